@@ -1,0 +1,245 @@
+//! The plan file as typed (phase one: validation of shape only, no syscalls).
+//!
+//! [`WorkloadKeys`] is the one definition of every workload key: `[defaults]`, each
+//! `[[workloads]]` entry and the command-line overrides are values of it.
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use crate::model::{Backend, Pattern};
+use crate::size::parse_size;
+
+/// Top level of a plan file.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanFile {
+    /// Free-form name of the plan (shown in reports).
+    pub name: Option<String>,
+    pub description: Option<String>,
+    /// Target paths or globs, all in one group. Exclusive with `groups`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub targets: Option<Vec<String>>,
+    /// Weighted target groups: each I/O picks a group by weight, then a target in it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<GroupKeys>>,
+    /// Values for every workload that does not set the key itself.
+    #[serde(default, skip_serializing_if = "WorkloadKeys::is_empty")]
+    pub defaults: WorkloadKeys,
+    #[serde(default)]
+    pub workloads: Vec<WorkloadKeys>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupKeys {
+    pub name: Option<String>,
+    pub weight: Option<u32>,
+    pub targets: Vec<String>,
+}
+
+/// Every key a workload (or `[defaults]`, or the command line) can set.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadKeys {
+    /// Workload name; say what it is (`backend-random-read-8k`). Not allowed in `[defaults]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Share of reads in percent: 100 = read only, 0 = write only, 70 = 70/30.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_pct: Option<f64>,
+    /// Block size (`"8k"`, 4096) or a weighted mix (`{ "4k" = 70, "64k" = 30 }`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bs: Option<BlockSizeSpec>,
+    /// `random` or `sequential`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<Pattern>,
+    /// `frontend` (first `frontend_blocks` blocks of each target), `backend` (whole target),
+    /// or `{ start = "1g", end = "2g" }`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub working_set: Option<WorkingSetSpec>,
+    /// Blocks per target in a frontend working set (default 1000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frontend_blocks: Option<u64>,
+    /// Outstanding I/Os per worker (default 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_depth: Option<u32>,
+    /// Workers per host of each step, increasing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<Vec<u32>>,
+    /// Seconds of load before measuring each step (not counted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup_s: Option<f64>,
+    /// Measurement intervals per step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<u32>,
+    /// Length of one interval in seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval_s: Option<f64>,
+    /// O_DIRECT (default true); false = buffered I/O through the page cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub direct: Option<bool>,
+    /// `io_uring` (default), `psync` or `null`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<Backend>,
+    /// I/O threads for io_uring and null (0 = one per core); psync always uses one per I/O.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
+}
+
+impl WorkloadKeys {
+    pub fn is_empty(&self) -> bool {
+        *self == WorkloadKeys::default()
+    }
+
+    /// Keys set in `self` win; the others come from `lower`.
+    pub fn over(&self, lower: &WorkloadKeys) -> WorkloadKeys {
+        macro_rules! pick {
+            ($($f:ident),*) => { WorkloadKeys { $($f: self.$f.clone().or_else(|| lower.$f.clone())),* } };
+        }
+        pick!(name, read_pct, bs, pattern, working_set, frontend_blocks, queue_depth, ramp, warmup_s, intervals, interval_s, direct, backend, threads)
+    }
+
+    /// Names of the keys that are set, as they are spelled in TOML.
+    pub fn set_keys(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        macro_rules! check {
+            ($($f:ident),*) => { $(if self.$f.is_some() { v.push(stringify!($f)); })* };
+        }
+        check!(name, read_pct, bs, pattern, working_set, frontend_blocks, queue_depth, ramp, warmup_s, intervals, interval_s, direct, backend, threads);
+        v
+    }
+}
+
+/// A byte size as written in a plan: `"4k"` or a plain integer.
+fn size_from_value<E: de::Error>(v: SizeValue) -> Result<u64, E> {
+    match v {
+        SizeValue::Int(n) if n >= 0 => Ok(n as u64),
+        SizeValue::Int(n) => Err(E::custom(format!("size {n} is negative"))),
+        SizeValue::Str(s) => parse_size(&s).map_err(E::custom),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum SizeValue {
+    Int(i64),
+    Str(String),
+}
+
+/// `bs`: one size or a weighted mix.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BlockSizeSpec {
+    One(u64),
+    /// (size, weight) pairs.
+    Mix(Vec<(u64, u32)>),
+}
+
+impl<'de> Deserialize<'de> for BlockSizeSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = BlockSizeSpec;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(r#"a block size ("8k", 4096) or a weighted mix ({ "4k" = 70, "64k" = 30 })"#)
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Self::Value, E> {
+                size_from_value(SizeValue::Int(n)).map(BlockSizeSpec::One)
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Self::Value, E> {
+                Ok(BlockSizeSpec::One(n))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                parse_size(s).map(BlockSizeSpec::One).map_err(E::custom)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut mix = Vec::new();
+                while let Some((k, w)) = map.next_entry::<String, i64>()? {
+                    let size = parse_size(&k).map_err(de::Error::custom)?;
+                    let w = u32::try_from(w)
+                        .map_err(|_| de::Error::custom(format!("weight {w} of block size `{k}` must be 0 to 4294967295")))?;
+                    mix.push((size, w));
+                }
+                Ok(BlockSizeSpec::Mix(mix))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for BlockSizeSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            BlockSizeSpec::One(n) => s.serialize_str(&crate::format_size(*n)),
+            BlockSizeSpec::Mix(v) => {
+                let mut m = s.serialize_map(Some(v.len()))?;
+                for (size, w) in v {
+                    m.serialize_entry(&crate::format_size(*size), w)?;
+                }
+                m.end()
+            }
+        }
+    }
+}
+
+/// `working_set`: `"frontend"`, `"backend"` or `{ start = …, end = … }`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkingSetSpec {
+    Frontend,
+    Backend,
+    Range { start: u64, end: u64 },
+}
+
+impl<'de> Deserialize<'de> for WorkingSetSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = WorkingSetSpec;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(r#""frontend", "backend" or a byte range { start = "0", end = "10g" }"#)
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                match s {
+                    "frontend" => Ok(WorkingSetSpec::Frontend),
+                    "backend" => Ok(WorkingSetSpec::Backend),
+                    other => Err(E::custom(format!(
+                        "unknown working set `{other}`: use \"frontend\", \"backend\" or {{ start = \"0\", end = \"10g\" }}"
+                    ))),
+                }
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let (mut start, mut end) = (None, None);
+                while let Some(k) = map.next_key::<String>()? {
+                    let v: SizeValue = map.next_value()?;
+                    match k.as_str() {
+                        "start" => start = Some(size_from_value(v)?),
+                        "end" => end = Some(size_from_value(v)?),
+                        other => return Err(de::Error::custom(format!("unknown key `{other}` in working_set: use start and end"))),
+                    }
+                }
+                match (start, end) {
+                    (Some(start), Some(end)) => Ok(WorkingSetSpec::Range { start, end }),
+                    _ => Err(de::Error::custom("a working_set range needs both start and end")),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for WorkingSetSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            WorkingSetSpec::Frontend => s.serialize_str("frontend"),
+            WorkingSetSpec::Backend => s.serialize_str("backend"),
+            WorkingSetSpec::Range { start, end } => {
+                let mut m = s.serialize_map(Some(2))?;
+                m.serialize_entry("start", &crate::format_size(*start))?;
+                m.serialize_entry("end", &crate::format_size(*end))?;
+                m.end()
+            }
+        }
+    }
+}

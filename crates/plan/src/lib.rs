@@ -1,0 +1,23 @@
+//! The typed test plan: what to run, against which targets, with which ramp.
+//!
+//! A plan comes from a TOML file or a built-in suite (embedded TOML, parsed by the same code),
+//! optionally overridden from the command line. Every workload key is defined once, in
+//! [`keys::WorkloadKeys`]: the `[defaults]` table, each `[[workloads]]` entry and the CLI
+//! overrides are all values of that one struct, layered in that order. Resolution validates
+//! everything and reports the file, line and key (or the CLI option) of a bad value.
+//!
+//! This crate never does I/O beyond reading the plan file itself.
+
+pub mod error;
+pub mod keys;
+mod locate;
+pub mod model;
+mod resolve;
+pub mod size;
+pub mod suites;
+
+pub use error::PlanError;
+pub use keys::{BlockSizeSpec, PlanFile, WorkingSetSpec, WorkloadKeys};
+pub use model::{Backend, BlockSize, Pattern, Plan, TargetGroup, WorkingSet, Workload};
+pub use resolve::{Overrides, load_file, parse_str};
+pub use size::{format_size, parse_size};

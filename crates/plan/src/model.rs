@@ -1,0 +1,133 @@
+//! The resolved plan (phase two): every value present and validated, ready for the engine.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pattern {
+    Random,
+    Sequential,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    IoUring,
+    Psync,
+    Null,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::IoUring => "io_uring",
+            Backend::Psync => "psync",
+            Backend::Null => "null",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Backend> {
+        match s {
+            "io_uring" | "io-uring" | "iouring" => Some(Backend::IoUring),
+            "psync" => Some(Backend::Psync),
+            "null" => Some(Backend::Null),
+            _ => None,
+        }
+    }
+}
+
+/// One block size of a workload with its weight in the mix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BlockSize {
+    pub bytes: u64,
+    pub weight: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum WorkingSet {
+    /// The first `blocks` blocks (of the workload's largest block size) of every target.
+    Frontend { blocks: u64 },
+    /// The whole target.
+    Backend,
+    /// An explicit byte range `[start, end)` of every target.
+    Range { start: u64, end: u64 },
+}
+
+impl WorkingSet {
+    pub fn label(&self) -> &'static str {
+        match self {
+            WorkingSet::Frontend { .. } => "frontend",
+            WorkingSet::Backend => "backend",
+            WorkingSet::Range { .. } => "range",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Workload {
+    pub name: String,
+    /// Share of reads, 0..=100 percent.
+    pub read_pct: f64,
+    /// Block sizes with weights; one entry for a fixed block size.
+    pub bs: Vec<BlockSize>,
+    pub pattern: Pattern,
+    pub working_set: WorkingSet,
+    pub queue_depth: u32,
+    pub ramp: Vec<u32>,
+    pub warmup_s: f64,
+    pub intervals: u32,
+    pub interval_s: f64,
+    pub direct: bool,
+    pub backend: Backend,
+    /// I/O threads; 0 = one per core.
+    pub threads: u32,
+}
+
+impl Workload {
+    pub fn max_bs(&self) -> u64 {
+        self.bs.iter().map(|b| b.bytes).max().unwrap_or(0)
+    }
+
+    pub fn min_bs(&self) -> u64 {
+        self.bs.iter().map(|b| b.bytes).min().unwrap_or(0)
+    }
+
+    pub fn writes(&self) -> bool {
+        self.read_pct < 100.0
+    }
+
+    /// Planned duration of one step in seconds.
+    pub fn step_seconds(&self) -> f64 {
+        self.warmup_s + self.intervals as f64 * self.interval_s
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TargetGroup {
+    pub name: String,
+    pub weight: u32,
+    /// Paths or globs, as given.
+    pub targets: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    pub name: String,
+    pub description: String,
+    /// Where the plan came from: a file path or `suite:NAME`.
+    pub source: String,
+    pub groups: Vec<TargetGroup>,
+    pub workloads: Vec<Workload>,
+}
+
+impl Plan {
+    pub fn writes(&self) -> bool {
+        self.workloads.iter().any(Workload::writes)
+    }
+
+    /// Planned duration of the whole plan in seconds.
+    pub fn total_seconds(&self) -> f64 {
+        self.workloads.iter().map(|w| w.step_seconds() * w.ramp.len() as f64).sum()
+    }
+}

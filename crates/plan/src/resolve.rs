@@ -1,0 +1,442 @@
+//! From TOML text (and command-line overrides) to a validated [`Plan`].
+
+use std::path::Path;
+
+use crate::error::{PlanError, did_you_mean};
+use crate::keys::{BlockSizeSpec, PlanFile, WorkingSetSpec, WorkloadKeys};
+use crate::locate::{Seg, locate};
+use crate::model::{Backend, BlockSize, Pattern, Plan, TargetGroup, WorkingSet, Workload};
+use crate::size::format_size;
+
+/// Values given on the command line; they win over the plan.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// Replace the plan's targets with these paths or globs.
+    pub targets: Vec<String>,
+    /// Workload keys given as options (`--qd` sets `queue_depth`, …).
+    pub keys: WorkloadKeys,
+    /// Keep only the workloads whose name contains this text.
+    pub workload_filter: Option<String>,
+}
+
+/// The command-line option that sets a workload key, for error messages.
+pub fn cli_option(key: &str) -> &'static str {
+    match key {
+        "ramp" => "--ramp",
+        "queue_depth" => "--qd",
+        "bs" => "--bs",
+        "warmup_s" => "--warmup-s",
+        "intervals" => "--intervals",
+        "interval_s" => "--interval-s",
+        "backend" => "--backend",
+        "direct" => "--buffered",
+        "threads" => "--threads",
+        _ => "a command-line option",
+    }
+}
+
+/// Values used when neither the command line, the workload nor `[defaults]` sets a key.
+fn builtin_defaults() -> WorkloadKeys {
+    WorkloadKeys {
+        name: None,
+        read_pct: Some(100.0),
+        bs: Some(BlockSizeSpec::One(4096)),
+        pattern: Some(Pattern::Random),
+        working_set: Some(WorkingSetSpec::Backend),
+        frontend_blocks: Some(1000),
+        queue_depth: Some(1),
+        ramp: Some(vec![1, 2, 4, 8, 16, 32]),
+        warmup_s: Some(5.0),
+        intervals: Some(3),
+        interval_s: Some(10.0),
+        direct: Some(true),
+        backend: Some(Backend::IoUring),
+        threads: Some(0),
+    }
+}
+
+pub fn load_file(path: &Path, overrides: &Overrides) -> Result<Plan, PlanError> {
+    let source = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        PlanError::new(&source, None, None, format!("cannot read the plan file: {e}"))
+    })?;
+    parse_str(&text, &source, overrides)
+}
+
+/// Parses and resolves plan text; `source` names it in errors (a path or `suite:NAME`).
+pub fn parse_str(text: &str, source: &str, overrides: &Overrides) -> Result<Plan, PlanError> {
+    let file: PlanFile = toml::from_str(text).map_err(|e| toml_error(text, source, &e))?;
+    Resolver { text, source, overrides, file: &file }.resolve()
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].bytes().filter(|b| *b == b'\n').count() + 1
+}
+
+/// Turns a TOML/serde error into a plan error with line and a "did you mean" for unknown keys.
+fn toml_error(text: &str, source: &str, e: &toml::de::Error) -> PlanError {
+    let line = e.span().map(|s| line_of(text, s.start));
+    let msg = e.message().trim();
+    if let Some(rest) = msg.strip_prefix("unknown field `") {
+        let name = rest.split('`').next().unwrap_or_default();
+        let expected: Vec<&str> = rest.split('`').skip(2).step_by(2).collect();
+        let hint = match did_you_mean(name, expected.iter().copied()) {
+            Some(s) => format!(" (did you mean `{s}`?)"),
+            None => format!("; known keys here: {}", expected.join(", ")),
+        };
+        return PlanError::new(source, line, Some(name.to_string()), format!("unknown key `{name}`{hint}"));
+    }
+    PlanError::new(source, line, None, msg.to_string())
+}
+
+#[derive(Clone, Copy)]
+enum Origin {
+    Cli,
+    Workload(usize),
+    Defaults,
+    Builtin,
+}
+
+struct Resolver<'a> {
+    text: &'a str,
+    source: &'a str,
+    overrides: &'a Overrides,
+    file: &'a PlanFile,
+}
+
+impl Resolver<'_> {
+    fn err(&self, path: &[Seg], key: String, msg: impl Into<String>) -> PlanError {
+        PlanError::new(self.source, locate(self.text, path), Some(key), msg)
+    }
+
+    fn origin(&self, w: usize, key: &str) -> Origin {
+        if self.overrides.keys.set_keys().contains(&key) {
+            Origin::Cli
+        } else if self.file.workloads[w].set_keys().contains(&key) {
+            Origin::Workload(w)
+        } else if self.file.defaults.set_keys().contains(&key) {
+            Origin::Defaults
+        } else {
+            Origin::Builtin
+        }
+    }
+
+    /// An error about `key` of workload `w`, located where its value came from.
+    fn key_err(&self, w: usize, key: &'static str, msg: String) -> PlanError {
+        match self.origin(w, key) {
+            Origin::Cli => PlanError::new("command line", None, Some(cli_option(key).to_string()), msg),
+            Origin::Workload(i) => self.err(
+                &[Seg::Key("workloads"), Seg::Index(i), Seg::Key(key)],
+                format!("workloads[{i}].{key}"),
+                msg,
+            ),
+            Origin::Defaults => self.err(&[Seg::Key("defaults"), Seg::Key(key)], format!("defaults.{key}"), msg),
+            Origin::Builtin => PlanError::new(self.source, None, Some(key.to_string()), msg),
+        }
+    }
+
+    fn resolve(&self) -> Result<Plan, PlanError> {
+        let groups = self.groups()?;
+        if let Some(name) = &self.file.defaults.name {
+            return Err(self.err(
+                &[Seg::Key("defaults"), Seg::Key("name")],
+                "defaults.name".into(),
+                format!("`name` names one workload and cannot be a default (found \"{name}\"): move it into a [[workloads]] entry"),
+            ));
+        }
+        if self.file.workloads.is_empty() {
+            return Err(PlanError::new(
+                self.source,
+                None,
+                Some("workloads".into()),
+                "the plan has no workloads: add at least one [[workloads]] table, or start from `iocurve plan --suite quick`",
+            ));
+        }
+        let base = self.file.defaults.over(&builtin_defaults());
+        let mut workloads = Vec::new();
+        for i in 0..self.file.workloads.len() {
+            let keys = self.overrides.keys.over(&self.file.workloads[i]).over(&base);
+            let w = self.workload(i, &keys)?;
+            if workloads.iter().any(|o: &Workload| o.name == w.name) {
+                return Err(self.err(
+                    &[Seg::Key("workloads"), Seg::Index(i), Seg::Key("name")],
+                    format!("workloads[{i}].name"),
+                    format!("workload name `{}` is used twice: names must be unique", w.name),
+                ));
+            }
+            workloads.push(w);
+        }
+        if let Some(filter) = &self.overrides.workload_filter {
+            let all: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
+            workloads.retain(|w| w.name.contains(filter.as_str()));
+            if workloads.is_empty() {
+                return Err(PlanError::new(
+                    "command line",
+                    None,
+                    Some("--workload".into()),
+                    format!("no workload name contains `{filter}`; the workloads are: {}", all.join(", ")),
+                ));
+            }
+        }
+        Ok(Plan {
+            name: self.file.name.clone().unwrap_or_else(|| self.source.to_string()),
+            description: self.file.description.clone().unwrap_or_default(),
+            source: self.source.to_string(),
+            groups,
+            workloads,
+        })
+    }
+
+    fn groups(&self) -> Result<Vec<TargetGroup>, PlanError> {
+        if !self.overrides.targets.is_empty() {
+            return Ok(vec![TargetGroup { name: "targets".into(), weight: 1, targets: self.overrides.targets.clone() }]);
+        }
+        match (&self.file.targets, &self.file.groups) {
+            (Some(_), Some(_)) => Err(self.err(
+                &[Seg::Key("groups")],
+                "groups".into(),
+                "give either `targets` (one group) or `groups` (weighted groups), not both",
+            )),
+            (Some(t), None) => {
+                if t.is_empty() {
+                    return Err(self.err(&[Seg::Key("targets")], "targets".into(), "`targets` is empty: name at least one file, device or glob"));
+                }
+                Ok(vec![TargetGroup { name: "targets".into(), weight: 1, targets: t.clone() }])
+            }
+            (None, Some(groups)) => {
+                if groups.is_empty() {
+                    return Err(self.err(&[Seg::Key("groups")], "groups".into(), "`groups` is empty"));
+                }
+                let mut out: Vec<TargetGroup> = Vec::new();
+                for (i, g) in groups.iter().enumerate() {
+                    let at = |k: &'static str| [Seg::Key("groups"), Seg::Index(i), Seg::Key(k)];
+                    let weight = g.weight.unwrap_or(1);
+                    if weight == 0 {
+                        return Err(self.err(&at("weight"), format!("groups[{i}].weight"), "weight must be at least 1 (a group with weight 0 would never be used: remove it instead)"));
+                    }
+                    if g.targets.is_empty() {
+                        return Err(self.err(&at("targets"), format!("groups[{i}].targets"), "a group needs at least one target path or glob"));
+                    }
+                    let name = g.name.clone().unwrap_or_else(|| format!("group{}", i + 1));
+                    if out.iter().any(|o| o.name == name) {
+                        return Err(self.err(&at("name"), format!("groups[{i}].name"), format!("group name `{name}` is used twice")));
+                    }
+                    out.push(TargetGroup { name, weight, targets: g.targets.clone() });
+                }
+                Ok(out)
+            }
+            // No targets: the caller supplies them (command line, or the default scratch file).
+            (None, None) => Ok(Vec::new()),
+        }
+    }
+
+    fn workload(&self, i: usize, k: &WorkloadKeys) -> Result<Workload, PlanError> {
+        // Every value is present: builtin_defaults() sets all keys but `name`.
+        let name = k.name.clone().ok_or_else(|| {
+            self.err(&[Seg::Key("workloads"), Seg::Index(i)], format!("workloads[{i}]"), "every workload needs a `name`, e.g. name = \"backend-random-read-8k\"")
+        })?;
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+            return Err(self.key_err(i, "name", format!("workload name `{name}` must be non-empty and use only letters, digits, '-', '_' and '.'")));
+        }
+        let read_pct = k.read_pct.unwrap();
+        if !(0.0..=100.0).contains(&read_pct) {
+            return Err(self.key_err(i, "read_pct", format!("read_pct is {read_pct}; it is a share of reads in percent, 0 to 100 (70 = 70 % reads, 30 % writes)")));
+        }
+        let bs = match k.bs.clone().unwrap() {
+            BlockSizeSpec::One(b) => vec![BlockSize { bytes: b, weight: 1 }],
+            BlockSizeSpec::Mix(m) => m.into_iter().map(|(bytes, weight)| BlockSize { bytes, weight }).collect(),
+        };
+        if bs.is_empty() || bs.iter().all(|b| b.weight == 0) {
+            return Err(self.key_err(i, "bs", "the block size mix is empty or all weights are 0".into()));
+        }
+        for b in &bs {
+            if b.bytes == 0 || b.bytes % 512 != 0 || b.bytes > 64 << 20 {
+                return Err(self.key_err(i, "bs", format!(
+                    "block size {} is not usable: it must be a multiple of 512 bytes, from 512 to 64m",
+                    if b.bytes == 0 { "0".to_string() } else { format_size(b.bytes) }
+                )));
+            }
+        }
+        let working_set = match k.working_set.clone().unwrap() {
+            WorkingSetSpec::Frontend => {
+                let blocks = k.frontend_blocks.unwrap();
+                if blocks == 0 {
+                    return Err(self.key_err(i, "frontend_blocks", "frontend_blocks must be at least 1".into()));
+                }
+                WorkingSet::Frontend { blocks }
+            }
+            WorkingSetSpec::Backend => WorkingSet::Backend,
+            WorkingSetSpec::Range { start, end } => {
+                if start >= end || start % 512 != 0 || end % 512 != 0 {
+                    return Err(self.key_err(i, "working_set", format!(
+                        "working set range {start}..{end} must have start < end, both multiples of 512 bytes"
+                    )));
+                }
+                WorkingSet::Range { start, end }
+            }
+        };
+        let queue_depth = k.queue_depth.unwrap();
+        if !(1..=4096).contains(&queue_depth) {
+            return Err(self.key_err(i, "queue_depth", format!("queue_depth is {queue_depth}; it must be 1 to 4096 outstanding I/Os per worker")));
+        }
+        let ramp = k.ramp.clone().unwrap();
+        if ramp.is_empty() {
+            return Err(self.key_err(i, "ramp", "the ramp is empty: give the worker counts of the steps, e.g. ramp = [1, 2, 4, 8]".into()));
+        }
+        if ramp.iter().any(|&n| n == 0 || n > 65536) {
+            return Err(self.key_err(i, "ramp", format!("ramp {ramp:?}: every step needs 1 to 65536 workers")));
+        }
+        if ramp.windows(2).any(|p| p[0] >= p[1]) {
+            return Err(self.key_err(i, "ramp", format!("ramp {ramp:?} must increase strictly (e.g. 1, 2, 4, 8): the analysis compares each step with the one before")));
+        }
+        let warmup_s = k.warmup_s.unwrap();
+        if !(0.0..=86_400.0).contains(&warmup_s) {
+            return Err(self.key_err(i, "warmup_s", format!("warmup_s is {warmup_s}; it must be 0 to 86400 seconds")));
+        }
+        let intervals = k.intervals.unwrap();
+        if !(1..=100_000).contains(&intervals) {
+            return Err(self.key_err(i, "intervals", format!("intervals is {intervals}; a step needs 1 to 100000 measurement intervals")));
+        }
+        let interval_s = k.interval_s.unwrap();
+        if !(0.1..=86_400.0).contains(&interval_s) {
+            return Err(self.key_err(i, "interval_s", format!("interval_s is {interval_s}; an interval lasts 0.1 to 86400 seconds")));
+        }
+        let threads = k.threads.unwrap();
+        if threads > 1024 {
+            return Err(self.key_err(i, "threads", format!("threads is {threads}; use 0 (one per core) to 1024")));
+        }
+        Ok(Workload {
+            name,
+            read_pct,
+            bs,
+            pattern: k.pattern.unwrap(),
+            working_set,
+            queue_depth,
+            ramp,
+            warmup_s,
+            intervals,
+            interval_s,
+            direct: k.direct.unwrap(),
+            backend: k.backend.unwrap(),
+            threads,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn parse(text: &str) -> Result<Plan, PlanError> {
+        parse_str(text, "t.toml", &Overrides::default())
+    }
+
+    const GOOD: &str = r#"
+name = "demo"
+targets = ["/dev/loop9"]
+
+[defaults]
+ramp = [1, 2, 4]
+interval_s = 2
+
+[[workloads]]
+name = "backend-random-read-8k"
+bs = "8k"
+
+[[workloads]]
+name = "mixed"
+read_pct = 70
+bs = { "4k" = 3, "64k" = 1 }
+pattern = "sequential"
+working_set = { start = "1m", end = "2m" }
+queue_depth = 4
+ramp = [1, 8]
+"#;
+
+    #[test]
+    fn resolves_layers_in_order() {
+        let p = parse(GOOD).unwrap();
+        assert_eq!(p.name, "demo");
+        assert_eq!(p.groups[0].targets, vec!["/dev/loop9"]);
+        let a = &p.workloads[0];
+        assert_eq!(a.bs, vec![BlockSize { bytes: 8192, weight: 1 }]);
+        assert_eq!(a.ramp, vec![1, 2, 4]);
+        assert_eq!(a.interval_s, 2.0);
+        assert_eq!(a.intervals, 3);
+        assert!(a.direct);
+        let b = &p.workloads[1];
+        assert_eq!(b.bs.len(), 2);
+        assert_eq!(b.ramp, vec![1, 8]);
+        assert_eq!(b.working_set, WorkingSet::Range { start: 1 << 20, end: 2 << 20 });
+        assert_eq!(b.pattern, Pattern::Sequential);
+    }
+
+    #[test]
+    fn cli_overrides_win_and_filter() {
+        let o = Overrides {
+            targets: vec!["/tmp/x".into()],
+            keys: WorkloadKeys { queue_depth: Some(16), ..Default::default() },
+            workload_filter: Some("mixed".into()),
+        };
+        let p = parse_str(GOOD, "t.toml", &o).unwrap();
+        assert_eq!(p.workloads.len(), 1);
+        assert_eq!(p.workloads[0].queue_depth, 16);
+        assert_eq!(p.groups[0].targets, vec!["/tmp/x"]);
+    }
+
+    #[test]
+    fn unknown_key_has_line_and_suggestion() {
+        let e = parse("[[workloads]]\nname = \"a\"\nrampp = [1]\n").unwrap_err();
+        assert_eq!(e.line, Some(3));
+        assert!(e.message.contains("did you mean `ramp`"), "{e}");
+    }
+
+    #[test]
+    fn wrong_type_has_line() {
+        let e = parse("[[workloads]]\nname = \"a\"\nqueue_depth = \"deep\"\n").unwrap_err();
+        assert_eq!(e.line, Some(3), "{e}");
+    }
+
+    #[test]
+    fn semantic_errors_name_line_and_key() {
+        let e = parse("[[workloads]]\nname = \"a\"\n\n[[workloads]]\nname = \"b\"\nramp = []\n").unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("workloads[1].ramp")), "{e}");
+        let e = parse("[defaults]\ninterval_s = 0\n[[workloads]]\nname = \"a\"\n").unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (Some(2), Some("defaults.interval_s")), "{e}");
+        let e = parse("[[workloads]]\nname = \"a\"\nbs = \"1000\"\n").unwrap_err();
+        assert!(e.message.contains("multiple of 512"), "{e}");
+        let e = parse("[[workloads]]\nname = \"a\"\nramp = [4, 2]\n").unwrap_err();
+        assert!(e.message.contains("increase"), "{e}");
+        let e = parse("[[workloads]]\nname = \"a\"\n[[workloads]]\nname = \"a\"\n").unwrap_err();
+        assert!(e.message.contains("used twice"), "{e}");
+        let e = parse("").unwrap_err();
+        assert!(e.message.contains("no workloads"), "{e}");
+        let e = parse("[[workloads]]\nname = \"a\"\nworking_set = \"middle\"\n").unwrap_err();
+        assert_eq!(e.line, Some(3), "{e}");
+    }
+
+    #[test]
+    fn cli_errors_name_the_option() {
+        let o = Overrides { keys: WorkloadKeys { queue_depth: Some(0), ..Default::default() }, ..Default::default() };
+        let e = parse_str(GOOD, "t.toml", &o).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("--qd"));
+        assert_eq!(e.source, "command line");
+    }
+
+    proptest! {
+        /// Whatever the text, parsing returns a plan or an error; it never panics.
+        #[test]
+        fn arbitrary_text_never_panics(s in "\\PC{0,200}") {
+            let _ = parse(&s);
+        }
+
+        #[test]
+        fn arbitrary_key_values_never_panic(
+            key in prop::sample::select(vec!["ramp", "bs", "queue_depth", "working_set", "read_pct", "interval_s", "backend", "threads"]),
+            value in prop::sample::select(vec!["0", "-1", "1e400", "\"x\"", "[]", "[0]", "{}", "{ start = 5 }", "true", "99999999999999999999", "\"99999999t\""]),
+        ) {
+            let _ = parse(&format!("[[workloads]]\nname = \"a\"\n{key} = {value}\n"));
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! Host CPU load from the aggregate `cpu` line of `/proc/stat` (the engine reads the file; this
+//! module only parses and differences it).
+
+/// Cumulative CPU times in clock ticks, as in `/proc/stat`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    pub user: u64,
+    pub nice: u64,
+    pub system: u64,
+    pub idle: u64,
+    pub iowait: u64,
+    pub irq: u64,
+    pub softirq: u64,
+    pub steal: u64,
+}
+
+impl CpuTimes {
+    /// Parses the first (`cpu `, all CPUs) line of `/proc/stat` content.
+    pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
+        let line = text.lines().find(|l| l.starts_with("cpu "))?;
+        let v: Vec<u64> = line.split_whitespace().skip(1).map_while(|f| f.parse().ok()).collect();
+        if v.len() < 4 {
+            return None;
+        }
+        let at = |i: usize| v.get(i).copied().unwrap_or(0);
+        Some(CpuTimes {
+            user: at(0),
+            nice: at(1),
+            system: at(2),
+            idle: at(3),
+            iowait: at(4),
+            irq: at(5),
+            softirq: at(6),
+            steal: at(7),
+        })
+    }
+
+    fn total(&self) -> u64 {
+        self.user + self.nice + self.system + self.idle + self.iowait + self.irq + self.softirq + self.steal
+    }
+}
+
+/// CPU load between two readings, in percent of all CPUs of the host.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CpuUsage {
+    pub user: f64,
+    pub system: f64,
+    pub iowait: f64,
+}
+
+impl CpuUsage {
+    pub fn between(a: &CpuTimes, b: &CpuTimes) -> CpuUsage {
+        let total = b.total().saturating_sub(a.total());
+        if total == 0 {
+            return CpuUsage::default();
+        }
+        let pct = |x: u64, y: u64| 100.0 * y.saturating_sub(x) as f64 / total as f64;
+        CpuUsage {
+            user: pct(a.user + a.nice, b.user + b.nice),
+            // irq and softirq are work the kernel does for our I/O: count them as system.
+            system: pct(a.system + a.irq + a.softirq, b.system + b.irq + b.softirq),
+            iowait: pct(a.iowait, b.iowait),
+        }
+    }
+
+    /// Share of the host that was busy (not idle, not waiting for I/O).
+    pub fn busy(&self) -> f64 {
+        self.user + self.system
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_differences_proc_stat() {
+        let a = CpuTimes::parse_proc_stat("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4\n").unwrap();
+        let b = CpuTimes::parse_proc_stat("cpu  160 0 80 850 60 0 0 0 0 0\n").unwrap();
+        let u = CpuUsage::between(&a, &b);
+        assert!((u.user - 40.0).abs() < 1e-9);
+        assert!((u.system - 20.0).abs() < 1e-9);
+        assert!((u.iowait - 6.666_666).abs() < 1e-3);
+        assert!((u.busy() - 60.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        assert!(CpuTimes::parse_proc_stat("nothing here").is_none());
+        assert!(CpuTimes::parse_proc_stat("cpu  1 2").is_none());
+    }
+
+    #[test]
+    fn no_time_passed_is_zero_load() {
+        let a = CpuTimes::default();
+        assert_eq!(CpuUsage::between(&a, &a), CpuUsage::default());
+    }
+}

@@ -1,0 +1,13 @@
+//! Measurement primitives shared by the engine (which fills them) and the analysis (which reads
+//! them): latency histograms, per-direction counters, per-second samples and host CPU.
+//!
+//! Everything here is pure and clock-free: callers pass timestamps and durations in. That keeps
+//! the hot path of the engine free of hidden syscalls and makes every piece testable alone.
+
+pub mod cpu;
+pub mod histogram;
+pub mod interval;
+
+pub use cpu::{CpuTimes, CpuUsage};
+pub use histogram::LatencyHistogram;
+pub use interval::{DirStats, ErrorCounts, IntervalStats, Sample};
