@@ -1,1 +1,23 @@
-//! placeholder
+//! The engine: opens targets (with the write-safety rules), generates offsets and data, drives
+//! I/O through a back-end and timestamps every I/O. It is the only part of iocurve that does
+//! storage I/O or reads clocks for latency; it formats nothing.
+//!
+//! A worker is a logical closed-loop stream, not a thread: the io_uring and null back-ends
+//! multiplex many workers onto a few I/O threads, each with its own ring, histograms and
+//! counters, handed over at interval boundaries. The psync back-end runs one thread per
+//! outstanding I/O as a fallback and cross-check.
+
+pub mod backend;
+mod buffer;
+pub mod error;
+pub mod ops;
+pub mod host;
+pub mod rng;
+pub mod safety;
+pub mod step;
+pub mod target;
+mod worker;
+
+pub use error::EngineError;
+pub use step::{StepConfig, StepProgress, StepRecord, IntervalRecord, run_step};
+pub use target::{OpenOptions, Target, TargetKind, TargetSet};

@@ -1,0 +1,30 @@
+//! I/O back-ends. Like fio's `ioengine_ops`, a back-end only moves I/O: it queues, submits,
+//! waits and hands back completions. It does no accounting and reads no clock — the worker loop
+//! timestamps and records every I/O, so all back-ends are measured the same way.
+
+use std::io;
+use std::time::Duration;
+
+use crate::ops::IoOp;
+
+mod null;
+mod psync;
+mod uring;
+
+pub use null::NullBackend;
+pub use psync::PsyncBackend;
+pub use uring::{UringBackend, probe_io_uring};
+
+/// A completion: the slot it belongs to and the result (bytes transferred, or -errno).
+pub type Completion = (u32, i32);
+
+pub trait Backend {
+    /// Queues one I/O for `slot`. `buf` must stay valid and untouched until the I/O completes.
+    fn queue(&mut self, slot: u32, op: &IoOp, buf: *mut u8) -> io::Result<()>;
+
+    /// Submits what is queued and waits until at least one I/O completed or `timeout` passed.
+    fn submit_and_wait(&mut self, timeout: Duration) -> io::Result<()>;
+
+    /// Moves every available completion into `out` (which the caller clears).
+    fn reap(&mut self, out: &mut Vec<Completion>);
+}

@@ -1,0 +1,289 @@
+//! Generates the I/Os of a workload: which target (group by weight, then a target in it),
+//! which block size (weighted mix), read or write (read share), and the offset — uniform and
+//! aligned within the working set for random workloads; a private streaming region per worker
+//! for sequential ones.
+//!
+//! Pure apart from the random generator passed in: no clocks, no syscalls, no allocation after
+//! construction.
+
+use iocurve_plan::{Pattern, WorkingSet, Workload};
+
+use crate::EngineError;
+use crate::rng::Rng;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IoOp {
+    pub target: u32,
+    pub offset: u64,
+    pub len: u32,
+    pub write: bool,
+}
+
+/// Geometry of one target for this workload: its working set `[start, start + len)`.
+#[derive(Debug, Clone, Copy)]
+pub struct TargetGeom {
+    pub start: u64,
+    pub len: u64,
+}
+
+/// The working set of a workload on a target of `size` bytes.
+pub fn working_set(ws: &WorkingSet, size: u64, max_bs: u64, name: &str, path: &str) -> Result<TargetGeom, EngineError> {
+    let (start, end) = match *ws {
+        WorkingSet::Frontend { blocks } => (0, blocks.saturating_mul(max_bs).min(size)),
+        WorkingSet::Backend => (0, size),
+        WorkingSet::Range { start, end } => {
+            if end > size {
+                return Err(EngineError::Input(format!(
+                    "workload {name}: working set range ends at {end} bytes, beyond the end of {path} ({size} bytes)"
+                )));
+            }
+            (start, end)
+        }
+    };
+    let len = (end - start) / 512 * 512;
+    if len < max_bs {
+        return Err(EngineError::Input(format!(
+            "workload {name}: the working set on {path} ({len} bytes) is smaller than the block size {max_bs}"
+        )));
+    }
+    Ok(TargetGeom { start, len })
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Direction {
+    AllReads,
+    AllWrites,
+    /// Read when a random u64 is below this threshold.
+    Mixed(u64),
+}
+
+#[derive(Debug, Clone)]
+struct Cursor {
+    region_start: u64,
+    region_len: u64,
+    pos: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct OpGen {
+    geoms: Vec<TargetGeom>,
+    /// (cumulative weight, members) per group.
+    groups: Vec<(u64, Vec<u32>)>,
+    group_total: u64,
+    /// (cumulative weight, bytes) per block size.
+    sizes: Vec<(u64, u64)>,
+    size_total: u64,
+    direction: Direction,
+    pattern: Pattern,
+    /// Sequential: one cursor per (worker, target), index `worker * targets + target`.
+    cursors: Vec<Cursor>,
+}
+
+impl OpGen {
+    /// `groups`: (weight, member target indices); `geoms`: per target.
+    pub fn new(w: &Workload, workers: u32, geoms: Vec<TargetGeom>, groups: &[(u32, Vec<usize>)]) -> OpGen {
+        let mut acc = 0u64;
+        let groups: Vec<(u64, Vec<u32>)> = groups
+            .iter()
+            .filter(|(w, m)| *w > 0 && !m.is_empty())
+            .map(|(w, m)| {
+                acc += *w as u64;
+                (acc, m.iter().map(|i| *i as u32).collect())
+            })
+            .collect();
+        let group_total = acc;
+        let mut acc = 0u64;
+        let sizes: Vec<(u64, u64)> = w
+            .bs
+            .iter()
+            .filter(|b| b.weight > 0)
+            .map(|b| {
+                acc += b.weight as u64;
+                (acc, b.bytes)
+            })
+            .collect();
+        let direction = if w.read_pct >= 100.0 {
+            Direction::AllReads
+        } else if w.read_pct <= 0.0 {
+            Direction::AllWrites
+        } else {
+            Direction::Mixed((w.read_pct / 100.0 * u64::MAX as f64) as u64)
+        };
+        let mut cursors = Vec::new();
+        if w.pattern == Pattern::Sequential {
+            let align = w.min_bs();
+            let max_bs = w.max_bs();
+            for worker in 0..workers as u64 {
+                for g in &geoms {
+                    // Disjoint regions when the working set is large enough; otherwise every
+                    // worker streams through the whole set from a staggered start.
+                    let share = g.len / workers as u64 / align * align;
+                    let c = if share >= max_bs {
+                        let start = g.start + worker * share;
+                        Cursor { region_start: start, region_len: share, pos: start }
+                    } else {
+                        let stagger = (g.len * worker / workers as u64) / align * align;
+                        Cursor { region_start: g.start, region_len: g.len / align * align, pos: g.start + stagger }
+                    };
+                    cursors.push(c);
+                }
+            }
+        }
+        OpGen { geoms, groups, group_total, sizes, size_total: acc, direction, pattern: w.pattern, cursors }
+    }
+
+    #[inline]
+    fn pick<T: Copy>(table: &[(u64, T)], total: u64, rng: &mut Rng) -> T {
+        if table.len() == 1 {
+            return table[0].1;
+        }
+        let r = rng.below(total);
+        table.iter().find(|(cum, _)| r < *cum).map(|(_, v)| *v).unwrap_or(table[table.len() - 1].1)
+    }
+
+    #[inline]
+    pub fn next(&mut self, worker: u32, rng: &mut Rng) -> IoOp {
+        let members = if self.groups.len() == 1 {
+            &self.groups[0].1
+        } else {
+            let r = rng.below(self.group_total);
+            let i = self.groups.iter().position(|(cum, _)| r < *cum).unwrap_or(self.groups.len() - 1);
+            &self.groups[i].1
+        };
+        let target = if members.len() == 1 { members[0] } else { members[rng.below(members.len() as u64) as usize] };
+        let len = Self::pick(&self.sizes, self.size_total, rng);
+        let write = match self.direction {
+            Direction::AllReads => false,
+            Direction::AllWrites => true,
+            Direction::Mixed(t) => rng.next_u64() >= t,
+        };
+        let g = self.geoms[target as usize];
+        let offset = match self.pattern {
+            Pattern::Random => g.start + rng.below(g.len / len) * len,
+            Pattern::Sequential => {
+                let c = &mut self.cursors[worker as usize * self.geoms.len() + target as usize];
+                if c.pos + len > c.region_start + c.region_len {
+                    c.pos = c.region_start;
+                }
+                let o = c.pos;
+                c.pos += len;
+                o
+            }
+        };
+        IoOp { target, offset, len: len as u32, write }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iocurve_plan::{Backend, BlockSize};
+
+    fn workload(read_pct: f64, pattern: Pattern, bs: &[(u64, u32)]) -> Workload {
+        Workload {
+            name: "t".into(),
+            read_pct,
+            bs: bs.iter().map(|&(bytes, weight)| BlockSize { bytes, weight }).collect(),
+            pattern,
+            working_set: WorkingSet::Backend,
+            queue_depth: 1,
+            ramp: vec![1],
+            warmup_s: 0.0,
+            intervals: 1,
+            interval_s: 1.0,
+            direct: true,
+            backend: Backend::Null,
+            threads: 0,
+        }
+    }
+
+    #[test]
+    fn random_offsets_are_aligned_and_inside_the_frontend() {
+        let w = workload(100.0, Pattern::Random, &[(4096, 1)]);
+        let geom = working_set(&WorkingSet::Frontend { blocks: 1000 }, 1 << 30, 4096, "t", "f").unwrap();
+        assert_eq!(geom.len, 1000 * 4096);
+        let mut g = OpGen::new(&w, 1, vec![geom], &[(1, vec![0])]);
+        let mut rng = Rng::new(7);
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..50_000 {
+            let op = g.next(0, &mut rng);
+            assert_eq!(op.offset % 4096, 0);
+            assert!(op.offset + op.len as u64 <= 1000 * 4096);
+            seen.insert(op.offset);
+        }
+        assert!(seen.len() > 990, "uniform over all 1000 blocks: saw {}", seen.len());
+    }
+
+    #[test]
+    fn read_share_and_size_mix_follow_weights() {
+        let w = workload(70.0, Pattern::Random, &[(4096, 3), (65536, 1)]);
+        let geom = working_set(&WorkingSet::Backend, 1 << 30, 65536, "t", "f").unwrap();
+        let mut g = OpGen::new(&w, 1, vec![geom], &[(1, vec![0])]);
+        let mut rng = Rng::new(9);
+        let (mut reads, mut small) = (0, 0);
+        let n = 100_000;
+        for _ in 0..n {
+            let op = g.next(0, &mut rng);
+            reads += usize::from(!op.write);
+            small += usize::from(op.len == 4096);
+            assert_eq!(op.offset % op.len as u64, 0);
+        }
+        assert!((69_000..71_000).contains(&reads), "{reads}");
+        assert!((74_000..76_000).contains(&small), "{small}");
+    }
+
+    #[test]
+    fn groups_are_picked_by_weight_then_uniformly() {
+        let w = workload(100.0, Pattern::Random, &[(4096, 1)]);
+        let geom = TargetGeom { start: 0, len: 1 << 20 };
+        // Group A (weight 1): target 0; group B (weight 3): targets 1 and 2.
+        let mut g = OpGen::new(&w, 1, vec![geom; 3], &[(1, vec![0]), (3, vec![1, 2])]);
+        let mut rng = Rng::new(3);
+        let mut per = [0u32; 3];
+        for _ in 0..80_000 {
+            per[g.next(0, &mut rng).target as usize] += 1;
+        }
+        assert!((19_000..21_000).contains(&per[0]), "{per:?}");
+        assert!((29_000..31_000).contains(&per[1]) && (29_000..31_000).contains(&per[2]), "{per:?}");
+    }
+
+    #[test]
+    fn sequential_workers_stream_through_their_own_regions() {
+        let w = workload(0.0, Pattern::Sequential, &[(1 << 20, 1)]);
+        let geom = TargetGeom { start: 0, len: 64 << 20 };
+        let mut g = OpGen::new(&w, 4, vec![geom], &[(1, vec![0])]);
+        let mut rng = Rng::new(1);
+        for worker in 0..4u32 {
+            let region = worker as u64 * (16 << 20);
+            for i in 0..40u64 {
+                let op = g.next(worker, &mut rng);
+                // 16 blocks per region, then wrap to the region start.
+                assert_eq!(op.offset, region + (i % 16) * (1 << 20), "worker {worker} op {i}");
+                assert!(op.write);
+            }
+        }
+    }
+
+    #[test]
+    fn more_workers_than_blocks_still_stay_inside() {
+        let w = workload(100.0, Pattern::Sequential, &[(1 << 20, 1)]);
+        let geom = TargetGeom { start: 0, len: 4 << 20 };
+        let mut g = OpGen::new(&w, 32, vec![geom], &[(1, vec![0])]);
+        let mut rng = Rng::new(1);
+        for worker in 0..32 {
+            for _ in 0..10 {
+                let op = g.next(worker, &mut rng);
+                assert!(op.offset + op.len as u64 <= 4 << 20);
+                assert_eq!(op.offset % (1 << 20), 0);
+            }
+        }
+    }
+
+    #[test]
+    fn working_set_errors_are_clear() {
+        let e = working_set(&WorkingSet::Range { start: 0, end: 2 << 20 }, 1 << 20, 4096, "w", "/dev/x").unwrap_err();
+        assert!(e.to_string().contains("beyond the end"), "{e}");
+        let e = working_set(&WorkingSet::Backend, 8192, 1 << 20, "w", "/dev/x").unwrap_err();
+        assert!(e.to_string().contains("smaller than the block size"), "{e}");
+    }
+}

@@ -1,0 +1,315 @@
+//! Runs one step — one workload at one parallelism — and returns what it measured.
+//!
+//! The coordinator here spawns the I/O threads, starts them together, reads host CPU at every
+//! interval boundary, merges the threads' interval stats as they arrive (exact histogram
+//! merges) and reports progress. A step stops early when `stop` is set (Ctrl-C): the threads
+//! close the interval they are in and drain.
+
+use std::collections::BTreeMap;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Barrier, OnceLock};
+use std::time::{Duration, Instant};
+
+use iocurve_plan::{Backend, Workload, format_size};
+use iocurve_stats::{CpuTimes, CpuUsage, IntervalStats};
+
+use crate::backend::{NullBackend, PsyncBackend, UringBackend};
+use crate::buffer::BufferPool;
+use crate::ops::{OpGen, working_set};
+use crate::host::cpu_times;
+use crate::rng::Rng;
+use crate::worker::{self, Live, Msg, Schedule, Slots};
+use crate::{EngineError, TargetSet};
+
+pub struct StepConfig<'a> {
+    pub workload: &'a Workload,
+    pub workers: u32,
+    /// The back-end that actually runs (after any fallback).
+    pub backend: Backend,
+    /// I/O threads for io_uring and null (psync: one per outstanding I/O).
+    pub threads: usize,
+    pub targets: &'a TargetSet,
+    /// Set by Ctrl-C: finish the current interval and stop.
+    pub stop: &'a AtomicBool,
+}
+
+/// Live view of a running step, for progress lines.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StepProgress {
+    pub elapsed_s: f64,
+    pub planned_s: f64,
+    pub warmup: bool,
+    /// Totals since the step started (warm-up included).
+    pub ops: u64,
+    pub bytes: u64,
+    pub lat_sum_ns: u64,
+    pub intervals_done: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct IntervalRecord {
+    pub stats: IntervalStats,
+    pub cpu: CpuUsage,
+    pub duration_s: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct StepRecord {
+    pub workers: u32,
+    pub queue_depth: u32,
+    pub backend: Backend,
+    pub threads: usize,
+    pub interval_s: f64,
+    /// Length of one sample (1 s, or the interval when shorter).
+    pub sample_s: f64,
+    /// Complete intervals only, in order.
+    pub intervals: Vec<IntervalRecord>,
+    /// Stopped before all planned intervals ran.
+    pub interrupted: bool,
+}
+
+/// Samples per interval: one per second (rounded up), one for sub-second intervals.
+pub fn samples_per_interval(interval_s: f64) -> u32 {
+    (interval_s.ceil() as u32).max(1)
+}
+
+/// Builds the op generator of a workload at a parallelism, checking the targets fit it.
+fn op_gen(w: &Workload, workers: u32, targets: &TargetSet) -> Result<OpGen, EngineError> {
+    let max_bs = w.max_bs();
+    let mut geoms = Vec::new();
+    for t in &targets.targets {
+        if w.direct {
+            if let Some(b) = w.bs.iter().find(|b| b.bytes % t.logical_block != 0) {
+                return Err(EngineError::Input(format!(
+                    "workload {}: block size {} is not a multiple of the logical block size {} of {}: O_DIRECT needs aligned I/O (use a multiple of {}, or --buffered)",
+                    w.name, format_size(b.bytes), t.logical_block, t.path.display(), t.logical_block
+                )));
+            }
+        }
+        geoms.push(working_set(&w.working_set, t.size, max_bs, &w.name, &t.path.display().to_string())?);
+    }
+    let groups: Vec<(u32, Vec<usize>)> = targets.groups.iter().map(|g| (g.weight, g.members.clone())).collect();
+    Ok(OpGen::new(w, workers, geoms, &groups))
+}
+
+pub fn run_step(cfg: &StepConfig, on_progress: &mut dyn FnMut(&StepProgress)) -> Result<StepRecord, EngineError> {
+    let w = cfg.workload;
+    cfg.targets.set_direct(w.direct)?;
+    let opgen = op_gen(w, cfg.workers, cfg.targets)?;
+    let qd = w.queue_depth;
+    let fds: Vec<RawFd> = cfg.targets.targets.iter().map(|t| t.fd()).collect();
+
+    // Slots (outstanding I/Os) per thread, as worker ids.
+    let plan: Vec<Vec<u32>> = match cfg.backend {
+        Backend::Psync => (0..cfg.workers).flat_map(|wk| (0..qd).map(move |_| vec![wk])).collect(),
+        _ => {
+            let n = cfg.threads.clamp(1, cfg.workers as usize);
+            let mut p = vec![Vec::new(); n];
+            for wk in 0..cfg.workers {
+                p[wk as usize % n].extend(std::iter::repeat_n(wk, qd as usize));
+            }
+            p
+        }
+    };
+    let nthreads = plan.len();
+    let spp = samples_per_interval(w.interval_s);
+    let interval_ns = (w.interval_s * 1e9) as u64;
+    let warmup_ns = (w.warmup_s * 1e9) as u64;
+    let step_stop = AtomicBool::new(false);
+    let lives: Vec<Live> = (0..nthreads).map(|_| Live::default()).collect();
+    let barrier = Arc::new(Barrier::new(nthreads + 1));
+    let t0: OnceLock<Instant> = OnceLock::new();
+    let (tx, rx) = mpsc::channel::<(usize, Msg)>();
+    let max_bs = w.max_bs() as usize;
+    let writes = w.writes();
+
+    std::thread::scope(|scope| -> Result<StepRecord, EngineError> {
+        for (ti, workers) in plan.into_iter().enumerate() {
+            let (tx, barrier, t0, step_stop, live) = (tx.clone(), barrier.clone(), &t0, &step_stop, &lives[ti]);
+            let opgen = opgen.clone();
+            let fds = fds.clone();
+            let backend = cfg.backend;
+            let builder = std::thread::Builder::new().name(format!("iocurve-io{ti}")).stack_size(256 << 10);
+            let spawned = builder.spawn_scoped(scope, move || {
+                let send = |m: Msg| {
+                    let _ = tx.send((ti, m));
+                };
+                let mut rng = Rng::seed_from(ti as u64 + 1);
+                let mut pool = BufferPool::new(workers.len(), max_bs);
+                if writes {
+                    for i in 0..workers.len() {
+                        rng.fill(pool.slice_mut(i));
+                    }
+                }
+                let start = |barrier: &Barrier| {
+                    barrier.wait();
+                    barrier.wait();
+                    Schedule {
+                        t0: *t0.get().expect("coordinator sets t0 between the barriers"),
+                        warmup_ns,
+                        interval_ns,
+                        intervals: w.intervals,
+                        samples_per_interval: spp,
+                    }
+                };
+                let n = workers.len();
+                let result = match backend {
+                    Backend::IoUring => match UringBackend::new(n, &fds, (pool.base(), pool.total_len())) {
+                        Ok(b) => {
+                            let mut s = Slots::new(b, opgen, rng, pool, workers);
+                            finish(worker::run(&mut s, &start(&barrier), step_stop, live, &send), s)
+                        }
+                        Err(e) => {
+                            start(&barrier);
+                            Err(format!("cannot set up io_uring: {e}"))
+                        }
+                    },
+                    Backend::Psync => {
+                        let mut s = Slots::new(PsyncBackend::new(fds), opgen, rng, pool, workers);
+                        finish(worker::run(&mut s, &start(&barrier), step_stop, live, &send), s)
+                    }
+                    Backend::Null => {
+                        let mut s = Slots::new(NullBackend::new(n), opgen, rng, pool, workers);
+                        finish(worker::run(&mut s, &start(&barrier), step_stop, live, &send), s)
+                    }
+                };
+                send(match result {
+                    Ok(()) => Msg::Done,
+                    Err(e) => Msg::Failed(e),
+                });
+            });
+            if let Err(e) = spawned {
+                // Threads already started wait at the barrier; release them with a stop.
+                step_stop.store(true, Ordering::Relaxed);
+                return Err(EngineError::io(format!("cannot start I/O thread {ti} of {nthreads}"), e));
+            }
+        }
+        drop(tx);
+        barrier.wait();
+        let start = Instant::now();
+        t0.set(start).expect("t0 is set once");
+        barrier.wait();
+        coordinate(cfg, w, nthreads, start, &rx, &step_stop, &lives, spp, on_progress)
+    })
+}
+
+/// Ends a thread's run; if I/O is still in flight after an error, the buffers are leaked on
+/// purpose: the kernel may still write into them.
+fn finish<B: crate::backend::Backend>(r: Result<(), (std::io::Error, usize)>, s: Slots<B>) -> Result<(), String> {
+    match r {
+        Ok(()) => Ok(()),
+        Err((e, inflight)) => {
+            if inflight > 0 {
+                std::mem::forget(s);
+            }
+            Err(format!("I/O thread failed: {e}"))
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn coordinate(
+    cfg: &StepConfig,
+    w: &Workload,
+    nthreads: usize,
+    t0: Instant,
+    rx: &mpsc::Receiver<(usize, Msg)>,
+    step_stop: &AtomicBool,
+    lives: &[Live],
+    spp: u32,
+    on_progress: &mut dyn FnMut(&StepProgress),
+) -> Result<StepRecord, EngineError> {
+    let sched = Schedule {
+        t0,
+        warmup_ns: (w.warmup_s * 1e9) as u64,
+        interval_ns: (w.interval_s * 1e9) as u64,
+        intervals: w.intervals,
+        samples_per_interval: spp,
+    };
+    let tick = Duration::from_millis(250);
+    let mut next_tick = t0 + tick;
+    // CPU readings at boundaries 0..=K (start of interval 0 .. end of the last).
+    let mut cpu: Vec<Option<CpuTimes>> = vec![None; w.intervals as usize + 1];
+    let mut next_cpu = 0u32;
+    let mut pending: BTreeMap<u32, (usize, IntervalStats)> = BTreeMap::new();
+    let mut complete: Vec<IntervalRecord> = Vec::new();
+    let mut finished = 0usize;
+    let mut failure: Option<String> = None;
+    let planned_s = w.step_seconds();
+    loop {
+        let now = Instant::now();
+        let cpu_at = (next_cpu <= w.intervals).then(|| t0 + Duration::from_nanos(sched.boundary_ns(next_cpu)));
+        let wake = cpu_at.map_or(next_tick, |c| c.min(next_tick));
+        match rx.recv_timeout(wake.saturating_duration_since(now)) {
+            Ok((_, Msg::Interval { index, stats })) => {
+                let e = pending.entry(index).or_insert_with(|| (0, IntervalStats::default()));
+                e.0 += 1;
+                e.1.merge(&stats);
+            }
+            Ok((_, Msg::Done)) => finished += 1,
+            Ok((ti, Msg::Failed(e))) => {
+                finished += 1;
+                failure.get_or_insert(format!("I/O thread {ti}: {e}"));
+                step_stop.store(true, Ordering::Relaxed);
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => finished = nthreads,
+        }
+        if cfg.stop.load(Ordering::Relaxed) {
+            step_stop.store(true, Ordering::Relaxed);
+        }
+        let now = Instant::now();
+        while next_cpu <= w.intervals && now >= t0 + Duration::from_nanos(sched.boundary_ns(next_cpu)) {
+            cpu[next_cpu as usize] = cpu_times();
+            next_cpu += 1;
+        }
+        // Hand on every interval that all threads reported, in order.
+        while let Some((&idx, (n, _))) = pending.first_key_value() {
+            if *n < nthreads || idx as usize != complete.len() {
+                break;
+            }
+            let (_, (_, stats)) = pending.pop_first().expect("checked above");
+            let end = cpu[idx as usize + 1].or_else(cpu_times);
+            let usage = match (cpu[idx as usize], end) {
+                (Some(a), Some(b)) => CpuUsage::between(&a, &b),
+                _ => CpuUsage::default(),
+            };
+            complete.push(IntervalRecord { stats, cpu: usage, duration_s: w.interval_s });
+        }
+        if now >= next_tick || finished == nthreads {
+            next_tick = now + tick;
+            let elapsed = now.duration_since(t0).as_secs_f64();
+            on_progress(&StepProgress {
+                elapsed_s: elapsed,
+                planned_s,
+                warmup: elapsed < w.warmup_s,
+                ops: lives.iter().map(|l| l.ops.load(Ordering::Relaxed)).sum(),
+                bytes: lives.iter().map(|l| l.bytes.load(Ordering::Relaxed)).sum(),
+                lat_sum_ns: lives.iter().map(|l| l.lat_sum_ns.load(Ordering::Relaxed)).sum(),
+                intervals_done: complete.len() as u32,
+            });
+        }
+        if finished == nthreads {
+            break;
+        }
+    }
+    if let Some(f) = failure {
+        return Err(EngineError::io(
+            format!("step {} with {} workers failed", w.name, cfg.workers),
+            std::io::Error::other(f),
+        ));
+    }
+    let interrupted = complete.len() < w.intervals as usize;
+    Ok(StepRecord {
+        workers: cfg.workers,
+        queue_depth: w.queue_depth,
+        backend: cfg.backend,
+        threads: nthreads,
+        interval_s: w.interval_s,
+        sample_s: w.interval_s / spp as f64,
+        intervals: complete,
+        interrupted,
+    })
+}

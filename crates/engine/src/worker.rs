@@ -1,0 +1,185 @@
+//! The I/O thread loop: keeps every slot (one outstanding I/O of a worker) busy, timestamps
+//! completions and records them into the thread's own interval stats.
+//!
+//! Clock reads are a measured cost: the loop reads the clock once per wake-up. That timestamp
+//! is the completion time of every I/O reaped in the batch and the start time of every I/O
+//! issued in reply, so a latency covers submission to completion as seen from user space.
+//! Nothing allocates or locks per I/O; intervals are handed over at their boundaries.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use iocurve_stats::IntervalStats;
+
+use crate::backend::{Backend, Completion};
+use crate::buffer::BufferPool;
+use crate::ops::{IoOp, OpGen};
+use crate::rng::Rng;
+
+/// When each phase of the step ends, relative to its start `t0`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Schedule {
+    pub t0: Instant,
+    pub warmup_ns: u64,
+    pub interval_ns: u64,
+    pub intervals: u32,
+    pub samples_per_interval: u32,
+}
+
+impl Schedule {
+    pub fn boundary_ns(&self, k: u32) -> u64 {
+        self.warmup_ns + k as u64 * self.interval_ns
+    }
+}
+
+/// Messages from I/O threads to the step coordinator.
+pub(crate) enum Msg {
+    Interval { index: u32, stats: Box<IntervalStats> },
+    Done,
+    Failed(String),
+}
+
+/// Running totals of one thread for the live progress line (warm-up included). Only the owning
+/// thread writes them, with plain stores; the coordinator reads them.
+#[derive(Default)]
+pub(crate) struct Live {
+    pub ops: AtomicU64,
+    pub bytes: AtomicU64,
+    pub lat_sum_ns: AtomicU64,
+}
+
+/// Where the buffers and I/O state of one thread's slots live.
+pub(crate) struct Slots<B: Backend> {
+    pub backend: B,
+    pub opgen: OpGen,
+    pub rng: Rng,
+    pub pool: BufferPool,
+    /// Worker id of each slot.
+    pub worker: Vec<u32>,
+    ops: Vec<IoOp>,
+    started: Vec<u64>,
+    nonce: u64,
+    written: u64,
+}
+
+impl<B: Backend> Slots<B> {
+    pub fn new(backend: B, opgen: OpGen, mut rng: Rng, pool: BufferPool, worker: Vec<u32>) -> Self {
+        let n = worker.len();
+        let nonce = rng.next_u64();
+        Self { backend, opgen, rng, pool, worker, ops: vec![IoOp::default(); n], started: vec![0; n], nonce, written: 0 }
+    }
+
+    #[inline]
+    fn issue(&mut self, slot: usize, now: u64) -> std::io::Result<()> {
+        let op = self.opgen.next(self.worker[slot], &mut self.rng);
+        if op.write {
+            self.stamp(slot, &op);
+        }
+        self.backend.queue(slot as u32, &op, self.pool.ptr(slot))?;
+        self.ops[slot] = op;
+        self.started[slot] = now;
+        Ok(())
+    }
+
+    /// Makes every 4 KiB unit of a written block unique (no accidental dedupe across workers,
+    /// steps and hosts): a per-thread random nonce mixed with a counter, and the offset.
+    #[inline]
+    fn stamp(&mut self, slot: usize, op: &IoOp) {
+        self.written += 1;
+        let tag = self.nonce ^ self.written.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let buf = self.pool.slice_mut(slot);
+        for (i, unit) in buf[..op.len as usize].chunks_mut(4096).enumerate() {
+            let at = op.offset + (i as u64) * 4096;
+            unit[..8].copy_from_slice(&tag.to_le_bytes());
+            unit[8..16].copy_from_slice(&at.to_le_bytes());
+        }
+    }
+}
+
+/// Runs one thread's share of a step. Returns the number of I/Os still in flight if it fails,
+/// so the caller knows whether the buffers may be freed.
+pub(crate) fn run<B: Backend>(
+    s: &mut Slots<B>,
+    sched: &Schedule,
+    stop: &AtomicBool,
+    live: &Live,
+    send: &dyn Fn(Msg),
+) -> Result<(), (std::io::Error, usize)> {
+    let n = s.worker.len();
+    let spp = sched.samples_per_interval as u64;
+    let sample_ns = (sched.interval_ns / spp).max(1);
+    let clock = || sched.t0.elapsed().as_nanos() as u64;
+    let mut done: Vec<Completion> = Vec::with_capacity(n);
+    let mut cur = Box::new(IntervalStats::with_samples(spp as usize));
+    let mut phase: i64 = -1; // -1 = warm-up
+    let mut phase_start = 0u64;
+    let mut next_boundary = sched.warmup_ns;
+    let mut issuing = true;
+    let mut inflight = 0usize;
+    let (mut l_ops, mut l_bytes, mut l_lat) = (0u64, 0u64, 0u64);
+
+    let mut now = clock();
+    for slot in 0..n {
+        s.issue(slot, now).map_err(|e| (e, inflight))?;
+        inflight += 1;
+    }
+    loop {
+        let wait = if issuing {
+            Duration::from_nanos(next_boundary.saturating_sub(now)).max(Duration::from_micros(100))
+        } else {
+            Duration::from_millis(100)
+        };
+        s.backend.submit_and_wait(wait).map_err(|e| (e, inflight))?;
+        now = clock();
+        while issuing && now >= next_boundary {
+            if phase >= 0 {
+                let full = std::mem::replace(&mut cur, Box::new(IntervalStats::with_samples(spp as usize)));
+                send(Msg::Interval { index: phase as u32, stats: full });
+            }
+            phase += 1;
+            phase_start = next_boundary;
+            if phase as u64 >= sched.intervals as u64 || stop.load(Ordering::Relaxed) {
+                issuing = false;
+            } else {
+                next_boundary += sched.interval_ns;
+            }
+        }
+        done.clear();
+        s.backend.reap(&mut done);
+        let recording = issuing && phase >= 0;
+        let si = (((now - phase_start) / sample_ns).min(spp - 1)) as usize;
+        for &(slot, res) in &done {
+            let slot = slot as usize;
+            let op = s.ops[slot];
+            let lat = now.saturating_sub(s.started[slot]);
+            if recording {
+                let dir = if op.write { &mut cur.write } else { &mut cur.read };
+                let sample = &mut cur.samples[si];
+                if res >= 0 && res as u32 == op.len {
+                    dir.record(lat, op.len as u64);
+                    sample.record(lat, op.len as u64);
+                } else {
+                    // errno 0 stands for a short transfer (less than asked, no error code).
+                    dir.errors.add(if res < 0 { -res } else { 0 }, 1);
+                    sample.errors += 1;
+                }
+            }
+            if res >= 0 {
+                l_ops += 1;
+                l_bytes += res as u64;
+                l_lat += lat;
+            }
+            if issuing {
+                s.issue(slot, now).map_err(|e| (e, inflight))?;
+            } else {
+                inflight -= 1;
+            }
+        }
+        live.ops.store(l_ops, Ordering::Relaxed);
+        live.bytes.store(l_bytes, Ordering::Relaxed);
+        live.lat_sum_ns.store(l_lat, Ordering::Relaxed);
+        if !issuing && inflight == 0 {
+            return Ok(());
+        }
+    }
+}
