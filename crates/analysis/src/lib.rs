@@ -1,1 +1,14 @@
-//! placeholder
+//! Analysis: from what the engine measured to what a storage engineer decides on.
+//!
+//! Per step: throughput, latency statistics, interval steadiness and quality flags. Per
+//! workload: speed (1 worker), optimum (last step up to which throughput grows faster than
+//! latency), maximum (highest throughput) and the lowest latency seen. The result types here
+//! are the `--json` contract. Pure: no I/O, no clocks.
+
+pub mod result;
+pub mod step;
+pub mod workload;
+
+pub use result::*;
+pub use step::{analyze_step, Thresholds};
+pub use workload::{analyze_workload, optimum_index};

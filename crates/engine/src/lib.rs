@@ -19,5 +19,5 @@ pub mod target;
 mod worker;
 
 pub use error::EngineError;
-pub use step::{StepConfig, StepProgress, StepRecord, IntervalRecord, run_step};
+pub use step::{StepConfig, StepProgress, run_step};
 pub use target::{OpenOptions, Target, TargetKind, TargetSet};

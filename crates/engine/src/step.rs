@@ -13,7 +13,7 @@ use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
 use iocurve_plan::{Backend, Workload, format_size};
-use iocurve_stats::{CpuTimes, CpuUsage, IntervalStats};
+use iocurve_stats::{CpuTimes, CpuUsage, IntervalRecord, IntervalStats, StepRecord};
 
 use crate::backend::{NullBackend, PsyncBackend, UringBackend};
 use crate::buffer::BufferPool;
@@ -46,28 +46,6 @@ pub struct StepProgress {
     pub bytes: u64,
     pub lat_sum_ns: u64,
     pub intervals_done: u32,
-}
-
-#[derive(Debug, Clone)]
-pub struct IntervalRecord {
-    pub stats: IntervalStats,
-    pub cpu: CpuUsage,
-    pub duration_s: f64,
-}
-
-#[derive(Debug, Clone)]
-pub struct StepRecord {
-    pub workers: u32,
-    pub queue_depth: u32,
-    pub backend: Backend,
-    pub threads: usize,
-    pub interval_s: f64,
-    /// Length of one sample (1 s, or the interval when shorter).
-    pub sample_s: f64,
-    /// Complete intervals only, in order.
-    pub intervals: Vec<IntervalRecord>,
-    /// Stopped before all planned intervals ran.
-    pub interrupted: bool,
 }
 
 /// Samples per interval: one per second (rounded up), one for sub-second intervals.
@@ -305,7 +283,6 @@ fn coordinate(
     Ok(StepRecord {
         workers: cfg.workers,
         queue_depth: w.queue_depth,
-        backend: cfg.backend,
         threads: nthreads,
         interval_s: w.interval_s,
         sample_s: w.interval_s / spp as f64,

@@ -7,7 +7,9 @@
 pub mod cpu;
 pub mod histogram;
 pub mod interval;
+pub mod step;
 
 pub use cpu::{CpuTimes, CpuUsage};
 pub use histogram::LatencyHistogram;
 pub use interval::{DirStats, ErrorCounts, IntervalStats, Sample};
+pub use step::{IntervalRecord, StepRecord};

@@ -1,0 +1,181 @@
+//! The result document (`--json`). Later versions extend it compatibly: fields are only added.
+//! Units: latency in microseconds, throughput in I/Os per second and MB/s (10^6 bytes).
+
+use iocurve_stats::CpuUsage;
+use serde::{Deserialize, Serialize};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunResult {
+    pub schema_version: u32,
+    pub tool_version: String,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub finished_at: String,
+    /// True when Ctrl-C stopped the run before the plan was complete.
+    pub interrupted: bool,
+    pub host: HostInfo,
+    pub targets: Vec<TargetInfo>,
+    /// The plan as resolved (every default filled in).
+    pub plan: serde_json::Value,
+    pub workloads: Vec<WorkloadResult>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cores: usize,
+    /// The back-end that actually ran (`io_uring`, `psync`, `null`).
+    pub backend: String,
+    /// Why the back-end differs from the plan's, when it does (e.g. io_uring unavailable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_note: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TargetInfo {
+    pub path: String,
+    /// `file` or `block device`.
+    pub kind: String,
+    pub size: u64,
+    pub logical_block: u64,
+    pub group: String,
+    /// A scratch file created by this run.
+    pub scratch: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkloadResult {
+    pub name: String,
+    /// `random` (headline IOPS) or `sequential` (headline MB/s).
+    pub kind: String,
+    /// `frontend`, `backend` or `range`.
+    pub working_set: String,
+    pub read_pct: f64,
+    /// Block size, or the weighted mix (`4k:70,64k:30`).
+    pub bs: String,
+    pub queue_depth: u32,
+    pub steps: Vec<StepResult>,
+    pub speed: Option<Point>,
+    pub optimum: Option<Point>,
+    pub maximum: Option<Point>,
+    pub min_lat_us: Option<f64>,
+}
+
+/// A notable step of a workload, repeating its figures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// Index into `steps`.
+    pub step: usize,
+    pub workers: u32,
+    pub iops: f64,
+    pub mbps: f64,
+    pub lat_us: f64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyStats {
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+    pub stddev: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p99_9: f64,
+    pub p99_99: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DirResult {
+    pub ops: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    pub mbps: f64,
+    pub lat_us: LatencyStats,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalResult {
+    pub iops: f64,
+    pub mbps: f64,
+    pub lat_mean_us: f64,
+    pub cpu: CpuUsage,
+}
+
+/// One sample (a second of the step; shorter when intervals are shorter).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleResult {
+    /// Start, in seconds since the measurement (after warm-up) began.
+    pub t_s: f64,
+    pub dur_s: f64,
+    pub ops: u64,
+    pub iops: f64,
+    pub mbps: f64,
+    pub lat_mean_us: f64,
+    pub lat_max_us: f64,
+    pub errors: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorCount {
+    pub errno: i32,
+    /// Symbolic name (`EIO`); `short` for a transfer shorter than asked.
+    pub name: String,
+    pub count: u64,
+}
+
+/// One bucket of the latency histogram in the published form (share of I/Os per range).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyBucket {
+    /// Lower bound in µs (inclusive).
+    pub from_us: f64,
+    /// Upper bound in µs (exclusive); None for the last, open bucket.
+    pub to_us: Option<f64>,
+    pub count: u64,
+    pub pct: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Flag {
+    /// `unsteady`, `transient`, `cpu_saturated`, `littles_law`, `errors`, `interrupted`.
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepResult {
+    pub workers: u32,
+    pub queue_depth: u32,
+    /// workers × queue depth: I/Os kept in flight.
+    pub outstanding: u64,
+    pub threads: usize,
+    /// Measured seconds (complete intervals only).
+    pub duration_s: f64,
+    pub iops: f64,
+    pub mbps: f64,
+    pub lat_us: LatencyStats,
+    pub read: DirResult,
+    pub write: DirResult,
+    pub intervals: Vec<IntervalResult>,
+    /// Coefficient of variation of the interval throughput (stddev / mean).
+    pub cv: f64,
+    pub iops_min: f64,
+    pub iops_max: f64,
+    pub cpu: CpuUsage,
+    pub errors: u64,
+    pub errors_by_errno: Vec<ErrorCount>,
+    pub lat_histogram: Vec<LatencyBucket>,
+    pub flags: Vec<Flag>,
+    pub samples: Vec<SampleResult>,
+}
+
+impl StepResult {
+    /// The headline throughput: IOPS for random workloads, MB/s for sequential ones.
+    pub fn throughput(&self, sequential: bool) -> f64 {
+        if sequential { self.mbps } else { self.iops }
+    }
+}

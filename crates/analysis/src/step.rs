@@ -1,0 +1,311 @@
+//! Per-step figures and quality flags.
+
+use iocurve_stats::{CpuUsage, IntervalStats, LatencyHistogram, StepRecord};
+
+use crate::result::*;
+
+/// Limits of the quality flags.
+#[derive(Debug, Clone, Copy)]
+pub struct Thresholds {
+    /// Interval throughput CV above this flags the step as unsteady.
+    pub unsteady_cv: f64,
+    /// First interval off from the mean of the others by more than this share: transient.
+    pub transient: f64,
+    /// Host busy (user + system) above this percentage: the load host may be the bottleneck.
+    pub cpu_busy_pct: f64,
+    /// |IOPS × mean latency − outstanding| / outstanding above this: Little's law is off.
+    pub littles_law: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds { unsteady_cv: 0.10, transient: 0.10, cpu_busy_pct: 90.0, littles_law: 0.10 }
+    }
+}
+
+fn us(ns: f64) -> f64 {
+    ns / 1000.0
+}
+
+pub fn latency_stats(h: &LatencyHistogram) -> LatencyStats {
+    LatencyStats {
+        mean: us(h.mean_ns()),
+        min: us(h.min_ns() as f64),
+        max: us(h.max_ns() as f64),
+        stddev: us(h.stddev_ns()),
+        p50: us(h.percentile_ns(50.0) as f64),
+        p90: us(h.percentile_ns(90.0) as f64),
+        p99: us(h.percentile_ns(99.0) as f64),
+        p99_9: us(h.percentile_ns(99.9) as f64),
+        p99_99: us(h.percentile_ns(99.99) as f64),
+    }
+}
+
+/// Bucket edges of the published latency histogram, in µs.
+const BUCKET_EDGES_US: [f64; 12] = [100.0, 250.0, 500.0, 1_000.0, 2_000.0, 4_000.0, 8_000.0, 16_000.0, 32_000.0, 64_000.0, 128_000.0, 256_000.0];
+
+pub fn latency_buckets(h: &LatencyHistogram) -> Vec<LatencyBucket> {
+    let total = h.count();
+    let mut out = Vec::new();
+    let mut below_prev = 0u64;
+    let mut from = 0.0;
+    for edge in BUCKET_EDGES_US {
+        // Values strictly below the edge (ns resolution, so "< edge" = "<= edge - 1 ns").
+        let below = h.count_at_or_below((edge * 1000.0) as u64 - 1);
+        out.push(LatencyBucket { from_us: from, to_us: Some(edge), count: below - below_prev, pct: 0.0 });
+        below_prev = below;
+        from = edge;
+    }
+    out.push(LatencyBucket { from_us: from, to_us: None, count: total - below_prev, pct: 0.0 });
+    for b in &mut out {
+        b.pct = if total == 0 { 0.0 } else { 100.0 * b.count as f64 / total as f64 };
+    }
+    out
+}
+
+fn errno_name(e: i32) -> String {
+    let name = match e {
+        0 => "short",
+        libc_errno::EIO => "EIO",
+        libc_errno::ENOSPC => "ENOSPC",
+        libc_errno::EINVAL => "EINVAL",
+        libc_errno::EAGAIN => "EAGAIN",
+        libc_errno::ENXIO => "ENXIO",
+        libc_errno::EROFS => "EROFS",
+        libc_errno::ETIMEDOUT => "ETIMEDOUT",
+        libc_errno::ECANCELED => "ECANCELED",
+        libc_errno::EBADF => "EBADF",
+        libc_errno::EFAULT => "EFAULT",
+        libc_errno::ENODEV => "ENODEV",
+        libc_errno::EOPNOTSUPP => "EOPNOTSUPP",
+        _ => return format!("errno {e}"),
+    };
+    name.to_string()
+}
+
+/// Linux errno values (stable ABI), kept here so the analysis needs no libc.
+mod libc_errno {
+    pub const EIO: i32 = 5;
+    pub const ENXIO: i32 = 6;
+    pub const EBADF: i32 = 9;
+    pub const EAGAIN: i32 = 11;
+    pub const EFAULT: i32 = 14;
+    pub const ENODEV: i32 = 19;
+    pub const EINVAL: i32 = 22;
+    pub const ENOSPC: i32 = 28;
+    pub const EROFS: i32 = 30;
+    pub const EOPNOTSUPP: i32 = 95;
+    pub const ETIMEDOUT: i32 = 110;
+    pub const ECANCELED: i32 = 125;
+}
+
+fn dir_result(d: &iocurve_stats::DirStats, secs: f64) -> DirResult {
+    DirResult {
+        ops: d.ops,
+        bytes: d.bytes,
+        iops: rate(d.ops as f64, secs),
+        mbps: rate(d.bytes as f64 / 1e6, secs),
+        lat_us: latency_stats(&d.hist),
+    }
+}
+
+fn rate(x: f64, secs: f64) -> f64 {
+    if secs > 0.0 { x / secs } else { 0.0 }
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 }
+}
+
+/// Population coefficient of variation; 0 for fewer than two values or a zero mean.
+pub fn cv(v: &[f64]) -> f64 {
+    let m = mean(v);
+    if v.len() < 2 || m == 0.0 {
+        return 0.0;
+    }
+    let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / v.len() as f64;
+    var.sqrt() / m
+}
+
+pub fn analyze_step(rec: &StepRecord, sequential: bool, th: &Thresholds) -> StepResult {
+    let mut all = IntervalStats::default();
+    for i in &rec.intervals {
+        all.merge(&i.stats);
+    }
+    let secs: f64 = rec.intervals.iter().map(|i| i.duration_s).sum();
+    let hist = all.combined_hist();
+    let lat = latency_stats(&hist);
+    let iops = rate(all.ops() as f64, secs);
+    let mbps = rate(all.bytes() as f64 / 1e6, secs);
+    let intervals: Vec<IntervalResult> = rec
+        .intervals
+        .iter()
+        .map(|i| IntervalResult {
+            iops: rate(i.stats.ops() as f64, i.duration_s),
+            mbps: rate(i.stats.bytes() as f64 / 1e6, i.duration_s),
+            lat_mean_us: us(i.stats.combined_hist().mean_ns()),
+            cpu: i.cpu,
+        })
+        .collect();
+    let tput: Vec<f64> = intervals.iter().map(|i| if sequential { i.mbps } else { i.iops }).collect();
+    let cpu = CpuUsage {
+        user: mean(&intervals.iter().map(|i| i.cpu.user).collect::<Vec<_>>()),
+        system: mean(&intervals.iter().map(|i| i.cpu.system).collect::<Vec<_>>()),
+        iowait: mean(&intervals.iter().map(|i| i.cpu.iowait).collect::<Vec<_>>()),
+    };
+    let errors = all.errors();
+    let mut samples = Vec::new();
+    for (k, i) in rec.intervals.iter().enumerate() {
+        for (j, s) in i.stats.samples.iter().enumerate() {
+            samples.push(SampleResult {
+                t_s: k as f64 * rec.interval_s + j as f64 * rec.sample_s,
+                dur_s: rec.sample_s,
+                ops: s.ops,
+                iops: rate(s.ops as f64, rec.sample_s),
+                mbps: rate(s.bytes as f64 / 1e6, rec.sample_s),
+                lat_mean_us: us(s.mean_lat_ns()),
+                lat_max_us: us(s.lat_max_ns as f64),
+                errors: s.errors,
+            });
+        }
+    }
+    let outstanding = rec.workers as u64 * rec.queue_depth as u64;
+    let mut step = StepResult {
+        workers: rec.workers,
+        queue_depth: rec.queue_depth,
+        outstanding,
+        threads: rec.threads,
+        duration_s: secs,
+        iops,
+        mbps,
+        lat_us: lat,
+        read: dir_result(&all.read, secs),
+        write: dir_result(&all.write, secs),
+        cv: cv(&tput),
+        iops_min: intervals.iter().map(|i| i.iops).fold(f64::INFINITY, f64::min).min(if intervals.is_empty() { 0.0 } else { f64::INFINITY }),
+        iops_max: intervals.iter().map(|i| i.iops).fold(0.0, f64::max),
+        intervals,
+        cpu,
+        errors: errors.total(),
+        errors_by_errno: errors.0.iter().map(|&(e, n)| ErrorCount { errno: e, name: errno_name(e), count: n }).collect(),
+        lat_histogram: latency_buckets(&hist),
+        flags: Vec::new(),
+        samples,
+    };
+    step.flags = flags(&step, rec, &tput, th);
+    step
+}
+
+fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec<Flag> {
+    let mut f = Vec::new();
+    let mut flag = |code: &str, message: String| f.push(Flag { code: code.into(), message });
+    if rec.interrupted {
+        flag("interrupted", format!("stopped after {} of the planned intervals", rec.intervals.len()));
+    }
+    if s.cv > th.unsteady_cv {
+        flag("unsteady", format!("throughput varied between intervals (CV {:.0} % > {:.0} %)", s.cv * 100.0, th.unsteady_cv * 100.0));
+    }
+    if tput.len() >= 3 {
+        let rest = mean(&tput[1..]);
+        if rest > 0.0 && ((tput[0] - rest) / rest).abs() > th.transient {
+            flag("transient", format!(
+                "the first interval is {:+.0} % off the others: the warm-up may be too short",
+                (tput[0] - rest) / rest * 100.0
+            ));
+        }
+    }
+    if s.cpu.busy() > th.cpu_busy_pct {
+        flag("cpu_saturated", format!("host CPU {:.0} % busy: the load host may be the bottleneck", s.cpu.busy()));
+    }
+    if s.iops > 0.0 && s.outstanding > 0 {
+        let l = s.iops * s.lat_us.mean / 1e6;
+        let off = (l - s.outstanding as f64) / s.outstanding as f64;
+        if off.abs() > th.littles_law {
+            flag("littles_law", format!(
+                "IOPS × mean latency = {l:.2} I/Os in flight, but {} were kept outstanding ({:+.0} %): time was lost outside the measured I/Os",
+                s.outstanding, off * 100.0
+            ));
+        }
+    }
+    if s.errors > 0 {
+        let list: Vec<String> = s.errors_by_errno.iter().map(|e| format!("{} × {}", e.count, e.name)).collect();
+        flag("errors", format!("{} I/O errors ({})", s.errors, list.join(", ")));
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iocurve_stats::IntervalRecord;
+
+    fn interval(ops: u64, lat_ns: u64, bytes: u64, secs: f64, busy: f64) -> IntervalRecord {
+        let mut stats = IntervalStats::with_samples(1);
+        for _ in 0..ops {
+            stats.read.record(lat_ns, bytes);
+            stats.samples[0].record(lat_ns, bytes);
+        }
+        IntervalRecord { stats, cpu: CpuUsage { user: busy, system: 0.0, iowait: 0.0 }, duration_s: secs }
+    }
+
+    fn record(intervals: Vec<IntervalRecord>, workers: u32) -> StepRecord {
+        StepRecord { workers, queue_depth: 1, threads: 1, interval_s: 1.0, sample_s: 1.0, intervals, interrupted: false }
+    }
+
+    #[test]
+    fn figures_of_a_steady_step() {
+        // 1 worker at 100 µs per I/O: 10'000 IOPS, and Little's law holds exactly.
+        let mut rec = record(vec![interval(10_000, 99_000, 4096, 1.0, 20.0); 3], 1);
+        let s = analyze_step(&rec, false, &Thresholds::default());
+        assert!((s.iops - 10_000.0).abs() < 1e-6);
+        assert!((s.mbps - 40.96).abs() < 1e-6);
+        assert!((s.lat_us.mean - 99.0).abs() < 0.1);
+        assert_eq!(s.cv, 0.0);
+        assert!(s.flags.is_empty(), "{:?}", s.flags);
+        assert_eq!(s.samples.len(), 3);
+        assert_eq!(s.samples[2].t_s, 2.0);
+        // Bucket edges have the histogram's 0.1 % resolution: test values clear of them.
+        rec.intervals[0].stats.read.hist.record(120_000);
+        rec.intervals[0].stats.read.hist.record(2_500_000);
+        let s = analyze_step(&rec, false, &Thresholds::default());
+        let b: u64 = s.lat_histogram.iter().map(|b| b.count).sum();
+        assert_eq!(b, 30_002);
+        assert_eq!(s.lat_histogram[1].count, 1, "120 µs falls in 100–250 µs");
+        assert_eq!(s.lat_histogram[5].count, 1, "2.5 ms falls in 2–4 ms");
+        assert!((s.lat_histogram[0].pct - 100.0 * 30_000.0 / 30_002.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn flags_unsteady_transient_cpu_and_littles_law() {
+        let rec = record(
+            vec![interval(5_000, 100_000, 4096, 1.0, 95.0), interval(10_000, 100_000, 4096, 1.0, 95.0), interval(10_000, 100_000, 4096, 1.0, 95.0)],
+            4, // 4 outstanding but IOPS × latency ≈ 0.83
+        );
+        let s = analyze_step(&rec, false, &Thresholds::default());
+        let codes: Vec<&str> = s.flags.iter().map(|f| f.code.as_str()).collect();
+        assert_eq!(codes, vec!["unsteady", "transient", "cpu_saturated", "littles_law"]);
+    }
+
+    #[test]
+    fn errors_are_counted_by_name() {
+        let mut i = interval(10, 1000, 4096, 1.0, 1.0);
+        i.stats.write.errors.add(5, 3);
+        i.stats.write.errors.add(0, 1);
+        let s = analyze_step(&record(vec![i], 1), false, &Thresholds::default());
+        assert_eq!(s.errors, 4);
+        let names: Vec<&str> = s.errors_by_errno.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, vec!["short", "EIO"]);
+        assert!(s.flags.iter().any(|f| f.code == "errors"));
+    }
+
+    #[test]
+    fn an_empty_step_does_not_divide_by_zero() {
+        let mut rec = record(vec![], 1);
+        rec.interrupted = true;
+        let s = analyze_step(&rec, true, &Thresholds::default());
+        assert_eq!(s.iops, 0.0);
+        assert_eq!(s.iops_min, 0.0);
+        assert!(s.flags.iter().any(|f| f.code == "interrupted"));
+        assert!(serde_json::to_string(&s).is_ok());
+    }
+}

@@ -1,0 +1,131 @@
+//! Per-workload summary: speed, optimum, maximum, minimum latency.
+
+use iocurve_plan::{Pattern, Workload, format_size};
+
+use crate::result::{Point, StepResult, WorkloadResult};
+
+/// The optimum: walking up the ramp, the last step up to which throughput still grew faster
+/// than latency (relative growth from the previous step). The first step whose throughput
+/// grew by less than its latency ends the walk: beyond it the system is saturating.
+/// `points` are (throughput, mean latency) per step.
+pub fn optimum_index(points: &[(f64, f64)]) -> Option<usize> {
+    if points.is_empty() {
+        return None;
+    }
+    let mut best = 0;
+    for i in 1..points.len() {
+        let (t0, l0) = points[i - 1];
+        let (t1, l1) = points[i];
+        if t0 <= 0.0 || l0 <= 0.0 {
+            break;
+        }
+        let tput_growth = t1 / t0 - 1.0;
+        let lat_growth = l1 / l0 - 1.0;
+        if tput_growth > lat_growth {
+            best = i;
+        } else {
+            break;
+        }
+    }
+    Some(best)
+}
+
+fn point(steps: &[StepResult], i: usize) -> Point {
+    let s = &steps[i];
+    Point { step: i, workers: s.workers, iops: s.iops, mbps: s.mbps, lat_us: s.lat_us.mean }
+}
+
+pub fn analyze_workload(w: &Workload, steps: Vec<StepResult>) -> WorkloadResult {
+    let seq = w.pattern == Pattern::Sequential;
+    // Steps without a complete interval (interrupted at once) carry no figures.
+    let measured: Vec<usize> = (0..steps.len()).filter(|&i| steps[i].duration_s > 0.0).collect();
+    let pts: Vec<(f64, f64)> = measured.iter().map(|&i| (steps[i].throughput(seq), steps[i].lat_us.mean)).collect();
+    let speed = measured.iter().copied().find(|&i| steps[i].workers == 1).or(measured.first().copied());
+    let maximum = measured
+        .iter()
+        .copied()
+        .reduce(|a, b| if steps[b].throughput(seq) > steps[a].throughput(seq) { b } else { a });
+    let optimum = optimum_index(&pts).map(|k| measured[k]);
+    let min_lat_us = measured.iter().map(|&i| steps[i].lat_us.min).reduce(f64::min);
+    let bs = if w.bs.len() == 1 {
+        format_size(w.bs[0].bytes)
+    } else {
+        w.bs.iter().map(|b| format!("{}:{}", format_size(b.bytes), b.weight)).collect::<Vec<_>>().join(",")
+    };
+    WorkloadResult {
+        name: w.name.clone(),
+        kind: if seq { "sequential" } else { "random" }.into(),
+        working_set: w.working_set.label().into(),
+        read_pct: w.read_pct,
+        bs,
+        queue_depth: w.queue_depth,
+        speed: speed.map(|i| point(&steps, i)),
+        optimum: optimum.map(|i| point(&steps, i)),
+        maximum: maximum.map(|i| point(&steps, i)),
+        min_lat_us,
+        steps,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Shaped like a published all-flash table (IOPS, mean µs per worker count 1..128).
+    const PUBLISHED: [(u32, f64, f64); 8] = [
+        (1, 370_148.0, 85.0),
+        (2, 700_204.0, 90.0),
+        (4, 1_300_512.0, 98.0),
+        (8, 2_400_877.0, 115.0),
+        (16, 3_900_310.0, 140.0),
+        (32, 5_600_045.0, 190.0),
+        (64, 8_144_312.0, 250.0),
+        (128, 10_004_125.0, 408.0),
+    ];
+
+    #[test]
+    fn published_curve_optimum_64_maximum_128() {
+        let pts: Vec<(f64, f64)> = PUBLISHED.iter().map(|&(_, t, l)| (t, l)).collect();
+        let opt = optimum_index(&pts).unwrap();
+        assert_eq!(PUBLISHED[opt].0, 64);
+        let max = (0..pts.len()).max_by(|&a, &b| pts[a].0.total_cmp(&pts[b].0)).unwrap();
+        assert_eq!(PUBLISHED[max].0, 128);
+    }
+
+    #[test]
+    fn saturation_right_away_gives_the_first_step() {
+        assert_eq!(optimum_index(&[(100.0, 10.0), (101.0, 20.0), (102.0, 40.0)]), Some(0));
+        assert_eq!(optimum_index(&[(100.0, 10.0)]), Some(0));
+        assert_eq!(optimum_index(&[]), None);
+    }
+
+    #[test]
+    fn linear_scaling_runs_to_the_last_step() {
+        let pts: Vec<(f64, f64)> = (0..6).map(|i| (1000.0 * 2f64.powi(i), 100.0)).collect();
+        assert_eq!(optimum_index(&pts), Some(5));
+    }
+
+    #[test]
+    fn a_dip_after_the_knee_does_not_move_the_optimum() {
+        // Grows to step 2, saturates at 3; a noisy step 4 "recovering" does not count.
+        let pts = [(100.0, 10.0), (190.0, 10.5), (350.0, 11.0), (360.0, 22.0), (500.0, 23.0)];
+        assert_eq!(optimum_index(&pts), Some(2));
+    }
+
+    proptest! {
+        /// The optimum is a step whose every predecessor grew throughput faster than latency,
+        /// and the step after it (if any) did not.
+        #[test]
+        fn optimum_matches_its_definition(pts in prop::collection::vec((1.0f64..1e7, 1.0f64..1e6), 1..12)) {
+            let k = optimum_index(&pts).unwrap();
+            prop_assert!(k < pts.len());
+            for i in 1..=k {
+                prop_assert!(pts[i].0 / pts[i - 1].0 - 1.0 > pts[i].1 / pts[i - 1].1 - 1.0);
+            }
+            if k + 1 < pts.len() {
+                prop_assert!(pts[k + 1].0 / pts[k].0 - 1.0 <= pts[k + 1].1 / pts[k].1 - 1.0);
+            }
+        }
+    }
+}

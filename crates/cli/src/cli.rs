@@ -1,0 +1,143 @@
+//! Every option of iocurve, defined once. `--help` is generated from these doc comments; a
+//! test checks the table (unique names, every option documented).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "iocurve", version, about = "Measure how a storage system behaves as load grows: IOPS, MB/s and latency over a ramp of parallelism, with speed, optimum and maximum per workload.", long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a plan file, a built-in suite, or (no arguments) the quick suite on a scratch file.
+    Run(Box<RunArgs>),
+    /// List the built-in suites.
+    Suites,
+    /// Print a built-in suite as TOML, to start a custom plan from.
+    Plan {
+        /// The suite to print (see `iocurve suites`).
+        #[arg(long, default_value = "quick")]
+        suite: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Plan file (TOML). Without it, --suite (default: quick) runs.
+    pub plan: Option<PathBuf>,
+
+    /// Built-in suite to run instead of a plan file (see `iocurve suites`).
+    #[arg(long, conflicts_with = "plan")]
+    pub suite: Option<String>,
+
+    /// Target file, block device or glob; repeatable; replaces the plan's targets. A path that
+    /// does not exist is created as a scratch file of --size. Default: ./iocurve-scratch.dat.
+    #[arg(long = "target", value_name = "PATH")]
+    pub targets: Vec<String>,
+
+    /// Size of scratch files created for targets that do not exist (default 1g, less when the
+    /// disk has less room).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size_arg)]
+    pub size: Option<u64>,
+
+    /// Keep scratch files after the run (a later run reuses and may write them again).
+    #[arg(long)]
+    pub keep: bool,
+
+    /// Allow writing to this device or file despite the safety checks (mounted, held, has a
+    /// filesystem or partition signature, existing file); repeatable; name it exactly.
+    #[arg(long = "allow-write", value_name = "PATH")]
+    pub allow_write: Vec<PathBuf>,
+
+    /// Worker counts of the ramp, comma-separated and increasing (e.g. 1,2,4,8).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub ramp: Option<Vec<u32>>,
+
+    /// Outstanding I/Os per worker (queue depth).
+    #[arg(long, value_name = "N")]
+    pub qd: Option<u32>,
+
+    /// Block size of every workload (e.g. 4k, 8k, 1m).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size_arg)]
+    pub bs: Option<u64>,
+
+    /// Warm-up seconds before each step is measured.
+    #[arg(long = "warmup-s", value_name = "S")]
+    pub warmup_s: Option<f64>,
+
+    /// Measurement intervals per step.
+    #[arg(long, value_name = "K")]
+    pub intervals: Option<u32>,
+
+    /// Length of one measurement interval in seconds.
+    #[arg(long = "interval-s", value_name = "S")]
+    pub interval_s: Option<f64>,
+
+    /// I/O back-end: io_uring (default), psync (one thread per outstanding I/O) or null (no
+    /// I/O: measures iocurve itself).
+    #[arg(long, value_name = "NAME", value_parser = parse_backend_arg)]
+    pub backend: Option<iocurve_plan::Backend>,
+
+    /// Buffered I/O through the page cache instead of O_DIRECT.
+    #[arg(long)]
+    pub buffered: bool,
+
+    /// I/O threads for io_uring and null (0 = one per core).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<u32>,
+
+    /// Run only the workloads whose name contains TEXT (e.g. random-read, backend).
+    #[arg(long, value_name = "TEXT")]
+    pub workload: Option<String>,
+
+    /// Write the full result as JSON to FILE (also when the run is interrupted).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+fn parse_size_arg(s: &str) -> Result<u64, String> {
+    iocurve_plan::parse_size(s)
+}
+
+fn parse_backend_arg(s: &str) -> Result<iocurve_plan::Backend, String> {
+    iocurve_plan::Backend::parse(s).ok_or_else(|| format!("unknown back-end `{s}`: use io_uring, psync or null"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn option_table_is_consistent_and_documented() {
+        let cmd = Cli::command();
+        cmd.clone().debug_assert();
+        for sub in cmd.get_subcommands() {
+            assert!(sub.get_about().is_some(), "subcommand {} has help", sub.get_name());
+            let mut seen = std::collections::HashSet::new();
+            for arg in sub.get_arguments() {
+                if arg.get_id() == "help" || arg.get_id() == "version" {
+                    continue;
+                }
+                assert!(arg.get_help().is_some(), "option {} of {} has help", arg.get_id(), sub.get_name());
+                assert!(seen.insert(arg.get_long().map(str::to_string)), "option {:?} is unique", arg.get_long());
+            }
+        }
+    }
+
+    #[test]
+    fn overrides_parse() {
+        let cli = Cli::try_parse_from(["iocurve", "run", "--ramp", "1,2,4", "--bs", "8k", "--backend", "null", "--target", "a", "--target", "b"]).unwrap();
+        let Command::Run(a) = cli.command else { panic!() };
+        assert_eq!(a.ramp, Some(vec![1, 2, 4]));
+        assert_eq!(a.bs, Some(8192));
+        assert_eq!(a.targets, vec!["a", "b"]);
+        assert!(Cli::try_parse_from(["iocurve", "run", "--bs", "8q"]).is_err());
+        assert!(Cli::try_parse_from(["iocurve", "run", "p.toml", "--suite", "quick"]).is_err());
+    }
+}

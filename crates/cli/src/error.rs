@@ -1,0 +1,29 @@
+//! Errors of the command line and their exit codes: 2 for bad input (plan, options, targets,
+//! refused writes), 1 for failures of the system under test or the host, 130 for Ctrl-C.
+
+use std::process::ExitCode;
+
+use iocurve_engine::EngineError;
+use iocurve_plan::PlanError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error("{0}")]
+    Plan(#[from] PlanError),
+    #[error("{0}")]
+    Engine(#[from] EngineError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Runtime(String),
+}
+
+impl CliError {
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            CliError::Plan(_) | CliError::Usage(_) => ExitCode::from(2),
+            CliError::Engine(e) if e.is_input_error() => ExitCode::from(2),
+            CliError::Engine(_) | CliError::Runtime(_) => ExitCode::from(1),
+        }
+    }
+}

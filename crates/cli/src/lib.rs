@@ -1,0 +1,38 @@
+//! The `iocurve` binary's glue: option definitions ([`cli`]), the run orchestration
+//! ([`run`]: plan → engine → analysis → report), progress output and signal handling.
+
+pub mod cli;
+pub mod error;
+mod progress;
+pub mod run;
+mod signals;
+mod time;
+
+use std::process::ExitCode;
+
+use cli::{Cli, Command};
+pub use error::CliError;
+use iocurve_plan::suites;
+
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("IOCURVE_LOG").unwrap_or_else(|_| "warn".into());
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
+    match cli.command {
+        Command::Run(args) => run::run(*args),
+        Command::Suites => {
+            for s in suites::SUITES {
+                let plan = suites::load(s.name, &Default::default())?;
+                let default = if s.name == suites::DEFAULT_SUITE { " (default)" } else { "" };
+                println!("{}{default}\n    {}\n    {} workloads, about {} per target set", s.name, plan.description, plan.workloads.len(), iocurve_report::format::duration(plan.total_seconds()));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Plan { suite } => {
+            print!("{}", suites::find(&suite)?.toml);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

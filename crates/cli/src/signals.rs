@@ -1,0 +1,26 @@
+//! Ctrl-C: the first one asks the run to stop after the current interval; the second ends the
+//! process at once (exit code 130).
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+pub static STOP: AtomicBool = AtomicBool::new(false);
+static PRESSES: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    // Only async-signal-safe calls here.
+    if PRESSES.fetch_add(1, Ordering::SeqCst) >= 1 {
+        unsafe { libc::_exit(130) };
+    }
+    STOP.store(true, Ordering::SeqCst);
+    let msg = b"\ninterrupted: finishing the current interval (Ctrl-C again to stop at once)\n";
+    // SAFETY: write(2) is async-signal-safe; the buffer is static.
+    unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
+}
+
+pub fn install() {
+    // SAFETY: installing a handler that only touches atomics and calls write/_exit.
+    unsafe {
+        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_sigint as *const () as libc::sighandler_t);
+    }
+}

@@ -1,0 +1,67 @@
+//! Numbers as storage engineers publish them: `8'144'312 IOPS @ 250 µs`, `205 GB/s @ 5'259 µs`.
+
+/// Groups thousands with apostrophes: 8144312 → `8'144'312`.
+pub fn group(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push('\'');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// IOPS, rounded to whole I/Os.
+pub fn iops(v: f64) -> String {
+    group(v.round().max(0.0) as u64)
+}
+
+/// Latency in µs: whole microseconds from 10 µs up, one decimal below (null back-end, caches).
+pub fn lat_us(v: f64) -> String {
+    if v < 10.0 { format!("{v:.1}") } else { group(v.round() as u64) }
+}
+
+/// Throughput in decimal units: `812 MB/s`, `1.23 GB/s`, `205 GB/s`.
+pub fn mbps(v: f64) -> String {
+    let (x, unit) = if v >= 1000.0 { (v / 1000.0, "GB/s") } else { (v, "MB/s") };
+    let digits = if x >= 100.0 { 0 } else if x >= 10.0 { 1 } else { 2 };
+    format!("{x:.digits$} {unit}")
+}
+
+/// The headline of a point: `8'144'312 IOPS @ 250 µs` (random) or `205 GB/s @ 5'259 µs`.
+pub fn headline(iops_v: f64, mbps_v: f64, lat: f64, sequential: bool) -> String {
+    if sequential {
+        format!("{} @ {} µs", mbps(mbps_v), lat_us(lat))
+    } else {
+        format!("{} IOPS @ {} µs", iops(iops_v), lat_us(lat))
+    }
+}
+
+/// Seconds as `1:05` or `1:02:03`.
+pub fn duration(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    if s >= 3600 { format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) } else { format!("{}:{:02}", s / 60, s % 60) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn published_forms() {
+        assert_eq!(group(8144312), "8'144'312");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(1000), "1'000");
+        assert_eq!(group(0), "0");
+        assert_eq!(headline(8_144_312.4, 0.0, 250.2, false), "8'144'312 IOPS @ 250 µs");
+        assert_eq!(headline(0.0, 205_000.0, 5259.0, true), "205 GB/s @ 5'259 µs");
+        assert_eq!(mbps(812.3), "812 MB/s");
+        assert_eq!(mbps(1234.0), "1.23 GB/s");
+        assert_eq!(mbps(45.678), "45.7 MB/s");
+        assert_eq!(lat_us(0.44), "0.4");
+        assert_eq!(duration(65.0), "1:05");
+        assert_eq!(duration(3723.0), "1:02:03");
+    }
+}

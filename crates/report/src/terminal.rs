@@ -1,0 +1,149 @@
+//! The terminal summary: one table per workload (a row per step), the speed / optimum /
+//! maximum lines and the warnings.
+
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{CellAlignment, ContentArrangement, Table};
+
+use iocurve_analysis::{RunResult, StepResult, WorkloadResult};
+
+use crate::format::{self, headline};
+
+fn flag_codes(s: &StepResult) -> String {
+    s.flags.iter().map(|f| f.code.as_str()).collect::<Vec<_>>().join(" ")
+}
+
+pub fn step_table(w: &WorkloadResult) -> String {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
+    t.set_header(vec![
+        "workers", "in flight", "IOPS", "MB/s", "mean µs", "p50 µs", "p99 µs", "p99.9 µs", "max µs", "CV %", "CPU %", "flags",
+    ]);
+    for s in &w.steps {
+        t.add_row(vec![
+            s.workers.to_string(),
+            s.outstanding.to_string(),
+            format::iops(s.iops),
+            format!("{:.1}", s.mbps),
+            format::lat_us(s.lat_us.mean),
+            format::lat_us(s.lat_us.p50),
+            format::lat_us(s.lat_us.p99),
+            format::lat_us(s.lat_us.p99_9),
+            format::lat_us(s.lat_us.max),
+            format!("{:.1}", s.cv * 100.0),
+            format!("{:.0}", s.cpu.busy()),
+            flag_codes(s),
+        ]);
+    }
+    for i in 0..11 {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t.to_string()
+}
+
+/// Speed, optimum and maximum of a workload, in the published form.
+pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
+    let seq = w.kind == "sequential";
+    let mut out = Vec::new();
+    for (label, p) in [("speed", &w.speed), ("optimum", &w.optimum), ("maximum", &w.maximum)] {
+        if let Some(p) = p {
+            let workers = if p.workers == 1 { "1 worker".to_string() } else { format!("{} workers", p.workers) };
+            out.push(format!("  {label:<8} {}  ({workers})", headline(p.iops, p.mbps, p.lat_us, seq)));
+        }
+    }
+    if let Some(m) = w.min_lat_us {
+        out.push(format!("  min latency {} µs", format::lat_us(m)));
+    }
+    out
+}
+
+/// Every flag of every step, one line each.
+pub fn warnings(w: &WorkloadResult) -> Vec<String> {
+    w.steps
+        .iter()
+        .flat_map(|s| s.flags.iter().map(move |f| format!("  ! {} workers: {}", s.workers, f.message)))
+        .collect()
+}
+
+pub fn workload_report(w: &WorkloadResult) -> String {
+    let mut out = format!(
+        "\n{}  ({}, {} % reads, bs {}, qd {}, {})\n",
+        w.name, w.kind, w.read_pct, w.bs, w.queue_depth, w.working_set
+    );
+    out.push_str(&step_table(w));
+    out.push('\n');
+    for l in summary_lines(w).into_iter().chain(warnings(w)) {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out
+}
+
+/// The whole summary printed after a run.
+pub fn run_report(r: &RunResult) -> String {
+    let mut out = String::new();
+    let targets: Vec<String> = r.targets.iter().map(|t| t.path.clone()).collect();
+    out.push_str(&format!(
+        "\niocurve {} on {} ({}, {} cores, kernel {}), back-end {}\ntargets: {}\n",
+        r.tool_version, r.host.hostname, r.host.cpu_model, r.host.cores, r.host.kernel, r.host.backend, targets.join(", ")
+    ));
+    if let Some(note) = &r.host.backend_note {
+        out.push_str(&format!("! {note}\n"));
+    }
+    for w in &r.workloads {
+        out.push_str(&workload_report(w));
+    }
+    if r.interrupted {
+        out.push_str("\n! interrupted: the figures above cover the intervals finished before Ctrl-C\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iocurve_analysis::{Point, analyze_step, Thresholds};
+    use iocurve_stats::{CpuUsage, IntervalRecord, IntervalStats, StepRecord};
+
+    fn step(workers: u32, lat_ns: u64, ops: u64) -> StepResult {
+        let mut stats = IntervalStats::with_samples(1);
+        for _ in 0..ops {
+            stats.read.record(lat_ns, 4096);
+        }
+        let rec = StepRecord {
+            workers,
+            queue_depth: 1,
+            threads: 1,
+            interval_s: 1.0,
+            sample_s: 1.0,
+            intervals: vec![IntervalRecord { stats, cpu: CpuUsage::default(), duration_s: 1.0 }],
+            interrupted: false,
+        };
+        analyze_step(&rec, false, &Thresholds::default())
+    }
+
+    #[test]
+    fn report_has_table_headline_and_warnings() {
+        let steps = vec![step(1, 100_000, 10_000), step(2, 100_000, 20_000)];
+        let p = |i: usize, s: &StepResult| Point { step: i, workers: s.workers, iops: s.iops, mbps: s.mbps, lat_us: s.lat_us.mean };
+        let w = WorkloadResult {
+            name: "backend-random-read-4k".into(),
+            kind: "random".into(),
+            working_set: "backend".into(),
+            read_pct: 100.0,
+            bs: "4k".into(),
+            queue_depth: 1,
+            speed: Some(p(0, &steps[0])),
+            optimum: Some(p(1, &steps[1])),
+            maximum: Some(p(1, &steps[1])),
+            min_lat_us: Some(100.0),
+            steps,
+        };
+        let text = workload_report(&w);
+        assert!(text.contains("backend-random-read-4k"), "{text}");
+        assert!(text.contains("20'000"), "{text}");
+        assert!(text.contains("maximum  20'000 IOPS @ 100 µs  (2 workers)"), "{text}");
+        assert!(text.contains("speed    10'000 IOPS @ 100 µs  (1 worker)"), "{text}");
+    }
+}
