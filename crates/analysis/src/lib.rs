@@ -10,5 +10,5 @@ pub mod step;
 pub mod workload;
 
 pub use result::*;
-pub use step::{analyze_step, Thresholds};
+pub use step::{Thresholds, analyze_step};
 pub use workload::{analyze_workload, optimum_index};

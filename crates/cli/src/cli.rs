@@ -124,15 +124,38 @@ mod tests {
                 if arg.get_id() == "help" || arg.get_id() == "version" {
                     continue;
                 }
-                assert!(arg.get_help().is_some(), "option {} of {} has help", arg.get_id(), sub.get_name());
-                assert!(seen.insert(arg.get_long().map(str::to_string)), "option {:?} is unique", arg.get_long());
+                assert!(
+                    arg.get_help().is_some(),
+                    "option {} of {} has help",
+                    arg.get_id(),
+                    sub.get_name()
+                );
+                assert!(
+                    seen.insert(arg.get_long().map(str::to_string)),
+                    "option {:?} is unique",
+                    arg.get_long()
+                );
             }
         }
     }
 
     #[test]
     fn overrides_parse() {
-        let cli = Cli::try_parse_from(["iocurve", "run", "--ramp", "1,2,4", "--bs", "8k", "--backend", "null", "--target", "a", "--target", "b"]).unwrap();
+        let cli = Cli::try_parse_from([
+            "iocurve",
+            "run",
+            "--ramp",
+            "1,2,4",
+            "--bs",
+            "8k",
+            "--backend",
+            "null",
+            "--target",
+            "a",
+            "--target",
+            "b",
+        ])
+        .unwrap();
         let Command::Run(a) = cli.command else { panic!() };
         assert_eq!(a.ramp, Some(vec![1, 2, 4]));
         assert_eq!(a.bs, Some(8192));

@@ -26,12 +26,19 @@ impl Progress {
             b.enable_steady_tick(Duration::from_millis(200));
             b
         });
-        Self { bar, last: StepProgress::default(), total_s, done_s: 0.0, label: String::new() }
+        Self {
+            bar,
+            last: StepProgress::default(),
+            total_s,
+            done_s: 0.0,
+            label: String::new(),
+        }
     }
 
     /// A step begins: `w`/`nw` workload, `k`/`n` step.
     pub fn start_step(&mut self, name: &str, w: usize, nw: usize, k: usize, n: usize, workers: u32) {
-        self.label = format!("[{w}/{nw}] {name} step {k}/{n}, {workers} workers");
+        let plural = if workers == 1 { "" } else { "s" };
+        self.label = format!("[{w}/{nw}] {name} step {k}/{n}, {workers} worker{plural}");
         self.last = StepProgress::default();
         if let Some(b) = &self.bar {
             b.set_message(format!("{}: starting", self.label));
@@ -46,7 +53,11 @@ impl Progress {
         let ops = p.ops.saturating_sub(self.last.ops);
         let iops = ops as f64 / dt;
         let mbps = p.bytes.saturating_sub(self.last.bytes) as f64 / 1e6 / dt;
-        let lat = if ops > 0 { p.lat_sum_ns.saturating_sub(self.last.lat_sum_ns) as f64 / ops as f64 / 1000.0 } else { 0.0 };
+        let lat = if ops > 0 {
+            p.lat_sum_ns.saturating_sub(self.last.lat_sum_ns) as f64 / ops as f64 / 1000.0
+        } else {
+            0.0
+        };
         self.last = *p;
         if let Some(b) = &self.bar {
             let phase = if p.warmup { "warm-up" } else { "measuring" };
@@ -74,7 +85,11 @@ impl Progress {
             format::mbps(s.mbps),
             format::lat_us(s.lat_us.mean),
             format::lat_us(s.lat_us.p99),
-            if flags.is_empty() { String::new() } else { format!("  ({})", flags.join(", ")) },
+            if flags.is_empty() {
+                String::new()
+            } else {
+                format!("  ({})", flags.join(", "))
+            },
             format::duration((self.total_s - self.done_s).max(0.0)),
         );
         match &self.bar {

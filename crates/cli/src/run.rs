@@ -4,7 +4,7 @@
 //! same steps. Every finished step is analysed and printed at once, and the JSON result is
 //! written even when the run is interrupted or a step fails, so nothing finished is lost.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
@@ -27,8 +27,10 @@ const MIN_SCRATCH_SIZE: u64 = 64 << 20;
 pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let plan = load_plan(&args)?;
     let (plan, backend_note) = choose_backend(plan);
-    let targets = open_targets(&plan, &args)?;
+    // Before the targets: a Ctrl-C while a scratch file is prepared then ends the run cleanly,
+    // removing the file, instead of killing the process halfway.
     signals::install();
+    let targets = open_targets(&plan, &args)?;
     let outcome = execute(&plan, &targets, backend_note);
     let code = match &outcome.error {
         Some(e) => e.exit_code(),
@@ -72,7 +74,11 @@ fn load_plan(args: &RunArgs) -> Result<Plan, CliError> {
         (None, None) => suites::load(suites::DEFAULT_SUITE, &o)?,
     };
     if plan.groups.is_empty() {
-        plan.groups = vec![TargetGroup { name: "targets".into(), weight: 1, targets: vec![DEFAULT_SCRATCH.into()] }];
+        plan.groups = vec![TargetGroup {
+            name: "targets".into(),
+            weight: 1,
+            targets: vec![DEFAULT_SCRATCH.into()],
+        }];
     }
     Ok(plan)
 }
@@ -85,7 +91,8 @@ fn choose_backend(mut plan: Plan) -> (Plan, Option<String>) {
     match probe_io_uring() {
         Ok(()) => (plan, None),
         Err(e) => {
-            let note = format!("io_uring is not available here ({e}): falling back to psync, one thread per outstanding I/O");
+            let note =
+                format!("io_uring is not available here ({e}): falling back to psync, one thread per outstanding I/O");
             eprintln!("WARNING: {note}");
             for w in plan.workloads.iter_mut().filter(|w| w.backend == Backend::IoUring) {
                 w.backend = Backend::Psync;
@@ -100,15 +107,28 @@ fn scratch_size(args: &RunArgs, plan: &Plan) -> Result<u64, CliError> {
     if let Some(s) = args.size {
         return Ok(s);
     }
-    let creates: Vec<&str> = plan.groups.iter().flat_map(|g| g.targets.iter()).map(String::as_str).filter(|t| !Path::new(t).exists()).collect();
-    let Some(first) = creates.first() else { return Ok(DEFAULT_SCRATCH_SIZE) };
-    let dir = Path::new(first).parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let creates: Vec<&str> = plan
+        .groups
+        .iter()
+        .flat_map(|g| g.targets.iter())
+        .map(String::as_str)
+        .filter(|t| !Path::new(t).exists())
+        .collect();
+    let Some(first) = creates.first() else {
+        return Ok(DEFAULT_SCRATCH_SIZE);
+    };
+    let dir = Path::new(first)
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let free = free_space(dir).unwrap_or(u64::MAX);
     let fit = (free / 2 / creates.len() as u64) >> 20 << 20;
     if fit < MIN_SCRATCH_SIZE {
         return Err(CliError::Usage(format!(
             "not enough free space in {} for a scratch file ({} MiB free, at least {} MiB needed): free some space, give --size, or name a --target",
-            dir.display(), free >> 20, 2 * MIN_SCRATCH_SIZE >> 20
+            dir.display(),
+            free >> 20,
+            (2 * MIN_SCRATCH_SIZE) >> 20
         )));
     }
     Ok(fit.min(DEFAULT_SCRATCH_SIZE))
@@ -116,11 +136,24 @@ fn scratch_size(args: &RunArgs, plan: &Plan) -> Result<u64, CliError> {
 
 fn open_targets(plan: &Plan, args: &RunArgs) -> Result<TargetSet, CliError> {
     let scratch_size = scratch_size(args, plan)?;
-    let creating = plan.groups.iter().flat_map(|g| &g.targets).filter(|t| !Path::new(t.as_str()).exists() && !t.contains(['*', '?', '['])).count();
+    let creating = plan
+        .groups
+        .iter()
+        .flat_map(|g| &g.targets)
+        .filter(|t| !Path::new(t.as_str()).exists() && !t.contains(['*', '?', '[']))
+        .count();
     if creating > 0 {
-        println!("preparing {creating} scratch file(s) of {} (written fully once, so reads hit allocated blocks)", iocurve_plan::format_size(scratch_size));
+        println!(
+            "preparing {creating} scratch file(s) of {} (written fully once, so reads hit allocated blocks)",
+            iocurve_plan::format_size(scratch_size)
+        );
     }
-    let opts = OpenOptions { write: plan.writes(), scratch_size, keep: args.keep, allow_write: args.allow_write.clone() };
+    let opts = OpenOptions {
+        write: plan.writes(),
+        scratch_size,
+        keep: args.keep,
+        allow_write: args.allow_write.clone(),
+    };
     Ok(TargetSet::open(&plan.groups, &opts)?)
 }
 
@@ -139,14 +172,25 @@ fn execute(plan: &Plan, targets: &TargetSet, backend_note: Option<String>) -> Ou
     let nw = plan.workloads.len();
     'plan: for (wi, w) in plan.workloads.iter().enumerate() {
         let seq = w.pattern == Pattern::Sequential;
-        let threads = if w.threads == 0 { host::cores() } else { w.threads as usize };
+        let threads = if w.threads == 0 {
+            host::cores()
+        } else {
+            w.threads as usize
+        };
         let mut steps: Vec<StepResult> = Vec::new();
         for (si, &workers) in w.ramp.iter().enumerate() {
             if signals::STOP.load(Ordering::Relaxed) {
                 break;
             }
             progress.start_step(&w.name, wi + 1, nw, si + 1, w.ramp.len(), workers);
-            let cfg = StepConfig { workload: w, workers, backend: w.backend, threads, targets, stop: &signals::STOP };
+            let cfg = StepConfig {
+                workload: w,
+                workers,
+                backend: w.backend,
+                threads,
+                targets,
+                stop: &signals::STOP,
+            };
             match run_step(&cfg, &mut |p| progress.update(p)) {
                 Ok(rec) => {
                     let s = iocurve_analysis::analyze_step(&rec, seq, &th);
@@ -175,7 +219,12 @@ fn execute(plan: &Plan, targets: &TargetSet, backend_note: Option<String>) -> Ou
         }
     }
     progress.finish();
-    let backend = plan.workloads.first().map(|w| w.backend.name()).unwrap_or("none").to_string();
+    let backend = plan
+        .workloads
+        .first()
+        .map(|w| w.backend.name())
+        .unwrap_or("none")
+        .to_string();
     let result = RunResult {
         schema_version: SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -210,7 +259,10 @@ fn execute(plan: &Plan, targets: &TargetSet, backend_note: Option<String>) -> Ou
 }
 
 fn print_summary(r: &RunResult) {
-    println!("\nSummary ({} on {}, back-end {})", r.started_at, r.host.hostname, r.host.backend);
+    println!(
+        "\nSummary ({} on {}, back-end {})",
+        r.started_at, r.host.hostname, r.host.backend
+    );
     if let Some(n) = &r.host.backend_note {
         println!("! {n}");
     }
@@ -227,9 +279,4 @@ fn print_summary(r: &RunResult) {
     if r.interrupted {
         println!("\n! interrupted: the figures cover the intervals finished before the stop");
     }
-}
-
-/// For tests and scripts: where a relative scratch path lands.
-pub fn default_scratch_path() -> PathBuf {
-    PathBuf::from(DEFAULT_SCRATCH)
 }

@@ -8,7 +8,9 @@ pub enum EngineError {
     #[error("{0}")]
     Input(String),
     /// Writing was refused by the safety rules (exit code 2).
-    #[error("refusing to write to {path}: {reasons}.\n  If you are sure its contents may be destroyed, name it exactly: --allow-write {path}")]
+    #[error(
+        "refusing to write to {path}: {reasons}.\n  If you are sure its contents may be destroyed, name it exactly: --allow-write {path}"
+    )]
     WriteRefused { path: PathBuf, reasons: String },
     /// An operating-system call failed during setup or a step (exit code 1).
     #[error("{what}: {source}")]
@@ -17,7 +19,10 @@ pub enum EngineError {
 
 impl EngineError {
     pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
-        EngineError::Io { what: what.into(), source }
+        EngineError::Io {
+            what: what.into(),
+            source,
+        }
     }
 
     /// True when the problem is in the user's input (plan, options, targets), not the system.

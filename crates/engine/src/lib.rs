@@ -10,8 +10,8 @@
 pub mod backend;
 mod buffer;
 pub mod error;
-pub mod ops;
 pub mod host;
+pub mod ops;
 pub mod rng;
 pub mod safety;
 pub mod step;

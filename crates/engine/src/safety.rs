@@ -16,7 +16,9 @@ pub const SCRATCH_XATTR: &str = "user.iocurve.scratch";
 
 /// True if `path` is named (as the same file) in the allow list.
 pub fn is_allowed(path: &Path, allow: &[PathBuf]) -> bool {
-    let Ok(meta) = std::fs::metadata(path) else { return false };
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
     allow.iter().any(|a| match std::fs::metadata(a) {
         Ok(m) if meta.file_type().is_block_device() => m.file_type().is_block_device() && m.rdev() == meta.rdev(),
         Ok(m) => m.dev() == meta.dev() && m.ino() == meta.ino(),
@@ -31,18 +33,30 @@ pub fn check_write(path: &Path, allow: &[PathBuf], created_now: bool) -> Result<
         return Ok(());
     }
     let meta = std::fs::metadata(path).map_err(|e| EngineError::io(format!("cannot inspect {}", path.display()), e))?;
-    let refuse = |reasons: Vec<String>| EngineError::WriteRefused { path: path.to_path_buf(), reasons: reasons.join("; ") };
+    let refuse = |reasons: Vec<String>| EngineError::WriteRefused {
+        path: path.to_path_buf(),
+        reasons: reasons.join("; "),
+    };
     if meta.file_type().is_block_device() {
         let reasons = block_device_dangers(path, meta.rdev());
-        if reasons.is_empty() { Ok(()) } else { Err(refuse(reasons)) }
+        if reasons.is_empty() {
+            Ok(())
+        } else {
+            Err(refuse(reasons))
+        }
     } else if meta.is_file() {
         if has_scratch_mark(path) {
             Ok(())
         } else {
-            Err(refuse(vec!["it is an existing file that iocurve did not create".into()]))
+            Err(refuse(vec![
+                "it is an existing file that iocurve did not create".into(),
+            ]))
         }
     } else {
-        Err(EngineError::Input(format!("{} is neither a regular file nor a block device", path.display())))
+        Err(EngineError::Input(format!(
+            "{} is neither a regular file nor a block device",
+            path.display()
+        )))
     }
 }
 
@@ -94,7 +108,10 @@ pub fn block_device_dangers(path: &Path, rdev: u64) -> Vec<String> {
     }
     if let Ok(entries) = std::fs::read_dir(sys.join("holders")) {
         for e in entries.flatten() {
-            reasons.push(format!("it is held by {} (device-mapper, md RAID or similar)", e.file_name().to_string_lossy()));
+            reasons.push(format!(
+                "it is held by {} (device-mapper, md RAID or similar)",
+                e.file_name().to_string_lossy()
+            ));
         }
     }
     if let Ok(mounts) = std::fs::read_to_string("/proc/self/mountinfo") {
@@ -107,12 +124,11 @@ pub fn block_device_dangers(path: &Path, rdev: u64) -> Vec<String> {
     }
     if let Ok(swaps) = std::fs::read_to_string("/proc/swaps") {
         for line in swaps.lines().skip(1) {
-            if let Some(p) = line.split_whitespace().next() {
-                if let Ok(m) = std::fs::metadata(p) {
-                    if m.rdev() == rdev {
-                        reasons.push("it is in use as swap".into());
-                    }
-                }
+            if let Some(p) = line.split_whitespace().next()
+                && let Ok(m) = std::fs::metadata(p)
+                && m.rdev() == rdev
+            {
+                reasons.push("it is in use as swap".into());
             }
         }
     }
@@ -122,7 +138,9 @@ pub fn block_device_dangers(path: &Path, rdev: u64) -> Vec<String> {
                 reasons.push(format!("it carries a {sig} signature"));
             }
         }
-        Err(e) => reasons.push(format!("its first blocks cannot be read to check for a filesystem ({e})")),
+        Err(e) => reasons.push(format!(
+            "its first blocks cannot be read to check for a filesystem ({e})"
+        )),
     }
     reasons
 }
@@ -206,7 +224,7 @@ mod tests {
         let e = check_write(&p, &[], false).unwrap_err();
         assert!(e.to_string().contains("did not create"), "{e}");
         assert!(e.to_string().contains("--allow-write"), "{e}");
-        check_write(&p, &[p.clone()], false).unwrap();
+        check_write(&p, std::slice::from_ref(&p), false).unwrap();
         set_scratch_mark(&p);
         if has_scratch_mark(&p) {
             check_write(&p, &[], false).unwrap();

@@ -17,8 +17,8 @@ use iocurve_stats::{CpuTimes, CpuUsage, IntervalRecord, IntervalStats, StepRecor
 
 use crate::backend::{NullBackend, PsyncBackend, UringBackend};
 use crate::buffer::BufferPool;
-use crate::ops::{OpGen, working_set};
 use crate::host::cpu_times;
+use crate::ops::{OpGen, working_set};
 use crate::rng::Rng;
 use crate::worker::{self, Live, Msg, Schedule, Slots};
 use crate::{EngineError, TargetSet};
@@ -58,15 +58,25 @@ fn op_gen(w: &Workload, workers: u32, targets: &TargetSet) -> Result<OpGen, Engi
     let max_bs = w.max_bs();
     let mut geoms = Vec::new();
     for t in &targets.targets {
-        if w.direct {
-            if let Some(b) = w.bs.iter().find(|b| b.bytes % t.logical_block != 0) {
-                return Err(EngineError::Input(format!(
-                    "workload {}: block size {} is not a multiple of the logical block size {} of {}: O_DIRECT needs aligned I/O (use a multiple of {}, or --buffered)",
-                    w.name, format_size(b.bytes), t.logical_block, t.path.display(), t.logical_block
-                )));
-            }
+        if w.direct
+            && let Some(b) = w.bs.iter().find(|b| b.bytes % t.logical_block != 0)
+        {
+            return Err(EngineError::Input(format!(
+                "workload {}: block size {} is not a multiple of the logical block size {} of {}: O_DIRECT needs aligned I/O (use a multiple of {}, or --buffered)",
+                w.name,
+                format_size(b.bytes),
+                t.logical_block,
+                t.path.display(),
+                t.logical_block
+            )));
         }
-        geoms.push(working_set(&w.working_set, t.size, max_bs, &w.name, &t.path.display().to_string())?);
+        geoms.push(working_set(
+            &w.working_set,
+            t.size,
+            max_bs,
+            &w.name,
+            &t.path.display().to_string(),
+        )?);
     }
     let groups: Vec<(u32, Vec<usize>)> = targets.groups.iter().map(|g| (g.weight, g.members.clone())).collect();
     Ok(OpGen::new(w, workers, geoms, &groups))
@@ -109,7 +119,9 @@ pub fn run_step(cfg: &StepConfig, on_progress: &mut dyn FnMut(&StepProgress)) ->
             let opgen = opgen.clone();
             let fds = fds.clone();
             let backend = cfg.backend;
-            let builder = std::thread::Builder::new().name(format!("iocurve-io{ti}")).stack_size(256 << 10);
+            let builder = std::thread::Builder::new()
+                .name(format!("iocurve-io{ti}"))
+                .stack_size(256 << 10);
             let spawned = builder.spawn_scoped(scope, move || {
                 let send = |m: Msg| {
                     let _ = tx.send((ti, m));
@@ -161,7 +173,10 @@ pub fn run_step(cfg: &StepConfig, on_progress: &mut dyn FnMut(&StepProgress)) ->
             if let Err(e) = spawned {
                 // Threads already started wait at the barrier; release them with a stop.
                 step_stop.store(true, Ordering::Relaxed);
-                return Err(EngineError::io(format!("cannot start I/O thread {ti} of {nthreads}"), e));
+                return Err(EngineError::io(
+                    format!("cannot start I/O thread {ti} of {nthreads}"),
+                    e,
+                ));
             }
         }
         drop(tx);
@@ -254,7 +269,11 @@ fn coordinate(
                 (Some(a), Some(b)) => CpuUsage::between(&a, &b),
                 _ => CpuUsage::default(),
             };
-            complete.push(IntervalRecord { stats, cpu: usage, duration_s: w.interval_s });
+            complete.push(IntervalRecord {
+                stats,
+                cpu: usage,
+                duration_s: w.interval_s,
+            });
         }
         if now >= next_tick || finished == nthreads {
             next_tick = now + tick;

@@ -83,9 +83,15 @@ fn is_glob(s: &str) -> bool {
 impl TargetSet {
     pub fn open(groups: &[TargetGroup], opts: &OpenOptions) -> Result<TargetSet, EngineError> {
         if groups.is_empty() {
-            return Err(EngineError::Input("no targets: give --target PATH (a file, device or glob) or `targets` in the plan".into()));
+            return Err(EngineError::Input(
+                "no targets: give --target PATH (a file, device or glob) or `targets` in the plan".into(),
+            ));
         }
-        let mut set = TargetSet { targets: Vec::new(), groups: Vec::new(), keep: opts.keep };
+        let mut set = TargetSet {
+            targets: Vec::new(),
+            groups: Vec::new(),
+            keep: opts.keep,
+        };
         for (gi, g) in groups.iter().enumerate() {
             let mut members = Vec::new();
             for pattern in &g.targets {
@@ -93,11 +99,18 @@ impl TargetSet {
                     if let Some(dup) = set.targets.iter().find(|t| same_file(&t.path, &path)) {
                         return Err(EngineError::Input(format!(
                             "target {} is named twice ({} and {}): each target may appear once",
-                            path.display(), dup.path.display(), pattern
+                            path.display(),
+                            dup.path.display(),
+                            pattern
                         )));
                     }
                     // Pushed first so that a later error still removes a scratch file created here.
-                    let created = if path.exists() { false } else { create_scratch(&path, opts.scratch_size)?; true };
+                    let created = if path.exists() {
+                        false
+                    } else {
+                        create_scratch(&path, opts.scratch_size)?;
+                        true
+                    };
                     let t = match open_target(&path, opts, gi, created) {
                         Ok(t) => t,
                         Err(e) => {
@@ -111,7 +124,11 @@ impl TargetSet {
                     set.targets.push(t);
                 }
             }
-            set.groups.push(Group { name: g.name.clone(), weight: g.weight, members });
+            set.groups.push(Group {
+                name: g.name.clone(),
+                weight: g.weight,
+                members,
+            });
         }
         Ok(set)
     }
@@ -120,8 +137,19 @@ impl TargetSet {
     pub fn set_direct(&self, direct: bool) -> Result<(), EngineError> {
         for t in &self.targets {
             set_direct(t.fd(), direct).map_err(|e| {
-                let hint = if direct { ": the filesystem may not support O_DIRECT (tmpfs does not); use --buffered" } else { "" };
-                EngineError::io(format!("cannot {} O_DIRECT on {}{hint}", if direct { "enable" } else { "disable" }, t.path.display()), e)
+                let hint = if direct {
+                    ": the filesystem may not support O_DIRECT (tmpfs does not); use --buffered"
+                } else {
+                    ""
+                };
+                EngineError::io(
+                    format!(
+                        "cannot {} O_DIRECT on {}{hint}",
+                        if direct { "enable" } else { "disable" },
+                        t.path.display()
+                    ),
+                    e,
+                )
             })?;
         }
         Ok(())
@@ -158,9 +186,14 @@ fn expand(pattern: &str, group: &str) -> Result<Vec<PathBuf>, EngineError> {
         let p = PathBuf::from(pattern);
         if !p.exists() {
             if pattern.starts_with("/dev/") {
-                return Err(EngineError::Input(format!("target {pattern} does not exist: no such device (check the name with `lsblk`)")));
+                return Err(EngineError::Input(format!(
+                    "target {pattern} does not exist: no such device (check the name with `lsblk`)"
+                )));
             }
-            let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let parent = p
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
             if !parent.is_dir() {
                 return Err(EngineError::Input(format!(
                     "target {pattern} does not exist and cannot be created as a scratch file: directory {} does not exist",
@@ -170,11 +203,14 @@ fn expand(pattern: &str, group: &str) -> Result<Vec<PathBuf>, EngineError> {
         }
         return Ok(vec![p]);
     }
-    let paths = glob::glob(pattern).map_err(|e| EngineError::Input(format!("target glob `{pattern}` is invalid: {e}")))?;
+    let paths =
+        glob::glob(pattern).map_err(|e| EngineError::Input(format!("target glob `{pattern}` is invalid: {e}")))?;
     let mut out: Vec<PathBuf> = paths.filter_map(Result::ok).collect();
     out.sort();
     if out.is_empty() {
-        return Err(EngineError::Input(format!("target glob `{pattern}` (group {group}) matches nothing")));
+        return Err(EngineError::Input(format!(
+            "target glob `{pattern}` (group {group}) matches nothing"
+        )));
     }
     Ok(out)
 }
@@ -185,7 +221,11 @@ fn set_direct(fd: RawFd, direct: bool) -> std::io::Result<()> {
     if flags < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    let new = if direct { flags | libc::O_DIRECT } else { flags & !libc::O_DIRECT };
+    let new = if direct {
+        flags | libc::O_DIRECT
+    } else {
+        flags & !libc::O_DIRECT
+    };
     // SAFETY: as above.
     if unsafe { libc::fcntl(fd, libc::F_SETFL, new) } < 0 {
         return Err(std::io::Error::last_os_error());
@@ -194,13 +234,17 @@ fn set_direct(fd: RawFd, direct: bool) -> std::io::Result<()> {
 }
 
 fn open_target(path: &Path, opts: &OpenOptions, group: usize, created: bool) -> Result<Target, EngineError> {
-    let meta = std::fs::metadata(path).map_err(|e| EngineError::Input(format!("cannot inspect target {}: {e}", path.display())))?;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| EngineError::Input(format!("cannot inspect target {}: {e}", path.display())))?;
     let kind = if meta.file_type().is_block_device() {
         TargetKind::BlockDevice
     } else if meta.is_file() {
         TargetKind::File
     } else {
-        return Err(EngineError::Input(format!("target {} is neither a regular file nor a block device", path.display())));
+        return Err(EngineError::Input(format!(
+            "target {} is neither a regular file nor a block device",
+            path.display()
+        )));
     };
     if opts.write {
         safety::check_write(path, &opts.allow_write, created)?;
@@ -227,9 +271,21 @@ fn open_target(path: &Path, opts: &OpenOptions, group: usize, created: bool) -> 
         TargetKind::File => (meta.len(), file_dio_align(path)),
     };
     if size < logical_block.max(4096) {
-        return Err(EngineError::Input(format!("target {} is too small ({} bytes): it needs at least 4 KiB", path.display(), size)));
+        return Err(EngineError::Input(format!(
+            "target {} is too small ({} bytes): it needs at least 4 KiB",
+            path.display(),
+            size
+        )));
     }
-    Ok(Target { path: path.to_path_buf(), file, kind, size, logical_block, group, created })
+    Ok(Target {
+        path: path.to_path_buf(),
+        file,
+        kind,
+        size,
+        logical_block,
+        group,
+        created,
+    })
 }
 
 fn device_size(file: &File, path: &Path) -> Result<u64, EngineError> {
@@ -237,7 +293,10 @@ fn device_size(file: &File, path: &Path) -> Result<u64, EngineError> {
     // SAFETY: BLKGETSIZE64 writes one u64.
     let r = unsafe { libc::ioctl(file.as_raw_fd(), BLKGETSIZE64, &mut size) };
     if r < 0 {
-        return Err(EngineError::io(format!("cannot size block device {} (BLKGETSIZE64)", path.display()), std::io::Error::last_os_error()));
+        return Err(EngineError::io(
+            format!("cannot size block device {} (BLKGETSIZE64)", path.display()),
+            std::io::Error::last_os_error(),
+        ));
     }
     Ok(size)
 }
@@ -255,7 +314,9 @@ fn device_logical_block(file: &File) -> u64 {
 
 /// O_DIRECT offset alignment of a file (statx STATX_DIOALIGN, Linux 6.1+); 512 if unknown.
 fn file_dio_align(path: &Path) -> u64 {
-    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else { return 512 };
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
+        return 512;
+    };
     // SAFETY: zeroed statx is a valid out-buffer.
     let mut stx: libc::statx = unsafe { std::mem::zeroed() };
     const STATX_DIOALIGN: u32 = 0x2000;
@@ -285,16 +346,24 @@ pub fn free_space(dir: &Path) -> Option<u64> {
 pub fn create_scratch(path: &Path, size: u64) -> Result<(), EngineError> {
     let size = size / 4096 * 4096;
     if size < 4096 {
-        return Err(EngineError::Input(format!("scratch file size {size} is too small: use --size 64m or more")));
+        return Err(EngineError::Input(format!(
+            "scratch file size {size} is too small: use --size 64m or more"
+        )));
     }
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if let Some(free) = free_space(dir) {
-        if free < size {
-            return Err(EngineError::Input(format!(
-                "not enough space for scratch file {} of {}: {} free in {}; use a smaller --size",
-                path.display(), format_size(size), format_size(free / 1048576 * 1048576), dir.display()
-            )));
-        }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if let Some(free) = free_space(dir)
+        && free < size
+    {
+        return Err(EngineError::Input(format!(
+            "not enough space for scratch file {} of {}: {} free in {}; use a smaller --size",
+            path.display(),
+            format_size(size),
+            format_size(free / 1048576 * 1048576),
+            dir.display()
+        )));
     }
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -331,7 +400,12 @@ fn fill_scratch(file: &File, path: &Path, size: u64) -> Result<(), EngineError> 
         while done < n {
             // SAFETY: buffer is valid for n bytes.
             let r = unsafe {
-                libc::pwrite(file.as_raw_fd(), buf[done..n].as_ptr().cast(), n - done, (off + done as u64) as libc::off_t)
+                libc::pwrite(
+                    file.as_raw_fd(),
+                    buf[done..n].as_ptr().cast(),
+                    n - done,
+                    (off + done as u64) as libc::off_t,
+                )
             };
             if r < 0 {
                 return Err(fail("write", std::io::Error::last_os_error()));
@@ -356,8 +430,16 @@ mod tests {
     fn scratch_file_is_created_filled_and_removed() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("scratch");
-        let groups = vec![TargetGroup { name: "g".into(), weight: 1, targets: vec![p.display().to_string()] }];
-        let opts = OpenOptions { write: true, scratch_size: 1 << 20, ..Default::default() };
+        let groups = vec![TargetGroup {
+            name: "g".into(),
+            weight: 1,
+            targets: vec![p.display().to_string()],
+        }];
+        let opts = OpenOptions {
+            write: true,
+            scratch_size: 1 << 20,
+            ..Default::default()
+        };
         {
             let set = TargetSet::open(&groups, &opts).unwrap();
             assert_eq!(set.targets[0].size, 1 << 20);
@@ -371,7 +453,13 @@ mod tests {
 
     #[test]
     fn missing_glob_and_device_are_clear_errors() {
-        let groups = |t: &str| vec![TargetGroup { name: "g".into(), weight: 1, targets: vec![t.into()] }];
+        let groups = |t: &str| {
+            vec![TargetGroup {
+                name: "g".into(),
+                weight: 1,
+                targets: vec![t.into()],
+            }]
+        };
         let e = TargetSet::open(&groups("/nonexistent-dir-xyz/*.dat"), &OpenOptions::default()).unwrap_err();
         assert!(e.to_string().contains("matches nothing"), "{e}");
         let e = TargetSet::open(&groups("/dev/iocurve-no-such-dev"), &OpenOptions::default()).unwrap_err();

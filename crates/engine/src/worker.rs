@@ -66,7 +66,17 @@ impl<B: Backend> Slots<B> {
     pub fn new(backend: B, opgen: OpGen, mut rng: Rng, pool: BufferPool, worker: Vec<u32>) -> Self {
         let n = worker.len();
         let nonce = rng.next_u64();
-        Self { backend, opgen, rng, pool, worker, ops: vec![IoOp::default(); n], started: vec![0; n], nonce, written: 0 }
+        Self {
+            backend,
+            opgen,
+            rng,
+            pool,
+            worker,
+            ops: vec![IoOp::default(); n],
+            started: vec![0; n],
+            nonce,
+            written: 0,
+        }
     }
 
     #[inline]
@@ -134,7 +144,10 @@ pub(crate) fn run<B: Backend>(
         while issuing && now >= next_boundary {
             if phase >= 0 {
                 let full = std::mem::replace(&mut cur, Box::new(IntervalStats::with_samples(spp as usize)));
-                send(Msg::Interval { index: phase as u32, stats: full });
+                send(Msg::Interval {
+                    index: phase as u32,
+                    stats: full,
+                });
             }
             phase += 1;
             phase_start = next_boundary;

@@ -97,7 +97,22 @@ impl WorkloadKeys {
         macro_rules! pick {
             ($($f:ident),*) => { WorkloadKeys { $($f: self.$f.clone().or_else(|| lower.$f.clone())),* } };
         }
-        pick!(name, read_pct, bs, pattern, working_set, frontend_blocks, queue_depth, ramp, warmup_s, intervals, interval_s, direct, backend, threads)
+        pick!(
+            name,
+            read_pct,
+            bs,
+            pattern,
+            working_set,
+            frontend_blocks,
+            queue_depth,
+            ramp,
+            warmup_s,
+            intervals,
+            interval_s,
+            direct,
+            backend,
+            threads
+        )
     }
 
     /// Names of the keys that are set, as they are spelled in TOML.
@@ -106,7 +121,22 @@ impl WorkloadKeys {
         macro_rules! check {
             ($($f:ident),*) => { $(if self.$f.is_some() { v.push(stringify!($f)); })* };
         }
-        check!(name, read_pct, bs, pattern, working_set, frontend_blocks, queue_depth, ramp, warmup_s, intervals, interval_s, direct, backend, threads);
+        check!(
+            name,
+            read_pct,
+            bs,
+            pattern,
+            working_set,
+            frontend_blocks,
+            queue_depth,
+            ramp,
+            warmup_s,
+            intervals,
+            interval_s,
+            direct,
+            backend,
+            threads
+        );
         v
     }
 }
@@ -156,8 +186,9 @@ impl<'de> Deserialize<'de> for BlockSizeSpec {
                 let mut mix = Vec::new();
                 while let Some((k, w)) = map.next_entry::<String, i64>()? {
                     let size = parse_size(&k).map_err(de::Error::custom)?;
-                    let w = u32::try_from(w)
-                        .map_err(|_| de::Error::custom(format!("weight {w} of block size `{k}` must be 0 to 4294967295")))?;
+                    let w = u32::try_from(w).map_err(|_| {
+                        de::Error::custom(format!("weight {w} of block size `{k}` must be 0 to 4294967295"))
+                    })?;
                     mix.push((size, w));
                 }
                 Ok(BlockSizeSpec::Mix(mix))
@@ -215,7 +246,11 @@ impl<'de> Deserialize<'de> for WorkingSetSpec {
                     match k.as_str() {
                         "start" => start = Some(size_from_value(v)?),
                         "end" => end = Some(size_from_value(v)?),
-                        other => return Err(de::Error::custom(format!("unknown key `{other}` in working_set: use start and end"))),
+                        other => {
+                            return Err(de::Error::custom(format!(
+                                "unknown key `{other}` in working_set: use start and end"
+                            )));
+                        }
                     }
                 }
                 match (start, end) {

@@ -57,16 +57,21 @@ fn builtin_defaults() -> WorkloadKeys {
 
 pub fn load_file(path: &Path, overrides: &Overrides) -> Result<Plan, PlanError> {
     let source = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        PlanError::new(&source, None, None, format!("cannot read the plan file: {e}"))
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| PlanError::new(&source, None, None, format!("cannot read the plan file: {e}")))?;
     parse_str(&text, &source, overrides)
 }
 
 /// Parses and resolves plan text; `source` names it in errors (a path or `suite:NAME`).
 pub fn parse_str(text: &str, source: &str, overrides: &Overrides) -> Result<Plan, PlanError> {
     let file: PlanFile = toml::from_str(text).map_err(|e| toml_error(text, source, &e))?;
-    Resolver { text, source, overrides, file: &file }.resolve()
+    Resolver {
+        text,
+        source,
+        overrides,
+        file: &file,
+    }
+    .resolve()
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -84,7 +89,12 @@ fn toml_error(text: &str, source: &str, e: &toml::de::Error) -> PlanError {
             Some(s) => format!(" (did you mean `{s}`?)"),
             None => format!("; known keys here: {}", expected.join(", ")),
         };
-        return PlanError::new(source, line, Some(name.to_string()), format!("unknown key `{name}`{hint}"));
+        return PlanError::new(
+            source,
+            line,
+            Some(name.to_string()),
+            format!("unknown key `{name}`{hint}"),
+        );
     }
     PlanError::new(source, line, None, msg.to_string())
 }
@@ -174,7 +184,10 @@ impl Resolver<'_> {
                     "command line",
                     None,
                     Some("--workload".into()),
-                    format!("no workload name contains `{filter}`; the workloads are: {}", all.join(", ")),
+                    format!(
+                        "no workload name contains `{filter}`; the workloads are: {}",
+                        all.join(", ")
+                    ),
                 ));
             }
         }
@@ -189,7 +202,11 @@ impl Resolver<'_> {
 
     fn groups(&self) -> Result<Vec<TargetGroup>, PlanError> {
         if !self.overrides.targets.is_empty() {
-            return Ok(vec![TargetGroup { name: "targets".into(), weight: 1, targets: self.overrides.targets.clone() }]);
+            return Ok(vec![TargetGroup {
+                name: "targets".into(),
+                weight: 1,
+                targets: self.overrides.targets.clone(),
+            }]);
         }
         match (&self.file.targets, &self.file.groups) {
             (Some(_), Some(_)) => Err(self.err(
@@ -199,9 +216,17 @@ impl Resolver<'_> {
             )),
             (Some(t), None) => {
                 if t.is_empty() {
-                    return Err(self.err(&[Seg::Key("targets")], "targets".into(), "`targets` is empty: name at least one file, device or glob"));
+                    return Err(self.err(
+                        &[Seg::Key("targets")],
+                        "targets".into(),
+                        "`targets` is empty: name at least one file, device or glob",
+                    ));
                 }
-                Ok(vec![TargetGroup { name: "targets".into(), weight: 1, targets: t.clone() }])
+                Ok(vec![TargetGroup {
+                    name: "targets".into(),
+                    weight: 1,
+                    targets: t.clone(),
+                }])
             }
             (None, Some(groups)) => {
                 if groups.is_empty() {
@@ -212,16 +237,32 @@ impl Resolver<'_> {
                     let at = |k: &'static str| [Seg::Key("groups"), Seg::Index(i), Seg::Key(k)];
                     let weight = g.weight.unwrap_or(1);
                     if weight == 0 {
-                        return Err(self.err(&at("weight"), format!("groups[{i}].weight"), "weight must be at least 1 (a group with weight 0 would never be used: remove it instead)"));
+                        return Err(self.err(
+                            &at("weight"),
+                            format!("groups[{i}].weight"),
+                            "weight must be at least 1 (a group with weight 0 would never be used: remove it instead)",
+                        ));
                     }
                     if g.targets.is_empty() {
-                        return Err(self.err(&at("targets"), format!("groups[{i}].targets"), "a group needs at least one target path or glob"));
+                        return Err(self.err(
+                            &at("targets"),
+                            format!("groups[{i}].targets"),
+                            "a group needs at least one target path or glob",
+                        ));
                     }
                     let name = g.name.clone().unwrap_or_else(|| format!("group{}", i + 1));
                     if out.iter().any(|o| o.name == name) {
-                        return Err(self.err(&at("name"), format!("groups[{i}].name"), format!("group name `{name}` is used twice")));
+                        return Err(self.err(
+                            &at("name"),
+                            format!("groups[{i}].name"),
+                            format!("group name `{name}` is used twice"),
+                        ));
                     }
-                    out.push(TargetGroup { name, weight, targets: g.targets.clone() });
+                    out.push(TargetGroup {
+                        name,
+                        weight,
+                        targets: g.targets.clone(),
+                    });
                 }
                 Ok(out)
             }
@@ -233,28 +274,53 @@ impl Resolver<'_> {
     fn workload(&self, i: usize, k: &WorkloadKeys) -> Result<Workload, PlanError> {
         // Every value is present: builtin_defaults() sets all keys but `name`.
         let name = k.name.clone().ok_or_else(|| {
-            self.err(&[Seg::Key("workloads"), Seg::Index(i)], format!("workloads[{i}]"), "every workload needs a `name`, e.g. name = \"backend-random-read-8k\"")
+            self.err(
+                &[Seg::Key("workloads"), Seg::Index(i)],
+                format!("workloads[{i}]"),
+                "every workload needs a `name`, e.g. name = \"backend-random-read-8k\"",
+            )
         })?;
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
-            return Err(self.key_err(i, "name", format!("workload name `{name}` must be non-empty and use only letters, digits, '-', '_' and '.'")));
+            return Err(self.key_err(
+                i,
+                "name",
+                format!("workload name `{name}` must be non-empty and use only letters, digits, '-', '_' and '.'"),
+            ));
         }
         let read_pct = k.read_pct.unwrap();
         if !(0.0..=100.0).contains(&read_pct) {
-            return Err(self.key_err(i, "read_pct", format!("read_pct is {read_pct}; it is a share of reads in percent, 0 to 100 (70 = 70 % reads, 30 % writes)")));
+            return Err(self.key_err(
+                i,
+                "read_pct",
+                format!(
+                    "read_pct is {read_pct}; it is a share of reads in percent, 0 to 100 (70 = 70 % reads, 30 % writes)"
+                ),
+            ));
         }
         let bs = match k.bs.clone().unwrap() {
             BlockSizeSpec::One(b) => vec![BlockSize { bytes: b, weight: 1 }],
-            BlockSizeSpec::Mix(m) => m.into_iter().map(|(bytes, weight)| BlockSize { bytes, weight }).collect(),
+            BlockSizeSpec::Mix(m) => m
+                .into_iter()
+                .map(|(bytes, weight)| BlockSize { bytes, weight })
+                .collect(),
         };
         if bs.is_empty() || bs.iter().all(|b| b.weight == 0) {
             return Err(self.key_err(i, "bs", "the block size mix is empty or all weights are 0".into()));
         }
         for b in &bs {
             if b.bytes == 0 || b.bytes % 512 != 0 || b.bytes > 64 << 20 {
-                return Err(self.key_err(i, "bs", format!(
-                    "block size {} is not usable: it must be a multiple of 512 bytes, from 512 to 64m",
-                    if b.bytes == 0 { "0".to_string() } else { format_size(b.bytes) }
-                )));
+                return Err(self.key_err(
+                    i,
+                    "bs",
+                    format!(
+                        "block size {} is not usable: it must be a multiple of 512 bytes, from 512 to 64m",
+                        if b.bytes == 0 {
+                            "0".to_string()
+                        } else {
+                            format_size(b.bytes)
+                        }
+                    ),
+                ));
             }
         }
         let working_set = match k.working_set.clone().unwrap() {
@@ -268,20 +334,30 @@ impl Resolver<'_> {
             WorkingSetSpec::Backend => WorkingSet::Backend,
             WorkingSetSpec::Range { start, end } => {
                 if start >= end || start % 512 != 0 || end % 512 != 0 {
-                    return Err(self.key_err(i, "working_set", format!(
-                        "working set range {start}..{end} must have start < end, both multiples of 512 bytes"
-                    )));
+                    return Err(self.key_err(
+                        i,
+                        "working_set",
+                        format!("working set range {start}..{end} must have start < end, both multiples of 512 bytes"),
+                    ));
                 }
                 WorkingSet::Range { start, end }
             }
         };
         let queue_depth = k.queue_depth.unwrap();
         if !(1..=4096).contains(&queue_depth) {
-            return Err(self.key_err(i, "queue_depth", format!("queue_depth is {queue_depth}; it must be 1 to 4096 outstanding I/Os per worker")));
+            return Err(self.key_err(
+                i,
+                "queue_depth",
+                format!("queue_depth is {queue_depth}; it must be 1 to 4096 outstanding I/Os per worker"),
+            ));
         }
         let ramp = k.ramp.clone().unwrap();
         if ramp.is_empty() {
-            return Err(self.key_err(i, "ramp", "the ramp is empty: give the worker counts of the steps, e.g. ramp = [1, 2, 4, 8]".into()));
+            return Err(self.key_err(
+                i,
+                "ramp",
+                "the ramp is empty: give the worker counts of the steps, e.g. ramp = [1, 2, 4, 8]".into(),
+            ));
         }
         if ramp.iter().any(|&n| n == 0 || n > 65536) {
             return Err(self.key_err(i, "ramp", format!("ramp {ramp:?}: every step needs 1 to 65536 workers")));
@@ -291,19 +367,35 @@ impl Resolver<'_> {
         }
         let warmup_s = k.warmup_s.unwrap();
         if !(0.0..=86_400.0).contains(&warmup_s) {
-            return Err(self.key_err(i, "warmup_s", format!("warmup_s is {warmup_s}; it must be 0 to 86400 seconds")));
+            return Err(self.key_err(
+                i,
+                "warmup_s",
+                format!("warmup_s is {warmup_s}; it must be 0 to 86400 seconds"),
+            ));
         }
         let intervals = k.intervals.unwrap();
         if !(1..=100_000).contains(&intervals) {
-            return Err(self.key_err(i, "intervals", format!("intervals is {intervals}; a step needs 1 to 100000 measurement intervals")));
+            return Err(self.key_err(
+                i,
+                "intervals",
+                format!("intervals is {intervals}; a step needs 1 to 100000 measurement intervals"),
+            ));
         }
         let interval_s = k.interval_s.unwrap();
         if !(0.1..=86_400.0).contains(&interval_s) {
-            return Err(self.key_err(i, "interval_s", format!("interval_s is {interval_s}; an interval lasts 0.1 to 86400 seconds")));
+            return Err(self.key_err(
+                i,
+                "interval_s",
+                format!("interval_s is {interval_s}; an interval lasts 0.1 to 86400 seconds"),
+            ));
         }
         let threads = k.threads.unwrap();
         if threads > 1024 {
-            return Err(self.key_err(i, "threads", format!("threads is {threads}; use 0 (one per core) to 1024")));
+            return Err(self.key_err(
+                i,
+                "threads",
+                format!("threads is {threads}; use 0 (one per core) to 1024"),
+            ));
         }
         Ok(Workload {
             name,
@@ -368,7 +460,13 @@ ramp = [1, 8]
         let b = &p.workloads[1];
         assert_eq!(b.bs.len(), 2);
         assert_eq!(b.ramp, vec![1, 8]);
-        assert_eq!(b.working_set, WorkingSet::Range { start: 1 << 20, end: 2 << 20 });
+        assert_eq!(
+            b.working_set,
+            WorkingSet::Range {
+                start: 1 << 20,
+                end: 2 << 20
+            }
+        );
         assert_eq!(b.pattern, Pattern::Sequential);
     }
 
@@ -376,7 +474,10 @@ ramp = [1, 8]
     fn cli_overrides_win_and_filter() {
         let o = Overrides {
             targets: vec!["/tmp/x".into()],
-            keys: WorkloadKeys { queue_depth: Some(16), ..Default::default() },
+            keys: WorkloadKeys {
+                queue_depth: Some(16),
+                ..Default::default()
+            },
             workload_filter: Some("mixed".into()),
         };
         let p = parse_str(GOOD, "t.toml", &o).unwrap();
@@ -403,7 +504,11 @@ ramp = [1, 8]
         let e = parse("[[workloads]]\nname = \"a\"\n\n[[workloads]]\nname = \"b\"\nramp = []\n").unwrap_err();
         assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("workloads[1].ramp")), "{e}");
         let e = parse("[defaults]\ninterval_s = 0\n[[workloads]]\nname = \"a\"\n").unwrap_err();
-        assert_eq!((e.line, e.key.as_deref()), (Some(2), Some("defaults.interval_s")), "{e}");
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (Some(2), Some("defaults.interval_s")),
+            "{e}"
+        );
         let e = parse("[[workloads]]\nname = \"a\"\nbs = \"1000\"\n").unwrap_err();
         assert!(e.message.contains("multiple of 512"), "{e}");
         let e = parse("[[workloads]]\nname = \"a\"\nramp = [4, 2]\n").unwrap_err();
@@ -418,7 +523,13 @@ ramp = [1, 8]
 
     #[test]
     fn cli_errors_name_the_option() {
-        let o = Overrides { keys: WorkloadKeys { queue_depth: Some(0), ..Default::default() }, ..Default::default() };
+        let o = Overrides {
+            keys: WorkloadKeys {
+                queue_depth: Some(0),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
         let e = parse_str(GOOD, "t.toml", &o).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("--qd"));
         assert_eq!(e.source, "command line");

@@ -6,7 +6,9 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     if num.is_empty() {
-        return Err(format!("`{text}` is not a size: expected a number with an optional unit, e.g. 4k, 1m, 10g"));
+        return Err(format!(
+            "`{text}` is not a size: expected a number with an optional unit, e.g. 4k, 1m, 10g"
+        ));
     }
     let n: u64 = num.parse().map_err(|_| format!("`{text}` is too large"))?;
     let shift = match unit.trim().to_ascii_lowercase().as_str() {
@@ -21,13 +23,14 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
             ));
         }
     };
-    n.checked_mul(1u64 << shift).ok_or_else(|| format!("`{text}` is too large"))
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("`{text}` is too large"))
 }
 
 /// The shortest exact binary form: 4096 → `4k`, 1048576 → `1m`, 1000 → `1000`.
 pub fn format_size(bytes: u64) -> String {
     for (shift, unit) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
-        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
             return format!("{}{unit}", bytes >> shift);
         }
     }

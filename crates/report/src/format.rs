@@ -5,7 +5,7 @@ pub fn group(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push('\'');
         }
         out.push(c);
@@ -20,14 +20,33 @@ pub fn iops(v: f64) -> String {
 
 /// Latency in µs: whole microseconds from 10 µs up, one decimal below (null back-end, caches).
 pub fn lat_us(v: f64) -> String {
-    if v < 10.0 { format!("{v:.1}") } else { group(v.round() as u64) }
+    if v < 10.0 {
+        format!("{v:.1}")
+    } else {
+        group(v.round() as u64)
+    }
 }
 
 /// Throughput in decimal units: `812 MB/s`, `1.23 GB/s`, `205 GB/s`.
 pub fn mbps(v: f64) -> String {
     let (x, unit) = if v >= 1000.0 { (v / 1000.0, "GB/s") } else { (v, "MB/s") };
-    let digits = if x >= 100.0 { 0 } else if x >= 10.0 { 1 } else { 2 };
+    let digits = if x >= 100.0 {
+        0
+    } else if x >= 10.0 {
+        1
+    } else {
+        2
+    };
     format!("{x:.digits$} {unit}")
+}
+
+/// MB/s as a bare number for table columns: `45.7`, `812`, `56'966`.
+pub fn mbps_number(v: f64) -> String {
+    if v < 100.0 {
+        format!("{v:.1}")
+    } else {
+        group(v.round() as u64)
+    }
 }
 
 /// The headline of a point: `8'144'312 IOPS @ 250 µs` (random) or `205 GB/s @ 5'259 µs`.
@@ -42,7 +61,11 @@ pub fn headline(iops_v: f64, mbps_v: f64, lat: f64, sequential: bool) -> String 
 /// Seconds as `1:05` or `1:02:03`.
 pub fn duration(secs: f64) -> String {
     let s = secs.max(0.0).round() as u64;
-    if s >= 3600 { format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) } else { format!("{}:{:02}", s / 60, s % 60) }
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
+    }
 }
 
 #[cfg(test)]
@@ -60,6 +83,8 @@ mod tests {
         assert_eq!(mbps(812.3), "812 MB/s");
         assert_eq!(mbps(1234.0), "1.23 GB/s");
         assert_eq!(mbps(45.678), "45.7 MB/s");
+        assert_eq!(mbps_number(45.678), "45.7");
+        assert_eq!(mbps_number(56_965.5), "56'966");
         assert_eq!(lat_us(0.44), "0.4");
         assert_eq!(duration(65.0), "1:05");
         assert_eq!(duration(3723.0), "1:02:03");

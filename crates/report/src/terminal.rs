@@ -14,16 +14,28 @@ fn flag_codes(s: &StepResult) -> String {
 
 pub fn step_table(w: &WorkloadResult) -> String {
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled);
     t.set_header(vec![
-        "workers", "in flight", "IOPS", "MB/s", "mean µs", "p50 µs", "p99 µs", "p99.9 µs", "max µs", "CV %", "CPU %", "flags",
+        "workers",
+        "in flight",
+        "IOPS",
+        "MB/s",
+        "mean µs",
+        "p50 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "max µs",
+        "CV %",
+        "CPU %",
+        "flags",
     ]);
     for s in &w.steps {
         t.add_row(vec![
             s.workers.to_string(),
             s.outstanding.to_string(),
             format::iops(s.iops),
-            format!("{:.1}", s.mbps),
+            format::mbps_number(s.mbps),
             format::lat_us(s.lat_us.mean),
             format::lat_us(s.lat_us.p50),
             format::lat_us(s.lat_us.p99),
@@ -48,8 +60,15 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
     let mut out = Vec::new();
     for (label, p) in [("speed", &w.speed), ("optimum", &w.optimum), ("maximum", &w.maximum)] {
         if let Some(p) = p {
-            let workers = if p.workers == 1 { "1 worker".to_string() } else { format!("{} workers", p.workers) };
-            out.push(format!("  {label:<8} {}  ({workers})", headline(p.iops, p.mbps, p.lat_us, seq)));
+            let workers = if p.workers == 1 {
+                "1 worker".to_string()
+            } else {
+                format!("{} workers", p.workers)
+            };
+            out.push(format!(
+                "  {label:<8} {}  ({workers})",
+                headline(p.iops, p.mbps, p.lat_us, seq)
+            ));
         }
     }
     if let Some(m) = w.min_lat_us {
@@ -62,7 +81,11 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
 pub fn warnings(w: &WorkloadResult) -> Vec<String> {
     w.steps
         .iter()
-        .flat_map(|s| s.flags.iter().map(move |f| format!("  ! {} workers: {}", s.workers, f.message)))
+        .flat_map(|s| {
+            s.flags
+                .iter()
+                .map(move |f| format!("  ! {} workers: {}", s.workers, f.message))
+        })
         .collect()
 }
 
@@ -86,7 +109,13 @@ pub fn run_report(r: &RunResult) -> String {
     let targets: Vec<String> = r.targets.iter().map(|t| t.path.clone()).collect();
     out.push_str(&format!(
         "\niocurve {} on {} ({}, {} cores, kernel {}), back-end {}\ntargets: {}\n",
-        r.tool_version, r.host.hostname, r.host.cpu_model, r.host.cores, r.host.kernel, r.host.backend, targets.join(", ")
+        r.tool_version,
+        r.host.hostname,
+        r.host.cpu_model,
+        r.host.cores,
+        r.host.kernel,
+        r.host.backend,
+        targets.join(", ")
     ));
     if let Some(note) = &r.host.backend_note {
         out.push_str(&format!("! {note}\n"));
@@ -103,7 +132,7 @@ pub fn run_report(r: &RunResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iocurve_analysis::{Point, analyze_step, Thresholds};
+    use iocurve_analysis::{Point, Thresholds, analyze_step};
     use iocurve_stats::{CpuUsage, IntervalRecord, IntervalStats, StepRecord};
 
     fn step(workers: u32, lat_ns: u64, ops: u64) -> StepResult {
@@ -117,7 +146,11 @@ mod tests {
             threads: 1,
             interval_s: 1.0,
             sample_s: 1.0,
-            intervals: vec![IntervalRecord { stats, cpu: CpuUsage::default(), duration_s: 1.0 }],
+            intervals: vec![IntervalRecord {
+                stats,
+                cpu: CpuUsage::default(),
+                duration_s: 1.0,
+            }],
             interrupted: false,
         };
         analyze_step(&rec, false, &Thresholds::default())
@@ -126,7 +159,13 @@ mod tests {
     #[test]
     fn report_has_table_headline_and_warnings() {
         let steps = vec![step(1, 100_000, 10_000), step(2, 100_000, 20_000)];
-        let p = |i: usize, s: &StepResult| Point { step: i, workers: s.workers, iops: s.iops, mbps: s.mbps, lat_us: s.lat_us.mean };
+        let p = |i: usize, s: &StepResult| Point {
+            step: i,
+            workers: s.workers,
+            iops: s.iops,
+            mbps: s.mbps,
+            lat_us: s.lat_us.mean,
+        };
         let w = WorkloadResult {
             name: "backend-random-read-4k".into(),
             kind: "random".into(),

@@ -96,7 +96,11 @@ impl LatencyHistogram {
 
     /// Value at percentile `p` (0..=100), e.g. 99.9.
     pub fn percentile_ns(&self, p: f64) -> u64 {
-        if self.is_empty() { 0 } else { self.inner.value_at_percentile(p) }
+        if self.is_empty() {
+            0
+        } else {
+            self.inner.value_at_percentile(p)
+        }
     }
 
     /// Recorded (value, count) pairs, value being the highest equivalent value of its bucket.

@@ -13,7 +13,9 @@ pub struct NullBackend {
 
 impl NullBackend {
     pub fn new(slots: usize) -> Self {
-        Self { done: Vec::with_capacity(slots) }
+        Self {
+            done: Vec::with_capacity(slots),
+        }
     }
 }
 

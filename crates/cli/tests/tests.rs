@@ -1,0 +1,672 @@
+//! Integration tests: the real binary on real files and loop devices.
+//! They need root (loop devices, mount) as the project's machines provide.
+
+mod util;
+
+use std::path::Path;
+use std::process::Command;
+
+use util::*;
+
+#[test]
+fn default_suite_runs_on_a_scratch_file_and_meets_the_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = iocurve(
+        dir.path(),
+        &args(&["run", "--size", "64m", "--ramp", "1,2", "--json", "r.json"], FAST),
+    );
+    let r = ok_json(&o, &dir.path().join("r.json"));
+    assert!(!dir.path().join("iocurve-scratch.dat").exists(), "scratch file removed");
+    for key in [
+        "schema_version",
+        "tool_version",
+        "started_at",
+        "host",
+        "plan",
+        "workloads",
+    ] {
+        assert!(!r[key].is_null(), "top-level `{key}`");
+    }
+    for key in ["hostname", "kernel", "cpu_model", "cores", "backend"] {
+        assert!(!r["host"][key].is_null(), "host.{key}");
+    }
+    assert_eq!(r["host"]["backend"], "io_uring");
+    let names: Vec<&str> = r["workloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 10, "{names:?}");
+    assert_eq!(names[0], "frontend-random-read-4k");
+    let w = &r["workloads"][0];
+    for key in [
+        "name",
+        "kind",
+        "working_set",
+        "steps",
+        "speed",
+        "optimum",
+        "maximum",
+        "min_lat_us",
+    ] {
+        assert!(!w[key].is_null(), "workload.{key}");
+    }
+    let s = &w["steps"][0];
+    for key in [
+        "workers",
+        "queue_depth",
+        "outstanding",
+        "iops",
+        "mbps",
+        "lat_us",
+        "read",
+        "write",
+        "intervals",
+        "cv",
+        "cpu",
+        "errors",
+        "flags",
+        "samples",
+    ] {
+        assert!(!s[key].is_null(), "step.{key}");
+    }
+    for key in ["mean", "min", "max", "p50", "p90", "p99", "p99_9", "p99_99"] {
+        assert!(f(&s["lat_us"][key]) > 0.0, "lat_us.{key}");
+    }
+    for key in ["user", "system", "iowait"] {
+        assert!(!s["cpu"][key].is_null(), "cpu.{key}");
+    }
+    assert_eq!(s["intervals"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        s["samples"].as_array().unwrap().len(),
+        2,
+        "one sample per sub-second interval"
+    );
+    // Output: progress lines, the table, and the headline in the published form.
+    let out = stdout(&o);
+    assert!(
+        out.contains("[1/10] frontend-random-read-4k step 1/2, 1 worker:"),
+        "{out}"
+    );
+    assert!(out.contains("IOPS @"), "{out}");
+    assert!(out.contains("/s @"), "sequential headline in MB/s or GB/s: {out}");
+}
+
+#[test]
+fn real_file_both_backends_count_and_mix_correctly() {
+    let dir = tempfile::tempdir().unwrap();
+    for backend in ["io_uring", "psync"] {
+        let json = format!("{backend}.json");
+        let o = iocurve(
+            dir.path(),
+            &args(
+                &[
+                    "run",
+                    "--target",
+                    "t.dat",
+                    "--size",
+                    "128m",
+                    "--workload",
+                    "backend-mixed-70-8k",
+                    "--ramp",
+                    "1,4",
+                    "--backend",
+                    backend,
+                    "--interval-s",
+                    "1",
+                    "--json",
+                    &json,
+                ],
+                &["--warmup-s", "0.2", "--intervals", "2"],
+            ),
+        );
+        let r = ok_json(&o, &dir.path().join(&json));
+        assert_eq!(r["host"]["backend"], backend);
+        check_steps(&r, 8192);
+        let (mut reads, mut total) = (0u64, 0u64);
+        for s in steps(&r, 0) {
+            reads += s["read"]["ops"].as_u64().unwrap();
+            total += s["read"]["ops"].as_u64().unwrap() + s["write"]["ops"].as_u64().unwrap();
+        }
+        let share = 100.0 * reads as f64 / total as f64;
+        assert!(
+            (68.0..=72.0).contains(&share),
+            "{backend}: 70/30 mix gave {share:.2} % reads over {total} I/Os"
+        );
+        // psync runs one thread per outstanding I/O; io_uring multiplexes onto at most one per core.
+        let threads: Vec<u64> = steps(&r, 0).iter().map(|s| s["threads"].as_u64().unwrap()).collect();
+        if backend == "psync" {
+            assert_eq!(threads, vec![1, 4]);
+        } else {
+            assert!(threads[1] <= 2, "{threads:?}");
+        }
+    }
+}
+
+#[test]
+fn loop_device_both_backends_and_sequential_streams() {
+    // A sparse 2 GiB device: zero blocks cost nothing, written ones are easy to find.
+    let lo = Loop::new(2 << 30, &["--direct-io=on"]);
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("seq.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "targets = [\"{}\"]\n[defaults]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.3\n\n[[workloads]]\nname = \"backend-seq-write-1m\"\nread_pct = 0\nbs = \"1m\"\npattern = \"sequential\"\nramp = [4]\n",
+            lo.path()
+        ),
+    )
+    .unwrap();
+    let o = iocurve(dir.path(), &["run", plan.to_str().unwrap(), "--json", "seq.json"]);
+    let r = ok_json(&o, &dir.path().join("seq.json"));
+    check_steps(&r, 1 << 20);
+    let written_mb = (steps(&r, 0)[0]["write"]["ops"].as_u64().unwrap()) as f64;
+    // Every written 4 KiB unit carries its own offset: the data landed where the engine said.
+    let units = stamped_units(&lo.backing);
+    assert!(!units.is_empty());
+    // Four workers, four regions of 512 MiB: each region is written as one contiguous run
+    // from its start (sequential streams, no wrap at this size and speed).
+    let region = 512u64 << 20;
+    for k in 0..4 {
+        let mut mine: Vec<u64> = units.iter().copied().filter(|o| o / region == k).collect();
+        mine.sort();
+        assert!(!mine.is_empty(), "worker region {k} written");
+        assert_eq!(mine[0], k * region, "region {k} starts at its start");
+        for pair in mine.windows(2) {
+            assert_eq!(pair[1] - pair[0], 4096, "region {k} is contiguous");
+        }
+    }
+    assert!(
+        units.len() as f64 >= written_mb * 256.0 * 0.5,
+        "the measured writes are on the device"
+    );
+
+    for backend in ["io_uring", "psync"] {
+        let json = format!("{backend}.json");
+        let o = iocurve(
+            dir.path(),
+            &args(
+                &[
+                    "run",
+                    "--target",
+                    lo.path(),
+                    "--workload",
+                    "backend-random-read-4k",
+                    "--ramp",
+                    "1,8",
+                    "--backend",
+                    backend,
+                    "--json",
+                    &json,
+                ],
+                FAST,
+            ),
+        );
+        let r = ok_json(&o, &dir.path().join(&json));
+        assert_eq!(r["targets"][0]["kind"], "block device");
+        assert_eq!(r["targets"][0]["size"], 2u64 << 30);
+        check_steps(&r, 4096);
+    }
+}
+
+#[test]
+fn frontend_runs_touch_only_the_first_blocks() {
+    let lo = Loop::new(256 << 20, &["--direct-io=on"]);
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("fe.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "targets = [\"{}\"]\n[[workloads]]\nname = \"frontend-random-write-4k\"\nread_pct = 0\nbs = \"4k\"\nworking_set = \"frontend\"\nfrontend_blocks = 100\nramp = [1, 4]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.3\n",
+            lo.path()
+        ),
+    )
+    .unwrap();
+    let o = iocurve(dir.path(), &["run", plan.to_str().unwrap(), "--json", "fe.json"]);
+    let r = ok_json(&o, &dir.path().join("fe.json"));
+    assert_eq!(r["workloads"][0]["working_set"], "frontend");
+    let units = stamped_units(&lo.backing);
+    assert!(
+        units.iter().all(|o| *o < 100 * 4096),
+        "an offset beyond the first 100 blocks: {:?}",
+        units.iter().max()
+    );
+    assert!(
+        units.len() > 90,
+        "the 100 frontend blocks are all hit (uniform): {}",
+        units.len()
+    );
+    let data = std::fs::read(&lo.backing).unwrap();
+    assert!(
+        data[100 * 4096..].iter().all(|b| *b == 0),
+        "nothing written past the frontend"
+    );
+}
+
+#[test]
+fn weighted_groups_split_io_by_weight() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("groups.toml");
+    std::fs::write(
+        &plan,
+        "[[groups]]\nname = \"local\"\nweight = 3\ntargets = [\"a.dat\"]\n\n[[groups]]\nname = \"mirrored\"\nweight = 1\ntargets = [\"b.dat\"]\n\n[[workloads]]\nname = \"backend-random-write-4k\"\nread_pct = 0\nramp = [4]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.5\n",
+    )
+    .unwrap();
+    let o = iocurve(
+        dir.path(),
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--size",
+            "256m",
+            "--keep",
+            "--json",
+            "g.json",
+        ],
+    );
+    let r = ok_json(&o, &dir.path().join("g.json"));
+    assert_eq!(r["targets"][0]["group"], "local");
+    assert_eq!(r["targets"][1]["group"], "mirrored");
+    let a = stamped_units(&dir.path().join("a.dat")).len() as f64;
+    let b = stamped_units(&dir.path().join("b.dat")).len() as f64;
+    assert!(a + b > 1000.0, "enough writes to judge: {a} + {b}");
+    let ratio = a / b;
+    assert!((2.4..=3.6).contains(&ratio), "weights 3:1 gave {a}:{b} = {ratio:.2}");
+}
+
+#[test]
+fn writes_are_refused_on_filesystems_and_mounted_devices_unless_allowed() {
+    let lo = Loop::new(64 << 20, &[]);
+    sh("mkfs.ext4", &["-q", "-F", lo.path()]);
+    let dir = tempfile::tempdir().unwrap();
+    let w = [
+        "run",
+        "--target",
+        lo.path(),
+        "--workload",
+        "backend-random-write-4k",
+        "--ramp",
+        "1",
+    ];
+    let o = iocurve(dir.path(), &args(&w, FAST));
+    input_error(&o, &["refusing to write", "ext2/3/4 filesystem", "--allow-write"]);
+    sh("e2fsck", &["-f", "-n", lo.path()]); // still intact
+
+    // Reads are always allowed.
+    let o = iocurve(
+        dir.path(),
+        &args(
+            &[
+                "run",
+                "--target",
+                lo.path(),
+                "--workload",
+                "backend-random-read-4k",
+                "--ramp",
+                "1",
+            ],
+            FAST,
+        ),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    // Mounted: refused, and the reason names the mount point.
+    let mnt = tempfile::tempdir().unwrap();
+    sh("mount", &[lo.path(), mnt.path().to_str().unwrap()]);
+    let o = iocurve(dir.path(), &args(&w, FAST));
+    input_error(&o, &["refusing to write", "mounted on"]);
+    sh("umount", &[lo.path()]);
+    sh("e2fsck", &["-f", "-n", lo.path()]);
+
+    // Named exactly with --allow-write: it proceeds.
+    let o = iocurve(
+        dir.path(),
+        &args(&args(&w, FAST), &["--allow-write", lo.path(), "--json", "a.json"]),
+    );
+    let r = ok_json(&o, &dir.path().join("a.json"));
+    assert!(f(&r["workloads"][0]["steps"][0]["write"]["iops"]) > 0.0);
+}
+
+#[test]
+fn existing_files_are_protected_and_kept_scratch_files_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("precious.db"), vec![7u8; 1 << 20]).unwrap();
+    let o = iocurve(
+        dir.path(),
+        &args(
+            &[
+                "run",
+                "--target",
+                "precious.db",
+                "--workload",
+                "backend-random-write-4k",
+                "--ramp",
+                "1",
+            ],
+            FAST,
+        ),
+    );
+    input_error(
+        &o,
+        &["refusing to write", "did not create", "--allow-write precious.db"],
+    );
+    assert!(
+        std::fs::read(dir.path().join("precious.db"))
+            .unwrap()
+            .iter()
+            .all(|b| *b == 7)
+    );
+
+    let w = [
+        "run",
+        "--target",
+        "s.dat",
+        "--size",
+        "64m",
+        "--workload",
+        "backend-random-write-4k",
+        "--ramp",
+        "1",
+        "--keep",
+    ];
+    let o = iocurve(dir.path(), &args(&w, FAST));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(dir.path().join("s.dat").exists(), "--keep keeps it");
+    let o = iocurve(dir.path(), &args(&w, FAST));
+    assert!(
+        o.status.success(),
+        "a kept scratch file may be written again: {}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn bad_input_is_a_clear_error_with_exit_code_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plan = |name: &str, body: &str| {
+        std::fs::write(d.join(name), body).unwrap();
+        name.to_string()
+    };
+    let wl = "[[workloads]]\nname = \"a\"\n";
+    let cases: Vec<(Vec<String>, Vec<&str>)> = vec![
+        (
+            vec![plan("unknown.toml", &format!("{wl}rampp = [1]\n"))],
+            vec!["unknown.toml:3", "did you mean `ramp`"],
+        ),
+        (
+            vec![plan("type.toml", &format!("{wl}queue_depth = \"deep\"\n"))],
+            vec!["type.toml:3"],
+        ),
+        (
+            vec![plan("zero.toml", &format!("{wl}interval_s = 0\n"))],
+            vec!["zero.toml:3", "workloads[0].interval_s"],
+        ),
+        (
+            vec![plan("empty.toml", &format!("{wl}ramp = []\n"))],
+            vec!["empty.toml:3", "ramp is empty"],
+        ),
+        (
+            vec![plan("bs.toml", &format!("{wl}bs = 1000\n"))],
+            vec!["bs.toml:3", "multiple of 512"],
+        ),
+        (
+            vec![plan("pct.toml", &format!("{wl}read_pct = 150\n"))],
+            vec!["pct.toml:3", "0 to 100"],
+        ),
+        (vec![plan("noworkloads.toml", "name = \"x\"\n")], vec!["no workloads"]),
+        (
+            vec!["missing-plan.toml".into()],
+            vec!["missing-plan.toml", "cannot read"],
+        ),
+        (
+            vec!["--target".into(), "/dev/iocurve-nonexistent".into()],
+            vec!["no such device"],
+        ),
+        (
+            vec!["--target".into(), "/nonexistent-iocurve/*.img".into()],
+            vec!["matches nothing"],
+        ),
+        (vec!["--ramp".into(), "4,2".into()], vec!["--ramp", "increase"]),
+        (vec!["--qd".into(), "0".into()], vec!["--qd"]),
+        (vec!["--interval-s".into(), "0".into()], vec!["--interval-s"]),
+        (vec!["--suite".into(), "quik".into()], vec!["did you mean `quick`"]),
+        (vec!["--backend".into(), "aio".into()], vec!["io_uring, psync or null"]),
+        (vec!["--bs".into(), "4q".into()], vec!["unknown unit"]),
+        (
+            vec!["--workload".into(), "no-such-workload".into()],
+            vec!["no workload name contains"],
+        ),
+    ];
+    for (extra, needles) in cases {
+        let mut a = vec!["run".to_string()];
+        a.extend(extra);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let o = iocurve(d, &a);
+        input_error(&o, &needles);
+    }
+    assert!(
+        !d.join("iocurve-scratch.dat").exists(),
+        "no scratch file left behind by a failed run"
+    );
+}
+
+#[test]
+fn device_errors_are_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    // 4 KiB logical blocks: 512-byte O_DIRECT I/O cannot work.
+    let lo = Loop::new(64 << 20, &["--direct-io=on", "--sector-size", "4096"]);
+    let o = iocurve(
+        dir.path(),
+        &args(
+            &[
+                "run",
+                "--target",
+                lo.path(),
+                "--workload",
+                "backend-random-read-4k",
+                "--bs",
+                "512",
+                "--ramp",
+                "1",
+            ],
+            FAST,
+        ),
+    );
+    input_error(&o, &["not a multiple of the logical block size 4096", "--buffered"]);
+
+    // An unbound loop device has no medium: a clear error, not a crash.
+    let free = Command::new("losetup").arg("--find").output().unwrap();
+    let free = String::from_utf8(free.stdout).unwrap();
+    let o = iocurve(
+        dir.path(),
+        &args(
+            &[
+                "run",
+                "--target",
+                free.trim(),
+                "--workload",
+                "backend-random-read-4k",
+                "--ramp",
+                "1",
+            ],
+            FAST,
+        ),
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(free.trim()) && !err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn many_workers_share_few_threads() {
+    let lo = Loop::new(1 << 30, &["--direct-io=on"]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(bin())
+        .args(args(
+            &[
+                "run",
+                "--target",
+                lo.path(),
+                "--workload",
+                "backend-random-read-4k",
+                "--ramp",
+                "512",
+                "--json",
+                "m.json",
+            ],
+            &["--warmup-s", "0.5", "--intervals", "2", "--interval-s", "1"],
+        ))
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Our own threads, and the kernel's io-wq workers (`iou-wrk-*`) that show up in the
+    // process's task list when a device punts I/O to them (the loop driver does); the kernel
+    // bounds those at 4 per CPU and ring for block I/O.
+    let (mut max_threads, mut max_iowq) = (0, 0);
+    let task = format!("/proc/{}/task", child.id());
+    while child.try_wait().unwrap().is_none() {
+        if let Ok(rd) = std::fs::read_dir(&task) {
+            let names: Vec<String> = rd
+                .flatten()
+                .filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok())
+                .collect();
+            let iowq = names.iter().filter(|n| n.starts_with("iou-wrk")).count();
+            max_threads = max_threads.max(names.len() - iowq);
+            max_iowq = max_iowq.max(iowq);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(child.wait().unwrap().success());
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("m.json")).unwrap()).unwrap();
+    let s = &steps(&r, 0)[0];
+    assert_eq!(s["workers"], 512);
+    assert!(s["threads"].as_u64().unwrap() <= 2);
+    assert!(
+        (2..=4).contains(&max_threads),
+        "512 workers ran on {max_threads} threads of ours"
+    );
+    assert!(max_iowq <= 2 * 4 * 8, "io-wq workers stay bounded: {max_iowq}");
+    check_steps(&r, 4096);
+}
+
+#[test]
+fn ctrl_c_keeps_finished_intervals_and_exits_nonzero() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(bin())
+        .args([
+            "run",
+            "--size",
+            "64m",
+            "--backend",
+            "null",
+            "--ramp",
+            "1,2,4,8",
+            "--warmup-s",
+            "0.2",
+            "--intervals",
+            "5",
+            "--interval-s",
+            "0.5",
+            "--json",
+            "i.json",
+        ])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(4000));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(stderr(&o).contains("finishing the current interval"));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("i.json")).unwrap()).unwrap();
+    assert_eq!(r["interrupted"], true);
+    let done = steps(&r, 0);
+    assert!(
+        !done.is_empty() && done.len() < 4,
+        "some but not all steps: {}",
+        done.len()
+    );
+    assert_eq!(
+        done[0]["intervals"].as_array().unwrap().len(),
+        5,
+        "the first step completed"
+    );
+    let last = done.last().unwrap();
+    assert!(
+        !last["intervals"].as_array().unwrap().is_empty(),
+        "only steps with finished intervals are kept"
+    );
+    assert!(
+        !Path::new(&dir.path().join("iocurve-scratch.dat")).exists(),
+        "scratch file removed after Ctrl-C"
+    );
+}
+
+#[test]
+fn suites_and_plan_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = iocurve(dir.path(), &["suites"]);
+    let out = stdout(&o);
+    for s in ["quick (default)", "frontend-backend", "blocksize-sweep", "oltp"] {
+        assert!(out.contains(s), "{out}");
+    }
+    let o = iocurve(dir.path(), &["plan", "--suite", "oltp"]);
+    assert!(o.status.success());
+    std::fs::write(dir.path().join("oltp.toml"), &o.stdout).unwrap();
+    let o = iocurve(
+        dir.path(),
+        &args(
+            &[
+                "run",
+                "oltp.toml",
+                "--backend",
+                "null",
+                "--ramp",
+                "1",
+                "--size",
+                "64m",
+                "--json",
+                "o.json",
+            ],
+            FAST,
+        ),
+    );
+    let r = ok_json(&o, &dir.path().join("o.json"));
+    assert_eq!(r["workloads"].as_array().unwrap().len(), 2);
+    assert_eq!(r["plan"]["name"], "oltp");
+}
+
+#[test]
+fn buffered_io_and_read_share_overrides() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = iocurve(
+        dir.path(),
+        &args(
+            &[
+                "run",
+                "--size",
+                "64m",
+                "--buffered",
+                "--workload",
+                "frontend-random-read-4k",
+                "--ramp",
+                "1",
+                "--bs",
+                "8k",
+                "--json",
+                "b.json",
+            ],
+            FAST,
+        ),
+    );
+    let r = ok_json(&o, &dir.path().join("b.json"));
+    assert_eq!(r["plan"]["workloads"][0]["direct"], false);
+    check_steps(&r, 8192);
+}

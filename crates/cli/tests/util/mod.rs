@@ -1,0 +1,164 @@
+//! Helpers for the integration tests: run the real binary, make loop devices, read results.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_iocurve")
+}
+
+/// Runs iocurve in `dir` with `args`.
+pub fn iocurve(dir: &Path, args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("iocurve runs")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Asserts success and returns the JSON result written to `json`.
+pub fn ok_json(o: &Output, json: &Path) -> Value {
+    assert!(
+        o.status.success(),
+        "iocurve failed ({:?}):\n{}\n{}",
+        o.status,
+        stdout(o),
+        stderr(o)
+    );
+    serde_json::from_str(&std::fs::read_to_string(json).expect("JSON result written")).expect("valid JSON")
+}
+
+/// Asserts a clean input error: exit code 2, the message has every `needle`, no panic.
+pub fn input_error(o: &Output, needles: &[&str]) -> String {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "exit code 2 expected:\n{}\n{err}", stdout(o));
+    assert!(!err.contains("panicked"), "no panic: {err}");
+    for n in needles {
+        assert!(err.contains(n), "error mentions `{n}`: {err}");
+    }
+    err
+}
+
+/// Fast timing for tests: a short warm-up and two short intervals.
+pub const FAST: &[&str] = &["--warmup-s", "0.1", "--intervals", "2", "--interval-s", "0.3"];
+
+pub fn args<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    base.iter().chain(extra).copied().collect()
+}
+
+/// A loop device over a sparse backing file, detached (and the file removed) on drop.
+pub struct Loop {
+    pub dev: PathBuf,
+    pub backing: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Loop {
+    pub fn new(size: u64, extra: &[&str]) -> Loop {
+        let dir = tempfile::tempdir().unwrap();
+        let backing = dir.path().join("backing.img");
+        let f = std::fs::File::create(&backing).unwrap();
+        f.set_len(size).unwrap();
+        drop(f);
+        let out = Command::new("losetup")
+            .args(["--find", "--show"])
+            .args(extra)
+            .arg(&backing)
+            .output()
+            .expect("losetup runs (tests need root and util-linux)");
+        assert!(
+            out.status.success(),
+            "losetup failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dev = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+        Loop {
+            dev,
+            backing,
+            _dir: dir,
+        }
+    }
+
+    pub fn path(&self) -> &str {
+        self.dev.to_str().unwrap()
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.dev).output();
+        let _ = Command::new("losetup").arg("-d").arg(&self.dev).output();
+    }
+}
+
+pub fn sh(cmd: &str, args: &[&str]) -> Output {
+    let o = Command::new(cmd)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd} runs: {e}"));
+    assert!(
+        o.status.success(),
+        "{cmd} {args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+pub fn steps(result: &Value, workload: usize) -> &Vec<Value> {
+    result["workloads"][workload]["steps"].as_array().expect("steps")
+}
+
+pub fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("number expected, got {v}"))
+}
+
+/// Checks the accounting of every step: bytes = ops × block size, Little's law within 10 %.
+pub fn check_steps(result: &Value, bs: u64) {
+    for w in result["workloads"].as_array().unwrap() {
+        for s in w["steps"].as_array().unwrap() {
+            for dir in ["read", "write"] {
+                let ops = s[dir]["ops"].as_u64().unwrap();
+                assert_eq!(
+                    s[dir]["bytes"].as_u64().unwrap(),
+                    ops * bs,
+                    "{} {dir}: bytes = ops × bs",
+                    w["name"]
+                );
+            }
+            assert_eq!(s["errors"].as_u64(), Some(0), "{}: no I/O errors", w["name"]);
+            let outstanding = f(&s["outstanding"]);
+            let in_flight = f(&s["iops"]) * f(&s["lat_us"]["mean"]) / 1e6;
+            assert!(
+                (in_flight - outstanding).abs() / outstanding <= 0.10,
+                "{} at {} workers: Little's law: IOPS × latency = {in_flight:.2}, outstanding {outstanding}",
+                w["name"],
+                s["workers"]
+            );
+        }
+    }
+}
+
+/// Reads a file and returns its 4 KiB units that carry the engine's write stamp (bytes 8..16 =
+/// the unit's own offset), as offsets.
+pub fn stamped_units(path: &Path) -> Vec<u64> {
+    let data = std::fs::read(path).unwrap();
+    data.chunks(4096)
+        .enumerate()
+        .filter(|(i, u)| {
+            u.len() >= 16 && u64::from_le_bytes(u[8..16].try_into().unwrap()) == (*i as u64) * 4096 && u[..8] != [0; 8]
+        })
+        .map(|(i, _)| i as u64 * 4096)
+        .collect()
+}
