@@ -149,17 +149,14 @@ fn loop_device_both_backends_and_sequential_streams() {
     // A sparse 2 GiB device: zero blocks cost nothing, written ones are easy to find.
     let lo = Loop::new(2 << 30, &["--direct-io=on"]);
     let dir = tempfile::tempdir().unwrap();
-    let plan = dir.path().join("seq.toml");
-    std::fs::write(
-        &plan,
-        format!(
+    let r = run_plan(
+        dir.path(),
+        &format!(
             "targets = [\"{}\"]\n[defaults]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.3\n\n[[workloads]]\nname = \"backend-seq-write-1m\"\nread_pct = 0\nbs = \"1m\"\npattern = \"sequential\"\nramp = [4]\n",
             lo.path()
         ),
-    )
-    .unwrap();
-    let o = iocurve(dir.path(), &["run", plan.to_str().unwrap(), "--json", "seq.json"]);
-    let r = ok_json(&o, &dir.path().join("seq.json"));
+        &[],
+    );
     check_steps(&r, 1 << 20);
     let written_mb = (steps(&r, 0)[0]["write"]["ops"].as_u64().unwrap()) as f64;
     // Every written 4 KiB unit carries its own offset: the data landed where the engine said.
@@ -214,17 +211,14 @@ fn loop_device_both_backends_and_sequential_streams() {
 fn frontend_runs_touch_only_the_first_blocks() {
     let lo = Loop::new(256 << 20, &["--direct-io=on"]);
     let dir = tempfile::tempdir().unwrap();
-    let plan = dir.path().join("fe.toml");
-    std::fs::write(
-        &plan,
-        format!(
+    let r = run_plan(
+        dir.path(),
+        &format!(
             "targets = [\"{}\"]\n[[workloads]]\nname = \"frontend-random-write-4k\"\nread_pct = 0\nbs = \"4k\"\nworking_set = \"frontend\"\nfrontend_blocks = 100\nramp = [1, 4]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.3\n",
             lo.path()
         ),
-    )
-    .unwrap();
-    let o = iocurve(dir.path(), &["run", plan.to_str().unwrap(), "--json", "fe.json"]);
-    let r = ok_json(&o, &dir.path().join("fe.json"));
+        &[],
+    );
     assert_eq!(r["workloads"][0]["working_set"], "frontend");
     let units = stamped_units(&lo.backing);
     assert!(
@@ -247,25 +241,11 @@ fn frontend_runs_touch_only_the_first_blocks() {
 #[test]
 fn weighted_groups_split_io_by_weight() {
     let dir = tempfile::tempdir().unwrap();
-    let plan = dir.path().join("groups.toml");
-    std::fs::write(
-        &plan,
-        "[[groups]]\nname = \"local\"\nweight = 3\ntargets = [\"a.dat\"]\n\n[[groups]]\nname = \"mirrored\"\nweight = 1\ntargets = [\"b.dat\"]\n\n[[workloads]]\nname = \"backend-random-write-4k\"\nread_pct = 0\nramp = [4]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.5\n",
-    )
-    .unwrap();
-    let o = iocurve(
+    let r = run_plan(
         dir.path(),
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--size",
-            "256m",
-            "--keep",
-            "--json",
-            "g.json",
-        ],
+        "[[groups]]\nname = \"local\"\nweight = 3\ntargets = [\"a.dat\"]\n\n[[groups]]\nname = \"mirrored\"\nweight = 1\ntargets = [\"b.dat\"]\n\n[[workloads]]\nname = \"backend-random-write-4k\"\nread_pct = 0\nramp = [4]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.5\n",
+        &["--size", "256m", "--keep"],
     );
-    let r = ok_json(&o, &dir.path().join("g.json"));
     assert_eq!(r["targets"][0]["group"], "local");
     assert_eq!(r["targets"][1]["group"], "mirrored");
     let a = stamped_units(&dir.path().join("a.dat")).len() as f64;
@@ -669,4 +649,54 @@ fn buffered_io_and_read_share_overrides() {
     let r = ok_json(&o, &dir.path().join("b.json"));
     assert_eq!(r["plan"]["workloads"][0]["direct"], false);
     check_steps(&r, 8192);
+}
+
+#[test]
+fn thread_creation_failure_ends_the_run_with_a_clear_error() {
+    // psync wants 64 threads; the cgroup allows 24 tasks. The threads already started must be
+    // released and the run must end with an error, not hang.
+    let limit = PidsLimit::new(24);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(bin());
+    cmd.args(args(
+        &[
+            "run",
+            "--size",
+            "64m",
+            "--backend",
+            "psync",
+            "--workload",
+            "backend-random-read-4k",
+            "--ramp",
+            "1,64",
+            "--json",
+            "p.json",
+        ],
+        FAST,
+    ))
+    .current_dir(dir.path())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    limit.apply(&mut cmd);
+    let mut child = cmd.spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("iocurve hung after a failed thread spawn");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot start I/O thread") && !err.contains("panicked"),
+        "{err}"
+    );
+    // The step that ran is kept: nothing finished is lost.
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("p.json")).unwrap()).unwrap();
+    assert_eq!(steps(&r, 0).len(), 1);
+    assert!(!dir.path().join("iocurve-scratch.dat").exists());
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Barrier, OnceLock};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use iocurve_plan::{Backend, Workload, format_size};
@@ -46,6 +46,51 @@ pub struct StepProgress {
     pub bytes: u64,
     pub lat_sum_ns: u64,
     pub intervals_done: u32,
+}
+
+/// Holds the I/O threads until every one is set up (rings, buffers), then releases them with
+/// one common start time — or tells them to give up when the step cannot start (a thread
+/// could not be spawned). Unlike a barrier it never waits for threads that do not exist.
+#[derive(Default)]
+struct Gate {
+    /// Threads arrived; None while closed, Some(Some(t0)) to start, Some(None) to give up.
+    state: Mutex<(usize, Option<Option<Instant>>)>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (usize, Option<Option<Instant>>)> {
+        // A poisoned gate only means a thread panicked; the state itself stays consistent.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// An I/O thread is ready; returns the start time, or None to give up.
+    fn arrive(&self) -> Option<Instant> {
+        let mut st = self.lock();
+        st.0 += 1;
+        self.cv.notify_all();
+        while st.1.is_none() {
+            st = self.cv.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        st.1.expect("checked above")
+    }
+
+    /// Waits for `n` threads, then starts them all now.
+    fn open(&self, n: usize) -> Instant {
+        let mut st = self.lock();
+        while st.0 < n {
+            st = self.cv.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        let t0 = Instant::now();
+        st.1 = Some(Some(t0));
+        self.cv.notify_all();
+        t0
+    }
+
+    fn abort(&self) {
+        self.lock().1 = Some(None);
+        self.cv.notify_all();
+    }
 }
 
 /// Samples per interval: one per second (rounded up), one for sub-second intervals.
@@ -107,15 +152,14 @@ pub fn run_step(cfg: &StepConfig, on_progress: &mut dyn FnMut(&StepProgress)) ->
     let warmup_ns = (w.warmup_s * 1e9) as u64;
     let step_stop = AtomicBool::new(false);
     let lives: Vec<Live> = (0..nthreads).map(|_| Live::default()).collect();
-    let barrier = Arc::new(Barrier::new(nthreads + 1));
-    let t0: OnceLock<Instant> = OnceLock::new();
+    let gate = Gate::default();
     let (tx, rx) = mpsc::channel::<(usize, Msg)>();
     let max_bs = w.max_bs() as usize;
     let writes = w.writes();
 
     std::thread::scope(|scope| -> Result<StepRecord, EngineError> {
         for (ti, workers) in plan.into_iter().enumerate() {
-            let (tx, barrier, t0, step_stop, live) = (tx.clone(), barrier.clone(), &t0, &step_stop, &lives[ti]);
+            let (tx, gate, step_stop, live) = (tx.clone(), &gate, &step_stop, &lives[ti]);
             let opgen = opgen.clone();
             let fds = fds.clone();
             let backend = cfg.backend;
@@ -133,36 +177,34 @@ pub fn run_step(cfg: &StepConfig, on_progress: &mut dyn FnMut(&StepProgress)) ->
                         rng.fill(pool.slice_mut(i));
                     }
                 }
-                let start = |barrier: &Barrier| {
-                    barrier.wait();
-                    barrier.wait();
-                    Schedule {
-                        t0: *t0.get().expect("coordinator sets t0 between the barriers"),
+                let start = || {
+                    gate.arrive().map(|t0| Schedule {
+                        t0,
                         warmup_ns,
                         interval_ns,
                         intervals: w.intervals,
                         samples_per_interval: spp,
-                    }
+                    })
                 };
                 let n = workers.len();
                 let result = match backend {
                     Backend::IoUring => match UringBackend::new(n, &fds, (pool.base(), pool.total_len())) {
                         Ok(b) => {
                             let mut s = Slots::new(b, opgen, rng, pool, workers);
-                            finish(worker::run(&mut s, &start(&barrier), step_stop, live, &send), s)
+                            run_slots(&mut s, start(), step_stop, live, &send)
                         }
                         Err(e) => {
-                            start(&barrier);
+                            start();
                             Err(format!("cannot set up io_uring: {e}"))
                         }
                     },
                     Backend::Psync => {
                         let mut s = Slots::new(PsyncBackend::new(fds), opgen, rng, pool, workers);
-                        finish(worker::run(&mut s, &start(&barrier), step_stop, live, &send), s)
+                        run_slots(&mut s, start(), step_stop, live, &send)
                     }
                     Backend::Null => {
                         let mut s = Slots::new(NullBackend::new(n), opgen, rng, pool, workers);
-                        finish(worker::run(&mut s, &start(&barrier), step_stop, live, &send), s)
+                        run_slots(&mut s, start(), step_stop, live, &send)
                     }
                 };
                 send(match result {
@@ -171,8 +213,8 @@ pub fn run_step(cfg: &StepConfig, on_progress: &mut dyn FnMut(&StepProgress)) ->
                 });
             });
             if let Err(e) = spawned {
-                // Threads already started wait at the barrier; release them with a stop.
-                step_stop.store(true, Ordering::Relaxed);
+                // The threads already spawned wait at the gate: send them home.
+                gate.abort();
                 return Err(EngineError::io(
                     format!("cannot start I/O thread {ti} of {nthreads}"),
                     e,
@@ -180,22 +222,27 @@ pub fn run_step(cfg: &StepConfig, on_progress: &mut dyn FnMut(&StepProgress)) ->
             }
         }
         drop(tx);
-        barrier.wait();
-        let start = Instant::now();
-        t0.set(start).expect("t0 is set once");
-        barrier.wait();
+        let start = gate.open(nthreads);
         coordinate(cfg, w, nthreads, start, &rx, &step_stop, &lives, spp, on_progress)
     })
 }
 
-/// Ends a thread's run; if I/O is still in flight after an error, the buffers are leaked on
-/// purpose: the kernel may still write into them.
-fn finish<B: crate::backend::Backend>(r: Result<(), (std::io::Error, usize)>, s: Slots<B>) -> Result<(), String> {
-    match r {
+/// Runs a thread's slots once the gate opened (`sched` None: the step was called off). If I/O
+/// is still in flight after an error, the buffers are leaked on purpose: the kernel may still
+/// write into them.
+fn run_slots<B: crate::backend::Backend>(
+    s: &mut Slots<B>,
+    sched: Option<Schedule>,
+    stop: &AtomicBool,
+    live: &Live,
+    send: &dyn Fn(Msg),
+) -> Result<(), String> {
+    let Some(sched) = sched else { return Ok(()) };
+    match worker::run(s, &sched, stop, live, send) {
         Ok(()) => Ok(()),
         Err((e, inflight)) => {
             if inflight > 0 {
-                std::mem::forget(s);
+                std::mem::forget(std::mem::replace(&mut s.pool, crate::buffer::BufferPool::new(1, 0)));
             }
             Err(format!("I/O thread failed: {e}"))
         }

@@ -40,6 +40,13 @@ pub fn ok_json(o: &Output, json: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(json).expect("JSON result written")).expect("valid JSON")
 }
 
+/// Writes `toml` as `plan.toml` in `dir`, runs it with `extra` options and returns the result.
+pub fn run_plan(dir: &Path, toml: &str, extra: &[&str]) -> Value {
+    std::fs::write(dir.join("plan.toml"), toml).unwrap();
+    let o = iocurve(dir, &args(&["run", "plan.toml", "--json", "plan.json"], extra));
+    ok_json(&o, &dir.join("plan.json"))
+}
+
 /// Asserts a clean input error: exit code 2, the message has every `needle`, no panic.
 pub fn input_error(o: &Output, needles: &[&str]) -> String {
     let err = stderr(o);
@@ -161,4 +168,53 @@ pub fn stamped_units(path: &Path) -> Vec<u64> {
         })
         .map(|(i, _)| i as u64 * 4096)
         .collect()
+}
+
+/// A pids cgroup (v1 `pids` controller or v2) limiting how many tasks its members may have:
+/// makes thread creation fail for real. Removed on drop.
+pub struct PidsLimit {
+    pub dir: PathBuf,
+}
+
+impl PidsLimit {
+    pub fn new(max: u32) -> PidsLimit {
+        let name = format!("iocurve-test-{}", std::process::id());
+        let base = if Path::new("/sys/fs/cgroup/pids").is_dir() {
+            "/sys/fs/cgroup/pids"
+        } else {
+            "/sys/fs/cgroup"
+        };
+        let dir = Path::new(base).join(name);
+        std::fs::create_dir_all(&dir).expect("create a pids cgroup (needs root)");
+        std::fs::write(dir.join("pids.max"), max.to_string()).expect("set pids.max");
+        PidsLimit { dir }
+    }
+
+    /// Makes `cmd` start inside the cgroup.
+    pub fn apply(&self, cmd: &mut Command) {
+        use std::os::unix::process::CommandExt;
+        let procs = std::ffi::CString::new(self.dir.join("cgroup.procs").as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let n = libc::write(fd, b"0".as_ptr().cast(), 1);
+                libc::close(fd);
+                if n == 1 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+    }
+}
+
+impl Drop for PidsLimit {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
 }
