@@ -28,7 +28,8 @@ pub struct HostInfo {
     pub kernel: String,
     pub cpu_model: String,
     pub cores: usize,
-    /// The back-end that actually ran (`io_uring`, `psync`, `null`).
+    /// The back-ends that actually ran (`io_uring`, `psync`, `null`; `+`-joined when workloads
+    /// used different ones).
     pub backend: String,
     /// Why the back-end differs from the plan's, when it does (e.g. io_uring unavailable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -58,6 +59,8 @@ pub struct WorkloadResult {
     /// Block size, or the weighted mix (`4k:70,64k:30`).
     pub bs: String,
     pub queue_depth: u32,
+    /// The back-end that ran this workload.
+    pub backend: String,
     pub steps: Vec<StepResult>,
     pub speed: Option<Point>,
     pub optimum: Option<Point>,

@@ -210,11 +210,7 @@ pub fn analyze_step(rec: &StepRecord, sequential: bool, th: &Thresholds) -> Step
         read: dir_result(&all.read, secs),
         write: dir_result(&all.write, secs),
         cv: cv(&tput),
-        iops_min: intervals
-            .iter()
-            .map(|i| i.iops)
-            .fold(f64::INFINITY, f64::min)
-            .min(if intervals.is_empty() { 0.0 } else { f64::INFINITY }),
+        iops_min: intervals.iter().map(|i| i.iops).reduce(f64::min).unwrap_or(0.0),
         iops_max: intervals.iter().map(|i| i.iops).fold(0.0, f64::max),
         intervals,
         cpu,

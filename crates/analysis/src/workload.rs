@@ -78,6 +78,7 @@ pub fn analyze_workload(w: &Workload, steps: Vec<StepResult>) -> WorkloadResult 
         read_pct: w.read_pct,
         bs,
         queue_depth: w.queue_depth,
+        backend: w.backend.name().into(),
         speed: speed.map(|i| point(&steps, i)),
         optimum: optimum.map(|i| point(&steps, i)),
         maximum: maximum.map(|i| point(&steps, i)),

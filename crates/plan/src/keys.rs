@@ -38,6 +38,29 @@ pub struct GroupKeys {
     pub targets: Vec<String>,
 }
 
+/// Calls `$m!` with every field of [`WorkloadKeys`]: the one list of keys that layering and
+/// origin tracking walk, so a new key cannot be forgotten in one of them.
+macro_rules! for_each_key {
+    ($m:ident) => {
+        $m!(
+            name,
+            read_pct,
+            bs,
+            pattern,
+            working_set,
+            frontend_blocks,
+            queue_depth,
+            ramp,
+            warmup_s,
+            intervals,
+            interval_s,
+            direct,
+            backend,
+            threads
+        )
+    };
+}
+
 /// Every key a workload (or `[defaults]`, or the command line) can set.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -97,22 +120,7 @@ impl WorkloadKeys {
         macro_rules! pick {
             ($($f:ident),*) => { WorkloadKeys { $($f: self.$f.clone().or_else(|| lower.$f.clone())),* } };
         }
-        pick!(
-            name,
-            read_pct,
-            bs,
-            pattern,
-            working_set,
-            frontend_blocks,
-            queue_depth,
-            ramp,
-            warmup_s,
-            intervals,
-            interval_s,
-            direct,
-            backend,
-            threads
-        )
+        for_each_key!(pick)
     }
 
     /// Names of the keys that are set, as they are spelled in TOML.
@@ -121,22 +129,7 @@ impl WorkloadKeys {
         macro_rules! check {
             ($($f:ident),*) => { $(if self.$f.is_some() { v.push(stringify!($f)); })* };
         }
-        check!(
-            name,
-            read_pct,
-            bs,
-            pattern,
-            working_set,
-            frontend_blocks,
-            queue_depth,
-            ramp,
-            warmup_s,
-            intervals,
-            interval_s,
-            direct,
-            backend,
-            threads
-        );
+        for_each_key!(check);
         v
     }
 }

@@ -7,7 +7,7 @@ pub enum Seg<'a> {
     Index(usize),
 }
 
-fn line_of(text: &str, offset: usize) -> usize {
+pub fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].bytes().filter(|b| *b == b'\n').count() + 1
 }
 

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use crate::error::{PlanError, did_you_mean};
 use crate::keys::{BlockSizeSpec, PlanFile, WorkingSetSpec, WorkloadKeys};
-use crate::locate::{Seg, locate};
+use crate::locate::{Seg, line_of, locate};
 use crate::model::{Backend, BlockSize, Pattern, Plan, TargetGroup, WorkingSet, Workload};
 use crate::size::format_size;
 
@@ -72,10 +72,6 @@ pub fn parse_str(text: &str, source: &str, overrides: &Overrides) -> Result<Plan
         file: &file,
     }
     .resolve()
-}
-
-fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].bytes().filter(|b| *b == b'\n').count() + 1
 }
 
 /// Turns a TOML/serde error into a plan error with line and a "did you mean" for unknown keys.

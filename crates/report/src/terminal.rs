@@ -91,8 +91,8 @@ pub fn warnings(w: &WorkloadResult) -> Vec<String> {
 
 pub fn workload_report(w: &WorkloadResult) -> String {
     let mut out = format!(
-        "\n{}  ({}, {} % reads, bs {}, qd {}, {})\n",
-        w.name, w.kind, w.read_pct, w.bs, w.queue_depth, w.working_set
+        "\n{}  ({}, {} % reads, bs {}, qd {}, {}, {})\n",
+        w.name, w.kind, w.read_pct, w.bs, w.queue_depth, w.working_set, w.backend
     );
     out.push_str(&step_table(w));
     out.push('\n');
@@ -173,6 +173,7 @@ mod tests {
             read_pct: 100.0,
             bs: "4k".into(),
             queue_depth: 1,
+            backend: "io_uring".into(),
             speed: Some(p(0, &steps[0])),
             optimum: Some(p(1, &steps[1])),
             maximum: Some(p(1, &steps[1])),
