@@ -3,6 +3,7 @@
 
 mod util;
 
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -146,39 +147,11 @@ fn real_file_both_backends_count_and_mix_correctly() {
 
 #[test]
 fn loop_device_both_backends_and_sequential_streams() {
-    // A sparse 2 GiB device: zero blocks cost nothing, written ones are easy to find.
-    let lo = Loop::new(2 << 30, &["--direct-io=on"]);
     let dir = tempfile::tempdir().unwrap();
-    let r = run_plan(
-        dir.path(),
-        &format!(
-            "targets = [\"{}\"]\n[defaults]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.3\n\n[[workloads]]\nname = \"backend-seq-write-1m\"\nread_pct = 0\nbs = \"1m\"\npattern = \"sequential\"\nramp = [4]\n",
-            lo.path()
-        ),
-        &[],
-    );
-    check_steps(&r, 1 << 20);
-    let written_mb = (steps(&r, 0)[0]["write"]["ops"].as_u64().unwrap()) as f64;
-    // Every written 4 KiB unit carries its own offset: the data landed where the engine said.
-    let units = stamped_units(&lo.backing);
-    assert!(!units.is_empty());
-    // Four workers, four regions of 512 MiB: each region is written as one contiguous run
-    // from its start (sequential streams, no wrap at this size and speed).
-    let region = 512u64 << 20;
-    for k in 0..4 {
-        let mut mine: Vec<u64> = units.iter().copied().filter(|o| o / region == k).collect();
-        mine.sort();
-        assert!(!mine.is_empty(), "worker region {k} written");
-        assert_eq!(mine[0], k * region, "region {k} starts at its start");
-        for pair in mine.windows(2) {
-            assert_eq!(pair[1] - pair[0], 4096, "region {k} is contiguous");
-        }
+    for backend in ["io_uring", "psync"] {
+        sequential_streams_on_a_fresh_device(backend);
     }
-    assert!(
-        units.len() as f64 >= written_mb * 256.0 * 0.5,
-        "the measured writes are on the device"
-    );
-
+    let lo = Loop::new(2 << 30, &["--direct-io=on"]);
     for backend in ["io_uring", "psync"] {
         let json = format!("{backend}.json");
         let o = iocurve(
@@ -477,6 +450,35 @@ fn device_errors_are_clear() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains(free.trim()) && !err.contains("panicked"), "{err}");
+
+    // A device the user may not read: the error says so and what to do.
+    let o = Command::new(bin())
+        .args(args(
+            &[
+                "run",
+                "--target",
+                lo.path(),
+                "--workload",
+                "backend-random-read-4k",
+                "--ramp",
+                "1",
+            ],
+            FAST,
+        ))
+        .current_dir(dir.path())
+        .uid(65534) // nobody
+        .gid(65534)
+        .output()
+        .unwrap();
+    input_error(
+        &o,
+        &[
+            "cannot open target",
+            lo.path(),
+            "Permission denied",
+            "run as a user who may open it",
+        ],
+    );
 }
 
 #[test]
@@ -699,4 +701,41 @@ fn thread_creation_failure_ends_the_run_with_a_clear_error() {
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("p.json")).unwrap()).unwrap();
     assert_eq!(steps(&r, 0).len(), 1);
     assert!(!dir.path().join("iocurve-scratch.dat").exists());
+}
+
+/// Four sequential writers on a sparse 2 GiB device (zero blocks cost nothing, written ones are
+/// easy to find): every write lands where the engine said, and each worker streams through its
+/// own quarter from its start.
+fn sequential_streams_on_a_fresh_device(backend: &str) {
+    let lo = Loop::new(2 << 30, &["--direct-io=on"]);
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_plan(
+        dir.path(),
+        &format!(
+            "targets = [\"{}\"]\n[defaults]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.3\n\n[[workloads]]\nname = \"backend-seq-write-1m\"\nread_pct = 0\nbs = \"1m\"\npattern = \"sequential\"\nramp = [4]\n",
+            lo.path()
+        ),
+        &["--backend", backend],
+    );
+    check_steps(&r, 1 << 20);
+    let written_mb = (steps(&r, 0)[0]["write"]["ops"].as_u64().unwrap()) as f64;
+    // Every written 4 KiB unit carries its own offset: the data landed where the engine said.
+    let units = stamped_units(&lo.backing);
+    assert!(!units.is_empty());
+    // Four workers, four regions of 512 MiB: each region is written as one contiguous run
+    // from its start (sequential streams, no wrap at this size and speed).
+    let region = 512u64 << 20;
+    for k in 0..4 {
+        let mut mine: Vec<u64> = units.iter().copied().filter(|o| o / region == k).collect();
+        mine.sort();
+        assert!(!mine.is_empty(), "worker region {k} written");
+        assert_eq!(mine[0], k * region, "region {k} starts at its start");
+        for pair in mine.windows(2) {
+            assert_eq!(pair[1] - pair[0], 4096, "region {k} is contiguous");
+        }
+    }
+    assert!(
+        units.len() as f64 >= written_mb * 256.0 * 0.5,
+        "the measured writes are on the device"
+    );
 }
