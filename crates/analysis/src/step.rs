@@ -1,6 +1,6 @@
 //! Per-step figures and quality flags.
 
-use iocurve_stats::{CpuUsage, IntervalStats, LatencyHistogram, StepRecord};
+use iocurve_stats::{CpuUsage, LatencyHistogram, StepRecord};
 
 use crate::result::*;
 
@@ -153,10 +153,7 @@ pub fn cv(v: &[f64]) -> f64 {
 }
 
 pub fn analyze_step(rec: &StepRecord, sequential: bool, th: &Thresholds) -> StepResult {
-    let mut all = IntervalStats::default();
-    for i in &rec.intervals {
-        all.merge(&i.stats);
-    }
+    let all = &rec.total;
     let secs: f64 = rec.intervals.iter().map(|i| i.duration_s).sum();
     let hist = all.combined_hist();
     let lat = latency_stats(&hist);
@@ -166,9 +163,9 @@ pub fn analyze_step(rec: &StepRecord, sequential: bool, th: &Thresholds) -> Step
         .intervals
         .iter()
         .map(|i| IntervalResult {
-            iops: rate(i.stats.ops() as f64, i.duration_s),
-            mbps: rate(i.stats.bytes() as f64 / 1e6, i.duration_s),
-            lat_mean_us: us(i.stats.combined_hist().mean_ns()),
+            iops: rate(i.ops as f64, i.duration_s),
+            mbps: rate(i.bytes as f64 / 1e6, i.duration_s),
+            lat_mean_us: us(i.lat_mean_ns),
             cpu: i.cpu,
         })
         .collect();
@@ -184,7 +181,7 @@ pub fn analyze_step(rec: &StepRecord, sequential: bool, th: &Thresholds) -> Step
     let errors = all.errors();
     let mut samples = Vec::new();
     for (k, i) in rec.intervals.iter().enumerate() {
-        for (j, s) in i.stats.samples.iter().enumerate() {
+        for (j, s) in i.samples.iter().enumerate() {
             samples.push(SampleResult {
                 t_s: k as f64 * rec.interval_s + j as f64 * rec.sample_s,
                 dur_s: rec.sample_s,
@@ -305,42 +302,43 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iocurve_stats::IntervalRecord;
+    use iocurve_stats::IntervalStats;
 
-    fn interval(ops: u64, lat_ns: u64, bytes: u64, secs: f64, busy: f64) -> IntervalRecord {
+    /// One interval of `ops` reads of `lat_ns` each.
+    fn interval(ops: u64, lat_ns: u64) -> IntervalStats {
         let mut stats = IntervalStats::with_samples(1);
         for _ in 0..ops {
-            stats.read.record(lat_ns, bytes);
-            stats.samples[0].record(lat_ns, bytes);
+            stats.read.record(lat_ns, 4096);
+            stats.samples[0].record(lat_ns, 4096);
         }
-        IntervalRecord {
-            stats,
-            cpu: CpuUsage {
-                user: busy,
-                system: 0.0,
-                iowait: 0.0,
-            },
-            duration_s: secs,
-        }
+        stats
     }
 
-    fn record(intervals: Vec<IntervalRecord>, workers: u32) -> StepRecord {
-        StepRecord {
-            workers,
-            queue_depth: 1,
-            threads: 1,
-            interval_s: 1.0,
-            sample_s: 1.0,
-            intervals,
-            interrupted: false,
+    /// A step of 1-second intervals with the host `busy` percent.
+    fn record(intervals: Vec<IntervalStats>, busy: f64, workers: u32) -> StepRecord {
+        let mut rec = StepRecord::new(workers, 1, 1, 1.0, 1.0);
+        for s in intervals {
+            rec.push_interval(
+                s,
+                CpuUsage {
+                    user: busy,
+                    system: 0.0,
+                    iowait: 0.0,
+                },
+                1.0,
+            );
         }
+        rec
     }
 
     #[test]
     fn figures_of_a_steady_step() {
-        // 1 worker at 100 µs per I/O: 10'000 IOPS, and Little's law holds exactly.
-        let mut rec = record(vec![interval(10_000, 99_000, 4096, 1.0, 20.0); 3], 1);
-        let s = analyze_step(&rec, false, &Thresholds::default());
+        // 1 worker at 99 µs per I/O: 10'000 IOPS, and Little's law holds.
+        let mut ivs: Vec<IntervalStats> = (0..3).map(|_| interval(10_000, 99_000)).collect();
+        // Bucket edges have the histogram's 0.1 % resolution: test values clear of them.
+        ivs[0].read.hist.record(120_000);
+        ivs[0].read.hist.record(2_500_000);
+        let s = analyze_step(&record(ivs, 20.0, 1), false, &Thresholds::default());
         assert!((s.iops - 10_000.0).abs() < 1e-6);
         assert!((s.mbps - 40.96).abs() < 1e-6);
         assert!((s.lat_us.mean - 99.0).abs() < 0.1);
@@ -348,10 +346,6 @@ mod tests {
         assert!(s.flags.is_empty(), "{:?}", s.flags);
         assert_eq!(s.samples.len(), 3);
         assert_eq!(s.samples[2].t_s, 2.0);
-        // Bucket edges have the histogram's 0.1 % resolution: test values clear of them.
-        rec.intervals[0].stats.read.hist.record(120_000);
-        rec.intervals[0].stats.read.hist.record(2_500_000);
-        let s = analyze_step(&rec, false, &Thresholds::default());
         let b: u64 = s.lat_histogram.iter().map(|b| b.count).sum();
         assert_eq!(b, 30_002);
         assert_eq!(s.lat_histogram[1].count, 1, "120 µs falls in 100–250 µs");
@@ -361,25 +355,23 @@ mod tests {
 
     #[test]
     fn flags_unsteady_transient_cpu_and_littles_law() {
-        let rec = record(
-            vec![
-                interval(5_000, 100_000, 4096, 1.0, 95.0),
-                interval(10_000, 100_000, 4096, 1.0, 95.0),
-                interval(10_000, 100_000, 4096, 1.0, 95.0),
-            ],
-            4, // 4 outstanding but IOPS × latency ≈ 0.83
-        );
-        let s = analyze_step(&rec, false, &Thresholds::default());
+        let ivs = vec![
+            interval(5_000, 100_000),
+            interval(10_000, 100_000),
+            interval(10_000, 100_000),
+        ];
+        // 4 outstanding, but IOPS × latency ≈ 0.83.
+        let s = analyze_step(&record(ivs, 95.0, 4), false, &Thresholds::default());
         let codes: Vec<&str> = s.flags.iter().map(|f| f.code.as_str()).collect();
         assert_eq!(codes, vec!["unsteady", "transient", "cpu_saturated", "littles_law"]);
     }
 
     #[test]
     fn errors_are_counted_by_name() {
-        let mut i = interval(10, 1000, 4096, 1.0, 1.0);
-        i.stats.write.errors.add(5, 3);
-        i.stats.write.errors.add(0, 1);
-        let s = analyze_step(&record(vec![i], 1), false, &Thresholds::default());
+        let mut i = interval(10, 1000);
+        i.write.errors.add(5, 3);
+        i.write.errors.add(0, 1);
+        let s = analyze_step(&record(vec![i], 1.0, 1), false, &Thresholds::default());
         assert_eq!(s.errors, 4);
         let names: Vec<&str> = s.errors_by_errno.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(names, vec!["short", "EIO"]);
@@ -388,7 +380,7 @@ mod tests {
 
     #[test]
     fn an_empty_step_does_not_divide_by_zero() {
-        let mut rec = record(vec![], 1);
+        let mut rec = record(vec![], 0.0, 1);
         rec.interrupted = true;
         let s = analyze_step(&rec, true, &Thresholds::default());
         assert_eq!(s.iops, 0.0);

@@ -13,7 +13,7 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use iocurve_plan::{Backend, Workload, format_size};
-use iocurve_stats::{CpuTimes, CpuUsage, IntervalRecord, IntervalStats, StepRecord};
+use iocurve_stats::{CpuTimes, CpuUsage, IntervalStats, StepRecord};
 
 use crate::backend::{NullBackend, PsyncBackend, UringBackend};
 use crate::buffer::BufferPool;
@@ -274,7 +274,13 @@ fn coordinate(
     let mut cpu: Vec<Option<CpuTimes>> = vec![None; w.intervals as usize + 1];
     let mut next_cpu = 0u32;
     let mut pending: BTreeMap<u32, (usize, IntervalStats)> = BTreeMap::new();
-    let mut complete: Vec<IntervalRecord> = Vec::new();
+    let mut rec = StepRecord::new(
+        cfg.workers,
+        w.queue_depth,
+        nthreads,
+        w.interval_s,
+        w.interval_s / spp as f64,
+    );
     let mut finished = 0usize;
     let mut failure: Option<String> = None;
     let planned_s = w.step_seconds();
@@ -307,7 +313,7 @@ fn coordinate(
         }
         // Hand on every interval that all threads reported, in order.
         while let Some((&idx, (n, _))) = pending.first_key_value() {
-            if *n < nthreads || idx as usize != complete.len() {
+            if *n < nthreads || idx as usize != rec.intervals.len() {
                 break;
             }
             let (_, (_, stats)) = pending.pop_first().expect("checked above");
@@ -316,11 +322,7 @@ fn coordinate(
                 (Some(a), Some(b)) => CpuUsage::between(&a, &b),
                 _ => CpuUsage::default(),
             };
-            complete.push(IntervalRecord {
-                stats,
-                cpu: usage,
-                duration_s: w.interval_s,
-            });
+            rec.push_interval(stats, usage, w.interval_s);
         }
         if now >= next_tick || finished == nthreads {
             next_tick = now + tick;
@@ -332,7 +334,7 @@ fn coordinate(
                 ops: lives.iter().map(|l| l.ops.load(Ordering::Relaxed)).sum(),
                 bytes: lives.iter().map(|l| l.bytes.load(Ordering::Relaxed)).sum(),
                 lat_sum_ns: lives.iter().map(|l| l.lat_sum_ns.load(Ordering::Relaxed)).sum(),
-                intervals_done: complete.len() as u32,
+                intervals_done: rec.intervals.len() as u32,
             });
         }
         if finished == nthreads {
@@ -345,14 +347,6 @@ fn coordinate(
             std::io::Error::other(f),
         ));
     }
-    let interrupted = complete.len() < w.intervals as usize;
-    Ok(StepRecord {
-        workers: cfg.workers,
-        queue_depth: w.queue_depth,
-        threads: nthreads,
-        interval_s: w.interval_s,
-        sample_s: w.interval_s / spp as f64,
-        intervals: complete,
-        interrupted,
-    })
+    rec.interrupted = rec.intervals.len() < w.intervals as usize;
+    Ok(rec)
 }

@@ -133,26 +133,15 @@ pub fn run_report(r: &RunResult) -> String {
 mod tests {
     use super::*;
     use iocurve_analysis::{Point, Thresholds, analyze_step};
-    use iocurve_stats::{CpuUsage, IntervalRecord, IntervalStats, StepRecord};
+    use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
 
     fn step(workers: u32, lat_ns: u64, ops: u64) -> StepResult {
         let mut stats = IntervalStats::with_samples(1);
         for _ in 0..ops {
             stats.read.record(lat_ns, 4096);
         }
-        let rec = StepRecord {
-            workers,
-            queue_depth: 1,
-            threads: 1,
-            interval_s: 1.0,
-            sample_s: 1.0,
-            intervals: vec![IntervalRecord {
-                stats,
-                cpu: CpuUsage::default(),
-                duration_s: 1.0,
-            }],
-            interrupted: false,
-        };
+        let mut rec = StepRecord::new(workers, 1, 1, 1.0, 1.0);
+        rec.push_interval(stats, CpuUsage::default(), 1.0);
         analyze_step(&rec, false, &Thresholds::default())
     }
 

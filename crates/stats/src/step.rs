@@ -1,10 +1,18 @@
 //! What one step measured, as the engine hands it to the analysis: pure data.
+//!
+//! Interval histograms are merged into the step's total as intervals finish, and each interval
+//! keeps only its figures and samples: a step's memory does not grow with its interval count.
 
-use crate::{CpuUsage, IntervalStats};
+use crate::{CpuUsage, IntervalStats, Sample};
 
-#[derive(Debug, Clone)]
+/// One finished interval: its figures and per-second samples, without histograms.
+#[derive(Debug, Clone, PartialEq)]
 pub struct IntervalRecord {
-    pub stats: IntervalStats,
+    pub ops: u64,
+    pub bytes: u64,
+    /// Mean latency of the interval's I/Os, in ns.
+    pub lat_mean_ns: f64,
+    pub samples: Vec<Sample>,
     /// Host CPU over the interval.
     pub cpu: CpuUsage,
     pub duration_s: f64,
@@ -21,6 +29,65 @@ pub struct StepRecord {
     pub sample_s: f64,
     /// Complete intervals only, in order.
     pub intervals: Vec<IntervalRecord>,
+    /// All complete intervals merged: histograms, counters and errors (no samples).
+    pub total: IntervalStats,
     /// Stopped before all planned intervals ran.
     pub interrupted: bool,
+}
+
+impl StepRecord {
+    pub fn new(workers: u32, queue_depth: u32, threads: usize, interval_s: f64, sample_s: f64) -> Self {
+        Self {
+            workers,
+            queue_depth,
+            threads,
+            interval_s,
+            sample_s,
+            intervals: Vec::new(),
+            total: IntervalStats::default(),
+            interrupted: false,
+        }
+    }
+
+    /// Adds a finished interval: its histograms go into the total, its figures into the list.
+    pub fn push_interval(&mut self, stats: IntervalStats, cpu: CpuUsage, duration_s: f64) {
+        self.total.read.merge(&stats.read);
+        self.total.write.merge(&stats.write);
+        let (mut sum, mut n) = (0.0, 0u64);
+        for d in [&stats.read, &stats.write] {
+            sum += d.hist.mean_ns() * d.hist.count() as f64;
+            n += d.hist.count();
+        }
+        self.intervals.push(IntervalRecord {
+            ops: stats.ops(),
+            bytes: stats.bytes(),
+            lat_mean_ns: if n == 0 { 0.0 } else { sum / n as f64 },
+            samples: stats.samples,
+            cpu,
+            duration_s,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_fold_into_the_total() {
+        let mut rec = StepRecord::new(1, 1, 1, 1.0, 1.0);
+        for lat in [100, 300] {
+            let mut s = IntervalStats::with_samples(1);
+            s.read.record(lat, 4096);
+            s.write.record(lat * 3, 4096);
+            s.samples[0].record(lat, 4096);
+            rec.push_interval(s, CpuUsage::default(), 1.0);
+        }
+        assert_eq!(rec.total.ops(), 4);
+        assert_eq!(rec.total.combined_hist().count(), 4);
+        assert!(rec.total.samples.is_empty());
+        assert_eq!(rec.intervals[1].ops, 2);
+        assert!((rec.intervals[0].lat_mean_ns - 200.0).abs() < 1.0);
+        assert_eq!(rec.intervals[1].samples[0].ops, 1);
+    }
 }

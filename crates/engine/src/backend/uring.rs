@@ -1,7 +1,11 @@
 //! The io_uring back-end: one ring per I/O thread, many workers' I/Os in flight on it.
 //! Files are registered (no per-I/O fd lookup) and, when it fits, the thread's buffer pool is
-//! registered as one fixed buffer (no per-I/O page pinning). Waiting uses a timeout so that the
-//! worker loop can close intervals on time even when the storage stalls.
+//! registered as one fixed buffer (no per-I/O page pinning).
+//!
+//! The worker loop must wake at interval boundaries even when the storage stalls. A timed wait
+//! (IORING_ENTER_EXT_ARG) would arm a kernel timer on every wait — once per I/O at queue
+//! depth 1. Instead one IORING_OP_TIMEOUT is kept pending: its completion wakes the wait, and
+//! it is re-armed only after it fired, so a step arms about one timer per interval.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -16,8 +20,14 @@ pub struct UringBackend {
     ring: IoUring,
     /// Fixed-buffer registration: the pool's address range, if registered.
     fixed: Option<(usize, usize)>,
-    ext_arg: bool,
+    /// A wake-up timeout is queued or in flight.
+    wake_pending: bool,
+    /// The wake-up's duration; the kernel reads it when the SQE is submitted.
+    wake_ts: Box<types::Timespec>,
 }
+
+/// user_data of the wake-up timeout (slots are u32, so this never collides).
+const WAKE: u64 = u64::MAX;
 
 /// Checks that io_uring can be used here (kernel support, not disabled by sysctl or seccomp).
 pub fn probe_io_uring() -> Result<(), String> {
@@ -44,8 +54,24 @@ impl UringBackend {
         // SAFETY: the pool outlives the ring (both owned by the I/O thread, ring dropped first).
         let fixed = (len <= 1 << 30 && unsafe { ring.submitter().register_buffers(&[iov]) }.is_ok())
             .then_some((base as usize, len));
-        let ext_arg = ring.params().is_feature_ext_arg();
-        Ok(Self { ring, fixed, ext_arg })
+        Ok(Self {
+            ring,
+            fixed,
+            wake_pending: false,
+            wake_ts: Box::new(types::Timespec::new()),
+        })
+    }
+
+    fn push(&mut self, e: &squeue::Entry) -> io::Result<()> {
+        // SAFETY: the buffer stays valid until completion (worker contract).
+        if unsafe { self.ring.submission().push(e) }.is_err() {
+            // Submission queue full: hand what we have to the kernel and retry once.
+            self.ring.submit()?;
+            // SAFETY: as above.
+            unsafe { self.ring.submission().push(e) }
+                .map_err(|_| io::Error::other("io_uring submission queue full after submit"))?;
+        }
+        Ok(())
     }
 
     fn entry(&self, slot: u32, op: &IoOp, buf: *mut u8) -> squeue::Entry {
@@ -68,26 +94,18 @@ impl Backend for UringBackend {
     #[inline]
     fn queue(&mut self, slot: u32, op: &IoOp, buf: *mut u8) -> io::Result<()> {
         let e = self.entry(slot, op, buf);
-        // SAFETY: the buffer stays valid until completion (worker contract).
-        if unsafe { self.ring.submission().push(&e) }.is_err() {
-            // Submission queue full: hand what we have to the kernel and retry once.
-            self.ring.submit()?;
-            // SAFETY: as above.
-            unsafe { self.ring.submission().push(&e) }
-                .map_err(|_| io::Error::other("io_uring submission queue full after submit"))?;
-        }
-        Ok(())
+        self.push(&e)
     }
 
     fn submit_and_wait(&mut self, timeout: Duration) -> io::Result<()> {
-        let r = if self.ext_arg {
-            let ts = types::Timespec::from(timeout);
-            let args = types::SubmitArgs::new().timespec(&ts);
-            self.ring.submitter().submit_with_args(1, &args)
-        } else {
-            self.ring.submit_and_wait(1)
-        };
-        match r {
+        if !self.wake_pending {
+            *self.wake_ts = types::Timespec::from(timeout);
+            let ts: *const types::Timespec = &*self.wake_ts;
+            let e = opcode::Timeout::new(ts).build().user_data(WAKE);
+            self.push(&e)?;
+            self.wake_pending = true;
+        }
+        match self.ring.submit_and_wait(1) {
             Ok(_) => Ok(()),
             Err(e)
                 if matches!(
@@ -104,7 +122,11 @@ impl Backend for UringBackend {
     #[inline]
     fn reap(&mut self, out: &mut Vec<Completion>) {
         for cqe in self.ring.completion() {
-            out.push((cqe.user_data() as u32, cqe.result()));
+            if cqe.user_data() == WAKE {
+                self.wake_pending = false;
+            } else {
+                out.push((cqe.user_data() as u32, cqe.result()));
+            }
         }
     }
 }
