@@ -161,7 +161,8 @@ pub(crate) fn run<B: Backend>(
         s.backend.reap(&mut done);
         let recording = issuing && phase >= 0;
         let si = (((now - phase_start) / sample_ns).min(spp - 1)) as usize;
-        for &(slot, res) in &done {
+        let last = done.len().saturating_sub(1);
+        for (k, &(slot, res)) in done.iter().enumerate() {
             let slot = slot as usize;
             let op = s.ops[slot];
             let lat = now.saturating_sub(s.started[slot]);
@@ -184,6 +185,10 @@ pub(crate) fn run<B: Backend>(
             }
             if issuing {
                 s.issue(slot, now).map_err(|e| (e, inflight))?;
+                // Reissue at once; the last one goes with the next submit-and-wait.
+                if k < last {
+                    s.backend.flush().map_err(|e| (e, inflight))?;
+                }
             } else {
                 inflight -= 1;
             }

@@ -25,6 +25,15 @@ pub trait Backend {
     /// Submits what is queued and waits until at least one I/O completed or `timeout` passed.
     fn submit_and_wait(&mut self, timeout: Duration) -> io::Result<()>;
 
+    /// Hands what is queued to the device now, without waiting. A closed-loop worker reissues
+    /// as soon as its I/O completed: holding replacements back to submit them in one batch
+    /// leaves the device with fewer I/Os in flight than the workload asks for (measured on
+    /// virtio-blk at 32 outstanding: 15–25 % fewer IOPS). Back-ends that complete at once
+    /// need not do anything.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
     /// Moves every available completion into `out` (which the caller clears).
     fn reap(&mut self, out: &mut Vec<Completion>);
 }
