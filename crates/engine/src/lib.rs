@@ -9,6 +9,7 @@
 
 pub mod backend;
 mod buffer;
+pub mod data;
 pub mod error;
 pub mod host;
 pub mod ops;

@@ -91,18 +91,11 @@ impl<B: Backend> Slots<B> {
         Ok(())
     }
 
-    /// Makes every 4 KiB unit of a written block unique (no accidental dedupe across workers,
-    /// steps and hosts): a per-thread random nonce mixed with a counter, and the offset.
     #[inline]
     fn stamp(&mut self, slot: usize, op: &IoOp) {
         self.written += 1;
         let tag = self.nonce ^ self.written.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let buf = self.pool.slice_mut(slot);
-        for (i, unit) in buf[..op.len as usize].chunks_mut(4096).enumerate() {
-            let at = op.offset + (i as u64) * 4096;
-            unit[..8].copy_from_slice(&tag.to_le_bytes());
-            unit[8..16].copy_from_slice(&at.to_le_bytes());
-        }
+        crate::data::stamp(&mut self.pool.slice_mut(slot)[..op.len as usize], tag, op.offset);
     }
 }
 
