@@ -154,7 +154,15 @@ pub(crate) fn run<B: Backend>(
         s.backend.reap(&mut done);
         let recording = issuing && phase >= 0;
         let si = (((now - phase_start) / sample_ns).min(spp - 1)) as usize;
-        let last = done.len().saturating_sub(1);
+        // Reissue at once while other I/Os are still in the device: holding replacements back
+        // for one batched submission would leave it with fewer in flight than asked for. When
+        // everything in flight came back together (completed inline, e.g. page-cache reads),
+        // the device is idle and one batched submission is the fastest way to refill it.
+        let last = if issuing && done.len() < n {
+            done.len().saturating_sub(1)
+        } else {
+            0
+        };
         for (k, &(slot, res)) in done.iter().enumerate() {
             let slot = slot as usize;
             let op = s.ops[slot];
@@ -178,7 +186,7 @@ pub(crate) fn run<B: Backend>(
             }
             if issuing {
                 s.issue(slot, now).map_err(|e| (e, inflight))?;
-                // Reissue at once; the last one goes with the next submit-and-wait.
+                // The last one goes with the next submit-and-wait.
                 if k < last {
                     s.backend.flush().map_err(|e| (e, inflight))?;
                 }

@@ -25,11 +25,10 @@ pub trait Backend {
     /// Submits what is queued and waits until at least one I/O completed or `timeout` passed.
     fn submit_and_wait(&mut self, timeout: Duration) -> io::Result<()>;
 
-    /// Hands what is queued to the device now, without waiting. A closed-loop worker reissues
-    /// as soon as its I/O completed: holding replacements back to submit them in one batch
-    /// leaves the device with fewer I/Os in flight than the workload asks for (measured on
-    /// virtio-blk at 32 outstanding: 15–25 % fewer IOPS). Back-ends that complete at once
-    /// need not do anything.
+    /// Hands what is queued to the device now, without waiting. The worker loop uses it to
+    /// reissue completed I/Os at once while others are still in the device: holding them back
+    /// for one batched submission left virtio-blk with fewer in flight than asked for (15–25 %
+    /// fewer IOPS at 32 outstanding). Back-ends that complete at once need not do anything.
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
