@@ -93,11 +93,6 @@ impl Gate {
     }
 }
 
-/// Samples per interval: one per second (rounded up), one for sub-second intervals.
-pub fn samples_per_interval(interval_s: f64) -> u32 {
-    (interval_s.ceil() as u32).max(1)
-}
-
 /// Builds the op generator of a workload at a parallelism, checking the targets fit it.
 fn op_gen(w: &Workload, workers: u32, targets: &TargetSet) -> Result<OpGen, EngineError> {
     let max_bs = w.max_bs();
@@ -147,9 +142,6 @@ pub fn run_step(cfg: &StepConfig, on_progress: &mut dyn FnMut(&StepProgress)) ->
         }
     };
     let nthreads = plan.len();
-    let spp = samples_per_interval(w.interval_s);
-    let interval_ns = (w.interval_s * 1e9) as u64;
-    let warmup_ns = (w.warmup_s * 1e9) as u64;
     let step_stop = AtomicBool::new(false);
     let lives: Vec<Live> = (0..nthreads).map(|_| Live::default()).collect();
     let gate = Gate::default();
@@ -177,15 +169,7 @@ pub fn run_step(cfg: &StepConfig, on_progress: &mut dyn FnMut(&StepProgress)) ->
                         rng.fill(pool.slice_mut(i));
                     }
                 }
-                let start = || {
-                    gate.arrive().map(|t0| Schedule {
-                        t0,
-                        warmup_ns,
-                        interval_ns,
-                        intervals: w.intervals,
-                        samples_per_interval: spp,
-                    })
-                };
+                let start = || gate.arrive().map(|t0| Schedule::new(t0, w));
                 let n = workers.len();
                 let result = match backend {
                     Backend::IoUring => match UringBackend::new(n, &fds, (pool.base(), pool.total_len())) {
@@ -222,8 +206,8 @@ pub fn run_step(cfg: &StepConfig, on_progress: &mut dyn FnMut(&StepProgress)) ->
             }
         }
         drop(tx);
-        let start = gate.open(nthreads);
-        coordinate(cfg, w, nthreads, start, &rx, &step_stop, &lives, spp, on_progress)
+        let sched = Schedule::new(gate.open(nthreads), w);
+        coordinate(cfg, w, nthreads, &sched, &rx, &step_stop, &lives, on_progress)
     })
 }
 
@@ -254,20 +238,14 @@ fn coordinate(
     cfg: &StepConfig,
     w: &Workload,
     nthreads: usize,
-    t0: Instant,
+    sched: &Schedule,
     rx: &mpsc::Receiver<(usize, Msg)>,
     step_stop: &AtomicBool,
     lives: &[Live],
-    spp: u32,
     on_progress: &mut dyn FnMut(&StepProgress),
 ) -> Result<StepRecord, EngineError> {
-    let sched = Schedule {
-        t0,
-        warmup_ns: (w.warmup_s * 1e9) as u64,
-        interval_ns: (w.interval_s * 1e9) as u64,
-        intervals: w.intervals,
-        samples_per_interval: spp,
-    };
+    let t0 = sched.t0;
+    let spp = sched.samples_per_interval;
     let tick = Duration::from_millis(250);
     let mut next_tick = t0 + tick;
     // CPU readings at boundaries 0..=K (start of interval 0 .. end of the last).

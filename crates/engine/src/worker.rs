@@ -27,9 +27,25 @@ pub(crate) struct Schedule {
 }
 
 impl Schedule {
+    /// The schedule of a step of `w` starting at `t0`.
+    pub fn new(t0: Instant, w: &iocurve_plan::Workload) -> Self {
+        Schedule {
+            t0,
+            warmup_ns: (w.warmup_s * 1e9) as u64,
+            interval_ns: (w.interval_s * 1e9) as u64,
+            intervals: w.intervals,
+            samples_per_interval: samples_per_interval(w.interval_s),
+        }
+    }
+
     pub fn boundary_ns(&self, k: u32) -> u64 {
         self.warmup_ns + k as u64 * self.interval_ns
     }
+}
+
+/// Samples per interval: one per second (rounded up), one for sub-second intervals.
+pub fn samples_per_interval(interval_s: f64) -> u32 {
+    (interval_s.ceil() as u32).max(1)
 }
 
 /// Messages from I/O threads to the step coordinator.

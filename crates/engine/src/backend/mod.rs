@@ -22,7 +22,9 @@ pub trait Backend {
     /// Queues one I/O for `slot`. `buf` must stay valid and untouched until the I/O completes.
     fn queue(&mut self, slot: u32, op: &IoOp, buf: *mut u8) -> io::Result<()>;
 
-    /// Submits what is queued and waits until at least one I/O completed or `timeout` passed.
+    /// Submits what is queued and waits until at least one I/O completed or a wake-up came.
+    /// `timeout` is when the caller next needs to run (an interval boundary); a back-end may
+    /// keep a wake-up it armed earlier for that same boundary instead of arming a new one.
     fn submit_and_wait(&mut self, timeout: Duration) -> io::Result<()>;
 
     /// Hands what is queued to the device now, without waiting. The worker loop uses it to
