@@ -19,12 +19,7 @@ pub struct Thresholds {
 
 impl Default for Thresholds {
     fn default() -> Self {
-        Thresholds {
-            unsteady_cv: 0.10,
-            transient: 0.10,
-            cpu_busy_pct: 90.0,
-            littles_law: 0.10,
-        }
+        Thresholds { unsteady_cv: 0.10, transient: 0.10, cpu_busy_pct: 90.0, littles_law: 0.10 }
     }
 }
 
@@ -47,9 +42,8 @@ pub fn latency_stats(h: &LatencyHistogram) -> LatencyStats {
 }
 
 /// Bucket edges of the published latency histogram, in µs.
-const BUCKET_EDGES_US: [f64; 12] = [
-    100.0, 250.0, 500.0, 1_000.0, 2_000.0, 4_000.0, 8_000.0, 16_000.0, 32_000.0, 64_000.0, 128_000.0, 256_000.0,
-];
+const BUCKET_EDGES_US: [f64; 12] =
+    [100.0, 250.0, 500.0, 1_000.0, 2_000.0, 4_000.0, 8_000.0, 16_000.0, 32_000.0, 64_000.0, 128_000.0, 256_000.0];
 
 pub fn latency_buckets(h: &LatencyHistogram) -> Vec<LatencyBucket> {
     let total = h.count();
@@ -59,27 +53,13 @@ pub fn latency_buckets(h: &LatencyHistogram) -> Vec<LatencyBucket> {
     for edge in BUCKET_EDGES_US {
         // Values strictly below the edge (ns resolution, so "< edge" = "<= edge - 1 ns").
         let below = h.count_at_or_below((edge * 1000.0) as u64 - 1);
-        out.push(LatencyBucket {
-            from_us: from,
-            to_us: Some(edge),
-            count: below - below_prev,
-            pct: 0.0,
-        });
+        out.push(LatencyBucket { from_us: from, to_us: Some(edge), count: below - below_prev, pct: 0.0 });
         below_prev = below;
         from = edge;
     }
-    out.push(LatencyBucket {
-        from_us: from,
-        to_us: None,
-        count: total - below_prev,
-        pct: 0.0,
-    });
+    out.push(LatencyBucket { from_us: from, to_us: None, count: total - below_prev, pct: 0.0 });
     for b in &mut out {
-        b.pct = if total == 0 {
-            0.0
-        } else {
-            100.0 * b.count as f64 / total as f64
-        };
+        b.pct = if total == 0 { 0.0 } else { 100.0 * b.count as f64 / total as f64 };
     }
     out
 }
@@ -135,11 +115,7 @@ fn rate(x: f64, secs: f64) -> f64 {
 }
 
 fn mean(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        0.0
-    } else {
-        v.iter().sum::<f64>() / v.len() as f64
-    }
+    if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 }
 }
 
 /// Population coefficient of variation; 0 for fewer than two values or a zero mean.
@@ -169,10 +145,7 @@ pub fn analyze_step(rec: &StepRecord, sequential: bool, th: &Thresholds) -> Step
             cpu: i.cpu,
         })
         .collect();
-    let tput: Vec<f64> = intervals
-        .iter()
-        .map(|i| if sequential { i.mbps } else { i.iops })
-        .collect();
+    let tput: Vec<f64> = intervals.iter().map(|i| if sequential { i.mbps } else { i.iops }).collect();
     let cpu = CpuUsage {
         user: mean(&intervals.iter().map(|i| i.cpu.user).collect::<Vec<_>>()),
         system: mean(&intervals.iter().map(|i| i.cpu.system).collect::<Vec<_>>()),
@@ -215,11 +188,7 @@ pub fn analyze_step(rec: &StepRecord, sequential: bool, th: &Thresholds) -> Step
         errors_by_errno: errors
             .0
             .iter()
-            .map(|&(e, n)| ErrorCount {
-                errno: e,
-                name: errno_name(e),
-                count: n,
-            })
+            .map(|&(e, n)| ErrorCount { errno: e, name: errno_name(e), count: n })
             .collect(),
         lat_histogram: latency_buckets(&hist),
         flags: Vec::new(),
@@ -231,26 +200,14 @@ pub fn analyze_step(rec: &StepRecord, sequential: bool, th: &Thresholds) -> Step
 
 fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec<Flag> {
     let mut f = Vec::new();
-    let mut flag = |code: &str, message: String| {
-        f.push(Flag {
-            code: code.into(),
-            message,
-        })
-    };
+    let mut flag = |code: &str, message: String| f.push(Flag { code: code.into(), message });
     if rec.interrupted {
-        flag(
-            "interrupted",
-            format!("stopped after {} of the planned intervals", rec.intervals.len()),
-        );
+        flag("interrupted", format!("stopped after {} of the planned intervals", rec.intervals.len()));
     }
     if s.cv > th.unsteady_cv {
         flag(
             "unsteady",
-            format!(
-                "throughput varied between intervals (CV {:.0} % > {:.0} %)",
-                s.cv * 100.0,
-                th.unsteady_cv * 100.0
-            ),
+            format!("throughput varied between intervals (CV {:.0} % > {:.0} %)", s.cv * 100.0, th.unsteady_cv * 100.0),
         );
     }
     if tput.len() >= 3 {
@@ -266,13 +223,7 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
         }
     }
     if s.cpu.busy() > th.cpu_busy_pct {
-        flag(
-            "cpu_saturated",
-            format!(
-                "host CPU {:.0} % busy: the load host may be the bottleneck",
-                s.cpu.busy()
-            ),
-        );
+        flag("cpu_saturated", format!("host CPU {:.0} % busy: the load host may be the bottleneck", s.cpu.busy()));
     }
     if s.iops > 0.0 && s.outstanding > 0 {
         let l = s.iops * s.lat_us.mean / 1e6;
@@ -289,11 +240,7 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
         }
     }
     if s.errors > 0 {
-        let list: Vec<String> = s
-            .errors_by_errno
-            .iter()
-            .map(|e| format!("{} × {}", e.count, e.name))
-            .collect();
+        let list: Vec<String> = s.errors_by_errno.iter().map(|e| format!("{} × {}", e.count, e.name)).collect();
         flag("errors", format!("{} I/O errors ({})", s.errors, list.join(", ")));
     }
     f
@@ -318,15 +265,7 @@ mod tests {
     fn record(intervals: Vec<IntervalStats>, busy: f64, workers: u32) -> StepRecord {
         let mut rec = StepRecord::new(workers, 1, 1, 1.0, 1.0);
         for s in intervals {
-            rec.push_interval(
-                s,
-                CpuUsage {
-                    user: busy,
-                    system: 0.0,
-                    iowait: 0.0,
-                },
-                1.0,
-            );
+            rec.push_interval(s, CpuUsage { user: busy, system: 0.0, iowait: 0.0 }, 1.0);
         }
         rec
     }
@@ -355,11 +294,7 @@ mod tests {
 
     #[test]
     fn flags_unsteady_transient_cpu_and_littles_law() {
-        let ivs = vec![
-            interval(5_000, 100_000),
-            interval(10_000, 100_000),
-            interval(10_000, 100_000),
-        ];
+        let ivs = vec![interval(5_000, 100_000), interval(10_000, 100_000), interval(10_000, 100_000)];
         // 4 outstanding, but IOPS × latency ≈ 0.83.
         let s = analyze_step(&record(ivs, 95.0, 4), false, &Thresholds::default());
         let codes: Vec<&str> = s.flags.iter().map(|f| f.code.as_str()).collect();

@@ -32,44 +32,23 @@ pub fn optimum_index(points: &[(f64, f64)]) -> Option<usize> {
 
 fn point(steps: &[StepResult], i: usize) -> Point {
     let s = &steps[i];
-    Point {
-        step: i,
-        workers: s.workers,
-        iops: s.iops,
-        mbps: s.mbps,
-        lat_us: s.lat_us.mean,
-    }
+    Point { step: i, workers: s.workers, iops: s.iops, mbps: s.mbps, lat_us: s.lat_us.mean }
 }
 
 pub fn analyze_workload(w: &Workload, steps: Vec<StepResult>) -> WorkloadResult {
     let seq = w.pattern == Pattern::Sequential;
     // Steps without a complete interval (interrupted at once) carry no figures.
     let measured: Vec<usize> = (0..steps.len()).filter(|&i| steps[i].duration_s > 0.0).collect();
-    let pts: Vec<(f64, f64)> = measured
-        .iter()
-        .map(|&i| (steps[i].throughput(seq), steps[i].lat_us.mean))
-        .collect();
-    let speed = measured
-        .iter()
-        .copied()
-        .find(|&i| steps[i].workers == 1)
-        .or(measured.first().copied());
-    let maximum = measured.iter().copied().reduce(|a, b| {
-        if steps[b].throughput(seq) > steps[a].throughput(seq) {
-            b
-        } else {
-            a
-        }
-    });
+    let pts: Vec<(f64, f64)> = measured.iter().map(|&i| (steps[i].throughput(seq), steps[i].lat_us.mean)).collect();
+    let speed = measured.iter().copied().find(|&i| steps[i].workers == 1).or(measured.first().copied());
+    let maximum =
+        measured.iter().copied().reduce(|a, b| if steps[b].throughput(seq) > steps[a].throughput(seq) { b } else { a });
     let optimum = optimum_index(&pts).map(|k| measured[k]);
     let min_lat_us = measured.iter().map(|&i| steps[i].lat_us.min).reduce(f64::min);
     let bs = if w.bs.len() == 1 {
         format_size(w.bs[0].bytes)
     } else {
-        w.bs.iter()
-            .map(|b| format!("{}:{}", format_size(b.bytes), b.weight))
-            .collect::<Vec<_>>()
-            .join(",")
+        w.bs.iter().map(|b| format!("{}:{}", format_size(b.bytes), b.weight)).collect::<Vec<_>>().join(",")
     };
     WorkloadResult {
         name: w.name.clone(),
@@ -129,13 +108,7 @@ mod tests {
     #[test]
     fn a_dip_after_the_knee_does_not_move_the_optimum() {
         // Grows to step 2, saturates at 3; a noisy step 4 "recovering" does not count.
-        let pts = [
-            (100.0, 10.0),
-            (190.0, 10.5),
-            (350.0, 11.0),
-            (360.0, 22.0),
-            (500.0, 23.0),
-        ];
+        let pts = [(100.0, 10.0), (190.0, 10.5), (350.0, 11.0), (360.0, 22.0), (500.0, 23.0)];
         assert_eq!(optimum_index(&pts), Some(2));
     }
 

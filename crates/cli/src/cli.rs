@@ -124,17 +124,8 @@ mod tests {
                 if arg.get_id() == "help" || arg.get_id() == "version" {
                     continue;
                 }
-                assert!(
-                    arg.get_help().is_some(),
-                    "option {} of {} has help",
-                    arg.get_id(),
-                    sub.get_name()
-                );
-                assert!(
-                    seen.insert(arg.get_long().map(str::to_string)),
-                    "option {:?} is unique",
-                    arg.get_long()
-                );
+                assert!(arg.get_help().is_some(), "option {} of {} has help", arg.get_id(), sub.get_name());
+                assert!(seen.insert(arg.get_long().map(str::to_string)), "option {:?} is unique", arg.get_long());
             }
         }
     }

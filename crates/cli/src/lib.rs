@@ -16,10 +16,7 @@ use iocurve_plan::suites;
 
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("IOCURVE_LOG").unwrap_or_else(|_| "warn".into());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
 
 pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
@@ -28,11 +25,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Suites => {
             for s in suites::SUITES {
                 let plan = suites::load(s.name, &Default::default())?;
-                let default = if s.name == suites::DEFAULT_SUITE {
-                    " (default)"
-                } else {
-                    ""
-                };
+                let default = if s.name == suites::DEFAULT_SUITE { " (default)" } else { "" };
                 println!(
                     "{}{default}\n    {}\n    {} workloads, about {} per target set",
                     s.name,

@@ -26,13 +26,7 @@ impl Progress {
             b.enable_steady_tick(Duration::from_millis(200));
             b
         });
-        Self {
-            bar,
-            last: StepProgress::default(),
-            total_s,
-            done_s: 0.0,
-            label: String::new(),
-        }
+        Self { bar, last: StepProgress::default(), total_s, done_s: 0.0, label: String::new() }
     }
 
     /// A step begins: `w`/`nw` workload, `k`/`n` step.
@@ -53,11 +47,8 @@ impl Progress {
         let ops = p.ops.saturating_sub(self.last.ops);
         let iops = ops as f64 / dt;
         let mbps = p.bytes.saturating_sub(self.last.bytes) as f64 / 1e6 / dt;
-        let lat = if ops > 0 {
-            p.lat_sum_ns.saturating_sub(self.last.lat_sum_ns) as f64 / ops as f64 / 1000.0
-        } else {
-            0.0
-        };
+        let lat =
+            if ops > 0 { p.lat_sum_ns.saturating_sub(self.last.lat_sum_ns) as f64 / ops as f64 / 1000.0 } else { 0.0 };
         self.last = *p;
         if let Some(b) = &self.bar {
             let phase = if p.warmup { "warm-up" } else { "measuring" };
@@ -85,11 +76,7 @@ impl Progress {
             format::mbps(s.mbps),
             format::lat_us(s.lat_us.mean),
             format::lat_us(s.lat_us.p99),
-            if flags.is_empty() {
-                String::new()
-            } else {
-                format!("  ({})", flags.join(", "))
-            },
+            if flags.is_empty() { String::new() } else { format!("  ({})", flags.join(", ")) },
             format::duration((self.total_s - self.done_s).max(0.0)),
         );
         match &self.bar {

@@ -74,11 +74,7 @@ fn load_plan(args: &RunArgs) -> Result<Plan, CliError> {
         (None, None) => suites::load(suites::DEFAULT_SUITE, &o)?,
     };
     if plan.groups.is_empty() {
-        plan.groups = vec![TargetGroup {
-            name: "targets".into(),
-            weight: 1,
-            targets: vec![DEFAULT_SCRATCH.into()],
-        }];
+        plan.groups = vec![TargetGroup { name: "targets".into(), weight: 1, targets: vec![DEFAULT_SCRATCH.into()] }];
     }
     Ok(plan)
 }
@@ -117,10 +113,7 @@ fn scratch_size(args: &RunArgs, plan: &Plan) -> Result<u64, CliError> {
     let Some(first) = creates.first() else {
         return Ok(DEFAULT_SCRATCH_SIZE);
     };
-    let dir = Path::new(first)
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let dir = Path::new(first).parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let free = free_space(dir).unwrap_or(u64::MAX);
     let fit = (free / 2 / creates.len() as u64) >> 20 << 20;
     if fit < MIN_SCRATCH_SIZE {
@@ -148,12 +141,8 @@ fn open_targets(plan: &Plan, args: &RunArgs) -> Result<TargetSet, CliError> {
             iocurve_plan::format_size(scratch_size)
         );
     }
-    let opts = OpenOptions {
-        write: plan.writes(),
-        scratch_size,
-        keep: args.keep,
-        allow_write: args.allow_write.clone(),
-    };
+    let opts =
+        OpenOptions { write: plan.writes(), scratch_size, keep: args.keep, allow_write: args.allow_write.clone() };
     Ok(TargetSet::open(&plan.groups, &opts)?)
 }
 
@@ -172,25 +161,14 @@ fn execute(plan: &Plan, targets: &TargetSet, backend_note: Option<String>) -> Ou
     let nw = plan.workloads.len();
     'plan: for (wi, w) in plan.workloads.iter().enumerate() {
         let seq = w.pattern == Pattern::Sequential;
-        let threads = if w.threads == 0 {
-            host::cores()
-        } else {
-            w.threads as usize
-        };
+        let threads = if w.threads == 0 { host::cores() } else { w.threads as usize };
         let mut steps: Vec<StepResult> = Vec::new();
         for (si, &workers) in w.ramp.iter().enumerate() {
             if signals::STOP.load(Ordering::Relaxed) {
                 break;
             }
             progress.start_step(&w.name, wi + 1, nw, si + 1, w.ramp.len(), workers);
-            let cfg = StepConfig {
-                workload: w,
-                workers,
-                backend: w.backend,
-                threads,
-                targets,
-                stop: &signals::STOP,
-            };
+            let cfg = StepConfig { workload: w, workers, backend: w.backend, threads, targets, stop: &signals::STOP };
             match run_step(&cfg, &mut |p| progress.update(p)) {
                 Ok(rec) => {
                     let s = iocurve_analysis::analyze_step(&rec, seq, &th);
@@ -219,12 +197,7 @@ fn execute(plan: &Plan, targets: &TargetSet, backend_note: Option<String>) -> Ou
         }
     }
     progress.finish();
-    let backend = plan
-        .workloads
-        .first()
-        .map(|w| w.backend.name())
-        .unwrap_or("none")
-        .to_string();
+    let backend = plan.workloads.first().map(|w| w.backend.name()).unwrap_or("none").to_string();
     let result = RunResult {
         schema_version: SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -259,10 +232,7 @@ fn execute(plan: &Plan, targets: &TargetSet, backend_note: Option<String>) -> Ou
 }
 
 fn print_summary(r: &RunResult) {
-    println!(
-        "\nSummary ({} on {}, back-end {})",
-        r.started_at, r.host.hostname, r.host.backend
-    );
+    println!("\nSummary ({} on {}, back-end {})", r.started_at, r.host.hostname, r.host.backend);
     if let Some(n) = &r.host.backend_note {
         println!("! {n}");
     }

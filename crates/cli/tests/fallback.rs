@@ -27,17 +27,7 @@ fn io_uring_unavailable_falls_back_to_psync_loudly() {
     let o = iocurve(
         dir.path(),
         &args(
-            &[
-                "run",
-                "--size",
-                "64m",
-                "--workload",
-                "backend-random-read-4k",
-                "--ramp",
-                "1,2",
-                "--json",
-                "f.json",
-            ],
+            &["run", "--size", "64m", "--workload", "backend-random-read-4k", "--ramp", "1,2", "--json", "f.json"],
             FAST,
         ),
     );
@@ -47,11 +37,6 @@ fn io_uring_unavailable_falls_back_to_psync_loudly() {
     let r = ok_json(&o, &dir.path().join("f.json"));
     assert_eq!(r["host"]["backend"], "psync");
     assert_eq!(r["workloads"][0]["backend"], "psync");
-    assert!(
-        r["host"]["backend_note"]
-            .as_str()
-            .unwrap()
-            .contains("falling back to psync")
-    );
+    assert!(r["host"]["backend_note"].as_str().unwrap().contains("falling back to psync"));
     check_steps(&r, 4096);
 }

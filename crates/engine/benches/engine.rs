@@ -45,13 +45,9 @@ fn data_pattern(c: &mut Criterion) {
     for size in [4096usize, 1 << 20] {
         let mut buf = vec![0u8; size];
         g.throughput(Throughput::Bytes(size as u64));
-        g.bench_function(format!("stamp {size} B"), |b| {
-            b.iter(|| data::stamp(black_box(&mut buf), 42, 8192))
-        });
+        g.bench_function(format!("stamp {size} B"), |b| b.iter(|| data::stamp(black_box(&mut buf), 42, 8192)));
         let mut rng = Rng::new(3);
-        g.bench_function(format!("random fill {size} B"), |b| {
-            b.iter(|| rng.fill(black_box(&mut buf)))
-        });
+        g.bench_function(format!("random fill {size} B"), |b| b.iter(|| rng.fill(black_box(&mut buf))));
     }
 }
 
@@ -59,20 +55,9 @@ fn data_pattern(c: &mut Criterion) {
 fn null_loop(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t");
-    let groups = vec![TargetGroup {
-        name: "g".into(),
-        weight: 1,
-        targets: vec![path.display().to_string()],
-    }];
-    let targets = TargetSet::open(
-        &groups,
-        &OpenOptions {
-            write: true,
-            scratch_size: 1 << 20,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let groups = vec![TargetGroup { name: "g".into(), weight: 1, targets: vec![path.display().to_string()] }];
+    let targets =
+        TargetSet::open(&groups, &OpenOptions { write: true, scratch_size: 1 << 20, ..Default::default() }).unwrap();
     let stop = AtomicBool::new(false);
     let mut g = c.benchmark_group("loop");
     g.sample_size(10).measurement_time(Duration::from_secs(4));

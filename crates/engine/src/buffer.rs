@@ -26,12 +26,7 @@ impl BufferPool {
         if ptr.is_null() {
             std::alloc::handle_alloc_error(layout);
         }
-        Self {
-            ptr,
-            layout,
-            size,
-            count,
-        }
+        Self { ptr, layout, size, count }
     }
 
     pub fn base(&self) -> *mut u8 {

@@ -19,10 +19,7 @@ pub enum EngineError {
 
 impl EngineError {
     pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
-        EngineError::Io {
-            what: what.into(),
-            source,
-        }
+        EngineError::Io { what: what.into(), source }
     }
 
     /// True when the problem is in the user's input (plan, options, targets), not the system.

@@ -37,7 +37,5 @@ pub fn cores() -> usize {
 }
 
 pub fn cpu_times() -> Option<CpuTimes> {
-    std::fs::read_to_string("/proc/stat")
-        .ok()
-        .and_then(|t| CpuTimes::parse_proc_stat(&t))
+    std::fs::read_to_string("/proc/stat").ok().and_then(|t| CpuTimes::parse_proc_stat(&t))
 }

@@ -119,33 +119,16 @@ impl OpGen {
                     let share = g.len / workers as u64 / align * align;
                     let c = if share >= max_bs {
                         let start = g.start + worker * share;
-                        Cursor {
-                            region_start: start,
-                            region_len: share,
-                            pos: start,
-                        }
+                        Cursor { region_start: start, region_len: share, pos: start }
                     } else {
                         let stagger = (g.len * worker / workers as u64) / align * align;
-                        Cursor {
-                            region_start: g.start,
-                            region_len: g.len / align * align,
-                            pos: g.start + stagger,
-                        }
+                        Cursor { region_start: g.start, region_len: g.len / align * align, pos: g.start + stagger }
                     };
                     cursors.push(c);
                 }
             }
         }
-        OpGen {
-            geoms,
-            groups,
-            group_total,
-            sizes,
-            size_total: acc,
-            direction,
-            pattern: w.pattern,
-            cursors,
-        }
+        OpGen { geoms, groups, group_total, sizes, size_total: acc, direction, pattern: w.pattern, cursors }
     }
 
     #[inline]
@@ -154,11 +137,7 @@ impl OpGen {
             return table[0].1;
         }
         let r = rng.below(total);
-        table
-            .iter()
-            .find(|(cum, _)| r < *cum)
-            .map(|(_, v)| *v)
-            .unwrap_or(table[table.len() - 1].1)
+        table.iter().find(|(cum, _)| r < *cum).map(|(_, v)| *v).unwrap_or(table[table.len() - 1].1)
     }
 
     #[inline]
@@ -167,18 +146,10 @@ impl OpGen {
             &self.groups[0].1
         } else {
             let r = rng.below(self.group_total);
-            let i = self
-                .groups
-                .iter()
-                .position(|(cum, _)| r < *cum)
-                .unwrap_or(self.groups.len() - 1);
+            let i = self.groups.iter().position(|(cum, _)| r < *cum).unwrap_or(self.groups.len() - 1);
             &self.groups[i].1
         };
-        let target = if members.len() == 1 {
-            members[0]
-        } else {
-            members[rng.below(members.len() as u64) as usize]
-        };
+        let target = if members.len() == 1 { members[0] } else { members[rng.below(members.len() as u64) as usize] };
         let len = Self::pick(&self.sizes, self.size_total, rng);
         let write = match self.direction {
             Direction::AllReads => false,
@@ -198,12 +169,7 @@ impl OpGen {
                 o
             }
         };
-        IoOp {
-            target,
-            offset,
-            len: len as u32,
-            write,
-        }
+        IoOp { target, offset, len: len as u32, write }
     }
 }
 
@@ -277,19 +243,13 @@ mod tests {
             per[g.next(0, &mut rng).target as usize] += 1;
         }
         assert!((19_000..21_000).contains(&per[0]), "{per:?}");
-        assert!(
-            (29_000..31_000).contains(&per[1]) && (29_000..31_000).contains(&per[2]),
-            "{per:?}"
-        );
+        assert!((29_000..31_000).contains(&per[1]) && (29_000..31_000).contains(&per[2]), "{per:?}");
     }
 
     #[test]
     fn sequential_workers_stream_through_their_own_regions() {
         let w = workload(0.0, Pattern::Sequential, &[(1 << 20, 1)]);
-        let geom = TargetGeom {
-            start: 0,
-            len: 64 << 20,
-        };
+        let geom = TargetGeom { start: 0, len: 64 << 20 };
         let mut g = OpGen::new(&w, 4, vec![geom], &[(1, vec![0])]);
         let mut rng = Rng::new(1);
         for worker in 0..4u32 {
@@ -320,14 +280,7 @@ mod tests {
 
     #[test]
     fn working_set_errors_are_clear() {
-        let e = working_set(
-            &WorkingSet::Range { start: 0, end: 2 << 20 },
-            1 << 20,
-            4096,
-            "w",
-            "/dev/x",
-        )
-        .unwrap_err();
+        let e = working_set(&WorkingSet::Range { start: 0, end: 2 << 20 }, 1 << 20, 4096, "w", "/dev/x").unwrap_err();
         assert!(e.to_string().contains("beyond the end"), "{e}");
         let e = working_set(&WorkingSet::Backend, 8192, 1 << 20, "w", "/dev/x").unwrap_err();
         assert!(e.to_string().contains("smaller than the block size"), "{e}");

@@ -33,30 +33,19 @@ pub fn check_write(path: &Path, allow: &[PathBuf], created_now: bool) -> Result<
         return Ok(());
     }
     let meta = std::fs::metadata(path).map_err(|e| EngineError::io(format!("cannot inspect {}", path.display()), e))?;
-    let refuse = |reasons: Vec<String>| EngineError::WriteRefused {
-        path: path.to_path_buf(),
-        reasons: reasons.join("; "),
-    };
+    let refuse =
+        |reasons: Vec<String>| EngineError::WriteRefused { path: path.to_path_buf(), reasons: reasons.join("; ") };
     if meta.file_type().is_block_device() {
         let reasons = block_device_dangers(path, meta.rdev());
-        if reasons.is_empty() {
-            Ok(())
-        } else {
-            Err(refuse(reasons))
-        }
+        if reasons.is_empty() { Ok(()) } else { Err(refuse(reasons)) }
     } else if meta.is_file() {
         if has_scratch_mark(path) {
             Ok(())
         } else {
-            Err(refuse(vec![
-                "it is an existing file that iocurve did not create".into(),
-            ]))
+            Err(refuse(vec!["it is an existing file that iocurve did not create".into()]))
         }
     } else {
-        Err(EngineError::Input(format!(
-            "{} is neither a regular file nor a block device",
-            path.display()
-        )))
+        Err(EngineError::Input(format!("{} is neither a regular file nor a block device", path.display())))
     }
 }
 
@@ -75,10 +64,9 @@ pub fn has_scratch_mark(path: &Path) -> bool {
 /// Marks a file as created by iocurve. Filesystems without user xattrs simply don't keep the
 /// mark; then a kept scratch file needs `--allow-write` in a later run.
 pub fn set_scratch_mark(path: &Path) {
-    let (Ok(c_path), Ok(name)) = (
-        std::ffi::CString::new(path.as_os_str().as_encoded_bytes()),
-        std::ffi::CString::new(SCRATCH_XATTR),
-    ) else {
+    let (Ok(c_path), Ok(name)) =
+        (std::ffi::CString::new(path.as_os_str().as_encoded_bytes()), std::ffi::CString::new(SCRATCH_XATTR))
+    else {
         return;
     };
     // SAFETY: valid C strings and value buffer.
@@ -108,10 +96,8 @@ pub fn block_device_dangers(path: &Path, rdev: u64) -> Vec<String> {
     }
     if let Ok(entries) = std::fs::read_dir(sys.join("holders")) {
         for e in entries.flatten() {
-            reasons.push(format!(
-                "it is held by {} (device-mapper, md RAID or similar)",
-                e.file_name().to_string_lossy()
-            ));
+            reasons
+                .push(format!("it is held by {} (device-mapper, md RAID or similar)", e.file_name().to_string_lossy()));
         }
     }
     if let Ok(mounts) = std::fs::read_to_string("/proc/self/mountinfo") {
@@ -138,9 +124,7 @@ pub fn block_device_dangers(path: &Path, rdev: u64) -> Vec<String> {
                 reasons.push(format!("it carries a {sig} signature"));
             }
         }
-        Err(e) => reasons.push(format!(
-            "its first blocks cannot be read to check for a filesystem ({e})"
-        )),
+        Err(e) => reasons.push(format!("its first blocks cannot be read to check for a filesystem ({e})")),
     }
     reasons
 }

@@ -110,13 +110,7 @@ fn op_gen(w: &Workload, workers: u32, targets: &TargetSet) -> Result<OpGen, Engi
                 t.logical_block
             )));
         }
-        geoms.push(working_set(
-            &w.working_set,
-            t.size,
-            max_bs,
-            &w.name,
-            &t.path.display().to_string(),
-        )?);
+        geoms.push(working_set(&w.working_set, t.size, max_bs, &w.name, &t.path.display().to_string())?);
     }
     let groups: Vec<(u32, Vec<usize>)> = targets.groups.iter().map(|g| (g.weight, g.members.clone())).collect();
     Ok(OpGen::new(w, workers, geoms, &groups))
@@ -155,9 +149,7 @@ pub fn run_step(cfg: &StepConfig, on_progress: &mut dyn FnMut(&StepProgress)) ->
             let opgen = opgen.clone();
             let fds = fds.clone();
             let backend = cfg.backend;
-            let builder = std::thread::Builder::new()
-                .name(format!("iocurve-io{ti}"))
-                .stack_size(256 << 10);
+            let builder = std::thread::Builder::new().name(format!("iocurve-io{ti}")).stack_size(256 << 10);
             let spawned = builder.spawn_scoped(scope, move || {
                 let send = |m: Msg| {
                     let _ = tx.send((ti, m));
@@ -199,10 +191,7 @@ pub fn run_step(cfg: &StepConfig, on_progress: &mut dyn FnMut(&StepProgress)) ->
             if let Err(e) = spawned {
                 // The threads already spawned wait at the gate: send them home.
                 gate.abort();
-                return Err(EngineError::io(
-                    format!("cannot start I/O thread {ti} of {nthreads}"),
-                    e,
-                ));
+                return Err(EngineError::io(format!("cannot start I/O thread {ti} of {nthreads}"), e));
             }
         }
         drop(tx);
@@ -252,13 +241,7 @@ fn coordinate(
     let mut cpu: Vec<Option<CpuTimes>> = vec![None; w.intervals as usize + 1];
     let mut next_cpu = 0u32;
     let mut pending: BTreeMap<u32, (usize, IntervalStats)> = BTreeMap::new();
-    let mut rec = StepRecord::new(
-        cfg.workers,
-        w.queue_depth,
-        nthreads,
-        w.interval_s,
-        w.interval_s / spp as f64,
-    );
+    let mut rec = StepRecord::new(cfg.workers, w.queue_depth, nthreads, w.interval_s, w.interval_s / spp as f64);
     let mut finished = 0usize;
     let mut failure: Option<String> = None;
     let planned_s = w.step_seconds();

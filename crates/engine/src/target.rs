@@ -87,11 +87,7 @@ impl TargetSet {
                 "no targets: give --target PATH (a file, device or glob) or `targets` in the plan".into(),
             ));
         }
-        let mut set = TargetSet {
-            targets: Vec::new(),
-            groups: Vec::new(),
-            keep: opts.keep,
-        };
+        let mut set = TargetSet { targets: Vec::new(), groups: Vec::new(), keep: opts.keep };
         for (gi, g) in groups.iter().enumerate() {
             let mut members = Vec::new();
             for pattern in &g.targets {
@@ -124,11 +120,7 @@ impl TargetSet {
                     set.targets.push(t);
                 }
             }
-            set.groups.push(Group {
-                name: g.name.clone(),
-                weight: g.weight,
-                members,
-            });
+            set.groups.push(Group { name: g.name.clone(), weight: g.weight, members });
         }
         Ok(set)
     }
@@ -190,10 +182,7 @@ fn expand(pattern: &str, group: &str) -> Result<Vec<PathBuf>, EngineError> {
                     "target {pattern} does not exist: no such device (check the name with `lsblk`)"
                 )));
             }
-            let parent = p
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
+            let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
             if !parent.is_dir() {
                 return Err(EngineError::Input(format!(
                     "target {pattern} does not exist and cannot be created as a scratch file: directory {} does not exist",
@@ -208,9 +197,7 @@ fn expand(pattern: &str, group: &str) -> Result<Vec<PathBuf>, EngineError> {
     let mut out: Vec<PathBuf> = paths.filter_map(Result::ok).collect();
     out.sort();
     if out.is_empty() {
-        return Err(EngineError::Input(format!(
-            "target glob `{pattern}` (group {group}) matches nothing"
-        )));
+        return Err(EngineError::Input(format!("target glob `{pattern}` (group {group}) matches nothing")));
     }
     Ok(out)
 }
@@ -221,11 +208,7 @@ fn set_direct(fd: RawFd, direct: bool) -> std::io::Result<()> {
     if flags < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    let new = if direct {
-        flags | libc::O_DIRECT
-    } else {
-        flags & !libc::O_DIRECT
-    };
+    let new = if direct { flags | libc::O_DIRECT } else { flags & !libc::O_DIRECT };
     // SAFETY: as above.
     if unsafe { libc::fcntl(fd, libc::F_SETFL, new) } < 0 {
         return Err(std::io::Error::last_os_error());
@@ -277,15 +260,7 @@ fn open_target(path: &Path, opts: &OpenOptions, group: usize, created: bool) -> 
             size
         )));
     }
-    Ok(Target {
-        path: path.to_path_buf(),
-        file,
-        kind,
-        size,
-        logical_block,
-        group,
-        created,
-    })
+    Ok(Target { path: path.to_path_buf(), file, kind, size, logical_block, group, created })
 }
 
 fn device_size(file: &File, path: &Path) -> Result<u64, EngineError> {
@@ -346,14 +321,9 @@ pub fn free_space(dir: &Path) -> Option<u64> {
 pub fn create_scratch(path: &Path, size: u64) -> Result<(), EngineError> {
     let size = size / 4096 * 4096;
     if size < 4096 {
-        return Err(EngineError::Input(format!(
-            "scratch file size {size} is too small: use --size 64m or more"
-        )));
+        return Err(EngineError::Input(format!("scratch file size {size} is too small: use --size 64m or more")));
     }
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if let Some(free) = free_space(dir)
         && free < size
     {
@@ -430,16 +400,8 @@ mod tests {
     fn scratch_file_is_created_filled_and_removed() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("scratch");
-        let groups = vec![TargetGroup {
-            name: "g".into(),
-            weight: 1,
-            targets: vec![p.display().to_string()],
-        }];
-        let opts = OpenOptions {
-            write: true,
-            scratch_size: 1 << 20,
-            ..Default::default()
-        };
+        let groups = vec![TargetGroup { name: "g".into(), weight: 1, targets: vec![p.display().to_string()] }];
+        let opts = OpenOptions { write: true, scratch_size: 1 << 20, ..Default::default() };
         {
             let set = TargetSet::open(&groups, &opts).unwrap();
             assert_eq!(set.targets[0].size, 1 << 20);
@@ -453,13 +415,7 @@ mod tests {
 
     #[test]
     fn missing_glob_and_device_are_clear_errors() {
-        let groups = |t: &str| {
-            vec![TargetGroup {
-                name: "g".into(),
-                weight: 1,
-                targets: vec![t.into()],
-            }]
-        };
+        let groups = |t: &str| vec![TargetGroup { name: "g".into(), weight: 1, targets: vec![t.into()] }];
         let e = TargetSet::open(&groups("/nonexistent-dir-xyz/*.dat"), &OpenOptions::default()).unwrap_err();
         assert!(e.to_string().contains("matches nothing"), "{e}");
         let e = TargetSet::open(&groups("/dev/iocurve-no-such-dev"), &OpenOptions::default()).unwrap_err();

@@ -153,10 +153,7 @@ pub(crate) fn run<B: Backend>(
         while issuing && now >= next_boundary {
             if phase >= 0 {
                 let full = std::mem::replace(&mut cur, Box::new(IntervalStats::with_samples(spp as usize)));
-                send(Msg::Interval {
-                    index: phase as u32,
-                    stats: full,
-                });
+                send(Msg::Interval { index: phase as u32, stats: full });
             }
             phase += 1;
             phase_start = next_boundary;
@@ -174,11 +171,7 @@ pub(crate) fn run<B: Backend>(
         // for one batched submission would leave it with fewer in flight than asked for. When
         // everything in flight came back together (completed inline, e.g. page-cache reads),
         // the device is idle and one batched submission is the fastest way to refill it.
-        let last = if issuing && done.len() < n {
-            done.len().saturating_sub(1)
-        } else {
-            0
-        };
+        let last = if issuing && done.len() < n { done.len().saturating_sub(1) } else { 0 };
         for (k, &(slot, res)) in done.iter().enumerate() {
             let slot = slot as usize;
             let op = s.ops[slot];

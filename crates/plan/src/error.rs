@@ -14,12 +14,7 @@ pub struct PlanError {
 
 impl PlanError {
     pub fn new(source: &str, line: Option<usize>, key: Option<String>, message: impl Into<String>) -> Self {
-        Self {
-            source: source.to_string(),
-            line,
-            key,
-            message: message.into(),
-        }
+        Self { source: source.to_string(), line, key, message: message.into() }
     }
 }
 

@@ -40,10 +40,7 @@ fn walk(text: &str, item: &Item, path: &[Seg], best: Option<usize>) -> Option<us
                     _ => line,
                 }
             } else {
-                item.as_array()
-                    .and_then(|a| a.get(*i))
-                    .and_then(|v| at(v.span()))
-                    .or(best)
+                item.as_array().and_then(|a| a.get(*i)).and_then(|v| at(v.span())).or(best)
             }
         }
     }
@@ -59,22 +56,13 @@ mod tests {
     fn finds_keys_in_tables_and_arrays_of_tables() {
         assert_eq!(locate(TEXT, &[Seg::Key("name")]), Some(1));
         assert_eq!(locate(TEXT, &[Seg::Key("defaults"), Seg::Key("ramp")]), Some(4));
-        assert_eq!(
-            locate(TEXT, &[Seg::Key("workloads"), Seg::Index(1), Seg::Key("queue_depth")]),
-            Some(11)
-        );
-        assert_eq!(
-            locate(TEXT, &[Seg::Key("workloads"), Seg::Index(0), Seg::Key("name")]),
-            Some(7)
-        );
+        assert_eq!(locate(TEXT, &[Seg::Key("workloads"), Seg::Index(1), Seg::Key("queue_depth")]), Some(11));
+        assert_eq!(locate(TEXT, &[Seg::Key("workloads"), Seg::Index(0), Seg::Key("name")]), Some(7));
     }
 
     #[test]
     fn falls_back_to_the_closest_existing_parent() {
-        assert_eq!(
-            locate(TEXT, &[Seg::Key("workloads"), Seg::Index(1), Seg::Key("ramp")]),
-            Some(9)
-        );
+        assert_eq!(locate(TEXT, &[Seg::Key("workloads"), Seg::Index(1), Seg::Key("ramp")]), Some(9));
         assert_eq!(locate(TEXT, &[Seg::Key("nothing")]), None);
     }
 }

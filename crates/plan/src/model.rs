@@ -128,9 +128,6 @@ impl Plan {
 
     /// Planned duration of the whole plan in seconds.
     pub fn total_seconds(&self) -> f64 {
-        self.workloads
-            .iter()
-            .map(|w| w.step_seconds() * w.ramp.len() as f64)
-            .sum()
+        self.workloads.iter().map(|w| w.step_seconds() * w.ramp.len() as f64).sum()
     }
 }

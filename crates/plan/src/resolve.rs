@@ -65,13 +65,7 @@ pub fn load_file(path: &Path, overrides: &Overrides) -> Result<Plan, PlanError> 
 /// Parses and resolves plan text; `source` names it in errors (a path or `suite:NAME`).
 pub fn parse_str(text: &str, source: &str, overrides: &Overrides) -> Result<Plan, PlanError> {
     let file: PlanFile = toml::from_str(text).map_err(|e| toml_error(text, source, &e))?;
-    Resolver {
-        text,
-        source,
-        overrides,
-        file: &file,
-    }
-    .resolve()
+    Resolver { text, source, overrides, file: &file }.resolve()
 }
 
 /// Turns a TOML/serde error into a plan error with line and a "did you mean" for unknown keys.
@@ -85,12 +79,7 @@ fn toml_error(text: &str, source: &str, e: &toml::de::Error) -> PlanError {
             Some(s) => format!(" (did you mean `{s}`?)"),
             None => format!("; known keys here: {}", expected.join(", ")),
         };
-        return PlanError::new(
-            source,
-            line,
-            Some(name.to_string()),
-            format!("unknown key `{name}`{hint}"),
-        );
+        return PlanError::new(source, line, Some(name.to_string()), format!("unknown key `{name}`{hint}"));
     }
     PlanError::new(source, line, None, msg.to_string())
 }
@@ -131,11 +120,9 @@ impl Resolver<'_> {
     fn key_err(&self, w: usize, key: &'static str, msg: String) -> PlanError {
         match self.origin(w, key) {
             Origin::Cli => PlanError::new("command line", None, Some(cli_option(key).to_string()), msg),
-            Origin::Workload(i) => self.err(
-                &[Seg::Key("workloads"), Seg::Index(i), Seg::Key(key)],
-                format!("workloads[{i}].{key}"),
-                msg,
-            ),
+            Origin::Workload(i) => {
+                self.err(&[Seg::Key("workloads"), Seg::Index(i), Seg::Key(key)], format!("workloads[{i}].{key}"), msg)
+            }
             Origin::Defaults => self.err(&[Seg::Key("defaults"), Seg::Key(key)], format!("defaults.{key}"), msg),
             Origin::Builtin => PlanError::new(self.source, None, Some(key.to_string()), msg),
         }
@@ -180,10 +167,7 @@ impl Resolver<'_> {
                     "command line",
                     None,
                     Some("--workload".into()),
-                    format!(
-                        "no workload name contains `{filter}`; the workloads are: {}",
-                        all.join(", ")
-                    ),
+                    format!("no workload name contains `{filter}`; the workloads are: {}", all.join(", ")),
                 ));
             }
         }
@@ -218,11 +202,7 @@ impl Resolver<'_> {
                         "`targets` is empty: name at least one file, device or glob",
                     ));
                 }
-                Ok(vec![TargetGroup {
-                    name: "targets".into(),
-                    weight: 1,
-                    targets: t.clone(),
-                }])
+                Ok(vec![TargetGroup { name: "targets".into(), weight: 1, targets: t.clone() }])
             }
             (None, Some(groups)) => {
                 if groups.is_empty() {
@@ -254,11 +234,7 @@ impl Resolver<'_> {
                             format!("group name `{name}` is used twice"),
                         ));
                     }
-                    out.push(TargetGroup {
-                        name,
-                        weight,
-                        targets: g.targets.clone(),
-                    });
+                    out.push(TargetGroup { name, weight, targets: g.targets.clone() });
                 }
                 Ok(out)
             }
@@ -295,10 +271,7 @@ impl Resolver<'_> {
         }
         let bs = match k.bs.clone().unwrap() {
             BlockSizeSpec::One(b) => vec![BlockSize { bytes: b, weight: 1 }],
-            BlockSizeSpec::Mix(m) => m
-                .into_iter()
-                .map(|(bytes, weight)| BlockSize { bytes, weight })
-                .collect(),
+            BlockSizeSpec::Mix(m) => m.into_iter().map(|(bytes, weight)| BlockSize { bytes, weight }).collect(),
         };
         if bs.is_empty() || bs.iter().all(|b| b.weight == 0) {
             return Err(self.key_err(i, "bs", "the block size mix is empty or all weights are 0".into()));
@@ -310,11 +283,7 @@ impl Resolver<'_> {
                     "bs",
                     format!(
                         "block size {} is not usable: it must be a multiple of 512 bytes, from 512 to 64m",
-                        if b.bytes == 0 {
-                            "0".to_string()
-                        } else {
-                            format_size(b.bytes)
-                        }
+                        if b.bytes == 0 { "0".to_string() } else { format_size(b.bytes) }
                     ),
                 ));
             }
@@ -363,11 +332,7 @@ impl Resolver<'_> {
         }
         let warmup_s = k.warmup_s.unwrap();
         if !(0.0..=86_400.0).contains(&warmup_s) {
-            return Err(self.key_err(
-                i,
-                "warmup_s",
-                format!("warmup_s is {warmup_s}; it must be 0 to 86400 seconds"),
-            ));
+            return Err(self.key_err(i, "warmup_s", format!("warmup_s is {warmup_s}; it must be 0 to 86400 seconds")));
         }
         let intervals = k.intervals.unwrap();
         if !(1..=100_000).contains(&intervals) {
@@ -387,11 +352,7 @@ impl Resolver<'_> {
         }
         let threads = k.threads.unwrap();
         if threads > 1024 {
-            return Err(self.key_err(
-                i,
-                "threads",
-                format!("threads is {threads}; use 0 (one per core) to 1024"),
-            ));
+            return Err(self.key_err(i, "threads", format!("threads is {threads}; use 0 (one per core) to 1024")));
         }
         Ok(Workload {
             name,
@@ -456,13 +417,7 @@ ramp = [1, 8]
         let b = &p.workloads[1];
         assert_eq!(b.bs.len(), 2);
         assert_eq!(b.ramp, vec![1, 8]);
-        assert_eq!(
-            b.working_set,
-            WorkingSet::Range {
-                start: 1 << 20,
-                end: 2 << 20
-            }
-        );
+        assert_eq!(b.working_set, WorkingSet::Range { start: 1 << 20, end: 2 << 20 });
         assert_eq!(b.pattern, Pattern::Sequential);
     }
 
@@ -470,10 +425,7 @@ ramp = [1, 8]
     fn cli_overrides_win_and_filter() {
         let o = Overrides {
             targets: vec!["/tmp/x".into()],
-            keys: WorkloadKeys {
-                queue_depth: Some(16),
-                ..Default::default()
-            },
+            keys: WorkloadKeys { queue_depth: Some(16), ..Default::default() },
             workload_filter: Some("mixed".into()),
         };
         let p = parse_str(GOOD, "t.toml", &o).unwrap();
@@ -500,11 +452,7 @@ ramp = [1, 8]
         let e = parse("[[workloads]]\nname = \"a\"\n\n[[workloads]]\nname = \"b\"\nramp = []\n").unwrap_err();
         assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("workloads[1].ramp")), "{e}");
         let e = parse("[defaults]\ninterval_s = 0\n[[workloads]]\nname = \"a\"\n").unwrap_err();
-        assert_eq!(
-            (e.line, e.key.as_deref()),
-            (Some(2), Some("defaults.interval_s")),
-            "{e}"
-        );
+        assert_eq!((e.line, e.key.as_deref()), (Some(2), Some("defaults.interval_s")), "{e}");
         let e = parse("[[workloads]]\nname = \"a\"\nbs = \"1000\"\n").unwrap_err();
         assert!(e.message.contains("multiple of 512"), "{e}");
         let e = parse("[[workloads]]\nname = \"a\"\nramp = [4, 2]\n").unwrap_err();
@@ -519,13 +467,7 @@ ramp = [1, 8]
 
     #[test]
     fn cli_errors_name_the_option() {
-        let o = Overrides {
-            keys: WorkloadKeys {
-                queue_depth: Some(0),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
+        let o = Overrides { keys: WorkloadKeys { queue_depth: Some(0), ..Default::default() }, ..Default::default() };
         let e = parse_str(GOOD, "t.toml", &o).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("--qd"));
         assert_eq!(e.source, "command line");

@@ -6,9 +6,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     if num.is_empty() {
-        return Err(format!(
-            "`{text}` is not a size: expected a number with an optional unit, e.g. 4k, 1m, 10g"
-        ));
+        return Err(format!("`{text}` is not a size: expected a number with an optional unit, e.g. 4k, 1m, 10g"));
     }
     let n: u64 = num.parse().map_err(|_| format!("`{text}` is too large"))?;
     let shift = match unit.trim().to_ascii_lowercase().as_str() {
@@ -18,13 +16,10 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "g" | "gb" | "gib" => 30,
         "t" | "tb" | "tib" => 40,
         other => {
-            return Err(format!(
-                "`{text}` has an unknown unit `{other}`: use k, m, g or t (binary: 1k = 1024 bytes)"
-            ));
+            return Err(format!("`{text}` has an unknown unit `{other}`: use k, m, g or t (binary: 1k = 1024 bytes)"));
         }
     };
-    n.checked_mul(1u64 << shift)
-        .ok_or_else(|| format!("`{text}` is too large"))
+    n.checked_mul(1u64 << shift).ok_or_else(|| format!("`{text}` is too large"))
 }
 
 /// The shortest exact binary form: 4096 → `4k`, 1048576 → `1m`, 1000 → `1000`.

@@ -10,22 +10,10 @@ pub struct Suite {
 }
 
 pub const SUITES: &[Suite] = &[
-    Suite {
-        name: "quick",
-        toml: include_str!("suites/quick.toml"),
-    },
-    Suite {
-        name: "frontend-backend",
-        toml: include_str!("suites/frontend-backend.toml"),
-    },
-    Suite {
-        name: "blocksize-sweep",
-        toml: include_str!("suites/blocksize-sweep.toml"),
-    },
-    Suite {
-        name: "oltp",
-        toml: include_str!("suites/oltp.toml"),
-    },
+    Suite { name: "quick", toml: include_str!("suites/quick.toml") },
+    Suite { name: "frontend-backend", toml: include_str!("suites/frontend-backend.toml") },
+    Suite { name: "blocksize-sweep", toml: include_str!("suites/blocksize-sweep.toml") },
+    Suite { name: "oltp", toml: include_str!("suites/oltp.toml") },
 ];
 
 /// The default suite of `iocurve run`.
@@ -41,10 +29,7 @@ pub fn find(name: &str) -> Result<&'static Suite, PlanError> {
             "command line",
             None,
             Some("--suite".into()),
-            format!(
-                "unknown suite `{name}`{hint}; the suites are: {} (see `iocurve suites`)",
-                names.join(", ")
-            ),
+            format!("unknown suite `{name}`{hint}; the suites are: {} (see `iocurve suites`)", names.join(", ")),
         )
     })
 }
@@ -66,18 +51,9 @@ mod tests {
             assert_eq!(p.name, s.name);
             assert!(!p.description.is_empty());
             for w in &p.workloads {
-                assert!(
-                    w.name.contains(w.working_set.label()),
-                    "{} says its working set",
-                    w.name
-                );
+                assert!(w.name.contains(w.working_set.label()), "{} says its working set", w.name);
                 // Mixed and OLTP workloads are random by convention; sequential ones always say so.
-                assert_eq!(
-                    w.name.contains("-seq-"),
-                    w.pattern == Pattern::Sequential,
-                    "{} says its pattern",
-                    w.name
-                );
+                assert_eq!(w.name.contains("-seq-"), w.pattern == Pattern::Sequential, "{} says its pattern", w.name);
             }
         }
     }
@@ -88,26 +64,14 @@ mod tests {
         let names: Vec<&str> = p.workloads.iter().map(|w| w.name.as_str()).collect();
         let mut expected = Vec::new();
         for ws in ["frontend", "backend"] {
-            for n in [
-                "random-read-4k",
-                "random-write-4k",
-                "seq-read-1m",
-                "seq-write-1m",
-                "mixed-70-8k",
-            ] {
+            for n in ["random-read-4k", "random-write-4k", "seq-read-1m", "seq-write-1m", "mixed-70-8k"] {
                 expected.push(format!("{ws}-{n}"));
             }
         }
         assert_eq!(names, expected);
         let mixed = &p.workloads[4];
-        assert_eq!(
-            (mixed.read_pct, mixed.pattern, mixed.bs[0].bytes),
-            (70.0, Pattern::Random, 8192)
-        );
-        assert!(matches!(
-            p.workloads[0].working_set,
-            WorkingSet::Frontend { blocks: 1000 }
-        ));
+        assert_eq!((mixed.read_pct, mixed.pattern, mixed.bs[0].bytes), (70.0, Pattern::Random, 8192));
+        assert!(matches!(p.workloads[0].working_set, WorkingSet::Frontend { blocks: 1000 }));
         assert!(p.workloads.iter().all(|w| w.ramp == [1, 2, 4, 8, 16, 32]));
         // "About two minutes": the plan itself, without target preparation.
         assert!((100.0..=150.0).contains(&p.total_seconds()), "{}", p.total_seconds());
@@ -117,11 +81,7 @@ mod tests {
     fn the_other_suites_match_their_descriptions() {
         let fb = load("frontend-backend", &Overrides::default()).unwrap();
         assert_eq!(fb.workloads.len(), 10);
-        assert!(
-            fb.workloads
-                .iter()
-                .all(|w| w.ramp.last() == Some(&128) && w.intervals == 3 && w.interval_s == 20.0)
-        );
+        assert!(fb.workloads.iter().all(|w| w.ramp.last() == Some(&128) && w.intervals == 3 && w.interval_s == 20.0));
         let sweep = load("blocksize-sweep", &Overrides::default()).unwrap();
         assert_eq!(sweep.workloads.len(), 18);
         assert!(sweep.workloads.iter().all(|w| w.ramp.last() == Some(&512)));

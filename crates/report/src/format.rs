@@ -20,11 +20,7 @@ pub fn iops(v: f64) -> String {
 
 /// Latency in µs: whole microseconds from 10 µs up, one decimal below (null back-end, caches).
 pub fn lat_us(v: f64) -> String {
-    if v < 10.0 {
-        format!("{v:.1}")
-    } else {
-        group(v.round() as u64)
-    }
+    if v < 10.0 { format!("{v:.1}") } else { group(v.round() as u64) }
 }
 
 /// Throughput in decimal units: `812 MB/s`, `1.23 GB/s`, `205 GB/s`.
@@ -42,11 +38,7 @@ pub fn mbps(v: f64) -> String {
 
 /// MB/s as a bare number for table columns: `45.7`, `812`, `56'966`.
 pub fn mbps_number(v: f64) -> String {
-    if v < 100.0 {
-        format!("{v:.1}")
-    } else {
-        group(v.round() as u64)
-    }
+    if v < 100.0 { format!("{v:.1}") } else { group(v.round() as u64) }
 }
 
 /// The headline of a point: `8'144'312 IOPS @ 250 µs` (random) or `205 GB/s @ 5'259 µs`.

@@ -14,8 +14,7 @@ fn flag_codes(s: &StepResult) -> String {
 
 pub fn step_table(w: &WorkloadResult) -> String {
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Disabled);
+    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
     t.set_header(vec![
         "workers",
         "in flight",
@@ -60,15 +59,8 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
     let mut out = Vec::new();
     for (label, p) in [("speed", &w.speed), ("optimum", &w.optimum), ("maximum", &w.maximum)] {
         if let Some(p) = p {
-            let workers = if p.workers == 1 {
-                "1 worker".to_string()
-            } else {
-                format!("{} workers", p.workers)
-            };
-            out.push(format!(
-                "  {label:<8} {}  ({workers})",
-                headline(p.iops, p.mbps, p.lat_us, seq)
-            ));
+            let workers = if p.workers == 1 { "1 worker".to_string() } else { format!("{} workers", p.workers) };
+            out.push(format!("  {label:<8} {}  ({workers})", headline(p.iops, p.mbps, p.lat_us, seq)));
         }
     }
     if let Some(m) = w.min_lat_us {
@@ -81,11 +73,7 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
 pub fn warnings(w: &WorkloadResult) -> Vec<String> {
     w.steps
         .iter()
-        .flat_map(|s| {
-            s.flags
-                .iter()
-                .map(move |f| format!("  ! {} workers: {}", s.workers, f.message))
-        })
+        .flat_map(|s| s.flags.iter().map(move |f| format!("  ! {} workers: {}", s.workers, f.message)))
         .collect()
 }
 

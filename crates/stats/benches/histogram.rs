@@ -29,11 +29,7 @@ fn record(c: &mut Criterion) {
         full.record(*v);
     }
     c.bench_function("histogram merge", |b| {
-        b.iter_batched(
-            LatencyHistogram::new,
-            |mut h| h.merge(black_box(&full)),
-            BatchSize::SmallInput,
-        )
+        b.iter_batched(LatencyHistogram::new, |mut h| h.merge(black_box(&full)), BatchSize::SmallInput)
     });
 }
 

@@ -36,10 +36,7 @@ impl PartialEq for LatencyHistogram {
                 .inner
                 .iter_recorded()
                 .map(|v| (v.value_iterated_to(), v.count_at_value()))
-                .eq(other
-                    .inner
-                    .iter_recorded()
-                    .map(|v| (v.value_iterated_to(), v.count_at_value())))
+                .eq(other.inner.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())))
     }
 }
 
@@ -64,9 +61,7 @@ impl LatencyHistogram {
     /// Adds all counts of `other` (exact merge).
     pub fn merge(&mut self, other: &LatencyHistogram) {
         // Both sides auto-resize, so adding never fails for range reasons.
-        self.inner
-            .add(&other.inner)
-            .expect("auto-resizing histograms always merge");
+        self.inner.add(&other.inner).expect("auto-resizing histograms always merge");
     }
 
     pub fn count(&self) -> u64 {
@@ -96,18 +91,12 @@ impl LatencyHistogram {
 
     /// Value at percentile `p` (0..=100), e.g. 99.9.
     pub fn percentile_ns(&self, p: f64) -> u64 {
-        if self.is_empty() {
-            0
-        } else {
-            self.inner.value_at_percentile(p)
-        }
+        if self.is_empty() { 0 } else { self.inner.value_at_percentile(p) }
     }
 
     /// Recorded (value, count) pairs, value being the highest equivalent value of its bucket.
     pub fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.inner
-            .iter_recorded()
-            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        self.inner.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value()))
     }
 
     /// Number of recorded values at or below `ns` (bucket resolution).
@@ -118,9 +107,7 @@ impl LatencyHistogram {
     /// Compact, portable encoding (HdrHistogram V2), for shipping between hosts and storing.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        V2Serializer::new()
-            .serialize(&self.inner, &mut out)
-            .expect("serializing into a Vec cannot fail");
+        V2Serializer::new().serialize(&self.inner, &mut out).expect("serializing into a Vec cannot fail");
         out
     }
 

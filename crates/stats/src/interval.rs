@@ -82,11 +82,7 @@ impl Sample {
     }
 
     pub fn mean_lat_ns(&self) -> f64 {
-        if self.ops == 0 {
-            0.0
-        } else {
-            self.lat_sum_ns as f64 / self.ops as f64
-        }
+        if self.ops == 0 { 0.0 } else { self.lat_sum_ns as f64 / self.ops as f64 }
     }
 }
 
@@ -101,10 +97,7 @@ pub struct IntervalStats {
 
 impl IntervalStats {
     pub fn with_samples(n: usize) -> Self {
-        Self {
-            samples: vec![Sample::default(); n],
-            ..Default::default()
-        }
+        Self { samples: vec![Sample::default(); n], ..Default::default() }
     }
 
     pub fn merge(&mut self, other: &IntervalStats) {

@@ -13,11 +13,7 @@ pub fn bin() -> &'static str {
 
 /// Runs iocurve in `dir` with `args`.
 pub fn iocurve(dir: &Path, args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("iocurve runs")
+    Command::new(bin()).args(args).current_dir(dir).output().expect("iocurve runs")
 }
 
 pub fn stderr(o: &Output) -> String {
@@ -30,14 +26,16 @@ pub fn stdout(o: &Output) -> String {
 
 /// Asserts success and returns the JSON result written to `json`.
 pub fn ok_json(o: &Output, json: &Path) -> Value {
-    assert!(
-        o.status.success(),
-        "iocurve failed ({:?}):\n{}\n{}",
-        o.status,
-        stdout(o),
-        stderr(o)
-    );
+    assert!(o.status.success(), "iocurve failed ({:?}):\n{}\n{}", o.status, stdout(o), stderr(o));
     serde_json::from_str(&std::fs::read_to_string(json).expect("JSON result written")).expect("valid JSON")
+}
+
+/// Runs iocurve with `args` and `--json`, asserts success and returns the result.
+pub fn run_json(dir: &Path, args: &[&str]) -> Value {
+    let mut a = args.to_vec();
+    a.extend(["--json", "result.json"]);
+    let o = iocurve(dir, &a);
+    ok_json(&o, &dir.join("result.json"))
 }
 
 /// Writes `toml` as `plan.toml` in `dir`, runs it with `extra` options and returns the result.
@@ -85,17 +83,9 @@ impl Loop {
             .arg(&backing)
             .output()
             .expect("losetup runs (tests need root and util-linux)");
-        assert!(
-            out.status.success(),
-            "losetup failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "losetup failed: {}", String::from_utf8_lossy(&out.stderr));
         let dev = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
-        Loop {
-            dev,
-            backing,
-            _dir: dir,
-        }
+        Loop { dev, backing, _dir: dir }
     }
 
     pub fn path(&self) -> &str {
@@ -111,15 +101,8 @@ impl Drop for Loop {
 }
 
 pub fn sh(cmd: &str, args: &[&str]) -> Output {
-    let o = Command::new(cmd)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{cmd} runs: {e}"));
-    assert!(
-        o.status.success(),
-        "{cmd} {args:?} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let o = Command::new(cmd).args(args).output().unwrap_or_else(|e| panic!("{cmd} runs: {e}"));
+    assert!(o.status.success(), "{cmd} {args:?} failed: {}", String::from_utf8_lossy(&o.stderr));
     o
 }
 
@@ -137,12 +120,7 @@ pub fn check_steps(result: &Value, bs: u64) {
         for s in w["steps"].as_array().unwrap() {
             for dir in ["read", "write"] {
                 let ops = s[dir]["ops"].as_u64().unwrap();
-                assert_eq!(
-                    s[dir]["bytes"].as_u64().unwrap(),
-                    ops * bs,
-                    "{} {dir}: bytes = ops × bs",
-                    w["name"]
-                );
+                assert_eq!(s[dir]["bytes"].as_u64().unwrap(), ops * bs, "{} {dir}: bytes = ops × bs", w["name"]);
             }
             assert_eq!(s["errors"].as_u64(), Some(0), "{}: no I/O errors", w["name"]);
             let outstanding = f(&s["outstanding"]);
@@ -179,11 +157,7 @@ pub struct PidsLimit {
 impl PidsLimit {
     pub fn new(max: u32) -> PidsLimit {
         let name = format!("iocurve-test-{}", std::process::id());
-        let base = if Path::new("/sys/fs/cgroup/pids").is_dir() {
-            "/sys/fs/cgroup/pids"
-        } else {
-            "/sys/fs/cgroup"
-        };
+        let base = if Path::new("/sys/fs/cgroup/pids").is_dir() { "/sys/fs/cgroup/pids" } else { "/sys/fs/cgroup" };
         let dir = Path::new(base).join(name);
         std::fs::create_dir_all(&dir).expect("create a pids cgroup (needs root)");
         std::fs::write(dir.join("pids.max"), max.to_string()).expect("set pids.max");
@@ -203,11 +177,7 @@ impl PidsLimit {
                 }
                 let n = libc::write(fd, b"0".as_ptr().cast(), 1);
                 libc::close(fd);
-                if n == 1 {
-                    Ok(())
-                } else {
-                    Err(std::io::Error::last_os_error())
-                }
+                if n == 1 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
             });
         }
     }

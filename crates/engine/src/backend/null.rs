@@ -13,9 +13,7 @@ pub struct NullBackend {
 
 impl NullBackend {
     pub fn new(slots: usize) -> Self {
-        Self {
-            done: Vec::with_capacity(slots),
-        }
+        Self { done: Vec::with_capacity(slots) }
     }
 }
 

@@ -19,11 +19,7 @@ unsafe impl Send for PsyncBackend {}
 
 impl PsyncBackend {
     pub fn new(fds: Vec<RawFd>) -> Self {
-        Self {
-            fds,
-            pending: None,
-            done: None,
-        }
+        Self { fds, pending: None, done: None }
     }
 }
 
@@ -43,17 +39,9 @@ impl Backend for PsyncBackend {
         let off = op.offset as libc::off_t;
         // SAFETY: buf is valid for len bytes until completion (the worker's pool).
         let r = unsafe {
-            if op.write {
-                libc::pwrite(fd, buf.cast(), len, off)
-            } else {
-                libc::pread(fd, buf.cast(), len, off)
-            }
+            if op.write { libc::pwrite(fd, buf.cast(), len, off) } else { libc::pread(fd, buf.cast(), len, off) }
         };
-        let res = if r < 0 {
-            -io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
-        } else {
-            r as i32
-        };
+        let res = if r < 0 { -io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) } else { r as i32 };
         self.done = Some((slot, res));
         Ok(())
     }

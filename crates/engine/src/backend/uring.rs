@@ -53,25 +53,15 @@ impl UringBackend {
             }
             b.build(entries)
         };
-        let ring = build(true, true)
-            .or_else(|_| build(false, true))
-            .or_else(|_| build(false, false))?;
+        let ring = build(true, true).or_else(|_| build(false, true)).or_else(|_| build(false, false))?;
         ring.submitter().register_files(fds)?;
         let (base, len) = pool;
         // A single registered buffer may be at most 1 GiB; bigger pools use plain reads/writes.
-        let iov = libc::iovec {
-            iov_base: base.cast(),
-            iov_len: len,
-        };
+        let iov = libc::iovec { iov_base: base.cast(), iov_len: len };
         // SAFETY: the pool outlives the ring (both owned by the I/O thread, ring dropped first).
         let fixed = (len <= 1 << 30 && unsafe { ring.submitter().register_buffers(&[iov]) }.is_ok())
             .then_some((base as usize, len));
-        Ok(Self {
-            ring,
-            fixed,
-            wake_pending: false,
-            wake_ts: Box::new(types::Timespec::new()),
-        })
+        Ok(Self { ring, fixed, wake_pending: false, wake_ts: Box::new(types::Timespec::new()) })
     }
 
     fn push(&mut self, e: &squeue::Entry) -> io::Result<()> {
@@ -88,11 +78,7 @@ impl UringBackend {
 
     fn entry(&self, slot: u32, op: &IoOp, buf: *mut u8) -> squeue::Entry {
         let fd = types::Fixed(op.target);
-        let e = match (
-            self.fixed
-                .is_some_and(|(b, l)| (buf as usize) >= b && (buf as usize) < b + l),
-            op.write,
-        ) {
+        let e = match (self.fixed.is_some_and(|(b, l)| (buf as usize) >= b && (buf as usize) < b + l), op.write) {
             (true, false) => opcode::ReadFixed::new(fd, buf, op.len, 0).offset(op.offset).build(),
             (true, true) => opcode::WriteFixed::new(fd, buf, op.len, 0).offset(op.offset).build(),
             (false, false) => opcode::Read::new(fd, buf, op.len).offset(op.offset).build(),
@@ -119,14 +105,7 @@ impl Backend for UringBackend {
         }
         match self.ring.submit_and_wait(1) {
             Ok(_) => Ok(()),
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
-                ) =>
-            {
-                Ok(())
-            }
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)) => Ok(()),
             Err(e) => Err(e),
         }
     }
