@@ -24,6 +24,29 @@ pub enum Command {
         #[arg(long, default_value = "quick")]
         suite: String,
     },
+    /// List the stored runs: id, date, label, plan, host, targets, status, maximum per workload.
+    Runs(DbArgs),
+    /// Print a stored run's summary, as printed after the run (also for killed runs).
+    Show {
+        /// Run id (see `iocurve runs`).
+        run: i64,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Delete a stored run and everything recorded for it.
+    Delete {
+        /// Run id (see `iocurve runs`).
+        run: i64,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct DbArgs {
+    /// Results database (SQLite). Every run is stored there as it goes.
+    #[arg(long, env = "IOCURVE_DB", default_value = "iocurve.db", value_name = "FILE")]
+    pub db: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -98,6 +121,15 @@ pub struct RunArgs {
     /// Write the full result as JSON to FILE (also when the run is interrupted).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+
+    /// Name of the configuration under test ("L1C3S4, 3 of 4 controllers"), shown wherever runs
+    /// are listed.
+    #[arg(long, default_value = "", value_name = "TEXT")]
+    pub label: String,
+
+    /// Results database (SQLite); the run is stored there as it goes.
+    #[arg(long, env = "IOCURVE_DB", default_value = "iocurve.db", value_name = "FILE")]
+    pub db: PathBuf,
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {

@@ -5,6 +5,7 @@ pub mod cli;
 pub mod error;
 mod progress;
 pub mod run;
+mod show;
 mod signals;
 mod time;
 
@@ -40,5 +41,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             print!("{}", suites::find(&suite)?.toml);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Runs(db) => show::runs(&db.db),
+        Command::Show { run, db } => show::show(&db.db, run),
+        Command::Delete { run, db } => show::delete(&db.db, run),
     }
 }

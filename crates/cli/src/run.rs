@@ -11,9 +11,11 @@ use std::sync::atomic::Ordering;
 use iocurve_analysis::{HostInfo, RunResult, SCHEMA_VERSION, StepResult, TargetInfo, Thresholds, WorkloadResult};
 use iocurve_engine::backend::probe_io_uring;
 use iocurve_engine::target::free_space;
-use iocurve_engine::{OpenOptions, StepConfig, TargetSet, host, run_step};
+use iocurve_engine::{OpenOptions, StepConfig, StepObserver, StepProgress, TargetSet, host, run_step};
 use iocurve_plan::{Backend, Overrides, Pattern, Plan, TargetGroup, WorkloadKeys, suites};
 use iocurve_report::{terminal, write_json};
+use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
+use iocurve_store::{NewRun, Store, StoreError};
 
 use crate::cli::RunArgs;
 use crate::progress::Progress;
@@ -31,7 +33,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     // removing the file, instead of killing the process halfway.
     signals::install();
     let targets = open_targets(&plan, &args)?;
-    let outcome = execute(&plan, &targets, backend_note);
+    // After the targets, so that bad input is reported first (exit code 2).
+    let mut store = open_store(&args.db)?;
+    let outcome = execute(&plan, &targets, backend_note, &args.label, &mut store);
     let code = match &outcome.error {
         Some(e) => e.exit_code(),
         None if outcome.result.interrupted => ExitCode::from(130),
@@ -41,10 +45,18 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         write_json(&outcome.result, path)
             .map_err(|e| CliError::Runtime(format!("cannot write the JSON result to {}: {e}", path.display())))?;
     }
+    if let Some(id) = outcome.run_id {
+        println!("stored as run {id} in {} (`iocurve show {id}`)", args.db.display());
+    }
     match outcome.error {
         Some(e) => Err(e),
         None => Ok(code),
     }
+}
+
+/// Opens the results database (`--db`, `IOCURVE_DB`, default ./iocurve.db).
+pub fn open_store(path: &Path) -> Result<Store, CliError> {
+    Store::open(path).map_err(|e| CliError::Runtime(format!("{e} (choose another file with --db or IOCURVE_DB)")))
 }
 
 fn overrides(args: &RunArgs) -> Overrides {
@@ -148,42 +160,148 @@ fn open_targets(plan: &Plan, args: &RunArgs) -> Result<TargetSet, CliError> {
 
 struct Outcome {
     result: RunResult,
+    run_id: Option<i64>,
     error: Option<CliError>,
 }
 
-fn execute(plan: &Plan, targets: &TargetSet, backend_note: Option<String>) -> Outcome {
-    let facts = host::facts();
+/// Feeds a running step to the progress line and the results database.
+struct Recorder<'a> {
+    progress: &'a mut Progress,
+    store: &'a mut Store,
+    workload_id: i64,
+    step_idx: usize,
+    step_id: Option<i64>,
+    /// The first store error; the run stops after the step.
+    error: Option<StoreError>,
+}
+
+impl StepObserver for Recorder<'_> {
+    fn started(&mut self, rec: &StepRecord) {
+        match self.store.begin_step(self.workload_id, self.step_idx, rec) {
+            Ok(id) => self.step_id = Some(id),
+            Err(e) => self.error = self.error.take().or(Some(e)),
+        }
+    }
+
+    fn progress(&mut self, p: &StepProgress) {
+        self.progress.update(p);
+    }
+
+    fn interval(&mut self, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
+        if let (Some(step), None) = (self.step_id, &self.error)
+            && let Err(e) = self.store.add_interval(step, index, stats, cpu, duration_s)
+        {
+            self.error = Some(e);
+        }
+    }
+}
+
+fn host_info(facts: host::HostFacts, plan: &Plan, backend_note: Option<String>) -> HostInfo {
+    let mut backends: Vec<&str> = plan.workloads.iter().map(|w| w.backend.name()).collect();
+    backends.dedup();
+    HostInfo {
+        hostname: facts.hostname,
+        kernel: facts.kernel,
+        cpu_model: facts.cpu_model,
+        cores: facts.cores,
+        backend: backends.join("+"),
+        backend_note,
+    }
+}
+
+fn target_infos(targets: &TargetSet) -> Vec<TargetInfo> {
+    targets
+        .targets
+        .iter()
+        .map(|t| TargetInfo {
+            path: t.path.display().to_string(),
+            kind: t.kind.name().into(),
+            size: t.size,
+            logical_block: t.logical_block,
+            group: targets.groups[t.group].name.clone(),
+            scratch: t.created,
+        })
+        .collect()
+}
+
+fn execute(plan: &Plan, targets: &TargetSet, backend_note: Option<String>, label: &str, store: &mut Store) -> Outcome {
+    let host = host_info(host::facts(), plan, backend_note);
+    let target_infos = target_infos(targets);
+    let plan_json = serde_json::to_value(plan).unwrap_or_default();
     let started_at = time::now_rfc3339();
+    let new_run = NewRun {
+        label: label.to_string(),
+        plan_name: plan.name.clone(),
+        started_at: started_at.clone(),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        hostname: host.hostname.clone(),
+        backend: host.backend.clone(),
+        targets: target_infos.iter().map(|t| t.path.as_str()).collect::<Vec<_>>().join(", "),
+        host_json: serde_json::to_string(&host).unwrap_or_default(),
+        targets_json: serde_json::to_string(&target_infos).unwrap_or_default(),
+        plan_json: plan_json.to_string(),
+    };
     let mut progress = Progress::new(plan.total_seconds());
     let th = Thresholds::default();
     let mut workloads: Vec<WorkloadResult> = Vec::new();
-    let mut error = None;
+    let mut error: Option<CliError> = None;
+    let run_id = match store.begin_run(&new_run) {
+        Ok(id) => Some(id),
+        Err(e) => {
+            error = Some(store_error(e));
+            None
+        }
+    };
     let nw = plan.workloads.len();
-    'plan: for (wi, w) in plan.workloads.iter().enumerate() {
+    for (wi, w) in plan.workloads.iter().enumerate() {
+        let Some(run_id) = run_id else { break };
         let seq = w.pattern == Pattern::Sequential;
         let threads = if w.threads == 0 { host::cores() } else { w.threads as usize };
+        let workload_id = match store.begin_workload(run_id, wi, &w.name, &serde_json::to_string(w).unwrap_or_default())
+        {
+            Ok(id) => id,
+            Err(e) => {
+                error = Some(store_error(e));
+                break;
+            }
+        };
         let mut steps: Vec<StepResult> = Vec::new();
+        let mut stop_run = false;
         for (si, &workers) in w.ramp.iter().enumerate() {
             if signals::STOP.load(Ordering::Relaxed) {
                 break;
             }
             progress.start_step(&w.name, wi + 1, nw, si + 1, w.ramp.len(), workers);
             let cfg = StepConfig { workload: w, workers, backend: w.backend, threads, targets, stop: &signals::STOP };
-            match run_step(&cfg, &mut |p| progress.update(p)) {
-                Ok(rec) => {
-                    let s = iocurve_analysis::analyze_step(&rec, seq, &th);
+            let mut rec =
+                Recorder { progress: &mut progress, store, workload_id, step_idx: si, step_id: None, error: None };
+            let outcome = run_step(&cfg, &mut rec);
+            let (step_id, store_err) = (rec.step_id, rec.error);
+            let outcome = outcome.map_err(CliError::Engine).and_then(|r| match store_err {
+                Some(e) => Err(store_error(e)),
+                None => Ok(r),
+            });
+            match outcome {
+                Ok(r) => {
+                    if let Some(id) = step_id
+                        && let Err(e) = store.end_step(id, r.interrupted)
+                    {
+                        error = Some(store_error(e));
+                    }
+                    let s = iocurve_analysis::analyze_step(&r, seq, &th);
                     progress.finish_step(w.step_seconds(), &s);
-                    let empty = rec.intervals.is_empty();
-                    if !empty {
+                    if !r.intervals.is_empty() {
                         steps.push(s);
+                    }
+                    if error.is_some() {
+                        stop_run = true;
+                        break;
                     }
                 }
                 Err(e) => {
-                    error = Some(CliError::Engine(e));
-                    if !steps.is_empty() {
-                        workloads.push(iocurve_analysis::analyze_workload(w, steps));
-                    }
-                    break 'plan;
+                    error = Some(e);
+                    stop_run = true;
+                    break;
                 }
             }
         }
@@ -192,43 +310,42 @@ fn execute(plan: &Plan, targets: &TargetSet, backend_note: Option<String>) -> Ou
             progress.print(&terminal::workload_report(&r));
             workloads.push(r);
         }
-        if signals::STOP.load(Ordering::Relaxed) {
+        if stop_run || signals::STOP.load(Ordering::Relaxed) {
             break;
         }
     }
     progress.finish();
-    let backend = plan.workloads.first().map(|w| w.backend.name()).unwrap_or("none").to_string();
+    let interrupted = signals::STOP.load(Ordering::Relaxed);
+    let finished_at = time::now_rfc3339();
+    if let Some(id) = run_id {
+        let status = if error.is_some() {
+            "failed"
+        } else if interrupted {
+            "interrupted"
+        } else {
+            "complete"
+        };
+        if let Err(e) = store.finish_run(id, status, &finished_at) {
+            error.get_or_insert(store_error(e));
+        }
+    }
     let result = RunResult {
         schema_version: SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         started_at,
-        finished_at: time::now_rfc3339(),
-        interrupted: signals::STOP.load(Ordering::Relaxed),
-        host: HostInfo {
-            hostname: facts.hostname,
-            kernel: facts.kernel,
-            cpu_model: facts.cpu_model,
-            cores: facts.cores,
-            backend,
-            backend_note,
-        },
-        targets: targets
-            .targets
-            .iter()
-            .map(|t| TargetInfo {
-                path: t.path.display().to_string(),
-                kind: t.kind.name().into(),
-                size: t.size,
-                logical_block: t.logical_block,
-                group: targets.groups[t.group].name.clone(),
-                scratch: t.created,
-            })
-            .collect(),
-        plan: serde_json::to_value(plan).unwrap_or_default(),
+        finished_at,
+        interrupted,
+        host,
+        targets: target_infos,
+        plan: plan_json,
         workloads,
     };
     print_summary(&result);
-    Outcome { result, error }
+    Outcome { result, run_id, error }
+}
+
+fn store_error(e: StoreError) -> CliError {
+    CliError::Runtime(format!("{e}: the run stops so that no measurement goes unrecorded"))
 }
 
 fn print_summary(r: &RunResult) {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput, black_box, criterion_group, criterion_main};
 use iocurve_engine::ops::{OpGen, TargetGeom};
 use iocurve_engine::rng::Rng;
-use iocurve_engine::{OpenOptions, StepConfig, TargetSet, data, run_step};
+use iocurve_engine::{NoObserver, OpenOptions, StepConfig, TargetSet, data, run_step};
 use iocurve_plan::{Backend, BlockSize, Pattern, TargetGroup, WorkingSet, Workload};
 
 fn workload(read_pct: f64, pattern: Pattern, qd: u32, seconds: f64) -> Workload {
@@ -73,7 +73,7 @@ fn null_loop(c: &mut Criterion) {
                     targets: &targets,
                     stop: &stop,
                 };
-                let rec = run_step(&cfg, &mut |_| {}).unwrap();
+                let rec = run_step(&cfg, &mut NoObserver).unwrap();
                 // One iteration = one I/O: scale the measured time per I/O to `iters`.
                 let per_io = 0.2 / rec.total.ops() as f64;
                 Duration::from_secs_f64(per_io * iters as f64)

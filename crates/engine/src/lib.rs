@@ -20,5 +20,5 @@ pub mod target;
 mod worker;
 
 pub use error::EngineError;
-pub use step::{StepConfig, StepProgress, run_step};
+pub use step::{NoObserver, StepConfig, StepObserver, StepProgress, run_step};
 pub use target::{OpenOptions, Target, TargetKind, TargetSet};

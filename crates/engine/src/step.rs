@@ -35,6 +35,22 @@ pub struct StepConfig<'a> {
     pub stop: &'a AtomicBool,
 }
 
+/// Sees a step as it runs: for progress lines and for writing intervals to the store while the
+/// step goes on. Every method has a do-nothing default.
+pub trait StepObserver {
+    /// The step started; `rec` has its parameters (threads, sample length) and no intervals.
+    fn started(&mut self, _rec: &StepRecord) {}
+    /// About four times a second.
+    fn progress(&mut self, _p: &StepProgress) {}
+    /// Interval `index` finished: all threads' stats merged, with host CPU. Called before the
+    /// histograms are folded into the step total.
+    fn interval(&mut self, _index: u32, _stats: &IntervalStats, _cpu: &CpuUsage, _duration_s: f64) {}
+}
+
+/// Observes nothing.
+pub struct NoObserver;
+impl StepObserver for NoObserver {}
+
 /// Live view of a running step, for progress lines.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StepProgress {
@@ -116,7 +132,7 @@ fn op_gen(w: &Workload, workers: u32, targets: &TargetSet) -> Result<OpGen, Engi
     Ok(OpGen::new(w, workers, geoms, &groups))
 }
 
-pub fn run_step(cfg: &StepConfig, on_progress: &mut dyn FnMut(&StepProgress)) -> Result<StepRecord, EngineError> {
+pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepRecord, EngineError> {
     let w = cfg.workload;
     cfg.targets.set_direct(w.direct)?;
     let opgen = op_gen(w, cfg.workers, cfg.targets)?;
@@ -196,7 +212,7 @@ pub fn run_step(cfg: &StepConfig, on_progress: &mut dyn FnMut(&StepProgress)) ->
         }
         drop(tx);
         let sched = Schedule::new(gate.open(nthreads), w);
-        coordinate(cfg, w, nthreads, &sched, &rx, &step_stop, &lives, on_progress)
+        coordinate(cfg, w, nthreads, &sched, &rx, &step_stop, &lives, obs)
     })
 }
 
@@ -231,7 +247,7 @@ fn coordinate(
     rx: &mpsc::Receiver<(usize, Msg)>,
     step_stop: &AtomicBool,
     lives: &[Live],
-    on_progress: &mut dyn FnMut(&StepProgress),
+    obs: &mut dyn StepObserver,
 ) -> Result<StepRecord, EngineError> {
     let t0 = sched.t0;
     let spp = sched.samples_per_interval;
@@ -242,6 +258,7 @@ fn coordinate(
     let mut next_cpu = 0u32;
     let mut pending: BTreeMap<u32, (usize, IntervalStats)> = BTreeMap::new();
     let mut rec = StepRecord::new(cfg.workers, w.queue_depth, nthreads, w.interval_s, w.interval_s / spp as f64);
+    obs.started(&rec);
     let mut finished = 0usize;
     let mut failure: Option<String> = None;
     let planned_s = w.step_seconds();
@@ -283,12 +300,13 @@ fn coordinate(
                 (Some(a), Some(b)) => CpuUsage::between(&a, &b),
                 _ => CpuUsage::default(),
             };
+            obs.interval(idx, &stats, &usage, w.interval_s);
             rec.push_interval(stats, usage, w.interval_s);
         }
         if now >= next_tick || finished == nthreads {
             next_tick = now + tick;
             let elapsed = now.duration_since(t0).as_secs_f64();
-            on_progress(&StepProgress {
+            obs.progress(&StepProgress {
                 elapsed_s: elapsed,
                 planned_s,
                 warmup: elapsed < w.warmup_s,

@@ -37,13 +37,13 @@ impl Backend {
 }
 
 /// One block size of a workload with its weight in the mix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BlockSize {
     pub bytes: u64,
     pub weight: u32,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum WorkingSet {
     /// The first `blocks` blocks (of the workload's largest block size) of every target.
@@ -64,7 +64,7 @@ impl WorkingSet {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Workload {
     pub name: String,
     /// Share of reads, 0..=100 percent.

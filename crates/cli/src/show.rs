@@ -1,0 +1,105 @@
+//! Commands on stored runs: `runs`, `show`, `delete`. A stored run goes through the same
+//! analysis and report as a fresh one, so `show` prints what the run printed.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use iocurve_analysis::{HostInfo, RunResult, SCHEMA_VERSION, TargetInfo, Thresholds, analyze_step, analyze_workload};
+use iocurve_plan::{Pattern, Workload};
+use iocurve_report::{format, terminal};
+use iocurve_store::{StoreError, StoredRun};
+
+use crate::CliError;
+use crate::run::open_store;
+
+fn store_err(e: StoreError) -> CliError {
+    match e {
+        StoreError::NoSuchRun(_) => CliError::Usage(e.to_string()),
+        e => CliError::Runtime(e.to_string()),
+    }
+}
+
+/// What the status column says: a run still marked running was killed (or is running now).
+fn status(s: &str) -> &str {
+    if s == "running" { "incomplete" } else { s }
+}
+
+/// Rebuilds the result document of a stored run.
+pub fn rebuild(s: &StoredRun) -> Result<RunResult, CliError> {
+    let bad = |what: &str, e: serde_json::Error| {
+        CliError::Runtime(format!("run {}: stored {what} is unreadable: {e}", s.run.id))
+    };
+    let host: HostInfo = serde_json::from_str(&s.host_json).map_err(|e| bad("host", e))?;
+    let targets: Vec<TargetInfo> = serde_json::from_str(&s.targets_json).map_err(|e| bad("targets", e))?;
+    let plan = serde_json::from_str(&s.plan_json).map_err(|e| bad("plan", e))?;
+    let th = Thresholds::default();
+    let mut workloads = Vec::new();
+    for (json, steps) in &s.workloads {
+        let w: Workload = serde_json::from_str(json).map_err(|e| bad("workload", e))?;
+        let seq = w.pattern == Pattern::Sequential;
+        let results: Vec<_> = steps.iter().map(|r| analyze_step(r, seq, &th)).collect();
+        if !results.is_empty() {
+            workloads.push(analyze_workload(&w, results));
+        }
+    }
+    Ok(RunResult {
+        schema_version: SCHEMA_VERSION,
+        tool_version: s.run.tool_version.clone(),
+        started_at: s.run.started_at.clone(),
+        finished_at: s.run.finished_at.clone().unwrap_or_default(),
+        interrupted: s.run.status != "complete",
+        host,
+        targets,
+        plan,
+        workloads,
+    })
+}
+
+pub fn runs(db: &Path) -> Result<ExitCode, CliError> {
+    let store = open_store(db)?;
+    let rows = store.runs().map_err(store_err)?;
+    if rows.is_empty() {
+        println!("no runs in {} yet: `iocurve run` stores every run there", db.display());
+    }
+    for r in rows {
+        let result = rebuild(&store.load(r.id).map_err(store_err)?)?;
+        let heads: Vec<String> = result
+            .workloads
+            .iter()
+            .filter_map(|w| {
+                w.maximum.map(|m| {
+                    format!("{} {}", w.name, format::headline(m.iops, m.mbps, m.lat_us, w.kind == "sequential"))
+                })
+            })
+            .collect();
+        let label = if r.label.is_empty() { String::new() } else { format!(" \"{}\"", r.label) };
+        println!(
+            "{:>4}  {}{label}  plan {}  host {}  targets {}  {}  |  {}",
+            r.id,
+            r.started_at,
+            r.plan_name,
+            r.hostname,
+            r.targets,
+            status(&r.status),
+            if heads.is_empty() { "no finished step".to_string() } else { heads.join("; ") }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn show(db: &Path, id: i64) -> Result<ExitCode, CliError> {
+    let store = open_store(db)?;
+    let stored = store.load(id).map_err(store_err)?;
+    let result = rebuild(&stored)?;
+    let label = if stored.run.label.is_empty() { String::new() } else { format!(" \"{}\"", stored.run.label) };
+    println!("run {}{label}: plan {}, {}", stored.run.id, stored.run.plan_name, status(&stored.run.status));
+    print!("{}", terminal::run_report(&result));
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn delete(db: &Path, id: i64) -> Result<ExitCode, CliError> {
+    let store = open_store(db)?;
+    store.delete(id).map_err(store_err)?;
+    println!("deleted run {id}");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,100 @@
+//! The results database: runs stored as they go, listed, shown and deleted.
+
+mod util;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use util::*;
+
+/// The table lines of every workload report in `out` (the lines drawn with box characters).
+fn table_lines(out: &str) -> Vec<&str> {
+    out.lines().filter(|l| l.starts_with('│')).collect()
+}
+
+#[test]
+fn show_prints_exactly_what_the_run_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = ["run", "--size", "64m", "--workload", "random", "--ramp", "1,2", "--label", "3 of 4 controllers"];
+    let o = iocurve(dir.path(), &args(&run, FAST));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let printed = stdout(&o);
+    assert!(printed.contains("stored as run 1 in iocurve.db"), "{printed}");
+    let o = iocurve(dir.path(), &["show", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let shown = stdout(&o);
+    assert!(shown.contains("run 1 \"3 of 4 controllers\": plan quick, complete"), "{shown}");
+    let (a, b) = (table_lines(&printed), table_lines(&shown));
+    assert!(a.len() >= 4 * 2, "four workloads of two steps: {a:?}");
+    assert_eq!(a, b, "every figure of every step comes back from the store");
+
+    let o = iocurve(dir.path(), &["runs"]);
+    let listed = stdout(&o);
+    assert!(listed.contains("\"3 of 4 controllers\"") && listed.contains("complete"), "{listed}");
+    assert!(listed.contains("frontend-random-read-4k") && listed.contains("IOPS @"), "{listed}");
+
+    let o = iocurve(dir.path(), &["delete", "1"]);
+    assert!(o.status.success());
+    let o = iocurve(dir.path(), &["show", "1"]);
+    input_error(&o, &["no run 1", "iocurve runs"]);
+}
+
+#[test]
+fn a_killed_run_keeps_every_finished_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    // Three steps of 4 × 0.5 s; killed during the second.
+    let mut child = Command::new(bin())
+        .args(["run", "--size", "64m", "--backend", "null", "--workload", "frontend-random-read", "--ramp", "1,2,4"])
+        .args(["--warmup-s", "0.2", "--intervals", "4", "--interval-s", "0.5", "--db", "k.db"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the second step has stored at least one interval, then SIGKILL.
+    let db = dir.path().join("k.db");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let o = Command::new("sqlite3").arg(&db).arg("SELECT count(*) FROM intervals").output();
+        let stored = match o {
+            Ok(o) => String::from_utf8_lossy(&o.stdout).trim().parse::<u32>().unwrap_or(0),
+            Err(_) => python_count(&db),
+        };
+        if stored >= 5 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the run never stored its intervals");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let o = iocurve(dir.path(), &["runs", "--db", "k.db"]);
+    assert!(stdout(&o).contains("incomplete"), "{}", stdout(&o));
+    let o = Command::new(bin()).args(["show", "1"]).env("IOCURVE_DB", "k.db").current_dir(dir.path()).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let shown = stdout(&o);
+    assert!(shown.contains("incomplete"), "{shown}");
+    let rows = table_lines(&shown);
+    // Header plus the first step (4 intervals) and the part of the second that finished.
+    assert_eq!(rows.len(), 3, "{shown}");
+    assert!(rows[2].contains("interrupted"), "the cut-off step is flagged: {shown}");
+}
+
+/// Counts stored intervals without the sqlite3 shell (python3 is on every machine here).
+fn python_count(db: &std::path::Path) -> u32 {
+    let o = Command::new("python3")
+        .args(["-c", "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM intervals').fetchone()[0])"])
+        .arg(db)
+        .output();
+    o.ok().and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok()).unwrap_or(0)
+}
+
+#[test]
+fn a_database_that_cannot_be_opened_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("junk.db"), b"this is not a database, not at all, not even close").unwrap();
+    let o = iocurve(dir.path(), &["runs", "--db", "junk.db"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("junk.db") && err.contains("--db") && !err.contains("panicked"), "{err}");
+}

@@ -1,0 +1,519 @@
+//! The results database: one SQLite file (default `./iocurve.db`) holding every run, written as
+//! the run goes. Each finished interval — its latency histograms, counters, errors, host CPU and
+//! samples — is committed in one transaction, so a run killed with SIGKILL keeps every finished
+//! interval and shows as incomplete (`status = 'running'` with no `finished_at`).
+//!
+//! The schema is plain SQL (see `SCHEMA_V1` and the README) so that pandas or the sqlite3 shell
+//! can query it; histograms are HdrHistogram V2 blobs. Versions are tracked with
+//! `PRAGMA user_version` and migrated forward on open. The store never formats or analyses.
+
+use std::path::Path;
+
+use iocurve_stats::{CpuUsage, ErrorCounts, IntervalStats, LatencyHistogram, Sample, StepRecord};
+use rusqlite::{Connection, OptionalExtension, params};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("results database {path}: {source}")]
+    Sql { path: String, source: rusqlite::Error },
+    #[error("results database {path}: {message}")]
+    Invalid { path: String, message: String },
+    #[error("no run {0} in the results database (see `iocurve runs`)")]
+    NoSuchRun(i64),
+}
+
+type Result<T> = std::result::Result<T, StoreError>;
+
+/// Schema migrations, in order; `PRAGMA user_version` counts how many are applied.
+const MIGRATIONS: &[&str] = &[SCHEMA_V1];
+
+const SCHEMA_V1: &str = "
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY,
+    label TEXT NOT NULL DEFAULT '',
+    plan_name TEXT NOT NULL,
+    status TEXT NOT NULL,                 -- running (or killed) | complete | interrupted | failed
+    started_at TEXT NOT NULL,             -- RFC 3339 UTC
+    finished_at TEXT,
+    tool_version TEXT NOT NULL,
+    hostname TEXT NOT NULL,
+    backend TEXT NOT NULL,
+    targets TEXT NOT NULL,                -- comma-separated paths
+    host_json TEXT NOT NULL,              -- the result document's `host`
+    targets_json TEXT NOT NULL,           -- its `targets`
+    plan_json TEXT NOT NULL               -- its `plan` (as resolved)
+);
+CREATE TABLE workloads (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,                 -- position in the plan
+    name TEXT NOT NULL,
+    workload_json TEXT NOT NULL           -- the resolved workload
+);
+CREATE TABLE steps (
+    id INTEGER PRIMARY KEY,
+    workload_id INTEGER NOT NULL REFERENCES workloads(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    workers INTEGER NOT NULL,             -- per host
+    queue_depth INTEGER NOT NULL,
+    threads INTEGER NOT NULL,
+    interval_s REAL NOT NULL,
+    sample_s REAL NOT NULL,
+    interrupted INTEGER                   -- NULL while running
+);
+CREATE TABLE intervals (
+    id INTEGER PRIMARY KEY,
+    step_id INTEGER NOT NULL REFERENCES steps(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    duration_s REAL NOT NULL,
+    read_ops INTEGER NOT NULL, read_bytes INTEGER NOT NULL,
+    write_ops INTEGER NOT NULL, write_bytes INTEGER NOT NULL,
+    read_hist BLOB NOT NULL,              -- latency in ns, HdrHistogram V2 encoding
+    write_hist BLOB NOT NULL,
+    cpu_user REAL NOT NULL, cpu_system REAL NOT NULL, cpu_iowait REAL NOT NULL
+);
+CREATE TABLE interval_errors (
+    interval_id INTEGER NOT NULL REFERENCES intervals(id) ON DELETE CASCADE,
+    direction TEXT NOT NULL,              -- read | write
+    errno INTEGER NOT NULL,               -- 0 = short transfer
+    count INTEGER NOT NULL
+);
+CREATE TABLE samples (
+    step_id INTEGER NOT NULL REFERENCES steps(id) ON DELETE CASCADE,
+    interval_idx INTEGER NOT NULL,
+    idx INTEGER NOT NULL,                 -- sample within the interval
+    ops INTEGER NOT NULL, bytes INTEGER NOT NULL,
+    lat_sum_ns INTEGER NOT NULL, lat_max_ns INTEGER NOT NULL,
+    errors INTEGER NOT NULL
+);
+CREATE INDEX workloads_run ON workloads(run_id);
+CREATE INDEX steps_workload ON steps(workload_id);
+CREATE INDEX intervals_step ON intervals(step_id);
+CREATE INDEX samples_step ON samples(step_id);
+CREATE INDEX errors_interval ON interval_errors(interval_id);
+";
+
+/// What `runs` lists and a run's header shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRow {
+    pub id: i64,
+    pub label: String,
+    pub plan_name: String,
+    pub status: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub tool_version: String,
+    pub hostname: String,
+    pub backend: String,
+    pub targets: String,
+}
+
+/// A new run's description.
+#[derive(Debug, Clone, Default)]
+pub struct NewRun {
+    pub label: String,
+    pub plan_name: String,
+    pub started_at: String,
+    pub tool_version: String,
+    pub hostname: String,
+    pub backend: String,
+    pub targets: String,
+    pub host_json: String,
+    pub targets_json: String,
+    pub plan_json: String,
+}
+
+/// A stored run, ready for the analysis.
+#[derive(Debug, Clone)]
+pub struct StoredRun {
+    pub run: RunRow,
+    pub host_json: String,
+    pub targets_json: String,
+    pub plan_json: String,
+    /// (workload JSON, its steps) in plan order; steps hold complete intervals only.
+    pub workloads: Vec<(String, Vec<StepRecord>)>,
+}
+
+pub struct Store {
+    conn: Connection,
+    path: String,
+}
+
+impl Store {
+    /// Opens (creating if needed) and migrates the database at `path`.
+    pub fn open(path: &Path) -> Result<Store> {
+        let p = path.display().to_string();
+        let conn = Connection::open(path).map_err(|source| StoreError::Sql { path: p.clone(), source })?;
+        let mut store = Store { conn, path: p };
+        store.init()?;
+        Ok(store)
+    }
+
+    fn sql<T>(&self, r: rusqlite::Result<T>) -> Result<T> {
+        r.map_err(|source| StoreError::Sql { path: self.path.clone(), source })
+    }
+
+    fn init(&mut self) -> Result<()> {
+        // WAL: readers (`iocurve runs` in another terminal) never block the writing run.
+        let r = self.conn.pragma_update(None, "journal_mode", "WAL");
+        self.sql(r)?;
+        let r = self.conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;");
+        self.sql(r)?;
+        self.migrate(MIGRATIONS.len())
+    }
+
+    /// Applies the migrations up to `target` (all of them normally; fewer in tests).
+    fn migrate(&mut self, target: usize) -> Result<()> {
+        let r = self.conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0));
+        let version = self.sql(r)? as usize;
+        if version > MIGRATIONS.len() {
+            return Err(StoreError::Invalid {
+                path: self.path.clone(),
+                message: format!(
+                    "schema version {version} is newer than this iocurve knows ({}): use a newer iocurve or another --db",
+                    MIGRATIONS.len()
+                ),
+            });
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().take(target).skip(version) {
+            let path = self.path.clone();
+            let tx = self.conn.transaction().map_err(|source| StoreError::Sql { path: path.clone(), source })?;
+            tx.execute_batch(sql)
+                .and_then(|_| tx.pragma_update(None, "user_version", (i + 1) as i64))
+                .and_then(|_| tx.commit())
+                .map_err(|source| StoreError::Sql { path, source })?;
+        }
+        Ok(())
+    }
+
+    pub fn schema_version(&self) -> Result<i64> {
+        let r = self.conn.query_row("PRAGMA user_version", [], |r| r.get(0));
+        self.sql(r)
+    }
+
+    pub fn begin_run(&self, r: &NewRun) -> Result<i64> {
+        let x = self.conn.execute(
+            "INSERT INTO runs (label, plan_name, status, started_at, tool_version, hostname, backend, targets, host_json, targets_json, plan_json)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![r.label, r.plan_name, r.started_at, r.tool_version, r.hostname, r.backend, r.targets, r.host_json, r.targets_json, r.plan_json],
+        );
+        self.sql(x)?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    pub fn begin_workload(&self, run_id: i64, idx: usize, name: &str, workload_json: &str) -> Result<i64> {
+        let x = self.conn.execute(
+            "INSERT INTO workloads (run_id, idx, name, workload_json) VALUES (?1, ?2, ?3, ?4)",
+            params![run_id, idx as i64, name, workload_json],
+        );
+        self.sql(x)?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    pub fn begin_step(&self, workload_id: i64, idx: usize, rec: &StepRecord) -> Result<i64> {
+        let x = self.conn.execute(
+            "INSERT INTO steps (workload_id, idx, workers, queue_depth, threads, interval_s, sample_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![workload_id, idx as i64, rec.workers, rec.queue_depth, rec.threads as i64, rec.interval_s, rec.sample_s],
+        );
+        self.sql(x)?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Stores one finished interval in a single transaction: durable before this returns.
+    pub fn add_interval(
+        &mut self,
+        step_id: i64,
+        idx: u32,
+        stats: &IntervalStats,
+        cpu: &CpuUsage,
+        duration_s: f64,
+    ) -> Result<()> {
+        let path = self.path.clone();
+        let wrap = |source| StoreError::Sql { path: path.clone(), source };
+        let tx = self.conn.transaction().map_err(wrap)?;
+        tx.execute(
+            "INSERT INTO intervals (step_id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            params![
+                step_id, idx, duration_s,
+                stats.read.ops as i64, stats.read.bytes as i64, stats.write.ops as i64, stats.write.bytes as i64,
+                stats.read.hist.to_bytes(), stats.write.hist.to_bytes(),
+                cpu.user, cpu.system, cpu.iowait
+            ],
+        )
+        .map_err(wrap)?;
+        let interval_id = tx.last_insert_rowid();
+        for (dir, errors) in [("read", &stats.read.errors), ("write", &stats.write.errors)] {
+            for &(errno, count) in &errors.0 {
+                tx.execute(
+                    "INSERT INTO interval_errors (interval_id, direction, errno, count) VALUES (?1, ?2, ?3, ?4)",
+                    params![interval_id, dir, errno, count as i64],
+                )
+                .map_err(wrap)?;
+            }
+        }
+        {
+            let mut st = tx
+                .prepare_cached("INSERT INTO samples (step_id, interval_idx, idx, ops, bytes, lat_sum_ns, lat_max_ns, errors) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+                .map_err(wrap)?;
+            for (i, s) in stats.samples.iter().enumerate() {
+                st.execute(params![
+                    step_id,
+                    idx,
+                    i as i64,
+                    s.ops as i64,
+                    s.bytes as i64,
+                    s.lat_sum_ns as i64,
+                    s.lat_max_ns as i64,
+                    s.errors as i64
+                ])
+                .map_err(wrap)?;
+            }
+        }
+        tx.commit().map_err(wrap)
+    }
+
+    pub fn end_step(&self, step_id: i64, interrupted: bool) -> Result<()> {
+        let x = self.conn.execute("UPDATE steps SET interrupted = ?1 WHERE id = ?2", params![interrupted, step_id]);
+        self.sql(x).map(drop)
+    }
+
+    /// Marks a run finished: `complete`, `interrupted` or `failed`.
+    pub fn finish_run(&self, run_id: i64, status: &str, finished_at: &str) -> Result<()> {
+        let x = self.conn.execute(
+            "UPDATE runs SET status = ?1, finished_at = ?2 WHERE id = ?3",
+            params![status, finished_at, run_id],
+        );
+        self.sql(x).map(drop)
+    }
+
+    fn row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
+        Ok(RunRow {
+            id: r.get(0)?,
+            label: r.get(1)?,
+            plan_name: r.get(2)?,
+            status: r.get(3)?,
+            started_at: r.get(4)?,
+            finished_at: r.get(5)?,
+            tool_version: r.get(6)?,
+            hostname: r.get(7)?,
+            backend: r.get(8)?,
+            targets: r.get(9)?,
+        })
+    }
+
+    const RUN_COLUMNS: &str =
+        "id, label, plan_name, status, started_at, finished_at, tool_version, hostname, backend, targets";
+
+    pub fn runs(&self) -> Result<Vec<RunRow>> {
+        let sql = format!("SELECT {} FROM runs ORDER BY id", Self::RUN_COLUMNS);
+        let mut st = self.sql(self.conn.prepare(&sql))?;
+        let rows = self.sql(st.query_map([], Self::row))?;
+        rows.map(|r| self.sql(r)).collect()
+    }
+
+    pub fn run(&self, id: i64) -> Result<RunRow> {
+        let sql = format!("SELECT {} FROM runs WHERE id = ?1", Self::RUN_COLUMNS);
+        let r = self.conn.query_row(&sql, [id], Self::row).optional();
+        self.sql(r)?.ok_or(StoreError::NoSuchRun(id))
+    }
+
+    /// Deletes a run and everything stored for it.
+    pub fn delete(&self, id: i64) -> Result<()> {
+        self.run(id)?;
+        let x = self.conn.execute("DELETE FROM runs WHERE id = ?1", [id]);
+        self.sql(x).map(drop)
+    }
+
+    /// Loads a run with every complete interval, rebuilt as the engine handed them over.
+    pub fn load(&self, id: i64) -> Result<StoredRun> {
+        let run = self.run(id)?;
+        let r = self.conn.query_row("SELECT host_json, targets_json, plan_json FROM runs WHERE id = ?1", [id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
+        });
+        let (host_json, targets_json, plan_json) = self.sql(r)?;
+        let mut workloads = Vec::new();
+        let mut st =
+            self.sql(self.conn.prepare("SELECT id, workload_json FROM workloads WHERE run_id = ?1 ORDER BY idx"))?;
+        let wl: Vec<(i64, String)> =
+            self.sql(st.query_map([id], |r| Ok((r.get(0)?, r.get(1)?))).and_then(|m| m.collect()))?;
+        for (wid, json) in wl {
+            workloads.push((json, self.load_steps(wid)?));
+        }
+        Ok(StoredRun { run, host_json, targets_json, plan_json, workloads })
+    }
+
+    fn load_steps(&self, workload_id: i64) -> Result<Vec<StepRecord>> {
+        let mut st = self.sql(self.conn.prepare(
+            "SELECT id, workers, queue_depth, threads, interval_s, sample_s, interrupted FROM steps WHERE workload_id = ?1 ORDER BY idx",
+        ))?;
+        let rows = st.query_map([workload_id], |r| {
+            let rec = StepRecord::new(r.get(1)?, r.get(2)?, r.get::<_, i64>(3)? as usize, r.get(4)?, r.get(5)?);
+            Ok((r.get::<_, i64>(0)?, rec, r.get::<_, Option<bool>>(6)?))
+        });
+        let rows: Vec<_> = self.sql(rows.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?;
+        let mut steps = Vec::new();
+        for (step_id, mut rec, interrupted) in rows {
+            for (stats, cpu, duration_s) in self.load_intervals(step_id)? {
+                rec.push_interval(stats, cpu, duration_s);
+            }
+            // A step still marked running was cut off (killed run): only its finished intervals count.
+            rec.interrupted = interrupted.unwrap_or(true);
+            if !rec.intervals.is_empty() {
+                steps.push(rec);
+            }
+        }
+        Ok(steps)
+    }
+
+    /// The intervals of a step, in order, as the engine handed them over.
+    fn load_intervals(&self, step_id: i64) -> Result<Vec<(IntervalStats, CpuUsage, f64)>> {
+        let invalid = |m: String| StoreError::Invalid { path: self.path.clone(), message: m };
+        let mut st = self.sql(self.conn.prepare(
+            "SELECT id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait
+             FROM intervals WHERE step_id = ?1 ORDER BY idx",
+        ))?;
+        let rows = st.query_map([step_id], |r| {
+            let mut stats = IntervalStats::default();
+            stats.read.ops = r.get::<_, i64>(3)? as u64;
+            stats.read.bytes = r.get::<_, i64>(4)? as u64;
+            stats.write.ops = r.get::<_, i64>(5)? as u64;
+            stats.write.bytes = r.get::<_, i64>(6)? as u64;
+            let cpu = CpuUsage { user: r.get(9)?, system: r.get(10)?, iowait: r.get(11)? };
+            let hists: (Vec<u8>, Vec<u8>) = (r.get(7)?, r.get(8)?);
+            Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?, r.get::<_, f64>(2)?, stats, cpu, hists))
+        });
+        let rows: Vec<_> = self.sql(rows.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?;
+        let mut out = Vec::new();
+        for (interval_id, idx, duration_s, mut stats, cpu, (rh, wh)) in rows {
+            stats.read.hist = LatencyHistogram::from_bytes(&rh).map_err(invalid)?;
+            stats.write.hist = LatencyHistogram::from_bytes(&wh).map_err(invalid)?;
+            let mut es = self.sql(
+                self.conn.prepare_cached("SELECT direction, errno, count FROM interval_errors WHERE interval_id = ?1"),
+            )?;
+            let errs =
+                es.query_map([interval_id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i32>(1)?, r.get::<_, i64>(2)?)));
+            for (dir, errno, count) in self.sql(errs.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))? {
+                let target: &mut ErrorCounts =
+                    if dir == "write" { &mut stats.write.errors } else { &mut stats.read.errors };
+                target.add(errno, count as u64);
+            }
+            let mut ss = self.sql(self.conn.prepare_cached(
+                "SELECT ops, bytes, lat_sum_ns, lat_max_ns, errors FROM samples WHERE step_id = ?1 AND interval_idx = ?2 ORDER BY idx",
+            ))?;
+            let samples = ss.query_map(params![step_id, idx], |r| {
+                Ok(Sample {
+                    ops: r.get::<_, i64>(0)? as u64,
+                    bytes: r.get::<_, i64>(1)? as u64,
+                    lat_sum_ns: r.get::<_, i64>(2)? as u64,
+                    lat_max_ns: r.get::<_, i64>(3)? as u64,
+                    errors: r.get::<_, i64>(4)? as u64,
+                })
+            });
+            stats.samples = self.sql(samples.and_then(|m| m.collect()))?;
+            out.push((stats, cpu, duration_s));
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn interval(lat: u64, n: u64) -> IntervalStats {
+        let mut s = IntervalStats::with_samples(2);
+        for i in 0..n {
+            s.read.record(lat + i, 4096);
+            s.samples[(i % 2) as usize].record(lat + i, 4096);
+        }
+        s.write.record(lat * 2, 8192);
+        s.write.errors.add(5, 2);
+        s
+    }
+
+    #[test]
+    fn a_run_round_trips_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = Store::open(&dir.path().join("r.db")).unwrap();
+        assert_eq!(st.schema_version().unwrap(), MIGRATIONS.len() as i64);
+        let run = st
+            .begin_run(&NewRun { label: "4 controllers".into(), plan_name: "quick".into(), ..Default::default() })
+            .unwrap();
+        let wl = st.begin_workload(run, 0, "w", "{}").unwrap();
+        let proto = StepRecord::new(4, 2, 1, 1.0, 0.5);
+        let step = st.begin_step(wl, 0, &proto).unwrap();
+        let cpu = CpuUsage { user: 10.0, system: 5.0, iowait: 1.0 };
+        let ivs = [interval(1000, 50), interval(3000, 70)];
+        for (i, s) in ivs.iter().enumerate() {
+            st.add_interval(step, i as u32, s, &cpu, 1.0).unwrap();
+        }
+        st.end_step(step, false).unwrap();
+        st.finish_run(run, "complete", "t").unwrap();
+
+        let back = st.load(run).unwrap();
+        assert_eq!(back.run.label, "4 controllers");
+        assert_eq!(back.run.status, "complete");
+        let rec = &back.workloads[0].1[0];
+        let mut expected = proto.clone();
+        for s in ivs {
+            expected.push_interval(s, cpu, 1.0);
+        }
+        assert_eq!(rec.intervals, expected.intervals, "figures, samples and CPU come back");
+        assert_eq!(rec.total, expected.total, "histograms, counters and errors come back exactly");
+        assert!(!rec.interrupted);
+    }
+
+    #[test]
+    fn an_unfinished_step_keeps_its_finished_intervals() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = Store::open(&dir.path().join("r.db")).unwrap();
+        let run = st.begin_run(&NewRun::default()).unwrap();
+        let wl = st.begin_workload(run, 0, "w", "{}").unwrap();
+        let step = st.begin_step(wl, 0, &StepRecord::new(1, 1, 1, 1.0, 1.0)).unwrap();
+        st.add_interval(step, 0, &interval(10, 5), &CpuUsage::default(), 1.0).unwrap();
+        // No end_step, no finish_run: as after SIGKILL.
+        drop(st);
+        let st = Store::open(&dir.path().join("r.db")).unwrap();
+        let back = st.load(run).unwrap();
+        assert_eq!(back.run.status, "running");
+        assert_eq!(back.run.finished_at, None);
+        let rec = &back.workloads[0].1[0];
+        assert_eq!(rec.intervals.len(), 1);
+        assert!(rec.interrupted);
+    }
+
+    #[test]
+    fn delete_cascades_and_unknown_runs_are_clear_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = Store::open(&dir.path().join("r.db")).unwrap();
+        let run = st.begin_run(&NewRun::default()).unwrap();
+        let wl = st.begin_workload(run, 0, "w", "{}").unwrap();
+        let step = st.begin_step(wl, 0, &StepRecord::new(1, 1, 1, 1.0, 1.0)).unwrap();
+        st.add_interval(step, 0, &interval(10, 5), &CpuUsage::default(), 1.0).unwrap();
+        st.delete(run).unwrap();
+        let n: i64 = st.conn.query_row("SELECT count(*) FROM samples", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 0, "samples went with the run");
+        assert!(st.runs().unwrap().is_empty());
+        assert!(matches!(st.delete(run), Err(StoreError::NoSuchRun(_))));
+        assert!(st.load(99).unwrap_err().to_string().contains("iocurve runs"));
+    }
+
+    #[test]
+    fn migration_from_an_empty_file_and_refusal_of_newer_schemas() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.db");
+        {
+            let mut st = Store::open(&p).unwrap();
+            st.begin_run(&NewRun { label: "kept".into(), ..Default::default() }).unwrap();
+            // Re-running the migrations is a no-op that keeps the data.
+            st.migrate(MIGRATIONS.len()).unwrap();
+            assert_eq!(st.runs().unwrap()[0].label, "kept");
+            st.conn.pragma_update(None, "user_version", 99).unwrap();
+        }
+        let e = Store::open(&p).err().expect("a newer schema is refused");
+        assert!(e.to_string().contains("newer than this iocurve"), "{e}");
+        std::fs::write(dir.path().join("junk.db"), b"this is not a database at all, not even close").unwrap();
+        assert!(Store::open(&dir.path().join("junk.db")).is_err());
+    }
+}
