@@ -11,4 +11,4 @@ pub mod workload;
 
 pub use result::*;
 pub use step::{Thresholds, analyze_step};
-pub use workload::{analyze_workload, optimum_index};
+pub use workload::{analyze_workload, optimum_index, sla_index};

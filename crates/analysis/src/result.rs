@@ -16,6 +16,9 @@ pub struct RunResult {
     /// True when Ctrl-C stopped the run before the plan was complete.
     pub interrupted: bool,
     pub host: HostInfo,
+    /// The SLA bounds the `sla_maximum`s were found with, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sla: Option<Sla>,
     pub targets: Vec<TargetInfo>,
     /// The plan as resolved (every default filled in).
     pub plan: serde_json::Value,
@@ -65,7 +68,45 @@ pub struct WorkloadResult {
     pub speed: Option<Point>,
     pub optimum: Option<Point>,
     pub maximum: Option<Point>,
+    /// The highest-throughput step within the SLA bounds (None without bounds or when no step
+    /// stays within them).
+    #[serde(default)]
+    pub sla_maximum: Option<Point>,
     pub min_lat_us: Option<f64>,
+}
+
+/// Latency bounds for the SLA maximum; a step within every given bound qualifies. A latency
+/// equal to the bound counts as within it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sla {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ms: Option<f64>,
+}
+
+impl Sla {
+    pub fn is_set(&self) -> bool {
+        self.mean_ms.is_some() || self.p99_ms.is_some()
+    }
+
+    /// Whether a step's latencies stay within the bounds.
+    pub fn admits(&self, s: &StepResult) -> bool {
+        self.mean_ms.is_none_or(|b| s.lat_us.mean <= b * 1000.0)
+            && self.p99_ms.is_none_or(|b| s.lat_us.p99 <= b * 1000.0)
+    }
+
+    /// `mean ≤ 30 ms, p99 ≤ 50 ms`.
+    pub fn describe(&self) -> String {
+        let mut v = Vec::new();
+        if let Some(b) = self.mean_ms {
+            v.push(format!("mean ≤ {b} ms"));
+        }
+        if let Some(b) = self.p99_ms {
+            v.push(format!("p99 ≤ {b} ms"));
+        }
+        v.join(", ")
+    }
 }
 
 /// A notable step of a workload, repeating its figures.

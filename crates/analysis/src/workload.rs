@@ -2,7 +2,7 @@
 
 use iocurve_plan::{Pattern, Workload, format_size};
 
-use crate::result::{Point, StepResult, WorkloadResult};
+use crate::result::{Point, Sla, StepResult, WorkloadResult};
 
 /// The optimum: walking up the ramp, the last step up to which throughput still grew faster
 /// than latency (relative growth from the previous step). The first step whose throughput
@@ -30,12 +30,21 @@ pub fn optimum_index(points: &[(f64, f64)]) -> Option<usize> {
     Some(best)
 }
 
+/// The highest-throughput step among `candidates` whose latency stays within `sla`.
+pub fn sla_index(steps: &[StepResult], candidates: &[usize], sequential: bool, sla: &Sla) -> Option<usize> {
+    candidates
+        .iter()
+        .copied()
+        .filter(|&i| sla.admits(&steps[i]))
+        .reduce(|a, b| if steps[b].throughput(sequential) > steps[a].throughput(sequential) { b } else { a })
+}
+
 fn point(steps: &[StepResult], i: usize) -> Point {
     let s = &steps[i];
     Point { step: i, workers: s.workers, iops: s.iops, mbps: s.mbps, lat_us: s.lat_us.mean }
 }
 
-pub fn analyze_workload(w: &Workload, steps: Vec<StepResult>) -> WorkloadResult {
+pub fn analyze_workload(w: &Workload, steps: Vec<StepResult>, sla: &Sla) -> WorkloadResult {
     let seq = w.pattern == Pattern::Sequential;
     // Steps without a complete interval (interrupted at once) carry no figures.
     let measured: Vec<usize> = (0..steps.len()).filter(|&i| steps[i].duration_s > 0.0).collect();
@@ -44,6 +53,7 @@ pub fn analyze_workload(w: &Workload, steps: Vec<StepResult>) -> WorkloadResult 
     let maximum =
         measured.iter().copied().reduce(|a, b| if steps[b].throughput(seq) > steps[a].throughput(seq) { b } else { a });
     let optimum = optimum_index(&pts).map(|k| measured[k]);
+    let sla_maximum = if sla.is_set() { sla_index(&steps, &measured, seq, sla) } else { None };
     let min_lat_us = measured.iter().map(|&i| steps[i].lat_us.min).reduce(f64::min);
     let bs = if w.bs.len() == 1 {
         format_size(w.bs[0].bytes)
@@ -61,6 +71,7 @@ pub fn analyze_workload(w: &Workload, steps: Vec<StepResult>) -> WorkloadResult 
         speed: speed.map(|i| point(&steps, i)),
         optimum: optimum.map(|i| point(&steps, i)),
         maximum: maximum.map(|i| point(&steps, i)),
+        sla_maximum: sla_maximum.map(|i| point(&steps, i)),
         min_lat_us,
         steps,
     }
@@ -69,6 +80,7 @@ pub fn analyze_workload(w: &Workload, steps: Vec<StepResult>) -> WorkloadResult 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::result::Sla;
     use proptest::prelude::*;
 
     /// Shaped like a published all-flash table (IOPS, mean µs per worker count 1..128).
@@ -110,6 +122,38 @@ mod tests {
         // Grows to step 2, saturates at 3; a noisy step 4 "recovering" does not count.
         let pts = [(100.0, 10.0), (190.0, 10.5), (350.0, 11.0), (360.0, 22.0), (500.0, 23.0)];
         assert_eq!(optimum_index(&pts), Some(2));
+    }
+
+    /// Steps with the given (IOPS, mean µs, p99 µs), built through the real analysis.
+    fn steps(v: &[(f64, f64, f64)]) -> Vec<StepResult> {
+        use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
+        v.iter()
+            .enumerate()
+            .map(|(i, &(iops, mean, p99))| {
+                let mut st = IntervalStats::with_samples(1);
+                st.read.record(1000, 4096);
+                let mut rec = StepRecord::new(1 << i, 1, 1, 1.0, 1.0);
+                rec.push_interval(st, CpuUsage::default(), 1.0);
+                let mut s = crate::analyze_step(&rec, false, &crate::Thresholds::default());
+                (s.iops, s.lat_us.mean, s.lat_us.p99) = (iops, mean, p99);
+                s
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sla_maximum_is_the_best_step_within_the_bounds_and_the_bound_counts_as_inside() {
+        let s = steps(&[(1000.0, 10_000.0, 20_000.0), (1800.0, 30_000.0, 45_000.0), (2000.0, 30_001.0, 40_000.0)]);
+        let all = [0, 1, 2];
+        let mean30 = Sla { mean_ms: Some(30.0), p99_ms: None };
+        assert_eq!(sla_index(&s, &all, false, &mean30), Some(1), "30.000 ms is inside, 30.001 ms is not");
+        let p99 = Sla { mean_ms: None, p99_ms: Some(40.0) };
+        assert_eq!(sla_index(&s, &all, false, &p99), Some(2));
+        let both = Sla { mean_ms: Some(30.0), p99_ms: Some(40.0) };
+        assert_eq!(sla_index(&s, &all, false, &both), Some(0));
+        let none_fits = Sla { mean_ms: Some(1.0), p99_ms: None };
+        assert_eq!(sla_index(&s, &all, false, &none_fits), None);
+        assert_eq!(both.describe(), "mean ≤ 30 ms, p99 ≤ 40 ms");
     }
 
     proptest! {

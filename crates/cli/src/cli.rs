@@ -32,6 +32,8 @@ pub enum Command {
         run: i64,
         #[command(flatten)]
         db: DbArgs,
+        #[command(flatten)]
+        sla: SlaArgs,
     },
     /// Delete a stored run and everything recorded for it.
     Delete {
@@ -40,6 +42,25 @@ pub enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
+}
+
+/// SLA bounds: the SLA maximum is the highest throughput whose latency stays within them (a
+/// latency equal to the bound counts as within).
+#[derive(Debug, Args, Default)]
+pub struct SlaArgs {
+    /// SLA bound on mean latency in ms (overrides the plan's `sla_mean_ms`).
+    #[arg(long = "sla-mean-ms", value_name = "MS", value_parser = parse_positive_ms)]
+    pub mean_ms: Option<f64>,
+    /// SLA bound on p99 latency in ms (overrides the plan's `sla_p99_ms`).
+    #[arg(long = "sla-p99-ms", value_name = "MS", value_parser = parse_positive_ms)]
+    pub p99_ms: Option<f64>,
+}
+
+fn parse_positive_ms(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("`{s}` is not a positive number of milliseconds")),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -130,6 +151,9 @@ pub struct RunArgs {
     /// Results database (SQLite); the run is stored there as it goes.
     #[arg(long, env = "IOCURVE_DB", default_value = "iocurve.db", value_name = "FILE")]
     pub db: PathBuf,
+
+    #[command(flatten)]
+    pub sla: SlaArgs,
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {

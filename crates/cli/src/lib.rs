@@ -42,7 +42,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Runs(db) => show::runs(&db.db),
-        Command::Show { run, db } => show::show(&db.db, run),
+        Command::Show { run, db, sla } => show::show(&db.db, run, &sla),
         Command::Delete { run, db } => show::delete(&db.db, run),
     }
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
-use iocurve_analysis::{HostInfo, RunResult, SCHEMA_VERSION, StepResult, TargetInfo, Thresholds, WorkloadResult};
+use iocurve_analysis::{HostInfo, RunResult, SCHEMA_VERSION, Sla, StepResult, TargetInfo, Thresholds, WorkloadResult};
 use iocurve_engine::backend::probe_io_uring;
 use iocurve_engine::target::free_space;
 use iocurve_engine::{OpenOptions, StepConfig, StepObserver, StepProgress, TargetSet, host, run_step};
@@ -35,7 +35,13 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let targets = open_targets(&plan, &args)?;
     // After the targets, so that bad input is reported first (exit code 2).
     let mut store = open_store(&args.db)?;
-    let outcome = execute(&plan, &targets, backend_note, &args.label, &mut store);
+    // Options win over the plan; the bounds in force are part of the resolved plan that is
+    // stored, so `show` reproduces what the run printed.
+    let mut plan = plan;
+    plan.sla_mean_ms = args.sla.mean_ms.or(plan.sla_mean_ms);
+    plan.sla_p99_ms = args.sla.p99_ms.or(plan.sla_p99_ms);
+    let sla = Sla { mean_ms: plan.sla_mean_ms, p99_ms: plan.sla_p99_ms };
+    let outcome = execute(&plan, &targets, backend_note, &args.label, &sla, &mut store);
     let code = match &outcome.error {
         Some(e) => e.exit_code(),
         None if outcome.result.interrupted => ExitCode::from(130),
@@ -224,7 +230,14 @@ fn target_infos(targets: &TargetSet) -> Vec<TargetInfo> {
         .collect()
 }
 
-fn execute(plan: &Plan, targets: &TargetSet, backend_note: Option<String>, label: &str, store: &mut Store) -> Outcome {
+fn execute(
+    plan: &Plan,
+    targets: &TargetSet,
+    backend_note: Option<String>,
+    label: &str,
+    sla: &Sla,
+    store: &mut Store,
+) -> Outcome {
     let host = host_info(host::facts(), plan, backend_note);
     let target_infos = target_infos(targets);
     let plan_json = serde_json::to_value(plan).unwrap_or_default();
@@ -306,7 +319,7 @@ fn execute(plan: &Plan, targets: &TargetSet, backend_note: Option<String>, label
             }
         }
         if !steps.is_empty() {
-            let r = iocurve_analysis::analyze_workload(w, steps);
+            let r = iocurve_analysis::analyze_workload(w, steps, sla);
             progress.print(&terminal::workload_report(&r));
             workloads.push(r);
         }
@@ -336,6 +349,7 @@ fn execute(plan: &Plan, targets: &TargetSet, backend_note: Option<String>, label
         finished_at,
         interrupted,
         host,
+        sla: sla.is_set().then_some(*sla),
         targets: target_infos,
         plan: plan_json,
         workloads,
@@ -352,6 +366,9 @@ fn print_summary(r: &RunResult) {
     println!("\nSummary ({} on {}, back-end {})", r.started_at, r.host.hostname, r.host.backend);
     if let Some(n) = &r.host.backend_note {
         println!("! {n}");
+    }
+    if let Some(sla) = &r.sla {
+        println!("SLA: {}", sla.describe());
     }
     for w in &r.workloads {
         println!("{}", w.name);

@@ -4,12 +4,15 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use iocurve_analysis::{HostInfo, RunResult, SCHEMA_VERSION, TargetInfo, Thresholds, analyze_step, analyze_workload};
+use iocurve_analysis::{
+    HostInfo, RunResult, SCHEMA_VERSION, Sla, TargetInfo, Thresholds, analyze_step, analyze_workload,
+};
 use iocurve_plan::{Pattern, Workload};
 use iocurve_report::{format, terminal};
 use iocurve_store::{StoreError, StoredRun};
 
 use crate::CliError;
+use crate::cli::SlaArgs;
 use crate::run::open_store;
 
 fn store_err(e: StoreError) -> CliError {
@@ -24,14 +27,19 @@ fn status(s: &str) -> &str {
     if s == "running" { "incomplete" } else { s }
 }
 
-/// Rebuilds the result document of a stored run.
-pub fn rebuild(s: &StoredRun) -> Result<RunResult, CliError> {
+/// Rebuilds the result document of a stored run. SLA bounds given as options win over the
+/// stored plan's.
+pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError> {
     let bad = |what: &str, e: serde_json::Error| {
         CliError::Runtime(format!("run {}: stored {what} is unreadable: {e}", s.run.id))
     };
     let host: HostInfo = serde_json::from_str(&s.host_json).map_err(|e| bad("host", e))?;
     let targets: Vec<TargetInfo> = serde_json::from_str(&s.targets_json).map_err(|e| bad("targets", e))?;
-    let plan = serde_json::from_str(&s.plan_json).map_err(|e| bad("plan", e))?;
+    let plan: serde_json::Value = serde_json::from_str(&s.plan_json).map_err(|e| bad("plan", e))?;
+    let sla = Sla {
+        mean_ms: sla_args.mean_ms.or(plan["sla_mean_ms"].as_f64()),
+        p99_ms: sla_args.p99_ms.or(plan["sla_p99_ms"].as_f64()),
+    };
     let th = Thresholds::default();
     let mut workloads = Vec::new();
     for (json, steps) in &s.workloads {
@@ -39,7 +47,7 @@ pub fn rebuild(s: &StoredRun) -> Result<RunResult, CliError> {
         let seq = w.pattern == Pattern::Sequential;
         let results: Vec<_> = steps.iter().map(|r| analyze_step(r, seq, &th)).collect();
         if !results.is_empty() {
-            workloads.push(analyze_workload(&w, results));
+            workloads.push(analyze_workload(&w, results, &sla));
         }
     }
     Ok(RunResult {
@@ -49,6 +57,7 @@ pub fn rebuild(s: &StoredRun) -> Result<RunResult, CliError> {
         finished_at: s.run.finished_at.clone().unwrap_or_default(),
         interrupted: s.run.status != "complete",
         host,
+        sla: sla.is_set().then_some(sla),
         targets,
         plan,
         workloads,
@@ -62,7 +71,7 @@ pub fn runs(db: &Path) -> Result<ExitCode, CliError> {
         println!("no runs in {} yet: `iocurve run` stores every run there", db.display());
     }
     for r in rows {
-        let result = rebuild(&store.load(r.id).map_err(store_err)?)?;
+        let result = rebuild(&store.load(r.id).map_err(store_err)?, &SlaArgs::default())?;
         let heads: Vec<String> = result
             .workloads
             .iter()
@@ -87,10 +96,10 @@ pub fn runs(db: &Path) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn show(db: &Path, id: i64) -> Result<ExitCode, CliError> {
+pub fn show(db: &Path, id: i64, sla: &SlaArgs) -> Result<ExitCode, CliError> {
     let store = open_store(db)?;
     let stored = store.load(id).map_err(store_err)?;
-    let result = rebuild(&stored)?;
+    let result = rebuild(&stored, sla)?;
     let label = if stored.run.label.is_empty() { String::new() } else { format!(" \"{}\"", stored.run.label) };
     println!("run {}{label}: plan {}, {}", stored.run.id, stored.run.plan_name, status(&stored.run.status));
     print!("{}", terminal::run_report(&result));

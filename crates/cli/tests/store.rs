@@ -98,3 +98,26 @@ fn a_database_that_cannot_be_opened_is_a_clear_error() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("junk.db") && err.contains("--db") && !err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn sla_maximum_from_options_plan_and_stored_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["run", "--size", "64m", "--backend", "null", "--workload", "frontend-random-read", "--ramp", "1,2"];
+    // A generous bound admits every step: the SLA maximum is the maximum.
+    let r = run_json(dir.path(), &args(&args(&base, FAST), &["--sla-mean-ms", "1000"]));
+    let w = &r["workloads"][0];
+    assert_eq!(w["sla_maximum"], w["maximum"], "{w}");
+    assert_eq!(r["sla"]["mean_ms"], 1000.0);
+    // An impossible bound admits none.
+    let r = run_json(dir.path(), &args(&args(&base, FAST), &["--sla-p99-ms", "0.000001"]));
+    assert!(r["workloads"][0]["sla_maximum"].is_null());
+    // A stored run recomputes it with the bound given to `show`.
+    let o = iocurve(dir.path(), &["show", "1", "--sla-mean-ms", "1000"]);
+    let out = stdout(&o);
+    assert!(out.contains("SLA: mean ≤ 1000 ms") && out.contains("SLA max"), "{out}");
+    let o = iocurve(dir.path(), &["show", "1"]);
+    assert!(stdout(&o).contains("SLA max"), "the bound stored with the run's plan applies: {}", stdout(&o));
+    let o = iocurve(dir.path(), &["show", "1", "--sla-mean-ms", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("positive number of milliseconds"), "{}", stderr(&o));
+}

@@ -17,6 +17,12 @@ pub struct PlanFile {
     /// Free-form name of the plan (shown in reports).
     pub name: Option<String>,
     pub description: Option<String>,
+    /// SLA bound on mean latency in ms: the SLA maximum is the best step within it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sla_mean_ms: Option<f64>,
+    /// SLA bound on p99 latency in ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sla_p99_ms: Option<f64>,
     /// Target paths or globs, all in one group. Exclusive with `groups`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub targets: Option<Vec<String>>,

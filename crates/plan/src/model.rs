@@ -119,6 +119,9 @@ pub struct Plan {
     pub source: String,
     pub groups: Vec<TargetGroup>,
     pub workloads: Vec<Workload>,
+    /// SLA bounds in ms (mean, p99), if the plan sets them.
+    pub sla_mean_ms: Option<f64>,
+    pub sla_p99_ms: Option<f64>,
 }
 
 impl Plan {

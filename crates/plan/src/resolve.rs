@@ -171,7 +171,18 @@ impl Resolver<'_> {
                 ));
             }
         }
+        for (key, v) in [("sla_mean_ms", self.file.sla_mean_ms), ("sla_p99_ms", self.file.sla_p99_ms)] {
+            if v.is_some_and(|v| !(v > 0.0 && v.is_finite())) {
+                return Err(self.err(
+                    &[Seg::Key(key)],
+                    key.into(),
+                    format!("{key} must be a positive number of milliseconds, e.g. {key} = 30"),
+                ));
+            }
+        }
         Ok(Plan {
+            sla_mean_ms: self.file.sla_mean_ms,
+            sla_p99_ms: self.file.sla_p99_ms,
             name: self.file.name.clone().unwrap_or_else(|| self.source.to_string()),
             description: self.file.description.clone().unwrap_or_default(),
             source: self.source.to_string(),
@@ -463,6 +474,14 @@ ramp = [1, 8]
         assert!(e.message.contains("no workloads"), "{e}");
         let e = parse("[[workloads]]\nname = \"a\"\nworking_set = \"middle\"\n").unwrap_err();
         assert_eq!(e.line, Some(3), "{e}");
+    }
+
+    #[test]
+    fn sla_bounds_are_plan_keys() {
+        let p = parse("sla_mean_ms = 30\nsla_p99_ms = 50.5\n[[workloads]]\nname = \"a\"\n").unwrap();
+        assert_eq!((p.sla_mean_ms, p.sla_p99_ms), (Some(30.0), Some(50.5)));
+        let e = parse("sla_mean_ms = -1\n[[workloads]]\nname = \"a\"\n").unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (Some(1), Some("sla_mean_ms")), "{e}");
     }
 
     #[test]

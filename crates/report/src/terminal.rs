@@ -57,7 +57,9 @@ pub fn step_table(w: &WorkloadResult) -> String {
 pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
     let seq = w.kind == "sequential";
     let mut out = Vec::new();
-    for (label, p) in [("speed", &w.speed), ("optimum", &w.optimum), ("maximum", &w.maximum)] {
+    for (label, p) in
+        [("speed", &w.speed), ("optimum", &w.optimum), ("maximum", &w.maximum), ("SLA max", &w.sla_maximum)]
+    {
         if let Some(p) = p {
             let workers = if p.workers == 1 { "1 worker".to_string() } else { format!("{} workers", p.workers) };
             out.push(format!("  {label:<8} {}  ({workers})", headline(p.iops, p.mbps, p.lat_us, seq)));
@@ -108,6 +110,9 @@ pub fn run_report(r: &RunResult) -> String {
     if let Some(note) = &r.host.backend_note {
         out.push_str(&format!("! {note}\n"));
     }
+    if let Some(sla) = &r.sla {
+        out.push_str(&format!("SLA: {}\n", sla.describe()));
+    }
     for w in &r.workloads {
         out.push_str(&workload_report(w));
     }
@@ -154,6 +159,7 @@ mod tests {
             speed: Some(p(0, &steps[0])),
             optimum: Some(p(1, &steps[1])),
             maximum: Some(p(1, &steps[1])),
+            sla_maximum: Some(p(0, &steps[0])),
             min_lat_us: Some(100.0),
             steps,
         };
@@ -162,5 +168,6 @@ mod tests {
         assert!(text.contains("20'000"), "{text}");
         assert!(text.contains("maximum  20'000 IOPS @ 100 µs  (2 workers)"), "{text}");
         assert!(text.contains("speed    10'000 IOPS @ 100 µs  (1 worker)"), "{text}");
+        assert!(text.contains("SLA max  10'000 IOPS @ 100 µs  (1 worker)"), "{text}");
     }
 }
