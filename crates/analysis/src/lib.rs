@@ -5,10 +5,12 @@
 //! latency), maximum (highest throughput) and the lowest latency seen. The result types here
 //! are the `--json` contract. Pure: no I/O, no clocks.
 
+pub mod compare;
 pub mod result;
 pub mod step;
 pub mod workload;
 
+pub use compare::{At, Impact, compare};
 pub use result::*;
 pub use step::{Thresholds, analyze_step};
 pub use workload::{analyze_workload, optimum_index, sla_index};

@@ -35,6 +35,22 @@ pub enum Command {
         #[command(flatten)]
         sla: SlaArgs,
     },
+    /// Compare stored runs with a baseline: per workload, the change of throughput and latency
+    /// in percent ("809'000 IOPS -> 431'000 IOPS, -47 %").
+    Compare {
+        /// The baseline run id.
+        baseline: i64,
+        /// Runs to compare with it.
+        #[arg(required = true)]
+        runs: Vec<i64>,
+        /// Which point of each workload to compare.
+        #[arg(long, value_enum, default_value = "maximum")]
+        at: AtArg,
+        #[command(flatten)]
+        db: DbArgs,
+        #[command(flatten)]
+        sla: SlaArgs,
+    },
     /// Delete a stored run and everything recorded for it.
     Delete {
         /// Run id (see `iocurve runs`).
@@ -42,6 +58,17 @@ pub enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
+}
+
+/// The point of each workload that `compare` uses.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum AtArg {
+    /// The step with the highest throughput.
+    Maximum,
+    /// The last step up to which throughput grew faster than latency.
+    Optimum,
+    /// The best step within the SLA bounds (--sla-mean-ms / --sla-p99-ms or the plans').
+    Sla,
 }
 
 /// SLA bounds: the SLA maximum is the highest throughput whose latency stays within them (a

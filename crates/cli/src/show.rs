@@ -5,14 +5,14 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use iocurve_analysis::{
-    HostInfo, RunResult, SCHEMA_VERSION, Sla, TargetInfo, Thresholds, analyze_step, analyze_workload,
+    At, HostInfo, RunResult, SCHEMA_VERSION, Sla, TargetInfo, Thresholds, analyze_step, analyze_workload,
 };
 use iocurve_plan::{Pattern, Workload};
 use iocurve_report::{format, terminal};
 use iocurve_store::{StoreError, StoredRun};
 
 use crate::CliError;
-use crate::cli::SlaArgs;
+use crate::cli::{AtArg, SlaArgs};
 use crate::run::open_store;
 
 fn store_err(e: StoreError) -> CliError {
@@ -103,6 +103,36 @@ pub fn show(db: &Path, id: i64, sla: &SlaArgs) -> Result<ExitCode, CliError> {
     let label = if stored.run.label.is_empty() { String::new() } else { format!(" \"{}\"", stored.run.label) };
     println!("run {}{label}: plan {}, {}", stored.run.id, stored.run.plan_name, status(&stored.run.status));
     print!("{}", terminal::run_report(&result));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn titled(r: &iocurve_store::RunRow) -> String {
+    if r.label.is_empty() { format!("run {}", r.id) } else { format!("run {} \"{}\"", r.id, r.label) }
+}
+
+pub fn compare(db: &Path, baseline: i64, runs: &[i64], at: AtArg, sla: &SlaArgs) -> Result<ExitCode, CliError> {
+    let at = match at {
+        AtArg::Maximum => At::Maximum,
+        AtArg::Optimum => At::Optimum,
+        AtArg::Sla => At::Sla,
+    };
+    let store = open_store(db)?;
+    let base_stored = store.load(baseline).map_err(store_err)?;
+    let base = rebuild(&base_stored, sla)?;
+    if at == At::Sla && base.sla.is_none() {
+        return Err(CliError::Usage(
+            "--at sla needs SLA bounds: give --sla-mean-ms and/or --sla-p99-ms (or set sla_mean_ms in the plan)".into(),
+        ));
+    }
+    for &id in runs {
+        let stored = store.load(id).map_err(store_err)?;
+        let run = rebuild(&stored, sla)?;
+        println!("\n{} against baseline {}, at the {}", titled(&stored.run), titled(&base_stored.run), at.name());
+        if let Some(s) = &run.sla.or(base.sla) {
+            println!("SLA: {}", s.describe());
+        }
+        println!("{}", terminal::impact_table(&iocurve_analysis::compare(&base, &run, at)));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -121,3 +121,32 @@ fn sla_maximum_from_options_plan_and_stored_runs() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("positive number of milliseconds"), "{}", stderr(&o));
 }
+
+#[test]
+fn compare_stored_runs_against_a_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["run", "--size", "64m", "--backend", "null", "--workload", "frontend-random-read", "--ramp", "1,2"];
+    for label in ["8 of 8 controllers", "7 of 8 controllers"] {
+        let o = iocurve(dir.path(), &args(&args(&base, FAST), &["--label", label]));
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let o = iocurve(dir.path(), &["compare", "1", "2"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        out.contains("run 2 \"7 of 8 controllers\" against baseline run 1 \"8 of 8 controllers\", at the maximum"),
+        "{out}"
+    );
+    let row = out.lines().find(|l| l.contains("frontend-random-read-4k")).expect("a row per workload");
+    assert_eq!(row.matches(" %").count(), 2, "throughput and latency change: {row}");
+    assert!(row.matches("IOPS @").count() == 2, "{row}");
+
+    let o = iocurve(dir.path(), &["compare", "1", "2", "--at", "optimum"]);
+    assert!(stdout(&o).contains("at the optimum"));
+    let o = iocurve(dir.path(), &["compare", "1", "2", "--at", "sla"]);
+    input_error(&o, &["--at sla needs SLA bounds", "--sla-mean-ms"]);
+    let o = iocurve(dir.path(), &["compare", "1", "2", "--at", "sla", "--sla-mean-ms", "1000"]);
+    assert!(stdout(&o).contains("SLA: mean ≤ 1000 ms") && stdout(&o).contains(" %"), "{}", stdout(&o));
+    let o = iocurve(dir.path(), &["compare", "1", "9"]);
+    input_error(&o, &["no run 9"]);
+}

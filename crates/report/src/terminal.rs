@@ -71,6 +71,36 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
     out
 }
 
+/// `-47 %`, `+60 %`; a dash where there is nothing to compare.
+pub fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "—".to_string(), |v| format!("{v:+.0} %"))
+}
+
+/// The impact of a run against a baseline, one row per workload.
+pub fn impact_table(rows: &[iocurve_analysis::Impact]) -> String {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
+    t.set_header(vec!["workload", "baseline", "run", "throughput", "latency"]);
+    let point = |p: &Option<iocurve_analysis::Point>, seq: bool| {
+        p.map_or_else(|| "—".to_string(), |p| format!("{} ({} w)", headline(p.iops, p.mbps, p.lat_us, seq), p.workers))
+    };
+    for r in rows {
+        t.add_row(vec![
+            r.workload.clone(),
+            point(&r.baseline, r.sequential),
+            point(&r.run, r.sequential),
+            pct(r.throughput_pct),
+            pct(r.latency_pct),
+        ]);
+    }
+    for i in 1..5 {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t.to_string()
+}
+
 /// Every flag of every step, one line each.
 pub fn warnings(w: &WorkloadResult) -> Vec<String> {
     w.steps

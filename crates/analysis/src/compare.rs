@@ -1,0 +1,149 @@
+//! Impact of a run against a baseline: per workload, the change of throughput and latency at a
+//! chosen point, as the published controller-failure tables give it ("809 kIOPS → 431 kIOPS,
+//! −47 %").
+
+use serde::Serialize;
+
+use crate::result::{Point, RunResult, WorkloadResult};
+
+/// Which point of each workload to compare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum At {
+    Maximum,
+    Optimum,
+    Sla,
+}
+
+impl At {
+    pub fn point(self, w: &WorkloadResult) -> Option<Point> {
+        match self {
+            At::Maximum => w.maximum,
+            At::Optimum => w.optimum,
+            At::Sla => w.sla_maximum,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            At::Maximum => "maximum",
+            At::Optimum => "optimum",
+            At::Sla => "SLA maximum",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Impact {
+    pub workload: String,
+    pub sequential: bool,
+    /// None when the workload or its point is missing on that side.
+    pub baseline: Option<Point>,
+    pub run: Option<Point>,
+    /// Change of throughput (IOPS, or MB/s for sequential workloads) in percent.
+    pub throughput_pct: Option<f64>,
+    /// Change of mean latency at the point, in percent.
+    pub latency_pct: Option<f64>,
+}
+
+fn change(base: f64, new: f64) -> Option<f64> {
+    (base > 0.0).then(|| (new - base) / base * 100.0)
+}
+
+/// One row per workload of the baseline, then those only the run has.
+pub fn compare(baseline: &RunResult, run: &RunResult, at: At) -> Vec<Impact> {
+    let mut names: Vec<&str> = baseline.workloads.iter().map(|w| w.name.as_str()).collect();
+    for w in &run.workloads {
+        if !names.contains(&w.name.as_str()) {
+            names.push(&w.name);
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let b = baseline.workloads.iter().find(|w| w.name == name);
+            let r = run.workloads.iter().find(|w| w.name == name);
+            let sequential = b.or(r).is_some_and(|w| w.kind == "sequential");
+            let (bp, rp) = (b.and_then(|w| at.point(w)), r.and_then(|w| at.point(w)));
+            let tput = |p: &Point| if sequential { p.mbps } else { p.iops };
+            let (throughput_pct, latency_pct) = match (bp, rp) {
+                (Some(x), Some(y)) => (change(tput(&x), tput(&y)), change(x.lat_us, y.lat_us)),
+                _ => (None, None),
+            };
+            Impact { workload: name.to_string(), sequential, baseline: bp, run: rp, throughput_pct, latency_pct }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::HostInfo;
+
+    fn workload(name: &str, kind: &str, max: (f64, f64, f64)) -> WorkloadResult {
+        let p = Point { step: 0, workers: 64, iops: max.0, mbps: max.1, lat_us: max.2 };
+        WorkloadResult {
+            name: name.into(),
+            kind: kind.into(),
+            working_set: "backend".into(),
+            read_pct: 100.0,
+            bs: "8k".into(),
+            queue_depth: 1,
+            backend: "io_uring".into(),
+            steps: vec![],
+            speed: None,
+            optimum: Some(p),
+            maximum: Some(p),
+            sla_maximum: None,
+            min_lat_us: None,
+        }
+    }
+
+    fn run(workloads: Vec<WorkloadResult>) -> RunResult {
+        RunResult {
+            schema_version: 1,
+            tool_version: "t".into(),
+            started_at: String::new(),
+            finished_at: String::new(),
+            interrupted: false,
+            host: HostInfo {
+                hostname: "h".into(),
+                kernel: "k".into(),
+                cpu_model: "c".into(),
+                cores: 2,
+                backend: "io_uring".into(),
+                backend_note: None,
+            },
+            sla: None,
+            targets: vec![],
+            plan: serde_json::Value::Null,
+            workloads,
+        }
+    }
+
+    #[test]
+    fn published_controller_failure_figures() {
+        // 8 of 8 controllers vs 7 of 8: random in IOPS, sequential in MB/s.
+        let base = run(vec![
+            workload("backend-random-read-8k", "random", (809_000.0, 6_627.0, 250.0)),
+            workload("backend-seq-read-1m", "sequential", (1_000.0, 20_000.0, 1_000.0)),
+            workload("only-in-baseline", "random", (1.0, 1.0, 1.0)),
+        ]);
+        let new = run(vec![
+            workload("backend-random-read-8k", "random", (431_000.0, 3_531.0, 400.0)),
+            workload("backend-seq-read-1m", "sequential", (999.0, 12_600.0, 1_100.0)),
+            workload("only-in-run", "random", (1.0, 1.0, 1.0)),
+        ]);
+        let rows = compare(&base, &new, At::Maximum);
+        assert_eq!(rows.len(), 4);
+        let r = &rows[0];
+        assert!((r.throughput_pct.unwrap() - (-46.72435105067985)).abs() < 1e-9, "{r:?}");
+        assert!((r.latency_pct.unwrap() - 60.0).abs() < 1e-9);
+        // Sequential workloads compare MB/s, not IOPS.
+        assert!((rows[1].throughput_pct.unwrap() - (-37.0)).abs() < 1e-9, "{:?}", rows[1]);
+        assert_eq!((rows[2].run, rows[2].throughput_pct), (None, None));
+        assert_eq!((rows[3].workload.as_str(), rows[3].baseline), ("only-in-run", None));
+        // No SLA maximum on either side: nothing to compare, no invented figures.
+        assert!(compare(&base, &new, At::Sla).iter().all(|r| r.throughput_pct.is_none()));
+    }
+}
