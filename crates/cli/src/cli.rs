@@ -51,6 +51,22 @@ pub enum Command {
         #[command(flatten)]
         sla: SlaArgs,
     },
+    /// Export a stored run: json (the same document as `run --json`), csv (steps to FILE, samples
+    /// to FILE's name with `-samples`) or fio-json (fio's JSON layout, one job per step).
+    Export {
+        /// Run id (see `iocurve runs`).
+        run: i64,
+        /// Output format.
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+        /// Where to write.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: PathBuf,
+        #[command(flatten)]
+        db: DbArgs,
+        #[command(flatten)]
+        sla: SlaArgs,
+    },
     /// Delete a stored run and everything recorded for it.
     Delete {
         /// Run id (see `iocurve runs`).
@@ -58,6 +74,16 @@ pub enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// The full result document, as `run --json` writes it.
+    Json,
+    /// Steps and samples as CSV (columns in the README).
+    Csv,
+    /// fio's --output-format=json layout, one job per step.
+    FioJson,
 }
 
 /// The point of each workload that `compare` uses.

@@ -8,11 +8,11 @@ use iocurve_analysis::{
     At, HostInfo, RunResult, SCHEMA_VERSION, Sla, TargetInfo, Thresholds, analyze_step, analyze_workload,
 };
 use iocurve_plan::{Pattern, Workload};
-use iocurve_report::{format, terminal};
+use iocurve_report::{export, format, terminal, write_json};
 use iocurve_store::{StoreError, StoredRun};
 
 use crate::CliError;
-use crate::cli::{AtArg, SlaArgs};
+use crate::cli::{AtArg, ExportFormat, SlaArgs};
 use crate::run::open_store;
 
 fn store_err(e: StoreError) -> CliError {
@@ -134,6 +134,36 @@ pub fn compare(db: &Path, baseline: i64, runs: &[i64], at: AtArg, sla: &SlaArgs)
         println!("{}", terminal::impact_table(&iocurve_analysis::compare(&base, &run, at)));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &SlaArgs) -> Result<ExitCode, CliError> {
+    let store = open_store(db)?;
+    let stored = store.load(id).map_err(store_err)?;
+    let result = rebuild(&stored, sla)?;
+    let write = |path: &Path, text: &str| {
+        std::fs::write(path, text).map_err(|e| CliError::Runtime(format!("cannot write {}: {e}", path.display())))
+    };
+    match format {
+        ExportFormat::Json => write_json(&result, output)
+            .map_err(|e| CliError::Runtime(format!("cannot write {}: {e}", output.display())))?,
+        ExportFormat::FioJson => write(output, &export::fio_json(&result))?,
+        ExportFormat::Csv => {
+            write(output, &export::steps_csv(id, &stored.run.label, &result))?;
+            let samples = samples_path(output);
+            write(&samples, &export::samples_csv(id, &result))?;
+            println!("wrote {} (steps) and {} (samples)", output.display(), samples.display());
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    println!("wrote {}", output.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `run3.csv` → `run3-samples.csv`.
+fn samples_path(steps: &Path) -> std::path::PathBuf {
+    let stem = steps.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let ext = steps.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+    steps.with_file_name(format!("{stem}-samples{ext}"))
 }
 
 pub fn delete(db: &Path, id: i64) -> Result<ExitCode, CliError> {

@@ -150,3 +150,54 @@ fn compare_stored_runs_against_a_baseline() {
     let o = iocurve(dir.path(), &["compare", "1", "9"]);
     input_error(&o, &["no run 9"]);
 }
+
+#[test]
+fn exports_json_is_the_run_document_and_fio_json_has_fios_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = ["run", "--size", "64m", "--workload", "backend-mixed", "--ramp", "1,2", "--json", "run.json"];
+    let o = iocurve(dir.path(), &args(&run, FAST));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = iocurve(dir.path(), &["export", "1", "--format", "json", "-o", "export.json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let read = |f: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join(f)).unwrap()).unwrap()
+    };
+    assert_eq!(read("export.json"), read("run.json"), "a stored run exports the very document the run wrote");
+
+    let o = iocurve(dir.path(), &["export", "1", "--format", "csv", "-o", "steps.csv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let steps = std::fs::read_to_string(dir.path().join("steps.csv")).unwrap();
+    assert_eq!(steps.lines().count(), 1 + 2, "a header and one row per step");
+    let samples = std::fs::read_to_string(dir.path().join("steps-samples.csv")).unwrap();
+    assert_eq!(samples.lines().count(), 1 + 2 * 2, "a header and one row per sample (2 steps × 2 intervals)");
+
+    let o = iocurve(dir.path(), &["export", "1", "--format", "fio-json", "-o", "fio.json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let check = r#"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert isinstance(d["jobs"], list) and len(d["jobs"]) == 2, d["jobs"]
+for j in d["jobs"]:
+    assert isinstance(j["jobname"], str)
+    o = j["job options"]
+    for k in ("rw", "bs", "iodepth", "numjobs"):
+        assert isinstance(o[k], str), (k, o)
+    assert o["rw"] == "randrw" and o["rwmixread"] == "70", o
+    for side in ("read", "write"):
+        x = j[side]
+        assert isinstance(x["iops"], float) and x["iops"] > 0, x["iops"]
+        for k in ("bw", "io_bytes", "runtime"):
+            assert isinstance(x[k], int) and x[k] > 0, (k, x[k])
+        for lat in ("clat_ns", "lat_ns"):
+            l = x[lat]
+            assert isinstance(l["min"], int) and isinstance(l["max"], int)
+            assert isinstance(l["mean"], float) and isinstance(l["stddev"], float)
+            for p in ("50.000000", "90.000000", "99.000000", "99.900000", "99.990000"):
+                assert isinstance(l["percentile"][p], int), (p, l)
+            assert l["min"] <= l["percentile"]["50.000000"] <= l["max"]
+    assert isinstance(j["usr_cpu"], float) and isinstance(j["sys_cpu"], float)
+print("ok")
+"#;
+    let o = Command::new("python3").arg("-c").arg(check).arg(dir.path().join("fio.json")).output().unwrap();
+    assert!(o.status.success(), "{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+}

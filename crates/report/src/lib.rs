@@ -1,6 +1,7 @@
 //! Presentation: terminal tables and number formats in the published form, and the JSON
 //! result. Pure functions of the result — they compute nothing the analysis did not.
 
+pub mod export;
 pub mod format;
 pub mod terminal;
 

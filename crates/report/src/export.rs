@@ -1,0 +1,276 @@
+//! Exports of a result: pure functions from the result document to text.
+//!
+//! - CSV: steps (one row per step per workload) and samples (one row per sample per step; one
+//!   host for now, named in a column so multi-host results fit the same layout).
+//! - fio-compatible JSON: one fio-shaped job per step, so tools written for fio's
+//!   `--output-format=json` read iocurve's results. iocurve measures each I/O from submission to
+//!   completion, so `lat_ns` and `clat_ns` carry the same figures and `slat_ns` is zero; keys
+//!   iocurve has no value for are zero.
+
+use serde_json::{Map, Value, json};
+
+use iocurve_analysis::{DirResult, LatencyStats, RunResult, StepResult, WorkloadResult};
+
+/// Columns of the steps CSV, in order.
+pub const STEP_COLUMNS: &[&str] = &[
+    "run",
+    "label",
+    "workload",
+    "kind",
+    "working_set",
+    "read_pct",
+    "bs",
+    "queue_depth",
+    "step",
+    "workers",
+    "outstanding",
+    "duration_s",
+    "iops",
+    "mbps",
+    "lat_mean_us",
+    "lat_min_us",
+    "lat_max_us",
+    "lat_p50_us",
+    "lat_p90_us",
+    "lat_p99_us",
+    "lat_p99_9_us",
+    "lat_p99_99_us",
+    "read_iops",
+    "write_iops",
+    "read_lat_mean_us",
+    "write_lat_mean_us",
+    "cv",
+    "cpu_user",
+    "cpu_system",
+    "cpu_iowait",
+    "errors",
+    "flags",
+];
+
+/// Columns of the samples CSV, in order.
+pub const SAMPLE_COLUMNS: &[&str] = &[
+    "run",
+    "workload",
+    "step",
+    "workers",
+    "host",
+    "t_s",
+    "dur_s",
+    "ops",
+    "iops",
+    "mbps",
+    "lat_mean_us",
+    "lat_max_us",
+    "errors",
+];
+
+/// Quotes a CSV field when it needs it (RFC 4180).
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+}
+
+fn line(fields: Vec<String>) -> String {
+    fields.iter().map(|f| field(f)).collect::<Vec<_>>().join(",") + "\n"
+}
+
+pub fn steps_csv(run_id: i64, label: &str, r: &RunResult) -> String {
+    let mut out = line(STEP_COLUMNS.iter().map(|s| s.to_string()).collect());
+    for w in &r.workloads {
+        for (i, s) in w.steps.iter().enumerate() {
+            let flags: Vec<&str> = s.flags.iter().map(|f| f.code.as_str()).collect();
+            out.push_str(&line(vec![
+                run_id.to_string(),
+                label.to_string(),
+                w.name.clone(),
+                w.kind.clone(),
+                w.working_set.clone(),
+                w.read_pct.to_string(),
+                w.bs.clone(),
+                w.queue_depth.to_string(),
+                i.to_string(),
+                s.workers.to_string(),
+                s.outstanding.to_string(),
+                s.duration_s.to_string(),
+                format!("{:.3}", s.iops),
+                format!("{:.3}", s.mbps),
+                format!("{:.3}", s.lat_us.mean),
+                format!("{:.3}", s.lat_us.min),
+                format!("{:.3}", s.lat_us.max),
+                format!("{:.3}", s.lat_us.p50),
+                format!("{:.3}", s.lat_us.p90),
+                format!("{:.3}", s.lat_us.p99),
+                format!("{:.3}", s.lat_us.p99_9),
+                format!("{:.3}", s.lat_us.p99_99),
+                format!("{:.3}", s.read.iops),
+                format!("{:.3}", s.write.iops),
+                format!("{:.3}", s.read.lat_us.mean),
+                format!("{:.3}", s.write.lat_us.mean),
+                format!("{:.5}", s.cv),
+                format!("{:.2}", s.cpu.user),
+                format!("{:.2}", s.cpu.system),
+                format!("{:.2}", s.cpu.iowait),
+                s.errors.to_string(),
+                flags.join(" "),
+            ]));
+        }
+    }
+    out
+}
+
+pub fn samples_csv(run_id: i64, r: &RunResult) -> String {
+    let mut out = line(SAMPLE_COLUMNS.iter().map(|s| s.to_string()).collect());
+    for w in &r.workloads {
+        for (i, s) in w.steps.iter().enumerate() {
+            for x in &s.samples {
+                out.push_str(&line(vec![
+                    run_id.to_string(),
+                    w.name.clone(),
+                    i.to_string(),
+                    s.workers.to_string(),
+                    r.host.hostname.clone(),
+                    format!("{:.3}", x.t_s),
+                    format!("{:.3}", x.dur_s),
+                    x.ops.to_string(),
+                    format!("{:.3}", x.iops),
+                    format!("{:.3}", x.mbps),
+                    format!("{:.3}", x.lat_mean_us),
+                    format!("{:.3}", x.lat_max_us),
+                    x.errors.to_string(),
+                ]));
+            }
+        }
+    }
+    out
+}
+
+/// fio's name for the access pattern.
+fn fio_rw(w: &WorkloadResult) -> &'static str {
+    let seq = w.kind == "sequential";
+    match (w.read_pct >= 100.0, w.read_pct <= 0.0, seq) {
+        (true, _, false) => "randread",
+        (_, true, false) => "randwrite",
+        (false, false, false) => "randrw",
+        (true, _, true) => "read",
+        (_, true, true) => "write",
+        (false, false, true) => "rw",
+    }
+}
+
+fn lat_ns(l: &LatencyStats) -> Value {
+    let ns = |us: f64| (us * 1000.0).round() as u64;
+    json!({
+        "min": ns(l.min),
+        "max": ns(l.max),
+        "mean": l.mean * 1000.0,
+        "stddev": l.stddev * 1000.0,
+        "N": 0,
+        "percentile": {
+            "50.000000": ns(l.p50),
+            "90.000000": ns(l.p90),
+            "99.000000": ns(l.p99),
+            "99.900000": ns(l.p99_9),
+            "99.990000": ns(l.p99_99),
+        }
+    })
+}
+
+fn fio_dir(d: &DirResult, runtime_ms: u64) -> Value {
+    let mut lat = lat_ns(&d.lat_us);
+    lat["N"] = json!(d.ops);
+    json!({
+        "io_bytes": d.bytes,
+        "io_kbytes": d.bytes / 1024,
+        "bw_bytes": (d.mbps * 1e6).round() as u64,
+        "bw": (d.mbps * 1e6 / 1024.0).round() as u64,
+        "iops": d.iops,
+        "runtime": runtime_ms,
+        "total_ios": d.ops,
+        "short_ios": 0,
+        "drop_ios": 0,
+        "slat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0},
+        "clat_ns": lat.clone(),
+        "lat_ns": lat,
+        "bw_min": 0, "bw_max": 0, "bw_agg": 0.0, "bw_mean": 0.0, "bw_dev": 0.0, "bw_samples": 0,
+        "iops_min": 0, "iops_max": 0, "iops_mean": 0.0, "iops_stddev": 0.0, "iops_samples": 0,
+    })
+}
+
+fn fio_job(w: &WorkloadResult, i: usize, s: &StepResult) -> Value {
+    let runtime_ms = (s.duration_s * 1000.0).round() as u64;
+    let mut opts = Map::new();
+    opts.insert("rw".into(), json!(fio_rw(w)));
+    opts.insert("bs".into(), json!(w.bs));
+    opts.insert("iodepth".into(), json!(s.queue_depth.to_string()));
+    opts.insert("numjobs".into(), json!(s.workers.to_string()));
+    if w.read_pct > 0.0 && w.read_pct < 100.0 {
+        opts.insert("rwmixread".into(), json!(format!("{}", w.read_pct)));
+    }
+    json!({
+        "jobname": format!("{}-step{}-{}w", w.name, i, s.workers),
+        "groupid": 0,
+        // fio reports the first error's errno.
+        "error": s.errors_by_errno.iter().find(|e| e.errno > 0).map_or(0, |e| e.errno),
+        "eta": 0,
+        "elapsed": (s.duration_s).round() as u64,
+        "job options": Value::Object(opts),
+        "read": fio_dir(&s.read, runtime_ms),
+        "write": fio_dir(&s.write, runtime_ms),
+        "trim": fio_dir(&DirResult::default(), 0),
+        "job_runtime": runtime_ms,
+        "usr_cpu": s.cpu.user,
+        "sys_cpu": s.cpu.system,
+        "ctx": 0,
+        "majf": 0,
+        "minf": 0,
+        "iodepth_level": {},
+        "latency_ns": {}, "latency_us": {}, "latency_ms": {},
+        "latency_depth": s.queue_depth,
+        "latency_target": 0,
+        "latency_percentile": 100.0,
+        "latency_window": 0,
+    })
+}
+
+/// fio's `--output-format=json` layout, one job per step.
+pub fn fio_json(r: &RunResult) -> String {
+    let jobs: Vec<Value> =
+        r.workloads.iter().flat_map(|w| w.steps.iter().enumerate().map(move |(i, s)| fio_job(w, i, s))).collect();
+    let doc = json!({
+        "fio version": format!("iocurve-{}", r.tool_version),
+        "timestamp": 0,
+        "timestamp_ms": 0,
+        "time": r.started_at,
+        "global options": {},
+        "jobs": jobs,
+        "disk_util": [],
+    });
+    serde_json::to_string_pretty(&doc).expect("a JSON value serializes") + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_headers_are_pinned() {
+        // Snapshot: changing a column breaks users' scripts; change these only on purpose and
+        // say so in the CHANGELOG.
+        assert_eq!(
+            STEP_COLUMNS.join(","),
+            "run,label,workload,kind,working_set,read_pct,bs,queue_depth,step,workers,outstanding,duration_s,iops,mbps,\
+             lat_mean_us,lat_min_us,lat_max_us,lat_p50_us,lat_p90_us,lat_p99_us,lat_p99_9_us,lat_p99_99_us,read_iops,\
+             write_iops,read_lat_mean_us,write_lat_mean_us,cv,cpu_user,cpu_system,cpu_iowait,errors,flags"
+        );
+        assert_eq!(
+            SAMPLE_COLUMNS.join(","),
+            "run,workload,step,workers,host,t_s,dur_s,ops,iops,mbps,lat_mean_us,lat_max_us,errors"
+        );
+    }
+
+    #[test]
+    fn csv_fields_are_quoted_when_needed() {
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(field("plain"), "plain");
+    }
+}
