@@ -234,7 +234,9 @@ mod tests {
                     continue;
                 }
                 assert!(arg.get_help().is_some(), "option {} of {} has help", arg.get_id(), sub.get_name());
-                assert!(seen.insert(arg.get_long().map(str::to_string)), "option {:?} is unique", arg.get_long());
+                if let Some(long) = arg.get_long() {
+                    assert!(seen.insert(long.to_string()), "option --{long} of {} is unique", sub.get_name());
+                }
             }
         }
     }
