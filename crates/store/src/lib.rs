@@ -161,7 +161,9 @@ impl Store {
         // run needs) without an fsync per interval; those fsyncs would land on the storage
         // under test in the middle of the measurement when the database lives there. Only a
         // power loss can cost the last commits.
-        let r = self.conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL;");
+        let r = self
+            .conn
+            .execute_batch("PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL;");
         self.sql(r)?;
         self.migrate(MIGRATIONS.len())
     }
@@ -468,14 +470,20 @@ mod tests {
         assert!(!rec.interrupted);
     }
 
-    #[test]
-    fn an_unfinished_step_keeps_its_finished_intervals() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut st = Store::open(&dir.path().join("r.db")).unwrap();
+    /// A run with one workload, one step and one stored interval; nothing ended.
+    fn one_interval_run(dir: &Path) -> (Store, i64) {
+        let mut st = Store::open(&dir.join("r.db")).unwrap();
         let run = st.begin_run(&NewRun::default()).unwrap();
         let wl = st.begin_workload(run, 0, "w", "{}").unwrap();
         let step = st.begin_step(wl, 0, &StepRecord::new(1, 1, 1, 1.0, 1.0)).unwrap();
         st.add_interval(step, 0, &interval(10, 5), &CpuUsage::default(), 1.0).unwrap();
+        (st, run)
+    }
+
+    #[test]
+    fn an_unfinished_step_keeps_its_finished_intervals() {
+        let dir = tempfile::tempdir().unwrap();
+        let (st, run) = one_interval_run(dir.path());
         // No end_step, no finish_run: as after SIGKILL.
         drop(st);
         let st = Store::open(&dir.path().join("r.db")).unwrap();
@@ -490,11 +498,7 @@ mod tests {
     #[test]
     fn delete_cascades_and_unknown_runs_are_clear_errors() {
         let dir = tempfile::tempdir().unwrap();
-        let mut st = Store::open(&dir.path().join("r.db")).unwrap();
-        let run = st.begin_run(&NewRun::default()).unwrap();
-        let wl = st.begin_workload(run, 0, "w", "{}").unwrap();
-        let step = st.begin_step(wl, 0, &StepRecord::new(1, 1, 1, 1.0, 1.0)).unwrap();
-        st.add_interval(step, 0, &interval(10, 5), &CpuUsage::default(), 1.0).unwrap();
+        let (st, run) = one_interval_run(dir.path());
         st.delete(run).unwrap();
         let n: i64 = st.conn.query_row("SELECT count(*) FROM samples", [], |r| r.get(0)).unwrap();
         assert_eq!(n, 0, "samples went with the run");
