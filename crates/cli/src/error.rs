@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use iocurve_engine::EngineError;
 use iocurve_plan::PlanError;
+use iocurve_store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -12,6 +13,8 @@ pub enum CliError {
     Plan(#[from] PlanError),
     #[error("{0}")]
     Engine(#[from] EngineError),
+    #[error("{0}")]
+    Store(#[from] StoreError),
     #[error("{0}")]
     Usage(String),
     #[error("{0}")]
@@ -23,7 +26,9 @@ impl CliError {
         match self {
             CliError::Plan(_) | CliError::Usage(_) => ExitCode::from(2),
             CliError::Engine(e) if e.is_input_error() => ExitCode::from(2),
-            CliError::Engine(_) | CliError::Runtime(_) => ExitCode::from(1),
+            // A run id that does not exist is the user's input; anything else is the database.
+            CliError::Store(StoreError::NoSuchRun(_)) => ExitCode::from(2),
+            CliError::Engine(_) | CliError::Store(_) | CliError::Runtime(_) => ExitCode::from(1),
         }
     }
 }

@@ -354,33 +354,10 @@ fn execute(
         plan: plan_json,
         workloads,
     };
-    print_summary(&result);
+    print!("{}", terminal::run_summary(&result));
     Outcome { result, run_id, error }
 }
 
 fn store_error(e: StoreError) -> CliError {
     CliError::Runtime(format!("{e}: the run stops so that no measurement goes unrecorded"))
-}
-
-fn print_summary(r: &RunResult) {
-    println!("\nSummary ({} on {}, back-end {})", r.started_at, r.host.hostname, r.host.backend);
-    if let Some(n) = &r.host.backend_note {
-        println!("! {n}");
-    }
-    if let Some(sla) = &r.sla {
-        println!("SLA: {}", sla.describe());
-    }
-    for w in &r.workloads {
-        println!("{}", w.name);
-        for l in terminal::summary_lines(w) {
-            println!("{l}");
-        }
-        let flagged = w.steps.iter().filter(|s| !s.flags.is_empty()).count();
-        if flagged > 0 {
-            println!("  ! {flagged} of {} steps flagged (see the table above)", w.steps.len());
-        }
-    }
-    if r.interrupted {
-        println!("\n! interrupted: the figures cover the intervals finished before the stop");
-    }
 }

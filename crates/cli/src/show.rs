@@ -9,18 +9,11 @@ use iocurve_analysis::{
 };
 use iocurve_plan::{Pattern, Workload};
 use iocurve_report::{export, format, terminal, write_json};
-use iocurve_store::{StoreError, StoredRun};
+use iocurve_store::StoredRun;
 
 use crate::CliError;
 use crate::cli::{AtArg, ExportFormat, SlaArgs};
 use crate::run::open_store;
-
-fn store_err(e: StoreError) -> CliError {
-    match e {
-        StoreError::NoSuchRun(_) => CliError::Usage(e.to_string()),
-        e => CliError::Runtime(e.to_string()),
-    }
-}
 
 /// What the status column says: a run still marked running was killed (or is running now).
 fn status(s: &str) -> &str {
@@ -66,12 +59,12 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
 
 pub fn runs(db: &Path) -> Result<ExitCode, CliError> {
     let store = open_store(db)?;
-    let rows = store.runs().map_err(store_err)?;
+    let rows = store.runs()?;
     if rows.is_empty() {
         println!("no runs in {} yet: `iocurve run` stores every run there", db.display());
     }
     for r in rows {
-        let result = rebuild(&store.load(r.id).map_err(store_err)?, &SlaArgs::default())?;
+        let result = rebuild(&store.load(r.id)?, &SlaArgs::default())?;
         let heads: Vec<String> = result
             .workloads
             .iter()
@@ -98,7 +91,7 @@ pub fn runs(db: &Path) -> Result<ExitCode, CliError> {
 
 pub fn show(db: &Path, id: i64, sla: &SlaArgs) -> Result<ExitCode, CliError> {
     let store = open_store(db)?;
-    let stored = store.load(id).map_err(store_err)?;
+    let stored = store.load(id)?;
     let result = rebuild(&stored, sla)?;
     let label = if stored.run.label.is_empty() { String::new() } else { format!(" \"{}\"", stored.run.label) };
     println!("run {}{label}: plan {}, {}", stored.run.id, stored.run.plan_name, status(&stored.run.status));
@@ -117,7 +110,7 @@ pub fn compare(db: &Path, baseline: i64, runs: &[i64], at: AtArg, sla: &SlaArgs)
         AtArg::Sla => At::Sla,
     };
     let store = open_store(db)?;
-    let base_stored = store.load(baseline).map_err(store_err)?;
+    let base_stored = store.load(baseline)?;
     let base = rebuild(&base_stored, sla)?;
     if at == At::Sla && base.sla.is_none() {
         return Err(CliError::Usage(
@@ -125,7 +118,7 @@ pub fn compare(db: &Path, baseline: i64, runs: &[i64], at: AtArg, sla: &SlaArgs)
         ));
     }
     for &id in runs {
-        let stored = store.load(id).map_err(store_err)?;
+        let stored = store.load(id)?;
         let run = rebuild(&stored, sla)?;
         println!("\n{} against baseline {}, at the {}", titled(&stored.run), titled(&base_stored.run), at.name());
         if let Some(s) = &run.sla.or(base.sla) {
@@ -138,7 +131,7 @@ pub fn compare(db: &Path, baseline: i64, runs: &[i64], at: AtArg, sla: &SlaArgs)
 
 pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &SlaArgs) -> Result<ExitCode, CliError> {
     let store = open_store(db)?;
-    let stored = store.load(id).map_err(store_err)?;
+    let stored = store.load(id)?;
     let result = rebuild(&stored, sla)?;
     let write = |path: &Path, text: &str| {
         std::fs::write(path, text).map_err(|e| CliError::Runtime(format!("cannot write {}: {e}", path.display())))
@@ -168,7 +161,7 @@ fn samples_path(steps: &Path) -> std::path::PathBuf {
 
 pub fn delete(db: &Path, id: i64) -> Result<ExitCode, CliError> {
     let store = open_store(db)?;
-    store.delete(id).map_err(store_err)?;
+    store.delete(id)?;
     println!("deleted run {id}");
     Ok(ExitCode::SUCCESS)
 }

@@ -137,18 +137,46 @@ pub fn run_report(r: &RunResult) -> String {
         r.host.backend,
         targets.join(", ")
     ));
+    out.push_str(&run_notes(r));
+    for w in &r.workloads {
+        out.push_str(&workload_report(w));
+    }
+    out.push_str(interrupted_note(r));
+    out
+}
+
+/// The back-end note and SLA bounds of a run, one line each.
+fn run_notes(r: &RunResult) -> String {
+    let mut out = String::new();
     if let Some(note) = &r.host.backend_note {
         out.push_str(&format!("! {note}\n"));
     }
     if let Some(sla) = &r.sla {
         out.push_str(&format!("SLA: {}\n", sla.describe()));
     }
+    out
+}
+
+fn interrupted_note(r: &RunResult) -> &'static str {
+    if r.interrupted { "\n! interrupted: the figures cover the intervals finished before the stop\n" } else { "" }
+}
+
+/// The closing summary of a run: speed, optimum, maximum (and SLA maximum) per workload.
+pub fn run_summary(r: &RunResult) -> String {
+    let mut out = format!("\nSummary ({} on {}, back-end {})\n", r.started_at, r.host.hostname, r.host.backend);
+    out.push_str(&run_notes(r));
     for w in &r.workloads {
-        out.push_str(&workload_report(w));
+        out.push_str(&format!("{}\n", w.name));
+        for l in summary_lines(w) {
+            out.push_str(&l);
+            out.push('\n');
+        }
+        let flagged = w.steps.iter().filter(|s| !s.flags.is_empty()).count();
+        if flagged > 0 {
+            out.push_str(&format!("  ! {flagged} of {} steps flagged (see the table above)\n", w.steps.len()));
+        }
     }
-    if r.interrupted {
-        out.push_str("\n! interrupted: the figures above cover the intervals finished before Ctrl-C\n");
-    }
+    out.push_str(interrupted_note(r));
     out
 }
 
