@@ -51,6 +51,20 @@ pub enum Command {
         #[command(flatten)]
         sla: SlaArgs,
     },
+    /// Write the HTML report of stored runs: one self-contained file (charts, tables, no network
+    /// needed). Several runs make a comparison report against the first.
+    Report {
+        /// Run ids (see `iocurve runs`); the first is the baseline of a comparison.
+        #[arg(required = true)]
+        runs: Vec<i64>,
+        /// Where to write the report.
+        #[arg(short = 'o', long = "output", value_name = "FILE.html")]
+        output: PathBuf,
+        #[command(flatten)]
+        db: DbArgs,
+        #[command(flatten)]
+        sla: SlaArgs,
+    },
     /// Export a stored run: json (the same document as `run --json`), csv (steps to FILE, samples
     /// to FILE's name with `-samples`) or fio-json (fio's JSON layout, one job per step).
     Export {

@@ -45,6 +45,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Show { run, db, sla } => show::show(&db.db, run, &sla),
         Command::Delete { run, db } => show::delete(&db.db, run),
         Command::Export { run, format, output, db, sla } => show::export(&db.db, run, format, &output, &sla),
+        Command::Report { runs, output, db, sla } => show::report(&db.db, &runs, &output, &sla),
         Command::Compare { baseline, runs, at, db, sla } => show::compare(&db.db, baseline, &runs, at, &sla),
     }
 }

@@ -8,6 +8,7 @@ use iocurve_analysis::{
     At, HostInfo, RunResult, SCHEMA_VERSION, Sla, TargetInfo, Thresholds, analyze_step, analyze_workload,
 };
 use iocurve_plan::{Pattern, Workload};
+use iocurve_report::html::{self, ReportRun};
 use iocurve_report::{export, format, terminal, write_json};
 use iocurve_store::StoredRun;
 
@@ -148,6 +149,29 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
             return Ok(ExitCode::SUCCESS);
         }
     }
+    println!("wrote {}", output.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn report(db: &Path, ids: &[i64], output: &Path, sla: &SlaArgs) -> Result<ExitCode, CliError> {
+    let store = open_store(db)?;
+    let mut runs = Vec::new();
+    for &id in ids {
+        let stored = store.load(id)?;
+        runs.push(ReportRun {
+            id,
+            label: stored.run.label.clone(),
+            plan: stored.run.plan_name.clone(),
+            status: status(&stored.run.status).to_string(),
+            result: rebuild(&stored, sla)?,
+        });
+    }
+    let page = html::html(&runs).map_err(|e| CliError::Runtime(format!("cannot render the report: {e:#}")))?;
+    // Via a temporary file, so that a browser reloading the report never sees half of it.
+    let tmp = output.with_extension("html.tmp");
+    std::fs::write(&tmp, page)
+        .and_then(|()| std::fs::rename(&tmp, output))
+        .map_err(|e| CliError::Runtime(format!("cannot write {}: {e}", output.display())))?;
     println!("wrote {}", output.display());
     Ok(ExitCode::SUCCESS)
 }

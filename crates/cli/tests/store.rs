@@ -78,6 +78,13 @@ fn a_killed_run_keeps_every_finished_interval() {
     // Header plus the first step (4 intervals) and the part of the second that finished.
     assert_eq!(rows.len(), 3, "{shown}");
     assert!(rows[2].contains("interrupted"), "the cut-off step is flagged: {shown}");
+
+    // The report works on it too, and says the run is incomplete.
+    let o = iocurve(dir.path(), &["report", "1", "--db", "k.db", "-o", "killed.html"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = std::fs::read_to_string(dir.path().join("killed.html")).unwrap();
+    assert!(page.contains("status-incomplete") && page.contains("killed or still running"), "marked incomplete");
+    assert!(page.contains("\"workers\":[1,2]"), "both steps are in the report's data");
 }
 
 /// Counts stored intervals without the sqlite3 shell (python3 is on every machine here).

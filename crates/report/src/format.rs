@@ -50,6 +50,19 @@ pub fn headline(iops_v: f64, mbps_v: f64, lat: f64, sequential: bool) -> String 
     }
 }
 
+/// Bytes in binary units, as sizes of devices are given: `512 B`, `1 GiB`, `1.5 TiB`.
+pub fn size(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    let text = if u == 0 || v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.1}") };
+    format!("{text} {}", UNITS[u])
+}
+
 /// Seconds as `1:05` or `1:02:03`.
 pub fn duration(secs: f64) -> String {
     let s = secs.max(0.0).round() as u64;
@@ -79,6 +92,9 @@ mod tests {
         assert_eq!(mbps_number(56_965.5), "56'966");
         assert_eq!(lat_us(0.44), "0.4");
         assert_eq!(duration(65.0), "1:05");
+        assert_eq!(size(512), "512 B");
+        assert_eq!(size(1 << 30), "1 GiB");
+        assert_eq!(size(3 << 39), "1.5 TiB");
         assert_eq!(duration(3723.0), "1:02:03");
     }
 }

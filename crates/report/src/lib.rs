@@ -1,8 +1,9 @@
-//! Presentation: terminal tables and number formats in the published form, and the JSON
-//! result. Pure functions of the result — they compute nothing the analysis did not.
+//! Presentation: terminal tables and number formats in the published form, exports, the JSON
+//! result and the self-contained HTML report. Pure functions of the result — they compute nothing the analysis did not.
 
 pub mod export;
 pub mod format;
+pub mod html;
 pub mod terminal;
 
 use std::path::Path;

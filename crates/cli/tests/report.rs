@@ -1,0 +1,258 @@
+//! The HTML report, opened in a real headless Chromium: no console errors, no network, every
+//! chart drawn, the step selector redraws the timeline, a comparison has one series per run,
+//! and a large run stays within the size and render-time budget.
+
+#[path = "util/browser.rs"]
+mod browser;
+mod util;
+
+use std::path::{Path, PathBuf};
+
+use browser::Browser;
+use iocurve_stats::{CpuUsage, IntervalStats, Sample, StepRecord};
+use iocurve_store::{NewRun, Store};
+use serde_json::Value;
+use util::*;
+
+/// Screenshots are kept here for people to look at (and CI to archive).
+fn artifact(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts").join(name)
+}
+
+/// Pixels drawn per chart, counted in the page: opaque pixels of the chart's canvas that have
+/// the colour of the first series (`#1f77b4`), or of the p50 line (`#2ca02c`) in percentile
+/// charts. Axes and grid alone do not count, so a chart without data fails.
+const DRAWN: &str = r#"
+Array.from(document.querySelectorAll('.chart')).map(el => {
+  const c = el.querySelector('canvas');
+  if (!c || !c.width || !c.height) return {chart: el.dataset.chart, pixels: 0};
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  const want = el.dataset.chart === 'percentiles' ? [0x2c, 0xa0, 0x2c] : [0x1f, 0x77, 0xb4];
+  let n = 0;
+  for (let i = 0; i < d.length; i += 4)
+    if (d[i + 3] > 200 && Math.abs(d[i] - want[0]) < 12 && Math.abs(d[i + 1] - want[1]) < 12 && Math.abs(d[i + 2] - want[2]) < 12) n++;
+  return {chart: el.dataset.chart, pixels: n};
+})"#;
+
+fn assert_all_drawn(b: &mut Browser, expected_charts: usize) {
+    let drawn = b.eval(DRAWN);
+    let drawn = drawn.as_array().expect("a list");
+    assert_eq!(drawn.len(), expected_charts, "{drawn:?}");
+    for d in drawn {
+        assert!(d["pixels"].as_u64().unwrap() >= 20, "chart drawn with data: {d}");
+    }
+}
+
+fn assert_clean(b: &Browser, page: &Path) {
+    assert!(b.errors().is_empty(), "no console errors: {:#?}", b.errors());
+    let requests = b.requests();
+    let own = format!("file://{}", page.canonicalize().unwrap().display());
+    assert!(!requests.is_empty(), "the network log works");
+    for r in &requests {
+        assert!(r == &own, "no request but the page itself: {r}");
+    }
+}
+
+fn report(dir: &Path, args: &[&str]) {
+    let o = iocurve(dir, &util::args(&["report"], args));
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+}
+
+#[test]
+fn report_and_comparison_in_a_real_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["run", "--size", "64m", "--workload", "random-read", "--ramp", "1,2,4"];
+    for label in ["8 of 8 controllers", "7 of 8 controllers"] {
+        let o = iocurve(dir.path(), &args(&args(&base, FAST), &["--label", label, "--sla-mean-ms", "5"]));
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    report(dir.path(), &["1", "-o", "one.html"]);
+    report(dir.path(), &["1", "2", "-o", "cmp.html"]);
+
+    let mut b = Browser::launch();
+    // One run: one pattern (random read 4k), frontend and backend in the same charts.
+    let one = dir.path().join("one.html");
+    b.open(&one);
+    assert_clean(&b, &one);
+    assert_eq!(b.eval("document.querySelectorAll('section.group').length"), 1);
+    assert_all_drawn(&mut b, 5);
+    let legend = b.eval(
+        "Array.from(document.querySelectorAll('[data-chart=throughput] .u-legend .u-label')).map(e => e.textContent)",
+    );
+    let legend: Vec<&str> = legend.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(legend.contains(&"frontend IOPS") && legend.contains(&"backend IOPS"), "{legend:?}");
+    assert!(b.eval("document.body.textContent").as_str().unwrap().contains("SLA mean ≤ 5 ms"));
+
+    // The step selector redraws the timeline and the histogram for the chosen step.
+    let state = "(() => { const s = document.querySelector('section.group'); return {
+        select: s.querySelector('.step-select').value,
+        options: Array.from(s.querySelector('.step-select').options).map(o => o.value),
+        timeline: s.querySelector('[data-chart=timeline] canvas').toDataURL(),
+        caption: s.querySelector('.timeline-caption').textContent,
+        histogram: s.querySelector('.histogram').textContent }; })()";
+    let before = b.eval(state);
+    assert_eq!(before["options"], serde_json::json!(["1", "2", "4"]));
+    let other = if before["select"] == "1" { "4" } else { "1" };
+    b.eval(&format!(
+        "(() => {{ const e = document.querySelector('.step-select'); e.value = '{other}'; e.dispatchEvent(new Event('change')); }})()"
+    ));
+    let after = b.eval(state);
+    assert_eq!(after["select"], other);
+    assert_ne!(before["timeline"], after["timeline"], "the timeline was redrawn with other data");
+    assert!(after["caption"].as_str().unwrap().contains(&format!("at {other} worker")), "{}", after["caption"]);
+    assert!(after["histogram"].as_str().unwrap().contains("< 100 µs"), "{}", after["histogram"]);
+    assert_all_drawn(&mut b, 5);
+    assert!(b.errors().is_empty(), "{:#?}", b.errors());
+
+    // The comparison: every chart has a series of each run; the impact table a row per workload.
+    let cmp = dir.path().join("cmp.html");
+    b.open(&cmp);
+    assert_clean(&b, &cmp);
+    assert_all_drawn(&mut b, 5);
+    let legends = b.eval(
+        "Array.from(document.querySelectorAll('.chart')).map(c => ({chart: c.dataset.chart,
+           labels: Array.from(c.querySelectorAll('.u-legend .u-label')).map(e => e.textContent)}))",
+    );
+    for chart in legends.as_array().unwrap() {
+        let labels: Vec<&str> = chart["labels"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        for run in ["8 of 8 controllers", "7 of 8 controllers"] {
+            for ws in ["frontend", "backend"] {
+                let series = format!("{run} {ws}");
+                assert!(labels.iter().any(|l| l.starts_with(&series)), "{} has {series}: {labels:?}", chart["chart"]);
+            }
+        }
+    }
+    let impact = b.eval(
+        "Array.from(document.querySelectorAll('#impact table')).map(t => Array.from(t.tBodies[0].rows).map(r => r.cells[0].textContent + ' ' + r.cells[3].textContent))",
+    );
+    let impact = impact.as_array().unwrap();
+    assert_eq!(impact.len(), 3, "maximum, optimum and SLA maximum: {impact:?}");
+    for table in impact {
+        let rows = table.as_array().unwrap();
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        for r in rows {
+            assert!(r.as_str().unwrap().ends_with(" %"), "a percentage per workload: {r}");
+        }
+    }
+    b.screenshot(&artifact("report-comparison.png"));
+}
+
+/// Stores a generated run of `workloads` × `steps` steps, each of 10 intervals of 60 one-second
+/// samples: the budget's shape without the hours a real one takes. Host, targets and plan are
+/// copied from the real run 1 in the same database.
+fn generate_run(db: &Path, workloads: usize, steps: usize) -> i64 {
+    let mut store = Store::open(db).unwrap();
+    let real = store.load(1).unwrap();
+    let template: Value = serde_json::from_str(&real.workloads[0].0).unwrap();
+    let run = store
+        .begin_run(&NewRun {
+            label: "generated".into(),
+            plan_name: "generated".into(),
+            started_at: "2026-11-21T00:00:00.000Z".into(),
+            tool_version: "test".into(),
+            hostname: real.run.hostname.clone(),
+            backend: real.run.backend.clone(),
+            targets: real.run.targets.clone(),
+            host_json: real.host_json.clone(),
+            targets_json: real.targets_json.clone(),
+            plan_json: real.plan_json.clone(),
+        })
+        .unwrap();
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut noise = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        0.9 + (rng % 2000) as f64 / 10_000.0
+    };
+    for wi in 0..workloads {
+        let mut w = template.clone();
+        let bs = 4096u64 << (wi / 2 % 5);
+        w["name"] = format!("generated-{wi}").into();
+        w["bs"] = serde_json::json!([{"bytes": bs, "weight": 1}]);
+        w["read_pct"] = if wi / 2 % 2 == 0 { 100.0 } else { 0.0 }.into();
+        w["working_set"]["kind"] = if wi % 2 == 0 { "frontend" } else { "backend" }.into();
+        let wid = store.begin_workload(run, wi, &format!("generated-{wi}"), &w.to_string()).unwrap();
+        for si in 0..steps {
+            let workers = 1u32 << si;
+            let mut rec = StepRecord::new(workers, 1, 2, 60.0, 1.0);
+            let step = store.begin_step(wid, si, &rec).unwrap();
+            // Throughput saturates while latency keeps growing: a realistic curve.
+            let iops = 20_000.0 * f64::from(workers).min(32.0).powf(0.8);
+            let lat_ns = f64::from(workers) / iops * 1e9;
+            for k in 0..10 {
+                let mut stats = IntervalStats::with_samples(60);
+                for s in &mut stats.samples {
+                    let ops = (iops * noise()) as u64;
+                    *s = Sample {
+                        ops,
+                        bytes: ops * bs,
+                        lat_sum_ns: (ops as f64 * lat_ns * noise()) as u64,
+                        lat_max_ns: (lat_ns * 5.0) as u64,
+                        errors: 0,
+                    };
+                }
+                let ops: u64 = stats.samples.iter().map(|s| s.ops).sum();
+                for _ in 0..200 {
+                    stats.read.hist.record((lat_ns * noise()) as u64);
+                }
+                stats.read.ops = ops;
+                stats.read.bytes = ops * bs;
+                let cpu = CpuUsage { user: 10.0, system: 20.0 * noise(), iowait: 5.0 };
+                store.add_interval(step, k, &stats, &cpu, 60.0).unwrap();
+                rec.push_interval(stats, cpu, 60.0);
+            }
+            store.end_step(step, false).unwrap();
+        }
+    }
+    store.finish_run(run, "complete", "2026-11-21T17:00:00.000Z").unwrap();
+    run
+}
+
+#[test]
+fn a_large_run_stays_within_the_size_and_render_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["run", "--size", "64m", "--backend", "null", "--workload", "frontend-random-read", "--ramp", "1"];
+    let o = iocurve(dir.path(), &args(&base, FAST));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let id = generate_run(&dir.path().join("iocurve.db"), 10, 10);
+    report(dir.path(), &[&id.to_string(), "-o", "large.html"]);
+    let page = dir.path().join("large.html");
+    let size = std::fs::metadata(&page).unwrap().len();
+    eprintln!("report of 10 workloads x 10 steps x 600 samples: {size} bytes");
+    assert!(size < 5_000_000, "the report stays under 5 MB: {size} bytes");
+
+    let mut b = Browser::launch();
+    let mut times = Vec::new();
+    for _ in 0..3 {
+        b.open(&page);
+        assert_clean(&b, &page);
+        // From navigation start to the end of the load event: parsing, and every chart drawn
+        // (the drawing script runs before the load event).
+        let ms = b.eval("performance.getEntriesByType('navigation')[0].loadEventEnd").as_f64().unwrap();
+        times.push(ms);
+    }
+    times.sort_by(f64::total_cmp);
+    eprintln!("render times (ms): {times:?}");
+    assert!(times[1] < 1000.0, "median render time under 1 s: {times:?}");
+    assert_eq!(b.eval("document.querySelectorAll('section.group').length"), 5);
+    assert_all_drawn(&mut b, 5 * 5);
+    let samples = b.eval("JSON.parse(document.getElementById('iocurve-data').textContent).groups.map(g => g.series.map(s => s.timeline.map(t => t.t.length).reduce((a, b) => a + b, 0)).reduce((a, b) => a + b, 0)).reduce((a, b) => a + b, 0)");
+    assert_eq!(samples, 10 * 10 * 600, "every sample is in the report");
+    b.screenshot(&artifact("report-large.png"));
+}
+
+#[test]
+fn report_input_errors_are_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["run", "--size", "64m", "--backend", "null", "--workload", "frontend-random-read", "--ramp", "1"];
+    assert!(iocurve(dir.path(), &args(&base, FAST)).status.success());
+    let o = iocurve(dir.path(), &["report", "1", "9", "-o", "x.html"]);
+    input_error(&o, &["no run 9", "iocurve runs"]);
+    let o = iocurve(dir.path(), &["report", "-o", "x.html"]);
+    assert_eq!(o.status.code(), Some(2), "a run id is required: {}", stderr(&o));
+    let o = iocurve(dir.path(), &["report", "1", "-o", "no/such/dir/x.html"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot write no/such/dir/x.html"), "{}", stderr(&o));
+    assert!(!dir.path().join("x.html").exists(), "nothing written on a bad id");
+}

@@ -1,0 +1,272 @@
+// Draws the charts of an iocurve report from the JSON embedded in the page (uPlot). Every
+// figure was computed by iocurve; this file only lays the numbers out. It runs once, at the
+// end of the page, and builds every chart synchronously, so the page is complete when the
+// browser's load event fires.
+(function () {
+  "use strict";
+
+  const D = JSON.parse(document.getElementById("iocurve-data").textContent);
+  const WIDTH = 560;
+  const HEIGHT = 300;
+  const PCT_COLORS = { p50: "#2ca02c", p90: "#1f77b4", p99: "#ff7f0e", p999: "#d62728" };
+  const PCT_NAMES = { p50: "p50", p90: "p90", p99: "p99", p999: "p99.9" };
+  const multiRun = D.runs.length > 1;
+
+  // 1'234'567 above 100, 12.3 above 10, 1.23 below: the report's number style.
+  function num(v) {
+    if (v == null || !isFinite(v)) return "—";
+    const a = Math.abs(v);
+    if (a >= 100) return Math.round(v).toString().replace(/\B(?=(\d{3})+(?!\d))/g, "'");
+    if (a >= 10) return v.toFixed(1);
+    return v.toFixed(2);
+  }
+  // 5 rather than 5.00: bounds as the user gave them.
+  const plain = (v) => String(Number(v.toPrecision(4)));
+  const axisValues = (u, vals) => vals.map(num);
+  const legendValue = (u, v) => num(v);
+  // Log scales cannot show zero: such points are left out.
+  const positive = (arr) => arr.map((v) => (v != null && v > 0 ? v : null));
+  const maxOf = (arrays) => {
+    let m = 0;
+    for (const a of arrays) for (const v of a) if (v != null && v > m) m = v;
+    return m;
+  };
+  const zeroTo = (m) => [0, m > 0 ? m * 1.08 : 1];
+  const workersAxis = { label: "workers", values: (u, vals) => vals.map((v) => (v == null ? "" : String(v))) };
+  const workersScale = { time: false, distr: 3, log: 2 };
+
+  function make(el, opts, data) {
+    opts.width = WIDTH;
+    opts.height = HEIGHT;
+    return new uPlot(opts, data, el);
+  }
+
+  // Throughput (left axis) and mean latency (right axis) over workers, one pair per series.
+  function throughputChart(g, el) {
+    const tables = [];
+    const series = [{ label: "workers", value: (u, v) => (v == null ? "—" : v) }];
+    for (const s of g.series) {
+      tables.push([s.workers, s.tput, s.mean]);
+      series.push({ label: s.label + " " + g.unit, stroke: s.color, dash: s.dash, width: 2, scale: "tput", spanGaps: true, value: legendValue });
+      series.push({
+        label: s.label + " mean µs", stroke: s.color, dash: s.dash, width: 1, scale: "lat", spanGaps: true,
+        points: { show: true, size: 6, fill: "#fff" }, value: legendValue,
+      });
+    }
+    return make(el, {
+      series,
+      scales: {
+        x: workersScale,
+        tput: { range: () => zeroTo(maxOf(g.series.map((s) => s.tput))) },
+        lat: { range: () => zeroTo(maxOf(g.series.map((s) => s.mean))) },
+      },
+      axes: [
+        workersAxis,
+        { scale: "tput", label: g.unit, values: axisValues, size: 70 },
+        { scale: "lat", side: 1, label: "mean latency µs", values: axisValues, size: 70, grid: { show: false } },
+      ],
+    }, uPlot.join(tables));
+  }
+
+  // p50 … p99.9 over workers on a log latency axis. Colour says the percentile, the line style
+  // the working set; in a comparison the baseline is drawn thicker.
+  function percentileChart(g, el) {
+    const tables = [];
+    const series = [{ label: "workers", value: (u, v) => (v == null ? "—" : v) }];
+    for (const s of g.series) {
+      const keys = Object.keys(PCT_COLORS);
+      tables.push([s.workers].concat(keys.map((k) => positive(s[k]))));
+      for (const k of keys) {
+        series.push({
+          label: s.label + " " + PCT_NAMES[k] + " µs", stroke: PCT_COLORS[k], dash: s.dash,
+          width: multiRun && s.run > 0 ? 1 : 2, spanGaps: true, value: legendValue,
+        });
+      }
+    }
+    return make(el, {
+      series,
+      scales: { x: workersScale, y: { distr: 3, log: 10 } },
+      axes: [workersAxis, { label: "latency µs", values: axisValues, size: 70 }],
+    }, uPlot.join(tables));
+  }
+
+  // Mean latency over throughput: the response-time curve, drawn in step order (the curve may
+  // bend back when throughput falls at high load), with the SLA bounds as horizontal lines.
+  function responseChart(g, el) {
+    const data = [null];
+    const series = [{}];
+    for (const s of g.series) {
+      data.push([s.tput, s.mean]);
+      series.push({ label: s.label + " mean", stroke: s.color, dash: s.dash, width: 2, points: { show: true, size: 6 } });
+    }
+    const withP99 = D.runs.some((r) => r.sla_p99_us != null);
+    if (withP99) {
+      for (const s of g.series) {
+        data.push([s.tput, s.p99]);
+        series.push({ label: s.label + " p99", stroke: s.color, dash: s.dash, width: 1, alpha: 0.6, points: { show: true, size: 4 } });
+      }
+    }
+    const maxX = maxOf(g.series.map((s) => s.tput)) * 1.05 || 1;
+    let maxY = maxOf(data.slice(1).map((d) => d[1]));
+    const bounds = [];
+    for (const r of D.runs) {
+      if (r.sla_mean_us != null) bounds.push(["SLA mean ≤ " + plain(r.sla_mean_us / 1000) + " ms", r.sla_mean_us]);
+      if (r.sla_p99_us != null) bounds.push(["SLA p99 ≤ " + plain(r.sla_p99_us / 1000) + " ms", r.sla_p99_us]);
+    }
+    const seen = new Set();
+    const hidden = [];
+    for (const [label, us] of bounds) {
+      if (seen.has(label)) continue;
+      seen.add(label);
+      // A bound far above the curve would flatten it: keep the curve readable, say so below.
+      if (us <= maxY * 3) maxY = Math.max(maxY, us);
+      else hidden.push(label);
+      data.push([[0, maxX], [us, us]]);
+      series.push({ label, stroke: "#c0392b", dash: [4, 4], width: 1.5, points: { show: false } });
+    }
+    if (hidden.length) {
+      const cap = el.parentNode.querySelector(".response-caption");
+      cap.textContent += " — above the chart: " + hidden.join(", ");
+    }
+    return make(el, {
+      mode: 2,
+      series,
+      legend: { live: false },
+      scales: { x: { time: false, range: [0, maxX] }, y: { range: zeroTo(maxY) } },
+      axes: [
+        { label: g.unit, values: axisValues },
+        { label: "latency µs", values: axisValues, size: 70 },
+      ],
+    }, data);
+  }
+
+  function cpuChart(g, el) {
+    const tables = [];
+    const series = [{ label: "workers", value: (u, v) => (v == null ? "—" : v) }];
+    for (const s of g.series) {
+      tables.push([s.workers, s.busy, s.iowait]);
+      series.push({ label: s.label + " busy %", stroke: s.color, dash: s.dash, width: 2, spanGaps: true, value: legendValue });
+      series.push({ label: s.label + " iowait %", stroke: s.color, dash: s.dash, width: 1, alpha: 0.5, spanGaps: true, value: legendValue });
+    }
+    return make(el, {
+      series,
+      scales: { x: workersScale, y: { range: [0, 100] } },
+      axes: [workersAxis, { label: "% of all cores", values: axisValues, size: 60 }],
+    }, uPlot.join(tables));
+  }
+
+  // The per-second timeline of the chosen step: throughput and mean latency of every series
+  // that ran that many workers.
+  function timelineChart(g, el, workers) {
+    const tables = [];
+    const series = [{ label: "s", value: (u, v) => (v == null ? "—" : num(v)) }];
+    for (const s of g.series) {
+      const i = s.workers.indexOf(workers);
+      if (i < 0) continue;
+      const t = s.timeline[i];
+      tables.push([t.t, t.tput, t.lat]);
+      series.push({ label: s.label + " " + g.unit, stroke: s.color, dash: s.dash, width: 2, scale: "tput", value: legendValue });
+      series.push({ label: s.label + " mean µs", stroke: s.color, dash: s.dash, width: 1, alpha: 0.6, scale: "lat", value: legendValue });
+    }
+    const joined = uPlot.join(tables);
+    // Scale bounds from the data of this step only.
+    const tputs = [], lats = [];
+    for (let k = 1; k < joined.length; k += 2) { tputs.push(joined[k]); lats.push(joined[k + 1]); }
+    return make(el, {
+      series,
+      scales: {
+        x: { time: false },
+        tput: { range: () => zeroTo(maxOf(tputs)) },
+        lat: { range: () => zeroTo(maxOf(lats)) },
+      },
+      axes: [
+        { label: "seconds into the step", values: axisValues },
+        { scale: "tput", label: g.unit, values: axisValues, size: 70 },
+        { scale: "lat", side: 1, label: "mean latency µs", values: axisValues, size: 70, grid: { show: false } },
+      ],
+    }, joined);
+  }
+
+  function histogramTable(g, el, workers) {
+    const table = document.createElement("table");
+    const head = table.createTHead().insertRow();
+    head.insertCell().textContent = "latency";
+    const cols = [];
+    for (const s of g.series) {
+      const i = s.workers.indexOf(workers);
+      if (i < 0) continue;
+      cols.push([s, s.hist[i]]);
+      head.insertCell().textContent = s.label;
+    }
+    // Buckets above the slowest I/O of every shown series are left out: all zeros.
+    let last = 0;
+    for (const [, hist] of cols) hist.forEach((v, b) => { if (v > 0 && b > last) last = b; });
+    const body = table.createTBody();
+    D.buckets.slice(0, last + 1).forEach((name, b) => {
+      const row = body.insertRow();
+      row.insertCell().textContent = name;
+      for (const [s, hist] of cols) {
+        const cell = row.insertCell();
+        cell.className = "bar";
+        const v = hist[b] || 0;
+        const fill = document.createElement("div");
+        fill.className = "fill";
+        fill.style.width = Math.min(100, v) + "%";
+        fill.style.background = s.color;
+        const text = document.createElement("span");
+        text.textContent = (v >= 10 ? v.toFixed(0) : v.toFixed(1)) + " %";
+        cell.append(fill, text);
+      }
+    });
+    el.replaceChildren(table);
+  }
+
+  function stepDetail(g, section) {
+    const select = section.querySelector(".step-select");
+    const all = new Set();
+    for (const s of g.series) for (const w of s.workers) all.add(w);
+    const workers = Array.from(all).sort((a, b) => a - b);
+    for (const w of workers) {
+      const opt = document.createElement("option");
+      opt.value = String(w);
+      opt.textContent = w + (w === 1 ? " worker" : " workers");
+      select.append(opt);
+    }
+    // Open at the first series' maximum: the step a reader asks about first.
+    const first = g.series[0];
+    let best = 0;
+    first.tput.forEach((v, i) => { if (v > first.tput[best]) best = i; });
+    select.value = String(first.workers[best]);
+
+    const holder = section.querySelector('[data-chart="timeline"]');
+    const caption = section.querySelector(".timeline-caption");
+    const flags = section.querySelector(".step-flags");
+    const hist = section.querySelector(".histogram");
+    let chart = null;
+    const draw = () => {
+      const w = Number(select.value);
+      if (chart) chart.destroy();
+      chart = timelineChart(g, holder, w);
+      caption.textContent = "Per-second timeline at " + w + (w === 1 ? " worker" : " workers") + ": " + g.unit + " and mean latency";
+      histogramTable(g, hist, w);
+      const msgs = [];
+      for (const s of g.series) {
+        const i = s.workers.indexOf(w);
+        if (i >= 0) for (const m of s.flags[i]) msgs.push(s.label + ": " + m);
+      }
+      flags.textContent = msgs.length ? "⚠ " + msgs.join("; ") : "";
+    };
+    select.addEventListener("change", draw);
+    draw();
+  }
+
+  const CHARTS = { throughput: throughputChart, percentiles: percentileChart, response: responseChart, cpu: cpuChart };
+  for (const g of D.groups) {
+    const section = document.getElementById(g.id);
+    for (const el of section.querySelectorAll(".chart[data-chart]")) {
+      const draw = CHARTS[el.dataset.chart];
+      if (draw) draw(g, el);
+    }
+    stepDetail(g, section);
+  }
+})();
