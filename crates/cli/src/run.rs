@@ -338,7 +338,7 @@ fn execute(
         } else {
             "complete"
         };
-        if let Err(e) = store.finish_run(id, status, &finished_at) {
+        if let Err(e) = store.finish_run(id, status, &finished_at, &terminal::headlines(&workloads)) {
             error.get_or_insert(store_error(e));
         }
     }

@@ -9,7 +9,7 @@ use iocurve_analysis::{
 };
 use iocurve_plan::{Pattern, Workload};
 use iocurve_report::html::{self, ReportRun};
-use iocurve_report::{export, format, terminal, write_json};
+use iocurve_report::{export, terminal, write_json};
 use iocurve_store::StoredRun;
 
 use crate::CliError;
@@ -65,26 +65,27 @@ pub fn runs(db: &Path) -> Result<ExitCode, CliError> {
         println!("no runs in {} yet: `iocurve run` stores every run there", db.display());
     }
     for r in rows {
-        let result = rebuild(&store.load(r.id)?, &SlaArgs::default())?;
-        let heads: Vec<String> = result
-            .workloads
-            .iter()
-            .filter_map(|w| {
-                w.maximum.map(|m| {
-                    format!("{} {}", w.name, format::headline(m.iops, m.mbps, m.lat_us, w.kind == "sequential"))
-                })
-            })
-            .collect();
+        let summary = match &r.summary {
+            Some(s) => s.clone(),
+            None => {
+                let s = terminal::headlines(&rebuild(&store.load(r.id)?, &SlaArgs::default())?.workloads);
+                // Runs stored before schema v2 get their line once; a run still marked running
+                // may be going on (or was killed): its line is computed each time.
+                if r.status != "running" {
+                    store.set_summary(r.id, &s)?;
+                }
+                s
+            }
+        };
         let label = if r.label.is_empty() { String::new() } else { format!(" \"{}\"", r.label) };
         println!(
-            "{:>4}  {}{label}  plan {}  host {}  targets {}  {}  |  {}",
+            "{:>4}  {}{label}  plan {}  host {}  targets {}  {}  |  {summary}",
             r.id,
             r.started_at,
             r.plan_name,
             r.hostname,
             r.targets,
             status(&r.status),
-            if heads.is_empty() { "no finished step".to_string() } else { heads.join("; ") }
         );
     }
     Ok(ExitCode::SUCCESS)

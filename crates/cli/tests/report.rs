@@ -205,7 +205,7 @@ fn generate_run(db: &Path, workloads: usize, steps: usize) -> i64 {
             store.end_step(step, false).unwrap();
         }
     }
-    store.finish_run(run, "complete", "2026-11-21T17:00:00.000Z").unwrap();
+    store.finish_run(run, "complete", "2026-11-21T17:00:00.000Z", "").unwrap();
     run
 }
 

@@ -71,6 +71,17 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
     out
 }
 
+/// The maximum of every workload on one line, as `iocurve runs` lists it.
+pub fn headlines(workloads: &[WorkloadResult]) -> String {
+    let heads: Vec<String> = workloads
+        .iter()
+        .filter_map(|w| {
+            w.maximum.map(|m| format!("{} {}", w.name, headline(m.iops, m.mbps, m.lat_us, w.kind == "sequential")))
+        })
+        .collect();
+    if heads.is_empty() { "no finished step".to_string() } else { heads.join("; ") }
+}
+
 /// `-47 %`, `+60 %`; a dash where there is nothing to compare.
 pub fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "—".to_string(), |v| format!("{v:+.0} %"))

@@ -25,7 +25,13 @@ pub enum StoreError {
 type Result<T> = std::result::Result<T, StoreError>;
 
 /// Schema migrations, in order; `PRAGMA user_version` counts how many are applied.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2];
+
+/// v2: the headline per workload, written when a run ends, so that `iocurve runs` lists
+/// hundreds of runs without re-analysing each. NULL for runs stored before (or killed).
+const SCHEMA_V2: &str = "
+ALTER TABLE runs ADD COLUMN summary TEXT;     -- `name 123'456 IOPS @ 250 µs; ...` (maxima)
+";
 
 const SCHEMA_V1: &str = "
 CREATE TABLE runs (
@@ -106,6 +112,8 @@ pub struct RunRow {
     pub hostname: String,
     pub backend: String,
     pub targets: String,
+    /// The maximum per workload in the published form (schema v2); None until the run ends.
+    pub summary: Option<String>,
 }
 
 /// A new run's description.
@@ -142,10 +150,15 @@ pub struct Store {
 impl Store {
     /// Opens (creating if needed) and migrates the database at `path`.
     pub fn open(path: &Path) -> Result<Store> {
+        Self::open_at(path, MIGRATIONS.len())
+    }
+
+    /// Opens with the first `version` migrations applied (all but in migration tests).
+    fn open_at(path: &Path, version: usize) -> Result<Store> {
         let p = path.display().to_string();
         let conn = Connection::open(path).map_err(|source| StoreError::Sql { path: p.clone(), source })?;
         let mut store = Store { conn, path: p };
-        store.init()?;
+        store.init(version)?;
         Ok(store)
     }
 
@@ -153,7 +166,7 @@ impl Store {
         r.map_err(|source| StoreError::Sql { path: self.path.clone(), source })
     }
 
-    fn init(&mut self) -> Result<()> {
+    fn init(&mut self, version: usize) -> Result<()> {
         // WAL: readers (`iocurve runs` in another terminal) never block the writing run.
         let r = self.conn.pragma_update(None, "journal_mode", "WAL");
         self.sql(r)?;
@@ -165,7 +178,7 @@ impl Store {
             .conn
             .execute_batch("PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL;");
         self.sql(r)?;
-        self.migrate(MIGRATIONS.len())
+        self.migrate(version)
     }
 
     /// Applies the migrations up to `target` (all of them normally; fewer in tests).
@@ -284,12 +297,18 @@ impl Store {
         self.sql(x).map(drop)
     }
 
-    /// Marks a run finished: `complete`, `interrupted` or `failed`.
-    pub fn finish_run(&self, run_id: i64, status: &str, finished_at: &str) -> Result<()> {
+    /// Marks a run finished: `complete`, `interrupted` or `failed`, with its summary line.
+    pub fn finish_run(&self, run_id: i64, status: &str, finished_at: &str, summary: &str) -> Result<()> {
         let x = self.conn.execute(
-            "UPDATE runs SET status = ?1, finished_at = ?2 WHERE id = ?3",
-            params![status, finished_at, run_id],
+            "UPDATE runs SET status = ?1, finished_at = ?2, summary = ?3 WHERE id = ?4",
+            params![status, finished_at, summary, run_id],
         );
+        self.sql(x).map(drop)
+    }
+
+    /// Stores the summary line of a run stored before schema v2.
+    pub fn set_summary(&self, run_id: i64, summary: &str) -> Result<()> {
+        let x = self.conn.execute("UPDATE runs SET summary = ?1 WHERE id = ?2", params![summary, run_id]);
         self.sql(x).map(drop)
     }
 
@@ -305,11 +324,12 @@ impl Store {
             hostname: r.get(7)?,
             backend: r.get(8)?,
             targets: r.get(9)?,
+            summary: r.get(10)?,
         })
     }
 
     const RUN_COLUMNS: &str =
-        "id, label, plan_name, status, started_at, finished_at, tool_version, hostname, backend, targets";
+        "id, label, plan_name, status, started_at, finished_at, tool_version, hostname, backend, targets, summary";
 
     pub fn runs(&self) -> Result<Vec<RunRow>> {
         let sql = format!("SELECT {} FROM runs ORDER BY id", Self::RUN_COLUMNS);
@@ -455,11 +475,12 @@ mod tests {
             st.add_interval(step, i as u32, s, &cpu, 1.0).unwrap();
         }
         st.end_step(step, false).unwrap();
-        st.finish_run(run, "complete", "t").unwrap();
+        st.finish_run(run, "complete", "t", "w 1 IOPS").unwrap();
 
         let back = st.load(run).unwrap();
         assert_eq!(back.run.label, "4 controllers");
         assert_eq!(back.run.status, "complete");
+        assert_eq!(back.run.summary.as_deref(), Some("w 1 IOPS"));
         let rec = &back.workloads[0].1[0];
         let mut expected = proto.clone();
         for s in ivs {
@@ -505,6 +526,45 @@ mod tests {
         assert!(st.runs().unwrap().is_empty());
         assert!(matches!(st.delete(run), Err(StoreError::NoSuchRun(_))));
         assert!(st.load(99).unwrap_err().to_string().contains("iocurve runs"));
+    }
+
+    #[test]
+    fn migration_from_the_first_schema_keeps_every_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v1.db");
+        let cpu = CpuUsage { user: 1.0, system: 2.0, iowait: 3.0 };
+        let proto = StepRecord::new(2, 4, 1, 1.0, 0.5);
+        let ivs = [interval(700, 30), interval(900, 40)];
+        let run = {
+            // A database as iocurve wrote it with schema v1 (only v1 statements touch it).
+            let mut st = Store::open_at(&p, 1).unwrap();
+            assert_eq!(st.schema_version().unwrap(), 1);
+            let run = st.begin_run(&NewRun { label: "before v2".into(), ..Default::default() }).unwrap();
+            let wl = st.begin_workload(run, 0, "w", "{\"name\":\"w\"}").unwrap();
+            let step = st.begin_step(wl, 0, &proto).unwrap();
+            for (i, s) in ivs.iter().enumerate() {
+                st.add_interval(step, i as u32, s, &cpu, 1.0).unwrap();
+            }
+            st.end_step(step, false).unwrap();
+            st.conn.execute("UPDATE runs SET status = 'complete', finished_at = 't' WHERE id = ?1", [run]).unwrap();
+            run
+        };
+        let st = Store::open(&p).unwrap();
+        assert_eq!(st.schema_version().unwrap(), MIGRATIONS.len() as i64);
+        let back = st.load(run).unwrap();
+        assert_eq!((back.run.label.as_str(), back.run.status.as_str()), ("before v2", "complete"));
+        assert_eq!(back.run.summary, None, "no summary yet: `runs` computes it once");
+        assert_eq!(back.workloads.len(), 1);
+        assert_eq!(back.workloads[0].0, "{\"name\":\"w\"}");
+        let mut expected = proto.clone();
+        for s in ivs {
+            expected.push_interval(s, cpu, 1.0);
+        }
+        let rec = &back.workloads[0].1[0];
+        assert_eq!(rec.intervals, expected.intervals, "figures, samples and CPU survive the migration");
+        assert_eq!(rec.total, expected.total, "histograms, counters and errors survive the migration");
+        st.set_summary(run, "w 1 IOPS").unwrap();
+        assert_eq!(st.run(run).unwrap().summary.as_deref(), Some("w 1 IOPS"));
     }
 
     #[test]
