@@ -11,6 +11,9 @@
   const PCT_COLORS = { p50: "#2ca02c", p90: "#1f77b4", p99: "#ff7f0e", p999: "#d62728" };
   const PCT_NAMES = { p50: "p50", p90: "p90", p99: "p99", p999: "p99.9" };
   const multiRun = D.runs.length > 1;
+  // Latency beside throughput: in its own colour for one run; in a comparison the colour says
+  // the run, so latency keeps it and is told apart by its points.
+  const latColor = (s) => (multiRun ? s.color : "#ff7f0e");
 
   // 1'234'567 above 100, 12.3 above 10, 1.23 below: the report's number style.
   function num(v) {
@@ -49,7 +52,7 @@
       tables.push([s.workers, s.tput, s.mean]);
       series.push({ label: s.label + " " + g.unit, stroke: s.color, dash: s.dash, width: 2, scale: "tput", spanGaps: true, value: legendValue });
       series.push({
-        label: s.label + " mean µs", stroke: s.color, dash: s.dash, width: 1, scale: "lat", spanGaps: true,
+        label: s.label + " mean µs", stroke: latColor(s), dash: s.dash, width: 1, scale: "lat", spanGaps: true,
         points: { show: true, size: 6, fill: "#fff" }, value: legendValue,
       });
     }
@@ -165,8 +168,8 @@
       if (i < 0) continue;
       const t = s.timeline[i];
       tables.push([t.t, t.tput, t.lat]);
-      series.push({ label: s.label + " " + g.unit, stroke: s.color, dash: s.dash, width: 2, scale: "tput", value: legendValue });
-      series.push({ label: s.label + " mean µs", stroke: s.color, dash: s.dash, width: 1, alpha: 0.6, scale: "lat", value: legendValue });
+      series.push({ label: s.label + " " + g.unit, stroke: s.color, dash: s.dash, width: 2, scale: "tput", spanGaps: true, value: legendValue });
+      series.push({ label: s.label + " mean µs", stroke: latColor(s), dash: s.dash, width: 1, scale: "lat", spanGaps: true, value: legendValue });
     }
     const joined = uPlot.join(tables);
     // Scale bounds from the data of this step only.

@@ -488,6 +488,49 @@ mod tests {
         assert_eq!(bucket_label(&b(256_000.0, None)), "≥ 256 ms");
     }
 
+    fn run(label: &str) -> ReportRun {
+        ReportRun {
+            id: 7,
+            label: label.into(),
+            plan: "quick".into(),
+            status: "incomplete".into(),
+            result: RunResult {
+                schema_version: 1,
+                tool_version: "0.1.0".into(),
+                started_at: "2026-11-21T00:00:00.000Z".into(),
+                finished_at: String::new(),
+                interrupted: true,
+                host: iocurve_analysis::HostInfo {
+                    hostname: "h".into(),
+                    kernel: "6".into(),
+                    cpu_model: "c".into(),
+                    cores: 2,
+                    backend: "io_uring".into(),
+                    backend_note: None,
+                },
+                sla: None,
+                targets: vec![],
+                plan: Value::Null,
+                workloads: vec![],
+            },
+        }
+    }
+
+    #[test]
+    fn labels_are_escaped_and_a_run_without_steps_renders() {
+        let page = html(&[run("<b>3 of 4</b> & \"x\"")]).unwrap();
+        assert!(!page.contains("<b>3 of 4</b>"), "a label is text, not markup");
+        let at = page.find("3 of 4").unwrap();
+        assert!(
+            page.contains("&lt;b&gt;3 of 4&lt;&#x2f;b&gt; &amp;"),
+            "escaped in the page: {}",
+            &page[at - 20..at + 40]
+        );
+        assert!(page.contains("status-incomplete") && page.contains("killed or still running"));
+        assert!(page.contains("\"groups\":[]"), "no finished step, no charts");
+        assert!(!page.contains("src=\"http") && !page.contains("href=\"http"), "nothing loaded from the network");
+    }
+
     #[test]
     fn script_data_cannot_close_the_script_element() {
         let v = json!({"label": "</script><script>alert(1)</script>"});
