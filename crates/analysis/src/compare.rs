@@ -96,6 +96,7 @@ mod tests {
             maximum: Some(p),
             sla_maximum: None,
             min_lat_us: None,
+            data: Default::default(),
         }
     }
 

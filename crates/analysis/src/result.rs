@@ -73,6 +73,9 @@ pub struct WorkloadResult {
     #[serde(default)]
     pub sla_maximum: Option<Point>,
     pub min_lat_us: Option<f64>,
+    /// What written blocks contained (compressibility and dedupability).
+    #[serde(default)]
+    pub data: iocurve_plan::DataPattern,
 }
 
 /// Latency bounds for the SLA maximum; a step within every given bound qualifies. A latency

@@ -81,6 +81,21 @@ pub enum Command {
         #[command(flatten)]
         sla: SlaArgs,
     },
+    /// Show what a storage array would make of the data iocurve writes: compression ratio (zstd
+    /// and lz4 at their fast levels, block by block) and dedupe ratio, expected against achieved.
+    Datacheck {
+        /// Block size (default 4k).
+        #[arg(long, value_name = "SIZE", value_parser = parse_size_arg)]
+        bs: Option<u64>,
+        /// How much data to generate (default 256m).
+        #[arg(long, value_name = "SIZE", value_parser = parse_size_arg)]
+        size: Option<u64>,
+        /// Measure this file or device instead (e.g. a target after a run that wrote it fully).
+        #[arg(long, value_name = "PATH")]
+        file: Option<PathBuf>,
+        #[command(flatten)]
+        data: DataArgs,
+    },
     /// Delete a stored run and everything recorded for it.
     Delete {
         /// Run id (see `iocurve runs`).
@@ -221,6 +236,24 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub sla: SlaArgs,
+
+    #[command(flatten)]
+    pub data: DataArgs,
+}
+
+/// The data pattern of written blocks (plan keys `compress`, `dedupe`, `dedupe_unit`).
+#[derive(Debug, Args, Default)]
+pub struct DataArgs {
+    /// Constant share of every written block, 0 (incompressible) to 0.99; 0.4 = the published
+    /// "60 % random, 40 % constant" block (about 1.67:1).
+    #[arg(long, value_name = "F")]
+    pub compress: Option<f64>,
+    /// Written units per unique unit: 1 = all unique, 2 = every unit twice on average.
+    #[arg(long, value_name = "R")]
+    pub dedupe: Option<f64>,
+    /// Unit of deduplication (default: the smallest block size).
+    #[arg(long = "dedupe-unit", value_name = "SIZE", value_parser = parse_size_arg)]
+    pub dedupe_unit: Option<u64>,
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {

@@ -2,6 +2,7 @@
 //! ([`run`]: plan → engine → analysis → report), progress output and signal handling.
 
 pub mod cli;
+mod datacheck;
 pub mod error;
 mod progress;
 pub mod run;
@@ -41,6 +42,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             print!("{}", suites::find(&suite)?.toml);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Datacheck { bs, size, file, data } => datacheck::datacheck(bs, size, file.as_deref(), &data),
         Command::Runs(db) => show::runs(&db.db),
         Command::Show { run, db, sla } => show::show(&db.db, run, &sla),
         Command::Delete { run, db } => show::delete(&db.db, run),

@@ -78,6 +78,9 @@ fn overrides(args: &RunArgs) -> Overrides {
             backend: args.backend,
             direct: args.buffered.then_some(false),
             threads: args.threads,
+            compress: args.data.compress,
+            dedupe: args.data.dedupe,
+            dedupe_unit: args.data.dedupe_unit,
             ..Default::default()
         },
         workload_filter: args.workload.clone(),

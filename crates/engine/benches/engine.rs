@@ -8,7 +8,7 @@ use criterion::{Criterion, Throughput, black_box, criterion_group, criterion_mai
 use iocurve_engine::ops::{OpGen, TargetGeom};
 use iocurve_engine::rng::Rng;
 use iocurve_engine::{NoObserver, OpenOptions, StepConfig, TargetSet, data, run_step};
-use iocurve_plan::{Backend, BlockSize, Pattern, TargetGroup, WorkingSet, Workload};
+use iocurve_plan::{Backend, BlockSize, DataPattern, Pattern, TargetGroup, WorkingSet, Workload};
 
 fn workload(read_pct: f64, pattern: Pattern, qd: u32, seconds: f64) -> Workload {
     Workload {
@@ -25,6 +25,7 @@ fn workload(read_pct: f64, pattern: Pattern, qd: u32, seconds: f64) -> Workload 
         direct: false,
         backend: Backend::Null,
         threads: 1,
+        data: DataPattern::default(),
     }
 }
 
@@ -48,6 +49,13 @@ fn data_pattern(c: &mut Criterion) {
         g.bench_function(format!("stamp {size} B"), |b| b.iter(|| data::stamp(black_box(&mut buf), 42, 8192)));
         let mut rng = Rng::new(3);
         g.bench_function(format!("random fill {size} B"), |b| b.iter(|| rng.fill(black_box(&mut buf))));
+        // The per-write cost of a deduplicating pattern: a copy of the block from the body table.
+        let p = DataPattern { compress: 0.4, dedupe: 2.0, dedupe_unit: 4096 };
+        let bodies = std::sync::Arc::new(data::BodyTable::new(&p, 4096));
+        let mut gen_ = data::DataGen::new(&p, Some(bodies), &mut rng);
+        g.bench_function(format!("dedupe fill {size} B"), |b| {
+            b.iter(|| gen_.fill(black_box(&mut buf), 8192, &mut rng))
+        });
     }
 }
 

@@ -193,6 +193,7 @@ mod tests {
             direct: true,
             backend: Backend::Null,
             threads: 0,
+            data: Default::default(),
         }
     }
 

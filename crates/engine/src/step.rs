@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use iocurve_plan::{Backend, Workload, format_size};
@@ -17,6 +17,7 @@ use iocurve_stats::{CpuTimes, CpuUsage, IntervalStats, StepRecord};
 
 use crate::backend::{NullBackend, PsyncBackend, UringBackend};
 use crate::buffer::BufferPool;
+use crate::data::{BodyTable, DataGen};
 use crate::host::cpu_times;
 use crate::ops::{OpGen, working_set};
 use crate::rng::Rng;
@@ -158,6 +159,8 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
     let (tx, rx) = mpsc::channel::<(usize, Msg)>();
     let max_bs = w.max_bs() as usize;
     let writes = w.writes();
+    // The bodies of deduplicable units, shared by every thread (built once per step).
+    let bodies = (writes && w.data.dedupe > 1.0).then(|| Arc::new(BodyTable::new(&w.data, w.dedupe_unit() as usize)));
 
     std::thread::scope(|scope| -> Result<StepRecord, EngineError> {
         for (ti, workers) in plan.into_iter().enumerate() {
@@ -165,6 +168,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
             let opgen = opgen.clone();
             let fds = fds.clone();
             let backend = cfg.backend;
+            let bodies = bodies.clone();
             let builder = std::thread::Builder::new().name(format!("iocurve-io{ti}")).stack_size(256 << 10);
             let spawned = builder.spawn_scoped(scope, move || {
                 let send = |m: Msg| {
@@ -172,9 +176,10 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
                 };
                 let mut rng = Rng::seed_from(ti as u64 + 1);
                 let mut pool = BufferPool::new(workers.len(), max_bs);
+                let data = DataGen::new(&w.data, bodies, &mut rng);
                 if writes {
                     for i in 0..workers.len() {
-                        rng.fill(pool.slice_mut(i));
+                        data.prepare(pool.slice_mut(i), &mut rng);
                     }
                 }
                 let start = || gate.arrive().map(|t0| Schedule::new(t0, w));
@@ -182,7 +187,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
                 let result = match backend {
                     Backend::IoUring => match UringBackend::new(n, &fds, (pool.base(), pool.total_len())) {
                         Ok(b) => {
-                            let mut s = Slots::new(b, opgen, rng, pool, workers);
+                            let mut s = Slots::new(b, opgen, rng, pool, data, workers);
                             run_slots(&mut s, start(), step_stop, live, &send)
                         }
                         Err(e) => {
@@ -191,11 +196,11 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
                         }
                     },
                     Backend::Psync => {
-                        let mut s = Slots::new(PsyncBackend::new(fds), opgen, rng, pool, workers);
+                        let mut s = Slots::new(PsyncBackend::new(fds), opgen, rng, pool, data, workers);
                         run_slots(&mut s, start(), step_stop, live, &send)
                     }
                     Backend::Null => {
-                        let mut s = Slots::new(NullBackend::new(n), opgen, rng, pool, workers);
+                        let mut s = Slots::new(NullBackend::new(n), opgen, rng, pool, data, workers);
                         run_slots(&mut s, start(), step_stop, live, &send)
                     }
                 };

@@ -13,6 +13,7 @@ use iocurve_stats::IntervalStats;
 
 use crate::backend::{Backend, Completion};
 use crate::buffer::BufferPool;
+use crate::data::DataGen;
 use crate::ops::{IoOp, OpGen};
 use crate::rng::Rng;
 
@@ -72,27 +73,15 @@ pub(crate) struct Slots<B: Backend> {
     pub pool: BufferPool,
     /// Worker id of each slot.
     pub worker: Vec<u32>,
+    pub data: DataGen,
     ops: Vec<IoOp>,
     started: Vec<u64>,
-    nonce: u64,
-    written: u64,
 }
 
 impl<B: Backend> Slots<B> {
-    pub fn new(backend: B, opgen: OpGen, mut rng: Rng, pool: BufferPool, worker: Vec<u32>) -> Self {
+    pub fn new(backend: B, opgen: OpGen, rng: Rng, pool: BufferPool, data: DataGen, worker: Vec<u32>) -> Self {
         let n = worker.len();
-        let nonce = rng.next_u64();
-        Self {
-            backend,
-            opgen,
-            rng,
-            pool,
-            worker,
-            ops: vec![IoOp::default(); n],
-            started: vec![0; n],
-            nonce,
-            written: 0,
-        }
+        Self { backend, opgen, rng, pool, worker, data, ops: vec![IoOp::default(); n], started: vec![0; n] }
     }
 
     #[inline]
@@ -109,9 +98,7 @@ impl<B: Backend> Slots<B> {
 
     #[inline]
     fn stamp(&mut self, slot: usize, op: &IoOp) {
-        self.written += 1;
-        let tag = self.nonce ^ self.written.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        crate::data::stamp(&mut self.pool.slice_mut(slot)[..op.len as usize], tag, op.offset);
+        self.data.fill(&mut self.pool.slice_mut(slot)[..op.len as usize], op.offset, &mut self.rng);
     }
 }
 

@@ -62,7 +62,10 @@ macro_rules! for_each_key {
             interval_s,
             direct,
             backend,
-            threads
+            threads,
+            compress,
+            dedupe,
+            dedupe_unit
         )
     };
 }
@@ -114,6 +117,21 @@ pub struct WorkloadKeys {
     /// I/O threads for io_uring and null (0 = one per core); psync always uses one per I/O.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
+    /// Share of every written block that is constant (0 = incompressible, 0.4 = the published
+    /// "60 % random, 40 % constant" block, about 1.67:1), 0 to 0.99.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compress: Option<f64>,
+    /// Written units per unique unit (1.0 = all unique, 2.0 = every unit twice on average).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dedupe: Option<f64>,
+    /// Unit of deduplication (default: the smallest block size); every block size must be a
+    /// multiple of it.
+    #[serde(skip_serializing_if = "Option::is_none", default, deserialize_with = "opt_size")]
+    pub dedupe_unit: Option<u64>,
+}
+
+fn opt_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    size_from_value(SizeValue::deserialize(d)?).map(Some)
 }
 
 impl WorkloadKeys {

@@ -82,6 +82,49 @@ pub struct Workload {
     pub backend: Backend,
     /// I/O threads; 0 = one per core.
     pub threads: u32,
+    /// What written blocks contain (absent in runs stored before it existed: incompressible,
+    /// unique data, which is what those runs wrote).
+    #[serde(default)]
+    pub data: DataPattern,
+}
+
+/// The data pattern of written blocks: how compressible and how deduplicable they are.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DataPattern {
+    /// Share of each block that is constant, 0 ≤ compress < 1.
+    pub compress: f64,
+    /// Written dedupe units per unique unit, ≥ 1.
+    pub dedupe: f64,
+    /// Dedupe unit in bytes (0 in results stored before it existed: the block size).
+    pub dedupe_unit: u64,
+}
+
+impl Default for DataPattern {
+    fn default() -> Self {
+        DataPattern { compress: 0.0, dedupe: 1.0, dedupe_unit: 0 }
+    }
+}
+
+impl DataPattern {
+    /// The compression ratio a compressor should reach: 1 / (share that is random).
+    pub fn expected_compression(&self) -> f64 {
+        1.0 / (1.0 - self.compress)
+    }
+
+    /// `compress 0.4, dedupe 2 per 4k`, or `unique, incompressible` for the default.
+    pub fn describe(&self) -> String {
+        if self.compress == 0.0 && self.dedupe == 1.0 {
+            return "unique, incompressible".into();
+        }
+        let mut v = Vec::new();
+        if self.compress > 0.0 {
+            v.push(format!("compress {} ({:.2}:1)", self.compress, self.expected_compression()));
+        }
+        if self.dedupe > 1.0 {
+            v.push(format!("dedupe {}:1 per {}", self.dedupe, crate::format_size(self.dedupe_unit)));
+        }
+        v.join(", ")
+    }
 }
 
 impl Workload {
@@ -95,6 +138,11 @@ impl Workload {
 
     pub fn writes(&self) -> bool {
         self.read_pct < 100.0
+    }
+
+    /// The dedupe unit in force: the stored one, or the smallest block size.
+    pub fn dedupe_unit(&self) -> u64 {
+        if self.data.dedupe_unit == 0 { self.min_bs() } else { self.data.dedupe_unit }
     }
 
     /// Planned duration of one step in seconds.

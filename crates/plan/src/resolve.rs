@@ -5,7 +5,7 @@ use std::path::Path;
 use crate::error::{PlanError, did_you_mean};
 use crate::keys::{BlockSizeSpec, PlanFile, WorkingSetSpec, WorkloadKeys};
 use crate::locate::{Seg, line_of, locate};
-use crate::model::{Backend, BlockSize, Pattern, Plan, TargetGroup, WorkingSet, Workload};
+use crate::model::{Backend, BlockSize, DataPattern, Pattern, Plan, TargetGroup, WorkingSet, Workload};
 use crate::size::format_size;
 
 /// Values given on the command line; they win over the plan.
@@ -31,6 +31,9 @@ pub fn cli_option(key: &str) -> &'static str {
         "backend" => "--backend",
         "direct" => "--buffered",
         "threads" => "--threads",
+        "compress" => "--compress",
+        "dedupe" => "--dedupe",
+        "dedupe_unit" => "--dedupe-unit",
         _ => "a command-line option",
     }
 }
@@ -52,6 +55,9 @@ fn builtin_defaults() -> WorkloadKeys {
         direct: Some(true),
         backend: Some(Backend::IoUring),
         threads: Some(0),
+        compress: Some(0.0),
+        dedupe: Some(1.0),
+        dedupe_unit: None,
     }
 }
 
@@ -365,6 +371,7 @@ impl Resolver<'_> {
         if threads > 1024 {
             return Err(self.key_err(i, "threads", format!("threads is {threads}; use 0 (one per core) to 1024")));
         }
+        let data = self.data_pattern(i, k, &bs)?;
         Ok(Workload {
             name,
             read_pct,
@@ -379,7 +386,48 @@ impl Resolver<'_> {
             direct: k.direct.unwrap(),
             backend: k.backend.unwrap(),
             threads,
+            data,
         })
+    }
+
+    fn data_pattern(&self, i: usize, k: &WorkloadKeys, bs: &[BlockSize]) -> Result<DataPattern, PlanError> {
+        let compress = k.compress.unwrap();
+        if !(0.0..=0.99).contains(&compress) {
+            return Err(self.key_err(
+                i,
+                "compress",
+                format!("compress is {compress}; it is the constant share of each block, 0 (incompressible) to 0.99 (0.4 = 60 % random, 40 % constant)"),
+            ));
+        }
+        let dedupe = k.dedupe.unwrap();
+        if !(1.0..=1000.0).contains(&dedupe) {
+            return Err(self.key_err(
+                i,
+                "dedupe",
+                format!("dedupe is {dedupe}; it is written units per unique unit, 1 (all unique) to 1000 (2 = every unit twice)"),
+            ));
+        }
+        let min_bs = bs.iter().map(|b| b.bytes).min().unwrap_or(512);
+        let unit = k.dedupe_unit.unwrap_or(min_bs);
+        if unit == 0 || !unit.is_multiple_of(512) {
+            return Err(self.key_err(
+                i,
+                "dedupe_unit",
+                format!("dedupe_unit is {unit}; it must be a multiple of 512 bytes"),
+            ));
+        }
+        if let Some(b) = bs.iter().find(|b| !b.bytes.is_multiple_of(unit)) {
+            return Err(self.key_err(
+                i,
+                "dedupe_unit",
+                format!(
+                    "block size {} is not a multiple of the dedupe unit {}: set dedupe_unit to a size every block size is a multiple of",
+                    format_size(b.bytes),
+                    format_size(unit)
+                ),
+            ));
+        }
+        Ok(DataPattern { compress, dedupe, dedupe_unit: unit })
     }
 }
 

@@ -121,8 +121,9 @@ pub fn warnings(w: &WorkloadResult) -> Vec<String> {
 }
 
 pub fn workload_report(w: &WorkloadResult) -> String {
+    let data = if w.read_pct < 100.0 { format!(", data {}", w.data.describe()) } else { String::new() };
     let mut out = format!(
-        "\n{}  ({}, {} % reads, bs {}, qd {}, {}, {})\n",
+        "\n{}  ({}, {} % reads, bs {}, qd {}, {}, {}{data})\n",
         w.name, w.kind, w.read_pct, w.bs, w.queue_depth, w.working_set, w.backend
     );
     out.push_str(&step_table(w));
@@ -230,6 +231,7 @@ mod tests {
             maximum: Some(p(1, &steps[1])),
             sla_maximum: Some(p(0, &steps[0])),
             min_lat_us: Some(100.0),
+            data: Default::default(),
             steps,
         };
         let text = workload_report(&w);
