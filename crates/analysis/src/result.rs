@@ -49,6 +49,9 @@ pub struct TargetInfo {
     pub group: String,
     /// A scratch file created by this run.
     pub scratch: bool,
+    /// When every block of the target was last written by preconditioning (RFC 3339), if ever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preconditioned_at: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -81,6 +81,10 @@ pub enum Command {
         #[command(flatten)]
         sla: SlaArgs,
     },
+    /// Write every block of the targets once (large sequential writes, many in flight, with the
+    /// data pattern), so that backend tests measure allocated, steady-state storage. Resumes an
+    /// interrupted pass.
+    Precondition(PreconditionArgs),
     /// Show what a storage array would make of the data iocurve writes: compression ratio (zstd
     /// and lz4 at their fast levels, block by block) and dedupe ratio, expected against achieved.
     Datacheck {
@@ -221,6 +225,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "TEXT")]
     pub workload: Option<String>,
 
+    /// Precondition every target before the workloads (plan key `precondition = true`); targets
+    /// already preconditioned at their size are skipped.
+    #[arg(long)]
+    pub precondition: bool,
+
     /// Write the full result as JSON to FILE (also when the run is interrupted).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -239,6 +248,30 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub data: DataArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PreconditionArgs {
+    /// Target files or block devices; a path that does not exist is created with --size (and
+    /// kept).
+    #[arg(required = true, value_name = "TARGET")]
+    pub targets: Vec<String>,
+    /// Size of files created for targets that do not exist (default 1g).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size_arg)]
+    pub size: Option<u64>,
+    /// Size of each write (default 1m).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size_arg)]
+    pub bs: Option<u64>,
+    /// Writes in flight per target (default 32).
+    #[arg(long, value_name = "N")]
+    pub qd: Option<u32>,
+    /// Allow writing to this device or file despite the safety checks; repeatable.
+    #[arg(long = "allow-write", value_name = "PATH")]
+    pub allow_write: Vec<PathBuf>,
+    #[command(flatten)]
+    pub data: DataArgs,
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 /// The data pattern of written blocks (plan keys `compress`, `dedupe`, `dedupe_unit`).

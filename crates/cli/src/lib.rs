@@ -4,6 +4,7 @@
 pub mod cli;
 mod datacheck;
 pub mod error;
+mod precondition;
 mod progress;
 pub mod run;
 mod show;
@@ -42,6 +43,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             print!("{}", suites::find(&suite)?.toml);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Precondition(args) => precondition::command(args),
         Command::Datacheck { bs, size, file, data } => datacheck::datacheck(bs, size, file.as_deref(), &data),
         Command::Runs(db) => show::runs(&db.db),
         Command::Show { run, db, sla } => show::show(&db.db, run, &sla),

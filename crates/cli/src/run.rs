@@ -19,7 +19,7 @@ use iocurve_store::{NewRun, Store, StoreError};
 
 use crate::cli::RunArgs;
 use crate::progress::Progress;
-use crate::{CliError, signals, time};
+use crate::{CliError, precondition, signals, time};
 
 /// The scratch file `iocurve run` uses when no target is given.
 pub const DEFAULT_SCRATCH: &str = "iocurve-scratch.dat";
@@ -41,6 +41,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     plan.sla_mean_ms = args.sla.mean_ms.or(plan.sla_mean_ms);
     plan.sla_p99_ms = args.sla.p99_ms.or(plan.sla_p99_ms);
     let sla = Sla { mean_ms: plan.sla_mean_ms, p99_ms: plan.sla_p99_ms };
+    if plan.precondition && !precondition_targets(&plan, &targets, &store)? {
+        println!("interrupted while preconditioning: no workload ran; the same command resumes it");
+        return Ok(ExitCode::from(130));
+    }
     let outcome = execute(&plan, &targets, backend_note, &args.label, &sla, &mut store);
     let code = match &outcome.error {
         Some(e) => e.exit_code(),
@@ -58,6 +62,24 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         Some(e) => Err(e),
         None => Ok(code),
     }
+}
+
+/// The precondition phase: every target not yet preconditioned at its size. False when
+/// interrupted.
+fn precondition_targets(plan: &Plan, targets: &TargetSet, store: &Store) -> Result<bool, CliError> {
+    let (pattern, unit) = plan.precondition_pattern();
+    let cfg = precondition::run_config(pattern, unit);
+    for t in &targets.targets {
+        match precondition::preconditioned_at(store, t) {
+            Some(at) => println!("precondition {}: already done at {at}, skipped", t.path.display()),
+            None => {
+                if !precondition::target(t, &cfg, store)? {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+    Ok(true)
 }
 
 /// Opens the results database (`--db`, `IOCURVE_DB`, default ./iocurve.db).
@@ -97,6 +119,7 @@ fn load_plan(args: &RunArgs) -> Result<Plan, CliError> {
     if plan.groups.is_empty() {
         plan.groups = vec![TargetGroup { name: "targets".into(), weight: 1, targets: vec![DEFAULT_SCRATCH.into()] }];
     }
+    plan.precondition |= args.precondition;
     Ok(plan)
 }
 
@@ -156,14 +179,20 @@ fn open_targets(plan: &Plan, args: &RunArgs) -> Result<TargetSet, CliError> {
         .flat_map(|g| &g.targets)
         .filter(|t| !Path::new(t.as_str()).exists() && !t.contains(['*', '?', '[']))
         .count();
-    if creating > 0 {
+    if creating > 0 && !plan.precondition {
         println!(
             "preparing {creating} scratch file(s) of {} (written fully once, so reads hit allocated blocks)",
             iocurve_plan::format_size(scratch_size)
         );
     }
-    let opts =
-        OpenOptions { write: plan.writes(), scratch_size, keep: args.keep, allow_write: args.allow_write.clone() };
+    let opts = OpenOptions {
+        write: plan.writes(),
+        scratch_size,
+        keep: args.keep,
+        allow_write: args.allow_write.clone(),
+        // Preconditioning writes every block anyway: no need to fill the file twice.
+        scratch_unfilled: plan.precondition,
+    };
     Ok(TargetSet::open(&plan.groups, &opts)?)
 }
 
@@ -218,7 +247,7 @@ fn host_info(facts: host::HostFacts, plan: &Plan, backend_note: Option<String>) 
     }
 }
 
-fn target_infos(targets: &TargetSet) -> Vec<TargetInfo> {
+fn target_infos(targets: &TargetSet, store: &Store) -> Vec<TargetInfo> {
     targets
         .targets
         .iter()
@@ -229,6 +258,7 @@ fn target_infos(targets: &TargetSet) -> Vec<TargetInfo> {
             logical_block: t.logical_block,
             group: targets.groups[t.group].name.clone(),
             scratch: t.created,
+            preconditioned_at: precondition::preconditioned_at(store, t),
         })
         .collect()
 }
@@ -242,7 +272,7 @@ fn execute(
     store: &mut Store,
 ) -> Outcome {
     let host = host_info(host::facts(), plan, backend_note);
-    let target_infos = target_infos(targets);
+    let target_infos = target_infos(targets, store);
     let plan_json = serde_json::to_value(plan).unwrap_or_default();
     let started_at = time::now_rfc3339();
     let new_run = NewRun {

@@ -13,6 +13,7 @@ pub mod data;
 pub mod error;
 pub mod host;
 pub mod ops;
+pub mod precondition;
 pub mod rng;
 pub mod safety;
 pub mod step;

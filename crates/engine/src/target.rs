@@ -67,6 +67,8 @@ pub struct OpenOptions {
     pub keep: bool,
     /// Paths the user allows writing to despite the safety rules.
     pub allow_write: Vec<PathBuf>,
+    /// Create scratch files allocated but not written: preconditioning writes them anyway.
+    pub scratch_unfilled: bool,
 }
 
 #[derive(Debug)]
@@ -104,7 +106,7 @@ impl TargetSet {
                     let created = if path.exists() {
                         false
                     } else {
-                        create_scratch(&path, opts.scratch_size)?;
+                        create_scratch(&path, opts.scratch_size, !opts.scratch_unfilled)?;
                         true
                     };
                     let t = match open_target(&path, opts, gi, created) {
@@ -202,7 +204,8 @@ fn expand(pattern: &str, group: &str) -> Result<Vec<PathBuf>, EngineError> {
     Ok(out)
 }
 
-fn set_direct(fd: RawFd, direct: bool) -> std::io::Result<()> {
+/// Switches O_DIRECT on or off for one descriptor.
+pub fn set_direct(fd: RawFd, direct: bool) -> std::io::Result<()> {
     // SAFETY: plain fcntl on an fd we own.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     if flags < 0 {
@@ -318,7 +321,7 @@ pub fn free_space(dir: &Path) -> Option<u64> {
 
 /// Creates a scratch file of `size` bytes and writes every block once (incompressible, unique
 /// data), so that reads hit allocated blocks rather than holes the filesystem answers with zeros.
-pub fn create_scratch(path: &Path, size: u64) -> Result<(), EngineError> {
+pub fn create_scratch(path: &Path, size: u64, fill: bool) -> Result<(), EngineError> {
     let size = size / 4096 * 4096;
     if size < 4096 {
         return Err(EngineError::Input(format!("scratch file size {size} is too small: use --size 64m or more")));
@@ -341,11 +344,20 @@ pub fn create_scratch(path: &Path, size: u64) -> Result<(), EngineError> {
         .create_new(true)
         .open(path)
         .map_err(|e| EngineError::Input(format!("cannot create scratch file {}: {e}", path.display())))?;
-    let result = fill_scratch(&file, path, size);
+    let result = if fill { fill_scratch(&file, path, size) } else { allocate_scratch(&file, path, size) };
     if result.is_err() {
         let _ = std::fs::remove_file(path);
     }
     result
+}
+
+/// A scratch file of `size` with its blocks allocated (preconditioning writes them all).
+fn allocate_scratch(file: &File, path: &Path, size: u64) -> Result<(), EngineError> {
+    // SAFETY: fallocate on an fd we own; where unsupported, set_len makes the size.
+    unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, size as libc::off_t) };
+    file.set_len(size).map_err(|e| EngineError::io(format!("cannot size scratch file {}", path.display()), e))?;
+    safety::set_scratch_mark(path);
+    Ok(())
 }
 
 fn fill_scratch(file: &File, path: &Path, size: u64) -> Result<(), EngineError> {

@@ -23,6 +23,10 @@ pub struct PlanFile {
     /// SLA bound on p99 latency in ms.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sla_p99_ms: Option<f64>,
+    /// Write every block of every target once before the workloads (skipped for targets already
+    /// preconditioned at their size).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub precondition: Option<bool>,
     /// Target paths or globs, all in one group. Exclusive with `groups`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub targets: Option<Vec<String>>,

@@ -170,11 +170,22 @@ pub struct Plan {
     /// SLA bounds in ms (mean, p99), if the plan sets them.
     pub sla_mean_ms: Option<f64>,
     pub sla_p99_ms: Option<f64>,
+    /// Precondition every target before the workloads.
+    #[serde(default)]
+    pub precondition: bool,
 }
 
 impl Plan {
     pub fn writes(&self) -> bool {
-        self.workloads.iter().any(Workload::writes)
+        self.precondition || self.workloads.iter().any(Workload::writes)
+    }
+
+    /// The data pattern preconditioning writes: that of the first workload that writes.
+    pub fn precondition_pattern(&self) -> (DataPattern, u64) {
+        match self.workloads.iter().find(|w| w.writes()) {
+            Some(w) => (w.data, w.dedupe_unit()),
+            None => (DataPattern::default(), 4096),
+        }
     }
 
     /// Planned duration of the whole plan in seconds.

@@ -188,6 +188,7 @@ impl Resolver<'_> {
         }
         Ok(Plan {
             sla_mean_ms: self.file.sla_mean_ms,
+            precondition: self.file.precondition.unwrap_or(false),
             sla_p99_ms: self.file.sla_p99_ms,
             name: self.file.name.clone().unwrap_or_else(|| self.source.to_string()),
             description: self.file.description.clone().unwrap_or_default(),
@@ -522,6 +523,15 @@ ramp = [1, 8]
         assert!(e.message.contains("no workloads"), "{e}");
         let e = parse("[[workloads]]\nname = \"a\"\nworking_set = \"middle\"\n").unwrap_err();
         assert_eq!(e.line, Some(3), "{e}");
+    }
+
+    #[test]
+    fn precondition_is_a_plan_key() {
+        assert!(parse("precondition = true\n[[workloads]]\nname = \"a\"\n").unwrap().precondition);
+        let p = parse("[[workloads]]\nname = \"a\"\n").unwrap();
+        assert!(!p.precondition && !p.writes(), "a read-only plan without preconditioning writes nothing");
+        let e = parse("precondition = 1\n[[workloads]]\nname = \"a\"\n").unwrap_err();
+        assert_eq!(e.line, Some(1), "{e}");
     }
 
     #[test]

@@ -411,8 +411,9 @@ fn run_head(i: usize, r: &ReportRun) -> RunHead {
             .targets
             .iter()
             .map(|t| {
+                let pre = t.preconditioned_at.as_ref().map(|at| format!(", preconditioned {at}")).unwrap_or_default();
                 format!(
-                    "{} ({}, {}, {} B blocks, group {})",
+                    "{} ({}, {}, {} B blocks, group {}{pre})",
                     t.path,
                     t.kind,
                     format::size(t.size),

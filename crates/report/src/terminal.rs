@@ -166,6 +166,11 @@ fn run_notes(r: &RunResult) -> String {
     if let Some(sla) = &r.sla {
         out.push_str(&format!("SLA: {}\n", sla.describe()));
     }
+    let pre: Vec<String> =
+        r.targets.iter().filter_map(|t| t.preconditioned_at.as_ref().map(|at| format!("{} at {at}", t.path))).collect();
+    if !pre.is_empty() {
+        out.push_str(&format!("preconditioned: {}\n", pre.join(", ")));
+    }
     out
 }
 

@@ -25,7 +25,36 @@ pub enum StoreError {
 type Result<T> = std::result::Result<T, StoreError>;
 
 /// Schema migrations, in order; `PRAGMA user_version` counts how many are applied.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
+
+/// v3: preconditioning state per target, so that `iocurve precondition` resumes where it
+/// stopped and runs know their targets were preconditioned.
+const SCHEMA_V3: &str = "
+CREATE TABLE preconditions (
+    target TEXT NOT NULL,                 -- canonical path
+    size INTEGER NOT NULL,                -- bytes preconditioned (the whole target)
+    bs INTEGER NOT NULL,                  -- write size
+    data_json TEXT NOT NULL,              -- the data pattern written
+    state_json TEXT NOT NULL,             -- written chunks: {\"watermark\": N, \"above\": [...]}
+    bytes_written INTEGER NOT NULL,       -- by every session together
+    started_at TEXT NOT NULL,
+    finished_at TEXT,                     -- NULL until every chunk is written
+    PRIMARY KEY (target, size)
+);
+";
+
+/// The preconditioning record of a target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Precondition {
+    pub target: String,
+    pub size: u64,
+    pub bs: u64,
+    pub data_json: String,
+    pub state_json: String,
+    pub bytes_written: u64,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+}
 
 /// v2: the headline per workload, written when a run ends, so that `iocurve runs` lists
 /// hundreds of runs without re-analysing each. NULL for runs stored before (or killed).
@@ -351,6 +380,50 @@ impl Store {
         self.sql(x).map(drop)
     }
 
+    /// The preconditioning record of `target` at `size`, if any.
+    pub fn precondition(&self, target: &str, size: u64) -> Result<Option<Precondition>> {
+        let r = self
+            .conn
+            .query_row(
+                "SELECT target, size, bs, data_json, state_json, bytes_written, started_at, finished_at
+                 FROM preconditions WHERE target = ?1 AND size = ?2",
+                params![target, size as i64],
+                |r| {
+                    Ok(Precondition {
+                        target: r.get(0)?,
+                        size: r.get::<_, i64>(1)? as u64,
+                        bs: r.get::<_, i64>(2)? as u64,
+                        data_json: r.get(3)?,
+                        state_json: r.get(4)?,
+                        bytes_written: r.get::<_, i64>(5)? as u64,
+                        started_at: r.get(6)?,
+                        finished_at: r.get(7)?,
+                    })
+                },
+            )
+            .optional();
+        self.sql(r)
+    }
+
+    /// Creates or replaces the preconditioning record of a target.
+    pub fn save_precondition(&self, p: &Precondition) -> Result<()> {
+        let x = self.conn.execute(
+            "INSERT OR REPLACE INTO preconditions (target, size, bs, data_json, state_json, bytes_written, started_at, finished_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                p.target,
+                p.size as i64,
+                p.bs as i64,
+                p.data_json,
+                p.state_json,
+                p.bytes_written as i64,
+                p.started_at,
+                p.finished_at
+            ],
+        );
+        self.sql(x).map(drop)
+    }
+
     /// Loads a run with every complete interval, rebuilt as the engine handed them over.
     pub fn load(&self, id: i64) -> Result<StoredRun> {
         let run = self.run(id)?;
@@ -565,6 +638,29 @@ mod tests {
         assert_eq!(rec.total, expected.total, "histograms, counters and errors survive the migration");
         st.set_summary(run, "w 1 IOPS").unwrap();
         assert_eq!(st.run(run).unwrap().summary.as_deref(), Some("w 1 IOPS"));
+    }
+
+    #[test]
+    fn precondition_records_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = Store::open(&dir.path().join("r.db")).unwrap();
+        assert_eq!(st.precondition("/dev/x", 1 << 30).unwrap(), None);
+        let mut p = Precondition {
+            target: "/dev/x".into(),
+            size: 1 << 30,
+            bs: 1 << 20,
+            data_json: "{}".into(),
+            state_json: "{\"watermark\":3,\"above\":[5]}".into(),
+            bytes_written: 4 << 20,
+            started_at: "t0".into(),
+            finished_at: None,
+        };
+        st.save_precondition(&p).unwrap();
+        assert_eq!(st.precondition("/dev/x", 1 << 30).unwrap().as_ref(), Some(&p));
+        p.finished_at = Some("t1".into());
+        st.save_precondition(&p).unwrap();
+        assert_eq!(st.precondition("/dev/x", 1 << 30).unwrap(), Some(p));
+        assert_eq!(st.precondition("/dev/x", 1 << 29).unwrap(), None, "another size is another record");
     }
 
     #[test]

@@ -1,0 +1,170 @@
+//! `iocurve precondition` and the `precondition` phase of a run: every block of every target
+//! written once before measuring, with progress and ETA, its state saved in the results
+//! database every second so that an interrupted pass resumes where it stopped.
+
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use iocurve_engine::precondition::{PreConfig, PreProgress, PreState, chunks, precondition};
+use iocurve_engine::{OpenOptions, Target, TargetSet};
+use iocurve_plan::{BlockSizeSpec, DataPattern, Overrides, TargetGroup, WorkloadKeys, format_size};
+use iocurve_report::format;
+use iocurve_store::{Precondition, Store};
+
+use crate::cli::PreconditionArgs;
+use crate::run::open_store;
+use crate::{CliError, signals, time};
+
+pub const DEFAULT_BS: u64 = 1 << 20;
+pub const DEFAULT_QD: u32 = 32;
+
+/// The key of a target's record: its canonical path.
+pub fn record_key(t: &Target) -> String {
+    t.path.canonicalize().unwrap_or_else(|_| t.path.clone()).display().to_string()
+}
+
+fn state_json(s: &PreState) -> String {
+    serde_json::json!({"watermark": s.watermark, "above": s.above}).to_string()
+}
+
+fn parse_state(json: &str) -> Option<PreState> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    let above = v["above"].as_array()?.iter().map(|x| x.as_u64()).collect::<Option<Vec<_>>>()?;
+    Some(PreState { watermark: v["watermark"].as_u64()?, above })
+}
+
+/// Preconditions one target; returns false when interrupted (Ctrl-C) before it was complete.
+pub fn target(t: &Target, cfg: &PreConfig, store: &Store) -> Result<bool, CliError> {
+    let key = record_key(t);
+    let data_json = serde_json::to_string(&cfg.pattern).unwrap_or_default();
+    let bs = cfg.bs.min(t.size / t.logical_block * t.logical_block).max(t.logical_block);
+    let cfg = PreConfig { bs, ..*cfg };
+    let old = store.precondition(&key, t.size)?;
+    // Resume only a pass of the same write size and data; anything else starts over.
+    let (resume, mut record) = match old {
+        Some(r) if r.finished_at.is_none() && r.bs == bs && r.data_json == data_json => {
+            let state = parse_state(&r.state_json).unwrap_or_default();
+            println!(
+                "precondition {}: resuming at {} of {} ({} written before)",
+                t.path.display(),
+                format_size((state.written_chunks() * bs).min(t.size)),
+                format_size(t.size),
+                format_size(r.bytes_written)
+            );
+            (state, r)
+        }
+        _ => {
+            let r = Precondition {
+                target: key,
+                size: t.size,
+                bs,
+                data_json,
+                state_json: state_json(&PreState::default()),
+                bytes_written: 0,
+                started_at: time::now_rfc3339(),
+                finished_at: None,
+            };
+            store.save_precondition(&r)?;
+            (PreState::default(), r)
+        }
+    };
+    println!(
+        "precondition {}: writing {} in {} blocks, {} in flight, data {}",
+        t.path.display(),
+        format_size(t.size),
+        format_size(bs),
+        cfg.qd,
+        cfg.pattern.describe()
+    );
+    if let Err(e) = iocurve_engine::target::set_direct(t.fd(), true) {
+        println!(
+            "  O_DIRECT is not available on {} ({e}): writing through the page cache, synced at the end",
+            t.path.display()
+        );
+    }
+    let before = record.bytes_written;
+    let mut save_error = None;
+    let mut on_progress = |p: &PreProgress| {
+        let secs = p.elapsed.as_secs_f64().max(1e-3);
+        let rate = p.session_bytes as f64 / secs;
+        let eta = if rate > 0.0 { (p.total_bytes - p.done_bytes) as f64 / rate } else { f64::INFINITY };
+        println!(
+            "  {} of {} ({:.0} %), {}, ETA {}",
+            format_size(p.done_bytes),
+            format_size(p.total_bytes),
+            100.0 * p.done_bytes as f64 / p.total_bytes.max(1) as f64,
+            format::mbps(rate / 1e6),
+            if eta.is_finite() { format::duration(eta) } else { "—".into() }
+        );
+        record.state_json = state_json(&p.state);
+        record.bytes_written = before + p.session_bytes;
+        if let Err(e) = store.save_precondition(&record) {
+            save_error.get_or_insert(e);
+        }
+    };
+    let result = precondition(t, &cfg, &resume, &signals::STOP, Duration::from_secs(1), &mut on_progress);
+    if let Some(e) = save_error {
+        return Err(e.into());
+    }
+    let state = result?;
+    t.file.sync_all().map_err(|e| CliError::Runtime(format!("cannot sync {}: {e}", t.path.display())))?;
+    let complete = state.written_chunks() == chunks(t.size, bs);
+    if complete {
+        record.finished_at = Some(time::now_rfc3339());
+        store.save_precondition(&record)?;
+        println!("precondition {}: complete", t.path.display());
+    } else {
+        println!("precondition {}: interrupted; the same command resumes where it stopped", t.path.display());
+    }
+    Ok(complete && !signals::STOP.load(Ordering::Relaxed))
+}
+
+/// The data pattern and write size as a run would resolve them: same checks and messages.
+fn config(args: &PreconditionArgs) -> Result<PreConfig, CliError> {
+    let keys = WorkloadKeys {
+        bs: Some(BlockSizeSpec::One(args.bs.unwrap_or(DEFAULT_BS))),
+        queue_depth: Some(args.qd.unwrap_or(DEFAULT_QD)),
+        compress: args.data.compress,
+        dedupe: args.data.dedupe,
+        dedupe_unit: args.data.dedupe_unit,
+        ..Default::default()
+    };
+    let text = "[[workloads]]\nname = \"precondition\"\nread_pct = 0\n";
+    let w =
+        iocurve_plan::parse_str(text, "precondition", &Overrides { keys, ..Default::default() })?.workloads.remove(0);
+    Ok(PreConfig { bs: w.max_bs(), qd: w.queue_depth, pattern: w.data, dedupe_unit: w.dedupe_unit() })
+}
+
+/// The configuration of a run's precondition phase: 1 MiB writes, 32 in flight, the data
+/// pattern of the plan's first writing workload.
+pub fn run_config(pattern: DataPattern, dedupe_unit: u64) -> PreConfig {
+    PreConfig { bs: DEFAULT_BS, qd: DEFAULT_QD, pattern, dedupe_unit }
+}
+
+pub fn command(args: PreconditionArgs) -> Result<ExitCode, CliError> {
+    let cfg = config(&args)?;
+    signals::install();
+    let groups = vec![TargetGroup { name: "targets".into(), weight: 1, targets: args.targets.clone() }];
+    let size = args.size.unwrap_or(1 << 30);
+    let opts = OpenOptions {
+        write: true,
+        scratch_size: size,
+        keep: true,
+        allow_write: args.allow_write.clone(),
+        scratch_unfilled: true,
+    };
+    let targets = TargetSet::open(&groups, &opts)?;
+    let store = open_store(&args.db.db)?;
+    for t in &targets.targets {
+        if !target(t, &cfg, &store)? {
+            return Ok(ExitCode::from(130));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// When each target was preconditioned at its present size, if it was.
+pub fn preconditioned_at(store: &Store, t: &Target) -> Option<String> {
+    store.precondition(&record_key(t), t.size).ok().flatten().and_then(|r| r.finished_at)
+}

@@ -1,0 +1,109 @@
+//! Preconditioning: every block written exactly once with the data pattern, resumable after an
+//! interruption, and known to the runs that follow.
+
+mod util;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use util::*;
+
+/// (bytes written over all sessions, finished) of the target's record.
+fn record(db: &Path) -> (u64, bool) {
+    let py = "import sqlite3, sys; r = sqlite3.connect(sys.argv[1]).execute('SELECT bytes_written, finished_at IS NOT NULL FROM preconditions').fetchone(); print(r[0], r[1])";
+    let o = Command::new("python3").args(["-c", py]).arg(db).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let v: Vec<u64> = text.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    assert_eq!(v.len(), 2, "{text} {}", String::from_utf8_lossy(&o.stderr));
+    (v[0], v[1] == 1)
+}
+
+/// Every 4 KiB chunk carries its own offset in its stamp and the zero tail of compress 0.4.
+fn check_blocks(path: &Path) {
+    let data = std::fs::read(path).unwrap();
+    let keep = (4096.0f64 * 0.6).ceil() as usize;
+    for (i, c) in data.chunks(4096).enumerate() {
+        let off = u64::from_le_bytes(c[8..16].try_into().unwrap());
+        assert_eq!(off, i as u64 * 4096, "chunk {i} was written by preconditioning, at its own offset");
+        assert!(c[keep..].iter().all(|&b| b == 0), "chunk {i} has the constant share of compress 0.4");
+        assert!(c[16..keep].iter().any(|&b| b != 0), "chunk {i} has its random share");
+    }
+}
+
+#[test]
+fn precondition_writes_every_block_once_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let size: u64 = 128 << 20;
+    // Small writes, one in flight: slow enough to interrupt after the first progress line.
+    let cmd = ["precondition", "p.dat", "--size", "128m", "--bs", "4k", "--qd", "1", "--compress", "0.4"];
+    let mut child = Command::new(bin())
+        .args(cmd)
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let db = dir.path().join("iocurve.db");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    // Interrupt once part of the target is written and the state saved.
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        if db.exists() && record(&db).0 > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no progress saved");
+        assert!(child.try_wait().unwrap().is_none(), "finished before it could be interrupted");
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(stdout(&o).contains("interrupted; the same command resumes"), "{}", stdout(&o));
+    let (partial, finished) = record(&db);
+    assert!(!finished && partial > 0 && partial < size, "{partial} of {size}");
+
+    let o = iocurve(dir.path(), &cmd);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("resuming at"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("complete"), "{}", stdout(&o));
+    let (total, finished) = record(&db);
+    assert!(finished);
+    assert_eq!(total, size, "both sessions together wrote every block exactly once");
+    check_blocks(&dir.path().join("p.dat"));
+}
+
+#[test]
+fn a_run_preconditions_its_targets_once_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let run =
+        ["run", "--target", "r.dat", "--size", "64m", "--keep", "--precondition", "--workload", "backend-random-read"];
+    let run = args(&args(&run, &["--ramp", "1", "--json", "r.json"]), FAST);
+    let o = iocurve(dir.path(), &run);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("precondition r.dat: writing 64m in 1m blocks, 32 in flight"), "{out}");
+    assert!(out.contains("preconditioned: r.dat at 20"), "the run says its target was preconditioned: {out}");
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert!(result["targets"][0]["preconditioned_at"].is_string(), "{}", result["targets"]);
+    assert_eq!(record(&dir.path().join("iocurve.db")), (64 << 20, true));
+
+    let o = iocurve(dir.path(), &run);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("already done at"), "not written again: {}", stdout(&o));
+    let o = iocurve(dir.path(), &["report", "2", "-o", "r.html"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(dir.path().join("r.html")).unwrap().contains(", preconditioned 20"));
+}
+
+#[test]
+fn precondition_refuses_what_it_may_not_write() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("foreign.dat"), vec![1u8; 1 << 20]).unwrap();
+    let o = iocurve(dir.path(), &["precondition", "foreign.dat"]);
+    input_error(&o, &["refusing to write to foreign.dat", "--allow-write"]);
+    assert_eq!(std::fs::read(dir.path().join("foreign.dat")).unwrap(), vec![1u8; 1 << 20], "untouched");
+    let o = iocurve(dir.path(), &["precondition", "x.dat", "--bs", "3000"]);
+    input_error(&o, &["--bs", "multiple of 512"]);
+}

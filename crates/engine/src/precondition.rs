@@ -1,0 +1,205 @@
+//! Preconditioning: every block of a target written once, sequentially, in large blocks with
+//! many writes in flight, with the workload's data pattern — as the published benchmarks
+//! "write all of the capacity before measuring", so that backend figures come from allocated,
+//! steady-state storage rather than from thin-provisioned holes.
+//!
+//! The target is cut into chunks of the write size. Writer threads (one per write in flight,
+//! blocking `pwrite` on the O_DIRECT descriptor: a few large sequential writes need no ring)
+//! claim chunks in order. What is written is a [`PreState`]: every chunk below a watermark plus
+//! the few finished above it. The caller saves it as it goes; resuming from it writes exactly
+//! the chunks that are missing.
+
+use std::collections::BTreeSet;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use iocurve_plan::DataPattern;
+
+use crate::buffer::BufferPool;
+use crate::data::{BodyTable, DataGen};
+use crate::rng::Rng;
+use crate::{EngineError, Target};
+
+/// Which chunks of a target are written: all below `watermark`, and those in `above`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreState {
+    pub watermark: u64,
+    pub above: Vec<u64>,
+}
+
+impl PreState {
+    pub fn written_chunks(&self) -> u64 {
+        self.watermark + self.above.len() as u64
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct PreConfig {
+    /// Write size in bytes.
+    pub bs: u64,
+    /// Writes in flight.
+    pub qd: u32,
+    pub pattern: DataPattern,
+    pub dedupe_unit: u64,
+}
+
+/// Progress, handed to the caller about every `every`.
+#[derive(Debug, Clone)]
+pub struct PreProgress {
+    pub state: PreState,
+    /// Bytes of the target written so far, this session and before.
+    pub done_bytes: u64,
+    pub total_bytes: u64,
+    /// Bytes written by this session.
+    pub session_bytes: u64,
+    pub elapsed: Duration,
+}
+
+/// The written chunks, updated by the writers.
+struct Done {
+    watermark: u64,
+    above: BTreeSet<u64>,
+}
+
+impl Done {
+    fn mark(&mut self, chunk: u64) {
+        self.above.insert(chunk);
+        while self.above.remove(&self.watermark) {
+            self.watermark += 1;
+        }
+    }
+
+    fn state(&self) -> PreState {
+        PreState { watermark: self.watermark, above: self.above.iter().copied().collect() }
+    }
+}
+
+/// Chunk count of a target.
+pub fn chunks(size: u64, bs: u64) -> u64 {
+    size.div_ceil(bs)
+}
+
+/// Writes the chunks of `t` that `resume` does not have, until done or `stop` is set. Calls
+/// `progress` about every `every` and once at the end; returns the state reached. A write error
+/// stops the writers and is returned after they finished.
+pub fn precondition(
+    t: &Target,
+    cfg: &PreConfig,
+    resume: &PreState,
+    stop: &AtomicBool,
+    every: Duration,
+    progress: &mut dyn FnMut(&PreProgress),
+) -> Result<PreState, EngineError> {
+    let n = chunks(t.size, cfg.bs);
+    let have: BTreeSet<u64> = resume.above.iter().copied().collect();
+    let todo: Vec<u64> = (resume.watermark..n).filter(|c| !have.contains(c)).collect();
+    let done = Mutex::new(Done { watermark: resume.watermark, above: have });
+    let next = AtomicUsize::new(0);
+    let session = std::sync::atomic::AtomicU64::new(0);
+    let failed: Mutex<Option<EngineError>> = Mutex::new(None);
+    let halt = AtomicBool::new(false);
+    let bodies = (cfg.pattern.dedupe > 1.0).then(|| Arc::new(BodyTable::new(&cfg.pattern, cfg.dedupe_unit as usize)));
+    let writers = (cfg.qd as usize).clamp(1, todo.len().max(1));
+    let started = Instant::now();
+    let fd = t.file.as_raw_fd();
+    let report = |progress: &mut dyn FnMut(&PreProgress)| {
+        let state = done.lock().unwrap_or_else(|e| e.into_inner()).state();
+        let done_bytes = (state.written_chunks() * cfg.bs).min(t.size);
+        progress(&PreProgress {
+            state,
+            done_bytes,
+            total_bytes: t.size,
+            session_bytes: session.load(Ordering::Relaxed),
+            elapsed: started.elapsed(),
+        });
+    };
+    let running = AtomicUsize::new(writers);
+    std::thread::scope(|s| {
+        for wi in 0..writers {
+            let (todo, done, next, session, failed, halt, running, bodies) =
+                (&todo, &done, &next, &session, &failed, &halt, &running, bodies.clone());
+            s.spawn(move || {
+                let mut rng = Rng::seed_from(wi as u64 + 0x5052_4543);
+                let mut pool = BufferPool::new(1, cfg.bs as usize);
+                let mut data = DataGen::new(&cfg.pattern, bodies, &mut rng);
+                data.prepare(pool.slice_mut(0), &mut rng);
+                while !stop.load(Ordering::Relaxed) && !halt.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&chunk) = todo.get(i) else { break };
+                    let off = chunk * cfg.bs;
+                    let len = cfg.bs.min(t.size - off) as usize;
+                    let buf = &mut pool.slice_mut(0)[..len];
+                    data.fill(buf, off, &mut rng);
+                    if let Err(e) = write_all(fd, buf, off) {
+                        let msg = format!(
+                            "precondition: write of {len} bytes at offset {off} of {} failed",
+                            t.path.display()
+                        );
+                        failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(EngineError::io(msg, e));
+                        halt.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                    session.fetch_add(len as u64, Ordering::Relaxed);
+                    done.lock().unwrap_or_else(|p| p.into_inner()).mark(chunk);
+                }
+                running.fetch_sub(1, Ordering::Release);
+            });
+        }
+        let mut last = Instant::now();
+        while running.load(Ordering::Acquire) > 0 {
+            std::thread::sleep(Duration::from_millis(20));
+            if last.elapsed() >= every {
+                last = Instant::now();
+                report(progress);
+            }
+        }
+    });
+    report(progress);
+    if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    Ok(done.into_inner().unwrap_or_else(|p| p.into_inner()).state())
+}
+
+fn write_all(fd: i32, buf: &[u8], off: u64) -> std::io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        // SAFETY: the slice is valid for its length; fd stays open for the call.
+        let r = unsafe {
+            libc::pwrite(fd, buf[done..].as_ptr().cast(), buf.len() - done, (off + done as u64) as libc::off_t)
+        };
+        if r < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if r == 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::WriteZero, "the target took no more bytes"));
+        }
+        done += r as usize;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_watermark_follows_the_written_prefix() {
+        let mut d = Done { watermark: 0, above: BTreeSet::new() };
+        d.mark(1);
+        d.mark(3);
+        assert_eq!(d.state(), PreState { watermark: 0, above: vec![1, 3] });
+        d.mark(0);
+        assert_eq!(d.state(), PreState { watermark: 2, above: vec![3] });
+        d.mark(2);
+        assert_eq!(d.state(), PreState { watermark: 4, above: vec![] });
+        assert_eq!(chunks(10 << 20, 1 << 20), 10);
+        assert_eq!(chunks((10 << 20) + 4096, 1 << 20), 11);
+    }
+}
