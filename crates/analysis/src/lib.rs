@@ -12,5 +12,5 @@ pub mod workload;
 
 pub use compare::{At, Impact, compare};
 pub use result::*;
-pub use step::{Thresholds, analyze_step};
+pub use step::{Thresholds, analyze_step, analyze_step_on};
 pub use workload::{analyze_workload, optimum_index, sla_index};

@@ -170,6 +170,16 @@ pub struct SampleResult {
     pub errors: u64,
 }
 
+/// Errors of one errno on one target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetErrorCount {
+    /// The target's path (`unknown` for errors stored before they were counted per target).
+    pub target: String,
+    pub errno: i32,
+    pub name: String,
+    pub count: u64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorCount {
     pub errno: i32,
@@ -218,6 +228,14 @@ pub struct StepResult {
     pub cpu: CpuUsage,
     pub errors: u64,
     pub errors_by_errno: Vec<ErrorCount>,
+    #[serde(default)]
+    pub errors_by_target: Vec<TargetErrorCount>,
+    /// Longest time in s without any completion on the host (a stall when 1 s or more).
+    #[serde(default)]
+    pub longest_stall_s: f64,
+    /// I/Os changed by fault injection (plans with `[[faults]]`).
+    #[serde(default)]
+    pub faults_injected: u64,
     pub lat_histogram: Vec<LatencyBucket>,
     pub flags: Vec<Flag>,
     pub samples: Vec<SampleResult>,

@@ -129,6 +129,11 @@ pub fn cv(v: &[f64]) -> f64 {
 }
 
 pub fn analyze_step(rec: &StepRecord, sequential: bool, th: &Thresholds) -> StepResult {
+    analyze_step_on(rec, sequential, th, &[])
+}
+
+/// [`analyze_step`] with the run's target paths, so that errors name their target.
+pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targets: &[String]) -> StepResult {
     let all = &rec.total;
     let secs: f64 = rec.intervals.iter().map(|i| i.duration_s).sum();
     let hist = all.combined_hist();
@@ -186,10 +191,26 @@ pub fn analyze_step(rec: &StepRecord, sequential: bool, th: &Thresholds) -> Step
         cpu,
         errors: errors.total(),
         errors_by_errno: errors
-            .0
+            .by_errno()
             .iter()
             .map(|&(e, n)| ErrorCount { errno: e, name: errno_name(e), count: n })
             .collect(),
+        errors_by_target: errors
+            .0
+            .iter()
+            .map(|&(t, e, n)| TargetErrorCount {
+                target: match targets.get(t as usize) {
+                    Some(p) => p.clone(),
+                    None if t == iocurve_stats::UNKNOWN_TARGET => "unknown".into(),
+                    None => format!("target {t}"),
+                },
+                errno: e,
+                name: errno_name(e),
+                count: n,
+            })
+            .collect(),
+        longest_stall_s: all.max_gap_ns.unwrap_or(0) as f64 / 1e9,
+        faults_injected: all.faults_injected,
         lat_histogram: latency_buckets(&hist),
         flags: Vec::new(),
         samples,
@@ -197,6 +218,9 @@ pub fn analyze_step(rec: &StepRecord, sequential: bool, th: &Thresholds) -> Step
     step.flags = flags(&step, rec, &tput, th);
     step
 }
+
+/// A gap between completions this long is a stall.
+pub const STALL_S: f64 = 1.0;
 
 fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec<Flag> {
     let mut f = Vec::new();
@@ -240,8 +264,12 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
         }
     }
     if s.errors > 0 {
-        let list: Vec<String> = s.errors_by_errno.iter().map(|e| format!("{} × {}", e.count, e.name)).collect();
+        let list: Vec<String> =
+            s.errors_by_target.iter().map(|e| format!("{} × {} on {}", e.count, e.name, e.target)).collect();
         flag("errors", format!("{} I/O errors ({})", s.errors, list.join(", ")));
+    }
+    if s.longest_stall_s >= STALL_S {
+        flag("stall", format!("no I/O completed for {:.1} s", s.longest_stall_s));
     }
     f
 }
@@ -304,13 +332,34 @@ mod tests {
     #[test]
     fn errors_are_counted_by_name() {
         let mut i = interval(10, 1000);
-        i.write.errors.add(5, 3);
-        i.write.errors.add(0, 1);
-        let s = analyze_step(&record(vec![i], 1.0, 1), false, &Thresholds::default());
-        assert_eq!(s.errors, 4);
-        let names: Vec<&str> = s.errors_by_errno.iter().map(|e| e.name.as_str()).collect();
-        assert_eq!(names, vec!["short", "EIO"]);
-        assert!(s.flags.iter().any(|f| f.code == "errors"));
+        i.write.errors.add(1, 5, 3);
+        i.write.errors.add(0, 0, 1);
+        i.read.errors.add(0, 5, 2);
+        let targets = ["/dev/a".to_string(), "/dev/b".to_string()];
+        let s = analyze_step_on(&record(vec![i], 1.0, 1), false, &Thresholds::default(), &targets);
+        assert_eq!(s.errors, 6);
+        let names: Vec<(&str, u64)> = s.errors_by_errno.iter().map(|e| (e.name.as_str(), e.count)).collect();
+        assert_eq!(names, vec![("short", 1), ("EIO", 5)]);
+        let by_target: Vec<(&str, &str, u64)> =
+            s.errors_by_target.iter().map(|e| (e.target.as_str(), e.name.as_str(), e.count)).collect();
+        assert_eq!(by_target, vec![("/dev/a", "short", 1), ("/dev/a", "EIO", 2), ("/dev/b", "EIO", 3)]);
+        let f = s.flags.iter().find(|f| f.code == "errors").expect("flagged");
+        assert!(f.message.contains("3 × EIO on /dev/b"), "{}", f.message);
+    }
+
+    #[test]
+    fn a_gap_of_a_second_or_more_is_a_stall() {
+        let mut i = interval(10, 1000);
+        i.max_gap_ns = Some(2_500_000_000);
+        let mut j = interval(10, 1000);
+        j.max_gap_ns = Some(900_000_000);
+        let s = analyze_step(&record(vec![i, j], 1.0, 1), false, &Thresholds::default());
+        assert_eq!(s.longest_stall_s, 2.5);
+        assert!(s.flags.iter().any(|f| f.code == "stall" && f.message.contains("2.5 s")), "{:?}", s.flags);
+        let mut k = interval(10, 1000);
+        k.max_gap_ns = Some(999_000_000);
+        let s = analyze_step(&record(vec![k], 1.0, 1), false, &Thresholds::default());
+        assert!(!s.flags.iter().any(|f| f.code == "stall"));
     }
 
     #[test]

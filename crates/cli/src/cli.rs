@@ -213,6 +213,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME", value_parser = parse_backend_arg)]
     pub backend: Option<iocurve_plan::Backend>,
 
+    /// What an I/O error does: continue (count it; default), stop-target (no more I/O to that
+    /// target in the step) or abort (end the run, exit code 1).
+    #[arg(long = "on-error", value_name = "POLICY", value_parser = parse_on_error)]
+    pub on_error: Option<iocurve_plan::OnError>,
+
     /// Buffered I/O through the page cache instead of O_DIRECT.
     #[arg(long)]
     pub buffered: bool,
@@ -291,6 +296,10 @@ pub struct DataArgs {
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
     iocurve_plan::parse_size(s)
+}
+
+fn parse_on_error(s: &str) -> Result<iocurve_plan::OnError, String> {
+    iocurve_plan::OnError::parse(s).ok_or_else(|| format!("unknown policy `{s}`: use continue, stop-target or abort"))
 }
 
 fn parse_backend_arg(s: &str) -> Result<iocurve_plan::Backend, String> {

@@ -100,6 +100,7 @@ fn overrides(args: &RunArgs) -> Overrides {
             backend: args.backend,
             direct: args.buffered.then_some(false),
             threads: args.threads,
+            on_error: args.on_error,
             compress: args.data.compress,
             dedupe: args.data.dedupe,
             dedupe_unit: args.data.dedupe_unit,
@@ -289,6 +290,7 @@ fn execute(
     };
     let mut progress = Progress::new(plan.total_seconds());
     let th = Thresholds::default();
+    let target_paths: Vec<String> = target_infos.iter().map(|t| t.path.clone()).collect();
     let mut workloads: Vec<WorkloadResult> = Vec::new();
     let mut error: Option<CliError> = None;
     let run_id = match store.begin_run(&new_run) {
@@ -318,7 +320,15 @@ fn execute(
                 break;
             }
             progress.start_step(&w.name, wi + 1, nw, si + 1, w.ramp.len(), workers);
-            let cfg = StepConfig { workload: w, workers, backend: w.backend, threads, targets, stop: &signals::STOP };
+            let cfg = StepConfig {
+                workload: w,
+                workers,
+                backend: w.backend,
+                threads,
+                targets,
+                stop: &signals::STOP,
+                faults: &plan.faults,
+            };
             let mut rec =
                 Recorder { progress: &mut progress, store, workload_id, step_idx: si, step_id: None, error: None };
             let outcome = run_step(&cfg, &mut rec);
@@ -334,7 +344,7 @@ fn execute(
                     {
                         error = Some(store_error(e));
                     }
-                    let s = iocurve_analysis::analyze_step(&r, seq, &th);
+                    let s = iocurve_analysis::analyze_step_on(&r, seq, &th, &target_paths);
                     progress.finish_step(w.step_seconds(), &s);
                     if !r.intervals.is_empty() {
                         steps.push(s);

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use iocurve_analysis::{
-    At, HostInfo, RunResult, SCHEMA_VERSION, Sla, TargetInfo, Thresholds, analyze_step, analyze_workload,
+    At, HostInfo, RunResult, SCHEMA_VERSION, Sla, TargetInfo, Thresholds, analyze_step_on, analyze_workload,
 };
 use iocurve_plan::{Pattern, Workload};
 use iocurve_report::html::{self, ReportRun};
@@ -35,11 +35,12 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
         p99_ms: sla_args.p99_ms.or(plan["sla_p99_ms"].as_f64()),
     };
     let th = Thresholds::default();
+    let paths: Vec<String> = targets.iter().map(|t| t.path.clone()).collect();
     let mut workloads = Vec::new();
     for (json, steps) in &s.workloads {
         let w: Workload = serde_json::from_str(json).map_err(|e| bad("workload", e))?;
         let seq = w.pattern == Pattern::Sequential;
-        let results: Vec<_> = steps.iter().map(|r| analyze_step(r, seq, &th)).collect();
+        let results: Vec<_> = steps.iter().map(|r| analyze_step_on(r, seq, &th, &paths)).collect();
         if !results.is_empty() {
             workloads.push(analyze_workload(&w, results, &sla));
         }

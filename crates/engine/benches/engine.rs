@@ -26,6 +26,7 @@ fn workload(read_pct: f64, pattern: Pattern, qd: u32, seconds: f64) -> Workload 
         backend: Backend::Null,
         threads: 1,
         data: DataPattern::default(),
+        on_error: Default::default(),
     }
 }
 
@@ -80,6 +81,7 @@ fn null_loop(c: &mut Criterion) {
                     threads: 1,
                     targets: &targets,
                     stop: &stop,
+                    faults: &[],
                 };
                 let rec = run_step(&cfg, &mut NoObserver).unwrap();
                 // One iteration = one I/O: scale the measured time per I/O to `iters`.

@@ -194,6 +194,7 @@ mod tests {
             backend: Backend::Null,
             threads: 0,
             data: Default::default(),
+            on_error: Default::default(),
         }
     }
 

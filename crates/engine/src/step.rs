@@ -7,21 +7,21 @@
 
 use std::collections::BTreeMap;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use iocurve_plan::{Backend, Workload, format_size};
+use iocurve_plan::{Backend, Fault, Workload, format_size};
 use iocurve_stats::{CpuTimes, CpuUsage, IntervalStats, StepRecord};
 
-use crate::backend::{NullBackend, PsyncBackend, UringBackend};
+use crate::backend::{ActiveFault, FaultBackend, NullBackend, PsyncBackend, UringBackend};
 use crate::buffer::BufferPool;
 use crate::data::{BodyTable, DataGen};
 use crate::host::cpu_times;
 use crate::ops::{OpGen, working_set};
 use crate::rng::Rng;
-use crate::worker::{self, Live, Msg, Schedule, Slots};
+use crate::worker::{self, ErrorState, Live, Msg, Schedule, Slots};
 use crate::{EngineError, TargetSet};
 
 pub struct StepConfig<'a> {
@@ -34,6 +34,8 @@ pub struct StepConfig<'a> {
     pub targets: &'a TargetSet,
     /// Set by Ctrl-C: finish the current interval and stop.
     pub stop: &'a AtomicBool,
+    /// Faults to inject (tests and demonstrations); usually none.
+    pub faults: &'a [Fault],
 }
 
 /// Sees a step as it runs: for progress lines and for writing intervals to the store while the
@@ -133,6 +135,49 @@ fn op_gen(w: &Workload, workers: u32, targets: &TargetSet) -> Result<OpGen, Engi
     Ok(OpGen::new(w, workers, geoms, &groups))
 }
 
+/// What an I/O thread's slots are made of, besides the back-end.
+struct Parts {
+    opgen: OpGen,
+    rng: Rng,
+    pool: BufferPool,
+    data: DataGen,
+    workers: Vec<u32>,
+    errors: Arc<ErrorState>,
+    faults: Arc<[ActiveFault]>,
+}
+
+impl Parts {
+    /// The slots over back-end `b`, wrapped for fault injection (a pass-through without faults).
+    fn slots<B: crate::backend::Backend>(self, b: B) -> Slots<FaultBackend<B>> {
+        let n = self.workers.len();
+        let injected = Arc::new(AtomicU64::new(0));
+        let b = FaultBackend::new(b, self.faults, n, injected.clone());
+        let mut s = Slots::new(b, self.opgen, self.rng, self.pool, self.data, self.workers);
+        s.errors = self.errors;
+        s.injected = injected;
+        s
+    }
+}
+
+/// The plan's faults for this step's targets.
+fn active_faults(cfg: &StepConfig) -> Result<Arc<[ActiveFault]>, EngineError> {
+    let mut out = Vec::new();
+    for f in cfg.faults {
+        let target = match &f.target {
+            None => None,
+            Some(p) => {
+                let found = cfg.targets.targets.iter().position(|t| t.path == std::path::Path::new(p));
+                let i = found.ok_or_else(|| {
+                    EngineError::Input(format!("fault target {p} is not a target of this run: name one of its targets"))
+                })?;
+                Some(i as u32)
+            }
+        };
+        out.push(ActiveFault::new(f, target));
+    }
+    Ok(out.into())
+}
+
 pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepRecord, EngineError> {
     let w = cfg.workload;
     cfg.targets.set_direct(w.direct)?;
@@ -159,6 +204,11 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
     let (tx, rx) = mpsc::channel::<(usize, Msg)>();
     let max_bs = w.max_bs() as usize;
     let writes = w.writes();
+    let faults = active_faults(cfg)?;
+    let errors = Arc::new(ErrorState::new(
+        w.on_error,
+        cfg.targets.targets.iter().map(|t| t.path.display().to_string()).collect(),
+    ));
     // The bodies of deduplicable units, shared by every thread (built once per step).
     let bodies = (writes && w.data.dedupe > 1.0).then(|| Arc::new(BodyTable::new(&w.data, w.dedupe_unit() as usize)));
 
@@ -169,6 +219,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
             let fds = fds.clone();
             let backend = cfg.backend;
             let bodies = bodies.clone();
+            let (faults, errors) = (faults.clone(), errors.clone());
             let builder = std::thread::Builder::new().name(format!("iocurve-io{ti}")).stack_size(256 << 10);
             let spawned = builder.spawn_scoped(scope, move || {
                 let send = |m: Msg| {
@@ -184,10 +235,11 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
                 }
                 let start = || gate.arrive().map(|t0| Schedule::new(t0, w));
                 let n = workers.len();
+                let parts = Parts { opgen, rng, pool, data, workers, errors, faults };
                 let result = match backend {
-                    Backend::IoUring => match UringBackend::new(n, &fds, (pool.base(), pool.total_len())) {
+                    Backend::IoUring => match UringBackend::new(n, &fds, (parts.pool.base(), parts.pool.total_len())) {
                         Ok(b) => {
-                            let mut s = Slots::new(b, opgen, rng, pool, data, workers);
+                            let mut s = parts.slots(b);
                             run_slots(&mut s, start(), step_stop, live, &send)
                         }
                         Err(e) => {
@@ -196,11 +248,11 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
                         }
                     },
                     Backend::Psync => {
-                        let mut s = Slots::new(PsyncBackend::new(fds), opgen, rng, pool, data, workers);
+                        let mut s = parts.slots(PsyncBackend::new(fds));
                         run_slots(&mut s, start(), step_stop, live, &send)
                     }
                     Backend::Null => {
-                        let mut s = Slots::new(NullBackend::new(n), opgen, rng, pool, data, workers);
+                        let mut s = parts.slots(NullBackend::new(n));
                         run_slots(&mut s, start(), step_stop, live, &send)
                     }
                 };

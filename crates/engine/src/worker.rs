@@ -6,9 +6,11 @@
 //! issued in reply, so a latency covers submission to completion as seen from user space.
 //! Nothing allocates or locks per I/O; intervals are handed over at their boundaries.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use iocurve_plan::OnError;
 use iocurve_stats::IntervalStats;
 
 use crate::backend::{Backend, Completion};
@@ -65,6 +67,25 @@ pub(crate) struct Live {
     pub lat_sum_ns: AtomicU64,
 }
 
+/// What the I/O threads of a step share about I/O errors: the policy, which targets are
+/// stopped (`stop-target`), and the targets' names for messages.
+pub(crate) struct ErrorState {
+    pub policy: OnError,
+    pub stopped: Vec<AtomicBool>,
+    pub paths: Vec<String>,
+}
+
+impl ErrorState {
+    pub fn new(policy: OnError, paths: Vec<String>) -> Self {
+        let stopped = paths.iter().map(|_| AtomicBool::new(false)).collect();
+        ErrorState { policy, stopped, paths }
+    }
+
+    fn is_stopped(&self, target: u32) -> bool {
+        self.stopped[target as usize].load(Ordering::Relaxed)
+    }
+}
+
 /// Where the buffers and I/O state of one thread's slots live.
 pub(crate) struct Slots<B: Backend> {
     pub backend: B,
@@ -74,6 +95,9 @@ pub(crate) struct Slots<B: Backend> {
     /// Worker id of each slot.
     pub worker: Vec<u32>,
     pub data: DataGen,
+    pub errors: Arc<ErrorState>,
+    /// I/Os the fault injection changed, counted by the back-end wrapper.
+    pub injected: Arc<AtomicU64>,
     ops: Vec<IoOp>,
     started: Vec<u64>,
 }
@@ -81,19 +105,42 @@ pub(crate) struct Slots<B: Backend> {
 impl<B: Backend> Slots<B> {
     pub fn new(backend: B, opgen: OpGen, rng: Rng, pool: BufferPool, data: DataGen, worker: Vec<u32>) -> Self {
         let n = worker.len();
-        Self { backend, opgen, rng, pool, worker, data, ops: vec![IoOp::default(); n], started: vec![0; n] }
+        Self {
+            backend,
+            opgen,
+            rng,
+            pool,
+            worker,
+            data,
+            errors: Arc::new(ErrorState::new(OnError::Continue, Vec::new())),
+            injected: Arc::new(AtomicU64::new(0)),
+            ops: vec![IoOp::default(); n],
+            started: vec![0; n],
+        }
     }
 
+    /// Issues the slot's next I/O. False when every target it could go to is stopped
+    /// (`on_error = stop-target`): the slot rests for the rest of the step.
     #[inline]
-    fn issue(&mut self, slot: usize, now: u64) -> std::io::Result<()> {
-        let op = self.opgen.next(self.worker[slot], &mut self.rng);
+    fn issue(&mut self, slot: usize, now: u64) -> std::io::Result<bool> {
+        let mut op = self.opgen.next(self.worker[slot], &mut self.rng);
+        if self.errors.policy == OnError::StopTarget {
+            let mut tries = 0;
+            while self.errors.is_stopped(op.target) {
+                tries += 1;
+                if tries > 256 {
+                    return Ok(false);
+                }
+                op = self.opgen.next(self.worker[slot], &mut self.rng);
+            }
+        }
         if op.write {
             self.stamp(slot, &op);
         }
         self.backend.queue(slot as u32, &op, self.pool.ptr(slot))?;
         self.ops[slot] = op;
         self.started[slot] = now;
-        Ok(())
+        Ok(true)
     }
 
     #[inline]
@@ -125,20 +172,35 @@ pub(crate) fn run<B: Backend>(
     let (mut l_ops, mut l_bytes, mut l_lat) = (0u64, 0u64, 0u64);
 
     let mut now = clock();
+    s.backend.start(sched.t0 + Duration::from_nanos(sched.warmup_ns));
     for slot in 0..n {
-        s.issue(slot, now).map_err(|e| (e, inflight))?;
-        inflight += 1;
+        if s.issue(slot, now).map_err(|e| (e, inflight))? {
+            inflight += 1;
+        }
     }
+    // The last time any I/O of this thread completed: gaps between completions are stalls.
+    let mut last_done = now;
     loop {
         let wait = if issuing {
             Duration::from_nanos(next_boundary.saturating_sub(now)).max(Duration::from_micros(100))
         } else {
             Duration::from_millis(100)
         };
-        s.backend.submit_and_wait(wait).map_err(|e| (e, inflight))?;
+        if inflight == 0 && issuing {
+            // Every slot rests (all its targets stopped): nothing can complete before the boundary.
+            std::thread::sleep(wait);
+        } else {
+            s.backend.submit_and_wait(wait).map_err(|e| (e, inflight))?;
+        }
         now = clock();
         while issuing && now >= next_boundary {
+            let injected = s.injected.swap(0, Ordering::Relaxed);
             if phase >= 0 {
+                // A stall still going on at the boundary counts up to it here, and in full in
+                // the interval where it ends.
+                let gap = next_boundary.saturating_sub(last_done.max(sched.warmup_ns));
+                cur.max_gap_ns = Some(cur.max_gap_ns.unwrap_or(0).max(gap));
+                cur.faults_injected = injected;
                 let full = std::mem::replace(&mut cur, Box::new(IntervalStats::with_samples(spp as usize)));
                 send(Msg::Interval { index: phase as u32, stats: full });
             }
@@ -153,6 +215,13 @@ pub(crate) fn run<B: Backend>(
         done.clear();
         s.backend.reap(&mut done);
         let recording = issuing && phase >= 0;
+        if !done.is_empty() {
+            if recording {
+                let gap = now.saturating_sub(last_done.max(sched.warmup_ns));
+                cur.max_gap_ns = Some(cur.max_gap_ns.unwrap_or(0).max(gap));
+            }
+            last_done = now;
+        }
         let si = (((now - phase_start) / sample_ns).min(spp - 1)) as usize;
         // Reissue at once while other I/Os are still in the device: holding replacements back
         // for one batched submission would leave it with fewer in flight than asked for. When
@@ -171,8 +240,26 @@ pub(crate) fn run<B: Backend>(
                     sample.record(lat, op.len as u64);
                 } else {
                     // errno 0 stands for a short transfer (less than asked, no error code).
-                    dir.errors.add(if res < 0 { -res } else { 0 }, 1);
+                    dir.errors.add(op.target, if res < 0 { -res } else { 0 }, 1);
                     sample.errors += 1;
+                }
+            }
+            if (res < 0 || res as u32 != op.len) && s.errors.policy != OnError::Continue {
+                let errno = if res < 0 { -res } else { 0 };
+                let what = if errno == 0 {
+                    "a short transfer".to_string()
+                } else {
+                    std::io::Error::from_raw_os_error(errno).to_string()
+                };
+                let path = s.errors.paths.get(op.target as usize).cloned().unwrap_or_default();
+                match s.errors.policy {
+                    OnError::StopTarget => s.errors.stopped[op.target as usize].store(true, Ordering::Relaxed),
+                    _ => {
+                        let e = std::io::Error::other(format!(
+                            "I/O error on {path} ({what}); on_error = abort ends the run"
+                        ));
+                        return Err((e, inflight - 1));
+                    }
                 }
             }
             if res >= 0 {
@@ -180,8 +267,7 @@ pub(crate) fn run<B: Backend>(
                 l_bytes += res as u64;
                 l_lat += lat;
             }
-            if issuing {
-                s.issue(slot, now).map_err(|e| (e, inflight))?;
+            if issuing && s.issue(slot, now).map_err(|e| (e, inflight))? {
                 // The last one goes with the next submit-and-wait.
                 if k < last {
                     s.backend.flush().map_err(|e| (e, inflight))?;

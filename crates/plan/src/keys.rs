@@ -7,7 +7,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use crate::model::{Backend, Pattern};
+use crate::model::{Backend, FaultKind, OnError, Pattern};
 use crate::size::parse_size;
 
 /// Top level of a plan file.
@@ -27,6 +27,9 @@ pub struct PlanFile {
     /// preconditioned at their size).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub precondition: Option<bool>,
+    /// Faults to inject into every step (see [`FaultKeys`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub faults: Option<Vec<FaultKeys>>,
     /// Target paths or globs, all in one group. Exclusive with `groups`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub targets: Option<Vec<String>>,
@@ -69,7 +72,8 @@ macro_rules! for_each_key {
             threads,
             compress,
             dedupe,
-            dedupe_unit
+            dedupe_unit,
+            on_error
         )
     };
 }
@@ -132,6 +136,28 @@ pub struct WorkloadKeys {
     /// multiple of it.
     #[serde(skip_serializing_if = "Option::is_none", default, deserialize_with = "opt_size")]
     pub dedupe_unit: Option<u64>,
+    /// What an I/O error does: `continue` (count it, default), `stop-target` (no more I/O to
+    /// that target in the step), `abort` (end the run, exit code 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_error: Option<OnError>,
+}
+
+/// A fault to inject (tests and demonstrations): `[[faults]]` in a plan.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultKeys {
+    /// `eio`, `latency`, `stall`, `drop-write`, `torn-write` or `misdirect-write`.
+    pub kind: FaultKind,
+    /// Share of the I/Os in the window that get the fault (default 1; not for `stall`).
+    pub share: Option<f64>,
+    /// Window start, in seconds after the measurement of each step begins (default 0).
+    pub from_s: Option<f64>,
+    /// Window end (default: the end of the step).
+    pub to_s: Option<f64>,
+    /// Only I/Os to this target (default: all).
+    pub target: Option<String>,
+    /// Added latency in ms (`latency` only).
+    pub latency_ms: Option<f64>,
 }
 
 fn opt_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {

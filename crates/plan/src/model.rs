@@ -9,6 +9,63 @@ pub enum Pattern {
     Sequential,
 }
 
+/// What an I/O error does to a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnError {
+    /// Count it and go on (the storage under test may be failing over).
+    #[default]
+    Continue,
+    /// No more I/O to the failing target for the rest of the step.
+    StopTarget,
+    /// End the run (exit code 1); the finished intervals are kept.
+    Abort,
+}
+
+impl OnError {
+    pub fn parse(s: &str) -> Option<OnError> {
+        match s {
+            "continue" => Some(OnError::Continue),
+            "stop-target" => Some(OnError::StopTarget),
+            "abort" => Some(OnError::Abort),
+            _ => None,
+        }
+    }
+}
+
+/// What an injected fault does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// The I/O fails with EIO (not sent to the storage).
+    Eio,
+    /// The completion is held back by `latency_ms`.
+    Latency,
+    /// No completion at all during the window: everything completes at its end.
+    Stall,
+    /// A write is acknowledged but never sent to the storage.
+    DropWrite,
+    /// Only the first half of a write reaches the storage; it is acknowledged in full.
+    TornWrite,
+    /// A write lands one block away from where it was meant to; acknowledged as asked.
+    MisdirectWrite,
+}
+
+/// A resolved fault, injected into every step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fault {
+    pub kind: FaultKind,
+    /// Share of I/Os in the window that get the fault, 0 < share ≤ 1.
+    pub share: f64,
+    /// Window in seconds after the measurement of the step begins.
+    pub from_s: f64,
+    /// None: to the end of the step.
+    pub to_s: Option<f64>,
+    /// Target path, or every target.
+    pub target: Option<String>,
+    pub latency_ms: f64,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Backend {
@@ -86,6 +143,8 @@ pub struct Workload {
     /// unique data, which is what those runs wrote).
     #[serde(default)]
     pub data: DataPattern,
+    #[serde(default)]
+    pub on_error: OnError,
 }
 
 /// The data pattern of written blocks: how compressible and how deduplicable they are.
@@ -173,6 +232,9 @@ pub struct Plan {
     /// Precondition every target before the workloads.
     #[serde(default)]
     pub precondition: bool,
+    /// Faults injected into every step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<Fault>,
 }
 
 impl Plan {

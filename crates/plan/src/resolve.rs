@@ -5,7 +5,9 @@ use std::path::Path;
 use crate::error::{PlanError, did_you_mean};
 use crate::keys::{BlockSizeSpec, PlanFile, WorkingSetSpec, WorkloadKeys};
 use crate::locate::{Seg, line_of, locate};
-use crate::model::{Backend, BlockSize, DataPattern, Pattern, Plan, TargetGroup, WorkingSet, Workload};
+use crate::model::{
+    Backend, BlockSize, DataPattern, Fault, FaultKind, OnError, Pattern, Plan, TargetGroup, WorkingSet, Workload,
+};
 use crate::size::format_size;
 
 /// Values given on the command line; they win over the plan.
@@ -34,6 +36,7 @@ pub fn cli_option(key: &str) -> &'static str {
         "compress" => "--compress",
         "dedupe" => "--dedupe",
         "dedupe_unit" => "--dedupe-unit",
+        "on_error" => "--on-error",
         _ => "a command-line option",
     }
 }
@@ -58,6 +61,7 @@ fn builtin_defaults() -> WorkloadKeys {
         compress: Some(0.0),
         dedupe: Some(1.0),
         dedupe_unit: None,
+        on_error: Some(OnError::Continue),
     }
 }
 
@@ -186,7 +190,9 @@ impl Resolver<'_> {
                 ));
             }
         }
+        let faults = self.faults()?;
         Ok(Plan {
+            faults,
             sla_mean_ms: self.file.sla_mean_ms,
             precondition: self.file.precondition.unwrap_or(false),
             sla_p99_ms: self.file.sla_p99_ms,
@@ -388,7 +394,41 @@ impl Resolver<'_> {
             backend: k.backend.unwrap(),
             threads,
             data,
+            on_error: k.on_error.unwrap(),
         })
+    }
+
+    fn faults(&self) -> Result<Vec<Fault>, PlanError> {
+        let mut out = Vec::new();
+        for (i, f) in self.file.faults.iter().flatten().enumerate() {
+            let err = |key: &'static str, msg: String| {
+                self.err(&[Seg::Key("faults"), Seg::Index(i), Seg::Key(key)], format!("faults[{i}].{key}"), msg)
+            };
+            let share = f.share.unwrap_or(1.0);
+            if !(share > 0.0 && share <= 1.0) {
+                return Err(err(
+                    "share",
+                    format!("share is {share}; it is the share of I/Os that get the fault, above 0 up to 1"),
+                ));
+            }
+            let from_s = f.from_s.unwrap_or(0.0);
+            let to_s = f.to_s.unwrap_or(f64::INFINITY);
+            if !(from_s >= 0.0 && to_s > from_s) {
+                return Err(err(
+                    "to_s",
+                    format!("the window {from_s} s to {to_s} s is empty: from_s ≥ 0 and to_s > from_s"),
+                ));
+            }
+            let latency_ms = f.latency_ms.unwrap_or(0.0);
+            if f.kind == FaultKind::Latency && !(latency_ms > 0.0 && latency_ms <= 600_000.0) {
+                return Err(err("latency_ms", "a latency fault needs latency_ms, above 0 up to 600000".into()));
+            }
+            if f.kind == FaultKind::Stall && !to_s.is_finite() {
+                return Err(err("to_s", "a stall needs its end: to_s (completions resume then)".into()));
+            }
+            out.push(Fault { kind: f.kind, share, from_s, to_s: f.to_s, target: f.target.clone(), latency_ms });
+        }
+        Ok(out)
     }
 
     fn data_pattern(&self, i: usize, k: &WorkloadKeys, bs: &[BlockSize]) -> Result<DataPattern, PlanError> {

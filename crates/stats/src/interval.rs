@@ -2,29 +2,46 @@
 
 use crate::LatencyHistogram;
 
-/// I/O errors by errno. Errors are rare, so a short list beats a map; it only grows when a
-/// new errno appears, which is off the hot path by definition.
+/// Target index of errors stored before errors were counted per target.
+pub const UNKNOWN_TARGET: u32 = u32::MAX;
+
+/// I/O errors by target and errno: (target index, errno, count), sorted. Errors are rare, so a
+/// short list beats a map; it only grows when a new pair appears, which is off the hot path by
+/// definition.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ErrorCounts(pub Vec<(i32, u64)>);
+pub struct ErrorCounts(pub Vec<(u32, i32, u64)>);
 
 impl ErrorCounts {
-    pub fn add(&mut self, errno: i32, n: u64) {
-        match self.0.iter_mut().find(|(e, _)| *e == errno) {
-            Some((_, c)) => *c += n,
+    pub fn add(&mut self, target: u32, errno: i32, n: u64) {
+        match self.0.iter_mut().find(|(t, e, _)| *t == target && *e == errno) {
+            Some((_, _, c)) => *c += n,
             None => {
-                self.0.push((errno, n));
+                self.0.push((target, errno, n));
                 self.0.sort_unstable();
             }
         }
     }
 
     pub fn total(&self) -> u64 {
-        self.0.iter().map(|(_, n)| n).sum()
+        self.0.iter().map(|(_, _, n)| n).sum()
+    }
+
+    /// Counts per errno over all targets, sorted by errno.
+    pub fn by_errno(&self) -> Vec<(i32, u64)> {
+        let mut out: Vec<(i32, u64)> = Vec::new();
+        for &(_, e, n) in &self.0 {
+            match out.iter_mut().find(|(x, _)| *x == e) {
+                Some((_, c)) => *c += n,
+                None => out.push((e, n)),
+            }
+        }
+        out.sort_unstable();
+        out
     }
 
     pub fn merge(&mut self, other: &ErrorCounts) {
-        for &(e, n) in &other.0 {
-            self.add(e, n);
+        for &(t, e, n) in &other.0 {
+            self.add(t, e, n);
         }
     }
 }
@@ -93,6 +110,12 @@ pub struct IntervalStats {
     pub write: DirStats,
     /// Consecutive samples covering the interval, equally long.
     pub samples: Vec<Sample>,
+    /// Longest time without any completion that ended in (or reached the end of) this
+    /// interval, counted from the measurement start at the earliest: a stall. None until a
+    /// thread reported it.
+    pub max_gap_ns: Option<u64>,
+    /// I/Os the fault injection changed (failed, delayed, dropped, torn, misdirected).
+    pub faults_injected: u64,
 }
 
 impl IntervalStats {
@@ -109,6 +132,14 @@ impl IntervalStats {
         for (a, b) in self.samples.iter_mut().zip(&other.samples) {
             a.merge(b);
         }
+        // Threads of one interval: the host stalled only while no thread saw a completion, so
+        // its gap is at most the shortest of the threads' longest gaps (one slow I/O on one
+        // psync thread is a slow I/O, not a stall of the host).
+        self.max_gap_ns = match (self.max_gap_ns, other.max_gap_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.faults_injected += other.faults_injected;
     }
 
     pub fn ops(&self) -> u64 {
@@ -144,7 +175,7 @@ mod tests {
         a.samples[0].record(100, 4096);
         let mut b = IntervalStats::with_samples(2);
         b.write.record(300, 8192);
-        b.write.errors.add(5, 1);
+        b.write.errors.add(0, 5, 1);
         b.samples[1].record(300, 8192);
         a.merge(&b);
         assert_eq!(a.ops(), 2);
@@ -158,10 +189,12 @@ mod tests {
     #[test]
     fn error_counts_stay_sorted_and_summed() {
         let mut e = ErrorCounts::default();
-        e.add(5, 2);
-        e.add(28, 1);
-        e.add(5, 3);
-        assert_eq!(e.0, vec![(5, 5), (28, 1)]);
-        assert_eq!(e.total(), 6);
+        e.add(1, 5, 2);
+        e.add(0, 28, 1);
+        e.add(1, 5, 3);
+        e.add(0, 5, 1);
+        assert_eq!(e.0, vec![(0, 5, 1), (0, 28, 1), (1, 5, 5)]);
+        assert_eq!(e.total(), 7);
+        assert_eq!(e.by_errno(), vec![(5, 6), (28, 1)]);
     }
 }

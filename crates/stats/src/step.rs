@@ -16,6 +16,9 @@ pub struct IntervalRecord {
     /// Host CPU over the interval.
     pub cpu: CpuUsage,
     pub duration_s: f64,
+    /// Longest time without a completion, in ns (see [`IntervalStats::max_gap_ns`]).
+    pub max_gap_ns: u64,
+    pub faults_injected: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -53,6 +56,9 @@ impl StepRecord {
     pub fn push_interval(&mut self, stats: IntervalStats, cpu: CpuUsage, duration_s: f64) {
         self.total.read.merge(&stats.read);
         self.total.write.merge(&stats.write);
+        // Intervals follow one another: the step's longest stall is the longest of theirs.
+        self.total.max_gap_ns = self.total.max_gap_ns.max(stats.max_gap_ns);
+        self.total.faults_injected += stats.faults_injected;
         let (mut sum, mut n) = (0.0, 0u64);
         for d in [&stats.read, &stats.write] {
             sum += d.hist.mean_ns() * d.hist.count() as f64;
@@ -65,6 +71,8 @@ impl StepRecord {
             samples: stats.samples,
             cpu,
             duration_s,
+            max_gap_ns: stats.max_gap_ns.unwrap_or(0),
+            faults_injected: stats.faults_injected,
         });
     }
 }

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use iocurve_stats::{CpuUsage, ErrorCounts, IntervalStats, LatencyHistogram, Sample, StepRecord};
+use iocurve_stats::{CpuUsage, ErrorCounts, IntervalStats, LatencyHistogram, Sample, StepRecord, UNKNOWN_TARGET};
 use rusqlite::{Connection, OptionalExtension, params};
 
 #[derive(Debug, thiserror::Error)]
@@ -25,7 +25,15 @@ pub enum StoreError {
 type Result<T> = std::result::Result<T, StoreError>;
 
 /// Schema migrations, in order; `PRAGMA user_version` counts how many are applied.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4];
+
+/// v4: running through faults — errors per target, the longest stall and injected faults per
+/// interval. NULL in rows stored before.
+const SCHEMA_V4: &str = "
+ALTER TABLE interval_errors ADD COLUMN target INTEGER;   -- index into the run's targets
+ALTER TABLE intervals ADD COLUMN max_gap_ns INTEGER;     -- longest time without a completion
+ALTER TABLE intervals ADD COLUMN faults_injected INTEGER NOT NULL DEFAULT 0;
+";
 
 /// v3: preconditioning state per target, so that `iocurve precondition` resumes where it
 /// stopped and runs know their targets were preconditioned.
@@ -280,22 +288,23 @@ impl Store {
         let wrap = |source| StoreError::Sql { path: path.clone(), source };
         let tx = self.conn.transaction().map_err(wrap)?;
         tx.execute(
-            "INSERT INTO intervals (step_id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            "INSERT INTO intervals (step_id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![
                 step_id, idx, duration_s,
                 stats.read.ops as i64, stats.read.bytes as i64, stats.write.ops as i64, stats.write.bytes as i64,
                 stats.read.hist.to_bytes(), stats.write.hist.to_bytes(),
-                cpu.user, cpu.system, cpu.iowait
+                cpu.user, cpu.system, cpu.iowait,
+                stats.max_gap_ns.map(|g| g as i64), stats.faults_injected as i64
             ],
         )
         .map_err(wrap)?;
         let interval_id = tx.last_insert_rowid();
         for (dir, errors) in [("read", &stats.read.errors), ("write", &stats.write.errors)] {
-            for &(errno, count) in &errors.0 {
+            for &(target, errno, count) in &errors.0 {
                 tx.execute(
-                    "INSERT INTO interval_errors (interval_id, direction, errno, count) VALUES (?1, ?2, ?3, ?4)",
-                    params![interval_id, dir, errno, count as i64],
+                    "INSERT INTO interval_errors (interval_id, direction, errno, count, target) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![interval_id, dir, errno, count as i64, target],
                 )
                 .map_err(wrap)?;
             }
@@ -469,7 +478,7 @@ impl Store {
     fn load_intervals(&self, step_id: i64) -> Result<Vec<(IntervalStats, CpuUsage, f64)>> {
         let invalid = |m: String| StoreError::Invalid { path: self.path.clone(), message: m };
         let mut st = self.sql(self.conn.prepare(
-            "SELECT id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait
+            "SELECT id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected
              FROM intervals WHERE step_id = ?1 ORDER BY idx",
         ))?;
         let rows = st.query_map([step_id], |r| {
@@ -478,6 +487,8 @@ impl Store {
             stats.read.bytes = r.get::<_, i64>(4)? as u64;
             stats.write.ops = r.get::<_, i64>(5)? as u64;
             stats.write.bytes = r.get::<_, i64>(6)? as u64;
+            stats.max_gap_ns = r.get::<_, Option<i64>>(12)?.map(|g| g as u64);
+            stats.faults_injected = r.get::<_, i64>(13)? as u64;
             let cpu = CpuUsage { user: r.get(9)?, system: r.get(10)?, iowait: r.get(11)? };
             let hists: (Vec<u8>, Vec<u8>) = (r.get(7)?, r.get(8)?);
             Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?, r.get::<_, f64>(2)?, stats, cpu, hists))
@@ -487,15 +498,16 @@ impl Store {
         for (interval_id, idx, duration_s, mut stats, cpu, (rh, wh)) in rows {
             stats.read.hist = LatencyHistogram::from_bytes(&rh).map_err(invalid)?;
             stats.write.hist = LatencyHistogram::from_bytes(&wh).map_err(invalid)?;
-            let mut es = self.sql(
-                self.conn.prepare_cached("SELECT direction, errno, count FROM interval_errors WHERE interval_id = ?1"),
-            )?;
-            let errs =
-                es.query_map([interval_id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i32>(1)?, r.get::<_, i64>(2)?)));
-            for (dir, errno, count) in self.sql(errs.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))? {
-                let target: &mut ErrorCounts =
+            let mut es = self.sql(self.conn.prepare_cached(
+                "SELECT direction, errno, count, target FROM interval_errors WHERE interval_id = ?1",
+            ))?;
+            let errs = es.query_map([interval_id], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i32>(1)?, r.get::<_, i64>(2)?, r.get::<_, Option<u32>>(3)?))
+            });
+            for (dir, errno, count, target) in self.sql(errs.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))? {
+                let counts: &mut ErrorCounts =
                     if dir == "write" { &mut stats.write.errors } else { &mut stats.read.errors };
-                target.add(errno, count as u64);
+                counts.add(target.unwrap_or(UNKNOWN_TARGET), errno, count as u64);
             }
             let mut ss = self.sql(self.conn.prepare_cached(
                 "SELECT ops, bytes, lat_sum_ns, lat_max_ns, errors FROM samples WHERE step_id = ?1 AND interval_idx = ?2 ORDER BY idx",
@@ -527,7 +539,7 @@ mod tests {
             s.samples[(i % 2) as usize].record(lat + i, 4096);
         }
         s.write.record(lat * 2, 8192);
-        s.write.errors.add(5, 2);
+        s.write.errors.add(0, 5, 2);
         s
     }
 
@@ -610,13 +622,41 @@ mod tests {
         let ivs = [interval(700, 30), interval(900, 40)];
         let run = {
             // A database as iocurve wrote it with schema v1 (only v1 statements touch it).
-            let mut st = Store::open_at(&p, 1).unwrap();
+            let st = Store::open_at(&p, 1).unwrap();
             assert_eq!(st.schema_version().unwrap(), 1);
             let run = st.begin_run(&NewRun { label: "before v2".into(), ..Default::default() }).unwrap();
             let wl = st.begin_workload(run, 0, "w", "{\"name\":\"w\"}").unwrap();
             let step = st.begin_step(wl, 0, &proto).unwrap();
+            // Intervals as v1 wrote them: its columns only, errors without a target.
             for (i, s) in ivs.iter().enumerate() {
-                st.add_interval(step, i as u32, s, &cpu, 1.0).unwrap();
+                st.conn
+                    .execute(
+                        "INSERT INTO intervals (step_id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait)
+                         VALUES (?1, ?2, 1.0, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                        params![
+                            step, i as i64,
+                            s.read.ops as i64, s.read.bytes as i64, s.write.ops as i64, s.write.bytes as i64,
+                            s.read.hist.to_bytes(), s.write.hist.to_bytes(), cpu.user, cpu.system, cpu.iowait
+                        ],
+                    )
+                    .unwrap();
+                let id = st.conn.last_insert_rowid();
+                for &(_, errno, count) in &s.write.errors.0 {
+                    st.conn
+                        .execute(
+                            "INSERT INTO interval_errors (interval_id, direction, errno, count) VALUES (?1, 'write', ?2, ?3)",
+                            params![id, errno, count as i64],
+                        )
+                        .unwrap();
+                }
+                for (k, x) in s.samples.iter().enumerate() {
+                    st.conn
+                        .execute(
+                            "INSERT INTO samples (step_id, interval_idx, idx, ops, bytes, lat_sum_ns, lat_max_ns, errors) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                            params![step, i as i64, k as i64, x.ops as i64, x.bytes as i64, x.lat_sum_ns as i64, x.lat_max_ns as i64, x.errors as i64],
+                        )
+                        .unwrap();
+                }
             }
             st.end_step(step, false).unwrap();
             st.conn.execute("UPDATE runs SET status = 'complete', finished_at = 't' WHERE id = ?1", [run]).unwrap();
@@ -630,7 +670,11 @@ mod tests {
         assert_eq!(back.workloads.len(), 1);
         assert_eq!(back.workloads[0].0, "{\"name\":\"w\"}");
         let mut expected = proto.clone();
-        for s in ivs {
+        for mut s in ivs {
+            // What v1 did not record comes back as unknown.
+            for e in &mut s.write.errors.0 {
+                e.0 = UNKNOWN_TARGET;
+            }
             expected.push_interval(s, cpu, 1.0);
         }
         let rec = &back.workloads[0].1[0];

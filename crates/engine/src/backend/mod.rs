@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use crate::ops::IoOp;
 
+mod fault;
 mod null;
 mod psync;
 mod uring;
 
+pub use fault::{ActiveFault, FaultBackend};
 pub use null::NullBackend;
 pub use psync::PsyncBackend;
 pub use uring::{UringBackend, probe_io_uring};
@@ -37,4 +39,14 @@ pub trait Backend {
 
     /// Moves every available completion into `out` (which the caller clears).
     fn reap(&mut self, out: &mut Vec<Completion>);
+
+    /// Arms an extra wake-up within `d`, besides the one for the next interval boundary, for a
+    /// wrapper that holds completions back (fault injection). Back-ends whose waits return by
+    /// themselves need not do anything.
+    fn wake_within(&mut self, _d: Duration) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Tells the back-end when the step's measurement (after warm-up) starts.
+    fn start(&mut self, _measure_start: std::time::Instant) {}
 }

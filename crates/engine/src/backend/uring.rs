@@ -24,10 +24,19 @@ pub struct UringBackend {
     wake_pending: bool,
     /// The wake-up's duration; the kernel reads it when the SQE is submitted.
     wake_ts: Box<types::Timespec>,
+    /// Extra wake-ups armed for a fault-injection wrapper: durations and how many are pending.
+    extra_ts: Box<[types::Timespec; EXTRA_WAKES]>,
+    extra_pending: usize,
+    extra_next: usize,
 }
+
+/// Extra wake-ups in flight at most: a wrapper needs one for its earliest held completion.
+const EXTRA_WAKES: usize = 4;
 
 /// user_data of the wake-up timeout (slots are u32, so this never collides).
 const WAKE: u64 = u64::MAX;
+/// user_data of an extra wake-up.
+const WAKE_EXTRA: u64 = u64::MAX - 1;
 
 /// Checks that io_uring can be used here (kernel support, not disabled by sysctl or seccomp).
 pub fn probe_io_uring() -> Result<(), String> {
@@ -61,7 +70,15 @@ impl UringBackend {
         // SAFETY: the pool outlives the ring (both owned by the I/O thread, ring dropped first).
         let fixed = (len <= 1 << 30 && unsafe { ring.submitter().register_buffers(&[iov]) }.is_ok())
             .then_some((base as usize, len));
-        Ok(Self { ring, fixed, wake_pending: false, wake_ts: Box::new(types::Timespec::new()) })
+        Ok(Self {
+            ring,
+            fixed,
+            wake_pending: false,
+            wake_ts: Box::new(types::Timespec::new()),
+            extra_ts: Box::new([types::Timespec::new(); EXTRA_WAKES]),
+            extra_pending: 0,
+            extra_next: 0,
+        })
     }
 
     fn push(&mut self, e: &squeue::Entry) -> io::Result<()> {
@@ -114,11 +131,29 @@ impl Backend for UringBackend {
         self.ring.submit().map(|_| ())
     }
 
+    fn wake_within(&mut self, d: Duration) -> io::Result<()> {
+        if self.extra_pending >= EXTRA_WAKES {
+            return Ok(());
+        }
+        // The kernel copies the duration when the SQE is submitted, which the next
+        // submit_and_wait does; a slot is reused only after EXTRA_WAKES more are armed.
+        let i = self.extra_next % EXTRA_WAKES;
+        self.extra_ts[i] = types::Timespec::from(d);
+        let ts: *const types::Timespec = &self.extra_ts[i];
+        let e = opcode::Timeout::new(ts).build().user_data(WAKE_EXTRA);
+        self.push(&e)?;
+        self.extra_pending += 1;
+        self.extra_next += 1;
+        Ok(())
+    }
+
     #[inline]
     fn reap(&mut self, out: &mut Vec<Completion>) {
         for cqe in self.ring.completion() {
             if cqe.user_data() == WAKE {
                 self.wake_pending = false;
+            } else if cqe.user_data() == WAKE_EXTRA {
+                self.extra_pending -= 1;
             } else {
                 out.push((cqe.user_data() as u32, cqe.result()));
             }
