@@ -170,6 +170,43 @@ pub struct SampleResult {
     pub errors: u64,
 }
 
+/// Verification figures: reads checked and the problems they found, with the first examples.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VerifyResult {
+    pub checked: u64,
+    /// Older write found than the last acknowledged one (or none of ours).
+    pub lost: u64,
+    /// Checksum mismatch: torn or corrupted.
+    pub corrupt: u64,
+    /// Data meant for another block or target.
+    pub misplaced: u64,
+    pub examples: Vec<String>,
+}
+
+impl VerifyResult {
+    pub fn from_counts(v: &iocurve_stats::VerifyCounts) -> VerifyResult {
+        VerifyResult {
+            checked: v.checked,
+            lost: v.lost,
+            corrupt: v.corrupt,
+            misplaced: v.misplaced,
+            examples: v.examples.clone(),
+        }
+    }
+
+    pub fn problems(&self) -> u64 {
+        self.lost + self.corrupt + self.misplaced
+    }
+
+    /// `3 lost, 1 corrupted, 0 misplaced of 81'920 checked blocks`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} lost, {} corrupted, {} misplaced of {} checked blocks",
+            self.lost, self.corrupt, self.misplaced, self.checked
+        )
+    }
+}
+
 /// Errors of one errno on one target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetErrorCount {
@@ -236,6 +273,9 @@ pub struct StepResult {
     /// I/Os changed by fault injection (plans with `[[faults]]`).
     #[serde(default)]
     pub faults_injected: u64,
+    /// What reads of a verifying workload found (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifyResult>,
     pub lat_histogram: Vec<LatencyBucket>,
     pub flags: Vec<Flag>,
     pub samples: Vec<SampleResult>,

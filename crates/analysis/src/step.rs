@@ -211,6 +211,7 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
             .collect(),
         longest_stall_s: all.max_gap_ns.unwrap_or(0) as f64 / 1e9,
         faults_injected: all.faults_injected,
+        verify: (all.verify.checked > 0 || all.verify.problems() > 0).then(|| VerifyResult::from_counts(&all.verify)),
         lat_histogram: latency_buckets(&hist),
         flags: Vec::new(),
         samples,
@@ -267,6 +268,9 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
         let list: Vec<String> =
             s.errors_by_target.iter().map(|e| format!("{} × {} on {}", e.count, e.name, e.target)).collect();
         flag("errors", format!("{} I/O errors ({})", s.errors, list.join(", ")));
+    }
+    if let Some(v) = s.verify.as_ref().filter(|v| v.problems() > 0) {
+        flag("verify", format!("verification: {}; first: {}", v.describe(), v.examples.join("; ")));
     }
     if s.longest_stall_s >= STALL_S {
         flag("stall", format!("no I/O completed for {:.1} s", s.longest_stall_s));

@@ -85,6 +85,10 @@ pub enum Command {
     /// data pattern), so that backend tests measure allocated, steady-state storage. Resumes an
     /// interrupted pass.
     Precondition(PreconditionArgs),
+    /// Read back every block a verifying run wrote and check it against the last acknowledged
+    /// write: lost, corrupted (torn) and misplaced blocks, with the first examples. Exit code 1
+    /// when it finds any.
+    Verify(VerifyArgs),
     /// Show what a storage array would make of the data iocurve writes: compression ratio (zstd
     /// and lz4 at their fast levels, block by block) and dedupe ratio, expected against achieved.
     Datacheck {
@@ -218,6 +222,20 @@ pub struct RunArgs {
     #[arg(long = "on-error", value_name = "POLICY", value_parser = parse_on_error)]
     pub on_error: Option<iocurve_plan::OnError>,
 
+    /// Verify every workload: written blocks carry a header and reads check it against the last
+    /// acknowledged write (plan key `verify = true`).
+    #[arg(long)]
+    pub verify: bool,
+
+    /// Where verifying runs keep the map of acknowledged writes (saved at every interval end;
+    /// a later run on the same targets continues with it).
+    #[arg(long = "verify-map", default_value = "iocurve-verify.map", value_name = "FILE")]
+    pub verify_map: PathBuf,
+
+    /// After the workloads, read back every written block and check it (verifying runs).
+    #[arg(long = "verify-final")]
+    pub verify_final: bool,
+
     /// Buffered I/O through the page cache instead of O_DIRECT.
     #[arg(long)]
     pub buffered: bool,
@@ -253,6 +271,16 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub data: DataArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The targets the map was made for, in the same order.
+    #[arg(required = true, value_name = "TARGET")]
+    pub targets: Vec<String>,
+    /// The verification map the run saved.
+    #[arg(long, default_value = "iocurve-verify.map", value_name = "FILE")]
+    pub map: PathBuf,
 }
 
 #[derive(Debug, Args)]

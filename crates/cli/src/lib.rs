@@ -10,6 +10,7 @@ pub mod run;
 mod show;
 mod signals;
 mod time;
+mod verification;
 
 use std::process::ExitCode;
 
@@ -44,6 +45,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Precondition(args) => precondition::command(args),
+        Command::Verify(args) => verification::command(args),
         Command::Datacheck { bs, size, file, data } => datacheck::datacheck(bs, size, file.as_deref(), &data),
         Command::Runs(db) => show::runs(&db.db),
         Command::Show { run, db, sla } => show::show(&db.db, run, &sla),

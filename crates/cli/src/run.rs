@@ -19,7 +19,7 @@ use iocurve_store::{NewRun, Store, StoreError};
 
 use crate::cli::RunArgs;
 use crate::progress::Progress;
-use crate::{CliError, precondition, signals, time};
+use crate::{CliError, precondition, signals, time, verification};
 
 /// The scratch file `iocurve run` uses when no target is given.
 pub const DEFAULT_SCRATCH: &str = "iocurve-scratch.dat";
@@ -45,7 +45,23 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         println!("interrupted while preconditioning: no workload ran; the same command resumes it");
         return Ok(ExitCode::from(130));
     }
-    let outcome = execute(&plan, &targets, backend_note, &args.label, &sla, &mut store);
+    let verification = verification::open(&plan, &targets, &args.verify_map)?;
+    let mut outcome = execute(&plan, &targets, backend_note, &args.label, &sla, &mut store, verification.as_ref());
+    if let Some(v) = &verification {
+        if let Err(e) = v.map.save(&v.path) {
+            outcome.error.get_or_insert(e.into());
+        }
+        if args.verify_final && outcome.error.is_none() && !outcome.result.interrupted {
+            let found = verification::final_pass(&targets, &v.map)?;
+            if found.problems() > 0 {
+                outcome.error = Some(CliError::Runtime(format!(
+                    "verification found {} problems: {}",
+                    found.problems(),
+                    found.describe()
+                )));
+            }
+        }
+    }
     let code = match &outcome.error {
         Some(e) => e.exit_code(),
         None if outcome.result.interrupted => ExitCode::from(130),
@@ -101,6 +117,7 @@ fn overrides(args: &RunArgs) -> Overrides {
             direct: args.buffered.then_some(false),
             threads: args.threads,
             on_error: args.on_error,
+            verify: args.verify.then_some(true),
             compress: args.data.compress,
             dedupe: args.data.dedupe,
             dedupe_unit: args.data.dedupe_unit,
@@ -212,6 +229,9 @@ struct Recorder<'a> {
     step_id: Option<i64>,
     /// The first store error; the run stops after the step.
     error: Option<StoreError>,
+    /// The verification map, saved at every interval end so that a killed run keeps it.
+    verification: Option<&'a verification::Verification>,
+    map_error: Option<iocurve_engine::EngineError>,
 }
 
 impl StepObserver for Recorder<'_> {
@@ -231,6 +251,12 @@ impl StepObserver for Recorder<'_> {
             && let Err(e) = self.store.add_interval(step, index, stats, cpu, duration_s)
         {
             self.error = Some(e);
+        }
+        if let Some(v) = self.verification
+            && self.map_error.is_none()
+            && let Err(e) = v.map.save(&v.path)
+        {
+            self.map_error = Some(e);
         }
     }
 }
@@ -271,6 +297,7 @@ fn execute(
     label: &str,
     sla: &Sla,
     store: &mut Store,
+    verification: Option<&verification::Verification>,
 ) -> Outcome {
     let host = host_info(host::facts(), plan, backend_note);
     let target_infos = target_infos(targets, store);
@@ -328,14 +355,24 @@ fn execute(
                 targets,
                 stop: &signals::STOP,
                 faults: &plan.faults,
+                verify: verification.map(|v| v.map.clone()),
             };
-            let mut rec =
-                Recorder { progress: &mut progress, store, workload_id, step_idx: si, step_id: None, error: None };
+            let mut rec = Recorder {
+                progress: &mut progress,
+                store,
+                workload_id,
+                step_idx: si,
+                step_id: None,
+                error: None,
+                verification,
+                map_error: None,
+            };
             let outcome = run_step(&cfg, &mut rec);
-            let (step_id, store_err) = (rec.step_id, rec.error);
-            let outcome = outcome.map_err(CliError::Engine).and_then(|r| match store_err {
-                Some(e) => Err(store_error(e)),
-                None => Ok(r),
+            let (step_id, store_err, map_err) = (rec.step_id, rec.error, rec.map_error);
+            let outcome = outcome.map_err(CliError::Engine).and_then(|r| match (store_err, map_err) {
+                (Some(e), _) => Err(store_error(e)),
+                (None, Some(e)) => Err(CliError::Engine(e)),
+                (None, None) => Ok(r),
             });
             match outcome {
                 Ok(r) => {

@@ -27,6 +27,7 @@ fn workload(read_pct: f64, pattern: Pattern, qd: u32, seconds: f64) -> Workload 
         threads: 1,
         data: DataPattern::default(),
         on_error: Default::default(),
+        verify: false,
     }
 }
 
@@ -82,6 +83,7 @@ fn null_loop(c: &mut Criterion) {
                     targets: &targets,
                     stop: &stop,
                     faults: &[],
+                    verify: None,
                 };
                 let rec = run_step(&cfg, &mut NoObserver).unwrap();
                 // One iteration = one I/O: scale the measured time per I/O to `iters`.

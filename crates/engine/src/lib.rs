@@ -18,6 +18,7 @@ pub mod rng;
 pub mod safety;
 pub mod step;
 pub mod target;
+pub mod verify;
 mod worker;
 
 pub use error::EngineError;

@@ -21,6 +21,7 @@ use crate::data::{BodyTable, DataGen};
 use crate::host::cpu_times;
 use crate::ops::{OpGen, working_set};
 use crate::rng::Rng;
+use crate::verify::GenMap;
 use crate::worker::{self, ErrorState, Live, Msg, Schedule, Slots};
 use crate::{EngineError, TargetSet};
 
@@ -36,6 +37,8 @@ pub struct StepConfig<'a> {
     pub stop: &'a AtomicBool,
     /// Faults to inject (tests and demonstrations); usually none.
     pub faults: &'a [Fault],
+    /// The verification map, for workloads with `verify`.
+    pub verify: Option<Arc<GenMap>>,
 }
 
 /// Sees a step as it runs: for progress lines and for writing intervals to the store while the
@@ -144,6 +147,7 @@ struct Parts {
     workers: Vec<u32>,
     errors: Arc<ErrorState>,
     faults: Arc<[ActiveFault]>,
+    verify: Option<Arc<GenMap>>,
 }
 
 impl Parts {
@@ -155,6 +159,7 @@ impl Parts {
         let mut s = Slots::new(b, self.opgen, self.rng, self.pool, self.data, self.workers);
         s.errors = self.errors;
         s.injected = injected;
+        s.verify = self.verify;
         s
     }
 }
@@ -180,6 +185,24 @@ fn active_faults(cfg: &StepConfig) -> Result<Arc<[ActiveFault]>, EngineError> {
 
 pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepRecord, EngineError> {
     let w = cfg.workload;
+    if w.verify {
+        match &cfg.verify {
+            Some(m) if w.bs.len() == 1 && m.bs == w.bs[0].bytes => {}
+            Some(m) => {
+                return Err(EngineError::Input(format!(
+                    "workload {}: verifying workloads of one run share one block size (the map tracks {} blocks)",
+                    w.name,
+                    format_size(m.bs)
+                )));
+            }
+            None => {
+                return Err(EngineError::Input(format!(
+                    "workload {} verifies, but no verification map was given",
+                    w.name
+                )));
+            }
+        }
+    }
     cfg.targets.set_direct(w.direct)?;
     let opgen = op_gen(w, cfg.workers, cfg.targets)?;
     let qd = w.queue_depth;
@@ -220,6 +243,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
             let backend = cfg.backend;
             let bodies = bodies.clone();
             let (faults, errors) = (faults.clone(), errors.clone());
+            let verify = if w.verify { cfg.verify.clone() } else { None };
             let builder = std::thread::Builder::new().name(format!("iocurve-io{ti}")).stack_size(256 << 10);
             let spawned = builder.spawn_scoped(scope, move || {
                 let send = |m: Msg| {
@@ -235,7 +259,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
                 }
                 let start = || gate.arrive().map(|t0| Schedule::new(t0, w));
                 let n = workers.len();
-                let parts = Parts { opgen, rng, pool, data, workers, errors, faults };
+                let parts = Parts { opgen, rng, pool, data, workers, errors, faults, verify };
                 let result = match backend {
                     Backend::IoUring => match UringBackend::new(n, &fds, (parts.pool.base(), parts.pool.total_len())) {
                         Ok(b) => {

@@ -18,6 +18,7 @@ use crate::buffer::BufferPool;
 use crate::data::DataGen;
 use crate::ops::{IoOp, OpGen};
 use crate::rng::Rng;
+use crate::verify::{Found, GenMap};
 
 /// When each phase of the step ends, relative to its start `t0`.
 #[derive(Clone, Copy, Debug)]
@@ -98,6 +99,10 @@ pub(crate) struct Slots<B: Backend> {
     pub errors: Arc<ErrorState>,
     /// I/Os the fault injection changed, counted by the back-end wrapper.
     pub injected: Arc<AtomicU64>,
+    /// The verification map (verifying workloads only).
+    pub verify: Option<Arc<GenMap>>,
+    /// Per slot: the claimed block and the generation it had / is being written with.
+    claimed: Vec<(u64, u16, u16)>,
     ops: Vec<IoOp>,
     started: Vec<u64>,
 }
@@ -114,6 +119,8 @@ impl<B: Backend> Slots<B> {
             data,
             errors: Arc::new(ErrorState::new(OnError::Continue, Vec::new())),
             injected: Arc::new(AtomicU64::new(0)),
+            verify: None,
+            claimed: vec![(0, 0, 0); n],
             ops: vec![IoOp::default(); n],
             started: vec![0; n],
         }
@@ -134,8 +141,31 @@ impl<B: Backend> Slots<B> {
                 op = self.opgen.next(self.worker[slot], &mut self.rng);
             }
         }
+        if let Some(map) = &self.verify {
+            // One I/O per block: another op when this block is taken.
+            let mut tries = 0;
+            let (block, had) = loop {
+                let b = op.offset / map.bs;
+                if let Some(g) = map.claim(op.target, b) {
+                    break (b, g);
+                }
+                tries += 1;
+                if tries > 256 {
+                    return Ok(false);
+                }
+                op = self.opgen.next(self.worker[slot], &mut self.rng);
+            };
+            let new = if op.write { crate::verify::next_gen(had) } else { had };
+            self.claimed[slot] = (block, had, new);
+        }
         if op.write {
             self.stamp(slot, &op);
+            if self.verify.is_some() {
+                let (block, _, new) = self.claimed[slot];
+                let buf = &mut self.pool.slice_mut(slot)[..op.len as usize];
+                let id = self.verify.as_ref().map_or(0, |m| m.id);
+                crate::verify::write_header(buf, id, op.target, block, new);
+            }
         }
         self.backend.queue(slot as u32, &op, self.pool.ptr(slot))?;
         self.ops[slot] = op;
@@ -147,6 +177,58 @@ impl<B: Backend> Slots<B> {
     fn stamp(&mut self, slot: usize, op: &IoOp) {
         self.data.fill(&mut self.pool.slice_mut(slot)[..op.len as usize], op.offset, &mut self.rng);
     }
+}
+
+/// Records a completed I/O of a verifying workload in the map and checks what a read found.
+/// Reads during the warm-up count with the first interval; those after the last boundary are
+/// not counted.
+fn verify_completion<B: Backend>(
+    s: &mut Slots<B>,
+    slot: usize,
+    op: &IoOp,
+    res: i32,
+    issuing: bool,
+    cur: &mut IntervalStats,
+) {
+    let Some(map) = s.verify.clone() else { return };
+    let (block, had, new) = s.claimed[slot];
+    let ok = res >= 0 && res as u32 == op.len;
+    if op.write {
+        // A failed write may have reached the block or not: its state is unknown from now on.
+        map.release(op.target, block, if ok { new } else { 0 });
+        return;
+    }
+    if ok && had != 0 && issuing {
+        let buf = &s.pool.slice_mut(slot)[..op.len as usize];
+        let v = &mut cur.verify;
+        v.checked += 1;
+        let path = || s.errors.paths.get(op.target as usize).cloned().unwrap_or_default();
+        match crate::verify::check(buf, map.id, op.target, block, had) {
+            Found::Ok => {}
+            Found::Lost { expected, found } => {
+                v.lost += 1;
+                v.example(|| match found {
+                    Some(f) => {
+                        format!("{} block {block}: lost write (generation {f} found, {expected} acknowledged)", path())
+                    }
+                    None => format!(
+                        "{} block {block}: lost write (no write of ours found, generation {expected} acknowledged)",
+                        path()
+                    ),
+                });
+            }
+            Found::Corrupt => {
+                v.corrupt += 1;
+                v.example(|| format!("{} block {block}: corrupted (checksum mismatch: torn or damaged)", path()));
+            }
+            Found::Misplaced { target, block: b } => {
+                v.misplaced += 1;
+                let other = s.errors.paths.get(target as usize).cloned().unwrap_or_else(|| format!("target {target}"));
+                v.example(|| format!("{} block {block}: holds the write meant for {other} block {b}", path()));
+            }
+        }
+    }
+    map.release(op.target, block, had);
 }
 
 /// Runs one thread's share of a step. Returns the number of I/Os still in flight if it fails,
@@ -243,6 +325,9 @@ pub(crate) fn run<B: Backend>(
                     dir.errors.add(op.target, if res < 0 { -res } else { 0 }, 1);
                     sample.errors += 1;
                 }
+            }
+            if s.verify.is_some() {
+                verify_completion(s, slot, &op, res, issuing, &mut cur);
             }
             if (res < 0 || res as u32 != op.len) && s.errors.policy != OnError::Continue {
                 let errno = if res < 0 { -res } else { 0 };

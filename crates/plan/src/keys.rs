@@ -73,7 +73,8 @@ macro_rules! for_each_key {
             compress,
             dedupe,
             dedupe_unit,
-            on_error
+            on_error,
+            verify
         )
     };
 }
@@ -140,6 +141,10 @@ pub struct WorkloadKeys {
     /// that target in the step), `abort` (end the run, exit code 1).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub on_error: Option<OnError>,
+    /// Verify: every written block carries a header, reads check it against the last
+    /// acknowledged write (one block size per workload).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<bool>,
 }
 
 /// A fault to inject (tests and demonstrations): `[[faults]]` in a plan.

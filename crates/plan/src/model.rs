@@ -145,6 +145,8 @@ pub struct Workload {
     pub data: DataPattern,
     #[serde(default)]
     pub on_error: OnError,
+    #[serde(default)]
+    pub verify: bool,
 }
 
 /// The data pattern of written blocks: how compressible and how deduplicable they are.

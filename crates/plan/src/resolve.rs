@@ -37,6 +37,7 @@ pub fn cli_option(key: &str) -> &'static str {
         "dedupe" => "--dedupe",
         "dedupe_unit" => "--dedupe-unit",
         "on_error" => "--on-error",
+        "verify" => "--verify",
         _ => "a command-line option",
     }
 }
@@ -62,6 +63,7 @@ fn builtin_defaults() -> WorkloadKeys {
         dedupe: Some(1.0),
         dedupe_unit: None,
         on_error: Some(OnError::Continue),
+        verify: Some(false),
     }
 }
 
@@ -379,6 +381,14 @@ impl Resolver<'_> {
             return Err(self.key_err(i, "threads", format!("threads is {threads}; use 0 (one per core) to 1024")));
         }
         let data = self.data_pattern(i, k, &bs)?;
+        let verify = k.verify.unwrap();
+        if verify && bs.len() > 1 {
+            return Err(self.key_err(
+                i,
+                "verify",
+                "a verifying workload needs one block size (the unit its map tracks), not a mix".into(),
+            ));
+        }
         Ok(Workload {
             name,
             read_pct,
@@ -395,6 +405,7 @@ impl Resolver<'_> {
             threads,
             data,
             on_error: k.on_error.unwrap(),
+            verify,
         })
     }
 

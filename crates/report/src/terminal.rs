@@ -68,6 +68,16 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
     if let Some(m) = w.min_lat_us {
         out.push(format!("  min latency {} µs", format::lat_us(m)));
     }
+    let mut verified = iocurve_analysis::VerifyResult::default();
+    for v in w.steps.iter().filter_map(|s| s.verify.as_ref()) {
+        verified.checked += v.checked;
+        verified.lost += v.lost;
+        verified.corrupt += v.corrupt;
+        verified.misplaced += v.misplaced;
+    }
+    if w.steps.iter().any(|s| s.verify.is_some()) {
+        out.push(format!("  verified reads: {}", verified.describe()));
+    }
     out
 }
 

@@ -46,6 +46,47 @@ impl ErrorCounts {
     }
 }
 
+/// What reads of verified blocks found (workloads with `verify = true`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VerifyCounts {
+    /// Reads whose block was checked against its last acknowledged write.
+    pub checked: u64,
+    /// The block holds an older write than the last acknowledged one (or none of ours).
+    pub lost: u64,
+    /// The block's checksum does not match: torn or corrupted.
+    pub corrupt: u64,
+    /// The block holds data meant for another block or target.
+    pub misplaced: u64,
+    /// The first problems, described (at most [`VerifyCounts::EXAMPLES`]).
+    pub examples: Vec<String>,
+}
+
+impl VerifyCounts {
+    pub const EXAMPLES: usize = 5;
+
+    pub fn problems(&self) -> u64 {
+        self.lost + self.corrupt + self.misplaced
+    }
+
+    pub fn example(&mut self, text: impl FnOnce() -> String) {
+        if self.examples.len() < Self::EXAMPLES {
+            self.examples.push(text());
+        }
+    }
+
+    pub fn merge(&mut self, o: &VerifyCounts) {
+        self.checked += o.checked;
+        self.lost += o.lost;
+        self.corrupt += o.corrupt;
+        self.misplaced += o.misplaced;
+        for e in &o.examples {
+            if self.examples.len() < Self::EXAMPLES {
+                self.examples.push(e.clone());
+            }
+        }
+    }
+}
+
 /// Counters and latency histogram of one I/O direction.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DirStats {
@@ -116,6 +157,7 @@ pub struct IntervalStats {
     pub max_gap_ns: Option<u64>,
     /// I/Os the fault injection changed (failed, delayed, dropped, torn, misdirected).
     pub faults_injected: u64,
+    pub verify: VerifyCounts,
 }
 
 impl IntervalStats {
@@ -140,6 +182,7 @@ impl IntervalStats {
             (a, b) => a.or(b),
         };
         self.faults_injected += other.faults_injected;
+        self.verify.merge(&other.verify);
     }
 
     pub fn ops(&self) -> u64 {

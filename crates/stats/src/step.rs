@@ -59,6 +59,7 @@ impl StepRecord {
         // Intervals follow one another: the step's longest stall is the longest of theirs.
         self.total.max_gap_ns = self.total.max_gap_ns.max(stats.max_gap_ns);
         self.total.faults_injected += stats.faults_injected;
+        self.total.verify.merge(&stats.verify);
         let (mut sum, mut n) = (0.0, 0u64);
         for d in [&stats.read, &stats.write] {
             sum += d.hist.mean_ns() * d.hist.count() as f64;

@@ -25,7 +25,16 @@ pub enum StoreError {
 type Result<T> = std::result::Result<T, StoreError>;
 
 /// Schema migrations, in order; `PRAGMA user_version` counts how many are applied.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5];
+
+/// v5: verification figures per interval.
+const SCHEMA_V5: &str = "
+ALTER TABLE intervals ADD COLUMN verify_checked INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE intervals ADD COLUMN verify_lost INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE intervals ADD COLUMN verify_corrupt INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE intervals ADD COLUMN verify_misplaced INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE intervals ADD COLUMN verify_examples TEXT NOT NULL DEFAULT '';  -- newline-separated
+";
 
 /// v4: running through faults — errors per target, the longest stall and injected faults per
 /// interval. NULL in rows stored before.
@@ -288,14 +297,17 @@ impl Store {
         let wrap = |source| StoreError::Sql { path: path.clone(), source };
         let tx = self.conn.transaction().map_err(wrap)?;
         tx.execute(
-            "INSERT INTO intervals (step_id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            "INSERT INTO intervals (step_id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected,
+                                    verify_checked, verify_lost, verify_corrupt, verify_misplaced, verify_examples)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
             params![
                 step_id, idx, duration_s,
                 stats.read.ops as i64, stats.read.bytes as i64, stats.write.ops as i64, stats.write.bytes as i64,
                 stats.read.hist.to_bytes(), stats.write.hist.to_bytes(),
                 cpu.user, cpu.system, cpu.iowait,
-                stats.max_gap_ns.map(|g| g as i64), stats.faults_injected as i64
+                stats.max_gap_ns.map(|g| g as i64), stats.faults_injected as i64,
+                stats.verify.checked as i64, stats.verify.lost as i64, stats.verify.corrupt as i64,
+                stats.verify.misplaced as i64, stats.verify.examples.join("\n")
             ],
         )
         .map_err(wrap)?;
@@ -478,7 +490,8 @@ impl Store {
     fn load_intervals(&self, step_id: i64) -> Result<Vec<(IntervalStats, CpuUsage, f64)>> {
         let invalid = |m: String| StoreError::Invalid { path: self.path.clone(), message: m };
         let mut st = self.sql(self.conn.prepare(
-            "SELECT id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected
+            "SELECT id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected,
+                    verify_checked, verify_lost, verify_corrupt, verify_misplaced, verify_examples
              FROM intervals WHERE step_id = ?1 ORDER BY idx",
         ))?;
         let rows = st.query_map([step_id], |r| {
@@ -489,6 +502,12 @@ impl Store {
             stats.write.bytes = r.get::<_, i64>(6)? as u64;
             stats.max_gap_ns = r.get::<_, Option<i64>>(12)?.map(|g| g as u64);
             stats.faults_injected = r.get::<_, i64>(13)? as u64;
+            stats.verify.checked = r.get::<_, i64>(14)? as u64;
+            stats.verify.lost = r.get::<_, i64>(15)? as u64;
+            stats.verify.corrupt = r.get::<_, i64>(16)? as u64;
+            stats.verify.misplaced = r.get::<_, i64>(17)? as u64;
+            let examples: String = r.get(18)?;
+            stats.verify.examples = examples.lines().map(str::to_string).collect();
             let cpu = CpuUsage { user: r.get(9)?, system: r.get(10)?, iowait: r.get(11)? };
             let hists: (Vec<u8>, Vec<u8>) = (r.get(7)?, r.get(8)?);
             Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?, r.get::<_, f64>(2)?, stats, cpu, hists))
