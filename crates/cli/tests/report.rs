@@ -256,3 +256,35 @@ fn report_input_errors_are_clear() {
     assert!(stderr(&o).contains("cannot write no/such/dir/x.html"), "{}", stderr(&o));
     assert!(!dir.path().join("x.html").exists(), "nothing written on a bad id");
 }
+
+#[test]
+fn errors_and_stalls_show_in_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = r#"targets = ["e.dat"]
+[[faults]]
+kind = "eio"
+share = 0.02
+[[workloads]]
+name = "w"
+read_pct = 50
+ramp = [1, 2]
+warmup_s = 0.1
+intervals = 2
+interval_s = 0.5
+"#;
+    std::fs::write(dir.path().join("p.toml"), plan).unwrap();
+    let o = iocurve(dir.path(), &["run", "p.toml", "--size", "64m"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    report(dir.path(), &["1", "-o", "e.html"]);
+    let page = dir.path().join("e.html");
+    let mut b = Browser::launch();
+    b.open(&page);
+    assert_clean(&b, &page);
+    assert_all_drawn(&mut b, 5);
+    let legend = b.eval(
+        "Array.from(document.querySelectorAll('[data-chart=timeline] .u-legend .u-label')).map(e => e.textContent)",
+    );
+    assert!(legend.as_array().unwrap().iter().any(|l| l.as_str().unwrap().ends_with("errors/s")), "{legend}");
+    let text = b.eval("document.body.textContent");
+    assert!(text.as_str().unwrap().contains("× EIO on e.dat"), "the step's flag names the target");
+}

@@ -171,10 +171,23 @@
       series.push({ label: s.label + " " + g.unit, stroke: s.color, dash: s.dash, width: 2, scale: "tput", spanGaps: true, value: legendValue });
       series.push({ label: s.label + " mean µs", stroke: latColor(s), dash: s.dash, width: 1, scale: "lat", spanGaps: true, value: legendValue });
     }
-    const joined = uPlot.join(tables);
+    // I/O errors per second, on their own axis, when the step had any.
+    const withErrors = [];
+    for (const s of g.series) {
+      const i = s.workers.indexOf(workers);
+      if (i >= 0 && s.timeline[i].errors) withErrors.push(s);
+    }
+    const errTables = withErrors.map((s) => {
+      const t = s.timeline[s.workers.indexOf(workers)];
+      return [t.t, t.errors];
+    });
+    for (const s of withErrors) {
+      series.push({ label: s.label + " errors/s", stroke: "#c0392b", dash: s.dash, width: 1, scale: "err", spanGaps: true, points: { show: true, size: 5 }, value: legendValue });
+    }
+    const joined = uPlot.join(tables.concat(errTables));
     // Scale bounds from the data of this step only.
     const tputs = [], lats = [];
-    for (let k = 1; k < joined.length; k += 2) { tputs.push(joined[k]); lats.push(joined[k + 1]); }
+    for (let k = 1; k < 1 + 2 * tables.length; k += 2) { tputs.push(joined[k]); lats.push(joined[k + 1]); }
     return make(el, {
       series,
       scales: {
@@ -186,7 +199,7 @@
         { label: "seconds into the step", values: axisValues },
         { scale: "tput", label: g.unit, values: axisValues, size: 70 },
         { scale: "lat", side: 1, label: "mean latency µs", values: axisValues, size: 70, grid: { show: false } },
-      ],
+      ].concat(withErrors.length ? [{ scale: "err", side: 1, label: "errors/s", values: axisValues, size: 50, grid: { show: false } }] : []),
     }, joined);
   }
 

@@ -298,6 +298,8 @@ fn series_data(run: usize, label: &str, color: &str, w: &WorkloadResult) -> Valu
             "t": s.samples.iter().map(|x| sig(x.t_s, 6)).collect::<Vec<_>>(),
             "tput": s.samples.iter().map(|x| sig(if seq { x.mbps } else { x.iops }, 4)).collect::<Vec<_>>(),
             "lat": s.samples.iter().map(|x| sig(x.lat_mean_us, 4)).collect::<Vec<_>>(),
+            // Errors per second only where there were any: the common case costs nothing.
+            "errors": s.samples.iter().any(|x| x.errors > 0).then(|| s.samples.iter().map(|x| x.errors).collect::<Vec<_>>()),
         })).collect::<Vec<_>>(),
     })
 }
@@ -369,6 +371,8 @@ fn step_rows(w: &WorkloadResult) -> Vec<Vec<String>> {
                 format::lat_us(s.lat_us.max),
                 format!("{:.1}", s.cv * 100.0),
                 format!("{:.0}", s.cpu.busy()),
+                format::group(s.errors),
+                format!("{:.2}", s.longest_stall_s),
                 s.flags.iter().map(|f| f.code.as_str()).collect::<Vec<_>>().join(" "),
             ]
         })
