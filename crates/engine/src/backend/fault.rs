@@ -161,8 +161,10 @@ impl<B: Backend> Backend for FaultBackend<B> {
                 }
                 FaultKind::TornWrite if op.write && op.len >= 1024 && self.hit(f) => {
                     self.count(slot);
-                    // Half the block, on a 512-byte boundary (what O_DIRECT can write).
-                    sent.len = op.len / 2 / 512 * 512;
+                    // Half the block, on a boundary O_DIRECT can write: 4 KiB when the block
+                    // allows (devices with 4 KiB sectors), else 512 bytes.
+                    let unit = if op.len >= 8192 { 4096 } else { 512 };
+                    sent.len = op.len / 2 / unit * unit;
                     self.marks[slot as usize] = Mark::Torn { full: op.len, sent: sent.len };
                 }
                 FaultKind::MisdirectWrite if op.write && self.hit(f) => {
