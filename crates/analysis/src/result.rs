@@ -170,6 +170,24 @@ pub struct SampleResult {
     pub errors: u64,
 }
 
+fn one() -> u32 {
+    1
+}
+
+/// What one host of a multi-host run did in a step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostStepResult {
+    /// The agent's address as given (`host:port`).
+    pub host: String,
+    pub hostname: String,
+    pub iops: f64,
+    pub mbps: f64,
+    pub lat_us: LatencyStats,
+    pub errors: u64,
+    /// When its I/O started, in µs after the earliest host's start.
+    pub started_at_us: f64,
+}
+
 /// Verification figures: reads checked and the problems they found, with the first examples.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct VerifyResult {
@@ -245,7 +263,17 @@ pub struct Flag {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepResult {
+    /// Workers per host.
     pub workers: u32,
+    /// Hosts that ran the step (1 for a local run).
+    #[serde(default = "one", rename = "host_count")]
+    pub hosts: u32,
+    /// Per host, in a multi-host run.
+    #[serde(default, rename = "hosts", skip_serializing_if = "Vec::is_empty")]
+    pub host_results: Vec<HostStepResult>,
+    /// Latest minus earliest start across hosts, in µs (multi-host runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_spread_us: Option<f64>,
     pub queue_depth: u32,
     /// workers × queue depth: I/Os kept in flight.
     pub outstanding: u64,

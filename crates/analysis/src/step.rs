@@ -172,9 +172,12 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
             });
         }
     }
-    let outstanding = rec.workers as u64 * rec.queue_depth as u64;
+    let outstanding = rec.workers as u64 * rec.queue_depth as u64 * rec.hosts.max(1) as u64;
     let mut step = StepResult {
         workers: rec.workers,
+        hosts: rec.hosts.max(1),
+        host_results: Vec::new(),
+        start_spread_us: None,
         queue_depth: rec.queue_depth,
         outstanding,
         threads: rec.threads,

@@ -85,6 +85,15 @@ pub enum Command {
     /// data pattern), so that backend tests measure allocated, steady-state storage. Resumes an
     /// interrupted pass.
     Precondition(PreconditionArgs),
+    /// Serve steps for a coordinator (`run --hosts`) on this host's targets: gRPC over TLS, a
+    /// token on every call, only targets the --allow list permits, the write-safety rules
+    /// applied here.
+    Agent(AgentArgs),
+    /// Certificates for a test cluster: `iocurve certs init DIR`.
+    Certs {
+        #[command(subcommand)]
+        command: CertsCommand,
+    },
     /// Read back every block a verifying run wrote and check it against the last acknowledged
     /// write: lost, corrupted (torn) and misplaced blocks, with the first examples. Exit code 1
     /// when it finds any.
@@ -227,6 +236,31 @@ pub struct RunArgs {
     #[arg(long)]
     pub verify: bool,
 
+    /// Run on these agents (`iocurve agent`) at once instead of this host, comma-separated
+    /// HOST:PORT; every agent uses the plan's targets on its own host.
+    #[arg(long, value_name = "HOST:PORT,...", value_delimiter = ',')]
+    pub hosts: Vec<String>,
+
+    /// The agents' token (with --hosts).
+    #[arg(long = "token-file", env = "IOCURVE_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+
+    /// CA that signed the agents' certificates (with --hosts).
+    #[arg(long, env = "IOCURVE_CA", value_name = "FILE")]
+    pub ca: Option<PathBuf>,
+
+    /// Coordinator certificate, for agents that require mutual TLS.
+    #[arg(long = "client-cert", value_name = "FILE")]
+    pub client_cert: Option<PathBuf>,
+
+    /// Coordinator key, with --client-cert.
+    #[arg(long = "client-key", value_name = "FILE")]
+    pub client_key: Option<PathBuf>,
+
+    /// Talk to the agents without TLS (the token travels in plain text).
+    #[arg(long)]
+    pub insecure: bool,
+
     /// Where verifying runs keep the map of acknowledged writes (saved at every interval end;
     /// a later run on the same targets continues with it).
     #[arg(long = "verify-map", default_value = "iocurve-verify.map", value_name = "FILE")]
@@ -271,6 +305,48 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub data: DataArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CertsCommand {
+    /// Write a CA, an agent certificate, a coordinator (client) certificate and a token into
+    /// DIR (ca.pem, agent.pem, agent.key, client.pem, client.key, token).
+    Init {
+        /// Directory for the files (created if needed; must not hold them already).
+        dir: PathBuf,
+        /// Further host names or addresses the agent certificate is valid for (it always is for
+        /// iocurve-agent, localhost and 127.0.0.1); repeatable.
+        #[arg(long = "name", value_name = "NAME")]
+        names: Vec<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// Address and port to listen on, e.g. 0.0.0.0:7420.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: std::net::SocketAddr,
+    /// File holding the token every coordinator call must carry.
+    #[arg(long = "token-file", env = "IOCURVE_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: PathBuf,
+    /// The agent's TLS certificate (PEM), e.g. agent.pem from `iocurve certs init`.
+    #[arg(long = "tls-cert", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The agent's TLS key (PEM).
+    #[arg(long = "tls-key", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// Require coordinators to present a certificate signed by this CA (mutual TLS).
+    #[arg(long = "client-ca", value_name = "FILE")]
+    pub client_ca: Option<PathBuf>,
+    /// Paths (globs) this agent may use as targets; repeatable. Nothing else is touched.
+    #[arg(long = "allow", value_name = "PATH-GLOB")]
+    pub allow: Vec<String>,
+    /// Allow writing to this device or file despite the safety checks; repeatable.
+    #[arg(long = "allow-write", value_name = "PATH")]
+    pub allow_write: Vec<PathBuf>,
+    /// Listen without TLS (the token travels in plain text).
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 #[derive(Debug, Args)]

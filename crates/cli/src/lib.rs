@@ -1,11 +1,13 @@
 //! The `iocurve` binary's glue: option definitions ([`cli`]), the run orchestration
 //! ([`run`]: plan → engine → analysis → report), progress output and signal handling.
 
+mod agent;
 pub mod cli;
 mod datacheck;
 pub mod error;
 mod precondition;
 mod progress;
+mod remote;
 pub mod run;
 mod show;
 mod signals;
@@ -46,6 +48,20 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Precondition(args) => precondition::command(args),
         Command::Verify(args) => verification::command(args),
+        Command::Agent(args) => agent::command(args),
+        Command::Certs { command: cli::CertsCommand::Init { dir, names } } => {
+            let f = iocurve_net::certs::init(&dir, &names)?;
+            println!(
+                "wrote {}, {} and {} (agent), {} and {} (coordinator), {} (token)",
+                f.ca.display(),
+                f.agent_cert.display(),
+                f.agent_key.display(),
+                f.client_cert.display(),
+                f.client_key.display(),
+                f.token.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Datacheck { bs, size, file, data } => datacheck::datacheck(bs, size, file.as_deref(), &data),
         Command::Runs(db) => show::runs(&db.db),
         Command::Show { run, db, sla } => show::show(&db.db, run, &sla),

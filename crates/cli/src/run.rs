@@ -19,7 +19,7 @@ use iocurve_store::{NewRun, Store, StoreError};
 
 use crate::cli::RunArgs;
 use crate::progress::Progress;
-use crate::{CliError, precondition, signals, time, verification};
+use crate::{CliError, precondition, remote, signals, time, verification};
 
 /// The scratch file `iocurve run` uses when no target is given.
 pub const DEFAULT_SCRATCH: &str = "iocurve-scratch.dat";
@@ -32,21 +32,22 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     // Before the targets: a Ctrl-C while a scratch file is prepared then ends the run cleanly,
     // removing the file, instead of killing the process halfway.
     signals::install();
+    if !args.hosts.is_empty() || !plan.hosts.is_empty() {
+        return run_on_agents(plan, backend_note, &args);
+    }
     let targets = open_targets(&plan, &args)?;
     // After the targets, so that bad input is reported first (exit code 2).
     let mut store = open_store(&args.db)?;
-    // Options win over the plan; the bounds in force are part of the resolved plan that is
-    // stored, so `show` reproduces what the run printed.
     let mut plan = plan;
-    plan.sla_mean_ms = args.sla.mean_ms.or(plan.sla_mean_ms);
-    plan.sla_p99_ms = args.sla.p99_ms.or(plan.sla_p99_ms);
-    let sla = Sla { mean_ms: plan.sla_mean_ms, p99_ms: plan.sla_p99_ms };
+    let sla = apply_sla(&mut plan, &args);
     if plan.precondition && !precondition_targets(&plan, &targets, &store)? {
         println!("interrupted while preconditioning: no workload ran; the same command resumes it");
         return Ok(ExitCode::from(130));
     }
     let verification = verification::open(&plan, &targets, &args.verify_map)?;
-    let mut outcome = execute(&plan, &targets, backend_note, &args.label, &sla, &mut store, verification.as_ref());
+    let infos = target_infos(&targets, &store);
+    let mut runner = Runner::Local { targets: &targets, verification: verification.as_ref() };
+    let mut outcome = execute(&plan, infos, &mut runner, backend_note, &args.label, &sla, &mut store);
     if let Some(v) = &verification {
         if let Err(e) = v.map.save(&v.path) {
             outcome.error.get_or_insert(e.into());
@@ -62,6 +63,38 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             }
         }
     }
+    finish(outcome, &args)
+}
+
+/// A run on agents (`--hosts`): the same plan, recorder and analysis, with every step run on
+/// all agents at once.
+fn run_on_agents(plan: Plan, backend_note: Option<String>, args: &RunArgs) -> Result<ExitCode, CliError> {
+    let size = args.size.unwrap_or(DEFAULT_SCRATCH_SIZE);
+    let mut cluster = remote::Cluster::connect(&plan, args, size)?;
+    let infos = cluster.target_infos(plan.writes())?;
+    let mut store = open_store(&args.db)?;
+    let mut plan = plan;
+    let sla = apply_sla(&mut plan, args);
+    let mut runner = Runner::Remote(&mut cluster);
+    let outcome = execute(&plan, infos, &mut runner, backend_note, &args.label, &sla, &mut store);
+    finish(outcome, args)
+}
+
+/// Options win over the plan; the bounds in force are part of the resolved plan that is
+/// stored, so `show` reproduces what the run printed.
+fn apply_sla(plan: &mut Plan, args: &RunArgs) -> Sla {
+    plan.sla_mean_ms = args.sla.mean_ms.or(plan.sla_mean_ms);
+    plan.sla_p99_ms = args.sla.p99_ms.or(plan.sla_p99_ms);
+    Sla { mean_ms: plan.sla_mean_ms, p99_ms: plan.sla_p99_ms }
+}
+
+/// Where a run's steps run: the engine here, or agents.
+enum Runner<'a> {
+    Local { targets: &'a TargetSet, verification: Option<&'a verification::Verification> },
+    Remote(&'a mut remote::Cluster),
+}
+
+fn finish(outcome: Outcome, args: &RunArgs) -> Result<ExitCode, CliError> {
     let code = match &outcome.error {
         Some(e) => e.exit_code(),
         None if outcome.result.interrupted => ExitCode::from(130),
@@ -292,15 +325,18 @@ fn target_infos(targets: &TargetSet, store: &Store) -> Vec<TargetInfo> {
 
 fn execute(
     plan: &Plan,
-    targets: &TargetSet,
+    target_infos: Vec<TargetInfo>,
+    runner: &mut Runner,
     backend_note: Option<String>,
     label: &str,
     sla: &Sla,
     store: &mut Store,
-    verification: Option<&verification::Verification>,
 ) -> Outcome {
     let host = host_info(host::facts(), plan, backend_note);
-    let target_infos = target_infos(targets, store);
+    let verification = match runner {
+        Runner::Local { verification, .. } => *verification,
+        Runner::Remote(_) => None,
+    };
     let plan_json = serde_json::to_value(plan).unwrap_or_default();
     let started_at = time::now_rfc3339();
     let new_run = NewRun {
@@ -347,16 +383,6 @@ fn execute(
                 break;
             }
             progress.start_step(&w.name, wi + 1, nw, si + 1, w.ramp.len(), workers);
-            let cfg = StepConfig {
-                workload: w,
-                workers,
-                backend: w.backend,
-                threads,
-                targets,
-                stop: &signals::STOP,
-                faults: &plan.faults,
-                verify: verification.map(|v| v.map.clone()),
-            };
             let mut rec = Recorder {
                 progress: &mut progress,
                 store,
@@ -367,21 +393,43 @@ fn execute(
                 verification,
                 map_error: None,
             };
-            let outcome = run_step(&cfg, &mut rec);
+            let outcome = match runner {
+                Runner::Local { targets, .. } => {
+                    let cfg = StepConfig {
+                        workload: w,
+                        workers,
+                        backend: w.backend,
+                        threads,
+                        targets,
+                        stop: &signals::STOP,
+                        faults: &plan.faults,
+                        verify: verification.map(|v| v.map.clone()),
+                    };
+                    run_step(&cfg, &mut rec).map(|r| (r, None)).map_err(CliError::Engine)
+                }
+                Runner::Remote(cluster) => cluster.run_step(w, workers, &mut rec, &signals::STOP).map(|m| {
+                    let hosts = remote::host_results(&m, seq);
+                    (m.merged, Some((hosts, m.start_spread_us)))
+                }),
+            };
             let (step_id, store_err, map_err) = (rec.step_id, rec.error, rec.map_error);
-            let outcome = outcome.map_err(CliError::Engine).and_then(|r| match (store_err, map_err) {
+            let outcome = outcome.and_then(|r| match (store_err, map_err) {
                 (Some(e), _) => Err(store_error(e)),
                 (None, Some(e)) => Err(CliError::Engine(e)),
                 (None, None) => Ok(r),
             });
             match outcome {
-                Ok(r) => {
+                Ok((r, multi)) => {
                     if let Some(id) = step_id
                         && let Err(e) = store.end_step(id, r.interrupted)
                     {
                         error = Some(store_error(e));
                     }
-                    let s = iocurve_analysis::analyze_step_on(&r, seq, &th, &target_paths);
+                    let mut s = iocurve_analysis::analyze_step_on(&r, seq, &th, &target_paths);
+                    if let Some((hosts, spread)) = multi {
+                        s.host_results = hosts;
+                        s.start_spread_us = Some(spread);
+                    }
                     progress.finish_step(w.step_seconds(), &s);
                     if !r.intervals.is_empty() {
                         steps.push(s);

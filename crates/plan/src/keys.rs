@@ -27,6 +27,9 @@ pub struct PlanFile {
     /// preconditioned at their size).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub precondition: Option<bool>,
+    /// Agents to run on (`iocurve agent`), each with its own targets or the plan's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<Vec<HostKeys>>,
     /// Faults to inject into every step (see [`FaultKeys`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub faults: Option<Vec<FaultKeys>>,
@@ -145,6 +148,16 @@ pub struct WorkloadKeys {
     /// acknowledged write (one block size per workload).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify: Option<bool>,
+}
+
+/// An agent of a multi-host run: `[[hosts]]` in a plan.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostKeys {
+    /// `HOST:PORT` of its `iocurve agent`.
+    pub address: String,
+    /// Its targets (paths on that host); default: the plan's targets.
+    pub targets: Option<Vec<String>>,
 }
 
 /// A fault to inject (tests and demonstrations): `[[faults]]` in a plan.

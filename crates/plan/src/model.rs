@@ -237,6 +237,17 @@ pub struct Plan {
     /// Faults injected into every step.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<Fault>,
+    /// Agents of a multi-host run (empty: this host).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostSpec>,
+}
+
+/// An agent and the targets it uses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostSpec {
+    pub address: String,
+    /// Paths on that host; empty: the plan's targets.
+    pub targets: Vec<String>,
 }
 
 impl Plan {

@@ -6,7 +6,8 @@ use crate::error::{PlanError, did_you_mean};
 use crate::keys::{BlockSizeSpec, PlanFile, WorkingSetSpec, WorkloadKeys};
 use crate::locate::{Seg, line_of, locate};
 use crate::model::{
-    Backend, BlockSize, DataPattern, Fault, FaultKind, OnError, Pattern, Plan, TargetGroup, WorkingSet, Workload,
+    Backend, BlockSize, DataPattern, Fault, FaultKind, HostSpec, OnError, Pattern, Plan, TargetGroup, WorkingSet,
+    Workload,
 };
 use crate::size::format_size;
 
@@ -193,8 +194,16 @@ impl Resolver<'_> {
             }
         }
         let faults = self.faults()?;
+        let hosts = self
+            .file
+            .hosts
+            .iter()
+            .flatten()
+            .map(|h| HostSpec { address: h.address.clone(), targets: h.targets.clone().unwrap_or_default() })
+            .collect();
         Ok(Plan {
             faults,
+            hosts,
             sla_mean_ms: self.file.sla_mean_ms,
             precondition: self.file.precondition.unwrap_or(false),
             sla_p99_ms: self.file.sla_p99_ms,

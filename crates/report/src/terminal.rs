@@ -61,7 +61,11 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
         [("speed", &w.speed), ("optimum", &w.optimum), ("maximum", &w.maximum), ("SLA max", &w.sla_maximum)]
     {
         if let Some(p) = p {
-            let workers = if p.workers == 1 { "1 worker".to_string() } else { format!("{} workers", p.workers) };
+            let mut workers = if p.workers == 1 { "1 worker".to_string() } else { format!("{} workers", p.workers) };
+            let hosts = w.steps.get(p.step).map_or(1, |s| s.hosts);
+            if hosts > 1 {
+                workers = format!("{workers} per host × {hosts} hosts");
+            }
             out.push(format!("  {label:<8} {}  ({workers})", headline(p.iops, p.mbps, p.lat_us, seq)));
         }
     }

@@ -23,7 +23,10 @@ pub struct IntervalRecord {
 
 #[derive(Debug, Clone)]
 pub struct StepRecord {
+    /// Workers per host.
     pub workers: u32,
+    /// Hosts that ran the step together (1 for a local run).
+    pub hosts: u32,
     pub queue_depth: u32,
     /// I/O threads that ran the step.
     pub threads: usize,
@@ -42,6 +45,7 @@ impl StepRecord {
     pub fn new(workers: u32, queue_depth: u32, threads: usize, interval_s: f64, sample_s: f64) -> Self {
         Self {
             workers,
+            hosts: 1,
             queue_depth,
             threads,
             interval_s,

@@ -25,7 +25,12 @@ pub enum StoreError {
 type Result<T> = std::result::Result<T, StoreError>;
 
 /// Schema migrations, in order; `PRAGMA user_version` counts how many are applied.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6];
+
+/// v6: multi-host steps record how many hosts ran them (workers are per host).
+const SCHEMA_V6: &str = "
+ALTER TABLE steps ADD COLUMN hosts INTEGER NOT NULL DEFAULT 1;
+";
 
 /// v5: verification figures per interval.
 const SCHEMA_V5: &str = "
@@ -277,8 +282,8 @@ impl Store {
 
     pub fn begin_step(&self, workload_id: i64, idx: usize, rec: &StepRecord) -> Result<i64> {
         let x = self.conn.execute(
-            "INSERT INTO steps (workload_id, idx, workers, queue_depth, threads, interval_s, sample_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![workload_id, idx as i64, rec.workers, rec.queue_depth, rec.threads as i64, rec.interval_s, rec.sample_s],
+            "INSERT INTO steps (workload_id, idx, workers, queue_depth, threads, interval_s, sample_s, hosts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![workload_id, idx as i64, rec.workers, rec.queue_depth, rec.threads as i64, rec.interval_s, rec.sample_s, rec.hosts],
         );
         self.sql(x)?;
         Ok(self.conn.last_insert_rowid())
@@ -465,10 +470,11 @@ impl Store {
 
     fn load_steps(&self, workload_id: i64) -> Result<Vec<StepRecord>> {
         let mut st = self.sql(self.conn.prepare(
-            "SELECT id, workers, queue_depth, threads, interval_s, sample_s, interrupted FROM steps WHERE workload_id = ?1 ORDER BY idx",
+            "SELECT id, workers, queue_depth, threads, interval_s, sample_s, interrupted, hosts FROM steps WHERE workload_id = ?1 ORDER BY idx",
         ))?;
         let rows = st.query_map([workload_id], |r| {
-            let rec = StepRecord::new(r.get(1)?, r.get(2)?, r.get::<_, i64>(3)? as usize, r.get(4)?, r.get(5)?);
+            let mut rec = StepRecord::new(r.get(1)?, r.get(2)?, r.get::<_, i64>(3)? as usize, r.get(4)?, r.get(5)?);
+            rec.hosts = r.get(7)?;
             Ok((r.get::<_, i64>(0)?, rec, r.get::<_, Option<bool>>(6)?))
         });
         let rows: Vec<_> = self.sql(rows.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?;
@@ -645,7 +651,13 @@ mod tests {
             assert_eq!(st.schema_version().unwrap(), 1);
             let run = st.begin_run(&NewRun { label: "before v2".into(), ..Default::default() }).unwrap();
             let wl = st.begin_workload(run, 0, "w", "{\"name\":\"w\"}").unwrap();
-            let step = st.begin_step(wl, 0, &proto).unwrap();
+            st.conn
+                .execute(
+                    "INSERT INTO steps (workload_id, idx, workers, queue_depth, threads, interval_s, sample_s) VALUES (?1, 0, ?2, ?3, ?4, ?5, ?6)",
+                    params![wl, proto.workers, proto.queue_depth, proto.threads as i64, proto.interval_s, proto.sample_s],
+                )
+                .unwrap();
+            let step = st.conn.last_insert_rowid();
             // Intervals as v1 wrote them: its columns only, errors without a target.
             for (i, s) in ivs.iter().enumerate() {
                 st.conn

@@ -1,0 +1,54 @@
+//! `iocurve agent`: the options turned into an agent, served until Ctrl-C or SIGTERM.
+
+use std::process::ExitCode;
+
+use iocurve_net::agent::{AgentConfig, AgentTls, serve};
+use iocurve_net::{auth, certs};
+
+use crate::CliError;
+use crate::cli::AgentArgs;
+
+pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
+    let token = auth::read_token(&args.token_file)?;
+    let tls = match (&args.tls_cert, &args.tls_key, args.insecure) {
+        (Some(c), Some(k), false) => Some(AgentTls {
+            cert_pem: certs::read_pem(c, "--tls-cert")?,
+            key_pem: certs::read_pem(k, "--tls-key")?,
+            client_ca_pem: args.client_ca.as_ref().map(|p| certs::read_pem(p, "--client-ca")).transpose()?,
+        }),
+        (None, None, true) => {
+            eprintln!("WARNING: --insecure: listening without TLS; the token travels in plain text");
+            None
+        }
+        (_, _, true) => return Err(CliError::Usage("--insecure and --tls-cert/--tls-key exclude each other".into())),
+        _ => {
+            return Err(CliError::Usage(
+                "an agent listens with TLS: give --tls-cert and --tls-key (e.g. from `iocurve certs init DIR`), or --insecure".into(),
+            ));
+        }
+    };
+    if args.allow.is_empty() {
+        eprintln!("WARNING: no --allow: this agent refuses every target");
+    }
+    let cfg = AgentConfig { listen: args.listen, token, tls, allow: args.allow, allow_write: args.allow_write };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Runtime(format!("cannot start the network runtime: {e}")))?;
+    rt.block_on(async {
+        let shutdown = async {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {}
+            }
+        };
+        let bound = |a: std::net::SocketAddr| {
+            use std::io::Write;
+            println!("iocurve agent listening on {a}");
+            let _ = std::io::stdout().flush();
+        };
+        serve(cfg, bound, shutdown).await
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,194 @@
+//! Multi-host runs with agents as real processes (on loopback, each with its own targets):
+//! the aggregate is the exact sum of the hosts, steps start together, and every way in without
+//! the right token, TLS, protocol or allowed target is refused before anything is written.
+
+mod util;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+use util::*;
+
+/// An `iocurve agent` on a free loopback port, stopped on drop.
+struct AgentProc {
+    child: Child,
+    addr: String,
+}
+
+impl AgentProc {
+    fn start(dir: &Path, certs: &Path, allow: &str, extra: &[&str]) -> AgentProc {
+        let mut cmd = Command::new(bin());
+        cmd.args(["agent", "--listen", "127.0.0.1:0", "--token-file"])
+            .arg(certs.join("token"))
+            .args(["--allow", allow])
+            .args(extra)
+            .current_dir(dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if !extra.contains(&"--insecure") {
+            cmd.arg("--tls-cert").arg(certs.join("agent.pem")).arg("--tls-key").arg(certs.join("agent.key"));
+        }
+        let mut child = cmd.spawn().expect("the agent starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let addr = line.trim().rsplit(' ').next().unwrap_or_default().to_string();
+        assert!(addr.starts_with("127.0.0.1:"), "the agent says where it listens: {line:?}");
+        AgentProc { child, addr }
+    }
+}
+
+impl Drop for AgentProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn certs(dir: &Path) -> PathBuf {
+    let c = dir.join("certs");
+    let o = iocurve(dir, &["certs", "init", "certs"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    c
+}
+
+fn plan(dir: &Path, hosts: &[(&str, PathBuf)]) {
+    let mut text = String::from("targets = [\"unused\"]\n");
+    for (addr, target) in hosts {
+        text.push_str(&format!("[[hosts]]\naddress = \"{addr}\"\ntargets = [\"{}\"]\n", target.display()));
+    }
+    text.push_str(
+        "[[workloads]]\nname = \"mixed\"\nread_pct = 70\nramp = [1, 2]\nwarmup_s = 0.2\nintervals = 2\ninterval_s = 0.5\n",
+    );
+    std::fs::write(dir.join("plan.toml"), text).unwrap();
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn three_agents_run_together_and_add_up_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let mut agents = Vec::new();
+    let mut hosts = Vec::new();
+    for name in ["a", "b", "c"] {
+        let d = dir.path().join(name);
+        std::fs::create_dir(&d).unwrap();
+        let a = AgentProc::start(&d, &c, &format!("{}/*", d.display()), &[]);
+        hosts.push((a.addr.clone(), d.join("t.dat")));
+        agents.push(a);
+    }
+    let h: Vec<(&str, PathBuf)> = hosts.iter().map(|(a, t)| (a.as_str(), t.clone())).collect();
+    plan(dir.path(), &h);
+    let ca = c.join("ca.pem");
+    let token = c.join("token");
+    let o = Command::new(bin())
+        .args(["run", "plan.toml", "--size", "64m", "--json", "r.json", "--ca"])
+        .arg(&ca)
+        .arg("--token-file")
+        .arg(&token)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("per host × 3 hosts"), "{}", stdout(&o));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(r["targets"].as_array().unwrap().len(), 3, "each agent's target is listed");
+    for s in steps(&r, 0) {
+        assert_eq!(s["host_count"], 3);
+        let hosts = s["hosts"].as_array().unwrap();
+        assert_eq!(hosts.len(), 3);
+        let sum: f64 = hosts.iter().map(|h| f(&h["iops"])).sum();
+        assert!((f(&s["iops"]) - sum).abs() < 1e-6 * sum, "aggregate IOPS = sum of hosts: {} vs {sum}", s["iops"]);
+        let mb: f64 = hosts.iter().map(|h| f(&h["mbps"])).sum();
+        assert!((f(&s["mbps"]) - mb).abs() < 1e-6 * mb);
+        // Merged from the hosts' histograms: the aggregate's extremes are the hosts' extremes.
+        let min = hosts.iter().map(|h| f(&h["lat_us"]["min"])).fold(f64::MAX, f64::min);
+        let max = hosts.iter().map(|h| f(&h["lat_us"]["max"])).fold(0.0, f64::max);
+        assert_eq!((f(&s["lat_us"]["min"]), f(&s["lat_us"]["max"])), (min, max));
+        let spread = f(&s["start_spread_us"]);
+        assert!(spread < 5000.0, "started within 5 ms of each other: {spread} µs");
+        let outstanding = s["outstanding"].as_u64().unwrap();
+        assert_eq!(outstanding, s["workers"].as_u64().unwrap() * 3, "workers are per host");
+    }
+    for (_, t) in &hosts {
+        assert!(t.exists(), "each agent made its own target");
+    }
+}
+
+#[test]
+fn the_wrong_token_tls_protocol_or_target_is_refused_before_any_io() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let d = dir.path().join("a");
+    std::fs::create_dir(&d).unwrap();
+    let agent = AgentProc::start(&d, &c, &format!("{}/*", d.display()), &[]);
+    let target = d.join("t.dat");
+    let run = |extra: &[&str], target: &Path| {
+        plan(dir.path(), &[(agent.addr.as_str(), target.to_path_buf())]);
+        let mut cmd = Command::new(bin());
+        cmd.args(["run", "plan.toml", "--size", "64m"]).args(extra).current_dir(dir.path());
+        cmd.output().unwrap()
+    };
+    let ca = c.join("ca.pem").display().to_string();
+    let token = c.join("token").display().to_string();
+
+    std::fs::write(dir.path().join("wrong"), "0123456789abcdef0123456789abcdef\n").unwrap();
+    let o = run(&["--ca", &ca, "--token-file", "wrong"], &target);
+    input_error(&o, &["refused the token"]);
+
+    let o = run(&["--insecure", "--token-file", &token], &target);
+    assert_eq!(o.status.code(), Some(1), "a plain connection to a TLS agent fails: {}", stderr(&o));
+
+    let outside = dir.path().join("elsewhere.dat");
+    let o = run(&["--ca", &ca, "--token-file", &token], &outside);
+    input_error(&o, &["outside this agent's allow list"]);
+
+    let o = run(&["--token-file", &token], &target);
+    input_error(&o, &["--ca"]);
+
+    assert!(!target.exists() && !outside.exists(), "nothing was created or written");
+
+    // Calls without a token, and from another protocol version, straight at the agent.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        use iocurve_net::pb;
+        let ca_pem = std::fs::read_to_string(c.join("ca.pem")).unwrap();
+        let tls = tonic::transport::ClientTlsConfig::new()
+            .ca_certificate(tonic::transport::Certificate::from_pem(ca_pem))
+            .domain_name(iocurve_net::certs::AGENT_NAME);
+        let ch = tonic::transport::Endpoint::from_shared(format!("https://{}", agent.addr))
+            .unwrap()
+            .tls_config(tls)
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut bare = pb::agent_client::AgentClient::new(ch.clone());
+        let e = bare.ping(pb::PingRequest {}).await.unwrap_err();
+        assert_eq!(e.code(), tonic::Code::Unauthenticated, "no token: {e}");
+        let tok = std::fs::read_to_string(c.join("token")).unwrap().trim().to_string();
+        let mut with =
+            pb::agent_client::AgentClient::with_interceptor(ch, iocurve_net::auth::bearer(std::sync::Arc::new(tok)));
+        let e = with.hello(pb::HelloRequest { protocol: 99, version: "9.9.9".into() }).await.unwrap_err();
+        assert_eq!(e.code(), tonic::Code::FailedPrecondition);
+        assert!(e.message().contains("protocol mismatch") && e.message().contains("same iocurve version"), "{e}");
+    });
+}
+
+#[test]
+fn an_agent_needs_tls_or_an_explicit_insecure() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let token = c.join("token").display().to_string();
+    let o = iocurve(dir.path(), &["agent", "--listen", "127.0.0.1:0", "--token-file", &token]);
+    input_error(&o, &["--tls-cert", "--insecure"]);
+    std::fs::write(dir.path().join("short"), "abc\n").unwrap();
+    let o = iocurve(dir.path(), &["agent", "--listen", "127.0.0.1:0", "--token-file", "short", "--insecure"]);
+    input_error(&o, &["at least 16 characters"]);
+    let o = iocurve(dir.path(), &["certs", "init", "certs"]);
+    input_error(&o, &["already holds certificates"]);
+}

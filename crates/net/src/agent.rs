@@ -1,0 +1,253 @@
+//! `iocurve agent`: runs steps for an authenticated coordinator on the targets its own allow
+//! list permits, with the engine's write-safety rules applied here, on this host. One step at a
+//! time; a coordinator that goes away stops the step at its next interval boundary.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use iocurve_engine::{OpenOptions, StepConfig, StepObserver, StepProgress, TargetSet, host, run_step};
+use iocurve_plan::{Backend, TargetGroup, Workload};
+use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+use tonic::{Request, Response, Status};
+
+use crate::pb::agent_server::{Agent, AgentServer};
+use crate::{NetError, PROTOCOL, auth, pb, unix_ns, wire};
+
+/// TLS material of an agent; without it the agent listens in plain text (`--insecure`).
+pub struct AgentTls {
+    pub cert_pem: String,
+    pub key_pem: String,
+    /// Require client certificates signed by this CA (mutual TLS).
+    pub client_ca_pem: Option<String>,
+}
+
+pub struct AgentConfig {
+    pub listen: SocketAddr,
+    pub token: String,
+    pub tls: Option<AgentTls>,
+    /// Glob patterns of the paths this agent may use as targets.
+    pub allow: Vec<String>,
+    /// Paths this agent may write to despite the safety rules.
+    pub allow_write: Vec<PathBuf>,
+}
+
+struct Service {
+    allow: Vec<glob::Pattern>,
+    allow_write: Vec<PathBuf>,
+    /// Held while a step runs: one at a time.
+    busy: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Service {
+    fn check_allowed(&self, targets: &[String]) -> Result<(), Status> {
+        if self.allow.is_empty() {
+            return Err(Status::permission_denied(
+                "this agent allows no targets: start it with --allow PATH-GLOB for the paths it may use",
+            ));
+        }
+        for t in targets {
+            if !self.allow.iter().any(|p| p.matches(t)) {
+                let list: Vec<&str> = self.allow.iter().map(|p| p.as_str()).collect();
+                return Err(Status::permission_denied(format!(
+                    "target {t} is outside this agent's allow list ({})",
+                    list.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn open(&self, targets: &[String], scratch_size: u64, write: bool) -> Result<TargetSet, Status> {
+        self.check_allowed(targets)?;
+        let groups = vec![TargetGroup { name: "targets".into(), weight: 1, targets: targets.to_vec() }];
+        let opts = OpenOptions {
+            write,
+            scratch_size,
+            // Scratch files stay for the run's later steps (they are marked, so reusable).
+            keep: true,
+            allow_write: self.allow_write.clone(),
+            scratch_unfilled: false,
+        };
+        TargetSet::open(&groups, &opts).map_err(|e| {
+            if e.is_input_error() {
+                Status::failed_precondition(e.to_string())
+            } else {
+                Status::internal(e.to_string())
+            }
+        })
+    }
+}
+
+#[tonic::async_trait]
+impl Agent for Service {
+    async fn hello(&self, req: Request<pb::HelloRequest>) -> Result<Response<pb::HelloReply>, Status> {
+        let r = req.into_inner();
+        if r.protocol != PROTOCOL {
+            return Err(Status::failed_precondition(format!(
+                "protocol mismatch: this agent (iocurve {}) speaks protocol {PROTOCOL}, the coordinator (iocurve {}) speaks {}; run the same iocurve version on both",
+                env!("CARGO_PKG_VERSION"),
+                r.version,
+                r.protocol
+            )));
+        }
+        let f = host::facts();
+        Ok(Response::new(pb::HelloReply {
+            protocol: PROTOCOL,
+            version: env!("CARGO_PKG_VERSION").into(),
+            hostname: f.hostname,
+            kernel: f.kernel,
+            cpu_model: f.cpu_model,
+            cores: f.cores as u32,
+        }))
+    }
+
+    async fn ping(&self, _req: Request<pb::PingRequest>) -> Result<Response<pb::PingReply>, Status> {
+        Ok(Response::new(pb::PingReply { agent_unix_ns: unix_ns() }))
+    }
+
+    async fn targets(&self, req: Request<pb::TargetsRequest>) -> Result<Response<pb::TargetsReply>, Status> {
+        let r = req.into_inner();
+        let set = self.open(&r.targets, r.scratch_size, r.write)?;
+        let targets = set
+            .targets
+            .iter()
+            .map(|t| pb::TargetFacts {
+                path: t.path.display().to_string(),
+                kind: t.kind.name().into(),
+                size: t.size,
+                logical_block: t.logical_block,
+                scratch: t.created,
+            })
+            .collect();
+        Ok(Response::new(pb::TargetsReply { targets }))
+    }
+
+    type RunStepStream = ReceiverStream<Result<pb::StepEvent, Status>>;
+
+    async fn run_step(&self, req: Request<pb::StepRequest>) -> Result<Response<Self::RunStepStream>, Status> {
+        let r = req.into_inner();
+        let w: Workload = serde_json::from_str(&r.workload_json)
+            .map_err(|e| Status::invalid_argument(format!("the workload does not parse: {e}")))?;
+        let backend = Backend::parse(&r.backend)
+            .ok_or_else(|| Status::invalid_argument(format!("unknown back-end `{}`", r.backend)))?;
+        self.check_allowed(&r.targets)?;
+        let guard = self
+            .busy
+            .clone()
+            .try_lock_owned()
+            .map_err(|_| Status::resource_exhausted("this agent is running another step"))?;
+        let targets = self.open(&r.targets, r.scratch_size, w.writes())?;
+        let (tx, rx) = mpsc::channel(64);
+        tokio::task::spawn_blocking(move || {
+            let _guard = guard;
+            run_blocking(&r, &w, backend, &targets, &tx);
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+}
+
+/// Streams a step's events to the coordinator; a closed stream (the coordinator is gone)
+/// stops the step at its next interval boundary.
+struct Streamer<'a> {
+    tx: &'a mpsc::Sender<Result<pb::StepEvent, Status>>,
+    stop: &'a AtomicBool,
+}
+
+impl Streamer<'_> {
+    fn send(&self, event: pb::step_event::Event) {
+        if self.tx.blocking_send(Ok(pb::StepEvent { event: Some(event) })).is_err() {
+            self.stop.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+impl StepObserver for Streamer<'_> {
+    fn started(&mut self, rec: &StepRecord) {
+        self.send(pb::step_event::Event::Started(pb::Started {
+            started_unix_ns: unix_ns(),
+            threads: rec.threads as u32,
+            sample_s: rec.sample_s,
+        }));
+    }
+
+    fn progress(&mut self, _p: &StepProgress) {
+        if self.tx.is_closed() {
+            self.stop.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn interval(&mut self, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
+        self.send(pb::step_event::Event::Interval(wire::interval_to(index, stats, cpu, duration_s)));
+    }
+}
+
+fn run_blocking(
+    r: &pb::StepRequest,
+    w: &Workload,
+    backend: Backend,
+    targets: &TargetSet,
+    tx: &mpsc::Sender<Result<pb::StepEvent, Status>>,
+) {
+    let stop = AtomicBool::new(false);
+    let wait = r.start_at_unix_ns - unix_ns();
+    if wait > 0 {
+        std::thread::sleep(Duration::from_nanos(wait as u64));
+    }
+    let threads = if r.threads == 0 { host::cores() } else { r.threads as usize };
+    let cfg = StepConfig {
+        workload: w,
+        workers: r.workers,
+        backend,
+        threads,
+        targets,
+        stop: &stop,
+        faults: &[],
+        verify: None,
+    };
+    let mut streamer = Streamer { tx, stop: &stop };
+    let done = match run_step(&cfg, &mut streamer) {
+        Ok(rec) => pb::Done { interrupted: rec.interrupted, error: String::new(), input: false },
+        Err(e) => pb::Done { interrupted: true, error: e.to_string(), input: e.is_input_error() },
+    };
+    streamer.send(pb::step_event::Event::Done(done));
+}
+
+/// Serves until `shutdown` completes; `bound` learns the address listened on (port 0 picks a
+/// free port).
+pub async fn serve(
+    cfg: AgentConfig,
+    bound: impl FnOnce(SocketAddr),
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), NetError> {
+    let allow = cfg
+        .allow
+        .iter()
+        .map(|p| glob::Pattern::new(p).map_err(|e| NetError::Input(format!("--allow {p}: {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let service = Service { allow, allow_write: cfg.allow_write, busy: Arc::new(tokio::sync::Mutex::new(())) };
+    let token = Arc::new(cfg.token);
+    let mut builder = Server::builder();
+    if let Some(tls) = &cfg.tls {
+        let mut t = ServerTlsConfig::new().identity(Identity::from_pem(&tls.cert_pem, &tls.key_pem));
+        if let Some(ca) = &tls.client_ca_pem {
+            t = t.client_ca_root(Certificate::from_pem(ca));
+        }
+        builder = builder.tls_config(t).map_err(|e| NetError::Input(format!("TLS set-up failed: {e}")))?;
+    }
+    let listener = tokio::net::TcpListener::bind(cfg.listen)
+        .await
+        .map_err(|e| NetError::Input(format!("cannot listen on {}: {e}", cfg.listen)))?;
+    let addr = listener.local_addr().map_err(|e| NetError::Failed(format!("listening socket: {e}")))?;
+    bound(addr);
+    builder
+        .add_service(AgentServer::with_interceptor(service, auth::checker(token)))
+        .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), shutdown)
+        .await
+        .map_err(|e| NetError::Failed(format!("agent on {addr}: {e}")))
+}

@@ -1,0 +1,47 @@
+//! The token every call carries, compared in constant time.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use subtle::ConstantTimeEq;
+use tonic::{Request, Status};
+
+use crate::NetError;
+
+/// Reads a token file: its first line, trimmed; at least 16 characters.
+pub fn read_token(path: &Path) -> Result<String, NetError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| NetError::Input(format!("cannot read token file {}: {e}", path.display())))?;
+    let token = text.lines().next().unwrap_or("").trim().to_string();
+    if token.len() < 16 {
+        return Err(NetError::Input(format!(
+            "token file {} holds no token of at least 16 characters (`iocurve certs init DIR` writes one)",
+            path.display()
+        )));
+    }
+    Ok(token)
+}
+
+/// The interceptor of the agent: a call without the right token is refused before it runs.
+pub fn checker(token: Arc<String>) -> impl Fn(Request<()>) -> Result<Request<()>, Status> + Clone {
+    move |req: Request<()>| {
+        let given = req.metadata().get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("");
+        let given = given.strip_prefix("Bearer ").unwrap_or("");
+        if bool::from(given.as_bytes().ct_eq(token.as_bytes())) {
+            Ok(req)
+        } else {
+            Err(Status::unauthenticated("wrong or missing token"))
+        }
+    }
+}
+
+/// The interceptor of the client: adds the token to every call.
+pub fn bearer(token: Arc<String>) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone {
+    move |mut req: Request<()>| {
+        let value = format!("Bearer {token}")
+            .parse()
+            .map_err(|_| Status::invalid_argument("the token holds characters that cannot travel in a header"))?;
+        req.metadata_mut().insert("authorization", value);
+        Ok(req)
+    }
+}

@@ -1,0 +1,36 @@
+//! Multi-host runs: the agent service and its client.
+//!
+//! An agent (`iocurve agent`) runs steps on its own targets for a coordinator that proves it
+//! holds the token, over gRPC with TLS (mutual TLS optional). The coordinator starts every
+//! agent's step at one moment (each agent's clock offset measured by pings), receives every
+//! interval as it finishes — histograms serialized, so merging is exact — and merges them.
+//! Nothing here measures or analyses: the engine measures, the analysis judges.
+
+pub mod agent;
+pub mod auth;
+pub mod certs;
+pub mod client;
+pub mod wire;
+
+/// The protocol version: both sides refuse a peer that speaks another.
+pub const PROTOCOL: u32 = 1;
+
+/// Generated from proto/agent.proto.
+pub mod pb {
+    tonic::include_proto!("iocurve.agent.v1");
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum NetError {
+    /// Bad input: options, certificates, a refused target, a protocol mismatch (exit code 2).
+    #[error("{0}")]
+    Input(String),
+    /// The network or an agent failed (exit code 1).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Nanoseconds since the Unix epoch on this host's clock.
+pub fn unix_ns() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+}

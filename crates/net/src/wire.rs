@@ -1,0 +1,97 @@
+//! Intervals on the wire: every figure the engine measured, histograms in HdrHistogram's own
+//! serialization, so that the coordinator merges them exactly (aggregate percentiles come from
+//! merged histograms, never from averaged percentiles).
+
+use iocurve_stats::{CpuUsage, DirStats, ErrorCounts, IntervalStats, LatencyHistogram, Sample};
+
+use crate::pb;
+
+fn dir_to(d: &DirStats) -> pb::Direction {
+    pb::Direction {
+        hist: d.hist.to_bytes(),
+        ops: d.ops,
+        bytes: d.bytes,
+        errors: d.errors.0.iter().map(|&(target, errno, count)| pb::ErrorCount { target, errno, count }).collect(),
+    }
+}
+
+fn dir_from(d: Option<&pb::Direction>) -> Result<DirStats, String> {
+    let Some(d) = d else { return Ok(DirStats::default()) };
+    let mut errors = ErrorCounts::default();
+    for e in &d.errors {
+        errors.add(e.target, e.errno, e.count);
+    }
+    Ok(DirStats { hist: LatencyHistogram::from_bytes(&d.hist)?, ops: d.ops, bytes: d.bytes, errors })
+}
+
+pub fn interval_to(index: u32, s: &IntervalStats, cpu: &CpuUsage, duration_s: f64) -> pb::Interval {
+    pb::Interval {
+        index,
+        read: Some(dir_to(&s.read)),
+        write: Some(dir_to(&s.write)),
+        samples: s
+            .samples
+            .iter()
+            .map(|x| pb::Sample {
+                ops: x.ops,
+                bytes: x.bytes,
+                lat_sum_ns: x.lat_sum_ns,
+                lat_max_ns: x.lat_max_ns,
+                errors: x.errors,
+            })
+            .collect(),
+        cpu_user: cpu.user,
+        cpu_system: cpu.system,
+        cpu_iowait: cpu.iowait,
+        duration_s,
+        max_gap_ns: s.max_gap_ns,
+        faults_injected: s.faults_injected,
+    }
+}
+
+/// An interval as the agent measured it: (index, stats, host CPU, duration).
+pub fn interval_from(i: &pb::Interval) -> Result<(u32, IntervalStats, CpuUsage, f64), String> {
+    let stats = IntervalStats {
+        read: dir_from(i.read.as_ref())?,
+        write: dir_from(i.write.as_ref())?,
+        samples: i
+            .samples
+            .iter()
+            .map(|x| Sample {
+                ops: x.ops,
+                bytes: x.bytes,
+                lat_sum_ns: x.lat_sum_ns,
+                lat_max_ns: x.lat_max_ns,
+                errors: x.errors,
+            })
+            .collect(),
+        max_gap_ns: i.max_gap_ns,
+        faults_injected: i.faults_injected,
+        verify: Default::default(),
+    };
+    let cpu = CpuUsage { user: i.cpu_user, system: i.cpu_system, iowait: i.cpu_iowait };
+    Ok((i.index, stats, cpu, i.duration_s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interval_crosses_the_wire_unchanged() {
+        let mut s = IntervalStats::with_samples(2);
+        for i in 0..1000 {
+            s.read.record(1000 + i * 37, 4096);
+            s.samples[(i % 2) as usize].record(1000 + i * 37, 4096);
+        }
+        s.write.record(55_555, 8192);
+        s.write.errors.add(1, 5, 3);
+        s.max_gap_ns = Some(123);
+        s.faults_injected = 3;
+        let cpu = CpuUsage { user: 1.5, system: 2.5, iowait: 0.5 };
+        let (idx, back, cpu2, d) = interval_from(&interval_to(4, &s, &cpu, 0.5)).unwrap();
+        assert_eq!((idx, d), (4, 0.5));
+        assert_eq!(back, s);
+        assert_eq!(cpu2, cpu);
+    }
+}
