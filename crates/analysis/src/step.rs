@@ -275,6 +275,9 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
     if let Some(v) = s.verify.as_ref().filter(|v| v.problems() > 0) {
         flag("verify", format!("verification: {}; first: {}", v.describe(), v.examples.join("; ")));
     }
+    for (code, message) in &rec.notes {
+        flag(code, message.clone());
+    }
     if s.longest_stall_s >= STALL_S {
         flag("stall", format!("no I/O completed for {:.1} s", s.longest_stall_s));
     }

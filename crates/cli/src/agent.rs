@@ -30,7 +30,17 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
     if args.allow.is_empty() {
         eprintln!("WARNING: no --allow: this agent refuses every target");
     }
-    let cfg = AgentConfig { listen: args.listen, token, tls, allow: args.allow, allow_write: args.allow_write };
+    if !(args.lease_s >= 1.0 && args.lease_s <= 3600.0) {
+        return Err(CliError::Usage(format!("--lease-s {} must be 1 to 3600 seconds", args.lease_s)));
+    }
+    let cfg = AgentConfig {
+        listen: args.listen,
+        token,
+        tls,
+        allow: args.allow,
+        allow_write: args.allow_write,
+        lease: std::time::Duration::from_secs_f64(args.lease_s),
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -132,6 +132,15 @@ pub enum ExportFormat {
     FioJson,
 }
 
+/// What losing an agent mid-run does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HostLoss {
+    /// The other hosts carry on; the step is flagged `host_lost`.
+    Continue,
+    /// End the run (exit code 1), keeping what finished.
+    Abort,
+}
+
 /// The point of each workload that `compare` uses.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum AtArg {
@@ -261,6 +270,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub insecure: bool,
 
+    /// What losing an agent mid-run does: continue (the others carry on; the step is flagged)
+    /// or abort (end the run, exit code 1).
+    #[arg(long = "on-host-loss", value_enum, default_value = "continue")]
+    pub on_host_loss: HostLoss,
+
     /// Where verifying runs keep the map of acknowledged writes (saved at every interval end;
     /// a later run on the same targets continues with it).
     #[arg(long = "verify-map", default_value = "iocurve-verify.map", value_name = "FILE")]
@@ -347,6 +361,10 @@ pub struct AgentArgs {
     /// Listen without TLS (the token travels in plain text).
     #[arg(long)]
     pub insecure: bool,
+    /// Seconds without the coordinator (connection closed, or keep-alive pings unanswered)
+    /// after which a running step stops all I/O.
+    #[arg(long = "lease-s", default_value_t = 10.0, value_name = "S")]
+    pub lease_s: f64,
 }
 
 #[derive(Debug, Args)]

@@ -13,7 +13,7 @@ use iocurve_net::{NetError, auth, certs};
 use iocurve_plan::{Plan, Workload};
 
 use crate::CliError;
-use crate::cli::RunArgs;
+use crate::cli::{HostLoss, RunArgs};
 
 impl From<NetError> for CliError {
     fn from(e: NetError) -> Self {
@@ -30,6 +30,7 @@ pub struct Cluster {
     /// Per agent, its target paths.
     targets: Vec<Vec<String>>,
     scratch_size: u64,
+    abort_on_host_loss: bool,
 }
 
 /// How the coordinator reaches the agents, from the options (token, CA, client certificate).
@@ -104,7 +105,7 @@ impl Cluster {
                 r.rtt_ns as f64 / 1e6
             );
         }
-        Ok(Cluster { rt, remotes, targets, scratch_size })
+        Ok(Cluster { rt, remotes, targets, scratch_size, abort_on_host_loss: args.on_host_loss == HostLoss::Abort })
     }
 
     /// The targets of every agent, named `ADDR:PATH`.
@@ -144,8 +145,15 @@ impl Cluster {
             threads: w.threads,
             backend: w.backend.name(),
             lead: Duration::from_millis(500),
+            abort_on_host_loss: self.abort_on_host_loss,
         };
-        Ok(self.rt.block_on(client::run_step(&mut self.remotes, &spec, obs, stop))?)
+        let m = self.rt.block_on(client::run_step(&mut self.remotes, &spec, obs, stop))?;
+        // A lost agent sits out the rest of the run (its figures so far are kept).
+        for &(i, _) in m.lost.iter().rev() {
+            self.remotes.remove(i);
+            self.targets.remove(i);
+        }
+        Ok(m)
     }
 }
 

@@ -404,6 +404,7 @@ fn execute(
                         stop: &signals::STOP,
                         faults: &plan.faults,
                         verify: verification.map(|v| v.map.clone()),
+                        abort: None,
                     };
                     run_step(&cfg, &mut rec).map(|r| (r, None)).map_err(CliError::Engine)
                 }
@@ -421,7 +422,7 @@ fn execute(
             match outcome {
                 Ok((r, multi)) => {
                     if let Some(id) = step_id
-                        && let Err(e) = store.end_step(id, r.interrupted)
+                        && let Err(e) = store.end_step(id, r.interrupted, &r.notes)
                     {
                         error = Some(store_error(e));
                     }

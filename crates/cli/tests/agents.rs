@@ -192,3 +192,104 @@ fn an_agent_needs_tls_or_an_explicit_insecure() {
     let o = iocurve(dir.path(), &["certs", "init", "certs"]);
     input_error(&o, &["already holds certificates"]);
 }
+
+/// Sectors read from a block device so far (/proc/diskstats).
+fn sectors_read(dev: &str) -> u64 {
+    let name = dev.trim_start_matches("/dev/");
+    let stats = std::fs::read_to_string("/proc/diskstats").unwrap();
+    let line = stats.lines().find(|l| l.split_whitespace().nth(2) == Some(name)).expect("the device is listed");
+    line.split_whitespace().nth(5).unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_killed_agent_is_marked_lost_and_the_others_carry_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let mut agents = Vec::new();
+    let mut hosts = Vec::new();
+    for name in ["a", "b"] {
+        let d = dir.path().join(name);
+        std::fs::create_dir(&d).unwrap();
+        let a = AgentProc::start(&d, &c, &format!("{}/*", d.display()), &[]);
+        hosts.push((a.addr.clone(), d.join("t.dat")));
+        agents.push(a);
+    }
+    let mut text = String::from("targets = [\"unused\"]\n");
+    for (addr, t) in &hosts {
+        text.push_str(&format!("[[hosts]]\naddress = \"{addr}\"\ntargets = [\"{}\"]\n", t.display()));
+    }
+    text.push_str("[[workloads]]\nname = \"rr\"\nramp = [1, 2]\nwarmup_s = 0.2\nintervals = 6\ninterval_s = 0.5\n");
+    std::fs::write(dir.path().join("plan.toml"), text).unwrap();
+    for (policy, code) in [("continue", 0), ("abort", 1)] {
+        let coord = Command::new(bin())
+            .args(["run", "plan.toml", "--size", "64m", "--json", "r.json", "--on-host-loss", policy, "--ca"])
+            .arg(c.join("ca.pem"))
+            .arg("--token-file")
+            .arg(c.join("token"))
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Into the first step (connection, 0.5 s lead, 0.2 s warm-up), then SIGKILL agent b.
+        std::thread::sleep(std::time::Duration::from_millis(1700));
+        let mut b = agents.pop().unwrap();
+        b.child.kill().unwrap();
+        b.child.wait().unwrap();
+        let o = coord.wait_with_output().unwrap();
+        let out = format!("{}\n{}", stdout(&o), stderr(&o));
+        assert_eq!(o.status.code(), Some(code), "{policy}: {out}");
+        assert!(out.contains(&format!("agent {} lost", b.addr)), "{policy}: {out}");
+        if policy == "continue" {
+            let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+            let s = steps(&r, 0);
+            let flag = s[0]["flags"].as_array().unwrap().iter().find(|f| f["code"] == "host_lost").expect("flagged");
+            assert!(flag["message"].as_str().unwrap().contains(&b.addr), "{flag}");
+            assert_eq!(s[0]["intervals"].as_array().unwrap().len(), 6, "every interval of the step was merged");
+            assert_eq!(s[1]["hosts"].as_array().unwrap().len(), 1, "the next step runs on the agent left");
+            let o = iocurve(dir.path(), &["report", "1", "-o", "r.html"]);
+            assert!(o.status.success(), "{}", stderr(&o));
+            let page = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+            assert!(page.contains("host_lost") && page.contains("lost"), "the report says so");
+            // A restarted agent serves the next run.
+            let d = dir.path().join("b");
+            agents.push(AgentProc::start(&d, &c, &format!("{}/*", d.display()), &[]));
+            let new_addr = agents[1].addr.clone();
+            let t = std::fs::read_to_string(dir.path().join("plan.toml")).unwrap().replace(&b.addr, &new_addr);
+            std::fs::write(dir.path().join("plan.toml"), t).unwrap();
+        }
+    }
+}
+
+#[test]
+fn an_agent_whose_coordinator_dies_stops_its_io() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let dev = Loop::new(256 << 20, &[]);
+    let agent = AgentProc::start(dir.path(), &c, dev.path(), &["--lease-s", "3"]);
+    plan(dir.path(), &[(agent.addr.as_str(), PathBuf::from(dev.path()))]);
+    let text = std::fs::read_to_string(dir.path().join("plan.toml")).unwrap();
+    let text = text.replace("read_pct = 70", "read_pct = 100").replace("intervals = 2", "intervals = 60");
+    std::fs::write(dir.path().join("plan.toml"), text).unwrap();
+    let mut coord = Command::new(bin())
+        .args(["run", "plan.toml", "--ca"])
+        .arg(c.join("ca.pem"))
+        .arg("--token-file")
+        .arg(c.join("token"))
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    let before = sectors_read(dev.path());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(sectors_read(dev.path()) > before, "the agent reads while the coordinator lives");
+    coord.kill().unwrap(); // SIGKILL
+    coord.wait().unwrap();
+    // Within the lease (3 s) the agent has stopped: its device sees no more reads.
+    std::thread::sleep(std::time::Duration::from_millis(3000));
+    let a = sectors_read(dev.path());
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    assert_eq!(sectors_read(dev.path()), a, "no I/O after the coordinator is gone");
+}

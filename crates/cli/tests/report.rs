@@ -202,7 +202,7 @@ fn generate_run(db: &Path, workloads: usize, steps: usize) -> i64 {
                 store.add_interval(step, k, &stats, &cpu, 60.0).unwrap();
                 rec.push_interval(stats, cpu, 60.0);
             }
-            store.end_step(step, false).unwrap();
+            store.end_step(step, false, &[]).unwrap();
         }
     }
     store.finish_run(run, "complete", "2026-11-21T17:00:00.000Z", "").unwrap();

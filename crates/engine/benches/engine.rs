@@ -84,6 +84,7 @@ fn null_loop(c: &mut Criterion) {
                     stop: &stop,
                     faults: &[],
                     verify: None,
+                    abort: None,
                 };
                 let rec = run_step(&cfg, &mut NoObserver).unwrap();
                 // One iteration = one I/O: scale the measured time per I/O to `iters`.

@@ -39,6 +39,9 @@ pub struct StepConfig<'a> {
     pub faults: &'a [Fault],
     /// The verification map, for workloads with `verify`.
     pub verify: Option<Arc<GenMap>>,
+    /// Stops issuing at once when set (unlike `stop`, which finishes the interval); the
+    /// intervals finished before are kept.
+    pub abort: Option<Arc<AtomicBool>>,
 }
 
 /// Sees a step as it runs: for progress lines and for writing intervals to the store while the
@@ -148,6 +151,7 @@ struct Parts {
     errors: Arc<ErrorState>,
     faults: Arc<[ActiveFault]>,
     verify: Option<Arc<GenMap>>,
+    abort: Option<Arc<AtomicBool>>,
 }
 
 impl Parts {
@@ -160,6 +164,9 @@ impl Parts {
         s.errors = self.errors;
         s.injected = injected;
         s.verify = self.verify;
+        if let Some(a) = self.abort {
+            s.abort = a;
+        }
         s
     }
 }
@@ -244,6 +251,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
             let bodies = bodies.clone();
             let (faults, errors) = (faults.clone(), errors.clone());
             let verify = if w.verify { cfg.verify.clone() } else { None };
+            let abort = cfg.abort.clone();
             let builder = std::thread::Builder::new().name(format!("iocurve-io{ti}")).stack_size(256 << 10);
             let spawned = builder.spawn_scoped(scope, move || {
                 let send = |m: Msg| {
@@ -259,7 +267,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
                 }
                 let start = || gate.arrive().map(|t0| Schedule::new(t0, w));
                 let n = workers.len();
-                let parts = Parts { opgen, rng, pool, data, workers, errors, faults, verify };
+                let parts = Parts { opgen, rng, pool, data, workers, errors, faults, verify, abort };
                 let result = match backend {
                     Backend::IoUring => match UringBackend::new(n, &fds, (parts.pool.base(), parts.pool.total_len())) {
                         Ok(b) => {

@@ -101,6 +101,9 @@ pub(crate) struct Slots<B: Backend> {
     pub injected: Arc<AtomicU64>,
     /// The verification map (verifying workloads only).
     pub verify: Option<Arc<GenMap>>,
+    /// Set to stop issuing at once (an agent that lost its coordinator), not at the next
+    /// interval boundary: the unfinished interval is dropped.
+    pub abort: Arc<AtomicBool>,
     /// Per slot: the claimed block and the generation it had / is being written with.
     claimed: Vec<(u64, u16, u16)>,
     ops: Vec<IoOp>,
@@ -120,6 +123,7 @@ impl<B: Backend> Slots<B> {
             errors: Arc::new(ErrorState::new(OnError::Continue, Vec::new())),
             injected: Arc::new(AtomicU64::new(0)),
             verify: None,
+            abort: Arc::new(AtomicBool::new(false)),
             claimed: vec![(0, 0, 0); n],
             ops: vec![IoOp::default(); n],
             started: vec![0; n],
@@ -275,6 +279,9 @@ pub(crate) fn run<B: Backend>(
             s.backend.submit_and_wait(wait).map_err(|e| (e, inflight))?;
         }
         now = clock();
+        if issuing && s.abort.load(Ordering::Relaxed) {
+            issuing = false;
+        }
         while issuing && now >= next_boundary {
             let injected = s.injected.swap(0, Ordering::Relaxed);
             if phase >= 0 {

@@ -35,6 +35,8 @@ pub struct AgentConfig {
     pub allow: Vec<String>,
     /// Paths this agent may write to despite the safety rules.
     pub allow_write: Vec<PathBuf>,
+    /// A coordinator silent this long is gone: its step stops at once.
+    pub lease: Duration,
 }
 
 struct Service {
@@ -152,17 +154,18 @@ impl Agent for Service {
     }
 }
 
-/// Streams a step's events to the coordinator; a closed stream (the coordinator is gone)
-/// stops the step at its next interval boundary.
+/// Streams a step's events to the coordinator. A closed stream — the coordinator is gone:
+/// killed, or silent past the lease (HTTP/2 keep-alive pings unanswered) — stops the step's I/O
+/// at once.
 struct Streamer<'a> {
     tx: &'a mpsc::Sender<Result<pb::StepEvent, Status>>,
-    stop: &'a AtomicBool,
+    abort: &'a AtomicBool,
 }
 
 impl Streamer<'_> {
     fn send(&self, event: pb::step_event::Event) {
         if self.tx.blocking_send(Ok(pb::StepEvent { event: Some(event) })).is_err() {
-            self.stop.store(true, Ordering::Relaxed);
+            self.abort.store(true, Ordering::Relaxed);
         }
     }
 }
@@ -177,8 +180,8 @@ impl StepObserver for Streamer<'_> {
     }
 
     fn progress(&mut self, _p: &StepProgress) {
-        if self.tx.is_closed() {
-            self.stop.store(true, Ordering::Relaxed);
+        if self.tx.is_closed() && !self.abort.swap(true, Ordering::Relaxed) {
+            eprintln!("coordinator gone: step stopped");
         }
     }
 
@@ -195,9 +198,14 @@ fn run_blocking(
     tx: &mpsc::Sender<Result<pb::StepEvent, Status>>,
 ) {
     let stop = AtomicBool::new(false);
-    let wait = r.start_at_unix_ns - unix_ns();
-    if wait > 0 {
-        std::thread::sleep(Duration::from_nanos(wait as u64));
+    let abort = Arc::new(AtomicBool::new(false));
+    // Wait for the start, unless the coordinator goes away meanwhile.
+    while unix_ns() < r.start_at_unix_ns {
+        if tx.is_closed() {
+            return;
+        }
+        let left = (r.start_at_unix_ns - unix_ns()).max(0) as u64;
+        std::thread::sleep(Duration::from_nanos(left.min(50_000_000)));
     }
     let threads = if r.threads == 0 { host::cores() } else { r.threads as usize };
     let cfg = StepConfig {
@@ -209,8 +217,9 @@ fn run_blocking(
         stop: &stop,
         faults: &[],
         verify: None,
+        abort: Some(abort.clone()),
     };
-    let mut streamer = Streamer { tx, stop: &stop };
+    let mut streamer = Streamer { tx, abort: &abort };
     let done = match run_step(&cfg, &mut streamer) {
         Ok(rec) => pb::Done { interrupted: rec.interrupted, error: String::new(), input: false },
         Err(e) => pb::Done { interrupted: true, error: e.to_string(), input: e.is_input_error() },
@@ -232,7 +241,9 @@ pub async fn serve(
         .collect::<Result<Vec<_>, _>>()?;
     let service = Service { allow, allow_write: cfg.allow_write, busy: Arc::new(tokio::sync::Mutex::new(())) };
     let token = Arc::new(cfg.token);
-    let mut builder = Server::builder();
+    // HTTP/2 pings find a silent coordinator (a cut link sends no FIN) within the lease.
+    let third = cfg.lease / 3;
+    let mut builder = Server::builder().http2_keepalive_interval(Some(third)).http2_keepalive_timeout(Some(third));
     if let Some(tls) = &cfg.tls {
         let mut t = ServerTlsConfig::new().identity(Identity::from_pem(&tls.cert_pem, &tls.key_pem));
         if let Some(ca) = &tls.client_ca_pem {

@@ -60,7 +60,10 @@ pub async fn connect(addr: &str, cfg: &ClientConfig, pings: usize) -> Result<Rem
     let mut ep = Endpoint::from_shared(format!("{scheme}://{addr}"))
         .map_err(|e| NetError::Input(format!("host {addr} is not an address (HOST:PORT): {e}")))?
         .connect_timeout(Duration::from_secs(5))
-        .timeout(Duration::from_secs(30));
+        // An agent silent for ~3 s (pings unanswered) is lost.
+        .http2_keep_alive_interval(Duration::from_secs(1))
+        .keep_alive_timeout(Duration::from_secs(2))
+        .keep_alive_while_idle(true);
     if !cfg.insecure {
         let ca = cfg.ca_pem.as_ref().ok_or_else(|| {
             NetError::Input(
@@ -148,6 +151,8 @@ pub struct MultiStep {
     pub hosts: Vec<HostStep>,
     /// Latest minus earliest start across hosts, in µs.
     pub start_spread_us: f64,
+    /// Agents lost during the step: (index, seconds into the step).
+    pub lost: Vec<(usize, f64)>,
 }
 
 /// The parameters of a step sent to every agent.
@@ -161,6 +166,8 @@ pub struct StepSpec<'a> {
     pub backend: &'a str,
     /// How long before the start the agents get the request (covers connection set-up).
     pub lead: Duration,
+    /// A lost agent ends the step with an error (else the others carry on).
+    pub abort_on_host_loss: bool,
 }
 
 /// Runs a step on every agent at one moment and merges the intervals as they arrive: interval
@@ -197,6 +204,7 @@ pub async fn run_step(
     let mut pending: Vec<Vec<Option<(IntervalStats, CpuUsage, f64)>>> = vec![vec![None; n]; intervals];
     let mut merged: Option<StepRecord> = None;
     let mut done = vec![false; n];
+    let mut lost: Vec<Option<f64>> = vec![None; n];
     let mut failure: Option<NetError> = None;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<(usize, Result<Option<pb::StepEvent>, tonic::Status>)>(64);
     for (i, mut s) in streams.into_iter().enumerate() {
@@ -239,19 +247,27 @@ pub async fn run_step(
         let Some((h, m)) = msg else { break };
         let event = match m {
             Ok(Some(e)) => e.event,
-            Ok(None) => {
-                if !done[h] {
+            Ok(None) | Err(_) if done[h] => None,
+            // The agent is gone (killed, cut off): the others carry on unless told otherwise.
+            other => {
+                let why = match other {
+                    Err(e) => e.message().to_string(),
+                    _ => "the stream ended without a result".into(),
+                };
+                let at = t0.elapsed().as_secs_f64() - spec.lead.as_secs_f64();
+                done[h] = true;
+                if spec.abort_on_host_loss {
                     failure.get_or_insert(NetError::Failed(format!(
-                        "agent {} ended the step without a result",
+                        "agent {} lost {at:.1} s into the step ({why}); --on-host-loss abort ends the run",
                         remotes[h].addr
                     )));
-                    done[h] = true;
+                } else {
+                    eprintln!(
+                        "WARNING: agent {} lost {at:.1} s into the step ({why}); the others carry on",
+                        remotes[h].addr
+                    );
+                    lost[h] = Some(at.max(0.0));
                 }
-                None
-            }
-            Err(e) => {
-                failure.get_or_insert(failed(&remotes[h].addr, "step", e));
-                done[h] = true;
                 None
             }
         };
@@ -275,26 +291,6 @@ pub async fn run_step(
                 if let Some(slot) = pending.get_mut(idx as usize) {
                     slot[h] = Some((stats, cpu, dur));
                 }
-                // Hand on, in order, every interval all hosts reported.
-                while next_merge < intervals && pending[next_merge].iter().all(Option::is_some) {
-                    let parts: Vec<_> = pending[next_merge].iter_mut().map(|p| p.take().expect("checked")).collect();
-                    let mut all = IntervalStats::default();
-                    let mut cpu = CpuUsage::default();
-                    for (k, (s, c, d)) in parts.into_iter().enumerate() {
-                        all.merge(&s);
-                        cpu.user += c.user / n as f64;
-                        cpu.system += c.system / n as f64;
-                        cpu.iowait += c.iowait / n as f64;
-                        if let Some(r) = hosts[k].as_mut() {
-                            r.push_interval(s, c, d);
-                        }
-                    }
-                    obs.interval(next_merge as u32, &all, &cpu, w.interval_s);
-                    if let Some(m) = merged.as_mut() {
-                        m.push_interval(all, cpu, w.interval_s);
-                    }
-                    next_merge += 1;
-                }
             }
             Some(pb::step_event::Event::Done(d)) => {
                 done[h] = true;
@@ -304,6 +300,31 @@ pub async fn run_step(
                 }
             }
             None => {}
+        }
+        // Hand on, in order, every interval all hosts still there reported.
+        while next_merge < intervals
+            && pending[next_merge].iter().zip(&lost).all(|(p, l)| p.is_some() || l.is_some())
+            && lost.iter().any(Option::is_none)
+        {
+            let parts: Vec<_> = pending[next_merge].iter_mut().map(Option::take).collect();
+            let reporting = parts.iter().filter(|p| p.is_some()).count().max(1) as f64;
+            let mut all = IntervalStats::default();
+            let mut cpu = CpuUsage::default();
+            for (k, part) in parts.into_iter().enumerate() {
+                let Some((s, c, d)) = part else { continue };
+                all.merge(&s);
+                cpu.user += c.user / reporting;
+                cpu.system += c.system / reporting;
+                cpu.iowait += c.iowait / reporting;
+                if let Some(r) = hosts[k].as_mut() {
+                    r.push_interval(s, c, d);
+                }
+            }
+            obs.interval(next_merge as u32, &all, &cpu, w.interval_s);
+            if let Some(m) = merged.as_mut() {
+                m.push_interval(all, cpu, w.interval_s);
+            }
+            next_merge += 1;
         }
         if done.iter().all(|&d| d) {
             break;
@@ -315,8 +336,22 @@ pub async fn run_step(
     if let Some(f) = failure {
         return Err(f);
     }
+    if lost.iter().all(Option::is_some) {
+        return Err(NetError::Failed("every agent was lost during the step".into()));
+    }
     let mut merged = merged.ok_or_else(|| NetError::Failed("no agent started the step".into()))?;
     merged.interrupted = merged.intervals.len() < intervals;
+    for (i, at) in lost.iter().enumerate() {
+        if let Some(at) = at {
+            merged.notes.push((
+                "host_lost".into(),
+                format!(
+                    "agent {} lost {at:.1} s into the step: from then on the figures come from the other hosts",
+                    remotes[i].addr
+                ),
+            ));
+        }
+    }
     let spread = started.iter().max().unwrap_or(&0) - started.iter().min().unwrap_or(&0);
     let hosts = hosts
         .into_iter()
@@ -332,5 +367,6 @@ pub async fn run_step(
             }
         })
         .collect();
-    Ok(MultiStep { merged, hosts, start_spread_us: spread as f64 / 1000.0 })
+    let lost = lost.iter().enumerate().filter_map(|(i, l)| l.map(|at| (i, at))).collect();
+    Ok(MultiStep { merged, hosts, start_spread_us: spread as f64 / 1000.0, lost })
 }

@@ -39,6 +39,9 @@ pub struct StepRecord {
     pub total: IntervalStats,
     /// Stopped before all planned intervals ran.
     pub interrupted: bool,
+    /// What happened around the measurement that the figures cannot tell, as (code, message):
+    /// e.g. an agent lost mid-step. The analysis shows them as flags.
+    pub notes: Vec<(String, String)>,
 }
 
 impl StepRecord {
@@ -53,6 +56,7 @@ impl StepRecord {
             intervals: Vec::new(),
             total: IntervalStats::default(),
             interrupted: false,
+            notes: Vec::new(),
         }
     }
 

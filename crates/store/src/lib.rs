@@ -30,6 +30,7 @@ const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA
 /// v6: multi-host steps record how many hosts ran them (workers are per host).
 const SCHEMA_V6: &str = "
 ALTER TABLE steps ADD COLUMN hosts INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE steps ADD COLUMN notes TEXT NOT NULL DEFAULT '';  -- code<TAB>message per line (e.g. host_lost)
 ";
 
 /// v5: verification figures per interval.
@@ -347,8 +348,13 @@ impl Store {
         tx.commit().map_err(wrap)
     }
 
-    pub fn end_step(&self, step_id: i64, interrupted: bool) -> Result<()> {
-        let x = self.conn.execute("UPDATE steps SET interrupted = ?1 WHERE id = ?2", params![interrupted, step_id]);
+    /// Marks a step finished, with the notes of its record (see `StepRecord::notes`).
+    pub fn end_step(&self, step_id: i64, interrupted: bool, notes: &[(String, String)]) -> Result<()> {
+        let text: Vec<String> = notes.iter().map(|(c, m)| format!("{}\t{}", c, m.replace(['\n', '\t'], " "))).collect();
+        let x = self.conn.execute(
+            "UPDATE steps SET interrupted = ?1, notes = ?2 WHERE id = ?3",
+            params![interrupted, text.join("\n"), step_id],
+        );
         self.sql(x).map(drop)
     }
 
@@ -470,11 +476,14 @@ impl Store {
 
     fn load_steps(&self, workload_id: i64) -> Result<Vec<StepRecord>> {
         let mut st = self.sql(self.conn.prepare(
-            "SELECT id, workers, queue_depth, threads, interval_s, sample_s, interrupted, hosts FROM steps WHERE workload_id = ?1 ORDER BY idx",
+            "SELECT id, workers, queue_depth, threads, interval_s, sample_s, interrupted, hosts, notes FROM steps WHERE workload_id = ?1 ORDER BY idx",
         ))?;
         let rows = st.query_map([workload_id], |r| {
             let mut rec = StepRecord::new(r.get(1)?, r.get(2)?, r.get::<_, i64>(3)? as usize, r.get(4)?, r.get(5)?);
             rec.hosts = r.get(7)?;
+            let notes: String = r.get(8)?;
+            rec.notes =
+                notes.lines().filter_map(|l| l.split_once('\t').map(|(c, m)| (c.to_string(), m.to_string()))).collect();
             Ok((r.get::<_, i64>(0)?, rec, r.get::<_, Option<bool>>(6)?))
         });
         let rows: Vec<_> = self.sql(rows.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?;
@@ -584,7 +593,7 @@ mod tests {
         for (i, s) in ivs.iter().enumerate() {
             st.add_interval(step, i as u32, s, &cpu, 1.0).unwrap();
         }
-        st.end_step(step, false).unwrap();
+        st.end_step(step, false, &[]).unwrap();
         st.finish_run(run, "complete", "t", "w 1 IOPS").unwrap();
 
         let back = st.load(run).unwrap();
@@ -689,7 +698,7 @@ mod tests {
                         .unwrap();
                 }
             }
-            st.end_step(step, false).unwrap();
+            st.conn.execute("UPDATE steps SET interrupted = 0 WHERE id = ?1", [step]).unwrap();
             st.conn.execute("UPDATE runs SET status = 'complete', finished_at = 't' WHERE id = ?1", [run]).unwrap();
             run
         };
