@@ -11,7 +11,50 @@ use std::process::{Child, Command, Stdio};
 use serde_json::Value;
 use util::*;
 
-/// An `iocurve agent` on a free loopback port, stopped on drop.
+/// A network namespace joined to this one by a veth pair: its own host on 10.77.N.2, reached
+/// from here through 10.77.N.1. Removed on drop.
+struct Netns {
+    name: String,
+    outer: String,
+    addr: String,
+}
+
+fn ip(args: &[&str]) {
+    let o = Command::new("ip").args(args).output().expect("ip runs");
+    assert!(o.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+impl Netns {
+    fn new(n: u32) -> Netns {
+        let id = std::process::id() % 10_000;
+        let name = format!("iocv{id}n{n}");
+        let (outer, inner) = (format!("iv{id}o{n}"), format!("iv{id}i{n}"));
+        let net = format!("10.77.{}", (id % 50) * 5 + n);
+        ip(&["netns", "add", &name]);
+        ip(&["link", "add", &outer, "type", "veth", "peer", "name", &inner]);
+        ip(&["link", "set", &inner, "netns", &name]);
+        ip(&["addr", "add", &format!("{net}.1/24"), "dev", &outer]);
+        ip(&["link", "set", &outer, "up"]);
+        ip(&["netns", "exec", &name, "ip", "addr", "add", &format!("{net}.2/24"), "dev", &inner]);
+        ip(&["netns", "exec", &name, "ip", "link", "set", &inner, "up"]);
+        ip(&["netns", "exec", &name, "ip", "link", "set", "lo", "up"]);
+        Netns { name, outer, addr: format!("{net}.2") }
+    }
+
+    /// Cuts the link: no packet passes, no connection is closed.
+    fn cut(&self) {
+        ip(&["link", "set", &self.outer, "down"]);
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["link", "del", &self.outer]).output();
+        let _ = Command::new("ip").args(["netns", "del", &self.name]).output();
+    }
+}
+
+/// An `iocurve agent` on a free port (on loopback, or in a namespace), stopped on drop.
 struct AgentProc {
     child: Child,
     addr: String,
@@ -19,8 +62,20 @@ struct AgentProc {
 
 impl AgentProc {
     fn start(dir: &Path, certs: &Path, allow: &str, extra: &[&str]) -> AgentProc {
-        let mut cmd = Command::new(bin());
-        cmd.args(["agent", "--listen", "127.0.0.1:0", "--token-file"])
+        Self::start_in(None, dir, certs, allow, extra)
+    }
+
+    fn start_in(ns: Option<&Netns>, dir: &Path, certs: &Path, allow: &str, extra: &[&str]) -> AgentProc {
+        let mut cmd = match ns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", &ns.name, bin()]);
+                c
+            }
+            None => Command::new(bin()),
+        };
+        let listen = format!("{}:0", ns.map_or("127.0.0.1", |n| n.addr.as_str()));
+        cmd.args(["agent", "--listen", &listen, "--token-file"])
             .arg(certs.join("token"))
             .args(["--allow", allow])
             .args(extra)
@@ -34,7 +89,7 @@ impl AgentProc {
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
         let addr = line.trim().rsplit(' ').next().unwrap_or_default().to_string();
-        assert!(addr.starts_with("127.0.0.1:"), "the agent says where it listens: {line:?}");
+        assert!(addr.starts_with(listen.trim_end_matches('0')), "the agent says where it listens: {line:?}");
         AgentProc { child, addr }
     }
 }
@@ -69,15 +124,16 @@ fn f(v: &Value) -> f64 {
 }
 
 #[test]
-fn three_agents_run_together_and_add_up_exactly() {
+fn three_agents_in_their_own_namespaces_run_together_and_add_up_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let c = certs(dir.path());
     let mut agents = Vec::new();
     let mut hosts = Vec::new();
-    for name in ["a", "b", "c"] {
+    let namespaces: Vec<Netns> = (1..=3).map(Netns::new).collect();
+    for (name, ns) in ["a", "b", "c"].into_iter().zip(&namespaces) {
         let d = dir.path().join(name);
         std::fs::create_dir(&d).unwrap();
-        let a = AgentProc::start(&d, &c, &format!("{}/*", d.display()), &[]);
+        let a = AgentProc::start_in(Some(ns), &d, &c, &format!("{}/*", d.display()), &[]);
         hosts.push((a.addr.clone(), d.join("t.dat")));
         agents.push(a);
     }
@@ -117,6 +173,42 @@ fn three_agents_run_together_and_add_up_exactly() {
     for (_, t) in &hosts {
         assert!(t.exists(), "each agent made its own target");
     }
+    drop(agents);
+}
+
+#[test]
+fn an_agent_cut_off_from_its_coordinator_stops_within_the_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let ns = Netns::new(4);
+    let dev = Loop::new(256 << 20, &[]);
+    let agent = AgentProc::start_in(Some(&ns), dir.path(), &c, dev.path(), &["--lease-s", "3"]);
+    plan(dir.path(), &[(agent.addr.as_str(), PathBuf::from(dev.path()))]);
+    let text = std::fs::read_to_string(dir.path().join("plan.toml")).unwrap();
+    let text = text.replace("read_pct = 70", "read_pct = 100").replace("intervals = 2", "intervals = 60");
+    std::fs::write(dir.path().join("plan.toml"), text).unwrap();
+    let mut coord = Command::new(bin())
+        .args(["run", "plan.toml", "--ca"])
+        .arg(c.join("ca.pem"))
+        .arg("--token-file")
+        .arg(c.join("token"))
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    let before = sectors_read(dev.path());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(sectors_read(dev.path()) > before, "the agent reads while connected");
+    // Cut the link: no FIN, no RST — only the keep-alive pings can tell.
+    ns.cut();
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    let a = sectors_read(dev.path());
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    assert_eq!(sectors_read(dev.path()), a, "no I/O once the lease ran out");
+    let _ = coord.kill();
+    let _ = coord.wait();
 }
 
 #[test]
