@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::format::{self, headline};
-use crate::terminal::pct;
+use crate::terminal::{self, pct};
 
 const TEMPLATE: &str = include_str!("../assets/report.html");
 const APP_JS: &str = include_str!("../assets/report.js");
@@ -354,27 +354,14 @@ fn summary_row(s: &Series) -> SummaryRow {
     }
 }
 
-/// The step table, as in the terminal.
+/// The step table: the terminal's columns, plus errors and the longest stall.
 fn step_rows(w: &WorkloadResult) -> Vec<Vec<String>> {
     w.steps
         .iter()
         .map(|s| {
-            vec![
-                s.workers.to_string(),
-                s.outstanding.to_string(),
-                format::iops(s.iops),
-                format::mbps_number(s.mbps),
-                format::lat_us(s.lat_us.mean),
-                format::lat_us(s.lat_us.p50),
-                format::lat_us(s.lat_us.p99),
-                format::lat_us(s.lat_us.p99_9),
-                format::lat_us(s.lat_us.max),
-                format!("{:.1}", s.cv * 100.0),
-                format!("{:.0}", s.cpu.busy()),
-                format::group(s.errors),
-                format!("{:.2}", s.longest_stall_s),
-                s.flags.iter().map(|f| f.code.as_str()).collect::<Vec<_>>().join(" "),
-            ]
+            let mut row = terminal::step_cells(s);
+            row.extend([format::group(s.errors), format!("{:.2}", s.longest_stall_s), terminal::flag_codes(s)]);
+            row
         })
         .collect()
 }

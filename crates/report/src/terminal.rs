@@ -8,8 +8,27 @@ use iocurve_analysis::{RunResult, StepResult, WorkloadResult};
 
 use crate::format::{self, headline};
 
-fn flag_codes(s: &StepResult) -> String {
+/// The flags' codes, space-separated.
+pub fn flag_codes(s: &StepResult) -> String {
     s.flags.iter().map(|f| f.code.as_str()).collect::<Vec<_>>().join(" ")
+}
+
+/// A step's figures as the step tables show them: workers, in flight, IOPS, MB/s, mean, p50,
+/// p99, p99.9 and max latency, CV %, CPU %.
+pub fn step_cells(s: &StepResult) -> Vec<String> {
+    vec![
+        s.workers.to_string(),
+        s.outstanding.to_string(),
+        format::iops(s.iops),
+        format::mbps_number(s.mbps),
+        format::lat_us(s.lat_us.mean),
+        format::lat_us(s.lat_us.p50),
+        format::lat_us(s.lat_us.p99),
+        format::lat_us(s.lat_us.p99_9),
+        format::lat_us(s.lat_us.max),
+        format!("{:.1}", s.cv * 100.0),
+        format!("{:.0}", s.cpu.busy()),
+    ]
 }
 
 pub fn step_table(w: &WorkloadResult) -> String {
@@ -30,20 +49,9 @@ pub fn step_table(w: &WorkloadResult) -> String {
         "flags",
     ]);
     for s in &w.steps {
-        t.add_row(vec![
-            s.workers.to_string(),
-            s.outstanding.to_string(),
-            format::iops(s.iops),
-            format::mbps_number(s.mbps),
-            format::lat_us(s.lat_us.mean),
-            format::lat_us(s.lat_us.p50),
-            format::lat_us(s.lat_us.p99),
-            format::lat_us(s.lat_us.p99_9),
-            format::lat_us(s.lat_us.max),
-            format!("{:.1}", s.cv * 100.0),
-            format!("{:.0}", s.cpu.busy()),
-            flag_codes(s),
-        ]);
+        let mut row = step_cells(s);
+        row.push(flag_codes(s));
+        t.add_row(row);
     }
     for i in 0..11 {
         if let Some(c) = t.column_mut(i) {
