@@ -16,6 +16,8 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicU16, Ordering};
 
+use iocurve_stats::VerifyCounts;
+
 use crate::EngineError;
 
 pub const MAGIC: u32 = 0x5643_4f49; // "IOCV"
@@ -96,6 +98,36 @@ pub fn check(block: &[u8], map_id: u32, target: u32, block_no: u64, expected: u1
     // Generations wrap: `found` is older when it lies in the half-range behind `expected`.
     let behind = expected.wrapping_sub(found) & GEN_MAX;
     if behind != 0 && behind < GEN_MAX / 2 { Found::Lost { expected, found: Some(found) } } else { Found::Ok }
+}
+
+/// Counts a checked block in `v`, describing a problem with the targets' names from `name`
+/// (one description for the in-run checks and the final pass).
+pub fn record(v: &mut VerifyCounts, found: Found, target: u32, block: u64, name: impl Fn(u32) -> String) {
+    v.checked += 1;
+    match found {
+        Found::Ok => {}
+        Found::Lost { expected, found } => {
+            v.lost += 1;
+            v.example(|| match found {
+                Some(f) => format!(
+                    "{} block {block}: lost write (generation {f} found, {expected} acknowledged)",
+                    name(target)
+                ),
+                None => format!(
+                    "{} block {block}: lost write (no write of ours found, generation {expected} acknowledged)",
+                    name(target)
+                ),
+            });
+        }
+        Found::Corrupt => {
+            v.corrupt += 1;
+            v.example(|| format!("{} block {block}: corrupted (checksum mismatch: torn or damaged)", name(target)));
+        }
+        Found::Misplaced { target: t, block: b } => {
+            v.misplaced += 1;
+            v.example(|| format!("{} block {block}: holds the write meant for {} block {b}", name(target), name(t)));
+        }
+    }
 }
 
 /// The generation after `g` (1..=GEN_MAX, wrapping, never 0).
@@ -239,9 +271,9 @@ pub fn verify_pass(
     targets: &crate::TargetSet,
     map: &GenMap,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<iocurve_stats::VerifyCounts, EngineError> {
+) -> Result<VerifyCounts, EngineError> {
     use std::os::fd::AsRawFd;
-    let mut v = iocurve_stats::VerifyCounts::default();
+    let mut v = VerifyCounts::default();
     let bs = map.bs as usize;
     let per_read = (1usize << 20).div_ceil(bs).max(1);
     let mut pool = crate::buffer::BufferPool::new(1, per_read * bs);
@@ -253,6 +285,7 @@ pub fn verify_pass(
     let mut done = 0u64;
     for (ti, (t, tm)) in targets.targets.iter().zip(&map.targets).enumerate() {
         let fd = t.file.as_raw_fd();
+        let t_path = t.path.display().to_string();
         let blocks = tm.blocks();
         let mut b = 0u64;
         while b < blocks {
@@ -289,31 +322,15 @@ pub fn verify_pass(
                     continue;
                 }
                 let block = &buf[k as usize * bs..(k as usize + 1) * bs];
-                v.checked += 1;
                 done += map.bs;
-                let path = t.path.display();
-                match check(block, map.id, ti as u32, no, expected) {
-                    Found::Ok => {}
-                    Found::Lost { expected, found } => {
-                        v.lost += 1;
-                        v.example(|| match found {
-                            Some(f) => format!("{path} block {no}: lost write (generation {f} found, {expected} acknowledged)"),
-                            None => format!("{path} block {no}: lost write (no write of ours found, generation {expected} acknowledged)"),
-                        });
+                let name = |t: u32| {
+                    if t as usize == ti {
+                        t_path.clone()
+                    } else {
+                        map.targets.get(t as usize).map_or_else(|| format!("target {t}"), |m| m.path.clone())
                     }
-                    Found::Corrupt => {
-                        v.corrupt += 1;
-                        v.example(|| format!("{path} block {no}: corrupted (checksum mismatch: torn or damaged)"));
-                    }
-                    Found::Misplaced { target, block } => {
-                        v.misplaced += 1;
-                        let other = map
-                            .targets
-                            .get(target as usize)
-                            .map_or_else(|| format!("target {target}"), |m| m.path.clone());
-                        v.example(|| format!("{path} block {no}: holds the write meant for {other} block {block}"));
-                    }
-                }
+                };
+                record(&mut v, check(block, map.id, ti as u32, no, expected), ti as u32, no, name);
             }
             progress(done, total);
             b += n;

@@ -18,7 +18,7 @@ use crate::buffer::BufferPool;
 use crate::data::DataGen;
 use crate::ops::{IoOp, OpGen};
 use crate::rng::Rng;
-use crate::verify::{Found, GenMap};
+use crate::verify::GenMap;
 
 /// When each phase of the step ends, relative to its start `t0`.
 #[derive(Clone, Copy, Debug)]
@@ -204,33 +204,9 @@ fn verify_completion<B: Backend>(
     }
     if ok && had != 0 && issuing {
         let buf = &s.pool.slice_mut(slot)[..op.len as usize];
-        let v = &mut cur.verify;
-        v.checked += 1;
-        let path = || s.errors.paths.get(op.target as usize).cloned().unwrap_or_default();
-        match crate::verify::check(buf, map.id, op.target, block, had) {
-            Found::Ok => {}
-            Found::Lost { expected, found } => {
-                v.lost += 1;
-                v.example(|| match found {
-                    Some(f) => {
-                        format!("{} block {block}: lost write (generation {f} found, {expected} acknowledged)", path())
-                    }
-                    None => format!(
-                        "{} block {block}: lost write (no write of ours found, generation {expected} acknowledged)",
-                        path()
-                    ),
-                });
-            }
-            Found::Corrupt => {
-                v.corrupt += 1;
-                v.example(|| format!("{} block {block}: corrupted (checksum mismatch: torn or damaged)", path()));
-            }
-            Found::Misplaced { target, block: b } => {
-                v.misplaced += 1;
-                let other = s.errors.paths.get(target as usize).cloned().unwrap_or_else(|| format!("target {target}"));
-                v.example(|| format!("{} block {block}: holds the write meant for {other} block {b}", path()));
-            }
-        }
+        let found = crate::verify::check(buf, map.id, op.target, block, had);
+        let name = |t: u32| s.errors.paths.get(t as usize).cloned().unwrap_or_else(|| format!("target {t}"));
+        crate::verify::record(&mut cur.verify, found, op.target, block, name);
     }
     map.release(op.target, block, had);
 }
