@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use iocurve_engine::data::{BodyTable, DataGen};
 use iocurve_engine::rng::Rng;
-use iocurve_plan::{BlockSizeSpec, Overrides, Workload, WorkloadKeys, format_size};
+use iocurve_plan::{BlockSizeSpec, Workload, WorkloadKeys, format_size};
 
 use crate::CliError;
 use crate::cli::DataArgs;
@@ -80,9 +80,7 @@ fn workload(bs: u64, args: &DataArgs) -> Result<Workload, CliError> {
         dedupe_unit: args.dedupe_unit,
         ..Default::default()
     };
-    let plan = "[[workloads]]\nname = \"datacheck\"\nread_pct = 0\n";
-    let mut p = iocurve_plan::parse_str(plan, "datacheck", &Overrides { keys, ..Default::default() })?;
-    Ok(p.workloads.remove(0))
+    Ok(iocurve_plan::writing_workload("datacheck", keys)?)
 }
 
 /// Feeds `size` bytes of blocks, filled exactly as the engine fills them, into a meter.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use iocurve_engine::precondition::{PreConfig, PreProgress, PreState, chunks, precondition};
 use iocurve_engine::{OpenOptions, Target, TargetSet};
-use iocurve_plan::{BlockSizeSpec, DataPattern, Overrides, TargetGroup, WorkloadKeys, format_size};
+use iocurve_plan::{BlockSizeSpec, DataPattern, TargetGroup, WorkloadKeys, format_size};
 use iocurve_report::format;
 use iocurve_store::{Precondition, Store};
 
@@ -130,9 +130,7 @@ fn config(args: &PreconditionArgs) -> Result<PreConfig, CliError> {
         dedupe_unit: args.data.dedupe_unit,
         ..Default::default()
     };
-    let text = "[[workloads]]\nname = \"precondition\"\nread_pct = 0\n";
-    let w =
-        iocurve_plan::parse_str(text, "precondition", &Overrides { keys, ..Default::default() })?.workloads.remove(0);
+    let w = iocurve_plan::writing_workload("precondition", keys)?;
     Ok(PreConfig { bs: w.max_bs(), qd: w.queue_depth, pattern: w.data, dedupe_unit: w.dedupe_unit() })
 }
 

@@ -22,5 +22,5 @@ pub use model::{
     Backend, BlockSize, DataPattern, Fault, FaultKind, HostSpec, OnError, Pattern, Plan, TargetGroup, WorkingSet,
     Workload,
 };
-pub use resolve::{Overrides, load_file, parse_str};
+pub use resolve::{Overrides, load_file, parse_str, writing_workload};
 pub use size::{format_size, parse_size};

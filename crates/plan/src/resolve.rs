@@ -68,6 +68,15 @@ fn builtin_defaults() -> WorkloadKeys {
     }
 }
 
+/// A writing workload named `name` from command-line keys alone, resolved and checked as a
+/// plan's would be (errors name the options): for commands that write without a plan
+/// (`precondition`, `datacheck`).
+pub fn writing_workload(name: &str, keys: WorkloadKeys) -> Result<Workload, PlanError> {
+    let text = format!("[[workloads]]\nname = \"{name}\"\nread_pct = 0\n");
+    let mut plan = parse_str(&text, name, &Overrides { keys, ..Default::default() })?;
+    Ok(plan.workloads.remove(0))
+}
+
 pub fn load_file(path: &Path, overrides: &Overrides) -> Result<Plan, PlanError> {
     let source = path.display().to_string();
     let text = std::fs::read_to_string(path)
