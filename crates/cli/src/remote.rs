@@ -31,6 +31,8 @@ pub struct Cluster {
     targets: Vec<Vec<String>>,
     scratch_size: u64,
     abort_on_host_loss: bool,
+    /// Every agent's targets, as they were opened before the run.
+    pub target_infos: Vec<TargetInfo>,
 }
 
 /// How the coordinator reaches the agents, from the options (token, CA, client certificate).
@@ -86,36 +88,19 @@ impl Cluster {
             args.hosts.iter().map(|a| (a.clone(), plan_targets.clone())).collect()
         };
         let targets: Vec<Vec<String>> = hosts.iter().map(|h| h.1.clone()).collect();
-        let remotes = rt.block_on(async {
+        let (remotes, facts) = rt.block_on(async {
             let mut remotes = Vec::new();
             for (addr, _) in &hosts {
                 remotes.push(client::connect(addr, &cfg, 8).await?);
             }
-            let mut remotes_mut = remotes;
-            client::targets(&mut remotes_mut, &targets, scratch_size, plan.writes()).await?;
-            Ok::<_, NetError>(remotes_mut)
+            let facts = client::targets(&mut remotes, &targets, scratch_size, plan.writes()).await?;
+            Ok::<_, NetError>((remotes, facts))
         })?;
-        for r in &remotes {
-            println!(
-                "agent {} ({}, {} cores): clock offset {:+.3} ms, round trip {:.3} ms",
-                r.addr,
-                r.hello.hostname,
-                r.hello.cores,
-                r.offset_ns as f64 / 1e6,
-                r.rtt_ns as f64 / 1e6
-            );
-        }
-        Ok(Cluster { rt, remotes, targets, scratch_size, abort_on_host_loss: args.on_host_loss == HostLoss::Abort })
-    }
-
-    /// The targets of every agent, named `ADDR:PATH`.
-    pub fn target_infos(&mut self, write: bool) -> Result<Vec<TargetInfo>, CliError> {
-        let (targets, size) = (self.targets.clone(), self.scratch_size);
-        let facts = self.rt.block_on(client::targets(&mut self.remotes, &targets, size, write))?;
-        let mut out = Vec::new();
-        for (r, list) in self.remotes.iter().zip(facts) {
+        // The targets of every agent, named `ADDR:PATH`, as the agents opened them.
+        let mut target_infos = Vec::new();
+        for (r, list) in remotes.iter().zip(facts) {
             for f in list {
-                out.push(TargetInfo {
+                target_infos.push(TargetInfo {
                     path: format!("{}:{}", r.addr, f.path),
                     kind: f.kind,
                     size: f.size,
@@ -126,7 +111,18 @@ impl Cluster {
                 });
             }
         }
-        Ok(out)
+        for r in &remotes {
+            println!(
+                "agent {} ({}, {} cores): clock offset {:+.3} ms, round trip {:.3} ms",
+                r.addr,
+                r.hello.hostname,
+                r.hello.cores,
+                r.offset_ns as f64 / 1e6,
+                r.rtt_ns as f64 / 1e6
+            );
+        }
+        let abort_on_host_loss = args.on_host_loss == HostLoss::Abort;
+        Ok(Cluster { rt, remotes, targets, scratch_size, abort_on_host_loss, target_infos })
     }
 
     /// Runs one step on every agent; returns the merged record and the per-host figures.

@@ -71,7 +71,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
 fn run_on_agents(plan: Plan, backend_note: Option<String>, args: &RunArgs) -> Result<ExitCode, CliError> {
     let size = args.size.unwrap_or(DEFAULT_SCRATCH_SIZE);
     let mut cluster = remote::Cluster::connect(&plan, args, size)?;
-    let infos = cluster.target_infos(plan.writes())?;
+    let infos = cluster.target_infos.clone();
     let mut store = open_store(&args.db)?;
     let mut plan = plan;
     let sla = apply_sla(&mut plan, args);
