@@ -183,24 +183,7 @@ fn an_agent_cut_off_from_its_coordinator_stops_within_the_lease() {
     let ns = Netns::new(4);
     let dev = Loop::new(256 << 20, &[]);
     let agent = AgentProc::start_in(Some(&ns), dir.path(), &c, dev.path(), &["--lease-s", "3"]);
-    plan(dir.path(), &[(agent.addr.as_str(), PathBuf::from(dev.path()))]);
-    let text = std::fs::read_to_string(dir.path().join("plan.toml")).unwrap();
-    let text = text.replace("read_pct = 70", "read_pct = 100").replace("intervals = 2", "intervals = 60");
-    std::fs::write(dir.path().join("plan.toml"), text).unwrap();
-    let mut coord = Command::new(bin())
-        .args(["run", "plan.toml", "--ca"])
-        .arg(c.join("ca.pem"))
-        .arg("--token-file")
-        .arg(c.join("token"))
-        .current_dir(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(2000));
-    let before = sectors_read(dev.path());
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(sectors_read(dev.path()) > before, "the agent reads while connected");
+    let mut coord = long_read_run(dir.path(), &c, &agent, dev.path());
     // Cut the link: no FIN, no RST — only the keep-alive pings can tell.
     ns.cut();
     std::thread::sleep(std::time::Duration::from_millis(3500));
@@ -285,6 +268,30 @@ fn an_agent_needs_tls_or_an_explicit_insecure() {
     input_error(&o, &["already holds certificates"]);
 }
 
+/// Starts a coordinator running a long read-only step on `agent`'s loop device `dev`, and
+/// checks that the agent reads from it.
+fn long_read_run(dir: &Path, c: &Path, agent: &AgentProc, dev: &str) -> Child {
+    plan(dir, &[(agent.addr.as_str(), PathBuf::from(dev))]);
+    let text = std::fs::read_to_string(dir.join("plan.toml")).unwrap();
+    let text = text.replace("read_pct = 70", "read_pct = 100").replace("intervals = 2", "intervals = 60");
+    std::fs::write(dir.join("plan.toml"), text).unwrap();
+    let coord = Command::new(bin())
+        .args(["run", "plan.toml", "--ca"])
+        .arg(c.join("ca.pem"))
+        .arg("--token-file")
+        .arg(c.join("token"))
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    let before = sectors_read(dev);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(sectors_read(dev) > before, "the agent reads while connected to its coordinator");
+    coord
+}
+
 /// Sectors read from a block device so far (/proc/diskstats).
 fn sectors_read(dev: &str) -> u64 {
     let name = dev.trim_start_matches("/dev/");
@@ -359,24 +366,7 @@ fn an_agent_whose_coordinator_dies_stops_its_io() {
     let c = certs(dir.path());
     let dev = Loop::new(256 << 20, &[]);
     let agent = AgentProc::start(dir.path(), &c, dev.path(), &["--lease-s", "3"]);
-    plan(dir.path(), &[(agent.addr.as_str(), PathBuf::from(dev.path()))]);
-    let text = std::fs::read_to_string(dir.path().join("plan.toml")).unwrap();
-    let text = text.replace("read_pct = 70", "read_pct = 100").replace("intervals = 2", "intervals = 60");
-    std::fs::write(dir.path().join("plan.toml"), text).unwrap();
-    let mut coord = Command::new(bin())
-        .args(["run", "plan.toml", "--ca"])
-        .arg(c.join("ca.pem"))
-        .arg("--token-file")
-        .arg(c.join("token"))
-        .current_dir(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(2000));
-    let before = sectors_read(dev.path());
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(sectors_read(dev.path()) > before, "the agent reads while the coordinator lives");
+    let mut coord = long_read_run(dir.path(), &c, &agent, dev.path());
     coord.kill().unwrap(); // SIGKILL
     coord.wait().unwrap();
     // Within the lease (3 s) the agent has stopped: its device sees no more reads.
