@@ -186,6 +186,12 @@ pub struct HostStepResult {
     pub errors: u64,
     /// When its I/O started, in µs after the earliest host's start.
     pub started_at_us: f64,
+    /// Seconds into the step when the coordinator lost this host (absent when it finished).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_at_s: Option<f64>,
+    /// Its own per-second timeline.
+    #[serde(default)]
+    pub samples: Vec<SampleResult>,
 }
 
 /// Verification figures: reads checked and the problems they found, with the first examples.

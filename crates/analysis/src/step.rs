@@ -220,7 +220,36 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
         samples,
     };
     step.flags = flags(&step, rec, &tput, th);
+    (step.host_results, step.start_spread_us) = per_host(rec, sequential, th);
     step
+}
+
+/// Each host's own figures in a multi-host step, and the spread of their starts (µs) over the
+/// hosts that started.
+fn per_host(rec: &StepRecord, sequential: bool, th: &Thresholds) -> (Vec<HostStepResult>, Option<f64>) {
+    let starts: Vec<i64> = rec.per_host.iter().map(|h| h.started_unix_ns).filter(|&t| t > 0).collect();
+    let (Some(&first), Some(&last)) = (starts.iter().min(), starts.iter().max()) else {
+        return (Vec::new(), None);
+    };
+    let hosts = rec
+        .per_host
+        .iter()
+        .map(|h| {
+            let s = analyze_step(&h.record, sequential, th);
+            HostStepResult {
+                host: h.address.clone(),
+                hostname: h.hostname.clone(),
+                iops: s.iops,
+                mbps: s.mbps,
+                lat_us: s.lat_us,
+                errors: s.errors,
+                started_at_us: (h.started_unix_ns.max(first) - first) as f64 / 1000.0,
+                lost_at_s: h.lost_at_s,
+                samples: s.samples,
+            }
+        })
+        .collect();
+    (hosts, Some((last - first) as f64 / 1000.0))
 }
 
 /// A gap between completions this long is a stall.

@@ -270,6 +270,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub insecure: bool,
 
+    /// Refuse agents whose clock is further off than this, in ms (with --hosts; more than
+    /// 50 ms gets a warning). Steps start together whatever the clocks say; clocks this far
+    /// apart are not synchronized and may be stepped mid-run.
+    #[arg(long = "max-skew-ms", default_value_t = 1000, value_name = "MS")]
+    pub max_skew_ms: u64,
+
     /// What losing an agent mid-run does: continue (the others carry on; the step is flagged)
     /// or abort (end the run, exit code 1).
     #[arg(long = "on-host-loss", value_enum, default_value = "continue")]

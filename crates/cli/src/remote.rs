@@ -1,16 +1,19 @@
-//! Multi-host runs from the coordinator's side (`run --hosts`): connects to every agent before
-//! any I/O (token, TLS, protocol, clock offset, targets accepted), then runs each step on all
-//! of them at one moment and hands the merged intervals to the same recorder and analysis as a
-//! local run.
+//! The coordinator's hosts: agents (`run --hosts`) — connected before any I/O (token, TLS,
+//! protocol, clock offset, targets accepted) — or, for a local run, one in-process agent on the
+//! targets the run opened. Either way each step runs through the same coordinator (start at
+//! one moment, stream, merge) and lands in the same recorder and analysis.
 
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use iocurve_analysis::{HostStepResult, StepResult, TargetInfo, Thresholds, analyze_step};
-use iocurve_engine::StepObserver;
+use iocurve_analysis::TargetInfo;
+use iocurve_engine::verify::GenMap;
+use iocurve_engine::{StepObserver, TargetSet};
+use iocurve_net::agent::InProcess;
 use iocurve_net::client::{self, ClientConfig, MultiStep, Remote, StepSpec};
 use iocurve_net::{NetError, auth, certs};
-use iocurve_plan::{Plan, Workload};
+use iocurve_plan::{Fault, Plan, Workload};
 
 use crate::CliError;
 use crate::cli::{HostLoss, RunArgs};
@@ -24,6 +27,10 @@ impl From<NetError> for CliError {
     }
 }
 
+/// An agent that sends nothing — its progress events, four a second, are its heartbeat — for
+/// this long is lost.
+const AGENT_SILENCE: Duration = Duration::from_secs(10);
+
 pub struct Cluster {
     rt: tokio::runtime::Runtime,
     pub remotes: Vec<Remote>,
@@ -31,6 +38,9 @@ pub struct Cluster {
     targets: Vec<Vec<String>>,
     scratch_size: u64,
     abort_on_host_loss: bool,
+    /// How long the agents get between a step's request and its start.
+    lead: Duration,
+    silence: Duration,
     /// Every agent's targets, as they were opened before the run.
     pub target_infos: Vec<TargetInfo>,
 }
@@ -58,23 +68,57 @@ fn client_config(args: &RunArgs) -> Result<ClientConfig, CliError> {
         (None, None) => None,
         _ => return Err(CliError::Usage("--client-cert and --client-key go together".into())),
     };
-    Ok(ClientConfig { token, ca_pem, identity, insecure: args.insecure })
+    Ok(ClientConfig {
+        token,
+        ca_pem,
+        identity,
+        insecure: args.insecure,
+        max_skew: Duration::from_millis(args.max_skew_ms),
+    })
+}
+
+/// The coordinator's runtime runs on the calling thread (only while a step runs): merging a
+/// few messages a second needs no threads of its own, and I/O threads keep the cores.
+fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Runtime(format!("cannot start the network runtime: {e}")))
 }
 
 impl Cluster {
+    /// A local run: one in-process agent on the targets the run opened (and its verification
+    /// map). `target_infos` describe them as the run opened them.
+    pub fn local(
+        targets: Arc<TargetSet>,
+        verify: Option<Arc<GenMap>>,
+        target_infos: Vec<TargetInfo>,
+    ) -> Result<Cluster, CliError> {
+        let rt = runtime()?;
+        let remote = rt.block_on(client::connect_in_process(InProcess { targets, verify }))?;
+        Ok(Cluster {
+            rt,
+            remotes: vec![remote],
+            targets: vec![Vec::new()],
+            scratch_size: 0,
+            abort_on_host_loss: true,
+            // Nothing to cross but memory.
+            lead: Duration::from_millis(20),
+            // The engine itself: it is not lost, however long a stalled device holds it.
+            silence: Duration::from_secs(86_400),
+            target_infos,
+        })
+    }
+
     /// Connects to every agent and has each open the plan's targets; nothing runs yet.
     pub fn connect(plan: &Plan, args: &RunArgs, scratch_size: u64) -> Result<Cluster, CliError> {
-        if plan.precondition || plan.workloads.iter().any(|w| w.verify) || !plan.faults.is_empty() {
+        if plan.precondition || plan.workloads.iter().any(|w| w.verify) {
             return Err(CliError::Usage(
-                "preconditioning, verification and fault injection run on one host for now: drop --hosts, or those options".into(),
+                "preconditioning and verification run on one host for now: drop --hosts, or those options".into(),
             ));
         }
         let cfg = client_config(args)?;
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(|e| CliError::Runtime(format!("cannot start the network runtime: {e}")))?;
+        let rt = runtime()?;
         let plan_targets: Vec<String> = plan.groups.iter().flat_map(|g| g.targets.clone()).collect();
         // --hosts (every agent on the plan's targets) or the plan's [[hosts]].
         let hosts: Vec<(String, Vec<String>)> = if args.hosts.is_empty() {
@@ -121,15 +165,24 @@ impl Cluster {
                 r.rtt_ns as f64 / 1e6
             );
         }
-        let abort_on_host_loss = args.on_host_loss == HostLoss::Abort;
-        Ok(Cluster { rt, remotes, targets, scratch_size, abort_on_host_loss, target_infos })
+        Ok(Cluster {
+            rt,
+            remotes,
+            targets,
+            scratch_size,
+            abort_on_host_loss: args.on_host_loss == HostLoss::Abort,
+            lead: Duration::from_millis(500),
+            silence: AGENT_SILENCE,
+            target_infos,
+        })
     }
 
-    /// Runs one step on every agent; returns the merged record and the per-host figures.
+    /// Runs one step on every agent; returns the merged record, each host's own inside it.
     pub fn run_step(
         &mut self,
         w: &Workload,
         workers: u32,
+        faults: &[Fault],
         obs: &mut dyn StepObserver,
         stop: &AtomicBool,
     ) -> Result<MultiStep, CliError> {
@@ -140,35 +193,17 @@ impl Cluster {
             scratch_size: self.scratch_size,
             threads: w.threads,
             backend: w.backend.name(),
-            lead: Duration::from_millis(500),
+            faults,
+            lead: self.lead,
             abort_on_host_loss: self.abort_on_host_loss,
+            silence: self.silence,
         };
         let m = self.rt.block_on(client::run_step(&mut self.remotes, &spec, obs, stop))?;
         // A lost agent sits out the rest of the run (its figures so far are kept).
-        for &(i, _) in m.lost.iter().rev() {
+        for &i in m.lost.iter().rev() {
             self.remotes.remove(i);
             self.targets.remove(i);
         }
         Ok(m)
     }
-}
-
-/// The per-host figures of a step, for its result.
-pub fn host_results(m: &MultiStep, sequential: bool) -> Vec<HostStepResult> {
-    let earliest = m.hosts.iter().map(|h| h.started_unix_ns).min().unwrap_or(0);
-    m.hosts
-        .iter()
-        .map(|h| {
-            let s: StepResult = analyze_step(&h.record, sequential, &Thresholds::default());
-            HostStepResult {
-                host: h.addr.clone(),
-                hostname: h.hostname.clone(),
-                iops: s.iops,
-                mbps: s.mbps,
-                lat_us: s.lat_us,
-                errors: s.errors,
-                started_at_us: (h.started_unix_ns - earliest) as f64 / 1000.0,
-            }
-        })
-        .collect()
 }

@@ -1,17 +1,20 @@
 //! `iocurve run`: plan → targets → steps (engine) → analysis → report.
 //!
-//! This is the local coordinator; a later multi-host coordinator drives agents through the
-//! same steps. Every finished step is analysed and printed at once, and the JSON result is
-//! written even when the run is interrupted or a step fails, so nothing finished is lost.
+//! Local and multi-host runs share everything from the steps on: a local run drives one
+//! in-process agent on the targets it opened, a multi-host run drives remote agents, both
+//! through the same coordinator (`remote::Cluster`). Every finished step is analysed and
+//! printed at once, and the JSON result is written even when the run is interrupted or a step
+//! fails, so nothing finished is lost.
 
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use iocurve_analysis::{HostInfo, RunResult, SCHEMA_VERSION, Sla, StepResult, TargetInfo, Thresholds, WorkloadResult};
 use iocurve_engine::backend::probe_io_uring;
 use iocurve_engine::target::free_space;
-use iocurve_engine::{OpenOptions, StepConfig, StepObserver, StepProgress, TargetSet, host, run_step};
+use iocurve_engine::{OpenOptions, StepObserver, StepProgress, TargetSet, host};
 use iocurve_plan::{Backend, Overrides, Pattern, Plan, TargetGroup, WorkloadKeys, suites};
 use iocurve_report::{terminal, write_json};
 use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
@@ -46,8 +49,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     }
     let verification = verification::open(&plan, &targets, &args.verify_map)?;
     let infos = target_infos(&targets, &store);
-    let mut runner = Runner::Local { targets: &targets, verification: verification.as_ref() };
-    let mut outcome = execute(&plan, infos, &mut runner, backend_note, &args.label, &sla, &mut store);
+    let targets = Arc::new(targets);
+    let mut cluster =
+        remote::Cluster::local(targets.clone(), verification.as_ref().map(|v| v.map.clone()), infos.clone())?;
+    let mut outcome =
+        execute(&plan, infos, &mut cluster, verification.as_ref(), backend_note, &args.label, &sla, &mut store);
+    // The in-process agent lets go of the targets (scratch files are removed with the last
+    // holder) before the final verification pass reads them.
+    drop(cluster);
     if let Some(v) = &verification {
         if let Err(e) = v.map.save(&v.path) {
             outcome.error.get_or_insert(e.into());
@@ -75,8 +84,7 @@ fn run_on_agents(plan: Plan, backend_note: Option<String>, args: &RunArgs) -> Re
     let mut store = open_store(&args.db)?;
     let mut plan = plan;
     let sla = apply_sla(&mut plan, args);
-    let mut runner = Runner::Remote(&mut cluster);
-    let outcome = execute(&plan, infos, &mut runner, backend_note, &args.label, &sla, &mut store);
+    let outcome = execute(&plan, infos, &mut cluster, None, backend_note, &args.label, &sla, &mut store);
     finish(outcome, args)
 }
 
@@ -86,12 +94,6 @@ fn apply_sla(plan: &mut Plan, args: &RunArgs) -> Sla {
     plan.sla_mean_ms = args.sla.mean_ms.or(plan.sla_mean_ms);
     plan.sla_p99_ms = args.sla.p99_ms.or(plan.sla_p99_ms);
     Sla { mean_ms: plan.sla_mean_ms, p99_ms: plan.sla_p99_ms }
-}
-
-/// Where a run's steps run: the engine here, or agents.
-enum Runner<'a> {
-    Local { targets: &'a TargetSet, verification: Option<&'a verification::Verification> },
-    Remote(&'a mut remote::Cluster),
 }
 
 fn finish(outcome: Outcome, args: &RunArgs) -> Result<ExitCode, CliError> {
@@ -279,9 +281,25 @@ impl StepObserver for Recorder<'_> {
         self.progress.update(p);
     }
 
+    fn host_started(&mut self, host: u32, address: &str, hostname: &str, started_unix_ns: i64, threads: usize) {
+        if let (Some(step), None) = (self.step_id, &self.error)
+            && let Err(e) = self.store.add_step_host(step, host, address, hostname, started_unix_ns, threads)
+        {
+            self.error = Some(e);
+        }
+    }
+
+    fn host_interval(&mut self, host: u32, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
+        if let (Some(step), None) = (self.step_id, &self.error)
+            && let Err(e) = self.store.add_interval(step, Some(host), index, stats, cpu, duration_s)
+        {
+            self.error = Some(e);
+        }
+    }
+
     fn interval(&mut self, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
         if let (Some(step), None) = (self.step_id, &self.error)
-            && let Err(e) = self.store.add_interval(step, index, stats, cpu, duration_s)
+            && let Err(e) = self.store.add_interval(step, None, index, stats, cpu, duration_s)
         {
             self.error = Some(e);
         }
@@ -323,20 +341,18 @@ fn target_infos(targets: &TargetSet, store: &Store) -> Vec<TargetInfo> {
         .collect()
 }
 
+#[allow(clippy::too_many_arguments)]
 fn execute(
     plan: &Plan,
     target_infos: Vec<TargetInfo>,
-    runner: &mut Runner,
+    cluster: &mut remote::Cluster,
+    verification: Option<&verification::Verification>,
     backend_note: Option<String>,
     label: &str,
     sla: &Sla,
     store: &mut Store,
 ) -> Outcome {
     let host = host_info(host::facts(), plan, backend_note);
-    let verification = match runner {
-        Runner::Local { verification, .. } => *verification,
-        Runner::Remote(_) => None,
-    };
     let plan_json = serde_json::to_value(plan).unwrap_or_default();
     let started_at = time::now_rfc3339();
     let new_run = NewRun {
@@ -367,7 +383,6 @@ fn execute(
     for (wi, w) in plan.workloads.iter().enumerate() {
         let Some(run_id) = run_id else { break };
         let seq = w.pattern == Pattern::Sequential;
-        let threads = if w.threads == 0 { host::cores() } else { w.threads as usize };
         let workload_id = match store.begin_workload(run_id, wi, &w.name, &serde_json::to_string(w).unwrap_or_default())
         {
             Ok(id) => id,
@@ -393,26 +408,7 @@ fn execute(
                 verification,
                 map_error: None,
             };
-            let outcome = match runner {
-                Runner::Local { targets, .. } => {
-                    let cfg = StepConfig {
-                        workload: w,
-                        workers,
-                        backend: w.backend,
-                        threads,
-                        targets,
-                        stop: &signals::STOP,
-                        faults: &plan.faults,
-                        verify: verification.map(|v| v.map.clone()),
-                        abort: None,
-                    };
-                    run_step(&cfg, &mut rec).map(|r| (r, None)).map_err(CliError::Engine)
-                }
-                Runner::Remote(cluster) => cluster.run_step(w, workers, &mut rec, &signals::STOP).map(|m| {
-                    let hosts = remote::host_results(&m, seq);
-                    (m.merged, Some((hosts, m.start_spread_us)))
-                }),
-            };
+            let outcome = cluster.run_step(w, workers, &plan.faults, &mut rec, &signals::STOP).map(|m| m.merged);
             let (step_id, store_err, map_err) = (rec.step_id, rec.error, rec.map_error);
             let outcome = outcome.and_then(|r| match (store_err, map_err) {
                 (Some(e), _) => Err(store_error(e)),
@@ -420,17 +416,13 @@ fn execute(
                 (None, None) => Ok(r),
             });
             match outcome {
-                Ok((r, multi)) => {
+                Ok(r) => {
                     if let Some(id) = step_id
-                        && let Err(e) = store.end_step(id, r.interrupted, &r.notes)
+                        && let Err(e) = store.end_step(id, &r)
                     {
                         error = Some(store_error(e));
                     }
-                    let mut s = iocurve_analysis::analyze_step_on(&r, seq, &th, &target_paths);
-                    if let Some((hosts, spread)) = multi {
-                        s.host_results = hosts;
-                        s.start_spread_us = Some(spread);
-                    }
+                    let s = iocurve_analysis::analyze_step_on(&r, seq, &th, &target_paths);
                     progress.finish_step(w.step_seconds(), &s);
                     if !r.intervals.is_empty() {
                         steps.push(s);

@@ -199,10 +199,10 @@ fn generate_run(db: &Path, workloads: usize, steps: usize) -> i64 {
                 stats.read.ops = ops;
                 stats.read.bytes = ops * bs;
                 let cpu = CpuUsage { user: 10.0, system: 20.0 * noise(), iowait: 5.0 };
-                store.add_interval(step, k, &stats, &cpu, 60.0).unwrap();
+                store.add_interval(step, None, k, &stats, &cpu, 60.0).unwrap();
                 rec.push_interval(stats, cpu, 60.0);
             }
-            store.end_step(step, false, &[]).unwrap();
+            store.end_step(step, &rec).unwrap();
         }
     }
     store.finish_run(run, "complete", "2026-11-21T17:00:00.000Z", "").unwrap();

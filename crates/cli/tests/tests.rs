@@ -320,12 +320,16 @@ fn many_workers_share_few_threads() {
     // process's task list when a device punts I/O to them (the loop driver does); the kernel
     // bounds those at 4 per CPU and ring for block I/O.
     let (mut max_threads, mut max_iowq) = (0, 0);
+    let mut seen = Vec::new();
     let task = format!("/proc/{}/task", child.id());
     while child.try_wait().unwrap().is_none() {
         if let Ok(rd) = std::fs::read_dir(&task) {
             let names: Vec<String> =
                 rd.flatten().filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok()).collect();
             let iowq = names.iter().filter(|n| n.starts_with("iou-wrk")).count();
+            if names.len() - iowq > max_threads {
+                seen = names.clone();
+            }
             max_threads = max_threads.max(names.len() - iowq);
             max_iowq = max_iowq.max(iowq);
         }
@@ -337,7 +341,9 @@ fn many_workers_share_few_threads() {
     let s = &steps(&r, 0)[0];
     assert_eq!(s["workers"], 512);
     assert!(s["threads"].as_u64().unwrap() <= 2);
-    assert!((2..=4).contains(&max_threads), "512 workers ran on {max_threads} threads of ours");
+    // Ours: the main thread (coordinator), the step's control thread (the in-process agent's),
+    // two I/O threads — and a thread the listing may catch as it is replaced.
+    assert!((3..=5).contains(&max_threads), "512 workers ran on {max_threads} threads of ours: {seen:?}");
     assert!(max_iowq <= 2 * 4 * 8, "io-wq workers stay bounded: {max_iowq}");
     check_steps(&r, 4096);
 }

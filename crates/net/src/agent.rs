@@ -1,6 +1,10 @@
 //! `iocurve agent`: runs steps for an authenticated coordinator on the targets its own allow
 //! list permits, with the engine's write-safety rules applied here, on this host. One step at a
-//! time; a coordinator that goes away stops the step at its next interval boundary.
+//! time; a coordinator that goes away stops the step's I/O at once.
+//!
+//! A local run talks to the same service in-process ([`in_process`]): over an in-memory
+//! connection, on the targets the run opened itself, so that local and multi-host runs share
+//! one coordinator.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -8,8 +12,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use iocurve_engine::verify::GenMap;
 use iocurve_engine::{OpenOptions, StepConfig, StepObserver, StepProgress, TargetSet, host, run_step};
-use iocurve_plan::{Backend, TargetGroup, Workload};
+use iocurve_plan::{Backend, Fault, TargetGroup, Workload};
 use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -39,15 +44,54 @@ pub struct AgentConfig {
     pub lease: Duration,
 }
 
+/// What an in-process agent works on: the targets the local run opened (groups, weights,
+/// scratch files and all) and its verification map.
+pub struct InProcess {
+    pub targets: Arc<TargetSet>,
+    pub verify: Option<Arc<GenMap>>,
+}
+
 struct Service {
     allow: Vec<glob::Pattern>,
     allow_write: Vec<PathBuf>,
     /// Held while a step runs: one at a time.
     busy: Arc<tokio::sync::Mutex<()>>,
+    /// The running step's stop flag (finish the interval, then end), for `Stop`.
+    stop: Arc<std::sync::Mutex<Option<Arc<AtomicBool>>>>,
+    /// An in-process agent: its targets are given, not opened from requests.
+    local: Option<Arc<InProcess>>,
+}
+
+/// A target request's answer for a set of opened targets.
+fn facts(set: &TargetSet) -> Vec<pb::TargetFacts> {
+    set.targets
+        .iter()
+        .map(|t| pb::TargetFacts {
+            path: t.path.display().to_string(),
+            kind: t.kind.name().into(),
+            size: t.size,
+            logical_block: t.logical_block,
+            scratch: t.created,
+        })
+        .collect()
 }
 
 impl Service {
+    fn new(allow: Vec<glob::Pattern>, allow_write: Vec<PathBuf>, local: Option<InProcess>) -> Service {
+        Service {
+            allow,
+            allow_write,
+            busy: Arc::new(tokio::sync::Mutex::new(())),
+            stop: Arc::new(std::sync::Mutex::new(None)),
+            local: local.map(Arc::new),
+        }
+    }
+
     fn check_allowed(&self, targets: &[String]) -> Result<(), Status> {
+        if self.local.is_some() {
+            // The run itself opened them, under the engine's rules.
+            return Ok(());
+        }
         if self.allow.is_empty() {
             return Err(Status::permission_denied(
                 "this agent allows no targets: start it with --allow PATH-GLOB for the paths it may use",
@@ -65,7 +109,12 @@ impl Service {
         Ok(())
     }
 
-    fn open(&self, targets: &[String], scratch_size: u64, write: bool) -> Result<TargetSet, Status> {
+    /// Opens the targets (allow list and safety rules first) on a blocking thread: opening may
+    /// create and fill a scratch file, which must not hold up the runtime's threads.
+    async fn open(&self, targets: &[String], scratch_size: u64, write: bool) -> Result<Arc<TargetSet>, Status> {
+        if let Some(local) = &self.local {
+            return Ok(local.targets.clone());
+        }
         self.check_allowed(targets)?;
         let groups = vec![TargetGroup { name: "targets".into(), weight: 1, targets: targets.to_vec() }];
         let opts = OpenOptions {
@@ -76,7 +125,10 @@ impl Service {
             allow_write: self.allow_write.clone(),
             scratch_unfilled: false,
         };
-        TargetSet::open(&groups, &opts).map_err(|e| {
+        let opened = tokio::task::spawn_blocking(move || TargetSet::open(&groups, &opts))
+            .await
+            .map_err(|e| Status::internal(format!("opening the targets failed: {e}")))?;
+        opened.map(Arc::new).map_err(|e| {
             if e.is_input_error() {
                 Status::failed_precondition(e.to_string())
             } else {
@@ -115,19 +167,19 @@ impl Agent for Service {
 
     async fn targets(&self, req: Request<pb::TargetsRequest>) -> Result<Response<pb::TargetsReply>, Status> {
         let r = req.into_inner();
-        let set = self.open(&r.targets, r.scratch_size, r.write)?;
-        let targets = set
-            .targets
-            .iter()
-            .map(|t| pb::TargetFacts {
-                path: t.path.display().to_string(),
-                kind: t.kind.name().into(),
-                size: t.size,
-                logical_block: t.logical_block,
-                scratch: t.created,
-            })
-            .collect();
-        Ok(Response::new(pb::TargetsReply { targets }))
+        let set = self.open(&r.targets, r.scratch_size, r.write).await?;
+        Ok(Response::new(pb::TargetsReply { targets: facts(&set) }))
+    }
+
+    async fn stop(&self, _req: Request<pb::StopRequest>) -> Result<Response<pb::StopReply>, Status> {
+        let running = match &*self.stop.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(flag) => {
+                flag.store(true, Ordering::Relaxed);
+                true
+            }
+            None => false,
+        };
+        Ok(Response::new(pb::StopReply { running }))
     }
 
     type RunStepStream = ReceiverStream<Result<pb::StepEvent, Status>>;
@@ -138,17 +190,42 @@ impl Agent for Service {
             .map_err(|e| Status::invalid_argument(format!("the workload does not parse: {e}")))?;
         let backend = Backend::parse(&r.backend)
             .ok_or_else(|| Status::invalid_argument(format!("unknown back-end `{}`", r.backend)))?;
+        let faults: Vec<Fault> = if r.faults_json.is_empty() {
+            Vec::new()
+        } else {
+            serde_json::from_str(&r.faults_json)
+                .map_err(|e| Status::invalid_argument(format!("the faults do not parse: {e}")))?
+        };
+        let verify = match (&self.local, w.verify) {
+            (_, false) => None,
+            (Some(local), true) => local.verify.clone(),
+            (None, true) => {
+                return Err(Status::invalid_argument(
+                    "verification keeps its map on one host: run verifying workloads without --hosts",
+                ));
+            }
+        };
         self.check_allowed(&r.targets)?;
         let guard = self
             .busy
             .clone()
             .try_lock_owned()
             .map_err(|_| Status::resource_exhausted("this agent is running another step"))?;
-        let targets = self.open(&r.targets, r.scratch_size, w.writes())?;
+        let targets = self.open(&r.targets, r.scratch_size, w.writes()).await?;
+        let stop = Arc::new(AtomicBool::new(false));
+        *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop.clone());
+        let slot = self.stop.clone();
         let (tx, rx) = mpsc::channel(64);
         tokio::task::spawn_blocking(move || {
-            let _guard = guard;
-            run_blocking(&r, &w, backend, &targets, &tx);
+            let step = Step { r: &r, w: &w, backend, targets: &targets, faults: &faults, verify, stop: &stop };
+            let done = run_blocking(&step, &tx);
+            // Free for the next step before saying this one is done: the coordinator sends
+            // the next request as soon as it reads `Done`.
+            *slot.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            drop(guard);
+            if let Some(done) = done {
+                let _ = tx.blocking_send(Ok(pb::StepEvent { event: Some(pb::step_event::Event::Done(done)) }));
+            }
         });
         Ok(Response::new(ReceiverStream::new(rx)))
     }
@@ -179,10 +256,23 @@ impl StepObserver for Streamer<'_> {
         }));
     }
 
-    fn progress(&mut self, _p: &StepProgress) {
-        if self.tx.is_closed() && !self.abort.swap(true, Ordering::Relaxed) {
-            eprintln!("coordinator gone: step stopped");
+    fn progress(&mut self, p: &StepProgress) {
+        if self.tx.is_closed() {
+            if !self.abort.swap(true, Ordering::Relaxed) {
+                eprintln!("coordinator gone: step stopped");
+            }
+            return;
         }
+        // Live totals, and the heartbeat the coordinator watches. Never waits: a progress
+        // event that does not fit is dropped, the next one carries the totals.
+        let event = pb::step_event::Event::Progress(pb::Progress {
+            elapsed_s: p.elapsed_s,
+            warmup: p.warmup,
+            ops: p.ops,
+            bytes: p.bytes,
+            lat_sum_ns: p.lat_sum_ns,
+        });
+        let _ = self.tx.try_send(Ok(pb::StepEvent { event: Some(event) }));
     }
 
     fn interval(&mut self, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
@@ -190,19 +280,26 @@ impl StepObserver for Streamer<'_> {
     }
 }
 
-fn run_blocking(
-    r: &pb::StepRequest,
-    w: &Workload,
+/// A step as the agent runs it.
+struct Step<'a> {
+    r: &'a pb::StepRequest,
+    w: &'a Workload,
     backend: Backend,
-    targets: &TargetSet,
-    tx: &mpsc::Sender<Result<pb::StepEvent, Status>>,
-) {
-    let stop = AtomicBool::new(false);
+    targets: &'a TargetSet,
+    faults: &'a [Fault],
+    verify: Option<Arc<GenMap>>,
+    stop: &'a AtomicBool,
+}
+
+/// Runs the step, streaming its events; returns how it ended (None: the coordinator went away
+/// before the start).
+fn run_blocking(step: &Step, tx: &mpsc::Sender<Result<pb::StepEvent, Status>>) -> Option<pb::Done> {
+    let Step { r, w, backend, targets, faults, stop, .. } = *step;
     let abort = Arc::new(AtomicBool::new(false));
     // Wait for the start, unless the coordinator goes away meanwhile.
     while unix_ns() < r.start_at_unix_ns {
         if tx.is_closed() {
-            return;
+            return None;
         }
         let left = (r.start_at_unix_ns - unix_ns()).max(0) as u64;
         std::thread::sleep(Duration::from_nanos(left.min(50_000_000)));
@@ -214,17 +311,16 @@ fn run_blocking(
         backend,
         threads,
         targets,
-        stop: &stop,
-        faults: &[],
-        verify: None,
+        stop,
+        faults,
+        verify: step.verify.clone(),
         abort: Some(abort.clone()),
     };
     let mut streamer = Streamer { tx, abort: &abort };
-    let done = match run_step(&cfg, &mut streamer) {
+    Some(match run_step(&cfg, &mut streamer) {
         Ok(rec) => pb::Done { interrupted: rec.interrupted, error: String::new(), input: false },
         Err(e) => pb::Done { interrupted: true, error: e.to_string(), input: e.is_input_error() },
-    };
-    streamer.send(pb::step_event::Event::Done(done));
+    })
 }
 
 /// Serves until `shutdown` completes; `bound` learns the address listened on (port 0 picks a
@@ -239,7 +335,7 @@ pub async fn serve(
         .iter()
         .map(|p| glob::Pattern::new(p).map_err(|e| NetError::Input(format!("--allow {p}: {e}"))))
         .collect::<Result<Vec<_>, _>>()?;
-    let service = Service { allow, allow_write: cfg.allow_write, busy: Arc::new(tokio::sync::Mutex::new(())) };
+    let service = Service::new(allow, cfg.allow_write, None);
     let token = Arc::new(cfg.token);
     // HTTP/2 pings find a silent coordinator (a cut link sends no FIN) within the lease.
     let third = cfg.lease / 3;
@@ -261,4 +357,23 @@ pub async fn serve(
         .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), shutdown)
         .await
         .map_err(|e| NetError::Failed(format!("agent on {addr}: {e}")))
+}
+
+/// Starts an agent inside this process for a local run and returns the client end of its
+/// in-memory connection. Everything else — token, protocol check, steps, streaming, merging —
+/// is what a remote agent gets.
+pub fn in_process(local: InProcess, token: String) -> tokio::io::DuplexStream {
+    let (client, server) = tokio::io::duplex(1 << 20);
+    let service = Service::new(Vec::new(), Vec::new(), Some(local));
+    let incoming = tokio_stream::once(Ok::<_, std::io::Error>(server));
+    tokio::spawn(async move {
+        let r = Server::builder()
+            .add_service(AgentServer::with_interceptor(service, auth::checker(Arc::new(token))))
+            .serve_with_incoming(incoming)
+            .await;
+        if let Err(e) = r {
+            eprintln!("in-process agent: {e}");
+        }
+    });
+    client
 }

@@ -22,6 +22,16 @@ pub fn read_token(path: &Path) -> Result<String, NetError> {
     Ok(token)
 }
 
+/// A new token: 256 bits from the kernel's random source, as 64 hex digits.
+pub fn random_token() -> Result<String, NetError> {
+    use std::io::Read;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| NetError::Failed(format!("cannot read /dev/urandom for a token: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// The interceptor of the agent: a call without the right token is refused before it runs.
 pub fn checker(token: Arc<String>) -> impl Fn(Request<()>) -> Result<Request<()>, Status> + Clone {
     move |req: Request<()>| {

@@ -78,10 +78,7 @@ pub fn init(dir: &Path, names: &[String]) -> Result<CertFiles, NetError> {
     let client_key = KeyPair::generate().map_err(err)?;
     let client_cert = client.signed_by(&client_key, &issuer).map_err(err)?;
 
-    let token: String = {
-        let mut rng = iocurve_engine::rng::Rng::seed_from(std::process::id() as u64);
-        (0..4).map(|_| format!("{:016x}", rng.next_u64() ^ crate::unix_ns() as u64)).collect()
-    };
+    let token = crate::auth::random_token()?;
     let write = |p: &Path, text: &str, secret: bool| -> Result<(), NetError> {
         std::fs::write(p, text).map_err(|e| NetError::Input(format!("cannot write {}: {e}", p.display())))?;
         if secret {

@@ -1,17 +1,19 @@
-//! The coordinator's side: connects to agents (TLS and token), checks their protocol before any
-//! I/O, measures each agent's clock offset, starts every agent's step at one moment, and merges
-//! their intervals exactly as they arrive.
+//! The coordinator's side: connects to agents (TLS and token), checks their protocol and clock
+//! before any I/O, starts every agent's step at one moment, and merges their intervals exactly
+//! as they arrive. A local run goes through here too, with one in-process agent.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use iocurve_engine::{StepObserver, StepProgress};
-use iocurve_plan::Workload;
-use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
+use iocurve_plan::{Fault, Workload};
+use iocurve_stats::{CpuUsage, HostRecord, IntervalStats, StepRecord, UNKNOWN_TARGET};
 use tonic::Request;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
+use crate::agent::{self, InProcess};
 use crate::pb::agent_client::AgentClient;
 use crate::{NetError, PROTOCOL, auth, certs, pb, unix_ns, wire};
 
@@ -25,6 +27,8 @@ pub struct ClientConfig {
     pub identity: Option<(String, String)>,
     /// Plain text, no TLS (`--insecure`).
     pub insecure: bool,
+    /// An agent whose clock is further off than this is refused (see [`check_clock`]).
+    pub max_skew: Duration,
 }
 
 /// Adds the token to every call.
@@ -38,7 +42,19 @@ pub struct Remote {
     /// Agent clock minus coordinator clock, in ns, from the ping with the smallest round trip.
     pub offset_ns: i64,
     pub rtt_ns: i64,
+    /// Where this agent's targets start in the run's list of targets: its errors name targets
+    /// by their place in that list.
+    pub target_offset: u32,
+    /// The in-process agent of a local run.
+    pub in_process: bool,
     client: Client,
+}
+
+impl Remote {
+    /// How messages name this agent: `agent HOST:PORT: `, nothing for the in-process one.
+    fn who(&self) -> String {
+        if self.in_process { String::new() } else { format!("agent {}: ", self.addr) }
+    }
 }
 
 fn failed(addr: &str, what: &str, e: tonic::Status) -> NetError {
@@ -54,13 +70,49 @@ fn failed(addr: &str, what: &str, e: tonic::Status) -> NetError {
     }
 }
 
+/// What a measured clock offset means for a run: agents' steps start at one moment whatever
+/// their clocks say (each start is converted by the offset), but clocks that far apart are not
+/// kept in step by NTP and may be stepped during the run, moving that agent's start.
+#[derive(Debug, PartialEq)]
+pub enum ClockVerdict {
+    Fine,
+    /// Worth a warning: more than [`SKEW_WARNING`] off.
+    Warn(String),
+    /// More off than the bound: refused.
+    Refuse(String),
+}
+
+/// Clocks further apart than this get a warning (NTP keeps a LAN within a few ms).
+pub const SKEW_WARNING: Duration = Duration::from_millis(50);
+
+/// Judges an agent's clock offset. Only the part the measurement is sure of counts: the true
+/// offset lies within half the round trip of the estimate.
+pub fn check_clock(addr: &str, offset_ns: i64, rtt_ns: i64, max: Duration) -> ClockVerdict {
+    let sure = offset_ns.unsigned_abs().saturating_sub(rtt_ns.max(0) as u64 / 2);
+    let side = if offset_ns > 0 { "ahead of" } else { "behind" };
+    let what = format!("agent {addr}'s clock is {:.1} ms {side} this host's", offset_ns.unsigned_abs() as f64 / 1e6);
+    if sure > max.as_nanos() as u64 {
+        ClockVerdict::Refuse(format!(
+            "{what}, more than --max-skew-ms {}: synchronize the clocks (chrony or NTP) or raise --max-skew-ms",
+            max.as_millis()
+        ))
+    } else if sure > SKEW_WARNING.as_nanos() as u64 {
+        ClockVerdict::Warn(format!(
+            "{what}: steps still start together (each start is converted), but clocks this far apart may be stepped during the run; synchronize them (chrony or NTP)"
+        ))
+    } else {
+        ClockVerdict::Fine
+    }
+}
+
 /// Connects, says hello (protocol check) and measures the clock offset with `pings` pings.
 pub async fn connect(addr: &str, cfg: &ClientConfig, pings: usize) -> Result<Remote, NetError> {
     let scheme = if cfg.insecure { "http" } else { "https" };
     let mut ep = Endpoint::from_shared(format!("{scheme}://{addr}"))
         .map_err(|e| NetError::Input(format!("host {addr} is not an address (HOST:PORT): {e}")))?
         .connect_timeout(Duration::from_secs(5))
-        // An agent silent for ~3 s (pings unanswered) is lost.
+        // The agent's heartbeat at the transport: an agent silent for ~3 s (pings unanswered,
+        // e.g. a cut link) is lost. Its progress events are the other one (see `run_step`).
         .http2_keep_alive_interval(Duration::from_secs(1))
         .keep_alive_timeout(Duration::from_secs(2))
         .keep_alive_while_idle(true);
@@ -80,7 +132,41 @@ pub async fn connect(addr: &str, cfg: &ClientConfig, pings: usize) -> Result<Rem
         .connect()
         .await
         .map_err(|e| NetError::Failed(format!("cannot reach agent {addr}: {e}{}", source_chain(&e))))?;
-    let bearer: Bearer = Box::new(auth::bearer(Arc::new(cfg.token.clone())));
+    let r = handshake(addr, channel, &cfg.token, pings, false).await?;
+    match check_clock(addr, r.offset_ns, r.rtt_ns, cfg.max_skew) {
+        ClockVerdict::Fine => {}
+        ClockVerdict::Warn(m) => eprintln!("WARNING: {m}"),
+        ClockVerdict::Refuse(m) => return Err(NetError::Input(m)),
+    }
+    Ok(r)
+}
+
+/// Starts the in-process agent of a local run and connects to it, as to any agent.
+pub async fn connect_in_process(local: InProcess) -> Result<Remote, NetError> {
+    let token = auth::random_token()?;
+    let mut io = Some(agent::in_process(local, token.clone()));
+    let channel = Endpoint::from_static("http://in-process")
+        .connect_with_connector(tower::service_fn(move |_| {
+            let io = io.take();
+            async move {
+                io.map(hyper_util::rt::TokioIo::new)
+                    .ok_or_else(|| std::io::Error::other("the in-process agent takes one connection"))
+            }
+        }))
+        .await
+        .map_err(|e| NetError::Failed(format!("cannot start the in-process agent: {e}")))?;
+    handshake("in-process", channel, &token, 1, true).await
+}
+
+/// Hello (protocol check) and `pings` pings for the clock offset.
+async fn handshake(
+    addr: &str,
+    channel: Channel,
+    token: &str,
+    pings: usize,
+    in_process: bool,
+) -> Result<Remote, NetError> {
+    let bearer: Bearer = Box::new(auth::bearer(Arc::new(token.to_string())));
     let mut client = AgentClient::with_interceptor(channel, bearer);
     let hello = client
         .hello(pb::HelloRequest { protocol: PROTOCOL, version: env!("CARGO_PKG_VERSION").into() })
@@ -105,7 +191,7 @@ pub async fn connect(addr: &str, cfg: &ClientConfig, pings: usize) -> Result<Rem
             offset_ns = r.agent_unix_ns - (t0 + t1) / 2;
         }
     }
-    Ok(Remote { addr: addr.into(), hello, offset_ns, rtt_ns, client })
+    Ok(Remote { addr: addr.into(), hello, offset_ns, rtt_ns, target_offset: 0, in_process, client })
 }
 
 fn source_chain(e: &dyn std::error::Error) -> String {
@@ -127,32 +213,22 @@ pub async fn targets(
     write: bool,
 ) -> Result<Vec<Vec<pb::TargetFacts>>, NetError> {
     let mut out = Vec::new();
+    let mut offset = 0;
     for (r, p) in remotes.iter_mut().zip(paths) {
         let req = pb::TargetsRequest { targets: p.clone(), scratch_size, write };
         let facts = r.client.targets(req).await.map_err(|e| failed(&r.addr, "targets", e))?.into_inner();
+        r.target_offset = offset;
+        offset += facts.targets.len() as u32;
         out.push(facts.targets);
     }
     Ok(out)
 }
 
-/// What one host did in a step.
-#[derive(Debug, Clone)]
-pub struct HostStep {
-    pub addr: String,
-    pub hostname: String,
-    pub record: StepRecord,
-    /// When its I/O started, on the coordinator's clock (Unix ns).
-    pub started_unix_ns: i64,
-}
-
-/// A step on every agent: the merged record and each host's own.
+/// A step on every agent: the merged record (with each host's own in `per_host`).
 pub struct MultiStep {
     pub merged: StepRecord,
-    pub hosts: Vec<HostStep>,
-    /// Latest minus earliest start across hosts, in µs.
-    pub start_spread_us: f64,
-    /// Agents lost during the step: (index, seconds into the step).
-    pub lost: Vec<(usize, f64)>,
+    /// Agents lost during the step, by index.
+    pub lost: Vec<usize>,
 }
 
 /// The parameters of a step sent to every agent.
@@ -164,23 +240,92 @@ pub struct StepSpec<'a> {
     pub scratch_size: u64,
     pub threads: u32,
     pub backend: &'a str,
+    pub faults: &'a [Fault],
     /// How long before the start the agents get the request (covers connection set-up).
     pub lead: Duration,
     /// A lost agent ends the step with an error (else the others carry on).
     pub abort_on_host_loss: bool,
+    /// An agent that sends nothing (its progress events are its heartbeat) for this long once
+    /// its step should have started is lost.
+    pub silence: Duration,
+}
+
+/// The coordinator's view of the agents while a step runs.
+struct Hosts<'a> {
+    spec: &'a StepSpec<'a>,
+    addrs: Vec<String>,
+    records: Vec<Option<StepRecord>>,
+    started: Vec<i64>,
+    /// Latest live totals per agent.
+    progress: Vec<pb::Progress>,
+    /// Per interval, per agent: its stats until the interval is merged.
+    pending: Vec<Vec<Option<(IntervalStats, CpuUsage, f64)>>>,
+    done: Vec<bool>,
+    /// Seconds into the step when an agent was lost.
+    lost: Vec<Option<f64>>,
+    /// When an agent counts as silent, unless it sends something before.
+    deadline: Vec<Instant>,
+    failure: Option<NetError>,
+    t0: Instant,
+}
+
+impl Hosts<'_> {
+    /// Agent `h` is gone (killed, cut off, silent): the others carry on unless told otherwise.
+    fn lose(&mut self, h: usize, why: &str) {
+        if self.done[h] {
+            return;
+        }
+        self.done[h] = true;
+        let at = (self.t0.elapsed().as_secs_f64() - self.spec.lead.as_secs_f64()).max(0.0);
+        let addr = &self.addrs[h];
+        if self.spec.abort_on_host_loss {
+            self.failure.get_or_insert(NetError::Failed(format!(
+                "agent {addr} lost {at:.1} s into the step ({why}); --on-host-loss abort ends the run"
+            )));
+        } else {
+            eprintln!("WARNING: agent {addr} lost {at:.1} s into the step ({why}); the others carry on");
+            self.lost[h] = Some(at);
+        }
+    }
+
+    fn live(&self, elapsed_s: f64) -> StepProgress {
+        let p = &self.progress;
+        StepProgress {
+            elapsed_s,
+            planned_s: self.spec.workload.step_seconds(),
+            warmup: p.iter().any(|p| p.warmup) || elapsed_s < self.spec.workload.warmup_s,
+            ops: p.iter().map(|p| p.ops).sum(),
+            bytes: p.iter().map(|p| p.bytes).sum(),
+            lat_sum_ns: p.iter().map(|p| p.lat_sum_ns).sum(),
+            intervals_done: 0,
+        }
+    }
+}
+
+/// Errors of agent `h` name its targets by their place in the run's list.
+fn shift_targets(s: &mut IntervalStats, offset: u32) {
+    for d in [&mut s.read, &mut s.write] {
+        for e in &mut d.errors.0 {
+            if e.0 != UNKNOWN_TARGET {
+                e.0 += offset;
+            }
+        }
+    }
 }
 
 /// Runs a step on every agent at one moment and merges the intervals as they arrive: interval
-/// `k` goes to `obs` once every host reported it. `stop` (Ctrl-C) ends the step on every agent
-/// at its next interval boundary.
+/// `k` goes to `obs` (each host's part first, then the merged one) once every host still there
+/// reported it. `stop` (Ctrl-C) asks every agent to end at its next interval boundary.
 pub async fn run_step(
     remotes: &mut [Remote],
     spec: &StepSpec<'_>,
     obs: &mut dyn StepObserver,
-    stop: &std::sync::atomic::AtomicBool,
+    stop: &AtomicBool,
 ) -> Result<MultiStep, NetError> {
     let w = spec.workload;
     let json = serde_json::to_string(w).map_err(|e| NetError::Failed(e.to_string()))?;
+    let faults_json =
+        if spec.faults.is_empty() { String::new() } else { serde_json::to_string(spec.faults).unwrap_or_default() };
     let start_at = unix_ns() + spec.lead.as_nanos() as i64;
     let mut streams = Vec::new();
     for (r, targets) in remotes.iter_mut().zip(spec.targets) {
@@ -192,24 +337,33 @@ pub async fn run_step(
             scratch_size: spec.scratch_size,
             threads: spec.threads,
             backend: spec.backend.into(),
+            faults_json: faults_json.clone(),
         };
         let s = r.client.run_step(req).await.map_err(|e| failed(&r.addr, "step", e))?.into_inner();
         streams.push(s);
     }
     let n = remotes.len();
     let intervals = w.intervals as usize;
-    // Per host: its record; per interval: the hosts' stats still to be merged.
-    let mut hosts: Vec<Option<StepRecord>> = vec![None; n];
-    let mut started = vec![0i64; n];
-    let mut pending: Vec<Vec<Option<(IntervalStats, CpuUsage, f64)>>> = vec![vec![None; n]; intervals];
+    let t0 = Instant::now();
+    let mut st = Hosts {
+        spec,
+        addrs: remotes.iter().map(|r| r.addr.clone()).collect(),
+        records: vec![None; n],
+        started: vec![0; n],
+        progress: vec![pb::Progress::default(); n],
+        pending: vec![vec![None; n]; intervals],
+        done: vec![false; n],
+        lost: vec![None; n],
+        deadline: vec![t0 + spec.lead + spec.silence; n],
+        failure: None,
+        t0,
+    };
     let mut merged: Option<StepRecord> = None;
-    let mut done = vec![false; n];
-    let mut lost: Vec<Option<f64>> = vec![None; n];
-    let mut failure: Option<NetError> = None;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<(usize, Result<Option<pb::StepEvent>, tonic::Status>)>(64);
+    let mut readers = Vec::new();
     for (i, mut s) in streams.into_iter().enumerate() {
         let tx = tx.clone();
-        tokio::spawn(async move {
+        readers.push(tokio::spawn(async move {
             loop {
                 let m = s.message().await;
                 let end = !matches!(m, Ok(Some(_)));
@@ -217,64 +371,61 @@ pub async fn run_step(
                     break;
                 }
             }
-        });
+        }));
     }
     drop(tx);
     let mut tick = tokio::time::interval(Duration::from_millis(250));
-    let t0 = std::time::Instant::now();
     let mut next_merge = 0usize;
-    let mut stopping = false;
-    loop {
-        if !stopping && stop.load(std::sync::atomic::Ordering::Relaxed) {
-            // Dropping the streams stops every agent at its next interval boundary.
-            stopping = true;
+    let mut stop_sent = false;
+    // A single in-process agent is the local run itself: no per-host figures to keep apart.
+    let per_host = !(n == 1 && remotes[0].in_process);
+    while !st.done.iter().all(|&d| d) {
+        if !stop_sent && stop.load(Ordering::Relaxed) {
+            stop_sent = true;
+            for (h, r) in remotes.iter_mut().enumerate() {
+                if !st.done[h] {
+                    // Best effort: an agent that cannot be told is lost anyway.
+                    let _ = r.client.stop(pb::StopRequest {}).await;
+                }
+            }
         }
         let msg = tokio::select! {
             m = rx.recv() => m,
             _ = tick.tick() => {
-                obs.progress(&StepProgress {
-                    elapsed_s: t0.elapsed().as_secs_f64(),
-                    planned_s: w.step_seconds() + spec.lead.as_secs_f64(),
-                    warmup: false,
-                    ops: merged.as_ref().map_or(0, |m| m.intervals.iter().map(|i| i.ops).sum()),
-                    bytes: merged.as_ref().map_or(0, |m| m.intervals.iter().map(|i| i.bytes).sum()),
-                    lat_sum_ns: 0,
-                    intervals_done: next_merge as u32,
-                });
+                let now = Instant::now();
+                for (h, reader) in readers.iter().enumerate() {
+                    if !st.done[h] && now > st.deadline[h] {
+                        let why = format!("silent for {:.0} s", spec.silence.as_secs_f64());
+                        st.lose(h, &why);
+                        // Dropping its stream tells the agent, if it still listens, to stop.
+                        reader.abort();
+                    }
+                }
+                let elapsed = st.progress.iter().map(|p| p.elapsed_s).fold(0.0, f64::max);
+                obs.progress(&StepProgress { intervals_done: next_merge as u32, ..st.live(elapsed) });
                 continue;
             }
         };
         let Some((h, m)) = msg else { break };
+        if st.done[h] {
+            continue;
+        }
+        st.deadline[h] = Instant::now() + spec.silence;
         let event = match m {
             Ok(Some(e)) => e.event,
-            Ok(None) | Err(_) if done[h] => None,
-            // The agent is gone (killed, cut off): the others carry on unless told otherwise.
-            other => {
-                let why = match other {
-                    Err(e) => e.message().to_string(),
-                    _ => "the stream ended without a result".into(),
-                };
-                let at = t0.elapsed().as_secs_f64() - spec.lead.as_secs_f64();
-                done[h] = true;
-                if spec.abort_on_host_loss {
-                    failure.get_or_insert(NetError::Failed(format!(
-                        "agent {} lost {at:.1} s into the step ({why}); --on-host-loss abort ends the run",
-                        remotes[h].addr
-                    )));
-                } else {
-                    eprintln!(
-                        "WARNING: agent {} lost {at:.1} s into the step ({why}); the others carry on",
-                        remotes[h].addr
-                    );
-                    lost[h] = Some(at.max(0.0));
-                }
+            Err(e) => {
+                st.lose(h, e.message());
+                None
+            }
+            Ok(None) => {
+                st.lose(h, "the stream ended without a result");
                 None
             }
         };
         match event {
             Some(pb::step_event::Event::Started(s)) => {
-                started[h] = s.started_unix_ns - remotes[h].offset_ns;
-                hosts[h] =
+                st.started[h] = s.started_unix_ns - remotes[h].offset_ns;
+                st.records[h] =
                     Some(StepRecord::new(spec.workers, w.queue_depth, s.threads as usize, w.interval_s, s.sample_s));
                 if merged.is_none() {
                     // Workers are per host, as published; the host count goes beside them.
@@ -284,29 +435,35 @@ pub async fn run_step(
                     obs.started(&rec);
                     merged = Some(rec);
                 }
+                if per_host {
+                    let r = &remotes[h];
+                    obs.host_started(h as u32, &r.addr, &r.hello.hostname, st.started[h], s.threads as usize);
+                }
             }
+            Some(pb::step_event::Event::Progress(p)) => st.progress[h] = p,
             Some(pb::step_event::Event::Interval(i)) => {
-                let (idx, stats, cpu, dur) = wire::interval_from(&i)
+                let (idx, mut stats, cpu, dur) = wire::interval_from(&i)
                     .map_err(|e| NetError::Failed(format!("agent {}: bad interval: {e}", remotes[h].addr)))?;
-                if let Some(slot) = pending.get_mut(idx as usize) {
+                shift_targets(&mut stats, remotes[h].target_offset);
+                if let Some(slot) = st.pending.get_mut(idx as usize) {
                     slot[h] = Some((stats, cpu, dur));
                 }
             }
             Some(pb::step_event::Event::Done(d)) => {
-                done[h] = true;
+                st.done[h] = true;
                 if !d.error.is_empty() {
-                    let msg = format!("agent {}: {}", remotes[h].addr, d.error);
-                    failure.get_or_insert(if d.input { NetError::Input(msg) } else { NetError::Failed(msg) });
+                    let msg = format!("{}{}", remotes[h].who(), d.error);
+                    st.failure.get_or_insert(if d.input { NetError::Input(msg) } else { NetError::Failed(msg) });
                 }
             }
             None => {}
         }
         // Hand on, in order, every interval all hosts still there reported.
         while next_merge < intervals
-            && pending[next_merge].iter().zip(&lost).all(|(p, l)| p.is_some() || l.is_some())
-            && lost.iter().any(Option::is_none)
+            && st.pending[next_merge].iter().zip(&st.lost).all(|(p, l)| p.is_some() || l.is_some())
+            && st.lost.iter().any(Option::is_none)
         {
-            let parts: Vec<_> = pending[next_merge].iter_mut().map(Option::take).collect();
+            let parts: Vec<_> = st.pending[next_merge].iter_mut().map(Option::take).collect();
             let reporting = parts.iter().filter(|p| p.is_some()).count().max(1) as f64;
             let mut all = IntervalStats::default();
             let mut cpu = CpuUsage::default();
@@ -316,7 +473,10 @@ pub async fn run_step(
                 cpu.user += c.user / reporting;
                 cpu.system += c.system / reporting;
                 cpu.iowait += c.iowait / reporting;
-                if let Some(r) = hosts[k].as_mut() {
+                if per_host {
+                    obs.host_interval(k as u32, next_merge as u32, &s, &c, d);
+                }
+                if let Some(r) = st.records[k].as_mut() {
                     r.push_interval(s, c, d);
                 }
             }
@@ -326,22 +486,19 @@ pub async fn run_step(
             }
             next_merge += 1;
         }
-        if done.iter().all(|&d| d) {
-            break;
-        }
-        if stopping {
-            break;
-        }
     }
-    if let Some(f) = failure {
+    for r in readers {
+        r.abort();
+    }
+    if let Some(f) = st.failure {
         return Err(f);
     }
-    if lost.iter().all(Option::is_some) {
+    if st.lost.iter().all(Option::is_some) {
         return Err(NetError::Failed("every agent was lost during the step".into()));
     }
     let mut merged = merged.ok_or_else(|| NetError::Failed("no agent started the step".into()))?;
     merged.interrupted = merged.intervals.len() < intervals;
-    for (i, at) in lost.iter().enumerate() {
+    for (i, at) in st.lost.iter().enumerate() {
         if let Some(at) = at {
             merged.notes.push((
                 "host_lost".into(),
@@ -352,21 +509,25 @@ pub async fn run_step(
             ));
         }
     }
-    let spread = started.iter().max().unwrap_or(&0) - started.iter().min().unwrap_or(&0);
-    let hosts = hosts
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let mut record = r.unwrap_or_else(|| StepRecord::new(spec.workers, w.queue_depth, 0, w.interval_s, 1.0));
-            record.interrupted = record.intervals.len() < intervals;
-            HostStep {
-                addr: remotes[i].addr.clone(),
-                hostname: remotes[i].hello.hostname.clone(),
-                record,
-                started_unix_ns: started[i],
-            }
-        })
-        .collect();
-    let lost = lost.iter().enumerate().filter_map(|(i, l)| l.map(|at| (i, at))).collect();
-    Ok(MultiStep { merged, hosts, start_spread_us: spread as f64 / 1000.0, lost })
+    if per_host {
+        merged.per_host = st
+            .records
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let mut record =
+                    r.unwrap_or_else(|| StepRecord::new(spec.workers, w.queue_depth, 0, w.interval_s, 1.0));
+                record.interrupted = record.intervals.len() < intervals;
+                HostRecord {
+                    address: remotes[i].addr.clone(),
+                    hostname: remotes[i].hello.hostname.clone(),
+                    started_unix_ns: st.started[i],
+                    lost_at_s: st.lost[i],
+                    record,
+                }
+            })
+            .collect();
+    }
+    let lost = st.lost.iter().enumerate().filter_map(|(i, l)| l.map(|_| i)).collect();
+    Ok(MultiStep { merged, lost })
 }

@@ -2,7 +2,7 @@
 //! serialization, so that the coordinator merges them exactly (aggregate percentiles come from
 //! merged histograms, never from averaged percentiles).
 
-use iocurve_stats::{CpuUsage, DirStats, ErrorCounts, IntervalStats, LatencyHistogram, Sample};
+use iocurve_stats::{CpuUsage, DirStats, ErrorCounts, IntervalStats, LatencyHistogram, Sample, VerifyCounts};
 
 use crate::pb;
 
@@ -46,6 +46,13 @@ pub fn interval_to(index: u32, s: &IntervalStats, cpu: &CpuUsage, duration_s: f6
         duration_s,
         max_gap_ns: s.max_gap_ns,
         faults_injected: s.faults_injected,
+        verify: Some(pb::Verify {
+            checked: s.verify.checked,
+            lost: s.verify.lost,
+            corrupt: s.verify.corrupt,
+            misplaced: s.verify.misplaced,
+            examples: s.verify.examples.clone(),
+        }),
     }
 }
 
@@ -67,7 +74,13 @@ pub fn interval_from(i: &pb::Interval) -> Result<(u32, IntervalStats, CpuUsage, 
             .collect(),
         max_gap_ns: i.max_gap_ns,
         faults_injected: i.faults_injected,
-        verify: Default::default(),
+        verify: i.verify.as_ref().map_or_else(VerifyCounts::default, |v| VerifyCounts {
+            checked: v.checked,
+            lost: v.lost,
+            corrupt: v.corrupt,
+            misplaced: v.misplaced,
+            examples: v.examples.clone(),
+        }),
     };
     let cpu = CpuUsage { user: i.cpu_user, system: i.cpu_system, iowait: i.cpu_iowait };
     Ok((i.index, stats, cpu, i.duration_s))
@@ -88,6 +101,7 @@ mod tests {
         s.write.errors.add(1, 5, 3);
         s.max_gap_ns = Some(123);
         s.faults_injected = 3;
+        s.verify = VerifyCounts { checked: 9, lost: 1, corrupt: 2, misplaced: 3, examples: vec!["block 7".into()] };
         let cpu = CpuUsage { user: 1.5, system: 2.5, iowait: 0.5 };
         let (idx, back, cpu2, d) = interval_from(&interval_to(4, &s, &cpu, 0.5)).unwrap();
         assert_eq!((idx, d), (4, 0.5));

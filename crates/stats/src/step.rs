@@ -42,6 +42,22 @@ pub struct StepRecord {
     /// What happened around the measurement that the figures cannot tell, as (code, message):
     /// e.g. an agent lost mid-step. The analysis shows them as flags.
     pub notes: Vec<(String, String)>,
+    /// A multi-host step: what each host measured on its own (its intervals are the parts the
+    /// step's own intervals were merged from). Empty for a local run.
+    pub per_host: Vec<HostRecord>,
+}
+
+/// One host's part of a multi-host step.
+#[derive(Debug, Clone)]
+pub struct HostRecord {
+    /// The agent's address as given (`host:port`).
+    pub address: String,
+    pub hostname: String,
+    /// When its I/O started, on the coordinator's clock (Unix ns).
+    pub started_unix_ns: i64,
+    /// Seconds into the step when the coordinator lost it; None when it finished the step.
+    pub lost_at_s: Option<f64>,
+    pub record: StepRecord,
 }
 
 impl StepRecord {
@@ -57,6 +73,7 @@ impl StepRecord {
             total: IntervalStats::default(),
             interrupted: false,
             notes: Vec::new(),
+            per_host: Vec::new(),
         }
     }
 

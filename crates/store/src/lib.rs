@@ -9,7 +9,9 @@
 
 use std::path::Path;
 
-use iocurve_stats::{CpuUsage, ErrorCounts, IntervalStats, LatencyHistogram, Sample, StepRecord, UNKNOWN_TARGET};
+use iocurve_stats::{
+    CpuUsage, ErrorCounts, HostRecord, IntervalStats, LatencyHistogram, Sample, StepRecord, UNKNOWN_TARGET,
+};
 use rusqlite::{Connection, OptionalExtension, params};
 
 #[derive(Debug, thiserror::Error)]
@@ -25,7 +27,24 @@ pub enum StoreError {
 type Result<T> = std::result::Result<T, StoreError>;
 
 /// Schema migrations, in order; `PRAGMA user_version` counts how many are applied.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7];
+
+/// v7: per-host results of multi-host steps. A host's own intervals and samples sit beside the
+/// step's merged ones, told apart by `host` (NULL = the step, merged over its hosts).
+const SCHEMA_V7: &str = "
+CREATE TABLE step_hosts (
+    step_id INTEGER NOT NULL REFERENCES steps(id) ON DELETE CASCADE,
+    host INTEGER NOT NULL,                -- 0, 1, ... within the step
+    address TEXT NOT NULL,                -- the agent as given (host:port)
+    hostname TEXT NOT NULL,
+    started_unix_ns INTEGER NOT NULL,     -- its I/O start on the coordinator's clock
+    threads INTEGER NOT NULL,
+    lost_at_s REAL,                       -- seconds into the step when it was lost; NULL if not
+    PRIMARY KEY (step_id, host)
+);
+ALTER TABLE intervals ADD COLUMN host INTEGER;  -- NULL: merged over the step's hosts
+ALTER TABLE samples ADD COLUMN host INTEGER;
+";
 
 /// v6: multi-host steps record how many hosts ran them (workers are per host).
 const SCHEMA_V6: &str = "
@@ -290,10 +309,29 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
+    /// Records that host number `host` of a multi-host step started.
+    pub fn add_step_host(
+        &self,
+        step_id: i64,
+        host: u32,
+        address: &str,
+        hostname: &str,
+        started_unix_ns: i64,
+        threads: usize,
+    ) -> Result<()> {
+        let x = self.conn.execute(
+            "INSERT INTO step_hosts (step_id, host, address, hostname, started_unix_ns, threads) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![step_id, host, address, hostname, started_unix_ns, threads as i64],
+        );
+        self.sql(x).map(drop)
+    }
+
     /// Stores one finished interval in a single transaction: durable before this returns.
+    /// `host` is None for the step's own (merged) interval, else the host it is the part of.
     pub fn add_interval(
         &mut self,
         step_id: i64,
+        host: Option<u32>,
         idx: u32,
         stats: &IntervalStats,
         cpu: &CpuUsage,
@@ -304,8 +342,8 @@ impl Store {
         let tx = self.conn.transaction().map_err(wrap)?;
         tx.execute(
             "INSERT INTO intervals (step_id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected,
-                                    verify_checked, verify_lost, verify_corrupt, verify_misplaced, verify_examples)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                                    verify_checked, verify_lost, verify_corrupt, verify_misplaced, verify_examples, host)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
             params![
                 step_id, idx, duration_s,
                 stats.read.ops as i64, stats.read.bytes as i64, stats.write.ops as i64, stats.write.bytes as i64,
@@ -313,7 +351,7 @@ impl Store {
                 cpu.user, cpu.system, cpu.iowait,
                 stats.max_gap_ns.map(|g| g as i64), stats.faults_injected as i64,
                 stats.verify.checked as i64, stats.verify.lost as i64, stats.verify.corrupt as i64,
-                stats.verify.misplaced as i64, stats.verify.examples.join("\n")
+                stats.verify.misplaced as i64, stats.verify.examples.join("\n"), host
             ],
         )
         .map_err(wrap)?;
@@ -329,7 +367,7 @@ impl Store {
         }
         {
             let mut st = tx
-                .prepare_cached("INSERT INTO samples (step_id, interval_idx, idx, ops, bytes, lat_sum_ns, lat_max_ns, errors) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+                .prepare_cached("INSERT INTO samples (step_id, interval_idx, idx, ops, bytes, lat_sum_ns, lat_max_ns, errors, host) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")
                 .map_err(wrap)?;
             for (i, s) in stats.samples.iter().enumerate() {
                 st.execute(params![
@@ -340,7 +378,8 @@ impl Store {
                     s.bytes as i64,
                     s.lat_sum_ns as i64,
                     s.lat_max_ns as i64,
-                    s.errors as i64
+                    s.errors as i64,
+                    host
                 ])
                 .map_err(wrap)?;
             }
@@ -348,14 +387,26 @@ impl Store {
         tx.commit().map_err(wrap)
     }
 
-    /// Marks a step finished, with the notes of its record (see `StepRecord::notes`).
-    pub fn end_step(&self, step_id: i64, interrupted: bool, notes: &[(String, String)]) -> Result<()> {
-        let text: Vec<String> = notes.iter().map(|(c, m)| format!("{}\t{}", c, m.replace(['\n', '\t'], " "))).collect();
+    /// Marks a step finished, with its record's notes (see `StepRecord::notes`) and the hosts it
+    /// lost.
+    pub fn end_step(&self, step_id: i64, rec: &StepRecord) -> Result<()> {
+        let text: Vec<String> =
+            rec.notes.iter().map(|(c, m)| format!("{}\t{}", c, m.replace(['\n', '\t'], " "))).collect();
         let x = self.conn.execute(
             "UPDATE steps SET interrupted = ?1, notes = ?2 WHERE id = ?3",
-            params![interrupted, text.join("\n"), step_id],
+            params![rec.interrupted, text.join("\n"), step_id],
         );
-        self.sql(x).map(drop)
+        self.sql(x)?;
+        for (i, h) in rec.per_host.iter().enumerate() {
+            if let Some(at) = h.lost_at_s {
+                let x = self.conn.execute(
+                    "UPDATE step_hosts SET lost_at_s = ?1 WHERE step_id = ?2 AND host = ?3",
+                    params![at, step_id, i as i64],
+                );
+                self.sql(x)?;
+            }
+        }
+        Ok(())
     }
 
     /// Marks a run finished: `complete`, `interrupted` or `failed`, with its summary line.
@@ -489,11 +540,12 @@ impl Store {
         let rows: Vec<_> = self.sql(rows.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?;
         let mut steps = Vec::new();
         for (step_id, mut rec, interrupted) in rows {
-            for (stats, cpu, duration_s) in self.load_intervals(step_id)? {
+            for (stats, cpu, duration_s) in self.load_intervals(step_id, None)? {
                 rec.push_interval(stats, cpu, duration_s);
             }
             // A step still marked running was cut off (killed run): only its finished intervals count.
             rec.interrupted = interrupted.unwrap_or(true);
+            rec.per_host = self.load_hosts(step_id, &rec)?;
             if !rec.intervals.is_empty() {
                 steps.push(rec);
             }
@@ -501,15 +553,45 @@ impl Store {
         Ok(steps)
     }
 
-    /// The intervals of a step, in order, as the engine handed them over.
-    fn load_intervals(&self, step_id: i64) -> Result<Vec<(IntervalStats, CpuUsage, f64)>> {
+    /// The hosts of a multi-host step, each with its own intervals.
+    fn load_hosts(&self, step_id: i64, step: &StepRecord) -> Result<Vec<HostRecord>> {
+        let mut st = self.sql(self.conn.prepare(
+            "SELECT host, address, hostname, started_unix_ns, threads, lost_at_s FROM step_hosts WHERE step_id = ?1 ORDER BY host",
+        ))?;
+        let rows = st.query_map([step_id], |r| {
+            Ok((
+                r.get::<_, u32>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, i64>(4)?,
+                r.get::<_, Option<f64>>(5)?,
+            ))
+        });
+        let rows: Vec<_> = self.sql(rows.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?;
+        let mut hosts = Vec::new();
+        for (host, address, hostname, started_unix_ns, threads, lost_at_s) in rows {
+            let mut record =
+                StepRecord::new(step.workers, step.queue_depth, threads as usize, step.interval_s, step.sample_s);
+            for (stats, cpu, duration_s) in self.load_intervals(step_id, Some(host))? {
+                record.push_interval(stats, cpu, duration_s);
+            }
+            record.interrupted = step.interrupted || lost_at_s.is_some();
+            hosts.push(HostRecord { address, hostname, started_unix_ns, lost_at_s, record });
+        }
+        Ok(hosts)
+    }
+
+    /// The intervals of a step (`host` None) or of one of its hosts, in order, as the engine
+    /// handed them over.
+    fn load_intervals(&self, step_id: i64, host: Option<u32>) -> Result<Vec<(IntervalStats, CpuUsage, f64)>> {
         let invalid = |m: String| StoreError::Invalid { path: self.path.clone(), message: m };
         let mut st = self.sql(self.conn.prepare(
             "SELECT id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected,
                     verify_checked, verify_lost, verify_corrupt, verify_misplaced, verify_examples
-             FROM intervals WHERE step_id = ?1 ORDER BY idx",
+             FROM intervals WHERE step_id = ?1 AND host IS ?2 ORDER BY idx",
         ))?;
-        let rows = st.query_map([step_id], |r| {
+        let rows = st.query_map(params![step_id, host], |r| {
             let mut stats = IntervalStats::default();
             stats.read.ops = r.get::<_, i64>(3)? as u64;
             stats.read.bytes = r.get::<_, i64>(4)? as u64;
@@ -544,9 +626,9 @@ impl Store {
                 counts.add(target.unwrap_or(UNKNOWN_TARGET), errno, count as u64);
             }
             let mut ss = self.sql(self.conn.prepare_cached(
-                "SELECT ops, bytes, lat_sum_ns, lat_max_ns, errors FROM samples WHERE step_id = ?1 AND interval_idx = ?2 ORDER BY idx",
+                "SELECT ops, bytes, lat_sum_ns, lat_max_ns, errors FROM samples WHERE step_id = ?1 AND interval_idx = ?2 AND host IS ?3 ORDER BY idx",
             ))?;
-            let samples = ss.query_map(params![step_id, idx], |r| {
+            let samples = ss.query_map(params![step_id, idx, host], |r| {
                 Ok(Sample {
                     ops: r.get::<_, i64>(0)? as u64,
                     bytes: r.get::<_, i64>(1)? as u64,
@@ -591,9 +673,9 @@ mod tests {
         let cpu = CpuUsage { user: 10.0, system: 5.0, iowait: 1.0 };
         let ivs = [interval(1000, 50), interval(3000, 70)];
         for (i, s) in ivs.iter().enumerate() {
-            st.add_interval(step, i as u32, s, &cpu, 1.0).unwrap();
+            st.add_interval(step, None, i as u32, s, &cpu, 1.0).unwrap();
         }
-        st.end_step(step, false, &[]).unwrap();
+        st.end_step(step, &StepRecord::new(1, 1, 1, 1.0, 1.0)).unwrap();
         st.finish_run(run, "complete", "t", "w 1 IOPS").unwrap();
 
         let back = st.load(run).unwrap();
@@ -610,13 +692,76 @@ mod tests {
         assert!(!rec.interrupted);
     }
 
+    #[test]
+    fn a_multi_host_step_keeps_every_host_apart_from_the_merged_figures() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = Store::open(&dir.path().join("r.db")).unwrap();
+        let run = st.begin_run(&NewRun::default()).unwrap();
+        let wl = st.begin_workload(run, 0, "w", "{}").unwrap();
+        let mut merged = StepRecord::new(4, 1, 2, 1.0, 1.0);
+        merged.hosts = 2;
+        let step = st.begin_step(wl, 0, &merged).unwrap();
+        st.add_step_host(step, 0, "a:7420", "alpha", 1_000, 2).unwrap();
+        st.add_step_host(step, 1, "b:7420", "beta", 1_400, 2).unwrap();
+        let mut hosts = [StepRecord::new(4, 1, 2, 1.0, 1.0), StepRecord::new(4, 1, 2, 1.0, 1.0)];
+        for k in 0..2u32 {
+            let parts = [interval(1000 + 10 * k as u64, 50), interval(7000, 20 + k as u64)];
+            let mut all = IntervalStats::default();
+            for (h, p) in parts.iter().enumerate() {
+                // Host b is lost after the first interval.
+                if h == 1 && k == 1 {
+                    continue;
+                }
+                st.add_interval(step, Some(h as u32), k, p, &CpuUsage::default(), 1.0).unwrap();
+                hosts[h].push_interval(p.clone(), CpuUsage::default(), 1.0);
+                all.merge(p);
+            }
+            st.add_interval(step, None, k, &all, &CpuUsage::default(), 1.0).unwrap();
+            merged.push_interval(all, CpuUsage::default(), 1.0);
+        }
+        let [a, b] = hosts;
+        merged.per_host = vec![
+            HostRecord {
+                address: "a:7420".into(),
+                hostname: "alpha".into(),
+                started_unix_ns: 1_000,
+                lost_at_s: None,
+                record: a,
+            },
+            HostRecord {
+                address: "b:7420".into(),
+                hostname: "beta".into(),
+                started_unix_ns: 1_400,
+                lost_at_s: Some(1.2),
+                record: b,
+            },
+        ];
+        st.end_step(step, &merged).unwrap();
+        let back = st.load(run).unwrap();
+        let rec = &back.workloads[0].1[0];
+        assert_eq!(rec.hosts, 2);
+        assert_eq!(rec.total, merged.total, "the merged intervals alone make the step's total");
+        assert_eq!(rec.intervals, merged.intervals);
+        assert_eq!(rec.per_host.len(), 2);
+        for (got, want) in rec.per_host.iter().zip(&merged.per_host) {
+            assert_eq!(
+                (&got.address, &got.hostname, got.started_unix_ns),
+                (&want.address, &want.hostname, want.started_unix_ns)
+            );
+            assert_eq!(got.lost_at_s, want.lost_at_s);
+            assert_eq!(got.record.total, want.record.total);
+            assert_eq!(got.record.intervals, want.record.intervals);
+        }
+        assert!(rec.per_host[1].record.interrupted, "a lost host's record is cut short");
+    }
+
     /// A run with one workload, one step and one stored interval; nothing ended.
     fn one_interval_run(dir: &Path) -> (Store, i64) {
         let mut st = Store::open(&dir.join("r.db")).unwrap();
         let run = st.begin_run(&NewRun::default()).unwrap();
         let wl = st.begin_workload(run, 0, "w", "{}").unwrap();
         let step = st.begin_step(wl, 0, &StepRecord::new(1, 1, 1, 1.0, 1.0)).unwrap();
-        st.add_interval(step, 0, &interval(10, 5), &CpuUsage::default(), 1.0).unwrap();
+        st.add_interval(step, None, 0, &interval(10, 5), &CpuUsage::default(), 1.0).unwrap();
         (st, run)
     }
 
