@@ -66,7 +66,8 @@ pub enum Command {
         sla: SlaArgs,
     },
     /// Export a stored run: json (the same document as `run --json`), csv (steps to FILE, samples
-    /// to FILE's name with `-samples`) or fio-json (fio's JSON layout, one job per step).
+    /// to FILE's name with `-samples`), fio-json (fio's JSON layout, one job per step) or
+    /// histograms (every recorded latency bucket per step, merged and per host, as CSV).
     Export {
         /// Run id (see `iocurve runs`).
         run: i64,
@@ -130,6 +131,9 @@ pub enum ExportFormat {
     Csv,
     /// fio's --output-format=json layout, one job per step.
     FioJson,
+    /// Every step's recorded latency histogram as CSV rows (latency_ns, count), merged and per
+    /// host: for percentiles of your own.
+    Histograms,
 }
 
 /// What losing an agent mid-run does.

@@ -143,6 +143,17 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
         ExportFormat::Json => write_json(&result, output)
             .map_err(|e| CliError::Runtime(format!("cannot write {}: {e}", output.display())))?,
         ExportFormat::FioJson => write(output, &export::fio_json(&result))?,
+        ExportFormat::Histograms => {
+            let named: Vec<(String, Vec<_>)> = stored
+                .workloads
+                .iter()
+                .map(|(json, steps)| {
+                    let name = serde_json::from_str::<Workload>(json).map(|w| w.name).unwrap_or_default();
+                    (name, steps.clone())
+                })
+                .collect();
+            write(output, &export::histograms_csv(id, &named))?
+        }
         ExportFormat::Csv => {
             write(output, &export::steps_csv(id, &stored.run.label, &result))?;
             let samples = samples_path(output);

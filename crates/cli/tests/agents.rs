@@ -2,8 +2,11 @@
 //! the aggregate is the exact sum of the hosts, steps start together, and every way in without
 //! the right token, TLS, protocol or allowed target is refused before anything is written.
 
+#[path = "util/browser.rs"]
+mod browser;
 mod util;
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -66,7 +69,7 @@ impl AgentProc {
     }
 
     fn start_in(ns: Option<&Netns>, dir: &Path, certs: &Path, allow: &str, extra: &[&str]) -> AgentProc {
-        let mut cmd = match ns {
+        let cmd = match ns {
             Some(ns) => {
                 let mut c = Command::new("ip");
                 c.args(["netns", "exec", &ns.name, bin()]);
@@ -74,6 +77,18 @@ impl AgentProc {
             }
             None => Command::new(bin()),
         };
+        Self::spawn(cmd, ns, dir, certs, allow, extra)
+    }
+
+    /// An agent on loopback whose wall clock runs `offset` (e.g. `+5s`) off this host's
+    /// (libfaketime).
+    fn start_skewed(offset: &str, dir: &Path, certs: &Path, allow: &str) -> AgentProc {
+        let mut cmd = Command::new("faketime");
+        cmd.args(["-f", offset, bin()]);
+        Self::spawn(cmd, None, dir, certs, allow, &[])
+    }
+
+    fn spawn(mut cmd: Command, ns: Option<&Netns>, dir: &Path, certs: &Path, allow: &str, extra: &[&str]) -> AgentProc {
         let listen = format!("{}:0", ns.map_or("127.0.0.1", |n| n.addr.as_str()));
         cmd.args(["agent", "--listen", &listen, "--token-file"])
             .arg(certs.join("token"))
@@ -123,6 +138,34 @@ fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
+/// The value at percentile `p` of (latency, count) rows, as HdrHistogram defines it: the
+/// first value whose cumulative count reaches `ceil(p / 100 × total)`.
+fn percentile(rows: &BTreeMap<u64, u64>, p: f64) -> u64 {
+    let total: u64 = rows.values().sum();
+    let want = ((p / 100.0 * total as f64).ceil() as u64).max(1);
+    let mut seen = 0;
+    for (&v, &n) in rows {
+        seen += n;
+        if seen >= want {
+            return v;
+        }
+    }
+    panic!("no rows")
+}
+
+/// `export --format histograms` rows: (step, host) → latency → count, both directions added.
+fn histogram_rows(csv: &str) -> BTreeMap<(usize, String), BTreeMap<u64, u64>> {
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("run_id,workload,step,workers,host,direction,latency_ns,count"));
+    let mut out: BTreeMap<(usize, String), BTreeMap<u64, u64>> = BTreeMap::new();
+    for l in lines {
+        let c: Vec<&str> = l.split(',').collect();
+        let rows = out.entry((c[2].parse().unwrap(), c[4].to_string())).or_default();
+        *rows.entry(c[6].parse().unwrap()).or_default() += c[7].parse::<u64>().unwrap();
+    }
+    out
+}
+
 #[test]
 fn three_agents_in_their_own_namespaces_run_together_and_add_up_exactly() {
     let dir = tempfile::tempdir().unwrap();
@@ -130,11 +173,18 @@ fn three_agents_in_their_own_namespaces_run_together_and_add_up_exactly() {
     let mut agents = Vec::new();
     let mut hosts = Vec::new();
     let namespaces: Vec<Netns> = (1..=3).map(Netns::new).collect();
+    // Two agents on a file of their own, the third on a loop device.
+    let dev = Loop::new(64 << 20, &[]);
     for (name, ns) in ["a", "b", "c"].into_iter().zip(&namespaces) {
         let d = dir.path().join(name);
         std::fs::create_dir(&d).unwrap();
-        let a = AgentProc::start_in(Some(ns), &d, &c, &format!("{}/*", d.display()), &[]);
-        hosts.push((a.addr.clone(), d.join("t.dat")));
+        let a = if name == "c" {
+            AgentProc::start_in(Some(ns), &d, &c, dev.path(), &["--allow-write", dev.path()])
+        } else {
+            AgentProc::start_in(Some(ns), &d, &c, &format!("{}/*", d.display()), &[])
+        };
+        let target = if name == "c" { dev.dev.clone() } else { d.join("t.dat") };
+        hosts.push((a.addr.clone(), target));
         agents.push(a);
     }
     let h: Vec<(&str, PathBuf)> = hosts.iter().map(|(a, t)| (a.as_str(), t.clone())).collect();
@@ -174,6 +224,196 @@ fn three_agents_in_their_own_namespaces_run_together_and_add_up_exactly() {
         assert!(t.exists(), "each agent made its own target");
     }
     drop(agents);
+
+    // Stored per host: the histograms exported for each host add up to the merged ones, and the
+    // aggregate percentiles are those of the union of every value the hosts recorded.
+    let o = iocurve(dir.path(), &["export", "1", "--format", "histograms", "-o", "h.csv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = histogram_rows(&std::fs::read_to_string(dir.path().join("h.csv")).unwrap());
+    let addrs: Vec<&str> = hosts.iter().map(|(a, _)| a.as_str()).collect();
+    for (k, s) in steps(&r, 0).iter().enumerate() {
+        let mut union: BTreeMap<u64, u64> = BTreeMap::new();
+        for a in &addrs {
+            let own = rows.get(&(k, a.to_string())).unwrap_or_else(|| panic!("step {k}: rows of host {a}"));
+            for (&v, &n) in own {
+                *union.entry(v).or_default() += n;
+            }
+        }
+        assert_eq!(rows[&(k, String::new())], union, "step {k}: merged histogram = union of the hosts'");
+        assert_eq!(
+            union.values().sum::<u64>(),
+            s["read"]["ops"].as_u64().unwrap() + s["write"]["ops"].as_u64().unwrap()
+        );
+        for (key, p) in [("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p99_9", 99.9)] {
+            let want = percentile(&union, p) as f64 / 1000.0;
+            assert!(
+                (f(&s["lat_us"][key]) - want).abs() < 1e-9,
+                "step {k} {key}: {} vs {want} from the union",
+                s["lat_us"][key]
+            );
+        }
+    }
+
+    // The stored run shows and reports each host beside the aggregate.
+    let o = iocurve(dir.path(), &["show", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("per host:"), "{text}");
+    for a in &addrs {
+        assert!(text.matches(a).count() >= 2, "a row per step for {a}: {text}");
+    }
+    let o = iocurve(dir.path(), &["report", "1", "-o", "r.html"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+    assert!(page.contains("Per host"), "the report has the per-host table");
+    for a in &addrs {
+        assert!(page.contains(&format!("<td>{a}</td>")), "a per-host row for {a}");
+    }
+    let mut b = browser::Browser::launch();
+    b.open(&dir.path().join("r.html"));
+    assert!(b.errors().is_empty(), "no console errors: {:#?}", b.errors());
+    b.screenshot(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts").join("report-hosts.png"));
+    // Lines in the hosts' colours (blue, red, green; equal hosts' lines cover each other).
+    let pixels = b.eval(
+        r#"(() => {
+  const c = document.querySelector('.host-timeline canvas');
+  if (!c) return 0;
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  const want = [[0x1f, 0x77, 0xb4], [0xd6, 0x27, 0x28], [0x2c, 0xa0, 0x2c]];
+  let n = 0;
+  for (let i = 0; i < d.length; i += 4)
+    if (d[i + 3] > 200 && want.some(w => Math.abs(d[i] - w[0]) < 12 && Math.abs(d[i + 1] - w[1]) < 12 && Math.abs(d[i + 2] - w[2]) < 12)) n++;
+  return n;
+})()"#,
+    );
+    assert!(pixels.as_u64().unwrap() >= 100, "the per-host timeline is drawn: {pixels} pixels");
+    let legend =
+        b.eval("Array.from(document.querySelectorAll('.host-timeline .u-legend .u-label')).map(e => e.textContent)");
+    for a in &addrs {
+        assert!(legend.as_array().unwrap().iter().any(|l| l.as_str() == Some(a)), "{a} in the legend: {legend}");
+    }
+}
+
+#[test]
+fn clocks_far_apart_are_refused_or_warned_and_steps_still_start_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let mut hosts = Vec::new();
+    let mut agents = Vec::new();
+    for (name, skew) in [("a", None), ("b", Some("+5s"))] {
+        let d = dir.path().join(name);
+        std::fs::create_dir(&d).unwrap();
+        let allow = format!("{}/*", d.display());
+        let a = match skew {
+            Some(off) => AgentProc::start_skewed(off, &d, &c, &allow),
+            None => AgentProc::start(&d, &c, &allow, &[]),
+        };
+        hosts.push((a.addr.clone(), d.join("t.dat")));
+        agents.push(a);
+    }
+    let h: Vec<(&str, PathBuf)> = hosts.iter().map(|(a, t)| (a.as_str(), t.clone())).collect();
+    plan(dir.path(), &h);
+    let run = |extra: &[&str]| {
+        Command::new(bin())
+            .args(["run", "plan.toml", "--size", "64m", "--json", "r.json", "--ca"])
+            .arg(c.join("ca.pem"))
+            .arg("--token-file")
+            .arg(c.join("token"))
+            .args(extra)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    // 5 s ahead, 1 s allowed: refused before anything is opened.
+    let o = run(&[]);
+    input_error(&o, &[&format!("agent {}'s clock is 50", hosts[1].0), "ahead", "--max-skew-ms 1000", "chrony or NTP"]);
+    assert!(!hosts[0].1.exists() && !hosts[1].1.exists(), "no target was opened");
+    // Allowed: a warning, and the steps start together all the same (starts are converted).
+    let o = run(&["--max-skew-ms", "10000"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("WARNING") && stderr(&o).contains("ahead of this host's"), "{}", stderr(&o));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    for s in steps(&r, 0) {
+        let spread = f(&s["start_spread_us"]);
+        assert!(spread < 5000.0, "started within 5 ms of each other despite 5 s of skew: {spread} µs");
+    }
+    drop(agents);
+}
+
+/// A TCP relay that passes one connection through and keeps what the client sent.
+fn recording_relay(to: String) -> (String, std::sync::Arc<std::sync::Mutex<Vec<u8>>>) {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = sent.clone();
+    std::thread::spawn(move || {
+        let (mut client, _) = listener.accept().unwrap();
+        let mut server = TcpStream::connect(&to).unwrap();
+        let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+        let back = std::thread::spawn(move || {
+            let _ = std::io::copy(&mut s2, &mut c2);
+            let _ = c2.shutdown(Shutdown::Write);
+        });
+        let mut buf = [0u8; 16384];
+        loop {
+            match client.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    keep.lock().unwrap().extend_from_slice(&buf[..n]);
+                    if server.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = server.shutdown(Shutdown::Write);
+        let _ = back.join();
+    });
+    (addr, sent)
+}
+
+#[test]
+fn a_replayed_session_is_rejected_and_runs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let dev = Loop::new(64 << 20, &[]);
+    let agent = AgentProc::start(dir.path(), &c, dev.path(), &[]);
+    // A genuine run through the relay: its bytes hold the token and a whole step request.
+    let (relay, sent) = recording_relay(agent.addr.clone());
+    let o = Command::new(bin())
+        .args(["run", "--hosts", &relay, "--target", dev.path(), "--workload", "backend-random-read-4k"])
+        .args(["--ramp", "1", "--warmup-s", "0.1", "--intervals", "1", "--interval-s", "0.3", "--ca"])
+        .arg(c.join("ca.pem"))
+        .arg("--token-file")
+        .arg(c.join("token"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let recorded = sent.lock().unwrap().clone();
+    assert!(recorded.len() > 1000, "the session was recorded: {} bytes", recorded.len());
+    // Replayed byte for byte on a new connection: the agent's fresh handshake randomness makes
+    // every recorded record useless, so nothing past the handshake is accepted.
+    let before = sectors_read(dev.path());
+    let mut s = std::net::TcpStream::connect(&agent.addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    use std::io::{Read, Write};
+    let _ = s.write_all(&recorded);
+    let mut reply = Vec::new();
+    let end = s.read_to_end(&mut reply);
+    let timed_out =
+        matches!(&end, Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut));
+    assert!(!timed_out, "the agent closes the replayed connection instead of serving it");
+    // The agent answered with a handshake of its own (a new ServerHello, 0x16) and nothing a
+    // served call would bring: its whole answer is the handshake flight and an alert.
+    assert_eq!(reply.first(), Some(&0x16), "a fresh handshake: {:x?}", &reply[..reply.len().min(8)]);
+    assert!(reply.len() < 8192, "no more than a handshake came back: {} bytes", reply.len());
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    assert_eq!(sectors_read(dev.path()), before, "the replayed step request ran no I/O");
+    drop(agent);
 }
 
 #[test]
@@ -346,10 +586,20 @@ fn a_killed_agent_is_marked_lost_and_the_others_carry_on() {
             assert!(flag["message"].as_str().unwrap().contains(&b.addr), "{flag}");
             assert_eq!(s[0]["intervals"].as_array().unwrap().len(), 6, "every interval of the step was merged");
             assert_eq!(s[1]["hosts"].as_array().unwrap().len(), 1, "the next step runs on the agent left");
+            // Lost from that second: its own figures end there, the other host's go on.
+            let hosts = s[0]["hosts"].as_array().unwrap();
+            let lost = hosts.iter().find(|h| h["host"] == b.addr.as_str()).expect("the lost host is listed");
+            let kept = hosts.iter().find(|h| h["host"] != b.addr.as_str()).unwrap();
+            let at = f(&lost["lost_at_s"]);
+            assert!((0.2..2.5).contains(&at), "lost about 1 s into the step: {at}");
+            assert!(kept.get("lost_at_s").is_none());
+            let seconds = |h: &Value| h["samples"].as_array().unwrap().len();
+            assert!(seconds(lost) < seconds(kept), "its timeline ends when it was lost: {lost}");
+            assert!(seconds(lost) as f64 * 0.5 <= at + 0.5, "no figures of the lost host after {at} s");
             let o = iocurve(dir.path(), &["report", "1", "-o", "r.html"]);
             assert!(o.status.success(), "{}", stderr(&o));
             let page = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
-            assert!(page.contains("host_lost") && page.contains("lost"), "the report says so");
+            assert!(page.contains("host_lost") && page.contains(&format!("at {at:.1} s")), "the report says so");
             // A restarted agent serves the next run.
             let d = dir.path().join("b");
             agents.push(AgentProc::start(&d, &c, &format!("{}/*", d.display()), &[]));
@@ -358,6 +608,47 @@ fn a_killed_agent_is_marked_lost_and_the_others_carry_on() {
             std::fs::write(dir.path().join("plan.toml"), t).unwrap();
         }
     }
+}
+
+#[test]
+fn a_frozen_agent_misses_its_heartbeats_and_is_lost_while_the_other_carries_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let mut agents = Vec::new();
+    let mut text = String::from("targets = [\"unused\"]\n");
+    for name in ["a", "b"] {
+        let d = dir.path().join(name);
+        std::fs::create_dir(&d).unwrap();
+        let a = AgentProc::start(&d, &c, &format!("{}/*", d.display()), &[]);
+        text.push_str(&format!("[[hosts]]\naddress = \"{}\"\ntargets = [\"{}\"]\n", a.addr, d.join("t.dat").display()));
+        agents.push(a);
+    }
+    text.push_str("[[workloads]]\nname = \"rr\"\nramp = [1]\nwarmup_s = 0.2\nintervals = 12\ninterval_s = 0.5\n");
+    std::fs::write(dir.path().join("plan.toml"), text).unwrap();
+    let coord = Command::new(bin())
+        .args(["run", "plan.toml", "--size", "64m", "--json", "r.json", "--ca"])
+        .arg(c.join("ca.pem"))
+        .arg("--token-file")
+        .arg(c.join("token"))
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1700));
+    // Frozen, not dead: its connection stays open, only its heartbeats stop.
+    let b = agents[1].child.id().to_string();
+    assert!(Command::new("kill").args(["-STOP", &b]).status().unwrap().success());
+    let o = coord.wait_with_output().unwrap();
+    let _ = Command::new("kill").args(["-CONT", &b]).status();
+    let out = format!("{}\n{}", stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains(&format!("agent {} lost", agents[1].addr)), "{out}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let s = &steps(&r, 0)[0];
+    assert_eq!(s["intervals"].as_array().unwrap().len(), 12, "the other agent finished the step: {out}");
+    let lost = s["hosts"].as_array().unwrap().iter().find(|h| h["host"] == agents[1].addr.as_str()).unwrap();
+    assert!(f(&lost["lost_at_s"]) < 5.0, "noticed within a few seconds of missed heartbeats: {lost}");
 }
 
 #[test]

@@ -8,7 +8,7 @@ mod util;
 
 use std::path::{Path, PathBuf};
 
-use browser::Browser;
+use browser::{Browser, DRAWN};
 use iocurve_stats::{CpuUsage, IntervalStats, Sample, StepRecord};
 use iocurve_store::{NewRun, Store};
 use serde_json::Value;
@@ -18,21 +18,6 @@ use util::*;
 fn artifact(name: &str) -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts").join(name)
 }
-
-/// Pixels drawn per chart, counted in the page: opaque pixels of the chart's canvas that have
-/// the colour of the first series (`#1f77b4`), or of the p50 line (`#2ca02c`) in percentile
-/// charts. Axes and grid alone do not count, so a chart without data fails.
-const DRAWN: &str = r#"
-Array.from(document.querySelectorAll('.chart')).map(el => {
-  const c = el.querySelector('canvas');
-  if (!c || !c.width || !c.height) return {chart: el.dataset.chart, pixels: 0};
-  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-  const want = el.dataset.chart === 'percentiles' ? [0x2c, 0xa0, 0x2c] : [0x1f, 0x77, 0xb4];
-  let n = 0;
-  for (let i = 0; i < d.length; i += 4)
-    if (d[i + 3] > 200 && Math.abs(d[i] - want[0]) < 12 && Math.abs(d[i + 1] - want[1]) < 12 && Math.abs(d[i + 2] - want[2]) < 12) n++;
-  return {chart: el.dataset.chart, pixels: n};
-})"#;
 
 fn assert_all_drawn(b: &mut Browser, expected_charts: usize) {
     let drawn = b.eval(DRAWN);

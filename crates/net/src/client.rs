@@ -531,3 +531,23 @@ pub async fn run_step(
     let lost = st.lost.iter().enumerate().filter_map(|(i, l)| l.map(|_| i)).collect();
     Ok(MultiStep { merged, lost })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_certain_part_of_an_offset_counts_against_the_bounds() {
+        let max = Duration::from_millis(1000);
+        let ms = 1_000_000;
+        assert_eq!(check_clock("a", 0, 100_000, max), ClockVerdict::Fine);
+        assert_eq!(check_clock("a", -49 * ms, 0, max), ClockVerdict::Fine);
+        assert!(matches!(check_clock("a", 60 * ms, 0, max), ClockVerdict::Warn(m) if m.contains("60.0 ms ahead")));
+        // 60 ms measured over a 40 ms round trip: only 40 ms are certain.
+        assert_eq!(check_clock("a", 60 * ms, 40 * ms, max), ClockVerdict::Fine);
+        assert!(
+            matches!(check_clock("a", -1500 * ms, 0, max), ClockVerdict::Refuse(m) if m.contains("1500.0 ms behind") && m.contains("--max-skew-ms 1000"))
+        );
+        assert!(matches!(check_clock("a", 1500 * ms, 1200 * ms, max), ClockVerdict::Warn(_)));
+    }
+}

@@ -203,6 +203,30 @@
     }, joined);
   }
 
+  // A multi-host step: each host's own per-second throughput, a line per host (and per series
+  // in a comparison). Null when no series has per-host figures at that step.
+  const HOST_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
+  function hostTimelineChart(g, el, workers) {
+    const tables = [];
+    const series = [{ label: "s", value: (u, v) => (v == null ? "—" : num(v)) }];
+    for (const s of g.series) {
+      const i = s.workers.indexOf(workers);
+      if (i < 0 || !s.hosts || !s.hosts[i]) continue;
+      s.hosts[i].forEach((h, k) => {
+        tables.push([h.t, h.tput]);
+        const name = (g.series.length > 1 ? s.label + " " : "") + h.host + (h.lost ? " (lost)" : "");
+        series.push({ label: name, stroke: HOST_COLORS[k % HOST_COLORS.length], dash: s.dash, width: 2, spanGaps: false, value: legendValue });
+      });
+    }
+    if (!tables.length) return null;
+    const joined = uPlot.join(tables);
+    return make(el, {
+      series,
+      scales: { x: { time: false }, y: { range: () => zeroTo(maxOf(joined.slice(1))) } },
+      axes: [{ label: "seconds into the step", values: axisValues }, { label: g.unit + " per host", values: axisValues, size: 70 }],
+    }, joined);
+  }
+
   function histogramTable(g, el, workers) {
     const table = document.createElement("table");
     const head = table.createTHead().insertRow();
@@ -258,11 +282,17 @@
     const caption = section.querySelector(".timeline-caption");
     const flags = section.querySelector(".step-flags");
     const hist = section.querySelector(".histogram");
+    const hostFigure = section.querySelector(".host-timeline");
+    const hostHolder = section.querySelector('[data-chart="host-timeline"]');
     let chart = null;
+    let hostChart = null;
     const draw = () => {
       const w = Number(select.value);
       if (chart) chart.destroy();
       chart = timelineChart(g, holder, w);
+      if (hostChart) hostChart.destroy();
+      hostChart = hostFigure ? hostTimelineChart(g, hostHolder, w) : null;
+      if (hostFigure) hostFigure.hidden = !hostChart;
       caption.textContent = "Per-second timeline at " + w + (w === 1 ? " worker" : " workers") + ": " + g.unit + " and mean latency";
       histogramTable(g, hist, w);
       const msgs = [];

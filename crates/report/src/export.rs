@@ -10,6 +10,7 @@
 use serde_json::{Map, Value, json};
 
 use iocurve_analysis::{DirResult, LatencyStats, RunResult, StepResult, WorkloadResult};
+use iocurve_stats::StepRecord;
 
 /// Columns of the steps CSV, in order.
 pub const STEP_COLUMNS: &[&str] = &[
@@ -112,6 +113,41 @@ pub fn steps_csv(run_id: i64, label: &str, r: &RunResult) -> String {
                 s.errors.to_string(),
                 flags.join(" "),
             ]));
+        }
+    }
+    out
+}
+
+/// Columns of the histogram export: every recorded latency bucket of every step, merged over
+/// its hosts (`host` empty) and for each host of a multi-host step.
+pub const HISTOGRAM_COLUMNS: &[&str] =
+    &["run_id", "workload", "step", "workers", "host", "direction", "latency_ns", "count"];
+
+/// The steps' latency histograms as recorded (1 ns resolution, 3 significant digits):
+/// `latency_ns` is the highest value of its bucket, `count` the I/Os in it. Any percentile can
+/// be computed from these rows; a host's rows added up give the merged rows.
+pub fn histograms_csv(run_id: i64, workloads: &[(String, Vec<StepRecord>)]) -> String {
+    let mut out = line(HISTOGRAM_COLUMNS.iter().map(|s| s.to_string()).collect());
+    for (name, steps) in workloads {
+        for (i, step) in steps.iter().enumerate() {
+            let parts = std::iter::once((String::new(), step))
+                .chain(step.per_host.iter().map(|h| (h.address.clone(), &h.record)));
+            for (host, rec) in parts {
+                for (dir, d) in [("read", &rec.total.read), ("write", &rec.total.write)] {
+                    for (ns, count) in d.hist.buckets() {
+                        out.push_str(&line(vec![
+                            run_id.to_string(),
+                            name.clone(),
+                            i.to_string(),
+                            step.workers.to_string(),
+                            host.clone(),
+                            dir.into(),
+                            ns.to_string(),
+                            count.to_string(),
+                        ]));
+                    }
+                }
+            }
         }
     }
     out

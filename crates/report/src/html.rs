@@ -76,6 +76,8 @@ struct GroupView {
     title: String,
     summary: Vec<SummaryRow>,
     steps: Vec<StepTable>,
+    /// Per-host tables of the series that ran on several hosts.
+    hosts: Vec<StepTable>,
 }
 
 #[derive(Serialize)]
@@ -144,6 +146,11 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
             title: g.title.clone(),
             summary: series[gi].iter().map(|s| summary_row(s)).collect(),
             steps: series[gi].iter().map(|s| StepTable { series: s.label.clone(), rows: step_rows(s.w) }).collect(),
+            hosts: series[gi]
+                .iter()
+                .filter(|s| s.w.steps.iter().any(|st| !st.host_results.is_empty()))
+                .map(|s| StepTable { series: s.label.clone(), rows: host_rows(s.w) })
+                .collect(),
         })
         .collect();
     let heads: Vec<RunHead> = runs.iter().enumerate().map(|(i, r)| run_head(i, r)).collect();
@@ -158,6 +165,7 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
         tool_version => runs.first().map(|r| r.result.tool_version.clone()).unwrap_or_default(),
         runs => heads,
         groups => views,
+        host_headers => terminal::HOST_HEADERS,
         impacts => impacts(runs),
         css => APP_CSS,
         uplot_css => UPLOT_CSS,
@@ -301,6 +309,13 @@ fn series_data(run: usize, label: &str, color: &str, w: &WorkloadResult) -> Valu
             // Errors per second only where there were any: the common case costs nothing.
             "errors": s.samples.iter().any(|x| x.errors > 0).then(|| s.samples.iter().map(|x| x.errors).collect::<Vec<_>>()),
         })).collect::<Vec<_>>(),
+        // Multi-host steps: each host's own timeline (null for a local step).
+        "hosts": s.iter().map(|s| (!s.host_results.is_empty()).then(|| s.host_results.iter().map(|h| json!({
+            "host": h.host,
+            "lost": h.lost_at_s,
+            "t": h.samples.iter().map(|x| sig(x.t_s, 6)).collect::<Vec<_>>(),
+            "tput": h.samples.iter().map(|x| sig(if seq { x.mbps } else { x.iops }, 4)).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>())).collect::<Vec<_>>(),
     })
 }
 
@@ -364,6 +379,11 @@ fn step_rows(w: &WorkloadResult) -> Vec<Vec<String>> {
             row
         })
         .collect()
+}
+
+/// The per-host table: every host of every step, as the terminal shows it.
+fn host_rows(w: &WorkloadResult) -> Vec<Vec<String>> {
+    w.steps.iter().flat_map(|s| s.host_results.iter().map(move |h| terminal::host_cells(s, h))).collect()
 }
 
 fn run_head(i: usize, r: &ReportRun) -> RunHead {

@@ -4,7 +4,7 @@
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 
-use iocurve_analysis::{RunResult, StepResult, WorkloadResult};
+use iocurve_analysis::{HostStepResult, RunResult, StepResult, WorkloadResult};
 
 use crate::format::{self, headline};
 
@@ -29,6 +29,47 @@ pub fn step_cells(s: &StepResult) -> Vec<String> {
         format!("{:.1}", s.cv * 100.0),
         format!("{:.0}", s.cpu.busy()),
     ]
+}
+
+/// Headers of the per-host table.
+pub const HOST_HEADERS: [&str; 10] =
+    ["workers", "host", "hostname", "IOPS", "MB/s", "mean µs", "p99 µs", "errors", "start +µs", "lost"];
+
+/// One host's figures in a step, as the per-host tables show them (see [`HOST_HEADERS`]).
+pub fn host_cells(s: &StepResult, h: &HostStepResult) -> Vec<String> {
+    vec![
+        s.workers.to_string(),
+        h.host.clone(),
+        h.hostname.clone(),
+        format::iops(h.iops),
+        format::mbps_number(h.mbps),
+        format::lat_us(h.lat_us.mean),
+        format::lat_us(h.lat_us.p99),
+        format::group(h.errors),
+        format!("{:.0}", h.started_at_us),
+        h.lost_at_s.map_or_else(String::new, |at| format!("at {at:.1} s")),
+    ]
+}
+
+/// Each host's part of every step of a multi-host workload; empty for a local run.
+pub fn host_table(w: &WorkloadResult) -> String {
+    if w.steps.iter().all(|s| s.host_results.is_empty()) {
+        return String::new();
+    }
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
+    t.set_header(HOST_HEADERS.to_vec());
+    for s in &w.steps {
+        for h in &s.host_results {
+            t.add_row(host_cells(s, h));
+        }
+    }
+    for i in [0, 3, 4, 5, 6, 7, 8] {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    format!("per host:\n{t}\n")
 }
 
 pub fn step_table(w: &WorkloadResult) -> String {
@@ -150,6 +191,7 @@ pub fn workload_report(w: &WorkloadResult) -> String {
     );
     out.push_str(&step_table(w));
     out.push('\n');
+    out.push_str(&host_table(w));
     for l in summary_lines(w).into_iter().chain(warnings(w)) {
         out.push_str(&l);
         out.push('\n');
