@@ -77,13 +77,19 @@ fn client_config(args: &RunArgs) -> Result<ClientConfig, CliError> {
     })
 }
 
-/// The coordinator's runtime runs on the calling thread (only while a step runs): merging a
-/// few messages a second needs no threads of its own, and I/O threads keep the cores.
-fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::Runtime(format!("cannot start the network runtime: {e}")))
+/// The coordinator's runtime. With the in-process agent it runs on the calling thread, only
+/// while a step runs: merging a few messages a second needs no thread of its own, and the I/O
+/// threads keep the cores. With remote agents one thread keeps answering their keep-alive
+/// pings between steps too, so that no agent takes the coordinator for gone meanwhile.
+fn runtime(remote: bool) -> Result<tokio::runtime::Runtime, CliError> {
+    let mut b = if remote {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(1);
+        b
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    b.enable_all().build().map_err(|e| CliError::Runtime(format!("cannot start the network runtime: {e}")))
 }
 
 impl Cluster {
@@ -94,7 +100,7 @@ impl Cluster {
         verify: Option<Arc<GenMap>>,
         target_infos: Vec<TargetInfo>,
     ) -> Result<Cluster, CliError> {
-        let rt = runtime()?;
+        let rt = runtime(false)?;
         let remote = rt.block_on(client::connect_in_process(InProcess { targets, verify }))?;
         Ok(Cluster {
             rt,
@@ -118,7 +124,7 @@ impl Cluster {
             ));
         }
         let cfg = client_config(args)?;
-        let rt = runtime()?;
+        let rt = runtime(true)?;
         let plan_targets: Vec<String> = plan.groups.iter().flat_map(|g| g.targets.clone()).collect();
         // --hosts (every agent on the plan's targets) or the plan's [[hosts]].
         let hosts: Vec<(String, Vec<String>)> = if args.hosts.is_empty() {
