@@ -123,15 +123,51 @@ fn certs(dir: &Path) -> PathBuf {
     c
 }
 
-fn plan(dir: &Path, hosts: &[(&str, PathBuf)]) {
+/// `plan.toml` in `dir`: a `[[hosts]]` entry per (agent address, its target), then `workload`.
+fn hosts_plan<A: AsRef<str>>(dir: &Path, hosts: &[(A, PathBuf)], workload: &str) {
     let mut text = String::from("targets = [\"unused\"]\n");
     for (addr, target) in hosts {
-        text.push_str(&format!("[[hosts]]\naddress = \"{addr}\"\ntargets = [\"{}\"]\n", target.display()));
+        text.push_str(&format!("[[hosts]]\naddress = \"{}\"\ntargets = [\"{}\"]\n", addr.as_ref(), target.display()));
     }
-    text.push_str(
+    text.push_str(workload);
+    std::fs::write(dir.join("plan.toml"), text).unwrap();
+}
+
+/// A short mixed workload on the given hosts.
+fn plan<A: AsRef<str>>(dir: &Path, hosts: &[(A, PathBuf)]) {
+    hosts_plan(
+        dir,
+        hosts,
         "[[workloads]]\nname = \"mixed\"\nread_pct = 70\nramp = [1, 2]\nwarmup_s = 0.2\nintervals = 2\ninterval_s = 0.5\n",
     );
-    std::fs::write(dir.join("plan.toml"), text).unwrap();
+}
+
+/// Agents on loopback, one per name, each allowed its own directory `dir/NAME` and given the
+/// target `dir/NAME/t.dat` there: the agents and their (address, target).
+fn file_agents(dir: &Path, certs: &Path, names: &[&str]) -> (Vec<AgentProc>, Vec<(String, PathBuf)>) {
+    let mut agents = Vec::new();
+    let mut hosts = Vec::new();
+    for name in names {
+        let d = dir.join(name);
+        std::fs::create_dir(&d).unwrap();
+        let a = AgentProc::start(&d, certs, &format!("{}/*", d.display()), &[]);
+        hosts.push((a.addr.clone(), d.join("t.dat")));
+        agents.push(a);
+    }
+    (agents, hosts)
+}
+
+/// `iocurve run ARGS` in `dir` as the test cluster's coordinator (its CA and token).
+fn coordinator(dir: &Path, certs: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.arg("run")
+        .args(args)
+        .arg("--ca")
+        .arg(certs.join("ca.pem"))
+        .arg("--token-file")
+        .arg(certs.join("token"))
+        .current_dir(dir);
+    cmd
 }
 
 fn f(v: &Value) -> f64 {
@@ -187,18 +223,8 @@ fn three_agents_in_their_own_namespaces_run_together_and_add_up_exactly() {
         hosts.push((a.addr.clone(), target));
         agents.push(a);
     }
-    let h: Vec<(&str, PathBuf)> = hosts.iter().map(|(a, t)| (a.as_str(), t.clone())).collect();
-    plan(dir.path(), &h);
-    let ca = c.join("ca.pem");
-    let token = c.join("token");
-    let o = Command::new(bin())
-        .args(["run", "plan.toml", "--size", "64m", "--json", "r.json", "--ca"])
-        .arg(&ca)
-        .arg("--token-file")
-        .arg(&token)
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    plan(dir.path(), &hosts);
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "64m", "--json", "r.json"]).output().unwrap();
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("per host × 3 hosts"), "{}", stdout(&o));
     let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
@@ -311,18 +337,9 @@ fn clocks_far_apart_are_refused_or_warned_and_steps_still_start_together() {
         hosts.push((a.addr.clone(), d.join("t.dat")));
         agents.push(a);
     }
-    let h: Vec<(&str, PathBuf)> = hosts.iter().map(|(a, t)| (a.as_str(), t.clone())).collect();
-    plan(dir.path(), &h);
+    plan(dir.path(), &hosts);
     let run = |extra: &[&str]| {
-        Command::new(bin())
-            .args(["run", "plan.toml", "--size", "64m", "--json", "r.json", "--ca"])
-            .arg(c.join("ca.pem"))
-            .arg("--token-file")
-            .arg(c.join("token"))
-            .args(extra)
-            .current_dir(dir.path())
-            .output()
-            .unwrap()
+        coordinator(dir.path(), &c, &["plan.toml", "--size", "64m", "--json", "r.json"]).args(extra).output().unwrap()
     };
     // 5 s ahead, 1 s allowed: refused before anything is opened.
     let o = run(&[]);
@@ -382,15 +399,14 @@ fn a_replayed_session_is_rejected_and_runs_nothing() {
     let agent = AgentProc::start(dir.path(), &c, dev.path(), &[]);
     // A genuine run through the relay: its bytes hold the token and a whole step request.
     let (relay, sent) = recording_relay(agent.addr.clone());
-    let o = Command::new(bin())
-        .args(["run", "--hosts", &relay, "--target", dev.path(), "--workload", "backend-random-read-4k"])
-        .args(["--ramp", "1", "--warmup-s", "0.1", "--intervals", "1", "--interval-s", "0.3", "--ca"])
-        .arg(c.join("ca.pem"))
-        .arg("--token-file")
-        .arg(c.join("token"))
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let o = coordinator(
+        dir.path(),
+        &c,
+        &["--hosts", &relay, "--target", dev.path(), "--workload", "backend-random-read-4k", "--ramp", "1"],
+    )
+    .args(["--warmup-s", "0.1", "--intervals", "1", "--interval-s", "0.3"])
+    .output()
+    .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     std::thread::sleep(std::time::Duration::from_millis(300));
     let recorded = sent.lock().unwrap().clone();
@@ -515,16 +531,7 @@ fn long_read_run(dir: &Path, c: &Path, agent: &AgentProc, dev: &str) -> Child {
     let text = std::fs::read_to_string(dir.join("plan.toml")).unwrap();
     let text = text.replace("read_pct = 70", "read_pct = 100").replace("intervals = 2", "intervals = 60");
     std::fs::write(dir.join("plan.toml"), text).unwrap();
-    let coord = Command::new(bin())
-        .args(["run", "plan.toml", "--ca"])
-        .arg(c.join("ca.pem"))
-        .arg("--token-file")
-        .arg(c.join("token"))
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let coord = coordinator(dir, c, &["plan.toml"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(2000));
     let before = sectors_read(dev);
     std::thread::sleep(std::time::Duration::from_millis(300));
@@ -544,32 +551,12 @@ fn sectors_read(dev: &str) -> u64 {
 fn a_killed_agent_is_marked_lost_and_the_others_carry_on() {
     let dir = tempfile::tempdir().unwrap();
     let c = certs(dir.path());
-    let mut agents = Vec::new();
-    let mut hosts = Vec::new();
-    for name in ["a", "b"] {
-        let d = dir.path().join(name);
-        std::fs::create_dir(&d).unwrap();
-        let a = AgentProc::start(&d, &c, &format!("{}/*", d.display()), &[]);
-        hosts.push((a.addr.clone(), d.join("t.dat")));
-        agents.push(a);
-    }
-    let mut text = String::from("targets = [\"unused\"]\n");
-    for (addr, t) in &hosts {
-        text.push_str(&format!("[[hosts]]\naddress = \"{addr}\"\ntargets = [\"{}\"]\n", t.display()));
-    }
-    text.push_str("[[workloads]]\nname = \"rr\"\nramp = [1, 2]\nwarmup_s = 0.2\nintervals = 6\ninterval_s = 0.5\n");
-    std::fs::write(dir.path().join("plan.toml"), text).unwrap();
+    let (mut agents, hosts) = file_agents(dir.path(), &c, &["a", "b"]);
+    let rr = "[[workloads]]\nname = \"rr\"\nramp = [1, 2]\nwarmup_s = 0.2\nintervals = 6\ninterval_s = 0.5\n";
+    hosts_plan(dir.path(), &hosts, rr);
     for (policy, code) in [("continue", 0), ("abort", 1)] {
-        let coord = Command::new(bin())
-            .args(["run", "plan.toml", "--size", "64m", "--json", "r.json", "--on-host-loss", policy, "--ca"])
-            .arg(c.join("ca.pem"))
-            .arg("--token-file")
-            .arg(c.join("token"))
-            .current_dir(dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let args = ["plan.toml", "--size", "64m", "--json", "r.json", "--on-host-loss", policy];
+        let coord = coordinator(dir.path(), &c, &args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         // Into the first step (connection, 0.5 s lead, 0.2 s warm-up), then SIGKILL agent b.
         std::thread::sleep(std::time::Duration::from_millis(1700));
         let mut b = agents.pop().unwrap();
@@ -614,23 +601,10 @@ fn a_killed_agent_is_marked_lost_and_the_others_carry_on() {
 fn a_frozen_agent_misses_its_heartbeats_and_is_lost_while_the_other_carries_on() {
     let dir = tempfile::tempdir().unwrap();
     let c = certs(dir.path());
-    let mut agents = Vec::new();
-    let mut text = String::from("targets = [\"unused\"]\n");
-    for name in ["a", "b"] {
-        let d = dir.path().join(name);
-        std::fs::create_dir(&d).unwrap();
-        let a = AgentProc::start(&d, &c, &format!("{}/*", d.display()), &[]);
-        text.push_str(&format!("[[hosts]]\naddress = \"{}\"\ntargets = [\"{}\"]\n", a.addr, d.join("t.dat").display()));
-        agents.push(a);
-    }
-    text.push_str("[[workloads]]\nname = \"rr\"\nramp = [1]\nwarmup_s = 0.2\nintervals = 12\ninterval_s = 0.5\n");
-    std::fs::write(dir.path().join("plan.toml"), text).unwrap();
-    let coord = Command::new(bin())
-        .args(["run", "plan.toml", "--size", "64m", "--json", "r.json", "--ca"])
-        .arg(c.join("ca.pem"))
-        .arg("--token-file")
-        .arg(c.join("token"))
-        .current_dir(dir.path())
+    let (agents, hosts) = file_agents(dir.path(), &c, &["a", "b"]);
+    let rr = "[[workloads]]\nname = \"rr\"\nramp = [1]\nwarmup_s = 0.2\nintervals = 12\ninterval_s = 0.5\n";
+    hosts_plan(dir.path(), &hosts, rr);
+    let coord = coordinator(dir.path(), &c, &["plan.toml", "--size", "64m", "--json", "r.json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
