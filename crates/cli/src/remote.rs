@@ -33,7 +33,7 @@ const AGENT_SILENCE: Duration = Duration::from_secs(10);
 
 pub struct Cluster {
     rt: tokio::runtime::Runtime,
-    pub remotes: Vec<Remote>,
+    remotes: Vec<Remote>,
     /// Per agent, its target paths.
     targets: Vec<Vec<String>>,
     scratch_size: u64,
@@ -41,8 +41,6 @@ pub struct Cluster {
     /// How long the agents get between a step's request and its start.
     lead: Duration,
     silence: Duration,
-    /// Every agent's targets, as they were opened before the run.
-    pub target_infos: Vec<TargetInfo>,
 }
 
 /// How the coordinator reaches the agents, from the options (token, CA, client certificate).
@@ -94,12 +92,8 @@ fn runtime(remote: bool) -> Result<tokio::runtime::Runtime, CliError> {
 
 impl Cluster {
     /// A local run: one in-process agent on the targets the run opened (and its verification
-    /// map). `target_infos` describe them as the run opened them.
-    pub fn local(
-        targets: Arc<TargetSet>,
-        verify: Option<Arc<GenMap>>,
-        target_infos: Vec<TargetInfo>,
-    ) -> Result<Cluster, CliError> {
+    /// map).
+    pub fn local(targets: Arc<TargetSet>, verify: Option<Arc<GenMap>>) -> Result<Cluster, CliError> {
         let rt = runtime(false)?;
         let remote = rt.block_on(client::connect_in_process(InProcess { targets, verify }))?;
         Ok(Cluster {
@@ -112,12 +106,12 @@ impl Cluster {
             lead: Duration::from_millis(20),
             // The engine itself: it is not lost, however long a stalled device holds it.
             silence: Duration::from_secs(86_400),
-            target_infos,
         })
     }
 
-    /// Connects to every agent and has each open the plan's targets; nothing runs yet.
-    pub fn connect(plan: &Plan, args: &RunArgs, scratch_size: u64) -> Result<Cluster, CliError> {
+    /// Connects to every agent and has each open the plan's targets; nothing runs yet. Returns
+    /// the cluster and every agent's targets as the agents opened them.
+    pub fn connect(plan: &Plan, args: &RunArgs, scratch_size: u64) -> Result<(Cluster, Vec<TargetInfo>), CliError> {
         if plan.precondition || plan.workloads.iter().any(|w| w.verify) {
             return Err(CliError::Usage(
                 "preconditioning and verification run on one host for now: drop --hosts, or those options".into(),
@@ -171,7 +165,7 @@ impl Cluster {
                 r.rtt_ns as f64 / 1e6
             );
         }
-        Ok(Cluster {
+        let cluster = Cluster {
             rt,
             remotes,
             targets,
@@ -179,8 +173,8 @@ impl Cluster {
             abort_on_host_loss: args.on_host_loss == HostLoss::Abort,
             lead: Duration::from_millis(500),
             silence: AGENT_SILENCE,
-            target_infos,
-        })
+        };
+        Ok((cluster, target_infos))
     }
 
     /// Runs one step on every agent; returns the merged record, each host's own inside it.

@@ -50,8 +50,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let verification = verification::open(&plan, &targets, &args.verify_map)?;
     let infos = target_infos(&targets, &store);
     let targets = Arc::new(targets);
-    let mut cluster =
-        remote::Cluster::local(targets.clone(), verification.as_ref().map(|v| v.map.clone()), infos.clone())?;
+    let mut cluster = remote::Cluster::local(targets.clone(), verification.as_ref().map(|v| v.map.clone()))?;
     let mut outcome =
         execute(&plan, infos, &mut cluster, verification.as_ref(), backend_note, &args.label, &sla, &mut store);
     // The in-process agent lets go of the targets (scratch files are removed with the last
@@ -79,8 +78,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
 /// all agents at once.
 fn run_on_agents(plan: Plan, backend_note: Option<String>, args: &RunArgs) -> Result<ExitCode, CliError> {
     let size = args.size.unwrap_or(DEFAULT_SCRATCH_SIZE);
-    let mut cluster = remote::Cluster::connect(&plan, args, size)?;
-    let infos = cluster.target_infos.clone();
+    let (mut cluster, infos) = remote::Cluster::connect(&plan, args, size)?;
     let mut store = open_store(&args.db)?;
     let mut plan = plan;
     let sla = apply_sla(&mut plan, args);

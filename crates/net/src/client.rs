@@ -288,8 +288,10 @@ impl Hosts<'_> {
         }
     }
 
-    fn live(&self, elapsed_s: f64) -> StepProgress {
+    /// The agents' live totals added up; the step is as far as its furthest agent.
+    fn live(&self, intervals_done: u32) -> StepProgress {
         let p = &self.progress;
+        let elapsed_s = p.iter().map(|p| p.elapsed_s).fold(0.0, f64::max);
         StepProgress {
             elapsed_s,
             planned_s: self.spec.workload.step_seconds(),
@@ -297,7 +299,7 @@ impl Hosts<'_> {
             ops: p.iter().map(|p| p.ops).sum(),
             bytes: p.iter().map(|p| p.bytes).sum(),
             lat_sum_ns: p.iter().map(|p| p.lat_sum_ns).sum(),
-            intervals_done: 0,
+            intervals_done,
         }
     }
 }
@@ -401,8 +403,7 @@ pub async fn run_step(
                         reader.abort();
                     }
                 }
-                let elapsed = st.progress.iter().map(|p| p.elapsed_s).fold(0.0, f64::max);
-                obs.progress(&StepProgress { intervals_done: next_merge as u32, ..st.live(elapsed) });
+                obs.progress(&st.live(next_merge as u32));
                 continue;
             }
         };
