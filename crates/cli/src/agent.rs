@@ -39,6 +39,7 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         tls,
         allow: args.allow,
         allow_write: args.allow_write,
+        max_scratch: args.max_scratch,
         lease: std::time::Duration::from_secs_f64(args.lease_s),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

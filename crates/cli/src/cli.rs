@@ -205,8 +205,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub keep: bool,
 
-    /// Allow writing to this device or file despite the safety checks (mounted, held, has a
-    /// filesystem or partition signature, existing file); repeatable; name it exactly.
+    /// Allow writing to this device or file although it carries a signature (filesystem,
+    /// volume manager, RAID, partition table) or is an existing file iocurve did not create;
+    /// repeatable; name it exactly. A mounted, swap, held or busy target is never written.
     #[arg(long = "allow-write", value_name = "PATH")]
     pub allow_write: Vec<PathBuf>,
 
@@ -362,10 +363,18 @@ pub struct AgentArgs {
     /// Require coordinators to present a certificate signed by this CA (mutual TLS).
     #[arg(long = "client-ca", value_name = "FILE")]
     pub client_ca: Option<PathBuf>,
-    /// Paths (globs) this agent may use as targets; repeatable. Nothing else is touched.
+    /// Absolute paths (globs) this agent may use as targets; repeatable. Matched on the path
+    /// the kernel resolves (after `..` and symlinks); `*` stays within one directory, `**`
+    /// crosses them; files with several hard links are refused. Nothing else is touched.
     #[arg(long = "allow", value_name = "PATH-GLOB")]
     pub allow: Vec<String>,
-    /// Allow writing to this device or file despite the safety checks; repeatable.
+    /// Bytes of scratch files this agent may create in its life (e.g. 20g). Default: each
+    /// scratch file may take at most half the free space of its filesystem.
+    #[arg(long = "max-scratch", value_name = "SIZE", value_parser = parse_size_arg)]
+    pub max_scratch: Option<u64>,
+    /// Allow writing to this device or file although it carries a signature (filesystem,
+    /// volume manager, RAID, partition table) or is an existing file iocurve did not create;
+    /// repeatable; name it exactly. A mounted, swap, held or busy target is never written.
     #[arg(long = "allow-write", value_name = "PATH")]
     pub allow_write: Vec<PathBuf>,
     /// Listen without TLS (the token travels in plain text).
@@ -402,7 +411,9 @@ pub struct PreconditionArgs {
     /// Writes in flight per target (default 32).
     #[arg(long, value_name = "N")]
     pub qd: Option<u32>,
-    /// Allow writing to this device or file despite the safety checks; repeatable.
+    /// Allow writing to this device or file although it carries a signature (filesystem,
+    /// volume manager, RAID, partition table) or is an existing file iocurve did not create;
+    /// repeatable; name it exactly. A mounted, swap, held or busy target is never written.
     #[arg(long = "allow-write", value_name = "PATH")]
     pub allow_write: Vec<PathBuf>,
     #[command(flatten)]

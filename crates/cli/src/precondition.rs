@@ -113,6 +113,7 @@ pub fn target(t: &Target, cfg: &PreConfig, store: &Store) -> Result<bool, CliErr
     if complete {
         record.finished_at = Some(time::now_rfc3339());
         store.save_precondition(&record)?;
+        t.mark_prepared()?;
         println!("precondition {}: complete", t.path.display());
     } else {
         println!("precondition {}: interrupted; the same command resumes where it stopped", t.path.display());
@@ -151,8 +152,10 @@ pub fn command(args: PreconditionArgs) -> Result<ExitCode, CliError> {
         keep: true,
         allow_write: args.allow_write.clone(),
         scratch_unfilled: true,
+        ..Default::default()
     };
     let targets = TargetSet::open(&groups, &opts)?;
+    targets.notes.iter().for_each(|n| println!("{n}"));
     let store = open_store(&args.db.db)?;
     for t in &targets.targets {
         if !target(t, &cfg, &store)? {
@@ -162,7 +165,11 @@ pub fn command(args: PreconditionArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// When each target was preconditioned at its present size, if it was.
+/// When each target was preconditioned at its present size, if it was (never for a scratch
+/// file this run created, whatever an earlier file of that name had).
 pub fn preconditioned_at(store: &Store, t: &Target) -> Option<String> {
+    if t.created {
+        return None;
+    }
     store.precondition(&record_key(t), t.size).ok().flatten().and_then(|r| r.finished_at)
 }

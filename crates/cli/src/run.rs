@@ -243,8 +243,11 @@ fn open_targets(plan: &Plan, args: &RunArgs) -> Result<TargetSet, CliError> {
         allow_write: args.allow_write.clone(),
         // Preconditioning writes every block anyway: no need to fill the file twice.
         scratch_unfilled: plan.precondition,
+        ..Default::default()
     };
-    Ok(TargetSet::open(&plan.groups, &opts)?)
+    let targets = TargetSet::open(&plan.groups, &opts)?;
+    targets.notes.iter().for_each(|n| println!("{n}"));
+    Ok(targets)
 }
 
 struct Outcome {

@@ -640,3 +640,58 @@ fn an_agent_whose_coordinator_dies_stops_its_io() {
     std::thread::sleep(std::time::Duration::from_millis(1000));
     assert_eq!(sectors_read(dev.path()), a, "no I/O after the coordinator is gone");
 }
+
+fn sha256(path: &Path) -> String {
+    let o = sh("sha256sum", &[path.to_str().unwrap()]);
+    String::from_utf8_lossy(&o.stdout).split_whitespace().next().unwrap_or_default().to_string()
+}
+
+/// Issue 11, finding 4: the allow list was matched as text on the raw path, so `..`, symlinks,
+/// hard links and globs reached devices and files outside it. Each escape is refused now, and
+/// the bytes outside are unchanged.
+#[test]
+fn regression_agent_allow_list_escapes_with_dotdot_symlinks_hard_links_and_globs() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let d = dir.path().join("allowed");
+    std::fs::create_dir(&d).unwrap();
+    let agent = AgentProc::start(&d, &c, &format!("{}/*", d.display()), &["--max-scratch", "100m"]);
+    let lo = Loop::new(32 << 20, &[]);
+    let precious = dir.path().join("precious.dat");
+    std::fs::write(&precious, vec![7u8; 1 << 20]).unwrap();
+    let (dev_sha, file_sha) = (sha256(&lo.dev), sha256(&precious));
+    std::os::unix::fs::symlink(&lo.dev, d.join("dev-link")).unwrap();
+    std::os::unix::fs::symlink(&precious, d.join("file-link")).unwrap();
+    std::fs::hard_link(&precious, d.join("hard")).unwrap();
+    let write =
+        "[[workloads]]\nname = \"w\"\nread_pct = 0\nramp = [1]\nwarmup_s = 0.1\nintervals = 1\ninterval_s = 0.3\n";
+    let run = |target: PathBuf, size: &str| {
+        hosts_plan(dir.path(), &[(agent.addr.as_str(), target)], write);
+        coordinator(dir.path(), &c, &["plan.toml", "--size", size]).output().unwrap()
+    };
+    let dotdot = d.join(format!("../../../../../../..{}", lo.path()));
+    for (target, needle) in [
+        (dotdot, "outside this agent's allow list"),
+        (d.join("dev-link"), "outside this agent's allow list"),
+        (d.join("file-link"), "outside this agent's allow list"),
+        (d.join("hard"), "hard links"),
+        (d.join("../escaped.dat"), "outside this agent's allow list"),
+        (d.join("../*.dat"), "outside this agent's allow list"),
+        (d.join("*-link"), "outside this agent's allow list"),
+    ] {
+        let o = run(target.clone(), "64m");
+        let err = input_error(&o, &[needle]);
+        assert!(!err.contains(&lo.path().to_string()) || target.to_str().unwrap().contains(lo.path()), "{err}");
+        assert!(!err.contains("1048576") && !err.contains("1 MiB"), "no size of a file outside: {err}");
+    }
+    assert_eq!(sha256(&lo.dev), dev_sha, "the device outside the list is unchanged");
+    assert_eq!(sha256(&precious), file_sha, "the file outside the list is unchanged");
+    assert!(!dir.path().join("escaped.dat").exists(), "no scratch file outside the list");
+
+    // Scratch files inside the list are capped by --max-scratch.
+    let o = run(d.join("big.dat"), "256m");
+    input_error(&o, &["scratch budget", "--max-scratch"]);
+    assert!(!d.join("big.dat").exists());
+    let o = run(d.join("small.dat"), "64m");
+    assert!(o.status.success(), "{}", stderr(&o));
+}

@@ -175,7 +175,7 @@ fn writes_are_refused_on_filesystems_and_mounted_devices_unless_allowed() {
     let dir = tempfile::tempdir().unwrap();
     let w = ["run", "--target", lo.path(), "--workload", "backend-random-write-4k", "--ramp", "1"];
     let o = iocurve(dir.path(), &args(&w, FAST));
-    input_error(&o, &["refusing to write", "ext2/3/4 filesystem", "--allow-write"]);
+    input_error(&o, &["refusing to write", "signature `ext4`", "--allow-write"]);
     sh("e2fsck", &["-f", "-n", lo.path()]); // still intact
 
     // Reads are always allowed.

@@ -16,6 +16,7 @@ pub mod ops;
 pub mod precondition;
 pub mod rng;
 pub mod safety;
+pub mod scratch;
 pub mod step;
 pub mod target;
 pub mod verify;

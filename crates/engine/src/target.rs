@@ -1,18 +1,23 @@
-//! Targets: resolving paths and globs, creating scratch files, opening with O_DIRECT, sizing.
+//! Targets: resolving paths and globs, creating scratch files, opening, sizing.
 //!
 //! Two phases, as in ripgrep: the plan holds paths as typed; [`TargetSet::open`] resolves them
 //! (globs expanded, scratch files created, devices sized, safety checked) before any step runs.
+//! Identity, not names: each target is resolved once, checked and used through the same open
+//! descriptor (see [`crate::safety`] and [`crate::scratch`]).
 
 use std::fs::File;
-use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use iocurve_plan::{TargetGroup, format_size};
 
 use crate::EngineError;
-use crate::rng::Rng;
-use crate::safety;
+use crate::safety::confine::{self, Confinement};
+use crate::safety::{self, Verdict};
+use crate::scratch;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TargetKind {
@@ -31,9 +36,12 @@ impl TargetKind {
 
 #[derive(Debug)]
 pub struct Target {
+    /// The path as the user named it (or as a glob expanded).
     pub path: PathBuf,
+    /// The one descriptor every check and every I/O goes through.
     pub file: File,
     pub kind: TargetKind,
+    /// Bytes I/O may touch (a scratch file's stamp block lies beyond).
     pub size: u64,
     /// Smallest offset/length granularity for O_DIRECT on this target.
     pub logical_block: u64,
@@ -41,11 +49,28 @@ pub struct Target {
     pub group: usize,
     /// Created by this run (removed at the end unless kept).
     pub created: bool,
+    /// Where a scratch file this run created is named, for removal as the same inode.
+    scratch_name: Option<scratch::Name>,
 }
 
 impl Target {
     pub fn fd(&self) -> RawFd {
         self.file.as_raw_fd()
+    }
+
+    /// Records in a scratch file's stamp that every block has been written (after a
+    /// precondition pass over a file created unfilled); other targets are left alone.
+    pub fn mark_prepared(&self) -> Result<(), EngineError> {
+        if self.kind != TargetKind::File {
+            return Ok(());
+        }
+        let fail = |e| EngineError::io(format!("cannot stamp scratch file {}", self.path.display()), e);
+        if let scratch::Identity::Scratch { size, state: scratch::State::Preparing } =
+            scratch::identify(&self.file).map_err(fail)?
+        {
+            scratch::write_stamp(&self.file, size, scratch::State::Ready).map_err(fail)?;
+        }
+        Ok(())
     }
 }
 
@@ -65,16 +90,22 @@ pub struct OpenOptions {
     pub scratch_size: u64,
     /// Keep created scratch files after the run.
     pub keep: bool,
-    /// Paths the user allows writing to despite the safety rules.
+    /// Paths the user allows writing to despite the overridable safety rules.
     pub allow_write: Vec<PathBuf>,
     /// Create scratch files allocated but not written: preconditioning writes them anyway.
     pub scratch_unfilled: bool,
+    /// An agent's allow list and scratch budget; None for a local run.
+    pub confine: Option<Arc<Confinement>>,
+    /// Set to stop preparing scratch files (the coordinator is gone, or Ctrl-C).
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 #[derive(Debug)]
 pub struct TargetSet {
     pub targets: Vec<Target>,
     pub groups: Vec<Group>,
+    /// What the user should know about the targets (reused or re-prepared scratch files).
+    pub notes: Vec<String>,
     keep: bool,
 }
 
@@ -89,12 +120,14 @@ impl TargetSet {
                 "no targets: give --target PATH (a file, device or glob) or `targets` in the plan".into(),
             ));
         }
-        let mut set = TargetSet { targets: Vec::new(), groups: Vec::new(), keep: opts.keep };
+        let mut set = TargetSet { targets: Vec::new(), groups: Vec::new(), notes: Vec::new(), keep: opts.keep };
         for (gi, g) in groups.iter().enumerate() {
             let mut members = Vec::new();
             for pattern in &g.targets {
-                for path in expand(pattern, &g.name)? {
-                    if let Some(dup) = set.targets.iter().find(|t| same_file(&t.path, &path)) {
+                for path in expand(pattern, &g.name, opts.confine.is_some())? {
+                    // On an error the set drops, removing the scratch files created so far.
+                    let t = open_one(&path, opts, gi, &mut set.notes)?;
+                    if let Some(dup) = set.targets.iter().find(|o| same_object(&o.file, &t.file)) {
                         return Err(EngineError::Input(format!(
                             "target {} is named twice ({} and {}): each target may appear once",
                             path.display(),
@@ -102,22 +135,6 @@ impl TargetSet {
                             pattern
                         )));
                     }
-                    // Pushed first so that a later error still removes a scratch file created here.
-                    let created = if path.exists() {
-                        false
-                    } else {
-                        create_scratch(&path, opts.scratch_size, !opts.scratch_unfilled)?;
-                        true
-                    };
-                    let t = match open_target(&path, opts, gi, created) {
-                        Ok(t) => t,
-                        Err(e) => {
-                            if created {
-                                let _ = std::fs::remove_file(&path);
-                            }
-                            return Err(e);
-                        }
-                    };
                     members.push(set.targets.len());
                     set.targets.push(t);
                 }
@@ -126,7 +143,6 @@ impl TargetSet {
         }
         Ok(set)
     }
-
     /// Switches O_DIRECT on or off for every target (between steps, never with I/O in flight).
     pub fn set_direct(&self, direct: bool) -> Result<(), EngineError> {
         for t in &self.targets {
@@ -160,25 +176,31 @@ impl Drop for TargetSet {
         if self.keep {
             return;
         }
-        for t in self.targets.iter().filter(|t| t.created) {
-            let _ = std::fs::remove_file(&t.path);
+        for t in &self.targets {
+            if let Some(name) = &t.scratch_name
+                && let Err(why) = name.remove(&t.file)
+            {
+                tracing::warn!("scratch file {}: {why}", t.path.display());
+            }
         }
     }
 }
 
-fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
+/// The same file or device, by identity (two names of one device count as one).
+fn same_object(a: &File, b: &File) -> bool {
+    match (a.metadata(), b.metadata()) {
+        (Ok(x), Ok(y)) if x.file_type().is_block_device() => y.file_type().is_block_device() && x.rdev() == y.rdev(),
         (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => a == b,
+        _ => false,
     }
 }
 
-/// Expands a glob (sorted), or returns a plain path as is.
-fn expand(pattern: &str, group: &str) -> Result<Vec<PathBuf>, EngineError> {
+/// Expands a glob (sorted), or returns a plain path as is. An agent (`confined`) says nothing
+/// about paths it may not use, so its messages do not tell what exists.
+fn expand(pattern: &str, group: &str, confined: bool) -> Result<Vec<PathBuf>, EngineError> {
     if !is_glob(pattern) {
         let p = PathBuf::from(pattern);
-        if !p.exists() {
+        if !confined && std::fs::symlink_metadata(&p).is_err() {
             if pattern.starts_with("/dev/") {
                 return Err(EngineError::Input(format!(
                     "target {pattern} does not exist: no such device (check the name with `lsblk`)"
@@ -219,43 +241,119 @@ pub fn set_direct(fd: RawFd, direct: bool) -> std::io::Result<()> {
     Ok(())
 }
 
-fn open_target(path: &Path, opts: &OpenOptions, group: usize, created: bool) -> Result<Target, EngineError> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| EngineError::Input(format!("cannot inspect target {}: {e}", path.display())))?;
-    let kind = if meta.file_type().is_block_device() {
+/// Opens one target: an existing file or device through one descriptor that every check and
+/// all I/O use, or a new scratch file.
+fn open_one(path: &Path, opts: &OpenOptions, group: usize, notes: &mut Vec<String>) -> Result<Target, EngineError> {
+    // Resolve without side effects first (O_PATH opens nothing: no tape rewinds, no claim):
+    // the allow list is checked on what the kernel resolved, before the real open.
+    let probe = match open_raw(path, libc::O_PATH | libc::O_CLOEXEC) {
+        Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return create_scratch_target(path, opts, group),
+        Err(e) => return Err(open_error(path, opts, e)),
+    };
+    let probe_meta = probe.metadata().map_err(|e| open_error(path, opts, e))?;
+    let ft = probe_meta.file_type();
+    let kind = if ft.is_block_device() {
         TargetKind::BlockDevice
-    } else if meta.is_file() {
+    } else if ft.is_file() {
         TargetKind::File
     } else {
+        if let Some(c) = &opts.confine {
+            let canonical = confine::canonical_of(probe.as_raw_fd()).unwrap_or_default();
+            c.check_opened(&path.display().to_string(), &canonical, 1, false)?;
+        }
         return Err(EngineError::Input(format!(
             "target {} is neither a regular file nor a block device",
             path.display()
         )));
     };
-    if opts.write {
-        safety::check_write(path, &opts.allow_write, created)?;
+    if let Some(c) = &opts.confine {
+        let canonical = confine::canonical_of(probe.as_raw_fd())
+            .map_err(|e| EngineError::io(format!("cannot resolve target {}", path.display()), e))?;
+        c.check_opened(&path.display().to_string(), &canonical, probe_meta.nlink(), kind == TargetKind::File)?;
     }
-    let mut oo = std::fs::OpenOptions::new();
-    oo.read(true).write(opts.write);
-    if opts.write && kind == TargetKind::BlockDevice && !safety::is_allowed(path, &opts.allow_write) {
-        // O_EXCL on a block device claims it: the kernel refuses if it is mounted or held, and
-        // nobody can mount it while we write.
-        oo.custom_flags(libc::O_EXCL);
+    // The real open goes through the resolved descriptor (/proc/self/fd), so it is the same
+    // object. Writing a block device is always exclusive: the kernel refuses a mounted or
+    // held device and lets nobody mount it while iocurve writes.
+    let mut flags = libc::O_CLOEXEC | if opts.write { libc::O_RDWR } else { libc::O_RDONLY };
+    if opts.write && kind == TargetKind::BlockDevice {
+        flags |= libc::O_EXCL;
     }
-    let file = oo.open(path).map_err(|e| {
-        let mode = if opts.write { "reading and writing" } else { "reading" };
-        let hint = match e.raw_os_error() {
-            Some(libc::EBUSY) => " (it is in use: mounted or held by another driver)",
-            Some(libc::EACCES) | Some(libc::EPERM) => " (permission denied: run as a user who may open it)",
-            Some(libc::EROFS) => " (read-only: use a read-only workload, e.g. --workload read)",
-            _ => "",
-        };
-        EngineError::Input(format!("cannot open target {} for {mode}: {e}{hint}", path.display()))
-    })?;
-    let (size, logical_block) = match kind {
-        TargetKind::BlockDevice => (device_size(&file, path)?, device_logical_block(&file)),
-        TargetKind::File => (meta.len(), file_dio_align(path)),
+    let file = match open_raw(Path::new(&format!("/proc/self/fd/{}", probe.as_raw_fd())), flags) {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::EBUSY) && opts.write => {
+            return Err(safety::device_busy(path, probe_meta.rdev()));
+        }
+        Err(e) => return Err(open_error(path, opts, e)),
     };
+    let meta = file.metadata().map_err(|e| open_error(path, opts, e))?;
+    let same = if kind == TargetKind::BlockDevice {
+        meta.rdev() == probe_meta.rdev()
+    } else {
+        (meta.dev(), meta.ino()) == (probe_meta.dev(), probe_meta.ino())
+    };
+    if !same {
+        return Err(EngineError::Input(format!("target {} changed while it was opened; try again", path.display())));
+    }
+    let (size, logical_block) = match kind {
+        TargetKind::BlockDevice => {
+            if opts.write {
+                safety::check_device(path, &file, &opts.allow_write)?;
+            }
+            (device_size(&file, path)?, device_logical_block(&file))
+        }
+        TargetKind::File => {
+            let verdict = if opts.write {
+                safety::check_file(path, &file, &opts.allow_write)?
+            } else {
+                match scratch::identify(&file) {
+                    Ok(scratch::Identity::Scratch { size, state }) => {
+                        Verdict::Scratch { size, prepared: state == scratch::State::Ready }
+                    }
+                    _ => Verdict::Writable,
+                }
+            };
+            let size = match verdict {
+                Verdict::Writable => meta.len(),
+                Verdict::Scratch { size, prepared: true } => {
+                    notes.push(format!(
+                        "reusing scratch file {} ({}), kept or left by an earlier run",
+                        path.display(),
+                        format_size(size)
+                    ));
+                    size
+                }
+                Verdict::Scratch { size, prepared: false } if opts.scratch_unfilled => {
+                    notes.push(format!(
+                        "scratch file {} was left by an interrupted preparation; preconditioning writes it",
+                        path.display()
+                    ));
+                    size
+                }
+                Verdict::Scratch { size, prepared: false } => {
+                    if !opts.write {
+                        return Err(EngineError::Input(format!(
+                            "scratch file {} was left half-prepared by an interrupted run: run a writing workload on it (it is prepared again) or remove it",
+                            path.display()
+                        )));
+                    }
+                    notes.push(format!(
+                        "scratch file {} was left by an interrupted preparation: preparing it again ({})",
+                        path.display(),
+                        format_size(size)
+                    ));
+                    scratch::fill(&file, size, opts.cancel.as_deref()).map_err(|e| e.into_engine(path))?;
+                    size
+                }
+            };
+            (size, file_dio_align(&file))
+        }
+    };
+    check_size(path, size, logical_block)?;
+    Ok(Target { path: path.to_path_buf(), file, kind, size, logical_block, group, created: false, scratch_name: None })
+}
+
+fn check_size(path: &Path, size: u64, logical_block: u64) -> Result<(), EngineError> {
     if size < logical_block.max(4096) {
         return Err(EngineError::Input(format!(
             "target {} is too small ({} bytes): it needs at least 4 KiB",
@@ -263,7 +361,114 @@ fn open_target(path: &Path, opts: &OpenOptions, group: usize, created: bool) -> 
             size
         )));
     }
-    Ok(Target { path: path.to_path_buf(), file, kind, size, logical_block, group, created })
+    Ok(())
+}
+
+/// `open(2)` with raw flags; O_NONBLOCK keeps a FIFO from blocking the open (it is refused
+/// right after as neither file nor device) and is cleared again.
+fn open_raw(path: &Path, flags: libc::c_int) -> std::io::Result<File> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    let nonblock = if flags & libc::O_PATH == 0 { libc::O_NONBLOCK } else { 0 };
+    // SAFETY: valid C string; the fd is owned right away.
+    let fd = unsafe { libc::open(c.as_ptr(), flags | nonblock) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor nobody else owns.
+    let file = unsafe { File::from_raw_fd(fd) };
+    if nonblock != 0 {
+        // SAFETY: fcntl on the fd we own.
+        unsafe {
+            let fl = libc::fcntl(fd, libc::F_GETFL);
+            libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK);
+        }
+    }
+    Ok(file)
+}
+
+fn open_error(path: &Path, opts: &OpenOptions, e: std::io::Error) -> EngineError {
+    let mode = if opts.write { "reading and writing" } else { "reading" };
+    let hint = match e.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => " (permission denied: run as a user who may open it)",
+        Some(libc::EROFS) => " (read-only: use a read-only workload, e.g. --workload read)",
+        Some(libc::ETXTBSY) => " (it is in use as swap or by a running program)",
+        _ => "",
+    };
+    EngineError::Input(format!("cannot open target {} for {mode}: {e}{hint}", path.display()))
+}
+
+/// Creates, sizes and (unless preconditioning follows) fills a scratch file for `path`,
+/// keeping its descriptor and directory for the whole run.
+fn create_scratch_target(path: &Path, opts: &OpenOptions, group: usize) -> Result<Target, EngineError> {
+    let size = opts.scratch_size / 4096 * 4096;
+    if size < 4096 {
+        return Err(EngineError::Input(format!("scratch file size {size} is too small: use --size 64m or more")));
+    }
+    let (Some(name), Some(dir)) = (path.file_name(), path.parent()) else {
+        return Err(EngineError::Input(format!("target {} does not name a file", path.display())));
+    };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let dir_fd = scratch::open_dir(dir).map_err(|e| match &opts.confine {
+        Some(c) => c
+            .check_opened(&path.display().to_string(), Path::new(""), 1, false)
+            .err()
+            .unwrap_or_else(|| EngineError::Input(format!("cannot create scratch file {}: {e}", path.display()))),
+        None => EngineError::Input(format!(
+            "target {} does not exist and cannot be created as a scratch file: directory {}: {e}",
+            path.display(),
+            dir.display()
+        )),
+    })?;
+    if let Some(c) = &opts.confine {
+        let canonical = confine::canonical_of(dir_fd.as_raw_fd())
+            .map_err(|e| EngineError::io(format!("cannot resolve the directory of {}", path.display()), e))?;
+        c.admit_scratch(&path.display().to_string(), &canonical, name, size + scratch::STAMP_LEN)?;
+    }
+    if let Some(free) = free_space(dir)
+        && free < size + scratch::STAMP_LEN
+    {
+        return Err(EngineError::Input(format!(
+            "not enough space for scratch file {} of {}: {} free in {}; use a smaller --size",
+            path.display(),
+            format_size(size),
+            format_size(free / 1048576 * 1048576),
+            dir.display()
+        )));
+    }
+    let (file, scratch_name) = scratch::create_in(dir_fd, name).map_err(|e| {
+        let hint =
+            if e.raw_os_error() == Some(libc::EEXIST) { " (a symlink or file appeared under that name)" } else { "" };
+        EngineError::Input(format!("cannot create scratch file {}: {e}{hint}", path.display()))
+    })?;
+    // From here on the target owns the name: any error drops it and removes the file.
+    let mut t = Target {
+        path: path.to_path_buf(),
+        logical_block: file_dio_align(&file),
+        file,
+        kind: TargetKind::File,
+        size,
+        group,
+        created: true,
+        scratch_name: Some(scratch_name),
+    };
+    let prepared = scratch::allocate(&t.file, size)
+        .map_err(|e| EngineError::io(format!("cannot size scratch file {}", path.display()), e))
+        .and_then(|()| {
+            if opts.scratch_unfilled {
+                Ok(())
+            } else {
+                scratch::fill(&t.file, size, opts.cancel.as_deref()).map_err(|e| e.into_engine(path))
+            }
+        });
+    if let Err(e) = prepared {
+        if let Some(n) = t.scratch_name.take() {
+            let _ = n.remove(&t.file);
+        }
+        return Err(e);
+    }
+    check_size(path, size, t.logical_block)?;
+    Ok(t)
 }
 
 fn device_size(file: &File, path: &Path) -> Result<u64, EngineError> {
@@ -290,16 +495,13 @@ fn device_logical_block(file: &File) -> u64 {
     if r < 0 || ssz <= 0 { 512 } else { ssz as u64 }
 }
 
-/// O_DIRECT offset alignment of a file (statx STATX_DIOALIGN, Linux 6.1+); 512 if unknown.
-fn file_dio_align(path: &Path) -> u64 {
-    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
-        return 512;
-    };
+/// O_DIRECT offset alignment of an open file (statx STATX_DIOALIGN, Linux 6.1+); 512 if unknown.
+fn file_dio_align(file: &File) -> u64 {
     // SAFETY: zeroed statx is a valid out-buffer.
     let mut stx: libc::statx = unsafe { std::mem::zeroed() };
     const STATX_DIOALIGN: u32 = 0x2000;
-    // SAFETY: valid path and out-buffer.
-    let r = unsafe { libc::statx(libc::AT_FDCWD, c_path.as_ptr(), 0, STATX_DIOALIGN, &mut stx) };
+    // SAFETY: an fd we own, the empty path with AT_EMPTY_PATH, and a valid out-buffer.
+    let r = unsafe { libc::statx(file.as_raw_fd(), c"".as_ptr(), libc::AT_EMPTY_PATH, STATX_DIOALIGN, &mut stx) };
     if r == 0 && stx.stx_mask & STATX_DIOALIGN != 0 && stx.stx_dio_offset_align > 0 {
         stx.stx_dio_offset_align as u64
     } else {
@@ -317,91 +519,6 @@ pub fn free_space(dir: &Path) -> Option<u64> {
         return None;
     }
     Some(s.f_bavail as u64 * s.f_frsize as u64)
-}
-
-/// Creates a scratch file of `size` bytes and writes every block once (incompressible, unique
-/// data), so that reads hit allocated blocks rather than holes the filesystem answers with zeros.
-pub fn create_scratch(path: &Path, size: u64, fill: bool) -> Result<(), EngineError> {
-    let size = size / 4096 * 4096;
-    if size < 4096 {
-        return Err(EngineError::Input(format!("scratch file size {size} is too small: use --size 64m or more")));
-    }
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if let Some(free) = free_space(dir)
-        && free < size
-    {
-        return Err(EngineError::Input(format!(
-            "not enough space for scratch file {} of {}: {} free in {}; use a smaller --size",
-            path.display(),
-            format_size(size),
-            format_size(free / 1048576 * 1048576),
-            dir.display()
-        )));
-    }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| EngineError::Input(format!("cannot create scratch file {}: {e}", path.display())))?;
-    let result = if fill { fill_scratch(&file, path, size) } else { allocate_scratch(&file, path, size) };
-    if result.is_err() {
-        let _ = std::fs::remove_file(path);
-    }
-    result
-}
-
-/// A scratch file of `size` with its blocks allocated (preconditioning writes them all).
-fn allocate_scratch(file: &File, path: &Path, size: u64) -> Result<(), EngineError> {
-    // SAFETY: fallocate on an fd we own; where unsupported, set_len makes the size.
-    unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, size as libc::off_t) };
-    file.set_len(size).map_err(|e| EngineError::io(format!("cannot size scratch file {}", path.display()), e))?;
-    safety::set_scratch_mark(path);
-    Ok(())
-}
-
-fn fill_scratch(file: &File, path: &Path, size: u64) -> Result<(), EngineError> {
-    let fail = |what: &str, e| EngineError::io(format!("cannot {what} scratch file {}", path.display()), e);
-    // SAFETY: fallocate on an fd we own. Failure (unsupported fs) is fine: we write it all anyway.
-    unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, size as libc::off_t) };
-    // Prefer O_DIRECT so preparing 1 GiB does not evict the page cache; fall back to buffered.
-    let direct = set_direct(file.as_raw_fd(), true).is_ok();
-    const CHUNK: usize = 8 << 20;
-    let mut pool = crate::buffer::BufferPool::new(1, CHUNK);
-    let buf = pool.slice_mut(0);
-    let mut rng = Rng::seed_from(size);
-    rng.fill(buf);
-    let mut off = 0u64;
-    while off < size {
-        let n = CHUNK.min((size - off) as usize);
-        // Unique data: restamp the head of every 4 KiB unit per chunk (no accidental dedupe).
-        for unit in buf[..n].chunks_mut(4096) {
-            unit[..8].copy_from_slice(&rng.next_u64().to_le_bytes());
-        }
-        let mut done = 0;
-        while done < n {
-            // SAFETY: buffer is valid for n bytes.
-            let r = unsafe {
-                libc::pwrite(
-                    file.as_raw_fd(),
-                    buf[done..n].as_ptr().cast(),
-                    n - done,
-                    (off + done as u64) as libc::off_t,
-                )
-            };
-            if r < 0 {
-                return Err(fail("write", std::io::Error::last_os_error()));
-            }
-            done += r as usize;
-        }
-        off += n as u64;
-    }
-    if !direct {
-        file.sync_all().map_err(|e| fail("sync", e))?;
-    }
-    set_direct(file.as_raw_fd(), false).map_err(|e| fail("reset flags of", e))?;
-    safety::set_scratch_mark(path);
-    Ok(())
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use iocurve_engine::safety::confine::Confinement;
 use iocurve_engine::verify::GenMap;
 use iocurve_engine::{OpenOptions, StepConfig, StepObserver, StepProgress, TargetSet, host, run_step};
 use iocurve_plan::{Backend, Fault, TargetGroup, Workload};
@@ -36,10 +37,13 @@ pub struct AgentConfig {
     pub listen: SocketAddr,
     pub token: String,
     pub tls: Option<AgentTls>,
-    /// Glob patterns of the paths this agent may use as targets.
+    /// Glob patterns of the paths this agent may use as targets (matched on canonical paths).
     pub allow: Vec<String>,
-    /// Paths this agent may write to despite the safety rules.
+    /// Paths this agent may write to despite the overridable safety rules.
     pub allow_write: Vec<PathBuf>,
+    /// Bytes of scratch files this agent may create in its life (None: half the free space of
+    /// the filesystem at each creation).
+    pub max_scratch: Option<u64>,
     /// A coordinator silent this long is gone: its step stops at once.
     pub lease: Duration,
 }
@@ -52,7 +56,9 @@ pub struct InProcess {
 }
 
 struct Service {
-    allow: Vec<glob::Pattern>,
+    /// The allow list and scratch budget (None for an in-process agent, whose run opened its
+    /// own targets).
+    confine: Option<Arc<Confinement>>,
     allow_write: Vec<PathBuf>,
     /// Held while a step runs: one at a time.
     busy: Arc<tokio::sync::Mutex<()>>,
@@ -60,6 +66,17 @@ struct Service {
     stop: Arc<std::sync::Mutex<Option<Arc<AtomicBool>>>>,
     /// An in-process agent: its targets are given, not opened from requests.
     local: Option<Arc<InProcess>>,
+}
+
+/// Sets its flag when dropped before being disarmed: an abandoned request cancels its work.
+struct CancelOnDrop(Arc<AtomicBool>, bool);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if self.1 {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 /// A target request's answer for a set of opened targets.
@@ -77,36 +94,14 @@ fn facts(set: &TargetSet) -> Vec<pb::TargetFacts> {
 }
 
 impl Service {
-    fn new(allow: Vec<glob::Pattern>, allow_write: Vec<PathBuf>, local: Option<InProcess>) -> Service {
+    fn new(confine: Option<Confinement>, allow_write: Vec<PathBuf>, local: Option<InProcess>) -> Service {
         Service {
-            allow,
+            confine: confine.map(Arc::new),
             allow_write,
             busy: Arc::new(tokio::sync::Mutex::new(())),
             stop: Arc::new(std::sync::Mutex::new(None)),
             local: local.map(Arc::new),
         }
-    }
-
-    fn check_allowed(&self, targets: &[String]) -> Result<(), Status> {
-        if self.local.is_some() {
-            // The run itself opened them, under the engine's rules.
-            return Ok(());
-        }
-        if self.allow.is_empty() {
-            return Err(Status::permission_denied(
-                "this agent allows no targets: start it with --allow PATH-GLOB for the paths it may use",
-            ));
-        }
-        for t in targets {
-            if !self.allow.iter().any(|p| p.matches(t)) {
-                let list: Vec<&str> = self.allow.iter().map(|p| p.as_str()).collect();
-                return Err(Status::permission_denied(format!(
-                    "target {t} is outside this agent's allow list ({})",
-                    list.join(", ")
-                )));
-            }
-        }
-        Ok(())
     }
 
     /// Opens the targets (allow list and safety rules first) on a blocking thread: opening may
@@ -115,8 +110,14 @@ impl Service {
         if let Some(local) = &self.local {
             return Ok(local.targets.clone());
         }
-        self.check_allowed(targets)?;
+        let confine = self.confine.clone().ok_or_else(|| Status::internal("agent without an allow list"))?;
+        if confine.is_empty() {
+            return Err(Status::permission_denied(
+                "this agent allows no targets: start it with --allow PATH-GLOB for the paths it may use",
+            ));
+        }
         let groups = vec![TargetGroup { name: "targets".into(), weight: 1, targets: targets.to_vec() }];
+        let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)), true);
         let opts = OpenOptions {
             write,
             scratch_size,
@@ -124,10 +125,17 @@ impl Service {
             keep: true,
             allow_write: self.allow_write.clone(),
             scratch_unfilled: false,
+            confine: Some(confine),
+            cancel: Some(cancel.0.clone()),
         };
+        // A coordinator that goes away while a scratch file is prepared drops this request:
+        // the guard then stops the preparation (the lease covers preparation too).
+        let cancel_on_drop = cancel;
         let opened = tokio::task::spawn_blocking(move || TargetSet::open(&groups, &opts))
             .await
             .map_err(|e| Status::internal(format!("opening the targets failed: {e}")))?;
+        let mut cancel_on_drop = cancel_on_drop;
+        cancel_on_drop.1 = false;
         opened.map(Arc::new).map_err(|e| {
             if e.is_input_error() {
                 Status::failed_precondition(e.to_string())
@@ -205,7 +213,6 @@ impl Agent for Service {
                 ));
             }
         };
-        self.check_allowed(&r.targets)?;
         let guard = self
             .busy
             .clone()
@@ -330,12 +337,8 @@ pub async fn serve(
     bound: impl FnOnce(SocketAddr),
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), NetError> {
-    let allow = cfg
-        .allow
-        .iter()
-        .map(|p| glob::Pattern::new(p).map_err(|e| NetError::Input(format!("--allow {p}: {e}"))))
-        .collect::<Result<Vec<_>, _>>()?;
-    let service = Service::new(allow, cfg.allow_write, None);
+    let confine = Confinement::new(&cfg.allow, cfg.max_scratch).map_err(NetError::Input)?;
+    let service = Service::new(Some(confine), cfg.allow_write, None);
     let token = Arc::new(cfg.token);
     // HTTP/2 pings find a silent coordinator (a cut link sends no FIN) within the lease.
     let third = cfg.lease / 3;
@@ -364,7 +367,7 @@ pub async fn serve(
 /// is what a remote agent gets.
 pub fn in_process(local: InProcess, token: String) -> tokio::io::DuplexStream {
     let (client, server) = tokio::io::duplex(1 << 20);
-    let service = Service::new(Vec::new(), Vec::new(), Some(local));
+    let service = Service::new(None, Vec::new(), Some(local));
     let incoming = tokio_stream::once(Ok::<_, std::io::Error>(server));
     tokio::spawn(async move {
         let r = Server::builder()

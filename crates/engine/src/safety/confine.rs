@@ -1,0 +1,168 @@
+//! An agent's confinement: the targets a coordinator may name are those whose canonical path
+//! — resolved on the opened descriptor, after `..` and symlinks — matches the agent's allow
+//! list; scratch files are created only in allowed places, up to a byte budget.
+//!
+//! Matching is on paths the kernel resolved, never on the text a peer sent: `allowed/../x`,
+//! a symlink in an allowed directory pointing elsewhere and a glob that reaches outside all
+//! resolve to a path outside the list and are refused. `*` never crosses `/` (only `**` does),
+//! and a refusal never says whether, or how large, something outside the list is.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::EngineError;
+
+#[derive(Debug)]
+pub struct Confinement {
+    allow: Vec<glob::Pattern>,
+    /// Scratch bytes this agent may still create (None: half the free space at each creation).
+    budget: Mutex<Option<u64>>,
+}
+
+const MATCH: glob::MatchOptions =
+    glob::MatchOptions { case_sensitive: true, require_literal_separator: true, require_literal_leading_dot: false };
+
+/// Resolves the literal directory part of an allow pattern the way the kernel will resolve
+/// targets (`/data` being a symlink to `/mnt/data` must still allow `/mnt/data/x`).
+fn canonical_pattern(p: &str) -> String {
+    let literal_end = p.find(['*', '?', '[']).unwrap_or(p.len());
+    let dir_end = p[..literal_end].rfind('/').map_or(0, |i| i + 1);
+    if dir_end == 0 {
+        return p.to_string();
+    }
+    match std::fs::canonicalize(&p[..dir_end]) {
+        Ok(dir) => {
+            let mut s = dir.display().to_string();
+            if !s.ends_with('/') {
+                s.push('/');
+            }
+            s + &p[dir_end..]
+        }
+        Err(_) => p.to_string(),
+    }
+}
+
+impl Confinement {
+    /// `allow`: glob patterns of absolute paths; `max_scratch`: bytes of scratch files this
+    /// agent may create over its life (None: half the free space of the filesystem, checked
+    /// at each creation).
+    pub fn new(allow: &[String], max_scratch: Option<u64>) -> Result<Confinement, String> {
+        let allow = allow
+            .iter()
+            .map(|p| {
+                if !p.starts_with('/') {
+                    return Err(format!("--allow {p}: give an absolute path or pattern"));
+                }
+                glob::Pattern::new(&canonical_pattern(p)).map_err(|e| format!("--allow {p}: {e}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Confinement { allow, budget: Mutex::new(max_scratch) })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.allow.is_empty()
+    }
+
+    fn list(&self) -> String {
+        self.allow.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ")
+    }
+
+    fn matches(&self, canonical: &Path) -> bool {
+        canonical.to_str().is_some_and(|s| self.allow.iter().any(|p| p.matches_with(s, MATCH)))
+    }
+
+    fn refuse(&self, asked: &str) -> EngineError {
+        if self.allow.is_empty() {
+            return EngineError::Input(
+                "this agent allows no targets: start it with --allow PATH-GLOB for the paths it may use".into(),
+            );
+        }
+        EngineError::Input(format!(
+            "target {asked} is outside this agent's allow list ({}), after resolving `..` and symlinks",
+            self.list()
+        ))
+    }
+
+    /// Checks an opened object by its canonical path. Hard links are refused: a second name
+    /// inside the list may reach a file outside it.
+    pub fn check_opened(&self, asked: &str, canonical: &Path, nlink: u64, regular: bool) -> Result<(), EngineError> {
+        if !self.matches(canonical) {
+            return Err(self.refuse(asked));
+        }
+        if regular && nlink > 1 {
+            return Err(EngineError::Input(format!(
+                "target {asked} has {nlink} hard links: this agent uses only files with one name, since another name may lie outside its allow list"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks that a scratch file `name` may be created in the directory whose canonical path
+    /// is `dir`, and takes `size` bytes from the budget.
+    pub fn admit_scratch(&self, asked: &str, dir: &Path, name: &std::ffi::OsStr, size: u64) -> Result<(), EngineError> {
+        if !self.matches(&dir.join(name)) {
+            return Err(self.refuse(asked));
+        }
+        let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());
+        let limit = match *budget {
+            Some(b) => b,
+            None => crate::target::free_space(dir).map_or(u64::MAX, |f| f / 2),
+        };
+        if size > limit {
+            return Err(EngineError::Input(format!(
+                "scratch file {asked} of {} exceeds this agent's scratch budget ({} left; the agent's --max-scratch, default half the free space)",
+                iocurve_plan::format_size(size),
+                iocurve_plan::format_size(limit)
+            )));
+        }
+        if let Some(b) = budget.as_mut() {
+            *b -= size;
+        }
+        Ok(())
+    }
+}
+
+/// The path the kernel resolved for an open descriptor.
+pub fn canonical_of(fd: std::os::fd::RawFd) -> std::io::Result<PathBuf> {
+    std::fs::read_link(format!("/proc/self/fd/{fd}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn star_does_not_cross_slashes_and_double_star_does() {
+        let c = Confinement::new(&["/srv/io/*".into(), "/data/**/*.dat".into()], None).unwrap();
+        assert!(c.matches(Path::new("/srv/io/a")));
+        assert!(!c.matches(Path::new("/srv/io/sub/a")));
+        assert!(c.matches(Path::new("/data/x/y/z.dat")));
+        assert!(!c.matches(Path::new("/srv/other")));
+    }
+
+    #[test]
+    fn hard_links_and_outside_paths_are_refused_without_revealing_them() {
+        let c = Confinement::new(&["/srv/io/*".into()], None).unwrap();
+        let e = c.check_opened("/srv/io/../../etc/shadow", Path::new("/etc/shadow"), 1, true).unwrap_err();
+        assert!(e.to_string().contains("outside this agent's allow list"), "{e}");
+        assert!(!e.to_string().contains("/etc/shadow ("), "{e}");
+        let e = c.check_opened("/srv/io/l", Path::new("/srv/io/l"), 2, true).unwrap_err();
+        assert!(e.to_string().contains("hard links"), "{e}");
+        c.check_opened("/srv/io/f", Path::new("/srv/io/f"), 1, true).unwrap();
+    }
+
+    #[test]
+    fn the_scratch_budget_is_spent_once() {
+        let c = Confinement::new(&["/srv/io/*".into()], Some(100 << 20)).unwrap();
+        c.admit_scratch("a", Path::new("/srv/io"), "a".as_ref(), 60 << 20).unwrap();
+        let e = c.admit_scratch("b", Path::new("/srv/io"), "b".as_ref(), 60 << 20).unwrap_err();
+        assert!(e.to_string().contains("budget"), "{e}");
+        let e = c.admit_scratch("c", Path::new("/srv"), "c".as_ref(), 1).unwrap_err();
+        assert!(e.to_string().contains("outside"), "{e}");
+    }
+
+    #[test]
+    fn relative_allow_patterns_are_refused() {
+        assert!(Confinement::new(&["data/*".into()], None).is_err());
+    }
+}

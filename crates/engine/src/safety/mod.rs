@@ -1,0 +1,151 @@
+//! Write-safety rules. Writing destroys data, so before a target is written:
+//!
+//! - **Never** (whatever `--allow-write` says): a block device that is mounted (itself or a
+//!   partition), active swap, held by a holder device (device-mapper, md, LVM, bcache) or held
+//!   exclusively by another process — every writing open of a block device is exclusive
+//!   (O_EXCL), so the kernel itself refuses those and nobody can mount it while iocurve writes;
+//!   a file that is active swap or backs a loop device in use.
+//! - **Only when named with `--allow-write PATH`**: a device or file carrying any signature
+//!   libblkid recognises (filesystem, volume manager, RAID, partition table), a device with
+//!   partitions, an existing file that is not iocurve's own scratch file (by its stamp, bound
+//!   to the file's identity and size), a file backing an idle loop device.
+//!
+//! Every check runs on the descriptor that is then used for I/O (see [`crate::target`]), so
+//! what was checked is what gets written.
+
+pub mod blkid;
+pub mod confine;
+pub mod inuse;
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use crate::EngineError;
+use crate::scratch::{self, Identity};
+
+/// True if the opened object `meta` is named (as the same device or file) in the allow list.
+pub fn is_allowed(meta: &std::fs::Metadata, allow: &[PathBuf]) -> bool {
+    allow.iter().any(|a| match std::fs::metadata(a) {
+        Ok(m) if meta.file_type().is_block_device() => m.file_type().is_block_device() && m.rdev() == meta.rdev(),
+        Ok(m) => m.dev() == meta.dev() && m.ino() == meta.ino(),
+        Err(_) => false,
+    })
+}
+
+/// What the checks found out about a target that may be written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// A device or a foreign file cleared by the checks (or by `--allow-write`).
+    Writable,
+    /// iocurve's own scratch file of `size` data bytes; `prepared` is false when a killed run
+    /// left it half-written (it must be prepared again before use).
+    Scratch { size: u64, prepared: bool },
+}
+
+/// Reasons the user cannot override (in use right now).
+fn hard_refusal(path: &Path, reasons: Vec<String>) -> EngineError {
+    EngineError::Input(format!(
+        "refusing to write to {}: {}.\n  --allow-write cannot override this: a device or file in use is never written; unmount it, stop what holds it, or choose another target",
+        path.display(),
+        reasons.join("; ")
+    ))
+}
+
+fn soft_refusal(path: &Path, reasons: Vec<String>) -> EngineError {
+    EngineError::WriteRefused { path: path.to_path_buf(), reasons: reasons.join("; ") }
+}
+
+/// Signatures as reasons; a failed probe is a reason too (writes need a clean bill).
+fn signature_reasons(file: &File) -> Vec<String> {
+    match blkid::signatures(file.as_raw_fd()) {
+        Ok(sigs) => sigs.iter().map(|s| format!("it carries the signature {s} (found by libblkid)")).collect(),
+        Err(e) => vec![format!("its signatures cannot be checked ({e})")],
+    }
+}
+
+/// Refuses a block device, opened exclusively, that must not be written.
+pub fn check_device(path: &Path, file: &File, allow: &[PathBuf]) -> Result<Verdict, EngineError> {
+    let meta = file.metadata().map_err(|e| EngineError::io(format!("cannot inspect {}", path.display()), e))?;
+    let busy = inuse::device_in_use(meta.rdev(), false);
+    if !busy.is_empty() {
+        return Err(hard_refusal(path, busy));
+    }
+    if is_allowed(&meta, allow) {
+        return Ok(Verdict::Writable);
+    }
+    let mut reasons: Vec<String> =
+        inuse::partitions(meta.rdev()).into_iter().map(|p| format!("it has partition {p}")).collect();
+    reasons.extend(signature_reasons(file));
+    if reasons.is_empty() { Ok(Verdict::Writable) } else { Err(soft_refusal(path, reasons)) }
+}
+
+/// The refusal for a block device whose exclusive open the kernel refused.
+pub fn device_busy(path: &Path, rdev: u64) -> EngineError {
+    hard_refusal(path, inuse::device_in_use(rdev, true))
+}
+
+/// Refuses an existing regular file that must not be written; recognises iocurve's own
+/// scratch files by their stamp.
+pub fn check_file(path: &Path, file: &File, allow: &[PathBuf]) -> Result<Verdict, EngineError> {
+    let meta = file.metadata().map_err(|e| EngineError::io(format!("cannot inspect {}", path.display()), e))?;
+    let (hard, idle_loops) = inuse::file_in_use((meta.dev(), meta.ino()));
+    if !hard.is_empty() {
+        return Err(hard_refusal(path, hard));
+    }
+    let identity =
+        scratch::identify(file).map_err(|e| EngineError::io(format!("cannot read {}", path.display()), e))?;
+    let verdict = match identity {
+        Identity::Scratch { size, state } => Verdict::Scratch { size, prepared: state == scratch::State::Ready },
+        _ => Verdict::Writable,
+    };
+    if is_allowed(&meta, allow) {
+        return Ok(verdict);
+    }
+    let mut reasons = idle_loops;
+    match identity {
+        Identity::NotScratch => reasons.push("it is an existing file that iocurve did not create".into()),
+        Identity::Stale(why) => reasons.push(format!("it is not the scratch file iocurve created: {why}")),
+        Identity::Scratch { .. } => {}
+    }
+    reasons.extend(signature_reasons(file));
+    if reasons.is_empty() { Ok(verdict) } else { Err(soft_refusal(path, reasons)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn existing_foreign_file_is_refused_and_allow_list_admits_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("data");
+        std::fs::write(&p, b"precious").unwrap();
+        let f = File::open(&p).unwrap();
+        let e = check_file(&p, &f, &[]).unwrap_err();
+        assert!(e.to_string().contains("did not create"), "{e}");
+        assert!(e.to_string().contains("--allow-write"), "{e}");
+        assert_eq!(check_file(&p, &f, std::slice::from_ref(&p)).unwrap(), Verdict::Writable);
+    }
+
+    #[test]
+    fn a_scratch_file_reformatted_as_a_filesystem_is_foreign() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, _name) = scratch::create_in(scratch::open_dir(dir.path()).unwrap(), "s".as_ref()).unwrap();
+        scratch::allocate(&f, 1 << 20).unwrap();
+        scratch::fill(&f, 1 << 20, None).unwrap();
+        let p = dir.path().join("s");
+        assert_eq!(check_file(&p, &f, &[]).unwrap(), Verdict::Scratch { size: 1 << 20, prepared: true });
+        // An ext superblock where mkfs puts it (magic 0xEF53 at 1080), the stamp untouched.
+        use std::os::unix::fs::FileExt;
+        let mut sb = vec![0u8; 1024];
+        sb[4..8].copy_from_slice(&256u32.to_le_bytes()); // blocks count
+        sb[24..28].copy_from_slice(&0u32.to_le_bytes()); // log block size: 1 KiB
+        sb[56..58].copy_from_slice(&[0x53, 0xEF]);
+        sb[76..80].copy_from_slice(&1u32.to_le_bytes()); // revision 1
+        f.write_all_at(&sb, 1024).unwrap();
+        let e = check_file(&p, &f, &[]).unwrap_err();
+        assert!(e.to_string().contains("signature `ext"), "{e}");
+    }
+}
