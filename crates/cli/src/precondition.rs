@@ -40,7 +40,8 @@ pub fn target(t: &Target, cfg: &PreConfig, store: &Store) -> Result<bool, CliErr
     let data_json = serde_json::to_string(&cfg.pattern).unwrap_or_default();
     let bs = cfg.bs.min(t.size / t.logical_block * t.logical_block).max(t.logical_block);
     let cfg = PreConfig { bs, ..*cfg };
-    let old = store.precondition(&key, t.size)?;
+    // A scratch file this run created is new, whatever an earlier file of that name had.
+    let old = if t.created { None } else { store.precondition(&key, t.size)? };
     // Resume only a pass of the same write size and data; anything else starts over.
     let (resume, mut record) = match old {
         Some(r) if r.finished_at.is_none() && r.bs == bs && r.data_json == data_json => {
@@ -165,11 +166,7 @@ pub fn command(args: PreconditionArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// When each target was preconditioned at its present size, if it was (never for a scratch
-/// file this run created, whatever an earlier file of that name had).
+/// When each target was preconditioned at its present size, if it was.
 pub fn preconditioned_at(store: &Store, t: &Target) -> Option<String> {
-    if t.created {
-        return None;
-    }
     store.precondition(&record_key(t), t.size).ok().flatten().and_then(|r| r.finished_at)
 }

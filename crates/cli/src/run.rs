@@ -119,7 +119,8 @@ fn precondition_targets(plan: &Plan, targets: &TargetSet, store: &Store) -> Resu
     let (pattern, unit) = plan.precondition_pattern();
     let cfg = precondition::run_config(pattern, unit);
     for t in &targets.targets {
-        match precondition::preconditioned_at(store, t) {
+        // A scratch file this run created is new, whatever an earlier file of that name had.
+        match precondition::preconditioned_at(store, t).filter(|_| !t.created) {
             Some(at) => println!("precondition {}: already done at {at}, skipped", t.path.display()),
             None => {
                 if !precondition::target(t, &cfg, store)? {

@@ -695,3 +695,47 @@ fn regression_agent_allow_list_escapes_with_dotdot_symlinks_hard_links_and_globs
     let o = run(d.join("small.dat"), "64m");
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// Issue 11, part 5: the lease covers preparation too. A coordinator killed while an agent
+/// fills a scratch file stops the filling, and the half-written file is removed.
+#[test]
+fn regression_an_agent_stops_preparing_a_scratch_file_when_its_coordinator_dies() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let d = dir.path().join("a");
+    std::fs::create_dir(&d).unwrap();
+    let agent = AgentProc::start(&d, &c, &format!("{}/*", d.display()), &["--lease-s", "2"]);
+    let target = d.join("big.dat");
+    hosts_plan(
+        dir.path(),
+        &[(agent.addr.as_str(), target.clone())],
+        "[[workloads]]\nname = \"r\"\nread_pct = 100\nramp = [1]\nwarmup_s = 0.1\nintervals = 1\ninterval_s = 0.3\n",
+    );
+    let mut coord = coordinator(dir.path(), &c, &["plan.toml", "--size", "16g"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let allocated = |p: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(p).map_or(0, |m| m.blocks() * 512)
+    };
+    // fallocate reserves the whole file at once: wait for the size, then for data to flow.
+    while std::fs::metadata(&target).map_or(0, |m| m.len()) == 0 {
+        assert!(std::time::Instant::now() < deadline, "the agent never started the scratch file");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    coord.kill().unwrap();
+    coord.wait().unwrap();
+    let gone = std::time::Instant::now() + std::time::Duration::from_secs(8);
+    while target.exists() {
+        assert!(
+            std::time::Instant::now() < gone,
+            "the half-prepared scratch file is still there 8 s after the coordinator died ({} bytes allocated)",
+            allocated(&target)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

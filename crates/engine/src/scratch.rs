@@ -67,8 +67,26 @@ fn stamp_bytes(state: State, size: u64, dev: u64, ino: u64) -> Vec<u8> {
     b
 }
 
+/// Runs `f` with O_DIRECT off on `file` (the stamp is small and unaligned), restoring it after.
+fn buffered<T>(file: &File, f: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on a descriptor the caller owns.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 || flags & libc::O_DIRECT == 0 {
+        return f();
+    }
+    crate::target::set_direct(fd, false)?;
+    let r = f();
+    crate::target::set_direct(fd, true)?;
+    r
+}
+
 /// Reads the stamp of an open file and says whether it is iocurve's scratch file.
 pub fn identify(file: &File) -> std::io::Result<Identity> {
+    buffered(file, || identify_buffered(file))
+}
+
+fn identify_buffered(file: &File) -> std::io::Result<Identity> {
     use std::os::unix::fs::FileExt;
     let meta = file.metadata()?;
     let len = meta.len();
@@ -107,7 +125,7 @@ pub fn identify(file: &File) -> std::io::Result<Identity> {
 pub fn write_stamp(file: &File, size: u64, state: State) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
     let meta = file.metadata()?;
-    file.write_all_at(&stamp_bytes(state, size, meta.dev(), meta.ino()), size)?;
+    buffered(file, || file.write_all_at(&stamp_bytes(state, size, meta.dev(), meta.ino()), size))?;
     file.sync_data()
 }
 

@@ -279,13 +279,7 @@ fn open_one(path: &Path, opts: &OpenOptions, group: usize, notes: &mut Vec<Strin
     if opts.write && kind == TargetKind::BlockDevice {
         flags |= libc::O_EXCL;
     }
-    let file = match open_raw(Path::new(&format!("/proc/self/fd/{}", probe.as_raw_fd())), flags) {
-        Ok(f) => f,
-        Err(e) if e.raw_os_error() == Some(libc::EBUSY) && opts.write => {
-            return Err(safety::device_busy(path, probe_meta.rdev()));
-        }
-        Err(e) => return Err(open_error(path, opts, e)),
-    };
+    let file = open_exclusive_retrying(path, &probe, flags, probe_meta.rdev(), opts)?;
     let meta = file.metadata().map_err(|e| open_error(path, opts, e))?;
     let same = if kind == TargetKind::BlockDevice {
         meta.rdev() == probe_meta.rdev()
@@ -351,6 +345,33 @@ fn open_one(path: &Path, opts: &OpenOptions, group: usize, notes: &mut Vec<Strin
     };
     check_size(path, size, logical_block)?;
     Ok(Target { path: path.to_path_buf(), file, kind, size, logical_block, group, created: false, scratch_name: None })
+}
+
+/// Opens the resolved target for I/O. A device whose exclusive open is refused while nothing
+/// visible holds it (no mount, holder or swap) is tried again for up to two seconds: the last
+/// run's io_uring may still hold it, since the kernel releases a ring's registered files
+/// asynchronously after the ring is closed.
+fn open_exclusive_retrying(
+    path: &Path,
+    probe: &File,
+    flags: libc::c_int,
+    rdev: u64,
+    opts: &OpenOptions,
+) -> Result<File, EngineError> {
+    let resolved = PathBuf::from(format!("/proc/self/fd/{}", probe.as_raw_fd()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        match open_raw(&resolved, flags) {
+            Ok(f) => return Ok(f),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && flags & libc::O_EXCL != 0 => {
+                if std::time::Instant::now() >= deadline || !safety::inuse::device_in_use(rdev, false).is_empty() {
+                    return Err(safety::device_busy(path, rdev));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(open_error(path, opts, e)),
+        }
+    }
 }
 
 fn check_size(path: &Path, size: u64, logical_block: u64) -> Result<(), EngineError> {

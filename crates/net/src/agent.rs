@@ -226,6 +226,9 @@ impl Agent for Service {
         tokio::task::spawn_blocking(move || {
             let step = Step { r: &r, w: &w, backend, targets: &targets, faults: &faults, verify, stop: &stop };
             let done = run_blocking(&step, &tx);
+            // Close the targets before saying Done: a device is held exclusively (O_EXCL) and
+            // the next step opens it again as soon as the coordinator reads `Done`.
+            drop(targets);
             // Free for the next step before saying this one is done: the coordinator sends
             // the next request as soon as it reads `Done`.
             *slot.lock().unwrap_or_else(|e| e.into_inner()) = None;
