@@ -120,7 +120,7 @@ fn precondition_targets(plan: &Plan, targets: &TargetSet, store: &Store) -> Resu
     let cfg = precondition::run_config(pattern, unit);
     for t in &targets.targets {
         // A scratch file this run created is new, whatever an earlier file of that name had.
-        match precondition::preconditioned_at(store, t).filter(|_| !t.created) {
+        match precondition::preconditioned_at(store, t).filter(|_| !t.fresh) {
             Some(at) => println!("precondition {}: already done at {at}, skipped", t.path.display()),
             None => {
                 if !precondition::target(t, &cfg, store)? {

@@ -678,9 +678,14 @@ fn regression_agent_allow_list_escapes_with_dotdot_symlinks_hard_links_and_globs
         (d.join("../escaped.dat"), "outside this agent's allow list"),
         (d.join("../*.dat"), "outside this agent's allow list"),
         (d.join("*-link"), "outside this agent's allow list"),
+        (PathBuf::from(format!("/proc/{}/root{}", agent.child.id(), precious.display())), "outside"),
+        (dir.path().join("*.dat"), "outside this agent's allow list"),
+        (PathBuf::from("/etc/passwd/x"), "outside this agent's allow list"),
+        (PathBuf::from("/root/no-such-dir/x.dat"), "outside this agent's allow list"),
     ] {
         let o = run(target.clone(), "64m");
         let err = input_error(&o, &[needle]);
+        assert!(!err.contains("precious.dat") || target.to_str().unwrap().contains("precious"), "{err}");
         assert!(!err.contains(&lo.path().to_string()) || target.to_str().unwrap().contains(lo.path()), "{err}");
         assert!(!err.contains("1048576") && !err.contains("1 MiB"), "no size of a file outside: {err}");
     }

@@ -107,7 +107,7 @@ fn identify_buffered(file: &File) -> std::io::Result<Identity> {
     if (dev, ino) != (meta.dev(), meta.ino()) {
         return Ok(Identity::Stale("its iocurve stamp belongs to another file (it was copied or replaced)".into()));
     }
-    if size + STAMP_LEN != len {
+    if size.checked_add(STAMP_LEN) != Some(len) {
         return Ok(Identity::Stale(format!(
             "it was resized: iocurve created it with {size} data bytes, it now has {}",
             len.saturating_sub(STAMP_LEN)

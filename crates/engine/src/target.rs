@@ -49,8 +49,23 @@ pub struct Target {
     pub group: usize,
     /// Created by this run (removed at the end unless kept).
     pub created: bool,
+    /// A scratch file created by this run or left half-prepared by an earlier one: no earlier
+    /// record about this path (a finished preconditioning) applies to it.
+    pub fresh: bool,
     /// Where a scratch file this run created is named, for removal as the same inode.
     scratch_name: Option<scratch::Name>,
+}
+
+impl Drop for Target {
+    /// Removes a scratch file this run created (unless kept), also when opening a later
+    /// target fails.
+    fn drop(&mut self) {
+        if let Some(name) = self.scratch_name.take()
+            && let Err(why) = name.remove(&self.file)
+        {
+            tracing::warn!("scratch file {}: {why}", self.path.display());
+        }
+    }
 }
 
 impl Target {
@@ -124,7 +139,7 @@ impl TargetSet {
         for (gi, g) in groups.iter().enumerate() {
             let mut members = Vec::new();
             for pattern in &g.targets {
-                for path in expand(pattern, &g.name, opts.confine.is_some())? {
+                for path in expand(pattern, &g.name, opts.confine.as_deref())? {
                     // On an error the set drops, removing the scratch files created so far.
                     let t = open_one(&path, opts, gi, &mut set.notes)?;
                     if let Some(dup) = set.targets.iter().find(|o| same_object(&o.file, &t.file)) {
@@ -173,15 +188,9 @@ impl TargetSet {
 
 impl Drop for TargetSet {
     fn drop(&mut self) {
+        // Each target removes its own scratch file when dropped; kept ones forget their name.
         if self.keep {
-            return;
-        }
-        for t in &self.targets {
-            if let Some(name) = &t.scratch_name
-                && let Err(why) = name.remove(&t.file)
-            {
-                tracing::warn!("scratch file {}: {why}", t.path.display());
-            }
+            self.targets.iter_mut().for_each(|t| t.scratch_name = None);
         }
     }
 }
@@ -197,10 +206,10 @@ fn same_object(a: &File, b: &File) -> bool {
 
 /// Expands a glob (sorted), or returns a plain path as is. An agent (`confined`) says nothing
 /// about paths it may not use, so its messages do not tell what exists.
-fn expand(pattern: &str, group: &str, confined: bool) -> Result<Vec<PathBuf>, EngineError> {
+fn expand(pattern: &str, group: &str, confine: Option<&Confinement>) -> Result<Vec<PathBuf>, EngineError> {
     if !is_glob(pattern) {
         let p = PathBuf::from(pattern);
-        if !confined && std::fs::symlink_metadata(&p).is_err() {
+        if confine.is_none() && std::fs::symlink_metadata(&p).is_err() {
             if pattern.starts_with("/dev/") {
                 return Err(EngineError::Input(format!(
                     "target {pattern} does not exist: no such device (check the name with `lsblk`)"
@@ -218,7 +227,21 @@ fn expand(pattern: &str, group: &str, confined: bool) -> Result<Vec<PathBuf>, En
     }
     let paths =
         glob::glob(pattern).map_err(|e| EngineError::Input(format!("target glob `{pattern}` is invalid: {e}")))?;
-    let mut out: Vec<PathBuf> = paths.filter_map(Result::ok).collect();
+    // Bounded: a glob is no way to walk a whole filesystem.
+    const MAX_MATCHES: usize = 100_000;
+    let mut out: Vec<PathBuf> = paths.filter_map(Result::ok).take(MAX_MATCHES + 1).collect();
+    if out.len() > MAX_MATCHES {
+        return Err(EngineError::Input(format!(
+            "target glob `{pattern}` matches more than {MAX_MATCHES} paths: name the targets more narrowly"
+        )));
+    }
+    if let Some(c) = confine {
+        // An agent uses the matches inside its allow list and says nothing of the others.
+        out.retain(|p| c.admits(p));
+        if out.is_empty() {
+            return Err(c.refuse(pattern));
+        }
+    }
     out.sort();
     if out.is_empty() {
         return Err(EngineError::Input(format!("target glob `{pattern}` (group {group}) matches nothing")));
@@ -246,32 +269,30 @@ pub fn set_direct(fd: RawFd, direct: bool) -> std::io::Result<()> {
 fn open_one(path: &Path, opts: &OpenOptions, group: usize, notes: &mut Vec<String>) -> Result<Target, EngineError> {
     // Resolve without side effects first (O_PATH opens nothing: no tape rewinds, no claim):
     // the allow list is checked on what the kernel resolved, before the real open.
+    let asked = path.display().to_string();
+    // A confined agent answers anything it may not look at with the one refusal.
+    let hide = |e: EngineError| match &opts.confine {
+        Some(c) => c.refuse(&asked),
+        None => e,
+    };
     let probe = match open_raw(path, libc::O_PATH | libc::O_CLOEXEC) {
         Ok(fd) => fd,
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return create_scratch_target(path, opts, group),
-        Err(e) => return Err(open_error(path, opts, e)),
+        Err(e) => return Err(hide(open_error(path, opts, e))),
     };
-    let probe_meta = probe.metadata().map_err(|e| open_error(path, opts, e))?;
+    let probe_meta = probe.metadata().map_err(|e| hide(open_error(path, opts, e)))?;
+    if let Some(c) = &opts.confine {
+        let canonical = confine::canonical_of(probe.as_raw_fd()).map_err(|_| c.refuse(&asked))?;
+        c.check_opened(&asked, &canonical, probe_meta.nlink(), probe_meta.file_type().is_file())?;
+    }
     let ft = probe_meta.file_type();
     let kind = if ft.is_block_device() {
         TargetKind::BlockDevice
     } else if ft.is_file() {
         TargetKind::File
     } else {
-        if let Some(c) = &opts.confine {
-            let canonical = confine::canonical_of(probe.as_raw_fd()).unwrap_or_default();
-            c.check_opened(&path.display().to_string(), &canonical, 1, false)?;
-        }
-        return Err(EngineError::Input(format!(
-            "target {} is neither a regular file nor a block device",
-            path.display()
-        )));
+        return Err(EngineError::Input(format!("target {asked} is neither a regular file nor a block device")));
     };
-    if let Some(c) = &opts.confine {
-        let canonical = confine::canonical_of(probe.as_raw_fd())
-            .map_err(|e| EngineError::io(format!("cannot resolve target {}", path.display()), e))?;
-        c.check_opened(&path.display().to_string(), &canonical, probe_meta.nlink(), kind == TargetKind::File)?;
-    }
     // The real open goes through the resolved descriptor (/proc/self/fd), so it is the same
     // object. Writing a block device is always exclusive: the kernel refuses a mounted or
     // held device and lets nobody mount it while iocurve writes.
@@ -289,6 +310,7 @@ fn open_one(path: &Path, opts: &OpenOptions, group: usize, notes: &mut Vec<Strin
     if !same {
         return Err(EngineError::Input(format!("target {} changed while it was opened; try again", path.display())));
     }
+    let mut fresh = false;
     let (size, logical_block) = match kind {
         TargetKind::BlockDevice => {
             if opts.write {
@@ -318,6 +340,7 @@ fn open_one(path: &Path, opts: &OpenOptions, group: usize, notes: &mut Vec<Strin
                     size
                 }
                 Verdict::Scratch { size, prepared: false } if opts.scratch_unfilled => {
+                    fresh = true;
                     notes.push(format!(
                         "scratch file {} was left by an interrupted preparation; preconditioning writes it",
                         path.display()
@@ -344,7 +367,17 @@ fn open_one(path: &Path, opts: &OpenOptions, group: usize, notes: &mut Vec<Strin
         }
     };
     check_size(path, size, logical_block)?;
-    Ok(Target { path: path.to_path_buf(), file, kind, size, logical_block, group, created: false, scratch_name: None })
+    Ok(Target {
+        path: path.to_path_buf(),
+        file,
+        kind,
+        size,
+        logical_block,
+        group,
+        created: false,
+        fresh,
+        scratch_name: None,
+    })
 }
 
 /// Opens the resolved target for I/O. A device whose exclusive open is refused while nothing
@@ -422,32 +455,38 @@ fn open_error(path: &Path, opts: &OpenOptions, e: std::io::Error) -> EngineError
 /// Creates, sizes and (unless preconditioning follows) fills a scratch file for `path`,
 /// keeping its descriptor and directory for the whole run.
 fn create_scratch_target(path: &Path, opts: &OpenOptions, group: usize) -> Result<Target, EngineError> {
-    let size = opts.scratch_size / 4096 * 4096;
-    if size < 4096 {
-        return Err(EngineError::Input(format!("scratch file size {size} is too small: use --size 64m or more")));
-    }
-    let (Some(name), Some(dir)) = (path.file_name(), path.parent()) else {
-        return Err(EngineError::Input(format!("target {} does not name a file", path.display())));
+    let asked = path.display().to_string();
+    let hide = |e: EngineError| match &opts.confine {
+        Some(c) => c.refuse(&asked),
+        None => e,
+    };
+    let named = path.file_name().zip(path.parent()).filter(|_| !asked.ends_with('/'));
+    let Some((name, dir)) = named else {
+        return Err(hide(EngineError::Input(format!(
+            "target {asked} does not exist and does not name a file to create (a path ending in a file name)"
+        ))));
     };
     let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
-    let dir_fd = scratch::open_dir(dir).map_err(|e| match &opts.confine {
-        Some(c) => c
-            .check_opened(&path.display().to_string(), Path::new(""), 1, false)
-            .err()
-            .unwrap_or_else(|| EngineError::Input(format!("cannot create scratch file {}: {e}", path.display()))),
-        None => EngineError::Input(format!(
-            "target {} does not exist and cannot be created as a scratch file: directory {}: {e}",
-            path.display(),
+    let dir_fd = scratch::open_dir(dir).map_err(|e| {
+        hide(EngineError::Input(format!(
+            "target {asked} does not exist and cannot be created as a scratch file: directory {}: {e}",
             dir.display()
-        )),
+        )))
     })?;
+    let size = opts.scratch_size / 4096 * 4096;
+    let total = size.checked_add(scratch::STAMP_LEN).filter(|_| size >= 4096);
     if let Some(c) = &opts.confine {
-        let canonical = confine::canonical_of(dir_fd.as_raw_fd())
-            .map_err(|e| EngineError::io(format!("cannot resolve the directory of {}", path.display()), e))?;
-        c.admit_scratch(&path.display().to_string(), &canonical, name, size + scratch::STAMP_LEN)?;
+        let canonical = confine::canonical_of(dir_fd.as_raw_fd()).map_err(|_| c.refuse(&asked))?;
+        c.admit_scratch(&asked, &canonical, name, total.unwrap_or(u64::MAX))?;
     }
+    let Some(total) = total else {
+        return Err(EngineError::Input(format!(
+            "scratch file size {} is out of range: use --size 64m or more (and less than the disk)",
+            opts.scratch_size
+        )));
+    };
     if let Some(free) = free_space(dir)
-        && free < size + scratch::STAMP_LEN
+        && free < total
     {
         return Err(EngineError::Input(format!(
             "not enough space for scratch file {} of {}: {} free in {}; use a smaller --size",
@@ -458,12 +497,15 @@ fn create_scratch_target(path: &Path, opts: &OpenOptions, group: usize) -> Resul
         )));
     }
     let (file, scratch_name) = scratch::create_in(dir_fd, name).map_err(|e| {
-        let hint =
-            if e.raw_os_error() == Some(libc::EEXIST) { " (a symlink or file appeared under that name)" } else { "" };
-        EngineError::Input(format!("cannot create scratch file {}: {e}{hint}", path.display()))
+        let hint = if e.raw_os_error() == Some(libc::EEXIST) {
+            " (a symlink or file appeared under that name; a dangling symlink is never followed)"
+        } else {
+            ""
+        };
+        EngineError::Input(format!("cannot create scratch file {asked}: {e}{hint}"))
     })?;
     // From here on the target owns the name: any error drops it and removes the file.
-    let mut t = Target {
+    let t = Target {
         path: path.to_path_buf(),
         logical_block: file_dio_align(&file),
         file,
@@ -471,6 +513,7 @@ fn create_scratch_target(path: &Path, opts: &OpenOptions, group: usize) -> Resul
         size,
         group,
         created: true,
+        fresh: true,
         scratch_name: Some(scratch_name),
     };
     let prepared = scratch::allocate(&t.file, size)
@@ -482,12 +525,7 @@ fn create_scratch_target(path: &Path, opts: &OpenOptions, group: usize) -> Resul
                 scratch::fill(&t.file, size, opts.cancel.as_deref()).map_err(|e| e.into_engine(path))
             }
         });
-    if let Err(e) = prepared {
-        if let Some(n) = t.scratch_name.take() {
-            let _ = n.remove(&t.file);
-        }
-        return Err(e);
-    }
+    prepared?;
     check_size(path, size, t.logical_block)?;
     Ok(t)
 }

@@ -15,8 +15,11 @@ use crate::EngineError;
 #[derive(Debug)]
 pub struct Confinement {
     allow: Vec<glob::Pattern>,
-    /// Scratch bytes this agent may still create (None: half the free space at each creation).
-    budget: Mutex<Option<u64>>,
+    /// Scratch bytes this agent may create in its life (None: its scratch files together may
+    /// take at most half of the free space plus what they already take).
+    max_scratch: Option<u64>,
+    /// Scratch bytes created so far (kept files stay counted).
+    used: Mutex<u64>,
 }
 
 const MATCH: glob::MatchOptions =
@@ -32,7 +35,7 @@ fn canonical_pattern(p: &str) -> String {
     }
     match std::fs::canonicalize(&p[..dir_end]) {
         Ok(dir) => {
-            let mut s = dir.display().to_string();
+            let mut s = glob::Pattern::escape(&dir.display().to_string());
             if !s.ends_with('/') {
                 s.push('/');
             }
@@ -56,7 +59,7 @@ impl Confinement {
                 glob::Pattern::new(&canonical_pattern(p)).map_err(|e| format!("--allow {p}: {e}"))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Confinement { allow, budget: Mutex::new(max_scratch) })
+        Ok(Confinement { allow, max_scratch, used: Mutex::new(0) })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -71,7 +74,9 @@ impl Confinement {
         canonical.to_str().is_some_and(|s| self.allow.iter().any(|p| p.matches_with(s, MATCH)))
     }
 
-    fn refuse(&self, asked: &str) -> EngineError {
+    /// The one answer for anything outside the list, whatever the reason (missing, no access,
+    /// not a directory …): a peer learns nothing about paths it may not use.
+    pub fn refuse(&self, asked: &str) -> EngineError {
         if self.allow.is_empty() {
             return EngineError::Input(
                 "this agent allows no targets: start it with --allow PATH-GLOB for the paths it may use".into(),
@@ -81,6 +86,11 @@ impl Confinement {
             "target {asked} is outside this agent's allow list ({}), after resolving `..` and symlinks",
             self.list()
         ))
+    }
+
+    /// True when a path resolves inside the list (for filtering glob matches quietly).
+    pub fn admits(&self, path: &Path) -> bool {
+        std::fs::canonicalize(path).is_ok_and(|c| self.matches(&c))
     }
 
     /// Checks an opened object by its canonical path. Hard links are refused: a second name
@@ -103,10 +113,14 @@ impl Confinement {
         if !self.matches(&dir.join(name)) {
             return Err(self.refuse(asked));
         }
-        let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());
-        let limit = match *budget {
-            Some(b) => b,
-            None => crate::target::free_space(dir).map_or(u64::MAX, |f| f / 2),
+        // Checked and spent under one lock: concurrent requests cannot both take the same room.
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        let limit = match self.max_scratch {
+            Some(max) => max.saturating_sub(*used),
+            None => {
+                let free = crate::target::free_space(dir).unwrap_or(0);
+                (free.saturating_add(*used) / 2).saturating_sub(*used)
+            }
         };
         if size > limit {
             return Err(EngineError::Input(format!(
@@ -115,16 +129,34 @@ impl Confinement {
                 iocurve_plan::format_size(limit)
             )));
         }
-        if let Some(b) = budget.as_mut() {
-            *b -= size;
-        }
+        *used += size;
         Ok(())
     }
 }
 
-/// The path the kernel resolved for an open descriptor.
+/// The path the kernel resolved for an open descriptor, proven to name that same object from
+/// this process's root: a path reached through another process's root or cwd
+/// (`/proc/PID/root/…`) reads back as that process sees it, and a deleted file as
+/// `… (deleted)`; neither names the object here, so neither is returned.
 pub fn canonical_of(fd: std::os::fd::RawFd) -> std::io::Result<PathBuf> {
-    std::fs::read_link(format!("/proc/self/fd/{fd}"))
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let p = std::fs::read_link(format!("/proc/self/fd/{fd}"))?;
+    let mismatch = || std::io::Error::other("the resolved path does not name the opened object");
+    // SAFETY: fstat into a zeroed buffer on a descriptor the caller owns.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let there = std::fs::symlink_metadata(&p).map_err(|_| mismatch())?;
+    let same = if there.file_type().is_block_device() {
+        st.st_mode & libc::S_IFMT == libc::S_IFBLK && there.rdev() == st.st_rdev
+    } else {
+        (there.dev(), there.ino()) == (st.st_dev, st.st_ino)
+    };
+    if !same || p.starts_with("/proc") {
+        return Err(mismatch());
+    }
+    Ok(p)
 }
 
 #[cfg(test)]
@@ -159,6 +191,21 @@ mod tests {
         assert!(e.to_string().contains("budget"), "{e}");
         let e = c.admit_scratch("c", Path::new("/srv"), "c".as_ref(), 1).unwrap_err();
         assert!(e.to_string().contains("outside"), "{e}");
+    }
+
+    #[test]
+    fn a_path_through_another_root_is_not_canonical() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"x").unwrap();
+        let f = std::fs::File::open(&p).unwrap();
+        assert_eq!(canonical_of(f.as_raw_fd()).unwrap(), std::fs::canonicalize(&p).unwrap());
+        let via_proc = format!("/proc/{}/root{}", std::process::id(), p.display());
+        let g = std::fs::File::open(via_proc).unwrap();
+        assert_eq!(canonical_of(g.as_raw_fd()).unwrap(), std::fs::canonicalize(&p).unwrap());
+        std::fs::remove_file(&p).unwrap();
+        assert!(canonical_of(f.as_raw_fd()).is_err(), "a deleted file has no canonical path");
     }
 
     #[test]

@@ -135,7 +135,7 @@ pub fn device_in_use(rdev: u64, exclusive_refused: bool) -> Vec<String> {
         let procs = processes_with(rdev);
         if reasons.is_empty() {
             let who = if procs.is_empty() {
-                "another program or a kernel driver (no process has it open)".to_string()
+                "another program or a kernel driver (no process visible here has it open; it may be mounted in another mount namespace, e.g. a container)".to_string()
             } else {
                 procs.join(", ")
             };
@@ -178,12 +178,11 @@ pub fn file_in_use(id: (u64, u64)) -> (Vec<String>, Vec<String>) {
         };
         let dev_path = Path::new("/dev").join(&name);
         let busy = exclusive_open_refused(&dev_path);
-        let mut uses = device_in_use(rdev, busy);
+        let uses = device_in_use(rdev, busy);
         if uses.is_empty() {
             idle.push(format!("it backs loop device {}", dev_path.display()));
         } else {
-            uses.iter_mut().for_each(|u| *u = u.replacen("it", &dev_path.display().to_string(), 1));
-            hard.push(format!("it backs loop device {} ({})", dev_path.display(), uses.join("; ")));
+            hard.push(format!("it backs loop device {}, which is in use ({})", dev_path.display(), uses.join("; ")));
         }
     }
     (hard, idle)
