@@ -641,11 +641,6 @@ fn an_agent_whose_coordinator_dies_stops_its_io() {
     assert_eq!(sectors_read(dev.path()), a, "no I/O after the coordinator is gone");
 }
 
-fn sha256(path: &Path) -> String {
-    let o = sh("sha256sum", &[path.to_str().unwrap()]);
-    String::from_utf8_lossy(&o.stdout).split_whitespace().next().unwrap_or_default().to_string()
-}
-
 /// Issue 11, finding 4: the allow list was matched as text on the raw path, so `..`, symlinks,
 /// hard links and globs reached devices and files outside it. Each escape is refused now, and
 /// the bytes outside are unchanged.

@@ -377,21 +377,6 @@ impl Drop for NoPartitions<'_> {
     }
 }
 
-/// SHA-256 of the whole device, read by `sha256sum` after the kernel's buffers are dropped, so
-/// that the bytes come from the device and not from a cache.
-fn sha256(dev: &str) -> String {
-    sh("blockdev", &["--flushbufs", dev]);
-    let o = sh("sha256sum", &[dev]);
-    String::from_utf8_lossy(&o.stdout).split_whitespace().next().expect("sha256sum prints a digest").to_string()
-}
-
-/// Sectors written to a loop device since it was set up (`/sys/block/loopN/stat`, field 7).
-fn sectors_written(lo: &Loop) -> u64 {
-    let name = lo.dev.file_name().unwrap().to_str().unwrap();
-    let stat = std::fs::read_to_string(format!("/sys/block/{name}/stat")).expect("block device statistics");
-    stat.split_whitespace().nth(6).expect("field 7 of the statistics").parse().expect("a sector count")
-}
-
 fn excerpt(o: &Output) -> String {
     let text = format!("{}{}", stdout(o), stderr(o));
     let text = text.trim();
@@ -448,7 +433,7 @@ fn check(f: &Format) -> RowResult {
         return r;
     }
     r.create = Status::Ok;
-    let original = sha256(dev);
+    let original = sha256(Path::new(dev));
     let mut before = original.clone();
 
     // Runs `cmd`, checks its exit code (and for a refusal its message), then that the device is
@@ -478,7 +463,7 @@ fn check(f: &Format) -> RowResult {
         if written != 0 {
             bad.push(format!("{written} sectors were written to the device"));
         }
-        let after = sha256(dev);
+        let after = sha256(Path::new(dev));
         let changed = after != before;
         if changed {
             bad.push(format!("the device's bytes changed (sha256 {before} → {after})"));

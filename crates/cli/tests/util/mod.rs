@@ -188,3 +188,21 @@ impl Drop for PidsLimit {
         let _ = std::fs::remove_dir(&self.dir);
     }
 }
+
+/// SHA-256 of a file or block device, read through `sha256sum`. For a device the kernel's
+/// buffers are dropped first so that the bytes are read from the device, not a stale cache.
+pub fn sha256(path: &Path) -> String {
+    let p = path.to_str().unwrap();
+    if std::fs::metadata(path).is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type())) {
+        sh("blockdev", &["--flushbufs", p]);
+    }
+    let o = sh("sha256sum", &[p]);
+    String::from_utf8_lossy(&o.stdout).split_whitespace().next().expect("sha256sum prints a digest").to_string()
+}
+
+/// Sectors written to a loop device since it was set up (`/sys/block/loopN/stat`, field 7).
+pub fn sectors_written(lo: &Loop) -> u64 {
+    let name = lo.dev.file_name().unwrap().to_str().unwrap();
+    let stat = std::fs::read_to_string(format!("/sys/block/{name}/stat")).expect("block device statistics");
+    stat.split_whitespace().nth(6).expect("field 7 of the statistics").parse().expect("a sector count")
+}
