@@ -40,8 +40,9 @@ pub fn target(t: &Target, cfg: &PreConfig, store: &Store) -> Result<bool, CliErr
     let data_json = serde_json::to_string(&cfg.pattern).unwrap_or_default();
     let bs = cfg.bs.min(t.size / t.logical_block * t.logical_block).max(t.logical_block);
     let cfg = PreConfig { bs, ..*cfg };
-    // A scratch file this run created is new, whatever an earlier file of that name had.
-    let old = if t.fresh { None } else { store.precondition(&key, t.size)? };
+    // A scratch file this run created is new, whatever an earlier file of that name had. (A
+    // half-prepared one resumes an unfinished pass; a finished record starts over below.)
+    let old = if t.created { None } else { store.precondition(&key, t.size)? };
     // Resume only a pass of the same write size and data; anything else starts over.
     let (resume, mut record) = match old {
         Some(r) if r.finished_at.is_none() && r.bs == bs && r.data_json == data_json => {

@@ -117,6 +117,62 @@ fn allow_write_does_not_let_a_device_held_by_another_process_be_written() {
     assert!(holder.0.try_wait().unwrap().is_none(), "the holder still runs");
 }
 
+/// A device another process has open without claiming it (a VM's raw disk, a database on a
+/// raw volume) carries no signature and no exclusive claim: it is refused unless named, and the
+/// refusal names the process.
+#[test]
+fn a_device_another_process_has_open_is_refused_unless_named() {
+    let lo = Loop::new(64 << 20, &[]);
+    let script = format!(
+        "import os,time; fd=os.open('{}', os.O_RDWR); print('open', os.getpid(), flush=True); time.sleep(60)",
+        lo.path()
+    );
+    let mut user =
+        Killed(Command::new("python3").args(["-c", &script]).stdout(Stdio::piped()).spawn().expect("python3 runs"));
+    let mut line = String::new();
+    BufReader::new(user.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let pid = line.strip_prefix("open ").map(str::trim).unwrap_or_else(|| panic!("the user opened it: {line:?}"));
+    let dir = tempfile::tempdir().unwrap();
+    let before = sha256(&lo.dev);
+    let o = iocurve(dir.path(), &write_run(lo.path(), &[]));
+    assert_eq!(sha256(&lo.dev), before, "the device in use was written:\n{}", stderr(&o));
+    input_error(&o, &["refusing to write", "it is open in pid", pid, &format!("--allow-write {}", lo.path())]);
+    let o = iocurve(dir.path(), &write_run(lo.path(), &["--allow-write", lo.path()]));
+    assert!(o.status.success(), "named exactly, it is written: {}", stderr(&o));
+}
+
+/// A file behind a mounted loop device is the filesystem's disk: never written, whatever
+/// `--allow-write` says.
+#[test]
+fn a_file_backing_a_mounted_loop_device_is_never_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("disk.img");
+    std::fs::File::create(&img).unwrap().set_len(64 << 20).unwrap();
+    let img_s = img.to_str().unwrap();
+    sh("mkfs.ext4", &["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", img_s]);
+    let o = sh("losetup", &["--find", "--show", img_s]);
+    let dev = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    struct Detach(String);
+    impl Drop for Detach {
+        fn drop(&mut self) {
+            let _ = Command::new("losetup").args(["-d", &self.0]).output();
+        }
+    }
+    let _detach = Detach(dev.clone());
+    let mnt = tempfile::tempdir().unwrap();
+    let mnt_s = mnt.path().to_str().unwrap().to_string();
+    sh("mount", &["-o", "noatime", &dev, &mnt_s]);
+    let _mounted = Mounted(&mnt_s);
+    sh("sync", &["-f", &mnt_s]);
+    let before = sha256(&img);
+    let o = iocurve(dir.path(), &write_run(img_s, &["--allow-write", img_s]));
+    assert_eq!(sha256(&img), before, "the mounted filesystem's image was written:\n{}", stderr(&o));
+    input_error(
+        &o,
+        &["refusing to write", &format!("it backs loop device {dev}"), "mounted on", "--allow-write cannot override"],
+    );
+}
+
 /// Runs a write workload on a new scratch file `s.dat` and, from the moment the file appears
 /// until the run ends, keeps replacing `s.dat` with a symlink to `dev` (atomically: a symlink
 /// made as `s.tmp`, renamed over `s.dat`, about every millisecond). Returns iocurve's

@@ -136,12 +136,13 @@ impl TargetSet {
             ));
         }
         let mut set = TargetSet { targets: Vec::new(), groups: Vec::new(), notes: Vec::new(), keep: opts.keep };
+        let mut openers = None;
         for (gi, g) in groups.iter().enumerate() {
             let mut members = Vec::new();
             for pattern in &g.targets {
                 for path in expand(pattern, &g.name, opts.confine.as_deref())? {
                     // On an error the set drops, removing the scratch files created so far.
-                    let t = open_one(&path, opts, gi, &mut set.notes)?;
+                    let t = open_one(&path, opts, gi, &mut set.notes, &mut openers)?;
                     if let Some(dup) = set.targets.iter().find(|o| same_object(&o.file, &t.file)) {
                         return Err(EngineError::Input(format!(
                             "target {} is named twice ({} and {}): each target may appear once",
@@ -266,7 +267,14 @@ pub fn set_direct(fd: RawFd, direct: bool) -> std::io::Result<()> {
 
 /// Opens one target: an existing file or device through one descriptor that every check and
 /// all I/O use, or a new scratch file.
-fn open_one(path: &Path, opts: &OpenOptions, group: usize, notes: &mut Vec<String>) -> Result<Target, EngineError> {
+/// `openers` is the scan of processes with devices open, made at the first device written.
+fn open_one(
+    path: &Path,
+    opts: &OpenOptions,
+    group: usize,
+    notes: &mut Vec<String>,
+    openers: &mut Option<safety::inuse::Openers>,
+) -> Result<Target, EngineError> {
     // Resolve without side effects first (O_PATH opens nothing: no tape rewinds, no claim):
     // the allow list is checked on what the kernel resolved, before the real open.
     let asked = path.display().to_string();
@@ -314,7 +322,8 @@ fn open_one(path: &Path, opts: &OpenOptions, group: usize, notes: &mut Vec<Strin
     let (size, logical_block) = match kind {
         TargetKind::BlockDevice => {
             if opts.write {
-                safety::check_device(path, &file, &opts.allow_write)?;
+                let openers = openers.get_or_insert_with(safety::inuse::Openers::scan);
+                safety::check_device(path, &file, &opts.allow_write, openers)?;
             }
             (device_size(&file, path)?, device_logical_block(&file))
         }

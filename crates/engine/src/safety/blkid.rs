@@ -128,8 +128,11 @@ pub fn signatures(fd: RawFd) -> Result<Vec<Signature>, String> {
                         }
                     }
                     1 => break,
-                    _ => {
-                        return Err(format!("libblkid failed while probing: {}", std::io::Error::last_os_error()));
+                    code => {
+                        // libblkid sets errno only on some paths: report its own code.
+                        return Err(format!(
+                            "libblkid failed while probing (code {code}); the target may be unreadable"
+                        ));
                     }
                 }
             }

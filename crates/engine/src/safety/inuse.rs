@@ -79,35 +79,52 @@ fn swap_use(is_device: bool, id: (u64, u64)) -> bool {
     })
 }
 
-/// Processes that have the block device open, as "pid N (name)".
-pub fn processes_with(rdev: u64) -> Vec<String> {
-    let me = std::process::id();
-    let mut out = Vec::new();
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for p in procs.flatten() {
-        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
+/// Which processes (other than this one) have which block devices open: device number →
+/// "pid N (name)". One pass over /proc, shared by all targets of one open.
+#[derive(Debug, Default)]
+pub struct Openers(std::collections::HashMap<u64, Vec<String>>);
+
+impl Openers {
+    pub fn scan() -> Openers {
+        let me = std::process::id();
+        let mut map: std::collections::HashMap<u64, Vec<String>> = std::collections::HashMap::new();
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return Openers(map);
         };
-        if pid == me {
-            continue;
-        }
-        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
-            continue;
-        };
-        let holds = fds
-            .flatten()
-            .any(|fd| std::fs::metadata(fd.path()).is_ok_and(|m| m.file_type().is_block_device() && m.rdev() == rdev));
-        if holds {
+        for p in procs.flatten() {
+            let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+                continue;
+            };
+            let mut devs: Vec<u64> = fds
+                .flatten()
+                .filter_map(|fd| std::fs::metadata(fd.path()).ok())
+                .filter(|m| m.file_type().is_block_device())
+                .map(|m| m.rdev())
+                .collect();
+            devs.sort_unstable();
+            devs.dedup();
+            if devs.is_empty() {
+                continue;
+            }
             let comm = std::fs::read_to_string(p.path().join("comm")).unwrap_or_default();
-            out.push(format!("pid {pid} ({})", comm.trim()));
+            let who = format!("pid {pid} ({})", comm.trim());
+            for d in devs {
+                map.entry(d).or_default().push(who.clone());
+            }
         }
-        if out.len() >= 8 {
-            break;
-        }
+        Openers(map)
     }
-    out
+
+    /// The processes that have device `rdev` open (at most eight named).
+    pub fn of(&self, rdev: u64) -> Vec<String> {
+        self.0.get(&rdev).map(|v| v.iter().take(8).cloned().collect()).unwrap_or_default()
+    }
 }
 
 /// Every reason a block device is in use; empty when it is not. `exclusive_refused` says the
@@ -132,7 +149,7 @@ pub fn device_in_use(rdev: u64, exclusive_refused: bool) -> Vec<String> {
         }
     }
     if exclusive_refused {
-        let procs = processes_with(rdev);
+        let procs = Openers::scan().of(rdev);
         if reasons.is_empty() {
             let who = if procs.is_empty() {
                 "another program or a kernel driver (no process visible here has it open; it may be mounted in another mount namespace, e.g. a container)".to_string()
@@ -168,15 +185,23 @@ pub fn file_in_use(id: (u64, u64)) -> (Vec<String>, Vec<String>) {
         let Ok(backing) = std::fs::read_to_string(b.path().join("loop/backing_file")) else {
             continue;
         };
-        let backing = backing.trim_end_matches('\n');
-        let same = std::fs::metadata(backing.trim_end_matches(" (deleted)")).is_ok_and(|m| (m.dev(), m.ino()) == id);
-        if !same {
-            continue;
-        }
         let Some(rdev) = std::fs::read_to_string(b.path().join("dev")).ok().and_then(|d| parse_dev(&d)) else {
             continue;
         };
         let dev_path = Path::new("/dev").join(&name);
+        // By identity where the device node is here (the kernel's record of the backing
+        // inode); by the name sysfs shows otherwise (a loop set up elsewhere may show a path
+        // that means something else here).
+        let same = match loop_backing_identity(&dev_path, rdev) {
+            Some(backing_id) => backing_id == id,
+            None => {
+                let backing = backing.trim_end_matches('\n').trim_end_matches(" (deleted)");
+                std::fs::metadata(backing).is_ok_and(|m| (m.dev(), m.ino()) == id)
+            }
+        };
+        if !same {
+            continue;
+        }
         let busy = exclusive_open_refused(&dev_path);
         let uses = device_in_use(rdev, busy);
         if uses.is_empty() {
@@ -186,6 +211,30 @@ pub fn file_in_use(id: (u64, u64)) -> (Vec<String>, Vec<String>) {
         }
     }
     (hard, idle)
+}
+
+/// The (device, inode) of a loop device's backing file as the kernel records it
+/// (LOOP_GET_STATUS64), if `dev` is that loop device's node here.
+fn loop_backing_identity(dev: &Path, rdev: u64) -> Option<(u64, u64)> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC).open(dev).ok()?;
+    let m = f.metadata().ok()?;
+    if !m.file_type().is_block_device() || m.rdev() != rdev {
+        return None;
+    }
+    // struct loop_info64 from <linux/loop.h>: lo_device and lo_inode lead; 232 bytes in all.
+    const LOOP_GET_STATUS64: libc::c_ulong = 0x4C05;
+    let mut info = [0u64; 29];
+    // SAFETY: the ioctl writes one struct loop_info64 (232 bytes) into the 232-byte buffer.
+    if unsafe { libc::ioctl(f.as_raw_fd(), LOOP_GET_STATUS64, info.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // The kernel encodes the device number as new_encode_dev.
+    let d = info[0];
+    let major = ((d & 0xfff00) >> 8) as u32;
+    let minor = ((d & 0xff) | ((d >> 12) & 0xfff00)) as u32;
+    Some((libc::makedev(major, minor), info[1]))
 }
 
 /// True when the kernel refuses an exclusive open of a device (mounted or held).

@@ -53,7 +53,13 @@ fn hard_refusal(path: &Path, reasons: Vec<String>) -> EngineError {
     ))
 }
 
-fn soft_refusal(path: &Path, reasons: Vec<String>) -> EngineError {
+fn soft_refusal(path: &Path, allow: &[PathBuf], mut reasons: Vec<String>) -> EngineError {
+    // A name in --allow-write that names nothing is most likely a typo of this one.
+    let missing: Vec<String> =
+        allow.iter().filter(|a| std::fs::metadata(a).is_err()).map(|a| a.display().to_string()).collect();
+    if !missing.is_empty() {
+        reasons.push(format!("(--allow-write {} names nothing that exists)", missing.join(", ")));
+    }
     EngineError::WriteRefused { path: path.to_path_buf(), reasons: reasons.join("; ") }
 }
 
@@ -65,8 +71,15 @@ fn signature_reasons(file: &File) -> Vec<String> {
     }
 }
 
-/// Refuses a block device, opened exclusively, that must not be written.
-pub fn check_device(path: &Path, file: &File, allow: &[PathBuf]) -> Result<Verdict, EngineError> {
+/// Refuses a block device, opened exclusively, that must not be written. `openers` are the
+/// processes with devices open: one that has this device open without claiming it (a VM's raw
+/// disk, a database on a raw volume) is a reason to refuse unless named.
+pub fn check_device(
+    path: &Path,
+    file: &File,
+    allow: &[PathBuf],
+    openers: &inuse::Openers,
+) -> Result<Verdict, EngineError> {
     let meta = file.metadata().map_err(|e| EngineError::io(format!("cannot inspect {}", path.display()), e))?;
     let busy = inuse::device_in_use(meta.rdev(), false);
     if !busy.is_empty() {
@@ -77,8 +90,12 @@ pub fn check_device(path: &Path, file: &File, allow: &[PathBuf]) -> Result<Verdi
     }
     let mut reasons: Vec<String> =
         inuse::partitions(meta.rdev()).into_iter().map(|p| format!("it has partition {p}")).collect();
+    let procs = openers.of(meta.rdev());
+    if !procs.is_empty() {
+        reasons.push(format!("it is open in {}", procs.join(", ")));
+    }
     reasons.extend(signature_reasons(file));
-    if reasons.is_empty() { Ok(Verdict::Writable) } else { Err(soft_refusal(path, reasons)) }
+    if reasons.is_empty() { Ok(Verdict::Writable) } else { Err(soft_refusal(path, allow, reasons)) }
 }
 
 /// The refusal for a block device whose exclusive open the kernel refused.
@@ -110,7 +127,7 @@ pub fn check_file(path: &Path, file: &File, allow: &[PathBuf]) -> Result<Verdict
         Identity::Scratch { .. } => {}
     }
     reasons.extend(signature_reasons(file));
-    if reasons.is_empty() { Ok(verdict) } else { Err(soft_refusal(path, reasons)) }
+    if reasons.is_empty() { Ok(verdict) } else { Err(soft_refusal(path, allow, reasons)) }
 }
 
 #[cfg(test)]
