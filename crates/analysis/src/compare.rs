@@ -97,6 +97,7 @@ mod tests {
             sla_maximum: None,
             min_lat_us: None,
             data: Default::default(),
+            data_check: Vec::new(),
         }
     }
 

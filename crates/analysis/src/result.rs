@@ -79,6 +79,41 @@ pub struct WorkloadResult {
     /// What written blocks contained (compressibility and dedupability).
     #[serde(default)]
     pub data: iocurve_plan::DataPattern,
+    /// What an array makes of that data at every granularity, measured on a sample the engine
+    /// generated (writing workloads only; empty in runs stored before it existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub data_check: Vec<DataCheckRow>,
+}
+
+/// One row of a data check: a compressor or dedupe unit, the ratio the pattern promises, the
+/// ratio found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DataCheckRow {
+    /// `compression` or `deduplication`.
+    pub kind: String,
+    /// `zstd -1`, `lz4`, `zstd --long` or `fixed units`.
+    pub method: String,
+    /// The unit in bytes; None for the whole stream.
+    pub unit: Option<u64>,
+    /// The promised ratio (with `at_most`: the most it may reach).
+    pub expected: f64,
+    pub at_most: bool,
+    pub achieved: f64,
+}
+
+impl DataCheckRow {
+    /// How far an achieved ratio may be from the promise before it counts as broken.
+    pub const TOLERANCE: f64 = 0.05;
+
+    /// True when the achieved ratio keeps the promise: within the tolerance of a target, or at
+    /// most a bound (plus the tolerance).
+    pub fn holds(&self) -> bool {
+        if self.at_most {
+            self.achieved <= self.expected * (1.0 + Self::TOLERANCE)
+        } else {
+            (self.achieved / self.expected - 1.0).abs() <= Self::TOLERANCE
+        }
+    }
 }
 
 /// Latency bounds for the SLA maximum; a step within every given bound qualifies. A latency

@@ -74,6 +74,7 @@ pub fn analyze_workload(w: &Workload, steps: Vec<StepResult>, sla: &Sla) -> Work
         sla_maximum: sla_maximum.map(|i| point(&steps, i)),
         min_lat_us,
         data: iocurve_plan::DataPattern { dedupe_unit: w.dedupe_unit(), ..w.data },
+        data_check: Vec::new(),
         steps,
     }
 }

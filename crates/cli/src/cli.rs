@@ -422,11 +422,12 @@ pub struct PreconditionArgs {
     pub db: DbArgs,
 }
 
-/// The data pattern of written blocks (plan keys `compress`, `dedupe`, `dedupe_unit`).
+/// The data pattern of written blocks (plan keys `compress`, `dedupe`, `dedupe_unit`,
+/// `constant`).
 #[derive(Debug, Args, Default)]
 pub struct DataArgs {
     /// Constant share of every written block, 0 (incompressible) to 0.99; 0.4 = the published
-    /// "60 % random, 40 % constant" block (about 1.67:1).
+    /// "60 % random, 40 % constant" block (1.66:1); ratios top out at 32:1.
     #[arg(long, value_name = "F")]
     pub compress: Option<f64>,
     /// Written units per unique unit: 1 = all unique, 2 = every unit twice on average.
@@ -435,6 +436,19 @@ pub struct DataArgs {
     /// Unit of deduplication (default: the smallest block size).
     #[arg(long = "dedupe-unit", value_name = "SIZE", value_parser = parse_size_arg)]
     pub dedupe_unit: Option<u64>,
+    /// The byte the constant share is made of: 0 (zeros, default) or 1–255, e.g. 0xa5 (for
+    /// arrays that detect runs of zeros).
+    #[arg(long, value_name = "BYTE", value_parser = parse_byte_arg)]
+    pub constant: Option<u8>,
+}
+
+fn parse_byte_arg(s: &str) -> Result<u8, String> {
+    let t = s.trim();
+    let v = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u8::from_str_radix(hex, 16),
+        None => t.parse::<u8>(),
+    };
+    v.map_err(|_| format!("`{s}` is not a byte: give 0 to 255, or 0x00 to 0xff"))
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {

@@ -4,6 +4,7 @@
 mod agent;
 pub mod cli;
 mod datacheck;
+mod datameter;
 pub mod error;
 mod precondition;
 mod progress;

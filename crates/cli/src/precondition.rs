@@ -131,6 +131,7 @@ fn config(args: &PreconditionArgs) -> Result<PreConfig, CliError> {
         compress: args.data.compress,
         dedupe: args.data.dedupe,
         dedupe_unit: args.data.dedupe_unit,
+        constant: args.data.constant,
         ..Default::default()
     };
     let w = iocurve_plan::writing_workload("precondition", keys)?;

@@ -155,6 +155,7 @@ fn overrides(args: &RunArgs) -> Overrides {
             compress: args.data.compress,
             dedupe: args.data.dedupe,
             dedupe_unit: args.data.dedupe_unit,
+            constant: args.data.constant,
             ..Default::default()
         },
         workload_filter: args.workload.clone(),
@@ -393,6 +394,20 @@ fn execute(
                 break;
             }
         };
+        let data_check = if w.writes() { crate::datameter::sample(w) } else { Ok(Vec::new()) };
+        let data_check = match data_check {
+            Ok(rows) => rows,
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        };
+        if !data_check.is_empty()
+            && let Err(e) = store.set_data_check(workload_id, &serde_json::to_string(&data_check).unwrap_or_default())
+        {
+            error = Some(store_error(e));
+            break;
+        }
         let mut steps: Vec<StepResult> = Vec::new();
         let mut stop_run = false;
         for (si, &workers) in w.ramp.iter().enumerate() {
@@ -442,7 +457,8 @@ fn execute(
             }
         }
         if !steps.is_empty() {
-            let r = iocurve_analysis::analyze_workload(w, steps, sla);
+            let mut r = iocurve_analysis::analyze_workload(w, steps, sla);
+            r.data_check = data_check;
             progress.print(&terminal::workload_report(&r));
             workloads.push(r);
         }

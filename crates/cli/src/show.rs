@@ -37,12 +37,16 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
     let th = Thresholds::default();
     let paths: Vec<String> = targets.iter().map(|t| t.path.clone()).collect();
     let mut workloads = Vec::new();
-    for (json, steps) in &s.workloads {
-        let w: Workload = serde_json::from_str(json).map_err(|e| bad("workload", e))?;
+    for sw in &s.workloads {
+        let w: Workload = serde_json::from_str(&sw.json).map_err(|e| bad("workload", e))?;
         let seq = w.pattern == Pattern::Sequential;
-        let results: Vec<_> = steps.iter().map(|r| analyze_step_on(r, seq, &th, &paths)).collect();
+        let results: Vec<_> = sw.steps.iter().map(|r| analyze_step_on(r, seq, &th, &paths)).collect();
         if !results.is_empty() {
-            workloads.push(analyze_workload(&w, results, &sla));
+            let mut r = analyze_workload(&w, results, &sla);
+            if !sw.data_check.is_empty() {
+                r.data_check = serde_json::from_str(&sw.data_check).map_err(|e| bad("data check", e))?;
+            }
+            workloads.push(r);
         }
     }
     Ok(RunResult {
@@ -147,9 +151,9 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
             let named: Vec<(String, Vec<_>)> = stored
                 .workloads
                 .iter()
-                .map(|(json, steps)| {
-                    let name = serde_json::from_str::<Workload>(json).map(|w| w.name).unwrap_or_default();
-                    (name, steps.clone())
+                .map(|sw| {
+                    let name = serde_json::from_str::<Workload>(&sw.json).map(|w| w.name).unwrap_or_default();
+                    (name, sw.steps.clone())
                 })
                 .collect();
             write(output, &export::histograms_csv(id, &named))?

@@ -128,7 +128,7 @@ fn report_and_comparison_in_a_real_browser() {
 fn generate_run(db: &Path, workloads: usize, steps: usize) -> i64 {
     let mut store = Store::open(db).unwrap();
     let real = store.load(1).unwrap();
-    let template: Value = serde_json::from_str(&real.workloads[0].0).unwrap();
+    let template: Value = serde_json::from_str(&real.workloads[0].json).unwrap();
     let run = store
         .begin_run(&NewRun {
             label: "generated".into(),

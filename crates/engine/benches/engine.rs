@@ -48,16 +48,17 @@ fn data_pattern(c: &mut Criterion) {
     for size in [4096usize, 1 << 20] {
         let mut buf = vec![0u8; size];
         g.throughput(Throughput::Bytes(size as u64));
-        g.bench_function(format!("stamp {size} B"), |b| b.iter(|| data::stamp(black_box(&mut buf), 42, 8192)));
         let mut rng = Rng::new(3);
         g.bench_function(format!("random fill {size} B"), |b| b.iter(|| rng.fill(black_box(&mut buf))));
-        // The per-write cost of a deduplicating pattern: a copy of the block from the body table.
-        let p = DataPattern { compress: 0.4, dedupe: 2.0, dedupe_unit: 4096 };
-        let bodies = std::sync::Arc::new(data::BodyTable::new(&p, 4096));
-        let mut gen_ = data::DataGen::new(&p, Some(bodies), &mut rng);
-        g.bench_function(format!("dedupe fill {size} B"), |b| {
-            b.iter(|| gen_.fill(black_box(&mut buf), 8192, &mut rng))
-        });
+        // The per-write cost of fresh data: unique, compress 0.4, and deduplicating.
+        let pool = std::sync::Arc::new(data::Pool::new());
+        for (name, compress, dedupe) in [("unique", 0.0, 1.0), ("compress 0.4", 0.4, 1.0), ("dedupe 2", 0.4, 2.0)] {
+            let p = DataPattern { compress, dedupe, dedupe_unit: 4096, constant: 0 };
+            let mut gen_ = data::DataGen::new(&p, 4096, pool.clone(), &mut rng);
+            g.bench_function(format!("{name} fill {size} B"), |b| {
+                b.iter(|| gen_.fill(black_box(&mut buf), 8192, &mut rng))
+            });
+        }
     }
 }
 

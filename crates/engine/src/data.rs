@@ -1,20 +1,31 @@
 //! The data of written blocks: what a storage array with inline compression and deduplication
-//! gets from us.
+//! gets from us. The pattern's promise must hold however an array looks at the data —
+//! compression per 4 KiB … 128 KiB unit or across a whole stream, deduplication at 512 B …
+//! 32 KiB, fixed or variable — since an array that can reduce our data further than the plan
+//! says skips work, and every write figure is then inflated.
 //!
-//! A block is cut into 4 KiB chunks (the last one shorter for 512 B … 2 KiB blocks). Each chunk
-//! starts with random bytes and ends with zeros: `compress` is the zero share, so a compressor
-//! reaches about 1 / (1 − compress) (0.4 → 1.67:1, the published "60 % random, 40 % constant"
-//! block). The first 16 bytes of every chunk are a stamp that makes it unique, so no two written
-//! chunks are alike unless `dedupe` asks for it:
+//! Layout: every 512-byte sector of a block holds `r` bytes of fresh random data and the
+//! constant share (`compress` of it, zeros or the pattern's constant byte), so no sector is
+//! ever all constant and every compression unit sees the same ratio, 512 / r. Sectors take
+//! turns: even ones put their random bytes first, odd ones last, so the constant shares of a
+//! pair meet in one run (a compressor pays its per-match cost once per 1 KiB, which keeps its
+//! ratio within a few percent of 512 / r even at 4:1). The first 16 bytes of every 4 KiB
+//! chunk are a stamp: a tag unique to the write (or to the dedupe unit's content) and the
+//! chunk's own offset, so a reader can tell where a chunk was meant to land.
 //!
-//! - `dedupe = 1` (every unit unique): buffers are filled with random bytes once per step; each
-//!   write only restamps its chunks with a tag unique to the write and the chunk's own offset
-//!   (two stores per chunk, no copy).
+//! Fresh data for every write, cheaply: the random share of a sector is a window of a shared
+//! random [`Pool`] XORed with a 128-bit key unique to the write. Windows move through the pool
+//! write after write; the key makes every sector differ from every other sector ever written
+//! (across writes, threads, hosts and runs: keys derive from a per-run seed from the kernel's
+//! random source), and no compressor finds repeats, since equal pool windows never meet equal
+//! keys. The cost is one XOR-copy of the random share per write, no random number generation.
+//!
+//! - `dedupe = 1` (every unit unique): each write gets a new key.
 //! - `dedupe = R > 1`: each dedupe unit gets a content id — a fresh one with probability 1/R,
 //!   otherwise one of the thread's recent fresh ids — and its bytes are a function of the id
-//!   alone: a body from a table that is the same on every thread and host (fixed seed), and
-//!   stamps derived from the id. Written units per unique unit is R in expectation; the cost is
-//!   one copy of the block per write.
+//!   alone (pool window and key derived from the id). Written units per unique unit is R in
+//!   expectation, at the unit and at every finer granularity (a repeated unit repeats all of
+//!   its sectors; a fresh unit's sectors are as unique as unique data).
 
 use std::sync::Arc;
 
@@ -24,42 +35,12 @@ use crate::rng::Rng;
 
 /// Stamp unit: every chunk of a block starts with its own 16-byte stamp.
 pub const CHUNK: usize = 4096;
-const STAMP: usize = 16;
+/// The unit of fresh data and of the constant share: the smallest unit any array looks at.
+pub const SECTOR: usize = iocurve_plan::DATA_SECTOR;
 /// How many recent fresh content ids a duplicate may repeat.
 const RECENT: usize = 64;
-/// Size of the table of bodies of deduplicable units.
-const BODY_TABLE_BYTES: usize = 4 << 20;
-/// Seed of the body table: the same everywhere, so a content id means the same bytes on every
-/// thread, host and run.
-const BODY_SEED: u64 = 0x696f_6375_7276_6521;
-
-/// Random bytes at the head of a chunk of `len` bytes; the rest is zero. Never less than the
-/// stamp, so compress close to 1 still writes unique chunks.
-pub fn random_len(len: usize, compress: f64) -> usize {
-    let r = ((1.0 - compress) * len as f64).ceil() as usize;
-    r.clamp(STAMP.min(len), len)
-}
-
-/// Gives a random-filled buffer the compressibility of the pattern: zeroes every chunk's tail.
-pub fn shape(buf: &mut [u8], compress: f64) {
-    if compress > 0.0 {
-        for c in buf.chunks_mut(CHUNK) {
-            let keep = random_len(c.len(), compress);
-            c[keep..].fill(0);
-        }
-    }
-}
-
-/// Stamps every chunk of `block` (written at byte `offset`) with `tag` and the chunk's own
-/// offset. Bytes 0..8 of a chunk hold the tag, bytes 8..16 the offset: a reader can tell where a
-/// chunk was meant to land.
-#[inline]
-pub fn stamp(block: &mut [u8], tag: u64, offset: u64) {
-    for (i, unit) in block.chunks_mut(CHUNK).enumerate() {
-        unit[..8].copy_from_slice(&tag.to_le_bytes());
-        unit[8..16].copy_from_slice(&(offset + (i as u64) * CHUNK as u64).to_le_bytes());
-    }
-}
+/// Size of the shared random pool.
+const POOL_BYTES: usize = 1 << 20;
 
 /// A 64-bit mix (splitmix64's finaliser): spreads ids over all bits.
 #[inline]
@@ -69,97 +50,213 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// Bodies of deduplicable units: `count` units of `unit` bytes, shaped for compress.
-#[derive(Debug)]
-pub struct BodyTable {
-    bytes: Vec<u8>,
-    unit: usize,
-    count: usize,
+/// 128 bits from the kernel's random source, or from the clock and pid where it is missing.
+fn seed128() -> [u64; 2] {
+    let mut b = [0u8; 16];
+    // SAFETY: getrandom writes at most the buffer's length.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    let mut rng = Rng::seed_from(0x6461_7461);
+    let fallback = [rng.next_u64(), rng.next_u64()];
+    if n == 16 {
+        [
+            u64::from_le_bytes(b[..8].try_into().expect("8 bytes")),
+            u64::from_le_bytes(b[8..].try_into().expect("8 bytes")),
+        ]
+    } else {
+        fallback
+    }
 }
 
-impl BodyTable {
-    pub fn new(pattern: &DataPattern, unit: usize) -> BodyTable {
-        let count = (BODY_TABLE_BYTES / unit).clamp(2, 1024);
-        let mut bytes = vec![0u8; count * unit];
-        Rng::new(BODY_SEED ^ unit as u64).fill(&mut bytes);
-        for body in bytes.chunks_mut(unit) {
-            shape(body, pattern.compress);
-        }
-        BodyTable { bytes, unit, count }
+/// Random words shared by the threads of a step (or of a preconditioning pass), and the run's
+/// seed for write keys.
+#[derive(Debug)]
+pub struct Pool {
+    words: Vec<u64>,
+    seed: [u64; 2],
+}
+
+impl Pool {
+    /// A pool with fresh random contents and a fresh seed.
+    pub fn new() -> Pool {
+        let seed = seed128();
+        let mut rng = Rng::new(seed[0] ^ seed[1].rotate_left(29));
+        let words = (0..POOL_BYTES / 8).map(|_| rng.next_u64()).collect();
+        Pool { words, seed }
     }
 
-    fn body(&self, id: u64) -> &[u8] {
-        let k = (mix(id ^ BODY_SEED) % self.count as u64) as usize;
-        &self.bytes[k * self.unit..(k + 1) * self.unit]
+    /// `n` consecutive pool words starting at word `at` (wrapping the start so they fit).
+    #[inline]
+    fn window(&self, at: usize, n: usize) -> &[u64] {
+        let start = if at + n <= self.words.len() { at } else { 0 };
+        &self.words[start..start + n]
+    }
+}
+
+impl Pool {
+    /// The process's pool, made at the first call (about a millisecond): steps share it, so no
+    /// step pays for it between its synchronized start and its first I/O. Keys stay unique
+    /// per step, since every generator mixes its own thread's seed into them.
+    pub fn shared() -> Arc<Pool> {
+        static SHARED: std::sync::OnceLock<Arc<Pool>> = std::sync::OnceLock::new();
+        SHARED.get_or_init(|| Arc::new(Pool::new())).clone()
+    }
+}
+
+impl Default for Pool {
+    fn default() -> Self {
+        Pool::new()
+    }
+}
+
+/// Writes `dst.len()` bytes of `src ^ key` (the key alternating its two words), little-endian.
+#[inline]
+fn xor_copy(dst: &mut [u8], src: &[u64], key: [u64; 2]) {
+    let mut words = dst.chunks_exact_mut(8);
+    let mut i = 0;
+    for (d, s) in (&mut words).zip(src) {
+        d.copy_from_slice(&(s ^ key[i & 1]).to_le_bytes());
+        i += 1;
+    }
+    let tail = words.into_remainder();
+    if !tail.is_empty() {
+        let last = (src[i] ^ key[i & 1]).to_le_bytes();
+        tail.copy_from_slice(&last[..tail.len()]);
+    }
+}
+
+/// Pool words one sector's random share takes.
+#[inline]
+fn words_for(bytes: usize) -> usize {
+    bytes.div_ceil(8)
+}
+
+/// Lays out sector `s` (its turn): writes the constant share and returns the random share.
+/// The constant share is written every time: a buffer may have held the other turn before.
+#[inline]
+fn random_share(sector: &mut [u8], s: usize, r: usize, constant: u8) -> &mut [u8] {
+    let n = r.min(sector.len());
+    let len = sector.len();
+    if s.is_multiple_of(2) {
+        sector[n..].fill(constant);
+        &mut sector[..n]
+    } else {
+        sector[..len - n].fill(constant);
+        &mut sector[len - n..]
     }
 }
 
 /// Fills written blocks with the workload's data pattern; one per I/O thread.
 pub struct DataGen {
-    compress: f64,
+    /// Random bytes per sector.
+    r: usize,
+    constant: u8,
+    pool: Arc<Pool>,
+    /// This generator's own share of the key space (the run's seed, mixed with the thread).
+    nonce: [u64; 2],
+    written: u64,
+    /// Next pool word to use.
+    at: usize,
     /// None when every unit is unique (`dedupe = 1`).
     dedupe: Option<Dedupe>,
-    nonce: u64,
-    written: u64,
 }
 
 struct Dedupe {
     /// 1 / dedupe: the share of units with fresh content.
     fresh_share: f64,
-    bodies: Arc<BodyTable>,
+    unit: usize,
     recent: [u64; RECENT],
     recent_len: usize,
     recent_next: usize,
 }
 
 impl DataGen {
-    /// `bodies` is needed (and shared by all threads) when the pattern deduplicates.
-    pub fn new(pattern: &DataPattern, bodies: Option<Arc<BodyTable>>, rng: &mut Rng) -> DataGen {
-        let dedupe = bodies.filter(|_| pattern.dedupe > 1.0).map(|bodies| Dedupe {
+    /// `pool` is shared by all threads; `rng` (the thread's own) makes this generator's keys
+    /// differ from every other thread's.
+    pub fn new(pattern: &DataPattern, unit: usize, pool: Arc<Pool>, rng: &mut Rng) -> DataGen {
+        let dedupe = (pattern.dedupe > 1.0).then(|| Dedupe {
             fresh_share: 1.0 / pattern.dedupe,
-            bodies,
+            unit: unit.max(SECTOR),
             recent: [0; RECENT],
             recent_len: 0,
             recent_next: 0,
         });
-        DataGen { compress: pattern.compress, dedupe, nonce: rng.next_u64(), written: 0 }
+        let thread = [rng.next_u64(), rng.next_u64()];
+        let nonce = [mix(pool.seed[0] ^ thread[0]), mix(pool.seed[1] ^ thread[1].rotate_left(17))];
+        let at = (thread[0] as usize) % pool.words.len();
+        DataGen { r: pattern.random_per_sector(), constant: pattern.constant, pool, nonce, written: 0, at, dedupe }
     }
 
-    /// Prepares a slot's buffer once per step: random bytes shaped for compress.
-    pub fn prepare(&self, buf: &mut [u8], rng: &mut Rng) {
-        rng.fill(buf);
-        shape(buf, self.compress);
+    /// Prepares a slot's buffer once per step (every `fill` writes all bytes of its block; this
+    /// only keeps a buffer that is never filled from holding stale data).
+    pub fn prepare(&self, buf: &mut [u8], _rng: &mut Rng) {
+        buf.fill(self.constant);
+    }
+
+    /// The key of the next write, unique to it.
+    #[inline]
+    fn next_key(&mut self) -> [u64; 2] {
+        self.written += 1;
+        let n = self.written.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        [mix(self.nonce[0] ^ n), mix(self.nonce[1].wrapping_add(n))]
     }
 
     /// Fills `block` for one write at byte `offset` of its target.
     #[inline]
     pub fn fill(&mut self, block: &mut [u8], offset: u64, rng: &mut Rng) {
-        self.written += 1;
-        match &mut self.dedupe {
-            None => {
-                let tag = self.nonce ^ self.written.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-                stamp(block, tag, offset);
+        if self.dedupe.is_some() {
+            self.fill_dedupe(block, rng);
+        } else {
+            let key = self.next_key();
+            let r = self.r;
+            let per = words_for(r);
+            // Sectors take turns by their place on the target, so that 512-byte writes pair up too.
+            let first = (offset / SECTOR as u64) as usize;
+            for (s, sector) in block.chunks_mut(SECTOR).enumerate() {
+                let src = self.pool.window(self.at, per);
+                let share = random_share(sector, first + s, r, self.constant);
+                xor_copy(share, src, key);
+                self.at = (self.at + per) % self.pool.words.len();
+                if s.is_multiple_of(CHUNK / SECTOR) {
+                    // The stamp leads the random share (the chunk's head, for aligned chunks).
+                    let chunk_off = offset + (s * SECTOR) as u64;
+                    share[..8].copy_from_slice(&key[0].to_le_bytes());
+                    share[8..16].copy_from_slice(&chunk_off.to_le_bytes());
+                }
             }
-            Some(d) => {
-                let unit = d.bodies.unit;
-                for (j, u) in block.chunks_mut(unit).enumerate() {
-                    let fresh = d.recent_len == 0
-                        || (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64) < d.fresh_share;
-                    let id = if fresh {
-                        let id =
-                            mix(self.nonce ^ self.written.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ ((j as u64) << 48));
-                        d.recent[d.recent_next] = id;
-                        d.recent_next = (d.recent_next + 1) % RECENT;
-                        d.recent_len = (d.recent_len + 1).min(RECENT);
-                        id
-                    } else {
-                        d.recent[rng.below(d.recent_len as u64) as usize]
-                    };
-                    u.copy_from_slice(&d.bodies.body(id)[..u.len()]);
-                    for (i, c) in u.chunks_mut(CHUNK).enumerate() {
-                        c[..8].copy_from_slice(&id.to_le_bytes());
-                        c[8..16].copy_from_slice(&mix(id ^ i as u64).to_le_bytes());
-                    }
+        }
+    }
+
+    fn fill_dedupe(&mut self, block: &mut [u8], rng: &mut Rng) {
+        let Some(d) = self.dedupe.as_mut() else { return };
+        let unit = d.unit;
+        let (r, constant) = (self.r, self.constant);
+        let per = words_for(r);
+        let sectors_per_unit = unit.div_ceil(SECTOR);
+        let span = per * sectors_per_unit;
+        let room = self.pool.words.len().saturating_sub(span).max(1);
+        for u in block.chunks_mut(unit) {
+            let fresh =
+                d.recent_len == 0 || (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64) < d.fresh_share;
+            let id = if fresh {
+                self.written += 1;
+                let id = mix(self.nonce[0] ^ self.written.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                d.recent[d.recent_next] = id;
+                d.recent_next = (d.recent_next + 1) % RECENT;
+                d.recent_len = (d.recent_len + 1).min(RECENT);
+                id
+            } else {
+                d.recent[rng.below(d.recent_len as u64) as usize]
+            };
+            // The unit's bytes are a function of its id alone: its pool window and its key.
+            let key = [mix(id ^ self.nonce[1]), mix(id.rotate_left(32) ^ 0x6465_6475_7065)];
+            let base = (mix(id) as usize) % room;
+            // Turns counted within the unit: its bytes must not depend on where it lands.
+            for (s, sector) in u.chunks_mut(SECTOR).enumerate() {
+                let share = random_share(sector, s, r, constant);
+                xor_copy(share, self.pool.window(base + s * per, per), key);
+                if s.is_multiple_of(CHUNK / SECTOR) {
+                    share[..8].copy_from_slice(&id.to_le_bytes());
+                    share[8..16].copy_from_slice(&mix(id ^ (s / (CHUNK / SECTOR)) as u64).to_le_bytes());
                 }
             }
         }
@@ -171,78 +268,98 @@ mod tests {
     use super::*;
     use std::collections::HashSet;
 
-    #[test]
-    fn every_chunk_carries_tag_and_its_offset() {
-        let mut b = vec![0xaau8; 3 * 4096];
-        stamp(&mut b, 7, 8192);
-        for (i, u) in b.chunks(4096).enumerate() {
-            assert_eq!(u64::from_le_bytes(u[..8].try_into().unwrap()), 7);
-            assert_eq!(u64::from_le_bytes(u[8..16].try_into().unwrap()), 8192 + i as u64 * 4096);
-            assert!(u[16..].iter().all(|x| *x == 0xaa), "the rest is untouched");
-        }
+    fn pattern(compress: f64, dedupe: f64, unit: u64) -> DataPattern {
+        DataPattern { compress, dedupe, dedupe_unit: unit, constant: 0 }
     }
 
-    #[test]
-    fn small_blocks_get_one_stamp() {
-        let mut b = vec![0u8; 512];
-        stamp(&mut b, 1, 0);
-        assert_eq!(b[0], 1);
-    }
-
-    #[test]
-    fn shape_zeroes_the_constant_share_of_every_chunk() {
-        let mut b = vec![0xffu8; 8192 + 512];
-        shape(&mut b, 0.4);
-        for c in b.chunks(4096) {
-            let keep = random_len(c.len(), 0.4);
-            assert_eq!(keep, (c.len() as f64 * 0.6).ceil() as usize);
-            assert!(c[..keep].iter().all(|x| *x == 0xff) && c[keep..].iter().all(|x| *x == 0));
-        }
-        assert_eq!(random_len(4096, 0.99), 41);
-        assert_eq!(random_len(512, 0.999), 16, "never less than the stamp");
-    }
-
-    fn units(pattern: DataPattern, bs: usize, writes: usize) -> (usize, usize) {
+    fn writes(p: DataPattern, bs: usize, n: usize, mut each: impl FnMut(&[u8])) {
+        let pool = Arc::new(Pool::new());
         let mut rng = Rng::new(3);
-        let bodies = Arc::new(BodyTable::new(&pattern, pattern.dedupe_unit as usize));
-        let mut g = DataGen::new(&pattern, Some(bodies), &mut rng);
+        let mut g = DataGen::new(&p, p.dedupe_unit as usize, pool, &mut rng);
         let mut buf = vec![0u8; bs];
         g.prepare(&mut buf, &mut rng);
-        let mut seen = HashSet::new();
-        let mut n = 0;
-        for w in 0..writes {
+        for w in 0..n {
             g.fill(&mut buf, (w * bs) as u64, &mut rng);
-            for u in buf.chunks(pattern.dedupe_unit as usize) {
-                seen.insert(u.to_vec());
-                n += 1;
-            }
+            each(&buf);
         }
-        (n, seen.len())
     }
 
     #[test]
-    fn dedupe_ratio_is_what_was_asked() {
-        for r in [1.0, 2.0, 4.0, 1.5] {
-            let p = DataPattern { compress: 0.4, dedupe: r, dedupe_unit: 4096 };
-            let (n, unique) = units(p, 16384, 20_000);
-            let got = n as f64 / unique as f64;
-            assert!((got / r - 1.0).abs() < 0.03, "dedupe {r}: {n} units, {unique} unique = {got:.3}");
+    fn every_sector_of_every_write_is_unique() {
+        for (bs, c) in [(512, 0.0), (4096, 0.0), (4096, 0.75), (65536, 0.4), (8192, 0.99)] {
+            let mut seen = HashSet::new();
+            let mut n = 0;
+            writes(pattern(c, 1.0, 4096), bs, 2000, |b| {
+                for s in b.chunks(SECTOR) {
+                    seen.insert(s.to_vec());
+                    n += 1;
+                }
+            });
+            assert_eq!(seen.len(), n, "bs {bs} compress {c}: every 512-byte sector unique");
+        }
+    }
+
+    #[test]
+    fn every_chunk_carries_its_offset_and_sectors_their_constant_share() {
+        let p = DataPattern { constant: 0xa5, ..pattern(0.4, 1.0, 4096) };
+        let r = p.random_per_sector();
+        assert_eq!(r, 308);
+        writes(p, 3 * 4096, 3, |b| {
+            for (i, s) in b.chunks(SECTOR).enumerate() {
+                let (random, constant) = if i % 2 == 0 { (&s[16..r], &s[r..]) } else { (&s[512 - r..], &s[..512 - r]) };
+                assert!(constant.iter().all(|x| *x == 0xa5), "the constant share is the constant byte");
+                assert!(random.iter().any(|x| *x != 0xa5));
+            }
+        });
+        let mut offsets = Vec::new();
+        writes(pattern(0.0, 1.0, 4096), 2 * 4096, 2, |b| {
+            for c in b.chunks(CHUNK) {
+                offsets.push(u64::from_le_bytes(c[8..16].try_into().unwrap()));
+            }
+        });
+        assert_eq!(offsets, vec![0, 4096, 8192, 12288]);
+    }
+
+    #[test]
+    fn random_share_never_drops_below_sixteen_bytes() {
+        assert_eq!(pattern(0.0, 1.0, 512).random_per_sector(), 512);
+        assert_eq!(pattern(0.99, 1.0, 512).random_per_sector(), 16);
+        assert_eq!(pattern(0.99, 1.0, 512).expected_compression(), 32.0);
+        assert!((pattern(0.4, 1.0, 512).expected_compression() - 512.0 / 308.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn dedupe_ratio_is_what_was_asked_at_the_unit_and_finer() {
+        for (r, unit, bs) in [(2.0, 4096, 16384), (4.0, 8192, 8192), (1.5, 4096, 4096)] {
+            let mut units = HashSet::new();
+            let mut sectors = HashSet::new();
+            let (mut nu, mut ns) = (0usize, 0usize);
+            writes(pattern(0.4, r, unit as u64), bs, 40_000 * unit / bs, |b| {
+                for u in b.chunks(unit) {
+                    units.insert(u.to_vec());
+                    nu += 1;
+                }
+                for s in b.chunks(SECTOR) {
+                    sectors.insert(s.to_vec());
+                    ns += 1;
+                }
+            });
+            let got = nu as f64 / units.len() as f64;
+            let fine = ns as f64 / sectors.len() as f64;
+            assert!((got / r - 1.0).abs() < 0.03, "dedupe {r} per {unit}: {got:.3}");
+            assert!(fine <= got * 1.001, "no more at 512 B than at the unit: {fine:.3} vs {got:.3}");
         }
     }
 
     #[test]
     fn equal_ids_are_equal_bytes_and_compress_holds_in_dedupe_mode() {
-        let p = DataPattern { compress: 0.75, dedupe: 4.0, dedupe_unit: 8192 };
-        let mut rng = Rng::new(9);
-        let bodies = Arc::new(BodyTable::new(&p, 8192));
-        let mut g = DataGen::new(&p, Some(bodies), &mut rng);
-        let mut buf = vec![0u8; 8192];
-        for w in 0..100 {
-            g.fill(&mut buf, w * 8192, &mut rng);
-            for c in buf.chunks(4096) {
-                assert!(c[1024..].iter().all(|x| *x == 0), "a quarter random, the rest constant");
-                assert!(c[16..1024].iter().any(|x| *x != 0));
+        let r = pattern(0.75, 1.0, 512).random_per_sector();
+        writes(pattern(0.75, 4.0, 8192), 8192, 100, |b| {
+            for (i, s) in b.chunks(SECTOR).enumerate() {
+                let (random, constant) = if i % 2 == 0 { (&s[16..r], &s[r..]) } else { (&s[512 - r..], &s[..512 - r]) };
+                assert!(constant.iter().all(|x| *x == 0), "a quarter random, the rest constant");
+                assert!(random.iter().any(|x| *x != 0));
             }
-        }
+        });
     }
 }

@@ -11,14 +11,14 @@
 
 use std::collections::BTreeSet;
 use std::os::fd::AsRawFd;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use iocurve_plan::DataPattern;
 
 use crate::buffer::BufferPool;
-use crate::data::{BodyTable, DataGen};
+use crate::data::{DataGen, Pool};
 use crate::rng::Rng;
 use crate::{EngineError, Target};
 
@@ -100,7 +100,7 @@ pub fn precondition(
     let session = std::sync::atomic::AtomicU64::new(0);
     let failed: Mutex<Option<EngineError>> = Mutex::new(None);
     let halt = AtomicBool::new(false);
-    let bodies = (cfg.pattern.dedupe > 1.0).then(|| Arc::new(BodyTable::new(&cfg.pattern, cfg.dedupe_unit as usize)));
+    let data_pool = Pool::shared();
     let writers = (cfg.qd as usize).clamp(1, todo.len().max(1));
     let started = Instant::now();
     let fd = t.file.as_raw_fd();
@@ -118,12 +118,12 @@ pub fn precondition(
     let running = AtomicUsize::new(writers);
     std::thread::scope(|s| {
         for wi in 0..writers {
-            let (todo, done, next, session, failed, halt, running, bodies) =
-                (&todo, &done, &next, &session, &failed, &halt, &running, bodies.clone());
+            let (todo, done, next, session, failed, halt, running, data_pool) =
+                (&todo, &done, &next, &session, &failed, &halt, &running, data_pool.clone());
             s.spawn(move || {
                 let mut rng = Rng::seed_from(wi as u64 + 0x5052_4543);
                 let mut pool = BufferPool::new(1, cfg.bs as usize);
-                let mut data = DataGen::new(&cfg.pattern, bodies, &mut rng);
+                let mut data = DataGen::new(&cfg.pattern, cfg.dedupe_unit as usize, data_pool, &mut rng);
                 data.prepare(pool.slice_mut(0), &mut rng);
                 while !stop.load(Ordering::Relaxed) && !halt.load(Ordering::Relaxed) {
                     let i = next.fetch_add(1, Ordering::Relaxed);

@@ -22,6 +22,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::EngineError;
+use crate::data::{DataGen, Pool};
 use crate::rng::Rng;
 
 /// Bytes after the data that hold the stamp.
@@ -206,7 +207,8 @@ pub fn allocate(file: &File, size: u64) -> std::io::Result<()> {
 }
 
 /// Writes every data block once with unique, incompressible data (so reads hit allocated
-/// blocks, not holes), then stamps the file ready. Stops early when `cancel` is set.
+/// blocks, not holes, and no sector repeats), then stamps the file ready. Stops early when
+/// `cancel` is set.
 pub fn fill(file: &File, size: u64, cancel: Option<&AtomicBool>) -> Result<(), FillError> {
     let fd: RawFd = file.as_raw_fd();
     // Prefer O_DIRECT so preparing 1 GiB does not evict the page cache; fall back to buffered.
@@ -214,18 +216,17 @@ pub fn fill(file: &File, size: u64, cancel: Option<&AtomicBool>) -> Result<(), F
     const CHUNK: usize = 8 << 20;
     let mut pool = crate::buffer::BufferPool::new(1, CHUNK);
     let buf = pool.slice_mut(0);
+    // The engine's own fresh, unique, incompressible data: no sector of a scratch file repeats.
     let mut rng = Rng::seed_from(size ^ fd as u64);
-    rng.fill(buf);
+    let pattern = iocurve_plan::DataPattern::default();
+    let mut data = DataGen::new(&pattern, 4096, Pool::shared(), &mut rng);
     let mut off = 0u64;
     while off < size {
         if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
             return Err(FillError::Cancelled);
         }
         let n = CHUNK.min((size - off) as usize);
-        // Unique data: restamp the head of every 4 KiB unit per chunk (no accidental dedupe).
-        for unit in buf[..n].chunks_mut(4096) {
-            unit[..8].copy_from_slice(&rng.next_u64().to_le_bytes());
-        }
+        data.fill(&mut buf[..n], off, &mut rng);
         let mut done = 0;
         while done < n {
             // SAFETY: buffer is valid for n bytes.

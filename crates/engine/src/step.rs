@@ -17,7 +17,7 @@ use iocurve_stats::{CpuTimes, CpuUsage, IntervalStats, StepRecord};
 
 use crate::backend::{ActiveFault, FaultBackend, NullBackend, PsyncBackend, UringBackend};
 use crate::buffer::BufferPool;
-use crate::data::{BodyTable, DataGen};
+use crate::data::{DataGen, Pool};
 use crate::host::cpu_times;
 use crate::ops::{OpGen, working_set};
 use crate::rng::Rng;
@@ -245,8 +245,8 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
         w.on_error,
         cfg.targets.targets.iter().map(|t| t.path.display().to_string()).collect(),
     ));
-    // The bodies of deduplicable units, shared by every thread (built once per step).
-    let bodies = (writes && w.data.dedupe > 1.0).then(|| Arc::new(BodyTable::new(&w.data, w.dedupe_unit() as usize)));
+    // The random pool written data is made of, shared by the threads (and steps) of the process.
+    let data_pool = Pool::shared();
 
     std::thread::scope(|scope| -> Result<StepRecord, EngineError> {
         for (ti, workers) in plan.into_iter().enumerate() {
@@ -254,7 +254,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
             let opgen = opgen.clone();
             let fds = fds.clone();
             let backend = cfg.backend;
-            let bodies = bodies.clone();
+            let data_pool = data_pool.clone();
             let (faults, errors) = (faults.clone(), errors.clone());
             let verify = if w.verify { cfg.verify.clone() } else { None };
             let abort = cfg.abort.clone();
@@ -265,7 +265,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
                 };
                 let mut rng = Rng::seed_from(ti as u64 + 1);
                 let mut pool = BufferPool::new(workers.len(), max_bs);
-                let data = DataGen::new(&w.data, bodies, &mut rng);
+                let data = DataGen::new(&w.data, w.dedupe_unit() as usize, data_pool, &mut rng);
                 if writes {
                     for i in 0..workers.len() {
                         data.prepare(pool.slice_mut(i), &mut rng);

@@ -307,6 +307,8 @@ fn run_blocking(step: &Step, tx: &mpsc::Sender<Result<pb::StepEvent, Status>>) -
     let Step { r, w, backend, targets, faults, stop, .. } = *step;
     let abort = Arc::new(AtomicBool::new(false));
     // Wait for the start, unless the coordinator goes away meanwhile.
+    // Made now, not between the synchronized start and the first I/O.
+    iocurve_engine::data::Pool::shared();
     while unix_ns() < r.start_at_unix_ns {
         if tx.is_closed() {
             return None;

@@ -76,6 +76,7 @@ macro_rules! for_each_key {
             compress,
             dedupe,
             dedupe_unit,
+            constant,
             on_error,
             verify
         )
@@ -130,7 +131,8 @@ pub struct WorkloadKeys {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
     /// Share of every written block that is constant (0 = incompressible, 0.4 = the published
-    /// "60 % random, 40 % constant" block, about 1.67:1), 0 to 0.99.
+    /// "60 % random, 40 % constant" block, 1.66:1), 0 to 0.99; every 512-byte sector keeps 16
+    /// random bytes at the least, so ratios top out at 32:1.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compress: Option<f64>,
     /// Written units per unique unit (1.0 = all unique, 2.0 = every unit twice on average).
@@ -140,6 +142,10 @@ pub struct WorkloadKeys {
     /// multiple of it.
     #[serde(skip_serializing_if = "Option::is_none", default, deserialize_with = "opt_size")]
     pub dedupe_unit: Option<u64>,
+    /// The byte the constant share is made of: 0 (zeros, the default) or any byte 1–255
+    /// (e.g. 0xa5), for arrays that treat runs of zeros specially.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub constant: Option<u8>,
     /// What an I/O error does: `continue` (count it, default), `stop-target` (no more I/O to
     /// that target in the step), `abort` (end the run, exit code 1).
     #[serde(skip_serializing_if = "Option::is_none")]

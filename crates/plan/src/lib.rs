@@ -19,8 +19,8 @@ pub mod suites;
 pub use error::PlanError;
 pub use keys::{BlockSizeSpec, PlanFile, WorkingSetSpec, WorkloadKeys};
 pub use model::{
-    Backend, BlockSize, DataPattern, Fault, FaultKind, HostSpec, OnError, Pattern, Plan, TargetGroup, WorkingSet,
-    Workload,
+    Backend, BlockSize, DATA_SECTOR, DataPattern, Fault, FaultKind, HostSpec, MIN_RANDOM_PER_SECTOR, OnError, Pattern,
+    Plan, TargetGroup, WorkingSet, Workload,
 };
 pub use resolve::{Overrides, load_file, parse_str, writing_workload};
 pub use size::{format_size, parse_size};

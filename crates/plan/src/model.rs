@@ -158,18 +158,35 @@ pub struct DataPattern {
     pub dedupe: f64,
     /// Dedupe unit in bytes (0 in results stored before it existed: the block size).
     pub dedupe_unit: u64,
+    /// The byte of the constant share (0 in results stored before it existed: zeros).
+    #[serde(default)]
+    pub constant: u8,
 }
 
 impl Default for DataPattern {
     fn default() -> Self {
-        DataPattern { compress: 0.0, dedupe: 1.0, dedupe_unit: 0 }
+        DataPattern { compress: 0.0, dedupe: 1.0, dedupe_unit: 0, constant: 0 }
     }
 }
 
+/// Written data is laid out per 512-byte sector (the finest unit an array deduplicates):
+/// random bytes first, then the constant share.
+pub const DATA_SECTOR: usize = 512;
+/// Random bytes every sector keeps at the least (128 bits: no two sectors alike by chance), so
+/// compression tops out at 32:1.
+pub const MIN_RANDOM_PER_SECTOR: usize = 16;
+
 impl DataPattern {
-    /// The compression ratio a compressor should reach: 1 / (share that is random).
+    /// Random bytes at the head of every 512-byte sector; the rest is constant.
+    pub fn random_per_sector(&self) -> usize {
+        let r = ((1.0 - self.compress) * DATA_SECTOR as f64).ceil() as usize;
+        r.clamp(MIN_RANDOM_PER_SECTOR, DATA_SECTOR)
+    }
+
+    /// The compression ratio the data gives, for any compressor and any unit of whole sectors
+    /// (4 KiB … the whole stream): 512 / random bytes per sector (0.4 → 1.66:1).
     pub fn expected_compression(&self) -> f64 {
-        1.0 / (1.0 - self.compress)
+        DATA_SECTOR as f64 / self.random_per_sector() as f64
     }
 
     /// `compress 0.4, dedupe 2 per 4k`, or `unique, incompressible` for the default.
@@ -183,6 +200,9 @@ impl DataPattern {
         }
         if self.dedupe > 1.0 {
             v.push(format!("dedupe {}:1 per {}", self.dedupe, crate::format_size(self.dedupe_unit)));
+        }
+        if self.constant != 0 && self.compress > 0.0 {
+            v.push(format!("constant byte {:#04x}", self.constant));
         }
         v.join(", ")
     }

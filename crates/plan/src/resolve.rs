@@ -37,6 +37,7 @@ pub fn cli_option(key: &str) -> &'static str {
         "compress" => "--compress",
         "dedupe" => "--dedupe",
         "dedupe_unit" => "--dedupe-unit",
+        "constant" => "--constant",
         "on_error" => "--on-error",
         "verify" => "--verify",
         _ => "a command-line option",
@@ -63,6 +64,7 @@ fn builtin_defaults() -> WorkloadKeys {
         compress: Some(0.0),
         dedupe: Some(1.0),
         dedupe_unit: None,
+        constant: Some(0),
         on_error: Some(OnError::Continue),
         verify: Some(false),
     }
@@ -466,7 +468,7 @@ impl Resolver<'_> {
             return Err(self.key_err(
                 i,
                 "compress",
-                format!("compress is {compress}; it is the constant share of each block, 0 (incompressible) to 0.99 (0.4 = 60 % random, 40 % constant)"),
+                format!("compress is {compress}; it is the constant share of each block, 0 (incompressible) to 0.99 (0.4 = 60 % random, 40 % constant; every 512-byte sector keeps 16 random bytes, so ratios top out at 32:1)"),
             ));
         }
         let dedupe = k.dedupe.unwrap();
@@ -497,7 +499,7 @@ impl Resolver<'_> {
                 ),
             ));
         }
-        Ok(DataPattern { compress, dedupe, dedupe_unit: unit })
+        Ok(DataPattern { compress, dedupe, dedupe_unit: unit, constant: k.constant.unwrap_or(0) })
     }
 }
 

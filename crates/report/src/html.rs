@@ -78,6 +78,15 @@ struct GroupView {
     steps: Vec<StepTable>,
     /// Per-host tables of the series that ran on several hosts.
     hosts: Vec<StepTable>,
+    /// What an array makes of each writing series' data (empty for reads).
+    data: Vec<DataTable>,
+}
+
+#[derive(Serialize)]
+struct DataTable {
+    series: String,
+    pattern: String,
+    rows: Vec<[String; 4]>,
 }
 
 #[derive(Serialize)]
@@ -150,6 +159,15 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
                 .iter()
                 .filter(|s| s.w.steps.iter().any(|st| !st.host_results.is_empty()))
                 .map(|s| StepTable { series: s.label.clone(), rows: host_rows(s.w) })
+                .collect(),
+            data: series[gi]
+                .iter()
+                .filter(|s| !s.w.data_check.is_empty())
+                .map(|s| DataTable {
+                    series: s.label.clone(),
+                    pattern: s.w.data.describe(),
+                    rows: s.w.data_check.iter().map(|r| terminal::data_check_cells(r, s.w.data.dedupe_unit)).collect(),
+                })
                 .collect(),
         })
         .collect();

@@ -4,7 +4,8 @@
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 
-use iocurve_analysis::{HostStepResult, RunResult, StepResult, WorkloadResult};
+use iocurve_analysis::{DataCheckRow, HostStepResult, RunResult, StepResult, WorkloadResult};
+use iocurve_plan::format_size;
 
 use crate::format::{self, headline};
 
@@ -177,9 +178,42 @@ pub fn impact_table(rows: &[iocurve_analysis::Impact]) -> String {
 
 /// Every flag of every step, one line each.
 pub fn warnings(w: &WorkloadResult) -> Vec<String> {
-    w.steps
+    let mut out: Vec<String> = w
+        .steps
         .iter()
         .flat_map(|s| s.flags.iter().map(move |f| format!("  ! {} workers: {}", s.workers, f.message)))
+        .collect();
+    out.extend(data_check_warnings(w));
+    out
+}
+
+/// One line on the written data's check: every ratio in its promise, or each that is not.
+fn data_check_warnings(w: &WorkloadResult) -> Vec<String> {
+    if w.data_check.is_empty() {
+        return Vec::new();
+    }
+    let broken: Vec<&DataCheckRow> = w.data_check.iter().filter(|r| !r.holds()).collect();
+    if broken.is_empty() {
+        return vec![format!(
+            "  data as promised: compression {:.2}:1 per 4k…128k and over the whole stream, dedupe {}:1 per 512 B…{} (sample of the engine's data; table in --json and the report)",
+            w.data.expected_compression(),
+            w.data.dedupe,
+            format_size(w.data.dedupe_unit)
+        )];
+    }
+    broken
+        .iter()
+        .map(|r| {
+            let at = r.unit.map_or("the whole stream".to_string(), format_size);
+            format!(
+                "  ! data: {} {} per {at} gives {:.2}:1, the pattern promises {}{:.2}:1",
+                r.kind,
+                r.method,
+                r.achieved,
+                if r.at_most { "at most " } else { "" },
+                r.expected
+            )
+        })
         .collect()
 }
 
@@ -261,6 +295,33 @@ pub fn run_summary(r: &RunResult) -> String {
     out
 }
 
+/// What an array makes of the written data, one row a line beside the promise
+/// (`compress zstd -1 per 4k   1.66:1   1.64:1`); rows off by more than 5 % are flagged.
+pub fn data_check(rows: &[DataCheckRow], unit: u64) -> String {
+    let mut out = format!("{:<36} expected   achieved\n", "");
+    for r in rows {
+        let [what, expected, achieved, flag] = data_check_cells(r, unit);
+        let flag = if flag.is_empty() { flag } else { format!("   ! {flag}") };
+        out.push_str(&format!("{what:<36} {expected:>9}   {achieved:>8}{flag}\n"));
+    }
+    out
+}
+
+/// A data-check row's cells: what is measured, the promise (`≤` for a bound), what was found,
+/// and a note when the promise is broken. `unit` is the pattern's dedupe unit.
+pub fn data_check_cells(r: &DataCheckRow, unit: u64) -> [String; 4] {
+    let kind = if r.kind == "compression" { "compress" } else { "dedupe" };
+    let what = match r.unit {
+        Some(u) if r.kind == "deduplication" && u == unit => format!("dedupe per {} (its unit)", format_size(u)),
+        Some(u) if r.kind == "deduplication" => format!("dedupe per {}", format_size(u)),
+        Some(u) => format!("{kind} {} per {}", r.method, format_size(u)),
+        None => format!("{kind} {}, whole stream", r.method),
+    };
+    let bound = if r.at_most { "≤ " } else { "" };
+    let flag = if r.holds() { String::new() } else { "more than 5 % off".into() };
+    [what, format!("{bound}{:.2}:1", r.expected), format!("{:.2}:1", r.achieved), flag]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,6 +362,7 @@ mod tests {
             sla_maximum: Some(p(0, &steps[0])),
             min_lat_us: Some(100.0),
             data: Default::default(),
+            data_check: Vec::new(),
             steps,
         };
         let text = workload_report(&w);

@@ -27,7 +27,12 @@ pub enum StoreError {
 type Result<T> = std::result::Result<T, StoreError>;
 
 /// Schema migrations, in order; `PRAGMA user_version` counts how many are applied.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8];
+
+/// v8: what an array makes of a writing workload's data (a JSON list of data-check rows).
+const SCHEMA_V8: &str = "
+ALTER TABLE workloads ADD COLUMN data_check TEXT NOT NULL DEFAULT '';
+";
 
 /// v7: per-host results of multi-host steps. A host's own intervals and samples sit beside the
 /// step's merged ones, told apart by `host` (NULL = the step, merged over its hosts).
@@ -209,8 +214,18 @@ pub struct StoredRun {
     pub host_json: String,
     pub targets_json: String,
     pub plan_json: String,
-    /// (workload JSON, its steps) in plan order; steps hold complete intervals only.
-    pub workloads: Vec<(String, Vec<StepRecord>)>,
+    /// The workloads in plan order.
+    pub workloads: Vec<StoredWorkload>,
+}
+
+#[derive(Debug, Clone)]
+pub struct StoredWorkload {
+    /// The resolved workload, as JSON.
+    pub json: String,
+    /// Its steps, with complete intervals only.
+    pub steps: Vec<StepRecord>,
+    /// Its data check (JSON rows; empty when none was measured).
+    pub data_check: String,
 }
 
 pub struct Store {
@@ -289,6 +304,12 @@ impl Store {
         );
         self.sql(x)?;
         Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Records a workload's data check (JSON rows), measured before its first step.
+    pub fn set_data_check(&self, workload_id: i64, json: &str) -> Result<()> {
+        let x = self.conn.execute("UPDATE workloads SET data_check = ?2 WHERE id = ?1", params![workload_id, json]);
+        self.sql(x).map(drop)
     }
 
     pub fn begin_workload(&self, run_id: i64, idx: usize, name: &str, workload_json: &str) -> Result<i64> {
@@ -515,12 +536,13 @@ impl Store {
         });
         let (host_json, targets_json, plan_json) = self.sql(r)?;
         let mut workloads = Vec::new();
-        let mut st =
-            self.sql(self.conn.prepare("SELECT id, workload_json FROM workloads WHERE run_id = ?1 ORDER BY idx"))?;
-        let wl: Vec<(i64, String)> =
-            self.sql(st.query_map([id], |r| Ok((r.get(0)?, r.get(1)?))).and_then(|m| m.collect()))?;
-        for (wid, json) in wl {
-            workloads.push((json, self.load_steps(wid)?));
+        let mut st = self.sql(
+            self.conn.prepare("SELECT id, workload_json, data_check FROM workloads WHERE run_id = ?1 ORDER BY idx"),
+        )?;
+        let wl: Vec<(i64, String, String)> =
+            self.sql(st.query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).and_then(|m| m.collect()))?;
+        for (wid, json, data_check) in wl {
+            workloads.push(StoredWorkload { json, steps: self.load_steps(wid)?, data_check });
         }
         Ok(StoredRun { run, host_json, targets_json, plan_json, workloads })
     }
@@ -682,7 +704,7 @@ mod tests {
         assert_eq!(back.run.label, "4 controllers");
         assert_eq!(back.run.status, "complete");
         assert_eq!(back.run.summary.as_deref(), Some("w 1 IOPS"));
-        let rec = &back.workloads[0].1[0];
+        let rec = &back.workloads[0].steps[0];
         let mut expected = proto.clone();
         for s in ivs {
             expected.push_interval(s, cpu, 1.0);
@@ -738,7 +760,7 @@ mod tests {
         ];
         st.end_step(step, &merged).unwrap();
         let back = st.load(run).unwrap();
-        let rec = &back.workloads[0].1[0];
+        let rec = &back.workloads[0].steps[0];
         assert_eq!(rec.hosts, 2);
         assert_eq!(rec.total, merged.total, "the merged intervals alone make the step's total");
         assert_eq!(rec.intervals, merged.intervals);
@@ -775,7 +797,7 @@ mod tests {
         let back = st.load(run).unwrap();
         assert_eq!(back.run.status, "running");
         assert_eq!(back.run.finished_at, None);
-        let rec = &back.workloads[0].1[0];
+        let rec = &back.workloads[0].steps[0];
         assert_eq!(rec.intervals.len(), 1);
         assert!(rec.interrupted);
     }
@@ -853,7 +875,7 @@ mod tests {
         assert_eq!((back.run.label.as_str(), back.run.status.as_str()), ("before v2", "complete"));
         assert_eq!(back.run.summary, None, "no summary yet: `runs` computes it once");
         assert_eq!(back.workloads.len(), 1);
-        assert_eq!(back.workloads[0].0, "{\"name\":\"w\"}");
+        assert_eq!(back.workloads[0].json, "{\"name\":\"w\"}");
         let mut expected = proto.clone();
         for mut s in ivs {
             // What v1 did not record comes back as unknown.
@@ -862,7 +884,7 @@ mod tests {
             }
             expected.push_interval(s, cpu, 1.0);
         }
-        let rec = &back.workloads[0].1[0];
+        let rec = &back.workloads[0].steps[0];
         assert_eq!(rec.intervals, expected.intervals, "figures, samples and CPU survive the migration");
         assert_eq!(rec.total, expected.total, "histograms, counters and errors survive the migration");
         st.set_summary(run, "w 1 IOPS").unwrap();
