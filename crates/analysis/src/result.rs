@@ -99,19 +99,27 @@ pub struct DataCheckRow {
     pub expected: f64,
     pub at_most: bool,
     pub achieved: f64,
+    /// How far `achieved` may be from `expected` (a share): 5 %, or three standard deviations
+    /// of the sampling error when a dedupe ratio rests on few units.
+    #[serde(default = "DataCheckRow::default_tolerance")]
+    pub tolerance: f64,
 }
 
 impl DataCheckRow {
-    /// How far an achieved ratio may be from the promise before it counts as broken.
+    /// The promise's own margin: within 5 %.
     pub const TOLERANCE: f64 = 0.05;
+
+    fn default_tolerance() -> f64 {
+        Self::TOLERANCE
+    }
 
     /// True when the achieved ratio keeps the promise: within the tolerance of a target, or at
     /// most a bound (plus the tolerance).
     pub fn holds(&self) -> bool {
         if self.at_most {
-            self.achieved <= self.expected * (1.0 + Self::TOLERANCE)
+            self.achieved <= self.expected * (1.0 + self.tolerance)
         } else {
-            (self.achieved / self.expected - 1.0).abs() <= Self::TOLERANCE
+            (self.achieved / self.expected - 1.0).abs() <= self.tolerance
         }
     }
 }

@@ -45,7 +45,8 @@ fn read_file(path: &Path, w: &Workload, limit: u64) -> Result<(Vec<Row>, u64), C
         return Err(CliError::Usage(format!("--file {} is neither a regular file nor a block device", path.display())));
     }
     let mut f = std::fs::File::open(path).map_err(fail)?;
-    let mut meter = Meter::new(w.data, w.dedupe_unit() as usize)?;
+    let bytes = if meta.is_file() { meta.len().min(limit) } else { limit.min(1 << 40) };
+    let mut meter = Meter::new(w.data, w.dedupe_unit() as usize, bytes)?;
     let mut buf = vec![0u8; 1 << 20];
     let mut total = 0u64;
     while total < limit {
@@ -117,8 +118,9 @@ mod tests {
                 }
             }
         }
-        for (r, unit) in [(2.0, 4096), (4.0, 8192)] {
-            let rows = generate(&w(unit, 0.4, r, Some(unit)), 32 << 20).unwrap();
+        // Enough units that 5 % is well beyond the sampling error (√((R − 1) / units) ≈ 1.4 %).
+        for (r, unit, size) in [(2.0, 4096, 32 << 20), (4.0, 8192, 128 << 20)] {
+            let rows = generate(&w(unit, 0.4, r, Some(unit)), size).unwrap();
             for row in &rows {
                 assert!(row.holds(), "dedupe {r} per {unit}: {row:?}");
             }

@@ -18,8 +18,14 @@ use crate::CliError;
 pub const COMPRESS_UNITS: [usize; 4] = [4096, 8192, 32768, 131072];
 /// Dedupe units, in bytes (the pattern's own unit is added when it is not among them).
 pub const DEDUPE_UNITS: [usize; 5] = [512, 4096, 8192, 16384, 32768];
-/// Bytes are measured in spans of the largest unit.
+/// Bytes are measured in spans that hold whole units of every size: the largest compression unit,
+/// or the least common multiple with the pattern's dedupe unit (up to this much).
 const SPAN: usize = 131072;
+const MAX_SPAN: usize = 64 << 20;
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
 
 /// Counts the bytes a writer is given (the whole-stream compressor's output).
 struct Counter(u64);
@@ -45,6 +51,8 @@ pub struct Meter {
     /// The pattern's dedupe unit.
     unit: usize,
     pub bytes: u64,
+    /// Bytes measured at a time (holds whole units of every size).
+    span: usize,
     pending: Vec<u8>,
     zstd: zstd::bulk::Compressor<'static>,
     compressed: [u64; 4],
@@ -58,13 +66,19 @@ fn runtime(what: &str) -> impl Fn(std::io::Error) -> CliError + '_ {
 }
 
 impl Meter {
-    pub fn new(pattern: DataPattern, unit: usize) -> Result<Meter, CliError> {
+    /// `bytes`: about how much will be measured; the whole-stream compressor's window (128 MiB,
+    /// as `zstd --long=27`) shrinks to fit a smaller stream, which finds the same and keeps the
+    /// memory of a run's 16 MiB sample small.
+    pub fn new(pattern: DataPattern, unit: usize, bytes: u64) -> Result<Meter, CliError> {
         let zstd = zstd::bulk::Compressor::new(1).map_err(runtime("zstd"))?;
         let mut stream = zstd::stream::write::Encoder::new(Counter(0), 1).map_err(runtime("zstd"))?;
         stream.long_distance_matching(true).map_err(runtime("zstd --long"))?;
-        stream.window_log(27).map_err(runtime("zstd --long"))?;
+        let window = (64 - bytes.max(1).leading_zeros()).clamp(20, 27);
+        stream.window_log(window).map_err(runtime("zstd --long"))?;
         let mut units: Vec<usize> = DEDUPE_UNITS.to_vec();
-        if !units.contains(&unit) && SPAN.is_multiple_of(unit) {
+        let lcm = if unit == 0 { SPAN } else { SPAN / gcd(SPAN, unit) * unit };
+        let span = if lcm <= MAX_SPAN { lcm } else { SPAN };
+        if unit > 0 && !units.contains(&unit) && span.is_multiple_of(unit) {
             units.push(unit);
             units.sort_unstable();
         }
@@ -73,7 +87,8 @@ impl Meter {
             pattern,
             unit,
             bytes: 0,
-            pending: Vec::with_capacity(SPAN),
+            span,
+            pending: Vec::with_capacity(span),
             zstd,
             compressed: [0; 4],
             lz4: 0,
@@ -85,10 +100,10 @@ impl Meter {
     /// Adds bytes in write order (any length; they are measured in whole units).
     pub fn add(&mut self, mut bytes: &[u8]) -> Result<(), CliError> {
         while !bytes.is_empty() {
-            let take = (SPAN - self.pending.len()).min(bytes.len());
+            let take = (self.span - self.pending.len()).min(bytes.len());
             self.pending.extend_from_slice(&bytes[..take]);
             bytes = &bytes[take..];
-            if self.pending.len() == SPAN {
+            if self.pending.len() == self.span {
                 self.measure()?;
             }
         }
@@ -140,6 +155,13 @@ impl Meter {
         };
         let ratio = |compressed: u64| self.bytes as f64 / compressed.max(1) as f64;
         let c = self.pattern.expected_compression();
+        // A dedupe ratio rests on how many units drew fresh content: with n units, each fresh
+        // with p = 1/R, its relative standard deviation is about √((R − 1) / n). Three of them,
+        // or 5 %, whichever is wider, before a row counts as broken.
+        let n = (self.bytes / self.unit.max(1) as u64).max(1) as f64;
+        let sampling = (3.0 * ((self.pattern.dedupe - 1.0) / n).sqrt()).max(Row::TOLERANCE);
+        let tol =
+            |dedupe_bound: bool| if dedupe_bound && self.pattern.dedupe > 1.0 { sampling } else { Row::TOLERANCE };
         // Duplicate units inside one compression unit (or anywhere, for a long-range
         // compressor) compress away too: beyond the dedupe unit the most any compressor may
         // find is both reductions together.
@@ -154,6 +176,7 @@ impl Meter {
                 expected: if beyond { both } else { c },
                 at_most: beyond,
                 achieved: ratio(self.compressed[i]),
+                tolerance: tol(beyond),
             });
         }
         rows.push(Row {
@@ -163,6 +186,7 @@ impl Meter {
             expected: c,
             at_most: false,
             achieved: ratio(self.lz4),
+            tolerance: Row::TOLERANCE,
         });
         rows.push(Row {
             kind: "compression".into(),
@@ -171,6 +195,7 @@ impl Meter {
             expected: both,
             at_most: false,
             achieved: ratio(streamed),
+            tolerance: tol(true),
         });
         for d in &self.dedupe {
             // A repeated unit repeats all its finer units too: the ratio holds at the unit and
@@ -183,6 +208,7 @@ impl Meter {
                 expected: self.pattern.dedupe,
                 at_most,
                 achieved: d.units as f64 / d.seen.len().max(1) as f64,
+                tolerance: tol(true),
             });
         }
         Ok(rows)
@@ -190,8 +216,9 @@ impl Meter {
 }
 
 /// Bytes of a workload's data a run measures before its first step: enough for each ratio to
-/// within a percent or two, about a quarter of a second of CPU.
-const SAMPLE_BYTES: u64 = 16 << 20;
+/// within a percent or two, about a tenth of a second of CPU and 10 MiB of memory (the
+/// whole-stream compressor's window).
+const SAMPLE_BYTES: u64 = 8 << 20;
 
 /// The data check of a writing workload, on a sample of what the engine will write (the same
 /// generator, consecutive offsets, the largest block size).
@@ -210,7 +237,7 @@ pub fn generate(w: &iocurve_plan::Workload, size: u64) -> Result<Vec<Row>, CliEr
     let mut data = DataGen::new(&w.data, unit, std::sync::Arc::new(Pool::new()), &mut rng);
     let mut buf = vec![0u8; bs];
     data.prepare(&mut buf, &mut rng);
-    let mut meter = Meter::new(w.data, unit)?;
+    let mut meter = Meter::new(w.data, unit, size)?;
     for i in 0..(size / bs as u64).max(1) {
         data.fill(&mut buf, i * bs as u64, &mut rng);
         meter.add(&buf)?;
@@ -225,7 +252,7 @@ mod tests {
     #[test]
     fn constant_data_compresses_and_dedupes_at_every_unit() {
         let p = DataPattern { compress: 0.0, dedupe: 1.0, dedupe_unit: 4096, constant: 0 };
-        let mut m = Meter::new(p, 4096).unwrap();
+        let mut m = Meter::new(p, 4096, 1 << 20).unwrap();
         m.add(&vec![7u8; 1 << 20]).unwrap();
         let rows = m.finish().unwrap();
         assert!(rows.iter().filter(|r| r.kind == "compression").all(|r| r.achieved > 50.0), "{rows:?}");
@@ -237,7 +264,7 @@ mod tests {
     #[test]
     fn the_table_names_every_unit() {
         let p = DataPattern { compress: 0.4, dedupe: 2.0, dedupe_unit: 8192, constant: 0 };
-        let mut m = Meter::new(p, 8192).unwrap();
+        let mut m = Meter::new(p, 8192, 300_000).unwrap();
         m.add(&vec![1u8; 300_000]).unwrap();
         let t = iocurve_report::terminal::data_check(&m.finish().unwrap(), 8192);
         for needle in ["per 4k", "per 128k", "whole stream", "per 512", "per 8k (its unit)", "≤ 2.00:1"] {

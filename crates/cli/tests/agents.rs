@@ -81,10 +81,11 @@ impl AgentProc {
     }
 
     /// An agent on loopback whose wall clock runs `offset` (e.g. `+5s`) off this host's
-    /// (libfaketime).
+    /// (libfaketime, preloaded into the agent itself: the `faketime` wrapper forks, and killing
+    /// the wrapper left the agent running).
     fn start_skewed(offset: &str, dir: &Path, certs: &Path, allow: &str) -> AgentProc {
-        let mut cmd = Command::new("faketime");
-        cmd.args(["-f", offset, bin()]);
+        let mut cmd = Command::new(bin());
+        cmd.env("LD_PRELOAD", "/usr/$LIB/faketime/libfaketime.so.1").env("FAKETIME", offset);
         Self::spawn(cmd, None, dir, certs, allow, &[])
     }
 

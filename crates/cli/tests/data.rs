@@ -97,7 +97,9 @@ fn check_unique(what: &str, path: &Path, size: u64, compress: f64) {
         assert_eq!(*d, 1.0, "{what}: no unit of {unit} bytes repeats");
     }
     for (unit, z) in &m.zlib {
-        // zlib pays a little per match and per unit: never more than asked, within 10 % below.
+        // zlib pays more per unit than the fast compressors arrays use (Huffman tables, about
+        // 100 bytes per 4 KiB unit): never more than asked, within 10 % below. The ±5 % promise
+        // is checked by zstd over the whole stream here, and per unit by datacheck's tests.
         assert!(*z <= e * 1.05 && *z >= e * 0.90, "{what}: zlib per {unit}: {z:.3} vs {e:.3}");
     }
     let long = zstd_long(path, size);
@@ -144,8 +146,9 @@ fn a_random_write_run_writes_fresh_data_at_every_granularity() {
 #[test]
 fn dedupe_holds_at_its_unit_and_no_more_at_finer_units() {
     let dir = tempfile::tempdir().unwrap();
-    for (dedupe, unit, bs) in [("2", 4096usize, "4k"), ("4", 8192, "64k"), ("2", 16384, "16k")] {
+    for (dedupe, unit, bs, mib) in [("2", 4096usize, "4k", 64u64), ("4", 8192, "64k", 128), ("2", 16384, "16k", 64)] {
         let r: f64 = dedupe.parse().unwrap();
+        let bytes = mib << 20;
         let file = format!("d{dedupe}-{unit}.dat");
         let o = iocurve(
             dir.path(),
@@ -153,7 +156,7 @@ fn dedupe_holds_at_its_unit_and_no_more_at_finer_units() {
                 "precondition",
                 &file,
                 "--size",
-                "64m",
+                &format!("{mib}m"),
                 "--bs",
                 bs,
                 "--compress",
@@ -165,18 +168,22 @@ fn dedupe_holds_at_its_unit_and_no_more_at_finer_units() {
             ],
         );
         assert!(o.status.success(), "{}", stderr(&o));
-        let m = measure(&dir.path().join(&file), 64 << 20, 0);
+        let m = measure(&dir.path().join(&file), bytes, 0);
+        // Each unit draws fresh content with p = 1/R: over n units the ratio's relative standard
+        // deviation is √((R − 1) / n); 5 % or three of them, whichever is wider.
+        let n = bytes as f64 / unit as f64;
+        let tol = (3.0 * ((r - 1.0) / n).sqrt()).max(0.05);
         for (u, d) in &m.dedupe {
             if *u <= unit {
-                assert!(within(*d, r, 0.05), "dedupe {dedupe} per {unit}: {d:.3} at {u} bytes");
+                assert!(within(*d, r, tol), "dedupe {dedupe} per {unit}: {d:.3} at {u} bytes");
             } else {
-                assert!(*d <= r * 1.05, "dedupe {dedupe} per {unit}: {d:.3} at {u} bytes, more than asked");
+                assert!(*d <= r * (1.0 + tol), "dedupe {dedupe} per {unit}: {d:.3} at {u} bytes, more than asked");
             }
         }
         // A long-range compressor finds both reductions, and no more.
-        let long = zstd_long(&dir.path().join(&file), 64 << 20);
+        let long = zstd_long(&dir.path().join(&file), bytes);
         let both = expected(0.4) * r;
-        assert!(long <= both * 1.05 && long >= both * 0.90, "dedupe {dedupe}: zstd --long {long:.3} vs {both:.3}");
+        assert!(within(long, both, tol), "dedupe {dedupe}: zstd --long {long:.3} vs {both:.3}");
         std::fs::remove_file(dir.path().join(&file)).unwrap();
     }
 }
@@ -236,6 +243,8 @@ fn bad_data_patterns_are_input_errors() {
     input_error(&o, &["--dedupe", "1 (all unique)"]);
     let o = iocurve(dir.path(), &args(&base, &["--dedupe-unit", "3k"]));
     input_error(&o, &["--dedupe-unit", "not a multiple of the dedupe unit"]);
+    let o = iocurve(dir.path(), &args(&base, &["--verify", "--dedupe", "2"]));
+    input_error(&o, &["--verify", "cannot deduplicate"]);
     std::fs::write(dir.path().join("p.toml"), "[[workloads]]\nname = \"w\"\nread_pct = 0\ncompress = -0.1\n").unwrap();
     let o = iocurve(dir.path(), &["run", "p.toml"]);
     input_error(&o, &["p.toml:4", "compress"]);

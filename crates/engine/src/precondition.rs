@@ -100,7 +100,6 @@ pub fn precondition(
     let session = std::sync::atomic::AtomicU64::new(0);
     let failed: Mutex<Option<EngineError>> = Mutex::new(None);
     let halt = AtomicBool::new(false);
-    let data_pool = Pool::shared();
     let writers = (cfg.qd as usize).clamp(1, todo.len().max(1));
     let started = Instant::now();
     let fd = t.file.as_raw_fd();
@@ -118,12 +117,12 @@ pub fn precondition(
     let running = AtomicUsize::new(writers);
     std::thread::scope(|s| {
         for wi in 0..writers {
-            let (todo, done, next, session, failed, halt, running, data_pool) =
-                (&todo, &done, &next, &session, &failed, &halt, &running, data_pool.clone());
+            let (todo, done, next, session, failed, halt, running) =
+                (&todo, &done, &next, &session, &failed, &halt, &running);
             s.spawn(move || {
                 let mut rng = Rng::seed_from(wi as u64 + 0x5052_4543);
                 let mut pool = BufferPool::new(1, cfg.bs as usize);
-                let mut data = DataGen::new(&cfg.pattern, cfg.dedupe_unit as usize, data_pool, &mut rng);
+                let mut data = DataGen::new(&cfg.pattern, cfg.dedupe_unit as usize, Pool::shared(), &mut rng);
                 data.prepare(pool.slice_mut(0), &mut rng);
                 while !stop.load(Ordering::Relaxed) && !halt.load(Ordering::Relaxed) {
                     let i = next.fetch_add(1, Ordering::Relaxed);

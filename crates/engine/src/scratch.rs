@@ -219,7 +219,7 @@ pub fn fill(file: &File, size: u64, cancel: Option<&AtomicBool>) -> Result<(), F
     // The engine's own fresh, unique, incompressible data: no sector of a scratch file repeats.
     let mut rng = Rng::seed_from(size ^ fd as u64);
     let pattern = iocurve_plan::DataPattern::default();
-    let mut data = DataGen::new(&pattern, 4096, Pool::shared(), &mut rng);
+    let mut data = DataGen::new(&pattern, 4096, Pool::shared(), &mut rng).untagged();
     let mut off = 0u64;
     while off < size {
         if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
@@ -291,6 +291,18 @@ mod tests {
         let plain = dir.path().join("plain");
         std::fs::write(&plain, vec![1u8; 1 << 20]).unwrap();
         assert_eq!(identify(&File::open(&plain).unwrap()).unwrap(), Identity::NotScratch);
+    }
+
+    #[test]
+    fn a_prepared_scratch_file_repeats_no_sector() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, _n) = new_file(dir.path(), "s");
+        let size = 24u64 << 20; // three 8 MiB preparation writes
+        allocate(&f, size).unwrap();
+        fill(&f, size, None).unwrap();
+        let data = std::fs::read(dir.path().join("s")).unwrap();
+        let sectors: std::collections::HashSet<&[u8]> = data[..size as usize].chunks(512).collect();
+        assert_eq!(sectors.len() as u64, size / 512, "every 512-byte sector unique");
     }
 
     #[test]

@@ -245,8 +245,6 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
         w.on_error,
         cfg.targets.targets.iter().map(|t| t.path.display().to_string()).collect(),
     ));
-    // The random pool written data is made of, shared by the threads (and steps) of the process.
-    let data_pool = Pool::shared();
 
     std::thread::scope(|scope| -> Result<StepRecord, EngineError> {
         for (ti, workers) in plan.into_iter().enumerate() {
@@ -254,7 +252,6 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
             let opgen = opgen.clone();
             let fds = fds.clone();
             let backend = cfg.backend;
-            let data_pool = data_pool.clone();
             let (faults, errors) = (faults.clone(), errors.clone());
             let verify = if w.verify { cfg.verify.clone() } else { None };
             let abort = cfg.abort.clone();
@@ -265,7 +262,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
                 };
                 let mut rng = Rng::seed_from(ti as u64 + 1);
                 let mut pool = BufferPool::new(workers.len(), max_bs);
-                let data = DataGen::new(&w.data, w.dedupe_unit() as usize, data_pool, &mut rng);
+                let data = DataGen::new(&w.data, w.dedupe_unit() as usize, Pool::shared(), &mut rng);
                 if writes {
                     for i in 0..workers.len() {
                         data.prepare(pool.slice_mut(i), &mut rng);

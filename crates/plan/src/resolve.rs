@@ -409,6 +409,16 @@ impl Resolver<'_> {
                 "a verifying workload needs one block size (the unit its map tracks), not a mix".into(),
             ));
         }
+        if verify && data.dedupe > 1.0 {
+            return Err(self.key_err(
+                i,
+                "verify",
+                format!(
+                    "a verifying workload cannot deduplicate: every block carries its own header (block number, generation, checksum), so no unit repeats; drop dedupe = {} or verify",
+                    data.dedupe
+                ),
+            ));
+        }
         Ok(Workload {
             name,
             read_pct,

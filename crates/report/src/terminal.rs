@@ -296,7 +296,8 @@ pub fn run_summary(r: &RunResult) -> String {
 }
 
 /// What an array makes of the written data, one row a line beside the promise
-/// (`compress zstd -1 per 4k   1.66:1   1.64:1`); rows off by more than 5 % are flagged.
+/// (`compress zstd -1 per 4k   1.66:1   1.64:1`); rows off by more than their tolerance (5 %,
+/// or the sampling error of a small dedupe sample) are flagged.
 pub fn data_check(rows: &[DataCheckRow], unit: u64) -> String {
     let mut out = format!("{:<36} expected   achieved\n", "");
     for r in rows {
@@ -318,7 +319,7 @@ pub fn data_check_cells(r: &DataCheckRow, unit: u64) -> [String; 4] {
         None => format!("{kind} {}, whole stream", r.method),
     };
     let bound = if r.at_most { "≤ " } else { "" };
-    let flag = if r.holds() { String::new() } else { "more than 5 % off".into() };
+    let flag = if r.holds() { String::new() } else { format!("more than {:.0} % off", r.tolerance * 100.0) };
     [what, format!("{bound}{:.2}:1", r.expected), format!("{:.2}:1", r.achieved), flag]
 }
 

@@ -136,24 +136,17 @@ pub fn check_steps(result: &Value, bs: u64) {
 }
 
 /// Reads a file and returns its 4 KiB units that a workload's write stamped (bytes 8..16 = the
-/// unit's own offset), as offsets. Scratch preparation stamps its chunks too, but writes 8 MiB
-/// per write under one tag (bytes 0..8): units whose tag is shared by more than 1024 units (a
-/// 4 MiB write) are preparation, not a workload's blocks.
+/// unit's own offset, bytes 0..8 a tag that is never 0; scratch preparation writes tag 0), as
+/// offsets.
 pub fn stamped_units(path: &Path) -> Vec<u64> {
     let data = std::fs::read(path).unwrap();
-    let stamped: Vec<(u64, [u8; 8])> = data
-        .chunks(4096)
+    data.chunks(4096)
         .enumerate()
         .filter(|(i, u)| {
             u.len() >= 16 && u64::from_le_bytes(u[8..16].try_into().unwrap()) == (*i as u64) * 4096 && u[..8] != [0; 8]
         })
-        .map(|(i, u)| (i as u64 * 4096, u[..8].try_into().unwrap()))
-        .collect();
-    let mut per_tag: std::collections::HashMap<[u8; 8], usize> = std::collections::HashMap::new();
-    for (_, tag) in &stamped {
-        *per_tag.entry(*tag).or_default() += 1;
-    }
-    stamped.into_iter().filter(|(_, tag)| per_tag[tag] <= 1024).map(|(o, _)| o).collect()
+        .map(|(i, _)| i as u64 * 4096)
+        .collect()
 }
 
 /// A pids cgroup (v1 `pids` controller or v2) limiting how many tasks its members may have:
