@@ -17,7 +17,7 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
             client_ca_pem: args.client_ca.as_ref().map(|p| certs::read_pem(p, "--client-ca")).transpose()?,
         }),
         (None, None, true) => {
-            eprintln!("WARNING: --insecure: listening without TLS; the token travels in plain text");
+            crate::errln!("WARNING: --insecure: listening without TLS; the token travels in plain text");
             None
         }
         (_, _, true) => return Err(CliError::Usage("--insecure and --tls-cert/--tls-key exclude each other".into())),
@@ -28,7 +28,7 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         }
     };
     if args.allow.is_empty() {
-        eprintln!("WARNING: no --allow: this agent refuses every target");
+        crate::errln!("WARNING: no --allow: this agent refuses every target");
     }
     if !(args.lease_s >= 1.0 && args.lease_s <= 3600.0) {
         return Err(CliError::Usage(format!("--lease-s {} must be 1 to 3600 seconds", args.lease_s)));
@@ -56,7 +56,7 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         };
         let bound = |a: std::net::SocketAddr| {
             use std::io::Write;
-            println!("iocurve agent listening on {a}");
+            crate::outln!("iocurve agent listening on {a}");
             let _ = std::io::stdout().flush();
         };
         serve(cfg, bound, shutdown).await

@@ -81,21 +81,26 @@ pub fn datacheck(
         )));
     }
     let (bs, unit) = (w.max_bs(), w.dedupe_unit());
-    println!("data pattern: {}; blocks of {}, dedupe unit {}", w.data.describe(), format_size(bs), format_size(unit));
+    crate::outln!(
+        "data pattern: {}; blocks of {}, dedupe unit {}",
+        w.data.describe(),
+        format_size(bs),
+        format_size(unit)
+    );
     let rows = match file {
         Some(path) => {
             let (rows, read) = read_file(path, &w, size.unwrap_or(u64::MAX))?;
-            println!("measured: {} of {} as stored there", format_size(read), path.display());
+            crate::outln!("measured: {} of {} as stored there", format_size(read), path.display());
             rows
         }
         None => {
             let size = size.unwrap_or(DEFAULT_SIZE);
             let rows = generate(&w, size)?;
-            println!("measured: {} generated as the engine writes it", format_size(size / bs * bs));
+            crate::outln!("measured: {} generated as the engine writes it", format_size(size / bs * bs));
             rows
         }
     };
-    print!("{}", iocurve_report::terminal::data_check(&rows, unit));
+    crate::out!("{}", iocurve_report::terminal::data_check(&rows, unit));
     Ok(ExitCode::SUCCESS)
 }
 

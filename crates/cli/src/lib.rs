@@ -6,6 +6,7 @@ pub mod cli;
 mod datacheck;
 mod datameter;
 pub mod error;
+pub mod out;
 mod precondition;
 mod progress;
 mod remote;
@@ -33,7 +34,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             for s in suites::SUITES {
                 let plan = suites::load(s.name, &Default::default())?;
                 let default = if s.name == suites::DEFAULT_SUITE { " (default)" } else { "" };
-                println!(
+                crate::outln!(
                     "{}{default}\n    {}\n    {} workloads, about {} per target set",
                     s.name,
                     plan.description,
@@ -44,7 +45,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Plan { suite } => {
-            print!("{}", suites::find(&suite)?.toml);
+            crate::out!("{}", suites::find(&suite)?.toml);
             Ok(ExitCode::SUCCESS)
         }
         Command::Precondition(args) => precondition::command(args),
@@ -52,7 +53,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Agent(args) => agent::command(args),
         Command::Certs { command: cli::CertsCommand::Init { dir, names } } => {
             let f = iocurve_net::certs::init(&dir, &names)?;
-            println!(
+            crate::outln!(
                 "wrote {}, {} and {} (agent), {} and {} (coordinator), {} (token)",
                 f.ca.display(),
                 f.agent_cert.display(),

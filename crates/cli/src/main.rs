@@ -11,7 +11,7 @@ fn main() -> ExitCode {
     match iocurve::dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
+            iocurve::errln!("error: {e}");
             e.exit_code()
         }
     }

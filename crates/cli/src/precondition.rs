@@ -47,7 +47,7 @@ pub fn target(t: &Target, cfg: &PreConfig, store: &Store) -> Result<bool, CliErr
     let (resume, mut record) = match old {
         Some(r) if r.finished_at.is_none() && r.bs == bs && r.data_json == data_json => {
             let state = parse_state(&r.state_json).unwrap_or_default();
-            println!(
+            crate::outln!(
                 "precondition {}: resuming at {} of {} ({} written before)",
                 t.path.display(),
                 format_size((state.written_chunks() * bs).min(t.size)),
@@ -71,7 +71,7 @@ pub fn target(t: &Target, cfg: &PreConfig, store: &Store) -> Result<bool, CliErr
             (PreState::default(), r)
         }
     };
-    println!(
+    crate::outln!(
         "precondition {}: writing {} in {} blocks, {} in flight, data {}",
         t.path.display(),
         format_size(t.size),
@@ -80,7 +80,7 @@ pub fn target(t: &Target, cfg: &PreConfig, store: &Store) -> Result<bool, CliErr
         cfg.pattern.describe()
     );
     if let Err(e) = iocurve_engine::target::set_direct(t.fd(), true) {
-        println!(
+        crate::outln!(
             "  O_DIRECT is not available on {} ({e}): writing through the page cache, synced at the end",
             t.path.display()
         );
@@ -91,7 +91,7 @@ pub fn target(t: &Target, cfg: &PreConfig, store: &Store) -> Result<bool, CliErr
         let secs = p.elapsed.as_secs_f64().max(1e-3);
         let rate = p.session_bytes as f64 / secs;
         let eta = if rate > 0.0 { (p.total_bytes - p.done_bytes) as f64 / rate } else { f64::INFINITY };
-        println!(
+        crate::outln!(
             "  {} of {} ({:.0} %), {}, ETA {}",
             format_size(p.done_bytes),
             format_size(p.total_bytes),
@@ -116,9 +116,9 @@ pub fn target(t: &Target, cfg: &PreConfig, store: &Store) -> Result<bool, CliErr
         record.finished_at = Some(time::now_rfc3339());
         store.save_precondition(&record)?;
         t.mark_prepared()?;
-        println!("precondition {}: complete", t.path.display());
+        crate::outln!("precondition {}: complete", t.path.display());
     } else {
-        println!("precondition {}: interrupted; the same command resumes where it stopped", t.path.display());
+        crate::outln!("precondition {}: interrupted; the same command resumes where it stopped", t.path.display());
     }
     Ok(complete && !signals::STOP.load(Ordering::Relaxed))
 }
@@ -158,7 +158,7 @@ pub fn command(args: PreconditionArgs) -> Result<ExitCode, CliError> {
         ..Default::default()
     };
     let targets = TargetSet::open(&groups, &opts)?;
-    targets.notes.iter().for_each(|n| println!("{n}"));
+    targets.notes.iter().for_each(|n| crate::outln!("{n}"));
     let store = open_store(&args.db.db)?;
     for t in &targets.targets {
         if !target(t, &cfg, &store)? {

@@ -81,15 +81,15 @@ impl Progress {
         );
         match &self.bar {
             Some(b) => b.println(line),
-            None => println!("{line}"),
+            None => crate::outln!("{line}"),
         }
     }
 
     /// Prints a block of text without garbling the live line.
     pub fn print(&self, text: &str) {
         match &self.bar {
-            Some(b) => b.suspend(|| print!("{text}")),
-            None => print!("{text}"),
+            Some(b) => b.suspend(|| crate::out!("{text}")),
+            None => crate::out!("{text}"),
         }
     }
 

@@ -50,7 +50,7 @@ fn client_config(args: &RunArgs) -> Result<ClientConfig, CliError> {
     })?;
     let token = auth::read_token(&token_file)?;
     if args.insecure {
-        eprintln!("WARNING: --insecure: talking to the agents in plain text; the token travels unencrypted");
+        crate::errln!("WARNING: --insecure: talking to the agents in plain text; the token travels unencrypted");
     }
     let ca_pem = match (&args.ca, args.insecure) {
         (Some(p), _) => Some(certs::read_pem(p, "--ca")?),
@@ -156,7 +156,7 @@ impl Cluster {
             }
         }
         for r in &remotes {
-            println!(
+            crate::outln!(
                 "agent {} ({}, {} cores): clock offset {:+.3} ms, round trip {:.3} ms",
                 r.addr,
                 r.hello.hostname,

@@ -44,7 +44,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let mut plan = plan;
     let sla = apply_sla(&mut plan, &args);
     if plan.precondition && !precondition_targets(&plan, &targets, &store)? {
-        println!("interrupted while preconditioning: no workload ran; the same command resumes it");
+        crate::outln!("interrupted while preconditioning: no workload ran; the same command resumes it");
         return Ok(ExitCode::from(130));
     }
     let verification = verification::open(&plan, &targets, &args.verify_map)?;
@@ -105,7 +105,7 @@ fn finish(outcome: Outcome, args: &RunArgs) -> Result<ExitCode, CliError> {
             .map_err(|e| CliError::Runtime(format!("cannot write the JSON result to {}: {e}", path.display())))?;
     }
     if let Some(id) = outcome.run_id {
-        println!("stored as run {id} in {} (`iocurve show {id}`)", args.db.display());
+        crate::outln!("stored as run {id} in {} (`iocurve show {id}`)", args.db.display());
     }
     match outcome.error {
         Some(e) => Err(e),
@@ -121,7 +121,7 @@ fn precondition_targets(plan: &Plan, targets: &TargetSet, store: &Store) -> Resu
     for t in &targets.targets {
         // A scratch file this run created is new, whatever an earlier file of that name had.
         match precondition::preconditioned_at(store, t).filter(|_| !t.fresh) {
-            Some(at) => println!("precondition {}: already done at {at}, skipped", t.path.display()),
+            Some(at) => crate::outln!("precondition {}: already done at {at}, skipped", t.path.display()),
             None => {
                 if !precondition::target(t, &cfg, store)? {
                     return Ok(false);
@@ -186,7 +186,7 @@ fn choose_backend(mut plan: Plan) -> (Plan, Option<String>) {
         Err(e) => {
             let note =
                 format!("io_uring is not available here ({e}): falling back to psync, one thread per outstanding I/O");
-            eprintln!("WARNING: {note}");
+            crate::errln!("WARNING: {note}");
             for w in plan.workloads.iter_mut().filter(|w| w.backend == Backend::IoUring) {
                 w.backend = Backend::Psync;
             }
@@ -233,7 +233,7 @@ fn open_targets(plan: &Plan, args: &RunArgs) -> Result<TargetSet, CliError> {
         .filter(|t| !Path::new(t.as_str()).exists() && !t.contains(['*', '?', '[']))
         .count();
     if creating > 0 && !plan.precondition {
-        println!(
+        crate::outln!(
             "preparing {creating} scratch file(s) of {} (written fully once, so reads hit allocated blocks)",
             iocurve_plan::format_size(scratch_size)
         );
@@ -248,7 +248,7 @@ fn open_targets(plan: &Plan, args: &RunArgs) -> Result<TargetSet, CliError> {
         ..Default::default()
     };
     let targets = TargetSet::open(&plan.groups, &opts)?;
-    targets.notes.iter().for_each(|n| println!("{n}"));
+    targets.notes.iter().for_each(|n| crate::outln!("{n}"));
     Ok(targets)
 }
 
@@ -383,6 +383,7 @@ fn execute(
         }
     };
     let nw = plan.workloads.len();
+    let mut output_cut_noted = false;
     for (wi, w) in plan.workloads.iter().enumerate() {
         let Some(run_id) = run_id else { break };
         let seq = w.pattern == Pattern::Sequential;
@@ -433,7 +434,14 @@ fn execute(
                 (None, None) => Ok(r),
             });
             match outcome {
-                Ok(r) => {
+                Ok(mut r) => {
+                    if crate::out::out_closed() && !output_cut_noted {
+                        output_cut_noted = true;
+                        r.notes.push((
+                            "output_closed".into(),
+                            "standard output was closed during this step (a pipe's reader ended, or the disk is full): the run went on measuring and storing without printing".into(),
+                        ));
+                    }
                     if let Some(id) = step_id
                         && let Err(e) = store.end_step(id, &r)
                     {
@@ -493,7 +501,7 @@ fn execute(
         plan: plan_json,
         workloads,
     };
-    print!("{}", terminal::run_summary(&result));
+    crate::out!("{}", terminal::run_summary(&result));
     Outcome { result, run_id, error }
 }
 

@@ -67,7 +67,7 @@ pub fn runs(db: &Path) -> Result<ExitCode, CliError> {
     let store = open_store(db)?;
     let rows = store.runs()?;
     if rows.is_empty() {
-        println!("no runs in {} yet: `iocurve run` stores every run there", db.display());
+        crate::outln!("no runs in {} yet: `iocurve run` stores every run there", db.display());
     }
     for r in rows {
         let summary = match &r.summary {
@@ -83,7 +83,7 @@ pub fn runs(db: &Path) -> Result<ExitCode, CliError> {
             }
         };
         let label = if r.label.is_empty() { String::new() } else { format!(" \"{}\"", r.label) };
-        println!(
+        crate::outln!(
             "{:>4}  {}{label}  plan {}  host {}  targets {}  {}  |  {summary}",
             r.id,
             r.started_at,
@@ -101,8 +101,8 @@ pub fn show(db: &Path, id: i64, sla: &SlaArgs) -> Result<ExitCode, CliError> {
     let stored = store.load(id)?;
     let result = rebuild(&stored, sla)?;
     let label = if stored.run.label.is_empty() { String::new() } else { format!(" \"{}\"", stored.run.label) };
-    println!("run {}{label}: plan {}, {}", stored.run.id, stored.run.plan_name, status(&stored.run.status));
-    print!("{}", terminal::run_report(&result));
+    crate::outln!("run {}{label}: plan {}, {}", stored.run.id, stored.run.plan_name, status(&stored.run.status));
+    crate::out!("{}", terminal::run_report(&result));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -127,11 +127,11 @@ pub fn compare(db: &Path, baseline: i64, runs: &[i64], at: AtArg, sla: &SlaArgs)
     for &id in runs {
         let stored = store.load(id)?;
         let run = rebuild(&stored, sla)?;
-        println!("\n{} against baseline {}, at the {}", titled(&stored.run), titled(&base_stored.run), at.name());
+        crate::outln!("\n{} against baseline {}, at the {}", titled(&stored.run), titled(&base_stored.run), at.name());
         if let Some(s) = &run.sla.or(base.sla) {
-            println!("SLA: {}", s.describe());
+            crate::outln!("SLA: {}", s.describe());
         }
-        println!("{}", terminal::impact_table(&iocurve_analysis::compare(&base, &run, at)));
+        crate::outln!("{}", terminal::impact_table(&iocurve_analysis::compare(&base, &run, at)));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -162,11 +162,11 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
             write(output, &export::steps_csv(id, &stored.run.label, &result))?;
             let samples = samples_path(output);
             write(&samples, &export::samples_csv(id, &result))?;
-            println!("wrote {} (steps) and {} (samples)", output.display(), samples.display());
+            crate::outln!("wrote {} (steps) and {} (samples)", output.display(), samples.display());
             return Ok(ExitCode::SUCCESS);
         }
     }
-    println!("wrote {}", output.display());
+    crate::outln!("wrote {}", output.display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -189,7 +189,7 @@ pub fn report(db: &Path, ids: &[i64], output: &Path, sla: &SlaArgs) -> Result<Ex
     std::fs::write(&tmp, page)
         .and_then(|()| std::fs::rename(&tmp, output))
         .map_err(|e| CliError::Runtime(format!("cannot write {}: {e}", output.display())))?;
-    println!("wrote {}", output.display());
+    crate::outln!("wrote {}", output.display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -203,6 +203,6 @@ fn samples_path(steps: &Path) -> std::path::PathBuf {
 pub fn delete(db: &Path, id: i64) -> Result<ExitCode, CliError> {
     let store = open_store(db)?;
     store.delete(id)?;
-    println!("deleted run {id}");
+    crate::outln!("deleted run {id}");
     Ok(ExitCode::SUCCESS)
 }

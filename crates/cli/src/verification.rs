@@ -43,10 +43,10 @@ pub fn open(plan: &Plan, targets: &TargetSet, path: &Path) -> Result<Option<Veri
         let known: u64 = (0..map.targets.len() as u32)
             .map(|t| (0..map.targets[t as usize].blocks()).filter(|&b| map.get(t, b) != 0).count() as u64)
             .sum();
-        println!("verification: continuing with {} ({known} blocks written before)", path.display());
+        crate::outln!("verification: continuing with {} ({known} blocks written before)", path.display());
         map
     } else {
-        println!("verification: map {} (blocks of {})", path.display(), format_size(bs));
+        crate::outln!("verification: map {} (blocks of {})", path.display(), format_size(bs));
         GenMap::new(bs, &list)
     };
     Ok(Some(Verification { map: Arc::new(map), path: path.to_path_buf() }))
@@ -59,13 +59,13 @@ pub fn final_pass(targets: &TargetSet, map: &GenMap) -> Result<VerifyResult, Cli
     let counts = verify_pass(targets, map, &mut |done, total| {
         if last.elapsed().as_secs_f64() >= 1.0 {
             last = std::time::Instant::now();
-            println!("  verify: {} of {}", format_size(done), format_size(total));
+            crate::outln!("  verify: {} of {}", format_size(done), format_size(total));
         }
     })?;
     let v = VerifyResult::from_counts(&counts);
-    println!("verification: {}", v.describe());
+    crate::outln!("verification: {}", v.describe());
     for e in &v.examples {
-        println!("  ! {e}");
+        crate::outln!("  ! {e}");
     }
     Ok(v)
 }

@@ -522,3 +522,59 @@ fn sequential_streams_on_a_fresh_device(backend: &str) {
     }
     assert!(units.len() as f64 >= written_mb * 256.0 * 0.5, "the measured writes are on the device");
 }
+
+/// Issue 13, finding 2: `iocurve run … | head -c 10` died with "failed printing to stdout: Broken
+/// pipe" (exit 101) and left the run `running`; `show | head`, `runs | head`, `> /dev/full`
+/// panicked too. Output now falls silent: the run measures and stores every step, notes the cut
+/// in its steps, and print-only commands finish quietly.
+#[test]
+fn regression_a_closed_stdout_never_kills_a_run_or_a_command() {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let run = args(
+        &["run", "--target", "t.dat", "--size", "16m", "--backend", "null", "--workload", "backend-random-write-4k"],
+        &["--ramp", "1,2", "--warmup-s", "0.1", "--intervals", "2", "--interval-s", "0.3", "--json", "r.json"],
+    );
+    let mut child = std::process::Command::new(bin())
+        .args(&run)
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader is gone before the first line
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let s = steps(&r, 0);
+    assert_eq!(s.len(), 2, "both steps measured");
+    // Noted at the step during which the first write failed (the pipe may have taken the first
+    // lines before its reader went away).
+    let flags: Vec<&str> =
+        s.iter().flat_map(|st| st["flags"].as_array().unwrap().iter().filter_map(|f| f["code"].as_str())).collect();
+    assert_eq!(flags.iter().filter(|f| **f == "output_closed").count(), 1, "the cut is noted once: {flags:?}");
+    // Stored as complete, with the note.
+    let o = iocurve(dir.path(), &["export", "1", "--format", "json", "-o", "e.json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = std::fs::read_to_string(dir.path().join("e.json")).unwrap();
+    assert!(e.contains("output_closed"), "the stored run says so");
+    for cmd in [&["runs"][..], &["show", "1"], &["compare", "1", "1"], &["suites"], &["datacheck", "--size", "4m"]] {
+        let mut c = std::process::Command::new(bin())
+            .args(cmd)
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(c.stdout.take());
+        let o = c.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{cmd:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{cmd:?}: {}", stderr(&o));
+        let full = std::fs::File::create("/dev/full").unwrap();
+        let o = std::process::Command::new(bin()).args(cmd).current_dir(dir.path()).stdout(full).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{cmd:?} > /dev/full: {}", stderr(&o));
+    }
+}
