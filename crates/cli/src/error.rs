@@ -19,6 +19,9 @@ pub enum CliError {
     Usage(String),
     #[error("{0}")]
     Runtime(String),
+    /// Ctrl-C before anything was measured (exit code 130).
+    #[error("{0}")]
+    Interrupted(String),
 }
 
 impl CliError {
@@ -29,6 +32,7 @@ impl CliError {
             // A run id that does not exist is the user's input; anything else is the database.
             CliError::Store(StoreError::NoSuchRun(_)) => ExitCode::from(2),
             CliError::Engine(_) | CliError::Store(_) | CliError::Runtime(_) => ExitCode::from(1),
+            CliError::Interrupted(_) => ExitCode::from(130),
         }
     }
 }

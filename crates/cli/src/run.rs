@@ -31,7 +31,16 @@ const MIN_SCRATCH_SIZE: u64 = 64 << 20;
 
 pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let plan = load_plan(&args)?;
+    // A result that cannot be written is bad input, found before any I/O, not after the run.
+    if let Some(path) = &args.json {
+        check_output(path, "--json")?;
+    }
     let (plan, backend_note) = choose_backend(plan);
+    // Every step must fit this host before anything is opened or written.
+    for w in &plan.workloads {
+        let most = w.ramp.iter().copied().max().unwrap_or(1);
+        iocurve_engine::budget::check_step(w, most, w.backend)?;
+    }
     // Before the targets: a Ctrl-C while a scratch file is prepared then ends the run cleanly,
     // removing the file, instead of killing the process halfway.
     signals::install();
@@ -94,6 +103,25 @@ fn apply_sla(plan: &mut Plan, args: &RunArgs) -> Sla {
     Sla { mean_ms: plan.sla_mean_ms, p99_ms: plan.sla_p99_ms }
 }
 
+/// Checks that `path` can be written the way the result will be (a temporary file beside it,
+/// renamed over it), leaving nothing behind.
+fn check_output(path: &Path, option: &str) -> Result<(), CliError> {
+    if path.is_dir() {
+        return Err(CliError::Usage(format!("{option} {}: that is a directory; name a file", path.display())));
+    }
+    let tmp = path.with_extension("json.tmp");
+    match std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(&tmp) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&tmp);
+            Ok(())
+        }
+        Err(e) => Err(CliError::Usage(format!(
+            "{option} {}: cannot write there ({e}); choose a path in a writable directory",
+            path.display()
+        ))),
+    }
+}
+
 fn finish(outcome: Outcome, args: &RunArgs) -> Result<ExitCode, CliError> {
     let code = match &outcome.error {
         Some(e) => e.exit_code(),
@@ -134,7 +162,16 @@ fn precondition_targets(plan: &Plan, targets: &TargetSet, store: &Store) -> Resu
 
 /// Opens the results database (`--db`, `IOCURVE_DB`, default ./iocurve.db).
 pub fn open_store(path: &Path) -> Result<Store, CliError> {
-    Store::open(path).map_err(|e| CliError::Runtime(format!("{e} (choose another file with --db or IOCURVE_DB)")))
+    Store::open(path).map_err(|e| match e {
+        // Not ours, or from a newer iocurve: the user named the wrong file.
+        iocurve_store::StoreError::Invalid { .. } => CliError::Usage(e.to_string()),
+        _ => CliError::Runtime(format!("{e} (choose another file with --db or IOCURVE_DB)")),
+    })
+}
+
+/// Opens the results database for reading commands: it must exist (they never create one).
+pub fn open_existing_store(path: &Path) -> Result<Store, CliError> {
+    Store::open_existing(path).map_err(|e| CliError::Usage(e.to_string()))
 }
 
 fn overrides(args: &RunArgs) -> Overrides {
@@ -238,6 +275,9 @@ fn open_targets(plan: &Plan, args: &RunArgs) -> Result<TargetSet, CliError> {
             iocurve_plan::format_size(scratch_size)
         );
     }
+    // Ctrl-C stops a scratch file's preparation within one 8 MiB write: a watcher hands the
+    // signal's flag to the engine (the handler itself may only touch its own atomics).
+    let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let opts = OpenOptions {
         write: plan.writes(),
         scratch_size,
@@ -245,9 +285,30 @@ fn open_targets(plan: &Plan, args: &RunArgs) -> Result<TargetSet, CliError> {
         allow_write: args.allow_write.clone(),
         // Preconditioning writes every block anyway: no need to fill the file twice.
         scratch_unfilled: plan.precondition,
+        cancel: Some(cancel.clone()),
         ..Default::default()
     };
-    let targets = TargetSet::open(&plan.groups, &opts)?;
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let opened = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                if signals::STOP.load(Ordering::Relaxed) {
+                    cancel.store(true, Ordering::Relaxed);
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+        let r = TargetSet::open(&plan.groups, &opts);
+        done.store(true, Ordering::Relaxed);
+        r
+    });
+    if signals::STOP.load(Ordering::Relaxed) {
+        // The half-prepared scratch files were removed with the set.
+        drop(opened);
+        return Err(CliError::Interrupted("interrupted while preparing the targets: nothing ran".into()));
+    }
+    let targets = opened?;
     targets.notes.iter().for_each(|n| crate::outln!("{n}"));
     Ok(targets)
 }

@@ -14,7 +14,7 @@ use iocurve_store::StoredRun;
 
 use crate::CliError;
 use crate::cli::{AtArg, ExportFormat, SlaArgs};
-use crate::run::open_store;
+use crate::run::open_existing_store;
 
 /// What the status column says: a run still marked running was killed (or is running now).
 fn status(s: &str) -> &str {
@@ -64,7 +64,7 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
 }
 
 pub fn runs(db: &Path) -> Result<ExitCode, CliError> {
-    let store = open_store(db)?;
+    let store = open_existing_store(db)?;
     let rows = store.runs()?;
     if rows.is_empty() {
         crate::outln!("no runs in {} yet: `iocurve run` stores every run there", db.display());
@@ -97,7 +97,7 @@ pub fn runs(db: &Path) -> Result<ExitCode, CliError> {
 }
 
 pub fn show(db: &Path, id: i64, sla: &SlaArgs) -> Result<ExitCode, CliError> {
-    let store = open_store(db)?;
+    let store = open_existing_store(db)?;
     let stored = store.load(id)?;
     let result = rebuild(&stored, sla)?;
     let label = if stored.run.label.is_empty() { String::new() } else { format!(" \"{}\"", stored.run.label) };
@@ -116,7 +116,7 @@ pub fn compare(db: &Path, baseline: i64, runs: &[i64], at: AtArg, sla: &SlaArgs)
         AtArg::Optimum => At::Optimum,
         AtArg::Sla => At::Sla,
     };
-    let store = open_store(db)?;
+    let store = open_existing_store(db)?;
     let base_stored = store.load(baseline)?;
     let base = rebuild(&base_stored, sla)?;
     if at == At::Sla && base.sla.is_none() {
@@ -137,7 +137,7 @@ pub fn compare(db: &Path, baseline: i64, runs: &[i64], at: AtArg, sla: &SlaArgs)
 }
 
 pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &SlaArgs) -> Result<ExitCode, CliError> {
-    let store = open_store(db)?;
+    let store = open_existing_store(db)?;
     let stored = store.load(id)?;
     let result = rebuild(&stored, sla)?;
     let write = |path: &Path, text: &str| {
@@ -171,7 +171,7 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
 }
 
 pub fn report(db: &Path, ids: &[i64], output: &Path, sla: &SlaArgs) -> Result<ExitCode, CliError> {
-    let store = open_store(db)?;
+    let store = open_existing_store(db)?;
     let mut runs = Vec::new();
     for &id in ids {
         let stored = store.load(id)?;
@@ -201,7 +201,7 @@ fn samples_path(steps: &Path) -> std::path::PathBuf {
 }
 
 pub fn delete(db: &Path, id: i64) -> Result<ExitCode, CliError> {
-    let store = open_store(db)?;
+    let store = open_existing_store(db)?;
     store.delete(id)?;
     crate::outln!("deleted run {id}");
     Ok(ExitCode::SUCCESS)

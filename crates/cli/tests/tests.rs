@@ -578,3 +578,70 @@ fn regression_a_closed_stdout_never_kills_a_run_or_a_command() {
         assert_eq!(o.status.code(), Some(0), "{cmd:?} > /dev/full: {}", stderr(&o));
     }
 }
+
+/// Issue 13, finding 9: Ctrl-C while a scratch file was prepared waited for all of it. It now
+/// ends the run within a fraction of a second (exit 130), and the half-written file is removed.
+#[test]
+fn regression_ctrl_c_during_scratch_preparation_ends_the_run_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = std::process::Command::new(bin())
+        .args(["run", "--target", "big.dat", "--size", "8g", "--workload", "backend-random-read-4k", "--ramp", "1"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let file = dir.path().join("big.dat");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::fs::metadata(&file).map_or(0, |m| m.len()) == 0 {
+        assert!(std::time::Instant::now() < deadline, "preparation never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let sent = std::time::Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(sent.elapsed() < std::time::Duration::from_secs(3), "ended {:?} after Ctrl-C", sent.elapsed());
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(stderr(&o).contains("interrupted while preparing"), "{}", stderr(&o));
+    assert!(!file.exists(), "the half-prepared scratch file is removed");
+}
+
+/// Issue 13, finding 4: a bad `--json` path was reported only after the whole run. It is now
+/// bad input found before any I/O: exit 2, no scratch file made.
+#[test]
+fn regression_an_unwritable_json_path_is_refused_before_any_io() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = iocurve(
+        dir.path(),
+        &args(&["run", "--target", "t.dat", "--size", "16m", "--json", "/nonexistent-dir/r.json"], FAST),
+    );
+    input_error(&o, &["--json /nonexistent-dir/r.json", "cannot write there"]);
+    assert!(!dir.path().join("t.dat").exists(), "nothing was prepared");
+    let o = iocurve(dir.path(), &args(&["run", "--target", "t.dat", "--size", "16m", "--json", "."], FAST));
+    input_error(&o, &["--json .", "directory"]);
+}
+
+/// Issue 13, finding 3: `--ramp 65536 --qd 4096` died with "memory allocation of 549755813888
+/// bytes failed" (SIGABRT), leaving its scratch file and a run marked `running`. Every step is now
+/// checked against the host before anything is opened: exit 2, the product named, nothing made;
+/// under an address-space limit (`prlimit --as`) too.
+#[test]
+fn regression_an_absurd_ramp_is_refused_before_anything_is_allocated() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["run", "--target", "t.dat", "--size", "16m", "--workload", "backend-random-read-4k"];
+    let o = iocurve(dir.path(), &args(&base, &["--ramp", "65536", "--qd", "4096"]));
+    input_error(&o, &["65536 workers × queue depth 4096", "--ramp", "--qd"]);
+    assert!(!dir.path().join("t.dat").exists(), "no scratch file");
+    assert!(!dir.path().join("iocurve.db").exists(), "no run recorded");
+    let o = Command::new("prlimit")
+        .arg("--as=1073741824")
+        .arg(bin())
+        .args(args(&base, &["--ramp", "256", "--qd", "1024"]))
+        .current_dir(dir.path())
+        .output()
+        .expect("prlimit runs (util-linux)");
+    input_error(&o, &["256 workers × queue depth 1024", "available"]);
+    assert!(!dir.path().join("t.dat").exists());
+}

@@ -8,6 +8,7 @@
 //! outstanding I/O as a fallback and cross-check.
 
 pub mod backend;
+pub mod budget;
 mod buffer;
 pub mod data;
 pub mod error;

@@ -198,6 +198,8 @@ fn active_faults(cfg: &StepConfig) -> Result<Arc<[ActiveFault]>, EngineError> {
 
 pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepRecord, EngineError> {
     let w = cfg.workload;
+    // Before any allocation: an agent gets the same check as a local run.
+    crate::budget::check_step(w, cfg.workers, cfg.backend)?;
     if w.verify {
         match &cfg.verify {
             Some(m) if w.bs.len() == 1 && m.bs == w.bs[0].bytes => {}

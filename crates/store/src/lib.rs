@@ -26,6 +26,10 @@ pub enum StoreError {
 
 type Result<T> = std::result::Result<T, StoreError>;
 
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy) | Some(rusqlite::ErrorCode::DatabaseLocked))
+}
+
 /// Schema migrations, in order; `PRAGMA user_version` counts how many are applied.
 const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8];
 
@@ -239,13 +243,36 @@ impl Store {
         Self::open_at(path, MIGRATIONS.len())
     }
 
+    /// Opens a results database that must exist already (read commands never create one).
+    pub fn open_existing(path: &Path) -> Result<Store> {
+        if !path.is_file() {
+            return Err(StoreError::Invalid {
+                path: path.display().to_string(),
+                message: "no such results database (runs are stored where `iocurve run` ran, ./iocurve.db by default; give --db or IOCURVE_DB)".into(),
+            });
+        }
+        Self::open(path)
+    }
+
     /// Opens with the first `version` migrations applied (all but in migration tests).
     fn open_at(path: &Path, version: usize) -> Result<Store> {
         let p = path.display().to_string();
-        let conn = Connection::open(path).map_err(|source| StoreError::Sql { path: p.clone(), source })?;
-        let mut store = Store { conn, path: p };
-        store.init(version)?;
-        Ok(store)
+        // Busy errors that SQLite reports without waiting (switching to WAL, lock upgrades
+        // while another process creates the schema) are retried for up to 30 s.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut pause = std::time::Duration::from_millis(5);
+        loop {
+            let conn = Connection::open(path).map_err(|source| StoreError::Sql { path: p.clone(), source })?;
+            let mut store = Store { conn, path: p.clone() };
+            match store.init(version) {
+                Err(StoreError::Sql { source, .. }) if is_busy(&source) && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(200));
+                }
+                Err(e) => return Err(e),
+                Ok(()) => return Ok(store),
+            }
+        }
     }
 
     fn sql<T>(&self, r: rusqlite::Result<T>) -> Result<T> {
@@ -253,6 +280,10 @@ impl Store {
     }
 
     fn init(&mut self, version: usize) -> Result<()> {
+        // Processes that open one database at once wait for each other (creation, migration).
+        let r = self.conn.execute_batch("PRAGMA busy_timeout = 30000;");
+        self.sql(r)?;
+        self.check_ours()?;
         // WAL: readers (`iocurve runs` in another terminal) never block the writing run.
         let r = self.conn.pragma_update(None, "journal_mode", "WAL");
         self.sql(r)?;
@@ -267,7 +298,39 @@ impl Store {
         self.migrate(version)
     }
 
-    /// Applies the migrations up to `target` (all of them normally; fewer in tests).
+    /// Refuses a file that is not an iocurve database (another program's SQLite file, or no
+    /// SQLite at all) before anything is changed in it.
+    fn check_ours(&self) -> Result<()> {
+        let invalid = |message: String| StoreError::Invalid { path: self.path.clone(), message };
+        // One read transaction: the version and the tables as one snapshot, never half of a
+        // migration another process is applying.
+        let snapshot = self
+            .conn
+            .unchecked_transaction()
+            .map_err(|e| invalid(format!("is not an iocurve results database ({e}); give another --db")))?;
+        let version = snapshot
+            .query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
+            .map_err(|e| invalid(format!("is not an iocurve results database ({e}); give another --db")))?;
+        let tables: i64 = snapshot
+            .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table'", [], |r| r.get(0))
+            .map_err(|e| invalid(format!("is not an iocurve results database ({e}); give another --db")))?;
+        let has_runs: bool = snapshot
+            .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'runs'", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|n| n > 0)
+            .map_err(|e| invalid(format!("is not an iocurve results database ({e}); give another --db")))?;
+        if (version == 0 && tables > 0) || (version > 0 && !has_runs) {
+            return Err(invalid(format!(
+                "is an SQLite database of another program ({tables} tables, none of iocurve's); it was left untouched: give another --db"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Applies the migrations up to `target` (all of them normally; fewer in tests). Each runs
+    /// in an immediate transaction that reads the version again, so processes creating one
+    /// database at once apply every migration exactly once.
     fn migrate(&mut self, target: usize) -> Result<()> {
         let r = self.conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0));
         let version = self.sql(r)? as usize;
@@ -282,7 +345,17 @@ impl Store {
         }
         for (i, sql) in MIGRATIONS.iter().enumerate().take(target).skip(version) {
             let path = self.path.clone();
-            let tx = self.conn.transaction().map_err(|source| StoreError::Sql { path: path.clone(), source })?;
+            let tx = self
+                .conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(|source| StoreError::Sql { path: path.clone(), source })?;
+            let now: i64 = tx
+                .query_row("PRAGMA user_version", [], |r| r.get(0))
+                .map_err(|source| StoreError::Sql { path: path.clone(), source })?;
+            if now as usize > i {
+                // Another process applied it meanwhile.
+                continue;
+            }
             tx.execute_batch(sql)
                 .and_then(|_| tx.pragma_update(None, "user_version", (i + 1) as i64))
                 .and_then(|_| tx.commit())
@@ -669,6 +742,50 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 13, finding 6: 14 of 30 processes that created one database at once failed
+    /// ("table runs already exists", "duplicate column name").
+    #[test]
+    fn regression_thirty_openers_of_a_new_database_all_succeed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("race.db");
+        let gate = std::sync::Barrier::new(30);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..30)
+                .map(|_| {
+                    s.spawn(|| {
+                        gate.wait();
+                        Store::open(&path).map(|st| st.schema_version().unwrap())
+                    })
+                })
+                .collect();
+            for h in handles {
+                assert_eq!(h.join().unwrap().unwrap(), MIGRATIONS.len() as i64);
+            }
+        });
+    }
+
+    #[test]
+    fn a_foreign_file_is_refused_and_left_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("notes.txt");
+        std::fs::write(&text, vec![b'x'; 8192]).unwrap();
+        let Err(e) = Store::open(&text) else { panic!("a text file opened as a database") };
+        assert!(e.to_string().contains("not an iocurve results database"), "{e}");
+        assert_eq!(std::fs::read(&text).unwrap(), vec![b'x'; 8192]);
+        let other = dir.path().join("other.db");
+        {
+            let c = Connection::open(&other).unwrap();
+            c.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);").unwrap();
+        }
+        let before = std::fs::read(&other).unwrap();
+        let Err(e) = Store::open(&other) else { panic!("a foreign database opened") };
+        assert!(e.to_string().contains("another program"), "{e}");
+        assert_eq!(std::fs::read(&other).unwrap(), before, "not switched to WAL, nothing added");
+        let Err(e) = Store::open_existing(&dir.path().join("typo.db")) else { panic!("a missing database opened") };
+        assert!(e.to_string().contains("no such results database"), "{e}");
+        assert!(!dir.path().join("typo.db").exists(), "not created");
+    }
 
     fn interval(lat: u64, n: u64) -> IntervalStats {
         let mut s = IntervalStats::with_samples(2);

@@ -1,0 +1,90 @@
+//! Resources a step needs, checked before anything is allocated: an accepted plan must never
+//! abort the process on a failed allocation (`--ramp 65536 --qd 4096` once asked for 512 GiB of
+//! buffers and died with SIGABRT, leaving its scratch file and a run marked `running`).
+
+use iocurve_plan::{Backend, Workload, format_size};
+
+/// A memory amount for people: `1056.0 GiB`, `37 MiB`.
+fn human(bytes: u64) -> String {
+    if bytes >= 1 << 30 {
+        format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
+    } else {
+        format!("{} MiB", bytes >> 20)
+    }
+}
+
+use crate::EngineError;
+
+/// Bytes of bookkeeping per outstanding I/O beside its buffer (operation, timestamps, claims).
+const PER_SLOT: u64 = 128;
+/// Threads the psync back-end may start (one per outstanding I/O).
+const MAX_PSYNC_THREADS: u64 = 4096;
+
+/// Memory a step of `w` at `workers` workers needs on one host: a buffer of the largest block
+/// size (page-aligned) and its bookkeeping per outstanding I/O.
+pub fn step_memory(w: &Workload, workers: u32) -> u64 {
+    let slots = workers as u64 * w.queue_depth as u64;
+    let buffer = w.max_bs().div_ceil(4096) * 4096;
+    slots.saturating_mul(buffer + PER_SLOT)
+}
+
+/// Bytes this host can give: the kernel's MemAvailable, and the address-space limit if any.
+fn available() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?.split_whitespace().nth(1)?.parse().ok()?;
+    let mut avail = kib * 1024;
+    // SAFETY: getrlimit into a zeroed struct.
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } == 0 && lim.rlim_cur != libc::RLIM_INFINITY {
+        avail = avail.min(lim.rlim_cur);
+    }
+    Some(avail)
+}
+
+/// Refuses a step this host cannot hold: its buffers beyond 80 % of the available memory (or
+/// the address-space limit), or more psync threads than it may start.
+pub fn check_step(w: &Workload, workers: u32, backend: Backend) -> Result<(), EngineError> {
+    let need = step_memory(w, workers);
+    if let Some(avail) = available()
+        && need > avail / 10 * 8
+    {
+        return Err(EngineError::Input(format!(
+            "workload {}: {workers} workers × queue depth {} × {} blocks need {} of I/O buffers, more than 80 % of the {} this host has available: lower the ramp (--ramp), the queue depth (--qd) or the block size",
+            w.name,
+            w.queue_depth,
+            format_size(w.max_bs()),
+            human(need),
+            human(avail)
+        )));
+    }
+    let threads = workers as u64 * w.queue_depth as u64;
+    if backend == Backend::Psync && threads > MAX_PSYNC_THREADS {
+        return Err(EngineError::Input(format!(
+            "workload {}: the psync back-end runs one thread per outstanding I/O, and {workers} workers × queue depth {} = {threads} threads is more than {MAX_PSYNC_THREADS}: use io_uring, or lower --ramp or --qd",
+            w.name, w.queue_depth
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_absurd_step_is_refused_with_its_product() {
+        let w = iocurve_plan::writing_workload(
+            "w",
+            iocurve_plan::WorkloadKeys { queue_depth: Some(4096), ..Default::default() },
+        )
+        .unwrap();
+        assert_eq!(step_memory(&w, 65536), 65536 * 4096 * (4096 + PER_SLOT));
+        let e = check_step(&w, 65536, Backend::IoUring).unwrap_err();
+        assert!(e.is_input_error());
+        let msg = e.to_string();
+        assert!(msg.contains("65536 workers × queue depth 4096") && msg.contains("--ramp"), "{msg}");
+        check_step(&w, 1, Backend::IoUring).unwrap();
+        let e = check_step(&w, 2, Backend::Psync).unwrap_err();
+        assert!(e.to_string().contains("threads"), "{e}");
+    }
+}
