@@ -36,6 +36,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         check_output(path, "--json")?;
     }
     let (plan, backend_note) = choose_backend(plan);
+    verification::check_plan(&plan)?;
     // Every step must fit this host before anything is opened or written.
     for w in &plan.workloads {
         let most = w.ramp.iter().copied().max().unwrap_or(1);

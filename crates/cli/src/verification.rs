@@ -26,6 +26,23 @@ fn target_list(targets: &TargetSet) -> Vec<(String, u64)> {
 
 /// The map for a run with verifying workloads: continued from `path` when it was made for
 /// these targets and block size, new otherwise (when the file does not exist).
+/// Verifying workloads of one run share one map, so one block size: checked before any I/O (it
+/// used to stop a run at its first verifying step, after the others had run).
+pub fn check_plan(plan: &Plan) -> Result<(), CliError> {
+    let mut verifying = plan.workloads.iter().filter(|w| w.verify);
+    let Some(first) = verifying.next() else { return Ok(()) };
+    if let Some(other) = verifying.find(|w| w.bs != first.bs) {
+        return Err(CliError::Usage(format!(
+            "verifying workloads of one run share one block size (one map tracks the blocks): {} uses {}, {} uses {}; give --bs SIZE, or verify only workloads of one size (--workload TEXT)",
+            first.name,
+            format_size(first.max_bs()),
+            other.name,
+            format_size(other.max_bs())
+        )));
+    }
+    Ok(())
+}
+
 pub fn open(plan: &Plan, targets: &TargetSet, path: &Path) -> Result<Option<Verification>, CliError> {
     let Some(w) = plan.workloads.iter().find(|w| w.verify) else { return Ok(None) };
     let bs = w.bs[0].bytes;

@@ -196,3 +196,22 @@ interval_s = 1
     let o = iocurve(dir.path(), &["verify", "other.dat", "--map", "k.map"]);
     input_error(&o, &["was made for", "k.dat"]);
 }
+
+/// Issue 13, finding 8: the README's `iocurve run --verify --verify-final` stopped after 25 s
+/// with "verifying workloads of one run share one block size" and exit 2, after running other
+/// workloads. The check now comes before any I/O, and the README's example (with `--bs 4k`)
+/// runs clean. Also: `verify` with a missing map is bad input (exit 2), not "lost writes".
+#[test]
+fn regression_the_readme_verify_example_runs_and_mixed_sizes_are_refused_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = iocurve(dir.path(), &["run", "--verify", "--verify-final", "--size", "64m"]);
+    input_error(&o, &["share one block size", "--bs"]);
+    assert!(!dir.path().join("iocurve-scratch.dat").exists(), "nothing was prepared");
+    let o = iocurve(
+        dir.path(),
+        &args(&["run", "--verify", "--verify-final", "--bs", "4k", "--size", "64m", "--ramp", "1"], FAST),
+    );
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let o = iocurve(dir.path(), &["verify", "--map", "missing.map", "iocurve-scratch.dat"]);
+    input_error(&o, &["missing.map", "does not exist"]);
+}

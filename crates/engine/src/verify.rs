@@ -224,9 +224,17 @@ impl GenMap {
             ))
         };
         let mut data = Vec::new();
-        std::fs::File::open(path)
-            .and_then(|mut f| f.read_to_end(&mut data))
-            .map_err(|e| EngineError::io(format!("cannot read the verification map {}", path.display()), e))?;
+        std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut data)).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                // A missing map is the user's input, not a finding (exit 4 means lost writes).
+                EngineError::Input(format!(
+                    "verification map {} does not exist: give the map a verifying run wrote (--map)",
+                    path.display()
+                ))
+            } else {
+                EngineError::io(format!("cannot read the verification map {}", path.display()), e)
+            }
+        })?;
         let mut at = 0usize;
         let mut take = |n: usize| -> Result<&[u8], EngineError> {
             let s = data.get(at..at + n).ok_or_else(|| bad("cut short"))?;
