@@ -64,41 +64,81 @@ pub fn latency_buckets(h: &LatencyHistogram) -> Vec<LatencyBucket> {
     out
 }
 
+/// The name of an errno (`EIO`); `errno N` for one this table lacks, `short` for a short
+/// transfer (0). The number stays beside it in every result (`errno`).
 fn errno_name(e: i32) -> String {
-    let name = match e {
-        0 => "short",
-        libc_errno::EIO => "EIO",
-        libc_errno::ENOSPC => "ENOSPC",
-        libc_errno::EINVAL => "EINVAL",
-        libc_errno::EAGAIN => "EAGAIN",
-        libc_errno::ENXIO => "ENXIO",
-        libc_errno::EROFS => "EROFS",
-        libc_errno::ETIMEDOUT => "ETIMEDOUT",
-        libc_errno::ECANCELED => "ECANCELED",
-        libc_errno::EBADF => "EBADF",
-        libc_errno::EFAULT => "EFAULT",
-        libc_errno::ENODEV => "ENODEV",
-        libc_errno::EOPNOTSUPP => "EOPNOTSUPP",
-        _ => return format!("errno {e}"),
-    };
-    name.to_string()
+    if e == 0 {
+        return "short".into();
+    }
+    match ERRNO_NAMES.binary_search_by_key(&e, |(n, _)| *n) {
+        Ok(i) => ERRNO_NAMES[i].1.into(),
+        Err(_) => format!("errno {e}"),
+    }
 }
 
-/// Linux errno values (stable ABI), kept here so the analysis needs no libc.
-mod libc_errno {
-    pub const EIO: i32 = 5;
-    pub const ENXIO: i32 = 6;
-    pub const EBADF: i32 = 9;
-    pub const EAGAIN: i32 = 11;
-    pub const EFAULT: i32 = 14;
-    pub const ENODEV: i32 = 19;
-    pub const EINVAL: i32 = 22;
-    pub const ENOSPC: i32 = 28;
-    pub const EROFS: i32 = 30;
-    pub const EOPNOTSUPP: i32 = 95;
-    pub const ETIMEDOUT: i32 = 110;
-    pub const ECANCELED: i32 = 125;
-}
+/// Linux errno values (a stable ABI: asm-generic/errno-base.h and errno.h), sorted, kept here so
+/// the analysis needs no libc: the base set and every one a storage path can return.
+const ERRNO_NAMES: &[(i32, &str)] = &[
+    (1, "EPERM"),
+    (2, "ENOENT"),
+    (3, "ESRCH"),
+    (4, "EINTR"),
+    (5, "EIO"),
+    (6, "ENXIO"),
+    (7, "E2BIG"),
+    (8, "ENOEXEC"),
+    (9, "EBADF"),
+    (10, "ECHILD"),
+    (11, "EAGAIN"),
+    (12, "ENOMEM"),
+    (13, "EACCES"),
+    (14, "EFAULT"),
+    (15, "ENOTBLK"),
+    (16, "EBUSY"),
+    (17, "EEXIST"),
+    (18, "EXDEV"),
+    (19, "ENODEV"),
+    (20, "ENOTDIR"),
+    (21, "EISDIR"),
+    (22, "EINVAL"),
+    (23, "ENFILE"),
+    (24, "EMFILE"),
+    (25, "ENOTTY"),
+    (26, "ETXTBSY"),
+    (27, "EFBIG"),
+    (28, "ENOSPC"),
+    (29, "ESPIPE"),
+    (30, "EROFS"),
+    (31, "EMLINK"),
+    (32, "EPIPE"),
+    (33, "EDOM"),
+    (34, "ERANGE"),
+    (35, "EDEADLK"),
+    (36, "ENAMETOOLONG"),
+    (37, "ENOLCK"),
+    (38, "ENOSYS"),
+    (39, "ENOTEMPTY"),
+    (40, "ELOOP"),
+    (61, "ENODATA"),
+    (62, "ETIME"),
+    (71, "EPROTO"),
+    (74, "EBADMSG"),
+    (75, "EOVERFLOW"),
+    (84, "EILSEQ"),
+    (95, "EOPNOTSUPP"),
+    (103, "ECONNABORTED"),
+    (104, "ECONNRESET"),
+    (107, "ENOTCONN"),
+    (110, "ETIMEDOUT"),
+    (112, "EHOSTDOWN"),
+    (113, "EHOSTUNREACH"),
+    (117, "EUCLEAN"),
+    (121, "EREMOTEIO"),
+    (122, "EDQUOT"),
+    (123, "ENOMEDIUM"),
+    (124, "EMEDIUMTYPE"),
+    (125, "ECANCELED"),
+];
 
 fn dir_result(d: &iocurve_stats::DirStats, secs: f64) -> DirResult {
     DirResult {
@@ -316,6 +356,16 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 13, finding 9: errno printed as numbers (26 instead of ETXTBSY).
+    #[test]
+    fn errno_names_are_sorted_and_name_etxtbsy() {
+        assert!(ERRNO_NAMES.windows(2).all(|w| w[0].0 < w[1].0), "sorted for the binary search");
+        assert_eq!(errno_name(26), "ETXTBSY");
+        assert_eq!(errno_name(5), "EIO");
+        assert_eq!(errno_name(0), "short");
+        assert_eq!(errno_name(999), "errno 999");
+    }
     use iocurve_stats::IntervalStats;
 
     /// One interval of `ops` reads of `lat_ns` each.
