@@ -108,6 +108,8 @@ mod tests {
             started_at: String::new(),
             finished_at: String::new(),
             interrupted: false,
+            status: "complete".into(),
+            status_reason: None,
             host: HostInfo {
                 hostname: "h".into(),
                 kernel: "k".into(),

@@ -15,6 +15,12 @@ pub struct RunResult {
     pub finished_at: String,
     /// True when Ctrl-C stopped the run before the plan was complete.
     pub interrupted: bool,
+    /// `complete`, `interrupted` or `failed` (then with `status_reason`); empty in documents
+    /// written before it existed.
+    #[serde(default)]
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_reason: Option<String>,
     pub host: HostInfo,
     /// The SLA bounds the `sla_maximum`s were found with, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]

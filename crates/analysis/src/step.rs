@@ -301,6 +301,12 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
     if rec.interrupted {
         flag("interrupted", format!("stopped after {} of the planned intervals", rec.intervals.len()));
     }
+    if s.read.ops + s.write.ops == 0 {
+        flag(
+            "no_io",
+            "no I/O completed in this step: it has no throughput or latency, and it enters no speed, optimum or maximum".into(),
+        );
+    }
     if s.cv > th.unsteady_cv {
         flag(
             "unsteady",

@@ -46,8 +46,10 @@ fn point(steps: &[StepResult], i: usize) -> Point {
 
 pub fn analyze_workload(w: &Workload, steps: Vec<StepResult>, sla: &Sla) -> WorkloadResult {
     let seq = w.pattern == Pattern::Sequential;
-    // Steps without a complete interval (interrupted at once) carry no figures.
-    let measured: Vec<usize> = (0..steps.len()).filter(|&i| steps[i].duration_s > 0.0).collect();
+    // Steps without a complete interval (interrupted at once) or without a completed I/O carry
+    // no figures: "0 IOPS @ 0.0 µs" must never become a speed or a maximum.
+    let measured: Vec<usize> =
+        (0..steps.len()).filter(|&i| steps[i].duration_s > 0.0 && steps[i].read.ops + steps[i].write.ops > 0).collect();
     let pts: Vec<(f64, f64)> = measured.iter().map(|&i| (steps[i].throughput(seq), steps[i].lat_us.mean)).collect();
     let speed = measured.iter().copied().find(|&i| steps[i].workers == 1).or(measured.first().copied());
     let maximum =

@@ -1,5 +1,7 @@
 //! Errors of the command line and their exit codes: 2 for bad input (plan, options, targets,
-//! refused writes), 1 for failures of the system under test or the host, 130 for Ctrl-C.
+//! refused writes), 1 for failures of the tool or the host, 3 when the run finished but the
+//! storage failed I/Os or a step completed none (see `run`), 4 when verification found lost,
+//! corrupted or misplaced blocks, 130 for Ctrl-C.
 
 use std::process::ExitCode;
 
@@ -22,6 +24,9 @@ pub enum CliError {
     /// Ctrl-C before anything was measured (exit code 130).
     #[error("{0}")]
     Interrupted(String),
+    /// Verification found lost, corrupted or misplaced blocks (exit code 4).
+    #[error("{0}")]
+    Verification(String),
 }
 
 impl CliError {
@@ -33,6 +38,7 @@ impl CliError {
             CliError::Store(StoreError::NoSuchRun(_)) => ExitCode::from(2),
             CliError::Engine(_) | CliError::Store(_) | CliError::Runtime(_) => ExitCode::from(1),
             CliError::Interrupted(_) => ExitCode::from(130),
+            CliError::Verification(_) => ExitCode::from(4),
         }
     }
 }

@@ -73,7 +73,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         if args.verify_final && outcome.error.is_none() && !outcome.result.interrupted {
             let found = verification::final_pass(&targets, &v.map)?;
             if found.problems() > 0 {
-                outcome.error = Some(CliError::Runtime(format!(
+                outcome.error = Some(CliError::Verification(format!(
                     "verification found {} problems: {}",
                     found.problems(),
                     found.describe()
@@ -123,11 +123,48 @@ fn check_output(path: &Path, option: &str) -> Result<(), CliError> {
     }
 }
 
+/// Why a finished run did not go clean: verification problems seen on reads (exit 4), or I/O
+/// errors and steps that completed no I/O (exit 3). None when it did.
+fn storage_verdict(r: &RunResult) -> Option<(u8, String)> {
+    let steps = r.workloads.iter().flat_map(|w| w.steps.iter().map(move |s| (w, s)));
+    let mut errors = 0u64;
+    let mut no_io = Vec::new();
+    let mut verify = 0u64;
+    for (w, s) in steps {
+        errors += s.errors;
+        verify += s.verify.as_ref().map_or(0, |v| v.problems());
+        if s.flags.iter().any(|f| f.code == "no_io") {
+            no_io.push(format!("{} at {} workers", w.name, s.workers));
+        }
+    }
+    if verify > 0 {
+        return Some((
+            4,
+            format!("verification found {verify} problems on reads during the run (see the steps' verify flags)"),
+        ));
+    }
+    let mut why = Vec::new();
+    if errors > 0 {
+        why.push(format!("the storage failed {errors} I/Os"));
+    }
+    if !no_io.is_empty() {
+        why.push(format!("no I/O completed in {}", no_io.join(", ")));
+    }
+    (!why.is_empty()).then(|| (3, why.join("; ")))
+}
+
 fn finish(outcome: Outcome, args: &RunArgs) -> Result<ExitCode, CliError> {
+    let verdict = storage_verdict(&outcome.result);
     let code = match &outcome.error {
         Some(e) => e.exit_code(),
         None if outcome.result.interrupted => ExitCode::from(130),
-        None => ExitCode::SUCCESS,
+        None => match &verdict {
+            Some((code, why)) => {
+                crate::errln!("exit code {code}: the run finished, but {why}");
+                ExitCode::from(*code)
+            }
+            None => ExitCode::SUCCESS,
+        },
     };
     if let Some(path) = &args.json {
         write_json(&outcome.result, path)
@@ -539,24 +576,27 @@ fn execute(
     progress.finish();
     let interrupted = signals::STOP.load(Ordering::Relaxed);
     let finished_at = time::now_rfc3339();
-    if let Some(id) = run_id {
-        let status = if error.is_some() {
-            "failed"
-        } else if interrupted {
-            "interrupted"
-        } else {
-            "complete"
-        };
-        if let Err(e) = store.finish_run(id, status, &finished_at, &terminal::headlines(&workloads)) {
-            error.get_or_insert(store_error(e));
-        }
+    let status = if error.is_some() {
+        "failed"
+    } else if interrupted {
+        "interrupted"
+    } else {
+        "complete"
+    };
+    if let Some(id) = run_id
+        && let Err(e) = store.finish_run(id, status, &finished_at, &terminal::headlines(&workloads))
+    {
+        error.get_or_insert(store_error(e));
     }
+    let status = if error.is_some() { "failed" } else { status };
     let result = RunResult {
         schema_version: SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         started_at,
         finished_at,
         interrupted,
+        status: status.into(),
+        status_reason: error.as_ref().map(|e| e.to_string()),
         host,
         sla: sla.is_set().then_some(*sla),
         targets: target_infos,

@@ -55,6 +55,8 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
         started_at: s.run.started_at.clone(),
         finished_at: s.run.finished_at.clone().unwrap_or_default(),
         interrupted: s.run.status != "complete",
+        status: s.run.status.clone(),
+        status_reason: None,
         host,
         sla: sla.is_set().then_some(sla),
         targets,

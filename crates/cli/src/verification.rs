@@ -105,5 +105,5 @@ pub fn command(args: VerifyArgs) -> Result<ExitCode, CliError> {
         )));
     }
     let v = final_pass(&targets, &map)?;
-    Ok(if v.problems() > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if v.problems() > 0 { ExitCode::from(4) } else { ExitCode::SUCCESS })
 }

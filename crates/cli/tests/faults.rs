@@ -45,7 +45,11 @@ backend = "{backend}"
 "#
         );
         let (code, r, out) = run(dir.path(), &plan, &["--size", "64m"]);
-        assert_eq!(code, Some(0), "the run completes despite errors: {out}");
+        // Issue 13, finding 4: errors used to end in exit 0; the run completes, and exit code 3
+        // says the storage failed I/Os.
+        assert_eq!(code, Some(3), "the run completes despite errors, exit 3: {out}");
+        assert!(out.contains("exit code 3: the run finished, but the storage failed"), "{out}");
+        assert_eq!(r["status"], "complete");
         for s in steps(&r, 0) {
             let errors = u(&s["errors"]);
             assert!(errors > 0, "{backend}: errors injected");
@@ -128,7 +132,7 @@ interval_s = 0.25
     assert_eq!(u(&s["errors"]), 0, "the aborted interval is not half-counted");
 
     let (code, r, out) = run(dir.path(), plan, &["--size", "64m", "--on-error", "stop-target"]);
-    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(code, Some(3), "the storage failed I/Os: {out}");
     let s = &steps(&r, 0)[0];
     let errors = u(&s["errors"]);
     assert!((1..=2).contains(&errors), "at most the I/Os in flight to a.dat fail before it is stopped: {errors}");
@@ -227,4 +231,46 @@ fn bad_faults_are_input_errors() {
     }
     let o = iocurve(dir.path(), &["run", "--on-error", "maybe"]);
     input_error(&o, &["unknown policy `maybe`"]);
+}
+
+/// Issue 13, finding 4: a run where every I/O failed exited 0 with "speed 0 IOPS @ 0.0 µs". A
+/// run whose storage failed I/Os now ends with exit code 3, and a step that completed no I/O is
+/// flagged `no_io` and enters no figure.
+#[test]
+fn regression_a_run_where_every_io_failed_is_not_a_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let eio = r#"targets = ["f.dat"]
+[[faults]]
+kind = "eio"
+[[workloads]]
+name = "w"
+ramp = [1]
+warmup_s = 0.1
+intervals = 1
+interval_s = 0.3
+"#;
+    let (code, _, out) = run(dir.path(), eio, &["--size", "64m"]);
+    assert_eq!(code, Some(3), "{out}");
+    assert!(out.contains("exit code 3: the run finished, but the storage failed"), "{out}");
+    // Nothing completes within the measured interval: the stall outlasts it.
+    let stall = r#"targets = ["f.dat"]
+[[faults]]
+kind = "stall"
+from_s = 0
+to_s = 1
+[[workloads]]
+name = "w"
+ramp = [1]
+warmup_s = 0
+intervals = 1
+interval_s = 0.3
+"#;
+    let (code, r, out) = run(dir.path(), stall, &["--size", "64m"]);
+    assert_eq!(code, Some(3), "{out}");
+    assert!(out.contains("no I/O completed in w at 1 workers"), "{out}");
+    let s = &steps(&r, 0)[0];
+    assert!(s["flags"].as_array().unwrap().iter().any(|f| f["code"] == "no_io"), "{s}");
+    let w = &r["workloads"][0];
+    assert!(w["speed"].is_null() && w["maximum"].is_null() && w["optimum"].is_null(), "no figure: {w}");
+    assert!(!out.contains("0 IOPS @ 0.0 µs"), "{out}");
 }

@@ -259,7 +259,7 @@ interval_s = 0.5
 "#;
     std::fs::write(dir.path().join("p.toml"), plan).unwrap();
     let o = iocurve(dir.path(), &["run", "p.toml", "--size", "64m"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(3), "the storage failed I/Os: {}", stderr(&o));
     report(dir.path(), &["1", "-o", "e.html"]);
     let page = dir.path().join("e.html");
     let mut b = Browser::launch();

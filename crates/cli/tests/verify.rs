@@ -52,7 +52,7 @@ interval_s = 0.6
     let run = ["run", "v.toml", "--verify-final", "--verify-map", &map, "--json", "v.json"];
     let o = iocurve(dir, &args(&run, extra));
     let out = format!("{}\n{}", stdout(&o), stderr(&o));
-    assert_eq!(o.status.code(), Some(1), "found problems end with exit code 1: {out}");
+    assert_eq!(o.status.code(), Some(4), "found problems end with exit code 4: {out}");
     assert!(out.contains("verification found"), "{out}");
     let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("v.json")).unwrap()).unwrap();
     let s = &steps(&r, 0)[0];
@@ -185,7 +185,7 @@ interval_s = 1
 
     let o = iocurve(dir.path(), &["verify", "k.dat", "--map", "k.map"]);
     let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}\n{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(4), "lost writes: exit code 4: {out}\n{}", stderr(&o));
     let (lost, corrupt, misplaced, checked) = final_counts(&out);
     assert!(lost > 0 && corrupt == 0 && misplaced == 0, "{out}");
     assert!(checked > 1000, "{out}");

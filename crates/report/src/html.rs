@@ -530,6 +530,8 @@ mod tests {
                 started_at: "2026-11-21T00:00:00.000Z".into(),
                 finished_at: String::new(),
                 interrupted: true,
+                status: "interrupted".into(),
+                status_reason: None,
                 host: iocurve_analysis::HostInfo {
                     hostname: "h".into(),
                     kernel: "6".into(),
