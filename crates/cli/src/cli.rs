@@ -6,7 +6,13 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "iocurve", version, about = "Measure how a storage system behaves as load grows: IOPS, MB/s and latency over a ramp of parallelism, with speed, optimum and maximum per workload.", long_about = None)]
+#[command(
+    name = "iocurve",
+    version,
+    about = "Measure how a storage system behaves as load grows: IOPS, MB/s and latency over a ramp of parallelism, with speed, optimum and maximum per workload.",
+    long_about = None,
+    after_help = "Exit codes: 0 clean; 1 the tool or host failed; 2 bad input (nothing ran); 3 the run finished but the storage failed I/Os or a step completed no I/O; 4 verification found lost, corrupted or misplaced blocks; 130 interrupted."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -96,7 +102,7 @@ pub enum Command {
         command: CertsCommand,
     },
     /// Read back every block a verifying run wrote and check it against the last acknowledged
-    /// write: lost, corrupted (torn) and misplaced blocks, with the first examples. Exit code 1
+    /// write: lost, corrupted (torn) and misplaced blocks, with the first examples. Exit code 4
     /// when it finds any.
     Verify(VerifyArgs),
     /// Show what a storage array would make of the data iocurve writes: compression ratio (zstd

@@ -171,13 +171,19 @@ interval_s = 1
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // The map is saved at the end of the first interval, after the faults' window.
+    // The map is saved at the end of every interval, the first one after the faults' window.
+    // Wait until a saved map records written blocks (it ends with the generations of the
+    // target's blocks; random writes soon reach its last eighth): on a loaded machine the first
+    // save may come before any write.
     let map = dir.path().join("k.map");
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !map.exists() {
-        assert!(Instant::now() < deadline, "no map saved");
+    let records_writes = |p: &Path| {
+        std::fs::read(p).is_ok_and(|m| m.len() > 64 << 10 && m[m.len() - (64 << 10)..].iter().any(|b| *b != 0))
+    };
+    while !records_writes(&map) {
+        assert!(Instant::now() < deadline, "no map with written blocks saved");
         assert!(child.try_wait().unwrap().is_none(), "the run ended before it could be killed");
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(300));
     child.kill().unwrap(); // SIGKILL
