@@ -129,12 +129,16 @@ fn storage_verdict(r: &RunResult) -> Option<(u8, String)> {
     let steps = r.workloads.iter().flat_map(|w| w.steps.iter().map(move |s| (w, s)));
     let mut errors = 0u64;
     let mut no_io = Vec::new();
+    let mut lost = Vec::new();
     let mut verify = 0u64;
     for (w, s) in steps {
         errors += s.errors;
         verify += s.verify.as_ref().map_or(0, |v| v.problems());
         if s.flags.iter().any(|f| f.code == "no_io") {
             no_io.push(format!("{} at {} workers", w.name, s.workers));
+        }
+        if s.flags.iter().any(|f| f.code == "host_lost") {
+            lost.push(format!("{} at {} workers", w.name, s.workers));
         }
     }
     if verify > 0 {
@@ -149,6 +153,9 @@ fn storage_verdict(r: &RunResult) -> Option<(u8, String)> {
     }
     if !no_io.is_empty() {
         why.push(format!("no I/O completed in {}", no_io.join(", ")));
+    }
+    if !lost.is_empty() {
+        why.push(format!("hosts were lost in {}", lost.join(", ")));
     }
     (!why.is_empty()).then(|| (3, why.join("; ")))
 }

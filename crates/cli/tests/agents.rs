@@ -555,7 +555,8 @@ fn a_killed_agent_is_marked_lost_and_the_others_carry_on() {
     let (mut agents, hosts) = file_agents(dir.path(), &c, &["a", "b"]);
     let rr = "[[workloads]]\nname = \"rr\"\nramp = [1, 2]\nwarmup_s = 0.2\nintervals = 6\ninterval_s = 0.5\n";
     hosts_plan(dir.path(), &hosts, rr);
-    for (policy, code) in [("continue", 0), ("abort", 1)] {
+    // Carrying on after a lost host finishes the run, with exit code 3 (hosts were lost).
+    for (policy, code) in [("continue", 3), ("abort", 1)] {
         let args = ["plan.toml", "--size", "64m", "--json", "r.json", "--on-host-loss", policy];
         let coord = coordinator(dir.path(), &c, &args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         // Into the first step (connection, 0.5 s lead, 0.2 s warm-up), then SIGKILL agent b.
@@ -617,7 +618,7 @@ fn a_frozen_agent_misses_its_heartbeats_and_is_lost_while_the_other_carries_on()
     let o = coord.wait_with_output().unwrap();
     let _ = Command::new("kill").args(["-CONT", &b]).status();
     let out = format!("{}\n{}", stdout(&o), stderr(&o));
-    assert!(o.status.success(), "{out}");
+    assert_eq!(o.status.code(), Some(3), "finished, with a host lost: {out}");
     assert!(out.contains(&format!("agent {} lost", agents[1].addr)), "{out}");
     let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
     let s = &steps(&r, 0)[0];

@@ -209,7 +209,10 @@ fn write_faults_reach_the_file_as_described() {
     assert!(stamped_units(&dir.path().join("w.dat")).is_empty(), "no chunk holds the data meant for it");
     let blocks: Vec<&[u8]> = data.chunks(8192).collect();
     for (b, c) in blocks.iter().enumerate().take(blocks.len() - 1) {
-        assert_eq!(stamp(c), (b as u64 + 1) * 8192, "block {}'s data landed one block early", b + 1);
+        // Block 0's data cannot land earlier: it goes one block late, to block 1's place, which
+        // block 2's data overwrites unless the run ended between the two writes.
+        let from_block_0 = b == 1 && stamp(c) == 0;
+        assert!(from_block_0 || stamp(c) == (b as u64 + 1) * 8192, "block {}'s data landed one block early", b + 1);
     }
     assert!(blocks[blocks.len() - 1].iter().all(|&x| x == 0), "nothing was meant for the last block's place");
 }
