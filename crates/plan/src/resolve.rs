@@ -105,7 +105,19 @@ fn toml_error(text: &str, source: &str, e: &toml::de::Error) -> PlanError {
         };
         return PlanError::new(source, line, Some(name.to_string()), format!("unknown key `{name}`{hint}"));
     }
-    PlanError::new(source, line, None, msg.to_string())
+    // A value of the wrong type: the error points at the value; name the key it belongs to.
+    let key = e.span().and_then(|span| key_before(text, span.start));
+    PlanError::new(source, line, key, msg.to_string())
+}
+
+/// The key of `key = value` on the line where `offset` (inside the value) lies, if the line
+/// has one before it.
+fn key_before(text: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(text.len());
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let prefix = &text[line_start..offset];
+    let key = prefix[..prefix.find('=')?].trim().trim_matches('"');
+    (!key.is_empty() && !key.starts_with('[')).then(|| key.to_string())
 }
 
 #[derive(Clone, Copy)]
@@ -516,6 +528,19 @@ impl Resolver<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 13, finding 9: type errors in plan files named the line but not the key.
+    #[test]
+    fn type_errors_name_the_key() {
+        let e = parse_str("[[workloads]]\nname = \"w\"\nread_pct = \"lots\"\n", "p.toml", &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("p.toml:3: read_pct: invalid type"), "{e}");
+        let e = parse_str("[[workloads]]\nname = \"w\"\nramp = [1, \"x\"]\n", "p.toml", &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("p.toml:3: ramp: invalid type"), "{e}");
+    }
     use proptest::prelude::*;
 
     fn parse(text: &str) -> Result<Plan, PlanError> {
