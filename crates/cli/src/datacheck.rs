@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use crate::CliError;
 use crate::cli::DataArgs;
-use crate::datameter::Meter;
+use crate::datameter::{Meter, generate};
 use iocurve_analysis::DataCheckRow as Row;
 
 const DEFAULT_BS: u64 = 4096;
@@ -28,12 +28,6 @@ fn workload(bs: u64, args: &DataArgs) -> Result<Workload, CliError> {
         ..Default::default()
     };
     Ok(iocurve_plan::writing_workload("datacheck", keys)?)
-}
-
-/// Measures `size` bytes of blocks filled exactly as the engine fills them (one generator,
-/// consecutive offsets).
-pub fn generate(w: &Workload, size: u64) -> Result<Vec<Row>, CliError> {
-    crate::datameter::generate(w, size)
 }
 
 /// Measures a file or device as stored, up to `limit` bytes.

@@ -212,7 +212,8 @@ pub fn allocate(file: &File, size: u64) -> std::io::Result<()> {
 pub fn fill(file: &File, size: u64, cancel: Option<&AtomicBool>) -> Result<(), FillError> {
     let fd: RawFd = file.as_raw_fd();
     // Prefer O_DIRECT so preparing 1 GiB does not evict the page cache; fall back to buffered.
-    let direct = crate::target::set_direct(fd, true).is_ok();
+    // Failure is fine (tmpfs): the data goes through the page cache and is synced below.
+    let _ = crate::target::set_direct(fd, true);
     const CHUNK: usize = 8 << 20;
     let mut pool = crate::buffer::BufferPool::new(1, CHUNK);
     let buf = pool.slice_mut(0);
@@ -239,7 +240,6 @@ pub fn fill(file: &File, size: u64, cancel: Option<&AtomicBool>) -> Result<(), F
         }
         off += n as u64;
     }
-    let _ = direct;
     crate::target::set_direct(fd, false).map_err(|e| FillError::Io("reset flags of", e))?;
     file.sync_data().map_err(|e| FillError::Io("sync", e))?;
     write_stamp(file, size, State::Ready).map_err(|e| FillError::Io("stamp", e))
