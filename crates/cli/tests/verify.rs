@@ -152,7 +152,6 @@ fn a_killed_run_s_map_still_finds_a_write_dropped_before_the_kill() {
 [[faults]]
 kind = "drop-write"
 share = 0.05
-to_s = 0.5
 [[workloads]]
 name = "w"
 read_pct = 0
@@ -171,14 +170,16 @@ interval_s = 1
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // The map is saved at the end of every interval, the first one after the faults' window.
-    // Wait until a saved map records written blocks (it ends with the generations of the
-    // target's blocks; random writes soon reach its last eighth): on a loaded machine the first
-    // save may come before any write.
+    // The map is saved at the end of every interval.
+    // Wait until a saved map records at least 1500 written blocks (it ends with the 2-byte
+    // generations of the target's 262'144 blocks): on a loaded machine the first interval may
+    // hold only a handful of writes, and so no dropped one yet.
     let map = dir.path().join("k.map");
     let deadline = Instant::now() + Duration::from_secs(60);
     let records_writes = |p: &Path| {
-        std::fs::read(p).is_ok_and(|m| m.len() > 64 << 10 && m[m.len() - (64 << 10)..].iter().any(|b| *b != 0))
+        std::fs::read(p).is_ok_and(|m| {
+            m.len() > 512 << 10 && m[m.len() - (512 << 10)..].chunks(2).filter(|g| g != &[0, 0]).count() >= 1500
+        })
     };
     while !records_writes(&map) {
         assert!(Instant::now() < deadline, "no map with written blocks saved");
