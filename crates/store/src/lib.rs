@@ -302,24 +302,15 @@ impl Store {
     /// SQLite at all) before anything is changed in it.
     fn check_ours(&self) -> Result<()> {
         let invalid = |message: String| StoreError::Invalid { path: self.path.clone(), message };
+        let not_ours =
+            |e: rusqlite::Error| invalid(format!("is not an iocurve results database ({e}); give another --db"));
         // One read transaction: the version and the tables as one snapshot, never half of a
         // migration another process is applying.
-        let snapshot = self
-            .conn
-            .unchecked_transaction()
-            .map_err(|e| invalid(format!("is not an iocurve results database ({e}); give another --db")))?;
-        let version = snapshot
-            .query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
-            .map_err(|e| invalid(format!("is not an iocurve results database ({e}); give another --db")))?;
-        let tables: i64 = snapshot
-            .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table'", [], |r| r.get(0))
-            .map_err(|e| invalid(format!("is not an iocurve results database ({e}); give another --db")))?;
-        let has_runs: bool = snapshot
-            .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'runs'", [], |r| {
-                r.get::<_, i64>(0)
-            })
-            .map(|n| n > 0)
-            .map_err(|e| invalid(format!("is not an iocurve results database ({e}); give another --db")))?;
+        let snapshot = self.conn.unchecked_transaction().map_err(not_ours)?;
+        let count = |sql: &str| snapshot.query_row(sql, [], |r| r.get::<_, i64>(0)).map_err(not_ours);
+        let version = count("PRAGMA user_version")?;
+        let tables = count("SELECT count(*) FROM sqlite_master WHERE type = 'table'")?;
+        let has_runs = count("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'runs'")? > 0;
         if (version == 0 && tables > 0) || (version > 0 && !has_runs) {
             return Err(invalid(format!(
                 "is an SQLite database of another program ({tables} tables, none of iocurve's); it was left untouched: give another --db"
