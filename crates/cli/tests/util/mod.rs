@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod faultdev;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -157,7 +159,10 @@ pub struct PidsLimit {
 
 impl PidsLimit {
     pub fn new(max: u32) -> PidsLimit {
-        let name = format!("iocurve-test-{}", std::process::id());
+        // One cgroup per limit: tests of one binary run in parallel in one process.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("iocurve-test-{}-{n}", std::process::id());
         let base = if Path::new("/sys/fs/cgroup/pids").is_dir() { "/sys/fs/cgroup/pids" } else { "/sys/fs/cgroup" };
         let dir = Path::new(base).join(name);
         std::fs::create_dir_all(&dir).expect("create a pids cgroup (needs root)");
