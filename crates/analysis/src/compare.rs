@@ -122,6 +122,7 @@ mod tests {
             targets: vec![],
             plan: serde_json::Value::Null,
             workloads,
+            final_verification: None,
         }
     }
 

@@ -29,6 +29,9 @@ pub struct RunResult {
     /// The plan as resolved (every default filled in).
     pub plan: serde_json::Value,
     pub workloads: Vec<WorkloadResult>,
+    /// The final verification pass (`--verify-final`), when the run had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_verification: Option<FinalVerification>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -280,6 +283,44 @@ impl VerifyResult {
     }
 }
 
+/// The final verification pass of a run (`--verify-final`): every block the map knows read
+/// back and checked after the workloads.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FinalVerification {
+    /// The map file.
+    pub map: String,
+    /// The map's block size.
+    pub bs: u64,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub finished_at: String,
+    /// `checked`, `lost`, `corrupt`, `misplaced`, `examples`.
+    #[serde(flatten)]
+    pub counts: VerifyResult,
+    /// Problems found beyond those listed one by one (in the database and the problems CSV):
+    /// a pass lists up to 1'000'000.
+    #[serde(default)]
+    pub unlisted: u64,
+}
+
+/// One problem a verification pass found: a row of the problems CSV.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerifyProblem {
+    pub target: String,
+    pub block: u64,
+    /// Byte offset of the block in the target.
+    pub offset: u64,
+    /// `lost`, `corrupt` or `misplaced`.
+    pub kind: String,
+    /// The generation of the last acknowledged write.
+    pub expected_generation: u16,
+    /// The older generation found, for a lost write that has one.
+    pub found_generation: Option<u16>,
+    /// What the block holds: `generation 3`, `no write of this map`, `checksum mismatch`, `the
+    /// write for f.dat block 7`.
+    pub found: String,
+}
+
 /// Errors of one errno on one target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetErrorCount {
@@ -356,6 +397,21 @@ pub struct StepResult {
     /// I/Os changed by fault injection (plans with `[[faults]]`).
     #[serde(default)]
     pub faults_injected: u64,
+    /// I/Os still outstanding when the step stopped issuing that completed while it waited for
+    /// them (their latency is in the last interval's figures).
+    #[serde(default)]
+    pub late_ios: u64,
+    /// I/Os still outstanding after that wait: given up as stuck (cancelled, or their thread
+    /// left blocked in the kernel). Their age is in the last interval's latency figures.
+    #[serde(default)]
+    pub stuck_ios: u64,
+    /// Age of the oldest stuck I/O when it was given up, in s.
+    #[serde(default)]
+    pub stuck_age_s: f64,
+    /// I/O errors outside the measured intervals (in the warm-up, or after the step stopped
+    /// issuing): in no figure, but counted.
+    #[serde(default)]
+    pub unmeasured_errors: Vec<TargetErrorCount>,
     /// What reads of a verifying workload found (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<VerifyResult>,

@@ -238,22 +238,13 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
             .iter()
             .map(|&(e, n)| ErrorCount { errno: e, name: errno_name(e), count: n })
             .collect(),
-        errors_by_target: errors
-            .0
-            .iter()
-            .map(|&(t, e, n)| TargetErrorCount {
-                target: match targets.get(t as usize) {
-                    Some(p) => p.clone(),
-                    None if t == iocurve_stats::UNKNOWN_TARGET => "unknown".into(),
-                    None => format!("target {t}"),
-                },
-                errno: e,
-                name: errno_name(e),
-                count: n,
-            })
-            .collect(),
+        errors_by_target: by_target(&errors, targets),
         longest_stall_s: all.max_gap_ns.unwrap_or(0) as f64 / 1e9,
         faults_injected: all.faults_injected,
+        late_ios: rec.drain.late,
+        stuck_ios: rec.drain.stuck,
+        stuck_age_s: rec.drain.stuck_age_ns as f64 / 1e9,
+        unmeasured_errors: by_target(&rec.unmeasured_errors, targets),
         verify: (all.verify.checked > 0 || all.verify.problems() > 0).then(|| VerifyResult::from_counts(&all.verify)),
         lat_histogram: latency_buckets(&hist),
         flags: Vec::new(),
@@ -292,6 +283,18 @@ fn per_host(rec: &StepRecord, sequential: bool, th: &Thresholds) -> (Vec<HostSte
     (hosts, Some((last - first) as f64 / 1000.0))
 }
 
+/// Error counts with their targets' paths and errno names.
+fn by_target(errors: &iocurve_stats::ErrorCounts, targets: &[String]) -> Vec<TargetErrorCount> {
+    let name = |t: u32| match targets.get(t as usize) {
+        Some(p) => p.clone(),
+        None if t == iocurve_stats::UNKNOWN_TARGET => "unknown".into(),
+        None => format!("target {t}"),
+    };
+    let count =
+        |&(t, e, n): &(u32, i32, u64)| TargetErrorCount { target: name(t), errno: e, name: errno_name(e), count: n };
+    errors.0.iter().map(count).collect()
+}
+
 /// A gap between completions this long is a stall.
 pub const STALL_S: f64 = 1.0;
 
@@ -304,7 +307,7 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
     if s.read.ops + s.write.ops == 0 {
         flag(
             "no_io",
-            "no I/O completed in this step: it has no throughput or latency, and it enters no speed, optimum or maximum".into(),
+            "no I/O completed in this step's measured intervals: it has no throughput or latency, and it enters no speed, optimum or maximum".into(),
         );
     }
     if s.cv > th.unsteady_cv {
@@ -352,6 +355,34 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
     }
     for (code, message) in &rec.notes {
         flag(code, message.clone());
+    }
+    if !s.unmeasured_errors.is_empty() {
+        let n: u64 = s.unmeasured_errors.iter().map(|e| e.count).sum();
+        let list: Vec<String> =
+            s.unmeasured_errors.iter().map(|e| format!("{} × {} on {}", e.count, e.name, e.target)).collect();
+        flag(
+            "unmeasured_errors",
+            format!(
+                "{n} I/O errors outside the measured intervals (warm-up, or after the step stopped issuing): {}",
+                list.join(", ")
+            ),
+        );
+    }
+    if s.stuck_ios > 0 {
+        let counted = if rec.interrupted {
+            "the step was stopped, so no interval holds them"
+        } else {
+            "their age enters the last interval's latency figures"
+        };
+        flag(
+            "stuck",
+            format!(
+                "{} I/Os had not completed {:.1} s after the step stopped issuing (oldest {:.1} s): given up as stuck; {counted}",
+                s.stuck_ios,
+                rec.drain.wait_ns as f64 / 1e9,
+                s.stuck_age_s
+            ),
+        );
     }
     if s.longest_stall_s >= STALL_S {
         flag("stall", format!("no I/O completed for {:.1} s", s.longest_stall_s));

@@ -72,8 +72,9 @@ pub enum Command {
         sla: SlaArgs,
     },
     /// Export a stored run: json (the same document as `run --json`), csv (steps to FILE, samples
-    /// to FILE's name with `-samples`), fio-json (fio's JSON layout, one job per step) or
-    /// histograms (every recorded latency bucket per step, merged and per host, as CSV).
+    /// to FILE's name with `-samples`), fio-json (fio's JSON layout, one job per step),
+    /// histograms (every recorded latency bucket per step, merged and per host, as CSV) or
+    /// problems (every problem of the final verification pass, as CSV).
     Export {
         /// Run id (see `iocurve runs`).
         run: i64,
@@ -102,8 +103,8 @@ pub enum Command {
         command: CertsCommand,
     },
     /// Read back every block a verifying run wrote and check it against the last acknowledged
-    /// write: lost, corrupted (torn) and misplaced blocks, with the first examples. Exit code 4
-    /// when it finds any.
+    /// write: lost, corrupted (torn) and misplaced blocks, with the first examples (every one
+    /// with --problems). Exit code 4 when it finds any; 2 for a missing, damaged or busy map.
     Verify(VerifyArgs),
     /// Show what a storage array would make of the data iocurve writes: compression ratio (zstd
     /// and lz4 at their fast levels, block by block) and dedupe ratio, expected against achieved.
@@ -140,6 +141,9 @@ pub enum ExportFormat {
     /// Every step's recorded latency histogram as CSV rows (latency_ns, count), merged and per
     /// host: for percentiles of your own.
     Histograms,
+    /// Every problem the run's final verification pass (`--verify-final`) found, as CSV: the
+    /// same columns as `iocurve verify --problems`.
+    Problems,
 }
 
 /// What losing an agent mid-run does.
@@ -251,6 +255,12 @@ pub struct RunArgs {
     #[arg(long = "on-error", value_name = "POLICY", value_parser = parse_on_error)]
     pub on_error: Option<iocurve_plan::OnError>,
 
+    /// Seconds I/Os still outstanding when a step ends may take before they are cancelled and
+    /// counted as stuck (exit code 3); their age enters the latency figures. Default: the
+    /// step's longest latency + 5 s. After Ctrl-C the wait is 1 s.
+    #[arg(long = "stuck-after-s", value_name = "S")]
+    pub stuck_after_s: Option<f64>,
+
     /// Verify every workload: written blocks carry a header and reads check it against the last
     /// acknowledged write (plan key `verify = true`).
     #[arg(long)]
@@ -292,12 +302,14 @@ pub struct RunArgs {
     #[arg(long = "on-host-loss", value_enum, default_value = "continue")]
     pub on_host_loss: HostLoss,
 
-    /// Where verifying runs keep the map of acknowledged writes (saved at every interval end;
-    /// a later run on the same targets continues with it).
+    /// Where verifying runs keep the map of acknowledged writes (saved at every interval end,
+    /// with a checksum; a later run on the same targets continues with it; one run at a time:
+    /// locked through FILE.lock).
     #[arg(long = "verify-map", default_value = "iocurve-verify.map", value_name = "FILE")]
     pub verify_map: PathBuf,
 
-    /// After the workloads, read back every written block and check it (verifying runs).
+    /// After the workloads, read back every written block and check it (verifying runs); the
+    /// result is stored with the run, every problem too (`export --format problems`).
     #[arg(long = "verify-final")]
     pub verify_final: bool,
 
@@ -400,6 +412,21 @@ pub struct VerifyArgs {
     /// The verification map the run saved.
     #[arg(long, default_value = "iocurve-verify.map", value_name = "FILE")]
     pub map: PathBuf,
+    /// Write every problem found to this CSV file (target, block, offset, kind, expected and
+    /// found generation, what the block holds); created before the pass.
+    #[arg(long, value_name = "FILE.csv")]
+    pub problems: Option<PathBuf>,
+    /// Give up (exit code 1) when no read returns for this many seconds: the storage stopped
+    /// answering. Ctrl-C stops the pass within about a second.
+    #[arg(long = "stuck-after-s", default_value_t = 30.0, value_name = "S", value_parser = parse_stuck_after)]
+    pub stuck_after_s: f64,
+}
+
+fn parse_stuck_after(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.1..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!("`{s}` is not 0.1 to 86400 seconds")),
+    }
 }
 
 #[derive(Debug, Args)]

@@ -24,6 +24,10 @@ pub enum CliError {
     /// Ctrl-C before anything was measured (exit code 130).
     #[error("{0}")]
     Interrupted(String),
+    /// The run's own policy ended it (`on_error = abort`, `--on-host-loss abort`): exit code 1,
+    /// status `aborted`.
+    #[error("{0}")]
+    Aborted(String),
     /// Verification found lost, corrupted or misplaced blocks (exit code 4).
     #[error("{0}")]
     Verification(String),
@@ -36,7 +40,7 @@ impl CliError {
             CliError::Engine(e) if e.is_input_error() => ExitCode::from(2),
             // A run id that does not exist is the user's input; anything else is the database.
             CliError::Store(StoreError::NoSuchRun(_)) => ExitCode::from(2),
-            CliError::Engine(_) | CliError::Store(_) | CliError::Runtime(_) => ExitCode::from(1),
+            CliError::Engine(_) | CliError::Store(_) | CliError::Runtime(_) | CliError::Aborted(_) => ExitCode::from(1),
             CliError::Interrupted(_) => ExitCode::from(130),
             CliError::Verification(_) => ExitCode::from(4),
         }

@@ -21,6 +21,8 @@ use std::process::ExitCode;
 use cli::{Cli, Command};
 pub use error::CliError;
 use iocurve_plan::suites;
+/// The stored state of an interrupted precondition pass (public for the fuzz target `precondition_state`).
+pub use precondition::parse_state as parse_precondition_state;
 
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("IOCURVE_LOG").unwrap_or_else(|_| "warn".into());

@@ -28,10 +28,17 @@ fn state_json(s: &PreState) -> String {
     serde_json::json!({"watermark": s.watermark, "above": s.above}).to_string()
 }
 
-fn parse_state(json: &str) -> Option<PreState> {
+/// The saved state of a pass over a target of `chunks` chunks. A state that cannot be one of
+/// its passes (a chunk beyond the target, chunks unsorted or repeated) is none: the pass starts
+/// over. (Fuzzing, issue 13: a chunk beyond the target left every resumed pass unfinished.)
+pub fn parse_state(json: &str, chunks: u64) -> Option<PreState> {
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
     let above = v["above"].as_array()?.iter().map(|x| x.as_u64()).collect::<Option<Vec<_>>>()?;
-    Some(PreState { watermark: v["watermark"].as_u64()?, above })
+    let state = PreState { watermark: v["watermark"].as_u64()?, above };
+    let fits = state.watermark <= chunks
+        && state.above.iter().all(|&c| c > state.watermark && c < chunks)
+        && state.above.is_sorted_by(|a, b| a < b);
+    fits.then_some(state)
 }
 
 /// Preconditions one target; returns false when interrupted (Ctrl-C) before it was complete.
@@ -46,7 +53,7 @@ pub fn target(t: &Target, cfg: &PreConfig, store: &Store) -> Result<bool, CliErr
     // Resume only a pass of the same write size and data; anything else starts over.
     let (resume, mut record) = match old {
         Some(r) if r.finished_at.is_none() && r.bs == bs && r.data_json == data_json => {
-            let state = parse_state(&r.state_json).unwrap_or_default();
+            let state = parse_state(&r.state_json, chunks(t.size, bs)).unwrap_or_default();
             crate::outln!(
                 "precondition {}: resuming at {} of {} ({} written before)",
                 t.path.display(),
@@ -110,7 +117,7 @@ pub fn target(t: &Target, cfg: &PreConfig, store: &Store) -> Result<bool, CliErr
         return Err(e.into());
     }
     let state = result?;
-    t.file.sync_all().map_err(|e| CliError::Runtime(format!("cannot sync {}: {e}", t.path.display())))?;
+    sync(t)?;
     let complete = state.written_chunks() == chunks(t.size, bs);
     if complete {
         record.finished_at = Some(time::now_rfc3339());
@@ -121,6 +128,39 @@ pub fn target(t: &Target, cfg: &PreConfig, store: &Store) -> Result<bool, CliErr
         crate::outln!("precondition {}: interrupted; the same command resumes where it stopped", t.path.display());
     }
     Ok(complete && !signals::STOP.load(Ordering::Relaxed))
+}
+
+/// Syncs what was written. On storage that stopped answering the sync blocks in the kernel: it
+/// runs on its own thread, and a Ctrl-C stops waiting for it a second later (the writes it
+/// covers may then not be durable: said, and a resume may have to be redone from scratch).
+fn sync(t: &Target) -> Result<(), CliError> {
+    let file = t.file.try_clone().map_err(|e| CliError::Runtime(format!("cannot sync {}: {e}", t.path.display())))?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("iocurve-sync".into())
+        .spawn(move || {
+            let _ = tx.send(file.sync_all());
+        })
+        .map_err(|e| CliError::Runtime(format!("cannot sync {}: {e}", t.path.display())))?;
+    let mut stop_seen: Option<std::time::Instant> = None;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(r) => return r.map_err(|e| CliError::Runtime(format!("cannot sync {}: {e}", t.path.display()))),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(CliError::Runtime(format!("cannot sync {}: the sync thread ended", t.path.display())));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if signals::STOP.load(Ordering::Relaxed)
+            && stop_seen.get_or_insert_with(std::time::Instant::now).elapsed() >= Duration::from_secs(1)
+        {
+            crate::errln!(
+                "WARNING: {} did not finish syncing within a second of Ctrl-C (the storage does not answer): the last writes may not be durable",
+                t.path.display()
+            );
+            return Ok(());
+        }
+    }
 }
 
 /// The data pattern and write size as a run would resolve them: same checks and messages.
@@ -171,4 +211,34 @@ pub fn command(args: PreconditionArgs) -> Result<ExitCode, CliError> {
 /// When each target was preconditioned at its present size, if it was.
 pub fn preconditioned_at(store: &Store, t: &Target) -> Option<String> {
     store.precondition(&record_key(t), t.size).ok().flatten().and_then(|r| r.finished_at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the fuzz target `precondition_state`: a stored state naming a chunk beyond the
+    /// target (`{"watermark":10,"above":[11,24,13,14,15]}` for 16 chunks) resumed into a pass
+    /// that never counted as complete; a watermark near u64::MAX overflowed the progress.
+    #[test]
+    fn a_state_that_does_not_fit_the_target_starts_over() {
+        let s = PreState { watermark: 3, above: vec![5, 9] };
+        assert_eq!(parse_state(&state_json(&s), 16), Some(s));
+        assert_eq!(parse_state(&state_json(&PreState::default()), 16), Some(PreState::default()));
+        assert_eq!(parse_state(r#"{"watermark":16,"above":[]}"#, 16).map(|s| s.written_chunks()), Some(16));
+        for bad in [
+            r#"{"watermark":10,"above":[11,24,13,14,15]}"#,
+            r#"{"watermark":17,"above":[]}"#,
+            r#"{"watermark":18446744073709551615,"above":[1]}"#,
+            r#"{"watermark":4,"above":[2]}"#,
+            r#"{"watermark":4,"above":[4]}"#,
+            r#"{"watermark":4,"above":[9,9]}"#,
+            r#"{"watermark":4,"above":[9,6]}"#,
+            r#"{"watermark":-1,"above":[]}"#,
+            r#"{"above":[]}"#,
+            "",
+        ] {
+            assert_eq!(parse_state(bad, 16), None, "{bad}");
+        }
+    }
 }

@@ -69,13 +69,21 @@ impl Progress {
     pub fn finish_step(&mut self, planned_s: f64, s: &StepResult) {
         self.done_s += planned_s;
         let flags: Vec<&str> = s.flags.iter().map(|f| f.code.as_str()).collect();
+        // A step without completions has no throughput or latency: never "0 IOPS @ 0.0 µs".
+        let figures = if s.read.ops + s.write.ops == 0 {
+            "no I/O completed".to_string()
+        } else {
+            format!(
+                "{} IOPS, {}, {} µs mean, {} µs p99",
+                format::iops(s.iops),
+                format::mbps(s.mbps),
+                format::lat_us(s.lat_us.mean),
+                format::lat_us(s.lat_us.p99)
+            )
+        };
         let line = format!(
-            "{}: {} IOPS, {}, {} µs mean, {} µs p99{}  [ETA {}]",
+            "{}: {figures}{}  [ETA {}]",
             self.label,
-            format::iops(s.iops),
-            format::mbps(s.mbps),
-            format::lat_us(s.lat_us.mean),
-            format::lat_us(s.lat_us.p99),
             if flags.is_empty() { String::new() } else { format!("  ({})", flags.join(", ")) },
             format::duration((self.total_s - self.done_s).max(0.0)),
         );

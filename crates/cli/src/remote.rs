@@ -23,6 +23,7 @@ impl From<NetError> for CliError {
         match e {
             NetError::Input(m) => CliError::Usage(m),
             NetError::Failed(m) => CliError::Runtime(m),
+            NetError::Aborted(m) => CliError::Aborted(m),
         }
     }
 }

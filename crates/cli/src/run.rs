@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use iocurve_analysis::{HostInfo, RunResult, SCHEMA_VERSION, Sla, StepResult, TargetInfo, Thresholds, WorkloadResult};
 use iocurve_engine::backend::probe_io_uring;
@@ -41,6 +42,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     for w in &plan.workloads {
         let most = w.ramp.iter().copied().max().unwrap_or(1);
         iocurve_engine::budget::check_step(w, most, w.backend)?;
+        iocurve_engine::budget::check_limits(w, most, w.backend)?;
     }
     // Before the targets: a Ctrl-C while a scratch file is prepared then ends the run cleanly,
     // removing the file, instead of killing the process halfway.
@@ -48,16 +50,19 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     if !args.hosts.is_empty() || !plan.hosts.is_empty() {
         return run_on_agents(plan, backend_note, &args);
     }
+    // Before any I/O: a map another run holds, or a damaged one, is bad input (exit code 2).
+    let prepared = verification::prepare(&plan, &args.verify_map)?;
     let targets = open_targets(&plan, &args)?;
     // After the targets, so that bad input is reported first (exit code 2).
     let mut store = open_store(&args.db)?;
     let mut plan = plan;
     let sla = apply_sla(&mut plan, &args);
     if plan.precondition && !precondition_targets(&plan, &targets, &store)? {
+        // Ctrl-C: the run still ends as every interrupted run does (summary, JSON, stored
+        // status `interrupted`), with no workload run.
         crate::outln!("interrupted while preconditioning: no workload ran; the same command resumes it");
-        return Ok(ExitCode::from(130));
     }
-    let verification = verification::open(&plan, &targets, &args.verify_map)?;
+    let verification = verification::open(&plan, &targets, prepared)?;
     let infos = target_infos(&targets, &store);
     let targets = Arc::new(targets);
     let mut cluster = remote::Cluster::local(targets.clone(), verification.as_ref().map(|v| v.map.clone()))?;
@@ -71,17 +76,72 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             outcome.error.get_or_insert(e.into());
         }
         if args.verify_final && outcome.error.is_none() && !outcome.result.interrupted {
-            let found = verification::final_pass(&targets, &v.map)?;
-            if found.problems() > 0 {
-                outcome.error = Some(CliError::Verification(format!(
-                    "verification found {} problems: {}",
-                    found.problems(),
-                    found.describe()
-                )));
+            // No read may be waited for longer than a step's outstanding I/O would be.
+            let stuck_after = Duration::from_secs_f64(args.stuck_after_s.unwrap_or(FINAL_PASS_STUCK_AFTER_S));
+            match verification::final_pass(&targets, &v.map, &v.path, stuck_after) {
+                Ok((found, pass)) => {
+                    let stored = match outcome.run_id {
+                        Some(id) => verification::store(&mut store, id, &found, &pass, &v.map),
+                        None => Ok(()),
+                    };
+                    let problems = found.counts.problems();
+                    if problems > 0 {
+                        if let Err(e) = stored {
+                            crate::errln!("{}", store_error(e));
+                        }
+                        outcome.error = Some(CliError::Verification(format!(
+                            "verification found {problems} problems: {}",
+                            found.counts.describe()
+                        )));
+                    } else if let Err(e) = stored {
+                        outcome.error = Some(store_error(e));
+                    }
+                    outcome.result.final_verification = Some(found);
+                }
+                Err(e) => outcome.error = Some(e),
             }
         }
     }
+    settle_status(&mut outcome, &store);
     finish(outcome, &args)
+}
+
+/// How long the final verification pass waits for a read that does not return, unless
+/// `--stuck-after-s` says otherwise.
+const FINAL_PASS_STUCK_AFTER_S: f64 = 30.0;
+
+/// The status a finished run ends with, in its result and in the database, once everything
+/// after the workloads (saving the map, the final verification) is done: `complete` with the
+/// reason for exit code 3 or 4 (e.g. the problems verification found), `failed` with the error.
+fn settle_status(outcome: &mut Outcome, store: &Store) {
+    let r = &mut outcome.result;
+    let reason = match &outcome.error {
+        Some(CliError::Verification(why)) => Some(why.clone()),
+        Some(CliError::Interrupted(why)) => {
+            // Ctrl-C after the workloads (in the final verification pass).
+            r.status = "interrupted".into();
+            r.interrupted = true;
+            Some(why.clone())
+        }
+        Some(e) => {
+            if r.status == "complete" || r.status == "aborted" {
+                // The policy's own abort keeps its status; any later failure is a failure.
+                r.status = if matches!(e, CliError::Aborted(_)) { "aborted" } else { "failed" }.into();
+            }
+            Some(e.to_string())
+        }
+        None if r.interrupted => None,
+        None => storage_verdict(r).map(|(_, why)| why),
+    };
+    if reason.is_none() {
+        return;
+    }
+    r.status_reason = reason;
+    if let Some(id) = outcome.run_id
+        && let Err(e) = store.set_status(id, &r.status, r.status_reason.as_deref())
+    {
+        outcome.error.get_or_insert(store_error(e));
+    }
 }
 
 /// A run on agents (`--hosts`): the same plan, recorder and analysis, with every step run on
@@ -92,7 +152,8 @@ fn run_on_agents(plan: Plan, backend_note: Option<String>, args: &RunArgs) -> Re
     let mut store = open_store(&args.db)?;
     let mut plan = plan;
     let sla = apply_sla(&mut plan, args);
-    let outcome = execute(&plan, infos, &mut cluster, None, backend_note, &args.label, &sla, &mut store);
+    let mut outcome = execute(&plan, infos, &mut cluster, None, backend_note, &args.label, &sla, &mut store);
+    settle_status(&mut outcome, &store);
     finish(outcome, args)
 }
 
@@ -131,8 +192,10 @@ fn storage_verdict(r: &RunResult) -> Option<(u8, String)> {
     let mut no_io = Vec::new();
     let mut lost = Vec::new();
     let mut verify = 0u64;
+    let mut stuck = 0u64;
     for (w, s) in steps {
-        errors += s.errors;
+        errors += s.errors + s.unmeasured_errors.iter().map(|e| e.count).sum::<u64>();
+        stuck += s.stuck_ios;
         verify += s.verify.as_ref().map_or(0, |v| v.problems());
         if s.flags.iter().any(|f| f.code == "no_io") {
             no_io.push(format!("{} at {} workers", w.name, s.workers));
@@ -150,6 +213,9 @@ fn storage_verdict(r: &RunResult) -> Option<(u8, String)> {
     let mut why = Vec::new();
     if errors > 0 {
         why.push(format!("the storage failed {errors} I/Os"));
+    }
+    if stuck > 0 {
+        why.push(format!("{stuck} I/Os never completed (stuck; see the steps' stuck flags)"));
     }
     if !no_io.is_empty() {
         why.push(format!("no I/O completed in {}", no_io.join(", ")));
@@ -233,6 +299,7 @@ fn overrides(args: &RunArgs) -> Overrides {
             direct: args.buffered.then_some(false),
             threads: args.threads,
             on_error: args.on_error,
+            stuck_after_s: args.stuck_after_s,
             verify: args.verify.then_some(true),
             compress: args.data.compress,
             dedupe: args.data.dedupe,
@@ -563,10 +630,24 @@ fn execute(
                     {
                         error = Some(store_error(e));
                     }
+                    if r.intervals.is_empty() && r.drain.stuck > 0 {
+                        // No interval to flag: the step is not kept, so say it here.
+                        crate::errln!(
+                            "WARNING: {} at {workers} workers: {} I/Os were still outstanding {:.1} s after the stop (oldest {:.1} s) and were given up as stuck",
+                            w.name,
+                            r.drain.stuck,
+                            r.drain.wait_ns as f64 / 1e9,
+                            r.drain.stuck_age_ns as f64 / 1e9
+                        );
+                    }
                     let s = iocurve_analysis::analyze_step_on(&r, seq, &th, &target_paths);
                     progress.finish_step(w.step_seconds(), &s);
                     if !r.intervals.is_empty() {
                         steps.push(s);
+                    }
+                    if let Some(why) = &r.aborted {
+                        // Kept like every step: the run ends after it, with status `aborted`.
+                        error.get_or_insert(CliError::Aborted(why.clone()));
                     }
                     if error.is_some() {
                         stop_run = true;
@@ -593,7 +674,9 @@ fn execute(
     progress.finish();
     let interrupted = signals::STOP.load(Ordering::Relaxed);
     let finished_at = time::now_rfc3339();
-    let status = if error.is_some() {
+    let status = if matches!(error, Some(CliError::Aborted(_))) {
+        "aborted"
+    } else if error.is_some() {
         "failed"
     } else if interrupted {
         "interrupted"
@@ -605,7 +688,12 @@ fn execute(
     {
         error.get_or_insert(store_error(e));
     }
-    let status = if error.is_some() { "failed" } else { status };
+    // A store that failed while the run was finished makes it a failure whatever it was.
+    let status = match &error {
+        Some(CliError::Aborted(_)) => "aborted",
+        Some(_) => "failed",
+        None => status,
+    };
     let result = RunResult {
         schema_version: SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -619,6 +707,8 @@ fn execute(
         targets: target_infos,
         plan: plan_json,
         workloads,
+        // Set after the run, when `--verify-final` read everything back.
+        final_verification: None,
     };
     crate::out!("{}", terminal::run_summary(&result));
     Outcome { result, run_id, error }

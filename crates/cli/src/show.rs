@@ -56,12 +56,13 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
         finished_at: s.run.finished_at.clone().unwrap_or_default(),
         interrupted: s.run.status != "complete",
         status: s.run.status.clone(),
-        status_reason: None,
+        status_reason: s.run.status_reason.clone(),
         host,
         sla: sla.is_set().then_some(sla),
         targets,
         plan,
         workloads,
+        final_verification: s.verification.as_ref().map(crate::verification::from_stored),
     })
 }
 
@@ -85,8 +86,17 @@ pub fn runs(db: &Path) -> Result<ExitCode, CliError> {
             }
         };
         let label = if r.label.is_empty() { String::new() } else { format!(" \"{}\"", r.label) };
+        let verified = match store.verification(r.id)? {
+            Some(v) => match v.lost + v.corrupt + v.misplaced {
+                0 => format!(", verify: clean ({} blocks)", v.checked),
+                n => format!(", verify: {n} problems"),
+            },
+            None => String::new(),
+        };
+        // A run that finished but not clean (exit code 3 or 4) says so beside its status.
+        let unclean = if r.status == "complete" && r.status_reason.is_some() { " with failures" } else { "" };
         crate::outln!(
-            "{:>4}  {}{label}  plan {}  host {}  targets {}  {}  |  {summary}",
+            "{:>4}  {}{label}  plan {}  host {}  targets {}  {}{unclean}{verified}  |  {summary}",
             r.id,
             r.started_at,
             r.plan_name,
@@ -103,8 +113,19 @@ pub fn show(db: &Path, id: i64, sla: &SlaArgs) -> Result<ExitCode, CliError> {
     let stored = store.load(id)?;
     let result = rebuild(&stored, sla)?;
     let label = if stored.run.label.is_empty() { String::new() } else { format!(" \"{}\"", stored.run.label) };
-    crate::outln!("run {}{label}: plan {}, {}", stored.run.id, stored.run.plan_name, status(&stored.run.status));
+    let reason = stored.run.status_reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default();
+    crate::outln!(
+        "run {}{label}: plan {}, {}{reason}",
+        stored.run.id,
+        stored.run.plan_name,
+        status(&stored.run.status)
+    );
     crate::out!("{}", terminal::run_report(&result));
+    if let Some(v) = &result.final_verification
+        && v.counts.problems() > 0
+    {
+        crate::outln!("  every problem: iocurve export {id} --format problems -o FILE.csv");
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -149,6 +170,7 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
         ExportFormat::Json => write_json(&result, output)
             .map_err(|e| CliError::Runtime(format!("cannot write {}: {e}", output.display())))?,
         ExportFormat::FioJson => write(output, &export::fio_json(&result))?,
+        ExportFormat::Problems => return crate::verification::export_problems(&store, id, output),
         ExportFormat::Histograms => {
             let named: Vec<(String, Vec<_>)> = stored
                 .workloads

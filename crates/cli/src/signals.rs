@@ -1,5 +1,6 @@
-//! Ctrl-C: the first one asks the run to stop after the current interval; the second ends the
-//! process at once (exit code 130).
+//! Ctrl-C: the first one stops the run at once — the step drops its unfinished interval, waits
+//! briefly for outstanding I/Os, and the run ends with its summary, JSON and stored status;
+//! the second ends the process at once (exit code 130).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
@@ -12,7 +13,8 @@ extern "C" fn on_sigint(_: libc::c_int) {
         unsafe { libc::_exit(130) };
     }
     STOP.store(true, Ordering::SeqCst);
-    let msg = b"\ninterrupted: finishing the current interval (Ctrl-C again to stop at once)\n";
+    let msg =
+        b"\ninterrupted: stopping now; finished intervals are kept (Ctrl-C again to exit at once, without a summary)\n";
     // SAFETY: write(2) is async-signal-safe; the buffer is static.
     unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
 }

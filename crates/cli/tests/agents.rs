@@ -267,9 +267,14 @@ fn three_agents_in_their_own_namespaces_run_together_and_add_up_exactly() {
             }
         }
         assert_eq!(rows[&(k, String::new())], union, "step {k}: merged histogram = union of the hosts'");
+        // Every completed I/O, and those outstanding at the step's end (late or stuck), whose
+        // latency counts without being an operation of the step.
         assert_eq!(
             union.values().sum::<u64>(),
-            s["read"]["ops"].as_u64().unwrap() + s["write"]["ops"].as_u64().unwrap()
+            s["read"]["ops"].as_u64().unwrap()
+                + s["write"]["ops"].as_u64().unwrap()
+                + s["late_ios"].as_u64().unwrap()
+                + s["stuck_ios"].as_u64().unwrap()
         );
         for (key, p) in [("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p99_9", 99.9)] {
             let want = percentile(&union, p) as f64 / 1000.0;

@@ -382,7 +382,7 @@ fn ctrl_c_keeps_finished_intervals_and_exits_nonzero() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
-    assert!(stderr(&o).contains("finishing the current interval"));
+    assert!(stderr(&o).contains("stopping now"), "{}", stderr(&o));
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("i.json")).unwrap()).unwrap();
     assert_eq!(r["interrupted"], true);
@@ -442,11 +442,32 @@ fn buffered_io_and_read_share_overrides() {
     check_steps(&r, 8192);
 }
 
+/// Issue 13, part 3: threads are a resource like memory. A step needing more threads than the
+/// pids cgroup allows is refused before any I/O, naming the limit.
+#[test]
+fn a_step_beyond_the_pids_limit_is_refused_before_any_io() {
+    let limit = PidsLimit::new(24);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(bin());
+    cmd.args(args(
+        &["run", "--size", "64m", "--backend", "psync", "--workload", "backend-random-read-4k", "--ramp", "1,64"],
+        FAST,
+    ))
+    .current_dir(dir.path());
+    limit.apply(&mut cmd);
+    let o = cmd.output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("64 I/O threads") && err.contains("pids.max 24"), "{err}");
+    assert!(!dir.path().join("iocurve-scratch.dat").exists(), "nothing was created");
+}
+
 #[test]
 fn thread_creation_failure_ends_the_run_with_a_clear_error() {
-    // psync wants 64 threads; the cgroup allows 24 tasks. The threads already started must be
-    // released and the run must end with an error, not hang.
-    let limit = PidsLimit::new(24);
+    // psync wants 64 threads; the cgroup allowed them at the start, then only 24 tasks (another
+    // process took the room). The threads already started must be released and the run must end
+    // with an error, not hang.
+    let limit = PidsLimit::new(1000);
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(bin());
     cmd.args(args(
@@ -462,14 +483,28 @@ fn thread_creation_failure_ends_the_run_with_a_clear_error() {
             "1,64",
             "--json",
             "p.json",
+            "--warmup-s",
+            "0.5",
+            "--intervals",
+            "4",
+            "--interval-s",
+            "0.5",
         ],
-        FAST,
+        &[],
     ))
     .current_dir(dir.path())
     .stdout(std::process::Stdio::piped())
     .stderr(std::process::Stdio::piped());
     limit.apply(&mut cmd);
     let mut child = cmd.spawn().unwrap();
+    // The first step (1 worker, 2.5 s) runs once the database exists; lower the limit in it.
+    let db = dir.path().join("iocurve.db");
+    let t = std::time::Instant::now();
+    while !db.exists() && t.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    std::fs::write(limit.dir.join("pids.max"), "24").unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while child.try_wait().unwrap().is_none() {
         if std::time::Instant::now() > deadline {
@@ -480,11 +515,16 @@ fn thread_creation_failure_ends_the_run_with_a_clear_error() {
     }
     let o = child.wait_with_output().unwrap();
     let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("cannot start I/O thread") && !err.contains("panicked"), "{err}");
+    // Refused by the per-step check (exit 2) or failed at the spawn (exit 1): either way a
+    // clear error, never a hang or a panic.
+    assert!(matches!(o.status.code(), Some(1) | Some(2)), "{err}");
+    assert!(
+        (err.contains("cannot start I/O thread") || err.contains("pids.max 24")) && !err.contains("panicked"),
+        "{err}"
+    );
     // The step that ran is kept: nothing finished is lost.
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("p.json")).unwrap()).unwrap();
+    let text = std::fs::read_to_string(dir.path().join("p.json")).unwrap_or_else(|e| panic!("p.json: {e}: {err}"));
+    let r: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(steps(&r, 0).len(), 1);
     assert!(!dir.path().join("iocurve-scratch.dat").exists());
 }

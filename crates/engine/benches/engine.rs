@@ -27,6 +27,7 @@ fn workload(read_pct: f64, pattern: Pattern, qd: u32, seconds: f64) -> Workload 
         threads: 1,
         data: DataPattern::default(),
         on_error: Default::default(),
+        stuck_after_s: None,
         verify: false,
     }
 }

@@ -67,6 +67,83 @@ pub fn check_step(w: &Workload, workers: u32, backend: Backend) -> Result<(), En
     Ok(())
 }
 
+/// Refuses, before a run starts, a step whose I/O threads this process may not start (the pids
+/// cgroup, RLIMIT_NPROC) or whose rings it may not open (RLIMIT_NOFILE). Only before the run:
+/// mid-run, threads of earlier steps left blocked in the kernel take room, and a thread that
+/// cannot start is a failure of the run (exit code 1), not bad input.
+pub fn check_limits(w: &Workload, workers: u32, backend: Backend) -> Result<(), EngineError> {
+    let threads = match backend {
+        Backend::Psync => workers as u64 * w.queue_depth as u64,
+        _ => (if w.threads == 0 { crate::host::cores() as u64 } else { w.threads as u64 }).min(workers as u64),
+    };
+    if let Some((room, limit)) = task_room()
+        && threads > room
+    {
+        return Err(EngineError::Input(format!(
+            "workload {}: a step of {workers} workers needs {threads} I/O threads, but only {room} more may start here ({limit}): lower --ramp{}, or raise the limit",
+            w.name,
+            if backend == Backend::Psync { " or --qd, use io_uring" } else { " or --threads" }
+        )));
+    }
+    if backend == Backend::IoUring
+        && let Some((room, limit)) = fd_room()
+        && threads > room
+    {
+        return Err(EngineError::Input(format!(
+            "workload {}: a step with {threads} io_uring threads needs a descriptor per ring, but only {room} more may be opened ({limit}): raise it (ulimit -n) or lower --threads",
+            w.name
+        )));
+    }
+    Ok(())
+}
+
+/// Threads this process may still start, and the limit that says so: the pids controller of
+/// its cgroup (v2 or v1), and RLIMIT_NPROC unless root (which it does not bind).
+fn task_room() -> Option<(u64, String)> {
+    let mut best: Option<(u64, String)> = None;
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    for line in cgroups.lines() {
+        let mut f = line.splitn(3, ':');
+        let (Some(_), Some(ctrl), Some(path)) = (f.next(), f.next(), f.next()) else { continue };
+        let dir = match ctrl {
+            "" => format!("/sys/fs/cgroup{path}"),
+            c if c.split(',').any(|x| x == "pids") => format!("/sys/fs/cgroup/pids{path}"),
+            _ => continue,
+        };
+        let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).ok().map(|s| s.trim().to_string());
+        let (Some(max), Some(cur)) = (read("pids.max"), read("pids.current")) else { continue };
+        let (Ok(max), Ok(cur)) = (max.parse::<u64>(), cur.parse::<u64>()) else { continue };
+        let room = max.saturating_sub(cur);
+        if best.as_ref().is_none_or(|b| room < b.0) {
+            best = Some((room, format!("pids.max {max} of cgroup {path}, {cur} tasks in it")));
+        }
+    }
+    // SAFETY: plain getters.
+    if unsafe { libc::geteuid() } != 0 {
+        let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut lim) } == 0 && lim.rlim_cur != libc::RLIM_INFINITY {
+            // The user's processes and threads all count; this process's own are a lower bound.
+            let own = std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count() as u64);
+            let room = lim.rlim_cur.saturating_sub(own);
+            if best.as_ref().is_none_or(|b| room < b.0) {
+                best = Some((room, format!("RLIMIT_NPROC {}", lim.rlim_cur)));
+            }
+        }
+    }
+    best
+}
+
+/// Descriptors this process may still open, and RLIMIT_NOFILE.
+fn fd_room() -> Option<(u64, String)> {
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: getrlimit into a zeroed struct.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 || lim.rlim_cur == libc::RLIM_INFINITY {
+        return None;
+    }
+    let open = std::fs::read_dir("/proc/self/fd").ok()?.count() as u64;
+    Some((lim.rlim_cur.saturating_sub(open), format!("RLIMIT_NOFILE {}, {open} open", lim.rlim_cur)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

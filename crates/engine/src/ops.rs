@@ -195,6 +195,7 @@ mod tests {
             threads: 0,
             data: Default::default(),
             on_error: Default::default(),
+            stuck_after_s: None,
             verify: false,
         }
     }

@@ -11,8 +11,8 @@
 
 use std::collections::BTreeSet;
 use std::os::fd::AsRawFd;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use iocurve_plan::DataPattern;
@@ -95,71 +95,110 @@ pub fn precondition(
     let n = chunks(t.size, cfg.bs);
     let have: BTreeSet<u64> = resume.above.iter().copied().collect();
     let todo: Vec<u64> = (resume.watermark..n).filter(|c| !have.contains(c)).collect();
-    let done = Mutex::new(Done { watermark: resume.watermark, above: have });
-    let next = AtomicUsize::new(0);
-    let session = std::sync::atomic::AtomicU64::new(0);
-    let failed: Mutex<Option<EngineError>> = Mutex::new(None);
-    let halt = AtomicBool::new(false);
     let writers = (cfg.qd as usize).clamp(1, todo.len().max(1));
+    // The writers are not scoped: one blocked in pwrite on storage that stopped answering is
+    // left behind after a stop (its chunk stays unwritten in the state), so they share what
+    // they use.
+    let sh = Arc::new(Shared {
+        todo,
+        done: Mutex::new(Done { watermark: resume.watermark, above: have }),
+        next: AtomicUsize::new(0),
+        session: AtomicU64::new(0),
+        failed: Mutex::new(None),
+        halt: AtomicBool::new(false),
+        running: AtomicUsize::new(writers),
+    });
     let started = Instant::now();
-    let fd = t.file.as_raw_fd();
+    // The writers' own descriptor: a writer left behind keeps the file open, not a number
+    // that the caller's close may hand to another file.
+    let file = Arc::new(t.file.try_clone().map_err(|e| EngineError::io(format!("{}", t.path.display()), e))?);
     let report = |progress: &mut dyn FnMut(&PreProgress)| {
-        let state = done.lock().unwrap_or_else(|e| e.into_inner()).state();
+        let state = sh.done.lock().unwrap_or_else(|e| e.into_inner()).state();
         let done_bytes = (state.written_chunks() * cfg.bs).min(t.size);
         progress(&PreProgress {
             state,
             done_bytes,
             total_bytes: t.size,
-            session_bytes: session.load(Ordering::Relaxed),
+            session_bytes: sh.session.load(Ordering::Relaxed),
             elapsed: started.elapsed(),
         });
     };
-    let running = AtomicUsize::new(writers);
-    std::thread::scope(|s| {
-        for wi in 0..writers {
-            let (todo, done, next, session, failed, halt, running) =
-                (&todo, &done, &next, &session, &failed, &halt, &running);
-            s.spawn(move || {
-                let mut rng = Rng::seed_from(wi as u64 + 0x5052_4543);
-                let mut pool = BufferPool::new(1, cfg.bs as usize);
-                let mut data = DataGen::new(&cfg.pattern, cfg.dedupe_unit as usize, Pool::shared(), &mut rng);
-                data.prepare(pool.slice_mut(0), &mut rng);
-                while !stop.load(Ordering::Relaxed) && !halt.load(Ordering::Relaxed) {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&chunk) = todo.get(i) else { break };
-                    let off = chunk * cfg.bs;
-                    let len = cfg.bs.min(t.size - off) as usize;
-                    let buf = &mut pool.slice_mut(0)[..len];
-                    data.fill(buf, off, &mut rng);
-                    if let Err(e) = write_all(fd, buf, off) {
-                        let msg = format!(
-                            "precondition: write of {len} bytes at offset {off} of {} failed",
-                            t.path.display()
-                        );
-                        failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(EngineError::io(msg, e));
-                        halt.store(true, Ordering::Relaxed);
-                        break;
-                    }
-                    session.fetch_add(len as u64, Ordering::Relaxed);
-                    done.lock().unwrap_or_else(|p| p.into_inner()).mark(chunk);
+    for wi in 0..writers {
+        let (w, file, cfg) = (sh.clone(), file.clone(), *cfg);
+        let (size, path) = (t.size, t.path.clone());
+        let spawned = std::thread::Builder::new().name(format!("iocurve-pre{wi}")).spawn(move || {
+            let mut rng = Rng::seed_from(wi as u64 + 0x5052_4543);
+            let mut pool = BufferPool::new(1, cfg.bs as usize);
+            let mut data = DataGen::new(&cfg.pattern, cfg.dedupe_unit as usize, Pool::shared(), &mut rng);
+            data.prepare(pool.slice_mut(0), &mut rng);
+            while !w.halt.load(Ordering::Relaxed) {
+                let i = w.next.fetch_add(1, Ordering::Relaxed);
+                let Some(&chunk) = w.todo.get(i) else { break };
+                let off = chunk * cfg.bs;
+                let len = cfg.bs.min(size - off) as usize;
+                let buf = &mut pool.slice_mut(0)[..len];
+                data.fill(buf, off, &mut rng);
+                if let Err(e) = write_all(file.as_raw_fd(), buf, off) {
+                    let msg =
+                        format!("precondition: write of {len} bytes at offset {off} of {} failed", path.display());
+                    w.failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(EngineError::io(msg, e));
+                    w.halt.store(true, Ordering::Relaxed);
+                    break;
                 }
-                running.fetch_sub(1, Ordering::Release);
-            });
-        }
-        let mut last = Instant::now();
-        while running.load(Ordering::Acquire) > 0 {
-            std::thread::sleep(Duration::from_millis(20));
-            if last.elapsed() >= every {
-                last = Instant::now();
-                report(progress);
+                w.session.fetch_add(len as u64, Ordering::Relaxed);
+                w.done.lock().unwrap_or_else(|p| p.into_inner()).mark(chunk);
             }
+            w.running.fetch_sub(1, Ordering::Release);
+        });
+        if let Err(e) = spawned {
+            sh.halt.store(true, Ordering::Relaxed);
+            // The writers that did start stop at their next chunk.
+            sh.running.fetch_sub(writers - wi, Ordering::Release);
+            return Err(EngineError::io(format!("precondition: cannot start writer {wi} of {writers}"), e));
         }
-    });
+    }
+    let mut last = Instant::now();
+    let mut stopped_at: Option<Instant> = None;
+    let mut left_behind = 0;
+    while sh.running.load(Ordering::Acquire) > 0 {
+        std::thread::sleep(Duration::from_millis(20));
+        if stop.load(Ordering::Relaxed) && stopped_at.is_none() {
+            sh.halt.store(true, Ordering::Relaxed);
+            stopped_at = Some(Instant::now());
+        }
+        if stopped_at.is_some_and(|at| at.elapsed() >= STOP_WAIT) {
+            // Writers still in pwrite a second after the stop are blocked in the kernel: their
+            // chunks are not in the state, and the stop does not wait for them.
+            left_behind = sh.running.load(Ordering::Acquire);
+            break;
+        }
+        if last.elapsed() >= every {
+            last = Instant::now();
+            report(progress);
+        }
+    }
     report(progress);
-    if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+    if let Some(e) = sh.failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
         return Err(e);
     }
-    Ok(done.into_inner().unwrap_or_else(|p| p.into_inner()).state())
+    if left_behind > 0 {
+        tracing::warn!("precondition: {left_behind} writes to {} did not return after the stop", t.path.display());
+    }
+    Ok(sh.done.lock().unwrap_or_else(|p| p.into_inner()).state())
+}
+
+/// How long a stop waits for writes in flight before it leaves them to the kernel.
+const STOP_WAIT: Duration = Duration::from_secs(1);
+
+/// What the writers share.
+struct Shared {
+    todo: Vec<u64>,
+    done: Mutex<Done>,
+    next: AtomicUsize,
+    session: AtomicU64,
+    failed: Mutex<Option<EngineError>>,
+    halt: AtomicBool,
+    running: AtomicUsize,
 }
 
 fn write_all(fd: i32, buf: &[u8], off: u64) -> std::io::Result<()> {

@@ -3,7 +3,12 @@
 //! The coordinator here spawns the I/O threads, starts them together, reads host CPU at every
 //! interval boundary, merges the threads' interval stats as they arrive (exact histogram
 //! merges) and reports progress. A step stops early when `stop` is set (Ctrl-C): the threads
-//! close the interval they are in and drain.
+//! drop the interval they are in and drain.
+//!
+//! No I/O is waited for forever: when the threads stop issuing, outstanding I/Os get a bounded
+//! wait (see `Schedule::stuck_wait_ns`); then each thread gives up what is still out (cancels
+//! it, counts it as stuck with its age), and the coordinator gives up threads that do not come
+//! back at all (psync blocked in the kernel) and ends the step without them.
 
 use std::collections::BTreeMap;
 use std::os::fd::RawFd;
@@ -33,7 +38,8 @@ pub struct StepConfig<'a> {
     /// I/O threads for io_uring and null (psync: one per outstanding I/O).
     pub threads: usize,
     pub targets: &'a TargetSet,
-    /// Set by Ctrl-C: finish the current interval and stop.
+    /// Set by Ctrl-C: stop now (the unfinished interval is dropped), wait briefly for
+    /// outstanding I/Os.
     pub stop: &'a AtomicBool,
     /// Faults to inject (tests and demonstrations); usually none.
     pub faults: &'a [Fault],
@@ -236,9 +242,12 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
         }
     };
     let nthreads = plan.len();
-    let step_stop = AtomicBool::new(false);
-    let lives: Vec<Live> = (0..nthreads).map(|_| Live::default()).collect();
-    let gate = Gate::default();
+    // The I/O threads are not scoped: one blocked in a system call on storage that stopped
+    // answering (psync) is given up and left behind, and the step ends without it. So they
+    // own (or share) everything they use.
+    let step_stop = Arc::new(AtomicBool::new(false));
+    let lives: Arc<[Live]> = (0..nthreads).map(|_| Live::default()).collect();
+    let gate = Arc::new(Gate::default());
     let (tx, rx) = mpsc::channel::<(usize, Msg)>();
     let max_bs = w.max_bs() as usize;
     let writes = w.writes();
@@ -247,67 +256,72 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
         w.on_error,
         cfg.targets.targets.iter().map(|t| t.path.display().to_string()).collect(),
     ));
+    let shared_w = Arc::new(w.clone());
 
-    std::thread::scope(|scope| -> Result<StepRecord, EngineError> {
-        for (ti, workers) in plan.into_iter().enumerate() {
-            let (tx, gate, step_stop, live) = (tx.clone(), &gate, &step_stop, &lives[ti]);
-            let opgen = opgen.clone();
-            let fds = fds.clone();
-            let backend = cfg.backend;
-            let (faults, errors) = (faults.clone(), errors.clone());
-            let verify = if w.verify { cfg.verify.clone() } else { None };
-            let abort = cfg.abort.clone();
-            let builder = std::thread::Builder::new().name(format!("iocurve-io{ti}")).stack_size(256 << 10);
-            let spawned = builder.spawn_scoped(scope, move || {
-                let send = |m: Msg| {
+    for (ti, workers) in plan.into_iter().enumerate() {
+        let (tx, thread_gate, step_stop, lives) = (tx.clone(), gate.clone(), step_stop.clone(), lives.clone());
+        let w = shared_w.clone();
+        let opgen = opgen.clone();
+        let fds = fds.clone();
+        let backend = cfg.backend;
+        let (faults, errors) = (faults.clone(), errors.clone());
+        let verify = if w.verify { cfg.verify.clone() } else { None };
+        let abort = cfg.abort.clone();
+        let builder = std::thread::Builder::new().name(format!("iocurve-io{ti}")).stack_size(256 << 10);
+        let spawned = builder.spawn(move || {
+            let live = &lives[ti];
+            let send = |m: Msg| {
+                // An abandoned thread that comes back reports nothing: the step went on without it.
+                if !live.abandoned.load(Ordering::Relaxed) {
                     let _ = tx.send((ti, m));
-                };
-                let mut rng = Rng::seed_from(ti as u64 + 1);
-                let mut pool = BufferPool::new(workers.len(), max_bs);
-                let data = DataGen::new(&w.data, w.dedupe_unit() as usize, Pool::shared(), &mut rng);
-                if writes {
-                    for i in 0..workers.len() {
-                        data.prepare(pool.slice_mut(i), &mut rng);
-                    }
                 }
-                let start = || gate.arrive().map(|t0| Schedule::new(t0, w));
-                let n = workers.len();
-                let parts = Parts { opgen, rng, pool, data, workers, errors, faults, verify, abort };
-                let result = match backend {
-                    Backend::IoUring => match UringBackend::new(n, &fds, (parts.pool.base(), parts.pool.total_len())) {
-                        Ok(b) => {
-                            let mut s = parts.slots(b);
-                            run_slots(&mut s, start(), step_stop, live, &send)
-                        }
-                        Err(e) => {
-                            start();
-                            Err(format!("cannot set up io_uring: {e}"))
-                        }
-                    },
-                    Backend::Psync => {
-                        let mut s = parts.slots(PsyncBackend::new(fds));
-                        run_slots(&mut s, start(), step_stop, live, &send)
-                    }
-                    Backend::Null => {
-                        let mut s = parts.slots(NullBackend::new(n));
-                        run_slots(&mut s, start(), step_stop, live, &send)
-                    }
-                };
-                send(match result {
-                    Ok(()) => Msg::Done,
-                    Err(e) => Msg::Failed(e),
-                });
-            });
-            if let Err(e) = spawned {
-                // The threads already spawned wait at the gate: send them home.
-                gate.abort();
-                return Err(EngineError::io(format!("cannot start I/O thread {ti} of {nthreads}"), e));
+            };
+            let mut rng = Rng::seed_from(ti as u64 + 1);
+            let mut pool = BufferPool::new(workers.len(), max_bs);
+            let data = DataGen::new(&w.data, w.dedupe_unit() as usize, Pool::shared(), &mut rng);
+            if writes {
+                for i in 0..workers.len() {
+                    data.prepare(pool.slice_mut(i), &mut rng);
+                }
             }
+            let start = || thread_gate.arrive().map(|t0| Schedule::new(t0, &w));
+            let n = workers.len();
+            let parts = Parts { opgen, rng, pool, data, workers, errors, faults, verify, abort };
+            let stop = &*step_stop;
+            let result = match backend {
+                Backend::IoUring => match UringBackend::new(n, &fds, (parts.pool.base(), parts.pool.total_len())) {
+                    Ok(b) => {
+                        let mut s = parts.slots(b);
+                        run_slots(&mut s, start(), stop, live, &send)
+                    }
+                    Err(e) => {
+                        start();
+                        Err(format!("cannot set up io_uring: {e}"))
+                    }
+                },
+                Backend::Psync => {
+                    let mut s = parts.slots(PsyncBackend::new(fds));
+                    run_slots(&mut s, start(), stop, live, &send)
+                }
+                Backend::Null => {
+                    let mut s = parts.slots(NullBackend::new(n));
+                    run_slots(&mut s, start(), stop, live, &send)
+                }
+            };
+            send(match result {
+                Ok(()) => Msg::Done,
+                Err(e) => Msg::Failed(e),
+            });
+        });
+        if let Err(e) = spawned {
+            // The threads already spawned wait at the gate: send them home.
+            gate.abort();
+            return Err(EngineError::io(format!("cannot start I/O thread {ti} of {nthreads}"), e));
         }
-        drop(tx);
-        let sched = Schedule::new(gate.open(nthreads), w);
-        coordinate(cfg, w, nthreads, &sched, &rx, &step_stop, &lives, obs)
-    })
+    }
+    drop(tx);
+    let sched = Schedule::new(gate.open(nthreads), w);
+    coordinate(cfg, w, nthreads, &sched, &rx, &step_stop, &lives, &errors, obs)
 }
 
 /// Runs a thread's slots once the gate opened (`sched` None: the step was called off). If I/O
@@ -322,7 +336,12 @@ fn run_slots<B: crate::backend::Backend>(
 ) -> Result<(), String> {
     let Some(sched) = sched else { return Ok(()) };
     match worker::run(s, &sched, stop, live, send) {
-        Ok(()) => Ok(()),
+        Ok(0) => Ok(()),
+        Ok(_) => {
+            // Stuck I/Os the kernel did not give back may still write into their buffers.
+            std::mem::forget(std::mem::replace(&mut s.pool, crate::buffer::BufferPool::new(1, 0)));
+            Ok(())
+        }
         Err((e, inflight)) => {
             if inflight > 0 {
                 std::mem::forget(std::mem::replace(&mut s.pool, crate::buffer::BufferPool::new(1, 0)));
@@ -331,6 +350,10 @@ fn run_slots<B: crate::backend::Backend>(
         }
     }
 }
+
+/// A thread that has not reported within this long after its own deadline for outstanding
+/// I/Os is blocked in a system call (psync on storage that stopped answering): it is given up.
+const ABANDON_MARGIN_NS: u64 = worker::POLL_NS + worker::CANCEL_WAIT_NS + 200_000_000;
 
 #[allow(clippy::too_many_arguments)]
 fn coordinate(
@@ -341,6 +364,7 @@ fn coordinate(
     rx: &mpsc::Receiver<(usize, Msg)>,
     step_stop: &AtomicBool,
     lives: &[Live],
+    errors: &ErrorState,
     obs: &mut dyn StepObserver,
 ) -> Result<StepRecord, EngineError> {
     let t0 = sched.t0;
@@ -350,45 +374,123 @@ fn coordinate(
     // CPU readings at boundaries 0..=K (start of interval 0 .. end of the last).
     let mut cpu: Vec<Option<CpuTimes>> = vec![None; w.intervals as usize + 1];
     let mut next_cpu = 0u32;
-    let mut pending: BTreeMap<u32, (usize, IntervalStats)> = BTreeMap::new();
+    // Per interval: which threads reported it, and their stats merged.
+    let mut pending: BTreeMap<u32, (Vec<bool>, IntervalStats)> = BTreeMap::new();
     let mut rec = StepRecord::new(cfg.workers, w.queue_depth, nthreads, w.interval_s, w.interval_s / spp as f64);
     obs.started(&rec);
-    let mut finished = 0usize;
+    // Per thread: it said Done (or Failed), or it was given up; and whether it was given up.
+    let mut finished = vec![false; nthreads];
+    let mut given_up = vec![false; nthreads];
     let mut failure: Option<String> = None;
+    let mut tail = worker::Tail::default();
+    // Some thread saw its last I/O complete without a stall past the step's end.
+    let mut completed_in_time = false;
+    // When the threads stopped issuing (ns since t0) and whether that was a stop before the
+    // step's end.
+    let mut ended: Option<(u64, bool)> = None;
+    // When the coordinator first saw the step told to stop (Ctrl-C, an abort), in ns since t0.
+    let mut stop_seen: Option<u64> = None;
+    let end_ns = sched.boundary_ns(w.intervals);
     let planned_s = w.step_seconds();
+    let last = w.intervals - 1;
     loop {
         let now = Instant::now();
         let cpu_at = (next_cpu <= w.intervals).then(|| t0 + Duration::from_nanos(sched.boundary_ns(next_cpu)));
         let wake = cpu_at.map_or(next_tick, |c| c.min(next_tick));
         match rx.recv_timeout(wake.saturating_duration_since(now)) {
-            Ok((_, Msg::Interval { index, stats })) => {
-                let e = pending.entry(index).or_insert_with(|| (0, IntervalStats::default()));
-                e.0 += 1;
+            Ok((ti, Msg::Interval { index, stats })) => {
+                let e = pending.entry(index).or_insert_with(|| (vec![false; nthreads], IntervalStats::default()));
+                e.0[ti] = true;
                 e.1.merge(&stats);
             }
-            Ok((_, Msg::Done)) => finished += 1,
+            Ok((_, Msg::Drained(t))) => {
+                tail.read.merge(&t.read);
+                tail.write.merge(&t.write);
+                tail.drain.merge(&t.drain);
+                tail.unmeasured_errors.merge(&t.unmeasured_errors);
+                // Per thread, the stall it saw past the end; the host stalled only while no
+                // thread saw a completion (as `IntervalStats::merge`): the shortest.
+                tail.gap_ns = min_gap(tail.gap_ns, t.gap_ns);
+                completed_in_time |= t.gap_ns.is_none();
+            }
+            Ok((ti, Msg::Done)) => finished[ti] = true,
             Ok((ti, Msg::Failed(e))) => {
-                finished += 1;
+                finished[ti] = true;
                 failure.get_or_insert(format!("I/O thread {ti}: {e}"));
                 step_stop.store(true, Ordering::Relaxed);
             }
             Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => finished = nthreads,
+            Err(RecvTimeoutError::Disconnected) => finished.iter_mut().for_each(|f| *f = true),
         }
         if cfg.stop.load(Ordering::Relaxed) {
             step_stop.store(true, Ordering::Relaxed);
         }
         let now = Instant::now();
+        let now_ns = now.duration_since(t0).as_nanos() as u64;
+        if ended.is_none() {
+            if step_stop.load(Ordering::Relaxed) && now_ns < end_ns {
+                ended = Some((now_ns, true));
+            } else if now_ns >= end_ns {
+                ended = Some((end_ns, false));
+            }
+        }
         while next_cpu <= w.intervals && now >= t0 + Duration::from_nanos(sched.boundary_ns(next_cpu)) {
             cpu[next_cpu as usize] = cpu_times();
             next_cpu += 1;
         }
-        // Hand on every interval that all threads reported, in order.
-        while let Some((&idx, (n, _))) = pending.first_key_value() {
-            if *n < nthreads || idx as usize != rec.intervals.len() {
+        let all_done = finished.iter().all(|&f| f);
+        // Threads still out long after their deadline for outstanding I/Os are blocked in the
+        // kernel: count their I/Os as stuck and go on without them.
+        if stop_seen.is_none() && step_stop.load(Ordering::Relaxed) {
+            stop_seen = Some(now_ns);
+        }
+        if let Some((at, stopped)) = ended
+            && !all_done
+        {
+            let max_lat = lives.iter().map(|l| l.max_lat_ns.load(Ordering::Relaxed)).max().unwrap_or(0);
+            let wait = sched.stuck_wait_ns(stopped, max_lat);
+            let mut give_up_at = at + wait + ABANDON_MARGIN_NS;
+            // A Ctrl-C during the wait at the step's end cuts it short, as in the threads.
+            if let Some(s) = stop_seen {
+                give_up_at = give_up_at.min(s.max(at) + worker::STOP_WAIT_NS + ABANDON_MARGIN_NS);
+            }
+            if now_ns >= give_up_at {
+                tail.drain.wait_ns = tail.drain.wait_ns.max(wait);
+                abandon(lives, &mut finished, &mut given_up, now_ns, sched.warmup_ns, &mut tail);
+                if let Some(map) = &cfg.verify {
+                    // Their claimed blocks may or may not receive the stuck writes.
+                    map.forget_claimed();
+                }
+            }
+        }
+        let all_done = finished.iter().all(|&f| f);
+        // Hand on every interval that all threads reported, in order; the last one once every
+        // thread is done, with the latencies of the I/Os outstanding at the step's end.
+        let abandoned = given_up.iter().filter(|&&g| g).count();
+        loop {
+            let idx = rec.intervals.len() as u32;
+            if idx >= w.intervals {
                 break;
             }
-            let (_, (_, stats)) = pending.pop_first().expect("checked above");
+            let complete = pending
+                .get(&idx)
+                .is_some_and(|(by, _)| by.iter().zip(&given_up).all(|(&reported, &gone)| reported || gone));
+            // Given-up threads report no more: an interval that ended before the threads
+            // stopped issuing is handed on with what the others measured (nothing at all when
+            // every thread was given up: a stall from its start to its end).
+            let without = abandoned > 0 && all_done && ended.is_some_and(|(at, _)| sched.boundary_ns(idx + 1) <= at);
+            if !(complete || without) || (idx == last && !all_done) {
+                break;
+            }
+            let mut stats = pending.remove(&idx).map(|p| p.1).unwrap_or_else(|| {
+                let mut s = IntervalStats::with_samples(spp as usize);
+                let since = lives.iter().map(|l| l.last_wake_ns.load(Ordering::Relaxed)).max().unwrap_or(0);
+                s.max_gap_ns = Some(sched.boundary_ns(idx + 1).saturating_sub(since.max(sched.warmup_ns)));
+                s
+            });
+            if idx == last {
+                add_tail(&mut stats, &tail, !completed_in_time);
+            }
             let end = cpu[idx as usize + 1].or_else(cpu_times);
             let usage = match (cpu[idx as usize], end) {
                 (Some(a), Some(b)) => CpuUsage::between(&a, &b),
@@ -397,7 +499,7 @@ fn coordinate(
             obs.interval(idx, &stats, &usage, w.interval_s);
             rec.push_interval(stats, usage, w.interval_s);
         }
-        if now >= next_tick || finished == nthreads {
+        if now >= next_tick || all_done {
             next_tick = now + tick;
             let elapsed = now.duration_since(t0).as_secs_f64();
             obs.progress(&StepProgress {
@@ -410,7 +512,7 @@ fn coordinate(
                 intervals_done: rec.intervals.len() as u32,
             });
         }
-        if finished == nthreads {
+        if all_done {
             break;
         }
     }
@@ -421,5 +523,103 @@ fn coordinate(
         ));
     }
     rec.interrupted = rec.intervals.len() < w.intervals as usize;
+    if errors.aborted.load(Ordering::Relaxed) {
+        let why = errors.abort_reason.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let why = why.unwrap_or_else(|| "on_error = abort ends the run".into());
+        rec.notes.push(("aborted".into(), why.clone()));
+        rec.aborted = Some(why);
+    }
+    rec.drain = tail.drain;
+    rec.unmeasured_errors = tail.unmeasured_errors;
+    for (t, at_ns, errno) in errors.stops() {
+        let when = at_ns as f64 / 1e9 - w.warmup_s;
+        let when = if when < 0.0 {
+            format!("in the warm-up ({:.1} s before the measurement)", -when)
+        } else if when > w.intervals as f64 * w.interval_s {
+            "after the measurement, while outstanding I/Os were waited for".to_string()
+        } else {
+            format!("{when:.1} s into the measurement")
+        };
+        let why = if errno == 0 {
+            "a short transfer".to_string()
+        } else {
+            std::io::Error::from_raw_os_error(errno).to_string()
+        };
+        rec.notes.push((
+            "target_stopped".into(),
+            format!(
+                "on_error = stop-target: {} got no more I/O after {why} {when}",
+                errors.paths.get(t).map_or("a target", String::as_str)
+            ),
+        ));
+    }
+    let abandoned = given_up.iter().filter(|&&g| g).count();
+    if abandoned > 0 {
+        // Their unfinished interval stays with them: say how much of the figures it held.
+        let lost: u64 =
+            lives.iter().zip(&given_up).filter(|(_, g)| **g).map(|(l, _)| l.unsent_ops.load(Ordering::Relaxed)).sum();
+        rec.notes.push((
+            "threads_abandoned".into(),
+            format!(
+                "{abandoned} of {nthreads} I/O threads were still blocked in the kernel {:.1} s after the step stopped issuing and were left behind; their I/Os count as stuck, and the {lost} I/Os they completed in the interval they were in are in no figure",
+                tail.drain.wait_ns as f64 / 1e9
+            ),
+        ));
+    }
     Ok(rec)
+}
+
+/// Gives up every thread that has not finished: its in-flight I/Os are stuck, as old as the
+/// time since it last woke.
+fn abandon(
+    lives: &[Live],
+    finished: &mut [bool],
+    given_up: &mut [bool],
+    now_ns: u64,
+    warmup_ns: u64,
+    tail: &mut worker::Tail,
+) {
+    for (i, live) in lives.iter().enumerate() {
+        if finished[i] {
+            continue;
+        }
+        live.abandoned.store(true, Ordering::Relaxed);
+        finished[i] = true;
+        given_up[i] = true;
+        let inflight = live.inflight.load(Ordering::Relaxed);
+        let writes = live.inflight_writes.load(Ordering::Relaxed).min(inflight);
+        let age = now_ns.saturating_sub(live.last_wake_ns.load(Ordering::Relaxed));
+        for k in 0..inflight {
+            if k < writes { tail.write.record(age) } else { tail.read.record(age) }
+        }
+        tail.drain.stuck += inflight;
+        tail.drain.stuck_age_ns = tail.drain.stuck_age_ns.max(age);
+        // Nothing completed on it since it last woke.
+        let since = live.last_wake_ns.load(Ordering::Relaxed).max(warmup_ns);
+        tail.gap_ns = min_gap(tail.gap_ns, Some(now_ns.saturating_sub(since)));
+    }
+}
+
+/// Gaps of threads of one host: it stalled only while none of them saw a completion.
+fn min_gap(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The last interval of a step that ran to its end takes the latencies of the I/Os still
+/// outstanding then (late: how long they took; stuck: how old they were when given up), so a
+/// stall across the step's end shows in its latency figures. They are not counted as
+/// operations: they did not complete in the interval.
+fn add_tail(stats: &mut IntervalStats, tail: &worker::Tail, all_threads_stalled: bool) {
+    stats.read.hist.merge(&tail.read);
+    stats.write.hist.merge(&tail.write);
+    if all_threads_stalled && let Some(g) = tail.gap_ns {
+        stats.max_gap_ns = Some(stats.max_gap_ns.unwrap_or(0).max(g));
+    }
+    let worst = tail.read.max_ns().max(tail.write.max_ns());
+    if let Some(s) = stats.samples.last_mut() {
+        s.lat_max_ns = s.lat_max_ns.max(worst);
+    }
 }

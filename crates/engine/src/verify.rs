@@ -10,10 +10,12 @@
 //! by two I/Os at once: the map's busy bit claims it.
 //!
 //! The map is saved to a file (at every interval end while running), so verification goes on
-//! after iocurve or the host restarts — a controller failover, a reboot.
+//! after iocurve or the host restarts — a controller failover, a reboot. The file ends with a
+//! checksum of everything before it: a damaged map is refused, never read as lost writes. One
+//! run or `iocurve verify` at a time uses a map: [`MapLock`] holds it.
 
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU16, Ordering};
 
 use iocurve_stats::VerifyCounts;
@@ -25,7 +27,10 @@ pub const HEADER_LEN: usize = 32;
 /// Generations count 1..=GEN_MAX and wrap; 0 means "never written (or unknown)".
 pub const GEN_MAX: u16 = 0x7fff;
 const BUSY: u16 = 0x8000;
-const FILE_MAGIC: &[u8; 8] = b"IOCVMAP1";
+/// Maps with a trailing checksum.
+const FILE_MAGIC: &[u8; 8] = b"IOCVMAP2";
+/// Maps written before the checksum: still loaded (the same layout, nothing to check).
+const FILE_MAGIC_V1: &[u8; 8] = b"IOCVMAP1";
 
 /// A fast 64-bit checksum of the block, the header's checksum field (bytes 24..32) left out.
 pub fn checksum(block: &[u8]) -> u64 {
@@ -45,6 +50,20 @@ pub fn checksum(block: &[u8]) -> u64 {
     }
     mix(word(words.remainder()));
     h ^ (h >> 31)
+}
+
+/// The map file's checksum. Every step is a bijection of the state for a given word and of the
+/// word for a given state, so any one changed 8-byte word (a flipped byte or bit) always
+/// changes the sum; more changes are missed with a chance of 2^-64.
+fn file_sum(data: &[u8]) -> u64 {
+    let mut h: u64 = 0x243f_6a88_85a3_08d3 ^ data.len() as u64;
+    let mut step = |w: u64| h = (h ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(31);
+    let mut words = data.chunks_exact(8);
+    for c in &mut words {
+        step(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+    }
+    step(word(words.remainder()));
+    h ^ (h >> 29)
 }
 
 fn word(c: &[u8]) -> u64 {
@@ -142,6 +161,8 @@ pub struct GenMap {
     pub id: u32,
     pub bs: u64,
     pub targets: Vec<TargetMap>,
+    /// Loaded from a map written before maps had a checksum (it gets one at its next save).
+    pub unchecked: bool,
 }
 
 pub struct TargetMap {
@@ -168,7 +189,7 @@ impl GenMap {
             })
             .collect();
         let id = crate::rng::Rng::seed_from(bs).next_u64() as u32;
-        GenMap { id, bs, targets }
+        GenMap { id, bs, targets, unchecked: false }
     }
 
     /// Claims a block for one I/O; returns its generation, or None when another I/O has it.
@@ -186,6 +207,18 @@ impl GenMap {
     #[inline]
     pub fn release(&self, target: u32, block: u64, gen_: u16) {
         self.targets[target as usize].gens[block as usize].store(gen_, Ordering::Release);
+    }
+
+    /// Every block still claimed becomes unknown: called when I/O threads were given up with
+    /// I/Os stuck in the kernel, whose writes may land or not.
+    pub fn forget_claimed(&self) {
+        for t in &self.targets {
+            for g in t.gens.iter() {
+                if g.load(Ordering::Relaxed) & BUSY != 0 {
+                    g.store(0, Ordering::Release);
+                }
+            }
+        }
     }
 
     /// The recorded generation of a block (busy bit cleared).
@@ -211,15 +244,19 @@ impl GenMap {
                 out.extend_from_slice(&(g.load(Ordering::Relaxed) & GEN_MAX).to_le_bytes());
             }
         }
+        let sum = file_sum(&out);
+        out.extend_from_slice(&sum.to_le_bytes());
         let mut f = std::fs::File::create(&tmp).map_err(fail)?;
         f.write_all(&out).and_then(|()| f.sync_all()).map_err(fail)?;
         std::fs::rename(&tmp, path).map_err(fail)
     }
 
+    /// Loads a saved map. A file that is not a map, or one whose checksum does not match
+    /// (damaged, cut short), is bad input: nothing is checked against it.
     pub fn load(path: &Path) -> Result<GenMap, EngineError> {
         let bad = |what: &str| {
             EngineError::Input(format!(
-                "verification map {} is {what}: give the map this run wrote (or another --verify-map to start over)",
+                "verification map {} is {what}: it cannot be trusted to tell lost writes; give the map the run wrote, or remove it (or give another --verify-map) to start a new map",
                 path.display()
             ))
         };
@@ -235,15 +272,35 @@ impl GenMap {
                 EngineError::io(format!("cannot read the verification map {}", path.display()), e)
             }
         })?;
+        let unchecked = match data.get(..8) {
+            Some(m) if m == FILE_MAGIC => false,
+            Some(m) if m == FILE_MAGIC_V1 => true,
+            _ if data.len() < 8 && (FILE_MAGIC.starts_with(&data) || FILE_MAGIC_V1.starts_with(&data)) => {
+                return Err(bad("damaged (cut short)"));
+            }
+            _ => return Err(bad("not a verification map")),
+        };
+        if !unchecked {
+            // The checksum first: damaged lengths must not steer the parsing.
+            if data.len() < 16 {
+                return Err(bad("damaged (cut short)"));
+            }
+            let (body, sum) = data.split_at(data.len() - 8);
+            if file_sum(body) != u64::from_le_bytes(sum.try_into().expect("8 bytes")) {
+                return Err(bad("damaged (its checksum does not match: bytes changed or the file was cut short)"));
+            }
+            data.truncate(data.len() - 8);
+        }
+        let end = data.len();
         let mut at = 0usize;
         let mut take = |n: usize| -> Result<&[u8], EngineError> {
-            let s = data.get(at..at + n).ok_or_else(|| bad("cut short"))?;
+            let s = data
+                .get(at..at.checked_add(n).ok_or_else(|| bad("damaged"))?)
+                .ok_or_else(|| bad("damaged (cut short)"))?;
             at += n;
             Ok(s)
         };
-        if take(8)? != FILE_MAGIC {
-            return Err(bad("not a verification map"));
-        }
+        take(8)?;
         let u = |s: &[u8]| u64::from_le_bytes(s.try_into().expect("8 bytes"));
         let id = u(take(8)?) as u32;
         let bs = u(take(8)?);
@@ -254,14 +311,32 @@ impl GenMap {
         let mut targets = Vec::new();
         for _ in 0..n {
             let len = u(take(8)?) as usize;
-            let path = String::from_utf8(take(len.min(1 << 16))?.to_vec()).map_err(|_| bad("damaged"))?;
+            if len > 1 << 16 {
+                return Err(bad("damaged"));
+            }
+            let path = String::from_utf8(take(len)?.to_vec()).map_err(|_| bad("damaged"))?;
             let size = u(take(8)?);
             let blocks = (size / bs) as usize;
             let raw = take(blocks.checked_mul(2).ok_or_else(|| bad("damaged"))?)?;
             let gens = raw.chunks(2).map(|c| AtomicU16::new(u16::from_le_bytes([c[0], c[1]]) & GEN_MAX)).collect();
             targets.push(TargetMap { path, size, gens });
         }
-        Ok(GenMap { id, bs, targets })
+        if at != end {
+            return Err(bad("damaged (bytes after its end)"));
+        }
+        Ok(GenMap { id, bs, targets, unchecked })
+    }
+
+    /// Forgets every generation of a target (e.g. a scratch file created anew, which holds none
+    /// of the earlier writes); returns how many blocks were known.
+    pub fn forget(&self, target: u32) -> u64 {
+        let mut known = 0;
+        for g in &self.targets[target as usize].gens {
+            if g.swap(0, Ordering::Relaxed) & GEN_MAX != 0 {
+                known += 1;
+            }
+        }
+        known
     }
 
     /// Whether this map was made for these targets (path, size) and block size.
@@ -272,16 +347,173 @@ impl GenMap {
     }
 }
 
+/// The exclusive hold of one process on a verification map, for as long as a run or
+/// `iocurve verify` uses it: two runs writing one map would each record only their own writes
+/// and lose the other's. The lock is an `flock` on a file beside the map (`MAP.lock`, holding
+/// the holder's process id), not on the map itself, which every save replaces. The lock file
+/// goes when the hold ends; the lock ends with the process, however it ends.
+#[derive(Debug)]
+pub struct MapLock {
+    path: PathBuf,
+    _file: std::fs::File,
+}
+
+impl MapLock {
+    /// The lock file of the map at `map`: `MAP.lock`.
+    pub fn path_for(map: &Path) -> PathBuf {
+        let mut name = map.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+        name.push(".lock");
+        map.with_file_name(name)
+    }
+
+    /// Takes the hold at once, or fails (bad input, exit code 2) naming the map and the process
+    /// holding it.
+    pub fn acquire(map: &Path) -> Result<MapLock, EngineError> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::MetadataExt;
+        let path = Self::path_for(map);
+        loop {
+            let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path);
+            let mut file = file.map_err(|e| {
+                EngineError::Input(format!(
+                    "cannot create {} to lock the verification map {} ({e}): the lock file goes beside the map, so its directory must be writable",
+                    path.display(),
+                    map.display()
+                ))
+            })?;
+            // SAFETY: flock on an open descriptor.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+                let e = std::io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    Some(libc::EWOULDBLOCK) => {
+                        let mut text = String::new();
+                        let _ = file.read_to_string(&mut text);
+                        return Err(EngineError::Input(format!(
+                            "verification map {} is in use by {} (lock {}): one run or `iocurve verify` at a time per map; wait for it to end, or use another map (--verify-map)",
+                            map.display(),
+                            holder(text.trim()),
+                            path.display()
+                        )));
+                    }
+                    _ => {
+                        return Err(EngineError::io(
+                            format!("cannot lock the verification map {} ({})", map.display(), path.display()),
+                            e,
+                        ));
+                    }
+                }
+            }
+            // The previous holder removes the file when it lets go: if it did so between our
+            // open and our lock, we hold a file nobody else will see. Start over.
+            let same = match (file.metadata(), std::fs::metadata(&path)) {
+                (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+                _ => false,
+            };
+            if !same {
+                continue;
+            }
+            let _ = file.set_len(0).and_then(|()| writeln!(file, "{}", std::process::id()));
+            return Ok(MapLock { path, _file: file });
+        }
+    }
+}
+
+impl Drop for MapLock {
+    fn drop(&mut self) {
+        // Removed while still locked (the file closes after this): a process waiting on the
+        // old file sees it is gone and starts over.
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// `process 4711 (iocurve run plan.toml --verify)`, from the process id in a lock file.
+fn holder(pid: &str) -> String {
+    let Ok(pid) = pid.parse::<u32>() else { return "another process".into() };
+    match std::fs::read(format!("/proc/{pid}/cmdline")) {
+        Ok(cmd) if !cmd.is_empty() => {
+            let args: Vec<String> = cmd
+                .split(|&b| b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            let mut args = args.into_iter();
+            let prog = args.next().map(|p| Path::new(&p).file_name().map_or(p.clone(), |n| n.to_string_lossy().into()));
+            let line: Vec<String> = prog.into_iter().chain(args).collect();
+            format!("process {pid} ({})", line.join(" "))
+        }
+        _ => format!("process {pid}"),
+    }
+}
+
+/// One problem a verification pass found: the block, the generation the map expected, what
+/// was there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Problem {
+    pub target: u32,
+    pub block: u64,
+    pub expected: u16,
+    pub found: Found,
+}
+
+impl Problem {
+    /// `lost`, `corrupt` or `misplaced`.
+    pub fn kind(&self) -> &'static str {
+        match self.found {
+            Found::Lost { .. } | Found::Ok => "lost",
+            Found::Corrupt => "corrupt",
+            Found::Misplaced { .. } => "misplaced",
+        }
+    }
+
+    /// The older generation found, for a lost write that has one.
+    pub fn found_generation(&self) -> Option<u16> {
+        match self.found {
+            Found::Lost { found, .. } => found,
+            _ => None,
+        }
+    }
+
+    /// What the block holds: `generation 3`, `no write of this map`, `checksum mismatch`, `the
+    /// write for f.dat block 7` (`name` gives a target's path).
+    pub fn describe_found(&self, name: impl Fn(u32) -> String) -> String {
+        match self.found {
+            Found::Lost { found: Some(g), .. } => format!("generation {g}"),
+            Found::Lost { found: None, .. } | Found::Ok => "no write of this map".into(),
+            Found::Corrupt => "checksum mismatch".into(),
+            Found::Misplaced { target, block } => format!("the write for {} block {block}", name(target)),
+        }
+    }
+}
+
+/// What a verification pass found: the counts and first examples, and every problem up to the
+/// cap it was given (the rest only counted).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PassResult {
+    pub counts: VerifyCounts,
+    pub problems: Vec<Problem>,
+    /// Problems beyond the cap: counted, not listed.
+    pub unlisted: u64,
+    /// `stop` ended the pass before every block was read: the counts cover only part.
+    pub interrupted: bool,
+}
+
+/// Problems a pass lists one by one at most (about 24 MB); beyond, they are counted.
+pub const PROBLEM_LIST_CAP: usize = 1_000_000;
+
 /// Reads every block the map has a generation for and checks it: the final pass of a run and
 /// `iocurve verify`. Reads go in runs of up to 1 MiB; `progress` gets (bytes read, bytes to
-/// read) now and then.
+/// read) now and then. Lists up to `list_cap` problems.
 pub fn verify_pass(
     targets: &crate::TargetSet,
     map: &GenMap,
+    list_cap: usize,
+    stop: &std::sync::atomic::AtomicBool,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<VerifyCounts, EngineError> {
+) -> Result<PassResult, EngineError> {
     use std::os::fd::AsRawFd;
-    let mut v = VerifyCounts::default();
+    let mut pass = PassResult::default();
+    let v = &mut pass.counts;
     let bs = map.bs as usize;
     let per_read = (1usize << 20).div_ceil(bs).max(1);
     let mut pool = crate::buffer::BufferPool::new(1, per_read * bs);
@@ -297,6 +529,10 @@ pub fn verify_pass(
         let blocks = tm.blocks();
         let mut b = 0u64;
         while b < blocks {
+            if stop.load(Ordering::Relaxed) {
+                pass.interrupted = true;
+                return Ok(pass);
+            }
             // Skip blocks never written; read the next run of written ones.
             if map.get(ti as u32, b) == 0 {
                 b += 1;
@@ -338,13 +574,21 @@ pub fn verify_pass(
                         map.targets.get(t as usize).map_or_else(|| format!("target {t}"), |m| m.path.clone())
                     }
                 };
-                record(&mut v, check(block, map.id, ti as u32, no, expected), ti as u32, no, name);
+                let found = check(block, map.id, ti as u32, no, expected);
+                record(v, found, ti as u32, no, name);
+                if found != Found::Ok {
+                    if pass.problems.len() < list_cap {
+                        pass.problems.push(Problem { target: ti as u32, block: no, expected, found });
+                    } else {
+                        pass.unlisted += 1;
+                    }
+                }
             }
             progress(done, total);
             b += n;
         }
     }
-    Ok(v)
+    Ok(pass)
 }
 
 #[cfg(test)]
@@ -413,5 +657,159 @@ mod tests {
         std::fs::write(&p, b"IOCVMAP1\x00").unwrap();
         let e = GenMap::load(&p).err().expect("a short map is refused");
         assert!(e.to_string().contains("cut short"), "{e}");
+    }
+
+    /// Issue 13, finding 6: the map had no checksum, and one flipped byte made a false "lost
+    /// write". Every single changed byte of a saved map, a cut and an addition are now refused
+    /// as a damaged map (bad input), never loaded.
+    #[test]
+    fn regression_one_flipped_byte_of_the_map_is_damage_not_a_lost_write() {
+        let m = GenMap::new(4096, &[("a.dat".into(), 64 << 10), ("b.dat".into(), 32 << 10)]);
+        for b in 0..16 {
+            m.release(0, b, 3);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.map");
+        m.save(&p).unwrap();
+        let good = std::fs::read(&p).unwrap();
+        assert!(!GenMap::load(&p).unwrap().unchecked);
+        for i in 0..good.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut bad = good.clone();
+                bad[i] ^= flip;
+                std::fs::write(&p, &bad).unwrap();
+                let e = GenMap::load(&p).err().unwrap_or_else(|| panic!("byte {i} ^ {flip:#x} went unnoticed"));
+                assert!(e.is_input_error(), "bad input, not a system failure: {e}");
+                let text = e.to_string();
+                assert!(
+                    text.contains("damaged") || (i < 8 && text.contains("not a verification map")),
+                    "byte {i}: {text}"
+                );
+                assert!(text.contains("m.map"), "names the file: {text}");
+            }
+        }
+        for cut in [1, 2, 9, good.len() - 8] {
+            std::fs::write(&p, &good[..good.len() - cut]).unwrap();
+            let e = GenMap::load(&p).err().expect("a cut map is refused");
+            assert!(e.to_string().contains("damaged"), "{e}");
+        }
+        let mut longer = good.clone();
+        longer.push(0);
+        std::fs::write(&p, &longer).unwrap();
+        assert!(GenMap::load(&p).err().expect("an extended map is refused").to_string().contains("damaged"));
+    }
+
+    /// Maps saved before the checksum (`IOCVMAP1`, no trailer) still load, marked unchecked, and
+    /// get a checksum at their next save.
+    #[test]
+    fn a_map_from_before_the_checksum_still_loads() {
+        let m = GenMap::new(4096, &[("a.dat".into(), 64 << 10)]);
+        m.release(0, 2, 7);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("old.map");
+        m.save(&p).unwrap();
+        let mut v1 = std::fs::read(&p).unwrap();
+        v1.truncate(v1.len() - 8);
+        v1[..8].copy_from_slice(FILE_MAGIC_V1);
+        std::fs::write(&p, &v1).unwrap();
+        let l = GenMap::load(&p).unwrap();
+        assert!(l.unchecked);
+        assert_eq!((l.id, l.get(0, 2)), (m.id, 7));
+        l.save(&p).unwrap();
+        assert!(!GenMap::load(&p).unwrap().unchecked);
+    }
+
+    /// Issue 13, finding 6: two verifying runs in one directory shared the default map without
+    /// a lock. A map is held by one user at a time; the second is refused at once, naming the
+    /// map and the holding process; the hold ends with its holder and leaves no file behind.
+    #[test]
+    fn regression_a_map_is_held_by_one_run_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v.map");
+        let first = MapLock::acquire(&p).unwrap();
+        let lock_file = MapLock::path_for(&p);
+        assert_eq!(lock_file, dir.path().join("v.map.lock"));
+        let e = MapLock::acquire(&p).expect_err("a held map is refused");
+        assert!(e.is_input_error(), "{e}");
+        let text = e.to_string();
+        assert!(text.contains("v.map") && text.contains("in use"), "{text}");
+        assert!(text.contains(&format!("process {}", std::process::id())), "names the holder: {text}");
+        // Saving the map (a rename over it) does not end the hold.
+        GenMap::new(4096, &[("a".into(), 1 << 20)]).save(&p).unwrap();
+        assert!(MapLock::acquire(&p).is_err());
+        drop(first);
+        assert!(!lock_file.exists(), "no lock file left behind");
+        let again = MapLock::acquire(&p).expect("free again");
+        drop(again);
+        // Many takers at once: exactly one holds it at any time.
+        let held = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    for _ in 0..200 {
+                        if let Ok(l) = MapLock::acquire(&p) {
+                            assert_eq!(held.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
+                            std::thread::yield_now();
+                            held.fetch_sub(1, Ordering::SeqCst);
+                            drop(l);
+                        }
+                    }
+                });
+            }
+        });
+    }
+
+    /// Issue 13, finding 5: only five examples were printed, with no way to get the full list. A
+    /// pass lists every problem (up to its cap, counting the rest) with its block, the
+    /// generation expected and what was found.
+    #[test]
+    fn regression_a_pass_lists_every_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.dat");
+        let bs = 4096usize;
+        let mut data = vec![0u8; 16 * bs];
+        for (no, b) in data.chunks_mut(bs).enumerate() {
+            b[100..].fill(no as u8);
+            write_header(b, ID, 0, no as u64, 2);
+        }
+        // Block 3 holds an older write, block 5 a torn one, block 7 the write for block 8; block
+        // 9 nothing of ours.
+        write_header(&mut data[3 * bs..4 * bs], ID, 0, 3, 1);
+        data[5 * bs + 2000] ^= 1;
+        let eight = data[8 * bs..9 * bs].to_vec();
+        data[7 * bs..8 * bs].copy_from_slice(&eight);
+        data[9 * bs..10 * bs].fill(0);
+        std::fs::write(&path, &data).unwrap();
+        let name = path.display().to_string();
+        let mut map = GenMap::new(bs as u64, &[(name.clone(), data.len() as u64)]);
+        map.id = ID;
+        for b in 0..16 {
+            map.release(0, b, 2);
+        }
+        let groups = vec![iocurve_plan::TargetGroup { name: "t".into(), weight: 1, targets: vec![name.clone()] }];
+        let targets = crate::TargetSet::open(&groups, &crate::OpenOptions::default()).unwrap();
+        let pass =
+            verify_pass(&targets, &map, 100, &std::sync::atomic::AtomicBool::new(false), &mut |_, _| {}).unwrap();
+        let c = &pass.counts;
+        assert_eq!((c.checked, c.lost, c.corrupt, c.misplaced), (16, 2, 1, 1));
+        let rows: Vec<(u64, &str, u16, Option<u16>, String)> = pass
+            .problems
+            .iter()
+            .map(|p| (p.block, p.kind(), p.expected, p.found_generation(), p.describe_found(|_| "t".into())))
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                (3, "lost", 2, Some(1), "generation 1".into()),
+                (5, "corrupt", 2, None, "checksum mismatch".into()),
+                (7, "misplaced", 2, None, "the write for t block 8".into()),
+                (9, "lost", 2, None, "no write of this map".into()),
+            ]
+        );
+        assert_eq!(pass.unlisted, 0);
+        let capped =
+            verify_pass(&targets, &map, 3, &std::sync::atomic::AtomicBool::new(false), &mut |_, _| {}).unwrap();
+        assert_eq!((capped.problems.len(), capped.unlisted), (3, 1), "beyond the cap: counted, not listed");
+        assert_eq!(capped.counts, pass.counts);
     }
 }

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use iocurve_plan::OnError;
-use iocurve_stats::IntervalStats;
+use iocurve_stats::{Drain, ErrorCounts, IntervalStats, LatencyHistogram};
 
 use crate::backend::{Backend, Completion};
 use crate::buffer::BufferPool;
@@ -28,6 +28,8 @@ pub(crate) struct Schedule {
     pub interval_ns: u64,
     pub intervals: u32,
     pub samples_per_interval: u32,
+    /// How long I/Os outstanding at the step's end may take (None: longest latency + margin).
+    pub stuck_after_ns: Option<u64>,
 }
 
 impl Schedule {
@@ -39,13 +41,32 @@ impl Schedule {
             interval_ns: (w.interval_s * 1e9) as u64,
             intervals: w.intervals,
             samples_per_interval: samples_per_interval(w.interval_s),
+            stuck_after_ns: w.stuck_after_s.map(|s| (s * 1e9) as u64),
         }
     }
 
     pub fn boundary_ns(&self, k: u32) -> u64 {
         self.warmup_ns + k as u64 * self.interval_ns
     }
+
+    /// How long I/Os still outstanding when the step stopped issuing are waited for: after a
+    /// stop (Ctrl-C, an abort, a failed thread) briefly; at the step's end as the plan says, or
+    /// the longest latency seen plus a margin — an I/O that takes longer than any before it
+    /// plus seconds is not merely slow.
+    pub fn stuck_wait_ns(&self, stopped: bool, max_lat_ns: u64) -> u64 {
+        if stopped { STOP_WAIT_NS } else { self.stuck_after_ns.unwrap_or(max_lat_ns.saturating_add(STUCK_MARGIN_NS)) }
+    }
 }
+
+/// How often a thread looks at the stop flags while it waits: Ctrl-C must end a step within
+/// about a second whatever the storage does (an interval can last minutes).
+pub(crate) const POLL_NS: u64 = 200_000_000;
+/// The wait for outstanding I/Os after a stop.
+pub(crate) const STOP_WAIT_NS: u64 = 500_000_000;
+/// Added to the longest latency seen for the default wait at a step's end.
+pub(crate) const STUCK_MARGIN_NS: u64 = 5_000_000_000;
+/// How long a thread waits for the I/Os it cancelled before it leaves them to the kernel.
+pub(crate) const CANCEL_WAIT_NS: u64 = 100_000_000;
 
 /// Samples per interval: one per second (rounded up), one for sub-second intervals.
 pub fn samples_per_interval(interval_s: f64) -> u32 {
@@ -54,18 +75,63 @@ pub fn samples_per_interval(interval_s: f64) -> u32 {
 
 /// Messages from I/O threads to the step coordinator.
 pub(crate) enum Msg {
-    Interval { index: u32, stats: Box<IntervalStats> },
+    Interval {
+        index: u32,
+        stats: Box<IntervalStats>,
+    },
+    /// What became of the I/Os outstanding when the thread stopped issuing; sent just before
+    /// `Done`.
+    Drained(Box<Tail>),
     Done,
     Failed(String),
 }
 
-/// Running totals of one thread for the live progress line (warm-up included). Only the owning
-/// thread writes them, with plain stores; the coordinator reads them.
+/// The I/Os a thread had outstanding when it stopped issuing: counts, and the latencies of
+/// the late ones and the ages of the stuck ones (see [`Drain`]).
+#[derive(Default)]
+pub(crate) struct Tail {
+    pub read: LatencyHistogram,
+    pub write: LatencyHistogram,
+    pub drain: Drain,
+    /// Errors of I/Os that completed outside the measured intervals (in the warm-up, or after
+    /// the step stopped issuing): in no interval's figures, but never lost.
+    pub unmeasured_errors: ErrorCounts,
+    /// A stall that went on past the step's end: ns without a completion from the last one
+    /// (or the measurement start) to the end of the wait. None when the thread's last I/O
+    /// completed in time.
+    pub gap_ns: Option<u64>,
+}
+
+impl Tail {
+    fn record(&mut self, write: bool, ns: u64) {
+        if write { self.write.record(ns) } else { self.read.record(ns) }
+    }
+}
+
+/// What the coordinator sees of one thread: running totals for the live progress line (warm-up
+/// included), and what it needs to give up on a thread blocked in a system call (psync on
+/// storage that stopped answering). Only the owning thread writes the figures, with plain
+/// stores, once per wake-up; the coordinator reads them.
 #[derive(Default)]
 pub(crate) struct Live {
     pub ops: AtomicU64,
     pub bytes: AtomicU64,
     pub lat_sum_ns: AtomicU64,
+    /// I/Os in flight, and how many of them are writes.
+    pub inflight: AtomicU64,
+    pub inflight_writes: AtomicU64,
+    /// When the thread last woke, in ns since the step start: a thread blocked since then has
+    /// had its I/Os outstanding at least that long.
+    pub last_wake_ns: AtomicU64,
+    /// The longest latency the thread has seen in the step.
+    pub max_lat_ns: AtomicU64,
+    /// I/Os completed in the interval the thread is in (not yet handed over): what is lost
+    /// with a thread that is given up.
+    pub unsent_ops: AtomicU64,
+    /// Set by the coordinator when it gave up on the thread: from then on the thread touches
+    /// nothing shared (the verification map, the step's channel) and leaves its buffers to
+    /// the kernel.
+    pub abandoned: AtomicBool,
 }
 
 /// What the I/O threads of a step share about I/O errors: the policy, which targets are
@@ -73,17 +139,46 @@ pub(crate) struct Live {
 pub(crate) struct ErrorState {
     pub policy: OnError,
     pub stopped: Vec<AtomicBool>,
+    /// Per target stopped: when (ns since the step start) and the errno that stopped it
+    /// (0: a short transfer), packed as `ns << 16 | errno`; u64::MAX while it runs.
+    pub stopped_by: Vec<AtomicU64>,
     pub paths: Vec<String>,
+    /// `on_error = abort` ended the step.
+    pub aborted: AtomicBool,
+    /// Why: the first I/O error under `on_error = abort`.
+    pub abort_reason: std::sync::Mutex<Option<String>>,
 }
 
 impl ErrorState {
     pub fn new(policy: OnError, paths: Vec<String>) -> Self {
         let stopped = paths.iter().map(|_| AtomicBool::new(false)).collect();
-        ErrorState { policy, stopped, paths }
+        let stopped_by = paths.iter().map(|_| AtomicU64::new(u64::MAX)).collect();
+        ErrorState {
+            policy,
+            stopped,
+            stopped_by,
+            paths,
+            aborted: AtomicBool::new(false),
+            abort_reason: std::sync::Mutex::new(None),
+        }
     }
 
     fn is_stopped(&self, target: u32) -> bool {
         self.stopped[target as usize].load(Ordering::Relaxed)
+    }
+
+    /// `stop-target`: no more I/O to `target`; the first error that stopped it is kept.
+    fn stop(&self, target: u32, now_ns: u64, errno: i32) {
+        let packed = (now_ns << 16) | (errno as u64 & 0xffff);
+        let _ =
+            self.stopped_by[target as usize].compare_exchange(u64::MAX, packed, Ordering::Relaxed, Ordering::Relaxed);
+        self.stopped[target as usize].store(true, Ordering::Relaxed);
+    }
+
+    /// The targets `stop-target` stopped: (index, ns since the step start, errno).
+    pub fn stops(&self) -> Vec<(usize, u64, i32)> {
+        let by = self.stopped_by.iter().map(|a| a.load(Ordering::Relaxed));
+        by.enumerate().filter(|&(_, p)| p != u64::MAX).map(|(i, p)| (i, p >> 16, (p & 0xffff) as i32)).collect()
     }
 }
 
@@ -108,6 +203,10 @@ pub(crate) struct Slots<B: Backend> {
     claimed: Vec<(u64, u16, u16)>,
     ops: Vec<IoOp>,
     started: Vec<u64>,
+    /// Per slot: an I/O is in flight.
+    busy: Vec<bool>,
+    /// Per slot: its I/O was given up as stuck; its completion, if it comes, is only noted.
+    given_up: Vec<bool>,
 }
 
 impl<B: Backend> Slots<B> {
@@ -127,6 +226,8 @@ impl<B: Backend> Slots<B> {
             claimed: vec![(0, 0, 0); n],
             ops: vec![IoOp::default(); n],
             started: vec![0; n],
+            busy: vec![false; n],
+            given_up: vec![false; n],
         }
     }
 
@@ -174,7 +275,36 @@ impl<B: Backend> Slots<B> {
         self.backend.queue(slot as u32, &op, self.pool.ptr(slot))?;
         self.ops[slot] = op;
         self.started[slot] = now;
+        self.busy[slot] = true;
         Ok(true)
+    }
+
+    /// Gives up every I/O still in flight at `now` as stuck: counts it with its age (into the
+    /// tail's latencies, so it weighs at least that much) and asks the back-end to cancel it.
+    /// A stuck write may reach its block or not: the verification map forgets what the block
+    /// holds. Returns the I/Os given up.
+    fn give_up(&mut self, now: u64, tail: &mut Tail) -> u64 {
+        let mut n = 0;
+        for slot in 0..self.busy.len() {
+            if !self.busy[slot] {
+                continue;
+            }
+            let op = self.ops[slot];
+            let age = now.saturating_sub(self.started[slot]);
+            tail.record(op.write, age);
+            tail.drain.stuck += 1;
+            tail.drain.stuck_age_ns = tail.drain.stuck_age_ns.max(age);
+            if let Some(map) = &self.verify {
+                let (block, had, _) = self.claimed[slot];
+                map.release(op.target, block, if op.write { 0 } else { had });
+            }
+            self.busy[slot] = false;
+            self.given_up[slot] = true;
+            // A failed cancel leaves the I/O to the kernel: it is counted as stuck all the same.
+            let _ = self.backend.cancel(slot as u32);
+            n += 1;
+        }
+        n
     }
 
     #[inline]
@@ -211,15 +341,16 @@ fn verify_completion<B: Backend>(
     map.release(op.target, block, had);
 }
 
-/// Runs one thread's share of a step. Returns the number of I/Os still in flight if it fails,
-/// so the caller knows whether the buffers may be freed.
+/// Runs one thread's share of a step. Returns how many I/Os it left in flight (stuck I/Os the
+/// kernel did not give back): their buffers must not be freed. On failure, the error and the
+/// I/Os still in flight.
 pub(crate) fn run<B: Backend>(
     s: &mut Slots<B>,
     sched: &Schedule,
     stop: &AtomicBool,
     live: &Live,
     send: &dyn Fn(Msg),
-) -> Result<(), (std::io::Error, usize)> {
+) -> Result<usize, (std::io::Error, usize)> {
     let n = s.worker.len();
     let spp = sched.samples_per_interval as u64;
     let sample_ns = (sched.interval_ns / spp).max(1);
@@ -230,24 +361,35 @@ pub(crate) fn run<B: Backend>(
     let mut phase_start = 0u64;
     let mut next_boundary = sched.warmup_ns;
     let mut issuing = true;
+    // Stopped before the last boundary (Ctrl-C, abort): the unfinished interval is dropped.
+    let mut stopped = false;
     let mut inflight = 0usize;
-    let (mut l_ops, mut l_bytes, mut l_lat) = (0u64, 0u64, 0u64);
+    let mut inflight_writes = 0u64;
+    let (mut l_ops, mut l_bytes, mut l_lat, mut max_lat) = (0u64, 0u64, 0u64, 0u64);
+    // Once issuing stopped: until when outstanding I/Os are waited for, and once they were
+    // given up, until when the cancelled ones are waited for.
+    let mut drain_until: Option<u64> = None;
+    let mut cancel_until: Option<u64> = None;
+    let mut tail = Box::<Tail>::default();
 
     let mut now = clock();
     s.backend.start(sched.t0 + Duration::from_nanos(sched.warmup_ns));
     for slot in 0..n {
         if s.issue(slot, now).map_err(|e| (e, inflight))? {
             inflight += 1;
+            inflight_writes += s.ops[slot].write as u64;
         }
     }
+    // Before the first wait: a thread whose first I/O never returns (psync on storage that
+    // already stopped answering) is given up with it counted.
+    live.inflight.store(inflight as u64, Ordering::Relaxed);
+    live.inflight_writes.store(inflight_writes, Ordering::Relaxed);
+    live.last_wake_ns.store(now, Ordering::Relaxed);
     // The last time any I/O of this thread completed: gaps between completions are stalls.
     let mut last_done = now;
     loop {
-        let wait = if issuing {
-            Duration::from_nanos(next_boundary.saturating_sub(now)).max(Duration::from_micros(100))
-        } else {
-            Duration::from_millis(100)
-        };
+        let until = cancel_until.or(drain_until).unwrap_or(next_boundary);
+        let wait = Duration::from_nanos(until.saturating_sub(now).clamp(100_000, POLL_NS));
         if inflight == 0 && issuing {
             // Every slot rests (all its targets stopped): nothing can complete before the boundary.
             std::thread::sleep(wait);
@@ -255,8 +397,21 @@ pub(crate) fn run<B: Backend>(
             s.backend.submit_and_wait(wait).map_err(|e| (e, inflight))?;
         }
         now = clock();
-        if issuing && s.abort.load(Ordering::Relaxed) {
-            issuing = false;
+        live.last_wake_ns.store(now, Ordering::Relaxed);
+        if live.abandoned.load(Ordering::Relaxed) {
+            // The coordinator counted this thread's I/Os as stuck and went on without it.
+            return Ok(inflight);
+        }
+        if (s.abort.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed)) && !stopped {
+            if issuing {
+                issuing = false;
+                stopped = true;
+            } else if let Some(d) = drain_until {
+                // Ctrl-C while outstanding I/Os are waited for at the step's end: wait no
+                // longer than after any other stop.
+                drain_until = Some(d.min(now + STOP_WAIT_NS));
+                stopped = true;
+            }
         }
         while issuing && now >= next_boundary {
             let injected = s.injected.swap(0, Ordering::Relaxed);
@@ -271,7 +426,7 @@ pub(crate) fn run<B: Backend>(
             }
             phase += 1;
             phase_start = next_boundary;
-            if phase as u64 >= sched.intervals as u64 || stop.load(Ordering::Relaxed) {
+            if phase as u64 >= sched.intervals as u64 {
                 issuing = false;
             } else {
                 next_boundary += sched.interval_ns;
@@ -281,9 +436,12 @@ pub(crate) fn run<B: Backend>(
         s.backend.reap(&mut done);
         let recording = issuing && phase >= 0;
         if !done.is_empty() {
+            let gap = now.saturating_sub(last_done.max(sched.warmup_ns));
             if recording {
-                let gap = now.saturating_sub(last_done.max(sched.warmup_ns));
                 cur.max_gap_ns = Some(cur.max_gap_ns.unwrap_or(0).max(gap));
+            } else if !issuing && !stopped && phase >= 0 {
+                // A stall that went on past the step's end counts in full.
+                tail.gap_ns = Some(tail.gap_ns.unwrap_or(0).max(gap));
             }
             last_done = now;
         }
@@ -296,7 +454,15 @@ pub(crate) fn run<B: Backend>(
         for (k, &(slot, res)) in done.iter().enumerate() {
             let slot = slot as usize;
             let op = s.ops[slot];
+            inflight -= 1;
+            inflight_writes -= op.write as u64;
+            if std::mem::take(&mut s.given_up[slot]) {
+                // Already counted as stuck; the kernel gave it back (or cancelled it).
+                continue;
+            }
+            s.busy[slot] = false;
             let lat = now.saturating_sub(s.started[slot]);
+            max_lat = max_lat.max(lat);
             if recording {
                 let dir = if op.write { &mut cur.write } else { &mut cur.read };
                 let sample = &mut cur.samples[si];
@@ -308,6 +474,12 @@ pub(crate) fn run<B: Backend>(
                     dir.errors.add(op.target, if res < 0 { -res } else { 0 }, 1);
                     sample.errors += 1;
                 }
+            } else if res < 0 || res as u32 != op.len {
+                tail.unmeasured_errors.add(op.target, if res < 0 { -res } else { 0 }, 1);
+            } else if !issuing && phase >= 0 {
+                // Outstanding when the step stopped issuing: its latency still counts.
+                tail.record(op.write, lat);
+                tail.drain.late += 1;
             }
             if s.verify.is_some() {
                 verify_completion(s, slot, &op, res, issuing, &mut cur);
@@ -321,12 +493,16 @@ pub(crate) fn run<B: Backend>(
                 };
                 let path = s.errors.paths.get(op.target as usize).cloned().unwrap_or_default();
                 match s.errors.policy {
-                    OnError::StopTarget => s.errors.stopped[op.target as usize].store(true, Ordering::Relaxed),
+                    OnError::StopTarget => s.errors.stop(op.target, now, errno),
                     _ => {
-                        let e = std::io::Error::other(format!(
-                            "I/O error on {path} ({what}); on_error = abort ends the run"
-                        ));
-                        return Err((e, inflight - 1));
+                        // Every thread of the step stops at once (as on Ctrl-C) and hands in
+                        // what it measured; the run ends after this step.
+                        let why = format!("I/O error on {path} ({what}); on_error = abort ends the run");
+                        s.errors.abort_reason.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(why);
+                        s.errors.aborted.store(true, Ordering::Relaxed);
+                        stop.store(true, Ordering::Relaxed);
+                        issuing = false;
+                        stopped = true;
                     }
                 }
             }
@@ -336,19 +512,48 @@ pub(crate) fn run<B: Backend>(
                 l_lat += lat;
             }
             if issuing && s.issue(slot, now).map_err(|e| (e, inflight))? {
+                inflight += 1;
+                inflight_writes += s.ops[slot].write as u64;
                 // The last one goes with the next submit-and-wait.
                 if k < last {
                     s.backend.flush().map_err(|e| (e, inflight))?;
                 }
-            } else {
-                inflight -= 1;
             }
         }
         live.ops.store(l_ops, Ordering::Relaxed);
         live.bytes.store(l_bytes, Ordering::Relaxed);
         live.lat_sum_ns.store(l_lat, Ordering::Relaxed);
-        if !issuing && inflight == 0 {
-            return Ok(());
+        live.inflight.store(inflight as u64, Ordering::Relaxed);
+        live.inflight_writes.store(inflight_writes, Ordering::Relaxed);
+        live.max_lat_ns.store(max_lat, Ordering::Relaxed);
+        live.unsent_ops.store(cur.ops(), Ordering::Relaxed);
+        if issuing {
+            continue;
+        }
+        if drain_until.is_none() {
+            let wait = sched.stuck_wait_ns(stopped, max_lat);
+            tail.drain.wait_ns = wait;
+            drain_until = Some(now + wait);
+            if stopped {
+                // The unfinished interval is dropped; its errors are not.
+                tail.unmeasured_errors.merge(&cur.read.errors);
+                tail.unmeasured_errors.merge(&cur.write.errors);
+            }
+        }
+        let stuck_left = s.given_up.iter().filter(|&&g| g).count();
+        if inflight == stuck_left && (stuck_left == 0 || cancel_until.is_some_and(|c| now >= c)) {
+            // Nothing left but I/Os already given up (and their cancel had its chance).
+            send(Msg::Drained(tail));
+            return Ok(inflight);
+        }
+        if cancel_until.is_none() && drain_until.is_some_and(|d| now >= d) {
+            if !stopped && phase >= 0 {
+                let gap = now.saturating_sub(last_done.max(sched.warmup_ns));
+                tail.gap_ns = Some(tail.gap_ns.unwrap_or(0).max(gap));
+            }
+            s.give_up(now, &mut tail);
+            s.backend.flush().map_err(|e| (e, inflight))?;
+            cancel_until = Some(now + CANCEL_WAIT_NS);
         }
     }
 }

@@ -194,16 +194,7 @@ impl Agent for Service {
 
     async fn run_step(&self, req: Request<pb::StepRequest>) -> Result<Response<Self::RunStepStream>, Status> {
         let r = req.into_inner();
-        let w: Workload = serde_json::from_str(&r.workload_json)
-            .map_err(|e| Status::invalid_argument(format!("the workload does not parse: {e}")))?;
-        let backend = Backend::parse(&r.backend)
-            .ok_or_else(|| Status::invalid_argument(format!("unknown back-end `{}`", r.backend)))?;
-        let faults: Vec<Fault> = if r.faults_json.is_empty() {
-            Vec::new()
-        } else {
-            serde_json::from_str(&r.faults_json)
-                .map_err(|e| Status::invalid_argument(format!("the faults do not parse: {e}")))?
-        };
+        let (w, backend, faults) = step_request(&r)?;
         let verify = match (&self.local, w.verify) {
             (_, false) => None,
             (Some(local), true) => local.verify.clone(),
@@ -239,6 +230,33 @@ impl Agent for Service {
         });
         Ok(Response::new(ReceiverStream::new(rx)))
     }
+}
+
+/// What the agent makes of a step request before it acts on it: the workload, the back-end and
+/// the faults, or why it refuses the request (public for the fuzz target `agent_request`).
+pub fn step_request(r: &pb::StepRequest) -> Result<(Workload, Backend, Vec<Fault>), Status> {
+    let w: Workload = serde_json::from_str(&r.workload_json)
+        .map_err(|e| Status::invalid_argument(format!("the workload does not parse: {e}")))?;
+    let backend = Backend::parse(&r.backend)
+        .ok_or_else(|| Status::invalid_argument(format!("unknown back-end `{}`", r.backend)))?;
+    let faults: Vec<Fault> = if r.faults_json.is_empty() {
+        Vec::new()
+    } else {
+        serde_json::from_str(&r.faults_json)
+            .map_err(|e| Status::invalid_argument(format!("the faults do not parse: {e}")))?
+    };
+    // The plan's rules: a request carries a resolved workload, but the engine trusts none it
+    // did not check (fuzzing, issue 13: `"bs": []` panicked the I/O threads, `"intervals":
+    // 4294967295` aborted the agent on a failed allocation, 0 workers panicked the step).
+    iocurve_plan::check_workload(&w, &faults, "the step request")
+        .map_err(|e| Status::invalid_argument(format!("the workload is not valid: {e}")))?;
+    if !(1..=65536).contains(&r.workers) || r.threads > 1024 {
+        return Err(Status::invalid_argument(format!(
+            "{} workers and {} threads: a step has 1 to 65536 workers and 0 (one per core) to 1024 threads",
+            r.workers, r.threads
+        )));
+    }
+    Ok((w, backend, faults))
 }
 
 /// Streams a step's events to the coordinator. A closed stream — the coordinator is gone:
@@ -330,8 +348,29 @@ fn run_blocking(step: &Step, tx: &mpsc::Sender<Result<pb::StepEvent, Status>>) -
     };
     let mut streamer = Streamer { tx, abort: &abort };
     Some(match run_step(&cfg, &mut streamer) {
-        Ok(rec) => pb::Done { interrupted: rec.interrupted, error: String::new(), input: false },
-        Err(e) => pb::Done { interrupted: true, error: e.to_string(), input: e.is_input_error() },
+        Ok(rec) => pb::Done {
+            interrupted: rec.interrupted,
+            // The step ended by its error policy: why, beside its figures (not a failure).
+            aborted: rec.aborted.is_some(),
+            abort_reason: rec.aborted.clone().unwrap_or_default(),
+            late: rec.drain.late,
+            stuck: rec.drain.stuck,
+            stuck_age_ns: rec.drain.stuck_age_ns,
+            wait_ns: rec.drain.wait_ns,
+            notes: rec
+                .notes
+                .iter()
+                .map(|(code, message)| pb::Note { code: code.clone(), message: message.clone() })
+                .collect(),
+            unmeasured_errors: rec
+                .unmeasured_errors
+                .0
+                .iter()
+                .map(|&(target, errno, count)| pb::ErrorCount { target, errno, count })
+                .collect(),
+            ..Default::default()
+        },
+        Err(e) => pb::Done { interrupted: true, error: e.to_string(), input: e.is_input_error(), ..Default::default() },
     })
 }
 
@@ -384,4 +423,34 @@ pub fn in_process(local: InProcess, token: String) -> tokio::io::DuplexStream {
         }
     });
     client
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(workers: u32, change: fn(&mut Workload)) -> pb::StepRequest {
+        let mut w = iocurve_plan::suites::load("quick", &Default::default()).unwrap().workloads.remove(0);
+        change(&mut w);
+        let workload_json = serde_json::to_string(&w).unwrap();
+        pb::StepRequest { workload_json, workers, backend: "null".into(), ..Default::default() }
+    }
+
+    /// Found by the fuzz target `agent_request`: the agent ran any workload that parsed.
+    #[test]
+    fn a_step_request_is_checked_as_a_plan_is() {
+        assert!(step_request(&request(4, |_| {})).is_ok());
+        for r in [
+            request(4, |w| w.bs.clear()),
+            request(4, |w| w.queue_depth = 0),
+            request(4, |w| w.intervals = u32::MAX),
+            request(4, |w| w.working_set = iocurve_plan::WorkingSet::Range { start: 4096, end: 0 }),
+            request(0, |_| {}),
+            request(65537, |_| {}),
+            pb::StepRequest { threads: 100_000, ..request(4, |_| {}) },
+        ] {
+            let e = step_request(&r).unwrap_err();
+            assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+        }
+    }
 }

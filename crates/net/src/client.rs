@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use iocurve_engine::{StepObserver, StepProgress};
 use iocurve_plan::{Fault, Workload};
-use iocurve_stats::{CpuUsage, HostRecord, IntervalStats, StepRecord, UNKNOWN_TARGET};
+use iocurve_stats::{CpuUsage, Drain, ErrorCounts, HostRecord, IntervalStats, StepRecord, UNKNOWN_TARGET};
 use tonic::Request;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
@@ -261,6 +261,12 @@ struct Hosts<'a> {
     /// Per interval, per agent: its stats until the interval is merged.
     pending: Vec<Vec<Option<(IntervalStats, CpuUsage, f64)>>>,
     done: Vec<bool>,
+    /// What each agent's step did with the I/Os outstanding at its end, and its notes.
+    drain: Vec<Drain>,
+    notes: Vec<Vec<(String, String)>>,
+    unmeasured: Vec<ErrorCounts>,
+    /// An agent's step ended by `on_error = abort`: why.
+    aborted: Option<String>,
     /// Seconds into the step when an agent was lost.
     lost: Vec<Option<f64>>,
     /// When an agent counts as silent, unless it sends something before.
@@ -279,7 +285,7 @@ impl Hosts<'_> {
         let at = (self.t0.elapsed().as_secs_f64() - self.spec.lead.as_secs_f64()).max(0.0);
         let addr = &self.addrs[h];
         if self.spec.abort_on_host_loss {
-            self.failure.get_or_insert(NetError::Failed(format!(
+            self.failure.get_or_insert(NetError::Aborted(format!(
                 "agent {addr} lost {at:.1} s into the step ({why}); --on-host-loss abort ends the run"
             )));
         } else {
@@ -317,7 +323,8 @@ fn shift_targets(s: &mut IntervalStats, offset: u32) {
 
 /// Runs a step on every agent at one moment and merges the intervals as they arrive: interval
 /// `k` goes to `obs` (each host's part first, then the merged one) once every host still there
-/// reported it. `stop` (Ctrl-C) asks every agent to end at its next interval boundary.
+/// reported it. `stop` (Ctrl-C) asks every agent to end its step at once (the unfinished
+/// interval is dropped).
 pub async fn run_step(
     remotes: &mut [Remote],
     spec: &StepSpec<'_>,
@@ -355,6 +362,10 @@ pub async fn run_step(
         progress: vec![pb::Progress::default(); n],
         pending: vec![vec![None; n]; intervals],
         done: vec![false; n],
+        drain: vec![Drain::default(); n],
+        notes: vec![Vec::new(); n],
+        unmeasured: vec![ErrorCounts::default(); n],
+        aborted: None,
         lost: vec![None; n],
         deadline: vec![t0 + spec.lead + spec.silence; n],
         failure: None,
@@ -382,7 +393,7 @@ pub async fn run_step(
     // A single in-process agent is the local run itself: no per-host figures to keep apart.
     let per_host = !(n == 1 && remotes[0].in_process);
     while !st.done.iter().all(|&d| d) {
-        if !stop_sent && stop.load(Ordering::Relaxed) {
+        if !stop_sent && (stop.load(Ordering::Relaxed) || st.aborted.is_some()) {
             stop_sent = true;
             for (h, r) in remotes.iter_mut().enumerate() {
                 if !st.done[h] {
@@ -452,9 +463,20 @@ pub async fn run_step(
             }
             Some(pb::step_event::Event::Done(d)) => {
                 st.done[h] = true;
+                st.drain[h] = Drain { late: d.late, stuck: d.stuck, stuck_age_ns: d.stuck_age_ns, wait_ns: d.wait_ns };
+                st.notes[h] = d.notes.iter().map(|n| (n.code.clone(), n.message.clone())).collect();
+                for e in &d.unmeasured_errors {
+                    let t = if e.target == UNKNOWN_TARGET { e.target } else { e.target + remotes[h].target_offset };
+                    st.unmeasured[h].add(t, e.errno, e.count);
+                }
                 if !d.error.is_empty() {
                     let msg = format!("{}{}", remotes[h].who(), d.error);
                     st.failure.get_or_insert(if d.input { NetError::Input(msg) } else { NetError::Failed(msg) });
+                }
+                if d.aborted && st.aborted.is_none() {
+                    // on_error = abort on this host: the others stop now too, and the run ends
+                    // after this step with what every host measured.
+                    st.aborted = Some(format!("{}{}", remotes[h].who(), d.abort_reason));
                 }
             }
             None => {}
@@ -499,6 +521,15 @@ pub async fn run_step(
     }
     let mut merged = merged.ok_or_else(|| NetError::Failed("no agent started the step".into()))?;
     merged.interrupted = merged.intervals.len() < intervals;
+    merged.aborted = st.aborted.take();
+    for (h, d) in st.drain.iter().enumerate() {
+        merged.drain.merge(d);
+        merged.unmeasured_errors.merge(&st.unmeasured[h]);
+        for (code, message) in &st.notes[h] {
+            let message = if per_host { format!("{}: {message}", remotes[h].addr) } else { message.clone() };
+            merged.notes.push((code.clone(), message));
+        }
+    }
     for (i, at) in st.lost.iter().enumerate() {
         if let Some(at) = at {
             merged.notes.push((
@@ -519,6 +550,9 @@ pub async fn run_step(
                 let mut record =
                     r.unwrap_or_else(|| StepRecord::new(spec.workers, w.queue_depth, 0, w.interval_s, 1.0));
                 record.interrupted = record.intervals.len() < intervals;
+                record.drain = st.drain[i];
+                record.unmeasured_errors = st.unmeasured[i].clone();
+                record.notes = st.notes[i].clone();
                 HostRecord {
                     address: remotes[i].addr.clone(),
                     hostname: remotes[i].hello.hostname.clone(),

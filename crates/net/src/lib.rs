@@ -29,6 +29,10 @@ pub enum NetError {
     /// The network or an agent failed (exit code 1).
     #[error("{0}")]
     Failed(String),
+    /// The run's own policy ended it: `on_error = abort` after an I/O error, or
+    /// `--on-host-loss abort` after a lost agent (exit code 1, status `aborted`).
+    #[error("{0}")]
+    Aborted(String),
 }
 
 /// Nanoseconds since the Unix epoch on this host's clock.

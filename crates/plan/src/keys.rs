@@ -78,6 +78,7 @@ macro_rules! for_each_key {
             dedupe_unit,
             constant,
             on_error,
+            stuck_after_s,
             verify
         )
     };
@@ -150,6 +151,11 @@ pub struct WorkloadKeys {
     /// that target in the step), `abort` (end the run, exit code 1).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub on_error: Option<OnError>,
+    /// Seconds an I/O still outstanding when its step ends (or is stopped) may take before it
+    /// is cancelled and counted as stuck (default: the step's longest latency + 5 s; after
+    /// Ctrl-C, 1 s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stuck_after_s: Option<f64>,
     /// Verify: every written block carries a header, reads check it against the last
     /// acknowledged write (one block size per workload).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -8,6 +8,7 @@
 //!
 //! This crate never does I/O beyond reading the plan file itself.
 
+mod check;
 pub mod error;
 pub mod keys;
 mod locate;
@@ -16,6 +17,7 @@ mod resolve;
 pub mod size;
 pub mod suites;
 
+pub use check::check_workload;
 pub use error::PlanError;
 pub use keys::{BlockSizeSpec, PlanFile, WorkingSetSpec, WorkloadKeys};
 pub use model::{

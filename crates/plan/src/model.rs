@@ -145,6 +145,10 @@ pub struct Workload {
     pub data: DataPattern,
     #[serde(default)]
     pub on_error: OnError,
+    /// How long I/Os still outstanding when a step stops issuing may take before they are
+    /// given up as stuck, in seconds; None: the step's longest latency + 5 s.
+    #[serde(default)]
+    pub stuck_after_s: Option<f64>,
     #[serde(default)]
     pub verify: bool,
 }

@@ -46,6 +46,11 @@ pub const STEP_COLUMNS: &[&str] = &[
     "cpu_iowait",
     "errors",
     "flags",
+    // Appended after `flags` (issue 13), so that existing columns keep their places.
+    "late_ios",
+    "stuck_ios",
+    "stuck_age_s",
+    "unmeasured_errors",
 ];
 
 /// Columns of the samples CSV, in order.
@@ -64,6 +69,29 @@ pub const SAMPLE_COLUMNS: &[&str] = &[
     "lat_max_us",
     "errors",
 ];
+
+/// Columns of the verification problems CSV (`verify --problems`, `export --format problems`),
+/// in order.
+pub const PROBLEM_COLUMNS: &[&str] =
+    &["target", "block", "offset", "kind", "expected_generation", "found_generation", "found"];
+
+/// The header line of the problems CSV.
+pub fn problems_csv_header() -> String {
+    line(PROBLEM_COLUMNS.iter().map(|s| s.to_string()).collect())
+}
+
+/// One line of the problems CSV (rows are written one by one: a pass may list a million).
+pub fn problem_csv_row(p: &iocurve_analysis::VerifyProblem) -> String {
+    line(vec![
+        p.target.clone(),
+        p.block.to_string(),
+        p.offset.to_string(),
+        p.kind.clone(),
+        p.expected_generation.to_string(),
+        p.found_generation.map(|g| g.to_string()).unwrap_or_default(),
+        p.found.clone(),
+    ])
+}
 
 /// Quotes a CSV field when it needs it (RFC 4180).
 fn field(s: &str) -> String {
@@ -112,6 +140,10 @@ pub fn steps_csv(run_id: i64, label: &str, r: &RunResult) -> String {
                 format!("{:.2}", s.cpu.iowait),
                 s.errors.to_string(),
                 flags.join(" "),
+                s.late_ios.to_string(),
+                s.stuck_ios.to_string(),
+                format!("{:.3}", s.stuck_age_s),
+                s.unmeasured_errors.iter().map(|e| e.count).sum::<u64>().to_string(),
             ]));
         }
     }
@@ -295,7 +327,8 @@ mod tests {
             STEP_COLUMNS.join(","),
             "run,label,workload,kind,working_set,read_pct,bs,queue_depth,step,workers,outstanding,duration_s,iops,mbps,\
              lat_mean_us,lat_min_us,lat_max_us,lat_p50_us,lat_p90_us,lat_p99_us,lat_p99_9_us,lat_p99_99_us,read_iops,\
-             write_iops,read_lat_mean_us,write_lat_mean_us,cv,cpu_user,cpu_system,cpu_iowait,errors,flags"
+             write_iops,read_lat_mean_us,write_lat_mean_us,cv,cpu_user,cpu_system,cpu_iowait,errors,flags,\
+             late_ios,stuck_ios,stuck_age_s,unmeasured_errors"
         );
         assert_eq!(
             SAMPLE_COLUMNS.join(","),

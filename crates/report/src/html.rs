@@ -61,6 +61,38 @@ struct RunHead {
     backend: String,
     sla: Option<String>,
     warnings: Vec<String>,
+    /// Why the run is not clean (a failure, or what its exit code 3 or 4 stands for).
+    status_reason: Option<String>,
+    verification: Option<VerificationView>,
+}
+
+/// The final verification pass of a run.
+#[derive(Serialize)]
+struct VerificationView {
+    /// `no problems` or `14 problems`.
+    verdict: String,
+    problems: bool,
+    counts: String,
+    map: String,
+    when: String,
+    examples: Vec<String>,
+    more: Option<String>,
+}
+
+fn verification_view(v: &iocurve_analysis::FinalVerification) -> VerificationView {
+    let n = v.counts.problems();
+    let shown = v.counts.examples.len() as u64;
+    VerificationView {
+        verdict: if n == 0 { "no problems".into() } else { format!("{n} problems") },
+        problems: n > 0,
+        counts: v.counts.describe(),
+        map: format!("{} (blocks of {})", v.map, format::size(v.bs)),
+        when: format!("{} – {}", v.started_at, v.finished_at),
+        examples: v.counts.examples.clone(),
+        more: (n > shown).then(|| {
+            format!("… and {} more: every problem with `iocurve export RUN --format problems -o FILE.csv`", n - shown)
+        }),
+    }
 }
 
 /// Workloads of one access pattern (kind, read share, block size, queue depth) from every run:
@@ -417,6 +449,9 @@ fn run_head(i: usize, r: &ReportRun) -> RunHead {
     if let Some(note) = &res.host.backend_note {
         warnings.push(note.clone());
     }
+    if let Some(v) = res.final_verification.as_ref().filter(|v| v.counts.problems() > 0) {
+        warnings.push(format!("final verification: {}", v.counts.describe()));
+    }
     for w in &res.workloads {
         for s in &w.steps {
             for f in &s.flags {
@@ -454,6 +489,8 @@ fn run_head(i: usize, r: &ReportRun) -> RunHead {
         backend: res.host.backend.clone(),
         sla: res.sla.map(|s| s.describe()),
         warnings,
+        status_reason: res.status_reason.clone(),
+        verification: res.final_verification.as_ref().map(verification_view),
     }
 }
 
@@ -544,6 +581,7 @@ mod tests {
                 targets: vec![],
                 plan: Value::Null,
                 workloads: vec![],
+                final_verification: None,
             },
         }
     }
@@ -561,6 +599,34 @@ mod tests {
         assert!(page.contains("status-incomplete") && page.contains("killed or still running"));
         assert!(page.contains("\"groups\":[]"), "no finished step, no charts");
         assert!(!page.contains("src=\"http") && !page.contains("href=\"http"), "nothing loaded from the network");
+    }
+
+    /// Issue 13, finding 5: the report said nothing of the final verification pass.
+    #[test]
+    fn regression_the_final_verification_pass_is_in_the_report() {
+        let mut r = run("v");
+        r.status = "complete".into();
+        r.result.status_reason = Some("verification found 14 problems".into());
+        r.result.final_verification = Some(iocurve_analysis::FinalVerification {
+            map: "v.map".into(),
+            bs: 4096,
+            started_at: "t0".into(),
+            finished_at: "t1".into(),
+            counts: iocurve_analysis::VerifyResult {
+                checked: 3000,
+                lost: 14,
+                examples: vec!["f.dat block 411: lost write".into()],
+                ..Default::default()
+            },
+            unlisted: 0,
+        });
+        let page = html(&[r]).unwrap();
+        assert!(page.contains("Final verification: 14 problems"), "the verdict");
+        assert!(page.contains("14 lost, 0 corrupted, 0 misplaced of 3000 checked blocks"), "the counts");
+        assert!(page.contains("f.dat block 411: lost write"), "the first examples");
+        assert!(page.contains("and 13 more"), "the rest, with where to get them");
+        assert!(page.contains("verification found 14 problems"), "the status reason");
+        assert!(page.contains("verify-bad"));
     }
 
     #[test]

@@ -251,7 +251,33 @@ pub fn run_report(r: &RunResult) -> String {
     for w in &r.workloads {
         out.push_str(&workload_report(w));
     }
+    if let Some(v) = &r.final_verification {
+        out.push_str(&final_verification(v));
+    }
     out.push_str(interrupted_note(r));
+    out
+}
+
+/// The final verification pass of a run: verdict, counts, map and the first examples.
+pub fn final_verification(v: &iocurve_analysis::FinalVerification) -> String {
+    let n = v.counts.problems();
+    let verdict = if n == 0 { "no problems".to_string() } else { format!("{n} problems") };
+    let mut out = format!(
+        "\nfinal verification: {verdict}: {} (map {}, blocks of {})\n",
+        v.counts.describe(),
+        v.map,
+        format_size(v.bs)
+    );
+    for e in &v.counts.examples {
+        out.push_str(&format!("  ! {e}\n"));
+    }
+    if n > v.counts.examples.len() as u64 {
+        out.push_str(&format!("  … {} more", n - v.counts.examples.len() as u64));
+        if v.unlisted > 0 {
+            out.push_str(&format!(" ({} beyond the first 1000000 only counted)", v.unlisted));
+        }
+        out.push('\n');
+    }
     out
 }
 

@@ -12,4 +12,4 @@ pub mod step;
 pub use cpu::{CpuTimes, CpuUsage};
 pub use histogram::LatencyHistogram;
 pub use interval::{DirStats, ErrorCounts, IntervalStats, Sample, UNKNOWN_TARGET, VerifyCounts};
-pub use step::{HostRecord, IntervalRecord, StepRecord};
+pub use step::{Drain, HostRecord, IntervalRecord, StepRecord};

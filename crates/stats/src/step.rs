@@ -3,7 +3,7 @@
 //! Interval histograms are merged into the step's total as intervals finish, and each interval
 //! keeps only its figures and samples: a step's memory does not grow with its interval count.
 
-use crate::{CpuUsage, IntervalStats, Sample};
+use crate::{CpuUsage, ErrorCounts, IntervalStats, Sample};
 
 /// One finished interval: its figures and per-second samples, without histograms.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,12 +39,46 @@ pub struct StepRecord {
     pub total: IntervalStats,
     /// Stopped before all planned intervals ran.
     pub interrupted: bool,
+    /// The step's error policy ended it (`on_error = abort`): why. The run ends after it.
+    pub aborted: Option<String>,
     /// What happened around the measurement that the figures cannot tell, as (code, message):
     /// e.g. an agent lost mid-step. The analysis shows them as flags.
     pub notes: Vec<(String, String)>,
     /// A multi-host step: what each host measured on its own (its intervals are the parts the
     /// step's own intervals were merged from). Empty for a local run.
     pub per_host: Vec<HostRecord>,
+    /// What became of the I/Os still outstanding when the step stopped issuing.
+    pub drain: Drain,
+    /// Errors of I/Os that completed outside the measured intervals (the warm-up, or after the
+    /// step stopped issuing): in no interval's figures, counted here.
+    pub unmeasured_errors: ErrorCounts,
+}
+
+/// The I/Os a step still had outstanding when it stopped issuing (at its end, on Ctrl-C or on
+/// an abort). Those that complete within the wait are `late`; the others are `stuck`: given up
+/// (cancelled, or their thread abandoned) after the wait. A step that ran to its end adds the
+/// latency of every late I/O, and the age of every stuck one, to its last interval's latency
+/// figures — a stall across the step's end can never make latency look better.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Drain {
+    /// Completed within the wait.
+    pub late: u64,
+    /// Still outstanding when the wait ended.
+    pub stuck: u64,
+    /// Age of the oldest stuck I/O when it was given up, in ns.
+    pub stuck_age_ns: u64,
+    /// How long outstanding I/Os were waited for at most, in ns.
+    pub wait_ns: u64,
+}
+
+impl Drain {
+    /// Threads or hosts of one step: counts add up, the oldest age and the wait are the largest.
+    pub fn merge(&mut self, o: &Drain) {
+        self.late += o.late;
+        self.stuck += o.stuck;
+        self.stuck_age_ns = self.stuck_age_ns.max(o.stuck_age_ns);
+        self.wait_ns = self.wait_ns.max(o.wait_ns);
+    }
 }
 
 /// One host's part of a multi-host step.
@@ -72,8 +106,11 @@ impl StepRecord {
             intervals: Vec::new(),
             total: IntervalStats::default(),
             interrupted: false,
+            aborted: None,
             notes: Vec::new(),
             per_host: Vec::new(),
+            drain: Drain::default(),
+            unmeasured_errors: ErrorCounts::default(),
         }
     }
 

@@ -31,7 +31,49 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 }
 
 /// Schema migrations, in order; `PRAGMA user_version` counts how many are applied.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8];
+const MIGRATIONS: &[&str] =
+    &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10];
+
+/// v10: what became of the I/Os a step still had outstanding when it stopped issuing: completed
+/// late, or given up as stuck (see `iocurve_stats::Drain`).
+const SCHEMA_V10: &str = "
+ALTER TABLE steps ADD COLUMN drain_late INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE steps ADD COLUMN drain_stuck INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE steps ADD COLUMN drain_stuck_age_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE steps ADD COLUMN drain_wait_ns INTEGER NOT NULL DEFAULT 0;
+-- errors of I/Os completed outside the measured intervals (warm-up, after the stop):
+-- target:errno:count per line
+ALTER TABLE steps ADD COLUMN unmeasured_errors TEXT NOT NULL DEFAULT '';
+";
+
+/// v9: the final verification pass of a run (`--verify-final`) with every problem it found,
+/// and why a finished run is not clean (`status_reason`).
+const SCHEMA_V9: &str = "
+ALTER TABLE runs ADD COLUMN status_reason TEXT;  -- NULL when clean
+CREATE TABLE run_verifications (
+    run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    map_path TEXT NOT NULL,
+    bs INTEGER NOT NULL,                  -- the map's block size
+    started_at TEXT NOT NULL,             -- RFC 3339 UTC
+    finished_at TEXT NOT NULL,
+    checked INTEGER NOT NULL,             -- blocks read back and checked
+    lost INTEGER NOT NULL,
+    corrupt INTEGER NOT NULL,
+    misplaced INTEGER NOT NULL,
+    unlisted INTEGER NOT NULL,            -- problems beyond the listed ones (a cap bounds memory)
+    examples TEXT NOT NULL                -- the first problems, described, newline-separated
+);
+CREATE TABLE verify_problems (
+    run_id INTEGER NOT NULL REFERENCES run_verifications(run_id) ON DELETE CASCADE,
+    target TEXT NOT NULL,                 -- path
+    block INTEGER NOT NULL,               -- block number (offset = block x block size)
+    kind TEXT NOT NULL,                   -- lost | corrupt | misplaced
+    expected INTEGER NOT NULL,            -- generation of the last acknowledged write
+    found_generation INTEGER,             -- generation found (lost writes with an older one)
+    found TEXT NOT NULL                   -- what the block holds, described
+);
+CREATE INDEX verify_problems_run ON verify_problems(run_id);
+";
 
 /// v8: what an array makes of a writing workload's data (a JSON list of data-check rows).
 const SCHEMA_V8: &str = "
@@ -194,6 +236,41 @@ pub struct RunRow {
     pub targets: String,
     /// The maximum per workload in the published form (schema v2); None until the run ends.
     pub summary: Option<String>,
+    /// Why a finished run is not clean (schema v9): a failure, or what its exit code 3 or 4
+    /// stands for (e.g. problems its final verification found).
+    pub status_reason: Option<String>,
+}
+
+/// The final verification pass of a run (`--verify-final`, schema v9).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StoredVerification {
+    pub map_path: String,
+    pub bs: u64,
+    pub started_at: String,
+    pub finished_at: String,
+    pub checked: u64,
+    pub lost: u64,
+    pub corrupt: u64,
+    pub misplaced: u64,
+    /// Problems found but not listed in `verify_problems` (beyond the cap that bounds memory).
+    pub unlisted: u64,
+    /// The first problems, described.
+    pub examples: Vec<String>,
+}
+
+/// One problem a final verification pass found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredProblem {
+    pub target: String,
+    pub block: u64,
+    /// `lost`, `corrupt` or `misplaced`.
+    pub kind: String,
+    /// The generation of the last acknowledged write.
+    pub expected: u16,
+    /// The (older) generation found, for a lost write with one.
+    pub found_generation: Option<u16>,
+    /// What the block holds, described.
+    pub found: String,
 }
 
 /// A new run's description.
@@ -220,6 +297,8 @@ pub struct StoredRun {
     pub plan_json: String,
     /// The workloads in plan order.
     pub workloads: Vec<StoredWorkload>,
+    /// The final verification pass, when the run had one (schema v9).
+    pub verification: Option<StoredVerification>,
 }
 
 #[derive(Debug, Clone)]
@@ -478,8 +557,17 @@ impl Store {
         let text: Vec<String> =
             rec.notes.iter().map(|(c, m)| format!("{}\t{}", c, m.replace(['\n', '\t'], " "))).collect();
         let x = self.conn.execute(
-            "UPDATE steps SET interrupted = ?1, notes = ?2 WHERE id = ?3",
-            params![rec.interrupted, text.join("\n"), step_id],
+            "UPDATE steps SET interrupted = ?1, notes = ?2, drain_late = ?3, drain_stuck = ?4, drain_stuck_age_ns = ?5, drain_wait_ns = ?6, unmeasured_errors = ?7 WHERE id = ?8",
+            params![
+                rec.interrupted,
+                text.join("\n"),
+                rec.drain.late as i64,
+                rec.drain.stuck as i64,
+                rec.drain.stuck_age_ns as i64,
+                rec.drain.wait_ns as i64,
+                rec.unmeasured_errors.0.iter().map(|(t, e, n)| format!("{t}:{e}:{n}")).collect::<Vec<_>>().join("\n"),
+                step_id
+            ],
         );
         self.sql(x)?;
         for (i, h) in rec.per_host.iter().enumerate() {
@@ -509,6 +597,94 @@ impl Store {
         self.sql(x).map(drop)
     }
 
+    /// Sets a finished run's status and why it is not clean (None: it is).
+    pub fn set_status(&self, run_id: i64, status: &str, reason: Option<&str>) -> Result<()> {
+        let x = self
+            .conn
+            .execute("UPDATE runs SET status = ?1, status_reason = ?2 WHERE id = ?3", params![status, reason, run_id]);
+        self.sql(x).map(drop)
+    }
+
+    /// Stores a run's final verification pass with every listed problem, in one transaction.
+    pub fn add_verification(
+        &mut self,
+        run_id: i64,
+        v: &StoredVerification,
+        problems: impl IntoIterator<Item = StoredProblem>,
+    ) -> Result<()> {
+        let path = self.path.clone();
+        let wrap = |source| StoreError::Sql { path: path.clone(), source };
+        let tx = self.conn.transaction().map_err(wrap)?;
+        tx.execute(
+            "INSERT OR REPLACE INTO run_verifications (run_id, map_path, bs, started_at, finished_at, checked, lost, corrupt, misplaced, unlisted, examples)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                run_id, v.map_path, v.bs as i64, v.started_at, v.finished_at, v.checked as i64, v.lost as i64,
+                v.corrupt as i64, v.misplaced as i64, v.unlisted as i64, v.examples.join("\n")
+            ],
+        )
+        .map_err(wrap)?;
+        {
+            let mut st = tx
+                .prepare_cached("INSERT INTO verify_problems (run_id, target, block, kind, expected, found_generation, found) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+                .map_err(wrap)?;
+            for p in problems {
+                st.execute(params![run_id, p.target, p.block as i64, p.kind, p.expected, p.found_generation, p.found])
+                    .map_err(wrap)?;
+            }
+        }
+        tx.commit().map_err(wrap)
+    }
+
+    /// A run's final verification pass, if it had one.
+    pub fn verification(&self, run_id: i64) -> Result<Option<StoredVerification>> {
+        let r = self
+            .conn
+            .query_row(
+                "SELECT map_path, bs, started_at, finished_at, checked, lost, corrupt, misplaced, unlisted, examples
+                 FROM run_verifications WHERE run_id = ?1",
+                [run_id],
+                |r| {
+                    let examples: String = r.get(9)?;
+                    Ok(StoredVerification {
+                        map_path: r.get(0)?,
+                        bs: r.get::<_, i64>(1)? as u64,
+                        started_at: r.get(2)?,
+                        finished_at: r.get(3)?,
+                        checked: r.get::<_, i64>(4)? as u64,
+                        lost: r.get::<_, i64>(5)? as u64,
+                        corrupt: r.get::<_, i64>(6)? as u64,
+                        misplaced: r.get::<_, i64>(7)? as u64,
+                        unlisted: r.get::<_, i64>(8)? as u64,
+                        examples: examples.lines().map(str::to_string).collect(),
+                    })
+                },
+            )
+            .optional();
+        self.sql(r)
+    }
+
+    /// Hands every listed problem of a run's final verification to `each`, in the order found.
+    pub fn verify_problems(&self, run_id: i64, mut each: impl FnMut(StoredProblem)) -> Result<()> {
+        let mut st = self.sql(self.conn.prepare(
+            "SELECT target, block, kind, expected, found_generation, found FROM verify_problems WHERE run_id = ?1 ORDER BY rowid",
+        ))?;
+        let rows = st.query_map([run_id], |r| {
+            Ok(StoredProblem {
+                target: r.get(0)?,
+                block: r.get::<_, i64>(1)? as u64,
+                kind: r.get(2)?,
+                expected: r.get(3)?,
+                found_generation: r.get(4)?,
+                found: r.get(5)?,
+            })
+        });
+        for p in self.sql(rows)? {
+            each(self.sql(p)?);
+        }
+        Ok(())
+    }
+
     fn row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
         Ok(RunRow {
             id: r.get(0)?,
@@ -522,11 +698,11 @@ impl Store {
             backend: r.get(8)?,
             targets: r.get(9)?,
             summary: r.get(10)?,
+            status_reason: r.get(11)?,
         })
     }
 
-    const RUN_COLUMNS: &str =
-        "id, label, plan_name, status, started_at, finished_at, tool_version, hostname, backend, targets, summary";
+    const RUN_COLUMNS: &str = "id, label, plan_name, status, started_at, finished_at, tool_version, hostname, backend, targets, summary, status_reason";
 
     pub fn runs(&self) -> Result<Vec<RunRow>> {
         let sql = format!("SELECT {} FROM runs ORDER BY id", Self::RUN_COLUMNS);
@@ -608,12 +784,14 @@ impl Store {
         for (wid, json, data_check) in wl {
             workloads.push(StoredWorkload { json, steps: self.load_steps(wid)?, data_check });
         }
-        Ok(StoredRun { run, host_json, targets_json, plan_json, workloads })
+        let verification = self.verification(id)?;
+        Ok(StoredRun { run, host_json, targets_json, plan_json, workloads, verification })
     }
 
     fn load_steps(&self, workload_id: i64) -> Result<Vec<StepRecord>> {
         let mut st = self.sql(self.conn.prepare(
-            "SELECT id, workers, queue_depth, threads, interval_s, sample_s, interrupted, hosts, notes FROM steps WHERE workload_id = ?1 ORDER BY idx",
+            "SELECT id, workers, queue_depth, threads, interval_s, sample_s, interrupted, hosts, notes,
+                    drain_late, drain_stuck, drain_stuck_age_ns, drain_wait_ns, unmeasured_errors FROM steps WHERE workload_id = ?1 ORDER BY idx",
         ))?;
         let rows = st.query_map([workload_id], |r| {
             let mut rec = StepRecord::new(r.get(1)?, r.get(2)?, r.get::<_, i64>(3)? as usize, r.get(4)?, r.get(5)?);
@@ -621,6 +799,18 @@ impl Store {
             let notes: String = r.get(8)?;
             rec.notes =
                 notes.lines().filter_map(|l| l.split_once('\t').map(|(c, m)| (c.to_string(), m.to_string()))).collect();
+            rec.drain = iocurve_stats::Drain {
+                late: r.get::<_, i64>(9)? as u64,
+                stuck: r.get::<_, i64>(10)? as u64,
+                stuck_age_ns: r.get::<_, i64>(11)? as u64,
+                wait_ns: r.get::<_, i64>(12)? as u64,
+            };
+            for line in r.get::<_, String>(13)?.lines() {
+                let mut f = line.split(':').map(|x| x.parse::<i64>());
+                if let (Some(Ok(t)), Some(Ok(e)), Some(Ok(n))) = (f.next(), f.next(), f.next()) {
+                    rec.unmeasured_errors.add(t as u32, e as i32, n as u64);
+                }
+            }
             Ok((r.get::<_, i64>(0)?, rec, r.get::<_, Option<bool>>(6)?))
         });
         let rows: Vec<_> = self.sql(rows.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?;
@@ -1038,5 +1228,76 @@ mod tests {
         assert!(e.to_string().contains("newer than this iocurve"), "{e}");
         std::fs::write(dir.path().join("junk.db"), b"this is not a database at all, not even close").unwrap();
         assert!(Store::open(&dir.path().join("junk.db")).is_err());
+    }
+
+    /// Issue 13, finding 5: the final verification pass was stored nowhere. A v8 database
+    /// migrates (its runs have no verification and no reason), and a run's pass with every
+    /// problem round-trips and goes with the run.
+    #[test]
+    fn regression_final_verification_is_stored_and_a_v8_database_migrates() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v8.db");
+        let old = {
+            let st = Store::open_at(&p, 8).unwrap();
+            assert_eq!(st.schema_version().unwrap(), 8);
+            let run = st.begin_run(&NewRun { label: "v8".into(), ..Default::default() }).unwrap();
+            st.finish_run(run, "complete", "t", "w 1 IOPS").unwrap();
+            run
+        };
+        let mut st = Store::open(&p).unwrap();
+        assert_eq!(st.schema_version().unwrap(), MIGRATIONS.len() as i64);
+        let back = st.run(old).unwrap();
+        assert_eq!((back.label.as_str(), back.status.as_str(), back.status_reason), ("v8", "complete", None));
+        assert_eq!(st.verification(old).unwrap(), None);
+
+        let run = st.begin_run(&NewRun::default()).unwrap();
+        let v = StoredVerification {
+            map_path: "m.map".into(),
+            bs: 4096,
+            started_at: "t0".into(),
+            finished_at: "t1".into(),
+            checked: 100,
+            lost: 2,
+            corrupt: 1,
+            misplaced: 0,
+            unlisted: 0,
+            examples: vec!["a block 3: lost".into(), "a block 9: corrupted".into()],
+        };
+        let problems = vec![
+            StoredProblem {
+                target: "a".into(),
+                block: 3,
+                kind: "lost".into(),
+                expected: 4,
+                found_generation: Some(3),
+                found: "generation 3".into(),
+            },
+            StoredProblem {
+                target: "a".into(),
+                block: 9,
+                kind: "corrupt".into(),
+                expected: 1,
+                found_generation: None,
+                found: "checksum mismatch".into(),
+            },
+            StoredProblem {
+                target: "b".into(),
+                block: 1 << 40,
+                kind: "lost".into(),
+                expected: 0x7fff,
+                found_generation: None,
+                found: "no write of this map".into(),
+            },
+        ];
+        st.add_verification(run, &v, problems.clone()).unwrap();
+        st.set_status(run, "complete", Some("verification found 3 problems")).unwrap();
+        assert_eq!(st.verification(run).unwrap(), Some(v));
+        let mut got = Vec::new();
+        st.verify_problems(run, |p| got.push(p)).unwrap();
+        assert_eq!(got, problems, "every problem, in the order found");
+        assert_eq!(st.run(run).unwrap().status_reason.as_deref(), Some("verification found 3 problems"));
+        st.delete(run).unwrap();
+        let n: i64 = st.conn.query_row("SELECT count(*) FROM verify_problems", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 0, "problems went with the run");
     }
 }

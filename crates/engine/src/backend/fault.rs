@@ -219,6 +219,17 @@ impl<B: Backend> Backend for FaultBackend<B> {
         self.inner.wake_within(d)
     }
 
+    fn cancel(&mut self, slot: u32) -> io::Result<()> {
+        // A completion held back here (stall, latency) is given up at once: the I/O itself is
+        // done, only its answer was withheld.
+        if let Some(i) = self.held.iter().position(|h| (h.1).0 == slot) {
+            self.held.swap_remove(i);
+            self.ready.push((slot, -libc::ECANCELED));
+            return Ok(());
+        }
+        self.inner.cancel(slot)
+    }
+
     fn start(&mut self, measure_start: Instant) {
         self.origin = Some(measure_start);
         self.inner.start(measure_start);

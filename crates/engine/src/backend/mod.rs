@@ -47,6 +47,15 @@ pub trait Backend {
         Ok(())
     }
 
+    /// Asks for the I/O in `slot` to be cancelled (it is stuck: outstanding past its deadline).
+    /// A cancelled I/O still completes, with -ECANCELED (or its real result, if it finished
+    /// first); one the kernel cannot cancel (a request already in a device) completes when the
+    /// device answers, or never. Back-ends whose I/Os complete by themselves need not do
+    /// anything.
+    fn cancel(&mut self, _slot: u32) -> io::Result<()> {
+        Ok(())
+    }
+
     /// Tells the back-end when the step's measurement (after warm-up) starts.
     fn start(&mut self, _measure_start: std::time::Instant) {}
 }

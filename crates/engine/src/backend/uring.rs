@@ -37,6 +37,8 @@ const EXTRA_WAKES: usize = 4;
 const WAKE: u64 = u64::MAX;
 /// user_data of an extra wake-up.
 const WAKE_EXTRA: u64 = u64::MAX - 1;
+/// user_data of a cancellation request (its own completion says only whether it was found).
+const CANCEL: u64 = u64::MAX - 2;
 
 /// Checks that io_uring can be used here (kernel support, not disabled by sysctl or seccomp).
 pub fn probe_io_uring() -> Result<(), String> {
@@ -147,6 +149,12 @@ impl Backend for UringBackend {
         Ok(())
     }
 
+    fn cancel(&mut self, slot: u32) -> io::Result<()> {
+        let e = opcode::AsyncCancel::new(slot as u64).build().user_data(CANCEL);
+        self.push(&e)?;
+        self.ring.submit().map(|_| ())
+    }
+
     #[inline]
     fn reap(&mut self, out: &mut Vec<Completion>) {
         for cqe in self.ring.completion() {
@@ -154,6 +162,8 @@ impl Backend for UringBackend {
                 self.wake_pending = false;
             } else if cqe.user_data() == WAKE_EXTRA {
                 self.extra_pending -= 1;
+            } else if cqe.user_data() == CANCEL {
+                // The cancelled I/O completes on its own (with -ECANCELED if it was caught).
             } else {
                 out.push((cqe.user_data() as u32, cqe.result()));
             }
