@@ -1,0 +1,87 @@
+//! The agent's requests: any bytes decoded as the protobuf messages an agent takes from a
+//! coordinator (prost), and a decoded `StepRequest` through what the agent does with it before
+//! I/O: `agent::step_request` (workload, back-end, faults) and then the step itself, as the
+//! agent runs it (crates/net/src/agent.rs `run_blocking`) — on a scratch file with the null
+//! back-end (no I/O; the requested back-end still decides the resource check), stopped
+//! after its first round of I/Os. Whatever an authenticated coordinator sends, the agent
+//! refuses it or runs it: it never panics, aborts or hangs.
+#![no_main]
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
+
+use iocurve_engine::{NoObserver, StepConfig, TargetSet, budget, host, run_step};
+use iocurve_fuzz::{scratch_target, write_seeds};
+use iocurve_net::pb;
+use iocurve_plan::{Backend, Overrides, suites};
+use libfuzzer_sys::fuzz_target;
+use prost::Message;
+
+/// The harness's limit on one step's buffers, which are filled with data before the first
+/// write: 8 MiB keeps every input well within the 10-second timeout in an unoptimized build
+/// (128 writing workers of 1 MiB took 45 s there, 6 s optimized). Larger steps still get the
+/// agent's own limit (`budget::check_step`: 80 % of the host's available memory).
+const HARNESS_MEMORY: u64 = 8 << 20;
+
+fn target() -> &'static TargetSet {
+    static T: OnceLock<TargetSet> = OnceLock::new();
+    T.get_or_init(|| scratch_target("agent.dat", 1 << 20))
+}
+
+/// Requests as the coordinator makes them, from every workload of the built-in suites.
+fn seeds() -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for s in suites::SUITES {
+        let plan = suites::load(s.name, &Overrides::default()).expect("a built-in suite");
+        for (i, w) in plan.workloads.iter().enumerate() {
+            let r = pb::StepRequest {
+                workload_json: serde_json::to_string(w).expect("a workload serializes"),
+                workers: w.ramp[i % w.ramp.len()],
+                targets: vec!["/dev/loop9".into()],
+                start_at_unix_ns: 0,
+                scratch_size: 1 << 30,
+                threads: 0,
+                backend: w.backend.name().into(),
+                faults_json: if i == 0 {
+                    r#"[{"kind":"eio","share":0.5,"from_s":0.0,"to_s":null,"target":null,"latency_ms":0.0}]"#.into()
+                } else {
+                    String::new()
+                },
+            };
+            out.push((format!("{}-{i}.pb", s.name), r.encode_to_vec()));
+        }
+    }
+    out
+}
+
+fuzz_target!(init: write_seeds("agent_request", seeds), |data: &[u8]| {
+    let _ = pb::HelloRequest::decode(data);
+    let _ = pb::TargetsRequest::decode(data);
+    let _ = pb::StopRequest::decode(data);
+    let Ok(r) = pb::StepRequest::decode(data) else { return };
+    let Ok((w, backend, faults)) = iocurve_net::agent::step_request(&r) else { return };
+    // The requested back-end's own limits (psync: one thread per outstanding I/O).
+    if budget::check_step(&w, r.workers, backend).is_err() {
+        return;
+    }
+    // A remote agent refuses verifying workloads before anything else (no map there).
+    if w.verify || budget::step_memory(&w, r.workers) > HARNESS_MEMORY {
+        return;
+    }
+    // Waiting for `start_at_unix_ns` is the coordinator's to end (it closes the stream).
+    let threads = if r.threads == 0 { host::cores() } else { r.threads as usize };
+    let stop = AtomicBool::new(false);
+    let cfg = StepConfig {
+        workload: &w,
+        workers: r.workers,
+        backend: Backend::Null,
+        threads,
+        targets: target(),
+        stop: &stop,
+        faults: &faults,
+        verify: None,
+        // Set before the start: the I/O threads issue one round and drain.
+        abort: Some(Arc::new(AtomicBool::new(true))),
+    };
+    let _ = run_step(&cfg, &mut NoObserver);
+});
