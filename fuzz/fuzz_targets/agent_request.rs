@@ -37,7 +37,7 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
             let r = pb::StepRequest {
                 workload_json: serde_json::to_string(w).expect("a workload serializes"),
                 workers: w.ramp[i % w.ramp.len()],
-                targets: vec!["/dev/loop9".into()],
+                groups: vec![pb::TargetGroup { name: "targets".into(), weight: 1, targets: vec!["/dev/loop9".into()] }],
                 start_at_unix_ns: 0,
                 scratch_size: 1 << 30,
                 threads: 0,
@@ -56,9 +56,16 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
 
 fuzz_target!(init: write_seeds("agent_request", seeds), |data: &[u8]| {
     let _ = pb::HelloRequest::decode(data);
-    let _ = pb::TargetsRequest::decode(data);
     let _ = pb::StopRequest::decode(data);
+    if let Ok(p) = pb::PreconditionRequest::decode(data) {
+        let _ = iocurve_net::agent::precondition_request(&p);
+        let _ = iocurve_net::agent::target_groups(&p.groups);
+    }
+    if let Ok(t) = pb::TargetsRequest::decode(data) {
+        let _ = iocurve_net::agent::target_groups(&t.groups);
+    }
     let Ok(r) = pb::StepRequest::decode(data) else { return };
+    let _ = iocurve_net::agent::target_groups(&r.groups);
     let Ok((w, backend, faults)) = iocurve_net::agent::step_request(&r) else { return };
     // The requested back-end's own limits (psync: one thread per outstanding I/O).
     if budget::check_step(&w, r.workers, backend).is_err() {

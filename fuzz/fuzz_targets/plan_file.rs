@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
             let r = pb::StepRequest {
                 workload_json: workload_json.clone(),
                 workers,
-                targets: vec!["/dev/loop9".into()],
+                groups: vec![pb::TargetGroup { name: "targets".into(), weight: 1, targets: vec!["/dev/loop9".into()] }],
                 start_at_unix_ns: 0,
                 scratch_size: 1 << 30,
                 threads: w.threads,

@@ -6,7 +6,7 @@
 
 use clap::Parser;
 use iocurve::cli::{Cli, Command};
-use iocurve_plan::{BlockSizeSpec, Overrides, WorkloadKeys, format_size, parse_size, suites};
+use iocurve_plan::{Overrides, format_size, parse_size, suites};
 use libfuzzer_sys::fuzz_target;
 
 const OPTIONS: &[&str] = &[
@@ -40,20 +40,8 @@ fuzz_target!(|data: &[u8]| {
     let option = OPTIONS[pick as usize % OPTIONS.len()];
     let Ok(cli) = Cli::try_parse_from(["iocurve", "run", "--backend", "null", option, value]) else { return };
     let Command::Run(a) = cli.command else { panic!("`iocurve run` parsed as another command") };
-    // The keys `iocurve run` overrides with these options (crates/cli/src/run.rs).
-    let keys = WorkloadKeys {
-        ramp: a.ramp.clone(),
-        queue_depth: a.qd,
-        bs: a.bs.map(BlockSizeSpec::One),
-        warmup_s: a.warmup_s,
-        intervals: a.intervals,
-        interval_s: a.interval_s,
-        threads: a.threads,
-        compress: a.data.compress,
-        dedupe: a.data.dedupe,
-        dedupe_unit: a.data.dedupe_unit,
-        constant: a.data.constant,
-        ..Default::default()
-    };
+    // The keys `iocurve run` overrides with these options, read from the table of options as
+    // `iocurve run` reads them (crates/cli/src/flags.rs).
+    let Ok(keys) = a.flags.keys() else { return };
     let _ = suites::load(suites::DEFAULT_SUITE, &Overrides { keys, ..Default::default() });
 });

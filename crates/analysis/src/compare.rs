@@ -117,6 +117,7 @@ mod tests {
                 cores: 2,
                 backend: "io_uring".into(),
                 backend_note: None,
+                agents: Vec::new(),
             },
             sla: None,
             targets: vec![],

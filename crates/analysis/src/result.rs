@@ -46,6 +46,24 @@ pub struct HostInfo {
     /// Why the back-end differs from the plan's, when it does (e.g. io_uring unavailable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend_note: Option<String>,
+    /// A multi-host run: the hosts that ran the I/O, each with its own facts and the back-end
+    /// it actually used (the fields above then describe the coordinator).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentHost>,
+}
+
+/// One agent of a multi-host run as it described itself.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentHost {
+    /// As given (`HOST:PORT`).
+    pub address: String,
+    pub hostname: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cores: usize,
+    pub backend: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_note: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

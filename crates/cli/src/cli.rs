@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use crate::flags::{DataFlags, WorkloadFlags};
+
 #[derive(Debug, Parser)]
 #[command(
     name = "iocurve",
@@ -119,7 +121,7 @@ pub enum Command {
         #[arg(long, value_name = "PATH")]
         file: Option<PathBuf>,
         #[command(flatten)]
-        data: DataArgs,
+        data: DataFlags,
     },
     /// Delete a stored run and everything recorded for it.
     Delete {
@@ -221,50 +223,9 @@ pub struct RunArgs {
     #[arg(long = "allow-write", value_name = "PATH")]
     pub allow_write: Vec<PathBuf>,
 
-    /// Worker counts of the ramp, comma-separated and increasing (e.g. 1,2,4,8).
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    pub ramp: Option<Vec<u32>>,
-
-    /// Outstanding I/Os per worker (queue depth).
-    #[arg(long, value_name = "N")]
-    pub qd: Option<u32>,
-
-    /// Block size of every workload (e.g. 4k, 8k, 1m).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size_arg)]
-    pub bs: Option<u64>,
-
-    /// Warm-up seconds before each step is measured.
-    #[arg(long = "warmup-s", value_name = "S")]
-    pub warmup_s: Option<f64>,
-
-    /// Measurement intervals per step.
-    #[arg(long, value_name = "K")]
-    pub intervals: Option<u32>,
-
-    /// Length of one measurement interval in seconds.
-    #[arg(long = "interval-s", value_name = "S")]
-    pub interval_s: Option<f64>,
-
-    /// I/O back-end: io_uring (default), psync (one thread per outstanding I/O) or null (no
-    /// I/O: measures iocurve itself).
-    #[arg(long, value_name = "NAME", value_parser = parse_backend_arg)]
-    pub backend: Option<iocurve_plan::Backend>,
-
-    /// What an I/O error does: continue (count it; default), stop-target (no more I/O to that
-    /// target in the step) or abort (end the run, exit code 1).
-    #[arg(long = "on-error", value_name = "POLICY", value_parser = parse_on_error)]
-    pub on_error: Option<iocurve_plan::OnError>,
-
-    /// Seconds I/Os still outstanding when a step ends may take before they are cancelled and
-    /// counted as stuck (exit code 3); their age enters the latency figures. Default: the
-    /// step's longest latency + 5 s. After Ctrl-C the wait is 1 s.
-    #[arg(long = "stuck-after-s", value_name = "S")]
-    pub stuck_after_s: Option<f64>,
-
-    /// Verify every workload: written blocks carry a header and reads check it against the last
-    /// acknowledged write (plan key `verify = true`).
-    #[arg(long)]
-    pub verify: bool,
+    /// The workload keys as flags (`--qd`, `--bs`, `--ramp`, …): iocurve_plan::options.
+    #[command(flatten)]
+    pub flags: WorkloadFlags,
 
     /// Run on these agents (`iocurve agent`) at once instead of this host, comma-separated
     /// HOST:PORT; every agent uses the plan's targets on its own host.
@@ -313,14 +274,6 @@ pub struct RunArgs {
     #[arg(long = "verify-final")]
     pub verify_final: bool,
 
-    /// Buffered I/O through the page cache instead of O_DIRECT.
-    #[arg(long)]
-    pub buffered: bool,
-
-    /// I/O threads for io_uring and null (0 = one per core).
-    #[arg(long, value_name = "N")]
-    pub threads: Option<u32>,
-
     /// Run only the workloads whose name contains TEXT (e.g. random-read, backend).
     #[arg(long, value_name = "TEXT")]
     pub workload: Option<String>,
@@ -345,9 +298,6 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub sla: SlaArgs,
-
-    #[command(flatten)]
-    pub data: DataArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -450,50 +400,13 @@ pub struct PreconditionArgs {
     #[arg(long = "allow-write", value_name = "PATH")]
     pub allow_write: Vec<PathBuf>,
     #[command(flatten)]
-    pub data: DataArgs,
+    pub data: DataFlags,
     #[command(flatten)]
     pub db: DbArgs,
 }
 
-/// The data pattern of written blocks (plan keys `compress`, `dedupe`, `dedupe_unit`,
-/// `constant`).
-#[derive(Debug, Args, Default)]
-pub struct DataArgs {
-    /// Constant share of every written block, 0 (incompressible) to 0.99; 0.4 = the published
-    /// "60 % random, 40 % constant" block (1.66:1); ratios top out at 32:1.
-    #[arg(long, value_name = "F")]
-    pub compress: Option<f64>,
-    /// Written units per unique unit: 1 = all unique, 2 = every unit twice on average.
-    #[arg(long, value_name = "R")]
-    pub dedupe: Option<f64>,
-    /// Unit of deduplication (default: the smallest block size).
-    #[arg(long = "dedupe-unit", value_name = "SIZE", value_parser = parse_size_arg)]
-    pub dedupe_unit: Option<u64>,
-    /// The byte the constant share is made of: 0 (zeros, default) or 1–255, e.g. 0xa5 (for
-    /// arrays that detect runs of zeros).
-    #[arg(long, value_name = "BYTE", value_parser = parse_byte_arg)]
-    pub constant: Option<u8>,
-}
-
-fn parse_byte_arg(s: &str) -> Result<u8, String> {
-    let t = s.trim();
-    let v = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        Some(hex) => u8::from_str_radix(hex, 16),
-        None => t.parse::<u8>(),
-    };
-    v.map_err(|_| format!("`{s}` is not a byte: give 0 to 255, or 0x00 to 0xff"))
-}
-
 fn parse_size_arg(s: &str) -> Result<u64, String> {
     iocurve_plan::parse_size(s)
-}
-
-fn parse_on_error(s: &str) -> Result<iocurve_plan::OnError, String> {
-    iocurve_plan::OnError::parse(s).ok_or_else(|| format!("unknown policy `{s}`: use continue, stop-target or abort"))
-}
-
-fn parse_backend_arg(s: &str) -> Result<iocurve_plan::Backend, String> {
-    iocurve_plan::Backend::parse(s).ok_or_else(|| format!("unknown back-end `{s}`: use io_uring, psync or null"))
 }
 
 #[cfg(test)]
@@ -538,10 +451,14 @@ mod tests {
         ])
         .unwrap();
         let Command::Run(a) = cli.command else { panic!() };
-        assert_eq!(a.ramp, Some(vec![1, 2, 4]));
-        assert_eq!(a.bs, Some(8192));
+        let k = a.flags.keys().unwrap();
+        assert_eq!(k.ramp, Some(vec![1, 2, 4]));
+        assert_eq!(k.bs, Some(iocurve_plan::BlockSizeSpec::One(8192)));
         assert_eq!(a.targets, vec!["a", "b"]);
-        assert!(Cli::try_parse_from(["iocurve", "run", "--bs", "8q"]).is_err());
+        let Command::Run(a) = Cli::try_parse_from(["iocurve", "run", "--bs", "8q"]).unwrap().command else { panic!() };
+        assert_eq!(a.flags.keys().unwrap_err().key.as_deref(), Some("--bs"));
+        let twice = Cli::try_parse_from(["iocurve", "run", "--ramp", "1,4,16", "--ramp", "1"]).unwrap_err();
+        assert_eq!(twice.kind(), clap::error::ErrorKind::ArgumentConflict, "{twice}");
         assert!(Cli::try_parse_from(["iocurve", "run", "p.toml", "--suite", "quick"]).is_err());
     }
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::CliError;
-use crate::cli::DataArgs;
+use crate::cli::DataFlags;
 use crate::datameter::{Meter, generate};
 use iocurve_analysis::DataCheckRow as Row;
 
@@ -18,15 +18,8 @@ const DEFAULT_SIZE: u64 = 256 << 20;
 const MAX_SIZE: u64 = 64 << 30;
 
 /// The pattern as a run would resolve it: the same keys, checks and messages as `run`.
-fn workload(bs: u64, args: &DataArgs) -> Result<Workload, CliError> {
-    let keys = WorkloadKeys {
-        bs: Some(BlockSizeSpec::One(bs)),
-        compress: args.compress,
-        dedupe: args.dedupe,
-        dedupe_unit: args.dedupe_unit,
-        constant: args.constant,
-        ..Default::default()
-    };
+fn workload(bs: u64, data: WorkloadKeys) -> Result<Workload, CliError> {
+    let keys = WorkloadKeys { bs: Some(BlockSizeSpec::One(bs)), ..data };
     Ok(iocurve_plan::writing_workload("datacheck", keys)?)
 }
 
@@ -62,9 +55,9 @@ pub fn datacheck(
     bs: Option<u64>,
     size: Option<u64>,
     file: Option<&Path>,
-    args: &DataArgs,
+    args: &DataFlags,
 ) -> Result<ExitCode, CliError> {
-    let w = workload(bs.unwrap_or(DEFAULT_BS), args)?;
+    let w = workload(bs.unwrap_or(DEFAULT_BS), args.keys()?)?;
     if let Some(s) = size
         && !(4096..=MAX_SIZE).contains(&s)
     {
@@ -103,8 +96,9 @@ mod tests {
     use super::*;
 
     fn w(bs: u64, compress: f64, dedupe: f64, unit: Option<u64>) -> Workload {
-        workload(bs, &DataArgs { compress: Some(compress), dedupe: Some(dedupe), dedupe_unit: unit, constant: None })
-            .unwrap()
+        let keys =
+            WorkloadKeys { compress: Some(compress), dedupe: Some(dedupe), dedupe_unit: unit, ..Default::default() };
+        workload(bs, keys).unwrap()
     }
 
     #[test]
@@ -128,11 +122,11 @@ mod tests {
 
     #[test]
     fn bad_patterns_and_sizes_name_the_option() {
-        let e = workload(4096, &DataArgs { compress: Some(1.5), ..Default::default() }).unwrap_err();
+        let e = workload(4096, WorkloadKeys { compress: Some(1.5), ..Default::default() }).unwrap_err();
         assert!(e.to_string().contains("--compress") && e.to_string().contains("0.99"), "{e}");
-        let e = workload(4096, &DataArgs { dedupe_unit: Some(8192), ..Default::default() }).unwrap_err();
+        let e = workload(4096, WorkloadKeys { dedupe_unit: Some(8192), ..Default::default() }).unwrap_err();
         assert!(e.to_string().contains("--dedupe-unit") && e.to_string().contains("multiple"), "{e}");
-        let e = datacheck(None, Some(1 << 50), None, &DataArgs::default()).unwrap_err();
+        let e = datacheck(None, Some(1 << 50), None, &DataFlags::default()).unwrap_err();
         assert!(e.to_string().contains("--size") && e.to_string().contains("out of range"), "{e}");
     }
 
@@ -143,7 +137,7 @@ mod tests {
         let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: a valid path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        let e = datacheck(None, None, Some(&p), &DataArgs::default()).unwrap_err();
+        let e = datacheck(None, None, Some(&p), &DataFlags::default()).unwrap_err();
         assert!(e.to_string().contains("neither a regular file nor a block device"), "{e}");
     }
 }

@@ -6,6 +6,7 @@ pub mod cli;
 mod datacheck;
 mod datameter;
 pub mod error;
+pub mod flags;
 pub mod out;
 mod precondition;
 mod progress;

@@ -24,59 +24,81 @@ pub fn record_key(t: &Target) -> String {
     t.path.canonicalize().unwrap_or_else(|_| t.path.clone()).display().to_string()
 }
 
-fn state_json(s: &PreState) -> String {
-    serde_json::json!({"watermark": s.watermark, "above": s.above}).to_string()
+/// The saved state of a pass over a target of `chunks` chunks (public for the fuzz target
+/// `precondition_state`).
+pub fn parse_state(json: &str, chunks: u64) -> Option<PreState> {
+    PreState::parse(json, chunks)
 }
 
-/// The saved state of a pass over a target of `chunks` chunks. A state that cannot be one of
-/// its passes (a chunk beyond the target, chunks unsorted or repeated) is none: the pass starts
-/// over. (Fuzzing, issue 13: a chunk beyond the target left every resumed pass unfinished.)
-pub fn parse_state(json: &str, chunks: u64) -> Option<PreState> {
-    let v: serde_json::Value = serde_json::from_str(json).ok()?;
-    let above = v["above"].as_array()?.iter().map(|x| x.as_u64()).collect::<Option<Vec<_>>>()?;
-    let state = PreState { watermark: v["watermark"].as_u64()?, above };
-    let fits = state.watermark <= chunks
-        && state.above.iter().all(|&c| c > state.watermark && c < chunks)
-        && state.above.is_sorted_by(|a, b| a < b);
-    fits.then_some(state)
+/// Where a pass over the target recorded as `key` starts: the state to resume from and the
+/// record to keep it in (saved), or None when the target was preconditioned at this size
+/// already. `fresh`: a scratch file this run created, new whatever an earlier file of that name
+/// had. Only a pass of the same write size and data resumes; anything else starts over.
+pub fn start_pass(
+    store: &Store,
+    key: &str,
+    size: u64,
+    bs: u64,
+    data_json: &str,
+    fresh: bool,
+    skip_done: bool,
+) -> Result<Option<(PreState, Precondition)>, CliError> {
+    let old = if fresh { None } else { store.precondition(key, size)? };
+    match old {
+        Some(r) if skip_done && r.finished_at.is_some() => {
+            crate::outln!("precondition {key}: already done at {}, skipped", r.finished_at.as_deref().unwrap_or(""));
+            Ok(None)
+        }
+        Some(r) if r.finished_at.is_none() && r.bs == bs && r.data_json == data_json => {
+            let state = parse_state(&r.state_json, chunks(size, bs)).unwrap_or_default();
+            crate::outln!(
+                "precondition {key}: resuming at {} of {} ({} written before)",
+                format_size((state.written_chunks() * bs).min(size)),
+                format_size(size),
+                format_size(r.bytes_written)
+            );
+            Ok(Some((state, r)))
+        }
+        _ => {
+            let r = Precondition {
+                target: key.to_string(),
+                size,
+                bs,
+                data_json: data_json.to_string(),
+                state_json: PreState::default().to_json(),
+                bytes_written: 0,
+                started_at: time::now_rfc3339(),
+                finished_at: None,
+            };
+            store.save_precondition(&r)?;
+            Ok(Some((PreState::default(), r)))
+        }
+    }
+}
+
+/// A progress line of a pass: how far, how fast, how long still.
+pub fn progress_line(name: &str, done_bytes: u64, total_bytes: u64, session_bytes: u64, elapsed_s: f64) -> String {
+    let rate = session_bytes as f64 / elapsed_s.max(1e-3);
+    let eta = if rate > 0.0 { (total_bytes - done_bytes.min(total_bytes)) as f64 / rate } else { f64::INFINITY };
+    format!(
+        "  {name}{} of {} ({:.0} %), {}, ETA {}",
+        format_size(done_bytes),
+        format_size(total_bytes),
+        100.0 * done_bytes as f64 / total_bytes.max(1) as f64,
+        format::mbps(rate / 1e6),
+        if eta.is_finite() { format::duration(eta) } else { "—".into() }
+    )
 }
 
 /// Preconditions one target; returns false when interrupted (Ctrl-C) before it was complete.
 pub fn target(t: &Target, cfg: &PreConfig, store: &Store) -> Result<bool, CliError> {
     let key = record_key(t);
     let data_json = serde_json::to_string(&cfg.pattern).unwrap_or_default();
-    let bs = cfg.bs.min(t.size / t.logical_block * t.logical_block).max(t.logical_block);
+    let bs = iocurve_engine::precondition::write_size(t.size, t.logical_block, cfg.bs);
     let cfg = PreConfig { bs, ..*cfg };
-    // A scratch file this run created is new, whatever an earlier file of that name had. (A
-    // half-prepared one resumes an unfinished pass; a finished record starts over below.)
-    let old = if t.created { None } else { store.precondition(&key, t.size)? };
-    // Resume only a pass of the same write size and data; anything else starts over.
-    let (resume, mut record) = match old {
-        Some(r) if r.finished_at.is_none() && r.bs == bs && r.data_json == data_json => {
-            let state = parse_state(&r.state_json, chunks(t.size, bs)).unwrap_or_default();
-            crate::outln!(
-                "precondition {}: resuming at {} of {} ({} written before)",
-                t.path.display(),
-                format_size((state.written_chunks() * bs).min(t.size)),
-                format_size(t.size),
-                format_size(r.bytes_written)
-            );
-            (state, r)
-        }
-        _ => {
-            let r = Precondition {
-                target: key,
-                size: t.size,
-                bs,
-                data_json,
-                state_json: state_json(&PreState::default()),
-                bytes_written: 0,
-                started_at: time::now_rfc3339(),
-                finished_at: None,
-            };
-            store.save_precondition(&r)?;
-            (PreState::default(), r)
-        }
+    // A half-prepared scratch file resumes an unfinished pass; a finished record starts over.
+    let Some((resume, mut record)) = start_pass(store, &key, t.size, bs, &data_json, t.created, false)? else {
+        return Ok(true);
     };
     crate::outln!(
         "precondition {}: writing {} in {} blocks, {} in flight, data {}",
@@ -95,18 +117,8 @@ pub fn target(t: &Target, cfg: &PreConfig, store: &Store) -> Result<bool, CliErr
     let before = record.bytes_written;
     let mut save_error = None;
     let mut on_progress = |p: &PreProgress| {
-        let secs = p.elapsed.as_secs_f64().max(1e-3);
-        let rate = p.session_bytes as f64 / secs;
-        let eta = if rate > 0.0 { (p.total_bytes - p.done_bytes) as f64 / rate } else { f64::INFINITY };
-        crate::outln!(
-            "  {} of {} ({:.0} %), {}, ETA {}",
-            format_size(p.done_bytes),
-            format_size(p.total_bytes),
-            100.0 * p.done_bytes as f64 / p.total_bytes.max(1) as f64,
-            format::mbps(rate / 1e6),
-            if eta.is_finite() { format::duration(eta) } else { "—".into() }
-        );
-        record.state_json = state_json(&p.state);
+        crate::outln!("{}", progress_line("", p.done_bytes, p.total_bytes, p.session_bytes, p.elapsed.as_secs_f64()));
+        record.state_json = p.state.to_json();
         record.bytes_written = before + p.session_bytes;
         if let Err(e) = store.save_precondition(&record) {
             save_error.get_or_insert(e);
@@ -130,37 +142,15 @@ pub fn target(t: &Target, cfg: &PreConfig, store: &Store) -> Result<bool, CliErr
     Ok(complete && !signals::STOP.load(Ordering::Relaxed))
 }
 
-/// Syncs what was written. On storage that stopped answering the sync blocks in the kernel: it
-/// runs on its own thread, and a Ctrl-C stops waiting for it a second later (the writes it
-/// covers may then not be durable: said, and a resume may have to be redone from scratch).
+/// Syncs what was written; a sync still blocked a second after Ctrl-C is given up, and said.
 fn sync(t: &Target) -> Result<(), CliError> {
-    let file = t.file.try_clone().map_err(|e| CliError::Runtime(format!("cannot sync {}: {e}", t.path.display())))?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name("iocurve-sync".into())
-        .spawn(move || {
-            let _ = tx.send(file.sync_all());
-        })
-        .map_err(|e| CliError::Runtime(format!("cannot sync {}: {e}", t.path.display())))?;
-    let mut stop_seen: Option<std::time::Instant> = None;
-    loop {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(r) => return r.map_err(|e| CliError::Runtime(format!("cannot sync {}: {e}", t.path.display()))),
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(CliError::Runtime(format!("cannot sync {}: the sync thread ended", t.path.display())));
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-        }
-        if signals::STOP.load(Ordering::Relaxed)
-            && stop_seen.get_or_insert_with(std::time::Instant::now).elapsed() >= Duration::from_secs(1)
-        {
-            crate::errln!(
-                "WARNING: {} did not finish syncing within a second of Ctrl-C (the storage does not answer): the last writes may not be durable",
-                t.path.display()
-            );
-            return Ok(());
-        }
+    if !iocurve_engine::precondition::sync(t, &signals::STOP)? {
+        crate::errln!(
+            "WARNING: {} did not finish syncing within a second of Ctrl-C (the storage does not answer): the last writes may not be durable",
+            t.path.display()
+        );
     }
+    Ok(())
 }
 
 /// The data pattern and write size as a run would resolve them: same checks and messages.
@@ -168,11 +158,7 @@ fn config(args: &PreconditionArgs) -> Result<PreConfig, CliError> {
     let keys = WorkloadKeys {
         bs: Some(BlockSizeSpec::One(args.bs.unwrap_or(DEFAULT_BS))),
         queue_depth: Some(args.qd.unwrap_or(DEFAULT_QD)),
-        compress: args.data.compress,
-        dedupe: args.data.dedupe,
-        dedupe_unit: args.data.dedupe_unit,
-        constant: args.data.constant,
-        ..Default::default()
+        ..args.data.keys()?
     };
     let w = iocurve_plan::writing_workload("precondition", keys)?;
     Ok(PreConfig { bs: w.max_bs(), qd: w.queue_depth, pattern: w.data, dedupe_unit: w.dedupe_unit() })
@@ -223,8 +209,8 @@ mod tests {
     #[test]
     fn a_state_that_does_not_fit_the_target_starts_over() {
         let s = PreState { watermark: 3, above: vec![5, 9] };
-        assert_eq!(parse_state(&state_json(&s), 16), Some(s));
-        assert_eq!(parse_state(&state_json(&PreState::default()), 16), Some(PreState::default()));
+        assert_eq!(parse_state(&s.to_json(), 16), Some(s));
+        assert_eq!(parse_state(&PreState::default().to_json(), 16), Some(PreState::default()));
         assert_eq!(parse_state(r#"{"watermark":16,"above":[]}"#, 16).map(|s| s.written_chunks()), Some(16));
         for bad in [
             r#"{"watermark":10,"above":[11,24,13,14,15]}"#,

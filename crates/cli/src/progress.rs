@@ -101,6 +101,14 @@ impl Progress {
         }
     }
 
+    /// A warning on stderr, without garbling the live line.
+    pub fn warn(&self, text: &str) {
+        match &self.bar {
+            Some(b) => b.suspend(|| crate::errln!("WARNING: {text}")),
+            None => crate::errln!("WARNING: {text}"),
+        }
+    }
+
     pub fn finish(&self) {
         if let Some(b) = &self.bar {
             b.finish_and_clear();

@@ -8,15 +8,17 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use iocurve_analysis::TargetInfo;
+use iocurve_engine::precondition::PreState;
 use iocurve_engine::verify::GenMap;
 use iocurve_engine::{StepObserver, TargetSet};
 use iocurve_net::agent::InProcess;
 use iocurve_net::client::{self, ClientConfig, MultiStep, Remote, StepSpec};
-use iocurve_net::{NetError, auth, certs};
-use iocurve_plan::{Fault, Plan, Workload};
+use iocurve_net::{NetError, auth, certs, pb};
+use iocurve_plan::{Fault, Plan, TargetGroup, Workload};
+use iocurve_store::{Precondition, Store};
 
-use crate::CliError;
 use crate::cli::{HostLoss, RunArgs};
+use crate::{CliError, precondition, signals};
 
 impl From<NetError> for CliError {
     fn from(e: NetError) -> Self {
@@ -36,7 +38,7 @@ pub struct Cluster {
     rt: tokio::runtime::Runtime,
     remotes: Vec<Remote>,
     /// Per agent, its target paths.
-    targets: Vec<Vec<String>>,
+    targets: Vec<Vec<TargetGroup>>,
     scratch_size: u64,
     abort_on_host_loss: bool,
     /// How long the agents get between a step's request and its start.
@@ -92,6 +94,12 @@ fn runtime(remote: bool) -> Result<tokio::runtime::Runtime, CliError> {
 }
 
 impl Cluster {
+    /// The agents that run the I/O, each with the facts it gave (none for a local run: the
+    /// coordinator's own host runs it).
+    pub fn agents(&self) -> impl Iterator<Item = (&str, &iocurve_net::pb::HelloReply)> {
+        self.remotes.iter().filter(|r| !r.in_process).map(|r| (r.addr.as_str(), &r.hello))
+    }
+
     /// A local run: one in-process agent on the targets the run opened (and its verification
     /// map).
     pub fn local(targets: Arc<TargetSet>, verify: Option<Arc<GenMap>>) -> Result<Cluster, CliError> {
@@ -113,32 +121,35 @@ impl Cluster {
     /// Connects to every agent and has each open the plan's targets; nothing runs yet. Returns
     /// the cluster and every agent's targets as the agents opened them.
     pub fn connect(plan: &Plan, args: &RunArgs, scratch_size: u64) -> Result<(Cluster, Vec<TargetInfo>), CliError> {
-        if plan.precondition || plan.workloads.iter().any(|w| w.verify) {
+        if plan.workloads.iter().any(|w| w.verify) {
             return Err(CliError::Usage(
-                "preconditioning and verification run on one host for now: drop --hosts, or those options".into(),
+                "verification runs on one host for now (its map is kept where the I/O runs): drop --hosts or --verify"
+                    .into(),
             ));
         }
         let cfg = client_config(args)?;
         let rt = runtime(true)?;
-        let plan_targets: Vec<String> = plan.groups.iter().flat_map(|g| g.targets.clone()).collect();
-        // --hosts (every agent on the plan's targets) or the plan's [[hosts]].
-        let hosts: Vec<(String, Vec<String>)> = if args.hosts.is_empty() {
-            plan.hosts
-                .iter()
-                .map(|h| {
-                    (h.address.clone(), if h.targets.is_empty() { plan_targets.clone() } else { h.targets.clone() })
-                })
-                .collect()
-        } else {
-            args.hosts.iter().map(|a| (a.clone(), plan_targets.clone())).collect()
+        // --hosts: every agent on the plan's groups, weights and all. [[hosts]] with targets of
+        // its own: that host's targets as one group; without: the plan's groups.
+        let host_groups = |targets: &[String]| -> Vec<TargetGroup> {
+            if targets.is_empty() {
+                plan.groups.clone()
+            } else {
+                vec![TargetGroup { name: "targets".into(), weight: 1, targets: targets.to_vec() }]
+            }
         };
-        let targets: Vec<Vec<String>> = hosts.iter().map(|h| h.1.clone()).collect();
+        let hosts: Vec<(String, Vec<TargetGroup>)> = if args.hosts.is_empty() {
+            plan.hosts.iter().map(|h| (h.address.clone(), host_groups(&h.targets))).collect()
+        } else {
+            args.hosts.iter().map(|a| (a.clone(), plan.groups.clone())).collect()
+        };
+        let targets: Vec<Vec<TargetGroup>> = hosts.iter().map(|h| h.1.clone()).collect();
         let (remotes, facts) = rt.block_on(async {
             let mut remotes = Vec::new();
             for (addr, _) in &hosts {
                 remotes.push(client::connect(addr, &cfg, 8).await?);
             }
-            let facts = client::targets(&mut remotes, &targets, scratch_size, plan.writes()).await?;
+            let facts = client::targets(&mut remotes, &targets, scratch_size, plan.writes(), plan.precondition).await?;
             Ok::<_, NetError>((remotes, facts))
         })?;
         // The targets of every agent, named `ADDR:PATH`, as the agents opened them.
@@ -150,7 +161,7 @@ impl Cluster {
                     kind: f.kind,
                     size: f.size,
                     logical_block: f.logical_block,
-                    group: "targets".into(),
+                    group: f.group,
                     scratch: f.scratch,
                     preconditioned_at: None,
                 });
@@ -165,6 +176,9 @@ impl Cluster {
                 r.offset_ns as f64 / 1e6,
                 r.rtt_ns as f64 / 1e6
             );
+            if let Some(w) = &r.clock_warning {
+                crate::errln!("WARNING: {w}");
+            }
         }
         let cluster = Cluster {
             rt,
@@ -176,6 +190,99 @@ impl Cluster {
             silence: AGENT_SILENCE,
         };
         Ok((cluster, target_infos))
+    }
+
+    /// Preconditions every agent's targets at once (`run --precondition` with agents). The
+    /// coordinator keeps each target's state in its results database under `ADDR:PATH`, as a
+    /// local run keeps its own: a target done before is skipped, an interrupted pass resumes.
+    /// Returns false when Ctrl-C stopped it; fills in `preconditioned_at` of `infos`.
+    pub fn precondition(&mut self, plan: &Plan, store: &Store, infos: &mut [TargetInfo]) -> Result<bool, CliError> {
+        let (pattern, unit) = plan.precondition_pattern();
+        let cfg = precondition::run_config(pattern, unit);
+        let data_json = serde_json::to_string(&cfg.pattern).unwrap_or_default();
+        let w = plan.workloads.iter().find(|w| w.writes()).or(plan.workloads.first());
+        let workload_json = serde_json::to_string(&w).unwrap_or_default();
+        // Per agent, its targets' records (None: done before, nothing to write).
+        let mut records: Vec<Vec<Option<(u64, Precondition)>>> = Vec::new();
+        let mut reqs = Vec::new();
+        for (h, r) in self.remotes.iter().enumerate() {
+            let first = r.target_offset as usize;
+            let end = self.remotes.get(h + 1).map_or(infos.len(), |n| n.target_offset as usize);
+            let mut own = Vec::new();
+            let mut resume = Vec::new();
+            for (i, t) in infos[first..end].iter().enumerate() {
+                let bs = iocurve_engine::precondition::write_size(t.size, t.logical_block, cfg.bs);
+                let n = iocurve_engine::precondition::chunks(t.size, bs);
+                let state = match precondition::start_pass(store, &t.path, t.size, bs, &data_json, t.scratch, true)? {
+                    // Done before: the agent writes none of it.
+                    None => {
+                        own.push(None);
+                        PreState { watermark: n, above: Vec::new() }
+                    }
+                    Some((state, record)) => {
+                        own.push(Some((record.bytes_written, record)));
+                        state
+                    }
+                };
+                resume.push(pb::PreconditionResume { target: i as u32, bs, state_json: state.to_json() });
+            }
+            records.push(own);
+            reqs.push(pb::PreconditionRequest {
+                groups: client::wire_groups(&self.targets[h]),
+                scratch_size: self.scratch_size,
+                workload_json: workload_json.clone(),
+                bs: cfg.bs,
+                qd: cfg.qd,
+                resume,
+            });
+        }
+        crate::outln!(
+            "precondition on {} agents: every block of {} targets once, {} writes, {} in flight, data {}",
+            self.remotes.len(),
+            infos.len(),
+            iocurve_plan::format_size(cfg.bs),
+            cfg.qd,
+            cfg.pattern.describe()
+        );
+        let mut save_error = None;
+        let mut on_progress = |h: usize, p: &pb::PreconditionProgress| {
+            let Some(Some((before, record))) = records.get_mut(h).and_then(|r| r.get_mut(p.target as usize)) else {
+                return;
+            };
+            crate::outln!(
+                "{}",
+                precondition::progress_line(
+                    &format!("{}: ", record.target),
+                    p.done_bytes,
+                    p.total_bytes,
+                    p.session_bytes,
+                    p.elapsed_s
+                )
+            );
+            record.state_json = p.state_json.clone();
+            record.bytes_written = *before + p.session_bytes;
+            if p.complete {
+                record.finished_at = Some(crate::time::now_rfc3339());
+                crate::outln!("precondition {}: complete", record.target);
+            }
+            if let Err(e) = store.save_precondition(record) {
+                save_error.get_or_insert(e);
+            }
+        };
+        let end = self.rt.block_on(client::precondition(
+            &mut self.remotes,
+            reqs,
+            &signals::STOP,
+            self.silence,
+            &mut on_progress,
+        ))?;
+        if let Some(e) = save_error {
+            return Err(e.into());
+        }
+        for t in infos.iter_mut() {
+            t.preconditioned_at = store.precondition(&t.path, t.size).ok().flatten().and_then(|r| r.finished_at);
+        }
+        Ok(end == client::PassEnd::Complete)
     }
 
     /// Runs one step on every agent; returns the merged record, each host's own inside it.

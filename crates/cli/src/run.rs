@@ -12,11 +12,14 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use iocurve_analysis::{HostInfo, RunResult, SCHEMA_VERSION, Sla, StepResult, TargetInfo, Thresholds, WorkloadResult};
+use iocurve_analysis::{
+    AgentHost, HostInfo, RunResult, SCHEMA_VERSION, Sla, StepResult, TargetInfo, Thresholds, WorkloadResult,
+};
 use iocurve_engine::backend::probe_io_uring;
 use iocurve_engine::target::free_space;
+use iocurve_engine::target::{DEFAULT_SCRATCH_SIZE, MIN_SCRATCH_SIZE};
 use iocurve_engine::{OpenOptions, StepObserver, StepProgress, TargetSet, host};
-use iocurve_plan::{Backend, Overrides, Pattern, Plan, TargetGroup, WorkloadKeys, suites};
+use iocurve_plan::{Backend, Overrides, Pattern, Plan, TargetGroup, suites};
 use iocurve_report::{terminal, write_json};
 use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
 use iocurve_store::{NewRun, Store, StoreError};
@@ -27,8 +30,6 @@ use crate::{CliError, precondition, remote, signals, time, verification};
 
 /// The scratch file `iocurve run` uses when no target is given.
 pub const DEFAULT_SCRATCH: &str = "iocurve-scratch.dat";
-const DEFAULT_SCRATCH_SIZE: u64 = 1 << 30;
-const MIN_SCRATCH_SIZE: u64 = 64 << 20;
 
 pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let plan = load_plan(&args)?;
@@ -36,20 +37,22 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     if let Some(path) = &args.json {
         check_output(path, "--json")?;
     }
-    let (plan, backend_note) = choose_backend(plan);
     verification::check_plan(&plan)?;
+    // Before the targets: a Ctrl-C while a scratch file is prepared then ends the run cleanly,
+    // removing the file, instead of killing the process halfway.
+    if !args.hosts.is_empty() || !plan.hosts.is_empty() {
+        // Each agent chooses its back-end and checks every step against its own host.
+        signals::install();
+        return run_on_agents(plan, &args);
+    }
+    let (plan, backend_note) = choose_backend(plan);
     // Every step must fit this host before anything is opened or written.
     for w in &plan.workloads {
         let most = w.ramp.iter().copied().max().unwrap_or(1);
         iocurve_engine::budget::check_step(w, most, w.backend)?;
         iocurve_engine::budget::check_limits(w, most, w.backend)?;
     }
-    // Before the targets: a Ctrl-C while a scratch file is prepared then ends the run cleanly,
-    // removing the file, instead of killing the process halfway.
     signals::install();
-    if !args.hosts.is_empty() || !plan.hosts.is_empty() {
-        return run_on_agents(plan, backend_note, &args);
-    }
     // Before any I/O: a map another run holds, or a damaged one, is bad input (exit code 2).
     let prepared = verification::prepare(&plan, &args.verify_map)?;
     let targets = open_targets(&plan, &args)?;
@@ -77,7 +80,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         }
         if args.verify_final && outcome.error.is_none() && !outcome.result.interrupted {
             // No read may be waited for longer than a step's outstanding I/O would be.
-            let stuck_after = Duration::from_secs_f64(args.stuck_after_s.unwrap_or(FINAL_PASS_STUCK_AFTER_S));
+            let stuck_after =
+                Duration::from_secs_f64(args.flags.keys()?.stuck_after_s.unwrap_or(FINAL_PASS_STUCK_AFTER_S));
             match verification::final_pass(&targets, &v.map, &v.path, stuck_after) {
                 Ok((found, pass)) => {
                     let stored = match outcome.run_id {
@@ -146,13 +150,17 @@ fn settle_status(outcome: &mut Outcome, store: &Store) {
 
 /// A run on agents (`--hosts`): the same plan, recorder and analysis, with every step run on
 /// all agents at once.
-fn run_on_agents(plan: Plan, backend_note: Option<String>, args: &RunArgs) -> Result<ExitCode, CliError> {
-    let size = args.size.unwrap_or(DEFAULT_SCRATCH_SIZE);
-    let (mut cluster, infos) = remote::Cluster::connect(&plan, args, size)?;
+fn run_on_agents(plan: Plan, args: &RunArgs) -> Result<ExitCode, CliError> {
+    // Without --size each agent sizes its scratch files to its own free space.
+    let size = args.size.unwrap_or(iocurve_engine::target::AUTO_SCRATCH_SIZE);
+    let (mut cluster, mut infos) = remote::Cluster::connect(&plan, args, size)?;
     let mut store = open_store(&args.db)?;
+    if plan.precondition && !cluster.precondition(&plan, &store, &mut infos)? {
+        crate::outln!("interrupted while preconditioning: no workload ran; the same command resumes it");
+    }
     let mut plan = plan;
     let sla = apply_sla(&mut plan, args);
-    let mut outcome = execute(&plan, infos, &mut cluster, None, backend_note, &args.label, &sla, &mut store);
+    let mut outcome = execute(&plan, infos, &mut cluster, None, None, &args.label, &sla, &mut store);
     settle_status(&mut outcome, &store);
     finish(outcome, args)
 }
@@ -285,34 +293,12 @@ pub fn open_existing_store(path: &Path) -> Result<Store, CliError> {
     Store::open_existing(path).map_err(|e| CliError::Usage(e.to_string()))
 }
 
-fn overrides(args: &RunArgs) -> Overrides {
-    Overrides {
-        targets: args.targets.clone(),
-        keys: WorkloadKeys {
-            ramp: args.ramp.clone(),
-            queue_depth: args.qd,
-            bs: args.bs.map(iocurve_plan::BlockSizeSpec::One),
-            warmup_s: args.warmup_s,
-            intervals: args.intervals,
-            interval_s: args.interval_s,
-            backend: args.backend,
-            direct: args.buffered.then_some(false),
-            threads: args.threads,
-            on_error: args.on_error,
-            stuck_after_s: args.stuck_after_s,
-            verify: args.verify.then_some(true),
-            compress: args.data.compress,
-            dedupe: args.data.dedupe,
-            dedupe_unit: args.data.dedupe_unit,
-            constant: args.data.constant,
-            ..Default::default()
-        },
-        workload_filter: args.workload.clone(),
-    }
+fn overrides(args: &RunArgs) -> Result<Overrides, CliError> {
+    Ok(Overrides { targets: args.targets.clone(), keys: args.flags.keys()?, workload_filter: args.workload.clone() })
 }
 
 fn load_plan(args: &RunArgs) -> Result<Plan, CliError> {
-    let o = overrides(args);
+    let o = overrides(args)?;
     let mut plan = match (&args.plan, &args.suite) {
         (Some(path), _) => iocurve_plan::load_file(path, &o)?,
         (None, Some(name)) => suites::load(name, &o)?,
@@ -457,6 +443,10 @@ impl StepObserver for Recorder<'_> {
         self.progress.update(p);
     }
 
+    fn warning(&mut self, message: &str) {
+        self.progress.warn(message);
+    }
+
     fn host_started(&mut self, host: u32, address: &str, hostname: &str, started_unix_ns: i64, threads: usize) {
         if let (Some(step), None) = (self.step_id, &self.error)
             && let Err(e) = self.store.add_step_host(step, host, address, hostname, started_unix_ns, threads)
@@ -488,16 +478,50 @@ impl StepObserver for Recorder<'_> {
     }
 }
 
-fn host_info(facts: host::HostFacts, plan: &Plan, backend_note: Option<String>) -> HostInfo {
-    let mut backends: Vec<&str> = plan.workloads.iter().map(|w| w.backend.name()).collect();
+/// The back-ends a host runs the plan's workloads on: io_uring becomes psync where it is not
+/// available.
+fn backend_names(plan: &Plan, io_uring: bool) -> String {
+    let mut backends: Vec<&str> = plan
+        .workloads
+        .iter()
+        .map(|w| if w.backend == Backend::IoUring && !io_uring { Backend::Psync } else { w.backend })
+        .map(Backend::name)
+        .collect();
     backends.dedup();
+    backends.join("+")
+}
+
+/// The coordinator's facts and, for a multi-host run, each agent's own.
+fn host_info(facts: host::HostFacts, plan: &Plan, backend_note: Option<String>, cluster: &remote::Cluster) -> HostInfo {
+    let agents = cluster
+        .agents()
+        .map(|(address, h)| {
+            let unavailable = (!h.io_uring_unavailable.is_empty()).then(|| h.io_uring_unavailable.clone());
+            AgentHost {
+                address: address.to_string(),
+                hostname: h.hostname.clone(),
+                kernel: h.kernel.clone(),
+                cpu_model: h.cpu_model.clone(),
+                cores: h.cores as usize,
+                backend: backend_names(plan, unavailable.is_none()),
+                backend_note: unavailable.filter(|_| plan.workloads.iter().any(|w| w.backend == Backend::IoUring)).map(
+                    |why| {
+                        format!(
+                            "io_uring is not available on this agent ({why}): psync, one thread per outstanding I/O"
+                        )
+                    },
+                ),
+            }
+        })
+        .collect();
     HostInfo {
         hostname: facts.hostname,
         kernel: facts.kernel,
         cpu_model: facts.cpu_model,
         cores: facts.cores,
-        backend: backends.join("+"),
+        backend: backend_names(plan, true),
         backend_note,
+        agents,
     }
 }
 
@@ -528,7 +552,7 @@ fn execute(
     sla: &Sla,
     store: &mut Store,
 ) -> Outcome {
-    let host = host_info(host::facts(), plan, backend_note);
+    let host = host_info(host::facts(), plan, backend_note, cluster);
     let plan_json = serde_json::to_value(plan).unwrap_or_default();
     let started_at = time::now_rfc3339();
     let new_run = NewRun {
@@ -549,7 +573,10 @@ fn execute(
     let mut workloads: Vec<WorkloadResult> = Vec::new();
     let mut error: Option<CliError> = None;
     let run_id = match store.begin_run(&new_run) {
-        Ok(id) => Some(id),
+        Ok(id) => {
+            tracing::info!(run = id, plan = %plan.source, targets = target_infos.len(), "run started");
+            Some(id)
+        }
         Err(e) => {
             error = Some(store_error(e));
             None
@@ -694,6 +721,7 @@ fn execute(
         Some(_) => "failed",
         None => status,
     };
+    tracing::info!(run = ?run_id, status, reason = ?error.as_ref().map(|e| e.to_string()), "run finished");
     let result = RunResult {
         schema_version: SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),

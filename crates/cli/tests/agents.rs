@@ -7,169 +7,12 @@ mod browser;
 mod util;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
+use util::cluster::*;
 use util::*;
-
-/// A network namespace joined to this one by a veth pair: its own host on 10.77.N.2, reached
-/// from here through 10.77.N.1. Removed on drop.
-struct Netns {
-    name: String,
-    outer: String,
-    addr: String,
-}
-
-fn ip(args: &[&str]) {
-    let o = Command::new("ip").args(args).output().expect("ip runs");
-    assert!(o.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&o.stderr));
-}
-
-impl Netns {
-    fn new(n: u32) -> Netns {
-        let id = std::process::id() % 10_000;
-        let name = format!("iocv{id}n{n}");
-        let (outer, inner) = (format!("iv{id}o{n}"), format!("iv{id}i{n}"));
-        let net = format!("10.77.{}", (id % 50) * 5 + n);
-        ip(&["netns", "add", &name]);
-        ip(&["link", "add", &outer, "type", "veth", "peer", "name", &inner]);
-        ip(&["link", "set", &inner, "netns", &name]);
-        ip(&["addr", "add", &format!("{net}.1/24"), "dev", &outer]);
-        ip(&["link", "set", &outer, "up"]);
-        ip(&["netns", "exec", &name, "ip", "addr", "add", &format!("{net}.2/24"), "dev", &inner]);
-        ip(&["netns", "exec", &name, "ip", "link", "set", &inner, "up"]);
-        ip(&["netns", "exec", &name, "ip", "link", "set", "lo", "up"]);
-        Netns { name, outer, addr: format!("{net}.2") }
-    }
-
-    /// Cuts the link: no packet passes, no connection is closed.
-    fn cut(&self) {
-        ip(&["link", "set", &self.outer, "down"]);
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["link", "del", &self.outer]).output();
-        let _ = Command::new("ip").args(["netns", "del", &self.name]).output();
-    }
-}
-
-/// An `iocurve agent` on a free port (on loopback, or in a namespace), stopped on drop.
-struct AgentProc {
-    child: Child,
-    addr: String,
-}
-
-impl AgentProc {
-    fn start(dir: &Path, certs: &Path, allow: &str, extra: &[&str]) -> AgentProc {
-        Self::start_in(None, dir, certs, allow, extra)
-    }
-
-    fn start_in(ns: Option<&Netns>, dir: &Path, certs: &Path, allow: &str, extra: &[&str]) -> AgentProc {
-        let cmd = match ns {
-            Some(ns) => {
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", &ns.name, bin()]);
-                c
-            }
-            None => Command::new(bin()),
-        };
-        Self::spawn(cmd, ns, dir, certs, allow, extra)
-    }
-
-    /// An agent on loopback whose wall clock runs `offset` (e.g. `+5s`) off this host's
-    /// (libfaketime, preloaded into the agent itself: the `faketime` wrapper forks, and killing
-    /// the wrapper left the agent running).
-    fn start_skewed(offset: &str, dir: &Path, certs: &Path, allow: &str) -> AgentProc {
-        let mut cmd = Command::new(bin());
-        cmd.env("LD_PRELOAD", "/usr/$LIB/faketime/libfaketime.so.1").env("FAKETIME", offset);
-        Self::spawn(cmd, None, dir, certs, allow, &[])
-    }
-
-    fn spawn(mut cmd: Command, ns: Option<&Netns>, dir: &Path, certs: &Path, allow: &str, extra: &[&str]) -> AgentProc {
-        let listen = format!("{}:0", ns.map_or("127.0.0.1", |n| n.addr.as_str()));
-        cmd.args(["agent", "--listen", &listen, "--token-file"])
-            .arg(certs.join("token"))
-            .args(["--allow", allow])
-            .args(extra)
-            .current_dir(dir)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        if !extra.contains(&"--insecure") {
-            cmd.arg("--tls-cert").arg(certs.join("agent.pem")).arg("--tls-key").arg(certs.join("agent.key"));
-        }
-        let mut child = cmd.spawn().expect("the agent starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let addr = line.trim().rsplit(' ').next().unwrap_or_default().to_string();
-        assert!(addr.starts_with(listen.trim_end_matches('0')), "the agent says where it listens: {line:?}");
-        AgentProc { child, addr }
-    }
-}
-
-impl Drop for AgentProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn certs(dir: &Path) -> PathBuf {
-    let c = dir.join("certs");
-    let o = iocurve(dir, &["certs", "init", "certs"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    c
-}
-
-/// `plan.toml` in `dir`: a `[[hosts]]` entry per (agent address, its target), then `workload`.
-fn hosts_plan<A: AsRef<str>>(dir: &Path, hosts: &[(A, PathBuf)], workload: &str) {
-    let mut text = String::from("targets = [\"unused\"]\n");
-    for (addr, target) in hosts {
-        text.push_str(&format!("[[hosts]]\naddress = \"{}\"\ntargets = [\"{}\"]\n", addr.as_ref(), target.display()));
-    }
-    text.push_str(workload);
-    std::fs::write(dir.join("plan.toml"), text).unwrap();
-}
-
-/// A short mixed workload on the given hosts.
-fn plan<A: AsRef<str>>(dir: &Path, hosts: &[(A, PathBuf)]) {
-    hosts_plan(
-        dir,
-        hosts,
-        "[[workloads]]\nname = \"mixed\"\nread_pct = 70\nramp = [1, 2]\nwarmup_s = 0.2\nintervals = 2\ninterval_s = 0.5\n",
-    );
-}
-
-/// Agents on loopback, one per name, each allowed its own directory `dir/NAME` and given the
-/// target `dir/NAME/t.dat` there: the agents and their (address, target).
-fn file_agents(dir: &Path, certs: &Path, names: &[&str]) -> (Vec<AgentProc>, Vec<(String, PathBuf)>) {
-    let mut agents = Vec::new();
-    let mut hosts = Vec::new();
-    for name in names {
-        let d = dir.join(name);
-        std::fs::create_dir(&d).unwrap();
-        let a = AgentProc::start(&d, certs, &format!("{}/*", d.display()), &[]);
-        hosts.push((a.addr.clone(), d.join("t.dat")));
-        agents.push(a);
-    }
-    (agents, hosts)
-}
-
-/// `iocurve run ARGS` in `dir` as the test cluster's coordinator (its CA and token).
-fn coordinator(dir: &Path, certs: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(bin());
-    cmd.arg("run")
-        .args(args)
-        .arg("--ca")
-        .arg(certs.join("ca.pem"))
-        .arg("--token-file")
-        .arg(certs.join("token"))
-        .current_dir(dir);
-    cmd
-}
 
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
@@ -745,4 +588,169 @@ fn regression_an_agent_stops_preparing_a_scratch_file_when_its_coordinator_dies(
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+}
+
+/// Issue 14: weighted target groups collapsed into one group on agents, so "75 % on the local
+/// LUN, 25 % on the mirrored one" ran 50/50 on every host. Every I/O fails (an injected EIO, so
+/// nothing but the pick is measured) and the errors per target show the split each agent made.
+#[test]
+fn regression_weighted_target_groups_keep_their_weights_on_every_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    for name in ["l.dat", "m.dat"] {
+        std::fs::write(shared.join(name), vec![7u8; 4 << 20]).unwrap();
+    }
+    let allow = format!("{}/*", shared.display());
+    let agents: Vec<AgentProc> = ["a", "b"]
+        .iter()
+        .map(|n| {
+            let d = dir.path().join(n);
+            std::fs::create_dir(&d).unwrap();
+            AgentProc::start(&d, &c, &allow, &[])
+        })
+        .collect();
+    let plan = format!(
+        "[[groups]]\nname = \"local\"\nweight = 3\ntargets = [\"{l}\"]\n\
+         [[groups]]\nname = \"mirror\"\nweight = 1\ntargets = [\"{m}\"]\n\
+         [[workloads]]\nname = \"r\"\nread_pct = 100\nbs = \"4k\"\nramp = [4]\nwarmup_s = 0\nintervals = 2\ninterval_s = 0.5\nbackend = \"psync\"\n\
+         [[faults]]\nkind = \"eio\"\n",
+        l = shared.join("l.dat").display(),
+        m = shared.join("m.dat").display()
+    );
+    std::fs::write(dir.path().join("plan.toml"), plan).unwrap();
+    let hosts = agents.iter().map(|a| a.addr.as_str()).collect::<Vec<_>>().join(",");
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--hosts", &hosts, "--json", "r.json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "every I/O failed: exit 3\n{}\n{}", stdout(&o), stderr(&o));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let targets = r["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), 4, "two targets on each agent: {targets:?}");
+    for t in targets {
+        let want = if t["path"].as_str().unwrap().ends_with("l.dat") { "local" } else { "mirror" };
+        assert_eq!(t["group"], want, "each target keeps its group: {t}");
+    }
+    // Each agent's own host facts and back-end, beside the coordinator's.
+    let listed = r["host"]["agents"].as_array().unwrap();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    for (l, a) in listed.iter().zip(&agents) {
+        assert_eq!(l["address"], a.addr.as_str());
+        assert_eq!(l["backend"], "psync");
+        assert!(l["cores"].as_u64().unwrap() >= 1 && !l["kernel"].as_str().unwrap().is_empty(), "{l}");
+    }
+    let s = &steps(&r, 0)[0];
+    for a in &agents {
+        let count = |file: &str| -> u64 {
+            s["errors_by_target"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["target"] == format!("{}:{}", a.addr, shared.join(file).display()))
+                .map(|e| e["count"].as_u64().unwrap())
+                .sum()
+        };
+        let (l, m) = (count("l.dat"), count("m.dat"));
+        assert!(l + m > 1000, "agent {}: enough I/O to tell the split: {l} + {m}", a.addr);
+        let ratio = l as f64 / m as f64;
+        assert!((2.6..3.4).contains(&ratio), "agent {}: 3:1 by weight, got {l}:{m} ({ratio:.2})", a.addr);
+    }
+}
+
+/// Issue 14: an agent made its scratch files 1 GiB whatever its disk held (the coordinator, which
+/// cannot see the agent's disks, chose the size). Without --size the agent now takes 1 GiB or half
+/// its own free space.
+#[test]
+fn regression_an_agent_sizes_scratch_files_to_its_own_free_space() {
+    struct Mount(PathBuf);
+    impl Drop for Mount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let d = dir.path().join("small");
+    std::fs::create_dir(&d).unwrap();
+    let o = Command::new("mount").args(["-t", "tmpfs", "-o", "size=300m", "tmpfs"]).arg(&d).output().unwrap();
+    assert!(o.status.success(), "mount a 300 MiB tmpfs (needs root): {}", stderr(&o));
+    let _mount = Mount(d.clone());
+    let agent = AgentProc::start(&d, &c, &format!("{}/*", d.display()), &[]);
+    let target = d.join("t.dat");
+    let o = coordinator(
+        dir.path(),
+        &c,
+        &args(
+            &[
+                "--hosts",
+                &agent.addr,
+                "--target",
+                target.to_str().unwrap(),
+                "--buffered",
+                "--workload",
+                "backend-random-read-4k",
+                "--ramp",
+                "1",
+                "--backend",
+                "psync",
+                "--json",
+                "r.json",
+            ],
+            FAST,
+        ),
+    )
+    .output()
+    .unwrap();
+    let r = ok_json(&o, &dir.path().join("r.json"));
+    let size = r["targets"][0]["size"].as_u64().unwrap();
+    assert!(
+        (140 << 20..150 << 20).contains(&size) && size.is_multiple_of(1 << 20),
+        "half of 300 MiB free, stamp included: {size}"
+    );
+    drop(agent);
+}
+
+/// Issue 14: preconditioning was refused with --hosts. Two agents precondition their own
+/// targets at once (the coordinator keeps each target's state under `ADDR:PATH`, as a local run
+/// keeps its own), every block gets written, and the next run skips them.
+#[test]
+fn two_agents_precondition_their_targets_and_the_next_run_skips_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let (agents, hosts) = file_agents(dir.path(), &c, &["a", "b"]);
+    let mut plan = String::from("precondition = true\ntargets = [\"unused\"]\n");
+    plan.push_str(
+        "[[workloads]]\nname = \"r\"\nread_pct = 100\nramp = [1]\nwarmup_s = 0.1\nintervals = 1\ninterval_s = 0.3\n",
+    );
+    for (addr, target) in &hosts {
+        plan.push_str(&format!("[[hosts]]\naddress = \"{addr}\"\ntargets = [\"{}\"]\n", target.display()));
+    }
+    std::fs::write(dir.path().join("plan.toml"), plan).unwrap();
+    let run = || coordinator(dir.path(), &c, &["plan.toml", "--size", "64m", "--json", "r.json"]).output().unwrap();
+    let o = run();
+    let r = ok_json(&o, &dir.path().join("r.json"));
+    let out = stdout(&o);
+    assert!(out.contains("precondition on 2 agents"), "{out}");
+    for (addr, target) in &hosts {
+        let key = format!("{addr}:{}", target.display());
+        assert!(out.contains(&format!("precondition {key}: complete")), "{out}");
+        let t = r["targets"].as_array().unwrap().iter().find(|t| t["path"] == key.as_str()).expect("listed");
+        assert!(t["preconditioned_at"].is_string(), "{t}");
+        // Created allocated but unwritten (zeros), then written once: no 4k block is left zero.
+        // (The scratch file's stamp follows its 64 MiB.)
+        let data = std::fs::read(target).unwrap();
+        assert!(data.len() as u64 > 64 << 20);
+        let zero = data[..64 << 20].chunks(4096).filter(|b| b.iter().all(|&x| x == 0)).count();
+        assert_eq!(zero, 0, "{key}: every block written");
+    }
+    let mtimes: Vec<_> = hosts.iter().map(|(_, t)| std::fs::metadata(t).unwrap().modified().unwrap()).collect();
+    let o = run();
+    let r = ok_json(&o, &dir.path().join("r.json"));
+    let out = stdout(&o);
+    for (addr, target) in &hosts {
+        assert!(out.contains(&format!("precondition {addr}:{}: already done at", target.display())), "{out}");
+    }
+    let again: Vec<_> = hosts.iter().map(|(_, t)| std::fs::metadata(t).unwrap().modified().unwrap()).collect();
+    assert_eq!(mtimes, again, "nothing written again");
+    assert!(r["targets"].as_array().unwrap().iter().all(|t| t["preconditioned_at"].is_string()));
+    drop(agents);
 }

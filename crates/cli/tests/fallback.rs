@@ -6,9 +6,18 @@
 
 mod util;
 
+use util::cluster::{AgentProc, certs, coordinator};
 use util::*;
 
 const SYSCTL: &str = "/proc/sys/kernel/io_uring_disabled";
+
+/// The tests of this binary run in parallel threads: one at a time, since the sysctl is
+/// machine-wide.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 struct Disabled(String);
 
@@ -20,6 +29,7 @@ impl Drop for Disabled {
 
 #[test]
 fn io_uring_unavailable_falls_back_to_psync_loudly() {
+    let _one = one_at_a_time();
     let before = std::fs::read_to_string(SYSCTL).expect("kernel with the io_uring_disabled sysctl (6.6+)");
     let guard = Disabled(before.trim().to_string());
     std::fs::write(SYSCTL, "2").expect("disable io_uring (needs root)");
@@ -39,4 +49,56 @@ fn io_uring_unavailable_falls_back_to_psync_loudly() {
     assert_eq!(r["workloads"][0]["backend"], "psync");
     assert!(r["host"]["backend_note"].as_str().unwrap().contains("falling back to psync"));
     check_steps(&r, 4096);
+}
+
+/// Issue 14: io_uring was probed on the coordinator only: a coordinator without it forced psync
+/// on every agent, an agent without it failed the run. Now each agent decides for itself.
+#[test]
+fn an_agent_without_io_uring_falls_back_on_its_own_and_says_so() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let d = dir.path().join("a");
+    std::fs::create_dir(&d).unwrap();
+    // The agent probes at its start: started while io_uring is disabled, it has none for good,
+    // while the coordinator (started after) has it.
+    let agent = {
+        let before = std::fs::read_to_string(SYSCTL).expect("kernel with the io_uring_disabled sysctl (6.6+)");
+        let _guard = Disabled(before.trim().to_string());
+        std::fs::write(SYSCTL, "2").expect("disable io_uring (needs root)");
+        AgentProc::start(&d, &c, &format!("{}/*", d.display()), &[])
+    };
+    let target = d.join("t.dat");
+    let o = coordinator(
+        dir.path(),
+        &c,
+        &args(
+            &[
+                "--hosts",
+                &agent.addr,
+                "--target",
+                target.to_str().unwrap(),
+                "--size",
+                "64m",
+                "--workload",
+                "backend-random-read-4k",
+                "--ramp",
+                "1,2",
+                "--json",
+                "f.json",
+            ],
+            FAST,
+        ),
+    )
+    .output()
+    .unwrap();
+    drop(agent);
+    let r = ok_json(&o, &dir.path().join("f.json"));
+    let err = stderr(&o);
+    assert!(!err.contains("io_uring is not available here"), "the coordinator has io_uring: {err}");
+    let a = &r["host"]["agents"][0];
+    assert_eq!(a["backend"], "psync", "{a}");
+    assert!(a["backend_note"].as_str().unwrap().contains("io_uring is not available on this agent"), "{a}");
+    check_steps(&r, 4096);
+    assert!(stdout(&o).contains("io_uring is not available on this agent"), "{}", stdout(&o));
 }

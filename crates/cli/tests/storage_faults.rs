@@ -519,3 +519,78 @@ fn psync_ios_stuck_from_the_first_are_counted() {
     assert_eq!(s["stuck_ios"], 3, "one stuck read per psync thread: {s}");
     assert!(flag(s, "threads_abandoned").is_some_and(|m| !m.contains("0.0 s")), "{}", s["flags"]);
 }
+
+/// (bytes written over all sessions, finished) of every precondition record, by target.
+fn precondition_records(db: &Path) -> Vec<(String, u64, bool)> {
+    let py = "import sqlite3, sys\nfor r in sqlite3.connect(sys.argv[1]).execute('SELECT target, bytes_written, finished_at IS NOT NULL FROM preconditions'): print(r[0], r[1], r[2])";
+    let o = Command::new("python3").args(["-c", py]).arg(db).output().unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| {
+            let v: Vec<&str> = l.split_whitespace().collect();
+            (v[0].to_string(), v[1].parse().unwrap(), v[2] == "1")
+        })
+        .collect()
+}
+
+/// Issue 14: preconditioning on agents. Ctrl-C on the coordinator stops the agent's pass, the
+/// coordinator keeps where it stopped, and the same command resumes there: both sessions
+/// together write every block exactly once.
+#[test]
+fn an_agents_precondition_pass_stopped_by_ctrl_c_resumes_where_it_stopped() {
+    use util::cluster::{AgentProc, certs, coordinator};
+    let dev = FaultDev::start(SIZE);
+    // Slow enough to interrupt after the first saved state (about 4 s for the pass).
+    dev.set("delay=400");
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let agent = AgentProc::start(dir.path(), &c, dev.path(), &["--allow-write", dev.path()]);
+    let cmd = [
+        "--hosts",
+        &agent.addr,
+        "--target",
+        dev.path(),
+        "--precondition",
+        "--workload",
+        "backend-random-read-4k",
+        "--ramp",
+        "1",
+        "--warmup-s",
+        "0.1",
+        "--intervals",
+        "1",
+        "--interval-s",
+        "0.3",
+        "--json",
+        "r.json",
+    ];
+    let child = coordinator(dir.path(), &c, &cmd).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let db = dir.path().join("iocurve.db");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !(db.exists() && precondition_records(&db).first().is_some_and(|r| r.1 > 0)) {
+        assert!(Instant::now() < deadline, "no progress saved");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("interrupted while preconditioning"), "{}", stdout(&o));
+    let r = json(&dir.path().join("r.json"));
+    assert_eq!(r["status"], "interrupted");
+    let recs = precondition_records(&db);
+    let key = format!("{}:{}", agent.addr, dev.path());
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    assert_eq!(recs[0].0, key);
+    let partial = recs[0].1;
+    assert!(!recs[0].2 && partial > 0 && partial < SIZE, "{partial} of {SIZE}");
+
+    dev.set("pass");
+    let o = coordinator(dir.path(), &c, &cmd).output().unwrap();
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains(&format!("precondition {key}: resuming at")), "{}", stdout(&o));
+    let recs = precondition_records(&db);
+    assert!(recs[0].2, "finished: {recs:?}");
+    assert_eq!(recs[0].1, SIZE, "both sessions together wrote every block exactly once");
+    drop(agent);
+}

@@ -12,6 +12,7 @@ pub mod budget;
 mod buffer;
 pub mod data;
 pub mod error;
+pub mod fullio;
 pub mod host;
 pub mod ops;
 pub mod precondition;

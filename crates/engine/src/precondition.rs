@@ -33,6 +33,60 @@ impl PreState {
     pub fn written_chunks(&self) -> u64 {
         self.watermark + self.above.len() as u64
     }
+
+    /// As saved (in the results database, and between an agent and its coordinator).
+    pub fn to_json(&self) -> String {
+        serde_json::json!({"watermark": self.watermark, "above": self.above}).to_string()
+    }
+
+    /// The saved state of a pass over a target of `chunks` chunks. A state that cannot be one
+    /// of its passes (a chunk beyond the target, chunks unsorted or repeated) is none: the pass
+    /// starts over. (Fuzzing, issue 13: a chunk beyond the target left every resumed pass
+    /// unfinished.)
+    pub fn parse(json: &str, chunks: u64) -> Option<PreState> {
+        let v: serde_json::Value = serde_json::from_str(json).ok()?;
+        let above = v["above"].as_array()?.iter().map(|x| x.as_u64()).collect::<Option<Vec<_>>>()?;
+        let state = PreState { watermark: v["watermark"].as_u64()?, above };
+        let fits = state.watermark <= chunks
+            && state.above.iter().all(|&c| c > state.watermark && c < chunks)
+            && state.above.is_sorted_by(|a, b| a < b);
+        fits.then_some(state)
+    }
+}
+
+/// The write size of a pass over a target of `size` bytes in `logical_block` blocks: `bs`, but
+/// no more than the target and a multiple of its logical block.
+pub fn write_size(size: u64, logical_block: u64, bs: u64) -> u64 {
+    let lb = logical_block.max(1);
+    bs.min(size / lb * lb).max(lb)
+}
+
+/// Syncs what a pass wrote. On storage that stopped answering the sync blocks in the kernel: it
+/// runs on its own thread, and once `stop` is set it is waited for one more second. Ok(false):
+/// given up (the last writes may not be durable; a resume may have to redo them).
+pub fn sync(t: &Target, stop: &AtomicBool) -> Result<bool, EngineError> {
+    let fail = |e| EngineError::io(format!("cannot sync {}", t.path.display()), e);
+    let file = t.file.try_clone().map_err(fail)?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("iocurve-sync".into())
+        .spawn(move || {
+            let _ = tx.send(file.sync_all());
+        })
+        .map_err(fail)?;
+    let mut stop_seen: Option<Instant> = None;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(r) => return r.map(|()| true).map_err(fail),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(fail(std::io::Error::other("the sync thread ended")));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if stop.load(Ordering::Relaxed) && stop_seen.get_or_insert_with(Instant::now).elapsed() >= STOP_WAIT {
+            return Ok(false);
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -138,7 +192,7 @@ pub fn precondition(
                 let len = cfg.bs.min(size - off) as usize;
                 let buf = &mut pool.slice_mut(0)[..len];
                 data.fill(buf, off, &mut rng);
-                if let Err(e) = write_all(file.as_raw_fd(), buf, off) {
+                if let Err(e) = crate::fullio::write_all_at(file.as_raw_fd(), buf, off) {
                     let msg =
                         format!("precondition: write of {len} bytes at offset {off} of {} failed", path.display());
                     w.failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(EngineError::io(msg, e));
@@ -199,28 +253,6 @@ struct Shared {
     failed: Mutex<Option<EngineError>>,
     halt: AtomicBool,
     running: AtomicUsize,
-}
-
-fn write_all(fd: i32, buf: &[u8], off: u64) -> std::io::Result<()> {
-    let mut done = 0;
-    while done < buf.len() {
-        // SAFETY: the slice is valid for its length; fd stays open for the call.
-        let r = unsafe {
-            libc::pwrite(fd, buf[done..].as_ptr().cast(), buf.len() - done, (off + done as u64) as libc::off_t)
-        };
-        if r < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if r == 0 {
-            return Err(std::io::Error::new(std::io::ErrorKind::WriteZero, "the target took no more bytes"));
-        }
-        done += r as usize;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -228,16 +228,7 @@ pub fn fill(file: &File, size: u64, cancel: Option<&AtomicBool>) -> Result<(), F
         }
         let n = CHUNK.min((size - off) as usize);
         data.fill(&mut buf[..n], off, &mut rng);
-        let mut done = 0;
-        while done < n {
-            // SAFETY: buffer is valid for n bytes.
-            let r =
-                unsafe { libc::pwrite(fd, buf[done..n].as_ptr().cast(), n - done, (off + done as u64) as libc::off_t) };
-            if r < 0 {
-                return Err(FillError::Io("write", std::io::Error::last_os_error()));
-            }
-            done += r as usize;
-        }
+        crate::fullio::write_all_at(fd, &buf[..n], off).map_err(|e| FillError::Io("write", e))?;
         off += n as u64;
     }
     crate::target::set_direct(fd, false).map_err(|e| FillError::Io("reset flags of", e))?;

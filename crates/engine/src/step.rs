@@ -66,6 +66,9 @@ pub trait StepObserver {
     /// A multi-host step: host `host`'s own interval `index`, handed on just before the merged
     /// interval of that index.
     fn host_interval(&mut self, _host: u32, _index: u32, _stats: &IntervalStats, _cpu: &CpuUsage, _duration_s: f64) {}
+    /// Something the user should know at once (a host lost mid-step): the libraries print
+    /// nothing themselves, the observer decides where it goes.
+    fn warning(&mut self, _message: &str) {}
 }
 
 /// Observes nothing.
@@ -242,6 +245,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
         }
     };
     let nthreads = plan.len();
+    tracing::debug!(workload = %w.name, workers = cfg.workers, qd, threads = nthreads, backend = cfg.backend.name(), "step starting");
     // The I/O threads are not scoped: one blocked in a system call on storage that stopped
     // answering (psync) is given up and left behind, and the step ends without it. So they
     // own (or share) everything they use.
@@ -566,6 +570,17 @@ fn coordinate(
             ),
         ));
     }
+    for (code, message) in &rec.notes {
+        tracing::info!(workload = %w.name, workers = cfg.workers, code = %code, "{message}");
+    }
+    tracing::debug!(
+        workload = %w.name,
+        workers = cfg.workers,
+        intervals = rec.intervals.len(),
+        late = rec.drain.late,
+        stuck = rec.drain.stuck,
+        "step done"
+    );
     Ok(rec)
 }
 

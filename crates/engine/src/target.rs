@@ -152,6 +152,7 @@ impl TargetSet {
                         )));
                     }
                     members.push(set.targets.len());
+                    tracing::debug!(path = %t.path.display(), kind = t.kind.name(), size = t.size, logical_block = t.logical_block, scratch = t.created, group = %g.name, "target opened");
                     set.targets.push(t);
                 }
             }
@@ -482,11 +483,21 @@ fn create_scratch_target(path: &Path, opts: &OpenOptions, group: usize) -> Resul
             dir.display()
         )))
     })?;
-    let size = opts.scratch_size / 4096 * 4096;
+    let auto = opts.scratch_size == AUTO_SCRATCH_SIZE;
+    let size =
+        if auto { auto_scratch_size(free_space_fd(dir_fd.as_raw_fd())) } else { opts.scratch_size } / 4096 * 4096;
     let total = size.checked_add(scratch::STAMP_LEN).filter(|_| size >= 4096);
     if let Some(c) = &opts.confine {
         let canonical = confine::canonical_of(dir_fd.as_raw_fd()).map_err(|_| c.refuse(&asked))?;
         c.admit_scratch(&asked, &canonical, name, total.unwrap_or(u64::MAX))?;
+    }
+    if auto && size < MIN_SCRATCH_SIZE {
+        return Err(EngineError::Input(format!(
+            "not enough free space in {} for scratch file {asked} (half the free space is {}, at least {} needed): free some space, give --size, or name an existing target",
+            dir.display(),
+            format_size(size),
+            format_size(MIN_SCRATCH_SIZE)
+        )));
     }
     let Some(total) = total else {
         return Err(EngineError::Input(format!(
@@ -578,6 +589,31 @@ fn file_dio_align(file: &File) -> u64 {
 }
 
 /// Free bytes on the filesystem holding `dir`.
+/// `OpenOptions::scratch_size` for "choose": 1 GiB, or half the free space of the scratch
+/// file's filesystem when that is less (what an agent does when the run gave no --size: the
+/// coordinator cannot see the agent's disks).
+pub const AUTO_SCRATCH_SIZE: u64 = 0;
+pub const DEFAULT_SCRATCH_SIZE: u64 = 1 << 30;
+/// Below this a scratch file measures more cache than storage.
+pub const MIN_SCRATCH_SIZE: u64 = 64 << 20;
+
+/// The chosen size of a scratch file on a filesystem with `free` bytes available (None:
+/// unknown): 1 GiB or half the free space, stamp included, in whole MiB.
+fn auto_scratch_size(free: Option<u64>) -> u64 {
+    free.map_or(DEFAULT_SCRATCH_SIZE, |f| (f / 2).saturating_sub(scratch::STAMP_LEN) >> 20 << 20)
+        .min(DEFAULT_SCRATCH_SIZE)
+}
+
+fn free_space_fd(fd: RawFd) -> Option<u64> {
+    // SAFETY: zeroed statvfs is a valid out-buffer.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fd is an open descriptor; valid out-buffer.
+    if unsafe { libc::fstatvfs(fd, &mut s) } != 0 {
+        return None;
+    }
+    Some(s.f_bavail as u64 * s.f_frsize as u64)
+}
+
 pub fn free_space(dir: &Path) -> Option<u64> {
     let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
     // SAFETY: zeroed statvfs is a valid out-buffer.
@@ -591,6 +627,15 @@ pub fn free_space(dir: &Path) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_chosen_scratch_size_is_a_gib_or_half_the_free_space() {
+        assert_eq!(super::auto_scratch_size(None), 1 << 30);
+        assert_eq!(super::auto_scratch_size(Some(100 << 30)), 1 << 30);
+        assert_eq!(super::auto_scratch_size(Some(300 << 20)), 149 << 20);
+        assert_eq!(super::auto_scratch_size(Some(302 << 20)), 150 << 20);
+        assert_eq!(super::auto_scratch_size(Some(0)), 0);
+    }
+
     use super::*;
 
     #[test]

@@ -541,24 +541,8 @@ pub fn verify_pass(
             let n = (per_read as u64).min(blocks - b);
             let len = n as usize * bs;
             let buf = &mut pool.slice_mut(0)[..len];
-            let mut got = 0usize;
-            while got < len {
-                // SAFETY: the buffer is valid for `len` bytes; fd is open.
-                let r = unsafe {
-                    libc::pread(fd, buf[got..].as_mut_ptr().cast(), len - got, (b * map.bs + got as u64) as libc::off_t)
-                };
-                if r < 0 {
-                    let e = std::io::Error::last_os_error();
-                    if e.kind() == std::io::ErrorKind::Interrupted {
-                        continue;
-                    }
-                    return Err(EngineError::io(format!("verify: cannot read {} at block {b}", t.path.display()), e));
-                }
-                if r == 0 {
-                    break;
-                }
-                got += r as usize;
-            }
+            let got = crate::fullio::read_full_at(fd, buf, b * map.bs)
+                .map_err(|e| EngineError::io(format!("verify: cannot read {} at block {b}", t.path.display()), e))?;
             for k in 0..(got / bs) as u64 {
                 let no = b + k;
                 let expected = map.get(ti as u32, no);

@@ -12,6 +12,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use iocurve_engine::backend::probe_io_uring;
+use iocurve_engine::precondition::{self, PreConfig, PreProgress, PreState};
 use iocurve_engine::safety::confine::Confinement;
 use iocurve_engine::verify::GenMap;
 use iocurve_engine::{OpenOptions, StepConfig, StepObserver, StepProgress, TargetSet, host, run_step};
@@ -66,6 +68,10 @@ struct Service {
     stop: Arc<std::sync::Mutex<Option<Arc<AtomicBool>>>>,
     /// An in-process agent: its targets are given, not opened from requests.
     local: Option<Arc<InProcess>>,
+    /// io_uring on this host, probed once at the start (Err: why not). Each agent decides for
+    /// itself: a coordinator without io_uring no longer forces psync on every agent, and an
+    /// agent without it falls back instead of failing.
+    uring: Result<(), String>,
 }
 
 /// Sets its flag when dropped before being disarmed: an abandoned request cancels its work.
@@ -89,6 +95,7 @@ fn facts(set: &TargetSet) -> Vec<pb::TargetFacts> {
             size: t.size,
             logical_block: t.logical_block,
             scratch: t.created,
+            group: set.groups.get(t.group).map(|g| g.name.clone()).unwrap_or_default(),
         })
         .collect()
 }
@@ -100,13 +107,27 @@ impl Service {
             allow_write,
             busy: Arc::new(tokio::sync::Mutex::new(())),
             stop: Arc::new(std::sync::Mutex::new(None)),
+            // A local run chose its back-end before it started this agent.
+            uring: if local.is_some() { Ok(()) } else { probe_io_uring() },
             local: local.map(Arc::new),
         }
     }
 
     /// Opens the targets (allow list and safety rules first) on a blocking thread: opening may
     /// create and fill a scratch file, which must not hold up the runtime's threads.
-    async fn open(&self, targets: &[String], scratch_size: u64, write: bool) -> Result<Arc<TargetSet>, Status> {
+    async fn open(&self, groups: &[pb::TargetGroup], scratch_size: u64, write: bool) -> Result<Arc<TargetSet>, Status> {
+        self.open_with(groups, scratch_size, write, false).await
+    }
+
+    /// `open`; `unfilled`: scratch files are created allocated but not written (a precondition
+    /// pass writes them anyway).
+    async fn open_with(
+        &self,
+        groups: &[pb::TargetGroup],
+        scratch_size: u64,
+        write: bool,
+        unfilled: bool,
+    ) -> Result<Arc<TargetSet>, Status> {
         if let Some(local) = &self.local {
             return Ok(local.targets.clone());
         }
@@ -116,7 +137,7 @@ impl Service {
                 "this agent allows no targets: start it with --allow PATH-GLOB for the paths it may use",
             ));
         }
-        let groups = vec![TargetGroup { name: "targets".into(), weight: 1, targets: targets.to_vec() }];
+        let groups = target_groups(groups)?;
         let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)), true);
         let opts = OpenOptions {
             write,
@@ -124,7 +145,7 @@ impl Service {
             // Scratch files stay for the run's later steps (they are marked, so reusable).
             keep: true,
             allow_write: self.allow_write.clone(),
-            scratch_unfilled: false,
+            scratch_unfilled: unfilled,
             confine: Some(confine),
             cancel: Some(cancel.0.clone()),
         };
@@ -166,6 +187,7 @@ impl Agent for Service {
             kernel: f.kernel,
             cpu_model: f.cpu_model,
             cores: f.cores as u32,
+            io_uring_unavailable: self.uring.clone().err().unwrap_or_default(),
         }))
     }
 
@@ -175,7 +197,7 @@ impl Agent for Service {
 
     async fn targets(&self, req: Request<pb::TargetsRequest>) -> Result<Response<pb::TargetsReply>, Status> {
         let r = req.into_inner();
-        let set = self.open(&r.targets, r.scratch_size, r.write).await?;
+        let set = self.open_with(&r.groups, r.scratch_size, r.write, r.unfilled).await?;
         Ok(Response::new(pb::TargetsReply { targets: facts(&set) }))
     }
 
@@ -190,11 +212,53 @@ impl Agent for Service {
         Ok(Response::new(pb::StopReply { running }))
     }
 
+    type PreconditionStream = ReceiverStream<Result<pb::PreconditionEvent, Status>>;
+
+    async fn precondition(
+        &self,
+        req: Request<pb::PreconditionRequest>,
+    ) -> Result<Response<Self::PreconditionStream>, Status> {
+        let r = req.into_inner();
+        if self.local.is_some() {
+            return Err(Status::failed_precondition("a local run preconditions its targets itself"));
+        }
+        let cfg = precondition_request(&r)?;
+        let guard = self
+            .busy
+            .clone()
+            .try_lock_owned()
+            .map_err(|_| Status::resource_exhausted("this agent is running another step"))?;
+        tracing::info!(
+            targets = r.groups.iter().map(|g| g.targets.len()).sum::<usize>(),
+            bs = cfg.bs,
+            qd = cfg.qd,
+            "precondition requested"
+        );
+        let targets = self.open_with(&r.groups, r.scratch_size, true, true).await?;
+        let stop = Arc::new(AtomicBool::new(false));
+        *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop.clone());
+        let slot = self.stop.clone();
+        let (tx, rx) = mpsc::channel(64);
+        tokio::task::spawn_blocking(move || {
+            let done = precondition_blocking(&targets, &cfg, &r.resume, &stop, &tx);
+            drop(targets);
+            *slot.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            drop(guard);
+            let _ =
+                tx.blocking_send(Ok(pb::PreconditionEvent { event: Some(pb::precondition_event::Event::Done(done)) }));
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
     type RunStepStream = ReceiverStream<Result<pb::StepEvent, Status>>;
 
     async fn run_step(&self, req: Request<pb::StepRequest>) -> Result<Response<Self::RunStepStream>, Status> {
         let r = req.into_inner();
-        let (w, backend, faults) = step_request(&r)?;
+        let (w, mut backend, faults) = step_request(&r)?;
+        // Said once, in the agent's Hello (the run's `host.agents[].backend_note`).
+        if self.uring.is_err() && backend == Backend::IoUring {
+            backend = Backend::Psync;
+        }
         let verify = match (&self.local, w.verify) {
             (_, false) => None,
             (Some(local), true) => local.verify.clone(),
@@ -209,7 +273,8 @@ impl Agent for Service {
             .clone()
             .try_lock_owned()
             .map_err(|_| Status::resource_exhausted("this agent is running another step"))?;
-        let targets = self.open(&r.targets, r.scratch_size, w.writes()).await?;
+        tracing::info!(workload = %w.name, workers = r.workers, backend = backend.name(), "step requested");
+        let targets = self.open(&r.groups, r.scratch_size, w.writes()).await?;
         let stop = Arc::new(AtomicBool::new(false));
         *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop.clone());
         let slot = self.stop.clone();
@@ -259,6 +324,130 @@ pub fn step_request(r: &pb::StepRequest) -> Result<(Workload, Backend, Vec<Fault
     Ok((w, backend, faults))
 }
 
+/// What the agent makes of a precondition request: the pass's configuration (the workload's
+/// data pattern, checked as a step's workload is), or why it refuses the request.
+pub fn precondition_request(r: &pb::PreconditionRequest) -> Result<PreConfig, Status> {
+    let w: Workload = serde_json::from_str(&r.workload_json)
+        .map_err(|e| Status::invalid_argument(format!("the workload does not parse: {e}")))?;
+    iocurve_plan::check_workload(&w, &[], "the precondition request")
+        .map_err(|e| Status::invalid_argument(format!("the workload is not valid: {e}")))?;
+    if !(512..=64 << 20).contains(&r.bs) || !r.bs.is_multiple_of(512) || !(1..=1024).contains(&r.qd) {
+        return Err(Status::invalid_argument(format!(
+            "writes of {} bytes, {} in flight: a precondition pass writes 512 bytes to 64 MiB (a multiple of 512), 1 to 1024 at a time",
+            r.bs, r.qd
+        )));
+    }
+    Ok(PreConfig { bs: r.bs, qd: r.qd, pattern: w.data, dedupe_unit: w.dedupe_unit() })
+}
+
+/// Preconditions every target in turn, streaming each one's state; how the pass ended.
+fn precondition_blocking(
+    targets: &TargetSet,
+    cfg: &PreConfig,
+    resume: &[pb::PreconditionResume],
+    stop: &AtomicBool,
+    tx: &mpsc::Sender<Result<pb::PreconditionEvent, Status>>,
+) -> pb::PreconditionDone {
+    let fail = |e: iocurve_engine::EngineError| pb::PreconditionDone {
+        interrupted: true,
+        error: e.to_string(),
+        input: e.is_input_error(),
+    };
+    for (i, t) in targets.targets.iter().enumerate() {
+        let bs = precondition::write_size(t.size, t.logical_block, cfg.bs);
+        let n = precondition::chunks(t.size, bs);
+        // A scratch file created now is new: whatever the coordinator kept is of another file.
+        let from = resume
+            .iter()
+            .find(|r| r.target == i as u32 && r.bs == bs && !t.created)
+            .and_then(|r| PreState::parse(&r.state_json, n))
+            .unwrap_or_default();
+        let send = |p: &PreProgress, complete: bool| {
+            let event = pb::PreconditionProgress {
+                target: i as u32,
+                bs,
+                state_json: p.state.to_json(),
+                done_bytes: p.done_bytes,
+                total_bytes: p.total_bytes,
+                session_bytes: p.session_bytes,
+                elapsed_s: p.elapsed.as_secs_f64(),
+                complete,
+            };
+            let e = pb::PreconditionEvent { event: Some(pb::precondition_event::Event::Progress(event)) };
+            if tx.blocking_send(Ok(e)).is_err() {
+                // The coordinator is gone: stop writing.
+                stop.store(true, Ordering::Relaxed);
+            }
+        };
+        // O_DIRECT where the target takes it; otherwise through the page cache, synced below.
+        let _ = iocurve_engine::target::set_direct(t.fd(), true);
+        let mut last = None;
+        let cfg = PreConfig { bs, ..*cfg };
+        let state = match precondition::precondition(t, &cfg, &from, stop, Duration::from_secs(1), &mut |p| {
+            send(p, false);
+            last = Some(p.clone());
+        }) {
+            Ok(s) => s,
+            Err(e) => return fail(e),
+        };
+        let durable = match precondition::sync(t, stop) {
+            Ok(d) => d,
+            Err(e) => return fail(e),
+        };
+        let complete = durable && state.written_chunks() == n;
+        if complete && let Err(e) = t.mark_prepared() {
+            return fail(e);
+        }
+        if let Some(p) = last {
+            send(&PreProgress { state, ..p }, complete);
+        }
+        if !complete {
+            return pb::PreconditionDone { interrupted: true, error: String::new(), input: false };
+        }
+    }
+    pb::PreconditionDone::default()
+}
+
+/// The target groups of a request, checked: a request names at least one group, every group a
+/// name, a weight of at least 1 and at least one target (public for the fuzz target
+/// `agent_request`). Weights are kept: a plan's "50 % local, 50 % mirrored LUNs" holds on every
+/// agent (issue 14: the groups used to collapse into one on agents).
+pub fn target_groups(groups: &[pb::TargetGroup]) -> Result<Vec<TargetGroup>, Status> {
+    const MAX_GROUPS: usize = 1024;
+    const MAX_TARGETS: usize = 65_536;
+    const MAX_NAME: usize = 4096;
+    if groups.is_empty() {
+        return Err(Status::invalid_argument("the request names no target groups"));
+    }
+    let count: usize = groups.iter().map(|g| g.targets.len()).sum();
+    if groups.len() > MAX_GROUPS || count > MAX_TARGETS {
+        return Err(Status::invalid_argument(format!(
+            "{} groups with {count} targets: a request has at most {MAX_GROUPS} groups and {MAX_TARGETS} targets",
+            groups.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(groups.len());
+    for (i, g) in groups.iter().enumerate() {
+        let name = if g.name.is_empty() { format!("group{}", i + 1) } else { g.name.clone() };
+        if g.weight == 0 {
+            return Err(Status::invalid_argument(format!(
+                "target group `{name}` has weight 0: weights are at least 1"
+            )));
+        }
+        if g.targets.is_empty() {
+            return Err(Status::invalid_argument(format!("target group `{name}` names no targets")));
+        }
+        if name.len() > MAX_NAME || g.targets.iter().any(|t| t.is_empty() || t.len() > MAX_NAME) {
+            return Err(Status::invalid_argument(format!(
+                "target group `{}`: names and paths are 1 to {MAX_NAME} bytes",
+                name.chars().take(64).collect::<String>()
+            )));
+        }
+        out.push(TargetGroup { name, weight: g.weight, targets: g.targets.clone() });
+    }
+    Ok(out)
+}
+
 /// Streams a step's events to the coordinator. A closed stream — the coordinator is gone:
 /// killed, or silent past the lease (HTTP/2 keep-alive pings unanswered) — stops the step's I/O
 /// at once.
@@ -287,7 +476,7 @@ impl StepObserver for Streamer<'_> {
     fn progress(&mut self, p: &StepProgress) {
         if self.tx.is_closed() {
             if !self.abort.swap(true, Ordering::Relaxed) {
-                eprintln!("coordinator gone: step stopped");
+                tracing::warn!("coordinator gone: step stopped");
             }
             return;
         }
@@ -419,7 +608,7 @@ pub fn in_process(local: InProcess, token: String) -> tokio::io::DuplexStream {
             .serve_with_incoming(incoming)
             .await;
         if let Err(e) = r {
-            eprintln!("in-process agent: {e}");
+            tracing::error!("in-process agent: {e}");
         }
     });
     client

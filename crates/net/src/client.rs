@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use iocurve_engine::{StepObserver, StepProgress};
-use iocurve_plan::{Fault, Workload};
+use iocurve_plan::{Fault, TargetGroup, Workload};
 use iocurve_stats::{CpuUsage, Drain, ErrorCounts, HostRecord, IntervalStats, StepRecord, UNKNOWN_TARGET};
 use tonic::Request;
 use tonic::service::interceptor::InterceptedService;
@@ -47,6 +47,9 @@ pub struct Remote {
     pub target_offset: u32,
     /// The in-process agent of a local run.
     pub in_process: bool,
+    /// The clock is further off than is comfortable, not so far that the agent is refused:
+    /// for the caller to show.
+    pub clock_warning: Option<String>,
     client: Client,
 }
 
@@ -132,12 +135,13 @@ pub async fn connect(addr: &str, cfg: &ClientConfig, pings: usize) -> Result<Rem
         .connect()
         .await
         .map_err(|e| NetError::Failed(format!("cannot reach agent {addr}: {e}{}", source_chain(&e))))?;
-    let r = handshake(addr, channel, &cfg.token, pings, false).await?;
+    let mut r = handshake(addr, channel, &cfg.token, pings, false).await?;
     match check_clock(addr, r.offset_ns, r.rtt_ns, cfg.max_skew) {
         ClockVerdict::Fine => {}
-        ClockVerdict::Warn(m) => eprintln!("WARNING: {m}"),
+        ClockVerdict::Warn(m) => r.clock_warning = Some(m),
         ClockVerdict::Refuse(m) => return Err(NetError::Input(m)),
     }
+    tracing::info!(agent = addr, host = %r.hello.hostname, offset_ns = r.offset_ns, rtt_ns = r.rtt_ns, "agent connected");
     Ok(r)
 }
 
@@ -191,7 +195,16 @@ async fn handshake(
             offset_ns = r.agent_unix_ns - (t0 + t1) / 2;
         }
     }
-    Ok(Remote { addr: addr.into(), hello, offset_ns, rtt_ns, target_offset: 0, in_process, client })
+    Ok(Remote {
+        addr: addr.into(),
+        hello,
+        offset_ns,
+        rtt_ns,
+        target_offset: 0,
+        in_process,
+        clock_warning: None,
+        client,
+    })
 }
 
 fn source_chain(e: &dyn std::error::Error) -> String {
@@ -204,24 +217,33 @@ fn source_chain(e: &dyn std::error::Error) -> String {
     out
 }
 
-/// Has every agent open its targets (`paths[i]` for agent i: allow list, safety rules) before
+/// Has every agent open its targets (`groups[i]` for agent i: allow list, safety rules) before
 /// any I/O.
 pub async fn targets(
     remotes: &mut [Remote],
-    paths: &[Vec<String>],
+    groups: &[Vec<TargetGroup>],
     scratch_size: u64,
     write: bool,
+    unfilled: bool,
 ) -> Result<Vec<Vec<pb::TargetFacts>>, NetError> {
     let mut out = Vec::new();
     let mut offset = 0;
-    for (r, p) in remotes.iter_mut().zip(paths) {
-        let req = pb::TargetsRequest { targets: p.clone(), scratch_size, write };
+    for (r, g) in remotes.iter_mut().zip(groups) {
+        let req = pb::TargetsRequest { groups: wire_groups(g), scratch_size, write, unfilled };
         let facts = r.client.targets(req).await.map_err(|e| failed(&r.addr, "targets", e))?.into_inner();
         r.target_offset = offset;
         offset += facts.targets.len() as u32;
         out.push(facts.targets);
     }
     Ok(out)
+}
+
+/// Target groups as a request carries them.
+pub fn wire_groups(groups: &[TargetGroup]) -> Vec<pb::TargetGroup> {
+    groups
+        .iter()
+        .map(|g| pb::TargetGroup { name: g.name.clone(), weight: g.weight, targets: g.targets.clone() })
+        .collect()
 }
 
 /// A step on every agent: the merged record (with each host's own in `per_host`).
@@ -235,8 +257,8 @@ pub struct MultiStep {
 pub struct StepSpec<'a> {
     pub workload: &'a Workload,
     pub workers: u32,
-    /// Per agent, its target paths.
-    pub targets: &'a [Vec<String>],
+    /// Per agent, its target groups (with the plan's weights).
+    pub targets: &'a [Vec<TargetGroup>],
     pub scratch_size: u64,
     pub threads: u32,
     pub backend: &'a str,
@@ -269,6 +291,8 @@ struct Hosts<'a> {
     aborted: Option<String>,
     /// Seconds into the step when an agent was lost.
     lost: Vec<Option<f64>>,
+    /// Warnings for the observer, handed on from the step's loop.
+    warnings: Vec<String>,
     /// When an agent counts as silent, unless it sends something before.
     deadline: Vec<Instant>,
     failure: Option<NetError>,
@@ -289,7 +313,8 @@ impl Hosts<'_> {
                 "agent {addr} lost {at:.1} s into the step ({why}); --on-host-loss abort ends the run"
             )));
         } else {
-            eprintln!("WARNING: agent {addr} lost {at:.1} s into the step ({why}); the others carry on");
+            tracing::warn!(agent = %addr, at_s = at, why, "agent lost; the others carry on");
+            self.warnings.push(format!("agent {addr} lost {at:.1} s into the step ({why}); the others carry on"));
             self.lost[h] = Some(at);
         }
     }
@@ -341,7 +366,7 @@ pub async fn run_step(
         let req = pb::StepRequest {
             workload_json: json.clone(),
             workers: spec.workers,
-            targets: targets.clone(),
+            groups: wire_groups(targets),
             start_at_unix_ns: start_at + r.offset_ns,
             scratch_size: spec.scratch_size,
             threads: spec.threads,
@@ -367,6 +392,7 @@ pub async fn run_step(
         unmeasured: vec![ErrorCounts::default(); n],
         aborted: None,
         lost: vec![None; n],
+        warnings: Vec::new(),
         deadline: vec![t0 + spec.lead + spec.silence; n],
         failure: None,
         t0,
@@ -393,6 +419,9 @@ pub async fn run_step(
     // A single in-process agent is the local run itself: no per-host figures to keep apart.
     let per_host = !(n == 1 && remotes[0].in_process);
     while !st.done.iter().all(|&d| d) {
+        for m in st.warnings.drain(..) {
+            obs.warning(&m);
+        }
         if !stop_sent && (stop.load(Ordering::Relaxed) || st.aborted.is_some()) {
             stop_sent = true;
             for (h, r) in remotes.iter_mut().enumerate() {
@@ -513,6 +542,9 @@ pub async fn run_step(
     for r in readers {
         r.abort();
     }
+    for m in st.warnings.drain(..) {
+        obs.warning(&m);
+    }
     if let Some(f) = st.failure {
         return Err(f);
     }
@@ -585,4 +617,113 @@ mod tests {
         );
         assert!(matches!(check_clock("a", 1500 * ms, 1200 * ms, max), ClockVerdict::Warn(_)));
     }
+}
+
+/// How a precondition pass on the agents ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PassEnd {
+    /// Every target of every agent written and synced.
+    Complete,
+    /// Stopped (Ctrl-C) before that: the states streamed so far say where to resume.
+    Interrupted,
+}
+
+/// A precondition pass on every agent at once (`reqs[h]` for agent h). Each target's state goes
+/// to `on_progress(h, …)` as the agents stream it, so that the caller keeps it; `stop` (Ctrl-C)
+/// tells every agent to stop, which sends its last states and ends. An agent silent for
+/// `silence` is lost, and so is the pass: it fails.
+pub async fn precondition(
+    remotes: &mut [Remote],
+    reqs: Vec<pb::PreconditionRequest>,
+    stop: &AtomicBool,
+    silence: Duration,
+    on_progress: &mut dyn FnMut(usize, &pb::PreconditionProgress),
+) -> Result<PassEnd, NetError> {
+    let mut streams = Vec::new();
+    for (r, req) in remotes.iter_mut().zip(reqs) {
+        let s = r.client.precondition(req).await.map_err(|e| failed(&r.addr, "precondition", e))?.into_inner();
+        streams.push(s);
+    }
+    let n = streams.len();
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<(usize, Result<Option<pb::PreconditionEvent>, tonic::Status>)>(64);
+    let mut readers = Vec::new();
+    for (i, mut s) in streams.into_iter().enumerate() {
+        let tx = tx.clone();
+        readers.push(tokio::spawn(async move {
+            loop {
+                let m = s.message().await;
+                let end = !matches!(m, Ok(Some(_)));
+                if tx.send((i, m)).await.is_err() || end {
+                    break;
+                }
+            }
+        }));
+    }
+    drop(tx);
+    let abort_all = |readers: &[tokio::task::JoinHandle<()>]| readers.iter().for_each(|r| r.abort());
+    let mut done = vec![false; n];
+    let mut deadline = vec![Instant::now() + silence; n];
+    let mut interrupted = false;
+    let mut stop_sent = false;
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    while !done.iter().all(|&d| d) {
+        if !stop_sent && stop.load(Ordering::Relaxed) {
+            stop_sent = true;
+            for (h, r) in remotes.iter_mut().enumerate() {
+                if !done[h] {
+                    let _ = r.client.stop(pb::StopRequest {}).await;
+                }
+            }
+        }
+        let msg = tokio::select! {
+            m = rx.recv() => m,
+            _ = tick.tick() => {
+                let now = Instant::now();
+                if let Some(h) = (0..n).find(|&h| !done[h] && now > deadline[h]) {
+                    abort_all(&readers);
+                    return Err(NetError::Failed(format!(
+                        "agent {} was silent for {:.0} s while preconditioning: the pass ends (the same command resumes it)",
+                        remotes[h].addr,
+                        silence.as_secs_f64()
+                    )));
+                }
+                continue;
+            }
+        };
+        let Some((h, m)) = msg else { break };
+        if done[h] {
+            // The end of a stream whose Done was read.
+            continue;
+        }
+        deadline[h] = Instant::now() + silence;
+        let event = match m {
+            Ok(Some(e)) => e.event,
+            Ok(None) => {
+                abort_all(&readers);
+                return Err(NetError::Failed(format!(
+                    "agent {}: the precondition stream ended without a result",
+                    remotes[h].addr
+                )));
+            }
+            Err(e) => {
+                abort_all(&readers);
+                return Err(failed(&remotes[h].addr, "precondition", e));
+            }
+        };
+        match event {
+            Some(pb::precondition_event::Event::Progress(p)) => on_progress(h, &p),
+            Some(pb::precondition_event::Event::Done(d)) => {
+                done[h] = true;
+                if !d.error.is_empty() {
+                    abort_all(&readers);
+                    let msg = format!("agent {}: precondition: {}", remotes[h].addr, d.error);
+                    return Err(if d.input { NetError::Input(msg) } else { NetError::Failed(msg) });
+                }
+                interrupted |= d.interrupted;
+            }
+            None => {}
+        }
+    }
+    abort_all(&readers);
+    Ok(if interrupted || stop.load(Ordering::Relaxed) { PassEnd::Interrupted } else { PassEnd::Complete })
 }

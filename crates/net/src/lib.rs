@@ -13,7 +13,7 @@ pub mod client;
 pub mod wire;
 
 /// The protocol version: both sides refuse a peer that speaks another.
-pub const PROTOCOL: u32 = 2;
+pub const PROTOCOL: u32 = 3;
 
 /// Generated from proto/agent.proto.
 #[allow(clippy::large_enum_variant)] // generated; an interval is the common message anyway

@@ -145,7 +145,7 @@ pub struct WorkloadKeys {
     pub dedupe_unit: Option<u64>,
     /// The byte the constant share is made of: 0 (zeros, the default) or any byte 1–255
     /// (e.g. 0xa5), for arrays that treat runs of zeros specially.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default, deserialize_with = "opt_byte")]
     pub constant: Option<u8>,
     /// What an I/O error does: `continue` (count it, default), `stop-target` (no more I/O to
     /// that target in the step), `abort` (end the run, exit code 1).
@@ -190,6 +190,13 @@ pub struct FaultKeys {
     pub latency_ms: Option<f64>,
 }
 
+fn opt_byte<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
+    let v = i64::deserialize(d)?;
+    u8::try_from(v)
+        .map(Some)
+        .map_err(|_| de::Error::custom(format!("`{v}` is not a byte: give 0 to 255, or 0x00 to 0xff")))
+}
+
 fn opt_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     size_from_value(SizeValue::deserialize(d)?).map(Some)
 }
@@ -205,6 +212,14 @@ impl WorkloadKeys {
             ($($f:ident),*) => { WorkloadKeys { $($f: self.$f.clone().or_else(|| lower.$f.clone())),* } };
         }
         for_each_key!(pick)
+    }
+
+    /// Every key, as spelled in TOML, in the order of `for_each_key!`.
+    pub fn all_keys() -> Vec<&'static str> {
+        macro_rules! names {
+            ($($f:ident),*) => { vec![$(stringify!($f)),*] };
+        }
+        for_each_key!(names)
     }
 
     /// Names of the keys that are set, as they are spelled in TOML.

@@ -13,6 +13,7 @@ pub mod error;
 pub mod keys;
 mod locate;
 pub mod model;
+pub mod options;
 mod resolve;
 pub mod size;
 pub mod suites;

@@ -11,7 +11,7 @@ pub enum Pattern {
 
 /// What an I/O error does to a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", try_from = "String")]
 pub enum OnError {
     /// Count it and go on (the storage under test may be failing over).
     #[default]
@@ -67,7 +67,7 @@ pub struct Fault {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case", try_from = "String")]
 pub enum Backend {
     IoUring,
     Psync,
@@ -90,6 +90,22 @@ impl Backend {
             "null" => Some(Backend::Null),
             _ => None,
         }
+    }
+}
+
+/// Plan files, flags and agent requests name back-ends and policies as `parse` reads them,
+/// with one error message.
+impl TryFrom<String> for Backend {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Backend::parse(&s).ok_or_else(|| format!("unknown back-end `{s}`: use io_uring, psync or null"))
+    }
+}
+
+impl TryFrom<String> for OnError {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        OnError::parse(&s).ok_or_else(|| format!("unknown policy `{s}`: use continue, stop-target or abort"))
     }
 }
 

@@ -5,10 +5,8 @@ use std::path::Path;
 use crate::error::{PlanError, did_you_mean};
 use crate::keys::{BlockSizeSpec, PlanFile, WorkingSetSpec, WorkloadKeys};
 use crate::locate::{Seg, line_of, locate};
-use crate::model::{
-    Backend, BlockSize, DataPattern, Fault, FaultKind, HostSpec, OnError, Pattern, Plan, TargetGroup, WorkingSet,
-    Workload,
-};
+use crate::model::{BlockSize, DataPattern, Fault, FaultKind, HostSpec, Plan, TargetGroup, WorkingSet, Workload};
+use crate::options::{builtin_defaults, cli_option};
 use crate::size::format_size;
 
 /// Values given on the command line; they win over the plan.
@@ -20,57 +18,6 @@ pub struct Overrides {
     pub keys: WorkloadKeys,
     /// Keep only the workloads whose name contains this text.
     pub workload_filter: Option<String>,
-}
-
-/// The command-line option that sets a workload key, for error messages.
-pub fn cli_option(key: &str) -> &'static str {
-    match key {
-        "ramp" => "--ramp",
-        "queue_depth" => "--qd",
-        "bs" => "--bs",
-        "warmup_s" => "--warmup-s",
-        "intervals" => "--intervals",
-        "interval_s" => "--interval-s",
-        "backend" => "--backend",
-        "direct" => "--buffered",
-        "threads" => "--threads",
-        "compress" => "--compress",
-        "dedupe" => "--dedupe",
-        "dedupe_unit" => "--dedupe-unit",
-        "constant" => "--constant",
-        "on_error" => "--on-error",
-        "stuck_after_s" => "--stuck-after-s",
-        "verify" => "--verify",
-        _ => "a command-line option",
-    }
-}
-
-/// Values used when neither the command line, the workload nor `[defaults]` sets a key.
-fn builtin_defaults() -> WorkloadKeys {
-    WorkloadKeys {
-        name: None,
-        read_pct: Some(100.0),
-        bs: Some(BlockSizeSpec::One(4096)),
-        pattern: Some(Pattern::Random),
-        working_set: Some(WorkingSetSpec::Backend),
-        frontend_blocks: Some(1000),
-        queue_depth: Some(1),
-        ramp: Some(vec![1, 2, 4, 8, 16, 32]),
-        warmup_s: Some(5.0),
-        intervals: Some(3),
-        interval_s: Some(10.0),
-        direct: Some(true),
-        backend: Some(Backend::IoUring),
-        threads: Some(0),
-        compress: Some(0.0),
-        dedupe: Some(1.0),
-        dedupe_unit: None,
-        constant: Some(0),
-        on_error: Some(OnError::Continue),
-        // None: the step's longest latency + 5 s (see `Workload::stuck_after_s`).
-        stuck_after_s: None,
-        verify: Some(false),
-    }
 }
 
 /// A writing workload named `name` from command-line keys alone, resolved and checked as a
@@ -168,7 +115,7 @@ impl Resolver<'_> {
     /// An error about `key` of workload `w`, located where its value came from.
     fn key_err(&self, w: usize, key: &'static str, msg: String) -> PlanError {
         match self.origin(w, key) {
-            Origin::Cli => PlanError::new("command line", None, Some(cli_option(key).to_string()), msg),
+            Origin::Cli => PlanError::new("command line", None, Some(cli_option(key)), msg),
             Origin::Workload(i) => {
                 self.err(&[Seg::Key("workloads"), Seg::Index(i), Seg::Key(key)], format!("workloads[{i}].{key}"), msg)
             }
@@ -315,7 +262,7 @@ impl Resolver<'_> {
     }
 
     fn workload(&self, i: usize, k: &WorkloadKeys) -> Result<Workload, PlanError> {
-        // Every value is present: builtin_defaults() sets all keys but `name`.
+        // Every value is present: the built-in defaults set all keys but `name`, `dedupe_unit` and `stuck_after_s`.
         let name = k.name.clone().ok_or_else(|| {
             self.err(
                 &[Seg::Key("workloads"), Seg::Index(i)],
@@ -551,6 +498,7 @@ impl Resolver<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Pattern;
 
     /// Issue 13, finding 9: type errors in plan files named the line but not the key.
     #[test]

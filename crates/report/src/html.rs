@@ -59,6 +59,8 @@ struct RunHead {
     host: String,
     targets: Vec<String>,
     backend: String,
+    /// A multi-host run: each agent's host and back-end (`host` is then the coordinator).
+    agents: Vec<String>,
     sla: Option<String>,
     warnings: Vec<String>,
     /// Why the run is not clean (a failure, or what its exit code 3 or 4 stands for).
@@ -449,6 +451,11 @@ fn run_head(i: usize, r: &ReportRun) -> RunHead {
     if let Some(note) = &res.host.backend_note {
         warnings.push(note.clone());
     }
+    for a in &res.host.agents {
+        if let Some(note) = &a.backend_note {
+            warnings.push(format!("agent {}: {note}", a.address));
+        }
+    }
     if let Some(v) = res.final_verification.as_ref().filter(|v| v.counts.problems() > 0) {
         warnings.push(format!("final verification: {}", v.counts.describe()));
     }
@@ -487,6 +494,7 @@ fn run_head(i: usize, r: &ReportRun) -> RunHead {
             })
             .collect(),
         backend: res.host.backend.clone(),
+        agents: res.host.agents.iter().map(crate::terminal::agent_line).collect(),
         sla: res.sla.map(|s| s.describe()),
         warnings,
         status_reason: res.status_reason.clone(),
@@ -576,6 +584,7 @@ mod tests {
                     cores: 2,
                     backend: "io_uring".into(),
                     backend_note: None,
+                    agents: Vec::new(),
                 },
                 sla: None,
                 targets: vec![],

@@ -247,6 +247,9 @@ pub fn run_report(r: &RunResult) -> String {
         r.host.backend,
         targets.join(", ")
     ));
+    for a in &r.host.agents {
+        out.push_str(&format!("agent {}\n", agent_line(a)));
+    }
     out.push_str(&run_notes(r));
     for w in &r.workloads {
         out.push_str(&workload_report(w));
@@ -281,11 +284,24 @@ pub fn final_verification(v: &iocurve_analysis::FinalVerification) -> String {
     out
 }
 
-/// The back-end note and SLA bounds of a run, one line each.
+/// An agent of a multi-host run: where, what host, and the back-end it used.
+pub fn agent_line(a: &iocurve_analysis::AgentHost) -> String {
+    format!(
+        "{}: {} ({}, {} cores, kernel {}), back-end {}",
+        a.address, a.hostname, a.cpu_model, a.cores, a.kernel, a.backend
+    )
+}
+
+/// The back-end notes and SLA bounds of a run, one line each.
 fn run_notes(r: &RunResult) -> String {
     let mut out = String::new();
     if let Some(note) = &r.host.backend_note {
         out.push_str(&format!("! {note}\n"));
+    }
+    for a in &r.host.agents {
+        if let Some(note) = &a.backend_note {
+            out.push_str(&format!("! agent {}: {note}\n", a.address));
+        }
     }
     if let Some(sla) = &r.sla {
         out.push_str(&format!("SLA: {}\n", sla.describe()));

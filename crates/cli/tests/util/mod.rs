@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod faultdev;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,172 @@
+//! A test cluster: agents as real processes (on loopback or in network namespaces of their
+//! own), its certificates and token, and the coordinator that drives them.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use super::{bin, iocurve, stderr};
+
+/// A network namespace joined to this one by a veth pair: its own host on 10.77.N.2, reached
+/// from here through 10.77.N.1. Removed on drop.
+pub struct Netns {
+    pub name: String,
+    pub outer: String,
+    pub addr: String,
+}
+
+pub fn ip(args: &[&str]) {
+    let o = Command::new("ip").args(args).output().expect("ip runs");
+    assert!(o.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+impl Netns {
+    pub fn new(n: u32) -> Netns {
+        let id = std::process::id() % 10_000;
+        let name = format!("iocv{id}n{n}");
+        let (outer, inner) = (format!("iv{id}o{n}"), format!("iv{id}i{n}"));
+        let net = format!("10.77.{}", (id % 50) * 5 + n);
+        ip(&["netns", "add", &name]);
+        ip(&["link", "add", &outer, "type", "veth", "peer", "name", &inner]);
+        ip(&["link", "set", &inner, "netns", &name]);
+        ip(&["addr", "add", &format!("{net}.1/24"), "dev", &outer]);
+        ip(&["link", "set", &outer, "up"]);
+        ip(&["netns", "exec", &name, "ip", "addr", "add", &format!("{net}.2/24"), "dev", &inner]);
+        ip(&["netns", "exec", &name, "ip", "link", "set", &inner, "up"]);
+        ip(&["netns", "exec", &name, "ip", "link", "set", "lo", "up"]);
+        Netns { name, outer, addr: format!("{net}.2") }
+    }
+
+    /// Cuts the link: no packet passes, no connection is closed.
+    pub fn cut(&self) {
+        ip(&["link", "set", &self.outer, "down"]);
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["link", "del", &self.outer]).output();
+        let _ = Command::new("ip").args(["netns", "del", &self.name]).output();
+    }
+}
+
+/// An `iocurve agent` on a free port (on loopback, or in a namespace), stopped on drop.
+pub struct AgentProc {
+    pub child: Child,
+    pub addr: String,
+}
+
+impl AgentProc {
+    pub fn start(dir: &Path, certs: &Path, allow: &str, extra: &[&str]) -> AgentProc {
+        Self::start_in(None, dir, certs, allow, extra)
+    }
+
+    pub fn start_in(ns: Option<&Netns>, dir: &Path, certs: &Path, allow: &str, extra: &[&str]) -> AgentProc {
+        let cmd = match ns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", &ns.name, bin()]);
+                c
+            }
+            None => Command::new(bin()),
+        };
+        Self::spawn(cmd, ns, dir, certs, allow, extra)
+    }
+
+    /// An agent on loopback whose wall clock runs `offset` (e.g. `+5s`) off this host's
+    /// (libfaketime, preloaded into the agent itself: the `faketime` wrapper forks, and killing
+    /// the wrapper left the agent running).
+    pub fn start_skewed(offset: &str, dir: &Path, certs: &Path, allow: &str) -> AgentProc {
+        let mut cmd = Command::new(bin());
+        cmd.env("LD_PRELOAD", "/usr/$LIB/faketime/libfaketime.so.1").env("FAKETIME", offset);
+        Self::spawn(cmd, None, dir, certs, allow, &[])
+    }
+
+    pub fn spawn(
+        mut cmd: Command,
+        ns: Option<&Netns>,
+        dir: &Path,
+        certs: &Path,
+        allow: &str,
+        extra: &[&str],
+    ) -> AgentProc {
+        let listen = format!("{}:0", ns.map_or("127.0.0.1", |n| n.addr.as_str()));
+        cmd.args(["agent", "--listen", &listen, "--token-file"])
+            .arg(certs.join("token"))
+            .args(["--allow", allow])
+            .args(extra)
+            .current_dir(dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if !extra.contains(&"--insecure") {
+            cmd.arg("--tls-cert").arg(certs.join("agent.pem")).arg("--tls-key").arg(certs.join("agent.key"));
+        }
+        let mut child = cmd.spawn().expect("the agent starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let addr = line.trim().rsplit(' ').next().unwrap_or_default().to_string();
+        assert!(addr.starts_with(listen.trim_end_matches('0')), "the agent says where it listens: {line:?}");
+        AgentProc { child, addr }
+    }
+}
+
+impl Drop for AgentProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn certs(dir: &Path) -> PathBuf {
+    let c = dir.join("certs");
+    let o = iocurve(dir, &["certs", "init", "certs"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    c
+}
+
+/// `plan.toml` in `dir`: a `[[hosts]]` entry per (agent address, its target), then `workload`.
+pub fn hosts_plan<A: AsRef<str>>(dir: &Path, hosts: &[(A, PathBuf)], workload: &str) {
+    let mut text = String::from("targets = [\"unused\"]\n");
+    for (addr, target) in hosts {
+        text.push_str(&format!("[[hosts]]\naddress = \"{}\"\ntargets = [\"{}\"]\n", addr.as_ref(), target.display()));
+    }
+    text.push_str(workload);
+    std::fs::write(dir.join("plan.toml"), text).unwrap();
+}
+
+/// A short mixed workload on the given hosts.
+pub fn plan<A: AsRef<str>>(dir: &Path, hosts: &[(A, PathBuf)]) {
+    hosts_plan(
+        dir,
+        hosts,
+        "[[workloads]]\nname = \"mixed\"\nread_pct = 70\nramp = [1, 2]\nwarmup_s = 0.2\nintervals = 2\ninterval_s = 0.5\n",
+    );
+}
+
+/// Agents on loopback, one per name, each allowed its own directory `dir/NAME` and given the
+/// target `dir/NAME/t.dat` there: the agents and their (address, target).
+pub fn file_agents(dir: &Path, certs: &Path, names: &[&str]) -> (Vec<AgentProc>, Vec<(String, PathBuf)>) {
+    let mut agents = Vec::new();
+    let mut hosts = Vec::new();
+    for name in names {
+        let d = dir.join(name);
+        std::fs::create_dir(&d).unwrap();
+        let a = AgentProc::start(&d, certs, &format!("{}/*", d.display()), &[]);
+        hosts.push((a.addr.clone(), d.join("t.dat")));
+        agents.push(a);
+    }
+    (agents, hosts)
+}
+
+/// `iocurve run ARGS` in `dir` as the test cluster's coordinator (its CA and token).
+pub fn coordinator(dir: &Path, certs: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.arg("run")
+        .args(args)
+        .arg("--ca")
+        .arg(certs.join("ca.pem"))
+        .arg("--token-file")
+        .arg(certs.join("token"))
+        .current_dir(dir);
+    cmd
+}

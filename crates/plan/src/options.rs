@@ -1,0 +1,303 @@
+//! The one table of workload options: for every key of [`WorkloadKeys`] its command-line flag,
+//! help text and built-in default. The clap flags of `iocurve run` (and the data flags of
+//! `precondition` and `datacheck`), the built-in defaults, the option names in error messages
+//! and the README's option table (checked by a test) all come from here; values given as flags
+//! are read by the same deserializer as plan files, so a flag and a key cannot disagree.
+//!
+//! Adding a workload key: a field in [`WorkloadKeys`] (and its name in `for_each_key!`), a row
+//! here, the code that uses it, and the CHANGELOG.
+
+use crate::error::PlanError;
+use crate::keys::WorkloadKeys;
+
+/// How a flag's text becomes the key's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlagKind {
+    /// A number (`4`, `0.4`, `0xa5`).
+    Number,
+    /// Text, as a plan file's string (`8k`, `io_uring`, `stop-target`).
+    Text,
+    /// Comma-separated numbers (`1,2,4,8`).
+    List,
+    /// A flag without a value that sets the key to this.
+    Switch(bool),
+}
+
+/// One workload key.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkloadOption {
+    /// As spelled in a plan file.
+    pub key: &'static str,
+    /// The command-line flag without `--` (None: plan files only).
+    pub flag: Option<&'static str>,
+    pub kind: FlagKind,
+    /// The flag's value in `--help` (`N`, `SIZE`, …).
+    pub value_name: &'static str,
+    /// The flag's help (the first sentence is the short help).
+    pub help: &'static str,
+    /// The built-in default as a TOML value (None: none, or worked out per workload, as the
+    /// help says).
+    pub default: Option<&'static str>,
+}
+
+const fn opt(
+    key: &'static str,
+    flag: Option<&'static str>,
+    kind: FlagKind,
+    value_name: &'static str,
+    default: Option<&'static str>,
+    help: &'static str,
+) -> WorkloadOption {
+    WorkloadOption { key, flag, kind, value_name, help, default }
+}
+
+use FlagKind::{List, Number, Switch, Text};
+
+/// Every workload key, in the order of `for_each_key!`.
+pub const WORKLOAD_OPTIONS: &[WorkloadOption] = &[
+    opt("name", None, Text, "NAME", None, "Workload name; say what it is (backend-random-read-8k)."),
+    opt("read_pct", None, Number, "PCT", Some("100"), "Share of reads in percent: 100 = read only, 0 = write only."),
+    opt(
+        "bs",
+        Some("bs"),
+        Text,
+        "SIZE",
+        Some("\"4k\""),
+        "Block size of every workload (e.g. 4k, 8k, 1m; binary units).",
+    ),
+    opt("pattern", None, Text, "PATTERN", Some("\"random\""), "random or sequential."),
+    opt(
+        "working_set",
+        None,
+        Text,
+        "SET",
+        Some("\"backend\""),
+        "frontend (the first frontend_blocks blocks of each target), backend (whole target) or a byte range.",
+    ),
+    opt("frontend_blocks", None, Number, "N", Some("1000"), "Blocks per target in a frontend working set."),
+    opt("queue_depth", Some("qd"), Number, "N", Some("1"), "Outstanding I/Os per worker (queue depth)."),
+    opt(
+        "ramp",
+        Some("ramp"),
+        List,
+        "LIST",
+        Some("[1, 2, 4, 8, 16, 32]"),
+        "Worker counts of the ramp, comma-separated and increasing (e.g. 1,2,4,8).",
+    ),
+    opt("warmup_s", Some("warmup-s"), Number, "S", Some("5"), "Warm-up seconds before each step is measured."),
+    opt("intervals", Some("intervals"), Number, "K", Some("3"), "Measurement intervals per step."),
+    opt("interval_s", Some("interval-s"), Number, "S", Some("10"), "Length of one measurement interval in seconds."),
+    opt(
+        "direct",
+        Some("buffered"),
+        Switch(false),
+        "",
+        Some("true"),
+        "Buffered I/O through the page cache instead of O_DIRECT (plan key direct = false).",
+    ),
+    opt(
+        "backend",
+        Some("backend"),
+        Text,
+        "NAME",
+        Some("\"io_uring\""),
+        "I/O back-end: io_uring (default), psync (one thread per outstanding I/O) or null (no I/O: measures iocurve itself).",
+    ),
+    opt("threads", Some("threads"), Number, "N", Some("0"), "I/O threads for io_uring and null (0 = one per core)."),
+    opt(
+        "compress",
+        Some("compress"),
+        Number,
+        "F",
+        Some("0"),
+        "Constant share of every written block, 0 (incompressible) to 0.99; 0.4 = the published \"60 % random, 40 % constant\" block (1.66:1); ratios top out at 32:1.",
+    ),
+    opt(
+        "dedupe",
+        Some("dedupe"),
+        Number,
+        "R",
+        Some("1"),
+        "Written units per unique unit: 1 = all unique, 2 = every unit twice on average.",
+    ),
+    opt(
+        "dedupe_unit",
+        Some("dedupe-unit"),
+        Text,
+        "SIZE",
+        None,
+        "Unit of deduplication (default: the smallest block size).",
+    ),
+    opt(
+        "constant",
+        Some("constant"),
+        Number,
+        "BYTE",
+        Some("0"),
+        "The byte the constant share is made of: 0 (zeros, default) or 1–255, e.g. 0xa5 (for arrays that detect runs of zeros).",
+    ),
+    opt(
+        "on_error",
+        Some("on-error"),
+        Text,
+        "POLICY",
+        Some("\"continue\""),
+        "What an I/O error does: continue (count it; default), stop-target (no more I/O to that target in the step) or abort (end the run, exit code 1).",
+    ),
+    opt(
+        "stuck_after_s",
+        Some("stuck-after-s"),
+        Number,
+        "S",
+        None,
+        "Seconds I/Os still outstanding when a step ends may take before they are cancelled and counted as stuck (exit code 3); their age enters the latency figures. Default: the step's longest latency + 5 s. After Ctrl-C the wait is 1 s.",
+    ),
+    opt(
+        "verify",
+        Some("verify"),
+        Switch(true),
+        "",
+        Some("false"),
+        "Verify every workload: written blocks carry a header and reads check it against the last acknowledged write (plan key verify = true).",
+    ),
+];
+
+/// The data-pattern keys: the flags `precondition` and `datacheck` share with `run`.
+pub const DATA_KEYS: &[&str] = &["compress", "dedupe", "dedupe_unit", "constant"];
+
+/// The option of `key`.
+pub fn option(key: &str) -> Option<&'static WorkloadOption> {
+    WORKLOAD_OPTIONS.iter().find(|o| o.key == key)
+}
+
+/// The command-line option that sets `key`, for error messages.
+pub fn cli_option(key: &str) -> String {
+    match option(key).and_then(|o| o.flag) {
+        Some(flag) => format!("--{flag}"),
+        None => "a command-line option".into(),
+    }
+}
+
+/// Values used when neither the command line, the workload nor `[defaults]` sets a key.
+pub fn builtin_defaults() -> WorkloadKeys {
+    let mut table = toml::Table::new();
+    for o in WORKLOAD_OPTIONS {
+        if let Some(d) = o.default {
+            let v: toml::Table = toml::from_str(&format!("v = {d}")).expect("a default is a TOML value (tested)");
+            table.insert(o.key.into(), v["v"].clone());
+        }
+    }
+    toml::Value::Table(table).try_into().expect("the defaults are valid keys (tested)")
+}
+
+/// The workload keys given as flags: `(key, values)` pairs as the command line gave them (one
+/// value, a list's items, or none for a switch). Each value goes through the plan file's
+/// deserializer; errors name the flag.
+pub fn keys_from_flags(given: &[(&str, Vec<String>)]) -> Result<WorkloadKeys, PlanError> {
+    let mut table = toml::Table::new();
+    for (key, values) in given {
+        let o = option(key).ok_or_else(|| PlanError::new("command line", None, None, format!("unknown key {key}")))?;
+        let err = |msg: String| PlanError::new("command line", None, Some(cli_option(key)), msg);
+        let one = || values.first().map(String::as_str).unwrap_or_default();
+        let value = match o.kind {
+            Switch(b) => toml::Value::Boolean(b),
+            Text => toml::Value::String(one().to_string()),
+            Number => number(one()).map_err(err)?,
+            List => {
+                toml::Value::Array(values.iter().map(|v| number(v.trim())).collect::<Result<Vec<_>, _>>().map_err(err)?)
+            }
+        };
+        // Deserialized one key at a time: an error names its own flag.
+        let mut single = toml::Table::new();
+        single.insert(o.key.into(), value.clone());
+        toml::Value::Table(single).try_into::<WorkloadKeys>().map_err(|e| err(e.message().trim().to_string()))?;
+        table.insert(o.key.into(), value);
+    }
+    toml::Value::Table(table).try_into().map_err(|e| PlanError::new("command line", None, None, e.message().trim()))
+}
+
+/// A number as the command line gives it: an integer (decimal or 0x hex) or a decimal fraction.
+fn number(s: &str) -> Result<toml::Value, String> {
+    let t = s.trim();
+    let hex = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X"));
+    if let Some(h) = hex {
+        return i64::from_str_radix(h, 16).map(toml::Value::Integer).map_err(|_| format!("`{s}` is not a number"));
+    }
+    if let Ok(i) = t.parse::<i64>() {
+        return Ok(toml::Value::Integer(i));
+    }
+    match t.parse::<f64>() {
+        Ok(f) if f.is_finite() => Ok(toml::Value::Float(f)),
+        _ => Err(format!("`{s}` is not a number")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_lists_every_key_once_in_order() {
+        let keys: Vec<&str> = WORKLOAD_OPTIONS.iter().map(|o| o.key).collect();
+        let all = WorkloadKeys::all_keys();
+        assert_eq!(keys, all, "one row per WorkloadKeys field, in the order of for_each_key!");
+        let mut flags: Vec<&str> = WORKLOAD_OPTIONS.iter().filter_map(|o| o.flag).collect();
+        flags.sort_unstable();
+        let n = flags.len();
+        flags.dedup();
+        assert_eq!(flags.len(), n, "every flag is unique");
+        for k in DATA_KEYS {
+            assert!(option(k).and_then(|o| o.flag).is_some(), "{k} has a flag");
+        }
+    }
+
+    #[test]
+    fn every_default_is_a_valid_value_of_its_key() {
+        let d = builtin_defaults();
+        for o in WORKLOAD_OPTIONS {
+            assert_eq!(d.set_keys().contains(&o.key), o.default.is_some(), "{}", o.key);
+        }
+        assert_eq!(d.queue_depth, Some(1));
+        assert_eq!(d.ramp, Some(vec![1, 2, 4, 8, 16, 32]));
+        assert_eq!(d.bs, Some(crate::BlockSizeSpec::One(4096)));
+        assert_eq!(d.direct, Some(true));
+    }
+
+    #[test]
+    fn flags_read_as_plan_values_and_errors_name_the_flag() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let k = keys_from_flags(&[
+            ("ramp", s(&["1", "4", "16"])),
+            ("queue_depth", s(&["8"])),
+            ("bs", s(&["8k"])),
+            ("constant", s(&["0xa5"])),
+            ("compress", s(&["0.4"])),
+            ("dedupe", s(&["2"])),
+            ("direct", vec![]),
+            ("backend", s(&["psync"])),
+            ("on_error", s(&["stop-target"])),
+        ])
+        .unwrap();
+        assert_eq!(k.ramp, Some(vec![1, 4, 16]));
+        assert_eq!(k.queue_depth, Some(8));
+        assert_eq!(k.bs, Some(crate::BlockSizeSpec::One(8192)));
+        assert_eq!(k.constant, Some(0xa5));
+        assert_eq!(k.compress, Some(0.4));
+        assert_eq!(k.dedupe, Some(2.0));
+        assert_eq!(k.direct, Some(false));
+        assert_eq!(k.backend, Some(crate::Backend::Psync));
+        assert_eq!(k.on_error, Some(crate::OnError::StopTarget));
+        for (key, v, flag) in [
+            ("queue_depth", "-1", "--qd"),
+            ("queue_depth", "lots", "--qd"),
+            ("bs", "8q", "--bs"),
+            ("backend", "spdk", "--backend"),
+            ("constant", "256", "--constant"),
+            ("ramp", "1,x", "--ramp"),
+        ] {
+            let e = keys_from_flags(&[(key, v.split(',').map(String::from).collect())]).unwrap_err();
+            assert_eq!(e.key.as_deref(), Some(flag), "{key} {v}: {e}");
+            assert!(!e.message.is_empty());
+        }
+    }
+}
