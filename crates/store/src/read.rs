@@ -1,0 +1,312 @@
+//! Reading stored runs back: the list, one run whole, its verification and problems.
+
+use super::*;
+
+/// What `runs` lists and a run's header shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRow {
+    pub id: i64,
+    pub label: String,
+    pub plan_name: String,
+    pub status: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub tool_version: String,
+    pub hostname: String,
+    pub backend: String,
+    pub targets: String,
+    /// The maximum per workload in the published form (schema v2); None until the run ends.
+    pub summary: Option<String>,
+    /// Why a finished run is not clean (schema v9): a failure, or what its exit code 3 or 4
+    /// stands for (e.g. problems its final verification found).
+    pub status_reason: Option<String>,
+}
+
+/// The final verification pass of a run (`--verify-final`, schema v9).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StoredVerification {
+    pub map_path: String,
+    pub bs: u64,
+    pub started_at: String,
+    pub finished_at: String,
+    pub checked: u64,
+    pub lost: u64,
+    pub corrupt: u64,
+    pub misplaced: u64,
+    /// Problems found but not listed in `verify_problems` (beyond the cap that bounds memory).
+    pub unlisted: u64,
+    /// The first problems, described.
+    pub examples: Vec<String>,
+}
+
+/// One problem a final verification pass found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredProblem {
+    pub target: String,
+    pub block: u64,
+    /// `lost`, `corrupt` or `misplaced`.
+    pub kind: String,
+    /// The generation of the last acknowledged write.
+    pub expected: u16,
+    /// The (older) generation found, for a lost write with one.
+    pub found_generation: Option<u16>,
+    /// What the block holds, described.
+    pub found: String,
+}
+
+/// A stored run, ready for the analysis.
+#[derive(Debug, Clone)]
+pub struct StoredRun {
+    pub run: RunRow,
+    pub host_json: String,
+    pub targets_json: String,
+    pub plan_json: String,
+    /// The workloads in plan order.
+    pub workloads: Vec<StoredWorkload>,
+    /// The final verification pass, when the run had one (schema v9).
+    pub verification: Option<StoredVerification>,
+}
+
+#[derive(Debug, Clone)]
+pub struct StoredWorkload {
+    /// The resolved workload, as JSON.
+    pub json: String,
+    /// Its steps, with complete intervals only.
+    pub steps: Vec<StepRecord>,
+    /// Its data check (JSON rows; empty when none was measured).
+    pub data_check: String,
+}
+
+impl Store {
+    /// A run's final verification pass, if it had one.
+    pub fn verification(&self, run_id: i64) -> Result<Option<StoredVerification>> {
+        let r = self
+            .conn
+            .query_row(
+                "SELECT map_path, bs, started_at, finished_at, checked, lost, corrupt, misplaced, unlisted, examples
+                 FROM run_verifications WHERE run_id = ?1",
+                [run_id],
+                |r| {
+                    let examples: String = r.get(9)?;
+                    Ok(StoredVerification {
+                        map_path: r.get(0)?,
+                        bs: r.get::<_, i64>(1)? as u64,
+                        started_at: r.get(2)?,
+                        finished_at: r.get(3)?,
+                        checked: r.get::<_, i64>(4)? as u64,
+                        lost: r.get::<_, i64>(5)? as u64,
+                        corrupt: r.get::<_, i64>(6)? as u64,
+                        misplaced: r.get::<_, i64>(7)? as u64,
+                        unlisted: r.get::<_, i64>(8)? as u64,
+                        examples: examples.lines().map(str::to_string).collect(),
+                    })
+                },
+            )
+            .optional();
+        self.sql(r)
+    }
+
+    /// Hands every listed problem of a run's final verification to `each`, in the order found.
+    pub fn verify_problems(&self, run_id: i64, mut each: impl FnMut(StoredProblem)) -> Result<()> {
+        let mut st = self.sql(self.conn.prepare(
+            "SELECT target, block, kind, expected, found_generation, found FROM verify_problems WHERE run_id = ?1 ORDER BY rowid",
+        ))?;
+        let rows = st.query_map([run_id], |r| {
+            Ok(StoredProblem {
+                target: r.get(0)?,
+                block: r.get::<_, i64>(1)? as u64,
+                kind: r.get(2)?,
+                expected: r.get(3)?,
+                found_generation: r.get(4)?,
+                found: r.get(5)?,
+            })
+        });
+        for p in self.sql(rows)? {
+            each(self.sql(p)?);
+        }
+        Ok(())
+    }
+
+    fn row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
+        Ok(RunRow {
+            id: r.get(0)?,
+            label: r.get(1)?,
+            plan_name: r.get(2)?,
+            status: r.get(3)?,
+            started_at: r.get(4)?,
+            finished_at: r.get(5)?,
+            tool_version: r.get(6)?,
+            hostname: r.get(7)?,
+            backend: r.get(8)?,
+            targets: r.get(9)?,
+            summary: r.get(10)?,
+            status_reason: r.get(11)?,
+        })
+    }
+
+    const RUN_COLUMNS: &str = "id, label, plan_name, status, started_at, finished_at, tool_version, hostname, backend, targets, summary, status_reason";
+
+    pub fn runs(&self) -> Result<Vec<RunRow>> {
+        let sql = format!("SELECT {} FROM runs ORDER BY id", Self::RUN_COLUMNS);
+        let mut st = self.sql(self.conn.prepare(&sql))?;
+        let rows = self.sql(st.query_map([], Self::row))?;
+        rows.map(|r| self.sql(r)).collect()
+    }
+
+    pub fn run(&self, id: i64) -> Result<RunRow> {
+        let sql = format!("SELECT {} FROM runs WHERE id = ?1", Self::RUN_COLUMNS);
+        let r = self.conn.query_row(&sql, [id], Self::row).optional();
+        self.sql(r)?.ok_or(StoreError::NoSuchRun(id))
+    }
+
+    /// Loads a run with every complete interval, rebuilt as the engine handed them over.
+    pub fn load(&self, id: i64) -> Result<StoredRun> {
+        let run = self.run(id)?;
+        let r = self.conn.query_row("SELECT host_json, targets_json, plan_json FROM runs WHERE id = ?1", [id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
+        });
+        let (host_json, targets_json, plan_json) = self.sql(r)?;
+        let mut workloads = Vec::new();
+        let mut st = self.sql(
+            self.conn.prepare("SELECT id, workload_json, data_check FROM workloads WHERE run_id = ?1 ORDER BY idx"),
+        )?;
+        let wl: Vec<(i64, String, String)> =
+            self.sql(st.query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).and_then(|m| m.collect()))?;
+        for (wid, json, data_check) in wl {
+            workloads.push(StoredWorkload { json, steps: self.load_steps(wid)?, data_check });
+        }
+        let verification = self.verification(id)?;
+        Ok(StoredRun { run, host_json, targets_json, plan_json, workloads, verification })
+    }
+
+    fn load_steps(&self, workload_id: i64) -> Result<Vec<StepRecord>> {
+        let mut st = self.sql(self.conn.prepare(
+            "SELECT id, workers, queue_depth, threads, interval_s, sample_s, interrupted, hosts, notes,
+                    drain_late, drain_stuck, drain_stuck_age_ns, drain_wait_ns, unmeasured_errors FROM steps WHERE workload_id = ?1 ORDER BY idx",
+        ))?;
+        let rows = st.query_map([workload_id], |r| {
+            let mut rec = StepRecord::new(r.get(1)?, r.get(2)?, r.get::<_, i64>(3)? as usize, r.get(4)?, r.get(5)?);
+            rec.hosts = r.get(7)?;
+            let notes: String = r.get(8)?;
+            rec.notes =
+                notes.lines().filter_map(|l| l.split_once('\t').map(|(c, m)| (c.to_string(), m.to_string()))).collect();
+            rec.drain = iocurve_stats::Drain {
+                late: r.get::<_, i64>(9)? as u64,
+                stuck: r.get::<_, i64>(10)? as u64,
+                stuck_age_ns: r.get::<_, i64>(11)? as u64,
+                wait_ns: r.get::<_, i64>(12)? as u64,
+            };
+            for line in r.get::<_, String>(13)?.lines() {
+                let mut f = line.split(':').map(|x| x.parse::<i64>());
+                if let (Some(Ok(t)), Some(Ok(e)), Some(Ok(n))) = (f.next(), f.next(), f.next()) {
+                    rec.unmeasured_errors.add(t as u32, e as i32, n as u64);
+                }
+            }
+            Ok((r.get::<_, i64>(0)?, rec, r.get::<_, Option<bool>>(6)?))
+        });
+        let rows: Vec<_> = self.sql(rows.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?;
+        let mut steps = Vec::new();
+        for (step_id, mut rec, interrupted) in rows {
+            for (stats, cpu, duration_s) in self.load_intervals(step_id, None)? {
+                rec.push_interval(stats, cpu, duration_s);
+            }
+            // A step still marked running was cut off (killed run): only its finished intervals count.
+            rec.interrupted = interrupted.unwrap_or(true);
+            rec.per_host = self.load_hosts(step_id, &rec)?;
+            if !rec.intervals.is_empty() {
+                steps.push(rec);
+            }
+        }
+        Ok(steps)
+    }
+
+    /// The hosts of a multi-host step, each with its own intervals.
+    fn load_hosts(&self, step_id: i64, step: &StepRecord) -> Result<Vec<HostRecord>> {
+        let mut st = self.sql(self.conn.prepare(
+            "SELECT host, address, hostname, started_unix_ns, threads, lost_at_s FROM step_hosts WHERE step_id = ?1 ORDER BY host",
+        ))?;
+        let rows = st.query_map([step_id], |r| {
+            Ok((
+                r.get::<_, u32>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, i64>(4)?,
+                r.get::<_, Option<f64>>(5)?,
+            ))
+        });
+        let rows: Vec<_> = self.sql(rows.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?;
+        let mut hosts = Vec::new();
+        for (host, address, hostname, started_unix_ns, threads, lost_at_s) in rows {
+            let mut record =
+                StepRecord::new(step.workers, step.queue_depth, threads as usize, step.interval_s, step.sample_s);
+            for (stats, cpu, duration_s) in self.load_intervals(step_id, Some(host))? {
+                record.push_interval(stats, cpu, duration_s);
+            }
+            record.interrupted = step.interrupted || lost_at_s.is_some();
+            hosts.push(HostRecord { address, hostname, started_unix_ns, lost_at_s, record });
+        }
+        Ok(hosts)
+    }
+
+    /// The intervals of a step (`host` None) or of one of its hosts, in order, as the engine
+    /// handed them over.
+    fn load_intervals(&self, step_id: i64, host: Option<u32>) -> Result<Vec<(IntervalStats, CpuUsage, f64)>> {
+        let invalid = |m: String| StoreError::Invalid { path: self.path.clone(), message: m };
+        let mut st = self.sql(self.conn.prepare(
+            "SELECT id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected,
+                    verify_checked, verify_lost, verify_corrupt, verify_misplaced, verify_examples
+             FROM intervals WHERE step_id = ?1 AND host IS ?2 ORDER BY idx",
+        ))?;
+        let rows = st.query_map(params![step_id, host], |r| {
+            let mut stats = IntervalStats::default();
+            stats.read.ops = r.get::<_, i64>(3)? as u64;
+            stats.read.bytes = r.get::<_, i64>(4)? as u64;
+            stats.write.ops = r.get::<_, i64>(5)? as u64;
+            stats.write.bytes = r.get::<_, i64>(6)? as u64;
+            stats.max_gap_ns = r.get::<_, Option<i64>>(12)?.map(|g| g as u64);
+            stats.faults_injected = r.get::<_, i64>(13)? as u64;
+            stats.verify.checked = r.get::<_, i64>(14)? as u64;
+            stats.verify.lost = r.get::<_, i64>(15)? as u64;
+            stats.verify.corrupt = r.get::<_, i64>(16)? as u64;
+            stats.verify.misplaced = r.get::<_, i64>(17)? as u64;
+            let examples: String = r.get(18)?;
+            stats.verify.examples = examples.lines().map(str::to_string).collect();
+            let cpu = CpuUsage { user: r.get(9)?, system: r.get(10)?, iowait: r.get(11)? };
+            let hists: (Vec<u8>, Vec<u8>) = (r.get(7)?, r.get(8)?);
+            Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?, r.get::<_, f64>(2)?, stats, cpu, hists))
+        });
+        let rows: Vec<_> = self.sql(rows.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?;
+        let mut out = Vec::new();
+        for (interval_id, idx, duration_s, mut stats, cpu, (rh, wh)) in rows {
+            stats.read.hist = LatencyHistogram::from_bytes(&rh).map_err(invalid)?;
+            stats.write.hist = LatencyHistogram::from_bytes(&wh).map_err(invalid)?;
+            let mut es = self.sql(self.conn.prepare_cached(
+                "SELECT direction, errno, count, target FROM interval_errors WHERE interval_id = ?1",
+            ))?;
+            let errs = es.query_map([interval_id], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i32>(1)?, r.get::<_, i64>(2)?, r.get::<_, Option<u32>>(3)?))
+            });
+            for (dir, errno, count, target) in self.sql(errs.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))? {
+                let counts: &mut ErrorCounts =
+                    if dir == "write" { &mut stats.write.errors } else { &mut stats.read.errors };
+                counts.add(target.unwrap_or(UNKNOWN_TARGET), errno, count as u64);
+            }
+            let mut ss = self.sql(self.conn.prepare_cached(
+                "SELECT ops, bytes, lat_sum_ns, lat_max_ns, errors FROM samples WHERE step_id = ?1 AND interval_idx = ?2 AND host IS ?3 ORDER BY idx",
+            ))?;
+            let samples = ss.query_map(params![step_id, idx, host], |r| {
+                Ok(Sample {
+                    ops: r.get::<_, i64>(0)? as u64,
+                    bytes: r.get::<_, i64>(1)? as u64,
+                    lat_sum_ns: r.get::<_, i64>(2)? as u64,
+                    lat_max_ns: r.get::<_, i64>(3)? as u64,
+                    errors: r.get::<_, i64>(4)? as u64,
+                })
+            });
+            stats.samples = self.sql(samples.and_then(|m| m.collect()))?;
+            out.push((stats, cpu, duration_s));
+        }
+        Ok(out)
+    }
+}

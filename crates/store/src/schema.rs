@@ -1,0 +1,302 @@
+//! The schema, its migrations, and opening a database: created, migrated forward, or refused
+//! when it is not ours or is newer than this iocurve.
+
+use super::*;
+
+/// Schema migrations, in order; `PRAGMA user_version` counts how many are applied.
+pub(crate) const MIGRATIONS: &[&str] =
+    &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10];
+
+/// v10: what became of the I/Os a step still had outstanding when it stopped issuing: completed
+/// late, or given up as stuck (see `iocurve_stats::Drain`).
+const SCHEMA_V10: &str = "
+ALTER TABLE steps ADD COLUMN drain_late INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE steps ADD COLUMN drain_stuck INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE steps ADD COLUMN drain_stuck_age_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE steps ADD COLUMN drain_wait_ns INTEGER NOT NULL DEFAULT 0;
+-- errors of I/Os completed outside the measured intervals (warm-up, after the stop):
+-- target:errno:count per line
+ALTER TABLE steps ADD COLUMN unmeasured_errors TEXT NOT NULL DEFAULT '';
+";
+
+/// v9: the final verification pass of a run (`--verify-final`) with every problem it found,
+/// and why a finished run is not clean (`status_reason`).
+const SCHEMA_V9: &str = "
+ALTER TABLE runs ADD COLUMN status_reason TEXT;  -- NULL when clean
+CREATE TABLE run_verifications (
+    run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    map_path TEXT NOT NULL,
+    bs INTEGER NOT NULL,                  -- the map's block size
+    started_at TEXT NOT NULL,             -- RFC 3339 UTC
+    finished_at TEXT NOT NULL,
+    checked INTEGER NOT NULL,             -- blocks read back and checked
+    lost INTEGER NOT NULL,
+    corrupt INTEGER NOT NULL,
+    misplaced INTEGER NOT NULL,
+    unlisted INTEGER NOT NULL,            -- problems beyond the listed ones (a cap bounds memory)
+    examples TEXT NOT NULL                -- the first problems, described, newline-separated
+);
+CREATE TABLE verify_problems (
+    run_id INTEGER NOT NULL REFERENCES run_verifications(run_id) ON DELETE CASCADE,
+    target TEXT NOT NULL,                 -- path
+    block INTEGER NOT NULL,               -- block number (offset = block x block size)
+    kind TEXT NOT NULL,                   -- lost | corrupt | misplaced
+    expected INTEGER NOT NULL,            -- generation of the last acknowledged write
+    found_generation INTEGER,             -- generation found (lost writes with an older one)
+    found TEXT NOT NULL                   -- what the block holds, described
+);
+CREATE INDEX verify_problems_run ON verify_problems(run_id);
+";
+
+/// v8: what an array makes of a writing workload's data (a JSON list of data-check rows).
+const SCHEMA_V8: &str = "
+ALTER TABLE workloads ADD COLUMN data_check TEXT NOT NULL DEFAULT '';
+";
+
+/// v7: per-host results of multi-host steps. A host's own intervals and samples sit beside the
+/// step's merged ones, told apart by `host` (NULL = the step, merged over its hosts).
+const SCHEMA_V7: &str = "
+CREATE TABLE step_hosts (
+    step_id INTEGER NOT NULL REFERENCES steps(id) ON DELETE CASCADE,
+    host INTEGER NOT NULL,                -- 0, 1, ... within the step
+    address TEXT NOT NULL,                -- the agent as given (host:port)
+    hostname TEXT NOT NULL,
+    started_unix_ns INTEGER NOT NULL,     -- its I/O start on the coordinator's clock
+    threads INTEGER NOT NULL,
+    lost_at_s REAL,                       -- seconds into the step when it was lost; NULL if not
+    PRIMARY KEY (step_id, host)
+);
+ALTER TABLE intervals ADD COLUMN host INTEGER;  -- NULL: merged over the step's hosts
+ALTER TABLE samples ADD COLUMN host INTEGER;
+";
+
+/// v6: multi-host steps record how many hosts ran them (workers are per host).
+const SCHEMA_V6: &str = "
+ALTER TABLE steps ADD COLUMN hosts INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE steps ADD COLUMN notes TEXT NOT NULL DEFAULT '';  -- code<TAB>message per line (e.g. host_lost)
+";
+
+/// v5: verification figures per interval.
+const SCHEMA_V5: &str = "
+ALTER TABLE intervals ADD COLUMN verify_checked INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE intervals ADD COLUMN verify_lost INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE intervals ADD COLUMN verify_corrupt INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE intervals ADD COLUMN verify_misplaced INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE intervals ADD COLUMN verify_examples TEXT NOT NULL DEFAULT '';  -- newline-separated
+";
+
+/// v4: running through faults — errors per target, the longest stall and injected faults per
+/// interval. NULL in rows stored before.
+const SCHEMA_V4: &str = "
+ALTER TABLE interval_errors ADD COLUMN target INTEGER;   -- index into the run's targets
+ALTER TABLE intervals ADD COLUMN max_gap_ns INTEGER;     -- longest time without a completion
+ALTER TABLE intervals ADD COLUMN faults_injected INTEGER NOT NULL DEFAULT 0;
+";
+
+/// v3: preconditioning state per target, so that `iocurve precondition` resumes where it
+/// stopped and runs know their targets were preconditioned.
+const SCHEMA_V3: &str = "
+CREATE TABLE preconditions (
+    target TEXT NOT NULL,                 -- canonical path
+    size INTEGER NOT NULL,                -- bytes preconditioned (the whole target)
+    bs INTEGER NOT NULL,                  -- write size
+    data_json TEXT NOT NULL,              -- the data pattern written
+    state_json TEXT NOT NULL,             -- written chunks: {\"watermark\": N, \"above\": [...]}
+    bytes_written INTEGER NOT NULL,       -- by every session together
+    started_at TEXT NOT NULL,
+    finished_at TEXT,                     -- NULL until every chunk is written
+    PRIMARY KEY (target, size)
+);
+";
+
+/// v2: the headline per workload, written when a run ends, so that `iocurve runs` lists
+/// hundreds of runs without re-analysing each. NULL for runs stored before (or killed).
+const SCHEMA_V2: &str = "
+ALTER TABLE runs ADD COLUMN summary TEXT;     -- `name 123'456 IOPS @ 250 µs; ...` (maxima)
+";
+
+const SCHEMA_V1: &str = "
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY,
+    label TEXT NOT NULL DEFAULT '',
+    plan_name TEXT NOT NULL,
+    status TEXT NOT NULL,                 -- running (or killed) | complete | interrupted | failed
+    started_at TEXT NOT NULL,             -- RFC 3339 UTC
+    finished_at TEXT,
+    tool_version TEXT NOT NULL,
+    hostname TEXT NOT NULL,
+    backend TEXT NOT NULL,
+    targets TEXT NOT NULL,                -- comma-separated paths
+    host_json TEXT NOT NULL,              -- the result document's `host`
+    targets_json TEXT NOT NULL,           -- its `targets`
+    plan_json TEXT NOT NULL               -- its `plan` (as resolved)
+);
+CREATE TABLE workloads (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,                 -- position in the plan
+    name TEXT NOT NULL,
+    workload_json TEXT NOT NULL           -- the resolved workload
+);
+CREATE TABLE steps (
+    id INTEGER PRIMARY KEY,
+    workload_id INTEGER NOT NULL REFERENCES workloads(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    workers INTEGER NOT NULL,             -- per host
+    queue_depth INTEGER NOT NULL,
+    threads INTEGER NOT NULL,
+    interval_s REAL NOT NULL,
+    sample_s REAL NOT NULL,
+    interrupted INTEGER                   -- NULL while running
+);
+CREATE TABLE intervals (
+    id INTEGER PRIMARY KEY,
+    step_id INTEGER NOT NULL REFERENCES steps(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    duration_s REAL NOT NULL,
+    read_ops INTEGER NOT NULL, read_bytes INTEGER NOT NULL,
+    write_ops INTEGER NOT NULL, write_bytes INTEGER NOT NULL,
+    read_hist BLOB NOT NULL,              -- latency in ns, HdrHistogram V2 encoding
+    write_hist BLOB NOT NULL,
+    cpu_user REAL NOT NULL, cpu_system REAL NOT NULL, cpu_iowait REAL NOT NULL
+);
+CREATE TABLE interval_errors (
+    interval_id INTEGER NOT NULL REFERENCES intervals(id) ON DELETE CASCADE,
+    direction TEXT NOT NULL,              -- read | write
+    errno INTEGER NOT NULL,               -- 0 = short transfer
+    count INTEGER NOT NULL
+);
+CREATE TABLE samples (
+    step_id INTEGER NOT NULL REFERENCES steps(id) ON DELETE CASCADE,
+    interval_idx INTEGER NOT NULL,
+    idx INTEGER NOT NULL,                 -- sample within the interval
+    ops INTEGER NOT NULL, bytes INTEGER NOT NULL,
+    lat_sum_ns INTEGER NOT NULL, lat_max_ns INTEGER NOT NULL,
+    errors INTEGER NOT NULL
+);
+CREATE INDEX workloads_run ON workloads(run_id);
+CREATE INDEX steps_workload ON steps(workload_id);
+CREATE INDEX intervals_step ON intervals(step_id);
+CREATE INDEX samples_step ON samples(step_id);
+CREATE INDEX errors_interval ON interval_errors(interval_id);
+";
+
+impl Store {
+    /// Opens (creating if needed) and migrates the database at `path`.
+    pub fn open(path: &Path) -> Result<Store> {
+        Self::open_at(path, MIGRATIONS.len())
+    }
+
+    /// Opens a results database that must exist already (read commands never create one).
+    pub fn open_existing(path: &Path) -> Result<Store> {
+        if !path.is_file() {
+            return Err(StoreError::Invalid {
+                path: path.display().to_string(),
+                message: "no such results database (runs are stored where `iocurve run` ran, ./iocurve.db by default; give --db or IOCURVE_DB)".into(),
+            });
+        }
+        Self::open(path)
+    }
+
+    /// Opens with the first `version` migrations applied (all but in migration tests).
+    pub(crate) fn open_at(path: &Path, version: usize) -> Result<Store> {
+        let p = path.display().to_string();
+        // Busy errors that SQLite reports without waiting (switching to WAL, lock upgrades
+        // while another process creates the schema) are retried for up to 30 s.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut pause = std::time::Duration::from_millis(5);
+        loop {
+            let conn = Connection::open(path).map_err(|source| StoreError::Sql { path: p.clone(), source })?;
+            let mut store = Store { conn, path: p.clone() };
+            match store.init(version) {
+                Err(StoreError::Sql { source, .. }) if is_busy(&source) && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(200));
+                }
+                Err(e) => return Err(e),
+                Ok(()) => return Ok(store),
+            }
+        }
+    }
+
+    fn init(&mut self, version: usize) -> Result<()> {
+        // Processes that open one database at once wait for each other (creation, migration).
+        let r = self.conn.execute_batch("PRAGMA busy_timeout = 30000;");
+        self.sql(r)?;
+        self.check_ours()?;
+        // WAL: readers (`iocurve runs` in another terminal) never block the writing run.
+        let r = self.conn.pragma_update(None, "journal_mode", "WAL");
+        self.sql(r)?;
+        // synchronous = NORMAL: in WAL mode a commit survives a killed process (what a killed
+        // run needs) without an fsync per interval; those fsyncs would land on the storage
+        // under test in the middle of the measurement when the database lives there. Only a
+        // power loss can cost the last commits.
+        let r = self
+            .conn
+            .execute_batch("PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL;");
+        self.sql(r)?;
+        self.migrate(version)
+    }
+
+    /// Refuses a file that is not an iocurve database (another program's SQLite file, or no
+    /// SQLite at all) before anything is changed in it.
+    fn check_ours(&self) -> Result<()> {
+        let invalid = |message: String| StoreError::Invalid { path: self.path.clone(), message };
+        let not_ours =
+            |e: rusqlite::Error| invalid(format!("is not an iocurve results database ({e}); give another --db"));
+        // One read transaction: the version and the tables as one snapshot, never half of a
+        // migration another process is applying.
+        let snapshot = self.conn.unchecked_transaction().map_err(not_ours)?;
+        let count = |sql: &str| snapshot.query_row(sql, [], |r| r.get::<_, i64>(0)).map_err(not_ours);
+        let version = count("PRAGMA user_version")?;
+        let tables = count("SELECT count(*) FROM sqlite_master WHERE type = 'table'")?;
+        let has_runs = count("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'runs'")? > 0;
+        if (version == 0 && tables > 0) || (version > 0 && !has_runs) {
+            return Err(invalid(format!(
+                "is an SQLite database of another program ({tables} tables, none of iocurve's); it was left untouched: give another --db"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Applies the migrations up to `target` (all of them normally; fewer in tests). Each runs
+    /// in an immediate transaction that reads the version again, so processes creating one
+    /// database at once apply every migration exactly once.
+    pub(crate) fn migrate(&mut self, target: usize) -> Result<()> {
+        let r = self.conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0));
+        let version = self.sql(r)? as usize;
+        if version > MIGRATIONS.len() {
+            return Err(StoreError::Invalid {
+                path: self.path.clone(),
+                message: format!(
+                    "schema version {version} is newer than this iocurve knows ({}): use a newer iocurve or another --db",
+                    MIGRATIONS.len()
+                ),
+            });
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().take(target).skip(version) {
+            let path = self.path.clone();
+            let tx = self
+                .conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(|source| StoreError::Sql { path: path.clone(), source })?;
+            let now: i64 = tx
+                .query_row("PRAGMA user_version", [], |r| r.get(0))
+                .map_err(|source| StoreError::Sql { path: path.clone(), source })?;
+            if now as usize > i {
+                // Another process applied it meanwhile.
+                continue;
+            }
+            tx.execute_batch(sql)
+                .and_then(|_| tx.pragma_update(None, "user_version", (i + 1) as i64))
+                .and_then(|_| tx.commit())
+                .map_err(|source| StoreError::Sql { path, source })?;
+        }
+        Ok(())
+    }
+
+    pub fn schema_version(&self) -> Result<i64> {
+        let r = self.conn.query_row("PRAGMA user_version", [], |r| r.get(0));
+        self.sql(r)
+    }
+}

@@ -1,0 +1,225 @@
+//! Writing a run as it goes: runs, workloads, steps, every finished interval in one
+//! transaction, the final verification pass.
+
+use super::*;
+
+/// A new run's description.
+#[derive(Debug, Clone, Default)]
+pub struct NewRun {
+    pub label: String,
+    pub plan_name: String,
+    pub started_at: String,
+    pub tool_version: String,
+    pub hostname: String,
+    pub backend: String,
+    pub targets: String,
+    pub host_json: String,
+    pub targets_json: String,
+    pub plan_json: String,
+}
+
+impl Store {
+    pub fn begin_run(&self, r: &NewRun) -> Result<i64> {
+        let x = self.conn.execute(
+            "INSERT INTO runs (label, plan_name, status, started_at, tool_version, hostname, backend, targets, host_json, targets_json, plan_json)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![r.label, r.plan_name, r.started_at, r.tool_version, r.hostname, r.backend, r.targets, r.host_json, r.targets_json, r.plan_json],
+        );
+        self.sql(x)?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Records a workload's data check (JSON rows), measured before its first step.
+    pub fn set_data_check(&self, workload_id: i64, json: &str) -> Result<()> {
+        let x = self.conn.execute("UPDATE workloads SET data_check = ?2 WHERE id = ?1", params![workload_id, json]);
+        self.sql(x).map(drop)
+    }
+
+    pub fn begin_workload(&self, run_id: i64, idx: usize, name: &str, workload_json: &str) -> Result<i64> {
+        let x = self.conn.execute(
+            "INSERT INTO workloads (run_id, idx, name, workload_json) VALUES (?1, ?2, ?3, ?4)",
+            params![run_id, idx as i64, name, workload_json],
+        );
+        self.sql(x)?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    pub fn begin_step(&self, workload_id: i64, idx: usize, rec: &StepRecord) -> Result<i64> {
+        let x = self.conn.execute(
+            "INSERT INTO steps (workload_id, idx, workers, queue_depth, threads, interval_s, sample_s, hosts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![workload_id, idx as i64, rec.workers, rec.queue_depth, rec.threads as i64, rec.interval_s, rec.sample_s, rec.hosts],
+        );
+        self.sql(x)?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Records that host number `host` of a multi-host step started.
+    pub fn add_step_host(
+        &self,
+        step_id: i64,
+        host: u32,
+        address: &str,
+        hostname: &str,
+        started_unix_ns: i64,
+        threads: usize,
+    ) -> Result<()> {
+        let x = self.conn.execute(
+            "INSERT INTO step_hosts (step_id, host, address, hostname, started_unix_ns, threads) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![step_id, host, address, hostname, started_unix_ns, threads as i64],
+        );
+        self.sql(x).map(drop)
+    }
+
+    /// Stores one finished interval in a single transaction: durable before this returns.
+    /// `host` is None for the step's own (merged) interval, else the host it is the part of.
+    pub fn add_interval(
+        &mut self,
+        step_id: i64,
+        host: Option<u32>,
+        idx: u32,
+        stats: &IntervalStats,
+        cpu: &CpuUsage,
+        duration_s: f64,
+    ) -> Result<()> {
+        let path = self.path.clone();
+        let wrap = |source| StoreError::Sql { path: path.clone(), source };
+        let tx = self.conn.transaction().map_err(wrap)?;
+        tx.execute(
+            "INSERT INTO intervals (step_id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected,
+                                    verify_checked, verify_lost, verify_corrupt, verify_misplaced, verify_examples, host)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+            params![
+                step_id, idx, duration_s,
+                stats.read.ops as i64, stats.read.bytes as i64, stats.write.ops as i64, stats.write.bytes as i64,
+                stats.read.hist.to_bytes(), stats.write.hist.to_bytes(),
+                cpu.user, cpu.system, cpu.iowait,
+                stats.max_gap_ns.map(|g| g as i64), stats.faults_injected as i64,
+                stats.verify.checked as i64, stats.verify.lost as i64, stats.verify.corrupt as i64,
+                stats.verify.misplaced as i64, stats.verify.examples.join("\n"), host
+            ],
+        )
+        .map_err(wrap)?;
+        let interval_id = tx.last_insert_rowid();
+        for (dir, errors) in [("read", &stats.read.errors), ("write", &stats.write.errors)] {
+            for &(target, errno, count) in &errors.0 {
+                tx.execute(
+                    "INSERT INTO interval_errors (interval_id, direction, errno, count, target) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![interval_id, dir, errno, count as i64, target],
+                )
+                .map_err(wrap)?;
+            }
+        }
+        {
+            let mut st = tx
+                .prepare_cached("INSERT INTO samples (step_id, interval_idx, idx, ops, bytes, lat_sum_ns, lat_max_ns, errors, host) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")
+                .map_err(wrap)?;
+            for (i, s) in stats.samples.iter().enumerate() {
+                st.execute(params![
+                    step_id,
+                    idx,
+                    i as i64,
+                    s.ops as i64,
+                    s.bytes as i64,
+                    s.lat_sum_ns as i64,
+                    s.lat_max_ns as i64,
+                    s.errors as i64,
+                    host
+                ])
+                .map_err(wrap)?;
+            }
+        }
+        tx.commit().map_err(wrap)
+    }
+
+    /// Marks a step finished, with its record's notes (see `StepRecord::notes`) and the hosts it
+    /// lost.
+    pub fn end_step(&self, step_id: i64, rec: &StepRecord) -> Result<()> {
+        let text: Vec<String> =
+            rec.notes.iter().map(|(c, m)| format!("{}\t{}", c, m.replace(['\n', '\t'], " "))).collect();
+        let x = self.conn.execute(
+            "UPDATE steps SET interrupted = ?1, notes = ?2, drain_late = ?3, drain_stuck = ?4, drain_stuck_age_ns = ?5, drain_wait_ns = ?6, unmeasured_errors = ?7 WHERE id = ?8",
+            params![
+                rec.interrupted,
+                text.join("\n"),
+                rec.drain.late as i64,
+                rec.drain.stuck as i64,
+                rec.drain.stuck_age_ns as i64,
+                rec.drain.wait_ns as i64,
+                rec.unmeasured_errors.0.iter().map(|(t, e, n)| format!("{t}:{e}:{n}")).collect::<Vec<_>>().join("\n"),
+                step_id
+            ],
+        );
+        self.sql(x)?;
+        for (i, h) in rec.per_host.iter().enumerate() {
+            if let Some(at) = h.lost_at_s {
+                let x = self.conn.execute(
+                    "UPDATE step_hosts SET lost_at_s = ?1 WHERE step_id = ?2 AND host = ?3",
+                    params![at, step_id, i as i64],
+                );
+                self.sql(x)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Marks a run finished: `complete`, `interrupted` or `failed`, with its summary line.
+    pub fn finish_run(&self, run_id: i64, status: &str, finished_at: &str, summary: &str) -> Result<()> {
+        let x = self.conn.execute(
+            "UPDATE runs SET status = ?1, finished_at = ?2, summary = ?3 WHERE id = ?4",
+            params![status, finished_at, summary, run_id],
+        );
+        self.sql(x).map(drop)
+    }
+
+    /// Stores the summary line of a run stored before schema v2.
+    pub fn set_summary(&self, run_id: i64, summary: &str) -> Result<()> {
+        let x = self.conn.execute("UPDATE runs SET summary = ?1 WHERE id = ?2", params![summary, run_id]);
+        self.sql(x).map(drop)
+    }
+
+    /// Sets a finished run's status and why it is not clean (None: it is).
+    pub fn set_status(&self, run_id: i64, status: &str, reason: Option<&str>) -> Result<()> {
+        let x = self
+            .conn
+            .execute("UPDATE runs SET status = ?1, status_reason = ?2 WHERE id = ?3", params![status, reason, run_id]);
+        self.sql(x).map(drop)
+    }
+
+    /// Stores a run's final verification pass with every listed problem, in one transaction.
+    pub fn add_verification(
+        &mut self,
+        run_id: i64,
+        v: &StoredVerification,
+        problems: impl IntoIterator<Item = StoredProblem>,
+    ) -> Result<()> {
+        let path = self.path.clone();
+        let wrap = |source| StoreError::Sql { path: path.clone(), source };
+        let tx = self.conn.transaction().map_err(wrap)?;
+        tx.execute(
+            "INSERT OR REPLACE INTO run_verifications (run_id, map_path, bs, started_at, finished_at, checked, lost, corrupt, misplaced, unlisted, examples)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                run_id, v.map_path, v.bs as i64, v.started_at, v.finished_at, v.checked as i64, v.lost as i64,
+                v.corrupt as i64, v.misplaced as i64, v.unlisted as i64, v.examples.join("\n")
+            ],
+        )
+        .map_err(wrap)?;
+        {
+            let mut st = tx
+                .prepare_cached("INSERT INTO verify_problems (run_id, target, block, kind, expected, found_generation, found) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+                .map_err(wrap)?;
+            for p in problems {
+                st.execute(params![run_id, p.target, p.block as i64, p.kind, p.expected, p.found_generation, p.found])
+                    .map_err(wrap)?;
+            }
+        }
+        tx.commit().map_err(wrap)
+    }
+
+    /// Deletes a run and everything stored for it.
+    pub fn delete(&self, id: i64) -> Result<()> {
+        self.run(id)?;
+        let x = self.conn.execute("DELETE FROM runs WHERE id = ?1", [id]);
+        self.sql(x).map(drop)
+    }
+}
