@@ -1,0 +1,168 @@
+//! The fast lane for the engine (issue 14): whole steps in-process, without root, devices or a
+//! browser — the worker loop, the step coordinator and the back-ends on temporary files, with
+//! faults injected by the fault back-end. `cargo test -p iocurve-engine` as any user.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use iocurve_engine::{OpenOptions, StepConfig, StepObserver, TargetSet, run_step};
+use iocurve_plan::{Backend, BlockSize, DataPattern, Fault, FaultKind, Pattern, TargetGroup, WorkingSet, Workload};
+use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
+
+fn workload(read_pct: f64, qd: u32, intervals: u32, interval_s: f64, backend: Backend) -> Workload {
+    Workload {
+        name: "t".into(),
+        read_pct,
+        bs: vec![BlockSize { bytes: 4096, weight: 1 }],
+        pattern: Pattern::Random,
+        working_set: WorkingSet::Backend,
+        queue_depth: qd,
+        ramp: vec![1],
+        warmup_s: 0.0,
+        intervals,
+        interval_s,
+        // Buffered: the temporary directory's filesystem may not take O_DIRECT (tmpfs).
+        direct: false,
+        backend,
+        threads: 1,
+        data: DataPattern::default(),
+        on_error: Default::default(),
+        stuck_after_s: None,
+        verify: false,
+    }
+}
+
+/// A temporary 16 MiB file, opened as a run opens its targets.
+fn target(dir: &tempfile::TempDir, write: bool) -> TargetSet {
+    let path = dir.path().join("t.dat");
+    std::fs::write(&path, vec![0x5a; 16 << 20]).unwrap();
+    let groups = vec![TargetGroup { name: "g".into(), weight: 1, targets: vec![path.display().to_string()] }];
+    let allow_write = if write { vec![path.clone()] } else { Vec::new() };
+    TargetSet::open(&groups, &OpenOptions { write, allow_write, ..Default::default() }).unwrap()
+}
+
+fn fault(kind: FaultKind, to_s: Option<f64>) -> Fault {
+    Fault { kind, share: 1.0, from_s: 0.0, to_s, target: None, latency_ms: 0.0 }
+}
+
+/// Every interval as the step hands it on.
+#[derive(Default)]
+struct Seen(Vec<IntervalStats>);
+
+impl StepObserver for Seen {
+    fn interval(&mut self, _index: u32, stats: &IntervalStats, _cpu: &CpuUsage, _duration_s: f64) {
+        self.0.push(stats.clone());
+    }
+}
+
+fn step(w: &Workload, workers: u32, targets: &TargetSet, faults: &[Fault], stop: &AtomicBool) -> (StepRecord, Seen) {
+    let cfg = StepConfig {
+        workload: w,
+        workers,
+        backend: w.backend,
+        threads: 1,
+        targets,
+        stop,
+        faults,
+        verify: None,
+        abort: None,
+    };
+    let mut seen = Seen::default();
+    let rec = run_step(&cfg, &mut seen).expect("the step runs");
+    (rec, seen)
+}
+
+#[test]
+fn a_null_step_measures_every_interval_and_counts_each_io_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = target(&dir, false);
+    let w = workload(100.0, 4, 3, 0.1, Backend::Null);
+    let (rec, seen) = step(&w, 2, &t, &[], &AtomicBool::new(false));
+    assert_eq!(rec.intervals.len(), 3);
+    assert_eq!(seen.0.len(), 3, "every interval handed on");
+    // I/Os outstanding when the measurement ends complete after it: late, their latency kept in
+    // the last interval's histogram without being operations of the step.
+    let tail = rec.drain.late + rec.drain.stuck;
+    assert!(tail <= 8, "at most every slot (2 workers × qd 4): {tail}");
+    for (i, s) in seen.0.iter().enumerate() {
+        assert!(s.read.ops > 0, "interval {i} measured I/O");
+        let late = if i == 2 { tail } else { 0 };
+        assert_eq!(s.read.hist.count(), s.read.ops + late, "interval {i}: one latency per I/O");
+        assert_eq!(s.read.bytes, s.read.ops * 4096);
+        assert_eq!(s.write.ops, 0);
+        assert_eq!(rec.intervals[i].ops, s.read.ops);
+    }
+    let total: u64 = seen.0.iter().map(|s| s.read.ops).sum();
+    assert_eq!(rec.total.read.ops, total, "the step's total is the sum of its intervals");
+    assert_eq!((rec.drain.stuck, rec.total.read.errors.total()), (0, 0));
+    assert!(!rec.interrupted);
+}
+
+#[test]
+fn psync_reads_and_writes_a_real_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = target(&dir, true);
+    let w = workload(50.0, 2, 2, 0.1, Backend::Psync);
+    let (rec, _) = step(&w, 2, &t, &[], &AtomicBool::new(false));
+    assert!(rec.total.read.ops > 0 && rec.total.write.ops > 0, "{:?}", (rec.total.read.ops, rec.total.write.ops));
+    assert_eq!(rec.total.read.errors.total() + rec.total.write.errors.total(), 0);
+    // Written blocks hold the engine's data, not the file's old bytes.
+    let data = std::fs::read(dir.path().join("t.dat")).unwrap();
+    let changed = data.chunks(4096).filter(|b| b.iter().any(|&x| x != 0x5a)).count();
+    assert!(changed > 0, "writes reached the file");
+}
+
+#[test]
+fn injected_eio_fails_every_io_and_counts_it_against_its_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = target(&dir, false);
+    let w = workload(100.0, 2, 2, 0.1, Backend::Null);
+    let (rec, seen) = step(&w, 1, &t, &[fault(FaultKind::Eio, None)], &AtomicBool::new(false));
+    assert_eq!(rec.total.read.ops, 0, "no I/O completed");
+    let errors = rec.total.read.errors.total();
+    assert!(errors > 0);
+    assert_eq!(rec.total.read.errors.by_errno(), vec![(libc::EIO, errors)], "all EIO");
+    assert!(rec.total.read.errors.0.iter().all(|&(target, _, _)| target == 0), "against target 0");
+    assert_eq!(seen.0.iter().map(|s| s.read.errors.total()).sum::<u64>(), errors, "each error in its interval");
+}
+
+#[test]
+fn a_stall_past_the_step_end_is_counted_stuck_with_its_age() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = target(&dir, false);
+    let mut w = workload(100.0, 3, 1, 0.2, Backend::Null);
+    w.stuck_after_s = Some(0.3);
+    let started = Instant::now();
+    let (rec, _) = step(&w, 2, &t, &[fault(FaultKind::Stall, Some(600.0))], &AtomicBool::new(false));
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "the step ends whatever the storage does: {took:?}");
+    assert_eq!(rec.drain.stuck, 6, "every outstanding I/O (2 workers × qd 3) is stuck");
+    assert!(rec.drain.stuck_age_ns >= 300_000_000, "as old as the wait at least: {}", rec.drain.stuck_age_ns);
+    // A stall never makes latency look better: the stuck I/Os enter the histogram with their age.
+    assert!(rec.total.read.hist.count() >= 6);
+    assert!(rec.total.read.hist.max_ns() >= 300_000_000);
+}
+
+#[test]
+fn a_stop_ends_the_step_within_a_second_and_keeps_the_finished_intervals() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = target(&dir, false);
+    let w = workload(100.0, 2, 50, 0.1, Backend::Null);
+    let stop = Arc::new(AtomicBool::new(false));
+    let setter = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(350));
+            stop.store(true, Ordering::Relaxed);
+        })
+    };
+    let started = Instant::now();
+    let (rec, seen) = step(&w, 1, &t, &[], &stop);
+    setter.join().unwrap();
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(1500), "stopped in {took:?}");
+    assert!(rec.interrupted);
+    assert!(!rec.intervals.is_empty() && rec.intervals.len() < 50, "{} intervals", rec.intervals.len());
+    assert_eq!(seen.0.len(), rec.intervals.len(), "only finished intervals are kept");
+}
