@@ -14,6 +14,7 @@ fn human(bytes: u64) -> String {
 }
 
 use crate::EngineError;
+use crate::backend::{ThreadModel, capabilities, io_threads};
 
 /// Bytes of bookkeeping per outstanding I/O beside its buffer (operation, timestamps, claims).
 const PER_SLOT: u64 = 128;
@@ -58,7 +59,7 @@ pub fn check_step(w: &Workload, workers: u32, backend: Backend) -> Result<(), En
         )));
     }
     let threads = workers as u64 * w.queue_depth as u64;
-    if backend == Backend::Psync && threads > MAX_PSYNC_THREADS {
+    if capabilities(backend).threads == ThreadModel::PerIo && threads > MAX_PSYNC_THREADS {
         return Err(EngineError::Input(format!(
             "workload {}: the psync back-end runs one thread per outstanding I/O, and {workers} workers × queue depth {} = {threads} threads is more than {MAX_PSYNC_THREADS}: use io_uring, or lower --ramp or --qd",
             w.name, w.queue_depth
@@ -72,20 +73,18 @@ pub fn check_step(w: &Workload, workers: u32, backend: Backend) -> Result<(), En
 /// mid-run, threads of earlier steps left blocked in the kernel take room, and a thread that
 /// cannot start is a failure of the run (exit code 1), not bad input.
 pub fn check_limits(w: &Workload, workers: u32, backend: Backend) -> Result<(), EngineError> {
-    let threads = match backend {
-        Backend::Psync => workers as u64 * w.queue_depth as u64,
-        _ => (if w.threads == 0 { crate::host::cores() as u64 } else { w.threads as u64 }).min(workers as u64),
-    };
+    let caps = capabilities(backend);
+    let threads = io_threads(backend, workers, w.queue_depth, w.threads);
     if let Some((room, limit)) = task_room()
         && threads > room
     {
         return Err(EngineError::Input(format!(
             "workload {}: a step of {workers} workers needs {threads} I/O threads, but only {room} more may start here ({limit}): lower --ramp{}, or raise the limit",
             w.name,
-            if backend == Backend::Psync { " or --qd, use io_uring" } else { " or --threads" }
+            if caps.threads == ThreadModel::PerIo { " or --qd, use io_uring" } else { " or --threads" }
         )));
     }
-    if backend == Backend::IoUring
+    if caps.descriptor_per_thread
         && let Some((room, limit)) = fd_room()
         && threads > room
     {

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use iocurve_plan::{Backend, Fault, Workload, format_size};
 use iocurve_stats::{CpuTimes, CpuUsage, IntervalStats, StepRecord};
 
-use crate::backend::{ActiveFault, FaultBackend, NullBackend, PsyncBackend, UringBackend};
+use crate::backend::{ActiveFault, FaultBackend, NullBackend, PsyncBackend, ThreadModel, UringBackend};
 use crate::buffer::BufferPool;
 use crate::data::{DataGen, Pool};
 use crate::host::cpu_times;
@@ -171,7 +171,7 @@ struct Parts {
 
 impl Parts {
     /// The slots over back-end `b`, wrapped for fault injection (a pass-through without faults).
-    fn slots<B: crate::backend::Backend>(self, b: B) -> Slots<FaultBackend<B>> {
+    fn slots<B: crate::backend::IoEngine>(self, b: B) -> Slots<FaultBackend<B>> {
         let n = self.workers.len();
         let injected = Arc::new(AtomicU64::new(0));
         let b = FaultBackend::new(b, self.faults, n, injected.clone());
@@ -233,9 +233,9 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
     let fds: Vec<RawFd> = cfg.targets.targets.iter().map(|t| t.fd()).collect();
 
     // Slots (outstanding I/Os) per thread, as worker ids.
-    let plan: Vec<Vec<u32>> = match cfg.backend {
-        Backend::Psync => (0..cfg.workers).flat_map(|wk| (0..qd).map(move |_| vec![wk])).collect(),
-        _ => {
+    let plan: Vec<Vec<u32>> = match crate::backend::capabilities(cfg.backend).threads {
+        ThreadModel::PerIo => (0..cfg.workers).flat_map(|wk| (0..qd).map(move |_| vec![wk])).collect(),
+        ThreadModel::Shared => {
             let n = cfg.threads.clamp(1, cfg.workers as usize);
             let mut p = vec![Vec::new(); n];
             for wk in 0..cfg.workers {
@@ -331,7 +331,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
 /// Runs a thread's slots once the gate opened (`sched` None: the step was called off). If I/O
 /// is still in flight after an error, the buffers are leaked on purpose: the kernel may still
 /// write into them.
-fn run_slots<B: crate::backend::Backend>(
+fn run_slots<B: crate::backend::IoEngine>(
     s: &mut Slots<B>,
     sched: Option<Schedule>,
     stop: &AtomicBool,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use iocurve_plan::OnError;
 use iocurve_stats::{Drain, ErrorCounts, IntervalStats, LatencyHistogram};
 
-use crate::backend::{Backend, Completion};
+use crate::backend::{Completion, IoEngine};
 use crate::buffer::BufferPool;
 use crate::data::DataGen;
 use crate::ops::{IoOp, OpGen};
@@ -183,7 +183,7 @@ impl ErrorState {
 }
 
 /// Where the buffers and I/O state of one thread's slots live.
-pub(crate) struct Slots<B: Backend> {
+pub(crate) struct Slots<B: IoEngine> {
     pub backend: B,
     pub opgen: OpGen,
     pub rng: Rng,
@@ -209,7 +209,7 @@ pub(crate) struct Slots<B: Backend> {
     given_up: Vec<bool>,
 }
 
-impl<B: Backend> Slots<B> {
+impl<B: IoEngine> Slots<B> {
     pub fn new(backend: B, opgen: OpGen, rng: Rng, pool: BufferPool, data: DataGen, worker: Vec<u32>) -> Self {
         let n = worker.len();
         Self {
@@ -316,7 +316,7 @@ impl<B: Backend> Slots<B> {
 /// Records a completed I/O of a verifying workload in the map and checks what a read found.
 /// Reads during the warm-up count with the first interval; those after the last boundary are
 /// not counted.
-fn verify_completion<B: Backend>(
+fn verify_completion<B: IoEngine>(
     s: &mut Slots<B>,
     slot: usize,
     op: &IoOp,
@@ -344,7 +344,7 @@ fn verify_completion<B: Backend>(
 /// Runs one thread's share of a step. Returns how many I/Os it left in flight (stuck I/Os the
 /// kernel did not give back): their buffers must not be freed. On failure, the error and the
 /// I/Os still in flight.
-pub(crate) fn run<B: Backend>(
+pub(crate) fn run<B: IoEngine>(
     s: &mut Slots<B>,
     sched: &Schedule,
     stop: &AtomicBool,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use iocurve_plan::{Fault, FaultKind};
 
-use super::{Backend, Completion};
+use super::{Completion, IoEngine};
 use crate::ops::IoOp;
 use crate::rng::Rng;
 
@@ -78,7 +78,7 @@ pub struct FaultBackend<B> {
     injected: Arc<AtomicU64>,
 }
 
-impl<B: Backend> FaultBackend<B> {
+impl<B: IoEngine> FaultBackend<B> {
     /// `injected` counts every I/O a fault changed.
     pub fn new(inner: B, faults: Arc<[ActiveFault]>, slots: usize, injected: Arc<AtomicU64>) -> Self {
         FaultBackend {
@@ -137,7 +137,7 @@ impl<B: Backend> FaultBackend<B> {
     }
 }
 
-impl<B: Backend> Backend for FaultBackend<B> {
+impl<B: IoEngine> IoEngine for FaultBackend<B> {
     fn queue(&mut self, slot: u32, op: &IoOp, buf: *mut u8) -> io::Result<()> {
         if self.faults.is_empty() || self.in_warmup() {
             self.inner_inflight += 1;

@@ -20,7 +20,50 @@ pub use uring::{UringBackend, probe_io_uring};
 /// A completion: the slot it belongs to and the result (bytes transferred, or -errno).
 pub type Completion = (u32, i32);
 
-pub trait Backend {
+/// How a back-end uses threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadModel {
+    /// One thread per outstanding I/O: each blocks in its system call (psync).
+    PerIo,
+    /// The workers' I/Os multiplexed onto a few threads (`threads`, default one per core).
+    Shared,
+}
+
+/// What the engine needs to know of a back-end besides its `IoEngine`: the registry. A new
+/// back-end is a file with its `IoEngine`, a row here and an arm where `step` builds it.
+#[derive(Debug, Clone, Copy)]
+pub struct Capabilities {
+    pub kind: iocurve_plan::Backend,
+    pub threads: ThreadModel,
+    /// Each I/O thread holds a file descriptor of its own (a ring), counted against
+    /// RLIMIT_NOFILE before a run.
+    pub descriptor_per_thread: bool,
+}
+
+const REGISTRY: &[Capabilities] = &[
+    Capabilities { kind: iocurve_plan::Backend::IoUring, threads: ThreadModel::Shared, descriptor_per_thread: true },
+    Capabilities { kind: iocurve_plan::Backend::Psync, threads: ThreadModel::PerIo, descriptor_per_thread: false },
+    Capabilities { kind: iocurve_plan::Backend::Null, threads: ThreadModel::Shared, descriptor_per_thread: false },
+];
+
+/// The capabilities of back-end `kind`.
+pub fn capabilities(kind: iocurve_plan::Backend) -> Capabilities {
+    *REGISTRY.iter().find(|c| c.kind == kind).expect("every back-end is registered (tested)")
+}
+
+/// The I/O threads a step of `workers` workers at queue depth `qd` runs on: one per outstanding
+/// I/O, or `threads` (0: one per core) but no more than the workers.
+pub fn io_threads(kind: iocurve_plan::Backend, workers: u32, qd: u32, threads: u32) -> u64 {
+    match capabilities(kind).threads {
+        ThreadModel::PerIo => workers as u64 * qd as u64,
+        ThreadModel::Shared => {
+            (if threads == 0 { crate::host::cores() as u64 } else { threads as u64 }).min(workers as u64)
+        }
+    }
+}
+
+/// Moves I/O for the worker loop. (`iocurve_plan::Backend` names which one a workload asks for.)
+pub trait IoEngine {
     /// Queues one I/O for `slot`. `buf` must stay valid and untouched until the I/O completes.
     fn queue(&mut self, slot: u32, op: &IoOp, buf: *mut u8) -> io::Result<()>;
 
@@ -58,4 +101,20 @@ pub trait Backend {
 
     /// Tells the back-end when the step's measurement (after warm-up) starts.
     fn start(&mut self, _measure_start: std::time::Instant) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_back_end_is_registered_once() {
+        for b in [iocurve_plan::Backend::IoUring, iocurve_plan::Backend::Psync, iocurve_plan::Backend::Null] {
+            assert_eq!(REGISTRY.iter().filter(|c| c.kind == b).count(), 1, "{b:?}");
+            assert_eq!(capabilities(b).kind, b);
+        }
+        assert_eq!(io_threads(iocurve_plan::Backend::Psync, 3, 4, 0), 12);
+        assert_eq!(io_threads(iocurve_plan::Backend::IoUring, 3, 4, 2), 2);
+        assert_eq!(io_threads(iocurve_plan::Backend::Null, 1, 4, 8), 1);
+    }
 }

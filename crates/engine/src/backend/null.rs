@@ -4,7 +4,7 @@
 use std::io;
 use std::time::Duration;
 
-use super::{Backend, Completion};
+use super::{Completion, IoEngine};
 use crate::ops::IoOp;
 
 pub struct NullBackend {
@@ -17,7 +17,7 @@ impl NullBackend {
     }
 }
 
-impl Backend for NullBackend {
+impl IoEngine for NullBackend {
     #[inline]
     fn queue(&mut self, slot: u32, op: &IoOp, _buf: *mut u8) -> io::Result<()> {
         self.done.push((slot, op.len as i32));

@@ -5,7 +5,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
-use super::{Backend, Completion};
+use super::{Completion, IoEngine};
 use crate::ops::IoOp;
 
 pub struct PsyncBackend {
@@ -23,7 +23,7 @@ impl PsyncBackend {
     }
 }
 
-impl Backend for PsyncBackend {
+impl IoEngine for PsyncBackend {
     fn queue(&mut self, slot: u32, op: &IoOp, buf: *mut u8) -> io::Result<()> {
         debug_assert!(self.pending.is_none(), "psync runs one I/O at a time");
         self.pending = Some((slot, *op, buf));

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use io_uring::{IoUring, opcode, squeue, types};
 
-use super::{Backend, Completion};
+use super::{Completion, IoEngine};
 use crate::ops::IoOp;
 
 pub struct UringBackend {
@@ -107,7 +107,7 @@ impl UringBackend {
     }
 }
 
-impl Backend for UringBackend {
+impl IoEngine for UringBackend {
     #[inline]
     fn queue(&mut self, slot: u32, op: &IoOp, buf: *mut u8) -> io::Result<()> {
         let e = self.entry(slot, op, buf);
