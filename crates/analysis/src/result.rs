@@ -264,62 +264,7 @@ pub struct HostStepResult {
     pub samples: Vec<SampleResult>,
 }
 
-/// Verification figures: reads checked and the problems they found, with the first examples.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct VerifyResult {
-    pub checked: u64,
-    /// Older write found than the last acknowledged one (or none of ours).
-    pub lost: u64,
-    /// Checksum mismatch: torn or corrupted.
-    pub corrupt: u64,
-    /// Data meant for another block or target.
-    pub misplaced: u64,
-    pub examples: Vec<String>,
-}
-
-impl VerifyResult {
-    pub fn from_counts(v: &iocurve_stats::VerifyCounts) -> VerifyResult {
-        VerifyResult {
-            checked: v.checked,
-            lost: v.lost,
-            corrupt: v.corrupt,
-            misplaced: v.misplaced,
-            examples: v.examples.clone(),
-        }
-    }
-
-    pub fn problems(&self) -> u64 {
-        self.lost + self.corrupt + self.misplaced
-    }
-
-    /// `3 lost, 1 corrupted, 0 misplaced of 81'920 checked blocks`.
-    pub fn describe(&self) -> String {
-        format!(
-            "{} lost, {} corrupted, {} misplaced of {} checked blocks",
-            self.lost, self.corrupt, self.misplaced, self.checked
-        )
-    }
-}
-
-/// The final verification pass of a run (`--verify-final`): every block the map knows read
-/// back and checked after the workloads.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct FinalVerification {
-    /// The map file.
-    pub map: String,
-    /// The map's block size.
-    pub bs: u64,
-    /// RFC 3339, UTC.
-    pub started_at: String,
-    pub finished_at: String,
-    /// `checked`, `lost`, `corrupt`, `misplaced`, `examples`.
-    #[serde(flatten)]
-    pub counts: VerifyResult,
-    /// Problems found beyond those listed one by one (in the database and the problems CSV):
-    /// a pass lists up to 1'000'000.
-    #[serde(default)]
-    pub unlisted: u64,
-}
+pub use iocurve_stats::{FinalVerification, VerifyCounts};
 
 /// One problem a verification pass found: a row of the problems CSV.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -432,7 +377,7 @@ pub struct StepResult {
     pub unmeasured_errors: Vec<TargetErrorCount>,
     /// What reads of a verifying workload found (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verify: Option<VerifyResult>,
+    pub verify: Option<VerifyCounts>,
     pub lat_histogram: Vec<LatencyBucket>,
     pub flags: Vec<Flag>,
     pub samples: Vec<SampleResult>,

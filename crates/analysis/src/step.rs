@@ -245,7 +245,7 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
         stuck_ios: rec.drain.stuck,
         stuck_age_s: rec.drain.stuck_age_ns as f64 / 1e9,
         unmeasured_errors: by_target(&rec.unmeasured_errors, targets),
-        verify: (all.verify.checked > 0 || all.verify.problems() > 0).then(|| VerifyResult::from_counts(&all.verify)),
+        verify: (all.verify.checked > 0 || all.verify.problems() > 0).then(|| all.verify.clone()),
         lat_histogram: latency_buckets(&hist),
         flags: Vec::new(),
         samples,

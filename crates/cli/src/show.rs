@@ -62,7 +62,7 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
         targets,
         plan,
         workloads,
-        final_verification: s.verification.as_ref().map(crate::verification::from_stored),
+        final_verification: s.verification.clone(),
     })
 }
 
@@ -87,8 +87,8 @@ pub fn runs(db: &Path) -> Result<ExitCode, CliError> {
         };
         let label = if r.label.is_empty() { String::new() } else { format!(" \"{}\"", r.label) };
         let verified = match store.verification(r.id)? {
-            Some(v) => match v.lost + v.corrupt + v.misplaced {
-                0 => format!(", verify: clean ({} blocks)", v.checked),
+            Some(v) => match v.counts.problems() {
+                0 => format!(", verify: clean ({} blocks)", v.counts.checked),
                 n => format!(", verify: {n} problems"),
             },
             None => String::new(),

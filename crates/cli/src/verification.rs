@@ -13,12 +13,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use iocurve_analysis::{FinalVerification, VerifyProblem, VerifyResult};
+use iocurve_analysis::{FinalVerification, VerifyProblem};
 use iocurve_engine::verify::{GenMap, MapLock, PROBLEM_LIST_CAP, PassResult, Problem, verify_pass};
 use iocurve_engine::{OpenOptions, TargetSet};
 use iocurve_plan::{Plan, TargetGroup, format_size};
 use iocurve_report::export::{problem_csv_row, problems_csv_header};
-use iocurve_store::{Store, StoreError, StoredProblem, StoredVerification};
+use iocurve_store::{Store, StoreError, StoredProblem};
 
 use crate::CliError;
 use crate::cli::VerifyArgs;
@@ -194,7 +194,7 @@ pub fn final_pass(
             progress()
         )));
     }
-    let v = VerifyResult::from_counts(&pass.counts);
+    let v = &pass.counts;
     crate::outln!("verification: {}", v.describe());
     for e in &v.examples {
         crate::outln!("  ! {e}");
@@ -211,7 +211,7 @@ pub fn final_pass(
         bs: map.bs,
         started_at,
         finished_at: crate::time::now_rfc3339(),
-        counts: v,
+        counts: v.clone(),
         unlisted: pass.unlisted,
     };
     Ok((fv, pass))
@@ -241,18 +241,6 @@ pub fn store(
     pass: &PassResult,
     map: &GenMap,
 ) -> Result<(), StoreError> {
-    let v = StoredVerification {
-        map_path: fv.map.clone(),
-        bs: fv.bs,
-        started_at: fv.started_at.clone(),
-        finished_at: fv.finished_at.clone(),
-        checked: fv.counts.checked,
-        lost: fv.counts.lost,
-        corrupt: fv.counts.corrupt,
-        misplaced: fv.counts.misplaced,
-        unlisted: fv.unlisted,
-        examples: fv.counts.examples.clone(),
-    };
     let rows = pass.problems.iter().map(|p| {
         let r = csv_row(map, p);
         StoredProblem {
@@ -264,7 +252,7 @@ pub fn store(
             found: r.found,
         }
     });
-    store.add_verification(run_id, &v, rows)
+    store.add_verification(run_id, fv, rows)
 }
 
 /// A problems CSV being written: created (and its header written) before any I/O, so that a
@@ -386,22 +374,4 @@ pub fn export_problems(store: &Store, run_id: i64, output: &Path) -> Result<Exit
         if v.unlisted > 0 { format!(" ({} more were counted, not listed)", v.unlisted) } else { String::new() };
     crate::outln!("wrote {n} problems to {}{unlisted}", output.display());
     Ok(ExitCode::SUCCESS)
-}
-
-/// The final verification of a stored run, for the result document.
-pub fn from_stored(v: &StoredVerification) -> FinalVerification {
-    FinalVerification {
-        map: v.map_path.clone(),
-        bs: v.bs,
-        started_at: v.started_at.clone(),
-        finished_at: v.finished_at.clone(),
-        counts: VerifyResult {
-            checked: v.checked,
-            lost: v.lost,
-            corrupt: v.corrupt,
-            misplaced: v.misplaced,
-            examples: v.examples.clone(),
-        },
-        unlisted: v.unlisted,
-    }
 }

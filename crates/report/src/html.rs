@@ -621,7 +621,7 @@ mod tests {
             bs: 4096,
             started_at: "t0".into(),
             finished_at: "t1".into(),
-            counts: iocurve_analysis::VerifyResult {
+            counts: iocurve_analysis::VerifyCounts {
                 checked: 3000,
                 lost: 14,
                 examples: vec!["f.dat block 411: lost write".into()],

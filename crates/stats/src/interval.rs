@@ -46,8 +46,9 @@ impl ErrorCounts {
     }
 }
 
-/// What reads of verified blocks found (workloads with `verify = true`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What reads of verified blocks found (workloads with `verify = true`, and the final pass):
+/// the one type of these counts, from the worker loop to the result document and the store.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct VerifyCounts {
     /// Reads whose block was checked against its last acknowledged write.
     pub checked: u64,
@@ -68,6 +69,14 @@ impl VerifyCounts {
         self.lost + self.corrupt + self.misplaced
     }
 
+    /// `3 lost, 1 corrupted, 0 misplaced of 81'920 checked blocks`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} lost, {} corrupted, {} misplaced of {} checked blocks",
+            self.lost, self.corrupt, self.misplaced, self.checked
+        )
+    }
+
     pub fn example(&mut self, text: impl FnOnce() -> String) {
         if self.examples.len() < Self::EXAMPLES {
             self.examples.push(text());
@@ -85,6 +94,26 @@ impl VerifyCounts {
             }
         }
     }
+}
+
+/// The final verification pass of a run (`--verify-final`): every block the map knows read
+/// back and checked after the workloads.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FinalVerification {
+    /// The map file.
+    pub map: String,
+    /// The map's block size.
+    pub bs: u64,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub finished_at: String,
+    /// `checked`, `lost`, `corrupt`, `misplaced`, `examples`.
+    #[serde(flatten)]
+    pub counts: VerifyCounts,
+    /// Problems found beyond those listed one by one (in the database and the problems CSV):
+    /// a pass lists up to 1'000'000.
+    #[serde(default)]
+    pub unlisted: u64,
 }
 
 /// Counters and latency histogram of one I/O direction.

@@ -11,5 +11,5 @@ pub mod step;
 
 pub use cpu::{CpuTimes, CpuUsage};
 pub use histogram::LatencyHistogram;
-pub use interval::{DirStats, ErrorCounts, IntervalStats, Sample, UNKNOWN_TARGET, VerifyCounts};
+pub use interval::{DirStats, ErrorCounts, FinalVerification, IntervalStats, Sample, UNKNOWN_TARGET, VerifyCounts};
 pub use step::{Drain, HostRecord, IntervalRecord, StepRecord};

@@ -10,7 +10,8 @@
 use std::path::Path;
 
 use iocurve_stats::{
-    CpuUsage, ErrorCounts, HostRecord, IntervalStats, LatencyHistogram, Sample, StepRecord, UNKNOWN_TARGET,
+    CpuUsage, ErrorCounts, FinalVerification, HostRecord, IntervalStats, LatencyHistogram, Sample, StepRecord,
+    UNKNOWN_TARGET, VerifyCounts,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -36,7 +37,7 @@ mod schema;
 mod write;
 
 pub use precondition::Precondition;
-pub use read::{RunRow, StoredProblem, StoredRun, StoredVerification, StoredWorkload};
+pub use read::{RunRow, StoredProblem, StoredRun, StoredWorkload};
 pub use write::NewRun;
 
 pub struct Store {
@@ -382,17 +383,19 @@ mod tests {
         assert_eq!(st.verification(old).unwrap(), None);
 
         let run = st.begin_run(&NewRun::default()).unwrap();
-        let v = StoredVerification {
-            map_path: "m.map".into(),
+        let v = FinalVerification {
+            map: "m.map".into(),
             bs: 4096,
             started_at: "t0".into(),
             finished_at: "t1".into(),
-            checked: 100,
-            lost: 2,
-            corrupt: 1,
-            misplaced: 0,
+            counts: VerifyCounts {
+                checked: 100,
+                lost: 2,
+                corrupt: 1,
+                misplaced: 0,
+                examples: vec!["a block 3: lost".into(), "a block 9: corrupted".into()],
+            },
             unlisted: 0,
-            examples: vec!["a block 3: lost".into(), "a block 9: corrupted".into()],
         };
         let problems = vec![
             StoredProblem {

@@ -22,23 +22,6 @@ pub struct RunRow {
     pub status_reason: Option<String>,
 }
 
-/// The final verification pass of a run (`--verify-final`, schema v9).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct StoredVerification {
-    pub map_path: String,
-    pub bs: u64,
-    pub started_at: String,
-    pub finished_at: String,
-    pub checked: u64,
-    pub lost: u64,
-    pub corrupt: u64,
-    pub misplaced: u64,
-    /// Problems found but not listed in `verify_problems` (beyond the cap that bounds memory).
-    pub unlisted: u64,
-    /// The first problems, described.
-    pub examples: Vec<String>,
-}
-
 /// One problem a final verification pass found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredProblem {
@@ -64,7 +47,7 @@ pub struct StoredRun {
     /// The workloads in plan order.
     pub workloads: Vec<StoredWorkload>,
     /// The final verification pass, when the run had one (schema v9).
-    pub verification: Option<StoredVerification>,
+    pub verification: Option<FinalVerification>,
 }
 
 #[derive(Debug, Clone)]
@@ -79,7 +62,7 @@ pub struct StoredWorkload {
 
 impl Store {
     /// A run's final verification pass, if it had one.
-    pub fn verification(&self, run_id: i64) -> Result<Option<StoredVerification>> {
+    pub fn verification(&self, run_id: i64) -> Result<Option<FinalVerification>> {
         let r = self
             .conn
             .query_row(
@@ -88,17 +71,19 @@ impl Store {
                 [run_id],
                 |r| {
                     let examples: String = r.get(9)?;
-                    Ok(StoredVerification {
-                        map_path: r.get(0)?,
+                    Ok(FinalVerification {
+                        map: r.get(0)?,
                         bs: r.get::<_, i64>(1)? as u64,
                         started_at: r.get(2)?,
                         finished_at: r.get(3)?,
-                        checked: r.get::<_, i64>(4)? as u64,
-                        lost: r.get::<_, i64>(5)? as u64,
-                        corrupt: r.get::<_, i64>(6)? as u64,
-                        misplaced: r.get::<_, i64>(7)? as u64,
+                        counts: VerifyCounts {
+                            checked: r.get::<_, i64>(4)? as u64,
+                            lost: r.get::<_, i64>(5)? as u64,
+                            corrupt: r.get::<_, i64>(6)? as u64,
+                            misplaced: r.get::<_, i64>(7)? as u64,
+                            examples: examples.lines().map(str::to_string).collect(),
+                        },
                         unlisted: r.get::<_, i64>(8)? as u64,
-                        examples: examples.lines().map(str::to_string).collect(),
                     })
                 },
             )

@@ -189,7 +189,7 @@ impl Store {
     pub fn add_verification(
         &mut self,
         run_id: i64,
-        v: &StoredVerification,
+        v: &FinalVerification,
         problems: impl IntoIterator<Item = StoredProblem>,
     ) -> Result<()> {
         let path = self.path.clone();
@@ -199,8 +199,17 @@ impl Store {
             "INSERT OR REPLACE INTO run_verifications (run_id, map_path, bs, started_at, finished_at, checked, lost, corrupt, misplaced, unlisted, examples)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
-                run_id, v.map_path, v.bs as i64, v.started_at, v.finished_at, v.checked as i64, v.lost as i64,
-                v.corrupt as i64, v.misplaced as i64, v.unlisted as i64, v.examples.join("\n")
+                run_id,
+                v.map,
+                v.bs as i64,
+                v.started_at,
+                v.finished_at,
+                v.counts.checked as i64,
+                v.counts.lost as i64,
+                v.counts.corrupt as i64,
+                v.counts.misplaced as i64,
+                v.unlisted as i64,
+                v.counts.examples.join("\n")
             ],
         )
         .map_err(wrap)?;
