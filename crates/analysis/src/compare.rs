@@ -111,10 +111,12 @@ mod tests {
             status: "complete".into(),
             status_reason: None,
             host: HostInfo {
-                hostname: "h".into(),
-                kernel: "k".into(),
-                cpu_model: "c".into(),
-                cores: 2,
+                facts: iocurve_stats::HostFacts {
+                    hostname: "h".into(),
+                    kernel: "k".into(),
+                    cpu_model: "c".into(),
+                    cores: 2,
+                },
                 backend: "io_uring".into(),
                 backend_note: None,
                 agents: Vec::new(),

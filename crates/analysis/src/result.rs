@@ -1,7 +1,7 @@
 //! The result document (`--json`). Later versions extend it compatibly: fields are only added.
 //! Units: latency in microseconds, throughput in I/Os per second and MB/s (10^6 bytes).
 
-use iocurve_stats::CpuUsage;
+use iocurve_stats::{CpuUsage, HostFacts};
 use serde::{Deserialize, Serialize};
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -36,10 +36,9 @@ pub struct RunResult {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HostInfo {
-    pub hostname: String,
-    pub kernel: String,
-    pub cpu_model: String,
-    pub cores: usize,
+    /// `hostname`, `kernel`, `cpu_model`, `cores`.
+    #[serde(flatten)]
+    pub facts: HostFacts,
     /// The back-ends that actually ran (`io_uring`, `psync`, `null`; `+`-joined when workloads
     /// used different ones).
     pub backend: String,
@@ -57,10 +56,8 @@ pub struct HostInfo {
 pub struct AgentHost {
     /// As given (`HOST:PORT`).
     pub address: String,
-    pub hostname: String,
-    pub kernel: String,
-    pub cpu_model: String,
-    pub cores: usize,
+    #[serde(flatten)]
+    pub facts: HostFacts,
     pub backend: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend_note: Option<String>,

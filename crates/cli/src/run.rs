@@ -499,10 +499,7 @@ fn host_info(facts: host::HostFacts, plan: &Plan, backend_note: Option<String>, 
             let unavailable = (!h.io_uring_unavailable.is_empty()).then(|| h.io_uring_unavailable.clone());
             AgentHost {
                 address: address.to_string(),
-                hostname: h.hostname.clone(),
-                kernel: h.kernel.clone(),
-                cpu_model: h.cpu_model.clone(),
-                cores: h.cores as usize,
+                facts: iocurve_net::wire::host_facts(h),
                 backend: backend_names(plan, unavailable.is_none()),
                 backend_note: unavailable.filter(|_| plan.workloads.iter().any(|w| w.backend == Backend::IoUring)).map(
                     |why| {
@@ -514,15 +511,7 @@ fn host_info(facts: host::HostFacts, plan: &Plan, backend_note: Option<String>, 
             }
         })
         .collect();
-    HostInfo {
-        hostname: facts.hostname,
-        kernel: facts.kernel,
-        cpu_model: facts.cpu_model,
-        cores: facts.cores,
-        backend: backend_names(plan, true),
-        backend_note,
-        agents,
-    }
+    HostInfo { facts, backend: backend_names(plan, true), backend_note, agents }
 }
 
 fn target_infos(targets: &TargetSet, store: &Store) -> Vec<TargetInfo> {
@@ -560,7 +549,7 @@ fn execute(
         plan_name: plan.name.clone(),
         started_at: started_at.clone(),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        hostname: host.hostname.clone(),
+        hostname: host.facts.hostname.clone(),
         backend: host.backend.clone(),
         targets: target_infos.iter().map(|t| t.path.as_str()).collect::<Vec<_>>().join(", "),
         host_json: serde_json::to_string(&host).unwrap_or_default(),

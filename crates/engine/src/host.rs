@@ -1,14 +1,7 @@
 //! Facts about the load host, and its CPU counters.
 
 use iocurve_stats::CpuTimes;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostFacts {
-    pub hostname: String,
-    pub kernel: String,
-    pub cpu_model: String,
-    pub cores: usize,
-}
+pub use iocurve_stats::HostFacts;
 
 fn read_trim(path: &str) -> Option<String> {
     std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())

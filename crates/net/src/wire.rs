@@ -2,7 +2,9 @@
 //! serialization, so that the coordinator merges them exactly (aggregate percentiles come from
 //! merged histograms, never from averaged percentiles).
 
-use iocurve_stats::{CpuUsage, DirStats, ErrorCounts, IntervalStats, LatencyHistogram, Sample, VerifyCounts};
+use iocurve_stats::{
+    CpuUsage, DirStats, ErrorCounts, HostFacts, IntervalStats, LatencyHistogram, Sample, VerifyCounts,
+};
 
 use crate::pb;
 
@@ -22,6 +24,16 @@ fn dir_from(d: Option<&pb::Direction>) -> Result<DirStats, String> {
         errors.add(e.target, e.errno, e.count);
     }
     Ok(DirStats { hist: LatencyHistogram::from_bytes(&d.hist)?, ops: d.ops, bytes: d.bytes, errors })
+}
+
+/// An agent's host facts from its Hello.
+pub fn host_facts(h: &pb::HelloReply) -> HostFacts {
+    HostFacts {
+        hostname: h.hostname.clone(),
+        kernel: h.kernel.clone(),
+        cpu_model: h.cpu_model.clone(),
+        cores: h.cores as usize,
+    }
 }
 
 pub fn interval_to(index: u32, s: &IntervalStats, cpu: &CpuUsage, duration_s: f64) -> pb::Interval {

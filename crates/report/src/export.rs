@@ -195,7 +195,7 @@ pub fn samples_csv(run_id: i64, r: &RunResult) -> String {
                     w.name.clone(),
                     i.to_string(),
                     s.workers.to_string(),
-                    r.host.hostname.clone(),
+                    r.host.facts.hostname.clone(),
                     format!("{:.3}", x.t_s),
                     format!("{:.3}", x.dur_s),
                     x.ops.to_string(),

@@ -476,7 +476,7 @@ fn run_head(i: usize, r: &ReportRun) -> RunHead {
         measured: format::duration(measured),
         host: format!(
             "{} ({}, {} cores, kernel {})",
-            res.host.hostname, res.host.cpu_model, res.host.cores, res.host.kernel
+            res.host.facts.hostname, res.host.facts.cpu_model, res.host.facts.cores, res.host.facts.kernel
         ),
         targets: res
             .targets
@@ -578,10 +578,12 @@ mod tests {
                 status: "interrupted".into(),
                 status_reason: None,
                 host: iocurve_analysis::HostInfo {
-                    hostname: "h".into(),
-                    kernel: "6".into(),
-                    cpu_model: "c".into(),
-                    cores: 2,
+                    facts: iocurve_stats::HostFacts {
+                        hostname: "h".into(),
+                        kernel: "6".into(),
+                        cpu_model: "c".into(),
+                        cores: 2,
+                    },
                     backend: "io_uring".into(),
                     backend_note: None,
                     agents: Vec::new(),

@@ -240,10 +240,10 @@ pub fn run_report(r: &RunResult) -> String {
     out.push_str(&format!(
         "\niocurve {} on {} ({}, {} cores, kernel {}), back-end {}\ntargets: {}\n",
         r.tool_version,
-        r.host.hostname,
-        r.host.cpu_model,
-        r.host.cores,
-        r.host.kernel,
+        r.host.facts.hostname,
+        r.host.facts.cpu_model,
+        r.host.facts.cores,
+        r.host.facts.kernel,
         r.host.backend,
         targets.join(", ")
     ));
@@ -288,7 +288,7 @@ pub fn final_verification(v: &iocurve_analysis::FinalVerification) -> String {
 pub fn agent_line(a: &iocurve_analysis::AgentHost) -> String {
     format!(
         "{}: {} ({}, {} cores, kernel {}), back-end {}",
-        a.address, a.hostname, a.cpu_model, a.cores, a.kernel, a.backend
+        a.address, a.facts.hostname, a.facts.cpu_model, a.facts.cores, a.facts.kernel, a.backend
     )
 }
 
@@ -320,7 +320,7 @@ fn interrupted_note(r: &RunResult) -> &'static str {
 
 /// The closing summary of a run: speed, optimum, maximum (and SLA maximum) per workload.
 pub fn run_summary(r: &RunResult) -> String {
-    let mut out = format!("\nSummary ({} on {}, back-end {})\n", r.started_at, r.host.hostname, r.host.backend);
+    let mut out = format!("\nSummary ({} on {}, back-end {})\n", r.started_at, r.host.facts.hostname, r.host.backend);
     out.push_str(&run_notes(r));
     for w in &r.workloads {
         out.push_str(&format!("{}\n", w.name));

@@ -6,10 +6,12 @@
 
 pub mod cpu;
 pub mod histogram;
+pub mod host;
 pub mod interval;
 pub mod step;
 
 pub use cpu::{CpuTimes, CpuUsage};
 pub use histogram::LatencyHistogram;
+pub use host::HostFacts;
 pub use interval::{DirStats, ErrorCounts, FinalVerification, IntervalStats, Sample, UNKNOWN_TARGET, VerifyCounts};
 pub use step::{Drain, HostRecord, IntervalRecord, StepRecord};
