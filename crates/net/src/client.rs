@@ -8,12 +8,13 @@ use std::time::{Duration, Instant};
 
 use iocurve_engine::{StepObserver, StepProgress};
 use iocurve_plan::{Fault, TargetGroup, Workload};
-use iocurve_stats::{CpuUsage, Drain, ErrorCounts, HostRecord, IntervalStats, StepRecord, UNKNOWN_TARGET};
+use iocurve_stats::{Drain, ErrorCounts, HostRecord, IntervalStats, StepRecord, UNKNOWN_TARGET};
 use tonic::Request;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
 use crate::agent::{self, InProcess};
+use crate::merge::{IntervalMerger, Part};
 use crate::pb::agent_client::AgentClient;
 use crate::{NetError, PROTOCOL, auth, certs, pb, unix_ns, wire};
 
@@ -280,8 +281,8 @@ struct Hosts<'a> {
     started: Vec<i64>,
     /// Latest live totals per agent.
     progress: Vec<pb::Progress>,
-    /// Per interval, per agent: its stats until the interval is merged.
-    pending: Vec<Vec<Option<(IntervalStats, CpuUsage, f64)>>>,
+    /// The agents' intervals until each is merged.
+    merger: IntervalMerger,
     done: Vec<bool>,
     /// What each agent's step did with the I/Os outstanding at its end, and its notes.
     drain: Vec<Drain>,
@@ -385,7 +386,7 @@ pub async fn run_step(
         records: vec![None; n],
         started: vec![0; n],
         progress: vec![pb::Progress::default(); n],
-        pending: vec![vec![None; n]; intervals],
+        merger: IntervalMerger::new(intervals, n),
         done: vec![false; n],
         drain: vec![Drain::default(); n],
         notes: vec![Vec::new(); n],
@@ -414,7 +415,6 @@ pub async fn run_step(
     }
     drop(tx);
     let mut tick = tokio::time::interval(Duration::from_millis(250));
-    let mut next_merge = 0usize;
     let mut stop_sent = false;
     // A single in-process agent is the local run itself: no per-host figures to keep apart.
     let per_host = !(n == 1 && remotes[0].in_process);
@@ -443,7 +443,7 @@ pub async fn run_step(
                         reader.abort();
                     }
                 }
-                obs.progress(&st.live(next_merge as u32));
+                obs.progress(&st.live(st.merger.merged() as u32));
                 continue;
             }
         };
@@ -486,9 +486,7 @@ pub async fn run_step(
                 let (idx, mut stats, cpu, dur) = wire::interval_from(&i)
                     .map_err(|e| NetError::Failed(format!("agent {}: bad interval: {e}", remotes[h].addr)))?;
                 shift_targets(&mut stats, remotes[h].target_offset);
-                if let Some(slot) = st.pending.get_mut(idx as usize) {
-                    slot[h] = Some((stats, cpu, dur));
-                }
+                st.merger.add(h, idx as usize, Part { stats, cpu, duration_s: dur });
             }
             Some(pb::step_event::Event::Done(d)) => {
                 st.done[h] = true;
@@ -511,32 +509,20 @@ pub async fn run_step(
             None => {}
         }
         // Hand on, in order, every interval all hosts still there reported.
-        while next_merge < intervals
-            && st.pending[next_merge].iter().zip(&st.lost).all(|(p, l)| p.is_some() || l.is_some())
-            && st.lost.iter().any(Option::is_none)
-        {
-            let parts: Vec<_> = st.pending[next_merge].iter_mut().map(Option::take).collect();
-            let reporting = parts.iter().filter(|p| p.is_some()).count().max(1) as f64;
-            let mut all = IntervalStats::default();
-            let mut cpu = CpuUsage::default();
-            for (k, part) in parts.into_iter().enumerate() {
-                let Some((s, c, d)) = part else { continue };
-                all.merge(&s);
-                cpu.user += c.user / reporting;
-                cpu.system += c.system / reporting;
-                cpu.iowait += c.iowait / reporting;
+        let lost: Vec<bool> = st.lost.iter().map(Option::is_some).collect();
+        for m in st.merger.ready(&lost) {
+            for (k, p) in m.parts {
                 if per_host {
-                    obs.host_interval(k as u32, next_merge as u32, &s, &c, d);
+                    obs.host_interval(k as u32, m.index as u32, &p.stats, &p.cpu, p.duration_s);
                 }
                 if let Some(r) = st.records[k].as_mut() {
-                    r.push_interval(s, c, d);
+                    r.push_interval(p.stats, p.cpu, p.duration_s);
                 }
             }
-            obs.interval(next_merge as u32, &all, &cpu, w.interval_s);
-            if let Some(m) = merged.as_mut() {
-                m.push_interval(all, cpu, w.interval_s);
+            obs.interval(m.index as u32, &m.all, &m.cpu, w.interval_s);
+            if let Some(merged) = merged.as_mut() {
+                merged.push_interval(m.all, m.cpu, w.interval_s);
             }
-            next_merge += 1;
         }
     }
     for r in readers {

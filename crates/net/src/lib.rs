@@ -10,6 +10,7 @@ pub mod agent;
 pub mod auth;
 pub mod certs;
 pub mod client;
+pub mod merge;
 pub mod wire;
 
 /// The protocol version: both sides refuse a peer that speaks another.

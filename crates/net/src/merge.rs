@@ -1,0 +1,132 @@
+//! Merging the hosts' intervals of a multi-host step: pure, no network. Interval k is handed
+//! on once every host still in the step reported it, in order; a lost host's missing intervals
+//! are not waited for, and what it reported before it was lost is kept. Histograms merge
+//! exactly (sums of buckets), counters add up, host CPU is the mean of the reporting hosts.
+
+use iocurve_stats::{CpuUsage, IntervalStats};
+
+/// One host's interval as it reported it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Part {
+    pub stats: IntervalStats,
+    pub cpu: CpuUsage,
+    pub duration_s: f64,
+}
+
+/// An interval merged over the hosts that reported it.
+#[derive(Debug, Clone)]
+pub struct Merged {
+    pub index: usize,
+    /// Each reporting host's own part, by host number.
+    pub parts: Vec<(usize, Part)>,
+    pub all: IntervalStats,
+    pub cpu: CpuUsage,
+}
+
+pub struct IntervalMerger {
+    /// Per interval, per host.
+    pending: Vec<Vec<Option<Part>>>,
+    next: usize,
+}
+
+impl IntervalMerger {
+    pub fn new(intervals: usize, hosts: usize) -> IntervalMerger {
+        IntervalMerger { pending: vec![vec![None; hosts]; intervals], next: 0 }
+    }
+
+    /// Host `host`'s interval `index`; one beyond the step, or from a host beyond the step's,
+    /// is dropped (a confused agent cannot grow the coordinator's memory).
+    pub fn add(&mut self, host: usize, index: usize, part: Part) {
+        if let Some(slot) = self.pending.get_mut(index).and_then(|p| p.get_mut(host)) {
+            *slot = Some(part);
+        }
+    }
+
+    /// The intervals that can be handed on now, in order, given which hosts are lost.
+    pub fn ready(&mut self, lost: &[bool]) -> Vec<Merged> {
+        let mut out = Vec::new();
+        while self.next < self.pending.len()
+            && lost.iter().any(|&l| !l)
+            && self.pending[self.next].iter().enumerate().all(|(h, p)| p.is_some() || lost.get(h) == Some(&true))
+        {
+            let parts: Vec<(usize, Part)> =
+                self.pending[self.next].iter_mut().enumerate().filter_map(|(h, p)| p.take().map(|p| (h, p))).collect();
+            let reporting = parts.len().max(1) as f64;
+            let mut all = IntervalStats::default();
+            let mut cpu = CpuUsage::default();
+            for (_, p) in &parts {
+                all.merge(&p.stats);
+                cpu.user += p.cpu.user / reporting;
+                cpu.system += p.cpu.system / reporting;
+                cpu.iowait += p.cpu.iowait / reporting;
+            }
+            out.push(Merged { index: self.next, parts, all, cpu });
+            self.next += 1;
+        }
+        out
+    }
+
+    /// Intervals handed on so far.
+    pub fn merged(&self) -> usize {
+        self.next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(lats: &[u64], user: f64) -> Part {
+        let mut stats = IntervalStats::default();
+        for &l in lats {
+            stats.read.record(l, 4096);
+        }
+        Part { stats, cpu: CpuUsage { user, system: 0.0, iowait: 0.0 }, duration_s: 1.0 }
+    }
+
+    #[test]
+    fn intervals_go_out_in_order_once_every_host_reported_and_add_up_exactly() {
+        let mut m = IntervalMerger::new(2, 2);
+        let live = [false, false];
+        m.add(1, 0, part(&[1000, 1500], 40.0));
+        m.add(1, 1, part(&[5000], 40.0));
+        assert!(m.ready(&live).is_empty(), "host 0 has not reported interval 0");
+        m.add(0, 0, part(&[2000], 20.0));
+        let out = m.ready(&live);
+        assert_eq!(out.len(), 1, "interval 1 still waits for host 0");
+        let first = &out[0];
+        assert_eq!((first.index, first.all.read.ops, first.all.read.bytes), (0, 3, 3 * 4096));
+        assert_eq!(first.all.read.hist.count(), 3);
+        assert_eq!((first.all.read.hist.min_ns(), first.all.read.hist.max_ns()), (1000, 2000));
+        assert!((first.cpu.user - 30.0).abs() < 1e-9, "mean of the hosts' CPU");
+        assert_eq!(first.parts.iter().map(|(h, _)| *h).collect::<Vec<_>>(), vec![0, 1]);
+        m.add(0, 1, part(&[], 10.0));
+        assert_eq!(m.ready(&live)[0].all.read.ops, 1);
+        assert_eq!(m.merged(), 2);
+        assert!(m.ready(&live).is_empty());
+    }
+
+    #[test]
+    fn a_lost_host_is_not_waited_for_and_what_it_sent_is_kept() {
+        let mut m = IntervalMerger::new(3, 2);
+        m.add(0, 0, part(&[1000], 10.0));
+        m.add(1, 0, part(&[1000], 10.0));
+        m.add(0, 1, part(&[1000], 10.0));
+        m.add(1, 1, part(&[1000, 1000], 10.0));
+        m.add(0, 2, part(&[1000], 10.0));
+        // Host 1 is lost before its interval 2.
+        let out = m.ready(&[false, true]);
+        assert_eq!(out.iter().map(|o| o.all.read.ops).collect::<Vec<_>>(), vec![2, 3, 1]);
+        assert_eq!(out[2].parts.len(), 1, "only host 0 reported interval 2");
+    }
+
+    #[test]
+    fn nothing_goes_out_once_every_host_is_lost_and_strays_are_dropped() {
+        let mut m = IntervalMerger::new(1, 1);
+        m.add(0, 5, part(&[1], 0.0));
+        m.add(3, 0, part(&[1], 0.0));
+        assert!(m.ready(&[false]).is_empty(), "strays did not fill interval 0");
+        m.add(0, 0, part(&[1], 0.0));
+        assert!(m.ready(&[true]).is_empty(), "no host left: the step fails instead");
+    }
+}
