@@ -14,6 +14,7 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
 use crate::agent::{self, InProcess};
+use crate::clock::{ClockEstimate, ClockVerdict, check_clock};
 use crate::merge::{IntervalMerger, Part};
 use crate::pb::agent_client::AgentClient;
 use crate::{NetError, PROTOCOL, auth, certs, pb, unix_ns, wire};
@@ -77,38 +78,6 @@ fn failed(addr: &str, what: &str, e: tonic::Status) -> NetError {
 /// What a measured clock offset means for a run: agents' steps start at one moment whatever
 /// their clocks say (each start is converted by the offset), but clocks that far apart are not
 /// kept in step by NTP and may be stepped during the run, moving that agent's start.
-#[derive(Debug, PartialEq)]
-pub enum ClockVerdict {
-    Fine,
-    /// Worth a warning: more than [`SKEW_WARNING`] off.
-    Warn(String),
-    /// More off than the bound: refused.
-    Refuse(String),
-}
-
-/// Clocks further apart than this get a warning (NTP keeps a LAN within a few ms).
-pub const SKEW_WARNING: Duration = Duration::from_millis(50);
-
-/// Judges an agent's clock offset. Only the part the measurement is sure of counts: the true
-/// offset lies within half the round trip of the estimate.
-pub fn check_clock(addr: &str, offset_ns: i64, rtt_ns: i64, max: Duration) -> ClockVerdict {
-    let sure = offset_ns.unsigned_abs().saturating_sub(rtt_ns.max(0) as u64 / 2);
-    let side = if offset_ns > 0 { "ahead of" } else { "behind" };
-    let what = format!("agent {addr}'s clock is {:.1} ms {side} this host's", offset_ns.unsigned_abs() as f64 / 1e6);
-    if sure > max.as_nanos() as u64 {
-        ClockVerdict::Refuse(format!(
-            "{what}, more than --max-skew-ms {}: synchronize the clocks (chrony or NTP) or raise --max-skew-ms",
-            max.as_millis()
-        ))
-    } else if sure > SKEW_WARNING.as_nanos() as u64 {
-        ClockVerdict::Warn(format!(
-            "{what}: steps still start together (each start is converted), but clocks this far apart may be stepped during the run; synchronize them (chrony or NTP)"
-        ))
-    } else {
-        ClockVerdict::Fine
-    }
-}
-
 /// Connects, says hello (protocol check) and measures the clock offset with `pings` pings.
 pub async fn connect(addr: &str, cfg: &ClientConfig, pings: usize) -> Result<Remote, NetError> {
     let scheme = if cfg.insecure { "http" } else { "https" };
@@ -186,16 +155,13 @@ async fn handshake(
             env!("CARGO_PKG_VERSION")
         )));
     }
-    let (mut offset_ns, mut rtt_ns) = (0, i64::MAX);
+    let mut clock = ClockEstimate::default();
     for _ in 0..pings.max(1) {
         let t0 = unix_ns();
         let r = client.ping(pb::PingRequest {}).await.map_err(|e| failed(addr, "ping", e))?.into_inner();
-        let t1 = unix_ns();
-        if t1 - t0 < rtt_ns {
-            rtt_ns = t1 - t0;
-            offset_ns = r.agent_unix_ns - (t0 + t1) / 2;
-        }
+        clock.add(t0, r.agent_unix_ns, unix_ns());
     }
+    let (offset_ns, rtt_ns) = clock.best();
     Ok(Remote {
         addr: addr.into(),
         hello,
@@ -583,26 +549,6 @@ pub async fn run_step(
     }
     let lost = st.lost.iter().enumerate().filter_map(|(i, l)| l.map(|_| i)).collect();
     Ok(MultiStep { merged, lost })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_certain_part_of_an_offset_counts_against_the_bounds() {
-        let max = Duration::from_millis(1000);
-        let ms = 1_000_000;
-        assert_eq!(check_clock("a", 0, 100_000, max), ClockVerdict::Fine);
-        assert_eq!(check_clock("a", -49 * ms, 0, max), ClockVerdict::Fine);
-        assert!(matches!(check_clock("a", 60 * ms, 0, max), ClockVerdict::Warn(m) if m.contains("60.0 ms ahead")));
-        // 60 ms measured over a 40 ms round trip: only 40 ms are certain.
-        assert_eq!(check_clock("a", 60 * ms, 40 * ms, max), ClockVerdict::Fine);
-        assert!(
-            matches!(check_clock("a", -1500 * ms, 0, max), ClockVerdict::Refuse(m) if m.contains("1500.0 ms behind") && m.contains("--max-skew-ms 1000"))
-        );
-        assert!(matches!(check_clock("a", 1500 * ms, 1200 * ms, max), ClockVerdict::Warn(_)));
-    }
 }
 
 /// How a precondition pass on the agents ended.

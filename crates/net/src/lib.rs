@@ -10,6 +10,7 @@ pub mod agent;
 pub mod auth;
 pub mod certs;
 pub mod client;
+pub mod clock;
 pub mod merge;
 pub mod wire;
 
