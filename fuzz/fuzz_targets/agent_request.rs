@@ -57,6 +57,9 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
 fuzz_target!(init: write_seeds("agent_request", seeds), |data: &[u8]| {
     let _ = pb::HelloRequest::decode(data);
     let _ = pb::StopRequest::decode(data);
+    if let Ok(v) = pb::VerifyPassRequest::decode(data) {
+        let _ = iocurve_net::agent::target_groups(&v.groups);
+    }
     if let Ok(p) = pb::PreconditionRequest::decode(data) {
         let _ = iocurve_net::agent::precondition_request(&p);
         let _ = iocurve_net::agent::target_groups(&p.groups);

@@ -41,7 +41,11 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         allow_write: args.allow_write,
         max_scratch: args.max_scratch,
         lease: std::time::Duration::from_secs_f64(args.lease_s),
+        state_dir: args.state_dir,
     };
+    if !cfg.state_dir.is_dir() {
+        return Err(CliError::Usage(format!("--state-dir {}: no such directory", cfg.state_dir.display())));
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

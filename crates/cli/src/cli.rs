@@ -352,6 +352,10 @@ pub struct AgentArgs {
     /// after which a running step stops all I/O.
     #[arg(long = "lease-s", default_value_t = 10.0, value_name = "S")]
     pub lease_s: f64,
+    /// Where this agent keeps its verification maps (one per set of targets and block size,
+    /// `iocurve-verify-HASH.map`, locked while in use); default: the directory it runs in.
+    #[arg(long = "state-dir", default_value = ".", value_name = "DIR")]
+    pub state_dir: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -15,7 +15,8 @@ use iocurve_net::agent::InProcess;
 use iocurve_net::client::{self, ClientConfig, MultiStep, Remote, StepSpec};
 use iocurve_net::{NetError, auth, certs, pb};
 use iocurve_plan::{Fault, Plan, TargetGroup, Workload};
-use iocurve_store::{Precondition, Store};
+use iocurve_stats::{FinalVerification, VerifyCounts};
+use iocurve_store::{Precondition, Store, StoredProblem};
 
 use crate::cli::{HostLoss, RunArgs};
 use crate::{CliError, precondition, signals};
@@ -121,12 +122,6 @@ impl Cluster {
     /// Connects to every agent and has each open the plan's targets; nothing runs yet. Returns
     /// the cluster and every agent's targets as the agents opened them.
     pub fn connect(plan: &Plan, args: &RunArgs, scratch_size: u64) -> Result<(Cluster, Vec<TargetInfo>), CliError> {
-        if plan.workloads.iter().any(|w| w.verify) {
-            return Err(CliError::Usage(
-                "verification runs on one host for now (its map is kept where the I/O runs): drop --hosts or --verify"
-                    .into(),
-            ));
-        }
         let cfg = client_config(args)?;
         let rt = runtime(true)?;
         // --hosts: every agent on the plan's groups, weights and all. [[hosts]] with targets of
@@ -283,6 +278,82 @@ impl Cluster {
             t.preconditioned_at = store.precondition(&t.path, t.size).ok().flatten().and_then(|r| r.finished_at);
         }
         Ok(end == client::PassEnd::Complete)
+    }
+
+    /// The final verification pass on every agent at once (`run --verify-final` with agents):
+    /// each reads back every block its map of its targets knows. The counts add up over the
+    /// agents; every problem names its target as `ADDR:PATH`.
+    pub fn verify_final(
+        &mut self,
+        plan: &Plan,
+        infos: &[TargetInfo],
+    ) -> Result<(FinalVerification, Vec<StoredProblem>), CliError> {
+        let Some(w) = plan.workloads.iter().find(|w| w.verify) else {
+            return Err(CliError::Usage("no workload verifies: nothing to read back".into()));
+        };
+        let bs = w.bs[0].bytes;
+        let started_at = crate::time::now_rfc3339();
+        let reqs = self.targets.iter().map(|g| pb::VerifyPassRequest { groups: client::wire_groups(g), bs }).collect();
+        let offsets: Vec<usize> = self.remotes.iter().map(|r| r.target_offset as usize).collect();
+        let addrs: Vec<String> = self.remotes.iter().map(|r| r.addr.clone()).collect();
+        let mut problems = Vec::new();
+        let mut on_problem = |h: usize, p: &pb::VerifyProblem| {
+            let target = infos
+                .get(offsets[h] + p.target as usize)
+                .map_or_else(|| format!("{}:target {}", addrs[h], p.target), |t| t.path.clone());
+            problems.push(StoredProblem {
+                target,
+                block: p.block,
+                kind: p.kind.clone(),
+                expected: p.expected as u16,
+                found_generation: (p.found_generation != 0).then_some(p.found_generation as u16),
+                found: p.found.clone(),
+            });
+        };
+        let mut on_progress = |h: usize, done: u64, total: u64| {
+            crate::outln!(
+                "  verify {}: {} of {}",
+                addrs[h],
+                iocurve_plan::format_size(done),
+                iocurve_plan::format_size(total)
+            );
+        };
+        let passes = self.rt.block_on(client::verify_pass(
+            &mut self.remotes,
+            reqs,
+            &signals::STOP,
+            self.silence,
+            &mut on_progress,
+            &mut on_problem,
+        ))?;
+        let Some(passes) = passes else {
+            return Err(CliError::Interrupted(
+                "verification interrupted by Ctrl-C; nothing is recorded as verified".into(),
+            ));
+        };
+        let mut counts = VerifyCounts::default();
+        for p in &passes {
+            counts.merge(&p.counts);
+        }
+        crate::outln!("verification on {} agents: {}", passes.len(), counts.describe());
+        for e in &counts.examples {
+            crate::outln!("  ! {e}");
+        }
+        let fv = FinalVerification {
+            map: self
+                .remotes
+                .iter()
+                .zip(&passes)
+                .map(|(r, p)| format!("{}:{}", r.addr, p.map))
+                .collect::<Vec<_>>()
+                .join(", "),
+            bs,
+            started_at,
+            finished_at: crate::time::now_rfc3339(),
+            counts,
+            unlisted: passes.iter().map(|p| p.unlisted).sum(),
+        };
+        Ok((fv, problems))
     }
 
     /// Runs one step on every agent; returns the merged record, each host's own inside it.

@@ -84,23 +84,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
                 Duration::from_secs_f64(args.flags.keys()?.stuck_after_s.unwrap_or(FINAL_PASS_STUCK_AFTER_S));
             match verification::final_pass(&targets, &v.map, &v.path, stuck_after) {
                 Ok((found, pass)) => {
-                    let stored = match outcome.run_id {
-                        Some(id) => verification::store(&mut store, id, &found, &pass, &v.map),
-                        None => Ok(()),
-                    };
-                    let problems = found.counts.problems();
-                    if problems > 0 {
-                        if let Err(e) = stored {
-                            crate::errln!("{}", store_error(e));
-                        }
-                        outcome.error = Some(CliError::Verification(format!(
-                            "verification found {problems} problems: {}",
-                            found.counts.describe()
-                        )));
-                    } else if let Err(e) = stored {
-                        outcome.error = Some(store_error(e));
-                    }
-                    outcome.result.final_verification = Some(found);
+                    let rows = verification::stored_problems(&pass, &v.map);
+                    conclude_verification(&mut outcome, &mut store, found, rows);
                 }
                 Err(e) => outcome.error = Some(e),
             }
@@ -108,6 +93,33 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     }
     settle_status(&mut outcome, &store);
     finish(outcome, &args)
+}
+
+/// Stores a final verification pass with its problems and lets it decide the outcome: exit
+/// code 4 when it found problems.
+fn conclude_verification(
+    outcome: &mut Outcome,
+    store: &mut Store,
+    found: iocurve_analysis::FinalVerification,
+    rows: impl IntoIterator<Item = iocurve_store::StoredProblem>,
+) {
+    let stored = match outcome.run_id {
+        Some(id) => store.add_verification(id, &found, rows),
+        None => Ok(()),
+    };
+    let problems = found.counts.problems();
+    if problems > 0 {
+        if let Err(e) = stored {
+            crate::errln!("{}", store_error(e));
+        }
+        outcome.error = Some(CliError::Verification(format!(
+            "verification found {problems} problems: {}",
+            found.counts.describe()
+        )));
+    } else if let Err(e) = stored {
+        outcome.error = Some(store_error(e));
+    }
+    outcome.result.final_verification = Some(found);
 }
 
 /// How long the final verification pass waits for a read that does not return, unless
@@ -160,7 +172,13 @@ fn run_on_agents(plan: Plan, args: &RunArgs) -> Result<ExitCode, CliError> {
     }
     let mut plan = plan;
     let sla = apply_sla(&mut plan, args);
-    let mut outcome = execute(&plan, infos, &mut cluster, None, None, &args.label, &sla, &mut store);
+    let mut outcome = execute(&plan, infos.clone(), &mut cluster, None, None, &args.label, &sla, &mut store);
+    if args.verify_final && outcome.error.is_none() && !outcome.result.interrupted {
+        match cluster.verify_final(&plan, &infos) {
+            Ok((found, rows)) => conclude_verification(&mut outcome, &mut store, found, rows),
+            Err(e) => outcome.error = Some(e),
+        }
+    }
     settle_status(&mut outcome, &store);
     finish(outcome, args)
 }

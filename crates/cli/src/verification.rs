@@ -18,7 +18,7 @@ use iocurve_engine::verify::{GenMap, MapLock, PROBLEM_LIST_CAP, PassResult, Prob
 use iocurve_engine::{OpenOptions, TargetSet};
 use iocurve_plan::{Plan, TargetGroup, format_size};
 use iocurve_report::export::{problem_csv_row, problems_csv_header};
-use iocurve_store::{Store, StoreError, StoredProblem};
+use iocurve_store::{Store, StoredProblem};
 
 use crate::CliError;
 use crate::cli::VerifyArgs;
@@ -233,15 +233,9 @@ fn csv_row(map: &GenMap, p: &Problem) -> VerifyProblem {
     }
 }
 
-/// Stores a run's final pass with every listed problem.
-pub fn store(
-    store: &mut Store,
-    run_id: i64,
-    fv: &FinalVerification,
-    pass: &PassResult,
-    map: &GenMap,
-) -> Result<(), StoreError> {
-    let rows = pass.problems.iter().map(|p| {
+/// A pass's listed problems as the store keeps them.
+pub fn stored_problems<'a>(pass: &'a PassResult, map: &'a GenMap) -> impl Iterator<Item = StoredProblem> + 'a {
+    pass.problems.iter().map(|p| {
         let r = csv_row(map, p);
         StoredProblem {
             target: r.target,
@@ -251,8 +245,7 @@ pub fn store(
             found_generation: r.found_generation,
             found: r.found,
         }
-    });
-    store.add_verification(run_id, fv, rows)
+    })
 }
 
 /// A problems CSV being written: created (and its header written) before any I/O, so that a

@@ -754,3 +754,65 @@ fn two_agents_precondition_their_targets_and_the_next_run_skips_them() {
     assert!(r["targets"].as_array().unwrap().iter().all(|t| t["preconditioned_at"].is_string()));
     drop(agents);
 }
+
+/// Issue 14: verification was refused with --hosts. Each agent keeps its own map (in its state
+/// directory, locked while in use), the workloads' reads check it, and `--verify-final` reads
+/// back every block on every agent at once: a clean run is clean, writes an agent dropped are
+/// found (exit code 4) and every problem names its agent and target.
+#[test]
+fn two_agents_verify_their_writes_and_the_final_pass_finds_dropped_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let (agents, hosts) = file_agents(dir.path(), &c, &["a", "b"]);
+    let plan = |faults: &str| {
+        let mut p = String::from("targets = [\"unused\"]\n");
+        p.push_str(faults);
+        p.push_str("[[workloads]]\nname = \"w\"\nread_pct = 50\nbs = \"4k\"\nverify = true\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 1\n");
+        for (addr, target) in &hosts {
+            p.push_str(&format!("[[hosts]]\naddress = \"{addr}\"\ntargets = [\"{}\"]\n", target.display()));
+        }
+        std::fs::write(dir.path().join("plan.toml"), p).unwrap();
+    };
+    let run = || {
+        coordinator(dir.path(), &c, &["plan.toml", "--size", "64m", "--verify-final", "--json", "r.json"])
+            .output()
+            .unwrap()
+    };
+    plan("");
+    let o = run();
+    let r = ok_json(&o, &dir.path().join("r.json"));
+    let fv = &r["final_verification"];
+    assert!(fv["checked"].as_u64().unwrap() > 0, "{fv}");
+    assert_eq!((fv["lost"].as_u64(), fv["corrupt"].as_u64(), fv["misplaced"].as_u64()), (Some(0), Some(0), Some(0)));
+    for (addr, _) in &hosts {
+        assert!(fv["map"].as_str().unwrap().contains(addr.as_str()), "each agent's map: {fv}");
+    }
+    for d in ["a", "b"] {
+        let maps: Vec<_> = std::fs::read_dir(dir.path().join(d))
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("iocurve-verify-"))
+            .collect();
+        assert!(!maps.is_empty(), "agent {d} keeps its map in its state directory");
+    }
+
+    plan("[[faults]]\nkind = \"drop-write\"\nshare = 0.05\n");
+    let o = run();
+    assert_eq!(o.status.code(), Some(4), "dropped writes found: {}\n{}", stdout(&o), stderr(&o));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let lost = r["final_verification"]["lost"].as_u64().unwrap();
+    assert!(lost > 0, "{}", r["final_verification"]);
+    let o = iocurve(dir.path(), &["export", "2", "--format", "problems", "-o", "p.csv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(dir.path().join("p.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len() as u64, lost, "one row per problem: {csv}");
+    for row in rows {
+        assert!(
+            hosts.iter().any(|(addr, t)| row.contains(&format!("{addr}:{}", t.display()))),
+            "the problem names its agent and target: {row}"
+        );
+        assert!(row.contains("lost"), "{row}");
+    }
+    drop(agents);
+}

@@ -113,6 +113,9 @@ pub struct OpenOptions {
     pub confine: Option<Arc<Confinement>>,
     /// Set to stop preparing scratch files (the coordinator is gone, or Ctrl-C).
     pub cancel: Option<Arc<AtomicBool>>,
+    /// A path that does not exist is an error, not a scratch file to create (reading back what
+    /// was written).
+    pub existing_only: bool,
 }
 
 #[derive(Debug)]
@@ -286,6 +289,9 @@ fn open_one(
     };
     let probe = match open_raw(path, libc::O_PATH | libc::O_CLOEXEC) {
         Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) && opts.existing_only => {
+            return Err(hide(EngineError::Input(format!("target {asked} does not exist"))));
+        }
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return create_scratch_target(path, opts, group),
         Err(e) => return Err(hide(open_error(path, opts, e))),
     };

@@ -15,7 +15,7 @@ use std::time::Duration;
 use iocurve_engine::backend::probe_io_uring;
 use iocurve_engine::precondition::{self, PreConfig, PreProgress, PreState};
 use iocurve_engine::safety::confine::Confinement;
-use iocurve_engine::verify::GenMap;
+use iocurve_engine::verify::{GenMap, MapLock, PROBLEM_LIST_CAP, verify_pass};
 use iocurve_engine::{OpenOptions, StepConfig, StepObserver, StepProgress, TargetSet, host, run_step};
 use iocurve_plan::{Backend, Fault, TargetGroup, Workload};
 use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
@@ -48,6 +48,8 @@ pub struct AgentConfig {
     pub max_scratch: Option<u64>,
     /// A coordinator silent this long is gone: its step stops at once.
     pub lease: Duration,
+    /// Where the agent keeps its verification maps.
+    pub state_dir: PathBuf,
 }
 
 /// What an in-process agent works on: the targets the local run opened (groups, weights,
@@ -72,6 +74,37 @@ struct Service {
     /// itself: a coordinator without io_uring no longer forces psync on every agent, and an
     /// agent without it falls back instead of failing.
     uring: Result<(), String>,
+    /// Where verification maps are kept, and the one in use (locked while held).
+    state_dir: PathBuf,
+    map: std::sync::Mutex<Option<AgentMap>>,
+    /// Scratch files this agent created and no map has forgotten yet: the writes a map knows
+    /// went with the file of that name they replace.
+    created: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+/// A verification map in use on this agent: one per set of targets and block size.
+struct AgentMap {
+    key: u64,
+    path: PathBuf,
+    map: Arc<GenMap>,
+    _lock: MapLock,
+}
+
+/// The key of a map: FNV-1a over the block size and the targets (path and size, in order).
+fn map_key(bs: u64, list: &[(String, u64)]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    eat(&bs.to_le_bytes());
+    for (path, size) in list {
+        eat(path.as_bytes());
+        eat(&[0]);
+        eat(&size.to_le_bytes());
+    }
+    h
 }
 
 /// Sets its flag when dropped before being disarmed: an abandoned request cancels its work.
@@ -101,8 +134,16 @@ fn facts(set: &TargetSet) -> Vec<pb::TargetFacts> {
 }
 
 impl Service {
-    fn new(confine: Option<Confinement>, allow_write: Vec<PathBuf>, local: Option<InProcess>) -> Service {
+    fn new(
+        confine: Option<Confinement>,
+        allow_write: Vec<PathBuf>,
+        local: Option<InProcess>,
+        state_dir: PathBuf,
+    ) -> Service {
         Service {
+            state_dir,
+            map: std::sync::Mutex::new(None),
+            created: std::sync::Mutex::new(Default::default()),
             confine: confine.map(Arc::new),
             allow_write,
             busy: Arc::new(tokio::sync::Mutex::new(())),
@@ -113,10 +154,55 @@ impl Service {
         }
     }
 
+    /// The verification map of `targets` at block size `bs`, kept in the state directory:
+    /// continued when it exists, new when it does not (`create`; else an error). Locked while
+    /// this agent holds it. A scratch file created since forgets the blocks it replaced.
+    fn map_for(&self, targets: &TargetSet, bs: u64, create: bool) -> Result<(Arc<GenMap>, PathBuf), Status> {
+        let list: Vec<(String, u64)> = targets.targets.iter().map(|t| (t.path.display().to_string(), t.size)).collect();
+        let key = map_key(bs, &list);
+        let mut slot = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if !matches!(&*slot, Some(m) if m.key == key) {
+            // Another map's lock goes first.
+            *slot = None;
+            let path = self.state_dir.join(format!("iocurve-verify-{key:016x}.map"));
+            let refuse = |e: iocurve_engine::EngineError| Status::failed_precondition(e.to_string());
+            let lock = MapLock::acquire(&path).map_err(refuse)?;
+            let map = if path.exists() {
+                GenMap::load(&path).map_err(refuse)?
+            } else if create {
+                GenMap::new(bs, &list)
+            } else {
+                return Err(Status::failed_precondition(format!(
+                    "this agent has no verification map of these targets with blocks of {bs} bytes: run verifying workloads on them first"
+                )));
+            };
+            if !map.matches(bs, &list) {
+                return Err(Status::failed_precondition(format!(
+                    "verification map {} was made for other targets: remove it to start over",
+                    path.display()
+                )));
+            }
+            *slot = Some(AgentMap { key, path, map: Arc::new(map), _lock: lock });
+        }
+        let m = slot.as_ref().expect("set above");
+        let mut created = self.created.lock().unwrap_or_else(|e| e.into_inner());
+        for (i, t) in targets.targets.iter().enumerate() {
+            if created.remove(&t.path.display().to_string()) {
+                m.map.forget(i as u32);
+            }
+        }
+        Ok((m.map.clone(), m.path.clone()))
+    }
+
     /// Opens the targets (allow list and safety rules first) on a blocking thread: opening may
     /// create and fill a scratch file, which must not hold up the runtime's threads.
     async fn open(&self, groups: &[pb::TargetGroup], scratch_size: u64, write: bool) -> Result<Arc<TargetSet>, Status> {
-        self.open_with(groups, scratch_size, write, false).await
+        self.open_with(groups, scratch_size, write, false, false).await
+    }
+
+    /// Targets that must exist, opened for reading (a verification pass).
+    async fn open_existing(&self, groups: &[pb::TargetGroup]) -> Result<Arc<TargetSet>, Status> {
+        self.open_with(groups, 0, false, false, true).await
     }
 
     /// `open`; `unfilled`: scratch files are created allocated but not written (a precondition
@@ -127,6 +213,7 @@ impl Service {
         scratch_size: u64,
         write: bool,
         unfilled: bool,
+        existing_only: bool,
     ) -> Result<Arc<TargetSet>, Status> {
         if let Some(local) = &self.local {
             return Ok(local.targets.clone());
@@ -146,6 +233,7 @@ impl Service {
             keep: true,
             allow_write: self.allow_write.clone(),
             scratch_unfilled: unfilled,
+            existing_only,
             confine: Some(confine),
             cancel: Some(cancel.0.clone()),
         };
@@ -157,6 +245,10 @@ impl Service {
             .map_err(|e| Status::internal(format!("opening the targets failed: {e}")))?;
         let mut cancel_on_drop = cancel_on_drop;
         cancel_on_drop.1 = false;
+        if let Ok(set) = &opened {
+            let mut created = self.created.lock().unwrap_or_else(|e| e.into_inner());
+            created.extend(set.targets.iter().filter(|t| t.created).map(|t| t.path.display().to_string()));
+        }
         opened.map(Arc::new).map_err(|e| {
             if e.is_input_error() {
                 Status::failed_precondition(e.to_string())
@@ -197,7 +289,7 @@ impl Agent for Service {
 
     async fn targets(&self, req: Request<pb::TargetsRequest>) -> Result<Response<pb::TargetsReply>, Status> {
         let r = req.into_inner();
-        let set = self.open_with(&r.groups, r.scratch_size, r.write, r.unfilled).await?;
+        let set = self.open_with(&r.groups, r.scratch_size, r.write, r.unfilled, false).await?;
         Ok(Response::new(pb::TargetsReply { targets: facts(&set) }))
     }
 
@@ -234,7 +326,7 @@ impl Agent for Service {
             qd = cfg.qd,
             "precondition requested"
         );
-        let targets = self.open_with(&r.groups, r.scratch_size, true, true).await?;
+        let targets = self.open_with(&r.groups, r.scratch_size, true, true, false).await?;
         let stop = Arc::new(AtomicBool::new(false));
         *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop.clone());
         let slot = self.stop.clone();
@@ -250,6 +342,88 @@ impl Agent for Service {
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
+    type VerifyPassStream = ReceiverStream<Result<pb::VerifyPassEvent, Status>>;
+
+    async fn verify_pass(
+        &self,
+        req: Request<pb::VerifyPassRequest>,
+    ) -> Result<Response<Self::VerifyPassStream>, Status> {
+        let r = req.into_inner();
+        if self.local.is_some() {
+            return Err(Status::failed_precondition("a local run verifies its targets itself"));
+        }
+        if !(512..=64 << 20).contains(&r.bs) || !r.bs.is_multiple_of(512) {
+            return Err(Status::invalid_argument(format!("blocks of {} bytes: a map has 512 bytes to 64 MiB", r.bs)));
+        }
+        let guard = self
+            .busy
+            .clone()
+            .try_lock_owned()
+            .map_err(|_| Status::resource_exhausted("this agent is running another step"))?;
+        let targets = self.open_existing(&r.groups).await?;
+        let (map, path) = self.map_for(&targets, r.bs, false)?;
+        tracing::info!(map = %path.display(), "verification pass requested");
+        let stop = Arc::new(AtomicBool::new(false));
+        *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop.clone());
+        let slot = self.stop.clone();
+        let (tx, rx) = mpsc::channel(64);
+        tokio::task::spawn_blocking(move || {
+            let send = |e: pb::verify_pass_event::Event| {
+                if tx.blocking_send(Ok(pb::VerifyPassEvent { event: Some(e) })).is_err() {
+                    // The coordinator is gone: stop reading.
+                    stop.store(true, Ordering::Relaxed);
+                }
+            };
+            let mut last = std::time::Instant::now();
+            let mut progress = |done_bytes: u64, total_bytes: u64| {
+                if last.elapsed() >= Duration::from_secs(1) {
+                    last = std::time::Instant::now();
+                    send(pb::verify_pass_event::Event::Progress(pb::VerifyPassProgress { done_bytes, total_bytes }));
+                }
+            };
+            let done = match verify_pass(&targets, &map, PROBLEM_LIST_CAP, &stop, &mut progress) {
+                Ok(pass) => {
+                    for chunk in pass.problems.chunks(1000) {
+                        let problems = chunk
+                            .iter()
+                            .map(|p| pb::VerifyProblem {
+                                target: p.target,
+                                block: p.block,
+                                kind: p.kind().into(),
+                                expected: p.expected as u32,
+                                found_generation: p.found_generation().unwrap_or(0) as u32,
+                                found: p.describe_found(|t| {
+                                    map.targets
+                                        .get(t as usize)
+                                        .map_or_else(|| format!("target {t}"), |m| m.path.clone())
+                                }),
+                            })
+                            .collect();
+                        send(pb::verify_pass_event::Event::Problems(pb::VerifyProblems { problems }));
+                    }
+                    pb::VerifyPassDone {
+                        counts: Some(wire::verify_to(&pass.counts)),
+                        unlisted: pass.unlisted,
+                        interrupted: pass.interrupted,
+                        map: path.display().to_string(),
+                        ..Default::default()
+                    }
+                }
+                Err(e) => pb::VerifyPassDone {
+                    error: e.to_string(),
+                    input: e.is_input_error(),
+                    interrupted: true,
+                    ..Default::default()
+                },
+            };
+            drop(targets);
+            *slot.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            drop(guard);
+            send(pb::verify_pass_event::Event::Done(done));
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
     type RunStepStream = ReceiverStream<Result<pb::StepEvent, Status>>;
 
     async fn run_step(&self, req: Request<pb::StepRequest>) -> Result<Response<Self::RunStepStream>, Status> {
@@ -259,15 +433,6 @@ impl Agent for Service {
         if self.uring.is_err() && backend == Backend::IoUring {
             backend = Backend::Psync;
         }
-        let verify = match (&self.local, w.verify) {
-            (_, false) => None,
-            (Some(local), true) => local.verify.clone(),
-            (None, true) => {
-                return Err(Status::invalid_argument(
-                    "verification keeps its map on one host: run verifying workloads without --hosts",
-                ));
-            }
-        };
         let guard = self
             .busy
             .clone()
@@ -275,13 +440,30 @@ impl Agent for Service {
             .map_err(|_| Status::resource_exhausted("this agent is running another step"))?;
         tracing::info!(workload = %w.name, workers = r.workers, backend = backend.name(), "step requested");
         let targets = self.open(&r.groups, r.scratch_size, w.writes()).await?;
+        // The map: the local run's own, or this agent's for these targets.
+        let (verify, map_file) = match (&self.local, w.verify) {
+            (_, false) => (None, None),
+            (Some(local), true) => (local.verify.clone(), None),
+            (None, true) => {
+                let (m, path) = self.map_for(&targets, w.bs[0].bytes, true)?;
+                (Some(m), Some(path))
+            }
+        };
         let stop = Arc::new(AtomicBool::new(false));
         *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop.clone());
         let slot = self.stop.clone();
         let (tx, rx) = mpsc::channel(64);
         tokio::task::spawn_blocking(move || {
+            let save = verify.clone().zip(map_file);
             let step = Step { r: &r, w: &w, backend, targets: &targets, faults: &faults, verify, stop: &stop };
-            let done = run_blocking(&step, &tx);
+            let mut done = run_blocking(&step, &tx, save.as_ref());
+            // The map as the step left it, for the next step, run and final pass.
+            if let (Some(d), Some((map, path))) = (done.as_mut(), &save)
+                && let Err(e) = map.save(path)
+                && d.error.is_empty()
+            {
+                d.error = format!("cannot save the verification map: {e}");
+            }
             // Close the targets before saying Done: a device is held exclusively (O_EXCL) and
             // the next step opens it again as soon as the coordinator reads `Done`.
             drop(targets);
@@ -454,6 +636,9 @@ pub fn target_groups(groups: &[pb::TargetGroup]) -> Result<Vec<TargetGroup>, Sta
 struct Streamer<'a> {
     tx: &'a mpsc::Sender<Result<pb::StepEvent, Status>>,
     abort: &'a AtomicBool,
+    /// This agent's verification map and its file: saved at every interval end, so that a
+    /// killed agent loses at most an interval of acknowledged writes.
+    save: Option<&'a (Arc<GenMap>, PathBuf)>,
 }
 
 impl Streamer<'_> {
@@ -493,6 +678,11 @@ impl StepObserver for Streamer<'_> {
     }
 
     fn interval(&mut self, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
+        if let Some((map, path)) = self.save
+            && let Err(e) = map.save(path)
+        {
+            tracing::warn!("cannot save the verification map {}: {e}", path.display());
+        }
         self.send(pb::step_event::Event::Interval(wire::interval_to(index, stats, cpu, duration_s)));
     }
 }
@@ -510,7 +700,11 @@ struct Step<'a> {
 
 /// Runs the step, streaming its events; returns how it ended (None: the coordinator went away
 /// before the start).
-fn run_blocking(step: &Step, tx: &mpsc::Sender<Result<pb::StepEvent, Status>>) -> Option<pb::Done> {
+fn run_blocking(
+    step: &Step,
+    tx: &mpsc::Sender<Result<pb::StepEvent, Status>>,
+    save: Option<&(Arc<GenMap>, PathBuf)>,
+) -> Option<pb::Done> {
     let Step { r, w, backend, targets, faults, stop, .. } = *step;
     let abort = Arc::new(AtomicBool::new(false));
     // Wait for the start, unless the coordinator goes away meanwhile.
@@ -535,7 +729,7 @@ fn run_blocking(step: &Step, tx: &mpsc::Sender<Result<pb::StepEvent, Status>>) -
         verify: step.verify.clone(),
         abort: Some(abort.clone()),
     };
-    let mut streamer = Streamer { tx, abort: &abort };
+    let mut streamer = Streamer { tx, abort: &abort, save };
     Some(match run_step(&cfg, &mut streamer) {
         Ok(rec) => pb::Done {
             interrupted: rec.interrupted,
@@ -571,7 +765,7 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), NetError> {
     let confine = Confinement::new(&cfg.allow, cfg.max_scratch).map_err(NetError::Input)?;
-    let service = Service::new(Some(confine), cfg.allow_write, None);
+    let service = Service::new(Some(confine), cfg.allow_write, None, cfg.state_dir);
     let token = Arc::new(cfg.token);
     // HTTP/2 pings find a silent coordinator (a cut link sends no FIN) within the lease.
     let third = cfg.lease / 3;
@@ -600,7 +794,7 @@ pub async fn serve(
 /// is what a remote agent gets.
 pub fn in_process(local: InProcess, token: String) -> tokio::io::DuplexStream {
     let (client, server) = tokio::io::duplex(1 << 20);
-    let service = Service::new(None, Vec::new(), Some(local));
+    let service = Service::new(None, Vec::new(), Some(local), PathBuf::new());
     let incoming = tokio_stream::once(Ok::<_, std::io::Error>(server));
     tokio::spawn(async move {
         let r = Server::builder()

@@ -26,6 +26,27 @@ fn dir_from(d: Option<&pb::Direction>) -> Result<DirStats, String> {
     Ok(DirStats { hist: LatencyHistogram::from_bytes(&d.hist)?, ops: d.ops, bytes: d.bytes, errors })
 }
 
+/// Verification counts on the wire, and back (examples capped as the counts cap them).
+pub fn verify_to(v: &VerifyCounts) -> pb::Verify {
+    pb::Verify {
+        checked: v.checked,
+        lost: v.lost,
+        corrupt: v.corrupt,
+        misplaced: v.misplaced,
+        examples: v.examples.clone(),
+    }
+}
+
+pub fn verify_from(v: &pb::Verify) -> VerifyCounts {
+    VerifyCounts {
+        checked: v.checked,
+        lost: v.lost,
+        corrupt: v.corrupt,
+        misplaced: v.misplaced,
+        examples: v.examples.iter().take(VerifyCounts::EXAMPLES).cloned().collect(),
+    }
+}
+
 /// An agent's host facts from its Hello.
 pub fn host_facts(h: &pb::HelloReply) -> HostFacts {
     HostFacts {
@@ -58,13 +79,7 @@ pub fn interval_to(index: u32, s: &IntervalStats, cpu: &CpuUsage, duration_s: f6
         duration_s,
         max_gap_ns: s.max_gap_ns,
         faults_injected: s.faults_injected,
-        verify: Some(pb::Verify {
-            checked: s.verify.checked,
-            lost: s.verify.lost,
-            corrupt: s.verify.corrupt,
-            misplaced: s.verify.misplaced,
-            examples: s.verify.examples.clone(),
-        }),
+        verify: Some(verify_to(&s.verify)),
     }
 }
 
@@ -86,13 +101,7 @@ pub fn interval_from(i: &pb::Interval) -> Result<(u32, IntervalStats, CpuUsage, 
             .collect(),
         max_gap_ns: i.max_gap_ns,
         faults_injected: i.faults_injected,
-        verify: i.verify.as_ref().map_or_else(VerifyCounts::default, |v| VerifyCounts {
-            checked: v.checked,
-            lost: v.lost,
-            corrupt: v.corrupt,
-            misplaced: v.misplaced,
-            examples: v.examples.clone(),
-        }),
+        verify: i.verify.as_ref().map_or_else(VerifyCounts::default, verify_from),
     };
     let cpu = CpuUsage { user: i.cpu_user, system: i.cpu_system, iowait: i.cpu_iowait };
     Ok((i.index, stats, cpu, i.duration_s))
