@@ -11,7 +11,9 @@ pub mod auth;
 pub mod certs;
 pub mod client;
 pub mod clock;
+mod coordinate;
 pub mod merge;
+mod passes;
 pub mod wire;
 
 /// The protocol version: both sides refuse a peer that speaks another.

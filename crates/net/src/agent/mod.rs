@@ -13,12 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use iocurve_engine::backend::probe_io_uring;
-use iocurve_engine::precondition::{self, PreConfig, PreProgress, PreState};
 use iocurve_engine::safety::confine::Confinement;
 use iocurve_engine::verify::{GenMap, MapLock, PROBLEM_LIST_CAP, verify_pass};
-use iocurve_engine::{OpenOptions, StepConfig, StepObserver, StepProgress, TargetSet, host, run_step};
-use iocurve_plan::{Backend, Fault, TargetGroup, Workload};
-use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
+use iocurve_engine::{OpenOptions, TargetSet, host};
+use iocurve_plan::Backend;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
@@ -26,6 +24,12 @@ use tonic::{Request, Response, Status};
 
 use crate::pb::agent_server::{Agent, AgentServer};
 use crate::{NetError, PROTOCOL, auth, pb, unix_ns, wire};
+
+mod requests;
+mod work;
+
+pub use requests::{precondition_request, step_request, target_groups};
+use work::{Step, precondition_blocking, run_blocking};
 
 /// TLS material of an agent; without it the agent listens in plain text (`--insecure`).
 pub struct AgentTls {
@@ -479,284 +483,6 @@ impl Agent for Service {
     }
 }
 
-/// What the agent makes of a step request before it acts on it: the workload, the back-end and
-/// the faults, or why it refuses the request (public for the fuzz target `agent_request`).
-pub fn step_request(r: &pb::StepRequest) -> Result<(Workload, Backend, Vec<Fault>), Status> {
-    let w: Workload = serde_json::from_str(&r.workload_json)
-        .map_err(|e| Status::invalid_argument(format!("the workload does not parse: {e}")))?;
-    let backend = Backend::parse(&r.backend)
-        .ok_or_else(|| Status::invalid_argument(format!("unknown back-end `{}`", r.backend)))?;
-    let faults: Vec<Fault> = if r.faults_json.is_empty() {
-        Vec::new()
-    } else {
-        serde_json::from_str(&r.faults_json)
-            .map_err(|e| Status::invalid_argument(format!("the faults do not parse: {e}")))?
-    };
-    // The plan's rules: a request carries a resolved workload, but the engine trusts none it
-    // did not check (fuzzing, issue 13: `"bs": []` panicked the I/O threads, `"intervals":
-    // 4294967295` aborted the agent on a failed allocation, 0 workers panicked the step).
-    iocurve_plan::check_workload(&w, &faults, "the step request")
-        .map_err(|e| Status::invalid_argument(format!("the workload is not valid: {e}")))?;
-    if !(1..=65536).contains(&r.workers) || r.threads > 1024 {
-        return Err(Status::invalid_argument(format!(
-            "{} workers and {} threads: a step has 1 to 65536 workers and 0 (one per core) to 1024 threads",
-            r.workers, r.threads
-        )));
-    }
-    Ok((w, backend, faults))
-}
-
-/// What the agent makes of a precondition request: the pass's configuration (the workload's
-/// data pattern, checked as a step's workload is), or why it refuses the request.
-pub fn precondition_request(r: &pb::PreconditionRequest) -> Result<PreConfig, Status> {
-    let w: Workload = serde_json::from_str(&r.workload_json)
-        .map_err(|e| Status::invalid_argument(format!("the workload does not parse: {e}")))?;
-    iocurve_plan::check_workload(&w, &[], "the precondition request")
-        .map_err(|e| Status::invalid_argument(format!("the workload is not valid: {e}")))?;
-    if !(512..=64 << 20).contains(&r.bs) || !r.bs.is_multiple_of(512) || !(1..=1024).contains(&r.qd) {
-        return Err(Status::invalid_argument(format!(
-            "writes of {} bytes, {} in flight: a precondition pass writes 512 bytes to 64 MiB (a multiple of 512), 1 to 1024 at a time",
-            r.bs, r.qd
-        )));
-    }
-    Ok(PreConfig { bs: r.bs, qd: r.qd, pattern: w.data, dedupe_unit: w.dedupe_unit() })
-}
-
-/// Preconditions every target in turn, streaming each one's state; how the pass ended.
-fn precondition_blocking(
-    targets: &TargetSet,
-    cfg: &PreConfig,
-    resume: &[pb::PreconditionResume],
-    stop: &AtomicBool,
-    tx: &mpsc::Sender<Result<pb::PreconditionEvent, Status>>,
-) -> pb::PreconditionDone {
-    let fail = |e: iocurve_engine::EngineError| pb::PreconditionDone {
-        interrupted: true,
-        error: e.to_string(),
-        input: e.is_input_error(),
-    };
-    for (i, t) in targets.targets.iter().enumerate() {
-        let bs = precondition::write_size(t.size, t.logical_block, cfg.bs);
-        let n = precondition::chunks(t.size, bs);
-        // A scratch file created now is new: whatever the coordinator kept is of another file.
-        let from = resume
-            .iter()
-            .find(|r| r.target == i as u32 && r.bs == bs && !t.created)
-            .and_then(|r| PreState::parse(&r.state_json, n))
-            .unwrap_or_default();
-        let send = |p: &PreProgress, complete: bool| {
-            let event = pb::PreconditionProgress {
-                target: i as u32,
-                bs,
-                state_json: p.state.to_json(),
-                done_bytes: p.done_bytes,
-                total_bytes: p.total_bytes,
-                session_bytes: p.session_bytes,
-                elapsed_s: p.elapsed.as_secs_f64(),
-                complete,
-            };
-            let e = pb::PreconditionEvent { event: Some(pb::precondition_event::Event::Progress(event)) };
-            if tx.blocking_send(Ok(e)).is_err() {
-                // The coordinator is gone: stop writing.
-                stop.store(true, Ordering::Relaxed);
-            }
-        };
-        // O_DIRECT where the target takes it; otherwise through the page cache, synced below.
-        let _ = iocurve_engine::target::set_direct(t.fd(), true);
-        let mut last = None;
-        let cfg = PreConfig { bs, ..*cfg };
-        let state = match precondition::precondition(t, &cfg, &from, stop, Duration::from_secs(1), &mut |p| {
-            send(p, false);
-            last = Some(p.clone());
-        }) {
-            Ok(s) => s,
-            Err(e) => return fail(e),
-        };
-        let durable = match precondition::sync(t, stop) {
-            Ok(d) => d,
-            Err(e) => return fail(e),
-        };
-        let complete = durable && state.written_chunks() == n;
-        if complete && let Err(e) = t.mark_prepared() {
-            return fail(e);
-        }
-        if let Some(p) = last {
-            send(&PreProgress { state, ..p }, complete);
-        }
-        if !complete {
-            return pb::PreconditionDone { interrupted: true, error: String::new(), input: false };
-        }
-    }
-    pb::PreconditionDone::default()
-}
-
-/// The target groups of a request, checked: a request names at least one group, every group a
-/// name, a weight of at least 1 and at least one target (public for the fuzz target
-/// `agent_request`). Weights are kept: a plan's "50 % local, 50 % mirrored LUNs" holds on every
-/// agent (issue 14: the groups used to collapse into one on agents).
-pub fn target_groups(groups: &[pb::TargetGroup]) -> Result<Vec<TargetGroup>, Status> {
-    const MAX_GROUPS: usize = 1024;
-    const MAX_TARGETS: usize = 65_536;
-    const MAX_NAME: usize = 4096;
-    if groups.is_empty() {
-        return Err(Status::invalid_argument("the request names no target groups"));
-    }
-    let count: usize = groups.iter().map(|g| g.targets.len()).sum();
-    if groups.len() > MAX_GROUPS || count > MAX_TARGETS {
-        return Err(Status::invalid_argument(format!(
-            "{} groups with {count} targets: a request has at most {MAX_GROUPS} groups and {MAX_TARGETS} targets",
-            groups.len()
-        )));
-    }
-    let mut out = Vec::with_capacity(groups.len());
-    for (i, g) in groups.iter().enumerate() {
-        let name = if g.name.is_empty() { format!("group{}", i + 1) } else { g.name.clone() };
-        if g.weight == 0 {
-            return Err(Status::invalid_argument(format!(
-                "target group `{name}` has weight 0: weights are at least 1"
-            )));
-        }
-        if g.targets.is_empty() {
-            return Err(Status::invalid_argument(format!("target group `{name}` names no targets")));
-        }
-        if name.len() > MAX_NAME || g.targets.iter().any(|t| t.is_empty() || t.len() > MAX_NAME) {
-            return Err(Status::invalid_argument(format!(
-                "target group `{}`: names and paths are 1 to {MAX_NAME} bytes",
-                name.chars().take(64).collect::<String>()
-            )));
-        }
-        out.push(TargetGroup { name, weight: g.weight, targets: g.targets.clone() });
-    }
-    Ok(out)
-}
-
-/// Streams a step's events to the coordinator. A closed stream — the coordinator is gone:
-/// killed, or silent past the lease (HTTP/2 keep-alive pings unanswered) — stops the step's I/O
-/// at once.
-struct Streamer<'a> {
-    tx: &'a mpsc::Sender<Result<pb::StepEvent, Status>>,
-    abort: &'a AtomicBool,
-    /// This agent's verification map and its file: saved at every interval end, so that a
-    /// killed agent loses at most an interval of acknowledged writes.
-    save: Option<&'a (Arc<GenMap>, PathBuf)>,
-}
-
-impl Streamer<'_> {
-    fn send(&self, event: pb::step_event::Event) {
-        if self.tx.blocking_send(Ok(pb::StepEvent { event: Some(event) })).is_err() {
-            self.abort.store(true, Ordering::Relaxed);
-        }
-    }
-}
-
-impl StepObserver for Streamer<'_> {
-    fn started(&mut self, rec: &StepRecord) {
-        self.send(pb::step_event::Event::Started(pb::Started {
-            started_unix_ns: unix_ns(),
-            threads: rec.threads as u32,
-            sample_s: rec.sample_s,
-        }));
-    }
-
-    fn progress(&mut self, p: &StepProgress) {
-        if self.tx.is_closed() {
-            if !self.abort.swap(true, Ordering::Relaxed) {
-                tracing::warn!("coordinator gone: step stopped");
-            }
-            return;
-        }
-        // Live totals, and the heartbeat the coordinator watches. Never waits: a progress
-        // event that does not fit is dropped, the next one carries the totals.
-        let event = pb::step_event::Event::Progress(pb::Progress {
-            elapsed_s: p.elapsed_s,
-            warmup: p.warmup,
-            ops: p.ops,
-            bytes: p.bytes,
-            lat_sum_ns: p.lat_sum_ns,
-        });
-        let _ = self.tx.try_send(Ok(pb::StepEvent { event: Some(event) }));
-    }
-
-    fn interval(&mut self, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
-        if let Some((map, path)) = self.save
-            && let Err(e) = map.save(path)
-        {
-            tracing::warn!("cannot save the verification map {}: {e}", path.display());
-        }
-        self.send(pb::step_event::Event::Interval(wire::interval_to(index, stats, cpu, duration_s)));
-    }
-}
-
-/// A step as the agent runs it.
-struct Step<'a> {
-    r: &'a pb::StepRequest,
-    w: &'a Workload,
-    backend: Backend,
-    targets: &'a TargetSet,
-    faults: &'a [Fault],
-    verify: Option<Arc<GenMap>>,
-    stop: &'a AtomicBool,
-}
-
-/// Runs the step, streaming its events; returns how it ended (None: the coordinator went away
-/// before the start).
-fn run_blocking(
-    step: &Step,
-    tx: &mpsc::Sender<Result<pb::StepEvent, Status>>,
-    save: Option<&(Arc<GenMap>, PathBuf)>,
-) -> Option<pb::Done> {
-    let Step { r, w, backend, targets, faults, stop, .. } = *step;
-    let abort = Arc::new(AtomicBool::new(false));
-    // Wait for the start, unless the coordinator goes away meanwhile.
-    // Made now, not between the synchronized start and the first I/O.
-    iocurve_engine::data::Pool::shared();
-    while unix_ns() < r.start_at_unix_ns {
-        if tx.is_closed() {
-            return None;
-        }
-        let left = (r.start_at_unix_ns - unix_ns()).max(0) as u64;
-        std::thread::sleep(Duration::from_nanos(left.min(50_000_000)));
-    }
-    let threads = if r.threads == 0 { host::cores() } else { r.threads as usize };
-    let cfg = StepConfig {
-        workload: w,
-        workers: r.workers,
-        backend,
-        threads,
-        targets,
-        stop,
-        faults,
-        verify: step.verify.clone(),
-        abort: Some(abort.clone()),
-    };
-    let mut streamer = Streamer { tx, abort: &abort, save };
-    Some(match run_step(&cfg, &mut streamer) {
-        Ok(rec) => pb::Done {
-            interrupted: rec.interrupted,
-            // The step ended by its error policy: why, beside its figures (not a failure).
-            aborted: rec.aborted.is_some(),
-            abort_reason: rec.aborted.clone().unwrap_or_default(),
-            late: rec.drain.late,
-            stuck: rec.drain.stuck,
-            stuck_age_ns: rec.drain.stuck_age_ns,
-            wait_ns: rec.drain.wait_ns,
-            notes: rec
-                .notes
-                .iter()
-                .map(|(code, message)| pb::Note { code: code.clone(), message: message.clone() })
-                .collect(),
-            unmeasured_errors: rec
-                .unmeasured_errors
-                .0
-                .iter()
-                .map(|&(target, errno, count)| pb::ErrorCount { target, errno, count })
-                .collect(),
-            ..Default::default()
-        },
-        Err(e) => pb::Done { interrupted: true, error: e.to_string(), input: e.is_input_error(), ..Default::default() },
-    })
-}
-
 /// Serves until `shutdown` completes; `bound` learns the address listened on (port 0 picks a
 /// free port).
 pub async fn serve(
@@ -806,34 +532,4 @@ pub fn in_process(local: InProcess, token: String) -> tokio::io::DuplexStream {
         }
     });
     client
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn request(workers: u32, change: fn(&mut Workload)) -> pb::StepRequest {
-        let mut w = iocurve_plan::suites::load("quick", &Default::default()).unwrap().workloads.remove(0);
-        change(&mut w);
-        let workload_json = serde_json::to_string(&w).unwrap();
-        pb::StepRequest { workload_json, workers, backend: "null".into(), ..Default::default() }
-    }
-
-    /// Found by the fuzz target `agent_request`: the agent ran any workload that parsed.
-    #[test]
-    fn a_step_request_is_checked_as_a_plan_is() {
-        assert!(step_request(&request(4, |_| {})).is_ok());
-        for r in [
-            request(4, |w| w.bs.clear()),
-            request(4, |w| w.queue_depth = 0),
-            request(4, |w| w.intervals = u32::MAX),
-            request(4, |w| w.working_set = iocurve_plan::WorkingSet::Range { start: 4096, end: 0 }),
-            request(0, |_| {}),
-            request(65537, |_| {}),
-            pb::StepRequest { threads: 100_000, ..request(4, |_| {}) },
-        ] {
-            let e = step_request(&r).unwrap_err();
-            assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
-        }
-    }
 }

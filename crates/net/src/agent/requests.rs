@@ -1,0 +1,122 @@
+//! What the agent makes of a request before it acts on it: every field checked as a plan's
+//! would be (the requests come from an authenticated coordinator, but the agent trusts no value
+//! it did not check). Public for the fuzz target `agent_request`.
+
+use iocurve_engine::precondition::PreConfig;
+use iocurve_plan::{Backend, Fault, TargetGroup, Workload};
+use tonic::Status;
+
+use crate::pb;
+
+/// What the agent makes of a step request before it acts on it: the workload, the back-end and
+/// the faults, or why it refuses the request (public for the fuzz target `agent_request`).
+pub fn step_request(r: &pb::StepRequest) -> Result<(Workload, Backend, Vec<Fault>), Status> {
+    let w: Workload = serde_json::from_str(&r.workload_json)
+        .map_err(|e| Status::invalid_argument(format!("the workload does not parse: {e}")))?;
+    let backend = Backend::parse(&r.backend)
+        .ok_or_else(|| Status::invalid_argument(format!("unknown back-end `{}`", r.backend)))?;
+    let faults: Vec<Fault> = if r.faults_json.is_empty() {
+        Vec::new()
+    } else {
+        serde_json::from_str(&r.faults_json)
+            .map_err(|e| Status::invalid_argument(format!("the faults do not parse: {e}")))?
+    };
+    // The plan's rules: a request carries a resolved workload, but the engine trusts none it
+    // did not check (fuzzing, issue 13: `"bs": []` panicked the I/O threads, `"intervals":
+    // 4294967295` aborted the agent on a failed allocation, 0 workers panicked the step).
+    iocurve_plan::check_workload(&w, &faults, "the step request")
+        .map_err(|e| Status::invalid_argument(format!("the workload is not valid: {e}")))?;
+    if !(1..=65536).contains(&r.workers) || r.threads > 1024 {
+        return Err(Status::invalid_argument(format!(
+            "{} workers and {} threads: a step has 1 to 65536 workers and 0 (one per core) to 1024 threads",
+            r.workers, r.threads
+        )));
+    }
+    Ok((w, backend, faults))
+}
+
+/// What the agent makes of a precondition request: the pass's configuration (the workload's
+/// data pattern, checked as a step's workload is), or why it refuses the request.
+pub fn precondition_request(r: &pb::PreconditionRequest) -> Result<PreConfig, Status> {
+    let w: Workload = serde_json::from_str(&r.workload_json)
+        .map_err(|e| Status::invalid_argument(format!("the workload does not parse: {e}")))?;
+    iocurve_plan::check_workload(&w, &[], "the precondition request")
+        .map_err(|e| Status::invalid_argument(format!("the workload is not valid: {e}")))?;
+    if !(512..=64 << 20).contains(&r.bs) || !r.bs.is_multiple_of(512) || !(1..=1024).contains(&r.qd) {
+        return Err(Status::invalid_argument(format!(
+            "writes of {} bytes, {} in flight: a precondition pass writes 512 bytes to 64 MiB (a multiple of 512), 1 to 1024 at a time",
+            r.bs, r.qd
+        )));
+    }
+    Ok(PreConfig { bs: r.bs, qd: r.qd, pattern: w.data, dedupe_unit: w.dedupe_unit() })
+}
+
+/// The target groups of a request, checked: a request names at least one group, every group a
+/// name, a weight of at least 1 and at least one target (public for the fuzz target
+/// `agent_request`). Weights are kept: a plan's "50 % local, 50 % mirrored LUNs" holds on every
+/// agent (issue 14: the groups used to collapse into one on agents).
+pub fn target_groups(groups: &[pb::TargetGroup]) -> Result<Vec<TargetGroup>, Status> {
+    const MAX_GROUPS: usize = 1024;
+    const MAX_TARGETS: usize = 65_536;
+    const MAX_NAME: usize = 4096;
+    if groups.is_empty() {
+        return Err(Status::invalid_argument("the request names no target groups"));
+    }
+    let count: usize = groups.iter().map(|g| g.targets.len()).sum();
+    if groups.len() > MAX_GROUPS || count > MAX_TARGETS {
+        return Err(Status::invalid_argument(format!(
+            "{} groups with {count} targets: a request has at most {MAX_GROUPS} groups and {MAX_TARGETS} targets",
+            groups.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(groups.len());
+    for (i, g) in groups.iter().enumerate() {
+        let name = if g.name.is_empty() { format!("group{}", i + 1) } else { g.name.clone() };
+        if g.weight == 0 {
+            return Err(Status::invalid_argument(format!(
+                "target group `{name}` has weight 0: weights are at least 1"
+            )));
+        }
+        if g.targets.is_empty() {
+            return Err(Status::invalid_argument(format!("target group `{name}` names no targets")));
+        }
+        if name.len() > MAX_NAME || g.targets.iter().any(|t| t.is_empty() || t.len() > MAX_NAME) {
+            return Err(Status::invalid_argument(format!(
+                "target group `{}`: names and paths are 1 to {MAX_NAME} bytes",
+                name.chars().take(64).collect::<String>()
+            )));
+        }
+        out.push(TargetGroup { name, weight: g.weight, targets: g.targets.clone() });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(workers: u32, change: fn(&mut Workload)) -> pb::StepRequest {
+        let mut w = iocurve_plan::suites::load("quick", &Default::default()).unwrap().workloads.remove(0);
+        change(&mut w);
+        let workload_json = serde_json::to_string(&w).unwrap();
+        pb::StepRequest { workload_json, workers, backend: "null".into(), ..Default::default() }
+    }
+
+    /// Found by the fuzz target `agent_request`: the agent ran any workload that parsed.
+    #[test]
+    fn a_step_request_is_checked_as_a_plan_is() {
+        assert!(step_request(&request(4, |_| {})).is_ok());
+        for r in [
+            request(4, |w| w.bs.clear()),
+            request(4, |w| w.queue_depth = 0),
+            request(4, |w| w.intervals = u32::MAX),
+            request(4, |w| w.working_set = iocurve_plan::WorkingSet::Range { start: 4096, end: 0 }),
+            request(0, |_| {}),
+            request(65537, |_| {}),
+            pb::StepRequest { threads: 100_000, ..request(4, |_| {}) },
+        ] {
+            let e = step_request(&r).unwrap_err();
+            assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! The agent's blocking work: a step with its events streamed to the coordinator, and a
+//! precondition pass over its targets.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use iocurve_engine::precondition::{self, PreConfig, PreProgress, PreState};
+use iocurve_engine::verify::GenMap;
+use iocurve_engine::{StepConfig, StepObserver, StepProgress, TargetSet, host, run_step};
+use iocurve_plan::{Backend, Fault, Workload};
+use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
+use tokio::sync::mpsc;
+use tonic::Status;
+
+use crate::{pb, unix_ns, wire};
+
+/// Preconditions every target in turn, streaming each one's state; how the pass ended.
+pub(super) fn precondition_blocking(
+    targets: &TargetSet,
+    cfg: &PreConfig,
+    resume: &[pb::PreconditionResume],
+    stop: &AtomicBool,
+    tx: &mpsc::Sender<Result<pb::PreconditionEvent, Status>>,
+) -> pb::PreconditionDone {
+    let fail = |e: iocurve_engine::EngineError| pb::PreconditionDone {
+        interrupted: true,
+        error: e.to_string(),
+        input: e.is_input_error(),
+    };
+    for (i, t) in targets.targets.iter().enumerate() {
+        let bs = precondition::write_size(t.size, t.logical_block, cfg.bs);
+        let n = precondition::chunks(t.size, bs);
+        // A scratch file created now is new: whatever the coordinator kept is of another file.
+        let from = resume
+            .iter()
+            .find(|r| r.target == i as u32 && r.bs == bs && !t.created)
+            .and_then(|r| PreState::parse(&r.state_json, n))
+            .unwrap_or_default();
+        let send = |p: &PreProgress, complete: bool| {
+            let event = pb::PreconditionProgress {
+                target: i as u32,
+                bs,
+                state_json: p.state.to_json(),
+                done_bytes: p.done_bytes,
+                total_bytes: p.total_bytes,
+                session_bytes: p.session_bytes,
+                elapsed_s: p.elapsed.as_secs_f64(),
+                complete,
+            };
+            let e = pb::PreconditionEvent { event: Some(pb::precondition_event::Event::Progress(event)) };
+            if tx.blocking_send(Ok(e)).is_err() {
+                // The coordinator is gone: stop writing.
+                stop.store(true, Ordering::Relaxed);
+            }
+        };
+        // O_DIRECT where the target takes it; otherwise through the page cache, synced below.
+        let _ = iocurve_engine::target::set_direct(t.fd(), true);
+        let mut last = None;
+        let cfg = PreConfig { bs, ..*cfg };
+        let state = match precondition::precondition(t, &cfg, &from, stop, Duration::from_secs(1), &mut |p| {
+            send(p, false);
+            last = Some(p.clone());
+        }) {
+            Ok(s) => s,
+            Err(e) => return fail(e),
+        };
+        let durable = match precondition::sync(t, stop) {
+            Ok(d) => d,
+            Err(e) => return fail(e),
+        };
+        let complete = durable && state.written_chunks() == n;
+        if complete && let Err(e) = t.mark_prepared() {
+            return fail(e);
+        }
+        if let Some(p) = last {
+            send(&PreProgress { state, ..p }, complete);
+        }
+        if !complete {
+            return pb::PreconditionDone { interrupted: true, error: String::new(), input: false };
+        }
+    }
+    pb::PreconditionDone::default()
+}
+
+/// Streams a step's events to the coordinator. A closed stream — the coordinator is gone:
+/// killed, or silent past the lease (HTTP/2 keep-alive pings unanswered) — stops the step's I/O
+/// at once.
+struct Streamer<'a> {
+    tx: &'a mpsc::Sender<Result<pb::StepEvent, Status>>,
+    abort: &'a AtomicBool,
+    /// This agent's verification map and its file: saved at every interval end, so that a
+    /// killed agent loses at most an interval of acknowledged writes.
+    save: Option<&'a (Arc<GenMap>, PathBuf)>,
+}
+
+impl Streamer<'_> {
+    fn send(&self, event: pb::step_event::Event) {
+        if self.tx.blocking_send(Ok(pb::StepEvent { event: Some(event) })).is_err() {
+            self.abort.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+impl StepObserver for Streamer<'_> {
+    fn started(&mut self, rec: &StepRecord) {
+        self.send(pb::step_event::Event::Started(pb::Started {
+            started_unix_ns: unix_ns(),
+            threads: rec.threads as u32,
+            sample_s: rec.sample_s,
+        }));
+    }
+
+    fn progress(&mut self, p: &StepProgress) {
+        if self.tx.is_closed() {
+            if !self.abort.swap(true, Ordering::Relaxed) {
+                tracing::warn!("coordinator gone: step stopped");
+            }
+            return;
+        }
+        // Live totals, and the heartbeat the coordinator watches. Never waits: a progress
+        // event that does not fit is dropped, the next one carries the totals.
+        let event = pb::step_event::Event::Progress(pb::Progress {
+            elapsed_s: p.elapsed_s,
+            warmup: p.warmup,
+            ops: p.ops,
+            bytes: p.bytes,
+            lat_sum_ns: p.lat_sum_ns,
+        });
+        let _ = self.tx.try_send(Ok(pb::StepEvent { event: Some(event) }));
+    }
+
+    fn interval(&mut self, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
+        if let Some((map, path)) = self.save
+            && let Err(e) = map.save(path)
+        {
+            tracing::warn!("cannot save the verification map {}: {e}", path.display());
+        }
+        self.send(pb::step_event::Event::Interval(wire::interval_to(index, stats, cpu, duration_s)));
+    }
+}
+
+/// A step as the agent runs it.
+pub(super) struct Step<'a> {
+    pub(super) r: &'a pb::StepRequest,
+    pub(super) w: &'a Workload,
+    pub(super) backend: Backend,
+    pub(super) targets: &'a TargetSet,
+    pub(super) faults: &'a [Fault],
+    pub(super) verify: Option<Arc<GenMap>>,
+    pub(super) stop: &'a AtomicBool,
+}
+
+/// Runs the step, streaming its events; returns how it ended (None: the coordinator went away
+/// before the start).
+pub(super) fn run_blocking(
+    step: &Step,
+    tx: &mpsc::Sender<Result<pb::StepEvent, Status>>,
+    save: Option<&(Arc<GenMap>, PathBuf)>,
+) -> Option<pb::Done> {
+    let Step { r, w, backend, targets, faults, stop, .. } = *step;
+    let abort = Arc::new(AtomicBool::new(false));
+    // Wait for the start, unless the coordinator goes away meanwhile.
+    // Made now, not between the synchronized start and the first I/O.
+    iocurve_engine::data::Pool::shared();
+    while unix_ns() < r.start_at_unix_ns {
+        if tx.is_closed() {
+            return None;
+        }
+        let left = (r.start_at_unix_ns - unix_ns()).max(0) as u64;
+        std::thread::sleep(Duration::from_nanos(left.min(50_000_000)));
+    }
+    let threads = if r.threads == 0 { host::cores() } else { r.threads as usize };
+    let cfg = StepConfig {
+        workload: w,
+        workers: r.workers,
+        backend,
+        threads,
+        targets,
+        stop,
+        faults,
+        verify: step.verify.clone(),
+        abort: Some(abort.clone()),
+    };
+    let mut streamer = Streamer { tx, abort: &abort, save };
+    Some(match run_step(&cfg, &mut streamer) {
+        Ok(rec) => pb::Done {
+            interrupted: rec.interrupted,
+            // The step ended by its error policy: why, beside its figures (not a failure).
+            aborted: rec.aborted.is_some(),
+            abort_reason: rec.aborted.clone().unwrap_or_default(),
+            late: rec.drain.late,
+            stuck: rec.drain.stuck,
+            stuck_age_ns: rec.drain.stuck_age_ns,
+            wait_ns: rec.drain.wait_ns,
+            notes: rec
+                .notes
+                .iter()
+                .map(|(code, message)| pb::Note { code: code.clone(), message: message.clone() })
+                .collect(),
+            unmeasured_errors: rec
+                .unmeasured_errors
+                .0
+                .iter()
+                .map(|&(target, errno, count)| pb::ErrorCount { target, errno, count })
+                .collect(),
+            ..Default::default()
+        },
+        Err(e) => pb::Done { interrupted: true, error: e.to_string(), input: e.is_input_error(), ..Default::default() },
+    })
+}

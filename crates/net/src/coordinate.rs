@@ -1,0 +1,351 @@
+//! A step on every agent at once: one start moment on every clock, the agents' events followed
+//! (heartbeats, lost agents, Ctrl-C), their intervals merged as they arrive.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use iocurve_engine::{StepObserver, StepProgress};
+use iocurve_plan::{Fault, TargetGroup, Workload};
+use iocurve_stats::{Drain, ErrorCounts, HostRecord, IntervalStats, StepRecord, UNKNOWN_TARGET};
+
+use crate::client::{Remote, failed, wire_groups};
+use crate::merge::{IntervalMerger, Part};
+use crate::{NetError, pb, unix_ns, wire};
+
+/// A step on every agent: the merged record (with each host's own in `per_host`).
+pub struct MultiStep {
+    pub merged: StepRecord,
+    /// Agents lost during the step, by index.
+    pub lost: Vec<usize>,
+}
+
+/// The parameters of a step sent to every agent.
+pub struct StepSpec<'a> {
+    pub workload: &'a Workload,
+    pub workers: u32,
+    /// Per agent, its target groups (with the plan's weights).
+    pub targets: &'a [Vec<TargetGroup>],
+    pub scratch_size: u64,
+    pub threads: u32,
+    pub backend: &'a str,
+    pub faults: &'a [Fault],
+    /// How long before the start the agents get the request (covers connection set-up).
+    pub lead: Duration,
+    /// A lost agent ends the step with an error (else the others carry on).
+    pub abort_on_host_loss: bool,
+    /// An agent that sends nothing (its progress events are its heartbeat) for this long once
+    /// its step should have started is lost.
+    pub silence: Duration,
+}
+
+/// The coordinator's view of the agents while a step runs.
+struct Hosts<'a> {
+    spec: &'a StepSpec<'a>,
+    addrs: Vec<String>,
+    records: Vec<Option<StepRecord>>,
+    started: Vec<i64>,
+    /// Latest live totals per agent.
+    progress: Vec<pb::Progress>,
+    /// The agents' intervals until each is merged.
+    merger: IntervalMerger,
+    done: Vec<bool>,
+    /// What each agent's step did with the I/Os outstanding at its end, and its notes.
+    drain: Vec<Drain>,
+    notes: Vec<Vec<(String, String)>>,
+    unmeasured: Vec<ErrorCounts>,
+    /// An agent's step ended by `on_error = abort`: why.
+    aborted: Option<String>,
+    /// Seconds into the step when an agent was lost.
+    lost: Vec<Option<f64>>,
+    /// Warnings for the observer, handed on from the step's loop.
+    warnings: Vec<String>,
+    /// When an agent counts as silent, unless it sends something before.
+    deadline: Vec<Instant>,
+    failure: Option<NetError>,
+    t0: Instant,
+}
+
+impl Hosts<'_> {
+    /// Agent `h` is gone (killed, cut off, silent): the others carry on unless told otherwise.
+    fn lose(&mut self, h: usize, why: &str) {
+        if self.done[h] {
+            return;
+        }
+        self.done[h] = true;
+        let at = (self.t0.elapsed().as_secs_f64() - self.spec.lead.as_secs_f64()).max(0.0);
+        let addr = &self.addrs[h];
+        if self.spec.abort_on_host_loss {
+            self.failure.get_or_insert(NetError::Aborted(format!(
+                "agent {addr} lost {at:.1} s into the step ({why}); --on-host-loss abort ends the run"
+            )));
+        } else {
+            tracing::warn!(agent = %addr, at_s = at, why, "agent lost; the others carry on");
+            self.warnings.push(format!("agent {addr} lost {at:.1} s into the step ({why}); the others carry on"));
+            self.lost[h] = Some(at);
+        }
+    }
+
+    /// The agents' live totals added up; the step is as far as its furthest agent.
+    fn live(&self, intervals_done: u32) -> StepProgress {
+        let p = &self.progress;
+        let elapsed_s = p.iter().map(|p| p.elapsed_s).fold(0.0, f64::max);
+        StepProgress {
+            elapsed_s,
+            planned_s: self.spec.workload.step_seconds(),
+            warmup: p.iter().any(|p| p.warmup) || elapsed_s < self.spec.workload.warmup_s,
+            ops: p.iter().map(|p| p.ops).sum(),
+            bytes: p.iter().map(|p| p.bytes).sum(),
+            lat_sum_ns: p.iter().map(|p| p.lat_sum_ns).sum(),
+            intervals_done,
+        }
+    }
+}
+
+/// Errors of agent `h` name its targets by their place in the run's list.
+fn shift_targets(s: &mut IntervalStats, offset: u32) {
+    for d in [&mut s.read, &mut s.write] {
+        for e in &mut d.errors.0 {
+            if e.0 != UNKNOWN_TARGET {
+                e.0 += offset;
+            }
+        }
+    }
+}
+
+/// Runs a step on every agent at one moment and merges the intervals as they arrive: interval
+/// `k` goes to `obs` (each host's part first, then the merged one) once every host still there
+/// reported it. `stop` (Ctrl-C) asks every agent to end its step at once (the unfinished
+/// interval is dropped).
+pub async fn run_step(
+    remotes: &mut [Remote],
+    spec: &StepSpec<'_>,
+    obs: &mut dyn StepObserver,
+    stop: &AtomicBool,
+) -> Result<MultiStep, NetError> {
+    let w = spec.workload;
+    let json = serde_json::to_string(w).map_err(|e| NetError::Failed(e.to_string()))?;
+    let faults_json =
+        if spec.faults.is_empty() { String::new() } else { serde_json::to_string(spec.faults).unwrap_or_default() };
+    let start_at = unix_ns() + spec.lead.as_nanos() as i64;
+    let mut streams = Vec::new();
+    for (r, targets) in remotes.iter_mut().zip(spec.targets) {
+        let req = pb::StepRequest {
+            workload_json: json.clone(),
+            workers: spec.workers,
+            groups: wire_groups(targets),
+            start_at_unix_ns: start_at + r.offset_ns,
+            scratch_size: spec.scratch_size,
+            threads: spec.threads,
+            backend: spec.backend.into(),
+            faults_json: faults_json.clone(),
+        };
+        let s = r.client.run_step(req).await.map_err(|e| failed(&r.addr, "step", e))?.into_inner();
+        streams.push(s);
+    }
+    let n = remotes.len();
+    let intervals = w.intervals as usize;
+    let t0 = Instant::now();
+    let mut st = Hosts {
+        spec,
+        addrs: remotes.iter().map(|r| r.addr.clone()).collect(),
+        records: vec![None; n],
+        started: vec![0; n],
+        progress: vec![pb::Progress::default(); n],
+        merger: IntervalMerger::new(intervals, n),
+        done: vec![false; n],
+        drain: vec![Drain::default(); n],
+        notes: vec![Vec::new(); n],
+        unmeasured: vec![ErrorCounts::default(); n],
+        aborted: None,
+        lost: vec![None; n],
+        warnings: Vec::new(),
+        deadline: vec![t0 + spec.lead + spec.silence; n],
+        failure: None,
+        t0,
+    };
+    let mut merged: Option<StepRecord> = None;
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<(usize, Result<Option<pb::StepEvent>, tonic::Status>)>(64);
+    let mut readers = Vec::new();
+    for (i, mut s) in streams.into_iter().enumerate() {
+        let tx = tx.clone();
+        readers.push(tokio::spawn(async move {
+            loop {
+                let m = s.message().await;
+                let end = !matches!(m, Ok(Some(_)));
+                if tx.send((i, m)).await.is_err() || end {
+                    break;
+                }
+            }
+        }));
+    }
+    drop(tx);
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let mut stop_sent = false;
+    // A single in-process agent is the local run itself: no per-host figures to keep apart.
+    let per_host = !(n == 1 && remotes[0].in_process);
+    while !st.done.iter().all(|&d| d) {
+        for m in st.warnings.drain(..) {
+            obs.warning(&m);
+        }
+        if !stop_sent && (stop.load(Ordering::Relaxed) || st.aborted.is_some()) {
+            stop_sent = true;
+            for (h, r) in remotes.iter_mut().enumerate() {
+                if !st.done[h] {
+                    // Best effort: an agent that cannot be told is lost anyway.
+                    let _ = r.client.stop(pb::StopRequest {}).await;
+                }
+            }
+        }
+        let msg = tokio::select! {
+            m = rx.recv() => m,
+            _ = tick.tick() => {
+                let now = Instant::now();
+                for (h, reader) in readers.iter().enumerate() {
+                    if !st.done[h] && now > st.deadline[h] {
+                        let why = format!("silent for {:.0} s", spec.silence.as_secs_f64());
+                        st.lose(h, &why);
+                        // Dropping its stream tells the agent, if it still listens, to stop.
+                        reader.abort();
+                    }
+                }
+                obs.progress(&st.live(st.merger.merged() as u32));
+                continue;
+            }
+        };
+        let Some((h, m)) = msg else { break };
+        if st.done[h] {
+            continue;
+        }
+        st.deadline[h] = Instant::now() + spec.silence;
+        let event = match m {
+            Ok(Some(e)) => e.event,
+            Err(e) => {
+                st.lose(h, e.message());
+                None
+            }
+            Ok(None) => {
+                st.lose(h, "the stream ended without a result");
+                None
+            }
+        };
+        match event {
+            Some(pb::step_event::Event::Started(s)) => {
+                st.started[h] = s.started_unix_ns - remotes[h].offset_ns;
+                st.records[h] =
+                    Some(StepRecord::new(spec.workers, w.queue_depth, s.threads as usize, w.interval_s, s.sample_s));
+                if merged.is_none() {
+                    // Workers are per host, as published; the host count goes beside them.
+                    let mut rec =
+                        StepRecord::new(spec.workers, w.queue_depth, s.threads as usize, w.interval_s, s.sample_s);
+                    rec.hosts = n as u32;
+                    obs.started(&rec);
+                    merged = Some(rec);
+                }
+                if per_host {
+                    let r = &remotes[h];
+                    obs.host_started(h as u32, &r.addr, &r.hello.hostname, st.started[h], s.threads as usize);
+                }
+            }
+            Some(pb::step_event::Event::Progress(p)) => st.progress[h] = p,
+            Some(pb::step_event::Event::Interval(i)) => {
+                let (idx, mut stats, cpu, dur) = wire::interval_from(&i)
+                    .map_err(|e| NetError::Failed(format!("agent {}: bad interval: {e}", remotes[h].addr)))?;
+                shift_targets(&mut stats, remotes[h].target_offset);
+                st.merger.add(h, idx as usize, Part { stats, cpu, duration_s: dur });
+            }
+            Some(pb::step_event::Event::Done(d)) => {
+                st.done[h] = true;
+                st.drain[h] = Drain { late: d.late, stuck: d.stuck, stuck_age_ns: d.stuck_age_ns, wait_ns: d.wait_ns };
+                st.notes[h] = d.notes.iter().map(|n| (n.code.clone(), n.message.clone())).collect();
+                for e in &d.unmeasured_errors {
+                    let t = if e.target == UNKNOWN_TARGET { e.target } else { e.target + remotes[h].target_offset };
+                    st.unmeasured[h].add(t, e.errno, e.count);
+                }
+                if !d.error.is_empty() {
+                    let msg = format!("{}{}", remotes[h].who(), d.error);
+                    st.failure.get_or_insert(if d.input { NetError::Input(msg) } else { NetError::Failed(msg) });
+                }
+                if d.aborted && st.aborted.is_none() {
+                    // on_error = abort on this host: the others stop now too, and the run ends
+                    // after this step with what every host measured.
+                    st.aborted = Some(format!("{}{}", remotes[h].who(), d.abort_reason));
+                }
+            }
+            None => {}
+        }
+        // Hand on, in order, every interval all hosts still there reported.
+        let lost: Vec<bool> = st.lost.iter().map(Option::is_some).collect();
+        for m in st.merger.ready(&lost) {
+            for (k, p) in m.parts {
+                if per_host {
+                    obs.host_interval(k as u32, m.index as u32, &p.stats, &p.cpu, p.duration_s);
+                }
+                if let Some(r) = st.records[k].as_mut() {
+                    r.push_interval(p.stats, p.cpu, p.duration_s);
+                }
+            }
+            obs.interval(m.index as u32, &m.all, &m.cpu, w.interval_s);
+            if let Some(merged) = merged.as_mut() {
+                merged.push_interval(m.all, m.cpu, w.interval_s);
+            }
+        }
+    }
+    for r in readers {
+        r.abort();
+    }
+    for m in st.warnings.drain(..) {
+        obs.warning(&m);
+    }
+    if let Some(f) = st.failure {
+        return Err(f);
+    }
+    if st.lost.iter().all(Option::is_some) {
+        return Err(NetError::Failed("every agent was lost during the step".into()));
+    }
+    let mut merged = merged.ok_or_else(|| NetError::Failed("no agent started the step".into()))?;
+    merged.interrupted = merged.intervals.len() < intervals;
+    merged.aborted = st.aborted.take();
+    for (h, d) in st.drain.iter().enumerate() {
+        merged.drain.merge(d);
+        merged.unmeasured_errors.merge(&st.unmeasured[h]);
+        for (code, message) in &st.notes[h] {
+            let message = if per_host { format!("{}: {message}", remotes[h].addr) } else { message.clone() };
+            merged.notes.push((code.clone(), message));
+        }
+    }
+    for (i, at) in st.lost.iter().enumerate() {
+        if let Some(at) = at {
+            merged.notes.push((
+                "host_lost".into(),
+                format!(
+                    "agent {} lost {at:.1} s into the step: from then on the figures come from the other hosts",
+                    remotes[i].addr
+                ),
+            ));
+        }
+    }
+    if per_host {
+        merged.per_host = st
+            .records
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let mut record =
+                    r.unwrap_or_else(|| StepRecord::new(spec.workers, w.queue_depth, 0, w.interval_s, 1.0));
+                record.interrupted = record.intervals.len() < intervals;
+                record.drain = st.drain[i];
+                record.unmeasured_errors = st.unmeasured[i].clone();
+                record.notes = st.notes[i].clone();
+                HostRecord {
+                    address: remotes[i].addr.clone(),
+                    hostname: remotes[i].hello.hostname.clone(),
+                    started_unix_ns: st.started[i],
+                    lost_at_s: st.lost[i],
+                    record,
+                }
+            })
+            .collect();
+    }
+    let lost = st.lost.iter().enumerate().filter_map(|(i, l)| l.map(|_| i)).collect();
+    Ok(MultiStep { merged, lost })
+}

@@ -1,0 +1,188 @@
+//! Passes over every agent's targets at once, outside the measured steps: preconditioning and
+//! the final verification. The coordinator follows every agent's stream and keeps the results.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::client::{Remote, failed};
+use crate::{NetError, pb, wire};
+
+/// How a precondition pass on the agents ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PassEnd {
+    /// Every target of every agent written and synced.
+    Complete,
+    /// Stopped (Ctrl-C) before that: the states streamed so far say where to resume.
+    Interrupted,
+}
+
+/// Follows every agent's event stream at once until each has sent its last event (`handle`
+/// returns true for it). `stop` (Ctrl-C) sends every agent `Stop` once and keeps reading, so
+/// that each says where it stopped. An agent silent for `silence`, a stream that fails or ends
+/// early, and an error from `handle` end it all.
+async fn follow<E: Send + 'static>(
+    remotes: &mut [Remote],
+    streams: Vec<tonic::Streaming<E>>,
+    what: &str,
+    stop: &AtomicBool,
+    silence: Duration,
+    handle: &mut dyn FnMut(usize, E) -> Result<bool, NetError>,
+) -> Result<(), NetError> {
+    let n = streams.len();
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<(usize, Result<Option<E>, tonic::Status>)>(64);
+    let mut readers = Vec::new();
+    for (i, mut s) in streams.into_iter().enumerate() {
+        let tx = tx.clone();
+        readers.push(tokio::spawn(async move {
+            loop {
+                let m = s.message().await;
+                let end = !matches!(m, Ok(Some(_)));
+                if tx.send((i, m)).await.is_err() || end {
+                    break;
+                }
+            }
+        }));
+    }
+    drop(tx);
+    let result = async {
+        let mut done = vec![false; n];
+        let mut deadline = vec![Instant::now() + silence; n];
+        let mut stop_sent = false;
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        while !done.iter().all(|&d| d) {
+            if !stop_sent && stop.load(Ordering::Relaxed) {
+                stop_sent = true;
+                for (h, r) in remotes.iter_mut().enumerate() {
+                    if !done[h] {
+                        let _ = r.client.stop(pb::StopRequest {}).await;
+                    }
+                }
+            }
+            let msg = tokio::select! {
+                m = rx.recv() => m,
+                _ = tick.tick() => {
+                    let now = Instant::now();
+                    if let Some(h) = (0..n).find(|&h| !done[h] && now > deadline[h]) {
+                        return Err(NetError::Failed(format!(
+                            "agent {} was silent for {:.0} s during the {what}",
+                            remotes[h].addr,
+                            silence.as_secs_f64()
+                        )));
+                    }
+                    continue;
+                }
+            };
+            let Some((h, m)) = msg else { break };
+            if done[h] {
+                // The end of a stream whose last event was read.
+                continue;
+            }
+            deadline[h] = Instant::now() + silence;
+            match m {
+                Ok(Some(e)) => done[h] = handle(h, e)?,
+                Ok(None) => {
+                    return Err(NetError::Failed(format!(
+                        "agent {}: the {what} ended without a result",
+                        remotes[h].addr
+                    )));
+                }
+                Err(e) => return Err(failed(&remotes[h].addr, what, e)),
+            }
+        }
+        Ok(())
+    }
+    .await;
+    readers.iter().for_each(|r| r.abort());
+    result
+}
+
+/// A precondition pass on every agent at once (`reqs[h]` for agent h). Each target's state goes
+/// to `on_progress(h, …)` as the agents stream it, so that the caller keeps it; `stop` (Ctrl-C)
+/// tells every agent to stop, which sends its last states and ends. An agent silent for
+/// `silence` is lost, and so is the pass: it fails.
+pub async fn precondition(
+    remotes: &mut [Remote],
+    reqs: Vec<pb::PreconditionRequest>,
+    stop: &AtomicBool,
+    silence: Duration,
+    on_progress: &mut dyn FnMut(usize, &pb::PreconditionProgress),
+) -> Result<PassEnd, NetError> {
+    let mut streams = Vec::new();
+    for (r, req) in remotes.iter_mut().zip(reqs) {
+        streams.push(r.client.precondition(req).await.map_err(|e| failed(&r.addr, "precondition", e))?.into_inner());
+    }
+    let addrs: Vec<String> = remotes.iter().map(|r| r.addr.clone()).collect();
+    let mut interrupted = false;
+    follow(remotes, streams, "precondition pass", stop, silence, &mut |h, e: pb::PreconditionEvent| match e.event {
+        Some(pb::precondition_event::Event::Progress(p)) => {
+            on_progress(h, &p);
+            Ok(false)
+        }
+        Some(pb::precondition_event::Event::Done(d)) => {
+            if !d.error.is_empty() {
+                let msg = format!("agent {}: precondition: {}", addrs[h], d.error);
+                return Err(if d.input { NetError::Input(msg) } else { NetError::Failed(msg) });
+            }
+            interrupted |= d.interrupted;
+            Ok(true)
+        }
+        None => Ok(false),
+    })
+    .await?;
+    Ok(if interrupted || stop.load(Ordering::Relaxed) { PassEnd::Interrupted } else { PassEnd::Complete })
+}
+
+/// What one agent's verification pass found.
+#[derive(Debug, Clone, Default)]
+pub struct AgentPass {
+    pub counts: iocurve_stats::VerifyCounts,
+    pub unlisted: u64,
+    /// The map file on the agent.
+    pub map: String,
+}
+
+/// The final verification pass on every agent at once (`reqs[h]` for agent h): each agent
+/// reads back every block its map knows. Problems go to `on_problem(h, …)` as they come;
+/// `on_progress(h, done, total)` about every second. Interrupted (Ctrl-C): None.
+pub async fn verify_pass(
+    remotes: &mut [Remote],
+    reqs: Vec<pb::VerifyPassRequest>,
+    stop: &AtomicBool,
+    silence: Duration,
+    on_progress: &mut dyn FnMut(usize, u64, u64),
+    on_problem: &mut dyn FnMut(usize, &pb::VerifyProblem),
+) -> Result<Option<Vec<AgentPass>>, NetError> {
+    let mut streams = Vec::new();
+    for (r, req) in remotes.iter_mut().zip(reqs) {
+        streams.push(r.client.verify_pass(req).await.map_err(|e| failed(&r.addr, "verification", e))?.into_inner());
+    }
+    let addrs: Vec<String> = remotes.iter().map(|r| r.addr.clone()).collect();
+    let mut out = vec![AgentPass::default(); remotes.len()];
+    let mut interrupted = false;
+    follow(remotes, streams, "verification pass", stop, silence, &mut |h, e: pb::VerifyPassEvent| match e.event {
+        Some(pb::verify_pass_event::Event::Progress(p)) => {
+            on_progress(h, p.done_bytes, p.total_bytes);
+            Ok(false)
+        }
+        Some(pb::verify_pass_event::Event::Problems(ps)) => {
+            ps.problems.iter().for_each(|p| on_problem(h, p));
+            Ok(false)
+        }
+        Some(pb::verify_pass_event::Event::Done(d)) => {
+            if !d.error.is_empty() {
+                let msg = format!("agent {}: verification: {}", addrs[h], d.error);
+                return Err(if d.input { NetError::Input(msg) } else { NetError::Failed(msg) });
+            }
+            interrupted |= d.interrupted;
+            out[h] = AgentPass {
+                counts: d.counts.as_ref().map(wire::verify_from).unwrap_or_default(),
+                unlisted: d.unlisted,
+                map: d.map,
+            };
+            Ok(true)
+        }
+        None => Ok(false),
+    })
+    .await?;
+    Ok((!interrupted && !stop.load(Ordering::Relaxed)).then_some(out))
+}
