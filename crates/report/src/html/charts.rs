@@ -1,0 +1,134 @@
+//! The data the charts draw: one series per run and pattern, columns of figures with their
+//! significant digits, latency bucket labels.
+
+use super::*;
+
+pub(super) struct Series<'a> {
+    pub(super) label: String,
+    pub(super) color: &'static str,
+    pub(super) dashed: bool,
+    pub(super) w: &'a WorkloadResult,
+    pub(super) data: Value,
+}
+
+/// Line style of a working set: the published figures draw backend solid, frontend dashed.
+pub(super) fn dash(working_set: &str) -> Vec<u32> {
+    match working_set {
+        "frontend" => vec![8, 5],
+        "range" => vec![2, 3],
+        _ => vec![],
+    }
+}
+
+pub(super) fn series_of<'a>(runs: &[ReportRun], groups: &[Group<'a>]) -> Vec<Vec<Series<'a>>> {
+    groups
+        .iter()
+        .map(|g| {
+            g.members
+                .iter()
+                .enumerate()
+                .map(|(mi, &(ri, w))| {
+                    // Two workloads of one pattern and working set in one run are told apart by
+                    // name and colour; usually the working set says it all.
+                    let same = |&&(r2, w2): &&(usize, &WorkloadResult)| r2 == ri && w2.working_set == w.working_set;
+                    let rank = g.members[..mi].iter().filter(same).count();
+                    let own =
+                        if g.members.iter().filter(same).count() > 1 { w.name.clone() } else { w.working_set.clone() };
+                    let label = if runs.len() > 1 { format!("{} {own}", runs[ri].short()) } else { own };
+                    let color = PALETTE[(ri + rank * 3) % PALETTE.len()];
+                    let data = series_data(ri, &label, color, w);
+                    Series { label, color, dashed: w.working_set != "backend", w, data }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// `x` rounded to `digits` significant digits: the charts need no more, and the file stays
+/// small (a run of 10 workloads × 10 steps × 600 samples must stay well under 5 MB).
+pub(super) fn sig(x: f64, digits: i32) -> Value {
+    if !x.is_finite() {
+        return Value::Null;
+    }
+    if x == 0.0 {
+        return json!(0);
+    }
+    let decimals = digits - 1 - x.abs().log10().floor() as i32;
+    if decimals <= 0 {
+        let p = 10f64.powi(-decimals);
+        json!(((x / p).round() * p) as i64)
+    } else {
+        let p = 10f64.powi(decimals);
+        json!((x * p).round() / p)
+    }
+}
+
+pub(super) fn column(steps: &[StepResult], f: impl Fn(&StepResult) -> f64) -> Vec<Value> {
+    steps.iter().map(|s| sig(f(s), 5)).collect()
+}
+
+pub(super) fn series_data(run: usize, label: &str, color: &str, w: &WorkloadResult) -> Value {
+    let seq = w.kind == "sequential";
+    let s = &w.steps;
+    json!({
+        "run": run,
+        "name": w.name,
+        "label": label,
+        "ws": w.working_set,
+        "color": color,
+        "dash": dash(&w.working_set),
+        "workers": s.iter().map(|s| s.workers).collect::<Vec<_>>(),
+        "tput": column(s, |s| s.throughput(seq)),
+        "mean": column(s, |s| s.lat_us.mean),
+        "p50": column(s, |s| s.lat_us.p50),
+        "p90": column(s, |s| s.lat_us.p90),
+        "p99": column(s, |s| s.lat_us.p99),
+        "p999": column(s, |s| s.lat_us.p99_9),
+        "busy": column(s, |s| s.cpu.busy()),
+        "iowait": column(s, |s| s.cpu.iowait),
+        "hist": s.iter().map(|s| s.lat_histogram.iter().map(|b| sig(b.pct, 3)).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        "flags": s.iter().map(|s| s.flags.iter().map(|f| f.message.clone()).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        "timeline": s.iter().map(|s| json!({
+            "t": s.samples.iter().map(|x| sig(x.t_s, 6)).collect::<Vec<_>>(),
+            "tput": s.samples.iter().map(|x| sig(if seq { x.mbps } else { x.iops }, 4)).collect::<Vec<_>>(),
+            "lat": s.samples.iter().map(|x| sig(x.lat_mean_us, 4)).collect::<Vec<_>>(),
+            // Errors per second only where there were any: the common case costs nothing.
+            "errors": s.samples.iter().any(|x| x.errors > 0).then(|| s.samples.iter().map(|x| x.errors).collect::<Vec<_>>()),
+        })).collect::<Vec<_>>(),
+        // Multi-host steps: each host's own timeline (null for a local step).
+        "hosts": s.iter().map(|s| (!s.host_results.is_empty()).then(|| s.host_results.iter().map(|h| json!({
+            "host": h.host,
+            "lost": h.lost_at_s,
+            "t": h.samples.iter().map(|x| sig(x.t_s, 6)).collect::<Vec<_>>(),
+            "tput": h.samples.iter().map(|x| sig(if seq { x.mbps } else { x.iops }, 4)).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>())).collect::<Vec<_>>(),
+    })
+}
+
+/// `< 100 µs`, `100–250 µs`, `0.5–1 ms`, `≥ 256 ms`: the published bucket names.
+pub(super) fn bucket_label(b: &LatencyBucket) -> String {
+    let unit = |us: f64| {
+        if us >= 1000.0 { (format!("{}", us / 1000.0), "ms") } else { (format!("{us}"), "µs") }
+    };
+    match b.to_us {
+        None => {
+            let (v, u) = unit(b.from_us);
+            format!("≥ {v} {u}")
+        }
+        Some(to) if b.from_us == 0.0 => {
+            let (v, u) = unit(to);
+            format!("< {v} {u}")
+        }
+        Some(to) => {
+            // A range stays in one unit: 500 µs–1 ms reads as 0.5–1 ms.
+            let (v1, u1) = unit(to);
+            let from = if u1 == "ms" { format!("{}", b.from_us / 1000.0) } else { format!("{}", b.from_us) };
+            format!("{from}–{v1} {u1}")
+        }
+    }
+}
+
+pub(super) fn bucket_labels(runs: &[ReportRun]) -> Vec<String> {
+    let first = runs.iter().flat_map(|r| &r.result.workloads).flat_map(|w| &w.steps).next();
+    first.map(|s| s.lat_histogram.iter().map(bucket_label).collect()).unwrap_or_default()
+}

@@ -1,0 +1,251 @@
+//! What the template shows of each run and pattern: the facts, warnings, tables and impact
+//! rows, formatted as the terminal formats them.
+
+use super::*;
+
+#[derive(Serialize)]
+pub(super) struct RunHead {
+    pub(super) title: String,
+    pub(super) color: &'static str,
+    pub(super) plan: String,
+    pub(super) status: String,
+    pub(super) started: String,
+    pub(super) finished: String,
+    pub(super) measured: String,
+    pub(super) host: String,
+    pub(super) targets: Vec<String>,
+    pub(super) backend: String,
+    /// A multi-host run: each agent's host and back-end (`host` is then the coordinator).
+    pub(super) agents: Vec<String>,
+    pub(super) sla: Option<String>,
+    pub(super) warnings: Vec<String>,
+    /// Why the run is not clean (a failure, or what its exit code 3 or 4 stands for).
+    pub(super) status_reason: Option<String>,
+    pub(super) verification: Option<VerificationView>,
+}
+
+/// The final verification pass of a run.
+#[derive(Serialize)]
+pub(super) struct VerificationView {
+    /// `no problems` or `14 problems`.
+    pub(super) verdict: String,
+    pub(super) problems: bool,
+    pub(super) counts: String,
+    pub(super) map: String,
+    pub(super) when: String,
+    pub(super) examples: Vec<String>,
+    pub(super) more: Option<String>,
+}
+
+pub(super) fn verification_view(v: &iocurve_analysis::FinalVerification) -> VerificationView {
+    let n = v.counts.problems();
+    let shown = v.counts.examples.len() as u64;
+    VerificationView {
+        verdict: if n == 0 { "no problems".into() } else { format!("{n} problems") },
+        problems: n > 0,
+        counts: v.counts.describe(),
+        map: format!("{} (blocks of {})", v.map, format::size(v.bs)),
+        when: format!("{} – {}", v.started_at, v.finished_at),
+        examples: v.counts.examples.clone(),
+        more: (n > shown).then(|| {
+            format!("… and {} more: every problem with `iocurve export RUN --format problems -o FILE.csv`", n - shown)
+        }),
+    }
+}
+
+#[derive(Serialize)]
+pub(super) struct GroupView {
+    pub(super) id: String,
+    pub(super) title: String,
+    pub(super) summary: Vec<SummaryRow>,
+    pub(super) steps: Vec<StepTable>,
+    /// Per-host tables of the series that ran on several hosts.
+    pub(super) hosts: Vec<StepTable>,
+    /// What an array makes of each writing series' data (empty for reads).
+    pub(super) data: Vec<DataTable>,
+}
+
+#[derive(Serialize)]
+pub(super) struct DataTable {
+    pub(super) series: String,
+    pub(super) pattern: String,
+    pub(super) rows: Vec<[String; 4]>,
+}
+
+#[derive(Serialize)]
+pub(super) struct SummaryRow {
+    pub(super) series: String,
+    pub(super) workload: String,
+    pub(super) color: &'static str,
+    pub(super) dashed: bool,
+    pub(super) speed: String,
+    pub(super) optimum: String,
+    pub(super) maximum: String,
+    pub(super) sla_maximum: String,
+    pub(super) min_lat: String,
+    pub(super) flagged: String,
+}
+
+#[derive(Serialize)]
+pub(super) struct StepTable {
+    pub(super) series: String,
+    pub(super) rows: Vec<Vec<String>>,
+}
+
+#[derive(Serialize)]
+pub(super) struct ImpactView {
+    pub(super) title: String,
+    pub(super) rows: Vec<ImpactRow>,
+}
+
+#[derive(Serialize)]
+pub(super) struct ImpactRow {
+    pub(super) workload: String,
+    pub(super) baseline: String,
+    pub(super) run: String,
+    pub(super) throughput: String,
+    pub(super) latency: String,
+    /// `worse`, `better` or empty: throughput down or latency up is worse.
+    pub(super) throughput_class: &'static str,
+    pub(super) latency_class: &'static str,
+}
+
+pub(super) fn point(p: &Option<Point>, seq: bool) -> String {
+    p.map_or_else(|| "—".to_string(), |p| format!("{} ({} w)", headline(p.iops, p.mbps, p.lat_us, seq), p.workers))
+}
+
+pub(super) fn summary_row(s: &Series) -> SummaryRow {
+    let w = s.w;
+    let seq = w.kind == "sequential";
+    let flagged = w.steps.iter().filter(|s| !s.flags.is_empty()).count();
+    SummaryRow {
+        series: s.label.clone(),
+        workload: w.name.clone(),
+        color: s.color,
+        dashed: s.dashed,
+        speed: point(&w.speed, seq),
+        optimum: point(&w.optimum, seq),
+        maximum: point(&w.maximum, seq),
+        sla_maximum: point(&w.sla_maximum, seq),
+        min_lat: w.min_lat_us.map_or_else(|| "—".into(), |v| format!("{} µs", format::lat_us(v))),
+        flagged: if flagged == 0 { String::new() } else { format!("{flagged} of {}", w.steps.len()) },
+    }
+}
+
+/// The step table: the terminal's columns, plus errors and the longest stall.
+pub(super) fn step_rows(w: &WorkloadResult) -> Vec<Vec<String>> {
+    w.steps
+        .iter()
+        .map(|s| {
+            let mut row = terminal::step_cells(s);
+            row.extend([format::group(s.errors), format!("{:.2}", s.longest_stall_s), terminal::flag_codes(s)]);
+            row
+        })
+        .collect()
+}
+
+/// The per-host table: every host of every step, as the terminal shows it.
+pub(super) fn host_rows(w: &WorkloadResult) -> Vec<Vec<String>> {
+    w.steps.iter().flat_map(|s| s.host_results.iter().map(move |h| terminal::host_cells(s, h))).collect()
+}
+
+pub(super) fn run_head(i: usize, r: &ReportRun) -> RunHead {
+    let res = &r.result;
+    let measured: f64 = res.workloads.iter().flat_map(|w| &w.steps).map(|s| s.duration_s).sum();
+    let mut warnings = Vec::new();
+    if r.status != "complete" {
+        warnings.push(format!(
+            "run {}: the figures cover the intervals finished before it stopped",
+            if r.status == "incomplete" { "killed or still running" } else { "interrupted" }
+        ));
+    }
+    if let Some(note) = &res.host.backend_note {
+        warnings.push(note.clone());
+    }
+    for a in &res.host.agents {
+        if let Some(note) = &a.backend_note {
+            warnings.push(format!("agent {}: {note}", a.address));
+        }
+    }
+    if let Some(v) = res.final_verification.as_ref().filter(|v| v.counts.problems() > 0) {
+        warnings.push(format!("final verification: {}", v.counts.describe()));
+    }
+    for w in &res.workloads {
+        for s in &w.steps {
+            for f in &s.flags {
+                warnings.push(format!("{}, {} workers: {}", w.name, s.workers, f.message));
+            }
+        }
+    }
+    RunHead {
+        title: r.title(),
+        color: PALETTE[i % PALETTE.len()],
+        plan: r.plan.clone(),
+        status: r.status.clone(),
+        started: res.started_at.clone(),
+        finished: if res.finished_at.is_empty() { "—".into() } else { res.finished_at.clone() },
+        measured: format::duration(measured),
+        host: format!(
+            "{} ({}, {} cores, kernel {})",
+            res.host.facts.hostname, res.host.facts.cpu_model, res.host.facts.cores, res.host.facts.kernel
+        ),
+        targets: res
+            .targets
+            .iter()
+            .map(|t| {
+                let pre = t.preconditioned_at.as_ref().map(|at| format!(", preconditioned {at}")).unwrap_or_default();
+                format!(
+                    "{} ({}, {}, {} B blocks, group {}{pre})",
+                    t.path,
+                    t.kind,
+                    format::size(t.size),
+                    t.logical_block,
+                    t.group
+                )
+            })
+            .collect(),
+        backend: res.host.backend.clone(),
+        agents: res.host.agents.iter().map(crate::terminal::agent_line).collect(),
+        sla: res.sla.map(|s| s.describe()),
+        warnings,
+        status_reason: res.status_reason.clone(),
+        verification: res.final_verification.as_ref().map(verification_view),
+    }
+}
+
+pub(super) fn impact_row(i: &Impact) -> ImpactRow {
+    let class = |v: Option<f64>, worse_when_up: bool| match v {
+        Some(v) if v.abs() >= 0.5 && (v > 0.0) == worse_when_up => "worse",
+        Some(v) if v.abs() >= 0.5 => "better",
+        _ => "",
+    };
+    ImpactRow {
+        workload: i.workload.clone(),
+        baseline: point(&i.baseline, i.sequential),
+        run: point(&i.run, i.sequential),
+        throughput: pct(i.throughput_pct),
+        latency: pct(i.latency_pct),
+        throughput_class: class(i.throughput_pct, false),
+        latency_class: class(i.latency_pct, true),
+    }
+}
+
+/// Per run after the first: its impact against the baseline at the maximum, the optimum and
+/// (when either has SLA bounds) the SLA maximum.
+pub(super) fn impacts(runs: &[ReportRun]) -> Vec<ImpactView> {
+    let Some((base, rest)) = runs.split_first() else { return Vec::new() };
+    let mut out = Vec::new();
+    for r in rest {
+        let mut ats = vec![At::Maximum, At::Optimum];
+        if base.result.sla.is_some() || r.result.sla.is_some() {
+            ats.push(At::Sla);
+        }
+        for at in ats {
+            out.push(ImpactView {
+                title: format!("{} against {}, at the {}", r.title(), base.title(), at.name()),
+                rows: compare(&base.result, &r.result, at).iter().map(impact_row).collect(),
+            });
+        }
+    }
+    out
+}
