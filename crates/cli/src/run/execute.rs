@@ -84,12 +84,7 @@ fn backend_names(plan: &Plan, io_uring: bool) -> String {
 }
 
 /// The coordinator's facts and, for a multi-host run, each agent's own.
-fn host_info(
-    facts: host::HostFacts,
-    plan: &Plan,
-    backend_note: Option<String>,
-    cluster: &remote::Cluster,
-) -> HostInfo {
+fn host_info(facts: host::HostFacts, plan: &Plan, backend_note: Option<String>, cluster: &remote::Cluster) -> HostInfo {
     let agents = cluster
         .agents()
         .map(|(address, h)| {
