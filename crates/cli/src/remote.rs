@@ -219,7 +219,9 @@ impl Cluster {
                         state
                     }
                 };
-                resume.push(pb::PreconditionResume { target: i as u32, bs, state_json: state.to_json() });
+                // The agent's own path: the part after `ADDR:`.
+                let path = t.path.strip_prefix(&format!("{}:", r.addr)).unwrap_or(&t.path).to_string();
+                resume.push(pb::PreconditionResume { target: i as u32, bs, state_json: state.to_json(), path });
             }
             records.push(own);
             reqs.push(pb::PreconditionRequest {
@@ -241,9 +243,14 @@ impl Cluster {
         );
         let mut save_error = None;
         let mut on_progress = |h: usize, p: &pb::PreconditionProgress| {
+            // A target the agent did not report at connection (a glob matching other files now)
+            // has no record here: its state is not kept, and a later run starts it over.
             let Some(Some((before, record))) = records.get_mut(h).and_then(|r| r.get_mut(p.target as usize)) else {
                 return;
             };
+            if !record.target.ends_with(&format!(":{}", p.path)) {
+                return;
+            }
             crate::outln!(
                 "{}",
                 precondition::progress_line(

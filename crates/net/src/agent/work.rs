@@ -35,12 +35,13 @@ pub(super) fn precondition_blocking(
         // A scratch file created now is new: whatever the coordinator kept is of another file.
         let from = resume
             .iter()
-            .find(|r| r.target == i as u32 && r.bs == bs && !t.created)
+            .find(|r| r.target == i as u32 && r.path == t.path.display().to_string() && r.bs == bs && !t.created)
             .and_then(|r| PreState::parse(&r.state_json, n))
             .unwrap_or_default();
         let send = |p: &PreProgress, complete: bool| {
             let event = pb::PreconditionProgress {
                 target: i as u32,
+                path: t.path.display().to_string(),
                 bs,
                 state_json: p.state.to_json(),
                 done_bytes: p.done_bytes,
