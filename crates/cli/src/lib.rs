@@ -25,9 +25,35 @@ use iocurve_plan::suites;
 /// The stored state of an interrupted precondition pass (public for the fuzz target `precondition_state`).
 pub use precondition::parse_state as parse_precondition_state;
 
+/// `IOCURVE_LOG` as a filter: a bare level (`info`, `debug`) applies to iocurve's own crates
+/// (the network libraries' debug output would drown it); anything else is tracing's filter syntax.
+fn log_filter(value: Option<&str>) -> String {
+    const OURS: &[&str] = &[
+        "iocurve",
+        "iocurve_engine",
+        "iocurve_net",
+        "iocurve_store",
+        "iocurve_plan",
+        "iocurve_analysis",
+        "iocurve_report",
+    ];
+    match value.map(str::trim) {
+        None | Some("") => "warn".into(),
+        Some(v) if !v.contains(['=', ',']) => std::iter::once("warn".to_string())
+            .chain(OURS.iter().map(|c| format!("{c}={v}")))
+            .collect::<Vec<_>>()
+            .join(","),
+        Some(v) => v.to_string(),
+    }
+}
+
 pub fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("IOCURVE_LOG").unwrap_or_else(|_| "warn".into());
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let value = std::env::var("IOCURVE_LOG").ok();
+    let filter = tracing_subscriber::EnvFilter::try_new(log_filter(value.as_deref()))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    use std::io::IsTerminal;
+    let ansi = std::io::stderr().is_terminal();
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).try_init();
 }
 
 pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
@@ -74,5 +100,16 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Export { run, format, output, db, sla } => show::export(&db.db, run, format, &output, &sla),
         Command::Report { runs, output, db, sla } => show::report(&db.db, &runs, &output, &sla),
         Command::Compare { baseline, runs, at, db, sla } => show::compare(&db.db, baseline, &runs, at, &sla),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_bare_log_level_is_for_iocurve_s_own_crates() {
+        assert_eq!(super::log_filter(None), "warn");
+        let f = super::log_filter(Some("debug"));
+        assert!(f.starts_with("warn,") && f.contains("iocurve_engine=debug") && !f.contains("h2"), "{f}");
+        assert_eq!(super::log_filter(Some("h2=trace,iocurve=info")), "h2=trace,iocurve=info");
     }
 }

@@ -286,7 +286,7 @@ pub(super) fn execute(
         Some(_) => "failed",
         None => status,
     };
-    tracing::info!(run = ?run_id, status, reason = ?error.as_ref().map(|e| e.to_string()), "run finished");
+    tracing::info!(run = run_id.unwrap_or_default(), status, reason = ?error.as_ref().map(|e| e.to_string()), "run finished");
     let result = RunResult {
         schema_version: SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
