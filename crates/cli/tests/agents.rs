@@ -571,11 +571,15 @@ fn regression_an_agent_stops_preparing_a_scratch_file_when_its_coordinator_dies(
         &[(agent.addr.as_str(), target.clone())],
         "[[workloads]]\nname = \"r\"\nread_pct = 100\nramp = [1]\nwarmup_s = 0.1\nintervals = 1\ninterval_s = 0.3\n",
     );
-    let mut coord = coordinator(dir.path(), &c, &["plan.toml", "--size", "16g"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    // Large enough that filling takes seconds, small enough for the agent's scratch budget
+    // (half the free space) on whatever disk the test runs on: CI once had less than 32 GiB.
+    let free = iocurve_engine::target::free_space(dir.path()).expect("free space of the test directory");
+    let size_mib = (free / 4 >> 20).min(16 << 10);
+    assert!(size_mib >= 1024, "this test needs at least 4 GiB free in {}", dir.path().display());
+    let size = format!("{size_mib}m");
+    let log = std::fs::File::create(dir.path().join("coord.log")).unwrap();
+    let mut coord =
+        coordinator(dir.path(), &c, &["plan.toml", "--size", &size]).stdout(Stdio::null()).stderr(log).spawn().unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let allocated = |p: &Path| {
         use std::os::unix::fs::MetadataExt;
@@ -583,10 +587,14 @@ fn regression_an_agent_stops_preparing_a_scratch_file_when_its_coordinator_dies(
     };
     // fallocate reserves the whole file at once: wait for the size, then for data to flow.
     while std::fs::metadata(&target).map_or(0, |m| m.len()) == 0 {
-        assert!(std::time::Instant::now() < deadline, "the agent never started the scratch file");
+        assert!(
+            std::time::Instant::now() < deadline && coord.try_wait().unwrap().is_none(),
+            "the agent never started the scratch file; coordinator said:\n{}",
+            std::fs::read_to_string(dir.path().join("coord.log")).unwrap_or_default()
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    std::thread::sleep(std::time::Duration::from_millis(100));
     coord.kill().unwrap();
     coord.wait().unwrap();
     let gone = std::time::Instant::now() + std::time::Duration::from_secs(8);
