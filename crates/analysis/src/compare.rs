@@ -98,6 +98,7 @@ mod tests {
             min_lat_us: None,
             data: Default::default(),
             data_check: Vec::new(),
+            notes: Vec::new(),
         }
     }
 

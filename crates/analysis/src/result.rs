@@ -61,6 +61,10 @@ pub struct AgentHost {
     pub backend: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend_note: Option<String>,
+    /// Lost before the first step (unreachable, or its targets failed to open) and left out
+    /// of the run with `--on-host-loss continue`: why. Its facts are then unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -107,6 +111,10 @@ pub struct WorkloadResult {
     /// generated (writing workloads only; empty in runs stored before it existed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub data_check: Vec<DataCheckRow>,
+    /// What a reader must know to read the figures right (e.g. steps kept out of the speed,
+    /// optimum and maximum because a host was lost).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One row of a data check: a compressor or dedupe unit, the ratio the pattern promises, the

@@ -331,7 +331,9 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
     if s.cpu.busy() > th.cpu_busy_pct {
         flag("cpu_saturated", format!("host CPU {:.0} % busy: the load host may be the bottleneck", s.cpu.busy()));
     }
-    if s.iops > 0.0 && s.outstanding > 0 {
+    // A host lost mid-step changes the I/Os in flight partway: no one count to check against.
+    let host_lost = rec.notes.iter().any(|(code, _)| code == "host_lost");
+    if s.iops > 0.0 && s.outstanding > 0 && !host_lost {
         let l = s.iops * s.lat_us.mean / 1e6;
         let off = (l - s.outstanding as f64) / s.outstanding as f64;
         if off.abs() > th.littles_law {

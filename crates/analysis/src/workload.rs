@@ -50,6 +50,19 @@ pub fn analyze_workload(w: &Workload, steps: Vec<StepResult>, sla: &Sla) -> Work
     // no figures: "0 IOPS @ 0.0 µs" must never become a speed or a maximum.
     let measured: Vec<usize> =
         (0..steps.len()).filter(|&i| steps[i].duration_s > 0.0 && steps[i].read.ops + steps[i].write.ops > 0).collect();
+    // Like with like: a multi-host run that lost a host compares only the steps that ran on
+    // all the hosts it still had at its fullest. A step during which a host was lost mixes
+    // host counts; a step after it ran on fewer hosts.
+    let (measured, apart) = like_with_like(&steps, measured);
+    let mut notes = Vec::new();
+    if !apart.is_empty() {
+        let full = measured.first().map_or(0, |&i| steps[i].hosts);
+        let list: Vec<String> = apart.iter().map(|&i| steps[i].workers.to_string()).collect();
+        notes.push(format!(
+            "the steps at {} workers lost a host or ran on fewer than {full} hosts: they are shown but enter no speed, optimum or maximum",
+            list.join(", ")
+        ));
+    }
     let pts: Vec<(f64, f64)> = measured.iter().map(|&i| (steps[i].throughput(seq), steps[i].lat_us.mean)).collect();
     let speed = measured.iter().copied().find(|&i| steps[i].workers == 1).or(measured.first().copied());
     let maximum =
@@ -77,8 +90,17 @@ pub fn analyze_workload(w: &Workload, steps: Vec<StepResult>, sla: &Sla) -> Work
         min_lat_us,
         data: iocurve_plan::DataPattern { dedupe_unit: w.dedupe_unit(), ..w.data },
         data_check: Vec::new(),
+        notes,
         steps,
     }
+}
+
+/// Splits the measured steps into those that ran on the workload's full host count without
+/// losing one (compared for speed, optimum and maximum) and the rest, kept apart.
+fn like_with_like(steps: &[StepResult], measured: Vec<usize>) -> (Vec<usize>, Vec<usize>) {
+    let lost = |i: usize| steps[i].flags.iter().any(|f| f.code == "host_lost");
+    let full = measured.iter().filter(|&&i| !lost(i)).map(|&i| steps[i].hosts).max();
+    measured.into_iter().partition(|&i| !lost(i) && Some(steps[i].hosts) == full)
 }
 
 #[cfg(test)]
@@ -143,6 +165,36 @@ mod tests {
                 s
             })
             .collect()
+    }
+
+    /// Issue 15, finding 5: a run that lost one of two hosts took its optimum and maximum
+    /// from steps run on one host and on two alike. Only steps on the full host count without
+    /// a loss are compared; the others are named in a note.
+    #[test]
+    fn steps_that_lost_a_host_or_ran_on_fewer_enter_no_speed_optimum_or_maximum() {
+        let mut s = steps(&[
+            (1000.0, 100.0, 200.0),
+            (1900.0, 105.0, 200.0),
+            (9000.0, 90.0, 200.0),
+            (9500.0, 95.0, 200.0),
+            (9900.0, 99.0, 200.0),
+        ]);
+        for (i, hosts) in [2, 2, 2, 1, 1].into_iter().enumerate() {
+            s[i].hosts = hosts;
+        }
+        s[2].flags.push(crate::result::Flag { code: "host_lost".into(), message: "lost".into() });
+        let w = iocurve_plan::suites::load("quick", &Default::default()).unwrap().workloads.remove(0);
+        let r = analyze_workload(&w, s, &Sla::default());
+        assert_eq!(r.maximum.map(|p| p.step), Some(1), "the best step on both hosts");
+        assert_eq!(r.optimum.map(|p| p.step), Some(1));
+        assert_eq!(r.speed.map(|p| p.step), Some(0));
+        assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+        assert!(r.notes[0].contains("4, 8, 16 workers") && r.notes[0].contains("fewer than 2 hosts"), "{:?}", r.notes);
+
+        // Without a loss, nothing is kept apart.
+        let r = analyze_workload(&w, steps(&[(1000.0, 100.0, 200.0), (1900.0, 105.0, 200.0)]), &Sla::default());
+        assert!(r.notes.is_empty());
+        assert_eq!(r.maximum.map(|p| p.step), Some(1));
     }
 
     #[test]

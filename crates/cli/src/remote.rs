@@ -27,6 +27,7 @@ impl From<NetError> for CliError {
             NetError::Input(m) => CliError::Usage(m),
             NetError::Failed(m) => CliError::Runtime(m),
             NetError::Aborted(m) => CliError::Aborted(m),
+            NetError::Interrupted(m) => CliError::Interrupted(m),
         }
     }
 }
@@ -40,6 +41,8 @@ pub struct Cluster {
     remotes: Vec<Remote>,
     /// Per agent, its target paths.
     targets: Vec<Vec<TargetGroup>>,
+    /// Agents lost before the first step (address, why): the run went on without them.
+    unreachable: Vec<(String, String)>,
     scratch_size: u64,
     abort_on_host_loss: bool,
     /// How long the agents get between a step's request and its start.
@@ -101,6 +104,11 @@ impl Cluster {
         self.remotes.iter().filter(|r| !r.in_process).map(|r| (r.addr.as_str(), &r.hello))
     }
 
+    /// Agents lost before the first step (address, why), with `--on-host-loss continue`.
+    pub fn unreachable(&self) -> &[(String, String)] {
+        &self.unreachable
+    }
+
     /// A local run: one in-process agent on the targets the run opened (and its verification
     /// map).
     pub fn local(targets: Arc<TargetSet>, verify: Option<Arc<GenMap>>) -> Result<Cluster, CliError> {
@@ -110,6 +118,7 @@ impl Cluster {
             rt,
             remotes: vec![remote],
             targets: vec![Vec::new()],
+            unreachable: Vec::new(),
             scratch_size: 0,
             abort_on_host_loss: true,
             // Nothing to cross but memory.
@@ -138,15 +147,49 @@ impl Cluster {
         } else {
             args.hosts.iter().map(|a| (a.clone(), plan.groups.clone())).collect()
         };
-        let targets: Vec<Vec<TargetGroup>> = hosts.iter().map(|h| h.1.clone()).collect();
-        let (remotes, facts) = rt.block_on(async {
-            let mut remotes = Vec::new();
-            for (addr, _) in &hosts {
-                remotes.push(client::connect(addr, &cfg, 8).await?);
+        let keep_going = args.on_host_loss == HostLoss::Continue;
+        let stop = &signals::STOP;
+        let addrs: Vec<String> = hosts.iter().map(|h| h.0.clone()).collect();
+        let mut unreachable = Vec::new();
+        // An agent that cannot be reached, or fails opening its targets, is lost: with
+        // `--on-host-loss continue` the run goes on with the others (and says so), else it
+        // stops before any I/O.
+        let mut lose = |addr: &str, why: String| -> Result<(), CliError> {
+            if !keep_going {
+                return Err(CliError::Runtime(format!("{why}; --on-host-loss abort: the run stops before any I/O")));
             }
-            let facts = client::targets(&mut remotes, &targets, scratch_size, plan.writes(), plan.precondition).await?;
-            Ok::<_, NetError>((remotes, facts))
-        })?;
+            crate::errln!("WARNING: {why}: the run goes on without agent {addr} (--on-host-loss continue)");
+            unreachable.push((addr.to_string(), why));
+            Ok(())
+        };
+        let mut remotes = Vec::new();
+        let mut targets = Vec::new();
+        for ((addr, groups), r) in hosts.iter().zip(rt.block_on(client::connect_all(&addrs, &cfg, 8, stop))?) {
+            match r {
+                Ok(r) => {
+                    remotes.push(r);
+                    targets.push(groups.clone());
+                }
+                Err(why) => lose(addr, why)?,
+            }
+        }
+        let opened =
+            rt.block_on(client::targets(&mut remotes, &targets, scratch_size, plan.writes(), plan.precondition, stop))?;
+        let mut facts = Vec::new();
+        for (i, r) in opened.into_iter().enumerate().rev() {
+            match r {
+                Ok(f) => facts.push(f),
+                Err(why) => {
+                    lose(&remotes[i].addr, why)?;
+                    remotes.remove(i);
+                    targets.remove(i);
+                }
+            }
+        }
+        facts.reverse();
+        if remotes.is_empty() {
+            return Err(CliError::Runtime("no agent could be reached: nothing ran".into()));
+        }
         // The targets of every agent, named `ADDR:PATH`, as the agents opened them.
         let mut target_infos = Vec::new();
         for (r, list) in remotes.iter().zip(facts) {
@@ -179,6 +222,7 @@ impl Cluster {
             rt,
             remotes,
             targets,
+            unreachable,
             scratch_size,
             abort_on_host_loss: args.on_host_loss == HostLoss::Abort,
             lead: Duration::from_millis(500),

@@ -362,7 +362,7 @@ fn the_wrong_token_tls_protocol_or_target_is_refused_before_any_io() {
         assert_eq!(e.code(), tonic::Code::Unauthenticated, "no token: {e}");
         let tok = std::fs::read_to_string(c.join("token")).unwrap().trim().to_string();
         let mut with =
-            pb::agent_client::AgentClient::with_interceptor(ch, iocurve_net::auth::bearer(std::sync::Arc::new(tok)));
+            pb::agent_client::AgentClient::with_interceptor(ch, iocurve_net::auth::Bearer::new(&tok).unwrap());
         let e = with.hello(pb::HelloRequest { protocol: 99, version: "9.9.9".into() }).await.unwrap_err();
         assert_eq!(e.code(), tonic::Code::FailedPrecondition);
         assert!(e.message().contains("protocol mismatch") && e.message().contains("same iocurve version"), "{e}");
@@ -426,9 +426,22 @@ fn a_killed_agent_is_marked_lost_and_the_others_carry_on() {
         let out = format!("{}\n{}", stdout(&o), stderr(&o));
         assert_eq!(o.status.code(), Some(code), "{policy}: {out}");
         assert!(out.contains(&format!("agent {} lost", b.addr)), "{policy}: {out}");
-        if policy == "continue" {
-            let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+        if policy == "abort" {
+            // Issue 15, finding 5: the JSON had no step. The step is kept, as measured.
+            assert_eq!(r["status"], "aborted", "{out}");
             let s = steps(&r, 0);
+            assert_eq!(s.len(), 1, "the step the host was lost in is kept: {out}");
+            assert!(!s[0]["intervals"].as_array().unwrap().is_empty());
+        }
+        if policy == "continue" {
+            let s = steps(&r, 0);
+            // Issue 15, finding 5: a false littles_law flag, and the maximum taken from steps
+            // on one host and on two alike.
+            assert!(!s[0]["flags"].as_array().unwrap().iter().any(|f| f["code"] == "littles_law"), "{}", s[0]["flags"]);
+            let wl = &r["workloads"][0];
+            assert_eq!(wl["maximum"]["step"], 1, "only the step that ran whole on its hosts counts: {}", wl["notes"]);
+            assert!(wl["notes"][0].as_str().unwrap().contains("at 1 workers lost a host"), "{}", wl["notes"]);
             let flag = s[0]["flags"].as_array().unwrap().iter().find(|f| f["code"] == "host_lost").expect("flagged");
             assert!(flag["message"].as_str().unwrap().contains(&b.addr), "{flag}");
             assert_eq!(s[0]["intervals"].as_array().unwrap().len(), 6, "every interval of the step was merged");
@@ -574,7 +587,7 @@ fn regression_an_agent_stops_preparing_a_scratch_file_when_its_coordinator_dies(
     // Large enough that filling takes seconds, small enough for the agent's scratch budget
     // (half the free space) on whatever disk the test runs on: CI once had less than 32 GiB.
     let free = iocurve_engine::target::free_space(dir.path()).expect("free space of the test directory");
-    let size_mib = (free / 4 >> 20).min(16 << 10);
+    let size_mib = ((free / 4) >> 20).min(16 << 10);
     assert!(size_mib >= 1024, "this test needs at least 4 GiB free in {}", dir.path().display());
     let size = format!("{size_mib}m");
     let log = std::fs::File::create(dir.path().join("coord.log")).unwrap();
@@ -837,4 +850,67 @@ fn two_agents_verify_their_writes_and_the_final_pass_finds_dropped_ones() {
         assert!(row.contains("lost"), "{row}");
     }
     drop(agents);
+}
+
+/// Issue 15, findings 4 and 5: an agent stopped (SIGSTOP) at connection time hung the run for
+/// 640 s and the first SIGTERM did nothing; an unreachable agent ended the run even with
+/// `--on-host-loss continue`. Now connecting has a deadline, SIGTERM ends the wait at once,
+/// and with `continue` the run goes on with the agents it could reach and says which it lost.
+#[test]
+fn regression_agents_lost_at_connection_time_neither_hang_nor_end_the_run() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let (agents, mut hosts) = file_agents(dir.path(), &c, &["a", "b"]);
+    let stopped = &agents[1];
+    assert!(Command::new("kill").args(["-STOP", &stopped.child.id().to_string()]).status().unwrap().success());
+    // Nothing listens on port 1 of loopback: refused at once.
+    hosts.push(("127.0.0.1:1".into(), dir.path().join("c.dat")));
+    let rr = "[[workloads]]\nname = \"rr\"\nramp = [1, 2]\nwarmup_s = 0\nintervals = 2\ninterval_s = 0.3\n";
+    hosts_plan(dir.path(), &hosts, rr);
+
+    // SIGTERM while the coordinator waits for the stopped agent: it ends at once, nothing ran.
+    let coord = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--on-host-loss", "abort"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let sent = std::time::Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(coord.id() as i32, libc::SIGTERM) };
+    let o = coord.wait_with_output().unwrap();
+    assert!(sent.elapsed() < std::time::Duration::from_secs(2), "ended {:?} after SIGTERM", sent.elapsed());
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(stderr(&o).contains("interrupted while connecting"), "{}", stderr(&o));
+    assert!(!dir.path().join("a/t.dat").exists(), "nothing was prepared");
+
+    // --on-host-loss abort: the stopped agent's deadline ends the run before any I/O.
+    let t = std::time::Instant::now();
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--on-host-loss", "abort"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(t.elapsed() < std::time::Duration::from_secs(20), "the deadline holds: {:?}", t.elapsed());
+    assert!(stderr(&o).contains("before any I/O"), "{}", stderr(&o));
+
+    // --on-host-loss continue: the run goes on with agent a, and says which agents it lost.
+    let t = std::time::Instant::now();
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--json", "r.json"]).output().unwrap();
+    let _ = Command::new("kill").args(["-CONT", &stopped.child.id().to_string()]).status();
+    let out = format!("{}\n{}", stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(3), "finished without two agents: {out}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(25), "{:?}", t.elapsed());
+    assert!(out.contains("did not answer within 10 s") && out.contains("127.0.0.1:1"), "{out}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let listed = r["host"]["agents"].as_array().unwrap();
+    let lost: Vec<&str> =
+        listed.iter().filter(|a| a.get("lost").is_some()).map(|a| a["address"].as_str().unwrap()).collect();
+    assert_eq!(lost, [stopped.addr.as_str(), "127.0.0.1:1"], "{listed:?}");
+    assert!(r["status_reason"].as_str().unwrap().contains("lost before the first step"), "{}", r["status_reason"]);
+    let s = steps(&r, 0);
+    assert_eq!(s.len(), 2);
+    for step in s {
+        assert_eq!(step["hosts"].as_array().unwrap().len(), 1, "every step ran on agent a alone");
+        assert!(f(&step["iops"]) > 0.0);
+    }
+    assert!(r["workloads"][0]["maximum"].is_object(), "one host throughout: like with like");
 }

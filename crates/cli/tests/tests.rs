@@ -626,7 +626,7 @@ fn regression_ctrl_c_during_scratch_preparation_ends_the_run_at_once() {
     let dir = tempfile::tempdir().unwrap();
     // Seconds of filling on any disk the test runs on, without asking for more than it has.
     let free = iocurve_engine::target::free_space(dir.path()).expect("free space of the test directory");
-    let size = format!("{}m", (free / 4 >> 20).min(8 << 10));
+    let size = format!("{}m", ((free / 4) >> 20).min(8 << 10));
     let child = std::process::Command::new(bin())
         .args(["run", "--target", "big.dat", "--size", &size, "--workload", "backend-random-read-4k", "--ramp", "1"])
         .current_dir(dir.path())

@@ -45,13 +45,23 @@ pub fn checker(token: Arc<String>) -> impl Fn(Request<()>) -> Result<Request<()>
     }
 }
 
-/// The interceptor of the client: adds the token to every call.
-pub fn bearer(token: Arc<String>) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone {
-    move |mut req: Request<()>| {
-        let value = format!("Bearer {token}")
+/// The interceptor of the client: adds the token to every call. Cloneable, so that calls to
+/// many agents (and several calls to one) go out at once.
+#[derive(Clone)]
+pub struct Bearer(tonic::metadata::MetadataValue<tonic::metadata::Ascii>);
+
+impl Bearer {
+    pub fn new(token: &str) -> Result<Bearer, NetError> {
+        format!("Bearer {token}")
             .parse()
-            .map_err(|_| Status::invalid_argument("the token holds characters that cannot travel in a header"))?;
-        req.metadata_mut().insert("authorization", value);
+            .map(Bearer)
+            .map_err(|_| NetError::Input("the token holds characters that cannot travel in a header".into()))
+    }
+}
+
+impl tonic::service::Interceptor for Bearer {
+    fn call(&mut self, mut req: Request<()>) -> Result<Request<()>, Status> {
+        req.metadata_mut().insert("authorization", self.0.clone());
         Ok(req)
     }
 }

@@ -2,11 +2,10 @@
 //! before any I/O, starts every agent's step at one moment, and merges their intervals exactly
 //! as they arrive. A local run goes through here too, with one in-process agent.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use iocurve_plan::TargetGroup;
-use tonic::Request;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
@@ -29,9 +28,7 @@ pub struct ClientConfig {
     pub max_skew: Duration,
 }
 
-/// Adds the token to every call.
-type Bearer = Box<dyn FnMut(Request<()>) -> Result<Request<()>, tonic::Status> + Send>;
-type Client = AgentClient<InterceptedService<Channel, Bearer>>;
+pub(crate) type Client = AgentClient<InterceptedService<Channel, auth::Bearer>>;
 
 /// A connected agent.
 pub struct Remote {
@@ -133,8 +130,7 @@ async fn handshake(
     pings: usize,
     in_process: bool,
 ) -> Result<Remote, NetError> {
-    let bearer: Bearer = Box::new(auth::bearer(Arc::new(token.to_string())));
-    let mut client = AgentClient::with_interceptor(channel, bearer);
+    let mut client = AgentClient::with_interceptor(channel, auth::Bearer::new(token)?);
     let hello = client
         .hello(pb::HelloRequest { protocol: PROTOCOL, version: env!("CARGO_PKG_VERSION").into() })
         .await
@@ -177,25 +173,101 @@ fn source_chain(e: &dyn std::error::Error) -> String {
     out
 }
 
+/// How long reaching an agent may take: TCP, TLS, hello and the clock pings. An agent stopped
+/// (SIGSTOP, a hung host) accepts the TCP connection in its kernel and then says nothing.
+pub const CONNECT_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Waits until `stop` is set (Ctrl-C, SIGTERM): the other side of a `select!` with a wait that
+/// a user must be able to end.
+pub async fn until_stopped(stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Connects to every agent at once, each within [`CONNECT_DEADLINE`]. An agent that cannot be
+/// reached is lost (`Err` with why, in its place): the caller decides whether the run goes on
+/// without it. Refusals — the wrong token, another protocol, a clock too far off, bad TLS
+/// material — end the connecting for all: they are mistakes to fix, not hosts gone. `stop`
+/// ends the wait.
+pub async fn connect_all(
+    addrs: &[String],
+    cfg: &ClientConfig,
+    pings: usize,
+    stop: &AtomicBool,
+) -> Result<Vec<Result<Remote, String>>, NetError> {
+    let calls: Vec<_> = addrs
+        .iter()
+        .map(|addr| {
+            let (addr, cfg) = (addr.clone(), cfg.clone());
+            tokio::spawn(async move { tokio::time::timeout(CONNECT_DEADLINE, connect(&addr, &cfg, pings)).await })
+        })
+        .collect();
+    let all = async {
+        let mut out = Vec::new();
+        for (addr, call) in addrs.iter().zip(calls) {
+            out.push(match call.await.map_err(|e| NetError::Failed(format!("connecting to {addr}: {e}")))? {
+                Ok(Ok(r)) => Ok(r),
+                Ok(Err(NetError::Failed(why))) => Err(why),
+                Ok(Err(e)) => return Err(e),
+                Err(_) => Err(format!(
+                    "agent {addr} did not answer within {} s (TCP, TLS, hello and clock pings): is it stopped or overloaded?",
+                    CONNECT_DEADLINE.as_secs()
+                )),
+            });
+        }
+        Ok(out)
+    };
+    tokio::select! {
+        r = all => r,
+        _ = until_stopped(stop) => Err(NetError::Interrupted("interrupted while connecting to the agents; nothing ran".into())),
+    }
+}
+
 /// Has every agent open its targets (`groups[i]` for agent i: allow list, safety rules) before
-/// any I/O.
+/// any I/O, all at once. Opening may create and fill scratch files, so there is no deadline but
+/// the transport's: an agent that stops answering its HTTP/2 pings is lost (`Err` with why, in
+/// its place). A refused target ends it for all. `stop` ends the wait (the agents stop filling
+/// scratch files when their request goes away).
 pub async fn targets(
     remotes: &mut [Remote],
     groups: &[Vec<TargetGroup>],
     scratch_size: u64,
     write: bool,
     unfilled: bool,
-) -> Result<Vec<Vec<pb::TargetFacts>>, NetError> {
-    let mut out = Vec::new();
-    let mut offset = 0;
-    for (r, g) in remotes.iter_mut().zip(groups) {
-        let req = pb::TargetsRequest { groups: wire_groups(g), scratch_size, write, unfilled };
-        let facts = r.client.targets(req).await.map_err(|e| failed(&r.addr, "targets", e))?.into_inner();
-        r.target_offset = offset;
-        offset += facts.targets.len() as u32;
-        out.push(facts.targets);
+    stop: &AtomicBool,
+) -> Result<Vec<Result<Vec<pb::TargetFacts>, String>>, NetError> {
+    let calls: Vec<_> = remotes
+        .iter()
+        .zip(groups)
+        .map(|(r, g)| {
+            let req = pb::TargetsRequest { groups: wire_groups(g), scratch_size, write, unfilled };
+            let mut client = r.client.clone();
+            tokio::spawn(async move { client.targets(req).await })
+        })
+        .collect();
+    let all = async {
+        let mut out = Vec::new();
+        let mut offset = 0;
+        for (r, call) in remotes.iter_mut().zip(calls) {
+            let answer = call.await.map_err(|e| NetError::Failed(format!("opening targets on {}: {e}", r.addr)))?;
+            out.push(match answer {
+                Ok(facts) => {
+                    let facts = facts.into_inner().targets;
+                    r.target_offset = offset;
+                    offset += facts.len() as u32;
+                    Ok(facts)
+                }
+                Err(e) if crate::coordinate::refusal(&e) => return Err(failed(&r.addr, "targets", e)),
+                Err(e) => Err(format!("agent {}: opening the targets failed: {}", r.addr, e.message())),
+            });
+        }
+        Ok(out)
+    };
+    tokio::select! {
+        r = all => r,
+        _ = until_stopped(stop) => Err(NetError::Interrupted("interrupted while the agents opened their targets; nothing ran".into())),
     }
-    Ok(out)
 }
 
 /// Target groups as a request carries them.

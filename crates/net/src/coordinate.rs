@@ -12,6 +12,20 @@ use crate::client::{Remote, failed, wire_groups};
 use crate::merge::{IntervalMerger, Part};
 use crate::{NetError, pb, unix_ns, wire};
 
+/// How long an agent gets to take a step's request: it answers at once (opening targets that
+/// are open already), the step itself starts at the agreed moment.
+const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+
+/// How long an agent gets to take a Stop (it sets a flag and answers).
+pub(crate) const STOP_DEADLINE: Duration = Duration::from_secs(2);
+
+/// An answer that is the agent refusing what it was asked (bad input, a refused target, the
+/// wrong token), not the agent being gone: the run stops whatever the host-loss policy.
+pub(crate) fn refusal(e: &tonic::Status) -> bool {
+    use tonic::Code::*;
+    matches!(e.code(), InvalidArgument | FailedPrecondition | PermissionDenied | Unauthenticated)
+}
+
 /// A step on every agent: the merged record (with each host's own in `per_host`).
 pub struct MultiStep {
     pub merged: StepRecord,
@@ -72,16 +86,18 @@ impl Hosts<'_> {
             return;
         }
         self.done[h] = true;
-        let at = (self.t0.elapsed().as_secs_f64() - self.spec.lead.as_secs_f64()).max(0.0);
+        let into = self.t0.elapsed().as_secs_f64() - self.spec.lead.as_secs_f64();
+        let at = into.max(0.0);
+        self.lost[h] = Some(at);
         let addr = &self.addrs[h];
+        let when = if into <= 0.0 { "before the step started".to_string() } else { format!("{at:.1} s into the step") };
         if self.spec.abort_on_host_loss {
-            self.failure.get_or_insert(NetError::Aborted(format!(
-                "agent {addr} lost {at:.1} s into the step ({why}); --on-host-loss abort ends the run"
-            )));
+            // Like `on_error = abort`: the others stop now, what they measured is kept, and the
+            // run ends after this step.
+            self.aborted.get_or_insert(format!("agent {addr} lost {when} ({why}); --on-host-loss abort ends the run"));
         } else {
             tracing::warn!(agent = %addr, at_s = at, why, "agent lost; the others carry on");
-            self.warnings.push(format!("agent {addr} lost {at:.1} s into the step ({why}); the others carry on"));
-            self.lost[h] = Some(at);
+            self.warnings.push(format!("agent {addr} lost {when} ({why}); the others carry on"));
         }
     }
 
@@ -127,8 +143,10 @@ pub async fn run_step(
     let faults_json =
         if spec.faults.is_empty() { String::new() } else { serde_json::to_string(spec.faults).unwrap_or_default() };
     let start_at = unix_ns() + spec.lead.as_nanos() as i64;
-    let mut streams = Vec::new();
-    for (r, targets) in remotes.iter_mut().zip(spec.targets) {
+    // Every agent gets its request at once (one slow agent delays no other's), each within a
+    // deadline: an agent that cannot take it is lost before the step starts.
+    let mut calls = Vec::new();
+    for (r, targets) in remotes.iter().zip(spec.targets) {
         let req = pb::StepRequest {
             workload_json: json.clone(),
             workers: spec.workers,
@@ -139,8 +157,8 @@ pub async fn run_step(
             backend: spec.backend.into(),
             faults_json: faults_json.clone(),
         };
-        let s = r.client.run_step(req).await.map_err(|e| failed(&r.addr, "step", e))?.into_inner();
-        streams.push(s);
+        let mut client = r.client.clone();
+        calls.push(tokio::spawn(async move { tokio::time::timeout(REQUEST_DEADLINE, client.run_step(req)).await }));
     }
     let n = remotes.len();
     let intervals = w.intervals as usize;
@@ -163,10 +181,42 @@ pub async fn run_step(
         failure: None,
         t0,
     };
+    let mut streams = Vec::new();
+    for (h, call) in calls.into_iter().enumerate() {
+        let answer = call.await.map_err(|e| NetError::Failed(format!("sending the step request: {e}")))?;
+        match answer {
+            Ok(Ok(s)) => streams.push(Some(s.into_inner())),
+            Ok(Err(e)) if refusal(&e) => return Err(failed(&remotes[h].addr, "step", e)),
+            Ok(Err(e)) => {
+                st.lose(h, &format!("it did not take the step: {}", e.message()));
+                streams.push(None);
+            }
+            Err(_) => {
+                st.lose(h, &format!("it did not take the step within {} s", REQUEST_DEADLINE.as_secs()));
+                streams.push(None);
+            }
+        }
+    }
+    if let Some(why) = st.aborted.take() {
+        // `--on-host-loss abort`: nothing of this step ran; the others are not started.
+        return Err(NetError::Aborted(why));
+    }
+    if st.done.iter().all(|&d| d) {
+        return Err(NetError::Failed(format!(
+            "every agent was lost before the step started: {}",
+            st.warnings.join("; ")
+        )));
+    }
+    // The hosts the step runs on: those that took it.
+    let hosts = streams.iter().filter(|s| s.is_some()).count() as u32;
     let mut merged: Option<StepRecord> = None;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<(usize, Result<Option<pb::StepEvent>, tonic::Status>)>(64);
     let mut readers = Vec::new();
-    for (i, mut s) in streams.into_iter().enumerate() {
+    for (i, s) in streams.into_iter().enumerate() {
+        let Some(mut s) = s else {
+            readers.push(tokio::spawn(async {}));
+            continue;
+        };
         let tx = tx.clone();
         readers.push(tokio::spawn(async move {
             loop {
@@ -189,10 +239,14 @@ pub async fn run_step(
         }
         if !stop_sent && (stop.load(Ordering::Relaxed) || st.aborted.is_some()) {
             stop_sent = true;
-            for (h, r) in remotes.iter_mut().enumerate() {
+            for (h, r) in remotes.iter().enumerate() {
                 if !st.done[h] {
-                    // Best effort: an agent that cannot be told is lost anyway.
-                    let _ = r.client.stop(pb::StopRequest {}).await;
+                    // At once to every agent, each within a deadline. Best effort: an agent
+                    // that cannot be told falls silent and is lost anyway.
+                    let mut client = r.client.clone();
+                    tokio::spawn(async move {
+                        let _ = tokio::time::timeout(STOP_DEADLINE, client.stop(pb::StopRequest {})).await;
+                    });
                 }
             }
         }
@@ -237,7 +291,7 @@ pub async fn run_step(
                     // Workers are per host, as published; the host count goes beside them.
                     let mut rec =
                         StepRecord::new(spec.workers, w.queue_depth, s.threads as usize, w.interval_s, s.sample_s);
-                    rec.hosts = n as u32;
+                    rec.hosts = hosts;
                     obs.started(&rec);
                     merged = Some(rec);
                 }
@@ -299,10 +353,19 @@ pub async fn run_step(
     if let Some(f) = st.failure {
         return Err(f);
     }
-    if st.lost.iter().all(Option::is_some) {
-        return Err(NetError::Failed("every agent was lost during the step".into()));
+    let Some(mut merged) = merged else {
+        return Err(match st.aborted {
+            Some(why) => NetError::Aborted(why),
+            None if st.lost.iter().all(Option::is_some) => {
+                NetError::Failed("every agent was lost before it started the step".into())
+            }
+            None => NetError::Failed("no agent started the step".into()),
+        });
+    };
+    if st.lost.iter().all(Option::is_some) && st.aborted.is_none() {
+        // What they measured before is kept; the run cannot go on.
+        st.aborted = Some("every agent was lost during the step: the run cannot go on".into());
     }
-    let mut merged = merged.ok_or_else(|| NetError::Failed("no agent started the step".into()))?;
     merged.interrupted = merged.intervals.len() < intervals;
     merged.aborted = st.aborted.take();
     for (h, d) in st.drain.iter().enumerate() {
@@ -314,15 +377,19 @@ pub async fn run_step(
         }
     }
     for (i, at) in st.lost.iter().enumerate() {
-        if let Some(at) = at {
-            merged.notes.push((
-                "host_lost".into(),
-                format!(
-                    "agent {} lost {at:.1} s into the step: from then on the figures come from the other hosts",
-                    remotes[i].addr
-                ),
-            ));
-        }
+        let Some(at) = at else { continue };
+        let message = if st.started[i] == 0 {
+            format!(
+                "agent {} was lost before the step started: the step ran on {} hosts, not {n}",
+                remotes[i].addr, merged.hosts
+            )
+        } else {
+            format!(
+                "agent {} lost {at:.1} s into the step: from then on the figures come from the other hosts, so this step mixes host counts and enters no speed, optimum or maximum",
+                remotes[i].addr
+            )
+        };
+        merged.notes.push(("host_lost".into(), message));
     }
     if per_host {
         merged.per_host = st

@@ -37,6 +37,9 @@ pub enum NetError {
     /// `--on-host-loss abort` after a lost agent (exit code 1, status `aborted`).
     #[error("{0}")]
     Aborted(String),
+    /// Ctrl-C (or SIGTERM) before any I/O: nothing ran (exit code 130).
+    #[error("{0}")]
+    Interrupted(String),
 }
 
 /// Nanoseconds since the Unix epoch on this host's clock.

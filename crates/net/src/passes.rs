@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::client::{Remote, failed};
+use crate::coordinate::STOP_DEADLINE;
 use crate::{NetError, pb, wire};
 
 /// How a precondition pass on the agents ended.
@@ -52,9 +53,12 @@ async fn follow<E: Send + 'static>(
         while !done.iter().all(|&d| d) {
             if !stop_sent && stop.load(Ordering::Relaxed) {
                 stop_sent = true;
-                for (h, r) in remotes.iter_mut().enumerate() {
+                for (h, r) in remotes.iter().enumerate() {
                     if !done[h] {
-                        let _ = r.client.stop(pb::StopRequest {}).await;
+                        let mut client = r.client.clone();
+                        tokio::spawn(async move {
+                            let _ = tokio::time::timeout(STOP_DEADLINE, client.stop(pb::StopRequest {})).await;
+                        });
                     }
                 }
             }

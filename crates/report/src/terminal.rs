@@ -183,6 +183,7 @@ pub fn warnings(w: &WorkloadResult) -> Vec<String> {
         .iter()
         .flat_map(|s| s.flags.iter().map(move |f| format!("  ! {} workers: {}", s.workers, f.message)))
         .collect();
+    out.extend(w.notes.iter().map(|n| format!("  ! {n}")));
     out.extend(data_check_warnings(w));
     out
 }
@@ -286,6 +287,9 @@ pub fn final_verification(v: &iocurve_analysis::FinalVerification) -> String {
 
 /// An agent of a multi-host run: where, what host, and the back-end it used.
 pub fn agent_line(a: &iocurve_analysis::AgentHost) -> String {
+    if let Some(why) = &a.lost {
+        return format!("{}: lost before the first step ({why})", a.address);
+    }
     format!(
         "{}: {} ({}, {} cores, kernel {}), back-end {}",
         a.address, a.facts.hostname, a.facts.cpu_model, a.facts.cores, a.facts.kernel, a.backend
@@ -301,6 +305,9 @@ fn run_notes(r: &RunResult) -> String {
     for a in &r.host.agents {
         if let Some(note) = &a.backend_note {
             out.push_str(&format!("! agent {}: {note}\n", a.address));
+        }
+        if let Some(why) = &a.lost {
+            out.push_str(&format!("! agent {} was lost before the first step and took no part ({why})\n", a.address));
         }
     }
     if let Some(sla) = &r.sla {
@@ -406,6 +413,7 @@ mod tests {
             min_lat_us: Some(100.0),
             data: Default::default(),
             data_check: Vec::new(),
+            notes: Vec::new(),
             steps,
         };
         let text = workload_report(&w);

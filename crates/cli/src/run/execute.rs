@@ -100,8 +100,14 @@ fn host_info(facts: host::HostFacts, plan: &Plan, backend_note: Option<String>, 
                         )
                     },
                 ),
+                lost: None,
             }
         })
+        .chain(cluster.unreachable().iter().map(|(address, why)| AgentHost {
+            address: address.clone(),
+            lost: Some(why.clone()),
+            ..Default::default()
+        }))
         .collect();
     HostInfo { facts, backend: backend_names(plan, true), backend_note, agents }
 }

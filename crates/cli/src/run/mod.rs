@@ -252,6 +252,11 @@ fn storage_verdict(r: &RunResult) -> Option<(u8, String)> {
     if !no_io.is_empty() {
         why.push(format!("no I/O completed in {}", no_io.join(", ")));
     }
+    let unreachable: Vec<&str> =
+        r.host.agents.iter().filter(|a| a.lost.is_some()).map(|a| a.address.as_str()).collect();
+    if !unreachable.is_empty() {
+        why.push(format!("agents {} were lost before the first step", unreachable.join(", ")));
+    }
     if !lost.is_empty() {
         why.push(format!("hosts were lost in {}", lost.join(", ")));
     }

@@ -166,11 +166,17 @@ pub(super) fn run_head(i: usize, r: &ReportRun) -> RunHead {
         if let Some(note) = &a.backend_note {
             warnings.push(format!("agent {}: {note}", a.address));
         }
+        if let Some(why) = &a.lost {
+            warnings.push(format!("agent {} was lost before the first step and took no part ({why})", a.address));
+        }
     }
     if let Some(v) = res.final_verification.as_ref().filter(|v| v.counts.problems() > 0) {
         warnings.push(format!("final verification: {}", v.counts.describe()));
     }
     for w in &res.workloads {
+        for n in &w.notes {
+            warnings.push(format!("{}: {n}", w.name));
+        }
         for s in &w.steps {
             for f in &s.flags {
                 warnings.push(format!("{}, {} workers: {}", w.name, s.workers, f.message));
