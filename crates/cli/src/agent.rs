@@ -10,6 +10,12 @@ use crate::cli::AgentArgs;
 
 pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
     let token = auth::read_token(&args.token_file)?;
+    if args.insecure && args.client_ca.is_some() {
+        return Err(CliError::Usage(
+            "--client-ca needs TLS: with --insecure no client certificate is checked; drop one of them".into(),
+        ));
+    }
+    raise_open_file_limit();
     let tls = match (&args.tls_cert, &args.tls_key, args.insecure) {
         (Some(c), Some(k), false) => Some(AgentTls {
             cert_pem: certs::read_pem(c, "--tls-cert")?,
@@ -66,4 +72,18 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         serve(cfg, bound, shutdown).await
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Raises this process's limit of open files to its hard limit: an agent holds a descriptor
+/// per connection and per target, and the usual soft limit (1,024) is small for a host that
+/// many coordinators and strangers can reach. The front door copes with running out anyway.
+fn raise_open_file_limit() {
+    let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: a valid out-pointer; then the limit as read with the soft value raised.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
+            l.rlim_cur = l.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        }
+    }
 }

@@ -376,9 +376,25 @@ fn an_agent_needs_tls_or_an_explicit_insecure() {
     let token = c.join("token").display().to_string();
     let o = iocurve(dir.path(), &["agent", "--listen", "127.0.0.1:0", "--token-file", &token]);
     input_error(&o, &["--tls-cert", "--insecure"]);
-    std::fs::write(dir.path().join("short"), "abc\n").unwrap();
+    // Issue 15, finding 7: a 16-character or world-readable token was accepted without a word.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(dir.path().join("short"), "0123456789abcdef\n").unwrap();
+    std::fs::set_permissions(dir.path().join("short"), std::fs::Permissions::from_mode(0o600)).unwrap();
     let o = iocurve(dir.path(), &["agent", "--listen", "127.0.0.1:0", "--token-file", "short", "--insecure"]);
-    input_error(&o, &["at least 16 characters"]);
+    input_error(&o, &["at least 32 characters"]);
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let o = iocurve(dir.path(), &["agent", "--listen", "127.0.0.1:0", "--token-file", &token, "--insecure"]);
+    input_error(&o, &["may be read by other users", "chmod 600"]);
+    let o = iocurve(dir.path(), &["run", "--hosts", "127.0.0.1:9", "--token-file", &token, "--insecure"]);
+    input_error(&o, &["may be read by other users"]);
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // --insecure silently ignored --client-ca.
+    let ca = c.join("ca.pem").display().to_string();
+    let o = iocurve(
+        dir.path(),
+        &["agent", "--listen", "127.0.0.1:0", "--token-file", &token, "--insecure", "--client-ca", &ca],
+    );
+    input_error(&o, &["--client-ca needs TLS"]);
     let o = iocurve(dir.path(), &["certs", "init", "certs"]);
     input_error(&o, &["already holds certificates"]);
 }
@@ -913,4 +929,123 @@ fn regression_agents_lost_at_connection_time_neither_hang_nor_end_the_run() {
         assert!(f(&step["iops"]) > 0.0);
     }
     assert!(r["workloads"][0]["maximum"].is_object(), "one host throughout: like with like");
+}
+
+/// A TCP connection to `to` from the loopback address `from` (127.0.0.0/8 is all this host's):
+/// strangers at many addresses, as an attack from many hosts would look.
+fn connect_from(from: std::net::Ipv4Addr, to: &str) -> std::io::Result<std::net::TcpStream> {
+    use std::os::fd::FromRawFd;
+    let to: std::net::SocketAddrV4 = to.parse().unwrap();
+    let sin = |a: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from(a).to_be() },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: a new socket, bound and connected with valid sockaddr_in values, then owned.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let s = std::net::TcpStream::from_raw_fd(fd);
+        let local = sin(from, 0);
+        if libc::bind(fd, (&local as *const libc::sockaddr_in).cast(), len) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let remote = sin(*to.ip(), to.port());
+        if libc::connect(fd, (&remote as *const libc::sockaddr_in).cast(), len) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(s)
+    }
+}
+
+/// CPU seconds a process has used (user and system).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    ticks as f64 / 100.0
+}
+
+/// Issue 15, finding 3: 1,100 idle connections at `ulimit -n 1024` made the agent spin at
+/// 100 % CPU and a real run hang; connections that never sent a byte were held forever. Now
+/// strangers get a few connections per address and 10 s to make an authenticated call, and
+/// running out of descriptors backs off.
+#[test]
+fn regression_strangers_cannot_starve_an_agent_of_connections_or_cpu() {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let (_a, hosts) = file_agents(dir.path(), &c, &["a"]);
+    // This test holds hundreds of sockets itself.
+    let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: valid pointers to an rlimit.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
+        l.rlim_cur = l.rlim_max.min(8192);
+        libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+    }
+    // The agent under attack may hold 64 descriptors.
+    let d = dir.path().join("b");
+    std::fs::create_dir(&d).unwrap();
+    let mut cmd = Command::new(bin());
+    // SAFETY: setrlimit is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            let l = libc::rlimit { rlim_cur: 64, rlim_max: 64 };
+            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+            Ok(())
+        });
+    }
+    let agent = AgentProc::spawn(cmd, None, &d, &c, &format!("{}/*", d.display()), &[]);
+    hosts_plan(
+        dir.path(),
+        &[(agent.addr.as_str(), d.join("t.dat"))],
+        "[[workloads]]\nname = \"rr\"\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.3\n",
+    );
+    let run = || coordinator(dir.path(), &c, &["plan.toml", "--size", "16m"]).output().unwrap();
+
+    // 200 connections from one address: 16 are admitted and the rest closed at once; a
+    // coordinator elsewhere is served meanwhile.
+    let one: Vec<_> = (0..200).filter_map(|_| connect_from([127, 0, 0, 2].into(), &agent.addr).ok()).collect();
+    let held_since = std::time::Instant::now();
+    let o = run();
+    assert!(o.status.success(), "a coordinator is served while one address holds 200 connections: {}", stderr(&o));
+
+    // Strangers at 20 addresses, 8 each: more than the agent has descriptors (their connects
+    // queue in the kernel's backlog, so they come from a thread of their own).
+    let addr = agent.addr.clone();
+    let strangers = std::thread::spawn(move || {
+        let many: Vec<_> = (0..20u8)
+            .flat_map(|i| (0..8).map(move |_| i))
+            .filter_map(|i| connect_from([127, 0, 1, 10 + i].into(), &addr).ok())
+            .collect();
+        many.len()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let before = cpu_seconds(agent.child.id());
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let used = cpu_seconds(agent.child.id()) - before;
+    assert!(used < 0.5, "the agent out of descriptors used {used:.2} CPU seconds in 2 s (it spun before)");
+
+    // An admitted stranger that sends nothing is cut 10 s after it connected.
+    let mut idle = one.into_iter().next().unwrap();
+    idle.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+    let mut buf = [0u8; 64];
+    let n = idle.read(&mut buf).unwrap_or(0);
+    let after = held_since.elapsed();
+    assert_eq!(n, 0, "closed, not answered");
+    assert!(
+        (std::time::Duration::from_secs(8)..std::time::Duration::from_secs(15)).contains(&after),
+        "cut after {after:?}"
+    );
+    assert!(strangers.join().unwrap() > 0);
+    // Its siblings went with it (dropped here): the agent serves the next run at once.
+    let o = run();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let _ = hosts;
 }

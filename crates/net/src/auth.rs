@@ -8,14 +8,29 @@ use tonic::{Request, Status};
 
 use crate::NetError;
 
-/// Reads a token file: its first line, trimmed; at least 16 characters.
+/// The shortest token accepted: 128 bits as hex (`iocurve certs init` writes 256).
+pub const MIN_TOKEN_LEN: usize = 32;
+
+/// Reads a token file: its first line, trimmed. Refused when others may read it (the token
+/// opens every agent that holds it) or when it is shorter than [`MIN_TOKEN_LEN`].
 pub fn read_token(path: &Path) -> Result<String, NetError> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| NetError::Input(format!("cannot read token file {}: {e}", path.display())))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(NetError::Input(format!(
+            "token file {} may be read by other users (mode {mode:03o}): the token opens every agent that holds it; `chmod 600 {}`",
+            path.display(),
+            path.display()
+        )));
+    }
     let text = std::fs::read_to_string(path)
         .map_err(|e| NetError::Input(format!("cannot read token file {}: {e}", path.display())))?;
     let token = text.lines().next().unwrap_or("").trim().to_string();
-    if token.len() < 16 {
+    if token.len() < MIN_TOKEN_LEN {
         return Err(NetError::Input(format!(
-            "token file {} holds no token of at least 16 characters (`iocurve certs init DIR` writes one)",
+            "token file {} holds no token of at least {MIN_TOKEN_LEN} characters (`iocurve certs init DIR` writes one of 64)",
             path.display()
         )));
     }
@@ -32,14 +47,28 @@ pub fn random_token() -> Result<String, NetError> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The interceptor of the agent: a call without the right token is refused before it runs.
+/// The interceptor of the agent: a call without the right token is refused before it runs,
+/// and logged with its peer (at most one line per 5 s: a flood of them must not flood the log).
+/// A call with it marks its connection as no longer a stranger's (see [`crate::agent::listen`]).
 pub fn checker(token: Arc<String>) -> impl Fn(Request<()>) -> Result<Request<()>, Status> + Clone {
+    let last_logged = Arc::new(std::sync::Mutex::new((None::<std::time::Instant>, 0u64)));
     move |req: Request<()>| {
         let given = req.metadata().get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("");
         let given = given.strip_prefix("Bearer ").unwrap_or("");
         if bool::from(given.as_bytes().ct_eq(token.as_bytes())) {
+            if let Some(t) = crate::agent::listen::ticket_of(&req) {
+                t.authenticated();
+            }
             Ok(req)
         } else {
+            let mut l = last_logged.lock().unwrap_or_else(|e| e.into_inner());
+            if l.0.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(5)) {
+                let peer = crate::agent::listen::peer_of(&req);
+                tracing::warn!(%peer, more = l.1, "call refused: wrong or missing token");
+                *l = (Some(std::time::Instant::now()), 0);
+            } else {
+                l.1 += 1;
+            }
             Err(Status::unauthenticated("wrong or missing token"))
         }
     }

@@ -25,6 +25,7 @@ use tonic::{Request, Response, Status};
 use crate::pb::agent_server::{Agent, AgentServer};
 use crate::{NetError, PROTOCOL, auth, pb, unix_ns, wire};
 
+pub mod listen;
 mod requests;
 mod work;
 
@@ -495,7 +496,12 @@ pub async fn serve(
     let token = Arc::new(cfg.token);
     // HTTP/2 pings find a silent coordinator (a cut link sends no FIN) within the lease.
     let third = cfg.lease / 3;
-    let mut builder = Server::builder().http2_keepalive_interval(Some(third)).http2_keepalive_timeout(Some(third));
+    let mut builder = Server::builder()
+        .http2_keepalive_interval(Some(third))
+        .http2_keepalive_timeout(Some(third))
+        // A coordinator makes a few calls at a time; a peer opening thousands of streams on
+        // one connection is refused at the HTTP/2 level.
+        .max_concurrent_streams(64);
     if let Some(tls) = &cfg.tls {
         let mut t = ServerTlsConfig::new().identity(Identity::from_pem(&tls.cert_pem, &tls.key_pem));
         if let Some(ca) = &tls.client_ca_pem {
@@ -510,7 +516,7 @@ pub async fn serve(
     bound(addr);
     builder
         .add_service(AgentServer::with_interceptor(service, auth::checker(token)))
-        .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), shutdown)
+        .serve_with_incoming_shutdown(listen::incoming(listener, listen::Limits::default()), shutdown)
         .await
         .map_err(|e| NetError::Failed(format!("agent on {addr}: {e}")))
 }
