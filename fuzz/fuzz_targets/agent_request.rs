@@ -92,6 +92,7 @@ fuzz_target!(init: write_seeds("agent_request", seeds), |data: &[u8]| {
         verify: None,
         // Set before the start: the I/O threads issue one round and drain.
         abort: Some(Arc::new(AtomicBool::new(true))),
+        start_at: None,
     };
     let _ = run_step(&cfg, &mut NoObserver);
 });

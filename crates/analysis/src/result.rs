@@ -264,6 +264,13 @@ pub struct HostStepResult {
     /// Seconds into the step when the coordinator lost this host (absent when it finished).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost_at_s: Option<f64>,
+    /// Its clock minus the coordinator's, measured just before the step, in ms.
+    #[serde(default)]
+    pub clock_offset_ms: f64,
+    /// How far its clock moved against the coordinator's during the step, beyond the
+    /// measurements' uncertainty, in ms (absent when not measured again after the step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_moved_ms: Option<f64>,
     /// Its own per-second timeline.
     #[serde(default)]
     pub samples: Vec<SampleResult>,

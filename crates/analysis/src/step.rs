@@ -252,7 +252,45 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
     };
     step.flags = flags(&step, rec, &tput, th);
     (step.host_results, step.start_spread_us) = per_host(rec, sequential, th);
+    step.flags.extend(timing_flags(&step, rec));
     step
+}
+
+/// The most the hosts' starts may lie apart, or their clocks move during a step, before the
+/// step is flagged: 1 ms, or 1 % of an interval when that is more.
+pub fn start_bound_us(interval_s: f64) -> f64 {
+    (interval_s * 1e6 / 100.0).max(1000.0)
+}
+
+/// Multi-host timing: starts further apart than the bound, and clocks that moved during the
+/// step (their starts and timelines are off by up to that much, unseen by the spread).
+fn timing_flags(s: &StepResult, rec: &StepRecord) -> Vec<Flag> {
+    let bound = start_bound_us(rec.interval_s);
+    let mut f = Vec::new();
+    if let Some(spread) = s.start_spread_us.filter(|&v| v > bound) {
+        f.push(Flag {
+            code: "start_spread".into(),
+            message: format!(
+                "the hosts started {:.2} ms apart (more than {:.2} ms): the first and last interval of each host cover different moments",
+                spread / 1000.0,
+                bound / 1000.0
+            ),
+        });
+    }
+    for h in &rec.per_host {
+        let moved = h.clock.moved_ns() as f64 / 1000.0;
+        if moved.abs() > bound {
+            f.push(Flag {
+                code: "clock_moved".into(),
+                message: format!(
+                    "agent {}'s clock moved {:+.2} ms against the coordinator's during the step: its start and timeline may be off by that much",
+                    h.address,
+                    moved / 1000.0
+                ),
+            });
+        }
+    }
+    f
 }
 
 /// Each host's own figures in a multi-host step, and the spread of their starts (µs) over the
@@ -276,6 +314,8 @@ fn per_host(rec: &StepRecord, sequential: bool, th: &Thresholds) -> (Vec<HostSte
                 errors: s.errors,
                 started_at_us: (h.started_unix_ns.max(first) - first) as f64 / 1000.0,
                 lost_at_s: h.lost_at_s,
+                clock_offset_ms: h.clock.offset_ns as f64 / 1e6,
+                clock_moved_ms: h.clock.offset_after_ns.map(|_| h.clock.moved_ns() as f64 / 1e6),
                 samples: s.samples,
             }
         })
@@ -455,6 +495,39 @@ mod tests {
         let s = analyze_step(&record(ivs, 95.0, 4), false, &Thresholds::default());
         let codes: Vec<&str> = s.flags.iter().map(|f| f.code.as_str()).collect();
         assert_eq!(codes, vec!["unsteady", "transient", "cpu_saturated", "littles_law"]);
+    }
+
+    /// Issue 15, finding 6: an agent's clock stepped +200 ms mid-run made real starts 200 ms
+    /// apart while the reported spread stayed below 1.1 ms. Starts further apart than the bound
+    /// are flagged, and so is a clock that moved during the step.
+    #[test]
+    fn hosts_started_apart_or_clocks_that_moved_are_flagged() {
+        use iocurve_stats::{HostClock, HostRecord};
+        let host = |name: &str, started_unix_ns: i64, clock: HostClock| HostRecord {
+            address: name.into(),
+            hostname: name.into(),
+            started_unix_ns,
+            lost_at_s: None,
+            clock,
+            record: record(vec![interval(10, 1000)], 1.0, 1),
+        };
+        let steady = HostClock { offset_ns: 5_000, rtt_ns: 100_000, offset_after_ns: Some(60_000) };
+        let codes = |rec: &StepRecord| -> Vec<String> {
+            let flags = analyze_step(rec, false, &Thresholds::default()).flags;
+            flags.into_iter().map(|f| f.code).filter(|c| c == "start_spread" || c == "clock_moved").collect()
+        };
+        let mut rec = record(vec![interval(20, 1000)], 1.0, 1);
+        rec.per_host = vec![host("a", 1_000_000_000, steady), host("b", 1_009_000_000, steady)];
+        assert!(codes(&rec).is_empty(), "9 ms apart is within 1 % of a 1 s interval: {:?}", codes(&rec));
+        rec.per_host[1].started_unix_ns = 1_011_000_000;
+        assert_eq!(codes(&rec), ["start_spread"]);
+        rec.per_host[1].started_unix_ns = 1_000_000_000;
+        rec.per_host[1].clock.offset_after_ns = Some(200_005_000);
+        let s = analyze_step(&rec, false, &Thresholds::default());
+        let f = s.flags.iter().find(|f| f.code == "clock_moved").expect("flagged");
+        assert!(f.message.contains("agent b") && f.message.contains("+199.90 ms"), "{}", f.message);
+        assert_eq!(s.host_results[1].clock_moved_ms, Some(199.9));
+        assert_eq!(start_bound_us(0.05), 1000.0, "1 ms at least");
     }
 
     #[test]

@@ -45,8 +45,11 @@ pub struct Cluster {
     unreachable: Vec<(String, String)>,
     scratch_size: u64,
     abort_on_host_loss: bool,
-    /// How long the agents get between a step's request and its start.
+    /// How long the agents get between the first step's request and its start; later steps
+    /// size theirs from the round trips and the agents' last set-up (see `step_lead`).
     lead: Duration,
+    /// The longest set-up of the last step (ns) and its workers.
+    last_setup: Option<(i64, u32)>,
     silence: Duration,
 }
 
@@ -121,8 +124,10 @@ impl Cluster {
             unreachable: Vec::new(),
             scratch_size: 0,
             abort_on_host_loss: true,
-            // Nothing to cross but memory.
-            lead: Duration::from_millis(20),
+            // Nothing to cross and no other host to start with: the step starts once it is set
+            // up.
+            lead: Duration::ZERO,
+            last_setup: None,
             // The engine itself: it is not lost, however long a stalled device holds it.
             silence: Duration::from_secs(86_400),
         })
@@ -226,6 +231,7 @@ impl Cluster {
             scratch_size,
             abort_on_host_loss: args.on_host_loss == HostLoss::Abort,
             lead: Duration::from_millis(500),
+            last_setup: None,
             silence: AGENT_SILENCE,
         };
         Ok((cluster, target_infos))
@@ -424,11 +430,21 @@ impl Cluster {
             threads: w.threads,
             backend: w.backend.name(),
             faults,
-            lead: self.lead,
+            lead: if self.lead.is_zero() {
+                Duration::ZERO
+            } else {
+                iocurve_net::clock::step_lead(
+                    self.remotes.iter().map(|r| r.rtt_ns).max().unwrap_or(0),
+                    self.last_setup,
+                    workers,
+                    self.lead,
+                )
+            },
             abort_on_host_loss: self.abort_on_host_loss,
             silence: self.silence,
         };
         let m = self.rt.block_on(client::run_step(&mut self.remotes, &spec, obs, stop))?;
+        self.last_setup = Some((m.setup_ns, workers));
         // A lost agent sits out the rest of the run (its figures so far are kept).
         for &i in m.lost.iter().rev() {
             self.remotes.remove(i);

@@ -216,6 +216,61 @@ fn clocks_far_apart_are_refused_or_warned_and_steps_still_start_together() {
     drop(agents);
 }
 
+/// Issue 15, finding 6: the clock offset was measured once, at connection, so an agent's clock
+/// stepped +200 ms mid-run started its steps 200 ms off while the reported spread (computed
+/// with the same stale offset) stayed below 1.1 ms. Offsets are now measured before and after
+/// every step: the step the clock moved in is flagged, the next ones start together again on
+/// the fresh offset, and each step keeps every agent's offset.
+#[test]
+fn regression_a_clock_stepped_mid_run_is_caught_and_the_next_steps_start_together() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let (_a, mut hosts) = file_agents(dir.path(), &c, &["a"]);
+    let d = dir.path().join("b");
+    std::fs::create_dir(&d).unwrap();
+    // Agent b's wall clock follows a file, read again every second (libfaketime); its
+    // monotonic clock, which times the I/Os, is left alone.
+    let offset = dir.path().join("b-offset");
+    std::fs::write(&offset, "+0\n").unwrap();
+    let mut cmd = Command::new(bin());
+    cmd.env("LD_PRELOAD", "/usr/$LIB/faketime/libfaketime.so.1")
+        .env("FAKETIME_TIMESTAMP_FILE", &offset)
+        .env("FAKETIME_CACHE_DURATION", "1")
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+    let b = AgentProc::spawn(cmd, None, &d, &c, &format!("{}/*", d.display()), &[]);
+    hosts.push((b.addr.clone(), d.join("t.dat")));
+    let rr = "[[workloads]]\nname = \"rr\"\nramp = [1, 2]\nwarmup_s = 0\nintervals = 12\ninterval_s = 0.25\n";
+    hosts_plan(dir.path(), &hosts, rr);
+    let coord = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--json", "r.json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Into the first step (3 s long), then b's clock steps 200 ms ahead.
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    std::fs::write(&offset, "+0.2\n").unwrap();
+    let o = coord.wait_with_output().unwrap();
+    let out = format!("{}\n{}", stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains(&format!("agent {}'s clock moved +", b.addr)), "warned between the steps: {out}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let s = steps(&r, 0);
+    let host = |step: &Value, addr: &str| {
+        step["hosts"].as_array().unwrap().iter().find(|h| h["host"] == addr).cloned().unwrap()
+    };
+    let moved = s[0]["flags"].as_array().unwrap().iter().find(|f| f["code"] == "clock_moved").expect("flagged");
+    assert!(moved["message"].as_str().unwrap().contains(&b.addr), "{moved}");
+    let during = f(&host(&s[0], &b.addr)["clock_moved_ms"]);
+    assert!((150.0..250.0).contains(&during), "moved about 200 ms during the first step: {during}");
+    let next = host(&s[1], &b.addr);
+    assert!((150.0..250.0).contains(&f(&next["clock_offset_ms"])), "the fresh offset: {next}");
+    assert!(f(&host(&s[1], &hosts[0].0)["clock_offset_ms"]).abs() < 50.0);
+    let codes: Vec<&str> = s[1]["flags"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    assert!(!codes.contains(&"clock_moved") && !codes.contains(&"start_spread"), "{codes:?}");
+    assert!(f(&s[1]["start_spread_us"]) < 5000.0, "{}", s[1]["start_spread_us"]);
+}
+
 /// A TCP relay that passes one connection through and keeps what the client sent.
 fn recording_relay(to: String) -> (String, std::sync::Arc<std::sync::Mutex<Vec<u8>>>) {
     use std::io::{Read, Write};
@@ -327,6 +382,10 @@ fn the_wrong_token_tls_protocol_or_target_is_refused_before_any_io() {
     let token = c.join("token").display().to_string();
 
     std::fs::write(dir.path().join("wrong"), "0123456789abcdef0123456789abcdef\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path().join("wrong"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
     let o = run(&["--ca", &ca, "--token-file", "wrong"], &target);
     input_error(&o, &["refused the token"]);
 

@@ -87,6 +87,7 @@ fn null_loop(c: &mut Criterion) {
                     faults: &[],
                     verify: None,
                     abort: None,
+                    start_at: None,
                 };
                 let rec = run_step(&cfg, &mut NoObserver).unwrap();
                 // One iteration = one I/O: scale the measured time per I/O to `iters`.

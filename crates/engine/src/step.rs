@@ -48,6 +48,10 @@ pub struct StepConfig<'a> {
     /// Stops issuing at once when set (unlike `stop`, which finishes the interval); the
     /// intervals finished before are kept.
     pub abort: Option<Arc<AtomicBool>>,
+    /// Waits for the agreed start moment once every I/O thread is ready (threads, buffers and
+    /// their data, rings, opened targets): the first I/O follows the moment by microseconds,
+    /// not by the set-up. False calls the step off (nothing is measured). None: start at once.
+    pub start_at: Option<&'a (dyn Fn() -> bool + Sync)>,
 }
 
 /// Sees a step as it runs: for progress lines and for writing intervals to the store while the
@@ -115,16 +119,23 @@ impl Gate {
         st.1.expect("checked above")
     }
 
-    /// Waits for `n` threads, then starts them all now.
-    fn open(&self, n: usize) -> Instant {
+    /// Waits for `n` threads, then for `start_at` (if any), then starts them all; None when
+    /// `start_at` called the step off (the threads are sent home).
+    fn open(&self, n: usize, start_at: Option<&(dyn Fn() -> bool + Sync)>) -> Option<Instant> {
         let mut st = self.lock();
         while st.0 < n {
             st = self.cv.wait(st).unwrap_or_else(|p| p.into_inner());
         }
+        drop(st);
+        if start_at.is_some_and(|wait| !wait()) {
+            self.abort();
+            return None;
+        }
         let t0 = Instant::now();
+        let mut st = self.lock();
         st.1 = Some(Some(t0));
         self.cv.notify_all();
-        t0
+        Some(t0)
     }
 
     fn abort(&self) {
@@ -324,7 +335,10 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
         }
     }
     drop(tx);
-    let sched = Schedule::new(gate.open(nthreads), w);
+    let Some(t0) = gate.open(nthreads, cfg.start_at) else {
+        return Err(EngineError::Input("the step was called off before it started".into()));
+    };
+    let sched = Schedule::new(t0, w);
     coordinate(cfg, w, nthreads, &sched, &rx, &step_stop, &lives, &errors, obs)
 }
 

@@ -67,6 +67,7 @@ fn step(w: &Workload, workers: u32, targets: &TargetSet, faults: &[Fault], stop:
         faults,
         verify: None,
         abort: None,
+        start_at: None,
     };
     let mut seen = Seen::default();
     let rec = run_step(&cfg, &mut seen).expect("the step runs");

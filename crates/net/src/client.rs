@@ -144,13 +144,7 @@ async fn handshake(
             env!("CARGO_PKG_VERSION")
         )));
     }
-    let mut clock = ClockEstimate::default();
-    for _ in 0..pings.max(1) {
-        let t0 = unix_ns();
-        let r = client.ping(pb::PingRequest {}).await.map_err(|e| failed(addr, "ping", e))?.into_inner();
-        clock.add(t0, r.agent_unix_ns, unix_ns());
-    }
-    let (offset_ns, rtt_ns) = clock.best();
+    let (offset_ns, rtt_ns) = measure_clock(&mut client, pings).await.map_err(|e| failed(addr, "ping", e))?;
     Ok(Remote {
         addr: addr.into(),
         hello,
@@ -161,6 +155,46 @@ async fn handshake(
         clock_warning: None,
         client,
     })
+}
+
+/// An agent's clock offset now (agent minus ours) and the round trip that bounds it, from
+/// `pings` pings: the one with the smallest round trip wins.
+pub(crate) async fn measure_clock(client: &mut Client, pings: usize) -> Result<(i64, i64), tonic::Status> {
+    let mut clock = ClockEstimate::default();
+    for _ in 0..pings.max(1) {
+        let t0 = unix_ns();
+        let r = client.ping(pb::PingRequest {}).await?.into_inner();
+        clock.add(t0, r.agent_unix_ns, unix_ns());
+    }
+    Ok(clock.best())
+}
+
+/// The clocks of the agents `ask` names, all at once, each within `deadline` (None where not
+/// asked or not answered).
+pub(crate) async fn measure_clocks(
+    remotes: &[Remote],
+    ask: &[bool],
+    pings: usize,
+    deadline: Duration,
+) -> Vec<Option<(i64, i64)>> {
+    let calls: Vec<_> = remotes
+        .iter()
+        .zip(ask)
+        .map(|(r, &ask)| {
+            let mut client = r.client.clone();
+            ask.then(|| {
+                tokio::spawn(async move { tokio::time::timeout(deadline, measure_clock(&mut client, pings)).await })
+            })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for c in calls {
+        out.push(match c {
+            Some(c) => c.await.ok().and_then(Result::ok).and_then(Result::ok),
+            None => None,
+        });
+    }
+    out
 }
 
 fn source_chain(e: &dyn std::error::Error) -> String {

@@ -65,9 +65,34 @@ pub fn check_clock(addr: &str, offset_ns: i64, rtt_ns: i64, max: Duration) -> Cl
     }
 }
 
+/// The lead for a step: how long before its start moment the agents get the request. Enough
+/// for the request to arrive (two round trips of the slowest agent) and for the slowest agent
+/// to set the step up — its set-up of the previous step, scaled to this step's workers and
+/// doubled (the step grows along the ramp) — plus 20 ms; `first` when there is no previous step
+/// to go by; at most 10 s. A lead too short starts late agents late (the step says so); one too
+/// long only waits.
+pub fn step_lead(max_rtt_ns: i64, previous: Option<(i64, u32)>, workers: u32, first: Duration) -> Duration {
+    let Some((setup_ns, prev_workers)) = previous else { return first };
+    let scale = workers.max(1) as f64 / prev_workers.max(1) as f64;
+    let setup = setup_ns.max(0) as f64 * scale.max(1.0) * 2.0;
+    let ns = 2.0 * max_rtt_ns.max(0) as f64 + setup + 20e6;
+    Duration::from_nanos(ns.min(10e9) as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lead_follows_round_trips_and_the_last_set_up() {
+        let first = Duration::from_millis(500);
+        assert_eq!(step_lead(1_000_000, None, 4, first), first, "nothing to go by yet");
+        // 1 ms round trips, 10 ms of set-up at 4 workers, now 8: 2 + 40 + 20 ms.
+        assert_eq!(step_lead(1_000_000, Some((10_000_000, 4)), 8, first), Duration::from_millis(62));
+        // Fewer workers than before: the set-up is not scaled down.
+        assert_eq!(step_lead(0, Some((10_000_000, 8)), 1, first), Duration::from_millis(40));
+        assert_eq!(step_lead(0, Some((60_000_000_000, 1)), 512, first), Duration::from_secs(10), "capped");
+    }
 
     #[test]
     fn the_ping_with_the_smallest_round_trip_gives_the_offset() {

@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use iocurve_engine::{StepObserver, StepProgress};
 use iocurve_plan::{Fault, TargetGroup, Workload};
-use iocurve_stats::{Drain, ErrorCounts, HostRecord, IntervalStats, StepRecord, UNKNOWN_TARGET};
+use iocurve_stats::{Drain, ErrorCounts, HostClock, HostRecord, IntervalStats, StepRecord, UNKNOWN_TARGET};
 
-use crate::client::{Remote, failed, wire_groups};
+use crate::client::{Remote, failed, measure_clocks, wire_groups};
 use crate::merge::{IntervalMerger, Part};
 use crate::{NetError, pb, unix_ns, wire};
 
@@ -17,6 +17,13 @@ use crate::{NetError, pb, unix_ns, wire};
 const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 
 /// How long an agent gets to take a Stop (it sets a flag and answers).
+/// Pings per agent to measure its clock before and after every step.
+const CLOCK_PINGS: usize = 4;
+
+/// An agent's clock that moved more than this (beyond the measurements' own uncertainty)
+/// since it was last measured gets a warning.
+const CLOCK_MOVED_NS: i64 = 1_000_000;
+
 pub(crate) const STOP_DEADLINE: Duration = Duration::from_secs(2);
 
 /// An answer that is the agent refusing what it was asked (bad input, a refused target, the
@@ -31,6 +38,9 @@ pub struct MultiStep {
     pub merged: StepRecord,
     /// Agents lost during the step, by index.
     pub lost: Vec<usize>,
+    /// The longest any agent took from the request to being set up (ns): the next step's lead
+    /// is sized from it.
+    pub setup_ns: i64,
 }
 
 /// The parameters of a step sent to every agent.
@@ -142,6 +152,23 @@ pub async fn run_step(
     let json = serde_json::to_string(w).map_err(|e| NetError::Failed(e.to_string()))?;
     let faults_json =
         if spec.faults.is_empty() { String::new() } else { serde_json::to_string(spec.faults).unwrap_or_default() };
+    // Every agent's clock again, right before the step: a clock stepped or drifted since the
+    // last measurement would start its I/O off by that much, and the start spread computed
+    // with the old offset could never show it (issue 15, finding 6).
+    let mut clock_notes = Vec::new();
+    let before = measure_clocks(remotes, &vec![true; remotes.len()], CLOCK_PINGS, REQUEST_DEADLINE).await;
+    for (r, m) in remotes.iter_mut().zip(before) {
+        let Some((offset_ns, rtt_ns)) = m else { continue };
+        let moved = offset_ns - r.offset_ns;
+        if moved.abs() > r.rtt_ns.max(rtt_ns) + CLOCK_MOVED_NS {
+            clock_notes.push(format!(
+                "agent {}'s clock moved {:+.1} ms against this host's since it was last measured: its step still starts with the others (offsets are measured before every step)",
+                r.addr,
+                moved as f64 / 1e6
+            ));
+        }
+        (r.offset_ns, r.rtt_ns) = (offset_ns, rtt_ns);
+    }
     let start_at = unix_ns() + spec.lead.as_nanos() as i64;
     // Every agent gets its request at once (one slow agent delays no other's), each within a
     // deadline: an agent that cannot take it is lost before the step starts.
@@ -181,6 +208,7 @@ pub async fn run_step(
         failure: None,
         t0,
     };
+    st.warnings.extend(clock_notes);
     let mut streams = Vec::new();
     for (h, call) in calls.into_iter().enumerate() {
         let answer = call.await.map_err(|e| NetError::Failed(format!("sending the step request: {e}")))?;
@@ -210,6 +238,7 @@ pub async fn run_step(
     // The hosts the step runs on: those that took it.
     let hosts = streams.iter().filter(|s| s.is_some()).count() as u32;
     let mut merged: Option<StepRecord> = None;
+    let mut setup_ns = 0i64;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<(usize, Result<Option<pb::StepEvent>, tonic::Status>)>(64);
     let mut readers = Vec::new();
     for (i, s) in streams.into_iter().enumerate() {
@@ -285,6 +314,18 @@ pub async fn run_step(
         match event {
             Some(pb::step_event::Event::Started(s)) => {
                 st.started[h] = s.started_unix_ns - remotes[h].offset_ns;
+                if s.ready_unix_ns > 0 && s.received_unix_ns > 0 {
+                    setup_ns = setup_ns.max(s.ready_unix_ns - s.received_unix_ns);
+                    let late = s.ready_unix_ns - (start_at + remotes[h].offset_ns);
+                    if late > 1_000_000 && per_host {
+                        st.warnings.push(format!(
+                            "agent {} was set up {:.1} ms after the step's start moment (its set-up took {:.1} ms): it started late; the next step gives more lead",
+                            remotes[h].addr,
+                            late as f64 / 1e6,
+                            (s.ready_unix_ns - s.received_unix_ns) as f64 / 1e6
+                        ));
+                    }
+                }
                 st.records[h] =
                     Some(StepRecord::new(spec.workers, w.queue_depth, s.threads as usize, w.interval_s, s.sample_s));
                 if merged.is_none() {
@@ -347,6 +388,10 @@ pub async fn run_step(
     for r in readers {
         r.abort();
     }
+    // And after it: an offset that changed during the step says the agent's clock moved while
+    // it ran (its start and timeline are off by up to that much).
+    let here: Vec<bool> = st.lost.iter().map(Option::is_none).collect();
+    let after = measure_clocks(remotes, &here, CLOCK_PINGS, REQUEST_DEADLINE).await;
     for m in st.warnings.drain(..) {
         obs.warning(&m);
     }
@@ -408,11 +453,16 @@ pub async fn run_step(
                     hostname: remotes[i].hello.hostname.clone(),
                     started_unix_ns: st.started[i],
                     lost_at_s: st.lost[i],
+                    clock: HostClock {
+                        offset_ns: remotes[i].offset_ns,
+                        rtt_ns: remotes[i].rtt_ns,
+                        offset_after_ns: after[i].map(|m| m.0),
+                    },
                     record,
                 }
             })
             .collect();
     }
     let lost = st.lost.iter().enumerate().filter_map(|(i, l)| l.map(|_| i)).collect();
-    Ok(MultiStep { merged, lost })
+    Ok(MultiStep { merged, lost, setup_ns })
 }

@@ -17,7 +17,7 @@ mod passes;
 pub mod wire;
 
 /// The protocol version: both sides refuse a peer that speaks another.
-pub const PROTOCOL: u32 = 3;
+pub const PROTOCOL: u32 = 4;
 
 /// Generated from proto/agent.proto.
 #[allow(clippy::large_enum_variant)] // generated; an interval is the common message anyway

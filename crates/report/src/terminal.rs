@@ -33,8 +33,8 @@ pub fn step_cells(s: &StepResult) -> Vec<String> {
 }
 
 /// Headers of the per-host table.
-pub const HOST_HEADERS: [&str; 10] =
-    ["workers", "host", "hostname", "IOPS", "MB/s", "mean µs", "p99 µs", "errors", "start +µs", "lost"];
+pub const HOST_HEADERS: [&str; 11] =
+    ["workers", "host", "hostname", "IOPS", "MB/s", "mean µs", "p99 µs", "errors", "start +µs", "clock ms", "lost"];
 
 /// One host's figures in a step, as the per-host tables show them (see [`HOST_HEADERS`]).
 pub fn host_cells(s: &StepResult, h: &HostStepResult) -> Vec<String> {
@@ -48,6 +48,11 @@ pub fn host_cells(s: &StepResult, h: &HostStepResult) -> Vec<String> {
         format::lat_us(h.lat_us.p99),
         format::group(h.errors),
         format!("{:.0}", h.started_at_us),
+        // Its clock against the coordinator's before the step, and how far it moved during it.
+        match h.clock_moved_ms.filter(|m| m.abs() >= 0.05) {
+            Some(m) => format!("{:+.2} ({m:+.2})", h.clock_offset_ms),
+            None => format!("{:+.2}", h.clock_offset_ms),
+        },
         h.lost_at_s.map_or_else(String::new, |at| format!("at {at:.1} s")),
     ]
 }
@@ -65,7 +70,7 @@ pub fn host_table(w: &WorkloadResult) -> String {
             t.add_row(host_cells(s, h));
         }
     }
-    for i in [0, 3, 4, 5, 6, 7, 8] {
+    for i in [0, 3, 4, 5, 6, 7, 8, 9] {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
         }

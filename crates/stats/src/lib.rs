@@ -14,4 +14,4 @@ pub use cpu::{CpuTimes, CpuUsage};
 pub use histogram::LatencyHistogram;
 pub use host::HostFacts;
 pub use interval::{DirStats, ErrorCounts, FinalVerification, IntervalStats, Sample, UNKNOWN_TARGET, VerifyCounts};
-pub use step::{Drain, HostRecord, IntervalRecord, StepRecord};
+pub use step::{Drain, HostClock, HostRecord, IntervalRecord, StepRecord};

@@ -91,7 +91,33 @@ pub struct HostRecord {
     pub started_unix_ns: i64,
     /// Seconds into the step when the coordinator lost it; None when it finished the step.
     pub lost_at_s: Option<f64>,
+    /// Its clock, measured just before the step and again after it.
+    pub clock: HostClock,
     pub record: StepRecord,
+}
+
+/// An agent's clock as the coordinator measured it around a step: its offset (agent minus
+/// coordinator) right before the step, the round trip of that measurement (the offset is
+/// sure to within half of it), and the offset measured again after the step — the two differ
+/// when the agent's clock moved meanwhile (a step, or a drift), which no start time the agent
+/// reports can show by itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct HostClock {
+    pub offset_ns: i64,
+    pub rtt_ns: i64,
+    pub offset_after_ns: Option<i64>,
+}
+
+impl HostClock {
+    /// How far the agent's clock moved against the coordinator's during the step, beyond what
+    /// the two measurements are sure of (ns; 0 within their uncertainty or when not measured).
+    pub fn moved_ns(&self) -> i64 {
+        self.offset_after_ns.map_or(0, |after| {
+            let d = after - self.offset_ns;
+            let sure = (d.abs() - self.rtt_ns.max(0)).max(0);
+            sure * d.signum()
+        })
+    }
 }
 
 impl StepRecord {

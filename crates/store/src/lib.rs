@@ -10,8 +10,8 @@
 use std::path::Path;
 
 use iocurve_stats::{
-    CpuUsage, ErrorCounts, FinalVerification, HostRecord, IntervalStats, LatencyHistogram, Sample, StepRecord,
-    UNKNOWN_TARGET, VerifyCounts,
+    CpuUsage, ErrorCounts, FinalVerification, HostClock, HostRecord, IntervalStats, LatencyHistogram, Sample,
+    StepRecord, UNKNOWN_TARGET, VerifyCounts,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -178,6 +178,7 @@ mod tests {
                 hostname: "alpha".into(),
                 started_unix_ns: 1_000,
                 lost_at_s: None,
+                clock: HostClock { offset_ns: -250_000, rtt_ns: 80_000, offset_after_ns: Some(199_000_000) },
                 record: a,
             },
             HostRecord {
@@ -185,6 +186,7 @@ mod tests {
                 hostname: "beta".into(),
                 started_unix_ns: 1_400,
                 lost_at_s: Some(1.2),
+                clock: HostClock { offset_ns: 3, rtt_ns: 9, offset_after_ns: None },
                 record: b,
             },
         ];
@@ -197,8 +199,8 @@ mod tests {
         assert_eq!(rec.per_host.len(), 2);
         for (got, want) in rec.per_host.iter().zip(&merged.per_host) {
             assert_eq!(
-                (&got.address, &got.hostname, got.started_unix_ns),
-                (&want.address, &want.hostname, want.started_unix_ns)
+                (&got.address, &got.hostname, got.started_unix_ns, got.clock),
+                (&want.address, &want.hostname, want.started_unix_ns, want.clock)
             );
             assert_eq!(got.lost_at_s, want.lost_at_s);
             assert_eq!(got.record.total, want.record.total);

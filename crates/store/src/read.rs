@@ -208,7 +208,7 @@ impl Store {
     /// The hosts of a multi-host step, each with its own intervals.
     fn load_hosts(&self, step_id: i64, step: &StepRecord) -> Result<Vec<HostRecord>> {
         let mut st = self.sql(self.conn.prepare(
-            "SELECT host, address, hostname, started_unix_ns, threads, lost_at_s FROM step_hosts WHERE step_id = ?1 ORDER BY host",
+            "SELECT host, address, hostname, started_unix_ns, threads, lost_at_s, offset_ns, offset_rtt_ns, offset_after_ns FROM step_hosts WHERE step_id = ?1 ORDER BY host",
         ))?;
         let rows = st.query_map([step_id], |r| {
             Ok((
@@ -218,18 +218,19 @@ impl Store {
                 r.get::<_, i64>(3)?,
                 r.get::<_, i64>(4)?,
                 r.get::<_, Option<f64>>(5)?,
+                HostClock { offset_ns: r.get(6)?, rtt_ns: r.get(7)?, offset_after_ns: r.get(8)? },
             ))
         });
         let rows: Vec<_> = self.sql(rows.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?;
         let mut hosts = Vec::new();
-        for (host, address, hostname, started_unix_ns, threads, lost_at_s) in rows {
+        for (host, address, hostname, started_unix_ns, threads, lost_at_s, clock) in rows {
             let mut record =
                 StepRecord::new(step.workers, step.queue_depth, threads as usize, step.interval_s, step.sample_s);
             for (stats, cpu, duration_s) in self.load_intervals(step_id, Some(host))? {
                 record.push_interval(stats, cpu, duration_s);
             }
             record.interrupted = step.interrupted || lost_at_s.is_some();
-            hosts.push(HostRecord { address, hostname, started_unix_ns, lost_at_s, record });
+            hosts.push(HostRecord { address, hostname, started_unix_ns, lost_at_s, clock, record });
         }
         Ok(hosts)
     }

@@ -4,8 +4,18 @@
 use super::*;
 
 /// Schema migrations, in order; `PRAGMA user_version` counts how many are applied.
-pub(crate) const MIGRATIONS: &[&str] =
-    &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10];
+pub(crate) const MIGRATIONS: &[&str] = &[
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
+    SCHEMA_V11,
+];
+
+/// v11: each agent's clock around each step: its offset measured just before (with the round
+/// trip that bounds it) and again after, so that a clock that moved during a run shows.
+const SCHEMA_V11: &str = "
+ALTER TABLE step_hosts ADD COLUMN offset_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE step_hosts ADD COLUMN offset_rtt_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE step_hosts ADD COLUMN offset_after_ns INTEGER;  -- NULL: not measured (lost host, older run)
+";
 
 /// v10: what became of the I/Os a step still had outstanding when it stopped issuing: completed
 /// late, or given up as stuck (see `iocurve_stats::Drain`).

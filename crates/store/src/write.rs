@@ -151,6 +151,11 @@ impl Store {
         );
         self.sql(x)?;
         for (i, h) in rec.per_host.iter().enumerate() {
+            let x = self.conn.execute(
+                "UPDATE step_hosts SET offset_ns = ?1, offset_rtt_ns = ?2, offset_after_ns = ?3 WHERE step_id = ?4 AND host = ?5",
+                params![h.clock.offset_ns, h.clock.rtt_ns, h.clock.offset_after_ns, step_id, i as i64],
+            );
+            self.sql(x)?;
             if let Some(at) = h.lost_at_s {
                 let x = self.conn.execute(
                     "UPDATE step_hosts SET lost_at_s = ?1 WHERE step_id = ?2 AND host = ?3",

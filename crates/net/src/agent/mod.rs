@@ -432,6 +432,7 @@ impl Agent for Service {
     type RunStepStream = ReceiverStream<Result<pb::StepEvent, Status>>;
 
     async fn run_step(&self, req: Request<pb::StepRequest>) -> Result<Response<Self::RunStepStream>, Status> {
+        let received_unix_ns = unix_ns();
         let r = req.into_inner();
         let (w, mut backend, faults) = step_request(&r)?;
         // Said once, in the agent's Hello (the run's `host.agents[].backend_note`).
@@ -460,14 +461,23 @@ impl Agent for Service {
         let (tx, rx) = mpsc::channel(64);
         tokio::task::spawn_blocking(move || {
             let save = verify.clone().zip(map_file);
-            let step = Step { r: &r, w: &w, backend, targets: &targets, faults: &faults, verify, stop: &stop };
+            let step = Step {
+                r: &r,
+                received_unix_ns,
+                w: &w,
+                backend,
+                targets: &targets,
+                faults: &faults,
+                verify,
+                stop: &stop,
+            };
             let mut done = run_blocking(&step, &tx, save.as_ref());
             // The map as the step left it, for the next step, run and final pass.
-            if let (Some(d), Some((map, path))) = (done.as_mut(), &save)
+            if let Some((map, path)) = &save
                 && let Err(e) = map.save(path)
-                && d.error.is_empty()
+                && done.error.is_empty()
             {
-                d.error = format!("cannot save the verification map: {e}");
+                done.error = format!("cannot save the verification map: {e}");
             }
             // Close the targets before saying Done: a device is held exclusively (O_EXCL) and
             // the next step opens it again as soon as the coordinator reads `Done`.
@@ -476,9 +486,7 @@ impl Agent for Service {
             // the next request as soon as it reads `Done`.
             *slot.lock().unwrap_or_else(|e| e.into_inner()) = None;
             drop(guard);
-            if let Some(done) = done {
-                let _ = tx.blocking_send(Ok(pb::StepEvent { event: Some(pb::step_event::Event::Done(done)) }));
-            }
+            let _ = tx.blocking_send(Ok(pb::StepEvent { event: Some(pb::step_event::Event::Done(done)) }));
         });
         Ok(Response::new(ReceiverStream::new(rx)))
     }

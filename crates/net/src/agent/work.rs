@@ -94,6 +94,9 @@ struct Streamer<'a> {
     /// This agent's verification map and its file: saved at every interval end, so that a
     /// killed agent loses at most an interval of acknowledged writes.
     save: Option<&'a (Arc<GenMap>, PathBuf)>,
+    /// When the request came, and when the step was set up (0: not waited for a start).
+    received_unix_ns: i64,
+    ready_unix_ns: &'a std::sync::atomic::AtomicI64,
 }
 
 impl Streamer<'_> {
@@ -110,6 +113,8 @@ impl StepObserver for Streamer<'_> {
             started_unix_ns: unix_ns(),
             threads: rec.threads as u32,
             sample_s: rec.sample_s,
+            received_unix_ns: self.received_unix_ns,
+            ready_unix_ns: self.ready_unix_ns.load(Ordering::Relaxed),
         }));
     }
 
@@ -145,6 +150,8 @@ impl StepObserver for Streamer<'_> {
 /// A step as the agent runs it.
 pub(super) struct Step<'a> {
     pub(super) r: &'a pb::StepRequest,
+    /// When the request came (Unix ns).
+    pub(super) received_unix_ns: i64,
     pub(super) w: &'a Workload,
     pub(super) backend: Backend,
     pub(super) targets: &'a TargetSet,
@@ -153,25 +160,38 @@ pub(super) struct Step<'a> {
     pub(super) stop: &'a AtomicBool,
 }
 
-/// Runs the step, streaming its events; returns how it ended (None: the coordinator went away
-/// before the start).
+/// Runs the step, streaming its events; returns how it ended.
 pub(super) fn run_blocking(
     step: &Step,
     tx: &mpsc::Sender<Result<pb::StepEvent, Status>>,
     save: Option<&(Arc<GenMap>, PathBuf)>,
-) -> Option<pb::Done> {
+) -> pb::Done {
     let Step { r, w, backend, targets, faults, stop, .. } = *step;
     let abort = Arc::new(AtomicBool::new(false));
-    // Wait for the start, unless the coordinator goes away meanwhile.
     // Made now, not between the synchronized start and the first I/O.
     iocurve_engine::data::Pool::shared();
-    while unix_ns() < r.start_at_unix_ns {
-        if tx.is_closed() {
-            return None;
+    // The engine sets everything up first, then waits here for the agreed moment, unless the
+    // coordinator goes away (or stops the step) meanwhile.
+    let ready = std::sync::atomic::AtomicI64::new(0);
+    let start_at = || {
+        ready.store(unix_ns(), Ordering::Relaxed);
+        loop {
+            if tx.is_closed() || stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return false;
+            }
+            let left = r.start_at_unix_ns - unix_ns();
+            if left <= 0 {
+                return true;
+            }
+            if left > 2_000_000 {
+                // Sleep to a millisecond before, in steps short enough to notice a coordinator
+                // gone; spin the rest (a sleep overshoots by tens of microseconds).
+                std::thread::sleep(Duration::from_nanos(((left - 1_000_000) as u64).min(50_000_000)));
+            } else {
+                std::thread::yield_now();
+            }
         }
-        let left = (r.start_at_unix_ns - unix_ns()).max(0) as u64;
-        std::thread::sleep(Duration::from_nanos(left.min(50_000_000)));
-    }
+    };
     let threads = if r.threads == 0 { host::cores() } else { r.threads as usize };
     let cfg = StepConfig {
         workload: w,
@@ -183,9 +203,13 @@ pub(super) fn run_blocking(
         faults,
         verify: step.verify.clone(),
         abort: Some(abort.clone()),
+        start_at: Some(&start_at),
     };
-    let mut streamer = Streamer { tx, abort: &abort, save };
-    Some(match run_step(&cfg, &mut streamer) {
+    let mut streamer =
+        Streamer { tx, abort: &abort, save, received_unix_ns: step.received_unix_ns, ready_unix_ns: &ready };
+    // A step called off before its start (the coordinator went away) ends in an error no one
+    // reads.
+    match run_step(&cfg, &mut streamer) {
         Ok(rec) => pb::Done {
             interrupted: rec.interrupted,
             // The step ended by its error policy: why, beside its figures (not a failure).
@@ -209,5 +233,5 @@ pub(super) fn run_blocking(
             ..Default::default()
         },
         Err(e) => pb::Done { interrupted: true, error: e.to_string(), input: e.is_input_error(), ..Default::default() },
-    })
+    }
 }
