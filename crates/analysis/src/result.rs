@@ -342,9 +342,14 @@ pub struct StepResult {
     /// Per host, in a multi-host run.
     #[serde(default, rename = "hosts", skip_serializing_if = "Vec::is_empty")]
     pub host_results: Vec<HostStepResult>,
-    /// Latest minus earliest start across hosts, in µs (multi-host runs).
+    /// Latest minus earliest start across hosts, in µs (multi-host runs), from the agents' own
+    /// timestamps and their clock offsets measured just before the step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_spread_us: Option<f64>,
+    /// How far off those offsets may be (half the round trip of the worst host's measurement),
+    /// in µs: the true spread may be larger than `start_spread_us` by up to twice this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_uncertainty_us: Option<f64>,
     pub queue_depth: u32,
     /// workers × queue depth: I/Os kept in flight.
     pub outstanding: u64,

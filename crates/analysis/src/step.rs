@@ -218,6 +218,7 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
         hosts: rec.hosts.max(1),
         host_results: Vec::new(),
         start_spread_us: None,
+        clock_uncertainty_us: None,
         queue_depth: rec.queue_depth,
         outstanding,
         threads: rec.threads,
@@ -252,6 +253,9 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
     };
     step.flags = flags(&step, rec, &tput, th);
     (step.host_results, step.start_spread_us) = per_host(rec, sequential, th);
+    step.clock_uncertainty_us = step
+        .start_spread_us
+        .map(|_| rec.per_host.iter().map(|h| h.clock.rtt_ns.max(0) as f64 / 2000.0).fold(0.0, f64::max));
     step.flags.extend(timing_flags(&step, rec));
     step
 }
@@ -271,9 +275,10 @@ fn timing_flags(s: &StepResult, rec: &StepRecord) -> Vec<Flag> {
         f.push(Flag {
             code: "start_spread".into(),
             message: format!(
-                "the hosts started {:.2} ms apart (more than {:.2} ms): the first and last interval of each host cover different moments",
+                "the hosts started {:.2} ms apart (more than {:.2} ms; clocks known to ±{:.2} ms): the first and last interval of each host cover different moments",
                 spread / 1000.0,
-                bound / 1000.0
+                bound / 1000.0,
+                s.clock_uncertainty_us.unwrap_or(0.0) / 1000.0
             ),
         });
     }

@@ -183,12 +183,11 @@ pub(super) fn run_blocking(
             if left <= 0 {
                 return true;
             }
-            if left > 2_000_000 {
-                // Sleep to a millisecond before, in steps short enough to notice a coordinator
-                // gone; spin the rest (a sleep overshoots by tens of microseconds).
-                std::thread::sleep(Duration::from_nanos(((left - 1_000_000) as u64).min(50_000_000)));
+            if left > 60_000_000 {
+                // In steps short enough to notice a coordinator gone.
+                std::thread::sleep(Duration::from_millis(50));
             } else {
-                std::thread::yield_now();
+                sleep_until_unix_ns(r.start_at_unix_ns);
             }
         }
     };
@@ -233,5 +232,19 @@ pub(super) fn run_blocking(
             ..Default::default()
         },
         Err(e) => pb::Done { interrupted: true, error: e.to_string(), input: e.is_input_error(), ..Default::default() },
+    }
+}
+
+/// Sleeps until the wall clock reads `at` (Unix ns): one absolute timer, with this thread's
+/// timer slack cut to a microsecond, so that the agents of a step wake within microseconds of
+/// the moment instead of spinning for it — a spinning agent takes the CPU its neighbours need
+/// to wake on time when many share a host.
+fn sleep_until_unix_ns(at: i64) {
+    let ts = libc::timespec { tv_sec: (at / 1_000_000_000) as libc::time_t, tv_nsec: (at % 1_000_000_000) as _ };
+    // SAFETY: prctl with an integer argument; clock_nanosleep with a valid timespec and no
+    // remainder (absolute sleeps need none: an interrupted one is simply called again).
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong);
+        libc::clock_nanosleep(libc::CLOCK_REALTIME, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut());
     }
 }
