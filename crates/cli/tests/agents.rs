@@ -1070,8 +1070,18 @@ fn regression_strangers_cannot_starve_an_agent_of_connections_or_cpu() {
 
     // 200 connections from one address: 16 are admitted and the rest closed at once; a
     // coordinator elsewhere is served meanwhile.
+    // A stranger that connects and sends nothing: watched from its own thread, which learns
+    // when the agent closes it.
+    let mut idle = connect_from([127, 0, 0, 3].into(), &agent.addr).unwrap();
+    let idle_watch = std::thread::spawn(move || {
+        let since = std::time::Instant::now();
+        idle.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+        let mut buf = [0u8; 64];
+        let got = idle.read(&mut buf).map_err(|e| e.kind());
+        (got, since.elapsed())
+    });
     let one: Vec<_> = (0..200).filter_map(|_| connect_from([127, 0, 0, 2].into(), &agent.addr).ok()).collect();
-    let held_since = std::time::Instant::now();
+    assert!(one.len() >= 16);
     let o = run();
     assert!(o.status.success(), "a coordinator is served while one address holds 200 connections: {}", stderr(&o));
 
@@ -1091,13 +1101,9 @@ fn regression_strangers_cannot_starve_an_agent_of_connections_or_cpu() {
     let used = cpu_seconds(agent.child.id()) - before;
     assert!(used < 0.5, "the agent out of descriptors used {used:.2} CPU seconds in 2 s (it spun before)");
 
-    // An admitted stranger that sends nothing is cut 10 s after it connected.
-    let mut idle = one.into_iter().next().unwrap();
-    idle.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
-    let mut buf = [0u8; 64];
-    let n = idle.read(&mut buf).unwrap_or(0);
-    let after = held_since.elapsed();
-    assert_eq!(n, 0, "closed, not answered");
+    // The idle stranger was cut 10 s after it connected.
+    let (got, after) = idle_watch.join().unwrap();
+    assert!(matches!(got, Ok(0)), "closed, not answered: {got:?} after {after:?}");
     assert!(
         (std::time::Duration::from_secs(8)..std::time::Duration::from_secs(15)).contains(&after),
         "cut after {after:?}"
@@ -1107,4 +1113,59 @@ fn regression_strangers_cannot_starve_an_agent_of_connections_or_cpu() {
     let o = run();
     assert!(o.status.success(), "{}", stderr(&o));
     let _ = hosts;
+}
+
+/// Issue 15, finding 7: anyone holding the token could Stop another coordinator's step or have
+/// the agent create files while it ran. One coordinator now owns an agent for its run: the
+/// calls of a second one are refused, and the first run finishes untouched.
+#[test]
+fn regression_a_second_coordinator_can_neither_stop_nor_use_an_agent_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let (agents, hosts) = file_agents(dir.path(), &c, &["a"]);
+    let rr = "[[workloads]]\nname = \"rr\"\nramp = [1]\nwarmup_s = 0\nintervals = 16\ninterval_s = 0.5\n";
+    hosts_plan(dir.path(), &hosts, rr);
+    let first = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--json", "first.json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+
+    // A second run with the same token: refused, and its scratch file is not created.
+    let other = dir.path().join("a/other.dat");
+    hosts_plan(&dir.path().join("a"), &[(agents[0].addr.as_str(), other.clone())], rr);
+    let o = coordinator(dir.path(), &c, &["a/plan.toml", "--size", "16m"]).output().unwrap();
+    input_error(&o, &["in use by the coordinator at"]);
+    assert!(!other.exists(), "no file was created for the second coordinator");
+
+    // Its Stop is refused too.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    use iocurve_net::pb;
+    rt.block_on(async {
+        let tls = tonic::transport::ClientTlsConfig::new()
+            .ca_certificate(tonic::transport::Certificate::from_pem(std::fs::read_to_string(c.join("ca.pem")).unwrap()))
+            .domain_name("iocurve-agent");
+        let ch = tonic::transport::Endpoint::from_shared(format!("https://{}", agents[0].addr))
+            .unwrap()
+            .tls_config(tls)
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let tok = std::fs::read_to_string(c.join("token")).unwrap().trim().to_string();
+        let mut client =
+            pb::agent_client::AgentClient::with_interceptor(ch, iocurve_net::auth::Bearer::new(&tok).unwrap());
+        let e = client.stop(pb::StopRequest {}).await.unwrap_err();
+        assert_eq!(e.code(), tonic::Code::Aborted, "{e}");
+        assert!(e.message().contains("in use"), "{e}");
+    });
+
+    let o = first.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("first.json")).unwrap()).unwrap();
+    assert_eq!(steps(&r, 0)[0]["intervals"].as_array().unwrap().len(), 16, "the first run was not stopped");
+    // Once it ended, the agent serves the next coordinator.
+    let o = coordinator(dir.path(), &c, &["a/plan.toml", "--size", "16m"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
 }

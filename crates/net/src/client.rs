@@ -2,6 +2,7 @@
 //! before any I/O, starts every agent's step at one moment, and merges their intervals exactly
 //! as they arrive. A local run goes through here too, with one in-process agent.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -61,9 +62,10 @@ pub(crate) fn failed(addr: &str, what: &str, e: tonic::Status) -> NetError {
         tonic::Code::Unauthenticated => {
             NetError::Input(format!("agent {addr} refused the token: give the agent's token with --token-file"))
         }
-        tonic::Code::FailedPrecondition | tonic::Code::PermissionDenied | tonic::Code::InvalidArgument => {
-            NetError::Input(msg)
-        }
+        tonic::Code::FailedPrecondition
+        | tonic::Code::PermissionDenied
+        | tonic::Code::InvalidArgument
+        | tonic::Code::Aborted => NetError::Input(msg),
         _ => NetError::Failed(msg),
     }
 }
@@ -169,6 +171,9 @@ pub(crate) async fn measure_clock(client: &mut Client, pings: usize) -> Result<(
     Ok(clock.best())
 }
 
+/// Agents whose clocks are measured at once.
+const CLOCK_CONCURRENCY: usize = 4;
+
 /// The clocks of the agents `ask` names, all at once, each within `deadline` (None where not
 /// asked or not answered).
 pub(crate) async fn measure_clocks(
@@ -177,13 +182,20 @@ pub(crate) async fn measure_clocks(
     pings: usize,
     deadline: Duration,
 ) -> Vec<Option<(i64, i64)>> {
+    // A few at a time: pings to many agents at once queue behind each other on the
+    // coordinator's own CPU, and every microsecond a ping waits is uncertainty in an offset.
+    let slots = Arc::new(tokio::sync::Semaphore::new(CLOCK_CONCURRENCY));
     let calls: Vec<_> = remotes
         .iter()
         .zip(ask)
         .map(|(r, &ask)| {
             let mut client = r.client.clone();
+            let slots = slots.clone();
             ask.then(|| {
-                tokio::spawn(async move { tokio::time::timeout(deadline, measure_clock(&mut client, pings)).await })
+                tokio::spawn(async move {
+                    let _slot = slots.acquire_owned().await;
+                    tokio::time::timeout(deadline, measure_clock(&mut client, pings)).await
+                })
             })
         })
         .collect();
@@ -277,7 +289,20 @@ pub async fn targets(
         .map(|(r, g)| {
             let req = pb::TargetsRequest { groups: wire_groups(g), scratch_size, write, unfilled };
             let mut client = r.client.clone();
-            tokio::spawn(async move { client.targets(req).await })
+            tokio::spawn(async move {
+                // An agent whose last coordinator just exited may not have seen its connection
+                // close yet: "in use" is asked again for a second.
+                let mut tries = 0;
+                loop {
+                    match client.targets(req.clone()).await {
+                        Err(e) if e.code() == tonic::Code::Aborted && tries < 5 => {
+                            tries += 1;
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                        }
+                        other => return other,
+                    }
+                }
+            })
         })
         .collect();
     let all = async {

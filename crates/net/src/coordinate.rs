@@ -30,7 +30,8 @@ pub(crate) const STOP_DEADLINE: Duration = Duration::from_secs(2);
 /// wrong token), not the agent being gone: the run stops whatever the host-loss policy.
 pub(crate) fn refusal(e: &tonic::Status) -> bool {
     use tonic::Code::*;
-    matches!(e.code(), InvalidArgument | FailedPrecondition | PermissionDenied | Unauthenticated)
+    // Aborted: the agent is in use by another coordinator's run.
+    matches!(e.code(), InvalidArgument | FailedPrecondition | PermissionDenied | Unauthenticated | Aborted)
 }
 
 /// A step on every agent: the merged record (with each host's own in `per_host`).

@@ -85,6 +85,15 @@ struct Service {
     /// Scratch files this agent created and no map has forgotten yet: the writes a map knows
     /// went with the file of that name they replace.
     created: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// The coordinator that owns this agent for its run: the connection that made the first
+    /// call that acts (targets, steps, passes, stop), for as long as that connection lasts.
+    owner: std::sync::Mutex<Option<Owner>>,
+}
+
+struct Owner {
+    connection: std::sync::Weak<listen::Ticket>,
+    peer: SocketAddr,
+    since: std::time::Instant,
 }
 
 /// A verification map in use on this agent: one per set of targets and block size.
@@ -139,6 +148,37 @@ fn facts(set: &TargetSet) -> Vec<pb::TargetFacts> {
 }
 
 impl Service {
+    /// Makes the caller's connection the owner of this agent, unless another live connection
+    /// owns it: a second coordinator, even with the token, can neither stop the run's step
+    /// nor have files created or written while it runs (issue 15, finding 7). Logged either
+    /// way, with the peer and `what` was asked.
+    fn claim<T>(&self, req: &Request<T>, what: &str) -> Result<(), Status> {
+        // The in-process agent of a local run has one connection, its own.
+        let Some(ticket) = listen::ticket_of(req) else { return Ok(()) };
+        let mut owner = self.owner.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(o) = owner.as_ref()
+            && let Some(current) = o.connection.upgrade()
+            && !Arc::ptr_eq(&current, &ticket)
+        {
+            tracing::warn!(peer = %ticket.peer(), owner = %o.peer, what, "refused: this agent belongs to another coordinator's run");
+            return Err(Status::aborted(format!(
+                "this agent is in use by the coordinator at {} (for {:.0} s): one coordinator at a time; wait for that run to end",
+                o.peer,
+                o.since.elapsed().as_secs_f64()
+            )));
+        }
+        if owner.as_ref().is_none_or(|o| o.connection.upgrade().is_none()) {
+            tracing::info!(peer = %ticket.peer(), "coordinator took this agent for its run");
+            *owner = Some(Owner {
+                connection: Arc::downgrade(&ticket),
+                peer: ticket.peer(),
+                since: std::time::Instant::now(),
+            });
+        }
+        tracing::info!(peer = %ticket.peer(), what, "call accepted");
+        Ok(())
+    }
+
     fn new(
         confine: Option<Confinement>,
         allow_write: Vec<PathBuf>,
@@ -149,6 +189,7 @@ impl Service {
             state_dir,
             map: std::sync::Mutex::new(None),
             created: std::sync::Mutex::new(Default::default()),
+            owner: std::sync::Mutex::new(None),
             confine: confine.map(Arc::new),
             allow_write,
             busy: Arc::new(tokio::sync::Mutex::new(())),
@@ -293,12 +334,19 @@ impl Agent for Service {
     }
 
     async fn targets(&self, req: Request<pb::TargetsRequest>) -> Result<Response<pb::TargetsReply>, Status> {
+        self.claim(&req, "targets")?;
         let r = req.into_inner();
+        tracing::info!(
+            targets = ?r.groups.iter().flat_map(|g| g.targets.iter()).take(16).collect::<Vec<_>>(),
+            write = r.write,
+            "targets requested"
+        );
         let set = self.open_with(&r.groups, r.scratch_size, r.write, r.unfilled, false).await?;
         Ok(Response::new(pb::TargetsReply { targets: facts(&set) }))
     }
 
-    async fn stop(&self, _req: Request<pb::StopRequest>) -> Result<Response<pb::StopReply>, Status> {
+    async fn stop(&self, req: Request<pb::StopRequest>) -> Result<Response<pb::StopReply>, Status> {
+        self.claim(&req, "stop")?;
         let running = match &*self.stop.lock().unwrap_or_else(|e| e.into_inner()) {
             Some(flag) => {
                 flag.store(true, Ordering::Relaxed);
@@ -315,6 +363,7 @@ impl Agent for Service {
         &self,
         req: Request<pb::PreconditionRequest>,
     ) -> Result<Response<Self::PreconditionStream>, Status> {
+        self.claim(&req, "precondition")?;
         let r = req.into_inner();
         if self.local.is_some() {
             return Err(Status::failed_precondition("a local run preconditions its targets itself"));
@@ -353,6 +402,7 @@ impl Agent for Service {
         &self,
         req: Request<pb::VerifyPassRequest>,
     ) -> Result<Response<Self::VerifyPassStream>, Status> {
+        self.claim(&req, "verification pass")?;
         let r = req.into_inner();
         if self.local.is_some() {
             return Err(Status::failed_precondition("a local run verifies its targets itself"));
@@ -433,6 +483,7 @@ impl Agent for Service {
 
     async fn run_step(&self, req: Request<pb::StepRequest>) -> Result<Response<Self::RunStepStream>, Status> {
         let received_unix_ns = unix_ns();
+        self.claim(&req, "step")?;
         let r = req.into_inner();
         let (w, mut backend, faults) = step_request(&r)?;
         // Said once, in the agent's Hello (the run's `host.agents[].backend_note`).
