@@ -252,6 +252,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub insecure: bool,
 
+    /// The name every agent's certificate must carry, instead of the host name or address each
+    /// is reached at (e.g. iocurve-agent, for the one agent certificate of `certs init` on every
+    /// host; `certs add-host NAME` issues one per host, which needs no --tls-name).
+    #[arg(long = "tls-name", value_name = "NAME")]
+    pub tls_name: Option<String>,
+
     /// Refuse agents whose clock is further off than this, in ms (with --hosts; more than
     /// 50 ms gets a warning). Steps start together whatever the clocks say; clocks this far
     /// apart are not synchronized and may be stepped mid-run.
@@ -311,6 +317,18 @@ pub enum CertsCommand {
         /// iocurve-agent, localhost and 127.0.0.1); repeatable.
         #[arg(long = "name", value_name = "NAME")]
         names: Vec<String>,
+    },
+    /// Issue an agent certificate for one host with the CA kept in DIR (by `certs init`):
+    /// DIR/hosts/NAME/agent.pem and agent.key. The coordinator checks the name it dialled, so
+    /// this certificate proves which host answers.
+    AddHost {
+        /// The directory `certs init` wrote.
+        dir: PathBuf,
+        /// The host's name (or address) as the coordinator dials it.
+        name: String,
+        /// Further names or addresses of the same host; repeatable.
+        #[arg(long = "alias", value_name = "NAME")]
+        aliases: Vec<String>,
     },
 }
 

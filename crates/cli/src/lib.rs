@@ -83,13 +83,23 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Certs { command: cli::CertsCommand::Init { dir, names } } => {
             let f = iocurve_net::certs::init(&dir, &names)?;
             crate::outln!(
-                "wrote {}, {} and {} (agent), {} and {} (coordinator), {} (token)",
+                "wrote {} and {} (CA, its key private), {} and {} (agent), {} and {} (coordinator), {} (token)",
                 f.ca.display(),
+                f.ca_key.display(),
                 f.agent_cert.display(),
                 f.agent_key.display(),
                 f.client_cert.display(),
                 f.client_key.display(),
                 f.token.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Certs { command: cli::CertsCommand::AddHost { dir, name, aliases } } => {
+            let (cert, key) = iocurve_net::certs::add_host(&dir, &name, &aliases)?;
+            crate::outln!(
+                "wrote {} and {} for agent host {name} (copy them to that host with the CA's ca.pem and the token)",
+                cert.display(),
+                key.display()
             );
             Ok(ExitCode::SUCCESS)
         }

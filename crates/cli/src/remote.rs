@@ -81,6 +81,7 @@ fn client_config(args: &RunArgs) -> Result<ClientConfig, CliError> {
         ca_pem,
         identity,
         insecure: args.insecure,
+        tls_name: args.tls_name.clone(),
         max_skew: Duration::from_millis(args.max_skew_ms),
     })
 }

@@ -1169,3 +1169,68 @@ fn regression_a_second_coordinator_can_neither_stop_nor_use_an_agent_in_use() {
     let o = coordinator(dir.path(), &c, &["a/plan.toml", "--size", "16m"]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// Issue 15, finding 7: one agent key pair on every host, certificates valid until the year
+/// 4096, the CA key discarded, and the coordinator checking the fixed name `iocurve-agent`, so
+/// a certificate proved nothing about which host answered. Now `certs init` keeps the CA key,
+/// `certs add-host NAME` issues a certificate naming one host, certificates last a year, and the
+/// coordinator checks the name it dialled.
+#[test]
+fn regression_an_agent_certificate_proves_which_host_answers() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    assert_eq!(
+        std::fs::metadata(c.join("ca.key")).unwrap().permissions().mode() & 0o777,
+        0o600,
+        "the CA key is kept, private"
+    );
+    let end =
+        Command::new("openssl").args(["x509", "-noout", "-enddate", "-in"]).arg(c.join("agent.pem")).output().unwrap();
+    let year: i32 = String::from_utf8_lossy(&end.stdout).split_whitespace().rev().nth(1).unwrap().parse().unwrap();
+    assert!((2026..=2028).contains(&year), "valid for a year: {}", String::from_utf8_lossy(&end.stdout));
+
+    // A certificate for 127.0.0.1 alone, and one for another host.
+    for host in ["127.0.0.1", "lg2.lab"] {
+        let o = iocurve(dir.path(), &["certs", "add-host", "certs", host]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let o = iocurve(dir.path(), &["certs", "add-host", "certs", "lg2.lab"]);
+    input_error(&o, &["exists already"]);
+    let d = dir.path().join("a");
+    std::fs::create_dir(&d).unwrap();
+    let allow = format!("{}/*", d.display());
+    let agent_with = |host: &str| {
+        let h = c.join("hosts").join(host);
+        let mut cmd = Command::new(bin());
+        cmd.args(["agent", "--listen", "127.0.0.1:0", "--token-file"])
+            .arg(c.join("token"))
+            .args(["--allow", &allow, "--tls-cert"])
+            .arg(h.join("agent.pem"))
+            .arg("--tls-key")
+            .arg(h.join("agent.key"))
+            .current_dir(&d)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+        AgentProc { child, addr: line.trim().rsplit(' ').next().unwrap().to_string() }
+    };
+    let rr = "[[workloads]]\nname = \"rr\"\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.2\n";
+    // The host's own certificate: served.
+    let right = agent_with("127.0.0.1");
+    hosts_plan(dir.path(), &[(right.addr.as_str(), d.join("t.dat"))], rr);
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    drop(right);
+    // Another host's certificate on this address: refused whatever the host-loss policy.
+    let wrong = agent_with("lg2.lab");
+    hosts_plan(dir.path(), &[(wrong.addr.as_str(), d.join("t.dat"))], rr);
+    let o =
+        coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--on-host-loss", "continue"]).output().unwrap();
+    input_error(&o, &["certificate was refused", "certs add-host"]);
+    // Unless the run says which name to expect.
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--tls-name", "lg2.lab"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}

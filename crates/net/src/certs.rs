@@ -1,6 +1,9 @@
-//! `iocurve certs init DIR`: a certificate authority, an agent (server) certificate and a
-//! coordinator (client) certificate for a test cluster, and a random token. Production sites
-//! bring their own PKI; these files are for labs and CI.
+//! `iocurve certs`: a certificate authority for a cluster of agents, kept in one directory on
+//! the coordinator's side. `init` makes the CA (its key kept, private), a shared agent
+//! certificate, a coordinator (client) certificate and a token; `add-host NAME` issues an agent
+//! certificate that names one host, so that the coordinator, which checks the name it dialled,
+//! knows which host answers. Certificates are valid for a year (the CA for ten). Sites with a
+//! PKI of their own bring its files instead.
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -9,12 +12,22 @@ use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose
 
 use crate::NetError;
 
-/// The name the agent certificate carries; clients check it whatever address they dial.
+/// The name the shared agent certificate carries besides localhost and 127.0.0.1; a coordinator
+/// given `--tls-name iocurve-agent` accepts it from any host.
 pub const AGENT_NAME: &str = "iocurve-agent";
+
+/// The CA's distinguished name. Issuing later rebuilds the issuer from it and the kept key: the
+/// issuer name and key identifier of a new certificate then match the CA certificate's.
+const CA_NAME: &str = "iocurve test cluster CA";
+
+/// How long certificates are valid, in days: a year for agents and coordinators, ten for the CA.
+const LEAF_DAYS: i64 = 365;
+const CA_DAYS: i64 = 3650;
 
 /// The files `init` writes, by role.
 pub struct CertFiles {
     pub ca: PathBuf,
+    pub ca_key: PathBuf,
     pub agent_cert: PathBuf,
     pub agent_key: PathBuf,
     pub client_cert: PathBuf,
@@ -26,6 +39,7 @@ impl CertFiles {
     pub fn in_dir(dir: &Path) -> CertFiles {
         CertFiles {
             ca: dir.join("ca.pem"),
+            ca_key: dir.join("ca.key"),
             agent_cert: dir.join("agent.pem"),
             agent_key: dir.join("agent.key"),
             client_cert: dir.join("client.pem"),
@@ -39,8 +53,71 @@ fn err(e: rcgen::Error) -> NetError {
     NetError::Failed(format!("cannot make certificates: {e}"))
 }
 
-/// Writes a CA, an agent certificate (for `AGENT_NAME`, localhost, 127.0.0.1 and `names`), a
-/// client certificate and a token into `dir`, which must not hold them already.
+/// Sets a certificate's validity: from a day back (a host whose clock is a little behind
+/// accepts it at once) to `days` from today (UTC).
+fn valid_for(p: &mut CertificateParams, days: i64) {
+    let today =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64 / 86_400);
+    let date = |day: i64| {
+        let (y, m, d) = civil_from_days(day);
+        rcgen::date_time_ymd(y as i32, m as u8, d as u8)
+    };
+    p.not_before = date(today - 1);
+    p.not_after = date(today + days);
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+fn ca_params() -> Result<CertificateParams, NetError> {
+    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, CA_NAME);
+    valid_for(&mut ca, CA_DAYS);
+    Ok(ca)
+}
+
+/// An agent (server) certificate for `names` (IP addresses among them become IP names).
+fn agent_params(common_name: &str, names: &[String]) -> Result<CertificateParams, NetError> {
+    let dns: Vec<String> = names.iter().filter(|n| n.parse::<IpAddr>().is_err()).cloned().collect();
+    let mut agent = CertificateParams::new(dns).map_err(err)?;
+    for n in names {
+        if let Ok(ip) = n.parse::<IpAddr>() {
+            agent.subject_alt_names.push(SanType::IpAddress(ip));
+        }
+    }
+    agent.distinguished_name.push(DnType::CommonName, common_name);
+    agent.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    valid_for(&mut agent, LEAF_DAYS);
+    Ok(agent)
+}
+
+/// Writes `text` to `p`; `secret` files are readable by their owner only, from the start.
+fn write(p: &Path, text: &str, secret: bool) -> Result<(), NetError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(if secret { 0o600 } else { 0o644 })
+        .open(p)
+        .map_err(|e| NetError::Input(format!("cannot write {}: {e}", p.display())))?;
+    f.write_all(text.as_bytes()).map_err(|e| NetError::Input(format!("cannot write {}: {e}", p.display())))
+}
+
+/// Writes a CA (certificate and key), a shared agent certificate (for `AGENT_NAME`, localhost,
+/// 127.0.0.1 and `names`), a client certificate and a token into `dir`, which must not hold
+/// them already.
 pub fn init(dir: &Path, names: &[String]) -> Result<CertFiles, NetError> {
     let files = CertFiles::in_dir(dir);
     if files.ca.exists() || files.token.exists() {
@@ -51,50 +128,71 @@ pub fn init(dir: &Path, names: &[String]) -> Result<CertFiles, NetError> {
     }
     std::fs::create_dir_all(dir).map_err(|e| NetError::Input(format!("cannot create {}: {e}", dir.display())))?;
 
-    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name.push(DnType::CommonName, "iocurve test cluster CA");
+    let ca = ca_params()?;
     let ca_key = KeyPair::generate().map_err(err)?;
     let ca_cert = ca.self_signed(&ca_key).map_err(err)?;
+    let ca_key_pem = ca_key.serialize_pem();
     let issuer = Issuer::new(ca, ca_key);
 
-    let mut sans = vec![AGENT_NAME.to_string(), "localhost".to_string()];
-    sans.extend(names.iter().filter(|n| n.parse::<IpAddr>().is_err()).cloned());
-    let mut agent = CertificateParams::new(sans).map_err(err)?;
-    agent.subject_alt_names.push(SanType::IpAddress("127.0.0.1".parse().expect("an address")));
-    for n in names {
-        if let Ok(ip) = n.parse::<IpAddr>() {
-            agent.subject_alt_names.push(SanType::IpAddress(ip));
-        }
-    }
-    agent.distinguished_name.push(DnType::CommonName, AGENT_NAME);
-    agent.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let mut all = vec![AGENT_NAME.to_string(), "localhost".to_string(), "127.0.0.1".to_string()];
+    all.extend(names.iter().cloned());
+    let agent = agent_params(AGENT_NAME, &all)?;
     let agent_key = KeyPair::generate().map_err(err)?;
     let agent_cert = agent.signed_by(&agent_key, &issuer).map_err(err)?;
 
     let mut client = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
     client.distinguished_name.push(DnType::CommonName, "iocurve coordinator");
     client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    valid_for(&mut client, LEAF_DAYS);
     let client_key = KeyPair::generate().map_err(err)?;
     let client_cert = client.signed_by(&client_key, &issuer).map_err(err)?;
 
     let token = crate::auth::random_token()?;
-    let write = |p: &Path, text: &str, secret: bool| -> Result<(), NetError> {
-        std::fs::write(p, text).map_err(|e| NetError::Input(format!("cannot write {}: {e}", p.display())))?;
-        if secret {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o600))
-                .map_err(|e| NetError::Input(format!("cannot restrict {}: {e}", p.display())))?;
-        }
-        Ok(())
-    };
     write(&files.ca, &ca_cert.pem(), false)?;
+    write(&files.ca_key, &ca_key_pem, true)?;
     write(&files.agent_cert, &agent_cert.pem(), false)?;
     write(&files.agent_key, &agent_key.serialize_pem(), true)?;
     write(&files.client_cert, &client_cert.pem(), false)?;
     write(&files.client_key, &client_key.serialize_pem(), true)?;
     write(&files.token, &format!("{token}\n"), true)?;
     Ok(files)
+}
+
+/// Issues an agent certificate for host `name` (and `aliases`: further names or addresses of
+/// the same host) with the CA kept in `dir`: `dir/hosts/NAME/agent.pem` and `agent.key`.
+/// Returns the two paths.
+pub fn add_host(dir: &Path, name: &str, aliases: &[String]) -> Result<(PathBuf, PathBuf), NetError> {
+    let files = CertFiles::in_dir(dir);
+    if name.is_empty() || name.contains('/') || name.starts_with('.') {
+        return Err(NetError::Input(format!("`{name}` is not a host name")));
+    }
+    let key_pem = std::fs::read_to_string(&files.ca_key).map_err(|e| {
+        NetError::Input(format!(
+            "cannot read the CA key {} ({e}): add-host needs a directory made by `iocurve certs init` (which keeps it)",
+            files.ca_key.display()
+        ))
+    })?;
+    let ca_key = KeyPair::from_pem(&key_pem)
+        .map_err(|e| NetError::Input(format!("{} holds no key: {e}", files.ca_key.display())))?;
+    let issuer = Issuer::new(ca_params()?, ca_key);
+    let host_dir = dir.join("hosts").join(name);
+    if host_dir.join("agent.pem").exists() {
+        return Err(NetError::Input(format!(
+            "{} exists already: remove it to issue a new certificate for {name}",
+            host_dir.join("agent.pem").display()
+        )));
+    }
+    std::fs::create_dir_all(&host_dir)
+        .map_err(|e| NetError::Input(format!("cannot create {}: {e}", host_dir.display())))?;
+    let mut names = vec![name.to_string()];
+    names.extend(aliases.iter().cloned());
+    let params = agent_params(name, &names)?;
+    let key = KeyPair::generate().map_err(err)?;
+    let cert = params.signed_by(&key, &issuer).map_err(err)?;
+    let (cert_path, key_path) = (host_dir.join("agent.pem"), host_dir.join("agent.key"));
+    write(&cert_path, &cert.pem(), false)?;
+    write(&key_path, &key.serialize_pem(), true)?;
+    Ok((cert_path, key_path))
 }
 
 /// Reads a PEM file for TLS, naming the option it came from on failure.
@@ -105,4 +203,17 @@ pub fn read_pem(path: &Path, option: &str) -> Result<String, NetError> {
         return Err(NetError::Input(format!("{option} {} is not a PEM file", path.display())));
     }
     Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    }
 }

@@ -13,7 +13,7 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity
 use crate::agent::{self, InProcess};
 use crate::clock::{ClockEstimate, ClockVerdict, check_clock};
 use crate::pb::agent_client::AgentClient;
-use crate::{NetError, PROTOCOL, auth, certs, pb, unix_ns};
+use crate::{NetError, PROTOCOL, auth, pb, unix_ns};
 
 /// How the coordinator reaches its agents.
 #[derive(Clone)]
@@ -25,6 +25,8 @@ pub struct ClientConfig {
     pub identity: Option<(String, String)>,
     /// Plain text, no TLS (`--insecure`).
     pub insecure: bool,
+    /// The name every agent's certificate must carry; None: the host each is dialled at.
+    pub tls_name: Option<String>,
     /// An agent whose clock is further off than this is refused (see [`check_clock`]).
     pub max_skew: Duration,
 }
@@ -87,16 +89,29 @@ pub async fn connect(addr: &str, cfg: &ClientConfig, pings: usize) -> Result<Rem
                 "agents are reached over TLS: give --ca (the CA that signed their certificates) or --insecure".into(),
             )
         })?;
-        let mut tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca)).domain_name(certs::AGENT_NAME);
+        // The certificate must name the host dialled (or `--tls-name`): a certificate then
+        // proves which host answers, not only that some agent of the CA does.
+        let mut tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca));
+        if let Some(name) = &cfg.tls_name {
+            tls = tls.domain_name(name.clone());
+        }
         if let Some((cert, key)) = &cfg.identity {
             tls = tls.identity(Identity::from_pem(cert, key));
         }
         ep = ep.tls_config(tls).map_err(|e| NetError::Input(format!("TLS set-up for {addr} failed: {e}")))?;
     }
-    let channel = ep
-        .connect()
-        .await
-        .map_err(|e| NetError::Failed(format!("cannot reach agent {addr}: {e}{}", source_chain(&e))))?;
+    let channel = ep.connect().await.map_err(|e| {
+        let why = format!("{e}{}", source_chain(&e));
+        if why.contains("certificate") {
+            // Reached, and refused: a certificate for another host or from another CA is a
+            // mistake to fix, not a host gone.
+            NetError::Input(format!(
+                "agent {addr}: its TLS certificate was refused ({why}): it must be signed by --ca and name the host as dialled (`iocurve certs add-host DIR HOST`), or give --tls-name NAME"
+            ))
+        } else {
+            NetError::Failed(format!("cannot reach agent {addr}: {why}"))
+        }
+    })?;
     let mut r = handshake(addr, channel, &cfg.token, pings, false).await?;
     match check_clock(addr, r.offset_ns, r.rtt_ns, cfg.max_skew) {
         ClockVerdict::Fine => {}

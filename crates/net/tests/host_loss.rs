@@ -57,6 +57,7 @@ fn an_agent_gone_between_steps_is_lost_for_the_step_and_the_others_run_it() {
             ca_pem: None,
             identity: None,
             insecure: true,
+            tls_name: None,
             max_skew: Duration::from_secs(1),
         };
         let stop = AtomicBool::new(false);

@@ -21,6 +21,11 @@ pub fn ip(args: &[&str]) {
 }
 
 impl Netns {
+    /// The address namespace `n` of this test process gives its host.
+    pub fn address(n: u32) -> String {
+        format!("10.77.{}.2", (std::process::id() % 10_000 % 50) * 5 + n)
+    }
+
     pub fn new(n: u32) -> Netns {
         let id = std::process::id() % 10_000;
         let name = format!("iocv{id}n{n}");
@@ -117,9 +122,17 @@ impl Drop for AgentProc {
     }
 }
 
+/// A cluster's certificates: its shared agent certificate names loopback and the addresses
+/// this test process's namespaces (see [`Netns::new`]) give their agents, which the
+/// coordinator checks against the address it dials.
 pub fn certs(dir: &Path) -> PathBuf {
     let c = dir.join("certs");
-    let o = iocurve(dir, &["certs", "init", "certs"]);
+    let mut args = vec!["certs".to_string(), "init".into(), "certs".into()];
+    for n in 0..5 {
+        args.extend(["--name".into(), Netns::address(n)]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = iocurve(dir, &args);
     assert!(o.status.success(), "{}", stderr(&o));
     c
 }
