@@ -1234,3 +1234,45 @@ fn regression_an_agent_certificate_proves_which_host_answers() {
     let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--tls-name", "lg2.lab"]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// Issue 15, finding 2: a stall without end (or a long latency fault) held every completion,
+/// and once its coordinator went away the agent said "running another step" until restarted.
+/// Held completions are given up when the step is aborted: the agent serves the next
+/// coordinator within its lease and the step's bounded drain.
+#[test]
+fn regression_an_agent_stalled_by_a_fault_is_free_again_after_its_coordinator_dies() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let d = dir.path().join("a");
+    std::fs::create_dir(&d).unwrap();
+    let agent = AgentProc::start(&d, &c, &format!("{}/*", d.display()), &["--lease-s", "2"]);
+    let hosts = [(agent.addr.as_str(), d.join("t.dat"))];
+    let stalled = "[[workloads]]\nname = \"rr\"\nramp = [4]\nwarmup_s = 0\nintervals = 60\ninterval_s = 0.5\n\
+                   [[faults]]\nkind = \"stall\"\nfrom_s = 0.3\n";
+    hosts_plan(dir.path(), &hosts, stalled);
+    let mut coord = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    coord.kill().unwrap();
+    coord.wait().unwrap();
+    let killed = std::time::Instant::now();
+    let quick = "[[workloads]]\nname = \"rr\"\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.2\n";
+    hosts_plan(dir.path(), &hosts, quick);
+    loop {
+        let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m"]).output().unwrap();
+        if o.status.success() {
+            break;
+        }
+        assert!(
+            killed.elapsed() < std::time::Duration::from_secs(20),
+            "the agent is still taken 20 s after its coordinator died: {}",
+            stderr(&o)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let free = killed.elapsed();
+    assert!(free < std::time::Duration::from_secs(12), "free again {free:?} after the coordinator died");
+}
