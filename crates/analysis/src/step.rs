@@ -516,7 +516,8 @@ mod tests {
             clock,
             record: record(vec![interval(10, 1000)], 1.0, 1),
         };
-        let steady = HostClock { offset_ns: 5_000, rtt_ns: 100_000, offset_after_ns: Some(60_000) };
+        let steady =
+            HostClock { offset_ns: 5_000, rtt_ns: 100_000, offset_after_ns: Some(60_000), rtt_after_ns: 100_000 };
         let codes = |rec: &StepRecord| -> Vec<String> {
             let flags = analyze_step(rec, false, &Thresholds::default()).flags;
             flags.into_iter().map(|f| f.code).filter(|c| c == "start_spread" || c == "clock_moved").collect()

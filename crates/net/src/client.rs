@@ -60,6 +60,14 @@ impl Remote {
 
 pub(crate) fn failed(addr: &str, what: &str, e: tonic::Status) -> NetError {
     let msg = format!("agent {addr}: {what}: {}", e.message());
+    let detail = format!("{}{}", e.message(), source_chain(&e));
+    if mentions_certificate(&detail) {
+        // With TLS 1.3 an agent refuses the coordinator's certificate after the handshake:
+        // the first call carries the alert. A mistake to fix, not a host gone.
+        return NetError::Input(format!(
+            "agent {addr} refused this coordinator's TLS certificate ({detail}): give --client-cert/--client-key signed by the CA the agent's --client-ca names"
+        ));
+    }
     match e.code() {
         tonic::Code::Unauthenticated => {
             NetError::Input(format!("agent {addr} refused the token: give the agent's token with --token-file"))
@@ -102,7 +110,7 @@ pub async fn connect(addr: &str, cfg: &ClientConfig, pings: usize) -> Result<Rem
     }
     let channel = ep.connect().await.map_err(|e| {
         let why = format!("{e}{}", source_chain(&e));
-        if why.contains("certificate") {
+        if mentions_certificate(&why) {
             // Reached, and refused: a certificate for another host or from another CA is a
             // mistake to fix, not a host gone.
             NetError::Input(format!(
@@ -151,7 +159,15 @@ async fn handshake(
     let hello = client
         .hello(pb::HelloRequest { protocol: PROTOCOL, version: env!("CARGO_PKG_VERSION").into() })
         .await
-        .map_err(|e| failed(addr, "hello", e))?
+        .map_err(|e| match failed(addr, "hello", e) {
+            // The connection and its TLS handshake succeeded and the first call was cut: the
+            // agent refused this coordinator (with TLS 1.3 a missing or untrusted client
+            // certificate shows only now, and often without its alert). A mistake to fix.
+            NetError::Failed(why) => NetError::Input(format!(
+                "{why}: the agent closed the connection at the first call; an agent started with --client-ca refuses a coordinator without a certificate it trusts (give --client-cert and --client-key)"
+            )),
+            other => other,
+        })?
         .into_inner();
     if hello.protocol != PROTOCOL {
         return Err(NetError::Input(format!(
@@ -207,10 +223,12 @@ pub(crate) async fn measure_clocks(
             let mut client = r.client.clone();
             let slots = slots.clone();
             ask.then(|| {
-                tokio::spawn(async move {
+                // The deadline covers the wait for a slot too: a few agents that do not answer
+                // hold up the others by one deadline, not one each.
+                tokio::spawn(tokio::time::timeout(deadline, async move {
                     let _slot = slots.acquire_owned().await;
-                    tokio::time::timeout(deadline, measure_clock(&mut client, pings)).await
-                })
+                    measure_clock(&mut client, pings).await
+                }))
             })
         })
         .collect();
@@ -222,6 +240,13 @@ pub(crate) async fn measure_clocks(
         });
     }
     out
+}
+
+/// Whether a TLS error is about a certificate (rustls says "certificate", its alerts
+/// "BadCertificate", "CertificateRequired", "UnknownCA" and the like).
+fn mentions_certificate(why: &str) -> bool {
+    let w = why.to_lowercase();
+    w.contains("certificate") || w.contains("unknownca") || w.contains("unknown ca")
 }
 
 fn source_chain(e: &dyn std::error::Error) -> String {

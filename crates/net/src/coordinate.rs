@@ -157,11 +157,24 @@ pub async fn run_step(
     // last measurement would start its I/O off by that much, and the start spread computed
     // with the old offset could never show it (issue 15, finding 6).
     let mut clock_notes = Vec::new();
-    let before = measure_clocks(remotes, &vec![true; remotes.len()], CLOCK_PINGS, REQUEST_DEADLINE).await;
+    let all = vec![true; remotes.len()];
+    let before = tokio::select! {
+        m = measure_clocks(remotes, &all, CLOCK_PINGS, REQUEST_DEADLINE) => m,
+        _ = crate::client::until_stopped(stop) => vec![None; remotes.len()],
+    };
     for (r, m) in remotes.iter_mut().zip(before) {
-        let Some((offset_ns, rtt_ns)) = m else { continue };
-        let moved = offset_ns - r.offset_ns;
-        if moved.abs() > r.rtt_ns.max(rtt_ns) + CLOCK_MOVED_NS {
+        let Some((offset_ns, rtt_ns)) = m else {
+            if !stop.load(Ordering::Relaxed) && !r.in_process {
+                clock_notes.push(format!(
+                    "agent {}'s clock could not be measured before the step: its last offset ({:+.3} ms) is used",
+                    r.addr,
+                    r.offset_ns as f64 / 1e6
+                ));
+            }
+            continue;
+        };
+        let moved = offset_ns.saturating_sub(r.offset_ns);
+        if moved.saturating_abs() > r.rtt_ns.max(rtt_ns).saturating_add(CLOCK_MOVED_NS) {
             clock_notes.push(format!(
                 "agent {}'s clock moved {:+.1} ms against this host's since it was last measured: its step still starts with the others (offsets are measured before every step)",
                 r.addr,
@@ -179,7 +192,7 @@ pub async fn run_step(
             workload_json: json.clone(),
             workers: spec.workers,
             groups: wire_groups(targets),
-            start_at_unix_ns: start_at + r.offset_ns,
+            start_at_unix_ns: start_at.saturating_add(r.offset_ns),
             scratch_size: spec.scratch_size,
             threads: spec.threads,
             backend: spec.backend.into(),
@@ -317,7 +330,7 @@ pub async fn run_step(
                 st.started[h] = s.started_unix_ns - remotes[h].offset_ns;
                 if s.ready_unix_ns > 0 && s.received_unix_ns > 0 {
                     setup_ns = setup_ns.max(s.ready_unix_ns - s.received_unix_ns);
-                    let late = s.ready_unix_ns - (start_at + remotes[h].offset_ns);
+                    let late = s.ready_unix_ns.saturating_sub(start_at.saturating_add(remotes[h].offset_ns));
                     if late > 1_000_000 && per_host {
                         st.warnings.push(format!(
                             "agent {} was set up {:.1} ms after the step's start moment (its set-up took {:.1} ms): it started late; the next step gives more lead",
@@ -391,7 +404,8 @@ pub async fn run_step(
     }
     // And after it: an offset that changed during the step says the agent's clock moved while
     // it ran (its start and timeline are off by up to that much).
-    let here: Vec<bool> = st.lost.iter().map(Option::is_none).collect();
+    // (Not after Ctrl-C: the user wants the run to end.)
+    let here: Vec<bool> = st.lost.iter().map(|l| l.is_none() && !stop.load(Ordering::Relaxed)).collect();
     let after = measure_clocks(remotes, &here, CLOCK_PINGS, REQUEST_DEADLINE).await;
     for m in st.warnings.drain(..) {
         obs.warning(&m);
@@ -400,13 +414,21 @@ pub async fn run_step(
         return Err(f);
     }
     let Some(mut merged) = merged else {
-        return Err(match st.aborted {
-            Some(why) => NetError::Aborted(why),
+        return match st.aborted {
+            Some(why) => Err(NetError::Aborted(why)),
             None if st.lost.iter().all(Option::is_some) => {
-                NetError::Failed("every agent was lost before it started the step".into())
+                Err(NetError::Failed("every agent was lost before it started the step".into()))
             }
-            None => NetError::Failed("no agent started the step".into()),
-        });
+            // Ctrl-C before the start moment: a step with nothing in it, as a local run
+            // stopped before its first interval ends.
+            None if stop.load(Ordering::Relaxed) => {
+                let mut empty = StepRecord::new(spec.workers, w.queue_depth, 0, w.interval_s, 1.0);
+                empty.interrupted = true;
+                let lost = st.lost.iter().enumerate().filter_map(|(i, l)| l.map(|_| i)).collect();
+                Ok(MultiStep { merged: empty, lost, setup_ns })
+            }
+            None => Err(NetError::Failed("no agent started the step".into())),
+        };
     };
     if st.lost.iter().all(Option::is_some) && st.aborted.is_none() {
         // What they measured before is kept; the run cannot go on.
@@ -427,7 +449,8 @@ pub async fn run_step(
         let message = if st.started[i] == 0 {
             format!(
                 "agent {} was lost before the step started: the step ran on {} hosts, not {n}",
-                remotes[i].addr, merged.hosts
+                remotes[i].addr,
+                st.started.iter().filter(|&&t| t != 0).count()
             )
         } else {
             format!(
@@ -458,6 +481,7 @@ pub async fn run_step(
                         offset_ns: remotes[i].offset_ns,
                         rtt_ns: remotes[i].rtt_ns,
                         offset_after_ns: after[i].map(|m| m.0),
+                        rtt_after_ns: after[i].map_or(0, |m| m.1),
                     },
                     record,
                 }

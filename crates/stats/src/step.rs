@@ -106,15 +106,19 @@ pub struct HostClock {
     pub offset_ns: i64,
     pub rtt_ns: i64,
     pub offset_after_ns: Option<i64>,
+    /// The round trip of the measurement after the step.
+    pub rtt_after_ns: i64,
 }
 
 impl HostClock {
     /// How far the agent's clock moved against the coordinator's during the step, beyond what
-    /// the two measurements are sure of (ns; 0 within their uncertainty or when not measured).
+    /// the two measurements are sure of (each to half its round trip; ns; 0 within that or when
+    /// not measured).
     pub fn moved_ns(&self) -> i64 {
         self.offset_after_ns.map_or(0, |after| {
-            let d = after - self.offset_ns;
-            let sure = (d.abs() - self.rtt_ns.max(0)).max(0);
+            let d = after.saturating_sub(self.offset_ns);
+            let unsure = self.rtt_ns.max(0) / 2 + self.rtt_after_ns.max(0) / 2;
+            let sure = d.saturating_abs().saturating_sub(unsure).max(0);
             sure * d.signum()
         })
     }

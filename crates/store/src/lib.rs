@@ -178,7 +178,12 @@ mod tests {
                 hostname: "alpha".into(),
                 started_unix_ns: 1_000,
                 lost_at_s: None,
-                clock: HostClock { offset_ns: -250_000, rtt_ns: 80_000, offset_after_ns: Some(199_000_000) },
+                clock: HostClock {
+                    offset_ns: -250_000,
+                    rtt_ns: 80_000,
+                    offset_after_ns: Some(199_000_000),
+                    rtt_after_ns: 70_000,
+                },
                 record: a,
             },
             HostRecord {
@@ -186,7 +191,7 @@ mod tests {
                 hostname: "beta".into(),
                 started_unix_ns: 1_400,
                 lost_at_s: Some(1.2),
-                clock: HostClock { offset_ns: 3, rtt_ns: 9, offset_after_ns: None },
+                clock: HostClock { offset_ns: 3, rtt_ns: 9, offset_after_ns: None, rtt_after_ns: 0 },
                 record: b,
             },
         ];

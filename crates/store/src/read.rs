@@ -208,7 +208,7 @@ impl Store {
     /// The hosts of a multi-host step, each with its own intervals.
     fn load_hosts(&self, step_id: i64, step: &StepRecord) -> Result<Vec<HostRecord>> {
         let mut st = self.sql(self.conn.prepare(
-            "SELECT host, address, hostname, started_unix_ns, threads, lost_at_s, offset_ns, offset_rtt_ns, offset_after_ns FROM step_hosts WHERE step_id = ?1 ORDER BY host",
+            "SELECT host, address, hostname, started_unix_ns, threads, lost_at_s, offset_ns, offset_rtt_ns, offset_after_ns, offset_after_rtt_ns FROM step_hosts WHERE step_id = ?1 ORDER BY host",
         ))?;
         let rows = st.query_map([step_id], |r| {
             Ok((
@@ -218,7 +218,12 @@ impl Store {
                 r.get::<_, i64>(3)?,
                 r.get::<_, i64>(4)?,
                 r.get::<_, Option<f64>>(5)?,
-                HostClock { offset_ns: r.get(6)?, rtt_ns: r.get(7)?, offset_after_ns: r.get(8)? },
+                HostClock {
+                    offset_ns: r.get(6)?,
+                    rtt_ns: r.get(7)?,
+                    offset_after_ns: r.get(8)?,
+                    rtt_after_ns: r.get(9)?,
+                },
             ))
         });
         let rows: Vec<_> = self.sql(rows.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?;

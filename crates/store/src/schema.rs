@@ -15,6 +15,7 @@ const SCHEMA_V11: &str = "
 ALTER TABLE step_hosts ADD COLUMN offset_ns INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE step_hosts ADD COLUMN offset_rtt_ns INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE step_hosts ADD COLUMN offset_after_ns INTEGER;  -- NULL: not measured (lost host, older run)
+ALTER TABLE step_hosts ADD COLUMN offset_after_rtt_ns INTEGER NOT NULL DEFAULT 0;
 ";
 
 /// v10: what became of the I/Os a step still had outstanding when it stopped issuing: completed

@@ -152,8 +152,15 @@ impl Store {
         self.sql(x)?;
         for (i, h) in rec.per_host.iter().enumerate() {
             let x = self.conn.execute(
-                "UPDATE step_hosts SET offset_ns = ?1, offset_rtt_ns = ?2, offset_after_ns = ?3 WHERE step_id = ?4 AND host = ?5",
-                params![h.clock.offset_ns, h.clock.rtt_ns, h.clock.offset_after_ns, step_id, i as i64],
+                "UPDATE step_hosts SET offset_ns = ?1, offset_rtt_ns = ?2, offset_after_ns = ?3, offset_after_rtt_ns = ?4 WHERE step_id = ?5 AND host = ?6",
+                params![
+                    h.clock.offset_ns,
+                    h.clock.rtt_ns,
+                    h.clock.offset_after_ns,
+                    h.clock.rtt_after_ns,
+                    step_id,
+                    i as i64
+                ],
             );
             self.sql(x)?;
             if let Some(at) = h.lost_at_s {

@@ -183,3 +183,67 @@ pub fn coordinator(dir: &Path, certs: &Path, args: &[&str]) -> Command {
         .current_dir(dir);
     cmd
 }
+
+/// A coordinator running in the background whose standard output is read as it comes (so that
+/// a test can wait for a moment of the run instead of sleeping for it).
+pub struct Watched {
+    pub child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Watched {
+    pub fn spawn(mut cmd: Command) -> Watched {
+        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("the coordinator starts");
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Watched { child, lines, seen: Vec::new() }
+    }
+
+    /// Waits until a line holds `needle` (at most `within`); panics with what came otherwise.
+    pub fn wait_for(&mut self, needle: &str, within: std::time::Duration) {
+        let until = std::time::Instant::now() + within;
+        loop {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let hit = line.contains(needle);
+                    self.seen.push(line);
+                    if hit {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    // The coordinator ended (or hangs): what it said on its error stream too.
+                    let mut err = String::new();
+                    if matches!(e, std::sync::mpsc::RecvTimeoutError::Disconnected)
+                        && let Some(mut s) = self.child.stderr.take()
+                    {
+                        use std::io::Read;
+                        let _ = s.read_to_string(&mut err);
+                    }
+                    panic!("no line with `{needle}` within {within:?}: {}\n{err}", self.seen.join("\n"))
+                }
+            }
+        }
+    }
+
+    /// Waits for the end: (exit code, standard output and error together).
+    pub fn finish(mut self) -> (Option<i32>, String) {
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            use std::io::Read;
+            let _ = e.read_to_string(&mut err);
+        }
+        let status = self.child.wait().unwrap();
+        self.seen.extend(self.lines.iter());
+        (status.code(), format!("{}\n{err}", self.seen.join("\n")))
+    }
+}

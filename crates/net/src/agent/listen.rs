@@ -51,6 +51,14 @@ struct Counts {
     per_peer: HashMap<IpAddr, usize>,
 }
 
+/// What counts as one peer: an IPv4 address, or an IPv6 /64 (a host may hold a whole /64).
+fn peer_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+    }
+}
+
 struct Gate {
     limits: Limits,
     counts: Mutex<Counts>,
@@ -64,7 +72,7 @@ impl Gate {
     /// A ticket for a new connection from `peer`, or None when it is one too many.
     fn admit(self: &Arc<Self>, peer: SocketAddr) -> Option<Arc<Ticket>> {
         let mut c = self.counts();
-        let from_peer = c.per_peer.get(&peer.ip()).copied().unwrap_or(0);
+        let from_peer = c.per_peer.get(&peer_key(peer.ip())).copied().unwrap_or(0);
         if c.total >= self.limits.connections
             || c.unauthenticated >= self.limits.unauthenticated
             || from_peer >= self.limits.unauthenticated_per_peer
@@ -73,16 +81,17 @@ impl Gate {
         }
         c.total += 1;
         c.unauthenticated += 1;
-        *c.per_peer.entry(peer.ip()).or_default() += 1;
+        *c.per_peer.entry(peer_key(peer.ip())).or_default() += 1;
         Some(Arc::new(Ticket { gate: self.clone(), peer, authenticated: AtomicBool::new(false) }))
     }
 
     fn release_unauthenticated(&self, c: &mut Counts, ip: IpAddr) {
         c.unauthenticated -= 1;
-        if let Some(n) = c.per_peer.get_mut(&ip) {
+        let key = peer_key(ip);
+        if let Some(n) = c.per_peer.get_mut(&key) {
             *n -= 1;
             if *n == 0 {
-                c.per_peer.remove(&ip);
+                c.per_peer.remove(&key);
             }
         }
     }
@@ -143,11 +152,23 @@ impl Connected for Guarded {
     }
 }
 
+impl Guarded {
+    /// The first-call deadline, checked (and its timer armed) on every read, write and flush:
+    /// a stranger that never reads, so that the connection's writes back up and it is read no
+    /// more, is cut all the same.
+    fn expired(&mut self, cx: &mut Context<'_>) -> Option<io::Error> {
+        if self.ticket.authenticated.load(Ordering::Acquire) || self.deadline.as_mut().poll(cx).is_pending() {
+            return None;
+        }
+        tracing::warn!(peer = %self.ticket.peer, "connection cut: no authenticated call within the deadline");
+        Some(io::Error::new(io::ErrorKind::TimedOut, "no authenticated call in time"))
+    }
+}
+
 impl AsyncRead for Guarded {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        if !self.ticket.authenticated.load(Ordering::Acquire) && self.deadline.as_mut().poll(cx).is_ready() {
-            tracing::warn!(peer = %self.ticket.peer, "connection cut: no authenticated call within the deadline");
-            return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, "no authenticated call in time")));
+        if let Some(e) = self.expired(cx) {
+            return Poll::Ready(Err(e));
         }
         Pin::new(&mut self.io).poll_read(cx, buf)
     }
@@ -155,10 +176,16 @@ impl AsyncRead for Guarded {
 
 impl AsyncWrite for Guarded {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        if let Some(e) = self.expired(cx) {
+            return Poll::Ready(Err(e));
+        }
         Pin::new(&mut self.io).poll_write(cx, buf)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if let Some(e) = self.expired(cx) {
+            return Poll::Ready(Err(e));
+        }
         Pin::new(&mut self.io).poll_flush(cx)
     }
 
@@ -226,6 +253,7 @@ pub fn incoming(listener: TcpListener, limits: Limits) -> ReceiverStream<Result<
                         continue;
                     };
                     let _ = stream.set_nodelay(true);
+                    user_timeout(&stream);
                     let deadline = Box::pin(tokio::time::sleep(limits.first_call));
                     if tx.send(Ok(Guarded { io: stream, ticket, deadline })).await.is_err() {
                         break;
@@ -245,6 +273,24 @@ pub fn incoming(listener: TcpListener, limits: Limits) -> ReceiverStream<Result<
         }
     });
     ReceiverStream::new(rx)
+}
+
+/// Data this connection sent must be acknowledged within 30 s, or the kernel drops it: a peer
+/// that stops reading (a zero window, probed forever otherwise) or vanishes does not hold its
+/// connection.
+fn user_timeout(stream: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let ms: libc::c_uint = 30_000;
+    // SAFETY: setsockopt on a socket this process owns, with a valid option value.
+    unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_USER_TIMEOUT,
+            (&ms as *const libc::c_uint).cast(),
+            std::mem::size_of::<libc::c_uint>() as libc::socklen_t,
+        );
+    }
 }
 
 /// Accept errors that say the process or the system ran out of something.
@@ -288,6 +334,10 @@ mod tests {
         assert!(gate.admit(b).is_none(), "four connections in all");
         drop(a2);
         let a3 = gate.admit(a).unwrap();
+        // IPv6: one /64 is one peer.
+        let v6 = |s: &str| s.parse::<SocketAddr>().unwrap();
+        assert_eq!(peer_key(v6("[2001:db8::1]:1").ip()), peer_key(v6("[2001:db8::ffff:1]:1").ip()));
+        assert_ne!(peer_key(v6("[2001:db8::1]:1").ip()), peer_key(v6("[2001:db8:0:1::1]:1").ip()));
         drop((a1, a3, b1, b2));
         let c = gate.counts();
         assert_eq!((c.total, c.unauthenticated, c.per_peer.len()), (0, 0, 0), "every place given back");

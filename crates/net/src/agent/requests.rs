@@ -26,6 +26,15 @@ pub fn step_request(r: &pb::StepRequest) -> Result<(Workload, Backend, Vec<Fault
     // 4294967295` aborted the agent on a failed allocation, 0 workers panicked the step).
     iocurve_plan::check_workload(&w, &faults, "the step request")
         .map_err(|e| Status::invalid_argument(format!("the workload is not valid: {e}")))?;
+    // The start moment is converted to this agent's clock by the coordinator: it lies within
+    // seconds of now (0: at once). One far away would hold the step, and its targets, for ever.
+    let now = crate::unix_ns();
+    if r.start_at_unix_ns != 0 && r.start_at_unix_ns.saturating_sub(now).saturating_abs() > 3_600_000_000_000 {
+        return Err(Status::invalid_argument(format!(
+            "the step is to start {:.0} s from now on this agent's clock: a start lies within an hour of now",
+            r.start_at_unix_ns.saturating_sub(now) as f64 / 1e9
+        )));
+    }
     if !(1..=65536).contains(&r.workers) || r.threads > 1024 {
         return Err(Status::invalid_argument(format!(
             "{} workers and {} threads: a step has 1 to 65536 workers and 0 (one per core) to 1024 threads",
@@ -114,6 +123,8 @@ mod tests {
             request(0, |_| {}),
             request(65537, |_| {}),
             pb::StepRequest { threads: 100_000, ..request(4, |_| {}) },
+            pb::StepRequest { start_at_unix_ns: i64::MIN, ..request(4, |_| {}) },
+            pb::StepRequest { start_at_unix_ns: crate::unix_ns() + 7_200_000_000_000, ..request(4, |_| {}) },
         ] {
             let e = step_request(&r).unwrap_err();
             assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");

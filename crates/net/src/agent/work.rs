@@ -173,13 +173,15 @@ pub(super) fn run_blocking(
     // The engine sets everything up first, then waits here for the agreed moment, unless the
     // coordinator goes away (or stops the step) meanwhile.
     let ready = std::sync::atomic::AtomicI64::new(0);
+    let called_off = AtomicBool::new(false);
     let start_at = || {
         ready.store(unix_ns(), Ordering::Relaxed);
         loop {
             if tx.is_closed() || stop.load(std::sync::atomic::Ordering::Relaxed) {
+                called_off.store(true, Ordering::Relaxed);
                 return false;
             }
-            let left = r.start_at_unix_ns - unix_ns();
+            let left = r.start_at_unix_ns.saturating_sub(unix_ns());
             if left <= 0 {
                 return true;
             }
@@ -231,6 +233,9 @@ pub(super) fn run_blocking(
                 .collect(),
             ..Default::default()
         },
+        // Stopped (Ctrl-C, another host lost) or abandoned before the start: nothing ran, which
+        // is no error.
+        Err(_) if called_off.load(Ordering::Relaxed) => pb::Done { interrupted: true, ..Default::default() },
         Err(e) => pb::Done { interrupted: true, error: e.to_string(), input: e.is_input_error(), ..Default::default() },
     }
 }
