@@ -120,7 +120,7 @@ pub async fn connect(addr: &str, cfg: &ClientConfig, pings: usize) -> Result<Rem
             NetError::Failed(format!("cannot reach agent {addr}: {why}"))
         }
     })?;
-    let mut r = handshake(addr, channel, &cfg.token, pings, false).await?;
+    let mut r = handshake(addr, channel, &cfg.token, pings, false, cfg.insecure).await?;
     match check_clock(addr, r.offset_ns, r.rtt_ns, cfg.max_skew) {
         ClockVerdict::Fine => {}
         ClockVerdict::Warn(m) => r.clock_warning = Some(m),
@@ -144,7 +144,7 @@ pub async fn connect_in_process(local: InProcess) -> Result<Remote, NetError> {
         }))
         .await
         .map_err(|e| NetError::Failed(format!("cannot start the in-process agent: {e}")))?;
-    handshake("in-process", channel, &token, 1, true).await
+    handshake("in-process", channel, &token, 1, true, false).await
 }
 
 /// Hello (protocol check) and `pings` pings for the clock offset.
@@ -154,17 +154,24 @@ async fn handshake(
     token: &str,
     pings: usize,
     in_process: bool,
+    insecure: bool,
 ) -> Result<Remote, NetError> {
     let mut client = AgentClient::with_interceptor(channel, auth::Bearer::new(token)?);
     let hello = client
         .hello(pb::HelloRequest { protocol: PROTOCOL, version: env!("CARGO_PKG_VERSION").into() })
         .await
         .map_err(|e| match failed(addr, "hello", e) {
-            // The connection and its TLS handshake succeeded and the first call was cut: the
-            // agent refused this coordinator (with TLS 1.3 a missing or untrusted client
-            // certificate shows only now, and often without its alert). A mistake to fix.
+            // The connection (and its TLS handshake) succeeded and the first call was cut: the
+            // agent refused this coordinator — a plain-text coordinator at a TLS agent, or,
+            // with TLS 1.3, a missing or untrusted client certificate, which shows only now and
+            // often without its alert. A mistake to fix, not a host gone.
             NetError::Failed(why) => NetError::Input(format!(
-                "{why}: the agent closed the connection at the first call; an agent started with --client-ca refuses a coordinator without a certificate it trusts (give --client-cert and --client-key)"
+                "{why}: the agent closed the connection at the first call; {}",
+                if insecure {
+                    "it may speak TLS (drop --insecure and give --ca)"
+                } else {
+                    "an agent started with --client-ca refuses a coordinator without a certificate it trusts (give --client-cert and --client-key)"
+                }
             )),
             other => other,
         })?
