@@ -258,6 +258,12 @@ pub struct RunArgs {
     #[arg(long = "tls-name", value_name = "NAME")]
     pub tls_name: Option<String>,
 
+    /// Send each agent the token of its own host (`certs add-host` writes it to
+    /// hosts/NAME/token), derived from --token-file, instead of --token-file itself: a token
+    /// taken from one load host then opens no other.
+    #[arg(long = "token-per-host")]
+    pub token_per_host: bool,
+
     /// Refuse agents whose clock is further off than this, in ms (with --hosts; more than
     /// 50 ms gets a warning). Steps start together whatever the clocks say; clocks this far
     /// apart are not synchronized and may be stepped mid-run.

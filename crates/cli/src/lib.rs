@@ -97,7 +97,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Certs { command: cli::CertsCommand::AddHost { dir, name, aliases } } => {
             let (cert, key) = iocurve_net::certs::add_host(&dir, &name, &aliases)?;
             crate::outln!(
-                "wrote {} and {} for agent host {name} (copy them to that host with the CA's ca.pem and the token)",
+                "wrote {} and {} for agent host {name}, and its own token beside them (copy them to that host with ca.pem; with `run --token-per-host` an agent needs only its own token)",
                 cert.display(),
                 key.display()
             );

@@ -82,6 +82,7 @@ fn client_config(args: &RunArgs) -> Result<ClientConfig, CliError> {
         identity,
         insecure: args.insecure,
         tls_name: args.tls_name.clone(),
+        per_host_tokens: args.token_per_host,
         max_skew: Duration::from_millis(args.max_skew_ms),
     })
 }

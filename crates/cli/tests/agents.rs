@@ -1206,11 +1206,11 @@ fn regression_an_agent_certificate_proves_which_host_answers() {
     let d = dir.path().join("a");
     std::fs::create_dir(&d).unwrap();
     let allow = format!("{}/*", d.display());
-    let agent_with = |host: &str, extra: &[&str]| {
+    let cluster_token = c.join("token").display().to_string();
+    let agent_with = |host: &str, token: &str, extra: &[&str]| {
         let h = c.join("hosts").join(host);
         let mut cmd = Command::new(bin());
-        cmd.args(["agent", "--listen", "127.0.0.1:0", "--token-file"])
-            .arg(c.join("token"))
+        cmd.args(["agent", "--listen", "127.0.0.1:0", "--token-file", token])
             .args(extra)
             .args(["--allow", &allow, "--tls-cert"])
             .arg(h.join("agent.pem"))
@@ -1226,7 +1226,7 @@ fn regression_an_agent_certificate_proves_which_host_answers() {
     };
     let rr = "[[workloads]]\nname = \"rr\"\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.2\n";
     // The host's own certificate: served.
-    let right = agent_with("127.0.0.1", &[]);
+    let right = agent_with("127.0.0.1", &cluster_token, &[]);
     hosts_plan(dir.path(), &[(right.addr.as_str(), d.join("t.dat"))], rr);
     let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m"]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -1234,7 +1234,7 @@ fn regression_an_agent_certificate_proves_which_host_answers() {
     // An agent that demands a coordinator certificate refuses a run without one: that stops
     // the run (it used to count as a lost host, exit 3).
     let ca = c.join("ca.pem").display().to_string();
-    let strict = agent_with("127.0.0.1", &["--client-ca", &ca]);
+    let strict = agent_with("127.0.0.1", &cluster_token, &["--client-ca", &ca]);
     hosts_plan(dir.path(), &[(strict.addr.as_str(), d.join("t.dat"))], rr);
     let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m"]).output().unwrap();
     input_error(&o, &["--client-cert"]);
@@ -1245,7 +1245,7 @@ fn regression_an_agent_certificate_proves_which_host_answers() {
     assert!(o.status.success(), "{}", stderr(&o));
     drop(strict);
     // Another host's certificate on this address: refused whatever the host-loss policy.
-    let wrong = agent_with("lg2.lab", &[]);
+    let wrong = agent_with("lg2.lab", &cluster_token, &[]);
     hosts_plan(dir.path(), &[(wrong.addr.as_str(), d.join("t.dat"))], rr);
     let o =
         coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--on-host-loss", "continue"]).output().unwrap();
@@ -1253,6 +1253,28 @@ fn regression_an_agent_certificate_proves_which_host_answers() {
     // Unless the run says which name to expect.
     let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--tls-name", "lg2.lab"]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
+    drop(wrong);
+
+    // Per-host tokens: an agent holding only its own host's token serves a coordinator run
+    // with --token-per-host (which derives it from the cluster's token)...
+    let own_token = |host: &str| {
+        let t = c.join("hosts").join(host).join("token");
+        assert_eq!(std::fs::metadata(&t).unwrap().permissions().mode() & 0o777, 0o600);
+        t.display().to_string()
+    };
+    let own = agent_with("127.0.0.1", &own_token("127.0.0.1"), &[]);
+    hosts_plan(dir.path(), &[(own.addr.as_str(), d.join("t.dat"))], rr);
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--token-per-host"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // ...and refuses the cluster's token itself.
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m"]).output().unwrap();
+    input_error(&o, &["refused the token"]);
+    drop(own);
+    // Another host's token opens nothing here.
+    let stolen = agent_with("127.0.0.1", &own_token("lg2.lab"), &[]);
+    hosts_plan(dir.path(), &[(stolen.addr.as_str(), d.join("t.dat"))], rr);
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--token-per-host"]).output().unwrap();
+    input_error(&o, &["refused the token"]);
 }
 
 /// Issue 15, finding 2: a stall of an hour (or a long latency fault) held every completion,

@@ -37,6 +37,22 @@ pub fn read_token(path: &Path) -> Result<String, NetError> {
     Ok(token)
 }
 
+/// The token of one agent host, derived from the cluster's token (HMAC-SHA-256 of the host
+/// name, as hex): `certs add-host` gives each host its own, and a coordinator run with
+/// `--token-per-host` sends each agent the one of the host it dials. A token taken from one
+/// host opens no other, and the cluster's token never leaves the coordinator.
+pub fn host_token(cluster_token: &str, host: &str) -> String {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, cluster_token.as_bytes());
+    let tag = ring::hmac::sign(&key, format!("iocurve agent token:{host}").as_bytes());
+    tag.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The host part of an agent address (`HOST:PORT`, `[V6]:PORT`).
+pub fn host_of(addr: &str) -> &str {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
 /// A new token: 256 bits from the kernel's random source, as 64 hex digits.
 pub fn random_token() -> Result<String, NetError> {
     use std::io::Read;
@@ -92,5 +108,22 @@ impl tonic::service::Interceptor for Bearer {
     fn call(&mut self, mut req: Request<()>) -> Result<Request<()>, Status> {
         req.metadata_mut().insert("authorization", self.0.clone());
         Ok(req)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_tokens_differ_per_host_and_are_stable() {
+        let a = host_token("cluster-token-of-enough-length-0123", "lg1.lab");
+        assert_eq!(a.len(), 64);
+        assert_eq!(a, host_token("cluster-token-of-enough-length-0123", "lg1.lab"));
+        assert_ne!(a, host_token("cluster-token-of-enough-length-0123", "lg2.lab"));
+        assert_ne!(a, host_token("another-cluster-token-0123456789ab", "lg1.lab"));
+        assert_eq!(host_of("lg1.lab:7420"), "lg1.lab");
+        assert_eq!(host_of("[2001:db8::1]:7420"), "2001:db8::1");
+        assert_eq!(host_of("10.0.0.1:1"), "10.0.0.1");
     }
 }

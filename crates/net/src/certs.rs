@@ -159,8 +159,9 @@ pub fn init(dir: &Path, names: &[String]) -> Result<CertFiles, NetError> {
 }
 
 /// Issues an agent certificate for host `name` (and `aliases`: further names or addresses of
-/// the same host) with the CA kept in `dir`: `dir/hosts/NAME/agent.pem` and `agent.key`.
-/// Returns the two paths.
+/// the same host) with the CA kept in `dir`: `dir/hosts/NAME/agent.pem` and `agent.key`, and
+/// the host's own token (`token`, derived from the cluster's: see [`crate::auth::host_token`]).
+/// Returns the certificate's and the key's paths.
 pub fn add_host(dir: &Path, name: &str, aliases: &[String]) -> Result<(PathBuf, PathBuf), NetError> {
     let files = CertFiles::in_dir(dir);
     if name.is_empty() || name.contains('/') || name.starts_with('.') {
@@ -192,6 +193,9 @@ pub fn add_host(dir: &Path, name: &str, aliases: &[String]) -> Result<(PathBuf, 
     let (cert_path, key_path) = (host_dir.join("agent.pem"), host_dir.join("agent.key"));
     write(&cert_path, &cert.pem(), false)?;
     write(&key_path, &key.serialize_pem(), true)?;
+    // The host's own token, for coordinators run with --token-per-host.
+    let cluster_token = crate::auth::read_token(&files.token)?;
+    write(&host_dir.join("token"), &format!("{}\n", crate::auth::host_token(&cluster_token, name)), true)?;
     Ok((cert_path, key_path))
 }
 

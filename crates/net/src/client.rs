@@ -27,6 +27,8 @@ pub struct ClientConfig {
     pub insecure: bool,
     /// The name every agent's certificate must carry; None: the host each is dialled at.
     pub tls_name: Option<String>,
+    /// Send each agent the token of its own host, derived from `token` (`--token-per-host`).
+    pub per_host_tokens: bool,
     /// An agent whose clock is further off than this is refused (see [`check_clock`]).
     pub max_skew: Duration,
 }
@@ -120,7 +122,8 @@ pub async fn connect(addr: &str, cfg: &ClientConfig, pings: usize) -> Result<Rem
             NetError::Failed(format!("cannot reach agent {addr}: {why}"))
         }
     })?;
-    let mut r = handshake(addr, channel, &cfg.token, pings, false, cfg.insecure).await?;
+    let token = if cfg.per_host_tokens { auth::host_token(&cfg.token, auth::host_of(addr)) } else { cfg.token.clone() };
+    let mut r = handshake(addr, channel, &token, pings, false, cfg.insecure).await?;
     match check_clock(addr, r.offset_ns, r.rtt_ns, cfg.max_skew) {
         ClockVerdict::Fine => {}
         ClockVerdict::Warn(m) => r.clock_warning = Some(m),

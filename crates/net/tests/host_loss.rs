@@ -58,6 +58,7 @@ fn an_agent_gone_between_steps_is_lost_for_the_step_and_the_others_run_it() {
             identity: None,
             insecure: true,
             tls_name: None,
+            per_host_tokens: false,
             max_skew: Duration::from_secs(1),
         };
         let stop = AtomicBool::new(false);
