@@ -71,9 +71,9 @@ pub(crate) fn failed(addr: &str, what: &str, e: tonic::Status) -> NetError {
         ));
     }
     match e.code() {
-        tonic::Code::Unauthenticated => {
-            NetError::Input(format!("agent {addr} refused the token: give the agent's token with --token-file"))
-        }
+        tonic::Code::Unauthenticated => NetError::Input(format!(
+            "agent {addr} refused the token: give the agents' token with --token-file (with --token-per-host when each agent holds its own host's token from `certs add-host`)"
+        )),
         tonic::Code::FailedPrecondition
         | tonic::Code::PermissionDenied
         | tonic::Code::InvalidArgument

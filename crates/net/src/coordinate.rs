@@ -16,7 +16,6 @@ use crate::{NetError, pb, unix_ns, wire};
 /// are open already), the step itself starts at the agreed moment.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 
-/// How long an agent gets to take a Stop (it sets a flag and answers).
 /// Pings per agent to measure its clock before and after every step.
 const CLOCK_PINGS: usize = 4;
 
@@ -24,6 +23,7 @@ const CLOCK_PINGS: usize = 4;
 /// since it was last measured gets a warning.
 const CLOCK_MOVED_NS: i64 = 1_000_000;
 
+/// How long an agent gets to take a Stop (it sets a flag and answers).
 pub(crate) const STOP_DEADLINE: Duration = Duration::from_secs(2);
 
 /// An answer that is the agent refusing what it was asked (bad input, a refused target, the
