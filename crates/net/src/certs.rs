@@ -59,24 +59,11 @@ fn valid_for(p: &mut CertificateParams, days: i64) {
     let today =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64 / 86_400);
     let date = |day: i64| {
-        let (y, m, d) = civil_from_days(day);
+        let (y, m, d) = iocurve_stats::date::civil_from_days(day);
         rcgen::date_time_ymd(y as i32, m as u8, d as u8)
     };
     p.not_before = date(today - 1);
     p.not_after = date(today + days);
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 fn ca_params() -> Result<CertificateParams, NetError> {
@@ -207,17 +194,4 @@ pub fn read_pem(path: &Path, option: &str) -> Result<String, NetError> {
         return Err(NetError::Input(format!("{option} {} is not a PEM file", path.display())));
     }
     Ok(text)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-    }
 }

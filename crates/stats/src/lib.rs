@@ -5,6 +5,7 @@
 //! the hot path of the engine free of hidden syscalls and makes every piece testable alone.
 
 pub mod cpu;
+pub mod date;
 pub mod histogram;
 pub mod host;
 pub mod interval;
