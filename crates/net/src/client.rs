@@ -74,12 +74,17 @@ pub(crate) fn failed(addr: &str, what: &str, e: tonic::Status) -> NetError {
         tonic::Code::Unauthenticated => NetError::Input(format!(
             "agent {addr} refused the token: give the agents' token with --token-file (with --token-per-host when each agent holds its own host's token from `certs add-host`)"
         )),
-        tonic::Code::FailedPrecondition
-        | tonic::Code::PermissionDenied
-        | tonic::Code::InvalidArgument
-        | tonic::Code::Aborted => NetError::Input(msg),
+        _ if refusal(&e) => NetError::Input(msg),
         _ => NetError::Failed(msg),
     }
+}
+
+/// An answer that is the agent refusing what it was asked (bad input, a refused target, the
+/// wrong token, another coordinator's run: Aborted), not the agent being gone: the run stops
+/// whatever the host-loss policy.
+pub(crate) fn refusal(e: &tonic::Status) -> bool {
+    use tonic::Code::*;
+    matches!(e.code(), InvalidArgument | FailedPrecondition | PermissionDenied | Unauthenticated | Aborted)
 }
 
 /// Connects, says hello (protocol check) and measures the clock offset with `pings` pings.
@@ -367,7 +372,7 @@ pub async fn targets(
                     offset += facts.len() as u32;
                     Ok(facts)
                 }
-                Err(e) if crate::coordinate::refusal(&e) => return Err(failed(&r.addr, "targets", e)),
+                Err(e) if refusal(&e) => return Err(failed(&r.addr, "targets", e)),
                 Err(e) => Err(format!("agent {}: opening the targets failed: {}", r.addr, e.message())),
             });
         }

@@ -8,7 +8,7 @@ use iocurve_engine::{StepObserver, StepProgress};
 use iocurve_plan::{Fault, TargetGroup, Workload};
 use iocurve_stats::{Drain, ErrorCounts, HostClock, HostRecord, IntervalStats, StepRecord, UNKNOWN_TARGET};
 
-use crate::client::{Remote, failed, measure_clocks, wire_groups};
+use crate::client::{Remote, failed, measure_clocks, refusal, wire_groups};
 use crate::merge::{IntervalMerger, Part};
 use crate::{NetError, pb, unix_ns, wire};
 
@@ -25,14 +25,6 @@ const CLOCK_MOVED_NS: i64 = 1_000_000;
 
 /// How long an agent gets to take a Stop (it sets a flag and answers).
 pub(crate) const STOP_DEADLINE: Duration = Duration::from_secs(2);
-
-/// An answer that is the agent refusing what it was asked (bad input, a refused target, the
-/// wrong token), not the agent being gone: the run stops whatever the host-loss policy.
-pub(crate) fn refusal(e: &tonic::Status) -> bool {
-    use tonic::Code::*;
-    // Aborted: the agent is in use by another coordinator's run.
-    matches!(e.code(), InvalidArgument | FailedPrecondition | PermissionDenied | Unauthenticated | Aborted)
-}
 
 /// A step on every agent: the merged record (with each host's own in `per_host`).
 pub struct MultiStep {
@@ -110,6 +102,11 @@ impl Hosts<'_> {
             tracing::warn!(agent = %addr, at_s = at, why, "agent lost; the others carry on");
             self.warnings.push(format!("agent {addr} lost {when} ({why}); the others carry on"));
         }
+    }
+
+    /// The agents lost, by index.
+    fn lost_indices(&self) -> Vec<usize> {
+        self.lost.iter().enumerate().filter_map(|(i, l)| l.map(|_| i)).collect()
     }
 
     /// The agents' live totals added up; the step is as far as its furthest agent.
@@ -424,8 +421,7 @@ pub async fn run_step(
             None if stop.load(Ordering::Relaxed) => {
                 let mut empty = StepRecord::new(spec.workers, w.queue_depth, 0, w.interval_s, 1.0);
                 empty.interrupted = true;
-                let lost = st.lost.iter().enumerate().filter_map(|(i, l)| l.map(|_| i)).collect();
-                Ok(MultiStep { merged: empty, lost, setup_ns })
+                Ok(MultiStep { merged: empty, lost: st.lost_indices(), setup_ns })
             }
             None => Err(NetError::Failed("no agent started the step".into())),
         };
@@ -460,6 +456,7 @@ pub async fn run_step(
         };
         merged.notes.push(("host_lost".into(), message));
     }
+    let lost = st.lost_indices();
     if per_host {
         merged.per_host = st
             .records
@@ -488,6 +485,5 @@ pub async fn run_step(
             })
             .collect();
     }
-    let lost = st.lost.iter().enumerate().filter_map(|(i, l)| l.map(|_| i)).collect();
     Ok(MultiStep { merged, lost, setup_ns })
 }
