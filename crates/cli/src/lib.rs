@@ -1,29 +1,27 @@
-//! The `iocurve` binary's glue: option definitions ([`cli`]), the run orchestration
-//! ([`run`]: plan → engine → analysis → report), progress output and signal handling.
+//! The `iocurve` binary: parse ([`cli`]) → dispatch → print. Each command turns its options
+//! into calls of the library crates — a run into `iocurve_run::Runner`, heard by the
+//! [`terminal`] — and its outcome into output and an exit code.
 
 mod agent;
 pub mod cli;
 mod datacheck;
-mod datameter;
-pub mod error;
 pub mod flags;
 pub mod out;
 mod precondition;
-mod progress;
-mod remote;
 pub mod run;
 mod show;
 mod signals;
-mod time;
+mod terminal;
 mod verification;
 
 use std::process::ExitCode;
 
 use cli::{Cli, Command};
-pub use error::CliError;
 use iocurve_plan::suites;
+/// A command's error: the runner's, with its exit code.
+pub use iocurve_run::Error as CliError;
 /// The stored state of an interrupted precondition pass (public for the fuzz target `precondition_state`).
-pub use precondition::parse_state as parse_precondition_state;
+pub use iocurve_run::precondition::parse_state as parse_precondition_state;
 
 /// `IOCURVE_LOG` as a filter: a bare level (`info`, `debug`) applies to iocurve's own crates
 /// (the network libraries' debug output would drown it); anything else is tracing's filter syntax.
@@ -36,6 +34,7 @@ fn log_filter(value: Option<&str>) -> String {
         "iocurve_plan",
         "iocurve_analysis",
         "iocurve_report",
+        "iocurve_run",
     ];
     match value.map(str::trim) {
         None | Some("") => "warn".into(),

@@ -14,7 +14,7 @@ use iocurve_store::StoredRun;
 
 use crate::CliError;
 use crate::cli::{AtArg, ExportFormat, SlaArgs};
-use crate::run::open_existing_store;
+use iocurve_run::open_existing_store;
 
 /// What the status column says: a run still marked running was killed (or is running now).
 fn status(s: &str) -> &str {

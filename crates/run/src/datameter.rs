@@ -12,7 +12,7 @@ use std::io::Write;
 use iocurve_analysis::DataCheckRow as Row;
 use iocurve_plan::DataPattern;
 
-use crate::CliError;
+use crate::Error;
 
 /// Compression units, in bytes.
 pub const COMPRESS_UNITS: [usize; 4] = [4096, 8192, 32768, 131072];
@@ -61,15 +61,15 @@ pub struct Meter {
     dedupe: Vec<Dedupe>,
 }
 
-fn runtime(what: &str) -> impl Fn(std::io::Error) -> CliError + '_ {
-    move |e| CliError::Runtime(format!("{what}: {e}"))
+fn runtime(what: &str) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::Runtime(format!("{what}: {e}"))
 }
 
 impl Meter {
     /// `bytes`: about how much will be measured; the whole-stream compressor's window (128 MiB,
     /// as `zstd --long=27`) shrinks to fit a smaller stream, which finds the same and keeps the
     /// memory of a run's 16 MiB sample small.
-    pub fn new(pattern: DataPattern, unit: usize, bytes: u64) -> Result<Meter, CliError> {
+    pub fn new(pattern: DataPattern, unit: usize, bytes: u64) -> Result<Meter, Error> {
         let zstd = zstd::bulk::Compressor::new(1).map_err(runtime("zstd"))?;
         let mut stream = zstd::stream::write::Encoder::new(Counter(0), 1).map_err(runtime("zstd"))?;
         stream.long_distance_matching(true).map_err(runtime("zstd --long"))?;
@@ -98,7 +98,7 @@ impl Meter {
     }
 
     /// Adds bytes in write order (any length; they are measured in whole units).
-    pub fn add(&mut self, mut bytes: &[u8]) -> Result<(), CliError> {
+    pub fn add(&mut self, mut bytes: &[u8]) -> Result<(), Error> {
         while !bytes.is_empty() {
             let take = (self.span - self.pending.len()).min(bytes.len());
             self.pending.extend_from_slice(&bytes[..take]);
@@ -111,7 +111,7 @@ impl Meter {
     }
 
     /// Measures the pending span (whole units of each size only; a short rest is left out).
-    fn measure(&mut self) -> Result<(), CliError> {
+    fn measure(&mut self) -> Result<(), Error> {
         let span = std::mem::take(&mut self.pending);
         if span.len() < COMPRESS_UNITS[0] {
             return Ok(());
@@ -145,7 +145,7 @@ impl Meter {
     }
 
     /// Ends the stream and returns the table.
-    pub fn finish(mut self) -> Result<Vec<Row>, CliError> {
+    pub fn finish(mut self) -> Result<Vec<Row>, Error> {
         if !self.pending.is_empty() {
             self.measure()?;
         }
@@ -224,13 +224,13 @@ const SAMPLE_BYTES: u64 = 8 << 20;
 
 /// The data check of a writing workload, on a sample of what the engine will write (the same
 /// generator, consecutive offsets, the largest block size).
-pub fn sample(w: &iocurve_plan::Workload) -> Result<Vec<Row>, CliError> {
+pub fn sample(w: &iocurve_plan::Workload) -> Result<Vec<Row>, Error> {
     generate(w, SAMPLE_BYTES)
 }
 
 /// Measures `size` bytes of blocks filled exactly as the engine fills them (one generator,
 /// consecutive offsets, the largest block size).
-pub fn generate(w: &iocurve_plan::Workload, size: u64) -> Result<Vec<Row>, CliError> {
+pub fn generate(w: &iocurve_plan::Workload, size: u64) -> Result<Vec<Row>, Error> {
     use iocurve_engine::data::{DataGen, Pool};
     use iocurve_engine::rng::Rng;
     let bs = w.max_bs() as usize;

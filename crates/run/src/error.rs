@@ -1,4 +1,4 @@
-//! Errors of the command line and their exit codes: 2 for bad input (plan, options, targets,
+//! Errors of a run and the exit codes they map to: 2 for bad input (plan, options, targets,
 //! refused writes), 1 for failures of the tool or the host, 3 when the run finished but the
 //! storage failed I/Os or a step completed none (see `run`), 4 when verification found lost,
 //! corrupted or misplaced blocks, 130 for Ctrl-C.
@@ -6,11 +6,12 @@
 use std::process::ExitCode;
 
 use iocurve_engine::EngineError;
+use iocurve_net::NetError;
 use iocurve_plan::PlanError;
 use iocurve_store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
-pub enum CliError {
+pub enum Error {
     #[error("{0}")]
     Plan(#[from] PlanError),
     #[error("{0}")]
@@ -33,16 +34,27 @@ pub enum CliError {
     Verification(String),
 }
 
-impl CliError {
+impl Error {
     pub fn exit_code(&self) -> ExitCode {
         match self {
-            CliError::Plan(_) | CliError::Usage(_) => ExitCode::from(2),
-            CliError::Engine(e) if e.is_input_error() => ExitCode::from(2),
+            Error::Plan(_) | Error::Usage(_) => ExitCode::from(2),
+            Error::Engine(e) if e.is_input_error() => ExitCode::from(2),
             // A run id that does not exist is the user's input; anything else is the database.
-            CliError::Store(StoreError::NoSuchRun(_)) => ExitCode::from(2),
-            CliError::Engine(_) | CliError::Store(_) | CliError::Runtime(_) | CliError::Aborted(_) => ExitCode::from(1),
-            CliError::Interrupted(_) => ExitCode::from(130),
-            CliError::Verification(_) => ExitCode::from(4),
+            Error::Store(StoreError::NoSuchRun(_)) => ExitCode::from(2),
+            Error::Engine(_) | Error::Store(_) | Error::Runtime(_) | Error::Aborted(_) => ExitCode::from(1),
+            Error::Interrupted(_) => ExitCode::from(130),
+            Error::Verification(_) => ExitCode::from(4),
+        }
+    }
+}
+
+impl From<NetError> for Error {
+    fn from(e: NetError) -> Self {
+        match e {
+            NetError::Input(m) => Error::Usage(m),
+            NetError::Failed(m) => Error::Runtime(m),
+            NetError::Aborted(m) => Error::Aborted(m),
+            NetError::Interrupted(m) => Error::Interrupted(m),
         }
     }
 }

@@ -3,8 +3,8 @@
 //! targets the run opened. Either way each step runs through the same coordinator (start at
 //! one moment, stream, merge) and lands in the same recorder and analysis.
 
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use iocurve_analysis::TargetInfo;
@@ -13,23 +13,35 @@ use iocurve_engine::verify::GenMap;
 use iocurve_engine::{StepObserver, TargetSet};
 use iocurve_net::agent::InProcess;
 use iocurve_net::client::{self, ClientConfig, MultiStep, Remote, StepSpec};
-use iocurve_net::{NetError, auth, certs, pb};
+use iocurve_net::{auth, certs, pb};
 use iocurve_plan::{Fault, Plan, TargetGroup, Workload};
 use iocurve_stats::{FinalVerification, VerifyCounts};
 use iocurve_store::{Precondition, Store, StoredProblem};
 
-use crate::cli::{HostLoss, RunArgs};
-use crate::{CliError, precondition, signals};
+use crate::{Cancel, Error, Observer, precondition};
 
-impl From<NetError> for CliError {
-    fn from(e: NetError) -> Self {
-        match e {
-            NetError::Input(m) => CliError::Usage(m),
-            NetError::Failed(m) => CliError::Runtime(m),
-            NetError::Aborted(m) => CliError::Aborted(m),
-            NetError::Interrupted(m) => CliError::Interrupted(m),
-        }
-    }
+/// How the coordinator reaches its agents and what losing one does (`run --hosts`).
+#[derive(Clone, Debug, Default)]
+pub struct AgentOptions {
+    /// HOST:PORT of every agent, each on the plan's targets; empty: the plan's `[[hosts]]`.
+    pub addresses: Vec<String>,
+    /// The agents' token.
+    pub token_file: Option<PathBuf>,
+    /// The CA that signed the agents' certificates (None only with `insecure`).
+    pub ca: Option<PathBuf>,
+    /// The coordinator's certificate and key, for agents that require mutual TLS.
+    pub client_cert: Option<PathBuf>,
+    pub client_key: Option<PathBuf>,
+    /// Plain text instead of TLS.
+    pub insecure: bool,
+    /// The name every agent's certificate must carry, instead of the name it is reached at.
+    pub tls_name: Option<String>,
+    /// Send each agent its own host's token, derived from the token file.
+    pub token_per_host: bool,
+    /// Agents whose clock is further off are refused.
+    pub max_skew_ms: u64,
+    /// Losing an agent ends the run (else the others carry on and the step is flagged).
+    pub abort_on_host_loss: bool,
 }
 
 /// An agent that sends nothing — its progress events, four a second, are its heartbeat — for
@@ -54,19 +66,19 @@ pub struct Cluster {
 }
 
 /// How the coordinator reaches the agents, from the options (token, CA, client certificate).
-fn client_config(args: &RunArgs) -> Result<ClientConfig, CliError> {
+fn client_config(args: &AgentOptions, obs: &mut dyn Observer) -> Result<ClientConfig, Error> {
     let token_file = args.token_file.clone().ok_or_else(|| {
-        CliError::Usage("--hosts needs the agents' token: --token-file FILE (or IOCURVE_TOKEN_FILE)".into())
+        Error::Usage("--hosts needs the agents' token: --token-file FILE (or IOCURVE_TOKEN_FILE)".into())
     })?;
     let token = auth::read_token(&token_file)?;
     if args.insecure {
-        crate::errln!("WARNING: --insecure: talking to the agents in plain text; the token travels unencrypted");
+        obs.warning("--insecure: talking to the agents in plain text; the token travels unencrypted");
     }
     let ca_pem = match (&args.ca, args.insecure) {
         (Some(p), _) => Some(certs::read_pem(p, "--ca")?),
         (None, true) => None,
         (None, false) => {
-            return Err(CliError::Usage(
+            return Err(Error::Usage(
                 "--hosts talks TLS: give --ca (the CA that signed the agents' certificates, e.g. from `iocurve certs init`) or --insecure".into(),
             ));
         }
@@ -74,7 +86,7 @@ fn client_config(args: &RunArgs) -> Result<ClientConfig, CliError> {
     let identity = match (&args.client_cert, &args.client_key) {
         (Some(c), Some(k)) => Some((certs::read_pem(c, "--client-cert")?, certs::read_pem(k, "--client-key")?)),
         (None, None) => None,
-        _ => return Err(CliError::Usage("--client-cert and --client-key go together".into())),
+        _ => return Err(Error::Usage("--client-cert and --client-key go together".into())),
     };
     Ok(ClientConfig {
         token,
@@ -91,7 +103,7 @@ fn client_config(args: &RunArgs) -> Result<ClientConfig, CliError> {
 /// while a step runs: merging a few messages a second needs no thread of its own, and the I/O
 /// threads keep the cores. With remote agents one thread keeps answering their keep-alive
 /// pings between steps too, so that no agent takes the coordinator for gone meanwhile.
-fn runtime(remote: bool) -> Result<tokio::runtime::Runtime, CliError> {
+fn runtime(remote: bool) -> Result<tokio::runtime::Runtime, Error> {
     let mut b = if remote {
         let mut b = tokio::runtime::Builder::new_multi_thread();
         b.worker_threads(1);
@@ -99,7 +111,7 @@ fn runtime(remote: bool) -> Result<tokio::runtime::Runtime, CliError> {
     } else {
         tokio::runtime::Builder::new_current_thread()
     };
-    b.enable_all().build().map_err(|e| CliError::Runtime(format!("cannot start the network runtime: {e}")))
+    b.enable_all().build().map_err(|e| Error::Runtime(format!("cannot start the network runtime: {e}")))
 }
 
 impl Cluster {
@@ -116,7 +128,7 @@ impl Cluster {
 
     /// A local run: one in-process agent on the targets the run opened (and its verification
     /// map).
-    pub fn local(targets: Arc<TargetSet>, verify: Option<Arc<GenMap>>) -> Result<Cluster, CliError> {
+    pub fn local(targets: Arc<TargetSet>, verify: Option<Arc<GenMap>>) -> Result<Cluster, Error> {
         let rt = runtime(false)?;
         let remote = rt.block_on(client::connect_in_process(InProcess { targets, verify }))?;
         Ok(Cluster {
@@ -137,8 +149,14 @@ impl Cluster {
 
     /// Connects to every agent and has each open the plan's targets; nothing runs yet. Returns
     /// the cluster and every agent's targets as the agents opened them.
-    pub fn connect(plan: &Plan, args: &RunArgs, scratch_size: u64) -> Result<(Cluster, Vec<TargetInfo>), CliError> {
-        let cfg = client_config(args)?;
+    pub fn connect(
+        plan: &Plan,
+        args: &AgentOptions,
+        scratch_size: u64,
+        cancel: &Cancel,
+        obs: &mut dyn Observer,
+    ) -> Result<(Cluster, Vec<TargetInfo>), Error> {
+        let cfg = client_config(args, obs)?;
         let rt = runtime(true)?;
         // --hosts: every agent on the plan's groups, weights and all. [[hosts]] with targets of
         // its own: that host's targets as one group; without: the plan's groups.
@@ -149,23 +167,23 @@ impl Cluster {
                 vec![TargetGroup { name: "targets".into(), weight: 1, targets: targets.to_vec() }]
             }
         };
-        let hosts: Vec<(String, Vec<TargetGroup>)> = if args.hosts.is_empty() {
+        let hosts: Vec<(String, Vec<TargetGroup>)> = if args.addresses.is_empty() {
             plan.hosts.iter().map(|h| (h.address.clone(), host_groups(&h.targets))).collect()
         } else {
-            args.hosts.iter().map(|a| (a.clone(), plan.groups.clone())).collect()
+            args.addresses.iter().map(|a| (a.clone(), plan.groups.clone())).collect()
         };
-        let keep_going = args.on_host_loss == HostLoss::Continue;
-        let stop = &signals::STOP;
+        let keep_going = !args.abort_on_host_loss;
+        let stop = cancel.flag();
         let addrs: Vec<String> = hosts.iter().map(|h| h.0.clone()).collect();
         let mut unreachable = Vec::new();
         // An agent that cannot be reached, or fails opening its targets, is lost: with
         // `--on-host-loss continue` the run goes on with the others (and says so), else it
         // stops before any I/O.
-        let mut lose = |addr: &str, why: String| -> Result<(), CliError> {
+        let mut lose = |addr: &str, why: String| -> Result<(), Error> {
             if !keep_going {
-                return Err(CliError::Runtime(format!("{why}; --on-host-loss abort: the run stops before any I/O")));
+                return Err(Error::Runtime(format!("{why}; --on-host-loss abort: the run stops before any I/O")));
             }
-            crate::errln!("WARNING: {why}: the run goes on without agent {addr} (--on-host-loss continue)");
+            obs.warning(&format!("{why}: the run goes on without agent {addr} (--on-host-loss continue)"));
             unreachable.push((addr.to_string(), why));
             Ok(())
         };
@@ -195,7 +213,7 @@ impl Cluster {
         }
         facts.reverse();
         if remotes.is_empty() {
-            return Err(CliError::Runtime("no agent could be reached: nothing ran".into()));
+            return Err(Error::Runtime("no agent could be reached: nothing ran".into()));
         }
         // The targets of every agent, named `ADDR:PATH`, as the agents opened them.
         let mut target_infos = Vec::new();
@@ -213,16 +231,16 @@ impl Cluster {
             }
         }
         for r in &remotes {
-            crate::outln!(
+            obs.note(&format!(
                 "agent {} ({}, {} cores): clock offset {:+.3} ms, round trip {:.3} ms",
                 r.addr,
                 r.hello.hostname,
                 r.hello.cores,
                 r.offset_ns as f64 / 1e6,
                 r.rtt_ns as f64 / 1e6
-            );
+            ));
             if let Some(w) = &r.clock_warning {
-                crate::errln!("WARNING: {w}");
+                obs.warning(w);
             }
         }
         let cluster = Cluster {
@@ -231,7 +249,7 @@ impl Cluster {
             targets,
             unreachable,
             scratch_size,
-            abort_on_host_loss: args.on_host_loss == HostLoss::Abort,
+            abort_on_host_loss: args.abort_on_host_loss,
             lead: Duration::from_millis(500),
             last_setup: None,
             silence: AGENT_SILENCE,
@@ -243,7 +261,14 @@ impl Cluster {
     /// coordinator keeps each target's state in its results database under `ADDR:PATH`, as a
     /// local run keeps its own: a target done before is skipped, an interrupted pass resumes.
     /// Returns false when Ctrl-C stopped it; fills in `preconditioned_at` of `infos`.
-    pub fn precondition(&mut self, plan: &Plan, store: &Store, infos: &mut [TargetInfo]) -> Result<bool, CliError> {
+    pub fn precondition(
+        &mut self,
+        plan: &Plan,
+        store: &Store,
+        infos: &mut [TargetInfo],
+        cancel: &Cancel,
+        obs: &mut dyn Observer,
+    ) -> Result<bool, Error> {
         let (pattern, unit) = plan.precondition_pattern();
         let cfg = precondition::run_config(pattern, unit);
         let data_json = serde_json::to_string(&cfg.pattern).unwrap_or_default();
@@ -260,7 +285,13 @@ impl Cluster {
             for (i, t) in infos[first..end].iter().enumerate() {
                 let bs = iocurve_engine::precondition::write_size(t.size, t.logical_block, cfg.bs);
                 let n = iocurve_engine::precondition::chunks(t.size, bs);
-                let state = match precondition::start_pass(store, &t.path, t.size, bs, &data_json, t.scratch, true)? {
+                let state = match precondition::start_pass(
+                    store,
+                    &precondition::Pass { key: &t.path, size: t.size, bs, data_json: &data_json },
+                    t.scratch,
+                    true,
+                    obs,
+                )? {
                     // Done before: the agent writes none of it.
                     None => {
                         own.push(None);
@@ -285,14 +316,14 @@ impl Cluster {
                 resume,
             });
         }
-        crate::outln!(
+        obs.note(&format!(
             "precondition on {} agents: every block of {} targets once, {} writes, {} in flight, data {}",
             self.remotes.len(),
             infos.len(),
             iocurve_plan::format_size(cfg.bs),
             cfg.qd,
             cfg.pattern.describe()
-        );
+        ));
         let mut save_error = None;
         let mut on_progress = |h: usize, p: &pb::PreconditionProgress| {
             // A target the agent did not report at connection (a glob matching other files now)
@@ -303,21 +334,18 @@ impl Cluster {
             if !record.target.ends_with(&format!(":{}", p.path)) {
                 return;
             }
-            crate::outln!(
-                "{}",
-                precondition::progress_line(
-                    &format!("{}: ", record.target),
-                    p.done_bytes,
-                    p.total_bytes,
-                    p.session_bytes,
-                    p.elapsed_s
-                )
-            );
+            obs.note(&precondition::progress_line(
+                &format!("{}: ", record.target),
+                p.done_bytes,
+                p.total_bytes,
+                p.session_bytes,
+                p.elapsed_s,
+            ));
             record.state_json = p.state_json.clone();
             record.bytes_written = *before + p.session_bytes;
             if p.complete {
                 record.finished_at = Some(crate::time::now_rfc3339());
-                crate::outln!("precondition {}: complete", record.target);
+                obs.note(&format!("precondition {}: complete", record.target));
             }
             if let Err(e) = store.save_precondition(record) {
                 save_error.get_or_insert(e);
@@ -326,7 +354,7 @@ impl Cluster {
         let end = self.rt.block_on(client::precondition(
             &mut self.remotes,
             reqs,
-            &signals::STOP,
+            cancel.flag(),
             self.silence,
             &mut on_progress,
         ))?;
@@ -346,9 +374,11 @@ impl Cluster {
         &mut self,
         plan: &Plan,
         infos: &[TargetInfo],
-    ) -> Result<(FinalVerification, Vec<StoredProblem>), CliError> {
+        cancel: &Cancel,
+        obs: &mut dyn Observer,
+    ) -> Result<(FinalVerification, Vec<StoredProblem>), Error> {
         let Some(w) = plan.workloads.iter().find(|w| w.verify) else {
-            return Err(CliError::Usage("no workload verifies: nothing to read back".into()));
+            return Err(Error::Usage("no workload verifies: nothing to read back".into()));
         };
         let bs = w.bs[0].bytes;
         let started_at = crate::time::now_rfc3339();
@@ -370,23 +400,23 @@ impl Cluster {
             });
         };
         let mut on_progress = |h: usize, done: u64, total: u64| {
-            crate::outln!(
+            obs.note(&format!(
                 "  verify {}: {} of {}",
                 addrs[h],
                 iocurve_plan::format_size(done),
                 iocurve_plan::format_size(total)
-            );
+            ));
         };
         let passes = self.rt.block_on(client::verify_pass(
             &mut self.remotes,
             reqs,
-            &signals::STOP,
+            cancel.flag(),
             self.silence,
             &mut on_progress,
             &mut on_problem,
         ))?;
         let Some(passes) = passes else {
-            return Err(CliError::Interrupted(
+            return Err(Error::Interrupted(
                 "verification interrupted by Ctrl-C; nothing is recorded as verified".into(),
             ));
         };
@@ -394,9 +424,9 @@ impl Cluster {
         for p in &passes {
             counts.merge(&p.counts);
         }
-        crate::outln!("verification on {} agents: {}", passes.len(), counts.describe());
+        obs.note(&format!("verification on {} agents: {}", passes.len(), counts.describe()));
         for e in &counts.examples {
-            crate::outln!("  ! {e}");
+            obs.note(&format!("  ! {e}"));
         }
         let fv = FinalVerification {
             map: self
@@ -422,8 +452,8 @@ impl Cluster {
         workers: u32,
         faults: &[Fault],
         obs: &mut dyn StepObserver,
-        stop: &AtomicBool,
-    ) -> Result<MultiStep, CliError> {
+        cancel: &Cancel,
+    ) -> Result<MultiStep, Error> {
         let spec = StepSpec {
             workload: w,
             workers,
@@ -445,7 +475,7 @@ impl Cluster {
             abort_on_host_loss: self.abort_on_host_loss,
             silence: self.silence,
         };
-        let m = self.rt.block_on(client::run_step(&mut self.remotes, &spec, obs, stop))?;
+        let m = self.rt.block_on(client::run_step(&mut self.remotes, &spec, obs, cancel.flag()))?;
         self.last_setup = Some((m.setup_ns, workers));
         // A lost agent sits out the rest of the run (its figures so far are kept).
         for &i in m.lost.iter().rev() {

@@ -1,0 +1,115 @@
+//! `iocurve run`: the command line to a plan, its hosts and options; the run itself is the
+//! runner's (`iocurve_run::Runner`), heard by the terminal; then the JSON result, the stored
+//! run's id and the exit code.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use iocurve_plan::{Overrides, Plan, suites};
+use iocurve_report::write_json;
+use iocurve_run::{AgentOptions, Hosts, Outcome, RunOptions, Runner};
+
+use crate::CliError;
+use crate::cli::{HostLoss, RunArgs};
+use crate::terminal::Terminal;
+
+pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
+    let plan = load_plan(&args)?;
+    // A result that cannot be written is bad input, found before any I/O, not after the run.
+    if let Some(path) = &args.json {
+        check_output(path, "--json")?;
+    }
+    // Before the targets: a Ctrl-C while a scratch file is prepared then ends the run cleanly,
+    // removing the file, instead of killing the process halfway.
+    let cancel = crate::signals::install();
+    let mut terminal = Terminal::for_run(plan.total_seconds());
+    let hosts =
+        if args.hosts.is_empty() && plan.hosts.is_empty() { Hosts::Local } else { Hosts::Agents(agents(&args)) };
+    let options = RunOptions {
+        label: args.label.clone(),
+        db: args.db.clone(),
+        size: args.size,
+        keep: args.keep,
+        allow_write: args.allow_write.clone(),
+        verify_map: args.verify_map.clone(),
+        verify_final: args.verify_final,
+        stuck_after_s: args.flags.keys()?.stuck_after_s,
+    };
+    let outcome = Runner::new(plan, hosts, options).observe(&mut terminal).cancel(cancel).run()?;
+    finish(outcome, &args)
+}
+
+fn agents(args: &RunArgs) -> AgentOptions {
+    AgentOptions {
+        addresses: args.hosts.clone(),
+        token_file: args.token_file.clone(),
+        ca: args.ca.clone(),
+        client_cert: args.client_cert.clone(),
+        client_key: args.client_key.clone(),
+        insecure: args.insecure,
+        tls_name: args.tls_name.clone(),
+        token_per_host: args.token_per_host,
+        max_skew_ms: args.max_skew_ms,
+        abort_on_host_loss: args.on_host_loss == HostLoss::Abort,
+    }
+}
+
+/// The plan with the command line's keys; the SLA options win over the plan's bounds, which are
+/// part of the resolved plan that is stored, so `show` reproduces what the run printed.
+fn load_plan(args: &RunArgs) -> Result<Plan, CliError> {
+    let o =
+        Overrides { targets: args.targets.clone(), keys: args.flags.keys()?, workload_filter: args.workload.clone() };
+    let mut plan = match (&args.plan, &args.suite) {
+        (Some(path), _) => iocurve_plan::load_file(path, &o)?,
+        (None, Some(name)) => suites::load(name, &o)?,
+        (None, None) => suites::load(suites::DEFAULT_SUITE, &o)?,
+    };
+    plan.precondition |= args.precondition;
+    plan.sla_mean_ms = args.sla.mean_ms.or(plan.sla_mean_ms);
+    plan.sla_p99_ms = args.sla.p99_ms.or(plan.sla_p99_ms);
+    Ok(plan)
+}
+
+/// Checks that `path` can be written the way the result will be (a temporary file beside it,
+/// renamed over it), leaving nothing behind.
+fn check_output(path: &Path, option: &str) -> Result<(), CliError> {
+    if path.is_dir() {
+        return Err(CliError::Usage(format!("{option} {}: that is a directory; name a file", path.display())));
+    }
+    let tmp = path.with_extension("json.tmp");
+    match std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(&tmp) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&tmp);
+            Ok(())
+        }
+        Err(e) => Err(CliError::Usage(format!(
+            "{option} {}: cannot write there ({e}); choose a path in a writable directory",
+            path.display()
+        ))),
+    }
+}
+
+fn finish(outcome: Outcome, args: &RunArgs) -> Result<ExitCode, CliError> {
+    let code = match &outcome.error {
+        Some(e) => e.exit_code(),
+        None if outcome.result.interrupted => ExitCode::from(130),
+        None => match outcome.verdict() {
+            Some((code, why)) => {
+                crate::errln!("exit code {code}: the run finished, but {why}");
+                ExitCode::from(code)
+            }
+            None => ExitCode::SUCCESS,
+        },
+    };
+    if let Some(path) = &args.json {
+        write_json(&outcome.result, path)
+            .map_err(|e| CliError::Runtime(format!("cannot write the JSON result to {}: {e}", path.display())))?;
+    }
+    if let Some(id) = outcome.run_id {
+        crate::outln!("stored as run {id} in {} (`iocurve show {id}`)", args.db.display());
+    }
+    match outcome.error {
+        Some(e) => Err(e),
+        None => Ok(code),
+    }
+}

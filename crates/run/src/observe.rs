@@ -1,0 +1,92 @@
+//! Who hears of a run: the terminal, and later live metrics. Every event goes to every
+//! observer in the order they were added ([`Observers`]); the results database is not one of
+//! them but the runner's own recorder, which sees each event first, so that an observer never
+//! reports what was not stored.
+
+use iocurve_analysis::{RunResult, StepResult, WorkloadResult};
+use iocurve_engine::{StepObserver, StepProgress};
+use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
+
+/// Where a step sits in the run: workload `workload_index` of `workloads` (from 1), step
+/// `step_index` of `steps` (from 1).
+#[derive(Clone, Copy, Debug)]
+pub struct StepAt<'a> {
+    pub workload: &'a str,
+    pub workload_index: usize,
+    pub workloads: usize,
+    pub step_index: usize,
+    pub steps: usize,
+    pub workers: u32,
+}
+
+/// A run's events beyond a step's own ([`StepObserver`]: started, progress, intervals,
+/// warnings). Every method has a default that ignores the event.
+pub trait Observer: StepObserver {
+    /// A line of what the run is doing (preparing, preconditioning, verification, agents).
+    fn note(&mut self, _line: &str) {}
+    /// A step is about to start.
+    fn step_starting(&mut self, _at: &StepAt) {}
+    /// A step ended and was analysed; `planned_s` is its planned duration.
+    fn step_finished(&mut self, _planned_s: f64, _step: &StepResult) {}
+    /// A workload's steps are done, its speed, optimum and maximum found.
+    fn workload_finished(&mut self, _workload: &WorkloadResult) {}
+    /// The run's result, as stored and as `--json` writes it (before a final verification pass).
+    fn run_finished(&mut self, _result: &RunResult) {}
+    /// Why this observer could not deliver what it was given (a closed standard output), once
+    /// known: the runner notes it in the step that was running.
+    fn lost(&self) -> Option<String> {
+        None
+    }
+}
+
+/// Every observer of a run, in order: each event goes to all.
+#[derive(Default)]
+pub struct Observers<'a>(Vec<&'a mut dyn Observer>);
+
+impl<'a> Observers<'a> {
+    pub fn push(&mut self, o: &'a mut dyn Observer) {
+        self.0.push(o);
+    }
+}
+
+impl StepObserver for Observers<'_> {
+    fn started(&mut self, rec: &StepRecord) {
+        self.0.iter_mut().for_each(|o| o.started(rec));
+    }
+    fn progress(&mut self, p: &StepProgress) {
+        self.0.iter_mut().for_each(|o| o.progress(p));
+    }
+    fn warning(&mut self, message: &str) {
+        self.0.iter_mut().for_each(|o| o.warning(message));
+    }
+    fn host_started(&mut self, host: u32, address: &str, hostname: &str, started_unix_ns: i64, threads: usize) {
+        self.0.iter_mut().for_each(|o| o.host_started(host, address, hostname, started_unix_ns, threads));
+    }
+    fn host_interval(&mut self, host: u32, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
+        self.0.iter_mut().for_each(|o| o.host_interval(host, index, stats, cpu, duration_s));
+    }
+    fn interval(&mut self, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
+        self.0.iter_mut().for_each(|o| o.interval(index, stats, cpu, duration_s));
+    }
+}
+
+impl Observer for Observers<'_> {
+    fn note(&mut self, line: &str) {
+        self.0.iter_mut().for_each(|o| o.note(line));
+    }
+    fn step_starting(&mut self, at: &StepAt) {
+        self.0.iter_mut().for_each(|o| o.step_starting(at));
+    }
+    fn step_finished(&mut self, planned_s: f64, step: &StepResult) {
+        self.0.iter_mut().for_each(|o| o.step_finished(planned_s, step));
+    }
+    fn workload_finished(&mut self, workload: &WorkloadResult) {
+        self.0.iter_mut().for_each(|o| o.workload_finished(workload));
+    }
+    fn run_finished(&mut self, result: &RunResult) {
+        self.0.iter_mut().for_each(|o| o.run_finished(result));
+    }
+    fn lost(&self) -> Option<String> {
+        self.0.iter().find_map(|o| o.lost())
+    }
+}

@@ -1,0 +1,72 @@
+//! The results database as a step's first observer: every interval is stored as it comes, before
+//! the observers hear of it and before the next one starts, so that a killed run keeps what it
+//! measured; the verification map is saved at every interval end for the same reason.
+
+use iocurve_engine::{StepObserver, StepProgress};
+use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
+use iocurve_store::{Store, StoreError};
+
+use crate::{Observers, verification};
+
+pub(crate) struct Recorder<'a, 'o> {
+    pub observers: &'a mut Observers<'o>,
+    pub store: &'a mut Store,
+    pub workload_id: i64,
+    pub step_idx: usize,
+    pub step_id: Option<i64>,
+    /// The first store error; the run stops after the step.
+    pub error: Option<StoreError>,
+    pub verification: Option<&'a verification::Verification>,
+    pub map_error: Option<iocurve_engine::EngineError>,
+}
+
+impl StepObserver for Recorder<'_, '_> {
+    fn started(&mut self, rec: &StepRecord) {
+        match self.store.begin_step(self.workload_id, self.step_idx, rec) {
+            Ok(id) => self.step_id = Some(id),
+            Err(e) => self.error = self.error.take().or(Some(e)),
+        }
+        self.observers.started(rec);
+    }
+
+    fn progress(&mut self, p: &StepProgress) {
+        self.observers.progress(p);
+    }
+
+    fn warning(&mut self, message: &str) {
+        self.observers.warning(message);
+    }
+
+    fn host_started(&mut self, host: u32, address: &str, hostname: &str, started_unix_ns: i64, threads: usize) {
+        if let (Some(step), None) = (self.step_id, &self.error)
+            && let Err(e) = self.store.add_step_host(step, host, address, hostname, started_unix_ns, threads)
+        {
+            self.error = Some(e);
+        }
+        self.observers.host_started(host, address, hostname, started_unix_ns, threads);
+    }
+
+    fn host_interval(&mut self, host: u32, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
+        if let (Some(step), None) = (self.step_id, &self.error)
+            && let Err(e) = self.store.add_interval(step, Some(host), index, stats, cpu, duration_s)
+        {
+            self.error = Some(e);
+        }
+        self.observers.host_interval(host, index, stats, cpu, duration_s);
+    }
+
+    fn interval(&mut self, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
+        if let (Some(step), None) = (self.step_id, &self.error)
+            && let Err(e) = self.store.add_interval(step, None, index, stats, cpu, duration_s)
+        {
+            self.error = Some(e);
+        }
+        if let Some(v) = self.verification
+            && self.map_error.is_none()
+            && let Err(e) = v.map.save(&v.path)
+        {
+            self.map_error = Some(e);
+        }
+        self.observers.interval(index, stats, cpu, duration_s);
+    }
+}

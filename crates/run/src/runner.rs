@@ -1,0 +1,498 @@
+//! The run: plan → hosts → steps → store → analysis. Every workload's steps go through the
+//! cluster (one in-process agent, or the remote ones), each finished interval is stored as it
+//! comes (the recorder), each step analysed and handed to the observers, the result assembled.
+//! The result is complete even when the run is cancelled or a step fails: nothing finished is
+//! lost.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use iocurve_analysis::{
+    AgentHost, HostInfo, RunResult, SCHEMA_VERSION, Sla, StepResult, TargetInfo, Thresholds, WorkloadResult,
+};
+use iocurve_engine::{StepObserver, host};
+use iocurve_plan::{Backend, Pattern, Plan, TargetGroup};
+use iocurve_report::terminal;
+use iocurve_store::{NewRun, Store, StoreError};
+
+pub use crate::cluster::AgentOptions;
+use crate::cluster::Cluster;
+use crate::recorder::Recorder;
+use crate::setup::{choose_backend, open_targets, target_infos};
+use crate::status::{conclude_verification, settle_status, storage_verdict};
+use crate::{Cancel, Error, Observer, Observers, StepAt, precondition, time, verification};
+
+/// The scratch file a run uses when the plan names no target.
+pub const DEFAULT_SCRATCH: &str = "iocurve-scratch.dat";
+
+/// How long the final verification pass waits for a read that does not return, unless
+/// `stuck_after_s` says otherwise.
+const FINAL_PASS_STUCK_AFTER_S: f64 = 30.0;
+
+/// What a run needs besides its plan and hosts.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// A free-form label stored with the run.
+    pub label: String,
+    /// The results database (created when missing).
+    pub db: PathBuf,
+    /// Size of the scratch files created for targets that do not exist; None: 1 GiB, or less
+    /// when the disk has less room (each agent sizes its own to its own disk).
+    pub size: Option<u64>,
+    /// Keep scratch files after the run.
+    pub keep: bool,
+    /// Targets that may be written although they carry a signature or were not made by iocurve.
+    pub allow_write: Vec<PathBuf>,
+    /// Where verifying runs keep the map of acknowledged writes (local runs).
+    pub verify_map: PathBuf,
+    /// Read every written block back after the workloads.
+    pub verify_final: bool,
+    /// How long the final verification pass waits for a read (default 30 s).
+    pub stuck_after_s: Option<f64>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            label: String::new(),
+            db: "iocurve.db".into(),
+            size: None,
+            keep: false,
+            allow_write: Vec::new(),
+            verify_map: "iocurve-verify.map".into(),
+            verify_final: false,
+            stuck_after_s: None,
+        }
+    }
+}
+
+/// Where the I/O runs.
+#[derive(Clone, Debug)]
+pub enum Hosts {
+    /// This host, in this process.
+    Local,
+    /// Agents (`iocurve agent`), all at once; this process coordinates.
+    Agents(AgentOptions),
+}
+
+/// A run's end: its result (as stored and as `--json` writes it), its id in the store, and what
+/// ended it early or made it fail, if anything did.
+pub struct Outcome {
+    pub result: RunResult,
+    pub run_id: Option<i64>,
+    pub error: Option<Error>,
+}
+
+impl Outcome {
+    /// Why a run that ended without error did not go clean (exit code 3 or 4, and why).
+    pub fn verdict(&self) -> Option<(u8, String)> {
+        storage_verdict(&self.result)
+    }
+}
+
+/// A plan to run on its hosts, heard by its observers, stopped by its [`Cancel`].
+pub struct Runner<'o> {
+    plan: Plan,
+    hosts: Hosts,
+    options: RunOptions,
+    observers: Observers<'o>,
+    cancel: Cancel,
+}
+
+impl<'o> Runner<'o> {
+    pub fn new(mut plan: Plan, hosts: Hosts, options: RunOptions) -> Runner<'o> {
+        if plan.groups.is_empty() {
+            plan.groups =
+                vec![TargetGroup { name: "targets".into(), weight: 1, targets: vec![DEFAULT_SCRATCH.into()] }];
+        }
+        Runner { plan, hosts, options, observers: Observers::default(), cancel: Cancel::new() }
+    }
+
+    /// Adds an observer: it hears every event after the ones added before it.
+    pub fn observe(mut self, o: &'o mut dyn Observer) -> Runner<'o> {
+        self.observers.push(o);
+        self
+    }
+
+    /// The cancel that stops this run (one of its own otherwise, that nobody sets).
+    pub fn cancel(mut self, cancel: Cancel) -> Runner<'o> {
+        self.cancel = cancel;
+        self
+    }
+
+    /// Runs the plan. An error means nothing was stored (bad input, refused targets, agents
+    /// unreachable): nothing ran. Otherwise the outcome holds the run as stored, with what ended
+    /// it if anything did.
+    pub fn run(self) -> Result<Outcome, Error> {
+        verification::check_plan(&self.plan)?;
+        match self.hosts.clone() {
+            Hosts::Local if !self.plan.hosts.is_empty() => Err(Error::Usage(format!(
+                "plan {} names [[hosts]]: it runs on agents (give the agents' token and CA)",
+                self.plan.source
+            ))),
+            Hosts::Local => self.run_local(),
+            Hosts::Agents(agents) => self.run_on_agents(&agents),
+        }
+    }
+
+    fn run_local(mut self) -> Result<Outcome, Error> {
+        let (plan, backend_note) = choose_backend(self.plan.clone(), &mut self.observers);
+        // Every step must fit this host before anything is opened or written.
+        for w in &plan.workloads {
+            let most = w.ramp.iter().copied().max().unwrap_or(1);
+            iocurve_engine::budget::check_step(w, most, w.backend)?;
+            iocurve_engine::budget::check_limits(w, most, w.backend)?;
+        }
+        let obs = &mut self.observers;
+        // Before any I/O: a map another run holds, or a damaged one, is bad input (exit code 2).
+        let prepared = verification::prepare(&plan, &self.options.verify_map, obs)?;
+        let targets = open_targets(&plan, &self.options, &self.cancel, obs)?;
+        // After the targets, so that bad input is reported first (exit code 2).
+        let mut store = open_store(&self.options.db)?;
+        if plan.precondition && !precondition::targets(&plan, &targets, &store, &self.cancel, obs)? {
+            // Cancelled: the run still ends as every interrupted run does (summary, JSON, stored
+            // status `interrupted`), with no workload run.
+            obs.note("interrupted while preconditioning: no workload ran; the same command resumes it");
+        }
+        let verification = verification::open(&plan, &targets, prepared, obs)?;
+        let infos = target_infos(&targets, &store);
+        let targets = Arc::new(targets);
+        let mut cluster = Cluster::local(targets.clone(), verification.as_ref().map(|v| v.map.clone()))?;
+        let sla = Sla { mean_ms: plan.sla_mean_ms, p99_ms: plan.sla_p99_ms };
+        let run = Run {
+            plan: &plan,
+            cluster: &mut cluster,
+            verification: verification.as_ref(),
+            store: &mut store,
+            observers: obs,
+            cancel: &self.cancel,
+        };
+        let mut outcome = run.execute(infos, backend_note, &self.options.label, &sla);
+        // The in-process agent lets go of the targets (scratch files are removed with the last
+        // holder) before the final verification pass reads them.
+        drop(cluster);
+        if let Some(v) = &verification {
+            if let Err(e) = v.map.save(&v.path) {
+                outcome.error.get_or_insert(e.into());
+            }
+            if self.options.verify_final && outcome.error.is_none() && !outcome.result.interrupted {
+                // No read may be waited for longer than a step's outstanding I/O would be.
+                let stuck_after =
+                    Duration::from_secs_f64(self.options.stuck_after_s.unwrap_or(FINAL_PASS_STUCK_AFTER_S));
+                match verification::final_pass(&targets, &v.map, &v.path, stuck_after, &self.cancel, obs) {
+                    Ok((found, pass)) => {
+                        let rows = verification::stored_problems(&pass, &v.map);
+                        conclude_verification(&mut outcome, &mut store, found, rows);
+                    }
+                    Err(e) => outcome.error = Some(e),
+                }
+            }
+        }
+        settle_status(&mut outcome, &store);
+        Ok(outcome)
+    }
+
+    /// A run on agents: the same plan, recorder and analysis, with every step run on all agents
+    /// at once.
+    fn run_on_agents(mut self, agents: &AgentOptions) -> Result<Outcome, Error> {
+        let plan = &self.plan;
+        let obs = &mut self.observers;
+        // Without a size each agent sizes its scratch files to its own free space.
+        let size = self.options.size.unwrap_or(iocurve_engine::target::AUTO_SCRATCH_SIZE);
+        let (mut cluster, mut infos) = Cluster::connect(plan, agents, size, &self.cancel, obs)?;
+        let mut store = open_store(&self.options.db)?;
+        if plan.precondition && !cluster.precondition(plan, &store, &mut infos, &self.cancel, obs)? {
+            obs.note("interrupted while preconditioning: no workload ran; the same command resumes it");
+        }
+        let sla = Sla { mean_ms: plan.sla_mean_ms, p99_ms: plan.sla_p99_ms };
+        let run = Run {
+            plan,
+            cluster: &mut cluster,
+            verification: None,
+            store: &mut store,
+            observers: obs,
+            cancel: &self.cancel,
+        };
+        let mut outcome = run.execute(infos.clone(), None, &self.options.label, &sla);
+        if self.options.verify_final && outcome.error.is_none() && !outcome.result.interrupted {
+            match cluster.verify_final(plan, &infos, &self.cancel, obs) {
+                Ok((found, rows)) => conclude_verification(&mut outcome, &mut store, found, rows),
+                Err(e) => outcome.error = Some(e),
+            }
+        }
+        settle_status(&mut outcome, &store);
+        Ok(outcome)
+    }
+}
+
+/// The back-ends a host runs the plan's workloads on: io_uring becomes psync where it is not
+/// available.
+fn backend_names(plan: &Plan, io_uring: bool) -> String {
+    let mut backends: Vec<&str> = plan
+        .workloads
+        .iter()
+        .map(|w| if w.backend == Backend::IoUring && !io_uring { Backend::Psync } else { w.backend })
+        .map(Backend::name)
+        .collect();
+    backends.dedup();
+    backends.join("+")
+}
+
+/// The coordinator's facts and, for a multi-host run, each agent's own.
+fn host_info(facts: host::HostFacts, plan: &Plan, backend_note: Option<String>, cluster: &Cluster) -> HostInfo {
+    let agents = cluster
+        .agents()
+        .map(|(address, h)| {
+            let unavailable = (!h.io_uring_unavailable.is_empty()).then(|| h.io_uring_unavailable.clone());
+            AgentHost {
+                address: address.to_string(),
+                facts: iocurve_net::wire::host_facts(h),
+                backend: backend_names(plan, unavailable.is_none()),
+                backend_note: unavailable.filter(|_| plan.workloads.iter().any(|w| w.backend == Backend::IoUring)).map(
+                    |why| {
+                        format!(
+                            "io_uring is not available on this agent ({why}): psync, one thread per outstanding I/O"
+                        )
+                    },
+                ),
+                lost: None,
+            }
+        })
+        .chain(cluster.unreachable().iter().map(|(address, why)| AgentHost {
+            address: address.clone(),
+            lost: Some(why.clone()),
+            ..Default::default()
+        }))
+        .collect();
+    HostInfo { facts, backend: backend_names(plan, true), backend_note, agents }
+}
+
+/// The ramp's working set: what every step of the run uses.
+struct Run<'a, 'o> {
+    plan: &'a Plan,
+    cluster: &'a mut Cluster,
+    verification: Option<&'a verification::Verification>,
+    store: &'a mut Store,
+    observers: &'a mut Observers<'o>,
+    cancel: &'a Cancel,
+}
+
+impl Run<'_, '_> {
+    fn execute(self, target_infos: Vec<TargetInfo>, backend_note: Option<String>, label: &str, sla: &Sla) -> Outcome {
+        let Run { plan, cluster, verification, store, observers, cancel } = self;
+        let host = host_info(host::facts(), plan, backend_note, cluster);
+        let plan_json = serde_json::to_value(plan).unwrap_or_default();
+        let started_at = time::now_rfc3339();
+        let new_run = NewRun {
+            label: label.to_string(),
+            plan_name: plan.name.clone(),
+            started_at: started_at.clone(),
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            hostname: host.facts.hostname.clone(),
+            backend: host.backend.clone(),
+            targets: target_infos.iter().map(|t| t.path.as_str()).collect::<Vec<_>>().join(", "),
+            host_json: serde_json::to_string(&host).unwrap_or_default(),
+            targets_json: serde_json::to_string(&target_infos).unwrap_or_default(),
+            plan_json: plan_json.to_string(),
+        };
+        let th = Thresholds::default();
+        let target_paths: Vec<String> = target_infos.iter().map(|t| t.path.clone()).collect();
+        let mut workloads: Vec<WorkloadResult> = Vec::new();
+        let mut error: Option<Error> = None;
+        let run_id = match store.begin_run(&new_run) {
+            Ok(id) => {
+                tracing::info!(run = id, plan = %plan.source, targets = target_infos.len(), "run started");
+                Some(id)
+            }
+            Err(e) => {
+                error = Some(store_error(e));
+                None
+            }
+        };
+        let nw = plan.workloads.len();
+        let mut output_cut_noted = false;
+        let mut data_checks: Vec<((iocurve_plan::DataPattern, u64, u64), Vec<iocurve_analysis::DataCheckRow>)> =
+            Vec::new();
+        for (wi, w) in plan.workloads.iter().enumerate() {
+            let Some(run_id) = run_id else { break };
+            let seq = w.pattern == Pattern::Sequential;
+            let workload_id =
+                match store.begin_workload(run_id, wi, &w.name, &serde_json::to_string(w).unwrap_or_default()) {
+                    Ok(id) => id,
+                    Err(e) => {
+                        error = Some(store_error(e));
+                        break;
+                    }
+                };
+            // Measured once per data pattern and block size: a suite's frontend and backend
+            // variants write the same data.
+            let key = (w.data, w.max_bs(), w.dedupe_unit());
+            let data_check = match data_checks.iter().find(|(k, _)| *k == key) {
+                _ if !w.writes() => Vec::new(),
+                Some((_, rows)) => rows.clone(),
+                None => match crate::datameter::sample(w) {
+                    Ok(rows) => {
+                        data_checks.push((key, rows.clone()));
+                        rows
+                    }
+                    Err(e) => {
+                        error = Some(e);
+                        break;
+                    }
+                },
+            };
+            if !data_check.is_empty()
+                && let Err(e) =
+                    store.set_data_check(workload_id, &serde_json::to_string(&data_check).unwrap_or_default())
+            {
+                error = Some(store_error(e));
+                break;
+            }
+            let mut steps: Vec<StepResult> = Vec::new();
+            let mut stop_run = false;
+            for (si, &workers) in w.ramp.iter().enumerate() {
+                if cancel.is_cancelled() {
+                    break;
+                }
+                observers.step_starting(&StepAt {
+                    workload: &w.name,
+                    workload_index: wi + 1,
+                    workloads: nw,
+                    step_index: si + 1,
+                    steps: w.ramp.len(),
+                    workers,
+                });
+                tracing::info!(workload = %w.name, workers, "step started");
+                let mut rec = Recorder {
+                    observers: &mut *observers,
+                    store: &mut *store,
+                    workload_id,
+                    step_idx: si,
+                    step_id: None,
+                    error: None,
+                    verification,
+                    map_error: None,
+                };
+                let outcome = cluster.run_step(w, workers, &plan.faults, &mut rec, cancel).map(|m| m.merged);
+                let (step_id, store_err, map_err) = (rec.step_id, rec.error, rec.map_error);
+                let outcome = outcome.and_then(|r| match (store_err, map_err) {
+                    (Some(e), _) => Err(store_error(e)),
+                    (None, Some(e)) => Err(Error::Engine(e)),
+                    (None, None) => Ok(r),
+                });
+                match outcome {
+                    Ok(mut r) => {
+                        if !output_cut_noted && let Some(why) = observers.lost() {
+                            output_cut_noted = true;
+                            r.notes.push(("output_closed".into(), why));
+                        }
+                        if let Some(id) = step_id
+                            && let Err(e) = store.end_step(id, &r)
+                        {
+                            error = Some(store_error(e));
+                        }
+                        if r.intervals.is_empty() && r.drain.stuck > 0 {
+                            // No interval to flag: the step is not kept, so say it here.
+                            observers.warning(&format!(
+                                "{} at {workers} workers: {} I/Os were still outstanding {:.1} s after the stop (oldest {:.1} s) and were given up as stuck",
+                                w.name,
+                                r.drain.stuck,
+                                r.drain.wait_ns as f64 / 1e9,
+                                r.drain.stuck_age_ns as f64 / 1e9
+                            ));
+                        }
+                        let s = iocurve_analysis::analyze_step_on(&r, seq, &th, &target_paths);
+                        tracing::info!(workload = %w.name, workers, iops = s.iops, flags = s.flags.len(), "step finished");
+                        observers.step_finished(w.step_seconds(), &s);
+                        if !r.intervals.is_empty() {
+                            steps.push(s);
+                        }
+                        if let Some(why) = &r.aborted {
+                            // Kept like every step: the run ends after it, with status `aborted`.
+                            error.get_or_insert(Error::Aborted(why.clone()));
+                        }
+                        if error.is_some() {
+                            stop_run = true;
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(workload = %w.name, workers, error = %e, "step failed");
+                        error = Some(e);
+                        stop_run = true;
+                        break;
+                    }
+                }
+            }
+            if !steps.is_empty() {
+                let mut r = iocurve_analysis::analyze_workload(w, steps, sla);
+                r.data_check = data_check;
+                observers.workload_finished(&r);
+                workloads.push(r);
+            }
+            if stop_run || cancel.is_cancelled() {
+                break;
+            }
+        }
+        let interrupted = cancel.is_cancelled();
+        let finished_at = time::now_rfc3339();
+        let status = if matches!(error, Some(Error::Aborted(_))) {
+            "aborted"
+        } else if error.is_some() {
+            "failed"
+        } else if interrupted {
+            "interrupted"
+        } else {
+            "complete"
+        };
+        if let Some(id) = run_id
+            && let Err(e) = store.finish_run(id, status, &finished_at, &terminal::headlines(&workloads))
+        {
+            error.get_or_insert(store_error(e));
+        }
+        // A store that failed while the run was finished makes it a failure whatever it was.
+        let status = match &error {
+            Some(Error::Aborted(_)) => "aborted",
+            Some(_) => "failed",
+            None => status,
+        };
+        tracing::info!(run = run_id.unwrap_or_default(), status, reason = ?error.as_ref().map(|e| e.to_string()), "run finished");
+        let result = RunResult {
+            schema_version: SCHEMA_VERSION,
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            started_at,
+            finished_at,
+            interrupted,
+            status: status.into(),
+            status_reason: error.as_ref().map(|e| e.to_string()),
+            host,
+            sla: sla.is_set().then_some(*sla),
+            targets: target_infos,
+            plan: plan_json,
+            workloads,
+            // Set after the run, when `--verify-final` read everything back.
+            final_verification: None,
+        };
+        observers.run_finished(&result);
+        Outcome { result, run_id, error }
+    }
+}
+
+/// Opens the results database (created when missing).
+pub fn open_store(path: &Path) -> Result<Store, Error> {
+    Store::open(path).map_err(|e| match e {
+        // Not ours, or from a newer iocurve: the user named the wrong file.
+        iocurve_store::StoreError::Invalid { .. } => Error::Usage(e.to_string()),
+        _ => Error::Runtime(format!("{e} (choose another file with --db or IOCURVE_DB)")),
+    })
+}
+
+/// Opens the results database for reading: it must exist (reading never creates one).
+pub fn open_existing_store(path: &Path) -> Result<Store, Error> {
+    Store::open_existing(path).map_err(|e| Error::Usage(e.to_string()))
+}
+
+pub(crate) fn store_error(e: StoreError) -> Error {
+    Error::Runtime(format!("{e}: the run stops so that no measurement goes unrecorded"))
+}

@@ -1,0 +1,197 @@
+//! The fast lane: whole runs in this process, as any user, on the null back-end (every I/O is
+//! planned, timed and counted, none reaches a device) against a scratch file in a temporary
+//! directory. No root, no devices, no browser: `cargo test -p iocurve-run`.
+
+use std::sync::{Arc, Mutex};
+
+use iocurve_analysis::{RunResult, StepResult, WorkloadResult};
+use iocurve_engine::{StepObserver, StepProgress};
+use iocurve_plan::{Overrides, Plan, TargetGroup};
+use iocurve_run::{Cancel, Error, Hosts, Observer, RunOptions, Runner, StepAt};
+use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
+
+/// Reads on the null back-end: two steps of two 0.2 s intervals; `extra` follows the workload.
+fn plan(extra: &str) -> Plan {
+    plan_reading(100, extra)
+}
+
+fn plan_reading(read_pct: u32, extra: &str) -> Plan {
+    let text = format!(
+        "[[workloads]]\nname = \"null-read\"\nread_pct = {read_pct}\nbs = \"4k\"\nbackend = \"null\"\nramp = [1, 2]\nwarmup_s = 0\nintervals = 2\ninterval_s = 0.2\nthreads = 1\n{extra}"
+    );
+    iocurve_plan::parse_str(&text, "test.toml", &Overrides::default()).expect("the test plan is valid")
+}
+
+fn options(dir: &tempfile::TempDir) -> RunOptions {
+    RunOptions {
+        db: dir.path().join("runs.db"),
+        size: Some(64 << 20),
+        verify_map: dir.path().join("verify.map"),
+        ..RunOptions::default()
+    }
+}
+
+fn targeted(mut p: Plan, dir: &tempfile::TempDir) -> Plan {
+    let target = dir.path().join("scratch.dat").display().to_string();
+    p.groups = vec![TargetGroup { name: "targets".into(), weight: 1, targets: vec![target] }];
+    p
+}
+
+/// Every event, in order, as one line each; cancels the run after `cancel_after` steps.
+#[derive(Default)]
+struct Events {
+    lines: Vec<String>,
+    cancel_after: Option<(usize, Cancel)>,
+    finished: usize,
+}
+
+impl StepObserver for Events {
+    fn started(&mut self, _: &StepRecord) {
+        self.lines.push("started".into());
+    }
+    fn progress(&mut self, _: &StepProgress) {}
+    fn interval(&mut self, index: u32, stats: &IntervalStats, _: &CpuUsage, _: f64) {
+        self.lines.push(format!("interval {index} ops>0={}", stats.ops() > 0));
+    }
+    fn warning(&mut self, m: &str) {
+        self.lines.push(format!("warning {m}"));
+    }
+}
+
+impl Observer for Events {
+    fn note(&mut self, line: &str) {
+        self.lines.push(format!("note {line}"));
+    }
+    fn step_starting(&mut self, at: &StepAt) {
+        self.lines.push(format!("step {} {}/{} workers {}", at.workload, at.step_index, at.steps, at.workers));
+    }
+    fn step_finished(&mut self, _: f64, s: &StepResult) {
+        self.lines.push(format!("finished {} iops>0={}", s.workers, s.iops > 0.0));
+        self.finished += 1;
+        if let Some((n, c)) = &self.cancel_after
+            && self.finished >= *n
+        {
+            c.cancel();
+        }
+    }
+    fn workload_finished(&mut self, w: &WorkloadResult) {
+        self.lines.push(format!("workload {} steps {}", w.name, w.steps.len()));
+    }
+    fn run_finished(&mut self, r: &RunResult) {
+        self.lines.push(format!("run {}", r.status));
+    }
+}
+
+#[test]
+fn a_plan_runs_in_process_into_the_store_and_every_observer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut first, mut second) = (Events::default(), Events::default());
+    let outcome = Runner::new(targeted(plan(""), &dir), Hosts::Local, options(&dir))
+        .observe(&mut first)
+        .observe(&mut second)
+        .run()
+        .expect("the run starts");
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    assert_eq!(outcome.result.status, "complete");
+    assert_eq!(outcome.verdict(), None);
+    let w = &outcome.result.workloads[0];
+    assert_eq!(w.steps.iter().map(|s| s.workers).collect::<Vec<_>>(), [1, 2]);
+    assert!(w.steps.iter().all(|s| s.read.ops > 0 && s.write.ops == 0), "null reads are counted");
+
+    let steps: Vec<&str> = first.lines.iter().filter(|l| !l.starts_with("note")).map(String::as_str).collect();
+    assert_eq!(
+        steps,
+        [
+            "step null-read 1/2 workers 1",
+            "started",
+            "interval 0 ops>0=true",
+            "interval 1 ops>0=true",
+            "finished 1 iops>0=true",
+            "step null-read 2/2 workers 2",
+            "started",
+            "interval 0 ops>0=true",
+            "interval 1 ops>0=true",
+            "finished 2 iops>0=true",
+            "workload null-read steps 2",
+            "run complete",
+        ]
+    );
+    assert_eq!(first.lines, second.lines, "every observer hears every event");
+    assert!(first.lines.iter().any(|l| l.contains("preparing 1 scratch file(s) of 64m")), "{:?}", first.lines);
+
+    // The store holds what the observers were told, and the scratch file is gone.
+    let store = iocurve_run::open_existing_store(&dir.path().join("runs.db")).unwrap();
+    let stored = store.load(outcome.run_id.unwrap()).unwrap();
+    assert_eq!(stored.run.status, "complete");
+    let intervals: Vec<usize> = stored.workloads[0].steps.iter().map(|s| s.intervals.len()).collect();
+    assert_eq!(intervals, [2, 2]);
+    assert!(!dir.path().join("scratch.dat").exists());
+}
+
+#[test]
+fn a_cancel_ends_the_run_after_the_step_it_came_in_keeping_that_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let cancel = Cancel::new();
+    let mut events = Events { cancel_after: Some((1, cancel.clone())), ..Events::default() };
+    let outcome = Runner::new(targeted(plan(""), &dir), Hosts::Local, options(&dir))
+        .observe(&mut events)
+        .cancel(cancel)
+        .run()
+        .unwrap();
+    assert!(outcome.result.interrupted);
+    assert_eq!(outcome.result.status, "interrupted");
+    assert_eq!(outcome.result.workloads[0].steps.len(), 1);
+    let store = iocurve_run::open_existing_store(&dir.path().join("runs.db")).unwrap();
+    assert_eq!(store.run(outcome.run_id.unwrap()).unwrap().status, "interrupted");
+}
+
+#[test]
+fn two_runs_share_a_process_each_with_its_own_cancel() {
+    // Cancellation is a value: cancelling one run does not stop another in the same process.
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let cancelled = Cancel::new();
+    cancelled.cancel();
+    let stopped = Runner::new(targeted(plan(""), &a), Hosts::Local, options(&a)).cancel(cancelled).run();
+    let ran = Runner::new(targeted(plan(""), &b), Hosts::Local, options(&b)).run().unwrap();
+    assert!(matches!(stopped, Err(Error::Interrupted(_))), "cancelled before its targets were ready");
+    assert_eq!(ran.result.status, "complete");
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_is_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let two_sizes = plan_reading(
+        0,
+        "verify = true\n[[workloads]]\nname = \"other\"\nbs = \"8k\"\nbackend = \"null\"\nread_pct = 0\nverify = true\n",
+    );
+    let e = Runner::new(targeted(two_sizes, &dir), Hosts::Local, options(&dir)).run().err().expect("refused");
+    assert!(matches!(e, Error::Usage(ref m) if m.contains("share one block size")), "{e}");
+    let with_hosts = plan("[[hosts]]\naddress = \"127.0.0.1:1\"\n");
+    let e = Runner::new(targeted(with_hosts, &dir), Hosts::Local, options(&dir)).run().err().expect("refused");
+    assert!(matches!(e, Error::Usage(ref m) if m.contains("[[hosts]]")), "{e}");
+    assert!(!dir.path().join("runs.db").exists(), "no store is created for a run that never started");
+}
+
+#[test]
+fn observers_run_in_order_and_the_store_comes_first() {
+    // The recorder stores an interval before any observer hears of it: an observer that reads
+    // the store at `interval` finds the interval there.
+    struct Reader {
+        db: std::path::PathBuf,
+        seen: Arc<Mutex<Vec<usize>>>,
+    }
+    impl StepObserver for Reader {
+        fn interval(&mut self, _: u32, _: &IntervalStats, _: &CpuUsage, _: f64) {
+            let store = iocurve_run::open_existing_store(&self.db).unwrap();
+            let id = store.runs().unwrap()[0].id;
+            let n = store.load(id).unwrap().workloads[0].steps.iter().map(|s| s.intervals.len()).sum();
+            self.seen.lock().unwrap().push(n);
+        }
+    }
+    impl Observer for Reader {}
+    let dir = tempfile::tempdir().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut reader = Reader { db: dir.path().join("runs.db"), seen: seen.clone() };
+    Runner::new(targeted(plan(""), &dir), Hosts::Local, options(&dir)).observe(&mut reader).run().unwrap();
+    assert_eq!(*seen.lock().unwrap(), [1, 2, 3, 4]);
+}
