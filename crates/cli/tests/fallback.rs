@@ -4,6 +4,7 @@
 //! `kernel.io_uring_disabled` sysctl, and `cargo test` runs test binaries one at a time, so no
 //! other test sees it. The previous setting is restored on drop, also when the test fails.
 
+#[path = "it/util/mod.rs"]
 mod util;
 
 use util::cluster::{AgentProc, certs, coordinator};

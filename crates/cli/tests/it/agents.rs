@@ -2,17 +2,13 @@
 //! the aggregate is the exact sum of the hosts, steps start together, and every way in without
 //! the right token, TLS, protocol or allowed target is refused before anything is written.
 
-#[path = "util/browser.rs"]
-mod browser;
-mod util;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+use crate::util::cluster::*;
+use crate::util::*;
 use serde_json::Value;
-use util::cluster::*;
-use util::*;
 
 /// The tests that measure how close together agents start, and those that load the machine
 /// with several agents at once, run one at a time: on two cores a precondition pass beside a
@@ -153,7 +149,7 @@ fn three_agents_in_their_own_namespaces_run_together_and_add_up_exactly() {
     for a in &addrs {
         assert!(page.contains(&format!("<td>{a}</td>")), "a per-host row for {a}");
     }
-    let mut b = browser::Browser::launch();
+    let mut b = crate::browser::Browser::launch();
     b.open(&dir.path().join("r.html"));
     assert!(b.errors().is_empty(), "no console errors: {:#?}", b.errors());
     b.screenshot(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts").join("report-hosts.png"));

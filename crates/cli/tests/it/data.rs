@@ -6,13 +6,11 @@
 //! Issue 12: before it, "unique" data held 1 distinct sector in 8 and compress 0.4 gave 161:1
 //! to `zstd --long`.
 
-mod util;
-
 use std::path::Path;
 use std::process::Command;
 
+use crate::util::*;
 use serde_json::Value;
-use util::*;
 
 /// What Python measures on the first `size` bytes of a file or device.
 struct Measured {

@@ -3,14 +3,12 @@
 //! the kernel returns them — so that tests built on it (path loss, stuck storage, lost writes)
 //! can trust what it does.
 
-mod util;
-
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use util::faultdev::{FaultDev, flush, read_direct, read_file, write_direct};
+use crate::util::faultdev::{FaultDev, flush, read_direct, read_file, write_direct};
 
 const SIZE: u64 = 16 << 20;
 

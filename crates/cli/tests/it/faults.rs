@@ -3,12 +3,10 @@
 //! as the longest stall, the error policies do what they say, and the write faults really reach
 //! (or do not reach) the file.
 
-mod util;
-
 use std::path::Path;
 
+use crate::util::*;
 use serde_json::Value;
-use util::*;
 
 /// Runs `toml` (a plan without targets) on `targets` with `extra` options; returns exit code
 /// and the JSON result.

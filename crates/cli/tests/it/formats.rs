@@ -19,8 +19,6 @@
 //! with the reason, instead of being hand-crafted.
 //! Needs root (loop devices), as the project's machines provide.
 
-mod util;
-
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -28,7 +26,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use util::*;
+use crate::util::*;
 
 const MIB: u64 = 1 << 20;
 

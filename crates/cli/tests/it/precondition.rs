@@ -1,13 +1,11 @@
 //! Preconditioning: every block written exactly once with the data pattern, resumable after an
 //! interruption, and known to the runs that follow.
 
-mod util;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use util::*;
+use crate::util::*;
 
 /// (bytes written over all sessions, finished) of the target's record.
 fn record(db: &Path) -> (u64, bool) {

@@ -2,17 +2,15 @@
 //! chart drawn, the step selector redraws the timeline, a comparison has one series per run,
 //! and a large run stays within the size and render-time budget.
 
-#[path = "util/browser.rs"]
-mod browser;
-mod util;
+use crate::util;
 
 use std::path::{Path, PathBuf};
 
-use browser::{Browser, DRAWN};
+use crate::browser::{Browser, DRAWN};
+use crate::util::*;
 use iocurve_stats::{CpuUsage, IntervalStats, Sample, StepRecord};
 use iocurve_store::{NewRun, Store};
 use serde_json::Value;
-use util::*;
 
 /// Screenshots are kept here for people to look at (and CI to archive).
 fn artifact(name: &str) -> PathBuf {

@@ -1,13 +1,11 @@
-//! Integration tests: the real binary on real files and loop devices.
-//! They need root (loop devices, mount) as the project's machines provide.
-
-mod util;
+//! Runs of the real binary on real files and loop devices: the default run, options, output,
+//! the JSON result, exit codes.
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
-use util::*;
+use crate::util::*;
 
 #[test]
 fn default_suite_runs_on_a_scratch_file_and_meets_the_contract() {

@@ -3,15 +3,13 @@
 //! writes, stalls and path loss — switched mid-run, as a failing array would. Each test names
 //! the finding it guards.
 
-mod util;
-
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::util::faultdev::FaultDev;
+use crate::util::*;
 use serde_json::Value;
-use util::faultdev::FaultDev;
-use util::*;
 
 const SIZE: u64 = 64 << 20;
 
@@ -538,7 +536,7 @@ fn precondition_records(db: &Path) -> Vec<(String, u64, bool)> {
 /// together write every block exactly once.
 #[test]
 fn an_agents_precondition_pass_stopped_by_ctrl_c_resumes_where_it_stopped() {
-    use util::cluster::{AgentProc, certs, coordinator};
+    use crate::util::cluster::{AgentProc, certs, coordinator};
     let dev = FaultDev::start(SIZE);
     // Slow enough to interrupt after the first saved state (about 4 s for the pass).
     dev.set("delay=400");

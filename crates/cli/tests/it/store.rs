@@ -1,11 +1,9 @@
 //! The results database: runs stored as they go, listed, shown and deleted.
 
-mod util;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use util::*;
+use crate::util::*;
 
 /// The table lines of every workload report in `out` (the lines drawn with box characters).
 fn table_lines(out: &str) -> Vec<&str> {

@@ -7,13 +7,11 @@
 //! the step); `faultdev.rs` and `storage_faults.rs` do the same with real kernel I/O below
 //! iocurve.
 
-mod util;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::util::*;
 use serde_json::Value;
-use util::*;
 
 fn write_plan(dir: &Path, toml: &str) {
     std::fs::write(dir.join("plan.toml"), toml).unwrap();

@@ -2,14 +2,12 @@
 //! on a loop device; a clean run of a million I/Os with concurrent readers and writers finds
 //! nothing; a killed run's saved map still finds a write dropped before the kill.
 
-mod util;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::util::*;
 use serde_json::Value;
-use util::*;
 
 fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))

@@ -5,14 +5,12 @@
 //! counter, `e2fsck -n`, or the file's own blocks — not only on the exit code and message.
 //! They need root (loop devices, mount), as the project's machines provide.
 
-mod util;
-
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use util::*;
+use crate::util::*;
 
 /// The write workload on `target`, with the fast timing and `extra` options.
 fn write_run<'a>(target: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
