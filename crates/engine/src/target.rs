@@ -140,12 +140,13 @@ impl TargetSet {
         }
         let mut set = TargetSet { targets: Vec::new(), groups: Vec::new(), notes: Vec::new(), keep: opts.keep };
         let mut openers = None;
+        let mut sizing = ScratchSizing { files: scratch_files(groups), chosen: None };
         for (gi, g) in groups.iter().enumerate() {
             let mut members = Vec::new();
             for pattern in &g.targets {
                 for path in expand(pattern, &g.name, opts.confine.as_deref())? {
                     // On an error the set drops, removing the scratch files created so far.
-                    let t = open_one(&path, opts, gi, &mut set.notes, &mut openers)?;
+                    let t = open_one(&path, opts, gi, &mut set.notes, &mut openers, &mut sizing)?;
                     if let Some(dup) = set.targets.iter().find(|o| same_object(&o.file, &t.file)) {
                         return Err(EngineError::Input(format!(
                             "target {} is named twice ({} and {}): each target may appear once",
@@ -278,6 +279,7 @@ fn open_one(
     group: usize,
     notes: &mut Vec<String>,
     openers: &mut Option<safety::inuse::Openers>,
+    sizing: &mut ScratchSizing,
 ) -> Result<Target, EngineError> {
     // Resolve without side effects first (O_PATH opens nothing: no tape rewinds, no claim):
     // the allow list is checked on what the kernel resolved, before the real open.
@@ -292,7 +294,7 @@ fn open_one(
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) && opts.existing_only => {
             return Err(hide(EngineError::Input(format!("target {asked} does not exist"))));
         }
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return create_scratch_target(path, opts, group),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return create_scratch_target(path, opts, group, sizing),
         Err(e) => return Err(hide(open_error(path, opts, e))),
     };
     let probe_meta = probe.metadata().map_err(|e| hide(open_error(path, opts, e)))?;
@@ -470,7 +472,12 @@ fn open_error(path: &Path, opts: &OpenOptions, e: std::io::Error) -> EngineError
 
 /// Creates, sizes and (unless preconditioning follows) fills a scratch file for `path`,
 /// keeping its descriptor and directory for the whole run.
-fn create_scratch_target(path: &Path, opts: &OpenOptions, group: usize) -> Result<Target, EngineError> {
+fn create_scratch_target(
+    path: &Path,
+    opts: &OpenOptions,
+    group: usize,
+    sizing: &mut ScratchSizing,
+) -> Result<Target, EngineError> {
     let asked = path.display().to_string();
     let hide = |e: EngineError| match &opts.confine {
         Some(c) => c.refuse(&asked),
@@ -490,8 +497,12 @@ fn create_scratch_target(path: &Path, opts: &OpenOptions, group: usize) -> Resul
         )))
     })?;
     let auto = opts.scratch_size == AUTO_SCRATCH_SIZE;
-    let size =
-        if auto { auto_scratch_size(free_space_fd(dir_fd.as_raw_fd())) } else { opts.scratch_size } / 4096 * 4096;
+    let size = if auto {
+        *sizing.chosen.get_or_insert_with(|| auto_scratch_size(free_space_fd(dir_fd.as_raw_fd()), sizing.files))
+    } else {
+        opts.scratch_size
+    } / 4096
+        * 4096;
     let total = size.checked_add(scratch::STAMP_LEN).filter(|_| size >= 4096);
     if let Some(c) = &opts.confine {
         let canonical = confine::canonical_of(dir_fd.as_raw_fd()).map_err(|_| c.refuse(&asked))?;
@@ -603,11 +614,32 @@ pub const DEFAULT_SCRATCH_SIZE: u64 = 1 << 30;
 /// Below this a scratch file measures more cache than storage.
 pub const MIN_SCRATCH_SIZE: u64 = 64 << 20;
 
-/// The chosen size of a scratch file on a filesystem with `free` bytes available (None:
-/// unknown): 1 GiB or half the free space, stamp included, in whole MiB.
-fn auto_scratch_size(free: Option<u64>) -> u64 {
-    free.map_or(DEFAULT_SCRATCH_SIZE, |f| (f / 2).saturating_sub(scratch::STAMP_LEN) >> 20 << 20)
+/// How a set's scratch files are sized when the run gave no size: the files it will create,
+/// counted before the first is made, share half the free space evenly; the size is chosen at
+/// the first one (after the allow list admitted it) and kept for the others.
+struct ScratchSizing {
+    files: u64,
+    chosen: Option<u64>,
+}
+
+/// The targets of `groups` that name files still to be made (not globs, not existing).
+fn scratch_files(groups: &[TargetGroup]) -> u64 {
+    let n = groups.iter().flat_map(|g| &g.targets).filter(|t| !is_glob(t) && !Path::new(t.as_str()).exists()).count();
+    n.max(1) as u64
+}
+
+/// The chosen size of each of `files` scratch files on a filesystem with `free` bytes available
+/// (None: unknown): 1 GiB, or their share of half the free space when that is less, stamp
+/// included, in whole MiB. The one rule of local runs and agents.
+fn auto_scratch_size(free: Option<u64>, files: u64) -> u64 {
+    free.map_or(DEFAULT_SCRATCH_SIZE, |f| (f / 2 / files.max(1)).saturating_sub(scratch::STAMP_LEN) >> 20 << 20)
         .min(DEFAULT_SCRATCH_SIZE)
+}
+
+/// The size [`TargetSet::open`] will give scratch files of `groups` without a size, on the
+/// filesystem of `dir`: for saying it before they are made.
+pub fn auto_scratch_size_for(groups: &[TargetGroup], dir: &Path) -> u64 {
+    auto_scratch_size(free_space(dir), scratch_files(groups))
 }
 
 fn free_space_fd(fd: RawFd) -> Option<u64> {
@@ -635,11 +667,26 @@ pub fn free_space(dir: &Path) -> Option<u64> {
 mod tests {
     #[test]
     fn a_chosen_scratch_size_is_a_gib_or_half_the_free_space() {
-        assert_eq!(super::auto_scratch_size(None), 1 << 30);
-        assert_eq!(super::auto_scratch_size(Some(100 << 30)), 1 << 30);
-        assert_eq!(super::auto_scratch_size(Some(300 << 20)), 149 << 20);
-        assert_eq!(super::auto_scratch_size(Some(302 << 20)), 150 << 20);
-        assert_eq!(super::auto_scratch_size(Some(0)), 0);
+        assert_eq!(super::auto_scratch_size(None, 1), 1 << 30);
+        assert_eq!(super::auto_scratch_size(Some(100 << 30), 1), 1 << 30);
+        assert_eq!(super::auto_scratch_size(Some(300 << 20), 1), 149 << 20);
+        assert_eq!(super::auto_scratch_size(Some(302 << 20), 1), 150 << 20);
+        assert_eq!(super::auto_scratch_size(Some(0), 1), 0);
+    }
+
+    #[test]
+    fn scratch_files_share_half_the_free_space_evenly() {
+        // Three files on 3 GiB free: a share of 512 MiB each (less the stamp, in whole MiB).
+        assert_eq!(super::auto_scratch_size(Some(3 << 30), 3), 511 << 20);
+        assert_eq!(super::auto_scratch_size(Some(30 << 30), 3), 1 << 30);
+        let dir = tempfile::tempdir().unwrap();
+        let t = |name: &str| dir.path().join(name).display().to_string();
+        std::fs::write(t("there.dat"), b"x").unwrap();
+        let groups = [
+            TargetGroup { name: "a".into(), weight: 1, targets: vec![t("new1.dat"), t("there.dat")] },
+            TargetGroup { name: "b".into(), weight: 1, targets: vec![t("new2.dat"), t("*.dat")] },
+        ];
+        assert_eq!(super::scratch_files(&groups), 2, "neither an existing file nor a glob is made");
     }
 
     use super::*;

@@ -1,11 +1,11 @@
 //! What a local run needs before its first step: the back-end, the targets (scratch files sized
-//! to the disk), their facts.
+//! to the disk by the engine's rule, the one agents use), their facts.
 
 use std::path::Path;
 
 use iocurve_analysis::TargetInfo;
 use iocurve_engine::backend::probe_io_uring;
-use iocurve_engine::target::{DEFAULT_SCRATCH_SIZE, MIN_SCRATCH_SIZE, free_space};
+use iocurve_engine::target::{AUTO_SCRATCH_SIZE, MIN_SCRATCH_SIZE, auto_scratch_size_for};
 use iocurve_engine::{OpenOptions, TargetSet};
 use iocurve_plan::{Backend, Plan};
 use iocurve_store::Store;
@@ -31,35 +31,6 @@ pub(crate) fn choose_backend(mut plan: Plan, obs: &mut dyn Observer) -> (Plan, O
     }
 }
 
-/// Scratch size: --size, else 1 GiB or half the free space when that is less.
-fn scratch_size(options: &RunOptions, plan: &Plan) -> Result<u64, Error> {
-    if let Some(s) = options.size {
-        return Ok(s);
-    }
-    let creates: Vec<&str> = plan
-        .groups
-        .iter()
-        .flat_map(|g| g.targets.iter())
-        .map(String::as_str)
-        .filter(|t| !Path::new(t).exists())
-        .collect();
-    let Some(first) = creates.first() else {
-        return Ok(DEFAULT_SCRATCH_SIZE);
-    };
-    let dir = Path::new(first).parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let free = free_space(dir).unwrap_or(u64::MAX);
-    let fit = (free / 2 / creates.len() as u64) >> 20 << 20;
-    if fit < MIN_SCRATCH_SIZE {
-        return Err(Error::Usage(format!(
-            "not enough free space in {} for a scratch file ({} MiB free, at least {} MiB needed): free some space, give --size, or name a --target",
-            dir.display(),
-            free >> 20,
-            (2 * MIN_SCRATCH_SIZE) >> 20
-        )));
-    }
-    Ok(fit.min(DEFAULT_SCRATCH_SIZE))
-}
-
 /// Opens (and creates) the plan's targets. A cancel stops a scratch file's preparation within
 /// one 8 MiB write; the half-prepared files are removed.
 pub(crate) fn open_targets(
@@ -68,18 +39,34 @@ pub(crate) fn open_targets(
     cancel: &Cancel,
     obs: &mut dyn Observer,
 ) -> Result<TargetSet, Error> {
-    let scratch_size = scratch_size(options, plan)?;
-    let creating = plan
+    // Without a size, scratch files get the engine's one rule, as on agents: 1 GiB, or their
+    // share of half the free space when that is less.
+    let scratch_size = options.size.unwrap_or(AUTO_SCRATCH_SIZE);
+    let creating: Vec<&String> = plan
         .groups
         .iter()
         .flat_map(|g| &g.targets)
         .filter(|t| !Path::new(t.as_str()).exists() && !t.contains(['*', '?', '[']))
-        .count();
-    if creating > 0 && !plan.precondition {
-        obs.note(&format!(
-            "preparing {creating} scratch file(s) of {} (written fully once, so reads hit allocated blocks)",
-            iocurve_plan::format_size(scratch_size)
-        ));
+        .collect();
+    if let Some(first) = creating.first()
+        && !plan.precondition
+    {
+        let size = match options.size {
+            Some(s) => s,
+            None => {
+                let dir =
+                    Path::new(first.as_str()).parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+                auto_scratch_size_for(&plan.groups, dir)
+            }
+        };
+        // Too little room: the engine refuses, saying why; no note of a file never made.
+        if size >= MIN_SCRATCH_SIZE || options.size.is_some() {
+            obs.note(&format!(
+                "preparing {} scratch file(s) of {} (written fully once, so reads hit allocated blocks)",
+                creating.len(),
+                iocurve_plan::format_size(size)
+            ));
+        }
     }
     let opts = OpenOptions {
         write: plan.writes(),

@@ -759,7 +759,7 @@ fn regression_weighted_target_groups_keep_their_weights_on_every_agent() {
 
 /// Issue 14: an agent made its scratch files 1 GiB whatever its disk held (the coordinator, which
 /// cannot see the agent's disks, chose the size). Without --size the agent now takes 1 GiB or half
-/// its own free space.
+/// its own free space, shared evenly by the files it makes, as a local run does.
 #[test]
 fn regression_an_agent_sizes_scratch_files_to_its_own_free_space() {
     let _one = one_at_a_time();
@@ -777,37 +777,27 @@ fn regression_an_agent_sizes_scratch_files_to_its_own_free_space() {
     assert!(o.status.success(), "mount a 300 MiB tmpfs (needs root): {}", stderr(&o));
     let _mount = Mount(d.clone());
     let agent = AgentProc::start(&d, &c, &format!("{}/*", d.display()), &[]);
-    let target = d.join("t.dat");
-    let o = coordinator(
-        dir.path(),
-        &c,
-        &args(
-            &[
-                "--hosts",
-                &agent.addr,
-                "--target",
-                target.to_str().unwrap(),
-                "--buffered",
-                "--workload",
-                "backend-random-read-4k",
-                "--ramp",
-                "1",
-                "--backend",
-                "psync",
-                "--json",
-                "r.json",
-            ],
-            FAST,
-        ),
-    )
-    .output()
-    .unwrap();
-    let r = ok_json(&o, &dir.path().join("r.json"));
-    let size = r["targets"][0]["size"].as_u64().unwrap();
-    assert!(
-        (140 << 20..150 << 20).contains(&size) && size.is_multiple_of(1 << 20),
-        "half of 300 MiB free, stamp included: {size}"
-    );
+    let (t, u) = (d.join("t.dat").display().to_string(), d.join("u.dat").display().to_string());
+    let run = |hosts: &[&str], json: &str| {
+        let mut a = hosts.to_vec();
+        a.extend(["--target", &t, "--target", &u, "--buffered", "--workload", "backend-random-read-4k"]);
+        a.extend(["--ramp", "1", "--backend", "psync", "--json", json]);
+        let o = if hosts.is_empty() {
+            iocurve(dir.path(), &args(&[&["run"], a.as_slice()].concat(), FAST))
+        } else {
+            coordinator(dir.path(), &c, &args(&a, FAST)).output().unwrap()
+        };
+        let r = ok_json(&o, &dir.path().join(json));
+        let sizes: Vec<u64> = r["targets"].as_array().unwrap().iter().map(|t| t["size"].as_u64().unwrap()).collect();
+        sizes
+    };
+    let on_agent = run(&["--hosts", &agent.addr], "agent.json");
+    // Two files share half of 300 MiB: 75 MiB each, less the stamp, in whole MiB (the agent made
+    // the first half the free space and the second half of what was left).
+    assert_eq!(on_agent, [74 << 20, 74 << 20], "each file's share of half the free space");
+    // Issue 14, part 2: the same rule on this host, from the same engine code (a local run had
+    // a rule of its own).
+    assert_eq!(run(&[], "local.json"), on_agent);
     drop(agent);
 }
 
