@@ -190,6 +190,25 @@ impl Sla {
     }
 }
 
+/// A workload's maximum as `iocurve runs` lists it: kept with the run when it ends, so that a
+/// list of hundreds of runs needs no analysis, and formatted only when shown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Headline {
+    pub workload: String,
+    /// IOPS matter less than MB/s for it.
+    pub sequential: bool,
+    /// None when no step finished.
+    pub maximum: Option<Point>,
+}
+
+/// Every workload's headline, in plan order.
+pub fn headlines(workloads: &[WorkloadResult]) -> Vec<Headline> {
+    workloads
+        .iter()
+        .map(|w| Headline { workload: w.name.clone(), sequential: w.kind == "sequential", maximum: w.maximum })
+        .collect()
+}
+
 /// A notable step of a workload, repeating its figures.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Point {

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use iocurve_analysis::{
-    At, HostInfo, RunResult, SCHEMA_VERSION, Sla, TargetInfo, Thresholds, analyze_step_on, analyze_workload,
+    At, Headline, HostInfo, RunResult, SCHEMA_VERSION, Sla, TargetInfo, Thresholds, analyze_step_on, analyze_workload,
 };
 use iocurve_plan::{Pattern, Workload};
 use iocurve_report::html::{self, ReportRun};
@@ -73,18 +73,20 @@ pub fn runs(db: &Path) -> Result<ExitCode, CliError> {
         crate::outln!("no runs in {} yet: `iocurve run` stores every run there", db.display());
     }
     for r in rows {
-        let summary = match &r.summary {
-            Some(s) => s.clone(),
+        let stored = r.headlines_json.as_deref().and_then(|j| serde_json::from_str::<Vec<Headline>>(j).ok());
+        let heads = match stored {
+            Some(h) => h,
             None => {
-                let s = terminal::headlines(&rebuild(&store.load(r.id)?, &SlaArgs::default())?.workloads);
-                // Runs stored before schema v2 get their line once; a run still marked running
-                // may be going on (or was killed): its line is computed each time.
+                let h = iocurve_analysis::headlines(&rebuild(&store.load(r.id)?, &SlaArgs::default())?.workloads);
+                // Runs stored before schema v12 get theirs once; a run still marked running
+                // may be going on (or was killed): its headlines are computed each time.
                 if r.status != "running" {
-                    store.set_summary(r.id, &s)?;
+                    store.set_headlines(r.id, &serde_json::to_string(&h).unwrap_or_default())?;
                 }
-                s
+                h
             }
         };
+        let summary = terminal::headlines(&heads);
         let label = if r.label.is_empty() { String::new() } else { format!(" \"{}\"", r.label) };
         let verified = match store.verification(r.id)? {
             Some(v) => match v.counts.problems() {

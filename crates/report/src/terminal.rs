@@ -141,11 +141,11 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
 }
 
 /// The maximum of every workload on one line, as `iocurve runs` lists it.
-pub fn headlines(workloads: &[WorkloadResult]) -> String {
-    let heads: Vec<String> = workloads
+pub fn headlines(heads: &[iocurve_analysis::Headline]) -> String {
+    let heads: Vec<String> = heads
         .iter()
-        .filter_map(|w| {
-            w.maximum.map(|m| format!("{} {}", w.name, headline(m.iops, m.mbps, m.lat_us, w.kind == "sequential")))
+        .filter_map(|h| {
+            h.maximum.map(|m| format!("{} {}", h.workload, headline(m.iops, m.mbps, m.lat_us, h.sequential)))
         })
         .collect();
     if heads.is_empty() { "no finished step".to_string() } else { heads.join("; ") }

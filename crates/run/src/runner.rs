@@ -13,7 +13,6 @@ use iocurve_analysis::{
 };
 use iocurve_engine::{StepObserver, host};
 use iocurve_plan::{Backend, Pattern, Plan, TargetGroup};
-use iocurve_report::terminal;
 use iocurve_store::{NewRun, Store, StoreError};
 
 pub use crate::cluster::AgentOptions;
@@ -447,7 +446,12 @@ impl Run<'_, '_> {
             "complete"
         };
         if let Some(id) = run_id
-            && let Err(e) = store.finish_run(id, status, &finished_at, &terminal::headlines(&workloads))
+            && let Err(e) = store.finish_run(
+                id,
+                status,
+                &finished_at,
+                &serde_json::to_string(&iocurve_analysis::headlines(&workloads)).unwrap_or_default(),
+            )
         {
             error.get_or_insert(store_error(e));
         }

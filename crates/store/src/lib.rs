@@ -128,12 +128,12 @@ mod tests {
             st.add_interval(step, None, i as u32, s, &cpu, 1.0).unwrap();
         }
         st.end_step(step, &StepRecord::new(1, 1, 1, 1.0, 1.0)).unwrap();
-        st.finish_run(run, "complete", "t", "w 1 IOPS").unwrap();
+        st.finish_run(run, "complete", "t", "[]").unwrap();
 
         let back = st.load(run).unwrap();
         assert_eq!(back.run.label, "4 controllers");
         assert_eq!(back.run.status, "complete");
-        assert_eq!(back.run.summary.as_deref(), Some("w 1 IOPS"));
+        assert_eq!(back.run.headlines_json.as_deref(), Some("[]"));
         let rec = &back.workloads[0].steps[0];
         let mut expected = proto.clone();
         for s in ivs {
@@ -310,7 +310,7 @@ mod tests {
         assert_eq!(st.schema_version().unwrap(), MIGRATIONS.len() as i64);
         let back = st.load(run).unwrap();
         assert_eq!((back.run.label.as_str(), back.run.status.as_str()), ("before v2", "complete"));
-        assert_eq!(back.run.summary, None, "no summary yet: `runs` computes it once");
+        assert_eq!(back.run.headlines_json, None, "no headlines yet: `runs` computes them once");
         assert_eq!(back.workloads.len(), 1);
         assert_eq!(back.workloads[0].json, "{\"name\":\"w\"}");
         let mut expected = proto.clone();
@@ -324,8 +324,8 @@ mod tests {
         let rec = &back.workloads[0].steps[0];
         assert_eq!(rec.intervals, expected.intervals, "figures, samples and CPU survive the migration");
         assert_eq!(rec.total, expected.total, "histograms, counters and errors survive the migration");
-        st.set_summary(run, "w 1 IOPS").unwrap();
-        assert_eq!(st.run(run).unwrap().summary.as_deref(), Some("w 1 IOPS"));
+        st.set_headlines(run, "[]").unwrap();
+        assert_eq!(st.run(run).unwrap().headlines_json.as_deref(), Some("[]"));
     }
 
     #[test]
@@ -380,13 +380,20 @@ mod tests {
             let st = Store::open_at(&p, 8).unwrap();
             assert_eq!(st.schema_version().unwrap(), 8);
             let run = st.begin_run(&NewRun { label: "v8".into(), ..Default::default() }).unwrap();
-            st.finish_run(run, "complete", "t", "w 1 IOPS").unwrap();
+            // As v2 to v11 finished a run: with its line formatted for `iocurve runs`.
+            st.conn
+                .execute(
+                    "UPDATE runs SET status = 'complete', finished_at = 't', summary = 'w 1 IOPS' WHERE id = ?1",
+                    [run],
+                )
+                .unwrap();
             run
         };
         let mut st = Store::open(&p).unwrap();
         assert_eq!(st.schema_version().unwrap(), MIGRATIONS.len() as i64);
         let back = st.run(old).unwrap();
         assert_eq!((back.label.as_str(), back.status.as_str(), back.status_reason), ("v8", "complete", None));
+        assert_eq!(back.headlines_json, None, "v12 stores figures, not the formatted line: computed when listed");
         assert_eq!(st.verification(old).unwrap(), None);
 
         let run = st.begin_run(&NewRun::default()).unwrap();

@@ -15,8 +15,9 @@ pub struct RunRow {
     pub hostname: String,
     pub backend: String,
     pub targets: String,
-    /// The maximum per workload in the published form (schema v2); None until the run ends.
-    pub summary: Option<String>,
+    /// The maximum of every workload, as JSON (`iocurve_analysis::Headline`, schema v12); None
+    /// until the run ends, and for runs stored before v12 until they are listed once.
+    pub headlines_json: Option<String>,
     /// Why a finished run is not clean (schema v9): a failure, or what its exit code 3 or 4
     /// stands for (e.g. problems its final verification found).
     pub status_reason: Option<String>,
@@ -124,12 +125,12 @@ impl Store {
             hostname: r.get(7)?,
             backend: r.get(8)?,
             targets: r.get(9)?,
-            summary: r.get(10)?,
+            headlines_json: r.get(10)?,
             status_reason: r.get(11)?,
         })
     }
 
-    const RUN_COLUMNS: &str = "id, label, plan_name, status, started_at, finished_at, tool_version, hostname, backend, targets, summary, status_reason";
+    const RUN_COLUMNS: &str = "id, label, plan_name, status, started_at, finished_at, tool_version, hostname, backend, targets, headlines_json, status_reason";
 
     pub fn runs(&self) -> Result<Vec<RunRow>> {
         let sql = format!("SELECT {} FROM runs ORDER BY id", Self::RUN_COLUMNS);

@@ -6,8 +6,16 @@ use super::*;
 /// Schema migrations, in order; `PRAGMA user_version` counts how many are applied.
 pub(crate) const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
-    SCHEMA_V11,
+    SCHEMA_V11, SCHEMA_V12,
 ];
+
+/// v12: the maximum of every workload as numbers (JSON, `iocurve_analysis::Headline`), instead
+/// of v2's line formatted for `iocurve runs`: the figures are stored, the presentation is not.
+/// Runs of before get theirs from their stored steps the first time they are listed.
+const SCHEMA_V12: &str = "
+ALTER TABLE runs ADD COLUMN headlines_json TEXT;  -- [{workload, sequential, maximum}]; NULL until the run ends
+ALTER TABLE runs DROP COLUMN summary;
+";
 
 /// v11: each agent's clock around each step: its offset measured just before (with the round
 /// trip that bounds it) and again after, so that a clock that moved during a run shows.

@@ -174,18 +174,19 @@ impl Store {
         Ok(())
     }
 
-    /// Marks a run finished: `complete`, `interrupted` or `failed`, with its summary line.
-    pub fn finish_run(&self, run_id: i64, status: &str, finished_at: &str, summary: &str) -> Result<()> {
+    /// Marks a run finished: `complete`, `interrupted` or `failed`, with its headlines (JSON:
+    /// the maximum of every workload, for `iocurve runs`).
+    pub fn finish_run(&self, run_id: i64, status: &str, finished_at: &str, headlines_json: &str) -> Result<()> {
         let x = self.conn.execute(
-            "UPDATE runs SET status = ?1, finished_at = ?2, summary = ?3 WHERE id = ?4",
-            params![status, finished_at, summary, run_id],
+            "UPDATE runs SET status = ?1, finished_at = ?2, headlines_json = ?3 WHERE id = ?4",
+            params![status, finished_at, headlines_json, run_id],
         );
         self.sql(x).map(drop)
     }
 
-    /// Stores the summary line of a run stored before schema v2.
-    pub fn set_summary(&self, run_id: i64, summary: &str) -> Result<()> {
-        let x = self.conn.execute("UPDATE runs SET summary = ?1 WHERE id = ?2", params![summary, run_id]);
+    /// Stores the headlines of a run that has none (stored before schema v12, or killed).
+    pub fn set_headlines(&self, run_id: i64, headlines_json: &str) -> Result<()> {
+        let x = self.conn.execute("UPDATE runs SET headlines_json = ?1 WHERE id = ?2", params![headlines_json, run_id]);
         self.sql(x).map(drop)
     }
 

@@ -30,17 +30,20 @@ fn show_prints_exactly_what_the_run_printed() {
     let listed = stdout(&o);
     assert!(listed.contains("\"3 of 4 controllers\"") && listed.contains("complete"), "{listed}");
     assert!(listed.contains("frontend-random-read-4k") && listed.contains("IOPS @"), "{listed}");
-    // A run stored before schema v2 has no summary line: `runs` computes the same one (and keeps it).
+    // A run stored before schema v12 (or killed) has no headlines: `runs` computes the same
+    // ones from its steps (and keeps them, as figures: the store holds no formatted line).
     let sql = |q: &str| {
         let py = format!(
             "import sqlite3; c = sqlite3.connect('iocurve.db'); print(c.execute(\"{q}\").fetchone()); c.commit()"
         );
         stdout(&Command::new("python3").args(["-c", &py]).current_dir(dir.path()).output().unwrap())
     };
-    assert_eq!(sql("UPDATE runs SET summary = NULL RETURNING id").trim(), "(1,)");
-    assert_eq!(sql("SELECT summary FROM runs").trim(), "(None,)");
-    assert_eq!(stdout(&iocurve(dir.path(), &["runs"])), listed, "the same listing without the stored line");
-    assert!(sql("SELECT summary FROM runs").contains("IOPS @"), "the line is stored for next time");
+    let kept = sql("SELECT headlines_json FROM runs");
+    assert!(kept.contains("\"workload\":\"frontend-random-read-4k\"") && kept.contains("\"iops\":"), "{kept}");
+    assert!(!kept.contains("IOPS @"), "figures, not a formatted line: {kept}");
+    assert_eq!(sql("UPDATE runs SET headlines_json = NULL RETURNING id").trim(), "(1,)");
+    assert_eq!(stdout(&iocurve(dir.path(), &["runs"])), listed, "the same listing without stored headlines");
+    assert_eq!(sql("SELECT headlines_json FROM runs"), kept, "the headlines are stored for next time");
 
     let o = iocurve(dir.path(), &["delete", "1"]);
     assert!(o.status.success());
