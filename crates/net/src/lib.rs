@@ -1,19 +1,15 @@
-//! Multi-host runs: the agent service and its client.
+//! Multi-host runs: the agent service and the wire.
 //!
 //! An agent (`iocurve agent`) runs steps on its own targets for a coordinator that proves it
-//! holds the token, over gRPC with TLS (mutual TLS optional). The coordinator starts every
-//! agent's step at one moment (each agent's clock offset measured by pings), receives every
-//! interval as it finishes — histograms serialized, so merging is exact — and merges them.
-//! Nothing here measures or analyses: the engine measures, the analysis judges.
+//! holds the token, over gRPC with TLS (mutual TLS optional), and streams every interval as it
+//! finishes — histograms serialized, so that the coordinator (`iocurve_run::coordinator`)
+//! merges them exactly. Here: the service and its front door, the protocol, tokens and
+//! certificates, and the conversions at the wire. Nothing here measures or analyses: the engine
+//! measures, the analysis judges.
 
 pub mod agent;
 pub mod auth;
 pub mod certs;
-pub mod client;
-pub mod clock;
-mod coordinate;
-pub mod merge;
-mod passes;
 pub mod wire;
 
 /// The protocol version: both sides refuse a peer that speaks another.

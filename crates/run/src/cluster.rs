@@ -7,12 +7,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::coordinator::client::{self, ClientConfig, MultiStep, Remote, StepSpec};
 use iocurve_analysis::TargetInfo;
 use iocurve_engine::precondition::PreState;
 use iocurve_engine::verify::GenMap;
 use iocurve_engine::{StepObserver, TargetSet};
 use iocurve_net::agent::InProcess;
-use iocurve_net::client::{self, ClientConfig, MultiStep, Remote, StepSpec};
 use iocurve_net::{auth, certs, pb};
 use iocurve_plan::{Fault, Plan, TargetGroup, Workload};
 use iocurve_stats::{FinalVerification, VerifyCounts};
@@ -465,7 +465,7 @@ impl Cluster {
             lead: if self.lead.is_zero() {
                 Duration::ZERO
             } else {
-                iocurve_net::clock::step_lead(
+                crate::coordinator::clock::step_lead(
                     self.remotes.iter().map(|r| r.rtt_ns).max().unwrap_or(0),
                     self.last_setup,
                     workers,

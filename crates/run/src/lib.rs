@@ -17,6 +17,7 @@
 
 mod cancel;
 pub mod cluster;
+pub mod coordinator;
 pub mod datameter;
 mod error;
 mod observe;

@@ -10,8 +10,8 @@ use std::time::Duration;
 use iocurve_engine::NoObserver;
 use iocurve_net::NetError;
 use iocurve_net::agent::{AgentConfig, serve};
-use iocurve_net::client::{self, ClientConfig, StepSpec};
 use iocurve_plan::{TargetGroup, Workload};
+use iocurve_run::coordinator::client::{self, ClientConfig, StepSpec};
 
 const TOKEN: &str = "a-token-of-more-than-sixteen-characters";
 

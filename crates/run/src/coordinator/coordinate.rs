@@ -8,9 +8,9 @@ use iocurve_engine::{StepObserver, StepProgress};
 use iocurve_plan::{Fault, TargetGroup, Workload};
 use iocurve_stats::{Drain, ErrorCounts, HostClock, HostRecord, IntervalStats, StepRecord, UNKNOWN_TARGET};
 
-use crate::client::{Remote, failed, measure_clocks, refusal, wire_groups};
-use crate::merge::{IntervalMerger, Part};
-use crate::{NetError, pb, unix_ns, wire};
+use super::client::{Remote, failed, measure_clocks, refusal, wire_groups};
+use super::merge::{IntervalMerger, Part};
+use iocurve_net::{NetError, pb, unix_ns, wire};
 
 /// How long an agent gets to take a step's request: it answers at once (opening targets that
 /// are open already), the step itself starts at the agreed moment.
@@ -157,7 +157,7 @@ pub async fn run_step(
     let all = vec![true; remotes.len()];
     let before = tokio::select! {
         m = measure_clocks(remotes, &all, CLOCK_PINGS, REQUEST_DEADLINE) => m,
-        _ = crate::client::until_stopped(stop) => vec![None; remotes.len()],
+        _ = super::client::until_stopped(stop) => vec![None; remotes.len()],
     };
     for (r, m) in remotes.iter_mut().zip(before) {
         let Some((offset_ns, rtt_ns)) = m else {

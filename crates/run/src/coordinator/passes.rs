@@ -4,9 +4,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::client::{Remote, failed};
-use crate::coordinate::STOP_DEADLINE;
-use crate::{NetError, pb, wire};
+use super::client::{Remote, failed};
+use super::coordinate::STOP_DEADLINE;
+use iocurve_net::{NetError, pb, wire};
 
 /// How a precondition pass on the agents ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

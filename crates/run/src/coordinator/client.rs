@@ -10,10 +10,10 @@ use iocurve_plan::TargetGroup;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
-use crate::agent::{self, InProcess};
-use crate::clock::{ClockEstimate, ClockVerdict, check_clock};
-use crate::pb::agent_client::AgentClient;
-use crate::{NetError, PROTOCOL, auth, pb, unix_ns};
+use super::clock::{ClockEstimate, ClockVerdict, check_clock};
+use iocurve_net::agent::{self, InProcess};
+use iocurve_net::pb::agent_client::AgentClient;
+use iocurve_net::{NetError, PROTOCOL, auth, pb, unix_ns};
 
 /// How the coordinator reaches its agents.
 #[derive(Clone)]
@@ -392,5 +392,5 @@ pub fn wire_groups(groups: &[TargetGroup]) -> Vec<pb::TargetGroup> {
         .collect()
 }
 
-pub use crate::coordinate::{MultiStep, StepSpec, run_step};
-pub use crate::passes::{AgentPass, PassEnd, precondition, verify_pass};
+pub use super::coordinate::{MultiStep, StepSpec, run_step};
+pub use super::passes::{AgentPass, PassEnd, precondition, verify_pass};
