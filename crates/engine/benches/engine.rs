@@ -22,6 +22,7 @@ fn workload(read_pct: f64, pattern: Pattern, qd: u32, seconds: f64) -> Workload 
         warmup_s: 0.0,
         intervals: 1,
         interval_s: seconds,
+        pause_s: 0.0,
         direct: false,
         backend: Backend::Null,
         threads: 1,

@@ -190,6 +190,7 @@ mod tests {
             warmup_s: 0.0,
             intervals: 1,
             interval_s: 1.0,
+            pause_s: 0.0,
             direct: true,
             backend: Backend::Null,
             threads: 0,

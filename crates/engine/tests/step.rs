@@ -22,6 +22,7 @@ fn workload(read_pct: f64, qd: u32, intervals: u32, interval_s: f64, backend: Ba
         warmup_s: 0.0,
         intervals,
         interval_s,
+        pause_s: 0.0,
         // Buffered: the temporary directory's filesystem may not take O_DIRECT (tmpfs).
         direct: false,
         backend,

@@ -28,6 +28,7 @@ pub fn check_workload(w: &Workload, faults: &[Fault], source: &str) -> Result<()
         warmup_s: Some(w.warmup_s),
         intervals: Some(w.intervals),
         interval_s: Some(w.interval_s),
+        pause_s: Some(w.pause_s),
         direct: Some(w.direct),
         backend: Some(w.backend),
         threads: Some(w.threads),

@@ -70,6 +70,7 @@ macro_rules! for_each_key {
             warmup_s,
             intervals,
             interval_s,
+            pause_s,
             direct,
             backend,
             threads,
@@ -122,6 +123,10 @@ pub struct WorkloadKeys {
     /// Length of one interval in seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interval_s: Option<f64>,
+    /// Seconds of rest before each step but the first (default 0): the storage destages and
+    /// settles, and the next load level starts from rest; nothing runs or is measured meanwhile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pause_s: Option<f64>,
     /// O_DIRECT (default true); false = buffered I/O through the page cache.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub direct: Option<bool>,

@@ -151,6 +151,10 @@ pub struct Workload {
     pub warmup_s: f64,
     pub intervals: u32,
     pub interval_s: f64,
+    /// Rest before each step but the first, in seconds (absent in runs stored before it
+    /// existed: none).
+    #[serde(default)]
+    pub pause_s: f64,
     pub direct: bool,
     pub backend: Backend,
     /// I/O threads; 0 = one per core.
@@ -305,6 +309,6 @@ impl Plan {
 
     /// Planned duration of the whole plan in seconds.
     pub fn total_seconds(&self) -> f64 {
-        self.workloads.iter().map(|w| w.step_seconds() * w.ramp.len() as f64).sum()
+        self.workloads.iter().map(|w| (w.step_seconds() + w.pause_s) * w.ramp.len() as f64 - w.pause_s).sum()
     }
 }

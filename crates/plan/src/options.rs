@@ -88,6 +88,14 @@ pub const WORKLOAD_OPTIONS: &[WorkloadOption] = &[
     opt("intervals", Some("intervals"), Number, "K", Some("3"), "Measurement intervals per step."),
     opt("interval_s", Some("interval-s"), Number, "S", Some("10"), "Length of one measurement interval in seconds."),
     opt(
+        "pause_s",
+        Some("pause-s"),
+        Number,
+        "S",
+        Some("0"),
+        "Seconds of rest before each step but the first: the storage destages and settles, and the next load level starts from rest; nothing runs or is measured meanwhile.",
+    ),
+    opt(
         "direct",
         Some("buffered"),
         Switch(false),

@@ -28,6 +28,19 @@ impl Cancel {
         &self.0
     }
 
+    /// Sleeps for `d`, or until cancelled (within 50 ms of it); true when cancelled.
+    pub fn sleep(&self, d: std::time::Duration) -> bool {
+        let end = std::time::Instant::now() + d;
+        while !self.is_cancelled() {
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(std::time::Duration::from_millis(50)));
+        }
+        self.is_cancelled()
+    }
+
     /// The flag, shared, for work that outlives a borrow (a scratch file's preparation).
     pub fn shared(&self) -> Arc<AtomicBool> {
         self.0.clone()

@@ -351,6 +351,10 @@ impl Run<'_, '_> {
             let mut steps: Vec<StepResult> = Vec::new();
             let mut stop_run = false;
             for (si, &workers) in w.ramp.iter().enumerate() {
+                if si > 0 && w.pause_s > 0.0 {
+                    observers.note(&format!("{}: {} s of rest before the next step (pause_s)", w.name, w.pause_s));
+                    cancel.sleep(Duration::from_secs_f64(w.pause_s));
+                }
                 if cancel.is_cancelled() {
                     break;
                 }

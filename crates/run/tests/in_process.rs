@@ -3,6 +3,7 @@
 //! directory. No root, no devices, no browser: `cargo test -p iocurve-run`.
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use iocurve_analysis::{RunResult, StepResult, WorkloadResult};
 use iocurve_engine::{StepObserver, StepProgress};
@@ -194,4 +195,53 @@ fn observers_run_in_order_and_the_store_comes_first() {
     let mut reader = Reader { db: dir.path().join("runs.db"), seen: seen.clone() };
     Runner::new(targeted(plan(""), &dir), Hosts::Local, options(&dir)).observe(&mut reader).run().unwrap();
     assert_eq!(*seen.lock().unwrap(), [1, 2, 3, 4]);
+}
+
+#[test]
+fn pause_s_rests_between_steps_and_a_cancel_cuts_the_rest_short() {
+    /// When each step starts and the previous one finished.
+    struct Clock {
+        finished: Option<Instant>,
+        gaps: Vec<Duration>,
+        notes: Vec<String>,
+        cancel: Option<Cancel>,
+    }
+    impl StepObserver for Clock {}
+    impl Observer for Clock {
+        fn note(&mut self, line: &str) {
+            self.notes.push(line.to_string());
+            if line.contains("of rest")
+                && let Some(c) = &self.cancel
+            {
+                c.cancel();
+            }
+        }
+        fn step_starting(&mut self, _: &StepAt) {
+            if let Some(f) = self.finished {
+                self.gaps.push(f.elapsed());
+            }
+        }
+        fn step_finished(&mut self, _: f64, _: &StepResult) {
+            self.finished = Some(Instant::now());
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = targeted(plan("pause_s = 0.6\n"), &dir);
+    assert!((p.total_seconds() - (0.4 + 0.6 + 0.4)).abs() < 1e-9, "the ETA counts the rest");
+    let mut clock = Clock { finished: None, gaps: Vec::new(), notes: Vec::new(), cancel: None };
+    let r = Runner::new(p.clone(), Hosts::Local, options(&dir)).observe(&mut clock).run().unwrap();
+    assert_eq!(r.result.status, "complete");
+    assert_eq!(clock.gaps.len(), 1);
+    assert!(clock.gaps[0] >= Duration::from_millis(600), "rested {:?}", clock.gaps[0]);
+    assert!(clock.notes.iter().any(|n| n.contains("null-read: 0.6 s of rest")), "{:?}", clock.notes);
+
+    // Ctrl-C during the rest: no next step, the run ends at once as interrupted.
+    let dir = tempfile::tempdir().unwrap();
+    let p = targeted(plan("pause_s = 60\n"), &dir);
+    let cancel = Cancel::new();
+    let mut clock = Clock { finished: None, gaps: Vec::new(), notes: Vec::new(), cancel: Some(cancel.clone()) };
+    let t0 = Instant::now();
+    let r = Runner::new(p, Hosts::Local, options(&dir)).observe(&mut clock).cancel(cancel).run().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(10), "a minute's rest cut short: {:?}", t0.elapsed());
+    assert_eq!((r.result.status.as_str(), r.result.workloads[0].steps.len()), ("interrupted", 1));
 }

@@ -116,6 +116,14 @@ impl Resolver<'_> {
                 format!("interval_s is {interval_s}; an interval lasts 0.1 to 86400 seconds"),
             ));
         }
+        let pause_s = k.pause_s.unwrap();
+        if !(0.0..=86_400.0).contains(&pause_s) {
+            return Err(self.key_err(
+                i,
+                "pause_s",
+                format!("pause_s is {pause_s}; rest between steps 0 (none) to 86400 seconds"),
+            ));
+        }
         let threads = k.threads.unwrap();
         if threads > 1024 {
             return Err(self.key_err(i, "threads", format!("threads is {threads}; use 0 (one per core) to 1024")));
@@ -159,6 +167,7 @@ impl Resolver<'_> {
             warmup_s,
             intervals,
             interval_s,
+            pause_s,
             direct: k.direct.unwrap(),
             backend: k.backend.unwrap(),
             threads,
