@@ -22,14 +22,10 @@ fn workload(read_pct: f64, pattern: Pattern, qd: u32, seconds: f64) -> Workload 
         warmup_s: 0.0,
         intervals: 1,
         interval_s: seconds,
-        pause_s: 0.0,
         direct: false,
         backend: Backend::Null,
         threads: 1,
-        data: DataPattern::default(),
-        on_error: Default::default(),
-        stuck_after_s: None,
-        verify: false,
+        ..Workload::default()
     }
 }
 

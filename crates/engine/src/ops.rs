@@ -190,14 +190,10 @@ mod tests {
             warmup_s: 0.0,
             intervals: 1,
             interval_s: 1.0,
-            pause_s: 0.0,
             direct: true,
             backend: Backend::Null,
             threads: 0,
-            data: Default::default(),
-            on_error: Default::default(),
-            stuck_after_s: None,
-            verify: false,
+            ..Workload::default()
         }
     }
 

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use iocurve_engine::{OpenOptions, StepConfig, StepObserver, TargetSet, run_step};
-use iocurve_plan::{Backend, BlockSize, DataPattern, Fault, FaultKind, Pattern, TargetGroup, WorkingSet, Workload};
+use iocurve_plan::{Backend, BlockSize, Fault, FaultKind, Pattern, TargetGroup, WorkingSet, Workload};
 use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
 
 fn workload(read_pct: f64, qd: u32, intervals: u32, interval_s: f64, backend: Backend) -> Workload {
@@ -22,15 +22,11 @@ fn workload(read_pct: f64, qd: u32, intervals: u32, interval_s: f64, backend: Ba
         warmup_s: 0.0,
         intervals,
         interval_s,
-        pause_s: 0.0,
         // Buffered: the temporary directory's filesystem may not take O_DIRECT (tmpfs).
         direct: false,
         backend,
         threads: 1,
-        data: DataPattern::default(),
-        on_error: Default::default(),
-        stuck_after_s: None,
-        verify: false,
+        ..Workload::default()
     }
 }
 

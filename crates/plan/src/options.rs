@@ -4,8 +4,11 @@
 //! and the README's option table (checked by a test) all come from here; values given as flags
 //! are read by the same deserializer as plan files, so a flag and a key cannot disagree.
 //!
-//! Adding a workload key: a field in [`WorkloadKeys`] (and its name in `for_each_key!`), a row
-//! here, the code that uses it, and the CHANGELOG.
+//! Adding a workload key (`pause_s` was added so): its field in [`WorkloadKeys`] and its name in
+//! `for_each_key!` (keys.rs), a row here, its field in `Workload` (model.rs) with its check
+//! (resolve/workload.rs) and the way back (check.rs), the code that uses it, its README rows (a
+//! test holds them to this table), and the CHANGELOG. Code that builds a `Workload` takes the
+//! keys it does not set from `Workload::default()`, the table's defaults.
 
 use crate::error::PlanError;
 use crate::keys::WorkloadKeys;

@@ -49,6 +49,19 @@ pub fn parse_str(text: &str, source: &str, overrides: &Overrides) -> Result<Plan
     Resolver { text, source, overrides, file: &file }.resolve()
 }
 
+impl Default for Workload {
+    /// A workload of the built-in defaults alone (the table's), named `workload`: for code that
+    /// sets a few keys and takes the others as a plan would, so that a new key touches no such
+    /// code.
+    fn default() -> Self {
+        let text = "[[workloads]]\nname = \"workload\"\n";
+        match parse_str(text, "the built-in defaults", &Overrides::default()) {
+            Ok(mut plan) => plan.workloads.remove(0),
+            Err(e) => unreachable!("the built-in defaults resolve (tested): {e}"),
+        }
+    }
+}
+
 /// Resolves a plan that is already typed (no text: errors name keys, not lines).
 pub(crate) fn resolve_file(file: &PlanFile, source: &str) -> Result<Plan, PlanError> {
     Resolver { text: "", source, overrides: &Overrides::default(), file }.resolve()
@@ -240,6 +253,15 @@ impl Resolver<'_> {
 mod tests {
     use super::*;
     use crate::model::{BlockSize, Pattern, WorkingSet};
+
+    #[test]
+    fn the_default_workload_is_the_table_s_defaults() {
+        let w = Workload::default();
+        assert_eq!((w.name.as_str(), w.read_pct, w.queue_depth), ("workload", 100.0, 1));
+        assert_eq!(w.ramp, [1, 2, 4, 8, 16, 32]);
+        assert_eq!((w.warmup_s, w.intervals, w.interval_s, w.pause_s), (5.0, 3, 10.0, 0.0));
+        assert_eq!(w.bs, vec![BlockSize { bytes: 4096, weight: 1 }]);
+    }
 
     /// Issue 13, finding 9: type errors in plan files named the line but not the key.
     #[test]
