@@ -180,6 +180,13 @@ pub struct SlaArgs {
     pub p99_ms: Option<f64>,
 }
 
+fn parse_hold(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=3600.0).contains(&v) => Ok(v),
+        _ => Err(format!("`{s}` is not 0 to 3600 seconds")),
+    }
+}
+
 fn parse_positive_ms(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
@@ -298,6 +305,17 @@ pub struct RunArgs {
     /// Write the full result as JSON to FILE (also when the run is interrupted).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+
+    /// Serve live metrics for Prometheus on ADDR while the run goes on: `GET /metrics`,
+    /// OpenMetrics text, figures only (nothing controls the run through it). A bare port
+    /// (9464) listens on 127.0.0.1 only; give 0.0.0.0:9464 to be scraped from other hosts.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
+
+    /// With --metrics: keep serving this many seconds after the run ends, so that the last
+    /// scrape sees the final figures (Ctrl-C ends the wait).
+    #[arg(long = "metrics-hold-s", value_name = "S", default_value_t = 5.0, value_parser = parse_hold)]
+    pub metrics_hold_s: f64,
 
     /// Name of the configuration under test ("L1C3S4, 3 of 4 controllers"), shown wherever runs
     /// are listed.

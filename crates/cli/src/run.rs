@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use iocurve_plan::{Overrides, Plan, suites};
 use iocurve_report::write_json;
+use iocurve_run::live::LiveMetrics;
 use iocurve_run::{AgentOptions, Hosts, Outcome, RunOptions, Runner};
 
 use crate::CliError;
@@ -35,8 +36,37 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         verify_final: args.verify_final,
         stuck_after_s: args.flags.keys()?.stuck_after_s,
     };
-    let outcome = Runner::new(plan, hosts, options).observe(&mut terminal).cancel(cancel).run()?;
+    let exporter = iocurve_metrics::Exporter::new();
+    let server = args.metrics.as_deref().map(|a| metrics_server(a, &exporter)).transpose()?;
+    let mut live = LiveMetrics::new(exporter);
+    let mut runner = Runner::new(plan, hosts, options).observe(&mut terminal).cancel(cancel.clone());
+    if let Some(s) = &server {
+        crate::outln!("live metrics on http://{}/metrics", s.addr());
+        runner = runner.observe(&mut live);
+    }
+    let outcome = runner.run()?;
+    if let Some(s) = &server
+        && args.metrics_hold_s > 0.0
+        && !cancel.is_cancelled()
+    {
+        crate::outln!(
+            "serving the final figures on http://{}/metrics for {} s (Ctrl-C ends it)",
+            s.addr(),
+            args.metrics_hold_s
+        );
+        cancel.sleep(std::time::Duration::from_secs_f64(args.metrics_hold_s));
+    }
     finish(outcome, &args)
+}
+
+/// The metrics endpoint on `addr`; a bare port listens on 127.0.0.1 only.
+fn metrics_server(addr: &str, exporter: &iocurve_metrics::Exporter) -> Result<iocurve_metrics::Server, CliError> {
+    let listen = if addr.parse::<u16>().is_ok() { format!("127.0.0.1:{addr}") } else { addr.to_string() };
+    iocurve_metrics::serve(&listen, exporter.clone()).map_err(|e| {
+        CliError::Usage(format!(
+            "--metrics {addr}: cannot listen on {listen} ({e}); give a free port (9464) or HOST:PORT of this host"
+        ))
+    })
 }
 
 fn agents(args: &RunArgs) -> AgentOptions {

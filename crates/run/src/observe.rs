@@ -24,6 +24,8 @@ pub struct StepAt<'a> {
 pub trait Observer: StepObserver {
     /// A line of what the run is doing (preparing, preconditioning, verification, agents).
     fn note(&mut self, _line: &str) {}
+    /// The run is in the store as `run_id`, with its label and plan name; its steps follow.
+    fn run_started(&mut self, _run_id: i64, _label: &str, _plan: &str) {}
     /// A step is about to start.
     fn step_starting(&mut self, _at: &StepAt) {}
     /// A step ended and was analysed; `planned_s` is its planned duration.
@@ -73,6 +75,9 @@ impl StepObserver for Observers<'_> {
 impl Observer for Observers<'_> {
     fn note(&mut self, line: &str) {
         self.0.iter_mut().for_each(|o| o.note(line));
+    }
+    fn run_started(&mut self, run_id: i64, label: &str, plan: &str) {
+        self.0.iter_mut().for_each(|o| o.run_started(run_id, label, plan));
     }
     fn step_starting(&mut self, at: &StepAt) {
         self.0.iter_mut().for_each(|o| o.step_starting(at));

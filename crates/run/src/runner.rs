@@ -302,6 +302,7 @@ impl Run<'_, '_> {
         let run_id = match store.begin_run(&new_run) {
             Ok(id) => {
                 tracing::info!(run = id, plan = %plan.source, targets = target_infos.len(), "run started");
+                observers.run_started(id, label, &plan.name);
                 Some(id)
             }
             Err(e) => {

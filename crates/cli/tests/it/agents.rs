@@ -10,14 +10,6 @@ use crate::util::cluster::*;
 use crate::util::*;
 use serde_json::Value;
 
-/// The tests that measure how close together agents start, and those that load the machine
-/// with several agents at once, run one at a time: on two cores a precondition pass beside a
-/// start-spread measurement pushed the spread past its bound.
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    ONE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }

@@ -450,7 +450,23 @@ fn ctrl_c_while_preconditioning_a_stalled_device_ends_the_run_with_its_json() {
             "r.json",
         ],
     );
-    std::thread::sleep(Duration::from_millis(1500));
+    // Stalled once the pass has begun (it said so), not after a fixed time: a pass that had
+    // already finished let a step measure an interval before the Ctrl-C.
+    let mut child = child;
+    let out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut lines = Vec::new();
+        for line in out.lines().map_while(Result::ok) {
+            if line.contains(": writing") {
+                let _ = tx.send(());
+            }
+            lines.push(line);
+        }
+        lines
+    });
+    rx.recv_timeout(Duration::from_secs(20)).expect("the precondition pass began");
     dev.set("stall");
     dev.wait_held(1);
     let sent = Instant::now();
@@ -460,6 +476,8 @@ fn ctrl_c_while_preconditioning_a_stalled_device_ends_the_run_with_its_json() {
     let took = sent.elapsed();
     dev.set("pass");
     let o = child.wait_with_output().unwrap();
+    let printed = reader.join().unwrap().join("\n");
+    assert!(printed.contains("interrupted while preconditioning"), "{printed}");
     assert!(took < Duration::from_millis(3500), "results out {took:?} after Ctrl-C: {}", stderr(&o));
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     let r = json(&json_path);

@@ -1,0 +1,255 @@
+//! Live metrics (issue 18), scraped by a real Prometheus every second: the counters' increase
+//! over a run equals what the store holds (ops and bytes exactly, per direction; per host for
+//! a two-agent run), a latency quantile from the histogram lands in the bucket of iocurve's
+//! own p99, the figures are there while the run goes on, and every query of the shipped
+//! Grafana dashboard returns data.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::cluster::{certs, coordinator, file_agents, hosts_plan};
+use crate::util::*;
+
+/// A port nobody listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn http_get(addr: &str, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let code = out.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (code, out.split_once("\r\n\r\n").map_or(String::new(), |(_, b)| b.to_string()))
+}
+
+fn encode(q: &str) -> String {
+    q.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// Prometheus on a loopback port, scraping `target` every second; killed on drop.
+struct Prometheus {
+    child: Child,
+    addr: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Prometheus {
+    fn start(target: &str) -> Prometheus {
+        let dir = tempfile::tempdir().unwrap();
+        let config = format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: iocurve\n    static_configs:\n      - targets: ['{target}']\n"
+        );
+        std::fs::write(dir.path().join("prometheus.yml"), config).unwrap();
+        let addr = format!("127.0.0.1:{}", free_port());
+        let child = Command::new("prometheus")
+            .arg(format!("--config.file={}", dir.path().join("prometheus.yml").display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!("--web.listen-address={addr}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus runs (Debian package `prometheus`, installed by scripts/test)");
+        let p = Prometheus { child, addr, _dir: dir };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(&p.addr).is_err() || http_get(&p.addr, "/-/ready").0 != 200 {
+            assert!(Instant::now() < deadline, "prometheus did not become ready");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        p
+    }
+
+    /// An instant query's result vector: (labels, value).
+    fn query(&self, q: &str) -> Vec<(Value, f64)> {
+        let (code, body) = http_get(&self.addr, &format!("/api/v1/query?query={}", encode(q)));
+        let v: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{q}: {e}: {body}"));
+        assert_eq!((code, v["status"].as_str()), (200, Some("success")), "{q}: {body}");
+        v["data"]["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["metric"].clone(), r["value"][1].as_str().unwrap().parse::<f64>().unwrap()))
+            .collect()
+    }
+
+    /// One value by the label `by` (or "" for an unlabelled result).
+    fn by(&self, q: &str, by: &str) -> std::collections::BTreeMap<String, f64> {
+        self.query(q).into_iter().map(|(m, v)| (m[by].as_str().unwrap_or_default().to_string(), v)).collect()
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sums over the store's intervals (merged ones: `host IS NULL`; else each host's own, by its
+/// address): [(key, read_ops, write_ops, read_bytes, write_bytes)].
+fn stored(dir: &Path, per_host: bool) -> Vec<(String, u64, u64, u64, u64)> {
+    let q = if per_host {
+        "SELECT sh.address, SUM(i.read_ops), SUM(i.write_ops), SUM(i.read_bytes), SUM(i.write_bytes) FROM intervals i JOIN step_hosts sh ON sh.step_id = i.step_id AND sh.host = i.host GROUP BY sh.address ORDER BY sh.address"
+    } else {
+        "SELECT '', SUM(read_ops), SUM(write_ops), SUM(read_bytes), SUM(write_bytes) FROM intervals WHERE host IS NULL"
+    };
+    let py = format!(
+        "import sqlite3, json; c = sqlite3.connect('iocurve.db'); print(json.dumps(c.execute(\"{q}\").fetchall()))"
+    );
+    let o = Command::new("python3").args(["-c", &py]).current_dir(dir).output().unwrap();
+    let rows: Vec<(String, u64, u64, u64, u64)> = serde_json::from_slice(&o.stdout).unwrap();
+    rows
+}
+
+/// Waits until Prometheus has scraped the final figures: the series stop changing.
+fn settled(p: &Prometheus, q: &str) -> f64 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut last = f64::NAN;
+    loop {
+        let v = p.query(q).first().map_or(f64::NAN, |r| r.1);
+        if v == last {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "{q} never settled");
+        last = v;
+        std::thread::sleep(Duration::from_millis(1500));
+    }
+}
+
+const WORKLOAD: &str = "[[workloads]]\nname = \"mixed\"\nread_pct = 70\nramp = [1, 2]\nwarmup_s = 0.5\nintervals = 3\ninterval_s = 1\nbackend = \"psync\"\n";
+
+#[test]
+fn a_run_scraped_by_prometheus_matches_the_store_and_the_dashboard_has_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let target = format!("127.0.0.1:{port}");
+    let prom = Prometheus::start(&target);
+    std::fs::write(dir.path().join("plan.toml"), WORKLOAD).unwrap();
+    let mut run = Command::new(bin())
+        .args(["run", "plan.toml", "--target", "t.dat", "--size", "64m", "--buffered", "--json", "r.json"])
+        .args(["--metrics", &port.to_string(), "--metrics-hold-s", "3"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Live: while the run goes on, Prometheus already has its workers and I/O rate.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while prom.query("iocurve_live_iops > 0").is_empty() {
+        assert!(Instant::now() < deadline, "no live figures while the run went on");
+        assert!(run.try_wait().unwrap().is_none(), "the run ended before Prometheus saw it");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let o = run.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains(&format!("live metrics on http://{target}/metrics")), "{}", stdout(&o));
+
+    // The final counts, as scraped during the hold after the run.
+    settled(&prom, "sum(max_over_time(iocurve_io_ops_total[10m]))");
+    let ops = prom.by("sum by (direction) (max_over_time(iocurve_io_ops_total[10m]))", "direction");
+    let bytes = prom.by("sum by (direction) (max_over_time(iocurve_io_bytes_total[10m]))", "direction");
+    let s = &stored(dir.path(), false)[0];
+    assert!(s.1 > 0 && s.2 > 0, "the run did reads and writes: {s:?}");
+    assert_eq!((ops["read"] as u64, ops["write"] as u64), (s.1, s.2), "ops as stored");
+    assert_eq!((bytes["read"] as u64, bytes["write"] as u64), (s.3, s.4), "bytes as stored");
+
+    // The p99 of the whole run from the histogram, against iocurve's own: one step's p99 from
+    // its own buckets (the run's steps, summed), within the bucket that holds it.
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let step_p99: Vec<f64> = r["workloads"][0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["read"]["lat_us"]["p99"].as_f64().unwrap() / 1e6)
+        .collect();
+    let q = "histogram_quantile(0.99, sum by (le) (max_over_time(iocurve_io_latency_seconds_bucket{direction=\"read\"}[10m])))";
+    let est = prom.query(q)[0].1;
+    let bucket = |v: f64| iocurve_metrics::BUCKETS_S.iter().position(|&b| v <= b).unwrap_or(usize::MAX);
+    let (lo, hi) = step_p99.iter().fold((f64::MAX, 0.0f64), |(lo, hi), &p| (lo.min(p), hi.max(p)));
+    assert!(
+        bucket(est) >= bucket(lo) && bucket(est) <= bucket(hi),
+        "Prometheus' p99 {est} s falls in the buckets of the steps' p99 {step_p99:?}"
+    );
+    // The steps' own figures, as they finished.
+    let step_iops = prom.by("max_over_time(iocurve_step_iops[10m])", "workers");
+    for s in r["workloads"][0]["steps"].as_array().unwrap() {
+        let w = s["workers"].as_u64().unwrap().to_string();
+        let want = s["iops"].as_f64().unwrap();
+        assert!((step_iops[&w] - want).abs() <= want * 1e-9 + 1e-6, "step at {w} workers: {} vs {want}", step_iops[&w]);
+    }
+    assert_eq!(prom.by("max_over_time(iocurve_run_info[10m])", "run").keys().collect::<Vec<_>>(), ["1"]);
+
+    // Every query of the shipped dashboard returns data from this run.
+    let dash: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/grafana/iocurve.json")).unwrap(),
+    )
+    .expect("the dashboard is valid JSON");
+    let mut exprs = Vec::new();
+    for p in dash["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().into_iter().flatten() {
+            exprs.push((p["title"].as_str().unwrap_or("").to_string(), t["expr"].as_str().unwrap().to_string()));
+        }
+    }
+    assert!(exprs.len() >= 8, "the dashboard has its panels: {exprs:?}");
+    for (title, expr) in exprs {
+        // The variables as Grafana would fill them: all runs, workloads and hosts, a range that
+        // covers the run.
+        let q = expr
+            .replace("$run", ".+")
+            .replace("$workload", ".+")
+            .replace("$host", ".+")
+            .replace("$__rate_interval", "10m")
+            .replace("$__range", "10m");
+        let q = format!("last_over_time(({q})[10m:1s])");
+        assert!(!prom.query(&q).is_empty(), "dashboard panel {title:?}: {expr} returns no data");
+    }
+}
+
+/// Two agents scraped as one run through the coordinator: each host's counters equal what
+/// the store keeps of that host.
+#[test]
+fn a_two_agent_run_matches_the_store_host_by_host() {
+    let _one = crate::util::cluster::one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let (_agents, hosts) = file_agents(dir.path(), &c, &["a", "b"]);
+    hosts_plan(dir.path(), &hosts, WORKLOAD);
+    let port = free_port();
+    let prom = Prometheus::start(&format!("127.0.0.1:{port}"));
+    let o = coordinator(
+        dir.path(),
+        &c,
+        &["plan.toml", "--size", "64m", "--buffered", "--metrics", &port.to_string(), "--metrics-hold-s", "3"],
+    )
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    settled(&prom, "sum(max_over_time(iocurve_io_ops_total[10m]))");
+    let ops = prom.query("sum by (host, direction) (max_over_time(iocurve_io_ops_total[10m]))");
+    let bytes = prom.query("sum by (host, direction) (max_over_time(iocurve_io_bytes_total[10m]))");
+    let get = |v: &[(Value, f64)], host: &str, dir: &str| {
+        v.iter().find(|(m, _)| m["host"] == host && m["direction"] == dir).map_or(0, |r| r.1 as u64)
+    };
+    let rows = stored(dir.path(), true);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for (host, ro, wo, rb, wb) in rows {
+        assert!(ro > 0 && wo > 0, "{host}: reads and writes");
+        assert_eq!((get(&ops, &host, "read"), get(&ops, &host, "write")), (ro, wo), "{host}: ops as stored");
+        assert_eq!((get(&bytes, &host, "read"), get(&bytes, &host, "write")), (rb, wb), "{host}: bytes as stored");
+    }
+}

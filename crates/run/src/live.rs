@@ -1,0 +1,106 @@
+//! Live metrics as a run's observer: every finished interval goes to the exporter under its
+//! workload and host (each agent's own, or this host's for a local run), the progress events
+//! to the live gauges, every finished step's figures beside them. The exporter serves them on
+//! `/metrics` (`iocurve_metrics::serve`); nothing here waits for a scraper.
+
+use iocurve_analysis::{RunResult, StepResult};
+use iocurve_engine::{StepObserver, StepProgress};
+use iocurve_metrics::{Exporter, Live, StepFigures};
+use iocurve_stats::{CpuUsage, IntervalStats};
+
+use crate::{Observer, StepAt};
+
+pub struct LiveMetrics {
+    exporter: Exporter,
+    /// The host label of a local run's figures.
+    hostname: String,
+    live: Live,
+    last: StepProgress,
+    /// Host labels of the running step's hosts, by host number (empty: a local step).
+    hosts: Vec<String>,
+}
+
+impl LiveMetrics {
+    pub fn new(exporter: Exporter) -> LiveMetrics {
+        LiveMetrics {
+            exporter,
+            hostname: iocurve_engine::host::facts().hostname,
+            live: Live::default(),
+            last: StepProgress::default(),
+            hosts: Vec::new(),
+        }
+    }
+}
+
+impl StepObserver for LiveMetrics {
+    fn progress(&mut self, p: &StepProgress) {
+        let dt = p.elapsed_s - self.last.elapsed_s;
+        if dt <= 0.0 {
+            return;
+        }
+        let ops = p.ops.saturating_sub(self.last.ops);
+        self.live.iops = ops as f64 / dt;
+        self.live.bytes_per_second = p.bytes.saturating_sub(self.last.bytes) as f64 / dt;
+        self.live.latency_s =
+            if ops > 0 { p.lat_sum_ns.saturating_sub(self.last.lat_sum_ns) as f64 / ops as f64 / 1e9 } else { 0.0 };
+        self.live.warmup = p.warmup;
+        self.last = *p;
+        self.exporter.live(Some(self.live.clone()));
+    }
+
+    fn host_started(&mut self, host: u32, address: &str, _hostname: &str, _started_unix_ns: i64, _threads: usize) {
+        let h = host as usize;
+        if self.hosts.len() <= h {
+            self.hosts.resize(h + 1, String::new());
+        }
+        // The address the coordinator reached it at: unique, where host names may repeat.
+        self.hosts[h] = address.to_string();
+    }
+
+    fn host_interval(&mut self, host: u32, _index: u32, stats: &IntervalStats, cpu: &CpuUsage, _duration_s: f64) {
+        let name = self.hosts.get(host as usize).cloned().unwrap_or_else(|| format!("host {host}"));
+        self.exporter.interval(&self.live.workload, &name, stats, cpu);
+    }
+
+    fn interval(&mut self, _index: u32, stats: &IntervalStats, cpu: &CpuUsage, _duration_s: f64) {
+        // A multi-host step's merged interval is the sum of the hosts' own, counted already.
+        if self.hosts.is_empty() {
+            self.exporter.interval(&self.live.workload, &self.hostname, stats, cpu);
+        }
+    }
+}
+
+impl Observer for LiveMetrics {
+    fn run_started(&mut self, run_id: i64, label: &str, plan: &str) {
+        self.exporter.run(&run_id.to_string(), label, plan);
+    }
+
+    fn step_starting(&mut self, at: &StepAt) {
+        self.live = Live {
+            workload: at.workload.to_string(),
+            step: at.step_index as u32,
+            steps: at.steps as u32,
+            workers: at.workers,
+            warmup: true,
+            ..Live::default()
+        };
+        self.last = StepProgress::default();
+        self.hosts.clear();
+        self.exporter.live(Some(self.live.clone()));
+    }
+
+    fn step_finished(&mut self, _planned_s: f64, s: &StepResult) {
+        let f = StepFigures {
+            iops: s.iops,
+            bytes_per_second: s.mbps * 1e6,
+            latency_mean_s: s.lat_us.mean / 1e6,
+            latency_p99_s: s.lat_us.p99 / 1e6,
+        };
+        self.exporter.step(&self.live.workload, s.workers, f);
+        self.exporter.live(None);
+    }
+
+    fn run_finished(&mut self, _result: &RunResult) {
+        self.exporter.live(None);
+    }
+}
