@@ -48,10 +48,15 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         max_scratch: args.max_scratch,
         lease: std::time::Duration::from_secs_f64(args.lease_s),
         state_dir: args.state_dir,
+        metrics: None,
     };
     if !cfg.state_dir.is_dir() {
         return Err(CliError::Usage(format!("--state-dir {}: no such directory", cfg.state_dir.display())));
     }
+    // The steps' figures as this agent measures them, labelled with its host name.
+    let exporter = iocurve_metrics::Exporter::new();
+    let metrics = crate::run::metrics_server(&args.metrics, &exporter)?;
+    let cfg = AgentConfig { metrics: metrics.as_ref().map(|_| exporter), ..cfg };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -67,6 +72,9 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         let bound = |a: std::net::SocketAddr| {
             use std::io::Write;
             crate::outln!("iocurve agent listening on {a}");
+            if let Some(m) = &metrics {
+                crate::outln!("live metrics on http://{}/metrics", m.addr());
+            }
             let _ = std::io::stdout().flush();
         };
         serve(cfg, bound, shutdown).await

@@ -11,7 +11,7 @@ use iocurve_run::live::LiveMetrics;
 use iocurve_run::{AgentOptions, Hosts, Outcome, RunOptions, Runner};
 
 use crate::CliError;
-use crate::cli::{HostLoss, RunArgs};
+use crate::cli::{HostLoss, MetricsArgs, RunArgs};
 use crate::terminal::Terminal;
 
 pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
@@ -37,7 +37,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         stuck_after_s: args.flags.keys()?.stuck_after_s,
     };
     let exporter = iocurve_metrics::Exporter::new();
-    let server = args.metrics.as_deref().map(|a| metrics_server(a, &exporter)).transpose()?;
+    let server = metrics_server(&args.metrics, &exporter)?;
     let mut live = LiveMetrics::new(exporter);
     let mut runner = Runner::new(plan, hosts, options).observe(&mut terminal).cancel(cancel.clone());
     if let Some(s) = &server {
@@ -59,10 +59,19 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     finish(outcome, &args)
 }
 
-/// The metrics endpoint on `addr`; a bare port listens on 127.0.0.1 only.
-fn metrics_server(addr: &str, exporter: &iocurve_metrics::Exporter) -> Result<iocurve_metrics::Server, CliError> {
+/// The metrics endpoint of `--metrics` (None without it); a bare port listens on 127.0.0.1
+/// only.
+pub fn metrics_server(
+    args: &MetricsArgs,
+    exporter: &iocurve_metrics::Exporter,
+) -> Result<Option<iocurve_metrics::Server>, CliError> {
+    let Some(addr) = args.metrics.as_deref() else { return Ok(None) };
+    let token = match &args.metrics_token_file {
+        Some(f) => Some(iocurve_net::auth::read_token(f)?),
+        None => None,
+    };
     let listen = if addr.parse::<u16>().is_ok() { format!("127.0.0.1:{addr}") } else { addr.to_string() };
-    iocurve_metrics::serve(&listen, exporter.clone()).map_err(|e| {
+    iocurve_metrics::serve(&listen, exporter.clone(), token).map(Some).map_err(|e| {
         CliError::Usage(format!(
             "--metrics {addr}: cannot listen on {listen} ({e}); give a free port (9464) or HOST:PORT of this host"
         ))

@@ -114,13 +114,16 @@ impl Collector for Snapshot {
         gauge(&mut e, "iocurve_host_cpu_ratio", "Share of the host's CPU time in the last interval, by mode.", &cpu)?;
         if let Some(l) = &s.live {
             let w = || with_run(vec![("workload", l.workload.clone())]);
-            gauge(
-                &mut e,
-                "iocurve_ramp_step",
-                "The running step's position in its ramp (from 1).",
-                &[(w(), l.step as f64)],
-            )?;
-            gauge(&mut e, "iocurve_ramp_steps", "Steps in the running workload's ramp.", &[(w(), l.steps as f64)])?;
+            if l.steps > 0 {
+                let (step, steps) = (l.step as f64, l.steps as f64);
+                gauge(
+                    &mut e,
+                    "iocurve_ramp_step",
+                    "The running step's position in its ramp (from 1).",
+                    &[(w(), step)],
+                )?;
+                gauge(&mut e, "iocurve_ramp_steps", "Steps in the running workload's ramp.", &[(w(), steps)])?;
+            }
             gauge(&mut e, "iocurve_workers", "Workers per host of the running step.", &[(w(), l.workers as f64)])?;
             let warm = if l.warmup { 1.0 } else { 0.0 };
             gauge(&mut e, "iocurve_warmup", "1 while the running step warms up (not measured).", &[(w(), warm)])?;

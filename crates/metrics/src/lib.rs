@@ -63,7 +63,7 @@ pub struct Series {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Live {
     pub workload: String,
-    /// Its position in the ramp (from 1) and the ramp's length.
+    /// Its position in the ramp (from 1) and the ramp's length (0: not known here, on an agent).
     pub step: u32,
     pub steps: u32,
     /// Workers per host.
@@ -222,7 +222,7 @@ mod tests {
     fn a_scraper_that_never_reads_holds_neither_updates_nor_other_scrapes() {
         use std::io::{Read, Write};
         let e = Exporter::new();
-        let server = serve("127.0.0.1:0", e.clone()).unwrap();
+        let server = serve("127.0.0.1:0", e.clone(), None).unwrap();
         // Connects and sends nothing: the endpoint gives it up after its deadline, meanwhile
         // the run's updates go on (they never wait for the endpoint).
         let _silent = std::net::TcpStream::connect(server.addr()).unwrap();

@@ -42,8 +42,10 @@ impl Drop for Server {
     }
 }
 
-/// Listens on `addr` and serves `exporter`'s figures on `GET /metrics`.
-pub fn serve(addr: &str, exporter: Exporter) -> io::Result<Server> {
+/// Listens on `addr` and serves `exporter`'s figures on `GET /metrics`; with a `token`, only
+/// to scrapes that bring it (`Authorization: Bearer TOKEN`).
+pub fn serve(addr: &str, exporter: Exporter, token: Option<String>) -> io::Result<Server> {
+    let token = Arc::new(token);
     let listener = TcpListener::bind(addr)?;
     listener.set_nonblocking(true)?;
     let local = listener.local_addr()?;
@@ -59,9 +61,9 @@ pub fn serve(addr: &str, exporter: Exporter) -> io::Result<Server> {
                         tracing::debug!(%peer, "metrics: too many scrapes at once, closed");
                         continue;
                     }
-                    let (exporter, done) = (exporter.clone(), busy.clone());
+                    let (exporter, done, token) = (exporter.clone(), busy.clone(), token.clone());
                     let spawned = std::thread::Builder::new().name("iocurve-scrape".into()).spawn(move || {
-                        if let Err(e) = answer(stream, &exporter) {
+                        if let Err(e) = answer(stream, &exporter, token.as_deref()) {
                             tracing::debug!(%peer, error = %e, "metrics: a scrape failed");
                         }
                         done.fetch_sub(1, Ordering::SeqCst);
@@ -83,7 +85,19 @@ pub fn serve(addr: &str, exporter: Exporter) -> io::Result<Server> {
     Ok(Server { addr: local, stop, thread: Some(thread) })
 }
 
-fn answer(mut s: TcpStream, exporter: &Exporter) -> io::Result<()> {
+/// True when the request head carries `Authorization: Bearer TOKEN` (compared in constant time).
+fn authorized(head: &[u8], token: &str) -> bool {
+    let text = String::from_utf8_lossy(head);
+    text.lines().any(|l| {
+        let Some((name, value)) = l.split_once(':') else { return false };
+        let Some(given) = value.trim().strip_prefix("Bearer ") else { return false };
+        name.trim().eq_ignore_ascii_case("authorization")
+            && given.len() == token.len()
+            && given.bytes().zip(token.bytes()).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0
+    })
+}
+
+fn answer(mut s: TcpStream, exporter: &Exporter, token: Option<&str>) -> io::Result<()> {
     s.set_nonblocking(false)?;
     let deadline = Instant::now() + CLIENT_DEADLINE;
     let mut head = Vec::new();
@@ -104,6 +118,11 @@ fn answer(mut s: TcpStream, exporter: &Exporter) -> io::Result<()> {
     let (method, path) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
     let path = path.split(|&b| b == b'?').next().unwrap_or_default();
     let (status, kind, body) = match (method, path) {
+        (b"GET" | b"HEAD", b"/metrics") if token.is_some_and(|t| !authorized(&head, t)) => (
+            "401 Unauthorized",
+            "text/plain",
+            "this endpoint needs its token: Authorization: Bearer TOKEN\n".to_string(),
+        ),
         (b"GET" | b"HEAD", b"/metrics") => {
             ("200 OK", "application/openmetrics-text; version=1.0.0; charset=utf-8", exporter.encode())
         }

@@ -28,6 +28,7 @@ async fn agent(dir: &Path) -> (String, tokio::sync::oneshot::Sender<()>, tokio::
         max_scratch: None,
         lease: Duration::from_secs(3),
         state_dir: dir.to_path_buf(),
+        metrics: None,
     };
     let task = tokio::spawn(async move {
         serve(cfg, |a| addr_tx.send(a).unwrap(), async { rx.await.unwrap_or(()) }).await.unwrap();

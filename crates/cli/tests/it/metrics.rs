@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::util::cluster::{certs, coordinator, file_agents, hosts_plan};
+use crate::util::cluster::{AgentProc, certs, coordinator, hosts_plan};
 use crate::util::*;
 
 /// A port nobody listens on now.
@@ -42,7 +42,8 @@ fn encode(q: &str) -> String {
         .collect()
 }
 
-/// Prometheus on a loopback port, scraping `target` every second; killed on drop.
+/// Prometheus on a loopback port, scraping every second: `target` as job `iocurve`, and
+/// `more` (scrape configs of its own) beside it; killed on drop.
 struct Prometheus {
     child: Child,
     addr: String,
@@ -50,10 +51,10 @@ struct Prometheus {
 }
 
 impl Prometheus {
-    fn start(target: &str) -> Prometheus {
+    fn start(target: &str, more: &str) -> Prometheus {
         let dir = tempfile::tempdir().unwrap();
         let config = format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: iocurve\n    static_configs:\n      - targets: ['{target}']\n"
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: iocurve\n    static_configs:\n      - targets: ['{target}']\n{more}"
         );
         std::fs::write(dir.path().join("prometheus.yml"), config).unwrap();
         let addr = format!("127.0.0.1:{}", free_port());
@@ -138,7 +139,7 @@ fn a_run_scraped_by_prometheus_matches_the_store_and_the_dashboard_has_data() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let target = format!("127.0.0.1:{port}");
-    let prom = Prometheus::start(&target);
+    let prom = Prometheus::start(&target, "");
     std::fs::write(dir.path().join("plan.toml"), WORKLOAD).unwrap();
     let mut run = Command::new(bin())
         .args(["run", "plan.toml", "--target", "t.dat", "--size", "64m", "--buffered", "--json", "r.json"])
@@ -220,17 +221,42 @@ fn a_run_scraped_by_prometheus_matches_the_store_and_the_dashboard_has_data() {
     }
 }
 
-/// Two agents scraped as one run through the coordinator: each host's counters equal what
-/// the store keeps of that host.
+/// Two agents scraped as one run through the coordinator, and each agent scraped itself (its
+/// endpoint behind a read-only token): every host's counters equal what the store keeps of that
+/// host, both ways.
 #[test]
 fn a_two_agent_run_matches_the_store_host_by_host() {
     let _one = crate::util::cluster::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let c = certs(dir.path());
-    let (_agents, hosts) = file_agents(dir.path(), &c, &["a", "b"]);
+    let token = dir.path().join("metrics-token");
+    std::fs::write(&token, "a-read-only-token-for-prometheus-scrapes").unwrap();
+    std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let mut agents = Vec::new();
+    let mut hosts = Vec::new();
+    let mut scraped = Vec::new();
+    for name in ["a", "b"] {
+        let d = dir.path().join(name);
+        std::fs::create_dir(&d).unwrap();
+        let m = format!("127.0.0.1:{}", free_port());
+        let extra = ["--metrics", m.as_str(), "--metrics-token-file", token.to_str().unwrap()];
+        let a = AgentProc::start(&d, &c, &format!("{}/*", d.display()), &extra);
+        hosts.push((a.addr.clone(), d.join("t.dat")));
+        scraped.push((a.addr.clone(), m));
+        agents.push(a);
+    }
+    // Without the token an agent's endpoint answers nothing but 401.
+    let (code, body) = http_get(&scraped[0].1, "/metrics");
+    assert_eq!(code, 401, "{body}");
     hosts_plan(dir.path(), &hosts, WORKLOAD);
     let port = free_port();
-    let prom = Prometheus::start(&format!("127.0.0.1:{port}"));
+    let agents_job = format!(
+        "  - job_name: agents\n    authorization:\n      credentials_file: {}\n    static_configs:\n      - targets: ['{}', '{}']\n",
+        token.display(),
+        scraped[0].1,
+        scraped[1].1
+    );
+    let prom = Prometheus::start(&format!("127.0.0.1:{port}"), &agents_job);
     let o = coordinator(
         dir.path(),
         &c,
@@ -242,14 +268,34 @@ fn a_two_agent_run_matches_the_store_host_by_host() {
     settled(&prom, "sum(max_over_time(iocurve_io_ops_total[10m]))");
     let ops = prom.query("sum by (host, direction) (max_over_time(iocurve_io_ops_total[10m]))");
     let bytes = prom.query("sum by (host, direction) (max_over_time(iocurve_io_bytes_total[10m]))");
-    let get = |v: &[(Value, f64)], host: &str, dir: &str| {
-        v.iter().find(|(m, _)| m["host"] == host && m["direction"] == dir).map_or(0, |r| r.1 as u64)
+    let get = |v: &[(Value, f64)], key: &str, host: &str, dir: &str| {
+        v.iter().find(|(m, _)| m[key] == host && m["direction"] == dir).map_or(0, |r| r.1 as u64)
     };
+    // What each agent served itself, by the endpoint Prometheus scraped.
+    let own_ops = prom.query("sum by (instance, direction) (max_over_time(iocurve_io_ops_total{job=\"agents\"}[10m]))");
+    let own_bytes =
+        prom.query("sum by (instance, direction) (max_over_time(iocurve_io_bytes_total{job=\"agents\"}[10m]))");
     let rows = stored(dir.path(), true);
     assert_eq!(rows.len(), 2, "{rows:?}");
     for (host, ro, wo, rb, wb) in rows {
         assert!(ro > 0 && wo > 0, "{host}: reads and writes");
-        assert_eq!((get(&ops, &host, "read"), get(&ops, &host, "write")), (ro, wo), "{host}: ops as stored");
-        assert_eq!((get(&bytes, &host, "read"), get(&bytes, &host, "write")), (rb, wb), "{host}: bytes as stored");
+        assert_eq!((get(&ops, "host", &host, "read"), get(&ops, "host", &host, "write")), (ro, wo), "{host}: ops");
+        assert_eq!(
+            (get(&bytes, "host", &host, "read"), get(&bytes, "host", &host, "write")),
+            (rb, wb),
+            "{host}: bytes as stored"
+        );
+        let m = &scraped.iter().find(|(a, _)| *a == host).unwrap().1;
+        assert_eq!(
+            (get(&own_ops, "instance", m, "read"), get(&own_ops, "instance", m, "write")),
+            (ro, wo),
+            "agent {host}'s own endpoint: ops as stored"
+        );
+        assert_eq!(
+            (get(&own_bytes, "instance", m, "read"), get(&own_bytes, "instance", m, "write")),
+            (rb, wb),
+            "agent {host}'s own endpoint: bytes as stored"
+        );
     }
+    drop(agents);
 }

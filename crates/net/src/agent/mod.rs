@@ -55,6 +55,8 @@ pub struct AgentConfig {
     pub lease: Duration,
     /// Where the agent keeps its verification maps.
     pub state_dir: PathBuf,
+    /// Live metrics of the steps this agent runs (`iocurve agent --metrics`).
+    pub metrics: Option<iocurve_metrics::Exporter>,
 }
 
 /// What an in-process agent works on: the targets the local run opened (groups, weights,
@@ -88,6 +90,8 @@ struct Service {
     /// The coordinator that owns this agent for its run: the connection that made the first
     /// call that acts (targets, steps, passes, stop), for as long as that connection lasts.
     owner: std::sync::Mutex<Option<Owner>>,
+    /// Live metrics of this agent's steps, labelled with its host name.
+    metrics: Option<(iocurve_metrics::Exporter, String)>,
 }
 
 struct Owner {
@@ -184,8 +188,10 @@ impl Service {
         allow_write: Vec<PathBuf>,
         local: Option<InProcess>,
         state_dir: PathBuf,
+        metrics: Option<iocurve_metrics::Exporter>,
     ) -> Service {
         Service {
+            metrics: metrics.map(|e| (e, iocurve_engine::host::facts().hostname)),
             state_dir,
             map: std::sync::Mutex::new(None),
             created: std::sync::Mutex::new(Default::default()),
@@ -510,6 +516,7 @@ impl Agent for Service {
         *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop.clone());
         let slot = self.stop.clone();
         let (tx, rx) = mpsc::channel(64);
+        let metrics = self.metrics.clone();
         tokio::task::spawn_blocking(move || {
             let save = verify.clone().zip(map_file);
             let step = Step {
@@ -521,6 +528,7 @@ impl Agent for Service {
                 faults: &faults,
                 verify,
                 stop: &stop,
+                metrics: metrics.as_ref().map(|(e, host)| (e, host.as_str())),
             };
             let mut done = run_blocking(&step, &tx, save.as_ref());
             // The map as the step left it, for the next step, run and final pass.
@@ -551,7 +559,7 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), NetError> {
     let confine = Confinement::new(&cfg.allow, cfg.max_scratch).map_err(NetError::Input)?;
-    let service = Service::new(Some(confine), cfg.allow_write, None, cfg.state_dir);
+    let service = Service::new(Some(confine), cfg.allow_write, None, cfg.state_dir, cfg.metrics);
     let token = Arc::new(cfg.token);
     // HTTP/2 pings find a silent coordinator (a cut link sends no FIN) within the lease.
     let third = cfg.lease / 3;
@@ -585,7 +593,7 @@ pub async fn serve(
 /// is what a remote agent gets.
 pub fn in_process(local: InProcess, token: String) -> tokio::io::DuplexStream {
     let (client, server) = tokio::io::duplex(1 << 20);
-    let service = Service::new(None, Vec::new(), Some(local), PathBuf::new());
+    let service = Service::new(None, Vec::new(), Some(local), PathBuf::new(), None);
     let incoming = tokio_stream::once(Ok::<_, std::io::Error>(server));
     tokio::spawn(async move {
         let r = Server::builder()

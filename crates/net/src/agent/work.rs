@@ -97,6 +97,11 @@ struct Streamer<'a> {
     /// When the request came, and when the step was set up (0: not waited for a start).
     received_unix_ns: i64,
     ready_unix_ns: &'a std::sync::atomic::AtomicI64,
+    /// This agent's live metrics (its exporter and host name), the step's live figures and
+    /// the last progress they came from.
+    metrics: Option<(&'a iocurve_metrics::Exporter, &'a str)>,
+    live: iocurve_metrics::Live,
+    last: StepProgress,
 }
 
 impl Streamer<'_> {
@@ -135,6 +140,22 @@ impl StepObserver for Streamer<'_> {
             lat_sum_ns: p.lat_sum_ns,
         });
         let _ = self.tx.try_send(Ok(pb::StepEvent { event: Some(event) }));
+        if let Some((e, _)) = self.metrics {
+            let dt = p.elapsed_s - self.last.elapsed_s;
+            if dt > 0.0 {
+                let ops = p.ops.saturating_sub(self.last.ops);
+                self.live.iops = ops as f64 / dt;
+                self.live.bytes_per_second = p.bytes.saturating_sub(self.last.bytes) as f64 / dt;
+                self.live.latency_s = if ops > 0 {
+                    p.lat_sum_ns.saturating_sub(self.last.lat_sum_ns) as f64 / ops as f64 / 1e9
+                } else {
+                    0.0
+                };
+                self.live.warmup = p.warmup;
+                self.last = *p;
+                e.live(Some(self.live.clone()));
+            }
+        }
     }
 
     fn interval(&mut self, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
@@ -144,6 +165,9 @@ impl StepObserver for Streamer<'_> {
             tracing::warn!("cannot save the verification map {}: {e}", path.display());
         }
         self.send(pb::step_event::Event::Interval(wire::interval_to(index, stats, cpu, duration_s)));
+        if let Some((e, host)) = self.metrics {
+            e.interval(&self.live.workload, host, stats, cpu);
+        }
     }
 }
 
@@ -158,6 +182,8 @@ pub(super) struct Step<'a> {
     pub(super) faults: &'a [Fault],
     pub(super) verify: Option<Arc<GenMap>>,
     pub(super) stop: &'a AtomicBool,
+    /// This agent's live metrics and its host name.
+    pub(super) metrics: Option<(&'a iocurve_metrics::Exporter, &'a str)>,
 }
 
 /// Runs the step, streaming its events; returns how it ended.
@@ -206,11 +232,35 @@ pub(super) fn run_blocking(
         abort: Some(abort.clone()),
         start_at: Some(&start_at),
     };
-    let mut streamer =
-        Streamer { tx, abort: &abort, save, received_unix_ns: step.received_unix_ns, ready_unix_ns: &ready };
+    let live = iocurve_metrics::Live {
+        workload: w.name.clone(),
+        // Its place in the ramp is the coordinator's to know.
+        step: 0,
+        steps: 0,
+        workers: r.workers,
+        warmup: true,
+        ..Default::default()
+    };
+    let mut streamer = Streamer {
+        tx,
+        abort: &abort,
+        save,
+        received_unix_ns: step.received_unix_ns,
+        ready_unix_ns: &ready,
+        metrics: step.metrics,
+        live,
+        last: StepProgress::default(),
+    };
+    if let Some((e, _)) = step.metrics {
+        e.live(Some(streamer.live.clone()));
+    }
     // A step called off before its start (the coordinator went away) ends in an error no one
     // reads.
-    match run_step(&cfg, &mut streamer) {
+    let ran = run_step(&cfg, &mut streamer);
+    if let Some((e, _)) = step.metrics {
+        e.live(None);
+    }
+    match ran {
         Ok(rec) => pb::Done {
             interrupted: rec.interrupted,
             // The step ended by its error policy: why, beside its figures (not a failure).
