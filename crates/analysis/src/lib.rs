@@ -7,6 +7,7 @@
 
 pub mod compare;
 pub mod result;
+pub mod sizing;
 pub mod step;
 pub mod workload;
 

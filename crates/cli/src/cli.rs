@@ -108,6 +108,12 @@ pub enum Command {
     /// write: lost, corrupted (torn) and misplaced blocks, with the first examples (every one
     /// with --problems). Exit code 4 when it finds any; 2 for a missing, damaged or busy map.
     Verify(VerifyArgs),
+    /// The arithmetic around published benchmarks: RAID group IOPS, link throughput, the
+    /// speed-up lower latency buys, the data reduction to expect.
+    Size {
+        #[command(subcommand)]
+        command: SizeCommand,
+    },
     /// Show what a storage array would make of the data iocurve writes: compression ratio (zstd
     /// and lz4 at their fast levels, block by block) and dedupe ratio, expected against achieved.
     Datacheck {
@@ -340,6 +346,98 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub sla: SlaArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SizeCommand {
+    /// Front-end IOPS of a RAID group, or the disks it needs for a target.
+    #[command(
+        after_help = "IOPS = n·I / (R + P·W): n disks of I IOPS each, read share R, write share W = 1 − R, write penalty P (RAID 0: 1; RAID 1/10 and RAID-DP: 2; RAID 5/50: 4; RAID 6/60: 6). With --iops T: n = ⌈T·(R + P·W) / I⌉.
+
+Example: iocurve size raid --level 6 --disks 16 --disk-iops 200 --read-pct 70  →  1'280 IOPS"
+    )]
+    Raid {
+        /// RAID level: 0, 1, 10, 5, 50, 6, 60 or dp (RAID-DP).
+        #[arg(long, value_parser = parse_raid)]
+        level: iocurve_analysis::sizing::Raid,
+        /// Disks in the group (all of them, parity included).
+        #[arg(long, required_unless_present = "iops", conflicts_with = "iops")]
+        disks: Option<u32>,
+        /// Instead of --disks: the front-end IOPS wanted; prints the disks needed.
+        #[arg(long)]
+        iops: Option<f64>,
+        /// IOPS one disk delivers (e.g. 200 for 15k rpm, 80 for 7.2k rpm).
+        #[arg(long = "disk-iops", value_parser = parse_positive)]
+        disk_iops: f64,
+        /// Share of reads in percent.
+        #[arg(long = "read-pct", value_parser = parse_pct)]
+        read_pct: f64,
+    },
+    /// Throughput of N links: as sold, and usable per direction.
+    #[command(
+        after_help = "Fibre Channel carries its standard's payload rate per direction (8G: 800 MB/s, 16G: 1,600, 32G: 3,200, 64G: 6,400); Ethernet TCP/IPv4 with MTU 1500 carries 1460 of every 1538 bytes on the wire (94.9 %). As sold: Gbit/s × 2 directions.
+
+Example: iocurve size links 32 32G  →  256 GB/s as sold (32 Gbit/s × 2 directions), 102 GB/s usable per direction"
+    )]
+    Links {
+        /// How many links.
+        count: u32,
+        /// The link type: 8G, 16G, 32G, 64G (FC), 10GbE, 25GbE, 100GbE.
+        link: String,
+    },
+    /// What lower latency buys an application that spends part of its time in I/O.
+    #[command(
+        after_help = "Speed-up = 1 / ((1 − f) + f / k), k = old latency / new latency, f the share of time the application waits for I/O; time saved = 1 − ((1 − f) + f / k).
+
+Example: iocurve size speedup --io-share 40 --from-ms 5 --to-ms 0.25  →  38 % less time, 1.61× as fast"
+    )]
+    Speedup {
+        /// Share of the application's time spent waiting for I/O, in percent.
+        #[arg(long = "io-share", value_parser = parse_pct)]
+        io_share: f64,
+        /// Latency now, ms.
+        #[arg(long = "from-ms", value_parser = parse_positive)]
+        from_ms: f64,
+        /// Latency after, ms.
+        #[arg(long = "to-ms", value_parser = parse_positive)]
+        to_ms: f64,
+    },
+    /// The data reduction an array should reach on iocurve's data, and how far it got.
+    #[command(
+        after_help = "Expected = compression × dedupe: compression 512 / random bytes per 512-byte sector (--compress 0.4: 308 random bytes, 1.66:1), dedupe as given. `iocurve datacheck` measures what compressors make of the same data.
+
+Example: iocurve size reduction --compress 0.4 --dedupe 2 --array-ratio 3.0  →  3.32:1 expected"
+    )]
+    Reduction {
+        /// The plan's `compress` (constant share of every block, 0 to 0.99).
+        #[arg(long, default_value_t = 0.0)]
+        compress: f64,
+        /// The plan's `dedupe` (written units per unique unit, 1 to 1000).
+        #[arg(long, default_value_t = 1.0)]
+        dedupe: f64,
+        /// The ratio the array reports for the data (e.g. 3.1 for 3.1:1).
+        #[arg(long = "array-ratio", value_parser = parse_positive)]
+        array_ratio: Option<f64>,
+    },
+}
+
+fn parse_raid(s: &str) -> Result<iocurve_analysis::sizing::Raid, String> {
+    iocurve_analysis::sizing::Raid::parse(s)
+        .ok_or_else(|| format!("`{s}` is not a RAID level: 0, 1, 10, 5, 50, 6, 60 or dp"))
+}
+
+fn parse_pct(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
+        _ => Err(format!("`{s}` is not a percentage from 0 to 100")),
+    }
+}
+
+fn parse_positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("`{s}` is not a positive number")),
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -11,6 +11,7 @@ mod precondition;
 pub mod run;
 mod show;
 mod signals;
+mod size;
 mod terminal;
 mod verification;
 
@@ -78,6 +79,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Precondition(args) => precondition::command(args),
         Command::Verify(args) => verification::command(args),
+        Command::Size { command } => size::command(command),
         Command::Agent(args) => agent::command(args),
         Command::Certs { command: cli::CertsCommand::Init { dir, names } } => {
             let f = iocurve_net::certs::init(&dir, &names)?;

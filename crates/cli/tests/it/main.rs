@@ -18,6 +18,7 @@ mod metrics;
 mod precondition;
 mod report;
 mod runs;
+mod size;
 mod storage_faults;
 mod store;
 mod stuck;
