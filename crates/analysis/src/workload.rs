@@ -4,30 +4,28 @@ use iocurve_plan::{Pattern, Workload, format_size};
 
 use crate::result::{Point, Sla, StepResult, WorkloadResult};
 
-/// The optimum: walking up the ramp, the last step up to which throughput still grew faster
-/// than latency (relative growth from the previous step). The first step whose throughput
-/// grew by less than its latency ends the walk: beyond it the system is saturating.
+/// The optimum: the step with the highest throughput / latency. On a smooth curve this is
+/// exactly the last step up to which throughput grows faster than latency (the published
+/// definition: throughput/latency rises while it does), and one noisy step cannot end the walk
+/// early as a step-by-step comparison did. Ties go to the fewer workers.
 /// `points` are (throughput, mean latency) per step.
 pub fn optimum_index(points: &[(f64, f64)]) -> Option<usize> {
-    if points.is_empty() {
-        return None;
-    }
-    let mut best = 0;
-    for i in 1..points.len() {
-        let (t0, l0) = points[i - 1];
-        let (t1, l1) = points[i];
-        if t0 <= 0.0 || l0 <= 0.0 {
-            break;
-        }
-        let tput_growth = t1 / t0 - 1.0;
-        let lat_growth = l1 / l0 - 1.0;
-        if tput_growth > lat_growth {
-            best = i;
-        } else {
-            break;
-        }
-    }
-    Some(best)
+    let ratio = |&(t, l): &(f64, f64)| if l > 0.0 { t / l } else { 0.0 };
+    (0..points.len()).reduce(|a, b| if ratio(&points[b]) > ratio(&points[a]) { b } else { a })
+}
+
+/// Below this, differences in throughput between steps are noise on any storage.
+pub const MIN_NOISE: f64 = 0.01;
+
+/// The maximum: the highest throughput — and among the steps within the measurement noise of
+/// it, the one with the lowest latency, so that a plateau is not reported at its worst
+/// latency. The noise is the top step's interval-to-interval spread (its coefficient of
+/// variation), at least [`MIN_NOISE`]. `points` are (throughput, mean latency, cv) per step.
+pub fn maximum_index(points: &[(f64, f64, f64)]) -> Option<usize> {
+    let top = (0..points.len()).reduce(|a, b| if points[b].0 > points[a].0 { b } else { a })?;
+    let (t, _, cv) = points[top];
+    let floor = t * (1.0 - cv.max(MIN_NOISE));
+    (0..points.len()).filter(|&i| points[i].0 >= floor).reduce(|a, b| if points[b].1 < points[a].1 { b } else { a })
 }
 
 /// The highest-throughput step among `candidates` whose latency stays within `sla`.
@@ -65,8 +63,9 @@ pub fn analyze_workload(w: &Workload, steps: Vec<StepResult>, sla: &Sla) -> Work
     }
     let pts: Vec<(f64, f64)> = measured.iter().map(|&i| (steps[i].throughput(seq), steps[i].lat_us.mean)).collect();
     let speed = measured.iter().copied().find(|&i| steps[i].workers == 1).or(measured.first().copied());
-    let maximum =
-        measured.iter().copied().reduce(|a, b| if steps[b].throughput(seq) > steps[a].throughput(seq) { b } else { a });
+    let with_noise: Vec<(f64, f64, f64)> =
+        measured.iter().map(|&i| (steps[i].throughput(seq), steps[i].lat_us.mean, steps[i].cv)).collect();
+    let maximum = maximum_index(&with_noise).map(|k| measured[k]);
     let optimum = optimum_index(&pts).map(|k| measured[k]);
     let sla_maximum = if sla.is_set() { sla_index(&steps, &measured, seq, sla) } else { None };
     let min_lat_us = measured.iter().map(|&i| steps[i].lat_us.min).reduce(f64::min);
@@ -128,6 +127,59 @@ mod tests {
         assert_eq!(PUBLISHED[opt].0, 64);
         let max = (0..pts.len()).max_by(|&a, &b| pts[a].0.total_cmp(&pts[b].0)).unwrap();
         assert_eq!(PUBLISHED[max].0, 128);
+    }
+
+    /// Issue 16, finding 1: backend-random-read-4k on a new user's machine, 1 → 2 workers
+    /// +21 % IOPS and +64 % latency, then 2 → 4 +67 % / +20 %, 4 → 8 +87 % / +7 %: the
+    /// step-by-step walk stopped at 1 worker; throughput / latency peaks at 8.
+    #[test]
+    fn one_noisy_step_does_not_end_the_walk() {
+        let (mut t, mut l) = (10_000.0, 100.0);
+        let mut pts = vec![(t, l)];
+        for (dt, dl) in [(1.21, 1.64), (1.67, 1.20), (1.87, 1.07)] {
+            (t, l) = (t * dt, l * dl);
+            pts.push((t, l));
+        }
+        assert_eq!(optimum_index(&pts), Some(3));
+    }
+
+    /// The seeds' 8k backend random write: speed 95'543 IOPS @ 337 µs, optimum 524'136 @
+    /// 981 µs at 16 workers, maximum 748'997 @ 7'146 µs at 128 (published); the steps between
+    /// are filled in smoothly.
+    #[test]
+    fn the_published_8k_random_write_curve() {
+        let curve = [
+            (1, 95_543.0, 337.0),
+            (2, 180_000.0, 380.0),
+            (4, 320_000.0, 640.0),
+            (8, 440_000.0, 850.0),
+            (16, 524_136.0, 981.0),
+            (32, 610_000.0, 1_650.0),
+            (64, 700_000.0, 3_500.0),
+            (128, 748_997.0, 7_146.0),
+        ];
+        let pts: Vec<(f64, f64)> = curve.iter().map(|&(_, t, l)| (t, l)).collect();
+        assert_eq!(curve[optimum_index(&pts).unwrap()].0, 16);
+        let noisy: Vec<(f64, f64, f64)> = curve.iter().map(|&(_, t, l)| (t, l, 0.02)).collect();
+        assert_eq!(curve[maximum_index(&noisy).unwrap()].0, 128, "no other step within 2 % of it");
+    }
+
+    /// Issue 16, finding 2: a throttled device gave 190.67 IOPS at every step and 191.0 at 32
+    /// workers; the maximum was reported at 32 workers and 167'953 µs though 1 worker gave the
+    /// same throughput at 5'232 µs.
+    #[test]
+    fn on_a_plateau_the_maximum_is_the_step_with_the_lowest_latency() {
+        let lat = [5_232.0, 10_480.0, 20_950.0, 41_900.0, 83_800.0, 167_953.0];
+        let mut pts: Vec<(f64, f64, f64)> = lat.iter().map(|&l| (190.67, l, 0.001)).collect();
+        pts[5].0 = 191.0;
+        assert_eq!(maximum_index(&pts), Some(0), "within 1 % of the top: the lowest latency");
+        // Beyond the noise the higher throughput wins, whatever its latency.
+        pts[5].0 = 200.0;
+        assert_eq!(maximum_index(&pts), Some(5));
+        // A noisy top step widens the band: 5 % spread admits 190.67 against 200.
+        pts[5].2 = 0.05;
+        assert_eq!(maximum_index(&pts), Some(0));
+        assert_eq!(maximum_index(&[]), None);
     }
 
     #[test]
@@ -213,17 +265,36 @@ mod tests {
     }
 
     proptest! {
-        /// The optimum is a step whose every predecessor grew throughput faster than latency,
-        /// and the step after it (if any) did not.
+        /// The optimum has the highest throughput / latency, and no step before it as high.
         #[test]
-        fn optimum_matches_its_definition(pts in prop::collection::vec((1.0f64..1e7, 1.0f64..1e6), 1..12)) {
+        fn optimum_is_the_best_throughput_per_latency(pts in prop::collection::vec((1.0f64..1e7, 1.0f64..1e6), 1..12)) {
             let k = optimum_index(&pts).unwrap();
-            prop_assert!(k < pts.len());
+            let r = |i: usize| pts[i].0 / pts[i].1;
+            prop_assert!((0..pts.len()).all(|i| r(i) <= r(k)));
+            prop_assert!((0..k).all(|i| r(i) < r(k)));
+        }
+
+        /// On a curve whose throughput / latency rises, then falls (a smooth one), the optimum
+        /// is the published definition's: every step up to it grew throughput faster than
+        /// latency, and the step after it did not.
+        #[test]
+        fn on_a_smooth_curve_the_optimum_is_the_published_one(
+            up in prop::collection::vec(1.01f64..2.0, 0..6),
+            down in prop::collection::vec(0.5f64..0.99, 0..6),
+            lat in prop::collection::vec(1.0f64..1e5, 12),
+        ) {
+            let mut ratio = vec![100.0];
+            for f in up.iter().chain(&down) {
+                ratio.push(ratio.last().unwrap() * f);
+            }
+            let pts: Vec<(f64, f64)> = ratio.iter().zip(&lat).map(|(r, l)| (r * l, *l)).collect();
+            let k = optimum_index(&pts).unwrap();
+            prop_assert_eq!(k, up.len().min(pts.len() - 1));
             for i in 1..=k {
-                prop_assert!(pts[i].0 / pts[i - 1].0 - 1.0 > pts[i].1 / pts[i - 1].1 - 1.0);
+                prop_assert!(pts[i].0 / pts[i - 1].0 > pts[i].1 / pts[i - 1].1);
             }
             if k + 1 < pts.len() {
-                prop_assert!(pts[k + 1].0 / pts[k].0 - 1.0 <= pts[k + 1].1 / pts[k].1 - 1.0);
+                prop_assert!(pts[k + 1].0 / pts[k].0 <= pts[k + 1].1 / pts[k].1);
             }
         }
     }
