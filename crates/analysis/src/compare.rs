@@ -75,6 +75,36 @@ pub fn compare(baseline: &RunResult, run: &RunResult, at: At) -> Vec<Impact> {
         .collect()
 }
 
+/// How two runs differ in what they measured, one line each (empty: like with like): the
+/// workloads' keys that change the figures (direct or buffered, back-end, ramp, block size,
+/// queue depth, read share, pattern, working set, data), the host count and the targets. An
+/// impact between such runs is the difference of two setups, not of the storage alone.
+pub fn differences(baseline: &RunResult, run: &RunResult) -> Vec<String> {
+    const KEYS: &[&str] =
+        &["direct", "backend", "ramp", "bs", "queue_depth", "read_pct", "pattern", "working_set", "threads", "data"];
+    let workload = |r: &RunResult, name: &str| -> Option<serde_json::Value> {
+        r.plan["workloads"].as_array()?.iter().find(|w| w["name"] == name).cloned()
+    };
+    let mut out = Vec::new();
+    for w in &baseline.workloads {
+        let (Some(a), Some(b)) = (workload(baseline, &w.name), workload(run, &w.name)) else { continue };
+        let diff: Vec<String> =
+            KEYS.iter().filter(|k| a[**k] != b[**k]).map(|k| format!("{k} {} vs {}", a[*k], b[*k])).collect();
+        if !diff.is_empty() {
+            out.push(format!("{}: {}", w.name, diff.join(", ")));
+        }
+    }
+    let hosts = |r: &RunResult| r.host.agents.iter().filter(|a| a.lost.is_none()).count().max(1);
+    if hosts(baseline) != hosts(run) {
+        out.push(format!("hosts: {} vs {}", hosts(baseline), hosts(run)));
+    }
+    let targets = |r: &RunResult| r.targets.iter().map(|t| format!("{} ({} B)", t.path, t.size)).collect::<Vec<_>>();
+    if targets(baseline) != targets(run) {
+        out.push(format!("targets: {} vs {}", targets(baseline).join(", "), targets(run).join(", ")));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,5 +184,31 @@ mod tests {
         assert_eq!((rows[3].workload.as_str(), rows[3].baseline), ("only-in-run", None));
         // No SLA maximum on either side: nothing to compare, no invented figures.
         assert!(compare(&base, &new, At::Sla).iter().all(|r| r.throughput_pct.is_none()));
+    }
+
+    /// Issue 16, finding 5: `compare` of runs that measured different things (buffered against
+    /// direct, other ramps) printed impacts without a word.
+    #[test]
+    fn runs_that_measured_different_things_are_named_so() {
+        let mut base = run(vec![workload("w", "random", (1.0, 1.0, 1.0))]);
+        let mut new = base.clone();
+        let plan = |direct: bool, ramp: &[u32]| serde_json::json!({"workloads": [{"name": "w", "direct": direct, "ramp": ramp, "bs": [{"bytes": 8192, "weight": 1}]}]});
+        base.plan = plan(true, &[1, 2, 4]);
+        new.plan = plan(true, &[1, 2, 4]);
+        assert!(differences(&base, &new).is_empty(), "like with like");
+        new.plan = plan(false, &[1, 2]);
+        new.targets = vec![crate::TargetInfo {
+            path: "/dev/sdb".into(),
+            kind: "block device".into(),
+            size: 1 << 30,
+            logical_block: 512,
+            group: "targets".into(),
+            scratch: false,
+            preconditioned_at: None,
+        }];
+        let d = differences(&base, &new);
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert_eq!(d[0], "w: direct true vs false, ramp [1,2,4] vs [1,2]");
+        assert!(d[1].starts_with("targets:  vs /dev/sdb (1073741824 B)"), "{d:?}");
     }
 }

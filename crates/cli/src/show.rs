@@ -156,6 +156,15 @@ pub fn compare(db: &Path, baseline: i64, runs: &[i64], at: AtArg, sla: &SlaArgs)
         if let Some(s) = &run.sla.or(base.sla) {
             crate::outln!("SLA: {}", s.describe());
         }
+        let differ = iocurve_analysis::compare::differences(&base, &run);
+        if !differ.is_empty() {
+            crate::outln!(
+                "! not like with like — these runs differ in what they measured, so the impacts below mix setup and storage:"
+            );
+            for d in differ {
+                crate::outln!("!   {d}");
+            }
+        }
         crate::outln!("{}", terminal::impact_table(&iocurve_analysis::compare(&base, &run, at)));
     }
     Ok(ExitCode::SUCCESS)
