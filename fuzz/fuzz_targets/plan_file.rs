@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let Ok(plan) = parse_str(text, "fuzz.toml", &Overrides::default()) else { return };
-    // What the coordinator sends for each step (crates/net/src/client.rs).
+    // What the coordinator sends for each step (crates/run/src/coordinator/coordinate.rs).
     let faults_json = if plan.faults.is_empty() { String::new() } else { serde_json::to_string(&plan.faults).unwrap() };
     for w in &plan.workloads {
         let workload_json = serde_json::to_string(w).expect("a resolved workload serializes");

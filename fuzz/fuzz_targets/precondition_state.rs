@@ -42,7 +42,7 @@ fuzz_target!(init: write_seeds("precondition_state", seeds), |data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let t = &target().targets[0];
     let n = chunks(t.size, BS);
-    // What `iocurve precondition` resumes from (crates/cli/src/precondition.rs); none: start over.
+    // What `iocurve precondition` resumes from (crates/run/src/precondition.rs); none: start over.
     let Some(state) = parse_precondition_state(text, n) else { return };
     let cfg = PreConfig { bs: BS, qd: 2, pattern: DataPattern::default(), dedupe_unit: 4096 };
     let stop = AtomicBool::new(false);

@@ -55,7 +55,7 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
     }
     // The steps' figures as this agent measures them, labelled with its host name.
     let exporter = iocurve_metrics::Exporter::new();
-    let metrics = crate::run::metrics_server(&args.metrics, &exporter)?;
+    let metrics = crate::run::metrics_server(&args.metrics, &exporter, Some(&args.token_file))?;
     let cfg = AgentConfig { metrics: metrics.as_ref().map(|_| exporter), ..cfg };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -36,6 +36,7 @@ fn log_filter(value: Option<&str>) -> String {
         "iocurve_analysis",
         "iocurve_report",
         "iocurve_run",
+        "iocurve_metrics",
     ];
     match value.map(str::trim) {
         None | Some("") => "warn".into(),

@@ -37,7 +37,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         stuck_after_s: args.flags.keys()?.stuck_after_s,
     };
     let exporter = iocurve_metrics::Exporter::new();
-    let server = metrics_server(&args.metrics, &exporter)?;
+    let server = metrics_server(&args.metrics, &exporter, args.token_file.as_deref())?;
     let mut live = LiveMetrics::new(exporter);
     let mut runner = Runner::new(plan, hosts, options).observe(&mut terminal).cancel(cancel.clone());
     if let Some(s) = &server {
@@ -45,9 +45,13 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         runner = runner.observe(&mut live);
     }
     let outcome = runner.run()?;
+    let interrupted = cancel.is_cancelled();
+    // The result is written and its id printed first; then the endpoint stays for the scrapes
+    // that fetch the final figures.
+    let code = finish(outcome, &args);
     if let Some(s) = &server
         && args.metrics_hold_s > 0.0
-        && !cancel.is_cancelled()
+        && !interrupted
     {
         crate::outln!(
             "serving the final figures on http://{}/metrics for {} s (Ctrl-C ends it)",
@@ -56,7 +60,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         );
         cancel.sleep(std::time::Duration::from_secs_f64(args.metrics_hold_s));
     }
-    finish(outcome, &args)
+    code
 }
 
 /// The metrics endpoint of `--metrics` (None without it); a bare port listens on 127.0.0.1
@@ -64,10 +68,23 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
 pub fn metrics_server(
     args: &MetricsArgs,
     exporter: &iocurve_metrics::Exporter,
+    secret: Option<&Path>,
 ) -> Result<Option<iocurve_metrics::Server>, CliError> {
     let Some(addr) = args.metrics.as_deref() else { return Ok(None) };
     let token = match &args.metrics_token_file {
-        Some(f) => Some(iocurve_net::auth::read_token(f)?),
+        Some(f) => {
+            let t = iocurve_net::auth::read_token(f)?;
+            // Scrapes send it in plain HTTP: a token that also opens agents would travel with
+            // every scrape.
+            if let Some(other) = secret.filter(|p| iocurve_net::auth::read_token(p).is_ok_and(|o| o == t)) {
+                return Err(CliError::Usage(format!(
+                    "--metrics-token-file {}: the same token as {}; scrapes send it in plain HTTP, so give the endpoint a read-only token of its own (e.g. `head -c 32 /dev/urandom | base64 > FILE`, mode 600)",
+                    f.display(),
+                    other.display()
+                )));
+            }
+            Some(t)
+        }
         None => None,
     };
     let listen = if addr.parse::<u16>().is_ok() { format!("127.0.0.1:{addr}") } else { addr.to_string() };

@@ -88,6 +88,7 @@ impl Observer for Terminal {
     }
 
     fn step_starting(&mut self, at: &StepAt) {
+        self.done_s += at.rested_s;
         let plural = if at.workers == 1 { "" } else { "s" };
         self.label = format!(
             "[{}/{}] {} step {}/{}, {} worker{plural}",

@@ -140,7 +140,7 @@ impl TargetSet {
         }
         let mut set = TargetSet { targets: Vec::new(), groups: Vec::new(), notes: Vec::new(), keep: opts.keep };
         let mut openers = None;
-        let mut sizing = ScratchSizing { files: scratch_files(groups), chosen: None };
+        let mut sizing = ScratchSizing { files: scratch_files(groups), chosen: Vec::new() };
         for (gi, g) in groups.iter().enumerate() {
             let mut members = Vec::new();
             for pattern in &g.targets {
@@ -497,12 +497,7 @@ fn create_scratch_target(
         )))
     })?;
     let auto = opts.scratch_size == AUTO_SCRATCH_SIZE;
-    let size = if auto {
-        *sizing.chosen.get_or_insert_with(|| auto_scratch_size(free_space_fd(dir_fd.as_raw_fd()), sizing.files))
-    } else {
-        opts.scratch_size
-    } / 4096
-        * 4096;
+    let size = if auto { sizing.size_on(dir_fd.as_raw_fd()) } else { opts.scratch_size } / 4096 * 4096;
     let total = size.checked_add(scratch::STAMP_LEN).filter(|_| size >= 4096);
     if let Some(c) = &opts.confine {
         let canonical = confine::canonical_of(dir_fd.as_raw_fd()).map_err(|_| c.refuse(&asked))?;
@@ -510,7 +505,7 @@ fn create_scratch_target(
     }
     if auto && size < MIN_SCRATCH_SIZE {
         return Err(EngineError::Input(format!(
-            "not enough free space in {} for scratch file {asked} (half the free space is {}, at least {} needed): free some space, give --size, or name an existing target",
+            "not enough free space in {} for scratch file {asked} (its share of half the free space is {}, at least {} needed): free some space, give --size, or name an existing target",
             dir.display(),
             format_size(size),
             format_size(MIN_SCRATCH_SIZE)
@@ -619,7 +614,24 @@ pub const MIN_SCRATCH_SIZE: u64 = 64 << 20;
 /// the first one (after the allow list admitted it) and kept for the others.
 struct ScratchSizing {
     files: u64,
-    chosen: Option<u64>,
+    /// Per filesystem (its device): the size chosen at its first file.
+    chosen: Vec<(u64, u64)>,
+}
+
+impl ScratchSizing {
+    /// The size of a scratch file in the directory `dir_fd`: chosen at the first file on that
+    /// filesystem from its free space, kept for the others there.
+    fn size_on(&mut self, dir_fd: RawFd) -> u64 {
+        // SAFETY: zeroed stat is a valid out-buffer; dir_fd is open.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        let dev = if unsafe { libc::fstat(dir_fd, &mut st) } == 0 { st.st_dev } else { u64::MAX };
+        if let Some(&(_, size)) = self.chosen.iter().find(|(d, _)| *d == dev) {
+            return size;
+        }
+        let size = auto_scratch_size(free_space_fd(dir_fd), self.files);
+        self.chosen.push((dev, size));
+        size
+    }
 }
 
 /// The targets of `groups` that name files still to be made (not globs, not existing).

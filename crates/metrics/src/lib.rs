@@ -9,8 +9,8 @@
 //! Names and units follow Prometheus' conventions: counters end in `_total`, times are
 //! seconds, sizes bytes, ratios 0 to 1. Labels are limited to `run`, `workload`, `host`,
 //! `direction`, `errno`, `mode` and `workers` (a step's results), so a run of W workloads on H
-//! hosts has at most W × H × 2 × 28 I/O series, H × 3 CPU series and one error series per
-//! errno seen.
+//! hosts has at most W × H × 2 × 27 I/O series (two counters, 23 buckets, sum and count), H × 3
+//! CPU series and one error series per errno seen.
 
 mod families;
 mod serve;
@@ -129,6 +129,13 @@ impl Exporter {
                 s.io.entry(key).or_default().add(d);
             }
             s.cpu.insert(host.to_string(), *cpu);
+        });
+    }
+
+    /// The longest stretch without a completion in the last interval (of every host: the
+    /// merged interval's), for the running step.
+    pub fn stall(&self, stats: &IntervalStats) {
+        self.with(|s| {
             if let (Some(live), Some(gap)) = (s.live.as_mut(), stats.max_gap_ns) {
                 live.stall_s = gap as f64 / 1e9;
             }
@@ -242,6 +249,20 @@ mod tests {
             out.contains("iocurve_io_ops_total{run=\"\",workload=\"w\",host=\"h\",direction=\"read\"} 1000.0"),
             "{out}"
         );
+        // Two silent connections from one address hold its share: a third is closed at once
+        // (other addresses keep theirs).
+        let _second = std::net::TcpStream::connect(server.addr()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let mut third = std::net::TcpStream::connect(server.addr()).unwrap();
+        third.set_read_timeout(Some(std::time::Duration::from_secs(1))).unwrap();
+        let mut buf = [0u8; 16];
+        match third.read(&mut buf) {
+            Ok(0) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            other => panic!("closed at once, not held: {other:?}"),
+        }
+        drop((_silent, _second));
+        std::thread::sleep(std::time::Duration::from_millis(100));
         let mut s = std::net::TcpStream::connect(server.addr()).unwrap();
         s.write_all(b"POST /stop HTTP/1.1\r\n\r\n").unwrap();
         let mut out = String::new();

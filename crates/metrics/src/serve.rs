@@ -1,10 +1,12 @@
 //! The `/metrics` endpoint: a small HTTP/1.1 server on a thread of its own. Each scrape gets a
-//! thread and a deadline, at most [`MAX_CLIENTS`] at once (more are closed at once), so that a
-//! stalled or hostile client costs a few seconds of one thread, never another scrape and never
-//! the run; it serves figures only and accepts nothing.
+//! thread and deadlines, at most [`MAX_CLIENTS`] at once and [`MAX_PER_PEER`] per address
+//! (more are closed at once), so that a stalled or hostile client costs a few seconds of one
+//! thread and starves only itself, never another scraper and never the run; it serves figures
+//! only and accepts nothing.
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
@@ -12,8 +14,13 @@ use std::time::{Duration, Instant};
 
 use crate::Exporter;
 
-/// How long a client may take to send its request, and to take the answer.
-const CLIENT_DEADLINE: Duration = Duration::from_secs(5);
+/// How long a client may take to send its request (a scraper sends it at once)…
+const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
+/// …and to take the answer.
+const ANSWER_DEADLINE: Duration = Duration::from_secs(5);
+/// Scrapes answered at once for one address: a peer that holds connections open silently
+/// starves only itself.
+pub const MAX_PER_PEER: usize = 2;
 /// A request head longer than this is not a scrape.
 const MAX_REQUEST: usize = 8192;
 /// Scrapes answered at once.
@@ -42,6 +49,26 @@ impl Drop for Server {
     }
 }
 
+/// A scrape's place among those answered at once, given back on drop.
+struct Slot {
+    ip: IpAddr,
+    peers: Arc<std::sync::Mutex<HashMap<IpAddr, usize>>>,
+    busy: Arc<AtomicUsize>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut p = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = p.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                p.remove(&self.ip);
+            }
+        }
+        self.busy.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// Listens on `addr` and serves `exporter`'s figures on `GET /metrics`; with a `token`, only
 /// to scrapes that bring it (`Authorization: Bearer TOKEN`).
 pub fn serve(addr: &str, exporter: Exporter, token: Option<String>) -> io::Result<Server> {
@@ -53,29 +80,48 @@ pub fn serve(addr: &str, exporter: Exporter, token: Option<String>) -> io::Resul
     let flag = stop.clone();
     let thread = std::thread::Builder::new().name("iocurve-metrics".into()).spawn(move || {
         let busy = Arc::new(AtomicUsize::new(0));
+        let peers: Arc<std::sync::Mutex<HashMap<IpAddr, usize>>> = Arc::default();
+        let mut last_warning: Option<Instant> = None;
         while !flag.load(Ordering::Relaxed) {
             match listener.accept() {
                 Ok((stream, peer)) => {
-                    if busy.fetch_add(1, Ordering::SeqCst) >= MAX_CLIENTS {
-                        busy.fetch_sub(1, Ordering::SeqCst);
+                    let ip = peer.ip();
+                    let admitted = {
+                        let mut p = peers.lock().unwrap_or_else(|e| e.into_inner());
+                        let n = p.entry(ip).or_default();
+                        let ok = *n < MAX_PER_PEER && busy.load(Ordering::SeqCst) < MAX_CLIENTS;
+                        if ok {
+                            *n += 1;
+                            busy.fetch_add(1, Ordering::SeqCst);
+                        }
+                        ok
+                    };
+                    if !admitted {
                         tracing::debug!(%peer, "metrics: too many scrapes at once, closed");
+                        drop(stream);
+                        // A flood of connections costs this thread a sleep each, not a core.
+                        std::thread::sleep(Duration::from_millis(10));
                         continue;
                     }
-                    let (exporter, done, token) = (exporter.clone(), busy.clone(), token.clone());
-                    let spawned = std::thread::Builder::new().name("iocurve-scrape".into()).spawn(move || {
+                    // Gives the slots back when the scrape ends, or when its thread never started
+                    // (the closure holding it is dropped then).
+                    let slot = Slot { ip, peers: peers.clone(), busy: busy.clone() };
+                    let (exporter, token) = (exporter.clone(), token.clone());
+                    let _ = std::thread::Builder::new().name("iocurve-scrape".into()).spawn(move || {
+                        let _slot = slot;
                         if let Err(e) = answer(stream, &exporter, token.as_deref()) {
                             tracing::debug!(%peer, error = %e, "metrics: a scrape failed");
                         }
-                        done.fetch_sub(1, Ordering::SeqCst);
                     });
-                    if spawned.is_err() {
-                        busy.fetch_sub(1, Ordering::SeqCst);
-                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(20)),
                 Err(e) => {
-                    // EMFILE and the like: wait for descriptors rather than spin.
-                    tracing::warn!(error = %e, "metrics: accept failed");
+                    // EMFILE and the like: wait for descriptors rather than spin, and say so
+                    // once a minute, not five times a second over the progress line.
+                    if last_warning.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+                        tracing::warn!(error = %e, "metrics: accept failed");
+                        last_warning = Some(Instant::now());
+                    }
                     std::thread::sleep(Duration::from_millis(200));
                 }
             }
@@ -99,7 +145,7 @@ fn authorized(head: &[u8], token: &str) -> bool {
 
 fn answer(mut s: TcpStream, exporter: &Exporter, token: Option<&str>) -> io::Result<()> {
     s.set_nonblocking(false)?;
-    let deadline = Instant::now() + CLIENT_DEADLINE;
+    let deadline = Instant::now() + REQUEST_DEADLINE;
     let mut head = Vec::new();
     let mut buf = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -137,7 +183,7 @@ fn answer(mut s: TcpStream, exporter: &Exporter, token: Option<&str>) -> io::Res
     if method != b"HEAD" {
         out.extend_from_slice(body.as_bytes());
     }
-    s.set_write_timeout(Some(deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1))))?;
+    s.set_write_timeout(Some(ANSWER_DEADLINE))?;
     s.write_all(&out)?;
     s.flush()
 }

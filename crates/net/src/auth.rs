@@ -20,7 +20,7 @@ pub fn read_token(path: &Path) -> Result<String, NetError> {
     let mode = meta.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
         return Err(NetError::Input(format!(
-            "token file {} may be read by other users (mode {mode:03o}): the token opens every agent that holds it; `chmod 600 {}`",
+            "token file {} may be read by other users (mode {mode:03o}): a token is a secret; `chmod 600 {}`",
             path.display(),
             path.display()
         )));

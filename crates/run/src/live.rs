@@ -63,10 +63,12 @@ impl StepObserver for LiveMetrics {
     }
 
     fn interval(&mut self, _index: u32, stats: &IntervalStats, cpu: &CpuUsage, _duration_s: f64) {
-        // A multi-host step's merged interval is the sum of the hosts' own, counted already.
+        // A multi-host step's merged interval is the sum of the hosts' own, counted already;
+        // its longest gap is the worst host's.
         if self.hosts.is_empty() {
             self.exporter.interval(&self.live.workload, &self.hostname, stats, cpu);
         }
+        self.exporter.stall(stats);
     }
 }
 

@@ -1,7 +1,7 @@
-//! Who hears of a run: the terminal, and later live metrics. Every event goes to every
+//! Who hears of a run: the terminal, live metrics (`crate::live`). Every event goes to every
 //! observer in the order they were added ([`Observers`]); the results database is not one of
-//! them but the runner's own recorder, which sees each event first, so that an observer never
-//! reports what was not stored.
+//! them but the runner's own recorder, which sees each event first and passes an interval on
+//! only once it is stored, so that an observer never reports what was not stored.
 
 use iocurve_analysis::{RunResult, StepResult, WorkloadResult};
 use iocurve_engine::{StepObserver, StepProgress};
@@ -17,6 +17,8 @@ pub struct StepAt<'a> {
     pub step_index: usize,
     pub steps: usize,
     pub workers: u32,
+    /// Seconds of rest taken before this step (`pause_s`; 0 for a workload's first step).
+    pub rested_s: f64,
 }
 
 /// A run's events beyond a step's own ([`StepObserver`]: started, progress, intervals,

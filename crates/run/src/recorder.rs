@@ -20,6 +20,15 @@ pub(crate) struct Recorder<'a, 'o> {
     pub map_error: Option<iocurve_engine::EngineError>,
 }
 
+impl Recorder<'_, '_> {
+    /// Whether what the step measured so far is in the store: the observers hear of an interval
+    /// only then (a database that filled up mid-step stops the run after the step; live
+    /// metrics must not count what it does not hold).
+    fn stored(&self) -> bool {
+        self.step_id.is_some() && self.error.is_none()
+    }
+}
+
 impl StepObserver for Recorder<'_, '_> {
     fn started(&mut self, rec: &StepRecord) {
         match self.store.begin_step(self.workload_id, self.step_idx, rec) {
@@ -43,7 +52,9 @@ impl StepObserver for Recorder<'_, '_> {
         {
             self.error = Some(e);
         }
-        self.observers.host_started(host, address, hostname, started_unix_ns, threads);
+        if self.stored() {
+            self.observers.host_started(host, address, hostname, started_unix_ns, threads);
+        }
     }
 
     fn host_interval(&mut self, host: u32, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
@@ -52,7 +63,9 @@ impl StepObserver for Recorder<'_, '_> {
         {
             self.error = Some(e);
         }
-        self.observers.host_interval(host, index, stats, cpu, duration_s);
+        if self.stored() {
+            self.observers.host_interval(host, index, stats, cpu, duration_s);
+        }
     }
 
     fn interval(&mut self, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
@@ -67,6 +80,8 @@ impl StepObserver for Recorder<'_, '_> {
         {
             self.map_error = Some(e);
         }
-        self.observers.interval(index, stats, cpu, duration_s);
+        if self.stored() {
+            self.observers.interval(index, stats, cpu, duration_s);
+        }
     }
 }

@@ -182,7 +182,7 @@ impl<'o> Runner<'o> {
                 match verification::final_pass(&targets, &v.map, &v.path, stuck_after, &self.cancel, obs) {
                     Ok((found, pass)) => {
                         let rows = verification::stored_problems(&pass, &v.map);
-                        conclude_verification(&mut outcome, &mut store, found, rows);
+                        conclude_verification(&mut outcome, &mut store, found, rows, obs);
                     }
                     Err(e) => outcome.error = Some(e),
                 }
@@ -216,7 +216,7 @@ impl<'o> Runner<'o> {
         let mut outcome = run.execute(infos.clone(), None, &self.options.label, &sla);
         if self.options.verify_final && outcome.error.is_none() && !outcome.result.interrupted {
             match cluster.verify_final(plan, &infos, &self.cancel, obs) {
-                Ok((found, rows)) => conclude_verification(&mut outcome, &mut store, found, rows),
+                Ok((found, rows)) => conclude_verification(&mut outcome, &mut store, found, rows, obs),
                 Err(e) => outcome.error = Some(e),
             }
         }
@@ -366,6 +366,7 @@ impl Run<'_, '_> {
                     step_index: si + 1,
                     steps: w.ramp.len(),
                     workers,
+                    rested_s: if si > 0 { w.pause_s } else { 0.0 },
                 });
                 tracing::info!(workload = %w.name, workers, "step started");
                 let mut rec = Recorder {

@@ -5,7 +5,7 @@ use iocurve_analysis::RunResult;
 use iocurve_store::Store;
 
 use crate::runner::store_error;
-use crate::{Error, Outcome};
+use crate::{Error, Observer, Outcome};
 
 /// Stores a final verification pass with its problems and lets it decide the outcome: exit
 /// code 4 when it found problems.
@@ -14,6 +14,7 @@ pub(crate) fn conclude_verification(
     store: &mut Store,
     found: iocurve_analysis::FinalVerification,
     rows: impl IntoIterator<Item = iocurve_store::StoredProblem>,
+    obs: &mut dyn Observer,
 ) {
     let stored = match outcome.run_id {
         Some(id) => store.add_verification(id, &found, rows),
@@ -23,7 +24,7 @@ pub(crate) fn conclude_verification(
     if problems > 0 {
         if let Err(e) = stored {
             // The problems decide the exit code; the store's failure is still said.
-            tracing::error!("{}", store_error(e));
+            obs.warning(&store_error(e).to_string());
         }
         outcome.error =
             Some(Error::Verification(format!("verification found {problems} problems: {}", found.counts.describe())));

@@ -11,10 +11,11 @@ pub(crate) const MIGRATIONS: &[&str] = &[
 
 /// v12: the maximum of every workload as numbers (JSON, `iocurve_analysis::Headline`), instead
 /// of v2's line formatted for `iocurve runs`: the figures are stored, the presentation is not.
-/// Runs of before get theirs from their stored steps the first time they are listed.
+/// Runs of before get theirs from their stored steps the first time they are listed. The old
+/// column stays, no longer written: an older iocurve still finishing a run on this file when
+/// a newer one migrated it must not fail to write its line.
 const SCHEMA_V12: &str = "
 ALTER TABLE runs ADD COLUMN headlines_json TEXT;  -- [{workload, sequential, maximum}]; NULL until the run ends
-ALTER TABLE runs DROP COLUMN summary;
 ";
 
 /// v11: each agent's clock around each step: its offset measured just before (with the round

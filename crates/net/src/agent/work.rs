@@ -167,6 +167,7 @@ impl StepObserver for Streamer<'_> {
         self.send(pb::step_event::Event::Interval(wire::interval_to(index, stats, cpu, duration_s)));
         if let Some((e, host)) = self.metrics {
             e.interval(&self.live.workload, host, stats, cpu);
+            e.stall(stats);
         }
     }
 }
