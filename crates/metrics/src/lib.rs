@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use iocurve_stats::{CpuUsage, DirStats, IntervalStats};
 
-pub use serve::{Server, serve};
+pub use serve::{Server, response, serve};
 
 /// Upper bounds of the latency buckets, in seconds: 1, 2 and 5 of every decade from 1 µs to
 /// 10 s, the log scale latency charts of storage use.

@@ -131,6 +131,37 @@ pub fn serve(addr: &str, exporter: Exporter, token: Option<String>) -> io::Resul
     Ok(Server { addr: local, stop, thread: Some(thread) })
 }
 
+/// The whole HTTP response to a request head (untrusted bytes: fuzzed as `metrics_request`):
+/// the figures for `GET /metrics` (with the token, when one is set; `HEAD` without the body),
+/// 401, 404 or 405 otherwise. `figures` is called only for a request that gets them.
+pub fn response(head: &[u8], token: Option<&str>, figures: impl FnOnce() -> String) -> Vec<u8> {
+    let line = head.split(|&b| b == b'\r' || b == b'\n').next().unwrap_or_default();
+    let mut parts = line.split(|&b| b == b' ');
+    let (method, path) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+    let path = path.split(|&b| b == b'?').next().unwrap_or_default();
+    let (status, kind, body) = match (method, path) {
+        (b"GET" | b"HEAD", b"/metrics") if token.is_some_and(|t| !authorized(head, t)) => (
+            "401 Unauthorized",
+            "text/plain",
+            "this endpoint needs its token: Authorization: Bearer TOKEN\n".to_string(),
+        ),
+        (b"GET" | b"HEAD", b"/metrics") => {
+            ("200 OK", "application/openmetrics-text; version=1.0.0; charset=utf-8", figures())
+        }
+        (b"GET" | b"HEAD", _) => ("404 Not Found", "text/plain", "iocurve serves /metrics only\n".to_string()),
+        _ => ("405 Method Not Allowed", "text/plain", "GET /metrics\n".to_string()),
+    };
+    let mut out = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    if method != b"HEAD" {
+        out.extend_from_slice(body.as_bytes());
+    }
+    out
+}
+
 /// True when the request head carries `Authorization: Bearer TOKEN` (compared in constant time).
 fn authorized(head: &[u8], token: &str) -> bool {
     let text = String::from_utf8_lossy(head);
@@ -159,30 +190,7 @@ fn answer(mut s: TcpStream, exporter: &Exporter, token: Option<&str>) -> io::Res
             n => head.extend_from_slice(&buf[..n]),
         }
     }
-    let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
-    let mut parts = line.split(|&b| b == b' ');
-    let (method, path) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
-    let path = path.split(|&b| b == b'?').next().unwrap_or_default();
-    let (status, kind, body) = match (method, path) {
-        (b"GET" | b"HEAD", b"/metrics") if token.is_some_and(|t| !authorized(&head, t)) => (
-            "401 Unauthorized",
-            "text/plain",
-            "this endpoint needs its token: Authorization: Bearer TOKEN\n".to_string(),
-        ),
-        (b"GET" | b"HEAD", b"/metrics") => {
-            ("200 OK", "application/openmetrics-text; version=1.0.0; charset=utf-8", exporter.encode())
-        }
-        (b"GET" | b"HEAD", _) => ("404 Not Found", "text/plain", "iocurve serves /metrics only\n".to_string()),
-        _ => ("405 Method Not Allowed", "text/plain", "GET /metrics\n".to_string()),
-    };
-    let mut out = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    if method != b"HEAD" {
-        out.extend_from_slice(body.as_bytes());
-    }
+    let out = response(&head, token, || exporter.encode());
     s.set_write_timeout(Some(ANSWER_DEADLINE))?;
     s.write_all(&out)?;
     s.flush()
