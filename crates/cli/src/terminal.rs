@@ -44,15 +44,8 @@ impl Terminal {
 
 impl StepObserver for Terminal {
     fn progress(&mut self, p: &StepProgress) {
-        let dt = p.elapsed_s - self.last.elapsed_s;
-        if dt <= 0.0 {
-            return;
-        }
-        let ops = p.ops.saturating_sub(self.last.ops);
-        let iops = ops as f64 / dt;
-        let mbps = p.bytes.saturating_sub(self.last.bytes) as f64 / 1e6 / dt;
-        let lat =
-            if ops > 0 { p.lat_sum_ns.saturating_sub(self.last.lat_sum_ns) as f64 / ops as f64 / 1000.0 } else { 0.0 };
+        let Some(r) = p.rates_since(&self.last) else { return };
+        let (iops, mbps, lat) = (r.iops, r.bytes_per_second / 1e6, r.latency_ns / 1000.0);
         self.last = *p;
         if let Some(b) = &self.bar {
             let phase = if p.warmup { "warm-up" } else { "measuring" };

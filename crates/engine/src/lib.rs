@@ -25,5 +25,5 @@ pub mod verify;
 mod worker;
 
 pub use error::EngineError;
-pub use step::{NoObserver, StepConfig, StepObserver, StepProgress, run_step};
+pub use step::{NoObserver, Rates, StepConfig, StepObserver, StepProgress, run_step};
 pub use target::{OpenOptions, Target, TargetKind, TargetSet};

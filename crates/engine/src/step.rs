@@ -92,6 +92,33 @@ pub struct StepProgress {
     pub intervals_done: u32,
 }
 
+/// What a step did between two progress events.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Rates {
+    pub iops: f64,
+    pub bytes_per_second: f64,
+    /// Mean latency of the I/Os completed meanwhile, ns (0 without any).
+    pub latency_ns: f64,
+}
+
+impl StepProgress {
+    /// The rates since `last` (an earlier event of the same step); None when no time passed.
+    pub fn rates_since(&self, last: &StepProgress) -> Option<Rates> {
+        let dt = self.elapsed_s - last.elapsed_s;
+        if dt <= 0.0 {
+            return None;
+        }
+        let ops = self.ops.saturating_sub(last.ops);
+        let latency_ns =
+            if ops > 0 { self.lat_sum_ns.saturating_sub(last.lat_sum_ns) as f64 / ops as f64 } else { 0.0 };
+        Some(Rates {
+            iops: ops as f64 / dt,
+            bytes_per_second: self.bytes.saturating_sub(last.bytes) as f64 / dt,
+            latency_ns,
+        })
+    }
+}
+
 /// Holds the I/O threads until every one is set up (rings, buffers), then releases them with
 /// one common start time — or tells them to give up when the step cannot start (a thread
 /// could not be spawned). Unlike a barrier it never waits for threads that do not exist.
@@ -650,5 +677,22 @@ fn add_tail(stats: &mut IntervalStats, tail: &worker::Tail, all_threads_stalled:
     let worst = tail.read.max_ns().max(tail.write.max_ns());
     if let Some(s) = stats.samples.last_mut() {
         s.lat_max_ns = s.lat_max_ns.max(worst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_between_two_progress_events() {
+        let a =
+            StepProgress { elapsed_s: 1.0, ops: 1000, bytes: 4_096_000, lat_sum_ns: 50_000_000, ..Default::default() };
+        let b = StepProgress { elapsed_s: 1.25, ops: 1500, bytes: 6_144_000, lat_sum_ns: 80_000_000, ..a };
+        let r = b.rates_since(&a).unwrap();
+        assert_eq!((r.iops, r.bytes_per_second, r.latency_ns), (2000.0, 8_192_000.0, 60_000.0));
+        assert_eq!(a.rates_since(&a), None, "no time passed");
+        let idle = StepProgress { elapsed_s: 2.0, ..b };
+        assert_eq!(idle.rates_since(&b).map(|r| (r.iops, r.latency_ns)), Some((0.0, 0.0)));
     }
 }

@@ -34,15 +34,9 @@ impl LiveMetrics {
 
 impl StepObserver for LiveMetrics {
     fn progress(&mut self, p: &StepProgress) {
-        let dt = p.elapsed_s - self.last.elapsed_s;
-        if dt <= 0.0 {
-            return;
-        }
-        let ops = p.ops.saturating_sub(self.last.ops);
-        self.live.iops = ops as f64 / dt;
-        self.live.bytes_per_second = p.bytes.saturating_sub(self.last.bytes) as f64 / dt;
-        self.live.latency_s =
-            if ops > 0 { p.lat_sum_ns.saturating_sub(self.last.lat_sum_ns) as f64 / ops as f64 / 1e9 } else { 0.0 };
+        let Some(r) = p.rates_since(&self.last) else { return };
+        (self.live.iops, self.live.bytes_per_second, self.live.latency_s) =
+            (r.iops, r.bytes_per_second, r.latency_ns / 1e9);
         self.live.warmup = p.warmup;
         self.last = *p;
         self.exporter.live(Some(self.live.clone()));

@@ -140,21 +140,14 @@ impl StepObserver for Streamer<'_> {
             lat_sum_ns: p.lat_sum_ns,
         });
         let _ = self.tx.try_send(Ok(pb::StepEvent { event: Some(event) }));
-        if let Some((e, _)) = self.metrics {
-            let dt = p.elapsed_s - self.last.elapsed_s;
-            if dt > 0.0 {
-                let ops = p.ops.saturating_sub(self.last.ops);
-                self.live.iops = ops as f64 / dt;
-                self.live.bytes_per_second = p.bytes.saturating_sub(self.last.bytes) as f64 / dt;
-                self.live.latency_s = if ops > 0 {
-                    p.lat_sum_ns.saturating_sub(self.last.lat_sum_ns) as f64 / ops as f64 / 1e9
-                } else {
-                    0.0
-                };
-                self.live.warmup = p.warmup;
-                self.last = *p;
-                e.live(Some(self.live.clone()));
-            }
+        if let Some((e, _)) = self.metrics
+            && let Some(r) = p.rates_since(&self.last)
+        {
+            (self.live.iops, self.live.bytes_per_second, self.live.latency_s) =
+                (r.iops, r.bytes_per_second, r.latency_ns / 1e9);
+            self.live.warmup = p.warmup;
+            self.last = *p;
+            e.live(Some(self.live.clone()));
         }
     }
 
