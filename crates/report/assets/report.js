@@ -8,12 +8,24 @@
   const D = JSON.parse(document.getElementById("iocurve-data").textContent);
   const WIDTH = 560;
   const HEIGHT = 300;
-  const PCT_COLORS = { p50: "#2ca02c", p90: "#1f77b4", p99: "#ff7f0e", p999: "#d62728" };
+  // Not blue or orange: those mark the optimum and the maximum.
+  const PCT_COLORS = { p50: "#2ca02c", p90: "#17becf", p99: "#9467bd", p999: "#d62728" };
   const PCT_NAMES = { p50: "p50", p90: "p90", p99: "p99", p999: "p99.9" };
   const multiRun = D.runs.length > 1;
   // Latency beside throughput: in its own colour for one run; in a comparison the colour says
   // the run, so latency keeps it and is told apart by its points.
-  const latColor = (s) => (multiRun ? s.color : "#ff7f0e");
+  // Blue and orange mark the optimum and the maximum; a single run's latency is drawn grey.
+  const latColor = (s) => (multiRun ? s.color : "#555555");
+  const OPTIMUM = "#1f77b4";
+  const MAXIMUM = "#ff7f0e";
+  // A column with only the step `at` (an index among the steps) kept: a point to mark.
+  const only = (col, at) => col.map((v, i) => (i === at ? v : null));
+  // The optimum's mark is the larger: where optimum and maximum are one step, a blue ring
+  // shows around the orange point.
+  const mark = (label, color, scale) => ({
+    label, stroke: color, width: 0, scale, spanGaps: false,
+    points: { show: true, size: color === OPTIMUM ? 15 : 9, stroke: color, fill: color }, value: legendValue,
+  });
 
   // 1'234'567 above 100, 12.3 above 10, 1.23 below: the report's number style.
   function num(v) {
@@ -49,12 +61,14 @@
     const tables = [];
     const series = [{ label: "workers", value: (u, v) => (v == null ? "—" : v) }];
     for (const s of g.series) {
-      tables.push([s.workers, s.tput, s.mean]);
+      tables.push([s.workers, s.tput, s.mean, only(s.tput, s.opt), only(s.tput, s.max)]);
       series.push({ label: s.label + " " + g.unit, stroke: s.color, dash: s.dash, width: 2, scale: "tput", spanGaps: true, value: legendValue });
       series.push({
         label: s.label + " mean µs", stroke: latColor(s), dash: s.dash, width: 1, scale: "lat", spanGaps: true,
         points: { show: true, size: 6, fill: "#fff" }, value: legendValue,
       });
+      series.push(mark(s.label + " optimum", OPTIMUM, "tput"));
+      series.push(mark(s.label + " maximum", MAXIMUM, "tput"));
     }
     return make(el, {
       series,
@@ -102,6 +116,23 @@
       data.push([s.tput, s.mean]);
       series.push({ label: s.label + " mean", stroke: s.color, dash: s.dash, width: 2, points: { show: true, size: 6 } });
     }
+    // The optimum and the maximum on the curve: blue and orange points, painted over it (a
+    // series of one point is not drawn in this chart's mode).
+    const marks = [];
+    for (const s of g.series) {
+      if (s.opt != null) marks.push([s.tput[s.opt], s.mean[s.opt], OPTIMUM, 7.5]);
+      if (s.max != null) marks.push([s.tput[s.max], s.mean[s.max], MAXIMUM, 4.5]);
+    }
+    const paintMarks = (u) => {
+      const ctx = u.ctx;
+      for (const [x, y, color, r] of marks) {
+        if (x == null || y == null) continue;
+        ctx.beginPath();
+        ctx.fillStyle = color;
+        ctx.arc(u.valToPos(x, "x", true), u.valToPos(y, "y", true), r * devicePixelRatio, 0, 2 * Math.PI);
+        ctx.fill();
+      }
+    };
     const withP99 = D.runs.some((r) => r.sla_p99_us != null);
     if (withP99) {
       for (const s of g.series) {
@@ -134,6 +165,7 @@
     return make(el, {
       mode: 2,
       series,
+      hooks: { draw: [paintMarks] },
       legend: { live: false },
       scales: { x: { time: false, range: [0, maxX] }, y: { range: zeroTo(maxY) } },
       axes: [

@@ -266,9 +266,13 @@ Array.from(document.querySelectorAll('.chart')).map(el => {
   const c = el.querySelector('canvas');
   if (!c || !c.width || !c.height) return {chart: el.dataset.chart, pixels: 0};
   const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-  const want = el.dataset.chart === 'percentiles' ? [0x2c, 0xa0, 0x2c] : [0x1f, 0x77, 0xb4];
-  let n = 0;
-  for (let i = 0; i < d.length; i += 4)
-    if (d[i + 3] > 200 && Math.abs(d[i] - want[0]) < 12 && Math.abs(d[i + 1] - want[1]) < 12 && Math.abs(d[i + 2] - want[2]) < 12) n++;
-  return {chart: el.dataset.chart, pixels: n};
+  // The first series' colour (green; p50 on the percentile chart), and the optimum's blue and
+  // the maximum's orange marks.
+  const count = (want) => {
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4)
+      if (d[i + 3] > 200 && Math.abs(d[i] - want[0]) < 12 && Math.abs(d[i + 1] - want[1]) < 12 && Math.abs(d[i + 2] - want[2]) < 12) n++;
+    return n;
+  };
+  return {chart: el.dataset.chart, pixels: count([0x2c, 0xa0, 0x2c]), optimum: count([0x1f, 0x77, 0xb4]), maximum: count([0xff, 0x7f, 0x0e])};
 })"#;

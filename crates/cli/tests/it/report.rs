@@ -23,6 +23,11 @@ fn assert_all_drawn(b: &mut Browser, expected_charts: usize) {
     assert_eq!(drawn.len(), expected_charts, "{drawn:?}");
     for d in drawn {
         assert!(d["pixels"].as_u64().unwrap() >= 20, "chart drawn with data: {d}");
+        // Issue 16: the optimum marked blue and the maximum orange where throughput and
+        // latency are drawn over the ramp.
+        if d["chart"] == "throughput" || d["chart"] == "response" {
+            assert!(d["optimum"].as_u64().unwrap() >= 20 && d["maximum"].as_u64().unwrap() >= 20, "marks: {d}");
+        }
     }
 }
 

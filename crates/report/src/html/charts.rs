@@ -11,12 +11,13 @@ pub(super) struct Series<'a> {
     pub(super) data: Value,
 }
 
-/// Line style of a working set: the published figures draw backend solid, frontend dashed.
+/// Line style of a working set: the published figures draw frontend (cache) solid, backend
+/// (the whole target) dashed, a range dotted.
 pub(super) fn dash(working_set: &str) -> Vec<u32> {
     match working_set {
-        "frontend" => vec![8, 5],
+        "frontend" => vec![],
         "range" => vec![2, 3],
-        _ => vec![],
+        _ => vec![8, 5],
     }
 }
 
@@ -37,7 +38,7 @@ pub(super) fn series_of<'a>(runs: &[ReportRun], groups: &[Group<'a>]) -> Vec<Vec
                     let label = if runs.len() > 1 { format!("{} {own}", runs[ri].short()) } else { own };
                     let color = PALETTE[(ri + rank * 3) % PALETTE.len()];
                     let data = series_data(ri, &label, color, w);
-                    Series { label, color, dashed: w.working_set != "backend", w, data }
+                    Series { label, color, dashed: !dash(&w.working_set).is_empty(), w, data }
                 })
                 .collect()
         })
@@ -77,6 +78,9 @@ pub(super) fn series_data(run: usize, label: &str, color: &str, w: &WorkloadResu
         "ws": w.working_set,
         "color": color,
         "dash": dash(&w.working_set),
+        // Where the optimum and the maximum are among the steps: marked blue and orange.
+        "opt": w.optimum.map(|p| p.step),
+        "max": w.maximum.map(|p| p.step),
         "workers": s.iter().map(|s| s.workers).collect::<Vec<_>>(),
         "tput": column(s, |s| s.throughput(seq)),
         "mean": column(s, |s| s.lat_us.mean),

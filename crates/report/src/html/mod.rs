@@ -33,8 +33,13 @@ const UPLOT_CSS: &str = include_str!("../../assets/uplot/uPlot.min.css");
 const UPLOT_LICENSE: &str = include_str!("../../assets/uplot/LICENSE");
 
 /// Series colours: one per run (and per further workload of the same pattern within a run).
-const PALETTE: [&str; 10] =
-    ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
+/// Series colours. Blue and orange are not among them: in the published charts they mark the
+/// optimum and the maximum ([`OPTIMUM`], [`MAXIMUM`]).
+const PALETTE: [&str; 8] = ["#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22", "#d62728"];
+/// The optimum's mark.
+pub const OPTIMUM: &str = "#1f77b4";
+/// The maximum's mark.
+pub const MAXIMUM: &str = "#ff7f0e";
 
 /// A stored run as the report shows it.
 pub struct ReportRun {
