@@ -4,7 +4,7 @@
 //! interval and shows as incomplete (`status = 'running'` with no `finished_at`).
 //!
 //! The schema is plain SQL (see `SCHEMA_V1` and the README) so that pandas or the sqlite3 shell
-//! can query it; histograms are HdrHistogram V2 blobs. Versions are tracked with
+//! can query it; histograms are HdrHistogram V2 blobs (deflate-compressed, the standard encoding, since v12). Versions are tracked with
 //! `PRAGMA user_version` and migrated forward on open. The store never formats or analyses.
 
 use std::path::Path;

@@ -176,7 +176,7 @@ CREATE TABLE intervals (
     duration_s REAL NOT NULL,
     read_ops INTEGER NOT NULL, read_bytes INTEGER NOT NULL,
     write_ops INTEGER NOT NULL, write_bytes INTEGER NOT NULL,
-    read_hist BLOB NOT NULL,              -- latency in ns, HdrHistogram V2 encoding
+    read_hist BLOB NOT NULL,              -- latency in ns, HdrHistogram V2 encoding (compressed since v12)
     write_hist BLOB NOT NULL,
     cpu_user REAL NOT NULL, cpu_system REAL NOT NULL, cpu_iowait REAL NOT NULL
 );

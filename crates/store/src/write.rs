@@ -91,7 +91,7 @@ impl Store {
             params![
                 step_id, idx, duration_s,
                 stats.read.ops as i64, stats.read.bytes as i64, stats.write.ops as i64, stats.write.bytes as i64,
-                stats.read.hist.to_bytes(), stats.write.hist.to_bytes(),
+                stats.read.hist.to_compressed_bytes(), stats.write.hist.to_compressed_bytes(),
                 cpu.user, cpu.system, cpu.iowait,
                 stats.max_gap_ns.map(|g| g as i64), stats.faults_injected as i64,
                 stats.verify.checked as i64, stats.verify.lost as i64, stats.verify.corrupt as i64,
