@@ -41,12 +41,25 @@ pub fn mbps_number(v: f64) -> String {
     if v < 100.0 { format!("{v:.1}") } else { group(v.round() as u64) }
 }
 
+/// A latency with its unit, as the published figures give it: µs up to 10 ms (`5'259 µs`),
+/// ms beyond (`12.3 ms`, `168 ms`) — never `167'953 µs`.
+pub fn latency(us: f64) -> String {
+    let ms = us / 1000.0;
+    if us < 10_000.0 {
+        format!("{} µs", lat_us(us))
+    } else if ms < 100.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{} ms", group(ms.round() as u64))
+    }
+}
+
 /// The headline of a point: `8'144'312 IOPS @ 250 µs` (random) or `205 GB/s @ 5'259 µs`.
 pub fn headline(iops_v: f64, mbps_v: f64, lat: f64, sequential: bool) -> String {
     if sequential {
-        format!("{} @ {} µs", mbps(mbps_v), lat_us(lat))
+        format!("{} @ {}", mbps(mbps_v), latency(lat))
     } else {
-        format!("{} IOPS @ {} µs", iops(iops_v), lat_us(lat))
+        format!("{} IOPS @ {}", iops(iops_v), latency(lat))
     }
 }
 
@@ -85,6 +98,12 @@ mod tests {
         assert_eq!(group(0), "0");
         assert_eq!(headline(8_144_312.4, 0.0, 250.2, false), "8'144'312 IOPS @ 250 µs");
         assert_eq!(headline(0.0, 205_000.0, 5259.0, true), "205 GB/s @ 5'259 µs");
+        // Issue 16, finding 3: sequential latencies read "120'000 µs"; beyond 10 ms, ms.
+        assert_eq!(headline(0.0, 200.0, 120_000.0, true), "200 MB/s @ 120 ms");
+        assert_eq!(headline(191.0, 0.0, 167_953.0, false), "191 IOPS @ 168 ms");
+        assert_eq!(latency(9_999.4), "9'999 µs");
+        assert_eq!(latency(12_345.0), "12.3 ms");
+        assert_eq!(latency(1_234_567.0), "1'235 ms");
         assert_eq!(mbps(812.3), "812 MB/s");
         assert_eq!(mbps(1234.0), "1.23 GB/s");
         assert_eq!(mbps(45.678), "45.7 MB/s");

@@ -125,7 +125,7 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
         }
     }
     if let Some(m) = w.min_lat_us {
-        out.push(format!("  min latency {} µs", format::lat_us(m)));
+        out.push(format!("  min latency {}", format::latency(m)));
     }
     let mut verified = iocurve_analysis::VerifyCounts::default();
     for v in w.steps.iter().filter_map(|s| s.verify.as_ref()) {
