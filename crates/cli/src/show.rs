@@ -71,7 +71,9 @@ pub fn runs(db: &Path) -> Result<ExitCode, CliError> {
     let rows = store.runs()?;
     if rows.is_empty() {
         crate::outln!("no runs in {} yet: `iocurve run` stores every run there", db.display());
+        return Ok(ExitCode::SUCCESS);
     }
+    let mut table = Vec::new();
     for r in rows {
         let stored = r.headlines_json.as_deref().and_then(|j| serde_json::from_str::<Vec<Headline>>(j).ok());
         let heads = match stored {
@@ -86,27 +88,31 @@ pub fn runs(db: &Path) -> Result<ExitCode, CliError> {
                 h
             }
         };
-        let summary = terminal::headlines(&heads);
-        let label = if r.label.is_empty() { String::new() } else { format!(" \"{}\"", r.label) };
+        // One maximum a line: a run of ten workloads stays readable.
+        let maxima = terminal::headlines(&heads).replace("; ", "\n");
+        let label = if r.label.is_empty() { String::new() } else { format!("\"{}\"", r.label) };
         let verified = match store.verification(r.id)? {
             Some(v) => match v.counts.problems() {
-                0 => format!(", verify: clean ({} blocks)", v.counts.checked),
-                n => format!(", verify: {n} problems"),
+                0 => format!("\nverify: clean ({} blocks)", v.counts.checked),
+                n => format!("\nverify: {n} problems"),
             },
             None => String::new(),
         };
         // A run that finished but not clean (exit code 3 or 4) says so beside its status.
         let unclean = if r.status == "complete" && r.status_reason.is_some() { " with failures" } else { "" };
-        crate::outln!(
-            "{:>4}  {}{label}  plan {}  host {}  targets {}  {}{unclean}{verified}  |  {summary}",
-            r.id,
-            r.started_at,
-            r.plan_name,
-            r.hostname,
-            r.targets,
-            status(&r.status),
-        );
+        table.push([
+            r.id.to_string(),
+            r.started_at.replace('T', " ").chars().take(19).collect(),
+            label,
+            r.plan_name.clone(),
+            r.hostname.clone(),
+            r.backend.clone(),
+            r.targets.replace(", ", "\n"),
+            format!("{}{unclean}{verified}", status(&r.status)),
+            maxima,
+        ]);
     }
+    crate::out!("{}", terminal::runs_table(&table));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -123,6 +129,8 @@ pub fn show(db: &Path, id: i64, sla: &SlaArgs) -> Result<ExitCode, CliError> {
         status(&stored.run.status)
     );
     crate::out!("{}", terminal::run_report(&result));
+    // The summary the run ended with, as it printed it.
+    crate::out!("{}", terminal::run_summary(&result));
     if let Some(v) = &result.final_verification
         && v.counts.problems() > 0
     {

@@ -349,6 +349,21 @@ pub fn run_summary(r: &RunResult) -> String {
     out
 }
 
+/// The stored runs, one row each under a header (`iocurve runs`): id, start, label, plan,
+/// host, back-end, targets, status, and the maximum of every workload, one a line.
+pub fn runs_table(rows: &[[String; 9]]) -> String {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
+    t.set_header(vec!["id", "started", "label", "plan", "host", "back-end", "targets", "status", "maximum"]);
+    for r in rows {
+        t.add_row(r.to_vec());
+    }
+    if let Some(c) = t.column_mut(0) {
+        c.set_cell_alignment(CellAlignment::Right);
+    }
+    format!("{t}\n")
+}
+
 /// What an array makes of the written data, one row a line beside the promise
 /// (`compress zstd -1 per 4k   1.66:1   1.64:1`); rows off by more than their tolerance (5 %,
 /// or the sampling error of a small dedupe sample) are flagged.

@@ -169,7 +169,8 @@ to_s = 1000
         assert_eq!(r["status"], "interrupted");
         assert_eq!(r["interrupted"], true);
         let runs = iocurve(dir.path(), &["runs"]);
-        assert!(stdout(&runs).lines().last().unwrap_or("").contains("interrupted"), "{}", stdout(&runs));
+        let rows = runs_rows(&stdout(&runs));
+        assert!(rows.last().is_some_and(|r| r.contains("interrupted")), "{}", stdout(&runs));
         std::fs::remove_file(dir.path().join("r.json")).unwrap();
     }
 }

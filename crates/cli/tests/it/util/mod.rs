@@ -213,3 +213,19 @@ pub fn sectors_written(lo: &Loop) -> u64 {
     let stat = std::fs::read_to_string(format!("/sys/block/{name}/stat")).expect("block device statistics");
     stat.split_whitespace().nth(6).expect("field 7 of the statistics").parse().expect("a sector count")
 }
+
+/// The rows of `iocurve runs`' table, each with its continuation lines joined by spaces (a
+/// row starts where the id column holds a number).
+pub fn runs_rows(out: &str) -> Vec<String> {
+    let mut rows: Vec<String> = Vec::new();
+    for line in out.lines().filter(|l| l.starts_with('│')) {
+        let first = line.trim_start_matches('│').split('┆').next().unwrap_or("").trim();
+        if first.parse::<i64>().is_ok() {
+            rows.push(line.to_string());
+        } else if let Some(r) = rows.last_mut() {
+            r.push(' ');
+            r.push_str(line);
+        }
+    }
+    rows
+}
