@@ -216,7 +216,6 @@ impl Drop for TargetSet {
     }
 }
 
-/// The same file or device, by identity (two names of one device count as one).
 /// What makes two open targets one: a block device by its device number (two nodes of one
 /// device are one target), anything else by filesystem and inode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
