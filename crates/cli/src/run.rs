@@ -38,11 +38,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     };
     let exporter = iocurve_metrics::Exporter::new();
     let server = metrics_server(&args.metrics, &exporter, args.token_file.as_deref())?;
-    let mut live = LiveMetrics::new(exporter);
+    // Made only with an endpoint to feed: it reads the host's facts.
+    let mut live = server.as_ref().map(|_| LiveMetrics::new(exporter));
     let mut runner = Runner::new(plan, hosts, options).observe(&mut terminal).cancel(cancel.clone());
-    if let Some(s) = &server {
+    if let (Some(s), Some(live)) = (&server, live.as_mut()) {
         crate::outln!("live metrics on http://{}/metrics", s.addr());
-        runner = runner.observe(&mut live);
+        runner = runner.observe(live);
     }
     let outcome = runner.run()?;
     let interrupted = cancel.is_cancelled();

@@ -653,10 +653,20 @@ impl ScratchSizing {
     }
 }
 
-/// The targets of `groups` that name files still to be made (not globs, not existing).
+/// The targets of `groups` that name files still to be made (not globs, not existing): the
+/// scratch files [`TargetSet::open`] will create.
+pub fn scratch_to_create(groups: &[TargetGroup]) -> Vec<&str> {
+    groups
+        .iter()
+        .flat_map(|g| &g.targets)
+        .map(String::as_str)
+        .filter(|t| !is_glob(t) && !Path::new(t).exists())
+        .collect()
+}
+
+/// How many scratch files share the free space (at least one).
 fn scratch_files(groups: &[TargetGroup]) -> u64 {
-    let n = groups.iter().flat_map(|g| &g.targets).filter(|t| !is_glob(t) && !Path::new(t.as_str()).exists()).count();
-    n.max(1) as u64
+    scratch_to_create(groups).len().max(1) as u64
 }
 
 /// The chosen size of each of `files` scratch files on a filesystem with `free` bytes available
@@ -667,10 +677,10 @@ fn auto_scratch_size(free: Option<u64>, files: u64) -> u64 {
         .min(DEFAULT_SCRATCH_SIZE)
 }
 
-/// The size [`TargetSet::open`] will give scratch files of `groups` without a size, on the
-/// filesystem of `dir`: for saying it before they are made.
-pub fn auto_scratch_size_for(groups: &[TargetGroup], dir: &Path) -> u64 {
-    auto_scratch_size(free_space(dir), scratch_files(groups))
+/// The size [`TargetSet::open`] will give each of `files` scratch files made without a size on
+/// the filesystem of `dir`: for saying it before they are made.
+pub fn auto_scratch_size_for(files: usize, dir: &Path) -> u64 {
+    auto_scratch_size(free_space(dir), files.max(1) as u64)
 }
 
 fn free_space_fd(fd: RawFd) -> Option<u64> {
@@ -717,7 +727,12 @@ mod tests {
             TargetGroup { name: "a".into(), weight: 1, targets: vec![t("new1.dat"), t("there.dat")] },
             TargetGroup { name: "b".into(), weight: 1, targets: vec![t("new2.dat"), t("*.dat")] },
         ];
-        assert_eq!(super::scratch_files(&groups), 2, "neither an existing file nor a glob is made");
+        assert_eq!(
+            super::scratch_to_create(&groups),
+            [t("new1.dat"), t("new2.dat")],
+            "neither an existing file nor a glob is made"
+        );
+        assert_eq!(super::scratch_files(&groups), 2);
     }
 
     use super::*;

@@ -158,7 +158,7 @@ impl<'o> Runner<'o> {
         let infos = target_infos(&targets, &store);
         let targets = Arc::new(targets);
         let mut cluster = Cluster::local(targets.clone(), verification.as_ref().map(|v| v.map.clone()))?;
-        let sla = Sla { mean_ms: plan.sla_mean_ms, p99_ms: plan.sla_p99_ms };
+        let sla = sla_of(&plan);
         let run = Run {
             plan: &plan,
             cluster: &mut cluster,
@@ -204,7 +204,7 @@ impl<'o> Runner<'o> {
         if plan.precondition && !cluster.precondition(plan, &store, &mut infos, &self.cancel, obs)? {
             obs.note("interrupted while preconditioning: no workload ran; the same command resumes it");
         }
-        let sla = Sla { mean_ms: plan.sla_mean_ms, p99_ms: plan.sla_p99_ms };
+        let sla = sla_of(plan);
         let run = Run {
             plan,
             cluster: &mut cluster,
@@ -223,6 +223,11 @@ impl<'o> Runner<'o> {
         settle_status(&mut outcome, &store);
         Ok(outcome)
     }
+}
+
+/// The SLA bounds in force: the plan's, which the command line has already set over it.
+fn sla_of(plan: &Plan) -> Sla {
+    Sla { mean_ms: plan.sla_mean_ms, p99_ms: plan.sla_p99_ms }
 }
 
 /// The back-ends a host runs the plan's workloads on: io_uring becomes psync where it is not

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use iocurve_analysis::TargetInfo;
 use iocurve_engine::backend::probe_io_uring;
-use iocurve_engine::target::{AUTO_SCRATCH_SIZE, MIN_SCRATCH_SIZE, auto_scratch_size_for};
+use iocurve_engine::target::{AUTO_SCRATCH_SIZE, MIN_SCRATCH_SIZE, auto_scratch_size_for, scratch_to_create};
 use iocurve_engine::{OpenOptions, TargetSet};
 use iocurve_plan::{Backend, Plan};
 use iocurve_store::Store;
@@ -42,21 +42,15 @@ pub(crate) fn open_targets(
     // Without a size, scratch files get the engine's one rule, as on agents: 1 GiB, or their
     // share of half the free space when that is less.
     let scratch_size = options.size.unwrap_or(AUTO_SCRATCH_SIZE);
-    let creating: Vec<&String> = plan
-        .groups
-        .iter()
-        .flat_map(|g| &g.targets)
-        .filter(|t| !Path::new(t.as_str()).exists() && !t.contains(['*', '?', '[']))
-        .collect();
+    let creating = scratch_to_create(&plan.groups);
     if let Some(first) = creating.first()
         && !plan.precondition
     {
         let size = match options.size {
             Some(s) => s,
             None => {
-                let dir =
-                    Path::new(first.as_str()).parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-                auto_scratch_size_for(&plan.groups, dir)
+                let dir = Path::new(first).parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+                auto_scratch_size_for(creating.len(), dir)
             }
         };
         // Too little room: the engine refuses, saying why; no note of a file never made.
