@@ -143,3 +143,28 @@ impl Observer for Terminal {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found in review: the ETA counted `pause_s` in the run's planned time but never as done,
+    /// so the last step of a paused ramp still showed the rest as time to go.
+    #[test]
+    fn the_eta_counts_the_rest_taken() {
+        let mut t = Terminal::for_run(200.0);
+        let at = |step_index, rested_s| StepAt {
+            workload: "w",
+            workload_index: 1,
+            workloads: 1,
+            step_index,
+            steps: 2,
+            workers: step_index as u32,
+            rested_s,
+        };
+        t.step_starting(&at(1, 0.0));
+        t.done_s += 70.0; // the first step's planned time, as step_finished adds it
+        t.step_starting(&at(2, 60.0));
+        assert_eq!(t.done_s, 130.0);
+    }
+}

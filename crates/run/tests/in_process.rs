@@ -245,3 +245,33 @@ fn pause_s_rests_between_steps_and_a_cancel_cuts_the_rest_short() {
     assert!(t0.elapsed() < Duration::from_secs(10), "a minute's rest cut short: {:?}", t0.elapsed());
     assert_eq!((r.result.status.as_str(), r.result.workloads[0].steps.len()), ("interrupted", 1));
 }
+
+/// Found in review: the recorder passed on intervals the store had failed to keep, so live
+/// metrics counted what the results database never held. A database that loses its intervals
+/// table once the step started stores nothing more, and no observer hears of an interval.
+#[test]
+fn regression_observers_hear_only_of_stored_intervals() {
+    struct Breaker {
+        db: std::path::PathBuf,
+        intervals: usize,
+    }
+    impl StepObserver for Breaker {
+        fn started(&mut self, _: &StepRecord) {
+            let c = rusqlite::Connection::open(&self.db).unwrap();
+            c.execute_batch("DROP TABLE interval_errors; DROP TABLE samples; DROP TABLE intervals;").unwrap();
+        }
+        fn interval(&mut self, _: u32, _: &IntervalStats, _: &CpuUsage, _: f64) {
+            self.intervals += 1;
+        }
+    }
+    impl Observer for Breaker {}
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = Breaker { db: dir.path().join("runs.db"), intervals: 0 };
+    let outcome = Runner::new(targeted(plan(""), &dir), Hosts::Local, options(&dir)).observe(&mut b).run().unwrap();
+    assert!(
+        matches!(outcome.error, Some(Error::Runtime(ref m)) if m.contains("no measurement goes unrecorded")),
+        "{:?}",
+        outcome.error
+    );
+    assert_eq!(b.intervals, 0, "no interval the store did not keep reached an observer");
+}
