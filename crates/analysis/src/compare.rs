@@ -111,7 +111,7 @@ mod tests {
     use crate::result::HostInfo;
 
     fn workload(name: &str, kind: &str, max: (f64, f64, f64)) -> WorkloadResult {
-        let p = Point { step: 0, workers: 64, iops: max.0, mbps: max.1, lat_us: max.2 };
+        let p = Point { step: 0, workers: 64, iops: max.0, mbps: max.1, lat_us: max.2, target_iops: None };
         WorkloadResult {
             name: name.into(),
             kind: kind.into(),

@@ -218,6 +218,9 @@ pub struct Point {
     pub iops: f64,
     pub mbps: f64,
     pub lat_us: f64,
+    /// A rate step's target in IOPS (all hosts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_iops: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -417,6 +420,34 @@ pub struct StepResult {
     pub lat_histogram: Vec<LatencyBucket>,
     pub flags: Vec<Flag>,
     pub samples: Vec<SampleResult>,
+    /// A rate step: its target, how far it kept to it, and its service time and lag (its
+    /// `lat_us` is the response time, from each I/O's intended issue time). Absent for
+    /// closed-loop steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<RateResult>,
+}
+
+/// What a rate (open-loop) step asked for and what it got.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RateResult {
+    /// The run's target in IOPS (all hosts together).
+    pub target_iops: f64,
+    /// I/Os the schedule had due in the measured intervals.
+    pub due: u64,
+    /// Completed I/Os per due I/O, in percent.
+    pub achieved_pct: f64,
+    /// Due I/Os not issued (`overload = drop`, or nowhere to go).
+    pub dropped: u64,
+    /// Due I/Os still waiting for a slot when the measurement ended.
+    pub backlog: u64,
+    /// Completion − submission, µs.
+    pub service_us: LatencyStats,
+    /// Submission − intended issue time, µs.
+    pub lag_us: LatencyStats,
+    /// Kept up: achieved ≥ 99 % of what was due, nothing dropped or left waiting, p99 lag
+    /// below one interval, not ended by overload. Unsustained steps enter no optimum or
+    /// maximum.
+    pub sustained: bool,
 }
 
 impl StepResult {

@@ -250,6 +250,7 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
         lat_histogram: latency_buckets(&hist),
         flags: Vec::new(),
         samples,
+        rate: rate_result(rec),
     };
     step.flags = flags(&step, rec, &tput, th);
     (step.host_results, step.start_spread_us) = per_host(rec, sequential, th);
@@ -343,11 +344,73 @@ fn by_target(errors: &iocurve_stats::ErrorCounts, targets: &[String]) -> Vec<Tar
 /// A gap between completions this long is a stall.
 pub const STALL_S: f64 = 1.0;
 
+/// Achieved below this share of what was due: the rate was not sustained.
+pub const SUSTAINED_SHARE: f64 = 0.99;
+
+/// A rate step's figures and verdict (None for a closed-loop step).
+fn rate_result(rec: &StepRecord) -> Option<RateResult> {
+    let target_iops = rec.rate_iops?;
+    let r = rec.total.rate.clone().map(|b| *b).unwrap_or_default();
+    let ops = rec.total.ops();
+    let achieved = if r.due == 0 { 0.0 } else { ops as f64 / r.due as f64 };
+    let overloaded = rec.notes.iter().any(|(c, _)| c == "overloaded");
+    let lag_p99_s = r.lag.percentile_ns(99.0) as f64 / 1e9;
+    let sustained = r.due > 0
+        && achieved >= SUSTAINED_SHARE
+        && r.dropped == 0
+        && r.backlog == 0
+        && lag_p99_s < rec.interval_s
+        && !overloaded
+        && !rec.interrupted;
+    Some(RateResult {
+        target_iops,
+        due: r.due,
+        achieved_pct: achieved * 100.0,
+        dropped: r.dropped,
+        backlog: r.backlog,
+        service_us: latency_stats(&r.service),
+        lag_us: latency_stats(&r.lag),
+        sustained,
+    })
+}
+
+/// Why a rate step was not sustained, in words.
+fn unsustained_because(r: &RateResult, interval_s: f64, interrupted: bool) -> Vec<String> {
+    let mut why = Vec::new();
+    if r.achieved_pct < SUSTAINED_SHARE * 100.0 {
+        why.push(format!("{:.1} % of the {} due I/Os completed", r.achieved_pct, r.due));
+    }
+    if r.dropped > 0 {
+        why.push(format!("{} due I/Os were dropped", r.dropped));
+    }
+    if r.backlog > 0 {
+        why.push(format!("{} due I/Os were still waiting for a slot when the measurement ended", r.backlog));
+    }
+    if r.lag_us.p99 / 1e6 >= interval_s {
+        why.push(format!("p99 lag {:.2} s is not below one interval ({interval_s} s)", r.lag_us.p99 / 1e6));
+    }
+    if interrupted {
+        why.push("the step did not run to its end".into());
+    }
+    why
+}
+
 fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec<Flag> {
     let mut f = Vec::new();
     let mut flag = |code: &str, message: String| f.push(Flag { code: code.into(), message });
     if rec.interrupted {
         flag("interrupted", format!("stopped after {} of the planned intervals", rec.intervals.len()));
+    }
+    if let Some(r) = s.rate.as_ref().filter(|r| !r.sustained) {
+        let why = unsustained_because(r, rec.interval_s, rec.interrupted);
+        let why = if why.is_empty() { "overload ended the step".to_string() } else { why.join("; ") };
+        flag(
+            "unsustained",
+            format!(
+                "the target of {} IOPS was not sustained ({why}): the step enters no optimum or maximum",
+                r.target_iops.round()
+            ),
+        );
     }
     if s.read.ops + s.write.ops == 0 {
         flag(
@@ -378,7 +441,8 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
     }
     // A host lost mid-step changes the I/Os in flight partway: no one count to check against.
     let host_lost = rec.notes.iter().any(|(code, _)| code == "host_lost");
-    if s.iops > 0.0 && s.outstanding > 0 && !host_lost {
+    // A rate step keeps as many in flight as its schedule asks, not `outstanding`.
+    if s.iops > 0.0 && s.outstanding > 0 && !host_lost && s.rate.is_none() {
         let l = s.iops * s.lat_us.mean / 1e6;
         let off = (l - s.outstanding as f64) / s.outstanding as f64;
         if off.abs() > th.littles_law {

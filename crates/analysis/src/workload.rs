@@ -39,7 +39,14 @@ pub fn sla_index(steps: &[StepResult], candidates: &[usize], sequential: bool, s
 
 fn point(steps: &[StepResult], i: usize) -> Point {
     let s = &steps[i];
-    Point { step: i, workers: s.workers, iops: s.iops, mbps: s.mbps, lat_us: s.lat_us.mean }
+    Point {
+        step: i,
+        workers: s.workers,
+        iops: s.iops,
+        mbps: s.mbps,
+        lat_us: s.lat_us.mean,
+        target_iops: s.rate.as_ref().map(|r| r.target_iops),
+    }
 }
 
 pub fn analyze_workload(w: &Workload, steps: Vec<StepResult>, sla: &Sla) -> WorkloadResult {
@@ -53,6 +60,19 @@ pub fn analyze_workload(w: &Workload, steps: Vec<StepResult>, sla: &Sla) -> Work
     // host counts; a step after it ran on fewer hosts.
     let (measured, apart) = like_with_like(&steps, measured);
     let mut notes = Vec::new();
+    // A rate step that did not keep to its schedule measured the storage at some other load.
+    let (measured, unsustained): (Vec<usize>, Vec<usize>) =
+        measured.into_iter().partition(|&i| steps[i].rate.as_ref().is_none_or(|r| r.sustained));
+    if !unsustained.is_empty() {
+        let list: Vec<String> = unsustained
+            .iter()
+            .map(|&i| format!("{:.0}", steps[i].rate.as_ref().map_or(0.0, |r| r.target_iops)))
+            .collect();
+        notes.push(format!(
+            "the rate steps at {} IOPS were not sustained: they are shown but enter no optimum or maximum",
+            list.join(", ")
+        ));
+    }
     if !apart.is_empty() {
         let full = measured.first().map_or(0, |&i| steps[i].hosts);
         let list: Vec<String> = apart.iter().map(|&i| steps[i].workers.to_string()).collect();

@@ -83,9 +83,13 @@ impl Observer for Terminal {
     fn step_starting(&mut self, at: &StepAt) {
         self.done_s += at.rested_s;
         let plural = if at.workers == 1 { "" } else { "s" };
+        let load = match at.rate {
+            Some(r) => iocurve_report::format::target_rate(r, at.sequential),
+            None => format!("{} worker{plural}", at.workers),
+        };
         self.label = format!(
-            "[{}/{}] {} step {}/{}, {} worker{plural}",
-            at.workload_index, at.workloads, at.workload, at.step_index, at.steps, at.workers
+            "[{}/{}] {} step {}/{}, {load}",
+            at.workload_index, at.workloads, at.workload, at.step_index, at.steps
         );
         self.last = StepProgress::default();
         if self.bar.is_none() && std::io::stdout().is_terminal() {
@@ -160,6 +164,8 @@ mod tests {
             step_index,
             steps: 2,
             workers: step_index as u32,
+            rate: None,
+            sequential: false,
             rested_s,
         };
         t.step_starting(&at(1, 0.0));

@@ -7,6 +7,7 @@
 //! counters, handed over at interval boundaries. The psync back-end runs one thread per
 //! outstanding I/O as a fallback and cross-check.
 
+pub mod arrival;
 pub mod backend;
 pub mod budget;
 mod buffer;

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use iocurve_plan::{Backend, Fault, Workload, format_size};
 use iocurve_stats::{CpuTimes, CpuUsage, IntervalStats, StepRecord};
 
+use crate::arrival::{Arrivals, RateShare};
 use crate::backend::{ActiveFault, FaultBackend, NullBackend, PsyncBackend, ThreadModel, UringBackend};
 use crate::buffer::BufferPool;
 use crate::data::{DataGen, Pool};
@@ -27,7 +28,7 @@ use crate::host::cpu_times;
 use crate::ops::{OpGen, working_set};
 use crate::rng::Rng;
 use crate::verify::GenMap;
-use crate::worker::{self, ErrorState, Live, Msg, Schedule, Slots};
+use crate::worker::{self, ErrorState, Live, Msg, RateMode, Schedule, Slots};
 use crate::{EngineError, TargetSet};
 
 pub struct StepConfig<'a> {
@@ -52,6 +53,8 @@ pub struct StepConfig<'a> {
     /// their data, rings, opened targets): the first I/O follows the moment by microseconds,
     /// not by the set-up. False calls the step off (nothing is measured). None: start at once.
     pub start_at: Option<&'a (dyn Fn() -> bool + Sync)>,
+    /// A rate step: this host's share of the run's schedule. None: closed loop.
+    pub rate: Option<RateShare>,
 }
 
 /// Sees a step as it runs: for progress lines and for writing intervals to the store while the
@@ -205,6 +208,7 @@ struct Parts {
     faults: Arc<[ActiveFault]>,
     verify: Option<Arc<GenMap>>,
     abort: Option<Arc<AtomicBool>>,
+    rate: Option<RateMode>,
 }
 
 impl Parts {
@@ -220,6 +224,7 @@ impl Parts {
         if let Some(a) = self.abort {
             s.abort = a;
         }
+        s.rate = self.rate;
         s
     }
 }
@@ -268,6 +273,14 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
     cfg.targets.set_direct(w.direct)?;
     let opgen = op_gen(w, cfg.workers, cfg.targets)?;
     let qd = w.queue_depth;
+    if let Some(r) = &cfg.rate
+        && !(r.iops > 0.0 && r.iops <= crate::arrival::MAX_IOPS && r.host < r.hosts)
+    {
+        return Err(EngineError::Input(format!(
+            "workload {}: a rate step needs a rate above 0 and up to 1e9 IOPS, and a host among the hosts (got {} IOPS, host {} of {})",
+            w.name, r.iops, r.host, r.hosts
+        )));
+    }
     let fds: Vec<RawFd> = cfg.targets.targets.iter().map(|t| t.fd()).collect();
 
     // Slots (outstanding I/Os) per thread, as worker ids.
@@ -309,6 +322,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
         let (faults, errors) = (faults.clone(), errors.clone());
         let verify = if w.verify { cfg.verify.clone() } else { None };
         let abort = cfg.abort.clone();
+        let rate = cfg.rate;
         let builder = std::thread::Builder::new().name(format!("iocurve-io{ti}")).stack_size(256 << 10);
         let spawned = builder.spawn(move || {
             let live = &lives[ti];
@@ -328,7 +342,9 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
             }
             let start = || thread_gate.arrive().map(|t0| Schedule::new(t0, &w));
             let n = workers.len();
-            let parts = Parts { opgen, rng, pool, data, workers, errors, faults, verify, abort };
+            let rate = rate
+                .map(|share| RateMode::new(Arrivals::for_thread(w.arrival, &share, ti, nthreads, w.seed), w.overload));
+            let parts = Parts { opgen, rng, pool, data, workers, errors, faults, verify, abort, rate };
             let stop = &*step_stop;
             let result = match backend {
                 Backend::IoUring => match UringBackend::new(n, &fds, (parts.pool.base(), parts.pool.total_len())) {
@@ -396,6 +412,9 @@ fn run_slots<B: crate::backend::IoEngine>(
     }
 }
 
+/// The note code of a rate step that `overload = abort-step` ended.
+pub const OVERLOADED: &str = "overloaded";
+
 /// A thread that has not reported within this long after its own deadline for outstanding
 /// I/Os is blocked in a system call (psync on storage that stopped answering): it is given up.
 const ABANDON_MARGIN_NS: u64 = worker::POLL_NS + worker::CANCEL_WAIT_NS + 200_000_000;
@@ -422,6 +441,7 @@ fn coordinate(
     // Per interval: which threads reported it, and their stats merged.
     let mut pending: BTreeMap<u32, (Vec<bool>, IntervalStats)> = BTreeMap::new();
     let mut rec = StepRecord::new(cfg.workers, w.queue_depth, nthreads, w.interval_s, w.interval_s / spp as f64);
+    rec.rate_iops = cfg.rate.map(|r| r.iops);
     obs.started(&rec);
     // Per thread: it said Done (or Failed), or it was given up; and whether it was given up.
     let mut finished = vec![false; nthreads];
@@ -456,6 +476,9 @@ fn coordinate(
                 // Per thread, the stall it saw past the end; the host stalled only while no
                 // thread saw a completion (as `IntervalStats::merge`): the shortest.
                 tail.gap_ns = min_gap(tail.gap_ns, t.gap_ns);
+                if let Some(r) = &t.rate {
+                    tail.rate.get_or_insert_with(Default::default).merge(r);
+                }
                 completed_in_time |= t.gap_ns.is_none();
             }
             Ok((ti, Msg::Done)) => finished[ti] = true,
@@ -576,6 +599,15 @@ fn coordinate(
     }
     rec.drain = tail.drain;
     rec.unmeasured_errors = tail.unmeasured_errors;
+    if tail.rate.as_ref().is_some_and(|r| r.overloaded) {
+        rec.notes.push((
+            OVERLOADED.into(),
+            format!(
+                "overload = abort-step: an I/O was due while all {} I/Os the host may keep in flight (max_outstanding) were out; the step ended there, unsustained",
+                cfg.workers
+            ),
+        ));
+    }
     for (t, at_ns, errno) in errors.stops() {
         let when = at_ns as f64 / 1e9 - w.warmup_s;
         let when = if when < 0.0 {
@@ -673,6 +705,11 @@ fn add_tail(stats: &mut IntervalStats, tail: &worker::Tail, all_threads_stalled:
     stats.write.hist.merge(&tail.write);
     if all_threads_stalled && let Some(g) = tail.gap_ns {
         stats.max_gap_ns = Some(stats.max_gap_ns.unwrap_or(0).max(g));
+    }
+    if let Some(r) = &tail.rate {
+        // The late I/Os' service time and lag, and what was due before the end but issued only
+        // after it, or never.
+        stats.rate.get_or_insert_with(Default::default).merge(r);
     }
     let worst = tail.read.max_ns().max(tail.write.max_ns());
     if let Some(s) = stats.samples.last_mut() {

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use iocurve_plan::OnError;
-use iocurve_stats::{Drain, ErrorCounts, IntervalStats, LatencyHistogram};
+use iocurve_plan::{OnError, Overload};
+use iocurve_stats::{Drain, ErrorCounts, IntervalStats, LatencyHistogram, RateStats};
 
+use crate::arrival::Arrivals;
 use crate::backend::{Completion, IoEngine};
 use crate::buffer::BufferPool;
 use crate::data::DataGen;
@@ -100,6 +101,9 @@ pub(crate) struct Tail {
     /// (or the measurement start) to the end of the wait. None when the thread's last I/O
     /// completed in time.
     pub gap_ns: Option<u64>,
+    /// A rate step: the service times of the late I/Os, and the I/Os due in the measurement
+    /// but never issued (`backlog`) or the overload that ended the step.
+    pub rate: Option<RateStats>,
 }
 
 impl Tail {
@@ -182,6 +186,31 @@ impl ErrorState {
     }
 }
 
+/// A rate step's state in one thread: its part of the schedule, what it does when no slot is
+/// free, and the slots free to take the next due I/O.
+pub(crate) struct RateMode {
+    pub arrivals: Arrivals,
+    pub overload: Overload,
+    free: Vec<u32>,
+    /// When the extra wake-up armed for the next due I/O fires (ns since the step start).
+    wake_at: u64,
+}
+
+impl RateMode {
+    pub fn new(arrivals: Arrivals, overload: Overload) -> Self {
+        RateMode { arrivals, overload, free: Vec::new(), wake_at: 0 }
+    }
+}
+
+/// What issuing the due I/Os of a rate step did.
+#[derive(Default)]
+struct Issued {
+    ios: usize,
+    writes: u64,
+    /// An I/O was due with every slot busy under `overload = abort-step`.
+    overloaded: bool,
+}
+
 /// Where the buffers and I/O state of one thread's slots live.
 pub(crate) struct Slots<B: IoEngine> {
     pub backend: B,
@@ -199,10 +228,15 @@ pub(crate) struct Slots<B: IoEngine> {
     /// Set to stop issuing at once (an agent that lost its coordinator), not at the next
     /// interval boundary: the unfinished interval is dropped.
     pub abort: Arc<AtomicBool>,
+    /// A rate step (None: closed loop, every slot reissued as soon as its I/O completes).
+    pub rate: Option<RateMode>,
     /// Per slot: the claimed block and the generation it had / is being written with.
     claimed: Vec<(u64, u16, u16)>,
     ops: Vec<IoOp>,
     started: Vec<u64>,
+    /// Per slot: when its I/O was meant to be issued — its submission in a closed loop, its
+    /// place in the schedule in a rate step. Latency (response time) counts from here.
+    intended: Vec<u64>,
     /// Per slot: an I/O is in flight.
     busy: Vec<bool>,
     /// Per slot: its I/O was given up as stuck; its completion, if it comes, is only noted.
@@ -223,9 +257,11 @@ impl<B: IoEngine> Slots<B> {
             injected: Arc::new(AtomicU64::new(0)),
             verify: None,
             abort: Arc::new(AtomicBool::new(false)),
+            rate: None,
             claimed: vec![(0, 0, 0); n],
             ops: vec![IoOp::default(); n],
             started: vec![0; n],
+            intended: vec![0; n],
             busy: vec![false; n],
             given_up: vec![false; n],
         }
@@ -235,6 +271,77 @@ impl<B: IoEngine> Slots<B> {
     /// (`on_error = stop-target`): the slot rests for the rest of the step.
     #[inline]
     fn issue(&mut self, slot: usize, now: u64) -> std::io::Result<bool> {
+        self.issue_at(slot, now, now)
+    }
+
+    /// A rate step: issues every I/O due by `now` that a free slot can take, in the order of
+    /// the schedule; one due while every slot is busy waits (`queue`), is dropped (`drop`) or
+    /// ends the step (`abort-step`). An I/O counts as dropped when no slot was free at the
+    /// first wake-up at or after its intended time. Only I/Os due by `until` (≤ `now`) are
+    /// issued; those due from `measured_from` on are counted in `stats`.
+    fn issue_due(
+        &mut self,
+        now: u64,
+        until: u64,
+        measured_from: u64,
+        stats: &mut RateStats,
+    ) -> std::io::Result<Issued> {
+        let mut out = Issued::default();
+        let Some(mut rate) = self.rate.take() else { return Ok(out) };
+        // Bounded work per call: a schedule far ahead of the storage (drop) is walked over the
+        // next wake-ups, and the loop looks at its stop flags meanwhile.
+        let mut budget = 1u32 << 16;
+        let result = loop {
+            let due = rate.arrivals.peek();
+            if due > until || budget == 0 {
+                break Ok(());
+            }
+            budget -= 1;
+            let Some(slot) = rate.free.pop() else {
+                match rate.overload {
+                    Overload::Queue => break Ok(()),
+                    Overload::Drop => {
+                        rate.arrivals.advance();
+                        if due >= measured_from {
+                            stats.due += 1;
+                            stats.dropped += 1;
+                        }
+                        continue;
+                    }
+                    Overload::AbortStep => {
+                        out.overloaded = true;
+                        break Ok(());
+                    }
+                }
+            };
+            rate.arrivals.advance();
+            match self.issue_at(slot as usize, now, due) {
+                Ok(true) => {
+                    out.ios += 1;
+                    out.writes += self.ops[slot as usize].write as u64;
+                    if due >= measured_from {
+                        stats.due += 1;
+                        stats.lag.record(now - due);
+                    }
+                }
+                Ok(false) => {
+                    // Nowhere to go (every target stopped, or no free block to verify).
+                    rate.free.push(slot);
+                    if due >= measured_from {
+                        stats.due += 1;
+                        stats.dropped += 1;
+                    }
+                }
+                Err(e) => break Err(e),
+            }
+        };
+        self.rate = Some(rate);
+        result.map(|()| out)
+    }
+
+    /// Issues the slot's next I/O, meant to be issued at `intended` (≤ `now`).
+    #[inline]
+    fn issue_at(&mut self, slot: usize, now: u64, intended: u64) -> std::io::Result<bool> {
         let mut op = self.opgen.next(self.worker[slot], &mut self.rng);
         if self.errors.policy == OnError::StopTarget {
             let mut tries = 0;
@@ -275,6 +382,7 @@ impl<B: IoEngine> Slots<B> {
         self.backend.queue(slot as u32, &op, self.pool.ptr(slot))?;
         self.ops[slot] = op;
         self.started[slot] = now;
+        self.intended[slot] = intended;
         self.busy[slot] = true;
         Ok(true)
     }
@@ -290,7 +398,7 @@ impl<B: IoEngine> Slots<B> {
                 continue;
             }
             let op = self.ops[slot];
-            let age = now.saturating_sub(self.started[slot]);
+            let age = now.saturating_sub(self.intended[slot]);
             tail.record(op.write, age);
             tail.drain.stuck += 1;
             tail.drain.stuck_age_ns = tail.drain.stuck_age_ns.max(age);
@@ -355,8 +463,16 @@ pub(crate) fn run<B: IoEngine>(
     let spp = sched.samples_per_interval as u64;
     let sample_ns = (sched.interval_ns / spp).max(1);
     let clock = || sched.t0.elapsed().as_nanos() as u64;
+    let rate_mode = s.rate.is_some();
+    let fresh = || {
+        let mut c = Box::new(IntervalStats::with_samples(spp as usize));
+        if rate_mode {
+            c.rate = Some(Box::default());
+        }
+        c
+    };
     let mut done: Vec<Completion> = Vec::with_capacity(n);
-    let mut cur = Box::new(IntervalStats::with_samples(spp as usize));
+    let mut cur = fresh();
     let mut phase: i64 = -1; // -1 = warm-up
     let mut phase_start = 0u64;
     let mut next_boundary = sched.warmup_ns;
@@ -371,13 +487,29 @@ pub(crate) fn run<B: IoEngine>(
     let mut drain_until: Option<u64> = None;
     let mut cancel_until: Option<u64> = None;
     let mut tail = Box::<Tail>::default();
+    // A rate step reached its end: the I/Os due before it are still to be issued.
+    let mut end_due = false;
+    if let Some(rate) = &mut s.rate {
+        tail.rate = Some(RateStats::default());
+        rate.free = (0..n as u32).rev().collect();
+        // A rate step sleeps until its next I/O is due: with the default timer slack of 50 µs
+        // every such sleep would add up to 50 µs of lag.
+        // SAFETY: PR_SET_TIMERSLACK changes only this thread's timer slack.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    }
 
     let mut now = clock();
     s.backend.start(sched.t0 + Duration::from_nanos(sched.warmup_ns));
-    for slot in 0..n {
-        if s.issue(slot, now).map_err(|e| (e, inflight))? {
-            inflight += 1;
-            inflight_writes += s.ops[slot].write as u64;
+    if let Some(r) = &mut cur.rate {
+        let issued = s.issue_due(now, now, sched.warmup_ns, r).map_err(|e| (e, inflight))?;
+        inflight += issued.ios;
+        inflight_writes += issued.writes;
+    } else {
+        for slot in 0..n {
+            if s.issue(slot, now).map_err(|e| (e, inflight))? {
+                inflight += 1;
+                inflight_writes += s.ops[slot].write as u64;
+            }
         }
     }
     // Before the first wait: a thread whose first I/O never returns (psync on storage that
@@ -388,8 +520,26 @@ pub(crate) fn run<B: IoEngine>(
     // The last time any I/O of this thread completed: gaps between completions are stalls.
     let mut last_done = now;
     loop {
-        let until = cancel_until.or(drain_until).unwrap_or(next_boundary);
-        let wait = Duration::from_nanos(until.saturating_sub(now).clamp(100_000, POLL_NS));
+        let mut until = cancel_until.or(drain_until).unwrap_or(next_boundary);
+        let mut least = 100_000;
+        if let Some(rate) = &mut s.rate
+            && issuing
+            && !rate.free.is_empty()
+        {
+            // Wake when the next I/O is due (a slot is free to take it).
+            let due = rate.arrivals.peek();
+            if due < until {
+                until = due;
+                least = 1_000;
+                if inflight > 0 && !(rate.wake_at > now && rate.wake_at <= due) {
+                    s.backend
+                        .wake_within(Duration::from_nanos(due.saturating_sub(now).max(1_000)))
+                        .map_err(|e| (e, inflight))?;
+                    rate.wake_at = due;
+                }
+            }
+        }
+        let wait = Duration::from_nanos(until.saturating_sub(now).clamp(least, POLL_NS));
         if inflight == 0 && issuing {
             // Every slot rests (all its targets stopped): nothing can complete before the boundary.
             std::thread::sleep(wait);
@@ -421,13 +571,16 @@ pub(crate) fn run<B: IoEngine>(
                 let gap = next_boundary.saturating_sub(last_done.max(sched.warmup_ns));
                 cur.max_gap_ns = Some(cur.max_gap_ns.unwrap_or(0).max(gap));
                 cur.faults_injected = injected;
-                let full = std::mem::replace(&mut cur, Box::new(IntervalStats::with_samples(spp as usize)));
+                let full = std::mem::replace(&mut cur, fresh());
                 send(Msg::Interval { index: phase as u32, stats: full });
             }
             phase += 1;
             phase_start = next_boundary;
             if phase as u64 >= sched.intervals as u64 {
                 issuing = false;
+                // A rate step still issues what was due before its end, once this wake-up's
+                // completions freed their slots (below).
+                end_due = rate_mode;
             } else {
                 next_boundary += sched.interval_ns;
             }
@@ -461,8 +614,23 @@ pub(crate) fn run<B: IoEngine>(
                 continue;
             }
             s.busy[slot] = false;
-            let lat = now.saturating_sub(s.started[slot]);
+            // Response time: from when the I/O was meant to be issued (in a closed loop, its
+            // submission). A rate step also keeps the service time, from its submission.
+            let lat = now.saturating_sub(s.intended[slot]);
             max_lat = max_lat.max(lat);
+            if let Some(rate) = &mut s.rate {
+                rate.free.push(slot as u32);
+                let service = now.saturating_sub(s.started[slot]);
+                if recording && let Some(r) = &mut cur.rate {
+                    r.service.record(service);
+                } else if !issuing
+                    && phase >= 0
+                    && res >= 0
+                    && let Some(t) = &mut tail.rate
+                {
+                    t.service.record(service);
+                }
+            }
             if recording {
                 let dir = if op.write { &mut cur.write } else { &mut cur.read };
                 let sample = &mut cur.samples[si];
@@ -511,13 +679,43 @@ pub(crate) fn run<B: IoEngine>(
                 l_bytes += res as u64;
                 l_lat += lat;
             }
-            if issuing && s.issue(slot, now).map_err(|e| (e, inflight))? {
+            if issuing && !rate_mode && s.issue(slot, now).map_err(|e| (e, inflight))? {
                 inflight += 1;
                 inflight_writes += s.ops[slot].write as u64;
                 // The last one goes with the next submit-and-wait.
                 if k < last {
                     s.backend.flush().map_err(|e| (e, inflight))?;
                 }
+            }
+        }
+        if issuing && let Some(r) = &mut cur.rate {
+            let issued = s.issue_due(now, now, sched.warmup_ns, r).map_err(|e| (e, inflight))?;
+            inflight += issued.ios;
+            inflight_writes += issued.writes;
+            if issued.overloaded {
+                // overload = abort-step: this step ends now; the run goes on.
+                if let Some(t) = &mut tail.rate {
+                    t.overloaded = true;
+                }
+                stop.store(true, Ordering::Relaxed);
+                issuing = false;
+                stopped = true;
+            }
+        }
+        if std::mem::take(&mut end_due)
+            && let Some(t) = &mut tail.rate
+        {
+            // Issued late, they complete while the step waits for its outstanding I/Os, and
+            // their response time goes to the last interval; what finds no slot even now was
+            // left waiting: the schedule fell behind.
+            let end = next_boundary;
+            let issued = s.issue_due(now, end - 1, sched.warmup_ns, t).map_err(|e| (e, inflight))?;
+            inflight += issued.ios;
+            inflight_writes += issued.writes;
+            if let Some(rate) = &mut s.rate {
+                let left = rate.arrivals.skip_until(end);
+                t.backlog += left;
+                t.due += left;
             }
         }
         live.ops.store(l_ops, Ordering::Relaxed);

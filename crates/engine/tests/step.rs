@@ -65,6 +65,7 @@ fn step(w: &Workload, workers: u32, targets: &TargetSet, faults: &[Fault], stop:
         verify: None,
         abort: None,
         start_at: None,
+        rate: None,
     };
     let mut seen = Seen::default();
     let rec = run_step(&cfg, &mut seen).expect("the step runs");
@@ -163,4 +164,110 @@ fn a_stop_ends_the_step_within_a_second_and_keeps_the_finished_intervals() {
     assert!(rec.interrupted);
     assert!(!rec.intervals.is_empty() && rec.intervals.len() < 50, "{} intervals", rec.intervals.len());
     assert_eq!(seen.0.len(), rec.intervals.len(), "only finished intervals are kept");
+}
+
+/// A rate step of `w` at `iops` on one host.
+fn rate_step(w: &Workload, iops: f64, targets: &TargetSet, faults: &[Fault]) -> StepRecord {
+    let stop = AtomicBool::new(false);
+    let cfg = StepConfig {
+        workload: w,
+        workers: w.max_outstanding,
+        backend: w.backend,
+        threads: 1,
+        targets,
+        stop: &stop,
+        faults,
+        verify: None,
+        abort: None,
+        start_at: None,
+        rate: Some(iocurve_engine::arrival::RateShare { iops, host: 0, hosts: 1 }),
+    };
+    run_step(&cfg, &mut Seen::default()).expect("the rate step runs")
+}
+
+/// Issue 17: a rate step issues what its schedule says, no more and no less, and measures its
+/// latency three ways.
+#[test]
+fn a_rate_step_issues_its_schedule_and_measures_response_service_and_lag() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = target(&dir, false);
+    let mut w = workload(100.0, 1, 2, 0.5, Backend::Null);
+    w.max_outstanding = 8;
+    let rec = rate_step(&w, 20_000.0, &t, &[]);
+    assert_eq!(rec.rate_iops, Some(20_000.0));
+    let r = rec.total.rate.as_deref().expect("a rate step keeps its rate figures");
+    // 1 s of measurement at 20 000 IOPS, uniform: 20 000 intended times, each issued once.
+    assert!((r.due as i64 - 20_000).abs() <= 1, "due {} {r:?}", r.due);
+    assert_eq!((r.dropped, r.backlog, r.overloaded), (0, 0, false));
+    assert!((rec.total.ops() as i64 - 20_000).abs() <= 8, "completed {}", rec.total.ops());
+    assert_eq!(r.lag.count(), r.due);
+    assert_eq!(r.service.count(), rec.total.ops());
+    // On the null back-end a response is its lag plus nothing: the same order of magnitude.
+    let response = rec.total.combined_hist();
+    assert!(response.percentile_ns(50.0) >= r.service.percentile_ns(50.0));
+}
+
+/// Issue 17, part 4: a 1 s stall during a 2000 IOPS open-loop step shows in the response time
+/// of the I/Os that were due during it (≥ 0.5 s at p99 when 1/3 of them were), while service
+/// time does not; the same stall in a closed loop is one slow I/O per slot (for contrast).
+#[test]
+fn a_stall_shows_in_the_response_time_of_a_rate_step_not_in_its_service_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = target(&dir, false);
+    let mut w = workload(100.0, 1, 3, 1.0, Backend::Psync);
+    w.max_outstanding = 4;
+    let stall =
+        Fault { kind: FaultKind::Stall, share: 1.0, from_s: 1.0, to_s: Some(2.0), target: None, latency_ms: 0.0 };
+    let rec = rate_step(&w, 2_000.0, &t, std::slice::from_ref(&stall));
+    let r = rec.total.rate.as_deref().unwrap();
+    let response = rec.total.combined_hist();
+    assert!(
+        response.percentile_ns(99.0) >= 500_000_000,
+        "response p99 {} ns hides the stall",
+        response.percentile_ns(99.0)
+    );
+    assert!(response.max_ns() >= 900_000_000, "the first I/O due in the stall waited for all of it");
+    assert!(
+        r.service.percentile_ns(99.0) < 50_000_000,
+        "service p99 {} ns: only the 4 I/Os in flight saw the stall",
+        r.service.percentile_ns(99.0)
+    );
+    assert!((r.due as i64 - 6_000).abs() <= 4, "due {}", r.due);
+    assert_eq!(r.dropped, 0, "overload = queue drops nothing");
+
+    // The closed loop on the same stall: 4 workers, each with one I/O that waited 1 s.
+    let closed = step(&w, 4, &t, std::slice::from_ref(&stall), &AtomicBool::new(false)).0;
+    let h = closed.total.combined_hist();
+    assert!(h.max_ns() >= 900_000_000, "the held I/Os are still there");
+    assert!(
+        h.percentile_ns(99.0) < 50_000_000,
+        "closed-loop p99 {} ns: the stall is a handful of I/Os",
+        h.percentile_ns(99.0)
+    );
+}
+
+/// Issue 17, part 2: overload is explicit — `drop` counts what it did not issue, `abort-step`
+/// ends the step with a note.
+#[test]
+fn an_overloaded_rate_step_drops_or_ends_as_its_policy_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = target(&dir, false);
+    let mut w = workload(100.0, 1, 2, 0.5, Backend::Null);
+    w.max_outstanding = 2;
+    // Every completion held back 10 ms: 2 slots carry at most 200 IOPS of the 2000 asked.
+    let slow = Fault { kind: FaultKind::Latency, share: 1.0, from_s: 0.0, to_s: None, target: None, latency_ms: 10.0 };
+    w.overload = iocurve_plan::Overload::Drop;
+    let rec = rate_step(&w, 2_000.0, &t, std::slice::from_ref(&slow));
+    let r = rec.total.rate.as_deref().unwrap();
+    assert!(r.dropped > 1_500, "dropped {} of {}", r.dropped, r.due);
+    assert!(rec.total.ops() < 300, "completed {}", rec.total.ops());
+    assert_eq!(r.due, r.dropped + r.lag.count());
+
+    w.overload = iocurve_plan::Overload::AbortStep;
+    w.warmup_s = 0.0;
+    let started = Instant::now();
+    let rec = rate_step(&w, 2_000.0, &t, std::slice::from_ref(&slow));
+    assert!(started.elapsed() < Duration::from_millis(900), "the step ended at the overload");
+    assert!(rec.notes.iter().any(|(c, _)| c == iocurve_engine::step::OVERLOADED), "{:?}", rec.notes);
+    assert!(rec.interrupted);
 }

@@ -3,7 +3,7 @@
 //! merged histograms, never from averaged percentiles).
 
 use iocurve_stats::{
-    CpuUsage, DirStats, ErrorCounts, HostFacts, IntervalStats, LatencyHistogram, Sample, VerifyCounts,
+    CpuUsage, DirStats, ErrorCounts, HostFacts, IntervalStats, LatencyHistogram, RateStats, Sample, VerifyCounts,
 };
 
 use crate::pb;
@@ -24,6 +24,28 @@ fn dir_from(d: Option<&pb::Direction>) -> Result<DirStats, String> {
         errors.add(e.target, e.errno, e.count);
     }
     Ok(DirStats { hist: LatencyHistogram::from_bytes(&d.hist)?, ops: d.ops, bytes: d.bytes, errors })
+}
+
+fn rate_to(r: &RateStats) -> pb::Rate {
+    pb::Rate {
+        service: r.service.to_bytes(),
+        lag: r.lag.to_bytes(),
+        due: r.due,
+        dropped: r.dropped,
+        backlog: r.backlog,
+        overloaded: r.overloaded,
+    }
+}
+
+fn rate_from(r: &pb::Rate) -> Result<RateStats, String> {
+    Ok(RateStats {
+        service: LatencyHistogram::from_bytes(&r.service)?,
+        lag: LatencyHistogram::from_bytes(&r.lag)?,
+        due: r.due,
+        dropped: r.dropped,
+        backlog: r.backlog,
+        overloaded: r.overloaded,
+    })
 }
 
 /// Verification counts on the wire, and back (examples capped as the counts cap them).
@@ -80,6 +102,7 @@ pub fn interval_to(index: u32, s: &IntervalStats, cpu: &CpuUsage, duration_s: f6
         max_gap_ns: s.max_gap_ns,
         faults_injected: s.faults_injected,
         verify: Some(verify_to(&s.verify)),
+        rate: s.rate.as_deref().map(rate_to),
     }
 }
 
@@ -102,6 +125,7 @@ pub fn interval_from(i: &pb::Interval) -> Result<(u32, IntervalStats, CpuUsage, 
         max_gap_ns: i.max_gap_ns,
         faults_injected: i.faults_injected,
         verify: i.verify.as_ref().map_or_else(VerifyCounts::default, verify_from),
+        rate: i.rate.as_ref().map(rate_from).transpose()?.map(Box::new),
     };
     let cpu = CpuUsage { user: i.cpu_user, system: i.cpu_system, iowait: i.cpu_iowait };
     Ok((i.index, stats, cpu, i.duration_s))
@@ -123,6 +147,10 @@ mod tests {
         s.max_gap_ns = Some(123);
         s.faults_injected = 3;
         s.verify = VerifyCounts { checked: 9, lost: 1, corrupt: 2, misplaced: 3, examples: vec!["block 7".into()] };
+        let mut rate = RateStats { due: 1000, dropped: 3, backlog: 2, overloaded: true, ..Default::default() };
+        rate.service.record(40_000);
+        rate.lag.record(7_000);
+        s.rate = Some(Box::new(rate));
         let cpu = CpuUsage { user: 1.5, system: 2.5, iowait: 0.5 };
         let (idx, back, cpu2, d) = interval_from(&interval_to(4, &s, &cpu, 0.5)).unwrap();
         assert_eq!((idx, d), (4, 0.5));

@@ -40,6 +40,11 @@ pub fn check_workload(w: &Workload, faults: &[Fault], source: &str) -> Result<()
         on_error: Some(w.on_error),
         stuck_after_s: w.stuck_after_s,
         verify: Some(w.verify),
+        rate: (!w.rate.is_empty()).then(|| w.rate.clone()),
+        arrival: Some(w.arrival),
+        max_outstanding: Some(w.max_outstanding),
+        overload: Some(w.overload),
+        seed: Some(w.seed),
     };
     let faults = faults
         .iter()

@@ -7,7 +7,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use crate::model::{Backend, FaultKind, OnError, Pattern};
+use crate::model::{Arrival, Backend, FaultKind, OnError, Overload, Pattern};
 use crate::size::parse_size;
 
 /// Top level of a plan file.
@@ -80,7 +80,12 @@ macro_rules! for_each_key {
             constant,
             on_error,
             stuck_after_s,
-            verify
+            verify,
+            rate,
+            arrival,
+            max_outstanding,
+            overload,
+            seed
         )
     };
 }
@@ -165,6 +170,23 @@ pub struct WorkloadKeys {
     /// acknowledged write (one block size per workload).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify: Option<bool>,
+    /// Target rates of a rate ramp (open loop), increasing: IOPS, or MB/s (10^6 bytes/s) for a
+    /// sequential workload, for the whole run (all hosts together). Replaces `ramp`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Vec<f64>>,
+    /// How intended issue times of a rate step are spaced: `uniform` or `poisson`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<Arrival>,
+    /// I/Os a rate step keeps in flight at most, per host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_outstanding: Option<u32>,
+    /// What a rate step does with an I/O that is due while `max_outstanding` are in flight:
+    /// `queue`, `drop` or `abort-step`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overload: Option<Overload>,
+    /// Seed of the arrival schedule (Poisson): the same seed gives the same intended times.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 /// An agent of a multi-host run: `[[hosts]]` in a plan.

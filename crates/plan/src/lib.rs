@@ -22,8 +22,8 @@ pub use check::check_workload;
 pub use error::PlanError;
 pub use keys::{BlockSizeSpec, PlanFile, WorkingSetSpec, WorkloadKeys};
 pub use model::{
-    Backend, BlockSize, DATA_SECTOR, DataPattern, Fault, FaultKind, HostSpec, MIN_RANDOM_PER_SECTOR, OnError, Pattern,
-    Plan, TargetGroup, WorkingSet, Workload,
+    Arrival, Backend, BlockSize, DATA_SECTOR, DataPattern, Fault, FaultKind, HostSpec, MIN_RANDOM_PER_SECTOR, OnError,
+    Overload, Pattern, Plan, RampStep, TargetGroup, WorkingSet, Workload,
 };
 pub use resolve::{Overrides, load_file, parse_str, writing_workload};
 pub use size::{format_size, parse_size};

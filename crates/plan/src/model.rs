@@ -33,6 +33,73 @@ impl OnError {
     }
 }
 
+/// How a rate step spaces the intended issue times of its I/Os.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case", try_from = "String")]
+pub enum Arrival {
+    /// Evenly: one I/O every 1/rate seconds.
+    #[default]
+    Uniform,
+    /// A Poisson process: exponentially distributed gaps with mean 1/rate, from the seed.
+    Poisson,
+}
+
+impl Arrival {
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrival::Uniform => "uniform",
+            Arrival::Poisson => "poisson",
+        }
+    }
+}
+
+impl TryFrom<String> for Arrival {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        match s.as_str() {
+            "uniform" => Ok(Arrival::Uniform),
+            "poisson" => Ok(Arrival::Poisson),
+            _ => Err(format!("unknown arrival `{s}`: use uniform or poisson")),
+        }
+    }
+}
+
+/// What a rate step does with an I/O that is due while `max_outstanding` I/Os are in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case", try_from = "String")]
+pub enum Overload {
+    /// Keep it: it is issued as soon as an I/O completes, and its response time (from when it
+    /// was due) grows with the backlog.
+    #[default]
+    Queue,
+    /// Do not issue it; count it as dropped.
+    Drop,
+    /// End the step at once; it is marked unsustained.
+    AbortStep,
+}
+
+impl Overload {
+    pub fn name(self) -> &'static str {
+        match self {
+            Overload::Queue => "queue",
+            Overload::Drop => "drop",
+            Overload::AbortStep => "abort-step",
+        }
+    }
+}
+
+impl TryFrom<String> for Overload {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        match s.as_str() {
+            "queue" => Ok(Overload::Queue),
+            "drop" => Ok(Overload::Drop),
+            "abort-step" => Ok(Overload::AbortStep),
+            _ => Err(format!("unknown overload policy `{s}`: use queue, drop or abort-step")),
+        }
+    }
+}
+
 /// What an injected fault does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -171,6 +238,37 @@ pub struct Workload {
     pub stuck_after_s: Option<f64>,
     #[serde(default)]
     pub verify: bool,
+    /// Target rates of a rate ramp (IOPS, or MB/s for sequential workloads; all hosts
+    /// together); empty: a closed-loop ramp over `ramp` (and in runs stored before it existed).
+    #[serde(default)]
+    pub rate: Vec<f64>,
+    #[serde(default)]
+    pub arrival: Arrival,
+    /// I/Os a rate step keeps in flight at most, per host.
+    #[serde(default = "default_max_outstanding")]
+    pub max_outstanding: u32,
+    #[serde(default)]
+    pub overload: Overload,
+    /// Seed of the arrival schedule.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+}
+
+fn default_max_outstanding() -> u32 {
+    64
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// One step of a workload's ramp: the workers each host runs and, for a rate step, the rate
+/// the run is driven at.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RampStep {
+    pub workers: u32,
+    /// As planned: IOPS, or MB/s for a sequential workload (all hosts together).
+    pub rate: Option<f64>,
 }
 
 /// The data pattern of written blocks: how compressible and how deduplicable they are.
@@ -250,6 +348,28 @@ impl Workload {
         if self.data.dedupe_unit == 0 { self.min_bs() } else { self.data.dedupe_unit }
     }
 
+    /// The steps of the ramp, in order: closed-loop steps over `ramp`, or rate steps (each with
+    /// `max_outstanding` workers of one outstanding I/O).
+    pub fn steps(&self) -> Vec<RampStep> {
+        if self.rate.is_empty() {
+            self.ramp.iter().map(|&workers| RampStep { workers, rate: None }).collect()
+        } else {
+            self.rate.iter().map(|&r| RampStep { workers: self.max_outstanding, rate: Some(r) }).collect()
+        }
+    }
+
+    /// A rate step drives the run at this many IOPS: its rate, or for a sequential workload its
+    /// MB/s (10^6 bytes) over the mean block size.
+    pub fn rate_iops(&self, rate: f64) -> f64 {
+        if self.pattern == Pattern::Sequential { rate * 1e6 / self.mean_bs() } else { rate }
+    }
+
+    /// The mean block size of the mix, weighted.
+    pub fn mean_bs(&self) -> f64 {
+        let w: f64 = self.bs.iter().map(|b| b.weight as f64).sum();
+        if w == 0.0 { 0.0 } else { self.bs.iter().map(|b| b.bytes as f64 * b.weight as f64).sum::<f64>() / w }
+    }
+
     /// Planned duration of one step in seconds.
     pub fn step_seconds(&self) -> f64 {
         self.warmup_s + self.intervals as f64 * self.interval_s
@@ -309,6 +429,6 @@ impl Plan {
 
     /// Planned duration of the whole plan in seconds.
     pub fn total_seconds(&self) -> f64 {
-        self.workloads.iter().map(|w| (w.step_seconds() + w.pause_s) * w.ramp.len() as f64 - w.pause_s).sum()
+        self.workloads.iter().map(|w| (w.step_seconds() + w.pause_s) * w.steps().len() as f64 - w.pause_s).sum()
     }
 }

@@ -171,6 +171,46 @@ pub const WORKLOAD_OPTIONS: &[WorkloadOption] = &[
         Some("false"),
         "Verify every workload: written blocks carry a header and reads check it against the last acknowledged write (plan key verify = true).",
     ),
+    opt(
+        "rate",
+        Some("rate"),
+        List,
+        "LIST",
+        None,
+        "Target rates of an open-loop rate ramp, comma-separated and increasing, for all hosts together: IOPS, or MB/s for sequential workloads (e.g. 10000,50000,100000). Replaces the worker ramp; latency is measured from each I/O's intended issue time.",
+    ),
+    opt(
+        "arrival",
+        Some("arrival"),
+        Text,
+        "KIND",
+        Some("\"uniform\""),
+        "How a rate step spaces intended issue times: uniform (evenly) or poisson (random, exponential gaps; reproducible with --seed).",
+    ),
+    opt(
+        "max_outstanding",
+        Some("max-outstanding"),
+        Number,
+        "N",
+        Some("64"),
+        "I/Os a rate step keeps in flight at most, per host.",
+    ),
+    opt(
+        "overload",
+        Some("overload"),
+        Text,
+        "POLICY",
+        Some("\"queue\""),
+        "What a rate step does with an I/O that is due while max-outstanding are in flight: queue (issue it late; its response time grows honestly), drop (count it, do not issue it) or abort-step (end the step, marked unsustained).",
+    ),
+    opt(
+        "seed",
+        Some("seed"),
+        Number,
+        "N",
+        Some("1"),
+        "Seed of the Poisson arrival schedule: the same seed gives the same intended issue times.",
+    ),
 ];
 
 /// The data-pattern keys: the flags `precondition` and `datacheck` share with `run`.

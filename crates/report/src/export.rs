@@ -51,6 +51,12 @@ pub const STEP_COLUMNS: &[&str] = &[
     "stuck_ios",
     "stuck_age_s",
     "unmeasured_errors",
+    "target_iops",
+    "achieved_pct",
+    "sustained",
+    "service_p99_us",
+    "lag_p99_us",
+    "not_issued",
 ];
 
 /// Columns of the samples CSV, in order.
@@ -107,7 +113,7 @@ pub fn steps_csv(run_id: i64, label: &str, r: &RunResult) -> String {
     for w in &r.workloads {
         for (i, s) in w.steps.iter().enumerate() {
             let flags: Vec<&str> = s.flags.iter().map(|f| f.code.as_str()).collect();
-            out.push_str(&line(vec![
+            let mut fields = vec![
                 run_id.to_string(),
                 label.to_string(),
                 w.name.clone(),
@@ -144,7 +150,18 @@ pub fn steps_csv(run_id: i64, label: &str, r: &RunResult) -> String {
                 s.stuck_ios.to_string(),
                 format!("{:.3}", s.stuck_age_s),
                 s.unmeasured_errors.iter().map(|e| e.count).sum::<u64>().to_string(),
-            ]));
+            ];
+            // Rate steps only; empty for closed-loop steps.
+            let r = s.rate.as_ref();
+            fields.extend([
+                r.map_or_else(String::new, |r| format!("{:.3}", r.target_iops)),
+                r.map_or_else(String::new, |r| format!("{:.3}", r.achieved_pct)),
+                r.map_or_else(String::new, |r| r.sustained.to_string()),
+                r.map_or_else(String::new, |r| format!("{:.3}", r.service_us.p99)),
+                r.map_or_else(String::new, |r| format!("{:.3}", r.lag_us.p99)),
+                r.map_or_else(String::new, |r| (r.dropped + r.backlog).to_string()),
+            ]);
+            out.push_str(&line(fields));
         }
     }
     out
@@ -242,9 +259,18 @@ fn lat_ns(l: &LatencyStats) -> Value {
     })
 }
 
-fn fio_dir(d: &DirResult, runtime_ms: u64) -> Value {
+/// One direction in fio's layout. A rate step's `lat_ns` is its response time (from the
+/// intended issue time) and `clat_ns` its service time (both directions: iocurve keeps one
+/// service histogram per step), as fio's rate jobs would report them if fio measured from the
+/// schedule; a closed-loop step has one figure for both.
+fn fio_dir(d: &DirResult, runtime_ms: u64, service: Option<&LatencyStats>) -> Value {
     let mut lat = lat_ns(&d.lat_us);
     lat["N"] = json!(d.ops);
+    let mut clat = match service {
+        Some(sv) if d.ops > 0 => lat_ns(sv),
+        _ => lat.clone(),
+    };
+    clat["N"] = json!(d.ops);
     json!({
         "io_bytes": d.bytes,
         "io_kbytes": d.bytes / 1024,
@@ -256,7 +282,7 @@ fn fio_dir(d: &DirResult, runtime_ms: u64) -> Value {
         "short_ios": 0,
         "drop_ios": 0,
         "slat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0},
-        "clat_ns": lat.clone(),
+        "clat_ns": clat,
         "lat_ns": lat,
         "bw_min": 0, "bw_max": 0, "bw_agg": 0.0, "bw_mean": 0.0, "bw_dev": 0.0, "bw_samples": 0,
         "iops_min": 0, "iops_max": 0, "iops_mean": 0.0, "iops_stddev": 0.0, "iops_samples": 0,
@@ -273,6 +299,10 @@ fn fio_job(w: &WorkloadResult, i: usize, s: &StepResult) -> Value {
     if w.read_pct > 0.0 && w.read_pct < 100.0 {
         opts.insert("rwmixread".into(), json!(format!("{}", w.read_pct)));
     }
+    if let Some(r) = &s.rate {
+        opts.insert("rate_iops".into(), json!(format!("{:.0}", r.target_iops)));
+    }
+    let service = s.rate.as_ref().map(|r| &r.service_us);
     json!({
         "jobname": format!("{}-step{}-{}w", w.name, i, s.workers),
         "groupid": 0,
@@ -281,9 +311,9 @@ fn fio_job(w: &WorkloadResult, i: usize, s: &StepResult) -> Value {
         "eta": 0,
         "elapsed": (s.duration_s).round() as u64,
         "job options": Value::Object(opts),
-        "read": fio_dir(&s.read, runtime_ms),
-        "write": fio_dir(&s.write, runtime_ms),
-        "trim": fio_dir(&DirResult::default(), 0),
+        "read": fio_dir(&s.read, runtime_ms, service),
+        "write": fio_dir(&s.write, runtime_ms, service),
+        "trim": fio_dir(&DirResult::default(), 0, None),
         "job_runtime": runtime_ms,
         "usr_cpu": s.cpu.user,
         "sys_cpu": s.cpu.system,
@@ -328,7 +358,8 @@ mod tests {
             "run,label,workload,kind,working_set,read_pct,bs,queue_depth,step,workers,outstanding,duration_s,iops,mbps,\
              lat_mean_us,lat_min_us,lat_max_us,lat_p50_us,lat_p90_us,lat_p99_us,lat_p99_9_us,lat_p99_99_us,read_iops,\
              write_iops,read_lat_mean_us,write_lat_mean_us,cv,cpu_user,cpu_system,cpu_iowait,errors,flags,\
-             late_ios,stuck_ios,stuck_age_s,unmeasured_errors"
+             late_ios,stuck_ios,stuck_age_s,unmeasured_errors,target_iops,achieved_pct,sustained,service_p99_us,\
+             lag_p99_us,not_issued"
         );
         assert_eq!(
             SAMPLE_COLUMNS.join(","),

@@ -41,6 +41,11 @@ pub fn mbps_number(v: f64) -> String {
     if v < 100.0 { format!("{v:.1}") } else { group(v.round() as u64) }
 }
 
+/// A rate step's target as planned: `100'000 IOPS`, or `450 MB/s` for sequential workloads.
+pub fn target_rate(v: f64, sequential: bool) -> String {
+    if sequential { format!("{} MB/s", mbps_number(v)) } else { format!("{} IOPS", iops(v)) }
+}
+
 /// A latency with its unit, as the published figures give it: µs up to 10 ms (`5'259 µs`),
 /// ms beyond (`12.3 ms`, `168 ms`) — never `167'953 µs`.
 pub fn latency(us: f64) -> String {

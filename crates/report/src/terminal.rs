@@ -78,7 +78,82 @@ pub fn host_table(w: &WorkloadResult) -> String {
     format!("per host:\n{t}\n")
 }
 
+/// A rate step's target as planned: IOPS, or for a sequential workload MB/s (from the mean
+/// transfer size it measured).
+pub fn rate_target(s: &StepResult, sequential: bool) -> String {
+    let Some(r) = &s.rate else { return String::new() };
+    let ops = s.read.ops + s.write.ops;
+    if sequential && ops > 0 {
+        let bytes_per_op = (s.read.bytes + s.write.bytes) as f64 / ops as f64;
+        format::target_rate(r.target_iops * bytes_per_op / 1e6, true)
+    } else {
+        format::target_rate(r.target_iops, false)
+    }
+}
+
+/// A rate step in one line: `at 100'000 IOPS: p99 1.8 ms (service p99 0.4 ms, lag p99 12 µs), sustained`.
+pub fn rate_line(s: &StepResult, sequential: bool) -> Option<String> {
+    let r = s.rate.as_ref()?;
+    let verdict =
+        if r.sustained { "sustained".to_string() } else { format!("NOT sustained ({:.1} % done)", r.achieved_pct) };
+    Some(format!(
+        "at {}: p99 {} (service p99 {}, lag p99 {}), {verdict}",
+        rate_target(s, sequential),
+        format::latency(s.lat_us.p99),
+        format::latency(r.service_us.p99),
+        format::latency(r.lag_us.p99),
+    ))
+}
+
+/// The step table of a rate ramp: target and how far it was kept, then response time (from
+/// each I/O's intended issue time), service time and lag.
+fn rate_table(w: &WorkloadResult) -> String {
+    let seq = w.kind == "sequential";
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
+    t.set_header(vec![
+        "target",
+        "done %",
+        "IOPS",
+        "MB/s",
+        "resp mean µs",
+        "resp p99 µs",
+        "svc p99 µs",
+        "lag p99 µs",
+        "not issued",
+        "CPU %",
+        "verdict",
+        "flags",
+    ]);
+    for s in &w.steps {
+        let Some(r) = &s.rate else { continue };
+        t.add_row(vec![
+            rate_target(s, seq),
+            format!("{:.1}", r.achieved_pct),
+            format::iops(s.iops),
+            format::mbps_number(s.mbps),
+            format::lat_us(s.lat_us.mean),
+            format::lat_us(s.lat_us.p99),
+            format::lat_us(r.service_us.p99),
+            format::lat_us(r.lag_us.p99),
+            format::group(r.dropped + r.backlog),
+            format!("{:.0}", s.cpu.busy()),
+            if r.sustained { "sustained" } else { "UNSUSTAINED" }.to_string(),
+            flag_codes(s),
+        ]);
+    }
+    for i in 0..10 {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t.to_string()
+}
+
 pub fn step_table(w: &WorkloadResult) -> String {
+    if w.steps.iter().any(|s| s.rate.is_some()) {
+        return rate_table(w);
+    }
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
     t.set_header(vec![
@@ -121,12 +196,16 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
             if hosts > 1 {
                 workers = format!("{workers} per host × {hosts} hosts");
             }
+            if let Some(s) = w.steps.get(p.step).filter(|s| s.rate.is_some()) {
+                workers = format!("driven at {}", rate_target(s, seq));
+            }
             out.push(format!("  {label:<8} {}  ({workers})", headline(p.iops, p.mbps, p.lat_us, seq)));
         }
     }
     if let Some(m) = w.min_lat_us {
         out.push(format!("  min latency {}", format::latency(m)));
     }
+    out.extend(w.steps.iter().filter_map(|s| rate_line(s, seq)).map(|l| format!("  {l}")));
     let mut verified = iocurve_analysis::VerifyCounts::default();
     for v in w.steps.iter().filter_map(|s| s.verify.as_ref()) {
         verified.checked += v.checked;
@@ -417,6 +496,7 @@ mod tests {
             iops: s.iops,
             mbps: s.mbps,
             lat_us: s.lat_us.mean,
+            target_iops: None,
         };
         let w = WorkloadResult {
             name: "backend-random-read-4k".into(),

@@ -449,14 +449,16 @@ impl Cluster {
     pub fn run_step(
         &mut self,
         w: &Workload,
-        workers: u32,
+        step: iocurve_plan::RampStep,
         faults: &[Fault],
         obs: &mut dyn StepObserver,
         cancel: &Cancel,
     ) -> Result<MultiStep, Error> {
+        let workers = step.workers;
         let spec = StepSpec {
             workload: w,
             workers,
+            rate_iops: step.rate.map(|r| w.rate_iops(r)),
             targets: &self.targets,
             scratch_size: self.scratch_size,
             threads: w.threads,

@@ -17,6 +17,9 @@ pub struct StepAt<'a> {
     pub step_index: usize,
     pub steps: usize,
     pub workers: u32,
+    /// A rate step: its target rate (IOPS, or MB/s for `sequential` workloads).
+    pub rate: Option<f64>,
+    pub sequential: bool,
     /// Seconds of rest taken before this step (`pause_s`; 0 for a workload's first step).
     pub rested_s: f64,
 }

@@ -139,7 +139,7 @@ impl<'o> Runner<'o> {
         let (plan, backend_note) = choose_backend(self.plan.clone(), &mut self.observers);
         // Every step must fit this host before anything is opened or written.
         for w in &plan.workloads {
-            let most = w.ramp.iter().copied().max().unwrap_or(1);
+            let most = w.steps().iter().map(|s| s.workers).max().unwrap_or(1);
             iocurve_engine::budget::check_step(w, most, w.backend)?;
             iocurve_engine::budget::check_limits(w, most, w.backend)?;
         }
@@ -356,7 +356,9 @@ impl Run<'_, '_> {
             }
             let mut steps: Vec<StepResult> = Vec::new();
             let mut stop_run = false;
-            for (si, &workers) in w.ramp.iter().enumerate() {
+            let ramp = w.steps();
+            for (si, &step) in ramp.iter().enumerate() {
+                let workers = step.workers;
                 if si > 0 && w.pause_s > 0.0 {
                     observers.note(&format!("{}: {} s of rest before the next step (pause_s)", w.name, w.pause_s));
                     cancel.sleep(Duration::from_secs_f64(w.pause_s));
@@ -369,8 +371,10 @@ impl Run<'_, '_> {
                     workload_index: wi + 1,
                     workloads: nw,
                     step_index: si + 1,
-                    steps: w.ramp.len(),
+                    steps: ramp.len(),
                     workers,
+                    rate: step.rate,
+                    sequential: seq,
                     rested_s: if si > 0 { w.pause_s } else { 0.0 },
                 });
                 tracing::info!(workload = %w.name, workers, "step started");
@@ -384,7 +388,7 @@ impl Run<'_, '_> {
                     verification,
                     map_error: None,
                 };
-                let outcome = cluster.run_step(w, workers, &plan.faults, &mut rec, cancel).map(|m| m.merged);
+                let outcome = cluster.run_step(w, step, &plan.faults, &mut rec, cancel).map(|m| m.merged);
                 let (step_id, store_err, map_err) = (rec.step_id, rec.error, rec.map_error);
                 let outcome = outcome.and_then(|r| match (store_err, map_err) {
                     (Some(e), _) => Err(store_error(e)),

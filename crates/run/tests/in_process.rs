@@ -275,3 +275,36 @@ fn regression_observers_hear_only_of_stored_intervals() {
     );
     assert_eq!(b.intervals, 0, "no interval the store did not keep reached an observer");
 }
+
+/// Issue 17: a rate ramp runs through the runner into the store. A step the storage cannot
+/// carry (8 slots of 0.5 ms each carry 16 000 IOPS; 100 000 are asked) falls behind its schedule,
+/// is marked unsustained and enters no optimum or maximum; the stored run analyses to the same
+/// figures.
+#[test]
+fn a_rate_ramp_keeps_its_verdicts_through_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "[[workloads]]\nname = \"null-rate\"\nbs = \"4k\"\nbackend = \"null\"\nrate = [2000, 100000]\nmax_outstanding = 8\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.3\nthreads = 1\n\n[[faults]]\nkind = \"latency\"\nlatency_ms = 0.5\n";
+    let p = iocurve_plan::parse_str(text, "test.toml", &Overrides::default()).unwrap();
+    let outcome = Runner::new(targeted(p, &dir), Hosts::Local, options(&dir)).run().expect("the run starts");
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    let w = &outcome.result.workloads[0];
+    let rates: Vec<_> = w.steps.iter().map(|s| s.rate.clone().expect("rate steps")).collect();
+    assert_eq!(rates.iter().map(|r| r.target_iops).collect::<Vec<_>>(), [2000.0, 100000.0]);
+    assert!(rates[0].sustained, "{:?}", rates[0]);
+    assert!((rates[0].due as i64 - 1200).abs() <= 2, "0.6 s at 2000 IOPS: {}", rates[0].due);
+    assert!(!rates[1].sustained && rates[1].achieved_pct < 30.0 && rates[1].backlog > 30_000, "{:?}", rates[1]);
+    assert!(w.steps[1].flags.iter().any(|f| f.code == "unsustained"));
+    assert_eq!(w.maximum.map(|p| p.step), Some(0), "the unsustained step is no maximum");
+    assert_eq!(w.optimum.map(|p| p.step), Some(0));
+    assert_eq!(w.maximum.and_then(|p| p.target_iops), Some(2000.0));
+    assert!(w.notes.iter().any(|n| n.contains("100000 IOPS were not sustained")), "{:?}", w.notes);
+
+    let store = iocurve_run::open_existing_store(&dir.path().join("runs.db")).unwrap();
+    let stored = store.load(outcome.run_id.unwrap()).unwrap();
+    let th = iocurve_analysis::Thresholds::default();
+    for (rec, live) in stored.workloads[0].steps.iter().zip(&w.steps) {
+        let again = iocurve_analysis::analyze_step_on(rec, false, &th, &[]);
+        assert_eq!(again.rate, live.rate, "the stored step gives the same rate figures");
+        assert_eq!(again.lat_us, live.lat_us, "and the same response times");
+    }
+}

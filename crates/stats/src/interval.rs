@@ -173,6 +173,37 @@ impl Sample {
     }
 }
 
+/// What a rate step measures beyond the response time (which its `read`/`write` histograms
+/// hold: completion − intended issue time, the figure no stall can hide from).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RateStats {
+    /// Service time: completion − submission, both directions.
+    pub service: LatencyHistogram,
+    /// Lag: submission − intended issue time, of the I/Os issued in the interval.
+    pub lag: LatencyHistogram,
+    /// I/Os whose intended issue time fell in the interval (issued, queued or dropped).
+    pub due: u64,
+    /// Due I/Os not issued (`overload = drop`, or every target they could go to stopped).
+    pub dropped: u64,
+    /// I/Os due in the measurement but not yet issued when it ended: the schedule fell behind
+    /// (`overload = queue`).
+    pub backlog: u64,
+    /// The step was ended because an I/O was due while `max_outstanding` were in flight
+    /// (`overload = abort-step`).
+    pub overloaded: bool,
+}
+
+impl RateStats {
+    pub fn merge(&mut self, o: &RateStats) {
+        self.service.merge(&o.service);
+        self.lag.merge(&o.lag);
+        self.due += o.due;
+        self.dropped += o.dropped;
+        self.backlog += o.backlog;
+        self.overloaded |= o.overloaded;
+    }
+}
+
 /// Everything measured in one interval, by one thread or merged.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct IntervalStats {
@@ -187,6 +218,8 @@ pub struct IntervalStats {
     /// I/Os the fault injection changed (failed, delayed, dropped, torn, misdirected).
     pub faults_injected: u64,
     pub verify: VerifyCounts,
+    /// A rate step's service time, lag and schedule counts; None for a closed-loop step.
+    pub rate: Option<Box<RateStats>>,
 }
 
 impl IntervalStats {
@@ -212,6 +245,9 @@ impl IntervalStats {
         };
         self.faults_injected += other.faults_injected;
         self.verify.merge(&other.verify);
+        if let Some(o) = &other.rate {
+            self.rate.get_or_insert_with(Default::default).merge(o);
+        }
     }
 
     pub fn ops(&self) -> u64 {

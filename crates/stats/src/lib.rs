@@ -14,5 +14,7 @@ pub mod step;
 pub use cpu::{CpuTimes, CpuUsage};
 pub use histogram::LatencyHistogram;
 pub use host::HostFacts;
-pub use interval::{DirStats, ErrorCounts, FinalVerification, IntervalStats, Sample, UNKNOWN_TARGET, VerifyCounts};
+pub use interval::{
+    DirStats, ErrorCounts, FinalVerification, IntervalStats, RateStats, Sample, UNKNOWN_TARGET, VerifyCounts,
+};
 pub use step::{Drain, HostClock, HostRecord, IntervalRecord, StepRecord};

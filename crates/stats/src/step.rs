@@ -52,6 +52,8 @@ pub struct StepRecord {
     /// Errors of I/Os that completed outside the measured intervals (the warm-up, or after the
     /// step stopped issuing): in no interval's figures, counted here.
     pub unmeasured_errors: ErrorCounts,
+    /// A rate step: the IOPS the whole run (every host) was driven at. None: closed loop.
+    pub rate_iops: Option<f64>,
 }
 
 /// The I/Os a step still had outstanding when it stopped issuing (at its end, on Ctrl-C or on
@@ -141,6 +143,7 @@ impl StepRecord {
             per_host: Vec::new(),
             drain: Drain::default(),
             unmeasured_errors: ErrorCounts::default(),
+            rate_iops: None,
         }
     }
 
@@ -152,6 +155,9 @@ impl StepRecord {
         self.total.max_gap_ns = self.total.max_gap_ns.max(stats.max_gap_ns);
         self.total.faults_injected += stats.faults_injected;
         self.total.verify.merge(&stats.verify);
+        if let Some(r) = &stats.rate {
+            self.total.rate.get_or_insert_with(Default::default).merge(r);
+        }
         let (mut sum, mut n) = (0.0, 0u64);
         for d in [&stats.read, &stats.write] {
             sum += d.hist.mean_ns() * d.hist.count() as f64;

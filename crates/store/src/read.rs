@@ -168,11 +168,12 @@ impl Store {
     fn load_steps(&self, workload_id: i64) -> Result<Vec<StepRecord>> {
         let mut st = self.sql(self.conn.prepare(
             "SELECT id, workers, queue_depth, threads, interval_s, sample_s, interrupted, hosts, notes,
-                    drain_late, drain_stuck, drain_stuck_age_ns, drain_wait_ns, unmeasured_errors FROM steps WHERE workload_id = ?1 ORDER BY idx",
+                    drain_late, drain_stuck, drain_stuck_age_ns, drain_wait_ns, unmeasured_errors, rate_iops FROM steps WHERE workload_id = ?1 ORDER BY idx",
         ))?;
         let rows = st.query_map([workload_id], |r| {
             let mut rec = StepRecord::new(r.get(1)?, r.get(2)?, r.get::<_, i64>(3)? as usize, r.get(4)?, r.get(5)?);
             rec.hosts = r.get(7)?;
+            rec.rate_iops = r.get(14)?;
             let notes: String = r.get(8)?;
             rec.notes =
                 notes.lines().filter_map(|l| l.split_once('\t').map(|(c, m)| (c.to_string(), m.to_string()))).collect();
@@ -232,6 +233,7 @@ impl Store {
         for (host, address, hostname, started_unix_ns, threads, lost_at_s, clock) in rows {
             let mut record =
                 StepRecord::new(step.workers, step.queue_depth, threads as usize, step.interval_s, step.sample_s);
+            record.rate_iops = step.rate_iops;
             for (stats, cpu, duration_s) in self.load_intervals(step_id, Some(host))? {
                 record.push_interval(stats, cpu, duration_s);
             }
@@ -273,6 +275,31 @@ impl Store {
         for (interval_id, idx, duration_s, mut stats, cpu, (rh, wh)) in rows {
             stats.read.hist = LatencyHistogram::from_bytes(&rh).map_err(invalid)?;
             stats.write.hist = LatencyHistogram::from_bytes(&wh).map_err(invalid)?;
+            let mut rs = self.sql(self.conn.prepare_cached(
+                "SELECT service_hist, lag_hist, due, dropped, backlog, overloaded FROM interval_rates WHERE interval_id = ?1",
+            ))?;
+            let rate = rs
+                .query_row([interval_id], |r| {
+                    Ok((
+                        r.get::<_, Vec<u8>>(0)?,
+                        r.get::<_, Vec<u8>>(1)?,
+                        r.get::<_, i64>(2)? as u64,
+                        r.get::<_, i64>(3)? as u64,
+                        r.get::<_, i64>(4)? as u64,
+                        r.get::<_, bool>(5)?,
+                    ))
+                })
+                .optional();
+            if let Some((service, lag, due, dropped, backlog, overloaded)) = self.sql(rate)? {
+                stats.rate = Some(Box::new(iocurve_stats::RateStats {
+                    service: LatencyHistogram::from_bytes(&service).map_err(invalid)?,
+                    lag: LatencyHistogram::from_bytes(&lag).map_err(invalid)?,
+                    due,
+                    dropped,
+                    backlog,
+                    overloaded,
+                }));
+            }
             let mut es = self.sql(self.conn.prepare_cached(
                 "SELECT direction, errno, count, target FROM interval_errors WHERE interval_id = ?1",
             ))?;

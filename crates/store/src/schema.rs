@@ -6,8 +6,23 @@ use super::*;
 /// Schema migrations, in order; `PRAGMA user_version` counts how many are applied.
 pub(crate) const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
-    SCHEMA_V11, SCHEMA_V12,
+    SCHEMA_V11, SCHEMA_V12, SCHEMA_V13,
 ];
+
+/// v13: rate (open-loop) steps: the run's target rate of each step, and per interval the
+/// service time and lag beside the response time the interval's histograms hold.
+const SCHEMA_V13: &str = "
+ALTER TABLE steps ADD COLUMN rate_iops REAL;  -- NULL: a closed-loop step
+CREATE TABLE interval_rates (
+    interval_id INTEGER PRIMARY KEY REFERENCES intervals(id) ON DELETE CASCADE,
+    service_hist BLOB NOT NULL,           -- completion - submission, ns (HdrHistogram V2, deflated)
+    lag_hist BLOB NOT NULL,               -- submission - intended issue time, ns
+    due INTEGER NOT NULL,                 -- I/Os the schedule had due in the interval
+    dropped INTEGER NOT NULL,             -- due, not issued (overload = drop)
+    backlog INTEGER NOT NULL,             -- due, still waiting when the measurement ended
+    overloaded INTEGER NOT NULL           -- overload = abort-step ended the step
+);
+";
 
 /// v12: the maximum of every workload as numbers (JSON, `iocurve_analysis::Headline`), instead
 /// of v2's line formatted for `iocurve runs`: the figures are stored, the presentation is not.

@@ -46,8 +46,8 @@ impl Store {
 
     pub fn begin_step(&self, workload_id: i64, idx: usize, rec: &StepRecord) -> Result<i64> {
         let x = self.conn.execute(
-            "INSERT INTO steps (workload_id, idx, workers, queue_depth, threads, interval_s, sample_s, hosts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![workload_id, idx as i64, rec.workers, rec.queue_depth, rec.threads as i64, rec.interval_s, rec.sample_s, rec.hosts],
+            "INSERT INTO steps (workload_id, idx, workers, queue_depth, threads, interval_s, sample_s, hosts, rate_iops) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![workload_id, idx as i64, rec.workers, rec.queue_depth, rec.threads as i64, rec.interval_s, rec.sample_s, rec.hosts, rec.rate_iops],
         );
         self.sql(x)?;
         Ok(self.conn.last_insert_rowid())
@@ -100,6 +100,21 @@ impl Store {
         )
         .map_err(wrap)?;
         let interval_id = tx.last_insert_rowid();
+        if let Some(r) = &stats.rate {
+            tx.execute(
+                "INSERT INTO interval_rates (interval_id, service_hist, lag_hist, due, dropped, backlog, overloaded) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    interval_id,
+                    r.service.to_compressed_bytes(),
+                    r.lag.to_compressed_bytes(),
+                    r.due as i64,
+                    r.dropped as i64,
+                    r.backlog as i64,
+                    r.overloaded
+                ],
+            )
+            .map_err(wrap)?;
+        }
         for (dir, errors) in [("read", &stats.read.errors), ("write", &stats.write.errors)] {
             for &(target, errno, count) in &errors.0 {
                 tx.execute(

@@ -225,6 +225,11 @@ pub(super) fn run_blocking(
         verify: step.verify.clone(),
         abort: Some(abort.clone()),
         start_at: Some(&start_at),
+        rate: (r.rate_iops > 0.0).then_some(iocurve_engine::arrival::RateShare {
+            iops: r.rate_iops,
+            host: r.host,
+            hosts: r.hosts.max(1),
+        }),
     };
     let live = iocurve_metrics::Live {
         workload: w.name.clone(),

@@ -345,6 +345,34 @@ ramp = [1, 8]
         assert_eq!(p.groups[0].targets, vec!["/tmp/x"]);
     }
 
+    /// Issue 17: a rate ramp replaces the worker ramp; its keys are checked like every other.
+    #[test]
+    fn a_rate_ramp_gives_rate_steps_and_bad_rates_name_their_key() {
+        let p = parse("[[workloads]]\nname = \"a\"\nrate = [1000, 2500.5]\nmax_outstanding = 16\narrival = \"poisson\"\noverload = \"drop\"\nseed = 7\n").unwrap();
+        let w = &p.workloads[0];
+        let steps = w.steps();
+        assert_eq!(steps.iter().map(|s| (s.workers, s.rate)).collect::<Vec<_>>(), [(16, Some(1000.0)), (16, Some(2500.5))]);
+        assert_eq!((w.arrival, w.overload, w.seed), (crate::Arrival::Poisson, crate::Overload::Drop, 7));
+        assert_eq!(w.rate_iops(1000.0), 1000.0, "random: IOPS");
+        let seq = parse("[[workloads]]\nname = \"s\"\npattern = \"sequential\"\nbs = \"1m\"\nrate = [100]\n").unwrap();
+        assert_eq!(seq.workloads[0].rate_iops(100.0), 100e6 / 1048576.0, "sequential: MB/s over the block size");
+        let closed = parse("[[workloads]]\nname = \"c\"\nramp = [1, 4]\n").unwrap();
+        assert_eq!(closed.workloads[0].steps().iter().map(|s| (s.workers, s.rate)).collect::<Vec<_>>(), [(1, None), (4, None)]);
+        for (text, key, words) in [
+            ("rate = []", "rate", "empty"),
+            ("rate = [0]", "rate", "above 0"),
+            ("rate = [5000, 1000]", "rate", "increase"),
+            ("rate = [1000]\nqueue_depth = 4", "queue_depth", "max_outstanding"),
+            ("max_outstanding = 0", "max_outstanding", "1 to 65536"),
+            ("arrival = \"bursty\"", "arrival", "uniform or poisson"),
+            ("overload = \"panic\"", "overload", "queue, drop or abort-step"),
+        ] {
+            let e = parse(&format!("[[workloads]]\nname = \"a\"\n{text}\n")).unwrap_err();
+            assert!(e.key.as_deref().is_some_and(|k| k.ends_with(key)) || e.message.contains(key), "{text}: {e}");
+            assert!(e.message.contains(words), "{text}: {e}");
+        }
+    }
+
     #[test]
     fn unknown_key_has_line_and_suggestion() {
         let e = parse("[[workloads]]\nname = \"a\"\nrampp = [1]\n").unwrap_err();

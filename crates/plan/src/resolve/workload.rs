@@ -10,7 +10,7 @@ use crate::size::format_size;
 
 impl Resolver<'_> {
     pub(super) fn workload(&self, i: usize, k: &WorkloadKeys) -> Result<Workload, PlanError> {
-        // Every value is present: the built-in defaults set all keys but `name`, `dedupe_unit` and `stuck_after_s`.
+        // Every value is present: the built-in defaults set all keys but `name`, `dedupe_unit`, `stuck_after_s` and `rate`.
         let name = k.name.clone().ok_or_else(|| {
             self.err(
                 &[Seg::Key("workloads"), Seg::Index(i)],
@@ -156,7 +156,42 @@ impl Resolver<'_> {
                 ),
             ));
         }
-        Ok(Workload {
+        let max_outstanding = k.max_outstanding.unwrap();
+        if !(1..=65_536).contains(&max_outstanding) {
+            return Err(self.key_err(
+                i,
+                "max_outstanding",
+                format!("max_outstanding is {max_outstanding}; a rate step keeps 1 to 65536 I/Os in flight per host"),
+            ));
+        }
+        let rate = k.rate.clone().unwrap_or_default();
+        if k.rate.is_some() {
+            if rate.is_empty() {
+                return Err(self.key_err(
+                    i,
+                    "rate",
+                    "the rate ramp is empty: give the target rates of the steps, e.g. rate = [10000, 50000]".into(),
+                ));
+            }
+            if rate.iter().any(|&r| !(r > 0.0 && r <= 1e9)) {
+                return Err(self.key_err(
+                    i,
+                    "rate",
+                    format!("rate {rate:?}: every step needs a target above 0 and up to 1e9 (IOPS, or MB/s for sequential workloads)"),
+                ));
+            }
+            if rate.windows(2).any(|p| p[0] >= p[1]) {
+                return Err(self.key_err(i, "rate", format!("rate {rate:?} must increase strictly (e.g. 10000, 50000, 100000): the analysis compares each step with the one before")));
+            }
+            if queue_depth != 1 {
+                return Err(self.key_err(
+                    i,
+                    "queue_depth",
+                    format!("queue_depth is {queue_depth}, but a rate step issues each I/O when it is due, not per worker: leave queue_depth at 1 and bound the I/Os in flight with max_outstanding"),
+                ));
+            }
+        }
+        let w = Workload {
             name,
             read_pct,
             bs,
@@ -175,7 +210,20 @@ impl Resolver<'_> {
             on_error: k.on_error.unwrap(),
             stuck_after_s: k.stuck_after_s,
             verify,
-        })
+            rate,
+            arrival: k.arrival.unwrap(),
+            max_outstanding,
+            overload: k.overload.unwrap(),
+            seed: k.seed.unwrap(),
+        };
+        if let Some(r) = w.rate.iter().find(|&&r| w.rate_iops(r) > 1e9) {
+            return Err(self.key_err(
+                i,
+                "rate",
+                format!("rate {r} MB/s is above 1e9 IOPS at this block size: give at most 1e9 IOPS' worth"),
+            ));
+        }
+        Ok(w)
     }
 
     pub(super) fn faults(&self) -> Result<Vec<Fault>, PlanError> {

@@ -40,6 +40,8 @@ pub struct MultiStep {
 pub struct StepSpec<'a> {
     pub workload: &'a Workload,
     pub workers: u32,
+    /// A rate step: the IOPS of the whole run, shared out among the agents.
+    pub rate_iops: Option<f64>,
     /// Per agent, its target groups (with the plan's weights).
     pub targets: &'a [Vec<TargetGroup>],
     pub scratch_size: u64,
@@ -184,7 +186,8 @@ pub async fn run_step(
     // Every agent gets its request at once (one slow agent delays no other's), each within a
     // deadline: an agent that cannot take it is lost before the step starts.
     let mut calls = Vec::new();
-    for (r, targets) in remotes.iter().zip(spec.targets) {
+    let hosts = remotes.len() as u32;
+    for (h, (r, targets)) in remotes.iter().zip(spec.targets).enumerate() {
         let req = pb::StepRequest {
             workload_json: json.clone(),
             workers: spec.workers,
@@ -194,6 +197,9 @@ pub async fn run_step(
             threads: spec.threads,
             backend: spec.backend.into(),
             faults_json: faults_json.clone(),
+            rate_iops: spec.rate_iops.unwrap_or(0.0),
+            host: h as u32,
+            hosts,
         };
         let mut client = r.client.clone();
         calls.push(tokio::spawn(async move { tokio::time::timeout(REQUEST_DEADLINE, client.run_step(req)).await }));
@@ -337,13 +343,16 @@ pub async fn run_step(
                         ));
                     }
                 }
-                st.records[h] =
-                    Some(StepRecord::new(spec.workers, w.queue_depth, s.threads as usize, w.interval_s, s.sample_s));
+                let mut own =
+                    StepRecord::new(spec.workers, w.queue_depth, s.threads as usize, w.interval_s, s.sample_s);
+                own.rate_iops = spec.rate_iops;
+                st.records[h] = Some(own);
                 if merged.is_none() {
                     // Workers are per host, as published; the host count goes beside them.
                     let mut rec =
                         StepRecord::new(spec.workers, w.queue_depth, s.threads as usize, w.interval_s, s.sample_s);
                     rec.hosts = hosts;
+                    rec.rate_iops = spec.rate_iops;
                     obs.started(&rec);
                     merged = Some(rec);
                 }
@@ -420,6 +429,7 @@ pub async fn run_step(
             // stopped before its first interval ends.
             None if stop.load(Ordering::Relaxed) => {
                 let mut empty = StepRecord::new(spec.workers, w.queue_depth, 0, w.interval_s, 1.0);
+                empty.rate_iops = spec.rate_iops;
                 empty.interrupted = true;
                 Ok(MultiStep { merged: empty, lost: st.lost_indices(), setup_ns })
             }

@@ -1,0 +1,192 @@
+//! The schedule of a rate step: when each I/O is meant to be issued (its intended issue time),
+//! independent of when the storage lets it go. Latency is measured from these times, so a
+//! stall delays the schedule's I/Os and shows in their response time instead of vanishing from
+//! it (no coordinated omission).
+//!
+//! The run's schedule is one sequence at the run's rate, dealt out to streams: every I/O
+//! thread of every host is one stream. Uniform arrivals interleave exactly (stream k of N gets
+//! the times (k + jN) / rate); Poisson streams are independent Poisson processes at rate / N,
+//! whose superposition is a Poisson process at the run's rate. Each stream is seeded from the
+//! plan's seed and its number, so the same plan gives the same intended times.
+
+use iocurve_plan::Arrival;
+
+use crate::rng::Rng;
+
+/// The highest rate a step may be driven at (IOPS, all hosts): beyond it no host keeps up, and
+/// a schedule that fine would only cost time to walk.
+pub const MAX_IOPS: f64 = 1e9;
+
+/// Which part of the run's schedule one I/O thread issues.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateShare {
+    /// IOPS of the whole run (every host together).
+    pub iops: f64,
+    /// This host's place among the run's hosts, and their number.
+    pub host: u32,
+    pub hosts: u32,
+}
+
+/// The intended issue times of one stream, in ns since the step's start (warm-up included).
+#[derive(Debug, Clone)]
+pub struct Arrivals {
+    kind: Arrival,
+    /// Mean gap of this stream, in ns.
+    gap_ns: f64,
+    /// Uniform: the stream's offset and the index of its next time.
+    offset_ns: f64,
+    index: u64,
+    /// Poisson: the next time, accumulated.
+    next_ns: f64,
+    rng: Rng,
+}
+
+impl Arrivals {
+    /// Stream `stream` of `streams` of a schedule at `iops` (> 0).
+    pub fn new(kind: Arrival, iops: f64, stream: u64, streams: u64, seed: u64) -> Self {
+        let streams = streams.max(1);
+        let gap_ns = 1e9 * streams as f64 / iops;
+        let mut rng = Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ stream.wrapping_mul(0xd1b5_4a32_d192_ed03));
+        let offset_ns = 1e9 * stream as f64 / iops;
+        let next_ns = match kind {
+            Arrival::Uniform => offset_ns,
+            Arrival::Poisson => exponential(&mut rng, gap_ns),
+        };
+        Arrivals { kind, gap_ns, offset_ns, index: 0, next_ns, rng }
+    }
+
+    /// The stream of I/O thread `thread` of `threads` on the host of `share`.
+    pub fn for_thread(kind: Arrival, share: &RateShare, thread: usize, threads: usize, seed: u64) -> Self {
+        let hosts = share.hosts.max(1) as u64;
+        // Interleaved by host first: host h's threads take streams h, h + hosts, …
+        let stream = share.host as u64 + hosts * thread as u64;
+        Arrivals::new(kind, share.iops, stream, hosts * threads.max(1) as u64, seed)
+    }
+
+    /// The intended issue time of the next I/O, in ns since the step's start.
+    #[inline]
+    pub fn peek(&self) -> u64 {
+        self.next_ns as u64
+    }
+
+    /// Skips every intended time before `end_ns`; returns how many. Exact for uniform arrivals;
+    /// a Poisson stream walks its times up to a million of them and counts the rest by its
+    /// rate (a schedule that far behind is unsustained either way).
+    pub fn skip_until(&mut self, end_ns: u64) -> u64 {
+        let mut n = 0u64;
+        while self.peek() < end_ns {
+            if n >= 1_000_000 {
+                let rest = ((end_ns as f64 - self.next_ns) / self.gap_ns).ceil().max(0.0);
+                self.index += rest as u64;
+                self.next_ns = match self.kind {
+                    Arrival::Uniform => self.offset_ns + self.index as f64 * self.gap_ns,
+                    Arrival::Poisson => self.next_ns + rest * self.gap_ns,
+                };
+                return n + rest as u64;
+            }
+            self.advance();
+            n += 1;
+        }
+        n
+    }
+
+    /// Moves on to the next intended time.
+    #[inline]
+    pub fn advance(&mut self) {
+        match self.kind {
+            Arrival::Uniform => {
+                // From the index, not by adding gaps: no rounding error accumulates.
+                self.index += 1;
+                self.next_ns = self.offset_ns + self.index as f64 * self.gap_ns;
+            }
+            Arrival::Poisson => self.next_ns += exponential(&mut self.rng, self.gap_ns),
+        }
+    }
+}
+
+/// An exponentially distributed gap with mean `mean_ns`.
+fn exponential(rng: &mut Rng, mean_ns: f64) -> f64 {
+    // Uniform in (0, 1]: 53 random bits, never 0 (ln 0 is infinite).
+    let u = ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+    -u.ln() * mean_ns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn times(a: &mut Arrivals, until_ns: u64) -> Vec<u64> {
+        let mut v = Vec::new();
+        while a.peek() < until_ns {
+            v.push(a.peek());
+            a.advance();
+        }
+        v
+    }
+
+    #[test]
+    fn uniform_streams_interleave_into_the_run_s_schedule() {
+        // 3 streams at 1000 IOPS for 1 s: together exactly every 1 ms, each once.
+        let mut all: Vec<u64> =
+            (0..3).flat_map(|k| times(&mut Arrivals::new(Arrival::Uniform, 1000.0, k, 3, 7), 1_000_000_000)).collect();
+        all.sort_unstable();
+        assert_eq!(all.len(), 1000);
+        for (i, t) in all.iter().enumerate() {
+            assert!((*t as i64 - i as i64 * 1_000_000).abs() <= 1, "time {i} is {t}");
+        }
+    }
+
+    #[test]
+    fn uniform_times_do_not_drift_over_a_long_step() {
+        let mut a = Arrivals::new(Arrival::Uniform, 3.0, 0, 1, 1);
+        for _ in 0..3_000_000 {
+            a.advance();
+        }
+        // 1 000 000 s at 3 IOPS: 3 000 000 gaps of 333 333 333.3 ns.
+        assert_eq!(a.peek(), 1_000_000_000_000_000);
+    }
+
+    #[test]
+    fn poisson_has_the_asked_rate_and_exponential_gaps_and_is_reproducible() {
+        let mut a = Arrivals::new(Arrival::Poisson, 100_000.0, 0, 1, 42);
+        let t = times(&mut a, 10_000_000_000);
+        // 1 000 000 expected; the count's standard deviation is 1000.
+        assert!((t.len() as i64 - 1_000_000).abs() < 5_000, "{}", t.len());
+        let gaps: Vec<f64> = t.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        assert!((mean - 10_000.0).abs() < 100.0, "mean gap {mean}");
+        // Exponential: P(gap > mean) = 1/e.
+        let above = gaps.iter().filter(|&&g| g > 10_000.0).count() as f64 / gaps.len() as f64;
+        assert!((above - (-1f64).exp()).abs() < 0.005, "share above the mean {above}");
+        let again = times(&mut Arrivals::new(Arrival::Poisson, 100_000.0, 0, 1, 42), 10_000_000_000);
+        assert_eq!(t, again, "the same seed gives the same schedule");
+        let other = times(&mut Arrivals::new(Arrival::Poisson, 100_000.0, 0, 1, 43), 1_000_000);
+        assert_ne!(t[..other.len().min(t.len())], other[..], "another seed, another schedule");
+    }
+
+    #[test]
+    fn skipping_far_behind_counts_without_walking_every_time() {
+        let mut a = Arrivals::new(Arrival::Uniform, MAX_IOPS, 0, 1, 1);
+        // 100 s behind at 10^9 IOPS: 10^11 times, counted, not walked.
+        assert_eq!(a.skip_until(100_000_000_000), 100_000_000_000);
+        assert!(a.peek() >= 100_000_000_000);
+        let mut p = Arrivals::new(Arrival::Poisson, 1000.0, 0, 1, 1);
+        let n = p.skip_until(1_000_000_000);
+        assert!((900..1100).contains(&n), "{n}");
+    }
+
+    #[test]
+    fn hosts_and_threads_share_one_schedule() {
+        // 2 hosts × 2 threads at 4000 IOPS: every 250 µs, each time once.
+        let mut all = Vec::new();
+        for host in 0..2 {
+            let share = RateShare { iops: 4000.0, host, hosts: 2 };
+            for th in 0..2 {
+                all.extend(times(&mut Arrivals::for_thread(Arrival::Uniform, &share, th, 2, 1), 1_000_000_000));
+            }
+        }
+        all.sort_unstable();
+        assert_eq!(all.len(), 4000);
+        assert!(all.iter().enumerate().all(|(i, &t)| (t as i64 - i as i64 * 250_000).abs() <= 1));
+    }
+}
