@@ -47,8 +47,14 @@
     return m;
   };
   const zeroTo = (m) => [0, m > 0 ? m * 1.08 : 1];
-  const workersAxis = { label: "workers", values: (u, vals) => vals.map((v) => (v == null ? "" : String(v))) };
-  const workersScale = { time: false, distr: 3, log: 2 };
+  // The x of the per-step charts: worker counts (log 2), or a rate ramp's target rates (log 10).
+  const xAxis = (g) => (g.rate
+    ? { label: "target " + g.unit, values: (u, vals) => vals.map((v) => (v == null ? "" : num(v))) }
+    : { label: "workers", values: (u, vals) => vals.map((v) => (v == null ? "" : String(v))) });
+  const xScale = (g) => ({ time: false, distr: 3, log: g.rate ? 10 : 2 });
+  const xName = (g) => (g.rate ? "target " + g.unit : "workers");
+  // A step as the step selector and captions name it.
+  const stepName = (g, x) => (g.rate ? num(x) + " " + g.unit : x + (x === 1 ? " worker" : " workers"));
 
   function make(el, opts, data) {
     opts.width = WIDTH;
@@ -59,9 +65,9 @@
   // Throughput (left axis) and mean latency (right axis) over workers, one pair per series.
   function throughputChart(g, el) {
     const tables = [];
-    const series = [{ label: "workers", value: (u, v) => (v == null ? "—" : v) }];
+    const series = [{ label: xName(g), value: (u, v) => (v == null ? "—" : g.rate ? num(v) : v) }];
     for (const s of g.series) {
-      tables.push([s.workers, s.tput, s.mean, only(s.tput, s.opt), only(s.tput, s.max)]);
+      tables.push([s.x, s.tput, s.mean, only(s.tput, s.opt), only(s.tput, s.max)]);
       series.push({ label: s.label + " " + g.unit, stroke: s.color, dash: s.dash, width: 2, scale: "tput", spanGaps: true, value: legendValue });
       series.push({
         label: s.label + " mean µs", stroke: latColor(s), dash: s.dash, width: 1, scale: "lat", spanGaps: true,
@@ -73,12 +79,12 @@
     return make(el, {
       series,
       scales: {
-        x: workersScale,
+        x: xScale(g),
         tput: { range: () => zeroTo(maxOf(g.series.map((s) => s.tput))) },
         lat: { range: () => zeroTo(maxOf(g.series.map((s) => s.mean))) },
       },
       axes: [
-        workersAxis,
+        xAxis(g),
         { scale: "tput", label: g.unit, values: axisValues, size: 70 },
         { scale: "lat", side: 1, label: "mean latency µs", values: axisValues, size: 70, grid: { show: false } },
       ],
@@ -89,10 +95,10 @@
   // the working set; in a comparison the baseline is drawn thicker.
   function percentileChart(g, el) {
     const tables = [];
-    const series = [{ label: "workers", value: (u, v) => (v == null ? "—" : v) }];
+    const series = [{ label: xName(g), value: (u, v) => (v == null ? "—" : g.rate ? num(v) : v) }];
     for (const s of g.series) {
       const keys = Object.keys(PCT_COLORS);
-      tables.push([s.workers].concat(keys.map((k) => positive(s[k]))));
+      tables.push([s.x].concat(keys.map((k) => positive(s[k]))));
       for (const k of keys) {
         series.push({
           label: s.label + " " + PCT_NAMES[k] + " µs", stroke: PCT_COLORS[k], dash: s.dash,
@@ -102,8 +108,8 @@
     }
     return make(el, {
       series,
-      scales: { x: workersScale, y: { distr: 3, log: 10 } },
-      axes: [workersAxis, { label: "latency µs", values: axisValues, size: 70 }],
+      scales: { x: xScale(g), y: { distr: 3, log: 10 } },
+      axes: [xAxis(g), { label: "latency µs", values: axisValues, size: 70 }],
     }, uPlot.join(tables));
   }
 
@@ -133,7 +139,8 @@
         ctx.fill();
       }
     };
-    const withP99 = D.runs.some((r) => r.sla_p99_us != null);
+    // A rate ramp's curve is the published response-time curve: mean and p99 response time.
+    const withP99 = g.rate || D.runs.some((r) => r.sla_p99_us != null);
     if (withP99) {
       for (const s of g.series) {
         data.push([s.tput, s.p99]);
@@ -177,16 +184,16 @@
 
   function cpuChart(g, el) {
     const tables = [];
-    const series = [{ label: "workers", value: (u, v) => (v == null ? "—" : v) }];
+    const series = [{ label: xName(g), value: (u, v) => (v == null ? "—" : g.rate ? num(v) : v) }];
     for (const s of g.series) {
-      tables.push([s.workers, s.busy, s.iowait]);
+      tables.push([s.x, s.busy, s.iowait]);
       series.push({ label: s.label + " busy %", stroke: s.color, dash: s.dash, width: 2, spanGaps: true, value: legendValue });
       series.push({ label: s.label + " iowait %", stroke: s.color, dash: s.dash, width: 1, alpha: 0.5, spanGaps: true, value: legendValue });
     }
     return make(el, {
       series,
-      scales: { x: workersScale, y: { range: [0, 100] } },
-      axes: [workersAxis, { label: "% of all cores", values: axisValues, size: 60 }],
+      scales: { x: xScale(g), y: { range: [0, 100] } },
+      axes: [xAxis(g), { label: "% of all cores", values: axisValues, size: 60 }],
     }, uPlot.join(tables));
   }
 
@@ -196,7 +203,7 @@
     const tables = [];
     const series = [{ label: "s", value: (u, v) => (v == null ? "—" : num(v)) }];
     for (const s of g.series) {
-      const i = s.workers.indexOf(workers);
+      const i = s.x.indexOf(workers);
       if (i < 0) continue;
       const t = s.timeline[i];
       tables.push([t.t, t.tput, t.lat]);
@@ -206,11 +213,11 @@
     // I/O errors per second, on their own axis, when the step had any.
     const withErrors = [];
     for (const s of g.series) {
-      const i = s.workers.indexOf(workers);
+      const i = s.x.indexOf(workers);
       if (i >= 0 && s.timeline[i].errors) withErrors.push(s);
     }
     const errTables = withErrors.map((s) => {
-      const t = s.timeline[s.workers.indexOf(workers)];
+      const t = s.timeline[s.x.indexOf(workers)];
       return [t.t, t.errors];
     });
     for (const s of withErrors) {
@@ -242,7 +249,7 @@
     const tables = [];
     const series = [{ label: "s", value: (u, v) => (v == null ? "—" : num(v)) }];
     for (const s of g.series) {
-      const i = s.workers.indexOf(workers);
+      const i = s.x.indexOf(workers);
       if (i < 0 || !s.hosts || !s.hosts[i]) continue;
       s.hosts[i].forEach((h, k) => {
         tables.push([h.t, h.tput]);
@@ -265,7 +272,7 @@
     head.insertCell().textContent = "latency";
     const cols = [];
     for (const s of g.series) {
-      const i = s.workers.indexOf(workers);
+      const i = s.x.indexOf(workers);
       if (i < 0) continue;
       cols.push([s, s.hist[i]]);
       head.insertCell().textContent = s.label;
@@ -296,19 +303,19 @@
   function stepDetail(g, section) {
     const select = section.querySelector(".step-select");
     const all = new Set();
-    for (const s of g.series) for (const w of s.workers) all.add(w);
+    for (const s of g.series) for (const w of s.x) all.add(w);
     const workers = Array.from(all).sort((a, b) => a - b);
     for (const w of workers) {
       const opt = document.createElement("option");
       opt.value = String(w);
-      opt.textContent = w + (w === 1 ? " worker" : " workers");
+      opt.textContent = stepName(g, w);
       select.append(opt);
     }
     // Open at the first series' maximum: the step a reader asks about first.
     const first = g.series[0];
     let best = 0;
     first.tput.forEach((v, i) => { if (v > first.tput[best]) best = i; });
-    select.value = String(first.workers[best]);
+    select.value = String(first.x[best]);
 
     const holder = section.querySelector('[data-chart="timeline"]');
     const caption = section.querySelector(".timeline-caption");
@@ -325,11 +332,11 @@
       if (hostChart) hostChart.destroy();
       hostChart = hostFigure ? hostTimelineChart(g, hostHolder, w) : null;
       if (hostFigure) hostFigure.hidden = !hostChart;
-      caption.textContent = "Per-second timeline at " + w + (w === 1 ? " worker" : " workers") + ": " + g.unit + " and mean latency";
+      caption.textContent = "Per-second timeline at " + stepName(g, w) + ": " + g.unit + " and mean " + (g.rate ? "response time" : "latency");
       histogramTable(g, hist, w);
       const msgs = [];
       for (const s of g.series) {
-        const i = s.workers.indexOf(w);
+        const i = s.x.indexOf(w);
         if (i >= 0) for (const m of s.flags[i]) msgs.push(s.label + ": " + m);
       }
       flags.textContent = msgs.length ? "⚠ " + msgs.join("; ") : "";

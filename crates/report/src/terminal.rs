@@ -105,42 +105,55 @@ pub fn rate_line(s: &StepResult, sequential: bool) -> Option<String> {
     ))
 }
 
-/// The step table of a rate ramp: target and how far it was kept, then response time (from
-/// each I/O's intended issue time), service time and lag.
+/// Headers of a rate ramp's step table (see [`rate_cells`]).
+pub const RATE_HEADERS: [&str; 12] = [
+    "target",
+    "done %",
+    "IOPS",
+    "MB/s",
+    "resp mean µs",
+    "resp p99 µs",
+    "svc p99 µs",
+    "lag p99 µs",
+    "not issued",
+    "CPU %",
+    "verdict",
+    "flags",
+];
+
+/// A rate step as its table shows it: target and how far it was kept, then response time (from
+/// each I/O's intended issue time), service time and lag; empty for a closed-loop step.
+pub fn rate_cells(s: &StepResult, sequential: bool) -> Vec<String> {
+    let Some(r) = &s.rate else { return Vec::new() };
+    vec![
+        rate_target(s, sequential),
+        format!("{:.1}", r.achieved_pct),
+        format::iops(s.iops),
+        format::mbps_number(s.mbps),
+        format::lat_us(s.lat_us.mean),
+        format::lat_us(s.lat_us.p99),
+        format::lat_us(r.service_us.p99),
+        format::lat_us(r.lag_us.p99),
+        format::group(r.dropped + r.backlog),
+        format!("{:.0}", s.cpu.busy()),
+        if r.sustained { "sustained" } else { "UNSUSTAINED" }.to_string(),
+        flag_codes(s),
+    ]
+}
+
+/// Whether a workload ran a rate ramp.
+pub fn is_rate_ramp(w: &WorkloadResult) -> bool {
+    w.steps.iter().any(|s| s.rate.is_some())
+}
+
+/// The step table of a rate ramp.
 fn rate_table(w: &WorkloadResult) -> String {
     let seq = w.kind == "sequential";
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(vec![
-        "target",
-        "done %",
-        "IOPS",
-        "MB/s",
-        "resp mean µs",
-        "resp p99 µs",
-        "svc p99 µs",
-        "lag p99 µs",
-        "not issued",
-        "CPU %",
-        "verdict",
-        "flags",
-    ]);
-    for s in &w.steps {
-        let Some(r) = &s.rate else { continue };
-        t.add_row(vec![
-            rate_target(s, seq),
-            format!("{:.1}", r.achieved_pct),
-            format::iops(s.iops),
-            format::mbps_number(s.mbps),
-            format::lat_us(s.lat_us.mean),
-            format::lat_us(s.lat_us.p99),
-            format::lat_us(r.service_us.p99),
-            format::lat_us(r.lag_us.p99),
-            format::group(r.dropped + r.backlog),
-            format!("{:.0}", s.cpu.busy()),
-            if r.sustained { "sustained" } else { "UNSUSTAINED" }.to_string(),
-            flag_codes(s),
-        ]);
+    t.set_header(RATE_HEADERS.to_vec());
+    for s in w.steps.iter().filter(|s| s.rate.is_some()) {
+        t.add_row(rate_cells(s, seq));
     }
     for i in 0..10 {
         if let Some(c) = t.column_mut(i) {
@@ -151,7 +164,7 @@ fn rate_table(w: &WorkloadResult) -> String {
 }
 
 pub fn step_table(w: &WorkloadResult) -> String {
-    if w.steps.iter().any(|s| s.rate.is_some()) {
+    if is_rate_ramp(w) {
         return rate_table(w);
     }
     let mut t = Table::new();

@@ -1295,3 +1295,32 @@ fn regression_an_agent_stalled_by_a_fault_is_free_again_after_its_coordinator_di
     let free = killed.elapsed();
     assert!(free < std::time::Duration::from_secs(12), "free again {free:?} after the coordinator died");
 }
+
+/// Issue 17: a rate ramp on two agents. Each host issues its half of the run's one schedule:
+/// the merged step had exactly the run's I/Os due, each host about half of them, and the step
+/// was sustained.
+#[test]
+fn two_agents_share_one_rate_schedule() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let (_agents, hosts) = file_agents(dir.path(), &c, &["a", "b"]);
+    let w = "[[workloads]]\nname = \"rated\"\nrate = [1000, 3000]\nmax_outstanding = 16\nwarmup_s = 0.2\nintervals = 2\ninterval_s = 0.5\n";
+    hosts_plan(dir.path(), &hosts, w);
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--json", "r.json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("at 3'000 IOPS: p99"), "{out}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    for (s, target) in steps(&r, 0).iter().zip([1000.0, 3000.0]) {
+        let rate = &s["rate"];
+        assert_eq!(f(&rate["target_iops"]), target);
+        // 1 s measured: the schedule's I/Os, all hosts together.
+        assert!((f(&rate["due"]) - target).abs() <= 2.0, "{rate}");
+        assert_eq!(rate["sustained"], true, "{s}");
+        let per_host: Vec<f64> = s["hosts"].as_array().unwrap().iter().map(|h| f(&h["iops"])).collect();
+        assert_eq!(per_host.len(), 2);
+        for iops in per_host {
+            assert!((iops - target / 2.0).abs() <= target * 0.02, "each host issues half of {target}: {iops}");
+        }
+    }
+}

@@ -276,3 +276,39 @@ interval_s = 0.5
     let text = b.eval("document.body.textContent");
     assert!(text.as_str().unwrap().contains("× EIO on e.dat"), "the step's flag names the target");
 }
+
+/// Issue 17: a rate ramp's report charts over the target rate, names its steps by their rate,
+/// draws the response-time curve with p99, and its step table has the rate columns.
+#[test]
+fn a_rate_ramp_charts_over_the_target_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = r#"targets = ["r.dat"]
+[[workloads]]
+name = "rated"
+backend = "null"
+rate = [2000, 20000]
+warmup_s = 0.1
+intervals = 2
+interval_s = 0.3
+"#;
+    std::fs::write(dir.path().join("p.toml"), plan).unwrap();
+    let o = iocurve(dir.path(), &["run", "p.toml", "--size", "16m"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    report(dir.path(), &["1", "-o", "rate.html"]);
+    let page = dir.path().join("rate.html");
+    let mut b = Browser::launch();
+    b.open(&page);
+    assert_clean(&b, &page);
+    assert_all_drawn(&mut b, 5);
+    let options = b.eval("Array.from(document.querySelector('.step-select').options).map(o => o.textContent)");
+    assert_eq!(options, serde_json::json!(["2'000 IOPS", "20'000 IOPS"]));
+    let legend = b.eval(
+        "Array.from(document.querySelectorAll('[data-chart=response] .u-legend .u-label')).map(e => e.textContent)",
+    );
+    assert!(legend.as_array().unwrap().iter().any(|l| l == "backend p99"), "the response-time curve has p99: {legend}");
+    let text = b.eval("document.body.textContent");
+    let text = text.as_str().unwrap();
+    assert!(text.contains("random read, 4k, rate ramp") && text.contains("target IOPS"), "{text}");
+    assert!(text.contains("lag p99 µs") && text.contains("sustained"), "the rate columns: {text}");
+    b.screenshot(&artifact("report-rate.png"));
+}

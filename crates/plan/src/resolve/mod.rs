@@ -351,13 +351,19 @@ ramp = [1, 8]
         let p = parse("[[workloads]]\nname = \"a\"\nrate = [1000, 2500.5]\nmax_outstanding = 16\narrival = \"poisson\"\noverload = \"drop\"\nseed = 7\n").unwrap();
         let w = &p.workloads[0];
         let steps = w.steps();
-        assert_eq!(steps.iter().map(|s| (s.workers, s.rate)).collect::<Vec<_>>(), [(16, Some(1000.0)), (16, Some(2500.5))]);
+        assert_eq!(
+            steps.iter().map(|s| (s.workers, s.rate)).collect::<Vec<_>>(),
+            [(16, Some(1000.0)), (16, Some(2500.5))]
+        );
         assert_eq!((w.arrival, w.overload, w.seed), (crate::Arrival::Poisson, crate::Overload::Drop, 7));
         assert_eq!(w.rate_iops(1000.0), 1000.0, "random: IOPS");
         let seq = parse("[[workloads]]\nname = \"s\"\npattern = \"sequential\"\nbs = \"1m\"\nrate = [100]\n").unwrap();
         assert_eq!(seq.workloads[0].rate_iops(100.0), 100e6 / 1048576.0, "sequential: MB/s over the block size");
         let closed = parse("[[workloads]]\nname = \"c\"\nramp = [1, 4]\n").unwrap();
-        assert_eq!(closed.workloads[0].steps().iter().map(|s| (s.workers, s.rate)).collect::<Vec<_>>(), [(1, None), (4, None)]);
+        assert_eq!(
+            closed.workloads[0].steps().iter().map(|s| (s.workers, s.rate)).collect::<Vec<_>>(),
+            [(1, None), (4, None)]
+        );
         for (text, key, words) in [
             ("rate = []", "rate", "empty"),
             ("rate = [0]", "rate", "above 0"),

@@ -87,6 +87,8 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
             "title": g.title,
             "sequential": g.members[0].1.kind == "sequential",
             "unit": if g.members[0].1.kind == "sequential" { "MB/s" } else { "IOPS" },
+            // A rate ramp's steps are its target rates (in the unit), not worker counts.
+            "rate": terminal::is_rate_ramp(g.members[0].1),
             "series": series[gi].iter().map(|s| s.data.clone()).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     });
@@ -96,6 +98,12 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
         .map(|(gi, g)| GroupView {
             id: format!("g{gi}"),
             title: g.title.clone(),
+            rate: terminal::is_rate_ramp(g.members[0].1),
+            step_headers: if terminal::is_rate_ramp(g.members[0].1) {
+                terminal::RATE_HEADERS.to_vec()
+            } else {
+                STEP_HEADERS.to_vec()
+            },
             summary: series[gi].iter().map(|s| summary_row(s)).collect(),
             steps: series[gi].iter().map(|s| StepTable { series: s.label.clone(), rows: step_rows(s.w) }).collect(),
             hosts: series[gi]
@@ -143,8 +151,9 @@ fn script_json(v: &Value) -> String {
     v.to_string().replace('<', "\\u003c")
 }
 
-fn pattern_key(w: &WorkloadResult) -> (String, u64, String, u32) {
-    (w.kind.clone(), (w.read_pct * 1000.0).round() as u64, w.bs.clone(), w.queue_depth)
+/// Rate ramps and worker ramps of one pattern chart apart: their x axes differ.
+fn pattern_key(w: &WorkloadResult) -> (String, u64, String, u32, bool) {
+    (w.kind.clone(), (w.read_pct * 1000.0).round() as u64, w.bs.clone(), w.queue_depth, terminal::is_rate_ramp(w))
 }
 
 /// `random read, 4k, qd 1`; `sequential 70 % read, 8k, qd 4`.
@@ -156,8 +165,29 @@ fn pattern_title(w: &WorkloadResult) -> String {
     } else {
         format!("{} % read", w.read_pct)
     };
+    if terminal::is_rate_ramp(w) {
+        return format!("{} {rw}, {}, rate ramp", w.kind, w.bs);
+    }
     format!("{} {rw}, {}, qd {}", w.kind, w.bs, w.queue_depth)
 }
+
+/// The step table's headers of a worker ramp (`views::step_rows`).
+const STEP_HEADERS: [&str; 14] = [
+    "workers",
+    "in flight",
+    "IOPS",
+    "MB/s",
+    "mean µs",
+    "p50 µs",
+    "p99 µs",
+    "p99.9 µs",
+    "max µs",
+    "CV %",
+    "CPU %",
+    "errors",
+    "longest stall s",
+    "flags",
+];
 
 /// Groups in order of first appearance, over all runs.
 fn group(runs: &[ReportRun]) -> Vec<Group<'_>> {

@@ -57,6 +57,10 @@ pub(super) fn verification_view(v: &iocurve_analysis::FinalVerification) -> Veri
 pub(super) struct GroupView {
     pub(super) id: String,
     pub(super) title: String,
+    /// A rate ramp: steps are target rates, not worker counts.
+    pub(super) rate: bool,
+    /// The column headers of its step tables.
+    pub(super) step_headers: Vec<&'static str>,
     pub(super) summary: Vec<SummaryRow>,
     pub(super) steps: Vec<StepTable>,
     /// Per-host tables of the series that ran on several hosts.
@@ -111,7 +115,13 @@ pub(super) struct ImpactRow {
 }
 
 pub(super) fn point(p: &Option<Point>, seq: bool) -> String {
-    p.map_or_else(|| "—".to_string(), |p| format!("{} ({} w)", headline(p.iops, p.mbps, p.lat_us, seq), p.workers))
+    p.map_or_else(
+        || "—".to_string(),
+        |p| match p.target_iops {
+            Some(t) => format!("{} (at {})", headline(p.iops, p.mbps, p.lat_us, seq), format::target_rate(t, false)),
+            None => format!("{} ({} w)", headline(p.iops, p.mbps, p.lat_us, seq), p.workers),
+        },
+    )
 }
 
 pub(super) fn summary_row(s: &Series) -> SummaryRow {
@@ -132,8 +142,12 @@ pub(super) fn summary_row(s: &Series) -> SummaryRow {
     }
 }
 
-/// The step table: the terminal's columns, plus errors and the longest stall.
+/// The step table: the terminal's columns, plus errors and the longest stall (a rate ramp: the
+/// terminal's rate columns).
 pub(super) fn step_rows(w: &WorkloadResult) -> Vec<Vec<String>> {
+    if terminal::is_rate_ramp(w) {
+        return w.steps.iter().map(|s| terminal::rate_cells(s, w.kind == "sequential")).collect();
+    }
     w.steps
         .iter()
         .map(|s| {
