@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::result::{Point, RunResult, WorkloadResult};
+use crate::result::{LatencyStats, Point, RunResult, WorkloadResult};
 
 /// Which point of each workload to compare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -75,13 +75,66 @@ pub fn compare(baseline: &RunResult, run: &RunResult, at: At) -> Vec<Impact> {
         .collect()
 }
 
+/// A target rate a workload was driven at in both runs: its response time on each side.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RateImpact {
+    pub workload: String,
+    pub target_iops: f64,
+    pub baseline: LatencyStats,
+    pub run: LatencyStats,
+    pub baseline_sustained: bool,
+    pub run_sustained: bool,
+    /// Change of p99 and mean response time, in percent.
+    pub p99_pct: Option<f64>,
+    pub mean_pct: Option<f64>,
+}
+
+/// Every target rate a workload ran at in both runs, in the baseline's order: capacity planning
+/// asks what the same load costs in latency on the other configuration.
+pub fn rate_impacts(baseline: &RunResult, run: &RunResult) -> Vec<RateImpact> {
+    let mut out = Vec::new();
+    for b in &baseline.workloads {
+        let Some(r) = run.workloads.iter().find(|w| w.name == b.name) else { continue };
+        for bs in &b.steps {
+            let Some(br) = &bs.rate else { continue };
+            let found = r.steps.iter().find(|s| s.rate.as_ref().is_some_and(|x| x.target_iops == br.target_iops));
+            let Some(rs) = found else { continue };
+            out.push(RateImpact {
+                workload: b.name.clone(),
+                target_iops: br.target_iops,
+                baseline: bs.lat_us,
+                run: rs.lat_us,
+                baseline_sustained: br.sustained,
+                run_sustained: rs.rate.as_ref().is_some_and(|x| x.sustained),
+                p99_pct: change(bs.lat_us.p99, rs.lat_us.p99),
+                mean_pct: change(bs.lat_us.mean, rs.lat_us.mean),
+            });
+        }
+    }
+    out
+}
+
 /// How two runs differ in what they measured, one line each (empty: like with like): the
 /// workloads' keys that change the figures (direct or buffered, back-end, ramp, block size,
 /// queue depth, read share, pattern, working set, data), the host count and the targets. An
 /// impact between such runs is the difference of two setups, not of the storage alone.
 pub fn differences(baseline: &RunResult, run: &RunResult) -> Vec<String> {
-    const KEYS: &[&str] =
-        &["direct", "backend", "ramp", "bs", "queue_depth", "read_pct", "pattern", "working_set", "threads", "data"];
+    const KEYS: &[&str] = &[
+        "direct",
+        "backend",
+        "ramp",
+        "bs",
+        "queue_depth",
+        "read_pct",
+        "pattern",
+        "working_set",
+        "threads",
+        "data",
+        "rate",
+        "arrival",
+        "max_outstanding",
+        "overload",
+    ];
     let workload = |r: &RunResult, name: &str| -> Option<serde_json::Value> {
         r.plan["workloads"].as_array()?.iter().find(|w| w["name"] == name).cloned()
     };

@@ -174,6 +174,11 @@ pub fn compare(db: &Path, baseline: i64, runs: &[i64], at: AtArg, sla: &SlaArgs)
             }
         }
         crate::outln!("{}", terminal::impact_table(&iocurve_analysis::compare(&base, &run, at)));
+        let rates = iocurve_analysis::compare::rate_impacts(&base, &run);
+        if !rates.is_empty() {
+            crate::outln!("response time at the same target rate:");
+            crate::outln!("{}", terminal::rate_impact_table(&rates));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

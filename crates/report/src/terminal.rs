@@ -141,6 +141,17 @@ pub fn rate_cells(s: &StepResult, sequential: bool) -> Vec<String> {
     ]
 }
 
+/// A step as warnings name it: `8 workers`, or a rate step `at 100'000 IOPS`.
+pub fn step_label(s: &StepResult, sequential: bool) -> String {
+    if s.rate.is_some() {
+        format!("at {}", rate_target(s, sequential))
+    } else if s.workers == 1 {
+        "1 worker".into()
+    } else {
+        format!("{} workers", s.workers)
+    }
+}
+
 /// Whether a workload ran a rate ramp.
 pub fn is_rate_ramp(w: &WorkloadResult) -> bool {
     w.steps.iter().any(|s| s.rate.is_some())
@@ -254,7 +265,15 @@ pub fn impact_table(rows: &[iocurve_analysis::Impact]) -> String {
     t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
     t.set_header(vec!["workload", "baseline", "run", "throughput", "latency"]);
     let point = |p: &Option<iocurve_analysis::Point>, seq: bool| {
-        p.map_or_else(|| "—".to_string(), |p| format!("{} ({} w)", headline(p.iops, p.mbps, p.lat_us, seq), p.workers))
+        p.map_or_else(
+            || "—".to_string(),
+            |p| match p.target_iops {
+                Some(t) => {
+                    format!("{} (at {})", headline(p.iops, p.mbps, p.lat_us, seq), format::target_rate(t, false))
+                }
+                None => format!("{} ({} w)", headline(p.iops, p.mbps, p.lat_us, seq), p.workers),
+            },
+        )
     };
     for r in rows {
         t.add_row(vec![
@@ -273,12 +292,44 @@ pub fn impact_table(rows: &[iocurve_analysis::Impact]) -> String {
     t.to_string()
 }
 
+/// A rate ramp against a baseline: at every target rate both ran, the response time of each
+/// and its change, with their verdicts.
+pub fn rate_impact_table(rows: &[iocurve_analysis::compare::RateImpact]) -> String {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
+    t.set_header(vec!["workload", "target", "baseline p99", "run p99", "p99", "baseline mean", "run mean", "mean"]);
+    let side = |lat: f64, sustained: bool| {
+        format!("{}{}", format::latency(lat), if sustained { "" } else { " (unsustained)" })
+    };
+    for r in rows {
+        t.add_row(vec![
+            r.workload.clone(),
+            format::target_rate(r.target_iops, false),
+            side(r.baseline.p99, r.baseline_sustained),
+            side(r.run.p99, r.run_sustained),
+            pct(r.p99_pct),
+            format::latency(r.baseline.mean),
+            format::latency(r.run.mean),
+            pct(r.mean_pct),
+        ]);
+    }
+    for i in 1..8 {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t.to_string()
+}
+
 /// Every flag of every step, one line each.
 pub fn warnings(w: &WorkloadResult) -> Vec<String> {
     let mut out: Vec<String> = w
         .steps
         .iter()
-        .flat_map(|s| s.flags.iter().map(move |f| format!("  ! {} workers: {}", s.workers, f.message)))
+        .flat_map(|s| {
+            let at = step_label(s, w.kind == "sequential");
+            s.flags.iter().map(move |f| format!("  ! {at}: {}", f.message))
+        })
         .collect();
     out.extend(w.notes.iter().map(|n| format!("  ! {n}")));
     out.extend(data_check_warnings(w));

@@ -181,6 +181,40 @@ fn compare_stored_runs_against_a_baseline() {
     input_error(&o, &["no run 9"]);
 }
 
+/// Issue 17: two rate runs compare at every target rate both drove: the same load, its
+/// response time on each configuration (here the second adds 2 ms to every I/O).
+#[test]
+fn rate_runs_compare_response_time_at_the_same_target_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = "[[workloads]]\nname = \"rated\"\nbackend = \"null\"\nrate = [500, 1000]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.3\n";
+    std::fs::write(dir.path().join("a.toml"), format!("targets = [\"t.dat\"]\n{w}")).unwrap();
+    std::fs::write(
+        dir.path().join("b.toml"),
+        format!("targets = [\"t.dat\"]\n[[faults]]\nkind = \"latency\"\nlatency_ms = 2\n{w}"),
+    )
+    .unwrap();
+    for p in ["a.toml", "b.toml"] {
+        let o = iocurve(dir.path(), &["run", p, "--size", "16m"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let o = iocurve(dir.path(), &["compare", "1", "2"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!out.contains("not like with like"), "the same workloads, a fault apart: {out}");
+    assert!(out.contains("response time at the same target rate:"), "{out}");
+    for target in ["500 IOPS", "1'000 IOPS"] {
+        let table = out.split("response time at the same target rate:").nth(1).unwrap();
+        let row = table
+            .lines()
+            .find(|l| l.contains("rated") && l.contains(target))
+            .unwrap_or_else(|| panic!("{target}: {out}"));
+        // p99 and mean both grow by far more than the noise (every I/O took 2 ms more).
+        let changes: Vec<f64> =
+            row.split(['┆', '│']).filter_map(|c| c.trim().strip_suffix(" %")?.parse().ok()).collect();
+        assert!(changes.len() == 2 && changes.iter().all(|&c| c > 50.0), "{row}");
+    }
+}
+
 #[test]
 fn exports_json_is_the_run_document_and_fio_json_has_fios_keys() {
     let dir = tempfile::tempdir().unwrap();

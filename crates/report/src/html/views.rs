@@ -193,7 +193,12 @@ pub(super) fn run_head(i: usize, r: &ReportRun) -> RunHead {
         }
         for s in &w.steps {
             for f in &s.flags {
-                warnings.push(format!("{}, {} workers: {}", w.name, s.workers, f.message));
+                warnings.push(format!(
+                    "{}, {}: {}",
+                    w.name,
+                    terminal::step_label(s, w.kind == "sequential"),
+                    f.message
+                ));
             }
         }
     }
