@@ -354,6 +354,9 @@ fn rate_result(rec: &StepRecord) -> Option<RateResult> {
     let ops = rec.total.ops();
     let achieved = if r.due == 0 { 0.0 } else { ops as f64 / r.due as f64 };
     let overloaded = rec.notes.iter().any(|(c, _)| c == "overloaded");
+    // Part of the schedule went with a host or an I/O thread that stopped answering: the due
+    // count of the others cannot tell how much.
+    let share_lost = rec.notes.iter().any(|(c, _)| c == "host_lost" || c == "threads_abandoned");
     let lag_p99_s = r.lag.percentile_ns(99.0) as f64 / 1e9;
     let sustained = r.due > 0
         && achieved >= SUSTAINED_SHARE
@@ -361,6 +364,8 @@ fn rate_result(rec: &StepRecord) -> Option<RateResult> {
         && r.backlog == 0
         && lag_p99_s < rec.interval_s
         && !overloaded
+        && !share_lost
+        && rec.drain.stuck == 0
         && !rec.interrupted;
     Some(RateResult {
         target_iops,
@@ -375,7 +380,8 @@ fn rate_result(rec: &StepRecord) -> Option<RateResult> {
 }
 
 /// Why a rate step was not sustained, in words.
-fn unsustained_because(r: &RateResult, interval_s: f64, interrupted: bool) -> Vec<String> {
+fn unsustained_because(r: &RateResult, rec: &StepRecord) -> Vec<String> {
+    let (interval_s, interrupted) = (rec.interval_s, rec.interrupted);
     let mut why = Vec::new();
     if r.achieved_pct < SUSTAINED_SHARE * 100.0 {
         why.push(format!("{:.1} % of the {} due I/Os completed", r.achieved_pct, r.due));
@@ -392,6 +398,12 @@ fn unsustained_because(r: &RateResult, interval_s: f64, interrupted: bool) -> Ve
     if interrupted {
         why.push("the step did not run to its end".into());
     }
+    if rec.drain.stuck > 0 {
+        why.push(format!("{} I/Os were stuck", rec.drain.stuck));
+    }
+    if rec.notes.iter().any(|(c, _)| c == "host_lost" || c == "threads_abandoned") {
+        why.push("a host or I/O thread stopped answering, and its part of the schedule with it".into());
+    }
     why
 }
 
@@ -402,7 +414,7 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
         flag("interrupted", format!("stopped after {} of the planned intervals", rec.intervals.len()));
     }
     if let Some(r) = s.rate.as_ref().filter(|r| !r.sustained) {
-        let why = unsustained_because(r, rec.interval_s, rec.interrupted);
+        let why = unsustained_because(r, rec);
         let why = if why.is_empty() { "overload ended the step".to_string() } else { why.join("; ") };
         flag(
             "unsustained",
@@ -524,6 +536,40 @@ mod tests {
             stats.samples[0].record(lat_ns, 4096);
         }
         stats
+    }
+
+    /// Issue 17 (review): a rate step is sustained only when its whole schedule was kept — a
+    /// psync thread blocked in the kernel, or a host lost, takes its part of the schedule with
+    /// it and the others' due count cannot show it; a stuck I/O is no kept schedule either.
+    #[test]
+    fn a_rate_step_is_sustained_only_when_the_whole_schedule_was_kept() {
+        let rated = |notes: &[&str], stuck: u64| {
+            let mut ivs = Vec::new();
+            for _ in 0..2 {
+                let mut i = interval(1000, 50_000);
+                let mut r = iocurve_stats::RateStats { due: 1000, ..Default::default() };
+                r.lag.record(10_000);
+                r.service.record(40_000);
+                i.rate = Some(Box::new(r));
+                ivs.push(i);
+            }
+            let mut rec = record(ivs, 10.0, 64);
+            rec.rate_iops = Some(1000.0);
+            rec.notes = notes.iter().map(|c| (c.to_string(), "m".to_string())).collect();
+            rec.drain.stuck = stuck;
+            analyze_step(&rec, false, &Thresholds::default())
+        };
+        let ok = rated(&[], 0);
+        let r = ok.rate.as_ref().unwrap();
+        assert!(r.sustained && r.achieved_pct == 100.0 && r.due == 2000, "{r:?}");
+        assert!(!ok.flags.iter().any(|f| f.code == "littles_law"), "a rate step keeps no fixed count in flight");
+        for (notes, stuck) in
+            [(&["threads_abandoned"][..], 0), (&["host_lost"][..], 0), (&[][..], 3), (&["overloaded"][..], 0)]
+        {
+            let s = rated(notes, stuck);
+            assert!(!s.rate.as_ref().unwrap().sustained, "{notes:?} {stuck}");
+            assert!(s.flags.iter().any(|f| f.code == "unsustained"), "{:?}", s.flags);
+        }
     }
 
     /// A step of 1-second intervals with the host `busy` percent.

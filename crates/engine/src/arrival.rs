@@ -9,7 +9,9 @@
 //! whose superposition is a Poisson process at the run's rate. Each stream is seeded from the
 //! plan's seed and its number, so the same plan gives the same intended times.
 
-use iocurve_plan::Arrival;
+use std::sync::{Arc, Mutex};
+
+use iocurve_plan::{Arrival, Overload};
 
 use crate::rng::Rng;
 
@@ -69,21 +71,25 @@ impl Arrivals {
         self.next_ns as u64
     }
 
-    /// Skips every intended time before `end_ns`; returns how many. Exact for uniform arrivals;
-    /// a Poisson stream walks its times up to a million of them and counts the rest by its
-    /// rate (a schedule that far behind is unsustained either way).
-    pub fn skip_until(&mut self, end_ns: u64) -> u64 {
+    /// Skips every intended time before `end_ns`, handing each to `each` as (time, 1). A
+    /// million are walked one by one; the rest of a schedule that far behind go as one batch
+    /// at the middle of their span, counted by the rate (exact for uniform arrivals). Returns
+    /// how many were skipped.
+    pub fn skip_until(&mut self, end_ns: u64, each: &mut dyn FnMut(u64, u64)) -> u64 {
         let mut n = 0u64;
         while self.peek() < end_ns {
             if n >= 1_000_000 {
-                let rest = ((end_ns as f64 - self.next_ns) / self.gap_ns).ceil().max(0.0);
+                let from = self.next_ns;
+                let rest = ((end_ns as f64 - from) / self.gap_ns).ceil().max(1.0);
                 self.index += rest as u64;
                 self.next_ns = match self.kind {
                     Arrival::Uniform => self.offset_ns + self.index as f64 * self.gap_ns,
-                    Arrival::Poisson => self.next_ns + rest * self.gap_ns,
+                    Arrival::Poisson => from + rest * self.gap_ns,
                 };
+                each(((from + end_ns as f64) / 2.0) as u64, rest as u64);
                 return n + rest as u64;
             }
+            each(self.peek(), 1);
             self.advance();
             n += 1;
         }
@@ -100,6 +106,129 @@ impl Arrivals {
                 self.next_ns = self.offset_ns + self.index as f64 * self.gap_ns;
             }
             Arrival::Poisson => self.next_ns += exponential(&mut self.rng, self.gap_ns),
+        }
+    }
+}
+
+/// Where an I/O thread of a rate step takes its intended issue times from.
+pub(crate) enum Source {
+    /// Its own part of the run's schedule: threads with many slots (io_uring, null), which
+    /// issue an I/O whenever one of their slots is free.
+    Own(Arrivals),
+    /// The host's part, shared by its threads of one slot each (psync): a thread that is free
+    /// claims the next time, so an I/O waits only while every thread is busy — not behind the
+    /// one I/O of the thread it happened to be dealt to.
+    Shared(Arc<Mutex<SharedSchedule>>),
+}
+
+/// A schedule shared by the threads of one host, and how many of them hold a time they have
+/// not issued yet (a free thread, waiting for its time or late to wake).
+pub(crate) struct SharedSchedule {
+    arrivals: Arrivals,
+    claimed: u32,
+}
+
+impl SharedSchedule {
+    pub fn new(arrivals: Arrivals) -> Arc<Mutex<SharedSchedule>> {
+        Arc::new(Mutex::new(SharedSchedule { arrivals, claimed: 0 }))
+    }
+}
+
+fn lock(m: &Mutex<SharedSchedule>) -> std::sync::MutexGuard<'_, SharedSchedule> {
+    // A poisoned lock only means a thread panicked; the schedule itself stays consistent.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A rate step's pacing in one I/O thread: its source of intended times, what it does when no
+/// slot is free, and the slots free to take the next due I/O.
+pub(crate) struct RateMode {
+    source: Source,
+    pub overload: Overload,
+    pub free: Vec<u32>,
+    /// When the extra wake-up armed for the next due I/O fires (ns since the step start).
+    pub wake_at: u64,
+    /// A shared schedule: the time this thread claimed, and whether it was already past with
+    /// no other thread holding an earlier one (every thread was busy when it came due).
+    claimed: Option<(u64, bool)>,
+}
+
+impl RateMode {
+    pub fn new(source: Source, overload: Overload) -> Self {
+        RateMode { source, overload, free: Vec::new(), wake_at: 0, claimed: None }
+    }
+
+    /// A thread with one slot of a shared schedule: it takes a time only while its slot is free.
+    pub fn shared(&self) -> bool {
+        matches!(self.source, Source::Shared(_))
+    }
+
+    /// The next intended time of this thread at `now`; a shared schedule's is claimed here.
+    pub fn next_due(&mut self, now: u64) -> u64 {
+        match &mut self.source {
+            Source::Own(a) => a.peek(),
+            Source::Shared(m) => {
+                if let Some((due, _)) = self.claimed {
+                    return due;
+                }
+                let mut sh = lock(m);
+                let due = sh.arrivals.peek();
+                sh.arrivals.advance();
+                // Past already, while another thread holds an earlier time it has not issued:
+                // that thread was free when this came due, only late to wake — no overload.
+                let late = due < now && sh.claimed == 0;
+                sh.claimed += 1;
+                self.claimed = Some((due, late));
+                due
+            }
+        }
+    }
+
+    /// The time the thread waits for, without claiming one: None while it holds no claim.
+    pub fn waiting_for(&self) -> Option<u64> {
+        match &self.source {
+            Source::Own(a) => Some(a.peek()),
+            Source::Shared(_) => self.claimed.map(|c| c.0),
+        }
+    }
+
+    /// The time from `next_due` was issued or dropped.
+    pub fn taken(&mut self) {
+        match &mut self.source {
+            Source::Own(a) => a.advance(),
+            Source::Shared(m) => {
+                if self.claimed.take().is_some() {
+                    lock(m).claimed -= 1;
+                }
+            }
+        }
+    }
+
+    /// Every slot was busy when the next I/O came due: for a thread's own schedule, no slot is
+    /// free now; for a shared one, the thread claimed a time already past (no thread was free
+    /// to claim it before it came due).
+    pub fn overloaded(&self) -> bool {
+        match &self.source {
+            Source::Own(_) => self.free.is_empty(),
+            Source::Shared(_) => self.claimed.is_some_and(|(_, late)| late),
+        }
+    }
+
+    /// Skips every time before `end_ns` not issued (see [`Arrivals::skip_until`]).
+    pub fn skip_until(&mut self, end_ns: u64, each: &mut dyn FnMut(u64, u64)) -> u64 {
+        match &mut self.source {
+            Source::Own(a) => a.skip_until(end_ns, each),
+            Source::Shared(m) => {
+                let mut sh = lock(m);
+                let mut n = 0;
+                if let Some((due, _)) = self.claimed.take() {
+                    sh.claimed -= 1;
+                    if due < end_ns {
+                        each(due, 1);
+                        n += 1;
+                    }
+                }
+                n + sh.arrivals.skip_until(end_ns, each)
+            }
         }
     }
 }
@@ -167,12 +296,16 @@ mod tests {
     #[test]
     fn skipping_far_behind_counts_without_walking_every_time() {
         let mut a = Arrivals::new(Arrival::Uniform, MAX_IOPS, 0, 1, 1);
-        // 100 s behind at 10^9 IOPS: 10^11 times, counted, not walked.
-        assert_eq!(a.skip_until(100_000_000_000), 100_000_000_000);
+        // 100 s behind at 10^9 IOPS: 10^11 times, counted, not walked; each handed on once.
+        let (mut seen, mut calls) = (0u64, 0u64);
+        assert_eq!(a.skip_until(100_000_000_000, &mut |_, n| (seen, calls) = (seen + n, calls + 1)), 100_000_000_000);
+        assert_eq!((seen, calls), (100_000_000_000, 1_000_001));
         assert!(a.peek() >= 100_000_000_000);
         let mut p = Arrivals::new(Arrival::Poisson, 1000.0, 0, 1, 1);
-        let n = p.skip_until(1_000_000_000);
+        let mut ages = Vec::new();
+        let n = p.skip_until(1_000_000_000, &mut |due, _| ages.push(due));
         assert!((900..1100).contains(&n), "{n}");
+        assert!(ages.windows(2).all(|w| w[0] <= w[1]) && ages.last() < Some(&1_000_000_000));
     }
 
     #[test]

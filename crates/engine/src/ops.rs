@@ -140,6 +140,16 @@ impl OpGen {
         table.iter().find(|(cum, _)| r < *cum).map(|(_, v)| *v).unwrap_or(table[table.len() - 1].1)
     }
 
+    /// Whether an I/O of this workload is a write, drawn as `next` draws it: for I/Os a rate
+    /// step never issued, whose age still counts in the latency of their direction.
+    pub fn draw_write(&self, rng: &mut Rng) -> bool {
+        match self.direction {
+            Direction::AllReads => false,
+            Direction::AllWrites => true,
+            Direction::Mixed(t) => rng.next_u64() >= t,
+        }
+    }
+
     #[inline]
     pub fn next(&mut self, worker: u32, rng: &mut Rng) -> IoOp {
         let members = if self.groups.len() == 1 {

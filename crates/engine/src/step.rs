@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use iocurve_plan::{Backend, Fault, Workload, format_size};
 use iocurve_stats::{CpuTimes, CpuUsage, IntervalStats, StepRecord};
 
-use crate::arrival::{Arrivals, RateShare};
+use crate::arrival::{Arrivals, RateMode, RateShare, SharedSchedule, Source};
 use crate::backend::{ActiveFault, FaultBackend, NullBackend, PsyncBackend, ThreadModel, UringBackend};
 use crate::buffer::BufferPool;
 use crate::data::{DataGen, Pool};
@@ -28,7 +28,7 @@ use crate::host::cpu_times;
 use crate::ops::{OpGen, working_set};
 use crate::rng::Rng;
 use crate::verify::GenMap;
-use crate::worker::{self, ErrorState, Live, Msg, RateMode, Schedule, Slots};
+use crate::worker::{self, ErrorState, Live, Msg, Schedule, Slots};
 use crate::{EngineError, TargetSet};
 
 pub struct StepConfig<'a> {
@@ -313,6 +313,14 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
     ));
     let shared_w = Arc::new(w.clone());
 
+    // Threads of one slot each (psync) share the host's schedule: a free thread takes the next
+    // due I/O, as a free slot of a ring does.
+    let shared_schedule = match (cfg.rate, crate::backend::capabilities(cfg.backend).threads) {
+        (Some(share), ThreadModel::PerIo) => {
+            Some(SharedSchedule::new(Arrivals::for_thread(w.arrival, &share, 0, 1, w.seed)))
+        }
+        _ => None,
+    };
     for (ti, workers) in plan.into_iter().enumerate() {
         let (tx, thread_gate, step_stop, lives) = (tx.clone(), gate.clone(), step_stop.clone(), lives.clone());
         let w = shared_w.clone();
@@ -323,6 +331,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
         let verify = if w.verify { cfg.verify.clone() } else { None };
         let abort = cfg.abort.clone();
         let rate = cfg.rate;
+        let shared_schedule = shared_schedule.clone();
         let builder = std::thread::Builder::new().name(format!("iocurve-io{ti}")).stack_size(256 << 10);
         let spawned = builder.spawn(move || {
             let live = &lives[ti];
@@ -342,8 +351,13 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
             }
             let start = || thread_gate.arrive().map(|t0| Schedule::new(t0, &w));
             let n = workers.len();
-            let rate = rate
-                .map(|share| RateMode::new(Arrivals::for_thread(w.arrival, &share, ti, nthreads, w.seed), w.overload));
+            let rate = rate.map(|share| {
+                let source = match &shared_schedule {
+                    Some(m) => Source::Shared(m.clone()),
+                    None => Source::Own(Arrivals::for_thread(w.arrival, &share, ti, nthreads, w.seed)),
+                };
+                RateMode::new(source, w.overload)
+            });
             let parts = Parts { opgen, rng, pool, data, workers, errors, faults, verify, abort, rate };
             let stop = &*step_stop;
             let result = match backend {

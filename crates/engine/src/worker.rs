@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use iocurve_plan::{OnError, Overload};
 use iocurve_stats::{Drain, ErrorCounts, IntervalStats, LatencyHistogram, RateStats};
 
-use crate::arrival::Arrivals;
+use crate::arrival::RateMode;
 use crate::backend::{Completion, IoEngine};
 use crate::buffer::BufferPool;
 use crate::data::DataGen;
@@ -108,7 +108,11 @@ pub(crate) struct Tail {
 
 impl Tail {
     fn record(&mut self, write: bool, ns: u64) {
-        if write { self.write.record(ns) } else { self.read.record(ns) }
+        self.record_n(write, ns, 1)
+    }
+
+    fn record_n(&mut self, write: bool, ns: u64, n: u64) {
+        if write { self.write.record_n(ns, n) } else { self.read.record_n(ns, n) }
     }
 }
 
@@ -183,22 +187,6 @@ impl ErrorState {
     pub fn stops(&self) -> Vec<(usize, u64, i32)> {
         let by = self.stopped_by.iter().map(|a| a.load(Ordering::Relaxed));
         by.enumerate().filter(|&(_, p)| p != u64::MAX).map(|(i, p)| (i, p >> 16, (p & 0xffff) as i32)).collect()
-    }
-}
-
-/// A rate step's state in one thread: its part of the schedule, what it does when no slot is
-/// free, and the slots free to take the next due I/O.
-pub(crate) struct RateMode {
-    pub arrivals: Arrivals,
-    pub overload: Overload,
-    free: Vec<u32>,
-    /// When the extra wake-up armed for the next due I/O fires (ns since the step start).
-    wake_at: u64,
-}
-
-impl RateMode {
-    pub fn new(arrivals: Arrivals, overload: Overload) -> Self {
-        RateMode { arrivals, overload, free: Vec::new(), wake_at: 0 }
     }
 }
 
@@ -292,16 +280,22 @@ impl<B: IoEngine> Slots<B> {
         // next wake-ups, and the loop looks at its stop flags meanwhile.
         let mut budget = 1u32 << 16;
         let result = loop {
-            let due = rate.arrivals.peek();
-            if due > until || budget == 0 {
+            // A thread of a shared schedule claims a time only while its one slot is free.
+            if budget == 0 || (rate.shared() && rate.free.is_empty()) {
                 break Ok(());
             }
             budget -= 1;
-            let Some(slot) = rate.free.pop() else {
+            let due = rate.next_due(now);
+            if due > until {
+                break Ok(());
+            }
+            if rate.overloaded() {
                 match rate.overload {
-                    Overload::Queue => break Ok(()),
+                    // Its own schedule waits for a slot; a claimed time goes out now, late.
+                    Overload::Queue if !rate.shared() => break Ok(()),
+                    Overload::Queue => {}
                     Overload::Drop => {
-                        rate.arrivals.advance();
+                        rate.taken();
                         if due >= measured_from {
                             stats.due += 1;
                             stats.dropped += 1;
@@ -313,8 +307,9 @@ impl<B: IoEngine> Slots<B> {
                         break Ok(());
                     }
                 }
-            };
-            rate.arrivals.advance();
+            }
+            let Some(slot) = rate.free.pop() else { break Ok(()) };
+            rate.taken();
             match self.issue_at(slot as usize, now, due) {
                 Ok(true) => {
                     out.ios += 1;
@@ -527,8 +522,9 @@ pub(crate) fn run<B: IoEngine>(
             && !rate.free.is_empty()
         {
             // Wake when the next I/O is due (a slot is free to take it).
-            let due = rate.arrivals.peek();
-            if due < until {
+            if let Some(due) = rate.waiting_for()
+                && due < until
+            {
                 until = due;
                 least = 1_000;
                 if inflight > 0 && !(rate.wake_at > now && rate.wake_at <= due) {
@@ -712,8 +708,15 @@ pub(crate) fn run<B: IoEngine>(
             let issued = s.issue_due(now, end - 1, sched.warmup_ns, t).map_err(|e| (e, inflight))?;
             inflight += issued.ios;
             inflight_writes += issued.writes;
+            // Never issued, they still weigh in the response time with their age at the end
+            // (a lower bound): a stall across the end cannot hide the I/Os it held back.
             if let Some(rate) = &mut s.rate {
-                let left = rate.arrivals.skip_until(end);
+                let (opgen, rng) = (&s.opgen, &mut s.rng);
+                let (read, write) = (&mut tail.read, &mut tail.write);
+                let left = rate.skip_until(end, &mut |due, n| {
+                    let h = if opgen.draw_write(rng) { &mut *write } else { &mut *read };
+                    h.record_n(now.saturating_sub(due), n);
+                });
                 t.backlog += left;
                 t.due += left;
             }

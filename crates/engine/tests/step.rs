@@ -271,3 +271,44 @@ fn an_overloaded_rate_step_drops_or_ends_as_its_policy_says() {
     assert!(rec.notes.iter().any(|(c, _)| c == iocurve_engine::step::OVERLOADED), "{:?}", rec.notes);
     assert!(rec.interrupted);
 }
+
+/// Issue 17 (review): psync threads of one slot each shared nothing of their schedule, so a
+/// thread's second due I/O found its own slot busy and `abort-step` ended an idle step within
+/// 0.1 s. They share the host's schedule now: an I/O waits only while every thread is busy.
+#[test]
+fn regression_psync_threads_share_one_schedule_and_light_load_is_no_overload() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = target(&dir, false);
+    let mut w = workload(100.0, 1, 2, 0.5, Backend::Psync);
+    w.max_outstanding = 4;
+    w.arrival = iocurve_plan::Arrival::Poisson;
+    w.overload = iocurve_plan::Overload::AbortStep;
+    let rec = rate_step(&w, 2_000.0, &t, &[]);
+    assert!(rec.notes.is_empty(), "{:?}", rec.notes);
+    assert_eq!(rec.intervals.len(), 2, "the step ran to its end");
+    let r = rec.total.rate.as_deref().unwrap();
+    assert_eq!((r.dropped, r.backlog), (0, 0));
+    // One schedule at 2000 IOPS (Poisson, seeded): about 2000 due in 1 s.
+    assert!((r.due as i64 - 2_000).abs() < 200, "due {}", r.due);
+}
+
+/// Issue 17 (review): I/Os still waiting for a slot when the step ended were counted as backlog
+/// but weighed nothing in the response time (p99 1 ms with half the schedule held back 0.5 s).
+/// Their age at the end now enters it, as a stuck I/O's does.
+#[test]
+fn regression_io_left_waiting_at_the_end_weighs_in_the_response_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = target(&dir, false);
+    let mut w = workload(100.0, 1, 2, 0.5, Backend::Null);
+    w.max_outstanding = 4;
+    w.stuck_after_s = Some(0.2);
+    let stall =
+        Fault { kind: FaultKind::Stall, share: 1.0, from_s: 0.5, to_s: Some(30.0), target: None, latency_ms: 0.0 };
+    let rec = rate_step(&w, 2_000.0, &t, std::slice::from_ref(&stall));
+    let r = rec.total.rate.as_deref().unwrap();
+    assert!(r.backlog > 900, "the second half of the schedule was left waiting: {}", r.backlog);
+    let response = rec.total.combined_hist();
+    assert!(response.count() >= rec.total.ops() + r.backlog, "every I/O due has a response time");
+    assert!(response.percentile_ns(99.0) >= 450_000_000, "p99 {} ns", response.percentile_ns(99.0));
+    assert!(response.percentile_ns(75.0) >= 100_000_000, "p75 {} ns", response.percentile_ns(75.0));
+}

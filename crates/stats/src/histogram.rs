@@ -48,6 +48,13 @@ impl LatencyHistogram {
         Self { inner }
     }
 
+    /// Records `n` latencies of `ns` each.
+    pub fn record_n(&mut self, ns: u64, n: u64) {
+        if n > 0 && self.inner.record_n(ns.max(1), n).is_err() {
+            self.inner.saturating_record_n(ns.max(1), n);
+        }
+    }
+
     /// Records one latency. Zero is recorded as 1 ns (the lowest discernible value).
     #[inline]
     pub fn record(&mut self, ns: u64) {
