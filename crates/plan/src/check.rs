@@ -45,6 +45,9 @@ pub fn check_workload(w: &Workload, faults: &[Fault], source: &str) -> Result<()
         max_outstanding: Some(w.max_outstanding),
         overload: Some(w.overload),
         seed: Some(w.seed),
+        curve: (!w.curve.is_empty()).then(|| w.curve.clone()),
+        stop_at_mean_ms: w.stop_at_mean_ms,
+        stop_at_p99_ms: w.stop_at_p99_ms,
     };
     let faults = faults
         .iter()

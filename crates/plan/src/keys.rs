@@ -85,7 +85,10 @@ macro_rules! for_each_key {
             arrival,
             max_outstanding,
             overload,
-            seed
+            seed,
+            curve,
+            stop_at_mean_ms,
+            stop_at_p99_ms
         )
     };
 }
@@ -187,6 +190,16 @@ pub struct WorkloadKeys {
     /// Seed of the arrival schedule (Poisson): the same seed gives the same intended times.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// After the worker ramp, a rate ramp at these shares (percent) of its maximum throughput:
+    /// the response-time curve (vdbench's `curve`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub curve: Option<Vec<f64>>,
+    /// A rate ramp stops after the first step whose mean response time passes this (ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_at_mean_ms: Option<f64>,
+    /// A rate ramp stops after the first step whose p99 response time passes this (ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_at_p99_ms: Option<f64>,
 }
 
 /// An agent of a multi-host run: `[[hosts]]` in a plan.

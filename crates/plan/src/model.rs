@@ -252,6 +252,14 @@ pub struct Workload {
     /// Seed of the arrival schedule.
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// Shares (percent) of the worker ramp's maximum for a rate ramp after it; empty: none.
+    #[serde(default)]
+    pub curve: Vec<f64>,
+    /// A rate ramp ends after a step whose mean or p99 response time passes these (ms).
+    #[serde(default)]
+    pub stop_at_mean_ms: Option<f64>,
+    #[serde(default)]
+    pub stop_at_p99_ms: Option<f64>,
 }
 
 fn default_max_outstanding() -> u32 {
@@ -364,6 +372,31 @@ impl Workload {
         if self.pattern == Pattern::Sequential { rate * 1e6 / self.mean_bs() } else { rate }
     }
 
+    /// The rate ramp of the response-time curve after the worker ramp: this workload named
+    /// `NAME-curve`, driven at the curve's shares of `maximum` (the ramp's maximum throughput:
+    /// IOPS, or MB/s for sequential workloads). None without a curve or a maximum.
+    pub fn curve_workload(&self, maximum: f64) -> Option<Workload> {
+        if self.curve.is_empty() || maximum.is_nan() || maximum <= 0.0 {
+            return None;
+        }
+        let mut w = self.clone();
+        w.name = format!("{}-curve", self.name);
+        w.rate = self.curve.iter().map(|pct| maximum * pct / 100.0).collect();
+        w.curve = Vec::new();
+        Some(w)
+    }
+
+    /// A rate step's response time passed a `stop_at_*` bound: the words why, for the note.
+    pub fn stop_at(&self, mean_ms: f64, p99_ms: f64) -> Option<String> {
+        if let Some(b) = self.stop_at_mean_ms.filter(|&b| mean_ms > b) {
+            return Some(format!("mean response time {mean_ms:.3} ms passed stop_at_mean_ms = {b}"));
+        }
+        if let Some(b) = self.stop_at_p99_ms.filter(|&b| p99_ms > b) {
+            return Some(format!("p99 response time {p99_ms:.3} ms passed stop_at_p99_ms = {b}"));
+        }
+        None
+    }
+
     /// The mean block size of the mix, weighted.
     pub fn mean_bs(&self) -> f64 {
         let w: f64 = self.bs.iter().map(|b| b.weight as f64).sum();
@@ -427,8 +460,11 @@ impl Plan {
         }
     }
 
-    /// Planned duration of the whole plan in seconds.
+    /// Planned duration of the whole plan in seconds (a curve counted in full: it may stop early).
     pub fn total_seconds(&self) -> f64 {
-        self.workloads.iter().map(|w| (w.step_seconds() + w.pause_s) * w.steps().len() as f64 - w.pause_s).sum()
+        self.workloads
+            .iter()
+            .map(|w| (w.step_seconds() + w.pause_s) * (w.steps().len() + w.curve.len()) as f64 - w.pause_s)
+            .sum()
     }
 }

@@ -211,6 +211,30 @@ pub const WORKLOAD_OPTIONS: &[WorkloadOption] = &[
         Some("1"),
         "Seed of the Poisson arrival schedule: the same seed gives the same intended issue times.",
     ),
+    opt(
+        "curve",
+        Some("curve"),
+        List,
+        "PCTS",
+        None,
+        "After the worker ramp, drive the workload at these shares (percent, increasing, up to 100) of its maximum throughput: the response-time curve (e.g. 10,50,70,80,90,100), stored as workload NAME-curve.",
+    ),
+    opt(
+        "stop_at_mean_ms",
+        Some("stop-at-mean-ms"),
+        Number,
+        "MS",
+        None,
+        "A rate ramp (or curve) stops after the first step whose mean response time passes this many ms.",
+    ),
+    opt(
+        "stop_at_p99_ms",
+        Some("stop-at-p99-ms"),
+        Number,
+        "MS",
+        None,
+        "A rate ramp (or curve) stops after the first step whose p99 response time passes this many ms.",
+    ),
 ];
 
 /// The data-pattern keys: the flags `precondition` and `datacheck` share with `run`.

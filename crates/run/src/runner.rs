@@ -226,6 +226,21 @@ impl<'o> Runner<'o> {
 }
 
 /// The SLA bounds in force: the plan's, which the command line has already set over it.
+/// Why a rate ramp ends after this step: a `stop_at_*` bound passed, or an overload ended it
+/// (higher rates would only overload it sooner).
+fn rate_ramp_ends(w: &iocurve_plan::Workload, s: &StepResult) -> Option<String> {
+    let r = s.rate.as_ref()?;
+    if s.flags.iter().any(|f| f.code == "overloaded") {
+        return Some(format!("overload = abort-step ended the step at {:.0} IOPS", r.target_iops));
+    }
+    // A step without completions has no response time to hold against the bounds.
+    if s.read.ops + s.write.ops == 0 {
+        return None;
+    }
+    w.stop_at(s.lat_us.mean / 1000.0, s.lat_us.p99 / 1000.0)
+        .map(|why| format!("at {:.0} IOPS the {why}", r.target_iops))
+}
+
 fn sla_of(plan: &Plan) -> Sla {
     Sla { mean_ms: plan.sla_mean_ms, p99_ms: plan.sla_p99_ms }
 }
@@ -315,11 +330,16 @@ impl Run<'_, '_> {
                 None
             }
         };
-        let nw = plan.workloads.len();
+        // A workload with a curve adds its rate ramp right after it, once its maximum is known.
+        let mut queue: Vec<iocurve_plan::Workload> = plan.workloads.clone();
         let mut output_cut_noted = false;
         let mut data_checks: Vec<((iocurve_plan::DataPattern, u64, u64), Vec<iocurve_analysis::DataCheckRow>)> =
             Vec::new();
-        for (wi, w) in plan.workloads.iter().enumerate() {
+        let mut next = 0;
+        while next < queue.len() {
+            let (wi, w) = (next, &queue[next].clone());
+            let nw = queue.len();
+            next += 1;
             let Some(run_id) = run_id else { break };
             let seq = w.pattern == Pattern::Sequential;
             let workload_id =
@@ -356,6 +376,8 @@ impl Run<'_, '_> {
             }
             let mut steps: Vec<StepResult> = Vec::new();
             let mut stop_run = false;
+            // Why a rate ramp ended before its last step (stop_at_*, an overload).
+            let mut ramp_notes: Vec<String> = Vec::new();
             let ramp = w.steps();
             for (si, &step) in ramp.iter().enumerate() {
                 let workers = step.workers;
@@ -419,6 +441,7 @@ impl Run<'_, '_> {
                         let s = iocurve_analysis::analyze_step_on(&r, seq, &th, &target_paths);
                         tracing::info!(workload = %w.name, workers, iops = s.iops, flags = s.flags.len(), "step finished");
                         observers.step_finished(w.step_seconds(), &s);
+                        let ends = rate_ramp_ends(w, &s);
                         if !r.intervals.is_empty() {
                             steps.push(s);
                         }
@@ -428,6 +451,15 @@ impl Run<'_, '_> {
                         }
                         if error.is_some() {
                             stop_run = true;
+                            break;
+                        }
+                        if let Some(why) = ends {
+                            let left = ramp.len() - si - 1;
+                            if left > 0 {
+                                let why = format!("{why}: the {left} higher rate(s) did not run");
+                                observers.note(&format!("{}: {why}", w.name));
+                                ramp_notes.push(why);
+                            }
                             break;
                         }
                     }
@@ -442,6 +474,23 @@ impl Run<'_, '_> {
             if !steps.is_empty() {
                 let mut r = iocurve_analysis::analyze_workload(w, steps, sla);
                 r.data_check = data_check;
+                r.notes.extend(ramp_notes);
+                let maximum = r.maximum.map(|p| if seq { p.mbps } else { p.iops });
+                match maximum.and_then(|m| w.curve_workload(m)) {
+                    Some(curve) if !stop_run && !cancel.is_cancelled() => {
+                        observers.note(&format!(
+                            "{}: the response-time curve follows as {}, at {} % of its maximum",
+                            w.name,
+                            curve.name,
+                            w.curve.iter().map(|p| format!("{p}")).collect::<Vec<_>>().join(", ")
+                        ));
+                        queue.insert(wi + 1, curve);
+                    }
+                    None if !w.curve.is_empty() => {
+                        r.notes.push("no maximum was measured: the response-time curve did not run".into())
+                    }
+                    _ => {}
+                }
                 observers.workload_finished(&r);
                 workloads.push(r);
             }

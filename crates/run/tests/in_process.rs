@@ -308,3 +308,40 @@ fn a_rate_ramp_keeps_its_verdicts_through_the_store() {
         assert_eq!(again.lat_us, live.lat_us, "and the same response times");
     }
 }
+
+/// Issue 17: `curve` runs the worker ramp, then the same workload at shares of its maximum
+/// (`NAME-curve`), and `stop_at_p99_ms` ends a rate ramp after the first step past the bound.
+#[test]
+fn a_curve_follows_the_maximum_and_stop_at_ends_a_rate_ramp() {
+    let dir = tempfile::tempdir().unwrap();
+    let fault = "\n[[faults]]\nkind = \"latency\"\nlatency_ms = 0.5\n";
+    let text = format!(
+        "[[workloads]]\nname = \"w\"\nbackend = \"null\"\nramp = [1, 4]\ncurve = [25, 50]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.25\nthreads = 1\n\n[[workloads]]\nname = \"r\"\nbackend = \"null\"\nrate = [1000, 40000, 80000]\nmax_outstanding = 8\nstop_at_p99_ms = 5\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.25\nthreads = 1\n{fault}"
+    );
+    let p = iocurve_plan::parse_str(&text, "test.toml", &Overrides::default()).unwrap();
+    let mut events = Events::default();
+    let outcome =
+        Runner::new(targeted(p, &dir), Hosts::Local, options(&dir)).observe(&mut events).run().expect("the run starts");
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    let names: Vec<&str> = outcome.result.workloads.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(names, ["w", "w-curve", "r"]);
+    let (w, curve) = (&outcome.result.workloads[0], &outcome.result.workloads[1]);
+    let max = w.maximum.unwrap().iops;
+    let targets: Vec<f64> = curve.steps.iter().map(|s| s.rate.as_ref().unwrap().target_iops).collect();
+    assert_eq!(targets, [max * 0.25, max * 0.5], "the curve is driven at shares of the measured maximum");
+    assert!(
+        events.lines.iter().any(|l| l.contains("the response-time curve follows as w-curve")),
+        "{:?}",
+        events.lines
+    );
+
+    // 8 slots of 0.5 ms carry 16 000 IOPS: at 40 000 the backlog's response time passes 5 ms,
+    // and 80 000 is not run.
+    let r = &outcome.result.workloads[2];
+    assert_eq!(r.steps.len(), 2, "{:?}", r.steps.iter().map(|s| s.rate.clone()).collect::<Vec<_>>());
+    assert!(
+        r.notes.iter().any(|n| n.contains("stop_at_p99_ms = 5") && n.contains("1 higher rate(s) did not run")),
+        "{:?}",
+        r.notes
+    );
+}

@@ -372,6 +372,10 @@ ramp = [1, 8]
             ("max_outstanding = 0", "max_outstanding", "1 to 65536"),
             ("arrival = \"bursty\"", "arrival", "uniform or poisson"),
             ("overload = \"panic\"", "overload", "queue, drop or abort-step"),
+            ("curve = [0, 50]", "curve", "above 0 up to 100"),
+            ("curve = [50, 10]", "curve", "increase"),
+            ("curve = [50]\nrate = [100]", "curve", "use one of them"),
+            ("stop_at_p99_ms = 0", "stop_at_p99_ms", "above 0"),
         ] {
             let e = parse(&format!("[[workloads]]\nname = \"a\"\n{text}\n")).unwrap_err();
             assert!(e.key.as_deref().is_some_and(|k| k.ends_with(key)) || e.message.contains(key), "{text}: {e}");

@@ -191,6 +191,33 @@ impl Resolver<'_> {
                 ));
             }
         }
+        let curve = k.curve.clone().unwrap_or_default();
+        if k.curve.is_some() {
+            if curve.is_empty() || curve.iter().any(|&p| !(p > 0.0 && p <= 100.0)) {
+                return Err(self.key_err(
+                    i,
+                    "curve",
+                    format!("curve {curve:?}: give shares of the maximum in percent, above 0 up to 100 (e.g. [10, 50, 70, 80, 90, 100])"),
+                ));
+            }
+            if curve.windows(2).any(|p| p[0] >= p[1]) {
+                return Err(self.key_err(i, "curve", format!("curve {curve:?} must increase strictly")));
+            }
+            if k.rate.is_some() {
+                return Err(self.key_err(
+                    i,
+                    "curve",
+                    "curve follows a worker ramp and derives its rates from its maximum; a workload with rate = [...] sets its rates itself: use one of them".into(),
+                ));
+            }
+        }
+        for (key, v) in [("stop_at_mean_ms", k.stop_at_mean_ms), ("stop_at_p99_ms", k.stop_at_p99_ms)] {
+            if let Some(ms) = v
+                && !(ms > 0.0 && ms <= 3_600_000.0)
+            {
+                return Err(self.key_err(i, key, format!("{key} is {ms}; give a bound above 0 up to 3600000 ms")));
+            }
+        }
         let w = Workload {
             name,
             read_pct,
@@ -215,6 +242,9 @@ impl Resolver<'_> {
             max_outstanding,
             overload: k.overload.unwrap(),
             seed: k.seed.unwrap(),
+            curve,
+            stop_at_mean_ms: k.stop_at_mean_ms,
+            stop_at_p99_ms: k.stop_at_p99_ms,
         };
         if let Some(r) = w.rate.iter().find(|&&r| w.rate_iops(r) > 1e9) {
             return Err(self.key_err(
