@@ -12,6 +12,8 @@ pub mod step;
 pub mod workload;
 
 pub use compare::{At, Impact, compare};
+/// The SNIA steady-state rule (pure, in `iocurve_stats` so that the engine can end a step by it).
+pub use iocurve_stats::steady;
 pub use result::*;
 pub use step::{Thresholds, analyze_step, analyze_step_on};
 pub use workload::{analyze_workload, optimum_index, sla_index};

@@ -425,6 +425,10 @@ pub struct StepResult {
     /// closed-loop steps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<RateResult>,
+    /// The SNIA steady-state check of the interval throughputs (steps of 5 intervals or more;
+    /// flagged `not_steady` when it fails).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_state: Option<crate::steady::SteadyCheck>,
 }
 
 /// What a rate (open-loop) step asked for and what it got.

@@ -251,6 +251,7 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
         flags: Vec::new(),
         samples,
         rate: rate_result(rec),
+        steady_state: crate::steady::check(&tput),
     };
     step.flags = flags(&step, rec, &tput, th);
     (step.host_results, step.start_spread_us) = per_host(rec, sequential, th);
@@ -434,6 +435,19 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
         flag(
             "unsteady",
             format!("throughput varied between intervals (CV {:.0} % > {:.0} %)", s.cv * 100.0, th.unsteady_cv * 100.0),
+        );
+    }
+    if let Some(c) = s.steady_state.as_ref().filter(|c| !c.steady) {
+        flag(
+            "not_steady",
+            format!(
+                "not in steady state by the SNIA rule over the last {} intervals: range {:.1} % of the mean (allowed {:.0} %), best-fit excursion {:.1} % (allowed {:.0} %)",
+                c.values.len(),
+                c.range_pct,
+                crate::steady::MAX_RANGE * 100.0,
+                c.excursion_pct,
+                crate::steady::MAX_EXCURSION * 100.0
+            ),
         );
     }
     if tput.len() >= 3 {

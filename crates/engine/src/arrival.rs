@@ -145,8 +145,6 @@ pub(crate) struct RateMode {
     source: Source,
     pub overload: Overload,
     pub free: Vec<u32>,
-    /// When the extra wake-up armed for the next due I/O fires (ns since the step start).
-    pub wake_at: u64,
     /// A shared schedule: the time this thread claimed, and whether it was already past with
     /// no other thread holding an earlier one (every thread was busy when it came due).
     claimed: Option<(u64, bool)>,
@@ -154,7 +152,7 @@ pub(crate) struct RateMode {
 
 impl RateMode {
     pub fn new(source: Source, overload: Overload) -> Self {
-        RateMode { source, overload, free: Vec::new(), wake_at: 0, claimed: None }
+        RateMode { source, overload, free: Vec::new(), claimed: None }
     }
 
     /// A thread with one slot of a shared schedule: it takes a time only while its slot is free.

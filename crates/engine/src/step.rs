@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -209,6 +209,7 @@ struct Parts {
     verify: Option<Arc<GenMap>>,
     abort: Option<Arc<AtomicBool>>,
     rate: Option<RateMode>,
+    rounds: Option<Arc<AtomicU32>>,
 }
 
 impl Parts {
@@ -225,6 +226,7 @@ impl Parts {
             s.abort = a;
         }
         s.rate = self.rate;
+        s.rounds = self.rounds;
         s
     }
 }
@@ -313,6 +315,9 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
     ));
     let shared_w = Arc::new(w.clone());
 
+    // A step that ends once steady runs at most its planned intervals; the coordinator lowers
+    // the count when the rule holds.
+    let rounds = (w.steady_state == iocurve_plan::SteadyState::Snia).then(|| Arc::new(AtomicU32::new(w.intervals)));
     // Threads of one slot each (psync) share the host's schedule: a free thread takes the next
     // due I/O, as a free slot of a ring does.
     let shared_schedule = match (cfg.rate, crate::backend::capabilities(cfg.backend).threads) {
@@ -332,6 +337,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
         let abort = cfg.abort.clone();
         let rate = cfg.rate;
         let shared_schedule = shared_schedule.clone();
+        let rounds = rounds.clone();
         let builder = std::thread::Builder::new().name(format!("iocurve-io{ti}")).stack_size(256 << 10);
         let spawned = builder.spawn(move || {
             let live = &lives[ti];
@@ -358,7 +364,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
                 };
                 RateMode::new(source, w.overload)
             });
-            let parts = Parts { opgen, rng, pool, data, workers, errors, faults, verify, abort, rate };
+            let parts = Parts { opgen, rng, pool, data, workers, errors, faults, verify, abort, rate, rounds };
             let stop = &*step_stop;
             let result = match backend {
                 Backend::IoUring => match UringBackend::new(n, &fds, (parts.pool.base(), parts.pool.total_len())) {
@@ -396,7 +402,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
         return Err(EngineError::Input("the step was called off before it started".into()));
     };
     let sched = Schedule::new(t0, w);
-    coordinate(cfg, w, nthreads, &sched, &rx, &step_stop, &lives, &errors, obs)
+    coordinate(cfg, w, nthreads, &sched, &rx, &step_stop, &lives, &errors, rounds.as_deref(), obs)
 }
 
 /// Runs a thread's slots once the gate opened (`sched` None: the step was called off). If I/O
@@ -426,6 +432,17 @@ fn run_slots<B: crate::backend::IoEngine>(
     }
 }
 
+/// Whether the step's intervals so far end in steady state by the SNIA rule (throughput: IOPS,
+/// or bytes per second for a sequential workload).
+fn steady(rec: &StepRecord, sequential: bool) -> bool {
+    let series: Vec<f64> = rec
+        .intervals
+        .iter()
+        .map(|i| if sequential { i.bytes as f64 } else { i.ops as f64 } / i.duration_s.max(1e-9))
+        .collect();
+    iocurve_stats::steady::check(&series).is_some_and(|c| c.steady)
+}
+
 /// The note code of a rate step that `overload = abort-step` ended.
 pub const OVERLOADED: &str = "overloaded";
 
@@ -443,8 +460,11 @@ fn coordinate(
     step_stop: &AtomicBool,
     lives: &[Live],
     errors: &ErrorState,
+    rounds: Option<&AtomicU32>,
     obs: &mut dyn StepObserver,
 ) -> Result<StepRecord, EngineError> {
+    // The intervals the step runs: all, or fewer once it is steady (`steady_state = "snia"`).
+    let planned = || rounds.map_or(w.intervals, |r| r.load(Ordering::Relaxed).min(w.intervals));
     let t0 = sched.t0;
     let spp = sched.samples_per_interval;
     let tick = Duration::from_millis(250);
@@ -469,12 +489,12 @@ fn coordinate(
     let mut ended: Option<(u64, bool)> = None;
     // When the coordinator first saw the step told to stop (Ctrl-C, an abort), in ns since t0.
     let mut stop_seen: Option<u64> = None;
-    let end_ns = sched.boundary_ns(w.intervals);
+    let end_ns = || sched.boundary_ns(planned());
     let planned_s = w.step_seconds();
-    let last = w.intervals - 1;
+    let last = || planned() - 1;
     loop {
         let now = Instant::now();
-        let cpu_at = (next_cpu <= w.intervals).then(|| t0 + Duration::from_nanos(sched.boundary_ns(next_cpu)));
+        let cpu_at = (next_cpu <= planned()).then(|| t0 + Duration::from_nanos(sched.boundary_ns(next_cpu)));
         let wake = cpu_at.map_or(next_tick, |c| c.min(next_tick));
         match rx.recv_timeout(wake.saturating_duration_since(now)) {
             Ok((ti, Msg::Interval { index, stats })) => {
@@ -510,13 +530,13 @@ fn coordinate(
         let now = Instant::now();
         let now_ns = now.duration_since(t0).as_nanos() as u64;
         if ended.is_none() {
-            if step_stop.load(Ordering::Relaxed) && now_ns < end_ns {
+            if step_stop.load(Ordering::Relaxed) && now_ns < end_ns() {
                 ended = Some((now_ns, true));
-            } else if now_ns >= end_ns {
-                ended = Some((end_ns, false));
+            } else if now_ns >= end_ns() {
+                ended = Some((end_ns(), false));
             }
         }
-        while next_cpu <= w.intervals && now >= t0 + Duration::from_nanos(sched.boundary_ns(next_cpu)) {
+        while next_cpu <= planned() && now >= t0 + Duration::from_nanos(sched.boundary_ns(next_cpu)) {
             cpu[next_cpu as usize] = cpu_times();
             next_cpu += 1;
         }
@@ -551,7 +571,7 @@ fn coordinate(
         let abandoned = given_up.iter().filter(|&&g| g).count();
         loop {
             let idx = rec.intervals.len() as u32;
-            if idx >= w.intervals {
+            if idx >= planned() {
                 break;
             }
             let complete = pending
@@ -561,7 +581,7 @@ fn coordinate(
             // stopped issuing is handed on with what the others measured (nothing at all when
             // every thread was given up: a stall from its start to its end).
             let without = abandoned > 0 && all_done && ended.is_some_and(|(at, _)| sched.boundary_ns(idx + 1) <= at);
-            if !(complete || without) || (idx == last && !all_done) {
+            if !(complete || without) || (idx == last() && !all_done) {
                 break;
             }
             let mut stats = pending.remove(&idx).map(|p| p.1).unwrap_or_else(|| {
@@ -570,7 +590,7 @@ fn coordinate(
                 s.max_gap_ns = Some(sched.boundary_ns(idx + 1).saturating_sub(since.max(sched.warmup_ns)));
                 s
             });
-            if idx == last {
+            if idx == last() {
                 add_tail(&mut stats, &tail, !completed_in_time);
             }
             let end = cpu[idx as usize + 1].or_else(cpu_times);
@@ -580,6 +600,14 @@ fn coordinate(
             };
             obs.interval(idx, &stats, &usage, w.interval_s);
             rec.push_interval(stats, usage, w.interval_s);
+            if let Some(r) = rounds
+                && planned() == w.intervals
+                && steady(&rec, w.pattern == iocurve_plan::Pattern::Sequential)
+            {
+                // The interval running now completes; the step ends after it.
+                r.store((idx + 2).min(w.intervals), Ordering::Relaxed);
+                tracing::info!(workload = %w.name, workers = cfg.workers, after = idx + 1, "steady state reached");
+            }
         }
         if now >= next_tick || all_done {
             next_tick = now + tick;
@@ -604,7 +632,7 @@ fn coordinate(
             std::io::Error::other(f),
         ));
     }
-    rec.interrupted = rec.intervals.len() < w.intervals as usize;
+    rec.interrupted = rec.intervals.len() < planned() as usize;
     if errors.aborted.load(Ordering::Relaxed) {
         let why = errors.abort_reason.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let why = why.unwrap_or_else(|| "on_error = abort ends the run".into());
@@ -626,7 +654,7 @@ fn coordinate(
         let when = at_ns as f64 / 1e9 - w.warmup_s;
         let when = if when < 0.0 {
             format!("in the warm-up ({:.1} s before the measurement)", -when)
-        } else if when > w.intervals as f64 * w.interval_s {
+        } else if when > planned() as f64 * w.interval_s {
             "after the measurement, while outstanding I/Os were waited for".to_string()
         } else {
             format!("{when:.1} s into the measurement")

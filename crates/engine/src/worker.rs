@@ -218,6 +218,9 @@ pub(crate) struct Slots<B: IoEngine> {
     pub abort: Arc<AtomicBool>,
     /// A rate step (None: closed loop, every slot reissued as soon as its I/O completes).
     pub rate: Option<RateMode>,
+    /// A step that ends once steady (`steady_state = "snia"`): how many intervals it runs, lowered
+    /// by the coordinator while it runs. None: the schedule's.
+    pub rounds: Option<Arc<std::sync::atomic::AtomicU32>>,
     /// Per slot: the claimed block and the generation it had / is being written with.
     claimed: Vec<(u64, u16, u16)>,
     ops: Vec<IoOp>,
@@ -246,6 +249,7 @@ impl<B: IoEngine> Slots<B> {
             verify: None,
             abort: Arc::new(AtomicBool::new(false)),
             rate: None,
+            rounds: None,
             claimed: vec![(0, 0, 0); n],
             ops: vec![IoOp::default(); n],
             started: vec![0; n],
@@ -517,28 +521,25 @@ pub(crate) fn run<B: IoEngine>(
     loop {
         let mut until = cancel_until.or(drain_until).unwrap_or(next_boundary);
         let mut least = 100_000;
+        // A rate step with a slot free wakes when its next I/O is due.
+        let mut due_wake = false;
         if let Some(rate) = &mut s.rate
             && issuing
             && !rate.free.is_empty()
+            && let Some(due) = rate.waiting_for()
+            && due < until
         {
-            // Wake when the next I/O is due (a slot is free to take it).
-            if let Some(due) = rate.waiting_for()
-                && due < until
-            {
-                until = due;
-                least = 1_000;
-                if inflight > 0 && !(rate.wake_at > now && rate.wake_at <= due) {
-                    s.backend
-                        .wake_within(Duration::from_nanos(due.saturating_sub(now).max(1_000)))
-                        .map_err(|e| (e, inflight))?;
-                    rate.wake_at = due;
-                }
-            }
+            until = due;
+            least = 1_000;
+            due_wake = true;
         }
         let wait = Duration::from_nanos(until.saturating_sub(now).clamp(least, POLL_NS));
         if inflight == 0 && issuing {
-            // Every slot rests (all its targets stopped): nothing can complete before the boundary.
+            // Nothing in flight: every slot rests (all its targets stopped), or a rate step
+            // waits for its next I/O. Nothing can complete before `wait` is over.
             std::thread::sleep(wait);
+        } else if due_wake {
+            s.backend.submit_and_wait_within(wait).map_err(|e| (e, inflight))?;
         } else {
             s.backend.submit_and_wait(wait).map_err(|e| (e, inflight))?;
         }
@@ -572,7 +573,8 @@ pub(crate) fn run<B: IoEngine>(
             }
             phase += 1;
             phase_start = next_boundary;
-            if phase as u64 >= sched.intervals as u64 {
+            let planned = s.rounds.as_ref().map_or(sched.intervals, |r| r.load(Ordering::Relaxed).min(sched.intervals));
+            if phase as u64 >= planned as u64 {
                 issuing = false;
                 // A rate step still issues what was due before its end, once this wake-up's
                 // completions freed their slots (below).

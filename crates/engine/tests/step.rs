@@ -312,3 +312,26 @@ fn regression_io_left_waiting_at_the_end_weighs_in_the_response_time() {
     assert!(response.percentile_ns(99.0) >= 450_000_000, "p99 {} ns", response.percentile_ns(99.0));
     assert!(response.percentile_ns(75.0) >= 100_000_000, "p75 {} ns", response.percentile_ns(75.0));
 }
+
+/// Issue 17, part 6: `steady_state = "snia"` ends a step once its last 5 intervals meet the SNIA
+/// rule — a steady load (the null back-end) ends after 6 of at most 25 intervals — and the plan's
+/// window is the rule's.
+#[test]
+fn a_steady_step_ends_once_the_snia_rule_holds() {
+    assert_eq!(iocurve_plan::STEADY_WINDOW as usize, iocurve_stats::steady::WINDOW);
+    let dir = tempfile::tempdir().unwrap();
+    let t = target(&dir, false);
+    let mut w = workload(100.0, 1, 25, 0.1, Backend::Null);
+    w.steady_state = iocurve_plan::SteadyState::Snia;
+    let mut rate_w = w.clone();
+    let (rec, seen) = step(&w, 1, &t, &[], &AtomicBool::new(false));
+    assert!((5..=8).contains(&rec.intervals.len()), "steady after 5, ended after the next: {}", rec.intervals.len());
+    assert!(!rec.interrupted, "a steady end is no interruption");
+    assert_eq!(seen.0.len(), rec.intervals.len(), "every kept interval was handed on");
+
+    // A rate step at a steady 5000 IOPS too.
+    rate_w.max_outstanding = 4;
+    let rec = rate_step(&rate_w, 5_000.0, &t, &[]);
+    assert!(rec.intervals.len() < 25, "{}", rec.intervals.len());
+    assert!(rec.total.rate.as_deref().is_some_and(|r| r.backlog == 0));
+}

@@ -48,6 +48,7 @@ pub fn check_workload(w: &Workload, faults: &[Fault], source: &str) -> Result<()
         curve: (!w.curve.is_empty()).then(|| w.curve.clone()),
         stop_at_mean_ms: w.stop_at_mean_ms,
         stop_at_p99_ms: w.stop_at_p99_ms,
+        steady_state: Some(w.steady_state),
     };
     let faults = faults
         .iter()

@@ -7,7 +7,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use crate::model::{Arrival, Backend, FaultKind, OnError, Overload, Pattern};
+use crate::model::{Arrival, Backend, FaultKind, OnError, Overload, Pattern, SteadyState};
 use crate::size::parse_size;
 
 /// Top level of a plan file.
@@ -88,7 +88,8 @@ macro_rules! for_each_key {
             seed,
             curve,
             stop_at_mean_ms,
-            stop_at_p99_ms
+            stop_at_p99_ms,
+            steady_state
         )
     };
 }
@@ -200,6 +201,10 @@ pub struct WorkloadKeys {
     /// A rate ramp stops after the first step whose p99 response time passes this (ms).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_at_p99_ms: Option<f64>,
+    /// `snia`: every step ends once its last 5 intervals meet the SNIA steady-state rule
+    /// (`intervals` is then the limit of rounds); `none` (default): every step runs all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steady_state: Option<SteadyState>,
 }
 
 /// An agent of a multi-host run: `[[hosts]]` in a plan.

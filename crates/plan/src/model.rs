@@ -100,6 +100,32 @@ impl TryFrom<String> for Overload {
     }
 }
 
+/// Intervals the SNIA steady-state rule judges: `iocurve_stats::steady::WINDOW` (the plan crate
+/// depends on no other; a test in the engine holds the two equal).
+pub const STEADY_WINDOW: u32 = 5;
+
+/// When a step ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case", try_from = "String")]
+pub enum SteadyState {
+    /// After all its intervals.
+    #[default]
+    None,
+    /// Once its last 5 intervals meet the SNIA steady-state rule, or after all its intervals.
+    Snia,
+}
+
+impl TryFrom<String> for SteadyState {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        match s.as_str() {
+            "none" => Ok(SteadyState::None),
+            "snia" => Ok(SteadyState::Snia),
+            _ => Err(format!("unknown steady_state `{s}`: use snia or none")),
+        }
+    }
+}
+
 /// What an injected fault does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -260,6 +286,9 @@ pub struct Workload {
     pub stop_at_mean_ms: Option<f64>,
     #[serde(default)]
     pub stop_at_p99_ms: Option<f64>,
+    /// `snia`: a step ends once its last 5 intervals are steady (`intervals` the limit).
+    #[serde(default)]
+    pub steady_state: SteadyState,
 }
 
 fn default_max_outstanding() -> u32 {

@@ -235,6 +235,14 @@ pub const WORKLOAD_OPTIONS: &[WorkloadOption] = &[
         None,
         "A rate ramp (or curve) stops after the first step whose p99 response time passes this many ms.",
     ),
+    opt(
+        "steady_state",
+        Some("steady-state"),
+        Text,
+        "RULE",
+        Some("\"none\""),
+        "snia: each step ends once its last 5 intervals are in steady state by the SNIA rule (range within 20 % of the mean, best-fit excursion within 10 %); intervals is then the limit of rounds (at least 5, e.g. 25). none: every step runs all its intervals.",
+    ),
 ];
 
 /// The data-pattern keys: the flags `precondition` and `datacheck` share with `run`.

@@ -230,6 +230,14 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
         out.push(format!("  min latency {}", format::latency(m)));
     }
     out.extend(w.steps.iter().filter_map(|s| rate_line(s, seq)).map(|l| format!("  {l}")));
+    let checked: Vec<_> = w.steps.iter().filter_map(|s| s.steady_state.as_ref()).collect();
+    if !checked.is_empty() {
+        out.push(format!(
+            "  steady state (SNIA rule over each step's last 5 intervals): {} of {} steps",
+            checked.iter().filter(|c| c.steady).count(),
+            checked.len()
+        ));
+    }
     let mut verified = iocurve_analysis::VerifyCounts::default();
     for v in w.steps.iter().filter_map(|s| s.verify.as_ref()) {
         verified.checked += v.checked;

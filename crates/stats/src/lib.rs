@@ -9,6 +9,7 @@ pub mod date;
 pub mod histogram;
 pub mod host;
 pub mod interval;
+pub mod steady;
 pub mod step;
 
 pub use cpu::{CpuTimes, CpuUsage};

@@ -211,6 +211,14 @@ impl<B: IoEngine> IoEngine for FaultBackend<B> {
         }
     }
 
+    fn submit_and_wait_within(&mut self, timeout: Duration) -> io::Result<()> {
+        if self.faults.is_empty() {
+            return self.inner.submit_and_wait_within(timeout);
+        }
+        self.wake_within(timeout)?;
+        self.submit_and_wait(timeout)
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
     }

@@ -72,6 +72,13 @@ pub trait IoEngine {
     /// keep a wake-up it armed earlier for that same boundary instead of arming a new one.
     fn submit_and_wait(&mut self, timeout: Duration) -> io::Result<()>;
 
+    /// As `submit_and_wait`, but returns within `timeout` however long a wake-up armed earlier
+    /// lasts: a rate step waits so for its next due I/O, a wait that changes with every I/O.
+    fn submit_and_wait_within(&mut self, timeout: Duration) -> io::Result<()> {
+        self.wake_within(timeout)?;
+        self.submit_and_wait(timeout)
+    }
+
     /// Hands what is queued to the device now, without waiting. The worker loop uses it to
     /// reissue completed I/Os at once while others are still in the device: holding them back
     /// for one batched submission left virtio-blk with fewer in flight than asked for (15–25 %

@@ -129,6 +129,22 @@ impl IoEngine for UringBackend {
         }
     }
 
+    fn submit_and_wait_within(&mut self, timeout: Duration) -> io::Result<()> {
+        if !self.ring.params().is_feature_ext_arg() {
+            self.wake_within(timeout)?;
+            return self.submit_and_wait(timeout);
+        }
+        // The timeout goes with the wait itself (IORING_ENTER_EXT_ARG): no timeout request to
+        // submit and reap for every due I/O.
+        let ts = types::Timespec::from(timeout);
+        let args = types::SubmitArgs::new().timespec(&ts);
+        match self.ring.submitter().submit_with_args(1, &args) {
+            Ok(_) => Ok(()),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         self.ring.submit().map(|_| ())
     }

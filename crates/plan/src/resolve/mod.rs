@@ -376,6 +376,8 @@ ramp = [1, 8]
             ("curve = [50, 10]", "curve", "increase"),
             ("curve = [50]\nrate = [100]", "curve", "use one of them"),
             ("stop_at_p99_ms = 0", "stop_at_p99_ms", "above 0"),
+            ("steady_state = \"snia\"", "intervals", "at least 5"),
+            ("steady_state = \"often\"", "steady_state", "snia or none"),
         ] {
             let e = parse(&format!("[[workloads]]\nname = \"a\"\n{text}\n")).unwrap_err();
             assert!(e.key.as_deref().is_some_and(|k| k.ends_with(key)) || e.message.contains(key), "{text}: {e}");

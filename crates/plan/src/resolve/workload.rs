@@ -218,6 +218,14 @@ impl Resolver<'_> {
                 return Err(self.key_err(i, key, format!("{key} is {ms}; give a bound above 0 up to 3600000 ms")));
             }
         }
+        let steady_state = k.steady_state.unwrap();
+        if steady_state == crate::model::SteadyState::Snia && intervals < crate::model::STEADY_WINDOW {
+            return Err(self.key_err(
+                i,
+                "intervals",
+                format!("intervals is {intervals}, but steady_state = \"snia\" judges the last 5 intervals of a step: give the limit of rounds, at least 5 (e.g. intervals = 25)"),
+            ));
+        }
         let w = Workload {
             name,
             read_pct,
@@ -245,6 +253,7 @@ impl Resolver<'_> {
             curve,
             stop_at_mean_ms: k.stop_at_mean_ms,
             stop_at_p99_ms: k.stop_at_p99_ms,
+            steady_state,
         };
         if let Some(r) = w.rate.iter().find(|&&r| w.rate_iops(r) > 1e9) {
             return Err(self.key_err(
