@@ -49,8 +49,15 @@ fn point(steps: &[StepResult], i: usize) -> Point {
     }
 }
 
-pub fn analyze_workload(w: &Workload, steps: Vec<StepResult>, sla: &Sla) -> WorkloadResult {
+pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> WorkloadResult {
     let seq = w.pattern == Pattern::Sequential;
+    // Rate steps in the order of their rates: an SLA search probes them out of order.
+    if steps.iter().all(|s| s.rate.is_some()) {
+        steps.sort_by(|a, b| {
+            let t = |s: &StepResult| s.rate.as_ref().map_or(0.0, |r| r.target_iops);
+            t(a).total_cmp(&t(b))
+        });
+    }
     // Steps without a complete interval (interrupted at once) or without a completed I/O carry
     // no figures: "0 IOPS @ 0.0 µs" must never become a speed or a maximum.
     let measured: Vec<usize> =

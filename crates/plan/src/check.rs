@@ -49,6 +49,7 @@ pub fn check_workload(w: &Workload, faults: &[Fault], source: &str) -> Result<()
         stop_at_mean_ms: w.stop_at_mean_ms,
         stop_at_p99_ms: w.stop_at_p99_ms,
         steady_state: Some(w.steady_state),
+        sla_search: Some(w.sla_search),
     };
     let faults = faults
         .iter()

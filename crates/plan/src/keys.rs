@@ -89,7 +89,8 @@ macro_rules! for_each_key {
             curve,
             stop_at_mean_ms,
             stop_at_p99_ms,
-            steady_state
+            steady_state,
+            sla_search
         )
     };
 }
@@ -205,6 +206,10 @@ pub struct WorkloadKeys {
     /// (`intervals` is then the limit of rounds); `none` (default): every step runs all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steady_state: Option<SteadyState>,
+    /// After the worker ramp, find the highest rate sustained within the plan's SLA bounds by
+    /// bisection on rate steps (`NAME-sla-search`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sla_search: Option<bool>,
 }
 
 /// An agent of a multi-host run: `[[hosts]]` in a plan.

@@ -289,6 +289,9 @@ pub struct Workload {
     /// `snia`: a step ends once its last 5 intervals are steady (`intervals` the limit).
     #[serde(default)]
     pub steady_state: SteadyState,
+    /// After the worker ramp: the highest rate sustained within the SLA, by bisection.
+    #[serde(default)]
+    pub sla_search: bool,
 }
 
 fn default_max_outstanding() -> u32 {
@@ -408,11 +411,27 @@ impl Workload {
         if self.curve.is_empty() || maximum.is_nan() || maximum <= 0.0 {
             return None;
         }
-        let mut w = self.clone();
-        w.name = format!("{}-curve", self.name);
+        let mut w = self.derived("curve");
         w.rate = self.curve.iter().map(|pct| maximum * pct / 100.0).collect();
-        w.curve = Vec::new();
         Some(w)
+    }
+
+    /// The rate steps of `sla_search` after the worker ramp: this workload named
+    /// `NAME-sla-search`, its rates chosen as it runs (`rate` stays empty). None without it.
+    pub fn sla_search_workload(&self) -> Option<Workload> {
+        self.sla_search.then(|| self.derived("sla-search"))
+    }
+
+    /// A rate workload derived from this one, `NAME-suffix`: one I/O per slot (rate steps keep
+    /// `max_outstanding` in flight), no follow-ups of its own.
+    fn derived(&self, suffix: &str) -> Workload {
+        let mut w = self.clone();
+        w.name = format!("{}-{suffix}", self.name);
+        w.queue_depth = 1;
+        w.rate = Vec::new();
+        w.curve = Vec::new();
+        w.sla_search = false;
+        w
     }
 
     /// A rate step's response time passed a `stop_at_*` bound: the words why, for the note.

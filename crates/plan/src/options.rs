@@ -243,6 +243,14 @@ pub const WORKLOAD_OPTIONS: &[WorkloadOption] = &[
         Some("\"none\""),
         "snia: each step ends once its last 5 intervals are in steady state by the SNIA rule (range within 20 % of the mean, best-fit excursion within 10 %); intervals is then the limit of rounds (at least 5, e.g. 25). none: every step runs all its intervals.",
     ),
+    opt(
+        "sla_search",
+        Some("sla-search"),
+        Switch(true),
+        "",
+        Some("false"),
+        "After the worker ramp, find the highest rate sustained within the SLA bounds (--sla-mean-ms, --sla-p99-ms) by bisection on rate steps between 0 and its maximum, to 2 % (workload NAME-sla-search; plan key sla_search = true).",
+    ),
 ];
 
 /// The data-pattern keys: the flags `precondition` and `datacheck` share with `run`.

@@ -25,6 +25,7 @@ mod observe;
 pub mod precondition;
 mod recorder;
 mod runner;
+pub mod search;
 mod setup;
 mod status;
 pub mod time;

@@ -4,6 +4,7 @@
 //! The result is complete even when the run is cancelled or a step fails: nothing finished is
 //! lost.
 
+use crate::search::Search;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -125,6 +126,14 @@ impl<'o> Runner<'o> {
     /// it if anything did.
     pub fn run(self) -> Result<Outcome, Error> {
         verification::check_plan(&self.plan)?;
+        if let Some(w) = self.plan.workloads.iter().find(|w| w.sla_search)
+            && !sla_of(&self.plan).is_set()
+        {
+            return Err(Error::Usage(format!(
+                "workload {}: sla_search looks for the highest rate within SLA bounds, but none is set: give --sla-mean-ms and/or --sla-p99-ms (or sla_mean_ms / sla_p99_ms in the plan)",
+                w.name
+            )));
+        }
         match self.hosts.clone() {
             Hosts::Local if !self.plan.hosts.is_empty() => Err(Error::Usage(format!(
                 "plan {} names [[hosts]]: it runs on agents (give the agents' token and CA)",
@@ -331,13 +340,16 @@ impl Run<'_, '_> {
             }
         };
         // A workload with a curve adds its rate ramp right after it, once its maximum is known.
-        let mut queue: Vec<iocurve_plan::Workload> = plan.workloads.clone();
+        // A workload with sla_search adds its search after it, a bisection over rate steps.
+        let mut queue: Vec<(iocurve_plan::Workload, Option<Search>)> =
+            plan.workloads.iter().map(|w| (w.clone(), None)).collect();
         let mut output_cut_noted = false;
         let mut data_checks: Vec<((iocurve_plan::DataPattern, u64, u64), Vec<iocurve_analysis::DataCheckRow>)> =
             Vec::new();
         let mut next = 0;
         while next < queue.len() {
-            let (wi, w) = (next, &queue[next].clone());
+            let (wi, (w, mut search)) = (next, queue[next].clone());
+            let w = &w;
             let nw = queue.len();
             next += 1;
             let Some(run_id) = run_id else { break };
@@ -378,8 +390,16 @@ impl Run<'_, '_> {
             let mut stop_run = false;
             // Why a rate ramp ended before its last step (stop_at_*, an overload).
             let mut ramp_notes: Vec<String> = Vec::new();
-            let ramp = w.steps();
-            for (si, &step) in ramp.iter().enumerate() {
+            // A search's steps are chosen as it goes, each from the one before.
+            let mut ramp = match &search {
+                Some(sr) => vec![iocurve_plan::RampStep { workers: w.max_outstanding, rate: Some(sr.first()) }],
+                None => w.steps(),
+            };
+            let mut si = 0;
+            while si < ramp.len() {
+                let step = ramp[si];
+                si += 1;
+                let si = si - 1;
                 let workers = step.workers;
                 if si > 0 && w.pause_s > 0.0 {
                     observers.note(&format!("{}: {} s of rest before the next step (pause_s)", w.name, w.pause_s));
@@ -441,7 +461,16 @@ impl Run<'_, '_> {
                         let s = iocurve_analysis::analyze_step_on(&r, seq, &th, &target_paths);
                         tracing::info!(workload = %w.name, workers, iops = s.iops, flags = s.flags.len(), "step finished");
                         observers.step_finished(w.step_seconds(), &s);
-                        let ends = rate_ramp_ends(w, &s);
+                        let ends = if search.is_some() { None } else { rate_ramp_ends(w, &s) };
+                        if let (Some(sr), Some(rate)) = (search.as_mut(), step.rate) {
+                            // A probe passes when it kept its schedule within the SLA.
+                            let pass = !r.intervals.is_empty()
+                                && s.rate.as_ref().is_some_and(|x| x.sustained)
+                                && sla.admits(&s);
+                            if let Some(next) = sr.next(rate, pass) {
+                                ramp.push(iocurve_plan::RampStep { workers, rate: Some(next) });
+                            }
+                        }
                         if !r.intervals.is_empty() {
                             steps.push(s);
                         }
@@ -475,21 +504,42 @@ impl Run<'_, '_> {
                 let mut r = iocurve_analysis::analyze_workload(w, steps, sla);
                 r.data_check = data_check;
                 r.notes.extend(ramp_notes);
+                if let Some(sr) = &search {
+                    let line = sr.describe(&sla.describe(), if seq { "MB/s" } else { "IOPS" });
+                    observers.note(&format!("{}: {line}", w.name));
+                    r.notes.push(line);
+                }
                 let maximum = r.maximum.map(|p| if seq { p.mbps } else { p.iops });
+                let going_on = !stop_run && !cancel.is_cancelled();
+                let mut follow = Vec::new();
                 match maximum.and_then(|m| w.curve_workload(m)) {
-                    Some(curve) if !stop_run && !cancel.is_cancelled() => {
+                    Some(curve) if going_on => {
                         observers.note(&format!(
                             "{}: the response-time curve follows as {}, at {} % of its maximum",
                             w.name,
                             curve.name,
                             w.curve.iter().map(|p| format!("{p}")).collect::<Vec<_>>().join(", ")
                         ));
-                        queue.insert(wi + 1, curve);
+                        follow.push((curve, None));
                     }
                     None if !w.curve.is_empty() => {
                         r.notes.push("no maximum was measured: the response-time curve did not run".into())
                     }
                     _ => {}
+                }
+                match (maximum, w.sla_search_workload()) {
+                    (Some(m), Some(s)) if going_on => {
+                        observers.note(&format!(
+                            "{}: the SLA search follows as {}, between 0 and its maximum",
+                            w.name, s.name
+                        ));
+                        follow.push((s, Some(Search::new(m))));
+                    }
+                    (None, Some(_)) => r.notes.push("no maximum was measured: the SLA search did not run".into()),
+                    _ => {}
+                }
+                for (k, f) in follow.into_iter().enumerate() {
+                    queue.insert(wi + 1 + k, f);
                 }
                 observers.workload_finished(&r);
                 workloads.push(r);

@@ -218,6 +218,14 @@ impl Resolver<'_> {
                 return Err(self.key_err(i, key, format!("{key} is {ms}; give a bound above 0 up to 3600000 ms")));
             }
         }
+        let sla_search = k.sla_search.unwrap();
+        if sla_search && k.rate.is_some() {
+            return Err(self.key_err(
+                i,
+                "sla_search",
+                "sla_search follows a worker ramp and probes rates up to its maximum; a workload with rate = [...] sets its rates itself: use one of them".into(),
+            ));
+        }
         let steady_state = k.steady_state.unwrap();
         if steady_state == crate::model::SteadyState::Snia && intervals < crate::model::STEADY_WINDOW {
             return Err(self.key_err(
@@ -254,6 +262,7 @@ impl Resolver<'_> {
             stop_at_mean_ms: k.stop_at_mean_ms,
             stop_at_p99_ms: k.stop_at_p99_ms,
             steady_state,
+            sla_search,
         };
         if let Some(r) = w.rate.iter().find(|&&r| w.rate_iops(r) > 1e9) {
             return Err(self.key_err(
