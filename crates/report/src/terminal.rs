@@ -14,6 +14,10 @@ pub fn flag_codes(s: &StepResult) -> String {
     s.flags.iter().map(|f| f.code.as_str()).collect::<Vec<_>>().join(" ")
 }
 
+/// Headers of [`step_cells`].
+pub const STEP_HEADERS: [&str; 11] =
+    ["workers", "in flight", "IOPS", "MB/s", "mean µs", "p50 µs", "p99 µs", "p99.9 µs", "max µs", "CV %", "CPU %"];
+
 /// A step's figures as the step tables show them: workers, in flight, IOPS, MB/s, mean, p50,
 /// p99, p99.9 and max latency, CV %, CPU %.
 pub fn step_cells(s: &StepResult) -> Vec<String> {
@@ -180,20 +184,7 @@ pub fn step_table(w: &WorkloadResult) -> String {
     }
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(vec![
-        "workers",
-        "in flight",
-        "IOPS",
-        "MB/s",
-        "mean µs",
-        "p50 µs",
-        "p99 µs",
-        "p99.9 µs",
-        "max µs",
-        "CV %",
-        "CPU %",
-        "flags",
-    ]);
+    t.set_header(STEP_HEADERS.iter().chain(&["flags"]).collect::<Vec<_>>());
     for s in &w.steps {
         let mut row = step_cells(s);
         row.push(flag_codes(s));

@@ -102,7 +102,8 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
             step_headers: if terminal::is_rate_ramp(g.members[0].1) {
                 terminal::RATE_HEADERS.to_vec()
             } else {
-                STEP_HEADERS.to_vec()
+                // `views::step_rows`: the terminal's columns, then errors, the longest stall, flags.
+                terminal::STEP_HEADERS.iter().chain(&["errors", "longest stall s", "flags"]).copied().collect()
             },
             summary: series[gi].iter().map(|s| summary_row(s)).collect(),
             steps: series[gi].iter().map(|s| StepTable { series: s.label.clone(), rows: step_rows(s.w) }).collect(),
@@ -170,24 +171,6 @@ fn pattern_title(w: &WorkloadResult) -> String {
     }
     format!("{} {rw}, {}, qd {}", w.kind, w.bs, w.queue_depth)
 }
-
-/// The step table's headers of a worker ramp (`views::step_rows`).
-const STEP_HEADERS: [&str; 14] = [
-    "workers",
-    "in flight",
-    "IOPS",
-    "MB/s",
-    "mean µs",
-    "p50 µs",
-    "p99 µs",
-    "p99.9 µs",
-    "max µs",
-    "CV %",
-    "CPU %",
-    "errors",
-    "longest stall s",
-    "flags",
-];
 
 /// Groups in order of first appearance, over all runs.
 fn group(runs: &[ReportRun]) -> Vec<Group<'_>> {
