@@ -558,6 +558,17 @@ pub struct PreconditionArgs {
     /// repeatable; name it exactly. A mounted, swap, held or busy target is never written.
     #[arg(long = "allow-write", value_name = "PATH")]
     pub allow_write: Vec<PathBuf>,
+    /// Then write 4k random blocks (32 in flight) in rounds until the IOPS of the last 5 rounds
+    /// are in steady state by the SNIA rule (range within 20 % of their mean, best-fit excursion
+    /// within 10 %), or --max-rounds ran out.
+    #[arg(long)]
+    pub until_steady: bool,
+    /// With --until-steady: seconds per round (default 60, as the specification's rounds).
+    #[arg(long, value_name = "S", default_value_t = 60.0, requires = "until_steady")]
+    pub round_s: f64,
+    /// With --until-steady: rounds at most (default 25).
+    #[arg(long, value_name = "N", default_value_t = 25, requires = "until_steady")]
+    pub max_rounds: u32,
     #[command(flatten)]
     pub data: DataFlags,
     #[command(flatten)]

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use iocurve_engine::precondition::PreConfig;
 use iocurve_engine::{OpenOptions, TargetSet};
 use iocurve_plan::{BlockSizeSpec, TargetGroup, WorkloadKeys};
-use iocurve_run::precondition::{DEFAULT_BS, DEFAULT_QD, target};
+use iocurve_run::precondition::{DEFAULT_BS, DEFAULT_QD, SteadyOutcome, SteadyRounds, target, until_steady};
 use iocurve_run::{Observer, open_store};
 
 use crate::CliError;
@@ -47,5 +47,40 @@ pub fn command(args: PreconditionArgs) -> Result<ExitCode, CliError> {
             return Ok(ExitCode::from(130));
         }
     }
+    if args.until_steady {
+        let rounds = SteadyRounds {
+            round_s: args.round_s,
+            max_rounds: args.max_rounds,
+            pattern: cfg.pattern,
+            dedupe_unit: cfg.dedupe_unit,
+        };
+        let out = until_steady(&targets, &rounds, &cancel, &mut terminal)?;
+        if out.interrupted {
+            terminal.note(&format!(
+                "precondition: interrupted after {} rounds, steady state not established",
+                out.rounds.len()
+            ));
+            return Ok(ExitCode::from(130));
+        }
+        terminal.note(&steady_line(&out));
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The steady-state phase's verdict, with the window and both criteria against what is allowed.
+fn steady_line(out: &SteadyOutcome) -> String {
+    let n = out.rounds.len();
+    match &out.check {
+        None => format!("precondition: {n} rounds, too few to judge steady state (5 needed)"),
+        Some(c) => format!(
+            "precondition: {} after {n} rounds — rounds {}–{}: mean {} IOPS, range {:.1} % (allowed 20 %), best-fit excursion {:.1} % (allowed 10 %), slope {:+.0} IOPS per round",
+            if c.steady { "in steady state (SNIA)" } else { "NOT in steady state (SNIA)" },
+            c.first_round + 1,
+            c.first_round + c.values.len(),
+            iocurve_report::format::iops(c.mean),
+            c.range_pct,
+            c.excursion_pct,
+            c.slope
+        ),
+    }
 }

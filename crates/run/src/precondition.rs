@@ -233,3 +233,93 @@ mod tests {
         }
     }
 }
+
+/// The steady-state phase of `iocurve precondition --until-steady`: rounds of 4k random writes
+/// (32 in flight) over every target, until the IOPS of the last 5 rounds meet the SNIA rule.
+#[derive(Debug, Clone, Copy)]
+pub struct SteadyRounds {
+    pub round_s: f64,
+    pub max_rounds: u32,
+    pub pattern: DataPattern,
+    pub dedupe_unit: u64,
+}
+
+/// What the steady-state phase found: every round's IOPS and the rule's check of the last 5.
+#[derive(Debug, Clone)]
+pub struct SteadyOutcome {
+    pub rounds: Vec<f64>,
+    pub check: Option<iocurve_stats::steady::SteadyCheck>,
+    pub interrupted: bool,
+}
+
+/// Runs the steady-state phase on `targets` (opened for writing), one line per round to `obs`.
+pub fn until_steady(
+    targets: &TargetSet,
+    rounds: &SteadyRounds,
+    cancel: &Cancel,
+    obs: &mut dyn Observer,
+) -> Result<SteadyOutcome, Error> {
+    let backend = match iocurve_engine::backend::probe_io_uring() {
+        Ok(()) => iocurve_plan::Backend::IoUring,
+        Err(_) => iocurve_plan::Backend::Psync,
+    };
+    let w = iocurve_plan::Workload {
+        name: "precondition-steady".into(),
+        read_pct: 0.0,
+        bs: vec![iocurve_plan::BlockSize { bytes: 4096, weight: 1 }],
+        pattern: iocurve_plan::Pattern::Random,
+        working_set: iocurve_plan::WorkingSet::Backend,
+        queue_depth: 32,
+        ramp: vec![1],
+        warmup_s: 0.0,
+        intervals: rounds.max_rounds,
+        interval_s: rounds.round_s,
+        backend,
+        threads: 1,
+        // The fill's dedupe unit is its write size; 4k writes dedupe per 4k unless a finer unit
+        // was asked for.
+        data: DataPattern {
+            dedupe_unit: if rounds.dedupe_unit > 0 && 4096 % rounds.dedupe_unit == 0 {
+                rounds.dedupe_unit
+            } else {
+                4096
+            },
+            ..rounds.pattern
+        },
+        steady_state: iocurve_plan::SteadyState::Snia,
+        ..iocurve_plan::Workload::default()
+    };
+    // The plan's rules hold here too (a round of 0.1 s or more, 5 to 100000 rounds).
+    iocurve_plan::check_workload(&w, &[], "precondition --until-steady")?;
+    obs.note(&format!(
+        "precondition: 4k random writes, 32 in flight, in rounds of {} s until the IOPS of the last 5 are steady (SNIA), at most {} rounds",
+        rounds.round_s, rounds.max_rounds
+    ));
+    struct Rounds<'a> {
+        obs: &'a mut dyn Observer,
+        max: u32,
+    }
+    impl iocurve_engine::StepObserver for Rounds<'_> {
+        fn interval(&mut self, index: u32, stats: &iocurve_stats::IntervalStats, _: &iocurve_stats::CpuUsage, d: f64) {
+            let iops = stats.ops() as f64 / d.max(1e-9);
+            self.obs.note(&format!("  round {}/{}: {} IOPS", index + 1, self.max, format::iops(iops)));
+        }
+    }
+    let cfg = iocurve_engine::StepConfig {
+        workload: &w,
+        workers: 1,
+        backend,
+        threads: 1,
+        targets,
+        stop: cancel.flag(),
+        faults: &[],
+        verify: None,
+        abort: None,
+        start_at: None,
+        rate: None,
+    };
+    let rec = iocurve_engine::run_step(&cfg, &mut Rounds { obs, max: rounds.max_rounds })?;
+    let series: Vec<f64> = rec.intervals.iter().map(|i| i.ops as f64 / i.duration_s.max(1e-9)).collect();
+    let check = iocurve_stats::steady::check(&series);
+    Ok(SteadyOutcome { rounds: series, check, interrupted: cancel.is_cancelled() })
+}

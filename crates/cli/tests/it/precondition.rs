@@ -112,3 +112,30 @@ fn precondition_refuses_what_it_may_not_write() {
     let o = iocurve(dir.path(), &["precondition", "x.dat", "--bs", "3000"]);
     input_error(&o, &["--bs", "multiple of 512"]);
 }
+
+/// Issue 17, part 6: `precondition --until-steady` writes 4k random blocks in rounds after the
+/// fill until the SNIA rule holds over the last 5 rounds, or the rounds run out; it says which,
+/// with the window and both criteria against what is allowed.
+#[test]
+fn precondition_until_steady_runs_rounds_and_judges_the_last_five() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["precondition", "s.dat", "--size", "16m", "--until-steady", "--round-s", "0.2", "--max-rounds", "20"];
+    let o = iocurve(dir.path(), &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let rounds = out.lines().filter(|l| l.trim_start().starts_with("round ") && l.contains("/20: ")).count();
+    let last = out.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&format!("in steady state (SNIA) after {rounds} rounds — rounds {}–{rounds}", rounds - 4)),
+        "{out}"
+    );
+    assert!(last.contains("(allowed 20 %)") && last.contains("(allowed 10 %)"), "{last}");
+    if last.starts_with("precondition: in steady state") {
+        assert!(rounds < 20, "a steady phase ends early: {out}");
+    } else {
+        assert_eq!(rounds, 20, "only the round limit ends an unsteady phase: {out}");
+    }
+    // The rounds need the flag.
+    let o = iocurve(dir.path(), &["precondition", "s.dat", "--round-s", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
