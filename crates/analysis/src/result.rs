@@ -425,8 +425,9 @@ pub struct StepResult {
     /// closed-loop steps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<RateResult>,
-    /// The SNIA steady-state check of the interval throughputs (steps of 5 intervals or more;
-    /// flagged `not_steady` when it fails).
+    /// The SNIA steady-state check of the interval throughputs (steps of 5 intervals or more):
+    /// the first window of 5 that meets the rule (the one that ends a `steady_state = "snia"`
+    /// step), else the last 5 (flagged `not_steady`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady_state: Option<crate::steady::SteadyCheck>,
 }

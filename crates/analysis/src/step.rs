@@ -251,7 +251,7 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
         flags: Vec::new(),
         samples,
         rate: rate_result(rec),
-        steady_state: crate::steady::check(&tput),
+        steady_state: crate::steady::first_steady(&tput),
     };
     step.flags = flags(&step, rec, &tput, th);
     (step.host_results, step.start_spread_us) = per_host(rec, sequential, th);

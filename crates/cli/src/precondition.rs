@@ -4,6 +4,7 @@
 
 use std::process::ExitCode;
 
+use iocurve_engine::StepObserver;
 use iocurve_engine::precondition::PreConfig;
 use iocurve_engine::{OpenOptions, TargetSet};
 use iocurve_plan::{BlockSizeSpec, TargetGroup, WorkloadKeys};
@@ -27,6 +28,16 @@ fn config(args: &PreconditionArgs) -> Result<PreConfig, CliError> {
 
 pub fn command(args: PreconditionArgs) -> Result<ExitCode, CliError> {
     let cfg = config(&args)?;
+    let rounds = args.until_steady.then_some(SteadyRounds {
+        round_s: args.round_s,
+        max_rounds: args.max_rounds,
+        pattern: cfg.pattern,
+        dedupe_unit: cfg.dedupe_unit,
+    });
+    // Before the fill, which can take hours.
+    if let Some(r) = &rounds {
+        r.check()?;
+    }
     let cancel = crate::signals::install();
     let mut terminal = Terminal::new();
     let groups = vec![TargetGroup { name: "targets".into(), weight: 1, targets: args.targets.clone() }];
@@ -47,13 +58,7 @@ pub fn command(args: PreconditionArgs) -> Result<ExitCode, CliError> {
             return Ok(ExitCode::from(130));
         }
     }
-    if args.until_steady {
-        let rounds = SteadyRounds {
-            round_s: args.round_s,
-            max_rounds: args.max_rounds,
-            pattern: cfg.pattern,
-            dedupe_unit: cfg.dedupe_unit,
-        };
+    if let Some(rounds) = rounds {
         let out = until_steady(&targets, &rounds, &cancel, &mut terminal)?;
         if out.interrupted {
             terminal.note(&format!(
@@ -63,6 +68,14 @@ pub fn command(args: PreconditionArgs) -> Result<ExitCode, CliError> {
             return Ok(ExitCode::from(130));
         }
         terminal.note(&steady_line(&out));
+        if out.errors > 0 || out.stuck > 0 {
+            // The storage failed writes: the rounds' IOPS are no steady state of a working target.
+            terminal.warning(&format!(
+                "precondition: {} writes failed and {} were stuck during the rounds: the storage is not healthy",
+                out.errors, out.stuck
+            ));
+            return Ok(ExitCode::from(3));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

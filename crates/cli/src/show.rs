@@ -43,6 +43,7 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
         let results: Vec<_> = sw.steps.iter().map(|r| analyze_step_on(r, seq, &th, &paths)).collect();
         if !results.is_empty() {
             let mut r = analyze_workload(&w, results, &sla);
+            r.notes.extend(sw.notes.iter().cloned());
             if !sw.data_check.is_empty() {
                 r.data_check = serde_json::from_str(&sw.data_check).map_err(|e| bad("data check", e))?;
             }

@@ -121,16 +121,17 @@ pub(crate) enum Source {
     Shared(Arc<Mutex<SharedSchedule>>),
 }
 
-/// A schedule shared by the threads of one host, and how many of them hold a time they have
-/// not issued yet (a free thread, waiting for its time or late to wake).
+/// A schedule shared by the threads of one host, and how many of them have no I/O out (free:
+/// waiting for their time, late to wake, or not started yet).
 pub(crate) struct SharedSchedule {
     arrivals: Arrivals,
-    claimed: u32,
+    idle: u32,
 }
 
 impl SharedSchedule {
-    pub fn new(arrivals: Arrivals) -> Arc<Mutex<SharedSchedule>> {
-        Arc::new(Mutex::new(SharedSchedule { arrivals, claimed: 0 }))
+    /// The schedule of `threads` threads, all free.
+    pub fn new(arrivals: Arrivals, threads: usize) -> Arc<Mutex<SharedSchedule>> {
+        Arc::new(Mutex::new(SharedSchedule { arrivals, idle: threads as u32 }))
     }
 }
 
@@ -145,14 +146,17 @@ pub(crate) struct RateMode {
     source: Source,
     pub overload: Overload,
     pub free: Vec<u32>,
-    /// A shared schedule: the time this thread claimed, and whether it was already past with
-    /// no other thread holding an earlier one (every thread was busy when it came due).
+    /// A shared schedule: the time this thread claimed, and whether every thread was busy when
+    /// it came due.
     claimed: Option<(u64, bool)>,
+    /// Since when this thread's slot is free (ns since the step start): a time due before it
+    /// found this thread busy.
+    free_since: u64,
 }
 
 impl RateMode {
     pub fn new(source: Source, overload: Overload) -> Self {
-        RateMode { source, overload, free: Vec::new(), claimed: None }
+        RateMode { source, overload, free: Vec::new(), claimed: None, free_since: 0 }
     }
 
     /// A thread with one slot of a shared schedule: it takes a time only while its slot is free.
@@ -171,10 +175,10 @@ impl RateMode {
                 let mut sh = lock(m);
                 let due = sh.arrivals.peek();
                 sh.arrivals.advance();
-                // Past already, while another thread holds an earlier time it has not issued:
-                // that thread was free when this came due, only late to wake — no overload.
-                let late = due < now && sh.claimed == 0;
-                sh.claimed += 1;
+                // Late only when it came due while this thread was busy and no other thread is
+                // free now (one that is was free then too, only late to wake or to start): every
+                // thread was busy when it came due.
+                let late = due < self.free_since && due < now && sh.idle <= 1;
                 self.claimed = Some((due, late));
                 due
             }
@@ -193,11 +197,24 @@ impl RateMode {
     pub fn taken(&mut self) {
         match &mut self.source {
             Source::Own(a) => a.advance(),
-            Source::Shared(m) => {
-                if self.claimed.take().is_some() {
-                    lock(m).claimed -= 1;
-                }
-            }
+            Source::Shared(_) => self.claimed = None,
+        }
+    }
+
+    /// An I/O went out on a slot of this thread.
+    pub fn issued(&mut self) {
+        if let Source::Shared(m) = &self.source {
+            let mut sh = lock(m);
+            sh.idle = sh.idle.saturating_sub(1);
+        }
+    }
+
+    /// A slot of this thread is free again at `now`.
+    pub fn freed(&mut self, slot: u32, now: u64) {
+        self.free.push(slot);
+        self.free_since = now;
+        if let Source::Shared(m) = &self.source {
+            lock(m).idle += 1;
         }
     }
 
@@ -218,12 +235,11 @@ impl RateMode {
             Source::Shared(m) => {
                 let mut sh = lock(m);
                 let mut n = 0;
-                if let Some((due, _)) = self.claimed.take() {
-                    sh.claimed -= 1;
-                    if due < end_ns {
-                        each(due, 1);
-                        n += 1;
-                    }
+                if let Some((due, _)) = self.claimed.take()
+                    && due < end_ns
+                {
+                    each(due, 1);
+                    n += 1;
                 }
                 n + sh.arrivals.skip_until(end_ns, each)
             }

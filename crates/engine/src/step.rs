@@ -322,7 +322,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
     // due I/O, as a free slot of a ring does.
     let shared_schedule = match (cfg.rate, crate::backend::capabilities(cfg.backend).threads) {
         (Some(share), ThreadModel::PerIo) => {
-            Some(SharedSchedule::new(Arrivals::for_thread(w.arrival, &share, 0, 1, w.seed)))
+            Some(SharedSchedule::new(Arrivals::for_thread(w.arrival, &share, 0, 1, w.seed), nthreads))
         }
         _ => None,
     };
@@ -604,8 +604,20 @@ fn coordinate(
                 && planned() == w.intervals
                 && steady(&rec, w.pattern == iocurve_plan::Pattern::Sequential)
             {
-                // The interval running now completes; the step ends after it.
-                r.store((idx + 2).min(w.intervals), Ordering::Relaxed);
+                // The interval running now completes, and every interval a thread has entered
+                // (one blocked in a system call may be behind the others or ahead of this
+                // count); the step ends after them. A thread reads the count at each boundary,
+                // so once no thread is found beyond it after it was set, none will be.
+                let entered = || lives.iter().map(|l| l.entered.load(Ordering::Relaxed)).max().unwrap_or(0);
+                let mut end = (idx + 2).max(entered()).min(w.intervals);
+                loop {
+                    r.store(end, Ordering::Relaxed);
+                    let now_entered = entered().min(w.intervals);
+                    if now_entered <= end {
+                        break;
+                    }
+                    end = now_entered;
+                }
                 tracing::info!(workload = %w.name, workers = cfg.workers, after = idx + 1, "steady state reached");
             }
         }

@@ -133,6 +133,9 @@ pub(crate) struct Live {
     pub last_wake_ns: AtomicU64,
     /// The longest latency the thread has seen in the step.
     pub max_lat_ns: AtomicU64,
+    /// The interval the thread measures, plus one (0 in the warm-up): a step that ends once
+    /// steady never cuts off an interval a thread has entered.
+    pub entered: std::sync::atomic::AtomicU32,
     /// I/Os completed in the interval the thread is in (not yet handed over): what is lost
     /// with a thread that is given up.
     pub unsent_ops: AtomicU64,
@@ -316,6 +319,7 @@ impl<B: IoEngine> Slots<B> {
             rate.taken();
             match self.issue_at(slot as usize, now, due) {
                 Ok(true) => {
+                    rate.issued();
                     out.ios += 1;
                     out.writes += self.ops[slot as usize].write as u64;
                     if due >= measured_from {
@@ -581,6 +585,7 @@ pub(crate) fn run<B: IoEngine>(
                 end_due = rate_mode;
             } else {
                 next_boundary += sched.interval_ns;
+                live.entered.store(phase as u32 + 1, Ordering::Relaxed);
             }
         }
         done.clear();
@@ -617,7 +622,7 @@ pub(crate) fn run<B: IoEngine>(
             let lat = now.saturating_sub(s.intended[slot]);
             max_lat = max_lat.max(lat);
             if let Some(rate) = &mut s.rate {
-                rate.free.push(slot as u32);
+                rate.freed(slot as u32, now);
                 let service = now.saturating_sub(s.started[slot]);
                 if recording && let Some(r) = &mut cur.rate {
                     r.service.record(service);

@@ -244,12 +244,33 @@ pub struct SteadyRounds {
     pub dedupe_unit: u64,
 }
 
-/// What the steady-state phase found: every round's IOPS and the rule's check of the last 5.
+/// What the steady-state phase found: every round's IOPS, the rule's check (the window that
+/// met it, else the last 5), and what failed on the way.
 #[derive(Debug, Clone)]
 pub struct SteadyOutcome {
     pub rounds: Vec<f64>,
     pub check: Option<iocurve_stats::steady::SteadyCheck>,
     pub interrupted: bool,
+    /// Writes that failed, and writes still outstanding at the end (stuck).
+    pub errors: u64,
+    pub stuck: u64,
+}
+
+impl SteadyRounds {
+    /// The rounds' bounds, checked before anything is written: `--round-s` 0.1 to 86400 s,
+    /// `--max-rounds` 5 (the rule's window) to 100000.
+    pub fn check(&self) -> Result<(), Error> {
+        if !(0.1..=86_400.0).contains(&self.round_s) {
+            return Err(Error::Usage(format!("--round-s {}: a round lasts 0.1 to 86400 seconds", self.round_s)));
+        }
+        if !(iocurve_stats::steady::WINDOW as u32..=100_000).contains(&self.max_rounds) {
+            return Err(Error::Usage(format!(
+                "--max-rounds {}: give 5 (the rule judges the last 5 rounds) to 100000",
+                self.max_rounds
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Runs the steady-state phase on `targets` (opened for writing), one line per round to `obs`.
@@ -259,6 +280,7 @@ pub fn until_steady(
     cancel: &Cancel,
     obs: &mut dyn Observer,
 ) -> Result<SteadyOutcome, Error> {
+    rounds.check()?;
     let backend = match iocurve_engine::backend::probe_io_uring() {
         Ok(()) => iocurve_plan::Backend::IoUring,
         Err(_) => iocurve_plan::Backend::Psync,
@@ -320,6 +342,7 @@ pub fn until_steady(
     };
     let rec = iocurve_engine::run_step(&cfg, &mut Rounds { obs, max: rounds.max_rounds })?;
     let series: Vec<f64> = rec.intervals.iter().map(|i| i.ops as f64 / i.duration_s.max(1e-9)).collect();
-    let check = iocurve_stats::steady::check(&series);
-    Ok(SteadyOutcome { rounds: series, check, interrupted: cancel.is_cancelled() })
+    let check = iocurve_stats::steady::first_steady(&series);
+    let errors = rec.total.errors().total() + rec.unmeasured_errors.total();
+    Ok(SteadyOutcome { rounds: series, check, interrupted: cancel.is_cancelled(), errors, stuck: rec.drain.stuck })
 }

@@ -126,6 +126,20 @@ impl<'o> Runner<'o> {
     /// it if anything did.
     pub fn run(self) -> Result<Outcome, Error> {
         verification::check_plan(&self.plan)?;
+        let agents = match &self.hosts {
+            Hosts::Local => 0,
+            Hosts::Agents(a) if a.addresses.is_empty() => self.plan.hosts.len(),
+            Hosts::Agents(a) => a.addresses.len(),
+        };
+        if let Some(w) = self.plan.workloads.iter().find(|w| w.steady_state == iocurve_plan::SteadyState::Snia)
+            && agents > 1
+        {
+            // Each agent would judge its own throughput and end at its own interval.
+            return Err(Error::Usage(format!(
+                "workload {}: steady_state = \"snia\" ends a step by one host's throughput; on {agents} hosts they would end apart: run it on one host, or without steady_state",
+                w.name
+            )));
+        }
         if let Some(w) = self.plan.workloads.iter().find(|w| w.sla_search)
             && !sla_of(&self.plan).is_set()
         {
@@ -151,6 +165,11 @@ impl<'o> Runner<'o> {
             let most = w.steps().iter().map(|s| s.workers).max().unwrap_or(1);
             iocurve_engine::budget::check_step(w, most, w.backend)?;
             iocurve_engine::budget::check_limits(w, most, w.backend)?;
+            // A curve's or a search's rate steps after the ramp: max_outstanding slots each.
+            if let Some(d) = w.curve_workload(1.0).or_else(|| w.sla_search_workload()) {
+                iocurve_engine::budget::check_step(&d, d.max_outstanding, d.backend)?;
+                iocurve_engine::budget::check_limits(&d, d.max_outstanding, d.backend)?;
+            }
         }
         let obs = &mut self.observers;
         // Before any I/O: a map another run holds, or a damaged one, is bad input (exit code 2).
@@ -242,7 +261,15 @@ fn rate_ramp_ends(w: &iocurve_plan::Workload, s: &StepResult) -> Option<String> 
     if s.flags.iter().any(|f| f.code == "overloaded") {
         return Some(format!("overload = abort-step ended the step at {:.0} IOPS", r.target_iops));
     }
-    // A step without completions has no response time to hold against the bounds.
+    // Nothing completed although I/Os were due, or some never came back: a storage that
+    // stopped answering passes any bound; higher rates would only wait it out again.
+    let bounded = w.stop_at_mean_ms.is_some() || w.stop_at_p99_ms.is_some();
+    if bounded && ((s.read.ops + s.write.ops == 0 && r.due > 0) || s.stuck_ios > 0) {
+        return Some(format!(
+            "at {:.0} IOPS the storage stopped answering (no completion or stuck I/Os)",
+            r.target_iops
+        ));
+    }
     if s.read.ops + s.write.ops == 0 {
         return None;
     }
@@ -503,11 +530,14 @@ impl Run<'_, '_> {
             if !steps.is_empty() {
                 let mut r = iocurve_analysis::analyze_workload(w, steps, sla);
                 r.data_check = data_check;
-                r.notes.extend(ramp_notes);
+                // What the run, not the figures, knows about the workload: kept in the store
+                // beside its steps (the analysis of a stored run cannot derive it).
+                let mut said = ramp_notes;
                 if let Some(sr) = &search {
-                    let line = sr.describe(&sla.describe(), if seq { "MB/s" } else { "IOPS" });
+                    let cut = stop_run || cancel.is_cancelled();
+                    let line = sr.describe(&sla.describe(), if seq { "MB/s" } else { "IOPS" }, cut);
                     observers.note(&format!("{}: {line}", w.name));
-                    r.notes.push(line);
+                    said.push(line);
                 }
                 let maximum = r.maximum.map(|p| if seq { p.mbps } else { p.iops });
                 let going_on = !stop_run && !cancel.is_cancelled();
@@ -523,24 +553,30 @@ impl Run<'_, '_> {
                         follow.push((curve, None));
                     }
                     None if !w.curve.is_empty() => {
-                        r.notes.push("no maximum was measured: the response-time curve did not run".into())
+                        said.push("no maximum was measured: the response-time curve did not run".into())
                     }
                     _ => {}
                 }
                 match (maximum, w.sla_search_workload()) {
-                    (Some(m), Some(s)) if going_on => {
+                    (Some(m), Some(s)) if going_on && m > 0.0 => {
                         observers.note(&format!(
                             "{}: the SLA search follows as {}, between 0 and its maximum",
                             w.name, s.name
                         ));
                         follow.push((s, Some(Search::new(m))));
                     }
-                    (None, Some(_)) => r.notes.push("no maximum was measured: the SLA search did not run".into()),
+                    (None, Some(_)) => said.push("no maximum was measured: the SLA search did not run".into()),
                     _ => {}
                 }
                 for (k, f) in follow.into_iter().enumerate() {
                     queue.insert(wi + 1 + k, f);
                 }
+                if !said.is_empty()
+                    && let Err(e) = store.set_workload_notes(workload_id, &said.join("\n"))
+                {
+                    error.get_or_insert(store_error(e));
+                }
+                r.notes.extend(said);
                 observers.workload_finished(&r);
                 workloads.push(r);
             }

@@ -20,7 +20,10 @@ pub struct Search {
 }
 
 impl Search {
+    /// A search up to `maximum` (a measured throughput: finite and positive; anything else
+    /// gives a search of one probe that cannot pass).
     pub fn new(maximum: f64) -> Search {
+        let maximum = if maximum.is_finite() && maximum > 0.0 { maximum } else { 0.0 };
         Search { maximum, passed: 0.0, failed: None, probes: 0 }
     }
 
@@ -45,8 +48,17 @@ impl Search {
         Some((self.passed + failed) / 2.0)
     }
 
-    /// The outcome in words, with its interval (`unit`: IOPS or MB/s).
-    pub fn describe(&self, sla: &str, unit: &str) -> String {
+    /// The outcome in words, with its interval (`unit`: IOPS or MB/s); `interrupted`: the search
+    /// stopped before it was done (Ctrl-C, a failed step), so it states what it had.
+    pub fn describe(&self, sla: &str, unit: &str, interrupted: bool) -> String {
+        if interrupted {
+            return format!(
+                "SLA search ({sla}): interrupted after {} probes — the highest rate sustained within it so far is {:.0} {unit}{}",
+                self.probes,
+                self.passed,
+                self.failed.map_or_else(String::new, |f| format!(", the lowest that failed {f:.0}"))
+            );
+        }
         match self.failed {
             None => format!(
                 "SLA search ({sla}): the maximum of the worker ramp, {:.0} {unit}, is sustained within it ({} probe)",
@@ -83,7 +95,7 @@ mod tests {
     fn the_maximum_itself_passing_ends_the_search_at_once() {
         let s = run(100_000.0, 200_000.0);
         assert_eq!((s.probes, s.passed, s.failed), (1, 100_000.0, None));
-        assert!(s.describe("p99 ≤ 5 ms", "IOPS").contains("100000 IOPS, is sustained"));
+        assert!(s.describe("p99 ≤ 5 ms", "IOPS", false).contains("100000 IOPS, is sustained"));
     }
 
     #[test]
@@ -92,14 +104,27 @@ mod tests {
         let f = s.failed.unwrap();
         assert!(s.passed <= 61_234.0 && f > 61_234.0 && f - s.passed <= 2_000.0, "{s:?}");
         assert!(s.probes <= 8, "{s:?}");
-        assert!(s.describe("mean ≤ 1 ms", "IOPS").contains("between"));
+        assert!(s.describe("mean ≤ 1 ms", "IOPS", false).contains("between"));
+    }
+
+    #[test]
+    fn an_interrupted_search_says_so_and_a_bad_maximum_cannot_pass() {
+        let mut s = Search::new(100_000.0);
+        assert_eq!(s.next(100_000.0, false), Some(50_000.0));
+        assert!(s.describe("p99 ≤ 5 ms", "IOPS", true).contains("interrupted after 1 probes"));
+        let nan = Search::new(f64::NAN);
+        assert_eq!(nan.first(), 0.0);
     }
 
     #[test]
     fn nothing_passing_says_so() {
         let s = run(100_000.0, 0.0);
         assert_eq!(s.passed, 0.0);
-        assert!(s.describe("p99 ≤ 1 ms", "IOPS").contains("no rate probed"), "{}", s.describe("x", "IOPS"));
+        assert!(
+            s.describe("p99 ≤ 1 ms", "IOPS", false).contains("no rate probed"),
+            "{}",
+            s.describe("x", "IOPS", false)
+        );
     }
 
     proptest! {

@@ -368,9 +368,45 @@ fn an_sla_search_brackets_the_highest_rate_within_the_sla() {
     assert!((3..=10).contains(&targets.len()), "{targets:?}");
     let best = s.sla_maximum.expect("the highest probe within the SLA");
     assert!(best.iops > 2_000.0 && best.iops < 4_100.0, "{best:?}");
+    // The answer is stored with the workload: `show` gives what the run said.
+    let store = iocurve_run::open_existing_store(&dir.path().join("runs.db")).unwrap();
+    let stored = store.load(outcome.run_id.unwrap()).unwrap();
+    assert_eq!(stored.workloads[1].notes, std::slice::from_ref(note));
 
     // Without SLA bounds there is nothing to search for: refused before anything runs.
     let p = iocurve_plan::parse_str(&text.replace("sla_p99_ms = 5\n", ""), "test.toml", &Overrides::default()).unwrap();
     let e = Runner::new(targeted(p, &dir), Hosts::Local, options(&dir)).run().err().expect("refused");
     assert!(e.to_string().contains("sla_search looks for the highest rate within SLA bounds"), "{e}");
+}
+
+/// Issue 17, part 6: a step with `steady_state = "snia"` ends once steady through the whole
+/// runner (the in-process agent and the coordinator's merge): fewer intervals than planned, yet
+/// not interrupted, with its check in the result.
+#[test]
+fn a_steady_step_ends_early_through_the_runner_without_being_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "[[workloads]]\nname = \"s\"\nbackend = \"null\"\nramp = [1]\nsteady_state = \"snia\"\nwarmup_s = 0\nintervals = 25\ninterval_s = 0.1\nthreads = 1\n";
+    let p = iocurve_plan::parse_str(text, "test.toml", &Overrides::default()).unwrap();
+    let outcome = Runner::new(targeted(p, &dir), Hosts::Local, options(&dir)).run().expect("the run starts");
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    assert_eq!(outcome.result.status, "complete");
+    let s = &outcome.result.workloads[0].steps[0];
+    assert!(s.intervals.len() < 25 && s.intervals.len() >= 5, "{}", s.intervals.len());
+    assert!(!s.flags.iter().any(|f| f.code == "interrupted"), "{:?}", s.flags);
+    assert!(s.steady_state.as_ref().is_some_and(|c| c.values.len() == 5), "{:?}", s.steady_state);
+}
+
+/// Review: each agent would judge steadiness by its own throughput and end its step apart from
+/// the others; a steady_state plan on several hosts is refused before anything connects.
+#[test]
+fn steady_state_on_several_hosts_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "[[workloads]]\nname = \"s\"\nbackend = \"null\"\nsteady_state = \"snia\"\nintervals = 25\n";
+    let p = iocurve_plan::parse_str(text, "test.toml", &Overrides::default()).unwrap();
+    let agents = iocurve_run::AgentOptions {
+        addresses: vec!["127.0.0.1:9".into(), "127.0.0.1:10".into()],
+        ..Default::default()
+    };
+    let e = Runner::new(targeted(p, &dir), Hosts::Agents(agents), options(&dir)).run().err().expect("refused");
+    assert!(e.to_string().contains("steady_state = \"snia\" ends a step by one host's throughput"), "{e}");
 }

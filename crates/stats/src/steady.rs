@@ -53,6 +53,13 @@ pub fn check(series: &[f64]) -> Option<SteadyCheck> {
     Some(SteadyCheck { first_round, values, mean, range_pct, slope, intercept, excursion_pct, steady })
 }
 
+/// The first window of [`WINDOW`] consecutive values that meets the rule — the one that ends a
+/// step with `steady_state = "snia"` — or else the check of the last window; None with fewer
+/// than [`WINDOW`] values.
+pub fn first_steady(series: &[f64]) -> Option<SteadyCheck> {
+    (WINDOW..=series.len()).find_map(|end| check(&series[..end]).filter(|c| c.steady)).or_else(|| check(series))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,6 +88,18 @@ mod tests {
         let c = check(&[85.0, 115.0, 100.0, 115.0, 85.0]).unwrap();
         assert!(c.excursion_pct < 10.0 && c.range_pct > 20.0, "{c:?}");
         assert!(!c.steady);
+    }
+
+    #[test]
+    fn the_first_steady_window_is_the_one_that_ended_the_step() {
+        // Steady over rounds 2–6, then one round (the one running when the rule held) far off:
+        // the last window fails, the first steady one is what ended the step.
+        let v = [50.0, 100.0, 101.0, 99.0, 100.0, 100.0, 160.0];
+        assert!(!check(&v).unwrap().steady);
+        let c = first_steady(&v).unwrap();
+        assert!(c.steady && c.first_round == 1, "{c:?}");
+        let never = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0];
+        assert_eq!(first_steady(&never).unwrap().first_round, 1, "none steady: the last window");
     }
 
     #[test]

@@ -59,6 +59,8 @@ pub struct StoredWorkload {
     pub steps: Vec<StepRecord>,
     /// Its data check (JSON rows; empty when none was measured).
     pub data_check: String,
+    /// What the run noted on it beyond its figures (see `Store::set_workload_notes`).
+    pub notes: Vec<String>,
 }
 
 impl Store {
@@ -153,13 +155,15 @@ impl Store {
         });
         let (host_json, targets_json, plan_json) = self.sql(r)?;
         let mut workloads = Vec::new();
-        let mut st = self.sql(
-            self.conn.prepare("SELECT id, workload_json, data_check FROM workloads WHERE run_id = ?1 ORDER BY idx"),
-        )?;
-        let wl: Vec<(i64, String, String)> =
-            self.sql(st.query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).and_then(|m| m.collect()))?;
-        for (wid, json, data_check) in wl {
-            workloads.push(StoredWorkload { json, steps: self.load_steps(wid)?, data_check });
+        let mut st = self
+            .sql(self.conn.prepare(
+                "SELECT id, workload_json, data_check, notes FROM workloads WHERE run_id = ?1 ORDER BY idx",
+            ))?;
+        let wl: Vec<(i64, String, String, String)> = self
+            .sql(st.query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).and_then(|m| m.collect()))?;
+        for (wid, json, data_check, notes) in wl {
+            let notes = notes.lines().map(str::to_string).collect();
+            workloads.push(StoredWorkload { json, steps: self.load_steps(wid)?, data_check, notes });
         }
         let verification = self.verification(id)?;
         Ok(StoredRun { run, host_json, targets_json, plan_json, workloads, verification })

@@ -6,8 +6,14 @@ use super::*;
 /// Schema migrations, in order; `PRAGMA user_version` counts how many are applied.
 pub(crate) const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
-    SCHEMA_V11, SCHEMA_V12, SCHEMA_V13,
+    SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
 ];
+
+/// v14: what a run knows about a workload beyond its steps' figures (a rate ramp ended by a
+/// bound, an SLA search's answer): lines the analysis of the stored steps adds to its notes.
+const SCHEMA_V14: &str = "
+ALTER TABLE workloads ADD COLUMN notes TEXT NOT NULL DEFAULT '';  -- newline-separated
+";
 
 /// v13: rate (open-loop) steps: the run's target rate of each step, and per interval the
 /// service time and lag beside the response time the interval's histograms hold.

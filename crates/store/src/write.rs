@@ -30,6 +30,12 @@ impl Store {
     }
 
     /// Records a workload's data check (JSON rows), measured before its first step.
+    /// The run's notes on a workload (newline-separated), once it finished.
+    pub fn set_workload_notes(&self, workload_id: i64, notes: &str) -> Result<()> {
+        let x = self.conn.execute("UPDATE workloads SET notes = ?2 WHERE id = ?1", params![workload_id, notes]);
+        self.sql(x).map(drop)
+    }
+
     pub fn set_data_check(&self, workload_id: i64, json: &str) -> Result<()> {
         let x = self.conn.execute("UPDATE workloads SET data_check = ?2 WHERE id = ?1", params![workload_id, json]);
         self.sql(x).map(drop)

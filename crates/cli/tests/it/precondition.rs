@@ -125,17 +125,32 @@ fn precondition_until_steady_runs_rounds_and_judges_the_last_five() {
     let out = stdout(&o);
     let rounds = out.lines().filter(|l| l.trim_start().starts_with("round ") && l.contains("/20: ")).count();
     let last = out.lines().last().unwrap_or_default();
-    assert!(
-        last.contains(&format!("in steady state (SNIA) after {rounds} rounds — rounds {}–{rounds}", rounds - 4)),
-        "{out}"
-    );
+    assert!(last.contains(&format!("in steady state (SNIA) after {rounds} rounds — rounds ")), "{out}");
     assert!(last.contains("(allowed 20 %)") && last.contains("(allowed 10 %)"), "{last}");
+    // The window: 5 rounds, the first that met the rule (the one that ended the phase).
+    let window = last.split(" — rounds ").nth(1).and_then(|w| w.split(':').next()).unwrap();
+    let (a, b) = window.split_once('–').unwrap();
+    let (a, b): (usize, usize) = (a.parse().unwrap(), b.parse().unwrap());
+    assert_eq!(b - a, 4, "{last}");
     if last.starts_with("precondition: in steady state") {
-        assert!(rounds < 20, "a steady phase ends early: {out}");
+        assert!(rounds < 20 && b <= rounds && rounds <= b + 2, "ends after the round running then: {out}");
     } else {
-        assert_eq!(rounds, 20, "only the round limit ends an unsteady phase: {out}");
+        assert_eq!((rounds, b), (20, 20), "only the round limit ends an unsteady phase: {out}");
     }
     // The rounds need the flag.
     let o = iocurve(dir.path(), &["precondition", "s.dat", "--round-s", "1"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// Review: `--max-rounds` / `--round-s` outside their bounds are refused before the fill (which
+/// can take hours), naming the flag.
+#[test]
+fn precondition_until_steady_checks_its_rounds_before_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    for (flag, value, words) in [("--max-rounds", "3", "--max-rounds 3"), ("--round-s", "0.01", "--round-s 0.01")] {
+        let o = iocurve(dir.path(), &["precondition", "n.dat", "--size", "16m", "--until-steady", flag, value]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(words), "{}", stderr(&o));
+        assert!(!dir.path().join("n.dat").exists(), "nothing written");
+    }
 }

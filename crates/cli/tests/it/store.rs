@@ -97,7 +97,7 @@ fn a_killed_run_keeps_every_finished_interval() {
     assert!(o.status.success(), "{}", stderr(&o));
     let page = std::fs::read_to_string(dir.path().join("killed.html")).unwrap();
     assert!(page.contains("status-incomplete") && page.contains("killed or still running"), "marked incomplete");
-    assert!(page.contains("\"workers\":[1,2]"), "both steps are in the report's data");
+    assert!(page.contains("\"x\":[1,2]"), "both steps are in the report's data");
 }
 
 /// Counts stored intervals without the sqlite3 shell (python3 is on every machine here).

@@ -70,6 +70,9 @@ struct Hosts<'a> {
     done: Vec<bool>,
     /// What each agent's step did with the I/Os outstanding at its end, and its notes.
     drain: Vec<Drain>,
+    /// Each agent's own word on whether its step ran to its end (a step that ended once
+    /// steady, `steady_state = "snia"`, ran fewer intervals without being interrupted).
+    interrupted: Vec<bool>,
     notes: Vec<Vec<(String, String)>>,
     unmeasured: Vec<ErrorCounts>,
     /// An agent's step ended by `on_error = abort`: why.
@@ -216,6 +219,7 @@ pub async fn run_step(
         merger: IntervalMerger::new(intervals, n),
         done: vec![false; n],
         drain: vec![Drain::default(); n],
+        interrupted: vec![true; n],
         notes: vec![Vec::new(); n],
         unmeasured: vec![ErrorCounts::default(); n],
         aborted: None,
@@ -371,6 +375,7 @@ pub async fn run_step(
             Some(pb::step_event::Event::Done(d)) => {
                 st.done[h] = true;
                 st.drain[h] = Drain { late: d.late, stuck: d.stuck, stuck_age_ns: d.stuck_age_ns, wait_ns: d.wait_ns };
+                st.interrupted[h] = d.interrupted;
                 st.notes[h] = d.notes.iter().map(|n| (n.code.clone(), n.message.clone())).collect();
                 for e in &d.unmeasured_errors {
                     let t = if e.target == UNKNOWN_TARGET { e.target } else { e.target + remotes[h].target_offset };
@@ -440,7 +445,10 @@ pub async fn run_step(
         // What they measured before is kept; the run cannot go on.
         st.aborted = Some("every agent was lost during the step: the run cannot go on".into());
     }
-    merged.interrupted = merged.intervals.len() < intervals;
+    // Fewer intervals than planned: interrupted, unless every host ended its step once steady.
+    let steady_end = w.steady_state == iocurve_plan::SteadyState::Snia;
+    let all_ended = st.interrupted.iter().zip(&st.lost).all(|(&i, l)| !i && l.is_none());
+    merged.interrupted = merged.intervals.len() < intervals && !(steady_end && all_ended);
     merged.aborted = st.aborted.take();
     for (h, d) in st.drain.iter().enumerate() {
         merged.drain.merge(d);
@@ -475,7 +483,8 @@ pub async fn run_step(
             .map(|(i, r)| {
                 let mut record =
                     r.unwrap_or_else(|| StepRecord::new(spec.workers, w.queue_depth, 0, w.interval_s, 1.0));
-                record.interrupted = record.intervals.len() < intervals;
+                record.interrupted =
+                    record.intervals.len() < intervals && !(steady_end && !st.interrupted[i] && st.lost[i].is_none());
                 record.drain = st.drain[i];
                 record.unmeasured_errors = st.unmeasured[i].clone();
                 record.notes = st.notes[i].clone();
