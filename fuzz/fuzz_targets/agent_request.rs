@@ -47,6 +47,10 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
                 } else {
                     String::new()
                 },
+                // Every other seed a rate step: a second host's share of 1000 IOPS.
+                rate_iops: if i % 2 == 1 { 1000.0 } else { 0.0 },
+                host: (i % 2) as u32,
+                hosts: 2,
             };
             out.push((format!("{}-{i}.pb", s.name), r.encode_to_vec()));
         }
@@ -93,6 +97,7 @@ fuzz_target!(init: write_seeds("agent_request", seeds), |data: &[u8]| {
         // Set before the start: the I/O threads issue one round and drain.
         abort: Some(Arc::new(AtomicBool::new(true))),
         start_at: None,
+        rate: iocurve_net::agent::rate_share(&r),
     };
     let _ = run_step(&cfg, &mut NoObserver);
 });

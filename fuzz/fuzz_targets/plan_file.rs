@@ -22,9 +22,19 @@ fuzz_target!(|data: &[u8]| {
     let Ok(plan) = parse_str(text, "fuzz.toml", &Overrides::default()) else { return };
     // What the coordinator sends for each step (crates/run/src/coordinator/coordinate.rs).
     let faults_json = if plan.faults.is_empty() { String::new() } else { serde_json::to_string(&plan.faults).unwrap() };
-    for w in &plan.workloads {
+    // Every workload, and the rate workloads a curve or an SLA search derives from it after its
+    // worker ramp (at a stand-in maximum).
+    let derived =
+        plan.workloads.iter().flat_map(|w| w.curve_workload(1000.0).into_iter().chain(w.sla_search_workload()));
+    let all: Vec<_> = plan.workloads.iter().cloned().chain(derived).collect();
+    for w in &all {
         let workload_json = serde_json::to_string(w).expect("a resolved workload serializes");
-        for &workers in &w.ramp {
+        let mut steps = w.steps();
+        if w.name.ends_with("-sla-search") && w.rate.is_empty() {
+            steps = vec![iocurve_plan::RampStep { workers: w.max_outstanding, rate: Some(500.0) }];
+        }
+        for step in steps {
+            let workers = step.workers;
             let r = pb::StepRequest {
                 workload_json: workload_json.clone(),
                 workers,
@@ -34,6 +44,9 @@ fuzz_target!(|data: &[u8]| {
                 threads: w.threads,
                 backend: w.backend.name().into(),
                 faults_json: faults_json.clone(),
+                rate_iops: step.rate.map_or(0.0, |r| w.rate_iops(r)),
+                host: 0,
+                hosts: 1,
             };
             if let Err(e) = iocurve_net::agent::step_request(&r) {
                 panic!("an agent refuses step {workers} of workload {} of a valid plan: {e}\n{workload_json}", w.name);

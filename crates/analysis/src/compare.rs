@@ -182,6 +182,7 @@ mod tests {
             data: Default::default(),
             data_check: Vec::new(),
             notes: Vec::new(),
+            stop_at: Default::default(),
         }
     }
 

@@ -115,6 +115,10 @@ pub struct WorkloadResult {
     /// optimum and maximum because a host was lost).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// A rate ramp's `stop_at_mean_ms` / `stop_at_p99_ms`: the bounds its response-time curve
+    /// is drawn against.
+    #[serde(default, skip_serializing_if = "Sla::is_unset")]
+    pub stop_at: Sla,
 }
 
 /// One row of a data check: a compressor or dedupe unit, the ratio the pattern promises, the
@@ -169,6 +173,10 @@ pub struct Sla {
 impl Sla {
     pub fn is_set(&self) -> bool {
         self.mean_ms.is_some() || self.p99_ms.is_some()
+    }
+
+    pub fn is_unset(&self) -> bool {
+        !self.is_set()
     }
 
     /// Whether a step's latencies stay within the bounds.

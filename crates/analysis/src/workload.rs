@@ -117,6 +117,12 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
         data: iocurve_plan::DataPattern { dedupe_unit: w.dedupe_unit(), ..w.data },
         data_check: Vec::new(),
         notes,
+        // The bounds a rate ramp was held to (a worker ramp has none to draw).
+        stop_at: if steps.iter().any(|s| s.rate.is_some()) {
+            Sla { mean_ms: w.stop_at_mean_ms, p99_ms: w.stop_at_p99_ms }
+        } else {
+            Sla::default()
+        },
         steps,
     }
 }

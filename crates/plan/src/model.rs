@@ -413,6 +413,8 @@ impl Workload {
         }
         let mut w = self.derived("curve");
         w.rate = self.curve.iter().map(|pct| maximum * pct / 100.0).collect();
+        // Shares a hair apart can round to one rate: a ramp increases strictly.
+        w.rate.dedup_by(|later, earlier| *later <= *earlier);
         Some(w)
     }
 

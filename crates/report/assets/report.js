@@ -154,6 +154,11 @@
       if (r.sla_mean_us != null) bounds.push(["SLA mean ≤ " + plain(r.sla_mean_us / 1000) + " ms", r.sla_mean_us]);
       if (r.sla_p99_us != null) bounds.push(["SLA p99 ≤ " + plain(r.sla_p99_us / 1000) + " ms", r.sla_p99_us]);
     }
+    for (const s of g.series) {
+      const who = g.series.length > 1 ? s.label + " " : "";
+      if (s.stop_mean_us != null) bounds.push([who + "stop at mean > " + plain(s.stop_mean_us / 1000) + " ms", s.stop_mean_us]);
+      if (s.stop_p99_us != null) bounds.push([who + "stop at p99 > " + plain(s.stop_p99_us / 1000) + " ms", s.stop_p99_us]);
+    }
     const seen = new Set();
     const hidden = [];
     for (const [label, us] of bounds) {

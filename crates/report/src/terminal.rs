@@ -577,6 +577,7 @@ mod tests {
             data: Default::default(),
             data_check: Vec::new(),
             notes: Vec::new(),
+            stop_at: Default::default(),
             steps,
         };
         let text = workload_report(&w);

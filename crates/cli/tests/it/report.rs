@@ -287,6 +287,7 @@ fn a_rate_ramp_charts_over_the_target_rate() {
 name = "rated"
 backend = "null"
 rate = [2000, 20000]
+stop_at_p99_ms = 50
 warmup_s = 0.1
 intervals = 2
 interval_s = 0.3
@@ -306,6 +307,7 @@ interval_s = 0.3
         "Array.from(document.querySelectorAll('[data-chart=response] .u-legend .u-label')).map(e => e.textContent)",
     );
     assert!(legend.as_array().unwrap().iter().any(|l| l == "backend p99"), "the response-time curve has p99: {legend}");
+    assert!(legend.as_array().unwrap().iter().any(|l| l == "stop at p99 > 50 ms"), "and its bound: {legend}");
     let text = b.eval("document.body.textContent");
     let text = text.as_str().unwrap();
     assert!(text.contains("random read, 4k, rate ramp") && text.contains("target IOPS"), "{text}");

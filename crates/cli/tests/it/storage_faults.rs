@@ -610,3 +610,55 @@ fn an_agents_precondition_pass_stopped_by_ctrl_c_resumes_where_it_stopped() {
     assert_eq!(recs[0].1, SIZE, "both sessions together wrote every block exactly once");
     drop(agent);
 }
+
+/// Issue 17, part 4, below iocurve: the fault device stalls for 1 s during a 2000 IOPS open-loop
+/// step (io_uring, O_DIRECT, a real loop device). The response time of the I/Os that were due
+/// during the stall shows it — p99 ≥ 0.5 s with a sixth of the step's I/Os due then — while
+/// their service time does not (only the I/Os in flight at the stall waited in the device).
+#[test]
+fn a_stall_below_iocurve_shows_in_the_response_time_of_a_rate_step() {
+    let dev = FaultDev::start(SIZE);
+    let dir = tempfile::tempdir().unwrap();
+    let json_path = dir.path().join("r.json");
+    let child = spawn(
+        dir.path(),
+        &[
+            "run",
+            "--target",
+            dev.path(),
+            "--allow-write",
+            dev.path(),
+            "--workload",
+            "backend-random-read-4k",
+            "--rate",
+            "2000",
+            "--max-outstanding",
+            "16",
+            "--warmup-s",
+            "0.5",
+            "--intervals",
+            "6",
+            "--interval-s",
+            "1",
+            "--json",
+            "r.json",
+        ],
+    );
+    // Two and a half seconds into the measurement (its start and set-up take about a second).
+    std::thread::sleep(Duration::from_millis(3500));
+    dev.set("stall");
+    std::thread::sleep(Duration::from_millis(1000));
+    dev.set("pass");
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r = json(&json_path);
+    let s = &steps(&r, 0)[0];
+    let rate = &s["rate"];
+    assert!(f(&s["lat_us"]["p99"]) >= 500_000.0, "response p99 shows the stall: {}", s["lat_us"]);
+    assert!(f(&s["lat_us"]["max"]) >= 900_000.0, "{}", s["lat_us"]);
+    assert!(f(&rate["service_us"]["p99"]) < 50_000.0, "service p99 does not: {rate}");
+    assert!(f(&rate["lag_us"]["p99"]) >= 400_000.0, "the lag says where the time went: {rate}");
+    // 6 s at 2000 IOPS, none dropped: the backlog of the stall was issued once it ended.
+    assert!((f(&rate["due"]) - 12_000.0).abs() <= 3.0, "{rate}");
+    assert_eq!(rate["dropped"], 0);
+}

@@ -29,7 +29,7 @@ pub mod listen;
 mod requests;
 mod work;
 
-pub use requests::{precondition_request, step_request, target_groups};
+pub use requests::{precondition_request, rate_share, step_request, target_groups};
 use work::{Step, precondition_blocking, run_blocking};
 
 /// TLS material of an agent; without it the agent listens in plain text (`--insecure`).

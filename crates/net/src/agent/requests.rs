@@ -8,6 +8,17 @@ use tonic::Status;
 
 use crate::pb;
 
+/// A step request's share of a rate step's schedule, for the engine (which refuses a rate
+/// that is not above 0 and finite, or a host beyond the hosts). Only an exact 0 is a closed
+/// loop: NaN, negative and infinite rates are not run as one.
+pub fn rate_share(r: &pb::StepRequest) -> Option<iocurve_engine::arrival::RateShare> {
+    (r.rate_iops != 0.0).then_some(iocurve_engine::arrival::RateShare {
+        iops: r.rate_iops,
+        host: r.host,
+        hosts: r.hosts.max(1),
+    })
+}
+
 /// What the agent makes of a step request before it acts on it: the workload, the back-end and
 /// the faults, or why it refuses the request (public for the fuzz target `agent_request`).
 pub fn step_request(r: &pb::StepRequest) -> Result<(Workload, Backend, Vec<Fault>), Status> {

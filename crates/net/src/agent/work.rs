@@ -225,13 +225,7 @@ pub(super) fn run_blocking(
         verify: step.verify.clone(),
         abort: Some(abort.clone()),
         start_at: Some(&start_at),
-        // Only an exact 0 is a closed loop: any other value the engine checks (NaN, negative and
-        // infinite rates are refused, not run as a closed loop).
-        rate: (r.rate_iops != 0.0).then_some(iocurve_engine::arrival::RateShare {
-            iops: r.rate_iops,
-            host: r.host,
-            hosts: r.hosts.max(1),
-        }),
+        rate: super::rate_share(r),
     };
     let live = iocurve_metrics::Live {
         workload: w.name.clone(),

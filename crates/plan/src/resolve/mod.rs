@@ -142,6 +142,20 @@ impl Resolver<'_> {
             }
             workloads.push(w);
         }
+        // A curve or a search runs as a workload of its own name: no other may carry it.
+        for (i, w) in workloads.iter().enumerate() {
+            let derived = [(!w.curve.is_empty(), "curve"), (w.sla_search, "sla-search")];
+            for (_, suffix) in derived.iter().filter(|(on, _)| *on) {
+                let name = format!("{}-{suffix}", w.name);
+                if workloads.iter().any(|o| o.name == name) {
+                    return Err(self.err(
+                        &[Seg::Key("workloads"), Seg::Index(i), Seg::Key("name")],
+                        format!("workloads[{i}].name"),
+                        format!("workload `{}` runs its {suffix} as `{name}`, the name of another workload: rename one of them", w.name),
+                    ));
+                }
+            }
+        }
         if let Some(filter) = &self.overrides.workload_filter {
             let all: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
             workloads.retain(|w| w.name.contains(filter.as_str()));
@@ -378,6 +392,7 @@ ramp = [1, 8]
             ("stop_at_p99_ms = 0", "stop_at_p99_ms", "above 0"),
             ("steady_state = \"snia\"", "intervals", "at least 5"),
             ("steady_state = \"often\"", "steady_state", "snia or none"),
+            ("curve = [50]\n[[workloads]]\nname = \"a-curve\"", "name", "the name of another workload"),
         ] {
             let e = parse(&format!("[[workloads]]\nname = \"a\"\n{text}\n")).unwrap_err();
             assert!(e.key.as_deref().is_some_and(|k| k.ends_with(key)) || e.message.contains(key), "{text}: {e}");

@@ -80,6 +80,9 @@ pub(super) fn series_data(run: usize, label: &str, color: &str, w: &WorkloadResu
         "dash": dash(&w.working_set),
         // Where the optimum and the maximum are among the steps: marked blue and orange.
         "opt": w.optimum.map(|p| p.step),
+        // A rate ramp's stop_at bounds, drawn on its response-time curve.
+        "stop_mean_us": w.stop_at.mean_ms.map(|v| v * 1000.0),
+        "stop_p99_us": w.stop_at.p99_ms.map(|v| v * 1000.0),
         "max": w.maximum.map(|p| p.step),
         // The x of every step: its workers, or a rate step's target in the chart's unit.
         "x": s.iter().map(|st| match &st.rate {
