@@ -291,26 +291,36 @@ pub fn impact_table(rows: &[iocurve_analysis::Impact]) -> String {
     t.to_string()
 }
 
+/// Headers of [`rate_impact_cells`].
+pub const RATE_IMPACT_HEADERS: [&str; 8] =
+    ["workload", "target", "baseline p99", "run p99", "p99", "baseline mean", "run mean", "mean"];
+
+/// One target rate both runs drove: each side's response time (p99 with its verdict, mean) and
+/// the change.
+pub fn rate_impact_cells(r: &iocurve_analysis::compare::RateImpact) -> Vec<String> {
+    let side = |lat: f64, sustained: bool| {
+        format!("{}{}", format::latency(lat), if sustained { "" } else { " (unsustained)" })
+    };
+    vec![
+        r.workload.clone(),
+        format::target_rate(r.target_iops, false),
+        side(r.baseline.p99, r.baseline_sustained),
+        side(r.run.p99, r.run_sustained),
+        pct(r.p99_pct),
+        format::latency(r.baseline.mean),
+        format::latency(r.run.mean),
+        pct(r.mean_pct),
+    ]
+}
+
 /// A rate ramp against a baseline: at every target rate both ran, the response time of each
 /// and its change, with their verdicts.
 pub fn rate_impact_table(rows: &[iocurve_analysis::compare::RateImpact]) -> String {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(vec!["workload", "target", "baseline p99", "run p99", "p99", "baseline mean", "run mean", "mean"]);
-    let side = |lat: f64, sustained: bool| {
-        format!("{}{}", format::latency(lat), if sustained { "" } else { " (unsustained)" })
-    };
+    t.set_header(RATE_IMPACT_HEADERS.to_vec());
     for r in rows {
-        t.add_row(vec![
-            r.workload.clone(),
-            format::target_rate(r.target_iops, false),
-            side(r.baseline.p99, r.baseline_sustained),
-            side(r.run.p99, r.run_sustained),
-            pct(r.p99_pct),
-            format::latency(r.baseline.mean),
-            format::latency(r.run.mean),
-            pct(r.mean_pct),
-        ]);
+        t.add_row(rate_impact_cells(r));
     }
     for i in 1..8 {
         if let Some(c) = t.column_mut(i) {

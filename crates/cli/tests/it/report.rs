@@ -313,4 +313,16 @@ interval_s = 0.3
     assert!(text.contains("random read, 4k, rate ramp") && text.contains("target IOPS"), "{text}");
     assert!(text.contains("lag p99 µs") && text.contains("sustained"), "the rate columns: {text}");
     b.screenshot(&artifact("report-rate.png"));
+
+    // A second run of the same rates: the comparison gives the response time at each target.
+    let o = iocurve(dir.path(), &["run", "p.toml", "--size", "16m"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    report(dir.path(), &["1", "2", "-o", "rates.html"]);
+    let page = dir.path().join("rates.html");
+    b.open(&page);
+    assert_clean(&b, &page);
+    let rows = b.eval(
+        "Array.from(document.querySelectorAll('#impact table')).filter(t => t.textContent.includes('baseline p99')).map(t => t.querySelectorAll('tbody tr').length)",
+    );
+    assert_eq!(rows, serde_json::json!([2]), "a row per target rate both ran");
 }

@@ -137,6 +137,8 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
         groups => views,
         host_headers => terminal::HOST_HEADERS,
         impacts => impacts(runs),
+        rate_impacts => views::rate_impacts(runs),
+        rate_impact_headers => terminal::RATE_IMPACT_HEADERS,
         css => APP_CSS,
         uplot_css => UPLOT_CSS,
         uplot_js => UPLOT_JS,

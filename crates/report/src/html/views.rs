@@ -102,6 +102,14 @@ pub(super) struct ImpactView {
     pub(super) rows: Vec<ImpactRow>,
 }
 
+/// A run against the baseline at every target rate both drove a workload at (rate ramps).
+#[derive(Serialize)]
+pub(super) struct RateImpactView {
+    pub(super) title: String,
+    /// The terminal's columns (`terminal::rate_impact_cells`), and the p99 change's class.
+    pub(super) rows: Vec<(Vec<String>, &'static str)>,
+}
+
 #[derive(Serialize)]
 pub(super) struct ImpactRow {
     pub(super) workload: String,
@@ -253,6 +261,31 @@ pub(super) fn impact_row(i: &Impact) -> ImpactRow {
         throughput_class: class(i.throughput_pct, false),
         latency_class: class(i.latency_pct, true),
     }
+}
+
+/// Per run after the first that shares target rates with the baseline: the response time at
+/// each of them on both sides.
+pub(super) fn rate_impacts(runs: &[ReportRun]) -> Vec<RateImpactView> {
+    let Some((base, rest)) = runs.split_first() else { return Vec::new() };
+    rest.iter()
+        .filter_map(|r| {
+            let rows = iocurve_analysis::compare::rate_impacts(&base.result, &r.result);
+            (!rows.is_empty()).then(|| RateImpactView {
+                title: format!("{} against {}, at the same target rate", r.title(), base.title()),
+                rows: rows
+                    .iter()
+                    .map(|i| {
+                        let class = match i.p99_pct {
+                            Some(v) if v >= 0.5 => "worse",
+                            Some(v) if v <= -0.5 => "better",
+                            _ => "",
+                        };
+                        (terminal::rate_impact_cells(i), class)
+                    })
+                    .collect(),
+            })
+        })
+        .collect()
 }
 
 /// Per run after the first: its impact against the baseline at the maximum, the optimum and
