@@ -354,21 +354,7 @@ fn rate_result(rec: &StepRecord) -> Option<RateResult> {
     let r = rec.total.rate.clone().map(|b| *b).unwrap_or_default();
     let ops = rec.total.ops();
     let achieved = if r.due == 0 { 0.0 } else { ops as f64 / r.due as f64 };
-    let overloaded = rec.notes.iter().any(|(c, _)| c == "overloaded");
-    // Part of the schedule went with a host or an I/O thread that stopped answering: the due
-    // count of the others cannot tell how much.
-    let share_lost = rec.notes.iter().any(|(c, _)| c == "host_lost" || c == "threads_abandoned");
-    let lag_p99_s = r.lag.percentile_ns(99.0) as f64 / 1e9;
-    let sustained = r.due > 0
-        && achieved >= SUSTAINED_SHARE
-        && r.dropped == 0
-        && r.backlog == 0
-        && lag_p99_s < rec.interval_s
-        && !overloaded
-        && !share_lost
-        && rec.drain.stuck == 0
-        && !rec.interrupted;
-    Some(RateResult {
+    let mut result = RateResult {
         target_iops,
         due: r.due,
         achieved_pct: achieved * 100.0,
@@ -376,14 +362,17 @@ fn rate_result(rec: &StepRecord) -> Option<RateResult> {
         backlog: r.backlog,
         service_us: latency_stats(&r.service),
         lag_us: latency_stats(&r.lag),
-        sustained,
-    })
+        sustained: false,
+    };
+    result.sustained = unsustained_because(&result, rec).is_empty();
+    Some(result)
 }
 
-/// Why a rate step was not sustained, in words.
+/// Why a rate step was not sustained, in words: the one statement of the rule (none: it was).
 fn unsustained_because(r: &RateResult, rec: &StepRecord) -> Vec<String> {
     let (interval_s, interrupted) = (rec.interval_s, rec.interrupted);
     let mut why = Vec::new();
+    // No I/O due completes nothing: 0 % (below the share).
     if r.achieved_pct < SUSTAINED_SHARE * 100.0 {
         why.push(format!("{:.1} % of the {} due I/Os completed", r.achieved_pct, r.due));
     }
@@ -393,8 +382,10 @@ fn unsustained_because(r: &RateResult, rec: &StepRecord) -> Vec<String> {
     if r.backlog > 0 {
         why.push(format!("{} due I/Os were still waiting for a slot when the measurement ended", r.backlog));
     }
-    if r.lag_us.p99 / 1e6 >= interval_s {
-        why.push(format!("p99 lag {:.2} s is not below one interval ({interval_s} s)", r.lag_us.p99 / 1e6));
+    // From the histogram itself, in ns: the figure rounded to µs could sit on the bound.
+    let lag_p99_s = rec.total.rate.as_ref().map_or(0.0, |x| x.lag.percentile_ns(99.0) as f64 / 1e9);
+    if lag_p99_s >= interval_s {
+        why.push(format!("p99 lag {lag_p99_s:.2} s is not below one interval ({interval_s} s)"));
     }
     if interrupted {
         why.push("the step did not run to its end".into());
@@ -402,8 +393,13 @@ fn unsustained_because(r: &RateResult, rec: &StepRecord) -> Vec<String> {
     if rec.drain.stuck > 0 {
         why.push(format!("{} I/Os were stuck", rec.drain.stuck));
     }
+    // Part of the schedule went with a host or an I/O thread that stopped answering: the due
+    // count of the others cannot tell how much.
     if rec.notes.iter().any(|(c, _)| c == "host_lost" || c == "threads_abandoned") {
         why.push("a host or I/O thread stopped answering, and its part of the schedule with it".into());
+    }
+    if rec.notes.iter().any(|(c, _)| c == "overloaded") {
+        why.push("overload ended the step".into());
     }
     why
 }
@@ -415,8 +411,7 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
         flag("interrupted", format!("stopped after {} of the planned intervals", rec.intervals.len()));
     }
     if let Some(r) = s.rate.as_ref().filter(|r| !r.sustained) {
-        let why = unsustained_because(r, rec);
-        let why = if why.is_empty() { "overload ended the step".to_string() } else { why.join("; ") };
+        let why = unsustained_because(r, rec).join("; ");
         flag(
             "unsustained",
             format!(

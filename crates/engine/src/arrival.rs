@@ -83,7 +83,7 @@ impl Arrivals {
                 let rest = ((end_ns as f64 - from) / self.gap_ns).ceil().max(1.0);
                 self.index += rest as u64;
                 self.next_ns = match self.kind {
-                    Arrival::Uniform => self.offset_ns + self.index as f64 * self.gap_ns,
+                    Arrival::Uniform => self.uniform_time(),
                     Arrival::Poisson => from + rest * self.gap_ns,
                 };
                 each(((from + end_ns as f64) / 2.0) as u64, rest as u64);
@@ -96,14 +96,19 @@ impl Arrivals {
         n
     }
 
+    /// The uniform time of the current index: from the index, not by adding gaps, so that no
+    /// rounding error accumulates.
+    fn uniform_time(&self) -> f64 {
+        self.offset_ns + self.index as f64 * self.gap_ns
+    }
+
     /// Moves on to the next intended time.
     #[inline]
     pub fn advance(&mut self) {
         match self.kind {
             Arrival::Uniform => {
-                // From the index, not by adding gaps: no rounding error accumulates.
                 self.index += 1;
-                self.next_ns = self.offset_ns + self.index as f64 * self.gap_ns;
+                self.next_ns = self.uniform_time();
             }
             Arrival::Poisson => self.next_ns += exponential(&mut self.rng, self.gap_ns),
         }

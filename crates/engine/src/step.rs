@@ -435,11 +435,7 @@ fn run_slots<B: crate::backend::IoEngine>(
 /// Whether the step's intervals so far end in steady state by the SNIA rule (throughput: IOPS,
 /// or bytes per second for a sequential workload).
 fn steady(rec: &StepRecord, sequential: bool) -> bool {
-    let series: Vec<f64> = rec
-        .intervals
-        .iter()
-        .map(|i| if sequential { i.bytes as f64 } else { i.ops as f64 } / i.duration_s.max(1e-9))
-        .collect();
+    let series: Vec<f64> = rec.intervals.iter().map(|i| i.throughput(sequential)).collect();
     iocurve_stats::steady::check(&series).is_some_and(|c| c.steady)
 }
 

@@ -86,13 +86,23 @@ pub fn host_table(w: &WorkloadResult) -> String {
 /// transfer size it measured).
 pub fn rate_target(s: &StepResult, sequential: bool) -> String {
     let Some(r) = &s.rate else { return String::new() };
-    let ops = s.read.ops + s.write.ops;
-    if sequential && ops > 0 {
-        let bytes_per_op = (s.read.bytes + s.write.bytes) as f64 / ops as f64;
-        format::target_rate(r.target_iops * bytes_per_op / 1e6, true)
-    } else {
-        format::target_rate(r.target_iops, false)
+    match rate_target_value(s, sequential) {
+        Some(v) => format::target_rate(v, sequential),
+        // A sequential step that completed nothing has no transfer size to say MB/s with.
+        None => format::target_rate(r.target_iops, false),
     }
+}
+
+/// A rate step's target in its workload's unit: IOPS, or MB/s for a sequential workload (from
+/// the mean transfer size it measured; None when it completed nothing). None for a closed-loop
+/// step.
+pub fn rate_target_value(s: &StepResult, sequential: bool) -> Option<f64> {
+    let r = s.rate.as_ref()?;
+    if !sequential {
+        return Some(r.target_iops);
+    }
+    let ops = s.read.ops + s.write.ops;
+    (ops > 0).then(|| r.target_iops * ((s.read.bytes + s.write.bytes) as f64 / ops as f64) / 1e6)
 }
 
 /// A rate step in one line: `at 100'000 IOPS: p99 1.8 ms (service p99 0.4 ms, lag p99 12 µs), sustained`.

@@ -341,7 +341,7 @@ pub fn until_steady(
         rate: None,
     };
     let rec = iocurve_engine::run_step(&cfg, &mut Rounds { obs, max: rounds.max_rounds })?;
-    let series: Vec<f64> = rec.intervals.iter().map(|i| i.ops as f64 / i.duration_s.max(1e-9)).collect();
+    let series: Vec<f64> = rec.intervals.iter().map(|i| i.throughput(false)).collect();
     let check = iocurve_stats::steady::first_steady(&series);
     let errors = rec.total.errors().total() + rec.unmeasured_errors.total();
     Ok(SteadyOutcome { rounds: series, check, interrupted: cancel.is_cancelled(), errors, stuck: rec.drain.stuck })

@@ -21,6 +21,14 @@ pub struct IntervalRecord {
     pub faults_injected: u64,
 }
 
+impl IntervalRecord {
+    /// Its throughput: I/Os per second, or bytes per second for a sequential workload (the
+    /// value the SNIA steady-state rule tracks per round).
+    pub fn throughput(&self, sequential: bool) -> f64 {
+        (if sequential { self.bytes } else { self.ops }) as f64 / self.duration_s.max(1e-9)
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct StepRecord {
     /// Workers per host.

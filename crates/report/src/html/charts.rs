@@ -86,12 +86,7 @@ pub(super) fn series_data(run: usize, label: &str, color: &str, w: &WorkloadResu
         "max": w.maximum.map(|p| p.step),
         // The x of every step: its workers, or a rate step's target in the chart's unit.
         "x": s.iter().map(|st| match &st.rate {
-            Some(_) if seq => {
-                let ops = st.read.ops + st.write.ops;
-                let per_op = if ops == 0 { 0.0 } else { (st.read.bytes + st.write.bytes) as f64 / ops as f64 };
-                sig(st.rate.as_ref().map_or(0.0, |r| r.target_iops) * per_op / 1e6, 5)
-            }
-            Some(r) => sig(r.target_iops, 6),
+            Some(_) => sig(crate::terminal::rate_target_value(st, seq).unwrap_or(0.0), if seq { 5 } else { 6 }),
             None => json!(st.workers),
         }).collect::<Vec<_>>(),
         "tput": column(s, |s| s.throughput(seq)),

@@ -67,6 +67,8 @@ impl ReportRun {
 /// frontend and backend of the same pattern share their charts.
 struct Group<'a> {
     title: String,
+    /// Rate ramps (steps are target rates) chart apart from worker ramps.
+    rate: bool,
     members: Vec<(usize, &'a WorkloadResult)>,
 }
 
@@ -88,7 +90,7 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
             "sequential": g.members[0].1.kind == "sequential",
             "unit": if g.members[0].1.kind == "sequential" { "MB/s" } else { "IOPS" },
             // A rate ramp's steps are its target rates (in the unit), not worker counts.
-            "rate": terminal::is_rate_ramp(g.members[0].1),
+            "rate": g.rate,
             "series": series[gi].iter().map(|s| s.data.clone()).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     });
@@ -98,8 +100,8 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
         .map(|(gi, g)| GroupView {
             id: format!("g{gi}"),
             title: g.title.clone(),
-            rate: terminal::is_rate_ramp(g.members[0].1),
-            step_headers: if terminal::is_rate_ramp(g.members[0].1) {
+            rate: g.rate,
+            step_headers: if g.rate {
                 terminal::RATE_HEADERS.to_vec()
             } else {
                 // `views::step_rows`: the terminal's columns, then errors, the longest stall, flags.
@@ -184,8 +186,9 @@ fn group(runs: &[ReportRun]) -> Vec<Group<'_>> {
             match keys.iter().position(|k| *k == key) {
                 Some(i) => groups[i].members.push((ri, w)),
                 None => {
+                    let rate = key.4;
                     keys.push(key);
-                    groups.push(Group { title: pattern_title(w), members: vec![(ri, w)] });
+                    groups.push(Group { title: pattern_title(w), rate, members: vec![(ri, w)] });
                 }
             }
         }
