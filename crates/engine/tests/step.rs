@@ -349,3 +349,31 @@ fn a_steady_step_ends_once_the_snia_rule_holds() {
     assert!(rec.intervals.len() < 25, "{}", rec.intervals.len());
     assert!(rec.total.rate.as_deref().is_some_and(|r| r.backlog == 0));
 }
+
+/// Review: an agent turned a NaN, negative or infinite rate from the wire into a closed-loop
+/// step. Only an exact 0 is a closed loop now (`iocurve_net::agent::rate_share`), and the engine
+/// refuses every other rate it cannot run, and a host beyond the hosts, before any I/O.
+#[test]
+fn regression_a_rate_that_cannot_be_run_is_refused_before_any_io() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = target(&dir, false);
+    let w = workload(100.0, 1, 1, 0.1, Backend::Null);
+    let stop = AtomicBool::new(false);
+    for (iops, host, hosts) in [(f64::NAN, 0, 1), (-5.0, 0, 1), (f64::INFINITY, 0, 1), (2e9, 0, 1), (100.0, 2, 2)] {
+        let cfg = StepConfig {
+            workload: &w,
+            workers: 4,
+            backend: Backend::Null,
+            threads: 1,
+            targets: &t,
+            stop: &stop,
+            faults: &[],
+            verify: None,
+            abort: None,
+            start_at: None,
+            rate: Some(iocurve_engine::arrival::RateShare { iops, host, hosts }),
+        };
+        let e = run_step(&cfg, &mut Seen::default()).err().unwrap_or_else(|| panic!("{iops} {host}/{hosts} ran"));
+        assert!(e.to_string().contains("a rate step needs a rate above 0 and up to 1e9 IOPS"), "{e}");
+    }
+}

@@ -141,4 +141,17 @@ mod tests {
             assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
         }
     }
+
+    /// Review: only an exact 0 is a closed loop; every other rate goes to the engine, which
+    /// refuses what it cannot run (tested there).
+    #[test]
+    fn only_a_zero_rate_is_a_closed_loop() {
+        let req = |rate_iops: f64| pb::StepRequest { rate_iops, host: 1, hosts: 0, ..Default::default() };
+        assert_eq!(rate_share(&req(0.0)), None);
+        for r in [f64::NAN, -1.0, f64::INFINITY, 500.0] {
+            let share = rate_share(&req(r)).expect("handed to the engine");
+            assert!(share.iops.is_nan() == r.is_nan() && (r.is_nan() || share.iops == r));
+            assert_eq!((share.host, share.hosts), (1, 1), "no zero host count reaches the engine");
+        }
+    }
 }
