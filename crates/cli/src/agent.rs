@@ -3,19 +3,120 @@
 use std::process::ExitCode;
 
 use iocurve_net::agent::{AgentConfig, AgentTls, serve};
-use iocurve_net::{auth, certs};
+use iocurve_net::{auth, certs, launched};
 
 use crate::CliError;
 use crate::cli::AgentArgs;
 
 pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
-    let token = auth::read_token(&args.token_file)?;
     if args.insecure && args.client_ca.is_some() {
         return Err(CliError::Usage(
             "--client-ca needs TLS: with --insecure no client certificate is checked; drop one of them".into(),
         ));
     }
+    if !(args.lease_s >= 1.0 && args.lease_s <= 3600.0) {
+        return Err(CliError::Usage(format!("--lease-s {} must be 1 to 3600 seconds", args.lease_s)));
+    }
+    // A launched agent removes its copy first: whatever happens next, nothing copied stays.
+    if args.remove_binary {
+        remove_own_copy()?;
+    }
+    let launched = if args.launched { Some(launched::read(&mut std::io::stdin().lock())?) } else { None };
     raise_open_file_limit();
+    let (token, tls) = match &launched {
+        Some(c) => {
+            if iocurve_net::unix_ns() / 1_000_000_000 >= c.expires_unix as i64 {
+                return Err(CliError::Usage("--launched: the credentials have expired already".into()));
+            }
+            let tls = AgentTls {
+                cert_pem: c.cert_pem.clone(),
+                key_pem: c.key_pem.clone(),
+                client_ca_pem: Some(c.client_ca_pem.clone()),
+            };
+            (c.token.clone(), Some(tls))
+        }
+        None => manual_credentials(&args)?,
+    };
+    if args.allow.is_empty() {
+        crate::errln!("WARNING: no --allow: this agent refuses every target");
+    }
+    let listen = args.listen.unwrap_or_else(|| std::net::SocketAddr::from(([0, 0, 0, 0], 0)));
+    let cfg = AgentConfig {
+        listen,
+        token,
+        tls,
+        allow: args.allow,
+        allow_write: args.allow_write,
+        max_scratch: args.max_scratch,
+        lease: std::time::Duration::from_secs_f64(args.lease_s),
+        state_dir: args.state_dir,
+        metrics: None,
+        one_run: launched.is_some(),
+        remove_scratch: args.remove_scratch,
+    };
+    if !cfg.state_dir.is_dir() {
+        return Err(CliError::Usage(format!("--state-dir {}: no such directory", cfg.state_dir.display())));
+    }
+    // The steps' figures as this agent measures them, labelled with its host name.
+    let exporter = iocurve_metrics::Exporter::new();
+    let metrics = crate::run::metrics_server(&args.metrics, &exporter, args.token_file.as_deref())?;
+    let cfg = AgentConfig { metrics: metrics.as_ref().map(|_| exporter), ..cfg };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Runtime(format!("cannot start the network runtime: {e}")))?;
+    let expires = launched.as_ref().map(|c| c.expires_unix);
+    rt.block_on(async {
+        let shutdown = async {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            let input_closed = async {
+                if expires.is_some() { input_end().await } else { std::future::pending::<()>().await }
+            };
+            let expired = async {
+                match expires {
+                    Some(at) => {
+                        let left = (at as i64 - iocurve_net::unix_ns() / 1_000_000_000).max(0) as u64;
+                        tokio::time::sleep(std::time::Duration::from_secs(left)).await
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {}
+                _ = input_closed => crate::errln!("standard input ended: the coordinator is gone; ending"),
+                _ = expired => crate::errln!("the run's credentials expired; ending"),
+            }
+            if expires.is_some() {
+                // A launched agent ends now: it waits a moment for its connections to close,
+                // not for a coordinator that will never come back.
+                std::thread::spawn(|| {
+                    std::thread::sleep(std::time::Duration::from_secs(5));
+                    std::process::exit(0)
+                });
+            }
+        };
+        let bound = |a: std::net::SocketAddr| {
+            if expires.is_some() {
+                crate::outln!("{}", launched::ready_line(a.port()));
+            } else {
+                crate::outln!("iocurve agent listening on {a}");
+            }
+            if let Some(m) = &metrics {
+                crate::outln!("live metrics on http://{}/metrics", m.addr());
+            }
+        };
+        serve(cfg, bound, shutdown).await
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The token and TLS material of an agent started by hand.
+fn manual_credentials(args: &AgentArgs) -> Result<(String, Option<AgentTls>), CliError> {
+    let Some(token_file) = &args.token_file else {
+        return Err(CliError::Usage("give --token-file FILE (or IOCURVE_TOKEN_FILE)".into()));
+    };
+    let token = auth::read_token(token_file)?;
     let tls = match (&args.tls_cert, &args.tls_key, args.insecure) {
         (Some(c), Some(k), false) => Some(AgentTls {
             cert_pem: certs::read_pem(c, "--tls-cert")?,
@@ -33,53 +134,41 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
             ));
         }
     };
-    if args.allow.is_empty() {
-        crate::errln!("WARNING: no --allow: this agent refuses every target");
-    }
-    if !(args.lease_s >= 1.0 && args.lease_s <= 3600.0) {
-        return Err(CliError::Usage(format!("--lease-s {} must be 1 to 3600 seconds", args.lease_s)));
-    }
-    let cfg = AgentConfig {
-        listen: args.listen,
-        token,
-        tls,
-        allow: args.allow,
-        allow_write: args.allow_write,
-        max_scratch: args.max_scratch,
-        lease: std::time::Duration::from_secs_f64(args.lease_s),
-        state_dir: args.state_dir,
-        metrics: None,
+    Ok((token, tls))
+}
+
+/// Completes when standard input ends (read on a thread of its own: a blocking read).
+async fn input_end() {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let mut buf = [0u8; 256];
+        let mut input = std::io::stdin().lock();
+        while matches!(input.read(&mut buf), Ok(n) if n > 0) {}
+        let _ = tx.send(());
+    });
+    let _ = rx.await;
+}
+
+/// `--remove-binary`: removes this process's own binary and the directory `run --launch`
+/// copied it into. Only a file named `iocurve` in a directory named `iocurve-launch.*` is
+/// removed: an agent started from anywhere else refuses instead of deleting it.
+fn remove_own_copy() -> Result<(), CliError> {
+    let exe = std::fs::read_link("/proc/self/exe")
+        .map_err(|e| CliError::Runtime(format!("--remove-binary: cannot read /proc/self/exe: {e}")))?;
+    let dir = exe.parent().filter(|d| {
+        d.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(iocurve_net::launched::COPY_DIR_PREFIX))
+    });
+    let (Some(dir), Some("iocurve")) = (dir, exe.file_name().and_then(|n| n.to_str())) else {
+        return Err(CliError::Usage(format!(
+            "--remove-binary: {} is not a copy `run --launch` made (DIR/{}*/iocurve); nothing removed",
+            exe.display(),
+            iocurve_net::launched::COPY_DIR_PREFIX
+        )));
     };
-    if !cfg.state_dir.is_dir() {
-        return Err(CliError::Usage(format!("--state-dir {}: no such directory", cfg.state_dir.display())));
-    }
-    // The steps' figures as this agent measures them, labelled with its host name.
-    let exporter = iocurve_metrics::Exporter::new();
-    let metrics = crate::run::metrics_server(&args.metrics, &exporter, Some(&args.token_file))?;
-    let cfg = AgentConfig { metrics: metrics.as_ref().map(|_| exporter), ..cfg };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::Runtime(format!("cannot start the network runtime: {e}")))?;
-    rt.block_on(async {
-        let shutdown = async {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {}
-            }
-        };
-        let bound = |a: std::net::SocketAddr| {
-            use std::io::Write;
-            crate::outln!("iocurve agent listening on {a}");
-            if let Some(m) = &metrics {
-                crate::outln!("live metrics on http://{}/metrics", m.addr());
-            }
-            let _ = std::io::stdout().flush();
-        };
-        serve(cfg, bound, shutdown).await
-    })?;
-    Ok(ExitCode::SUCCESS)
+    std::fs::remove_file(&exe)
+        .and_then(|()| std::fs::remove_dir(dir))
+        .map_err(|e| CliError::Runtime(format!("--remove-binary: cannot remove {}: {e}", exe.display())))
 }
 
 /// Raises this process's limit of open files to its hard limit: an agent holds a descriptor

@@ -154,6 +154,13 @@ pub enum ExportFormat {
     Problems,
 }
 
+/// How `run --launch` starts agents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LaunchHow {
+    /// Over OpenSSH (`--ssh` names the command).
+    Ssh,
+}
+
 /// What losing an agent mid-run does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum HostLoss {
@@ -256,9 +263,40 @@ pub struct RunArgs {
     pub flags: WorkloadFlags,
 
     /// Run on these agents (`iocurve agent`) at once instead of this host, comma-separated
-    /// HOST:PORT; every agent uses the plan's targets on its own host.
-    #[arg(long, value_name = "HOST:PORT,...", value_delimiter = ',')]
+    /// HOST:PORT; every agent uses the plan's targets on its own host. With --launch: the hosts
+    /// to start agents on, as ranges too (`load[01-16].lab`, `node[1-4,7]`).
+    #[arg(long, value_name = "HOST:PORT,...")]
     pub hosts: Vec<String>,
+
+    /// Start an agent on every host of --hosts (or --hosts-file, or the plan's [[hosts]])
+    /// first, run, then stop them: `ssh` through your own OpenSSH (keys, agent, ~/.ssh/config;
+    /// no password prompts). Credentials are made for this run only; nothing stays on the hosts.
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub launch: Option<LaunchHow>,
+
+    /// With --launch: the hosts, one per line (ranges allowed; `#` comments).
+    #[arg(long = "hosts-file", value_name = "FILE", requires = "launch", conflicts_with = "hosts")]
+    pub hosts_file: Option<PathBuf>,
+
+    /// With --launch ssh: the ssh command and its options, split at spaces (e.g.
+    /// `ssh -F lab.conf -l root`).
+    #[arg(long, env = "IOCURVE_SSH", default_value = "ssh", value_name = "COMMAND")]
+    pub ssh: String,
+
+    /// With --launch: the iocurve a host may have, a name on its PATH or a path. Used when it
+    /// is this very build (same SHA-256), or on another machine architecture the same version;
+    /// otherwise this binary is copied there (checked by its SHA-256 before it runs).
+    #[arg(long = "remote-binary", default_value = "iocurve", value_name = "PATH", requires = "launch")]
+    pub remote_binary: String,
+
+    /// With --launch: the port every agent listens on (default: a free one each), e.g. the
+    /// one a firewall lets through.
+    #[arg(long = "launch-port", default_value_t = 0, value_name = "PORT", requires = "launch")]
+    pub launch_port: u16,
+
+    /// With --launch: hours the run's credentials are valid; agents end then at the latest.
+    #[arg(long = "launch-valid-h", default_value_t = 24.0, value_name = "H", requires = "launch")]
+    pub launch_valid_h: f64,
 
     /// The agents' token (with --hosts).
     #[arg(long = "token-file", env = "IOCURVE_TOKEN_FILE", value_name = "FILE")]
@@ -468,12 +506,29 @@ pub enum CertsCommand {
 
 #[derive(Debug, Args)]
 pub struct AgentArgs {
-    /// Address and port to listen on, e.g. 0.0.0.0:7420.
-    #[arg(long, value_name = "ADDR:PORT")]
-    pub listen: std::net::SocketAddr,
+    /// Address and port to listen on, e.g. 0.0.0.0:7420 (with --launched default 0.0.0.0:0,
+    /// a free port, which the agent prints).
+    #[arg(long, value_name = "ADDR:PORT", required_unless_present = "launched")]
+    pub listen: Option<std::net::SocketAddr>,
     /// File holding the token every coordinator call must carry.
-    #[arg(long = "token-file", env = "IOCURVE_TOKEN_FILE", value_name = "FILE")]
-    pub token_file: PathBuf,
+    #[arg(long = "token-file", env = "IOCURVE_TOKEN_FILE", value_name = "FILE", required_unless_present = "launched")]
+    pub token_file: Option<PathBuf>,
+    /// Started by `run --launch` (SSH, srun) for one run: reads its certificate, key, token and
+    /// the coordinator's CA as one line on standard input (nothing on disk; mutual TLS always),
+    /// prints `iocurve-launched port=PORT pid=PID`, serves that one coordinator and ends when
+    /// its connection closes, when standard input ends (the coordinator or the channel is
+    /// gone), when the credentials expire, or when no coordinator came within 60 s.
+    #[arg(long, conflicts_with_all = ["token_file", "tls_cert", "tls_key", "client_ca", "insecure"])]
+    pub launched: bool,
+    /// With --launched: remove the agent's own binary, and the `iocurve-launch.*` directory
+    /// the coordinator copied it into, as soon as it runs (the process keeps running from
+    /// memory), so that nothing copied is left on the host even when the agent is killed.
+    #[arg(long = "remove-binary", requires = "launched")]
+    pub remove_binary: bool,
+    /// Remove the scratch files this agent creates when it ends (as a local run does without
+    /// --keep); without it they stay for later runs.
+    #[arg(long = "remove-scratch")]
+    pub remove_scratch: bool,
     /// The agent's TLS certificate (PEM), e.g. agent.pem from `iocurve certs init`.
     #[arg(long = "tls-cert", value_name = "FILE")]
     pub tls_cert: Option<PathBuf>,

@@ -7,11 +7,12 @@ use std::process::ExitCode;
 
 use iocurve_plan::{Overrides, Plan, suites};
 use iocurve_report::write_json;
+use iocurve_run::launch::{LaunchOptions, Method, hostlist};
 use iocurve_run::live::LiveMetrics;
 use iocurve_run::{AgentOptions, Hosts, Outcome, RunOptions, Runner};
 
 use crate::CliError;
-use crate::cli::{HostLoss, MetricsArgs, RunArgs};
+use crate::cli::{HostLoss, LaunchHow, MetricsArgs, RunArgs};
 use crate::terminal::Terminal;
 
 pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
@@ -24,8 +25,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     // removing the file, instead of killing the process halfway.
     let cancel = crate::signals::install();
     let mut terminal = Terminal::for_run(plan.total_seconds());
-    let hosts =
-        if args.hosts.is_empty() && plan.hosts.is_empty() { Hosts::Local } else { Hosts::Agents(agents(&args)) };
+    let hosts = if args.hosts.is_empty() && plan.hosts.is_empty() && args.launch.is_none() {
+        Hosts::Local
+    } else {
+        Hosts::Agents(Box::new(agents(&args)?))
+    };
     let options = RunOptions {
         label: args.label.clone(),
         db: args.db.clone(),
@@ -96,9 +100,38 @@ pub fn metrics_server(
     })
 }
 
-fn agents(args: &RunArgs) -> AgentOptions {
-    AgentOptions {
-        addresses: args.hosts.clone(),
+fn agents(args: &RunArgs) -> Result<AgentOptions, CliError> {
+    let launch = args.launch.map(|how| launch_options(how, args)).transpose()?;
+    if launch.is_some() {
+        for (given, flag) in [
+            (args.client_cert.is_some(), "--client-cert"),
+            (args.client_key.is_some(), "--client-key"),
+            (args.insecure, "--insecure"),
+            (args.tls_name.is_some(), "--tls-name"),
+            (args.token_per_host, "--token-per-host"),
+        ] {
+            if given {
+                return Err(CliError::Usage(format!(
+                    "{flag} is for agents started by hand; --launch makes this run's own certificates and tokens"
+                )));
+            }
+        }
+    }
+    // HOST:PORT lists are comma-separated; a launch's host list takes ranges (`n[1-4,7]`)
+    // and is split by the launch, brackets and all.
+    let addresses = if launch.is_some() {
+        Vec::new()
+    } else {
+        args.hosts
+            .iter()
+            .flat_map(|h| h.split(','))
+            .map(str::trim)
+            .filter(|h| !h.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    Ok(AgentOptions {
+        addresses,
         token_file: args.token_file.clone(),
         ca: args.ca.clone(),
         client_cert: args.client_cert.clone(),
@@ -108,7 +141,47 @@ fn agents(args: &RunArgs) -> AgentOptions {
         token_per_host: args.token_per_host,
         max_skew_ms: args.max_skew_ms,
         abort_on_host_loss: args.on_host_loss == HostLoss::Abort,
+        launch,
+        issued: None,
+        unreachable: Vec::new(),
+    })
+}
+
+/// `--launch` and the options that go with it.
+fn launch_options(how: LaunchHow, args: &RunArgs) -> Result<LaunchOptions, CliError> {
+    let hosts = match (&args.hosts_file, args.hosts.is_empty()) {
+        (Some(f), _) => hostlist::read_file(f).map_err(CliError::Usage)?,
+        (None, false) => {
+            hostlist::expand(&args.hosts.join(",")).map_err(|e| CliError::Usage(format!("--hosts: {e}")))?
+        }
+        (None, true) => Vec::new(),
+    };
+    if let Some(h) = hosts.iter().find(|h| {
+        h.contains(':') && h.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) && !h.contains("::")
+    }) {
+        return Err(CliError::Usage(format!(
+            "--hosts {h}: with --launch, hosts are names or addresses without a port (the agents listen where --launch-port says)"
+        )));
     }
+    let command: Vec<String> = args.ssh.split_whitespace().map(String::from).collect();
+    if command.is_empty() {
+        return Err(CliError::Usage("--ssh is empty: give the ssh command, e.g. `ssh -F lab.conf`".into()));
+    }
+    if !(args.launch_valid_h > 0.0 && args.launch_valid_h <= 24.0 * 365.0) {
+        return Err(CliError::Usage(format!(
+            "--launch-valid-h {} must be more than 0 and at most a year",
+            args.launch_valid_h
+        )));
+    }
+    Ok(LaunchOptions {
+        method: match how {
+            LaunchHow::Ssh => Method::Ssh { command },
+        },
+        hosts,
+        remote_binary: args.remote_binary.clone(),
+        port: args.launch_port,
+        lifetime: std::time::Duration::from_secs_f64(args.launch_valid_h * 3600.0),
+    })
 }
 
 /// The plan with the command line's keys; the SLA options win over the plan's bounds, which are

@@ -195,3 +195,86 @@ pub fn read_pem(path: &Path, option: &str) -> Result<String, NetError> {
     }
     Ok(text)
 }
+
+/// Credentials that live for one run (`run --launch`): a CA made in memory, never written
+/// anywhere, a coordinator certificate from it, a cluster token, and per host an agent
+/// certificate naming that host with its own token. Each agent gets only its own key and
+/// token; the CA's key and the cluster token stay in the coordinator's memory and go with it.
+pub struct RunCredentials {
+    pub ca_pem: String,
+    issuer: Issuer<'static, KeyPair>,
+    pub client_cert_pem: String,
+    pub client_key_pem: String,
+    /// The cluster token the per-host tokens derive from (see [`crate::auth::host_token`]).
+    pub token: String,
+    /// Unix seconds after which every certificate of the run is invalid and every launched
+    /// agent exits.
+    pub expires_unix: u64,
+}
+
+/// What one launched agent receives: its certificate and key, the CA its coordinator's
+/// certificate must come from, its token and the moment it all expires.
+#[derive(Clone, Debug)]
+pub struct HostCredentials {
+    pub cert_pem: String,
+    pub key_pem: String,
+    pub client_ca_pem: String,
+    pub token: String,
+    pub expires_unix: u64,
+}
+
+/// Validity from an hour back (a host whose clock is a little behind accepts it at once) to
+/// `expires_unix`, to the second.
+fn valid_until(p: &mut CertificateParams, now_unix: u64, expires_unix: u64) {
+    let epoch = rcgen::date_time_ymd(1970, 1, 1);
+    p.not_before = epoch + std::time::Duration::from_secs(now_unix.saturating_sub(3600));
+    p.not_after = epoch + std::time::Duration::from_secs(expires_unix);
+}
+
+impl RunCredentials {
+    /// New credentials valid for `lifetime` from now.
+    pub fn issue(lifetime: std::time::Duration) -> Result<RunCredentials, NetError> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_err(|_| NetError::Failed("this host's clock is before 1970".into()))?
+            .as_secs();
+        let expires_unix = now + lifetime.as_secs().max(60);
+        let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name.push(DnType::CommonName, "iocurve run CA");
+        valid_until(&mut ca, now, expires_unix);
+        let ca_key = KeyPair::generate().map_err(err)?;
+        let ca_cert = ca.self_signed(&ca_key).map_err(err)?;
+        let issuer = Issuer::new(ca, ca_key);
+        let mut client = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+        client.distinguished_name.push(DnType::CommonName, "iocurve coordinator");
+        client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        valid_until(&mut client, now, expires_unix);
+        let client_key = KeyPair::generate().map_err(err)?;
+        let client_cert = client.signed_by(&client_key, &issuer).map_err(err)?;
+        Ok(RunCredentials {
+            ca_pem: ca_cert.pem(),
+            issuer,
+            client_cert_pem: client_cert.pem(),
+            client_key_pem: client_key.serialize_pem(),
+            token: crate::auth::random_token()?,
+            expires_unix,
+        })
+    }
+
+    /// The credentials of the agent on `host` (the name or address the coordinator dials).
+    pub fn for_host(&self, host: &str) -> Result<HostCredentials, NetError> {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let mut params = agent_params(host, &[host.to_string()])?;
+        valid_until(&mut params, now, self.expires_unix);
+        let key = KeyPair::generate().map_err(err)?;
+        let cert = params.signed_by(&key, &self.issuer).map_err(err)?;
+        Ok(HostCredentials {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            client_ca_pem: self.ca_pem.clone(),
+            token: crate::auth::host_token(&self.token, host),
+            expires_unix: self.expires_unix,
+        })
+    }
+}

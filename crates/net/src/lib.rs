@@ -10,6 +10,7 @@
 pub mod agent;
 pub mod auth;
 pub mod certs;
+pub mod launched;
 pub mod wire;
 
 /// The protocol version: both sides refuse a peer that speaks another.

@@ -42,6 +42,13 @@ pub struct AgentOptions {
     pub max_skew_ms: u64,
     /// Losing an agent ends the run (else the others carry on and the step is flagged).
     pub abort_on_host_loss: bool,
+    /// Start the agents first (`run --launch`); the launch fills in `addresses` (or the
+    /// plan's `[[hosts]]`), `issued` and `unreachable`.
+    pub launch: Option<crate::launch::LaunchOptions>,
+    /// Credentials made for this run (by the launch), instead of the files above.
+    pub issued: Option<crate::launch::Issued>,
+    /// Hosts lost before any connection (address, why): launches that failed.
+    pub unreachable: Vec<(String, String)>,
 }
 
 /// An agent that sends nothing — its progress events, four a second, are its heartbeat — for
@@ -67,6 +74,18 @@ pub struct Cluster {
 
 /// How the coordinator reaches the agents, from the options (token, CA, client certificate).
 fn client_config(args: &AgentOptions, obs: &mut dyn Observer) -> Result<ClientConfig, Error> {
+    if let Some(i) = &args.issued {
+        // A launched run: its own CA, mutual TLS, each agent its host's token.
+        return Ok(ClientConfig {
+            token: i.token.clone(),
+            ca_pem: Some(i.ca_pem.clone()),
+            identity: Some((i.client_cert_pem.clone(), i.client_key_pem.clone())),
+            insecure: false,
+            tls_name: None,
+            per_host_tokens: true,
+            max_skew: Duration::from_millis(args.max_skew_ms),
+        });
+    }
     let token_file = args.token_file.clone().ok_or_else(|| {
         Error::Usage("--hosts needs the agents' token: --token-file FILE (or IOCURVE_TOKEN_FILE)".into())
     })?;
@@ -175,7 +194,7 @@ impl Cluster {
         let keep_going = !args.abort_on_host_loss;
         let stop = cancel.flag();
         let addrs: Vec<String> = hosts.iter().map(|h| h.0.clone()).collect();
-        let mut unreachable = Vec::new();
+        let mut unreachable = args.unreachable.clone();
         // An agent that cannot be reached, or fails opening its targets, is lost: with
         // `--on-host-loss continue` the run goes on with the others (and says so), else it
         // stops before any I/O.

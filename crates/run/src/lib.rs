@@ -20,6 +20,7 @@ pub mod cluster;
 pub mod coordinator;
 pub mod datameter;
 mod error;
+pub mod launch;
 pub mod live;
 mod observe;
 pub mod precondition;

@@ -18,6 +18,7 @@ use iocurve_store::{NewRun, Store, StoreError};
 
 pub use crate::cluster::AgentOptions;
 use crate::cluster::Cluster;
+use crate::launch::{self, LaunchOptions};
 use crate::recorder::Recorder;
 use crate::setup::{choose_backend, open_targets, target_infos};
 use crate::status::{conclude_verification, settle_status, storage_verdict};
@@ -73,7 +74,7 @@ pub enum Hosts {
     /// This host, in this process.
     Local,
     /// Agents (`iocurve agent`), all at once; this process coordinates.
-    Agents(AgentOptions),
+    Agents(Box<AgentOptions>),
 }
 
 /// A run's end: its result (as stored and as `--json` writes it), its id in the store, and what
@@ -128,6 +129,9 @@ impl<'o> Runner<'o> {
         verification::check_plan(&self.plan)?;
         let agents = match &self.hosts {
             Hosts::Local => 0,
+            Hosts::Agents(a) if a.launch.as_ref().is_some_and(|l| !l.hosts.is_empty()) => {
+                a.launch.as_ref().map_or(0, |l| l.hosts.len())
+            }
             Hosts::Agents(a) if a.addresses.is_empty() => self.plan.hosts.len(),
             Hosts::Agents(a) => a.addresses.len(),
         };
@@ -223,6 +227,92 @@ impl<'o> Runner<'o> {
     /// A run on agents: the same plan, recorder and analysis, with every step run on all agents
     /// at once.
     fn run_on_agents(mut self, agents: &AgentOptions) -> Result<Outcome, Error> {
+        let mut agents = agents.clone();
+        // `--launch`: the agents are started first and stopped once the run is over, whatever
+        // ended it (the launch stops them on drop too, should anything here panic).
+        let mut launch = match agents.launch.take() {
+            Some(l) => Some(self.launch(&l, &mut agents)?),
+            None => None,
+        };
+        let r = self.run_with_agents(&agents);
+        if let Some(l) = launch.as_mut() {
+            l.stop(&mut self.observers);
+        }
+        r
+    }
+
+    /// Starts the agents of `run --launch` on its hosts (or the plan's `[[hosts]]`), each
+    /// allowed the targets it is to use, and points `agents` at them.
+    fn launch(&mut self, l: &LaunchOptions, agents: &mut AgentOptions) -> Result<launch::Launch, Error> {
+        let from_plan = l.hosts.is_empty();
+        let hosts: Vec<String> =
+            if from_plan { self.plan.hosts.iter().map(|h| h.address.clone()).collect() } else { l.hosts.clone() };
+        if hosts.is_empty() {
+            return Err(Error::Usage(
+                "--launch starts agents on hosts: give --hosts 'lg[01-16]' or --hosts-file FILE (or [[hosts]] in the plan)"
+                    .into(),
+            ));
+        }
+        let plan = &self.plan;
+        let allow = |host: &str| -> Vec<String> {
+            match plan.hosts.iter().find(|h| from_plan && h.address == host && !h.targets.is_empty()) {
+                Some(h) => h.targets.clone(),
+                None => plan.groups.iter().flat_map(|g| g.targets.iter().cloned()).collect(),
+            }
+        };
+        // An agent's allow list holds absolute paths; a relative target would be refused on
+        // every host after the launch.
+        if let Some(t) = hosts.iter().flat_map(|h| allow(h)).find(|t| !t.starts_with('/')) {
+            return Err(Error::Usage(format!(
+                "target {t}: launched agents take absolute paths (a relative one would be relative to each host's login directory); give /path/{t}"
+            )));
+        }
+        let started = launch::start(
+            l,
+            &hosts,
+            &allow,
+            &self.options.allow_write,
+            self.options.keep,
+            &self.cancel,
+            &mut self.observers,
+        )?;
+        let launch::Started { mut launch, addresses, failed, issued } = started;
+        if !failed.is_empty() {
+            let list: Vec<String> = failed.iter().map(|(h, why)| format!("{h}: {why}")).collect();
+            if agents.abort_on_host_loss || addresses.is_empty() {
+                launch.stop(&mut self.observers);
+                return Err(Error::Runtime(format!(
+                    "could not start the agent on {} of {} hosts — {}{}",
+                    failed.len(),
+                    hosts.len(),
+                    list.join("; "),
+                    if addresses.is_empty() { "" } else { "; --on-host-loss abort: the run stops before any I/O" }
+                )));
+            }
+            for l in &list {
+                self.observers.warning(&format!(
+                    "could not start the agent on {l}: the run goes on without it (--on-host-loss continue)"
+                ));
+            }
+        }
+        agents.unreachable = failed;
+        agents.issued = Some(issued);
+        if from_plan {
+            let at: std::collections::HashMap<String, String> = addresses.into_iter().collect();
+            self.plan.hosts.retain_mut(|h| match at.get(&h.address) {
+                Some(a) => {
+                    h.address = a.clone();
+                    true
+                }
+                None => false,
+            });
+        } else {
+            agents.addresses = addresses.into_iter().map(|(_, a)| a).collect();
+        }
+        Ok(launch)
+    }
+
+    fn run_with_agents(&mut self, agents: &AgentOptions) -> Result<Outcome, Error> {
         let plan = &self.plan;
         let obs = &mut self.observers;
         // Without a size each agent sizes its scratch files to its own free space.

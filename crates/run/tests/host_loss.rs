@@ -29,6 +29,8 @@ async fn agent(dir: &Path) -> (String, tokio::sync::oneshot::Sender<()>, tokio::
         lease: Duration::from_secs(3),
         state_dir: dir.to_path_buf(),
         metrics: None,
+        one_run: false,
+        remove_scratch: false,
     };
     let task = tokio::spawn(async move {
         serve(cfg, |a| addr_tx.send(a).unwrap(), async { rx.await.unwrap_or(()) }).await.unwrap();

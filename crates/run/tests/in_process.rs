@@ -410,6 +410,7 @@ fn steady_state_on_several_hosts_is_refused_before_anything_runs() {
         addresses: vec!["127.0.0.1:9".into(), "127.0.0.1:10".into()],
         ..Default::default()
     };
-    let e = Runner::new(targeted(p, &dir), Hosts::Agents(agents), options(&dir)).run().err().expect("refused");
+    let e =
+        Runner::new(targeted(p, &dir), Hosts::Agents(Box::new(agents)), options(&dir)).run().err().expect("refused");
     assert!(e.to_string().contains("steady_state = \"snia\" ends a step by one host's throughput"), "{e}");
 }

@@ -14,6 +14,7 @@ mod data;
 mod faultdev;
 mod faults;
 mod formats;
+mod launch;
 mod metrics;
 mod precondition;
 mod report;

@@ -57,7 +57,18 @@ pub struct AgentConfig {
     pub state_dir: PathBuf,
     /// Live metrics of the steps this agent runs (`iocurve agent --metrics`).
     pub metrics: Option<iocurve_metrics::Exporter>,
+    /// Serve one coordinator's run, then end (a launched agent): the agent stops serving when
+    /// the connection that owned it closes, or when no coordinator took it within
+    /// [`UNCLAIMED`].
+    pub one_run: bool,
+    /// Remove the scratch files this agent creates when it ends, as a local run does unless
+    /// `--keep` (a launched agent of a run without `--keep`); else they stay for later runs.
+    pub remove_scratch: bool,
 }
+
+/// How long a one-run agent waits for its coordinator: one that died between starting the
+/// agent and reaching it leaves nothing running for longer.
+pub const UNCLAIMED: Duration = Duration::from_secs(60);
 
 /// What an in-process agent works on: the targets the local run opened (groups, weights,
 /// scratch files and all) and its verification map.
@@ -89,9 +100,13 @@ struct Service {
     created: std::sync::Mutex<std::collections::HashSet<String>>,
     /// The coordinator that owns this agent for its run: the connection that made the first
     /// call that acts (targets, steps, passes, stop), for as long as that connection lasts.
-    owner: std::sync::Mutex<Option<Owner>>,
+    owner: Arc<std::sync::Mutex<Option<Owner>>>,
     /// Live metrics of this agent's steps, labelled with its host name.
     metrics: Option<(iocurve_metrics::Exporter, String)>,
+    /// Remove created scratch files at the end: the sets that created them are held here
+    /// (opened without `keep`) until the agent ends, when dropping them removes the files.
+    remove_scratch: bool,
+    held: Arc<std::sync::Mutex<Vec<Arc<TargetSet>>>>,
 }
 
 struct Owner {
@@ -189,13 +204,16 @@ impl Service {
         local: Option<InProcess>,
         state_dir: PathBuf,
         metrics: Option<iocurve_metrics::Exporter>,
+        remove_scratch: bool,
     ) -> Service {
         Service {
+            remove_scratch,
+            held: Arc::default(),
             metrics: metrics.map(|e| (e, iocurve_engine::host::facts().hostname)),
             state_dir,
             map: std::sync::Mutex::new(None),
             created: std::sync::Mutex::new(Default::default()),
-            owner: std::sync::Mutex::new(None),
+            owner: Arc::new(std::sync::Mutex::new(None)),
             confine: confine.map(Arc::new),
             allow_write,
             busy: Arc::new(tokio::sync::Mutex::new(())),
@@ -281,8 +299,9 @@ impl Service {
         let opts = OpenOptions {
             write,
             scratch_size,
-            // Scratch files stay for the run's later steps (they are marked, so reusable).
-            keep: true,
+            // Scratch files stay for the run's later steps (they are marked, so reusable); an
+            // agent that removes them at its end holds the set that created them till then.
+            keep: !self.remove_scratch,
             allow_write: self.allow_write.clone(),
             scratch_unfilled: unfilled,
             existing_only,
@@ -297,11 +316,15 @@ impl Service {
             .map_err(|e| Status::internal(format!("opening the targets failed: {e}")))?;
         let mut cancel_on_drop = cancel_on_drop;
         cancel_on_drop.1 = false;
+        let opened = opened.map(Arc::new);
         if let Ok(set) = &opened {
             let mut created = self.created.lock().unwrap_or_else(|e| e.into_inner());
             created.extend(set.targets.iter().filter(|t| t.created).map(|t| t.path.display().to_string()));
+            if self.remove_scratch && set.targets.iter().any(|t| t.created) {
+                self.held.lock().unwrap_or_else(|e| e.into_inner()).push(set.clone());
+            }
         }
-        opened.map(Arc::new).map_err(|e| {
+        opened.map_err(|e| {
             if e.is_input_error() {
                 Status::failed_precondition(e.to_string())
             } else {
@@ -559,7 +582,23 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), NetError> {
     let confine = Confinement::new(&cfg.allow, cfg.max_scratch).map_err(NetError::Input)?;
-    let service = Service::new(Some(confine), cfg.allow_write, None, cfg.state_dir, cfg.metrics);
+    let service = Service::new(Some(confine), cfg.allow_write, None, cfg.state_dir, cfg.metrics, cfg.remove_scratch);
+    let owner = service.owner.clone();
+    let held = service.held.clone();
+    let one_run = cfg.one_run;
+    let shutdown = async move {
+        if one_run {
+            tokio::select! {
+                _ = shutdown => {}
+                why = run_over(owner) => tracing::info!("{why}: this agent served one run and ends"),
+            }
+        } else {
+            shutdown.await
+        }
+        // The scratch files this agent created go now (a step still running holds its set
+        // until it ends).
+        held.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    };
     let token = Arc::new(cfg.token);
     // HTTP/2 pings find a silent coordinator (a cut link sends no FIN) within the lease.
     let third = cfg.lease / 3;
@@ -588,12 +627,27 @@ pub async fn serve(
         .map_err(|e| NetError::Failed(format!("agent on {addr}: {e}")))
 }
 
+/// Completes when a one-run agent's run is over: the connection that owned it closed, or no
+/// coordinator took it within [`UNCLAIMED`]. Says which.
+async fn run_over(owner: Arc<std::sync::Mutex<Option<Owner>>>) -> &'static str {
+    let start = tokio::time::Instant::now();
+    loop {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let o = owner.lock().unwrap_or_else(|e| e.into_inner());
+        match o.as_ref() {
+            Some(o) if o.connection.upgrade().is_none() => return "its coordinator's connection closed",
+            None if start.elapsed() >= UNCLAIMED => return "no coordinator took it within 60 s",
+            _ => {}
+        }
+    }
+}
+
 /// Starts an agent inside this process for a local run and returns the client end of its
 /// in-memory connection. Everything else — token, protocol check, steps, streaming, merging —
 /// is what a remote agent gets.
 pub fn in_process(local: InProcess, token: String) -> tokio::io::DuplexStream {
     let (client, server) = tokio::io::duplex(1 << 20);
-    let service = Service::new(None, Vec::new(), Some(local), PathBuf::new(), None);
+    let service = Service::new(None, Vec::new(), Some(local), PathBuf::new(), None, false);
     let incoming = tokio_stream::once(Ok::<_, std::io::Error>(server));
     tokio::spawn(async move {
         let r = Server::builder()

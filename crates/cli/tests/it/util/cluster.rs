@@ -28,9 +28,14 @@ impl Netns {
 
     pub fn new(n: u32) -> Netns {
         let id = std::process::id() % 10_000;
-        let name = format!("iocv{id}n{n}");
-        let (outer, inner) = (format!("iv{id}o{n}"), format!("iv{id}i{n}"));
-        let net = format!("10.77.{}", (id % 50) * 5 + n);
+        Self::with_net(&format!("{id}n{n}"), &format!("10.77.{}", (id % 50) * 5 + n))
+    }
+
+    /// A namespace named after `tag` (a few characters, unique in this test process) on the
+    /// /24 network `net` (`10.78.5`): its host is `net.2`.
+    pub fn with_net(tag: &str, net: &str) -> Netns {
+        let name = format!("iocv{tag}");
+        let (outer, inner) = (format!("iv{tag}o"), format!("iv{tag}i"));
         ip(&["netns", "add", &name]);
         ip(&["link", "add", &outer, "type", "veth", "peer", "name", &inner]);
         ip(&["link", "set", &inner, "netns", &name]);

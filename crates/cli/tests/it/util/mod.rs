@@ -4,6 +4,7 @@
 
 pub mod cluster;
 pub mod faultdev;
+pub mod sshd;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,0 +1,340 @@
+//! `run --launch ssh`: agents started by the coordinator itself over real OpenSSH (an sshd per
+//! network namespace), run, stopped — and nothing left on the hosts, also after Ctrl-C and
+//! after the coordinator is killed.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::util::cluster::{Watched, one_at_a_time};
+use crate::util::sshd::SshLab;
+use crate::util::{bin, iocurve, stderr, stdout};
+
+/// A plan with a `[[hosts]]` entry per lab host, each on a scratch file of its own in `data`.
+fn per_host_plan(lab: &SshLab, intervals: u32) -> std::path::PathBuf {
+    let d = lab.dir.path();
+    std::fs::create_dir_all(d.join("data")).unwrap();
+    let mut text = String::from("targets = [\"unused\"]\n");
+    for (i, h) in lab.hosts.iter().enumerate() {
+        text.push_str(&format!("[[hosts]]\naddress = \"{}\"\ntargets = [\"{}/data/h{i}.dat\"]\n", h.addr, d.display()));
+    }
+    text.push_str(&format!(
+        "[[workloads]]\nname = \"mixed\"\nread_pct = 70\nramp = [1, 2]\nwarmup_s = 0.2\nintervals = {intervals}\ninterval_s = 0.5\n"
+    ));
+    let p = d.join("plan.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn launch_args<'a>(ssh: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec!["run", "plan.toml", "--launch", "ssh", "--ssh", ssh, "--size", "32m", "--db", "r.db"];
+    a.extend_from_slice(extra);
+    a
+}
+
+fn json(dir: &Path, name: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap()
+}
+
+#[test]
+fn ssh_launch_runs_a_plan_on_every_host_and_leaves_nothing_behind() {
+    let _one = one_at_a_time();
+    let lab = SshLab::new(3);
+    let d = lab.dir.path();
+    per_host_plan(&lab, 2);
+    let ssh = lab.ssh();
+    let o = iocurve(d, &launch_args(&ssh, &["--json", "r.json"]));
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("launched 3 of 3 agents over ssh") && out.contains("copied this binary to 3 hosts"), "{out}");
+    assert!(out.contains("stopped 3 agents"), "{out}");
+    let r = json(d, "r.json");
+    let agents = r["host"]["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 3, "every host's agent ran");
+    for h in &lab.hosts {
+        assert!(
+            agents.iter().any(|a| a["address"].as_str().unwrap().starts_with(&format!("{}:", h.addr))),
+            "{} in {agents:?}",
+            h.addr
+        );
+    }
+    for s in r["workloads"][0]["steps"].as_array().unwrap() {
+        assert_eq!(s["host_count"], 3);
+        let hosts = s["hosts"].as_array().unwrap();
+        assert_eq!(hosts.len(), 3, "results per host");
+        assert!(hosts.iter().all(|h| h["iops"].as_f64().unwrap() > 0.0), "every host did I/O: {hosts:?}");
+    }
+    // Nothing stays: no copy, no agent, and the scratch files the agents made are gone (the
+    // run had no --keep).
+    assert_eq!(lab.wait_clean(Duration::from_secs(5)), Vec::<String>::new());
+    for i in 0..3 {
+        assert!(!d.join(format!("data/h{i}.dat")).exists(), "scratch file h{i}.dat removed");
+    }
+}
+
+#[test]
+fn ssh_launch_takes_host_ranges_and_host_files() {
+    let _one = one_at_a_time();
+    let lab = SshLab::new(2);
+    let d = lab.dir.path();
+    // One existing file every agent reads: nothing is created, so the agents may share it.
+    std::fs::write(d.join("shared.dat"), vec![7u8; 8 << 20]).unwrap();
+    std::fs::write(
+        d.join("plan.toml"),
+        format!(
+            "targets = [\"{}/shared.dat\"]\n[[workloads]]\nname = \"read\"\nread_pct = 100\nramp = [1]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.3\n",
+            d.display()
+        ),
+    )
+    .unwrap();
+    // 10.N.A.2 and 10.N.B.2 as a range: the lab's hosts are on consecutive networks.
+    let (a, b) = (&lab.hosts[0].addr, &lab.hosts[1].addr);
+    let octets = |s: &str| s.split('.').map(String::from).collect::<Vec<_>>();
+    let (oa, ob) = (octets(a), octets(b));
+    assert_eq!(ob[2].parse::<u32>().unwrap(), oa[2].parse::<u32>().unwrap() + 1, "consecutive networks");
+    let range = format!("{}.{}.[{}-{}].2", oa[0], oa[1], oa[2], ob[2]);
+    std::fs::write(d.join("hosts.txt"), format!("# the lab\n{a}\n{b}  # the second\n")).unwrap();
+    let ssh = lab.ssh();
+    for hosts in [vec!["--hosts", range.as_str()], vec!["--hosts-file", "hosts.txt"]] {
+        let mut args = launch_args(&ssh, &["--json", "r.json"]);
+        args.extend(hosts.iter().copied());
+        let o = iocurve(d, &args);
+        assert!(o.status.success(), "{hosts:?}: {}\n{}", stdout(&o), stderr(&o));
+        let r = json(d, "r.json");
+        assert_eq!(r["host"]["agents"].as_array().unwrap().len(), 2, "{hosts:?}");
+        assert_eq!(lab.wait_clean(Duration::from_secs(5)), Vec::<String>::new());
+    }
+    assert!(d.join("shared.dat").exists(), "a target the agents did not create stays");
+}
+
+#[test]
+fn ssh_launch_leaves_nothing_after_ctrl_c_or_a_killed_coordinator() {
+    let _one = one_at_a_time();
+    let lab = SshLab::new(2);
+    let d = lab.dir.path();
+    per_host_plan(&lab, 30);
+    let ssh = lab.ssh();
+    for signal in [libc::SIGINT, libc::SIGKILL] {
+        let mut cmd = std::process::Command::new(bin());
+        cmd.args(launch_args(&ssh, &[])).current_dir(d);
+        let mut w = Watched::spawn(cmd);
+        w.wait_for("step 1/2", Duration::from_secs(60));
+        assert_eq!(crate::util::sshd::launched_agents(d).len(), 2, "both agents run");
+        // SAFETY: a signal to the coordinator this test started.
+        unsafe { libc::kill(w.child.id() as i32, signal) };
+        let (code, text) = w.finish();
+        if signal == libc::SIGINT {
+            assert_eq!(code, Some(130), "{text}");
+            assert!(text.contains("stopped 2 agents"), "{text}");
+        }
+        // Killed, the coordinator stops nothing itself: its agents see their input end.
+        assert_eq!(lab.wait_clean(Duration::from_secs(10)), Vec::<String>::new(), "after signal {signal}");
+        for i in 0..2 {
+            assert!(!d.join(format!("data/h{i}.dat")).exists(), "signal {signal}: scratch file h{i}.dat removed");
+        }
+    }
+}
+
+#[test]
+fn ssh_launch_names_hosts_that_fail_and_applies_the_host_loss_policy() {
+    let _one = one_at_a_time();
+    let mut lab = SshLab::new(2);
+    let d = lab.dir.path().to_path_buf();
+    let d = d.as_path();
+    let good = lab.hosts[0].addr.clone();
+    // A host whose sshd is down: ssh fails at once (connection refused).
+    lab.hosts[1].stop_sshd();
+    let gone = lab.hosts[1].addr.clone();
+    let gone = gone.as_str();
+    std::fs::create_dir_all(d.join("data")).unwrap();
+    std::fs::write(
+        d.join("plan.toml"),
+        format!(
+            "targets = [\"{}/data/t.dat\"]\n[[workloads]]\nname = \"mixed\"\nread_pct = 70\nramp = [1]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.3\n",
+            d.display()
+        ),
+    )
+    .unwrap();
+    let ssh = lab.ssh();
+    let hosts = format!("{good},{gone}");
+    // continue: the run goes on with the good host and ends with exit code 3 (a host lost).
+    let mut args = launch_args(&ssh, &["--json", "r.json", "--hosts", &hosts]);
+    let o = iocurve(d, &args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{}\n{err}", stdout(&o));
+    assert!(err.contains(&format!("could not start the agent on {gone}: ssh failed")), "{err}");
+    let r = json(d, "r.json");
+    let agents = r["host"]["agents"].as_array().unwrap();
+    let lost: Vec<&Value> = agents.iter().filter(|a| a["lost"].is_string()).collect();
+    assert_eq!((agents.len(), lost.len()), (2, 1), "{agents:?}");
+    assert_eq!(lost[0]["address"], gone, "the host that failed is listed as lost: {agents:?}");
+    assert!(r["workloads"][0]["steps"][0]["iops"].as_f64().unwrap() > 0.0);
+    assert_eq!(lab.wait_clean(Duration::from_secs(5)), Vec::<String>::new());
+    // abort: nothing runs, the good host's agent is stopped again.
+    args.extend(["--on-host-loss", "abort"]);
+    let o = iocurve(d, &args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("could not start the agent on 1 of 2 hosts") && err.contains(gone), "{err}");
+    assert!(err.contains("--on-host-loss abort: the run stops before any I/O"), "{err}");
+    assert_eq!(lab.wait_clean(Duration::from_secs(5)), Vec::<String>::new());
+    // A host that refuses the key: named, with what ssh said.
+    let o = iocurve(d, &launch_args("ssh -o IdentityFile=/nonexistent -o IdentitiesOnly=yes", &["--hosts", &good]));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("{good}: ssh failed")), "{err}");
+}
+
+#[test]
+fn ssh_launch_uses_the_hosts_own_binary_when_it_is_this_build_and_never_removes_it() {
+    let _one = one_at_a_time();
+    let lab = SshLab::new(1);
+    let d = lab.dir.path();
+    per_host_plan(&lab, 2);
+    let own = d.join("opt/iocurve");
+    std::fs::create_dir_all(own.parent().unwrap()).unwrap();
+    std::fs::copy(bin(), &own).unwrap();
+    let ssh = lab.ssh();
+    let o = iocurve(d, &launch_args(&ssh, &["--remote-binary", own.to_str().unwrap()]));
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}\n{}", stderr(&o));
+    assert!(out.contains("launched 1 of 1 agents over ssh") && out.contains("no copy needed"), "{out}");
+    assert!(own.exists(), "the host's own iocurve stays");
+    assert_eq!(lab.wait_clean(Duration::from_secs(5)), Vec::<String>::new());
+}
+
+#[test]
+fn ssh_launch_refuses_a_copy_whose_hash_differs() {
+    let _one = one_at_a_time();
+    let lab = SshLab::new(1);
+    let d = lab.dir.path();
+    per_host_plan(&lab, 2);
+    // An "ssh" that runs the command here (in the host's TMPDIR) and adds a byte to what it
+    // copies: a copy damaged on its way.
+    let fake = d.join("fake-ssh");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nfor a; do last=$a; done\nexport TMPDIR={}\ncase \"$last\" in\n  *mktemp*) {{ cat; printf x; }} | sh -c \"$last\" ;;\n  *) exec sh -c \"$last\" ;;\nesac\n",
+            lab.hosts[0].tmp.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let o = iocurve(d, &launch_args(fake.to_str().unwrap(), &[]));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("has SHA-256") && err.contains("not started"), "{err}");
+    // The damaged copy is removed again.
+    assert_eq!(lab.wait_clean(Duration::from_secs(5)), Vec::<String>::new());
+}
+
+#[test]
+fn a_launched_agent_needs_its_credentials_and_removes_only_a_launch_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // No credentials on its input: a clear error, exit code 2.
+    let o = std::process::Command::new(bin())
+        .args(["agent", "--launched", "--allow", "/nonexistent/*"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("standard input ended before the credentials came"), "{}", stderr(&o));
+    // Garbage instead: named.
+    let mut c = std::process::Command::new(bin())
+        .args(["agent", "--launched"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    c.stdin.take().unwrap().write_all(b"{\"token\": 5}\n").unwrap();
+    let o = c.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("the credentials lack"), "{}", stderr(&o));
+    // --remove-binary from anywhere but a launch copy refuses, and removes nothing.
+    let copy = d.join("bin/iocurve");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(bin(), &copy).unwrap();
+    let o = std::process::Command::new(&copy)
+        .args(["agent", "--launched", "--remove-binary"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is not a copy `run --launch` made"), "{}", stderr(&o));
+    assert!(copy.exists(), "nothing removed");
+    // Hand-made credentials do not mix with --launched.
+    let o = iocurve(d, &["agent", "--launched", "--token-file", "t", "--listen", "127.0.0.1:0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn launch_options_are_checked_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let abs = format!("{}/t.dat", d.display());
+    for (args, want) in [
+        (vec!["--launch", "ssh", "--target", abs.as_str()], "--launch starts agents on hosts"),
+        (vec!["--launch", "ssh", "--hosts", "lg1:7420", "--target", abs.as_str()], "without a port"),
+        (vec!["--launch", "ssh", "--hosts", "lg[1-3", "--target", abs.as_str()], "not closed"),
+        (vec!["--launch", "ssh", "--hosts", "lg[1-2],lg1", "--target", abs.as_str()], "given twice"),
+        (vec!["--launch", "ssh", "--hosts", "lg1", "--target", "rel.dat"], "launched agents take absolute paths"),
+        (
+            vec!["--launch", "ssh", "--hosts", "lg1", "--insecure", "--target", abs.as_str()],
+            "--launch makes this run's own",
+        ),
+        (vec!["--launch", "ssh", "--hosts", "lg1", "--ssh", " ", "--target", abs.as_str()], "--ssh is empty"),
+        (vec!["--hosts-file", "h.txt"], "--launch"),
+    ] {
+        let mut a = vec!["run", "--db", "r.db"];
+        a.extend(args.iter().copied());
+        let o = iocurve(d, &a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{args:?}: {} should say {want:?}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"));
+    }
+}
+
+/// The start-up of a 16-host launch, for BENCHMARKS.md (run with `cargo test -p iocurve --test
+/// it ssh_launch_16 -- --ignored --nocapture`; `IOCURVE_BENCH_BIN=target/release/iocurve`
+/// launches with that binary instead of the test build).
+#[test]
+#[ignore]
+fn ssh_launch_16_hosts_startup() {
+    let _one = one_at_a_time();
+    let lab = SshLab::new(16);
+    let d = lab.dir.path();
+    per_host_plan(&lab, 2);
+    let ssh = lab.ssh();
+    // Once copying this binary to every host, once with the hosts' own (the same build).
+    let coordinator = std::env::var("IOCURVE_BENCH_BIN").map_or(bin().into(), |b| std::fs::canonicalize(b).unwrap());
+    let own = d.join("opt/iocurve");
+    std::fs::create_dir_all(own.parent().unwrap()).unwrap();
+    std::fs::copy(&coordinator, &own).unwrap();
+    let size = std::fs::metadata(&coordinator).unwrap().len();
+    for extra in [vec![], vec!["--remote-binary", own.to_str().unwrap()]] {
+        let mut args = launch_args(&ssh, &["--json", "r.json"]);
+        args.extend(extra.iter().copied());
+        let started = std::time::Instant::now();
+        let o = std::process::Command::new(&coordinator).args(&args).current_dir(d).output().unwrap();
+        let out = stdout(&o);
+        assert!(o.status.success(), "{out}\n{}", stderr(&o));
+        let r = json(d, "r.json");
+        let spreads: Vec<f64> = r["workloads"][0]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["start_spread_us"].as_f64().unwrap())
+            .collect();
+        println!(
+            "binary {:.0} MB: {}",
+            size as f64 / 1e6,
+            out.lines().find(|l| l.starts_with("launched")).unwrap_or("")
+        );
+        println!("  whole run {:.1} s; start spread per step (µs): {spreads:?}", started.elapsed().as_secs_f64());
+        assert_eq!(lab.wait_clean(Duration::from_secs(10)), Vec::<String>::new());
+    }
+}
