@@ -159,6 +159,9 @@ pub enum ExportFormat {
 pub enum LaunchHow {
     /// Over OpenSSH (`--ssh` names the command).
     Ssh,
+    /// With srun, inside the Slurm allocation this runs in (salloc, sbatch): an agent per task
+    /// of the allocation, or on --hosts among its nodes (`--srun` names the command).
+    Slurm,
 }
 
 /// What losing an agent mid-run does.
@@ -270,7 +273,8 @@ pub struct RunArgs {
 
     /// Start an agent on every host of --hosts (or --hosts-file, or the plan's [[hosts]])
     /// first, run, then stop them: `ssh` through your own OpenSSH (keys, agent, ~/.ssh/config;
-    /// no password prompts). Credentials are made for this run only; nothing stays on the hosts.
+    /// no password prompts); `slurm` with srun inside an allocation (default: an agent per
+    /// task). Credentials are made for this run only; nothing stays on the hosts.
     #[arg(long, value_enum, value_name = "HOW")]
     pub launch: Option<LaunchHow>,
 
@@ -283,11 +287,17 @@ pub struct RunArgs {
     #[arg(long, env = "IOCURVE_SSH", default_value = "ssh", value_name = "COMMAND")]
     pub ssh: String,
 
-    /// With --launch: the iocurve a host may have, a name on its PATH or a path. Used when it
-    /// is this very build (same SHA-256), or on another machine architecture the same version;
-    /// otherwise this binary is copied there (checked by its SHA-256 before it runs).
-    #[arg(long = "remote-binary", default_value = "iocurve", value_name = "PATH", requires = "launch")]
-    pub remote_binary: String,
+    /// With --launch slurm: the srun command and its options, split at spaces (e.g.
+    /// `srun --partition=io`).
+    #[arg(long, env = "IOCURVE_SRUN", default_value = "srun", value_name = "COMMAND")]
+    pub srun: String,
+
+    /// With --launch: the iocurve a host may have, a name on its PATH or a path (default: iocurve
+    /// on its PATH over ssh; this binary's own path with slurm, as on a shared filesystem). Used
+    /// when it is this very build (same SHA-256), or on another machine architecture the same
+    /// version; otherwise this binary is copied there (checked by its SHA-256 before it runs).
+    #[arg(long = "remote-binary", value_name = "PATH", requires = "launch")]
+    pub remote_binary: Option<String>,
 
     /// With --launch: the port every agent listens on (default: a free one each), e.g. the
     /// one a firewall lets through.

@@ -163,10 +163,23 @@ fn launch_options(how: LaunchHow, args: &RunArgs) -> Result<LaunchOptions, CliEr
             "--hosts {h}: with --launch, hosts are names or addresses without a port (the agents listen where --launch-port says)"
         )));
     }
-    let command: Vec<String> = args.ssh.split_whitespace().map(String::from).collect();
+    let (flag, given) = match how {
+        LaunchHow::Ssh => ("--ssh", &args.ssh),
+        LaunchHow::Slurm => ("--srun", &args.srun),
+    };
+    let command: Vec<String> = given.split_whitespace().map(String::from).collect();
     if command.is_empty() {
-        return Err(CliError::Usage("--ssh is empty: give the ssh command, e.g. `ssh -F lab.conf`".into()));
+        return Err(CliError::Usage(format!("{flag} is empty: give the command, e.g. `ssh -F lab.conf` or `srun`")));
     }
+    let remote_binary = match (&args.remote_binary, how) {
+        (Some(b), _) => b.clone(),
+        (None, LaunchHow::Ssh) => "iocurve".into(),
+        // Clusters share their filesystems: this very binary is usually there on every node.
+        (None, LaunchHow::Slurm) => std::env::current_exe()
+            .map_err(|e| CliError::Runtime(format!("cannot find this iocurve's binary: {e}")))?
+            .display()
+            .to_string(),
+    };
     if !(args.launch_valid_h > 0.0 && args.launch_valid_h <= 24.0 * 365.0) {
         return Err(CliError::Usage(format!(
             "--launch-valid-h {} must be more than 0 and at most a year",
@@ -176,9 +189,10 @@ fn launch_options(how: LaunchHow, args: &RunArgs) -> Result<LaunchOptions, CliEr
     Ok(LaunchOptions {
         method: match how {
             LaunchHow::Ssh => Method::Ssh { command },
+            LaunchHow::Slurm => Method::Srun { command },
         },
         hosts,
-        remote_binary: args.remote_binary.clone(),
+        remote_binary,
         port: args.launch_port,
         lifetime: std::time::Duration::from_secs_f64(args.launch_valid_h * 3600.0),
     })

@@ -244,9 +244,21 @@ impl<'o> Runner<'o> {
     /// Starts the agents of `run --launch` on its hosts (or the plan's `[[hosts]]`), each
     /// allowed the targets it is to use, and points `agents` at them.
     fn launch(&mut self, l: &LaunchOptions, agents: &mut AgentOptions) -> Result<launch::Launch, Error> {
-        let from_plan = l.hosts.is_empty();
-        let hosts: Vec<String> =
-            if from_plan { self.plan.hosts.iter().map(|h| h.address.clone()).collect() } else { l.hosts.clone() };
+        let srun = matches!(l.method, launch::Method::Srun { .. });
+        if srun {
+            launch::slurm::require_allocation().map_err(Error::Usage)?;
+        }
+        let from_plan = l.hosts.is_empty() && !self.plan.hosts.is_empty();
+        let hosts: Vec<String> = if !l.hosts.is_empty() {
+            l.hosts.clone()
+        } else if from_plan {
+            self.plan.hosts.iter().map(|h| h.address.clone()).collect()
+        } else if srun {
+            // An agent per task of the allocation.
+            launch::slurm::allocation_hosts().map_err(Error::Usage)?
+        } else {
+            Vec::new()
+        };
         if hosts.is_empty() {
             return Err(Error::Usage(
                 "--launch starts agents on hosts: give --hosts 'lg[01-16]' or --hosts-file FILE (or [[hosts]] in the plan)"

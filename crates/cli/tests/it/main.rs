@@ -20,6 +20,7 @@ mod precondition;
 mod report;
 mod runs;
 mod size;
+mod slurm;
 mod storage_faults;
 mod store;
 mod stuck;

@@ -12,6 +12,7 @@
 
 pub mod hostlist;
 pub mod remote;
+pub mod slurm;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -31,6 +32,25 @@ pub enum Method {
     /// `ssh [OPTIONS] HOST COMMAND`: the words of the ssh command (`ssh`, or what `--ssh`
     /// gives, e.g. `ssh -F lab.conf`).
     Ssh { command: Vec<String> },
+    /// `srun --nodes=1 --ntasks=1 --nodelist=HOST --overlap COMMAND` inside the allocation the
+    /// coordinator runs in: the words of the srun command (`srun`, or what `--srun` gives).
+    Srun { command: Vec<String> },
+}
+
+impl Method {
+    /// Its name in messages: ssh, srun.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Method::Ssh { .. } => "ssh",
+            Method::Srun { .. } => "srun",
+        }
+    }
+
+    fn words(&self) -> &[String] {
+        match self {
+            Method::Ssh { command } | Method::Srun { command } => command,
+        }
+    }
 }
 
 /// `run --launch`: where and how.
@@ -169,9 +189,7 @@ pub fn start(
         launch.stop(obs);
         return Err(Error::Interrupted("interrupted while starting the agents: nothing ran".into()));
     }
-    let how = match &opts.method {
-        Method::Ssh { .. } => "ssh",
-    };
+    let how = opts.method.name();
     if !addresses.is_empty() {
         let hours = opts.lifetime.as_secs_f64() / 3600.0;
         obs.note(&format!(
@@ -275,8 +293,7 @@ fn start_one(
     if let Some(s) = stdin.as_mut()
         && let Err(e) = s.write_all(launched::encode(creds).as_bytes()).and_then(|()| s.flush())
     {
-        let _ = child.kill();
-        let _ = child.wait();
+        terminate(&mut child);
         return Err(with_leftover(format!("cannot hand the agent its credentials: {e}")));
     }
     let stderr = keep_tail(child.stderr.take());
@@ -309,8 +326,7 @@ fn start_one(
                 }
             }
             _ => {
-                let _ = child.kill();
-                let _ = child.wait();
+                terminate(&mut child);
                 let why = if cancel.is_cancelled() {
                     "interrupted".to_string()
                 } else {
@@ -329,13 +345,15 @@ fn start_one(
 
 /// The command that runs `script` on `host` through the channel.
 fn channel_command(method: &Method, host: &str, script: &str) -> Command {
+    let words = method.words();
+    let mut c = Command::new(&words[0]);
+    c.args(&words[1..]);
     match method {
-        Method::Ssh { command } => {
-            let mut c = Command::new(&command[0]);
+        Method::Ssh { .. } => {
             // The user's options first (ssh takes the first value of an option); ours only
             // fill in what they left: never ask for a password (nobody answers), give up on
             // an unreachable host in 10 s, notice a dead connection in 15 s.
-            c.args(&command[1..]).args([
+            c.args([
                 "-o",
                 "BatchMode=yes",
                 "-o",
@@ -349,17 +367,33 @@ fn channel_command(method: &Method, host: &str, script: &str) -> Command {
                 host,
                 &remote::sh(script),
             ]);
-            // Its own process group: Ctrl-C on the terminal reaches the coordinator, which
-            // stops the run and then the agents in order, not every ssh at once.
-            std::os::unix::process::CommandExt::process_group(&mut c, 0);
-            c
+        }
+        Method::Srun { .. } => {
+            // One task on that node, sharing the allocation's CPUs with the other steps (the
+            // agents and the probes run side by side), named for `squeue`.
+            c.args([
+                "--nodes=1",
+                "--ntasks=1",
+                &format!("--nodelist={host}"),
+                "--overlap",
+                "--quiet",
+                "--job-name=iocurve-agent",
+                "sh",
+                "-c",
+                script,
+            ]);
         }
     }
+    // Its own process group: Ctrl-C on the terminal reaches the coordinator, which stops the
+    // run and then the agents in order, not every channel at once.
+    std::os::unix::process::CommandExt::process_group(&mut c, 0);
+    c
 }
 
 fn spawn_error(method: &Method, e: std::io::Error) -> String {
     match method {
-        Method::Ssh { command } => format!("cannot start `{}`: {e} (--ssh names the ssh command)", command[0]),
+        Method::Ssh { .. } => format!("cannot start `{}`: {e} (--ssh names the ssh command)", method.words()[0]),
+        Method::Srun { .. } => format!("cannot start `{}`: {e} (--srun names the srun command)", method.words()[0]),
     }
 }
 
@@ -395,8 +429,7 @@ fn run_script(
             break s;
         }
         if Instant::now() >= until || cancel.is_cancelled() {
-            let _ = child.kill();
-            let _ = child.wait();
+            terminate(&mut child);
             return Err(if cancel.is_cancelled() {
                 "interrupted".into()
             } else {
@@ -411,7 +444,7 @@ fn run_script(
         let said = remote::tail(&err);
         return Err(match (method, status.code()) {
             (Method::Ssh { .. }, Some(255)) => format!("ssh failed: {said}"),
-            _ => format!("{status}: {said}"),
+            _ => format!("{} {status}: {said}", method.name()),
         });
     }
     Ok(out)
@@ -483,8 +516,7 @@ impl Launch {
                     joined(&a.stderr).map(|t| format!(": {t}")).unwrap_or_default()
                 )),
                 None => {
-                    let _ = a.child.kill();
-                    let _ = a.child.wait();
+                    terminate(&mut a.child);
                     unclean.push(format!(
                         "{} (did not end within {} s: its channel was cut)",
                         a.host,
@@ -507,6 +539,22 @@ impl Launch {
             obs.note(&format!("stopped {} agent{}", self.agents.len(), if self.agents.len() == 1 { "" } else { "s" }));
         }
     }
+}
+
+/// Ends a channel: SIGTERM first (srun passes it on to its task, ssh closes its session), then
+/// SIGKILL if it is still there 3 s later.
+fn terminate(child: &mut Child) {
+    // SAFETY: a signal to a child this process started and has not reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 impl Drop for Launch {

@@ -4,6 +4,7 @@
 
 pub mod cluster;
 pub mod faultdev;
+pub mod slurm;
 pub mod sshd;
 
 use std::path::{Path, PathBuf};

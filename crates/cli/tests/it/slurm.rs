@@ -1,0 +1,146 @@
+//! `run --launch slurm`: agents started with srun inside a real Slurm allocation (a single-node
+//! Slurm started by the test), one per task; nothing left afterwards, also when the
+//! coordinator is killed.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::cluster::{Watched, one_at_a_time};
+use crate::util::slurm::SlurmLab;
+use crate::util::sshd::launched_agents;
+use crate::util::{bin, stderr, stdout};
+
+/// A short read workload on one existing file that every agent reads (agents on one node share
+/// its targets; reading creates nothing).
+fn read_plan(dir: &Path, intervals: u32) {
+    std::fs::write(dir.join("shared.dat"), vec![5u8; 8 << 20]).unwrap();
+    std::fs::write(
+        dir.join("plan.toml"),
+        format!(
+            "targets = [\"{}/shared.dat\"]\n[[workloads]]\nname = \"read\"\nread_pct = 100\nramp = [1, 2]\nwarmup_s = 0.1\nintervals = {intervals}\ninterval_s = 0.3\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+}
+
+fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + within;
+    while !done() {
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    true
+}
+
+#[test]
+fn slurm_launch_starts_an_agent_per_task_of_the_allocation_and_leaves_nothing() {
+    let _one = one_at_a_time();
+    let lab = SlurmLab::new(8);
+    let d = lab.path();
+    read_plan(d, 2);
+    let tmp = d.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    // Inside `salloc -n 3`: three tasks on the one node, so three agents. First with this binary
+    // where it is (a shared filesystem), then copied to every task's node through srun.
+    for (tasks, extra, copied) in [("3", vec![], false), ("2", vec!["--remote-binary", "no-such-iocurve"], true)] {
+        let o = lab
+            .command("salloc")
+            .args([
+                "--quiet",
+                "-n",
+                tasks,
+                bin(),
+                "run",
+                "plan.toml",
+                "--launch",
+                "slurm",
+                "--json",
+                "r.json",
+                "--db",
+                "r.db",
+            ])
+            .args(&extra)
+            .env("TMPDIR", &tmp)
+            .current_dir(d)
+            .output()
+            .unwrap();
+        let (out, err) = (stdout(&o), stderr(&o));
+        assert!(o.status.success(), "{out}\n{err}");
+        let n: usize = tasks.parse().unwrap();
+        assert!(out.contains(&format!("launched {n} of {n} agents over srun")), "{out}");
+        assert_eq!(out.contains(&format!("copied this binary to {n} hosts")), copied, "{out}");
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+        let agents = r["host"]["agents"].as_array().unwrap();
+        assert_eq!(agents.len(), n, "an agent per task: {agents:?}");
+        assert!(agents.iter().all(|a| a["address"].as_str().unwrap().starts_with(&format!("{}:", lab.node))));
+        for s in r["workloads"][0]["steps"].as_array().unwrap() {
+            assert_eq!(s["host_count"], n as u64);
+            assert!(s["hosts"].as_array().unwrap().iter().all(|h| h["iops"].as_f64().unwrap() > 0.0));
+        }
+        assert!(wait_until(Duration::from_secs(10), || launched_agents(d).is_empty()), "{:?}", launched_agents(d));
+        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "no copy left");
+        assert!(
+            wait_until(Duration::from_secs(10), || lab.jobs().is_empty()),
+            "the allocation ended: {:?}",
+            lab.jobs()
+        );
+    }
+}
+
+#[test]
+fn slurm_launch_leaves_nothing_when_the_coordinator_is_killed() {
+    let _one = one_at_a_time();
+    let lab = SlurmLab::new(8);
+    let d = lab.path();
+    read_plan(d, 40);
+    // An allocation without a shell; the coordinator then runs in it as salloc's shell would,
+    // with the job's variables, as this test's own child.
+    let o = lab.command("salloc").args(["--no-shell", "-n", "2"]).output().unwrap();
+    let said = format!("{}{}", stdout(&o), stderr(&o));
+    let job = said
+        .split_whitespace()
+        .skip_while(|w| *w != "allocation")
+        .nth(1)
+        .unwrap_or_else(|| panic!("salloc names the job: {said}"))
+        .to_string();
+    let mut cmd = lab.command(bin());
+    cmd.args(["run", "plan.toml", "--launch", "slurm", "--db", "r.db"])
+        .env("SLURM_JOB_ID", &job)
+        .env("SLURM_JOB_NODELIST", &lab.node)
+        .env("SLURM_TASKS_PER_NODE", "2")
+        .current_dir(d);
+    let mut w = Watched::spawn(cmd);
+    w.wait_for("step 1/2", Duration::from_secs(60));
+    assert_eq!(launched_agents(d).len(), 2, "both agents run");
+    // SAFETY: a signal to the coordinator this test started.
+    unsafe { libc::kill(w.child.id() as i32, libc::SIGKILL) };
+    let _ = w.finish();
+    assert!(wait_until(Duration::from_secs(10), || launched_agents(d).is_empty()), "{:?}", launched_agents(d));
+    // The agents' job steps are gone; only the allocation itself is left, for scancel.
+    let steps = |job: &str| {
+        let o = lab.command("squeue").args(["-h", "-s", "-j", job]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.contains("iocurve")).count()
+    };
+    assert!(wait_until(Duration::from_secs(10), || steps(&job) == 0), "agent steps still listed");
+    let _ = lab.command("scancel").arg(&job).status();
+}
+
+#[test]
+fn slurm_launch_outside_an_allocation_says_how_to_get_one() {
+    let dir = tempfile::tempdir().unwrap();
+    read_plan(dir.path(), 2);
+    let o = Command::new(bin())
+        .args(["run", "plan.toml", "--launch", "slurm", "--db", "r.db"])
+        .env_remove("SLURM_JOB_ID")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("inside a Slurm allocation") && stderr(&o).contains("salloc"), "{}", stderr(&o));
+}

@@ -1,0 +1,79 @@
+//! `run --launch slurm`: the hosts of the Slurm allocation the coordinator runs in (salloc,
+//! sbatch), one agent per task: `SLURM_JOB_NODELIST` expanded by `scontrol show hostnames`,
+//! each node as often as `SLURM_TASKS_PER_NODE` gives it tasks.
+
+/// The allocation's job id; None outside one.
+pub fn job_id() -> Option<String> {
+    std::env::var("SLURM_JOB_ID").ok().filter(|j| !j.is_empty())
+}
+
+/// Refuses to go on outside an allocation: srun would then make a new job for every call.
+pub fn require_allocation() -> Result<String, String> {
+    job_id().ok_or_else(|| {
+        "--launch slurm runs inside a Slurm allocation (no SLURM_JOB_ID here): e.g. `salloc -N 4 --ntasks-per-node=1 iocurve run plan.toml --launch slurm`, or in an sbatch script".into()
+    })
+}
+
+/// One host entry per task of the allocation, in node order.
+pub fn allocation_hosts() -> Result<Vec<String>, String> {
+    let job = require_allocation()?;
+    let list = std::env::var("SLURM_JOB_NODELIST")
+        .or_else(|_| std::env::var("SLURM_NODELIST"))
+        .map_err(|_| format!("job {job}: SLURM_JOB_NODELIST is not set"))?;
+    let o = std::process::Command::new("scontrol")
+        .args(["show", "hostnames", &list])
+        .output()
+        .map_err(|e| format!("cannot run `scontrol show hostnames` ({e}): is Slurm's client installed?"))?;
+    if !o.status.success() {
+        return Err(format!("`scontrol show hostnames {list}` failed: {}", String::from_utf8_lossy(&o.stderr).trim()));
+    }
+    let nodes: Vec<String> = String::from_utf8_lossy(&o.stdout).split_whitespace().map(String::from).collect();
+    let tasks = match std::env::var("SLURM_TASKS_PER_NODE") {
+        Ok(t) => tasks_per_node(&t)?,
+        Err(_) => vec![1; nodes.len()],
+    };
+    if tasks.len() != nodes.len() {
+        return Err(format!(
+            "job {job}: {} nodes ({list}) but tasks for {} (SLURM_TASKS_PER_NODE)",
+            nodes.len(),
+            tasks.len()
+        ));
+    }
+    Ok(nodes.iter().zip(tasks).flat_map(|(n, t)| std::iter::repeat_n(n.clone(), t as usize)).collect())
+}
+
+/// `SLURM_TASKS_PER_NODE` (`2(x3),1`): the tasks of each node in order.
+pub fn tasks_per_node(s: &str) -> Result<Vec<u32>, String> {
+    let bad = || format!("SLURM_TASKS_PER_NODE `{s}` is not like `2(x3),1`");
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        let (n, times) = match part.split_once("(x") {
+            Some((n, rest)) => (n, rest.strip_suffix(')').ok_or_else(bad)?.parse::<usize>().map_err(|_| bad())?),
+            None => (part, 1),
+        };
+        let n: u32 = n.trim().parse().map_err(|_| bad())?;
+        if times > super::hostlist::MAX_HOSTS || out.len() + times > super::hostlist::MAX_HOSTS {
+            return Err(format!("SLURM_TASKS_PER_NODE `{s}`: more than {} nodes", super::hostlist::MAX_HOSTS));
+        }
+        out.extend(std::iter::repeat_n(n, times));
+    }
+    if out.iter().map(|&n| n as usize).sum::<usize>() > super::hostlist::MAX_HOSTS {
+        return Err(format!("SLURM_TASKS_PER_NODE `{s}`: more than {} tasks", super::hostlist::MAX_HOSTS));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tasks_per_node_expand() {
+        assert_eq!(tasks_per_node("3").unwrap(), [3]);
+        assert_eq!(tasks_per_node("2(x3),1").unwrap(), [2, 2, 2, 1]);
+        assert_eq!(tasks_per_node("1(x2)").unwrap(), [1, 1]);
+        for bad in ["", "x", "2(x", "2(x3", "2(y3)", "-1", "1(x100000)", "100000"] {
+            assert!(tasks_per_node(bad).is_err(), "{bad}");
+        }
+    }
+}
