@@ -99,6 +99,11 @@ pub enum Command {
     /// token on every call, only targets the --allow list permits, the write-safety rules
     /// applied here.
     Agent(AgentArgs),
+    /// Write the deployment files of a platform for this binary: `iocurve deploy kubernetes`.
+    Deploy {
+        #[command(subcommand)]
+        command: DeployCommand,
+    },
     /// Certificates for a test cluster: `iocurve certs init DIR`.
     Certs {
         #[command(subcommand)]
@@ -346,6 +351,11 @@ pub struct RunArgs {
     #[arg(long = "max-skew-ms", default_value_t = 1000, value_name = "MS")]
     pub max_skew_ms: u64,
 
+    /// With --hosts: keep trying agents that cannot be reached yet for up to S seconds before
+    /// counting them lost (agents started beside the coordinator, as in a Kubernetes Job).
+    #[arg(long = "wait-for-agents-s", default_value_t = 0, value_name = "S")]
+    pub wait_for_agents_s: u64,
+
     /// What losing an agent mid-run does: continue (the others carry on; the step is flagged)
     /// or abort (end the run, exit code 1).
     #[arg(long = "on-host-loss", value_enum, default_value = "continue")]
@@ -511,6 +521,40 @@ pub enum CertsCommand {
         /// Further names or addresses of the same host; repeatable.
         #[arg(long = "alias", value_name = "NAME")]
         aliases: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DeployCommand {
+    /// Kubernetes manifests: agents as a StatefulSet behind a headless Service, each on a raw
+    /// block volume of its own (volumeMode: Block, no privilege) or on --host-device paths
+    /// (privileged), live metrics annotated for Prometheus; the coordinator as a Job writing
+    /// its results database to a volume. The certificates come from Secrets (see the README).
+    Kubernetes {
+        /// Write namespace.yaml, agents.yaml and coordinator.yaml into DIR (created if
+        /// missing); without it they are printed as one stream.
+        #[arg(short = 'o', long = "output", value_name = "DIR")]
+        output: Option<PathBuf>,
+        /// The namespace of every object.
+        #[arg(long, default_value = "iocurve", value_name = "NS")]
+        namespace: String,
+        /// Agents (pods of the StatefulSet); the coordinator dials each.
+        #[arg(long, default_value_t = 4, value_name = "N")]
+        agents: u32,
+        /// The container image of this iocurve (deploy/container/Containerfile builds one).
+        #[arg(long, value_name = "IMAGE", default_value = concat!("iocurve:", env!("CARGO_PKG_VERSION")))]
+        image: String,
+        /// Size of each agent's raw block volume.
+        #[arg(long = "volume-size", default_value = "100Gi", value_name = "QUANTITY")]
+        volume_size: String,
+        /// The storage class of the agents' volumes (the one under test); default: the
+        /// cluster's default class.
+        #[arg(long = "storage-class", value_name = "NAME")]
+        storage_class: Option<String>,
+        /// Use this host block device on every agent's node instead of a volume; repeatable.
+        /// The agent container is then privileged (Kubernetes' only grant of a host device).
+        #[arg(long = "host-device", value_name = "/dev/…")]
+        host_devices: Vec<String>,
     },
 }
 

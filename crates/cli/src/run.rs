@@ -144,6 +144,7 @@ fn agents(args: &RunArgs) -> Result<AgentOptions, CliError> {
         launch,
         issued: None,
         unreachable: Vec::new(),
+        wait_for_agents: std::time::Duration::from_secs(args.wait_for_agents_s),
     })
 }
 

@@ -49,6 +49,9 @@ pub struct AgentOptions {
     pub issued: Option<crate::launch::Issued>,
     /// Hosts lost before any connection (address, why): launches that failed.
     pub unreachable: Vec<(String, String)>,
+    /// Keep trying agents that cannot be reached yet for this long before counting them lost
+    /// (agents that start beside the coordinator: a Kubernetes Job, a batch script).
+    pub wait_for_agents: Duration,
 }
 
 /// An agent that sends nothing — its progress events, four a second, are its heartbeat — for
@@ -194,6 +197,28 @@ impl Cluster {
         let keep_going = !args.abort_on_host_loss;
         let stop = cancel.flag();
         let addrs: Vec<String> = hosts.iter().map(|h| h.0.clone()).collect();
+        let mut reached = rt.block_on(client::connect_all(&addrs, &cfg, 8, stop))?;
+        let deadline = std::time::Instant::now() + args.wait_for_agents;
+        let mut said = false;
+        while std::time::Instant::now() < deadline && reached.iter().any(|r| r.is_err()) {
+            let missing: Vec<usize> = (0..reached.len()).filter(|&i| reached[i].is_err()).collect();
+            if !said {
+                obs.note(&format!(
+                    "waiting up to {:.0} s for {} of {} agents to come up (--wait-for-agents-s)",
+                    args.wait_for_agents.as_secs_f64(),
+                    missing.len(),
+                    addrs.len()
+                ));
+                said = true;
+            }
+            if cancel.sleep(Duration::from_secs(2)) {
+                return Err(Error::Interrupted("interrupted while waiting for the agents; nothing ran".into()));
+            }
+            let again: Vec<String> = missing.iter().map(|&i| addrs[i].clone()).collect();
+            for (i, r) in missing.into_iter().zip(rt.block_on(client::connect_all(&again, &cfg, 8, stop))?) {
+                reached[i] = r;
+            }
+        }
         let mut unreachable = args.unreachable.clone();
         // An agent that cannot be reached, or fails opening its targets, is lost: with
         // `--on-host-loss continue` the run goes on with the others (and says so), else it
@@ -208,7 +233,7 @@ impl Cluster {
         };
         let mut remotes = Vec::new();
         let mut targets = Vec::new();
-        for ((addr, groups), r) in hosts.iter().zip(rt.block_on(client::connect_all(&addrs, &cfg, 8, stop))?) {
+        for ((addr, groups), r) in hosts.iter().zip(reached) {
             match r {
                 Ok(r) => {
                     remotes.push(r);

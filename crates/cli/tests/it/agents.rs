@@ -1324,3 +1324,38 @@ fn two_agents_share_one_rate_schedule() {
         }
     }
 }
+
+#[test]
+fn a_coordinator_waits_for_agents_that_come_up_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let d = dir.path().join("late");
+    std::fs::create_dir(&d).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr = format!("127.0.0.1:{port}");
+    plan(dir.path(), &[(addr.clone(), d.join("t.dat"))]);
+    let mut w = Watched::spawn(coordinator(
+        dir.path(),
+        &c,
+        &["plan.toml", "--size", "16m", "--wait-for-agents-s", "60", "--on-host-loss", "abort"],
+    ));
+    w.wait_for("waiting up to 60 s for 1 of 1 agents", std::time::Duration::from_secs(30));
+    // The agent comes up 2 s later, on the address the coordinator keeps trying.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let mut agent = Command::new(bin())
+        .args(["agent", "--listen", &addr, "--token-file"])
+        .arg(c.join("token"))
+        .args(["--allow", &format!("{}/*", d.display()), "--tls-cert"])
+        .arg(c.join("agent.pem"))
+        .arg("--tls-key")
+        .arg(c.join("agent.key"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (code, text) = w.finish();
+    let _ = agent.kill();
+    let _ = agent.wait();
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("per host × 1 host") || text.contains("maximum"), "{text}");
+}

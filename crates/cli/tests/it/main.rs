@@ -11,6 +11,7 @@ mod util;
 
 mod agents;
 mod data;
+mod deploy;
 mod faultdev;
 mod faults;
 mod formats;
