@@ -22,7 +22,7 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         remove_own_copy()?;
     }
     let launched = if args.launched { Some(launched::read(&mut std::io::stdin().lock())?) } else { None };
-    raise_open_file_limit();
+    iocurve_net::raise_open_file_limit();
     let (token, tls) = match &launched {
         Some(c) => {
             if iocurve_net::unix_ns() / 1_000_000_000 >= c.expires_unix as i64 {
@@ -40,7 +40,15 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
     if args.allow.is_empty() {
         crate::errln!("WARNING: no --allow: this agent refuses every target");
     }
-    let listen = args.listen.unwrap_or_else(|| std::net::SocketAddr::from(([0, 0, 0, 0], 0)));
+    let mut listen = args.listen.unwrap_or_else(|| std::net::SocketAddr::from(([0, 0, 0, 0], 0)));
+    if launched.is_some() && listen.ip() == std::net::Ipv4Addr::UNSPECIFIED {
+        // A launched agent is dialled at whatever address its host was given, IPv6 too: all
+        // addresses of both families where the host has IPv6.
+        let v6 = std::net::SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, listen.port()));
+        if std::net::TcpListener::bind(v6).is_ok() {
+            listen = v6;
+        }
+    }
     let cfg = AgentConfig {
         listen,
         token,
@@ -166,21 +174,13 @@ fn remove_own_copy() -> Result<(), CliError> {
             iocurve_net::launched::COPY_DIR_PREFIX
         )));
     };
-    std::fs::remove_file(&exe)
-        .and_then(|()| std::fs::remove_dir(dir))
+    // The copy's own session may have removed it already (its coordinator went away as this
+    // started): gone is gone.
+    let gone = |r: std::io::Result<()>| match r {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    };
+    gone(std::fs::remove_file(&exe))
+        .and_then(|()| gone(std::fs::remove_dir(dir)))
         .map_err(|e| CliError::Runtime(format!("--remove-binary: cannot remove {}: {e}", exe.display())))
-}
-
-/// Raises this process's limit of open files to its hard limit: an agent holds a descriptor
-/// per connection and per target, and the usual soft limit (1,024) is small for a host that
-/// many coordinators and strangers can reach. The front door copes with running out anyway.
-fn raise_open_file_limit() {
-    let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: a valid out-pointer; then the limit as read with the soft value raised.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
-            l.rlim_cur = l.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
-        }
-    }
 }

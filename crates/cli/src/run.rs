@@ -157,13 +157,6 @@ fn launch_options(how: LaunchHow, args: &RunArgs) -> Result<LaunchOptions, CliEr
         }
         (None, true) => Vec::new(),
     };
-    if let Some(h) = hosts.iter().find(|h| {
-        h.contains(':') && h.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) && !h.contains("::")
-    }) {
-        return Err(CliError::Usage(format!(
-            "--hosts {h}: with --launch, hosts are names or addresses without a port (the agents listen where --launch-port says)"
-        )));
-    }
     let (flag, given) = match how {
         LaunchHow::Ssh => ("--ssh", &args.ssh),
         LaunchHow::Slurm => ("--srun", &args.srun),
@@ -173,6 +166,11 @@ fn launch_options(how: LaunchHow, args: &RunArgs) -> Result<LaunchOptions, CliEr
         return Err(CliError::Usage(format!("{flag} is empty: give the command, e.g. `ssh -F lab.conf` or `srun`")));
     }
     let remote_binary = match (&args.remote_binary, how) {
+        (Some(b), _) if b.starts_with('~') => {
+            return Err(CliError::Usage(format!(
+                "--remote-binary {b}: give an absolute path or a name on the host's PATH (`~` is not expanded)"
+            )));
+        }
         (Some(b), _) => b.clone(),
         (None, LaunchHow::Ssh) => "iocurve".into(),
         // Clusters share their filesystems: this very binary is usually there on every node.
@@ -194,6 +192,7 @@ fn launch_options(how: LaunchHow, args: &RunArgs) -> Result<LaunchOptions, CliEr
         },
         hosts,
         remote_binary,
+        remote_binary_given: args.remote_binary.is_some(),
         port: args.launch_port,
         lifetime: std::time::Duration::from_secs_f64(args.launch_valid_h * 3600.0),
     })

@@ -214,13 +214,20 @@ pub struct RunCredentials {
 
 /// What one launched agent receives: its certificate and key, the CA its coordinator's
 /// certificate must come from, its token and the moment it all expires.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct HostCredentials {
     pub cert_pem: String,
     pub key_pem: String,
     pub client_ca_pem: String,
     pub token: String,
     pub expires_unix: u64,
+}
+
+impl std::fmt::Debug for HostCredentials {
+    /// Never the key or the token.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HostCredentials {{ expires_unix: {}, .. }}", self.expires_unix)
+    }
 }
 
 /// Validity from an hour back (a host whose clock is a little behind accepts it at once) to

@@ -43,3 +43,18 @@ pub enum NetError {
 pub fn unix_ns() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
 }
+
+/// Raises this process's limit of open files to its hard limit: an agent holds a descriptor
+/// per connection and per target, and the usual soft limit (1,024) is small for a host that
+/// many coordinators and strangers can reach (its front door copes with running out anyway); a
+/// coordinator that launches agents holds a channel's pipes per host.
+pub fn raise_open_file_limit() {
+    let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: a valid out-pointer; then the limit as read with the soft value raised.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
+            l.rlim_cur = l.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        }
+    }
+}

@@ -265,6 +265,26 @@ impl<'o> Runner<'o> {
                     .into(),
             ));
         }
+        if from_plan {
+            // The plan's addresses reach ssh as host names: the same rules as --hosts.
+            for h in &hosts {
+                launch::hostlist::check_host(h)
+                    .map_err(|e| Error::Usage(format!("plan {}: [[hosts]] address: {e}", self.plan.source)))?;
+            }
+            launch::hostlist::check_unique(&hosts, &format!("the [[hosts]] of plan {}", self.plan.source))
+                .map_err(Error::Usage)?;
+        }
+        // Agents end when their credentials expire: a run that would outlast them would lose
+        // every host on the way.
+        let planned = self.plan.total_seconds();
+        if planned * 1.2 + 600.0 > l.lifetime.as_secs_f64() {
+            return Err(Error::Usage(format!(
+                "the plan takes about {}, and the agents' credentials last {}: give --launch-valid-h {:.0} or more",
+                iocurve_report::format::duration(planned),
+                iocurve_report::format::duration(l.lifetime.as_secs_f64()),
+                ((planned * 1.2 + 600.0) / 3600.0).ceil()
+            )));
+        }
         let plan = &self.plan;
         let allow = |host: &str| -> Vec<String> {
             match plan.hosts.iter().find(|h| from_plan && h.address == host && !h.targets.is_empty()) {

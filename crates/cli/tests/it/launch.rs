@@ -115,6 +115,21 @@ fn ssh_launch_leaves_nothing_after_ctrl_c_or_a_killed_coordinator() {
     let d = lab.dir.path();
     per_host_plan(&lab, 30);
     let ssh = lab.ssh();
+    // Killed while the binary is on its way: the partial copy goes with its session.
+    {
+        let mut cmd = std::process::Command::new(bin());
+        cmd.args(launch_args(&ssh, &[])).current_dir(d);
+        let mut child = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        let copying = || lab.hosts.iter().any(|h| std::fs::read_dir(&h.tmp).unwrap().next().is_some());
+        let until = std::time::Instant::now() + Duration::from_secs(60);
+        while !copying() {
+            assert!(std::time::Instant::now() < until, "a copy starts");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(lab.wait_clean(Duration::from_secs(10)), Vec::<String>::new(), "killed while copying");
+    }
     for signal in [libc::SIGINT, libc::SIGKILL] {
         let mut cmd = std::process::Command::new(bin());
         cmd.args(launch_args(&ssh, &[])).current_dir(d);
@@ -179,6 +194,14 @@ fn ssh_launch_names_hosts_that_fail_and_applies_the_host_loss_policy() {
     assert!(err.contains("could not start the agent on 1 of 2 hosts") && err.contains(gone), "{err}");
     assert!(err.contains("--on-host-loss abort: the run stops before any I/O"), "{err}");
     assert_eq!(lab.wait_clean(Duration::from_secs(5)), Vec::<String>::new());
+    // An agent that cannot start (its port is sshd's): named with what it said, at once.
+    let t = std::time::Instant::now();
+    let o = iocurve(d, &launch_args(&ssh, &["--hosts", &good, "--launch-port", "22"]));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("the agent ended at its start (exit status: 2)") && err.contains("cannot listen on"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(20), "not after the start timeout: {:?}", t.elapsed());
+    assert_eq!(lab.wait_clean(Duration::from_secs(5)), Vec::<String>::new());
     // A host that refuses the key: named, with what ssh said.
     let o = iocurve(d, &launch_args("ssh -o IdentityFile=/nonexistent -o IdentitiesOnly=yes", &["--hosts", &good]));
     let err = stderr(&o);
@@ -210,13 +233,13 @@ fn ssh_launch_refuses_a_copy_whose_hash_differs() {
     let lab = SshLab::new(1);
     let d = lab.dir.path();
     per_host_plan(&lab, 2);
-    // An "ssh" that runs the command here (in the host's TMPDIR) and adds a byte to what it
+    // An "ssh" that runs the command here (in the host's TMPDIR) and puts a byte before what it
     // copies: a copy damaged on its way.
     let fake = d.join("fake-ssh");
     std::fs::write(
         &fake,
         format!(
-            "#!/bin/sh\nfor a; do last=$a; done\nexport TMPDIR={}\ncase \"$last\" in\n  *mktemp*) {{ cat; printf x; }} | sh -c \"$last\" ;;\n  *) exec sh -c \"$last\" ;;\nesac\n",
+            "#!/bin/bash\nfor a; do last=$a; done\nexport TMPDIR={}\ncase \"$last\" in\n  *mktemp*) exec sh -c \"$last\" < <(printf x; exec cat) ;;\n  *) exec sh -c \"$last\" ;;\nesac\n",
             lab.hosts[0].tmp.display()
         ),
     )
@@ -225,7 +248,7 @@ fn ssh_launch_refuses_a_copy_whose_hash_differs() {
     let o = iocurve(d, &launch_args(fake.to_str().unwrap(), &[]));
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("has SHA-256") && err.contains("not started"), "{err}");
+    assert!(err.contains("has SHA-256") && err.contains("removed, not started"), "{err}");
     // The damaged copy is removed again.
     assert_eq!(lab.wait_clean(Duration::from_secs(5)), Vec::<String>::new());
 }
@@ -288,6 +311,15 @@ fn launch_options_are_checked_before_anything_starts() {
         ),
         (vec!["--launch", "ssh", "--hosts", "lg1", "--ssh", " ", "--target", abs.as_str()], "--ssh is empty"),
         (vec!["--hosts-file", "h.txt"], "--launch"),
+        (vec!["--launch", "ssh", "--hosts", "root@", "--target", abs.as_str()], "no host name"),
+        (
+            vec!["--launch", "ssh", "--hosts", "lg1", "--remote-binary", "~/bin/iocurve", "--target", abs.as_str()],
+            "`~` is not expanded",
+        ),
+        (
+            vec!["--launch", "ssh", "--hosts", "lg1", "--launch-valid-h", "0.01", "--target", abs.as_str()],
+            "give --launch-valid-h",
+        ),
     ] {
         let mut a = vec!["run", "--db", "r.db"];
         a.extend(args.iter().copied());
@@ -296,6 +328,51 @@ fn launch_options_are_checked_before_anything_starts() {
         assert!(stderr(&o).contains(want), "{args:?}: {} should say {want:?}", stderr(&o));
         assert!(!stderr(&o).contains("panicked"));
     }
+}
+
+#[test]
+fn the_plans_hosts_follow_the_same_rules_as_hosts_given_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (hosts, want) in [
+        ("[[hosts]]\naddress = \"lg1.lab:7420\"\n", "without a port"),
+        ("[[hosts]]\naddress = \"lg1;touch x\"\n", "letters, digits"),
+        ("[[hosts]]\naddress = \"lg1\"\n[[hosts]]\naddress = \"lg1\"\n", "given twice"),
+    ] {
+        std::fs::write(
+            d.join("plan.toml"),
+            format!("targets = [\"{}/t.dat\"]\n{hosts}[[workloads]]\nname = \"w\"\nramp = [1]\n", d.display()),
+        )
+        .unwrap();
+        let o = iocurve(d, &["run", "plan.toml", "--launch", "ssh", "--db", "r.db"]);
+        assert_eq!(o.status.code(), Some(2), "{hosts}: {}", stderr(&o));
+        assert!(stderr(&o).contains("[[hosts]]") && stderr(&o).contains(want), "{hosts}: {}", stderr(&o));
+        assert!(!d.join("x").exists());
+    }
+}
+
+#[test]
+fn ssh_launch_reaches_a_host_by_its_ipv6_address() {
+    let _one = one_at_a_time();
+    let lab = SshLab::new(1);
+    let d = lab.dir.path();
+    std::fs::write(d.join("shared.dat"), vec![7u8; 8 << 20]).unwrap();
+    std::fs::write(
+        d.join("plan.toml"),
+        format!(
+            "targets = [\"{}/shared.dat\"]\n[[workloads]]\nname = \"read\"\nread_pct = 100\nramp = [1]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.3\n",
+            d.display()
+        ),
+    )
+    .unwrap();
+    let ssh = lab.ssh();
+    let v6 = lab.hosts[0].addr6.clone();
+    let o = iocurve(d, &launch_args(&ssh, &["--hosts", &v6, "--json", "r.json"]));
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let r = json(d, "r.json");
+    let addr = r["host"]["agents"][0]["address"].as_str().unwrap().to_string();
+    assert!(addr.starts_with(&format!("[{v6}]:")), "{addr}");
+    assert_eq!(lab.wait_clean(Duration::from_secs(5)), Vec::<String>::new());
 }
 
 /// The start-up of a 16-host launch, for BENCHMARKS.md (run with `cargo test -p iocurve --test

@@ -18,10 +18,7 @@ pub fn expand(spec: &str) -> Result<Vec<String>, String> {
     if out.is_empty() {
         return Err(format!("`{spec}` names no host"));
     }
-    let mut seen = std::collections::HashSet::new();
-    if let Some(d) = out.iter().find(|h| !seen.insert(h.as_str())) {
-        return Err(format!("host {d} is given twice in `{spec}`"));
-    }
+    check_unique(&out, &format!("`{spec}`"))?;
     Ok(out)
 }
 
@@ -44,10 +41,7 @@ pub fn read_file(path: &std::path::Path) -> Result<Vec<String>, String> {
     if all.is_empty() {
         return Err(format!("host file {} names no host", path.display()));
     }
-    let mut seen = std::collections::HashSet::new();
-    if let Some(d) = all.iter().find(|h| !seen.insert(h.as_str())) {
-        return Err(format!("host {d} is given twice in {}", path.display()));
-    }
+    check_unique(&all, &path.display().to_string())?;
     Ok(all)
 }
 
@@ -82,7 +76,7 @@ fn expand_one(pattern: &str, out: &mut Vec<String>) -> Result<(), String> {
         if pattern.contains(']') {
             return Err(format!("`{pattern}`: a `]` without its `[`"));
         }
-        check_name(pattern)?;
+        check_host(pattern)?;
         out.push(pattern.to_string());
         return Ok(());
     };
@@ -124,15 +118,66 @@ fn range_items(pattern: &str, body: &str) -> Result<Vec<String>, String> {
     Ok(items)
 }
 
-/// A host name or address as SSH and TLS take it: no spaces, quotes or shell characters.
-fn check_name(name: &str) -> Result<(), String> {
-    let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '@');
-    if name.starts_with('-') || !name.chars().all(ok) {
-        return Err(format!(
-            "`{name}` is not a host name (letters, digits, `.`, `-`, `_`, `:`, `user@`; not starting with `-`)"
-        ));
+/// A host as a launch takes it: `[user@]name`, where name is a DNS name (labels of letters,
+/// digits, `-` and `_`, at most 63 each), an IPv4 or an IPv6 address — no port (the agents
+/// listen where `--launch-port` says), nothing a shell or ssh would read as more.
+pub fn check_host(name: &str) -> Result<(), String> {
+    let bad = |why: &str| Err(format!("`{name}` is not a host: {why}"));
+    let (user, host) = match name.rsplit_once('@') {
+        Some((u, h)) => (Some(u), h),
+        None => (None, name),
+    };
+    if let Some(u) = user
+        && (u.is_empty()
+            || u.starts_with('-')
+            || !u.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')))
+    {
+        return bad("the user before `@` is letters, digits, `.`, `-`, `_`");
+    }
+    if host.is_empty() {
+        return bad("no host name");
+    }
+    if host.contains(':') {
+        if host.parse::<std::net::Ipv6Addr>().is_ok() {
+            return Ok(());
+        }
+        if host.matches(':').count() == 1 && host.rsplit(':').next().is_some_and(|p| p.parse::<u16>().is_ok()) {
+            return bad(
+                "with --launch, hosts are names or addresses without a port (the agents listen where --launch-port says)",
+            );
+        }
+        return bad("not an IPv6 address");
+    }
+    if host.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return match host.parse::<std::net::Ipv4Addr>() {
+            Ok(_) => Ok(()),
+            Err(_) => bad("not an IPv4 address"),
+        };
+    }
+    if host.len() > 253 {
+        return bad("longer than 253 characters");
+    }
+    for label in host.split('.') {
+        if label.is_empty() || label.len() > 63 {
+            return bad("a DNS name is labels of 1 to 63 characters between dots");
+        }
+        if label.starts_with('-') || label.ends_with('-') {
+            return bad("a label starts and ends with a letter or digit");
+        }
+        if !label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            return bad("letters, digits, `-`, `_` and dots only");
+        }
     }
     Ok(())
+}
+
+/// Refuses a host given twice.
+pub fn check_unique(hosts: &[String], whence: &str) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    match hosts.iter().find(|h| !seen.insert(h.as_str())) {
+        Some(d) => Err(format!("host {d} is given twice in {whence}")),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -147,6 +192,8 @@ mod tests {
         assert_eq!(expand("r[1-2]n[1-2]").unwrap(), ["r1n1", "r1n2", "r2n1", "r2n2"]);
         assert_eq!(expand("a, b[1-2] ,10.0.0.5").unwrap(), ["a", "b1", "b2", "10.0.0.5"]);
         assert_eq!(expand("root@lg1").unwrap(), ["root@lg1"]);
+        assert_eq!(expand("fd00:200:1::2,fd00:1:2:3:4:5:6:7").unwrap(), ["fd00:200:1::2", "fd00:1:2:3:4:5:6:7"]);
+        assert_eq!(expand("node_01.cluster").unwrap(), ["node_01.cluster"]);
         assert_eq!(expand("lg[001-100]").unwrap().len(), 100);
         assert_eq!(expand("lg[001-100]").unwrap()[99], "lg100");
     }
@@ -165,9 +212,16 @@ mod tests {
             ("a[1-64]b[1-64]c[1-2]", "more than 4096"),
             ("a,a", "given twice"),
             ("a[1-2],a2", "given twice"),
-            ("-oProxyCommand=x", "not a host name"),
-            ("a;rm", "not a host name"),
-            ("a b", "not a host name"),
+            ("-oProxyCommand=x", "starts and ends"),
+            ("a;rm", "letters, digits"),
+            ("a b", "letters, digits"),
+            ("root@", "no host name"),
+            ("@lg1", "the user before"),
+            ("a..b", "labels of 1 to 63"),
+            ("1.2.3.4.5", "not an IPv4 address"),
+            ("lg1:7420", "without a port"),
+            ("fe80::1::2", "not an IPv6 address"),
+            ("-lg1", "starts and ends"),
         ] {
             let e = expand(spec).unwrap_err();
             assert!(e.contains(want), "{spec:?}: {e:?} should say {want:?}");

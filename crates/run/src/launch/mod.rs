@@ -62,6 +62,8 @@ pub struct LaunchOptions {
     /// The `iocurve` a host may have (a name on its PATH, or a path): used when it is this
     /// build, else a copy of this binary is.
     pub remote_binary: String,
+    /// `remote_binary` was asked for (`--remote-binary`): a host where it is not used says so.
+    pub remote_binary_given: bool,
     /// The port every agent listens on; 0: a free one each.
     pub port: u16,
     /// How long the run's credentials (and so its agents) live at most.
@@ -84,12 +86,12 @@ impl std::fmt::Debug for Issued {
     }
 }
 
-/// How long each part of a start may take before the host counts as failed: the probe and
-/// the agent's start (SSH's own connect timeout is 10 s), and the copy, which also gets a
-/// second per 10 MB of binary.
+/// How long the probe and the agent's start may take before the host counts as failed (SSH's
+/// own connect timeout is 10 s).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 const START_TIMEOUT: Duration = Duration::from_secs(30);
-const COPY_TIMEOUT: Duration = Duration::from_secs(60);
+/// A copy that sends nothing more for this long has stalled.
+const COPY_STALL: Duration = Duration::from_secs(60);
 /// How long the agents get to end once their standard input closed, before the channel is
 /// killed (which ends them too).
 const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -104,14 +106,9 @@ struct Agent {
     stderr: Arc<Mutex<Vec<String>>>,
 }
 
-/// Agents started for a run; stopped (and what was copied removed) by [`Launch::stop`], or on
-/// drop.
+/// Agents started for a run; stopped by [`Launch::stop`], or on drop.
 pub struct Launch {
-    method: Method,
     agents: Vec<Agent>,
-    /// Copies whose agent never started (it removes its own copy when it does): removed at
-    /// the stop.
-    leftovers: Vec<(String, String)>,
     stopped: bool,
 }
 
@@ -137,9 +134,12 @@ pub fn start(
     obs: &mut dyn Observer,
 ) -> Result<Started, Error> {
     let t0 = Instant::now();
+    // Each agent holds its channel's three pipes for the whole run, and then a connection.
+    iocurve_net::raise_open_file_limit();
     let creds = RunCredentials::issue(opts.lifetime)?;
     let local = LocalBinary::current().map_err(Error::Runtime)?;
     let local = Arc::new(local);
+    let slots = Arc::new(Slots::new(MAX_STARTING));
     let mut handles = Vec::new();
     for host in hosts {
         let host_creds = creds.for_host(tls_host(host))?;
@@ -156,14 +156,16 @@ pub fn start(
         if !keep {
             args.push("--remove-scratch".into());
         }
-        let (opts, host, local, cancel) = (opts.clone(), host.clone(), local.clone(), cancel.clone());
+        let (opts, host, local, cancel, slots) =
+            (opts.clone(), host.clone(), local.clone(), cancel.clone(), slots.clone());
         handles.push(std::thread::spawn(move || {
+            let _slot = slots.take();
             let t = Instant::now();
             let r = start_one(&opts, &host, &local, &host_creds, args, &cancel);
             (host, r, t.elapsed())
         }));
     }
-    let mut launch = Launch { method: opts.method.clone(), agents: Vec::new(), leftovers: Vec::new(), stopped: false };
+    let mut launch = Launch { agents: Vec::new(), stopped: false };
     let (mut addresses, mut failed) = (Vec::new(), Vec::new());
     let (mut copied, mut slowest) = (0, (String::new(), Duration::ZERO));
     for h in handles {
@@ -171,18 +173,16 @@ pub fn start(
         match r {
             Ok(one) => {
                 copied += usize::from(one.copied);
+                if let Some(r) = &one.remark {
+                    obs.warning(&format!("{host}: {r}"));
+                }
                 if took > slowest.1 {
                     slowest = (host.clone(), took);
                 }
                 addresses.push((host.clone(), join_host_port(&host, one.port)));
                 launch.agents.push(one.agent);
             }
-            Err(f) => {
-                if let Some(dir) = f.leftover {
-                    launch.leftovers.push((host.clone(), dir));
-                }
-                failed.push((host, f.why));
-            }
+            Err(why) => failed.push((host, why)),
         }
     }
     if cancel.is_cancelled() {
@@ -230,17 +230,38 @@ struct One {
     agent: Agent,
     port: u16,
     copied: bool,
+    /// Why the host's own binary was not used although `--remote-binary` named it.
+    remark: Option<String>,
 }
 
-struct Failure {
-    why: String,
-    /// A copy left on the host (its agent never ran to remove it).
-    leftover: Option<String>,
+/// How many hosts are started at once: each start holds a few processes and pipes, and copies
+/// share the coordinator's bandwidth.
+const MAX_STARTING: usize = 32;
+
+/// A counting semaphore for [`MAX_STARTING`].
+struct Slots(Mutex<usize>, std::sync::Condvar);
+
+struct Slot<'a>(&'a Slots);
+
+impl Slots {
+    fn new(n: usize) -> Slots {
+        Slots(Mutex::new(n), std::sync::Condvar::new())
+    }
+
+    fn take(&self) -> Slot<'_> {
+        let mut free = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        while *free == 0 {
+            free = self.1.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= 1;
+        Slot(self)
+    }
 }
 
-impl From<String> for Failure {
-    fn from(why: String) -> Failure {
-        Failure { why, leftover: None }
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        *self.0.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.0.1.notify_one();
     }
 }
 
@@ -252,7 +273,7 @@ fn start_one(
     creds: &HostCredentials,
     mut args: Vec<String>,
     cancel: &Cancel,
-) -> Result<One, Failure> {
+) -> Result<One, String> {
     let probe = run_script(
         &opts.method,
         host,
@@ -262,39 +283,182 @@ fn start_one(
         cancel,
     )?;
     let probe = remote::parse_probe(&probe)?;
-    let (binary, copy_dir) = match remote::choose(&probe, local)? {
-        Use::Remote(path) => (path, None),
+    let mut guard = None;
+    let mut remark = None;
+    let binary = match remote::choose(&probe, local)? {
+        Use::Remote(path) => path,
         Use::Copy => {
-            let timeout = COPY_TIMEOUT + Duration::from_secs(local.size / 10_000_000);
-            let out = run_script(&opts.method, host, &remote::copy_script(), Some(&local.path), timeout, cancel)?;
-            let (dir, sha) = remote::parse_copy(&out)?;
-            if sha != local.sha256 {
-                return Err(Failure {
-                    why: format!(
-                        "the copy of this iocurve in {dir} has SHA-256 {sha}, not {}: not started",
-                        local.sha256
+            if opts.remote_binary_given {
+                remark = Some(match (&probe.path, &probe.version) {
+                    (Some(p), v) => format!(
+                        "{p} there is another build ({}); copied this one",
+                        v.as_deref().unwrap_or("no version")
                     ),
-                    leftover: Some(dir),
+                    (None, _) => format!(
+                        "--remote-binary {} is not there (or not executable); copied this binary",
+                        opts.remote_binary
+                    ),
                 });
             }
+            let (dir, g) = copy(&opts.method, host, local, cancel)?;
+            guard = Some(g);
             args.insert(1, "--remove-binary".into());
-            (format!("{dir}/iocurve"), Some(dir))
+            format!("{dir}/iocurve")
         }
     };
-    let with_leftover = |why: String| Failure { why, leftover: copy_dir.clone() };
-    let script = remote::start_script(&binary, &args);
-    let mut child = channel_command(&opts.method, host, &script)
+    let started = start_agent(&opts.method, host, &binary, &args, creds, cancel);
+    let copied = guard.is_some();
+    // The agent removed its copy as it started; if it did not start, the copy's session
+    // removes it as this closes its input.
+    if let Some(g) = guard {
+        g.release();
+    }
+    let (agent, port) = started?;
+    Ok(One { agent, port, copied, remark })
+}
+
+/// The copy's session, open until the agent started from the copy: its end removes the copy
+/// unless the agent already has (see [`remote::copy_script`]).
+struct CopyGuard {
+    child: Child,
+    stdin: Option<ChildStdin>,
+}
+
+impl CopyGuard {
+    fn release(mut self) {
+        self.stdin = None;
+        let until = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        terminate(&mut self.child);
+    }
+}
+
+/// Copies this binary to `host` through the channel: its private directory there, once the
+/// copy is complete and its SHA-256 checked on the host, and the session that keeps it.
+/// A copy that stalls for [`COPY_STALL`] fails the host.
+fn copy(method: &Method, host: &str, local: &LocalBinary, cancel: &Cancel) -> Result<(String, CopyGuard), String> {
+    let mut child = channel_command(method, host, &remote::copy_script(local.size, &local.sha256))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| with_leftover(spawn_error(&opts.method, e)))?;
+        .map_err(|e| spawn_error(method, e))?;
+    let sent = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let writer = {
+        let (mut stdin, path, sent) = (child.stdin.take(), local.path.clone(), sent.clone());
+        std::thread::spawn(move || {
+            let mut f = std::fs::File::open(&path).ok()?;
+            let mut buf = vec![0u8; 1 << 20];
+            let to = stdin.as_mut()?;
+            loop {
+                let n = f.read(&mut buf).ok()?;
+                if n == 0 {
+                    break;
+                }
+                to.write_all(&buf[..n]).ok()?;
+                sent.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+            }
+            let _ = to.flush();
+            // Kept open: the session waits for its end.
+            stdin
+        })
+    };
+    let stderr = keep_tail(child.stderr.take());
+    let (tx, rx) = mpsc::channel();
+    if let Some(out) = child.stdout.take() {
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if let Some(d) = line.strip_prefix("dir=") {
+                    let _ = tx.send(d.trim().to_string());
+                }
+            }
+        });
+    }
+    let (mut last, mut seen) = (Instant::now(), 0u64);
+    loop {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(dir) if remote::is_copy_dir(&dir) => {
+                let stdin = writer.join().ok().flatten();
+                return Ok((dir, CopyGuard { child, stdin }));
+            }
+            Ok(dir) => {
+                terminate(&mut child);
+                return Err(format!("the copy went to {dir:?}, not a directory of its own"));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) if !matches!(child.try_wait(), Ok(Some(_))) => {}
+            Err(_) => {
+                let status = wait_briefly(&mut child);
+                return Err(format!(
+                    "the copy failed ({}): {}",
+                    status.map_or("still running".into(), |s| s.to_string()),
+                    joined(&stderr).unwrap_or_else(|| "the host said nothing".into())
+                ));
+            }
+        }
+        let now = sent.load(std::sync::atomic::Ordering::Relaxed);
+        if now != seen {
+            (last, seen) = (Instant::now(), now);
+        }
+        if cancel.is_cancelled() || last.elapsed() >= COPY_STALL {
+            terminate(&mut child);
+            return Err(if cancel.is_cancelled() {
+                "interrupted".into()
+            } else {
+                format!(
+                    "the copy stalled: {} of {} MB sent, nothing more for {} s",
+                    seen / 1_000_000,
+                    local.size / 1_000_000,
+                    COPY_STALL.as_secs()
+                )
+            });
+        }
+    }
+}
+
+/// Waits up to 2 s for a channel that closed its output to end; its status if it did.
+fn wait_briefly(child: &mut Child) -> Option<std::process::ExitStatus> {
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Some(s);
+        }
+        if Instant::now() >= until {
+            terminate(child);
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Starts `binary agent ARGS` on `host` with its credentials on its standard input; the agent
+/// and its port once it says it listens.
+fn start_agent(
+    method: &Method,
+    host: &str,
+    binary: &str,
+    args: &[String],
+    creds: &HostCredentials,
+    cancel: &Cancel,
+) -> Result<(Agent, u16), String> {
+    let script = remote::start_script(binary, args);
+    let mut child = channel_command(method, host, &script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| spawn_error(method, e))?;
     let mut stdin = child.stdin.take();
     if let Some(s) = stdin.as_mut()
         && let Err(e) = s.write_all(launched::encode(creds).as_bytes()).and_then(|()| s.flush())
     {
         terminate(&mut child);
-        return Err(with_leftover(format!("cannot hand the agent its credentials: {e}")));
+        return Err(format!("cannot hand the agent its credentials: {e}"));
     }
     let stderr = keep_tail(child.stderr.take());
     let (tx, rx) = mpsc::channel();
@@ -313,21 +477,27 @@ fn start_one(
         });
     }
     let until = Instant::now() + START_TIMEOUT;
-    let port = loop {
+    loop {
         match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(port) => break port,
-            Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < until && !cancel.is_cancelled() => {
-                if let Ok(Some(status)) = child.try_wait() {
-                    std::thread::sleep(Duration::from_millis(50));
-                    return Err(with_leftover(format!(
-                        "the agent ended at its start ({status}): {}",
-                        joined(&stderr).unwrap_or_else(|| "it said nothing".into())
-                    )));
-                }
+            Ok(port) => return Ok((Agent { host: host.to_string(), child, stdin, stderr }, port)),
+            Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < until && !cancel.is_cancelled() => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                // Its output closed before the ready line: the agent ended (or never ran).
+                let status = wait_briefly(&mut child);
+                let said = joined(&stderr).unwrap_or_else(|| "it said nothing".into());
+                let hint = if said.contains("Permission denied") {
+                    " (is the host's TMPDIR mounted noexec? give --remote-binary with an iocurve installed there)"
+                } else {
+                    ""
+                };
+                return Err(format!(
+                    "the agent ended at its start ({}): {said}{hint}",
+                    status.map_or("still running".into(), |s| s.to_string())
+                ));
             }
-            _ => {
+            Err(_) => {
                 terminate(&mut child);
-                let why = if cancel.is_cancelled() {
+                return Err(if cancel.is_cancelled() {
                     "interrupted".to_string()
                 } else {
                     format!(
@@ -335,12 +505,10 @@ fn start_one(
                         START_TIMEOUT.as_secs(),
                         joined(&stderr).map(|s| format!(": {s}")).unwrap_or_default()
                     )
-                };
-                return Err(with_leftover(why));
+                });
             }
         }
-    };
-    Ok(One { agent: Agent { host: host.to_string(), child, stdin, stderr }, port, copied: copy_dir.is_some() })
+    }
 }
 
 /// The command that runs `script` on `host` through the channel.
@@ -391,9 +559,15 @@ fn channel_command(method: &Method, host: &str, script: &str) -> Command {
 }
 
 fn spawn_error(method: &Method, e: std::io::Error) -> String {
-    match method {
-        Method::Ssh { .. } => format!("cannot start `{}`: {e} (--ssh names the ssh command)", method.words()[0]),
-        Method::Srun { .. } => format!("cannot start `{}`: {e} (--srun names the srun command)", method.words()[0]),
+    let flag = match method {
+        Method::Ssh { .. } => "--ssh",
+        Method::Srun { .. } => "--srun",
+    };
+    match e.kind() {
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+            format!("cannot start `{}`: {e} ({flag} names the command)", method.words()[0])
+        }
+        _ => format!("cannot start `{}`: {e}", method.words()[0]),
     }
 }
 
@@ -523,14 +697,6 @@ impl Launch {
                         STOP_GRACE.as_secs()
                     ));
                 }
-            }
-        }
-        let never = Cancel::new();
-        for (host, dir) in std::mem::take(&mut self.leftovers) {
-            if let Some(script) = remote::remove_script(&dir)
-                && let Err(e) = run_script(&self.method, &host, &script, None, PROBE_TIMEOUT, &never)
-            {
-                obs.warning(&format!("could not remove {dir} on {host}: {e}; remove it by hand"));
             }
         }
         if !unclean.is_empty() {

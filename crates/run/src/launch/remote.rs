@@ -117,37 +117,31 @@ pub fn choose(p: &Probe, local: &LocalBinary) -> Result<Use, String> {
     }
 }
 
-/// Makes a private directory `$TMPDIR/iocurve-launch.XXXXXXXX`, writes standard input to
-/// `iocurve` there, and answers with the directory and the copy's SHA-256.
-pub fn copy_script() -> String {
+/// Makes a private directory `$TMPDIR/iocurve-launch.XXXXXXXX`, writes the first `size` bytes
+/// of standard input to `iocurve` there and checks their SHA-256 against `sha256`; says
+/// `dir=DIR` once the copy is whole and right, then waits for its input to end. Its end, for
+/// whatever reason — the coordinator done with it, killed, the connection lost, a short or
+/// damaged copy — removes the directory: a copy lives only while its coordinator holds the
+/// session (the agent started from it has removed it by then).
+pub fn copy_script(size: u64, sha256: &str) -> String {
     format!(
         "umask 077; d=$(mktemp -d \"${{TMPDIR:-/tmp}}/{COPY_DIR_PREFIX}XXXXXXXX\") || exit 1; \
-         cat > \"$d/iocurve\" && chmod 700 \"$d/iocurve\" && echo \"dir=$d\" && \
-         echo \"sha=$(sha256sum \"$d/iocurve\" | cut -d ' ' -f 1)\""
+         trap 'rm -rf \"$d\"' EXIT; trap 'exit 1' HUP INT TERM PIPE; \
+         head -c {size} > \"$d/iocurve\" || exit 1; \
+         s=$(sha256sum \"$d/iocurve\" | cut -d ' ' -f 1); \
+         if [ \"$s\" != {sha} ]; then echo \"the copy has SHA-256 $s, not {sha} ({size} bytes sent): removed, not started\" >&2; exit 3; fi; \
+         chmod 700 \"$d/iocurve\" && echo \"dir=$d\" || exit 1; \
+         cat > /dev/null",
+        sha = quote(sha256)
     )
 }
 
-/// The directory of a copy and its hash, from the copy's answer.
-pub fn parse_copy(out: &str) -> Result<(String, String), String> {
-    let get = |k: &str| out.lines().find_map(|l| l.strip_prefix(k).map(|v| v.trim().to_string()));
-    match (get("dir="), get("sha=")) {
-        (Some(d), Some(s)) if is_copy_dir(&d) => Ok((d, s)),
-        _ => Err(format!("the copy did not say where it went; the host answered {:?}", tail(out))),
-    }
-}
-
-/// A directory the copy made: absolute, named `iocurve-launch.*`, no `..`. The clean-up
-/// removes nothing else.
+/// A directory the copy made: absolute, named `iocurve-launch.*`, no `..`.
 pub fn is_copy_dir(d: &str) -> bool {
     let p = std::path::Path::new(d);
     p.is_absolute()
         && !d.split('/').any(|c| c == "..")
         && p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(COPY_DIR_PREFIX) && n.len() > 15)
-}
-
-/// Removes a copy's directory (and only such a directory: see [`is_copy_dir`]).
-pub fn remove_script(dir: &str) -> Option<String> {
-    is_copy_dir(dir).then(|| format!("rm -rf -- {}", quote(dir)))
 }
 
 /// Starts the agent with `args` (already its words), replacing the shell.
@@ -224,14 +218,11 @@ mod tests {
         assert_eq!(p.version.as_deref(), Some("iocurve 0.1.0"));
         assert_eq!(parse_probe("arch=aarch64\n").unwrap().path, None);
         assert!(parse_probe("Welcome to lg1!\n").unwrap_err().contains("Welcome"));
-        let (d, s) = parse_copy("dir=/tmp/iocurve-launch.AbCdEf12\nsha=ff\n").unwrap();
-        assert_eq!((d.as_str(), s.as_str()), ("/tmp/iocurve-launch.AbCdEf12", "ff"));
-        assert!(parse_copy("dir=/tmp\nsha=ff\n").is_err(), "only a launch directory");
     }
 
     #[test]
-    fn the_clean_up_removes_only_a_launch_directory() {
-        assert!(remove_script("/tmp/iocurve-launch.AbCdEf12").is_some());
+    fn only_a_launch_directory_counts_as_a_copy() {
+        assert!(is_copy_dir("/tmp/iocurve-launch.AbCdEf12"));
         for d in [
             "/",
             "/tmp",
@@ -240,41 +231,65 @@ mod tests {
             "/tmp/../iocurve-launch.AbCdEf12",
             "/home/x",
         ] {
-            assert!(remove_script(d).is_none(), "{d}");
+            assert!(!is_copy_dir(d), "{d}");
         }
     }
 
     #[test]
     fn the_scripts_do_what_they_say_in_a_real_shell() {
+        use std::io::{BufRead, Write};
         let dir = tempfile::tempdir().unwrap();
-        let run = |script: &str, input: &[u8]| {
-            use std::io::Write;
-            let mut c = std::process::Command::new("sh")
+        let body = b"#!/bin/sh\necho copied\n";
+        let sha = sha256_hex(body);
+        let spawn = |script: &str| {
+            std::process::Command::new("sh")
                 .arg("-c")
                 .arg(script)
                 .env("TMPDIR", dir.path())
                 .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
                 .spawn()
-                .unwrap();
-            c.stdin.take().unwrap().write_all(input).unwrap();
-            String::from_utf8(c.wait_with_output().unwrap().stdout).unwrap()
+                .unwrap()
         };
-        let out = run(&copy_script(), b"#!/bin/sh\necho copied\n");
-        let (d, sha) = parse_copy(&out).unwrap();
-        assert_eq!(sha, sha256_hex(b"#!/bin/sh\necho copied\n"));
-        assert!(d.starts_with(dir.path().to_str().unwrap()));
+        // A whole copy: its directory is said, private, and kept while the input is open; the
+        // input's end removes it.
+        let mut c = spawn(&copy_script(body.len() as u64, &sha));
+        let mut input = c.stdin.take().unwrap();
+        input.write_all(body).unwrap();
+        input.flush().unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(c.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let d = line.trim().strip_prefix("dir=").unwrap().to_string();
+        assert!(is_copy_dir(&d) && d.starts_with(dir.path().to_str().unwrap()), "{d}");
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(&d).unwrap().permissions().mode() & 0o777, 0o700, "private");
-        let size = b"#!/bin/sh\necho copied\n".len() as u64;
-        let p = parse_probe(&run(&probe_script(&format!("{d}/iocurve"), size), b"")).unwrap();
+        assert_eq!(std::fs::read(format!("{d}/iocurve")).unwrap(), body);
+        let size = body.len() as u64;
+        let probe = |b: &str, size: u64| {
+            let o = std::process::Command::new("sh").arg("-c").arg(probe_script(b, size)).output().unwrap();
+            parse_probe(&String::from_utf8(o.stdout).unwrap()).unwrap()
+        };
+        let p = probe(&format!("{d}/iocurve"), size);
         assert_eq!(p.arch, std::env::consts::ARCH);
         assert_eq!(p.sha256.as_deref(), Some(sha.as_str()));
         // Another size: not this build, and not hashed.
-        let p = parse_probe(&run(&probe_script(&format!("{d}/iocurve"), size + 1), b"")).unwrap();
+        let p = probe(&format!("{d}/iocurve"), size + 1);
         assert_eq!((p.path.is_some(), p.sha256), (true, None));
-        assert_eq!(parse_probe(&run(&probe_script("no-such-iocurve-here", 1), b"")).unwrap().path, None);
-        run(&remove_script(&d).unwrap(), b"");
-        assert!(!std::path::Path::new(&d).exists());
+        assert_eq!(probe("no-such-iocurve-here", 1).path, None);
+        drop(input);
+        assert!(c.wait().unwrap().success());
+        assert!(!std::path::Path::new(&d).exists(), "removed when its session ends");
+        // A copy cut short (the coordinator killed mid-copy), or damaged: nothing stays.
+        for (sent, what) in [(&body[..5], "short"), (&b"#!/bin/sh\necho damaged\n"[..], "damaged")] {
+            let mut c = spawn(&copy_script(body.len() as u64, &sha));
+            let mut input = c.stdin.take().unwrap();
+            input.write_all(sent).unwrap();
+            drop(input);
+            let o = c.wait_with_output().unwrap();
+            assert_eq!(o.status.code(), Some(3), "{what}");
+            assert!(String::from_utf8_lossy(&o.stderr).contains("removed, not started"), "{what}");
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "{what}: nothing left");
+        }
     }
 }

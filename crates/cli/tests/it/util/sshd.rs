@@ -18,6 +18,8 @@ pub struct SshHost {
     sshd: Child,
     /// The host's address, as `--hosts` names it.
     pub addr: String,
+    /// Its IPv6 address (fd77:SLOT::2).
+    pub addr6: String,
     /// TMPDIR of its sessions: where a launch copies the binary.
     pub tmp: PathBuf,
 }
@@ -65,13 +67,30 @@ impl SshLab {
             let slot = SLOT.fetch_add(1, Ordering::SeqCst);
             assert!(slot < 250, "more ssh hosts than the networks of one test process");
             let ns = Netns::with_net(&format!("{id}s{slot}"), &format!("10.{}.{slot}", 78 + id % 8));
+            // IPv6 beside IPv4 (nodad: usable at once, without duplicate detection's wait).
+            let net6 = format!("fd77:{}:{slot}", 78 + id % 8);
+            super::cluster::ip(&["-6", "addr", "add", &format!("{net6}::1/64"), "dev", &ns.outer, "nodad"]);
+            super::cluster::ip(&[
+                "netns",
+                "exec",
+                &ns.name,
+                "ip",
+                "-6",
+                "addr",
+                "add",
+                &format!("{net6}::2/64"),
+                "dev",
+                &format!("iv{id}s{slot}i"),
+                "nodad",
+            ]);
+            let addr6 = format!("{net6}::2");
             let tmp = d.join(format!("host{i}-tmp"));
             std::fs::create_dir(&tmp).unwrap();
             let conf = d.join(format!("sshd{i}.conf"));
             std::fs::write(
                 &conf,
                 format!(
-                    "ListenAddress {addr}:22\nHostKey {hk}\nAuthorizedKeysFile {ak}\nStrictModes no\n\
+                    "ListenAddress {addr}:22\nListenAddress [{addr6}]:22\nHostKey {hk}\nAuthorizedKeysFile {ak}\nStrictModes no\n\
                      PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
                      UsePAM no\nPidFile none\nMaxStartups 100\nSetEnv TMPDIR={tmp}\n",
                     addr = ns.addr,
@@ -89,7 +108,8 @@ impl SshLab {
                 .spawn()
                 .expect("sshd starts (Debian openssh-server)");
             known.push_str(&format!("{} {} {}\n", ns.addr, host_pub[0], host_pub[1]));
-            hosts.push(SshHost { addr: ns.addr.clone(), ns, sshd, tmp });
+            known.push_str(&format!("{addr6} {} {}\n", host_pub[0], host_pub[1]));
+            hosts.push(SshHost { addr: ns.addr.clone(), addr6, ns, sshd, tmp });
         }
         std::fs::write(d.join("known_hosts"), known).unwrap();
         std::fs::write(
