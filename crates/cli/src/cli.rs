@@ -164,8 +164,9 @@ pub enum ExportFormat {
 pub enum LaunchHow {
     /// Over OpenSSH (`--ssh` names the command).
     Ssh,
-    /// With srun, inside the Slurm allocation this runs in (salloc, sbatch): an agent per task
-    /// of the allocation, or on --hosts among its nodes (`--srun` names the command).
+    /// With srun, inside the Slurm allocation this runs in (salloc, sbatch): an agent per node
+    /// of the allocation (per task when the job asked for tasks), or on --hosts among its nodes
+    /// (`--srun` names the command).
     Slurm,
 }
 
@@ -278,8 +279,8 @@ pub struct RunArgs {
 
     /// Start an agent on every host of --hosts (or --hosts-file, or the plan's [[hosts]])
     /// first, run, then stop them: `ssh` through your own OpenSSH (keys, agent, ~/.ssh/config;
-    /// no password prompts); `slurm` with srun inside an allocation (default: an agent per
-    /// task). Credentials are made for this run only; nothing stays on the hosts.
+    /// no password prompts); `slurm` with srun inside an allocation (an agent per node, per
+    /// task when the job asked for tasks). Credentials are made for this run only; nothing stays on the hosts.
     #[arg(long, value_enum, value_name = "HOW")]
     pub launch: Option<LaunchHow>,
 
@@ -614,7 +615,7 @@ pub struct AgentArgs {
     #[arg(long = "lease-s", default_value_t = 10.0, value_name = "S")]
     pub lease_s: f64,
     /// Where this agent keeps its verification maps (one per set of targets and block size,
-    /// `iocurve-verify-HASH.map`, locked while in use); default: the directory it runs in.
+    /// `iocurve-verify-HOST-HASH.map`, locked while in use); default: the directory it runs in.
     #[arg(long = "state-dir", default_value = ".", value_name = "DIR")]
     pub state_dir: PathBuf,
 

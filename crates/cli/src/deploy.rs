@@ -181,12 +181,12 @@ pub fn agents_yaml(o: &K8sOptions) -> String {
     );
     let _ = write!(
         y,
-        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: iocurve-agent\n  namespace: {ns}\n  labels:\n{l4}spec:\n  serviceName: iocurve-agent\n  replicas: {n}\n  podManagementPolicy: Parallel\n  selector:\n    matchLabels:\n{l6}  template:\n    metadata:\n      labels:\n{l8}      annotations:\n        # Live metrics of every step this agent runs (issue 18's exporter).\n        prometheus.io/scrape: \"true\"\n        prometheus.io/port: \"{METRICS_PORT}\"\n        prometheus.io/path: /metrics\n    spec:\n      # Load generators on separate nodes where the cluster has them.\n      affinity:\n        podAntiAffinity:\n          preferredDuringSchedulingIgnoredDuringExecution:\n          - weight: 100\n            podAffinityTerm:\n              topologyKey: kubernetes.io/hostname\n              labelSelector:\n                matchLabels:\n{l18}      securityContext:\n        # The runtime's default profile; it may forbid io_uring, and the agent then runs psync\n        # and says so. A profile that allows io_uring_setup/enter/register lifts that.\n        seccompProfile:\n          type: RuntimeDefault\n      containers:\n      - name: agent\n        image: {image}\n        args:\n{args}        ports:\n        - name: agent\n          containerPort: {AGENT_PORT}\n        - name: metrics\n          containerPort: {METRICS_PORT}\n        readinessProbe:\n          tcpSocket:\n            port: agent\n          periodSeconds: 5\n",
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: iocurve-agent\n  namespace: {ns}\n  labels:\n{l4}spec:\n  serviceName: iocurve-agent\n  replicas: {n}\n  podManagementPolicy: Parallel\n  selector:\n    matchLabels:\n{l6}  template:\n    metadata:\n      labels:\n{l8}      annotations:\n        # Live metrics of every step this agent runs (issue 18's exporter).\n        prometheus.io/scrape: \"true\"\n        prometheus.io/port: \"{METRICS_PORT}\"\n        prometheus.io/path: /metrics\n    spec:\n{affinity}      securityContext:\n        # The runtime's default profile; it may forbid io_uring, and the agent then runs psync\n        # and says so. A profile that allows io_uring_setup/enter/register lifts that.\n        seccompProfile:\n          type: RuntimeDefault\n      containers:\n      - name: agent\n        image: {image}\n        args:\n{args}        ports:\n        - name: agent\n          containerPort: {AGENT_PORT}\n        - name: metrics\n          containerPort: {METRICS_PORT}\n        readinessProbe:\n          tcpSocket:\n            port: agent\n          periodSeconds: 5\n",
         n = o.agents,
         l4 = labels("agent", 4),
         l6 = labels("agent", 6),
         l8 = labels("agent", 8),
-        l18 = labels("agent", 18),
+        affinity = affinity(o),
         image = q(&o.image),
         args = list(&agent_args(o), 8),
     );
@@ -263,13 +263,31 @@ pub fn coordinator_yaml(o: &K8sOptions) -> String {
     y
 }
 
-/// `namespace.yaml`.
+/// `namespace.yaml`, labelled with the Pod Security level the agents need: root in the
+/// container for the device node (`baseline`), privileged for host devices.
 pub fn namespace_yaml(o: &K8sOptions) -> String {
+    let level = if o.host_devices.is_empty() { "baseline" } else { "privileged" };
     format!(
-        "{}apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {}\n",
+        "{}apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {}\n  labels:\n    pod-security.kubernetes.io/enforce: {level}\n",
         header("The namespace of the iocurve objects."),
         o.namespace
     )
+}
+
+/// Agents on separate nodes: preferred on volumes, required on host devices (two agents on one
+/// node would share its devices).
+fn affinity(o: &K8sOptions) -> String {
+    if o.host_devices.is_empty() {
+        format!(
+            "      # Load generators on separate nodes where the cluster has them.\n      affinity:\n        podAntiAffinity:\n          preferredDuringSchedulingIgnoredDuringExecution:\n          - weight: 100\n            podAffinityTerm:\n              topologyKey: kubernetes.io/hostname\n              labelSelector:\n                matchLabels:\n{}",
+            labels("agent", 18)
+        )
+    } else {
+        format!(
+            "      # One agent per node: agents on one node would share its devices.\n      affinity:\n        podAntiAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n          - topologyKey: kubernetes.io/hostname\n            labelSelector:\n              matchLabels:\n{}",
+            labels("agent", 16)
+        )
+    }
 }
 
 /// The rendered files, by name.

@@ -265,6 +265,11 @@ impl<'o> Runner<'o> {
                     .into(),
             ));
         }
+        if l.port != 0 {
+            // Two agents on one host cannot both listen on one port.
+            launch::hostlist::check_unique(&hosts, "the hosts of a launch with --launch-port (two agents on one host need a port each: drop --launch-port)")
+                .map_err(Error::Usage)?;
+        }
         if from_plan {
             // The plan's addresses reach ssh as host names: the same rules as --hosts.
             for h in &hosts {

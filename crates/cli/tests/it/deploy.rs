@@ -106,6 +106,12 @@ fn the_committed_manifests_are_what_this_binary_renders_and_they_validate() {
     let docs = documents(&other.join("agents.yaml"));
     let pod = &kind(&docs, "StatefulSet")["spec"]["template"]["spec"];
     assert_eq!(pod["containers"][0]["securityContext"]["privileged"], true, "host devices need it");
+    assert!(
+        pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"].is_array(),
+        "one agent per node: two would share the node's devices"
+    );
+    let ns = documents(&other.join("namespace.yaml"));
+    assert_eq!(ns[0]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "privileged");
     let allowed: Vec<String> =
         strings(&pod["containers"][0]["args"]).windows(2).filter(|w| w[0] == "--allow").map(|w| w[1].clone()).collect();
     assert_eq!(allowed, ["/dev/nvme1n1", "/dev/nvme2n1"], "the agent allows exactly the named devices");
@@ -165,6 +171,8 @@ fn the_manifests_use_the_binarys_own_options_ports_and_paths() {
     assert_eq!(arg(&args, "--allow"), device);
     assert_eq!(sts["spec"]["volumeClaimTemplates"][0]["spec"]["volumeMode"], "Block");
     assert!(c["securityContext"]["privileged"].is_null(), "a volume needs no privilege");
+    let ns = documents(&out.join("namespace.yaml"));
+    assert_eq!(ns[0]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "baseline");
 
     // The coordinator: its options are `run`'s, it dials every pod on the agents' port, and it
     // runs the plan of the ConfigMap, whose targets are the agents' device.

@@ -48,39 +48,33 @@ fn slurm_launch_starts_an_agent_per_task_of_the_allocation_and_leaves_nothing() 
     std::fs::create_dir(&tmp).unwrap();
     // Inside `salloc -n 3`: three tasks on the one node, so three agents. First with this binary
     // where it is (a shared filesystem), then copied to every task's node through srun.
-    for (tasks, extra, copied) in [("3", vec![], false), ("2", vec!["--remote-binary", "no-such-iocurve"], true)] {
+    // And without tasks asked for (`-N 1`): Slurm counts a task per CPU (8 here), iocurve starts
+    // one agent on the node.
+    for (alloc, n, extra, copied) in [
+        (["-n", "3"], 3usize, vec![], false),
+        (["-n", "2"], 2, vec!["--remote-binary", "no-such-iocurve"], true),
+        (["-N", "1"], 1, vec![], false),
+    ] {
         let o = lab
             .command("salloc")
-            .args([
-                "--quiet",
-                "-n",
-                tasks,
-                bin(),
-                "run",
-                "plan.toml",
-                "--launch",
-                "slurm",
-                "--json",
-                "r.json",
-                "--db",
-                "r.db",
-            ])
+            .arg("--quiet")
+            .args(alloc)
+            .args([bin(), "run", "plan.toml", "--launch", "slurm", "--json", "r.json", "--db", "r.db"])
             .args(&extra)
             .env("TMPDIR", &tmp)
             .current_dir(d)
             .output()
             .unwrap();
         let (out, err) = (stdout(&o), stderr(&o));
-        assert!(o.status.success(), "{out}\n{err}");
-        let n: usize = tasks.parse().unwrap();
-        assert!(out.contains(&format!("launched {n} of {n} agents over srun")), "{out}");
-        assert_eq!(out.contains(&format!("copied this binary to {n} hosts")), copied, "{out}");
+        assert!(o.status.success(), "{alloc:?}: {out}\n{err}");
+        assert!(out.contains(&format!("launched {n} of {n} agents over srun")), "{alloc:?}: {out}");
+        assert_eq!(out.contains("copied this binary to"), copied, "{out}");
         let r: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
         let agents = r["host"]["agents"].as_array().unwrap();
-        assert_eq!(agents.len(), n, "an agent per task: {agents:?}");
+        assert_eq!(agents.len(), n, "{alloc:?}: {agents:?}");
         assert!(agents.iter().all(|a| a["address"].as_str().unwrap().starts_with(&format!("{}:", lab.node))));
         for s in r["workloads"][0]["steps"].as_array().unwrap() {
-            assert_eq!(s["host_count"], n as u64);
+            assert_eq!(s["host_count"], n as u64, "{alloc:?}");
             assert!(s["hosts"].as_array().unwrap().iter().all(|h| h["iops"].as_f64().unwrap() > 0.0));
         }
         assert!(wait_until(Duration::from_secs(10), || launched_agents(d).is_empty()), "{:?}", launched_agents(d));
@@ -114,6 +108,7 @@ fn slurm_launch_leaves_nothing_when_the_coordinator_is_killed() {
         .env("SLURM_JOB_ID", &job)
         .env("SLURM_JOB_NODELIST", &lab.node)
         .env("SLURM_TASKS_PER_NODE", "2")
+        .env("SLURM_NTASKS", "2")
         .current_dir(d);
     let mut w = Watched::spawn(cmd);
     w.wait_for("step 1/2", Duration::from_secs(60));

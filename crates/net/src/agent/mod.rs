@@ -140,6 +140,21 @@ fn map_key(bs: u64, list: &[(String, u64)]) -> u64 {
     h
 }
 
+/// Where the map of `key` is kept: `iocurve-verify-HOST-KEY.map` in the state directory. The
+/// host's name is in it because state directories are often shared (a home directory on NFS,
+/// the working directory of a Slurm job) while every host has its own map; a map of an earlier
+/// version, named without it, is continued where it exists.
+fn map_path(state_dir: &std::path::Path, key: u64) -> PathBuf {
+    let host: String = host::facts()
+        .hostname
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_') { c } else { '_' })
+        .collect();
+    let path = state_dir.join(format!("iocurve-verify-{host}-{key:016x}.map"));
+    let legacy = state_dir.join(format!("iocurve-verify-{key:016x}.map"));
+    if !path.exists() && legacy.exists() { legacy } else { path }
+}
+
 /// Sets its flag when dropped before being disarmed: an abandoned request cancels its work.
 struct CancelOnDrop(Arc<AtomicBool>, bool);
 
@@ -234,7 +249,7 @@ impl Service {
         if !matches!(&*slot, Some(m) if m.key == key) {
             // Another map's lock goes first.
             *slot = None;
-            let path = self.state_dir.join(format!("iocurve-verify-{key:016x}.map"));
+            let path = map_path(&self.state_dir, key);
             let refuse = |e: iocurve_engine::EngineError| Status::failed_precondition(e.to_string());
             let lock = MapLock::acquire(&path).map_err(refuse)?;
             let map = if path.exists() {

@@ -544,7 +544,6 @@ fn channel_command(method: &Method, host: &str, script: &str) -> Command {
                 "--ntasks=1",
                 &format!("--nodelist={host}"),
                 "--overlap",
-                "--quiet",
                 "--job-name=iocurve-agent",
                 "sh",
                 "-c",
@@ -604,10 +603,16 @@ fn run_script(
         }
         if Instant::now() >= until || cancel.is_cancelled() {
             terminate(&mut child);
+            let said = err.join().unwrap_or_default();
             return Err(if cancel.is_cancelled() {
                 "interrupted".into()
             } else {
-                format!("no answer within {} s", timeout.as_secs())
+                // What the channel said meanwhile, e.g. srun waiting for the allocation's CPUs.
+                format!(
+                    "no answer within {} s{}",
+                    timeout.as_secs(),
+                    Some(remote::tail(&said)).filter(|t| !t.is_empty()).map(|t| format!(": {t}")).unwrap_or_default()
+                )
             });
         }
         std::thread::sleep(Duration::from_millis(20));

@@ -1,6 +1,8 @@
 //! `run --launch slurm`: the hosts of the Slurm allocation the coordinator runs in (salloc,
-//! sbatch), one agent per task: `SLURM_JOB_NODELIST` expanded by `scontrol show hostnames`,
-//! each node as often as `SLURM_TASKS_PER_NODE` gives it tasks.
+//! sbatch): `SLURM_JOB_NODELIST` expanded by `scontrol show hostnames`, one agent per node — or
+//! per task when the job asked for tasks (`-n`, `--ntasks-per-node`), each node as often as
+//! `SLURM_TASKS_PER_NODE` gives it tasks. Without such a request Slurm counts a task per CPU,
+//! which would be dozens of agents on one node's targets.
 
 /// The allocation's job id; None outside one.
 pub fn job_id() -> Option<String> {
@@ -9,9 +11,23 @@ pub fn job_id() -> Option<String> {
 
 /// Refuses to go on outside an allocation: srun would then make a new job for every call.
 pub fn require_allocation() -> Result<String, String> {
-    job_id().ok_or_else(|| {
-        "--launch slurm runs inside a Slurm allocation (no SLURM_JOB_ID here): e.g. `salloc -N 4 --ntasks-per-node=1 iocurve run plan.toml --launch slurm`, or in an sbatch script".into()
-    })
+    let job = job_id().ok_or_else(|| {
+        "--launch slurm runs inside a Slurm allocation (no SLURM_JOB_ID here): e.g. `salloc -N 4 --ntasks-per-node=1 iocurve run plan.toml --launch slurm`, or in an sbatch script".to_string()
+    })?;
+    if std::env::var_os("SLURM_HET_SIZE").is_some() {
+        return Err(format!(
+            "job {job} is heterogeneous: srun without --het-group reaches only its first component; give the nodes with --hosts and --srun 'srun --het-group=N', or use a plain allocation"
+        ));
+    }
+    Ok(job)
+}
+
+/// Whether the job asked for tasks (then an agent per task), rather than Slurm's default of a
+/// task per CPU. Inside a job step (`srun --pty bash`) the task counts are the step's, not the
+/// job's: one agent per node then.
+fn tasks_asked() -> bool {
+    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+    !set("SLURM_STEP_ID") && (set("SLURM_NTASKS_PER_NODE") || set("SLURM_NTASKS") || set("SLURM_NPROCS"))
 }
 
 /// One host entry per task of the allocation, in node order.
@@ -29,8 +45,8 @@ pub fn allocation_hosts() -> Result<Vec<String>, String> {
     }
     let nodes: Vec<String> = String::from_utf8_lossy(&o.stdout).split_whitespace().map(String::from).collect();
     let tasks = match std::env::var("SLURM_TASKS_PER_NODE") {
-        Ok(t) => tasks_per_node(&t)?,
-        Err(_) => vec![1; nodes.len()],
+        Ok(t) if tasks_asked() => tasks_per_node(&t)?,
+        _ => vec![1; nodes.len()],
     };
     if tasks.len() != nodes.len() {
         return Err(format!(
