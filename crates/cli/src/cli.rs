@@ -531,32 +531,35 @@ pub enum DeployCommand {
     /// block volume of its own (volumeMode: Block, no privilege) or on --host-device paths
     /// (privileged), live metrics annotated for Prometheus; the coordinator as a Job writing
     /// its results database to a volume. The certificates come from Secrets (see the README).
-    Kubernetes {
-        /// Write namespace.yaml, agents.yaml and coordinator.yaml into DIR (created if
-        /// missing); without it they are printed as one stream.
-        #[arg(short = 'o', long = "output", value_name = "DIR")]
-        output: Option<PathBuf>,
-        /// The namespace of every object.
-        #[arg(long, default_value = "iocurve", value_name = "NS")]
-        namespace: String,
-        /// Agents (pods of the StatefulSet); the coordinator dials each.
-        #[arg(long, default_value_t = 4, value_name = "N")]
-        agents: u32,
-        /// The container image of this iocurve (deploy/container/Containerfile builds one).
-        #[arg(long, value_name = "IMAGE", default_value = concat!("iocurve:", env!("CARGO_PKG_VERSION")))]
-        image: String,
-        /// Size of each agent's raw block volume.
-        #[arg(long = "volume-size", default_value = "100Gi", value_name = "QUANTITY")]
-        volume_size: String,
-        /// The storage class of the agents' volumes (the one under test); default: the
-        /// cluster's default class.
-        #[arg(long = "storage-class", value_name = "NAME")]
-        storage_class: Option<String>,
-        /// Use this host block device on every agent's node instead of a volume; repeatable.
-        /// The agent container is then privileged (Kubernetes' only grant of a host device).
-        #[arg(long = "host-device", value_name = "/dev/…")]
-        host_devices: Vec<String>,
-    },
+    Kubernetes(K8sArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct K8sArgs {
+    /// Write namespace.yaml, agents.yaml and coordinator.yaml into DIR (created if
+    /// missing); without it they are printed as one stream.
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// The namespace of every object.
+    #[arg(long, default_value = "iocurve", value_name = "NS")]
+    pub namespace: String,
+    /// Agents (pods of the StatefulSet); the coordinator dials each.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub agents: u32,
+    /// The container image of this iocurve (deploy/container/Containerfile builds one).
+    #[arg(long, value_name = "IMAGE", default_value = concat!("iocurve:", env!("CARGO_PKG_VERSION")))]
+    pub image: String,
+    /// Size of each agent's raw block volume.
+    #[arg(long = "volume-size", default_value = "100Gi", value_name = "QUANTITY")]
+    pub volume_size: String,
+    /// The storage class of the agents' volumes (the one under test); default: the
+    /// cluster's default class.
+    #[arg(long = "storage-class", value_name = "NAME")]
+    pub storage_class: Option<String>,
+    /// Use this host block device on every agent's node instead of a volume; repeatable.
+    /// The agent container is then privileged (Kubernetes' only grant of a host device).
+    #[arg(long = "host-device", value_name = "/dev/…")]
+    pub host_devices: Vec<String>,
 }
 
 #[derive(Debug, Args)]

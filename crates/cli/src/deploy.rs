@@ -36,6 +36,19 @@ pub struct K8sOptions {
     pub host_devices: Vec<String>,
 }
 
+impl From<&crate::cli::K8sArgs> for K8sOptions {
+    fn from(a: &crate::cli::K8sArgs) -> K8sOptions {
+        K8sOptions {
+            namespace: a.namespace.clone(),
+            agents: a.agents,
+            image: a.image.clone(),
+            volume_size: a.volume_size.clone(),
+            storage_class: a.storage_class.clone(),
+            host_devices: a.host_devices.clone(),
+        }
+    }
+}
+
 impl K8sOptions {
     fn check(&self) -> Result<(), CliError> {
         let dns_label = |s: &str| {
@@ -336,18 +349,7 @@ mod tests {
     fn defaults() -> K8sOptions {
         use clap::Parser;
         match crate::cli::Cli::try_parse_from(["iocurve", "deploy", "kubernetes"]).unwrap().command {
-            crate::cli::Command::Deploy {
-                command:
-                    crate::cli::DeployCommand::Kubernetes {
-                        namespace,
-                        agents,
-                        image,
-                        volume_size,
-                        storage_class,
-                        host_devices,
-                        ..
-                    },
-            } => K8sOptions { namespace, agents, image, volume_size, storage_class, host_devices },
+            crate::cli::Command::Deploy { command: crate::cli::DeployCommand::Kubernetes(a) } => K8sOptions::from(&a),
             _ => unreachable!(),
         }
     }

@@ -83,21 +83,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Verify(args) => verification::command(args),
         Command::Size { command } => size::command(command),
         Command::Agent(args) => agent::command(args),
-        Command::Deploy {
-            command:
-                cli::DeployCommand::Kubernetes {
-                    output,
-                    namespace,
-                    agents,
-                    image,
-                    volume_size,
-                    storage_class,
-                    host_devices,
-                },
-        } => deploy::kubernetes(
-            &deploy::K8sOptions { namespace, agents, image, volume_size, storage_class, host_devices },
-            output.as_deref(),
-        ),
+        Command::Deploy { command: cli::DeployCommand::Kubernetes(args) } => {
+            deploy::kubernetes(&deploy::K8sOptions::from(&args), args.output.as_deref())
+        }
         Command::Certs { command: cli::CertsCommand::Init { dir, names } } => {
             let f = iocurve_net::certs::init(&dir, &names)?;
             crate::outln!(

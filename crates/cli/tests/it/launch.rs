@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::util::cluster::{Watched, one_at_a_time};
 use crate::util::sshd::SshLab;
-use crate::util::{bin, iocurve, stderr, stdout};
+use crate::util::{bin, iocurve, shared_read_plan, stderr, stdout};
 
 /// A plan with a `[[hosts]]` entry per lab host, each on a scratch file of its own in `data`.
 fn per_host_plan(lab: &SshLab, intervals: u32) -> std::path::PathBuf {
@@ -79,15 +79,7 @@ fn ssh_launch_takes_host_ranges_and_host_files() {
     let lab = SshLab::new(2);
     let d = lab.dir.path();
     // One existing file every agent reads: nothing is created, so the agents may share it.
-    std::fs::write(d.join("shared.dat"), vec![7u8; 8 << 20]).unwrap();
-    std::fs::write(
-        d.join("plan.toml"),
-        format!(
-            "targets = [\"{}/shared.dat\"]\n[[workloads]]\nname = \"read\"\nread_pct = 100\nramp = [1]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.3\n",
-            d.display()
-        ),
-    )
-    .unwrap();
+    shared_read_plan(d, 2);
     // 10.N.A.2 and 10.N.B.2 as a range: the lab's hosts are on consecutive networks.
     let (a, b) = (&lab.hosts[0].addr, &lab.hosts[1].addr);
     let octets = |s: &str| s.split('.').map(String::from).collect::<Vec<_>>();
@@ -356,15 +348,7 @@ fn ssh_launch_reaches_a_host_by_its_ipv6_address() {
     let _one = one_at_a_time();
     let lab = SshLab::new(1);
     let d = lab.dir.path();
-    std::fs::write(d.join("shared.dat"), vec![7u8; 8 << 20]).unwrap();
-    std::fs::write(
-        d.join("plan.toml"),
-        format!(
-            "targets = [\"{}/shared.dat\"]\n[[workloads]]\nname = \"read\"\nread_pct = 100\nramp = [1]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.3\n",
-            d.display()
-        ),
-    )
-    .unwrap();
+    shared_read_plan(d, 2);
     let ssh = lab.ssh();
     let v6 = lab.hosts[0].addr6.clone();
     let o = iocurve(d, &launch_args(&ssh, &["--hosts", &v6, "--json", "r.json"]));

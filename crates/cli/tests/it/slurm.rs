@@ -2,7 +2,6 @@
 //! Slurm started by the test), one per task; nothing left afterwards, also when the
 //! coordinator is killed.
 
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -11,21 +10,7 @@ use serde_json::Value;
 use crate::util::cluster::{Watched, one_at_a_time};
 use crate::util::slurm::SlurmLab;
 use crate::util::sshd::launched_agents;
-use crate::util::{bin, stderr, stdout};
-
-/// A short read workload on one existing file that every agent reads (agents on one node share
-/// its targets; reading creates nothing).
-fn read_plan(dir: &Path, intervals: u32) {
-    std::fs::write(dir.join("shared.dat"), vec![5u8; 8 << 20]).unwrap();
-    std::fs::write(
-        dir.join("plan.toml"),
-        format!(
-            "targets = [\"{}/shared.dat\"]\n[[workloads]]\nname = \"read\"\nread_pct = 100\nramp = [1, 2]\nwarmup_s = 0.1\nintervals = {intervals}\ninterval_s = 0.3\n",
-            dir.display()
-        ),
-    )
-    .unwrap();
-}
+use crate::util::{bin, shared_read_plan, stderr, stdout};
 
 fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
     let until = Instant::now() + within;
@@ -43,7 +28,7 @@ fn slurm_launch_starts_an_agent_per_task_of_the_allocation_and_leaves_nothing() 
     let _one = one_at_a_time();
     let lab = SlurmLab::new(8);
     let d = lab.path();
-    read_plan(d, 2);
+    shared_read_plan(d, 2);
     let tmp = d.join("tmp");
     std::fs::create_dir(&tmp).unwrap();
     // Inside `salloc -n 3`: three tasks on the one node, so three agents. First with this binary
@@ -92,7 +77,7 @@ fn slurm_launch_leaves_nothing_when_the_coordinator_is_killed() {
     let _one = one_at_a_time();
     let lab = SlurmLab::new(8);
     let d = lab.path();
-    read_plan(d, 40);
+    shared_read_plan(d, 40);
     // An allocation without a shell; the coordinator then runs in it as salloc's shell would,
     // with the job's variables, as this test's own child.
     let o = lab.command("salloc").args(["--no-shell", "-n", "2"]).output().unwrap();
@@ -129,7 +114,7 @@ fn slurm_launch_leaves_nothing_when_the_coordinator_is_killed() {
 #[test]
 fn slurm_launch_outside_an_allocation_says_how_to_get_one() {
     let dir = tempfile::tempdir().unwrap();
-    read_plan(dir.path(), 2);
+    shared_read_plan(dir.path(), 2);
     let o = Command::new(bin())
         .args(["run", "plan.toml", "--launch", "slurm", "--db", "r.db"])
         .env_remove("SLURM_JOB_ID")

@@ -61,6 +61,21 @@ pub fn input_error(o: &Output, needles: &[&str]) -> String {
     err
 }
 
+/// `plan.toml` in `dir`: a short random-read ramp (1 and 2 workers) with `intervals` intervals
+/// of 0.3 s on `dir/shared.dat`, an existing 8 MiB file that any number of agents may share
+/// (reading creates nothing).
+pub fn shared_read_plan(dir: &Path, intervals: u32) {
+    std::fs::write(dir.join("shared.dat"), vec![7u8; 8 << 20]).unwrap();
+    std::fs::write(
+        dir.join("plan.toml"),
+        format!(
+            "targets = [\"{}/shared.dat\"]\n[[workloads]]\nname = \"read\"\nread_pct = 100\nramp = [1, 2]\nwarmup_s = 0.1\nintervals = {intervals}\ninterval_s = 0.3\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+}
+
 /// Fast timing for tests: a short warm-up and two short intervals.
 pub const FAST: &[&str] = &["--warmup-s", "0.1", "--intervals", "2", "--interval-s", "0.3"];
 
