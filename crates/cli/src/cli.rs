@@ -564,8 +564,8 @@ pub struct K8sArgs {
 
 #[derive(Debug, Args)]
 pub struct AgentArgs {
-    /// Address and port to listen on, e.g. 0.0.0.0:7420 (with --launched default 0.0.0.0:0,
-    /// a free port, which the agent prints).
+    /// Address and port to listen on, e.g. 0.0.0.0:7420 (with --launched default: a free port,
+    /// which the agent prints, on every address, IPv6 too where the host has it).
     #[arg(long, value_name = "ADDR:PORT", required_unless_present = "launched")]
     pub listen: Option<std::net::SocketAddr>,
     /// File holding the token every coordinator call must carry.
