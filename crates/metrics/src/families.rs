@@ -140,6 +140,21 @@ impl Collector for Snapshot {
                 "Mean latency over the last quarter second.",
                 &[(w(), l.latency_s)],
             )?;
+            match l.target {
+                Some(crate::Target::Iops(v)) => gauge(
+                    &mut e,
+                    "iocurve_rate_target_iops",
+                    "The running rate step's target, I/Os per second (all hosts together).",
+                    &[(w(), v)],
+                )?,
+                Some(crate::Target::BytesPerSecond(v)) => gauge(
+                    &mut e,
+                    "iocurve_rate_target_bytes_per_second",
+                    "The running rate step's target, bytes per second (all hosts together).",
+                    &[(w(), v)],
+                )?,
+                None => {}
+            }
             gauge(
                 &mut e,
                 "iocurve_stall_seconds",
@@ -147,12 +162,21 @@ impl Collector for Snapshot {
                 &[(w(), l.stall_s)],
             )?;
         }
+        // A step by its workers per host, a rate step by its target too.
+        let step_labels = |wl: &str, workers: u32, target: &str| {
+            let mut l = vec![("workload", wl.to_string()), ("workers", workers.to_string())];
+            if !target.is_empty() {
+                l.push(("target", target.to_string()));
+            }
+            with_run(l)
+        };
         let step = |f: fn(&crate::StepFigures) -> f64| -> Vec<(Labels, f64)> {
+            s.steps.iter().map(|((wl, workers, target), v)| (step_labels(wl, *workers, target), f(v))).collect()
+        };
+        let rate_step = |f: fn(&crate::RateFigures) -> f64| -> Vec<(Labels, f64)> {
             s.steps
                 .iter()
-                .map(|((wl, workers), v)| {
-                    (with_run(vec![("workload", wl.clone()), ("workers", workers.to_string())]), f(v))
-                })
+                .filter_map(|((wl, workers, target), v)| Some((step_labels(wl, *workers, target), f(v.rate.as_ref()?))))
                 .collect()
         };
         gauge(&mut e, "iocurve_step_iops", "A finished step's IOPS, by its workers per host.", &step(|f| f.iops))?;
@@ -173,6 +197,24 @@ impl Collector for Snapshot {
             "iocurve_step_latency_p99_seconds",
             "A finished step's 99th percentile latency, by its workers per host.",
             &step(|f| f.latency_p99_s),
+        )?;
+        gauge(
+            &mut e,
+            "iocurve_step_rate_achieved_ratio",
+            "A finished rate step's completed I/Os per I/O its schedule had due (1: all).",
+            &rate_step(|r| r.achieved_ratio),
+        )?;
+        gauge(
+            &mut e,
+            "iocurve_step_rate_lag_p99_seconds",
+            "A finished rate step's 99th percentile of submission minus intended issue time.",
+            &rate_step(|r| r.lag_p99_s),
+        )?;
+        gauge(
+            &mut e,
+            "iocurve_step_rate_sustained",
+            "1 when a finished rate step kept up with its schedule, else 0.",
+            &rate_step(|r| if r.sustained { 1.0 } else { 0.0 }),
         )?;
         Ok(())
     }

@@ -75,6 +75,38 @@ pub struct Live {
     pub latency_s: f64,
     /// Longest stretch without any completion in the last interval, seconds.
     pub stall_s: f64,
+    /// A rate step's target (all hosts together): IOPS, or bytes per second for a sequential
+    /// workload. None for a closed-loop step.
+    pub target: Option<Target>,
+}
+
+/// A rate step's target rate, in the unit its workload counts in.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Target {
+    Iops(f64),
+    BytesPerSecond(f64),
+}
+
+impl Target {
+    /// The figure as the step's label shows it (IOPS, or MB/s as plans give it).
+    pub fn label(&self) -> String {
+        match self {
+            Target::Iops(v) => format!("{v:.0}"),
+            Target::BytesPerSecond(v) => format!("{:.0}MB/s", v / 1e6),
+        }
+    }
+}
+
+/// A finished rate step: how well it kept to its schedule (issue 17).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RateFigures {
+    pub target: Target,
+    /// Completed I/Os per due I/O (1 = all).
+    pub achieved_ratio: f64,
+    /// 99th percentile of submission − intended issue time, seconds.
+    pub lag_p99_s: f64,
+    /// Kept up (see the analysis' rule): 1, else 0.
+    pub sustained: bool,
 }
 
 /// A finished step's figures.
@@ -84,6 +116,8 @@ pub struct StepFigures {
     pub bytes_per_second: f64,
     pub latency_mean_s: f64,
     pub latency_p99_s: f64,
+    /// A rate step's schedule figures.
+    pub rate: Option<RateFigures>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -93,8 +127,9 @@ pub(crate) struct State {
     pub errors: BTreeMap<(Series, i32), u64>,
     pub cpu: BTreeMap<String, CpuUsage>,
     pub live: Option<Live>,
-    /// Per workload and workers: the finished step's figures.
-    pub steps: BTreeMap<(String, u32), StepFigures>,
+    /// Per workload, workers and target rate (empty for closed-loop steps, whose workers tell
+    /// them apart): the finished step's figures.
+    pub steps: BTreeMap<(String, u32, String), StepFigures>,
 }
 
 /// The figures a `/metrics` endpoint serves. Clones share them.
@@ -151,10 +186,11 @@ impl Exporter {
         });
     }
 
-    /// A step ended: its figures stay, labelled with its workers.
+    /// A step ended: its figures stay, labelled with its workers (and a rate step's target).
     pub fn step(&self, workload: &str, workers: u32, f: StepFigures) {
         self.with(|s| {
-            s.steps.insert((workload.to_string(), workers), f);
+            let target = f.rate.as_ref().map(|r| r.target.label()).unwrap_or_default();
+            s.steps.insert((workload.to_string(), workers, target), f);
         });
     }
 
@@ -181,6 +217,45 @@ mod tests {
 
     fn line<'a>(text: &'a str, start: &str) -> &'a str {
         text.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("no {start} in\n{text}"))
+    }
+
+    #[test]
+    fn rate_steps_show_their_target_and_how_they_kept_to_it() {
+        let e = Exporter::new();
+        e.run("9", "", "rates");
+        e.live(Some(Live {
+            workload: "r".into(),
+            workers: 64,
+            target: Some(Target::Iops(50_000.0)),
+            ..Live::default()
+        }));
+        let text = e.encode();
+        assert_eq!(
+            line(&text, "iocurve_rate_target_iops{"),
+            "iocurve_rate_target_iops{run=\"9\",workload=\"r\"} 50000.0"
+        );
+        // Two rate steps of one workload, same workers: told apart by their targets.
+        for (target, pct, sustained) in [(50_000.0, 99.9, true), (100_000.0, 71.5, false)] {
+            let rate =
+                RateFigures { target: Target::Iops(target), achieved_ratio: pct / 100.0, lag_p99_s: 0.002, sustained };
+            e.step("r", 64, StepFigures { iops: target * pct / 100.0, rate: Some(rate), ..StepFigures::default() });
+        }
+        e.step("closed", 4, StepFigures { iops: 1000.0, ..StepFigures::default() });
+        e.live(None);
+        let text = e.encode();
+        let sel = |t: &str| format!("{{run=\"9\",workload=\"r\",workers=\"64\",target=\"{t}\"}}");
+        assert_eq!(
+            line(&text, &format!("iocurve_step_rate_achieved_ratio{}", sel("100000"))).rsplit(' ').next(),
+            Some("0.715")
+        );
+        assert!(line(&text, &format!("iocurve_step_rate_sustained{}", sel("50000"))).ends_with(" 1.0"));
+        assert!(line(&text, &format!("iocurve_step_rate_sustained{}", sel("100000"))).ends_with(" 0.0"));
+        assert!(line(&text, &format!("iocurve_step_iops{}", sel("50000"))).ends_with(" 49950.0"), "{text}");
+        // A closed-loop step keeps its labels, and has no rate figures.
+        assert!(text.contains("iocurve_step_iops{run=\"9\",workload=\"closed\",workers=\"4\"} 1000.0"), "{text}");
+        assert!(!text.contains("iocurve_step_rate_sustained{run=\"9\",workload=\"closed\""));
+        assert!(!text.contains("iocurve_rate_target_iops{"), "no target between steps");
+        assert_eq!(Target::BytesPerSecond(200e6).label(), "200MB/s");
     }
 
     #[test]

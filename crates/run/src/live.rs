@@ -5,7 +5,7 @@
 
 use iocurve_analysis::{RunResult, StepResult};
 use iocurve_engine::{StepObserver, StepProgress};
-use iocurve_metrics::{Exporter, Live, StepFigures};
+use iocurve_metrics::{Exporter, Live, RateFigures, StepFigures, Target};
 use iocurve_stats::{CpuUsage, IntervalStats};
 
 use crate::{Observer, StepAt};
@@ -78,6 +78,7 @@ impl Observer for LiveMetrics {
             steps: at.steps as u32,
             workers: at.workers,
             warmup: true,
+            target: at.rate.map(|r| if at.sequential { Target::BytesPerSecond(r * 1e6) } else { Target::Iops(r) }),
             ..Live::default()
         };
         self.last = StepProgress::default();
@@ -91,6 +92,12 @@ impl Observer for LiveMetrics {
             bytes_per_second: s.mbps * 1e6,
             latency_mean_s: s.lat_us.mean / 1e6,
             latency_p99_s: s.lat_us.p99 / 1e6,
+            rate: s.rate.as_ref().zip(self.live.target).map(|(r, target)| RateFigures {
+                target,
+                achieved_ratio: r.achieved_pct / 100.0,
+                lag_p99_s: r.lag_us.p99 / 1e6,
+                sustained: r.sustained,
+            }),
         };
         self.exporter.step(&self.live.workload, s.workers, f);
         self.exporter.live(None);

@@ -328,3 +328,43 @@ fn regression_the_agents_token_is_refused_as_the_metrics_token() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("a read-only token of its own"), "{}", stderr(&o));
 }
+
+/// Issue 17/18: a rate run's metrics carry each step's target and how it kept to its schedule
+/// (achieved share, lag, sustained) — the figures of the result, exactly — the steps of one
+/// workload told apart by their targets.
+#[test]
+fn a_rate_run_exports_its_targets_and_schedule_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut cmd = Command::new(bin());
+    cmd.args(["run", "--size", "16m", "--workload", "backend-random-read-4k", "--rate", "200,400"])
+        .args(["--warmup-s", "0.1", "--intervals", "2", "--interval-s", "0.3", "--json", "r.json"])
+        .args(["--metrics", &port.to_string(), "--metrics-hold-s", "5"])
+        .current_dir(dir.path());
+    let mut w = crate::util::cluster::Watched::spawn(cmd);
+    w.wait_for("serving the final figures", Duration::from_secs(60));
+    let (code, text) = http_get(&format!("127.0.0.1:{port}"), "/metrics");
+    assert_eq!(code, 200);
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let steps = r["workloads"][0]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    for s in steps {
+        let rate = &s["rate"];
+        let target = format!("{:.0}", rate["target_iops"].as_f64().unwrap());
+        let sel = format!("workers=\"{}\",target=\"{target}\"}}", s["workers"]);
+        let value = |family: &str| -> f64 {
+            let l = text
+                .lines()
+                .find(|l| l.starts_with(family) && l.contains("backend-random-read-4k") && l.contains(&sel))
+                .unwrap_or_else(|| panic!("{family} of the {target} IOPS step in\n{text}"));
+            l.rsplit(' ').next().unwrap().parse().unwrap()
+        };
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+        assert!(close(value("iocurve_step_rate_achieved_ratio{"), rate["achieved_pct"].as_f64().unwrap() / 100.0));
+        assert!(close(value("iocurve_step_rate_lag_p99_seconds{"), rate["lag_us"]["p99"].as_f64().unwrap() / 1e6));
+        let sustained = if rate["sustained"] == true { 1.0 } else { 0.0 };
+        assert_eq!(value("iocurve_step_rate_sustained{"), sustained);
+        assert!(close(value("iocurve_step_iops{"), s["iops"].as_f64().unwrap()));
+    }
+    let _ = w.finish();
+}
