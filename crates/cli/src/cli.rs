@@ -523,6 +523,19 @@ pub enum CertsCommand {
         #[arg(long = "alias", value_name = "NAME")]
         aliases: Vec<String>,
     },
+    /// Issue everything in DIR again from its kept CA: the shared agent certificate, the
+    /// coordinator's certificate, a new token, and every host's certificate and token
+    /// (hosts/NAME/), each with a new key, valid for a year, each file replaced whole. The old
+    /// token opens no agent that runs with the new files: rotate when a token or host file
+    /// leaked, or before the year is up, then give every agent and coordinator its new files.
+    /// The CA stays (to distrust all it issued, `certs init` a new one).
+    Rotate {
+        /// The directory `certs init` made.
+        dir: PathBuf,
+        /// Further names for the shared agent certificate (those given to `init` stay).
+        #[arg(long = "name", value_name = "NAME")]
+        names: Vec<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -100,6 +100,23 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::Certs { command: cli::CertsCommand::Rotate { dir, names } } => {
+            let r = iocurve_net::certs::rotate(&dir, &names)?;
+            crate::outln!(
+                "rotated in {}: agent.pem, agent.key, client.pem, client.key, token{} — give the agents and coordinators their new files and restart them; the old token opens no agent that runs with the new ones",
+                dir.display(),
+                if r.hosts.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", and for {} host(s) ({}) their certificate, key and token",
+                        r.hosts.len(),
+                        r.hosts.join(", ")
+                    )
+                }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Certs { command: cli::CertsCommand::AddHost { dir, name, aliases } } => {
             let (cert, key) = iocurve_net::certs::add_host(&dir, &name, &aliases)?;
             crate::outln!(

@@ -135,6 +135,7 @@ pub fn init(dir: &Path, names: &[String]) -> Result<CertFiles, NetError> {
     let client_cert = client.signed_by(&client_key, &issuer).map_err(err)?;
 
     let token = crate::auth::random_token()?;
+    write(&dir.join(NAMES_FILE), &names_text(names), false)?;
     write(&files.ca, &ca_cert.pem(), false)?;
     write(&files.ca_key, &ca_key_pem, true)?;
     write(&files.agent_cert, &agent_cert.pem(), false)?;
@@ -180,10 +181,109 @@ pub fn add_host(dir: &Path, name: &str, aliases: &[String]) -> Result<(PathBuf, 
     let (cert_path, key_path) = (host_dir.join("agent.pem"), host_dir.join("agent.key"));
     write(&cert_path, &cert.pem(), false)?;
     write(&key_path, &key.serialize_pem(), true)?;
+    write(&host_dir.join(NAMES_FILE), &names_text(aliases), false)?;
     // The host's own token, for coordinators run with --token-per-host.
     let cluster_token = crate::auth::read_token(&files.token)?;
     write(&host_dir.join("token"), &format!("{}\n", crate::auth::host_token(&cluster_token, name)), true)?;
     Ok((cert_path, key_path))
+}
+
+/// Where `init` and `add-host` record the further names a certificate carries, one per line,
+/// so that `rotate` issues the same names again.
+const NAMES_FILE: &str = "names";
+
+fn names_text(names: &[String]) -> String {
+    names.iter().map(|n| format!("{n}\n")).collect()
+}
+
+fn read_names(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// Writes `text` to `p` in place of what it held: a new file beside it, renamed over it, so
+/// that a reader sees the old file or the new one, never half of either.
+fn replace(p: &Path, text: &str, secret: bool) -> Result<(), NetError> {
+    let tmp = p.with_extension("rotating");
+    let _ = std::fs::remove_file(&tmp);
+    write(&tmp, text, secret)?;
+    std::fs::rename(&tmp, p).map_err(|e| NetError::Input(format!("cannot replace {}: {e}", p.display())))
+}
+
+/// What `rotate` renewed.
+pub struct Rotated {
+    /// Hosts whose own certificate and token were issued again.
+    pub hosts: Vec<String>,
+}
+
+/// Issues everything in `dir` again from its kept CA: the shared agent certificate (for
+/// `AGENT_NAME`, localhost, 127.0.0.1, the names `init` recorded and `more`), the coordinator's
+/// certificate, a new token, and every host's certificate (its recorded names) and token
+/// (derived from the new one). Each with a new key and a year's validity; each file replaced
+/// whole. The old token opens no agent that has the new files — how a leaked token or host
+/// file is made worthless. The CA stays: to distrust everything it issued, `init` a new one.
+pub fn rotate(dir: &Path, more: &[String]) -> Result<Rotated, NetError> {
+    let files = CertFiles::in_dir(dir);
+    let key_pem = std::fs::read_to_string(&files.ca_key).map_err(|e| {
+        NetError::Input(format!(
+            "cannot read the CA key {} ({e}): rotate needs a directory made by `iocurve certs init`",
+            files.ca_key.display()
+        ))
+    })?;
+    let ca_key = KeyPair::from_pem(&key_pem)
+        .map_err(|e| NetError::Input(format!("{} holds no key: {e}", files.ca_key.display())))?;
+    let issuer = Issuer::new(ca_params()?, ca_key);
+    let mut names = read_names(&dir.join(NAMES_FILE));
+    for n in more {
+        if !names.contains(n) {
+            names.push(n.clone());
+        }
+    }
+    let mut all = vec![AGENT_NAME.to_string(), "localhost".to_string(), "127.0.0.1".to_string()];
+    all.extend(names.iter().cloned());
+    let agent_key = KeyPair::generate().map_err(err)?;
+    let agent_cert = agent_params(AGENT_NAME, &all)?.signed_by(&agent_key, &issuer).map_err(err)?;
+    let mut client = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+    client.distinguished_name.push(DnType::CommonName, "iocurve coordinator");
+    client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    valid_for(&mut client, LEAF_DAYS);
+    let client_key = KeyPair::generate().map_err(err)?;
+    let client_cert = client.signed_by(&client_key, &issuer).map_err(err)?;
+    let token = crate::auth::random_token()?;
+    // Every host's new files first, in memory: a failure leaves the directory as it was.
+    let mut hosts = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir.join("hosts")) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !e.path().join("agent.pem").exists() {
+                continue;
+            }
+            let mut host_names = vec![name.clone()];
+            host_names.extend(read_names(&e.path().join(NAMES_FILE)));
+            let key = KeyPair::generate().map_err(err)?;
+            let cert = agent_params(&name, &host_names)?.signed_by(&key, &issuer).map_err(err)?;
+            hosts.push((name, e.path(), cert.pem(), key.serialize_pem()));
+        }
+    }
+    hosts.sort();
+    replace(&files.agent_cert, &agent_cert.pem(), false)?;
+    replace(&files.agent_key, &agent_key.serialize_pem(), true)?;
+    replace(&files.client_cert, &client_cert.pem(), false)?;
+    replace(&files.client_key, &client_key.serialize_pem(), true)?;
+    replace(&dir.join(NAMES_FILE), &names_text(&names), false)?;
+    for (name, host_dir, cert, key) in &hosts {
+        replace(&host_dir.join("agent.pem"), cert, false)?;
+        replace(&host_dir.join("agent.key"), key, true)?;
+        replace(&host_dir.join("token"), &format!("{}\n", crate::auth::host_token(&token, name)), true)?;
+    }
+    // The token last: until here the old files all still fit together.
+    replace(&files.token, &format!("{token}\n"), true)?;
+    Ok(Rotated { hosts: hosts.into_iter().map(|h| h.0).collect() })
 }
 
 /// Reads a PEM file for TLS, naming the option it came from on failure.
@@ -283,5 +383,79 @@ impl RunCredentials {
             token: crate::auth::host_token(&self.token, host),
             expires_unix: self.expires_unix,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn openssl(args: &[&str], cert: &Path) -> String {
+        let o = std::process::Command::new("openssl").args(args).arg(cert).output().unwrap();
+        format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    }
+
+    #[test]
+    fn rotate_issues_everything_again_from_the_kept_ca() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("certs");
+        let files = init(&d, &["lg0.lab".into()]).unwrap();
+        add_host(&d, "lg1.lab", &["10.0.0.1".into()]).unwrap();
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+        let host = d.join("hosts/lg1.lab");
+        let before: Vec<String> =
+            [&files.agent_key, &files.client_key, &files.token, &host.join("agent.key"), &host.join("token")]
+                .iter()
+                .map(|p| read(p))
+                .collect();
+        let ca_before = read(&files.ca);
+        let r = rotate(&d, &["lg9.lab".into()]).unwrap();
+        assert_eq!(r.hosts, ["lg1.lab"]);
+        let after: Vec<String> =
+            [&files.agent_key, &files.client_key, &files.token, &host.join("agent.key"), &host.join("token")]
+                .iter()
+                .map(|p| read(p))
+                .collect();
+        for (b, a) in before.iter().zip(&after) {
+            assert_ne!(b, a, "every key and token is new");
+        }
+        assert_eq!(read(&files.ca), ca_before, "the CA stays");
+        let token = crate::auth::read_token(&files.token).unwrap();
+        assert_eq!(read(&host.join("token")).trim(), crate::auth::host_token(&token, "lg1.lab"), "host tokens follow");
+        for p in [&files.agent_key, &files.client_key, &files.token, &host.join("agent.key"), &host.join("token")] {
+            assert_eq!(std::fs::metadata(p).unwrap().permissions().mode() & 0o777, 0o600, "{}", p.display());
+        }
+        // The same names as before, and the new one; signed by the kept CA.
+        let shared = openssl(&["x509", "-noout", "-ext", "subjectAltName", "-in"], &files.agent_cert);
+        for n in ["iocurve-agent", "localhost", "127.0.0.1", "lg0.lab", "lg9.lab"] {
+            assert!(shared.contains(n), "{n}: {shared}");
+        }
+        let own = openssl(&["x509", "-noout", "-ext", "subjectAltName", "-in"], &host.join("agent.pem"));
+        assert!(own.contains("lg1.lab") && own.contains("10.0.0.1"), "{own}");
+        for cert in [&files.agent_cert, &files.client_cert, &host.join("agent.pem")] {
+            let v = openssl(&["verify", "-CAfile", files.ca.to_str().unwrap()], cert);
+            assert!(v.contains(": OK"), "{v}");
+        }
+        let leftovers: Vec<_> =
+            walk(&d).into_iter().filter(|p| p.extension().is_some_and(|e| e == "rotating")).collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+        // Without the CA key: a clear refusal, nothing changed.
+        std::fs::remove_file(&files.ca_key).unwrap();
+        let e = rotate(&d, &[]).err().unwrap().to_string();
+        assert!(e.contains("rotate needs a directory made by `iocurve certs init`"), "{e}");
+        assert_eq!(crate::auth::read_token(&files.token).unwrap(), token);
+    }
+
+    fn walk(d: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            if e.path().is_dir() {
+                out.extend(walk(&e.path()));
+            } else {
+                out.push(e.path());
+            }
+        }
+        out
     }
 }
