@@ -1,14 +1,16 @@
-//! `run --launch ssh`: the coordinator starts an agent on every host itself, over the user's
-//! own OpenSSH (their keys, agent and config), runs, and stops them again.
+//! `run --launch ssh|slurm`: the coordinator starts an agent on every host itself — over the
+//! user's own OpenSSH (their keys, agent and config), or with srun inside a Slurm allocation —
+//! runs, and stops them again.
 //!
-//! Per host, all hosts at once: a probe (machine, and an `iocurve` of this very build there?),
-//! a copy of this binary into a private `iocurve-launch.*` directory when there is none, checked
-//! by its SHA-256 before it runs, then `iocurve agent --launched` with the host's credentials on
-//! its standard input: a certificate naming the host and a token of its own, from a CA made
-//! for this run in memory (`iocurve_net::certs::RunCredentials`). Nothing long-lived reaches a
-//! host: no file holds a key or a token, the copy removes itself as soon as it runs, and every
-//! agent ends when the run ends — its standard input closes, or its coordinator's connection
-//! does — or when the credentials expire.
+//! Per host, up to [`MAX_STARTING`] hosts at once: a probe (machine, and an `iocurve` of this
+//! very build there?), a copy of this binary into a private `iocurve-launch.*` directory when
+//! there is none, checked by its SHA-256 on the host before it runs and kept only while its
+//! session lasts, then `iocurve agent --launched` with the host's credentials on its standard
+//! input: a certificate naming the host and a token of its own, from a CA made for this run in
+//! memory (`iocurve_net::certs::RunCredentials`). Nothing long-lived reaches a host: no file
+//! holds a key or a token, the copy removes itself as soon as it runs, and every agent ends
+//! when the run ends — its standard input closes, or its coordinator's connection does — or
+//! when the credentials expire.
 
 pub mod hostlist;
 pub mod remote;
@@ -667,8 +669,9 @@ fn joined(tail: &Arc<Mutex<Vec<String>>>) -> Option<String> {
 }
 
 impl Launch {
-    /// Ends every agent: closes its standard input, waits for it (at most [`STOP_GRACE`]),
-    /// kills the channel of any still running, and removes copies whose agent never started.
+    /// Ends every agent: closes its standard input, waits for it (at most [`STOP_GRACE`]) and
+    /// ends the channel of any still running. Copies are gone by then: each agent removed its
+    /// own as it started, and a copy's session removed any whose agent never did.
     pub fn stop(&mut self, obs: &mut dyn Observer) {
         if self.stopped {
             return;
