@@ -89,6 +89,34 @@ fn agent_params(common_name: &str, names: &[String]) -> Result<CertificateParams
     Ok(agent)
 }
 
+/// The shared agent certificate's names: `AGENT_NAME`, localhost, 127.0.0.1 and `names`.
+fn shared_agent_names(names: &[String]) -> Vec<String> {
+    let mut all = vec![AGENT_NAME.to_string(), "localhost".to_string(), "127.0.0.1".to_string()];
+    all.extend(names.iter().cloned());
+    all
+}
+
+/// A coordinator (client) certificate, its validity to be set.
+fn client_params() -> Result<CertificateParams, NetError> {
+    let mut client = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+    client.distinguished_name.push(DnType::CommonName, "iocurve coordinator");
+    client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    Ok(client)
+}
+
+/// The CA kept in a `certs init` directory, to issue with (`command` names who needs it).
+fn kept_issuer(files: &CertFiles, command: &str) -> Result<Issuer<'static, KeyPair>, NetError> {
+    let key_pem = std::fs::read_to_string(&files.ca_key).map_err(|e| {
+        NetError::Input(format!(
+            "cannot read the CA key {} ({e}): {command} needs a directory made by `iocurve certs init` (which keeps it)",
+            files.ca_key.display()
+        ))
+    })?;
+    let ca_key = KeyPair::from_pem(&key_pem)
+        .map_err(|e| NetError::Input(format!("{} holds no key: {e}", files.ca_key.display())))?;
+    Ok(Issuer::new(ca_params()?, ca_key))
+}
+
 /// Writes `text` to `p`; `secret` files are readable by their owner only, from the start.
 fn write(p: &Path, text: &str, secret: bool) -> Result<(), NetError> {
     use std::io::Write;
@@ -121,15 +149,11 @@ pub fn init(dir: &Path, names: &[String]) -> Result<CertFiles, NetError> {
     let ca_key_pem = ca_key.serialize_pem();
     let issuer = Issuer::new(ca, ca_key);
 
-    let mut all = vec![AGENT_NAME.to_string(), "localhost".to_string(), "127.0.0.1".to_string()];
-    all.extend(names.iter().cloned());
-    let agent = agent_params(AGENT_NAME, &all)?;
+    let agent = agent_params(AGENT_NAME, &shared_agent_names(names))?;
     let agent_key = KeyPair::generate().map_err(err)?;
     let agent_cert = agent.signed_by(&agent_key, &issuer).map_err(err)?;
 
-    let mut client = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
-    client.distinguished_name.push(DnType::CommonName, "iocurve coordinator");
-    client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let mut client = client_params()?;
     valid_for(&mut client, LEAF_DAYS);
     let client_key = KeyPair::generate().map_err(err)?;
     let client_cert = client.signed_by(&client_key, &issuer).map_err(err)?;
@@ -155,15 +179,7 @@ pub fn add_host(dir: &Path, name: &str, aliases: &[String]) -> Result<(PathBuf, 
     if name.is_empty() || name.contains('/') || name.starts_with('.') {
         return Err(NetError::Input(format!("`{name}` is not a host name")));
     }
-    let key_pem = std::fs::read_to_string(&files.ca_key).map_err(|e| {
-        NetError::Input(format!(
-            "cannot read the CA key {} ({e}): add-host needs a directory made by `iocurve certs init` (which keeps it)",
-            files.ca_key.display()
-        ))
-    })?;
-    let ca_key = KeyPair::from_pem(&key_pem)
-        .map_err(|e| NetError::Input(format!("{} holds no key: {e}", files.ca_key.display())))?;
-    let issuer = Issuer::new(ca_params()?, ca_key);
+    let issuer = kept_issuer(&files, "add-host")?;
     let host_dir = dir.join("hosts").join(name);
     if host_dir.join("agent.pem").exists() {
         return Err(NetError::Input(format!(
@@ -229,28 +245,17 @@ pub struct Rotated {
 /// file is made worthless. The CA stays: to distrust everything it issued, `init` a new one.
 pub fn rotate(dir: &Path, more: &[String]) -> Result<Rotated, NetError> {
     let files = CertFiles::in_dir(dir);
-    let key_pem = std::fs::read_to_string(&files.ca_key).map_err(|e| {
-        NetError::Input(format!(
-            "cannot read the CA key {} ({e}): rotate needs a directory made by `iocurve certs init`",
-            files.ca_key.display()
-        ))
-    })?;
-    let ca_key = KeyPair::from_pem(&key_pem)
-        .map_err(|e| NetError::Input(format!("{} holds no key: {e}", files.ca_key.display())))?;
-    let issuer = Issuer::new(ca_params()?, ca_key);
+    let issuer = kept_issuer(&files, "rotate")?;
     let mut names = read_names(&dir.join(NAMES_FILE));
     for n in more {
         if !names.contains(n) {
             names.push(n.clone());
         }
     }
-    let mut all = vec![AGENT_NAME.to_string(), "localhost".to_string(), "127.0.0.1".to_string()];
-    all.extend(names.iter().cloned());
     let agent_key = KeyPair::generate().map_err(err)?;
-    let agent_cert = agent_params(AGENT_NAME, &all)?.signed_by(&agent_key, &issuer).map_err(err)?;
-    let mut client = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
-    client.distinguished_name.push(DnType::CommonName, "iocurve coordinator");
-    client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let agent_cert =
+        agent_params(AGENT_NAME, &shared_agent_names(&names))?.signed_by(&agent_key, &issuer).map_err(err)?;
+    let mut client = client_params()?;
     valid_for(&mut client, LEAF_DAYS);
     let client_key = KeyPair::generate().map_err(err)?;
     let client_cert = client.signed_by(&client_key, &issuer).map_err(err)?;
@@ -353,9 +358,7 @@ impl RunCredentials {
         let ca_key = KeyPair::generate().map_err(err)?;
         let ca_cert = ca.self_signed(&ca_key).map_err(err)?;
         let issuer = Issuer::new(ca, ca_key);
-        let mut client = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
-        client.distinguished_name.push(DnType::CommonName, "iocurve coordinator");
-        client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let mut client = client_params()?;
         valid_until(&mut client, now, expires_unix);
         let client_key = KeyPair::generate().map_err(err)?;
         let client_cert = client.signed_by(&client_key, &issuer).map_err(err)?;

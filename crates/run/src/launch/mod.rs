@@ -329,14 +329,9 @@ struct CopyGuard {
 impl CopyGuard {
     fn release(mut self) {
         self.stdin = None;
-        let until = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < until {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if exited_by(&mut self.child, Instant::now() + Duration::from_secs(5)).is_none() {
+            terminate(&mut self.child);
         }
-        terminate(&mut self.child);
     }
 }
 
@@ -425,16 +420,21 @@ fn copy(method: &Method, host: &str, local: &LocalBinary, cancel: &Cancel) -> Re
 
 /// Waits up to 2 s for a channel that closed its output to end; its status if it did.
 fn wait_briefly(child: &mut Child) -> Option<std::process::ExitStatus> {
-    let until = Instant::now() + Duration::from_secs(2);
+    let status = exited_by(child, Instant::now() + Duration::from_secs(2));
+    if status.is_none() {
+        terminate(child);
+    }
+    status
+}
+
+/// The status of `child` once it ends, polled until `until`; None if it is still running then.
+fn exited_by(child: &mut Child, until: Instant) -> Option<std::process::ExitStatus> {
     loop {
-        if let Ok(Some(s)) = child.try_wait() {
-            return Some(s);
+        match child.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
+            _ => return None,
         }
-        if Instant::now() >= until {
-            terminate(child);
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -683,14 +683,7 @@ impl Launch {
         let until = Instant::now() + STOP_GRACE;
         let mut unclean = Vec::new();
         for a in &mut self.agents {
-            let status = loop {
-                match a.child.try_wait() {
-                    Ok(Some(s)) => break Some(s),
-                    Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
-                    _ => break None,
-                }
-            };
-            match status {
+            match exited_by(&mut a.child, until) {
                 Some(s) if s.success() => {}
                 Some(s) => unclean.push(format!(
                     "{} ({s}{})",
@@ -720,12 +713,8 @@ impl Launch {
 fn terminate(child: &mut Child) {
     // SAFETY: a signal to a child this process started and has not reaped.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let until = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < until {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    if exited_by(child, Instant::now() + Duration::from_secs(3)).is_some() {
+        return;
     }
     let _ = child.kill();
     let _ = child.wait();
