@@ -675,3 +675,25 @@ pub fn in_process(local: InProcess, token: String) -> tokio::io::DuplexStream {
     });
     client
 }
+
+#[cfg(test)]
+mod tests {
+    /// Issue 20 review: hosts sharing a state directory (an NFS home, a Slurm job's directory)
+    /// picked the same map file and locked each other out. Each host's map carries its name; a
+    /// map named the old way is continued.
+    #[test]
+    fn regression_hosts_sharing_a_state_directory_keep_their_maps_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = iocurve_engine::host::facts().hostname;
+        let p = super::map_path(dir.path(), 0xabc);
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with("iocurve-verify-") && name.ends_with("-0000000000000abc.map"), "{name}");
+        assert!(host.chars().filter(|c| c.is_ascii_alphanumeric()).all(|c| name.contains(c)), "{name} names {host}");
+        assert_ne!(name, "iocurve-verify-0000000000000abc.map");
+        let legacy = dir.path().join("iocurve-verify-0000000000000abc.map");
+        std::fs::write(&legacy, b"").unwrap();
+        assert_eq!(super::map_path(dir.path(), 0xabc), legacy, "an old map is continued");
+        std::fs::write(&p, b"").unwrap();
+        assert_eq!(super::map_path(dir.path(), 0xabc), p, "once the host's own exists it wins");
+    }
+}
