@@ -26,11 +26,20 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// List the built-in suites.
     Suites,
-    /// Print a built-in suite as TOML, to start a custom plan from.
+    /// Print a built-in suite as TOML, to start a custom plan from; or, with --from-fio, the
+    /// plan a fio job file becomes (`iocurve plan --from-fio job.fio > plan.toml`).
     Plan {
         /// The suite to print (see `iocurve suites`).
-        #[arg(long, default_value = "quick")]
+        #[arg(long, default_value = "quick", conflicts_with = "from_fio")]
         suite: String,
+        /// A fio job file to translate: the plan `iocurve run job.fio` runs, with the options
+        /// iocurve does not honour listed as comments on top.
+        #[arg(long, value_name = "JOB_FILE")]
+        from_fio: Option<PathBuf>,
+        /// With --from-fio: options that would change what is measured become warnings instead
+        /// of errors (see `run --fio-lenient`).
+        #[arg(long, requires = "from_fio")]
+        fio_lenient: bool,
     },
     /// List the stored runs: id, date, label, plan, host, targets, status, maximum per workload.
     Runs(DbArgs),
@@ -246,6 +255,19 @@ pub struct RunArgs {
     /// Built-in suite to run instead of a plan file (see `iocurve suites`).
     #[arg(long, conflicts_with = "plan")]
     pub suite: Option<String>,
+
+    /// Read the plan file as a fio job file. Without it, a file is taken for one when its name
+    /// ends in .fio or it starts with a [section] fio's way. Each job becomes a workload of one
+    /// step (numjobs workers, iodepth each; --ramp makes it a curve); options iocurve cannot
+    /// honour are listed in one warning block.
+    #[arg(long, requires = "plan")]
+    pub fio: bool,
+
+    /// Run a fio job file even when some of its options would change what is measured in a
+    /// way iocurve cannot reproduce (thinktime, fsync, zonemode, jobs fio runs at the same
+    /// time, …): they are listed as warnings instead of refused.
+    #[arg(long, requires = "plan")]
+    pub fio_lenient: bool,
 
     /// Target file, block device or glob; repeatable; replaces the plan's targets. A path that
     /// does not exist is created as a scratch file of --size. Default: ./iocurve-scratch.dat.

@@ -75,7 +75,21 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Plan { suite } => {
+        Command::Plan { from_fio: Some(path), fio_lenient, .. } => {
+            let import = iocurve_plan::fio::import(&path, fio_lenient)?;
+            let source = path.display().to_string();
+            // What runs must resolve: the same checks as `run job.fio`, before printing; the
+            // warning block explains a size fio read its own way.
+            if let Err(e) = import.resolve(&source, &Default::default()) {
+                if let Some(w) = import.warning() {
+                    crate::errln!("{w}");
+                }
+                return Err(e.into());
+            }
+            crate::out!("{}", import.to_toml(&source));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Plan { suite, .. } => {
             crate::out!("{}", suites::find(&suite)?.toml);
             Ok(ExitCode::SUCCESS)
         }

@@ -16,7 +16,7 @@ use crate::cli::{HostLoss, LaunchHow, MetricsArgs, RunArgs};
 use crate::terminal::Terminal;
 
 pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
-    let plan = load_plan(&args)?;
+    let (plan, scratch_size) = load_plan(&args)?;
     // A result that cannot be written is bad input, found before any I/O, not after the run.
     if let Some(path) = &args.json {
         check_output(path, "--json")?;
@@ -33,7 +33,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let options = RunOptions {
         label: args.label.clone(),
         db: args.db.clone(),
-        size: args.size,
+        size: args.size.or(scratch_size),
         keep: args.keep,
         allow_write: args.allow_write.clone(),
         verify_map: args.verify_map.clone(),
@@ -198,12 +198,23 @@ fn launch_options(how: LaunchHow, args: &RunArgs) -> Result<LaunchOptions, CliEr
     })
 }
 
-/// The plan with the command line's keys; the SLA options win over the plan's bounds, which are
-/// part of the resolved plan that is stored, so `show` reproduces what the run printed.
-fn load_plan(args: &RunArgs) -> Result<Plan, CliError> {
+/// The plan with the command line's keys, and the scratch file size a fio job file asks for;
+/// the SLA options win over the plan's bounds, which are part of the resolved plan that is
+/// stored, so `show` reproduces what the run printed.
+fn load_plan(args: &RunArgs) -> Result<(Plan, Option<u64>), CliError> {
     let o =
         Overrides { targets: args.targets.clone(), keys: args.flags.keys()?, workload_filter: args.workload.clone() };
+    let mut scratch_size = None;
     let mut plan = match (&args.plan, &args.suite) {
+        (Some(path), _) if args.fio || is_fio(path) => {
+            let import = iocurve_plan::fio::import(path, args.fio_lenient)?;
+            // Before the plan's checks: a size fio read its own way explains their error.
+            if let Some(w) = import.warning() {
+                crate::errln!("{w}");
+            }
+            scratch_size = import.scratch_size;
+            import.resolve(&path.display().to_string(), &o)?
+        }
         (Some(path), _) => iocurve_plan::load_file(path, &o)?,
         (None, Some(name)) => suites::load(name, &o)?,
         (None, None) => suites::load(suites::DEFAULT_SUITE, &o)?,
@@ -211,7 +222,13 @@ fn load_plan(args: &RunArgs) -> Result<Plan, CliError> {
     plan.precondition |= args.precondition;
     plan.sla_mean_ms = args.sla.mean_ms.or(plan.sla_mean_ms);
     plan.sla_p99_ms = args.sla.p99_ms.or(plan.sla_p99_ms);
-    Ok(plan)
+    Ok((plan, scratch_size))
+}
+
+/// A fio job file by its name or its first lines (an unreadable file is the plan loader's
+/// error to report).
+fn is_fio(path: &Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|text| iocurve_plan::fio::looks_like_fio(path, &text))
 }
 
 /// Checks that `path` can be written the way the result will be (a temporary file beside it,

@@ -10,6 +10,7 @@
 
 mod check;
 pub mod error;
+pub mod fio;
 pub mod keys;
 mod locate;
 pub mod model;

@@ -14,6 +14,7 @@ mod data;
 mod deploy;
 mod faultdev;
 mod faults;
+mod fio;
 mod formats;
 mod launch;
 mod metrics;

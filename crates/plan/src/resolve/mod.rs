@@ -62,6 +62,11 @@ impl Default for Workload {
     }
 }
 
+/// Resolves a typed plan with command-line overrides (an imported fio job file).
+pub(crate) fn resolve_with(file: &PlanFile, source: &str, overrides: &Overrides) -> Result<Plan, PlanError> {
+    Resolver { text: "", source, overrides, file }.resolve()
+}
+
 /// Resolves a plan that is already typed (no text: errors name keys, not lines).
 pub(crate) fn resolve_file(file: &PlanFile, source: &str) -> Result<Plan, PlanError> {
     Resolver { text: "", source, overrides: &Overrides::default(), file }.resolve()

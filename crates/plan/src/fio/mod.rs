@@ -1,0 +1,204 @@
+//! fio job files in: `iocurve run job.fio` and `iocurve plan --from-fio job.fio`.
+//!
+//! A job file is read as fio reads it ([`ini`], [`value`]), its jobs resolved with fio's
+//! defaults ([`job`]) and turned into an ordinary plan ([`translate`]) that goes through the
+//! same resolution and checks as a TOML plan. What iocurve cannot honour is listed in one
+//! block of [`Notice`]s; what would change the measured load is refused unless the import is
+//! lenient.
+
+mod ini;
+mod job;
+mod options;
+mod translate;
+mod value;
+
+use std::path::Path;
+
+use crate::error::PlanError;
+use crate::keys::PlanFile;
+use crate::model::Plan;
+use crate::resolve::Overrides;
+
+pub use value::SizeOr;
+
+/// One job of the file, resolved as fio resolves it (before any mapping onto iocurve).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FioJob {
+    pub name: String,
+    /// The section's file and line.
+    pub file: String,
+    pub line: usize,
+    /// `read`, `write`, `randread`, `randwrite`, `rw` or `randrw`.
+    pub rw: String,
+    /// A `:N` after the mode, with its entry.
+    pub modifier: Option<(ini::Entry, String)>,
+    /// Share of reads (100 for read-only modes, 0 for write-only).
+    pub read_pct: f64,
+    /// Block sizes with their shares in percent, for reads and writes.
+    pub bs: [Vec<(u64, f64)>; 2],
+    /// Smallest and largest block size for reads and writes (fio's `bs=(R) A-B, (W) C-D`).
+    pub bs_range: [(u64, u64); 2],
+    pub numjobs: u32,
+    pub iodepth: u32,
+    pub nrfiles: u32,
+    pub ioengine: String,
+    pub direct: bool,
+    pub size: Option<SizeOr>,
+    pub offset: Option<SizeOr>,
+    pub filesize: Option<u64>,
+    pub directory: Option<String>,
+    pub filenames: Vec<String>,
+    pub runtime_s: Option<f64>,
+    pub time_based: bool,
+    pub ramp_s: f64,
+    pub stonewall: bool,
+    pub new_group: bool,
+    pub wait_for: Option<String>,
+    pub compress_pct: Option<f64>,
+    pub dedupe_pct: Option<f64>,
+    /// Per-job rate limits for reads and writes, with the entry that set them.
+    pub rate_iops: Option<(ini::Entry, [Option<f64>; 2])>,
+    pub rate_bytes: Option<(ini::Entry, [Option<f64>; 2])>,
+    pub poisson: bool,
+    pub continue_on_error: Option<String>,
+    pub verify: Option<String>,
+    pub random_distribution: Option<String>,
+    pub percentage_random: Option<u64>,
+    /// Where each option in force was set (canonical name, file, line): notes point there.
+    pub origins: Vec<(String, String, usize)>,
+}
+
+impl FioJob {
+    /// The file and line that set `option` (canonical name), else the job's section.
+    pub fn origin(&self, option: &str) -> (String, usize) {
+        self.origins
+            .iter()
+            .rev()
+            .find(|o| o.0 == option)
+            .map_or_else(|| (self.file.clone(), self.line), |o| (o.1.clone(), o.2))
+    }
+}
+
+/// One line of the warning block: an option iocurve does not honour (or refuses).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    pub file: String,
+    pub line: usize,
+    pub option: String,
+    pub value: String,
+    /// What iocurve does instead (or why it refuses).
+    pub instead: String,
+    /// Changes what is measured: an error unless the import is lenient.
+    pub refused: bool,
+}
+
+impl std::fmt::Display for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let opt = if self.value.is_empty() { self.option.clone() } else { format!("{}={}", self.option, self.value) };
+        write!(f, "{}:{}: {opt}: {}", self.file, self.line, self.instead)
+    }
+}
+
+/// A job file as a plan, with what the import could not honour.
+#[derive(Debug, Clone)]
+pub struct FioImport {
+    pub jobs: Vec<FioJob>,
+    pub plan: PlanFile,
+    /// Size for scratch files the plan's targets need (fio creates missing files at `size`).
+    pub scratch_size: Option<u64>,
+    /// Options not honoured, in file order (with `lenient`, the refused ones too).
+    pub notices: Vec<Notice>,
+}
+
+impl FioImport {
+    /// The warning block: one line per option, or nothing.
+    pub fn warning(&self) -> Option<String> {
+        if self.notices.is_empty() {
+            return None;
+        }
+        let mut s = String::from("warning: iocurve does not honour these fio options:");
+        for n in &self.notices {
+            s.push_str(&format!("\n  {n}"));
+        }
+        Some(s)
+    }
+
+    /// The plan as TOML, with the job file and the warning block as comments on top.
+    pub fn to_toml(&self, source: &str) -> String {
+        let mut s = format!("# Imported from the fio job file {source} by `iocurve plan --from-fio`.\n");
+        if let Some(w) = self.warning() {
+            for line in w.lines() {
+                s.push_str(&format!("# {line}\n"));
+            }
+        }
+        s.push('\n');
+        s.push_str(&toml::to_string(&self.plan).unwrap_or_else(|e| unreachable!("a plan serialises: {e}")));
+        s
+    }
+}
+
+/// Is this file a fio job file rather than a TOML plan? A `.fio` name, or a first line that
+/// opens a single-bracket section other than the plan's `[defaults]` and is followed by
+/// `key=value` lines fio's way (no quotes).
+pub fn looks_like_fio(path: &Path, text: &str) -> bool {
+    if path.extension().is_some_and(|e| e == "fio") {
+        return true;
+    }
+    let mut lines = text.lines().map(|l| l.find([';', '#']).map_or(l, |i| &l[..i]).trim()).filter(|l| !l.is_empty());
+    match lines.next() {
+        Some(first) if first.starts_with('[') && !first.starts_with("[[") && first.ends_with(']') => {
+            first != "[defaults]" && lines.next().is_none_or(|l| !l.contains('"'))
+        }
+        _ => false,
+    }
+}
+
+/// Reads a job file (with its includes and `${VAR}`s from the environment).
+pub fn import(path: &Path, lenient: bool) -> Result<FioImport, PlanError> {
+    import_env(path, lenient, &|k: &str| std::env::var(k).ok())
+}
+
+/// The same with `${VAR}`s looked up in `env`.
+pub fn import_env(path: &Path, lenient: bool, env: &dyn Fn(&str) -> Option<String>) -> Result<FioImport, PlanError> {
+    let sections = ini::read(path, env)?;
+    from_sections(&sections, &path.display().to_string(), lenient)
+}
+
+/// The same from text (includes relative to the working directory): for fuzzing and tests.
+pub fn import_str(text: &str, source: &str, lenient: bool) -> Result<FioImport, PlanError> {
+    let env = |_: &str| None;
+    let sections = ini::parse_text(text, source, Path::new("."), &env)?;
+    from_sections(&sections, source, lenient)
+}
+
+fn from_sections(sections: &[ini::Section], source: &str, lenient: bool) -> Result<FioImport, PlanError> {
+    let mut notices = Vec::new();
+    let jobs = job::resolve(sections, &mut notices)?;
+    let (plan, scratch_size) = translate::plan(&jobs, source, &mut notices)?;
+    // A [global] option is noted once, not once per job.
+    notices.sort_by(|a, b| (&a.file, a.line, &a.option, &a.instead).cmp(&(&b.file, b.line, &b.option, &b.instead)));
+    notices.dedup();
+    let refused: Vec<&Notice> = notices.iter().filter(|n| n.refused).collect();
+    if !refused.is_empty() && !lenient {
+        let first = refused[0];
+        let list: Vec<String> = refused.iter().map(|n| format!("\n  {n}")).collect();
+        return Err(PlanError::new(
+            &first.file,
+            Some(first.line),
+            None,
+            format!(
+                "these fio options would change what is measured in a way iocurve cannot reproduce:{}\n(--fio-lenient runs without them; they are then listed as warnings)",
+                list.join("")
+            ),
+        ));
+    }
+    Ok(FioImport { jobs, plan, scratch_size, notices })
+}
+
+impl FioImport {
+    /// The plan resolved and checked as a TOML plan would be, with the command line's
+    /// overrides (`--ramp` turns a job's one step into a curve).
+    pub fn resolve(&self, source: &str, overrides: &Overrides) -> Result<Plan, PlanError> {
+        crate::resolve::resolve_with(&self.plan, source, overrides)
+    }
+}

@@ -1,0 +1,384 @@
+//! fio jobs to an iocurve plan. A job becomes a workload of one step: `numjobs` workers of
+//! `iodepth` each (`--ramp` turns it into a curve). Jobs fio runs at the same time (no
+//! `stonewall` or `wait_for` between them) become one workload when they differ only in their
+//! files; otherwise iocurve, which runs one workload at a time, refuses to pretend.
+
+use std::path::Path;
+
+use super::{FioJob, Notice, SizeOr};
+use crate::error::PlanError;
+use crate::keys::{BlockSizeSpec, PlanFile, WorkingSetSpec, WorkloadKeys};
+use crate::model::{Arrival, Backend, OnError, Pattern};
+
+/// The file jobs without `filename` share (fio would lay out NAME.N.0 per job and clone).
+const SCRATCH: &str = "iocurve-fio.scratch";
+
+/// One job's load before jobs that run together are merged.
+struct Load<'a> {
+    job: &'a FioJob,
+    keys: WorkloadKeys,
+    targets: Vec<String>,
+    workers: u32,
+}
+
+pub fn plan(jobs: &[FioJob], source: &str, notices: &mut Vec<Notice>) -> Result<(PlanFile, Option<u64>), PlanError> {
+    let mut scratch_size: Option<u64> = None;
+    let mut loads = Vec::new();
+    let mut scratch_noted = false;
+    for job in jobs {
+        let targets = targets(job);
+        if job.filenames.is_empty() && !scratch_noted {
+            scratch_noted = true;
+            notices.push(note(job, "filename", "", &format!(
+                "none given: fio would lay out a file per job and clone ({}.N.0); iocurve runs every such job on one scratch file, {}, created for the run and removed after it unless --keep",
+                job.name, targets[0]
+            ), false));
+        }
+        let (keys, file_size) = workload(job, targets.len() as u64, notices);
+        if let Some(s) = file_size {
+            scratch_size = Some(scratch_size.map_or(s, |m| m.max(s)));
+        }
+        let workers = if keys.rate.is_some() { 1 } else { job.numjobs };
+
+        loads.push(Load { job, keys, targets, workers });
+    }
+
+    // The shared scratch file is created at the largest size any job asks for: a job that asks
+    // for all of it has the whole target as its working set.
+    if let Some(size) = scratch_size {
+        for l in loads.iter_mut().filter(|l| l.job.filenames.is_empty()) {
+            if l.keys.working_set == Some(WorkingSetSpec::Range { start: 0, end: size }) {
+                l.keys.working_set = Some(WorkingSetSpec::Backend);
+            }
+        }
+    }
+
+    // Waves: the jobs fio runs at the same time.
+    let mut waves: Vec<Vec<Load>> = Vec::new();
+    for (i, l) in loads.into_iter().enumerate() {
+        if i == 0 || l.job.stonewall || l.job.wait_for.is_some() {
+            waves.push(Vec::new());
+        }
+        waves.last_mut().unwrap_or_else(|| unreachable!()).push(l);
+    }
+    let mut merged: Vec<Load> = Vec::new();
+    for wave in waves {
+        let same = wave.windows(2).all(|w| w[0].keys == w[1].keys);
+        if wave.len() > 1 && same {
+            let names: Vec<&str> = wave.iter().map(|l| l.job.name.as_str()).collect();
+            let mut first = wave.into_iter();
+            let mut m = first.next().unwrap_or_else(|| unreachable!());
+            for l in first {
+                m.workers += l.workers;
+                for t in l.targets {
+                    if !m.targets.contains(&t) {
+                        m.targets.push(t);
+                    }
+                }
+            }
+            notices.push(note(m.job, "stonewall", "", &format!(
+                "fio runs jobs {} at the same time, each on its own files; iocurve runs them as one workload of {} workers over all their files",
+                names.join(", "), m.workers
+            ), false));
+            merged.push(m);
+        } else {
+            for (i, l) in wave.into_iter().enumerate() {
+                if i > 0 {
+                    notices.push(note(l.job, "stonewall", "", &format!(
+                        "fio runs job {} at the same time as the jobs before it in this file (no stonewall between them); iocurve runs one workload at a time: add stonewall to the job, or --fio-lenient runs the jobs one after another",
+                        l.job.name
+                    ), true));
+                }
+                merged.push(l);
+            }
+        }
+    }
+
+    // One target list for the plan.
+    let mut all: Vec<String> = Vec::new();
+    for l in &merged {
+        for t in &l.targets {
+            if !all.contains(t) {
+                all.push(t.clone());
+            }
+        }
+    }
+    if let Some(odd) = merged.iter().find(|l| l.targets != merged[0].targets) {
+        notices.push(note(odd.job, "filename", &odd.targets.join(":"), &format!(
+            "job {} uses other files than job {} ({}); iocurve runs every workload on the plan's targets: split the file into one per set of files, or --fio-lenient runs every workload on all of them",
+            odd.job.name, merged[0].job.name, merged[0].targets.join(":")
+        ), true));
+    }
+
+    let mut workloads: Vec<WorkloadKeys> = Vec::new();
+    for l in merged {
+        let mut k = l.keys;
+        let mut name = sanitize(&l.job.name);
+        let base = name.clone();
+        let mut n = 2;
+        while workloads.iter().any(|w| w.name.as_deref() == Some(name.as_str())) {
+            name = format!("{base}-{n}");
+            n += 1;
+        }
+        k.name = Some(name);
+        if k.rate.is_none() {
+            k.ramp = Some(vec![l.workers]);
+        }
+        workloads.push(k);
+    }
+    let stem = Path::new(source).file_stem().map_or("fio".into(), |s| s.to_string_lossy().into_owned());
+    let plan = PlanFile {
+        name: Some(stem),
+        description: Some(format!("imported from the fio job file {source}")),
+        targets: Some(all),
+        workloads,
+        ..Default::default()
+    };
+    Ok((plan, scratch_size))
+}
+
+fn refuse(notices: &mut Vec<Notice>, job: &FioJob, option: &str, value: &str, why: &str) {
+    notices.push(note(job, option, value, why, true));
+}
+
+fn note(job: &FioJob, option: &str, value: &str, instead: &str, refused: bool) -> Notice {
+    let (file, line) = job.origin(option);
+    Notice { file, line, option: option.into(), value: value.into(), instead: instead.into(), refused }
+}
+
+/// A job's files: `filename` (relative ones under `directory`), or the shared scratch file.
+fn targets(job: &FioJob) -> Vec<String> {
+    let dir = job.directory.as_deref().map(|d| d.split(':').next().unwrap_or(d));
+    let under = |f: &str| match dir {
+        Some(d) if !Path::new(f).is_absolute() => Path::new(d).join(f).display().to_string(),
+        _ => f.to_string(),
+    };
+    if job.filenames.is_empty() { vec![under(SCRATCH)] } else { job.filenames.iter().map(|f| under(f)).collect() }
+}
+
+/// Workload names become keys and file names in reports: letters, digits, `-`, `_`, `.`.
+fn sanitize(name: &str) -> String {
+    let s: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '-' }).collect();
+    if s.is_empty() { "fio-job".into() } else { s }
+}
+
+/// The keys of one job (no name, no ramp) and the size its scratch files need.
+fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKeys, Option<u64>) {
+    if let Some((e, m)) = &job.modifier {
+        notices.push(Notice {
+            file: e.file.clone(),
+            line: e.line,
+            option: e.key.clone(),
+            value: format!("{}:{m}", job.rw),
+            instead: "iocurve picks a new offset for every random I/O and never skips ahead in a sequential one".into(),
+            refused: true,
+        });
+    }
+    if let Some(v) = job.verify.as_deref().filter(|v| !matches!(*v, "0" | "null" | "none")) {
+        refuse(
+            notices,
+            job,
+            "verify",
+            v,
+            "iocurve's verify is its own (block headers against the last acknowledged write, not fio's checksums): set verify = true in the plan instead",
+        );
+    }
+    if let Some(v) = job.random_distribution.as_deref().filter(|v| *v != "random") {
+        refuse(notices, job, "random_distribution", v, "iocurve spreads random offsets uniformly over the working set");
+    }
+    if let Some(p) = job.percentage_random.filter(|&p| p != 100 && job.rw.starts_with("rand")) {
+        refuse(notices, job, "percentage_random", &p.to_string(), "iocurve's random workloads are random throughout");
+    }
+    if job.nrfiles > 1 {
+        refuse(
+            notices,
+            job,
+            "nrfiles",
+            &job.nrfiles.to_string(),
+            "iocurve runs on the files named by filename; name them",
+        );
+    }
+    if job.directory.as_deref().is_some_and(|d| d.contains(':')) {
+        refuse(
+            notices,
+            job,
+            "directory",
+            job.directory.as_deref().unwrap_or(""),
+            "iocurve uses one directory; the first is taken",
+        );
+    }
+
+    let mut k = WorkloadKeys::default();
+    let random = job.rw.starts_with("rand");
+    k.pattern = Some(if random { Pattern::Random } else { Pattern::Sequential });
+    k.read_pct = Some(job.read_pct);
+    k.direct = Some(job.direct);
+
+    // Block sizes of the directions the job uses.
+    let dirs: Vec<usize> =
+        [(0, job.read_pct > 0.0), (1, job.read_pct < 100.0)].iter().filter(|d| d.1).map(|d| d.0).collect();
+    if dirs.len() == 2 && job.bs[0] != job.bs[1] {
+        refuse(
+            notices,
+            job,
+            "bs",
+            "",
+            "reads and writes of different block sizes: iocurve draws one block size mix for both; the read sizes are used",
+        );
+    }
+    let split = &job.bs[dirs[0]];
+    k.bs = Some(if split.len() == 1 {
+        BlockSizeSpec::One(split[0].0)
+    } else if split.windows(2).all(|w| w[0].1 == w[1].1) {
+        BlockSizeSpec::Mix(split.iter().map(|s| (s.0, 1)).collect())
+    } else {
+        BlockSizeSpec::Mix(split.iter().map(|s| (s.0, (s.1 * 100.0).round() as u32)).collect())
+    });
+    let mean_bs: f64 = split.iter().map(|s| s.0 as f64 * s.1).sum::<f64>() / split.iter().map(|s| s.1).sum::<f64>();
+
+    // The engine.
+    let (backend, depth_one) = match job.ioengine.as_str() {
+        "io_uring" | "libaio" | "posixaio" => (Backend::IoUring, false),
+        "psync" | "sync" | "pvsync" | "pvsync2" | "vsync" | "mmap" => (Backend::Psync, true),
+        "null" => (Backend::Null, false),
+        other => {
+            refuse(
+                notices,
+                job,
+                "ioengine",
+                other,
+                "not an engine for block storage that iocurve can stand in for; io_uring is used",
+            );
+            (Backend::IoUring, false)
+        }
+    };
+    let nearest = match backend {
+        Backend::IoUring => "io_uring",
+        Backend::Psync => "psync",
+        Backend::Null => "null",
+    };
+    if job.ioengine != nearest
+        && matches!(job.ioengine.as_str(), "libaio" | "posixaio" | "sync" | "pvsync" | "pvsync2" | "vsync" | "mmap")
+    {
+        notices.push(note(
+            job,
+            "ioengine",
+            &job.ioengine,
+            &format!("iocurve's nearest back-end, {nearest}, is used"),
+            false,
+        ));
+    }
+    k.backend = Some(backend);
+    k.queue_depth = Some(if depth_one && job.iodepth > 1 {
+        notices.push(note(
+            job,
+            "iodepth",
+            &job.iodepth.to_string(),
+            &format!("fio caps the queue depth of the synchronous engine {} at 1; so does the import", job.ioengine),
+            false,
+        ));
+        1
+    } else {
+        job.iodepth
+    });
+
+    // How long: fio's runtime, measured in intervals (at least 3, about 10 s each).
+    k.warmup_s = Some(job.ramp_s);
+    match job.runtime_s.filter(|&t| t > 0.0) {
+        Some(t) => {
+            let n = ((t / 10.0).round() as u32).max(3);
+            k.intervals = Some(n);
+            k.interval_s = Some(t / n as f64);
+        }
+        None => notices.push(note(
+            job,
+            "runtime",
+            "",
+            "none given: fio would run until `size` bytes are done (or, time_based, until stopped); iocurve measures each step for a time, here its default (3 intervals of 10 s)",
+            false,
+        )),
+    }
+
+    // Where: fio's size is the job's total over its files, from offset.
+    let mut file_size = job.filesize;
+    let offset = match job.offset {
+        None => 0,
+        Some(SizeOr::Bytes(b)) => b,
+        Some(SizeOr::Percent(p)) => {
+            refuse(
+                notices,
+                job,
+                "offset",
+                &format!("{p}%"),
+                "iocurve needs byte offsets (the file sizes are known only on the hosts); give offset in bytes",
+            );
+            0
+        }
+    };
+    k.working_set = Some(match job.size {
+        Some(SizeOr::Bytes(b)) => {
+            let per = b / files.max(1);
+            file_size = Some(file_size.unwrap_or(0).max(offset + per));
+            WorkingSetSpec::Range { start: offset, end: offset + per }
+        }
+        Some(SizeOr::Percent(p)) if p >= 100.0 && offset == 0 => WorkingSetSpec::Backend,
+        Some(SizeOr::Percent(p)) => {
+            refuse(
+                notices,
+                job,
+                "size",
+                &format!("{p}%"),
+                "iocurve needs byte sizes (the file sizes are known only on the hosts); give size in bytes",
+            );
+            WorkingSetSpec::Backend
+        }
+        None if offset > 0 => {
+            refuse(
+                notices,
+                job,
+                "offset",
+                &offset.to_string(),
+                "without size, iocurve cannot end the working set at the file's end: give size too",
+            );
+            WorkingSetSpec::Backend
+        }
+        None => WorkingSetSpec::Backend,
+    });
+
+    // What is written and what an error does.
+    if let Some(p) = job.compress_pct {
+        k.compress = Some((p / 100.0).min(0.99));
+    }
+    if let Some(p) = job.dedupe_pct {
+        k.dedupe = Some(100.0 / (100.0 - p.min(99.0)));
+    }
+    k.on_error = Some(match job.continue_on_error.as_deref() {
+        None | Some("none" | "0") => OnError::StopTarget,
+        Some(_) => OnError::Continue,
+    });
+
+    // A rate limit per job: the plan's rate is for the whole run.
+    let used = |v: &[Option<f64>; 2]| -> Option<f64> {
+        let vals: Vec<f64> = dirs.iter().filter_map(|&d| v[d]).collect();
+        vals.first().copied().filter(|f| vals.iter().all(|x| x == f))
+    };
+    let rate_iops = match (&job.rate_iops, &job.rate_bytes) {
+        (Some((e, v)), _) => used(v).or_else(|| {
+            notices.push(note(job, &e.key, "", "different rates for reads and writes: iocurve drives one rate", true));
+            None
+        }),
+        (None, Some((e, v))) => used(v).map(|b| b / mean_bs).or_else(|| {
+            notices.push(note(job, &e.key, "", "different rates for reads and writes: iocurve drives one rate", true));
+            None
+        }),
+        (None, None) => None,
+    };
+    if let Some(iops) = rate_iops.filter(|&r| r > 0.0) {
+        let total = iops * f64::from(job.numjobs);
+        k.rate = Some(vec![if random { total } else { total * mean_bs / 1e6 }]);
+        k.arrival = Some(if job.poisson { Arrival::Poisson } else { Arrival::Uniform });
+        k.max_outstanding = Some(job.numjobs.saturating_mul(job.iodepth));
+    }
+    (k, file_size)
+}

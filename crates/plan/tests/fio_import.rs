@@ -1,0 +1,187 @@
+//! The fio import's own decisions, without fio: what a job becomes in the plan, what is merged,
+//! what is refused and how it is reported (file, line, option), and that the printed plan is
+//! the plan that runs.
+
+use std::path::{Path, PathBuf};
+
+use iocurve_plan::fio::{self, FioImport};
+use iocurve_plan::{Backend, OnError, Overrides, Pattern, PlanError, WorkingSet, parse_str};
+
+fn corpus(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fio-corpus").join(name)
+}
+
+fn import(path: &Path, lenient: bool) -> Result<FioImport, PlanError> {
+    fio::import_env(path, lenient, &|k: &str| (k == "IOC_DIR").then(|| "/data".to_string()))
+}
+
+fn text(t: &str, lenient: bool) -> Result<FioImport, PlanError> {
+    fio::import_str(t, "job.fio", lenient)
+}
+
+#[test]
+fn a_classic_job_becomes_one_step_of_its_numjobs_and_iodepth() {
+    let i = import(&corpus("basic.fio"), false).unwrap();
+    let plan = i.resolve("basic.fio", &Overrides::default()).unwrap();
+    assert_eq!(plan.groups[0].targets, ["/data/iocurve-fio.scratch"]);
+    assert_eq!(i.scratch_size, Some(4 << 20));
+    let w = &plan.workloads[0];
+    assert_eq!(w.name, "randread");
+    assert_eq!((w.read_pct, w.pattern, w.queue_depth), (100.0, Pattern::Random, 16));
+    assert_eq!(w.ramp, [2], "numjobs = 2 workers");
+    assert_eq!(w.bs[0].bytes, 4096);
+    assert!(w.direct);
+    assert_eq!(w.backend, Backend::IoUring, "libaio → io_uring");
+    assert_eq!(w.working_set, WorkingSet::Backend, "the whole scratch file, made at size");
+    assert_eq!((w.warmup_s, w.intervals), (0.0, 3));
+    assert!((w.interval_s * 3.0 - 1.0).abs() < 1e-12, "runtime=1 in 3 intervals");
+    assert_eq!(w.on_error, OnError::StopTarget, "fio ends a job at its first error");
+    // libaio is noted as mapped, once for the [global] line that sets it.
+    let w = i.warning().unwrap();
+    assert_eq!(w.matches("ioengine=libaio").count(), 1, "{w}");
+    assert!(w.contains("basic.fio:3: ioengine=libaio: iocurve's nearest back-end, io_uring"), "{w}");
+}
+
+#[test]
+fn jobs_fio_runs_together_on_different_devices_become_one_workload() {
+    let i = import(&corpus("concurrent.fio"), false).unwrap();
+    let plan = i.resolve("concurrent.fio", &Overrides::default()).unwrap();
+    assert_eq!(plan.workloads.len(), 1);
+    assert_eq!(plan.workloads[0].ramp, [2]);
+    assert_eq!(plan.groups[0].targets, ["/data/a.dat", "/data/b.dat"]);
+    assert!(i.warning().unwrap().contains("as one workload of 2 workers"), "{:?}", i.warning());
+}
+
+#[test]
+fn jobs_fio_runs_together_that_differ_are_refused_unless_lenient() {
+    let t = "[global]\nfilename=/data/x\nsize=1m\n[reader]\nrw=randread\n[writer]\nrw=randwrite\n";
+    let e = text(t, false).unwrap_err();
+    assert_eq!((e.source.as_str(), e.line), ("job.fio", Some(6)));
+    assert!(e.message.contains("at the same time") && e.message.contains("--fio-lenient"), "{e}");
+    let i = text(t, true).unwrap();
+    let plan = i.resolve("job.fio", &Overrides::default()).unwrap();
+    let names: Vec<&str> = plan.workloads.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(names, ["reader", "writer"], "one after another");
+    // With stonewall they are one after another in fio too: nothing to refuse.
+    let t = t.replace("[writer]\n", "[writer]\nstonewall\n");
+    let w = text(&t, false).unwrap().warning().unwrap();
+    assert!(!w.contains("at the same time"), "{w}");
+}
+
+#[test]
+fn refusals_are_listed_in_one_block_with_file_line_and_option() {
+    let e = import(&corpus("lenient.fio"), false).unwrap_err();
+    let m = e.to_string();
+    for want in ["lenient.fio:7: rw=randread:8", "lenient.fio:12: rw=write:4k", "lenient.fio:21: thinktime=100"] {
+        assert!(m.contains(want), "{want} in {m}");
+    }
+    assert!(m.contains("--fio-lenient runs without them"), "{m}");
+    let i = import(&corpus("lenient.fio"), true).unwrap();
+    let w = i.warning().unwrap();
+    assert!(w.contains("thinktime=100") && w.contains("thread: iocurve always drives I/O from threads"), "{w}");
+    let plan = i.resolve("lenient.fio", &Overrides::default()).unwrap();
+    let holes = &plan.workloads[1];
+    assert!(holes.direct, "buffered=0 is O_DIRECT");
+    assert_eq!((holes.warmup_s, holes.intervals), (0.5, 3));
+    let think = &plan.workloads[2];
+    assert_eq!((think.backend, think.queue_depth, think.ramp.as_slice()), (Backend::Null, 2, &[3][..]));
+    assert!(!plan.workloads[0].direct, "fio's default is buffered I/O");
+}
+
+#[test]
+fn sizes_offsets_and_files() {
+    // Jobs on different files cannot share the plan's targets: refused, then all files.
+    let e = import(&corpus("offsets.fio"), false).unwrap_err();
+    assert!(e.message.contains("uses other files"), "{e}");
+    let i = import(&corpus("offsets.fio"), true).unwrap();
+    let plan = i.resolve("offsets.fio", &Overrides::default()).unwrap();
+    assert_eq!(plan.groups[0].targets, ["/data/offsets.dat", "/data/one.dat", "/data/t:wo.dat"]);
+    assert_eq!(plan.workloads[0].working_set, WorkingSet::Range { start: 2 << 20, end: 3 << 20 });
+    // fio splits size over the job's files.
+    assert_eq!(plan.workloads[1].working_set, WorkingSet::Range { start: 0, end: 1 << 20 });
+    assert_eq!(i.scratch_size, Some(8 << 20), "filesize");
+    // Percentages need the file's size, known only where the file is.
+    let e = text("[j]\nfilename=/data/x\nsize=50%\n", false).unwrap_err();
+    assert!(e.message.contains("give size in bytes"), "{e}");
+    let i = text("[j]\nfilename=/data/x\nsize=100%\n", false).unwrap();
+    assert_eq!(i.plan.workloads[0].working_set, Some(iocurve_plan::WorkingSetSpec::Backend));
+}
+
+#[test]
+fn wait_for_and_stonewall_order_the_jobs() {
+    let i = import(&corpus("include.fio"), false).unwrap();
+    let plan = i.resolve("include.fio", &Overrides::default()).unwrap();
+    let w: Vec<(&str, u64, f64)> =
+        plan.workloads.iter().map(|w| (w.name.as_str(), w.bs[0].bytes, w.read_pct)).collect();
+    assert_eq!(w, [("first", 64 << 10, 0.0), ("second", 128 << 10, 100.0), ("third", 16 << 10, 100.0)]);
+    assert_eq!(plan.workloads[0].backend, Backend::Psync, "from the included file");
+}
+
+#[test]
+fn mistakes_are_clear_errors() {
+    let cases: &[(&str, usize, &str)] = &[
+        ("[j]\nrw=trim\n", 2, "no trims"),
+        ("[j]\nrw=randomread\n", 2, "not a fio rw mode"),
+        ("[j]\ndirect\n", 2, "needs a value"),
+        ("[j]\nbs=1.5k\n", 2, "no fractions"),
+        ("[j]\nbs=4kk\n", 2, "unknown unit"),
+        ("[j]\nnumjobs=0\n", 2, "from 1 to"),
+        ("[j]\nrwmixread=150\nrw=randrw\n", 2, "percentage"),
+        ("[j]\nbssplit=4k/60:8k/60\n", 2, "more than 100"),
+        ("[j]\nkb_base=1023\n", 2, "1024 or 1000"),
+        ("[global]\nbs=4k\n", 0, "no job section"),
+    ];
+    for &(t, line, want) in cases {
+        let e = text(t, true).unwrap_err();
+        assert!(e.to_string().contains(want), "{t:?}: {e}");
+        if line > 0 {
+            assert_eq!(e.line, Some(line), "{t:?}: {e}");
+        }
+    }
+    // An option iocurve does not know is refused, with a guess.
+    let e = text("[j]\niodepht=4\n", false).unwrap_err();
+    assert!(e.message.contains("iodepht=4") && e.message.contains("did you mean `iodepth`"), "{e}");
+}
+
+#[test]
+fn per_job_rates_become_the_runs_rate() {
+    let i =
+        text("[j]\nfilename=/data/x\nrw=randread\nrate_iops=500\nnumjobs=4\niodepth=2\nrate_process=poisson\n", false)
+            .unwrap();
+    let plan = i.resolve("job.fio", &Overrides::default()).unwrap();
+    let w = &plan.workloads[0];
+    assert_eq!(w.rate, [2000.0], "500 IOPS for each of 4 jobs");
+    assert_eq!(w.max_outstanding, 8);
+    assert_eq!(w.arrival, iocurve_plan::Arrival::Poisson);
+    // A sequential job's rate is MB/s: 10 MB/s per job at 1 MiB... from bytes per second.
+    let i = text("[j]\nfilename=/data/x\nrw=write\nbs=1m\nrate=10m\nnumjobs=2\n", false).unwrap();
+    let plan = i.resolve("job.fio", &Overrides::default()).unwrap();
+    assert!((plan.workloads[0].rate[0] - 2.0 * 10.0 * 1048576.0 / 1e6).abs() < 1e-9, "{:?}", plan.workloads[0].rate);
+}
+
+#[test]
+fn the_printed_plan_is_the_plan_that_runs() {
+    for name in ["basic.fio", "concurrent.fio", "include.fio", "lenient.fio", "mixed.fio", "offsets.fio", "split.fio"] {
+        let i = import(&corpus(name), true).unwrap();
+        let plan = i.resolve(name, &Overrides::default()).unwrap();
+        let toml = i.to_toml(name);
+        let again = parse_str(&toml, "printed.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}\n{toml}"));
+        assert_eq!(again.workloads, plan.workloads, "{name}");
+        assert_eq!(again.groups, plan.groups, "{name}");
+    }
+    // --ramp (an override) turns the one step into a curve.
+    let i = import(&corpus("basic.fio"), false).unwrap();
+    let keys = iocurve_plan::WorkloadKeys { ramp: Some(vec![1, 2, 4, 8]), ..Default::default() };
+    let plan = i.resolve("basic.fio", &Overrides { keys, ..Default::default() }).unwrap();
+    assert_eq!(plan.workloads[0].ramp, [1, 2, 4, 8]);
+}
+
+#[test]
+fn fio_files_are_told_from_toml_plans() {
+    assert!(fio::looks_like_fio(Path::new("x.fio"), ""));
+    assert!(fio::looks_like_fio(Path::new("job"), "; c\n[global]\nbs=4k\n"));
+    assert!(fio::looks_like_fio(Path::new("job.ini"), "[randread]\nrw=randread\n"));
+    assert!(!fio::looks_like_fio(Path::new("plan.toml"), "name = \"x\"\n[[workloads]]\n"));
+    assert!(!fio::looks_like_fio(Path::new("plan"), "[defaults]\nbs = \"4k\"\n"));
+    assert!(!fio::looks_like_fio(Path::new("plan"), "[[workloads]]\nname = \"a\"\n"));
+}
