@@ -183,6 +183,7 @@ mod tests {
             data_check: Vec::new(),
             notes: Vec::new(),
             stop_at: Default::default(),
+            links: None,
         }
     }
 

@@ -119,6 +119,9 @@ pub struct WorkloadResult {
     /// is drawn against.
     #[serde(default, skip_serializing_if = "Sla::is_unset")]
     pub stop_at: Sla,
+    /// The maximum against the hosts' links, when the plan names them (`links`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub links: Option<crate::sizing::LinkUse>,
 }
 
 /// One row of a data check: a compressor or dedupe unit, the ratio the pattern promises, the

@@ -54,58 +54,93 @@ pub fn raid_disks_for(iops: f64, disk_iops: f64, read: f64, raid: Raid) -> u32 {
     (iops * (read + raid.write_penalty() * (1.0 - read)) / disk_iops - 1e-9).ceil().max(1.0) as u32
 }
 
-/// A link type and what it carries.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Link {
-    pub name: &'static str,
-    /// Nominal rate per direction as sold, Gbit/s.
-    pub nominal_gbit: f64,
-    /// Payload one direction carries, MB/s (10^6 bytes), and how that follows from the line.
-    pub usable_mbps: f64,
-    pub assumption: &'static str,
-}
-
-/// Fibre Channel: the payload rates of the standard (per direction). Ethernet: TCP over IPv4
-/// with a 1500-byte MTU: 1460 bytes of payload per 1538 on the wire (preamble 8, header 14,
-/// FCS 4, inter-frame gap 12, IP 20, TCP 20) — 94.9 % of the line rate.
-pub const LINKS: &[Link] = &[
-    Link { name: "8G FC", nominal_gbit: 8.0, usable_mbps: 800.0, assumption: "8.5 Gbaud, 8b/10b encoding" },
-    Link { name: "16G FC", nominal_gbit: 16.0, usable_mbps: 1600.0, assumption: "14.025 Gbaud, 64b/66b encoding" },
-    Link { name: "32G FC", nominal_gbit: 32.0, usable_mbps: 3200.0, assumption: "28.05 Gbaud, 64b/66b encoding" },
-    Link { name: "64G FC", nominal_gbit: 64.0, usable_mbps: 6400.0, assumption: "28.9 Gbaud PAM4, 256b/257b encoding" },
-    Link { name: "10G Ethernet", nominal_gbit: 10.0, usable_mbps: 10_000.0 / 8.0 * ETH, assumption: ETH_NOTE },
-    Link { name: "25G Ethernet", nominal_gbit: 25.0, usable_mbps: 25_000.0 / 8.0 * ETH, assumption: ETH_NOTE },
-    Link { name: "100G Ethernet", nominal_gbit: 100.0, usable_mbps: 100_000.0 / 8.0 * ETH, assumption: ETH_NOTE },
-];
-
-const ETH: f64 = 1460.0 / 1538.0;
-const ETH_NOTE: &str = "TCP/IPv4, MTU 1500: 1460 payload bytes per 1538 on the wire";
-
-/// `32G`, `32g fc`, `25GbE`, `100G Ethernet`, `10GE`.
-pub fn parse_link(s: &str) -> Option<&'static Link> {
-    let t = s.to_ascii_lowercase().replace([' ', '-', '_'], "");
-    let digits: String = t.chars().take_while(char::is_ascii_digit).collect();
-    let rest = &t[digits.len()..];
-    let rest = rest.strip_prefix("gbit").or_else(|| rest.strip_prefix("gb")).or_else(|| rest.strip_prefix('g'))?;
-    let ethernet = matches!(rest, "e" | "be" | "ethernet" | "eth" | "bit ethernet");
-    let fc = matches!(rest, "" | "fc" | "fibrechannel");
-    let want = format!(
-        "{digits}G {}",
-        if ethernet {
-            "Ethernet"
-        } else if fc {
-            "FC"
-        } else {
-            return None;
-        }
-    );
-    LINKS.iter().find(|l| l.name == want)
-}
+pub use iocurve_plan::links::{LINKS, Link, parse_link};
 
 /// What `count` links of one type carry: nominal both ways as vendors count it (Gbit/s × 2
 /// directions, in GB/s), and usable per direction (MB/s).
 pub fn links(count: u32, link: &Link) -> (f64, f64) {
     (count as f64 * link.nominal_gbit / 8.0 * 2.0, count as f64 * link.usable_mbps)
+}
+
+/// A step's throughput against the links of the hosts that ran it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LinkUse {
+    /// `2 × 32G FC on each of 4 hosts`, `2 × 32G FC`.
+    pub links: String,
+    /// Payload all those links carry per direction, MB/s.
+    pub capacity_mbps: f64,
+    /// Reads (into the hosts) and writes (out of them) as percent of that.
+    pub read_pct: f64,
+    pub write_pct: f64,
+}
+
+impl LinkUse {
+    /// The busier direction's share: the one that meets the limit first.
+    pub fn pct(&self) -> f64 {
+        self.read_pct.max(self.write_pct)
+    }
+
+    /// `82 % of the hosts' links (2 × 32G FC: 6.4 GB/s a direction), reads`.
+    pub fn describe(&self, mbps: impl Fn(f64) -> String) -> String {
+        let dir = if self.read_pct >= self.write_pct { "reads" } else { "writes" };
+        let over = if self.pct() > 100.0 {
+            " — more than they carry: not all of it crossed them (a host cache?)"
+        } else {
+            ""
+        };
+        format!(
+            "{:.0} % of the hosts' links ({}: {} a direction), {dir}{over}",
+            self.pct(),
+            self.links,
+            mbps(self.capacity_mbps)
+        )
+    }
+}
+
+/// What `step` used of the links the stored `plan` gives its hosts: each `[[hosts]]` entry's
+/// `links` or the plan's; without `[[hosts]]`, the plan's `links` on every host that ran the
+/// step. None when a host's links are unknown.
+pub fn link_use(plan: &serde_json::Value, step: &crate::StepResult) -> Option<LinkUse> {
+    let parse = |v: &serde_json::Value| serde_json::from_value::<iocurve_plan::links::HostLinks>(v.clone()).ok();
+    let default = parse(&plan["links"]);
+    let hosts = plan["hosts"].as_array().filter(|h| !h.is_empty());
+    let (capacity, links) = match hosts {
+        Some(hosts) => {
+            let each: Vec<iocurve_plan::links::HostLinks> =
+                hosts.iter().map(|h| parse(&h["links"]).or_else(|| default.clone())).collect::<Option<_>>()?;
+            let capacity = each.iter().map(|l| l.usable_mbps()).sum::<Option<f64>>()?;
+            let same = each.windows(2).all(|w| w[0] == w[1]);
+            let links = match (same, each.len()) {
+                (true, 1) => each[0].describe(),
+                (true, n) => format!("{} on each of {n} hosts", each[0].describe()),
+                (false, n) => format!("{n} hosts' links"),
+            };
+            (capacity, links)
+        }
+        None => {
+            let l = default?;
+            let n = step.hosts.max(1);
+            let capacity = l.usable_mbps()? * f64::from(n);
+            (capacity, if n == 1 { l.describe() } else { format!("{} on each of {n} hosts", l.describe()) })
+        }
+    };
+    (capacity > 0.0).then(|| LinkUse {
+        links,
+        capacity_mbps: capacity,
+        read_pct: step.read.mbps / capacity * 100.0,
+        write_pct: step.write.mbps / capacity * 100.0,
+    })
+}
+
+impl crate::RunResult {
+    /// Sets every workload's [`LinkUse`] at its maximum, from the stored plan's links.
+    pub fn with_link_use(mut self) -> Self {
+        // The null back-end measures iocurve itself: nothing crosses a link.
+        for w in self.workloads.iter_mut().filter(|w| w.backend != "null") {
+            w.links = w.maximum.and_then(|p| w.steps.get(p.step)).and_then(|s| link_use(&self.plan, s));
+        }
+        self
+    }
 }
 
 /// Amdahl for storage (the method of IBM's "acceleration potential"): an application spends
@@ -115,6 +150,26 @@ pub fn speedup(f: f64, old: f64, new: f64) -> (f64, f64) {
     let k = old / new;
     let t = (1.0 - f) + f / k;
     (1.0 / t, 1.0 - t)
+}
+
+/// Where a measured curve carries `iops`: the mean latency there (µs), interpolated linearly
+/// between the two steps around it on the way up (the first crossing: the lower-latency side
+/// of a curve that bends back), and those steps. At or below the lightest step's load, that
+/// step's latency (no claim below what was measured). `points` are (IOPS, mean µs, label) of
+/// the measured steps in ramp order. Err: the curve never carried `iops`.
+pub fn latency_at<'a>(points: &[(f64, f64, &'a str)], iops: f64) -> Result<(f64, Vec<&'a str>), String> {
+    let Some(first) = points.first() else { return Err("the workload has no measured step".into()) };
+    if iops <= first.0 {
+        return Ok((first.1, vec![first.2]));
+    }
+    for w in points.windows(2) {
+        let ((i0, l0, a), (i1, l1, b)) = (w[0], w[1]);
+        if (i0..=i1).contains(&iops) && i1 > i0 {
+            return Ok((l0 + (l1 - l0) * (iops - i0) / (i1 - i0), vec![a, b]));
+        }
+    }
+    let max = points.iter().map(|p| p.0).fold(0.0, f64::max);
+    Err(format!("the curve never carried {iops:.0} IOPS: its highest step did {max:.0}"))
 }
 
 /// The data reduction an array should reach on iocurve's data: compression (`expected`, from
@@ -127,6 +182,58 @@ pub fn expected_reduction(pattern: &iocurve_plan::DataPattern) -> f64 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn link_use_counts_every_host_that_ran_the_step() {
+        let step = |hosts: u32, read: f64, write: f64| {
+            use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
+            let mut st = IntervalStats::with_samples(1);
+            st.read.record(1000, 4096);
+            let mut rec = StepRecord::new(1, 1, 1, 1.0, 1.0);
+            rec.push_interval(st, CpuUsage::default(), 1.0);
+            let mut s = crate::analyze_step(&rec, false, &crate::Thresholds::default());
+            (s.hosts, s.read.mbps, s.write.mbps) = (hosts, read, write);
+            s
+        };
+        let links = |t: &str| serde_json::to_value(iocurve_plan::links::HostLinks::parse(t).unwrap()).unwrap();
+        // One host, 2 × 32G FC: 5,248 MB/s of reads is 82 % of 6,400.
+        let plan = serde_json::json!({ "links": links("2x32G FC") });
+        let u = link_use(&plan, &step(1, 5248.0, 0.0)).unwrap();
+        assert_eq!((u.capacity_mbps, u.read_pct.round(), u.write_pct), (6400.0, 82.0, 0.0));
+        assert_eq!(u.describe(|v| format!("{v}")), "82 % of the hosts' links (2 × 32G FC: 6400 a direction), reads");
+        // Four hosts started by --launch: four times the links.
+        let u = link_use(&plan, &step(4, 0.0, 12_800.0)).unwrap();
+        assert_eq!((u.capacity_mbps, u.write_pct), (25_600.0, 50.0));
+        assert_eq!(u.links, "2 × 32G FC on each of 4 hosts");
+        // [[hosts]] with links of their own, and one that takes the plan's.
+        let plan = serde_json::json!({ "links": links("1x16G FC"), "hosts": [{ "links": links("4x32G FC") }, {}] });
+        assert_eq!(link_use(&plan, &step(2, 1.0, 0.0)).unwrap().capacity_mbps, 12_800.0 + 1600.0);
+        // A host whose links are unknown: no share at all rather than a wrong one.
+        let plan = serde_json::json!({ "hosts": [{ "links": links("4x32G FC") }, {}] });
+        assert!(link_use(&plan, &step(2, 1.0, 0.0)).is_none());
+        assert!(link_use(&serde_json::json!({}), &step(1, 1.0, 0.0)).is_none());
+    }
+
+    #[test]
+    fn latency_at_a_load_from_the_curve() {
+        let c = [(1000.0, 100.0, "1"), (1900.0, 105.0, "2"), (3000.0, 200.0, "4"), (2800.0, 400.0, "8")];
+        assert_eq!(latency_at(&c, 500.0).unwrap(), (100.0, vec!["1"]), "below the lightest step: its latency");
+        let (l, around) = latency_at(&c, 2450.0).unwrap();
+        assert!((l - 152.5).abs() < 1e-9 && around == ["2", "4"], "{l} {around:?}");
+        // 2,900 IOPS is carried on the way up (between 2 and 4), not on the bend back.
+        assert_eq!(latency_at(&c, 2900.0).unwrap().1, ["2", "4"]);
+        assert!(latency_at(&c, 3001.0).unwrap_err().contains("highest step did 3000"));
+        assert!(latency_at(&[], 1.0).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn interpolated_latency_lies_between_its_steps(a in 1.0f64..1e6, da in 1.0f64..1e6, la in 1.0f64..1e5, lb in 1.0f64..1e5, t in 0.0f64..=1.0) {
+            let c = [(a, la, "a"), (a + da, lb, "b")];
+            let (l, _) = latency_at(&c, a + t * da).unwrap();
+            prop_assert!(l >= la.min(lb) - 1e-6 && l <= la.max(lb) + 1e-6);
+        }
+    }
 
     #[test]
     fn the_published_examples() {

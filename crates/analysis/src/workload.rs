@@ -124,6 +124,8 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
         } else {
             Sla::default()
         },
+        // Set with the plan (`RunResult::with_link_use`).
+        links: None,
         steps,
     }
 }

@@ -256,6 +256,12 @@ pub struct RunArgs {
     #[arg(long, conflicts_with = "plan")]
     pub suite: Option<String>,
 
+    /// Every host's links to the storage, e.g. "2x32G FC" or "4x25GbE" (plan key `links`;
+    /// `[[hosts]] links` sets one host's): the summary and the report give the maximum's share
+    /// of them ("82 % of the hosts' links"). Types: 8G/16G/32G/64G FC, 10G/25G/100G Ethernet.
+    #[arg(long, value_name = "LINKS")]
+    pub links: Option<String>,
+
     /// Read the plan file as a fio job file. Without it, a file is taken for one when its name
     /// ends in .fio or it starts with a [section] fio's way. Each job becomes a workload of one
     /// step (numjobs workers, iodepth each; --ramp makes it a curve); options iocurve cannot
@@ -470,6 +476,8 @@ Example: iocurve size links 32 32G  →  256 GB/s as sold (32 Gbit/s × 2 direct
     #[command(
         after_help = "Speed-up = 1 / ((1 − f) + f / k), k = old latency / new latency, f the share of time the application waits for I/O; time saved = 1 − ((1 − f) + f / k).
 
+With a stored run instead of --to-ms: the new latency is the measured curve's mean latency at the application's load (--at-iops), interpolated between the two steps around it.
+
 Example: iocurve size speedup --io-share 40 --from-ms 5 --to-ms 0.25  →  38 % less time, 1.61× as fast"
     )]
     Speedup {
@@ -480,25 +488,48 @@ Example: iocurve size speedup --io-share 40 --from-ms 5 --to-ms 0.25  →  38 % 
         #[arg(long = "from-ms", value_parser = parse_positive)]
         from_ms: f64,
         /// Latency after, ms.
-        #[arg(long = "to-ms", value_parser = parse_positive)]
-        to_ms: f64,
+        #[arg(long = "to-ms", value_parser = parse_positive, required_unless_present = "run", conflicts_with = "run")]
+        to_ms: Option<f64>,
+        /// Take the latency after from this stored run's curve (see `iocurve runs`).
+        #[arg(long, requires = "at_iops")]
+        run: Option<i64>,
+        /// With --run: the workload (a part of its name; needed when the run has several).
+        #[arg(long, requires = "run")]
+        workload: Option<String>,
+        /// With --run: the application's load, IOPS.
+        #[arg(long = "at-iops", value_parser = parse_positive, requires = "run")]
+        at_iops: Option<f64>,
+        #[command(flatten)]
+        db: DbArgs,
     },
     /// The data reduction an array should reach on iocurve's data, and how far it got.
     #[command(
         after_help = "Expected = compression × dedupe: compression 512 / random bytes per 512-byte sector (--compress 0.4: 308 random bytes, 1.66:1), dedupe as given. `iocurve datacheck` measures what compressors make of the same data.
 
+With --run: the pattern a stored run's workload wrote, and what its data check (the engine's own data through zstd, lz4 and fixed-unit dedupe) found.
+
 Example: iocurve size reduction --compress 0.4 --dedupe 2 --array-ratio 3.0  →  3.32:1 expected"
     )]
     Reduction {
         /// The plan's `compress` (constant share of every block, 0 to 0.99).
-        #[arg(long, default_value_t = 0.0)]
+        #[arg(long, default_value_t = 0.0, conflicts_with = "run")]
         compress: f64,
         /// The plan's `dedupe` (written units per unique unit, 1 to 1000).
-        #[arg(long, default_value_t = 1.0)]
+        #[arg(long, default_value_t = 1.0, conflicts_with = "run")]
         dedupe: f64,
         /// The ratio the array reports for the data (e.g. 3.1 for 3.1:1).
         #[arg(long = "array-ratio", value_parser = parse_positive)]
         array_ratio: Option<f64>,
+        /// Take the data pattern from this stored run's writing workload, and put what the
+        /// run's data check measured beside the expectation.
+        #[arg(long)]
+        run: Option<i64>,
+        /// With --run: the workload (a part of its name; needed when the run has several
+        /// writing workloads).
+        #[arg(long, requires = "run")]
+        workload: Option<String>,
+        #[command(flatten)]
+        db: DbArgs,
     },
 }
 

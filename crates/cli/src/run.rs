@@ -220,6 +220,10 @@ fn load_plan(args: &RunArgs) -> Result<(Plan, Option<u64>), CliError> {
         (None, None) => suites::load(suites::DEFAULT_SUITE, &o)?,
     };
     plan.precondition |= args.precondition;
+    if let Some(l) = &args.links {
+        plan.links =
+            Some(iocurve_plan::links::HostLinks::parse(l).map_err(|m| CliError::Usage(format!("--links {m}")))?);
+    }
     plan.sla_mean_ms = args.sla.mean_ms.or(plan.sla_mean_ms);
     plan.sla_p99_ms = args.sla.p99_ms.or(plan.sla_p99_ms);
     Ok((plan, scratch_size))

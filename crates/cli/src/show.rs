@@ -64,7 +64,8 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
         plan,
         workloads,
         final_verification: s.verification.clone(),
-    })
+    }
+    .with_link_use())
 }
 
 pub fn runs(db: &Path) -> Result<ExitCode, CliError> {

@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use iocurve_analysis::sizing::{self, Raid};
+use iocurve_analysis::{RunResult, WorkloadResult};
 use iocurve_report::format;
 
 use crate::CliError;
@@ -54,30 +55,141 @@ pub fn command(c: SizeCommand) -> Result<ExitCode, CliError> {
                 l.assumption
             );
         }
-        SizeCommand::Speedup { io_share, from_ms, to_ms } => {
+        SizeCommand::Speedup { io_share, from_ms, to_ms, run, workload, at_iops, db } => {
+            let to_ms = match (to_ms, run, at_iops) {
+                (Some(t), _, _) => t,
+                (None, Some(id), Some(iops)) => {
+                    let (ms, said) = measured_latency(&db.db, id, workload.as_deref(), iops)?;
+                    crate::outln!("{said}");
+                    ms
+                }
+                _ => unreachable!("clap requires --to-ms or --run with --at-iops"),
+            };
             let (s, saved) = sizing::speedup(io_share / 100.0, from_ms, to_ms);
+            // A latency read off a curve has no business printing 17 digits.
+            let to = format!("{:.4}", to_ms).trim_end_matches('0').trim_end_matches('.').to_string();
             crate::outln!(
-                "{io_share} % of the time in I/O, latency {from_ms} ms → {to_ms} ms: {:.0} % less time, {s:.2}× as fast",
+                "{io_share} % of the time in I/O, latency {from_ms} ms → {to} ms: {:.0} % less time, {s:.2}× as fast",
                 saved * 100.0
             );
         }
-        SizeCommand::Reduction { compress, dedupe, array_ratio } => {
-            let keys =
-                iocurve_plan::WorkloadKeys { compress: Some(compress), dedupe: Some(dedupe), ..Default::default() };
-            // The plan's own checks and messages.
-            let w = iocurve_plan::writing_workload("size", keys)?;
-            let expected = sizing::expected_reduction(&w.data);
+        SizeCommand::Reduction { compress, dedupe, array_ratio, run, workload, db } => {
+            let (data, checked) = match run {
+                Some(id) => {
+                    let result = stored(&db.db, id)?;
+                    let w = pick(&result, id, workload.as_deref(), |w| w.read_pct < 100.0, "writing workload")?;
+                    crate::outln!("run {id}, workload {}:", w.name);
+                    (w.data, w.data_check.clone())
+                }
+                None => {
+                    let keys = iocurve_plan::WorkloadKeys {
+                        compress: Some(compress),
+                        dedupe: Some(dedupe),
+                        ..Default::default()
+                    };
+                    // The plan's own checks and messages.
+                    (iocurve_plan::writing_workload("size", keys)?.data, Vec::new())
+                }
+            };
+            let expected = sizing::expected_reduction(&data);
             crate::outln!(
-                "{}: {expected:.2}:1 expected ({:.2}:1 compression × {dedupe}:1 dedupe)",
-                w.data.describe(),
-                w.data.expected_compression()
+                "{}: {expected:.2}:1 expected ({:.2}:1 compression × {}:1 dedupe)",
+                data.describe(),
+                data.expected_compression(),
+                data.dedupe
             );
+            // What the run's data check found on the engine's own data, the way an array
+            // reduces it: unique units (fixed-unit dedupe), each compressed on its own (zstd -1
+            // per unit).
+            let unit = Some(data.dedupe_unit);
+            let found = |kind: &str, method: &str| {
+                checked.iter().find(|r| r.kind == kind && r.method == method && r.unit == unit).map(|r| r.achieved)
+            };
+            if let (Some(c), Some(d)) = (found("compression", "zstd -1"), found("deduplication", "fixed units")) {
+                let u = iocurve_plan::format_size(data.dedupe_unit);
+                crate::outln!(
+                    "the run's data check measured {:.2}:1 ({c:.2}:1 compression by zstd -1 per {u} unit × {d:.2}:1 dedupe in {u} units)",
+                    c * d
+                );
+            }
             if let Some(a) = array_ratio {
                 crate::outln!("the array reports {a:.2}:1: {:.0} % of what the data allows", 100.0 * a / expected);
             }
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A stored run as `show` rebuilds it.
+fn stored(db: &std::path::Path, id: i64) -> Result<RunResult, CliError> {
+    let store = iocurve_run::open_existing_store(db)?;
+    crate::show::rebuild(&store.load(id)?, &Default::default())
+}
+
+/// The one workload of `result` that is `what` (`fits`) and whose name contains `name`.
+fn pick<'a>(
+    result: &'a RunResult,
+    id: i64,
+    name: Option<&str>,
+    fits: impl Fn(&WorkloadResult) -> bool,
+    what: &str,
+) -> Result<&'a WorkloadResult, CliError> {
+    let all: Vec<&str> = result.workloads.iter().filter(|w| fits(w)).map(|w| w.name.as_str()).collect();
+    let picked: Vec<&WorkloadResult> =
+        result.workloads.iter().filter(|w| fits(w) && name.is_none_or(|n| w.name.contains(n))).collect();
+    match picked.as_slice() {
+        [w] => Ok(*w),
+        [] => Err(CliError::Usage(format!(
+            "run {id} has no {what}{}: {}",
+            name.map(|n| format!(" named like `{n}`")).unwrap_or_default(),
+            if all.is_empty() { "none at all".to_string() } else { all.join(", ") }
+        ))),
+        _ => Err(CliError::Usage(format!(
+            "run {id} has several: name one with --workload ({})",
+            picked.iter().map(|w| w.name.as_str()).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+/// The mean latency (ms) the stored run's curve shows at `iops`, and a line saying where it
+/// comes from.
+fn measured_latency(db: &std::path::Path, id: i64, name: Option<&str>, iops: f64) -> Result<(f64, String), CliError> {
+    let result = stored(db, id)?;
+    let w = pick(&result, id, name, |_| true, "workload")?;
+    // The steps that count for the maximum: measured, complete, sustained (as the analysis
+    // chose them), in ramp order.
+    let labels: Vec<String> = w
+        .steps
+        .iter()
+        .map(|s| {
+            let who = if s.workers == 1 { "1 worker".to_string() } else { format!("{} workers", s.workers) };
+            format!("{who}: {} IOPS @ {}", format::iops(s.iops), format::latency(s.lat_us.mean))
+        })
+        .collect();
+    let points: Vec<(f64, f64, &str)> = w
+        .steps
+        .iter()
+        .zip(&labels)
+        .filter(|(s, _)| {
+            s.duration_s > 0.0 && s.read.ops + s.write.ops > 0 && s.rate.as_ref().is_none_or(|r| r.sustained)
+        })
+        .map(|(s, l)| (s.iops, s.lat_us.mean, l.as_str()))
+        .collect();
+    let (lat_us, around) =
+        sizing::latency_at(&points, iops).map_err(|e| CliError::Usage(format!("run {id} {}: {e}", w.name)))?;
+    let ms = lat_us / 1000.0;
+    let said = format!(
+        "run {id} {} carries {} IOPS at {} mean ({})",
+        w.name,
+        format::iops(iops),
+        format::latency(lat_us),
+        if around.len() == 1 {
+            format!("at or below its lightest step, {}", around[0])
+        } else {
+            format!("between {}", around.join(" and "))
+        }
+    );
+    Ok((ms, said))
 }
 
 fn raid_name(r: Raid) -> &'static str {

@@ -30,6 +30,10 @@ pub struct PlanFile {
     /// Agents to run on (`iocurve agent`), each with its own targets or the plan's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hosts: Option<Vec<HostKeys>>,
+    /// Every host's links to the storage (`"2x32G FC"`, `"4x25GbE"`): the report gives the
+    /// maximum's share of them. `[[hosts]] links` sets one host's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub links: Option<String>,
     /// Faults to inject into every step (see [`FaultKeys`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub faults: Option<Vec<FaultKeys>>,
@@ -220,6 +224,8 @@ pub struct HostKeys {
     pub address: String,
     /// Its targets (paths on that host); default: the plan's targets.
     pub targets: Option<Vec<String>>,
+    /// Its links to the storage (`"2x32G FC"`); default: the plan's `links`.
+    pub links: Option<String>,
 }
 
 /// A fault to inject (tests and demonstrations): `[[faults]]` in a plan.

@@ -12,6 +12,7 @@ mod check;
 pub mod error;
 pub mod fio;
 pub mod keys;
+pub mod links;
 mod locate;
 pub mod model;
 pub mod options;

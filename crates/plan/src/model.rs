@@ -1,5 +1,6 @@
 //! The resolved plan (phase two): every value present and validated, ready for the engine.
 
+use crate::links::HostLinks;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
@@ -487,6 +488,9 @@ pub struct Plan {
     /// Agents of a multi-host run (empty: this host).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<HostSpec>,
+    /// Every host's links to the storage, unless its `HostSpec` names its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub links: Option<HostLinks>,
 }
 
 /// An agent and the targets it uses.
@@ -495,6 +499,9 @@ pub struct HostSpec {
     pub address: String,
     /// Paths on that host; empty: the plan's targets.
     pub targets: Vec<String>,
+    /// Its links to the storage; None: the plan's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub links: Option<HostLinks>,
 }
 
 impl Plan {

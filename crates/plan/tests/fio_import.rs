@@ -185,3 +185,15 @@ fn fio_files_are_told_from_toml_plans() {
     assert!(!fio::looks_like_fio(Path::new("plan"), "[defaults]\nbs = \"4k\"\n"));
     assert!(!fio::looks_like_fio(Path::new("plan"), "[[workloads]]\nname = \"a\"\n"));
 }
+
+/// Found by the fuzz target: an unknown key with a control character, kept in the printed
+/// plan's comment block, made the plan unparsable.
+#[test]
+fn control_characters_in_an_option_do_not_break_the_printed_plan() {
+    let t = "[j]\nfilename=/data/x\nincl\u{2}ude=1\nruntime=1\n";
+    let i = text(t, true).unwrap();
+    let toml = i.to_toml("job.fio");
+    let plan = parse_str(&toml, "printed.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}\n{toml}"));
+    assert_eq!(plan.workloads[0].name, "j");
+    assert!(i.warning().unwrap().contains("incl\u{fffd}ude=1"), "{:?}", i.warning());
+}

@@ -230,6 +230,9 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
     if let Some(m) = w.min_lat_us {
         out.push(format!("  min latency {}", format::latency(m)));
     }
+    if let Some(l) = &w.links {
+        out.push(format!("  links    the maximum is {}", l.describe(format::mbps)));
+    }
     out.extend(w.steps.iter().filter_map(|s| rate_line(s, seq)).map(|l| format!("  {l}")));
     let checked: Vec<_> = w.steps.iter().filter_map(|s| s.steady_state.as_ref()).collect();
     if !checked.is_empty() {
@@ -598,6 +601,12 @@ mod tests {
             data_check: Vec::new(),
             notes: Vec::new(),
             stop_at: Default::default(),
+            links: Some(iocurve_analysis::sizing::LinkUse {
+                links: "2 × 32G FC".into(),
+                capacity_mbps: 6400.0,
+                read_pct: 82.0,
+                write_pct: 0.0,
+            }),
             steps,
         };
         let text = workload_report(&w);
@@ -606,5 +615,11 @@ mod tests {
         assert!(text.contains("maximum  20'000 IOPS @ 100 µs  (2 workers)"), "{text}");
         assert!(text.contains("speed    10'000 IOPS @ 100 µs  (1 worker)"), "{text}");
         assert!(text.contains("SLA max  10'000 IOPS @ 100 µs  (1 worker)"), "{text}");
+        assert!(
+            text.contains(
+                "links    the maximum is 82 % of the hosts' links (2 × 32G FC: 6.40 GB/s a direction), reads"
+            ),
+            "{text}"
+        );
     }
 }

@@ -754,7 +754,8 @@ impl Run<'_, '_> {
             workloads,
             // Set after the run, when `--verify-final` read everything back.
             final_verification: None,
-        };
+        }
+        .with_link_use();
         observers.run_finished(&result);
         Outcome { result, run_id, error }
     }

@@ -54,3 +54,95 @@ fn bad_input_says_what_and_exits_2() {
         assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// The hosts' links in the summary, the JSON, `show` and the report: the maximum's share of
+/// what they carry, from exactly the measured MB/s.
+#[test]
+fn the_maximum_against_the_hosts_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["run", "--size", "32m", "--workload", "backend-seq-read", "--ramp", "1", "--links", "2x10GbE"];
+    let o = iocurve(dir.path(), &args(&args(&base, FAST), &["--json", "r.json"]));
+    let r = ok_json(&o, &dir.path().join("r.json"));
+    let w = &r["workloads"][0];
+    let l = &w["links"];
+    // 2 × 10G Ethernet: 1,250 MB/s × 1460/1538 each.
+    let cap = 2.0 * 1250.0 * 1460.0 / 1538.0;
+    assert!((f(&l["capacity_mbps"]) - cap).abs() < 1e-6, "{l}");
+    let step = &w["steps"][w["maximum"]["step"].as_u64().unwrap() as usize];
+    assert!((f(&l["read_pct"]) - f(&step["read"]["mbps"]) / cap * 100.0).abs() < 1e-9, "{l}");
+    let pct = format!("{:.0} % of the hosts' links (2 × 10G Ethernet", f(&l["read_pct"]));
+    assert!(stdout(&o).contains(&format!("links    the maximum is {pct}")), "{}", stdout(&o));
+    // Stored with the plan: `show` and the report say the same.
+    assert!(stdout(&iocurve(dir.path(), &["show", "1"])).contains(&pct));
+    let o = iocurve(dir.path(), &["report", "1", "-o", "r.html"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+    assert!(page.contains(&pct.replace('\'', "&#x27;")), "the maximum's cell in the report");
+    // Plan key and a bad value.
+    let o = iocurve(dir.path(), &["run", "--links", "3x40G"]);
+    input_error(&o, &["--links", "3x40G", "32G FC"]);
+}
+
+/// `size speedup --run`: the new latency read off a stored run's curve at the application's
+/// load — the measured mean itself at a step's load, a clear error beyond the curve.
+#[test]
+fn speedup_takes_the_latency_from_a_stored_curve() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["run", "--size", "32m", "--workload", "backend-random-read-4k", "--ramp", "1,2"];
+    let r = run_json(dir.path(), &args(&base, FAST));
+    let s = steps(&r, 0);
+    let (iops0, lat0) = (f(&s[0]["iops"]), f(&s[0]["lat_us"]["mean"]));
+    let trim = |ms: f64| format!("{ms:.4}").trim_end_matches('0').trim_end_matches('.').to_string();
+    // At half the lightest step's load: that step's latency, no claim below it.
+    let at = format!("{}", (iops0 / 2.0).round());
+    let o =
+        iocurve(dir.path(), &["size", "speedup", "--io-share", "40", "--from-ms", "5", "--run", "1", "--at-iops", &at]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("at or below its lightest step, 1 worker"), "{out}");
+    assert!(out.contains(&format!("latency 5 ms → {} ms", trim(lat0 / 1000.0))), "{out}");
+    // Between the steps, when the second carried more: the straight line between them.
+    let (iops1, lat1) = (f(&s[1]["iops"]), f(&s[1]["lat_us"]["mean"]));
+    if iops1 > iops0 * 1.01 {
+        let mid = (iops0 + iops1) / 2.0;
+        let o = iocurve(
+            dir.path(),
+            &["size", "speedup", "--io-share", "40", "--from-ms", "5", "--run", "1", "--at-iops", &format!("{mid}")],
+        );
+        let want = (lat0 + (lat1 - lat0) * (mid - iops0) / (iops1 - iops0)) / 1000.0;
+        assert!(stdout(&o).contains(&format!("→ {} ms", trim(want))), "{}", stdout(&o));
+    }
+    let o = iocurve(
+        dir.path(),
+        &["size", "speedup", "--io-share", "40", "--from-ms", "5", "--run", "1", "--at-iops", "1e12"],
+    );
+    input_error(&o, &["run 1 backend-random-read-4k", "never carried"]);
+}
+
+/// `size reduction --run`: the pattern a stored run wrote, what its data check measured the
+/// way an array reduces (unique units, each compressed), and the array's own figure.
+#[test]
+fn reduction_puts_the_runs_data_check_beside_the_expectation() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["run", "--size", "32m", "--workload", "backend-random-write-4k", "--ramp", "1"];
+    let r = run_json(dir.path(), &args(&args(&base, FAST), &["--compress", "0.4", "--dedupe", "2"]));
+    let rows = r["workloads"][0]["data_check"].as_array().unwrap();
+    let at = |kind: &str, method: &str| {
+        f(&rows.iter().find(|x| x["kind"] == kind && x["method"] == method && x["unit"] == 4096).unwrap()["achieved"])
+    };
+    let (c, d) = (at("compression", "zstd -1"), at("deduplication", "fixed units"));
+    let o = iocurve(dir.path(), &["size", "reduction", "--run", "1", "--array-ratio", "3.1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("run 1, workload backend-random-write-4k:"), "{out}");
+    assert!(out.contains("3.32:1 expected (1.66:1 compression × 2:1 dedupe)"), "{out}");
+    assert!(
+        out.contains(&format!("measured {:.2}:1 ({c:.2}:1 compression by zstd -1 per 4k unit × {d:.2}:1", c * d)),
+        "{out}"
+    );
+    assert!(out.contains("the array reports 3.10:1: 93 % of what the data allows"), "{out}");
+    // A run that wrote nothing has nothing to compare.
+    run_json(dir.path(), &args(&["run", "--size", "32m", "--workload", "backend-random-read-4k", "--ramp", "1"], FAST));
+    let o = iocurve(dir.path(), &["size", "reduction", "--run", "2"]);
+    input_error(&o, &["run 2 has no writing workload"]);
+}

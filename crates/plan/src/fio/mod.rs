@@ -95,8 +95,13 @@ pub struct Notice {
 impl std::fmt::Display for Notice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let opt = if self.value.is_empty() { self.option.clone() } else { format!("{}={}", self.option, self.value) };
-        write!(f, "{}:{}: {opt}: {}", self.file, self.line, self.instead)
+        write!(f, "{}", printable(&format!("{}:{}: {opt}: {}", self.file, self.line, self.instead)))
     }
+}
+
+/// Control characters from a file or its name would garble a terminal and end a TOML comment.
+fn printable(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { '\u{fffd}' } else { c }).collect()
 }
 
 /// A job file as a plan, with what the import could not honour.
@@ -125,7 +130,7 @@ impl FioImport {
 
     /// The plan as TOML, with the job file and the warning block as comments on top.
     pub fn to_toml(&self, source: &str) -> String {
-        let mut s = format!("# Imported from the fio job file {source} by `iocurve plan --from-fio`.\n");
+        let mut s = format!("# Imported from the fio job file {} by `iocurve plan --from-fio`.\n", printable(source));
         if let Some(w) = self.warning() {
             for line in w.lines() {
                 s.push_str(&format!("# {line}\n"));

@@ -12,6 +12,7 @@ use text::toml_error;
 
 use crate::error::PlanError;
 use crate::keys::{PlanFile, WorkloadKeys};
+use crate::links::HostLinks;
 use crate::locate::{Seg, locate};
 use crate::model::{HostSpec, Plan, TargetGroup, Workload};
 use crate::options::{builtin_defaults, cli_option};
@@ -183,16 +184,20 @@ impl Resolver<'_> {
             }
         }
         let faults = self.faults()?;
-        let hosts = self
-            .file
-            .hosts
-            .iter()
-            .flatten()
-            .map(|h| HostSpec { address: h.address.clone(), targets: h.targets.clone().unwrap_or_default() })
-            .collect();
+        let links = self.links(self.file.links.as_deref(), &[Seg::Key("links")], "links")?;
+        let mut hosts = Vec::new();
+        for (i, h) in self.file.hosts.iter().flatten().enumerate() {
+            let at = [Seg::Key("hosts"), Seg::Index(i), Seg::Key("links")];
+            hosts.push(HostSpec {
+                address: h.address.clone(),
+                targets: h.targets.clone().unwrap_or_default(),
+                links: self.links(h.links.as_deref(), &at, &format!("hosts[{i}].links"))?,
+            });
+        }
         Ok(Plan {
             faults,
             hosts,
+            links,
             sla_mean_ms: self.file.sla_mean_ms,
             precondition: self.file.precondition.unwrap_or(false),
             sla_p99_ms: self.file.sla_p99_ms,
@@ -202,6 +207,11 @@ impl Resolver<'_> {
             groups,
             workloads,
         })
+    }
+
+    /// `links = "2x32G FC"`, checked where it is written.
+    fn links(&self, text: Option<&str>, at: &[Seg], key: &str) -> Result<Option<HostLinks>, PlanError> {
+        text.map(|t| HostLinks::parse(t).map_err(|m| self.err(at, key.to_string(), m))).transpose()
     }
 
     fn groups(&self) -> Result<Vec<TargetGroup>, PlanError> {
@@ -272,6 +282,18 @@ impl Resolver<'_> {
 mod tests {
     use super::*;
     use crate::model::{BlockSize, Pattern, WorkingSet};
+
+    #[test]
+    fn links_of_the_plan_and_of_each_host() {
+        let text = "links = \"2x32G FC\"\n[[hosts]]\naddress = \"a:7070\"\n[[hosts]]\naddress = \"b:7070\"\nlinks = \"4x25GbE\"\n[[workloads]]\nname = \"w\"\n";
+        let plan = parse_str(text, "p.toml", &Overrides::default()).unwrap();
+        assert_eq!(plan.links.as_ref().map(|l| l.describe()), Some("2 × 32G FC".into()));
+        assert_eq!(plan.hosts[0].links, None, "the plan's");
+        assert_eq!(plan.hosts[1].links.as_ref().map(|l| l.describe()), Some("4 × 25G Ethernet".into()));
+        let e = parse_str(&text.replace("4x25GbE", "4x40GbE"), "p.toml", &Overrides::default()).unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("hosts[1].links")), "{e}");
+        assert!(e.message.contains("32G FC"), "the known types are listed: {e}");
+    }
 
     #[test]
     fn the_default_workload_is_the_table_s_defaults() {

@@ -143,7 +143,10 @@ pub(super) fn summary_row(s: &Series) -> SummaryRow {
         dashed: s.dashed,
         speed: point(&w.speed, seq),
         optimum: point(&w.optimum, seq),
-        maximum: point(&w.maximum, seq),
+        maximum: match &w.links {
+            Some(l) => format!("{} — {}", point(&w.maximum, seq), l.describe(format::mbps)),
+            None => point(&w.maximum, seq),
+        },
         sla_maximum: point(&w.sla_maximum, seq),
         min_lat: w.min_lat_us.map_or_else(|| "—".into(), |v| format!("{} µs", format::lat_us(v))),
         flagged: if flagged == 0 { String::new() } else { format!("{flagged} of {}", w.steps.len()) },
