@@ -16,7 +16,7 @@ use crate::cli::{HostLoss, LaunchHow, MetricsArgs, RunArgs};
 use crate::terminal::Terminal;
 
 pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
-    let (plan, scratch_size) = load_plan(&args)?;
+    let plan = load_plan(&args)?;
     // A result that cannot be written is bad input, found before any I/O, not after the run.
     if let Some(path) = &args.json {
         check_output(path, "--json")?;
@@ -33,7 +33,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let options = RunOptions {
         label: args.label.clone(),
         db: args.db.clone(),
-        size: args.size.or(scratch_size),
+        size: args.size.or(plan.scratch_size),
         keep: args.keep,
         allow_write: args.allow_write.clone(),
         verify_map: args.verify_map.clone(),
@@ -198,13 +198,12 @@ fn launch_options(how: LaunchHow, args: &RunArgs) -> Result<LaunchOptions, CliEr
     })
 }
 
-/// The plan with the command line's keys, and the scratch file size a fio job file asks for;
-/// the SLA options win over the plan's bounds, which are part of the resolved plan that is
-/// stored, so `show` reproduces what the run printed.
-fn load_plan(args: &RunArgs) -> Result<(Plan, Option<u64>), CliError> {
+/// The plan (a TOML plan, a fio job file or a suite) with the command line's keys; the SLA
+/// options win over the plan's bounds, which are part of the resolved plan that is stored, so
+/// `show` reproduces what the run printed.
+fn load_plan(args: &RunArgs) -> Result<Plan, CliError> {
     let o =
         Overrides { targets: args.targets.clone(), keys: args.flags.keys()?, workload_filter: args.workload.clone() };
-    let mut scratch_size = None;
     let mut plan = match (&args.plan, &args.suite) {
         (Some(path), _) if args.fio || is_fio(path) => {
             let import = iocurve_plan::fio::import(path, args.fio_lenient)?;
@@ -212,7 +211,6 @@ fn load_plan(args: &RunArgs) -> Result<(Plan, Option<u64>), CliError> {
             if let Some(w) = import.warning() {
                 crate::errln!("{w}");
             }
-            scratch_size = import.scratch_size;
             import.resolve(&path.display().to_string(), &o)?
         }
         (Some(path), _) => iocurve_plan::load_file(path, &o)?,
@@ -226,7 +224,7 @@ fn load_plan(args: &RunArgs) -> Result<(Plan, Option<u64>), CliError> {
     }
     plan.sla_mean_ms = args.sla.mean_ms.or(plan.sla_mean_ms);
     plan.sla_p99_ms = args.sla.p99_ms.or(plan.sla_p99_ms);
-    Ok((plan, scratch_size))
+    Ok(plan)
 }
 
 /// A fio job file by its name or its first lines (an unreadable file is the plan loader's

@@ -30,6 +30,15 @@ pub struct PlanFile {
     /// Agents to run on (`iocurve agent`), each with its own targets or the plan's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hosts: Option<Vec<HostKeys>>,
+    /// Size of the scratch files made for targets that do not exist (`--size` wins; default
+    /// 1g, or less when the disk has less room).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        default,
+        deserialize_with = "opt_size",
+        serialize_with = "opt_size_out"
+    )]
+    pub scratch_size: Option<u64>,
     /// Every host's links to the storage (`"2x32G FC"`, `"4x25GbE"`): the report gives the
     /// maximum's share of them. `[[hosts]] links` sets one host's.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -244,6 +253,13 @@ pub struct FaultKeys {
     pub target: Option<String>,
     /// Added latency in ms (`latency` only).
     pub latency_ms: Option<f64>,
+}
+
+fn opt_size_out<S: serde::Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(n) => s.serialize_str(&crate::format_size(*n)),
+        None => s.serialize_none(),
+    }
 }
 
 fn opt_byte<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {

@@ -488,6 +488,9 @@ pub struct Plan {
     /// Agents of a multi-host run (empty: this host).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<HostSpec>,
+    /// Size of scratch files for targets that do not exist (`--size` wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scratch_size: Option<u64>,
     /// Every host's links to the storage, unless its `HostSpec` names its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub links: Option<HostLinks>,
@@ -507,6 +510,13 @@ pub struct HostSpec {
 impl Plan {
     pub fn writes(&self) -> bool {
         self.precondition || self.workloads.iter().any(Workload::writes)
+    }
+
+    /// Scratch files are made allocated but not written first: preconditioning writes every
+    /// block anyway, and the null back-end touches none (a fio `ioengine=null size=1t` job must
+    /// not write a terabyte).
+    pub fn scratch_unfilled(&self) -> bool {
+        self.precondition || self.workloads.iter().all(|w| w.backend == Backend::Null)
     }
 
     /// The data pattern preconditioning writes: that of the first workload that writes.

@@ -24,7 +24,7 @@ fn a_classic_job_becomes_one_step_of_its_numjobs_and_iodepth() {
     let i = import(&corpus("basic.fio"), false).unwrap();
     let plan = i.resolve("basic.fio", &Overrides::default()).unwrap();
     assert_eq!(plan.groups[0].targets, ["/data/iocurve-fio.scratch"]);
-    assert_eq!(i.scratch_size, Some(4 << 20));
+    assert_eq!(i.plan.scratch_size, Some(4 << 20));
     let w = &plan.workloads[0];
     assert_eq!(w.name, "randread");
     assert_eq!((w.read_pct, w.pattern, w.queue_depth), (100.0, Pattern::Random, 16));
@@ -99,7 +99,7 @@ fn sizes_offsets_and_files() {
     assert_eq!(plan.workloads[0].working_set, WorkingSet::Range { start: 2 << 20, end: 3 << 20 });
     // fio splits size over the job's files.
     assert_eq!(plan.workloads[1].working_set, WorkingSet::Range { start: 0, end: 1 << 20 });
-    assert_eq!(i.scratch_size, Some(8 << 20), "filesize");
+    assert_eq!(i.plan.scratch_size, Some(8 << 20), "filesize");
     // Percentages need the file's size, known only where the file is.
     let e = text("[j]\nfilename=/data/x\nsize=50%\n", false).unwrap_err();
     assert!(e.message.contains("give size in bytes"), "{e}");
@@ -196,4 +196,110 @@ fn control_characters_in_an_option_do_not_break_the_printed_plan() {
     let plan = parse_str(&toml, "printed.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}\n{toml}"));
     assert_eq!(plan.workloads[0].name, "j");
     assert!(i.warning().unwrap().contains("incl\u{fffd}ude=1"), "{:?}", i.warning());
+}
+
+/// The outsider review of the import (helper report, issue 19): each finding, as fio 3.33 does it.
+mod review {
+    use super::*;
+
+    fn plan_of(t: &str, lenient: bool) -> iocurve_plan::Plan {
+        text(t, lenient).unwrap().resolve("job.fio", &Overrides::default()).unwrap()
+    }
+
+    #[test]
+    fn buffered_jobs_are_warned_and_buffered_libaio_is_synchronous() {
+        let i = text("[j]\nfilename=/data/x\nrw=randread\nioengine=libaio\niodepth=32\nruntime=1\n", false).unwrap();
+        let w = i.warning().unwrap();
+        assert!(w.contains("may measure the page cache") && w.contains("add direct=1"), "{w}");
+        assert!(w.contains("without direct=1, Linux's AIO blocks in io_submit"), "{w}");
+        let p = i.resolve("job.fio", &Overrides::default()).unwrap();
+        assert_eq!((p.workloads[0].backend, p.workloads[0].queue_depth), (Backend::Psync, 1));
+        // With O_DIRECT, libaio is asynchronous: io_uring at the job's depth, no cache note.
+        let i = text("[j]\nfilename=/data/x\nrw=randread\nioengine=libaio\niodepth=32\ndirect=1\nruntime=1\n", false)
+            .unwrap();
+        assert!(!i.warning().unwrap().contains("page cache"));
+        let p = i.resolve("job.fio", &Overrides::default()).unwrap();
+        assert_eq!((p.workloads[0].backend, p.workloads[0].queue_depth), (Backend::IoUring, 32));
+    }
+
+    #[test]
+    fn rates_of_mixed_jobs_are_refused_and_rates_of_merged_jobs_add_up() {
+        let e = text("[j]\nfilename=/data/x\nrw=randrw\nrate_iops=1000\n", false).unwrap_err();
+        assert!(e.message.contains("rate_iops") && e.message.contains("reads and writes each"), "{e}");
+        assert!(plan_of("[j]\nfilename=/data/x\nrw=randrw\nrate_iops=1000\n", true).workloads[0].rate.is_empty());
+        let p = plan_of(
+            "[global]\nrw=randread\nrate_iops=1000\nruntime=2\ntime_based\n[a]\nfilename=/data/a\n[b]\nfilename=/data/b\n",
+            false,
+        );
+        assert_eq!((p.workloads[0].rate.as_slice(), p.workloads[0].max_outstanding), (&[2000.0][..], 2));
+    }
+
+    #[test]
+    fn sizes_are_read_under_the_kb_base_in_force_where_they_are_written() {
+        let p = plan_of("[global]\nfilename=/data/x\nsize=1g\nbs=512k\n[j1]\nkb_base=1000\nrw=read\n", false);
+        assert_eq!(p.workloads[0].bs[0].bytes, 512 << 10, "fio: bs=(R) 524kB");
+        assert_eq!(p.workloads[0].working_set, WorkingSet::Range { start: 0, end: 1 << 30 });
+    }
+
+    #[test]
+    fn an_empty_slot_keeps_the_value_set_before_and_an_empty_value_is_refused() {
+        let i = text("[global]\nfilename=/data/x\nbs=64k\n[j]\nrw=write\nbs=8k,\n", false).unwrap();
+        assert_eq!((i.jobs[0].bs_range[0], i.jobs[0].bs_range[1]), ((8192, 8192), (65536, 65536)));
+        let i = text("[j]\nfilename=/data/x\nbs=64k\nbs=8k,,16k\n", false).unwrap();
+        assert_eq!((i.jobs[0].bs_range[0], i.jobs[0].bs_range[1]), ((8192, 8192), (65536, 65536)));
+        for t in ["[j]\nbs=\n", "[j]\nbs=,\n", "[j]\nbsrange=\n", "[j]\nfilename=\n"] {
+            let e = text(t, true).unwrap_err();
+            assert!(e.message.contains("has no value") && e.line == Some(2), "{t:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_directory_goes_in_front_of_every_filename() {
+        let p = plan_of("[j]\ndirectory=/mnt/t\nfilename=/dev/sdb\nsize=1m\n", false);
+        assert_eq!(p.groups[0].targets, ["/mnt/t/dev/sdb"], "fio: a file under the directory");
+    }
+
+    #[test]
+    fn bsrange_keeps_its_top_size_as_fio_draws_it() {
+        let p = plan_of("[j]\nfilename=/data/x\nrw=randread\nbsrange=4k-10k\n", false);
+        let mix: Vec<(u64, u32)> = p.workloads[0].bs.iter().map(|b| (b.bytes, b.weight)).collect();
+        assert_eq!(mix, [(4096, 4000), (8192, 4000), (10240, 2000)]);
+    }
+
+    #[test]
+    fn plan_check_errors_point_at_the_job_files_line() {
+        let e = text("[j]\nfilename=/data/x\nruntime=100d\n", false)
+            .unwrap()
+            .resolve("job.fio", &Overrides::default())
+            .unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (Some(3), Some("runtime")), "{e}");
+        assert!(e.message.contains("intervals"), "{e}");
+        let e = text("[j]\nfilename=/data/x\nioengine=io_uring\niodepth=70000\n", false).unwrap_err();
+        assert!(e.to_string().contains("iodepth"), "{e}");
+    }
+
+    #[test]
+    fn refused_options_set_to_off_change_nothing() {
+        let t = "[j]\nfilename=/data/x\nthinktime=0\nfsync=0\nsync=0\ndo_verify=0\nzero_buffers=0\nruntime=1\n";
+        assert!(text(t, false).is_ok());
+    }
+
+    #[test]
+    fn a_name_in_global_renames_no_job_and_a_single_pass_is_noted() {
+        let p = plan_of("[global]\nname=shared\nfilename=/data/x\n[a]\n[b]\nstonewall\n", false);
+        let names: Vec<&str> = p.workloads.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        let i = text("[j]\nfilename=/data/x\nsize=1m\nruntime=10\n", false).unwrap();
+        assert!(i.warning().unwrap().contains("fio ends the job after one pass over size"), "{:?}", i.warning());
+    }
+
+    #[test]
+    fn the_printed_plan_keeps_the_scratch_size() {
+        let i = text("[j]\nioengine=null\nrw=randread\nsize=64m\nruntime=1\n", false).unwrap();
+        let toml = i.to_toml("job.fio");
+        assert!(toml.contains("scratch_size = \"64m\""), "{toml}");
+        let p = parse_str(&toml, "p.toml", &Overrides::default()).unwrap();
+        assert_eq!(p.scratch_size, Some(64 << 20));
+        assert!(p.scratch_unfilled(), "the null back-end writes no scratch file first");
+    }
 }

@@ -242,8 +242,14 @@ impl Cluster {
                 Err(why) => lose(addr, why)?,
             }
         }
-        let opened =
-            rt.block_on(client::targets(&mut remotes, &targets, scratch_size, plan.writes(), plan.precondition, stop))?;
+        let opened = rt.block_on(client::targets(
+            &mut remotes,
+            &targets,
+            scratch_size,
+            plan.writes(),
+            plan.scratch_unfilled(),
+            stop,
+        ))?;
         let mut facts = Vec::new();
         for (i, r) in opened.into_iter().enumerate().rev() {
             match r {

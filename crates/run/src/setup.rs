@@ -55,8 +55,13 @@ pub(crate) fn open_targets(
         };
         // Too little room: the engine refuses, saying why; no note of a file never made.
         if size >= MIN_SCRATCH_SIZE || options.size.is_some() {
+            let how = if plan.scratch_unfilled() {
+                "allocated, not written: the null back-end touches no block"
+            } else {
+                "written fully once, so reads hit allocated blocks"
+            };
             obs.note(&format!(
-                "preparing {} scratch file(s) of {} (written fully once, so reads hit allocated blocks)",
+                "preparing {} scratch file(s) of {} ({how})",
                 creating.len(),
                 iocurve_plan::format_size(size)
             ));
@@ -67,8 +72,7 @@ pub(crate) fn open_targets(
         scratch_size,
         keep: options.keep,
         allow_write: options.allow_write.clone(),
-        // Preconditioning writes every block anyway: no need to fill the file twice.
-        scratch_unfilled: plan.precondition,
+        scratch_unfilled: plan.scratch_unfilled(),
         cancel: Some(cancel.shared()),
         ..Default::default()
     };

@@ -66,8 +66,19 @@ fn plan_from_fio_prints_the_plan_that_runs() {
     assert!(toml.starts_with("# Imported from the fio job file jobs.fio"), "{toml}");
     assert!(toml.contains("queue_depth = 4") && toml.contains("ramp = [2]"), "{toml}");
     std::fs::write(dir.path().join("plan.toml"), &toml).unwrap();
-    let from_toml = run_json(dir.path(), &["run", "plan.toml", "--size", "8m"]);
-    let from_fio = run_json(dir.path(), &["run", "jobs.fio"]);
+    // The printed plan carries the job's size for the scratch file: no --size needed.
+    assert!(toml.contains("scratch_size = \"8m\""), "{toml}");
+    let from_toml = run_json(dir.path(), &["run", "plan.toml"]);
+    let o = iocurve(dir.path(), &["run", "jobs.fio", "--json", "fio.json"]);
+    let from_fio = ok_json(&o, &dir.path().join("fio.json"));
+    // ioengine=null: the null back-end touches no block, so the scratch file is not written.
+    assert!(
+        stdout(&o).contains("of 8m (allocated, not written: the null back-end touches no block)"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(from_toml["targets"][0]["size"].as_u64(), Some(8 << 20));
+    assert_eq!(from_fio["targets"][0]["size"].as_u64(), Some(8 << 20));
     let plan = |r: &serde_json::Value| {
         let mut p = r["plan"]["workloads"].clone();
         for w in p.as_array_mut().unwrap() {
@@ -116,4 +127,20 @@ fn an_imported_job_is_held_to_the_same_write_safety() {
         input_error(&o, &["refusing to write", "ext4"]);
     }
     assert_eq!(sha256(&img), before, "the filesystem in fs.img was written");
+}
+
+/// As fio 3.33: a relative include is looked up in the working directory first, then beside
+/// the including file (review of issue 19).
+#[test]
+fn includes_are_found_where_fio_finds_them() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::fs::write(dir.path().join("inc.fio"), "bs=8k\n").unwrap();
+    std::fs::write(dir.path().join("sub/inc.fio"), "bs=32k\n").unwrap();
+    std::fs::write(dir.path().join("sub/main.fio"), "[j]\nioengine=null\nfilename=x\ninclude inc.fio\nruntime=1\n")
+        .unwrap();
+    let o = iocurve(dir.path(), &["plan", "--from-fio", "sub/main.fio"]);
+    assert!(stdout(&o).contains("bs = \"8k\""), "the working directory's: {}{}", stdout(&o), stderr(&o));
+    let o = iocurve(&dir.path().join("sub"), &["plan", "--from-fio", "main.fio"]);
+    assert!(stdout(&o).contains("bs = \"32k\""), "{}{}", stdout(&o), stderr(&o));
 }

@@ -4,9 +4,14 @@
 //!
 //! - `;` and `#` start a comment anywhere in a line, not only at its start;
 //! - a section whose name starts with `global` holds defaults for the jobs after it;
-//! - `include FILE` splices FILE in, relative to the including file's directory;
-//! - `${VAR}` is replaced by the environment variable (an unset one by nothing); a plain `$VAR`
-//!   is left as it is, as fio does.
+//! - `include FILE` splices FILE in: a relative name is looked up in the working directory
+//!   first, then beside the including file; `${VAR}` is not expanded in it;
+//! - `${VAR}` in a value is replaced by the environment variable (an unset one by nothing); a
+//!   plain `$VAR` is left as it is, as fio does.
+//!
+//! Where fio misreads silently — a space after `=` (`bs = 4k` is 4 bytes to fio 3.x) — or
+//! computes what iocurve does not (`$pagesize`, `$((…))`), the line is refused. Includes are
+//! regular files of at most 1 MiB, at most 256 of them in all.
 
 use std::path::{Path, PathBuf};
 
@@ -41,10 +46,14 @@ impl Section {
 
 /// Include depth past which a chain of includes is taken for a loop.
 const MAX_INCLUDE_DEPTH: usize = 16;
+/// Includes read in all (fan-out: ten includes of ten includes of … is a denial of service).
+const MAX_INCLUDES: usize = 256;
+/// The largest job file or include read.
+const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// Reads a job file and its includes into sections; `env` looks up `${VAR}`.
 pub fn read(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Section>, PlanError> {
-    let mut reader = Reader { env, sections: Vec::new(), stack: Vec::new() };
+    let mut reader = Reader { env, sections: Vec::new(), stack: Vec::new(), includes: 0 };
     reader.file(path, None)?;
     Ok(reader.sections)
 }
@@ -56,7 +65,7 @@ pub fn parse_text(
     dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<Section>, PlanError> {
-    let mut reader = Reader { env, sections: Vec::new(), stack: Vec::new() };
+    let mut reader = Reader { env, sections: Vec::new(), stack: Vec::new(), includes: 0 };
     reader.text(text, source, dir)?;
     Ok(reader.sections)
 }
@@ -66,15 +75,32 @@ struct Reader<'e> {
     sections: Vec<Section>,
     /// The files being read, outermost first: an include of one of them is a loop.
     stack: Vec<PathBuf>,
+    includes: usize,
 }
 
 impl Reader<'_> {
     fn file(&mut self, path: &Path, from: Option<(&str, usize)>) -> Result<(), PlanError> {
         let (source, line) = from.map_or((path.display().to_string(), None), |(f, l)| (f.to_string(), Some(l)));
-        let text = std::fs::read(path).map_err(|e| {
-            let what = if from.is_some() { "cannot read the included file" } else { "cannot read the fio job file" };
-            PlanError::new(&source, line, None, format!("{what} {}: {e}", path.display()))
-        })?;
+        let what = if from.is_some() { "the included file" } else { "the fio job file" };
+        let fail = |m: String| PlanError::new(&source, line, from.map(|_| "include".to_string()), m);
+        if from.is_some() {
+            self.includes += 1;
+            if self.includes > MAX_INCLUDES {
+                return Err(fail(format!("more than {MAX_INCLUDES} includes in all: is this a loop of includes?")));
+            }
+            // A FIFO would hang the read, a device never end it.
+            if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+                return Err(fail(format!("{what} {} is not a regular file (or cannot be read)", path.display())));
+            }
+        }
+        let mut text = Vec::new();
+        use std::io::Read;
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut text))
+            .map_err(|e| fail(format!("cannot read {what} {}: {e}", path.display())))?;
+        if text.len() as u64 > MAX_FILE_BYTES {
+            return Err(fail(format!("{what} {} is larger than 1 MiB: not a job file", path.display())));
+        }
         let text = String::from_utf8(text).map_err(|_| {
             PlanError::new(&path.display().to_string(), None, None, "is not UTF-8 text: is this a fio job file?")
         })?;
@@ -95,6 +121,7 @@ impl Reader<'_> {
     }
 
     fn text(&mut self, text: &str, source: &str, dir: &Path) -> Result<(), PlanError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
             let content = strip_comment(raw).trim();
@@ -102,8 +129,13 @@ impl Reader<'_> {
                 continue;
             }
             if let Some(rest) = content.strip_prefix("include").filter(|r| r.starts_with(char::is_whitespace)) {
-                let name = self.expand(rest.trim(), source, line)?;
-                let path = if Path::new(&name).is_absolute() { PathBuf::from(&name) } else { dir.join(&name) };
+                // As fio: no ${VAR} here; a relative name from the working directory first.
+                let name = rest.trim();
+                let path = if Path::new(name).is_absolute() || Path::new(name).exists() {
+                    PathBuf::from(name)
+                } else {
+                    dir.join(name)
+                };
                 self.file(&path, Some((source, line)))?;
                 continue;
             }
@@ -124,6 +156,18 @@ impl Reader<'_> {
                 continue;
             }
             let (key, value) = match content.split_once('=') {
+                Some((k, v)) if v.starts_with(char::is_whitespace) => {
+                    return Err(PlanError::new(
+                        source,
+                        Some(line),
+                        Some(k.trim().into()),
+                        format!(
+                            "a space after `=`: fio 3.x misreads it (`bs = 4k` as 4 bytes) or refuses it; write {}={}",
+                            k.trim(),
+                            v.trim()
+                        ),
+                    ));
+                }
                 Some((k, v)) => (k.trim(), Some(self.expand(v.trim(), source, line)?)),
                 None => (content, None),
             };
@@ -154,6 +198,18 @@ impl Reader<'_> {
             rest = &rest[at + end + 1..];
         }
         out.push_str(rest);
+        for keyword in ["$pagesize", "$mb_memory", "$ncpus", "$(("] {
+            if out.contains(keyword) {
+                return Err(PlanError::new(
+                    source,
+                    Some(line),
+                    None,
+                    format!(
+                        "`{v}`: fio's {keyword} is computed on the host fio runs on; iocurve does not: write the value"
+                    ),
+                ));
+            }
+        }
         Ok(out)
     }
 }
@@ -175,7 +231,7 @@ mod tests {
     #[test]
     fn comments_anywhere_globals_and_bare_keys() {
         let s = parse(
-            "; head\n[global] # g\nbs=${BS} ; c\nsize=${NOPE}4m\n[global-2]\n[job]\ntime_based\nrw = randread # x\n",
+            "; head\n[global] # g\nbs=${BS} ; c\nsize=${NOPE}4m\n[global-2]\n[job]\ntime_based\nrw=randread # x\n",
         );
         assert_eq!(s.len(), 3);
         assert!(s[0].is_global() && s[1].is_global() && !s[2].is_global());
@@ -183,6 +239,18 @@ mod tests {
         assert_eq!(s[0].entries[1].value.as_deref(), Some("4m"));
         assert_eq!(s[2].entries[0], Entry { key: "time_based".into(), value: None, file: "job.fio".into(), line: 7 });
         assert_eq!(s[2].entries[1].value.as_deref(), Some("randread"));
+    }
+
+    #[test]
+    fn what_fio_misreads_or_computes_is_refused() {
+        let env = |_: &str| None;
+        let e = parse_text("[j]\nbs = 4k\n", "f.fio", Path::new("."), &env).unwrap_err();
+        assert!(e.message.contains("write bs=4k"), "{e}");
+        let e = parse_text("[j]\nbs=$pagesize\n", "f.fio", Path::new("."), &env).unwrap_err();
+        assert!(e.message.contains("$pagesize"), "{e}");
+        // A space before `=` is fine for fio too; a byte-order mark is not an option.
+        let s = parse_text("\u{feff}[j]\nbs =4k\n", "f.fio", Path::new("."), &env).unwrap();
+        assert_eq!((s[0].name.as_str(), s[0].entries[0].value.as_deref()), ("j", Some("4k")));
     }
 
     #[test]
@@ -206,6 +274,18 @@ mod tests {
         let s = read(&d.path().join("sub/main.fio"), &env).unwrap();
         assert_eq!(s[0].entries[0].key, "bs");
         assert!(s[0].entries[0].file.ends_with("inc.fio"));
+        // Not a regular file: refused before it is read (a FIFO would hang the read).
+        std::fs::write(d.path().join("dev.fio"), "[j]\ninclude /dev/zero\n").unwrap();
+        let e = read(&d.path().join("dev.fio"), &env).unwrap_err();
+        assert!(e.message.contains("not a regular file"), "{e}");
+        // Fan-out: each file includes the next ten times.
+        for i in 0..6 {
+            std::fs::write(d.path().join(format!("f{i}.fio")), format!("include f{}.fio\n", i + 1).repeat(10)).unwrap();
+        }
+        std::fs::write(d.path().join("f6.fio"), "bs=4k\n").unwrap();
+        std::fs::write(d.path().join("fan.fio"), "[j]\ninclude f0.fio\n").unwrap();
+        let e = read(&d.path().join("fan.fio"), &env).unwrap_err();
+        assert!(e.message.contains("more than 256 includes"), "{e}");
         std::fs::write(d.path().join("loop.fio"), "[j]\ninclude loop.fio\n").unwrap();
         let e = read(&d.path().join("loop.fio"), &env).unwrap_err();
         assert!(e.message.contains("includes itself"), "{e}");

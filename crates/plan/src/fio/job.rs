@@ -66,20 +66,39 @@ impl Job<'_> {
         }
     }
 
+    /// The kb_base in force at `e`: the last one set before it (fio parses in order).
+    fn kb_at(&self, e: &Entry) -> R<u64> {
+        let at = self.entries.iter().position(|x| std::ptr::eq(x, e)).unwrap_or(self.entries.len());
+        let set =
+            self.entries[..at].iter().rev().find(|x| options::lookup(&x.key).is_some_and(|k| k.canonical == "kb_base"));
+        match set {
+            None => Ok(1024),
+            Some(k) => match k.value.as_deref().map(str::trim) {
+                Some("1024") => Ok(1024),
+                Some("1000") => Ok(1000),
+                v => Err(self.err(k, format!("`{}`: kb_base is 1024 or 1000", v.unwrap_or("")))),
+            },
+        }
+    }
+
     fn flag(&self, key: &str) -> R<bool> {
         Ok(self.parse(key, value::boolean)?.unwrap_or(false))
     }
 
     fn resolve(&self, notices: &mut Vec<Notice>, seen: &mut BTreeSet<(String, usize)>) -> R<FioJob> {
         self.classify(notices, seen)?;
-        let kb_base = self
-            .parse("kb_base", |v| match v.trim() {
-                "1024" => Ok(1024),
-                "1000" => Ok(1000),
-                _ => Err(format!("`{v}`: kb_base is 1024 or 1000")),
-            })?
-            .unwrap_or(1024);
-        let mut note_size = |e: &Entry, v: &str, bytes: u64| {
+        if let Some((_, e)) = self.last("kb_base") {
+            self.kb_at(e)?;
+            self.parse("kb_base", |v| {
+                if matches!(v.trim(), "1024" | "1000") {
+                    Ok(())
+                } else {
+                    Err(format!("`{v}`: kb_base is 1024 or 1000"))
+                }
+            })?;
+        }
+        // A size is read under the kb_base in force where it is written, as fio parses in order.
+        let mut note_size = |e: &Entry, v: &str, bytes: u64, kb: u64| {
             if seen.insert((e.file.clone(), e.line)) {
                 notices.push(Notice {
                     file: e.file.clone(),
@@ -87,7 +106,7 @@ impl Job<'_> {
                     option: e.key.clone(),
                     value: v.into(),
                     instead: format!(
-                        "read as {bytes} bytes, as fio does under kb_base={kb_base} (fio issue #1618); write the size in bytes to be unambiguous"
+                        "read as {bytes} bytes, as fio does under kb_base={kb} (fio issue #1618); write the size in bytes to be unambiguous"
                     ),
                     refused: false,
                 });
@@ -149,68 +168,59 @@ impl Job<'_> {
             _ => read_pct,
         };
 
-        // Block sizes per direction: bssplit wins; otherwise whichever of bs and bsrange came
-        // last (they set the same fields in fio).
+        // Block sizes per direction, in file order: `bs` and `bsrange` set the same fields in
+        // fio (the later wins, direction by direction: an empty slot keeps what was set);
+        // `bssplit`, where set, wins over both.
         let mut bs: [Vec<(u64, f64)>; 2] = [vec![(DEFAULT_BS, 100.0)], vec![(DEFAULT_BS, 100.0)]];
         let mut bs_range = [(DEFAULT_BS, DEFAULT_BS); 2];
-        let plain = self.last("bs");
-        let ranged = self.last("bsrange");
-        let from_range = match (plain, ranged) {
-            (Some((i, _)), Some((j, _))) => j > i,
-            (None, Some(_)) => true,
-            _ => false,
-        };
-        if let Some((_, e)) = if from_range { ranged } else { plain } {
+        let mut split: [Option<Vec<(u64, f64)>>; 2] = [None, None];
+        for e in self.entries {
+            let Some(k) = options::lookup(&e.key).map(|k| k.canonical) else { continue };
+            if !matches!(k, "bs" | "bsrange" | "bssplit") {
+                continue;
+            }
+            let kb = self.kb_at(e)?;
             let v = e.value.as_deref().unwrap_or("");
             let dirs = value::per_direction(v).map_err(|m| self.err(e, m))?;
             for d in 0..2 {
                 let Some(text) = &dirs[d] else { continue };
-                if from_range {
-                    let ((lo, hi), amb) = value::range(text, kb_base).map_err(|m| self.err(e, m))?;
-                    if amb {
-                        note_size(e, v, lo);
+                match k {
+                    "bsrange" => {
+                        let ((lo, hi), amb) = value::range(text, kb).map_err(|m| self.err(e, m))?;
+                        if amb {
+                            note_size(e, v, lo, kb);
+                        }
+                        bs[d] = value::range_mix(lo, hi).map_err(|m| self.err(e, m))?;
+                        bs_range[d] = (lo, hi);
                     }
-                    if !lo.is_power_of_two() {
-                        return Err(self.err(e, format!("`{text}`: fio aligns a range's sizes to its low end only when that is a power of two; use one")));
+                    "bs" => {
+                        let s = value::size(text, kb).map_err(|m| self.err(e, m))?;
+                        if s.ambiguous {
+                            note_size(e, v, s.bytes, kb);
+                        }
+                        if s.bytes == 0 {
+                            return Err(self.err(e, "a block size of 0"));
+                        }
+                        bs[d] = vec![(s.bytes, 100.0)];
+                        bs_range[d] = (s.bytes, s.bytes);
                     }
-                    let n = hi / lo;
-                    if n > 1024 {
-                        return Err(self.err(
-                            e,
-                            format!(
-                                "`{text}` spans {n} block sizes; iocurve mixes at most 1024: narrow it or use bssplit"
-                            ),
-                        ));
+                    _ => {
+                        let (sizes, amb) = value::bssplit(text, kb).map_err(|m| self.err(e, m))?;
+                        if amb {
+                            note_size(e, v, sizes[0].0, kb);
+                        }
+                        split[d] = Some(sizes);
                     }
-                    bs[d] = (1..=n).map(|k| (k * lo, 100.0 / n as f64)).collect();
-                    bs_range[d] = (lo, n * lo);
-                } else {
-                    let s = value::size(text, kb_base).map_err(|m| self.err(e, m))?;
-                    if s.ambiguous {
-                        note_size(e, v, s.bytes);
-                    }
-                    if s.bytes == 0 {
-                        return Err(self.err(e, "a block size of 0"));
-                    }
-                    bs[d] = vec![(s.bytes, 100.0)];
-                    bs_range[d] = (s.bytes, s.bytes);
                 }
             }
         }
-        if let Some((_, e)) = self.last("bssplit") {
-            let v = e.value.as_deref().unwrap_or("");
-            let dirs = value::per_direction(v).map_err(|m| self.err(e, m))?;
-            for d in 0..2 {
-                let Some(text) = &dirs[d] else { continue };
-                let (split, amb) = value::bssplit(text, kb_base).map_err(|m| self.err(e, m))?;
-                if amb {
-                    note_size(e, v, split[0].0);
-                }
+        for d in 0..2 {
+            if let Some(sizes) = split[d].take() {
                 bs_range[d] = (
-                    split.iter().map(|s| s.0).min().unwrap_or(DEFAULT_BS),
-                    split.iter().map(|s| s.0).max().unwrap_or(DEFAULT_BS),
+                    sizes.iter().map(|s| s.0).min().unwrap_or(DEFAULT_BS),
+                    sizes.iter().map(|s| s.0).max().unwrap_or(DEFAULT_BS),
                 );
-                bs[d] = split;
+                bs[d] = sizes;
             }
         }
 
@@ -231,9 +241,10 @@ impl Job<'_> {
             match self.text(key) {
                 None => Ok(None),
                 Some((e, v)) => {
-                    let (s, amb) = value::size_or_percent(v, kb_base).map_err(|m| self.err(e, m))?;
+                    let kb = self.kb_at(e)?;
+                    let (s, amb) = value::size_or_percent(v, kb).map_err(|m| self.err(e, m))?;
                     if let (true, SizeOr::Bytes(b)) = (amb, s) {
-                        note_size(e, v, b);
+                        note_size(e, v, b, kb);
                     }
                     Ok(Some(s))
                 }
@@ -265,7 +276,15 @@ impl Job<'_> {
         };
         let ioengine = self.text("ioengine").map_or(DEFAULT_ENGINE.to_string(), |(_, v)| v.trim().to_string());
         let wait_for = self.text("wait_for").map(|(_, v)| v.trim().to_string());
-        let name = self.text("name").map_or(self.section.name.clone(), |(_, v)| v.trim().to_string());
+        // fio names a job by its own section's `name=`; one in [global] renames none.
+        let name = self
+            .section
+            .entries
+            .iter()
+            .rev()
+            .find(|e| e.key == "name")
+            .and_then(|e| e.value.clone())
+            .unwrap_or_else(|| self.section.name.clone());
 
         Ok(FioJob {
             name,
@@ -295,7 +314,13 @@ impl Job<'_> {
             compress_pct: self.parse("buffer_compress_percentage", percent)?,
             dedupe_pct: self.parse("dedupe_percentage", percent)?,
             rate_iops: self.per_direction_number("rate_iops", |v| value::int(v).map(|n| n as f64))?,
-            rate_bytes: self.per_direction_number("rate", |v| value::size(v, kb_base).map(|s| s.bytes as f64))?,
+            rate_bytes: match self.last("rate") {
+                Some((_, e)) => {
+                    let kb = self.kb_at(e)?;
+                    self.per_direction_number("rate", |v| value::size(v, kb).map(|s| s.bytes as f64))?
+                }
+                None => None,
+            },
             poisson: self.text("rate_process").is_some_and(|(_, v)| v.trim() == "poisson"),
             continue_on_error: self.text("continue_on_error").map(|(_, v)| v.trim().to_string()),
             verify: self.text("verify").map(|(_, v)| v.trim().to_string()),
@@ -349,9 +374,20 @@ impl Job<'_> {
             if e.value.is_none() && !k.bare {
                 return Err(self.err(e, format!("`{}` needs a value: {}=VALUE (fio refuses it too)", e.key, e.key)));
             }
+            if e.value.as_deref().is_some_and(|v| v.trim_matches([',', ' ']).is_empty()) {
+                return Err(self.err(
+                    e,
+                    format!(
+                        "`{}=` has no value: fio refuses it too (failed parsing); remove the line or give a value",
+                        e.key
+                    ),
+                ));
+            }
             let (instead, refused) = match k.kind {
                 Kind::Mapped | Kind::Output => continue,
                 Kind::Ignored(why) => (why, false),
+                // Set to 0 (off), it changes nothing: `thinktime=0`, `fsync=0`, `sync=0`.
+                Kind::Refused(_) if e.value.as_deref().is_some_and(|v| matches!(v.trim(), "0" | "none")) => continue,
                 Kind::Refused(why) => (why, true),
             };
             if seen.insert((e.file.clone(), e.line)) {

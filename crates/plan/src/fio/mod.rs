@@ -109,8 +109,8 @@ fn printable(s: &str) -> String {
 pub struct FioImport {
     pub jobs: Vec<FioJob>,
     pub plan: PlanFile,
-    /// Size for scratch files the plan's targets need (fio creates missing files at `size`).
-    pub scratch_size: Option<u64>,
+    /// For each workload of the plan, the job (index in `jobs`) it came from.
+    pub workload_jobs: Vec<usize>,
     /// Options not honoured, in file order (with `lenient`, the refused ones too).
     pub notices: Vec<Notice>,
 }
@@ -179,7 +179,7 @@ pub fn import_str(text: &str, source: &str, lenient: bool) -> Result<FioImport, 
 fn from_sections(sections: &[ini::Section], source: &str, lenient: bool) -> Result<FioImport, PlanError> {
     let mut notices = Vec::new();
     let jobs = job::resolve(sections, &mut notices)?;
-    let (plan, scratch_size) = translate::plan(&jobs, source, &mut notices)?;
+    let (plan, workload_jobs) = translate::plan(&jobs, source, &mut notices)?;
     // A [global] option is noted once, not once per job.
     notices.sort_by(|a, b| (&a.file, a.line, &a.option, &a.instead).cmp(&(&b.file, b.line, &b.option, &b.instead)));
     notices.dedup();
@@ -197,13 +197,49 @@ fn from_sections(sections: &[ini::Section], source: &str, lenient: bool) -> Resu
             ),
         ));
     }
-    Ok(FioImport { jobs, plan, scratch_size, notices })
+    Ok(FioImport { jobs, plan, workload_jobs, notices })
 }
 
 impl FioImport {
     /// The plan resolved and checked as a TOML plan would be, with the command line's
     /// overrides (`--ramp` turns a job's one step into a curve).
     pub fn resolve(&self, source: &str, overrides: &Overrides) -> Result<Plan, PlanError> {
-        crate::resolve::resolve_with(&self.plan, source, overrides)
+        crate::resolve::resolve_with(&self.plan, source, overrides).map_err(|e| self.at_fio_line(e))
+    }
+
+    /// A plan check's error about `workloads[i].KEY`, pointed at the job file's line that set
+    /// the value (the plan itself has no lines the user wrote).
+    fn at_fio_line(&self, e: PlanError) -> PlanError {
+        let Some((i, key)) = e
+            .key
+            .as_deref()
+            .and_then(|k| k.strip_prefix("workloads["))
+            .and_then(|k| k.split_once("]."))
+            .and_then(|(i, key)| Some((i.parse::<usize>().ok()?, key.to_string())))
+        else {
+            return e;
+        };
+        let Some(job) = self.workload_jobs.get(i).and_then(|&j| self.jobs.get(j)) else { return e };
+        let options: &[&str] = match key.as_str() {
+            "bs" | "dedupe_unit" => &["bssplit", "bsrange", "bs"],
+            "queue_depth" => &["iodepth"],
+            "ramp" => &["numjobs"],
+            "intervals" | "interval_s" => &["runtime"],
+            "warmup_s" => &["ramp_time"],
+            "working_set" => &["size", "offset", "filesize"],
+            "rate" | "max_outstanding" => &["rate_iops", "rate", "numjobs"],
+            "compress" => &["buffer_compress_percentage"],
+            "dedupe" => &["dedupe_percentage"],
+            "read_pct" => &["rwmixread", "rwmixwrite"],
+            _ => &[],
+        };
+        let Some(option) = options.iter().find(|o| job.origins.iter().any(|x| x.0 == **o)) else { return e };
+        let (file, line) = job.origin(option);
+        PlanError::new(
+            &file,
+            Some(line),
+            Some(option.to_string()),
+            format!("job {} (as the plan's {key}): {}", job.name, e.message),
+        )
     }
 }

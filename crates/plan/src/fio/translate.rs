@@ -21,7 +21,9 @@ struct Load<'a> {
     workers: u32,
 }
 
-pub fn plan(jobs: &[FioJob], source: &str, notices: &mut Vec<Notice>) -> Result<(PlanFile, Option<u64>), PlanError> {
+/// The plan, and for each of its workloads the index of the job it came from (the first of
+/// jobs merged).
+pub fn plan(jobs: &[FioJob], source: &str, notices: &mut Vec<Notice>) -> Result<(PlanFile, Vec<usize>), PlanError> {
     let mut scratch_size: Option<u64> = None;
     let mut loads = Vec::new();
     let mut scratch_noted = false;
@@ -70,15 +72,25 @@ pub fn plan(jobs: &[FioJob], source: &str, notices: &mut Vec<Notice>) -> Result<
             let mut m = first.next().unwrap_or_else(|| unreachable!());
             for l in first {
                 m.workers += l.workers;
+                // Each job keeps its own rate limit in fio: together they add up.
+                if let (Some(r), Some(add)) = (m.keys.rate.as_mut(), &l.keys.rate) {
+                    r[0] += add[0];
+                    m.keys.max_outstanding =
+                        Some(m.keys.max_outstanding.unwrap_or(0) + l.keys.max_outstanding.unwrap_or(0));
+                }
                 for t in l.targets {
                     if !m.targets.contains(&t) {
                         m.targets.push(t);
                     }
                 }
             }
+            let load = match &m.keys.rate {
+                Some(r) => format!("at their summed rate, {}", r[0]),
+                None => format!("of {} workers", m.workers),
+            };
             notices.push(note(m.job, "stonewall", "", &format!(
-                "fio runs jobs {} at the same time, each on its own files; iocurve runs them as one workload of {} workers over all their files",
-                names.join(", "), m.workers
+                "fio runs jobs {} at the same time, each on its own files; iocurve runs them as one workload {load} over all their files",
+                names.join(", ")
             ), false));
             merged.push(m);
         } else {
@@ -111,6 +123,8 @@ pub fn plan(jobs: &[FioJob], source: &str, notices: &mut Vec<Notice>) -> Result<
     }
 
     let mut workloads: Vec<WorkloadKeys> = Vec::new();
+    let from: Vec<usize> =
+        merged.iter().map(|l| jobs.iter().position(|j| std::ptr::eq(j, l.job)).unwrap_or(0)).collect();
     for l in merged {
         let mut k = l.keys;
         let mut name = sanitize(&l.job.name);
@@ -131,10 +145,12 @@ pub fn plan(jobs: &[FioJob], source: &str, notices: &mut Vec<Notice>) -> Result<
         name: Some(stem),
         description: Some(format!("imported from the fio job file {source}")),
         targets: Some(all),
+        // fio lays out missing files at the job's size; so does the plan.
+        scratch_size,
         workloads,
         ..Default::default()
     };
-    Ok((plan, scratch_size))
+    Ok((plan, from))
 }
 
 fn refuse(notices: &mut Vec<Notice>, job: &FioJob, option: &str, value: &str, why: &str) {
@@ -146,12 +162,14 @@ fn note(job: &FioJob, option: &str, value: &str, instead: &str, refused: bool) -
     Notice { file, line, option: option.into(), value: value.into(), instead: instead.into(), refused }
 }
 
-/// A job's files: `filename` (relative ones under `directory`), or the shared scratch file.
+/// A job's files: `filename` under `directory` — fio puts the directory in front of every
+/// name, even an absolute one (`directory=/mnt/t` with `filename=/dev/sdb` is the file
+/// /mnt/t/dev/sdb) — or the shared scratch file.
 fn targets(job: &FioJob) -> Vec<String> {
     let dir = job.directory.as_deref().map(|d| d.split(':').next().unwrap_or(d));
     let under = |f: &str| match dir {
-        Some(d) if !Path::new(f).is_absolute() => Path::new(d).join(f).display().to_string(),
-        _ => f.to_string(),
+        Some(d) => format!("{}/{}", d.trim_end_matches('/'), f.trim_start_matches('/')),
+        None => f.to_string(),
     };
     if job.filenames.is_empty() { vec![under(SCRATCH)] } else { job.filenames.iter().map(|f| under(f)).collect() }
 }
@@ -235,10 +253,28 @@ fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKey
     } else {
         BlockSizeSpec::Mix(split.iter().map(|s| (s.0, (s.1 * 100.0).round() as u32)).collect())
     });
+    // The dedupe unit defaults to the smallest block size; a range whose top is no multiple of
+    // it (bsrange=4k-10k) needs their common divisor.
+    let gcd = split.iter().map(|s| s.0).fold(0, |a, b| if a == 0 { b } else { gcd(a, b) });
+    if split.iter().any(|s| s.0 % split.iter().map(|s| s.0).min().unwrap_or(1) != 0) {
+        k.dedupe_unit = Some(gcd);
+    }
     let mean_bs: f64 = split.iter().map(|s| s.0 as f64 * s.1).sum::<f64>() / split.iter().map(|s| s.1).sum::<f64>();
 
     // The engine.
     let (backend, depth_one) = match job.ioengine.as_str() {
+        // Linux's native AIO is asynchronous only with O_DIRECT: buffered, io_submit blocks
+        // and the job does one I/O at a time — synchronous I/O, as psync does it.
+        "libaio" if !job.direct => {
+            notices.push(note(
+                job,
+                "ioengine",
+                "libaio",
+                "without direct=1, Linux's AIO blocks in io_submit (one I/O at a time): iocurve's psync back-end at queue depth 1 does the same",
+                false,
+            ));
+            (Backend::Psync, true)
+        }
         "io_uring" | "libaio" | "posixaio" => (Backend::IoUring, false),
         "psync" | "sync" | "pvsync" | "pvsync2" | "vsync" | "mmap" => (Backend::Psync, true),
         "null" => (Backend::Null, false),
@@ -259,6 +295,7 @@ fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKey
         Backend::Null => "null",
     };
     if job.ioengine != nearest
+        && (job.ioengine != "libaio" || job.direct)
         && matches!(job.ioengine.as_str(), "libaio" | "posixaio" | "sync" | "pvsync" | "pvsync2" | "vsync" | "mmap")
     {
         notices.push(note(
@@ -282,6 +319,25 @@ fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKey
     } else {
         job.iodepth
     });
+
+    if !job.direct && job.read_pct > 0.0 && backend != Backend::Null {
+        notices.push(note(
+            job,
+            "direct",
+            "",
+            "buffered I/O (fio's default): fio drops the file's cached pages before the job (invalidate=1), iocurve does not, and the scratch file it writes first stays cached — reads may measure the page cache, not the storage: add direct=1",
+            false,
+        ));
+    }
+    if let (false, Some(_), Some(SizeOr::Bytes(_))) = (job.time_based, job.runtime_s, job.size) {
+        notices.push(note(
+            job,
+            "time_based",
+            "",
+            "not set: fio ends the job after one pass over size (or at runtime, whichever comes first); iocurve measures for the whole runtime",
+            false,
+        ));
+    }
 
     // How long: fio's runtime, measured in intervals (at least 3, about 10 s each).
     k.warmup_s = Some(job.ramp_s);
@@ -363,6 +419,17 @@ fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKey
         let vals: Vec<f64> = dirs.iter().filter_map(|&d| v[d]).collect();
         vals.first().copied().filter(|f| vals.iter().all(|x| x == f))
     };
+    let mixed_rate = dirs.len() == 2 && (job.rate_iops.is_some() || job.rate_bytes.is_some());
+    if mixed_rate {
+        let key = if job.rate_iops.is_some() { "rate_iops" } else { "rate" };
+        refuse(
+            notices,
+            job,
+            key,
+            "",
+            "fio limits reads and writes each to the rate (a mixed job runs at up to twice it, whatever its mix); iocurve drives one rate for the mix",
+        );
+    }
     let rate_iops = match (&job.rate_iops, &job.rate_bytes) {
         (Some((e, v)), _) => used(v).or_else(|| {
             notices.push(note(job, &e.key, "", "different rates for reads and writes: iocurve drives one rate", true));
@@ -374,11 +441,15 @@ fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKey
         }),
         (None, None) => None,
     };
-    if let Some(iops) = rate_iops.filter(|&r| r > 0.0) {
+    if let Some(iops) = rate_iops.filter(|&r| r > 0.0 && !mixed_rate) {
         let total = iops * f64::from(job.numjobs);
         k.rate = Some(vec![if random { total } else { total * mean_bs / 1e6 }]);
         k.arrival = Some(if job.poisson { Arrival::Poisson } else { Arrival::Uniform });
         k.max_outstanding = Some(job.numjobs.saturating_mul(job.iodepth));
     }
     (k, file_size)
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
 }

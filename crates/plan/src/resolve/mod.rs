@@ -194,10 +194,18 @@ impl Resolver<'_> {
                 links: self.links(h.links.as_deref(), &at, &format!("hosts[{i}].links"))?,
             });
         }
+        if self.file.scratch_size == Some(0) {
+            return Err(self.err(
+                &[Seg::Key("scratch_size")],
+                "scratch_size".into(),
+                "scratch_size is 0: give a size, e.g. scratch_size = \"10g\"",
+            ));
+        }
         Ok(Plan {
             faults,
             hosts,
             links,
+            scratch_size: self.file.scratch_size,
             sla_mean_ms: self.file.sla_mean_ms,
             precondition: self.file.precondition.unwrap_or(false),
             sla_p99_ms: self.file.sla_p99_ms,
