@@ -16,4 +16,4 @@ pub use compare::{At, Impact, compare};
 pub use iocurve_stats::steady;
 pub use result::*;
 pub use step::{Thresholds, analyze_step, analyze_step_on};
-pub use workload::{analyze_workload, optimum_index, sla_index};
+pub use workload::{Compared, analyze_workload, compared, optimum_index, sla_index};

@@ -59,18 +59,8 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
             t(a).total_cmp(&t(b))
         });
     }
-    // Steps without a complete interval (interrupted at once) or without a completed I/O carry
-    // no figures: "0 IOPS @ 0.0 µs" must never become a speed or a maximum.
-    let measured: Vec<usize> =
-        (0..steps.len()).filter(|&i| steps[i].duration_s > 0.0 && steps[i].read.ops + steps[i].write.ops > 0).collect();
-    // Like with like: a multi-host run that lost a host compares only the steps that ran on
-    // all the hosts it still had at its fullest. A step during which a host was lost mixes
-    // host counts; a step after it ran on fewer hosts.
-    let (measured, apart) = like_with_like(&steps, measured);
+    let Compared { steps: measured, apart, unsustained } = compared(&steps);
     let mut notes = Vec::new();
-    // A rate step that did not keep to its schedule measured the storage at some other load.
-    let (measured, unsustained): (Vec<usize>, Vec<usize>) =
-        measured.into_iter().partition(|&i| steps[i].rate.as_ref().is_none_or(|r| r.sustained));
     if !unsustained.is_empty() {
         let list: Vec<String> = unsustained
             .iter()
@@ -128,6 +118,32 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
         links: None,
         steps,
     }
+}
+
+/// Which steps of a workload enter its speed, optimum and maximum, and which are kept apart.
+pub struct Compared {
+    /// Measured, on the full host count, sustained (rate steps): compared.
+    pub steps: Vec<usize>,
+    /// Lost a host, or ran on fewer hosts.
+    pub apart: Vec<usize>,
+    /// Rate steps that did not keep to their schedule.
+    pub unsustained: Vec<usize>,
+}
+
+/// The one rule for which steps are compared (the analysis and every figure read off a curve,
+/// such as `size speedup --run`). Steps without a complete interval (interrupted at once) or
+/// without a completed I/O carry no figures: "0 IOPS @ 0.0 µs" must never become a speed or a
+/// maximum. Like with like: a multi-host run that lost a host compares only the steps that ran
+/// on all the hosts it still had at its fullest (a step during which a host was lost mixes host
+/// counts; a step after it ran on fewer hosts). A rate step that did not keep to its schedule
+/// measured the storage at some other load.
+pub fn compared(steps: &[StepResult]) -> Compared {
+    let measured: Vec<usize> =
+        (0..steps.len()).filter(|&i| steps[i].duration_s > 0.0 && steps[i].read.ops + steps[i].write.ops > 0).collect();
+    let (measured, apart) = like_with_like(steps, measured);
+    let (measured, unsustained): (Vec<usize>, Vec<usize>) =
+        measured.into_iter().partition(|&i| steps[i].rate.as_ref().is_none_or(|r| r.sustained));
+    Compared { steps: measured, apart, unsustained }
 }
 
 /// Splits the measured steps into those that ran on the workload's full host count without

@@ -43,6 +43,20 @@ pub enum Command {
     },
     /// List the stored runs: id, date, label, plan, host, targets, status, maximum per workload.
     Runs(DbArgs),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell
+    /// (e.g. `iocurve completions bash > /etc/bash_completion.d/iocurve`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (iocurve.1 and one per subcommand, from the same option table as
+    /// `--help`) into a directory, or print iocurve.1 without -o.
+    Man {
+        /// Directory to write iocurve.1, iocurve-run.1, … into.
+        #[arg(short = 'o', long = "output", value_name = "DIR")]
+        output: Option<PathBuf>,
+    },
     /// Print a stored run's summary, as printed after the run (also for killed runs).
     Show {
         /// Run id (see `iocurve runs`).
@@ -258,9 +272,15 @@ pub struct RunArgs {
 
     /// Every host's links to the storage, e.g. "2x32G FC" or "4x25GbE" (plan key `links`;
     /// `[[hosts]] links` sets one host's): the summary and the report give the maximum's share
-    /// of them ("82 % of the hosts' links"). Types: 8G/16G/32G/64G FC, 10G/25G/100G Ethernet.
+    /// of them ("82 % of the host's links"; on several hosts, the busiest host's share). Types: 8G/16G/32G/64G FC, 10G/25G/100G Ethernet.
     #[arg(long, value_name = "LINKS")]
     pub links: Option<String>,
+
+    /// Print what the run would do — targets (and the scratch files it would create), hosts,
+    /// workloads, steps and duration — after the same checks, and stop: nothing is opened,
+    /// written or stored.
+    #[arg(long)]
+    pub dry_run: bool,
 
     /// Read the plan file as a fio job file. Without it, a file is taken for one when its name
     /// ends in .fio or it starts with a [section] fio's way. Each job becomes a workload of one
@@ -467,7 +487,8 @@ Example: iocurve size raid --level 6 --disks 16 --disk-iops 200 --read-pct 70  �
 Example: iocurve size links 32 32G  →  256 GB/s as sold (32 Gbit/s × 2 directions), 102 GB/s usable per direction"
     )]
     Links {
-        /// How many links.
+        /// How many links (1 to 1024).
+        #[arg(value_parser = clap::value_parser!(u32).range(1..=1024))]
         count: u32,
         /// The link type: 8G, 16G, 32G, 64G (FC), 10GbE, 25GbE, 100GbE.
         link: String,

@@ -6,6 +6,7 @@ mod agent;
 pub mod cli;
 mod datacheck;
 mod deploy;
+mod dry_run;
 pub mod flags;
 pub mod out;
 mod precondition;
@@ -58,6 +59,33 @@ pub fn init_logging() {
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).try_init();
 }
 
+/// `iocurve man`: the pages come from the same clap definition as `--help`.
+fn man(dir: Option<&std::path::Path>) -> Result<ExitCode, CliError> {
+    let cmd = <cli::Cli as clap::CommandFactory>::command();
+    match dir {
+        None => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(cmd)
+                .render(&mut page)
+                .map_err(|e| CliError::Runtime(format!("cannot render the man page: {e}")))?;
+            crate::out!("{}", String::from_utf8_lossy(&page));
+        }
+        Some(d) => {
+            if !d.is_dir() {
+                return Err(CliError::Usage(format!("-o {}: not a directory; create it first", d.display())));
+            }
+            clap_mangen::generate_to(cmd, d)
+                .map_err(|e| CliError::Runtime(format!("cannot write the man pages into {}: {e}", d.display())))?;
+            crate::outln!(
+                "wrote the man pages into {} (read one with `man -l {}/iocurve.1`)",
+                d.display(),
+                d.display()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
     match cli.command {
         Command::Run(args) => run::run(*args),
@@ -93,6 +121,14 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             crate::out!("{}", suites::find(&suite)?.toml);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Completions { shell } => {
+            let mut cmd = <cli::Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "iocurve", &mut out);
+            crate::out!("{}", String::from_utf8_lossy(&out));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man { output } => man(output.as_deref()),
         Command::Precondition(args) => precondition::command(args),
         Command::Verify(args) => verification::command(args),
         Command::Size { command } => size::command(command),

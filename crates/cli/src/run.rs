@@ -17,6 +17,12 @@ use crate::terminal::Terminal;
 
 pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let plan = load_plan(&args)?;
+    if args.dry_run {
+        let mut plan = plan;
+        iocurve_run::default_target(&mut plan);
+        crate::outln!("{}", crate::dry_run::describe(&plan, args.size.or(plan.scratch_size), &args.hosts));
+        return Ok(ExitCode::SUCCESS);
+    }
     // A result that cannot be written is bad input, found before any I/O, not after the run.
     if let Some(path) = &args.json {
         check_output(path, "--json")?;

@@ -68,10 +68,12 @@ pub fn command(c: SizeCommand) -> Result<ExitCode, CliError> {
             let (s, saved) = sizing::speedup(io_share / 100.0, from_ms, to_ms);
             // A latency read off a curve has no business printing 17 digits.
             let to = format!("{:.4}", to_ms).trim_end_matches('0').trim_end_matches('.').to_string();
-            crate::outln!(
-                "{io_share} % of the time in I/O, latency {from_ms} ms → {to} ms: {:.0} % less time, {s:.2}× as fast",
-                saved * 100.0
-            );
+            let effect = if saved >= 0.0 {
+                format!("{:.0} % less time, {s:.2}× as fast", saved * 100.0)
+            } else {
+                format!("{:.0} % more time, {:.2}× as slow: the new latency is higher", -saved * 100.0, 1.0 / s)
+            };
+            crate::outln!("{io_share} % of the time in I/O, latency {from_ms} ms → {to} ms: {effect}");
         }
         SizeCommand::Reduction { compress, dedupe, array_ratio, run, workload, db } => {
             let (data, checked) = match run {
@@ -101,16 +103,29 @@ pub fn command(c: SizeCommand) -> Result<ExitCode, CliError> {
             // What the run's data check found on the engine's own data, the way an array
             // reduces it: unique units (fixed-unit dedupe), each compressed on its own (zstd -1
             // per unit).
-            let unit = Some(data.dedupe_unit);
-            let found = |kind: &str, method: &str| {
-                checked.iter().find(|r| r.kind == kind && r.method == method && r.unit == unit).map(|r| r.achieved)
-            };
-            if let (Some(c), Some(d)) = (found("compression", "zstd -1"), found("deduplication", "fixed units")) {
-                let u = iocurve_plan::format_size(data.dedupe_unit);
-                crate::outln!(
-                    "the run's data check measured {:.2}:1 ({c:.2}:1 compression by zstd -1 per {u} unit × {d:.2}:1 dedupe in {u} units)",
-                    c * d
-                );
+            // Compression at the largest unit the check used up to the dedupe unit (arrays
+            // compress in chunks of at most their block).
+            let unit = data.dedupe_unit;
+            let comp = checked
+                .iter()
+                .filter(|r| r.kind == "compression" && r.method == "zstd -1" && r.unit.is_some_and(|u| u <= unit))
+                .max_by_key(|r| r.unit);
+            let dedupe = checked.iter().find(|r| r.kind == "deduplication" && r.unit == Some(unit));
+            match (comp, dedupe) {
+                (Some(c), Some(d)) => {
+                    let (cu, u) = (iocurve_plan::format_size(c.unit.unwrap_or(unit)), iocurve_plan::format_size(unit));
+                    crate::outln!(
+                        "the run's data check measured {:.2}:1 ({:.2}:1 compression by zstd -1 per {cu} unit × {:.2}:1 dedupe in {u} units)",
+                        c.achieved * d.achieved,
+                        c.achieved,
+                        d.achieved
+                    );
+                }
+                _ if run.is_some() => crate::outln!(
+                    "the run's data check has no compression and dedupe rows at its {} unit (see `iocurve show` for what it measured)",
+                    iocurve_plan::format_size(unit)
+                ),
+                _ => {}
             }
             if let Some(a) = array_ratio {
                 crate::outln!("the array reports {a:.2}:1: {:.0} % of what the data allows", 100.0 * a / expected);
@@ -135,6 +150,10 @@ fn pick<'a>(
     what: &str,
 ) -> Result<&'a WorkloadResult, CliError> {
     let all: Vec<&str> = result.workloads.iter().filter(|w| fits(w)).map(|w| w.name.as_str()).collect();
+    // An exact name wins: `backend-random-read-4k` beside its `-curve` is not ambiguous.
+    if let Some(w) = name.and_then(|n| result.workloads.iter().find(|w| fits(w) && w.name == n)) {
+        return Ok(w);
+    }
     let picked: Vec<&WorkloadResult> =
         result.workloads.iter().filter(|w| fits(w) && name.is_none_or(|n| w.name.contains(n))).collect();
     match picked.as_slice() {
@@ -156,24 +175,24 @@ fn pick<'a>(
 fn measured_latency(db: &std::path::Path, id: i64, name: Option<&str>, iops: f64) -> Result<(f64, String), CliError> {
     let result = stored(db, id)?;
     let w = pick(&result, id, name, |_| true, "workload")?;
-    // The steps that count for the maximum: measured, complete, sustained (as the analysis
-    // chose them), in ramp order.
+    // The steps the analysis compares (measured, on the full host count, sustained), in ramp
+    // (or rate) order.
     let labels: Vec<String> = w
         .steps
         .iter()
         .map(|s| {
-            let who = if s.workers == 1 { "1 worker".to_string() } else { format!("{} workers", s.workers) };
+            let who = match &s.rate {
+                Some(r) => format!("the step at {} IOPS", format::iops(r.target_iops)),
+                None if s.workers == 1 => "1 worker".to_string(),
+                None => format!("{} workers", s.workers),
+            };
             format!("{who}: {} IOPS @ {}", format::iops(s.iops), format::latency(s.lat_us.mean))
         })
         .collect();
-    let points: Vec<(f64, f64, &str)> = w
+    let points: Vec<(f64, f64, &str)> = iocurve_analysis::compared(&w.steps)
         .steps
-        .iter()
-        .zip(&labels)
-        .filter(|(s, _)| {
-            s.duration_s > 0.0 && s.read.ops + s.write.ops > 0 && s.rate.as_ref().is_none_or(|r| r.sustained)
-        })
-        .map(|(s, l)| (s.iops, s.lat_us.mean, l.as_str()))
+        .into_iter()
+        .map(|i| (w.steps[i].iops, w.steps[i].lat_us.mean, labels[i].as_str()))
         .collect();
     let (lat_us, around) =
         sizing::latency_at(&points, iops).map_err(|e| CliError::Usage(format!("run {id} {}: {e}", w.name)))?;

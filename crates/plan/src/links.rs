@@ -31,26 +31,32 @@ pub const LINKS: &[Link] = &[
 const ETH: f64 = 1460.0 / 1538.0;
 const ETH_NOTE: &str = "TCP/IPv4, MTU 1500: 1460 payload bytes per 1538 on the wire";
 
-/// `32G`, `32g fc`, `25GbE`, `100G Ethernet`, `10GE`.
+/// `32G`, `32g fc`, `25GbE`, `100G Ethernet`, `10GE`, `25 Gb/s Ethernet`, `10 Gbit/s`. A bare
+/// rate names the one type sold at it (`32G` FC, `25G` Ethernet).
 pub fn parse_link(s: &str) -> Option<&'static Link> {
-    let t = s.to_ascii_lowercase().replace([' ', '-', '_'], "");
+    let t = s.to_ascii_lowercase().replace([' ', '-', '_'], "").replace("/s", "");
     let digits: String = t.chars().take_while(char::is_ascii_digit).collect();
     let rest = &t[digits.len()..];
     let rest = rest.strip_prefix("gbit").or_else(|| rest.strip_prefix("gb")).or_else(|| rest.strip_prefix('g'))?;
-    let ethernet = matches!(rest, "e" | "be" | "ethernet" | "eth" | "bit ethernet");
-    let fc = matches!(rest, "" | "fc" | "fibrechannel");
-    let want = format!(
-        "{digits}G {}",
-        if ethernet {
-            "Ethernet"
-        } else if fc {
-            "FC"
-        } else {
-            return None;
+    let ethernet = matches!(rest, "e" | "be" | "ethernet" | "eth" | "itethernet");
+    let fc = matches!(rest, "fc" | "fibrechannel");
+    let named = |kind: &str| LINKS.iter().find(|l| l.name == format!("{digits}G {kind}"));
+    match (ethernet, fc, rest.is_empty()) {
+        (true, _, _) => named("Ethernet"),
+        (_, true, _) => named("FC"),
+        (_, _, true) => {
+            let mut at = LINKS.iter().filter(|l| l.name.split('G').next() == Some(digits.as_str()));
+            match (at.next(), at.next()) {
+                (Some(l), None) => Some(l),
+                _ => None,
+            }
         }
-    );
-    LINKS.iter().find(|l| l.name == want)
+        _ => None,
+    }
 }
+
+/// Links per host past which a count is a typo (a director-class switch has a few hundred).
+pub const MAX_LINKS: u32 = 1024;
 
 /// `links = "2x32G FC"`: how many links of which type a host has.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,7 +72,9 @@ impl HostLinks {
         let t = s.trim();
         let (count, kind) = match t.split_once(['x', 'X', '×', '*']) {
             Some((n, rest)) if !n.trim().is_empty() && n.trim().chars().all(|c| c.is_ascii_digit()) => {
-                let n: u32 = n.trim().parse().map_err(|_| format!("`{s}`: too many links"))?;
+                let n: u32 = n.trim().parse().ok().filter(|&n| n <= MAX_LINKS).ok_or_else(|| {
+                    format!("`{s}`: more than {MAX_LINKS} links on one host; give the links of one host")
+                })?;
                 (n, rest.trim())
             }
             _ => (1, t),
@@ -106,7 +114,12 @@ mod tests {
         assert_eq!(HostLinks::parse("4 x 25GbE").unwrap().describe(), "4 × 25G Ethernet");
         assert_eq!(HostLinks::parse("32G").unwrap().count, 1);
         assert_eq!(HostLinks::parse("2×16G FC").unwrap().usable_mbps(), Some(3200.0));
-        for bad in ["", "0x32G", "2x33G", "two x 32G", "2x"] {
+        // A bare rate is the one type sold at it; spelled-out rates.
+        assert_eq!(HostLinks::parse("2x25G").unwrap().link, "25G Ethernet");
+        assert_eq!(HostLinks::parse("2x 10 Gbit/s Ethernet").unwrap().link, "10G Ethernet");
+        assert_eq!(HostLinks::parse("2x25 Gb/s Ethernet").unwrap().link, "25G Ethernet");
+        assert_eq!(HostLinks::parse("32g fc").unwrap().link, "32G FC");
+        for bad in ["", "0x32G", "2x33G", "two x 32G", "2x", "4294967295x32G", "-1x8G"] {
             assert!(HostLinks::parse(bad).is_err(), "{bad}");
         }
     }

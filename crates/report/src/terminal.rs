@@ -617,7 +617,7 @@ mod tests {
         assert!(text.contains("SLA max  10'000 IOPS @ 100 µs  (1 worker)"), "{text}");
         assert!(
             text.contains(
-                "links    the maximum is 82 % of the hosts' links (2 × 32G FC: 6.40 GB/s a direction), reads"
+                "links    the maximum is 82 % of the host's links (2 × 32G FC: 6.40 GB/s a direction), reads"
             ),
             "{text}"
         );

@@ -35,5 +35,7 @@ pub mod verification;
 pub use cancel::Cancel;
 pub use error::Error;
 pub use observe::{Observer, Observers, StepAt};
-pub use runner::{AgentOptions, DEFAULT_SCRATCH, Hosts, Outcome, RunOptions, Runner, open_existing_store, open_store};
+pub use runner::{
+    AgentOptions, DEFAULT_SCRATCH, Hosts, Outcome, RunOptions, Runner, default_target, open_existing_store, open_store,
+};
 pub use status::storage_verdict;

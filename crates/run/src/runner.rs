@@ -27,6 +27,13 @@ use crate::{Cancel, Error, Observer, Observers, StepAt, precondition, time, veri
 /// The scratch file a run uses when the plan names no target.
 pub const DEFAULT_SCRATCH: &str = "iocurve-scratch.dat";
 
+/// A plan that names no target runs on [`DEFAULT_SCRATCH`] (`run --dry-run` shows it too).
+pub fn default_target(plan: &mut Plan) {
+    if plan.groups.is_empty() {
+        plan.groups = vec![TargetGroup { name: "targets".into(), weight: 1, targets: vec![DEFAULT_SCRATCH.into()] }];
+    }
+}
+
 /// How long the final verification pass waits for a read that does not return, unless
 /// `stuck_after_s` says otherwise.
 const FINAL_PASS_STUCK_AFTER_S: f64 = 30.0;
@@ -103,10 +110,7 @@ pub struct Runner<'o> {
 
 impl<'o> Runner<'o> {
     pub fn new(mut plan: Plan, hosts: Hosts, options: RunOptions) -> Runner<'o> {
-        if plan.groups.is_empty() {
-            plan.groups =
-                vec![TargetGroup { name: "targets".into(), weight: 1, targets: vec![DEFAULT_SCRATCH.into()] }];
-        }
+        default_target(&mut plan);
         Runner { plan, hosts, options, observers: Observers::default(), cancel: Cancel::new() }
     }
 

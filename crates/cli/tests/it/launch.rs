@@ -273,11 +273,23 @@ fn a_launched_agent_needs_its_credentials_and_removes_only_a_launch_copy() {
     let copy = d.join("bin/iocurve");
     std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
     std::fs::copy(bin(), &copy).unwrap();
-    let o = std::process::Command::new(&copy)
-        .args(["agent", "--launched", "--remove-binary"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    // A test thread that forks while the copy is open for writing holds it until its child
+    // execs: "Text file busy" for a moment (CI of stop 28). Try again then.
+    let o = (0..100)
+        .find_map(|_| {
+            match std::process::Command::new(&copy)
+                .args(["agent", "--launched", "--remove-binary"])
+                .stdin(std::process::Stdio::null())
+                .output()
+            {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    None
+                }
+                r => Some(r.unwrap()),
+            }
+        })
+        .expect("the copy became executable");
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("is not a copy `run --launch` made"), "{}", stderr(&o));
     assert!(copy.exists(), "nothing removed");

@@ -12,6 +12,7 @@ mod util;
 mod agents;
 mod data;
 mod deploy;
+mod everyday;
 mod faultdev;
 mod faults;
 mod fio;

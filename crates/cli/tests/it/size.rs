@@ -70,7 +70,7 @@ fn the_maximum_against_the_hosts_links() {
     assert!((f(&l["capacity_mbps"]) - cap).abs() < 1e-6, "{l}");
     let step = &w["steps"][w["maximum"]["step"].as_u64().unwrap() as usize];
     assert!((f(&l["read_pct"]) - f(&step["read"]["mbps"]) / cap * 100.0).abs() < 1e-9, "{l}");
-    let pct = format!("{:.0} % of the hosts' links (2 × 10G Ethernet", f(&l["read_pct"]));
+    let pct = format!("{:.0} % of the host's links (2 × 10G Ethernet", f(&l["read_pct"]));
     assert!(stdout(&o).contains(&format!("links    the maximum is {pct}")), "{}", stdout(&o));
     // Stored with the plan: `show` and the report say the same.
     assert!(stdout(&iocurve(dir.path(), &["show", "1"])).contains(&pct));
@@ -117,6 +117,33 @@ fn speedup_takes_the_latency_from_a_stored_curve() {
         &["size", "speedup", "--io-share", "40", "--from-ms", "5", "--run", "1", "--at-iops", "1e12"],
     );
     input_error(&o, &["run 1 backend-random-read-4k", "never carried"]);
+    // The maximum as `show` prints it (rounded) is on the curve.
+    let max = s.iter().map(|s| f(&s["iops"])).fold(0.0, f64::max);
+    let top = format!("{}", max.round());
+    let o = iocurve(
+        dir.path(),
+        &["size", "speedup", "--io-share", "40", "--from-ms", "5", "--run", "1", "--at-iops", &top],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    // A latency that grows is said so, not as a negative saving.
+    let o = iocurve(
+        dir.path(),
+        &["size", "speedup", "--io-share", "40", "--from-ms", "0.001", "--run", "1", "--at-iops", &at],
+    );
+    assert!(stdout(&o).contains("% more time") && stdout(&o).contains("as slow"), "{}", stdout(&o));
+    // A workload beside its response-time curve is picked by its exact name.
+    let o = iocurve(dir.path(), &args(&args(&base, FAST), &["--curve", "50", "--json", "c.json"]));
+    ok_json(&o, &dir.path().join("c.json"));
+    let exact = ["size", "speedup", "--io-share", "40", "--from-ms", "5", "--run", "2", "--at-iops", &at];
+    let o = iocurve(dir.path(), &args(&exact, &["--workload", "backend-random-read-4k"]));
+    assert!(
+        o.status.success() && stdout(&o).contains("run 2 backend-random-read-4k carries"),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let o = iocurve(dir.path(), &exact);
+    input_error(&o, &["several", "backend-random-read-4k-curve"]);
 }
 
 /// `size reduction --run`: the pattern a stored run wrote, what its data check measured the
@@ -141,8 +168,18 @@ fn reduction_puts_the_runs_data_check_beside_the_expectation() {
         "{out}"
     );
     assert!(out.contains("the array reports 3.10:1: 93 % of what the data allows"), "{out}");
+    // 1 MiB blocks: compression at the largest unit checked up to the block.
+    let seq = ["run", "--size", "32m", "--workload", "backend-seq-write-1m", "--ramp", "1", "--compress", "0.4"];
+    let r = run_json(dir.path(), &args(&seq, FAST));
+    let o = iocurve(dir.path(), &["size", "reduction", "--run", "2"]);
+    let out = stdout(&o);
+    let rows = &r["workloads"][0]["data_check"];
+    assert!(
+        out.contains("compression by zstd -1 per 128k unit") && out.contains("dedupe in 1m units"),
+        "{out}\n{rows}"
+    );
     // A run that wrote nothing has nothing to compare.
     run_json(dir.path(), &args(&["run", "--size", "32m", "--workload", "backend-random-read-4k", "--ramp", "1"], FAST));
-    let o = iocurve(dir.path(), &["size", "reduction", "--run", "2"]);
-    input_error(&o, &["run 2 has no writing workload"]);
+    let o = iocurve(dir.path(), &["size", "reduction", "--run", "3"]);
+    input_error(&o, &["run 3 has no writing workload"]);
 }

@@ -1,0 +1,93 @@
+//! `iocurve run --dry-run`: what a plan (TOML, fio job file or suite) would do — its targets,
+//! hosts, workloads, steps and duration — resolved and checked exactly as the run would, with
+//! nothing opened, created or stored.
+
+use std::path::Path;
+
+use iocurve_plan::{Pattern, Plan, format_size};
+use iocurve_report::format;
+
+/// The plan as the run would carry it out; `scratch_size` is what `--size` (or the plan) gives.
+pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> String {
+    let mut out = Vec::new();
+    out.push(format!(
+        "plan {} ({}): {} workload(s), about {}",
+        plan.name,
+        plan.source,
+        plan.workloads.len(),
+        format::duration(plan.total_seconds())
+    ));
+    if !plan.description.is_empty() {
+        out.push(format!("  {}", plan.description));
+    }
+    let on = if !hosts.is_empty() {
+        format!("agents {}", hosts.join(", "))
+    } else if !plan.hosts.is_empty() {
+        format!("agents {}", plan.hosts.iter().map(|h| h.address.as_str()).collect::<Vec<_>>().join(", "))
+    } else {
+        "this host".to_string()
+    };
+    out.push(format!("hosts: {on}"));
+    for g in &plan.groups {
+        let weight = if plan.groups.len() > 1 { format!(" (weight {})", g.weight) } else { String::new() };
+        out.push(format!("targets {}{weight}:", g.name));
+        for t in &g.targets {
+            let what = if t.contains(['*', '?', '[']) {
+                "a glob, expanded when the run starts".to_string()
+            } else if Path::new(t).exists() {
+                "exists".to_string()
+            } else {
+                let size = scratch_size.map_or("1g (or less when the disk has less room)".to_string(), format_size);
+                let how = if plan.scratch_unfilled() { "allocated" } else { "written once" };
+                format!(
+                    "missing: a scratch file of {size} would be created ({how}) and removed after the run unless --keep"
+                )
+            };
+            out.push(format!("  {t}  — {what}"));
+        }
+    }
+    if plan.precondition {
+        out.push("precondition: every block of every target written once before the workloads".into());
+    }
+    for w in &plan.workloads {
+        let kind = if w.pattern == Pattern::Sequential { "sequential" } else { "random" };
+        let bs: Vec<String> = w.bs.iter().map(|b| format!("{}:{}", format_size(b.bytes), b.weight)).collect();
+        let bs = if w.bs.len() == 1 { format_size(w.bs[0].bytes) } else { bs.join(",") };
+        out.push(format!(
+            "workload {}: {kind}, {} % reads, bs {bs}, qd {}, {} working set, {}{}, {}",
+            w.name,
+            w.read_pct,
+            w.queue_depth,
+            w.working_set.label(),
+            w.backend.name(),
+            if w.direct { " O_DIRECT" } else { " buffered" },
+            w.data.describe()
+        ));
+        let steps: Vec<String> = w
+            .steps()
+            .iter()
+            .map(|s| match s.rate {
+                Some(r) => format!("{r} {}", if w.pattern == Pattern::Sequential { "MB/s" } else { "IOPS" }),
+                None => s.workers.to_string(),
+            })
+            .collect();
+        let unit = if w.rate.is_empty() { "workers" } else { "rate" };
+        out.push(format!(
+            "  steps ({unit}): {} — each {} s warm-up + {} × {} s, about {} in all",
+            steps.join(", "),
+            w.warmup_s,
+            w.intervals,
+            w.interval_s,
+            format::duration((w.step_seconds() + w.pause_s) * w.steps().len() as f64 - w.pause_s)
+        ));
+        if !w.curve.is_empty() {
+            out.push(format!(
+                "  then the response-time curve at {} % of its maximum ({} steps more)",
+                w.curve.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "),
+                w.curve.len()
+            ));
+        }
+    }
+    out.push("nothing was opened, written or stored (--dry-run)".into());
+    out.join("\n")
+}

@@ -1,0 +1,74 @@
+//! The everyday command line (issue 16, part 5): shell completions and man pages from the one
+//! clap definition, and `run --dry-run` that says what a plan would do without touching
+//! anything.
+
+use std::process::Command;
+
+use crate::util::*;
+
+#[test]
+fn completions_for_every_shell_name_the_subcommands() {
+    let dir = tempfile::tempdir().unwrap();
+    for (shell, marker) in [("bash", "_iocurve()"), ("zsh", "#compdef iocurve"), ("fish", "complete -c iocurve")] {
+        let o = iocurve(dir.path(), &["completions", shell]);
+        assert!(o.status.success(), "{shell}: {}", stderr(&o));
+        let script = stdout(&o);
+        assert!(script.contains(marker), "{shell}: {script:.300}");
+        for sub in ["run", "report", "compare", "precondition"] {
+            assert!(script.contains(sub), "{shell} completes {sub}");
+        }
+        if shell == "bash" {
+            // The script is valid bash.
+            std::fs::write(dir.path().join("c.bash"), &script).unwrap();
+            let ok = Command::new("bash").arg("-n").arg(dir.path().join("c.bash")).status().unwrap();
+            assert!(ok.success(), "bash -n rejects the completion script");
+            assert!(script.contains("--dry-run") && script.contains("--fio-lenient"), "options complete too");
+        }
+    }
+    let o = iocurve(dir.path(), &["completions", "tcsh"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn man_pages_come_from_the_same_options_as_help() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = iocurve(dir.path(), &["man"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = stdout(&o);
+    assert!(page.starts_with(".ie") || page.contains(".TH iocurve"), "{page:.200}");
+    assert!(page.contains("completions") && page.contains("report"), "subcommands listed");
+    std::fs::create_dir(dir.path().join("man")).unwrap();
+    let o = iocurve(dir.path(), &["man", "-o", "man"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let run = std::fs::read_to_string(dir.path().join("man/iocurve-run.1")).expect("a page per subcommand");
+    assert!(run.contains("dry\\-run") && run.contains("fio\\-lenient"), "{run:.400}");
+    assert!(dir.path().join("man/iocurve.1").exists());
+    let o = iocurve(dir.path(), &["man", "-o", "no/such/dir"]);
+    input_error(&o, &["no/such/dir", "not a directory"]);
+}
+
+#[test]
+fn a_dry_run_says_what_would_happen_and_touches_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = iocurve(dir.path(), &["run", "--dry-run", "--size", "64m"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("missing: a scratch file of 64m would be created"), "{out}");
+    assert!(out.contains("workload frontend-random-read-4k") && out.contains("steps (workers): 1, 2, 4"), "{out}");
+    assert!(out.contains("nothing was opened, written or stored"), "{out}");
+    // The duration is the one `suites` announces for the quick suite.
+    let suites = stdout(&iocurve(dir.path(), &["suites"]));
+    let about = suites.lines().find(|l| l.contains("workloads, about")).unwrap();
+    let d = about.split("about ").nth(1).unwrap().split(' ').next().unwrap();
+    assert!(out.lines().next().unwrap().ends_with(&format!("about {d}")), "{out}\n{about}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no scratch file, no database");
+    // A fio job file too, checked as the run would check it.
+    std::fs::write(dir.path().join("j.fio"), "[r]\nioengine=null\nfilename=t.dat\nsize=4m\nnumjobs=3\nruntime=3\n")
+        .unwrap();
+    let o = iocurve(dir.path(), &["run", "j.fio", "--dry-run"]);
+    let out = stdout(&o);
+    assert!(o.status.success() && out.contains("steps (workers): 3") && out.contains("scratch file of 4m"), "{out}");
+    let o = iocurve(dir.path(), &["run", "j.fio", "--dry-run", "--qd", "0"]);
+    input_error(&o, &["--qd"]);
+    assert!(!dir.path().join("t.dat").exists() && !dir.path().join("iocurve.db").exists());
+}
