@@ -133,6 +133,8 @@ fn settled(p: &Prometheus, q: &str) -> f64 {
 }
 
 const WORKLOAD: &str = "[[workloads]]\nname = \"mixed\"\nread_pct = 70\nramp = [1, 2]\nwarmup_s = 0.5\nintervals = 3\ninterval_s = 1\nbackend = \"psync\"\n";
+/// A rate ramp after it, so that the dashboard's rate panels have data too.
+const PACED: &str = "[[workloads]]\nname = \"paced\"\nrate = [200]\nwarmup_s = 0.5\nintervals = 2\ninterval_s = 1\nbackend = \"psync\"\n";
 
 #[test]
 fn a_run_scraped_by_prometheus_matches_the_store_and_the_dashboard_has_data() {
@@ -140,7 +142,7 @@ fn a_run_scraped_by_prometheus_matches_the_store_and_the_dashboard_has_data() {
     let port = free_port();
     let target = format!("127.0.0.1:{port}");
     let prom = Prometheus::start(&target, "");
-    std::fs::write(dir.path().join("plan.toml"), WORKLOAD).unwrap();
+    std::fs::write(dir.path().join("plan.toml"), format!("{WORKLOAD}{PACED}")).unwrap();
     let mut run = Command::new(bin())
         .args(["run", "plan.toml", "--target", "t.dat", "--size", "64m", "--buffered", "--json", "r.json"])
         .args(["--metrics", &port.to_string(), "--metrics-hold-s", "3"])
@@ -178,7 +180,7 @@ fn a_run_scraped_by_prometheus_matches_the_store_and_the_dashboard_has_data() {
         .iter()
         .map(|s| s["read"]["lat_us"]["p99"].as_f64().unwrap() / 1e6)
         .collect();
-    let q = "histogram_quantile(0.99, sum by (le) (max_over_time(iocurve_io_latency_seconds_bucket{direction=\"read\"}[10m])))";
+    let q = "histogram_quantile(0.99, sum by (le) (max_over_time(iocurve_io_latency_seconds_bucket{direction=\"read\",workload=\"mixed\"}[10m])))";
     let est = prom.query(q)[0].1;
     let bucket = |v: f64| iocurve_metrics::BUCKETS_S.iter().position(|&b| v <= b).unwrap_or(usize::MAX);
     let (lo, hi) = step_p99.iter().fold((f64::MAX, 0.0f64), |(lo, hi), &p| (lo.min(p), hi.max(p)));
@@ -187,7 +189,7 @@ fn a_run_scraped_by_prometheus_matches_the_store_and_the_dashboard_has_data() {
         "Prometheus' p99 {est} s falls in the buckets of the steps' p99 {step_p99:?}"
     );
     // The steps' own figures, as they finished.
-    let step_iops = prom.by("max_over_time(iocurve_step_iops[10m])", "workers");
+    let step_iops = prom.by("max_over_time(iocurve_step_iops{workload=\"mixed\"}[10m])", "workers");
     for s in r["workloads"][0]["steps"].as_array().unwrap() {
         let w = s["workers"].as_u64().unwrap().to_string();
         let want = s["iops"].as_f64().unwrap();
