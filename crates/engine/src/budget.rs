@@ -22,11 +22,13 @@ const PER_SLOT: u64 = 128;
 const MAX_PSYNC_THREADS: u64 = 4096;
 
 /// Memory a step of `w` at `workers` workers needs on one host: a buffer of the largest block
-/// size (page-aligned) and its bookkeeping per outstanding I/O.
-pub fn step_memory(w: &Workload, workers: u32) -> u64 {
+/// size (page-aligned) and its bookkeeping per outstanding I/O — on the null back-end, one
+/// buffer per I/O thread (its slots share it) and the bookkeeping.
+pub fn step_memory(w: &Workload, workers: u32, backend: Backend) -> u64 {
     let slots = workers as u64 * w.queue_depth as u64;
     let buffer = w.max_bs().div_ceil(4096) * 4096;
-    slots.saturating_mul(buffer + PER_SLOT)
+    let buffers = if backend == Backend::Null { io_threads(backend, workers, w.queue_depth, w.threads) } else { slots };
+    buffers.saturating_mul(buffer).saturating_add(slots.saturating_mul(PER_SLOT))
 }
 
 /// Bytes this host can give: the kernel's MemAvailable, and the address-space limit if any.
@@ -45,7 +47,7 @@ fn available() -> Option<u64> {
 /// Refuses a step this host cannot hold: its buffers beyond 80 % of the available memory (or
 /// the address-space limit), or more psync threads than it may start.
 pub fn check_step(w: &Workload, workers: u32, backend: Backend) -> Result<(), EngineError> {
-    let need = step_memory(w, workers);
+    let need = step_memory(w, workers, backend);
     if let Some(avail) = available()
         && need > avail / 10 * 8
     {
@@ -154,7 +156,10 @@ mod tests {
             iocurve_plan::WorkloadKeys { queue_depth: Some(4096), ..Default::default() },
         )
         .unwrap();
-        assert_eq!(step_memory(&w, 65536), 65536 * 4096 * (4096 + PER_SLOT));
+        assert_eq!(step_memory(&w, 65536, Backend::IoUring), 65536 * 4096 * (4096 + PER_SLOT));
+        // The null back-end: a buffer per I/O thread, bookkeeping per I/O.
+        let threads = io_threads(Backend::Null, 65536, w.queue_depth, w.threads);
+        assert_eq!(step_memory(&w, 65536, Backend::Null), threads * 4096 + 65536 * 4096 * PER_SLOT);
         let e = check_step(&w, 65536, Backend::IoUring).unwrap_err();
         assert!(e.is_input_error());
         let msg = e.to_string();

@@ -348,10 +348,14 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
                 }
             };
             let mut rng = Rng::seed_from(ti as u64 + 1);
-            let mut pool = BufferPool::new(workers.len(), max_bs);
+            let mut pool = if backend == Backend::Null {
+                BufferPool::shared(workers.len(), max_bs)
+            } else {
+                BufferPool::new(workers.len(), max_bs)
+            };
             let data = DataGen::new(&w.data, w.dedupe_unit() as usize, Pool::shared(), &mut rng);
             if writes {
-                for i in 0..workers.len() {
+                for i in 0..pool.distinct() {
                     data.prepare(pool.slice_mut(i), &mut rng);
                 }
             }
