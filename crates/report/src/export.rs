@@ -27,7 +27,7 @@ pub const STEP_COLUMNS: &[&str] = &[
     "outstanding",
     "duration_s",
     "iops",
-    "mbps",
+    "mb_per_s",
     "lat_mean_us",
     "lat_min_us",
     "lat_max_us",
@@ -40,13 +40,15 @@ pub const STEP_COLUMNS: &[&str] = &[
     "write_iops",
     "read_lat_mean_us",
     "write_lat_mean_us",
-    "cv",
-    "cpu_user",
-    "cpu_system",
-    "cpu_iowait",
+    // The interval-to-interval spread and the host CPU in percent, as the report shows them.
+    "cv_pct",
+    "cpu_user_pct",
+    "cpu_system_pct",
+    "cpu_iowait_pct",
     "errors",
-    "flags",
-    // Appended after `flags` (issue 13), so that existing columns keep their places.
+    // Space-separated codes; not `flags`, which pandas' DataFrame.flags would shadow.
+    "step_flags",
+    // Appended after the flags (issue 13), so that existing columns keep their places.
     "late_ios",
     "stuck_ios",
     "stuck_age_s",
@@ -57,6 +59,11 @@ pub const STEP_COLUMNS: &[&str] = &[
     "service_p99_us",
     "lag_p99_us",
     "not_issued",
+    // The workload's speed, optimum, maximum and SLA maximum: this step or not (issue 16).
+    "is_speed",
+    "is_optimum",
+    "is_maximum",
+    "is_sla_maximum",
 ];
 
 /// Columns of the samples CSV, in order.
@@ -70,7 +77,7 @@ pub const SAMPLE_COLUMNS: &[&str] = &[
     "dur_s",
     "ops",
     "iops",
-    "mbps",
+    "mb_per_s",
     "lat_mean_us",
     "lat_max_us",
     "errors",
@@ -140,7 +147,7 @@ pub fn steps_csv(run_id: i64, label: &str, r: &RunResult) -> String {
                 format!("{:.3}", s.write.iops),
                 format!("{:.3}", s.read.lat_us.mean),
                 format!("{:.3}", s.write.lat_us.mean),
-                format!("{:.5}", s.cv),
+                format!("{:.3}", s.cv * 100.0),
                 format!("{:.2}", s.cpu.user),
                 format!("{:.2}", s.cpu.system),
                 format!("{:.2}", s.cpu.iowait),
@@ -161,6 +168,8 @@ pub fn steps_csv(run_id: i64, label: &str, r: &RunResult) -> String {
                 r.map_or_else(String::new, |r| format!("{:.3}", r.lag_us.p99)),
                 r.map_or_else(String::new, |r| (r.dropped + r.backlog).to_string()),
             ]);
+            let is = |p: &Option<iocurve_analysis::Point>| p.is_some_and(|p| p.step == i).to_string();
+            fields.extend([is(&w.speed), is(&w.optimum), is(&w.maximum), is(&w.sla_maximum)]);
             out.push_str(&line(fields));
         }
     }
@@ -355,15 +364,16 @@ mod tests {
         // say so in the CHANGELOG.
         assert_eq!(
             STEP_COLUMNS.join(","),
-            "run,label,workload,kind,working_set,read_pct,bs,queue_depth,step,workers,outstanding,duration_s,iops,mbps,\
-             lat_mean_us,lat_min_us,lat_max_us,lat_p50_us,lat_p90_us,lat_p99_us,lat_p99_9_us,lat_p99_99_us,read_iops,\
-             write_iops,read_lat_mean_us,write_lat_mean_us,cv,cpu_user,cpu_system,cpu_iowait,errors,flags,\
-             late_ios,stuck_ios,stuck_age_s,unmeasured_errors,target_iops,achieved_pct,sustained,service_p99_us,\
-             lag_p99_us,not_issued"
+            "run,label,workload,kind,working_set,read_pct,bs,queue_depth,step,workers,outstanding,duration_s,iops,\
+             mb_per_s,lat_mean_us,lat_min_us,lat_max_us,lat_p50_us,lat_p90_us,lat_p99_us,lat_p99_9_us,lat_p99_99_us,\
+             read_iops,write_iops,read_lat_mean_us,write_lat_mean_us,cv_pct,cpu_user_pct,cpu_system_pct,\
+             cpu_iowait_pct,errors,step_flags,late_ios,stuck_ios,stuck_age_s,unmeasured_errors,target_iops,\
+             achieved_pct,sustained,service_p99_us,lag_p99_us,not_issued,is_speed,is_optimum,is_maximum,\
+             is_sla_maximum"
         );
         assert_eq!(
             SAMPLE_COLUMNS.join(","),
-            "run,workload,step,workers,host,t_s,dur_s,ops,iops,mbps,lat_mean_us,lat_max_us,errors"
+            "run,workload,step,workers,host,t_s,dur_s,ops,iops,mb_per_s,lat_mean_us,lat_max_us,errors"
         );
     }
 

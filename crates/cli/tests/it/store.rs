@@ -245,6 +245,23 @@ fn exports_json_is_the_run_document_and_fio_json_has_fios_keys() {
     assert!(o.status.success(), "{}", stderr(&o));
     let steps = std::fs::read_to_string(dir.path().join("steps.csv")).unwrap();
     assert_eq!(steps.lines().count(), 1 + 2, "a header and one row per step");
+    // Issue 16: the steps that are the workload's speed, optimum and maximum are marked, the
+    // spread is in percent as the report shows it, and no column is named like a pandas
+    // attribute.
+    let run = read("run.json");
+    let w = &run["workloads"][0];
+    let header: Vec<&str> = steps.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("{name} in {header:?}"));
+    assert!(!header.contains(&"flags") && !header.contains(&"cv"), "{header:?}");
+    for (i, row) in steps.lines().skip(1).enumerate() {
+        let cells: Vec<&str> = row.split(',').collect();
+        for (mark, point) in [("is_speed", "speed"), ("is_optimum", "optimum"), ("is_maximum", "maximum")] {
+            let want = w[point]["step"].as_u64() == Some(i as u64);
+            assert_eq!(cells[col(mark)], want.to_string(), "{mark} of step {i}: {row}");
+        }
+        let cv: f64 = cells[col("cv_pct")].parse().unwrap();
+        assert!((cv - f(&w["steps"][i]["cv"]) * 100.0).abs() < 1e-3, "{row}");
+    }
     let samples = std::fs::read_to_string(dir.path().join("steps-samples.csv")).unwrap();
     assert_eq!(samples.lines().count(), 1 + 2 * 2, "a header and one row per sample (2 steps × 2 intervals)");
 
