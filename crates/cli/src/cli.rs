@@ -42,7 +42,13 @@ pub enum Command {
         fio_lenient: bool,
     },
     /// List the stored runs: id, date, label, plan, host, targets, status, maximum per workload.
-    Runs(DbArgs),
+    Runs {
+        #[command(flatten)]
+        db: DbArgs,
+        /// Print the list as JSON (an array, one object per run, oldest first) for scripts.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the shell completion script for bash, zsh, fish, elvish or powershell
     /// (e.g. `iocurve completions bash > /etc/bash_completion.d/iocurve`).
     Completions {

@@ -177,7 +177,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Datacheck { bs, size, file, data } => datacheck::datacheck(bs, size, file.as_deref(), &data),
-        Command::Runs(db) => show::runs(&db.db),
+        Command::Runs { db, json } => show::runs(&db.db, json),
         Command::Show { run, db, sla } => show::show(&db.db, run, &sla),
         Command::Delete { run, db } => show::delete(&db.db, run),
         Command::Export { run, format, output, db, sla } => show::export(&db.db, run, format, &output, &sla),

@@ -68,10 +68,11 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
     .with_link_use())
 }
 
-pub fn runs(db: &Path) -> Result<ExitCode, CliError> {
+pub fn runs(db: &Path, json: bool) -> Result<ExitCode, CliError> {
     let store = open_existing_store(db)?;
     let rows = store.runs()?;
-    if rows.is_empty() {
+    let mut listed = Vec::new();
+    if rows.is_empty() && !json {
         crate::outln!("no runs in {} yet: `iocurve run` stores every run there", db.display());
         return Ok(ExitCode::SUCCESS);
     }
@@ -90,6 +91,27 @@ pub fn runs(db: &Path) -> Result<ExitCode, CliError> {
                 h
             }
         };
+        if json {
+            let verification = store
+                .verification(r.id)?
+                .map(|v| serde_json::json!({ "checked": v.counts.checked, "problems": v.counts.problems() }));
+            listed.push(serde_json::json!({
+                "id": r.id,
+                "started_at": r.started_at,
+                "finished_at": r.finished_at,
+                "label": r.label,
+                "plan": r.plan_name,
+                "host": r.hostname,
+                "backend": r.backend,
+                "targets": r.targets.split(", ").filter(|t| !t.is_empty()).collect::<Vec<_>>(),
+                "status": r.status,
+                "status_reason": r.status_reason,
+                "tool_version": r.tool_version,
+                "verification": verification,
+                "maxima": heads,
+            }));
+            continue;
+        }
         // One maximum a line: a run of ten workloads stays readable.
         let maxima = terminal::headlines(&heads).replace("; ", "\n");
         let label = if r.label.is_empty() { String::new() } else { format!("\"{}\"", r.label) };
@@ -113,6 +135,13 @@ pub fn runs(db: &Path) -> Result<ExitCode, CliError> {
             format!("{}{unclean}{verified}", status(&r.status)),
             maxima,
         ]);
+    }
+    if json {
+        crate::outln!(
+            "{}",
+            serde_json::to_string_pretty(&listed).unwrap_or_else(|e| unreachable!("JSON values serialise: {e}"))
+        );
+        return Ok(ExitCode::SUCCESS);
     }
     crate::out!("{}", terminal::runs_table(&table));
     Ok(ExitCode::SUCCESS)

@@ -45,6 +45,19 @@ fn show_prints_exactly_what_the_run_printed() {
     assert_eq!(sql("UPDATE runs SET headlines_json = NULL RETURNING id").trim(), "(1,)");
     assert_eq!(stdout(&iocurve(dir.path(), &["runs"])), listed, "the same listing without stored headlines");
     assert_eq!(sql("SELECT headlines_json FROM runs"), kept, "the headlines are stored for next time");
+    // For scripts (issue 16): the same list as JSON, the maxima as figures.
+    let o = iocurve(dir.path(), &["runs", "--json"]);
+    let list: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("runs --json is JSON");
+    let run = &list[0];
+    assert_eq!(
+        (run["id"].as_i64(), run["label"].as_str(), run["status"].as_str()),
+        (Some(1), Some("3 of 4 controllers"), Some("complete"))
+    );
+    assert_eq!(run["plan"], "quick");
+    assert!(run["targets"].as_array().is_some_and(|t| !t.is_empty()), "{run}");
+    let first = &run["maxima"][0];
+    assert_eq!(first["workload"], "frontend-random-read-4k");
+    assert!(f(&first["maximum"]["iops"]) > 0.0, "{first}");
 
     let o = iocurve(dir.path(), &["delete", "1"]);
     assert!(o.status.success());
