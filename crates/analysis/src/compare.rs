@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::result::{LatencyStats, Point, RunResult, WorkloadResult};
+use crate::workload::MIN_NOISE;
 
 /// Which point of each workload to compare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -44,6 +45,17 @@ pub struct Impact {
     pub throughput_pct: Option<f64>,
     /// Change of mean latency at the point, in percent.
     pub latency_pct: Option<f64>,
+    /// The noise of the throughput change, in percent: both points' interval-to-interval
+    /// spread (CV, at least [`MIN_NOISE`] each) added in quadrature. A change within it is no
+    /// finding. None when a side or its steps are missing.
+    pub noise_pct: Option<f64>,
+}
+
+impl Impact {
+    /// The throughput change is within the measurement noise of the two runs.
+    pub fn within_noise(&self) -> bool {
+        matches!((self.throughput_pct, self.noise_pct), (Some(c), Some(n)) if c.abs() <= n)
+    }
 }
 
 fn change(base: f64, new: f64) -> Option<f64> {
@@ -70,7 +82,19 @@ pub fn compare(baseline: &RunResult, run: &RunResult, at: At) -> Vec<Impact> {
                 (Some(x), Some(y)) => (change(tput(&x), tput(&y)), change(x.lat_us, y.lat_us)),
                 _ => (None, None),
             };
-            Impact { workload: name.to_string(), sequential, baseline: bp, run: rp, throughput_pct, latency_pct }
+            let cv = |w: Option<&WorkloadResult>, p: Option<Point>| {
+                w.zip(p).and_then(|(w, p)| w.steps.get(p.step)).map(|s| s.cv.max(MIN_NOISE))
+            };
+            let noise_pct = cv(b, bp).zip(cv(r, rp)).map(|(x, y)| (x * x + y * y).sqrt() * 100.0);
+            Impact {
+                workload: name.to_string(),
+                sequential,
+                baseline: bp,
+                run: rp,
+                throughput_pct,
+                latency_pct,
+                noise_pct,
+            }
         })
         .collect()
 }
@@ -239,6 +263,32 @@ mod tests {
         assert_eq!((rows[3].workload.as_str(), rows[3].baseline), ("only-in-run", None));
         // No SLA maximum on either side: nothing to compare, no invented figures.
         assert!(compare(&base, &new, At::Sla).iter().all(|r| r.throughput_pct.is_none()));
+    }
+
+    /// Issue 16: each impact comes with the noise of both runs; a change inside it is no
+    /// finding.
+    #[test]
+    fn impacts_carry_the_noise_of_both_runs() {
+        let with_cv = |mut w: WorkloadResult, cv: f64| {
+            let mut st = iocurve_stats::IntervalStats::with_samples(1);
+            st.read.record(1000, 4096);
+            let mut rec = iocurve_stats::StepRecord::new(64, 1, 1, 1.0, 1.0);
+            rec.push_interval(st, iocurve_stats::CpuUsage::default(), 1.0);
+            let mut s = crate::analyze_step(&rec, false, &crate::Thresholds::default());
+            s.cv = cv;
+            w.steps = vec![s];
+            w
+        };
+        let base = run(vec![with_cv(workload("w", "random", (100_000.0, 400.0, 100.0)), 0.03)]);
+        let new = run(vec![with_cv(workload("w", "random", (98_000.0, 392.0, 100.0)), 0.04)]);
+        let r = &compare(&base, &new, At::Maximum)[0];
+        assert!((r.noise_pct.unwrap() - 5.0).abs() < 1e-9, "√(3² + 4²) = 5 %: {r:?}");
+        assert!(r.within_noise(), "-2 % within ±5 %");
+        // A steady pair: the floor of 1 % each.
+        let base = run(vec![with_cv(workload("w", "random", (100_000.0, 400.0, 100.0)), 0.0)]);
+        let new = run(vec![with_cv(workload("w", "random", (90_000.0, 360.0, 100.0)), 0.0)]);
+        let r = &compare(&base, &new, At::Maximum)[0];
+        assert!((r.noise_pct.unwrap() - 2f64.sqrt()).abs() < 1e-9 && !r.within_noise(), "{r:?}");
     }
 
     /// Issue 16, finding 5: `compare` of runs that measured different things (buffered against

@@ -271,11 +271,22 @@ pub fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "—".to_string(), |v| format!("{v:+.0} %"))
 }
 
+/// A throughput change, and "(within noise)" when the two runs' spread covers it.
+pub fn impact_throughput(r: &iocurve_analysis::Impact) -> String {
+    let c = pct(r.throughput_pct);
+    if r.within_noise() { format!("{c} (within noise)") } else { c }
+}
+
+/// `±3 %`: the noise of a change.
+pub fn noise(v: Option<f64>) -> String {
+    v.map_or_else(|| "—".to_string(), |v| format!("±{v:.0} %"))
+}
+
 /// The impact of a run against a baseline, one row per workload.
 pub fn impact_table(rows: &[iocurve_analysis::Impact]) -> String {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(vec!["workload", "baseline", "run", "throughput", "latency"]);
+    t.set_header(vec!["workload", "baseline", "run", "throughput", "noise", "latency"]);
     let point = |p: &Option<iocurve_analysis::Point>, seq: bool| {
         p.map_or_else(
             || "—".to_string(),
@@ -292,11 +303,12 @@ pub fn impact_table(rows: &[iocurve_analysis::Impact]) -> String {
             r.workload.clone(),
             point(&r.baseline, r.sequential),
             point(&r.run, r.sequential),
-            pct(r.throughput_pct),
+            impact_throughput(r),
+            noise(r.noise_pct),
             pct(r.latency_pct),
         ]);
     }
-    for i in 1..5 {
+    for i in 1..6 {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
         }

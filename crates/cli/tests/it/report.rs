@@ -111,7 +111,7 @@ fn report_and_comparison_in_a_real_browser() {
         }
     }
     let impact = b.eval(
-        "Array.from(document.querySelectorAll('#impact table')).map(t => Array.from(t.tBodies[0].rows).map(r => r.cells[0].textContent + ' ' + r.cells[3].textContent))",
+        "Array.from(document.querySelectorAll('#impact table')).map(t => Array.from(t.tBodies[0].rows).map(r => r.cells[0].textContent + ' ' + r.cells[3].textContent + ' | ' + r.cells[4].textContent))",
     );
     let impact = impact.as_array().unwrap();
     assert_eq!(impact.len(), 3, "maximum, optimum and SLA maximum: {impact:?}");
@@ -119,7 +119,10 @@ fn report_and_comparison_in_a_real_browser() {
         let rows = table.as_array().unwrap();
         assert_eq!(rows.len(), 2, "{rows:?}");
         for r in rows {
-            assert!(r.as_str().unwrap().ends_with(" %"), "a percentage per workload: {r}");
+            // The change, "(within noise)" when the runs' spread covers it, and the noise.
+            let (change, noise) = r.as_str().unwrap().split_once(" | ").unwrap();
+            assert!(change.ends_with(" %") || change.ends_with(" % (within noise)"), "a percentage per workload: {r}");
+            assert!(noise.starts_with('±') && noise.ends_with(" %"), "the noise beside it: {r}");
         }
     }
     b.screenshot(&artifact("report-comparison.png"));

@@ -181,8 +181,25 @@ fn compare_stored_runs_against_a_baseline() {
         "{out}"
     );
     let row = out.lines().find(|l| l.contains("frontend-random-read-4k")).expect("a row per workload");
-    assert_eq!(row.matches(" %").count(), 2, "throughput and latency change: {row}");
+    assert_eq!(row.matches(" %").count(), 3, "throughput change, its noise and latency change: {row}");
+    assert!(row.contains("±"), "the noise of both runs beside the change: {row}");
     assert!(row.matches("IOPS @").count() == 2, "{row}");
+    // The noise and its verdict, as the JSON of both runs gives them: √(cv₁² + cv₂²), each at
+    // least 1 %.
+    let export = |id: &str| -> serde_json::Value {
+        iocurve(dir.path(), &["export", id, "--format", "json", "-o", &format!("r{id}.json")]);
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join(format!("r{id}.json"))).unwrap()).unwrap()
+    };
+    let (a, b) = (export("1"), export("2"));
+    let cv = |r: &serde_json::Value| {
+        let w = &r["workloads"][0];
+        f(&w["steps"][w["maximum"]["step"].as_u64().unwrap() as usize]["cv"]).max(0.01)
+    };
+    let noise = (cv(&a).powi(2) + cv(&b).powi(2)).sqrt() * 100.0;
+    assert!(row.contains(&format!("±{noise:.0} %")), "{row} (noise {noise})");
+    let tput = |r: &serde_json::Value| f(&r["workloads"][0]["maximum"]["iops"]);
+    let change = (tput(&b) - tput(&a)) / tput(&a) * 100.0;
+    assert_eq!(row.contains("(within noise)"), change.abs() <= noise, "{row}: {change} vs ±{noise}");
 
     let o = iocurve(dir.path(), &["compare", "1", "2", "--at", "optimum"]);
     assert!(stdout(&o).contains("at the optimum"));

@@ -116,6 +116,7 @@ pub(super) struct ImpactRow {
     pub(super) baseline: String,
     pub(super) run: String,
     pub(super) throughput: String,
+    pub(super) noise: String,
     pub(super) latency: String,
     /// `worse`, `better` or empty: throughput down or latency up is worse.
     pub(super) throughput_class: &'static str,
@@ -259,9 +260,11 @@ pub(super) fn impact_row(i: &Impact) -> ImpactRow {
         workload: i.workload.clone(),
         baseline: point(&i.baseline, i.sequential),
         run: point(&i.run, i.sequential),
-        throughput: pct(i.throughput_pct),
+        throughput: terminal::impact_throughput(i),
+        noise: terminal::noise(i.noise_pct),
         latency: pct(i.latency_pct),
-        throughput_class: class(i.throughput_pct, false),
+        // A change within the runs' noise is no finding: not coloured.
+        throughput_class: if i.within_noise() { "" } else { class(i.throughput_pct, false) },
         latency_class: class(i.latency_pct, true),
     }
 }
