@@ -275,7 +275,13 @@ fn finish(outcome: Outcome, args: &RunArgs) -> Result<ExitCode, CliError> {
             .map_err(|e| CliError::Runtime(format!("cannot write the JSON result to {}: {e}", path.display())))?;
     }
     if let Some(id) = outcome.run_id {
+        // The next commands, with the database named when it is not the default.
+        let db =
+            if args.db == Path::new("iocurve.db") { String::new() } else { format!(" --db {}", args.db.display()) };
         crate::outln!("stored as run {id} in {} (`iocurve show {id}`)", args.db.display());
+        crate::outln!(
+            "next: `iocurve report {id}{db} -o run-{id}.html` (charts), `iocurve compare {id} OTHER{db}` (impact), `iocurve export {id}{db} --format csv -o run-{id}.csv`"
+        );
     }
     match outcome.error {
         Some(e) => Err(e),
