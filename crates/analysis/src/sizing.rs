@@ -154,7 +154,7 @@ impl crate::RunResult {
     /// Sets every workload's [`LinkUse`] at its maximum, from the stored plan's links.
     pub fn with_link_use(mut self) -> Self {
         // The null back-end measures iocurve itself: nothing crosses a link.
-        for w in self.workloads.iter_mut().filter(|w| w.backend != "null") {
+        for w in self.workloads.iter_mut().filter(|w| w.backend != iocurve_plan::Backend::Null.name()) {
             w.links = w.maximum.and_then(|p| w.steps.get(p.step)).and_then(|s| link_use(&self.plan, s));
         }
         self

@@ -276,15 +276,16 @@ pub struct RunArgs {
     #[arg(long, conflicts_with = "plan")]
     pub suite: Option<String>,
 
-    /// Every host's links to the storage, e.g. "2x32G FC" or "4x25GbE" (plan key `links`;
-    /// `[[hosts]] links` sets one host's): the summary and the report give the maximum's share
+    /// Every host's links to the storage, e.g. "2x32G FC" or "4x25GbE" (plan key `links`, which
+    /// this replaces; a `[[hosts]] links` entry still sets that host's own): the summary and the report give the maximum's share
     /// of them ("82 % of the host's links"; on several hosts, the busiest host's share). Types: 8G/16G/32G/64G FC, 10G/25G/100G Ethernet.
     #[arg(long, value_name = "LINKS")]
     pub links: Option<String>,
 
     /// Print what the run would do — targets (and the scratch files it would create), hosts,
-    /// workloads, steps and duration — after the same checks, and stop: nothing is opened,
-    /// written or stored.
+    /// workloads, steps and duration — after the checks a run makes before it opens anything,
+    /// and stop: nothing is opened, written or stored (write safety, free space and memory are
+    /// checked when a run opens its targets).
     #[arg(long)]
     pub dry_run: bool,
 

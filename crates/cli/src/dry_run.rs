@@ -28,11 +28,14 @@ pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> Str
         "this host".to_string()
     };
     out.push(format!("hosts: {on}"));
+    let remote = if on == "this host" { String::new() } else { "each agent".to_string() };
     for g in &plan.groups {
         let weight = if plan.groups.len() > 1 { format!(" (weight {})", g.weight) } else { String::new() };
         out.push(format!("targets {}{weight}:", g.name));
         for t in &g.targets {
-            let what = if t.contains(['*', '?', '[']) {
+            let what = if !remote.is_empty() {
+                format!("checked on {remote} when the run starts")
+            } else if iocurve_plan::is_glob(t) {
                 "a glob, expanded when the run starts".to_string()
             } else if Path::new(t).exists() {
                 "exists".to_string()
@@ -88,6 +91,8 @@ pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> Str
             ));
         }
     }
-    out.push("nothing was opened, written or stored (--dry-run)".into());
+    out.push(
+        "nothing was opened, written or stored (--dry-run); write safety, free space and memory are checked when the run opens its targets".into(),
+    );
     out.join("\n")
 }

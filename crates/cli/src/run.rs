@@ -17,6 +17,15 @@ use crate::terminal::Terminal;
 
 pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let plan = load_plan(&args)?;
+    // The final pass reads the targets back: after a null back-end nothing was written there.
+    if args.verify_final
+        && let Some(w) = plan.workloads.iter().find(|w| w.writes() && w.backend == iocurve_plan::Backend::Null)
+    {
+        return Err(CliError::Usage(format!(
+            "--verify-final: workload {} writes with the null back-end, which puts nothing on the targets to read back; use io_uring or psync",
+            w.name
+        )));
+    }
     if args.dry_run {
         let mut plan = plan;
         iocurve_run::default_target(&mut plan);
@@ -211,15 +220,25 @@ fn load_plan(args: &RunArgs) -> Result<Plan, CliError> {
     let o =
         Overrides { targets: args.targets.clone(), keys: args.flags.keys()?, workload_filter: args.workload.clone() };
     let mut plan = match (&args.plan, &args.suite) {
-        (Some(path), _) if args.fio || is_fio(path) => {
-            let import = iocurve_plan::fio::import(path, args.fio_lenient)?;
-            // Before the plan's checks: a size fio read its own way explains their error.
-            if let Some(w) = import.warning() {
-                crate::errln!("{w}");
+        (Some(path), _) => {
+            // Read once: a plan may come through a pipe (`<(…)`, /dev/stdin).
+            let text = read_plan(path)?;
+            let source = path.display().to_string();
+            if args.fio || iocurve_plan::fio::looks_like_fio(path, &text) {
+                let import = iocurve_plan::fio::import_text(&text, path, args.fio_lenient)?;
+                // Before the plan's checks: a size fio read its own way explains their error.
+                if let Some(w) = import.warning() {
+                    crate::errln!("{w}");
+                }
+                import.resolve(&source, &o)?
+            } else if args.fio_lenient {
+                return Err(CliError::Usage(format!(
+                    "--fio-lenient is for fio job files, and {source} reads as a TOML plan; add --fio to read it as a job file"
+                )));
+            } else {
+                iocurve_plan::parse_str(&text, &source, &o)?
             }
-            import.resolve(&path.display().to_string(), &o)?
         }
-        (Some(path), _) => iocurve_plan::load_file(path, &o)?,
         (None, Some(name)) => suites::load(name, &o)?,
         (None, None) => suites::load(suites::DEFAULT_SUITE, &o)?,
     };
@@ -233,10 +252,20 @@ fn load_plan(args: &RunArgs) -> Result<Plan, CliError> {
     Ok(plan)
 }
 
-/// A fio job file by its name or its first lines (an unreadable file is the plan loader's
-/// error to report).
-fn is_fio(path: &Path) -> bool {
-    std::fs::read_to_string(path).is_ok_and(|text| iocurve_plan::fio::looks_like_fio(path, &text))
+/// The plan file's text, at most 16 MiB (`/dev/zero` is not a plan).
+fn read_plan(path: &Path) -> Result<String, CliError> {
+    use std::io::Read;
+    const MAX: u64 = 16 << 20;
+    let source = path.display().to_string();
+    let bad = |m: String| CliError::from(iocurve_plan::PlanError::new(&source, None, None, m));
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX + 1).read_to_end(&mut bytes))
+        .map_err(|e| bad(format!("cannot read the plan file: {e}")))?;
+    if bytes.len() as u64 > MAX {
+        return Err(bad("is larger than 16 MiB: not a plan file".into()));
+    }
+    String::from_utf8(bytes).map_err(|_| bad("is not UTF-8 text: not a plan file".into()))
 }
 
 /// Checks that `path` can be written the way the result will be (a temporary file beside it,

@@ -103,7 +103,8 @@ pub fn runs(db: &Path, json: bool) -> Result<ExitCode, CliError> {
                 "plan": r.plan_name,
                 "host": r.hostname,
                 "backend": r.backend,
-                "targets": r.targets.split(", ").filter(|t| !t.is_empty()).collect::<Vec<_>>(),
+                // As the table shows them (the full facts are in `export --format json`).
+                "targets": r.targets,
                 "status": r.status,
                 "status_reason": r.status_reason,
                 "tool_version": r.tool_version,

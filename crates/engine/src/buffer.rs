@@ -24,9 +24,10 @@ impl BufferPool {
         Self::alloc(count, size, false)
     }
 
-    /// One buffer for all `count` slots: for the null back-end, where nothing reads or writes a
-    /// buffer once it is queued, so the tool-overhead measurement costs no memory per I/O (2,048
-    /// workers × 1 MiB once took 2 GB). The data is still generated into it for every write.
+    /// One buffer for all `count` slots: for the null back-end, which neither reads into nor
+    /// writes from a buffer (verify, which checks what a read brought, is refused with it), so
+    /// the tool-overhead measurement costs no memory per I/O (2,048 workers × 1 MiB once took
+    /// 2 GB). The data is still generated into it for every write.
     pub fn shared(count: usize, size: usize) -> Self {
         Self::alloc(count, size, true)
     }

@@ -127,9 +127,7 @@ pub struct TargetSet {
     keep: bool,
 }
 
-fn is_glob(s: &str) -> bool {
-    s.contains(['*', '?', '['])
-}
+use iocurve_plan::is_glob;
 
 impl TargetSet {
     pub fn open(groups: &[TargetGroup], opts: &OpenOptions) -> Result<TargetSet, EngineError> {

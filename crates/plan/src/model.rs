@@ -507,6 +507,11 @@ pub struct HostSpec {
     pub links: Option<HostLinks>,
 }
 
+/// A target name with `*`, `?` or `[` is a glob, expanded when the run opens its targets.
+pub fn is_glob(target: &str) -> bool {
+    target.contains(['*', '?', '['])
+}
+
 impl Plan {
     pub fn writes(&self) -> bool {
         self.precondition || self.workloads.iter().any(Workload::writes)

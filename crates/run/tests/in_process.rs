@@ -161,10 +161,13 @@ fn two_runs_share_a_process_each_with_its_own_cancel() {
 #[test]
 fn bad_input_is_refused_before_anything_is_stored() {
     let dir = tempfile::tempdir().unwrap();
-    let two_sizes = plan_reading(
-        0,
-        "verify = true\n[[workloads]]\nname = \"other\"\nbs = \"8k\"\nbackend = \"null\"\nread_pct = 0\nverify = true\n",
-    );
+    // (psync: the null back-end refuses verify when the plan is read.)
+    let two_sizes = iocurve_plan::parse_str(
+        "[[workloads]]\nname = \"w\"\nread_pct = 0\nbs = \"4k\"\nbackend = \"psync\"\nramp = [1]\nverify = true\n[[workloads]]\nname = \"other\"\nbs = \"8k\"\nbackend = \"psync\"\nread_pct = 0\nverify = true\n",
+        "test.toml",
+        &Overrides::default(),
+    )
+    .expect("each workload is valid on its own");
     let e = Runner::new(targeted(two_sizes, &dir), Hosts::Local, options(&dir)).run().err().expect("refused");
     assert!(matches!(e, Error::Usage(ref m) if m.contains("share one block size")), "{e}");
     let with_hosts = plan("[[hosts]]\naddress = \"127.0.0.1:1\"\n");

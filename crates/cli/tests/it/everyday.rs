@@ -72,3 +72,32 @@ fn a_dry_run_says_what_would_happen_and_touches_nothing() {
     input_error(&o, &["--qd"]);
     assert!(!dir.path().join("t.dat").exists() && !dir.path().join("iocurve.db").exists());
 }
+
+/// Review of this session: a plan read through a pipe is read once (sniffing it for a fio job
+/// file consumed it), and the null back-end, which puts nothing on a target, refuses to verify.
+#[test]
+fn a_plan_through_a_pipe_and_verify_on_the_null_back_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = stdout(&iocurve(dir.path(), &["plan", "--suite", "quick"]));
+    let mut c = Command::new(bin())
+        .args(["run", "/dev/stdin", "--dry-run"])
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    c.stdin.take().unwrap().write_all(plan.as_bytes()).unwrap();
+    let o = c.wait_with_output().unwrap();
+    assert!(o.status.success() && stdout(&o).contains("10 workload(s)"), "{}{}", stdout(&o), stderr(&o));
+    let base = ["run", "--size", "16m", "--backend", "null", "--workload", "backend-random-write-4k", "--ramp", "1"];
+    let o = iocurve(dir.path(), &args(&base, &["--verify"]));
+    input_error(&o, &["verify", "null back-end"]);
+    let o = iocurve(dir.path(), &args(&base, &["--verify-final"]));
+    input_error(&o, &["--verify-final", "null back-end"]);
+    // --fio-lenient on a TOML plan is a mistake, said so.
+    std::fs::write(dir.path().join("p.toml"), &plan).unwrap();
+    let o = iocurve(dir.path(), &["run", "p.toml", "--fio-lenient", "--dry-run"]);
+    input_error(&o, &["--fio-lenient", "TOML plan", "--fio"]);
+}

@@ -386,8 +386,8 @@ impl Job<'_> {
             let (instead, refused) = match k.kind {
                 Kind::Mapped | Kind::Output => continue,
                 Kind::Ignored(why) => (why, false),
-                // Set to 0 (off), it changes nothing: `thinktime=0`, `fsync=0`, `sync=0`.
-                Kind::Refused(_) if e.value.as_deref().is_some_and(|v| matches!(v.trim(), "0" | "none")) => continue,
+                // Set to 0 (off), it changes nothing: `thinktime=0`, `thinktime=0ms`, `fsync=0`.
+                Kind::Refused(_) if e.value.as_deref().is_some_and(is_off) => continue,
                 Kind::Refused(why) => (why, true),
             };
             if seen.insert((e.file.clone(), e.line)) {
@@ -403,6 +403,12 @@ impl Job<'_> {
         }
         Ok(())
     }
+}
+
+/// A value that switches an option off: 0 in any unit, or `none`.
+fn is_off(v: &str) -> bool {
+    let v = v.trim();
+    v == "none" || value::seconds(v).is_ok_and(|s| s == 0.0) || value::size(v, 1024).is_ok_and(|s| s.bytes == 0)
 }
 
 fn percent(v: &str) -> Result<f64, String> {

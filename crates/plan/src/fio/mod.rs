@@ -94,7 +94,19 @@ pub struct Notice {
 
 impl std::fmt::Display for Notice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let opt = if self.value.is_empty() { self.option.clone() } else { format!("{}={}", self.option, self.value) };
+        // A line of an included file that is no option (an /etc file, say) is not echoed whole.
+        let short = |t: &str| {
+            if t.chars().count() > 40 {
+                format!("{}…", t.chars().take(40).collect::<String>())
+            } else {
+                t.to_string()
+            }
+        };
+        let opt = if self.value.is_empty() {
+            short(&self.option)
+        } else {
+            format!("{}={}", short(&self.option), short(&self.value))
+        };
         write!(f, "{}", printable(&format!("{}:{}: {opt}: {}", self.file, self.line, self.instead)))
     }
 }
@@ -163,6 +175,16 @@ pub fn import(path: &Path, lenient: bool) -> Result<FioImport, PlanError> {
     import_env(path, lenient, &|k: &str| std::env::var(k).ok())
 }
 
+/// A job file already read (from a pipe, say): includes relative to its directory, `${VAR}`
+/// from the environment.
+pub fn import_text(text: &str, path: &Path, lenient: bool) -> Result<FioImport, PlanError> {
+    let env = |k: &str| std::env::var(k).ok();
+    let source = path.display().to_string();
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let sections = ini::parse_text(text, &source, &dir, &env)?;
+    from_sections(&sections, &source, lenient)
+}
+
 /// The same with `${VAR}`s looked up in `env`.
 pub fn import_env(path: &Path, lenient: bool, env: &dyn Fn(&str) -> Option<String>) -> Result<FioImport, PlanError> {
     let sections = ini::read(path, env)?;
@@ -210,6 +232,20 @@ impl FioImport {
     /// A plan check's error about `workloads[i].KEY`, pointed at the job file's line that set
     /// the value (the plan itself has no lines the user wrote).
     fn at_fio_line(&self, e: PlanError) -> PlanError {
+        // The scratch size comes from the first job that sets a size.
+        if e.key.as_deref() == Some("scratch_size")
+            && let Some((job, option)) = self.jobs.iter().find_map(|j| {
+                ["filesize", "size"].into_iter().find(|o| j.origins.iter().any(|x| x.0 == *o)).map(|o| (j, o))
+            })
+        {
+            let (file, line) = job.origin(option);
+            return PlanError::new(
+                &file,
+                Some(line),
+                Some(option.into()),
+                format!("job {} (as the plan's scratch_size): {}", job.name, e.message),
+            );
+        }
         let Some((i, key)) = e
             .key
             .as_deref()

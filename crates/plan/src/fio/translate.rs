@@ -28,6 +28,20 @@ pub fn plan(jobs: &[FioJob], source: &str, notices: &mut Vec<Notice>) -> Result<
     let mut loads = Vec::new();
     let mut scratch_noted = false;
     for job in jobs {
+        // fio opens a name as written; iocurve would expand `*`, `?` and `[` into every match
+        // (`filename=/dev/sd*` would be every disk): refused, lenient or not.
+        if let Some(g) = job.filenames.iter().chain(job.directory.as_ref()).find(|f| crate::is_glob(f)) {
+            let option = if job.filenames.contains(g) { "filename" } else { "directory" };
+            let (file, line) = job.origin(option);
+            return Err(PlanError::new(
+                &file,
+                Some(line),
+                Some(option.into()),
+                format!(
+                    "`{g}`: fio opens this name as written, iocurve would expand its *, ? or [ into every file that matches; rename the file, or write a plan"
+                ),
+            ));
+        }
         let targets = targets(job);
         if job.filenames.is_empty() && !scratch_noted {
             scratch_noted = true;
@@ -52,6 +66,21 @@ pub fn plan(jobs: &[FioJob], source: &str, notices: &mut Vec<Notice>) -> Result<
             if l.keys.working_set == Some(WorkingSetSpec::Range { start: 0, end: size }) {
                 l.keys.working_set = Some(WorkingSetSpec::Backend);
             }
+        }
+    }
+
+    // `wait_for` names a job before this one (fio refuses other names too).
+    for (i, job) in jobs.iter().enumerate() {
+        if let Some(name) = &job.wait_for
+            && !jobs[..i].iter().any(|j| &j.name == name)
+        {
+            let (file, line) = job.origin("wait_for");
+            return Err(PlanError::new(
+                &file,
+                Some(line),
+                Some("wait_for".into()),
+                format!("`{name}` is no job before {}: name one of the jobs above it", job.name),
+            ));
         }
     }
 
@@ -445,7 +474,8 @@ fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKey
         let total = iops * f64::from(job.numjobs);
         k.rate = Some(vec![if random { total } else { total * mean_bs / 1e6 }]);
         k.arrival = Some(if job.poisson { Arrival::Poisson } else { Arrival::Uniform });
-        k.max_outstanding = Some(job.numjobs.saturating_mul(job.iodepth));
+        // The depth as imported (a synchronous engine's is 1), not the file's.
+        k.max_outstanding = Some(job.numjobs.saturating_mul(k.queue_depth.unwrap_or(1)));
     }
     (k, file_size)
 }

@@ -194,11 +194,11 @@ impl Resolver<'_> {
                 links: self.links(h.links.as_deref(), &at, &format!("hosts[{i}].links"))?,
             });
         }
-        if self.file.scratch_size == Some(0) {
+        if let Some(s) = self.file.scratch_size.filter(|&s| s < 4096) {
             return Err(self.err(
                 &[Seg::Key("scratch_size")],
                 "scratch_size".into(),
-                "scratch_size is 0: give a size, e.g. scratch_size = \"10g\"",
+                format!("scratch_size is {s} bytes: a scratch file holds at least 4k, e.g. scratch_size = \"10g\""),
             ));
         }
         Ok(Plan {

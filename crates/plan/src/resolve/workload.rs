@@ -156,6 +156,14 @@ impl Resolver<'_> {
                 ),
             ));
         }
+        // The null back-end fills no read buffer: every read would look like a lost write.
+        if verify && k.backend == Some(crate::model::Backend::Null) {
+            return Err(self.key_err(
+                i,
+                "verify",
+                "the null back-end reads and writes nothing, so there is nothing to verify: use io_uring or psync, or drop verify".into(),
+            ));
+        }
         let max_outstanding = k.max_outstanding.unwrap();
         if !(1..=65_536).contains(&max_outstanding) {
             return Err(self.key_err(
