@@ -79,7 +79,8 @@ fuzz_target!(init: write_seeds("agent_request", seeds), |data: &[u8]| {
         return;
     }
     // A remote agent refuses verifying workloads before anything else (no map there).
-    if w.verify || budget::step_memory(&w, r.workers) > HARNESS_MEMORY {
+    // The harness runs the step on the null back-end (its buffers shared per thread).
+    if w.verify || budget::step_memory(&w, r.workers, Backend::Null) > HARNESS_MEMORY {
         return;
     }
     // Waiting for `start_at_unix_ns` is the coordinator's to end (it closes the stream).

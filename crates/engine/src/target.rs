@@ -377,7 +377,7 @@ fn open_one(
                 Verdict::Scratch { size, prepared: false } if opts.scratch_unfilled => {
                     fresh = true;
                     notes.push(format!(
-                        "scratch file {} was left by an interrupted preparation; preconditioning writes it",
+                        "scratch file {} is not written through (left by an interrupted preparation, or kept from a null back-end run): used as it is; preconditioning writes every block",
                         path.display()
                     ));
                     size
@@ -385,7 +385,7 @@ fn open_one(
                 Verdict::Scratch { size, prepared: false } => {
                     if !opts.write {
                         return Err(EngineError::Input(format!(
-                            "scratch file {} was left half-prepared by an interrupted run: run a writing workload on it (it is prepared again) or remove it",
+                            "scratch file {} is not written through (left by an interrupted preparation, or kept from a null back-end run), so reads would find unwritten blocks: run a writing workload on it (it is prepared again) or remove it",
                             path.display()
                         )));
                     }
