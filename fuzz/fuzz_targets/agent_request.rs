@@ -79,8 +79,10 @@ fuzz_target!(init: write_seeds("agent_request", seeds), |data: &[u8]| {
         return;
     }
     // A remote agent refuses verifying workloads before anything else (no map there).
-    // The harness runs the step on the null back-end (its buffers shared per thread).
-    if w.verify || budget::step_memory(&w, r.workers, Backend::Null) > HARNESS_MEMORY {
+    // Counted per outstanding I/O, as a real back-end needs it: this also bounds the slots the
+    // harness drives (the null back-end's shared buffers would let a million through, each
+    // taking its time: a libFuzzer timeout, CI of stop 28).
+    if w.verify || budget::step_memory(&w, r.workers, Backend::IoUring) > HARNESS_MEMORY {
         return;
     }
     // Waiting for `start_at_unix_ns` is the coordinator's to end (it closes the stream).
