@@ -222,7 +222,7 @@ fn load_plan(args: &RunArgs) -> Result<Plan, CliError> {
     let mut plan = match (&args.plan, &args.suite) {
         (Some(path), _) => {
             // Read once: a plan may come through a pipe (`<(…)`, /dev/stdin).
-            let text = read_plan(path)?;
+            let text = iocurve_plan::read_plan_text(path)?;
             let source = path.display().to_string();
             if args.fio || iocurve_plan::fio::looks_like_fio(path, &text) {
                 let import = iocurve_plan::fio::import_text(&text, path, args.fio_lenient)?;
@@ -250,22 +250,6 @@ fn load_plan(args: &RunArgs) -> Result<Plan, CliError> {
     plan.sla_mean_ms = args.sla.mean_ms.or(plan.sla_mean_ms);
     plan.sla_p99_ms = args.sla.p99_ms.or(plan.sla_p99_ms);
     Ok(plan)
-}
-
-/// The plan file's text, at most 16 MiB (`/dev/zero` is not a plan).
-fn read_plan(path: &Path) -> Result<String, CliError> {
-    use std::io::Read;
-    const MAX: u64 = 16 << 20;
-    let source = path.display().to_string();
-    let bad = |m: String| CliError::from(iocurve_plan::PlanError::new(&source, None, None, m));
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX + 1).read_to_end(&mut bytes))
-        .map_err(|e| bad(format!("cannot read the plan file: {e}")))?;
-    if bytes.len() as u64 > MAX {
-        return Err(bad("is larger than 16 MiB: not a plan file".into()));
-    }
-    String::from_utf8(bytes).map_err(|_| bad("is not UTF-8 text: not a plan file".into()))
 }
 
 /// Checks that `path` can be written the way the result will be (a temporary file beside it,

@@ -27,5 +27,5 @@ pub use model::{
     Arrival, Backend, BlockSize, DATA_SECTOR, DataPattern, Fault, FaultKind, HostSpec, MIN_RANDOM_PER_SECTOR, OnError,
     Overload, Pattern, Plan, RampStep, STEADY_WINDOW, SteadyState, TargetGroup, WorkingSet, Workload, is_glob,
 };
-pub use resolve::{Overrides, load_file, parse_str, writing_workload};
+pub use resolve::{Overrides, load_file, parse_str, read_plan_text, writing_workload};
 pub use size::{format_size, parse_size};

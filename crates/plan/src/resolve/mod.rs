@@ -38,10 +38,24 @@ pub fn writing_workload(name: &str, keys: WorkloadKeys) -> Result<Workload, Plan
 }
 
 pub fn load_file(path: &Path, overrides: &Overrides) -> Result<Plan, PlanError> {
+    parse_str(&read_plan_text(path)?, &path.display().to_string(), overrides)
+}
+
+/// A plan file's text (TOML or a fio job file), read once — a plan may come through a pipe —
+/// and at most 16 MiB (`/dev/zero` is not a plan).
+pub fn read_plan_text(path: &Path) -> Result<String, PlanError> {
+    use std::io::Read;
+    const MAX: u64 = 16 << 20;
     let source = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| PlanError::new(&source, None, None, format!("cannot read the plan file: {e}")))?;
-    parse_str(&text, &source, overrides)
+    let bad = |m: String| PlanError::new(&source, None, None, m);
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX + 1).read_to_end(&mut bytes))
+        .map_err(|e| bad(format!("cannot read the plan file: {e}")))?;
+    if bytes.len() as u64 > MAX {
+        return Err(bad("is larger than 16 MiB: not a plan file".into()));
+    }
+    String::from_utf8(bytes).map_err(|_| bad("is not UTF-8 text: not a plan file".into()))
 }
 
 /// Parses and resolves plan text; `source` names it in errors (a path or `suite:NAME`).
