@@ -241,7 +241,7 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
             .collect(),
         errors_by_target: by_target(&errors, targets),
         longest_stall_s: all.max_gap_ns.unwrap_or(0) as f64 / 1e9,
-        faults_injected: all.faults_injected,
+        faults_injected: all.faults_injected + rec.drain.faults_injected,
         late_ios: rec.drain.late,
         stuck_ios: rec.drain.stuck,
         stuck_age_s: rec.drain.stuck_age_ns as f64 / 1e9,

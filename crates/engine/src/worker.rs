@@ -751,6 +751,7 @@ pub(crate) fn run<B: IoEngine>(
         let stuck_left = s.given_up.iter().filter(|&&g| g).count();
         if inflight == stuck_left && (stuck_left == 0 || cancel_until.is_some_and(|c| now >= c)) {
             // Nothing left but I/Os already given up (and their cancel had its chance).
+            tail.drain.faults_injected = s.injected.swap(0, Ordering::Relaxed);
             send(Msg::Drained(tail));
             return Ok(inflight);
         }

@@ -79,6 +79,10 @@ pub struct Drain {
     pub stuck_age_ns: u64,
     /// How long outstanding I/Os were waited for at most, in ns.
     pub wait_ns: u64,
+    /// I/Os a fault changed that completed in no measured interval (after the step stopped
+    /// issuing, or in an interval a stop dropped): the step's count includes them, so a
+    /// dropped write the verification finds is always an injected one.
+    pub faults_injected: u64,
 }
 
 impl Drain {
@@ -88,6 +92,7 @@ impl Drain {
         self.stuck += o.stuck;
         self.stuck_age_ns = self.stuck_age_ns.max(o.stuck_age_ns);
         self.wait_ns = self.wait_ns.max(o.wait_ns);
+        self.faults_injected += o.faults_injected;
     }
 }
 

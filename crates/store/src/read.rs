@@ -172,7 +172,7 @@ impl Store {
     fn load_steps(&self, workload_id: i64) -> Result<Vec<StepRecord>> {
         let mut st = self.sql(self.conn.prepare(
             "SELECT id, workers, queue_depth, threads, interval_s, sample_s, interrupted, hosts, notes,
-                    drain_late, drain_stuck, drain_stuck_age_ns, drain_wait_ns, unmeasured_errors, rate_iops FROM steps WHERE workload_id = ?1 ORDER BY idx",
+                    drain_late, drain_stuck, drain_stuck_age_ns, drain_wait_ns, unmeasured_errors, rate_iops, drain_faults FROM steps WHERE workload_id = ?1 ORDER BY idx",
         ))?;
         let rows = st.query_map([workload_id], |r| {
             let mut rec = StepRecord::new(r.get(1)?, r.get(2)?, r.get::<_, i64>(3)? as usize, r.get(4)?, r.get(5)?);
@@ -186,6 +186,7 @@ impl Store {
                 stuck: r.get::<_, i64>(10)? as u64,
                 stuck_age_ns: r.get::<_, i64>(11)? as u64,
                 wait_ns: r.get::<_, i64>(12)? as u64,
+                faults_injected: r.get::<_, i64>(15)? as u64,
             };
             for line in r.get::<_, String>(13)?.lines() {
                 let mut f = line.split(':').map(|x| x.parse::<i64>());

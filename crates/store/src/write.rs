@@ -158,7 +158,7 @@ impl Store {
         let text: Vec<String> =
             rec.notes.iter().map(|(c, m)| format!("{}\t{}", c, m.replace(['\n', '\t'], " "))).collect();
         let x = self.conn.execute(
-            "UPDATE steps SET interrupted = ?1, notes = ?2, drain_late = ?3, drain_stuck = ?4, drain_stuck_age_ns = ?5, drain_wait_ns = ?6, unmeasured_errors = ?7 WHERE id = ?8",
+            "UPDATE steps SET interrupted = ?1, notes = ?2, drain_late = ?3, drain_stuck = ?4, drain_stuck_age_ns = ?5, drain_wait_ns = ?6, unmeasured_errors = ?7, drain_faults = ?9 WHERE id = ?8",
             params![
                 rec.interrupted,
                 text.join("\n"),
@@ -167,7 +167,8 @@ impl Store {
                 rec.drain.stuck_age_ns as i64,
                 rec.drain.wait_ns as i64,
                 rec.unmeasured_errors.0.iter().map(|(t, e, n)| format!("{t}:{e}:{n}")).collect::<Vec<_>>().join("\n"),
-                step_id
+                step_id,
+                rec.drain.faults_injected as i64
             ],
         );
         self.sql(x)?;

@@ -265,6 +265,7 @@ pub(super) fn run_blocking(
             stuck: rec.drain.stuck,
             stuck_age_ns: rec.drain.stuck_age_ns,
             wait_ns: rec.drain.wait_ns,
+            late_faults: rec.drain.faults_injected,
             notes: rec
                 .notes
                 .iter()

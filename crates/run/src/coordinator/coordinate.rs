@@ -374,7 +374,13 @@ pub async fn run_step(
             }
             Some(pb::step_event::Event::Done(d)) => {
                 st.done[h] = true;
-                st.drain[h] = Drain { late: d.late, stuck: d.stuck, stuck_age_ns: d.stuck_age_ns, wait_ns: d.wait_ns };
+                st.drain[h] = Drain {
+                    late: d.late,
+                    stuck: d.stuck,
+                    stuck_age_ns: d.stuck_age_ns,
+                    wait_ns: d.wait_ns,
+                    faults_injected: d.late_faults,
+                };
                 st.interrupted[h] = d.interrupted;
                 st.notes[h] = d.notes.iter().map(|n| (n.code.clone(), n.message.clone())).collect();
                 for e in &d.unmeasured_errors {
