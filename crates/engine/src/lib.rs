@@ -26,5 +26,6 @@ pub mod verify;
 mod worker;
 
 pub use error::EngineError;
-pub use step::{NoObserver, Rates, StepConfig, StepObserver, StepProgress, run_step};
+pub use iocurve_stats::{Rates, StepProgress};
+pub use step::{NoObserver, StepConfig, StepObserver, run_step};
 pub use target::{OpenOptions, Target, TargetKind, TargetSet};

@@ -18,7 +18,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use iocurve_plan::{Backend, Fault, Workload, format_size};
-use iocurve_stats::{CpuTimes, CpuUsage, IntervalStats, StepRecord};
+use iocurve_stats::{CpuTimes, CpuUsage, IntervalStats, StepProgress, StepRecord};
 
 use crate::arrival::{Arrivals, RateMode, RateShare, SharedSchedule, Source};
 use crate::backend::{ActiveFault, FaultBackend, NullBackend, PsyncBackend, ThreadModel, UringBackend};
@@ -81,46 +81,6 @@ pub trait StepObserver {
 /// Observes nothing.
 pub struct NoObserver;
 impl StepObserver for NoObserver {}
-
-/// Live view of a running step, for progress lines.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct StepProgress {
-    pub elapsed_s: f64,
-    pub planned_s: f64,
-    pub warmup: bool,
-    /// Totals since the step started (warm-up included).
-    pub ops: u64,
-    pub bytes: u64,
-    pub lat_sum_ns: u64,
-    pub intervals_done: u32,
-}
-
-/// What a step did between two progress events.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Rates {
-    pub iops: f64,
-    pub bytes_per_second: f64,
-    /// Mean latency of the I/Os completed meanwhile, ns (0 without any).
-    pub latency_ns: f64,
-}
-
-impl StepProgress {
-    /// The rates since `last` (an earlier event of the same step); None when no time passed.
-    pub fn rates_since(&self, last: &StepProgress) -> Option<Rates> {
-        let dt = self.elapsed_s - last.elapsed_s;
-        if dt <= 0.0 {
-            return None;
-        }
-        let ops = self.ops.saturating_sub(last.ops);
-        let latency_ns =
-            if ops > 0 { self.lat_sum_ns.saturating_sub(last.lat_sum_ns) as f64 / ops as f64 } else { 0.0 };
-        Some(Rates {
-            iops: ops as f64 / dt,
-            bytes_per_second: self.bytes.saturating_sub(last.bytes) as f64 / dt,
-            latency_ns,
-        })
-    }
-}
 
 /// Holds the I/O threads until every one is set up (rings, buffers), then releases them with
 /// one common start time — or tells them to give up when the step cannot start (a thread

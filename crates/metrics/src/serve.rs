@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::Exporter;
+use crate::{Exporter, Format, proto};
 
 /// How long a client may take to send its request (a scraper sends it at once)…
 const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
@@ -132,24 +132,26 @@ pub fn serve(addr: &str, exporter: Exporter, token: Option<String>) -> io::Resul
 }
 
 /// The whole HTTP response to a request head (untrusted bytes: fuzzed as `metrics_request`):
-/// the figures for `GET /metrics` (with the token, when one is set; `HEAD` without the body),
-/// 401, 404 or 405 otherwise. `figures` is called only for a request that gets them.
-pub fn response(head: &[u8], token: Option<&str>, figures: impl FnOnce() -> String) -> Vec<u8> {
+/// the figures for `GET /metrics` (with the token, when one is set; `HEAD` without the body) in
+/// the format the request accepts ([`format`]), 401, 404 or 405 otherwise. `figures` is called
+/// only for a request that gets them.
+pub fn response(head: &[u8], token: Option<&str>, figures: impl FnOnce(Format) -> Vec<u8>) -> Vec<u8> {
     let line = head.split(|&b| b == b'\r' || b == b'\n').next().unwrap_or_default();
     let mut parts = line.split(|&b| b == b' ');
     let (method, path) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
     let path = path.split(|&b| b == b'?').next().unwrap_or_default();
     let (status, kind, body) = match (method, path) {
-        (b"GET" | b"HEAD", b"/metrics") if token.is_some_and(|t| !authorized(head, t)) => (
-            "401 Unauthorized",
-            "text/plain",
-            "this endpoint needs its token: Authorization: Bearer TOKEN\n".to_string(),
-        ),
-        (b"GET" | b"HEAD", b"/metrics") => {
-            ("200 OK", "application/openmetrics-text; version=1.0.0; charset=utf-8", figures())
+        (b"GET" | b"HEAD", b"/metrics") if token.is_some_and(|t| !authorized(head, t)) => {
+            ("401 Unauthorized", "text/plain", b"this endpoint needs its token: Authorization: Bearer TOKEN\n".to_vec())
         }
-        (b"GET" | b"HEAD", _) => ("404 Not Found", "text/plain", "iocurve serves /metrics only\n".to_string()),
-        _ => ("405 Method Not Allowed", "text/plain", "GET /metrics\n".to_string()),
+        (b"GET" | b"HEAD", b"/metrics") => match format(head) {
+            Format::Text => {
+                ("200 OK", "application/openmetrics-text; version=1.0.0; charset=utf-8", figures(Format::Text))
+            }
+            Format::Protobuf => ("200 OK", proto::CONTENT_TYPE, figures(Format::Protobuf)),
+        },
+        (b"GET" | b"HEAD", _) => ("404 Not Found", "text/plain", b"iocurve serves /metrics only\n".to_vec()),
+        _ => ("405 Method Not Allowed", "text/plain", b"GET /metrics\n".to_vec()),
     };
     let mut out = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
@@ -157,9 +159,45 @@ pub fn response(head: &[u8], token: Option<&str>, figures: impl FnOnce() -> Stri
     )
     .into_bytes();
     if method != b"HEAD" {
-        out.extend_from_slice(body.as_bytes());
+        out.extend_from_slice(&body);
     }
     out
+}
+
+/// The format a request head's `Accept` prefers: Prometheus' protobuf format when it is offered
+/// at least as high as any text type (a Prometheus with native histograms enabled asks so),
+/// OpenMetrics text otherwise — also without an `Accept`.
+pub fn format(head: &[u8]) -> Format {
+    let text = String::from_utf8_lossy(head);
+    let (mut protobuf, mut plain) = (0.0f64, 0.0f64);
+    for line in text.lines().skip(1) {
+        let Some((name, value)) = line.split_once(':') else { continue };
+        if !name.trim().eq_ignore_ascii_case("accept") {
+            continue;
+        }
+        for range in value.split(',') {
+            let mut parts = range.split(';').map(str::trim);
+            let kind = parts.next().unwrap_or_default().to_ascii_lowercase();
+            let (mut q, mut proto_ok, mut delimited) = (1.0f64, false, true);
+            for p in parts {
+                let Some((k, v)) = p.split_once('=') else { continue };
+                match k.trim().to_ascii_lowercase().as_str() {
+                    "q" => q = v.trim().parse::<f64>().ok().filter(|q| (0.0..=1.0).contains(q)).unwrap_or(0.0),
+                    "proto" => proto_ok = v.trim() == "io.prometheus.client.MetricFamily",
+                    "encoding" => delimited = v.trim() == "delimited",
+                    _ => {}
+                }
+            }
+            match kind.as_str() {
+                "application/vnd.google.protobuf" if proto_ok && delimited => protobuf = protobuf.max(q),
+                "application/openmetrics-text" | "text/plain" | "text/*" | "application/*" | "*/*" => {
+                    plain = plain.max(q)
+                }
+                _ => {}
+            }
+        }
+    }
+    if protobuf > 0.0 && protobuf >= plain { Format::Protobuf } else { Format::Text }
 }
 
 /// True when the request head carries `Authorization: Bearer TOKEN` (compared in constant time).
@@ -190,7 +228,7 @@ fn answer(mut s: TcpStream, exporter: &Exporter, token: Option<&str>) -> io::Res
             n => head.extend_from_slice(&buf[..n]),
         }
     }
-    let out = response(&head, token, || exporter.encode());
+    let out = response(&head, token, |f| exporter.encode_as(f));
     s.set_write_timeout(Some(ANSWER_DEADLINE))?;
     s.write_all(&out)?;
     s.flush()

@@ -5,7 +5,7 @@
 
 use iocurve_analysis::{RunResult, StepResult};
 use iocurve_engine::{StepObserver, StepProgress};
-use iocurve_metrics::{Exporter, Live, RateFigures, StepFigures, Target};
+use iocurve_metrics::{Exporter, Live, LiveGauges, RateFigures, StepFigures, Target};
 use iocurve_stats::{CpuUsage, IntervalStats};
 
 use crate::{Observer, StepAt};
@@ -14,8 +14,7 @@ pub struct LiveMetrics {
     exporter: Exporter,
     /// The host label of a local run's figures.
     hostname: String,
-    live: Live,
-    last: StepProgress,
+    gauges: LiveGauges,
     /// Host labels of the running step's hosts, by host number (empty: a local step).
     hosts: Vec<String>,
 }
@@ -25,8 +24,7 @@ impl LiveMetrics {
         LiveMetrics {
             exporter,
             hostname: iocurve_engine::host::facts().hostname,
-            live: Live::default(),
-            last: StepProgress::default(),
+            gauges: LiveGauges::default(),
             hosts: Vec::new(),
         }
     }
@@ -34,12 +32,7 @@ impl LiveMetrics {
 
 impl StepObserver for LiveMetrics {
     fn progress(&mut self, p: &StepProgress) {
-        let Some(r) = p.rates_since(&self.last) else { return };
-        (self.live.iops, self.live.bytes_per_second, self.live.latency_s) =
-            (r.iops, r.bytes_per_second, r.latency_ns / 1e9);
-        self.live.warmup = p.warmup;
-        self.last = *p;
-        self.exporter.live(Some(self.live.clone()));
+        self.gauges.progress(p, &self.exporter);
     }
 
     fn host_started(&mut self, host: u32, address: &str, _hostname: &str, _started_unix_ns: i64, _threads: usize) {
@@ -53,14 +46,14 @@ impl StepObserver for LiveMetrics {
 
     fn host_interval(&mut self, host: u32, _index: u32, stats: &IntervalStats, cpu: &CpuUsage, _duration_s: f64) {
         let name = self.hosts.get(host as usize).cloned().unwrap_or_else(|| format!("host {host}"));
-        self.exporter.interval(&self.live.workload, &name, stats, cpu);
+        self.exporter.interval(&self.gauges.live.workload, &name, stats, cpu);
     }
 
     fn interval(&mut self, _index: u32, stats: &IntervalStats, cpu: &CpuUsage, _duration_s: f64) {
         // A multi-host step's merged interval is the sum of the hosts' own, counted already;
         // its longest gap is the worst host's.
         if self.hosts.is_empty() {
-            self.exporter.interval(&self.live.workload, &self.hostname, stats, cpu);
+            self.exporter.interval(&self.gauges.live.workload, &self.hostname, stats, cpu);
         }
         self.exporter.stall(stats);
     }
@@ -72,18 +65,16 @@ impl Observer for LiveMetrics {
     }
 
     fn step_starting(&mut self, at: &StepAt) {
-        self.live = Live {
+        self.gauges = LiveGauges::new(Live {
             workload: at.workload.to_string(),
             step: at.step_index as u32,
             steps: at.steps as u32,
             workers: at.workers,
-            warmup: true,
             target: at.rate.map(|r| if at.sequential { Target::BytesPerSecond(r * 1e6) } else { Target::Iops(r) }),
             ..Live::default()
-        };
-        self.last = StepProgress::default();
+        });
         self.hosts.clear();
-        self.exporter.live(Some(self.live.clone()));
+        self.exporter.live(Some(self.gauges.live.clone()));
     }
 
     fn step_finished(&mut self, _planned_s: f64, s: &StepResult) {
@@ -92,14 +83,14 @@ impl Observer for LiveMetrics {
             bytes_per_second: s.mbps * 1e6,
             latency_mean_s: s.lat_us.mean / 1e6,
             latency_p99_s: s.lat_us.p99 / 1e6,
-            rate: s.rate.as_ref().zip(self.live.target).map(|(r, target)| RateFigures {
+            rate: s.rate.as_ref().zip(self.gauges.live.target).map(|(r, target)| RateFigures {
                 target,
                 achieved_ratio: r.achieved_pct / 100.0,
                 lag_p99_s: r.lag_us.p99 / 1e6,
                 sustained: r.sustained,
             }),
         };
-        self.exporter.step(&self.live.workload, s.workers, f);
+        self.exporter.step(&self.gauges.live.workload, s.workers, f);
         self.exporter.live(None);
     }
 

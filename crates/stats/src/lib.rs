@@ -18,4 +18,4 @@ pub use host::HostFacts;
 pub use interval::{
     DirStats, ErrorCounts, FinalVerification, IntervalStats, RateStats, Sample, UNKNOWN_TARGET, VerifyCounts,
 };
-pub use step::{Drain, HostClock, HostRecord, IntervalRecord, StepRecord};
+pub use step::{Drain, HostClock, HostRecord, IntervalRecord, Rates, StepProgress, StepRecord};

@@ -52,6 +52,11 @@ struct Prometheus {
 
 impl Prometheus {
     fn start(target: &str, more: &str) -> Prometheus {
+        Prometheus::start_with(target, more, &[])
+    }
+
+    /// With `flags` (e.g. a feature to enable) on Prometheus' command line.
+    fn start_with(target: &str, more: &str, flags: &[&str]) -> Prometheus {
         let dir = tempfile::tempdir().unwrap();
         let config = format!(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: iocurve\n    static_configs:\n      - targets: ['{target}']\n{more}"
@@ -62,6 +67,7 @@ impl Prometheus {
             .arg(format!("--config.file={}", dir.path().join("prometheus.yml").display()))
             .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
             .arg(format!("--web.listen-address={addr}"))
+            .args(flags)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -77,7 +83,13 @@ impl Prometheus {
 
     /// An instant query's result vector: (labels, value).
     fn query(&self, q: &str) -> Vec<(Value, f64)> {
-        let (code, body) = http_get(&self.addr, &format!("/api/v1/query?query={}", encode(q)));
+        self.query_at(q, None)
+    }
+
+    /// An instant query at `time` (Unix seconds; None: now).
+    fn query_at(&self, q: &str, time: Option<f64>) -> Vec<(Value, f64)> {
+        let at = time.map_or(String::new(), |t| format!("&time={t}"));
+        let (code, body) = http_get(&self.addr, &format!("/api/v1/query?query={}{at}", encode(q)));
         let v: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{q}: {e}: {body}"));
         assert_eq!((code, v["status"].as_str()), (200, Some("success")), "{q}: {body}");
         v["data"]["result"]
@@ -133,8 +145,10 @@ fn settled(p: &Prometheus, q: &str) -> f64 {
 }
 
 const WORKLOAD: &str = "[[workloads]]\nname = \"mixed\"\nread_pct = 70\nramp = [1, 2]\nwarmup_s = 0.5\nintervals = 3\ninterval_s = 1\nbackend = \"psync\"\n";
-/// A rate ramp after it, so that the dashboard's rate panels have data too.
-const PACED: &str = "[[workloads]]\nname = \"paced\"\nrate = [200]\nwarmup_s = 0.5\nintervals = 2\ninterval_s = 1\nbackend = \"psync\"\n";
+/// Rate ramps after it (IOPS, and MB/s for a sequential one), so that the dashboard's rate
+/// panels have data too.
+const PACED: &str = "[[workloads]]\nname = \"paced\"\nrate = [200]\nwarmup_s = 0.5\nintervals = 2\ninterval_s = 1\nbackend = \"psync\"\n\
+[[workloads]]\nname = \"streamed\"\npattern = \"sequential\"\nbs = \"64k\"\nrate = [5]\nwarmup_s = 0.5\nintervals = 2\ninterval_s = 1\nbackend = \"psync\"\n";
 
 #[test]
 fn a_run_scraped_by_prometheus_matches_the_store_and_the_dashboard_has_data() {
@@ -197,7 +211,53 @@ fn a_run_scraped_by_prometheus_matches_the_store_and_the_dashboard_has_data() {
     }
     assert_eq!(prom.by("max_over_time(iocurve_run_info[10m])", "run").keys().collect::<Vec<_>>(), ["1"]);
 
-    // Every query of the shipped dashboard returns data from this run.
+    every_dashboard_query_returns_data(&prom);
+}
+
+/// A Prometheus with native histograms enabled asks for the protobuf format and gets the latency
+/// as native histograms: their counts hold every measured I/O, a quantile from them lies within
+/// one native bucket (4.4 %) of iocurve's own, and the dashboard works on them as well.
+#[test]
+fn a_prometheus_with_native_histograms_gets_them_and_the_dashboard_works_on_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let target = format!("127.0.0.1:{port}");
+    let prom = Prometheus::start_with(&target, "", &["--enable-feature=native-histograms"]);
+    std::fs::write(dir.path().join("plan.toml"), format!("{WORKLOAD}{PACED}")).unwrap();
+    let o = Command::new(bin())
+        .args(["run", "plan.toml", "--target", "t.dat", "--size", "64m", "--buffered", "--json", "r.json"])
+        .args(["--metrics", &port.to_string(), "--metrics-hold-s", "3"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sel = "iocurve_io_latency_seconds{workload=\"mixed\",direction=\"read\"}";
+    // This Prometheus' range functions drop native histograms: they are read at the last
+    // scrape that had them.
+    let last = settled(&prom, "max_over_time(timestamp(iocurve_io_ops_total{workload=\"mixed\"})[10m:1s])");
+    let at = |q: &str| prom.query_at(q, Some(last)).first().unwrap_or_else(|| panic!("{q} at {last}: no data")).1;
+    // Scraped as protobuf: the native histogram is there, the classic buckets are not.
+    assert!(prom.query("iocurve_io_latency_seconds_bucket").is_empty(), "classic buckets ingested: not protobuf");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let steps = r["workloads"][0]["steps"].as_array().unwrap();
+    let ops: u64 = steps.iter().map(|s| s["read"]["ops"].as_u64().unwrap()).sum();
+    let late: u64 = steps.iter().map(|s| s["late_ios"].as_u64().unwrap()).sum();
+    let count = at(&format!("histogram_count(sum({sel}))")) as u64;
+    // Every measured read, and the late I/Os a step's end adds to its latency figures.
+    assert!((ops..=ops + late).contains(&count), "{count} latencies for {ops} reads and {late} late I/Os");
+    let step_p99: Vec<f64> = steps.iter().map(|s| s["read"]["lat_us"]["p99"].as_f64().unwrap() / 1e6).collect();
+    let est = at(&format!("histogram_quantile(0.99, sum({sel}))"));
+    let (lo, hi) = step_p99.iter().fold((f64::MAX, 0.0f64), |(lo, hi), &p| (lo.min(p), hi.max(p)));
+    let width = 2f64.powf(1.0 / 16.0);
+    assert!(
+        est >= lo / width && est <= hi * width,
+        "Prometheus' p99 {est} s is within one native bucket of the steps' p99 {step_p99:?}"
+    );
+    every_dashboard_query_returns_data(&prom);
+}
+
+/// Every query of the shipped dashboard returns data from the run `prom` scraped.
+fn every_dashboard_query_returns_data(prom: &Prometheus) {
     let dash: Value = serde_json::from_str(
         &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/grafana/iocurve.json")).unwrap(),
     )

@@ -100,8 +100,7 @@ struct Streamer<'a> {
     /// This agent's live metrics (its exporter and host name), the step's live figures and
     /// the last progress they came from.
     metrics: Option<(&'a iocurve_metrics::Exporter, &'a str)>,
-    live: iocurve_metrics::Live,
-    last: StepProgress,
+    gauges: iocurve_metrics::LiveGauges,
 }
 
 impl Streamer<'_> {
@@ -140,14 +139,8 @@ impl StepObserver for Streamer<'_> {
             lat_sum_ns: p.lat_sum_ns,
         });
         let _ = self.tx.try_send(Ok(pb::StepEvent { event: Some(event) }));
-        if let Some((e, _)) = self.metrics
-            && let Some(r) = p.rates_since(&self.last)
-        {
-            (self.live.iops, self.live.bytes_per_second, self.live.latency_s) =
-                (r.iops, r.bytes_per_second, r.latency_ns / 1e9);
-            self.live.warmup = p.warmup;
-            self.last = *p;
-            e.live(Some(self.live.clone()));
+        if let Some((e, _)) = self.metrics {
+            self.gauges.progress(p, e);
         }
     }
 
@@ -159,7 +152,7 @@ impl StepObserver for Streamer<'_> {
         }
         self.send(pb::step_event::Event::Interval(wire::interval_to(index, stats, cpu, duration_s)));
         if let Some((e, host)) = self.metrics {
-            e.interval(&self.live.workload, host, stats, cpu);
+            e.interval(&self.gauges.live.workload, host, stats, cpu);
             e.stall(stats);
         }
     }
@@ -227,15 +220,14 @@ pub(super) fn run_blocking(
         start_at: Some(&start_at),
         rate: super::rate_share(r),
     };
-    let live = iocurve_metrics::Live {
+    let gauges = iocurve_metrics::LiveGauges::new(iocurve_metrics::Live {
         workload: w.name.clone(),
         // Its place in the ramp is the coordinator's to know.
         step: 0,
         steps: 0,
         workers: r.workers,
-        warmup: true,
         ..Default::default()
-    };
+    });
     let mut streamer = Streamer {
         tx,
         abort: &abort,
@@ -243,11 +235,10 @@ pub(super) fn run_blocking(
         received_unix_ns: step.received_unix_ns,
         ready_unix_ns: &ready,
         metrics: step.metrics,
-        live,
-        last: StepProgress::default(),
+        gauges,
     };
     if let Some((e, _)) = step.metrics {
-        e.live(Some(streamer.live.clone()));
+        e.live(Some(streamer.gauges.live.clone()));
     }
     // A step called off before its start (the coordinator went away) ends in an error no one
     // reads.
