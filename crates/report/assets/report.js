@@ -271,6 +271,47 @@
     }, joined);
   }
 
+  // The SNIA steady-state check of the chosen step: every round's (interval's) throughput,
+  // the window of 5 judged, the best-fit line through it and the band of ±10 % around its
+  // mean (max − min may span 20 %). Null when no series has the check at that step.
+  function steadyChart(g, el, workers) {
+    const tables = [];
+    const series = [{ label: "round", value: (u, v) => (v == null ? "—" : num(v)) }];
+    const words = [];
+    for (const s of g.series) {
+      const i = s.x.indexOf(workers);
+      const c = i >= 0 && s.steady ? s.steady[i] : null;
+      if (!c) continue;
+      const rounds = c.rounds.map((_, k) => k + 1);
+      const inWindow = (k) => k >= c.first && k < c.first + c.n;
+      const fit = c.rounds.map((_, k) => (inWindow(k) ? c.intercept + c.slope * (k - c.first) : null));
+      const band = (f) => c.rounds.map((_, k) => (inWindow(k) ? c.mean * f : null));
+      tables.push([rounds, c.rounds, c.rounds.map((v, k) => (inWindow(k) ? v : null)), fit, band(1.1), band(0.9)]);
+      const name = g.series.length > 1 ? s.label + " " : "";
+      series.push({ label: name + g.unit, stroke: s.color, dash: s.dash, width: 1, points: { show: true, size: 4 }, value: legendValue });
+      series.push({ label: name + "window", stroke: s.color, width: 3, points: { show: true, size: 7 }, spanGaps: false, value: legendValue });
+      series.push({ label: name + "best fit", stroke: "#555", width: 2, spanGaps: false, value: legendValue });
+      series.push({ label: name + "mean + 10 %", stroke: "#999", dash: [4, 4], width: 1, spanGaps: false, value: legendValue });
+      series.push({ label: name + "mean − 10 %", stroke: "#999", dash: [4, 4], width: 1, spanGaps: false, value: legendValue });
+      words.push(name + (c.steady ? "steady" : "not steady") + ": rounds " + (c.first + 1) + "–" + (c.first + c.n) +
+        ", mean " + num(c.mean) + " " + g.unit + ", range " + num(c.range_pct) + " % (allowed 20 %), best-fit excursion " +
+        num(c.excursion_pct) + " % (allowed 10 %)");
+    }
+    if (!tables.length) return null;
+    const joined = uPlot.join(tables);
+    const chart = make(el, {
+      series,
+      scales: { x: { time: false }, y: { range: () => zeroTo(maxOf(joined.slice(1))) } },
+      axes: [
+        // Rounds are whole numbers: no ticks between them.
+        { label: "round (interval)", values: (u, vals) => vals.map((v) => (Number.isInteger(v) ? String(v) : "")) },
+        { label: g.unit, values: axisValues, size: 70 },
+      ],
+    }, joined);
+    chart.words = words.join("; ");
+    return chart;
+  }
+
   function histogramTable(g, el, workers) {
     const table = document.createElement("table");
     const head = table.createTHead().insertRow();
@@ -328,8 +369,12 @@
     const hist = section.querySelector(".histogram");
     const hostFigure = section.querySelector(".host-timeline");
     const hostHolder = section.querySelector('[data-chart="host-timeline"]');
+    const steadyFigure = section.querySelector(".steady");
+    const steadyHolder = section.querySelector('[data-chart="steady"]');
+    const steadyCaption = section.querySelector(".steady-caption");
     let chart = null;
     let hostChart = null;
+    let steady = null;
     const draw = () => {
       const w = Number(select.value);
       if (chart) chart.destroy();
@@ -337,6 +382,12 @@
       if (hostChart) hostChart.destroy();
       hostChart = hostFigure ? hostTimelineChart(g, hostHolder, w) : null;
       if (hostFigure) hostFigure.hidden = !hostChart;
+      if (steady) steady.destroy();
+      steady = steadyFigure ? steadyChart(g, steadyHolder, w) : null;
+      if (steadyFigure) {
+        steadyFigure.hidden = !steady;
+        steadyCaption.textContent = steady ? "Steady state (SNIA) at " + stepName(g, w) + ": " + steady.words : "";
+      }
       caption.textContent = "Per-second timeline at " + stepName(g, w) + ": " + g.unit + " and mean " + (g.rate ? "response time" : "latency");
       histogramTable(g, hist, w);
       const msgs = [];

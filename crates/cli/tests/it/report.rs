@@ -227,7 +227,8 @@ fn a_large_run_stays_within_the_size_and_render_budget() {
     eprintln!("render times (ms): {times:?}");
     assert!(times[1] < 1000.0, "median render time under 1 s: {times:?}");
     assert_eq!(b.eval("document.querySelectorAll('section.group').length"), 5);
-    assert_all_drawn(&mut b, 5 * 5);
+    // Five charts per group, and the SNIA window of the chosen step (its steps have 5+ intervals).
+    assert_all_drawn(&mut b, 5 * 6);
     let samples = b.eval("JSON.parse(document.getElementById('iocurve-data').textContent).groups.map(g => g.series.map(s => s.timeline.map(t => t.t.length).reduce((a, b) => a + b, 0)).reduce((a, b) => a + b, 0)).reduce((a, b) => a + b, 0)");
     assert_eq!(samples, 10 * 10 * 600, "every sample is in the report");
     b.screenshot(&artifact("report-large.png"));
@@ -328,4 +329,45 @@ interval_s = 0.3
         "Array.from(document.querySelectorAll('#impact table')).filter(t => t.textContent.includes('baseline p99')).map(t => t.querySelectorAll('tbody tr').length)",
     );
     assert_eq!(rows, serde_json::json!([2]), "a row per target rate both ran");
+}
+
+/// Issue 17: a step with the SNIA steady-state check shows it in the step detail: every
+/// round's throughput, the window of 5, its best-fit line and the ±10 % band, and a caption
+/// with both criteria against what is allowed.
+#[test]
+fn a_steady_step_draws_its_snia_window_and_fit_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = "[[workloads]]\nname = \"s\"\nbackend = \"null\"\nramp = [1, 2]\nsteady_state = \"snia\"\nwarmup_s = 0\nintervals = 25\ninterval_s = 0.1\nthreads = 1\n";
+    std::fs::write(dir.path().join("p.toml"), plan).unwrap();
+    let o = iocurve(dir.path(), &["run", "p.toml", "--target", "s.dat", "--size", "16m", "--json", "r.json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    report(dir.path(), &["1", "-o", "steady.html"]);
+    let page = dir.path().join("steady.html");
+    let mut b = Browser::launch();
+    b.open(&page);
+    assert_clean(&b, &page);
+    assert_all_drawn(&mut b, 6);
+    let state = b.eval(
+        "(() => { const f = document.querySelector('figure.steady'); return { step: document.querySelector('.step-select').value, hidden: f.hidden, caption: f.querySelector('.steady-caption').textContent, legend: Array.from(f.querySelectorAll('.u-legend .u-label')).map(e => e.textContent) }; })()",
+    );
+    assert_eq!(state["hidden"], false, "{state}");
+    // The step the detail opened at (the maximum), and its check.
+    let workers: u64 = state["step"].as_str().unwrap().parse().unwrap();
+    let step = steps(&r, 0).iter().find(|s| s["workers"] == workers).unwrap().clone();
+    let check = &step["steady_state"];
+    let name = if workers == 1 { "1 worker".to_string() } else { format!("{workers} workers") };
+    let caption = state["caption"].as_str().unwrap();
+    let first = check["first_round"].as_u64().unwrap();
+    let verdict = if check["steady"] == true { "steady" } else { "not steady" };
+    assert!(
+        caption.starts_with(&format!("Steady state (SNIA) at {name}: {verdict}: rounds {}–{}", first + 1, first + 5)),
+        "{caption} for {check}"
+    );
+    assert!(caption.contains("(allowed 20 %)") && caption.contains("(allowed 10 %)"), "{caption}");
+    let legend: Vec<&str> = state["legend"].as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
+    for want in ["IOPS", "window", "best fit", "mean + 10 %", "mean − 10 %"] {
+        assert!(legend.contains(&want), "{want} in {legend:?}");
+    }
+    b.screenshot(&artifact("report-steady.png"));
 }

@@ -106,6 +106,20 @@ pub(super) fn series_data(run: usize, label: &str, color: &str, w: &WorkloadResu
             // Errors per second only where there were any: the common case costs nothing.
             "errors": s.samples.iter().any(|x| x.errors > 0).then(|| s.samples.iter().map(|x| x.errors).collect::<Vec<_>>()),
         })).collect::<Vec<_>>(),
+        // The SNIA steady-state check of every step of 5 intervals or more: each interval's
+        // throughput (a round), the window of 5 judged, its mean and best-fit line, the
+        // measured range and excursion against the allowed 20 % and 10 %.
+        "steady": s.iter().map(|st| st.steady_state.as_ref().map(|c| json!({
+            "rounds": st.intervals.iter().map(|i| sig(if seq { i.mbps } else { i.iops }, 5)).collect::<Vec<_>>(),
+            "first": c.first_round,
+            "n": c.values.len(),
+            "mean": sig(if seq { c.mean / 1e6 } else { c.mean }, 5),
+            "slope": sig(if seq { c.slope / 1e6 } else { c.slope }, 5),
+            "intercept": sig(if seq { c.intercept / 1e6 } else { c.intercept }, 5),
+            "range_pct": sig(c.range_pct, 3),
+            "excursion_pct": sig(c.excursion_pct, 3),
+            "steady": c.steady,
+        }))).collect::<Vec<_>>(),
         // Multi-host steps: each host's own timeline (null for a local step).
         "hosts": s.iter().map(|s| (!s.host_results.is_empty()).then(|| s.host_results.iter().map(|h| json!({
             "host": h.host,

@@ -114,6 +114,7 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
                 .filter(|s| s.w.steps.iter().any(|st| !st.host_results.is_empty()))
                 .map(|s| StepTable { series: s.label.clone(), rows: host_rows(s.w) })
                 .collect(),
+            steady: series[gi].iter().any(|s| s.w.steps.iter().any(|st| st.steady_state.is_some())),
             data: series[gi]
                 .iter()
                 .filter(|s| !s.w.data_check.is_empty())

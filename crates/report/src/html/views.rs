@@ -65,6 +65,8 @@ pub(super) struct GroupView {
     pub(super) steps: Vec<StepTable>,
     /// Per-host tables of the series that ran on several hosts.
     pub(super) hosts: Vec<StepTable>,
+    /// Some step has the SNIA steady-state check (5 intervals or more): its window is drawn.
+    pub(super) steady: bool,
     /// What an array makes of each writing series' data (empty for reads).
     pub(super) data: Vec<DataTable>,
 }
