@@ -90,6 +90,12 @@ pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> Str
                 w.curve.len()
             ));
         }
+        if w.sla_search {
+            out.push(format!(
+                "  then the SLA search: at most {} rate steps more, bisecting below its maximum",
+                iocurve_plan::SLA_SEARCH_MAX_PROBES
+            ));
+        }
     }
     out.push(
         "nothing was opened, written or stored (--dry-run); write safety, free space and memory are checked when the run opens its targets".into(),

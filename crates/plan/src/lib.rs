@@ -25,7 +25,8 @@ pub use error::PlanError;
 pub use keys::{BlockSizeSpec, PlanFile, WorkingSetSpec, WorkloadKeys};
 pub use model::{
     Arrival, Backend, BlockSize, DATA_SECTOR, DataPattern, Fault, FaultKind, HostSpec, MIN_RANDOM_PER_SECTOR, OnError,
-    Overload, Pattern, Plan, RampStep, STEADY_WINDOW, SteadyState, TargetGroup, WorkingSet, Workload, is_glob,
+    Overload, Pattern, Plan, RampStep, SLA_SEARCH_MAX_PROBES, STEADY_WINDOW, SteadyState, TargetGroup, WorkingSet,
+    Workload, is_glob,
 };
 pub use resolve::{Overrides, load_file, parse_str, read_plan_text, writing_workload};
 pub use size::{format_size, parse_size};

@@ -458,7 +458,23 @@ impl Workload {
     pub fn step_seconds(&self) -> f64 {
         self.warmup_s + self.intervals as f64 * self.interval_s
     }
+
+    /// Steps the workload runs at most: its ramp, then a curve's steps and an SLA search's
+    /// probes (either may end earlier).
+    pub fn planned_steps(&self) -> usize {
+        let probes = if self.sla_search { SLA_SEARCH_MAX_PROBES as usize } else { 0 };
+        self.steps().len() + self.curve.len() + probes
+    }
+
+    /// Planned duration at most in seconds, the pauses between its steps included.
+    pub fn planned_seconds(&self) -> f64 {
+        (self.step_seconds() + self.pause_s) * self.planned_steps() as f64 - self.pause_s
+    }
 }
+
+/// An SLA search's probes at most (with its precision of 2 % of the maximum it usually ends
+/// after about 7).
+pub const SLA_SEARCH_MAX_PROBES: u32 = 10;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TargetGroup {
@@ -532,11 +548,27 @@ impl Plan {
         }
     }
 
-    /// Planned duration of the whole plan in seconds (a curve counted in full: it may stop early).
+    /// Planned duration of the whole plan in seconds, at most (a curve and an SLA search counted
+    /// in full: either may stop early).
     pub fn total_seconds(&self) -> f64 {
-        self.workloads
-            .iter()
-            .map(|w| (w.step_seconds() + w.pause_s) * (w.steps().len() + w.curve.len()) as f64 - w.pause_s)
-            .sum()
+        self.workloads.iter().map(Workload::planned_seconds).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Overrides, parse_str};
+
+    /// Issue 17: the ETA counted a curve in full but not an SLA search's probes: a run with
+    /// one ended later than its ETA said.
+    #[test]
+    fn the_planned_time_counts_a_curve_and_an_sla_search_at_most() {
+        let text = "[[workloads]]\nname = \"w\"\nramp = [1, 2]\nwarmup_s = 1\nintervals = 2\ninterval_s = 2\npause_s = 3\ncurve = [50, 100]\nsla_search = true\n";
+        let p = parse_str(text, "p.toml", &Overrides::default()).unwrap();
+        let w = &p.workloads[0];
+        assert_eq!(w.planned_steps(), 2 + 2 + super::SLA_SEARCH_MAX_PROBES as usize);
+        // 14 steps of 5 s, 13 pauses of 3 s between them.
+        assert_eq!(w.planned_seconds(), 14.0 * 5.0 + 13.0 * 3.0);
+        assert_eq!(p.total_seconds(), w.planned_seconds());
     }
 }

@@ -4,7 +4,7 @@
 //! figure finer than the probes could tell.
 
 /// Probes at most; with the precision below a search ends after about 7.
-pub const MAX_PROBES: u32 = 10;
+pub const MAX_PROBES: u32 = iocurve_plan::SLA_SEARCH_MAX_PROBES;
 /// The search ends when the rates that passed and failed are this share of the maximum apart.
 pub const PRECISION: f64 = 0.02;
 
