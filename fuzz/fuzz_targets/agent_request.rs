@@ -88,6 +88,7 @@ fuzz_target!(init: write_seeds("agent_request", seeds), |data: &[u8]| {
     // Waiting for `start_at_unix_ns` is the coordinator's to end (it closes the stream).
     let threads = if r.threads == 0 { host::cores() } else { r.threads as usize };
     let stop = AtomicBool::new(false);
+    let end = iocurve_engine::StepEnd::new();
     let cfg = StepConfig {
         workload: &w,
         workers: r.workers,
@@ -101,6 +102,8 @@ fuzz_target!(init: write_seeds("agent_request", seeds), |data: &[u8]| {
         abort: Some(Arc::new(AtomicBool::new(true))),
         start_at: None,
         rate: iocurve_net::agent::rate_share(&r),
+        // As the agent runs it: the coordinator ends a steady step.
+        end: Some(&end),
     };
     let _ = run_step(&cfg, &mut NoObserver);
 });

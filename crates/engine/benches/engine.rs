@@ -86,6 +86,7 @@ fn null_loop(c: &mut Criterion) {
                     abort: None,
                     start_at: None,
                     rate: None,
+                    end: None,
                 };
                 let rec = run_step(&cfg, &mut NoObserver).unwrap();
                 // One iteration = one I/O: scale the measured time per I/O to `iters`.

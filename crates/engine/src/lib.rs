@@ -12,6 +12,7 @@ pub mod backend;
 pub mod budget;
 mod buffer;
 pub mod data;
+mod end;
 pub mod error;
 pub mod fullio;
 pub mod host;
@@ -25,6 +26,7 @@ pub mod target;
 pub mod verify;
 mod worker;
 
+pub use end::StepEnd;
 pub use error::EngineError;
 pub use iocurve_stats::{Rates, StepProgress};
 pub use step::{NoObserver, StepConfig, StepObserver, run_step};

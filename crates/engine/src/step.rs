@@ -10,6 +10,7 @@
 //! it, counts it as stuck with its age), and the coordinator gives up threads that do not come
 //! back at all (psync blocked in the kernel) and ends the step without them.
 
+use crate::StepEnd;
 use std::collections::BTreeMap;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -55,6 +56,9 @@ pub struct StepConfig<'a> {
     pub start_at: Option<&'a (dyn Fn() -> bool + Sync)>,
     /// A rate step: this host's share of the run's schedule. None: closed loop.
     pub rate: Option<RateShare>,
+    /// A step of several hosts: the coordinator ends it once steady (`steady_state = "snia"`)
+    /// through this handle, judging the hosts' merged intervals. None: the step judges its own.
+    pub end: Option<&'a StepEnd>,
 }
 
 /// Sees a step as it runs: for progress lines and for writing intervals to the store while the
@@ -278,6 +282,9 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
     // A step that ends once steady runs at most its planned intervals; the coordinator lowers
     // the count when the rule holds.
     let rounds = (w.steady_state == iocurve_plan::SteadyState::Snia).then(|| Arc::new(AtomicU32::new(w.intervals)));
+    // On several hosts the coordinator lowers it, through `cfg.end`, for as long as this runs.
+    let _attached =
+        rounds.as_ref().zip(cfg.end).map(|(r, e)| crate::end::Attached::new(e, r.clone(), lives.clone(), w.intervals));
     // Threads of one slot each (psync) share the host's schedule: a free thread takes the next
     // due I/O, as a free slot of a ring does.
     let shared_schedule = match (cfg.rate, crate::backend::capabilities(cfg.backend).threads) {
@@ -394,13 +401,6 @@ fn run_slots<B: crate::backend::IoEngine>(
             Err(format!("I/O thread failed: {e}"))
         }
     }
-}
-
-/// Whether the step's intervals so far end in steady state by the SNIA rule (throughput: IOPS,
-/// or bytes per second for a sequential workload).
-fn steady(rec: &StepRecord, sequential: bool) -> bool {
-    let series: Vec<f64> = rec.intervals.iter().map(|i| i.throughput(sequential)).collect();
-    iocurve_stats::steady::check(&series).is_some_and(|c| c.steady)
 }
 
 /// The note code of a rate step that `overload = abort-step` ended.
@@ -561,23 +561,13 @@ fn coordinate(
             obs.interval(idx, &stats, &usage, w.interval_s);
             rec.push_interval(stats, usage, w.interval_s);
             if let Some(r) = rounds
+                && cfg.end.is_none()
                 && planned() == w.intervals
-                && steady(&rec, w.pattern == iocurve_plan::Pattern::Sequential)
+                && rec.is_steady(w.pattern == iocurve_plan::Pattern::Sequential)
             {
-                // The interval running now completes, and every interval a thread has entered
-                // (one blocked in a system call may be behind the others or ahead of this
-                // count); the step ends after them. A thread reads the count at each boundary,
-                // so once no thread is found beyond it after it was set, none will be.
-                let entered = || lives.iter().map(|l| l.entered.load(Ordering::Relaxed)).max().unwrap_or(0);
-                let mut end = (idx + 2).max(entered()).min(w.intervals);
-                loop {
-                    r.store(end, Ordering::Relaxed);
-                    let now_entered = entered().min(w.intervals);
-                    if now_entered <= end {
-                        break;
-                    }
-                    end = now_entered;
-                }
+                // The interval running now completes, and every interval a thread has entered;
+                // the step ends after them.
+                crate::end::end_after(r, lives, idx + 2, w.intervals);
                 tracing::info!(workload = %w.name, workers = cfg.workers, after = idx + 1, "steady state reached");
             }
         }

@@ -66,6 +66,7 @@ fn step(w: &Workload, workers: u32, targets: &TargetSet, faults: &[Fault], stop:
         abort: None,
         start_at: None,
         rate: None,
+        end: None,
     };
     let mut seen = Seen::default();
     let rec = run_step(&cfg, &mut seen).expect("the step runs");
@@ -181,6 +182,7 @@ fn rate_step(w: &Workload, iops: f64, targets: &TargetSet, faults: &[Fault]) -> 
         abort: None,
         start_at: None,
         rate: Some(iocurve_engine::arrival::RateShare { iops, host: 0, hosts: 1 }),
+        end: None,
     };
     run_step(&cfg, &mut Seen::default()).expect("the rate step runs")
 }
@@ -372,6 +374,7 @@ fn regression_a_rate_that_cannot_be_run_is_refused_before_any_io() {
             abort: None,
             start_at: None,
             rate: Some(iocurve_engine::arrival::RateShare { iops, host, hosts }),
+            end: None,
         };
         let e = run_step(&cfg, &mut Seen::default()).err().unwrap_or_else(|| panic!("{iops} {host}/{hosts} ran"));
         assert!(e.to_string().contains("a rate step needs a rate above 0 and up to 1e9 IOPS"), "{e}");

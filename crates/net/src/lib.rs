@@ -14,7 +14,7 @@ pub mod launched;
 pub mod wire;
 
 /// The protocol version: both sides refuse a peer that speaks another.
-pub const PROTOCOL: u32 = 4;
+pub const PROTOCOL: u32 = 5;
 
 /// Generated from proto/agent.proto.
 #[allow(clippy::large_enum_variant)] // generated; an interval is the common message anyway

@@ -339,6 +339,7 @@ pub fn until_steady(
         abort: None,
         start_at: None,
         rate: None,
+        end: None,
     };
     let rec = iocurve_engine::run_step(&cfg, &mut Rounds { obs, max: rounds.max_rounds })?;
     let series: Vec<f64> = rec.intervals.iter().map(|i| i.throughput(false)).collect();

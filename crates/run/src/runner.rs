@@ -131,23 +131,6 @@ impl<'o> Runner<'o> {
     /// it if anything did.
     pub fn run(self) -> Result<Outcome, Error> {
         verification::check_plan(&self.plan)?;
-        let agents = match &self.hosts {
-            Hosts::Local => 0,
-            Hosts::Agents(a) if a.launch.as_ref().is_some_and(|l| !l.hosts.is_empty()) => {
-                a.launch.as_ref().map_or(0, |l| l.hosts.len())
-            }
-            Hosts::Agents(a) if a.addresses.is_empty() => self.plan.hosts.len(),
-            Hosts::Agents(a) => a.addresses.len(),
-        };
-        if let Some(w) = self.plan.workloads.iter().find(|w| w.steady_state == iocurve_plan::SteadyState::Snia)
-            && agents > 1
-        {
-            // Each agent would judge its own throughput and end at its own interval.
-            return Err(Error::Usage(format!(
-                "workload {}: steady_state = \"snia\" ends a step by one host's throughput; on {agents} hosts they would end apart: run it on one host, or without steady_state",
-                w.name
-            )));
-        }
         if let Some(w) = self.plan.workloads.iter().find(|w| w.sla_search)
             && !sla_of(&self.plan).is_set()
         {

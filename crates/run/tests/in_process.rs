@@ -401,19 +401,3 @@ fn a_steady_step_ends_early_through_the_runner_without_being_interrupted() {
     assert!(n == 25 || (c.steady && n <= c.first_round + 7), "{n} intervals, {c:?}");
     assert!(!s.flags.iter().any(|f| f.code == "interrupted"), "{:?}", s.flags);
 }
-
-/// Review: each agent would judge steadiness by its own throughput and end its step apart from
-/// the others; a steady_state plan on several hosts is refused before anything connects.
-#[test]
-fn steady_state_on_several_hosts_is_refused_before_anything_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let text = "[[workloads]]\nname = \"s\"\nbackend = \"null\"\nsteady_state = \"snia\"\nintervals = 25\n";
-    let p = iocurve_plan::parse_str(text, "test.toml", &Overrides::default()).unwrap();
-    let agents = iocurve_run::AgentOptions {
-        addresses: vec!["127.0.0.1:9".into(), "127.0.0.1:10".into()],
-        ..Default::default()
-    };
-    let e =
-        Runner::new(targeted(p, &dir), Hosts::Agents(Box::new(agents)), options(&dir)).run().err().expect("refused");
-    assert!(e.to_string().contains("steady_state = \"snia\" ends a step by one host's throughput"), "{e}");
-}

@@ -160,6 +160,13 @@ impl StepRecord {
         }
     }
 
+    /// Whether the intervals so far end in steady state by the SNIA rule, on throughput (IOPS,
+    /// or bytes per second for a sequential workload).
+    pub fn is_steady(&self, sequential: bool) -> bool {
+        let series: Vec<f64> = self.intervals.iter().map(|i| i.throughput(sequential)).collect();
+        crate::steady::check(&series).is_some_and(|c| c.steady)
+    }
+
     /// Adds a finished interval: its histograms go into the total, its figures into the list.
     pub fn push_interval(&mut self, stats: IntervalStats, cpu: CpuUsage, duration_s: f64) {
         self.total.read.merge(&stats.read);

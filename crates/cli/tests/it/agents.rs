@@ -1364,3 +1364,60 @@ fn a_coordinator_waits_for_agents_that_come_up_after_it() {
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("per host × 1 host") || text.contains("maximum"), "{text}");
 }
+
+/// Issue 17: `steady_state = "snia"` on two agents. The coordinator judges the merged intervals
+/// (not each agent its own) and ends both hosts' steps after the same interval, without
+/// calling the step interrupted.
+#[test]
+fn two_agents_end_a_steady_step_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let (_agents, hosts) = file_agents(dir.path(), &c, &["a", "b"]);
+    // Each I/O held 5 ms: a throughput set by the delay, steady even on a loaded machine.
+    let w = "[[faults]]\nkind = \"latency\"\nlatency_ms = 5\n[[workloads]]\nname = \"s\"\nbackend = \"null\"\nramp = [1]\nsteady_state = \"snia\"\nwarmup_s = 0.2\nintervals = 40\ninterval_s = 0.25\nthreads = 1\n";
+    hosts_plan(dir.path(), &hosts, w);
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--json", "r.json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let s = &steps(&r, 0)[0];
+    let n = s["intervals"].as_array().unwrap().len();
+    let check = &s["steady_state"];
+    // Ended once steady, after the interval running then — or all 40 on a machine too noisy.
+    let first = check["first_round"].as_u64().unwrap() as usize;
+    assert!(n == 40 || (check["steady"] == true && n <= first + 7), "{n} intervals: {check}");
+    assert!(n < 40, "a delay-bound throughput is steady well before 40 intervals: {check}");
+    let flags = s["flags"].as_array().unwrap();
+    assert!(!flags.iter().any(|f| f["code"] == "interrupted"), "{flags:?}");
+    for h in s["hosts"].as_array().unwrap() {
+        assert_eq!(h["samples"].as_array().unwrap().len(), n, "every host ran the same intervals: {h}");
+    }
+}
+
+/// Issue 17: `overload = abort-step` on one agent (its target stalls) ends the step on every
+/// agent, not on that one alone, and the rate ramp ends after it.
+#[test]
+fn an_overload_on_one_agent_ends_the_step_on_every_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let (_agents, hosts) = file_agents(dir.path(), &c, &["a", "b"]);
+    let w = format!(
+        "[[faults]]\nkind = \"stall\"\ntarget = \"{}\"\nfrom_s = 0.6\nto_s = 60\n[[workloads]]\nname = \"rated\"\nrate = [400, 800]\nmax_outstanding = 4\noverload = \"abort-step\"\nwarmup_s = 0.2\nintervals = 10\ninterval_s = 0.5\n",
+        hosts[0].1.display()
+    );
+    hosts_plan(dir.path(), &hosts, &w);
+    let t = std::time::Instant::now();
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--json", "r.json"]).output().unwrap();
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(out.contains("overload = abort-step ended the step"), "{out}\n{err}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let all = steps(&r, 0);
+    assert_eq!(all.len(), 1, "the rate ramp ends after the overloaded step");
+    let s = &all[0];
+    assert!(s["flags"].as_array().unwrap().iter().any(|f| f["code"] == "overloaded"), "{s}");
+    // The stall starts 0.6 s into the measurement: interval 0 ran on both hosts, interval 1
+    // was cut off on both, and none of the 10 planned after it ran on the healthy host.
+    for h in s["hosts"].as_array().unwrap() {
+        assert!(h["samples"].as_array().unwrap().len() <= 2, "the host stopped with the other: {h}");
+    }
+    assert!(t.elapsed() < std::time::Duration::from_secs(20), "{:?}", t.elapsed());
+}

@@ -86,6 +86,8 @@ struct Service {
     busy: Arc<tokio::sync::Mutex<()>>,
     /// The running step's stop flag (finish the interval, then end), for `Stop`.
     stop: Arc<std::sync::Mutex<Option<Arc<AtomicBool>>>>,
+    /// The running step, for the coordinator to end once steady (`EndAfter`).
+    end: Arc<iocurve_engine::StepEnd>,
     /// An in-process agent: its targets are given, not opened from requests.
     local: Option<Arc<InProcess>>,
     /// io_uring on this host, probed once at the start (Err: why not). Each agent decides for
@@ -233,6 +235,7 @@ impl Service {
             allow_write,
             busy: Arc::new(tokio::sync::Mutex::new(())),
             stop: Arc::new(std::sync::Mutex::new(None)),
+            end: Arc::new(iocurve_engine::StepEnd::new()),
             // A local run chose its back-end before it started this agent.
             uring: if local.is_some() { Ok(()) } else { probe_io_uring() },
             local: local.map(Arc::new),
@@ -279,19 +282,15 @@ impl Service {
         Ok((m.map.clone(), m.path.clone()))
     }
 
-    /// Opens the targets (allow list and safety rules first) on a blocking thread: opening may
-    /// create and fill a scratch file, which must not hold up the runtime's threads.
-    async fn open(&self, groups: &[pb::TargetGroup], scratch_size: u64, write: bool) -> Result<Arc<TargetSet>, Status> {
-        self.open_with(groups, scratch_size, write, false, false).await
-    }
-
     /// Targets that must exist, opened for reading (a verification pass).
     async fn open_existing(&self, groups: &[pb::TargetGroup]) -> Result<Arc<TargetSet>, Status> {
         self.open_with(groups, 0, false, false, true).await
     }
 
-    /// `open`; `unfilled`: scratch files are created allocated but not written (a precondition
-    /// pass writes them anyway).
+    /// Opens the targets (allow list and safety rules first) on a blocking thread: opening may
+    /// create and fill a scratch file, which must not hold up the runtime's threads.
+    /// `unfilled`: scratch files are created allocated but not written (a precondition pass
+    /// writes them anyway, the null back-end never touches them).
     async fn open_with(
         &self,
         groups: &[pb::TargetGroup],
@@ -399,6 +398,13 @@ impl Agent for Service {
             None => false,
         };
         Ok(Response::new(pb::StopReply { running }))
+    }
+
+    async fn end_after(&self, req: Request<pb::EndAfterRequest>) -> Result<Response<pb::EndAfterReply>, Status> {
+        self.claim(&req, "end_after")?;
+        let r = req.into_inner();
+        let ends = self.end.end_after(r.start_at_unix_ns, r.intervals);
+        Ok(Response::new(pb::EndAfterReply { running: ends.is_some(), intervals: ends.unwrap_or(0) }))
     }
 
     type PreconditionStream = ReceiverStream<Result<pb::PreconditionEvent, Status>>;
@@ -540,7 +546,10 @@ impl Agent for Service {
             .try_lock_owned()
             .map_err(|_| Status::resource_exhausted("this agent is running another step"))?;
         tracing::info!(workload = %w.name, workers = r.workers, backend = backend.name(), "step requested");
-        let targets = self.open(&r.groups, r.scratch_size, w.writes()).await?;
+        // The null back-end touches no data: a scratch file a null-only run left unwritten is
+        // fine for it (and not filled for it).
+        let null = backend == Backend::Null;
+        let targets = self.open_with(&r.groups, r.scratch_size, w.writes(), null, false).await?;
         // The map: the local run's own, or this agent's for these targets.
         let (verify, map_file) = match (&self.local, w.verify) {
             (_, false) => (None, None),
@@ -553,6 +562,8 @@ impl Agent for Service {
         let stop = Arc::new(AtomicBool::new(false));
         *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop.clone());
         let slot = self.stop.clone();
+        self.end.expect(r.start_at_unix_ns);
+        let end = self.end.clone();
         let (tx, rx) = mpsc::channel(64);
         let metrics = self.metrics.clone();
         tokio::task::spawn_blocking(move || {
@@ -566,6 +577,7 @@ impl Agent for Service {
                 faults: &faults,
                 verify,
                 stop: &stop,
+                end: &end,
                 metrics: metrics.as_ref().map(|(e, host)| (e, host.as_str())),
             };
             let mut done = run_blocking(&step, &tx, save.as_ref());

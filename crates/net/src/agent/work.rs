@@ -169,6 +169,8 @@ pub(super) struct Step<'a> {
     pub(super) faults: &'a [Fault],
     pub(super) verify: Option<Arc<GenMap>>,
     pub(super) stop: &'a AtomicBool,
+    /// Where the coordinator ends the step once steady.
+    pub(super) end: &'a iocurve_engine::StepEnd,
     /// This agent's live metrics and its host name.
     pub(super) metrics: Option<(&'a iocurve_metrics::Exporter, &'a str)>,
 }
@@ -219,6 +221,8 @@ pub(super) fn run_blocking(
         abort: Some(abort.clone()),
         start_at: Some(&start_at),
         rate: super::rate_share(r),
+        // The coordinator judges steady state on every host's intervals together.
+        end: Some(step.end),
     };
     let gauges = iocurve_metrics::LiveGauges::new(iocurve_metrics::Live {
         workload: w.name.clone(),

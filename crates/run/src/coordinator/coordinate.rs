@@ -141,6 +141,57 @@ fn shift_targets(s: &mut IntervalStats, offset: u32) {
     }
 }
 
+/// The faults agent `h` injects, as JSON: those on every target, and those on one of its
+/// targets — a fault on one host's target (a failing path of that host) leaves the others
+/// alone. A fault whose target no host names goes to every agent, which refuses it by name.
+fn faults_for(faults: &[Fault], targets: &[Vec<TargetGroup>], h: usize) -> String {
+    let names = |k: usize| targets.get(k).into_iter().flatten().flat_map(|g| g.targets.iter());
+    // A glob names its targets only once the agent expands it: the agent decides.
+    let has = |k: usize, p: &str| names(k).any(|t| t == p || iocurve_plan::is_glob(t));
+    let mine: Vec<&Fault> = faults
+        .iter()
+        .filter(|f| match &f.target {
+            None => true,
+            Some(p) => has(h, p) || !(0..targets.len()).any(|k| has(k, p)),
+        })
+        .collect();
+    if mine.is_empty() { String::new() } else { serde_json::to_string(&mine).unwrap_or_default() }
+}
+
+/// Tells every agent still running step `keys` to end after `want` intervals; an agent past
+/// that already ends later, and then the others are told again, so that all end after the same
+/// count (unless one ended before it heard). Returns the count.
+async fn end_steps(remotes: &[Remote], keys: &[i64], done: &[bool], mut want: u32) -> u32 {
+    // An agent ahead of the others by more than a few intervals is not waited for.
+    for _ in 0..4 {
+        let mut calls = Vec::new();
+        for (h, r) in remotes.iter().enumerate() {
+            if done[h] {
+                continue;
+            }
+            let mut client = r.client.clone();
+            let req = pb::EndAfterRequest { start_at_unix_ns: keys[h], intervals: want };
+            calls.push(tokio::spawn(async move { tokio::time::timeout(STOP_DEADLINE, client.end_after(req)).await }));
+        }
+        let mut furthest = want;
+        for c in calls {
+            // An agent that cannot be told runs its planned intervals; the merged step keeps
+            // the intervals every host ran.
+            if let Ok(Ok(Ok(reply))) = c.await {
+                let reply = reply.into_inner();
+                if reply.running {
+                    furthest = furthest.max(reply.intervals);
+                }
+            }
+        }
+        if furthest == want {
+            break;
+        }
+        want = furthest;
+    }
+    want
+}
+
 /// Runs a step on every agent at one moment and merges the intervals as they arrive: interval
 /// `k` goes to `obs` (each host's part first, then the merged one) once every host still there
 /// reported it. `stop` (Ctrl-C) asks every agent to end its step at once (the unfinished
@@ -153,8 +204,6 @@ pub async fn run_step(
 ) -> Result<MultiStep, NetError> {
     let w = spec.workload;
     let json = serde_json::to_string(w).map_err(|e| NetError::Failed(e.to_string()))?;
-    let faults_json =
-        if spec.faults.is_empty() { String::new() } else { serde_json::to_string(spec.faults).unwrap_or_default() };
     // Every agent's clock again, right before the step: a clock stepped or drifted since the
     // last measurement would start its I/O off by that much, and the start spread computed
     // with the old offset could never show it (issue 15, finding 6).
@@ -190,16 +239,18 @@ pub async fn run_step(
     // deadline: an agent that cannot take it is lost before the step starts.
     let mut calls = Vec::new();
     let hosts = remotes.len() as u32;
+    // Each agent's start moment on its own clock: it names the step in later requests.
+    let keys: Vec<i64> = remotes.iter().map(|r| start_at.saturating_add(r.offset_ns)).collect();
     for (h, (r, targets)) in remotes.iter().zip(spec.targets).enumerate() {
         let req = pb::StepRequest {
             workload_json: json.clone(),
             workers: spec.workers,
             groups: wire_groups(targets),
-            start_at_unix_ns: start_at.saturating_add(r.offset_ns),
+            start_at_unix_ns: keys[h],
             scratch_size: spec.scratch_size,
             threads: spec.threads,
             backend: spec.backend.into(),
-            faults_json: faults_json.clone(),
+            faults_json: faults_for(spec.faults, spec.targets, h),
             rate_iops: spec.rate_iops.unwrap_or(0.0),
             host: h as u32,
             hosts,
@@ -281,13 +332,21 @@ pub async fn run_step(
     drop(tx);
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut stop_sent = false;
+    // `steady_state = "snia"`: judged here on the merged intervals; the interval count every
+    // agent was told to end after, once steady.
+    let snia = w.steady_state == iocurve_plan::SteadyState::Snia;
+    let sequential = w.pattern == iocurve_plan::Pattern::Sequential;
+    let mut ended_after: Option<u32> = None;
+    // `overload = abort-step` ended the step on one agent: it ends on every agent (the run
+    // goes on with the next step, or ends its rate ramp, as on one host).
+    let mut overloaded = false;
     // A single in-process agent is the local run itself: no per-host figures to keep apart.
     let per_host = !(n == 1 && remotes[0].in_process);
     while !st.done.iter().all(|&d| d) {
         for m in st.warnings.drain(..) {
             obs.warning(&m);
         }
-        if !stop_sent && (stop.load(Ordering::Relaxed) || st.aborted.is_some()) {
+        if !stop_sent && (stop.load(Ordering::Relaxed) || st.aborted.is_some() || overloaded) {
             stop_sent = true;
             for (h, r) in remotes.iter().enumerate() {
                 if !st.done[h] {
@@ -391,6 +450,9 @@ pub async fn run_step(
                     let msg = format!("{}{}", remotes[h].who(), d.error);
                     st.failure.get_or_insert(if d.input { NetError::Input(msg) } else { NetError::Failed(msg) });
                 }
+                if d.notes.iter().any(|n| n.code == iocurve_engine::step::OVERLOADED) {
+                    overloaded = true;
+                }
                 if d.aborted && st.aborted.is_none() {
                     // on_error = abort on this host: the others stop now too, and the run ends
                     // after this step with what every host measured.
@@ -414,6 +476,18 @@ pub async fn run_step(
             if let Some(merged) = merged.as_mut() {
                 merged.push_interval(m.all, m.cpu, w.interval_s);
             }
+        }
+        if snia
+            && ended_after.is_none()
+            && let Some(rec) = merged.as_ref()
+            && rec.intervals.len() < intervals
+            && rec.is_steady(sequential)
+        {
+            // The interval running now completes (as on one host), and every interval an
+            // agent has entered already; then every agent ends.
+            let end = end_steps(remotes, &keys, &st.done, rec.intervals.len() as u32 + 1).await;
+            tracing::info!(workload = %w.name, workers = spec.workers, after = rec.intervals.len(), ends_after = end, "steady state reached on every host together");
+            ended_after = Some(end);
         }
     }
     for r in readers {

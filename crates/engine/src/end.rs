@@ -1,0 +1,122 @@
+//! Ending a running step early, at an interval boundary: once its throughput is steady
+//! (`steady_state = "snia"`). A step on one host decides it itself; on several hosts the
+//! coordinator decides on the hosts' merged intervals and tells every agent through its
+//! [`StepEnd`].
+//!
+//! The I/O threads read the count of intervals to run at each boundary they pass. Lowering it
+//! below an interval some thread has entered already would cut that interval off on that thread
+//! only; so the count is raised to the furthest interval entered, and set again until no thread
+//! is found beyond it after it was set (a thread that enters another interval later reads the
+//! count first).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::worker::Live;
+
+/// Sets the step to end after `want` intervals (at most `planned`), or after the furthest
+/// interval a thread of `lives` has entered; returns the count it ends after.
+pub(crate) fn end_after(rounds: &AtomicU32, lives: &[Live], want: u32, planned: u32) -> u32 {
+    let entered = || lives.iter().map(|l| l.entered.load(Ordering::Relaxed)).max().unwrap_or(0);
+    let mut end = want.max(entered()).min(planned);
+    loop {
+        rounds.store(end, Ordering::Relaxed);
+        let now_entered = entered().min(planned);
+        if now_entered <= end {
+            return end;
+        }
+        end = now_entered;
+    }
+}
+
+/// The running step as someone outside it may end it: the count its threads read, the threads,
+/// and its planned intervals.
+struct Running {
+    rounds: Arc<AtomicU32>,
+    lives: Arc<[Live]>,
+    planned: u32,
+}
+
+#[derive(Default)]
+struct State {
+    /// The step requests name: an agent's start moment of the step.
+    key: i64,
+    running: Option<Running>,
+}
+
+/// An agent's handle on the step it runs, for the coordinator to end it once steady. A request
+/// names its step (by its start moment), so one meant for a step that already ended never ends
+/// the next.
+#[derive(Default)]
+pub struct StepEnd(Mutex<State>);
+
+impl StepEnd {
+    pub fn new() -> StepEnd {
+        StepEnd::default()
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The next step to run is known by `key`.
+    pub fn expect(&self, key: i64) {
+        *self.state() = State { key, running: None };
+    }
+
+    /// Ends step `key` after `want` intervals, or later when a thread is past that already:
+    /// the count it ends after. None when that step does not run (not yet, or no more).
+    pub fn end_after(&self, key: i64, want: u32) -> Option<u32> {
+        let s = self.state();
+        let r = s.running.as_ref().filter(|_| s.key == key)?;
+        Some(end_after(&r.rounds, &r.lives, want, r.planned))
+    }
+
+    pub(crate) fn attach(&self, rounds: Arc<AtomicU32>, lives: Arc<[Live]>, planned: u32) {
+        self.state().running = Some(Running { rounds, lives, planned });
+    }
+
+    pub(crate) fn detach(&self) {
+        self.state().running = None;
+    }
+}
+
+/// A step attached to its [`StepEnd`] until this is dropped (on every way out of the step).
+pub(crate) struct Attached<'a>(&'a StepEnd);
+
+impl<'a> Attached<'a> {
+    pub(crate) fn new(end: &'a StepEnd, rounds: Arc<AtomicU32>, lives: Arc<[Live]>, planned: u32) -> Attached<'a> {
+        end.attach(rounds, lives, planned);
+        Attached(end)
+    }
+}
+
+impl Drop for Attached<'_> {
+    fn drop(&mut self) {
+        self.0.detach();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_ends_only_its_own_step_and_never_before_an_interval_a_thread_entered() {
+        let e = StepEnd::new();
+        e.expect(7);
+        assert_eq!(e.end_after(7, 5), None, "not running yet");
+        let lives: Arc<[Live]> = (0..2).map(|_| Live::default()).collect();
+        let rounds = Arc::new(AtomicU32::new(25));
+        e.attach(rounds.clone(), lives.clone(), 25);
+        assert_eq!(e.end_after(6, 5), None, "another step's request");
+        assert_eq!(rounds.load(Ordering::Relaxed), 25);
+        lives[1].entered.store(6, Ordering::Relaxed);
+        assert_eq!(e.end_after(7, 5), Some(6), "a thread is in interval 6 already");
+        assert_eq!(rounds.load(Ordering::Relaxed), 6);
+        assert_eq!(e.end_after(7, 9), Some(9), "raised again, as the coordinator may");
+        assert_eq!(e.end_after(7, 40), Some(25), "never beyond the plan");
+        e.detach();
+        assert_eq!(e.end_after(7, 9), None, "ended");
+    }
+}
