@@ -582,6 +582,7 @@ fn coordinate(
                 bytes: lives.iter().map(|l| l.bytes.load(Ordering::Relaxed)).sum(),
                 lat_sum_ns: lives.iter().map(|l| l.lat_sum_ns.load(Ordering::Relaxed)).sum(),
                 intervals_done: rec.intervals.len() as u32,
+                inflight: lives.iter().map(|l| l.inflight.load(Ordering::Relaxed)).sum(),
             });
         }
         if all_done {

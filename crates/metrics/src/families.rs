@@ -89,6 +89,18 @@ fn families(s: &State) -> Vec<Family> {
     f.counter("iocurve_io_errors", "I/Os that failed in measured intervals, by errno.", &errors);
     let latency: Vec<_> = s.io.iter().map(|(k, v)| (io_labels(k), Value::Histogram(Box::new(v.clone())))).collect();
     f.push("iocurve_io_latency_seconds", "Latency of I/Os completed in measured intervals.", Kind::Histogram, latency);
+    let rate = |get: fn(&(u64, u64)) -> u64| -> Vec<(Labels, f64)> {
+        s.rate
+            .iter()
+            .map(|((wl, host), v)| (with_run(vec![("workload", wl.clone()), ("host", host.clone())]), get(v) as f64))
+            .collect()
+    };
+    f.counter(
+        "iocurve_rate_due",
+        "I/Os a rate step's schedule had due in measured intervals (issued, queued or dropped).",
+        &rate(|v| v.0),
+    );
+    f.counter("iocurve_rate_dropped", "Due I/Os of rate steps not issued (overload = drop).", &rate(|v| v.1));
     let cpu: Vec<_> = s
         .cpu
         .iter()
@@ -106,6 +118,11 @@ fn families(s: &State) -> Vec<Family> {
             f.gauge("iocurve_ramp_steps", "Steps in the running workload's ramp.", &[(w(), steps)]);
         }
         f.gauge("iocurve_workers", "Workers per host of the running step.", &[(w(), l.workers as f64)]);
+        f.gauge(
+            "iocurve_inflight_ios",
+            "I/Os outstanding now, all hosts of the running step together.",
+            &[(w(), l.inflight as f64)],
+        );
         let warm = if l.warmup { 1.0 } else { 0.0 };
         f.gauge("iocurve_warmup", "1 while the running step warms up (not measured).", &[(w(), warm)]);
         f.gauge("iocurve_live_iops", "I/Os per second over the last quarter second.", &[(w(), l.iops)]);

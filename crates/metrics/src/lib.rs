@@ -115,6 +115,8 @@ pub struct Live {
     pub latency_s: f64,
     /// Longest stretch without any completion in the last interval, seconds.
     pub stall_s: f64,
+    /// I/Os outstanding at the last progress event (every host of the step).
+    pub inflight: u64,
     /// A rate step's target (all hosts together): IOPS, or bytes per second for a sequential
     /// workload. None for a closed-loop step.
     pub target: Option<Target>,
@@ -140,6 +142,7 @@ impl LiveGauges {
         (self.live.iops, self.live.bytes_per_second, self.live.latency_s) =
             (r.iops, r.bytes_per_second, r.latency_ns / 1e9);
         self.live.warmup = p.warmup;
+        self.live.inflight = p.inflight;
         self.last = *p;
         exporter.live(Some(self.live.clone()));
     }
@@ -190,6 +193,8 @@ pub(crate) struct State {
     pub run: Option<(String, String, String)>,
     pub io: BTreeMap<Series, Io>,
     pub errors: BTreeMap<(Series, i32), u64>,
+    /// Rate steps, per workload and host: the I/Os their schedules had due, and dropped.
+    pub rate: BTreeMap<(String, String), (u64, u64)>,
     pub cpu: BTreeMap<String, CpuUsage>,
     pub live: Option<Live>,
     /// Per workload, workers and target rate (empty for closed-loop steps, whose workers tell
@@ -227,6 +232,10 @@ impl Exporter {
                     *s.errors.entry((key.clone(), errno)).or_default() += n;
                 }
                 s.io.entry(key).or_default().add(d);
+            }
+            if let Some(r) = &stats.rate {
+                let e = s.rate.entry((workload.to_string(), host.to_string())).or_default();
+                (e.0, e.1) = (e.0 + r.due, e.1 + r.dropped);
             }
             s.cpu.insert(host.to_string(), *cpu);
         });
@@ -305,7 +314,15 @@ mod tests {
             target: Some(Target::Iops(50_000.0)),
             ..Live::default()
         }));
+        e.live(Some(Live {
+            workload: "r".into(),
+            workers: 64,
+            target: Some(Target::Iops(50_000.0)),
+            inflight: 17,
+            ..Live::default()
+        }));
         let text = e.encode();
+        assert_eq!(line(&text, "iocurve_inflight_ios{"), "iocurve_inflight_ios{run=\"9\",workload=\"r\"} 17.0");
         assert_eq!(
             line(&text, "iocurve_rate_target_iops{"),
             "iocurve_rate_target_iops{run=\"9\",workload=\"r\"} 50000.0"
@@ -317,6 +334,12 @@ mod tests {
             e.step("r", 64, StepFigures { iops: target * pct / 100.0, rate: Some(rate), ..StepFigures::default() });
         }
         e.step("closed", 4, StepFigures { iops: 1000.0, ..StepFigures::default() });
+        // The schedule's counters add up every interval's due and dropped I/Os.
+        for _ in 0..2 {
+            let mut stats = IntervalStats::default();
+            stats.rate = Some(Box::new(iocurve_stats::RateStats { due: 100, dropped: 3, ..Default::default() }));
+            e.interval("r", "h", &stats, &CpuUsage::default());
+        }
         e.live(None);
         let text = e.encode();
         let sel = |t: &str| format!("{{run=\"9\",workload=\"r\",workers=\"64\",target=\"{t}\"}}");
@@ -331,6 +354,8 @@ mod tests {
         assert!(text.contains("iocurve_step_iops{run=\"9\",workload=\"closed\",workers=\"4\"} 1000.0"), "{text}");
         assert!(!text.contains("iocurve_step_rate_sustained{run=\"9\",workload=\"closed\""));
         assert!(!text.contains("iocurve_rate_target_iops{"), "no target between steps");
+        assert!(text.contains("iocurve_rate_due_total{run=\"9\",workload=\"r\",host=\"h\"} 200.0"), "{text}");
+        assert!(text.contains("iocurve_rate_dropped_total{run=\"9\",workload=\"r\",host=\"h\"} 6.0"), "{text}");
         assert_eq!(Target::BytesPerSecond(200e6).label(), "200MB/s");
     }
 

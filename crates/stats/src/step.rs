@@ -207,6 +207,8 @@ pub struct StepProgress {
     pub bytes: u64,
     pub lat_sum_ns: u64,
     pub intervals_done: u32,
+    /// I/Os outstanding now.
+    pub inflight: u64,
 }
 
 /// What a step did between two progress events.

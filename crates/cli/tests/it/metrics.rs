@@ -428,5 +428,15 @@ fn a_rate_run_exports_its_targets_and_schedule_figures() {
         assert_eq!(value("iocurve_step_rate_sustained{"), sustained);
         assert!(close(value("iocurve_step_iops{"), s["iops"].as_f64().unwrap()));
     }
+    // The schedule's counters: every I/O due in a measured interval, as stored per interval.
     let _ = w.finish();
+    let py = "import sqlite3, json; c = sqlite3.connect('iocurve.db'); print(json.dumps(c.execute('SELECT SUM(r.due), SUM(r.dropped) FROM interval_rates r JOIN intervals i ON i.id = r.interval_id WHERE i.host IS NULL').fetchone()))";
+    let o = Command::new("python3").args(["-c", py]).current_dir(dir.path()).output().unwrap();
+    let (due, dropped): (u64, u64) = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(due > 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let counter = |family: &str| -> u64 {
+        let l = text.lines().find(|l| l.starts_with(family)).unwrap_or_else(|| panic!("{family} in\n{text}"));
+        l.rsplit(' ').next().unwrap().parse::<f64>().unwrap() as u64
+    };
+    assert_eq!((counter("iocurve_rate_due_total{"), counter("iocurve_rate_dropped_total{")), (due, dropped));
 }

@@ -137,6 +137,7 @@ impl StepObserver for Streamer<'_> {
             ops: p.ops,
             bytes: p.bytes,
             lat_sum_ns: p.lat_sum_ns,
+            inflight: p.inflight,
         });
         let _ = self.tx.try_send(Ok(pb::StepEvent { event: Some(event) }));
         if let Some((e, _)) = self.metrics {

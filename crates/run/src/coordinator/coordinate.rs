@@ -126,6 +126,7 @@ impl Hosts<'_> {
             bytes: p.iter().map(|p| p.bytes).sum(),
             lat_sum_ns: p.iter().map(|p| p.lat_sum_ns).sum(),
             intervals_done,
+            inflight: p.iter().map(|p| p.inflight).sum(),
         }
     }
 }
