@@ -336,8 +336,8 @@ mod tests {
         e.step("closed", 4, StepFigures { iops: 1000.0, ..StepFigures::default() });
         // The schedule's counters add up every interval's due and dropped I/Os.
         for _ in 0..2 {
-            let mut stats = IntervalStats::default();
-            stats.rate = Some(Box::new(iocurve_stats::RateStats { due: 100, dropped: 3, ..Default::default() }));
+            let rate = iocurve_stats::RateStats { due: 100, dropped: 3, ..Default::default() };
+            let stats = IntervalStats { rate: Some(Box::new(rate)), ..Default::default() };
             e.interval("r", "h", &stats, &CpuUsage::default());
         }
         e.live(None);
