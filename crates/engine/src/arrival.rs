@@ -157,11 +157,29 @@ pub(crate) struct RateMode {
     /// Since when this thread's slot is free (ns since the step start): a time due before it
     /// found this thread busy.
     free_since: u64,
+    /// The same schedule again, walked only to count what was due in each interval (issued
+    /// then, later or never): the thread's own, or the host's on thread 0 of a shared one.
+    counter: Option<Arrivals>,
 }
 
 impl RateMode {
-    pub fn new(source: Source, overload: Overload) -> Self {
-        RateMode { source, overload, free: Vec::new(), claimed: None, free_since: 0 }
+    pub fn new(source: Source, overload: Overload, counter: Option<Arrivals>) -> Self {
+        RateMode { source, overload, free: Vec::new(), claimed: None, free_since: 0, counter }
+    }
+
+    /// The intended times before `until` not counted yet, those at or after `from` counted:
+    /// the I/Os due in that span, whether issued in it, later or never. Called as time passes,
+    /// so that each is counted in the interval its intended time falls in (0 on a thread that
+    /// keeps no count).
+    pub fn count_due(&mut self, from: u64, until: u64) -> u64 {
+        let Some(c) = &mut self.counter else { return 0 };
+        let mut n = 0;
+        c.skip_until(until, &mut |t, k| {
+            if t >= from {
+                n += k;
+            }
+        });
+        n
     }
 
     /// A thread with one slot of a shared schedule: it takes a time only while its slot is free.

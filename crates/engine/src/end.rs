@@ -1,6 +1,7 @@
 //! Ending a running step early, at an interval boundary: once its throughput is steady
-//! (`steady_state = "snia"`). A step on one host decides it itself; on several hosts the
-//! coordinator decides on the hosts' merged intervals and tells every agent through its
+//! (`steady_state = "snia"`). A step run by the engine alone decides it itself; a step run by
+//! an agent — every step of `iocurve run`, local ones through the in-process agent — is ended
+//! by the coordinator, which judges the hosts' merged intervals, through the agent's
 //! [`StepEnd`].
 //!
 //! The I/O threads read the count of intervals to run at each boundary they pass. Lowering it
@@ -64,8 +65,19 @@ impl StepEnd {
         *self.state() = State { key, running: None };
     }
 
+    /// Where step `key` is: the interval count it ends after, and the furthest interval one of
+    /// its threads has entered (from 1). None when that step does not run.
+    pub fn position(&self, key: i64) -> Option<(u32, u32)> {
+        let s = self.state();
+        let r = s.running.as_ref().filter(|_| s.key == key)?;
+        let entered = r.lives.iter().map(|l| l.entered.load(Ordering::Relaxed)).max().unwrap_or(0);
+        Some((r.rounds.load(Ordering::Relaxed).min(r.planned), entered))
+    }
+
     /// Ends step `key` after `want` intervals, or later when a thread is past that already:
-    /// the count it ends after. None when that step does not run (not yet, or no more).
+    /// the count it ends after. None when that step does not run (not yet, or no more). Meant
+    /// to be called once per step: a count raised later may find threads already stopped at
+    /// the lower one.
     pub fn end_after(&self, key: i64, want: u32) -> Option<u32> {
         let s = self.state();
         let r = s.running.as_ref().filter(|_| s.key == key)?;
@@ -112,10 +124,14 @@ mod tests {
         assert_eq!(e.end_after(6, 5), None, "another step's request");
         assert_eq!(rounds.load(Ordering::Relaxed), 25);
         lives[1].entered.store(6, Ordering::Relaxed);
+        assert_eq!(e.position(7), Some((25, 6)), "a query changes nothing");
         assert_eq!(e.end_after(7, 5), Some(6), "a thread is in interval 6 already");
         assert_eq!(rounds.load(Ordering::Relaxed), 6);
-        assert_eq!(e.end_after(7, 9), Some(9), "raised again, as the coordinator may");
-        assert_eq!(e.end_after(7, 40), Some(25), "never beyond the plan");
+        assert_eq!(e.position(7), Some((6, 6)));
+        let e2 = StepEnd::new();
+        e2.expect(8);
+        e2.attach(Arc::new(AtomicU32::new(25)), lives.clone(), 25);
+        assert_eq!(e2.end_after(8, 40), Some(25), "never beyond the plan");
         e.detach();
         assert_eq!(e.end_after(7, 9), None, "ended");
     }

@@ -56,8 +56,9 @@ pub struct StepConfig<'a> {
     pub start_at: Option<&'a (dyn Fn() -> bool + Sync)>,
     /// A rate step: this host's share of the run's schedule. None: closed loop.
     pub rate: Option<RateShare>,
-    /// A step of several hosts: the coordinator ends it once steady (`steady_state = "snia"`)
-    /// through this handle, judging the hosts' merged intervals. None: the step judges its own.
+    /// An agent's step (every step of `iocurve run`, a local one through the in-process agent):
+    /// the coordinator ends it once steady (`steady_state = "snia"`) through this handle,
+    /// judging the hosts' merged intervals. None: the step judges its own (the engine alone).
     pub end: Option<&'a StepEnd>,
 }
 
@@ -329,11 +330,17 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
             let start = || thread_gate.arrive().map(|t0| Schedule::new(t0, &w));
             let n = workers.len();
             let rate = rate.map(|share| {
-                let source = match &shared_schedule {
-                    Some(m) => Source::Shared(m.clone()),
-                    None => Source::Own(Arrivals::for_thread(w.arrival, &share, ti, nthreads, w.seed)),
+                let own = || Arrivals::for_thread(w.arrival, &share, ti, nthreads, w.seed);
+                // The due I/Os are counted from a second copy of the schedule: this thread's
+                // own, or the host's (on thread 0) when its threads share it.
+                let (source, counter) = match &shared_schedule {
+                    Some(m) => (
+                        Source::Shared(m.clone()),
+                        (ti == 0).then(|| Arrivals::for_thread(w.arrival, &share, 0, 1, w.seed)),
+                    ),
+                    None => (Source::Own(own()), Some(own())),
                 };
-                RateMode::new(source, w.overload)
+                RateMode::new(source, w.overload, counter)
             });
             let parts = Parts { opgen, rng, pool, data, workers, errors, faults, verify, abort, rate, rounds };
             let stop = &*step_stop;

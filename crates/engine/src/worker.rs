@@ -273,7 +273,8 @@ impl<B: IoEngine> Slots<B> {
     /// the schedule; one due while every slot is busy waits (`queue`), is dropped (`drop`) or
     /// ends the step (`abort-step`). An I/O counts as dropped when no slot was free at the
     /// first wake-up at or after its intended time. Only I/Os due by `until` (≤ `now`) are
-    /// issued; those due from `measured_from` on are counted in `stats`.
+    /// issued; the lag and the drops of those due from `measured_from` on go to `stats` (what
+    /// was due is counted apart, in the interval of its intended time: `RateMode::count_due`).
     fn issue_due(
         &mut self,
         now: u64,
@@ -304,7 +305,6 @@ impl<B: IoEngine> Slots<B> {
                     Overload::Drop => {
                         rate.taken();
                         if due >= measured_from {
-                            stats.due += 1;
                             stats.dropped += 1;
                         }
                         continue;
@@ -323,7 +323,6 @@ impl<B: IoEngine> Slots<B> {
                     out.ios += 1;
                     out.writes += self.ops[slot as usize].write as u64;
                     if due >= measured_from {
-                        stats.due += 1;
                         stats.lag.record(now - due);
                     }
                 }
@@ -331,7 +330,6 @@ impl<B: IoEngine> Slots<B> {
                     // Nowhere to go (every target stopped, or no free block to verify).
                     rate.free.push(slot);
                     if due >= measured_from {
-                        stats.due += 1;
                         stats.dropped += 1;
                     }
                 }
@@ -572,6 +570,10 @@ pub(crate) fn run<B: IoEngine>(
                 let gap = next_boundary.saturating_sub(last_done.max(sched.warmup_ns));
                 cur.max_gap_ns = Some(cur.max_gap_ns.unwrap_or(0).max(gap));
                 cur.faults_injected = injected;
+                // Every I/O meant to go out in the interval is due in it, however late it went.
+                if let (Some(rate), Some(r)) = (&mut s.rate, &mut cur.rate) {
+                    r.due += rate.count_due(sched.warmup_ns, next_boundary);
+                }
                 let full = std::mem::replace(&mut cur, fresh());
                 send(Msg::Interval { index: phase as u32, stats: full });
             }
@@ -586,6 +588,14 @@ pub(crate) fn run<B: IoEngine>(
             } else {
                 next_boundary += sched.interval_ns;
                 live.entered.store(phase as u32 + 1, Ordering::Relaxed);
+            }
+        }
+        if let (Some(rate), Some(r)) = (&mut s.rate, &mut cur.rate) {
+            // Counted as time passes (not all at the boundary: a million at once would delay
+            // the I/Os due meanwhile), before the warm-up's end only skipped.
+            let n = rate.count_due(sched.warmup_ns, now.min(next_boundary));
+            if issuing && phase >= 0 {
+                r.due += n;
             }
         }
         done.clear();
@@ -724,8 +734,8 @@ pub(crate) fn run<B: IoEngine>(
                     let h = if opgen.draw_write(rng) { &mut *write } else { &mut *read };
                     h.record_n(now.saturating_sub(due), n);
                 });
+                // Counted as due in their intervals already.
                 t.backlog += left;
-                t.due += left;
             }
         }
         live.ops.store(l_ops, Ordering::Relaxed);

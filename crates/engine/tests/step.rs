@@ -169,6 +169,11 @@ fn a_stop_ends_the_step_within_a_second_and_keeps_the_finished_intervals() {
 
 /// A rate step of `w` at `iops` on one host.
 fn rate_step(w: &Workload, iops: f64, targets: &TargetSet, faults: &[Fault]) -> StepRecord {
+    rate_step_seen(w, iops, targets, faults).0
+}
+
+/// The same, with the intervals as they were handed on.
+fn rate_step_seen(w: &Workload, iops: f64, targets: &TargetSet, faults: &[Fault]) -> (StepRecord, Seen) {
     let stop = AtomicBool::new(false);
     let cfg = StepConfig {
         workload: w,
@@ -184,7 +189,9 @@ fn rate_step(w: &Workload, iops: f64, targets: &TargetSet, faults: &[Fault]) -> 
         rate: Some(iocurve_engine::arrival::RateShare { iops, host: 0, hosts: 1 }),
         end: None,
     };
-    run_step(&cfg, &mut Seen::default()).expect("the rate step runs")
+    let mut seen = Seen::default();
+    let rec = run_step(&cfg, &mut seen).expect("the rate step runs");
+    (rec, seen)
 }
 
 /// Issue 17: a rate step issues what its schedule says, no more and no less, and measures its
@@ -220,8 +227,15 @@ fn a_stall_shows_in_the_response_time_of_a_rate_step_not_in_its_service_time() {
     w.max_outstanding = 4;
     let stall =
         Fault { kind: FaultKind::Stall, share: 1.0, from_s: 1.0, to_s: Some(2.0), target: None, latency_ms: 0.0 };
-    let rec = rate_step(&w, 2_000.0, &t, std::slice::from_ref(&stall));
+    let (rec, seen) = rate_step_seen(&w, 2_000.0, &t, std::slice::from_ref(&stall));
     let r = rec.total.rate.as_deref().unwrap();
+    // Each second had its 2000 I/Os due, the stalled one too: they count where their intended
+    // time falls, not where they went out (issue 17; they used to move to the next interval).
+    let due: Vec<u64> = seen.0.iter().map(|i| i.rate.as_ref().map_or(0, |r| r.due)).collect();
+    assert_eq!(due.len(), 3);
+    for d in &due {
+        assert!((*d as i64 - 2_000).abs() <= 2, "due per interval {due:?}");
+    }
     let response = rec.total.combined_hist();
     assert!(
         response.percentile_ns(99.0) >= 500_000_000,

@@ -476,8 +476,23 @@ mod tests {
         );
         assert_eq!(with("*/*"), Format::Text);
         assert_eq!(
-            with("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;q=0.2, text/plain;q=0.9"),
-            Format::Text
+            with(
+                "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.2, text/plain;q=0.9"
+            ),
+            Format::Text,
+            "text preferred"
+        );
+        assert_eq!(
+            with("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily"),
+            Format::Text,
+            "no encoding"
+        );
+        assert_eq!(
+            with(
+                "application/vnd.google.protobuf; proto=\"io.prometheus.client.MetricFamily\"; encoding=\"delimited\""
+            ),
+            Format::Protobuf,
+            "quoted parameters"
         );
         assert_eq!(with("application/vnd.google.protobuf;proto=other.Message"), Format::Text, "another message");
         assert_eq!(

@@ -178,13 +178,15 @@ pub fn format(head: &[u8]) -> Format {
         for range in value.split(',') {
             let mut parts = range.split(';').map(str::trim);
             let kind = parts.next().unwrap_or_default().to_ascii_lowercase();
-            let (mut q, mut proto_ok, mut delimited) = (1.0f64, false, true);
+            // Protobuf only as Prometheus asks for it: this message, length-delimited.
+            let (mut q, mut proto_ok, mut delimited) = (1.0f64, false, false);
             for p in parts {
                 let Some((k, v)) = p.split_once('=') else { continue };
+                let v = v.trim().trim_matches('"');
                 match k.trim().to_ascii_lowercase().as_str() {
-                    "q" => q = v.trim().parse::<f64>().ok().filter(|q| (0.0..=1.0).contains(q)).unwrap_or(0.0),
-                    "proto" => proto_ok = v.trim() == "io.prometheus.client.MetricFamily",
-                    "encoding" => delimited = v.trim() == "delimited",
+                    "q" => q = v.parse::<f64>().ok().filter(|q| (0.0..=1.0).contains(q)).unwrap_or(0.0),
+                    "proto" => proto_ok = v == "io.prometheus.client.MetricFamily",
+                    "encoding" => delimited = v == "delimited",
                     _ => {}
                 }
             }

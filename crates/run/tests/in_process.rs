@@ -388,7 +388,8 @@ fn an_sla_search_brackets_the_highest_rate_within_the_sla() {
 #[test]
 fn a_steady_step_ends_early_through_the_runner_without_being_interrupted() {
     let dir = tempfile::tempdir().unwrap();
-    let text = "[[workloads]]\nname = \"s\"\nbackend = \"null\"\nramp = [1]\nsteady_state = \"snia\"\nwarmup_s = 0\nintervals = 25\ninterval_s = 0.1\nthreads = 1\n";
+    // Each I/O held 5 ms: a throughput set by the delay, steady even on a loaded machine.
+    let text = "[[faults]]\nkind = \"latency\"\nlatency_ms = 5\n[[workloads]]\nname = \"s\"\nbackend = \"null\"\nramp = [1]\nsteady_state = \"snia\"\nwarmup_s = 0\nintervals = 25\ninterval_s = 0.2\nthreads = 1\n";
     let p = iocurve_plan::parse_str(text, "test.toml", &Overrides::default()).unwrap();
     let outcome = Runner::new(targeted(p, &dir), Hosts::Local, options(&dir)).run().expect("the run starts");
     assert!(outcome.error.is_none(), "{:?}", outcome.error);
@@ -396,8 +397,9 @@ fn a_steady_step_ends_early_through_the_runner_without_being_interrupted() {
     let s = &outcome.result.workloads[0].steps[0];
     let c = s.steady_state.as_ref().expect("the check of a step of 5+ intervals");
     assert_eq!(c.values.len(), 5);
-    // Ended once steady, after the interval running then — or all 25 on a machine too noisy.
+    // Ended once steady (the coordinator judged it, the in-process agent ended the step): a
+    // whole interval after the judgement at most later than the engine alone would.
     let n = s.intervals.len();
-    assert!(n == 25 || (c.steady && n <= c.first_round + 7), "{n} intervals, {c:?}");
+    assert!(c.steady && n <= c.first_round + 8 && n < 25, "{n} intervals, {c:?}");
     assert!(!s.flags.iter().any(|f| f.code == "interrupted"), "{:?}", s.flags);
 }

@@ -70,6 +70,7 @@ fn three_agents_in_their_own_namespaces_run_together_and_add_up_exactly() {
     assert!(stdout(&o).contains("per host × 3 hosts"), "{}", stdout(&o));
     let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
     assert_eq!(r["targets"].as_array().unwrap().len(), 3, "each agent's target is listed");
+    let mut spreads = Vec::new();
     for s in steps(&r, 0) {
         assert_eq!(s["host_count"], 3);
         let hosts = s["hosts"].as_array().unwrap();
@@ -83,10 +84,15 @@ fn three_agents_in_their_own_namespaces_run_together_and_add_up_exactly() {
         let max = hosts.iter().map(|h| f(&h["lat_us"]["max"])).fold(0.0, f64::max);
         assert_eq!((f(&s["lat_us"]["min"]), f(&s["lat_us"]["max"])), (min, max));
         let spread = f(&s["start_spread_us"]);
-        assert!(spread < 5000.0, "started within 5 ms of each other: {spread} µs");
+        spreads.push(spread);
+        assert!(spread < 50_000.0, "started within 50 ms of each other even on a loaded machine: {spread} µs");
         let outstanding = s["outstanding"].as_u64().unwrap();
         assert_eq!(outstanding, s["workers"].as_u64().unwrap() * 3, "workers are per host");
     }
+    // Three agents and the coordinator share 2 cores with the other tests: one agent may be
+    // scheduled some ms late at a start moment (CI of this stop: 13.7 ms once). A systematic
+    // error (a clock offset applied the wrong way) would show in every step.
+    assert!(spreads.iter().any(|&s| s < 5000.0), "started within 5 ms of each other at least once: {spreads:?} µs");
     for (_, t) in &hosts {
         assert!(t.exists(), "each agent made its own target");
     }
@@ -1374,20 +1380,25 @@ fn two_agents_end_a_steady_step_together() {
     let c = certs(dir.path());
     let (_agents, hosts) = file_agents(dir.path(), &c, &["a", "b"]);
     // Each I/O held 5 ms: a throughput set by the delay, steady even on a loaded machine.
-    let w = "[[faults]]\nkind = \"latency\"\nlatency_ms = 5\n[[workloads]]\nname = \"s\"\nbackend = \"null\"\nramp = [1]\nsteady_state = \"snia\"\nwarmup_s = 0.2\nintervals = 40\ninterval_s = 0.25\nthreads = 1\n";
+    let w = "[[faults]]\nkind = \"latency\"\nlatency_ms = 5\n[[workloads]]\nname = \"s\"\nbackend = \"null\"\nramp = [1]\nsteady_state = \"snia\"\nwarmup_s = 0.2\nintervals = 80\ninterval_s = 0.25\nthreads = 1\n";
     hosts_plan(dir.path(), &hosts, w);
+    let t = std::time::Instant::now();
     let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--json", "r.json"]).output().unwrap();
+    // The coordinator waits for every agent's end: one that was not told would run all 80
+    // intervals (20 s).
+    let took = t.elapsed();
+    assert!(took < std::time::Duration::from_secs(12), "{took:?}");
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
     let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
     let s = &steps(&r, 0)[0];
     let n = s["intervals"].as_array().unwrap().len();
     let check = &s["steady_state"];
-    // Ended once steady, after the interval running then — or all 40 on a machine too noisy.
+    // Ended once steady, a whole interval after the judgement at most later than on one host.
     let first = check["first_round"].as_u64().unwrap() as usize;
-    assert!(n == 40 || (check["steady"] == true && n <= first + 7), "{n} intervals: {check}");
-    assert!(n < 40, "a delay-bound throughput is steady well before 40 intervals: {check}");
+    assert!(check["steady"] == true && n <= first + 8, "{n} intervals: {check}");
     let flags = s["flags"].as_array().unwrap();
-    assert!(!flags.iter().any(|f| f["code"] == "interrupted"), "{flags:?}");
+    // Each agent's own count is checked by the coordinator: `uneven_end` when they differ.
+    assert!(!flags.iter().any(|f| f["code"] == "interrupted" || f["code"] == "uneven_end"), "{flags:?}");
     for h in s["hosts"].as_array().unwrap() {
         assert_eq!(h["samples"].as_array().unwrap().len(), n, "every host ran the same intervals: {h}");
     }
@@ -1401,7 +1412,7 @@ fn an_overload_on_one_agent_ends_the_step_on_every_agent() {
     let c = certs(dir.path());
     let (_agents, hosts) = file_agents(dir.path(), &c, &["a", "b"]);
     let w = format!(
-        "[[faults]]\nkind = \"stall\"\ntarget = \"{}\"\nfrom_s = 0.6\nto_s = 60\n[[workloads]]\nname = \"rated\"\nrate = [400, 800]\nmax_outstanding = 4\noverload = \"abort-step\"\nwarmup_s = 0.2\nintervals = 10\ninterval_s = 0.5\n",
+        "[[faults]]\nkind = \"stall\"\ntarget = \"{}\"\nfrom_s = 0.6\nto_s = 60\n[[workloads]]\nname = \"rated\"\nrate = [400, 800]\nmax_outstanding = 4\noverload = \"abort-step\"\nwarmup_s = 0.2\nintervals = 40\ninterval_s = 0.5\n",
         hosts[0].1.display()
     );
     hosts_plan(dir.path(), &hosts, &w);
@@ -1415,9 +1426,12 @@ fn an_overload_on_one_agent_ends_the_step_on_every_agent() {
     let s = &all[0];
     assert!(s["flags"].as_array().unwrap().iter().any(|f| f["code"] == "overloaded"), "{s}");
     // The stall starts 0.6 s into the measurement: interval 0 ran on both hosts, interval 1
-    // was cut off on both, and none of the 10 planned after it ran on the healthy host.
+    // was cut off.
     for h in s["hosts"].as_array().unwrap() {
-        assert!(h["samples"].as_array().unwrap().len() <= 2, "the host stopped with the other: {h}");
+        assert!(h["samples"].as_array().unwrap().len() <= 2, "{h}");
     }
-    assert!(t.elapsed() < std::time::Duration::from_secs(20), "{:?}", t.elapsed());
+    // The coordinator waits for every agent's end: the healthy one, had it not been stopped,
+    // would have run all 40 intervals (20 s).
+    let took = t.elapsed();
+    assert!(took < std::time::Duration::from_secs(14), "the healthy host stopped with the other: {took:?}");
 }

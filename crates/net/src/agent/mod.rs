@@ -403,8 +403,15 @@ impl Agent for Service {
     async fn end_after(&self, req: Request<pb::EndAfterRequest>) -> Result<Response<pb::EndAfterReply>, Status> {
         self.claim(&req, "end_after")?;
         let r = req.into_inner();
-        let ends = self.end.end_after(r.start_at_unix_ns, r.intervals);
-        Ok(Response::new(pb::EndAfterReply { running: ends.is_some(), intervals: ends.unwrap_or(0) }))
+        let ends = if r.query {
+            self.end.position(r.start_at_unix_ns)
+        } else {
+            self.end.end_after(r.start_at_unix_ns, r.intervals).zip(self.end.position(r.start_at_unix_ns).map(|p| p.1))
+        };
+        Ok(Response::new(match ends {
+            Some((intervals, entered)) => pb::EndAfterReply { running: true, intervals, entered },
+            None => pb::EndAfterReply::default(),
+        }))
     }
 
     type PreconditionStream = ReceiverStream<Result<pb::PreconditionEvent, Status>>;

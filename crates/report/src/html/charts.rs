@@ -113,9 +113,10 @@ pub(super) fn series_data(run: usize, label: &str, color: &str, w: &WorkloadResu
             "rounds": st.intervals.iter().map(|i| sig(if seq { i.mbps } else { i.iops }, 5)).collect::<Vec<_>>(),
             "first": c.first_round,
             "n": c.values.len(),
-            "mean": sig(if seq { c.mean / 1e6 } else { c.mean }, 5),
-            "slope": sig(if seq { c.slope / 1e6 } else { c.slope }, 5),
-            "intercept": sig(if seq { c.intercept / 1e6 } else { c.intercept }, 5),
+            // In the rounds' unit already (MB/s for a sequential workload).
+            "mean": sig(c.mean, 5),
+            "slope": sig(c.slope, 5),
+            "intercept": sig(c.intercept, 5),
             "range_pct": sig(c.range_pct, 3),
             "excursion_pct": sig(c.excursion_pct, 3),
             "steady": c.steady,

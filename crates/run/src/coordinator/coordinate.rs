@@ -126,7 +126,8 @@ impl Hosts<'_> {
             bytes: p.iter().map(|p| p.bytes).sum(),
             lat_sum_ns: p.iter().map(|p| p.lat_sum_ns).sum(),
             intervals_done,
-            inflight: p.iter().map(|p| p.inflight).sum(),
+            // An agent done (or lost) has nothing out any more, whatever it said last.
+            inflight: p.iter().zip(&self.done).filter(|(_, done)| !**done).map(|(p, _)| p.inflight).sum(),
         }
     }
 }
@@ -159,37 +160,36 @@ fn faults_for(faults: &[Fault], targets: &[Vec<TargetGroup>], h: usize) -> Strin
     if mine.is_empty() { String::new() } else { serde_json::to_string(&mine).unwrap_or_default() }
 }
 
-/// Tells every agent still running step `keys` to end after `want` intervals; an agent past
-/// that already ends later, and then the others are told again, so that all end after the same
-/// count (unless one ended before it heard). Returns the count.
-async fn end_steps(remotes: &[Remote], keys: &[i64], done: &[bool], mut want: u32) -> u32 {
-    // An agent ahead of the others by more than a few intervals is not waited for.
-    for _ in 0..4 {
-        let mut calls = Vec::new();
-        for (h, r) in remotes.iter().enumerate() {
-            if done[h] {
-                continue;
-            }
-            let mut client = r.client.clone();
-            let req = pb::EndAfterRequest { start_at_unix_ns: keys[h], intervals: want };
-            calls.push(tokio::spawn(async move { tokio::time::timeout(STOP_DEADLINE, client.end_after(req)).await }));
-        }
-        let mut furthest = want;
-        for c in calls {
-            // An agent that cannot be told runs its planned intervals; the merged step keeps
-            // the intervals every host ran.
-            if let Ok(Ok(Ok(reply))) = c.await {
-                let reply = reply.into_inner();
-                if reply.running {
-                    furthest = furthest.max(reply.intervals);
+/// Ends every agent's step after the same interval count, `want` at the least: asks each agent
+/// first how far its threads are (changing nothing), then tells all of them the count after
+/// the furthest interval any thread has entered — a whole interval for the request to arrive
+/// in. A count raised again later could find some threads stopped at the lower one already,
+/// so it is set once. Returns it. `agents`: each agent still in the step, with its step's key.
+async fn end_steps(agents: Vec<(super::client::Client, i64)>, want: u32) -> u32 {
+    let ask = |query: bool, intervals: u32| {
+        let calls: Vec<_> = agents
+            .iter()
+            .map(|(client, key)| {
+                let mut client = client.clone();
+                let req = pb::EndAfterRequest { start_at_unix_ns: *key, intervals, query };
+                tokio::spawn(async move { tokio::time::timeout(STOP_DEADLINE, client.end_after(req)).await })
+            })
+            .collect();
+        async move {
+            let mut replies = Vec::new();
+            for c in calls {
+                // An agent that cannot be told runs its planned intervals; the hosts' counts
+                // then differ, which the step's notes say.
+                if let Ok(Ok(Ok(reply))) = c.await {
+                    replies.push(reply.into_inner());
                 }
             }
+            replies
         }
-        if furthest == want {
-            break;
-        }
-        want = furthest;
-    }
+    };
+    let furthest = ask(true, 0).await.iter().filter(|r| r.running).map(|r| r.entered).max().unwrap_or(0);
+    let want = want.max(furthest + 1);
+    ask(false, want).await;
     want
 }
 
@@ -337,7 +337,9 @@ pub async fn run_step(
     // agent was told to end after, once steady.
     let snia = w.steady_state == iocurve_plan::SteadyState::Snia;
     let sequential = w.pattern == iocurve_plan::Pattern::Sequential;
-    let mut ended_after: Option<u32> = None;
+    let mut ending: Option<tokio::task::JoinHandle<u32>> = None;
+    // Intervals each agent reported: an agent's own count, whether merged or not.
+    let mut reported = vec![0usize; n];
     // `overload = abort-step` ended the step on one agent: it ends on every agent (the run
     // goes on with the next step, or ends its rate ramp, as on one host).
     let mut overloaded = false;
@@ -430,6 +432,7 @@ pub async fn run_step(
                 let (idx, mut stats, cpu, dur) = wire::interval_from(&i)
                     .map_err(|e| NetError::Failed(format!("agent {}: bad interval: {e}", remotes[h].addr)))?;
                 shift_targets(&mut stats, remotes[h].target_offset);
+                reported[h] += 1;
                 st.merger.add(h, idx as usize, Part { stats, cpu, duration_s: dur });
             }
             Some(pb::step_event::Event::Done(d)) => {
@@ -479,20 +482,37 @@ pub async fn run_step(
             }
         }
         if snia
-            && ended_after.is_none()
+            && ending.is_none()
             && let Some(rec) = merged.as_ref()
             && rec.intervals.len() < intervals
             && rec.is_steady(sequential)
         {
             // The interval running now completes (as on one host), and every interval an
-            // agent has entered already; then every agent ends.
-            let end = end_steps(remotes, &keys, &st.done, rec.intervals.len() as u32 + 1).await;
-            tracing::info!(workload = %w.name, workers = spec.workers, after = rec.intervals.len(), ends_after = end, "steady state reached on every host together");
-            ended_after = Some(end);
+            // agent has entered already; then every agent ends. Told on the side: the agents'
+            // events go on being read meanwhile.
+            let agents: Vec<_> = remotes
+                .iter()
+                .zip(&keys)
+                .zip(&st.done)
+                .filter(|(_, done)| !**done)
+                .map(|((r, key), _)| (r.client.clone(), *key))
+                .collect();
+            tracing::info!(workload = %w.name, workers = spec.workers, after = rec.intervals.len(), "steady state reached on every host together");
+            ending = Some(tokio::spawn(end_steps(agents, rec.intervals.len() as u32 + 1)));
         }
     }
     for r in readers {
         r.abort();
+    }
+    let ended_after = match ending {
+        Some(h) => h.await.ok(),
+        None => None,
+    };
+    // Intervals some hosts ran and others did not are in no merged interval: their injected
+    // faults still count (with the drain), so that every lost write verification finds is an
+    // injected one.
+    for (h, _, part) in st.merger.left_over() {
+        st.drain[h].faults_injected += part.stats.faults_injected;
     }
     // And after it: an offset that changed during the step says the agent's clock moved while
     // it ran (its start and timeline are off by up to that much).
@@ -530,6 +550,22 @@ pub async fn run_step(
     let steady_end = w.steady_state == iocurve_plan::SteadyState::Snia;
     let all_ended = st.interrupted.iter().zip(&st.lost).all(|(&i, l)| !i && l.is_none());
     merged.interrupted = merged.intervals.len() < intervals && !(steady_end && all_ended);
+    if let Some(end) = ended_after {
+        let counts: Vec<String> = (0..n)
+            .filter(|&h| st.lost[h].is_none() && reported[h] != end as usize)
+            .map(|h| format!("{} ran {}", remotes[h].addr, reported[h]))
+            .collect();
+        if !counts.is_empty() {
+            merged.notes.push((
+                "uneven_end".into(),
+                format!(
+                    "steady after the hosts' merged intervals, every host was told to end after interval {end}, but {}: the step keeps the {} intervals every host ran",
+                    counts.join(", "),
+                    merged.intervals.len()
+                ),
+            ));
+        }
+    }
     merged.aborted = st.aborted.take();
     for (h, d) in st.drain.iter().enumerate() {
         merged.drain.merge(d);

@@ -70,6 +70,20 @@ impl IntervalMerger {
     pub fn merged(&self) -> usize {
         self.next
     }
+
+    /// The parts of intervals never handed on (some host did not report them), as (host,
+    /// interval, part): taken out.
+    pub fn left_over(&mut self) -> Vec<(usize, usize, Part)> {
+        let mut out = Vec::new();
+        for (index, hosts) in self.pending.iter_mut().enumerate().skip(self.next) {
+            for (h, p) in hosts.iter_mut().enumerate() {
+                if let Some(p) = p.take() {
+                    out.push((h, index, p));
+                }
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]
