@@ -592,7 +592,10 @@ pub(crate) fn run<B: IoEngine>(
         }
         if let (Some(rate), Some(r)) = (&mut s.rate, &mut cur.rate) {
             // Counted as time passes (not all at the boundary: a million at once would delay
-            // the I/Os due meanwhile), before the warm-up's end only skipped.
+            // the I/Os due meanwhile), before the warm-up's end only skipped. (A thread blocked
+            // in a system call for long walks what it missed when it wakes. On a shared psync
+            // schedule thread 0 counts for the host: if it is given up, the intervals handed on
+            // without it have nothing due — the step is flagged threads_abandoned then.)
             let n = rate.count_due(sched.warmup_ns, now.min(next_boundary));
             if issuing && phase >= 0 {
                 r.due += n;

@@ -162,10 +162,12 @@ fn faults_for(faults: &[Fault], targets: &[Vec<TargetGroup>], h: usize) -> Strin
 
 /// Ends every agent's step after the same interval count, `want` at the least: asks each agent
 /// first how far its threads are (changing nothing), then tells all of them the count after
-/// the furthest interval any thread has entered — a whole interval for the request to arrive
-/// in. A count raised again later could find some threads stopped at the lower one already,
-/// so it is set once. Returns it. `agents`: each agent still in the step, with its step's key.
-async fn end_steps(agents: Vec<(super::client::Client, i64)>, want: u32) -> u32 {
+/// the furthest interval any thread has entered — on several hosts a whole interval later, for
+/// the request to arrive in (one host's own threads are kept together by the agent). A count
+/// raised again later could find some threads stopped at the lower one already, so it is set
+/// once. Returns the largest count an agent acknowledged; None when none was set (no agent ran
+/// the step any more, or the plan's own end comes first).
+async fn end_steps(agents: Vec<(super::client::Client, i64)>, want: u32, planned: u32) -> Option<u32> {
     let ask = |query: bool, intervals: u32| {
         let calls: Vec<_> = agents
             .iter()
@@ -180,17 +182,22 @@ async fn end_steps(agents: Vec<(super::client::Client, i64)>, want: u32) -> u32 
             for c in calls {
                 // An agent that cannot be told runs its planned intervals; the hosts' counts
                 // then differ, which the step's notes say.
-                if let Ok(Ok(Ok(reply))) = c.await {
+                if let Ok(Ok(Ok(reply))) = c.await
+                    && reply.get_ref().running
+                {
                     replies.push(reply.into_inner());
                 }
             }
             replies
         }
     };
-    let furthest = ask(true, 0).await.iter().filter(|r| r.running).map(|r| r.entered).max().unwrap_or(0);
-    let want = want.max(furthest + 1);
-    ask(false, want).await;
-    want
+    let furthest = ask(true, 0).await.iter().map(|r| r.entered).max()?;
+    let margin = u32::from(agents.len() > 1);
+    let want = want.max(furthest + margin);
+    if want >= planned {
+        return None;
+    }
+    ask(false, want).await.iter().map(|r| r.intervals).max()
 }
 
 /// Runs a step on every agent at one moment and merges the intervals as they arrive: interval
@@ -337,7 +344,7 @@ pub async fn run_step(
     // agent was told to end after, once steady.
     let snia = w.steady_state == iocurve_plan::SteadyState::Snia;
     let sequential = w.pattern == iocurve_plan::Pattern::Sequential;
-    let mut ending: Option<tokio::task::JoinHandle<u32>> = None;
+    let mut ending: Option<tokio::task::JoinHandle<Option<u32>>> = None;
     // Intervals each agent reported: an agent's own count, whether merged or not.
     let mut reported = vec![0usize; n];
     // `overload = abort-step` ended the step on one agent: it ends on every agent (the run
@@ -498,14 +505,15 @@ pub async fn run_step(
                 .map(|((r, key), _)| (r.client.clone(), *key))
                 .collect();
             tracing::info!(workload = %w.name, workers = spec.workers, after = rec.intervals.len(), "steady state reached on every host together");
-            ending = Some(tokio::spawn(end_steps(agents, rec.intervals.len() as u32 + 1)));
+            let want = rec.intervals.len() as u32 + 1;
+            ending = Some(tokio::spawn(end_steps(agents, want, w.intervals)));
         }
     }
     for r in readers {
         r.abort();
     }
     let ended_after = match ending {
-        Some(h) => h.await.ok(),
+        Some(h) => h.await.ok().flatten(),
         None => None,
     };
     // Intervals some hosts ran and others did not are in no merged interval: their injected
@@ -550,7 +558,8 @@ pub async fn run_step(
     let steady_end = w.steady_state == iocurve_plan::SteadyState::Snia;
     let all_ended = st.interrupted.iter().zip(&st.lost).all(|(&i, l)| !i && l.is_none());
     merged.interrupted = merged.intervals.len() < intervals && !(steady_end && all_ended);
-    if let Some(end) = ended_after {
+    // (A step stopped otherwise — Ctrl-C, an abort, an overload — ends apart by its nature.)
+    if let Some(end) = ended_after.filter(|_| !stop_sent) {
         let counts: Vec<String> = (0..n)
             .filter(|&h| st.lost[h].is_none() && reported[h] != end as usize)
             .map(|h| format!("{} ran {}", remotes[h].addr, reported[h]))
@@ -559,7 +568,7 @@ pub async fn run_step(
             merged.notes.push((
                 "uneven_end".into(),
                 format!(
-                    "steady after the hosts' merged intervals, every host was told to end after interval {end}, but {}: the step keeps the {} intervals every host ran",
+                    "steady after the hosts' merged intervals, the hosts were to end after interval {end}, but {}: the step keeps the {} intervals every host ran",
                     counts.join(", "),
                     merged.intervals.len()
                 ),

@@ -121,6 +121,24 @@ mod tests {
     }
 
     #[test]
+    fn intervals_only_some_hosts_ran_are_left_over_with_their_faults() {
+        let mut m = IntervalMerger::new(4, 2);
+        for h in 0..2 {
+            m.add(h, 0, part(&[1000], 10.0));
+        }
+        // Host 1 ended one interval later than host 0 (a steady end it heard late).
+        let mut late = part(&[1000], 10.0);
+        late.stats.faults_injected = 3;
+        m.add(1, 1, late);
+        assert_eq!(m.ready(&[false, false]).len(), 1);
+        let left = m.left_over();
+        assert_eq!(left.len(), 1);
+        let (h, index, p) = &left[0];
+        assert_eq!((*h, *index, p.stats.faults_injected), (1, 1, 3));
+        assert!(m.left_over().is_empty(), "taken out once");
+    }
+
+    #[test]
     fn a_lost_host_is_not_waited_for_and_what_it_sent_is_kept() {
         let mut m = IntervalMerger::new(3, 2);
         m.add(0, 0, part(&[1000], 10.0));
