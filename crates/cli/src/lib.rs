@@ -59,6 +59,21 @@ pub fn init_logging() {
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).try_init();
 }
 
+/// Tables printed to a terminal fit its width (cut by columns); to a pipe or a file they keep
+/// whole rows.
+pub fn fit_tables_to_terminal() {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return;
+    }
+    let mut ws = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: TIOCGWINSZ fills the winsize it is given, nothing else.
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    if ok && ws.ws_col > 0 {
+        iocurve_report::terminal::fit_tables_to(ws.ws_col as usize);
+    }
+}
+
 /// `iocurve man`: the pages come from the same clap definition as `--help`.
 fn man(dir: Option<&std::path::Path>) -> Result<ExitCode, CliError> {
     let cmd = <cli::Cli as clap::CommandFactory>::command();

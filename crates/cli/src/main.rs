@@ -7,6 +7,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     iocurve::init_logging();
+    iocurve::fit_tables_to_terminal();
     let cli = iocurve::cli::Cli::parse();
     match iocurve::dispatch(cli) {
         Ok(code) => code,

@@ -1,6 +1,8 @@
 //! The terminal summary: one table per workload (a row per step), the speed / optimum /
 //! maximum lines and the warnings.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 
@@ -8,6 +10,72 @@ use iocurve_analysis::{DataCheckRow, HostStepResult, RunResult, StepResult, Work
 use iocurve_plan::format_size;
 
 use crate::format::{self, headline};
+
+/// The width tables are fitted to: a terminal's columns, 0 for none (a pipe or a file gets
+/// whole rows, as tools reading them expect).
+static WIDTH: AtomicUsize = AtomicUsize::new(0);
+
+/// Fits the tables made from now on to `columns` characters (the terminal's width; 0: none).
+pub fn fit_tables_to(columns: usize) {
+    WIDTH.store(columns, Ordering::Relaxed);
+}
+
+/// A table of `header` and `rows`, the columns `right` says right-aligned, fitted to the width
+/// [`fit_tables_to`] set.
+fn grid(header: &[&str], rows: &[Vec<String>], right: impl Fn(usize) -> bool) -> String {
+    grid_within(WIDTH.load(Ordering::Relaxed), header, rows, right)
+}
+
+/// The same, within `width` characters (0: any): a table too wide is cut by columns into
+/// tables that fit, each repeating the first column (what the row is) — a cell is never
+/// broken. A column too wide alone still gets a table of its own.
+fn grid_within(width: usize, header: &[&str], rows: &[Vec<String>], right: impl Fn(usize) -> bool) -> String {
+    let text_width = |c: &str| c.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    // Each column takes its widest cell, a space either side and the line before it.
+    let columns: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| text_width(c))
+                .chain([text_width(header[i])])
+                .max()
+                .unwrap_or(0)
+                + 3
+        })
+        .collect();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut group: Vec<usize> = (0..header.len().min(1)).collect();
+    let mut used = columns.first().copied().unwrap_or(0) + 1;
+    for i in 1..header.len() {
+        if width > 0 && used + columns[i] > width && group.len() > 1 {
+            groups.push(std::mem::replace(&mut group, vec![0]));
+            used = columns[0] + 1;
+        }
+        group.push(i);
+        used += columns[i];
+    }
+    groups.push(group);
+    let tables: Vec<String> = groups
+        .iter()
+        .map(|g| {
+            let mut t = Table::new();
+            t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
+            t.set_header(g.iter().map(|&i| header[i]).collect::<Vec<_>>());
+            for r in rows {
+                t.add_row(g.iter().map(|&i| r.get(i).cloned().unwrap_or_default()).collect::<Vec<_>>());
+            }
+            for (k, &i) in g.iter().enumerate() {
+                if right(i)
+                    && let Some(c) = t.column_mut(k)
+                {
+                    c.set_cell_alignment(CellAlignment::Right);
+                }
+            }
+            t.to_string()
+        })
+        .collect();
+    tables.join("\n")
+}
 
 /// The flags' codes, space-separated.
 pub fn flag_codes(s: &StepResult) -> String {
@@ -66,19 +134,9 @@ pub fn host_table(w: &WorkloadResult) -> String {
     if w.steps.iter().all(|s| s.host_results.is_empty()) {
         return String::new();
     }
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(HOST_HEADERS.to_vec());
-    for s in &w.steps {
-        for h in &s.host_results {
-            t.add_row(host_cells(s, h));
-        }
-    }
-    for i in [0, 3, 4, 5, 6, 7, 8, 9] {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
+    let rows: Vec<Vec<String>> =
+        w.steps.iter().flat_map(|s| s.host_results.iter().map(move |h| host_cells(s, h))).collect();
+    let t = grid(&HOST_HEADERS, &rows, |i| [0, 3, 4, 5, 6, 7, 8, 9].contains(&i));
     format!("per host:\n{t}\n")
 }
 
@@ -174,38 +232,25 @@ pub fn is_rate_ramp(w: &WorkloadResult) -> bool {
 /// The step table of a rate ramp.
 fn rate_table(w: &WorkloadResult) -> String {
     let seq = w.kind == "sequential";
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(RATE_HEADERS.to_vec());
-    for s in w.steps.iter().filter(|s| s.rate.is_some()) {
-        t.add_row(rate_cells(s, seq));
-    }
-    for i in 0..10 {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    t.to_string()
+    let rows: Vec<Vec<String>> = w.steps.iter().filter(|s| s.rate.is_some()).map(|s| rate_cells(s, seq)).collect();
+    grid(&RATE_HEADERS, &rows, |i| i < 10)
 }
 
 pub fn step_table(w: &WorkloadResult) -> String {
     if is_rate_ramp(w) {
         return rate_table(w);
     }
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(STEP_HEADERS.iter().chain(&["flags"]).collect::<Vec<_>>());
-    for s in &w.steps {
-        let mut row = step_cells(s);
-        row.push(flag_codes(s));
-        t.add_row(row);
-    }
-    for i in 0..11 {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    t.to_string()
+    let header: Vec<&str> = STEP_HEADERS.iter().chain(&["flags"]).copied().collect();
+    let rows: Vec<Vec<String>> = w
+        .steps
+        .iter()
+        .map(|s| {
+            let mut row = step_cells(s);
+            row.push(flag_codes(s));
+            row
+        })
+        .collect();
+    grid(&header, &rows, |i| i < 11)
 }
 
 /// Speed, optimum and maximum of a workload, in the published form.
@@ -284,9 +329,6 @@ pub fn noise(v: Option<f64>) -> String {
 
 /// The impact of a run against a baseline, one row per workload.
 pub fn impact_table(rows: &[iocurve_analysis::Impact]) -> String {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(vec!["workload", "baseline", "run", "throughput", "noise", "latency"]);
     let point = |p: &Option<iocurve_analysis::Point>, seq: bool| {
         p.map_or_else(
             || "—".to_string(),
@@ -298,22 +340,20 @@ pub fn impact_table(rows: &[iocurve_analysis::Impact]) -> String {
             },
         )
     };
-    for r in rows {
-        t.add_row(vec![
-            r.workload.clone(),
-            point(&r.baseline, r.sequential),
-            point(&r.run, r.sequential),
-            impact_throughput(r),
-            noise(r.noise_pct),
-            pct(r.latency_pct),
-        ]);
-    }
-    for i in 1..6 {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    t.to_string()
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.workload.clone(),
+                point(&r.baseline, r.sequential),
+                point(&r.run, r.sequential),
+                impact_throughput(r),
+                noise(r.noise_pct),
+                pct(r.latency_pct),
+            ]
+        })
+        .collect();
+    grid(&["workload", "baseline", "run", "throughput", "noise", "latency"], &cells, |i| (1..6).contains(&i))
 }
 
 /// Headers of [`rate_impact_cells`].
@@ -341,18 +381,8 @@ pub fn rate_impact_cells(r: &iocurve_analysis::compare::RateImpact) -> Vec<Strin
 /// A rate ramp against a baseline: at every target rate both ran, the response time of each
 /// and its change, with their verdicts.
 pub fn rate_impact_table(rows: &[iocurve_analysis::compare::RateImpact]) -> String {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(RATE_IMPACT_HEADERS.to_vec());
-    for r in rows {
-        t.add_row(rate_impact_cells(r));
-    }
-    for i in 1..8 {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    t.to_string()
+    let cells: Vec<Vec<String>> = rows.iter().map(rate_impact_cells).collect();
+    grid(&RATE_IMPACT_HEADERS, &cells, |i| (1..8).contains(&i))
 }
 
 /// Every flag of every step, one line each.
@@ -529,16 +559,9 @@ pub fn run_summary(r: &RunResult) -> String {
 /// The stored runs, one row each under a header (`iocurve runs`): id, start, label, plan,
 /// host, back-end, targets, status, and the maximum of every workload, one a line.
 pub fn runs_table(rows: &[[String; 9]]) -> String {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(vec!["id", "started", "label", "plan", "host", "back-end", "targets", "status", "maximum"]);
-    for r in rows {
-        t.add_row(r.to_vec());
-    }
-    if let Some(c) = t.column_mut(0) {
-        c.set_cell_alignment(CellAlignment::Right);
-    }
-    format!("{t}\n")
+    let cells: Vec<Vec<String>> = rows.iter().map(|r| r.to_vec()).collect();
+    let header = ["id", "started", "label", "plan", "host", "back-end", "targets", "status", "maximum"];
+    format!("{}\n", grid(&header, &cells, |i| i == 0))
 }
 
 /// What an array makes of the written data, one row a line beside the promise
@@ -633,5 +656,37 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    /// Issue 16: tables fit the terminal's width by columns, not by breaking cells.
+    #[test]
+    fn a_table_wider_than_the_terminal_is_cut_by_columns_repeating_the_first() {
+        let header = ["workers", "IOPS", "MB/s", "mean µs", "p99 µs", "flags"];
+        let rows: Vec<Vec<String>> = [
+            ["1", "123'456", "482.3", "15.2", "40.1", "unsteady littles_law"],
+            ["64", "1'234'567", "4'822.5", "51.9", "1'203.7", ""],
+        ]
+        .iter()
+        .map(|r| r.iter().map(|c| c.to_string()).collect())
+        .collect();
+        let width = |t: &str| t.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        let whole = grid_within(0, &header, &rows, |i| i < 5);
+        assert!(width(&whole) > 40, "{whole}");
+        assert_eq!(grid_within(width(&whole), &header, &rows, |i| i < 5), whole, "a table that fits is left whole");
+        let cut = grid_within(40, &header, &rows, |i| i < 5);
+        assert!(width(&cut) <= 40, "{cut}");
+        let tables = cut.matches("workers").count();
+        assert!(tables >= 2, "{cut}");
+        // Every header and cell once (the first column once per table), none broken.
+        for h in &header[1..] {
+            assert_eq!(cut.matches(h).count(), 1, "{h} in\n{cut}");
+        }
+        for c in rows.iter().flat_map(|r| r[1..].iter()).filter(|c| !c.is_empty()) {
+            assert!(cut.lines().any(|l| l.contains(c.as_str())), "{c} whole on a line in\n{cut}");
+        }
+        assert_eq!(cut.matches("      64 ┆").count(), tables, "each table names its rows");
+        // A column wider than the terminal alone still gets a table of its own.
+        let narrow = grid_within(12, &header, &rows, |i| i < 5);
+        assert!(narrow.contains("unsteady littles_law"), "{narrow}");
     }
 }

@@ -101,3 +101,30 @@ fn a_plan_through_a_pipe_and_verify_on_the_null_back_end() {
     let o = iocurve(dir.path(), &["run", "p.toml", "--fio-lenient", "--dry-run"]);
     input_error(&o, &["--fio-lenient", "TOML plan", "--fio"]);
 }
+
+/// Issue 16, part 4: on a terminal the tables fit its width, cut by columns (each part
+/// repeating the step's column); to a pipe they keep whole rows for tools.
+#[test]
+fn tables_fit_the_terminal_by_columns_and_pipes_get_whole_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = ["run", "--size", "16m", "--backend", "null", "--workload", "frontend-mixed", "--ramp", "1,2"];
+    let o = iocurve(dir.path(), &args(&run, &["--intervals", "1", "--interval-s", "0.2", "--warmup-s", "0"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let piped = stdout(&iocurve(dir.path(), &["show", "1"]));
+    let step_tables = |t: &str| t.lines().filter(|l| l.contains("│ workers ┆")).count();
+    assert_eq!(step_tables(&piped), 1, "one whole table to a pipe:\n{piped}");
+    let wide = piped.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(wide > 70, "the whole table is wider than the terminal below: {wide}");
+    // A 70-column terminal (a pseudo-terminal from `script`).
+    let cmd = format!("stty cols 70; {} show 1", bin());
+    let o = Command::new("script").args(["-qec", &cmd, "/dev/null"]).current_dir(dir.path()).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tty = String::from_utf8_lossy(&o.stdout).replace('\r', "");
+    assert!(step_tables(&tty) >= 2, "cut by columns:\n{tty}");
+    for l in tty.lines().filter(|l| l.starts_with(['┌', '│', '╞', '└'])) {
+        assert!(l.chars().count() <= 70, "{} columns: {l}", l.chars().count());
+    }
+    for header in ["IOPS", "p99 µs", "flags"] {
+        assert!(tty.contains(header), "{header} in\n{tty}");
+    }
+}
