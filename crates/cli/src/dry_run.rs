@@ -81,7 +81,7 @@ pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> Str
             w.warmup_s,
             w.intervals,
             w.interval_s,
-            format::duration((w.step_seconds() + w.pause_s) * w.steps().len() as f64 - w.pause_s)
+            format::duration(w.seconds_of(w.steps().len()))
         ));
         if !w.curve.is_empty() {
             out.push(format!(

@@ -15,14 +15,18 @@ use std::sync::{Arc, Mutex};
 
 use crate::worker::Live;
 
+/// The furthest interval a thread of `lives` has entered (counted from 1).
+fn entered(lives: &[Live]) -> u32 {
+    lives.iter().map(|l| l.entered.load(Ordering::Relaxed)).max().unwrap_or(0)
+}
+
 /// Sets the step to end after `want` intervals (at most `planned`), or after the furthest
 /// interval a thread of `lives` has entered; returns the count it ends after.
 pub(crate) fn end_after(rounds: &AtomicU32, lives: &[Live], want: u32, planned: u32) -> u32 {
-    let entered = || lives.iter().map(|l| l.entered.load(Ordering::Relaxed)).max().unwrap_or(0);
-    let mut end = want.max(entered()).min(planned);
+    let mut end = want.max(entered(lives)).min(planned);
     loop {
         rounds.store(end, Ordering::Relaxed);
-        let now_entered = entered().min(planned);
+        let now_entered = entered(lives).min(planned);
         if now_entered <= end {
             return end;
         }
@@ -70,8 +74,7 @@ impl StepEnd {
     pub fn position(&self, key: i64) -> Option<(u32, u32)> {
         let s = self.state();
         let r = s.running.as_ref().filter(|_| s.key == key)?;
-        let entered = r.lives.iter().map(|l| l.entered.load(Ordering::Relaxed)).max().unwrap_or(0);
-        Some((r.rounds.load(Ordering::Relaxed).min(r.planned), entered))
+        Some((r.rounds.load(Ordering::Relaxed).min(r.planned), entered(&r.lives)))
     }
 
     /// Ends step `key` after `want` intervals, or later when a thread is past that already:

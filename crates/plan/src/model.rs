@@ -468,7 +468,12 @@ impl Workload {
 
     /// Planned duration at most in seconds, the pauses between its steps included.
     pub fn planned_seconds(&self) -> f64 {
-        (self.step_seconds() + self.pause_s) * self.planned_steps() as f64 - self.pause_s
+        self.seconds_of(self.planned_steps())
+    }
+
+    /// How long `steps` of its steps take, with the pauses between them.
+    pub fn seconds_of(&self, steps: usize) -> f64 {
+        (self.step_seconds() + self.pause_s) * steps as f64 - self.pause_s
     }
 }
 
