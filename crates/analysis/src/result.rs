@@ -430,6 +430,10 @@ pub struct StepResult {
     pub verify: Option<VerifyCounts>,
     pub lat_histogram: Vec<LatencyBucket>,
     pub flags: Vec<Flag>,
+    /// When the measured intervals began (the warm-up's end), in ns since the Unix epoch: a
+    /// sample's wall-clock time is this plus its `t_s`. Absent for steps stored before v16.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_from_unix_ns: Option<i64>,
     pub samples: Vec<SampleResult>,
     /// A rate step: its target, how far it kept to it, and its service time and lag (its
     /// `lat_us` is the response time, from each I/O's intended issue time). Absent for

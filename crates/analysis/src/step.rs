@@ -249,6 +249,7 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
         verify: (all.verify.checked > 0 || all.verify.problems() > 0).then(|| all.verify.clone()),
         lat_histogram: latency_buckets(&hist),
         flags: Vec::new(),
+        measured_from_unix_ns: rec.measured_from_unix_ns,
         samples,
         rate: rate_result(rec),
         steady_state: crate::steady::first_steady(&tput),

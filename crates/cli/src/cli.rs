@@ -103,7 +103,8 @@ pub enum Command {
         sla: SlaArgs,
     },
     /// Export a stored run: json (the same document as `run --json`), csv (steps to FILE, samples
-    /// to FILE's name with `-samples`), fio-json (fio's JSON layout, one job per step),
+    /// to FILE's name with `-samples`), fio-dir (a directory of fio JSON files, one per step, as
+    /// fio-plot reads them), fio-json (fio's JSON layout in one file, one job per step),
     /// histograms (every recorded latency bucket per step, merged and per host, as CSV) or
     /// problems (every problem of the final verification pass, as CSV).
     Export {
@@ -178,7 +179,12 @@ pub enum ExportFormat {
     Json,
     /// Steps and samples as CSV (columns in the README).
     Csv,
-    /// fio's --output-format=json layout, one job per step.
+    /// One fio --output-format=json file per step, in the directory layout of fio-plot's
+    /// bench-fio (OUTPUT/WORKLOAD/BS/RW-IODEPTH-NUMJOBS.json): point fio-plot's -i at
+    /// OUTPUT/WORKLOAD/BS.
+    FioDir,
+    /// fio's --output-format=json layout in one file, one job per step (tools that add a
+    /// file's jobs up, as fio-plot does, misread it: use fio-dir for those).
     FioJson,
     /// Every step's recorded latency histogram as CSV rows (latency_ns, count), merged and per
     /// host: for percentiles of your own.

@@ -225,7 +225,23 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
     match format {
         ExportFormat::Json => write_json(&result, output)
             .map_err(|e| CliError::Runtime(format!("cannot write {}: {e}", output.display())))?,
-        ExportFormat::FioJson => write(output, &export::fio_json(&result))?,
+        ExportFormat::FioJson | ExportFormat::FioDir => {
+            let records: Vec<Vec<_>> = stored.workloads.iter().map(|w| w.steps.clone()).collect();
+            let src = iocurve_report::fio::FioSource { run: &result, records: &records };
+            if matches!(format, ExportFormat::FioJson) {
+                write(output, &iocurve_report::fio::fio_json(&src))?;
+            } else {
+                let files = iocurve_report::fio::fio_dir(&src);
+                write_tree(output, &files)?;
+                crate::outln!(
+                    "wrote {} files under {} (fio-plot: -i {}/WORKLOAD/BS)",
+                    files.len(),
+                    output.display(),
+                    output.display()
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
         ExportFormat::Problems => return crate::verification::export_problems(&store, id, output),
         ExportFormat::Histograms => {
             let named: Vec<(String, Vec<_>)> = stored
@@ -248,6 +264,32 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
     }
     crate::outln!("wrote {}", output.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `files` (relative paths) under `dir`, which must be new or empty: an export never
+/// mixes its files with another run's or overwrites what is there.
+fn write_tree(dir: &Path, files: &[(std::path::PathBuf, String)]) -> Result<(), CliError> {
+    let err = |p: &Path, e: std::io::Error| CliError::Runtime(format!("cannot write {}: {e}", p.display()));
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(CliError::Usage(format!(
+                    "{} is not empty: give a new or empty directory for the export",
+                    dir.display()
+                )));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(dir).map_err(|e| err(dir, e))?,
+        Err(e) => return Err(err(dir, e)),
+    }
+    for (rel, text) in files {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| err(parent, e))?;
+        }
+        std::fs::write(&path, text).map_err(|e| err(&path, e))?;
+    }
+    Ok(())
 }
 
 pub fn report(db: &Path, ids: &[i64], output: &Path, sla: &SlaArgs) -> Result<ExitCode, CliError> {

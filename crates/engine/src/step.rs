@@ -443,6 +443,8 @@ fn coordinate(
     let mut pending: BTreeMap<u32, (Vec<bool>, IntervalStats)> = BTreeMap::new();
     let mut rec = StepRecord::new(cfg.workers, w.queue_depth, nthreads, w.interval_s, w.interval_s / spp as f64);
     rec.rate_iops = cfg.rate.map(|r| r.iops);
+    let since_t0 = Instant::now().saturating_duration_since(t0).as_nanos() as i64;
+    rec.measured_from_unix_ns = Some(iocurve_stats::date::unix_ns() - since_t0 + sched.warmup_ns as i64);
     obs.started(&rec);
     // Per thread: it said Done (or Failed), or it was given up; and whether it was given up.
     let mut finished = vec![false; nthreads];

@@ -39,10 +39,7 @@ pub enum NetError {
     Interrupted(String),
 }
 
-/// Nanoseconds since the Unix epoch on this host's clock.
-pub fn unix_ns() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
-}
+pub use iocurve_stats::date::unix_ns;
 
 /// Raises this process's limit of open files to its hard limit: an agent holds a descriptor
 /// per connection and per target, and the usual soft limit (1,024) is small for a host that

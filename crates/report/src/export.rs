@@ -2,14 +2,11 @@
 //!
 //! - CSV: steps (one row per step per workload) and samples (one row per sample per step; one
 //!   host for now, named in a column so multi-host results fit the same layout).
-//! - fio-compatible JSON: one fio-shaped job per step, so tools written for fio's
-//!   `--output-format=json` read iocurve's results. iocurve measures each I/O from submission to
-//!   completion, so `lat_ns` and `clat_ns` carry the same figures and `slat_ns` is zero; keys
-//!   iocurve has no value for are zero.
+//! - The step histograms as CSV, and the verification problems.
+//!
+//! fio's JSON layout is in [`crate::fio`].
 
-use serde_json::{Map, Value, json};
-
-use iocurve_analysis::{DirResult, LatencyStats, RunResult, StepResult, WorkloadResult};
+use iocurve_analysis::RunResult;
 use iocurve_stats::StepRecord;
 
 /// Columns of the steps CSV, in order.
@@ -81,6 +78,7 @@ pub const SAMPLE_COLUMNS: &[&str] = &[
     "lat_mean_us",
     "lat_max_us",
     "errors",
+    "time_utc",
 ];
 
 /// Columns of the verification problems CSV (`verify --problems`, `export --format problems`),
@@ -230,128 +228,16 @@ pub fn samples_csv(run_id: i64, r: &RunResult) -> String {
                     format!("{:.3}", x.lat_mean_us),
                     format!("{:.3}", x.lat_max_us),
                     x.errors.to_string(),
+                    // The sample's start on the wall clock; empty for steps stored before
+                    // iocurve kept the time.
+                    s.measured_from_unix_ns
+                        .map(|t| iocurve_stats::date::rfc3339_ns(t + (x.t_s * 1e9) as i64))
+                        .unwrap_or_default(),
                 ]));
             }
         }
     }
     out
-}
-
-/// fio's name for the access pattern.
-fn fio_rw(w: &WorkloadResult) -> &'static str {
-    let seq = w.kind == "sequential";
-    match (w.read_pct >= 100.0, w.read_pct <= 0.0, seq) {
-        (true, _, false) => "randread",
-        (_, true, false) => "randwrite",
-        (false, false, false) => "randrw",
-        (true, _, true) => "read",
-        (_, true, true) => "write",
-        (false, false, true) => "rw",
-    }
-}
-
-fn lat_ns(l: &LatencyStats) -> Value {
-    let ns = |us: f64| (us * 1000.0).round() as u64;
-    json!({
-        "min": ns(l.min),
-        "max": ns(l.max),
-        "mean": l.mean * 1000.0,
-        "stddev": l.stddev * 1000.0,
-        "N": 0,
-        "percentile": {
-            "50.000000": ns(l.p50),
-            "90.000000": ns(l.p90),
-            "99.000000": ns(l.p99),
-            "99.900000": ns(l.p99_9),
-            "99.990000": ns(l.p99_99),
-        }
-    })
-}
-
-/// One direction in fio's layout. A rate step's `lat_ns` is its response time (from the
-/// intended issue time) and `clat_ns` its service time (both directions: iocurve keeps one
-/// service histogram per step), as fio's rate jobs would report them if fio measured from the
-/// schedule; a closed-loop step has one figure for both.
-fn fio_dir(d: &DirResult, runtime_ms: u64, service: Option<&LatencyStats>) -> Value {
-    let mut lat = lat_ns(&d.lat_us);
-    lat["N"] = json!(d.ops);
-    let mut clat = match service {
-        Some(sv) if d.ops > 0 => lat_ns(sv),
-        _ => lat.clone(),
-    };
-    clat["N"] = json!(d.ops);
-    json!({
-        "io_bytes": d.bytes,
-        "io_kbytes": d.bytes / 1024,
-        "bw_bytes": (d.mbps * 1e6).round() as u64,
-        "bw": (d.mbps * 1e6 / 1024.0).round() as u64,
-        "iops": d.iops,
-        "runtime": runtime_ms,
-        "total_ios": d.ops,
-        "short_ios": 0,
-        "drop_ios": 0,
-        "slat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0},
-        "clat_ns": clat,
-        "lat_ns": lat,
-        "bw_min": 0, "bw_max": 0, "bw_agg": 0.0, "bw_mean": 0.0, "bw_dev": 0.0, "bw_samples": 0,
-        "iops_min": 0, "iops_max": 0, "iops_mean": 0.0, "iops_stddev": 0.0, "iops_samples": 0,
-    })
-}
-
-fn fio_job(w: &WorkloadResult, i: usize, s: &StepResult) -> Value {
-    let runtime_ms = (s.duration_s * 1000.0).round() as u64;
-    let mut opts = Map::new();
-    opts.insert("rw".into(), json!(fio_rw(w)));
-    opts.insert("bs".into(), json!(w.bs));
-    opts.insert("iodepth".into(), json!(s.queue_depth.to_string()));
-    opts.insert("numjobs".into(), json!(s.workers.to_string()));
-    if w.read_pct > 0.0 && w.read_pct < 100.0 {
-        opts.insert("rwmixread".into(), json!(format!("{}", w.read_pct)));
-    }
-    if let Some(r) = &s.rate {
-        opts.insert("rate_iops".into(), json!(format!("{:.0}", r.target_iops)));
-    }
-    let service = s.rate.as_ref().map(|r| &r.service_us);
-    json!({
-        "jobname": format!("{}-step{}-{}w", w.name, i, s.workers),
-        "groupid": 0,
-        // fio reports the first error's errno.
-        "error": s.errors_by_errno.iter().find(|e| e.errno > 0).map_or(0, |e| e.errno),
-        "eta": 0,
-        "elapsed": (s.duration_s).round() as u64,
-        "job options": Value::Object(opts),
-        "read": fio_dir(&s.read, runtime_ms, service),
-        "write": fio_dir(&s.write, runtime_ms, service),
-        "trim": fio_dir(&DirResult::default(), 0, None),
-        "job_runtime": runtime_ms,
-        "usr_cpu": s.cpu.user,
-        "sys_cpu": s.cpu.system,
-        "ctx": 0,
-        "majf": 0,
-        "minf": 0,
-        "iodepth_level": {},
-        "latency_ns": {}, "latency_us": {}, "latency_ms": {},
-        "latency_depth": s.queue_depth,
-        "latency_target": 0,
-        "latency_percentile": 100.0,
-        "latency_window": 0,
-    })
-}
-
-/// fio's `--output-format=json` layout, one job per step.
-pub fn fio_json(r: &RunResult) -> String {
-    let jobs: Vec<Value> =
-        r.workloads.iter().flat_map(|w| w.steps.iter().enumerate().map(move |(i, s)| fio_job(w, i, s))).collect();
-    let doc = json!({
-        "fio version": format!("iocurve-{}", r.tool_version),
-        "timestamp": 0,
-        "timestamp_ms": 0,
-        "time": r.started_at,
-        "global options": {},
-        "jobs": jobs,
-        "disk_util": [],
-    });
-    serde_json::to_string_pretty(&doc).expect("a JSON value serializes") + "\n"
 }
 
 #[cfg(test)]
@@ -373,7 +259,7 @@ mod tests {
         );
         assert_eq!(
             SAMPLE_COLUMNS.join(","),
-            "run,workload,step,workers,host,t_s,dur_s,ops,iops,mb_per_s,lat_mean_us,lat_max_us,errors"
+            "run,workload,step,workers,host,t_s,dur_s,ops,iops,mb_per_s,lat_mean_us,lat_max_us,errors,time_utc"
         );
     }
 

@@ -2,6 +2,7 @@
 //! result and the self-contained HTML report. Pure functions of the result — they compute nothing the analysis did not.
 
 pub mod export;
+pub mod fio;
 pub mod format;
 pub mod html;
 pub mod terminal;

@@ -62,6 +62,10 @@ pub struct StepRecord {
     pub unmeasured_errors: ErrorCounts,
     /// A rate step: the IOPS the whole run (every host) was driven at. None: closed loop.
     pub rate_iops: Option<f64>,
+    /// When the measured intervals began (the end of the warm-up), in ns since the Unix epoch
+    /// on the coordinator's clock: samples and intervals are timed from it. None for steps
+    /// stored before iocurve kept it.
+    pub measured_from_unix_ns: Option<i64>,
 }
 
 /// The I/Os a step still had outstanding when it stopped issuing (at its end, on Ctrl-C or on
@@ -157,6 +161,7 @@ impl StepRecord {
             drain: Drain::default(),
             unmeasured_errors: ErrorCounts::default(),
             rate_iops: None,
+            measured_from_unix_ns: None,
         }
     }
 

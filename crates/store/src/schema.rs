@@ -6,8 +6,14 @@ use super::*;
 /// Schema migrations, in order; `PRAGMA user_version` counts how many are applied.
 pub(crate) const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
-    SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15,
+    SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16,
 ];
+
+/// v16: when each step's measured intervals began, on the wall clock: samples get absolute
+/// times and fio exports real timestamps.
+const SCHEMA_V16: &str = "
+ALTER TABLE steps ADD COLUMN measured_from_unix_ns INTEGER;  -- NULL: a step stored before v16
+";
 
 /// v15: the I/Os a fault changed that completed in no measured interval (after the step stopped
 /// issuing): part of the step's count of injected faults.

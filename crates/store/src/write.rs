@@ -52,8 +52,19 @@ impl Store {
 
     pub fn begin_step(&self, workload_id: i64, idx: usize, rec: &StepRecord) -> Result<i64> {
         let x = self.conn.execute(
-            "INSERT INTO steps (workload_id, idx, workers, queue_depth, threads, interval_s, sample_s, hosts, rate_iops) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![workload_id, idx as i64, rec.workers, rec.queue_depth, rec.threads as i64, rec.interval_s, rec.sample_s, rec.hosts, rec.rate_iops],
+            "INSERT INTO steps (workload_id, idx, workers, queue_depth, threads, interval_s, sample_s, hosts, rate_iops, measured_from_unix_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                workload_id,
+                idx as i64,
+                rec.workers,
+                rec.queue_depth,
+                rec.threads as i64,
+                rec.interval_s,
+                rec.sample_s,
+                rec.hosts,
+                rec.rate_iops,
+                rec.measured_from_unix_ns
+            ],
         );
         self.sql(x)?;
         Ok(self.conn.last_insert_rowid())

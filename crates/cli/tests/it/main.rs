@@ -16,6 +16,7 @@ mod everyday;
 mod faultdev;
 mod faults;
 mod fio;
+mod fio_plot;
 mod formats;
 mod launch;
 mod metrics;

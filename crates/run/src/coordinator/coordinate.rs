@@ -426,6 +426,9 @@ pub async fn run_step(
                         StepRecord::new(spec.workers, w.queue_depth, s.threads as usize, w.interval_s, s.sample_s);
                     rec.hosts = hosts;
                     rec.rate_iops = spec.rate_iops;
+                    // The first host to start times the samples; the others' spread is
+                    // reported beside the step.
+                    rec.measured_from_unix_ns = Some(st.started[h] + (w.warmup_s * 1e9) as i64);
                     obs.started(&rec);
                     merged = Some(rec);
                 }
