@@ -547,13 +547,105 @@ pub fn run_summary(r: &RunResult) -> String {
             out.push_str(&l);
             out.push('\n');
         }
-        let flagged = w.steps.iter().filter(|s| !s.flags.is_empty()).count();
-        if flagged > 0 {
-            out.push_str(&format!("  ! {flagged} of {} steps flagged (see the table above)\n", w.steps.len()));
+    }
+    let kinds = warning_kinds(&r.workloads);
+    if !kinds.is_empty() {
+        out.push_str("Warnings (one line per kind; each step's own is under its table):\n");
+        for k in kinds {
+            out.push_str(&format!("  ! {k}\n"));
         }
     }
     out.push_str(interrupted_note(r));
     out
+}
+
+/// What to do about a kind of step flag: the action that removes it, or what it means for the
+/// figures when nothing in iocurve can.
+fn flag_action(code: &str) -> &'static str {
+    match code {
+        "cpu_saturated" => {
+            "the load host's CPU limited these steps, not the storage: spread the workers over more hosts (--hosts) or stop the ramp lower"
+        }
+        "transient" => "the first interval was off the others: lengthen the warm-up (--warmup-s)",
+        "unsteady" => "throughput varied between intervals: use longer or more intervals (--interval-s, --intervals)",
+        "not_steady" => {
+            "not steady by the SNIA rule: precondition first (iocurve precondition --until-steady) or let steps run to steady state (--steady-state snia)"
+        }
+        "littles_law" => {
+            "time was lost outside the measured I/Os (a busy host, a blocked thread): fewer workers per core, or more hosts"
+        }
+        "unsustained" => {
+            "the target rate was not kept: these steps are past what the storage (or the host) sustains and enter no optimum or maximum"
+        }
+        "errors" | "unmeasured_errors" => {
+            "the storage returned I/O errors: see each step's errors (--json, export) and the target's health"
+        }
+        "verify" => "data read back was not what was written: see the verification lines and `iocurve verify`",
+        "stuck" | "stall" => "the storage stopped answering for a while: see its logs; the figures include the wait",
+        "interrupted" | "aborted" | "output_closed" => {
+            "stopped before all its intervals: run again for the full figures"
+        }
+        "no_io" => "nothing completed: check the target and the errors",
+        "host_lost" | "threads_abandoned" => {
+            "a host or I/O thread stopped answering: its part is missing from the figures"
+        }
+        "start_spread" | "clock_moved" => {
+            "the hosts' starts or clocks were apart: keep their clocks synchronised (chrony) and use longer intervals"
+        }
+        _ => "see each step's message under its table",
+    }
+}
+
+/// The run's step flags, one line per kind: how many steps, where, and the action that fixes
+/// it, in order of first appearance.
+pub fn warning_kinds(workloads: &[WorkloadResult]) -> Vec<String> {
+    // Per kind: its code, and per workload with such steps the workload and those steps.
+    let mut kinds: Vec<(&str, Vec<(&WorkloadResult, Vec<&StepResult>)>)> = Vec::new();
+    for w in workloads {
+        for s in &w.steps {
+            let mut codes: Vec<&str> = Vec::new();
+            for f in &s.flags {
+                if !codes.contains(&f.code.as_str()) {
+                    codes.push(&f.code);
+                }
+            }
+            for code in codes {
+                let i = kinds.iter().position(|k| k.0 == code).unwrap_or_else(|| {
+                    kinds.push((code, Vec::new()));
+                    kinds.len() - 1
+                });
+                let places = &mut kinds[i].1;
+                match places.last_mut().filter(|(pw, _)| std::ptr::eq(*pw, w)) {
+                    Some((_, steps)) => steps.push(s),
+                    None => places.push((w, vec![s])),
+                }
+            }
+        }
+    }
+    let total: usize = workloads.iter().map(|w| w.steps.len()).sum();
+    kinds
+        .into_iter()
+        .map(|(code, places)| {
+            const SHOWN: usize = 3;
+            let n: usize = places.iter().map(|p| p.1.len()).sum();
+            let mut at: Vec<String> =
+                places.iter().take(SHOWN).map(|(w, steps)| format!("{} {}", w.name, step_list(w, steps))).collect();
+            if places.len() > SHOWN {
+                at.push(format!("{} more workloads", places.len() - SHOWN));
+            }
+            format!("{code} on {n} of {total} steps ({}): {}", at.join("; "), flag_action(code))
+        })
+        .collect()
+}
+
+/// Steps of a workload in few words: `1, 2, 4 workers`, or each rate step's label.
+fn step_list(w: &WorkloadResult, steps: &[&StepResult]) -> String {
+    if steps.iter().any(|s| s.rate.is_some()) {
+        return steps.iter().map(|s| step_label(s, w.kind == "sequential")).collect::<Vec<_>>().join(", ");
+    }
+    let counts: Vec<String> = steps.iter().map(|s| s.workers.to_string()).collect();
+    let unit = if steps.len() == 1 && steps[0].workers == 1 { "worker" } else { "workers" };
+    format!("{} {unit}", counts.join(", "))
 }
 
 /// The stored runs, one row each under a header (`iocurve runs`): id, start, label, plan,
@@ -606,6 +698,61 @@ mod tests {
         let mut rec = StepRecord::new(workers, 1, 1, 1.0, 1.0);
         rec.push_interval(stats, CpuUsage::default(), 1.0);
         analyze_step(&rec, false, &Thresholds::default())
+    }
+
+    fn workload(name: &str, steps: Vec<StepResult>) -> WorkloadResult {
+        WorkloadResult {
+            name: name.into(),
+            kind: "random".into(),
+            working_set: "backend".into(),
+            read_pct: 100.0,
+            bs: "4k".into(),
+            queue_depth: 1,
+            backend: "io_uring".into(),
+            speed: None,
+            optimum: None,
+            maximum: None,
+            sla_maximum: None,
+            min_lat_us: None,
+            data: Default::default(),
+            data_check: Vec::new(),
+            notes: Vec::new(),
+            stop_at: Default::default(),
+            links: None,
+            steps,
+        }
+    }
+
+    /// Issue 16: the quick suite flagged 33 of 60 steps, a line each, without a word on what
+    /// to do. The summary has one line per kind: how many steps, which, and the fix.
+    #[test]
+    fn warnings_are_summarised_one_line_per_kind_with_the_action() {
+        let flagged = |workers: u32, codes: &[&str]| {
+            let mut s = step(workers, 100_000, 1_000);
+            s.flags = codes
+                .iter()
+                .map(|c| iocurve_analysis::Flag { code: c.to_string(), message: format!("{c} here") })
+                .collect();
+            s
+        };
+        let a = workload("a", vec![flagged(1, &["transient", "cpu_saturated"]), flagged(2, &["cpu_saturated"])]);
+        let b = workload("b", vec![flagged(1, &[]), flagged(4, &["cpu_saturated", "cpu_saturated"])]);
+        let kinds = warning_kinds(&[a, b]);
+        assert_eq!(kinds.len(), 2, "{kinds:#?}");
+        assert!(kinds[0].starts_with("transient on 1 of 4 steps (a 1 worker): "), "{}", kinds[0]);
+        assert!(kinds[0].contains("--warmup-s"), "the action: {}", kinds[0]);
+        assert!(kinds[1].starts_with("cpu_saturated on 3 of 4 steps (a 1, 2 workers; b 4 workers): "), "{}", kinds[1]);
+        assert!(kinds[1].contains("--hosts"), "the action: {}", kinds[1]);
+        let many: Vec<WorkloadResult> =
+            (0..5).map(|i| workload(&format!("w{i}"), vec![flagged(1, &["odd_one"])])).collect();
+        let kinds = warning_kinds(&many);
+        assert_eq!(
+            kinds,
+            [
+                "odd_one on 5 of 5 steps (w0 1 worker; w1 1 worker; w2 1 worker; 2 more workloads): see each step's message under its table"
+            ]
+        );
+        assert!(warning_kinds(&[workload("c", vec![flagged(1, &[])])]).is_empty());
     }
 
     #[test]
