@@ -600,7 +600,8 @@ fn flag_action(code: &str) -> &'static str {
 /// it, in order of first appearance.
 pub fn warning_kinds(workloads: &[WorkloadResult]) -> Vec<String> {
     // Per kind: its code, and per workload with such steps the workload and those steps.
-    let mut kinds: Vec<(&str, Vec<(&WorkloadResult, Vec<&StepResult>)>)> = Vec::new();
+    type Places<'a> = Vec<(&'a WorkloadResult, Vec<&'a StepResult>)>;
+    let mut kinds: Vec<(&str, Places)> = Vec::new();
     for w in workloads {
         for s in &w.steps {
             let mut codes: Vec<&str> = Vec::new();
