@@ -120,7 +120,8 @@ mod tests {
             .begin_run(&NewRun { label: "4 controllers".into(), plan_name: "quick".into(), ..Default::default() })
             .unwrap();
         let wl = st.begin_workload(run, 0, "w", "{}").unwrap();
-        let proto = StepRecord::new(4, 2, 1, 1.0, 0.5);
+        let mut proto = StepRecord::new(4, 2, 1, 1.0, 0.5);
+        proto.measured_from_unix_ns = Some(1_795_300_000_123_456_789);
         let step = st.begin_step(wl, 0, &proto).unwrap();
         let cpu = CpuUsage { user: 10.0, system: 5.0, iowait: 1.0 };
         let ivs = [interval(1000, 50), interval(3000, 70)];
@@ -142,6 +143,23 @@ mod tests {
         assert_eq!(rec.intervals, expected.intervals, "figures, samples and CPU come back");
         assert_eq!(rec.total, expected.total, "histograms, counters and errors come back exactly");
         assert!(!rec.interrupted);
+        assert_eq!(rec.measured_from_unix_ns, proto.measured_from_unix_ns);
+
+        // The per-step view gives the step's throughput as the analysis computes it.
+        let (n, iops, mbps, reads, from): (i64, f64, f64, f64, i64) = st
+            .conn
+            .query_row(
+                "SELECT intervals, iops, mb_per_s, read_iops, measured_from_unix_ns FROM step_summary WHERE run_id = ?1 AND workload = 'w' AND step = 0",
+                [run],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            )
+            .unwrap();
+        let t = &expected.total;
+        assert_eq!(n, 2);
+        assert_eq!(iops, (t.read.ops + t.write.ops) as f64 / 2.0);
+        assert_eq!(mbps, (t.read.bytes + t.write.bytes) as f64 / 2.0 / 1e6);
+        assert_eq!(reads, t.read.ops as f64 / 2.0);
+        assert_eq!(from, 1_795_300_000_123_456_789);
     }
 
     #[test]

@@ -10,9 +10,23 @@ pub(crate) const MIGRATIONS: &[&str] = &[
 ];
 
 /// v16: when each step's measured intervals began, on the wall clock: samples get absolute
-/// times and fio exports real timestamps.
+/// times and fio exports real timestamps. And a view of one row per step with its throughput,
+/// for SQL without joining and summing the intervals by hand (latency figures come from the
+/// histogram blobs, which SQL cannot read: `iocurve export` has them).
 const SCHEMA_V16: &str = "
 ALTER TABLE steps ADD COLUMN measured_from_unix_ns INTEGER;  -- NULL: a step stored before v16
+CREATE VIEW step_summary AS
+SELECT w.run_id, w.idx AS workload_idx, w.name AS workload, s.idx AS step, s.id AS step_id,
+       s.workers, s.queue_depth, s.hosts, s.rate_iops, s.interrupted, s.measured_from_unix_ns,
+       COUNT(i.id) AS intervals, SUM(i.duration_s) AS duration_s,
+       SUM(i.read_ops + i.write_ops) / SUM(i.duration_s) AS iops,
+       SUM(i.read_bytes + i.write_bytes) / SUM(i.duration_s) / 1e6 AS mb_per_s,
+       SUM(i.read_ops) / SUM(i.duration_s) AS read_iops,
+       SUM(i.write_ops) / SUM(i.duration_s) AS write_iops
+FROM steps s
+JOIN workloads w ON w.id = s.workload_id
+JOIN intervals i ON i.step_id = s.id AND i.host IS NULL
+GROUP BY s.id;
 ";
 
 /// v15: the I/Os a fault changed that completed in no measured interval (after the step stopped
