@@ -198,6 +198,37 @@ fn control_characters_in_an_option_do_not_break_the_printed_plan() {
     assert!(i.warning().unwrap().contains("incl\u{fffd}ude=1"), "{:?}", i.warning());
 }
 
+/// Found by the fuzz target (the CI run of stop 29): fio takes a block size twice in a split
+/// (`bssplit=8k/50:8k/50`), the plan's mix is a map that names each size once. The import
+/// kept both entries, its printed plan one: the plan that ran was not the plan printed.
+#[test]
+fn a_block_size_named_twice_in_a_split_is_one_size_with_both_shares() {
+    let t = "[j]\nfilename=/data/x\nruntime=1\nrw=randrw\nbssplit=8k/30:4k/40:8k/30\n";
+    let i = text(t, true).unwrap();
+    let plan = i.resolve("job.fio", &Overrides::default()).unwrap();
+    let bs: Vec<(u64, u32)> = plan.workloads[0].bs.iter().map(|b| (b.bytes, b.weight)).collect();
+    assert_eq!(bs, [(8192, 6000), (4096, 4000)], "8k 60 %, 4k 40 %");
+    let toml = i.to_toml("job.fio");
+    let again = parse_str(&toml, "printed.toml", &Overrides::default()).unwrap_or_else(|e| panic!("{e}\n{toml}"));
+    assert_eq!(again.workloads, plan.workloads, "{toml}");
+    // The same in a plan: two names of one size are that size once, weights added.
+    let p = parse_str(
+        "targets = [\"/data/x\"]\n[[workloads]]\nname = \"w\"\nbs = { \"4k\" = 70, \"4096\" = 30, \"8k\" = 1 }\n",
+        "plan.toml",
+        &Overrides::default(),
+    )
+    .unwrap();
+    let bs: Vec<(u64, u32)> = p.workloads[0].bs.iter().map(|b| (b.bytes, b.weight)).collect();
+    assert_eq!(bs, [(4096, 100), (8192, 1)]);
+    let e = parse_str(
+        "targets = [\"/data/x\"]\n[[workloads]]\nname = \"w\"\nbs = { \"4k\" = 4294967295, \"4096\" = 1 }\n",
+        "plan.toml",
+        &Overrides::default(),
+    )
+    .unwrap_err();
+    assert!(e.message.contains("add up to more than 4294967295"), "{e}");
+}
+
 /// The outsider review of the import (helper report, issue 19): each finding, as fio 3.33 does it.
 mod review {
     use super::*;

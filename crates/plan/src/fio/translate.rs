@@ -274,7 +274,15 @@ fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKey
             "reads and writes of different block sizes: iocurve draws one block size mix for both; the read sizes are used",
         );
     }
-    let split = &job.bs[dirs[0]];
+    // fio takes a size twice in a split (`bssplit=8k/50:8k/50`); the plan's mix names each once.
+    let mut split: Vec<(u64, f64)> = Vec::new();
+    for &(size, share) in &job.bs[dirs[0]] {
+        match split.iter_mut().find(|s| s.0 == size) {
+            Some(s) => s.1 += share,
+            None => split.push((size, share)),
+        }
+    }
+    let split = &split;
     k.bs = Some(if split.len() == 1 {
         BlockSizeSpec::One(split[0].0)
     } else if split.windows(2).all(|w| w[0].1 == w[1].1) {

@@ -37,7 +37,29 @@ impl Resolver<'_> {
         }
         let bs = match k.bs.clone().unwrap() {
             BlockSizeSpec::One(b) => vec![BlockSize { bytes: b, weight: 1 }],
-            BlockSizeSpec::Mix(m) => m.into_iter().map(|(bytes, weight)| BlockSize { bytes, weight }).collect(),
+            BlockSizeSpec::Mix(m) => {
+                // One entry per size: `{ "4k" = 70, "4096" = 30 }` is 4k with weight 100 (a
+                // plan printed back names each size once).
+                let mut mix: Vec<BlockSize> = Vec::new();
+                for (bytes, weight) in m {
+                    match mix.iter_mut().find(|b| b.bytes == bytes) {
+                        Some(b) => {
+                            b.weight = b.weight.checked_add(weight).ok_or_else(|| {
+                                self.key_err(
+                                    i,
+                                    "bs",
+                                    format!(
+                                        "the weights given to block size {} add up to more than 4294967295",
+                                        format_size(bytes)
+                                    ),
+                                )
+                            })?
+                        }
+                        None => mix.push(BlockSize { bytes, weight }),
+                    }
+                }
+                mix
+            }
         };
         if bs.is_empty() || bs.iter().all(|b| b.weight == 0) {
             return Err(self.key_err(i, "bs", "the block size mix is empty or all weights are 0".into()));
