@@ -639,8 +639,12 @@ pub fn warning_kinds(workloads: &[WorkloadResult]) -> Vec<String> {
         .collect()
 }
 
-/// Steps of a workload in few words: `1, 2, 4 workers`, or each rate step's label.
+/// Steps of a workload in few words: `1, 2, 4 workers`, each rate step's label, or `all N
+/// steps`.
 fn step_list(w: &WorkloadResult, steps: &[&StepResult]) -> String {
+    if steps.len() > 1 && steps.len() == w.steps.len() {
+        return format!("all {} steps", steps.len());
+    }
     if steps.iter().any(|s| s.rate.is_some()) {
         return steps.iter().map(|s| step_label(s, w.kind == "sequential")).collect::<Vec<_>>().join(", ");
     }
@@ -737,12 +741,12 @@ mod tests {
             s
         };
         let a = workload("a", vec![flagged(1, &["transient", "cpu_saturated"]), flagged(2, &["cpu_saturated"])]);
-        let b = workload("b", vec![flagged(1, &[]), flagged(4, &["cpu_saturated", "cpu_saturated"])]);
+        let b = workload("b", vec![flagged(1, &[]), flagged(2, &[]), flagged(4, &["cpu_saturated", "cpu_saturated"])]);
         let kinds = warning_kinds(&[a, b]);
         assert_eq!(kinds.len(), 2, "{kinds:#?}");
-        assert!(kinds[0].starts_with("transient on 1 of 4 steps (a 1 worker): "), "{}", kinds[0]);
+        assert!(kinds[0].starts_with("transient on 1 of 5 steps (a 1 worker): "), "{}", kinds[0]);
         assert!(kinds[0].contains("--warmup-s"), "the action: {}", kinds[0]);
-        assert!(kinds[1].starts_with("cpu_saturated on 3 of 4 steps (a 1, 2 workers; b 4 workers): "), "{}", kinds[1]);
+        assert!(kinds[1].starts_with("cpu_saturated on 3 of 5 steps (a all 2 steps; b 4 workers): "), "{}", kinds[1]);
         assert!(kinds[1].contains("--hosts"), "the action: {}", kinds[1]);
         let many: Vec<WorkloadResult> =
             (0..5).map(|i| workload(&format!("w{i}"), vec![flagged(1, &["odd_one"])])).collect();
