@@ -24,12 +24,13 @@
   // shows around the orange point.
   const mark = (label, color, scale) => ({
     label, stroke: color, width: 0, scale, spanGaps: false,
-    points: { show: true, size: color === OPTIMUM ? 15 : 9, stroke: color, fill: color }, value: legendValue,
+    points: { show: true, size: color === OPTIMUM ? 15 : 9, stroke: color, fill: color },
   });
 
   // 1'234'567 above 100, 12.3 above 10, 1.23 below: the report's number style.
   function num(v) {
     if (v == null || !isFinite(v)) return "—";
+    if (v === 0) return "0";
     const a = Math.abs(v);
     if (a >= 100) return Math.round(v).toString().replace(/\B(?=(\d{3})+(?!\d))/g, "'");
     if (a >= 10) return v.toFixed(1);
@@ -38,7 +39,6 @@
   // 5 rather than 5.00: bounds as the user gave them.
   const plain = (v) => String(Number(v.toPrecision(4)));
   const axisValues = (u, vals) => vals.map(num);
-  const legendValue = (u, v) => num(v);
   // Log scales cannot show zero: such points are left out.
   const positive = (arr) => arr.map((v) => (v != null && v > 0 ? v : null));
   const maxOf = (arrays) => {
@@ -47,6 +47,11 @@
     return m;
   };
   const zeroTo = (m) => [0, m > 0 ? m * 1.08 : 1];
+  // Latency axes in µs up to 10 ms and in ms beyond, as the tables write latencies.
+  const latAxis = (name, maxUs, extra) => {
+    const ms = maxUs >= 10000;
+    return Object.assign({ label: name + (ms ? " ms" : " µs"), values: (u, vals) => vals.map((v) => num(ms ? v / 1000 : v)), size: 70 }, extra);
+  };
   // The x of the per-step charts: worker counts (log 2), or a rate ramp's target rates (log 10).
   const xAxis = (g) => (g.rate
     ? { label: "target " + g.unit, values: (u, vals) => vals.map((v) => (v == null ? "" : num(v))) }
@@ -56,26 +61,129 @@
   // A step as the step selector and captions name it.
   const stepName = (g, x) => (g.rate ? num(x) + " " + g.unit : x + (x === 1 ? " worker" : " workers"));
 
-  function make(el, opts, data) {
+  // What each uPlot series looks like, kept before uPlot takes the options: the legend's
+  // swatches and the SVG export draw from it.
+  const specOf = (s) => ({
+    color: s.stroke || "#000", dash: (s.dash || []).slice(), width: s.width == null ? 1 : s.width,
+    alpha: s.alpha == null ? 1 : s.alpha, scale: s.scale || "y", spanGaps: !!s.spanGaps,
+    points: s.points && s.points.show ? { size: s.points.size || 5, fill: s.points.fill || s.stroke } : null,
+  });
+
+  // A legend entry: a swatch (line style and colour, a point) and a name; `idx` are the uPlot
+  // series it stands for (a click shows or hides them).
+  const entry = (label, o) => Object.assign({ label, color: "#555", dash: [], width: 2, alpha: 1, point: null, idx: [] }, o);
+  // An entry per series, drawn as the series is.
+  const entriesOf = (series) => series.slice(1).map((s, k) => {
+    const sp = specOf(s);
+    return entry(s.label, {
+      color: sp.color, dash: sp.dash, width: sp.width, alpha: sp.alpha,
+      point: sp.points && { size: Math.min(sp.points.size, 9), fill: sp.points.fill }, idx: [k + 1],
+    });
+  });
+  const markEntries = (series) => [
+    entry("optimum", { width: 0, point: { size: 9, fill: OPTIMUM }, idx: series.flatMap((x, i) => (x.label.endsWith(" optimum") ? [i] : [])) }),
+    entry("maximum", { width: 0, point: { size: 9, fill: MAXIMUM }, idx: series.flatMap((x, i) => (x.label.endsWith(" maximum") ? [i] : [])) }),
+  ];
+
+  // The chart in `el`: uPlot without its own legend (whose value column is a row of `—` until
+  // the pointer is over the chart), our legend of named entries below it, and the PNG and SVG
+  // downloads. `legend` defaults to one entry per series.
+  function make(el, opts, data, legend, marks) {
     opts.width = WIDTH;
     opts.height = HEIGHT;
-    return new uPlot(opts, data, el);
+    opts.legend = { show: false };
+    const specs = opts.series.map(specOf);
+    const entries = legend || entriesOf(opts.series);
+    for (const old of el.querySelectorAll(":scope > .legend, :scope > .downloads")) old.remove();
+    const u = new uPlot(opts, data, el);
+    u.ioc = { specs, entries, marks: marks || [] };
+    el.uplot = u;
+    el.append(legendElement(u, entries), downloads(el));
+    return u;
+  }
+
+  function swatchSvg(e) {
+    const dash = e.dash.length ? ` stroke-dasharray="${e.dash.map((d) => d * 0.75).join(" ")}"` : "";
+    const line = e.width > 0 ? `<line x1="1" y1="6" x2="23" y2="6" stroke="${e.color}" stroke-width="${Math.max(1, e.width)}" stroke-opacity="${e.alpha}"${dash}/>` : "";
+    const pt = e.point ? `<circle cx="12" cy="6" r="${e.point.size / 2.5}" fill="${e.point.fill}" stroke="${e.point.fill === "#fff" ? e.color : e.point.fill}"/>` : "";
+    return `<svg class="swatch-svg" width="24" height="12" viewBox="0 0 24 12">${line}${pt}</svg>`;
+  }
+
+  function legendElement(u, entries) {
+    const box = document.createElement("div");
+    box.className = "legend";
+    for (const e of entries) {
+      const item = document.createElement("span");
+      item.className = "entry";
+      item.innerHTML = swatchSvg(e);
+      const name = document.createElement("span");
+      name.className = "name";
+      name.textContent = e.label;
+      item.append(name);
+      if (e.idx.length) {
+        item.title = "click: hide or show";
+        item.addEventListener("click", () => {
+          const show = !u.series[e.idx[0]].show;
+          for (const i of e.idx) u.setSeries(i, { show });
+          item.classList.toggle("off", !show);
+        });
+      }
+      box.append(item);
+    }
+    return box;
+  }
+
+  // PNG and SVG of the chart, named after the section and chart.
+  function downloads(el) {
+    const box = document.createElement("span");
+    box.className = "downloads";
+    const name = () => {
+      const section = el.closest("section");
+      const title = section ? section.querySelector("h2").textContent : "chart";
+      return (title + " " + el.dataset.chart).replace(/[^A-Za-z0-9.%-]+/g, "-").replace(/-+$/, "");
+    };
+    const save = (href, ext) => {
+      const a = document.createElement("a");
+      a.href = href;
+      a.download = name() + "." + ext;
+      document.body.append(a);
+      a.click();
+      a.remove();
+    };
+    for (const [ext, get] of [["png", () => EXPORT.png(el)], ["svg", async () => "data:image/svg+xml;charset=utf-8," + encodeURIComponent(EXPORT.svg(el))]]) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.textContent = ext.toUpperCase();
+      b.title = "download this chart as " + ext.toUpperCase();
+      b.addEventListener("click", async () => save(await get(), ext));
+      box.append(b);
+    }
+    return box;
   }
 
   // Throughput (left axis) and mean latency (right axis) over workers, one pair per series.
   function throughputChart(g, el) {
     const tables = [];
-    const series = [{ label: xName(g), value: (u, v) => (v == null ? "—" : g.rate ? num(v) : v) }];
+    const series = [{ label: xName(g) }];
+    const legend = [];
     for (const s of g.series) {
       tables.push([s.x, s.tput, s.mean, only(s.tput, s.opt), only(s.tput, s.max)]);
-      series.push({ label: s.label + " " + g.unit, stroke: s.color, dash: s.dash, width: 2, scale: "tput", spanGaps: true, value: legendValue });
+      const at = series.length;
+      series.push({ label: s.label + " " + g.unit, stroke: s.color, dash: s.dash, width: 2, scale: "tput", spanGaps: true });
       series.push({
-        label: s.label + " mean µs", stroke: latColor(s), dash: s.dash, width: 1, scale: "lat", spanGaps: true,
-        points: { show: true, size: 6, fill: "#fff" }, value: legendValue,
+        label: s.label + " mean latency", stroke: latColor(s), dash: s.dash, width: 1, scale: "lat", spanGaps: true,
+        points: { show: true, size: 6, fill: "#fff" },
       });
       series.push(mark(s.label + " optimum", OPTIMUM, "tput"));
       series.push(mark(s.label + " maximum", MAXIMUM, "tput"));
+      legend.push(entry(s.label + " " + g.unit, { color: s.color, dash: s.dash, idx: [at, at + 1, at + 2, at + 3] }));
     }
+    // In a comparison latency keeps its run's colour: the open points say it is latency.
+    legend.push(entry("mean " + (g.rate ? "response time" : "latency") + " (right axis)", {
+      color: multiRun ? "#555" : latColor(null), width: 1, point: { size: 6, fill: "#fff" },
+      idx: series.flatMap((x, i) => (x.scale === "lat" ? [i] : [])),
+    }));
+    legend.push(...markEntries(series));
     return make(el, {
       series,
       scales: {
@@ -86,31 +194,42 @@
       axes: [
         xAxis(g),
         { scale: "tput", label: g.unit, values: axisValues, size: 70 },
-        { scale: "lat", side: 1, label: "mean latency µs", values: axisValues, size: 70, grid: { show: false } },
+        latAxis("mean latency", maxOf(g.series.map((s) => s.mean)), { scale: "lat", side: 1, grid: { show: false } }),
       ],
-    }, uPlot.join(tables));
+    }, uPlot.join(tables), legend);
   }
 
-  // p50 … p99.9 over workers on a log latency axis. Colour says the percentile, the line style
-  // the working set; in a comparison the baseline is drawn thicker.
+  // p50 … p99.9 over workers on a log latency axis. One run: colour says the percentile, line
+  // style the working set. A comparison: colour says the series (run and working set; a
+  // backend has points), line style the percentile, so that runs can be told apart.
+  const PCT_DASH = { p50: [], p90: [10, 4], p99: [4, 3], p999: [1, 3] };
   function percentileChart(g, el) {
     const tables = [];
-    const series = [{ label: xName(g), value: (u, v) => (v == null ? "—" : g.rate ? num(v) : v) }];
+    const series = [{ label: xName(g) }];
+    const keys = Object.keys(PCT_COLORS);
+    const legend = [];
     for (const s of g.series) {
-      const keys = Object.keys(PCT_COLORS);
       tables.push([s.x].concat(keys.map((k) => positive(s[k]))));
+      const at = series.length;
       for (const k of keys) {
-        series.push({
-          label: s.label + " " + PCT_NAMES[k] + " µs", stroke: PCT_COLORS[k], dash: s.dash,
-          width: multiRun && s.run > 0 ? 1 : 2, spanGaps: true, value: legendValue,
-        });
+        series.push(multiRun
+          ? { label: s.label + " " + PCT_NAMES[k], stroke: s.color, dash: PCT_DASH[k], width: 2, spanGaps: true,
+            points: { show: s.ws !== "frontend", size: 5, fill: s.color } }
+          : { label: s.label + " " + PCT_NAMES[k], stroke: PCT_COLORS[k], dash: s.dash, width: 2, spanGaps: true });
       }
+      legend.push(multiRun
+        ? entry(s.label, { color: s.color, point: s.ws !== "frontend" ? { size: 5, fill: s.color } : null, idx: keys.map((_, j) => at + j) })
+        : entry(s.label, { dash: s.dash, idx: keys.map((_, j) => at + j) }));
     }
+    keys.forEach((k, j) => legend.push(entry(PCT_NAMES[k], {
+      color: multiRun ? "#555" : PCT_COLORS[k], dash: multiRun ? PCT_DASH[k] : [],
+      idx: g.series.map((_, n) => 1 + n * keys.length + j),
+    })));
     return make(el, {
       series,
       scales: { x: xScale(g), y: { distr: 3, log: 10 } },
-      axes: [xAxis(g), { label: "latency µs", values: axisValues, size: 70 }],
-    }, uPlot.join(tables));
+      axes: [xAxis(g), latAxis("latency", maxOf(g.series.map((s) => s.p999)))],
+    }, uPlot.join(tables), legend);
   }
 
   // Mean latency over throughput: the response-time curve, drawn in step order (the curve may
@@ -174,47 +293,72 @@
       const cap = el.parentNode.querySelector(".response-caption");
       cap.textContent += " — above the chart: " + hidden.join(", ");
     }
+    const legend = entriesOf(series).concat([
+      entry("optimum", { width: 0, point: { size: 9, fill: OPTIMUM } }),
+      entry("maximum", { width: 0, point: { size: 9, fill: MAXIMUM } }),
+    ]);
     return make(el, {
       mode: 2,
       series,
       hooks: { draw: [paintMarks] },
-      legend: { live: false },
       scales: { x: { time: false, range: [0, maxX] }, y: { range: zeroTo(maxY) } },
       axes: [
         { label: g.unit, values: axisValues },
-        { label: "latency µs", values: axisValues, size: 70 },
+        latAxis("latency", maxY),
       ],
-    }, data);
+    }, data, legend, marks);
   }
 
   function cpuChart(g, el) {
     const tables = [];
-    const series = [{ label: xName(g), value: (u, v) => (v == null ? "—" : g.rate ? num(v) : v) }];
+    const series = [{ label: xName(g) }];
+    const legend = [];
     for (const s of g.series) {
       tables.push([s.x, s.busy, s.iowait]);
-      series.push({ label: s.label + " busy %", stroke: s.color, dash: s.dash, width: 2, spanGaps: true, value: legendValue });
-      series.push({ label: s.label + " iowait %", stroke: s.color, dash: s.dash, width: 1, alpha: 0.5, spanGaps: true, value: legendValue });
+      legend.push(entry(s.label, { color: s.color, dash: s.dash, idx: [series.length, series.length + 1] }));
+      series.push({ label: s.label + " busy %", stroke: s.color, dash: s.dash, width: 2, spanGaps: true });
+      series.push({ label: s.label + " iowait %", stroke: s.color, dash: s.dash, width: 1, alpha: 0.5, spanGaps: true });
     }
+    legend.push(entry("busy (user + system): thick", { width: 2, idx: series.flatMap((x, i) => (x.label.endsWith(" busy %") ? [i] : [])) }));
+    legend.push(entry("I/O wait: thin", { width: 1, alpha: 0.5, idx: series.flatMap((x, i) => (x.label.endsWith(" iowait %") ? [i] : [])) }));
     return make(el, {
       series,
       scales: { x: xScale(g), y: { range: [0, 100] } },
       axes: [xAxis(g), { label: "% of all cores", values: axisValues, size: 60 }],
-    }, uPlot.join(tables));
+    }, uPlot.join(tables), legend);
   }
 
-  // The per-second timeline of the chosen step: throughput and mean latency of every series
-  // that ran that many workers.
+  // Seconds into a step, or minutes for a step longer than 10 minutes.
+  const timeAxis = (lastS) => (lastS > 600
+    ? { label: "minutes into the step", values: (u, vals) => vals.map((v) => num(v / 60)) }
+    : { label: "seconds into the step", values: axisValues });
+  const lastT = (tables) => maxOf(tables.map((t) => t[0]));
+
+  // The per-second timeline of the chosen step: throughput, mean and slowest latency of each
+  // second, and the step's p99 as a line, for every series that ran that many workers.
   function timelineChart(g, el, workers) {
     const tables = [];
-    const series = [{ label: "s", value: (u, v) => (v == null ? "—" : num(v)) }];
+    const series = [{ label: "s" }];
+    const legend = [];
+    const p99s = [];
     for (const s of g.series) {
       const i = s.x.indexOf(workers);
       if (i < 0) continue;
       const t = s.timeline[i];
-      tables.push([t.t, t.tput, t.lat]);
-      series.push({ label: s.label + " " + g.unit, stroke: s.color, dash: s.dash, width: 2, scale: "tput", spanGaps: true, value: legendValue });
-      series.push({ label: s.label + " mean µs", stroke: latColor(s), dash: s.dash, width: 1, scale: "lat", spanGaps: true, value: legendValue });
+      const p99 = s.p99[i];
+      p99s.push(p99);
+      tables.push([t.t, t.tput, t.lat, t.max, t.t.map(() => p99)]);
+      legend.push(entry(s.label + " " + g.unit, { color: s.color, dash: s.dash, idx: [series.length, series.length + 1, series.length + 2, series.length + 3] }));
+      series.push({ label: s.label + " " + g.unit, stroke: s.color, dash: s.dash, width: 2, scale: "tput", spanGaps: true });
+      series.push({ label: s.label + " mean latency", stroke: latColor(s), dash: s.dash, width: 1.5, scale: "lat", spanGaps: true });
+      series.push({ label: s.label + " max latency", stroke: latColor(s), dash: [1, 2], width: 1, alpha: 0.7, scale: "lat", spanGaps: true });
+      series.push({ label: s.label + " step p99", stroke: latColor(s), dash: [6, 3], width: 1, alpha: 0.7, scale: "lat", spanGaps: true });
     }
+    const lc = multiRun ? "#555" : latColor(null);
+    const named = (suffix) => series.flatMap((x, i) => (x.label.endsWith(suffix) ? [i] : []));
+    legend.push(entry("mean latency per second (right axis)", { color: lc, width: 1.5, idx: named(" mean latency") }));
+    legend.push(entry("slowest I/O per second", { color: lc, dash: [1, 2], width: 1, alpha: 0.7, idx: named(" max latency") }));
+    legend.push(entry("p99 of the step", { color: lc, dash: [6, 3], width: 1, alpha: 0.7, idx: named(" step p99") }));
     // I/O errors per second, on their own axis, when the step had any.
     const withErrors = [];
     for (const s of g.series) {
@@ -226,25 +370,29 @@
       return [t.t, t.errors];
     });
     for (const s of withErrors) {
-      series.push({ label: s.label + " errors/s", stroke: "#c0392b", dash: s.dash, width: 1, scale: "err", spanGaps: true, points: { show: true, size: 5 }, value: legendValue });
+      legend.push(entry(s.label + " errors/s", { color: "#c0392b", dash: s.dash, width: 1, point: { size: 5, fill: "#c0392b" }, idx: [series.length] }));
+      series.push({ label: s.label + " errors/s", stroke: "#c0392b", dash: s.dash, width: 1, scale: "err", spanGaps: true, points: { show: true, size: 5 } });
     }
     const joined = uPlot.join(tables.concat(errTables));
-    // Scale bounds from the data of this step only.
+    // Scale bounds from the data of this step only. The slowest I/O of a second may be far
+    // above the mean: the latency axis follows the mean and the p99, so that they stay
+    // readable, and a second's maximum beyond that runs off the top.
     const tputs = [], lats = [];
-    for (let k = 1; k < 1 + 2 * tables.length; k += 2) { tputs.push(joined[k]); lats.push(joined[k + 1]); }
+    for (let k = 1; k < 1 + 4 * tables.length; k += 4) { tputs.push(joined[k]); lats.push(joined[k + 1]); }
+    const latTop = Math.max(maxOf(lats), ...p99s.filter((v) => v != null));
     return make(el, {
       series,
       scales: {
         x: { time: false },
         tput: { range: () => zeroTo(maxOf(tputs)) },
-        lat: { range: () => zeroTo(maxOf(lats)) },
+        lat: { range: () => zeroTo(latTop * 1.5) },
       },
       axes: [
-        { label: "seconds into the step", values: axisValues },
+        timeAxis(lastT(tables)),
         { scale: "tput", label: g.unit, values: axisValues, size: 70 },
-        { scale: "lat", side: 1, label: "mean latency µs", values: axisValues, size: 70, grid: { show: false } },
+        latAxis("latency", latTop * 1.5, { scale: "lat", side: 1, grid: { show: false } }),
       ].concat(withErrors.length ? [{ scale: "err", side: 1, label: "errors/s", values: axisValues, size: 50, grid: { show: false } }] : []),
-    }, joined);
+    }, joined, legend);
   }
 
   // A multi-host step: each host's own per-second throughput, a line per host (and per series
@@ -252,14 +400,14 @@
   const HOST_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
   function hostTimelineChart(g, el, workers) {
     const tables = [];
-    const series = [{ label: "s", value: (u, v) => (v == null ? "—" : num(v)) }];
+    const series = [{ label: "s" }];
     for (const s of g.series) {
       const i = s.x.indexOf(workers);
       if (i < 0 || !s.hosts || !s.hosts[i]) continue;
       s.hosts[i].forEach((h, k) => {
         tables.push([h.t, h.tput]);
         const name = (g.series.length > 1 ? s.label + " " : "") + h.host + (h.lost ? " (lost)" : "");
-        series.push({ label: name, stroke: HOST_COLORS[k % HOST_COLORS.length], dash: s.dash, width: 2, spanGaps: false, value: legendValue });
+        series.push({ label: name, stroke: HOST_COLORS[k % HOST_COLORS.length], dash: s.dash, width: 2, spanGaps: false });
       });
     }
     if (!tables.length) return null;
@@ -267,7 +415,7 @@
     return make(el, {
       series,
       scales: { x: { time: false }, y: { range: () => zeroTo(maxOf(joined.slice(1))) } },
-      axes: [{ label: "seconds into the step", values: axisValues }, { label: g.unit + " per host", values: axisValues, size: 70 }],
+      axes: [timeAxis(lastT(tables)), { label: g.unit + " per host", values: axisValues, size: 70 }],
     }, joined);
   }
 
@@ -276,7 +424,7 @@
   // mean (max − min may span 20 %). Null when no series has the check at that step.
   function steadyChart(g, el, workers) {
     const tables = [];
-    const series = [{ label: "round", value: (u, v) => (v == null ? "—" : num(v)) }];
+    const series = [{ label: "round" }];
     const words = [];
     for (const s of g.series) {
       const i = s.x.indexOf(workers);
@@ -288,11 +436,11 @@
       const band = (f) => c.rounds.map((_, k) => (inWindow(k) ? c.mean * f : null));
       tables.push([rounds, c.rounds, c.rounds.map((v, k) => (inWindow(k) ? v : null)), fit, band(1.1), band(0.9)]);
       const name = g.series.length > 1 ? s.label + " " : "";
-      series.push({ label: name + g.unit, stroke: s.color, dash: s.dash, width: 1, points: { show: true, size: 4 }, value: legendValue });
-      series.push({ label: name + "window", stroke: s.color, width: 3, points: { show: true, size: 7 }, spanGaps: false, value: legendValue });
-      series.push({ label: name + "best fit", stroke: "#555", width: 2, spanGaps: false, value: legendValue });
-      series.push({ label: name + "mean + 10 %", stroke: "#999", dash: [4, 4], width: 1, spanGaps: false, value: legendValue });
-      series.push({ label: name + "mean − 10 %", stroke: "#999", dash: [4, 4], width: 1, spanGaps: false, value: legendValue });
+      series.push({ label: name + g.unit, stroke: s.color, dash: s.dash, width: 1, points: { show: true, size: 4 } });
+      series.push({ label: name + "window", stroke: s.color, width: 3, points: { show: true, size: 7 }, spanGaps: false });
+      series.push({ label: name + "best fit", stroke: "#555", width: 2, spanGaps: false });
+      series.push({ label: name + "mean + 10 %", stroke: "#999", dash: [4, 4], width: 1, spanGaps: false });
+      series.push({ label: name + "mean − 10 %", stroke: "#999", dash: [4, 4], width: 1, spanGaps: false });
       words.push(name + (c.steady ? "steady" : "not steady") + ": rounds " + (c.first + 1) + "–" + (c.first + c.n) +
         ", mean " + num(c.mean) + " " + g.unit + ", range " + num(c.range_pct) + " % (allowed 20 %), best-fit excursion " +
         num(c.excursion_pct) + " % (allowed 10 %)");
@@ -312,6 +460,12 @@
     return chart;
   }
 
+  // A share as the histogram prints it: never "0.0 %" for a share that is not zero.
+  const share = (v) => (v <= 0 ? "0 %" : v < 0.1 ? "< 0.1 %" : (v >= 10 ? v.toFixed(0) : v.toFixed(1)) + " %");
+  // A cumulative share reads 100 % only when no I/O was slower.
+  // It is cut, never rounded, to one decimal: 99.96 % below a range's top is not "100 %".
+  const cumShare = (v) => (v >= 100 ? "100 %" : v > 99.9 ? "> 99.9 %" : v > 0 && v < 0.1 ? "< 0.1 %" : (Math.floor(v * 10) / 10).toFixed(1) + " %");
+
   function histogramTable(g, el, workers) {
     const table = document.createElement("table");
     const head = table.createTHead().insertRow();
@@ -320,9 +474,10 @@
     for (const s of g.series) {
       const i = s.x.indexOf(workers);
       if (i < 0) continue;
-      cols.push([s, s.hist[i]]);
+      cols.push([s, s.hist[i], s.hist_cum[i]]);
       head.insertCell().textContent = s.label;
     }
+    for (const [s] of cols) head.insertCell().textContent = cols.length > 1 ? s.label + ", cumulative" : "cumulative";
     // Buckets above the slowest I/O of every shown series are left out: all zeros.
     let last = 0;
     for (const [, hist] of cols) hist.forEach((v, b) => { if (v > 0 && b > last) last = b; });
@@ -339,8 +494,15 @@
         fill.style.width = Math.min(100, v) + "%";
         fill.style.background = s.color;
         const text = document.createElement("span");
-        text.textContent = (v >= 10 ? v.toFixed(0) : v.toFixed(1)) + " %";
+        text.textContent = share(v);
         cell.append(fill, text);
+      }
+      // The share below the bucket's top: `< 500 µs: 74 %`.
+      const top = D.bucket_tops[b];
+      for (const [, , cum] of cols) {
+        const cell = row.insertCell();
+        cell.className = "cum";
+        cell.textContent = (top ? "< " + top : "all") + ": " + cumShare(cum[b] || 0);
       }
     });
     el.replaceChildren(table);
@@ -388,7 +550,8 @@
         steadyFigure.hidden = !steady;
         steadyCaption.textContent = steady ? "Steady state (SNIA) at " + stepName(g, w) + ": " + steady.words : "";
       }
-      caption.textContent = "Per-second timeline at " + stepName(g, w) + ": " + g.unit + " and mean " + (g.rate ? "response time" : "latency");
+      caption.textContent = "Per-second timeline at " + stepName(g, w) + ": " + g.unit + ", mean " + (g.rate ? "response time" : "latency") +
+        " and slowest I/O of each second, and the step's p99 (right axis; a second's slowest I/O far above the p99 runs off the top)";
       histogramTable(g, hist, w);
       const msgs = [];
       for (const s of g.series) {
@@ -400,6 +563,174 @@
     select.addEventListener("change", draw);
     draw();
   }
+
+  const esc = (t) => String(t).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+  const LEGEND_ROW = 16;
+  // The legend's entries in rows below the chart, wrapped at its width (PNG and SVG).
+  function legendLayout(entries, width) {
+    const ctx = document.createElement("canvas").getContext("2d");
+    ctx.font = "11px system-ui, sans-serif";
+    const items = [];
+    let x = 0, y = 0;
+    for (const e of entries) {
+      const w = 34 + ctx.measureText(e.label).width + 10;
+      if (x > 0 && x + w > width) { x = 0; y += LEGEND_ROW; }
+      items.push({ e, x, y });
+      x += w;
+    }
+    return { items, height: entries.length ? y + LEGEND_ROW + 6 : 0 };
+  }
+
+  // The chart as SVG: drawn again from the same data, scales and axis ticks uPlot computed,
+  // with the legend below it; a vector figure for documents.
+  function svgOf(el) {
+    const u = el.uplot;
+    const W = u.width, H = u.height;
+    const pr = devicePixelRatio || 1;
+    const bb = { left: u.bbox.left / pr, top: u.bbox.top / pr, width: u.bbox.width / pr, height: u.bbox.height / pr };
+    const lay = legendLayout(u.ioc.entries, W);
+    const total = H + lay.height;
+    const f = (v) => v.toFixed(1);
+    const out = [
+      `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${total}" viewBox="0 0 ${W} ${total}" font-family="system-ui, sans-serif" font-size="11" fill="#222">`,
+      `<rect width="${W}" height="${total}" fill="#fff"/>`,
+      `<defs><clipPath id="plot"><rect x="${f(bb.left)}" y="${f(bb.top)}" width="${f(bb.width)}" height="${f(bb.height)}"/></clipPath></defs>`,
+    ];
+    for (const a of u.axes) {
+      if (!a.show || !a._splits) continue;
+      const vert = a.side % 2 === 1;
+      a._splits.forEach((v, k) => {
+        const text = a._values ? a._values[k] : null;
+        if (v == null) return;
+        const p = u.valToPos(v, a.scale);
+        if (!isFinite(p)) return;
+        if (vert) {
+          const y = bb.top + p;
+          if (y < bb.top - 0.5 || y > bb.top + bb.height + 0.5) return;
+          if (a.grid && a.grid.show !== false) out.push(`<line x1="${f(bb.left)}" x2="${f(bb.left + bb.width)}" y1="${f(y)}" y2="${f(y)}" stroke="#e8e8e8"/>`);
+          if (text != null && text !== "") {
+            const x = a.side === 3 ? bb.left - 6 : bb.left + bb.width + 6;
+            out.push(`<text x="${f(x)}" y="${f(y + 4)}" text-anchor="${a.side === 3 ? "end" : "start"}">${esc(text)}</text>`);
+          }
+        } else {
+          const x = bb.left + p;
+          if (x < bb.left - 0.5 || x > bb.left + bb.width + 0.5) return;
+          if (a.grid && a.grid.show !== false) out.push(`<line x1="${f(x)}" x2="${f(x)}" y1="${f(bb.top)}" y2="${f(bb.top + bb.height)}" stroke="#e8e8e8"/>`);
+          if (text != null && text !== "") out.push(`<text x="${f(x)}" y="${f(bb.top + bb.height + 16)}" text-anchor="middle">${esc(text)}</text>`);
+        }
+      });
+      if (a.label) {
+        if (vert) {
+          const x = a.side === 3 ? 12 : W - 8;
+          const y = bb.top + bb.height / 2;
+          out.push(`<text x="${f(x)}" y="${f(y)}" text-anchor="middle" font-weight="bold" transform="rotate(-90 ${f(x)} ${f(y)})">${esc(a.label)}</text>`);
+        } else {
+          out.push(`<text x="${f(bb.left + bb.width / 2)}" y="${f(H - 8)}" text-anchor="middle" font-weight="bold">${esc(a.label)}</text>`);
+        }
+      }
+    }
+    out.push(`<rect x="${f(bb.left)}" y="${f(bb.top)}" width="${f(bb.width)}" height="${f(bb.height)}" fill="none" stroke="#ccc"/>`);
+    out.push(`<g clip-path="url(#plot)">`);
+    const facet = u.mode === 2;
+    u.series.forEach((s, i) => {
+      if (i === 0 || !s.show) return;
+      const sp = u.ioc.specs[i];
+      const xs = facet ? u.data[i][0] : u.data[0];
+      const ys = facet ? u.data[i][1] : u.data[i];
+      const yScale = facet ? "y" : sp.scale;
+      let d = "";
+      let pen = false;
+      const pts = [];
+      for (let k = 0; k < xs.length; k++) {
+        const px = xs[k] == null ? NaN : bb.left + u.valToPos(xs[k], "x");
+        const py = ys[k] == null ? NaN : bb.top + u.valToPos(ys[k], yScale);
+        if (!isFinite(px) || !isFinite(py)) {
+          if (!sp.spanGaps) pen = false;
+          continue;
+        }
+        d += (pen ? "L" : "M") + f(px) + " " + f(py);
+        pen = true;
+        pts.push([px, py]);
+      }
+      if (sp.width > 0 && d) {
+        const dash = sp.dash.length ? ` stroke-dasharray="${sp.dash.join(" ")}"` : "";
+        out.push(`<path d="${d}" fill="none" stroke="${sp.color}" stroke-width="${sp.width}" stroke-opacity="${sp.alpha}"${dash}/>`);
+      }
+      if (sp.points) {
+        for (const [px, py] of pts) out.push(`<circle cx="${f(px)}" cy="${f(py)}" r="${sp.points.size / 2}" fill="${sp.points.fill}" stroke="${sp.color}"/>`);
+      }
+    });
+    for (const [x, y, color, r] of u.ioc.marks) {
+      if (x == null || y == null) continue;
+      out.push(`<circle cx="${f(bb.left + u.valToPos(x, "x"))}" cy="${f(bb.top + u.valToPos(y, "y"))}" r="${r}" fill="${color}"/>`);
+    }
+    out.push(`</g>`);
+    for (const { e, x, y } of lay.items) {
+      const top = H + y;
+      out.push(`<g transform="translate(${f(x + 4)} ${f(top)})">${swatchSvg(e).replace(/^<svg[^>]*>|<\/svg>$/g, "")}</g>`);
+      out.push(`<text x="${f(x + 32)}" y="${f(top + 10)}">${esc(e.label)}</text>`);
+    }
+    out.push(`</svg>`);
+    return out.join("\n");
+  }
+
+  // The chart as PNG, as the page shows it (uPlot's canvas, at the screen's resolution), on
+  // white and with the legend below.
+  async function pngOf(el) {
+    const u = el.uplot;
+    const pr = devicePixelRatio || 1;
+    const lay = legendLayout(u.ioc.entries, u.width);
+    const canvas = document.createElement("canvas");
+    canvas.width = Math.round(u.width * pr);
+    canvas.height = Math.round((u.height + lay.height) * pr);
+    const ctx = canvas.getContext("2d");
+    ctx.fillStyle = "#fff";
+    ctx.fillRect(0, 0, canvas.width, canvas.height);
+    ctx.drawImage(u.ctx.canvas, 0, 0);
+    ctx.scale(pr, pr);
+    ctx.font = "11px system-ui, sans-serif";
+    for (const { e, x, y } of lay.items) {
+      const top = u.height + y;
+      if (e.width > 0) {
+        ctx.save();
+        ctx.globalAlpha = e.alpha;
+        ctx.strokeStyle = e.color;
+        ctx.lineWidth = Math.max(1, e.width);
+        ctx.setLineDash(e.dash.map((d) => d * 0.75));
+        ctx.beginPath();
+        ctx.moveTo(x + 5, top + 6);
+        ctx.lineTo(x + 27, top + 6);
+        ctx.stroke();
+        ctx.restore();
+      }
+      if (e.point) {
+        ctx.beginPath();
+        ctx.fillStyle = e.point.fill;
+        ctx.strokeStyle = e.point.fill === "#fff" ? e.color : e.point.fill;
+        ctx.arc(x + 16, top + 6, e.point.size / 2.5, 0, 2 * Math.PI);
+        ctx.fill();
+        ctx.stroke();
+      }
+      ctx.fillStyle = "#222";
+      ctx.fillText(e.label, x + 32, top + 10);
+    }
+    return canvas.toDataURL("image/png");
+  }
+
+  // For the download buttons, and for tests and scripts: `iocurveExport.svg(chartElement)`.
+  const EXPORT = { svg: svgOf, png: pngOf };
+  window.iocurveExport = EXPORT;
+
+  // Printing shows every table: closed sections are opened for the print and closed after.
+  let closedForPrint = [];
+  window.addEventListener("beforeprint", () => {
+    closedForPrint = Array.from(document.querySelectorAll("details:not([open])"));
+    for (const d of closedForPrint) d.open = true;
+  });
+  window.addEventListener("afterprint", () => {
+    for (const d of closedForPrint) d.open = false;
+    closedForPrint = [];
+  });
 
   const CHARTS = { throughput: throughputChart, percentiles: percentileChart, response: responseChart, cpu: cpuChart };
   for (const g of D.groups) {

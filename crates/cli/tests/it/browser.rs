@@ -37,7 +37,7 @@ fn pipe() -> (RawFd, RawFd) {
     (fds[0], fds[1])
 }
 
-fn chromium() -> &'static str {
+pub fn chromium() -> &'static str {
     for p in ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"] {
         if Path::new(p).exists() {
             return p;

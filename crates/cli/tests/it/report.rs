@@ -64,9 +64,8 @@ fn report_and_comparison_in_a_real_browser() {
     assert_clean(&b, &one);
     assert_eq!(b.eval("document.querySelectorAll('section.group').length"), 1);
     assert_all_drawn(&mut b, 5);
-    let legend = b.eval(
-        "Array.from(document.querySelectorAll('[data-chart=throughput] .u-legend .u-label')).map(e => e.textContent)",
-    );
+    let legend = b
+        .eval("Array.from(document.querySelectorAll('[data-chart=throughput] .legend .name')).map(e => e.textContent)");
     let legend: Vec<&str> = legend.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert!(legend.contains(&"frontend IOPS") && legend.contains(&"backend IOPS"), "{legend:?}");
     assert!(b.eval("document.body.textContent").as_str().unwrap().contains("SLA mean ≤ 5 ms"));
@@ -99,7 +98,7 @@ fn report_and_comparison_in_a_real_browser() {
     assert_all_drawn(&mut b, 5);
     let legends = b.eval(
         "Array.from(document.querySelectorAll('.chart')).map(c => ({chart: c.dataset.chart,
-           labels: Array.from(c.querySelectorAll('.u-legend .u-label')).map(e => e.textContent)}))",
+           labels: Array.from(c.querySelectorAll('.legend .name')).map(e => e.textContent)}))",
     );
     for chart in legends.as_array().unwrap() {
         let labels: Vec<&str> = chart["labels"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
@@ -273,9 +272,8 @@ interval_s = 0.5
     b.open(&page);
     assert_clean(&b, &page);
     assert_all_drawn(&mut b, 5);
-    let legend = b.eval(
-        "Array.from(document.querySelectorAll('[data-chart=timeline] .u-legend .u-label')).map(e => e.textContent)",
-    );
+    let legend =
+        b.eval("Array.from(document.querySelectorAll('[data-chart=timeline] .legend .name')).map(e => e.textContent)");
     assert!(legend.as_array().unwrap().iter().any(|l| l.as_str().unwrap().ends_with("errors/s")), "{legend}");
     let text = b.eval("document.body.textContent");
     assert!(text.as_str().unwrap().contains("× EIO on e.dat"), "the step's flag names the target");
@@ -307,14 +305,15 @@ interval_s = 0.3
     assert_all_drawn(&mut b, 5);
     let options = b.eval("Array.from(document.querySelector('.step-select').options).map(o => o.textContent)");
     assert_eq!(options, serde_json::json!(["2'000 IOPS", "20'000 IOPS"]));
-    let legend = b.eval(
-        "Array.from(document.querySelectorAll('[data-chart=response] .u-legend .u-label')).map(e => e.textContent)",
-    );
+    let legend =
+        b.eval("Array.from(document.querySelectorAll('[data-chart=response] .legend .name')).map(e => e.textContent)");
     assert!(legend.as_array().unwrap().iter().any(|l| l == "backend p99"), "the response-time curve has p99: {legend}");
     assert!(legend.as_array().unwrap().iter().any(|l| l == "stop at p99 > 50 ms"), "and its bound: {legend}");
     let text = b.eval("document.body.textContent");
     let text = text.as_str().unwrap();
-    assert!(text.contains("random read, 4k, rate ramp") && text.contains("target IOPS"), "{text}");
+    assert!(text.contains("random read, 4k, rate ramp"), "{text}");
+    let x = b.eval("document.querySelector('[data-chart=throughput]').uplot.axes[0].label");
+    assert_eq!(x, "target IOPS", "the x axis is the target rate");
     assert!(text.contains("lag p99 µs") && text.contains("sustained"), "the rate columns: {text}");
     b.screenshot(&artifact("report-rate.png"));
 
@@ -349,7 +348,7 @@ fn a_steady_step_draws_its_snia_window_and_fit_line() {
     assert_clean(&b, &page);
     assert_all_drawn(&mut b, 6);
     let state = b.eval(
-        "(() => { const f = document.querySelector('figure.steady'); return { step: document.querySelector('.step-select').value, hidden: f.hidden, caption: f.querySelector('.steady-caption').textContent, legend: Array.from(f.querySelectorAll('.u-legend .u-label')).map(e => e.textContent) }; })()",
+        "(() => { const f = document.querySelector('figure.steady'); return { step: document.querySelector('.step-select').value, hidden: f.hidden, caption: f.querySelector('.steady-caption').textContent, legend: Array.from(f.querySelectorAll('.legend .name')).map(e => e.textContent) }; })()",
     );
     assert_eq!(state["hidden"], false, "{state}");
     // The step the detail opened at (the maximum), and its check.
@@ -370,4 +369,223 @@ fn a_steady_step_draws_its_snia_window_and_fit_line() {
         assert!(legend.contains(&want), "{want} in {legend:?}");
     }
     b.screenshot(&artifact("report-steady.png"));
+}
+
+/// Issue 16: every chart has a legend of named entries (no `workers: —` placeholders) that fits
+/// under it, a comparison tells runs apart by colour and percentiles by line style, the
+/// histogram gives cumulative shares, each chart exports as SVG and PNG, and the browser's
+/// print gives a PDF with every table and the charts' marks (its pages checked as images).
+#[test]
+fn legends_exports_histogram_shares_and_the_printed_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["run", "--size", "64m", "--workload", "random-read", "--ramp", "1,2,4"];
+    for label in ["A", "B"] {
+        let o = iocurve(dir.path(), &args(&args(&base, FAST), &["--label", label]));
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    report(dir.path(), &["1", "-o", "one.html"]);
+    report(dir.path(), &["1", "2", "-o", "cmp.html"]);
+    let one = dir.path().join("one.html");
+    let mut b = Browser::launch();
+    b.open(&one);
+    assert_clean(&b, &one);
+
+    let legends = b.eval(
+        "Object.fromEntries(Array.from(document.querySelectorAll('.chart')).map(c => [c.dataset.chart,
+           Array.from(c.querySelectorAll('.legend .name')).map(e => e.textContent)]))",
+    );
+    let names = |chart: &str| -> Vec<String> {
+        legends[chart].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(
+        names("throughput"),
+        ["frontend IOPS", "backend IOPS", "mean latency (right axis)", "optimum", "maximum"],
+        "{legends}"
+    );
+    assert_eq!(names("percentiles"), ["frontend", "backend", "p50", "p90", "p99", "p99.9"], "{legends}");
+    assert!(names("response").ends_with(&["optimum".into(), "maximum".into()]), "{legends}");
+    for want in ["mean latency per second (right axis)", "slowest I/O per second", "p99 of the step"] {
+        assert!(names("timeline").iter().any(|n| n == want), "{want}: {legends}");
+    }
+    for (chart, labels) in legends.as_object().unwrap() {
+        for l in labels.as_array().unwrap() {
+            let l = l.as_str().unwrap();
+            assert!(!l.is_empty() && !l.contains('—'), "no placeholder in the {chart} legend: {l:?}");
+        }
+    }
+    // Every legend fits under its chart: no entry beyond the chart's width.
+    let overflow = b.eval(
+        "Array.from(document.querySelectorAll('.legend')).flatMap(l => { const r = l.parentNode.querySelector('canvas').getBoundingClientRect();
+           return Array.from(l.querySelectorAll('.entry')).filter(e => e.getBoundingClientRect().right > r.right + 1).map(e => e.textContent); })",
+    );
+    assert_eq!(overflow, serde_json::json!([]), "legend entries past the chart's right edge");
+
+    // A click on a legend entry hides its lines.
+    let hidden = b.eval(
+        "(() => { const c = document.querySelector('[data-chart=throughput]'); const e = c.querySelectorAll('.legend .entry')[1];
+           e.click(); const u = c.uplot; return u.series.filter(s => s.label.startsWith('backend')).map(s => s.show); })()",
+    );
+    assert_eq!(hidden, serde_json::json!([false, false, false, false]), "backend's throughput, latency and marks");
+    b.eval("document.querySelector('[data-chart=throughput]').querySelectorAll('.legend .entry')[1].click()");
+
+    // SVG: well-formed, the lines and marks in their colours, the legend as text.
+    let svgs = b.eval(
+        "Array.from(document.querySelectorAll('.chart')).map(c => { const text = iocurveExport.svg(c);
+           const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
+           return { chart: c.dataset.chart, error: doc.querySelector('parsererror') ? doc.querySelector('parsererror').textContent : null,
+             width: doc.documentElement.getAttribute('width'), paths: doc.querySelectorAll('path').length,
+             strokes: Array.from(doc.querySelectorAll('path')).map(p => p.getAttribute('stroke')),
+             circles: Array.from(doc.querySelectorAll('circle')).map(p => p.getAttribute('fill')),
+             texts: Array.from(doc.querySelectorAll('text')).map(t => t.textContent) }; })",
+    );
+    for s in svgs.as_array().unwrap() {
+        assert_eq!(s["error"], Value::Null, "{s}");
+        assert_eq!(s["width"], "560", "{s}");
+        assert!(s["paths"].as_u64().unwrap() >= 1, "lines drawn: {s}");
+        let texts: Vec<&str> = s["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+        for l in names(s["chart"].as_str().unwrap()) {
+            assert!(texts.contains(&l.as_str()), "legend entry {l:?} in the SVG of {}", s["chart"]);
+        }
+        if s["chart"] == "throughput" || s["chart"] == "response" {
+            let circles = s["circles"].to_string();
+            assert!(circles.contains("#1f77b4") && circles.contains("#ff7f0e"), "optimum and maximum marks: {s}");
+        }
+        if s["chart"] == "throughput" {
+            assert!(s["strokes"].to_string().contains("#2ca02c"), "the throughput line: {s}");
+            assert!(texts.contains(&"workers") && texts.contains(&"IOPS"), "axis labels: {texts:?}");
+        }
+    }
+    // PNG: the chart at its size with the legend below.
+    let png = b.eval(
+        "(async () => { const url = await iocurveExport.png(document.querySelector('[data-chart=throughput]'));
+           const img = new Image(); img.src = url; await img.decode(); return [url.slice(0, 22), img.naturalWidth, img.naturalHeight]; })()",
+    );
+    assert_eq!(png[0], "data:image/png;base64,", "{png}");
+    assert_eq!(png[1], 560, "{png}");
+    assert!(png[2].as_u64().unwrap() > 300 + 16, "the legend below the chart: {png}");
+
+    // The histogram: shares never print as 0.0 %, and the cumulative column ends at 100 %.
+    let hist = b.eval(
+        "Array.from(document.querySelectorAll('.histogram tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent))",
+    );
+    let rows = hist.as_array().unwrap();
+    assert!(rows.len() >= 2, "{hist}");
+    for r in rows {
+        let cells: Vec<&str> = r.as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+        assert_eq!(cells.len(), 5, "range, two shares, two cumulative shares: {cells:?}");
+        assert!(!cells[1..3].contains(&"0.0 %"), "{cells:?}");
+        for c in &cells[3..] {
+            assert!(c.starts_with("< ") || c.starts_with("all: "), "{cells:?}");
+        }
+    }
+    // Cumulative shares never fall: 99.96 % is not printed as 100 % above a bucket with I/Os.
+    let value = |c: &str| -> f64 {
+        let v = c.rsplit(": ").next().unwrap().trim_end_matches(" %");
+        match v {
+            "> 99.9" => 99.95,
+            "< 0.1" => 0.05,
+            v => v.parse().unwrap(),
+        }
+    };
+    for col in 3..5 {
+        let cum: Vec<f64> = rows.iter().map(|r| value(r[col].as_str().unwrap())).collect();
+        assert!(cum.windows(2).all(|w| w[0] <= w[1]), "column {col} never falls: {hist}");
+    }
+    let last: Vec<&str> = rows.last().unwrap().as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    assert!(last[3].ends_with(": 100 %") && last[4].ends_with(": 100 %"), "the slowest I/O's range: {last:?}");
+    b.screenshot(&artifact("report-legends.png"));
+
+    // A comparison: the percentile chart colours each run, the line style says the percentile.
+    let cmp = dir.path().join("cmp.html");
+    b.open(&cmp);
+    assert_clean(&b, &cmp);
+    assert_all_drawn(&mut b, 5);
+    let pct = b.eval(
+        "(() => { const c = document.querySelector('[data-chart=percentiles]');
+           return { names: Array.from(c.querySelectorAll('.legend .name')).map(e => e.textContent),
+             specs: c.uplot.ioc.specs.slice(1).map(s => [s.color, s.dash.join(',')]) }; })()",
+    );
+    assert_eq!(
+        pct["names"],
+        serde_json::json!(["A frontend", "A backend", "B frontend", "B backend", "p50", "p90", "p99", "p99.9"]),
+        "{pct}"
+    );
+    let specs = pct["specs"].as_array().unwrap();
+    assert_eq!(specs.len(), 16, "{pct}");
+    let a_color = &specs[0][0];
+    assert!(specs[..8].iter().all(|s| &s[0] == a_color), "run A in one colour: {pct}");
+    assert!(specs[8..].iter().all(|s| &s[0] != a_color), "run B in another: {pct}");
+    let dashes: Vec<&Value> = specs[..4].iter().map(|s| &s[1]).collect();
+    assert!(dashes.windows(2).all(|w| w[0] != w[1]), "a line style per percentile: {pct}");
+    b.screenshot(&artifact("report-comparison-legends.png"));
+    drop(b);
+
+    // Print to PDF with Chromium itself, then look at the pages.
+    let pdf = dir.path().join("one.pdf");
+    let mut chrome = std::process::Command::new(crate::browser::chromium())
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer"])
+        .arg(format!("--user-data-dir={}", dir.path().join("profile").display()))
+        .arg(format!("--print-to-pdf={}", pdf.display()))
+        .arg(format!("file://{}", one.canonicalize().unwrap().display()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("Chromium starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while chrome.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "Chromium printed within 90 s");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(pdf.exists(), "a PDF was written");
+    let text = std::process::Command::new("pdftotext").arg(&pdf).arg("-").output().expect("pdftotext (poppler-utils)");
+    let text = String::from_utf8_lossy(&text.stdout);
+    for want in ["random read, 4k, qd 1", "optimum", "maximum", "cumulative", "longest stall s", "p99 of the step"] {
+        assert!(text.contains(want), "{want:?} printed (closed sections open for print): {text}");
+    }
+    assert!(
+        !text.contains("PNG SVG") && !text.contains("PNGSVG") && !text.contains("Step:"),
+        "no buttons or selector in print: {text}"
+    );
+    let out = dir.path().join("page");
+    let o = std::process::Command::new("pdftoppm").args(["-r", "40"]).arg(&pdf).arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut pages: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ppm"))
+        .collect();
+    pages.sort();
+    assert!(pages.len() >= 2, "the runs' facts, then a page per access pattern: {pages:?}");
+    let (mut blue, mut orange) = (0, 0);
+    for p in &pages {
+        let (w, h, px) = ppm(p);
+        let ink = px.chunks(3).filter(|c| c.iter().any(|&v| v < 200)).count();
+        assert!(ink * 200 > w * h, "{} is not blank: {ink} of {} pixels", p.display(), w * h);
+        let near = |c: &[u8], want: [u8; 3]| c.iter().zip(want).all(|(&a, b)| a.abs_diff(b) < 40);
+        blue += px.chunks(3).filter(|c| near(c, [0x1f, 0x77, 0xb4])).count();
+        orange += px.chunks(3).filter(|c| near(c, [0xff, 0x7f, 0x0e])).count();
+    }
+    assert!(blue >= 5 && orange >= 5, "the optimum and maximum marks are printed: {blue} blue, {orange} orange");
+}
+
+/// A binary PPM (P6, 8 bits) as pdftoppm writes it: width, height and RGB bytes.
+fn ppm(path: &Path) -> (usize, usize, Vec<u8>) {
+    let data = std::fs::read(path).unwrap();
+    let mut fields = Vec::new();
+    let mut at = 0;
+    while fields.len() < 4 {
+        while data[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        let start = at;
+        while !data[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        fields.push(String::from_utf8_lossy(&data[start..at]).to_string());
+    }
+    assert_eq!(fields[0], "P6", "{}", path.display());
+    let (w, h): (usize, usize) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
+    let px = data[at + 1..].to_vec();
+    assert_eq!(px.len(), w * h * 3, "{}", path.display());
+    (w, h, px)
 }

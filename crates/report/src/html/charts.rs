@@ -98,11 +98,15 @@ pub(super) fn series_data(run: usize, label: &str, color: &str, w: &WorkloadResu
         "busy": column(s, |s| s.cpu.busy()),
         "iowait": column(s, |s| s.cpu.iowait),
         "hist": s.iter().map(|s| s.lat_histogram.iter().map(|b| sig(b.pct, 3)).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        // The share of I/Os below each bucket's top: `< 500 µs: 74 %`.
+        "hist_cum": s.iter().map(|s| cumulative_pct(&s.lat_histogram)).collect::<Vec<_>>(),
         "flags": s.iter().map(|s| s.flags.iter().map(|f| f.message.clone()).collect::<Vec<_>>()).collect::<Vec<_>>(),
         "timeline": s.iter().map(|s| json!({
             "t": s.samples.iter().map(|x| sig(x.t_s, 6)).collect::<Vec<_>>(),
             "tput": s.samples.iter().map(|x| sig(if seq { x.mbps } else { x.iops }, 4)).collect::<Vec<_>>(),
             "lat": s.samples.iter().map(|x| sig(x.lat_mean_us, 4)).collect::<Vec<_>>(),
+            // The slowest I/O of each second, beside the mean.
+            "max": s.samples.iter().map(|x| sig(x.lat_max_us, 4)).collect::<Vec<_>>(),
             // Errors per second only where there were any: the common case costs nothing.
             "errors": s.samples.iter().any(|x| x.errors > 0).then(|| s.samples.iter().map(|x| x.errors).collect::<Vec<_>>()),
         })).collect::<Vec<_>>(),
@@ -131,6 +135,29 @@ pub(super) fn series_data(run: usize, label: &str, color: &str, w: &WorkloadResu
     })
 }
 
+/// The share of I/Os below the top of each bucket, in percent. Below 100 until the last I/O
+/// is counted (a share that rounds to 100 % while some I/Os are slower reads `> 99.9 %`).
+pub(super) fn cumulative_pct(buckets: &[LatencyBucket]) -> Vec<Value> {
+    let total: u64 = buckets.iter().map(|b| b.count).sum();
+    let mut below = 0u64;
+    buckets
+        .iter()
+        .map(|b| {
+            below += b.count;
+            if total == 0 {
+                return json!(0);
+            }
+            let pct = below as f64 * 100.0 / total as f64;
+            if below < total { json!(sig(pct, 4).as_f64().unwrap_or(0.0).min(99.99)) } else { json!(100) }
+        })
+        .collect()
+}
+
+/// The top of a bucket as its label names it (`500 µs`, `1 ms`); None for the open last one.
+pub(super) fn bucket_top(b: &LatencyBucket) -> Option<String> {
+    b.to_us.map(|to| if to >= 1000.0 { format!("{} ms", to / 1000.0) } else { format!("{to} µs") })
+}
+
 /// `< 100 µs`, `100–250 µs`, `0.5–1 ms`, `≥ 256 ms`: the published bucket names.
 pub(super) fn bucket_label(b: &LatencyBucket) -> String {
     let unit = |us: f64| {
@@ -155,6 +182,13 @@ pub(super) fn bucket_label(b: &LatencyBucket) -> String {
 }
 
 pub(super) fn bucket_labels(runs: &[ReportRun]) -> Vec<String> {
-    let first = runs.iter().flat_map(|r| &r.result.workloads).flat_map(|w| &w.steps).next();
-    first.map(|s| s.lat_histogram.iter().map(bucket_label).collect()).unwrap_or_default()
+    first_histogram(runs).map(|h| h.iter().map(bucket_label).collect()).unwrap_or_default()
+}
+
+pub(super) fn bucket_tops(runs: &[ReportRun]) -> Vec<Option<String>> {
+    first_histogram(runs).map(|h| h.iter().map(bucket_top).collect()).unwrap_or_default()
+}
+
+fn first_histogram(runs: &[ReportRun]) -> Option<&[LatencyBucket]> {
+    runs.iter().flat_map(|r| &r.result.workloads).flat_map(|w| &w.steps).next().map(|s| &s.lat_histogram[..])
 }

@@ -84,6 +84,7 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
             "sla_p99_us": r.result.sla.and_then(|s| s.p99_ms).map(|v| v * 1000.0),
         })).collect::<Vec<_>>(),
         "buckets": bucket_labels(runs),
+        "bucket_tops": bucket_tops(runs),
         "groups": groups.iter().enumerate().map(|(gi, g)| json!({
             "id": format!("g{gi}"),
             "title": g.title,
@@ -209,6 +210,17 @@ mod tests {
         assert_eq!(sig(-42.0, 2), json!(-42));
         assert_eq!(sig(0.0, 4), json!(0));
         assert_eq!(sig(f64::NAN, 4), Value::Null);
+    }
+
+    #[test]
+    fn cumulative_shares_reach_100_only_with_the_last_io() {
+        let b = |to_us: Option<f64>, count: u64| LatencyBucket { from_us: 0.0, to_us, count, pct: 0.0 };
+        let h = [b(Some(100.0), 3), b(Some(250.0), 0), b(Some(500.0), 199_996), b(Some(1000.0), 1), b(None, 0)];
+        assert_eq!(cumulative_pct(&h), vec![json!(0.0015), json!(0.0015), json!(99.99), json!(100), json!(100)]);
+        assert_eq!(bucket_top(&h[2]).as_deref(), Some("500 µs"));
+        assert_eq!(bucket_top(&h[3]).as_deref(), Some("1 ms"));
+        assert_eq!(bucket_top(&h[4]), None);
+        assert_eq!(cumulative_pct(&[b(None, 0)]), vec![json!(0)]);
     }
 
     #[test]
