@@ -347,17 +347,20 @@
       const t = s.timeline[i];
       const p99 = s.p99[i];
       p99s.push(p99);
-      tables.push([t.t, t.tput, t.lat, t.max, t.t.map(() => p99)]);
+      // The p99 line needs its two ends only: a dashed line through every second costs
+      // thousands of dash segments in a long step.
+      tables.push([t.t, t.tput, t.lat, t.max, t.t.map((_, k) => (k === 0 || k === t.t.length - 1 ? p99 : null))]);
       legend.push(entry(s.label + " " + g.unit, { color: s.color, dash: s.dash, idx: [series.length, series.length + 1, series.length + 2, series.length + 3] }));
       series.push({ label: s.label + " " + g.unit, stroke: s.color, dash: s.dash, width: 2, scale: "tput", spanGaps: true });
       series.push({ label: s.label + " mean latency", stroke: latColor(s), dash: s.dash, width: 1.5, scale: "lat", spanGaps: true });
-      series.push({ label: s.label + " max latency", stroke: latColor(s), dash: [1, 2], width: 1, alpha: 0.7, scale: "lat", spanGaps: true });
+      // Solid and faint: a dotted line through thousands of seconds is slow to draw.
+      series.push({ label: s.label + " max latency", stroke: latColor(s), width: 1, alpha: 0.3, scale: "lat", spanGaps: true });
       series.push({ label: s.label + " step p99", stroke: latColor(s), dash: [6, 3], width: 1, alpha: 0.7, scale: "lat", spanGaps: true });
     }
     const lc = multiRun ? "#555" : latColor(null);
     const named = (suffix) => series.flatMap((x, i) => (x.label.endsWith(suffix) ? [i] : []));
     legend.push(entry("mean latency per second (right axis)", { color: lc, width: 1.5, idx: named(" mean latency") }));
-    legend.push(entry("slowest I/O per second", { color: lc, dash: [1, 2], width: 1, alpha: 0.7, idx: named(" max latency") }));
+    legend.push(entry("slowest I/O per second", { color: lc, width: 1, alpha: 0.3, idx: named(" max latency") }));
     legend.push(entry("p99 of the step", { color: lc, dash: [6, 3], width: 1, alpha: 0.7, idx: named(" step p99") }));
     // I/O errors per second, on their own axis, when the step had any.
     const withErrors = [];

@@ -106,7 +106,7 @@ pub(super) fn series_data(run: usize, label: &str, color: &str, w: &WorkloadResu
             "tput": s.samples.iter().map(|x| sig(if seq { x.mbps } else { x.iops }, 4)).collect::<Vec<_>>(),
             "lat": s.samples.iter().map(|x| sig(x.lat_mean_us, 4)).collect::<Vec<_>>(),
             // The slowest I/O of each second, beside the mean.
-            "max": s.samples.iter().map(|x| sig(x.lat_max_us, 4)).collect::<Vec<_>>(),
+            "max": s.samples.iter().map(|x| sig(x.lat_max_us, 3)).collect::<Vec<_>>(),
             // Errors per second only where there were any: the common case costs nothing.
             "errors": s.samples.iter().any(|x| x.errors > 0).then(|| s.samples.iter().map(|x| x.errors).collect::<Vec<_>>()),
         })).collect::<Vec<_>>(),
