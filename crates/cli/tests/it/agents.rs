@@ -166,7 +166,7 @@ fn three_agents_in_their_own_namespaces_run_together_and_add_up_exactly() {
     );
     assert!(pixels.as_u64().unwrap() >= 100, "the per-host timeline is drawn: {pixels} pixels");
     let legend =
-        b.eval("Array.from(document.querySelectorAll('.host-timeline .u-legend .u-label')).map(e => e.textContent)");
+        b.eval("Array.from(document.querySelectorAll('.host-timeline .legend .name')).map(e => e.textContent)");
     for a in &addrs {
         assert!(legend.as_array().unwrap().iter().any(|l| l.as_str() == Some(a)), "{a} in the legend: {legend}");
     }
