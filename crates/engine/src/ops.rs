@@ -28,18 +28,12 @@ pub struct TargetGeom {
 
 /// The working set of a workload on a target of `size` bytes.
 pub fn working_set(ws: &WorkingSet, size: u64, max_bs: u64, name: &str, path: &str) -> Result<TargetGeom, EngineError> {
-    let (start, end) = match *ws {
-        WorkingSet::Frontend { blocks } => (0, blocks.saturating_mul(max_bs).min(size)),
-        WorkingSet::Backend => (0, size),
-        WorkingSet::Range { start, end } => {
-            if end > size {
-                return Err(EngineError::Input(format!(
-                    "workload {name}: working set range ends at {end} bytes, beyond the end of {path} ({size} bytes)"
-                )));
-            }
-            (start, end)
-        }
-    };
+    let (start, end, _) = ws.extent(size, max_bs);
+    if end > size {
+        return Err(EngineError::Input(format!(
+            "workload {name}: working set range ends at {end} bytes, beyond the end of {path} ({size} bytes)"
+        )));
+    }
     let len = (end - start) / 512 * 512;
     if len < max_bs {
         return Err(EngineError::Input(format!(
@@ -222,6 +216,22 @@ mod tests {
             seen.insert(op.offset);
         }
         assert!(seen.len() > 990, "uniform over all 1000 blocks: saw {}", seen.len());
+    }
+
+    /// Issue 16: 1000 blocks of 1 MiB were 98 % of the default 1 GiB scratch file.
+    #[test]
+    fn regression_a_frontend_is_at_most_an_eighth_of_the_target() {
+        let front = WorkingSet::Frontend { blocks: 1000 };
+        let geom = working_set(&front, 1 << 30, 1 << 20, "t", "f").unwrap();
+        assert_eq!((geom.start, geom.len), (0, 128 << 20), "1/8 of 1 GiB, in whole 1 MiB blocks");
+        assert_eq!(front.extent(1 << 30, 1 << 20), (0, 128 << 20, true));
+        // Where 1000 blocks are under 1/8, nothing changes.
+        assert_eq!(front.extent(1 << 30, 4096), (0, 1000 * 4096, false));
+        // A target under 8 blocks keeps one block: a frontend is never empty.
+        assert_eq!(front.extent(3 << 20, 1 << 20), (0, 1 << 20, true));
+        assert_eq!(working_set(&front, 3 << 20, 1 << 20, "t", "f").unwrap().len, 1 << 20);
+        // An eighth that is not a whole number of blocks is cut to whole blocks.
+        assert_eq!(front.extent(100 << 20, 1 << 20), (0, 12 << 20, true));
     }
 
     #[test]

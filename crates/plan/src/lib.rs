@@ -24,9 +24,9 @@ pub use check::check_workload;
 pub use error::PlanError;
 pub use keys::{BlockSizeSpec, PlanFile, WorkingSetSpec, WorkloadKeys};
 pub use model::{
-    Arrival, Backend, BlockSize, DATA_SECTOR, DataPattern, Fault, FaultKind, HostSpec, MIN_RANDOM_PER_SECTOR, OnError,
-    Overload, Pattern, Plan, RampStep, SLA_SEARCH_MAX_PROBES, STEADY_WINDOW, SteadyState, TargetGroup, WorkingSet,
-    Workload, is_glob,
+    Arrival, Backend, BlockSize, DATA_SECTOR, DataPattern, FRONTEND_MAX_FRACTION, Fault, FaultKind, HostSpec,
+    MIN_RANDOM_PER_SECTOR, OnError, Overload, Pattern, Plan, RampStep, SLA_SEARCH_MAX_PROBES, STEADY_WINDOW,
+    SteadyState, TargetGroup, WorkingSet, Workload, is_glob,
 };
 pub use resolve::{Overrides, load_file, parse_str, read_plan_text, writing_workload};
 pub use size::{format_size, parse_size};

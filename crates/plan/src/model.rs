@@ -221,7 +221,27 @@ pub enum WorkingSet {
     Range { start: u64, end: u64 },
 }
 
+/// A frontend covers at most this fraction (1/8) of a target: 1000 blocks of 1 MiB are 98 % of
+/// a 1 GiB scratch file, and a "cache" test over most of a small target is a backend test.
+pub const FRONTEND_MAX_FRACTION: u64 = 8;
+
 impl WorkingSet {
+    /// The bytes `[start, end)` it covers on a target of `size` bytes with the workload's
+    /// largest block size `max_bs`, and whether a frontend was capped to
+    /// 1/[`FRONTEND_MAX_FRACTION`] of the target (whole blocks, never less than one). A range is
+    /// returned as given: whether it fits is the caller's check.
+    pub fn extent(&self, size: u64, max_bs: u64) -> (u64, u64, bool) {
+        match *self {
+            WorkingSet::Frontend { blocks } => {
+                let want = blocks.saturating_mul(max_bs).min(size);
+                let cap = (size / FRONTEND_MAX_FRACTION / max_bs.max(1) * max_bs).max(max_bs).min(size);
+                if want > cap { (0, cap, true) } else { (0, want, false) }
+            }
+            WorkingSet::Backend => (0, size, false),
+            WorkingSet::Range { start, end } => (start, end, false),
+        }
+    }
+
     pub fn label(&self) -> &'static str {
         match self {
             WorkingSet::Frontend { .. } => "frontend",

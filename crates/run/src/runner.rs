@@ -13,7 +13,7 @@ use iocurve_analysis::{
     AgentHost, HostInfo, RunResult, SCHEMA_VERSION, Sla, StepResult, TargetInfo, Thresholds, WorkloadResult,
 };
 use iocurve_engine::{StepObserver, host};
-use iocurve_plan::{Backend, Pattern, Plan, TargetGroup};
+use iocurve_plan::{Backend, Pattern, Plan, TargetGroup, Workload, format_size};
 use iocurve_store::{NewRun, Store, StoreError};
 
 pub use crate::cluster::AgentOptions;
@@ -529,8 +529,13 @@ impl Run<'_, '_> {
             }
             let mut steps: Vec<StepResult> = Vec::new();
             let mut stop_run = false;
-            // Why a rate ramp ended before its last step (stop_at_*, an overload).
+            // Why a rate ramp ended before its last step (stop_at_*, an overload), and what the
+            // run changed of the plan (a frontend capped on a small target).
             let mut ramp_notes: Vec<String> = Vec::new();
+            if let Some(note) = frontend_note(w, &target_infos) {
+                observers.note(&format!("{}: {note}", w.name));
+                ramp_notes.push(note);
+            }
             // A search's steps are chosen as it goes, each from the one before.
             let mut ramp = match &search {
                 Some(sr) => vec![iocurve_plan::RampStep { workers: w.max_outstanding, rate: Some(sr.first()) }],
@@ -764,4 +769,25 @@ pub fn open_existing_store(path: &Path) -> Result<Store, Error> {
 
 pub(crate) fn store_error(e: StoreError) -> Error {
     Error::Runtime(format!("{e}: the run stops so that no measurement goes unrecorded"))
+}
+
+/// Where a frontend was capped to 1/8 of a small target: how much of which targets it covers.
+fn frontend_note(w: &Workload, targets: &[TargetInfo]) -> Option<String> {
+    let iocurve_plan::WorkingSet::Frontend { blocks } = w.working_set else { return None };
+    let max_bs = w.bs.iter().map(|b| b.bytes).max()?;
+    let capped: Vec<String> = targets
+        .iter()
+        .filter_map(|t| {
+            let (_, end, capped) = w.working_set.extent(t.size, max_bs);
+            capped.then(|| format!("the first {} of {} ({})", format_size(end), t.path, format_size(t.size)))
+        })
+        .collect();
+    (!capped.is_empty()).then(|| {
+        format!(
+            "frontend capped at 1/{} of the target ({blocks} blocks of {} would be most of it): it covers {}",
+            iocurve_plan::FRONTEND_MAX_FRACTION,
+            format_size(max_bs),
+            capped.join(", ")
+        )
+    })
 }
