@@ -14,7 +14,8 @@ pub mod launched;
 pub mod wire;
 
 /// The protocol version: both sides refuse a peer that speaks another.
-pub const PROTOCOL: u32 = 5;
+/// 6: a frontend working set is capped at 1/8 of a target (agents derive it themselves).
+pub const PROTOCOL: u32 = 6;
 
 /// Generated from proto/agent.proto.
 #[allow(clippy::large_enum_variant)] // generated; an interval is the common message anyway

@@ -124,7 +124,8 @@ pub struct WorkloadKeys {
     /// `random` or `sequential`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pattern: Option<Pattern>,
-    /// `frontend` (first `frontend_blocks` blocks of each target), `backend` (whole target),
+    /// `frontend` (first `frontend_blocks` blocks of each target, at most 1/8 of it),
+    /// `backend` (whole target),
     /// or `{ start = "1g", end = "2g" }`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub working_set: Option<WorkingSetSpec>,

@@ -75,9 +75,16 @@ pub const WORKLOAD_OPTIONS: &[WorkloadOption] = &[
         Text,
         "SET",
         Some("\"backend\""),
-        "frontend (the first frontend_blocks blocks of each target), backend (whole target) or a byte range.",
+        "frontend (the first frontend_blocks blocks of each target, at most 1/8 of it), backend (whole target) or a byte range.",
     ),
-    opt("frontend_blocks", None, Number, "N", Some("1000"), "Blocks per target in a frontend working set."),
+    opt(
+        "frontend_blocks",
+        None,
+        Number,
+        "N",
+        Some("1000"),
+        "Blocks per target in a frontend working set (at most 1/8 of a target).",
+    ),
     opt("queue_depth", Some("qd"), Number, "N", Some("1"), "Outstanding I/Os per worker (queue depth)."),
     opt(
         "ramp",

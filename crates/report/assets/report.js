@@ -94,12 +94,18 @@
     opts.legend = { show: false };
     const specs = opts.series.map(specOf);
     const entries = legend || entriesOf(opts.series);
-    for (const old of el.querySelectorAll(":scope > .legend, :scope > .downloads")) old.remove();
+    clearChart(el);
     const u = new uPlot(opts, data, el);
     u.ioc = { specs, entries, marks: marks || [] };
     el.uplot = u;
     el.append(legendElement(u, entries), downloads(el));
     return u;
+  }
+
+  // Takes away a chart's legend and buttons (uPlot's destroy takes away the chart itself).
+  function clearChart(el) {
+    for (const old of el.querySelectorAll(":scope > .legend, :scope > .downloads")) old.remove();
+    el.uplot = null;
   }
 
   function swatchSvg(e) {
@@ -122,16 +128,21 @@
       item.append(name);
       if (e.idx.length) {
         item.title = "click: hide or show";
+        // Entries share lines (a series' entry and the latency entry both cover its latency):
+        // a click shows all of an entry's lines if any is hidden, and every entry then greys
+        // out exactly when all of its lines are hidden.
         item.addEventListener("click", () => {
-          const show = !u.series[e.idx[0]].show;
+          const show = e.idx.some((i) => !u.series[i].show);
           for (const i of e.idx) u.setSeries(i, { show });
-          item.classList.toggle("off", !show);
+          box.querySelectorAll(".entry").forEach((it, k) => it.classList.toggle("off", hidden(u, entries[k])));
         });
       }
       box.append(item);
     }
     return box;
   }
+  // An entry all of whose lines are hidden: greyed in the legend, left out of exports.
+  const hidden = (u, e) => e.idx.length > 0 && e.idx.every((i) => !u.series[i].show);
 
   // PNG and SVG of the chart, named after the section and chart.
   function downloads(el) {
@@ -243,15 +254,16 @@
     }
     // The optimum and the maximum on the curve: blue and orange points, painted over it (a
     // series of one point is not drawn in this chart's mode).
+    // [x, y, colour, radius, the curve's series]: a hidden curve hides its marks.
     const marks = [];
-    for (const s of g.series) {
-      if (s.opt != null) marks.push([s.tput[s.opt], s.mean[s.opt], OPTIMUM, 7.5]);
-      if (s.max != null) marks.push([s.tput[s.max], s.mean[s.max], MAXIMUM, 4.5]);
-    }
+    g.series.forEach((s, k) => {
+      if (s.opt != null) marks.push([s.tput[s.opt], s.mean[s.opt], OPTIMUM, 7.5, k + 1]);
+      if (s.max != null) marks.push([s.tput[s.max], s.mean[s.max], MAXIMUM, 4.5, k + 1]);
+    });
     const paintMarks = (u) => {
       const ctx = u.ctx;
-      for (const [x, y, color, r] of marks) {
-        if (x == null || y == null) continue;
+      for (const [x, y, color, r, of] of marks) {
+        if (x == null || y == null || !u.series[of].show) continue;
         ctx.beginPath();
         ctx.fillStyle = color;
         ctx.arc(u.valToPos(x, "x", true), u.valToPos(y, "y", true), r * devicePixelRatio, 0, 2 * Math.PI);
@@ -330,7 +342,7 @@
 
   // Seconds into a step, or minutes for a step longer than 10 minutes.
   const timeAxis = (lastS) => (lastS > 600
-    ? { label: "minutes into the step", values: (u, vals) => vals.map((v) => num(v / 60)) }
+    ? { label: "minutes into the step", values: (u, vals) => vals.map((v) => num(v / 60)), incrs: [60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400] }
     : { label: "seconds into the step", values: axisValues });
   const lastT = (tables) => maxOf(tables.map((t) => t[0]));
 
@@ -464,7 +476,9 @@
   }
 
   // A share as the histogram prints it: never "0.0 %" for a share that is not zero.
-  const share = (v) => (v <= 0 ? "0 %" : v < 0.1 ? "< 0.1 %" : (v >= 10 ? v.toFixed(0) : v.toFixed(1)) + " %");
+  // Nor "100 %" for one that is not all: 99.6 % of I/Os in one range reads 99.6 %.
+  const share = (v) => (v <= 0 ? "0 %" : v < 0.1 ? "< 0.1 %" : v >= 100 ? "100 %" : v > 99.9 ? "> 99.9 %"
+    : v >= 99.5 ? (Math.floor(v * 10) / 10).toFixed(1) + " %" : (v >= 10 ? v.toFixed(0) : v.toFixed(1)) + " %");
   // A cumulative share reads 100 % only when no I/O was slower.
   // It is cut, never rounded, to one decimal: 99.96 % below a range's top is not "100 %".
   const cumShare = (v) => (v >= 100 ? "100 %" : v > 99.9 ? "> 99.9 %" : v > 0 && v < 0.1 ? "< 0.1 %" : (Math.floor(v * 10) / 10).toFixed(1) + " %");
@@ -545,9 +559,11 @@
       if (chart) chart.destroy();
       chart = timelineChart(g, holder, w);
       if (hostChart) hostChart.destroy();
+      if (hostHolder) clearChart(hostHolder);
       hostChart = hostFigure ? hostTimelineChart(g, hostHolder, w) : null;
       if (hostFigure) hostFigure.hidden = !hostChart;
       if (steady) steady.destroy();
+      if (steadyHolder) clearChart(steadyHolder);
       steady = steadyFigure ? steadyChart(g, steadyHolder, w) : null;
       if (steadyFigure) {
         steadyFigure.hidden = !steady;
@@ -567,6 +583,11 @@
     draw();
   }
 
+  // The chart drawn in `el`, or a clear error (a step with no such chart shows none).
+  function chartOf(el) {
+    if (!el || !el.uplot) throw new Error("iocurveExport: no chart is drawn in this element (give a .chart element that shows one)");
+    return el.uplot;
+  }
   const esc = (t) => String(t).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
   const LEGEND_ROW = 16;
   // The legend's entries in rows below the chart, wrapped at its width (PNG and SVG).
@@ -586,18 +607,21 @@
 
   // The chart as SVG: drawn again from the same data, scales and axis ticks uPlot computed,
   // with the legend below it; a vector figure for documents.
+  let svgCount = 0;
   function svgOf(el) {
-    const u = el.uplot;
+    const u = chartOf(el);
+    // Its own clip id: several exported charts may share one document.
+    const clip = "iocurve-plot-" + ++svgCount;
     const W = u.width, H = u.height;
     const pr = devicePixelRatio || 1;
     const bb = { left: u.bbox.left / pr, top: u.bbox.top / pr, width: u.bbox.width / pr, height: u.bbox.height / pr };
-    const lay = legendLayout(u.ioc.entries, W);
+    const lay = legendLayout(u.ioc.entries.filter((e) => !hidden(u, e)), W);
     const total = H + lay.height;
     const f = (v) => v.toFixed(1);
     const out = [
       `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${total}" viewBox="0 0 ${W} ${total}" font-family="system-ui, sans-serif" font-size="11" fill="#222">`,
       `<rect width="${W}" height="${total}" fill="#fff"/>`,
-      `<defs><clipPath id="plot"><rect x="${f(bb.left)}" y="${f(bb.top)}" width="${f(bb.width)}" height="${f(bb.height)}"/></clipPath></defs>`,
+      `<defs><clipPath id="${clip}"><rect x="${f(bb.left)}" y="${f(bb.top)}" width="${f(bb.width)}" height="${f(bb.height)}"/></clipPath></defs>`,
     ];
     for (const a of u.axes) {
       if (!a.show || !a._splits) continue;
@@ -612,28 +636,30 @@
           if (y < bb.top - 0.5 || y > bb.top + bb.height + 0.5) return;
           if (a.grid && a.grid.show !== false) out.push(`<line x1="${f(bb.left)}" x2="${f(bb.left + bb.width)}" y1="${f(y)}" y2="${f(y)}" stroke="#e8e8e8"/>`);
           if (text != null && text !== "") {
-            const x = a.side === 3 ? bb.left - 6 : bb.left + bb.width + 6;
+            // uPlot's own place for the axis (a second right axis sits beside the first).
+            const x = a.side === 3 ? a._pos - 8 : a._pos + 8;
             out.push(`<text x="${f(x)}" y="${f(y + 4)}" text-anchor="${a.side === 3 ? "end" : "start"}">${esc(text)}</text>`);
           }
         } else {
           const x = bb.left + p;
           if (x < bb.left - 0.5 || x > bb.left + bb.width + 0.5) return;
           if (a.grid && a.grid.show !== false) out.push(`<line x1="${f(x)}" x2="${f(x)}" y1="${f(bb.top)}" y2="${f(bb.top + bb.height)}" stroke="#e8e8e8"/>`);
-          if (text != null && text !== "") out.push(`<text x="${f(x)}" y="${f(bb.top + bb.height + 16)}" text-anchor="middle">${esc(text)}</text>`);
+          if (text != null && text !== "") out.push(`<text x="${f(x)}" y="${f(a._pos + 18)}" text-anchor="middle">${esc(text)}</text>`);
         }
       });
       if (a.label) {
+        // Turned as uPlot turns it: a left axis's name reads upwards, a right one's downwards.
         if (vert) {
-          const x = a.side === 3 ? 12 : W - 8;
+          const x = a.side === 3 ? a._lpos - 4 : a._lpos + 4;
           const y = bb.top + bb.height / 2;
-          out.push(`<text x="${f(x)}" y="${f(y)}" text-anchor="middle" font-weight="bold" transform="rotate(-90 ${f(x)} ${f(y)})">${esc(a.label)}</text>`);
+          out.push(`<text x="${f(x)}" y="${f(y)}" text-anchor="middle" font-weight="bold" transform="rotate(${a.side === 3 ? -90 : 90} ${f(x)} ${f(y)})">${esc(a.label)}</text>`);
         } else {
-          out.push(`<text x="${f(bb.left + bb.width / 2)}" y="${f(H - 8)}" text-anchor="middle" font-weight="bold">${esc(a.label)}</text>`);
+          out.push(`<text x="${f(bb.left + bb.width / 2)}" y="${f(a._lpos + 14)}" text-anchor="middle" font-weight="bold">${esc(a.label)}</text>`);
         }
       }
     }
     out.push(`<rect x="${f(bb.left)}" y="${f(bb.top)}" width="${f(bb.width)}" height="${f(bb.height)}" fill="none" stroke="#ccc"/>`);
-    out.push(`<g clip-path="url(#plot)">`);
+    out.push(`<g clip-path="url(#${clip})">`);
     const facet = u.mode === 2;
     u.series.forEach((s, i) => {
       if (i === 0 || !s.show) return;
@@ -645,8 +671,11 @@
       let pen = false;
       const pts = [];
       for (let k = 0; k < xs.length; k++) {
+        // As uPlot draws: `undefined` (a row only another table of a join has) is passed over,
+        // `null` (no value) breaks the line unless it spans gaps.
+        if (ys[k] === undefined) continue;
         const px = xs[k] == null ? NaN : bb.left + u.valToPos(xs[k], "x");
-        const py = ys[k] == null ? NaN : bb.top + u.valToPos(ys[k], yScale);
+        const py = ys[k] === null ? NaN : bb.top + u.valToPos(ys[k], yScale);
         if (!isFinite(px) || !isFinite(py)) {
           if (!sp.spanGaps) pen = false;
           continue;
@@ -663,8 +692,8 @@
         for (const [px, py] of pts) out.push(`<circle cx="${f(px)}" cy="${f(py)}" r="${sp.points.size / 2}" fill="${sp.points.fill}" stroke="${sp.color}"/>`);
       }
     });
-    for (const [x, y, color, r] of u.ioc.marks) {
-      if (x == null || y == null) continue;
+    for (const [x, y, color, r, of] of u.ioc.marks) {
+      if (x == null || y == null || (of != null && !u.series[of].show)) continue;
       out.push(`<circle cx="${f(bb.left + u.valToPos(x, "x"))}" cy="${f(bb.top + u.valToPos(y, "y"))}" r="${r}" fill="${color}"/>`);
     }
     out.push(`</g>`);
@@ -680,9 +709,9 @@
   // The chart as PNG, as the page shows it (uPlot's canvas, at the screen's resolution), on
   // white and with the legend below.
   async function pngOf(el) {
-    const u = el.uplot;
+    const u = chartOf(el);
     const pr = devicePixelRatio || 1;
-    const lay = legendLayout(u.ioc.entries, u.width);
+    const lay = legendLayout(u.ioc.entries.filter((e) => !hidden(u, e)), u.width);
     const canvas = document.createElement("canvas");
     canvas.width = Math.round(u.width * pr);
     canvas.height = Math.round((u.height + lay.height) * pr);

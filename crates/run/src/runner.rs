@@ -779,15 +779,28 @@ fn frontend_note(w: &Workload, targets: &[TargetInfo]) -> Option<String> {
         .iter()
         .filter_map(|t| {
             let (_, end, capped) = w.working_set.extent(t.size, max_bs);
-            capped.then(|| format!("the first {} of {} ({})", format_size(end), t.path, format_size(t.size)))
+            let want = blocks.saturating_mul(max_bs);
+            let share = if want >= t.size {
+                "all".to_string()
+            } else {
+                format!("{:.0} %", want as f64 * 100.0 / t.size as f64)
+            };
+            capped.then(|| {
+                format!(
+                    "{blocks} blocks of {} would be {share} of {} ({}); it covers the first {}",
+                    format_size(max_bs),
+                    t.path,
+                    format_size(t.size),
+                    format_size(end)
+                )
+            })
         })
         .collect();
     (!capped.is_empty()).then(|| {
         format!(
-            "frontend capped at 1/{} of the target ({blocks} blocks of {} would be most of it): it covers {}",
+            "frontend capped to at most 1/{} of a target (at least one block): {}",
             iocurve_plan::FRONTEND_MAX_FRACTION,
-            format_size(max_bs),
-            capped.join(", ")
+            capped.join("; ")
         )
     })
 }

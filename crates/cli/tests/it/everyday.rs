@@ -137,7 +137,7 @@ fn regression_a_frontend_is_never_most_of_a_small_target() {
     let base = ["run", "--size", "64m", "--backend", "null", "--workload", "frontend-seq-read", "--ramp", "1"];
     let o = iocurve(dir.path(), &args(&args(&base, FAST), &["--json", "r.json"]));
     assert!(o.status.success(), "{}", stderr(&o));
-    let said = "frontend capped at 1/8 of the target (1000 blocks of 1m would be most of it): it covers the first 8m of iocurve-scratch.dat (64m)";
+    let said = "frontend capped to at most 1/8 of a target (at least one block): 1000 blocks of 1m would be all of iocurve-scratch.dat (64m); it covers the first 8m";
     assert!(stdout(&o).contains(said), "{}", stdout(&o));
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();

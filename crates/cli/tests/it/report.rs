@@ -275,6 +275,16 @@ interval_s = 0.5
     let legend =
         b.eval("Array.from(document.querySelectorAll('[data-chart=timeline] .legend .name')).map(e => e.textContent)");
     assert!(legend.as_array().unwrap().iter().any(|l| l.as_str().unwrap().ends_with("errors/s")), "{legend}");
+    // The timeline's SVG puts its two right axes (latency, errors/s) side by side, as drawn.
+    let names = b.eval(
+        "(() => { const doc = new DOMParser().parseFromString(iocurveExport.svg(document.querySelector('[data-chart=timeline]')), 'image/svg+xml');
+           return Array.from(doc.querySelectorAll('text[font-weight=bold]')).map(t => [t.textContent, Number(t.getAttribute('x'))]); })()",
+    );
+    let x_of = |name: &str| {
+        names.as_array().unwrap().iter().find(|n| n[0].as_str().unwrap().starts_with(name)).map(|n| n[1].as_f64().unwrap())
+    };
+    let (lat, err) = (x_of("latency").expect("latency axis"), x_of("errors/s").expect("errors axis"));
+    assert!(err - lat > 30.0, "errors/s named right of latency, apart: {names}");
     let text = b.eval("document.body.textContent");
     assert!(text.as_str().unwrap().contains("× EIO on e.dat"), "the step's flag names the target");
 }
@@ -533,7 +543,11 @@ fn legends_exports_histogram_shares_and_the_printed_report() {
         .expect("Chromium starts");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
     while chrome.try_wait().unwrap().is_none() {
-        assert!(std::time::Instant::now() < deadline, "Chromium printed within 90 s");
+        if std::time::Instant::now() > deadline {
+            let _ = chrome.kill();
+            let _ = chrome.wait();
+            panic!("Chromium did not print within 90 s");
+        }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     assert!(pdf.exists(), "a PDF was written");
