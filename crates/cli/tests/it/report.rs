@@ -214,7 +214,8 @@ fn a_large_run_stays_within_the_size_and_render_budget() {
 
     let mut b = Browser::launch();
     let mut times = Vec::new();
-    for _ in 0..3 {
+    // Five loads, the median judged: one load slowed by the rest of the suite does not decide.
+    for _ in 0..5 {
         b.open(&page);
         assert_clean(&b, &page);
         // From navigation start to the end of the load event: parsing, and every chart drawn
@@ -224,7 +225,7 @@ fn a_large_run_stays_within_the_size_and_render_budget() {
     }
     times.sort_by(f64::total_cmp);
     eprintln!("render times (ms): {times:?}");
-    assert!(times[1] < 1000.0, "median render time under 1 s: {times:?}");
+    assert!(times[2] < 1000.0, "median render time under 1 s: {times:?}");
     assert_eq!(b.eval("document.querySelectorAll('section.group').length"), 5);
     // Five charts per group, and the SNIA window of the chosen step (its steps have 5+ intervals).
     assert_all_drawn(&mut b, 5 * 6);
@@ -281,7 +282,12 @@ interval_s = 0.5
            return Array.from(doc.querySelectorAll('text[font-weight=bold]')).map(t => [t.textContent, Number(t.getAttribute('x'))]); })()",
     );
     let x_of = |name: &str| {
-        names.as_array().unwrap().iter().find(|n| n[0].as_str().unwrap().starts_with(name)).map(|n| n[1].as_f64().unwrap())
+        names
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n[0].as_str().unwrap().starts_with(name))
+            .map(|n| n[1].as_f64().unwrap())
     };
     let (lat, err) = (x_of("latency").expect("latency axis"), x_of("errors/s").expect("errors axis"));
     assert!(err - lat > 30.0, "errors/s named right of latency, apart: {names}");
