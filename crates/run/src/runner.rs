@@ -465,6 +465,7 @@ impl Run<'_, '_> {
             targets_json: serde_json::to_string(&target_infos).unwrap_or_default(),
             plan_json: plan_json.to_string(),
         };
+        observers.note(&run_header(plan, &host, &target_infos));
         let th = Thresholds::default();
         let target_paths: Vec<String> = target_infos.iter().map(|t| t.path.clone()).collect();
         let mut workloads: Vec<WorkloadResult> = Vec::new();
@@ -803,4 +804,35 @@ fn frontend_note(w: &Workload, targets: &[TargetInfo]) -> Option<String> {
             capped.join("; ")
         )
     })
+}
+
+/// The run's header: what ran where, on what, so that any copy of the output says it.
+fn run_header(plan: &Plan, host: &HostInfo, targets: &[TargetInfo]) -> String {
+    let f = &host.facts;
+    let mut out = format!(
+        "iocurve {}, plan {}\n  host     {} ({}, {} cores, kernel {}), back-end {}",
+        env!("CARGO_PKG_VERSION"),
+        plan.name,
+        f.hostname,
+        f.cpu_model,
+        f.cores,
+        f.kernel,
+        host.backend
+    );
+    for a in &host.agents {
+        out.push_str(&format!(
+            "\n  agent    {} = {} ({}, {} cores), back-end {}",
+            a.address, a.facts.hostname, a.facts.cpu_model, a.facts.cores, a.backend
+        ));
+    }
+    // A run may have thousands of targets: the first few name it.
+    const SHOWN: usize = 4;
+    let named: Vec<String> =
+        targets.iter().take(SHOWN).map(|t| format!("{} ({}, {})", t.path, t.kind, format_size(t.size))).collect();
+    let more = match targets.len().saturating_sub(SHOWN) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    out.push_str(&format!("\n  targets  {}{more}", named.join(", ")));
+    out
 }

@@ -139,6 +139,18 @@ fn regression_a_frontend_is_never_most_of_a_small_target() {
     assert!(o.status.success(), "{}", stderr(&o));
     let said = "frontend capped to at most 1/8 of a target (at least one block): 1000 blocks of 1m would be all of iocurve-scratch.dat (64m); it covers the first 8m";
     assert!(stdout(&o).contains(said), "{}", stdout(&o));
+    // The run's header names what ran where (issue 16): the host with its CPU, the back-end,
+    // the targets with their kind and size.
+    let out = stdout(&o);
+    let head: Vec<&str> = out.lines().skip_while(|l| !l.starts_with("iocurve ")).take(3).collect();
+    assert!(head[0].starts_with("iocurve ") && head[0].ends_with(", plan quick"), "{head:?}");
+    assert!(
+        head[1].starts_with("  host     ")
+            && head[1].contains(" cores, kernel ")
+            && head[1].ends_with(", back-end null"),
+        "{head:?}"
+    );
+    assert_eq!(head[2], "  targets  iocurve-scratch.dat (file, 64m)", "{head:?}");
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
     assert_eq!(r["workloads"][0]["notes"], serde_json::json!([said]), "in the JSON");
