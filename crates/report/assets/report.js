@@ -80,9 +80,12 @@
       point: sp.points && { size: Math.min(sp.points.size, 9), fill: sp.points.fill }, idx: [k + 1],
     });
   });
+  // Indices of the series whose label ends with `suffix` (every series label ends in a fixed
+  // word of the chart's own, so a user's label cannot match by accident).
+  const seriesNamed = (series, suffix) => series.flatMap((x, i) => (x.label.endsWith(suffix) ? [i] : []));
   const markEntries = (series) => [
-    entry("optimum", { width: 0, point: { size: 9, fill: OPTIMUM }, idx: series.flatMap((x, i) => (x.label.endsWith(" optimum") ? [i] : [])) }),
-    entry("maximum", { width: 0, point: { size: 9, fill: MAXIMUM }, idx: series.flatMap((x, i) => (x.label.endsWith(" maximum") ? [i] : [])) }),
+    entry("optimum", { width: 0, point: { size: 9, fill: OPTIMUM }, idx: seriesNamed(series, " optimum") }),
+    entry("maximum", { width: 0, point: { size: 9, fill: MAXIMUM }, idx: seriesNamed(series, " maximum") }),
   ];
 
   // The chart in `el`: uPlot without its own legend (whose value column is a row of `—` until
@@ -108,10 +111,18 @@
     el.uplot = null;
   }
 
+  // A legend entry's swatch, 24 × 12: its line (from x1 to x2 at y) and its point, if any. The
+  // legend (SVG), the SVG export and the PNG export (canvas) all draw this one shape.
+  const swatchShape = (e) => ({
+    line: e.width > 0 ? { x1: 1, x2: 23, y: 6, color: e.color, width: Math.max(1, e.width), alpha: e.alpha, dash: e.dash.map((d) => d * 0.75) } : null,
+    point: e.point ? { x: 12, y: 6, r: e.point.size / 2.5, fill: e.point.fill, stroke: e.point.fill === "#fff" ? e.color : e.point.fill } : null,
+  });
+
   function swatchSvg(e) {
-    const dash = e.dash.length ? ` stroke-dasharray="${e.dash.map((d) => d * 0.75).join(" ")}"` : "";
-    const line = e.width > 0 ? `<line x1="1" y1="6" x2="23" y2="6" stroke="${e.color}" stroke-width="${Math.max(1, e.width)}" stroke-opacity="${e.alpha}"${dash}/>` : "";
-    const pt = e.point ? `<circle cx="12" cy="6" r="${e.point.size / 2.5}" fill="${e.point.fill}" stroke="${e.point.fill === "#fff" ? e.color : e.point.fill}"/>` : "";
+    const { line: l, point: p } = swatchShape(e);
+    const dash = l && l.dash.length ? ` stroke-dasharray="${l.dash.join(" ")}"` : "";
+    const line = l ? `<line x1="${l.x1}" y1="${l.y}" x2="${l.x2}" y2="${l.y}" stroke="${l.color}" stroke-width="${l.width}" stroke-opacity="${l.alpha}"${dash}/>` : "";
+    const pt = p ? `<circle cx="${p.x}" cy="${p.y}" r="${p.r}" fill="${p.fill}" stroke="${p.stroke}"/>` : "";
     return `<svg class="swatch-svg" width="24" height="12" viewBox="0 0 24 12">${line}${pt}</svg>`;
   }
 
@@ -192,7 +203,7 @@
     // In a comparison latency keeps its run's colour: the open points say it is latency.
     legend.push(entry("mean " + (g.rate ? "response time" : "latency") + " (right axis)", {
       color: multiRun ? "#555" : latColor(null), width: 1, point: { size: 6, fill: "#fff" },
-      idx: series.flatMap((x, i) => (x.scale === "lat" ? [i] : [])),
+      idx: seriesNamed(series, " mean latency"),
     }));
     legend.push(...markEntries(series));
     return make(el, {
@@ -291,19 +302,19 @@
       if (s.stop_p99_us != null) bounds.push([who + "stop at p99 > " + plain(s.stop_p99_us / 1000) + " ms", s.stop_p99_us]);
     }
     const seen = new Set();
-    const hidden = [];
+    const above = [];
     for (const [label, us] of bounds) {
       if (seen.has(label)) continue;
       seen.add(label);
       // A bound far above the curve would flatten it: keep the curve readable, say so below.
       if (us <= maxY * 3) maxY = Math.max(maxY, us);
-      else hidden.push(label);
+      else above.push(label);
       data.push([[0, maxX], [us, us]]);
       series.push({ label, stroke: "#c0392b", dash: [4, 4], width: 1.5, points: { show: false } });
     }
-    if (hidden.length) {
+    if (above.length) {
       const cap = el.parentNode.querySelector(".response-caption");
-      cap.textContent += " — above the chart: " + hidden.join(", ");
+      cap.textContent += " — above the chart: " + above.join(", ");
     }
     const legend = entriesOf(series).concat([
       entry("optimum", { width: 0, point: { size: 9, fill: OPTIMUM } }),
@@ -331,8 +342,8 @@
       series.push({ label: s.label + " busy %", stroke: s.color, dash: s.dash, width: 2, spanGaps: true });
       series.push({ label: s.label + " iowait %", stroke: s.color, dash: s.dash, width: 1, alpha: 0.5, spanGaps: true });
     }
-    legend.push(entry("busy (user + system): thick", { width: 2, idx: series.flatMap((x, i) => (x.label.endsWith(" busy %") ? [i] : [])) }));
-    legend.push(entry("I/O wait: thin", { width: 1, alpha: 0.5, idx: series.flatMap((x, i) => (x.label.endsWith(" iowait %") ? [i] : [])) }));
+    legend.push(entry("busy (user + system): thick", { width: 2, idx: seriesNamed(series, " busy %") }));
+    legend.push(entry("I/O wait: thin", { width: 1, alpha: 0.5, idx: seriesNamed(series, " iowait %") }));
     return make(el, {
       series,
       scales: { x: xScale(g), y: { range: [0, 100] } },
@@ -370,10 +381,9 @@
       series.push({ label: s.label + " step p99", stroke: latColor(s), dash: [6, 3], width: 1, alpha: 0.7, scale: "lat", spanGaps: true });
     }
     const lc = multiRun ? "#555" : latColor(null);
-    const named = (suffix) => series.flatMap((x, i) => (x.label.endsWith(suffix) ? [i] : []));
-    legend.push(entry("mean latency per second (right axis)", { color: lc, width: 1.5, idx: named(" mean latency") }));
-    legend.push(entry("slowest I/O per second", { color: lc, width: 1, alpha: 0.3, idx: named(" max latency") }));
-    legend.push(entry("p99 of the step", { color: lc, dash: [6, 3], width: 1, alpha: 0.7, idx: named(" step p99") }));
+    legend.push(entry("mean latency per second (right axis)", { color: lc, width: 1.5, idx: seriesNamed(series, " mean latency") }));
+    legend.push(entry("slowest I/O per second", { color: lc, width: 1, alpha: 0.3, idx: seriesNamed(series, " max latency") }));
+    legend.push(entry("p99 of the step", { color: lc, dash: [6, 3], width: 1, alpha: 0.7, idx: seriesNamed(series, " step p99") }));
     // I/O errors per second, on their own axis, when the step had any.
     const withErrors = [];
     for (const s of g.series) {
@@ -475,13 +485,12 @@
     return chart;
   }
 
-  // A share as the histogram prints it: never "0.0 %" for a share that is not zero.
-  // Nor "100 %" for one that is not all: 99.6 % of I/Os in one range reads 99.6 %.
-  const share = (v) => (v <= 0 ? "0 %" : v < 0.1 ? "< 0.1 %" : v >= 100 ? "100 %" : v > 99.9 ? "> 99.9 %"
-    : v >= 99.5 ? (Math.floor(v * 10) / 10).toFixed(1) + " %" : (v >= 10 ? v.toFixed(0) : v.toFixed(1)) + " %");
   // A cumulative share reads 100 % only when no I/O was slower.
   // It is cut, never rounded, to one decimal: 99.96 % below a range's top is not "100 %".
   const cumShare = (v) => (v >= 100 ? "100 %" : v > 99.9 ? "> 99.9 %" : v > 0 && v < 0.1 ? "< 0.1 %" : (Math.floor(v * 10) / 10).toFixed(1) + " %");
+  // A share as the histogram prints it: never "0.0 %" for a share that is not zero, nor
+  // "100 %" for one that is not all (from 99.5 % on it is cut as a cumulative share is).
+  const share = (v) => (v >= 99.5 ? cumShare(v) : v <= 0 ? "0 %" : v < 0.1 ? "< 0.1 %" : (v >= 10 ? v.toFixed(0) : v.toFixed(1)) + " %");
 
   function histogramTable(g, el, workers) {
     const table = document.createElement("table");
@@ -723,23 +732,25 @@
     ctx.font = "11px system-ui, sans-serif";
     for (const { e, x, y } of lay.items) {
       const top = u.height + y;
-      if (e.width > 0) {
+      // The swatch where the SVG export puts it: 4 px into the entry.
+      const { line: l, point: p } = swatchShape(e);
+      if (l) {
         ctx.save();
-        ctx.globalAlpha = e.alpha;
-        ctx.strokeStyle = e.color;
-        ctx.lineWidth = Math.max(1, e.width);
-        ctx.setLineDash(e.dash.map((d) => d * 0.75));
+        ctx.globalAlpha = l.alpha;
+        ctx.strokeStyle = l.color;
+        ctx.lineWidth = l.width;
+        ctx.setLineDash(l.dash);
         ctx.beginPath();
-        ctx.moveTo(x + 5, top + 6);
-        ctx.lineTo(x + 27, top + 6);
+        ctx.moveTo(x + 4 + l.x1, top + l.y);
+        ctx.lineTo(x + 4 + l.x2, top + l.y);
         ctx.stroke();
         ctx.restore();
       }
-      if (e.point) {
+      if (p) {
         ctx.beginPath();
-        ctx.fillStyle = e.point.fill;
-        ctx.strokeStyle = e.point.fill === "#fff" ? e.color : e.point.fill;
-        ctx.arc(x + 16, top + 6, e.point.size / 2.5, 0, 2 * Math.PI);
+        ctx.fillStyle = p.fill;
+        ctx.strokeStyle = p.stroke;
+        ctx.arc(x + 4 + p.x, top + p.y, p.r, 0, 2 * Math.PI);
         ctx.fill();
         ctx.stroke();
       }
