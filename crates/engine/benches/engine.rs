@@ -85,6 +85,7 @@ fn null_loop(c: &mut Criterion) {
                     verify: None,
                     abort: None,
                     start_at: None,
+                    synchronized: false,
                     rate: None,
                     end: None,
                 };

@@ -54,6 +54,9 @@ pub struct StepConfig<'a> {
     /// their data, rings, opened targets): the first I/O follows the moment by microseconds,
     /// not by the set-up. False calls the step off (nothing is measured). None: start at once.
     pub start_at: Option<&'a (dyn Fn() -> bool + Sync)>,
+    /// Hosts start this step together at an agreed moment: the I/O threads wait for it at
+    /// real-time priority and keep it until their first I/O is out ([`crate::host::StartPriority`]).
+    pub synchronized: bool,
     /// A rate step: this host's share of the run's schedule. None: closed loop.
     pub rate: Option<RateShare>,
     /// An agent's step (every step of `iocurve run`, a local one through the in-process agent):
@@ -306,6 +309,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
         let rate = cfg.rate;
         let shared_schedule = shared_schedule.clone();
         let rounds = rounds.clone();
+        let cfg_synchronized = cfg.synchronized;
         let builder = std::thread::Builder::new().name(format!("iocurve-io{ti}")).stack_size(256 << 10);
         let spawned = builder.spawn(move || {
             let live = &lives[ti];
@@ -327,7 +331,12 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
                     data.prepare(pool.slice_mut(i), &mut rng);
                 }
             }
-            let start = || thread_gate.arrive().map(|t0| Schedule::new(t0, &w));
+            let synchronized = cfg_synchronized;
+            let spp = worker::samples_per_interval(w.interval_s);
+            let start = || {
+                let priority = if synchronized { crate::host::StartPriority::raise() } else { None };
+                thread_gate.arrive().map(|t0| (Schedule::new(t0, &w), priority))
+            };
             let n = workers.len();
             let rate = rate.map(|share| {
                 let own = || Arrivals::for_thread(w.arrival, &share, ti, nthreads, w.seed);
@@ -348,7 +357,7 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
                 Backend::IoUring => match UringBackend::new(n, &fds, (parts.pool.base(), parts.pool.total_len())) {
                     Ok(b) => {
                         let mut s = parts.slots(b);
-                        run_slots(&mut s, start(), stop, live, &send)
+                        run_slots(&mut s, spp, start, stop, live, &send)
                     }
                     Err(e) => {
                         start();
@@ -357,11 +366,11 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
                 },
                 Backend::Psync => {
                     let mut s = parts.slots(PsyncBackend::new(fds));
-                    run_slots(&mut s, start(), stop, live, &send)
+                    run_slots(&mut s, spp, start, stop, live, &send)
                 }
                 Backend::Null => {
                     let mut s = parts.slots(NullBackend::new(n));
-                    run_slots(&mut s, start(), stop, live, &send)
+                    run_slots(&mut s, spp, start, stop, live, &send)
                 }
             };
             send(match result {
@@ -376,25 +385,28 @@ pub fn run_step(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepReco
         }
     }
     drop(tx);
+    // Made before the start: its histograms are some hundred KiB to zero.
+    let spp = worker::samples_per_interval(w.interval_s);
+    let rec = StepRecord::new(cfg.workers, w.queue_depth, nthreads, w.interval_s, w.interval_s / spp as f64);
     let Some(t0) = gate.open(nthreads, cfg.start_at) else {
         return Err(EngineError::Input("the step was called off before it started".into()));
     };
     let sched = Schedule::new(t0, w);
-    coordinate(cfg, w, nthreads, &sched, &rx, &step_stop, &lives, &errors, rounds.as_deref(), obs)
+    coordinate(cfg, w, rec, &sched, &rx, &step_stop, &lives, &errors, rounds.as_deref(), obs)
 }
 
-/// Runs a thread's slots once the gate opened (`sched` None: the step was called off). If I/O
+/// Runs a thread's slots once the gate opens (`start` gives None: the step was called off). If I/O
 /// is still in flight after an error, the buffers are leaked on purpose: the kernel may still
 /// write into them.
 fn run_slots<B: crate::backend::IoEngine>(
     s: &mut Slots<B>,
-    sched: Option<Schedule>,
+    samples_per_interval: u32,
+    start: impl FnOnce() -> Option<(Schedule, Option<crate::host::StartPriority>)>,
     stop: &AtomicBool,
     live: &Live,
     send: &dyn Fn(Msg),
 ) -> Result<(), String> {
-    let Some(sched) = sched else { return Ok(()) };
-    match worker::run(s, &sched, stop, live, send) {
+    match worker::run(s, samples_per_interval, start, stop, live, send) {
         Ok(0) => Ok(()),
         Ok(_) => {
             // Stuck I/Os the kernel did not give back may still write into their buffers.
@@ -421,7 +433,7 @@ const ABANDON_MARGIN_NS: u64 = worker::POLL_NS + worker::CANCEL_WAIT_NS + 200_00
 fn coordinate(
     cfg: &StepConfig,
     w: &Workload,
-    nthreads: usize,
+    mut rec: StepRecord,
     sched: &Schedule,
     rx: &mpsc::Receiver<(usize, Msg)>,
     step_stop: &AtomicBool,
@@ -441,7 +453,7 @@ fn coordinate(
     let mut next_cpu = 0u32;
     // Per interval: which threads reported it, and their stats merged.
     let mut pending: BTreeMap<u32, (Vec<bool>, IntervalStats)> = BTreeMap::new();
-    let mut rec = StepRecord::new(cfg.workers, w.queue_depth, nthreads, w.interval_s, w.interval_s / spp as f64);
+    let nthreads = rec.threads;
     rec.rate_iops = cfg.rate.map(|r| r.iops);
     let since_t0 = Instant::now().saturating_duration_since(t0).as_nanos() as i64;
     rec.measured_from_unix_ns = Some(iocurve_stats::date::unix_ns() - since_t0 + sched.warmup_ns as i64);

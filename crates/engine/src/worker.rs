@@ -453,17 +453,20 @@ fn verify_completion<B: IoEngine>(
 /// Runs one thread's share of a step. Returns how many I/Os it left in flight (stuck I/Os the
 /// kernel did not give back): their buffers must not be freed. On failure, the error and the
 /// I/Os still in flight.
+///
+/// `start` waits for the step's start (None: called off, nothing to do); everything the thread
+/// needs is allocated before it, so that the first I/O follows the start by microseconds (a
+/// histogram is some hundred KiB to zero). `samples_per_interval` is the schedule's.
 pub(crate) fn run<B: IoEngine>(
     s: &mut Slots<B>,
-    sched: &Schedule,
+    samples_per_interval: u32,
+    start: impl FnOnce() -> Option<(Schedule, Option<crate::host::StartPriority>)>,
     stop: &AtomicBool,
     live: &Live,
     send: &dyn Fn(Msg),
 ) -> Result<usize, (std::io::Error, usize)> {
     let n = s.worker.len();
-    let spp = sched.samples_per_interval as u64;
-    let sample_ns = (sched.interval_ns / spp).max(1);
-    let clock = || sched.t0.elapsed().as_nanos() as u64;
+    let spp = samples_per_interval as u64;
     let rate_mode = s.rate.is_some();
     let fresh = || {
         let mut c = Box::new(IntervalStats::with_samples(spp as usize));
@@ -476,7 +479,6 @@ pub(crate) fn run<B: IoEngine>(
     let mut cur = fresh();
     let mut phase: i64 = -1; // -1 = warm-up
     let mut phase_start = 0u64;
-    let mut next_boundary = sched.warmup_ns;
     let mut issuing = true;
     // Stopped before the last boundary (Ctrl-C, abort): the unfinished interval is dropped.
     let mut stopped = false;
@@ -499,6 +501,12 @@ pub(crate) fn run<B: IoEngine>(
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
     }
 
+    let Some((sched, mut start_priority)) = start() else { return Ok(0) };
+    debug_assert_eq!(sched.samples_per_interval, samples_per_interval);
+    let sched = &sched;
+    let sample_ns = (sched.interval_ns / spp).max(1);
+    let clock = || sched.t0.elapsed().as_nanos() as u64;
+    let mut next_boundary = sched.warmup_ns;
     let mut now = clock();
     s.backend.start(sched.t0 + Duration::from_nanos(sched.warmup_ns));
     if let Some(r) = &mut cur.rate {
@@ -545,6 +553,8 @@ pub(crate) fn run<B: IoEngine>(
         } else {
             s.backend.submit_and_wait(wait).map_err(|e| (e, inflight))?;
         }
+        // The first I/Os are out: the synchronized start is over for this thread.
+        drop(start_priority.take());
         now = clock();
         live.last_wake_ns.store(now, Ordering::Relaxed);
         if live.abandoned.load(Ordering::Relaxed) {

@@ -65,6 +65,7 @@ fn step(w: &Workload, workers: u32, targets: &TargetSet, faults: &[Fault], stop:
         verify: None,
         abort: None,
         start_at: None,
+        synchronized: false,
         rate: None,
         end: None,
     };
@@ -186,6 +187,7 @@ fn rate_step_seen(w: &Workload, iops: f64, targets: &TargetSet, faults: &[Fault]
         verify: None,
         abort: None,
         start_at: None,
+        synchronized: false,
         rate: Some(iocurve_engine::arrival::RateShare { iops, host: 0, hosts: 1 }),
         end: None,
     };
@@ -387,10 +389,81 @@ fn regression_a_rate_that_cannot_be_run_is_refused_before_any_io() {
             verify: None,
             abort: None,
             start_at: None,
+            synchronized: false,
             rate: Some(iocurve_engine::arrival::RateShare { iops, host, hosts }),
             end: None,
         };
         let e = run_step(&cfg, &mut Seen::default()).err().unwrap_or_else(|| panic!("{iops} {host}/{hosts} ran"));
         assert!(e.to_string().contains("a rate step needs a rate above 0 and up to 1e9 IOPS"), "{e}");
     }
+}
+
+/// The scheduling policy (`/proc/self/task/TID/stat` field 41) of this process's I/O threads.
+fn io_thread_policies() -> Vec<u32> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with("iocurve-io") {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else { continue };
+        // Fields after the command name, which ends at the last ')': state is field 3.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        out.push(rest.split(' ').nth(41 - 3).unwrap().parse().unwrap());
+    }
+    out
+}
+
+/// Issue 15: 64 agents on 2 cores started 10 ms apart (16 agents 1–4 ms) because each woke
+/// to zero its histograms (some hundred KiB) and was then queued behind the I/O threads of
+/// the agents already running. The threads of a synchronized start now wait at real-time
+/// priority, with everything allocated, and drop it once their first I/O is out: a thread
+/// left real-time could take the CPU from the rest of the host for the whole step.
+#[test]
+fn regression_a_synchronized_start_is_real_time_only_until_the_first_io() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = target(&dir, false);
+    let w = workload(100.0, 4, 2, 0.2, Backend::Null);
+    let stop = AtomicBool::new(false);
+    // The root of the test machines may raise a thread; any other user keeps the normal
+    // policy, and the step runs the same.
+    let permitted = iocurve_engine::host::StartPriority::raise().is_some();
+    let at_gate = std::sync::Mutex::new(Vec::new());
+    let start_at = || {
+        *at_gate.lock().unwrap() = io_thread_policies();
+        true
+    };
+    struct During<'a>(&'a std::sync::Mutex<Vec<u32>>);
+    impl StepObserver for During<'_> {
+        fn interval(&mut self, index: u32, _stats: &IntervalStats, _cpu: &CpuUsage, _duration_s: f64) {
+            // After the first interval, while both threads run the second.
+            if index == 0 {
+                *self.0.lock().unwrap() = io_thread_policies();
+            }
+        }
+    }
+    let during = std::sync::Mutex::new(Vec::new());
+    let cfg = StepConfig {
+        workload: &w,
+        workers: 2,
+        backend: w.backend,
+        threads: 2,
+        targets: &t,
+        stop: &stop,
+        faults: &[],
+        verify: None,
+        abort: None,
+        start_at: Some(&start_at),
+        synchronized: true,
+        rate: None,
+        end: None,
+    };
+    let rec = run_step(&cfg, &mut During(&during)).expect("the step runs");
+    assert_eq!(rec.intervals.len(), 2);
+    assert!(rec.total.read.ops > 0);
+    let (gate, running) = (at_gate.into_inner().unwrap(), during.into_inner().unwrap());
+    let fifo = libc::SCHED_FIFO as u32;
+    let normal = libc::SCHED_OTHER as u32;
+    assert_eq!(gate, vec![if permitted { fifo } else { normal }; 2], "waiting at the gate");
+    assert_eq!(running, vec![normal; 2], "after the first I/O");
 }

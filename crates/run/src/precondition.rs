@@ -338,6 +338,7 @@ pub fn until_steady(
         verify: None,
         abort: None,
         start_at: None,
+        synchronized: false,
         rate: None,
         end: None,
     };

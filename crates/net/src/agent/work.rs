@@ -97,6 +97,11 @@ struct Streamer<'a> {
     /// When the request came, and when the step was set up (0: not waited for a start).
     received_unix_ns: i64,
     ready_unix_ns: &'a std::sync::atomic::AtomicI64,
+    /// Held by this thread from its last sleep before the start to the report of the start.
+    start_priority: &'a std::sync::Mutex<Option<iocurve_engine::host::StartPriority>>,
+    /// The agreed start moment (Unix ns; 0: none), and when the wait for it ended.
+    start_at_unix_ns: i64,
+    woke_unix_ns: &'a std::sync::atomic::AtomicI64,
     /// This agent's live metrics (its exporter and host name), the step's live figures and
     /// the last progress they came from.
     metrics: Option<(&'a iocurve_metrics::Exporter, &'a str)>,
@@ -113,13 +118,22 @@ impl Streamer<'_> {
 
 impl StepObserver for Streamer<'_> {
     fn started(&mut self, rec: &StepRecord) {
+        let started_unix_ns = unix_ns();
         self.send(pb::step_event::Event::Started(pb::Started {
-            started_unix_ns: unix_ns(),
+            started_unix_ns,
             threads: rec.threads as u32,
             sample_s: rec.sample_s,
             received_unix_ns: self.received_unix_ns,
             ready_unix_ns: self.ready_unix_ns.load(Ordering::Relaxed),
         }));
+        let priority = self.start_priority.lock().unwrap_or_else(|p| p.into_inner()).take();
+        tracing::debug!(
+            started_after_ns = started_unix_ns - self.start_at_unix_ns,
+            woke_after_ns = self.woke_unix_ns.load(Ordering::Relaxed) - self.start_at_unix_ns,
+            realtime = priority.is_some(),
+            "step started"
+        );
+        drop(priority);
     }
 
     fn progress(&mut self, p: &StepProgress) {
@@ -190,6 +204,11 @@ pub(super) fn run_blocking(
     // coordinator goes away (or stops the step) meanwhile.
     let ready = std::sync::atomic::AtomicI64::new(0);
     let called_off = AtomicBool::new(false);
+    // This thread opens the gate and reports the start: at real-time priority from the last
+    // sleep to the report (`Streamer::started`), as the I/O threads to their first I/O.
+    let priority = std::sync::Mutex::new(None);
+    let synchronized = r.start_at_unix_ns != 0;
+    let woke = std::sync::atomic::AtomicI64::new(0);
     let start_at = || {
         ready.store(unix_ns(), Ordering::Relaxed);
         loop {
@@ -197,14 +216,22 @@ pub(super) fn run_blocking(
                 called_off.store(true, Ordering::Relaxed);
                 return false;
             }
-            let left = r.start_at_unix_ns.saturating_sub(unix_ns());
+            let now = unix_ns();
+            let left = r.start_at_unix_ns.saturating_sub(now);
             if left <= 0 {
+                woke.store(now, Ordering::Relaxed);
                 return true;
             }
             if left > 60_000_000 {
                 // In steps short enough to notice a coordinator gone.
                 std::thread::sleep(Duration::from_millis(50));
             } else {
+                if synchronized {
+                    let mut p = priority.lock().unwrap_or_else(|p| p.into_inner());
+                    if p.is_none() {
+                        *p = iocurve_engine::host::StartPriority::raise();
+                    }
+                }
                 sleep_until_unix_ns(r.start_at_unix_ns);
             }
         }
@@ -221,6 +248,7 @@ pub(super) fn run_blocking(
         verify: step.verify.clone(),
         abort: Some(abort.clone()),
         start_at: Some(&start_at),
+        synchronized,
         rate: super::rate_share(r),
         // The coordinator judges steady state on every host's intervals together.
         end: Some(step.end),
@@ -239,6 +267,9 @@ pub(super) fn run_blocking(
         save,
         received_unix_ns: step.received_unix_ns,
         ready_unix_ns: &ready,
+        start_priority: &priority,
+        start_at_unix_ns: r.start_at_unix_ns,
+        woke_unix_ns: &woke,
         metrics: step.metrics,
         gauges,
     };
