@@ -101,6 +101,7 @@ fuzz_target!(init: write_seeds("agent_request", seeds), |data: &[u8]| {
         // Set before the start: the I/O threads issue one round and drain.
         abort: Some(Arc::new(AtomicBool::new(true))),
         start_at: None,
+        synchronized: false,
         rate: iocurve_net::agent::rate_share(&r),
         // As the agent runs it: the coordinator ends a steady step.
         end: Some(&end),

@@ -34,32 +34,51 @@ pub fn cpu_times() -> Option<CpuTimes> {
 }
 
 /// The calling thread at the lowest real-time priority (SCHED_FIFO 1) until dropped, then
-/// back to the normal policy. The threads of a synchronized start (an agent's step) hold it
-/// from before the start moment until their first I/O is out: many agents woken at one moment
-/// on few cores otherwise start one after the other as the fair scheduler hands out time
-/// slices, the first ones' I/O threads taking the time the last ones need to start (issue 15:
-/// 64 agents on 2 cores started 10 ms apart). Held only for the few microseconds each takes;
-/// the kernel's real-time throttling bounds it anyway.
+/// back to the policy it had. The threads of an agent's synchronized start hold it from before
+/// the start moment (asleep) until the start is reported or their first I/Os are submitted:
+/// many agents woken at one moment on few cores otherwise start one after the other as the
+/// fair scheduler hands out time slices, the first ones' threads taking the time the last ones
+/// need to start (issue 15: 64 agents on 2 cores started 10–30 ms apart). Held while running
+/// only for that first work; the kernel's real-time throttling bounds it anyway.
 #[derive(Debug)]
-pub struct StartPriority(());
+pub struct StartPriority {
+    /// The thread raised, and the policy and priority it had.
+    tid: libc::pid_t,
+    policy: libc::c_int,
+    priority: libc::c_int,
+}
 
 impl StartPriority {
-    /// None when the thread may not (no CAP_SYS_NICE and RLIMIT_RTPRIO 0): it starts with the
-    /// fair scheduler, as before.
+    /// None when the thread may not (no CAP_SYS_NICE and RLIMIT_RTPRIO 0), or is real-time
+    /// already (started with `chrt`): it starts as it is.
     pub fn raise() -> Option<StartPriority> {
+        // SAFETY: gettid, and reads of the calling thread's policy and parameter.
+        let (tid, policy, priority) = unsafe {
+            let mut p = libc::sched_param { sched_priority: 0 };
+            if libc::sched_getparam(0, &mut p) != 0 {
+                return None;
+            }
+            (libc::gettid(), libc::sched_getscheduler(0), p.sched_priority)
+        };
+        let plain = policy & !libc::SCHED_RESET_ON_FORK;
+        if policy < 0 || plain == libc::SCHED_FIFO || plain == libc::SCHED_RR {
+            return None;
+        }
         let p = libc::sched_param { sched_priority: 1 };
-        // SAFETY: changes only the calling thread's policy (0 = this thread on Linux); threads
-        // it creates meanwhile get the normal policy (SCHED_RESET_ON_FORK).
-        let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &p) };
-        (r == 0).then_some(StartPriority(()))
+        // SAFETY: changes only this thread's policy; threads it creates meanwhile get the
+        // normal policy (SCHED_RESET_ON_FORK).
+        let r = unsafe { libc::sched_setscheduler(tid, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &p) };
+        (r == 0).then_some(StartPriority { tid, policy, priority })
     }
 }
 
 impl Drop for StartPriority {
+    /// Restores the thread that raised it, by its id: dropped on another thread, the guard
+    /// still gives the right thread back its policy.
     fn drop(&mut self) {
-        let p = libc::sched_param { sched_priority: 0 };
-        // SAFETY: as in raise; the normal policy needs no privilege.
-        unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &p) };
+        let p = libc::sched_param { sched_priority: self.priority };
+        // SAFETY: as in raise, for the same thread; going back needs no privilege.
+        unsafe { libc::sched_setscheduler(self.tid, self.policy, &p) };
     }
 }
 
@@ -80,8 +99,24 @@ mod tests {
             let raised = StartPriority::raise();
             // As root it is real-time; as any other user it stays normal (not permitted).
             assert_eq!(policy(), if raised.is_some() { libc::SCHED_FIFO } else { libc::SCHED_OTHER });
-            drop(raised);
+            // Real-time already: left as it is.
+            assert!(raised.is_none() || StartPriority::raise().is_none());
+            // Dropped on another thread, it still restores the thread that raised it.
+            std::thread::scope(|s| s.spawn(move || drop(raised)).join().unwrap());
             assert_eq!(policy(), libc::SCHED_OTHER);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn the_policy_a_thread_had_is_given_back() {
+        std::thread::spawn(|| {
+            let p = libc::sched_param { sched_priority: 0 };
+            // SAFETY: the calling thread's policy; SCHED_BATCH needs no privilege.
+            assert_eq!(unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &p) }, 0);
+            drop(StartPriority::raise());
+            assert_eq!(policy(), libc::SCHED_BATCH);
         })
         .join()
         .unwrap();

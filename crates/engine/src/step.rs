@@ -55,7 +55,7 @@ pub struct StepConfig<'a> {
     /// not by the set-up. False calls the step off (nothing is measured). None: start at once.
     pub start_at: Option<&'a (dyn Fn() -> bool + Sync)>,
     /// Hosts start this step together at an agreed moment: the I/O threads wait for it at
-    /// real-time priority and keep it until their first I/O is out ([`crate::host::StartPriority`]).
+    /// real-time priority and keep it until their first I/Os are submitted ([`crate::host::StartPriority`]).
     pub synchronized: bool,
     /// A rate step: this host's share of the run's schedule. None: closed loop.
     pub rate: Option<RateShare>,

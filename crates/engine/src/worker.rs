@@ -501,7 +501,7 @@ pub(crate) fn run<B: IoEngine>(
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
     }
 
-    let Some((sched, mut start_priority)) = start() else { return Ok(0) };
+    let Some((sched, start_priority)) = start() else { return Ok(0) };
     debug_assert_eq!(sched.samples_per_interval, samples_per_interval);
     let sched = &sched;
     let sample_ns = (sched.interval_ns / spp).max(1);
@@ -520,6 +520,12 @@ pub(crate) fn run<B: IoEngine>(
                 inflight_writes += s.ops[slot].write as u64;
             }
         }
+    }
+    // A synchronized start is over for this thread once its first I/Os are submitted (not
+    // waited for: that may take as long as the storage does).
+    if let Some(priority) = start_priority {
+        s.backend.flush().map_err(|e| (e, inflight))?;
+        drop(priority);
     }
     // Before the first wait: a thread whose first I/O never returns (psync on storage that
     // already stopped answering) is given up with it counted.
@@ -553,8 +559,6 @@ pub(crate) fn run<B: IoEngine>(
         } else {
             s.backend.submit_and_wait(wait).map_err(|e| (e, inflight))?;
         }
-        // The first I/Os are out: the synchronized start is over for this thread.
-        drop(start_priority.take());
         now = clock();
         live.last_wake_ns.store(now, Ordering::Relaxed);
         if live.abandoned.load(Ordering::Relaxed) {

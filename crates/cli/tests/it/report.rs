@@ -472,6 +472,16 @@ fn legends_exports_histogram_shares_and_the_printed_report() {
              circles: Array.from(doc.querySelectorAll('circle')).map(p => p.getAttribute('fill')),
              texts: Array.from(doc.querySelectorAll('text')).map(t => t.textContent) }; })",
     );
+    // Axes start at "0", not "0.00" (issue 16): some axis has a zero tick, none writes it so.
+    let all_texts: Vec<&str> = svgs
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["texts"].as_array().unwrap())
+        .filter_map(|t| t.as_str())
+        .collect();
+    assert!(all_texts.contains(&"0"), "a zero tick: {all_texts:?}");
+    assert!(!all_texts.iter().any(|t| ["0.00", "0.0", "0.000"].contains(t)), "zero written as 0.00: {all_texts:?}");
     for s in svgs.as_array().unwrap() {
         assert_eq!(s["error"], Value::Null, "{s}");
         assert_eq!(s["width"], "560", "{s}");

@@ -573,6 +573,7 @@ impl Agent for Service {
         let end = self.end.clone();
         let (tx, rx) = mpsc::channel(64);
         let metrics = self.metrics.clone();
+        let synchronized = self.local.is_none();
         tokio::task::spawn_blocking(move || {
             let save = verify.clone().zip(map_file);
             let step = Step {
@@ -585,6 +586,7 @@ impl Agent for Service {
                 verify,
                 stop: &stop,
                 end: &end,
+                synchronized,
                 metrics: metrics.as_ref().map(|(e, host)| (e, host.as_str())),
             };
             let mut done = run_blocking(&step, &tx, save.as_ref());

@@ -126,14 +126,15 @@ impl StepObserver for Streamer<'_> {
             received_unix_ns: self.received_unix_ns,
             ready_unix_ns: self.ready_unix_ns.load(Ordering::Relaxed),
         }));
-        let priority = self.start_priority.lock().unwrap_or_else(|p| p.into_inner()).take();
-        tracing::debug!(
-            started_after_ns = started_unix_ns - self.start_at_unix_ns,
-            woke_after_ns = self.woke_unix_ns.load(Ordering::Relaxed) - self.start_at_unix_ns,
-            realtime = priority.is_some(),
-            "step started"
-        );
-        drop(priority);
+        let realtime = self.start_priority.lock().unwrap_or_else(|p| p.into_inner()).take().is_some();
+        if self.start_at_unix_ns != 0 {
+            tracing::debug!(
+                started_after_ns = started_unix_ns - self.start_at_unix_ns,
+                woke_after_ns = self.woke_unix_ns.load(Ordering::Relaxed) - self.start_at_unix_ns,
+                realtime,
+                "step started"
+            );
+        }
     }
 
     fn progress(&mut self, p: &StepProgress) {
@@ -186,6 +187,8 @@ pub(super) struct Step<'a> {
     pub(super) stop: &'a AtomicBool,
     /// Where the coordinator ends the step once steady.
     pub(super) end: &'a iocurve_engine::StepEnd,
+    /// Hosts start together (an agent of a multi-host run, not a local run's own).
+    pub(super) synchronized: bool,
     /// This agent's live metrics and its host name.
     pub(super) metrics: Option<(&'a iocurve_metrics::Exporter, &'a str)>,
 }
@@ -207,13 +210,15 @@ pub(super) fn run_blocking(
     // This thread opens the gate and reports the start: at real-time priority from the last
     // sleep to the report (`Streamer::started`), as the I/O threads to their first I/O.
     let priority = std::sync::Mutex::new(None);
-    let synchronized = r.start_at_unix_ns != 0;
+    // A local run's in-process agent starts at once: only agents of several hosts hold it.
+    let synchronized = step.synchronized && r.start_at_unix_ns != 0;
     let woke = std::sync::atomic::AtomicI64::new(0);
     let start_at = || {
         ready.store(unix_ns(), Ordering::Relaxed);
         loop {
             if tx.is_closed() || stop.load(std::sync::atomic::Ordering::Relaxed) {
                 called_off.store(true, Ordering::Relaxed);
+                drop(priority.lock().unwrap_or_else(|p| p.into_inner()).take());
                 return false;
             }
             let now = unix_ns();
