@@ -38,7 +38,18 @@
   }
   // 5 rather than 5.00: bounds as the user gave them.
   const plain = (v) => String(Number(v.toPrecision(4)));
-  const axisValues = (u, vals) => vals.map(num);
+  // Axis ticks with as many decimals as their steps need: 20, 40 … 100 (not 80.0), 0.25 where
+  // the ticks are quarters; zero is "0", and from 100 on the report's number style.
+  const decimals = (v) => {
+    const t = String(Number(Math.abs(v).toPrecision(6)));
+    return t.includes("e") ? 3 : t.includes(".") ? t.length - t.indexOf(".") - 1 : 0;
+  };
+  const tickText = (vals) => {
+    const finite = vals.filter((v) => v != null && isFinite(v) && Math.abs(v) < 100);
+    const dec = Math.min(3, Math.max(0, ...finite.map(decimals)));
+    return vals.map((v) => (v == null || !isFinite(v) ? "" : v === 0 ? "0" : Math.abs(v) >= 100 ? num(v) : v.toFixed(dec)));
+  };
+  const axisValues = (u, vals) => tickText(vals);
   // Log scales cannot show zero: such points are left out.
   const positive = (arr) => arr.map((v) => (v != null && v > 0 ? v : null));
   const maxOf = (arrays) => {
@@ -50,7 +61,7 @@
   // Latency axes in µs up to 10 ms and in ms beyond, as the tables write latencies.
   const latAxis = (name, maxUs, extra) => {
     const ms = maxUs >= 10000;
-    return Object.assign({ label: name + (ms ? " ms" : " µs"), values: (u, vals) => vals.map((v) => num(ms ? v / 1000 : v)), size: 70 }, extra);
+    return Object.assign({ label: name + (ms ? " ms" : " µs"), values: (u, vals) => tickText(vals.map((v) => (ms && v != null ? v / 1000 : v))), size: 70 }, extra);
   };
   // The x of the per-step charts: worker counts (log 2), or a rate ramp's target rates (log 10).
   const xAxis = (g) => (g.rate
@@ -346,14 +357,15 @@
     legend.push(entry("I/O wait: thin", { width: 1, alpha: 0.5, idx: seriesNamed(series, " iowait %") }));
     return make(el, {
       series,
-      scales: { x: xScale(g), y: { range: [0, 100] } },
-      axes: [xAxis(g), { label: "% of all cores", values: axisValues, size: 60 }],
+      // Room above 100 %: a saturated host's line would lie on the frame, half hidden.
+      scales: { x: xScale(g), y: { range: [0, 104] } },
+      axes: [xAxis(g), { label: "% of all cores", values: axisValues, size: 60, incrs: [10, 20, 25, 50] }],
     }, uPlot.join(tables), legend);
   }
 
   // Seconds into a step, or minutes for a step longer than 10 minutes.
   const timeAxis = (lastS) => (lastS > 600
-    ? { label: "minutes into the step", values: (u, vals) => vals.map((v) => num(v / 60)), incrs: [60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400] }
+    ? { label: "minutes into the step", values: (u, vals) => tickText(vals.map((v) => (v == null ? v : v / 60))), incrs: [60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400] }
     : { label: "seconds into the step", values: axisValues });
   const lastT = (tables) => maxOf(tables.map((t) => t[0]));
 
