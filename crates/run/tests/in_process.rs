@@ -12,6 +12,14 @@ use iocurve_run::{Cancel, Error, Hosts, Observer, RunOptions, Runner, StepAt};
 use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
 
 /// Reads on the null back-end: two steps of two 0.2 s intervals; `extra` follows the workload.
+/// The tests of this binary run one at a time: each keeps the CPU busy (the null back-end), and
+/// the rate tests judge response times that a neighbour's load would push past their SLA
+/// (the SLA search found no bracket in 1 of 2 runs beside the others on 2 cores).
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn plan(extra: &str) -> Plan {
     plan_reading(100, extra)
 }
@@ -85,6 +93,7 @@ impl Observer for Events {
 
 #[test]
 fn a_plan_runs_in_process_into_the_store_and_every_observer() {
+    let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let (mut first, mut second) = (Events::default(), Events::default());
     let outcome = Runner::new(targeted(plan(""), &dir), Hosts::Local, options(&dir))
@@ -131,6 +140,7 @@ fn a_plan_runs_in_process_into_the_store_and_every_observer() {
 
 #[test]
 fn a_cancel_ends_the_run_after_the_step_it_came_in_keeping_that_step() {
+    let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let cancel = Cancel::new();
     let mut events = Events { cancel_after: Some((1, cancel.clone())), ..Events::default() };
@@ -148,6 +158,7 @@ fn a_cancel_ends_the_run_after_the_step_it_came_in_keeping_that_step() {
 
 #[test]
 fn two_runs_share_a_process_each_with_its_own_cancel() {
+    let _one = one_at_a_time();
     // Cancellation is a value: cancelling one run does not stop another in the same process.
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let cancelled = Cancel::new();
@@ -160,6 +171,7 @@ fn two_runs_share_a_process_each_with_its_own_cancel() {
 
 #[test]
 fn bad_input_is_refused_before_anything_is_stored() {
+    let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     // (psync: the null back-end refuses verify when the plan is read.)
     let two_sizes = iocurve_plan::parse_str(
@@ -178,6 +190,7 @@ fn bad_input_is_refused_before_anything_is_stored() {
 
 #[test]
 fn observers_run_in_order_and_the_store_comes_first() {
+    let _one = one_at_a_time();
     // The recorder stores an interval before any observer hears of it: an observer that reads
     // the store at `interval` finds the interval there.
     struct Reader {
@@ -202,6 +215,7 @@ fn observers_run_in_order_and_the_store_comes_first() {
 
 #[test]
 fn pause_s_rests_between_steps_and_a_cancel_cuts_the_rest_short() {
+    let _one = one_at_a_time();
     /// When each step starts and the previous one finished.
     struct Clock {
         finished: Option<Instant>,
@@ -254,6 +268,7 @@ fn pause_s_rests_between_steps_and_a_cancel_cuts_the_rest_short() {
 /// table once the step started stores nothing more, and no observer hears of an interval.
 #[test]
 fn regression_observers_hear_only_of_stored_intervals() {
+    let _one = one_at_a_time();
     struct Breaker {
         db: std::path::PathBuf,
         intervals: usize,
@@ -285,6 +300,7 @@ fn regression_observers_hear_only_of_stored_intervals() {
 /// figures.
 #[test]
 fn a_rate_ramp_keeps_its_verdicts_through_the_store() {
+    let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let text = "[[workloads]]\nname = \"null-rate\"\nbs = \"4k\"\nbackend = \"null\"\nrate = [2000, 100000]\nmax_outstanding = 8\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.3\nthreads = 1\n\n[[faults]]\nkind = \"latency\"\nlatency_ms = 0.5\n";
     let p = iocurve_plan::parse_str(text, "test.toml", &Overrides::default()).unwrap();
@@ -316,6 +332,7 @@ fn a_rate_ramp_keeps_its_verdicts_through_the_store() {
 /// (`NAME-curve`), and `stop_at_p99_ms` ends a rate ramp after the first step past the bound.
 #[test]
 fn a_curve_follows_the_maximum_and_stop_at_ends_a_rate_ramp() {
+    let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let fault = "\n[[faults]]\nkind = \"latency\"\nlatency_ms = 0.5\n";
     let text = format!(
@@ -355,6 +372,7 @@ fn a_curve_follows_the_maximum_and_stop_at_ends_a_rate_ramp() {
 /// 5 ms, at half of it it stays near 2 ms — the answer lies between.
 #[test]
 fn an_sla_search_brackets_the_highest_rate_within_the_sla() {
+    let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let text = "sla_p99_ms = 5\n[[workloads]]\nname = \"w\"\nbackend = \"null\"\nramp = [8]\nmax_outstanding = 8\nsla_search = true\narrival = \"poisson\"\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.25\nthreads = 1\n\n[[faults]]\nkind = \"latency\"\nlatency_ms = 2\n";
     let p = iocurve_plan::parse_str(text, "test.toml", &Overrides::default()).unwrap();
@@ -387,6 +405,7 @@ fn an_sla_search_brackets_the_highest_rate_within_the_sla() {
 /// not interrupted, with its check in the result.
 #[test]
 fn a_steady_step_ends_early_through_the_runner_without_being_interrupted() {
+    let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     // Each I/O held 5 ms: a throughput set by the delay, steady even on a loaded machine.
     let text = "[[faults]]\nkind = \"latency\"\nlatency_ms = 5\n[[workloads]]\nname = \"s\"\nbackend = \"null\"\nramp = [1]\nsteady_state = \"snia\"\nwarmup_s = 0\nintervals = 25\ninterval_s = 0.2\nthreads = 1\n";

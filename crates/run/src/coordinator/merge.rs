@@ -3,6 +3,8 @@
 //! are not waited for, and what it reported before it was lost is kept. Histograms merge
 //! exactly (sums of buckets), counters add up, host CPU is the mean of the reporting hosts.
 
+use std::collections::BTreeMap;
+
 use iocurve_stats::{CpuUsage, IntervalStats};
 
 /// One host's interval as it reported it.
@@ -24,33 +26,47 @@ pub struct Merged {
 }
 
 pub struct IntervalMerger {
-    /// Per interval, per host.
-    pending: Vec<Vec<Option<Part>>>,
+    /// Per interval some host reported and not handed on yet, per host: only those, so that
+    /// memory follows the intervals in flight, not the step's length (a day-long step of 1 s
+    /// intervals held a slot per interval from its start, issue 21).
+    pending: BTreeMap<usize, Vec<Option<Part>>>,
+    intervals: usize,
+    hosts: usize,
     next: usize,
 }
 
 impl IntervalMerger {
     pub fn new(intervals: usize, hosts: usize) -> IntervalMerger {
-        IntervalMerger { pending: vec![vec![None; hosts]; intervals], next: 0 }
+        IntervalMerger { pending: BTreeMap::new(), intervals, hosts, next: 0 }
     }
 
-    /// Host `host`'s interval `index`; one beyond the step, or from a host beyond the step's,
-    /// is dropped (a confused agent cannot grow the coordinator's memory).
+    /// Host `host`'s interval `index`; one beyond the step, from a host beyond the step's, or
+    /// one already handed on, is dropped (a confused agent cannot grow the coordinator's
+    /// memory).
     pub fn add(&mut self, host: usize, index: usize, part: Part) {
-        if let Some(slot) = self.pending.get_mut(index).and_then(|p| p.get_mut(host)) {
-            *slot = Some(part);
+        if index < self.next || index >= self.intervals || host >= self.hosts {
+            return;
         }
+        self.pending.entry(index).or_insert_with(|| vec![None; self.hosts])[host] = Some(part);
     }
 
     /// The intervals that can be handed on now, in order, given which hosts are lost.
     pub fn ready(&mut self, lost: &[bool]) -> Vec<Merged> {
         let mut out = Vec::new();
-        while self.next < self.pending.len()
-            && lost.iter().any(|&l| !l)
-            && self.pending[self.next].iter().enumerate().all(|(h, p)| p.is_some() || lost.get(h) == Some(&true))
-        {
-            let parts: Vec<(usize, Part)> =
-                self.pending[self.next].iter_mut().enumerate().filter_map(|(h, p)| p.take().map(|p| (h, p))).collect();
+        let hosts = self.hosts;
+        // Every host reported the interval or is lost.
+        let complete = |parts: Option<&Vec<Option<Part>>>| {
+            (0..hosts).all(|h| parts.and_then(|p| p.get(h)).is_some_and(Option::is_some) || lost.get(h) == Some(&true))
+        };
+        while self.next < self.intervals && lost.iter().any(|&l| !l) && complete(self.pending.get(&self.next)) {
+            let parts: Vec<(usize, Part)> = self
+                .pending
+                .remove(&self.next)
+                .unwrap_or_default()
+                .into_iter()
+                .enumerate()
+                .filter_map(|(h, p)| p.map(|p| (h, p)))
+                .collect();
             let reporting = parts.len().max(1) as f64;
             let mut all = IntervalStats::default();
             let mut cpu = CpuUsage::default();
@@ -75,9 +91,9 @@ impl IntervalMerger {
     /// interval, part): taken out.
     pub fn left_over(&mut self) -> Vec<(usize, usize, Part)> {
         let mut out = Vec::new();
-        for (index, hosts) in self.pending.iter_mut().enumerate().skip(self.next) {
-            for (h, p) in hosts.iter_mut().enumerate() {
-                if let Some(p) = p.take() {
+        for (index, hosts) in std::mem::take(&mut self.pending) {
+            for (h, p) in hosts.into_iter().enumerate() {
+                if let Some(p) = p {
                     out.push((h, index, p));
                 }
             }
@@ -150,6 +166,22 @@ mod tests {
         let out = m.ready(&[false, true]);
         assert_eq!(out.iter().map(|o| o.all.read.ops).collect::<Vec<_>>(), vec![2, 3, 1]);
         assert_eq!(out[2].parts.len(), 1, "only host 0 reported interval 2");
+    }
+
+    /// Issue 21: the merger held a slot per planned interval from the step's start (a 2-hour
+    /// step of 1 s intervals: 7,200 of them). It holds only the intervals in flight.
+    #[test]
+    fn regression_the_merger_holds_only_the_intervals_in_flight() {
+        let mut m = IntervalMerger::new(7200, 2);
+        assert!(m.pending.is_empty());
+        for i in 0..7200 {
+            m.add(0, i, part(&[1000], 10.0));
+            m.add(1, i, part(&[1000], 10.0));
+            assert_eq!(m.ready(&[false, false]).len(), 1);
+            assert!(m.pending.is_empty(), "interval {i} handed on and let go");
+        }
+        m.add(0, 7199, part(&[1], 0.0));
+        assert!(m.pending.is_empty(), "an interval handed on already is dropped");
     }
 
     #[test]
