@@ -416,10 +416,14 @@ pub async fn run_step(
                         ));
                     }
                 }
-                let mut own =
-                    StepRecord::new(spec.workers, w.queue_depth, s.threads as usize, w.interval_s, s.sample_s);
-                own.rate_iops = spec.rate_iops;
-                st.records[h] = Some(own);
+                // A host's own record only where the result lists hosts: a local run's would
+                // repeat the step's, interval by interval, for the whole run (issue 21).
+                if per_host {
+                    let mut own =
+                        StepRecord::new(spec.workers, w.queue_depth, s.threads as usize, w.interval_s, s.sample_s);
+                    own.rate_iops = spec.rate_iops;
+                    st.records[h] = Some(own);
+                }
                 if merged.is_none() {
                     // Workers are per host, as published; the host count goes beside them.
                     let mut rec =
