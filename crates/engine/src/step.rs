@@ -580,6 +580,11 @@ fn coordinate(
                 _ => CpuUsage::default(),
             };
             obs.interval(idx, &stats, &usage, w.interval_s);
+            if cfg.end.is_some() {
+                // An agent's step: the coordinator keeps the samples (the observer sent them);
+                // a copy here would grow with the run for nothing (issue 21).
+                stats.samples = Vec::new();
+            }
             rec.push_interval(stats, usage, w.interval_s);
             if let Some(r) = rounds
                 && cfg.end.is_none()
