@@ -299,7 +299,7 @@ impl Store {
         // under test in the middle of the measurement when the database lives there. Only a
         // power loss can cost the last commits.
         // cache_size: a run only appends (a few pages per interval), and SQLite's default page
-        // cache of 2 MiB fills as the database grows (about 4 KiB per interval) and stays: 1.5
+        // cache of 2 MiB fills as the database grows (a few KiB per interval) and stays: 1.5
         // MiB more resident memory an hour into a run than a minute in (issue 21). 512 KiB.
         let r = self.conn.execute_batch(
             "PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -512;",
