@@ -365,6 +365,15 @@ pub struct Flag {
     pub message: String,
 }
 
+/// CPU of iocurve's I/O threads, in % of one CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct IoCpuResult {
+    /// The busiest thread: near 100 % it never waited for the storage.
+    pub busiest_pct: f64,
+    /// All of them together (200 %: two cores' worth).
+    pub total_pct: f64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepResult {
     /// Workers per host.
@@ -387,6 +396,10 @@ pub struct StepResult {
     /// workers × queue depth: I/Os kept in flight.
     pub outstanding: u64,
     pub threads: usize,
+    /// CPU iocurve's I/O threads used over the measured intervals (the most of any one host).
+    /// Absent for steps stored before iocurve measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_cpu: Option<IoCpuResult>,
     /// Measured seconds (complete intervals only).
     pub duration_s: f64,
     pub iops: f64,

@@ -222,6 +222,7 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
         queue_depth: rec.queue_depth,
         outstanding,
         threads: rec.threads,
+        io_cpu: rec.io_cpu.map(|c| crate::IoCpuResult { busiest_pct: c.busiest * 100.0, total_pct: c.total * 100.0 }),
         duration_s: secs,
         iops,
         mbps,

@@ -33,6 +33,14 @@ pub fn cpu_times() -> Option<CpuTimes> {
     std::fs::read_to_string("/proc/stat").ok().and_then(|t| CpuTimes::parse_proc_stat(&t))
 }
 
+/// The CPU time the calling thread has used, in ns.
+pub fn own_cpu_ns() -> Option<u64> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes only into `ts`.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0;
+    ok.then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
 /// The calling thread at the lowest real-time priority (SCHED_FIFO 1) until dropped, then
 /// back to the policy it had. The threads of an agent's synchronized start hold it from before
 /// the start moment (asleep) until the start is reported or their first I/Os are submitted:

@@ -19,7 +19,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use iocurve_plan::{Backend, Fault, Workload, format_size};
-use iocurve_stats::{CpuTimes, CpuUsage, IntervalStats, StepProgress, StepRecord};
+use iocurve_stats::{CpuTimes, CpuUsage, IntervalStats, IoCpu, StepProgress, StepRecord};
 
 use crate::arrival::{Arrivals, RateMode, RateShare, SharedSchedule, Source};
 use crate::backend::{ActiveFault, FaultBackend, NullBackend, PsyncBackend, ThreadModel, UringBackend};
@@ -422,6 +422,33 @@ fn run_slots<B: crate::backend::IoEngine>(
     }
 }
 
+/// The note code of a step whose busiest I/O thread hardly waited for the storage.
+pub const IO_THREAD_SATURATED: &str = "io_thread_saturated";
+/// An I/O thread on a CPU this share of the measured time or more is saturated.
+pub const SATURATED_SHARE: f64 = 0.9;
+
+/// A step whose busiest I/O thread was on a CPU 90 % of the measured time or more may show
+/// iocurve's pace rather than the storage's: said, with what would measure further. (Not for
+/// the null back-end, which never waits: there iocurve's pace is what is measured.)
+fn saturated_note(backend: Backend, workers: u32, cpu: Option<IoCpu>, nthreads: usize, cores: usize) -> Option<String> {
+    let cpu = cpu.filter(|c| c.busiest >= SATURATED_SHARE && backend != Backend::Null)?;
+    let hint = match crate::backend::capabilities(backend).threads {
+        ThreadModel::Shared if nthreads < cores.min(workers as usize) => {
+            format!("threads = {} would measure further", nthreads + 1)
+        }
+        ThreadModel::Shared => format!(
+            "its {nthreads} I/O threads already use every core or worker: more workers per thread, or more hosts, would measure further"
+        ),
+        // One I/O per thread: it completed on the CPU (a page-cache hit), not on the storage.
+        ThreadModel::PerIo => "its I/Os complete on the CPU (the page cache), not on the storage".into(),
+    };
+    Some(format!(
+        "iocurve's busiest I/O thread ran on a CPU {:.0} % of the measured time ({nthreads} I/O threads, {:.0} % of a core together): this step's pace may be iocurve's, not the storage's; {hint}",
+        cpu.busiest * 100.0,
+        cpu.total * 100.0
+    ))
+}
+
 /// The note code of a rate step that `overload = abort-step` ended.
 pub const OVERLOADED: &str = "overloaded";
 
@@ -622,6 +649,16 @@ fn coordinate(
         ));
     }
     rec.interrupted = rec.intervals.len() < planned() as usize;
+    // Each thread's share of the time from the measurement's start to the last boundary it
+    // crossed.
+    rec.io_cpu = IoCpu::from_shares(lives.iter().filter_map(|l| {
+        let (cpu_ns, k) = l.cpu_used()?;
+        let wall = sched.boundary_ns(k).saturating_sub(sched.boundary_ns(0));
+        (wall > 0).then(|| cpu_ns as f64 / wall as f64)
+    }));
+    if let Some(note) = saturated_note(cfg.backend, cfg.workers, rec.io_cpu, nthreads, crate::host::cores()) {
+        rec.notes.push((IO_THREAD_SATURATED.into(), note));
+    }
     if errors.aborted.load(Ordering::Relaxed) {
         let why = errors.abort_reason.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let why = why.unwrap_or_else(|| "on_error = abort ends the run".into());
@@ -751,6 +788,21 @@ fn add_tail(stats: &mut IntervalStats, tail: &worker::Tail, all_threads_stalled:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_saturated_thread_is_said_with_what_would_measure_further() {
+        let busy = Some(IoCpu { busiest: 0.97, total: 0.97 });
+        let note = saturated_note(Backend::IoUring, 8, busy, 1, 2).expect("flagged");
+        assert!(note.contains("97 %") && note.contains("threads = 2 would measure further"), "{note}");
+        let all = saturated_note(Backend::IoUring, 8, busy, 2, 2).unwrap();
+        assert!(all.contains("already use every core"), "{all}");
+        let cached = saturated_note(Backend::Psync, 8, busy, 8, 2).unwrap();
+        assert!(cached.contains("page cache"), "{cached}");
+        // The null back-end never waits; a thread that waits is no pace-setter; nothing measured.
+        assert_eq!(saturated_note(Backend::Null, 8, busy, 1, 2), None);
+        assert_eq!(saturated_note(Backend::IoUring, 8, Some(IoCpu { busiest: 0.89, total: 1.7 }), 2, 2), None);
+        assert_eq!(saturated_note(Backend::IoUring, 8, None, 1, 2), None);
+    }
 
     #[test]
     fn rates_between_two_progress_events() {

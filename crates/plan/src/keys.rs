@@ -157,7 +157,7 @@ pub struct WorkloadKeys {
     /// `io_uring` (default), `psync` or `null`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backend: Option<Backend>,
-    /// I/O threads for io_uring and null (0 = one per core); psync always uses one per I/O.
+    /// I/O threads for io_uring and null (0 = chosen by measurement); psync always uses one per I/O.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
     /// Share of every written block that is constant (0 = incompressible, 0.4 = the published

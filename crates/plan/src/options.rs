@@ -121,7 +121,14 @@ pub const WORKLOAD_OPTIONS: &[WorkloadOption] = &[
         Some("\"io_uring\""),
         "I/O back-end: io_uring (default), psync (one thread per outstanding I/O) or null (no I/O: measures iocurve itself).",
     ),
-    opt("threads", Some("threads"), Number, "N", Some("0"), "I/O threads for io_uring and null (0 = one per core)."),
+    opt(
+        "threads",
+        Some("threads"),
+        Number,
+        "N",
+        Some("0"),
+        "I/O threads for io_uring and null (0 = chosen by measurement: one to start, more as the threads of the step before needed, at most one per core).",
+    ),
     opt(
         "compress",
         Some("compress"),

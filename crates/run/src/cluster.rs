@@ -150,6 +150,12 @@ impl Cluster {
 
     /// A local run: one in-process agent on the targets the run opened (and its verification
     /// map).
+    /// The cores of the smallest host (from each agent's Hello): the most I/O threads a step
+    /// chosen by iocurve runs.
+    pub fn cores(&self) -> usize {
+        self.remotes.iter().map(|r| r.hello.cores as usize).filter(|&c| c > 0).min().unwrap_or(1)
+    }
+
     pub fn local(targets: Arc<TargetSet>, verify: Option<Arc<GenMap>>) -> Result<Cluster, Error> {
         let rt = runtime(false)?;
         let remote = rt.block_on(client::connect_in_process(InProcess { targets, verify }))?;

@@ -29,6 +29,7 @@ mod runner;
 pub mod search;
 mod setup;
 mod status;
+pub mod threads;
 pub mod time;
 pub mod verification;
 

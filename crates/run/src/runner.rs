@@ -22,7 +22,9 @@ use crate::launch::{self, LaunchOptions};
 use crate::recorder::Recorder;
 use crate::setup::{choose_backend, open_targets, target_infos};
 use crate::status::{conclude_verification, settle_status, storage_verdict};
+use crate::threads::{self, AutoThreads};
 use crate::{Cancel, Error, Observer, Observers, StepAt, precondition, time, verification};
+use iocurve_engine::backend::{ThreadModel, capabilities};
 
 /// The scratch file a run uses when the plan names no target.
 pub const DEFAULT_SCRATCH: &str = "iocurve-scratch.dat";
@@ -483,14 +485,15 @@ impl Run<'_, '_> {
         };
         // A workload with a curve adds its rate ramp right after it, once its maximum is known.
         // A workload with sla_search adds its search after it, a bisection over rate steps.
-        let mut queue: Vec<(iocurve_plan::Workload, Option<Search>)> =
-            plan.workloads.iter().map(|w| (w.clone(), None)).collect();
+        // The third part: what chose the threads of the workload a curve or search follows.
+        let mut queue: Vec<(iocurve_plan::Workload, Option<Search>, Option<threads::Seen>)> =
+            plan.workloads.iter().map(|w| (w.clone(), None, None)).collect();
         let mut output_cut_noted = false;
         let mut data_checks: Vec<((iocurve_plan::DataPattern, u64, u64), Vec<iocurve_analysis::DataCheckRow>)> =
             Vec::new();
         let mut next = 0;
         while next < queue.len() {
-            let (wi, (w, mut search)) = (next, queue[next].clone());
+            let (wi, (w, mut search, seen)) = (next, queue[next].clone());
             let w = &w;
             let nw = queue.len();
             next += 1;
@@ -542,6 +545,10 @@ impl Run<'_, '_> {
                 Some(sr) => vec![iocurve_plan::RampStep { workers: w.max_outstanding, rate: Some(sr.first()) }],
                 None => w.steps(),
             };
+            // `threads = 0` where the threads share the I/Os: chosen step by step from what
+            // the threads of the step before used (threads.rs).
+            let shared = capabilities(w.backend).threads == ThreadModel::Shared;
+            let mut auto = (w.threads == 0 && shared).then(|| AutoThreads::following(cluster.cores(), seen));
             let mut si = 0;
             while si < ramp.len() {
                 let step = ramp[si];
@@ -577,7 +584,20 @@ impl Run<'_, '_> {
                     verification,
                     map_error: None,
                 };
-                let outcome = cluster.run_step(w, step, &plan.faults, &mut rec, cancel).map(|m| m.merged);
+                let load = threads::Load {
+                    outstanding: workers as u64 * w.queue_depth as u64,
+                    iops: step.rate.map_or(0.0, |r| w.rate_iops(r)),
+                    rate: step.rate.is_some(),
+                };
+                let chosen;
+                let w_step = match &auto {
+                    Some(a) => {
+                        chosen = iocurve_plan::Workload { threads: a.next(workers, load) as u32, ..w.clone() };
+                        &chosen
+                    }
+                    None => w,
+                };
+                let outcome = cluster.run_step(w_step, step, &plan.faults, &mut rec, cancel).map(|m| m.merged);
                 let (step_id, store_err, map_err) = (rec.step_id, rec.error, rec.map_error);
                 let outcome = outcome.and_then(|r| match (store_err, map_err) {
                     (Some(e), _) => Err(store_error(e)),
@@ -606,6 +626,10 @@ impl Run<'_, '_> {
                             ));
                         }
                         let s = iocurve_analysis::analyze_step_on(&r, seq, &th, &target_paths);
+                        if let Some(a) = auto.as_mut() {
+                            let iops = if load.rate { load.iops } else { s.iops };
+                            a.seen(r.threads, threads::Load { iops, ..load }, r.io_cpu);
+                        }
                         tracing::info!(workload = %w.name, workers, iops = s.iops, flags = s.flags.len(), "step finished");
                         observers.step_finished(w.step_seconds(), &s);
                         let ends = if search.is_some() { None } else { rate_ramp_ends(w, &s) };
@@ -688,8 +712,9 @@ impl Run<'_, '_> {
                     (None, Some(_)) => said.push("no maximum was measured: the SLA search did not run".into()),
                     _ => {}
                 }
-                for (k, f) in follow.into_iter().enumerate() {
-                    queue.insert(wi + 1 + k, f);
+                let seen = auto.as_ref().and_then(AutoThreads::last);
+                for (k, (f, search)) in follow.into_iter().enumerate() {
+                    queue.insert(wi + 1 + k, (f, search, seen));
                 }
                 if !said.is_empty()
                     && let Err(e) = store.set_workload_notes(workload_id, &said.join("\n"))

@@ -422,3 +422,45 @@ fn a_steady_step_ends_early_through_the_runner_without_being_interrupted() {
     assert!(c.steady && n <= c.first_round + 8 && n < 25, "{n} intervals, {c:?}");
     assert!(!s.flags.iter().any(|f| f.code == "interrupted"), "{:?}", s.flags);
 }
+
+/// Issue 21, part 3: `threads = 0` chooses the I/O threads step by step from what the threads
+/// of the step before used. Threads that never wait (the null back-end) get help up to the
+/// cores; threads that wait for slow I/O (each held 5 ms) stay one, however many workers.
+#[test]
+fn threads_are_chosen_by_the_cpu_the_step_before_used() {
+    let _one = one_at_a_time();
+    let run = |fault: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "{fault}[[workloads]]\nname = \"t\"\nbackend = \"null\"\nramp = [1, 8, 32]\nwarmup_s = 0\nintervals = 2\ninterval_s = 0.2\n"
+        );
+        let p = iocurve_plan::parse_str(&text, "test.toml", &Overrides::default()).unwrap();
+        let outcome = Runner::new(targeted(p, &dir), Hosts::Local, options(&dir)).run().expect("the run starts");
+        assert!(outcome.error.is_none(), "{:?}", outcome.error);
+        let steps = outcome.result.workloads[0].steps.clone();
+        let stored = iocurve_run::open_existing_store(&dir.path().join("runs.db"))
+            .unwrap()
+            .load(outcome.run_id.unwrap())
+            .unwrap();
+        let cpu: Vec<_> = stored.workloads[0].steps.iter().map(|s| s.io_cpu).collect();
+        (steps, cpu)
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+
+    let (busy, stored) = run("");
+    let threads: Vec<usize> = busy.iter().map(|s| s.threads).collect();
+    assert_eq!(threads, [1, cores.min(8), cores.min(32)], "{:?}", busy.iter().map(|s| s.io_cpu).collect::<Vec<_>>());
+    let first = busy[0].io_cpu.expect("measured");
+    assert!(first.busiest_pct > 50.0 && first.total_pct >= first.busiest_pct, "{first:?}");
+    // Stored as measured, and the null back-end is never flagged for it.
+    for (s, c) in busy.iter().zip(&stored) {
+        let c = c.expect("stored");
+        assert!((c.busiest * 100.0 - s.io_cpu.unwrap().busiest_pct).abs() < 1e-9);
+        assert!(!s.flags.iter().any(|f| f.code == "io_thread_saturated"), "{:?}", s.flags);
+    }
+
+    let (waiting, _) = run("[[faults]]\nkind = \"latency\"\nlatency_ms = 5\n");
+    let threads: Vec<usize> = waiting.iter().map(|s| s.threads).collect();
+    assert_eq!(threads, [1, 1, 1], "{:?}", waiting.iter().map(|s| s.io_cpu).collect::<Vec<_>>());
+    assert!(waiting.iter().all(|s| s.io_cpu.unwrap().busiest_pct < 50.0));
+}

@@ -48,6 +48,35 @@ pub struct CpuUsage {
     pub iowait: f64,
 }
 
+/// What iocurve's own I/O threads spent on a CPU over a step's measured intervals, in CPU
+/// seconds per second: the busiest thread's share (1.0: it never waited, so iocurve, not the
+/// storage, may have set the pace) and all of them together (how many cores they needed).
+/// On several hosts, the most any one host's threads spent.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct IoCpu {
+    pub busiest: f64,
+    pub total: f64,
+}
+
+impl IoCpu {
+    /// From each thread's share of the time it ran on a CPU (None: no thread measured).
+    pub fn from_shares(shares: impl IntoIterator<Item = f64>) -> Option<IoCpu> {
+        let shares: Vec<f64> = shares.into_iter().collect();
+        if shares.is_empty() {
+            return None;
+        }
+        Some(IoCpu { busiest: shares.iter().copied().fold(0.0, f64::max), total: shares.iter().sum() })
+    }
+
+    /// The hosts of a multi-host step: the most any one spent.
+    pub fn max(a: Option<IoCpu>, b: Option<IoCpu>) -> Option<IoCpu> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(IoCpu { busiest: a.busiest.max(b.busiest), total: a.total.max(b.total) }),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
 impl CpuUsage {
     pub fn between(a: &CpuTimes, b: &CpuTimes) -> CpuUsage {
         let total = b.total().saturating_sub(a.total());

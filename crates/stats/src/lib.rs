@@ -12,7 +12,7 @@ pub mod interval;
 pub mod steady;
 pub mod step;
 
-pub use cpu::{CpuTimes, CpuUsage};
+pub use cpu::{CpuTimes, CpuUsage, IoCpu};
 pub use histogram::LatencyHistogram;
 pub use host::HostFacts;
 pub use interval::{

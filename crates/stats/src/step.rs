@@ -66,6 +66,9 @@ pub struct StepRecord {
     /// on the coordinator's clock: samples and intervals are timed from it. None for steps
     /// stored before iocurve kept it.
     pub measured_from_unix_ns: Option<i64>,
+    /// CPU the I/O threads used over the measured intervals. None: not measured (steps stored
+    /// before iocurve measured it, a step with no measured interval).
+    pub io_cpu: Option<crate::IoCpu>,
 }
 
 /// The I/Os a step still had outstanding when it stopped issuing (at its end, on Ctrl-C or on
@@ -162,6 +165,7 @@ impl StepRecord {
             unmeasured_errors: ErrorCounts::default(),
             rate_iops: None,
             measured_from_unix_ns: None,
+            io_cpu: None,
         }
     }
 

@@ -6,8 +6,15 @@ use super::*;
 /// Schema migrations, in order; `PRAGMA user_version` counts how many are applied.
 pub(crate) const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
-    SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16,
+    SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17,
 ];
+
+/// v17: the CPU the step's I/O threads used (the busiest one, all together), from which the
+/// analysis flags a step iocurve may have limited and a run chooses its threads.
+const SCHEMA_V17: &str = "
+ALTER TABLE steps ADD COLUMN io_cpu_busiest REAL;  -- NULL: not measured (stored before v17)
+ALTER TABLE steps ADD COLUMN io_cpu_total REAL;
+";
 
 /// v16: when each step's measured intervals began, on the wall clock: samples get absolute
 /// times and fio exports real timestamps. And a view of one row per step with its throughput,

@@ -148,7 +148,11 @@ impl Resolver<'_> {
         }
         let threads = k.threads.unwrap();
         if threads > 1024 {
-            return Err(self.key_err(i, "threads", format!("threads is {threads}; use 0 (one per core) to 1024")));
+            return Err(self.key_err(
+                i,
+                "threads",
+                format!("threads is {threads}; use 0 (chosen by measurement) to 1024"),
+            ));
         }
         let data = self.data_pattern(i, k, &bs)?;
         if let Some(s) = k.stuck_after_s

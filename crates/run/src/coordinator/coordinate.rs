@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use iocurve_engine::{StepObserver, StepProgress};
 use iocurve_plan::{Fault, TargetGroup, Workload};
-use iocurve_stats::{Drain, ErrorCounts, HostClock, HostRecord, IntervalStats, StepRecord, UNKNOWN_TARGET};
+use iocurve_stats::{Drain, ErrorCounts, HostClock, HostRecord, IntervalStats, IoCpu, StepRecord, UNKNOWN_TARGET};
 
 use super::client::{Remote, failed, measure_clocks, refusal, wire_groups};
 use super::merge::{IntervalMerger, Part};
@@ -75,6 +75,8 @@ struct Hosts<'a> {
     interrupted: Vec<bool>,
     notes: Vec<Vec<(String, String)>>,
     unmeasured: Vec<ErrorCounts>,
+    /// CPU each agent's I/O threads used over the measured intervals.
+    io_cpu: Vec<Option<IoCpu>>,
     /// An agent's step ended by `on_error = abort`: why.
     aborted: Option<String>,
     /// Seconds into the step when an agent was lost.
@@ -281,6 +283,7 @@ pub async fn run_step(
         interrupted: vec![true; n],
         notes: vec![Vec::new(); n],
         unmeasured: vec![ErrorCounts::default(); n],
+        io_cpu: vec![None; n],
         aborted: None,
         lost: vec![None; n],
         warnings: Vec::new(),
@@ -459,6 +462,10 @@ pub async fn run_step(
                     faults_injected: d.late_faults,
                 };
                 st.interrupted[h] = d.interrupted;
+                // (A figure no thread can have is dropped, not believed.)
+                st.io_cpu[h] = d.io_cpu.map(|c| IoCpu { busiest: c.busiest, total: c.total }).filter(|c| {
+                    c.busiest.is_finite() && c.total.is_finite() && c.busiest >= 0.0 && c.total >= c.busiest
+                });
                 st.notes[h] = d.notes.iter().map(|n| (n.code.clone(), n.message.clone())).collect();
                 for e in &d.unmeasured_errors {
                     let t = if e.target == UNKNOWN_TARGET { e.target } else { e.target + remotes[h].target_offset };
@@ -586,6 +593,7 @@ pub async fn run_step(
     for (h, d) in st.drain.iter().enumerate() {
         merged.drain.merge(d);
         merged.unmeasured_errors.merge(&st.unmeasured[h]);
+        merged.io_cpu = IoCpu::max(merged.io_cpu, st.io_cpu[h]);
         for (code, message) in &st.notes[h] {
             let message = if per_host { format!("{}: {message}", remotes[h].addr) } else { message.clone() };
             merged.notes.push((code.clone(), message));
@@ -620,6 +628,7 @@ pub async fn run_step(
                     record.intervals.len() < intervals && !(steady_end && !st.interrupted[i] && st.lost[i].is_none());
                 record.drain = st.drain[i];
                 record.unmeasured_errors = st.unmeasured[i].clone();
+                record.io_cpu = st.io_cpu[i];
                 record.notes = st.notes[i].clone();
                 HostRecord {
                     address: remotes[i].addr.clone(),
