@@ -61,7 +61,8 @@ pub struct StepConfig<'a> {
     pub rate: Option<RateShare>,
     /// An agent's step (every step of `iocurve run`, a local one through the in-process agent):
     /// the coordinator ends it once steady (`steady_state = "snia"`) through this handle,
-    /// judging the hosts' merged intervals. None: the step judges its own (the engine alone).
+    /// judging the hosts' merged intervals; the record it returns holds no intervals (the
+    /// observer had them all). None: the step judges its own and keeps them (the engine alone).
     pub end: Option<&'a StepEnd>,
 }
 
@@ -480,6 +481,8 @@ fn coordinate(
     let mut next_cpu = 0u32;
     // Per interval: which threads reported it, and their stats merged.
     let mut pending: BTreeMap<u32, (Vec<bool>, IntervalStats)> = BTreeMap::new();
+    // Intervals handed on to the observer so far (in `rec` too, unless this is an agent's step).
+    let mut handed = 0u32;
     let nthreads = rec.threads;
     rec.rate_iops = cfg.rate.map(|r| r.iops);
     let since_t0 = Instant::now().saturating_duration_since(t0).as_nanos() as i64;
@@ -578,7 +581,7 @@ fn coordinate(
         // thread is done, with the latencies of the I/Os outstanding at the step's end.
         let abandoned = given_up.iter().filter(|&&g| g).count();
         loop {
-            let idx = rec.intervals.len() as u32;
+            let idx = handed;
             if idx >= planned() {
                 break;
             }
@@ -607,12 +610,12 @@ fn coordinate(
                 _ => CpuUsage::default(),
             };
             obs.interval(idx, &stats, &usage, w.interval_s);
-            if cfg.end.is_some() {
-                // An agent's step: the coordinator keeps the samples (the observer sent them);
-                // a copy here would grow with the run for nothing (issue 21).
-                stats.samples = Vec::new();
+            handed += 1;
+            // An agent's step keeps no record of the intervals it sent: the coordinator keeps
+            // them, and a copy here would grow with the run for nothing (issue 21).
+            if cfg.end.is_none() {
+                rec.push_interval(stats, usage, w.interval_s);
             }
-            rec.push_interval(stats, usage, w.interval_s);
             if let Some(r) = rounds
                 && cfg.end.is_none()
                 && planned() == w.intervals
@@ -634,7 +637,7 @@ fn coordinate(
                 ops: lives.iter().map(|l| l.ops.load(Ordering::Relaxed)).sum(),
                 bytes: lives.iter().map(|l| l.bytes.load(Ordering::Relaxed)).sum(),
                 lat_sum_ns: lives.iter().map(|l| l.lat_sum_ns.load(Ordering::Relaxed)).sum(),
-                intervals_done: rec.intervals.len() as u32,
+                intervals_done: handed,
                 inflight: lives.iter().map(|l| l.inflight.load(Ordering::Relaxed)).sum(),
             });
         }
@@ -648,7 +651,7 @@ fn coordinate(
             std::io::Error::other(f),
         ));
     }
-    rec.interrupted = rec.intervals.len() < planned() as usize;
+    rec.interrupted = handed < planned();
     // Each thread's share of the time from the measurement's start to the last boundary it
     // crossed.
     rec.io_cpu = IoCpu::from_shares(lives.iter().filter_map(|l| {
@@ -717,7 +720,7 @@ fn coordinate(
     tracing::debug!(
         workload = %w.name,
         workers = cfg.workers,
-        intervals = rec.intervals.len(),
+        intervals = handed,
         late = rec.drain.late,
         stuck = rec.drain.stuck,
         "step done"
