@@ -652,12 +652,12 @@ fn coordinate(
         ));
     }
     rec.interrupted = handed < planned();
-    // Each thread's share of the time from the measurement's start to the last boundary it
-    // crossed.
+    // Each thread's share of the time between its readings at the measurement's start and at
+    // the last boundary it crossed, both read when it noticed them (a thread that noticed both
+    // in one wake-up, blocked in between, tells nothing).
     rec.io_cpu = IoCpu::from_shares(lives.iter().filter_map(|l| {
-        let (cpu_ns, k) = l.cpu_used()?;
-        let wall = sched.boundary_ns(k).saturating_sub(sched.boundary_ns(0));
-        (wall > 0).then(|| cpu_ns as f64 / wall as f64)
+        let (cpu_ns, wall_ns) = l.cpu_used()?;
+        (wall_ns >= sched.interval_ns / 2 && wall_ns > 0).then(|| cpu_ns as f64 / wall_ns as f64)
     }));
     if let Some(note) = saturated_note(cfg.backend, cfg.workers, rec.io_cpu, nthreads, crate::host::cores()) {
         rec.notes.push((IO_THREAD_SATURATED.into(), note));

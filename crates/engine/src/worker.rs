@@ -144,30 +144,34 @@ pub(crate) struct Live {
     /// the kernel.
     pub abandoned: AtomicBool,
     /// The thread's own CPU time (ns, plus one: 0 is unset) when it crossed the measurement's
-    /// first boundary, and when it crossed the latest one, with that boundary's index: what
-    /// the step's `io_cpu` is made of.
+    /// first boundary and when it crossed the latest one, each with the step clock (ns since
+    /// its start) it read then: what the step's `io_cpu` is made of.
     pub cpu_from: AtomicU64,
+    pub cpu_from_at: AtomicU64,
     pub cpu_to: AtomicU64,
-    pub cpu_to_boundary: std::sync::atomic::AtomicU32,
+    pub cpu_to_at: AtomicU64,
 }
 
 impl Live {
-    /// The thread crossed boundary `k` of the measurement (0: the warm-up's end).
-    fn cpu_at_boundary(&self, k: u32) {
+    /// The thread crossed boundary `k` of the measurement (0: the warm-up's end), noticing it
+    /// at `now_ns` on the step's clock.
+    fn cpu_at_boundary(&self, k: u32, now_ns: u64) {
         let Some(ns) = crate::host::own_cpu_ns() else { return };
         if k == 0 {
             self.cpu_from.store(ns + 1, Ordering::Relaxed);
+            self.cpu_from_at.store(now_ns, Ordering::Relaxed);
         } else {
             self.cpu_to.store(ns + 1, Ordering::Relaxed);
-            self.cpu_to_boundary.store(k, Ordering::Relaxed);
+            self.cpu_to_at.store(now_ns, Ordering::Relaxed);
         }
     }
 
-    /// The CPU time the thread used from the first boundary to the latest it crossed, and
-    /// that boundary's index (None: it crossed no second one).
-    pub fn cpu_used(&self) -> Option<(u64, u32)> {
+    /// The CPU time the thread used from the first boundary to the latest it crossed, and the
+    /// time that passed between its readings, in ns (None: it crossed no second one).
+    pub fn cpu_used(&self) -> Option<(u64, u64)> {
         let (from, to) = (self.cpu_from.load(Ordering::Relaxed), self.cpu_to.load(Ordering::Relaxed));
-        (from > 0 && to > 0).then(|| (to.saturating_sub(from), self.cpu_to_boundary.load(Ordering::Relaxed)))
+        let wall = self.cpu_to_at.load(Ordering::Relaxed).saturating_sub(self.cpu_from_at.load(Ordering::Relaxed));
+        (from > 0 && to > 0).then(|| (to.saturating_sub(from), wall))
     }
 }
 
@@ -618,7 +622,7 @@ pub(crate) fn run<B: IoEngine>(
                 send(Msg::Interval { index: phase as u32, stats: full });
             }
             phase += 1;
-            live.cpu_at_boundary(phase as u32);
+            live.cpu_at_boundary(phase as u32, now);
             phase_start = next_boundary;
             let planned = s.rounds.as_ref().map_or(sched.intervals, |r| r.load(Ordering::Relaxed).min(sched.intervals));
             if phase as u64 >= planned as u64 {

@@ -397,3 +397,56 @@ fn regression_a_rate_that_cannot_be_run_is_refused_before_any_io() {
         assert!(e.to_string().contains("a rate step needs a rate above 0 and up to 1e9 IOPS"), "{e}");
     }
 }
+
+/// Issue 21: an agent's step (one with a `StepEnd`, as every step of `iocurve run` is) hands
+/// every interval to its observer and keeps none itself, yet says rightly whether it ran them
+/// all; and every step measures the CPU of its I/O threads (a null thread never waits).
+#[test]
+fn regression_an_agents_step_keeps_no_intervals_and_measures_its_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = target(&dir, false);
+    let w = workload(100.0, 4, 3, 0.1, Backend::Null);
+    let end = iocurve_engine::StepEnd::new();
+    let stop = AtomicBool::new(false);
+    let cfg = StepConfig {
+        workload: &w,
+        workers: 2,
+        backend: w.backend,
+        threads: 1,
+        targets: &t,
+        stop: &stop,
+        faults: &[],
+        verify: None,
+        abort: None,
+        start_at: None,
+        synchronized: false,
+        rate: None,
+        end: Some(&end),
+    };
+    let mut seen = Seen::default();
+    let rec = run_step(&cfg, &mut seen).expect("the step runs");
+    assert_eq!(seen.0.len(), 3, "every interval handed on");
+    assert!(rec.intervals.is_empty() && rec.total.ops() == 0, "nothing kept: {}", rec.intervals.len());
+    assert!(!rec.interrupted, "all three ran");
+    let cpu = rec.io_cpu.expect("the I/O thread's CPU measured");
+    // (How busy depends on what else the machine runs: the tests of this binary run at once.)
+    assert!(cpu.busiest > 0.0 && cpu.busiest <= 1.5 && cpu.total == cpu.busiest, "{cpu:?}");
+    // The null back-end sets its own pace by nature: not flagged for it.
+    assert!(!rec.notes.iter().any(|(c, _)| c == "io_thread_saturated"), "{:?}", rec.notes);
+
+    // Stopped after the first interval: interrupted, still nothing kept.
+    let stop = AtomicBool::new(false);
+    let mut long = w.clone();
+    long.intervals = 20;
+    let cfg = StepConfig { workload: &long, stop: &stop, ..cfg };
+    let mut seen = Seen::default();
+    let rec = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(250));
+            stop.store(true, Ordering::Relaxed);
+        });
+        run_step(&cfg, &mut seen).expect("the step runs")
+    });
+    assert!(rec.interrupted && rec.intervals.is_empty(), "{} handed on", seen.0.len());
+    assert!(!seen.0.is_empty() && seen.0.len() < 20);
+}

@@ -271,8 +271,8 @@ pub struct Workload {
     pub pause_s: f64,
     pub direct: bool,
     pub backend: Backend,
-    /// I/O threads; 0 = chosen by the run step by step (`iocurve_run::threads`; the engine on
-    /// its own, given 0, runs one per core).
+    /// I/O threads; 0 = chosen by the run step by step (`iocurve_run::threads`; an agent
+    /// given 0 runs one per core).
     pub threads: u32,
     /// What written blocks contain (absent in runs stored before it existed: incompressible,
     /// unique data, which is what those runs wrote).

@@ -127,7 +127,7 @@ pub const WORKLOAD_OPTIONS: &[WorkloadOption] = &[
         Number,
         "N",
         Some("0"),
-        "I/O threads for io_uring and null (0 = chosen by measurement: one to start, more as the threads of the step before needed, at most one per core).",
+        "I/O threads for io_uring and null (0 = chosen by measurement: one to start, then as many as the CPU of the step before asks for, at most one per core).",
     ),
     opt(
         "compress",

@@ -566,6 +566,9 @@ fn flag_action(code: &str) -> &'static str {
         "cpu_saturated" => {
             "the load host's CPU limited these steps, not the storage: spread the workers over more hosts (--hosts) or stop the ramp lower"
         }
+        "io_thread_saturated" => {
+            "an I/O thread of iocurve hardly waited for the storage: the figures may be iocurve's pace; give more I/O threads (--threads) as each step's message says"
+        }
         "transient" => "the first interval was off the others: lengthen the warm-up (--warmup-s)",
         "unsteady" => "throughput varied between intervals: use longer or more intervals (--interval-s, --intervals)",
         "not_steady" => {

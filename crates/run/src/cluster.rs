@@ -150,12 +150,6 @@ impl Cluster {
 
     /// A local run: one in-process agent on the targets the run opened (and its verification
     /// map).
-    /// The cores of the smallest host (from each agent's Hello): the most I/O threads a step
-    /// chosen by iocurve runs.
-    pub fn cores(&self) -> usize {
-        self.remotes.iter().map(|r| r.hello.cores as usize).filter(|&c| c > 0).min().unwrap_or(1)
-    }
-
     pub fn local(targets: Arc<TargetSet>, verify: Option<Arc<GenMap>>) -> Result<Cluster, Error> {
         let rt = runtime(false)?;
         let remote = rt.block_on(client::connect_in_process(InProcess { targets, verify }))?;
@@ -173,6 +167,17 @@ impl Cluster {
             // The engine itself: it is not lost, however long a stalled device holds it.
             silence: Duration::from_secs(86_400),
         })
+    }
+
+    /// The cores of the smallest host (from each agent's Hello): the most I/O threads a step
+    /// chosen by iocurve runs.
+    pub fn cores(&self) -> usize {
+        self.remotes.iter().map(|r| r.hello.cores as usize).filter(|&c| c > 0).min().unwrap_or(1)
+    }
+
+    /// Every agent can run io_uring (one that cannot runs psync for io_uring steps).
+    pub fn io_uring_everywhere(&self) -> bool {
+        self.remotes.iter().all(|r| r.hello.io_uring_unavailable.is_empty())
     }
 
     /// Connects to every agent and has each open the plan's targets; nothing runs yet. Returns

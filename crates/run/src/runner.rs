@@ -547,7 +547,10 @@ impl Run<'_, '_> {
             };
             // `threads = 0` where the threads share the I/Os: chosen step by step from what
             // the threads of the step before used (threads.rs).
-            let shared = capabilities(w.backend).threads == ThreadModel::Shared;
+            // (Not when an agent without io_uring runs psync instead: its threads' figures
+            // would be a different back-end's; it gets 0, one per core, as before.)
+            let shared = capabilities(w.backend).threads == ThreadModel::Shared
+                && (w.backend != iocurve_plan::Backend::IoUring || cluster.io_uring_everywhere());
             let mut auto = (w.threads == 0 && shared).then(|| AutoThreads::following(cluster.cores(), seen));
             let mut si = 0;
             while si < ramp.len() {
@@ -627,8 +630,9 @@ impl Run<'_, '_> {
                         }
                         let s = iocurve_analysis::analyze_step_on(&r, seq, &th, &target_paths);
                         if let Some(a) = auto.as_mut() {
-                            let iops = if load.rate { load.iops } else { s.iops };
-                            a.seen(r.threads, threads::Load { iops, ..load }, r.io_cpu);
+                            // The CPU went into the I/Os achieved, whatever a rate step's target.
+                            let seen = threads::Load { iops: s.iops, ..load };
+                            a.seen(r.threads, seen, r.io_cpu, !r.intervals.is_empty());
                         }
                         tracing::info!(workload = %w.name, workers, iops = s.iops, flags = s.flags.len(), "step finished");
                         observers.step_finished(w.step_seconds(), &s);
