@@ -53,8 +53,15 @@ impl StepObserver for Seen {
     }
 }
 
-fn step(w: &Workload, workers: u32, targets: &TargetSet, faults: &[Fault], stop: &AtomicBool) -> (StepRecord, Seen) {
-    let cfg = StepConfig {
+/// A closed-loop step of `w` on one thread, by the engine alone (no coordinator).
+fn config<'a>(
+    w: &'a Workload,
+    workers: u32,
+    targets: &'a TargetSet,
+    faults: &'a [Fault],
+    stop: &'a AtomicBool,
+) -> StepConfig<'a> {
+    StepConfig {
         workload: w,
         workers,
         backend: w.backend,
@@ -68,7 +75,11 @@ fn step(w: &Workload, workers: u32, targets: &TargetSet, faults: &[Fault], stop:
         synchronized: false,
         rate: None,
         end: None,
-    };
+    }
+}
+
+fn step(w: &Workload, workers: u32, targets: &TargetSet, faults: &[Fault], stop: &AtomicBool) -> (StepRecord, Seen) {
+    let cfg = config(w, workers, targets, faults, stop);
     let mut seen = Seen::default();
     let rec = run_step(&cfg, &mut seen).expect("the step runs");
     (rec, seen)
@@ -177,19 +188,8 @@ fn rate_step(w: &Workload, iops: f64, targets: &TargetSet, faults: &[Fault]) -> 
 fn rate_step_seen(w: &Workload, iops: f64, targets: &TargetSet, faults: &[Fault]) -> (StepRecord, Seen) {
     let stop = AtomicBool::new(false);
     let cfg = StepConfig {
-        workload: w,
-        workers: w.max_outstanding,
-        backend: w.backend,
-        threads: 1,
-        targets,
-        stop: &stop,
-        faults,
-        verify: None,
-        abort: None,
-        start_at: None,
-        synchronized: false,
         rate: Some(iocurve_engine::arrival::RateShare { iops, host: 0, hosts: 1 }),
-        end: None,
+        ..config(w, w.max_outstanding, targets, faults, &stop)
     };
     let mut seen = Seen::default();
     let rec = run_step(&cfg, &mut seen).expect("the rate step runs");
@@ -379,19 +379,8 @@ fn regression_a_rate_that_cannot_be_run_is_refused_before_any_io() {
     let stop = AtomicBool::new(false);
     for (iops, host, hosts) in [(f64::NAN, 0, 1), (-5.0, 0, 1), (f64::INFINITY, 0, 1), (2e9, 0, 1), (100.0, 2, 2)] {
         let cfg = StepConfig {
-            workload: &w,
-            workers: 4,
-            backend: Backend::Null,
-            threads: 1,
-            targets: &t,
-            stop: &stop,
-            faults: &[],
-            verify: None,
-            abort: None,
-            start_at: None,
-            synchronized: false,
             rate: Some(iocurve_engine::arrival::RateShare { iops, host, hosts }),
-            end: None,
+            ..config(&w, 4, &t, &[], &stop)
         };
         let e = run_step(&cfg, &mut Seen::default()).err().unwrap_or_else(|| panic!("{iops} {host}/{hosts} ran"));
         assert!(e.to_string().contains("a rate step needs a rate above 0 and up to 1e9 IOPS"), "{e}");
@@ -408,21 +397,7 @@ fn regression_an_agents_step_keeps_no_intervals_and_measures_its_threads() {
     let w = workload(100.0, 4, 3, 0.1, Backend::Null);
     let end = iocurve_engine::StepEnd::new();
     let stop = AtomicBool::new(false);
-    let cfg = StepConfig {
-        workload: &w,
-        workers: 2,
-        backend: w.backend,
-        threads: 1,
-        targets: &t,
-        stop: &stop,
-        faults: &[],
-        verify: None,
-        abort: None,
-        start_at: None,
-        synchronized: false,
-        rate: None,
-        end: Some(&end),
-    };
+    let cfg = StepConfig { end: Some(&end), ..config(&w, 2, &t, &[], &stop) };
     let mut seen = Seen::default();
     let rec = run_step(&cfg, &mut seen).expect("the step runs");
     assert_eq!(seen.0.len(), 3, "every interval handed on");
