@@ -124,4 +124,15 @@ mod tests {
         let a = CpuTimes::default();
         assert_eq!(CpuUsage::between(&a, &a), CpuUsage::default());
     }
+
+    #[test]
+    fn io_threads_busiest_and_together_and_the_most_of_several_hosts() {
+        assert_eq!(IoCpu::from_shares([]), None, "no thread measured");
+        let one = IoCpu::from_shares([0.25, 0.5]).unwrap();
+        assert_eq!(one, IoCpu { busiest: 0.5, total: 0.75 });
+        let other = IoCpu { busiest: 0.9, total: 0.9 };
+        assert_eq!(IoCpu::max(Some(one), Some(other)), Some(IoCpu { busiest: 0.9, total: 0.9 }));
+        assert_eq!(IoCpu::max(None, Some(one)), Some(one), "a host that did not measure adds nothing");
+        assert_eq!(IoCpu::max(None, None), None);
+    }
 }
