@@ -3,7 +3,7 @@
 //! merged histograms, never from averaged percentiles).
 
 use iocurve_stats::{
-    CpuUsage, DirStats, ErrorCounts, HostFacts, IntervalStats, LatencyHistogram, RateStats, Sample, VerifyCounts,
+    CpuUsage, DirStats, ErrorCounts, HostFacts, IntervalStats, IoCpu, LatencyHistogram, RateStats, Sample, VerifyCounts,
 };
 
 use crate::pb;
@@ -67,6 +67,18 @@ pub fn verify_from(v: &pb::Verify) -> VerifyCounts {
         misplaced: v.misplaced,
         examples: v.examples.iter().take(VerifyCounts::EXAMPLES).cloned().collect(),
     }
+}
+
+pub fn io_cpu_to(c: &IoCpu) -> pb::IoCpu {
+    pb::IoCpu { busiest: c.busiest, total: c.total }
+}
+
+/// An agent's figure for the CPU of its I/O threads, if one a host can have: a thread runs at
+/// most its wall time (twice that allows for when it read its clocks), and a host has at most
+/// 4096 I/O threads (psync). Anything else is dropped, not believed.
+pub fn io_cpu_from(c: &pb::IoCpu) -> Option<IoCpu> {
+    let plausible = (0.0..=2.0).contains(&c.busiest) && (c.busiest..=c.busiest * 4096.0).contains(&c.total);
+    plausible.then_some(IoCpu { busiest: c.busiest, total: c.total })
 }
 
 /// An agent's host facts from its Hello.
@@ -156,5 +168,17 @@ mod tests {
         assert_eq!((idx, d), (4, 0.5));
         assert_eq!(back, s);
         assert_eq!(cpu2, cpu);
+    }
+
+    #[test]
+    fn an_agents_io_cpu_no_host_can_have_is_dropped() {
+        let c = |busiest, total| io_cpu_from(&pb::IoCpu { busiest, total });
+        assert_eq!(c(0.97, 1.9), Some(IoCpu { busiest: 0.97, total: 1.9 }));
+        assert_eq!(c(0.0, 0.0), Some(IoCpu { busiest: 0.0, total: 0.0 }));
+        for (b, t) in [(1e308, 1e308), (f64::NAN, 1.0), (0.5, f64::INFINITY), (-0.1, 0.0), (0.9, 0.5), (0.5, 5000.0)] {
+            assert_eq!(c(b, t), None, "{b} {t}");
+        }
+        let c = IoCpu { busiest: 0.5, total: 0.75 };
+        assert_eq!(io_cpu_from(&io_cpu_to(&c)), Some(c), "through the wire unchanged");
     }
 }

@@ -298,7 +298,7 @@ pub(super) fn run_blocking(
             stuck_age_ns: rec.drain.stuck_age_ns,
             wait_ns: rec.drain.wait_ns,
             late_faults: rec.drain.faults_injected,
-            io_cpu: rec.io_cpu.map(|c| pb::IoCpu { busiest: c.busiest, total: c.total }),
+            io_cpu: rec.io_cpu.as_ref().map(wire::io_cpu_to),
             notes: rec
                 .notes
                 .iter()

@@ -57,14 +57,6 @@ pub struct StepSpec<'a> {
     pub silence: Duration,
 }
 
-/// An agent's figure for the CPU of its I/O threads, if one a host can have: a thread runs at
-/// most its wall time (twice that allows for when it read its clocks), and a host has at most
-/// 4096 I/O threads (psync). Anything else is dropped, not believed.
-fn io_cpu_from(c: &pb::IoCpu) -> Option<IoCpu> {
-    let plausible = (0.0..=2.0).contains(&c.busiest) && (c.busiest..=c.busiest * 4096.0).contains(&c.total);
-    plausible.then_some(IoCpu { busiest: c.busiest, total: c.total })
-}
-
 /// The coordinator's view of the agents while a step runs.
 struct Hosts<'a> {
     spec: &'a StepSpec<'a>,
@@ -470,7 +462,7 @@ pub async fn run_step(
                     faults_injected: d.late_faults,
                 };
                 st.interrupted[h] = d.interrupted;
-                st.io_cpu[h] = d.io_cpu.as_ref().and_then(io_cpu_from);
+                st.io_cpu[h] = d.io_cpu.as_ref().and_then(wire::io_cpu_from);
                 st.notes[h] = d.notes.iter().map(|n| (n.code.clone(), n.message.clone())).collect();
                 for e in &d.unmeasured_errors {
                     let t = if e.target == UNKNOWN_TARGET { e.target } else { e.target + remotes[h].target_offset };
@@ -652,19 +644,4 @@ pub async fn run_step(
             .collect();
     }
     Ok(MultiStep { merged, lost, setup_ns })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_agents_io_cpu_no_host_can_have_is_dropped() {
-        let c = |busiest, total| io_cpu_from(&pb::IoCpu { busiest, total });
-        assert_eq!(c(0.97, 1.9), Some(IoCpu { busiest: 0.97, total: 1.9 }));
-        assert_eq!(c(0.0, 0.0), Some(IoCpu { busiest: 0.0, total: 0.0 }));
-        for (b, t) in [(1e308, 1e308), (f64::NAN, 1.0), (0.5, f64::INFINITY), (-0.1, 0.0), (0.9, 0.5), (0.5, 5000.0)] {
-            assert_eq!(c(b, t), None, "{b} {t}");
-        }
-    }
 }
