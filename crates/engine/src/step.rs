@@ -476,8 +476,10 @@ fn coordinate(
     let spp = sched.samples_per_interval;
     let tick = Duration::from_millis(250);
     let mut next_tick = t0 + tick;
-    // CPU readings at boundaries 0..=K (start of interval 0 .. end of the last).
-    let mut cpu: Vec<Option<CpuTimes>> = vec![None; w.intervals as usize + 1];
+    // CPU readings at the boundaries of the intervals not yet handed on (boundary k starts
+    // interval k): only those in flight are held, so that a day-long step's memory does not
+    // depend on its length (issue 21).
+    let mut cpu: BTreeMap<u32, Option<CpuTimes>> = BTreeMap::new();
     let mut next_cpu = 0u32;
     // Per interval: which threads reported it, and their stats merged.
     let mut pending: BTreeMap<u32, (Vec<bool>, IntervalStats)> = BTreeMap::new();
@@ -548,7 +550,7 @@ fn coordinate(
             }
         }
         while next_cpu <= planned() && now >= t0 + Duration::from_nanos(sched.boundary_ns(next_cpu)) {
-            cpu[next_cpu as usize] = cpu_times();
+            cpu.insert(next_cpu, cpu_times());
             next_cpu += 1;
         }
         let all_done = finished.iter().all(|&f| f);
@@ -604,15 +606,15 @@ fn coordinate(
             if idx == last() {
                 add_tail(&mut stats, &tail, !completed_in_time);
             }
-            let end = cpu[idx as usize + 1].or_else(cpu_times);
-            let usage = match (cpu[idx as usize], end) {
+            let end = cpu.get(&(idx + 1)).copied().flatten().or_else(cpu_times);
+            let usage = match (cpu.remove(&idx).flatten(), end) {
                 (Some(a), Some(b)) => CpuUsage::between(&a, &b),
                 _ => CpuUsage::default(),
             };
             obs.interval(idx, &stats, &usage, w.interval_s);
             handed += 1;
-            // An agent's step keeps no record of the intervals it sent: the coordinator keeps
-            // them, and a copy here would grow with the run for nothing (issue 21).
+            // An agent's step keeps no record of the intervals it sent: the coordinator's store
+            // keeps them, and a copy here would grow with the run for nothing (issue 21).
             if cfg.end.is_none() {
                 rec.push_interval(stats, usage, w.interval_s);
             }

@@ -613,8 +613,10 @@ impl Run<'_, '_> {
                             output_cut_noted = true;
                             r.notes.push(("output_closed".into(), why));
                         }
+                        // The step counted its intervals as they were stored; its list comes
+                        // back from the store, so that a long step's memory stays flat (issue 21).
                         if let Some(id) = step_id
-                            && let Err(e) = store.end_step(id, &r)
+                            && let Err(e) = store.end_step(id, &r).and_then(|()| store.fill_intervals(id, &mut r))
                         {
                             error = Some(store_error(e));
                         }

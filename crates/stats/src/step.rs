@@ -22,6 +22,25 @@ pub struct IntervalRecord {
 }
 
 impl IntervalRecord {
+    /// The figures of a finished interval (its histograms are not kept).
+    pub fn of(stats: IntervalStats, cpu: CpuUsage, duration_s: f64) -> Self {
+        let (mut sum, mut n) = (0.0, 0u64);
+        for d in [&stats.read, &stats.write] {
+            sum += d.hist.mean_ns() * d.hist.count() as f64;
+            n += d.hist.count();
+        }
+        IntervalRecord {
+            ops: stats.ops(),
+            bytes: stats.bytes(),
+            lat_mean_ns: if n == 0 { 0.0 } else { sum / n as f64 },
+            max_gap_ns: stats.max_gap_ns.unwrap_or(0),
+            faults_injected: stats.faults_injected,
+            samples: stats.samples,
+            cpu,
+            duration_s,
+        }
+    }
+
     /// Its throughput: I/Os per second, or bytes per second for a sequential workload (the
     /// value the SNIA steady-state rule tracks per round).
     pub fn throughput(&self, sequential: bool) -> f64 {
@@ -41,8 +60,12 @@ pub struct StepRecord {
     pub interval_s: f64,
     /// Length of one sample (1 s, or the interval when shorter).
     pub sample_s: f64,
-    /// Complete intervals only, in order.
+    /// Complete intervals only, in order: all of them, or for a live step that stores its
+    /// intervals as they come ([`StepRecord::count_interval`]) only the last
+    /// [`crate::steady::WINDOW`], until the store gives the list back at the step's end.
     pub intervals: Vec<IntervalRecord>,
+    /// How many complete intervals the step measured, held in `intervals` or not.
+    pub measured: usize,
     /// All complete intervals merged: histograms, counters and errors (no samples).
     pub total: IntervalStats,
     /// Stopped before all planned intervals ran.
@@ -156,6 +179,7 @@ impl StepRecord {
             interval_s,
             sample_s,
             intervals: Vec::new(),
+            measured: 0,
             total: IntervalStats::default(),
             interrupted: false,
             aborted: None,
@@ -187,21 +211,19 @@ impl StepRecord {
         if let Some(r) = &stats.rate {
             self.total.rate.get_or_insert_with(Default::default).merge(r);
         }
-        let (mut sum, mut n) = (0.0, 0u64);
-        for d in [&stats.read, &stats.write] {
-            sum += d.hist.mean_ns() * d.hist.count() as f64;
-            n += d.hist.count();
+        self.intervals.push(IntervalRecord::of(stats, cpu, duration_s));
+        self.measured += 1;
+    }
+
+    /// Adds a finished interval as [`StepRecord::push_interval`] does, but keeps the figures of
+    /// only the last [`crate::steady::WINDOW`] intervals (what the steady-state check reads):
+    /// for a step whose intervals are stored as they come, so that its memory does not grow
+    /// with its length (issue 21). The store gives the whole list back at its end.
+    pub fn count_interval(&mut self, stats: IntervalStats, cpu: CpuUsage, duration_s: f64) {
+        self.push_interval(stats, cpu, duration_s);
+        if self.intervals.len() > crate::steady::WINDOW {
+            self.intervals.remove(0);
         }
-        self.intervals.push(IntervalRecord {
-            ops: stats.ops(),
-            bytes: stats.bytes(),
-            lat_mean_ns: if n == 0 { 0.0 } else { sum / n as f64 },
-            samples: stats.samples,
-            cpu,
-            duration_s,
-            max_gap_ns: stats.max_gap_ns.unwrap_or(0),
-            faults_injected: stats.faults_injected,
-        });
     }
 }
 
@@ -267,5 +289,24 @@ mod tests {
         assert_eq!(rec.intervals[1].ops, 2);
         assert!((rec.intervals[0].lat_mean_ns - 200.0).abs() < 1.0);
         assert_eq!(rec.intervals[1].samples[0].ops, 1);
+    }
+
+    #[test]
+    fn a_counted_step_keeps_its_total_and_count_but_only_the_last_window() {
+        let (mut held, mut counted) = (StepRecord::new(1, 1, 1, 1.0, 1.0), StepRecord::new(1, 1, 1, 1.0, 1.0));
+        for k in 1..=20u64 {
+            let mut s = IntervalStats::with_samples(1);
+            for _ in 0..k {
+                s.read.record(100 * k, 4096);
+            }
+            held.push_interval(s.clone(), CpuUsage::default(), 1.0);
+            counted.count_interval(s, CpuUsage::default(), 1.0);
+        }
+        assert_eq!((held.measured, counted.measured), (20, 20));
+        assert_eq!(counted.total.ops(), held.total.ops());
+        assert_eq!(counted.total.combined_hist().max_ns(), held.total.combined_hist().max_ns());
+        assert_eq!(counted.intervals.len(), crate::steady::WINDOW);
+        assert_eq!(counted.intervals[..], held.intervals[20 - crate::steady::WINDOW..]);
+        assert_eq!(counted.is_steady(false), held.is_steady(false));
     }
 }

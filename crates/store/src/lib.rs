@@ -10,8 +10,8 @@
 use std::path::Path;
 
 use iocurve_stats::{
-    CpuUsage, ErrorCounts, FinalVerification, HostClock, HostRecord, IntervalStats, LatencyHistogram, Sample,
-    StepRecord, UNKNOWN_TARGET, VerifyCounts,
+    CpuUsage, ErrorCounts, FinalVerification, HostClock, HostRecord, IntervalRecord, IntervalStats, LatencyHistogram,
+    Sample, StepRecord, UNKNOWN_TARGET, VerifyCounts,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 

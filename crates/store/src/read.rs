@@ -203,9 +203,7 @@ impl Store {
         let rows: Vec<_> = self.sql(rows.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?;
         let mut steps = Vec::new();
         for (step_id, mut rec, interrupted) in rows {
-            for (stats, cpu, duration_s) in self.load_intervals(step_id, None)? {
-                rec.push_interval(stats, cpu, duration_s);
-            }
+            self.each_interval(step_id, None, |stats, cpu, duration_s| rec.push_interval(stats, cpu, duration_s))?;
             // A step still marked running was cut off (killed run): only its finished intervals count.
             rec.interrupted = interrupted.unwrap_or(true);
             rec.per_host = self.load_hosts(step_id, &rec)?;
@@ -243,25 +241,57 @@ impl Store {
             let mut record =
                 StepRecord::new(step.workers, step.queue_depth, threads as usize, step.interval_s, step.sample_s);
             record.rate_iops = step.rate_iops;
-            for (stats, cpu, duration_s) in self.load_intervals(step_id, Some(host))? {
-                record.push_interval(stats, cpu, duration_s);
-            }
+            self.each_interval(step_id, Some(host), |stats, cpu, duration_s| {
+                record.push_interval(stats, cpu, duration_s)
+            })?;
             record.interrupted = step.interrupted || lost_at_s.is_some();
             hosts.push(HostRecord { address, hostname, started_unix_ns, lost_at_s, clock, record });
         }
         Ok(hosts)
     }
 
-    /// The intervals of a step (`host` None) or of one of its hosts, in order, as the engine
-    /// handed them over.
-    fn load_intervals(&self, step_id: i64, host: Option<u32>) -> Result<Vec<(IntervalStats, CpuUsage, f64)>> {
+    /// Gives a live step the intervals it counted but did not hold
+    /// ([`StepRecord::count_interval`]): its own and each of its hosts' figures, as stored. Its
+    /// totals it holds already.
+    pub fn fill_intervals(&self, step_id: i64, rec: &mut StepRecord) -> Result<()> {
+        let read = |host: Option<u32>, measured: usize| -> Result<Vec<IntervalRecord>> {
+            let mut list = Vec::with_capacity(measured);
+            self.each_interval(step_id, host, |stats, cpu, duration_s| {
+                list.push(IntervalRecord::of(stats, cpu, duration_s))
+            })?;
+            if list.len() != measured {
+                let who = host.map_or(String::new(), |h| format!(" host {h}"));
+                return Err(StoreError::Invalid {
+                    path: self.path.clone(),
+                    message: format!("step {step_id}{who}: {} intervals stored, {measured} measured", list.len()),
+                });
+            }
+            Ok(list)
+        };
+        rec.intervals = read(None, rec.measured)?;
+        for (h, host) in rec.per_host.iter_mut().enumerate() {
+            host.record.intervals = read(Some(h as u32), host.record.measured)?;
+        }
+        Ok(())
+    }
+
+    /// Hands the intervals of a step (`host` None) or of one of its hosts to `each`, in order, as
+    /// the engine handed them over: one at a time, so that reading a long step back holds one
+    /// interval's histograms, not all of them (at 1 s intervals, an hour's would be 1.5 GB).
+    fn each_interval(
+        &self,
+        step_id: i64,
+        host: Option<u32>,
+        mut each: impl FnMut(IntervalStats, CpuUsage, f64),
+    ) -> Result<()> {
         let invalid = |m: String| StoreError::Invalid { path: self.path.clone(), message: m };
         let mut st = self.sql(self.conn.prepare(
             "SELECT id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected,
                     verify_checked, verify_lost, verify_corrupt, verify_misplaced, verify_examples
              FROM intervals WHERE step_id = ?1 AND host IS ?2 ORDER BY idx",
         ))?;
-        let rows = st.query_map(params![step_id, host], |r| {
+        let mut rows = self.sql(st.query(params![step_id, host]))?;
+        let row = |r: &rusqlite::Row| -> rusqlite::Result<_> {
             let mut stats = IntervalStats::default();
             stats.read.ops = r.get::<_, i64>(3)? as u64;
             stats.read.bytes = r.get::<_, i64>(4)? as u64;
@@ -278,10 +308,9 @@ impl Store {
             let cpu = CpuUsage { user: r.get(9)?, system: r.get(10)?, iowait: r.get(11)? };
             let hists: (Vec<u8>, Vec<u8>) = (r.get(7)?, r.get(8)?);
             Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?, r.get::<_, f64>(2)?, stats, cpu, hists))
-        });
-        let rows: Vec<_> = self.sql(rows.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?;
-        let mut out = Vec::new();
-        for (interval_id, idx, duration_s, mut stats, cpu, (rh, wh)) in rows {
+        };
+        while let Some(r) = self.sql(rows.next())? {
+            let (interval_id, idx, duration_s, mut stats, cpu, (rh, wh)) = self.sql(row(r))?;
             stats.read.hist = LatencyHistogram::from_bytes(&rh).map_err(invalid)?;
             stats.write.hist = LatencyHistogram::from_bytes(&wh).map_err(invalid)?;
             let mut rs = self.sql(self.conn.prepare_cached(
@@ -333,8 +362,8 @@ impl Store {
                 })
             });
             stats.samples = self.sql(samples.and_then(|m| m.collect()))?;
-            out.push((stats, cpu, duration_s));
+            each(stats, cpu, duration_s);
         }
-        Ok(out)
+        Ok(())
     }
 }

@@ -491,18 +491,20 @@ pub async fn run_step(
                     obs.host_interval(k as u32, m.index as u32, &p.stats, &p.cpu, p.duration_s);
                 }
                 if let Some(r) = st.records[k].as_mut() {
-                    r.push_interval(p.stats, p.cpu, p.duration_s);
+                    r.count_interval(p.stats, p.cpu, p.duration_s);
                 }
             }
             obs.interval(m.index as u32, &m.all, &m.cpu, w.interval_s);
+            // Counted, not held: the observers stored the interval, and the list grows with
+            // the step's length (issue 21); the runner reads it back at the step's end.
             if let Some(merged) = merged.as_mut() {
-                merged.push_interval(m.all, m.cpu, w.interval_s);
+                merged.count_interval(m.all, m.cpu, w.interval_s);
             }
         }
         if snia
             && ending.is_none()
             && let Some(rec) = merged.as_ref()
-            && rec.intervals.len() < intervals
+            && rec.measured < intervals
             && rec.is_steady(sequential)
         {
             // The interval running now completes (as on one host), and every interval an
@@ -515,8 +517,8 @@ pub async fn run_step(
                 .filter(|(_, done)| !**done)
                 .map(|((r, key), _)| (r.client.clone(), *key))
                 .collect();
-            tracing::info!(workload = %w.name, workers = spec.workers, after = rec.intervals.len(), "steady state reached on every host together");
-            let want = rec.intervals.len() as u32 + 1;
+            tracing::info!(workload = %w.name, workers = spec.workers, after = rec.measured, "steady state reached on every host together");
+            let want = rec.measured as u32 + 1;
             ending = Some(tokio::spawn(end_steps(agents, want, w.intervals)));
         }
     }
@@ -568,7 +570,7 @@ pub async fn run_step(
     // Fewer intervals than planned: interrupted, unless every host ended its step once steady.
     let steady_end = w.steady_state == iocurve_plan::SteadyState::Snia;
     let all_ended = st.interrupted.iter().zip(&st.lost).all(|(&i, l)| !i && l.is_none());
-    merged.interrupted = merged.intervals.len() < intervals && !(steady_end && all_ended);
+    merged.interrupted = merged.measured < intervals && !(steady_end && all_ended);
     // (A step stopped otherwise — Ctrl-C, an abort, an overload — ends apart by its nature.)
     if let Some(end) = ended_after.filter(|_| !stop_sent) {
         let counts: Vec<String> = (0..n)
@@ -581,7 +583,7 @@ pub async fn run_step(
                 format!(
                     "steady after the hosts' merged intervals, the hosts were to end after interval {end}, but {}: the step keeps the {} intervals every host ran",
                     counts.join(", "),
-                    merged.intervals.len()
+                    merged.measured
                 ),
             ));
         }
@@ -622,7 +624,7 @@ pub async fn run_step(
                 let mut record =
                     r.unwrap_or_else(|| StepRecord::new(spec.workers, w.queue_depth, 0, w.interval_s, 1.0));
                 record.interrupted =
-                    record.intervals.len() < intervals && !(steady_end && !st.interrupted[i] && st.lost[i].is_none());
+                    record.measured < intervals && !(steady_end && !st.interrupted[i] && st.lost[i].is_none());
                 record.drain = st.drain[i];
                 record.unmeasured_errors = st.unmeasured[i].clone();
                 record.io_cpu = st.io_cpu[i];
