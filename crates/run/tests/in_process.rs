@@ -367,14 +367,18 @@ fn a_curve_follows_the_maximum_and_stop_at_ends_a_rate_ramp() {
 }
 
 /// Issue 17: `sla_search` bisects rate steps between 0 and the worker ramp's maximum for the
-/// highest rate sustained within the SLA. 8 slots of 2 ms carry 4000 IOPS, which the worker ramp
+/// highest rate sustained within the SLA. 8 slots of 5 ms carry 1600 IOPS, which the worker ramp
 /// (8 workers) measures. Poisson arrivals queue: near the maximum the p99 response time passes
-/// 5 ms, at half of it it stays near 2 ms — the answer lies between.
+/// 15 ms, at half of it it stays under 10 ms — the answer lies between. (Slots of 2 ms and an SLA
+/// of 5 ms made the same point until this machine's 2 ms sleeps overran by 1.5–3 ms at p99, as
+/// measured on 2026-11-27: then every probe's p99 was near the bound, and the answer below half.
+/// Steps of 1.5 s: a rate step counts as sustained with 99 % of its due I/Os done, and the I/Os
+/// of its last 5 ms are still in flight at its end.)
 #[test]
 fn an_sla_search_brackets_the_highest_rate_within_the_sla() {
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let text = "sla_p99_ms = 5\n[[workloads]]\nname = \"w\"\nbackend = \"null\"\nramp = [8]\nmax_outstanding = 8\nsla_search = true\narrival = \"poisson\"\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.25\nthreads = 1\n\n[[faults]]\nkind = \"latency\"\nlatency_ms = 2\n";
+    let text = "sla_p99_ms = 15\n[[workloads]]\nname = \"w\"\nbackend = \"null\"\nramp = [8]\nmax_outstanding = 8\nsla_search = true\narrival = \"poisson\"\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.75\nthreads = 1\n\n[[faults]]\nkind = \"latency\"\nlatency_ms = 5\n";
     let p = iocurve_plan::parse_str(text, "test.toml", &Overrides::default()).unwrap();
     let outcome = Runner::new(targeted(p, &dir), Hosts::Local, options(&dir)).run().expect("the run starts");
     assert!(outcome.error.is_none(), "{:?}", outcome.error);
@@ -382,20 +386,22 @@ fn an_sla_search_brackets_the_highest_rate_within_the_sla() {
     assert_eq!(names, ["w", "w-sla-search"]);
     let s = &outcome.result.workloads[1];
     let note =
-        s.notes.iter().find(|n| n.starts_with("SLA search (p99 ≤ 5 ms)")).expect("the search says what it found");
+        s.notes.iter().find(|n| n.starts_with("SLA search (p99 ≤ 15 ms)")).expect("the search says what it found");
     assert!(note.contains("between"), "{note}");
     let targets: Vec<f64> = s.steps.iter().map(|x| x.rate.as_ref().unwrap().target_iops).collect();
     assert!(targets.windows(2).all(|p| p[0] < p[1]), "the probes are shown in rate order: {targets:?}");
     assert!((3..=10).contains(&targets.len()), "{targets:?}");
     let best = s.sla_maximum.expect("the highest probe within the SLA");
-    assert!(best.iops > 2_000.0 && best.iops < 4_100.0, "{best:?}");
+    let max = outcome.result.workloads[0].maximum.expect("the worker ramp's maximum").iops;
+    assert!(best.iops > max * 0.5 && best.iops < max * 1.02, "{best:?} against the maximum {max}");
     // The answer is stored with the workload: `show` gives what the run said.
     let store = iocurve_run::open_existing_store(&dir.path().join("runs.db")).unwrap();
     let stored = store.load(outcome.run_id.unwrap()).unwrap();
     assert_eq!(stored.workloads[1].notes, std::slice::from_ref(note));
 
     // Without SLA bounds there is nothing to search for: refused before anything runs.
-    let p = iocurve_plan::parse_str(&text.replace("sla_p99_ms = 5\n", ""), "test.toml", &Overrides::default()).unwrap();
+    let p =
+        iocurve_plan::parse_str(&text.replace("sla_p99_ms = 15\n", ""), "test.toml", &Overrides::default()).unwrap();
     let e = Runner::new(targeted(p, &dir), Hosts::Local, options(&dir)).run().err().expect("refused");
     assert!(e.to_string().contains("sla_search looks for the highest rate within SLA bounds"), "{e}");
 }
