@@ -111,6 +111,66 @@ mod tests {
         s
     }
 
+    /// Issue 21: a live step counts its intervals and keeps only the last few; the store gives
+    /// it the whole list back at its end, as a step that held them would have it, and says so
+    /// when the counts disagree.
+    #[test]
+    fn a_counted_step_gets_its_intervals_back_from_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = Store::open(&dir.path().join("r.db")).unwrap();
+        let run = st.begin_run(&NewRun::default()).unwrap();
+        let wl = st.begin_workload(run, 0, "w", "{}").unwrap();
+        let (mut held, mut live) = (StepRecord::new(4, 2, 1, 1.0, 0.5), StepRecord::new(4, 2, 1, 1.0, 0.5));
+        let step = st.begin_step(wl, 0, &live).unwrap();
+        let cpu = CpuUsage { user: 10.0, system: 5.0, iowait: 1.0 };
+        for i in 0..12u32 {
+            let s = interval(1000 + 100 * i as u64, 5 + i as u64);
+            st.add_interval(step, None, i, &s, &cpu, 1.0).unwrap();
+            held.push_interval(s.clone(), cpu, 1.0);
+            live.count_interval(s, cpu, 1.0);
+        }
+        assert_eq!(live.intervals.len(), iocurve_stats::steady::WINDOW);
+        st.end_step(step, &live).unwrap();
+        st.fill_intervals(step, &mut live).unwrap();
+        assert_eq!(live.intervals, held.intervals);
+        assert_eq!(live.total, held.total);
+
+        live.measured += 1;
+        let e = st.fill_intervals(step, &mut live).unwrap_err().to_string();
+        assert!(e.contains("12 intervals stored, 13 measured"), "{e}");
+    }
+
+    /// Issue 21: reading a step back held every interval's decoded histograms at once (some
+    /// 200 KiB each: `show` of a step of 1,200 intervals took 540 MB, a day of 1 s intervals
+    /// would take 37 GB). It holds one interval's at a time.
+    #[test]
+    fn a_long_step_is_read_back_one_interval_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = Store::open(&dir.path().join("r.db")).unwrap();
+        let run = st.begin_run(&NewRun::default()).unwrap();
+        let wl = st.begin_workload(run, 0, "w", "{}").unwrap();
+        let step = st.begin_step(wl, 0, &StepRecord::new(1, 1, 1, 1.0, 1.0)).unwrap();
+        let cpu = CpuUsage::default();
+        let s = interval(1000, 3);
+        // 1,500 intervals: some 600 MB of histograms held at once by the reader before.
+        for i in 0..1500 {
+            st.add_interval(step, None, i, &s, &cpu, 1.0).unwrap();
+        }
+        st.end_step(step, &StepRecord::new(1, 1, 1, 1.0, 1.0)).unwrap();
+        let peak_kib = || {
+            let status = std::fs::read_to_string("/proc/self/status").unwrap();
+            let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+            line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap()
+        };
+        // "5" resets the peak to the resident memory of now.
+        std::fs::write("/proc/self/clear_refs", "5").unwrap();
+        let before = peak_kib();
+        let back = st.load(run).unwrap();
+        let grew_mib = (peak_kib() - before) as f64 / 1024.0;
+        assert_eq!(back.workloads[0].steps[0].intervals.len(), 1500);
+        assert!(grew_mib < 100.0, "reading the step back took {grew_mib:.0} MiB more at its peak");
+    }
+
     #[test]
     fn a_run_round_trips_exactly() {
         let dir = tempfile::tempdir().unwrap();
