@@ -506,7 +506,8 @@ impl Cluster {
         Ok((fv, problems))
     }
 
-    /// Runs one step on every agent; returns the merged record, each host's own inside it.
+    /// Runs one step on every agent; returns the merged record, each host's own inside it, with
+    /// only the last few intervals' figures held (see [`MultiStep`]): `obs` must store them.
     pub fn run_step(
         &mut self,
         w: &Workload,

@@ -615,10 +615,15 @@ impl Run<'_, '_> {
                         }
                         // The step counted its intervals as they were stored; its list comes
                         // back from the store, so that a long step's memory stays flat (issue 21).
+                        // Without it the step's figures would rest on its last few intervals:
+                        // it is not analysed, and the run ends with the store's error.
                         if let Some(id) = step_id
                             && let Err(e) = store.end_step(id, &r).and_then(|()| store.fill_intervals(id, &mut r))
                         {
+                            tracing::warn!(workload = %w.name, workers, error = %e, "step not read back");
                             error = Some(store_error(e));
+                            stop_run = true;
+                            break;
                         }
                         if r.intervals.is_empty() && r.drain.stuck > 0 {
                             // No interval to flag: the step is not kept, so say it here.

@@ -294,6 +294,39 @@ fn regression_observers_hear_only_of_stored_intervals() {
     assert_eq!(b.intervals, 0, "no interval the store did not keep reached an observer");
 }
 
+/// Found in review of issue 21: a step counts its intervals and reads their list back from the
+/// store at its end. When the store cannot give it back (here: one of its intervals given to a
+/// host behind the run's back), the step would rest on its last few intervals and
+/// report IOPS several times too high: it is not analysed, and the run ends with the store's
+/// error instead.
+#[test]
+fn regression_a_step_the_store_cannot_give_back_is_not_analysed() {
+    let _one = one_at_a_time();
+    struct Mover {
+        db: std::path::PathBuf,
+    }
+    impl StepObserver for Mover {
+        fn interval(&mut self, index: u32, _: &IntervalStats, _: &CpuUsage, _: f64) {
+            if index == 11 {
+                let c = rusqlite::Connection::open(&self.db).unwrap();
+                c.execute_batch("UPDATE intervals SET host = 99 WHERE idx = 0 AND host IS NULL").unwrap();
+            }
+        }
+    }
+    impl Observer for Mover {}
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = Mover { db: dir.path().join("runs.db") };
+    let text = "[[workloads]]\nname = \"w\"\nbackend = \"null\"\nramp = [1]\nwarmup_s = 0\nintervals = 12\ninterval_s = 0.1\nthreads = 1\n";
+    let p = targeted(iocurve_plan::parse_str(text, "test.toml", &Overrides::default()).unwrap(), &dir);
+    let outcome = Runner::new(p, Hosts::Local, options(&dir)).observe(&mut m).run().unwrap();
+    assert!(
+        matches!(outcome.error, Some(Error::Runtime(ref m)) if m.contains("11 intervals stored, 12 measured")),
+        "{:?}",
+        outcome.error
+    );
+    assert!(outcome.result.workloads.iter().all(|w| w.steps.is_empty()), "{:?}", outcome.result.workloads);
+}
+
 /// Issue 17: a rate ramp runs through the runner into the store. A step the storage cannot
 /// carry (8 slots of 0.5 ms each carry 16 000 IOPS; 100 000 are asked) falls behind its schedule,
 /// is marked unsustained and enters no optimum or maximum; the stored run analyses to the same

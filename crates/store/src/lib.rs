@@ -140,6 +140,33 @@ mod tests {
         assert!(e.contains("12 intervals stored, 13 measured"), "{e}");
     }
 
+    /// Found in review of issue 21: every run reads each step's intervals back at its end, one
+    /// at a time, and the samples of each were found by their step alone: a scan of the whole
+    /// step per interval (intervals² row visits; a day of 1 s intervals, some 7.5·10⁹). Both
+    /// look-ups go straight to their rows, in order, without a sort.
+    #[test]
+    fn a_step_s_intervals_and_samples_are_found_by_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = Store::open(&dir.path().join("r.db")).unwrap();
+        let plan = |sql: &str, n: usize| -> String {
+            let q = format!("EXPLAIN QUERY PLAN {sql}");
+            let mut p = st.conn.prepare(&q).unwrap();
+            let args: Vec<Option<i64>> = vec![Some(1); n];
+            let rows = p.query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3)).unwrap();
+            rows.map(|r| r.unwrap()).collect::<Vec<_>>().join("; ")
+        };
+        let intervals = plan(read::INTERVALS_OF, 2);
+        assert!(intervals.contains("USING INDEX intervals_step_host (step_id=? AND host=?)"), "{intervals}");
+        let samples = plan(read::SAMPLES_OF, 3);
+        assert!(
+            samples.contains("USING INDEX samples_interval (step_id=? AND host=? AND interval_idx=?)"),
+            "{samples}"
+        );
+        for p in [&intervals, &samples] {
+            assert!(!p.contains("TEMP B-TREE"), "no sort: {p}");
+        }
+    }
+
     /// Issue 21: reading a step back held every interval's decoded histograms at once (some
     /// 200 KiB each: `show` of a step of 1,200 intervals took 540 MB, a day of 1 s intervals
     /// would take 37 GB). It holds one interval's at a time.

@@ -63,6 +63,15 @@ pub struct StoredWorkload {
     pub notes: Vec<String>,
 }
 
+/// The intervals of a step (`host` NULL) or of one of its hosts, in order; found through the
+/// index `intervals_step_host` (schema v18).
+pub(crate) const INTERVALS_OF: &str = "SELECT id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected,
+        verify_checked, verify_lost, verify_corrupt, verify_misplaced, verify_examples
+    FROM intervals WHERE step_id = ?1 AND host IS ?2 ORDER BY idx";
+
+/// The samples of one interval, in order; found through the index `samples_interval` (v18).
+pub(crate) const SAMPLES_OF: &str = "SELECT ops, bytes, lat_sum_ns, lat_max_ns, errors FROM samples WHERE step_id = ?1 AND interval_idx = ?2 AND host IS ?3 ORDER BY idx";
+
 impl Store {
     /// A run's final verification pass, if it had one.
     pub fn verification(&self, run_id: i64) -> Result<Option<FinalVerification>> {
@@ -285,11 +294,7 @@ impl Store {
         mut each: impl FnMut(IntervalStats, CpuUsage, f64),
     ) -> Result<()> {
         let invalid = |m: String| StoreError::Invalid { path: self.path.clone(), message: m };
-        let mut st = self.sql(self.conn.prepare(
-            "SELECT id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected,
-                    verify_checked, verify_lost, verify_corrupt, verify_misplaced, verify_examples
-             FROM intervals WHERE step_id = ?1 AND host IS ?2 ORDER BY idx",
-        ))?;
+        let mut st = self.sql(self.conn.prepare(INTERVALS_OF))?;
         let mut rows = self.sql(st.query(params![step_id, host]))?;
         let row = |r: &rusqlite::Row| -> rusqlite::Result<_> {
             let mut stats = IntervalStats::default();
@@ -349,9 +354,7 @@ impl Store {
                     if dir == "write" { &mut stats.write.errors } else { &mut stats.read.errors };
                 counts.add(target.unwrap_or(UNKNOWN_TARGET), errno, count as u64);
             }
-            let mut ss = self.sql(self.conn.prepare_cached(
-                "SELECT ops, bytes, lat_sum_ns, lat_max_ns, errors FROM samples WHERE step_id = ?1 AND interval_idx = ?2 AND host IS ?3 ORDER BY idx",
-            ))?;
+            let mut ss = self.sql(self.conn.prepare_cached(SAMPLES_OF))?;
             let samples = ss.query_map(params![step_id, idx, host], |r| {
                 Ok(Sample {
                     ops: r.get::<_, i64>(0)? as u64,

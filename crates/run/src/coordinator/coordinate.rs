@@ -26,7 +26,10 @@ const CLOCK_MOVED_NS: i64 = 1_000_000;
 /// How long an agent gets to take a Stop (it sets a flag and answers).
 pub(crate) const STOP_DEADLINE: Duration = Duration::from_secs(2);
 
-/// A step on every agent: the merged record (with each host's own in `per_host`).
+/// A step on every agent: the merged record (with each host's own in `per_host`). The records
+/// count every interval but hold the figures of only the last [`iocurve_stats::steady::WINDOW`]
+/// ([`StepRecord::count_interval`]): the observer stored them, and `Store::fill_intervals` gives
+/// the list back.
 pub struct MultiStep {
     pub merged: StepRecord,
     /// Agents lost during the step, by index.
