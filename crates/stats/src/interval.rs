@@ -258,6 +258,17 @@ impl IntervalStats {
         self.read.bytes + self.write.bytes
     }
 
+    /// Mean latency of the interval's I/Os in ns (both directions, from their histograms; 0
+    /// without any).
+    pub fn lat_mean_ns(&self) -> f64 {
+        let (mut sum, mut n) = (0.0, 0u64);
+        for d in [&self.read, &self.write] {
+            sum += d.hist.mean_ns() * d.hist.count() as f64;
+            n += d.hist.count();
+        }
+        if n == 0 { 0.0 } else { sum / n as f64 }
+    }
+
     /// Both directions in one histogram.
     pub fn combined_hist(&self) -> LatencyHistogram {
         let mut h = self.read.hist.clone();

@@ -24,15 +24,10 @@ pub struct IntervalRecord {
 impl IntervalRecord {
     /// The figures of a finished interval (its histograms are not kept).
     pub fn of(stats: IntervalStats, cpu: CpuUsage, duration_s: f64) -> Self {
-        let (mut sum, mut n) = (0.0, 0u64);
-        for d in [&stats.read, &stats.write] {
-            sum += d.hist.mean_ns() * d.hist.count() as f64;
-            n += d.hist.count();
-        }
         IntervalRecord {
             ops: stats.ops(),
             bytes: stats.bytes(),
-            lat_mean_ns: if n == 0 { 0.0 } else { sum / n as f64 },
+            lat_mean_ns: stats.lat_mean_ns(),
             max_gap_ns: stats.max_gap_ns.unwrap_or(0),
             faults_injected: stats.faults_injected,
             samples: stats.samples,

@@ -69,6 +69,10 @@ pub(crate) const INTERVALS_OF: &str = "SELECT id, idx, duration_s, read_ops, rea
         verify_checked, verify_lost, verify_corrupt, verify_misplaced, verify_examples
     FROM intervals WHERE step_id = ?1 AND host IS ?2 ORDER BY idx";
 
+/// The figures of a step's intervals (or one host's), in order, without their histograms.
+pub(crate) const FIGURES_OF: &str = "SELECT id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected, lat_mean_ns
+    FROM intervals WHERE step_id = ?1 AND host IS ?2 ORDER BY idx";
+
 /// The samples of one interval, in order; found through the index `samples_interval` (v18).
 pub(crate) const SAMPLES_OF: &str = "SELECT ops, bytes, lat_sum_ns, lat_max_ns, errors FROM samples WHERE step_id = ?1 AND interval_idx = ?2 AND host IS ?3 ORDER BY idx";
 
@@ -265,9 +269,7 @@ impl Store {
     pub fn fill_intervals(&self, step_id: i64, rec: &mut StepRecord) -> Result<()> {
         let read = |host: Option<u32>, measured: usize| -> Result<Vec<IntervalRecord>> {
             let mut list = Vec::with_capacity(measured);
-            self.each_interval(step_id, host, |stats, cpu, duration_s| {
-                list.push(IntervalRecord::of(stats, cpu, duration_s))
-            })?;
+            self.each_figures(step_id, host, |r| list.push(r))?;
             if list.len() != measured {
                 let who = host.map_or(String::new(), |h| format!(" host {h}"));
                 return Err(StoreError::Invalid {
@@ -282,6 +284,65 @@ impl Store {
             host.record.intervals = read(Some(h as u32), host.record.measured)?;
         }
         Ok(())
+    }
+
+    /// Hands the figures of a step's intervals (`host` None) or of one of its hosts' to `each`, in
+    /// order, as [`IntervalRecord::of`] makes them: from their columns and samples, without a
+    /// histogram decoded (only a row stored before v18, which has no mean latency, needs its
+    /// histograms).
+    fn each_figures(&self, step_id: i64, host: Option<u32>, mut each: impl FnMut(IntervalRecord)) -> Result<()> {
+        let mut st = self.sql(self.conn.prepare(FIGURES_OF))?;
+        let mut rows = self.sql(st.query(params![step_id, host]))?;
+        while let Some(r) = self.sql(rows.next())? {
+            let row = |r: &rusqlite::Row| -> rusqlite::Result<_> {
+                let rec = IntervalRecord {
+                    ops: (r.get::<_, i64>(3)? + r.get::<_, i64>(5)?) as u64,
+                    bytes: (r.get::<_, i64>(4)? + r.get::<_, i64>(6)?) as u64,
+                    lat_mean_ns: 0.0,
+                    samples: Vec::new(),
+                    cpu: CpuUsage { user: r.get(7)?, system: r.get(8)?, iowait: r.get(9)? },
+                    duration_s: r.get(2)?,
+                    max_gap_ns: r.get::<_, Option<i64>>(10)?.unwrap_or(0) as u64,
+                    faults_injected: r.get::<_, i64>(11)? as u64,
+                };
+                Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?, r.get::<_, Option<f64>>(12)?, rec))
+            };
+            let (interval_id, idx, mean, mut rec) = self.sql(row(r))?;
+            rec.lat_mean_ns = match mean {
+                Some(m) => m,
+                None => {
+                    let invalid = |m: String| StoreError::Invalid { path: self.path.clone(), message: m };
+                    let hists = self.conn.query_row(
+                        "SELECT read_hist, write_hist FROM intervals WHERE id = ?1",
+                        [interval_id],
+                        |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, Vec<u8>>(1)?)),
+                    );
+                    let (rh, wh) = self.sql(hists)?;
+                    let mut stats = IntervalStats::default();
+                    stats.read.hist = LatencyHistogram::from_bytes(&rh).map_err(invalid)?;
+                    stats.write.hist = LatencyHistogram::from_bytes(&wh).map_err(invalid)?;
+                    stats.lat_mean_ns()
+                }
+            };
+            rec.samples = self.samples_of(step_id, idx, host)?;
+            each(rec);
+        }
+        Ok(())
+    }
+
+    /// The samples of one interval of a step (`host` None) or of one of its hosts, in order.
+    fn samples_of(&self, step_id: i64, idx: u32, host: Option<u32>) -> Result<Vec<Sample>> {
+        let mut ss = self.sql(self.conn.prepare_cached(SAMPLES_OF))?;
+        let samples = ss.query_map(params![step_id, idx, host], |r| {
+            Ok(Sample {
+                ops: r.get::<_, i64>(0)? as u64,
+                bytes: r.get::<_, i64>(1)? as u64,
+                lat_sum_ns: r.get::<_, i64>(2)? as u64,
+                lat_max_ns: r.get::<_, i64>(3)? as u64,
+                errors: r.get::<_, i64>(4)? as u64,
+            })
+        });
+        self.sql(samples.and_then(|m| m.collect()))
     }
 
     /// Hands the intervals of a step (`host` None) or of one of its hosts to `each`, in order, as
@@ -354,17 +415,7 @@ impl Store {
                     if dir == "write" { &mut stats.write.errors } else { &mut stats.read.errors };
                 counts.add(target.unwrap_or(UNKNOWN_TARGET), errno, count as u64);
             }
-            let mut ss = self.sql(self.conn.prepare_cached(SAMPLES_OF))?;
-            let samples = ss.query_map(params![step_id, idx, host], |r| {
-                Ok(Sample {
-                    ops: r.get::<_, i64>(0)? as u64,
-                    bytes: r.get::<_, i64>(1)? as u64,
-                    lat_sum_ns: r.get::<_, i64>(2)? as u64,
-                    lat_max_ns: r.get::<_, i64>(3)? as u64,
-                    errors: r.get::<_, i64>(4)? as u64,
-                })
-            });
-            stats.samples = self.sql(samples.and_then(|m| m.collect()))?;
+            stats.samples = self.samples_of(step_id, idx, host)?;
             each(stats, cpu, duration_s);
         }
         Ok(())

@@ -13,8 +13,10 @@ pub(crate) const MIGRATIONS: &[&str] = &[
 /// step: every run reads each step's intervals back at its end (issue 21), one interval at a
 /// time, and a step's samples looked up per interval by step alone cost intervals² row visits
 /// (a day of 1 s intervals: some 7.5·10⁹). The new indexes begin with `step_id`, so they
-/// replace the old ones.
+/// replace the old ones. And each interval's mean latency, so that reading a step's figures
+/// back needs no histogram decoded (two of some 200 KiB each per interval).
 const SCHEMA_V18: &str = "
+ALTER TABLE intervals ADD COLUMN lat_mean_ns REAL;  -- NULL: stored before v18 (the histograms have it)
 DROP INDEX intervals_step;
 DROP INDEX samples_step;
 CREATE INDEX intervals_step_host ON intervals(step_id, host, idx);

@@ -103,8 +103,8 @@ impl Store {
         let tx = self.conn.transaction().map_err(wrap)?;
         tx.execute(
             "INSERT INTO intervals (step_id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected,
-                                    verify_checked, verify_lost, verify_corrupt, verify_misplaced, verify_examples, host)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+                                    verify_checked, verify_lost, verify_corrupt, verify_misplaced, verify_examples, host, lat_mean_ns)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
             params![
                 step_id, idx, duration_s,
                 stats.read.ops as i64, stats.read.bytes as i64, stats.write.ops as i64, stats.write.bytes as i64,
@@ -112,7 +112,7 @@ impl Store {
                 cpu.user, cpu.system, cpu.iowait,
                 stats.max_gap_ns.map(|g| g as i64), stats.faults_injected as i64,
                 stats.verify.checked as i64, stats.verify.lost as i64, stats.verify.corrupt as i64,
-                stats.verify.misplaced as i64, stats.verify.examples.join("\n"), host
+                stats.verify.misplaced as i64, stats.verify.examples.join("\n"), host, stats.lat_mean_ns()
             ],
         )
         .map_err(wrap)?;
