@@ -258,6 +258,13 @@ fn check_output(path: &Path, option: &str) -> Result<(), CliError> {
     if path.is_dir() {
         return Err(CliError::Usage(format!("{option} {}: that is a directory; name a file", path.display())));
     }
+    // A device, a pipe or a symlink is written in place (`iocurve_report::write_output`): it
+    // must take writes itself; it is opened, not truncated.
+    if !iocurve_report::replaced_by_rename(path) {
+        return std::fs::OpenOptions::new().write(true).open(path).map(drop).map_err(|e| {
+            CliError::Usage(format!("{option} {}: cannot write there ({e}); choose another path", path.display()))
+        });
+    }
     let tmp = path.with_extension("json.tmp");
     match std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(&tmp) {
         Ok(_) => {

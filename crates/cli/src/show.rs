@@ -306,10 +306,8 @@ pub fn report(db: &Path, ids: &[i64], output: &Path, sla: &SlaArgs) -> Result<Ex
         });
     }
     let page = html::html(&runs).map_err(|e| CliError::Runtime(format!("cannot render the report: {e:#}")))?;
-    // Via a temporary file, so that a browser reloading the report never sees half of it.
-    let tmp = output.with_extension("html.tmp");
-    std::fs::write(&tmp, page)
-        .and_then(|()| std::fs::rename(&tmp, output))
+    // Whole, so that a browser reloading the report never sees half of it.
+    iocurve_report::write_output(output, page.as_bytes(), "html.tmp")
         .map_err(|e| CliError::Runtime(format!("cannot write {}: {e}", output.display())))?;
     crate::outln!("wrote {}", output.display());
     Ok(ExitCode::SUCCESS)

@@ -78,8 +78,11 @@ pub fn command(args: VerifyArgs) -> Result<ExitCode, CliError> {
     if r.is_err()
         && let Some(p) = &args.problems
     {
-        // Nothing (or not everything) was checked: no list that looks like a clean result.
-        let _ = std::fs::remove_file(p);
+        // Nothing (or not everything) was checked: no list that looks like a clean result. Only
+        // a file is removed: `--problems /dev/null` names a device that must stay.
+        if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file()) {
+            let _ = std::fs::remove_file(p);
+        }
     }
     r
 }

@@ -230,6 +230,14 @@ impl GenMap {
     /// being written are saved with their previous generation.
     pub fn save(&self, path: &Path) -> Result<(), EngineError> {
         let fail = |e| EngineError::io(format!("cannot save the verification map {}", path.display()), e);
+        // Saved by renaming a temporary file over it: a device or a symlink there would be
+        // replaced (`--verify-map /dev/null` would have made /dev/null a file).
+        if std::fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_file()) {
+            return Err(EngineError::Input(format!(
+                "verification map {}: not a regular file; name a file for the map",
+                path.display()
+            )));
+        }
         let tmp = path.with_extension("tmp");
         let mut out = Vec::new();
         out.extend_from_slice(FILE_MAGIC);

@@ -649,6 +649,42 @@ fn regression_ctrl_c_during_scratch_preparation_ends_the_run_at_once() {
     assert!(!file.exists(), "the half-prepared scratch file is removed");
 }
 
+/// Found 2026-11-27: the outputs written via a temporary file renamed over them (`run --json`,
+/// `export -o`, `report -o`) replaced a device they were pointed at: `export -o /dev/null` left
+/// the machine's /dev/null a regular file, and every later reader of /dev/null read what others
+/// had thrown away. A device made here (/dev/null's own, 1:3) stays a device, and takes the
+/// output; a failed `verify --problems` and a `--verify-map` leave it too.
+#[test]
+fn regression_an_output_pointed_at_a_device_leaves_the_device() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let null = dir.path().join("null");
+    let made = std::process::Command::new("mknod").arg("-m").arg("666").arg(&null).args(["c", "1", "3"]).status();
+    assert!(made.unwrap().success(), "mknod (needs root)");
+    let n = null.to_str().unwrap();
+    let device = || std::fs::symlink_metadata(&null).unwrap().file_type().is_char_device();
+    let o =
+        iocurve(dir.path(), &args(&["run", "--target", "t.dat", "--size", "16m", "--ramp", "1", "--json", n], FAST));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(device(), "run --json");
+    for cmd in [
+        vec!["export", "1", "--format", "json", "-o", n],
+        vec!["export", "1", "--format", "fio-json", "-o", n],
+        vec!["report", "1", "-o", n],
+    ] {
+        let o = iocurve(dir.path(), &cmd);
+        assert!(o.status.success(), "{cmd:?}: {}", stderr(&o));
+        assert!(device(), "{cmd:?}");
+    }
+    let o = iocurve(dir.path(), &["verify", "t.dat", "--map", "none.map", "--problems", n]);
+    assert_eq!(o.status.code(), Some(2), "no map: {}", stderr(&o));
+    assert!(device(), "a failed verify --problems");
+    let o =
+        iocurve(dir.path(), &args(&["run", "--target", "t.dat", "--ramp", "1", "--verify", "--verify-map", n], FAST));
+    assert!(!o.status.success(), "a device is no map: {}", stderr(&o));
+    assert!(device(), "--verify-map");
+}
+
 /// Issue 13, finding 4: a bad `--json` path was reported only after the whole run. It is now
 /// bad input found before any I/O: exit 2, no scratch file made.
 #[test]
