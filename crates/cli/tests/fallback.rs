@@ -4,21 +4,10 @@
 //! `kernel.io_uring_disabled` sysctl, and `cargo test` runs test binaries one at a time, so no
 //! other test sees it. The previous setting is restored on drop, also when the test fails.
 
-#[path = "it/util/mod.rs"]
-mod util;
-
-use util::cluster::{AgentProc, certs, coordinator};
-use util::*;
+use iocurve_testkit::cluster::{AgentProc, certs, coordinator};
+use iocurve_testkit::*;
 
 const SYSCTL: &str = "/proc/sys/kernel/io_uring_disabled";
-
-/// The tests of this binary run in parallel threads: one at a time, since the sysctl is
-/// machine-wide.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 struct Disabled(String);
 

@@ -11,15 +11,12 @@ use iocurve_plan::{Overrides, Plan, TargetGroup};
 use iocurve_run::{Cancel, Error, Hosts, Observer, RunOptions, Runner, StepAt};
 use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
 
-/// Reads on the null back-end: two steps of two 0.2 s intervals; `extra` follows the workload.
-/// The tests of this binary run one at a time: each keeps the CPU busy (the null back-end), and
-/// the rate tests judge response times that a neighbour's load would push past their SLA
-/// (the SLA search found no bracket in 1 of 2 runs beside the others on 2 cores).
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    ONE.lock().unwrap_or_else(|p| p.into_inner())
-}
+// The tests of this binary run one at a time: each keeps the CPU busy (the null back-end), and
+// the rate tests judge response times that a neighbour's load would push past their SLA (the
+// SLA search found no bracket in 1 of 2 runs beside the others on 2 cores).
+use iocurve_testkit::one_at_a_time;
 
+/// Reads on the null back-end: two steps of two 0.2 s intervals; `extra` follows the workload.
 fn plan(extra: &str) -> Plan {
     plan_reading(100, extra)
 }

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util::cluster::{Watched, one_at_a_time};
+use crate::util::cluster::Watched;
+use crate::util::one_at_a_time;
 use crate::util::sshd::SshLab;
 use crate::util::{bin, iocurve, shared_read_plan, stderr, stdout};
 

@@ -50,7 +50,7 @@ fn report(dir: &Path, args: &[&str]) {
 fn report_and_comparison_in_a_real_browser() {
     // One at a time with the other Chromium and agent tests: the render budget is measured on a
     // machine no other browser loads.
-    let _one = crate::util::cluster::one_at_a_time();
+    let _one = crate::util::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let base = ["run", "--size", "64m", "--workload", "random-read", "--ramp", "1,2,4"];
     for label in ["8 of 8 controllers", "7 of 8 controllers"] {
@@ -206,7 +206,7 @@ fn generate_run(db: &Path, workloads: usize, steps: usize) -> i64 {
 fn a_large_run_stays_within_the_size_and_render_budget() {
     // One at a time with the other Chromium and agent tests: the render budget is measured on a
     // machine no other browser loads.
-    let _one = crate::util::cluster::one_at_a_time();
+    let _one = crate::util::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let base = ["run", "--size", "64m", "--backend", "null", "--workload", "frontend-random-read", "--ramp", "1"];
     let o = iocurve(dir.path(), &args(&base, FAST));
@@ -259,7 +259,7 @@ fn report_input_errors_are_clear() {
 fn errors_and_stalls_show_in_the_report() {
     // One at a time with the other Chromium and agent tests: the render budget is measured on a
     // machine no other browser loads.
-    let _one = crate::util::cluster::one_at_a_time();
+    let _one = crate::util::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let plan = r#"targets = ["e.dat"]
 [[faults]]
@@ -310,7 +310,7 @@ interval_s = 0.5
 fn a_rate_ramp_charts_over_the_target_rate() {
     // One at a time with the other Chromium and agent tests: the render budget is measured on a
     // machine no other browser loads.
-    let _one = crate::util::cluster::one_at_a_time();
+    let _one = crate::util::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let plan = r#"targets = ["r.dat"]
 [[workloads]]
@@ -365,7 +365,7 @@ interval_s = 0.3
 fn a_steady_step_draws_its_snia_window_and_fit_line() {
     // One at a time with the other Chromium and agent tests: the render budget is measured on a
     // machine no other browser loads.
-    let _one = crate::util::cluster::one_at_a_time();
+    let _one = crate::util::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let plan = "[[workloads]]\nname = \"s\"\nbackend = \"null\"\nramp = [1, 2]\nsteady_state = \"snia\"\nwarmup_s = 0\nintervals = 25\ninterval_s = 0.1\nthreads = 1\n";
     std::fs::write(dir.path().join("p.toml"), plan).unwrap();
@@ -410,7 +410,7 @@ fn a_steady_step_draws_its_snia_window_and_fit_line() {
 fn legends_exports_histogram_shares_and_the_printed_report() {
     // One at a time with the other Chromium and agent tests: the render budget is measured on a
     // machine no other browser loads.
-    let _one = crate::util::cluster::one_at_a_time();
+    let _one = crate::util::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let base = ["run", "--size", "64m", "--workload", "random-read", "--ramp", "1,2,4"];
     for label in ["A", "B"] {

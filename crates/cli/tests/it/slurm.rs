@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::util::cluster::{Watched, one_at_a_time};
+use crate::util::cluster::Watched;
+use crate::util::one_at_a_time;
 use crate::util::slurm::SlurmLab;
 use crate::util::sshd::launched_agents;
 use crate::util::{bin, shared_read_plan, stderr, stdout};

@@ -11,18 +11,18 @@ use crate::util::faultdev::FaultDev;
 use crate::util::*;
 use serde_json::Value;
 
-const SIZE: u64 = 64 << 20;
+pub(crate) const SIZE: u64 = 64 << 20;
 
 // Every run names the device with --allow-write: the test holds the loop device open (it is
 // attached with autoclear, so that a killed test leaves none behind), and iocurve refuses a
 // device another process has open unless told.
 
-fn spawn(dir: &Path, args: &[&str]) -> Child {
+pub(crate) fn spawn(dir: &Path, args: &[&str]) -> Child {
     Command::new(bin()).args(args).current_dir(dir).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
 }
 
 /// Waits until `path` exists (up to `limit`); true if it does.
-fn wait_for(path: &Path, limit: Duration) -> bool {
+pub(crate) fn wait_for(path: &Path, limit: Duration) -> bool {
     let t = Instant::now();
     while !path.exists() {
         if t.elapsed() > limit {
@@ -33,171 +33,12 @@ fn wait_for(path: &Path, limit: Duration) -> bool {
     true
 }
 
-fn json(path: &Path) -> Value {
+pub(crate) fn json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("JSON written")).unwrap()
 }
 
-fn flag<'a>(step: &'a Value, code: &str) -> Option<&'a str> {
+pub(crate) fn flag<'a>(step: &'a Value, code: &str) -> Option<&'a str> {
     step["flags"].as_array().unwrap().iter().find(|f| f["code"] == code).map(|f| f["message"].as_str().unwrap())
-}
-
-/// Finding 1, with real kernel I/O: storage that stops answering hung the run at the step end.
-/// Now the step ends after `--stuck-after-s`, the results are printed, written and stored while
-/// the I/Os are still stuck in the kernel, and the run exits 3 once the kernel gives them back.
-#[test]
-fn finding_1_storage_that_stops_answering_ends_the_step_with_stuck_io() {
-    for backend in ["io_uring", "psync"] {
-        let dev = FaultDev::start(SIZE);
-        let dir = tempfile::tempdir().unwrap();
-        let json_path = dir.path().join("r.json");
-        let child = spawn(
-            dir.path(),
-            &[
-                "run",
-                "--target",
-                dev.path(),
-                "--allow-write",
-                dev.path(),
-                "--workload",
-                "backend-random-read-4k",
-                "--backend",
-                backend,
-                "--ramp",
-                "2",
-                "--qd",
-                "2",
-                "--warmup-s",
-                "0.3",
-                "--intervals",
-                "3",
-                "--interval-s",
-                "1",
-                "--stuck-after-s",
-                "1",
-                "--json",
-                "r.json",
-            ],
-        );
-        // Into the second interval, then the device stops answering for good.
-        std::thread::sleep(Duration::from_millis(1800));
-        dev.set("stall");
-        // 3.3 s planned + 1 s wait + give-up margin: the results are out while the device is
-        // still stalled.
-        assert!(wait_for(&json_path, Duration::from_secs(20)), "{backend}: the run wrote its JSON during the stall");
-        assert_eq!(dev.counters().mode, "stall", "still stalled when the results were out");
-        dev.set("pass");
-        let o = child.wait_with_output().unwrap();
-        assert_eq!(o.status.code(), Some(3), "{backend}: {}", stderr(&o));
-        let r = json(&json_path);
-        let s = &steps(&r, 0)[0];
-        assert_eq!(s["stuck_ios"], 4, "{backend}: every outstanding I/O (2 workers × qd 2) is stuck: {s}");
-        assert!(f(&s["stuck_age_s"]) >= 1.0, "{backend}: {s}");
-        assert!(f(&s["lat_us"]["max"]) >= 1e6, "{backend}: the stuck age is in the latency: {}", s["lat_us"]);
-        assert!(flag(s, "stuck").is_some() && flag(s, "stall").is_some(), "{backend}: {}", s["flags"]);
-        assert_eq!(s["intervals"].as_array().unwrap().len(), 3, "{backend}: every interval is kept");
-        if backend == "psync" {
-            // Blocked in pread, the threads were left behind.
-            assert!(flag(s, "threads_abandoned").is_some(), "{}", s["flags"]);
-        }
-    }
-}
-
-/// Finding 1: "the first Ctrl-C does nothing". With the device stalled under a 30 s interval,
-/// the first Ctrl-C ends the run in about a second: summary, JSON and stored status.
-#[test]
-fn finding_1_ctrl_c_on_a_stalled_device_ends_the_run_within_about_a_second() {
-    for backend in ["io_uring", "psync"] {
-        let dev = FaultDev::start(SIZE);
-        let dir = tempfile::tempdir().unwrap();
-        let child = spawn(
-            dir.path(),
-            &[
-                "run",
-                "--target",
-                dev.path(),
-                "--allow-write",
-                dev.path(),
-                "--workload",
-                "backend-random-read-4k",
-                "--backend",
-                backend,
-                "--ramp",
-                "2,4",
-                "--warmup-s",
-                "0.3",
-                "--intervals",
-                "3",
-                "--interval-s",
-                "30",
-                "--json",
-                "r.json",
-            ],
-        );
-        assert!(wait_for(&dir.path().join("iocurve.db"), Duration::from_secs(20)));
-        std::thread::sleep(Duration::from_millis(1000));
-        dev.set("stall");
-        dev.wait_held(1);
-        std::thread::sleep(Duration::from_millis(500));
-        let sent = Instant::now();
-        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-        let json_path = dir.path().join("r.json");
-        assert!(wait_for(&json_path, Duration::from_secs(10)), "{backend}: JSON written after Ctrl-C");
-        let took = sent.elapsed();
-        assert!(took < Duration::from_millis(2500), "{backend}: results out {took:?} after Ctrl-C");
-        dev.set("pass");
-        let o = child.wait_with_output().unwrap();
-        assert_eq!(o.status.code(), Some(130), "{backend}: {}", stderr(&o));
-        assert!(stdout(&o).contains("Summary"), "{}", stdout(&o));
-        assert!(stderr(&o).contains("given up as stuck"), "{backend}: {}", stderr(&o));
-        assert_eq!(json(&json_path)["status"], "interrupted");
-    }
-}
-
-/// Path loss with real kernel errors (finding 4: "80,968 EIO during path loss exit 0"): the
-/// device fails every I/O from the second interval on; the run completes, counts every error
-/// on the device by name and exits 3.
-#[test]
-fn finding_4_path_loss_mid_run_is_counted_and_exits_3() {
-    let mut dev = FaultDev::start(SIZE);
-    let dir = tempfile::tempdir().unwrap();
-    let child = spawn(
-        dir.path(),
-        &[
-            "run",
-            "--target",
-            dev.path(),
-            "--allow-write",
-            dev.path(),
-            "--workload",
-            "backend-random-read-4k",
-            "--ramp",
-            "2",
-            "--warmup-s",
-            "0.3",
-            "--intervals",
-            "3",
-            "--interval-s",
-            "1",
-            "--json",
-            "r.json",
-        ],
-    );
-    std::thread::sleep(Duration::from_millis(1800));
-    // The daemon dies: the FUSE connection is gone, every I/O on the loop device fails.
-    dev.kill();
-    let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("the storage failed"), "{}", stderr(&o));
-    let r = json(&dir.path().join("r.json"));
-    let s = &steps(&r, 0)[0];
-    let errors = s["errors"].as_u64().unwrap();
-    assert!(errors > 100, "the errors after the path loss are counted: {errors}");
-    for e in s["errors_by_target"].as_array().unwrap() {
-        assert_eq!(e["target"], dev.path());
-        assert_eq!(e["name"], "EIO", "{e}");
-    }
-    assert!(f(&s["intervals"][0]["iops"]) > 0.0, "the first interval measured the healthy device");
-    assert_eq!(r["status"], "complete");
 }
 
 /// Lost writes below iocurve: the device acknowledges writes it never stores; verifying reads
@@ -248,54 +89,6 @@ fn writes_the_device_acknowledges_but_drops_are_found_by_verification() {
     let lost = fin["lost"].as_u64().unwrap();
     assert!(lost > 0 && lost <= dropped, "{lost} lost blocks found of {dropped} dropped writes: {fin}");
     assert_eq!((fin["corrupt"].as_u64(), fin["misplaced"].as_u64()), (Some(0), Some(0)), "{fin}");
-}
-
-/// Finding 7: "`on_error = stop-target` shows as a storage stall with zero errors; the EIO that
-/// triggered it (in the warm-up) is counted nowhere". A device failing from the start: the EIO
-/// in the warm-up is counted, the stop says which target, when and why.
-#[test]
-fn finding_7_stop_target_on_an_error_in_the_warm_up_is_counted_and_explained() {
-    let dev = FaultDev::start(SIZE);
-    dev.set("eio");
-    let dir = tempfile::tempdir().unwrap();
-    let o = iocurve(
-        dir.path(),
-        &[
-            "run",
-            "--target",
-            dev.path(),
-            "--allow-write",
-            dev.path(),
-            "--workload",
-            "backend-random-read-4k",
-            "--on-error",
-            "stop-target",
-            "--ramp",
-            "1",
-            "--warmup-s",
-            "0.5",
-            "--intervals",
-            "2",
-            "--interval-s",
-            "0.5",
-            "--json",
-            "r.json",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    let r = json(&dir.path().join("r.json"));
-    let s = &steps(&r, 0)[0];
-    let unmeasured = s["unmeasured_errors"].as_array().unwrap();
-    assert_eq!(unmeasured.len(), 1, "{s}");
-    assert_eq!(unmeasured[0]["name"], "EIO");
-    assert_eq!(unmeasured[0]["target"], dev.path());
-    assert!(flag(s, "unmeasured_errors").is_some(), "{}", s["flags"]);
-    let stopped = flag(s, "target_stopped").unwrap_or_else(|| panic!("{}", s["flags"]));
-    assert!(
-        stopped.contains(dev.path()) && stopped.contains("in the warm-up") && stopped.contains("os error 5"),
-        "{stopped}"
-    );
-    assert!(flag(s, "no_io").is_some(), "nothing completed: {}", s["flags"]);
 }
 
 /// Found by an outside attack on the first version: a Ctrl-C while a step waited for its
@@ -537,7 +330,7 @@ fn psync_ios_stuck_from_the_first_are_counted() {
 }
 
 /// (bytes written over all sessions, finished) of every precondition record, by target.
-fn precondition_records(db: &Path) -> Vec<(String, u64, bool)> {
+pub(crate) fn precondition_records(db: &Path) -> Vec<(String, u64, bool)> {
     let py = "import sqlite3, sys\nfor r in sqlite3.connect(sys.argv[1]).execute('SELECT target, bytes_written, finished_at IS NOT NULL FROM preconditions'): print(r[0], r[1], r[2])";
     let o = Command::new("python3").args(["-c", py]).arg(db).output().unwrap();
     String::from_utf8_lossy(&o.stdout)

@@ -1,6 +1,6 @@
-//! Helpers for the integration tests: run the real binary, make loop devices, read results.
-
-#![allow(dead_code)]
+//! iocurve's test support, a dev-only crate (never published, a dev-dependency only): run the
+//! real binary, make loop devices, start the fault device, agents in network namespaces, SSH and
+//! Slurm labs, read results. One definition of every fixture for every test binary.
 
 pub mod cluster;
 pub mod faultdev;
@@ -12,8 +12,34 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// The `iocurve` binary under test: `IOCURVE_BIN`, else the one cargo built beside the running
+/// test binary (`target/debug/deps/it-HASH` → `target/debug/iocurve`; cargo builds a package's
+/// binaries before its integration tests).
 pub fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_iocurve")
+    static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(p) = std::env::var_os("IOCURVE_BIN") {
+            return p.to_string_lossy().into_owned();
+        }
+        let exe = std::env::current_exe().expect("the test binary's path");
+        let beside = exe.parent().and_then(Path::parent).map(|d| d.join("iocurve"));
+        match beside {
+            Some(b) if b.exists() => b.display().to_string(),
+            _ => panic!(
+                "no iocurve binary beside {}: run the tests with cargo test -p iocurve, or set IOCURVE_BIN",
+                exe.display()
+            ),
+        }
+    })
+}
+
+/// Tests that measure time, or load the machine (several agents, a precondition pass, the null
+/// back-end's busy loop), take this lock and run one at a time within their test binary: on two
+/// cores a neighbour's load pushed a start-spread measurement, and an SLA search's response
+/// times, past their bounds.
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Runs iocurve in `dir` with `args`.

@@ -252,11 +252,3 @@ impl Watched {
         (status.code(), format!("{}\n{err}", self.seen.join("\n")))
     }
 }
-
-/// The tests that measure how close together agents start, and those that load the machine
-/// with several agents at once, run one at a time: on two cores a precondition pass beside a
-/// start-spread measurement pushed the spread past its bound.
-pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    ONE.lock().unwrap_or_else(|e| e.into_inner())
-}

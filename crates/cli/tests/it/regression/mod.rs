@@ -1,0 +1,14 @@
+//! Regression tests: each guards a bug an issue named, is named after the bug
+//! (`regression_…`) and says in its comment which issue and finding it guards. They assert on
+//! the protected bytes or the exact figure, and fail without their fix.
+//! `cargo test -p iocurve --test it regression::` runs them all. One module per subject, using
+//! that subject's helpers.
+
+mod agents;
+mod everyday;
+mod faults;
+mod metrics;
+mod runs;
+mod storage_faults;
+mod stuck;
+mod verify;
