@@ -63,6 +63,8 @@ pub struct Cluster {
     remotes: Vec<Remote>,
     /// Per agent, its target paths.
     targets: Vec<Vec<TargetGroup>>,
+    /// Per agent, its targets as it opened them (its own paths, and which are fresh).
+    facts: Vec<Vec<pb::TargetFacts>>,
     /// Agents lost before the first step (address, why): the run went on without them.
     unreachable: Vec<(String, String)>,
     scratch_size: u64,
@@ -152,11 +154,19 @@ impl Cluster {
     /// map).
     pub fn local(targets: Arc<TargetSet>, verify: Option<Arc<GenMap>>) -> Result<Cluster, Error> {
         let rt = runtime(false)?;
-        let remote = rt.block_on(client::connect_in_process(InProcess { targets, verify }))?;
+        let mut remotes = vec![rt.block_on(client::connect_in_process(InProcess { targets, verify }))?];
+        // The same request as an agent's: the in-process agent answers with the run's targets.
+        let never = std::sync::atomic::AtomicBool::new(false);
+        let facts = rt
+            .block_on(client::targets(&mut remotes, &[Vec::new()], 0, false, false, &never))?
+            .into_iter()
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(Error::Runtime)?;
         Ok(Cluster {
             rt,
-            remotes: vec![remote],
+            remotes,
             targets: vec![Vec::new()],
+            facts,
             unreachable: Vec::new(),
             scratch_size: 0,
             abort_on_host_loss: true,
@@ -261,7 +271,7 @@ impl Cluster {
             plan.scratch_unfilled(),
             stop,
         ))?;
-        let mut facts = Vec::new();
+        let mut facts: Vec<Vec<pb::TargetFacts>> = Vec::new();
         for (i, r) in opened.into_iter().enumerate().rev() {
             match r {
                 Ok(f) => facts.push(f),
@@ -278,14 +288,14 @@ impl Cluster {
         }
         // The targets of every agent, named `ADDR:PATH`, as the agents opened them.
         let mut target_infos = Vec::new();
-        for (r, list) in remotes.iter().zip(facts) {
+        for (r, list) in remotes.iter().zip(&facts) {
             for f in list {
                 target_infos.push(TargetInfo {
                     path: format!("{}:{}", r.addr, f.path),
-                    kind: f.kind,
+                    kind: f.kind.clone(),
                     size: f.size,
                     logical_block: f.logical_block,
-                    group: f.group,
+                    group: f.group.clone(),
                     scratch: f.scratch,
                     preconditioned_at: None,
                 });
@@ -308,6 +318,7 @@ impl Cluster {
             rt,
             remotes,
             targets,
+            facts,
             unreachable,
             scratch_size,
             abort_on_host_loss: args.abort_on_host_loss,
@@ -318,10 +329,13 @@ impl Cluster {
         Ok((cluster, target_infos))
     }
 
-    /// Preconditions every agent's targets at once (`run --precondition` with agents). The
-    /// coordinator keeps each target's state in its results database under `ADDR:PATH`, as a
-    /// local run keeps its own: a target done before is skipped, an interrupted pass resumes.
-    /// Returns false when Ctrl-C stopped it; fills in `preconditioned_at` of `infos`.
+    /// Preconditions every host's targets at once (`run --precondition`, local or on agents):
+    /// the same pass on the in-process agent of a local run as on remote ones. The coordinator
+    /// keeps each target's state in its results database — under its canonical path for a
+    /// local run (as `iocurve precondition` does), under `ADDR:PATH` on agents: a target done
+    /// before is skipped, an interrupted pass resumes where it stopped, and a scratch file
+    /// created now or left half-prepared owes nothing to an earlier record. Returns false when
+    /// Ctrl-C stopped it; fills in `preconditioned_at` of `infos`.
     pub fn precondition(
         &mut self,
         plan: &Plan,
@@ -335,39 +349,52 @@ impl Cluster {
         let data_json = serde_json::to_string(&cfg.pattern).unwrap_or_default();
         let w = plan.workloads.iter().find(|w| w.writes()).or(plan.workloads.first());
         let workload_json = serde_json::to_string(&w).unwrap_or_default();
-        // Per agent, its targets' records (None: done before, nothing to write).
-        let mut records: Vec<Vec<Option<(u64, Precondition)>>> = Vec::new();
+        let local = self.remotes.iter().all(|r| r.in_process);
+        let mut passes: Vec<Vec<PassTarget>> = Vec::new();
+        let mut keys = vec![String::new(); infos.len()];
         let mut reqs = Vec::new();
         for (h, r) in self.remotes.iter().enumerate() {
             let first = r.target_offset as usize;
-            let end = self.remotes.get(h + 1).map_or(infos.len(), |n| n.target_offset as usize);
             let mut own = Vec::new();
             let mut resume = Vec::new();
-            for (i, t) in infos[first..end].iter().enumerate() {
+            for (i, f) in self.facts[h].iter().enumerate() {
+                let Some(t) = infos.get(first + i) else { break };
+                // How results name it, and the key its record is kept under.
+                let key =
+                    if r.in_process { precondition::key_of(std::path::Path::new(&f.path)) } else { t.path.clone() };
+                keys[first + i] = key.clone();
                 let bs = iocurve_engine::precondition::write_size(t.size, t.logical_block, cfg.bs);
                 let n = iocurve_engine::precondition::chunks(t.size, bs);
-                let state = match precondition::start_pass(
-                    store,
-                    &precondition::Pass { key: &t.path, size: t.size, bs, data_json: &data_json },
-                    t.scratch,
-                    true,
-                    obs,
-                )? {
+                let pass = precondition::Pass { key: &key, name: &t.path, size: t.size, bs, data_json: &data_json };
+                let state = match precondition::start_pass(store, &pass, f.scratch, !f.fresh, obs)? {
                     // Done before: the agent writes none of it.
                     None => {
-                        own.push(None);
+                        own.push(PassTarget::new(f, t, None));
                         PreState { watermark: n, above: Vec::new() }
                     }
                     Some((state, record)) => {
-                        own.push(Some((record.bytes_written, record)));
+                        if local {
+                            obs.note(&format!(
+                                "precondition {}: writing {} in {} blocks, {} in flight, data {}",
+                                t.path,
+                                iocurve_plan::format_size(t.size),
+                                iocurve_plan::format_size(bs),
+                                cfg.qd,
+                                cfg.pattern.describe()
+                            ));
+                        }
+                        own.push(PassTarget::new(f, t, Some(record)));
                         state
                     }
                 };
-                // The agent's own path: the part after `ADDR:`.
-                let path = t.path.strip_prefix(&format!("{}:", r.addr)).unwrap_or(&t.path).to_string();
-                resume.push(pb::PreconditionResume { target: i as u32, bs, state_json: state.to_json(), path });
+                resume.push(pb::PreconditionResume {
+                    target: i as u32,
+                    bs,
+                    state_json: state.to_json(),
+                    path: f.path.clone(),
+                });
             }
-            records.push(own);
+            passes.push(own);
             reqs.push(pb::PreconditionRequest {
                 groups: client::wire_groups(&self.targets[h]),
                 scratch_size: self.scratch_size,
@@ -377,36 +404,43 @@ impl Cluster {
                 resume,
             });
         }
-        obs.note(&format!(
-            "precondition on {} agents: every block of {} targets once, {} writes, {} in flight, data {}",
-            self.remotes.len(),
-            infos.len(),
-            iocurve_plan::format_size(cfg.bs),
-            cfg.qd,
-            cfg.pattern.describe()
-        ));
+        if !local {
+            obs.note(&format!(
+                "precondition on {} agents: every block of {} targets once, {} writes, {} in flight, data {}",
+                self.remotes.len(),
+                infos.len(),
+                iocurve_plan::format_size(cfg.bs),
+                cfg.qd,
+                cfg.pattern.describe()
+            ));
+        }
         let mut save_error = None;
         let mut on_progress = |h: usize, p: &pb::PreconditionProgress| {
             // A target the agent did not report at connection (a glob matching other files now)
             // has no record here: its state is not kept, and a later run starts it over.
-            let Some(Some((before, record))) = records.get_mut(h).and_then(|r| r.get_mut(p.target as usize)) else {
+            let Some(PassTarget { path, name, record: Some((before, record)), shown }) =
+                passes.get_mut(h).and_then(|r| r.get_mut(p.target as usize))
+            else {
                 return;
             };
-            if !record.target.ends_with(&format!(":{}", p.path)) {
+            if *path != p.path {
                 return;
             }
-            obs.note(&precondition::progress_line(
-                &format!("{}: ", record.target),
-                p.done_bytes,
-                p.total_bytes,
-                p.session_bytes,
-                p.elapsed_s,
-            ));
+            // The last event of a target repeats its last progress with `complete` set.
+            if std::mem::replace(shown, p.done_bytes) != p.done_bytes || !p.complete {
+                obs.note(&precondition::progress_line(
+                    &if local { String::new() } else { format!("{name}: ") },
+                    p.done_bytes,
+                    p.total_bytes,
+                    p.session_bytes,
+                    p.elapsed_s,
+                ));
+            }
             record.state_json = p.state_json.clone();
             record.bytes_written = *before + p.session_bytes;
             if p.complete {
                 record.finished_at = Some(crate::time::now_rfc3339());
-                obs.note(&format!("precondition {}: complete", record.target));
+                obs.note(&format!("precondition {name}: complete"));
             }
             if let Err(e) = store.save_precondition(record) {
                 save_error.get_or_insert(e);
@@ -422,10 +456,16 @@ impl Cluster {
         if let Some(e) = save_error {
             return Err(e.into());
         }
-        for t in infos.iter_mut() {
-            t.preconditioned_at = store.precondition(&t.path, t.size).ok().flatten().and_then(|r| r.finished_at);
+        for (t, key) in infos.iter_mut().zip(&keys) {
+            t.preconditioned_at = store.precondition(key, t.size).ok().flatten().and_then(|r| r.finished_at);
         }
-        Ok(end == client::PassEnd::Complete)
+        let complete = end == client::PassEnd::Complete;
+        if !complete {
+            for name in infos.iter().filter(|t| t.preconditioned_at.is_none()).map(|t| &t.path) {
+                obs.note(&format!("precondition {name}: interrupted; the same command resumes where it stopped"));
+            }
+        }
+        Ok(complete)
     }
 
     /// The final verification pass on every agent at once (`run --verify-final` with agents):
@@ -545,7 +585,32 @@ impl Cluster {
         for &i in m.lost.iter().rev() {
             self.remotes.remove(i);
             self.targets.remove(i);
+            self.facts.remove(i);
         }
         Ok(m)
+    }
+}
+
+/// A target of a precondition pass, as the coordinator follows it.
+struct PassTarget {
+    /// Its path on its host, as the host's events name it.
+    path: String,
+    /// How results and messages name it.
+    name: String,
+    /// Its record and the bytes it had written before this pass (None: done before, nothing to
+    /// write).
+    record: Option<(u64, Precondition)>,
+    /// The bytes done in the last progress line shown.
+    shown: u64,
+}
+
+impl PassTarget {
+    fn new(f: &pb::TargetFacts, t: &TargetInfo, record: Option<Precondition>) -> PassTarget {
+        PassTarget {
+            path: f.path.clone(),
+            name: t.path.clone(),
+            record: record.map(|r| (r.bytes_written, r)),
+            shown: u64::MAX,
+        }
     }
 }

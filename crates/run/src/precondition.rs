@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use iocurve_engine::precondition::{PreConfig, PreProgress, PreState, chunks, precondition};
 use iocurve_engine::{Target, TargetSet};
-use iocurve_plan::{DataPattern, Plan, format_size};
+use iocurve_plan::{DataPattern, format_size};
 use iocurve_report::format;
 use iocurve_store::{Precondition, Store};
 
@@ -17,7 +17,12 @@ pub const DEFAULT_QD: u32 = 32;
 
 /// The key of a target's record: its canonical path.
 pub fn record_key(t: &Target) -> String {
-    t.path.canonicalize().unwrap_or_else(|_| t.path.clone()).display().to_string()
+    key_of(&t.path)
+}
+
+/// The key of the record of the target at `path` on this host: its canonical path.
+pub fn key_of(path: &std::path::Path) -> String {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).display().to_string()
 }
 
 /// The saved state of a pass over a target of `chunks` chunks (public for the fuzz target
@@ -26,10 +31,12 @@ pub fn parse_state(json: &str, chunks: u64) -> Option<PreState> {
     PreState::parse(json, chunks)
 }
 
-/// A pass over a target: its record's key, its size, the write size and the data written.
+/// A pass over a target: its record's key, its name in messages, its size, the write size and
+/// the data written.
 #[derive(Clone, Copy)]
 pub struct Pass<'a> {
     pub key: &'a str,
+    pub name: &'a str,
     pub size: u64,
     pub bs: u64,
     pub data_json: &'a str,
@@ -37,21 +44,22 @@ pub struct Pass<'a> {
 
 /// Where a pass over the target recorded as `key` starts: the state to resume from and the
 /// record to keep it in (saved), or None when the target was preconditioned at this size
-/// already. `fresh`: a scratch file this run created, new whatever an earlier file of that name
-/// had. Only a pass of the same write size and data resumes; anything else starts over.
+/// already and `skip_done`. `created`: a scratch file this run created, new whatever an earlier
+/// file of that name had. Only a pass of the same write size and data resumes; anything else
+/// starts over.
 pub fn start_pass(
     store: &Store,
     pass: &Pass,
-    fresh: bool,
+    created: bool,
     skip_done: bool,
     obs: &mut dyn Observer,
 ) -> Result<Option<(PreState, Precondition)>, Error> {
-    let Pass { key, size, bs, data_json } = *pass;
-    let old = if fresh { None } else { store.precondition(key, size)? };
+    let Pass { key, name, size, bs, data_json } = *pass;
+    let old = if created { None } else { store.precondition(key, size)? };
     match old {
         Some(r) if skip_done && r.finished_at.is_some() => {
             obs.note(&format!(
-                "precondition {key}: already done at {}, skipped",
+                "precondition {name}: already done at {}, skipped",
                 r.finished_at.as_deref().unwrap_or("")
             ));
             Ok(None)
@@ -59,7 +67,7 @@ pub fn start_pass(
         Some(r) if r.finished_at.is_none() && r.bs == bs && r.data_json == data_json => {
             let state = parse_state(&r.state_json, chunks(size, bs)).unwrap_or_default();
             obs.note(&format!(
-                "precondition {key}: resuming at {} of {} ({} written before)",
+                "precondition {name}: resuming at {} of {} ({} written before)",
                 format_size((state.written_chunks() * bs).min(size)),
                 format_size(size),
                 format_size(r.bytes_written)
@@ -106,12 +114,18 @@ pub fn target(
     obs: &mut dyn Observer,
 ) -> Result<bool, Error> {
     let key = record_key(t);
+    let name = t.path.display().to_string();
     let data_json = serde_json::to_string(&cfg.pattern).unwrap_or_default();
     let bs = iocurve_engine::precondition::write_size(t.size, t.logical_block, cfg.bs);
     let cfg = PreConfig { bs, ..*cfg };
     // A half-prepared scratch file resumes an unfinished pass; a finished record starts over.
-    let Some((resume, mut record)) =
-        start_pass(store, &Pass { key: &key, size: t.size, bs, data_json: &data_json }, t.created, false, obs)?
+    let Some((resume, mut record)) = start_pass(
+        store,
+        &Pass { key: &key, name: &name, size: t.size, bs, data_json: &data_json },
+        t.created,
+        false,
+        obs,
+    )?
     else {
         return Ok(true);
     };
@@ -172,31 +186,6 @@ fn sync(t: &Target, cancel: &Cancel, obs: &mut dyn Observer) -> Result<(), Error
 /// pattern of the plan's first writing workload.
 pub fn run_config(pattern: DataPattern, dedupe_unit: u64) -> PreConfig {
     PreConfig { bs: DEFAULT_BS, qd: DEFAULT_QD, pattern, dedupe_unit }
-}
-
-/// A run's precondition phase: every target not yet preconditioned at its size. False when
-/// cancelled.
-pub fn targets(
-    plan: &Plan,
-    targets: &TargetSet,
-    store: &Store,
-    cancel: &Cancel,
-    obs: &mut dyn Observer,
-) -> Result<bool, Error> {
-    let (pattern, unit) = plan.precondition_pattern();
-    let cfg = run_config(pattern, unit);
-    for t in &targets.targets {
-        // A scratch file this run created is new, whatever an earlier file of that name had.
-        match preconditioned_at(store, t).filter(|_| !t.fresh) {
-            Some(at) => obs.note(&format!("precondition {}: already done at {at}, skipped", t.path.display())),
-            None => {
-                if !target(t, &cfg, store, cancel, obs)? {
-                    return Ok(false);
-                }
-            }
-        }
-    }
-    Ok(true)
 }
 
 /// When each target was preconditioned at its present size, if it was.

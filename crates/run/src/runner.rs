@@ -23,7 +23,7 @@ use crate::recorder::Recorder;
 use crate::setup::{choose_backend, open_targets, target_infos};
 use crate::status::{conclude_verification, settle_status, storage_verdict};
 use crate::threads::{self, AutoThreads};
-use crate::{Cancel, Error, Observer, Observers, StepAt, precondition, time, verification};
+use crate::{Cancel, Error, Observer, Observers, StepAt, time, verification};
 use iocurve_engine::backend::{ThreadModel, capabilities};
 
 /// The scratch file a run uses when the plan names no target.
@@ -170,15 +170,16 @@ impl<'o> Runner<'o> {
         let targets = open_targets(&plan, &self.options, &self.cancel, obs)?;
         // After the targets, so that bad input is reported first (exit code 2).
         let mut store = open_store(&self.options.db)?;
-        if plan.precondition && !precondition::targets(&plan, &targets, &store, &self.cancel, obs)? {
+        let verification = verification::open(&plan, &targets, prepared, obs)?;
+        let mut infos = target_infos(&targets, &store);
+        let targets = Arc::new(targets);
+        let mut cluster = Cluster::local(targets.clone(), verification.as_ref().map(|v| v.map.clone()))?;
+        // The pass an agent runs, on the in-process agent.
+        if plan.precondition && !cluster.precondition(&plan, &store, &mut infos, &self.cancel, obs)? {
             // Cancelled: the run still ends as every interrupted run does (summary, JSON, stored
             // status `interrupted`), with no workload run.
             obs.note("interrupted while preconditioning: no workload ran; the same command resumes it");
         }
-        let verification = verification::open(&plan, &targets, prepared, obs)?;
-        let infos = target_infos(&targets, &store);
-        let targets = Arc::new(targets);
-        let mut cluster = Cluster::local(targets.clone(), verification.as_ref().map(|v| v.map.clone()))?;
         let sla = sla_of(&plan);
         let run = Run {
             plan: &plan,

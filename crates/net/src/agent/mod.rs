@@ -179,6 +179,7 @@ fn facts(set: &TargetSet) -> Vec<pb::TargetFacts> {
             logical_block: t.logical_block,
             scratch: t.created,
             group: set.groups.get(t.group).map(|g| g.name.clone()).unwrap_or_default(),
+            fresh: t.fresh,
         })
         .collect()
 }
@@ -422,9 +423,6 @@ impl Agent for Service {
     ) -> Result<Response<Self::PreconditionStream>, Status> {
         self.claim(&req, "precondition")?;
         let r = req.into_inner();
-        if self.local.is_some() {
-            return Err(Status::failed_precondition("a local run preconditions its targets itself"));
-        }
         let cfg = precondition_request(&r)?;
         let guard = self
             .busy

@@ -630,3 +630,49 @@ fn regression_an_agent_stalled_by_a_fault_is_free_again_after_its_coordinator_di
     let free = killed.elapsed();
     assert!(free < std::time::Duration::from_secs(12), "free again {free:?} after the coordinator died");
 }
+
+/// Issue 14, one path: a kept scratch file that is not written through (here recreated by a
+/// null back-end run after the earlier file was preconditioned) was taken as preconditioned on
+/// an agent — the coordinator judged by the earlier record alone, while a local run knew the
+/// file was new. Local runs and agents now run one pass, told by each host which files are
+/// fresh: every block is written again.
+#[test]
+fn regression_an_unwritten_scratch_file_on_an_agent_is_not_taken_as_preconditioned() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let (agents, hosts) = file_agents(dir.path(), &c, &["a"]);
+    let (addr, target) = &hosts[0];
+    let key = format!("{addr}:{}", target.display());
+    let workload = |backend: &str| {
+        format!(
+            "[[workloads]]\nname = \"r\"\nread_pct = 100\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.3\nbackend = \"{backend}\"\n"
+        )
+    };
+    let run = |extra: &[&str]| {
+        let o = coordinator(dir.path(), &c, &args(&["plan.toml", "--size", "64m", "--json", "r.json"], extra))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+        stdout(&o)
+    };
+    let zero_blocks = || {
+        let data = std::fs::read(target).unwrap();
+        data[..64 << 20].chunks(4096).filter(|b| b.iter().all(|&x| x == 0)).count()
+    };
+    hosts_plan(dir.path(), &hosts, &workload("psync"));
+    let out = run(&["--precondition"]);
+    assert!(out.contains(&format!("precondition {key}: complete")), "{out}");
+    assert_eq!(zero_blocks(), 0);
+    // The file goes; a null back-end run makes a new one, allocated but not written.
+    std::fs::remove_file(target).unwrap();
+    hosts_plan(dir.path(), &hosts, &workload("null"));
+    run(&[]);
+    assert_eq!(zero_blocks(), 16384, "the new file is unwritten");
+    hosts_plan(dir.path(), &hosts, &workload("psync"));
+    let out = run(&["--precondition"]);
+    assert!(!out.contains("already done"), "the earlier file's record does not apply: {out}");
+    assert!(out.contains(&format!("precondition {key}: complete")), "{out}");
+    assert_eq!(zero_blocks(), 0, "every block written");
+    drop(agents);
+}
