@@ -530,6 +530,7 @@ pub fn verify_pass(
         .iter()
         .map(|t| t.gens.iter().filter(|g| g.load(Ordering::Relaxed) & GEN_MAX != 0).count() as u64 * map.bs)
         .sum();
+    progress(0, total);
     let mut done = 0u64;
     for (ti, (t, tm)) in targets.targets.iter().zip(&map.targets).enumerate() {
         let fd = t.file.as_raw_fd();
@@ -581,6 +582,99 @@ pub fn verify_pass(
         }
     }
     Ok(pass)
+}
+
+/// How a watched pass ended without a result: nothing it read counts as verified.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Unfinished {
+    /// No read returned for `after_s` seconds: the storage stopped answering.
+    Stuck { after_s: f64, done: u64, total: u64 },
+    /// A read had not returned a second after the stop.
+    StopIgnored { done: u64, total: u64 },
+}
+
+impl Unfinished {
+    pub fn describe(&self) -> String {
+        let size = iocurve_plan::format_size;
+        match *self {
+            Unfinished::Stuck { after_s, done, total } => format!(
+                "no read returned for {after_s:.0} s after {} of {} (the storage stopped answering); nothing is recorded as verified",
+                size(done),
+                size(total)
+            ),
+            Unfinished::StopIgnored { done, total } => format!(
+                "interrupted after {} of {}: a read did not return within a second of the stop (the storage stopped answering); nothing is recorded as verified",
+                size(done),
+                size(total)
+            ),
+        }
+    }
+}
+
+/// [`verify_pass`] on a thread of its own, watched, for the final pass of a run on any host and
+/// `iocurve verify`: a read blocked in the kernel on storage that stopped answering holds up
+/// neither a stop (given up a second after `stop` is set) nor anyone for longer than
+/// `stuck_after` without a read returning. `tick(done, total)` every `every` while it runs.
+/// The reading thread is left behind if its read never returns.
+pub fn watched_pass(
+    targets: std::sync::Arc<crate::TargetSet>,
+    map: std::sync::Arc<GenMap>,
+    list_cap: usize,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stuck_after: std::time::Duration,
+    every: std::time::Duration,
+    tick: &mut dyn FnMut(u64, u64),
+) -> Result<Result<PassResult, Unfinished>, EngineError> {
+    use std::sync::atomic::AtomicU64;
+    use std::sync::mpsc::RecvTimeoutError;
+    use std::time::{Duration, Instant};
+    let (done, total) = (std::sync::Arc::new(AtomicU64::new(0)), std::sync::Arc::new(AtomicU64::new(0)));
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let (done, total, stop) = (done.clone(), total.clone(), stop.clone());
+        std::thread::Builder::new()
+            .name("iocurve-verify".into())
+            .spawn(move || {
+                let r = verify_pass(&targets, &map, list_cap, &stop, &mut |d, t| {
+                    done.store(d, Ordering::Relaxed);
+                    total.store(t, Ordering::Relaxed);
+                });
+                let _ = tx.send(r);
+            })
+            .map_err(|e| EngineError::io("verify: cannot start the verification thread".to_string(), e))?;
+    }
+    let now = || (done.load(Ordering::Relaxed), total.load(Ordering::Relaxed));
+    let mut last_tick = Instant::now();
+    let (mut last_done, mut moved_at) = (0u64, Instant::now());
+    let mut stop_seen: Option<Instant> = None;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(50).min(every)) {
+            Ok(r) => return r.map(Ok),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(EngineError::io(
+                    "verify",
+                    std::io::Error::other("the verification thread ended without a result"),
+                ));
+            }
+        }
+        let (d, t) = now();
+        if d != last_done {
+            (last_done, moved_at) = (d, Instant::now());
+        }
+        if stop.load(Ordering::Relaxed)
+            && stop_seen.get_or_insert_with(Instant::now).elapsed() >= Duration::from_secs(1)
+        {
+            return Ok(Err(Unfinished::StopIgnored { done: d, total: t }));
+        }
+        if moved_at.elapsed() >= stuck_after {
+            return Ok(Err(Unfinished::Stuck { after_s: stuck_after.as_secs_f64(), done: d, total: t }));
+        }
+        if last_tick.elapsed() >= every {
+            last_tick = Instant::now();
+            tick(d, t);
+        }
+    }
 }
 
 #[cfg(test)]

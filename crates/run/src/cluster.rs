@@ -152,7 +152,7 @@ impl Cluster {
 
     /// A local run: one in-process agent on the targets the run opened (and its verification
     /// map).
-    pub fn local(targets: Arc<TargetSet>, verify: Option<Arc<GenMap>>) -> Result<Cluster, Error> {
+    pub fn local(targets: Arc<TargetSet>, verify: Option<(Arc<GenMap>, PathBuf)>) -> Result<Cluster, Error> {
         let rt = runtime(false)?;
         let mut remotes = vec![rt.block_on(client::connect_in_process(InProcess { targets, verify }))?];
         // The same request as an agent's: the in-process agent answers with the run's targets.
@@ -468,13 +468,16 @@ impl Cluster {
         Ok(complete)
     }
 
-    /// The final verification pass on every agent at once (`run --verify-final` with agents):
-    /// each reads back every block its map of its targets knows. The counts add up over the
-    /// agents; every problem names its target as `ADDR:PATH`.
+    /// The final verification pass (`run --verify-final`) on every host at once, the
+    /// in-process agent of a local run like remote ones: each reads back every block its map
+    /// knows (a local run's `--verify-map`, an agent's own map of its targets). A pass no read
+    /// of which returns for `stuck_after` ends with an error; Ctrl-C ends it within about a
+    /// second. The counts add up over the hosts; every problem names its target as results do.
     pub fn verify_final(
         &mut self,
         plan: &Plan,
         infos: &[TargetInfo],
+        stuck_after: Duration,
         cancel: &Cancel,
         obs: &mut dyn Observer,
     ) -> Result<(FinalVerification, Vec<StoredProblem>), Error> {
@@ -483,9 +486,19 @@ impl Cluster {
         };
         let bs = w.bs[0].bytes;
         let started_at = crate::time::now_rfc3339();
-        let reqs = self.targets.iter().map(|g| pb::VerifyPassRequest { groups: client::wire_groups(g), bs }).collect();
+        let reqs = self
+            .targets
+            .iter()
+            .map(|g| pb::VerifyPassRequest {
+                groups: client::wire_groups(g),
+                bs,
+                stuck_after_s: stuck_after.as_secs_f64(),
+            })
+            .collect();
         let offsets: Vec<usize> = self.remotes.iter().map(|r| r.target_offset as usize).collect();
         let addrs: Vec<String> = self.remotes.iter().map(|r| r.addr.clone()).collect();
+        let who: Vec<String> =
+            self.remotes.iter().map(|r| if r.in_process { String::new() } else { format!(" {}", r.addr) }).collect();
         let mut problems = Vec::new();
         let mut on_problem = |h: usize, p: &pb::VerifyProblem| {
             let target = infos
@@ -500,13 +513,18 @@ impl Cluster {
                 found: p.found.clone(),
             });
         };
+        // The hosts say how far they are four times a second; a line a second each is shown.
+        let mut shown = vec![std::time::Instant::now(); self.remotes.len()];
         let mut on_progress = |h: usize, done: u64, total: u64| {
-            obs.note(&format!(
-                "  verify {}: {} of {}",
-                addrs[h],
-                iocurve_plan::format_size(done),
-                iocurve_plan::format_size(total)
-            ));
+            if shown[h].elapsed() >= Duration::from_secs(1) {
+                shown[h] = std::time::Instant::now();
+                obs.note(&format!(
+                    "  verify{}: {} of {}",
+                    who[h],
+                    iocurve_plan::format_size(done),
+                    iocurve_plan::format_size(total)
+                ));
+            }
         };
         let passes = self.rt.block_on(client::verify_pass(
             &mut self.remotes,
@@ -525,23 +543,38 @@ impl Cluster {
         for p in &passes {
             counts.merge(&p.counts);
         }
-        obs.note(&format!("verification on {} agents: {}", passes.len(), counts.describe()));
+        if self.remotes.iter().all(|r| r.in_process) {
+            obs.note(&format!("verification: {}", counts.describe()));
+        } else {
+            obs.note(&format!("verification on {} agents: {}", passes.len(), counts.describe()));
+        }
         for e in &counts.examples {
             obs.note(&format!("  ! {e}"));
+        }
+        let more = counts.problems().saturating_sub(counts.examples.len() as u64);
+        if more > 0 {
+            obs.note(&format!("  … {more} more problems"));
+        }
+        let unlisted: u64 = passes.iter().map(|p| p.unlisted).sum();
+        if unlisted > 0 {
+            obs.note(&format!(
+                "  ({unlisted} problems beyond the first {} per host are counted, not listed)",
+                iocurve_engine::verify::PROBLEM_LIST_CAP
+            ));
         }
         let fv = FinalVerification {
             map: self
                 .remotes
                 .iter()
                 .zip(&passes)
-                .map(|(r, p)| format!("{}:{}", r.addr, p.map))
+                .map(|(r, p)| if r.in_process { p.map.clone() } else { format!("{}:{}", r.addr, p.map) })
                 .collect::<Vec<_>>()
                 .join(", "),
             bs,
             started_at,
             finished_at: crate::time::now_rfc3339(),
             counts,
-            unlisted: passes.iter().map(|p| p.unlisted).sum(),
+            unlisted,
         };
         Ok((fv, problems))
     }

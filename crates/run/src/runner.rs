@@ -173,7 +173,8 @@ impl<'o> Runner<'o> {
         let verification = verification::open(&plan, &targets, prepared, obs)?;
         let mut infos = target_infos(&targets, &store);
         let targets = Arc::new(targets);
-        let mut cluster = Cluster::local(targets.clone(), verification.as_ref().map(|v| v.map.clone()))?;
+        let mut cluster =
+            Cluster::local(targets.clone(), verification.as_ref().map(|v| (v.map.clone(), v.path.clone())))?;
         // The pass an agent runs, on the in-process agent.
         if plan.precondition && !cluster.precondition(&plan, &store, &mut infos, &self.cancel, obs)? {
             // Cancelled: the run still ends as every interrupted run does (summary, JSON, stored
@@ -189,26 +190,12 @@ impl<'o> Runner<'o> {
             observers: obs,
             cancel: &self.cancel,
         };
-        let mut outcome = run.execute(infos, backend_note, &self.options.label, &sla);
-        // The in-process agent lets go of the targets (scratch files are removed with the last
-        // holder) before the final verification pass reads them.
-        drop(cluster);
+        let mut outcome = run.execute(infos.clone(), backend_note, &self.options.label, &sla);
         if let Some(v) = &verification {
             if let Err(e) = v.map.save(&v.path) {
                 outcome.error.get_or_insert(e.into());
             }
-            if self.options.verify_final && outcome.error.is_none() && !outcome.result.interrupted {
-                // No read may be waited for longer than a step's outstanding I/O would be.
-                let stuck_after =
-                    Duration::from_secs_f64(self.options.stuck_after_s.unwrap_or(FINAL_PASS_STUCK_AFTER_S));
-                match verification::final_pass(&targets, &v.map, &v.path, stuck_after, &self.cancel, obs) {
-                    Ok((found, pass)) => {
-                        let rows = verification::stored_problems(&pass, &v.map);
-                        conclude_verification(&mut outcome, &mut store, found, rows, obs);
-                    }
-                    Err(e) => outcome.error = Some(e),
-                }
-            }
+            final_verification(&self.options, &mut cluster, &plan, &infos, &mut outcome, &mut store, &self.cancel, obs);
         }
         settle_status(&mut outcome, &store);
         Ok(outcome)
@@ -359,18 +346,36 @@ impl<'o> Runner<'o> {
             cancel: &self.cancel,
         };
         let mut outcome = run.execute(infos.clone(), None, &self.options.label, &sla);
-        if self.options.verify_final && outcome.error.is_none() && !outcome.result.interrupted {
-            match cluster.verify_final(plan, &infos, &self.cancel, obs) {
-                Ok((found, rows)) => conclude_verification(&mut outcome, &mut store, found, rows, obs),
-                Err(e) => outcome.error = Some(e),
-            }
-        }
+        final_verification(&self.options, &mut cluster, plan, &infos, &mut outcome, &mut store, &self.cancel, obs);
         settle_status(&mut outcome, &store);
         Ok(outcome)
     }
 }
 
-/// The SLA bounds in force: the plan's, which the command line has already set over it.
+/// `--verify-final`: every host reads back every block its map knows, unless the run failed or
+/// was interrupted; the pass's findings join the stored run.
+#[allow(clippy::too_many_arguments)]
+fn final_verification(
+    options: &RunOptions,
+    cluster: &mut Cluster,
+    plan: &Plan,
+    infos: &[TargetInfo],
+    outcome: &mut Outcome,
+    store: &mut Store,
+    cancel: &Cancel,
+    obs: &mut dyn Observer,
+) {
+    if !options.verify_final || outcome.error.is_some() || outcome.result.interrupted {
+        return;
+    }
+    // No read may be waited for longer than a step's outstanding I/O would be.
+    let stuck_after = Duration::from_secs_f64(options.stuck_after_s.unwrap_or(FINAL_PASS_STUCK_AFTER_S));
+    match cluster.verify_final(plan, infos, stuck_after, cancel, obs) {
+        Ok((found, rows)) => conclude_verification(outcome, store, found, rows, obs),
+        Err(e) => outcome.error = Some(e),
+    }
+}
+
 /// Why a rate ramp ends after this step: a `stop_at_*` bound passed, or an overload ended it
 /// (higher rates would only overload it sooner).
 fn rate_ramp_ends(w: &iocurve_plan::Workload, s: &StepResult) -> Option<String> {
@@ -394,6 +399,7 @@ fn rate_ramp_ends(w: &iocurve_plan::Workload, s: &StepResult) -> Option<String> 
         .map(|why| format!("at {:.0} IOPS the {why}", r.target_iops))
 }
 
+/// The SLA bounds in force: the plan's, which the command line has already set over it.
 fn sla_of(plan: &Plan) -> Sla {
     Sla { mean_ms: plan.sla_mean_ms, p99_ms: plan.sla_p99_ms }
 }

@@ -5,15 +5,12 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use iocurve_analysis::{FinalVerification, VerifyProblem};
 use iocurve_engine::TargetSet;
-use iocurve_engine::verify::{GenMap, MapLock, PROBLEM_LIST_CAP, PassResult, Problem, verify_pass};
+use iocurve_engine::verify::{GenMap, MapLock, PROBLEM_LIST_CAP, PassResult, Problem, Unfinished, watched_pass};
 use iocurve_plan::{Plan, format_size};
-use iocurve_store::StoredProblem;
 
 use crate::{Cancel, Error, Observer};
 
@@ -125,7 +122,8 @@ pub fn open(
     Ok(Some(Verification { map: Arc::new(map), path, _lock: lock }))
 }
 
-/// Reads every written block back and checks it; tells the observer what it found.
+/// Reads every written block back and checks it; tells the observer what it found
+/// (`iocurve verify`; a run's final pass is the one its hosts run, [`crate::Cluster::verify_final`]).
 pub fn final_pass(
     targets: &Arc<TargetSet>,
     map: &Arc<GenMap>,
@@ -136,66 +134,31 @@ pub fn final_pass(
 ) -> Result<(FinalVerification, PassResult), Error> {
     targets.set_direct(true).or_else(|_| targets.set_direct(false))?;
     let started_at = crate::time::now_rfc3339();
-    // The pass reads on its own thread: a read on storage that stopped answering blocks in the
-    // kernel, and neither Ctrl-C nor the deadline may wait for it.
-    let (done, total) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-    let (tx, rx) = mpsc::channel();
-    {
-        let (targets, map, done, total, stop) =
-            (targets.clone(), map.clone(), done.clone(), total.clone(), cancel.clone());
-        std::thread::Builder::new()
-            .name("iocurve-verify".into())
-            .spawn(move || {
-                let r = verify_pass(&targets, &map, PROBLEM_LIST_CAP, stop.flag(), &mut |d, t| {
-                    done.store(d, Ordering::Relaxed);
-                    total.store(t, Ordering::Relaxed);
-                });
-                let _ = tx.send(r);
-            })
-            .map_err(|e| Error::Runtime(format!("verify: cannot start the verification thread: {e}")))?;
-    }
-    let progress =
-        || format!("{} of {}", format_size(done.load(Ordering::Relaxed)), format_size(total.load(Ordering::Relaxed)));
-    let mut last_print = Instant::now();
-    let (mut last_done, mut moved_at) = (0u64, Instant::now());
-    let mut stop_seen: Option<Instant> = None;
-    let pass = loop {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(r) => break r?,
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(Error::Runtime("verify: the verification thread ended without a result".into()));
-            }
+    let progress = |d: u64, t: u64| format!("{} of {}", format_size(d), format_size(t));
+    let (mut done, mut total) = (0, 0);
+    let watched = watched_pass(
+        targets.clone(),
+        map.clone(),
+        PROBLEM_LIST_CAP,
+        cancel.shared(),
+        stuck_after,
+        Duration::from_secs(1),
+        &mut |d, t| {
+            (done, total) = (d, t);
+            obs.note(&format!("  verify: {}", progress(d, t)));
+        },
+    )?;
+    let pass = match watched {
+        Ok(pass) => pass,
+        Err(u @ Unfinished::StopIgnored { .. }) => {
+            return Err(Error::Interrupted(format!("verification {}", u.describe())));
         }
-        let d = done.load(Ordering::Relaxed);
-        if d != last_done {
-            (last_done, moved_at) = (d, Instant::now());
-        }
-        if cancel.is_cancelled() {
-            let seen = *stop_seen.get_or_insert_with(Instant::now);
-            if seen.elapsed() >= Duration::from_secs(1) {
-                return Err(Error::Interrupted(format!(
-                    "verification interrupted after {}: a read did not return within a second of Ctrl-C (the storage stopped answering); nothing is recorded as verified",
-                    progress()
-                )));
-            }
-        }
-        if moved_at.elapsed() >= stuck_after {
-            return Err(Error::Runtime(format!(
-                "verification: no read returned for {:.0} s after {} (the storage stopped answering); nothing is recorded as verified",
-                stuck_after.as_secs_f64(),
-                progress()
-            )));
-        }
-        if last_print.elapsed() >= Duration::from_secs(1) {
-            last_print = Instant::now();
-            obs.note(&format!("  verify: {}", progress()));
-        }
+        Err(u) => return Err(Error::Runtime(format!("verification: {}", u.describe()))),
     };
     if pass.interrupted {
         return Err(Error::Interrupted(format!(
             "verification interrupted by Ctrl-C after {}; nothing is recorded as verified",
-            progress()
+            progress(done, total)
         )));
     }
     let v = &pass.counts;
@@ -239,19 +202,4 @@ pub fn csv_row(map: &GenMap, p: &Problem) -> VerifyProblem {
         found_generation: p.found_generation(),
         found: p.describe_found(|t| target_name(map, t)),
     }
-}
-
-/// A pass's listed problems as the store keeps them.
-pub fn stored_problems<'a>(pass: &'a PassResult, map: &'a GenMap) -> impl Iterator<Item = StoredProblem> + 'a {
-    pass.problems.iter().map(|p| {
-        let r = csv_row(map, p);
-        StoredProblem {
-            target: r.target,
-            block: r.block,
-            kind: r.kind,
-            expected: r.expected_generation,
-            found_generation: r.found_generation,
-            found: r.found,
-        }
-    })
 }

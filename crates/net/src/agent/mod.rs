@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use iocurve_engine::backend::probe_io_uring;
 use iocurve_engine::safety::confine::Confinement;
-use iocurve_engine::verify::{GenMap, MapLock, PROBLEM_LIST_CAP, verify_pass};
+use iocurve_engine::verify::{GenMap, MapLock, PROBLEM_LIST_CAP, Unfinished, watched_pass};
 use iocurve_engine::{OpenOptions, TargetSet, host};
 use iocurve_plan::Backend;
 use tokio::sync::mpsc;
@@ -71,10 +71,10 @@ pub struct AgentConfig {
 pub const UNCLAIMED: Duration = Duration::from_secs(60);
 
 /// What an in-process agent works on: the targets the local run opened (groups, weights,
-/// scratch files and all) and its verification map.
+/// scratch files and all) and its verification map (the run's `--verify-map`) with its file.
 pub struct InProcess {
     pub targets: Arc<TargetSet>,
-    pub verify: Option<Arc<GenMap>>,
+    pub verify: Option<(Arc<GenMap>, PathBuf)>,
 }
 
 struct Service {
@@ -459,9 +459,6 @@ impl Agent for Service {
     ) -> Result<Response<Self::VerifyPassStream>, Status> {
         self.claim(&req, "verification pass")?;
         let r = req.into_inner();
-        if self.local.is_some() {
-            return Err(Status::failed_precondition("a local run verifies its targets itself"));
-        }
         if !(512..=64 << 20).contains(&r.bs) || !r.bs.is_multiple_of(512) {
             return Err(Status::invalid_argument(format!("blocks of {} bytes: a map has 512 bytes to 64 MiB", r.bs)));
         }
@@ -471,7 +468,19 @@ impl Agent for Service {
             .try_lock_owned()
             .map_err(|_| Status::resource_exhausted("this agent is running another step"))?;
         let targets = self.open_existing(&r.groups).await?;
-        let (map, path) = self.map_for(&targets, r.bs, false)?;
+        // The local run's own map, or this agent's for these targets.
+        let (map, path) = match self.local.as_ref().map(|l| l.verify.clone()) {
+            Some(Some(run_map)) => run_map,
+            Some(None) => return Err(Status::failed_precondition("this run keeps no verification map")),
+            None => self.map_for(&targets, r.bs, false)?,
+        };
+        // A pass no read of which returns for this long ends: it neither hangs on storage that
+        // stopped answering nor waits past a stop for a read the kernel holds.
+        let stuck_after = if r.stuck_after_s > 0.0 {
+            Duration::from_secs_f64(r.stuck_after_s.min(86_400.0))
+        } else {
+            Duration::from_secs(30)
+        };
         tracing::info!(map = %path.display(), "verification pass requested");
         let stop = Arc::new(AtomicBool::new(false));
         *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop.clone());
@@ -484,15 +493,32 @@ impl Agent for Service {
                     stop.store(true, Ordering::Relaxed);
                 }
             };
-            let mut last = std::time::Instant::now();
+            // Four a second, also while a read is held: the coordinator's sign of life.
             let mut progress = |done_bytes: u64, total_bytes: u64| {
-                if last.elapsed() >= Duration::from_secs(1) {
-                    last = std::time::Instant::now();
-                    send(pb::verify_pass_event::Event::Progress(pb::VerifyPassProgress { done_bytes, total_bytes }));
-                }
+                send(pb::verify_pass_event::Event::Progress(pb::VerifyPassProgress { done_bytes, total_bytes }));
             };
-            let done = match verify_pass(&targets, &map, PROBLEM_LIST_CAP, &stop, &mut progress) {
-                Ok(pass) => {
+            // Read back through O_DIRECT where the target takes it: a page cache could hide a
+            // write the storage lost.
+            let direct = targets.set_direct(true).or_else(|_| targets.set_direct(false));
+            let watched = direct.and_then(|()| {
+                watched_pass(
+                    targets.clone(),
+                    map.clone(),
+                    PROBLEM_LIST_CAP,
+                    stop.clone(),
+                    stuck_after,
+                    Duration::from_millis(250),
+                    &mut progress,
+                )
+            });
+            let done = match watched {
+                Ok(Err(u)) => pb::VerifyPassDone {
+                    // A stop a read outlasted is a stop: the coordinator says so.
+                    error: if matches!(u, Unfinished::Stuck { .. }) { u.describe() } else { String::new() },
+                    interrupted: true,
+                    ..Default::default()
+                },
+                Ok(Ok(pass)) => {
                     for chunk in pass.problems.chunks(1000) {
                         let problems = chunk
                             .iter()
@@ -558,7 +584,7 @@ impl Agent for Service {
         // The map: the local run's own, or this agent's for these targets.
         let (verify, map_file) = match (&self.local, w.verify) {
             (_, false) => (None, None),
-            (Some(local), true) => (local.verify.clone(), None),
+            (Some(local), true) => (local.verify.as_ref().map(|v| v.0.clone()), None),
             (None, true) => {
                 let (m, path) = self.map_for(&targets, w.bs[0].bytes, true)?;
                 (Some(m), Some(path))

@@ -115,7 +115,7 @@ pub async fn precondition(
     for (r, req) in remotes.iter_mut().zip(reqs) {
         streams.push(r.client.precondition(req).await.map_err(|e| failed(&r.addr, "precondition", e))?.into_inner());
     }
-    let addrs: Vec<String> = remotes.iter().map(|r| r.addr.clone()).collect();
+    let who: Vec<String> = remotes.iter().map(|r| r.who()).collect();
     let mut interrupted = false;
     follow(remotes, streams, "precondition pass", stop, silence, &mut |h, e: pb::PreconditionEvent| match e.event {
         Some(pb::precondition_event::Event::Progress(p)) => {
@@ -124,7 +124,7 @@ pub async fn precondition(
         }
         Some(pb::precondition_event::Event::Done(d)) => {
             if !d.error.is_empty() {
-                let msg = format!("agent {}: precondition: {}", addrs[h], d.error);
+                let msg = format!("{}precondition: {}", who[h], d.error);
                 return Err(if d.input { NetError::Input(msg) } else { NetError::Failed(msg) });
             }
             interrupted |= d.interrupted;
@@ -160,7 +160,7 @@ pub async fn verify_pass(
     for (r, req) in remotes.iter_mut().zip(reqs) {
         streams.push(r.client.verify_pass(req).await.map_err(|e| failed(&r.addr, "verification", e))?.into_inner());
     }
-    let addrs: Vec<String> = remotes.iter().map(|r| r.addr.clone()).collect();
+    let who: Vec<String> = remotes.iter().map(|r| r.who()).collect();
     let mut out = vec![AgentPass::default(); remotes.len()];
     let mut interrupted = false;
     follow(remotes, streams, "verification pass", stop, silence, &mut |h, e: pb::VerifyPassEvent| match e.event {
@@ -174,7 +174,7 @@ pub async fn verify_pass(
         }
         Some(pb::verify_pass_event::Event::Done(d)) => {
             if !d.error.is_empty() {
-                let msg = format!("agent {}: verification: {}", addrs[h], d.error);
+                let msg = format!("{}verification: {}", who[h], d.error);
                 return Err(if d.input { NetError::Input(msg) } else { NetError::Failed(msg) });
             }
             interrupted |= d.interrupted;

@@ -3,11 +3,13 @@
 use crate::storage_faults::*;
 use crate::util::faultdev::FaultDev;
 use crate::util::*;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Issue 13, finding 1, with real kernel I/O: storage that stops answering hung the run at the step end.
-/// Now the step ends after `--stuck-after-s`, the results are printed, written and stored while
-/// the I/Os are still stuck in the kernel, and the run exits 3 once the kernel gives them back.
+/// Issue 13, finding 1, with real kernel I/O: storage that stops answering hung the run at the step
+/// end. Now the step ends after `--stuck-after-s`, the results are printed, written and stored
+/// while the I/Os are still stuck in the kernel, and the run exits 3 once the kernel gives them
+/// back.
 #[test]
 fn regression_storage_that_stops_answering_ends_the_step_with_stuck_io() {
     for backend in ["io_uring", "psync"] {
@@ -66,8 +68,8 @@ fn regression_storage_that_stops_answering_ends_the_step_with_stuck_io() {
     }
 }
 
-/// Issue 13, finding 1: "the first Ctrl-C does nothing". With the device stalled under a 30 s interval,
-/// the first Ctrl-C ends the run in about a second: summary, JSON and stored status.
+/// Issue 13, finding 1: "the first Ctrl-C does nothing". With the device stalled under a 30 s
+/// interval, the first Ctrl-C ends the run in about a second: summary, JSON and stored status.
 #[test]
 fn regression_ctrl_c_on_a_stalled_device_ends_the_run_within_about_a_second() {
     for backend in ["io_uring", "psync"] {
@@ -117,9 +119,9 @@ fn regression_ctrl_c_on_a_stalled_device_ends_the_run_within_about_a_second() {
     }
 }
 
-/// Issue 13: path loss with real kernel errors (finding 4: "80,968 EIO during path loss exit 0"): the
-/// device fails every I/O from the second interval on; the run completes, counts every error
-/// on the device by name and exits 3.
+/// Issue 13: path loss with real kernel errors (finding 4: "80,968 EIO during path loss exit 0"):
+/// the device fails every I/O from the second interval on; the run completes, counts every error on
+/// the device by name and exits 3.
 #[test]
 fn regression_path_loss_mid_run_is_counted_and_exits_3() {
     let mut dev = FaultDev::start(SIZE);
@@ -164,9 +166,9 @@ fn regression_path_loss_mid_run_is_counted_and_exits_3() {
     assert_eq!(r["status"], "complete");
 }
 
-/// Issue 13, finding 7: "`on_error = stop-target` shows as a storage stall with zero errors; the EIO that
-/// triggered it (in the warm-up) is counted nowhere". A device failing from the start: the EIO
-/// in the warm-up is counted, the stop says which target, when and why.
+/// Issue 13, finding 7: "`on_error = stop-target` shows as a storage stall with zero errors; the
+/// EIO that triggered it (in the warm-up) is counted nowhere". A device failing from the start: the
+/// EIO in the warm-up is counted, the stop says which target, when and why.
 #[test]
 fn regression_stop_target_on_an_error_in_the_warm_up_is_counted_and_explained() {
     let dev = FaultDev::start(SIZE);
@@ -210,4 +212,89 @@ fn regression_stop_target_on_an_error_in_the_warm_up_is_counted_and_explained() 
         "{stopped}"
     );
     assert!(flag(s, "no_io").is_some(), "nothing completed: {}", s["flags"]);
+}
+
+/// Issue 14, one path, found while moving a local run's final pass onto its in-process agent:
+/// on an agent, `--verify-final` on storage that stopped answering ended only once the
+/// coordinator took the agent for silent (10 s, "agent … was silent"), and Ctrl-C waited as
+/// long; only a local run watched its own pass. Every host now runs one watched pass: it ends
+/// `--stuck-after-s` after the last read returned (exit 1) and within about a second of Ctrl-C
+/// (exit 130), locally and on an agent.
+#[test]
+fn regression_a_final_pass_on_storage_that_stops_answering_ends_on_every_host() {
+    let _one = crate::util::one_at_a_time();
+    let dev = FaultDev::start(SIZE);
+    let dir = tempfile::tempdir().unwrap();
+    let certs = crate::util::cluster::certs(dir.path());
+    let agent = crate::util::cluster::AgentProc::start(dir.path(), &certs, dev.path(), &["--allow-write", dev.path()]);
+    let target = ["--target", dev.path(), "--allow-write", dev.path(), "--bs", "4k", "--verify", "--warmup-s", "0"];
+    let write = [
+        &target[..],
+        &["--workload", "backend-random-write-4k", "--ramp", "2", "--intervals", "1", "--interval-s", "1"],
+    ]
+    .concat();
+    let read = [
+        &target[..],
+        &["--workload", "backend-random-read-4k", "--ramp", "1", "--intervals", "1", "--interval-s", "0.3"],
+    ]
+    .concat();
+    let read = [&read[..], &["--verify-final"]].concat();
+    for host in [None, Some(agent.addr.as_str())] {
+        let run = |args: &[&str]| match host {
+            None => {
+                let mut c = Command::new(bin());
+                c.arg("run").args(args).current_dir(dir.path());
+                c
+            }
+            Some(addr) => {
+                let mut c = crate::util::cluster::coordinator(dir.path(), &certs, &["--hosts", addr]);
+                c.args(args);
+                c
+            }
+        };
+        let on = host.unwrap_or("this host");
+        dev.set("pass");
+        let o = run(&write).output().unwrap();
+        assert!(o.status.success(), "{on}: {}\n{}", stdout(&o), stderr(&o));
+        for ctrl_c in [false, true] {
+            // Slow reads, so that the pass is still reading when the device stops answering.
+            dev.set("delay=50");
+            // Ctrl-C comes well before the deadline.
+            let stuck_after = if ctrl_c { "30" } else { "1" };
+            let mut w =
+                crate::util::cluster::Watched::spawn(run(&[&read[..], &["--stuck-after-s", stuck_after]].concat()));
+            w.wait_for("(random, 100 % reads", Duration::from_secs(30));
+            dev.set("stall");
+            let mut since = Instant::now();
+            if ctrl_c {
+                dev.wait_held(1);
+                since = Instant::now();
+                // SAFETY: signalling our own child.
+                unsafe { libc::kill(w.child.id() as i32, libc::SIGINT) };
+            }
+            // Ended: exited, or a zombie whose last thread the kernel still holds in a read.
+            let pid = w.child.id();
+            while since.elapsed() < Duration::from_secs(15) {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                if stat.is_empty() || stat.contains(") Z") || matches!(w.child.try_wait(), Ok(Some(_))) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let took = since.elapsed();
+            dev.set("pass");
+            let (code, out) = w.finish();
+            if ctrl_c {
+                assert_eq!(code, Some(130), "{on}: {out}");
+                assert!(out.contains("verification interrupted"), "{on}: {out}");
+                assert!(took < Duration::from_millis(3000), "{on}: ended {took:?} after Ctrl-C");
+            } else {
+                assert_eq!(code, Some(1), "{on}: {out}");
+                assert!(out.contains("no read returned for 1 s"), "{on}: {out}");
+                assert!(!out.contains("silent"), "{on}: the host is not lost: {out}");
+                assert!(took < Duration::from_secs(5), "{on}: gave up {took:?} after the stall");
+            }
+        }
+    }
+    drop(agent);
 }

@@ -5,10 +5,10 @@ use crate::util::*;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
-/// Issue 13, finding 1: "I/Os stuck across the end of a step are missing from the latency figures (a 3 s
-/// stall showed max latency 3.1 ms)", and the step end waited forever. Now the step ends after
-/// `stuck_after_s`, every outstanding I/O is stuck, and the step's maximum latency is at least
-/// the stuck I/Os' age.
+/// Issue 13, finding 1: "I/Os stuck across the end of a step are missing from the latency figures
+/// (a 3 s stall showed max latency 3.1 ms)", and the step end waited forever. Now the step ends
+/// after `stuck_after_s`, every outstanding I/O is stuck, and the step's maximum latency is at
+/// least the stuck I/Os' age.
 #[test]
 fn regression_a_stall_across_the_step_end_is_stuck_io_with_its_age_in_the_latency() {
     let dir = tempfile::tempdir().unwrap();
@@ -69,9 +69,10 @@ to_s = 1000
     }
 }
 
-/// Issue 13, finding 1: "the first Ctrl-C does nothing; the second exits 130 without JSON or summary, the
-/// run stays `running`". Now the first Ctrl-C ends the run within about a second, with summary,
-/// JSON and the stored status, though the storage never answers and an interval lasts 20 s.
+/// Issue 13, finding 1: "the first Ctrl-C does nothing; the second exits 130 without JSON or
+/// summary, the run stays `running`". Now the first Ctrl-C ends the run within about a second, with
+/// summary, JSON and the stored status, though the storage never answers and an interval lasts 20
+/// s.
 #[test]
 fn regression_ctrl_c_on_stalled_storage_ends_the_run_within_about_a_second() {
     let dir = tempfile::tempdir().unwrap();
@@ -127,8 +128,8 @@ to_s = 1000
     }
 }
 
-/// Issue 13, finding 7: "`on_error = stop-target` shows as a storage stall with zero errors". The step
-/// now says which target stopped, when and why, and counts the error.
+/// Issue 13, finding 7: "`on_error = stop-target` shows as a storage stall with zero errors". The
+/// step now says which target stopped, when and why, and counts the error.
 #[test]
 fn regression_stop_target_says_which_target_stopped_when_and_why() {
     let dir = tempfile::tempdir().unwrap();
@@ -170,7 +171,8 @@ to_s = 0.7
     assert!(s["read"]["ops"].as_u64().unwrap() > 0, "a.dat went on");
 }
 
-/// Issue 13, finding 4: "after `on_error = abort` ... the JSON says `interrupted: false` with no status".
+/// Issue 13, finding 4: "after `on_error = abort` ... the JSON says `interrupted: false` with no
+/// status".
 #[test]
 fn regression_on_error_abort_is_status_aborted_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
