@@ -51,7 +51,7 @@ fuzz_target!(init: write_seeds("precondition_state", seeds), |data: &[u8]| {
         assert!(p.done_bytes <= p.total_bytes, "progress beyond the target: {} of {}", p.done_bytes, p.total_bytes);
         last = Some(p.state.clone());
     };
-    let end = precondition(t, &cfg, &state, &stop, Duration::from_secs(3600), &mut progress).expect("precondition");
+    let end = precondition(t, &cfg, &state, &stop, Duration::from_secs(3600), Duration::from_secs(3600), &mut progress).expect("precondition");
     assert_eq!(end.written_chunks(), n, "resuming from {text} leaves the pass unfinished: {end:?}");
     assert_eq!(last.as_ref(), Some(&end), "the last progress report is the end state");
 });

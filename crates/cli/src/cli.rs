@@ -766,6 +766,11 @@ pub struct PreconditionArgs {
     /// Writes in flight per target (default 32).
     #[arg(long, value_name = "N")]
     pub qd: Option<u32>,
+    /// Give up (exit code 1) when no write returns for this many seconds: the storage stopped
+    /// answering. What was written is saved; the same command resumes. Ctrl-C stops the pass
+    /// within about a second.
+    #[arg(long = "stuck-after-s", default_value_t = 30.0, value_name = "S", value_parser = parse_stuck_after)]
+    pub stuck_after_s: f64,
     /// Allow writing to this device or file although it carries a signature (filesystem,
     /// volume manager, RAID, partition table) or is an existing file iocurve did not create;
     /// repeatable; name it exactly. A mounted, swap, held or busy target is never written.

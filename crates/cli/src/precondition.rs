@@ -54,7 +54,8 @@ pub fn command(args: PreconditionArgs) -> Result<ExitCode, CliError> {
     targets.notes.iter().for_each(|n| terminal.note(n));
     let store = open_store(&args.db.db)?;
     for t in &targets.targets {
-        if !target(t, &cfg, &store, &cancel, &mut terminal)? {
+        let stuck_after = std::time::Duration::from_secs_f64(args.stuck_after_s);
+        if !target(t, &cfg, &store, &cancel, stuck_after, &mut terminal)? {
             return Ok(ExitCode::from(130));
         }
     }

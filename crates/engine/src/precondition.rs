@@ -63,8 +63,9 @@ pub fn write_size(size: u64, logical_block: u64, bs: u64) -> u64 {
 
 /// Syncs what a pass wrote. On storage that stopped answering the sync blocks in the kernel: it
 /// runs on its own thread, and once `stop` is set it is waited for one more second. Ok(false):
-/// given up (the last writes may not be durable; a resume may have to redo them).
-pub fn sync(t: &Target, stop: &AtomicBool) -> Result<bool, EngineError> {
+/// given up (the last writes may not be durable; a resume may have to redo them). A sync that
+/// has not returned after `stuck_after` is an error.
+pub fn sync(t: &Target, stop: &AtomicBool, stuck_after: Duration) -> Result<bool, EngineError> {
     let fail = |e| EngineError::io(format!("cannot sync {}", t.path.display()), e);
     let file = t.file.try_clone().map_err(fail)?;
     let (tx, rx) = std::sync::mpsc::channel();
@@ -75,6 +76,7 @@ pub fn sync(t: &Target, stop: &AtomicBool) -> Result<bool, EngineError> {
         })
         .map_err(fail)?;
     let mut stop_seen: Option<Instant> = None;
+    let started = Instant::now();
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(r) => return r.map(|()| true).map_err(fail),
@@ -85,6 +87,12 @@ pub fn sync(t: &Target, stop: &AtomicBool) -> Result<bool, EngineError> {
         }
         if stop.load(Ordering::Relaxed) && stop_seen.get_or_insert_with(Instant::now).elapsed() >= STOP_WAIT {
             return Ok(false);
+        }
+        if stop_seen.is_none() && started.elapsed() >= stuck_after {
+            return Err(fail(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no answer for {:.0} s (the storage stopped answering)", stuck_after.as_secs_f64()),
+            )));
         }
     }
 }
@@ -137,13 +145,15 @@ pub fn chunks(size: u64, bs: u64) -> u64 {
 
 /// Writes the chunks of `t` that `resume` does not have, until done or `stop` is set. Calls
 /// `progress` about every `every` and once at the end; returns the state reached. A write error
-/// stops the writers and is returned after they finished.
+/// stops the writers and is returned after they finished; so is no write returning for
+/// `stuck_after` (the storage stopped answering: the writers it holds are left behind).
 pub fn precondition(
     t: &Target,
     cfg: &PreConfig,
     resume: &PreState,
     stop: &AtomicBool,
     every: Duration,
+    stuck_after: Duration,
     progress: &mut dyn FnMut(&PreProgress),
 ) -> Result<PreState, EngineError> {
     let n = chunks(t.size, cfg.bs);
@@ -214,8 +224,27 @@ pub fn precondition(
     let mut last = Instant::now();
     let mut stopped_at: Option<Instant> = None;
     let mut left_behind = 0;
+    let (mut last_session, mut moved_at) = (0u64, Instant::now());
     while sh.running.load(Ordering::Acquire) > 0 {
         std::thread::sleep(Duration::from_millis(20));
+        let session = sh.session.load(Ordering::Relaxed);
+        if session != last_session {
+            (last_session, moved_at) = (session, Instant::now());
+        }
+        if stopped_at.is_none() && moved_at.elapsed() >= stuck_after {
+            // No write returned for that long: the storage stopped answering. The writers
+            // blocked in the kernel are left behind; what did complete is in the state.
+            sh.halt.store(true, Ordering::Relaxed);
+            report(progress);
+            return Err(EngineError::io(
+                format!(
+                    "precondition: no write to {} returned for {:.0} s",
+                    t.path.display(),
+                    stuck_after.as_secs_f64()
+                ),
+                std::io::Error::new(std::io::ErrorKind::TimedOut, "the storage stopped answering"),
+            ));
+        }
         if stop.load(Ordering::Relaxed) && stopped_at.is_none() {
             sh.halt.store(true, Ordering::Relaxed);
             stopped_at = Some(Instant::now());

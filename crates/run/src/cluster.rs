@@ -334,13 +334,15 @@ impl Cluster {
     /// keeps each target's state in its results database — under its canonical path for a
     /// local run (as `iocurve precondition` does), under `ADDR:PATH` on agents: a target done
     /// before is skipped, an interrupted pass resumes where it stopped, and a scratch file
-    /// created now or left half-prepared owes nothing to an earlier record. Returns false when
-    /// Ctrl-C stopped it; fills in `preconditioned_at` of `infos`.
+    /// created now or left half-prepared owes nothing to an earlier record. No write returning
+    /// for `stuck_after` on a host ends it with an error (the states so far are kept). Returns
+    /// false when Ctrl-C stopped it; fills in `preconditioned_at` of `infos`.
     pub fn precondition(
         &mut self,
         plan: &Plan,
         store: &Store,
         infos: &mut [TargetInfo],
+        stuck_after: Duration,
         cancel: &Cancel,
         obs: &mut dyn Observer,
     ) -> Result<bool, Error> {
@@ -402,6 +404,7 @@ impl Cluster {
                 bs: cfg.bs,
                 qd: cfg.qd,
                 resume,
+                stuck_after_s: stuck_after.as_secs_f64(),
             });
         }
         if !local {

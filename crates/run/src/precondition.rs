@@ -105,12 +105,15 @@ pub fn progress_line(name: &str, done_bytes: u64, total_bytes: u64, session_byte
     )
 }
 
-/// Preconditions one target; returns false when cancelled before it was complete.
+/// Preconditions one target (`iocurve precondition`); returns false when cancelled before it
+/// was complete. No write returning for `stuck_after` is an error (the storage stopped
+/// answering); the state so far is saved, so the same command resumes once it answers.
 pub fn target(
     t: &Target,
     cfg: &PreConfig,
     store: &Store,
     cancel: &Cancel,
+    stuck_after: Duration,
     obs: &mut dyn Observer,
 ) -> Result<bool, Error> {
     let key = record_key(t);
@@ -153,12 +156,12 @@ pub fn target(
             save_error.get_or_insert(e);
         }
     };
-    let result = precondition(t, &cfg, &resume, cancel.flag(), Duration::from_secs(1), &mut on_progress);
+    let result = precondition(t, &cfg, &resume, cancel.flag(), Duration::from_secs(1), stuck_after, &mut on_progress);
     if let Some(e) = save_error {
         return Err(e.into());
     }
     let state = result?;
-    sync(t, cancel, obs)?;
+    sync(t, cancel, stuck_after, obs)?;
     let complete = state.written_chunks() == chunks(t.size, bs);
     if complete {
         record.finished_at = Some(time::now_rfc3339());
@@ -172,8 +175,8 @@ pub fn target(
 }
 
 /// Syncs what was written; a sync still blocked a second after Ctrl-C is given up, and said.
-fn sync(t: &Target, cancel: &Cancel, obs: &mut dyn Observer) -> Result<(), Error> {
-    if !iocurve_engine::precondition::sync(t, cancel.flag())? {
+fn sync(t: &Target, cancel: &Cancel, stuck_after: Duration, obs: &mut dyn Observer) -> Result<(), Error> {
+    if !iocurve_engine::precondition::sync(t, cancel.flag(), stuck_after)? {
         obs.warning(&format!(
             "{} did not finish syncing within a second of Ctrl-C (the storage does not answer): the last writes may not be durable",
             t.path.display()

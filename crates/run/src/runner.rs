@@ -36,9 +36,9 @@ pub fn default_target(plan: &mut Plan) {
     }
 }
 
-/// How long the final verification pass waits for a read that does not return, unless
-/// `stuck_after_s` says otherwise.
-const FINAL_PASS_STUCK_AFTER_S: f64 = 30.0;
+/// How long a pass (preconditioning, the final verification) waits for a write or read that
+/// does not return, unless `stuck_after_s` says otherwise.
+const PASS_STUCK_AFTER_S: f64 = 30.0;
 
 /// What a run needs besides its plan and hosts.
 #[derive(Clone, Debug)]
@@ -58,7 +58,8 @@ pub struct RunOptions {
     pub verify_map: PathBuf,
     /// Read every written block back after the workloads.
     pub verify_final: bool,
-    /// How long the final verification pass waits for a read (default 30 s).
+    /// How long the passes (preconditioning, the final verification) wait for a write or read
+    /// before they take the storage for stopped (`--stuck-after-s`; default 30 s).
     pub stuck_after_s: Option<f64>,
 }
 
@@ -176,7 +177,9 @@ impl<'o> Runner<'o> {
         let mut cluster =
             Cluster::local(targets.clone(), verification.as_ref().map(|v| (v.map.clone(), v.path.clone())))?;
         // The pass an agent runs, on the in-process agent.
-        if plan.precondition && !cluster.precondition(&plan, &store, &mut infos, &self.cancel, obs)? {
+        if plan.precondition
+            && !cluster.precondition(&plan, &store, &mut infos, pass_stuck_after(&self.options), &self.cancel, obs)?
+        {
             // Cancelled: the run still ends as every interrupted run does (summary, JSON, stored
             // status `interrupted`), with no workload run.
             obs.note("interrupted while preconditioning: no workload ran; the same command resumes it");
@@ -333,7 +336,9 @@ impl<'o> Runner<'o> {
         let size = self.options.size.unwrap_or(iocurve_engine::target::AUTO_SCRATCH_SIZE);
         let (mut cluster, mut infos) = Cluster::connect(plan, agents, size, &self.cancel, obs)?;
         let mut store = open_store(&self.options.db)?;
-        if plan.precondition && !cluster.precondition(plan, &store, &mut infos, &self.cancel, obs)? {
+        if plan.precondition
+            && !cluster.precondition(plan, &store, &mut infos, pass_stuck_after(&self.options), &self.cancel, obs)?
+        {
             obs.note("interrupted while preconditioning: no workload ran; the same command resumes it");
         }
         let sla = sla_of(plan);
@@ -352,6 +357,13 @@ impl<'o> Runner<'o> {
     }
 }
 
+/// How long a pass (preconditioning, the final verification) waits for a write or read before
+/// it takes the storage for stopped: `--stuck-after-s`, as a step waits for its outstanding
+/// I/O, else 30 s.
+fn pass_stuck_after(options: &RunOptions) -> Duration {
+    Duration::from_secs_f64(options.stuck_after_s.unwrap_or(PASS_STUCK_AFTER_S))
+}
+
 /// `--verify-final`: every host reads back every block its map knows, unless the run failed or
 /// was interrupted; the pass's findings join the stored run.
 #[allow(clippy::too_many_arguments)]
@@ -368,9 +380,7 @@ fn final_verification(
     if !options.verify_final || outcome.error.is_some() || outcome.result.interrupted {
         return;
     }
-    // No read may be waited for longer than a step's outstanding I/O would be.
-    let stuck_after = Duration::from_secs_f64(options.stuck_after_s.unwrap_or(FINAL_PASS_STUCK_AFTER_S));
-    match cluster.verify_final(plan, infos, stuck_after, cancel, obs) {
+    match cluster.verify_final(plan, infos, pass_stuck_after(options), cancel, obs) {
         Ok((found, rows)) => conclude_verification(outcome, store, found, rows, obs),
         Err(e) => outcome.error = Some(e),
     }

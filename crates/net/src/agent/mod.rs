@@ -424,6 +424,7 @@ impl Agent for Service {
         self.claim(&req, "precondition")?;
         let r = req.into_inner();
         let cfg = precondition_request(&r)?;
+        let stuck_after = requests::stuck_after(r.stuck_after_s);
         let guard = self
             .busy
             .clone()
@@ -441,7 +442,7 @@ impl Agent for Service {
         let slot = self.stop.clone();
         let (tx, rx) = mpsc::channel(64);
         tokio::task::spawn_blocking(move || {
-            let done = precondition_blocking(&targets, &cfg, &r.resume, &stop, &tx);
+            let done = precondition_blocking(&targets, &cfg, &r.resume, &stop, stuck_after, &tx);
             drop(targets);
             *slot.lock().unwrap_or_else(|e| e.into_inner()) = None;
             drop(guard);
@@ -476,11 +477,7 @@ impl Agent for Service {
         };
         // A pass no read of which returns for this long ends: it neither hangs on storage that
         // stopped answering nor waits past a stop for a read the kernel holds.
-        let stuck_after = if r.stuck_after_s > 0.0 {
-            Duration::from_secs_f64(r.stuck_after_s.min(86_400.0))
-        } else {
-            Duration::from_secs(30)
-        };
+        let stuck_after = requests::stuck_after(r.stuck_after_s);
         tracing::info!(map = %path.display(), "verification pass requested");
         let stop = Arc::new(AtomicBool::new(false));
         *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop.clone());

@@ -111,6 +111,17 @@ pub fn target_groups(groups: &[pb::TargetGroup]) -> Result<Vec<TargetGroup>, Sta
     Ok(out)
 }
 
+/// How long a pass (preconditioning, verification) waits for a write or read before it takes
+/// the storage for stopped: the coordinator's `--stuck-after-s`, 0.1 s to a day; 0 (a
+/// coordinator that did not say): 30 s.
+pub(super) fn stuck_after(secs: f64) -> std::time::Duration {
+    if secs > 0.0 {
+        std::time::Duration::from_secs_f64(secs.clamp(0.1, 86_400.0))
+    } else {
+        std::time::Duration::from_secs(30)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +164,16 @@ mod tests {
             assert!(share.iops.is_nan() == r.is_nan() && (r.is_nan() || share.iops == r));
             assert_eq!((share.host, share.hosts), (1, 1), "no zero host count reaches the engine");
         }
+    }
+
+    #[test]
+    fn a_pass_waits_30_s_unless_told_and_never_outside_its_bounds() {
+        use std::time::Duration;
+        assert_eq!(super::stuck_after(0.0), Duration::from_secs(30), "a coordinator that did not say");
+        assert_eq!(super::stuck_after(f64::NAN), Duration::from_secs(30));
+        assert_eq!(super::stuck_after(-5.0), Duration::from_secs(30));
+        assert_eq!(super::stuck_after(1.0), Duration::from_secs(1));
+        assert_eq!(super::stuck_after(1e-9), Duration::from_millis(100));
+        assert_eq!(super::stuck_after(f64::INFINITY), Duration::from_secs(86_400));
     }
 }

@@ -22,6 +22,7 @@ pub(super) fn precondition_blocking(
     cfg: &PreConfig,
     resume: &[pb::PreconditionResume],
     stop: &AtomicBool,
+    stuck_after: Duration,
     tx: &mpsc::Sender<Result<pb::PreconditionEvent, Status>>,
 ) -> pb::PreconditionDone {
     let fail = |e: iocurve_engine::EngineError| pb::PreconditionDone {
@@ -60,14 +61,15 @@ pub(super) fn precondition_blocking(
         let _ = iocurve_engine::target::set_direct(t.fd(), true);
         let mut last = None;
         let cfg = PreConfig { bs, ..*cfg };
-        let state = match precondition::precondition(t, &cfg, &from, stop, Duration::from_secs(1), &mut |p| {
-            send(p, false);
-            last = Some(p.clone());
-        }) {
-            Ok(s) => s,
-            Err(e) => return fail(e),
-        };
-        let durable = match precondition::sync(t, stop) {
+        let state =
+            match precondition::precondition(t, &cfg, &from, stop, Duration::from_secs(1), stuck_after, &mut |p| {
+                send(p, false);
+                last = Some(p.clone());
+            }) {
+                Ok(s) => s,
+                Err(e) => return fail(e),
+            };
+        let durable = match precondition::sync(t, stop, stuck_after) {
             Ok(d) => d,
             Err(e) => return fail(e),
         };

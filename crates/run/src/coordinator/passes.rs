@@ -124,7 +124,9 @@ pub async fn precondition(
         }
         Some(pb::precondition_event::Event::Done(d)) => {
             if !d.error.is_empty() {
-                let msg = format!("{}precondition: {}", who[h], d.error);
+                // The engine's errors of a pass say what they are about.
+                let what = if d.error.starts_with("precondition") { "" } else { "precondition: " };
+                let msg = format!("{}{what}{}", who[h], d.error);
                 return Err(if d.input { NetError::Input(msg) } else { NetError::Failed(msg) });
             }
             interrupted |= d.interrupted;

@@ -298,3 +298,80 @@ fn regression_a_final_pass_on_storage_that_stops_answering_ends_on_every_host() 
     }
     drop(agent);
 }
+
+/// Issue 14, one path, found beside the final pass: `run --precondition` on storage that
+/// stopped answering waited for it for ever, locally and on agents (an agent's pass kept
+/// reporting no progress, so it never looked lost). On every host the pass now ends
+/// `--stuck-after-s` after the last write returned (exit 1), keeps the state written so far,
+/// and the same command resumes once the storage answers.
+#[test]
+fn regression_a_precondition_pass_on_storage_that_stops_answering_ends_on_every_host() {
+    let _one = crate::util::one_at_a_time();
+    let dev = FaultDev::start(SIZE);
+    let dir = tempfile::tempdir().unwrap();
+    let certs = crate::util::cluster::certs(dir.path());
+    let agent = crate::util::cluster::AgentProc::start(dir.path(), &certs, dev.path(), &["--allow-write", dev.path()]);
+    let args = [
+        "--target",
+        dev.path(),
+        "--allow-write",
+        dev.path(),
+        "--precondition",
+        "--stuck-after-s",
+        "1",
+        "--workload",
+        "backend-random-read-4k",
+        "--ramp",
+        "1",
+        "--warmup-s",
+        "0",
+        "--intervals",
+        "1",
+        "--interval-s",
+        "0.3",
+    ];
+    for host in [None, Some(agent.addr.as_str())] {
+        let run = || match host {
+            None => {
+                let mut c = Command::new(bin());
+                c.arg("run").args(args).current_dir(dir.path());
+                c
+            }
+            Some(addr) => {
+                let mut c = crate::util::cluster::coordinator(dir.path(), &certs, &["--hosts", addr]);
+                c.args(args);
+                c
+            }
+        };
+        let on = host.unwrap_or("this host");
+        // Slow writes, so that the pass is still writing when the device stops answering, as
+        // soon as it said it began.
+        dev.set("delay=100");
+        let mut w = crate::util::cluster::Watched::spawn(run());
+        w.wait_for(if host.is_none() { ": writing 64m" } else { "precondition on 1 agents" }, Duration::from_secs(30));
+        dev.set("stall");
+        let since = Instant::now();
+        let pid = w.child.id();
+        while since.elapsed() < Duration::from_secs(15) {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            if stat.is_empty() || stat.contains(") Z") || matches!(w.child.try_wait(), Ok(Some(_))) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let took = since.elapsed();
+        dev.set("pass");
+        let (code, out) = w.finish();
+        assert_eq!(code, Some(1), "{on}: {out}");
+        assert!(
+            out.contains("no write to") && out.contains("returned for 1 s: the storage stopped answering"),
+            "{on}: {out}"
+        );
+        assert!(!out.contains("precondition: precondition"), "{on}: said once: {out}");
+        assert!(took < Duration::from_secs(5), "{on}: gave up {took:?} after the stall");
+        let o = run().output().unwrap();
+        assert!(o.status.success(), "{on}: {}\n{}", stdout(&o), stderr(&o));
+        assert!(stdout(&o).contains(": resuming at"), "{on}: {}", stdout(&o));
+    }
+    drop(agent);
+}
