@@ -64,8 +64,14 @@ pub fn write_size(size: u64, logical_block: u64, bs: u64) -> u64 {
 /// Syncs what a pass wrote. On storage that stopped answering the sync blocks in the kernel: it
 /// runs on its own thread, and once `stop` is set it is waited for one more second. Ok(false):
 /// given up (the last writes may not be durable; a resume may have to redo them). A sync that
-/// has not returned after `stuck_after` is an error.
-pub fn sync(t: &Target, stop: &AtomicBool, stuck_after: Duration) -> Result<bool, EngineError> {
+/// has not returned after `deadline` is an error; `tick` is called every `every` meanwhile.
+pub fn sync(
+    t: &Target,
+    stop: &AtomicBool,
+    deadline: Option<Duration>,
+    every: Duration,
+    tick: &mut dyn FnMut(),
+) -> Result<bool, EngineError> {
     let fail = |e| EngineError::io(format!("cannot sync {}", t.path.display()), e);
     let file = t.file.try_clone().map_err(fail)?;
     let (tx, rx) = std::sync::mpsc::channel();
@@ -76,7 +82,7 @@ pub fn sync(t: &Target, stop: &AtomicBool, stuck_after: Duration) -> Result<bool
         })
         .map_err(fail)?;
     let mut stop_seen: Option<Instant> = None;
-    let started = Instant::now();
+    let (started, mut ticked) = (Instant::now(), Instant::now());
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(r) => return r.map(|()| true).map_err(fail),
@@ -88,13 +94,83 @@ pub fn sync(t: &Target, stop: &AtomicBool, stuck_after: Duration) -> Result<bool
         if stop.load(Ordering::Relaxed) && stop_seen.get_or_insert_with(Instant::now).elapsed() >= STOP_WAIT {
             return Ok(false);
         }
-        if stop_seen.is_none() && started.elapsed() >= stuck_after {
+        if let Some(d) = deadline
+            && stop_seen.is_none()
+            && started.elapsed() >= d
+        {
             return Err(fail(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
-                format!("no answer for {:.0} s (the storage stopped answering)", stuck_after.as_secs_f64()),
+                format!("no answer for {:.0} s (the storage stopped answering)", d.as_secs_f64()),
             )));
         }
+        if ticked.elapsed() >= every {
+            ticked = Instant::now();
+            tick();
+        }
     }
+}
+
+/// How a pass over one target ended.
+#[derive(Debug, Clone)]
+pub struct TargetPass {
+    pub state: PreState,
+    /// Every chunk written and synced (the scratch file's stamp says so now).
+    pub complete: bool,
+    /// What the user should know: O_DIRECT unavailable.
+    pub notes: Vec<String>,
+    /// What the user must know: a sync given up after the stop.
+    pub warnings: Vec<String>,
+}
+
+/// One target's pass, the same for `iocurve precondition` and a run's pass on every host:
+/// O_DIRECT where the target takes it, the writes ([`precondition`]), the sync, and the scratch
+/// file's stamp once complete. Complete means every chunk written and synced. No write
+/// returning for `stuck_after` is an error, and so is a sync that outlasts it when the writes
+/// went around the page cache (through it, the sync writes back what the pass left dirty, and
+/// how long that takes is the storage's pace, not a sign of a stop). `progress` about every
+/// `every`, also while the sync waits (the last one again: a sign of life).
+pub fn target_pass(
+    t: &Target,
+    cfg: &PreConfig,
+    resume: &PreState,
+    stop: &AtomicBool,
+    every: Duration,
+    stuck_after: Duration,
+    progress: &mut dyn FnMut(&PreProgress),
+) -> Result<TargetPass, EngineError> {
+    let mut notes = Vec::new();
+    let mut warnings = Vec::new();
+    let direct = match crate::target::set_direct(t.fd(), true) {
+        Ok(()) => true,
+        Err(e) => {
+            notes.push(format!(
+                "O_DIRECT is not available on {} ({e}): writing through the page cache, synced at the end",
+                t.path.display()
+            ));
+            false
+        }
+    };
+    let mut last: Option<PreProgress> = None;
+    let state = precondition(t, cfg, resume, stop, every, stuck_after, &mut |p| {
+        last = Some(p.clone());
+        progress(p);
+    })?;
+    let durable = sync(t, stop, direct.then_some(stuck_after), every, &mut || {
+        if let Some(p) = &last {
+            progress(p);
+        }
+    })?;
+    if !durable {
+        warnings.push(format!(
+            "{} did not finish syncing within a second of the stop (the storage does not answer): the last writes may not be durable",
+            t.path.display()
+        ));
+    }
+    let complete = durable && state.written_chunks() == chunks(t.size, cfg.bs);
+    if complete {
+        t.mark_prepared()?;
+    }
+    Ok(TargetPass { state, complete, notes, warnings })
 }
 
 #[derive(Debug, Clone, Copy)]

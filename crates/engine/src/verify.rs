@@ -589,7 +589,7 @@ pub fn verify_pass(
 pub enum Unfinished {
     /// No read returned for `after_s` seconds: the storage stopped answering.
     Stuck { after_s: f64, done: u64, total: u64 },
-    /// A read had not returned a second after the stop.
+    /// A read had not returned a second after the stop (Ctrl-C, or a coordinator gone).
     StopIgnored { done: u64, total: u64 },
 }
 
@@ -603,7 +603,7 @@ impl Unfinished {
                 size(total)
             ),
             Unfinished::StopIgnored { done, total } => format!(
-                "interrupted after {} of {}: a read did not return within a second of the stop (the storage stopped answering); nothing is recorded as verified",
+                "interrupted after {} of {}: a read did not return within a second of Ctrl-C (the storage stopped answering); nothing is recorded as verified",
                 size(done),
                 size(total)
             ),
@@ -667,7 +667,8 @@ pub fn watched_pass(
         {
             return Ok(Err(Unfinished::StopIgnored { done: d, total: t }));
         }
-        if moved_at.elapsed() >= stuck_after {
+        // After a stop only the stop's second counts.
+        if stop_seen.is_none() && moved_at.elapsed() >= stuck_after {
             return Ok(Err(Unfinished::Stuck { after_s: stuck_after.as_secs_f64(), done: d, total: t }));
         }
         if last_tick.elapsed() >= every {
@@ -897,5 +898,35 @@ mod tests {
             verify_pass(&targets, &map, 3, &std::sync::atomic::AtomicBool::new(false), &mut |_, _| {}).unwrap();
         assert_eq!((capped.problems.len(), capped.unlisted), (3, 1), "beyond the cap: counted, not listed");
         assert_eq!(capped.counts, pass.counts);
+
+        // Watched, on its own thread: the same findings, and its progress ends at the whole.
+        let (targets, map) = (std::sync::Arc::new(targets), std::sync::Arc::new(map));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut last = (0, 0);
+        let every = std::time::Duration::from_millis(1);
+        let long = std::time::Duration::from_secs(60);
+        let watched =
+            watched_pass(targets.clone(), map.clone(), 100, stop.clone(), long, every, &mut |d, t| last = (d, t));
+        let watched = watched.unwrap().expect("finished");
+        assert_eq!(watched.counts, pass.counts);
+        assert_eq!(watched.problems.len(), 4);
+        assert!(last.1 == 0 || last.1 == 16 * bs as u64, "{last:?}");
+        // Stopped before it began: it says it was interrupted, and reads nothing.
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let watched = watched_pass(targets, map, 100, stop, long, every, &mut |_, _| {}).unwrap().expect("ended");
+        assert!(watched.interrupted && watched.counts.checked == 0);
+    }
+
+    #[test]
+    fn an_unfinished_pass_says_how_far_it_got_and_that_nothing_counts() {
+        let stuck = Unfinished::Stuck { after_s: 1.0, done: 4 << 20, total: 16 << 20 };
+        assert_eq!(
+            stuck.describe(),
+            "no read returned for 1 s after 4m of 16m (the storage stopped answering); nothing is recorded as verified"
+        );
+        let stop = Unfinished::StopIgnored { done: 0, total: 1 << 30 };
+        assert!(
+            stop.describe().starts_with("interrupted after 0 of 1g: a read did not return within a second of Ctrl-C")
+        );
     }
 }

@@ -15,7 +15,9 @@ pub mod wire;
 
 /// The protocol version: both sides refuse a peer that speaks another.
 /// 6: a frontend working set is capped at 1/8 of a target (agents derive it themselves).
-pub const PROTOCOL: u32 = 6;
+/// 7: targets say whether they are fresh (an earlier precondition record does not apply), and
+/// the passes carry their deadline (`stuck_after_s`) and their notes.
+pub const PROTOCOL: u32 = 7;
 
 /// Generated from proto/agent.proto.
 #[allow(clippy::large_enum_variant)] // generated; an interval is the common message anyway

@@ -417,11 +417,13 @@ impl Cluster {
                 cfg.pattern.describe()
             ));
         }
+        // One target: its progress lines need no name.
+        let named = !local || infos.len() > 1;
         let mut save_error = None;
         let mut on_progress = |h: usize, p: &pb::PreconditionProgress| {
             // A target the agent did not report at connection (a glob matching other files now)
             // has no record here: its state is not kept, and a later run starts it over.
-            let Some(PassTarget { path, name, record: Some((before, record)), shown }) =
+            let Some(PassTarget { path, name, record: Some((before, record)), shown, started }) =
                 passes.get_mut(h).and_then(|r| r.get_mut(p.target as usize))
             else {
                 return;
@@ -429,10 +431,11 @@ impl Cluster {
             if *path != p.path {
                 return;
             }
-            // The last event of a target repeats its last progress with `complete` set.
-            if std::mem::replace(shown, p.done_bytes) != p.done_bytes || !p.complete {
+            *started = true;
+            // A pass repeats its last progress while it syncs, and at its end with `complete`.
+            if std::mem::replace(shown, p.done_bytes) != p.done_bytes {
                 obs.note(&precondition::progress_line(
-                    &if local { String::new() } else { format!("{name}: ") },
+                    &if named { format!("{name}: ") } else { String::new() },
                     p.done_bytes,
                     p.total_bytes,
                     p.session_bytes,
@@ -449,13 +452,24 @@ impl Cluster {
                 save_error.get_or_insert(e);
             }
         };
+        let mut told: Vec<(bool, String)> = Vec::new();
+        let who: Vec<String> = self.remotes.iter().map(|r| r.who()).collect();
+        let mut on_notes = |h: usize, d: &pb::PreconditionDone| {
+            told.extend(d.notes.iter().map(|n| (false, format!("{}{n}", who[h]))));
+            told.extend(d.warnings.iter().map(|w| (true, format!("{}{w}", who[h]))));
+        };
         let end = self.rt.block_on(client::precondition(
             &mut self.remotes,
             reqs,
             cancel.flag(),
             self.silence,
             &mut on_progress,
-        ))?;
+            &mut on_notes,
+        ));
+        for (warning, line) in &told {
+            if *warning { obs.warning(line) } else { obs.note(&format!("  {line}")) }
+        }
+        let end = end?;
         if let Some(e) = save_error {
             return Err(e.into());
         }
@@ -464,8 +478,13 @@ impl Cluster {
         }
         let complete = end == client::PassEnd::Complete;
         if !complete {
-            for name in infos.iter().filter(|t| t.preconditioned_at.is_none()).map(|t| &t.path) {
-                obs.note(&format!("precondition {name}: interrupted; the same command resumes where it stopped"));
+            // The targets it was writing when it stopped; those it never reached wait their turn.
+            for t in passes
+                .iter()
+                .flatten()
+                .filter(|t| t.started && t.record.as_ref().is_some_and(|r| r.1.finished_at.is_none()))
+            {
+                obs.note(&format!("precondition {}: interrupted; the same command resumes where it stopped", t.name));
             }
         }
         Ok(complete)
@@ -518,7 +537,9 @@ impl Cluster {
         };
         // The hosts say how far they are four times a second; a line a second each is shown.
         let mut shown = vec![std::time::Instant::now(); self.remotes.len()];
+        let mut reached = vec![(0u64, 0u64); self.remotes.len()];
         let mut on_progress = |h: usize, done: u64, total: u64| {
+            reached[h] = (done, total);
             if shown[h].elapsed() >= Duration::from_secs(1) {
                 shown[h] = std::time::Instant::now();
                 obs.note(&format!(
@@ -537,10 +558,19 @@ impl Cluster {
             &mut on_progress,
             &mut on_problem,
         ))?;
-        let Some(passes) = passes else {
-            return Err(Error::Interrupted(
-                "verification interrupted by Ctrl-C; nothing is recorded as verified".into(),
-            ));
+        let passes = match passes {
+            client::VerifyEnd::Done(p) => p,
+            client::VerifyEnd::Interrupted(why) => {
+                let (done, total) = reached.iter().fold((0, 0), |a, r| (a.0 + r.0, a.1 + r.1));
+                return Err(Error::Interrupted(match why {
+                    Some(why) => format!("verification {why}"),
+                    None => format!(
+                        "verification interrupted by Ctrl-C after {} of {}; nothing is recorded as verified",
+                        iocurve_plan::format_size(done),
+                        iocurve_plan::format_size(total)
+                    ),
+                }));
+            }
         };
         let mut counts = VerifyCounts::default();
         for p in &passes {
@@ -638,6 +668,8 @@ struct PassTarget {
     record: Option<(u64, Precondition)>,
     /// The bytes done in the last progress line shown.
     shown: u64,
+    /// Its host reported progress on it.
+    started: bool,
 }
 
 impl PassTarget {
@@ -647,6 +679,7 @@ impl PassTarget {
             name: t.path.clone(),
             record: record.map(|r| (r.bytes_written, r)),
             shown: u64::MAX,
+            started: false,
         }
     }
 }

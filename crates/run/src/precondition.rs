@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use iocurve_engine::precondition::{PreConfig, PreProgress, PreState, chunks, precondition};
+use iocurve_engine::precondition::{PreConfig, PreProgress, PreState, chunks, target_pass};
 use iocurve_engine::{Target, TargetSet};
 use iocurve_plan::{DataPattern, format_size};
 use iocurve_report::format;
@@ -66,6 +66,10 @@ pub fn start_pass(
         }
         Some(r) if r.finished_at.is_none() && r.bs == bs && r.data_json == data_json => {
             let state = parse_state(&r.state_json, chunks(size, bs)).unwrap_or_default();
+            // A pass that never wrote to it (stopped before its turn) is no resumption to speak of.
+            if state.written_chunks() == 0 && r.bytes_written == 0 {
+                return Ok(Some((state, r)));
+            }
             obs.note(&format!(
                 "precondition {name}: resuming at {} of {} ({} written before)",
                 format_size((state.written_chunks() * bs).min(size)),
@@ -140,49 +144,35 @@ pub fn target(
         cfg.qd,
         cfg.pattern.describe()
     ));
-    if let Err(e) = iocurve_engine::target::set_direct(t.fd(), true) {
-        obs.note(&format!(
-            "  O_DIRECT is not available on {} ({e}): writing through the page cache, synced at the end",
-            t.path.display()
-        ));
-    }
     let before = record.bytes_written;
     let mut save_error = None;
+    let mut shown = None;
     let mut on_progress = |p: &PreProgress| {
-        obs.note(&progress_line("", p.done_bytes, p.total_bytes, p.session_bytes, p.elapsed.as_secs_f64()));
+        // The pass repeats its last progress while the sync waits: shown once.
+        if shown.replace(p.done_bytes) != Some(p.done_bytes) {
+            obs.note(&progress_line("", p.done_bytes, p.total_bytes, p.session_bytes, p.elapsed.as_secs_f64()));
+        }
         record.state_json = p.state.to_json();
         record.bytes_written = before + p.session_bytes;
         if let Err(e) = store.save_precondition(&record) {
             save_error.get_or_insert(e);
         }
     };
-    let result = precondition(t, &cfg, &resume, cancel.flag(), Duration::from_secs(1), stuck_after, &mut on_progress);
+    let result = target_pass(t, &cfg, &resume, cancel.flag(), Duration::from_secs(1), stuck_after, &mut on_progress);
     if let Some(e) = save_error {
         return Err(e.into());
     }
-    let state = result?;
-    sync(t, cancel, stuck_after, obs)?;
-    let complete = state.written_chunks() == chunks(t.size, bs);
-    if complete {
+    let pass = result?;
+    pass.notes.iter().for_each(|n| obs.note(&format!("  {n}")));
+    pass.warnings.iter().for_each(|w| obs.warning(w));
+    if pass.complete {
         record.finished_at = Some(time::now_rfc3339());
         store.save_precondition(&record)?;
-        t.mark_prepared()?;
         obs.note(&format!("precondition {}: complete", t.path.display()));
     } else {
         obs.note(&format!("precondition {}: interrupted; the same command resumes where it stopped", t.path.display()));
     }
-    Ok(complete && !cancel.is_cancelled())
-}
-
-/// Syncs what was written; a sync still blocked a second after Ctrl-C is given up, and said.
-fn sync(t: &Target, cancel: &Cancel, stuck_after: Duration, obs: &mut dyn Observer) -> Result<(), Error> {
-    if !iocurve_engine::precondition::sync(t, cancel.flag(), stuck_after)? {
-        obs.warning(&format!(
-            "{} did not finish syncing within a second of Ctrl-C (the storage does not answer): the last writes may not be durable",
-            t.path.display()
-        ));
-    }
-    Ok(())
+    Ok(pass.complete && !cancel.is_cancelled())
 }
 
 /// The configuration of a run's precondition phase: 1 MiB writes, 32 in flight, the data
@@ -191,8 +181,12 @@ pub fn run_config(pattern: DataPattern, dedupe_unit: u64) -> PreConfig {
     PreConfig { bs: DEFAULT_BS, qd: DEFAULT_QD, pattern, dedupe_unit }
 }
 
-/// When each target was preconditioned at its present size, if it was.
+/// When the target was preconditioned at its present size, if it was: never for a fresh scratch
+/// file (created now, or not written through), whatever an earlier file of its name had.
 pub fn preconditioned_at(store: &Store, t: &Target) -> Option<String> {
+    if t.fresh {
+        return None;
+    }
     store.precondition(&record_key(t), t.size).ok().flatten().and_then(|r| r.finished_at)
 }
 

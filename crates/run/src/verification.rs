@@ -136,16 +136,20 @@ pub fn final_pass(
     let started_at = crate::time::now_rfc3339();
     let progress = |d: u64, t: u64| format!("{} of {}", format_size(d), format_size(t));
     let (mut done, mut total) = (0, 0);
+    let mut shown = std::time::Instant::now();
     let watched = watched_pass(
         targets.clone(),
         map.clone(),
         PROBLEM_LIST_CAP,
         cancel.shared(),
         stuck_after,
-        Duration::from_secs(1),
+        Duration::from_millis(100),
         &mut |d, t| {
             (done, total) = (d, t);
-            obs.note(&format!("  verify: {}", progress(d, t)));
+            if shown.elapsed() >= Duration::from_secs(1) {
+                shown = std::time::Instant::now();
+                obs.note(&format!("  verify: {}", progress(d, t)));
+            }
         },
     )?;
     let pass = match watched {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use iocurve_engine::backend::probe_io_uring;
 use iocurve_engine::safety::confine::Confinement;
-use iocurve_engine::verify::{GenMap, MapLock, PROBLEM_LIST_CAP, Unfinished, watched_pass};
+use iocurve_engine::verify::{GenMap, MapLock, PROBLEM_LIST_CAP, watched_pass};
 use iocurve_engine::{OpenOptions, TargetSet, host};
 use iocurve_plan::Backend;
 use tokio::sync::mpsc;
@@ -509,12 +509,8 @@ impl Agent for Service {
                 )
             });
             let done = match watched {
-                Ok(Err(u)) => pb::VerifyPassDone {
-                    // A stop a read outlasted is a stop: the coordinator says so.
-                    error: if matches!(u, Unfinished::Stuck { .. }) { u.describe() } else { String::new() },
-                    interrupted: true,
-                    ..Default::default()
-                },
+                // Stuck, or a stop a read outlasted (the coordinator tells which by its stop).
+                Ok(Err(u)) => pb::VerifyPassDone { error: u.describe(), interrupted: true, ..Default::default() },
                 Ok(Ok(pass)) => {
                     for chunk in pass.problems.chunks(1000) {
                         let problems = chunk

@@ -25,10 +25,13 @@ pub(super) fn precondition_blocking(
     stuck_after: Duration,
     tx: &mpsc::Sender<Result<pb::PreconditionEvent, Status>>,
 ) -> pb::PreconditionDone {
-    let fail = |e: iocurve_engine::EngineError| pb::PreconditionDone {
+    let (mut notes, mut warnings) = (Vec::new(), Vec::new());
+    let fail = |e: iocurve_engine::EngineError, notes: Vec<String>, warnings: Vec<String>| pb::PreconditionDone {
         interrupted: true,
         error: e.to_string(),
         input: e.is_input_error(),
+        notes,
+        warnings,
     };
     for (i, t) in targets.targets.iter().enumerate() {
         let bs = precondition::write_size(t.size, t.logical_block, cfg.bs);
@@ -57,34 +60,26 @@ pub(super) fn precondition_blocking(
                 stop.store(true, Ordering::Relaxed);
             }
         };
-        // O_DIRECT where the target takes it; otherwise through the page cache, synced below.
-        let _ = iocurve_engine::target::set_direct(t.fd(), true);
         let mut last = None;
         let cfg = PreConfig { bs, ..*cfg };
-        let state =
-            match precondition::precondition(t, &cfg, &from, stop, Duration::from_secs(1), stuck_after, &mut |p| {
-                send(p, false);
-                last = Some(p.clone());
-            }) {
-                Ok(s) => s,
-                Err(e) => return fail(e),
-            };
-        let durable = match precondition::sync(t, stop, stuck_after) {
-            Ok(d) => d,
-            Err(e) => return fail(e),
+        let pass = precondition::target_pass(t, &cfg, &from, stop, Duration::from_secs(1), stuck_after, &mut |p| {
+            send(p, false);
+            last = Some(p.clone());
+        });
+        let pass = match pass {
+            Ok(p) => p,
+            Err(e) => return fail(e, notes, warnings),
         };
-        let complete = durable && state.written_chunks() == n;
-        if complete && let Err(e) = t.mark_prepared() {
-            return fail(e);
-        }
+        notes.extend(pass.notes);
+        warnings.extend(pass.warnings);
         if let Some(p) = last {
-            send(&PreProgress { state, ..p }, complete);
+            send(&PreProgress { state: pass.state, ..p }, pass.complete);
         }
-        if !complete {
-            return pb::PreconditionDone { interrupted: true, error: String::new(), input: false };
+        if !pass.complete {
+            return pb::PreconditionDone { interrupted: true, notes, warnings, ..Default::default() };
         }
     }
-    pb::PreconditionDone::default()
+    pb::PreconditionDone { notes, warnings, ..Default::default() }
 }
 
 /// Streams a step's events to the coordinator. A closed stream — the coordinator is gone:

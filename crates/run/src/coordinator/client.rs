@@ -393,4 +393,4 @@ pub fn wire_groups(groups: &[TargetGroup]) -> Vec<pb::TargetGroup> {
 }
 
 pub use super::coordinate::{MultiStep, StepSpec, run_step};
-pub use super::passes::{AgentPass, PassEnd, precondition, verify_pass};
+pub use super::passes::{AgentPass, PassEnd, VerifyEnd, precondition, verify_pass};

@@ -103,13 +103,15 @@ async fn follow<E: Send + 'static>(
 /// A precondition pass on every agent at once (`reqs[h]` for agent h). Each target's state goes
 /// to `on_progress(h, …)` as the agents stream it, so that the caller keeps it; `stop` (Ctrl-C)
 /// tells every agent to stop, which sends its last states and ends. An agent silent for
-/// `silence` is lost, and so is the pass: it fails.
+/// `silence` is lost, and so is the pass: it fails. Each agent's last word (its notes and
+/// warnings) goes to `on_notes(h, …)`.
 pub async fn precondition(
     remotes: &mut [Remote],
     reqs: Vec<pb::PreconditionRequest>,
     stop: &AtomicBool,
     silence: Duration,
     on_progress: &mut dyn FnMut(usize, &pb::PreconditionProgress),
+    on_notes: &mut dyn FnMut(usize, &pb::PreconditionDone),
 ) -> Result<PassEnd, NetError> {
     let mut streams = Vec::new();
     for (r, req) in remotes.iter_mut().zip(reqs) {
@@ -123,6 +125,7 @@ pub async fn precondition(
             Ok(false)
         }
         Some(pb::precondition_event::Event::Done(d)) => {
+            on_notes(h, &d);
             if !d.error.is_empty() {
                 // The engine's errors of a pass say what they are about.
                 let what = if d.error.starts_with("precondition") { "" } else { "precondition: " };
@@ -147,9 +150,18 @@ pub struct AgentPass {
     pub map: String,
 }
 
+/// How the final verification pass ended on the agents.
+#[derive(Debug, Clone)]
+pub enum VerifyEnd {
+    /// Every agent read back every block its map knows.
+    Done(Vec<AgentPass>),
+    /// Stopped (Ctrl-C), with an agent's word on why it could not finish sooner if it had one.
+    Interrupted(Option<String>),
+}
+
 /// The final verification pass on every agent at once (`reqs[h]` for agent h): each agent
 /// reads back every block its map knows. Problems go to `on_problem(h, …)` as they come;
-/// `on_progress(h, done, total)` about every second. Interrupted (Ctrl-C): None.
+/// `on_progress(h, done, total)` as the agents report it (four times a second).
 pub async fn verify_pass(
     remotes: &mut [Remote],
     reqs: Vec<pb::VerifyPassRequest>,
@@ -157,7 +169,7 @@ pub async fn verify_pass(
     silence: Duration,
     on_progress: &mut dyn FnMut(usize, u64, u64),
     on_problem: &mut dyn FnMut(usize, &pb::VerifyProblem),
-) -> Result<Option<Vec<AgentPass>>, NetError> {
+) -> Result<VerifyEnd, NetError> {
     let mut streams = Vec::new();
     for (r, req) in remotes.iter_mut().zip(reqs) {
         streams.push(r.client.verify_pass(req).await.map_err(|e| failed(&r.addr, "verification", e))?.into_inner());
@@ -165,6 +177,7 @@ pub async fn verify_pass(
     let who: Vec<String> = remotes.iter().map(|r| r.who()).collect();
     let mut out = vec![AgentPass::default(); remotes.len()];
     let mut interrupted = false;
+    let mut why = None;
     follow(remotes, streams, "verification pass", stop, silence, &mut |h, e: pb::VerifyPassEvent| match e.event {
         Some(pb::verify_pass_event::Event::Progress(p)) => {
             on_progress(h, p.done_bytes, p.total_bytes);
@@ -175,6 +188,14 @@ pub async fn verify_pass(
             Ok(false)
         }
         Some(pb::verify_pass_event::Event::Done(d)) => {
+            if d.interrupted && stop.load(Ordering::Relaxed) {
+                // Stopped: what the agent says of it explains, it is no failure.
+                interrupted = true;
+                if !d.error.is_empty() {
+                    why.get_or_insert_with(|| format!("{}{}", who[h], d.error));
+                }
+                return Ok(true);
+            }
             if !d.error.is_empty() {
                 let msg = format!("{}verification: {}", who[h], d.error);
                 return Err(if d.input { NetError::Input(msg) } else { NetError::Failed(msg) });
@@ -190,5 +211,5 @@ pub async fn verify_pass(
         None => Ok(false),
     })
     .await?;
-    Ok((!interrupted && !stop.load(Ordering::Relaxed)).then_some(out))
+    Ok(if interrupted || stop.load(Ordering::Relaxed) { VerifyEnd::Interrupted(why) } else { VerifyEnd::Done(out) })
 }

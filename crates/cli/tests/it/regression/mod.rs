@@ -8,6 +8,7 @@ mod agents;
 mod everyday;
 mod faults;
 mod metrics;
+mod precondition;
 mod runs;
 mod storage_faults;
 mod stuck;

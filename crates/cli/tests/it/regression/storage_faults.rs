@@ -369,9 +369,37 @@ fn regression_a_precondition_pass_on_storage_that_stops_answering_ends_on_every_
         );
         assert!(!out.contains("precondition: precondition"), "{on}: said once: {out}");
         assert!(took < Duration::from_secs(5), "{on}: gave up {took:?} after the stall");
+        // Once it answers, the same command finishes the pass (resuming where it stopped, if a
+        // write had returned before the stall).
         let o = run().output().unwrap();
         assert!(o.status.success(), "{on}: {}\n{}", stdout(&o), stderr(&o));
-        assert!(stdout(&o).contains(": resuming at"), "{on}: {}", stdout(&o));
+        assert!(stdout(&o).contains(": complete"), "{on}: {}", stdout(&o));
     }
     drop(agent);
+    // `iocurve precondition` too (small writes, so that it is still writing at the stall).
+    let cmd =
+        ["precondition", dev.path(), "--allow-write", dev.path(), "--bs", "64k", "--qd", "1", "--stuck-after-s", "1"];
+    dev.set("delay=20");
+    let mut child = spawn(dir.path(), &cmd);
+    let t = Instant::now();
+    std::thread::sleep(Duration::from_millis(1500));
+    dev.set("stall");
+    let since = Instant::now();
+    let pid = child.id();
+    while since.elapsed() < Duration::from_secs(15) {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat.is_empty() || stat.contains(") Z") || matches!(child.try_wait(), Ok(Some(_))) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = since.elapsed();
+    dev.set("pass");
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("returned for 1 s: the storage stopped answering"), "{}", stderr(&o));
+    assert!(took < Duration::from_secs(5), "gave up {took:?} after the stall ({:?} in all)", t.elapsed());
+    let o = iocurve(dir.path(), &cmd);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("resuming at"), "written for 1.5 s before the stall: {}", stdout(&o));
 }
