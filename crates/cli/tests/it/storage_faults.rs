@@ -33,6 +33,20 @@ pub(crate) fn wait_for(path: &Path, limit: Duration) -> bool {
     true
 }
 
+/// Waits (up to `limit` after `since`) until `child` has ended: exited, or a zombie whose last
+/// thread the kernel still holds in an I/O on the stalled device. How long after `since`.
+pub(crate) fn ended(child: &mut Child, since: Instant, limit: Duration) -> Duration {
+    let pid = child.id();
+    while since.elapsed() < limit {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat.is_empty() || stat.contains(") Z") || matches!(child.try_wait(), Ok(Some(_))) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    since.elapsed()
+}
+
 pub(crate) fn json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("JSON written")).unwrap()
 }

@@ -178,6 +178,8 @@ pub async fn verify_pass(
     let mut out = vec![AgentPass::default(); remotes.len()];
     let mut interrupted = false;
     let mut why = None;
+    let on: Vec<String> =
+        remotes.iter().map(|r| if r.in_process { String::new() } else { format!(" (agent {})", r.addr) }).collect();
     follow(remotes, streams, "verification pass", stop, silence, &mut |h, e: pb::VerifyPassEvent| match e.event {
         Some(pb::verify_pass_event::Event::Progress(p)) => {
             on_progress(h, p.done_bytes, p.total_bytes);
@@ -192,7 +194,7 @@ pub async fn verify_pass(
                 // Stopped: what the agent says of it explains, it is no failure.
                 interrupted = true;
                 if !d.error.is_empty() {
-                    why.get_or_insert_with(|| format!("{}{}", who[h], d.error));
+                    why.get_or_insert_with(|| format!("{}{}", d.error, on[h]));
                 }
                 return Ok(true);
             }

@@ -272,16 +272,7 @@ fn regression_a_final_pass_on_storage_that_stops_answering_ends_on_every_host() 
                 // SAFETY: signalling our own child.
                 unsafe { libc::kill(w.child.id() as i32, libc::SIGINT) };
             }
-            // Ended: exited, or a zombie whose last thread the kernel still holds in a read.
-            let pid = w.child.id();
-            while since.elapsed() < Duration::from_secs(15) {
-                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-                if stat.is_empty() || stat.contains(") Z") || matches!(w.child.try_wait(), Ok(Some(_))) {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let took = since.elapsed();
+            let took = ended(&mut w.child, since, Duration::from_secs(15));
             dev.set("pass");
             let (code, out) = w.finish();
             if ctrl_c {
@@ -351,15 +342,7 @@ fn regression_a_precondition_pass_on_storage_that_stops_answering_ends_on_every_
         w.wait_for(if host.is_none() { ": writing 64m" } else { "precondition on 1 agents" }, Duration::from_secs(30));
         dev.set("stall");
         let since = Instant::now();
-        let pid = w.child.id();
-        while since.elapsed() < Duration::from_secs(15) {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            if stat.is_empty() || stat.contains(") Z") || matches!(w.child.try_wait(), Ok(Some(_))) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let took = since.elapsed();
+        let took = ended(&mut w.child, since, Duration::from_secs(15));
         dev.set("pass");
         let (code, out) = w.finish();
         assert_eq!(code, Some(1), "{on}: {out}");
@@ -385,15 +368,7 @@ fn regression_a_precondition_pass_on_storage_that_stops_answering_ends_on_every_
     std::thread::sleep(Duration::from_millis(1500));
     dev.set("stall");
     let since = Instant::now();
-    let pid = child.id();
-    while since.elapsed() < Duration::from_secs(15) {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        if stat.is_empty() || stat.contains(") Z") || matches!(child.try_wait(), Ok(Some(_))) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let took = since.elapsed();
+    let took = ended(&mut child, since, Duration::from_secs(15));
     dev.set("pass");
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}\n{}", stdout(&o), stderr(&o));
