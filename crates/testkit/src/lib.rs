@@ -2,6 +2,7 @@
 //! real binary, make loop devices, start the fault device, agents in network namespaces, SSH and
 //! Slurm labs, read results. One definition of every fixture for every test binary.
 
+pub mod browser;
 pub mod cluster;
 pub mod faultdev;
 pub mod slurm;
