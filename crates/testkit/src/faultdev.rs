@@ -4,7 +4,7 @@
 //! `FaultDev::start(size)` starts `iocurve-faultdev` (crates/faultdev: a FUSE filesystem serving
 //! an image file as `disk`) in a temporary directory and puts a loop device on `disk`:
 //!
-//! ```ignore
+//! ```text
 //! let fd = FaultDev::start(64 << 20);
 //! fd.set("stall");                       // pass, eio, eio-writes, drop-writes, delay=MS, stall
 //! let c = fd.wait_held(1);               // a request is held
