@@ -740,7 +740,7 @@ pub struct VerifyArgs {
     pub problems: Option<PathBuf>,
     /// Give up (exit code 1) when no read returns for this many seconds: the storage stopped
     /// answering. Ctrl-C stops the pass within about a second.
-    #[arg(long = "stuck-after-s", default_value_t = 30.0, value_name = "S", value_parser = parse_stuck_after)]
+    #[arg(long = "stuck-after-s", default_value_t = iocurve_engine::PASS_STUCK_AFTER_S, value_name = "S", value_parser = parse_stuck_after)]
     pub stuck_after_s: f64,
 }
 
@@ -769,7 +769,7 @@ pub struct PreconditionArgs {
     /// Give up (exit code 1) when no write returns for this many seconds: the storage stopped
     /// answering. What was written is saved; the same command resumes. Ctrl-C stops the pass
     /// within about a second.
-    #[arg(long = "stuck-after-s", default_value_t = 30.0, value_name = "S", value_parser = parse_stuck_after)]
+    #[arg(long = "stuck-after-s", default_value_t = iocurve_engine::PASS_STUCK_AFTER_S, value_name = "S", value_parser = parse_stuck_after)]
     pub stuck_after_s: f64,
     /// Allow writing to this device or file although it carries a signature (filesystem,
     /// volume manager, RAID, partition table) or is an existing file iocurve did not create;

@@ -26,6 +26,10 @@ pub mod target;
 pub mod verify;
 mod worker;
 
+/// How long a pass outside the measured steps (preconditioning, verification) waits for a write
+/// or read before it takes the storage for stopped, unless told (`--stuck-after-s`).
+pub const PASS_STUCK_AFTER_S: f64 = 30.0;
+
 pub use end::StepEnd;
 pub use error::EngineError;
 pub use iocurve_stats::{Rates, StepProgress};

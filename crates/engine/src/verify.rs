@@ -612,7 +612,8 @@ impl Unfinished {
 }
 
 /// [`verify_pass`] on a thread of its own, watched, for the final pass of a run on any host and
-/// `iocurve verify`: a read blocked in the kernel on storage that stopped answering holds up
+/// `iocurve verify`. It reads through O_DIRECT where the targets take it (a page cache could hide
+/// a write the storage lost). A read blocked in the kernel on storage that stopped answering holds up
 /// neither a stop (given up a second after `stop` is set) nor anyone for longer than
 /// `stuck_after` without a read returning. `tick(done, total)` every `every` while it runs.
 /// The reading thread is left behind if its read never returns.
@@ -628,6 +629,7 @@ pub fn watched_pass(
     use std::sync::atomic::AtomicU64;
     use std::sync::mpsc::RecvTimeoutError;
     use std::time::{Duration, Instant};
+    targets.set_direct(true).or_else(|_| targets.set_direct(false))?;
     let (done, total) = (std::sync::Arc::new(AtomicU64::new(0)), std::sync::Arc::new(AtomicU64::new(0)));
     let (tx, rx) = std::sync::mpsc::channel();
     {

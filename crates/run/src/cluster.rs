@@ -576,24 +576,12 @@ impl Cluster {
         for p in &passes {
             counts.merge(&p.counts);
         }
-        if self.remotes.iter().all(|r| r.in_process) {
-            obs.note(&format!("verification: {}", counts.describe()));
-        } else {
-            obs.note(&format!("verification on {} agents: {}", passes.len(), counts.describe()));
-        }
-        for e in &counts.examples {
-            obs.note(&format!("  ! {e}"));
-        }
-        let more = counts.problems().saturating_sub(counts.examples.len() as u64);
-        if more > 0 {
-            obs.note(&format!("  … {more} more problems"));
-        }
         let unlisted: u64 = passes.iter().map(|p| p.unlisted).sum();
-        if unlisted > 0 {
-            obs.note(&format!(
-                "  ({unlisted} problems beyond the first {} per host are counted, not listed)",
-                iocurve_engine::verify::PROBLEM_LIST_CAP
-            ));
+        if self.remotes.iter().all(|r| r.in_process) {
+            crate::verification::tell_counts("verification", &counts, unlisted, "", obs);
+        } else {
+            let heading = format!("verification on {} agents", passes.len());
+            crate::verification::tell_counts(&heading, &counts, unlisted, " per host", obs);
         }
         let fv = FinalVerification {
             map: self

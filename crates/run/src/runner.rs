@@ -36,10 +36,6 @@ pub fn default_target(plan: &mut Plan) {
     }
 }
 
-/// How long a pass (preconditioning, the final verification) waits for a write or read that
-/// does not return, unless `stuck_after_s` says otherwise.
-const PASS_STUCK_AFTER_S: f64 = 30.0;
-
 /// What a run needs besides its plan and hosts.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
@@ -361,7 +357,7 @@ impl<'o> Runner<'o> {
 /// it takes the storage for stopped: `--stuck-after-s`, as a step waits for its outstanding
 /// I/O, else 30 s.
 fn pass_stuck_after(options: &RunOptions) -> Duration {
-    Duration::from_secs_f64(options.stuck_after_s.unwrap_or(PASS_STUCK_AFTER_S))
+    Duration::from_secs_f64(options.stuck_after_s.unwrap_or(iocurve_engine::PASS_STUCK_AFTER_S))
 }
 
 /// `--verify-final`: every host reads back every block its map knows, unless the run failed or

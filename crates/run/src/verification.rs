@@ -11,6 +11,7 @@ use iocurve_analysis::{FinalVerification, VerifyProblem};
 use iocurve_engine::TargetSet;
 use iocurve_engine::verify::{GenMap, MapLock, PROBLEM_LIST_CAP, PassResult, Problem, Unfinished, watched_pass};
 use iocurve_plan::{Plan, format_size};
+use iocurve_stats::VerifyCounts;
 
 use crate::{Cancel, Error, Observer};
 
@@ -132,7 +133,6 @@ pub fn final_pass(
     cancel: &Cancel,
     obs: &mut dyn Observer,
 ) -> Result<(FinalVerification, PassResult), Error> {
-    targets.set_direct(true).or_else(|_| targets.set_direct(false))?;
     let started_at = crate::time::now_rfc3339();
     let progress = |d: u64, t: u64| format!("{} of {}", format_size(d), format_size(t));
     let (mut done, mut total) = (0, 0);
@@ -166,20 +166,7 @@ pub fn final_pass(
         )));
     }
     let v = &pass.counts;
-    obs.note(&format!("verification: {}", v.describe()));
-    for e in &v.examples {
-        obs.note(&format!("  ! {e}"));
-    }
-    let more = v.problems().saturating_sub(v.examples.len() as u64);
-    if more > 0 {
-        obs.note(&format!("  … {more} more problems"));
-    }
-    if pass.unlisted > 0 {
-        obs.note(&format!(
-            "  ({} problems beyond the first {PROBLEM_LIST_CAP} are counted, not listed)",
-            pass.unlisted
-        ));
-    }
+    tell_counts("verification", v, pass.unlisted, "", obs);
     let fv = FinalVerification {
         map: path.display().to_string(),
         bs: map.bs,
@@ -189,6 +176,25 @@ pub fn final_pass(
         unlisted: pass.unlisted,
     };
     Ok((fv, pass))
+}
+
+/// What a final pass found, as the terminal shows it: `heading: counts`, the first examples, how
+/// many more, and how many were counted beyond the list's cap (`cap_scope`: " per host" when
+/// the counts add up several hosts' passes).
+pub(crate) fn tell_counts(heading: &str, v: &VerifyCounts, unlisted: u64, cap_scope: &str, obs: &mut dyn Observer) {
+    obs.note(&format!("{heading}: {}", v.describe()));
+    for e in &v.examples {
+        obs.note(&format!("  ! {e}"));
+    }
+    let more = v.problems().saturating_sub(v.examples.len() as u64);
+    if more > 0 {
+        obs.note(&format!("  … {more} more problems"));
+    }
+    if unlisted > 0 {
+        obs.note(&format!(
+            "  ({unlisted} problems beyond the first {PROBLEM_LIST_CAP}{cap_scope} are counted, not listed)"
+        ));
+    }
 }
 
 fn target_name(map: &GenMap, t: u32) -> String {

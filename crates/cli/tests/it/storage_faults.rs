@@ -193,20 +193,12 @@ fn a_verification_pass_on_a_stalled_device_ends_on_ctrl_c_and_at_its_deadline() 
     dev.set("stall");
     let verify = ["verify", dev.path(), "--map", "iocurve-verify.map"];
 
-    let child = spawn(dir.path(), &verify);
+    let mut child = spawn(dir.path(), &verify);
     dev.wait_held(1);
     let sent = Instant::now();
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     // The process itself can only exit once the kernel returns its read.
-    let t = Instant::now();
-    while Path::new(&format!("/proc/{}/stat", child.id())).exists() && t.elapsed() < Duration::from_secs(3) {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap_or_default();
-        if stat.contains(") Z") {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let took = sent.elapsed();
+    let took = ended(&mut child, sent, Duration::from_secs(3));
     dev.set("pass");
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
@@ -215,16 +207,8 @@ fn a_verification_pass_on_a_stalled_device_ends_on_ctrl_c_and_at_its_deadline() 
 
     dev.set("stall");
     let started = Instant::now();
-    let child = spawn(dir.path(), &[&verify[..], &["--stuck-after-s", "1"]].concat());
-    let t = Instant::now();
-    loop {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap_or_default();
-        if stat.contains(") Z") || t.elapsed() > Duration::from_secs(10) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let took = started.elapsed();
+    let mut child = spawn(dir.path(), &[&verify[..], &["--stuck-after-s", "1"]].concat());
+    let took = ended(&mut child, started, Duration::from_secs(10));
     dev.set("pass");
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));

@@ -494,20 +494,15 @@ impl Agent for Service {
             let mut progress = |done_bytes: u64, total_bytes: u64| {
                 send(pb::verify_pass_event::Event::Progress(pb::VerifyPassProgress { done_bytes, total_bytes }));
             };
-            // Read back through O_DIRECT where the target takes it: a page cache could hide a
-            // write the storage lost.
-            let direct = targets.set_direct(true).or_else(|_| targets.set_direct(false));
-            let watched = direct.and_then(|()| {
-                watched_pass(
-                    targets.clone(),
-                    map.clone(),
-                    PROBLEM_LIST_CAP,
-                    stop.clone(),
-                    stuck_after,
-                    Duration::from_millis(250),
-                    &mut progress,
-                )
-            });
+            let watched = watched_pass(
+                targets.clone(),
+                map.clone(),
+                PROBLEM_LIST_CAP,
+                stop.clone(),
+                stuck_after,
+                Duration::from_millis(250),
+                &mut progress,
+            );
             let done = match watched {
                 // Stuck, or a stop a read outlasted (the coordinator tells which by its stop).
                 Ok(Err(u)) => pb::VerifyPassDone { error: u.describe(), interrupted: true, ..Default::default() },

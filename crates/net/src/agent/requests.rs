@@ -118,7 +118,7 @@ pub(super) fn stuck_after(secs: f64) -> std::time::Duration {
     if secs > 0.0 {
         std::time::Duration::from_secs_f64(secs.clamp(0.1, 86_400.0))
     } else {
-        std::time::Duration::from_secs(30)
+        std::time::Duration::from_secs_f64(iocurve_engine::PASS_STUCK_AFTER_S)
     }
 }
 

@@ -240,18 +240,7 @@ fn regression_a_final_pass_on_storage_that_stops_answering_ends_on_every_host() 
     .concat();
     let read = [&read[..], &["--verify-final"]].concat();
     for host in [None, Some(agent.addr.as_str())] {
-        let run = |args: &[&str]| match host {
-            None => {
-                let mut c = Command::new(bin());
-                c.arg("run").args(args).current_dir(dir.path());
-                c
-            }
-            Some(addr) => {
-                let mut c = crate::util::cluster::coordinator(dir.path(), &certs, &["--hosts", addr]);
-                c.args(args);
-                c
-            }
-        };
+        let run = |args: &[&str]| run_on(host, dir.path(), &certs, args);
         let on = host.unwrap_or("this host");
         dev.set("pass");
         let o = run(&write).output().unwrap();
@@ -322,18 +311,7 @@ fn regression_a_precondition_pass_on_storage_that_stops_answering_ends_on_every_
         "0.3",
     ];
     for host in [None, Some(agent.addr.as_str())] {
-        let run = || match host {
-            None => {
-                let mut c = Command::new(bin());
-                c.arg("run").args(args).current_dir(dir.path());
-                c
-            }
-            Some(addr) => {
-                let mut c = crate::util::cluster::coordinator(dir.path(), &certs, &["--hosts", addr]);
-                c.args(args);
-                c
-            }
-        };
+        let run = || run_on(host, dir.path(), &certs, &args);
         let on = host.unwrap_or("this host");
         // Slow writes, so that the pass is still writing when the device stops answering, as
         // soon as it said it began.
@@ -377,4 +355,21 @@ fn regression_a_precondition_pass_on_storage_that_stops_answering_ends_on_every_
     let o = iocurve(dir.path(), &cmd);
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("resuming at"), "written for 1.5 s before the stall: {}", stdout(&o));
+}
+
+/// `iocurve run ARGS` in `dir` on this host (None), or as the coordinator of the agent at
+/// `addr` (the cluster's certificates in `certs`).
+fn run_on(host: Option<&str>, dir: &std::path::Path, certs: &std::path::Path, args: &[&str]) -> Command {
+    match host {
+        None => {
+            let mut c = Command::new(bin());
+            c.arg("run").args(args).current_dir(dir);
+            c
+        }
+        Some(addr) => {
+            let mut c = crate::util::cluster::coordinator(dir, certs, &["--hosts", addr]);
+            c.args(args);
+            c
+        }
+    }
 }
