@@ -269,7 +269,7 @@ pub struct MetricsArgs {
 #[derive(Debug, Args)]
 pub struct DbArgs {
     /// Results database (SQLite). Every run is stored there as it goes.
-    #[arg(long, env = "IOCURVE_DB", default_value = "iocurve.db", value_name = "FILE")]
+    #[arg(long, env = "IOCURVE_DB", default_value = iocurve_store::DEFAULT_DB, value_name = "FILE")]
     pub db: PathBuf,
 }
 
@@ -461,7 +461,7 @@ pub struct RunArgs {
     pub label: String,
 
     /// Results database (SQLite); the run is stored there as it goes.
-    #[arg(long, env = "IOCURVE_DB", default_value = "iocurve.db", value_name = "FILE")]
+    #[arg(long, env = "IOCURVE_DB", default_value = iocurve_store::DEFAULT_DB, value_name = "FILE")]
     pub db: PathBuf,
 
     #[command(flatten)]

@@ -8,9 +8,12 @@ mod datacheck;
 mod deploy;
 mod dry_run;
 pub mod flags;
+mod invocation;
 pub mod out;
 mod precondition;
 pub mod run;
+#[cfg(test)]
+mod setup;
 mod show;
 mod signals;
 mod size;

@@ -13,6 +13,7 @@ use iocurve_run::{AgentOptions, Hosts, Outcome, RunOptions, Runner};
 
 use crate::CliError;
 use crate::cli::{HostLoss, LaunchHow, MetricsArgs, RunArgs};
+use crate::invocation;
 use crate::terminal::Terminal;
 
 pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
@@ -295,12 +296,16 @@ fn finish(outcome: Outcome, args: &RunArgs) -> Result<ExitCode, CliError> {
             .map_err(|e| CliError::Runtime(format!("cannot write the JSON result to {}: {e}", path.display())))?;
     }
     if let Some(id) = outcome.run_id {
-        // The next commands, with the database named when it is not the default.
-        let db =
-            if args.db == Path::new("iocurve.db") { String::new() } else { format!(" --db {}", args.db.display()) };
-        crate::outln!("stored as run {id} in {} (`iocurve show {id}`)", args.db.display());
+        // The next commands as they run from here: this binary as the shell finds it, the
+        // database named when it is not the default.
+        let id = id.to_string();
+        let next = |words: &[&str]| format!("`{}`", invocation::suggest(words, &args.db));
+        crate::outln!("stored as run {id} in {} ({})", args.db.display(), next(&["show", &id]));
         crate::outln!(
-            "next: `iocurve report {id}{db} -o run-{id}.html` (charts), `iocurve compare {id} OTHER{db}` (impact), `iocurve export {id}{db} --format csv -o run-{id}.csv`"
+            "next: {} (charts), {} (impact), {}",
+            next(&["report", &id, "-o", &format!("run-{id}.html")]),
+            next(&["compare", &id, "OTHER"]),
+            next(&["export", &id, "--format", "csv", "-o", &format!("run-{id}.csv")]),
         );
     }
     match outcome.error {

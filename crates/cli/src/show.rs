@@ -73,7 +73,11 @@ pub fn runs(db: &Path, json: bool) -> Result<ExitCode, CliError> {
     let rows = store.runs()?;
     let mut listed = Vec::new();
     if rows.is_empty() && !json {
-        crate::outln!("no runs in {} yet: `iocurve run` stores every run there", db.display());
+        crate::outln!(
+            "no runs in {} yet: `{}` stores every run there",
+            db.display(),
+            crate::invocation::suggest(&["run"], db)
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let mut table = Vec::new();
@@ -166,7 +170,8 @@ pub fn show(db: &Path, id: i64, sla: &SlaArgs) -> Result<ExitCode, CliError> {
     if let Some(v) = &result.final_verification
         && v.counts.problems() > 0
     {
-        crate::outln!("  every problem: iocurve export {id} --format problems -o FILE.csv");
+        let words = ["export", &id.to_string(), "--format", "problems", "-o", "FILE.csv"];
+        crate::outln!("  every problem: {}", crate::invocation::suggest(&words, db));
     }
     Ok(ExitCode::SUCCESS)
 }

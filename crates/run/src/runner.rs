@@ -63,7 +63,7 @@ impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             label: String::new(),
-            db: "iocurve.db".into(),
+            db: iocurve_store::DEFAULT_DB.into(),
             size: None,
             keep: false,
             allow_write: Vec::new(),

@@ -27,6 +27,10 @@ pub enum StoreError {
 
 type Result<T> = std::result::Result<T, StoreError>;
 
+/// The results database when none is named (`--db`, `IOCURVE_DB`): `iocurve.db` in the working
+/// directory.
+pub const DEFAULT_DB: &str = "iocurve.db";
+
 fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy) | Some(rusqlite::ErrorCode::DatabaseLocked))
 }
