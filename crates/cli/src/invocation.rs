@@ -23,17 +23,28 @@ pub fn command() -> &'static str {
 }
 
 /// A command to suggest: `command()`, then `words`, then `--db FILE` unless `db` is the default
-/// database (`iocurve report 3 -o run-3.html --db 'my runs.db'`). Each word is quoted where a
-/// shell would split or expand it.
+/// database and `IOCURVE_DB` names none (`iocurve report 3 -o run-3.html --db 'my runs.db'`).
+/// Each word is quoted where a shell would split or expand it.
 pub fn suggest(words: &[&str], db: &Path) -> String {
-    let db = db.to_string_lossy();
-    let named = (db != iocurve_store::DEFAULT_DB).then_some(["--db", &db]);
+    let named = db_words(db, std::env::var_os("IOCURVE_DB").is_some_and(|v| !v.is_empty()));
     let mut s = command().to_string();
-    for w in words.iter().chain(named.iter().flatten()) {
+    for w in words.iter().copied().chain(named.iter().map(String::as_str)) {
         s.push(' ');
         s.push_str(&quote(w));
     }
     s
+}
+
+/// `--db FILE` for a suggested command. The default database is left out only while
+/// `IOCURVE_DB` is unset: with it set, a bare command would read that one instead. A relative
+/// name starting with `-` gets `./`, lest it read as an option.
+fn db_words(db: &Path, env_set: bool) -> Vec<String> {
+    if db == Path::new(iocurve_store::DEFAULT_DB) && !env_set {
+        return Vec::new();
+    }
+    let db = db.to_string_lossy();
+    let db = if db.starts_with('-') { format!("./{db}") } else { db.into_owned() };
+    vec!["--db".into(), db]
 }
 
 /// The pure part of [`command`]: `argv0` as the binary was started, `exe` the file it runs from
@@ -44,16 +55,14 @@ fn resolve(argv0: Option<&OsStr>, exe: Option<&Path>, path: Option<&OsStr>, cwd:
         // No readable /proc (or the binary was replaced while running): the name is the best guess.
         return NAME.into();
     };
-    // Started through a PATH search (a name without a slash): the same name finds it again.
-    if let Some(a) = argv0
-        && !a.is_empty()
-        && !a.as_encoded_bytes().contains(&b'/')
-    {
-        return quote(&a.to_string_lossy());
-    }
-    let name = exe.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| NAME.into());
-    if first_on_path(&name, path).is_some_and(|p| same_file(&p, exe)) {
-        return quote(&name);
+    // A name whose PATH search finds this very file: the one the user typed (a link's name,
+    // when they called it through one), else the file's own. A name the PATH does not lead back
+    // here (`exec -a`, `env PATH=… iocurve`) is not trusted.
+    let typed = argv0.filter(|a| !a.is_empty() && !a.as_encoded_bytes().contains(&b'/'));
+    for name in typed.into_iter().chain(exe.file_name()) {
+        if first_on_path(name, path).is_some_and(|p| same_file(&p, exe)) {
+            return quote(&name.to_string_lossy());
+        }
     }
     let below =
         cwd.and_then(|c| std::fs::canonicalize(c).ok()).and_then(|c| exe.strip_prefix(c).ok().map(Path::to_path_buf));
@@ -67,7 +76,7 @@ fn resolve(argv0: Option<&OsStr>, exe: Option<&Path>, path: Option<&OsStr>, cwd:
 }
 
 /// The file a shell's PATH search finds for `name`: the first executable regular file.
-fn first_on_path(name: &str, path: Option<&OsStr>) -> Option<std::path::PathBuf> {
+fn first_on_path(name: &OsStr, path: Option<&OsStr>) -> Option<std::path::PathBuf> {
     std::env::split_paths(path?)
         .filter(|d| d.is_absolute())
         .map(|d| d.join(name))
@@ -84,7 +93,8 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// `s` as one word for a POSIX shell: as it is when it holds only characters no shell treats
 /// specially, else in single quotes (a quote inside as `'\''`).
 pub fn quote(s: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:@%+=,".contains(c);
+    // No `=`: `v=1/iocurve show 1` would be an assignment to a shell.
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:@%+,".contains(c);
     if !s.is_empty() && s.chars().all(plain) { s.to_string() } else { format!("'{}'", s.replace('\'', r"'\''")) }
 }
 
@@ -126,7 +136,12 @@ mod tests {
         // Started by its full path, but the PATH finds this very file: the name.
         assert_eq!(resolve(Some(bin.as_os_str()), Some(&bin), Some(&path), Some(Path::new("/"))), "iocurve");
         // Started by name: the shell found it.
-        assert_eq!(resolve(Some(OsStr::new("iocurve")), Some(&bin), None, None), "iocurve");
+        assert_eq!(resolve(Some(OsStr::new("iocurve")), Some(&bin), Some(&path), None), "iocurve");
+        // Through a link of another name on the PATH: that name.
+        std::os::unix::fs::symlink(&bin, d.path().join("bin/ioc")).unwrap();
+        assert_eq!(resolve(Some(OsStr::new("ioc")), Some(&bin), Some(&path), None), "ioc");
+        // A name the PATH does not lead back here (`exec -a iocurve`, `env PATH=…`): the path.
+        assert_eq!(resolve(Some(OsStr::new("iocurve")), Some(&bin), None, None), bin.display().to_string());
         // Another iocurve first on the PATH (an older install): this binary's path, not the name.
         let older = d.path().join("old/iocurve");
         executable(&older);
@@ -148,6 +163,17 @@ mod tests {
         assert_eq!(quote("a b"), "'a b'");
         assert_eq!(quote("$HOME"), "'$HOME'");
         assert_eq!(quote(""), "''");
+        assert_eq!(quote("v=1/iocurve"), "'v=1/iocurve'");
+    }
+
+    #[test]
+    fn the_database_is_named_unless_a_bare_command_finds_it() {
+        assert!(db_words(Path::new("iocurve.db"), false).is_empty());
+        // IOCURVE_DB names another: a bare `show 1` would read that one.
+        assert_eq!(db_words(Path::new("iocurve.db"), true), ["--db", "iocurve.db"]);
+        assert_eq!(db_words(Path::new("./iocurve.db"), false), ["--db", "./iocurve.db"]);
+        assert_eq!(db_words(Path::new("--dash.db"), false), ["--db", "./--dash.db"]);
+        assert_eq!(db_words(Path::new("/srv/runs.db"), false), ["--db", "/srv/runs.db"]);
     }
 
     #[test]

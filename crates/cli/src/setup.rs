@@ -12,7 +12,8 @@ fn root() -> PathBuf {
 }
 
 /// The set-up section's marked commands in order, read here independently of the script:
-/// (name, command), and every indented line of the section with no marker above it.
+/// (name, command), and every command line of the section with no marker above it (indented or
+/// fenced: a command CI would not run).
 fn setup_commands(readme: &str) -> (Vec<(String, String)>, Vec<String>) {
     let section = readme
         .split("\n## Set-up on a fresh machine\n")
@@ -21,19 +22,73 @@ fn setup_commands(readme: &str) -> (Vec<(String, String)>, Vec<String>) {
         .expect("README: a section `## Set-up on a fresh machine`");
     let (mut marked, mut unmarked) = (Vec::new(), Vec::new());
     let mut name: Option<String> = None;
+    let mut fenced = false;
     for line in section.lines() {
-        if let Some(n) = line.strip_prefix("<!-- setup: ").and_then(|l| l.strip_suffix(" -->")) {
+        if line.trim_start().starts_with("```") || line.trim_start().starts_with("~~~") {
+            fenced = !fenced;
+        } else if fenced {
+            unmarked.push(line.to_string());
+        } else if let Some(n) = line.strip_prefix("<!-- setup: ").and_then(|l| l.strip_suffix(" -->")) {
             name = Some(n.to_string());
+        } else if line.trim().is_empty() {
         } else if let Some(cmd) = line.strip_prefix("    ") {
             match name.take() {
                 Some(n) => marked.push((n, cmd.to_string())),
                 None => unmarked.push(cmd.to_string()),
             }
-        } else if !line.trim().is_empty() {
+        } else {
             name = None;
         }
     }
     (marked, unmarked)
+}
+
+/// A copy of what `.ci/run` needs, with a `cargo` and a `scripts/test` that log how they were
+/// called (and fail when `fail` is their first word), run as CI runs it: (exit code, the log).
+fn run_ci(readme: &str, fail: Option<&str>) -> (Option<i32>, Vec<String>) {
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    let bin = d.path().join("bin");
+    for dir in [repo.join(".ci"), repo.join("scripts"), bin.clone()] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    std::fs::copy(root().join(".ci/run"), repo.join(".ci/run")).unwrap();
+    std::fs::copy(root().join("scripts/readme-command"), repo.join("scripts/readme-command")).unwrap();
+    std::fs::write(repo.join("README.md"), readme).unwrap();
+    let log = d.path().join("log");
+    // Each fake logs its whole command line as the kernel has it (`bash scripts/test`), minus
+    // the interpreter a `#!` line adds for cargo.
+    let fake = |path: &Path, body: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    fake(
+        &bin.join("cargo"),
+        r#"echo "cargo $*" >> "$CI_LOG"
+[ "$1" = "$CI_FAIL" ] && exit 3
+if [ "$1" = install ]; then
+    mkdir -p "$CARGO_INSTALL_ROOT/bin"
+    printf '#!/bin/sh\necho "iocurve $*" >> "$CI_LOG"\n' > "$CARGO_INSTALL_ROOT/bin/iocurve"
+    chmod +x "$CARGO_INSTALL_ROOT/bin/iocurve"
+fi
+exit 0"#,
+    );
+    fake(
+        &repo.join("scripts/test"),
+        r#"tr '\0' ' ' < /proc/$$/cmdline | sed 's/ $//' >> "$CI_LOG"; echo >> "$CI_LOG""#,
+    );
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = Command::new("bash")
+        .arg(".ci/run")
+        .current_dir(&repo)
+        .env("PATH", path)
+        .env("CI_LOG", &log)
+        .env("CI_FAIL", fail.unwrap_or("-"))
+        .output()
+        .expect("bash runs .ci/run");
+    let logged = std::fs::read_to_string(&log).unwrap_or_default().lines().map(str::to_string).collect();
+    (out.status.code(), logged)
 }
 
 #[test]
@@ -46,15 +101,33 @@ fn ci_runs_the_readme_set_up_commands_as_written() {
     // The main job runs the binary with no arguments but `run`: the embedded default suite.
     assert!(marked[0].1.ends_with(" run"), "README: the main job runs `iocurve run`: {}", marked[0].1);
 
-    let out = Command::new("bash")
-        .arg(root().join(".ci/run"))
-        .env("IOCURVE_CI_PRINT", "1")
-        .output()
-        .expect("bash runs .ci/run");
-    assert!(out.status.success(), ".ci/run failed: {}", String::from_utf8_lossy(&out.stderr));
-    let ran: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
-    let want: Vec<String> = marked.into_iter().map(|(_, c)| c).collect();
-    assert_eq!(ran, want, "what .ci/run runs is what the README says");
+    let (code, ran) = run_ci(&readme, None);
+    let mut want: Vec<String> = marked.iter().map(|(_, c)| c.clone()).collect();
+    want.insert(2, "iocurve show 1".into());
+    assert_eq!((code, &ran), (Some(0), &want), "what .ci/run runs is what the README says");
+    // A failing main job fails CI before anything else runs.
+    let (code, ran) = run_ci(&readme, Some("run"));
+    assert_ne!(code, Some(0));
+    assert_eq!(ran, want[..1]);
+    // So does a failing install line.
+    let (code, ran) = run_ci(&readme, Some("install"));
+    assert_ne!(code, Some(0));
+    assert_eq!(ran, want[..2]);
+}
+
+#[test]
+fn commands_in_the_set_up_section_without_a_marker_are_found() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let fenced = readme.replace(
+        "<!-- setup: install -->",
+        "```\nsudo apt-get install -y build-essential\n```\n\n<!-- setup: install -->",
+    );
+    assert_eq!(setup_commands(&fenced).1, ["sudo apt-get install -y build-essential"]);
+    let indented = readme.replace("<!-- setup: install -->\n", "    make world\n\n<!-- setup: install -->\n");
+    assert_eq!(setup_commands(&indented).1, ["make world"]);
+    // A line of spaces between a marker and its command is a blank line.
+    let spaced = readme.replace("<!-- setup: install -->\n", "<!-- setup: install -->\n    \n");
+    assert_eq!(setup_commands(&spaced).0, setup_commands(&readme).0);
 }
 
 #[test]
