@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 /// The command that runs this binary from the current directory, e.g. `iocurve` or
 /// `target/release/iocurve`, ready to paste into a shell.
-pub fn command() -> &'static str {
+fn command() -> &'static str {
     static COMMAND: OnceLock<String> = OnceLock::new();
     COMMAND.get_or_init(|| {
         let argv0 = std::env::args_os().next();
@@ -91,11 +91,11 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// `s` as one word for a POSIX shell: as it is when it holds only characters no shell treats
-/// specially, else in single quotes (a quote inside as `'\''`).
-pub fn quote(s: &str) -> String {
+/// specially (a hint stays readable), else quoted as the launcher quotes its scripts' words.
+fn quote(s: &str) -> String {
     // No `=`: `v=1/iocurve show 1` would be an assignment to a shell.
     let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:@%+,".contains(c);
-    if !s.is_empty() && s.chars().all(plain) { s.to_string() } else { format!("'{}'", s.replace('\'', r"'\''")) }
+    if !s.is_empty() && s.chars().all(plain) { s.to_string() } else { iocurve_run::launch::remote::quote(s) }
 }
 
 #[cfg(test)]
