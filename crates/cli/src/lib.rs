@@ -30,7 +30,8 @@ pub use iocurve_run::Error as CliError;
 pub use iocurve_run::precondition::parse_state as parse_precondition_state;
 
 /// `IOCURVE_LOG` as a filter: a bare level (`info`, `debug`) applies to iocurve's own crates
-/// (the network libraries' debug output would drown it); anything else is tracing's filter syntax.
+/// (the network libraries' debug output would drown it); anything else is `target=level` pairs
+/// (tracing's `Targets` syntax).
 fn log_filter(value: Option<&str>) -> String {
     const OURS: &[&str] = &[
         "iocurve",
@@ -53,13 +54,24 @@ fn log_filter(value: Option<&str>) -> String {
     }
 }
 
+/// Logging to stderr, filtered by `IOCURVE_LOG` as [`log_filter`] reads it. The filter is
+/// tracing's `Targets` (`target=level` pairs and a default level), not its `EnvFilter`: the
+/// span and field matches `EnvFilter` adds need a regex engine, 316 KiB of the shipped binary
+/// and a build of its own, for a syntax no one here used (#34). A filter that does not parse is
+/// said once, on stderr, and `warn` applies.
 pub fn init_logging() {
-    let value = std::env::var("IOCURVE_LOG").ok();
-    let filter = tracing_subscriber::EnvFilter::try_new(log_filter(value.as_deref()))
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     use std::io::IsTerminal;
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let value = std::env::var("IOCURVE_LOG").ok();
+    let filter = log_filter(value.as_deref()).parse::<Targets>().unwrap_or_else(|e| {
+        eprintln!("iocurve: IOCURVE_LOG={:?} is not a log filter ({e}); logging at warn", value.unwrap_or_default());
+        Targets::new().with_default(tracing::Level::WARN)
+    });
     let ansi = std::io::stderr().is_terminal();
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).try_init();
+    let fmt = tracing_subscriber::fmt::layer().with_ansi(ansi).with_writer(std::io::stderr);
+    let _ = tracing_subscriber::registry().with(fmt).with(filter).try_init();
 }
 
 /// Tables printed to a terminal fit its width (cut by columns); to a pipe or a file they keep
@@ -212,5 +224,26 @@ mod tests {
         let f = super::log_filter(Some("debug"));
         assert!(f.starts_with("warn,") && f.contains("iocurve_engine=debug") && !f.contains("h2"), "{f}");
         assert_eq!(super::log_filter(Some("h2=trace,iocurve=info")), "h2=trace,iocurve=info");
+    }
+
+    /// The filters the README names parse as the `Targets` filter applies them (#34: it
+    /// replaced `EnvFilter`), and one that does not parse is an error, not a silent `warn`.
+    #[test]
+    fn the_readme_s_log_filters_parse_and_a_bad_one_is_an_error() {
+        use tracing::Level;
+        use tracing_subscriber::filter::Targets;
+        for (value, target, level, on) in [
+            ("debug", "iocurve_engine::target", Level::DEBUG, true),
+            ("debug", "h2::codec", Level::DEBUG, false),
+            ("info", "iocurve_run::runner", Level::INFO, true),
+            ("iocurve_engine=debug", "iocurve_engine", Level::DEBUG, true),
+            ("iocurve_engine=debug", "iocurve_run", Level::WARN, false),
+            ("warn,h2=debug", "h2", Level::DEBUG, true),
+            ("warn,h2=debug", "tonic", Level::WARN, true),
+        ] {
+            let t: Targets = super::log_filter(Some(value)).parse().unwrap_or_else(|e| panic!("{value}: {e}"));
+            assert_eq!(t.would_enable(target, &level), on, "IOCURVE_LOG={value}: {target} at {level}");
+        }
+        assert!(super::log_filter(Some("iocurve=loud")).parse::<Targets>().is_err());
     }
 }

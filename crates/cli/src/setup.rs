@@ -147,7 +147,7 @@ fn a_missing_or_doubled_marker_fails_ci_with_a_clear_error() {
         )
     };
     let (code, out, _) = read(&readme, "main-job");
-    assert_eq!((code, out.trim()), (Some(0), "cargo run --release -- run"));
+    assert_eq!((code, out.trim()), (Some(0), "cargo run --profile dist -- run"));
 
     let (code, out, err) = read(&readme.replace("<!-- setup: main-job -->", ""), "main-job");
     assert_eq!((code, out.as_str()), (Some(1), ""));

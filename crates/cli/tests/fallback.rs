@@ -19,6 +19,7 @@ impl Drop for Disabled {
 
 #[test]
 fn io_uring_unavailable_falls_back_to_psync_loudly() {
+    iocurve_testkit::needs_root!();
     let _one = one_at_a_time();
     let before = std::fs::read_to_string(SYSCTL).expect("kernel with the io_uring_disabled sysctl (6.6+)");
     let guard = Disabled(before.trim().to_string());
@@ -45,6 +46,7 @@ fn io_uring_unavailable_falls_back_to_psync_loudly() {
 /// on every agent, an agent without it failed the run. Now each agent decides for itself.
 #[test]
 fn an_agent_without_io_uring_falls_back_on_its_own_and_says_so() {
+    iocurve_testkit::needs_root!();
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let c = certs(dir.path());

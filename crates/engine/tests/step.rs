@@ -148,7 +148,8 @@ fn a_stall_past_the_step_end_is_counted_stuck_with_its_age() {
     let started = Instant::now();
     let (rec, _) = step(&w, 2, &t, &[fault(FaultKind::Stall, Some(600.0))], &AtomicBool::new(false));
     let took = started.elapsed();
-    assert!(took < Duration::from_secs(5), "the step ends whatever the storage does: {took:?}");
+    // A hang guard: about 0.5 s (0.2 s step, 0.3 s wait) against the stall's 600 s.
+    assert!(took < Duration::from_secs(60), "the step ends whatever the storage does: {took:?}");
     assert_eq!(rec.drain.stuck, 6, "every outstanding I/O (2 workers × qd 3) is stuck");
     assert!(rec.drain.stuck_age_ns >= 300_000_000, "as old as the wait at least: {}", rec.drain.stuck_age_ns);
     // A stall never makes latency look better: the stuck I/Os enter the histogram with their age.
@@ -160,7 +161,8 @@ fn a_stall_past_the_step_end_is_counted_stuck_with_its_age() {
 fn a_stop_ends_the_step_within_a_second_and_keeps_the_finished_intervals() {
     let dir = tempfile::tempdir().unwrap();
     let t = target(&dir, false);
-    let w = workload(100.0, 2, 50, 0.1, Backend::Null);
+    // 300 intervals (30 s): a stop that is not heeded is told from one that is by far.
+    let w = workload(100.0, 2, 300, 0.1, Backend::Null);
     let stop = Arc::new(AtomicBool::new(false));
     let setter = {
         let stop = stop.clone();
@@ -173,7 +175,8 @@ fn a_stop_ends_the_step_within_a_second_and_keeps_the_finished_intervals() {
     let (rec, seen) = step(&w, 1, &t, &[], &stop);
     setter.join().unwrap();
     let took = started.elapsed();
-    assert!(took < Duration::from_millis(1500), "stopped in {took:?}");
+    // Stopped, not run to its 30 s end; how soon after a stop is a figure (bench/stop-latency).
+    assert!(took < Duration::from_secs(10), "stopped in {took:?}");
     assert!(rec.interrupted);
     assert!(!rec.intervals.is_empty() && rec.intervals.len() < 50, "{} intervals", rec.intervals.len());
     assert_eq!(seen.0.len(), rec.intervals.len(), "only finished intervals are kept");
@@ -283,9 +286,11 @@ fn an_overloaded_rate_step_drops_or_ends_as_its_policy_says() {
 
     w.overload = iocurve_plan::Overload::AbortStep;
     w.warmup_s = 0.0;
+    // 40 intervals (20 s): ending at the overload is told from running to the end by far.
+    w.intervals = 40;
     let started = Instant::now();
     let rec = rate_step(&w, 2_000.0, &t, std::slice::from_ref(&slow));
-    assert!(started.elapsed() < Duration::from_millis(900), "the step ended at the overload");
+    assert!(started.elapsed() < Duration::from_secs(5), "the step ended at the overload");
     assert!(rec.notes.iter().any(|(c, _)| c == iocurve_engine::step::OVERLOADED), "{:?}", rec.notes);
     assert!(rec.interrupted);
 }

@@ -521,6 +521,7 @@ mod tests {
         for _ in 0..1000 {
             e.interval("w", "h", &stats(&[1000], 512), &CpuUsage::default());
         }
+        // Waiting on the silent scraper would take its 2 s request deadline; 1000 updates take ms.
         assert!(t.elapsed() < std::time::Duration::from_secs(1), "updates never wait: {:?}", t.elapsed());
         let t = std::time::Instant::now();
         let mut s = std::net::TcpStream::connect(server.addr()).unwrap();
@@ -528,6 +529,7 @@ mod tests {
         let mut out = String::new();
         s.read_to_string(&mut out).unwrap();
         assert!(out.starts_with("HTTP/1.1 200 OK\r\n"), "{out}");
+        // Likewise: behind the silent scraper this scrape would wait its 2 s deadline.
         assert!(t.elapsed() < std::time::Duration::from_secs(1), "nor other scrapes: {:?}", t.elapsed());
         assert!(
             out.contains("iocurve_io_ops_total{run=\"\",workload=\"w\",host=\"h\",direction=\"read\"} 1000.0"),

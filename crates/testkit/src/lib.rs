@@ -5,6 +5,7 @@
 pub mod browser;
 pub mod cluster;
 pub mod faultdev;
+pub mod lane;
 pub mod slurm;
 pub mod sshd;
 

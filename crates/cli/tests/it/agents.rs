@@ -40,6 +40,7 @@ pub(crate) fn histogram_rows(csv: &str) -> BTreeMap<(usize, String), BTreeMap<u6
 
 #[test]
 fn three_agents_in_their_own_namespaces_run_together_and_add_up_exactly() {
+    iocurve_testkit::needs_root!();
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let c = certs(dir.path());
@@ -81,14 +82,18 @@ fn three_agents_in_their_own_namespaces_run_together_and_add_up_exactly() {
         assert_eq!((f(&s["lat_us"]["min"]), f(&s["lat_us"]["max"])), (min, max));
         let spread = f(&s["start_spread_us"]);
         spreads.push(spread);
-        assert!(spread < 50_000.0, "started within 50 ms of each other even on a loaded machine: {spread} µs");
+        // A hang/unit guard, not the figure (bench/scale-agents, BENCHMARKS.md "Figures that left
+        // the tests"): 250 ms is over 10× the worst spread seen under load (13.7 ms), below the
+        // 500 ms lead every start instant is sent with.
+        assert!(spread < 250_000.0, "started within 250 ms of each other: {spread} µs");
         let outstanding = s["outstanding"].as_u64().unwrap();
         assert_eq!(outstanding, s["workers"].as_u64().unwrap() * 3, "workers are per host");
     }
     // Three agents and the coordinator share 2 cores with the other tests: one agent may be
     // scheduled some ms late at a start moment (CI of this stop: 13.7 ms once). A systematic
-    // error (a clock offset applied the wrong way) would show in every step.
-    assert!(spreads.iter().any(|&s| s < 5000.0), "started within 5 ms of each other at least once: {spreads:?} µs");
+    // error (a clock offset applied the wrong way) would show in every step. 25 ms is over 10×
+    // the median spread measured (bench/scale-agents); how close they start is that figure.
+    assert!(spreads.iter().any(|&s| s < 25_000.0), "started within 25 ms of each other at least once: {spreads:?} µs");
     for (_, t) in &hosts {
         assert!(t.exists(), "each agent made its own target");
     }
@@ -206,7 +211,9 @@ fn clocks_far_apart_are_refused_or_warned_and_steps_still_start_together() {
     let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
     for s in steps(&r, 0) {
         let spread = f(&s["start_spread_us"]);
-        assert!(spread < 5000.0, "started within 5 ms of each other despite 5 s of skew: {spread} µs");
+        // Converted starts: an unconverted 5 s skew would show as 5 s; 250 ms is over 10× the
+        // worst spread seen under load (how close they start is a figure in bench/scale-agents).
+        assert!(spread < 250_000.0, "started within 250 ms of each other despite 5 s of skew: {spread} µs");
     }
     drop(agents);
 }
@@ -247,6 +254,7 @@ pub(crate) fn recording_relay(to: String) -> (String, std::sync::Arc<std::sync::
 
 #[test]
 fn a_replayed_session_is_rejected_and_runs_nothing() {
+    iocurve_testkit::needs_root!();
     let dir = tempfile::tempdir().unwrap();
     let c = certs(dir.path());
     let dev = Loop::new(64 << 20, &[]);
@@ -288,6 +296,7 @@ fn a_replayed_session_is_rejected_and_runs_nothing() {
 
 #[test]
 fn an_agent_cut_off_from_its_coordinator_stops_within_the_lease() {
+    iocurve_testkit::needs_root!();
     let dir = tempfile::tempdir().unwrap();
     let c = certs(dir.path());
     let ns = Netns::new(4);
@@ -302,101 +311,6 @@ fn an_agent_cut_off_from_its_coordinator_stops_within_the_lease() {
     assert_eq!(sectors_read(dev.path()), a, "no I/O once the lease ran out");
     let _ = coord.kill();
     let _ = coord.wait();
-}
-
-#[test]
-fn the_wrong_token_tls_protocol_or_target_is_refused_before_any_io() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = certs(dir.path());
-    let d = dir.path().join("a");
-    std::fs::create_dir(&d).unwrap();
-    let agent = AgentProc::start(&d, &c, &format!("{}/*", d.display()), &[]);
-    let target = d.join("t.dat");
-    let run = |extra: &[&str], target: &Path| {
-        plan(dir.path(), &[(agent.addr.as_str(), target.to_path_buf())]);
-        let mut cmd = Command::new(bin());
-        cmd.args(["run", "plan.toml", "--size", "64m"]).args(extra).current_dir(dir.path());
-        cmd.output().unwrap()
-    };
-    let ca = c.join("ca.pem").display().to_string();
-    let token = c.join("token").display().to_string();
-
-    std::fs::write(dir.path().join("wrong"), "0123456789abcdef0123456789abcdef\n").unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.path().join("wrong"), std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
-    let o = run(&["--ca", &ca, "--token-file", "wrong"], &target);
-    input_error(&o, &["refused the token"]);
-
-    // A plain connection to a TLS agent is refused, and the run says what to change.
-    let o = run(&["--insecure", "--token-file", &token], &target);
-    input_error(&o, &["drop --insecure"]);
-
-    let outside = dir.path().join("elsewhere.dat");
-    let o = run(&["--ca", &ca, "--token-file", &token], &outside);
-    input_error(&o, &["outside this agent's allow list"]);
-
-    let o = run(&["--token-file", &token], &target);
-    input_error(&o, &["--ca"]);
-
-    assert!(!target.exists() && !outside.exists(), "nothing was created or written");
-
-    // Calls without a token, and from another protocol version, straight at the agent.
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        use iocurve_net::pb;
-        let ca_pem = std::fs::read_to_string(c.join("ca.pem")).unwrap();
-        let tls = tonic::transport::ClientTlsConfig::new()
-            .ca_certificate(tonic::transport::Certificate::from_pem(ca_pem))
-            .domain_name(iocurve_net::certs::AGENT_NAME);
-        let ch = tonic::transport::Endpoint::from_shared(format!("https://{}", agent.addr))
-            .unwrap()
-            .tls_config(tls)
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
-        let mut bare = pb::agent_client::AgentClient::new(ch.clone());
-        let e = bare.ping(pb::PingRequest {}).await.unwrap_err();
-        assert_eq!(e.code(), tonic::Code::Unauthenticated, "no token: {e}");
-        let tok = std::fs::read_to_string(c.join("token")).unwrap().trim().to_string();
-        let mut with =
-            pb::agent_client::AgentClient::with_interceptor(ch, iocurve_net::auth::Bearer::new(&tok).unwrap());
-        let e = with.hello(pb::HelloRequest { protocol: 99, version: "9.9.9".into() }).await.unwrap_err();
-        assert_eq!(e.code(), tonic::Code::FailedPrecondition);
-        assert!(e.message().contains("protocol mismatch") && e.message().contains("same iocurve version"), "{e}");
-    });
-}
-
-#[test]
-fn an_agent_needs_tls_or_an_explicit_insecure() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = certs(dir.path());
-    let token = c.join("token").display().to_string();
-    let o = iocurve(dir.path(), &["agent", "--listen", "127.0.0.1:0", "--token-file", &token]);
-    input_error(&o, &["--tls-cert", "--insecure"]);
-    // Issue 15, finding 7: a 16-character or world-readable token was accepted without a word.
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::write(dir.path().join("short"), "0123456789abcdef\n").unwrap();
-    std::fs::set_permissions(dir.path().join("short"), std::fs::Permissions::from_mode(0o600)).unwrap();
-    let o = iocurve(dir.path(), &["agent", "--listen", "127.0.0.1:0", "--token-file", "short", "--insecure"]);
-    input_error(&o, &["at least 32 characters"]);
-    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let o = iocurve(dir.path(), &["agent", "--listen", "127.0.0.1:0", "--token-file", &token, "--insecure"]);
-    input_error(&o, &["may be read by other users", "chmod 600"]);
-    let o = iocurve(dir.path(), &["run", "--hosts", "127.0.0.1:9", "--token-file", &token, "--insecure"]);
-    input_error(&o, &["may be read by other users"]);
-    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
-    // --insecure silently ignored --client-ca.
-    let ca = c.join("ca.pem").display().to_string();
-    let o = iocurve(
-        dir.path(),
-        &["agent", "--listen", "127.0.0.1:0", "--token-file", &token, "--insecure", "--client-ca", &ca],
-    );
-    input_error(&o, &["--client-ca needs TLS"]);
-    let o = iocurve(dir.path(), &["certs", "init", "certs"]);
-    input_error(&o, &["already holds certificates"]);
 }
 
 /// Starts a coordinator running a long read-only step on `agent`'s loop device `dev`, and
@@ -516,6 +430,7 @@ fn a_frozen_agent_misses_its_heartbeats_and_is_lost_while_the_other_carries_on()
 
 #[test]
 fn an_agent_whose_coordinator_dies_stops_its_io() {
+    iocurve_testkit::needs_root!();
     let dir = tempfile::tempdir().unwrap();
     let c = certs(dir.path());
     let dev = Loop::new(256 << 20, &[]);
@@ -755,14 +670,14 @@ fn two_agents_end_a_steady_step_together() {
     let c = certs(dir.path());
     let (_agents, hosts) = file_agents(dir.path(), &c, &["a", "b"]);
     // Each I/O held 5 ms: a throughput set by the delay, steady even on a loaded machine.
-    let w = "[[faults]]\nkind = \"latency\"\nlatency_ms = 5\n[[workloads]]\nname = \"s\"\nbackend = \"null\"\nramp = [1]\nsteady_state = \"snia\"\nwarmup_s = 0.2\nintervals = 80\ninterval_s = 0.25\nthreads = 1\n";
+    let w = "[[faults]]\nkind = \"latency\"\nlatency_ms = 5\n[[workloads]]\nname = \"s\"\nbackend = \"null\"\nramp = [1]\nsteady_state = \"snia\"\nwarmup_s = 0.2\nintervals = 400\ninterval_s = 0.25\nthreads = 1\n";
     hosts_plan(dir.path(), &hosts, w);
     let t = std::time::Instant::now();
     let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--json", "r.json"]).output().unwrap();
-    // The coordinator waits for every agent's end: one that was not told would run all 80
-    // intervals (20 s).
+    // The coordinator waits for every agent's end: one that was not told would run all 400
+    // intervals (100 s). 60 s is far below that and over 10× a steady end (a few seconds).
     let took = t.elapsed();
-    assert!(took < std::time::Duration::from_secs(12), "{took:?}");
+    assert!(took < std::time::Duration::from_secs(60), "{took:?}");
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
     let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
     let s = &steps(&r, 0)[0];
@@ -806,7 +721,8 @@ fn an_overload_on_one_agent_ends_the_step_on_every_agent() {
         assert!(h["samples"].as_array().unwrap().len() <= 2, "{h}");
     }
     // The coordinator waits for every agent's end: the healthy one, had it not been stopped,
-    // would have run all 40 intervals (20 s).
+    // would have run all 40 intervals (20 s) — the sample counts above tell that; this is a
+    // hang guard (a run that never ends), over 10× the few seconds it takes.
     let took = t.elapsed();
-    assert!(took < std::time::Duration::from_secs(14), "the healthy host stopped with the other: {took:?}");
+    assert!(took < std::time::Duration::from_secs(60), "the healthy host stopped with the other: {took:?}");
 }

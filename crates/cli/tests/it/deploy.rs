@@ -196,20 +196,3 @@ fn the_manifests_use_the_binarys_own_options_ports_and_paths() {
     let o = iocurve(dir.path(), &["run", "plan.toml", "--hosts", "127.0.0.1:1"]);
     assert!(stderr(&o).contains("--token-file"), "the plan parsed: {}", stderr(&o));
 }
-
-#[test]
-fn bad_deploy_options_are_named() {
-    let dir = tempfile::tempdir().unwrap();
-    for (args, want) in [
-        (vec!["--namespace", "Not_A_Label"], "DNS label"),
-        (vec!["--agents", "0"], "1 to 512"),
-        (vec!["--volume-size", "lots"], "quantity"),
-        (vec!["--host-device", "/etc/shadow"], "under /dev/"),
-    ] {
-        let mut a = vec!["deploy", "kubernetes"];
-        a.extend(args.iter().copied());
-        let o = iocurve(dir.path(), &a);
-        assert_eq!(o.status.code(), Some(2), "{args:?}");
-        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
-    }
-}

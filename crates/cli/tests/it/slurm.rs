@@ -2,7 +2,6 @@
 //! Slurm started by the test), one per task; nothing left afterwards, also when the
 //! coordinator is killed.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -26,6 +25,7 @@ fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
 
 #[test]
 fn slurm_launch_starts_an_agent_per_task_of_the_allocation_and_leaves_nothing() {
+    iocurve_testkit::needs_root!();
     let _one = one_at_a_time();
     let lab = SlurmLab::new(8);
     let d = lab.path();
@@ -75,6 +75,7 @@ fn slurm_launch_starts_an_agent_per_task_of_the_allocation_and_leaves_nothing() 
 
 #[test]
 fn slurm_launch_leaves_nothing_when_the_coordinator_is_killed() {
+    iocurve_testkit::needs_root!();
     let _one = one_at_a_time();
     let lab = SlurmLab::new(8);
     let d = lab.path();
@@ -110,18 +111,4 @@ fn slurm_launch_leaves_nothing_when_the_coordinator_is_killed() {
     };
     assert!(wait_until(Duration::from_secs(10), || steps(&job) == 0), "agent steps still listed");
     let _ = lab.command("scancel").arg(&job).status();
-}
-
-#[test]
-fn slurm_launch_outside_an_allocation_says_how_to_get_one() {
-    let dir = tempfile::tempdir().unwrap();
-    shared_read_plan(dir.path(), 2);
-    let o = Command::new(bin())
-        .args(["run", "plan.toml", "--launch", "slurm", "--db", "r.db"])
-        .env_remove("SLURM_JOB_ID")
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("inside a Slurm allocation") && stderr(&o).contains("salloc"), "{}", stderr(&o));
 }

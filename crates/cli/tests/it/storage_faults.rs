@@ -59,6 +59,7 @@ pub(crate) fn flag<'a>(step: &'a Value, code: &str) -> Option<&'a str> {
 /// find them (exit 4), with real kernel I/O — not iocurve's own drop-write injection.
 #[test]
 fn writes_the_device_acknowledges_but_drops_are_found_by_verification() {
+    iocurve_testkit::needs_root!();
     let dev = FaultDev::start(SIZE);
     let dir = tempfile::tempdir().unwrap();
     let child = spawn(
@@ -109,6 +110,7 @@ fn writes_the_device_acknowledges_but_drops_are_found_by_verification() {
 /// outstanding I/Os (`--stuck-after-s 60`) was ignored for the whole wait (58 s).
 #[test]
 fn ctrl_c_during_the_wait_at_a_step_end_cuts_the_wait_short() {
+    iocurve_testkit::needs_root!();
     for backend in ["io_uring", "psync"] {
         let dev = FaultDev::start(SIZE);
         let dir = tempfile::tempdir().unwrap();
@@ -150,7 +152,8 @@ fn ctrl_c_during_the_wait_at_a_step_end_cuts_the_wait_short() {
         let took = sent.elapsed();
         dev.set("pass");
         let o = child.wait_with_output().unwrap();
-        assert!(took < Duration::from_millis(2500), "{backend}: results out {took:?} after Ctrl-C: {}", stderr(&o));
+        // Ctrl-C rather than the 60 s wait; how soon is a figure (bench/stop-latency).
+        assert!(took < Duration::from_secs(20), "{backend}: results out {took:?} after Ctrl-C: {}", stderr(&o));
         assert_eq!(o.status.code(), Some(130), "{backend}: {}", stderr(&o));
         let r = json(&json_path);
         let s = &steps(&r, 0)[0];
@@ -164,6 +167,7 @@ fn ctrl_c_during_the_wait_at_a_step_end_cuts_the_wait_short() {
 /// (exit 130), and a read that does not return within `--stuck-after-s` ends it (exit 1).
 #[test]
 fn a_verification_pass_on_a_stalled_device_ends_on_ctrl_c_and_at_its_deadline() {
+    iocurve_testkit::needs_root!();
     let dev = FaultDev::start(SIZE);
     let dir = tempfile::tempdir().unwrap();
     let o = iocurve(
@@ -198,22 +202,24 @@ fn a_verification_pass_on_a_stalled_device_ends_on_ctrl_c_and_at_its_deadline() 
     let sent = Instant::now();
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     // The process itself can only exit once the kernel returns its read.
-    let took = ended(&mut child, sent, Duration::from_secs(3));
+    let took = ended(&mut child, sent, Duration::from_secs(30));
     dev.set("pass");
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert!(stderr(&o).contains("verification interrupted"), "{}", stderr(&o));
-    assert!(took < Duration::from_millis(2500), "ended {took:?} after Ctrl-C");
+    // Ends at all on a stalled device (a hang guard, 10× the ~1 s stop); how soon: bench/stop-latency.
+    assert!(took < Duration::from_secs(20), "ended {took:?} after Ctrl-C");
 
     dev.set("stall");
     let started = Instant::now();
     let mut child = spawn(dir.path(), &[&verify[..], &["--stuck-after-s", "1"]].concat());
-    let took = ended(&mut child, started, Duration::from_secs(10));
+    let took = ended(&mut child, started, Duration::from_secs(30));
     dev.set("pass");
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("no read returned for 1 s"), "{}", stderr(&o));
-    assert!(took < Duration::from_secs(5), "gave up after {took:?}");
+    // The 1 s deadline is honoured, not waited out for ever: 1 s plus over 10× its overshoot.
+    assert!(took < Duration::from_secs(10), "gave up after {took:?}");
 }
 
 /// Found by the outside attack: Ctrl-C while preconditioning a stalled device blocked in the
@@ -221,6 +227,7 @@ fn a_verification_pass_on_a_stalled_device_ends_on_ctrl_c_and_at_its_deadline() 
 /// no run.
 #[test]
 fn ctrl_c_while_preconditioning_a_stalled_device_ends_the_run_with_its_json() {
+    iocurve_testkit::needs_root!();
     let dev = FaultDev::start(SIZE);
     dev.set("delay=100");
     let dir = tempfile::tempdir().unwrap();
@@ -269,7 +276,8 @@ fn ctrl_c_while_preconditioning_a_stalled_device_ends_the_run_with_its_json() {
     let o = child.wait_with_output().unwrap();
     let printed = reader.join().unwrap().join("\n");
     assert!(printed.contains("interrupted while preconditioning"), "{printed}");
-    assert!(took < Duration::from_millis(3500), "results out {took:?} after Ctrl-C: {}", stderr(&o));
+    // Out while the device still stalls (it never answers until the test lets it): a hang guard.
+    assert!(took < Duration::from_secs(15), "results out {took:?} after Ctrl-C: {}", stderr(&o));
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     let r = json(&json_path);
     assert_eq!(r["status"], "interrupted", "{r}");
@@ -282,6 +290,7 @@ fn ctrl_c_while_preconditioning_a_stalled_device_ends_the_run_with_its_json() {
 /// stalled when the step starts) were not counted as stuck.
 #[test]
 fn psync_ios_stuck_from_the_first_are_counted() {
+    iocurve_testkit::needs_root!();
     let dev = FaultDev::start(SIZE);
     let dir = tempfile::tempdir().unwrap();
     dev.set("stall");
@@ -345,6 +354,7 @@ pub(crate) fn precondition_records(db: &Path) -> Vec<(String, u64, bool)> {
 /// together write every block exactly once.
 #[test]
 fn an_agents_precondition_pass_stopped_by_ctrl_c_resumes_where_it_stopped() {
+    iocurve_testkit::needs_root!();
     use crate::util::cluster::{AgentProc, certs, coordinator};
     let dev = FaultDev::start(SIZE);
     // Slow enough to interrupt after the first saved state (about 4 s for the pass).
@@ -408,6 +418,7 @@ fn an_agents_precondition_pass_stopped_by_ctrl_c_resumes_where_it_stopped() {
 /// their service time does not (only the I/Os in flight at the stall waited in the device).
 #[test]
 fn a_stall_below_iocurve_shows_in_the_response_time_of_a_rate_step() {
+    iocurve_testkit::needs_root!();
     let dev = FaultDev::start(SIZE);
     let dir = tempfile::tempdir().unwrap();
     let json_path = dir.path().join("r.json");
@@ -447,7 +458,8 @@ fn a_stall_below_iocurve_shows_in_the_response_time_of_a_rate_step() {
     let rate = &s["rate"];
     assert!(f(&s["lat_us"]["p99"]) >= 500_000.0, "response p99 shows the stall: {}", s["lat_us"]);
     assert!(f(&s["lat_us"]["max"]) >= 900_000.0, "{}", s["lat_us"]);
-    assert!(f(&rate["service_us"]["p99"]) < 50_000.0, "service p99 does not: {rate}");
+    // Far below the stalled I/Os' 500 ms and more, with room for a slow machine's service times.
+    assert!(f(&rate["service_us"]["p99"]) < 200_000.0, "service p99 does not: {rate}");
     assert!(f(&rate["lag_us"]["p99"]) >= 400_000.0, "the lag says where the time went: {rate}");
     // 6 s at 2000 IOPS, none dropped: the backlog of the stall was issued once it ended.
     assert!((f(&rate["due"]) - 12_000.0).abs() <= 3.0, "{rate}");

@@ -88,6 +88,7 @@ fn every_injected_fault_is_found_on_a_file() {
 
 #[test]
 fn every_injected_fault_is_found_on_a_loop_device() {
+    iocurve_testkit::needs_root!();
     let dir = tempfile::tempdir().unwrap();
     let dev = Loop::new(4 << 30, &[]);
     finds_every_injected_fault(dir.path(), dev.path(), &["--allow-write", dev.path()]);

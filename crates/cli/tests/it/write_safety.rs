@@ -66,6 +66,7 @@ fn both(o: &Output) -> String {
 
 #[test]
 fn allow_write_does_not_let_a_mounted_filesystem_be_written() {
+    iocurve_testkit::needs_root!();
     let lo = Loop::new(64 << 20, &[]);
     // No lazy initialisation: the mounted filesystem itself must not write in the background,
     // so that the device's sectors-written counter only moves if iocurve writes.
@@ -96,6 +97,7 @@ fn allow_write_does_not_let_a_mounted_filesystem_be_written() {
 
 #[test]
 fn allow_write_does_not_let_a_device_held_by_another_process_be_written() {
+    iocurve_testkit::needs_root!();
     let lo = Loop::new(64 << 20, &[]);
     let script = format!(
         "import os,time; fd=os.open('{}', os.O_RDONLY|os.O_EXCL); print('held', os.getpid(), flush=True); time.sleep(60)",
@@ -120,6 +122,7 @@ fn allow_write_does_not_let_a_device_held_by_another_process_be_written() {
 /// refusal names the process.
 #[test]
 fn a_device_another_process_has_open_is_refused_unless_named() {
+    iocurve_testkit::needs_root!();
     let lo = Loop::new(64 << 20, &[]);
     let script = format!(
         "import os,time; fd=os.open('{}', os.O_RDWR); print('open', os.getpid(), flush=True); time.sleep(60)",
@@ -143,6 +146,7 @@ fn a_device_another_process_has_open_is_refused_unless_named() {
 /// `--allow-write` says.
 #[test]
 fn a_file_backing_a_mounted_loop_device_is_never_written() {
+    iocurve_testkit::needs_root!();
     let dir = tempfile::tempdir().unwrap();
     let img = dir.path().join("disk.img");
     std::fs::File::create(&img).unwrap().set_len(64 << 20).unwrap();
@@ -210,6 +214,7 @@ fn swap_for_symlink_during_preparation(dir: &Path, dev: &Path) -> (String, u32) 
 
 #[test]
 fn a_scratch_file_swapped_for_a_symlink_during_preparation_is_not_followed() {
+    iocurve_testkit::needs_root!();
     // A device with a filesystem, and a blank one: with no signature to recognise, only the
     // scratch file's identity stands between the workload and the device.
     let ext4 = Loop::new(64 << 20, &[]);

@@ -1,10 +1,11 @@
 //! The HTML report, opened in a real headless Chromium: no console errors, no network, every
 //! chart drawn, the step selector redraws the timeline, a comparison has one series per run,
-//! and a large run stays within the size and render-time budget.
+//! and a large run stays within the size budget and renders at all (a hang guard; its render
+//! time is a figure of `bench/report-render` and BENCHMARKS.md, not a bound here: #34).
 //!
-//! A test binary of its own: the render budget is measured on a machine no other test loads
-//! (`cargo test` runs test binaries one at a time; beside the `it` binary's tests a load took
-//! 1.1 s instead of 0.4 s). Its own tests that load the machine still take `one_at_a_time`.
+//! A test binary of its own, so that the browser's figures the bench reads from it are
+//! measured without the `it` binary's tests in the same process. Its own tests that load the
+//! machine still take `one_at_a_time`.
 
 use iocurve_testkit as util;
 use iocurve_testkit::browser;
@@ -238,8 +239,10 @@ fn a_large_run_stays_within_the_size_and_render_budget() {
         times.push(ms);
     }
     times.sort_by(f64::total_cmp);
+    // The render time is a figure (bench/report-render reads this line), not a test bound.
     eprintln!("render times (ms): {times:?}");
-    assert!(times[0] < 1000.0, "the page renders in under 1 s: {times:?}");
+    // A guard against a page that hangs its drawing: over 10× the fastest load measured (0.4 s).
+    assert!(times[0] < 10_000.0, "the page renders in under 10 s: {times:?}");
     assert_eq!(b.eval("document.querySelectorAll('section.group').length"), 5);
     // Five charts per group, and the SNIA window of the chosen step (its steps have 5+ intervals).
     assert_all_drawn(&mut b, 5 * 6);

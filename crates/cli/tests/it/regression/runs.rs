@@ -1,7 +1,6 @@
 //! Regressions of the `runs` subject.
 
 use crate::util::*;
-use std::process::Command;
 
 /// Issue 13, finding 2: `iocurve run … | head -c 10` died with "failed printing to stdout: Broken
 /// pipe" (exit 101) and left the run `running`; `show | head`, `runs | head`, `> /dev/full`
@@ -85,6 +84,7 @@ fn regression_ctrl_c_during_scratch_preparation_ends_the_run_at_once() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let sent = std::time::Instant::now();
     let o = child.wait_with_output().unwrap();
+    // At once, not after seconds of filling: over 10× the 0.06–0.22 s measured (bench/stop-latency).
     assert!(sent.elapsed() < std::time::Duration::from_secs(3), "ended {:?} after Ctrl-C", sent.elapsed());
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert!(stderr(&o).contains("interrupted while preparing"), "{}", stderr(&o));
@@ -98,6 +98,7 @@ fn regression_ctrl_c_during_scratch_preparation_ends_the_run_at_once() {
 /// output; a failed `verify --problems` and a `--verify-map` leave it too.
 #[test]
 fn regression_an_output_pointed_at_a_device_leaves_the_device() {
+    iocurve_testkit::needs_root!();
     use std::os::unix::fs::FileTypeExt;
     let dir = tempfile::tempdir().unwrap();
     let null = dir.path().join("null");
@@ -125,42 +126,4 @@ fn regression_an_output_pointed_at_a_device_leaves_the_device() {
         iocurve(dir.path(), &args(&["run", "--target", "t.dat", "--ramp", "1", "--verify", "--verify-map", n], FAST));
     assert!(!o.status.success(), "a device is no map: {}", stderr(&o));
     assert!(device(), "--verify-map");
-}
-
-/// Issue 13, finding 4: a bad `--json` path was reported only after the whole run. It is now
-/// bad input found before any I/O: exit 2, no scratch file made.
-#[test]
-fn regression_an_unwritable_json_path_is_refused_before_any_io() {
-    let dir = tempfile::tempdir().unwrap();
-    let o = iocurve(
-        dir.path(),
-        &args(&["run", "--target", "t.dat", "--size", "16m", "--json", "/nonexistent-dir/r.json"], FAST),
-    );
-    input_error(&o, &["--json /nonexistent-dir/r.json", "cannot write there"]);
-    assert!(!dir.path().join("t.dat").exists(), "nothing was prepared");
-    let o = iocurve(dir.path(), &args(&["run", "--target", "t.dat", "--size", "16m", "--json", "."], FAST));
-    input_error(&o, &["--json .", "directory"]);
-}
-
-/// Issue 13, finding 3: `--ramp 65536 --qd 4096` died with "memory allocation of 549755813888
-/// bytes failed" (SIGABRT), leaving its scratch file and a run marked `running`. Every step is now
-/// checked against the host before anything is opened: exit 2, the product named, nothing made;
-/// under an address-space limit (`prlimit --as`) too.
-#[test]
-fn regression_an_absurd_ramp_is_refused_before_anything_is_allocated() {
-    let dir = tempfile::tempdir().unwrap();
-    let base = ["run", "--target", "t.dat", "--size", "16m", "--workload", "backend-random-read-4k"];
-    let o = iocurve(dir.path(), &args(&base, &["--ramp", "65536", "--qd", "4096"]));
-    input_error(&o, &["65536 workers × queue depth 4096", "--ramp", "--qd"]);
-    assert!(!dir.path().join("t.dat").exists(), "no scratch file");
-    assert!(!dir.path().join("iocurve.db").exists(), "no run recorded");
-    let o = Command::new("prlimit")
-        .arg("--as=1073741824")
-        .arg(bin())
-        .args(args(&base, &["--ramp", "256", "--qd", "1024"]))
-        .current_dir(dir.path())
-        .output()
-        .expect("prlimit runs (util-linux)");
-    input_error(&o, &["256 workers × queue depth 1024", "available"]);
-    assert!(!dir.path().join("t.dat").exists());
 }

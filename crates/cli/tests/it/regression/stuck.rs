@@ -38,8 +38,9 @@ to_s = 1000
         let took = started.elapsed();
         assert_eq!(o.status.code(), Some(3), "{backend}: stuck I/Os: the storage failed: {}", stderr(&o));
         assert!(stderr(&o).contains("I/Os never completed"), "{}", stderr(&o));
-        // 0.2 s warm-up + 2 s + 1.5 s wait + scratch file set-up; far from the stall's 1000 s.
-        assert!(took < Duration::from_secs(30), "{backend}: the run ended after {took:?}");
+        // 0.2 s warm-up + 2 s + 1.5 s wait + scratch file set-up; far from the stall's 1000 s
+        // (a hang guard with room for a machine ten times slower).
+        assert!(took < Duration::from_secs(120), "{backend}: the run ended after {took:?}");
         let r = json(dir.path());
         let s = &steps(&r, 0)[0];
         let outstanding = 2 * 2; // workers × queue depth (psync: one thread per I/O)
@@ -114,7 +115,8 @@ to_s = 1000
         let o = child.wait_with_output().unwrap();
         let took = sent.elapsed();
         assert_eq!(o.status.code(), Some(130), "{backend}: {}", stderr(&o));
-        assert!(took < Duration::from_millis(2500), "{backend}: ended {took:?} after Ctrl-C");
+        // Before the 20 s interval's end, not after it; how soon is a figure (bench/stop-latency).
+        assert!(took < Duration::from_secs(10), "{backend}: ended {took:?} after Ctrl-C");
         assert!(stderr(&o).contains("stopping now"), "{}", stderr(&o));
         assert!(stdout(&o).contains("Summary"), "{backend}: the summary is printed: {}", stdout(&o));
         assert!(stderr(&o).contains("given up as stuck"), "{backend}: the stuck I/Os are reported: {}", stderr(&o));

@@ -227,6 +227,7 @@ fn regression_two_runs_on_one_map_the_second_is_refused_at_once() {
     let o = iocurve(d, &args(&["run", "--target", "b.dat"], &args(&common, FAST)));
     let took = t.elapsed();
     let err = input_error(&o, &["iocurve-verify.map", "in use", &format!("process {}", first.id())]);
+    // A hang guard: that it did not wait for the map is shown by the first run still going on.
     assert!(took < Duration::from_secs(10), "at once: {took:?}");
     assert!(!d.join("b.dat").exists(), "before any I/O: {err}");
     let o = iocurve(d, &["verify", "a.dat"]);

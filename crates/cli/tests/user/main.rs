@@ -1,0 +1,25 @@
+//! The integration tests an ordinary user can run: the real `iocurve` binary on files in
+//! temporary directories that user can write, with no root (no loop device, mount, network
+//! namespace or cgroup) and no tool beyond what the tests build, each quick. They are the
+//! integration part of the fast lane (`scripts/test --fast`, `cargo fast`). Everything else
+//! runs in `it/` and needs root: `it`'s tests that need it skip when not root, and under
+//! `scripts/test` (CI) a skip is a failure.
+//!
+//! The same layout as `it/`: one module per subject, `regression/` for tests guarding a bug an
+//! issue named (`cargo test -p iocurve --test user --test it regression::` runs them all).
+
+use iocurve_testkit as util;
+
+mod agents;
+mod data;
+mod deploy;
+mod everyday;
+mod faults;
+mod fio;
+mod launch;
+mod precondition;
+mod regression;
+mod runs;
+mod size;
+mod slurm;
+mod store;
