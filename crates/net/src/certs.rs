@@ -400,6 +400,7 @@ mod tests {
 
     #[test]
     fn rotate_issues_everything_again_from_the_kept_ca() {
+        iocurve_testkit::needs_tool!("openssl");
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().join("certs");

@@ -145,6 +145,7 @@ mod tests {
 
     #[test]
     fn host_credentials_name_their_host_and_expire_with_the_run() {
+        iocurve_testkit::needs_tool!("openssl");
         let run = crate::certs::RunCredentials::issue(std::time::Duration::from_secs(7200)).unwrap();
         let a = run.for_host("lg1.lab").unwrap();
         let b = run.for_host("10.0.0.2").unwrap();

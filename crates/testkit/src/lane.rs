@@ -2,9 +2,9 @@
 //! so that an ordinary user's `cargo test` runs what it can; under `scripts/test` (CI, as root)
 //! a skip is a failure, so that nothing quietly stops being tested (#34).
 //!
-//! The message goes straight to stderr (libtest captures only the `print!` family, and a
-//! passing test's output is never shown) and, when `IOCURVE_SKIPPED` names a file, is appended
-//! there too: `scripts/test` counts it.
+//! The message goes straight to stderr: libtest captures only the `print!` family, and a
+//! passing test's output is never shown. The same holds for a test of the fast lane that needs
+//! a command an ordinary machine may lack (`needs_tool!("openssl")`).
 
 use std::io::Write;
 
@@ -22,6 +22,27 @@ macro_rules! needs_root {
             return;
         }
     };
+}
+
+/// Starts a test that runs a command the full lane installs (`needs_tool!("openssl")`): when
+/// it is not on the PATH, says so and returns from the test, or fails it as [`needs_root!`]
+/// does when skips are failures.
+#[macro_export]
+macro_rules! needs_tool {
+    ($tool:expr) => {
+        if !$crate::lane::has_tool($tool) {
+            $crate::lane::skip(&format!("the `{}` command (scripts/test installs it)", $tool));
+            return;
+        }
+    };
+}
+
+/// Whether `name` is an executable file in a directory of the PATH.
+pub fn has_tool(name: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .any(|d| std::fs::metadata(d.join(name)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }
 
 pub fn is_root() -> bool {
@@ -44,14 +65,7 @@ pub fn skip(need: &str) {
             "{test} needs {need}, and a skipped test is a failure here (IOCURVE_NO_SKIP or CI is set): run the tests as root"
         );
     }
-    let line = format!("skipped {test}: needs {need}\n");
-    let _ = std::io::stderr().write_all(line.as_bytes());
-    if let Some(path) = std::env::var_os("IOCURVE_SKIPPED") {
-        // One write of one line with O_APPEND: the lines of tests skipping at once stay whole.
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
-            let _ = f.write_all(line.as_bytes());
-        }
-    }
+    let _ = std::io::stderr().write_all(format!("skipped {test}: needs {need}\n").as_bytes());
 }
 
 #[cfg(test)]
@@ -76,11 +90,8 @@ mod tests {
         let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
         assert!(msg.starts_with("lane::a_test needs root") && msg.contains("failure"), "{msg}");
         unsafe { std::env::remove_var("CI") };
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("skipped");
-        unsafe { std::env::set_var("IOCURVE_SKIPPED", &log) };
+        // Without strictness a skip returns (its line goes to stderr).
         std::thread::Builder::new().name("lane::b_test".into()).spawn(|| super::skip("fio")).unwrap().join().unwrap();
-        unsafe { std::env::remove_var("IOCURVE_SKIPPED") };
-        assert_eq!(std::fs::read_to_string(&log).unwrap(), "skipped lane::b_test: needs fio\n");
+        assert!(super::has_tool("sh") && !super::has_tool("iocurve-no-such-tool"));
     }
 }

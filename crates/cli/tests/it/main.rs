@@ -1,8 +1,9 @@
-//! The integration tests that need root, one binary: the real `iocurve` binary on real files,
-//! loop devices, the fault device, agents in network namespaces and a real browser. A test here
-//! that needs root starts with `needs_root!()`: without root it skips with a message, and under
-//! `scripts/test` (CI, root) a skip is a failure. The quick ones an ordinary user can run are in
-//! `user/`, the fast lane's. One module per subject, and `regression/` for the tests that guard
+//! The integration tests of the full lane, one binary: the real `iocurve` binary on real files,
+//! loop devices, the fault device, agents in network namespaces, sshd, Slurm, Prometheus. A test
+//! here that needs root starts with `needs_root!()`: without root it skips with a message, and
+//! under `scripts/test` (CI, root) a skip is a failure. Others need a tool `scripts/test`
+//! installs (fio, Prometheus, faketime, Python's venv, …) or take seconds each. The quick ones an
+//! ordinary user can run are in `user/`, the fast lane's. One module per subject, and `regression/` for the tests that guard
 //! a bug an issue named (`cargo test -p iocurve --test it --test user regression::` runs them
 //! all).
 //!

@@ -54,7 +54,7 @@ fn slurm_launch_starts_an_agent_per_task_of_the_allocation_and_leaves_nothing() 
         let (out, err) = (stdout(&o), stderr(&o));
         assert!(o.status.success(), "{alloc:?}: {out}\n{err}");
         assert!(out.contains(&format!("launched {n} of {n} agents over srun")), "{alloc:?}: {out}");
-        assert_eq!(out.contains("copied this binary to"), copied, "{out}");
+        assert_eq!(out.contains("copied this binary ("), copied, "{out}");
         let r: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
         let agents = r["host"]["agents"].as_array().unwrap();
         assert_eq!(agents.len(), n, "{alloc:?}: {agents:?}");

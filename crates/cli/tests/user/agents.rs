@@ -1,6 +1,8 @@
-//! Multi-host runs with agents as real processes (on loopback, each with its own targets):
-//! the aggregate is the exact sum of the hosts, steps start together, and every way in without
-//! the right token, TLS, protocol or allowed target is refused before anything is written.
+//! Agents' front door, as an ordinary user: an agent refuses to start without TLS unless told
+//! `--insecure`, and every way in without the right token, TLS, protocol or allowed target is
+//! refused before anything is written (agents as real processes on loopback). The multi-host
+//! runs are in `it/agents.rs`.
+
 use crate::util::cluster::*;
 use crate::util::*;
 use std::path::Path;

@@ -1,10 +1,8 @@
-//! The data pattern of written blocks, measured the way an array sees it on what the engine
-//! actually wrote (preconditioning and random-write runs, on a file and on a loop device): read
-//! back and measured independently of iocurve — 512-byte sector uniqueness and dedupe at every
-//! unit by SHA-256 in Python, compression per 4 KiB … 128 KiB unit by Python's zlib, and over
-//! the whole stream by the `zstd` binary with a 128 MiB long-range window (`--long=27`).
-//! Issue 12: before it, "unique" data held 1 distinct sector in 8 and compress 0.4 gave 161:1
-//! to `zstd --long`.
+//! The data pattern's options and figures, as an ordinary user: bad patterns are input errors,
+//! `datacheck` shows what an array would see beside what was asked, and a run's result carries
+//! the data table of its writing workloads. The read-back measurements (Python, `zstd`, loop
+//! devices) are in `it/data.rs`.
+
 use crate::util::*;
 use serde_json::Value;
 

@@ -1,6 +1,6 @@
-//! `iocurve deploy kubernetes`: the manifests validate against the Kubernetes API schemas
-//! (kubernetes-validate, offline, strict), `deploy/kubernetes/` is what this binary renders, and
-//! the ports, labels, paths and options in them are the binary's own.
+//! `iocurve deploy kubernetes`: bad options are named. The manifests' validation against the
+//! Kubernetes API schemas (kubernetes-validate, in the full lane's venv) is in `it/deploy.rs`.
+
 use crate::util::{iocurve, stderr};
 
 #[test]

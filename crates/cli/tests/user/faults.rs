@@ -1,7 +1,6 @@
-//! Running through faults, with faults injected around the real back-ends: errors are counted
-//! per target and second and match what was injected, stalls show as zero-throughput seconds and
-//! as the longest stall, the error policies do what they say, and the write faults really reach
-//! (or do not reach) the file.
+//! Injected faults: bad fault descriptions are input errors. Running through faults is in
+//! `it/faults.rs`.
+
 use crate::util::*;
 
 #[test]

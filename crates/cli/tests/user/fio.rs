@@ -1,7 +1,6 @@
-//! fio job files through the real binary (issue 19): `iocurve run job.fio` measures what the
-//! job file says on a real scratch file, `plan --from-fio` prints the plan that runs, what
-//! would change the measurement is refused (with file and line) unless `--fio-lenient`, and an
-//! imported job is held to the same write safety as any plan.
+//! fio job files (issue 19): includes are found where fio finds them. Runs of job files, and
+//! the comparison with fio itself, are in `it/fio.rs` and `crates/plan/tests/`.
+
 use crate::util::*;
 
 /// As fio 3.33: a relative include is looked up in the working directory first, then beside

@@ -1,6 +1,7 @@
-//! `run --launch ssh`: agents started by the coordinator itself over real OpenSSH (an sshd per
-//! network namespace), run, stopped — and nothing left on the hosts, also after Ctrl-C and
-//! after the coordinator is killed.
+//! `run --launch ssh`, as an ordinary user: its options and the plan's hosts are checked
+//! before anything starts, and a launched agent needs its credentials and removes only a launch
+//! copy. Launches over a real sshd per network namespace are in `it/launch.rs`.
+
 use crate::util::{bin, iocurve, stderr};
 
 #[test]

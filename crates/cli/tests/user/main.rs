@@ -1,9 +1,10 @@
 //! The integration tests an ordinary user can run: the real `iocurve` binary on files in
 //! temporary directories that user can write, with no root (no loop device, mount, network
 //! namespace or cgroup) and no tool beyond what the tests build, each quick. They are the
-//! integration part of the fast lane (`scripts/test --fast`, `cargo fast`). Everything else
-//! runs in `it/` and needs root: `it`'s tests that need it skip when not root, and under
-//! `scripts/test` (CI) a skip is a failure.
+//! integration part of the fast lane (`scripts/test --fast`, `cargo fast`). Everything else is
+//! in `it/`: the tests that need root (they skip without it, and fail so under `scripts/test`),
+//! that need a tool the full lane installs (fio, Prometheus, faketime, Python's venv, …), or
+//! that take seconds each.
 //!
 //! The same layout as `it/`: one module per subject, `regression/` for tests guarding a bug an
 //! issue named (`cargo test -p iocurve --test user --test it regression::` runs them all).

@@ -1,5 +1,7 @@
-//! Preconditioning: every block written exactly once with the data pattern, resumable after an
-//! interruption, and known to the runs that follow.
+//! Preconditioning, as an ordinary user: what it may not write is refused, and
+//! `--until-steady` checks its rounds before writing. The passes themselves are in
+//! `it/precondition.rs`.
+
 use crate::util::*;
 
 /// Review: `--max-rounds` / `--round-s` outside their bounds are refused before the fill (which

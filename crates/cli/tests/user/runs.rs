@@ -1,5 +1,6 @@
-//! Runs of the real binary on real files and loop devices: the default run, options, output,
-//! the JSON result, exit codes.
+//! Runs of the real binary: bad input is a clear error with exit code 2. Runs on files and
+//! loop devices are in `it/runs.rs`.
+
 use crate::util::*;
 
 #[test]

@@ -1,5 +1,6 @@
 //! `iocurve size` (issue 19, sizing arithmetic): every subcommand's help example, run as
 //! printed, gives the result its help promises, and bad input names what was wrong.
+
 use crate::util::*;
 
 #[test]

@@ -1,6 +1,6 @@
-//! `run --launch slurm`: agents started with srun inside a real Slurm allocation (a single-node
-//! Slurm started by the test), one per task; nothing left afterwards, also when the
-//! coordinator is killed.
+//! `run --launch slurm` outside an allocation says how to get one. Launches in a real
+//! single-node Slurm are in `it/slurm.rs`.
+
 use std::process::Command;
 
 use crate::util::{bin, shared_read_plan, stderr};

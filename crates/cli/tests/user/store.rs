@@ -1,4 +1,6 @@
-//! The results database: runs stored as they go, listed, shown and deleted.
+//! The results database: one that cannot be opened is a clear error. Storing, showing and
+//! exporting runs are in `it/store.rs`.
+
 use crate::util::*;
 
 #[test]

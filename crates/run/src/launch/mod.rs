@@ -191,6 +191,11 @@ pub fn start(
         launch.stop(obs);
         return Err(Error::Interrupted("interrupted while starting the agents: nothing ran".into()));
     }
+    if copied > 0
+        && let Some(w) = large_copy_warning(local.size)
+    {
+        obs.warning(&w);
+    }
     let how = opts.method.name();
     if !addresses.is_empty() {
         let hours = opts.lifetime.as_secs_f64() / 3600.0;
@@ -199,10 +204,7 @@ pub fn start(
             addresses.len(),
             hosts.len(),
             t0.elapsed().as_secs_f64(),
-            match copied {
-                0 => "no copy needed".to_string(),
-                n => format!("copied this binary to {n} host{}", if n == 1 { "" } else { "s" }),
-            },
+            copy_note(copied, local.size),
             slowest.0,
             slowest.1.as_secs_f64(),
             if hours >= 1.0 { format!("{hours:.3} h").replace(".000 h", " h") } else { format!("{:.0} min", hours * 60.0) },
@@ -726,5 +728,42 @@ impl Drop for Launch {
         impl iocurve_engine::StepObserver for Quiet {}
         impl Observer for Quiet {}
         self.stop(&mut Quiet);
+    }
+}
+
+/// How the launch line tells the copies: none, or to how many hosts and how large.
+fn copy_note(copied: usize, size: u64) -> String {
+    match copied {
+        0 => "no copy needed".to_string(),
+        n => format!("copied this binary ({:.1} MB) to {n} host{}", size as f64 / 1e6, if n == 1 { "" } else { "s" }),
+    }
+}
+
+/// A binary this large carries debug info (release: 108 MB, line tables and the debug info of the
+/// standard and C libraries) and is copied to every load host as it is; the shipping build, the
+/// `dist` profile, is about 17 MB (#34).
+const LARGE_COPY: u64 = 40_000_000;
+
+fn large_copy_warning(size: u64) -> Option<String> {
+    (size > LARGE_COPY).then(|| {
+        format!(
+            "this binary is {:.0} MB (a build with debug info) and each host got a copy: the shipping build is about 17 MB (cargo install --locked --path crates/cli --profile dist, or target/dist/iocurve)",
+            size as f64 / 1e6
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    /// The launch line says how large the copies were, and a binary with debug info is named
+    /// with the shipping build beside it (#34: the release binary was 127 MB).
+    #[test]
+    fn copies_are_told_with_their_size_and_a_large_one_names_the_shipping_build() {
+        assert_eq!(super::copy_note(0, 17_354_096), "no copy needed");
+        assert_eq!(super::copy_note(1, 17_354_096), "copied this binary (17.4 MB) to 1 host");
+        assert_eq!(super::copy_note(16, 17_354_096), "copied this binary (17.4 MB) to 16 hosts");
+        assert_eq!(super::large_copy_warning(17_354_096), None);
+        let w = super::large_copy_warning(107_774_040).unwrap();
+        assert!(w.starts_with("this binary is 108 MB") && w.contains("--profile dist"), "{w}");
     }
 }
