@@ -702,7 +702,7 @@ fn an_overload_on_one_agent_ends_the_step_on_every_agent() {
     let c = certs(dir.path());
     let (_agents, hosts) = file_agents(dir.path(), &c, &["a", "b"]);
     let w = format!(
-        "[[faults]]\nkind = \"stall\"\ntarget = \"{}\"\nfrom_s = 0.6\nto_s = 600\n[[workloads]]\nname = \"rated\"\nrate = [400, 800]\nmax_outstanding = 4\noverload = \"abort-step\"\nwarmup_s = 0.2\nintervals = 400\ninterval_s = 0.5\n",
+        "[[faults]]\nkind = \"stall\"\ntarget = \"{}\"\nfrom_s = 0.6\nto_s = 60\n[[workloads]]\nname = \"rated\"\nrate = [400, 800]\nmax_outstanding = 4\noverload = \"abort-step\"\nwarmup_s = 0.2\nintervals = 40\ninterval_s = 0.5\n",
         hosts[0].1.display()
     );
     hosts_plan(dir.path(), &hosts, &w);
@@ -711,6 +711,7 @@ fn an_overload_on_one_agent_ends_the_step_on_every_agent() {
     let (out, err) = (stdout(&o), stderr(&o));
     assert!(out.contains("overload = abort-step ended the step"), "{out}\n{err}");
     let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert!(r["workloads"][0]["steps"].is_array(), "a stored step: {r}\n{out}\n{err}");
     let all = steps(&r, 0);
     assert_eq!(all.len(), 1, "the rate ramp ends after the overloaded step");
     let s = &all[0];
@@ -721,8 +722,10 @@ fn an_overload_on_one_agent_ends_the_step_on_every_agent() {
         assert!(h["samples"].as_array().unwrap().len() <= 2, "{h}");
     }
     // The coordinator waits for every agent's end: the healthy one, had it not been stopped,
-    // would have run all 400 intervals (200 s), so a bound of 60 s (over 10× the few seconds
-    // it takes) still tells a healthy host that was not stopped.
+    // would have run all 40 intervals (20 s) and sent as many samples — the sample counts above
+    // tell that; this is a hang guard, over 10× the few seconds it takes. (A plan of 400
+    // intervals, to let this bound tell it too, failed once under CI's load with no step
+    // stored; not understood yet, so the plan stays as it was.)
     let took = t.elapsed();
     assert!(took < std::time::Duration::from_secs(60), "the healthy host stopped with the other: {took:?}");
 }
