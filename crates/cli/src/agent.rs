@@ -8,6 +8,10 @@ use iocurve_net::{auth, certs, launched};
 use crate::CliError;
 use crate::cli::AgentArgs;
 
+/// How long an agent told to end (SIGTERM, Ctrl-C, its coordinator's input closed, its
+/// credentials expired) waits for its work to stop before it exits anyway.
+const END_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
     if args.insecure && args.client_ca.is_some() {
         return Err(CliError::Usage(
@@ -17,6 +21,10 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
     if !(args.lease_s >= 1.0 && args.lease_s <= 3600.0) {
         return Err(CliError::Usage(format!("--lease-s {} must be 1 to 3600 seconds", args.lease_s)));
     }
+    if !(args.claim_expiry_s >= 1.0 && args.claim_expiry_s <= 86_400.0) {
+        return Err(CliError::Usage(format!("--claim-expiry-s {} must be 1 to 86400 seconds", args.claim_expiry_s)));
+    }
+    let audit = std::sync::Arc::new(iocurve_net::agent::audit::Audit::new(args.audit_log.as_deref())?);
     // A launched agent removes its copy first: whatever happens next, nothing copied stays.
     if args.remove_binary {
         remove_own_copy()?;
@@ -61,6 +69,8 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         metrics: None,
         one_run: launched.is_some(),
         remove_scratch: args.remove_scratch,
+        claim_expiry: std::time::Duration::from_secs_f64(args.claim_expiry_s),
+        audit,
     };
     if !cfg.state_dir.is_dir() {
         return Err(CliError::Usage(format!("--state-dir {}: no such directory", cfg.state_dir.display())));
@@ -95,14 +105,15 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
                 _ = input_closed => crate::errln!("standard input ended: the coordinator is gone; ending"),
                 _ = expired => crate::errln!("the run's credentials expired; ending"),
             }
-            if expires.is_some() {
-                // A launched agent ends now: it waits a moment for its connections to close,
-                // not for a coordinator that will never come back.
-                std::thread::spawn(|| {
-                    std::thread::sleep(std::time::Duration::from_secs(5));
-                    std::process::exit(0)
-                });
-            }
+            // The agent ends within seconds whatever it is doing: it waits a moment for its
+            // step to stop and its connections to close, not for a coordinator that will never
+            // come back, nor for a blocking walk or preparation to finish (two agents walking
+            // `/**/…` outlived SIGTERM by 25 minutes: issue 35, finding 1).
+            std::thread::spawn(|| {
+                std::thread::sleep(END_GRACE);
+                crate::errln!("still busy {} s after being told to end: ending now", END_GRACE.as_secs());
+                std::process::exit(0)
+            });
         };
         let bound = |a: std::net::SocketAddr| {
             if expires.is_some() {

@@ -717,6 +717,16 @@ pub struct AgentArgs {
     /// after which a running step stops all I/O.
     #[arg(long = "lease-s", default_value_t = 10.0, value_name = "S")]
     pub lease_s: f64,
+    /// Seconds after which the coordinator that owns this agent lets go of it if it made no
+    /// call that acts (targets, step, pass, Stop) while nothing ran; another coordinator may
+    /// then take it.
+    #[arg(long = "claim-expiry-s", default_value_t = 60.0, value_name = "S")]
+    pub claim_expiry_s: f64,
+    /// Append the audit trail to this file too (one JSON object per line: every call that
+    /// acts with its outcome, every refusal, the peer's address and certificate). It always
+    /// goes to standard error, each line starting `iocurve-audit `.
+    #[arg(long = "audit-log", value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
     /// Where this agent keeps its verification maps (one per set of targets and block size,
     /// `iocurve-verify-HOST-HASH.map`, locked while in use); default: the directory it runs in.
     #[arg(long = "state-dir", default_value = ".", value_name = "DIR")]

@@ -7,6 +7,10 @@ pub enum EngineError {
     /// The user asked for something that cannot be done as asked (exit code 2).
     #[error("{0}")]
     Input(String),
+    /// An agent's allow list does not admit what was asked (exit code 2): told apart so that the
+    /// agent's audit trail records it as a refusal.
+    #[error("{0}")]
+    OutsideAllowList(String),
     /// Writing was refused by the safety rules (exit code 2).
     #[error(
         "refusing to write to {path}: {reasons}.\n  If you are sure its contents may be destroyed, name it exactly: --allow-write {path}"
@@ -24,6 +28,6 @@ impl EngineError {
 
     /// True when the problem is in the user's input (plan, options, targets), not the system.
     pub fn is_input_error(&self) -> bool {
-        matches!(self, EngineError::Input(_) | EngineError::WriteRefused { .. })
+        matches!(self, EngineError::Input(_) | EngineError::OutsideAllowList(_) | EngineError::WriteRefused { .. })
     }
 }

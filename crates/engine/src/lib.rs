@@ -24,6 +24,7 @@ pub mod scratch;
 pub mod step;
 pub mod target;
 pub mod verify;
+pub mod walk;
 mod worker;
 
 /// How long a pass outside the measured steps (preconditioning, verification) waits for a write

@@ -146,7 +146,7 @@ impl TargetSet {
         for (gi, g) in groups.iter().enumerate() {
             let mut members = Vec::new();
             for pattern in &g.targets {
-                for path in expand(pattern, &g.name, opts.confine.as_deref())? {
+                for path in expand(pattern, &g.name, opts.confine.as_deref(), opts.cancel.as_deref())? {
                     // Thousands of targets take a while: Ctrl-C (or a coordinator gone) stops
                     // between two.
                     if cancelled() {
@@ -229,7 +229,12 @@ fn identity(f: &File) -> Option<Identity> {
 
 /// Expands a glob (sorted), or returns a plain path as is. An agent (`confined`) says nothing
 /// about paths it may not use, so its messages do not tell what exists.
-fn expand(pattern: &str, group: &str, confine: Option<&Confinement>) -> Result<Vec<PathBuf>, EngineError> {
+fn expand(
+    pattern: &str,
+    group: &str,
+    confine: Option<&Confinement>,
+    cancel: Option<&AtomicBool>,
+) -> Result<Vec<PathBuf>, EngineError> {
     if !is_glob(pattern) {
         let p = PathBuf::from(pattern);
         if confine.is_none() && std::fs::symlink_metadata(&p).is_err() {
@@ -248,11 +253,23 @@ fn expand(pattern: &str, group: &str, confine: Option<&Confinement>) -> Result<V
         }
         return Ok(vec![p]);
     }
-    let paths =
-        glob::glob(pattern).map_err(|e| EngineError::Input(format!("target glob `{pattern}` is invalid: {e}")))?;
+    let glob = crate::walk::Glob::parse(pattern)?;
+    let (base, bounds) = match confine {
+        // An agent walks only inside a directory its allow list names, from the directory the
+        // kernel resolved, never through a symlink (issue 35, finding 1).
+        Some(c) => (c.glob_base(pattern, &glob.base)?, crate::walk::Bounds::AGENT),
+        None => (glob.base.clone(), crate::walk::Bounds::LOCAL),
+    };
+    let mut out = crate::walk::walk(&glob, &base, bounds, cancel).map_err(|stopped| match stopped {
+        crate::walk::Stopped::Cancelled => EngineError::Input(format!(
+            "expanding target glob `{pattern}` was cancelled (the coordinator is gone or the run was interrupted)"
+        )),
+        crate::walk::Stopped::Bound(bound) => EngineError::Input(format!(
+            "target glob `{pattern}` was stopped at its bound of {bound}: a glob names targets, it does not search a filesystem; start it in the targets' own directory"
+        )),
+    })?;
     // Bounded: a glob is no way to walk a whole filesystem.
     const MAX_MATCHES: usize = 100_000;
-    let mut out: Vec<PathBuf> = paths.filter_map(Result::ok).take(MAX_MATCHES + 1).collect();
     if out.len() > MAX_MATCHES {
         return Err(EngineError::Input(format!(
             "target glob `{pattern}` matches more than {MAX_MATCHES} paths: name the targets more narrowly"

@@ -64,10 +64,13 @@ pub fn random_token() -> Result<String, NetError> {
 }
 
 /// The interceptor of the agent: a call without the right token is refused before it runs,
-/// and logged with its peer (at most one line per 5 s: a flood of them must not flood the log).
-/// A call with it marks its connection as no longer a stranger's (see [`crate::agent::listen`]).
-pub fn checker(token: Arc<String>) -> impl Fn(Request<()>) -> Result<Request<()>, Status> + Clone {
-    let last_logged = Arc::new(std::sync::Mutex::new((None::<std::time::Instant>, 0u64)));
+/// and audited with its peer (the trail rate-limits a flood of them: see
+/// [`crate::agent::audit`]). A call with it marks its connection as no longer a stranger's
+/// (see [`crate::agent::listen`]).
+pub fn checker(
+    token: Arc<String>,
+    audit: Arc<crate::agent::audit::Audit>,
+) -> impl Fn(Request<()>) -> Result<Request<()>, Status> + Clone {
     move |req: Request<()>| {
         let given = req.metadata().get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("");
         let given = given.strip_prefix("Bearer ").unwrap_or("");
@@ -77,14 +80,9 @@ pub fn checker(token: Arc<String>) -> impl Fn(Request<()>) -> Result<Request<()>
             }
             Ok(req)
         } else {
-            let mut l = last_logged.lock().unwrap_or_else(|e| e.into_inner());
-            if l.0.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(5)) {
-                let peer = crate::agent::listen::peer_of(&req);
-                tracing::warn!(%peer, more = l.1, "call refused: wrong or missing token");
-                *l = (Some(std::time::Instant::now()), 0);
-            } else {
-                l.1 += 1;
-            }
+            // The method is not known here (an interceptor sees no path): the trail says the
+            // token was wrong, and from where.
+            audit.refused("token", "any", &crate::agent::audit::Peer::of(&req), "wrong or missing token");
             Err(Status::unauthenticated("wrong or missing token"))
         }
     }

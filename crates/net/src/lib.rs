@@ -58,3 +58,35 @@ pub fn raise_open_file_limit() {
         }
     }
 }
+
+/// Text a peer sent, safe to print on a terminal or store: control characters (C0, DEL, C1 —
+/// an escape sequence can move the cursor, clear the screen or rewrite the line before) become
+/// `\xNN` / `\u{NNNN}`, and a backslash becomes `\\` so that the escaping cannot be forged.
+/// An agent's impostor printed a fake "run complete" on the coordinator's terminal this way
+/// (issue 35, finding 8). Tabs and newlines are escaped too: one message stays one line.
+pub fn printable(s: &str) -> String {
+    if !s.chars().any(|c| c.is_control() || c == '\\') {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x100 && c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod printable_tests {
+    #[test]
+    fn control_characters_are_escaped_and_the_rest_kept() {
+        assert_eq!(super::printable("plain /dev/sdb é"), "plain /dev/sdb é");
+        assert_eq!(super::printable("\x1b[2K\rrun complete\n"), "\\x1b[2K\\x0drun complete\\x0a");
+        assert_eq!(super::printable("a\u{9b}31m\u{7f}"), "a\\x9b31m\\x7f");
+        assert_eq!(super::printable("\\x1b"), "\\\\x1b", "an escape cannot be forged");
+    }
+}

@@ -15,6 +15,9 @@ use crate::EngineError;
 #[derive(Debug)]
 pub struct Confinement {
     allow: Vec<glob::Pattern>,
+    /// Each pattern as given, and the directory its literal part resolves to: a target glob
+    /// must start inside one of these, and symlinked device names are looked up by them.
+    given: Vec<(String, PathBuf)>,
     /// Scratch bytes this agent may create in its life (None: its scratch files together may
     /// take at most half of the free space plus what they already take).
     max_scratch: Option<u64>,
@@ -27,11 +30,12 @@ const MATCH: glob::MatchOptions =
 
 /// Resolves the literal directory part of an allow pattern the way the kernel will resolve
 /// targets (`/data` being a symlink to `/mnt/data` must still allow `/mnt/data/x`).
-fn canonical_pattern(p: &str) -> String {
+/// Also returns that directory (as given where it does not resolve).
+fn canonical_pattern(p: &str) -> (String, PathBuf) {
     let literal_end = p.find(['*', '?', '[']).unwrap_or(p.len());
     let dir_end = p[..literal_end].rfind('/').map_or(0, |i| i + 1);
     if dir_end == 0 {
-        return p.to_string();
+        return (p.to_string(), PathBuf::from("/"));
     }
     match std::fs::canonicalize(&p[..dir_end]) {
         Ok(dir) => {
@@ -39,10 +43,21 @@ fn canonical_pattern(p: &str) -> String {
             if !s.ends_with('/') {
                 s.push('/');
             }
-            s + &p[dir_end..]
+            (s + &p[dir_end..], dir)
         }
-        Err(_) => p.to_string(),
+        Err(_) => (p.to_string(), PathBuf::from(&p[..dir_end])),
     }
+}
+
+/// A symlink the system made, not a user: owned by root, in a directory owned by root that
+/// nobody else may write (udev's `/dev/mapper`, `/dev/disk/by-id`). A symlink a user could
+/// have placed is never followed to widen the list.
+fn system_symlink(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(link) = std::fs::symlink_metadata(path) else { return false };
+    let Some(parent) = path.parent() else { return false };
+    let Ok(dir) = std::fs::symlink_metadata(parent) else { return false };
+    link.file_type().is_symlink() && link.uid() == 0 && dir.is_dir() && dir.uid() == 0 && dir.mode() & 0o022 == 0
 }
 
 impl Confinement {
@@ -50,16 +65,18 @@ impl Confinement {
     /// agent may create over its life (None: half the free space of the filesystem, checked
     /// at each creation).
     pub fn new(allow: &[String], max_scratch: Option<u64>) -> Result<Confinement, String> {
-        let allow = allow
-            .iter()
-            .map(|p| {
-                if !p.starts_with('/') {
-                    return Err(format!("--allow {p}: give an absolute path or pattern"));
-                }
-                glob::Pattern::new(&canonical_pattern(p)).map_err(|e| format!("--allow {p}: {e}"))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Confinement { allow, max_scratch, used: Mutex::new(0) })
+        let mut patterns = Vec::new();
+        let mut given = Vec::new();
+        for p in allow {
+            if !p.starts_with('/') {
+                return Err(format!("--allow {p}: give an absolute path or pattern"));
+            }
+            let (canonical, dir) = canonical_pattern(p);
+            patterns.push(glob::Pattern::new(&canonical).map_err(|e| format!("--allow {p}: {e}"))?);
+            crate::walk::Glob::parse(p).map_err(|e| format!("--allow {p}: {e}"))?;
+            given.push((p.clone(), dir));
+        }
+        Ok(Confinement { allow: patterns, given, max_scratch, used: Mutex::new(0) })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -72,6 +89,47 @@ impl Confinement {
 
     fn matches(&self, canonical: &Path) -> bool {
         canonical.to_str().is_some_and(|s| self.allow.iter().any(|p| p.matches_with(s, MATCH)))
+            || self.names_device(canonical)
+    }
+
+    /// `--allow '/dev/mapper/lun*'` where udev made those names symlinks to `/dev/dm-N`: a
+    /// block device is allowed when a system symlink the pattern matches resolves to it
+    /// (issue 35, finding 8). Only patterns in `/dev`, where the system names devices, and
+    /// without `**` (trees of files, not device links); a symlink elsewhere in an allowed
+    /// directory still resolves outside the list and is refused.
+    fn names_device(&self, canonical: &Path) -> bool {
+        use std::os::unix::fs::FileTypeExt;
+        if !std::fs::metadata(canonical).is_ok_and(|m| m.file_type().is_block_device()) {
+            return false;
+        }
+        self.given.iter().filter(|(p, dir)| !p.contains("**") && dir.starts_with("/dev")).any(|(p, _)| {
+            let Ok(glob) = crate::walk::Glob::parse(p) else { return false };
+            let found = crate::walk::walk(&glob, &glob.base, crate::walk::Bounds::AGENT, None).unwrap_or_default();
+            found.iter().any(|name| system_symlink(name) && std::fs::canonicalize(name).is_ok_and(|c| c == canonical))
+        })
+    }
+
+    /// Where an agent walks a target glob: the directory its literal part resolves to, which
+    /// must lie inside the literal directory of one of the allow patterns. `/**/x` would
+    /// otherwise walk the whole host before the list filtered a single match (issue 35,
+    /// finding 1).
+    pub fn glob_base(&self, pattern: &str, base: &Path) -> Result<PathBuf, EngineError> {
+        if self.allow.is_empty() {
+            return Err(self.refuse(pattern));
+        }
+        if let Ok(resolved) = std::fs::canonicalize(base)
+            && self.given.iter().any(|(_, dir)| resolved.starts_with(dir))
+        {
+            return Ok(resolved);
+        }
+        // One answer whether the directory is missing or outside: a peer learns nothing of
+        // what exists outside the list.
+        let dirs: Vec<String> = self.given.iter().map(|(_, d)| d.display().to_string()).collect();
+        Err(EngineError::OutsideAllowList(format!(
+            "target glob {pattern} is outside this agent's allow list: its directory {} does not resolve inside one the list names ({}); start the glob inside one of them",
+            base.display(),
+            dirs.join(", ")
+        )))
     }
 
     /// The one answer for anything outside the list, whatever the reason (missing, no access,
@@ -82,7 +140,7 @@ impl Confinement {
                 "this agent allows no targets: start it with --allow PATH-GLOB for the paths it may use".into(),
             );
         }
-        EngineError::Input(format!(
+        EngineError::OutsideAllowList(format!(
             "target {asked} is outside this agent's allow list ({}), after resolving `..` and symlinks",
             self.list()
         ))

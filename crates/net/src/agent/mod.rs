@@ -25,6 +25,7 @@ use tonic::{Request, Response, Status};
 use crate::pb::agent_server::{Agent, AgentServer};
 use crate::{NetError, PROTOCOL, auth, pb, unix_ns, wire};
 
+pub mod audit;
 pub mod listen;
 mod requests;
 mod work;
@@ -64,7 +65,16 @@ pub struct AgentConfig {
     /// Remove the scratch files this agent creates when it ends, as a local run does unless
     /// `--keep` (a launched agent of a run without `--keep`); else they stay for later runs.
     pub remove_scratch: bool,
+    /// A coordinator that owns this agent loses it after this long without a call that acts
+    /// while nothing runs (`--claim-expiry-s`): an idle connection no longer holds an agent
+    /// for ever (issue 35, finding 6).
+    pub claim_expiry: Duration,
+    /// The audit trail (standard error, and `--audit-log FILE`).
+    pub audit: Arc<audit::Audit>,
 }
+
+/// The default of [`AgentConfig::claim_expiry`].
+pub const CLAIM_EXPIRY: Duration = Duration::from_secs(60);
 
 /// How long a one-run agent waits for its coordinator: one that died between starting the
 /// agent and reaching it leaves nothing running for longer.
@@ -109,12 +119,41 @@ struct Service {
     /// (opened without `keep`) until the agent ends, when dropping them removes the files.
     remove_scratch: bool,
     held: Arc<std::sync::Mutex<Vec<Arc<TargetSet>>>>,
+    audit: Arc<audit::Audit>,
+    /// See [`AgentConfig::claim_expiry`].
+    claim_expiry: Duration,
+    /// Target requests opening or preparing targets now (nothing else marks that work).
+    preparing: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 struct Owner {
     connection: std::sync::Weak<listen::Ticket>,
     peer: SocketAddr,
     since: std::time::Instant,
+    /// The owner's last call that acts.
+    last_act: std::time::Instant,
+}
+
+/// An accepted call that acts: its name and caller, for the audit trail of its outcome.
+struct Call {
+    name: &'static str,
+    peer: audit::Peer,
+}
+
+/// Counts a target request in [`Service::preparing`] while it lives.
+struct Preparing(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Preparing {
+    fn new(n: &Arc<std::sync::atomic::AtomicUsize>) -> Preparing {
+        n.fetch_add(1, Ordering::AcqRel);
+        Preparing(n.clone())
+    }
+}
+
+impl Drop for Preparing {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// A verification map in use on this agent: one per set of targets and block size.
@@ -168,6 +207,14 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// What a call asks of the targets, for the audit trail: the first 16 named, and how many.
+fn targets_detail(groups: &[pb::TargetGroup], write: bool) -> String {
+    let all: Vec<&String> = groups.iter().flat_map(|g| g.targets.iter()).collect();
+    let shown: Vec<&str> = all.iter().take(16).map(|t| t.as_str()).collect();
+    let more = if all.len() > 16 { format!(" and {} more", all.len() - 16) } else { String::new() };
+    format!("{} targets{}: {}{more}", all.len(), if write { " for writing" } else { "" }, shown.join(", "))
+}
+
 /// A target request's answer for a set of opened targets.
 fn facts(set: &TargetSet) -> Vec<pb::TargetFacts> {
     set.targets
@@ -185,37 +232,71 @@ fn facts(set: &TargetSet) -> Vec<pb::TargetFacts> {
 }
 
 impl Service {
+    /// Nothing runs: no step, pass or target preparation.
+    fn idle(&self) -> bool {
+        self.busy.try_lock().is_ok() && self.preparing.load(Ordering::Acquire) == 0
+    }
+
     /// Makes the caller's connection the owner of this agent, unless another live connection
     /// owns it: a second coordinator, even with the token, can neither stop the run's step
-    /// nor have files created or written while it runs (issue 15, finding 7). Logged either
-    /// way, with the peer and `what` was asked.
-    fn claim<T>(&self, req: &Request<T>, what: &str) -> Result<(), Status> {
+    /// nor have files created or written while it runs (issue 15, finding 7). An owner that
+    /// made no call that acts for [`AgentConfig::claim_expiry`] while nothing ran has let go
+    /// (issue 35, finding 6: one Stop kept an agent from its real run for as long as the
+    /// squatter's connection stayed open). Audited either way, with the peer, `what` was asked
+    /// and `detail`.
+    fn claim<T>(&self, req: &Request<T>, what: &'static str, detail: &str) -> Result<Call, Status> {
+        let peer = audit::Peer::of(req);
         // The in-process agent of a local run has one connection, its own.
-        let Some(ticket) = listen::ticket_of(req) else { return Ok(()) };
+        let Some(ticket) = listen::ticket_of(req) else { return Ok(Call { name: what, peer }) };
         let mut owner = self.owner.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(o) = owner.as_ref()
             && let Some(current) = o.connection.upgrade()
             && !Arc::ptr_eq(&current, &ticket)
         {
-            tracing::warn!(peer = %ticket.peer(), owner = %o.peer, what, "refused: this agent belongs to another coordinator's run");
-            return Err(Status::aborted(format!(
-                "this agent is in use by the coordinator at {} (for {:.0} s): one coordinator at a time; wait for that run to end",
-                o.peer,
-                o.since.elapsed().as_secs_f64()
-            )));
+            let idle_for = o.last_act.elapsed();
+            if idle_for >= self.claim_expiry && self.idle() {
+                self.audit.note(
+                    &format!(
+                        "the coordinator at {} made no call that acts for {:.0} s while nothing ran: it no longer owns this agent",
+                        o.peer,
+                        idle_for.as_secs_f64()
+                    ),
+                    Some(&peer),
+                );
+                *owner = None;
+            } else {
+                let why = format!(
+                    "this agent is in use by the coordinator at {} (for {:.0} s): one coordinator at a time; wait for that run to end",
+                    o.peer,
+                    o.since.elapsed().as_secs_f64()
+                );
+                self.audit.refused("owner", what, &peer, &why);
+                return Err(Status::aborted(why));
+            }
         }
-        if owner.as_ref().is_none_or(|o| o.connection.upgrade().is_none()) {
-            tracing::info!(peer = %ticket.peer(), "coordinator took this agent for its run");
-            *owner = Some(Owner {
-                connection: Arc::downgrade(&ticket),
-                peer: ticket.peer(),
-                since: std::time::Instant::now(),
-            });
+        let now = std::time::Instant::now();
+        match owner.as_mut() {
+            Some(o) if o.connection.upgrade().is_some() => o.last_act = now,
+            _ => {
+                self.audit.note("a coordinator took this agent for its run", Some(&peer));
+                *owner =
+                    Some(Owner { connection: Arc::downgrade(&ticket), peer: ticket.peer(), since: now, last_act: now });
+            }
         }
-        tracing::info!(peer = %ticket.peer(), what, "call accepted");
-        Ok(())
+        self.audit.accepted(what, &peer, detail);
+        Ok(Call { name: what, peer })
     }
 
+    /// The audit line of a call's error: a refusal by the allow list, or a failure.
+    fn audit_error(&self, call: &Call, e: &Status) {
+        if e.code() == tonic::Code::PermissionDenied {
+            self.audit.refused("allow_list", call.name, &call.peer, e.message());
+        } else {
+            self.audit.failed(call.name, &call.peer, e.message());
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn new(
         confine: Option<Confinement>,
         allow_write: Vec<PathBuf>,
@@ -223,8 +304,13 @@ impl Service {
         state_dir: PathBuf,
         metrics: Option<iocurve_metrics::Exporter>,
         remove_scratch: bool,
+        audit: Arc<audit::Audit>,
+        claim_expiry: Duration,
     ) -> Service {
         Service {
+            audit,
+            claim_expiry,
+            preparing: Arc::default(),
             remove_scratch,
             held: Arc::default(),
             metrics: metrics.map(|e| (e, iocurve_engine::host::facts().hostname)),
@@ -284,8 +370,8 @@ impl Service {
     }
 
     /// Targets that must exist, opened for reading (a verification pass).
-    async fn open_existing(&self, groups: &[pb::TargetGroup]) -> Result<Arc<TargetSet>, Status> {
-        self.open_with(groups, 0, false, false, true).await
+    async fn open_existing(&self, call: &Call, groups: &[pb::TargetGroup]) -> Result<Arc<TargetSet>, Status> {
+        self.open_with(call, groups, 0, false, false, true).await
     }
 
     /// Opens the targets (allow list and safety rules first) on a blocking thread: opening may
@@ -293,6 +379,23 @@ impl Service {
     /// `unfilled`: scratch files are created allocated but not written (a precondition pass
     /// writes them anyway, the null back-end never touches them).
     async fn open_with(
+        &self,
+        call: &Call,
+        groups: &[pb::TargetGroup],
+        scratch_size: u64,
+        write: bool,
+        unfilled: bool,
+        existing_only: bool,
+    ) -> Result<Arc<TargetSet>, Status> {
+        let _preparing = Preparing::new(&self.preparing);
+        let r = self.open_unaudited(groups, scratch_size, write, unfilled, existing_only).await;
+        if let Err(e) = &r {
+            self.audit_error(call, e);
+        }
+        r
+    }
+
+    async fn open_unaudited(
         &self,
         groups: &[pb::TargetGroup],
         scratch_size: u64,
@@ -340,7 +443,9 @@ impl Service {
             }
         }
         opened.map_err(|e| {
-            if e.is_input_error() {
+            if matches!(e, iocurve_engine::EngineError::OutsideAllowList(_)) {
+                Status::permission_denied(e.to_string())
+            } else if e.is_input_error() {
                 Status::failed_precondition(e.to_string())
             } else {
                 Status::internal(e.to_string())
@@ -378,19 +483,20 @@ impl Agent for Service {
     }
 
     async fn targets(&self, req: Request<pb::TargetsRequest>) -> Result<Response<pb::TargetsReply>, Status> {
-        self.claim(&req, "targets")?;
+        let call = self.claim(&req, "targets", &targets_detail(&req.get_ref().groups, req.get_ref().write))?;
         let r = req.into_inner();
-        tracing::info!(
-            targets = ?r.groups.iter().flat_map(|g| g.targets.iter()).take(16).collect::<Vec<_>>(),
-            write = r.write,
-            "targets requested"
-        );
-        let set = self.open_with(&r.groups, r.scratch_size, r.write, r.unfilled, false).await?;
+        let set = self.open_with(&call, &r.groups, r.scratch_size, r.write, r.unfilled, false).await?;
         Ok(Response::new(pb::TargetsReply { targets: facts(&set) }))
     }
 
     async fn stop(&self, req: Request<pb::StopRequest>) -> Result<Response<pb::StopReply>, Status> {
-        self.claim(&req, "stop")?;
+        // Stop with nothing running changes nothing, so it claims nothing: it made a squatter's
+        // connection the owner of an idle agent (issue 35, finding 6).
+        if self.stop.lock().unwrap_or_else(|e| e.into_inner()).is_none() {
+            self.audit.accepted("stop", &audit::Peer::of(&req), "nothing was running: nothing claimed");
+            return Ok(Response::new(pb::StopReply { running: false }));
+        }
+        self.claim(&req, "stop", "")?;
         let running = match &*self.stop.lock().unwrap_or_else(|e| e.into_inner()) {
             Some(flag) => {
                 flag.store(true, Ordering::Relaxed);
@@ -402,7 +508,8 @@ impl Agent for Service {
     }
 
     async fn end_after(&self, req: Request<pb::EndAfterRequest>) -> Result<Response<pb::EndAfterReply>, Status> {
-        self.claim(&req, "end_after")?;
+        let detail = if req.get_ref().query { "query" } else { "" };
+        self.claim(&req, "end_after", detail)?;
         let r = req.into_inner();
         let ends = if r.query {
             self.end.position(r.start_at_unix_ns)
@@ -421,7 +528,7 @@ impl Agent for Service {
         &self,
         req: Request<pb::PreconditionRequest>,
     ) -> Result<Response<Self::PreconditionStream>, Status> {
-        self.claim(&req, "precondition")?;
+        let call = self.claim(&req, "precondition", &targets_detail(&req.get_ref().groups, true))?;
         let r = req.into_inner();
         let cfg = precondition_request(&r)?;
         let stuck_after = requests::stuck_after(r.stuck_after_s);
@@ -436,7 +543,7 @@ impl Agent for Service {
             qd = cfg.qd,
             "precondition requested"
         );
-        let targets = self.open_with(&r.groups, r.scratch_size, true, true, false).await?;
+        let targets = self.open_with(&call, &r.groups, r.scratch_size, true, true, false).await?;
         let stop = Arc::new(AtomicBool::new(false));
         *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop.clone());
         let slot = self.stop.clone();
@@ -458,7 +565,7 @@ impl Agent for Service {
         &self,
         req: Request<pb::VerifyPassRequest>,
     ) -> Result<Response<Self::VerifyPassStream>, Status> {
-        self.claim(&req, "verification pass")?;
+        let call = self.claim(&req, "verification pass", &targets_detail(&req.get_ref().groups, false))?;
         let r = req.into_inner();
         if !(512..=64 << 20).contains(&r.bs) || !r.bs.is_multiple_of(512) {
             return Err(Status::invalid_argument(format!("blocks of {} bytes: a map has 512 bytes to 64 MiB", r.bs)));
@@ -468,7 +575,7 @@ impl Agent for Service {
             .clone()
             .try_lock_owned()
             .map_err(|_| Status::resource_exhausted("this agent is running another step"))?;
-        let targets = self.open_existing(&r.groups).await?;
+        let targets = self.open_existing(&call, &r.groups).await?;
         // The local run's own map, or this agent's for these targets.
         let (map, path) = match self.local.as_ref().map(|l| l.verify.clone()) {
             Some(Some(run_map)) => run_map,
@@ -552,7 +659,8 @@ impl Agent for Service {
 
     async fn run_step(&self, req: Request<pb::StepRequest>) -> Result<Response<Self::RunStepStream>, Status> {
         let received_unix_ns = unix_ns();
-        self.claim(&req, "step")?;
+        let detail = format!("{} workers; {}", req.get_ref().workers, targets_detail(&req.get_ref().groups, false));
+        let call = self.claim(&req, "step", &detail)?;
         let r = req.into_inner();
         let (w, mut backend, faults) = step_request(&r)?;
         // Said once, in the agent's Hello (the run's `host.agents[].backend_note`).
@@ -568,7 +676,7 @@ impl Agent for Service {
         // The null back-end touches no data: a scratch file a null-only run left unwritten is
         // fine for it (and not filled for it).
         let null = backend == Backend::Null;
-        let targets = self.open_with(&r.groups, r.scratch_size, w.writes(), null, false).await?;
+        let targets = self.open_with(&call, &r.groups, r.scratch_size, w.writes(), null, false).await?;
         // The map: the local run's own, or this agent's for these targets.
         let (verify, map_file) = match (&self.local, w.verify) {
             (_, false) => (None, None),
@@ -629,10 +737,29 @@ pub async fn serve(
     bound: impl FnOnce(SocketAddr),
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), NetError> {
+    // Plain text only where nobody else is on the path: the token crosses the connection as
+    // it is, and recorded bytes replayed later re-ran a step (issue 35, finding 6).
+    if cfg.tls.is_none() && !cfg.listen.ip().is_loopback() {
+        return Err(NetError::Input(format!(
+            "--insecure listens only on loopback (127.0.0.1 or ::1), not on {}: without TLS anyone on the path reads the token and can replay the calls; use TLS (`iocurve certs init DIR`), or listen on loopback and reach it through an SSH tunnel",
+            cfg.listen
+        )));
+    }
     let confine = Confinement::new(&cfg.allow, cfg.max_scratch).map_err(NetError::Input)?;
-    let service = Service::new(Some(confine), cfg.allow_write, None, cfg.state_dir, cfg.metrics, cfg.remove_scratch);
+    let audit = cfg.audit.clone();
+    let service = Service::new(
+        Some(confine),
+        cfg.allow_write,
+        None,
+        cfg.state_dir,
+        cfg.metrics,
+        cfg.remove_scratch,
+        audit.clone(),
+        cfg.claim_expiry,
+    );
     let owner = service.owner.clone();
     let held = service.held.clone();
+    let step_stop = service.stop.clone();
     let one_run = cfg.one_run;
     let shutdown = async move {
         if one_run {
@@ -642,6 +769,11 @@ pub async fn serve(
             }
         } else {
             shutdown.await
+        }
+        // A running step stops now (its interval finishes, its I/O ends), so that the server's
+        // graceful end does not wait for the whole step.
+        if let Some(flag) = &*step_stop.lock().unwrap_or_else(|e| e.into_inner()) {
+            flag.store(true, Ordering::Relaxed);
         }
         // The scratch files this agent created go now (a step still running holds its set
         // until it ends).
@@ -668,11 +800,28 @@ pub async fn serve(
         .map_err(|e| NetError::Input(format!("cannot listen on {}: {e}", cfg.listen)))?;
     let addr = listener.local_addr().map_err(|e| NetError::Failed(format!("listening socket: {e}")))?;
     bound(addr);
-    builder
-        .add_service(AgentServer::with_interceptor(service, auth::checker(token)))
+    audit.note(&format!("listening on {addr}{}", if cfg.tls.is_some() { "" } else { " without TLS" }), None);
+    // Refusals counted beyond the first few reach the trail at least every window.
+    let flusher = {
+        let audit = audit.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(audit::WINDOW);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                every.tick().await;
+                audit.flush();
+            }
+        })
+    };
+    let served = builder
+        .add_service(AgentServer::with_interceptor(service, auth::checker(token, audit.clone())))
         .serve_with_incoming_shutdown(listen::incoming(listener, listen::Limits::default()), shutdown)
         .await
-        .map_err(|e| NetError::Failed(format!("agent on {addr}: {e}")))
+        .map_err(|e| NetError::Failed(format!("agent on {addr}: {e}")));
+    flusher.abort();
+    audit.flush();
+    audit.note("ended", None);
+    served
 }
 
 /// Completes when a one-run agent's run is over: the connection that owned it closed, or no
@@ -695,11 +844,12 @@ async fn run_over(owner: Arc<std::sync::Mutex<Option<Owner>>>) -> &'static str {
 /// is what a remote agent gets.
 pub fn in_process(local: InProcess, token: String) -> tokio::io::DuplexStream {
     let (client, server) = tokio::io::duplex(1 << 20);
-    let service = Service::new(None, Vec::new(), Some(local), PathBuf::new(), None, false);
+    let audit = Arc::new(audit::Audit::off());
+    let service = Service::new(None, Vec::new(), Some(local), PathBuf::new(), None, false, audit.clone(), CLAIM_EXPIRY);
     let incoming = tokio_stream::once(Ok::<_, std::io::Error>(server));
     tokio::spawn(async move {
         let r = Server::builder()
-            .add_service(AgentServer::with_interceptor(service, auth::checker(Arc::new(token))))
+            .add_service(AgentServer::with_interceptor(service, auth::checker(Arc::new(token), audit)))
             .serve_with_incoming(incoming)
             .await;
         if let Err(e) = r {

@@ -686,3 +686,215 @@ fn regression_an_unwritten_scratch_file_on_an_agent_is_not_taken_as_precondition
     assert_eq!(zero_blocks(), 0, "every block written");
     drop(agents);
 }
+
+/// `cmd`'s output, or a panic once `within` has passed (the child is killed first).
+fn output_within(mut cmd: Command, within: std::time::Duration) -> std::process::Output {
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(within) {
+        Ok(o) => o.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            panic!("still running after {within:?}")
+        }
+    }
+}
+
+/// Issue 35, finding 1: a target glob `/**/zz_nothing` walked the whole host (through
+/// `/proc/*/root`) before the allow list filtered its matches, for minutes after its caller
+/// left. A glob must now start inside a directory the allow list names, and a walk inside an
+/// allowed tree stops at its bound, naming it. (The bounds of 60 s hold on a machine ten times
+/// slower: the refusal is immediate and the walk's own bound is 10 s; the old walk took
+/// minutes.)
+#[test]
+fn regression_a_target_glob_outside_the_allow_list_is_refused_before_any_walk() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let d = dir.path().join("allowed");
+    std::fs::create_dir(&d).unwrap();
+    let agent = AgentProc::start(&d, &c, &format!("{}/*", d.display()), &[]);
+    let read = "[[workloads]]\nname = \"r\"\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.3\n";
+    hosts_plan(dir.path(), &[(agent.addr.as_str(), PathBuf::from("/**/zz_nothing"))], read);
+    let o = output_within(coordinator(dir.path(), &c, &["plan.toml"]), std::time::Duration::from_secs(60));
+    input_error(&o, &["/**/zz_nothing", "outside this agent's allow list", "start the glob inside"]);
+
+    // Everything allowed: the walk itself is bounded, and says by what.
+    let everything = AgentProc::start(&d, &c, "/**", &[]);
+    hosts_plan(dir.path(), &[(everything.addr.as_str(), PathBuf::from("/**/zz_nothing"))], read);
+    let o = output_within(coordinator(dir.path(), &c, &["plan.toml"]), std::time::Duration::from_secs(60));
+    input_error(&o, &["/**/zz_nothing", "was stopped at its bound of"]);
+}
+
+/// Issue 35, finding 1: an agent ignored SIGTERM while it worked (two agents outlived their
+/// test by 25 minutes). Told to end in the middle of a long step, it stops the step and exits
+/// within seconds; the coordinator learns that the host is gone.
+#[test]
+fn regression_an_agent_ends_within_seconds_of_sigterm_in_the_middle_of_a_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let (mut agents, hosts) = file_agents(dir.path(), &c, &["a"]);
+    let long = "[[workloads]]\nname = \"r\"\nramp = [1]\nwarmup_s = 0\nintervals = 600\ninterval_s = 1\n";
+    hosts_plan(dir.path(), &hosts, long);
+    let mut coord = Watched::spawn(coordinator(dir.path(), &c, &["plan.toml", "--size", "16m"]));
+    coord.wait_for("clock offset", std::time::Duration::from_secs(60));
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let agent = &mut agents[0];
+    let sent = std::time::Instant::now();
+    assert!(Command::new("kill").args(["-TERM", &agent.child.id().to_string()]).status().unwrap().success());
+    let ended = loop {
+        if let Some(status) = agent.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(sent.elapsed() < std::time::Duration::from_secs(60), "the agent still runs 60 s after SIGTERM");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(ended.code().is_some(), "the agent exits by itself: {ended:?}");
+    let _ = coord.child.kill();
+    let _ = coord.finish();
+}
+
+/// A client of `agent` with the test cluster's CA and token, as a second coordinator would be.
+async fn token_client(
+    c: &Path,
+    addr: &str,
+) -> iocurve_net::pb::agent_client::AgentClient<
+    tonic::service::interceptor::InterceptedService<tonic::transport::Channel, iocurve_net::auth::Bearer>,
+> {
+    let tls = tonic::transport::ClientTlsConfig::new()
+        .ca_certificate(tonic::transport::Certificate::from_pem(std::fs::read_to_string(c.join("ca.pem")).unwrap()))
+        .domain_name("iocurve-agent");
+    let ch = tonic::transport::Endpoint::from_shared(format!("https://{addr}"))
+        .unwrap()
+        .tls_config(tls)
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let tok = std::fs::read_to_string(c.join("token")).unwrap().trim().to_string();
+    iocurve_net::pb::agent_client::AgentClient::with_interceptor(ch, iocurve_net::auth::Bearer::new(&tok).unwrap())
+}
+
+/// Issue 35, finding 6: one Stop call made its connection the owner of an idle agent for as
+/// long as it stayed open, and the real run then exited 2. Stop with nothing running claims
+/// nothing now, and an owner that made no call that acts for `--claim-expiry-s` while nothing
+/// ran has let go.
+#[test]
+fn regression_an_idle_agent_cannot_be_squatted() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let d = dir.path().join("a");
+    std::fs::create_dir(&d).unwrap();
+    let agent = AgentProc::start(&d, &c, &format!("{}/*", d.display()), &["--claim-expiry-s", "2"]);
+    let rr = "[[workloads]]\nname = \"rr\"\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.2\n";
+    hosts_plan(dir.path(), &[(agent.addr.as_str(), d.join("t.dat"))], rr);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    use iocurve_net::pb;
+    // The squatter's connection stays open through the real runs below.
+    let mut squatter = rt.block_on(token_client(&c, &agent.addr));
+    let reply = rt.block_on(squatter.stop(pb::StopRequest {})).unwrap();
+    assert!(!reply.get_ref().running);
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m"]).output().unwrap();
+    assert!(o.status.success(), "a Stop with nothing running claimed the agent: {}", stderr(&o));
+
+    // A squatter that really acted (it opened a target) and then idles loses the agent.
+    let mine = pb::TargetGroup { name: "g".into(), weight: 1, targets: vec![d.join("t.dat").display().to_string()] };
+    rt.block_on(squatter.targets(pb::TargetsRequest { groups: vec![mine], ..Default::default() })).unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m"]).output().unwrap();
+    assert!(o.status.success(), "an idle owner kept the agent: {}", stderr(&o));
+    drop(squatter);
+}
+
+/// Issue 35, finding 5: accepted calls were INFO under a default level of WARN, logs named
+/// IP:port and never the certificate, and a path outside the allow list was not a refusal. The
+/// audit trail (standard error and `--audit-log`) has each call that acts with its outcome, the
+/// peer and, under mutual TLS, its certificate; refusals are refusals.
+#[test]
+fn regression_the_audit_trail_records_calls_refusals_and_the_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let d = dir.path().join("a");
+    std::fs::create_dir(&d).unwrap();
+    let log = dir.path().join("audit.log");
+    let ca = c.join("ca.pem").display().to_string();
+    let agent = AgentProc::start(
+        &d,
+        &c,
+        &format!("{}/*", d.display()),
+        &["--audit-log", log.to_str().unwrap(), "--client-ca", &ca],
+    );
+    let (cert, key) = (c.join("client.pem").display().to_string(), c.join("client.key").display().to_string());
+    let mtls = ["--client-cert", cert.as_str(), "--client-key", key.as_str()];
+    let rr = "[[workloads]]\nname = \"rr\"\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.2\n";
+    hosts_plan(dir.path(), &[(agent.addr.as_str(), d.join("t.dat"))], rr);
+    let o = coordinator(dir.path(), &c, &args(&["plan.toml", "--size", "16m"], &mtls)).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    hosts_plan(dir.path(), &[(agent.addr.as_str(), PathBuf::from("/etc/passwd"))], rr);
+    let o = coordinator(dir.path(), &c, &args(&["plan.toml"], &mtls)).output().unwrap();
+    input_error(&o, &["outside this agent's allow list"]);
+    let events: Vec<Value> =
+        std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let find = |call: &str, outcome: &str| {
+        events.iter().find(|e| e["call"] == call && e["outcome"] == outcome).cloned().unwrap_or_else(|| {
+            panic!("no {call} {outcome} in {events:#?}");
+        })
+    };
+    let step = find("step", "accepted");
+    assert!(step["peer"].as_str().unwrap().starts_with("127.0.0.1:"), "{step}");
+    assert!(step["certificate"].as_str().unwrap().starts_with("CN=iocurve coordinator sha256:"), "{step}");
+    assert!(step["time"].as_str().unwrap().ends_with('Z'), "{step}");
+    assert!(find("targets", "accepted")["detail"].as_str().unwrap().contains("t.dat"));
+    let refused = find("targets", "refused");
+    assert_eq!(refused["rule"], "allow_list", "{refused}");
+    assert!(refused["reason"].as_str().unwrap().contains("/etc/passwd"), "{refused}");
+}
+
+/// Issue 35, finding 8: allow patterns were resolved only up to their last literal directory,
+/// so the README's own `--allow '/dev/mapper/lun*'` refused every LUN where udev made those
+/// names symlinks to `/dev/dm-N`. A system symlink in `/dev` that the pattern matches now
+/// allows the device it resolves to; a symlink a user could plant still does not.
+#[test]
+fn regression_an_allow_pattern_of_symlinked_device_names_allows_those_devices() {
+    iocurve_testkit::needs_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let lo = Loop::new(16 << 20, &[]);
+    // A udev-like directory of links: /dev/iocurve-test-PID/lun0 -> /dev/loopN.
+    let links = PathBuf::from(format!("/dev/iocurve-test-{}", std::process::id()));
+    struct Gone(PathBuf);
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    std::fs::create_dir(&links).unwrap();
+    let _gone = Gone(links.clone());
+    std::os::unix::fs::symlink(lo.path(), links.join("lun0")).unwrap();
+    let d = dir.path().join("a");
+    std::fs::create_dir(&d).unwrap();
+    let agent = AgentProc::start(&d, &c, &format!("{}/lun*", links.display()), &[]);
+    let rr = "[[workloads]]\nname = \"rr\"\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.2\n";
+    for target in [links.join("lun0"), links.join("lun*")] {
+        hosts_plan(dir.path(), &[(agent.addr.as_str(), target.clone())], rr);
+        let o = coordinator(dir.path(), &c, &["plan.toml"]).output().unwrap();
+        assert!(o.status.success(), "{} is allowed: {}", target.display(), stderr(&o));
+    }
+    // The device itself by its own name is not what the pattern names... but it is what the
+    // link names: allowed too, as the same device.
+    hosts_plan(dir.path(), &[(agent.addr.as_str(), PathBuf::from(lo.path()))], rr);
+    let o = coordinator(dir.path(), &c, &["plan.toml"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // A link in a directory others may write (as /dev/shm) widens nothing.
+    let open = links.join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o1777)).unwrap();
+    std::os::unix::fs::symlink(lo.path(), open.join("lun1")).unwrap();
+    let loose = AgentProc::start(&d, &c, &format!("{}/lun*", open.display()), &[]);
+    hosts_plan(dir.path(), &[(loose.addr.as_str(), open.join("lun1"))], rr);
+    let o = coordinator(dir.path(), &c, &["plan.toml"]).output().unwrap();
+    input_error(&o, &["outside this agent's allow list"]);
+}
