@@ -13,10 +13,25 @@ fn write(to: &mut dyn Write, closed: &AtomicBool, args: std::fmt::Arguments) {
     if closed.load(Ordering::Relaxed) {
         return;
     }
-    if to.write_fmt(args).and_then(|()| to.flush()).is_err() {
+    let text = terminal_safe(args.to_string());
+    if to.write_all(text.as_bytes()).and_then(|()| to.flush()).is_err() {
         // EPIPE, ENOSPC, EIO: whatever it was, nobody reads this stream any more.
         closed.store(true, Ordering::Relaxed);
     }
+}
+
+/// Text with every control character but newline and tab escaped (`\xNN`): nothing iocurve
+/// prints may move the cursor, rewrite a line or clear the screen, whoever wrote the text (an
+/// agent's host name, an error it sent, a path in the store; issue 35, finding 8). The live
+/// progress line is drawn by indicatif, not through here.
+fn terminal_safe(text: String) -> String {
+    if !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return text;
+    }
+    text.split('\n')
+        .map(|line| line.split('\t').map(iocurve_net::printable).collect::<Vec<_>>().join("\t"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Writes to standard output; silent once it failed.
@@ -65,6 +80,16 @@ mod tests {
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
+    }
+
+    /// Issue 35, finding 8: an impostor agent's text moved the cursor and printed a fake
+    /// "run complete" on the coordinator's terminal.
+    #[test]
+    fn regression_control_characters_never_reach_the_terminal() {
+        let mut v = Vec::new();
+        let closed = AtomicBool::new(false);
+        write(&mut v, &closed, format_args!("agent {}: said\tthis\n", "h\x1b[1A\x1b[2K\rrun complete"));
+        assert_eq!(String::from_utf8(v).unwrap(), "agent h\\x1b[1A\\x1b[2K\\x0drun complete: said\tthis\n");
     }
 
     #[test]

@@ -61,8 +61,10 @@ impl Remote {
 }
 
 pub(crate) fn failed(addr: &str, what: &str, e: tonic::Status) -> NetError {
-    let msg = format!("agent {addr}: {what}: {}", e.message());
-    let detail = format!("{}{}", e.message(), source_chain(&e));
+    // What an agent says is escaped before anyone prints or stores it (issue 35, finding 8).
+    let said = iocurve_net::printable(e.message());
+    let msg = format!("agent {addr}: {what}: {said}");
+    let detail = format!("{said}{}", iocurve_net::printable(&source_chain(&e)));
     if mentions_certificate(&detail) {
         // With TLS 1.3 an agent refuses the coordinator's certificate after the handshake:
         // the first call carries the alert. A mistake to fix, not a host gone.
@@ -165,7 +167,7 @@ async fn handshake(
     insecure: bool,
 ) -> Result<Remote, NetError> {
     let mut client = AgentClient::with_interceptor(channel, auth::Bearer::new(token)?);
-    let hello = client
+    let mut hello = client
         .hello(pb::HelloRequest { protocol: PROTOCOL, version: env!("CARGO_PKG_VERSION").into() })
         .await
         .map_err(|e| match failed(addr, "hello", e) {
@@ -184,6 +186,14 @@ async fn handshake(
             other => other,
         })?
         .into_inner();
+    // An agent's self-description reaches terminals, the store and reports: escaped here,
+    // once (an impostor printed a fake "run complete" through its host name: issue 35,
+    // finding 8).
+    let clean = |s: &mut String| *s = iocurve_net::printable(s);
+    for field in [&mut hello.version, &mut hello.hostname, &mut hello.kernel, &mut hello.cpu_model] {
+        clean(field);
+    }
+    clean(&mut hello.io_uring_unavailable);
     if hello.protocol != PROTOCOL {
         return Err(NetError::Input(format!(
             "protocol mismatch: agent {addr} (iocurve {}) speaks protocol {}, this coordinator (iocurve {}) speaks {PROTOCOL}; run the same iocurve version on both",
@@ -367,13 +377,22 @@ pub async fn targets(
             let answer = call.await.map_err(|e| NetError::Failed(format!("opening targets on {}: {e}", r.addr)))?;
             out.push(match answer {
                 Ok(facts) => {
-                    let facts = facts.into_inner().targets;
+                    let mut facts = facts.into_inner().targets;
+                    for f in &mut facts {
+                        for s in [&mut f.path, &mut f.kind, &mut f.group] {
+                            *s = iocurve_net::printable(s);
+                        }
+                    }
                     r.target_offset = offset;
                     offset += facts.len() as u32;
                     Ok(facts)
                 }
                 Err(e) if refusal(&e) => return Err(failed(&r.addr, "targets", e)),
-                Err(e) => Err(format!("agent {}: opening the targets failed: {}", r.addr, e.message())),
+                Err(e) => Err(format!(
+                    "agent {}: opening the targets failed: {}",
+                    r.addr,
+                    iocurve_net::printable(e.message())
+                )),
             });
         }
         Ok(out)

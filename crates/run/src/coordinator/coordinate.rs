@@ -302,7 +302,7 @@ pub async fn run_step(
             Ok(Ok(s)) => streams.push(Some(s.into_inner())),
             Ok(Err(e)) if refusal(&e) => return Err(failed(&remotes[h].addr, "step", e)),
             Ok(Err(e)) => {
-                st.lose(h, &format!("it did not take the step: {}", e.message()));
+                st.lose(h, &format!("it did not take the step: {}", iocurve_net::printable(e.message())));
                 streams.push(None);
             }
             Err(_) => {
@@ -399,7 +399,7 @@ pub async fn run_step(
         let event = match m {
             Ok(Some(e)) => e.event,
             Err(e) => {
-                st.lose(h, e.message());
+                st.lose(h, &iocurve_net::printable(e.message()));
                 None
             }
             Ok(None) => {
@@ -466,13 +466,14 @@ pub async fn run_step(
                 };
                 st.interrupted[h] = d.interrupted;
                 st.io_cpu[h] = d.io_cpu.as_ref().and_then(wire::io_cpu_from);
-                st.notes[h] = d.notes.iter().map(|n| (n.code.clone(), n.message.clone())).collect();
+                let clean = iocurve_net::printable;
+                st.notes[h] = d.notes.iter().map(|n| (clean(&n.code), clean(&n.message))).collect();
                 for e in &d.unmeasured_errors {
                     let t = if e.target == UNKNOWN_TARGET { e.target } else { e.target + remotes[h].target_offset };
                     st.unmeasured[h].add(t, e.errno, e.count);
                 }
                 if !d.error.is_empty() {
-                    let msg = format!("{}{}", remotes[h].who(), d.error);
+                    let msg = format!("{}{}", remotes[h].who(), clean(&d.error));
                     st.failure.get_or_insert(if d.input { NetError::Input(msg) } else { NetError::Failed(msg) });
                 }
                 if d.notes.iter().any(|n| n.code == iocurve_engine::step::OVERLOADED) {
@@ -481,7 +482,7 @@ pub async fn run_step(
                 if d.aborted && st.aborted.is_none() {
                     // on_error = abort on this host: the others stop now too, and the run ends
                     // after this step with what every host measured.
-                    st.aborted = Some(format!("{}{}", remotes[h].who(), d.abort_reason));
+                    st.aborted = Some(format!("{}{}", remotes[h].who(), clean(&d.abort_reason)));
                 }
             }
             None => {}

@@ -653,6 +653,11 @@ fn keep_tail(from: Option<impl Read + Send + 'static>) -> Arc<Mutex<Vec<String>>
         std::thread::spawn(move || {
             for line in BufReader::new(r).lines() {
                 let Ok(line) = line else { break };
+                // The agent's audit trail is for its host's records: the tail keeps what says
+                // why an agent failed.
+                if line.starts_with("iocurve-audit ") {
+                    continue;
+                }
                 let mut t = t.lock().unwrap_or_else(|e| e.into_inner());
                 if t.len() == 20 {
                     t.remove(0);
