@@ -627,10 +627,12 @@ pub enum CertsCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum DeployCommand {
-    /// Kubernetes manifests: agents as a StatefulSet behind a headless Service, each on a raw
-    /// block volume of its own (volumeMode: Block, no privilege) or on --host-device paths
-    /// (privileged), live metrics annotated for Prometheus; the coordinator as a Job writing
-    /// its results database to a volume. The certificates come from Secrets (see the README).
+    /// Kubernetes manifests: each agent a one-pod StatefulSet with a certificate and token of
+    /// its own, behind a headless Service, on a raw block volume of its own (volumeMode: Block)
+    /// or on --host-device paths (from a device plugin), never privileged; live metrics behind
+    /// a token; NetworkPolicies (agents from the coordinator only, metrics from the scraper
+    /// only); the coordinator, not root, as a Job writing its results database to a volume.
+    /// The certificates and tokens come from Secrets (see the README).
     Kubernetes(K8sArgs),
 }
 
@@ -656,10 +658,31 @@ pub struct K8sArgs {
     /// cluster's default class.
     #[arg(long = "storage-class", value_name = "NAME")]
     pub storage_class: Option<String>,
-    /// Use this host block device on every agent's node instead of a volume; repeatable.
-    /// The agent container is then privileged (Kubernetes' only grant of a host device).
+    /// Use this host block device on every agent's node instead of a volume; repeatable. The
+    /// pod asks a device plugin for it (resource DOMAIN/NAME, NAME the device's file name;
+    /// see the README's recipe): plain Kubernetes grants a host device only to a privileged
+    /// container, which these manifests never are.
     #[arg(long = "host-device", value_name = "/dev/…")]
     pub host_devices: Vec<String>,
+    /// The resource domain of the device plugin that hands out --host-device (squat.ai:
+    /// squat/generic-device-plugin's default).
+    #[arg(long = "device-plugin-domain", default_value = "squat.ai", value_name = "DOMAIN")]
+    pub device_plugin_domain: String,
+    /// CPU of each agent, requested and its limit (a Kubernetes quantity: 2, 500m).
+    #[arg(long = "agent-cpu", default_value = "2", value_name = "QUANTITY")]
+    pub agent_cpu: String,
+    /// Memory of each agent, requested and its limit; the agent refuses a step whose buffers
+    /// do not fit it (it reads its cgroup's limit).
+    #[arg(long = "agent-memory", default_value = "2Gi", value_name = "QUANTITY")]
+    pub agent_memory: String,
+    /// The namespace of the Prometheus that scrapes the agents' metrics: the only namespace
+    /// the NetworkPolicy lets reach the metrics port.
+    #[arg(long = "scraper-namespace", default_value = "monitoring", value_name = "NS")]
+    pub scraper_namespace: String,
+    /// The labels of the scraper's pods in that namespace (KEY=VALUE, comma-separated; the
+    /// default is the label prometheus-operator and the Prometheus Helm chart give them).
+    #[arg(long = "scraper-labels", default_value = "app.kubernetes.io/name=prometheus", value_name = "KEY=VALUE,…")]
+    pub scraper_labels: String,
 }
 
 #[derive(Debug, Args)]

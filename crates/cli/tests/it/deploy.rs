@@ -7,7 +7,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::util::{bin, iocurve, stderr, stdout};
+use crate::util::{bin, input_error, iocurve, stderr, stdout};
 
 const PYTHON: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/pyvenv/bin/python");
 const COMMITTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/kubernetes");
@@ -43,6 +43,18 @@ fn validate(dir: &Path) {
 
 fn kind<'a>(docs: &'a [Value], kind: &str) -> &'a Value {
     docs.iter().find(|d| d["kind"] == kind).unwrap_or_else(|| panic!("a {kind}"))
+}
+
+/// Every document of a kind.
+fn all<'a>(docs: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    docs.iter().filter(|d| d["kind"] == kind).collect()
+}
+
+/// The object of that kind and name.
+fn named<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    docs.iter()
+        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("the {kind} {name}"))
 }
 
 fn strings(v: &Value) -> Vec<String> {
@@ -104,17 +116,27 @@ fn the_committed_manifests_are_what_this_binary_renders_and_they_validate() {
     assert!(o.status.success(), "{}", stderr(&o));
     validate(&other);
     let docs = documents(&other.join("agents.yaml"));
-    let pod = &kind(&docs, "StatefulSet")["spec"]["template"]["spec"];
-    assert_eq!(pod["containers"][0]["securityContext"]["privileged"], true, "host devices need it");
-    assert!(
-        pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"].is_array(),
-        "one agent per node: two would share the node's devices"
-    );
+    let sets = all(&docs, "StatefulSet");
+    assert_eq!(sets.len(), 16, "one StatefulSet per agent");
+    for sts in sets {
+        let pod = &sts["spec"]["template"]["spec"];
+        let c = &pod["containers"][0];
+        assert_eq!(c["securityContext"]["privileged"], false, "host devices come from the device plugin");
+        assert!(pod["volumes"].as_array().unwrap().iter().all(|v| v["hostPath"].is_null()), "no hostPath");
+        for d in ["nvme1n1", "nvme2n1"] {
+            assert_eq!(c["resources"]["limits"][format!("squat.ai/{d}")], 1, "the device plugin's resource");
+        }
+        assert!(
+            pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"].is_array(),
+            "one agent per node: two would share the node's devices"
+        );
+        let allowed: Vec<String> =
+            strings(&c["args"]).windows(2).filter(|w| w[0] == "--allow").map(|w| w[1].clone()).collect();
+        assert_eq!(allowed, ["/dev/nvme1n1", "/dev/nvme2n1"], "the agent allows exactly the named devices");
+        assert!(sts["spec"]["volumeClaimTemplates"].is_null(), "no volume: the devices");
+    }
     let ns = documents(&other.join("namespace.yaml"));
-    assert_eq!(ns[0]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "privileged");
-    let allowed: Vec<String> =
-        strings(&pod["containers"][0]["args"]).windows(2).filter(|w| w[0] == "--allow").map(|w| w[1].clone()).collect();
-    assert_eq!(allowed, ["/dev/nvme1n1", "/dev/nvme2n1"], "the agent allows exactly the named devices");
+    assert_eq!(ns[0]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "baseline", "nothing privileged");
 }
 
 #[test]
@@ -125,6 +147,7 @@ fn the_manifests_use_the_binarys_own_options_ports_and_paths() {
     assert!(o.status.success(), "{}", stderr(&o));
     let agents = documents(&out.join("agents.yaml"));
     let (svc, sts) = (kind(&agents, "Service"), kind(&agents, "StatefulSet"));
+    assert_eq!(all(&agents, "StatefulSet").len(), 3, "one StatefulSet per agent");
     let pod = &sts["spec"]["template"];
     let c = &pod["spec"]["containers"][0];
     let args = strings(&c["args"]);
@@ -148,8 +171,10 @@ fn the_manifests_use_the_binarys_own_options_ports_and_paths() {
     };
     assert_eq!(svc_port("agent"), listen);
     assert_eq!(pod["metadata"]["annotations"]["prometheus.io/port"], metrics.to_string());
-    // Labels: the Service and the StatefulSet select the pods the template makes.
-    assert_eq!(svc["spec"]["selector"], pod["metadata"]["labels"]);
+    // Labels: the Service selects every agent's pod, each StatefulSet its own.
+    for (k, v) in svc["spec"]["selector"].as_object().unwrap() {
+        assert_eq!(&pod["metadata"]["labels"][k], v, "{k}");
+    }
     assert_eq!(sts["spec"]["selector"]["matchLabels"], pod["metadata"]["labels"]);
     assert_eq!(sts["spec"]["serviceName"], svc["metadata"]["name"]);
     assert_eq!(svc["spec"]["clusterIP"], "None", "headless: a DNS name per pod");
@@ -163,6 +188,7 @@ fn the_manifests_use_the_binarys_own_options_ports_and_paths() {
     for flag in ["--token-file", "--tls-cert", "--tls-key", "--client-ca"] {
         assert!(arg(&args, flag).starts_with(&format!("{}/", mount("credentials"))), "{flag}");
     }
+    assert!(arg(&args, "--metrics-token-file").starts_with(&format!("{}/", mount("metrics-token"))));
     assert_eq!(arg(&args, "--state-dir"), mount("state"));
     let secret = pod["spec"]["volumes"].as_array().unwrap().iter().find(|v| v["name"] == "credentials").unwrap();
     assert_eq!(secret["secret"]["defaultMode"], 0o400, "a token others may read is refused");
@@ -170,7 +196,7 @@ fn the_manifests_use_the_binarys_own_options_ports_and_paths() {
     let device = c["volumeDevices"][0]["devicePath"].as_str().unwrap();
     assert_eq!(arg(&args, "--allow"), device);
     assert_eq!(sts["spec"]["volumeClaimTemplates"][0]["spec"]["volumeMode"], "Block");
-    assert!(c["securityContext"]["privileged"].is_null(), "a volume needs no privilege");
+    assert_eq!(c["securityContext"]["privileged"], false, "a volume needs no privilege");
     let ns = documents(&out.join("namespace.yaml"));
     assert_eq!(ns[0]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "baseline");
 
@@ -187,7 +213,7 @@ fn the_manifests_use_the_binarys_own_options_ports_and_paths() {
     let hosts: Vec<&str> = arg(&cargs, "--hosts").split(',').collect();
     assert_eq!(hosts.len(), 3);
     for (i, h) in hosts.iter().enumerate() {
-        assert_eq!(*h, format!("iocurve-agent-{i}.iocurve-agent.iocurve.svc:{listen}"));
+        assert_eq!(*h, format!("iocurve-agent-{i}-0.iocurve-agent.iocurve.svc:{listen}"));
     }
     let plan_text = kind(&coord, "ConfigMap")["data"]["plan.toml"].as_str().unwrap().to_string();
     std::fs::write(dir.path().join("plan.toml"), &plan_text).unwrap();
@@ -195,4 +221,269 @@ fn the_manifests_use_the_binarys_own_options_ports_and_paths() {
     // `iocurve run` reads that plan (it stops at the agents' credentials, not at the plan).
     let o = iocurve(dir.path(), &["run", "plan.toml", "--hosts", "127.0.0.1:1"]);
     assert!(stderr(&o).contains("--token-file"), "the plan parsed: {}", stderr(&o));
+}
+
+/// Every container of a pod spec, init containers first.
+fn containers(pod: &Value) -> Vec<&Value> {
+    let list = |k: &str| pod[k].as_array().map(|a| a.iter().collect::<Vec<_>>()).unwrap_or_default();
+    [list("initContainers"), list("containers")].concat()
+}
+
+/// Whether `selector` (matchLabels) selects a pod with `labels`.
+fn selects(selector: &Value, labels: &Value) -> bool {
+    let m = selector["matchLabels"].as_object().unwrap();
+    !m.is_empty() && m.iter().all(|(k, v)| &labels[k] == v)
+}
+
+/// Regression test for issue 35, finding 7: the manifests had no NetworkPolicy (the agent and
+/// metrics ports open to every pod), metrics without a token, the service-account token
+/// mounted, the coordinator as root, no requests or limits, one agent certificate and token
+/// shared by every pod, and `--host-device` made the agent privileged. Checked on the parsed
+/// objects of two renderings (a volume each; host devices with another scraper), both valid
+/// for the API (the test above validates the same options' kinds).
+#[test]
+fn regression_the_manifests_pass_a_security_review() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, extra) in [
+        ("volumes", vec![]),
+        (
+            "devices",
+            vec![
+                "--host-device",
+                "/dev/nvme1n1",
+                "--scraper-namespace",
+                "obs",
+                "--scraper-labels",
+                "app=prom,team=storage",
+            ],
+        ),
+    ] {
+        let out = dir.path().join(name);
+        let mut a = vec!["deploy", "kubernetes", "-o", out.to_str().unwrap(), "--agents", "3"];
+        a.extend(extra.iter().copied());
+        let o = iocurve(dir.path(), &a);
+        assert!(o.status.success(), "{}", stderr(&o));
+        validate(&out);
+        let (scraper_ns, scraper): (&str, Value) = if name == "volumes" {
+            ("monitoring", serde_json::json!({"app.kubernetes.io/name": "prometheus"}))
+        } else {
+            ("obs", serde_json::json!({"app": "prom", "team": "storage"}))
+        };
+        let agents = documents(&out.join("agents.yaml"));
+        let coord = documents(&out.join("coordinator.yaml"));
+        let job = &kind(&coord, "Job")["spec"]["template"];
+        let job_labels = &job["metadata"]["labels"];
+        let sets = all(&agents, "StatefulSet");
+        assert_eq!(sets.len(), 3);
+
+        // NetworkPolicy of the agents: selects every agent pod, denies egress, and admits the
+        // agent port from the coordinator's pods only and the metrics port from the scraper only.
+        let policy = named(&agents, "NetworkPolicy", "iocurve-agent");
+        let p = &policy["spec"];
+        assert_eq!(p["policyTypes"], serde_json::json!(["Ingress", "Egress"]));
+        assert!(p["egress"].is_null(), "agents open no connection");
+        let rules = p["ingress"].as_array().unwrap();
+        assert_eq!(rules.len(), 2, "{rules:?}");
+        let port_of = |r: &Value| {
+            let ports = r["ports"].as_array().unwrap();
+            assert_eq!(ports.len(), 1, "{r:?}");
+            ports[0]["port"].as_u64().unwrap()
+        };
+        let from = |r: &Value| {
+            let f = r["from"].as_array().unwrap();
+            assert_eq!(f.len(), 1, "one peer: {r:?}");
+            f[0].clone()
+        };
+        let agent_rule = rules.iter().find(|r| port_of(r) == 7420).expect("a rule for the agent port");
+        let peer = from(agent_rule);
+        assert!(peer["namespaceSelector"].is_null(), "this namespace only");
+        assert!(selects(&peer["podSelector"], job_labels), "the coordinator's pods");
+        let metrics_rule = rules.iter().find(|r| port_of(r) == 9464).expect("a rule for the metrics port");
+        let peer = from(metrics_rule);
+        assert_eq!(
+            peer["namespaceSelector"]["matchLabels"],
+            serde_json::json!({"kubernetes.io/metadata.name": scraper_ns})
+        );
+        assert_eq!(peer["podSelector"]["matchLabels"], scraper);
+
+        // NetworkPolicy of the coordinator: nothing in; out only DNS and the agents' port.
+        let cp = &named(&coord, "NetworkPolicy", "iocurve-coordinator")["spec"];
+        assert!(selects(&cp["podSelector"], job_labels));
+        assert_eq!(cp["policyTypes"], serde_json::json!(["Ingress", "Egress"]));
+        assert!(cp["ingress"].is_null(), "nothing connects to the coordinator");
+        let egress = cp["egress"].as_array().unwrap();
+        assert_eq!(egress.len(), 2);
+        assert!(egress[0]["to"].is_null() && egress[0]["ports"].as_array().unwrap().iter().all(|p| p["port"] == 53));
+        assert_eq!(egress[1]["ports"][0]["port"], 7420);
+
+        let mut hosts_from_pods = Vec::new();
+        for (i, sts) in sets.iter().enumerate() {
+            let pod = &sts["spec"]["template"];
+            assert!(selects(&p["podSelector"], &pod["metadata"]["labels"]), "the policy covers agent {i}");
+            assert!(!selects(&p["podSelector"], job_labels), "and not the coordinator");
+            let spec = &pod["spec"];
+            assert_eq!(spec["automountServiceAccountToken"], false, "no API token in agent {i}");
+            assert_eq!(spec["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
+            let c = &spec["containers"][0];
+            let sc = &c["securityContext"];
+            assert_eq!(sc["privileged"], false);
+            assert_eq!(sc["allowPrivilegeEscalation"], false);
+            assert_eq!(sc["readOnlyRootFilesystem"], true);
+            assert_eq!(sc["capabilities"], serde_json::json!({"drop": ["ALL"]}), "no capability, none added");
+            for k in ["requests", "limits"] {
+                assert_eq!(c["resources"][k]["cpu"], "2", "{k}");
+                assert_eq!(c["resources"][k]["memory"], "2Gi", "{k}");
+            }
+            // Metrics behind a token of its own Secret, private to the agent.
+            let args = strings(&c["args"]);
+            assert_eq!(arg(&args, "--metrics-token-file"), "/etc/iocurve/metrics/token");
+            let volume = |n: &str| spec["volumes"].as_array().unwrap().iter().find(|v| v["name"] == n).unwrap().clone();
+            assert_eq!(volume("metrics-token")["secret"]["secretName"], "iocurve-metrics");
+            assert_eq!(volume("metrics-token")["secret"]["defaultMode"], 0o400);
+            // Its own certificate and token: a Secret named for it, mounted by it alone.
+            assert_eq!(sts["spec"]["replicas"], 1, "one pod: one Secret");
+            assert_eq!(volume("credentials")["secret"]["secretName"], format!("iocurve-agent-{i}"));
+            hosts_from_pods.push(format!(
+                "{}-0.{}.{}.svc:7420",
+                sts["metadata"]["name"].as_str().unwrap(),
+                sts["spec"]["serviceName"].as_str().unwrap(),
+                sts["metadata"]["namespace"].as_str().unwrap()
+            ));
+        }
+
+        // The coordinator dials exactly those pods, each with its own token, and checks each
+        // certificate against the name it dialled (no shared --tls-name).
+        let spec = &job["spec"];
+        let cargs = strings(&spec["containers"][0]["args"]);
+        assert_eq!(arg(&cargs, "--hosts").split(',').collect::<Vec<_>>(), hosts_from_pods);
+        assert!(cargs.contains(&"--token-per-host".to_string()));
+        assert!(!cargs.contains(&"--tls-name".to_string()), "each agent proves its own name");
+        // Not root, in every container, init container included.
+        assert_eq!(spec["automountServiceAccountToken"], false);
+        let psc = &spec["securityContext"];
+        assert_eq!(psc["runAsNonRoot"], true);
+        assert!(psc["runAsUser"].as_u64().unwrap() > 0 && psc["runAsGroup"].as_u64().unwrap() > 0);
+        assert_eq!(psc["seccompProfile"]["type"], "RuntimeDefault");
+        let all_containers = containers(spec);
+        assert_eq!(all_containers.len(), 2, "the credentials copy and the coordinator");
+        for c in all_containers {
+            let sc = &c["securityContext"];
+            assert!(sc["runAsUser"].is_null() || sc["runAsUser"].as_u64() != Some(0), "{c:?}");
+            assert_eq!(sc["runAsNonRoot"], true);
+            assert_eq!(sc["allowPrivilegeEscalation"], false);
+            assert_eq!(sc["readOnlyRootFilesystem"], true);
+            assert_eq!(sc["capabilities"], serde_json::json!({"drop": ["ALL"]}));
+            for k in ["requests", "limits"] {
+                assert!(c["resources"][k]["cpu"].is_string() && c["resources"][k]["memory"].is_string(), "{k}: {c:?}");
+            }
+        }
+        // Nothing anywhere is privileged or reaches into the node.
+        for f in ["namespace.yaml", "agents.yaml", "coordinator.yaml"] {
+            let text = std::fs::read_to_string(out.join(f)).unwrap();
+            for banned in ["privileged: true", "hostPath", "hostNetwork", "hostPID", "hostIPC"] {
+                assert!(!text.contains(banned), "{f} says {banned}");
+            }
+        }
+    }
+}
+
+/// The coordinator's init container copies its Secret so that the non-root coordinator can read
+/// its token: run its own command (the paths moved into a temporary directory) on files as a
+/// Secret with fsGroup leaves them (0440), and the copies are what `iocurve run` accepts.
+#[test]
+fn the_coordinators_credentials_copy_is_what_iocurve_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("k8s");
+    let o = iocurve(dir.path(), &["deploy", "kubernetes", "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let coord = documents(&out.join("coordinator.yaml"));
+    let init = &kind(&coord, "Job")["spec"]["template"]["spec"]["initContainers"][0];
+    let command = strings(&init["command"]);
+    let mount = |n: &str| {
+        init["volumeMounts"].as_array().unwrap().iter().find(|m| m["name"] == n).unwrap()["mountPath"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (secret, creds) = (dir.path().join("secret"), dir.path().join("creds"));
+    std::fs::create_dir(&secret).unwrap();
+    std::fs::create_dir(&creds).unwrap();
+    let o = iocurve(dir.path(), &["certs", "init", "certs"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for f in ["ca.pem", "client.pem", "client.key", "token"] {
+        let p = secret.join(f);
+        std::fs::copy(dir.path().join("certs").join(f), &p).unwrap();
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o440)).unwrap();
+    }
+    // The Secret as mounted is refused: group-readable.
+    let o =
+        iocurve(dir.path(), &["run", "--hosts", "127.0.0.1:1", "--token-file", secret.join("token").to_str().unwrap()]);
+    input_error(&o, &["may be read by other users"]);
+    let script = command
+        .last()
+        .unwrap()
+        .replace(&mount("secret"), secret.to_str().unwrap())
+        .replace(&mount("credentials"), creds.to_str().unwrap());
+    let o = Command::new(&command[0]).args(&command[1..command.len() - 1]).arg(&script).output().unwrap();
+    assert!(o.status.success(), "{script}: {}", stderr(&o));
+    for f in ["ca.pem", "client.pem", "client.key", "token"] {
+        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(creds.join(f)).unwrap().permissions());
+        assert_eq!(mode & 0o777, 0o400, "{f}");
+    }
+    // The copies are what the coordinator's options name, and they pass every check: the run
+    // gets as far as dialling its agent (none listens there).
+    let cargs = strings(&kind(&coord, "Job")["spec"]["template"]["spec"]["containers"][0]["args"]);
+    let copy = |flag: &str| creds.join(Path::new(arg(&cargs, flag)).file_name().unwrap()).to_str().unwrap().to_string();
+    let (token, ca, cert, key) = (copy("--token-file"), copy("--ca"), copy("--client-cert"), copy("--client-key"));
+    let o = iocurve(
+        dir.path(),
+        &[
+            "run",
+            "--suite",
+            "quick",
+            "--hosts",
+            "127.0.0.1:1",
+            "--token-per-host",
+            "--tls-name",
+            "iocurve-agent",
+            "--token-file",
+            &token,
+            "--ca",
+            &ca,
+            "--client-cert",
+            &cert,
+            "--client-key",
+            &key,
+        ],
+    );
+    assert!(stderr(&o).contains("cannot reach agent 127.0.0.1:1"), "{}", stderr(&o));
+}
+
+/// The README's loop makes each agent's Secret from `certs add-host` with the name the
+/// coordinator dials: for every host of the Job's `--hosts`, that works, and gives every file the
+/// agent's options name in its Secret's mount (ca.pem from the certificate directory).
+#[test]
+fn each_agent_pods_secret_is_made_by_certs_add_host_for_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("k8s");
+    let o = iocurve(dir.path(), &["deploy", "kubernetes", "-o", out.to_str().unwrap(), "--agents", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = iocurve(dir.path(), &["certs", "init", "certs"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let coord = documents(&out.join("coordinator.yaml"));
+    let cargs = strings(&kind(&coord, "Job")["spec"]["template"]["spec"]["containers"][0]["args"]);
+    let agents = documents(&out.join("agents.yaml"));
+    for (i, addr) in arg(&cargs, "--hosts").split(',').enumerate() {
+        let host = addr.rsplit_once(':').unwrap().0;
+        let o = iocurve(dir.path(), &["certs", "add-host", "certs", host]);
+        assert!(o.status.success(), "{host}: {}", stderr(&o));
+        let sts = named(&agents, "StatefulSet", &format!("iocurve-agent-{i}"));
+        let args = strings(&sts["spec"]["template"]["spec"]["containers"][0]["args"]);
+        for flag in ["--token-file", "--tls-cert", "--tls-key", "--client-ca"] {
+            let file = Path::new(arg(&args, flag)).file_name().unwrap();
+            let from =
+                if file == "ca.pem" { dir.path().join("certs") } else { dir.path().join("certs/hosts").join(host) };
+            assert!(from.join(file).is_file(), "{flag}: {}", from.join(file).display());
+        }
+    }
 }

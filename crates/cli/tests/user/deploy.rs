@@ -11,6 +11,11 @@ fn bad_deploy_options_are_named() {
         (vec!["--agents", "0"], "1 to 512"),
         (vec!["--volume-size", "lots"], "quantity"),
         (vec!["--host-device", "/etc/shadow"], "under /dev/"),
+        (vec!["--agent-cpu", "two"], "CPU quantity"),
+        (vec!["--agent-memory", "lots"], "quantity"),
+        (vec!["--scraper-labels", "prometheus"], "KEY=VALUE"),
+        (vec!["--scraper-namespace", "Mon"], "DNS label"),
+        (vec!["--host-device", "/dev/a/x", "--host-device", "/dev/b/x"], "same resource"),
     ] {
         let mut a = vec!["deploy", "kubernetes"];
         a.extend(args.iter().copied());

@@ -6,6 +6,7 @@
 //! that subject's helpers.
 
 mod agents;
+mod deploy;
 mod everyday;
 mod faults;
 mod metrics;
