@@ -15,5 +15,5 @@ pub use compare::{At, Impact, compare};
 /// The SNIA steady-state rule (pure, in `iocurve_stats` so that the engine can end a step by it).
 pub use iocurve_stats::steady;
 pub use result::*;
-pub use step::{Thresholds, analyze_step, analyze_step_on};
+pub use step::{FEWER_HOSTS, Thresholds, analyze_step, analyze_step_on, fewer_hosts_message};
 pub use workload::{Compared, analyze_workload, compared, optimum_index, sla_index};

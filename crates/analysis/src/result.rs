@@ -65,6 +65,40 @@ pub struct AgentHost {
     /// of the run with `--on-host-loss continue`: why. Its facts are then unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost: Option<String>,
+    /// Lost while the run went on: when, in which step, why. The steps after it ran on fewer
+    /// hosts than planned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_mid_run: Option<HostLoss>,
+}
+
+/// An agent lost during a run's steps.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostLoss {
+    /// When the coordinator gave it up (RFC 3339, UTC, the coordinator's clock).
+    pub at: String,
+    /// The workload of the step it was lost in, and that workload's position in the run (0: the
+    /// first).
+    pub workload: String,
+    pub workload_index: usize,
+    /// The step's position in its workload's ramp (0: the first), and its workers per host.
+    pub step: usize,
+    pub workers: u32,
+    /// Seconds into the step (0: before the step started: it did not take it).
+    pub into_step_s: f64,
+    /// Why: killed, cut off, silent, refused the step.
+    pub why: String,
+}
+
+impl HostLoss {
+    /// In words, for flags and notes: `in rr at 4 workers, 1.2 s into the step (why)`.
+    pub fn describe(&self) -> String {
+        let when = if self.into_step_s > 0.0 {
+            format!("{:.1} s into the step", self.into_step_s)
+        } else {
+            "before the step started".to_string()
+        };
+        format!("in {} at {} workers, {when}, at {} ({})", self.workload, self.workers, self.at, self.why)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -381,6 +415,11 @@ pub struct StepResult {
     /// Hosts that ran the step (1 for a local run).
     #[serde(default = "one", rename = "host_count")]
     pub hosts: u32,
+    /// Hosts the step was planned on: all the hosts the run started its steps with. A step on
+    /// fewer (a host lost earlier in the run) is flagged `fewer_hosts` and enters no speed,
+    /// optimum or maximum. 0 in documents written before it existed (then unknown).
+    #[serde(default)]
+    pub planned_hosts: u32,
     /// Per host, in a multi-host run.
     #[serde(default, rename = "hosts", skip_serializing_if = "Vec::is_empty")]
     pub host_results: Vec<HostStepResult>,

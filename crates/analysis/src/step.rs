@@ -216,6 +216,7 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
     let mut step = StepResult {
         workers: rec.workers,
         hosts: rec.hosts.max(1),
+        planned_hosts: rec.planned_hosts.max(rec.hosts).max(1),
         host_results: Vec::new(),
         start_spread_us: None,
         clock_uncertainty_us: None,
@@ -432,6 +433,24 @@ fn transient_off(tput: &[f64], bound: f64) -> Option<f64> {
     (off.abs() > bound && off.abs() > 3.0 * sd).then_some(off)
 }
 
+/// The flag of a step that ran on fewer hosts than planned because a host was lost earlier in
+/// the run (issue 35, finding 4).
+pub const FEWER_HOSTS: &str = "fewer_hosts";
+
+/// Why a step ran on `hosts` of `planned` hosts, naming the earlier losses where known
+/// (address, loss): the one wording of the `fewer_hosts` flag.
+pub fn fewer_hosts_message(hosts: u32, planned: u32, losses: &[(String, HostLoss)]) -> String {
+    let why = if losses.is_empty() {
+        "a host was lost earlier in the run".to_string()
+    } else {
+        let each: Vec<String> = losses.iter().map(|(a, l)| format!("agent {a} lost {}", l.describe())).collect();
+        each.join("; ")
+    };
+    format!(
+        "ran on {hosts} of {planned} planned hosts: {why}; not comparable with the steps on all of them, it enters no speed, optimum or maximum"
+    )
+}
+
 fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec<Flag> {
     let mut f = Vec::new();
     let mut flag = |code: &str, message: String| f.push(Flag { code: code.into(), message });
@@ -509,6 +528,12 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
     }
     if let Some(v) = s.verify.as_ref().filter(|v| v.problems() > 0) {
         flag("verify", format!("verification: {}; first: {}", v.describe(), v.examples.join("; ")));
+    }
+    // A host lost earlier in the run: the run says which and where (its `fewer_hosts` note);
+    // a run stored before it did gets the bare fact. A loss in this very step is its own flag.
+    let said = |c: &str| rec.notes.iter().any(|(code, _)| code == c);
+    if s.planned_hosts > s.hosts && !said(FEWER_HOSTS) && !said("host_lost") {
+        flag(FEWER_HOSTS, fewer_hosts_message(s.hosts, s.planned_hosts, &[]));
     }
     for (code, message) in &rec.notes {
         flag(code, message.clone());
@@ -715,6 +740,45 @@ mod tests {
         assert!(f.message.contains("agent b") && f.message.contains("+199.90 ms"), "{}", f.message);
         assert_eq!(s.host_results[1].clock_moved_ms, Some(199.9));
         assert_eq!(start_bound_us(0.05), 1000.0, "1 ms at least");
+    }
+
+    /// Issue 35, finding 4: the step after a host was lost ran on fewer hosts with no flag. It
+    /// is flagged `fewer_hosts`, with the run's reason where the run gave one (its note), else
+    /// with the bare fact (a run stored before); a loss in the step itself is its own flag.
+    #[test]
+    fn regression_a_step_on_fewer_hosts_than_planned_is_flagged_once() {
+        let on = |hosts: u32, planned: u32, notes: &[(&str, &str)]| {
+            let mut rec = record(vec![interval(10, 1000)], 1.0, 1);
+            (rec.hosts, rec.planned_hosts) = (hosts, planned);
+            rec.notes = notes.iter().map(|(c, m)| (c.to_string(), m.to_string())).collect();
+            let s = analyze_step(&rec, false, &Thresholds::default());
+            let fewer: Vec<String> =
+                s.flags.iter().filter(|f| f.code == FEWER_HOSTS).map(|f| f.message.clone()).collect();
+            (s.planned_hosts, fewer)
+        };
+        let (planned, fewer) = on(2, 3, &[]);
+        assert_eq!(planned, 3);
+        assert_eq!(fewer.len(), 1);
+        assert!(fewer[0].starts_with("ran on 2 of 3 planned hosts: a host was lost earlier"), "{fewer:?}");
+        let loss = HostLoss {
+            at: "2026-11-28T00:00:00Z".into(),
+            workload: "rr".into(),
+            workload_index: 0,
+            step: 3,
+            workers: 8,
+            into_step_s: 1.25,
+            why: "it stopped answering".into(),
+        };
+        let why = fewer_hosts_message(2, 3, &[("b:7070".into(), loss)]);
+        assert!(
+            why.starts_with("ran on 2 of 3 planned hosts: agent b:7070 lost in rr at 8 workers, 1.2 s into the step"),
+            "{why}"
+        );
+        assert_eq!(on(2, 3, &[(FEWER_HOSTS, &why)]).1, std::slice::from_ref(&why), "the run's reason, once");
+        assert!(on(2, 3, &[("host_lost", "lost before the step started")]).1.is_empty(), "its own flag");
+        assert!(on(3, 3, &[]).1.is_empty());
+        // Never fewer planned than ran (a record without it says 1).
+        assert_eq!(on(2, 1, &[]), (2, Vec::new()));
     }
 
     #[test]

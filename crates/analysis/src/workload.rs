@@ -72,10 +72,10 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
         ));
     }
     if !apart.is_empty() {
-        let full = measured.first().map_or(0, |&i| steps[i].hosts);
+        let planned = apart.iter().map(|&i| planned_hosts(&steps, i)).max().unwrap_or(0);
         let list: Vec<String> = apart.iter().map(|&i| steps[i].workers.to_string()).collect();
         notes.push(format!(
-            "the steps at {} workers lost a host or ran on fewer than {full} hosts: they are shown but enter no speed, optimum or maximum",
+            "the steps at {} workers lost a host or ran on fewer than the {planned} hosts planned: they are shown but enter no speed, optimum or maximum",
             list.join(", ")
         ));
     }
@@ -134,8 +134,9 @@ pub struct Compared {
 /// such as `size speedup --run`). Steps without a complete interval (interrupted at once) or
 /// without a completed I/O carry no figures: "0 IOPS @ 0.0 µs" must never become a speed or a
 /// maximum. Like with like: a multi-host run that lost a host compares only the steps that ran
-/// on all the hosts it still had at its fullest (a step during which a host was lost mixes host
-/// counts; a step after it ran on fewer hosts). A rate step that did not keep to its schedule
+/// on all the hosts planned for them (a step during which a host was lost mixes host counts; a
+/// step after it ran on fewer hosts — even when every step of a workload did, the loss having
+/// come in an earlier one or in its first step). A rate step that did not keep to its schedule
 /// measured the storage at some other load.
 pub fn compared(steps: &[StepResult]) -> Compared {
     let measured: Vec<usize> =
@@ -146,12 +147,23 @@ pub fn compared(steps: &[StepResult]) -> Compared {
     Compared { steps: measured, apart, unsustained }
 }
 
-/// Splits the measured steps into those that ran on the workload's full host count without
-/// losing one (compared for speed, optimum and maximum) and the rest, kept apart.
+/// Splits the measured steps into those that ran on all the hosts planned for them without
+/// losing one (compared for speed, optimum and maximum) and the rest, kept apart. Issue 35,
+/// finding 4: the full count was the most hosts of the workload's unflagged steps, so a step
+/// after a loss in the workload's first step, or every step of a workload after one that lost
+/// a host, was "full" and could be the optimum.
 fn like_with_like(steps: &[StepResult], measured: Vec<usize>) -> (Vec<usize>, Vec<usize>) {
     let lost = |i: usize| steps[i].flags.iter().any(|f| f.code == "host_lost");
-    let full = measured.iter().filter(|&&i| !lost(i)).map(|&i| steps[i].hosts).max();
-    measured.into_iter().partition(|&i| !lost(i) && Some(steps[i].hosts) == full)
+    measured.into_iter().partition(|&i| !lost(i) && steps[i].hosts >= planned_hosts(steps, i))
+}
+
+/// The hosts step `i` was planned on. Documents written before steps said so (0) give the most
+/// hosts any of the workload's steps ran on: a step that lost a host during it still took it.
+fn planned_hosts(steps: &[StepResult], i: usize) -> u32 {
+    match steps[i].planned_hosts {
+        0 => steps.iter().map(|s| s.hosts).max().unwrap_or(1),
+        n => n,
+    }
 }
 
 #[cfg(test)]
@@ -284,7 +296,7 @@ mod tests {
             (9900.0, 99.0, 200.0),
         ]);
         for (i, hosts) in [2, 2, 2, 1, 1].into_iter().enumerate() {
-            s[i].hosts = hosts;
+            (s[i].hosts, s[i].planned_hosts) = (hosts, 2);
         }
         s[2].flags.push(crate::result::Flag { code: "host_lost".into(), message: "lost".into() });
         let w = iocurve_plan::suites::load("quick", &Default::default()).unwrap().workloads.remove(0);
@@ -293,12 +305,63 @@ mod tests {
         assert_eq!(r.optimum.map(|p| p.step), Some(1));
         assert_eq!(r.speed.map(|p| p.step), Some(0));
         assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
-        assert!(r.notes[0].contains("4, 8, 16 workers") && r.notes[0].contains("fewer than 2 hosts"), "{:?}", r.notes);
+        assert!(
+            r.notes[0].contains("4, 8, 16 workers") && r.notes[0].contains("fewer than the 2 hosts planned"),
+            "{:?}",
+            r.notes
+        );
 
         // Without a loss, nothing is kept apart.
         let r = analyze_workload(&w, steps(&[(1000.0, 100.0, 200.0), (1900.0, 105.0, 200.0)]), &Sla::default());
         assert!(r.notes.is_empty());
         assert_eq!(r.maximum.map(|p| p.step), Some(1));
+    }
+
+    /// Steps with the given (hosts, planned hosts, lost a host during it), on a curve whose
+    /// throughput / latency and throughput grow with every step, so that the last step compared
+    /// is the optimum and the maximum.
+    fn on_hosts(v: &[(u32, u32, bool)]) -> Vec<StepResult> {
+        let figures: Vec<(f64, f64, f64)> = (0..v.len()).map(|i| (1000.0 * (i + 1) as f64, 100.0, 200.0)).collect();
+        let mut s = steps(&figures);
+        for (st, &(hosts, planned, lost)) in s.iter_mut().zip(v) {
+            (st.hosts, st.planned_hosts) = (hosts, planned);
+            if lost {
+                st.flags.push(crate::result::Flag { code: "host_lost".into(), message: "lost".into() });
+            }
+        }
+        s
+    }
+
+    /// Issue 35, finding 4: a host lost mid-step made the next step, on fewer hosts, the
+    /// optimum: the "full" host count was the most hosts of the workload's steps without a
+    /// loss, so after a loss in the first step the steps on fewer hosts were all "full", and so
+    /// was every step of a workload after the one that lost the host. Steps are compared with
+    /// the hosts planned for them.
+    #[test]
+    fn regression_steps_on_fewer_hosts_than_planned_enter_no_speed_optimum_or_maximum() {
+        let w = iocurve_plan::suites::load("quick", &Default::default()).unwrap().workloads.remove(0);
+        let figures = |s: Vec<StepResult>| {
+            let r = analyze_workload(&w, s, &Sla::default());
+            (r.speed.map(|p| p.step), r.optimum.map(|p| p.step), r.maximum.map(|p| p.step), r.notes)
+        };
+        // Lost in the first step: the steps after it, on 1 of 2 hosts, are no figure.
+        let (speed, optimum, maximum, notes) = figures(on_hosts(&[(2, 2, true), (1, 2, false), (1, 2, false)]));
+        assert_eq!((speed, optimum, maximum), (None, None, None));
+        assert!(notes[0].contains("at 1, 2, 4 workers") && notes[0].contains("the 2 hosts planned"), "{notes:?}");
+        // A later workload of the same run, every step on 1 of the 2 hosts planned.
+        let (speed, optimum, maximum, _) = figures(on_hosts(&[(1, 2, false), (1, 2, false)]));
+        assert_eq!((speed, optimum, maximum), (None, None, None));
+        // Lost in the third step of three hosts: the figures come from the first two.
+        let s = on_hosts(&[(3, 3, false), (3, 3, false), (3, 3, true), (2, 3, false), (2, 3, false)]);
+        let (speed, optimum, maximum, notes) = figures(s);
+        assert_eq!((speed, optimum, maximum), (Some(0), Some(1), Some(1)));
+        assert!(notes[0].contains("at 4, 8, 16 workers"), "{notes:?}");
+        // Documents written before steps knew their planned hosts: the most any step ran on.
+        let (_, optimum, maximum, _) = figures(on_hosts(&[(2, 0, true), (1, 0, false), (1, 0, false)]));
+        assert_eq!((optimum, maximum), (None, None));
+        // Without a loss, a run on one host compares every step.
+        let (_, optimum, maximum, notes) = figures(on_hosts(&[(1, 1, false), (1, 1, false)]));
+        assert_eq!((optimum, maximum, notes.len()), (Some(1), Some(1), 0));
     }
 
     #[test]
@@ -331,6 +394,28 @@ mod tests {
     }
 
     proptest! {
+        /// Issue 35, finding 4: whatever the host counts and losses, a step enters the speed,
+        /// optimum or maximum only when it ran on every host planned for it without losing
+        /// one; every other measured step is kept apart (and said so).
+        #[test]
+        fn regression_only_steps_on_all_their_planned_hosts_are_compared(
+            v in prop::collection::vec((1u32..4, 0u32..3, any::<bool>()), 1..10),
+        ) {
+            let v: Vec<(u32, u32, bool)> = v.into_iter().map(|(planned, short, lost)| (planned - short.min(planned - 1), planned, lost)).collect();
+            let s = on_hosts(&v);
+            let full = |i: usize| v[i].0 == v[i].1 && !v[i].2;
+            let c = compared(&s);
+            prop_assert!(c.steps.iter().all(|&i| full(i)));
+            prop_assert!((0..v.len()).all(|i| full(i) == c.steps.contains(&i)));
+            prop_assert!((0..v.len()).all(|i| full(i) != c.apart.contains(&i)));
+            let w = iocurve_plan::suites::load("quick", &Default::default()).unwrap().workloads.remove(0);
+            let r = analyze_workload(&w, s, &Sla::default());
+            for p in [r.speed, r.optimum, r.maximum].into_iter().flatten() {
+                prop_assert!(full(p.step), "{:?} from step {}", v, p.step);
+            }
+            prop_assert_eq!(r.notes.is_empty(), c.apart.is_empty());
+        }
+
         /// The optimum has the highest throughput / latency, and no step before it as high.
         #[test]
         fn optimum_is_the_best_throughput_per_latency(pts in prop::collection::vec((1.0f64..1e7, 1.0f64..1e6), 1..12)) {

@@ -272,6 +272,10 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
             out.push(format!("  {label:<8} {}  ({workers})", headline(p.iops, p.mbps, p.lat_us, seq)));
         }
     }
+    // Steps, but none comparable (every one after a host was lost, say): say so, not nothing.
+    if !w.steps.is_empty() && w.speed.is_none() && w.optimum.is_none() && w.maximum.is_none() {
+        out.push("  no speed, optimum or maximum: none of its steps can be compared (its notes say why)".into());
+    }
     if let Some(m) = w.min_lat_us {
         out.push(format!("  min latency {}", format::latency(m)));
     }
@@ -502,10 +506,22 @@ pub fn agent_line(a: &iocurve_analysis::AgentHost) -> String {
     if let Some(why) = &a.lost {
         return format!("{}: lost before the first step ({why})", a.address);
     }
+    let lost = a.lost_mid_run.as_ref().map(|l| format!("; lost {}", l.describe())).unwrap_or_default();
     format!(
-        "{}: {} ({}, {} cores, kernel {}), back-end {}",
+        "{}: {} ({}, {} cores, kernel {}), back-end {}{lost}",
         a.address, a.facts.hostname, a.facts.cpu_model, a.facts.cores, a.facts.kernel, a.backend
     )
+}
+
+/// The warning about an agent lost while the run went on, where the run's notes go.
+pub fn lost_mid_run(a: &iocurve_analysis::AgentHost) -> Option<String> {
+    a.lost_mid_run.as_ref().map(|l| {
+        format!(
+            "agent {} was lost {}: the steps after it ran on fewer hosts than planned and enter no speed, optimum or maximum",
+            a.address,
+            l.describe()
+        )
+    })
 }
 
 /// The back-end notes and SLA bounds of a run, one line each.
@@ -520,6 +536,9 @@ fn run_notes(r: &RunResult) -> String {
         }
         if let Some(why) = &a.lost {
             out.push_str(&format!("! agent {} was lost before the first step and took no part ({why})\n", a.address));
+        }
+        if let Some(line) = lost_mid_run(a) {
+            out.push_str(&format!("! {line}\n"));
         }
     }
     if let Some(sla) = &r.sla {
@@ -591,6 +610,9 @@ fn flag_action(code: &str) -> &'static str {
         "no_io" => "nothing completed: check the target and the errors",
         "host_lost" | "threads_abandoned" => {
             "a host or I/O thread stopped answering: its part is missing from the figures"
+        }
+        "fewer_hosts" => {
+            "these steps ran on fewer hosts than planned (a host was lost before them) and enter no speed, optimum or maximum: run again on every host for the full figures"
         }
         "start_spread" | "clock_moved" => {
             "the hosts' starts or clocks were apart: keep their clocks synchronised (chrony) and use longer intervals"

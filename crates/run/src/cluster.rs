@@ -600,12 +600,19 @@ impl Cluster {
         Ok((fv, problems))
     }
 
+    /// The hosts a step runs on now: those of the run less those lost so far.
+    pub fn hosts(&self) -> u32 {
+        self.remotes.len() as u32
+    }
+
     /// Runs one step on every agent; returns the merged record, each host's own inside it, with
     /// only the last few intervals' figures held (see [`MultiStep`]): `obs` must store them.
+    /// `planned_hosts`: the hosts the run started its steps with (the record keeps it).
     pub fn run_step(
         &mut self,
         w: &Workload,
         step: iocurve_plan::RampStep,
+        planned_hosts: u32,
         faults: &[Fault],
         obs: &mut dyn StepObserver,
         cancel: &Cancel,
@@ -632,6 +639,7 @@ impl Cluster {
             },
             abort_on_host_loss: self.abort_on_host_loss,
             silence: self.silence,
+            planned_hosts,
         };
         let m = self.rt.block_on(client::run_step(&mut self.remotes, &spec, obs, cancel.flag()))?;
         self.last_setup = Some((m.setup_ns, workers));

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iocurve_analysis::{
-    AgentHost, HostInfo, RunResult, SCHEMA_VERSION, Sla, StepResult, TargetInfo, Thresholds, WorkloadResult,
+    AgentHost, FEWER_HOSTS, HostInfo, HostLoss, RunResult, SCHEMA_VERSION, Sla, StepResult, TargetInfo, Thresholds,
+    WorkloadResult, fewer_hosts_message,
 };
 use iocurve_engine::{StepObserver, host};
 use iocurve_plan::{Backend, Pattern, Plan, TargetGroup, Workload, format_size};
@@ -441,6 +442,7 @@ fn host_info(facts: host::HostFacts, plan: &Plan, backend_note: Option<String>, 
                     },
                 ),
                 lost: None,
+                lost_mid_run: None,
             }
         })
         .chain(cluster.unreachable().iter().map(|(address, why)| AgentHost {
@@ -450,6 +452,14 @@ fn host_info(facts: host::HostFacts, plan: &Plan, backend_note: Option<String>, 
         }))
         .collect();
     HostInfo { facts, backend: backend_names(plan, true), backend_note, agents }
+}
+
+/// Marks agent `address` lost mid-run in the run's hosts (the first loss stands: an agent
+/// sits out the rest of the run once lost).
+fn mark_lost(host: &mut HostInfo, address: &str, loss: &HostLoss) {
+    if let Some(a) = host.agents.iter_mut().find(|a| a.address == address && a.lost_mid_run.is_none()) {
+        a.lost_mid_run = Some(loss.clone());
+    }
 }
 
 /// The ramp's working set: what every step of the run uses.
@@ -465,7 +475,13 @@ struct Run<'a, 'o> {
 impl Run<'_, '_> {
     fn execute(self, target_infos: Vec<TargetInfo>, backend_note: Option<String>, label: &str, sla: &Sla) -> Outcome {
         let Run { plan, cluster, verification, store, observers, cancel } = self;
-        let host = host_info(host::facts(), plan, backend_note, cluster);
+        let mut host = host_info(host::facts(), plan, backend_note, cluster);
+        // Every step is planned on the hosts the run starts its steps with (those lost before
+        // the first step are marked `lost` and took part in no step). A host lost later is
+        // marked in `host.agents[]`, and every step after it, on fewer hosts, says which and
+        // where (issue 35, finding 4).
+        let planned_hosts = cluster.hosts();
+        let mut losses: Vec<(String, HostLoss)> = Vec::new();
         let plan_json = serde_json::to_value(plan).unwrap_or_default();
         let started_at = time::now_rfc3339();
         let new_run = NewRun {
@@ -613,8 +629,33 @@ impl Run<'_, '_> {
                     }
                     None => w,
                 };
-                let outcome = cluster.run_step(w_step, step, &plan.faults, &mut rec, cancel).map(|m| m.merged);
+                let earlier = losses.len();
+                let outcome = cluster.run_step(w_step, step, planned_hosts, &plan.faults, &mut rec, cancel).map(|m| {
+                    let start_ns = m.merged.measured_from_unix_ns.map(|t| t - (w_step.warmup_s * 1e9) as i64);
+                    for l in m.losses {
+                        let loss = HostLoss {
+                            at: start_ns.map_or_else(time::now_rfc3339, |t| {
+                                iocurve_stats::date::rfc3339_ns(t.saturating_add((l.into_step_s * 1e9) as i64))
+                            }),
+                            workload: w.name.clone(),
+                            workload_index: wi,
+                            step: si,
+                            workers,
+                            into_step_s: l.into_step_s,
+                            why: l.why,
+                        };
+                        mark_lost(&mut host, &l.address, &loss);
+                        losses.push((l.address, loss));
+                    }
+                    m.merged
+                });
                 let (step_id, store_err, map_err) = (rec.step_id, rec.error, rec.map_error);
+                // Stored as it happens: a run killed later still marks the loss.
+                if losses.len() > earlier
+                    && let Err(e) = store.set_host_json(run_id, &serde_json::to_string(&host).unwrap_or_default())
+                {
+                    error.get_or_insert(store_error(e));
+                }
                 let outcome = outcome.and_then(|r| match (store_err, map_err) {
                     (Some(e), _) => Err(store_error(e)),
                     (None, Some(e)) => Err(Error::Engine(e)),
@@ -625,6 +666,11 @@ impl Run<'_, '_> {
                         if !output_cut_noted && let Some(why) = observers.lost() {
                             output_cut_noted = true;
                             r.notes.push(("output_closed".into(), why));
+                        }
+                        // On fewer hosts than planned because of earlier losses: which, where.
+                        if r.hosts < r.planned_hosts && earlier > 0 {
+                            let why = fewer_hosts_message(r.hosts, r.planned_hosts, &losses[..earlier]);
+                            r.notes.push((FEWER_HOSTS.into(), why));
                         }
                         // The step counted its intervals as they were stored; its list comes
                         // back from the store, so that a long step's memory stays flat (issue 21).

@@ -94,6 +94,7 @@ fn an_agent_gone_between_steps_is_lost_for_the_step_and_the_others_run_it() {
             lead: Duration::from_millis(200),
             abort_on_host_loss: false,
             silence: Duration::from_secs(5),
+            planned_hosts: 2,
         };
         let m = client::run_step(&mut remotes, &spec, &mut NoObserver, &stop).await.expect("the step runs on a");
         assert_eq!(m.lost, [1]);
@@ -103,6 +104,12 @@ fn an_agent_gone_between_steps_is_lost_for_the_step_and_the_others_run_it() {
         let note = m.merged.notes.iter().find(|(code, _)| code == "host_lost").expect("flagged");
         assert!(note.1.contains(&b) && note.1.contains("before the step started"), "{note:?}");
         assert_eq!(m.merged.per_host[1].lost_at_s, Some(0.0));
+        // Issue 35, finding 4: the step knows it was planned on both, and the run learns why b
+        // was lost, to mark it in its hosts.
+        assert_eq!((m.merged.hosts, m.merged.planned_hosts), (1, 2));
+        assert_eq!(m.losses.len(), 1);
+        assert_eq!((m.losses[0].address.as_str(), m.losses[0].into_step_s), (b.as_str(), 0.0));
+        assert!(m.losses[0].why.contains("did not take the step"), "{:?}", m.losses);
 
         // With --on-host-loss abort the run ends there, nothing of the step having run.
         spec.abort_on_host_loss = true;

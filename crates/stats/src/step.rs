@@ -49,6 +49,10 @@ pub struct StepRecord {
     pub workers: u32,
     /// Hosts that ran the step together (1 for a local run).
     pub hosts: u32,
+    /// Hosts the step was planned on: every host the run started its steps with. More than
+    /// `hosts` when a host was lost earlier in the run (or before this step started): such a
+    /// step is not comparable with the steps on all of them.
+    pub planned_hosts: u32,
     pub queue_depth: u32,
     /// I/O threads that ran the step.
     pub threads: usize,
@@ -169,6 +173,7 @@ impl StepRecord {
         Self {
             workers,
             hosts: 1,
+            planned_hosts: 1,
             queue_depth,
             threads,
             interval_s,

@@ -485,6 +485,56 @@ mod tests {
         assert!(Store::open(&dir.path().join("junk.db")).is_err());
     }
 
+    /// Issue 35, finding 4: a step after a host was lost ran on fewer hosts with nothing to
+    /// compare that with. Each step now keeps the hosts it was planned on; a v18 database gets
+    /// the most hosts any step of the same run ran on, per run; and the run's `host` can be
+    /// rewritten to mark a host lost mid-run.
+    #[test]
+    fn regression_steps_keep_their_planned_hosts_and_a_v18_database_migrates() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v18.db");
+        // A step is loaded with its intervals (one each).
+        let one_interval = |st: &mut Store, step: i64| {
+            st.add_interval(step, None, 0, &interval(1000, 10), &CpuUsage::default(), 1.0).unwrap()
+        };
+        let (two, one) = {
+            let mut st = Store::open_at(&p, 18).unwrap();
+            let mut runs = Vec::new();
+            for hosts in [&[2, 2, 1][..], &[1, 1][..]] {
+                let run = st.begin_run(&NewRun::default()).unwrap();
+                let wl = st.begin_workload(run, 0, "w", "{}").unwrap();
+                for (i, h) in hosts.iter().enumerate() {
+                    st.conn
+                        .execute(
+                            "INSERT INTO steps (workload_id, idx, workers, queue_depth, threads, interval_s, sample_s, hosts) VALUES (?1, ?2, 1, 1, 1, 1.0, 1.0, ?3)",
+                            params![wl, i as i64, h],
+                        )
+                        .unwrap();
+                    let step = st.conn.last_insert_rowid();
+                    one_interval(&mut st, step);
+                }
+                runs.push(run);
+            }
+            (runs[0], runs[1])
+        };
+        let mut st = Store::open(&p).unwrap();
+        let planned = |st: &Store, run| -> Vec<(u32, u32)> {
+            st.load(run).unwrap().workloads[0].steps.iter().map(|s| (s.hosts, s.planned_hosts)).collect()
+        };
+        assert_eq!(planned(&st, two), [(2, 2), (2, 2), (1, 2)], "the step after the loss: 1 of 2 planned hosts");
+        assert_eq!(planned(&st, one), [(1, 1), (1, 1)], "each run its own");
+        // A new step keeps what it was planned on.
+        let wl = st.begin_workload(one, 1, "v", "{}").unwrap();
+        let mut rec = StepRecord::new(1, 1, 1, 1.0, 1.0);
+        (rec.hosts, rec.planned_hosts) = (2, 3);
+        let step = st.begin_step(wl, 0, &rec).unwrap();
+        one_interval(&mut st, step);
+        let back = st.load(one).unwrap();
+        assert_eq!((back.workloads[1].steps[0].hosts, back.workloads[1].steps[0].planned_hosts), (2, 3));
+        st.set_host_json(one, "{\"lost\":1}").unwrap();
+        assert_eq!(st.load(one).unwrap().host_json, "{\"lost\":1}");
+    }
+
     /// Issue 13, finding 5: the final verification pass was stored nowhere. A v8 database
     /// migrates (its runs have no verification and no reason), and a run's pass with every
     /// problem round-trips and goes with the run.

@@ -6,8 +6,21 @@ use super::*;
 /// Schema migrations, in order; `PRAGMA user_version` counts how many are applied.
 pub(crate) const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
-    SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18,
+    SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19,
 ];
+
+/// v19: the hosts each step was planned on (the hosts the run started its steps with), so that
+/// a step after a host was lost — on fewer hosts, with no loss of its own — is told apart from
+/// the steps on all of them (issue 35, finding 4). Steps stored before get the most hosts any
+/// step of their run ran on: the hosts it started with, unless the very first step lost one
+/// before it began.
+const SCHEMA_V19: &str = "
+ALTER TABLE steps ADD COLUMN planned_hosts INTEGER;  -- NULL only if written by no iocurve
+UPDATE steps SET planned_hosts = (
+    SELECT MAX(s2.hosts) FROM steps s2 JOIN workloads w2 ON w2.id = s2.workload_id
+    WHERE w2.run_id = (SELECT w.run_id FROM workloads w WHERE w.id = steps.workload_id)
+);
+";
 
 /// v18: a step's intervals and samples found by host and index, not by scanning the whole
 /// step: every run reads each step's intervals back at its end (issue 21), one interval at a

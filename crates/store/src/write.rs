@@ -29,13 +29,20 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// Records a workload's data check (JSON rows), measured before its first step.
+    /// Replaces the run's `host` (JSON): a host lost mid-run is marked in it when it is lost, so
+    /// that a run killed later still says so.
+    pub fn set_host_json(&self, run_id: i64, host_json: &str) -> Result<()> {
+        let x = self.conn.execute("UPDATE runs SET host_json = ?2 WHERE id = ?1", params![run_id, host_json]);
+        self.sql(x).map(drop)
+    }
+
     /// The run's notes on a workload (newline-separated), once it finished.
     pub fn set_workload_notes(&self, workload_id: i64, notes: &str) -> Result<()> {
         let x = self.conn.execute("UPDATE workloads SET notes = ?2 WHERE id = ?1", params![workload_id, notes]);
         self.sql(x).map(drop)
     }
 
+    /// Records a workload's data check (JSON rows), measured before its first step.
     pub fn set_data_check(&self, workload_id: i64, json: &str) -> Result<()> {
         let x = self.conn.execute("UPDATE workloads SET data_check = ?2 WHERE id = ?1", params![workload_id, json]);
         self.sql(x).map(drop)
@@ -52,7 +59,7 @@ impl Store {
 
     pub fn begin_step(&self, workload_id: i64, idx: usize, rec: &StepRecord) -> Result<i64> {
         let x = self.conn.execute(
-            "INSERT INTO steps (workload_id, idx, workers, queue_depth, threads, interval_s, sample_s, hosts, rate_iops, measured_from_unix_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            "INSERT INTO steps (workload_id, idx, workers, queue_depth, threads, interval_s, sample_s, hosts, rate_iops, measured_from_unix_ns, planned_hosts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 workload_id,
                 idx as i64,
@@ -63,7 +70,8 @@ impl Store {
                 rec.sample_s,
                 rec.hosts,
                 rec.rate_iops,
-                rec.measured_from_unix_ns
+                rec.measured_from_unix_ns,
+                rec.planned_hosts.max(rec.hosts)
             ],
         );
         self.sql(x)?;

@@ -197,6 +197,7 @@ pub(super) fn run_head(i: usize, r: &ReportRun) -> RunHead {
         if let Some(why) = &a.lost {
             warnings.push(format!("agent {} was lost before the first step and took no part ({why})", a.address));
         }
+        warnings.extend(crate::terminal::lost_mid_run(a));
     }
     if let Some(v) = res.final_verification.as_ref().filter(|v| v.counts.problems() > 0) {
         warnings.push(format!("final verification: {}", v.counts.describe()));

@@ -34,9 +34,22 @@ pub struct MultiStep {
     pub merged: StepRecord,
     /// Agents lost during the step, by index.
     pub lost: Vec<usize>,
+    /// The same agents: who, when and why, for the run's record of its hosts.
+    pub losses: Vec<Lost>,
     /// The longest any agent took from the request to being set up (ns): the next step's lead
     /// is sized from it.
     pub setup_ns: i64,
+}
+
+/// An agent lost during a step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lost {
+    /// As given (`HOST:PORT`).
+    pub address: String,
+    /// Seconds into the step (0: before it started).
+    pub into_step_s: f64,
+    /// Why the coordinator gave it up.
+    pub why: String,
 }
 
 /// The parameters of a step sent to every agent.
@@ -58,6 +71,9 @@ pub struct StepSpec<'a> {
     /// An agent that sends nothing (its progress events are its heartbeat) for this long once
     /// its step should have started is lost.
     pub silence: Duration,
+    /// The hosts the step is planned on: all the hosts the run started its steps with, lost
+    /// ones included (the step's record keeps it beside the hosts that ran it).
+    pub planned_hosts: u32,
 }
 
 /// The coordinator's view of the agents while a step runs.
@@ -84,6 +100,8 @@ struct Hosts<'a> {
     aborted: Option<String>,
     /// Seconds into the step when an agent was lost.
     lost: Vec<Option<f64>>,
+    /// Why each lost agent was given up.
+    why: Vec<String>,
     /// Warnings for the observer, handed on from the step's loop.
     warnings: Vec<String>,
     /// When an agent counts as silent, unless it sends something before.
@@ -102,6 +120,7 @@ impl Hosts<'_> {
         let into = self.t0.elapsed().as_secs_f64() - self.spec.lead.as_secs_f64();
         let at = into.max(0.0);
         self.lost[h] = Some(at);
+        self.why[h] = why.to_string();
         let addr = &self.addrs[h];
         let when = if into <= 0.0 { "before the step started".to_string() } else { format!("{at:.1} s into the step") };
         if self.spec.abort_on_host_loss {
@@ -117,6 +136,14 @@ impl Hosts<'_> {
     /// The agents lost, by index.
     fn lost_indices(&self) -> Vec<usize> {
         self.lost.iter().enumerate().filter_map(|(i, l)| l.map(|_| i)).collect()
+    }
+
+    /// The agents lost: who, when, why.
+    fn losses(&self) -> Vec<Lost> {
+        let lost = |(i, l): (usize, &Option<f64>)| {
+            l.map(|at| Lost { address: self.addrs[i].clone(), into_step_s: at, why: self.why[i].clone() })
+        };
+        self.lost.iter().enumerate().filter_map(lost).collect()
     }
 
     /// The agents' live totals added up; the step is as far as its furthest agent.
@@ -289,6 +316,7 @@ pub async fn run_step(
         io_cpu: vec![None; n],
         aborted: None,
         lost: vec![None; n],
+        why: vec![String::new(); n],
         warnings: Vec::new(),
         deadline: vec![t0 + spec.lead + spec.silence; n],
         failure: None,
@@ -435,6 +463,7 @@ pub async fn run_step(
                     let mut rec =
                         StepRecord::new(spec.workers, w.queue_depth, s.threads as usize, w.interval_s, s.sample_s);
                     rec.hosts = hosts;
+                    rec.planned_hosts = spec.planned_hosts.max(hosts);
                     rec.rate_iops = spec.rate_iops;
                     // The first host to start times the samples; the others' spread is
                     // reported beside the step.
@@ -562,7 +591,7 @@ pub async fn run_step(
                 let mut empty = StepRecord::new(spec.workers, w.queue_depth, 0, w.interval_s, 1.0);
                 empty.rate_iops = spec.rate_iops;
                 empty.interrupted = true;
-                Ok(MultiStep { merged: empty, lost: st.lost_indices(), setup_ns })
+                Ok(MultiStep { merged: empty, lost: st.lost_indices(), losses: st.losses(), setup_ns })
             }
             None => Err(NetError::Failed("no agent started the step".into())),
         };
@@ -619,6 +648,7 @@ pub async fn run_step(
         merged.notes.push(("host_lost".into(), message));
     }
     let lost = st.lost_indices();
+    let losses = st.losses();
     if per_host {
         merged.per_host = st
             .records
@@ -649,5 +679,5 @@ pub async fn run_step(
             })
             .collect();
     }
-    Ok(MultiStep { merged, lost, setup_ns })
+    Ok(MultiStep { merged, lost, losses, setup_ns })
 }

@@ -61,6 +61,92 @@ fn regression_a_clock_stepped_mid_run_is_caught_and_the_next_steps_start_togethe
     assert!(f(&s[1]["start_spread_us"]) < 100_000.0, "{}", s[1]["start_spread_us"]);
 }
 
+/// Issue 35, finding 4: a host lost mid-step made the next step, on fewer hosts, the optimum:
+/// the "full" host count was the most hosts of the workload's steps without a loss, so every
+/// step of a later workload (all on the hosts left) was compared as if on all of them, none was
+/// flagged, and `host.agents[]` did not say the host was lost. Now every step after the loss,
+/// on fewer hosts than planned, is flagged `fewer_hosts` with the lost agent and where, enters
+/// no speed, optimum or maximum, and the agent is marked lost in `host.agents[]`.
+#[test]
+fn regression_steps_after_a_host_lost_mid_step_are_flagged_and_never_the_optimum() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let (mut agents, hosts) = file_agents(dir.path(), &c, &["a", "b"]);
+    let plan = "[[workloads]]\nname = \"rr\"\nramp = [1, 2, 4]\nwarmup_s = 0.2\nintervals = 6\ninterval_s = 0.5\n\
+                [[workloads]]\nname = \"rr64\"\nbs = \"64k\"\nramp = [1, 2]\nwarmup_s = 0.2\nintervals = 2\ninterval_s = 0.5\n";
+    hosts_plan(dir.path(), &hosts, plan);
+    let args = ["plan.toml", "--size", "64m", "--json", "r.json", "--on-host-loss", "continue"];
+    let mut coord = Watched::spawn(coordinator(dir.path(), &c, &args));
+    // The first step done on both; into the second (lead, 0.2 s warm-up, 3 s measured), agent
+    // b is killed.
+    coord.wait_for("rr step 1/3", std::time::Duration::from_secs(60));
+    std::thread::sleep(std::time::Duration::from_millis(1700));
+    let mut b = agents.pop().unwrap();
+    b.child.kill().unwrap();
+    b.child.wait().unwrap();
+    let (code, out) = coord.finish();
+    assert_eq!(code, Some(3), "finished, with a host lost: {out}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let codes = |s: &Value| -> Vec<String> {
+        s["flags"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap().to_string()).collect()
+    };
+    let fewer = |s: &Value| -> String {
+        let f = s["flags"].as_array().unwrap().iter().find(|f| f["code"] == "fewer_hosts");
+        f.unwrap_or_else(|| panic!("flagged fewer_hosts: {}", s["flags"]))["message"].as_str().unwrap().to_string()
+    };
+    let rr = steps(&r, 0);
+    assert_eq!(rr.len(), 3, "{out}");
+    assert_eq!((&rr[0]["host_count"], &rr[0]["planned_hosts"]), (&Value::from(2), &Value::from(2)));
+    assert!(!codes(&rr[0]).iter().any(|c| c == "host_lost" || c == "fewer_hosts"), "{}", rr[0]["flags"]);
+    assert!(codes(&rr[1]).contains(&"host_lost".to_string()), "lost in the second step: {}", rr[1]["flags"]);
+    assert_eq!((&rr[2]["host_count"], &rr[2]["planned_hosts"]), (&Value::from(1), &Value::from(2)));
+    let why = fewer(&rr[2]);
+    assert!(
+        why.starts_with(&format!("ran on 1 of 2 planned hosts: agent {} lost in rr at 2 workers, ", b.addr)),
+        "{why}"
+    );
+    // Only the step on both hosts is a figure.
+    let wl = &r["workloads"][0];
+    for fig in ["speed", "optimum", "maximum"] {
+        assert_eq!(wl[fig]["step"], 0, "{fig}: {}", wl["notes"]);
+    }
+    // The next workload ran wholly on the agent left: every step flagged, no figure at all.
+    let rr64 = steps(&r, 1);
+    assert_eq!(rr64.len(), 2);
+    for s in rr64 {
+        assert!(fewer(s).starts_with("ran on 1 of 2 planned hosts: agent"), "{}", s["flags"]);
+    }
+    let wl = &r["workloads"][1];
+    for fig in ["speed", "optimum", "maximum"] {
+        assert!(wl[fig].is_null(), "{fig} from a step on 1 of 2 hosts: {}", wl[fig]);
+    }
+    // host.agents[] marks the loss: when, at which step, why.
+    let agent = |addr: &str| r["host"]["agents"].as_array().unwrap().iter().find(|a| a["address"] == addr).unwrap();
+    assert!(agent(&hosts[0].0).get("lost_mid_run").is_none());
+    let lost = &agent(&b.addr)["lost_mid_run"];
+    assert_eq!((&lost["workload"], &lost["workload_index"]), (&Value::from("rr"), &Value::from(0)));
+    assert_eq!((&lost["step"], &lost["workers"]), (&Value::from(1), &Value::from(2)));
+    assert!((0.2..3.5).contains(&f(&lost["into_step_s"])), "{lost}");
+    assert!(lost["at"].as_str().unwrap().starts_with("20") && !lost["why"].as_str().unwrap().is_empty(), "{lost}");
+    // The stored run says the same: `show` (the flag and the loss) and the report.
+    let o = iocurve(dir.path(), &["show", "1"]);
+    let shown = stdout(&o);
+    assert!(
+        shown.contains("fewer_hosts") && shown.contains(&format!("agent {} was lost in rr at 2 workers", b.addr)),
+        "{shown}"
+    );
+    assert!(shown.contains("rr64\n  no speed, optimum or maximum: none of its steps can be compared"), "{shown}");
+    let o = iocurve(dir.path(), &["export", "1", "--format", "json", "-o", "again.json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let again: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("again.json")).unwrap()).unwrap();
+    assert_eq!(again["host"]["agents"], r["host"]["agents"]);
+    assert!(again["workloads"][1]["maximum"].is_null());
+    let o = iocurve(dir.path(), &["report", "1", "-o", "r.html"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+    assert!(page.contains("fewer_hosts") && page.contains("ran on 1 of 2 planned hosts"), "the report says so");
+}
+
 /// Issue 11, finding 4: the allow list was matched as text on the raw path, so `..`, symlinks,
 /// hard links and globs reached devices and files outside it. Each escape is refused now, and
 /// the bytes outside are unchanged.
