@@ -28,6 +28,22 @@ fn target() -> &'static TargetSet {
     T.get_or_init(|| scratch_target("agent.dat", 1 << 20))
 }
 
+/// A small tree for globs to walk: a few directories, files and a symlink loop.
+fn tree() -> &'static std::path::Path {
+    static T: OnceLock<tempfile::TempDir> = OnceLock::new();
+    T.get_or_init(|| {
+        let d = tempfile::tempdir().expect("a temporary directory");
+        for p in ["a/b/c/x.dat", "a/y.dat", "z/.h/w.img"] {
+            let p = d.path().join(p);
+            std::fs::create_dir_all(p.parent().expect("a parent")).expect("the tree");
+            std::fs::write(p, b"").expect("a file");
+        }
+        std::os::unix::fs::symlink(d.path(), d.path().join("a/loop")).expect("a symlink");
+        d
+    })
+    .path()
+}
+
 /// Requests as the coordinator makes them, from every workload of the built-in suites.
 fn seeds() -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
@@ -55,6 +71,12 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
             out.push((format!("{}-{i}.pb", s.name), r.encode_to_vec()));
         }
     }
+    let globs = ["/**/zz_nothing", "a/**/x.dat", "*/[ab]?/*.dat", "a/b**/c", "**/**/.h/*"];
+    let t = pb::TargetsRequest {
+        groups: vec![pb::TargetGroup { name: "g".into(), weight: 1, targets: globs.map(String::from).to_vec() }],
+        ..Default::default()
+    };
+    out.push(("targets-globs.pb".into(), t.encode_to_vec()));
     out
 }
 
@@ -70,6 +92,21 @@ fuzz_target!(init: write_seeds("agent_request", seeds), |data: &[u8]| {
     }
     if let Ok(t) = pb::TargetsRequest::decode(data) {
         let _ = iocurve_net::agent::target_groups(&t.groups);
+        // Each target as the agent expands a glob (issue 35, finding 1): parsed, then walked
+        // under a small fixed tree with small bounds (the agent's own walk starts in the
+        // directory its allow list names), and made printable for its audit trail.
+        for target in t.groups.iter().flat_map(|g| g.targets.iter()) {
+            let _ = iocurve_net::printable(target);
+            if let Ok(glob) = iocurve_engine::walk::Glob::parse(target) {
+                let bounds = iocurve_engine::walk::Bounds {
+                    dirs: 64,
+                    entries: 4096,
+                    time: std::time::Duration::from_secs(1),
+                    follow_symlinks: false,
+                };
+                let _ = iocurve_engine::walk::walk(&glob, tree(), bounds, None);
+            }
+        }
     }
     let Ok(r) = pb::StepRequest::decode(data) else { return };
     let _ = iocurve_net::agent::target_groups(&r.groups);
