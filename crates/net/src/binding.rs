@@ -257,6 +257,9 @@ where
     ReceiverStream::new(rx)
 }
 
+/// How long the coordinator's connector waits for a TCP connection.
+pub const TCP_CONNECT: Duration = Duration::from_secs(5);
+
 /// The exporter of a channel's current connection, for the calls on it to prove the token
 /// with. Set by [`Connector`] at every connection it makes; None before the first.
 #[derive(Clone, Default)]
@@ -308,7 +311,16 @@ impl tower::Service<tonic::codegen::http::Uri> for Connector {
             let authority = uri
                 .authority()
                 .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("{uri}: no HOST:PORT")))?;
-            let tcp = TcpStream::connect(authority.as_str()).await?;
+            // TCP alone is bounded here, as tonic bounds its own connector's: the TLS handshake and
+            // the first call are the caller's deadline (an agent stopped with SIGSTOP accepts the
+            // connection in its kernel and then says nothing).
+            let tcp =
+                tokio::time::timeout(TCP_CONNECT, TcpStream::connect(authority.as_str())).await.map_err(|_| {
+                    io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("no TCP connection within {} s", TCP_CONNECT.as_secs()),
+                    )
+                })??;
             tcp.set_nodelay(true)?;
             let tls = tokio_rustls::TlsConnector::from(this.config).connect(this.name, tcp).await?;
             if tls.get_ref().1.alpn_protocol() != Some(b"h2") {

@@ -100,7 +100,6 @@ pub async fn connect(addr: &str, cfg: &ClientConfig, pings: usize) -> Result<Rem
     // `iocurve_net::binding`). Plain text has no exporter: the token itself.
     let ep = Endpoint::from_shared(format!("http://{addr}"))
         .map_err(|e| NetError::Input(format!("host {addr} is not an address (HOST:PORT): {e}")))?
-        .connect_timeout(Duration::from_secs(5))
         // The agent's heartbeat at the transport: an agent silent for ~3 s (pings unanswered,
         // e.g. a cut link) is lost. Its progress events are the other one (see `run_step`).
         .http2_keep_alive_interval(Duration::from_secs(1))
@@ -108,7 +107,8 @@ pub async fn connect(addr: &str, cfg: &ClientConfig, pings: usize) -> Result<Rem
         .keep_alive_while_idle(true);
     let token = if cfg.per_host_tokens { auth::host_token(&cfg.token, auth::host_of(addr)) } else { cfg.token.clone() };
     let (channel, credentials) = if cfg.insecure {
-        (ep.connect().await, auth::Credentials::bearer(&token)?)
+        // TCP within 5 s (the TLS connector bounds its own TCP as long: `binding::TCP_CONNECT`).
+        (ep.connect_timeout(binding::TCP_CONNECT).connect().await, auth::Credentials::bearer(&token)?)
     } else {
         let ca = cfg.ca_pem.as_ref().ok_or_else(|| {
             NetError::Input(

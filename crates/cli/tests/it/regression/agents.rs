@@ -698,7 +698,7 @@ struct Impostor {
 }
 
 #[derive(Clone)]
-struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<String>>>, &'static str);
 
 impl tonic::server::NamedService for Recorder {
     const NAME: &'static str = "iocurve.agent.v1.Agent";
@@ -716,12 +716,17 @@ impl tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>> f
     fn call(&mut self, req: tonic::codegen::http::Request<tonic::body::Body>) -> Self::Future {
         let got = req.headers().get("authorization").map(|v| v.to_str().unwrap_or("(not text)").to_string());
         self.0.lock().unwrap().push(got.unwrap_or_default());
-        std::future::ready(Ok(tonic::Status::unauthenticated("an impostor").into_http()))
+        std::future::ready(Ok(tonic::Status::unauthenticated(self.1).into_http()))
     }
 }
 
 impl Impostor {
     fn start(cert: &Path, key: &Path) -> Impostor {
+        Self::answering(cert, key, "an impostor")
+    }
+
+    /// One that refuses every call with `answer` (Unauthenticated).
+    fn answering(cert: &Path, key: &Path, answer: &'static str) -> Impostor {
         let rt = tokio::runtime::Runtime::new().unwrap();
         let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
         let addr = listener.local_addr().unwrap().to_string();
@@ -734,7 +739,7 @@ impl Impostor {
         let server = tonic::transport::Server::builder()
             .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
             .unwrap()
-            .add_service(Recorder(seen.clone()))
+            .add_service(Recorder(seen.clone(), answer))
             .serve_with_incoming(tokio_stream_of(listener));
         rt.spawn(server);
         Impostor { addr, seen, rt }
@@ -931,4 +936,18 @@ fn regression_an_old_client_certificate_is_refused_after_certs_rotate() {
     assert!(!d.join("t.dat").exists(), "nothing was created for the old certificate");
     let o = run(&c);
     assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// Issue 35, finding 3 (the protocol bump): an agent before protocol 8 wants the token itself
+/// and refuses a proof as it refuses a wrong token. A coordinator refused in those words says
+/// the agent may run an older iocurve (here a stand-in answering as one would).
+#[test]
+fn regression_a_token_proof_refused_by_an_older_agent_says_to_upgrade_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let older = Impostor::answering(&c.join("agent.pem"), &c.join("agent.key"), "wrong or missing token");
+    let rr = "[[workloads]]\nname = \"rr\"\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.2\n";
+    hosts_plan(dir.path(), &[(older.addr.as_str(), dir.path().join("t.dat"))], rr);
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m"]).output().unwrap();
+    input_error(&o, &["may run an older iocurve", "upgrade it"]);
 }
