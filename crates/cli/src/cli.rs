@@ -610,12 +610,13 @@ pub enum CertsCommand {
         #[arg(long = "alias", value_name = "NAME")]
         aliases: Vec<String>,
     },
-    /// Issue everything in DIR again from its kept CA: the shared agent certificate, the
-    /// coordinator's certificate, a new token, and every host's certificate and token
-    /// (hosts/NAME/), each with a new key, valid for a year, each file replaced whole. The old
-    /// token opens no agent that runs with the new files: rotate when a token or host file
-    /// leaked, or before the year is up, then give every agent and coordinator its new files.
-    /// The CA stays (to distrust all it issued, `certs init` a new one).
+    /// Replace everything in DIR with new credentials from a new CA: the CA (ca.pem, ca.key),
+    /// the shared agent certificate, the coordinator's certificate, a new token, and every
+    /// host's certificate and token (hosts/NAME/), each with a new key, valid for a year, each
+    /// file replaced whole. Nothing the old CA signed passes where the new files are: rotate
+    /// when a key, token or host file leaked, or before the year is up, then give every agent
+    /// its new ca.pem, certificate, key and token, restart it, and run the coordinator with
+    /// the new files.
     Rotate {
         /// The directory `certs init` made.
         dir: PathBuf,

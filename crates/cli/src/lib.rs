@@ -183,7 +183,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Certs { command: cli::CertsCommand::Rotate { dir, names } } => {
             let r = iocurve_net::certs::rotate(&dir, &names)?;
             crate::outln!(
-                "rotated in {}: agent.pem, agent.key, client.pem, client.key, token{} — give the agents and coordinators their new files and restart them; the old token opens no agent that runs with the new ones",
+                "rotated in {}: a new CA (ca.pem, ca.key), agent.pem, agent.key, client.pem, client.key, token{} — give every agent its new ca.pem, certificate, key and token and restart it, then run coordinators with the new files; until then the two sides refuse each other, and nothing the old CA signed passes where the new files are",
                 dir.display(),
                 if r.hosts.is_empty() {
                     String::new()

@@ -1,4 +1,5 @@
-//! The token every call carries, compared in constant time.
+//! The token every call proves, compared in constant time: over TLS a proof bound to the
+//! connection (see [`crate::binding`]), in plain text the token itself.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -6,7 +7,7 @@ use std::sync::Arc;
 use subtle::ConstantTimeEq;
 use tonic::{Request, Status};
 
-use crate::NetError;
+use crate::{NetError, PROTOCOL, binding};
 
 /// The shortest token accepted: 128 bits as hex (`iocurve certs init` writes 256).
 pub const MIN_TOKEN_LEN: usize = 32;
@@ -63,48 +64,135 @@ pub fn random_token() -> Result<String, NetError> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The interceptor of the agent: a call without the right token is refused before it runs,
-/// and audited with its peer (the trail rate-limits a flood of them: see
-/// [`crate::agent::audit`]). A call with it marks its connection as no longer a stranger's
+/// Why a call's credentials were refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// No `authorization`, or not in a form this agent takes.
+    Missing,
+    /// The token (plain text) or the proof (TLS) does not match this agent's token.
+    Wrong,
+    /// The token itself over TLS, as a coordinator before protocol 8 sent it: that token went
+    /// to whoever passed the certificate check (issue 35, finding 3).
+    BareTokenOverTls,
+    /// A proof on a plain-text connection, which has no TLS session to bind it to.
+    ProofWithoutTls,
+}
+
+impl Refused {
+    /// How the caller is told. The older coordinator's case is `FailedPrecondition`, whose
+    /// message an older coordinator shows (it words `Unauthenticated` itself).
+    pub fn status(self) -> Status {
+        match self {
+            Refused::Missing => Status::unauthenticated(
+                "missing token: every call carries a proof of the token bound to its TLS session (or, in plain text, the token)",
+            ),
+            Refused::Wrong => Status::unauthenticated("wrong token: it does not match this agent's"),
+            Refused::BareTokenOverTls => Status::failed_precondition(format!(
+                "the coordinator sent its token itself over TLS, as iocurve before protocol 8 did: it runs an older iocurve; this agent (iocurve {}, protocol {PROTOCOL}) takes only a proof of the token bound to the TLS session: upgrade the coordinator to the agent's version",
+                env!("CARGO_PKG_VERSION")
+            )),
+            Refused::ProofWithoutTls => Status::unauthenticated(
+                "a token proof needs TLS: this agent listens in plain text (--insecure) and takes the token itself",
+            ),
+        }
+    }
+
+    /// For the log.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Refused::Missing => "missing token",
+            Refused::Wrong => "wrong token",
+            Refused::BareTokenOverTls => "the token itself over TLS (a coordinator older than protocol 8)",
+            Refused::ProofWithoutTls => "a token proof in plain text",
+        }
+    }
+}
+
+/// Whether `req` carries the right credentials for `token`: over TLS a proof bound to the TLS
+/// session it came on ([`binding::proof`] of that session's exporter), in plain text (and in
+/// process) the token itself. Compared in constant time.
+pub fn verify<T>(req: &Request<T>, token: &str) -> Result<(), Refused> {
+    let given = req.metadata().get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("");
+    judge(given, binding::session_of(req).map(|s| s.exporter).as_ref(), token)
+}
+
+/// [`verify`] on the `authorization` value and the connection's exporter (None: no TLS).
+fn judge(given: &str, exporter: Option<&binding::Exporter>, token: &str) -> Result<(), Refused> {
+    let matches = |a: &str, b: &str| bool::from(a.as_bytes().ct_eq(b.as_bytes()));
+    match (exporter, given.strip_prefix(binding::PROOF_SCHEME), given.strip_prefix("Bearer ")) {
+        (Some(e), Some(p), _) => matches(p, &binding::proof(token, e)).then_some(()).ok_or(Refused::Wrong),
+        (Some(_), None, Some(_)) => Err(Refused::BareTokenOverTls),
+        (None, None, Some(t)) => matches(t, token).then_some(()).ok_or(Refused::Wrong),
+        (None, Some(_), _) => Err(Refused::ProofWithoutTls),
+        (_, None, None) => Err(Refused::Missing),
+    }
+}
+
+/// The interceptor of the agent: a call without the right credentials ([`verify`]) is refused
+/// before it runs, and audited with its peer (the trail rate-limits a flood of them: see
+/// [`crate::agent::audit`]). A call with them marks its connection as no longer a stranger's
 /// (see [`crate::agent::listen`]).
 pub fn checker(
     token: Arc<String>,
     audit: Arc<crate::agent::audit::Audit>,
 ) -> impl Fn(Request<()>) -> Result<Request<()>, Status> + Clone {
-    move |req: Request<()>| {
-        let given = req.metadata().get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("");
-        let given = given.strip_prefix("Bearer ").unwrap_or("");
-        if bool::from(given.as_bytes().ct_eq(token.as_bytes())) {
+    move |req: Request<()>| match verify(&req, &token) {
+        Ok(()) => {
             if let Some(t) = crate::agent::listen::ticket_of(&req) {
                 t.authenticated();
             }
             Ok(req)
-        } else {
-            // The method is not known here (an interceptor sees no path): the trail says the
-            // token was wrong, and from where.
-            audit.refused("token", "any", &crate::agent::audit::Peer::of(&req), "wrong or missing token");
-            Err(Status::unauthenticated("wrong or missing token"))
+        }
+        Err(why) => {
+            // The method is not known here (an interceptor sees no path): the trail says what
+            // was wrong with the credentials, and from where.
+            let rule = if why == Refused::BareTokenOverTls { "protocol" } else { "token" };
+            audit.refused(rule, "any", &crate::agent::audit::Peer::of(&req), why.reason());
+            Err(why.status())
         }
     }
 }
 
-/// The interceptor of the client: adds the token to every call. Cloneable, so that calls to
-/// many agents (and several calls to one) go out at once.
+/// The interceptor of the client: adds the credentials to every call. Cloneable, so that calls
+/// to many agents (and several calls to one) go out at once.
 #[derive(Clone)]
-pub struct Bearer(tonic::metadata::MetadataValue<tonic::metadata::Ascii>);
+pub enum Credentials {
+    /// The token itself: plain text (`--insecure`) and the in-process agent, where there is no
+    /// TLS session to bind a proof to.
+    Bearer(tonic::metadata::MetadataValue<tonic::metadata::Ascii>),
+    /// A proof of the token bound to the TLS session of the channel's connection.
+    Proof { token: Arc<str>, session: binding::SessionSlot },
+}
 
-impl Bearer {
-    pub fn new(token: &str) -> Result<Bearer, NetError> {
+impl Credentials {
+    /// The token itself, for plain text.
+    pub fn bearer(token: &str) -> Result<Credentials, NetError> {
         format!("Bearer {token}")
             .parse()
-            .map(Bearer)
+            .map(Credentials::Bearer)
             .map_err(|_| NetError::Input("the token holds characters that cannot travel in a header".into()))
+    }
+
+    /// Proofs of `token` on the connection `session` follows (from [`binding::Connector`]).
+    pub fn proof(token: &str, session: binding::SessionSlot) -> Credentials {
+        Credentials::Proof { token: token.into(), session }
     }
 }
 
-impl tonic::service::Interceptor for Bearer {
+impl tonic::service::Interceptor for Credentials {
     fn call(&mut self, mut req: Request<()>) -> Result<Request<()>, Status> {
-        req.metadata_mut().insert("authorization", self.0.clone());
+        let value = match self {
+            Credentials::Bearer(v) => v.clone(),
+            Credentials::Proof { token, session } => {
+                let exporter = session
+                    .exporter()
+                    .ok_or_else(|| Status::unavailable("no TLS session to prove the token on yet"))?;
+                format!("{}{}", binding::PROOF_SCHEME, binding::proof(token, &exporter))
+                    .parse()
+                    .map_err(|_| Status::internal("a proof that cannot travel in a header"))?
+            }
+        };
+        req.metadata_mut().insert("authorization", value);
         Ok(req)
     }
 }
@@ -123,5 +211,38 @@ mod tests {
         assert_eq!(host_of("lg1.lab:7420"), "lg1.lab");
         assert_eq!(host_of("[2001:db8::1]:7420"), "2001:db8::1");
         assert_eq!(host_of("10.0.0.1:1"), "10.0.0.1");
+    }
+
+    /// Issue 35, finding 3: the token itself went to whoever passed the certificate check. Over
+    /// TLS only a proof bound to the connection's exporter passes; one made on another
+    /// connection (another exporter), the bare token, and a proof in plain text are refused.
+    #[test]
+    fn regression_over_tls_only_a_proof_of_this_session_passes() {
+        let token = "cluster-token-of-enough-length-0123";
+        let here: binding::Exporter = [7; 32];
+        let mut elsewhere = here;
+        elsewhere[0] = 8;
+        let proof = |e: &binding::Exporter| format!("Proof {}", binding::proof(token, e));
+        assert_eq!(judge(&proof(&here), Some(&here), token), Ok(()));
+        assert_eq!(judge(&proof(&elsewhere), Some(&here), token), Err(Refused::Wrong), "replayed from another session");
+        let other_token = format!("Proof {}", binding::proof("another-token-of-enough-length-0123", &here));
+        assert_eq!(judge(&other_token, Some(&here), token), Err(Refused::Wrong));
+        assert_eq!(judge(&format!("Bearer {token}"), Some(&here), token), Err(Refused::BareTokenOverTls));
+        assert_eq!(judge("", Some(&here), token), Err(Refused::Missing));
+        assert_eq!(judge("Proof ", Some(&here), token), Err(Refused::Wrong));
+        assert_eq!(judge(&binding::proof(token, &here), Some(&here), token), Err(Refused::Missing), "no scheme");
+        // Plain text: the token itself, never a proof.
+        assert_eq!(judge(&format!("Bearer {token}"), None, token), Ok(()));
+        assert_eq!(judge("Bearer wrong", None, token), Err(Refused::Wrong));
+        assert_eq!(judge(&proof(&here), None, token), Err(Refused::ProofWithoutTls));
+        assert_eq!(judge("", None, token), Err(Refused::Missing));
+        // An older coordinator is told to upgrade, in a code whose message it shows.
+        let s = Refused::BareTokenOverTls.status();
+        assert_eq!(s.code(), tonic::Code::FailedPrecondition);
+        assert!(s.message().contains("older iocurve") && s.message().contains("upgrade the coordinator"), "{s}");
+        // Never the words of an agent before protocol 8, by which a coordinator knows one.
+        for r in [Refused::Missing, Refused::Wrong, Refused::ProofWithoutTls] {
+            assert_ne!(r.status().message(), "wrong or missing token");
+        }
     }
 }

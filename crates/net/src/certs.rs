@@ -16,9 +16,15 @@ use crate::NetError;
 /// given `--tls-name iocurve-agent` accepts it from any host.
 pub const AGENT_NAME: &str = "iocurve-agent";
 
-/// The CA's distinguished name. Issuing later rebuilds the issuer from it and the kept key: the
-/// issuer name and key identifier of a new certificate then match the CA certificate's.
+/// The CA's distinguished name (common name) as `init` made it. `rotate` makes a new CA whose
+/// name adds a random tag, so that the old CA's certificates name an issuer the new one is not
+/// (they fail as "unknown issuer", not as a bad signature). Issuing later rebuilds the issuer
+/// from the name in [`CA_NAME_FILE`] (this one where there is none) and the kept key: the issuer
+/// name and key identifier of a new certificate then match the CA certificate's.
 const CA_NAME: &str = "iocurve test cluster CA";
+
+/// Where the CA's common name is recorded, for issuing later.
+const CA_NAME_FILE: &str = "ca.name";
 
 /// How long certificates are valid, in days: a year for agents and coordinators, ten for the CA.
 const LEAF_DAYS: i64 = 365;
@@ -66,10 +72,10 @@ fn valid_for(p: &mut CertificateParams, days: i64) {
     p.not_after = date(today + days);
 }
 
-fn ca_params() -> Result<CertificateParams, NetError> {
+fn ca_params(name: &str) -> Result<CertificateParams, NetError> {
     let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name.push(DnType::CommonName, CA_NAME);
+    ca.distinguished_name.push(DnType::CommonName, name);
     valid_for(&mut ca, CA_DAYS);
     Ok(ca)
 }
@@ -114,7 +120,12 @@ fn kept_issuer(files: &CertFiles, command: &str) -> Result<Issuer<'static, KeyPa
     })?;
     let ca_key = KeyPair::from_pem(&key_pem)
         .map_err(|e| NetError::Input(format!("{} holds no key: {e}", files.ca_key.display())))?;
-    Ok(Issuer::new(ca_params()?, ca_key))
+    let name = std::fs::read_to_string(files.ca.with_file_name(CA_NAME_FILE))
+        .ok()
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| CA_NAME.to_string());
+    Ok(Issuer::new(ca_params(&name)?, ca_key))
 }
 
 /// Writes `text` to `p`; `secret` files are readable by their owner only, from the start.
@@ -143,11 +154,7 @@ pub fn init(dir: &Path, names: &[String]) -> Result<CertFiles, NetError> {
     }
     std::fs::create_dir_all(dir).map_err(|e| NetError::Input(format!("cannot create {}: {e}", dir.display())))?;
 
-    let ca = ca_params()?;
-    let ca_key = KeyPair::generate().map_err(err)?;
-    let ca_cert = ca.self_signed(&ca_key).map_err(err)?;
-    let ca_key_pem = ca_key.serialize_pem();
-    let issuer = Issuer::new(ca, ca_key);
+    let NewCa { cert_pem: ca_pem, key_pem: ca_key_pem, issuer, .. } = new_ca(CA_NAME)?;
 
     let agent = agent_params(AGENT_NAME, &shared_agent_names(names))?;
     let agent_key = KeyPair::generate().map_err(err)?;
@@ -160,7 +167,7 @@ pub fn init(dir: &Path, names: &[String]) -> Result<CertFiles, NetError> {
 
     let token = crate::auth::random_token()?;
     write(&dir.join(NAMES_FILE), &names_text(names), false)?;
-    write(&files.ca, &ca_cert.pem(), false)?;
+    write(&files.ca, &ca_pem, false)?;
     write(&files.ca_key, &ca_key_pem, true)?;
     write(&files.agent_cert, &agent_cert.pem(), false)?;
     write(&files.agent_key, &agent_key.serialize_pem(), true)?;
@@ -231,34 +238,63 @@ fn replace(p: &Path, text: &str, secret: bool) -> Result<(), NetError> {
     std::fs::rename(&tmp, p).map_err(|e| NetError::Input(format!("cannot replace {}: {e}", p.display())))
 }
 
+/// A new CA: its certificate, its key and the issuer they make.
+struct NewCa {
+    name: String,
+    cert_pem: String,
+    key_pem: String,
+    issuer: Issuer<'static, KeyPair>,
+}
+
+fn new_ca(name: &str) -> Result<NewCa, NetError> {
+    let params = ca_params(name)?;
+    let key = KeyPair::generate().map_err(err)?;
+    let cert = params.self_signed(&key).map_err(err)?;
+    Ok(NewCa {
+        name: name.to_string(),
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+        issuer: Issuer::new(params, key),
+    })
+}
+
 /// What `rotate` renewed.
 pub struct Rotated {
     /// Hosts whose own certificate and token were issued again.
     pub hosts: Vec<String>,
 }
 
-/// Issues everything in `dir` again from its kept CA: the shared agent certificate (for
-/// `AGENT_NAME`, localhost, 127.0.0.1, the names `init` recorded and `more`), the coordinator's
-/// certificate, a new token, and every host's certificate (its recorded names) and token
-/// (derived from the new one). Each with a new key and a year's validity; each file replaced
-/// whole. The old token opens no agent that has the new files — how a leaked token or host
-/// file is made worthless. The CA stays: to distrust everything it issued, `init` a new one.
+/// Replaces everything in `dir` (a directory `certs init` made) with new credentials from a new
+/// CA: the CA itself (`ca.pem`, `ca.key`, a new key and name), the shared agent certificate (for
+/// `AGENT_NAME`, localhost, 127.0.0.1, the names `init` recorded and `more`), the
+/// coordinator's certificate, a new token, and every host's certificate (its recorded names)
+/// and token (derived from the new one). Each with a new key and a year's validity; each file
+/// replaced whole.
+///
+/// The old CA is trusted nowhere that has the new files: a coordinator with the new `ca.pem`
+/// refuses every agent certificate the old CA signed (a host's old key in an impostor's hands
+/// among them: issue 35, finding 3), an agent with the new `ca.pem` as `--client-ca` refuses the
+/// old coordinator certificate, and the old token opens no agent that has its new token.
 pub fn rotate(dir: &Path, more: &[String]) -> Result<Rotated, NetError> {
     let files = CertFiles::in_dir(dir);
-    let issuer = kept_issuer(&files, "rotate")?;
+    // Only a directory `certs init` made (it keeps the CA key): a site's own PKI is not ours to
+    // replace.
+    kept_issuer(&files, "rotate")?;
     let mut names = read_names(&dir.join(NAMES_FILE));
     for n in more {
         if !names.contains(n) {
             names.push(n.clone());
         }
     }
+    let tag = crate::auth::random_token()?;
+    let ca = new_ca(&format!("{CA_NAME} {}", &tag[..12]))?;
     let agent_key = KeyPair::generate().map_err(err)?;
     let agent_cert =
-        agent_params(AGENT_NAME, &shared_agent_names(&names))?.signed_by(&agent_key, &issuer).map_err(err)?;
+        agent_params(AGENT_NAME, &shared_agent_names(&names))?.signed_by(&agent_key, &ca.issuer).map_err(err)?;
     let mut client = client_params()?;
     valid_for(&mut client, LEAF_DAYS);
     let client_key = KeyPair::generate().map_err(err)?;
-    let client_cert = client.signed_by(&client_key, &issuer).map_err(err)?;
+    let client_cert = client.signed_by(&client_key, &ca.issuer).map_err(err)?;
     let token = crate::auth::random_token()?;
     // Every host's new files first, in memory: a failure leaves the directory as it was.
     let mut hosts = Vec::new();
@@ -271,7 +307,7 @@ pub fn rotate(dir: &Path, more: &[String]) -> Result<Rotated, NetError> {
             let mut host_names = vec![name.clone()];
             host_names.extend(read_names(&e.path().join(NAMES_FILE)));
             let key = KeyPair::generate().map_err(err)?;
-            let cert = agent_params(&name, &host_names)?.signed_by(&key, &issuer).map_err(err)?;
+            let cert = agent_params(&name, &host_names)?.signed_by(&key, &ca.issuer).map_err(err)?;
             hosts.push((name, e.path(), cert.pem(), key.serialize_pem()));
         }
     }
@@ -286,7 +322,11 @@ pub fn rotate(dir: &Path, more: &[String]) -> Result<Rotated, NetError> {
         replace(&host_dir.join("agent.key"), key, true)?;
         replace(&host_dir.join("token"), &format!("{}\n", crate::auth::host_token(&token, name)), true)?;
     }
-    // The token last: until here the old files all still fit together.
+    // The CA after what it signed, the token last: a rotation cut short (a full disk) is
+    // finished by running it again, which needs only a CA key, the old one or the new.
+    replace(&dir.join(CA_NAME_FILE), &format!("{}\n", ca.name), false)?;
+    replace(&files.ca, &ca.cert_pem, false)?;
+    replace(&files.ca_key, &ca.key_pem, true)?;
     replace(&files.token, &format!("{token}\n"), true)?;
     Ok(Rotated { hosts: hosts.into_iter().map(|h| h.0).collect() })
 }
@@ -398,8 +438,12 @@ mod tests {
         format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
     }
 
+    /// Issue 35, finding 3: `rotate` kept the CA, so a host's old key still passed the
+    /// coordinator's certificate check after it. It makes a new CA now and issues everything
+    /// from it: the old certificates fail against the new CA; the new ones (and those
+    /// `add-host` issues later, from the new CA key) pass.
     #[test]
-    fn rotate_issues_everything_again_from_the_kept_ca() {
+    fn regression_rotate_issues_everything_again_from_a_new_ca() {
         iocurve_testkit::needs_tool!("openssl");
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
@@ -408,38 +452,53 @@ mod tests {
         add_host(&d, "lg1.lab", &["10.0.0.1".into()]).unwrap();
         let read = |p: &Path| std::fs::read_to_string(p).unwrap();
         let host = d.join("hosts/lg1.lab");
-        let before: Vec<String> =
-            [&files.agent_key, &files.client_key, &files.token, &host.join("agent.key"), &host.join("token")]
-                .iter()
-                .map(|p| read(p))
-                .collect();
-        let ca_before = read(&files.ca);
+        let secrets = [
+            &files.ca_key,
+            &files.agent_key,
+            &files.client_key,
+            &files.token,
+            &host.join("agent.key"),
+            &host.join("token"),
+        ];
+        let before: Vec<String> = secrets.iter().map(|p| read(p)).collect();
+        let old = dir.path().join("old");
+        std::fs::create_dir(&old).unwrap();
+        for (from, to) in [(&files.ca, "ca.pem"), (&files.agent_cert, "agent.pem"), (&files.client_cert, "client.pem")]
+        {
+            std::fs::copy(from, old.join(to)).unwrap();
+        }
+        std::fs::copy(host.join("agent.pem"), old.join("host.pem")).unwrap();
         let r = rotate(&d, &["lg9.lab".into()]).unwrap();
         assert_eq!(r.hosts, ["lg1.lab"]);
-        let after: Vec<String> =
-            [&files.agent_key, &files.client_key, &files.token, &host.join("agent.key"), &host.join("token")]
-                .iter()
-                .map(|p| read(p))
-                .collect();
+        let after: Vec<String> = secrets.iter().map(|p| read(p)).collect();
         for (b, a) in before.iter().zip(&after) {
             assert_ne!(b, a, "every key and token is new");
         }
-        assert_eq!(read(&files.ca), ca_before, "the CA stays");
+        assert_ne!(read(&files.ca), read(&old.join("ca.pem")), "a new CA");
         let token = crate::auth::read_token(&files.token).unwrap();
         assert_eq!(read(&host.join("token")).trim(), crate::auth::host_token(&token, "lg1.lab"), "host tokens follow");
-        for p in [&files.agent_key, &files.client_key, &files.token, &host.join("agent.key"), &host.join("token")] {
+        for p in secrets {
             assert_eq!(std::fs::metadata(p).unwrap().permissions().mode() & 0o777, 0o600, "{}", p.display());
         }
-        // The same names as before, and the new one; signed by the kept CA.
+        // The same names as before, and the new one; signed by the new CA, and only by it.
         let shared = openssl(&["x509", "-noout", "-ext", "subjectAltName", "-in"], &files.agent_cert);
         for n in ["iocurve-agent", "localhost", "127.0.0.1", "lg0.lab", "lg9.lab"] {
             assert!(shared.contains(n), "{n}: {shared}");
         }
         let own = openssl(&["x509", "-noout", "-ext", "subjectAltName", "-in"], &host.join("agent.pem"));
         assert!(own.contains("lg1.lab") && own.contains("10.0.0.1"), "{own}");
-        for cert in [&files.agent_cert, &files.client_cert, &host.join("agent.pem")] {
-            let v = openssl(&["verify", "-CAfile", files.ca.to_str().unwrap()], cert);
+        // Issued later from the new CA key, with the new CA's name.
+        add_host(&d, "lg2.lab", &[]).unwrap();
+        let verify = |ca: &Path, cert: &Path| openssl(&["verify", "-CAfile", ca.to_str().unwrap()], cert);
+        for cert in [&files.agent_cert, &files.client_cert, &host.join("agent.pem"), &d.join("hosts/lg2.lab/agent.pem")]
+        {
+            let v = verify(&files.ca, cert);
             assert!(v.contains(": OK"), "{v}");
+            assert!(!verify(&old.join("ca.pem"), cert).contains(": OK"), "the old CA does not vouch for it");
+        }
+        for cert in ["agent.pem", "client.pem", "host.pem"] {
+            let v = verify(&files.ca, &old.join(cert));
+            assert!(!v.contains(": OK"), "the old {cert} fails against the new CA: {v}");
         }
         let leftovers: Vec<_> =
             walk(&d).into_iter().filter(|p| p.extension().is_some_and(|e| e == "rotating")).collect();

@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod auth;
+pub mod binding;
 pub mod certs;
 pub mod launched;
 pub mod wire;
@@ -17,7 +18,10 @@ pub mod wire;
 /// 6: a frontend working set is capped at 1/8 of a target (agents derive it themselves).
 /// 7: targets say whether they are fresh (an earlier precondition record does not apply), and
 /// the passes carry their deadline (`stuck_after_s`) and their notes.
-pub const PROTOCOL: u32 = 7;
+/// 8: over TLS a coordinator proves its token with an HMAC bound to the TLS session (see
+/// [`binding`]) instead of sending it; an agent refuses the bare token there, and says the
+/// coordinator is older (issue 35, finding 3).
+pub const PROTOCOL: u32 = 8;
 
 /// Generated from proto/agent.proto.
 #[allow(clippy::large_enum_variant)] // generated; an interval is the common message anyway

@@ -81,14 +81,11 @@ fn the_wrong_token_tls_protocol_or_target_is_refused_before_any_io() {
     rt.block_on(async {
         use iocurve_net::pb;
         let ca_pem = std::fs::read_to_string(c.join("ca.pem")).unwrap();
-        let tls = tonic::transport::ClientTlsConfig::new()
-            .ca_certificate(tonic::transport::Certificate::from_pem(ca_pem))
-            .domain_name(iocurve_net::certs::AGENT_NAME);
-        let ch = tonic::transport::Endpoint::from_shared(format!("https://{}", agent.addr))
+        let tls = iocurve_net::binding::client_config(&ca_pem, None).unwrap();
+        let (connector, session) = iocurve_net::binding::Connector::new(tls, iocurve_net::certs::AGENT_NAME).unwrap();
+        let ch = tonic::transport::Endpoint::from_shared(format!("http://{}", agent.addr))
             .unwrap()
-            .tls_config(tls)
-            .unwrap()
-            .connect()
+            .connect_with_connector(connector)
             .await
             .unwrap();
         let mut bare = pb::agent_client::AgentClient::new(ch.clone());
@@ -96,7 +93,7 @@ fn the_wrong_token_tls_protocol_or_target_is_refused_before_any_io() {
         assert_eq!(e.code(), tonic::Code::Unauthenticated, "no token: {e}");
         let tok = std::fs::read_to_string(c.join("token")).unwrap().trim().to_string();
         let mut with =
-            pb::agent_client::AgentClient::with_interceptor(ch, iocurve_net::auth::Bearer::new(&tok).unwrap());
+            pb::agent_client::AgentClient::with_interceptor(ch, iocurve_net::auth::Credentials::proof(&tok, session));
         let e = with.hello(pb::HelloRequest { protocol: 99, version: "9.9.9".into() }).await.unwrap_err();
         assert_eq!(e.code(), tonic::Code::FailedPrecondition);
         assert!(e.message().contains("protocol mismatch") && e.message().contains("same iocurve version"), "{e}");

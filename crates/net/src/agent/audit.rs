@@ -52,13 +52,9 @@ pub struct Peer {
 impl Peer {
     pub fn of<T>(req: &tonic::Request<T>) -> Peer {
         let addr = super::listen::ticket_of(req).map(|t| t.peer()).or_else(|| req.remote_addr());
-        // The agent's connections carry the front door's connect info inside TLS's, where
-        // `Request::peer_certs` (which looks for TCP's) does not look.
-        let certs = req
-            .extensions()
-            .get::<tonic::transport::server::TlsConnectInfo<super::listen::PeerInfo>>()
-            .and_then(|t| t.peer_certs())
-            .or_else(|| req.peer_certs());
+        // The agent does its own TLS (see `binding`): the coordinator's chain is kept with the
+        // connection's session.
+        let certs = crate::binding::session_of(req).and_then(|s| s.peer_certificates.clone());
         let identity = certs.and_then(|certs| certs.first().map(identity));
         Peer { addr, identity }
     }
@@ -66,7 +62,7 @@ impl Peer {
 
 /// A certificate as a reader can check it: its subject's common name and the start of its
 /// SHA-256 fingerprint (`openssl x509 -fingerprint -sha256` shows the same digits).
-pub fn identity(cert: &tonic::transport::CertificateDer<'_>) -> String {
+pub fn identity(cert: &tokio_rustls::rustls::pki_types::CertificateDer<'_>) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, cert.as_ref());
     let fp: String = digest.as_ref()[..8].iter().map(|b| format!("{b:02X}")).collect();
     let cn = x509_parser::parse_x509_certificate(cert.as_ref())

@@ -130,7 +130,7 @@ impl Drop for Ticket {
 }
 
 /// What a call learns of its connection (`Request::extensions`, directly or inside
-/// `TlsConnectInfo`).
+/// `binding::Bound`).
 #[derive(Clone)]
 pub struct PeerInfo {
     pub ticket: Arc<Ticket>,
@@ -302,7 +302,7 @@ fn out_of_resources(e: &io::Error) -> bool {
 pub fn ticket_of<T>(req: &tonic::Request<T>) -> Option<Arc<Ticket>> {
     let ext = req.extensions();
     ext.get::<PeerInfo>()
-        .or_else(|| ext.get::<tonic::transport::server::TlsConnectInfo<PeerInfo>>().map(|t| t.get_ref()))
+        .or_else(|| ext.get::<crate::binding::Bound<PeerInfo>>().map(|b| &b.inner))
         .map(|p| p.ticket.clone())
 }
 

@@ -19,7 +19,7 @@ use iocurve_engine::{OpenOptions, TargetSet, host};
 use iocurve_plan::Backend;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+use tonic::transport::Server;
 use tonic::{Request, Response, Status};
 
 use crate::pb::agent_server::{Agent, AgentServer};
@@ -788,13 +788,12 @@ pub async fn serve(
         // A coordinator makes a few calls at a time; a peer opening thousands of streams on
         // one connection is refused at the HTTP/2 level.
         .max_concurrent_streams(64);
-    if let Some(tls) = &cfg.tls {
-        let mut t = ServerTlsConfig::new().identity(Identity::from_pem(&tls.cert_pem, &tls.key_pem));
-        if let Some(ca) = &tls.client_ca_pem {
-            t = t.client_ca_root(Certificate::from_pem(ca));
-        }
-        builder = builder.tls_config(t).map_err(|e| NetError::Input(format!("TLS set-up failed: {e}")))?;
-    }
+    // TLS is done here, not by tonic: the calls need each connection's exporter to check the
+    // token proof against (see `binding`).
+    let tls = match &cfg.tls {
+        Some(t) => Some(crate::binding::server_config(&t.cert_pem, &t.key_pem, t.client_ca_pem.as_deref())?),
+        None => None,
+    };
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
         .map_err(|e| NetError::Input(format!("cannot listen on {}: {e}", cfg.listen)))?;
@@ -813,11 +812,17 @@ pub async fn serve(
             }
         })
     };
-    let served = builder
-        .add_service(AgentServer::with_interceptor(service, auth::checker(token, audit.clone())))
-        .serve_with_incoming_shutdown(listen::incoming(listener, listen::Limits::default()), shutdown)
-        .await
-        .map_err(|e| NetError::Failed(format!("agent on {addr}: {e}")));
+    let router = builder.add_service(AgentServer::with_interceptor(service, auth::checker(token, audit.clone())));
+    let incoming = listen::incoming(listener, listen::Limits::default());
+    let served = match tls {
+        Some(config) => {
+            let peer = |g: &listen::Guarded| Some(tonic::transport::server::Connected::connect_info(g).ticket.peer());
+            let secured = crate::binding::accept(incoming, config, audit.clone(), peer);
+            router.serve_with_incoming_shutdown(secured, shutdown).await
+        }
+        None => router.serve_with_incoming_shutdown(incoming, shutdown).await,
+    }
+    .map_err(|e| NetError::Failed(format!("agent on {addr}: {e}")));
     flusher.abort();
     audit.flush();
     audit.note("ended", None);

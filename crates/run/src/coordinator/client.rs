@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use iocurve_plan::TargetGroup;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+use tonic::transport::{Channel, Endpoint};
 
 use super::clock::{ClockEstimate, ClockVerdict, check_clock};
 use iocurve_net::agent::{self, InProcess};
 use iocurve_net::pb::agent_client::AgentClient;
-use iocurve_net::{NetError, PROTOCOL, auth, pb, unix_ns};
+use iocurve_net::{NetError, PROTOCOL, auth, binding, pb, unix_ns};
 
 /// How the coordinator reaches its agents.
 #[derive(Clone)]
@@ -33,7 +33,7 @@ pub struct ClientConfig {
     pub max_skew: Duration,
 }
 
-pub(crate) type Client = AgentClient<InterceptedService<Channel, auth::Bearer>>;
+pub(crate) type Client = AgentClient<InterceptedService<Channel, auth::Credentials>>;
 
 /// A connected agent.
 pub struct Remote {
@@ -73,6 +73,12 @@ pub(crate) fn failed(addr: &str, what: &str, e: tonic::Status) -> NetError {
         ));
     }
     match e.code() {
+        // The words of an agent before protocol 8, which wants the token itself and so takes
+        // no proof, right or wrong: likely an older iocurve (or the token is wrong).
+        tonic::Code::Unauthenticated if e.message() == "wrong or missing token" => NetError::Input(format!(
+            "agent {addr} refused this coordinator's token proof as an agent before protocol {PROTOCOL} does: it may run an older iocurve, which takes only the token itself; upgrade it to iocurve {} (or check the token: --token-file, --token-per-host)",
+            env!("CARGO_PKG_VERSION")
+        )),
         tonic::Code::Unauthenticated => NetError::Input(format!(
             "agent {addr} refused the token: give the agents' token with --token-file (with --token-per-host when each agent holds its own host's token from `certs add-host`)"
         )),
@@ -91,46 +97,48 @@ pub(crate) fn refusal(e: &tonic::Status) -> bool {
 
 /// Connects, says hello (protocol check) and measures the clock offset with `pings` pings.
 pub async fn connect(addr: &str, cfg: &ClientConfig, pings: usize) -> Result<Remote, NetError> {
-    let scheme = if cfg.insecure { "http" } else { "https" };
-    let mut ep = Endpoint::from_shared(format!("{scheme}://{addr}"))
+    // TLS is done by our own connector, not tonic's (the URI stays http://): every call proves
+    // the token with the TLS exporter of the connection it goes on, and sends no token (see
+    // `iocurve_net::binding`). Plain text has no exporter: the token itself.
+    let ep = Endpoint::from_shared(format!("http://{addr}"))
         .map_err(|e| NetError::Input(format!("host {addr} is not an address (HOST:PORT): {e}")))?
-        .connect_timeout(Duration::from_secs(5))
         // The agent's heartbeat at the transport: an agent silent for ~3 s (pings unanswered,
         // e.g. a cut link) is lost. Its progress events are the other one (see `run_step`).
         .http2_keep_alive_interval(Duration::from_secs(1))
         .keep_alive_timeout(Duration::from_secs(2))
         .keep_alive_while_idle(true);
-    if !cfg.insecure {
+    let token = if cfg.per_host_tokens { auth::host_token(&cfg.token, auth::host_of(addr)) } else { cfg.token.clone() };
+    let (channel, credentials) = if cfg.insecure {
+        // TCP within 5 s (the TLS connector bounds its own TCP as long: `binding::TCP_CONNECT`).
+        (ep.connect_timeout(binding::TCP_CONNECT).connect().await, auth::Credentials::bearer(&token)?)
+    } else {
         let ca = cfg.ca_pem.as_ref().ok_or_else(|| {
             NetError::Input(
                 "agents are reached over TLS: give --ca (the CA that signed their certificates) or --insecure".into(),
             )
         })?;
+        let setup = |e: NetError| NetError::Input(format!("TLS set-up for {addr} failed: {e}"));
+        let tls =
+            binding::client_config(ca, cfg.identity.as_ref().map(|(c, k)| (c.as_str(), k.as_str()))).map_err(setup)?;
         // The certificate must name the host dialled (or `--tls-name`): a certificate then
         // proves which host answers, not only that some agent of the CA does.
-        let mut tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca));
-        if let Some(name) = &cfg.tls_name {
-            tls = tls.domain_name(name.clone());
-        }
-        if let Some((cert, key)) = &cfg.identity {
-            tls = tls.identity(Identity::from_pem(cert, key));
-        }
-        ep = ep.tls_config(tls).map_err(|e| NetError::Input(format!("TLS set-up for {addr} failed: {e}")))?;
-    }
-    let channel = ep.connect().await.map_err(|e| {
+        let name = cfg.tls_name.clone().unwrap_or_else(|| auth::host_of(addr).to_string());
+        let (connector, session) = binding::Connector::new(tls, &name).map_err(setup)?;
+        (ep.connect_with_connector(connector).await, auth::Credentials::proof(&token, session))
+    };
+    let channel = channel.map_err(|e| {
         let why = format!("{e}{}", source_chain(&e));
         if mentions_certificate(&why) {
             // Reached, and refused: a certificate for another host or from another CA is a
             // mistake to fix, not a host gone.
             NetError::Input(format!(
-                "agent {addr}: its TLS certificate was refused ({why}): it must be signed by --ca and name the host as dialled (`iocurve certs add-host DIR HOST`), or give --tls-name NAME"
+                "agent {addr}: its TLS certificate was refused ({why}): it must be signed by --ca and name the host as dialled (`iocurve certs add-host DIR HOST`), or give --tls-name NAME; after `iocurve certs rotate` an agent still running with its old files is refused until it has its new ones"
             ))
         } else {
             NetError::Failed(format!("cannot reach agent {addr}: {why}"))
         }
     })?;
-    let token = if cfg.per_host_tokens { auth::host_token(&cfg.token, auth::host_of(addr)) } else { cfg.token.clone() };
-    let mut r = handshake(addr, channel, &token, pings, false, cfg.insecure).await?;
+    let mut r = handshake(addr, channel, credentials, pings, false, cfg.insecure).await?;
     match check_clock(addr, r.offset_ns, r.rtt_ns, cfg.max_skew) {
         ClockVerdict::Fine => {}
         ClockVerdict::Warn(m) => r.clock_warning = Some(m),
@@ -154,19 +162,19 @@ pub async fn connect_in_process(local: InProcess) -> Result<Remote, NetError> {
         }))
         .await
         .map_err(|e| NetError::Failed(format!("cannot start the in-process agent: {e}")))?;
-    handshake("in-process", channel, &token, 1, true, false).await
+    handshake("in-process", channel, auth::Credentials::bearer(&token)?, 1, true, false).await
 }
 
 /// Hello (protocol check) and `pings` pings for the clock offset.
 async fn handshake(
     addr: &str,
     channel: Channel,
-    token: &str,
+    credentials: auth::Credentials,
     pings: usize,
     in_process: bool,
     insecure: bool,
 ) -> Result<Remote, NetError> {
-    let mut client = AgentClient::with_interceptor(channel, auth::Bearer::new(token)?);
+    let mut client = AgentClient::with_interceptor(channel, credentials);
     let mut hello = client
         .hello(pb::HelloRequest { protocol: PROTOCOL, version: env!("CARGO_PKG_VERSION").into() })
         .await

@@ -556,19 +556,20 @@ fn regression_a_second_coordinator_can_neither_stop_nor_use_an_agent_in_use() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     use iocurve_net::pb;
     rt.block_on(async {
-        let tls = tonic::transport::ClientTlsConfig::new()
-            .ca_certificate(tonic::transport::Certificate::from_pem(std::fs::read_to_string(c.join("ca.pem")).unwrap()))
-            .domain_name("iocurve-agent");
-        let ch = tonic::transport::Endpoint::from_shared(format!("https://{}", agents[0].addr))
+        let ca = std::fs::read_to_string(c.join("ca.pem")).unwrap();
+        let (connector, session) = iocurve_net::binding::Connector::new(
+            iocurve_net::binding::client_config(&ca, None).unwrap(),
+            "iocurve-agent",
+        )
+        .unwrap();
+        let ch = tonic::transport::Endpoint::from_shared(format!("http://{}", agents[0].addr))
             .unwrap()
-            .tls_config(tls)
-            .unwrap()
-            .connect()
+            .connect_with_connector(connector)
             .await
             .unwrap();
         let tok = std::fs::read_to_string(c.join("token")).unwrap().trim().to_string();
         let mut client =
-            pb::agent_client::AgentClient::with_interceptor(ch, iocurve_net::auth::Bearer::new(&tok).unwrap());
+            pb::agent_client::AgentClient::with_interceptor(ch, iocurve_net::auth::Credentials::proof(&tok, session));
         let e = client.stop(pb::StopRequest {}).await.unwrap_err();
         assert_eq!(e.code(), tonic::Code::Aborted, "{e}");
         assert!(e.message().contains("in use"), "{e}");
@@ -848,20 +849,22 @@ async fn token_client(
     c: &Path,
     addr: &str,
 ) -> iocurve_net::pb::agent_client::AgentClient<
-    tonic::service::interceptor::InterceptedService<tonic::transport::Channel, iocurve_net::auth::Bearer>,
+    tonic::service::interceptor::InterceptedService<tonic::transport::Channel, iocurve_net::auth::Credentials>,
 > {
-    let tls = tonic::transport::ClientTlsConfig::new()
-        .ca_certificate(tonic::transport::Certificate::from_pem(std::fs::read_to_string(c.join("ca.pem")).unwrap()))
-        .domain_name("iocurve-agent");
-    let ch = tonic::transport::Endpoint::from_shared(format!("https://{addr}"))
+    let ca = std::fs::read_to_string(c.join("ca.pem")).unwrap();
+    let (connector, session) =
+        iocurve_net::binding::Connector::new(iocurve_net::binding::client_config(&ca, None).unwrap(), "iocurve-agent")
+            .unwrap();
+    let ch = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
         .unwrap()
-        .tls_config(tls)
-        .unwrap()
-        .connect()
+        .connect_with_connector(connector)
         .await
         .unwrap();
     let tok = std::fs::read_to_string(c.join("token")).unwrap().trim().to_string();
-    iocurve_net::pb::agent_client::AgentClient::with_interceptor(ch, iocurve_net::auth::Bearer::new(&tok).unwrap())
+    iocurve_net::pb::agent_client::AgentClient::with_interceptor(
+        ch,
+        iocurve_net::auth::Credentials::proof(&tok, session),
+    )
 }
 
 /// Issue 35, finding 6: one Stop call made its connection the owner of an idle agent for as
@@ -1010,4 +1013,268 @@ fn regression_a_psync_step_gives_its_threads_memory_back() {
     eprintln!("agent RSS before {before} KiB, after a 2,048-thread psync step {after} KiB");
     // Without giving it back: 743 MiB left behind here; with it, 60 to 100 MiB.
     assert!(after < before + 300 * 1024, "the step left {} MiB behind", (after - before) / 1024);
+}
+
+/// Issue 35, finding 3: a fake agent on loopback with the given certificate and key that
+/// records the `authorization` header of every call it gets and refuses each (what an impostor
+/// answering for a host's address would collect). Serves until dropped.
+struct Impostor {
+    addr: String,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    rt: tokio::runtime::Runtime,
+}
+
+#[derive(Clone)]
+struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<String>>>, &'static str);
+
+impl tonic::server::NamedService for Recorder {
+    const NAME: &'static str = "iocurve.agent.v1.Agent";
+}
+
+impl tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>> for Recorder {
+    type Response = tonic::codegen::http::Response<tonic::body::Body>;
+    type Error = std::convert::Infallible;
+    type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: tonic::codegen::http::Request<tonic::body::Body>) -> Self::Future {
+        let got = req.headers().get("authorization").map(|v| v.to_str().unwrap_or("(not text)").to_string());
+        self.0.lock().unwrap().push(got.unwrap_or_default());
+        std::future::ready(Ok(tonic::Status::unauthenticated(self.1).into_http()))
+    }
+}
+
+impl Impostor {
+    fn start(cert: &Path, key: &Path) -> Impostor {
+        Self::answering(cert, key, "an impostor")
+    }
+
+    /// One that refuses every call with `answer` (Unauthenticated).
+    fn answering(cert: &Path, key: &Path, answer: &'static str) -> Impostor {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let identity = tonic::transport::Identity::from_pem(
+            std::fs::read_to_string(cert).unwrap(),
+            std::fs::read_to_string(key).unwrap(),
+        );
+        let _in_rt = rt.enter();
+        let server = tonic::transport::Server::builder()
+            .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
+            .unwrap()
+            .add_service(Recorder(seen.clone(), answer))
+            .serve_with_incoming(tokio_stream_of(listener));
+        rt.spawn(server);
+        Impostor { addr, seen, rt }
+    }
+
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// The connections `listener` accepts, as a stream for `serve_with_incoming`.
+fn tokio_stream_of(
+    listener: tokio::net::TcpListener,
+) -> impl tonic::codegen::tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tokio::spawn(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            if tx.send(Ok(s)).await.is_err() {
+                break;
+            }
+        }
+    });
+    tonic::codegen::tokio_stream::wrappers::ReceiverStream::new(rx)
+}
+
+/// A `ping` to the agent at `addr` on a new TLS connection (its certificate checked against
+/// `ca` and `name`) carrying `authorization` as it is.
+fn ping_with(
+    rt: &tokio::runtime::Runtime,
+    addr: &str,
+    ca: &Path,
+    name: &str,
+    authorization: &str,
+) -> Result<(), tonic::Status> {
+    use iocurve_net::pb;
+    let ca = std::fs::read_to_string(ca).unwrap();
+    let value: tonic::metadata::MetadataValue<_> = authorization.parse().unwrap();
+    rt.block_on(async {
+        let (connector, _) =
+            iocurve_net::binding::Connector::new(iocurve_net::binding::client_config(&ca, None).unwrap(), name)
+                .unwrap();
+        let ch = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect_with_connector(connector)
+            .await
+            .unwrap();
+        let mut client = pb::agent_client::AgentClient::with_interceptor(ch, move |mut req: tonic::Request<()>| {
+            req.metadata_mut().insert("authorization", value.clone());
+            Ok(req)
+        });
+        client.ping(pb::PingRequest {}).await.map(|_| ())
+    })
+}
+
+/// `certs add-host DIR 127.0.0.1` in the test cluster `c`: the host's directory.
+fn loopback_host(dir: &Path, c: &Path) -> PathBuf {
+    let o = iocurve(dir, &["certs", "add-host", "certs", "127.0.0.1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    c.join("hosts/127.0.0.1")
+}
+
+/// Copies `names` from `from` into `dir/old`, the files as they were before a rotation.
+fn keep_old(dir: &Path, from: &Path, names: &[&str]) -> PathBuf {
+    let old = dir.join("old");
+    std::fs::create_dir_all(&old).unwrap();
+    for n in names {
+        std::fs::copy(from.join(n), old.join(n)).unwrap();
+    }
+    old
+}
+
+/// Issue 35, finding 3: `certs rotate` kept the CA, so an impostor answering for a host's
+/// address with that host's old key passed the coordinator's TLS check after the rotation and
+/// received the host's new token (in shared-token mode, the cluster's). The rotation makes a
+/// new CA now: a coordinator with the new files refuses the old certificate before any call,
+/// and the impostor gets nothing that opens the real agent.
+#[test]
+fn regression_an_impostor_with_a_hosts_old_key_gets_nothing_after_certs_rotate() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let host = loopback_host(dir.path(), &c);
+    let old = keep_old(dir.path(), &host, &["agent.pem", "agent.key"]);
+    let o = iocurve(dir.path(), &["certs", "rotate", "certs"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let d = dir.path().join("a");
+    std::fs::create_dir(&d).unwrap();
+    // The real agent, with its new files (its own token).
+    let real = AgentProc::spawn(Command::new(bin()), None, &d, &host, &format!("{}/*", d.display()), &[]);
+    let impostor = Impostor::start(&old.join("agent.pem"), &old.join("agent.key"));
+    let rr = "[[workloads]]\nname = \"rr\"\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.2\n";
+    hosts_plan(dir.path(), &[(impostor.addr.as_str(), d.join("t.dat"))], rr);
+    for mode in [&["--token-per-host"][..], &[]] {
+        let o = coordinator(dir.path(), &c, &args(&["plan.toml", "--size", "16m"], mode)).output().unwrap();
+        input_error(&o, &["certificate was refused", "certs rotate"]);
+    }
+    let seen = impostor.seen();
+    assert!(seen.is_empty(), "the impostor got no call: {seen:?}");
+    // Whatever it got opens nothing on the real agent.
+    for a in &seen {
+        let e = ping_with(&impostor.rt, &real.addr, &c.join("ca.pem"), "127.0.0.1", a);
+        assert!(e.is_err(), "{a} opened the real agent");
+    }
+    // The real agent serves the same coordinator.
+    hosts_plan(dir.path(), &[(real.addr.as_str(), d.join("t.dat"))], rr);
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--token-per-host"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// Issue 35, finding 3: the coordinator sent its token itself to whoever passed the certificate
+/// check, so a token captured once (by an impostor holding a host's key, or from a connection)
+/// opened the agent from anywhere. It sends a proof bound to the TLS session now: one captured
+/// by an impostor with the host's current key, or taken from a real connection, is refused on
+/// any other connection; and the bare token over TLS is refused with a word on versions.
+#[test]
+fn regression_a_captured_token_proof_opens_no_other_tls_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let host = loopback_host(dir.path(), &c);
+    let d = dir.path().join("a");
+    std::fs::create_dir(&d).unwrap();
+    let real = AgentProc::spawn(Command::new(bin()), None, &d, &host, &format!("{}/*", d.display()), &[]);
+    // An impostor with the host's current key (stolen, say) on another port of its address.
+    let impostor = Impostor::start(&host.join("agent.pem"), &host.join("agent.key"));
+    let rr = "[[workloads]]\nname = \"rr\"\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.2\n";
+    hosts_plan(dir.path(), &[(impostor.addr.as_str(), d.join("t.dat"))], rr);
+    for mode in [&["--token-per-host"][..], &[]] {
+        let o = coordinator(dir.path(), &c, &args(&["plan.toml", "--size", "16m"], mode)).output().unwrap();
+        input_error(&o, &["refused the token"]);
+    }
+    let seen = impostor.seen();
+    assert!(!seen.is_empty(), "the impostor was called");
+    let host_token = std::fs::read_to_string(host.join("token")).unwrap().trim().to_string();
+    let cluster_token = std::fs::read_to_string(c.join("token")).unwrap().trim().to_string();
+    let ca = c.join("ca.pem");
+    for a in &seen {
+        assert!(a.starts_with("Proof ") && !a.contains(&host_token) && !a.contains(&cluster_token), "{a}");
+        let e = ping_with(&impostor.rt, &real.addr, &ca, "127.0.0.1", a).unwrap_err();
+        assert_eq!(e.code(), tonic::Code::Unauthenticated, "{a}: {e}");
+    }
+    // A proof taken from a real connection: it opens that connection, and no other.
+    use iocurve_net::pb;
+    let ca_pem = std::fs::read_to_string(&ca).unwrap();
+    let captured = impostor.rt.block_on(async {
+        let (connector, session) = iocurve_net::binding::Connector::new(
+            iocurve_net::binding::client_config(&ca_pem, None).unwrap(),
+            "127.0.0.1",
+        )
+        .unwrap();
+        let ch = tonic::transport::Endpoint::from_shared(format!("http://{}", real.addr))
+            .unwrap()
+            .connect_with_connector(connector)
+            .await
+            .unwrap();
+        let mut client = pb::agent_client::AgentClient::with_interceptor(
+            ch,
+            iocurve_net::auth::Credentials::proof(&host_token, session.clone()),
+        );
+        client.ping(pb::PingRequest {}).await.expect("the proof opens its own connection");
+        format!("Proof {}", iocurve_net::binding::proof(&host_token, &session.exporter().unwrap()))
+    });
+    let e = ping_with(&impostor.rt, &real.addr, &ca, "127.0.0.1", &captured).unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Unauthenticated, "replayed: {e}");
+    // The token itself over TLS (a coordinator older than protocol 8): refused, and told why.
+    let e = ping_with(&impostor.rt, &real.addr, &ca, "127.0.0.1", &format!("Bearer {host_token}")).unwrap_err();
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition, "{e}");
+    assert!(e.message().contains("older iocurve") && e.message().contains("upgrade the coordinator"), "{e}");
+}
+
+/// Issue 35, finding 3: after `certs rotate` (which kept the CA) an agent with `--client-ca`
+/// still took the old coordinator certificate. The new CA it trusts now refuses it; the new
+/// certificate is served.
+#[test]
+fn regression_an_old_client_certificate_is_refused_after_certs_rotate() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let old = keep_old(dir.path(), &c, &["client.pem", "client.key"]);
+    let o = iocurve(dir.path(), &["certs", "rotate", "certs"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let d = dir.path().join("a");
+    std::fs::create_dir(&d).unwrap();
+    let ca = c.join("ca.pem").display().to_string();
+    let agent = AgentProc::start(&d, &c, &format!("{}/*", d.display()), &["--client-ca", &ca]);
+    let rr = "[[workloads]]\nname = \"rr\"\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.2\n";
+    hosts_plan(dir.path(), &[(agent.addr.as_str(), d.join("t.dat"))], rr);
+    let run = |from: &Path| {
+        let (cert, key) =
+            (from.join("client.pem").display().to_string(), from.join("client.key").display().to_string());
+        coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--client-cert", &cert, "--client-key", &key])
+            .output()
+            .unwrap()
+    };
+    let o = run(&old);
+    input_error(&o, &["certificate"]);
+    assert!(!d.join("t.dat").exists(), "nothing was created for the old certificate");
+    let o = run(&c);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// Issue 35, finding 3 (the protocol bump): an agent before protocol 8 wants the token itself
+/// and refuses a proof as it refuses a wrong token. A coordinator refused in those words says
+/// the agent may run an older iocurve (here a stand-in answering as one would).
+#[test]
+fn regression_a_token_proof_refused_by_an_older_agent_says_to_upgrade_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let older = Impostor::answering(&c.join("agent.pem"), &c.join("agent.key"), "wrong or missing token");
+    let rr = "[[workloads]]\nname = \"rr\"\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.2\n";
+    hosts_plan(dir.path(), &[(older.addr.as_str(), dir.path().join("t.dat"))], rr);
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m"]).output().unwrap();
+    input_error(&o, &["may run an older iocurve", "upgrade it"]);
 }
