@@ -104,7 +104,7 @@ fuzz_target!(init: write_seeds("agent_request", seeds), |data: &[u8]| {
                     time: std::time::Duration::from_secs(1),
                     follow_symlinks: false,
                 };
-                let _ = iocurve_engine::walk::walk(&glob, tree(), bounds, None);
+                let _ = iocurve_engine::walk::walk(&glob, tree(), &mut iocurve_engine::walk::Budget::new(bounds), None);
             }
         }
     }

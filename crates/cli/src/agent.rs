@@ -109,10 +109,13 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
             // step to stop and its connections to close, not for a coordinator that will never
             // come back, nor for a blocking walk or preparation to finish (two agents walking
             // `/**/…` outlived SIGTERM by 25 minutes: issue 35, finding 1).
-            std::thread::spawn(|| {
+            // Forced, it exits 1 (what it was doing did not finish); a launched agent whose
+            // coordinator is gone has nothing left to report and exits 0.
+            let forced = if expires.is_some() { 0 } else { 1 };
+            std::thread::spawn(move || {
                 std::thread::sleep(END_GRACE);
                 crate::errln!("still busy {} s after being told to end: ending now", END_GRACE.as_secs());
-                std::process::exit(0)
+                std::process::exit(forced)
             });
         };
         let bound = |a: std::net::SocketAddr| {

@@ -143,10 +143,16 @@ impl TargetSet {
         // targets before it (1,024 targets made a million `statx` calls; 4,096 took 25 s).
         let mut seen: std::collections::HashMap<Identity, usize> = std::collections::HashMap::new();
         let cancelled = || opts.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed));
+        // Every glob of the request draws on one budget (an agent's is the tighter).
+        let mut walks = crate::walk::Budget::new(if opts.confine.is_some() {
+            crate::walk::Bounds::AGENT
+        } else {
+            crate::walk::Bounds::LOCAL
+        });
         for (gi, g) in groups.iter().enumerate() {
             let mut members = Vec::new();
             for pattern in &g.targets {
-                for path in expand(pattern, &g.name, opts.confine.as_deref(), opts.cancel.as_deref())? {
+                for path in expand(pattern, &g.name, opts.confine.as_deref(), opts.cancel.as_deref(), &mut walks)? {
                     // Thousands of targets take a while: Ctrl-C (or a coordinator gone) stops
                     // between two.
                     if cancelled() {
@@ -234,6 +240,7 @@ fn expand(
     group: &str,
     confine: Option<&Confinement>,
     cancel: Option<&AtomicBool>,
+    budget: &mut crate::walk::Budget,
 ) -> Result<Vec<PathBuf>, EngineError> {
     if !is_glob(pattern) {
         let p = PathBuf::from(pattern);
@@ -254,13 +261,13 @@ fn expand(
         return Ok(vec![p]);
     }
     let glob = crate::walk::Glob::parse(pattern)?;
-    let (base, bounds) = match confine {
+    let base = match confine {
         // An agent walks only inside a directory its allow list names, from the directory the
         // kernel resolved, never through a symlink (issue 35, finding 1).
-        Some(c) => (c.glob_base(pattern, &glob.base)?, crate::walk::Bounds::AGENT),
-        None => (glob.base.clone(), crate::walk::Bounds::LOCAL),
+        Some(c) => c.glob_base(pattern, &glob.base)?,
+        None => glob.base.clone(),
     };
-    let mut out = crate::walk::walk(&glob, &base, bounds, cancel).map_err(|stopped| match stopped {
+    let mut out = crate::walk::walk(&glob, &base, budget, cancel).map_err(|stopped| match stopped {
         crate::walk::Stopped::Cancelled => EngineError::Input(format!(
             "expanding target glob `{pattern}` was cancelled (the coordinator is gone or the run was interrupted)"
         )),

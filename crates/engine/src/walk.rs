@@ -53,6 +53,8 @@ enum Component {
 pub struct Glob {
     pub base: PathBuf,
     components: Vec<Component>,
+    /// The glob named no directory of its own (`*.img`): matches are named without `./`.
+    implied_base: bool,
 }
 
 fn is_wild(s: &str) -> bool {
@@ -65,11 +67,17 @@ impl Glob {
         let parts: Vec<&str> = pattern.split('/').collect();
         let first_wild = parts.iter().position(|p| is_wild(p)).unwrap_or(parts.len());
         let mut base = parts[..first_wild].join("/");
+        let implied_base = base.is_empty() && !pattern.starts_with('/');
         if base.is_empty() {
             base = if pattern.starts_with('/') { "/".into() } else { ".".into() };
         }
         let mut components = Vec::new();
         for part in parts[first_wild..].iter().filter(|p| !p.is_empty() && **p != ".") {
+            if *part == ".." {
+                // The walk starts in the glob's literal directory, which an agent checks against
+                // its allow list: `dir/*/../../..` would climb out of it (issue 35 review).
+                return Err(invalid("`..` after a wildcard: name the directory without it".into()));
+            }
             components.push(if *part == "**" {
                 // `a/**/**/b` is `a/**/b`.
                 if matches!(components.last(), Some(Component::AnyDirs)) {
@@ -84,7 +92,22 @@ impl Glob {
                 Component::Literal((*part).to_string())
             });
         }
-        Ok(Glob { base: PathBuf::from(base), components })
+        Ok(Glob { base: PathBuf::from(base), components, implied_base })
+    }
+}
+
+/// What the walks of one request may still spend: every glob of a request draws on one budget,
+/// so that many globs cannot each take the whole of it.
+pub struct Budget {
+    bounds: Bounds,
+    started: Instant,
+    dirs: usize,
+    entries: usize,
+}
+
+impl Budget {
+    pub fn new(bounds: Bounds) -> Budget {
+        Budget { bounds, started: Instant::now(), dirs: 0, entries: 0 }
     }
 }
 
@@ -96,9 +119,15 @@ pub enum Stopped {
 }
 
 /// The paths under `base` that `glob` matches, sorted. Unreadable directories are skipped, as a
-/// shell does.
-pub fn walk(glob: &Glob, base: &Path, bounds: Bounds, cancel: Option<&AtomicBool>) -> Result<Vec<PathBuf>, Stopped> {
-    let mut w = Walker { bounds, cancel, started: Instant::now(), dirs: 0, entries: 0, out: BTreeSet::new() };
+/// shell does. A trailing `**` matches what is not a directory below (the files and devices a
+/// target can be).
+pub fn walk(
+    glob: &Glob,
+    base: &Path,
+    budget: &mut Budget,
+    cancel: Option<&AtomicBool>,
+) -> Result<Vec<PathBuf>, Stopped> {
+    let mut w = Walker { budget, cancel, out: BTreeSet::new() };
     if glob.components.is_empty() {
         if std::fs::symlink_metadata(base).is_ok() {
             w.out.insert(base.to_path_buf());
@@ -143,9 +172,10 @@ pub fn walk(glob: &Glob, base: &Path, bounds: Bounds, cancel: Option<&AtomicBool
                     // A trailing `**`: everything below.
                     for (path, _, ft) in w.list(&dir)? {
                         if w.is_dir(&path, Some(ft)) {
-                            todo.push((path.clone(), i));
+                            todo.push((path, i));
+                        } else {
+                            w.out.insert(path);
                         }
-                        w.out.insert(path);
                     }
                 } else {
                     todo.push((dir.clone(), i + 1));
@@ -158,26 +188,29 @@ pub fn walk(glob: &Glob, base: &Path, bounds: Bounds, cancel: Option<&AtomicBool
             }
         }
     }
-    Ok(w.out.into_iter().collect())
+    let out = w.out.into_iter();
+    Ok(if glob.implied_base {
+        out.map(|p| p.strip_prefix(".").map(Path::to_path_buf).unwrap_or(p)).collect()
+    } else {
+        out.collect()
+    })
 }
 
 struct Walker<'a> {
-    bounds: Bounds,
+    budget: &'a mut Budget,
     cancel: Option<&'a AtomicBool>,
-    started: Instant,
-    dirs: usize,
-    entries: usize,
     out: BTreeSet<PathBuf>,
 }
 
 impl Walker<'_> {
     /// Counts one entry; checks the caller and the bounds every so often.
     fn tick(&mut self) -> Result<(), Stopped> {
-        self.entries += 1;
-        if self.entries > self.bounds.entries {
-            return Err(Stopped::Bound(format!("{} directory entries", self.bounds.entries)));
+        let b = &mut *self.budget;
+        b.entries += 1;
+        if b.entries > b.bounds.entries {
+            return Err(Stopped::Bound(format!("{} directory entries", b.bounds.entries)));
         }
-        if self.entries.is_multiple_of(256) {
+        if b.entries.is_multiple_of(256) {
             self.check()?;
         }
         Ok(())
@@ -187,8 +220,8 @@ impl Walker<'_> {
         if self.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
             return Err(Stopped::Cancelled);
         }
-        if self.started.elapsed() > self.bounds.time {
-            return Err(Stopped::Bound(format!("{} s", self.bounds.time.as_secs())));
+        if self.budget.started.elapsed() > self.budget.bounds.time {
+            return Err(Stopped::Bound(format!("{} s", self.budget.bounds.time.as_secs())));
         }
         Ok(())
     }
@@ -196,9 +229,9 @@ impl Walker<'_> {
     /// The entries of `dir` (unreadable: none), with their own type (a symlink is a symlink).
     fn list(&mut self, dir: &Path) -> Result<Vec<(PathBuf, String, std::fs::FileType)>, Stopped> {
         self.check()?;
-        self.dirs += 1;
-        if self.dirs > self.bounds.dirs {
-            return Err(Stopped::Bound(format!("{} directories", self.bounds.dirs)));
+        self.budget.dirs += 1;
+        if self.budget.dirs > self.budget.bounds.dirs {
+            return Err(Stopped::Bound(format!("{} directories", self.budget.bounds.dirs)));
         }
         let Ok(read) = std::fs::read_dir(dir) else { return Ok(Vec::new()) };
         let mut out = Vec::new();
@@ -226,7 +259,7 @@ impl Walker<'_> {
         if ft.is_dir() {
             return true;
         }
-        ft.is_symlink() && self.bounds.follow_symlinks && path.is_dir()
+        ft.is_symlink() && self.budget.bounds.follow_symlinks && path.is_dir()
     }
 }
 
@@ -247,7 +280,7 @@ mod tests {
     fn names(d: &Path, pattern: &str, bounds: Bounds) -> Result<Vec<String>, Stopped> {
         let g = Glob::parse(&format!("{}/{pattern}", d.display())).unwrap();
         let base = g.base.clone();
-        walk(&g, &base, bounds, None)
+        walk(&g, &base, &mut Budget::new(bounds), None)
             .map(|v| v.iter().map(|p| p.strip_prefix(d).unwrap().display().to_string()).collect::<Vec<_>>())
     }
 
@@ -258,11 +291,29 @@ mod tests {
         assert_eq!(names(d.path(), "*/x.img", b).unwrap(), [".h/x.img", "a/x.img", "z/x.img"]);
         assert_eq!(names(d.path(), "a/**/x.img", b).unwrap(), ["a/b/c/x.img", "a/b/x.img", "a/x.img"]);
         assert_eq!(names(d.path(), "**/*.dat", b).unwrap(), ["a/b/c/y.dat"]);
-        assert_eq!(names(d.path(), "a/b/**", b).unwrap(), ["a/b/c", "a/b/c/x.img", "a/b/c/y.dat", "a/b/x.img"]);
+        assert_eq!(names(d.path(), "a/b/**", b).unwrap(), ["a/b/c/x.img", "a/b/c/y.dat", "a/b/x.img"]);
         assert_eq!(names(d.path(), "a/**/**/c/?.dat", b).unwrap(), ["a/b/c/y.dat"]);
         assert_eq!(names(d.path(), "[az]/x.img", b).unwrap(), ["a/x.img", "z/x.img"]);
         assert!(names(d.path(), "nothing/**/x", b).unwrap().is_empty());
         assert!(Glob::parse("/a/b**/c").is_err(), "`**` inside a component is refused");
+        assert!(Glob::parse("/a/../b/*.img").is_ok(), "`..` before the first wildcard resolves with the base");
+    }
+
+    /// Issue 35 review: `allowed/*/../../..` climbed out of the directory the agent checked,
+    /// up to `/`.
+    #[test]
+    fn regression_dotdot_after_a_wildcard_is_refused() {
+        for g in ["/data/*/../../etc/pass*", "/data/d*/../../**/zz", "x/**/.."] {
+            let e = Glob::parse(g).err().unwrap_or_else(|| panic!("{g} parses"));
+            assert!(e.to_string().contains("`..` after a wildcard"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_relative_glob_names_its_matches_as_given() {
+        let rel = Glob::parse("*").unwrap();
+        let listed = walk(&rel, &rel.base, &mut Budget::new(Bounds::LOCAL), None).unwrap();
+        assert!(!listed.is_empty() && listed.iter().all(|p| !p.starts_with(".")), "{listed:?}");
     }
 
     /// Issue 35, finding 1: an agent's walk never goes through a symlink (`/proc/*/root` led
@@ -290,6 +341,10 @@ mod tests {
         assert!(names(d.path(), "**/zz_nothing", Bounds::AGENT).unwrap().is_empty());
         let g = Glob::parse(&format!("{}/**/zz", d.path().display())).unwrap();
         let gone = AtomicBool::new(true);
-        assert_eq!(walk(&g, &g.base, Bounds::AGENT, Some(&gone)), Err(Stopped::Cancelled));
+        assert_eq!(walk(&g, &g.base, &mut Budget::new(Bounds::AGENT), Some(&gone)), Err(Stopped::Cancelled));
+        // One budget for every glob of a request: the second walk gets what the first left.
+        let mut budget = Budget::new(Bounds { dirs: 60, ..Bounds::AGENT });
+        walk(&g, &g.base, &mut budget, None).unwrap();
+        assert_eq!(walk(&g, &g.base, &mut budget, None), Err(Stopped::Bound("60 directories".into())));
     }
 }

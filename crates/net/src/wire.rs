@@ -65,7 +65,8 @@ pub fn verify_from(v: &pb::Verify) -> VerifyCounts {
         lost: v.lost,
         corrupt: v.corrupt,
         misplaced: v.misplaced,
-        examples: v.examples.iter().take(VerifyCounts::EXAMPLES).cloned().collect(),
+        // Escaped: they come from an agent and are printed (issue 35, finding 8).
+        examples: v.examples.iter().take(VerifyCounts::EXAMPLES).map(|e| crate::printable(e)).collect(),
     }
 }
 

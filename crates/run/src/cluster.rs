@@ -58,6 +58,10 @@ pub struct AgentOptions {
 /// this long is lost.
 const AGENT_SILENCE: Duration = Duration::from_secs(10);
 
+/// How often the coordinator pings its agents to keep its claim on them (a third of the
+/// agents' default claim expiry).
+const CLAIM_KEEPING: Duration = Duration::from_secs(20);
+
 pub struct Cluster {
     rt: tokio::runtime::Runtime,
     remotes: Vec<Remote>,
@@ -263,6 +267,20 @@ impl Cluster {
                 Err(why) => lose(addr, why)?,
             }
         }
+        // The coordinator keeps its claim on every agent while it waits on others (a slow
+        // host's preparation, a pause between steps): an agent lets go of an owner that has
+        // been silent for its claim expiry (60 s by default) with nothing running. The task
+        // ends with the run's runtime.
+        let clients: Vec<_> = remotes.iter().map(|r| r.client.clone()).collect();
+        rt.spawn(async move {
+            loop {
+                tokio::time::sleep(CLAIM_KEEPING).await;
+                for c in &clients {
+                    let mut c = c.clone();
+                    let _ = tokio::time::timeout(Duration::from_secs(5), c.ping(pb::PingRequest {})).await;
+                }
+            }
+        });
         let opened = rt.block_on(client::targets(
             &mut remotes,
             &targets,
@@ -455,8 +473,9 @@ impl Cluster {
         let mut told: Vec<(bool, String)> = Vec::new();
         let who: Vec<String> = self.remotes.iter().map(|r| r.who()).collect();
         let mut on_notes = |h: usize, d: &pb::PreconditionDone| {
-            told.extend(d.notes.iter().map(|n| (false, format!("{}{n}", who[h]))));
-            told.extend(d.warnings.iter().map(|w| (true, format!("{}{w}", who[h]))));
+            let clean = iocurve_net::printable;
+            told.extend(d.notes.iter().map(|n| (false, format!("{}{}", who[h], clean(n)))));
+            told.extend(d.warnings.iter().map(|w| (true, format!("{}{}", who[h], clean(w)))));
         };
         let end = self.rt.block_on(client::precondition(
             &mut self.remotes,
@@ -529,10 +548,11 @@ impl Cluster {
             problems.push(StoredProblem {
                 target,
                 block: p.block,
-                kind: p.kind.clone(),
+                // What an agent says is escaped before it is stored (issue 35, finding 8).
+                kind: iocurve_net::printable(&p.kind),
                 expected: p.expected as u16,
                 found_generation: (p.found_generation != 0).then_some(p.found_generation as u16),
-                found: p.found.clone(),
+                found: iocurve_net::printable(&p.found),
             });
         };
         // The hosts say how far they are four times a second; a line a second each is shown.

@@ -18,6 +18,9 @@ pub struct Confinement {
     /// Each pattern as given, and the directory its literal part resolves to: a target glob
     /// must start inside one of these, and symlinked device names are looked up by them.
     given: Vec<(String, PathBuf)>,
+    /// The device numbers the system symlinks of `/dev` patterns resolve to, and when they were
+    /// looked up: found again at most every [`LINKS_FRESH`], not once per glob match.
+    links: Mutex<Option<(std::time::Instant, Vec<u64>)>>,
     /// Scratch bytes this agent may create in its life (None: its scratch files together may
     /// take at most half of the free space plus what they already take).
     max_scratch: Option<u64>,
@@ -49,6 +52,9 @@ fn canonical_pattern(p: &str) -> (String, PathBuf) {
     }
 }
 
+/// How long the devices of [`Confinement::names_device`] are taken as known.
+const LINKS_FRESH: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A symlink the system made, not a user: owned by root, in a directory owned by root that
 /// nobody else may write (udev's `/dev/mapper`, `/dev/disk/by-id`). A symlink a user could
 /// have placed is never followed to widen the list.
@@ -76,7 +82,7 @@ impl Confinement {
             crate::walk::Glob::parse(p).map_err(|e| format!("--allow {p}: {e}"))?;
             given.push((p.clone(), dir));
         }
-        Ok(Confinement { allow: patterns, given, max_scratch, used: Mutex::new(0) })
+        Ok(Confinement { allow: patterns, given, links: Mutex::new(None), max_scratch, used: Mutex::new(0) })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -98,15 +104,35 @@ impl Confinement {
     /// without `**` (trees of files, not device links); a symlink elsewhere in an allowed
     /// directory still resolves outside the list and is refused.
     fn names_device(&self, canonical: &Path) -> bool {
-        use std::os::unix::fs::FileTypeExt;
-        if !std::fs::metadata(canonical).is_ok_and(|m| m.file_type().is_block_device()) {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let Ok(m) = std::fs::metadata(canonical) else { return false };
+        if !m.file_type().is_block_device() {
             return false;
         }
-        self.given.iter().filter(|(p, dir)| !p.contains("**") && dir.starts_with("/dev")).any(|(p, _)| {
-            let Ok(glob) = crate::walk::Glob::parse(p) else { return false };
-            let found = crate::walk::walk(&glob, &glob.base, crate::walk::Bounds::AGENT, None).unwrap_or_default();
-            found.iter().any(|name| system_symlink(name) && std::fs::canonicalize(name).is_ok_and(|c| c == canonical))
-        })
+        let mut links = self.links.lock().unwrap_or_else(|e| e.into_inner());
+        if links.as_ref().is_none_or(|(at, _)| at.elapsed() > LINKS_FRESH) {
+            *links = Some((std::time::Instant::now(), self.linked_devices()));
+        }
+        links.as_ref().is_some_and(|(_, devs)| devs.contains(&m.rdev()))
+    }
+
+    /// The device numbers that system symlinks matched by the `/dev` patterns resolve to.
+    fn linked_devices(&self) -> Vec<u64> {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let mut devs = Vec::new();
+        for (p, _) in self.given.iter().filter(|(p, dir)| !p.contains("**") && dir.starts_with("/dev")) {
+            let Ok(glob) = crate::walk::Glob::parse(p) else { continue };
+            let mut budget = crate::walk::Budget::new(crate::walk::Bounds::AGENT);
+            for name in crate::walk::walk(&glob, &glob.base, &mut budget, None).unwrap_or_default() {
+                if system_symlink(&name)
+                    && let Ok(m) = std::fs::metadata(&name)
+                    && m.file_type().is_block_device()
+                {
+                    devs.push(m.rdev());
+                }
+            }
+        }
+        devs
     }
 
     /// Where an agent walks a target glob: the directory its literal part resolves to, which

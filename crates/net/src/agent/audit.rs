@@ -24,6 +24,9 @@ use crate::NetError;
 pub const WINDOW: Duration = Duration::from_secs(10);
 /// Refusals of one kind written one by one per window; the rest are counted.
 pub const PER_WINDOW: u64 = 10;
+/// Accepted calls written one by one per window: a run makes a few per step; a token holder
+/// calling in a loop must not fill the disk.
+pub const ACCEPTED_PER_WINDOW: u64 = 100;
 /// Distinct peers remembered per kind and window (a flood from many addresses must not grow
 /// memory without bound): beyond it the count says "at least".
 const PEERS_KEPT: usize = 1024;
@@ -129,8 +132,28 @@ impl Audit {
         }
     }
 
+    /// Whether a line of `kind` is written now (else it is counted for the window's summary).
+    fn admit(&self, kind: &'static str, limit: u64, peer: &Peer) -> bool {
+        let mut w = self.window.lock().unwrap_or_else(|e| e.into_inner());
+        let f = w.entry(kind).or_default();
+        if f.written >= limit {
+            f.counted += 1;
+            if let Some(a) = peer.addr
+                && f.peers.len() < PEERS_KEPT
+            {
+                f.peers.insert(a.ip());
+            }
+            return false;
+        }
+        f.written += 1;
+        true
+    }
+
     /// A call that acts was accepted (`detail`: what it asked, made printable).
     pub fn accepted(&self, call: &str, peer: &Peer, detail: &str) {
+        if !self.admit("accepted", ACCEPTED_PER_WINDOW, peer) {
+            return;
+        }
         let mut e = json!({"event": "call", "call": call, "outcome": "accepted"});
         Self::peer_fields(&mut e, peer);
         if !detail.is_empty() {
@@ -149,19 +172,8 @@ impl Audit {
     /// A call refused: `kind` names the rule (`token`, `owner`, `allow_list`, `protocol`).
     /// Rate-limited per kind: see the module's comment.
     pub fn refused(&self, kind: &'static str, call: &str, peer: &Peer, why: &str) {
-        {
-            let mut w = self.window.lock().unwrap_or_else(|e| e.into_inner());
-            let f = w.entry(kind).or_default();
-            if f.written >= PER_WINDOW {
-                f.counted += 1;
-                if let Some(a) = peer.addr
-                    && f.peers.len() < PEERS_KEPT
-                {
-                    f.peers.insert(a.ip());
-                }
-                return;
-            }
-            f.written += 1;
+        if !self.admit(kind, PER_WINDOW, peer) {
+            return;
         }
         let mut e =
             json!({"event": "call", "call": call, "outcome": "refused", "rule": kind, "reason": crate::printable(why)});
@@ -188,14 +200,22 @@ impl Audit {
         };
         for (kind, count, peers) in counted {
             let peers = if peers >= PEERS_KEPT { json!(format!("at least {PEERS_KEPT}")) } else { json!(peers) };
-            self.write(json!({
-                "event": "refusals",
-                "rule": kind,
-                "outcome": "refused",
+            let (outcome, rule, limit) = if kind == "accepted" {
+                ("accepted", None, ACCEPTED_PER_WINDOW)
+            } else {
+                ("refused", Some(kind), PER_WINDOW)
+            };
+            let mut e = json!({
+                "event": "calls",
+                "outcome": outcome,
                 "count": count,
                 "peers": peers,
-                "note": format!("refusals beyond the first {PER_WINDOW} of this rule in {} s, counted", WINDOW.as_secs()),
-            }));
+                "note": format!("calls beyond the first {limit} of this kind in {} s, counted", WINDOW.as_secs()),
+            });
+            if let Some(rule) = rule {
+                e["rule"] = json!(rule);
+            }
+            self.write(e);
         }
     }
 }
@@ -228,7 +248,8 @@ mod tests {
         a.flush();
         let after = lines(&log);
         let summary = after.last().unwrap();
-        assert_eq!(summary["event"], "refusals");
+        assert_eq!(summary["event"], "calls");
+        assert_eq!(summary["rule"], "token");
         assert_eq!(summary["count"], 240);
         assert_eq!(summary["peers"], 25);
         a.flush();

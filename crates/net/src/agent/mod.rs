@@ -124,6 +124,25 @@ struct Service {
     claim_expiry: Duration,
     /// Target requests opening or preparing targets now (nothing else marks that work).
     preparing: Arc<std::sync::atomic::AtomicUsize>,
+    /// When the last step, pass or preparation ended: an owner's idle time counts from the
+    /// later of this and its last call that acts, so that a long step does not leave its
+    /// coordinator's claim expired the moment it ends (issue 35 review).
+    work_ended: Arc<std::sync::Mutex<std::time::Instant>>,
+    /// At most this many target requests open or prepare targets at once: walks and scratch
+    /// files of many concurrent requests would otherwise multiply their bounds.
+    openers: Arc<tokio::sync::Semaphore>,
+}
+
+/// Holds [`Service::busy`] and marks the work's end in [`Service::work_ended`] when dropped.
+struct Busy {
+    _guard: tokio::sync::OwnedMutexGuard<()>,
+    ended: Arc<std::sync::Mutex<std::time::Instant>>,
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        *self.ended.lock().unwrap_or_else(|e| e.into_inner()) = std::time::Instant::now();
+    }
 }
 
 struct Owner {
@@ -140,18 +159,19 @@ struct Call {
     peer: audit::Peer,
 }
 
-/// Counts a target request in [`Service::preparing`] while it lives.
-struct Preparing(Arc<std::sync::atomic::AtomicUsize>);
+/// Counts a target request in [`Service::preparing`] while it lives, and marks its end.
+struct Preparing(Arc<std::sync::atomic::AtomicUsize>, Arc<std::sync::Mutex<std::time::Instant>>);
 
 impl Preparing {
-    fn new(n: &Arc<std::sync::atomic::AtomicUsize>) -> Preparing {
+    fn new(n: &Arc<std::sync::atomic::AtomicUsize>, ended: &Arc<std::sync::Mutex<std::time::Instant>>) -> Preparing {
         n.fetch_add(1, Ordering::AcqRel);
-        Preparing(n.clone())
+        Preparing(n.clone(), ended.clone())
     }
 }
 
 impl Drop for Preparing {
     fn drop(&mut self) {
+        *self.1.lock().unwrap_or_else(|e| e.into_inner()) = std::time::Instant::now();
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
@@ -209,9 +229,22 @@ impl Drop for CancelOnDrop {
 
 /// What a call asks of the targets, for the audit trail: the first 16 named, and how many.
 fn targets_detail(groups: &[pb::TargetGroup], write: bool) -> String {
+    // Bounded whatever was sent: a token holder's request must not fill the trail's disk.
+    const SHOWN: usize = 16;
+    const EACH: usize = 256;
     let all: Vec<&String> = groups.iter().flat_map(|g| g.targets.iter()).collect();
-    let shown: Vec<&str> = all.iter().take(16).map(|t| t.as_str()).collect();
-    let more = if all.len() > 16 { format!(" and {} more", all.len() - 16) } else { String::new() };
+    let shown: Vec<String> = all
+        .iter()
+        .take(SHOWN)
+        .map(|t| {
+            let mut shown: String = t.chars().take(EACH).collect();
+            if shown.len() < t.len() {
+                shown.push('…');
+            }
+            shown
+        })
+        .collect();
+    let more = if all.len() > SHOWN { format!(" and {} more", all.len() - SHOWN) } else { String::new() };
     format!("{} targets{}: {}{more}", all.len(), if write { " for writing" } else { "" }, shown.join(", "))
 }
 
@@ -232,6 +265,16 @@ fn facts(set: &TargetSet) -> Vec<pb::TargetFacts> {
 }
 
 impl Service {
+    /// The lock of a step or pass: one at a time.
+    fn take_busy(&self) -> Result<Busy, Status> {
+        let guard = self
+            .busy
+            .clone()
+            .try_lock_owned()
+            .map_err(|_| Status::resource_exhausted("this agent is running another step"))?;
+        Ok(Busy { _guard: guard, ended: self.work_ended.clone() })
+    }
+
     /// Nothing runs: no step, pass or target preparation.
     fn idle(&self) -> bool {
         self.busy.try_lock().is_ok() && self.preparing.load(Ordering::Acquire) == 0
@@ -253,7 +296,8 @@ impl Service {
             && let Some(current) = o.connection.upgrade()
             && !Arc::ptr_eq(&current, &ticket)
         {
-            let idle_for = o.last_act.elapsed();
+            let ended = *self.work_ended.lock().unwrap_or_else(|e| e.into_inner());
+            let idle_for = o.last_act.max(ended).elapsed();
             if idle_for >= self.claim_expiry && self.idle() {
                 self.audit.note(
                     &format!(
@@ -311,6 +355,8 @@ impl Service {
             audit,
             claim_expiry,
             preparing: Arc::default(),
+            work_ended: Arc::new(std::sync::Mutex::new(std::time::Instant::now())),
+            openers: Arc::new(tokio::sync::Semaphore::new(2)),
             remove_scratch,
             held: Arc::default(),
             metrics: metrics.map(|e| (e, iocurve_engine::host::facts().hostname)),
@@ -387,7 +433,8 @@ impl Service {
         unfilled: bool,
         existing_only: bool,
     ) -> Result<Arc<TargetSet>, Status> {
-        let _preparing = Preparing::new(&self.preparing);
+        let _permit = self.openers.clone().acquire_owned().await;
+        let _preparing = Preparing::new(&self.preparing, &self.work_ended);
         let r = self.open_unaudited(groups, scratch_size, write, unfilled, existing_only).await;
         if let Err(e) = &r {
             self.audit_error(call, e);
@@ -478,11 +525,21 @@ impl Agent for Service {
         }))
     }
 
-    async fn ping(&self, _req: Request<pb::PingRequest>) -> Result<Response<pb::PingReply>, Status> {
+    async fn ping(&self, req: Request<pb::PingRequest>) -> Result<Response<pb::PingReply>, Status> {
+        // The owner's pings keep its claim, as its calls that act do: a coordinator waiting
+        // for other hosts between its calls still holds this agent.
+        if let Some(ticket) = listen::ticket_of(&req)
+            && let Some(o) = self.owner.lock().unwrap_or_else(|e| e.into_inner()).as_mut()
+            && o.connection.upgrade().is_some_and(|c| Arc::ptr_eq(&c, &ticket))
+        {
+            o.last_act = std::time::Instant::now();
+        }
         Ok(Response::new(pb::PingReply { agent_unix_ns: unix_ns() }))
     }
 
     async fn targets(&self, req: Request<pb::TargetsRequest>) -> Result<Response<pb::TargetsReply>, Status> {
+        // Checked before the trail records it: a malformed request is refused without a line.
+        target_groups(&req.get_ref().groups)?;
         let call = self.claim(&req, "targets", &targets_detail(&req.get_ref().groups, req.get_ref().write))?;
         let r = req.into_inner();
         let set = self.open_with(&call, &r.groups, r.scratch_size, r.write, r.unfilled, false).await?;
@@ -528,15 +585,13 @@ impl Agent for Service {
         &self,
         req: Request<pb::PreconditionRequest>,
     ) -> Result<Response<Self::PreconditionStream>, Status> {
+        // Checked before the trail records it: a malformed request is refused without a line.
+        target_groups(&req.get_ref().groups)?;
         let call = self.claim(&req, "precondition", &targets_detail(&req.get_ref().groups, true))?;
         let r = req.into_inner();
         let cfg = precondition_request(&r)?;
         let stuck_after = requests::stuck_after(r.stuck_after_s);
-        let guard = self
-            .busy
-            .clone()
-            .try_lock_owned()
-            .map_err(|_| Status::resource_exhausted("this agent is running another step"))?;
+        let guard = self.take_busy()?;
         tracing::info!(
             targets = r.groups.iter().map(|g| g.targets.len()).sum::<usize>(),
             bs = cfg.bs,
@@ -565,16 +620,14 @@ impl Agent for Service {
         &self,
         req: Request<pb::VerifyPassRequest>,
     ) -> Result<Response<Self::VerifyPassStream>, Status> {
+        // Checked before the trail records it: a malformed request is refused without a line.
+        target_groups(&req.get_ref().groups)?;
         let call = self.claim(&req, "verification pass", &targets_detail(&req.get_ref().groups, false))?;
         let r = req.into_inner();
         if !(512..=64 << 20).contains(&r.bs) || !r.bs.is_multiple_of(512) {
             return Err(Status::invalid_argument(format!("blocks of {} bytes: a map has 512 bytes to 64 MiB", r.bs)));
         }
-        let guard = self
-            .busy
-            .clone()
-            .try_lock_owned()
-            .map_err(|_| Status::resource_exhausted("this agent is running another step"))?;
+        let guard = self.take_busy()?;
         let targets = self.open_existing(&call, &r.groups).await?;
         // The local run's own map, or this agent's for these targets.
         let (map, path) = match self.local.as_ref().map(|l| l.verify.clone()) {
@@ -660,6 +713,7 @@ impl Agent for Service {
     async fn run_step(&self, req: Request<pb::StepRequest>) -> Result<Response<Self::RunStepStream>, Status> {
         let received_unix_ns = unix_ns();
         let detail = format!("{} workers; {}", req.get_ref().workers, targets_detail(&req.get_ref().groups, false));
+        target_groups(&req.get_ref().groups)?;
         let call = self.claim(&req, "step", &detail)?;
         let r = req.into_inner();
         let (w, mut backend, faults) = step_request(&r)?;
@@ -667,11 +721,7 @@ impl Agent for Service {
         if self.uring.is_err() && backend == Backend::IoUring {
             backend = Backend::Psync;
         }
-        let guard = self
-            .busy
-            .clone()
-            .try_lock_owned()
-            .map_err(|_| Status::resource_exhausted("this agent is running another step"))?;
+        let guard = self.take_busy()?;
         tracing::info!(workload = %w.name, workers = r.workers, backend = backend.name(), "step requested");
         // The null back-end touches no data: a scratch file a null-only run left unwritten is
         // fine for it (and not filled for it).

@@ -129,7 +129,7 @@ pub async fn precondition(
             if !d.error.is_empty() {
                 // The engine's errors of a pass say what they are about.
                 let what = if d.error.starts_with("precondition") { "" } else { "precondition: " };
-                let msg = format!("{}{what}{}", who[h], d.error);
+                let msg = format!("{}{what}{}", who[h], iocurve_net::printable(&d.error));
                 return Err(if d.input { NetError::Input(msg) } else { NetError::Failed(msg) });
             }
             interrupted |= d.interrupted;
@@ -194,19 +194,19 @@ pub async fn verify_pass(
                 // Stopped: what the agent says of it explains, it is no failure.
                 interrupted = true;
                 if !d.error.is_empty() {
-                    why.get_or_insert_with(|| format!("{}{}", d.error, on[h]));
+                    why.get_or_insert_with(|| format!("{}{}", iocurve_net::printable(&d.error), on[h]));
                 }
                 return Ok(true);
             }
             if !d.error.is_empty() {
-                let msg = format!("{}verification: {}", who[h], d.error);
+                let msg = format!("{}verification: {}", who[h], iocurve_net::printable(&d.error));
                 return Err(if d.input { NetError::Input(msg) } else { NetError::Failed(msg) });
             }
             interrupted |= d.interrupted;
             out[h] = AgentPass {
                 counts: d.counts.as_ref().map(wire::verify_from).unwrap_or_default(),
                 unlisted: d.unlisted,
-                map: d.map,
+                map: iocurve_net::printable(&d.map),
             };
             Ok(true)
         }
