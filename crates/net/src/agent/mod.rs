@@ -670,7 +670,7 @@ pub async fn serve(
     bound(addr);
     builder
         .add_service(AgentServer::with_interceptor(service, auth::checker(token)))
-        .serve_with_incoming_shutdown(listen::incoming(listener, listen::Limits::default()), shutdown)
+        .serve_with_incoming_shutdown(listen::incoming(listener, listen::LIMITS), shutdown)
         .await
         .map_err(|e| NetError::Failed(format!("agent on {addr}: {e}")))
 }
