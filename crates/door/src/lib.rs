@@ -456,6 +456,8 @@ mod tests {
         // and drops it when the read ends.
         let reader = std::thread::spawn(move || {
             let mut a1 = a1;
+            // Bounded: without the cut it fails instead of hanging.
+            a1.io().set_read_timeout(Some(Duration::from_secs(10))).unwrap();
             a1.io_mut().read(&mut [0u8; 1]).map_err(|e| e.kind())
         });
         let a2 = door.admit(s2, at("10.0.0.1")).unwrap();
@@ -578,6 +580,7 @@ mod tests {
         // A server thread blocked reading the silent connection.
         let reader = std::thread::spawn(move || {
             let mut silent = silent;
+            silent.io().set_read_timeout(Some(Duration::from_secs(10))).unwrap();
             let got = silent.io_mut().read(&mut [0u8; 1]).map_err(|e| e.kind());
             (got, silent.ticket().is_cut())
         });

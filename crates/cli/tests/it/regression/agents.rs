@@ -444,7 +444,10 @@ fn regression_strangers_cannot_starve_an_agent_of_connections_or_cpu() {
     // The idle stranger that sent a byte was cut 10 s after it connected.
     let (got, after) = idle_watch.join().unwrap();
     // Closed (reset: the door's cut), not answered.
-    assert!(matches!(got, Ok(0) | Err(std::io::ErrorKind::ConnectionReset)), "closed, not answered: {got:?} after {after:?}");
+    assert!(
+        matches!(got, Ok(0) | Err(std::io::ErrorKind::ConnectionReset)),
+        "closed, not answered: {got:?} after {after:?}"
+    );
     assert!(
         // Not before its 10 s deadline; the upper end only guards against the 30 s read timeout.
         (std::time::Duration::from_secs(8)..std::time::Duration::from_secs(25)).contains(&after),
