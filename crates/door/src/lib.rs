@@ -155,7 +155,7 @@ impl State {
 
     /// A stranger to evict from the network that holds the most strangers (when several hold
     /// as many, any of them).
-    fn from_fullest(&self) -> Option<u64> {
+    fn oldest_in_fullest_network(&self) -> Option<u64> {
         let mut per_net: HashMap<IpAddr, usize> = HashMap::new();
         for s in self.strangers.values() {
             *per_net.entry(network(s.ip)).or_default() += 1;
@@ -224,7 +224,7 @@ impl Door {
         } else if from_network(&st) >= l.per_network {
             victims.extend(State::pick(st.strangers.iter().filter(|(_, s)| network(s.ip) == net)));
         } else if st.strangers.len() >= l.unauthenticated || st.total >= l.connections {
-            victims.extend(st.from_fullest());
+            victims.extend(st.oldest_in_fullest_network());
         }
         for v in victims {
             if let Some(ip) = st.cut(v) {
