@@ -1,16 +1,20 @@
-//! The `/metrics` endpoint: a small HTTP/1.1 server on a thread of its own. Each scrape gets a
-//! thread and deadlines, at most [`MAX_CLIENTS`] at once and [`MAX_PER_PEER`] per address
-//! (more are closed at once), so that a stalled or hostile client costs a few seconds of one
-//! thread and starves only itself, never another scraper and never the run; it serves figures
-//! only and accepts nothing.
+//! The `/metrics` endpoint: a small HTTP/1.1 server on a thread of its own. Its connections
+//! pass a [`Door`] of their own ([`LIMITS`]): until a request brings the token (or, without a
+//! token, until its request is complete) a connection is a stranger's, a few per address and
+//! per network, the oldest evicted when a newer one comes, cut when it sends nothing within a
+//! second or no request within [`REQUEST_DEADLINE`] (issue 35, finding 2: 4 addresses × 2
+//! silent connections kept every scraper out). Each scrape gets a thread and deadlines, so that
+//! a stalled or hostile client costs a few seconds of one thread, never another scraper and
+//! never the run; it serves figures only and accepts nothing.
 
-use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use iocurve_door::{Door, Held, Limits};
 
 use crate::{Exporter, Format, proto};
 
@@ -18,13 +22,20 @@ use crate::{Exporter, Format, proto};
 const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
 /// …and to take the answer.
 const ANSWER_DEADLINE: Duration = Duration::from_secs(5);
-/// Scrapes answered at once for one address: a peer that holds connections open silently
-/// starves only itself.
-pub const MAX_PER_PEER: usize = 2;
 /// A request head longer than this is not a scrape.
 const MAX_REQUEST: usize = 8192;
-/// Scrapes answered at once.
-pub const MAX_CLIENTS: usize = 8;
+
+/// The endpoint's door. A scraper (Prometheus) keeps no connection open between scrapes: it
+/// connects, sends its request at once and takes the answer.
+pub const LIMITS: Limits = Limits {
+    // Scrapes answered at once.
+    connections: 16,
+    unauthenticated: 8,
+    per_network: 4,
+    per_address: 2,
+    silent: Duration::from_secs(1),
+    first_call: REQUEST_DEADLINE,
+};
 
 /// A running endpoint; dropping it stops it.
 pub struct Server {
@@ -49,26 +60,6 @@ impl Drop for Server {
     }
 }
 
-/// A scrape's place among those answered at once, given back on drop.
-struct Slot {
-    ip: IpAddr,
-    peers: Arc<std::sync::Mutex<HashMap<IpAddr, usize>>>,
-    busy: Arc<AtomicUsize>,
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        let mut p = self.peers.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = p.get_mut(&self.ip) {
-            *n -= 1;
-            if *n == 0 {
-                p.remove(&self.ip);
-            }
-        }
-        self.busy.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 /// Listens on `addr` and serves `exporter`'s figures on `GET /metrics`; with a `token`, only
 /// to scrapes that bring it (`Authorization: Bearer TOKEN`).
 pub fn serve(addr: &str, exporter: Exporter, token: Option<String>) -> io::Result<Server> {
@@ -79,37 +70,24 @@ pub fn serve(addr: &str, exporter: Exporter, token: Option<String>) -> io::Resul
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     let thread = std::thread::Builder::new().name("iocurve-metrics".into()).spawn(move || {
-        let busy = Arc::new(AtomicUsize::new(0));
-        let peers: Arc<std::sync::Mutex<HashMap<IpAddr, usize>>> = Arc::default();
+        let door = Door::new("metrics", LIMITS);
         let mut last_warning: Option<Instant> = None;
         while !flag.load(Ordering::Relaxed) {
+            // Silent and slow strangers are cut here, at least every 20 ms.
+            door.sweep();
             match listener.accept() {
                 Ok((stream, peer)) => {
-                    let ip = peer.ip();
-                    let admitted = {
-                        let mut p = peers.lock().unwrap_or_else(|e| e.into_inner());
-                        let n = p.entry(ip).or_default();
-                        let ok = *n < MAX_PER_PEER && busy.load(Ordering::SeqCst) < MAX_CLIENTS;
-                        if ok {
-                            *n += 1;
-                            busy.fetch_add(1, Ordering::SeqCst);
-                        }
-                        ok
-                    };
-                    if !admitted {
-                        tracing::debug!(%peer, "metrics: too many scrapes at once, closed");
-                        drop(stream);
-                        // A flood of connections costs this thread a sleep each, not a core.
+                    // None: every place is held by scrapes that brought the token (the door
+                    // reset this one and says so); a flood of them costs this thread a sleep
+                    // each, not a core.
+                    let Some(held) = door.admit(stream, peer) else {
                         std::thread::sleep(Duration::from_millis(10));
                         continue;
-                    }
-                    // Gives the slots back when the scrape ends, or when its thread never started
-                    // (the closure holding it is dropped then).
-                    let slot = Slot { ip, peers: peers.clone(), busy: busy.clone() };
+                    };
                     let (exporter, token) = (exporter.clone(), token.clone());
+                    // A thread that never started drops the closure, and the connection with it.
                     let _ = std::thread::Builder::new().name("iocurve-scrape".into()).spawn(move || {
-                        let _slot = slot;
-                        if let Err(e) = answer(stream, &exporter, token.as_deref()) {
+                        if let Err(e) = answer(held, &exporter, token.as_deref()) {
                             tracing::debug!(%peer, error = %e, "metrics: a scrape failed");
                         }
                     });
@@ -214,7 +192,9 @@ fn authorized(head: &[u8], token: &str) -> bool {
     })
 }
 
-fn answer(mut s: TcpStream, exporter: &Exporter, token: Option<&str>) -> io::Result<()> {
+fn answer(mut held: Held<TcpStream>, exporter: &Exporter, token: Option<&str>) -> io::Result<()> {
+    let ticket = held.ticket().clone();
+    let s = held.io_mut();
     s.set_nonblocking(false)?;
     let deadline = Instant::now() + REQUEST_DEADLINE;
     let mut head = Vec::new();
@@ -225,10 +205,19 @@ fn answer(mut s: TcpStream, exporter: &Exporter, token: Option<&str>) -> io::Res
             return Err(io::Error::new(io::ErrorKind::TimedOut, "no complete request in time"));
         }
         s.set_read_timeout(Some(left))?;
+        // The door cutting this connection ends a read here with 0.
         match s.read(&mut buf)? {
             0 => return Ok(()),
-            n => head.extend_from_slice(&buf[..n]),
+            n => {
+                ticket.heard();
+                head.extend_from_slice(&buf[..n]);
+            }
         }
+    }
+    // A scrape that brings the token (or any complete request, without one) is no stranger's:
+    // the door neither counts nor cuts it while it is answered.
+    if token.is_none_or(|t| authorized(&head, t)) {
+        ticket.authenticated();
     }
     let out = response(&head, token, |f| exporter.encode_as(f));
     s.set_write_timeout(Some(ANSWER_DEADLINE))?;

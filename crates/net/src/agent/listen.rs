@@ -1,133 +1,42 @@
-//! The agent's front door. Until a peer makes a call with the right token it gets little: a
-//! few connections per address, a bounded number in all, and [`Limits::first_call`] from its
-//! TCP connection to that call, TLS handshake included — a peer that stays silent, stalls its
-//! handshake or sends nothing authenticated is cut off then. Accept errors for want of file
+//! The agent's front door: the connections it serves pass an [`iocurve_door::Door`] of the
+//! agent's own ([`LIMITS`]). Until a peer makes a call with the right token it is a stranger:
+//! a few of them per address and per network, a bounded number in all, the oldest evicted when
+//! a newer one comes; one byte within a second and that call within
+//! [`Limits::first_call`] (TLS handshake included), or it is cut (issue 35, finding 2: idle
+//! connections from 8 addresses locked every coordinator out). Accept errors for want of file
 //! descriptors or memory back off instead of spinning (issue 15, finding 3: 1,100 idle
 //! connections at `ulimit -n 1024` had the agent spin at 100 % CPU and a real run hang).
 
-use std::collections::HashMap;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use iocurve_door::{Door, Held};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::time::Sleep;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::Connected;
 
-/// What the front door admits.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    /// Connections at once, authenticated or not.
-    pub connections: usize,
-    /// Connections at once that have not yet made an authenticated call.
-    pub unauthenticated: usize,
-    /// Of those, from one address.
-    pub unauthenticated_per_peer: usize,
-    /// From the TCP connection to the first authenticated call.
-    pub first_call: Duration,
-}
+pub use iocurve_door::{Limits, Ticket};
 
-impl Default for Limits {
-    fn default() -> Limits {
-        Limits {
-            connections: 512,
-            unauthenticated: 128,
-            unauthenticated_per_peer: 16,
-            first_call: Duration::from_secs(10),
-        }
-    }
-}
+/// The agent's door. A coordinator opens one connection per agent and keeps it (it paces its
+/// dials to stay below [`Limits::per_address`]); its TLS ClientHello comes at once, and its
+/// first call right after the handshake.
+pub const LIMITS: Limits = Limits {
+    // Authenticated connections are a coordinator's: one per run, and a few more while one
+    // waits for another's run to end.
+    connections: 512,
+    unauthenticated: 128,
+    per_network: 32,
+    per_address: 8,
+    silent: Duration::from_secs(1),
+    first_call: Duration::from_secs(10),
+};
 
-#[derive(Default)]
-struct Counts {
-    total: usize,
-    unauthenticated: usize,
-    per_peer: HashMap<IpAddr, usize>,
-}
-
-/// What counts as one peer: an IPv4 address, or an IPv6 /64 (a host may hold a whole /64).
-fn peer_key(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V4(_) => ip,
-        IpAddr::V6(v6) => IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
-    }
-}
-
-struct Gate {
-    limits: Limits,
-    counts: Mutex<Counts>,
-}
-
-impl Gate {
-    fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
-        self.counts.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// A ticket for a new connection from `peer`, or None when it is one too many.
-    fn admit(self: &Arc<Self>, peer: SocketAddr) -> Option<Arc<Ticket>> {
-        let mut c = self.counts();
-        let from_peer = c.per_peer.get(&peer_key(peer.ip())).copied().unwrap_or(0);
-        if c.total >= self.limits.connections
-            || c.unauthenticated >= self.limits.unauthenticated
-            || from_peer >= self.limits.unauthenticated_per_peer
-        {
-            return None;
-        }
-        c.total += 1;
-        c.unauthenticated += 1;
-        *c.per_peer.entry(peer_key(peer.ip())).or_default() += 1;
-        Some(Arc::new(Ticket { gate: self.clone(), peer, authenticated: AtomicBool::new(false) }))
-    }
-
-    fn release_unauthenticated(&self, c: &mut Counts, ip: IpAddr) {
-        c.unauthenticated -= 1;
-        let key = peer_key(ip);
-        if let Some(n) = c.per_peer.get_mut(&key) {
-            *n -= 1;
-            if *n == 0 {
-                c.per_peer.remove(&key);
-            }
-        }
-    }
-}
-
-/// A connection's place at the door, given back when the connection ends.
-pub struct Ticket {
-    gate: Arc<Gate>,
-    peer: SocketAddr,
-    authenticated: AtomicBool,
-}
-
-impl Ticket {
-    /// The connection carried a call with the right token: it is no longer a stranger's, and
-    /// its first-call deadline no longer applies.
-    pub fn authenticated(&self) {
-        if !self.authenticated.swap(true, Ordering::AcqRel) {
-            let mut c = self.gate.counts();
-            self.gate.release_unauthenticated(&mut c, self.peer.ip());
-        }
-    }
-
-    pub fn peer(&self) -> SocketAddr {
-        self.peer
-    }
-}
-
-impl Drop for Ticket {
-    fn drop(&mut self) {
-        let mut c = self.gate.counts();
-        c.total -= 1;
-        if !self.authenticated.load(Ordering::Acquire) {
-            self.gate.release_unauthenticated(&mut c, self.peer.ip());
-        }
-    }
-}
+/// How often the door cuts silent and slow strangers: the silent ones go within 1.25 s.
+const SWEEP: Duration = Duration::from_millis(250);
 
 /// What a call learns of its connection (`Request::extensions`, directly or inside
 /// `binding::Bound`).
@@ -136,61 +45,70 @@ pub struct PeerInfo {
     pub ticket: Arc<Ticket>,
 }
 
-/// An admitted TCP connection: reads fail once the first-call deadline passes without an
-/// authenticated call, which ends the TLS handshake or the HTTP/2 connection.
+/// An admitted TCP connection: reads and writes fail once the door cut it (evicted for a
+/// newer stranger, silent, or not authenticated in time), which ends the TLS handshake or the
+/// HTTP/2 connection.
 pub struct Guarded {
-    io: TcpStream,
-    ticket: Arc<Ticket>,
-    deadline: Pin<Box<Sleep>>,
+    held: Held<TcpStream>,
 }
 
 impl Connected for Guarded {
     type ConnectInfo = PeerInfo;
 
     fn connect_info(&self) -> PeerInfo {
-        PeerInfo { ticket: self.ticket.clone() }
+        PeerInfo { ticket: self.held.ticket().clone() }
     }
 }
 
 impl Guarded {
-    /// The first-call deadline, checked (and its timer armed) on every read, write and flush:
-    /// a stranger that never reads, so that the connection's writes back up and it is read no
-    /// more, is cut all the same.
-    fn expired(&mut self, cx: &mut Context<'_>) -> Option<io::Error> {
-        if self.ticket.authenticated.load(Ordering::Acquire) || self.deadline.as_mut().poll(cx).is_pending() {
-            return None;
+    fn cut_error(&self) -> io::Error {
+        io::Error::new(io::ErrorKind::ConnectionAborted, "cut at the agent's door: not authenticated")
+    }
+
+    /// `polled` as it is, or the cut's error when the door cut the connection while it waited
+    /// (the door wakes the task: a stranger that never reads, so that its writes back up, is cut
+    /// all the same).
+    fn or_cut<T>(&self, cx: &mut Context<'_>, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        match polled {
+            Poll::Pending if self.held.ticket().watch(cx.waker()) => Poll::Ready(Err(self.cut_error())),
+            other => other,
         }
-        tracing::warn!(peer = %self.ticket.peer, "connection cut: no authenticated call within the deadline");
-        Some(io::Error::new(io::ErrorKind::TimedOut, "no authenticated call in time"))
     }
 }
 
 impl AsyncRead for Guarded {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        if let Some(e) = self.expired(cx) {
-            return Poll::Ready(Err(e));
+        if self.held.ticket().is_cut() {
+            return Poll::Ready(Err(self.cut_error()));
         }
-        Pin::new(&mut self.io).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let polled = Pin::new(self.held.io_mut()).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.held.ticket().heard();
+        }
+        self.or_cut(cx, polled)
     }
 }
 
 impl AsyncWrite for Guarded {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        if let Some(e) = self.expired(cx) {
-            return Poll::Ready(Err(e));
+        if self.held.ticket().is_cut() {
+            return Poll::Ready(Err(self.cut_error()));
         }
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        let polled = Pin::new(self.held.io_mut()).poll_write(cx, buf);
+        self.or_cut(cx, polled)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if let Some(e) = self.expired(cx) {
-            return Poll::Ready(Err(e));
+        if self.held.ticket().is_cut() {
+            return Poll::Ready(Err(self.cut_error()));
         }
-        Pin::new(&mut self.io).poll_flush(cx)
+        let polled = Pin::new(self.held.io_mut()).poll_flush(cx);
+        self.or_cut(cx, polled)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
+        Pin::new(self.held.io_mut()).poll_shutdown(cx)
     }
 
     fn poll_write_vectored(
@@ -198,11 +116,15 @@ impl AsyncWrite for Guarded {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        if self.held.ticket().is_cut() {
+            return Poll::Ready(Err(self.cut_error()));
+        }
+        let polled = Pin::new(self.held.io_mut()).poll_write_vectored(cx, bufs);
+        self.or_cut(cx, polled)
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
+        self.held.io().is_write_vectored()
     }
 }
 
@@ -230,32 +152,32 @@ impl Sparse {
     }
 }
 
-/// The connections the agent serves, from `listener` through the door. The accepting task ends
-/// when the returned stream is dropped.
+/// The connections the agent serves, from `listener` through its [`Door`]. The accepting task
+/// ends when the returned stream is dropped.
 pub fn incoming(listener: TcpListener, limits: Limits) -> ReceiverStream<Result<Guarded, io::Error>> {
-    let gate = Arc::new(Gate { limits, counts: Mutex::default() });
+    let door = Door::new("agent", limits);
     let (tx, rx) = tokio::sync::mpsc::channel(16);
     tokio::spawn(async move {
-        let mut refused = Sparse::new(Duration::from_secs(5));
         let mut starved = Sparse::new(Duration::from_secs(5));
+        let mut sweep = tokio::time::interval(SWEEP);
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let accepted = tokio::select! {
                 a = listener.accept() => a,
+                _ = sweep.tick() => {
+                    door.sweep();
+                    continue;
+                }
                 _ = tx.closed() => break,
             };
             match accepted {
                 Ok((stream, peer)) => {
-                    let Some(ticket) = gate.admit(peer) else {
-                        if let Some(more) = refused.due() {
-                            tracing::warn!(%peer, more, "connection refused: too many connections not yet authenticated");
-                        }
-                        drop(stream);
-                        continue;
-                    };
                     let _ = stream.set_nodelay(true);
                     user_timeout(&stream);
-                    let deadline = Box::pin(tokio::time::sleep(limits.first_call));
-                    if tx.send(Ok(Guarded { io: stream, ticket, deadline })).await.is_err() {
+                    // None: refused (and reset) when authenticated coordinators hold every
+                    // place; the door says so.
+                    let Some(held) = door.admit(stream, peer) else { continue };
+                    if tx.send(Ok(Guarded { held })).await.is_err() {
                         break;
                     }
                 }
@@ -266,6 +188,7 @@ pub fn incoming(listener: TcpListener, limits: Limits) -> ReceiverStream<Result<
                         tracing::warn!(error = %e, more, "cannot accept connections: backing off");
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;
+                    door.sweep();
                 }
                 // The peer gave up before it was accepted (ECONNABORTED and the like).
                 Err(e) => tracing::debug!(error = %e, "accept failed"),
@@ -309,37 +232,4 @@ pub fn ticket_of<T>(req: &tonic::Request<T>) -> Option<Arc<Ticket>> {
 /// How the logs name the peer of a call.
 pub fn peer_of<T>(req: &tonic::Request<T>) -> String {
     ticket_of(req).map_or_else(|| "in-process".into(), |t| t.peer().to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_gate_counts_strangers_per_address_and_frees_their_places() {
-        let gate = Arc::new(Gate {
-            limits: Limits { connections: 4, unauthenticated: 3, unauthenticated_per_peer: 2, ..Limits::default() },
-            counts: Mutex::default(),
-        });
-        let a: SocketAddr = "10.0.0.1:1000".parse().unwrap();
-        let b: SocketAddr = "10.0.0.2:1000".parse().unwrap();
-        let a1 = gate.admit(a).unwrap();
-        let a2 = gate.admit(a).unwrap();
-        assert!(gate.admit(a).is_none(), "two strangers per address");
-        let b1 = gate.admit(b).unwrap();
-        assert!(gate.admit(b).is_none(), "three strangers in all");
-        a1.authenticated();
-        a1.authenticated();
-        let b2 = gate.admit(b).unwrap();
-        assert!(gate.admit(b).is_none(), "four connections in all");
-        drop(a2);
-        let a3 = gate.admit(a).unwrap();
-        // IPv6: one /64 is one peer.
-        let v6 = |s: &str| s.parse::<SocketAddr>().unwrap();
-        assert_eq!(peer_key(v6("[2001:db8::1]:1").ip()), peer_key(v6("[2001:db8::ffff:1]:1").ip()));
-        assert_ne!(peer_key(v6("[2001:db8::1]:1").ip()), peer_key(v6("[2001:db8:0:1::1]:1").ip()));
-        drop((a1, a3, b1, b2));
-        let c = gate.counts();
-        assert_eq!((c.total, c.unauthenticated, c.per_peer.len()), (0, 0, 0), "every place given back");
-    }
 }

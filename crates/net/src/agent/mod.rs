@@ -872,7 +872,7 @@ pub async fn serve(
         })
     };
     let router = builder.add_service(AgentServer::with_interceptor(service, auth::checker(token, audit.clone())));
-    let incoming = listen::incoming(listener, listen::Limits::default());
+    let incoming = listen::incoming(listener, listen::LIMITS);
     let served = match tls {
         Some(config) => {
             let peer = |g: &listen::Guarded| Some(tonic::transport::server::Connected::connect_info(g).ticket.peer());

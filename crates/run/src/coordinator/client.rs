@@ -95,8 +95,107 @@ pub(crate) fn refusal(e: &tonic::Status) -> bool {
     matches!(e.code(), InvalidArgument | FailedPrecondition | PermissionDenied | Unauthenticated | Aborted)
 }
 
+/// Connections this coordinator has being set up to one agent at once (TCP, TLS, hello): the
+/// agent counts them against its cap of unauthenticated connections per address (8) and, when
+/// that is full, evicts the oldest — this coordinator's own dials must never do that to each
+/// other.
+const DIALS_PER_AGENT: usize = iocurve_net::agent::listen::LIMITS.per_address / 4;
+
+/// The dials to `addr` going on now, process-wide.
+fn dial_slots(addr: &str) -> Arc<tokio::sync::Semaphore> {
+    static SLOTS: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>,
+    > = std::sync::OnceLock::new();
+    let mut slots = SLOTS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    slots.entry(addr.to_string()).or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(DIALS_PER_AGENT))).clone()
+}
+
+/// Time kept back from [`CONNECT_DEADLINE`] for the last attempt after a cut one.
+const LAST_ATTEMPT: Duration = Duration::from_secs(3);
+
+/// Dials again after a connection closed before the hello was answered, without a reset seen
+/// (a cut at the agent's door looks so once the TLS handshake is done; so does a plain-text
+/// coordinator at a TLS agent, a mistake reported after these few quick attempts).
+const CLOSED_RETRIES: usize = 3;
+
 /// Connects, says hello (protocol check) and measures the clock offset with `pings` pings.
+/// A connection the agent cut before the hello was answered (its door evicts the oldest
+/// connection not yet authenticated to let a newer one in, when a flood fills it) is dialled
+/// again, after 50 ms, 100 ms, … up to 1 s: while [`CONNECT_DEADLINE`] leaves time for it after
+/// a reset, [`CLOSED_RETRIES`] times after a close.
 pub async fn connect(addr: &str, cfg: &ClientConfig, pings: usize) -> Result<Remote, NetError> {
+    let until = tokio::time::Instant::now() + CONNECT_DEADLINE.saturating_sub(LAST_ATTEMPT);
+    let slots = dial_slots(addr);
+    let mut pause = Duration::from_millis(50);
+    let mut closed = 0;
+    loop {
+        let attempt = {
+            // Closed never: the semaphore lives in a static map.
+            let _slot = slots.acquire().await;
+            connect_once(addr, cfg, pings).await
+        };
+        let again = match &attempt {
+            Err(Attempt { cut: Cut::Reset, .. }) => true,
+            Err(Attempt { cut: Cut::Closed, .. }) => {
+                closed += 1;
+                closed <= CLOSED_RETRIES
+            }
+            _ => false,
+        };
+        match attempt {
+            Err(Attempt { error, .. }) if again && tokio::time::Instant::now() + pause < until => {
+                tracing::debug!(agent = addr, %error, "the agent cut the connection before it was authenticated: dialling again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+            r => return r.map_err(|a| a.error),
+        }
+    }
+}
+
+/// A failed connection attempt, and whether the agent may have cut it before the hello was
+/// answered.
+struct Attempt {
+    error: NetError,
+    cut: Cut,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// Not cut: refused, unreachable, a mistake.
+    No,
+    /// Reset by the agent before the hello was answered: what its door's cut sends.
+    Reset,
+    /// Closed before the hello was answered, no reset seen (hyper reports a cut HTTP/2
+    /// connection as "canceled", without its cause).
+    Closed,
+}
+
+impl From<NetError> for Attempt {
+    fn from(error: NetError) -> Attempt {
+        Attempt { error, cut: Cut::No }
+    }
+}
+
+/// Whether an error, or one of its causes, is a connection reset by the peer. h2 wraps the
+/// I/O error without giving it as a source, and says it in words then.
+fn reset_by_peer(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(e) = cur {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && matches!(io.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted)
+        {
+            return true;
+        }
+        if e.to_string().to_lowercase().contains("connection reset") {
+            return true;
+        }
+        cur = e.source();
+    }
+    false
+}
+
+async fn connect_once(addr: &str, cfg: &ClientConfig, pings: usize) -> Result<Remote, Attempt> {
     // TLS is done by our own connector, not tonic's (the URI stays http://): every call proves
     // the token with the TLS exporter of the connection it goes on, and sends no token (see
     // `iocurve_net::binding`). Plain text has no exporter: the token itself.
@@ -128,7 +227,8 @@ pub async fn connect(addr: &str, cfg: &ClientConfig, pings: usize) -> Result<Rem
     };
     let channel = channel.map_err(|e| {
         let why = format!("{e}{}", source_chain(&e));
-        if mentions_certificate(&why) {
+        let cut = if reset_by_peer(&e) { Cut::Reset } else { Cut::No };
+        Attempt { cut, error: if mentions_certificate(&why) {
             // Reached, and refused: a certificate for another host or from another CA is a
             // mistake to fix, not a host gone.
             NetError::Input(format!(
@@ -136,13 +236,13 @@ pub async fn connect(addr: &str, cfg: &ClientConfig, pings: usize) -> Result<Rem
             ))
         } else {
             NetError::Failed(format!("cannot reach agent {addr}: {why}"))
-        }
+        } }
     })?;
     let mut r = handshake(addr, channel, credentials, pings, false, cfg.insecure).await?;
     match check_clock(addr, r.offset_ns, r.rtt_ns, cfg.max_skew) {
         ClockVerdict::Fine => {}
         ClockVerdict::Warn(m) => r.clock_warning = Some(m),
-        ClockVerdict::Refuse(m) => return Err(NetError::Input(m)),
+        ClockVerdict::Refuse(m) => return Err(NetError::Input(m).into()),
     }
     tracing::info!(agent = addr, host = %r.hello.hostname, offset_ns = r.offset_ns, rtt_ns = r.rtt_ns, "agent connected");
     Ok(r)
@@ -162,7 +262,7 @@ pub async fn connect_in_process(local: InProcess) -> Result<Remote, NetError> {
         }))
         .await
         .map_err(|e| NetError::Failed(format!("cannot start the in-process agent: {e}")))?;
-    handshake("in-process", channel, auth::Credentials::bearer(&token)?, 1, true, false).await
+    handshake("in-process", channel, auth::Credentials::bearer(&token)?, 1, true, false).await.map_err(|a| a.error)
 }
 
 /// Hello (protocol check) and `pings` pings for the clock offset.
@@ -173,12 +273,22 @@ async fn handshake(
     pings: usize,
     in_process: bool,
     insecure: bool,
-) -> Result<Remote, NetError> {
+) -> Result<Remote, Attempt> {
     let mut client = AgentClient::with_interceptor(channel, credentials);
     let mut hello = client
         .hello(pb::HelloRequest { protocol: PROTOCOL, version: env!("CARGO_PKG_VERSION").into() })
         .await
-        .map_err(|e| match failed(addr, "hello", e) {
+        .map_err(|e| {
+            // Reset or closed before the hello was answered: maybe cut at the agent's door, to
+            // be dialled again.
+            let reset = reset_by_peer(&e);
+            let error = failed(addr, "hello", e);
+            let cut = match &error {
+                NetError::Failed(_) if reset => Cut::Reset,
+                NetError::Failed(_) => Cut::Closed,
+                _ => Cut::No,
+            };
+            Attempt { cut, error: match error {
             // The connection (and its TLS handshake) succeeded and the first call was cut: the
             // agent refused this coordinator — a plain-text coordinator at a TLS agent, or,
             // with TLS 1.3, a missing or untrusted client certificate, which shows only now and
@@ -192,6 +302,7 @@ async fn handshake(
                 }
             )),
             other => other,
+        } }
         })?
         .into_inner();
     // An agent's self-description reaches terminals, the store and reports: escaped here,
@@ -203,12 +314,12 @@ async fn handshake(
     }
     clean(&mut hello.io_uring_unavailable);
     if hello.protocol != PROTOCOL {
-        return Err(NetError::Input(format!(
+        return Err(Attempt::from(NetError::Input(format!(
             "protocol mismatch: agent {addr} (iocurve {}) speaks protocol {}, this coordinator (iocurve {}) speaks {PROTOCOL}; run the same iocurve version on both",
             hello.version,
             hello.protocol,
             env!("CARGO_PKG_VERSION")
-        )));
+        ))));
     }
     let (offset_ns, rtt_ns) = measure_clock(&mut client, pings).await.map_err(|e| failed(addr, "ping", e))?;
     Ok(Remote {

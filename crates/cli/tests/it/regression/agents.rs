@@ -435,8 +435,8 @@ fn regression_agents_lost_at_connection_time_neither_hang_nor_end_the_run() {
 
 /// Issue 15, finding 3: 1,100 idle connections at `ulimit -n 1024` made the agent spin at
 /// 100 % CPU and a real run hang; connections that never sent a byte were held forever. Now
-/// strangers get a few connections per address and 10 s to make an authenticated call, and
-/// running out of descriptors backs off.
+/// strangers get a few connections per address (8 since issue 35, finding 2, the newest
+/// kept) and 10 s to make an authenticated call, and running out of descriptors backs off.
 #[test]
 fn regression_strangers_cannot_starve_an_agent_of_connections_or_cpu() {
     use std::io::Read;
@@ -472,11 +472,13 @@ fn regression_strangers_cannot_starve_an_agent_of_connections_or_cpu() {
     );
     let run = || coordinator(dir.path(), &c, &["plan.toml", "--size", "16m"]).output().unwrap();
 
-    // 200 connections from one address: 16 are admitted and the rest closed at once; a
-    // coordinator elsewhere is served meanwhile.
-    // A stranger that connects and sends nothing: watched from its own thread, which learns
-    // when the agent closes it.
+    // 200 connections from one address, each with a byte of a TLS handshake: 8 are held
+    // and the rest closed at once; a coordinator elsewhere is served meanwhile.
+    // A stranger that connects and sends a byte, then nothing (one that sends nothing at all
+    // is cut after a second: `regression_a_silent_connection_is_cut_within_seconds`): watched
+    // from its own thread, which learns when the agent closes it.
     let mut idle = connect_from([127, 0, 0, 3].into(), &agent.addr).unwrap();
+    std::io::Write::write_all(&mut idle, &[0x16]).unwrap();
     let idle_watch = std::thread::spawn(move || {
         let since = std::time::Instant::now();
         idle.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
@@ -484,18 +486,27 @@ fn regression_strangers_cannot_starve_an_agent_of_connections_or_cpu() {
         let got = idle.read(&mut buf).map_err(|e| e.kind());
         (got, since.elapsed())
     });
-    let one: Vec<_> = (0..200).filter_map(|_| connect_from([127, 0, 0, 2].into(), &agent.addr).ok()).collect();
+    let one: Vec<_> = (0..200)
+        .filter_map(|_| connect_from([127, 0, 0, 2].into(), &agent.addr).ok())
+        .inspect(|mut s| std::io::Write::write_all(&mut s, &[0x16]).unwrap())
+        .collect();
+    // Of the 200, 8 are held open and the rest were closed at once (as soon as the agent has
+    // taken them all in: within 5 s, well before the 10 s that ends the 8).
+    let open = || {
+        one.iter()
+            .filter(|s| {
+                s.set_nonblocking(true).unwrap();
+                matches!(s.peek(&mut [0u8; 1]), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+            })
+            .count()
+    };
+    let since = std::time::Instant::now();
+    while open() != 8 && since.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(open(), 8, "connections from one address still open");
     let o = run();
     assert!(o.status.success(), "a coordinator is served while one address holds 200 connections: {}", stderr(&o));
-    // Of the 200, 16 are held open and the rest were closed at once.
-    let open = one
-        .iter()
-        .filter(|s| {
-            s.set_nonblocking(true).unwrap();
-            matches!(s.peek(&mut [0u8; 1]), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
-        })
-        .count();
-    assert_eq!(open, 16, "connections from one address still open");
 
     // Strangers at 20 addresses, 8 each: more than the agent has descriptors (their connects
     // queue in the kernel's backlog, so they come from a thread of their own).
@@ -516,9 +527,13 @@ fn regression_strangers_cannot_starve_an_agent_of_connections_or_cpu() {
     assert!(many.len() > 64, "{} strangers connected", many.len());
     drop(many);
 
-    // The idle stranger was cut 10 s after it connected.
+    // The idle stranger that sent a byte was cut 10 s after it connected.
     let (got, after) = idle_watch.join().unwrap();
-    assert!(matches!(got, Ok(0)), "closed, not answered: {got:?} after {after:?}");
+    // Closed (reset: the door's cut), not answered.
+    assert!(
+        matches!(got, Ok(0) | Err(std::io::ErrorKind::ConnectionReset)),
+        "closed, not answered: {got:?} after {after:?}"
+    );
     assert!(
         // Not before its 10 s deadline; the upper end only guards against the 30 s read timeout.
         (std::time::Duration::from_secs(8)..std::time::Duration::from_secs(25)).contains(&after),
@@ -1277,4 +1292,135 @@ fn regression_a_token_proof_refused_by_an_older_agent_says_to_upgrade_it() {
     hosts_plan(dir.path(), &[(older.addr.as_str(), dir.path().join("t.dat"))], rr);
     let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m"]).output().unwrap();
     input_error(&o, &["may run an older iocurve", "upgrade it"]);
+}
+
+/// Idle connections to `to`, `per` from each address of `from`, held the way an attacker
+/// keeping a door full would: every 200 ms, those the server closed are opened again. Stopped
+/// (and every connection closed) on drop.
+pub(crate) struct Flood {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<usize>>,
+    opened: std::sync::mpsc::Receiver<()>,
+}
+
+impl Flood {
+    pub(crate) fn start(to: &str, from: Vec<std::net::Ipv4Addr>, per: usize) -> Flood {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (tx, opened) = std::sync::mpsc::channel();
+        let (flag, to) = (stop.clone(), to.to_string());
+        let thread = std::thread::spawn(move || {
+            let slots: Vec<std::net::Ipv4Addr> = from.iter().flat_map(|a| std::iter::repeat_n(*a, per)).collect();
+            let mut held: Vec<Option<std::net::TcpStream>> = slots.iter().map(|a| connect_from(*a, &to).ok()).collect();
+            let _ = tx.send(());
+            let mut reopened = 0;
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                for (s, a) in held.iter_mut().zip(&slots) {
+                    let closed = s.as_ref().is_none_or(|s| {
+                        s.set_nonblocking(true).unwrap();
+                        !matches!(s.peek(&mut [0u8; 1]), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+                    });
+                    if closed {
+                        *s = connect_from(*a, &to).ok();
+                        reopened += 1;
+                    }
+                }
+            }
+            reopened
+        });
+        Flood { stop, thread: Some(thread), opened }
+    }
+
+    /// Waits until every connection was opened once.
+    pub(crate) fn wait_opened(&self) {
+        self.opened.recv_timeout(std::time::Duration::from_secs(60)).expect("the flood's connections opened");
+    }
+
+    /// Stops the flood: how many connections it opened again after the server closed them.
+    pub(crate) fn stop(mut self) -> usize {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().unwrap().join().unwrap()
+    }
+}
+
+impl Drop for Flood {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The addresses of a flood from many networks: `n` /24s of 127.0.0.0/8 (127.0.N.1 from
+/// N = `first`), one address each.
+pub(crate) fn networks(first: u8, n: u8) -> Vec<std::net::Ipv4Addr> {
+    (first..first + n).map(|i| std::net::Ipv4Addr::new(127, 0, i, 1)).collect()
+}
+
+/// Issue 35, finding 2: 8 addresses × 16 idle TCP connections filled the agent's 128 places
+/// for unauthenticated connections and every coordinator, right token and certificate
+/// included, got UNAVAILABLE. Now a newcomer evicts the oldest stranger of its address, its
+/// network or the fullest network, and idle ones are cut after a second: under the same flood,
+/// from the coordinator's own /24 (127.0.0.2-9 beside 127.0.0.1), and from 64 more /24s, held
+/// up by opening every cut connection again, a real run connects and finishes.
+#[test]
+fn regression_an_idle_flood_from_many_addresses_does_not_lock_the_coordinator_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let (agents, hosts) = file_agents(dir.path(), &c, &["a"]);
+    hosts_plan(
+        dir.path(),
+        &hosts,
+        "[[workloads]]\nname = \"rr\"\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.3\n",
+    );
+    let eight: Vec<_> = (2..10).map(|i| std::net::Ipv4Addr::new(127, 0, 0, i)).collect();
+    let same_net = Flood::start(&agents[0].addr, eight, 16);
+    let many_nets = Flood::start(&agents[0].addr, networks(10, 64), 2);
+    same_net.wait_opened();
+    many_nets.wait_opened();
+    for attempt in 1..=3 {
+        let t = std::time::Instant::now();
+        let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m"]).output().unwrap();
+        assert!(o.status.success(), "run {attempt} under the flood: {}", stderr(&o));
+        eprintln!("run {attempt} under a flood of 256 idle connections from 72 addresses: {:?}", t.elapsed());
+    }
+    // The flood was held up throughout: the agent cut its connections and they came back.
+    let (a, b) = (same_net.stop(), many_nets.stop());
+    assert!(a > 0 && b > 0, "connections opened again: {a}, {b}");
+}
+
+/// Issue 35, finding 2: a connection that sent nothing held one of the agent's places for its
+/// whole first-call deadline (10 s), so idle connections were cheap to keep. Now one that has
+/// sent no byte within a second is cut (the bounds leave room for a slow machine), while one
+/// that sent a byte keeps its 10 s to authenticate.
+#[test]
+fn regression_a_silent_connection_is_cut_within_seconds() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let (agents, _hosts) = file_agents(dir.path(), &c, &["a"]);
+    let watch = |mut s: std::net::TcpStream| {
+        std::thread::spawn(move || {
+            let since = std::time::Instant::now();
+            s.set_read_timeout(Some(std::time::Duration::from_secs(40))).unwrap();
+            let got = s.read(&mut [0u8; 64]).map_err(|e| e.kind());
+            (got, since.elapsed())
+        })
+    };
+    let silent = watch(connect_from([127, 0, 40, 1].into(), &agents[0].addr).unwrap());
+    let mut speaking = connect_from([127, 0, 41, 1].into(), &agents[0].addr).unwrap();
+    // The first byte of a TLS record, and nothing more.
+    speaking.write_all(&[0x16]).unwrap();
+    let speaking = watch(speaking);
+    let cut = |got: &Result<usize, std::io::ErrorKind>| matches!(got, Ok(0) | Err(std::io::ErrorKind::ConnectionReset));
+    let (got, after) = silent.join().unwrap();
+    assert!(cut(&got), "the silent connection was closed: {got:?} after {after:?}");
+    let secs = after.as_secs_f64();
+    assert!((0.5..6.0).contains(&secs), "the silent connection was cut after {secs:.2} s (1 s to 1.25 s on time)");
+    let (got, after) = speaking.join().unwrap();
+    assert!(cut(&got), "{got:?} after {after:?}");
+    let secs = after.as_secs_f64();
+    assert!((8.0..30.0).contains(&secs), "the connection that spoke was cut after {secs:.2} s (10 s on time)");
 }
