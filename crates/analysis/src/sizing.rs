@@ -29,6 +29,17 @@ impl Raid {
         })
     }
 
+    /// The fewest disks a group of this level has (RAID 1: a pair; RAID 5: two data disks
+    /// and parity; RAID 6 and RAID-DP: two data disks and two parities, RAID-DP one less).
+    pub fn min_disks(self) -> u32 {
+        match self {
+            Raid::Raid0 => 1,
+            Raid::Raid1 => 2,
+            Raid::Raid5 | Raid::RaidDp => 3,
+            Raid::Raid6 => 4,
+        }
+    }
+
     /// Back-end disk I/Os per front-end write.
     pub fn write_penalty(self) -> f64 {
         match self {
@@ -50,9 +61,15 @@ pub fn raid_iops(disks: u32, disk_iops: f64, read: f64, raid: Raid) -> f64 {
 
 /// The disks a RAID group needs for `iops` front-end IOPS: the formula above solved for n,
 /// rounded up.
-pub fn raid_disks_for(iops: f64, disk_iops: f64, read: f64, raid: Raid) -> u32 {
-    (iops * (read + raid.write_penalty() * (1.0 - read)) / disk_iops - 1e-9).ceil().max(1.0) as u32
+/// None when more than [`MAX_DISKS`] would be needed: no group is that large, so the inputs
+/// are wrong (issue 36: `--iops 1e300` printed 4'294'967'295 disks).
+pub fn raid_disks_for(iops: f64, disk_iops: f64, read: f64, raid: Raid) -> Option<u32> {
+    let n = (iops * (read + raid.write_penalty() * (1.0 - read)) / disk_iops - 1e-9).ceil();
+    (n <= MAX_DISKS as f64).then(|| (n as u32).max(raid.min_disks()))
 }
+
+/// The most disks `size raid` computes with: far beyond any array's group.
+pub const MAX_DISKS: u32 = 1_000_000;
 
 pub use iocurve_plan::links::{LINKS, Link, parse_link};
 
@@ -285,8 +302,12 @@ mod tests {
         // RAID 6, 14+2 disks of 200 IOPS, 70 % reads: 3,200 / (0.7 + 6 × 0.3) = 1,280.
         assert!((raid_iops(16, 200.0, 0.7, Raid::Raid6) - 1280.0).abs() < 1e-9);
         // The wrong formula would say 3,200 × 0.7 + 3,200 × 0.3 / 6 = 2,400.
-        assert_eq!(raid_disks_for(1280.0, 200.0, 0.7, Raid::Raid6), 16);
-        assert_eq!(raid_disks_for(1281.0, 200.0, 0.7, Raid::Raid6), 17);
+        assert_eq!(raid_disks_for(1280.0, 200.0, 0.7, Raid::Raid6), Some(16));
+        assert_eq!(raid_disks_for(1281.0, 200.0, 0.7, Raid::Raid6), Some(17));
+        // Issue 36: absurd targets are no disk count (it printed u32::MAX), tiny ones no
+        // group smaller than the level allows.
+        assert_eq!(raid_disks_for(1e300, 200.0, 0.7, Raid::Raid6), None);
+        assert_eq!(raid_disks_for(1.0, 200.0, 0.7, Raid::Raid6), Some(4));
         // 32 × 32G FC: 256 GB/s as sold (both directions), 102.4 GB/s of payload each way.
         let (nominal, usable) = links(32, parse_link("32G FC").unwrap());
         assert_eq!((nominal, usable), (256.0, 102_400.0));
@@ -325,7 +346,7 @@ mod tests {
             prop_assert!(iops <= disks as f64 * disk_iops * (1.0 + 1e-12));
             prop_assert!(iops >= disks as f64 * disk_iops / raid.write_penalty() * (1.0 - 1e-12));
             // The disks for that many IOPS are at most the group's own.
-            prop_assert!(raid_disks_for(iops, disk_iops, read, raid) <= disks);
+            prop_assert!(raid_disks_for(iops, disk_iops, read, raid).unwrap() <= disks.max(raid.min_disks()));
         }
 
         #[test]

@@ -13,7 +13,7 @@ pub use crate::flags::{DataFlags, WorkloadFlags};
     version,
     about = "Measure how a storage system behaves as load grows: IOPS, MB/s and latency over a ramp of parallelism, with speed, optimum and maximum per workload.",
     long_about = None,
-    after_help = "Exit codes: 0 clean; 1 the tool or host failed; 2 bad input (nothing ran); 3 the run finished but the storage failed I/Os or a step completed no I/O; 4 verification found lost, corrupted or misplaced blocks; 130 interrupted."
+    after_help = "Exit codes: 0 clean; 1 the tool or host failed; 2 bad input (nothing ran); 3 the run finished but the storage failed I/Os or a step completed no I/O; 4 verification found lost, corrupted or misplaced blocks; 129 hung up (SIGHUP); 130 interrupted."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -315,7 +315,7 @@ pub struct RunArgs {
 
     /// Size of scratch files created for targets that do not exist (default 1g, less when the
     /// disk has less room).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size_arg)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_scratch_size_arg)]
     pub size: Option<u64>,
 
     /// Keep scratch files after the run (a later run reuses and may write them again).
@@ -484,7 +484,7 @@ Example: iocurve size raid --level 6 --disks 16 --disk-iops 200 --read-pct 70  â
         #[arg(long, required_unless_present = "iops", conflicts_with = "iops")]
         disks: Option<u32>,
         /// Instead of --disks: the front-end IOPS wanted; prints the disks needed.
-        #[arg(long)]
+        #[arg(long, value_parser = parse_positive)]
         iops: Option<f64>,
         /// IOPS one disk delivers (e.g. 200 for 15k rpm, 80 for 7.2k rpm).
         #[arg(long = "disk-iops", value_parser = parse_positive)]
@@ -727,7 +727,7 @@ pub struct AgentArgs {
     pub allow: Vec<String>,
     /// Bytes of scratch files this agent may create in its life (e.g. 20g). Default: each
     /// scratch file may take at most half the free space of its filesystem.
-    #[arg(long = "max-scratch", value_name = "SIZE", value_parser = parse_size_arg)]
+    #[arg(long = "max-scratch", value_name = "SIZE", value_parser = parse_budget_arg)]
     pub max_scratch: Option<u64>,
     /// Allow writing to this device or file although it carries a signature (filesystem,
     /// volume manager, RAID, partition table) or is an existing file iocurve did not create;
@@ -792,7 +792,7 @@ pub struct PreconditionArgs {
     #[arg(required = true, value_name = "TARGET")]
     pub targets: Vec<String>,
     /// Size of files created for targets that do not exist (default 1g).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size_arg)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_scratch_size_arg)]
     pub size: Option<u64>,
     /// Size of each write (default 1m).
     #[arg(long, value_name = "SIZE", value_parser = parse_size_arg)]
@@ -827,7 +827,25 @@ pub struct PreconditionArgs {
     pub db: DbArgs,
 }
 
+/// A size that must hold something (a block size, an amount of data): 0 is refused.
 fn parse_size_arg(s: &str) -> Result<u64, String> {
+    match iocurve_plan::parse_size(s)? {
+        0 => Err(format!("{s} is no size: give one above zero, e.g. 4k or 1g")),
+        n => Ok(n),
+    }
+}
+
+/// A scratch file's size: at least 4k, as the plan's `scratch_size` (issue 36, finding 7:
+/// `--size 0` was taken).
+fn parse_scratch_size_arg(s: &str) -> Result<u64, String> {
+    match iocurve_plan::parse_size(s)? {
+        n if n < 4096 => Err(format!("{n} bytes: a scratch file holds at least 4k, e.g. --size 10g")),
+        n => Ok(n),
+    }
+}
+
+/// A budget, where 0 means none at all.
+fn parse_budget_arg(s: &str) -> Result<u64, String> {
     iocurve_plan::parse_size(s)
 }
 

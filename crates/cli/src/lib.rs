@@ -15,7 +15,7 @@ pub mod run;
 #[cfg(test)]
 mod setup;
 mod show;
-mod signals;
+pub mod signals;
 mod size;
 mod terminal;
 mod verification;

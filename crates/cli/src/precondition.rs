@@ -56,7 +56,7 @@ pub fn command(args: PreconditionArgs) -> Result<ExitCode, CliError> {
     for t in &targets.targets {
         let stuck_after = std::time::Duration::from_secs_f64(args.stuck_after_s);
         if !target(t, &cfg, &store, &cancel, stuck_after, &mut terminal)? {
-            return Ok(ExitCode::from(130));
+            return Ok(crate::signals::interrupted_code());
         }
     }
     if let Some(rounds) = rounds {
@@ -66,7 +66,7 @@ pub fn command(args: PreconditionArgs) -> Result<ExitCode, CliError> {
                 "precondition: interrupted after {} rounds, steady state not established",
                 out.rounds.len()
             ));
-            return Ok(ExitCode::from(130));
+            return Ok(crate::signals::interrupted_code());
         }
         terminal.note(&steady_line(&out));
         if out.errors > 0 || out.stuck > 0 {

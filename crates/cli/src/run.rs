@@ -27,7 +27,19 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             w.name
         )));
     }
+    // Issue 36, finding 7: with no verifying workload the pass had nothing to read back and
+    // the run said nothing of it.
+    if args.verify_final && !plan.workloads.iter().any(|w| w.verify) {
+        return Err(CliError::Usage(
+            "--verify-final reads back what verifying workloads wrote, but no workload of this run verifies: add --verify (or verify = true in the plan)".into(),
+        ));
+    }
     if args.dry_run {
+        // What the run would refuse before opening anything, the dry run refuses too.
+        iocurve_run::check_plan(&plan)?;
+        for host in args.hosts.iter().chain(plan.hosts.iter().map(|h| &h.address)) {
+            iocurve_run::coordinator::client::endpoint(host).map_err(iocurve_run::Error::from)?;
+        }
         let mut plan = plan;
         iocurve_run::default_target(&mut plan);
         crate::outln!("{}", crate::dry_run::describe(&plan, args.size.or(plan.scratch_size), &args.hosts));
@@ -282,7 +294,7 @@ fn check_output(path: &Path, option: &str) -> Result<(), CliError> {
 fn finish(outcome: Outcome, args: &RunArgs) -> Result<ExitCode, CliError> {
     let code = match &outcome.error {
         Some(e) => e.exit_code(),
-        None if outcome.result.interrupted => ExitCode::from(130),
+        None if outcome.result.interrupted => crate::signals::interrupted_code(),
         None => match outcome.verdict() {
             Some((code, why)) => {
                 crate::errln!("exit code {code}: the run finished, but {why}");

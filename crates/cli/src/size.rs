@@ -17,6 +17,13 @@ pub fn command(c: SizeCommand) -> Result<ExitCode, CliError> {
             let name = raid_name(level);
             match (disks, iops) {
                 (Some(n), _) => {
+                    if n < level.min_disks() || n > sizing::MAX_DISKS {
+                        return Err(CliError::Usage(format!(
+                            "--disks {n}: a {name} group has {} to {} disks",
+                            level.min_disks(),
+                            format::group(sizing::MAX_DISKS as u64)
+                        )));
+                    }
                     let got = sizing::raid_iops(n, disk_iops, read, level);
                     crate::outln!(
                         "{name}, {n} disks of {} IOPS, {read_pct} % reads: {} IOPS  (= {n} × {} / ({read:.2} + {p} × {:.2}))",
@@ -27,7 +34,14 @@ pub fn command(c: SizeCommand) -> Result<ExitCode, CliError> {
                     );
                 }
                 (None, Some(t)) => {
-                    let n = sizing::raid_disks_for(t, disk_iops, read, level);
+                    let n = sizing::raid_disks_for(t, disk_iops, read, level).ok_or_else(|| {
+                        CliError::Usage(format!(
+                            "--iops {}: that needs more than {} disks of {} IOPS; check --iops and --disk-iops",
+                            if t >= 1e9 { format!("{t:e}") } else { format::iops(t) },
+                            format::group(sizing::MAX_DISKS as u64),
+                            format::iops(disk_iops)
+                        ))
+                    })?;
                     crate::outln!(
                         "{name}, {} IOPS at {read_pct} % reads with disks of {} IOPS: {n} disks (they give {} IOPS)",
                         format::iops(t),

@@ -170,6 +170,16 @@ pub fn create_in(dir: OwnedFd, name: &OsStr) -> std::io::Result<(File, Name)> {
 }
 
 impl Name {
+    /// The name of an existing file at `path`, for [`Name::remove`] (a scratch file kept by an
+    /// earlier run, replaced by this one).
+    pub fn of(path: &Path) -> std::io::Result<Name> {
+        let (Some(name), Some(dir)) = (path.file_name(), path.parent()) else {
+            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+        };
+        let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+        Ok(Name { dir: open_dir(dir)?, name: name.to_os_string() })
+    }
+
     /// Removes the name if it still refers to `file`; otherwise leaves it and says why.
     pub fn remove(&self, file: &File) -> Result<(), String> {
         let Ok(c) = CString::new(self.name.as_bytes()) else {

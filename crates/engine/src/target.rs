@@ -116,6 +116,9 @@ pub struct OpenOptions {
     /// A path that does not exist is an error, not a scratch file to create (reading back what
     /// was written).
     pub existing_only: bool,
+    /// The run's key for the advisory lock on file targets it writes ([`safety::lock`]): the
+    /// hosts of one run share it. 0: this process's own (a local run, `precondition`).
+    pub run_key: u32,
 }
 
 #[derive(Debug)]
@@ -368,6 +371,22 @@ fn open_one(
     if !same {
         return Err(EngineError::Input(format!("target {} changed while it was opened; try again", path.display())));
     }
+    // Before anything is written (a scratch file's preparation included): one writing run per
+    // file. A reader goes on beside a writer, and says so.
+    let key = safety::lock::RunKey::or_own(opts.run_key);
+    let mut beside = None;
+    if kind == TargetKind::File {
+        if opts.write {
+            safety::lock::lock_for_writing(&file, path, key)?;
+        } else if let Some(h) = safety::lock::writer_beside(&file, key) {
+            notes.push(format!(
+                "target {} is being written by {}: this run only reads it, beside that one; its figures include the other run's load",
+                path.display(),
+                h.describe()
+            ));
+            beside = Some(h);
+        }
+    }
     let mut fresh = false;
     let (size, logical_block) = match kind {
         TargetKind::BlockDevice => {
@@ -388,6 +407,30 @@ fn open_one(
                     _ => Verdict::Writable,
                 }
             };
+            // A kept scratch file of another size than the one asked for is made again at that
+            // size, once no other run writes it (issue 36: it was reused silently, so a run
+            // asked for 10g measured the 1g left by an earlier one).
+            if let Verdict::Scratch { size: have, .. } = verdict
+                && opts.scratch_size != AUTO_SCRATCH_SIZE
+                && have != opts.scratch_size / 4096 * 4096
+                && beside.is_none()
+                && !opts.existing_only
+            {
+                let name = scratch::Name::of(path)
+                    .map_err(|e| EngineError::io(format!("cannot replace scratch file {}", path.display()), e))?;
+                name.remove(&file).map_err(|why| {
+                    EngineError::Input(format!("cannot replace scratch file {} of another size: {why}", path.display()))
+                })?;
+                drop(file);
+                notes.push(format!(
+                    "scratch file {} held {}, not the {} asked for: made again at {}",
+                    path.display(),
+                    format_size(have),
+                    format_size(opts.scratch_size),
+                    format_size(opts.scratch_size / 4096 * 4096)
+                ));
+                return create_scratch_target(path, opts, group, sizing);
+            }
             let size = match verdict {
                 Verdict::Writable => meta.len(),
                 Verdict::Scratch { size, prepared: true } => {
@@ -578,6 +621,7 @@ fn create_scratch_target(
         EngineError::Input(format!("cannot create scratch file {asked}: {e}{hint}"))
     })?;
     // From here on the target owns the name: any error drops it and removes the file.
+    let locked = safety::lock::lock_for_writing(&file, path, safety::lock::RunKey::or_own(opts.run_key));
     let t = Target {
         path: path.to_path_buf(),
         logical_block: file_dio_align(&file),
@@ -589,6 +633,7 @@ fn create_scratch_target(
         fresh: true,
         scratch_name: Some(scratch_name),
     };
+    locked?;
     let prepared = scratch::allocate(&t.file, size)
         .map_err(|e| EngineError::io(format!("cannot size scratch file {}", path.display()), e))
         .and_then(|()| {

@@ -269,7 +269,27 @@ impl GenMap {
             ))
         };
         let mut data = Vec::new();
-        std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut data)).map_err(|e| {
+        // Not blocking on a FIFO (its open waits for a writer forever) and nothing but a
+        // regular file read: a directory, FIFO or device given as map is the user's input
+        // (exit 2), not the tool failing (issue 36, finding 7).
+        use std::os::unix::fs::OpenOptionsExt;
+        let opened = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path);
+        if let Ok(kind) = opened.as_ref().map(|f| f.metadata().map(|m| m.file_type())) {
+            match kind {
+                Ok(t) if t.is_file() => {}
+                Ok(t) => {
+                    let what = if t.is_dir() { "a directory" } else { "not a regular file (a FIFO, socket or device)" };
+                    return Err(EngineError::Input(format!(
+                        "verification map {} is {what}: give the path of a map file (--verify-map FILE, --map FILE)",
+                        path.display()
+                    )));
+                }
+                Err(e) => {
+                    return Err(EngineError::io(format!("cannot read the verification map {}", path.display()), e));
+                }
+            }
+        }
+        opened.and_then(|mut f| f.read_to_end(&mut data)).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 // A missing map is the user's input, not a finding (exit 4 means lost writes).
                 EngineError::Input(format!(

@@ -564,6 +564,10 @@ pub(crate) fn run<B: IoEngine>(
     live.last_wake_ns.store(now, Ordering::Relaxed);
     // The last time any I/O of this thread completed: gaps between completions are stalls.
     let mut last_done = now;
+    // Every slot of a closed-loop thread rests (`on_error = stop-target` stopped all its
+    // targets): nothing it waits for is the storage's, so it reports no stall (issue 36: such
+    // a step was flagged `stall` besides `target_stopped`). Other threads still tell.
+    let mut resting = false;
     loop {
         let mut until = cancel_until.or(drain_until).unwrap_or(next_boundary);
         let mut least = 100_000;
@@ -583,6 +587,7 @@ pub(crate) fn run<B: IoEngine>(
         if inflight == 0 && issuing {
             // Nothing in flight: every slot rests (all its targets stopped), or a rate step
             // waits for its next I/O. Nothing can complete before `wait` is over.
+            resting |= !rate_mode;
             std::thread::sleep(wait);
         } else if due_wake {
             s.backend.submit_and_wait_within(wait).map_err(|e| (e, inflight))?;
@@ -611,8 +616,10 @@ pub(crate) fn run<B: IoEngine>(
             if phase >= 0 {
                 // A stall still going on at the boundary counts up to it here, and in full in
                 // the interval where it ends.
-                let gap = next_boundary.saturating_sub(last_done.max(sched.warmup_ns));
-                cur.max_gap_ns = Some(cur.max_gap_ns.unwrap_or(0).max(gap));
+                if !resting {
+                    let gap = next_boundary.saturating_sub(last_done.max(sched.warmup_ns));
+                    cur.max_gap_ns = Some(cur.max_gap_ns.unwrap_or(0).max(gap));
+                }
                 cur.faults_injected = injected;
                 // Every I/O meant to go out in the interval is due in it, however late it went.
                 if let (Some(rate), Some(r)) = (&mut s.rate, &mut cur.rate) {

@@ -20,7 +20,8 @@ pub mod wire;
 /// the passes carry their deadline (`stuck_after_s`) and their notes.
 /// 8: over TLS a coordinator proves its token with an HMAC bound to the TLS session (see
 /// [`binding`]) instead of sending it; an agent refuses the bare token there, and says the
-/// coordinator is older (issue 35, finding 3).
+/// coordinator is older (issue 35, finding 3). Requests that open targets carry the run's key
+/// for the lock on file targets (`run_key`, issue 36).
 pub const PROTOCOL: u32 = 8;
 
 /// Generated from proto/agent.proto.
@@ -41,6 +42,10 @@ pub enum NetError {
     /// `--on-host-loss abort` after a lost agent (exit code 1, status `aborted`).
     #[error("{0}")]
     Aborted(String),
+    /// Every agent was lost: the run cannot go on; what they measured before is kept (exit
+    /// code 3, status `aborted`).
+    #[error("{0}")]
+    Lost(String),
     /// Ctrl-C (or SIGTERM) before any I/O: nothing ran (exit code 130).
     #[error("{0}")]
     Interrupted(String),

@@ -72,6 +72,10 @@ pub struct Cluster {
     /// Agents lost before the first step (address, why): the run went on without them.
     unreachable: Vec<(String, String)>,
     scratch_size: u64,
+    /// The run's key for the advisory lock on file targets it writes: every agent of the run
+    /// shares it, so that they may write one file together and another run may not
+    /// (`iocurve_engine::safety::lock`).
+    run_key: u32,
     abort_on_host_loss: bool,
     /// How long the agents get between the first step's request and its start; later steps
     /// size theirs from the round trips and the agents' last set-up (see `step_lead`).
@@ -162,7 +166,7 @@ impl Cluster {
         // The same request as an agent's: the in-process agent answers with the run's targets.
         let never = std::sync::atomic::AtomicBool::new(false);
         let facts = rt
-            .block_on(client::targets(&mut remotes, &[Vec::new()], 0, false, false, &never))?
+            .block_on(client::targets(&mut remotes, &[Vec::new()], 0, false, false, 0, &never))?
             .into_iter()
             .collect::<Result<Vec<_>, String>>()
             .map_err(Error::Runtime)?;
@@ -173,6 +177,7 @@ impl Cluster {
             facts,
             unreachable: Vec::new(),
             scratch_size: 0,
+            run_key: 0,
             abort_on_host_loss: true,
             // Nothing to cross and no other host to start with: the step starts once it is set
             // up.
@@ -281,12 +286,14 @@ impl Cluster {
                 }
             }
         });
+        let run_key = iocurve_engine::safety::lock::RunKey::draw().0;
         let opened = rt.block_on(client::targets(
             &mut remotes,
             &targets,
             scratch_size,
             plan.writes(),
             plan.scratch_unfilled(),
+            run_key,
             stop,
         ))?;
         let mut facts: Vec<Vec<pb::TargetFacts>> = Vec::new();
@@ -339,6 +346,7 @@ impl Cluster {
             facts,
             unreachable,
             scratch_size,
+            run_key,
             abort_on_host_loss: args.abort_on_host_loss,
             lead: Duration::from_millis(500),
             last_setup: None,
@@ -423,6 +431,7 @@ impl Cluster {
                 qd: cfg.qd,
                 resume,
                 stuck_after_s: stuck_after.as_secs_f64(),
+                run_key: self.run_key,
             });
         }
         if !local {
@@ -534,6 +543,7 @@ impl Cluster {
                 groups: client::wire_groups(g),
                 bs,
                 stuck_after_s: stuck_after.as_secs_f64(),
+                run_key: self.run_key,
             })
             .collect();
         let offsets: Vec<usize> = self.remotes.iter().map(|r| r.target_offset as usize).collect();
@@ -644,6 +654,7 @@ impl Cluster {
             rate_iops: step.rate.map(|r| w.rate_iops(r)),
             targets: &self.targets,
             scratch_size: self.scratch_size,
+            run_key: self.run_key,
             threads: w.threads,
             backend: w.backend.name(),
             faults,

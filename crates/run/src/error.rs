@@ -29,6 +29,10 @@ pub enum Error {
     /// status `aborted`.
     #[error("{0}")]
     Aborted(String),
+    /// Every host of the run was lost, so it could not go on (exit code 3: hosts were lost;
+    /// status `aborted`). Issue 36: it exited 1, as if the tool had failed.
+    #[error("{0}")]
+    HostsLost(String),
     /// Verification found lost, corrupted or misplaced blocks (exit code 4).
     #[error("{0}")]
     Verification(String),
@@ -43,6 +47,7 @@ impl Error {
             Error::Store(StoreError::NoSuchRun(_)) => ExitCode::from(2),
             Error::Engine(_) | Error::Store(_) | Error::Runtime(_) | Error::Aborted(_) => ExitCode::from(1),
             Error::Interrupted(_) => ExitCode::from(130),
+            Error::HostsLost(_) => ExitCode::from(3),
             Error::Verification(_) => ExitCode::from(4),
         }
     }
@@ -54,6 +59,7 @@ impl From<NetError> for Error {
             NetError::Input(m) => Error::Usage(m),
             NetError::Failed(m) => Error::Runtime(m),
             NetError::Aborted(m) => Error::Aborted(m),
+            NetError::Lost(m) => Error::HostsLost(m),
             NetError::Interrupted(m) => Error::Interrupted(m),
         }
     }

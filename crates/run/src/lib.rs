@@ -37,6 +37,7 @@ pub use cancel::Cancel;
 pub use error::Error;
 pub use observe::{Observer, Observers, StepAt};
 pub use runner::{
-    AgentOptions, DEFAULT_SCRATCH, Hosts, Outcome, RunOptions, Runner, default_target, open_existing_store, open_store,
+    AgentOptions, DEFAULT_SCRATCH, Hosts, Outcome, RunOptions, Runner, check_plan, default_target, open_existing_store,
+    open_store,
 };
 pub use status::storage_verdict;

@@ -37,6 +37,21 @@ pub fn default_target(plan: &mut Plan) {
     }
 }
 
+/// The checks of a plan a run makes before it opens anything; `--dry-run` makes them too
+/// (issue 36: it passed an SLA search without bounds, which the run refused at once).
+pub fn check_plan(plan: &Plan) -> Result<(), Error> {
+    verification::check_plan(plan)?;
+    if let Some(w) = plan.workloads.iter().find(|w| w.sla_search)
+        && !sla_of(plan).is_set()
+    {
+        return Err(Error::Usage(format!(
+            "workload {}: sla_search looks for the highest rate within SLA bounds, but none is set: give --sla-mean-ms and/or --sla-p99-ms (or sla_mean_ms / sla_p99_ms in the plan)",
+            w.name
+        )));
+    }
+    Ok(())
+}
+
 /// What a run needs besides its plan and hosts.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
@@ -130,15 +145,7 @@ impl<'o> Runner<'o> {
     /// unreachable): nothing ran. Otherwise the outcome holds the run as stored, with what ended
     /// it if anything did.
     pub fn run(self) -> Result<Outcome, Error> {
-        verification::check_plan(&self.plan)?;
-        if let Some(w) = self.plan.workloads.iter().find(|w| w.sla_search)
-            && !sla_of(&self.plan).is_set()
-        {
-            return Err(Error::Usage(format!(
-                "workload {}: sla_search looks for the highest rate within SLA bounds, but none is set: give --sla-mean-ms and/or --sla-p99-ms (or sla_mean_ms / sla_p99_ms in the plan)",
-                w.name
-            )));
-        }
+        check_plan(&self.plan)?;
         match self.hosts.clone() {
             Hosts::Local if !self.plan.hosts.is_empty() => Err(Error::Usage(format!(
                 "plan {} names [[hosts]]: it runs on agents (give the agents' token and CA)",
@@ -717,7 +724,11 @@ impl Run<'_, '_> {
                         }
                         if let Some(why) = &r.aborted {
                             // Kept like every step: the run ends after it, with status `aborted`.
-                            error.get_or_insert(Error::Aborted(why.clone()));
+                            error.get_or_insert(if crate::coordinator::all_lost(why) {
+                                Error::HostsLost(why.clone())
+                            } else {
+                                Error::Aborted(why.clone())
+                            });
                         }
                         if error.is_some() {
                             stop_run = true;
@@ -801,7 +812,7 @@ impl Run<'_, '_> {
         }
         let interrupted = cancel.is_cancelled();
         let finished_at = time::now_rfc3339();
-        let status = if matches!(error, Some(Error::Aborted(_))) {
+        let status = if matches!(error, Some(Error::Aborted(_) | Error::HostsLost(_))) {
             "aborted"
         } else if error.is_some() {
             "failed"
@@ -822,7 +833,7 @@ impl Run<'_, '_> {
         }
         // A store that failed while the run was finished makes it a failure whatever it was.
         let status = match &error {
-            Some(Error::Aborted(_)) => "aborted",
+            Some(Error::Aborted(_) | Error::HostsLost(_)) => "aborted",
             Some(_) => "failed",
             None => status,
         };
@@ -851,10 +862,12 @@ impl Run<'_, '_> {
 
 /// Opens the results database (created when missing).
 pub fn open_store(path: &Path) -> Result<Store, Error> {
+    // Not ours, from a newer iocurve, or a path where no database can be made (a directory,
+    // a missing directory, no write permission): the user named the wrong file, before
+    // anything was measured — bad input, exit code 2 (issue 36: it was 1).
     Store::open(path).map_err(|e| match e {
-        // Not ours, or from a newer iocurve: the user named the wrong file.
         iocurve_store::StoreError::Invalid { .. } => Error::Usage(e.to_string()),
-        _ => Error::Runtime(format!("{e} (choose another file with --db or IOCURVE_DB)")),
+        _ => Error::Usage(format!("{e} (choose another file with --db or IOCURVE_DB)")),
     })
 }
 

@@ -50,7 +50,8 @@ pub(crate) fn settle_status(outcome: &mut Outcome, store: &Store) {
         Some(e) => {
             if r.status == "complete" || r.status == "aborted" {
                 // The policy's own abort keeps its status; any later failure is a failure.
-                r.status = if matches!(e, Error::Aborted(_)) { "aborted" } else { "failed" }.into();
+                r.status =
+                    if matches!(e, Error::Aborted(_) | Error::HostsLost(_)) { "aborted" } else { "failed" }.into();
             }
             Some(e.to_string())
         }

@@ -74,7 +74,7 @@ fn an_agent_gone_between_steps_is_lost_for_the_step_and_the_others_run_it() {
             .map(Result::unwrap)
             .collect();
         let targets = vec![groups(da.path()), groups(db.path())];
-        let opened = client::targets(&mut remotes, &targets, 1 << 20, false, false, &stop).await.unwrap();
+        let opened = client::targets(&mut remotes, &targets, 1 << 20, false, false, 0, &stop).await.unwrap();
         assert!(opened.iter().all(Result::is_ok), "{opened:?}");
 
         // Agent b goes away between steps.
@@ -88,6 +88,7 @@ fn an_agent_gone_between_steps_is_lost_for_the_step_and_the_others_run_it() {
             rate_iops: None,
             targets: &targets,
             scratch_size: 1 << 20,
+            run_key: 0,
             threads: 1,
             backend: "psync",
             faults: &[],

@@ -16,6 +16,7 @@
 pub mod blkid;
 pub mod confine;
 pub mod inuse;
+pub mod lock;
 
 use std::fs::File;
 use std::os::fd::AsRawFd;

@@ -425,40 +425,32 @@ impl Service {
     }
 
     /// Targets that must exist, opened for reading (a verification pass).
-    async fn open_existing(&self, call: &Call, groups: &[pb::TargetGroup]) -> Result<Arc<TargetSet>, Status> {
-        self.open_with(call, groups, 0, false, false, true).await
+    async fn open_existing(
+        &self,
+        call: &Call,
+        groups: &[pb::TargetGroup],
+        run_key: u32,
+    ) -> Result<Arc<TargetSet>, Status> {
+        let how = Opening { scratch_size: 0, write: false, unfilled: false, existing_only: true, run_key };
+        self.open_with(call, groups, how).await
     }
 
     /// Opens the targets (allow list and safety rules first) on a blocking thread: opening may
     /// create and fill a scratch file, which must not hold up the runtime's threads.
     /// `unfilled`: scratch files are created allocated but not written (a precondition pass
     /// writes them anyway, the null back-end never touches them).
-    async fn open_with(
-        &self,
-        call: &Call,
-        groups: &[pb::TargetGroup],
-        scratch_size: u64,
-        write: bool,
-        unfilled: bool,
-        existing_only: bool,
-    ) -> Result<Arc<TargetSet>, Status> {
+    async fn open_with(&self, call: &Call, groups: &[pb::TargetGroup], how: Opening) -> Result<Arc<TargetSet>, Status> {
         let _permit = self.openers.clone().acquire_owned().await;
         let _preparing = Preparing::new(&self.preparing, &self.work_ended);
-        let r = self.open_unaudited(groups, scratch_size, write, unfilled, existing_only).await;
+        let r = self.open_unaudited(groups, how).await;
         if let Err(e) = &r {
             self.audit_error(call, e);
         }
         r
     }
 
-    async fn open_unaudited(
-        &self,
-        groups: &[pb::TargetGroup],
-        scratch_size: u64,
-        write: bool,
-        unfilled: bool,
-        existing_only: bool,
-    ) -> Result<Arc<TargetSet>, Status> {
+    async fn open_unaudited(&self, groups: &[pb::TargetGroup], how: Opening) -> Result<Arc<TargetSet>, Status> {
+        let Opening { scratch_size, write, unfilled, existing_only, run_key } = how;
         if let Some(local) = &self.local {
             return Ok(local.targets.clone());
         }
@@ -479,6 +471,7 @@ impl Service {
             allow_write: self.allow_write.clone(),
             scratch_unfilled: unfilled,
             existing_only,
+            run_key,
             confine: Some(confine),
             cancel: Some(cancel.0.clone()),
         };
@@ -507,6 +500,27 @@ impl Service {
                 Status::internal(e.to_string())
             }
         })
+    }
+}
+
+/// What a request asks of the targets it opens.
+#[derive(Clone, Copy, Debug)]
+struct Opening {
+    /// Size of scratch files to create (0: the agent chooses).
+    scratch_size: u64,
+    /// Some workload writes: the safety rules and the run's lock apply.
+    write: bool,
+    /// Scratch files allocated, not written (a precondition pass or the null back-end follows).
+    unfilled: bool,
+    /// A missing path is an error, not a scratch file to create (reading back).
+    existing_only: bool,
+    /// The run's key for the lock on file targets it writes (0: the agent's own).
+    run_key: u32,
+}
+
+impl Opening {
+    fn new(scratch_size: u64, write: bool, unfilled: bool, run_key: u32) -> Opening {
+        Opening { scratch_size, write, unfilled, existing_only: false, run_key }
     }
 }
 
@@ -551,7 +565,8 @@ impl Agent for Service {
         self.check_groups(&req.get_ref().groups)?;
         let call = self.claim(&req, "targets", &targets_detail(&req.get_ref().groups, req.get_ref().write))?;
         let r = req.into_inner();
-        let set = self.open_with(&call, &r.groups, r.scratch_size, r.write, r.unfilled, false).await?;
+        let set =
+            self.open_with(&call, &r.groups, Opening::new(r.scratch_size, r.write, r.unfilled, r.run_key)).await?;
         Ok(Response::new(pb::TargetsReply { targets: facts(&set) }))
     }
 
@@ -607,7 +622,7 @@ impl Agent for Service {
             qd = cfg.qd,
             "precondition requested"
         );
-        let targets = self.open_with(&call, &r.groups, r.scratch_size, true, true, false).await?;
+        let targets = self.open_with(&call, &r.groups, Opening::new(r.scratch_size, true, true, r.run_key)).await?;
         let stop = Arc::new(AtomicBool::new(false));
         *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop.clone());
         let slot = self.stop.clone();
@@ -637,7 +652,7 @@ impl Agent for Service {
             return Err(Status::invalid_argument(format!("blocks of {} bytes: a map has 512 bytes to 64 MiB", r.bs)));
         }
         let guard = self.take_busy()?;
-        let targets = self.open_existing(&call, &r.groups).await?;
+        let targets = self.open_existing(&call, &r.groups, r.run_key).await?;
         // The local run's own map, or this agent's for these targets.
         let (map, path) = match self.local.as_ref().map(|l| l.verify.clone()) {
             Some(Some(run_map)) => run_map,
@@ -735,7 +750,8 @@ impl Agent for Service {
         // The null back-end touches no data: a scratch file a null-only run left unwritten is
         // fine for it (and not filled for it).
         let null = backend == Backend::Null;
-        let targets = self.open_with(&call, &r.groups, r.scratch_size, w.writes(), null, false).await?;
+        let targets =
+            self.open_with(&call, &r.groups, Opening::new(r.scratch_size, w.writes(), null, r.run_key)).await?;
         // The map: the local run's own, or this agent's for these targets.
         let (verify, map_file) = match (&self.local, w.verify) {
             (_, false) => (None, None),

@@ -236,8 +236,29 @@ impl Resolver<'_> {
         text.map(|t| HostLinks::parse(t).map_err(|m| self.err(at, key.to_string(), m))).transpose()
     }
 
+    /// A target that is the empty string names nothing (issue 36: `targets = [""]` passed
+    /// `--dry-run`, and the run announced a scratch file before refusing it).
+    fn no_empty_paths(&self, paths: &[String], at: &[Seg], key: &str) -> Result<(), PlanError> {
+        match paths.iter().position(|p| p.trim().is_empty()) {
+            Some(i) => Err(self.err(
+                at,
+                format!("{key}[{i}]"),
+                "an empty path names nothing: name a file, block device or glob (e.g. \"/dev/sdb\", \"scratch.dat\")",
+            )),
+            None => Ok(()),
+        }
+    }
+
     fn groups(&self) -> Result<Vec<TargetGroup>, PlanError> {
         if !self.overrides.targets.is_empty() {
+            if self.overrides.targets.iter().any(|t| t.trim().is_empty()) {
+                return Err(PlanError::new(
+                    "command line",
+                    None,
+                    Some("--target".into()),
+                    "an empty path names nothing: give a file, block device or glob",
+                ));
+            }
             return Ok(vec![TargetGroup {
                 name: "targets".into(),
                 weight: 1,
@@ -258,6 +279,7 @@ impl Resolver<'_> {
                         "`targets` is empty: name at least one file, device or glob",
                     ));
                 }
+                self.no_empty_paths(t, &[Seg::Key("targets")], "targets")?;
                 Ok(vec![TargetGroup { name: "targets".into(), weight: 1, targets: t.clone() }])
             }
             (None, Some(groups)) => {
@@ -282,6 +304,7 @@ impl Resolver<'_> {
                             "a group needs at least one target path or glob",
                         ));
                     }
+                    self.no_empty_paths(&g.targets, &at("targets"), &format!("groups[{i}].targets"))?;
                     let name = g.name.clone().unwrap_or_else(|| format!("group{}", i + 1));
                     if out.iter().any(|o| o.name == name) {
                         return Err(self.err(

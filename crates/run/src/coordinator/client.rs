@@ -195,12 +195,18 @@ fn reset_by_peer(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
+/// An agent's address as the coordinator dials it; bad input (exit 2) when it is none. The
+/// one parse for the run and `--dry-run` (issue 36: `--hosts a:b:c:d` passed the dry run).
+pub fn endpoint(addr: &str) -> Result<Endpoint, NetError> {
+    Endpoint::from_shared(format!("http://{addr}"))
+        .map_err(|e| NetError::Input(format!("host {addr} is not an address (HOST:PORT): {e}")))
+}
+
 async fn connect_once(addr: &str, cfg: &ClientConfig, pings: usize) -> Result<Remote, Attempt> {
     // TLS is done by our own connector, not tonic's (the URI stays http://): every call proves
     // the token with the TLS exporter of the connection it goes on, and sends no token (see
     // `iocurve_net::binding`). Plain text has no exporter: the token itself.
-    let ep = Endpoint::from_shared(format!("http://{addr}"))
-        .map_err(|e| NetError::Input(format!("host {addr} is not an address (HOST:PORT): {e}")))?
+    let ep = endpoint(addr)?
         // The agent's heartbeat at the transport: an agent silent for ~3 s (pings unanswered,
         // e.g. a cut link) is lost. Its progress events are the other one (see `run_step`).
         .http2_keep_alive_interval(Duration::from_secs(1))
@@ -465,13 +471,14 @@ pub async fn targets(
     scratch_size: u64,
     write: bool,
     unfilled: bool,
+    run_key: u32,
     stop: &AtomicBool,
 ) -> Result<Vec<Result<Vec<pb::TargetFacts>, String>>, NetError> {
     let calls: Vec<_> = remotes
         .iter()
         .zip(groups)
         .map(|(r, g)| {
-            let req = pb::TargetsRequest { groups: wire_groups(g), scratch_size, write, unfilled };
+            let req = pb::TargetsRequest { groups: wire_groups(g), scratch_size, write, unfilled, run_key };
             let mut client = r.client.clone();
             tokio::spawn(async move {
                 // An agent whose last coordinator just exited may not have seen its connection

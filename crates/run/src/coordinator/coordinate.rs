@@ -4,6 +4,15 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// How a step's end says that no host is left: the run ends with exit code 3 (hosts were lost),
+/// not as the tool failing ([`all_lost`]).
+const ALL_LOST: &str = "every agent was lost";
+
+/// True for a step's abort reason that says every host was lost.
+pub(crate) fn all_lost(why: &str) -> bool {
+    why.starts_with(ALL_LOST)
+}
+
 use iocurve_engine::{StepObserver, StepProgress};
 use iocurve_plan::{Fault, TargetGroup, Workload};
 use iocurve_stats::{Drain, ErrorCounts, HostClock, HostRecord, IntervalStats, IoCpu, StepRecord, UNKNOWN_TARGET};
@@ -61,6 +70,8 @@ pub struct StepSpec<'a> {
     /// Per agent, its target groups (with the plan's weights).
     pub targets: &'a [Vec<TargetGroup>],
     pub scratch_size: u64,
+    /// The run's key for the lock on file targets it writes (`iocurve_engine::safety::lock`).
+    pub run_key: u32,
     pub threads: u32,
     pub backend: &'a str,
     pub faults: &'a [Fault],
@@ -294,6 +305,7 @@ pub async fn run_step(
             rate_iops: spec.rate_iops.unwrap_or(0.0),
             host: h as u32,
             hosts,
+            run_key: spec.run_key,
         };
         let mut client = r.client.clone();
         calls.push(tokio::spawn(async move { tokio::time::timeout(REQUEST_DEADLINE, client.run_step(req)).await }));
@@ -344,10 +356,7 @@ pub async fn run_step(
         return Err(NetError::Aborted(why));
     }
     if st.done.iter().all(|&d| d) {
-        return Err(NetError::Failed(format!(
-            "every agent was lost before the step started: {}",
-            st.warnings.join("; ")
-        )));
+        return Err(NetError::Lost(format!("{ALL_LOST} before the step started: {}", st.warnings.join("; "))));
     }
     // The hosts the step runs on: those that took it.
     let hosts = streams.iter().filter(|s| s.is_some()).count() as u32;
@@ -583,7 +592,7 @@ pub async fn run_step(
         return match st.aborted {
             Some(why) => Err(NetError::Aborted(why)),
             None if st.lost.iter().all(Option::is_some) => {
-                Err(NetError::Failed("every agent was lost before it started the step".into()))
+                Err(NetError::Lost(format!("{ALL_LOST} before it started the step")))
             }
             // Ctrl-C before the start moment: a step with nothing in it, as a local run
             // stopped before its first interval ends.
@@ -598,7 +607,7 @@ pub async fn run_step(
     };
     if st.lost.iter().all(Option::is_some) && st.aborted.is_none() {
         // What they measured before is kept; the run cannot go on.
-        st.aborted = Some("every agent was lost during the step: the run cannot go on".into());
+        st.aborted = Some(format!("{ALL_LOST} during the step: the run cannot go on"));
     }
     // Fewer intervals than planned: interrupted, unless every host ended its step once steady.
     let steady_end = w.steady_state == iocurve_plan::SteadyState::Snia;

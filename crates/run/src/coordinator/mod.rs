@@ -7,5 +7,6 @@
 pub mod client;
 pub mod clock;
 mod coordinate;
+pub(crate) use coordinate::all_lost;
 pub mod merge;
 mod passes;

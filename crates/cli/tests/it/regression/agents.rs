@@ -1424,3 +1424,28 @@ fn regression_a_silent_connection_is_cut_within_seconds() {
     let secs = after.as_secs_f64();
     assert!((8.0..30.0).contains(&secs), "the connection that spoke was cut after {secs:.2} s (10 s on time)");
 }
+
+/// Issue 36, finding 7: losing the only agent mid-run exited 1, as if the tool had failed. It
+/// is a host lost: exit code 3, status `aborted` with the reason, the steps finished before
+/// kept.
+#[test]
+fn regression_losing_the_only_agent_exits_3_and_keeps_the_steps_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let (mut agents, hosts) = file_agents(dir.path(), &c, &["a"]);
+    let plan = "[[workloads]]\nname = \"rr\"\nramp = [1, 2, 4]\nwarmup_s = 0.2\nintervals = 6\ninterval_s = 0.5\n";
+    hosts_plan(dir.path(), &hosts, plan);
+    let mut coord = Watched::spawn(coordinator(dir.path(), &c, &["plan.toml", "--size", "64m", "--json", "r.json"]));
+    coord.wait_for("rr step 1/3", std::time::Duration::from_secs(60));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let mut a = agents.pop().unwrap();
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    let (code, out) = coord.finish();
+    assert_eq!(code, Some(3), "hosts were lost: {out}");
+    assert!(out.contains("every agent was lost"), "{out}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(r["status"], "aborted", "{}", r["status_reason"]);
+    assert!(r["status_reason"].as_str().is_some_and(|s| s.contains("every agent was lost")), "{}", r["status_reason"]);
+    assert_eq!(steps(&r, 0)[0]["intervals"].as_array().unwrap().len(), 6, "the first step is kept");
+}

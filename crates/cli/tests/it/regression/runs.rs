@@ -127,3 +127,111 @@ fn regression_an_output_pointed_at_a_device_leaves_the_device() {
     assert!(!o.status.success(), "a device is no map: {}", stderr(&o));
     assert!(device(), "--verify-map");
 }
+
+/// Issue 36, finding 6: a hangup (terminal closed, ssh dropped) killed a run like SIGKILL: no
+/// JSON, the status left `running`, the scratch file left behind. It ends the run as Ctrl-C
+/// does now — finished intervals kept, JSON and status `interrupted` written, scratch removed —
+/// with exit code 129.
+#[test]
+fn regression_a_hangup_ends_a_run_as_ctrl_c_does_with_exit_code_129() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = iocurve_testkit::cluster::Watched::spawn({
+        let mut c = std::process::Command::new(bin());
+        c.args(["run", "--size", "16m", "--backend", "null", "--workload", "backend-random-read-4k"])
+            .args(["--ramp", "1,2,4,8,16,32", "--warmup-s", "0.2", "--intervals", "4", "--interval-s", "0.5"])
+            .args(["--json", "h.json"])
+            .current_dir(dir.path());
+        c
+    });
+    run.wait_for("step 1/6", std::time::Duration::from_secs(60));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(run.child.id() as i32, libc::SIGHUP) };
+    let (code, out) = run.finish();
+    assert_eq!(code, Some(129), "{out}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("h.json")).unwrap()).unwrap();
+    assert_eq!(
+        (&r["status"], &r["interrupted"]),
+        (&serde_json::Value::from("interrupted"), &serde_json::Value::from(true))
+    );
+    let done = steps(&r, 0);
+    assert!(!done.is_empty() && done.len() < 6, "the finished steps, not all: {}", done.len());
+    assert_eq!(done[0]["intervals"].as_array().unwrap().len(), 4, "the first step is kept whole");
+    assert!(!dir.path().join("iocurve-scratch.dat").exists(), "scratch file removed");
+    let runs = iocurve(dir.path(), &["runs"]);
+    assert!(stdout(&runs).contains("interrupted") && !stdout(&runs).contains("running"), "{}", stdout(&runs));
+}
+
+/// Issue 36, finding 1: two runs on one file target both wrote it and both exited 0; their
+/// verification maps then reported lost writes that were the other run's. A writing run now
+/// holds a lock on each file target: a second writing run is refused (exit 2) naming the first
+/// (its pid and command line); a reading run goes on beside it and says so.
+#[test]
+fn regression_a_second_run_never_writes_a_file_target_a_run_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        let mut c = std::process::Command::new(bin());
+        c.args(["run", "--target", "t.dat", "--size", "16m"]).args(extra).current_dir(dir.path());
+        c
+    };
+    let mut first = iocurve_testkit::cluster::Watched::spawn(run(&[
+        "--workload",
+        "backend-random-write-4k",
+        "--ramp",
+        "1,2,3,4,5,6,7,8",
+        "--warmup-s",
+        "0",
+        "--intervals",
+        "4",
+        "--interval-s",
+        "0.5",
+        "--db",
+        "first.db",
+    ]));
+    first.wait_for("step 1/8", std::time::Duration::from_secs(60));
+    let pid = first.child.id();
+    let o = run(&["--workload", "backend-random-write-4k", "--ramp", "1", "--db", "second.db"])
+        .args(FAST)
+        .output()
+        .unwrap();
+    input_error(&o, &["target t.dat is being written by another run", &format!("pid {pid}"), "first.db"]);
+    let o =
+        run(&["--workload", "backend-random-read-4k", "--ramp", "1", "--db", "reader.db"]).args(FAST).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains(&format!("being written by another run: pid {pid}")), "{}", stdout(&o));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let (code, out) = first.finish();
+    assert_eq!(code, Some(130), "{out}");
+    // Once the first run is gone, the file is free again.
+    let o = run(&["--workload", "backend-random-write-4k", "--ramp", "1", "--db", "second.db"])
+        .args(FAST)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// Issue 36, finding 7: a kept scratch file of another size than `--size` was reused silently,
+/// so a run asked for 32m measured the 16m an earlier one left. It is made again at the size
+/// asked for, and the run says so; without `--size` the kept file is reused as before.
+#[test]
+fn regression_a_kept_scratch_file_of_another_size_is_made_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |size: Option<&str>| {
+        let mut a = vec!["run", "--target", "k.dat", "--keep", "--workload", "backend-random-read-4k", "--ramp", "1"];
+        if let Some(s) = size {
+            a.extend(["--size", s]);
+        }
+        let o = iocurve(dir.path(), &args(&a, FAST));
+        assert!(o.status.success(), "{}", stderr(&o));
+        let len = std::fs::metadata(dir.path().join("k.dat")).unwrap().len();
+        (stdout(&o) + &stderr(&o), len)
+    };
+    let (_, first) = run(Some("16m"));
+    let (out, len) = run(Some("32m"));
+    assert!(out.contains("scratch file k.dat held 16m, not the 32m asked for: made again at 32m"), "{out}");
+    assert!(len > first && len == (32 << 20) + 4096, "{len}");
+    let (out, again) = run(None);
+    assert!(out.contains("reusing scratch file k.dat (32m)"), "{out}");
+    assert_eq!(again, len);
+}

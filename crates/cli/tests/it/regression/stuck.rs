@@ -213,3 +213,37 @@ from_s = 0.6
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("stored.json")).unwrap()).unwrap();
     assert_eq!(steps(&stored, 0).len(), steps(&r, 0).len(), "the JSON and the database agree");
 }
+
+/// Issue 36, finding 7: "`stop-target` still also flagged as a storage stall". With its only
+/// target stopped 0.3 s into a 3 s measurement, a step completed nothing for 2.7 s: it was
+/// flagged `stall` ("no I/O completed for 2.7 s") beside `target_stopped`, blaming the storage
+/// for iocurve's own rest. Resting slots report no stall now; the stop is said once.
+#[test]
+fn regression_a_stopped_target_is_no_storage_stall() {
+    let dir = tempfile::tempdir().unwrap();
+    write_plan(
+        dir.path(),
+        r#"targets = ["a.dat"]
+[defaults]
+ramp = [2]
+warmup_s = 0.2
+intervals = 3
+interval_s = 1
+on_error = "stop-target"
+[[workloads]]
+name = "r"
+[[faults]]
+kind = "eio"
+target = "a.dat"
+from_s = 0.3
+to_s = 0.5
+"#,
+    );
+    let o = iocurve(dir.path(), &["run", "plan.toml", "--size", "16m", "--json", "r.json"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let r = json(dir.path());
+    let s = &steps(&r, 0)[0];
+    assert!(flag(s, "target_stopped").is_some(), "flagged: {}", s["flags"]);
+    assert_eq!(flag(s, "stall"), None, "a rest of iocurve's own is no storage stall: {}", s["flags"]);
+    assert!(s["longest_stall_s"].as_f64().unwrap() < 1.0, "{s}");
+}

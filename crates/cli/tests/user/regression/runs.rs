@@ -39,3 +39,92 @@ fn regression_an_absurd_ramp_is_refused_before_anything_is_allocated() {
     input_error(&o, &["256 workers × queue depth 1024", "available"]);
     assert!(!dir.path().join("t.dat").exists());
 }
+
+/// Issue 36, finding 7: what the run refused at once, or never noticed, before any I/O — each is
+/// bad input now (exit 2), said where it is and how to fix it, with nothing made:
+/// `--verify-final` without a verifying workload was a silent no-op; `--size 0` was taken;
+/// `--dry-run` passed `targets = [""]`, an SLA search without bounds and `--hosts a:b:c:d`; an
+/// unusable `--db` exited 1; a directory as verification map exited 1 and a FIFO hung.
+#[test]
+fn regression_what_a_run_cannot_use_is_refused_before_any_io() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let quick = ["--target", "t.dat", "--size", "16m", "--workload", "backend-random-write-4k", "--ramp", "1"];
+    let o = iocurve(d, &args(&["run", "--verify-final"], &args(&quick, FAST)));
+    input_error(&o, &["--verify-final", "no workload of this run verifies", "--verify"]);
+    for cmd in [vec!["run", "--size", "0"], vec!["run", "--size", "1k"], vec!["precondition", "t.dat", "--size", "0"]] {
+        input_error(&iocurve(d, &cmd), &["--size", "at least 4k"]);
+    }
+    input_error(&iocurve(d, &["datacheck", "--bs", "0"]), &["--bs", "no size"]);
+    assert!(!d.join("t.dat").exists(), "nothing was made");
+    std::fs::write(d.join("e.toml"), "targets = [\"\"]\n[[workloads]]\nname = \"r\"\n").unwrap();
+    for run in [&["run", "e.toml"][..], &["run", "--target", ""][..]] {
+        for dry in [true, false] {
+            let cmd = args(run, if dry { &["--dry-run"][..] } else { &[][..] });
+            let o = input_error(&iocurve(d, &cmd), &["empty path names nothing"]);
+            assert!(!o.contains("preparing"), "no scratch file announced: {o}");
+        }
+    }
+    input_error(&iocurve(d, &["run", "--sla-search", "--dry-run"]), &["sla_search", "--sla-p99-ms"]);
+    input_error(&iocurve(d, &["run", "--hosts", "a:b:c:d", "--dry-run"]), &["a:b:c:d", "HOST:PORT"]);
+    std::fs::create_dir(d.join("dir")).unwrap();
+    for db in ["missing-dir/r.db", "dir"] {
+        input_error(&iocurve(d, &args(&["run", "--db", db], &args(&quick, FAST))), &[db, "--db"]);
+    }
+    let map = args(&["run", "--verify", "--verify-map", "dir"], &args(&quick, FAST));
+    input_error(&iocurve(d, &map), &["verification map dir is a directory"]);
+    std::fs::write(d.join("v.dat"), vec![0u8; 1 << 20]).unwrap();
+    let fifo = d.join("f.map");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs (coreutils)");
+    assert!(made.success());
+    let mut child = Command::new(bin())
+        .args(["verify", "v.dat", "--map", "f.map"])
+        .current_dir(d)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("`iocurve verify --map FIFO` hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    input_error(&child.wait_with_output().unwrap(), &["f.map is not a regular file"]);
+}
+
+/// Issue 36, finding 7: `size raid --disks 0` printed "0 IOPS", and `--iops 1e300` printed the
+/// largest u32 as the disks needed. A group smaller than its level allows, and a target no
+/// group of a million disks reaches, are bad input now.
+#[test]
+fn regression_size_raid_refuses_impossible_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let raid = ["size", "raid", "--level", "5", "--disk-iops", "200", "--read-pct", "70"];
+    input_error(&iocurve(dir.path(), &args(&raid, &["--disks", "0"])), &["--disks 0", "3 to"]);
+    input_error(&iocurve(dir.path(), &args(&raid, &["--disks", "2"])), &["--disks 2", "RAID 5"]);
+    input_error(&iocurve(dir.path(), &args(&raid, &["--iops", "1e300"])), &["1e300", "more than 1'000'000 disks"]);
+    input_error(&iocurve(dir.path(), &args(&raid, &["--iops", "0"])), &["--iops"]);
+    let o = iocurve(dir.path(), &args(&raid, &["--iops", "1"]));
+    assert!(o.status.success() && stdout(&o).contains(": 3 disks"), "{}{}", stdout(&o), stderr(&o));
+}
+
+/// Issue 36, finding 7: a run past the file-size limit (`ulimit -f`) was killed by SIGXFSZ while
+/// it prepared its scratch file, and left the partial file behind. The write fails instead: the
+/// run says so (exit 1) and removes what it made.
+#[test]
+fn regression_the_file_size_limit_leaves_no_partial_scratch_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new("prlimit")
+        .arg("--fsize=8388608")
+        .arg(bin())
+        .args(["run", "--target", "x.dat", "--size", "16m", "--workload", "backend-random-read-4k", "--ramp", "1"])
+        .args(FAST)
+        .current_dir(dir.path())
+        .output()
+        .expect("prlimit runs (util-linux)");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("File too large"), "{}", stderr(&o));
+    assert!(!dir.path().join("x.dat").exists(), "the partial scratch file is removed");
+}

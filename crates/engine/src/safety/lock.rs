@@ -1,0 +1,258 @@
+//! One writing run per file target (shared/DESIGN.md §5; issue 36, finding 1: two runs wrote
+//! one file, both exited 0, and their verification maps then reported lost writes that were
+//! the other run's).
+//!
+//! The lock is an open-file-description lock (`F_OFD_SETLK`) on one byte far beyond any data,
+//! in a range no I/O touches: byte `BASE + key × 2²² + pid`. `key` is the run's (the
+//! coordinator draws it and sends it to every host), `pid` the holder's process id. So:
+//!
+//! - the hosts, workers and workloads of one run share the file: they take read locks in their
+//!   run's own stretch of the range, which never conflict with each other;
+//! - a second run finds the first one's lock (`F_OFD_GETLK` over every other run's stretch) and
+//!   is refused, with the holder's pid and command line named where the holder is on this host;
+//! - a reading run takes nothing, but says when a writer is at work beside it;
+//! - the lock lives as long as the descriptor: a run that dies lets go with its last
+//!   descriptor, and nothing is left to clean up. On NFS the client passes byte-range locks to
+//!   the server, so hosts of other runs on other machines see it too.
+//!
+//! Two runs that start at the same instant may both see the other and both be refused (each
+//! takes its lock before it looks); never both let through.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use crate::EngineError;
+
+/// Start of the lock range: far beyond any file's data (2⁶²; off_t is signed 64-bit).
+const BASE: i64 = 1 << 62;
+/// Bits of the pid within a run's stretch (pid_max is at most 2²²).
+const PID_BITS: u32 = 22;
+/// End of the whole range: 2³² keys of 2²² bytes.
+const END: i64 = BASE + (1i64 << (32 + PID_BITS));
+
+/// A run's key: the hosts of one run share it. Never 0 (0 means "this process's own").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunKey(pub u32);
+
+impl RunKey {
+    /// A new random key for a run.
+    pub fn draw() -> RunKey {
+        let mut b = [0u8; 4];
+        // SAFETY: getrandom into a 4-byte buffer we own.
+        let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), 4, 0) };
+        let k = if n == 4 {
+            u32::from_le_bytes(b)
+        } else {
+            // No entropy source: the time and pid still tell runs on one host apart.
+            let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+            (t as u32) ^ std::process::id().rotate_left(16)
+        };
+        RunKey(k.max(1))
+    }
+
+    /// The key given, or (for 0) one drawn once for this process: commands that write
+    /// targets without a coordinator (precondition) are a run of their own.
+    pub fn or_own(key: u32) -> RunKey {
+        static OWN: OnceLock<RunKey> = OnceLock::new();
+        if key == 0 { *OWN.get_or_init(RunKey::draw) } else { RunKey(key) }
+    }
+
+    fn start(self) -> i64 {
+        BASE + ((self.0 as i64) << PID_BITS)
+    }
+}
+
+/// Another run's lock found on a file: its key and the pid that holds it (on its host).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Holder {
+    pub key: u32,
+    pub pid: u32,
+}
+
+impl Holder {
+    fn from_offset(offset: i64) -> Option<Holder> {
+        if !(BASE..END).contains(&offset) {
+            return None;
+        }
+        let rel = offset - BASE;
+        Some(Holder { key: (rel >> PID_BITS) as u32, pid: (rel & ((1 << PID_BITS) - 1)) as u32 })
+    }
+
+    /// "pid 1234 (iocurve run plan.toml)" when the holder lives on this host; otherwise what
+    /// is known.
+    pub fn describe(&self) -> String {
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", self.pid)).ok().filter(|c| !c.is_empty());
+        match cmdline {
+            Some(c) => {
+                let words: Vec<String> = c
+                    .split(|&b| b == 0)
+                    .filter(|w| !w.is_empty())
+                    // Another process's words: no control character reaches a terminal.
+                    .map(|w| String::from_utf8_lossy(w).chars().map(|c| if c.is_control() { '?' } else { c }).collect())
+                    .collect();
+                let mut line = words.join(" ");
+                if line.chars().count() > 400 {
+                    line = line.chars().take(400).collect::<String>() + "…";
+                }
+                format!("another run: pid {} on this host ({line})", self.pid)
+            }
+            None => format!("another run: pid {} of another host sharing the file (no such process here)", self.pid),
+        }
+    }
+}
+
+fn flock_at(kind: libc::c_short, start: i64, len: i64) -> libc::flock {
+    // SAFETY: flock is plain data; zero is a valid value for every field.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = kind;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = start;
+    fl.l_len = len;
+    fl
+}
+
+/// The first lock of another run on the file, if any: `F_OFD_GETLK` over every stretch but
+/// `own`'s (a write lock is asked for, so that read locks conflict and are reported).
+fn other_run(file: &File, own: RunKey) -> std::io::Result<Option<Holder>> {
+    let after = own.start() + (1 << PID_BITS);
+    for (start, len) in [(BASE, own.start() - BASE), (after, END - after)].into_iter().filter(|&(_, len)| len > 0) {
+        let mut fl = flock_at(libc::F_WRLCK as libc::c_short, start, len);
+        // SAFETY: F_OFD_GETLK on a descriptor we own with a valid flock.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &mut fl) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if fl.l_type != libc::F_UNLCK as libc::c_short {
+            return Ok(Holder::from_offset(fl.l_start));
+        }
+    }
+    Ok(None)
+}
+
+/// How long a lock whose holder is no process of this host is waited out: a run that just
+/// ended may leave its descriptors to its io_uring, which the kernel closes asynchronously
+/// after the process is gone (seen: the next run found the lock of an exited pid). A holder on
+/// another host sharing the file stays past this and is refused then.
+const GONE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl Holder {
+    fn here(&self) -> bool {
+        Path::new(&format!("/proc/{}", self.pid)).exists()
+    }
+}
+
+/// Another run's lock, waiting out for [`GONE_GRACE`] a holder that is no process here.
+fn other_run_settled(file: &File, own: RunKey) -> std::io::Result<Option<Holder>> {
+    let deadline = std::time::Instant::now() + GONE_GRACE;
+    loop {
+        match other_run(file, own)? {
+            Some(h) if !h.here() && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(50))
+            }
+            found => return Ok(found),
+        }
+    }
+}
+
+/// Takes this run's lock on a file target it will write, or refuses (bad input, exit 2)
+/// naming the run that writes it already. Call before the first write; the lock lasts as long
+/// as `file`'s open file description.
+pub fn lock_for_writing(file: &File, path: &Path, key: RunKey) -> Result<(), EngineError> {
+    let pid = std::process::id() & ((1 << PID_BITS) - 1);
+    let fl = flock_at(libc::F_RDLCK as libc::c_short, key.start() + pid as i64, 1);
+    // SAFETY: F_OFD_SETLK on a descriptor we own (open for reading) with a valid flock.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &fl) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return match e.raw_os_error() {
+            // A file system without byte-range locks: nothing to guard with, and no reason to
+            // refuse the run; said in the log.
+            Some(libc::ENOLCK) | Some(libc::EOPNOTSUPP) | Some(libc::EINVAL) => {
+                tracing::warn!(
+                    "target {}: no advisory lock on this file system ({e}): a second run writing it would not be refused",
+                    path.display()
+                );
+                Ok(())
+            }
+            _ => Err(EngineError::io(format!("cannot lock target {} for writing", path.display()), e)),
+        };
+    }
+    match other_run_settled(file, key) {
+        Ok(None) => Ok(()),
+        Ok(Some(h)) => {
+            // Let go at once: this run will not write, and a run that starts beside us must
+            // not see us.
+            let un = flock_at(libc::F_UNLCK as libc::c_short, key.start() + pid as i64, 1);
+            // SAFETY: as above.
+            unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &un) };
+            Err(EngineError::Input(format!(
+                "target {} is being written by {}: two runs writing one target make each other's figures and verification wrong; wait for it to end, or use another target",
+                path.display(),
+                h.describe()
+            )))
+        }
+        Err(e) => Err(EngineError::io(format!("cannot look for other runs writing {}", path.display()), e)),
+    }
+}
+
+/// For a run that only reads a file: another run writing it beside this one, if any (then
+/// the reader goes on and says so). `own`: this run's key (its own hosts may hold the file).
+pub fn writer_beside(file: &File, own: RunKey) -> Option<Holder> {
+    other_run_settled(file, own).ok().flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file() -> (tempfile::TempDir, std::path::PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.dat");
+        std::fs::write(&p, vec![0u8; 4096]).unwrap();
+        (d, p)
+    }
+
+    fn open(p: &Path) -> File {
+        std::fs::OpenOptions::new().read(true).write(true).open(p).unwrap()
+    }
+
+    #[test]
+    fn one_run_shares_a_file_and_a_second_run_is_refused_naming_the_first() {
+        let (_d, p) = file();
+        let (a, b) = (RunKey(7), RunKey(8));
+        let first = open(&p);
+        lock_for_writing(&first, &p, a).unwrap();
+        // The same run again (another host, worker or workload of it): shared.
+        let same_run = open(&p);
+        lock_for_writing(&same_run, &p, a).unwrap();
+        // Another run: refused, the holder named by pid and command line.
+        let other = open(&p);
+        let e = lock_for_writing(&other, &p, b).unwrap_err().to_string();
+        assert!(
+            e.contains("is being written by another run") && e.contains(&format!("pid {}", std::process::id())),
+            "{e}"
+        );
+        assert!(matches!(lock_for_writing(&other, &p, b), Err(EngineError::Input(_))));
+        // A reader is told.
+        assert_eq!(writer_beside(&open(&p), b), Some(Holder { key: 7, pid: std::process::id() }));
+        assert_eq!(writer_beside(&open(&p), a), None, "its own run is no other writer");
+        // The refused run left nothing behind: once the first run's descriptors close, the
+        // second gets the file.
+        drop((first, same_run));
+        lock_for_writing(&other, &p, b).unwrap();
+        assert_eq!(writer_beside(&open(&p), a).map(|h| h.key), Some(8));
+    }
+
+    #[test]
+    fn holders_are_decoded_from_their_offset() {
+        for (key, pid) in [(1u32, 1u32), (u32::MAX, (1 << PID_BITS) - 1), (12345, 4_000_000)] {
+            let off = RunKey(key).start() + pid as i64;
+            assert_eq!(Holder::from_offset(off), Some(Holder { key, pid }));
+        }
+        assert_eq!(Holder::from_offset(0), None);
+        assert_eq!(Holder::from_offset(END), None);
+        assert_ne!(RunKey::draw().0, 0);
+        assert_eq!(RunKey::or_own(0), RunKey::or_own(0));
+        assert_eq!(RunKey::or_own(5), RunKey(5));
+    }
+}
