@@ -14,7 +14,7 @@ use iocurve_store::StoredRun;
 
 use crate::CliError;
 use crate::cli::{AtArg, ExportFormat, SlaArgs};
-use iocurve_run::open_existing_store;
+use iocurve_run::{open_existing_store, open_read_store};
 
 /// What the status column says: a run still marked running was killed (or is running now).
 fn status(s: &str) -> &str {
@@ -69,7 +69,7 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
 }
 
 pub fn runs(db: &Path, json: bool) -> Result<ExitCode, CliError> {
-    let store = open_existing_store(db)?;
+    let store = open_read_store(db)?;
     let rows = store.runs()?;
     let mut listed = Vec::new();
     if rows.is_empty() && !json {
@@ -153,7 +153,7 @@ pub fn runs(db: &Path, json: bool) -> Result<ExitCode, CliError> {
 }
 
 pub fn show(db: &Path, id: i64, sla: &SlaArgs) -> Result<ExitCode, CliError> {
-    let store = open_existing_store(db)?;
+    let store = open_read_store(db)?;
     let stored = store.load(id)?;
     let result = rebuild(&stored, sla)?;
     let label = if stored.run.label.is_empty() { String::new() } else { format!(" \"{}\"", stored.run.label) };
@@ -186,7 +186,7 @@ pub fn compare(db: &Path, baseline: i64, runs: &[i64], at: AtArg, sla: &SlaArgs)
         AtArg::Optimum => At::Optimum,
         AtArg::Sla => At::Sla,
     };
-    let store = open_existing_store(db)?;
+    let store = open_read_store(db)?;
     let base_stored = store.load(baseline)?;
     let base = rebuild(&base_stored, sla)?;
     if at == At::Sla && base.sla.is_none() {
@@ -221,7 +221,7 @@ pub fn compare(db: &Path, baseline: i64, runs: &[i64], at: AtArg, sla: &SlaArgs)
 }
 
 pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &SlaArgs) -> Result<ExitCode, CliError> {
-    let store = open_existing_store(db)?;
+    let store = open_read_store(db)?;
     let stored = store.load(id)?;
     let result = rebuild(&stored, sla)?;
     let write = |path: &Path, text: &str| {
@@ -298,7 +298,7 @@ fn write_tree(dir: &Path, files: &[(std::path::PathBuf, String)]) -> Result<(), 
 }
 
 pub fn report(db: &Path, ids: &[i64], output: &Path, sla: &SlaArgs) -> Result<ExitCode, CliError> {
-    let store = open_existing_store(db)?;
+    let store = open_read_store(db)?;
     let mut runs = Vec::new();
     for &id in ids {
         let stored = store.load(id)?;

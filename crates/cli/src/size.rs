@@ -151,7 +151,7 @@ pub fn command(c: SizeCommand) -> Result<ExitCode, CliError> {
 
 /// A stored run as `show` rebuilds it.
 fn stored(db: &std::path::Path, id: i64) -> Result<RunResult, CliError> {
-    let store = iocurve_run::open_existing_store(db)?;
+    let store = iocurve_run::open_read_store(db)?;
     crate::show::rebuild(&store.load(id)?, &Default::default())
 }
 

@@ -38,6 +38,6 @@ pub use error::Error;
 pub use observe::{Observer, Observers, StepAt};
 pub use runner::{
     AgentOptions, DEFAULT_SCRATCH, Hosts, Outcome, RunOptions, Runner, check_plan, default_target, open_existing_store,
-    open_store,
+    open_read_store, open_store,
 };
 pub use status::storage_verdict;

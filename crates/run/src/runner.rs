@@ -871,9 +871,15 @@ pub fn open_store(path: &Path) -> Result<Store, Error> {
     })
 }
 
-/// Opens the results database for reading: it must exist (reading never creates one).
+/// Opens an existing results database to change it (`delete`): it must exist.
 pub fn open_existing_store(path: &Path) -> Result<Store, Error> {
     Store::open_existing(path).map_err(|e| Error::Usage(e.to_string()))
+}
+
+/// Opens the results database for reading only: it must exist, and it is never written
+/// (read-only mounts, no write permission, a run writing it meanwhile: `Store::open_read`).
+pub fn open_read_store(path: &Path) -> Result<Store, Error> {
+    Store::open_read(path).map_err(|e| Error::Usage(e.to_string()))
 }
 
 pub(crate) fn store_error(e: StoreError) -> Error {

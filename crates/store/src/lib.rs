@@ -37,6 +37,7 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 
 mod precondition;
 mod read;
+mod readonly;
 mod schema;
 mod write;
 

@@ -285,7 +285,18 @@ CREATE INDEX errors_interval ON interval_errors(interval_id);
 impl Store {
     /// Opens (creating if needed) and migrates the database at `path`.
     pub fn open(path: &Path) -> Result<Store> {
-        Self::open_at(path, MIGRATIONS.len())
+        Self::open_at(path, MIGRATIONS.len()).map_err(|e| match e {
+            // SQLite says only "unable to open database file": say why, when it is that the
+            // file may not be written here (a read-only mount, no write permission).
+            StoreError::Sql { path: p, source } if path.is_file() && !writable(path) => StoreError::Invalid {
+                path: p,
+                message: format!(
+                    "cannot be written here ({source}: {}); this command changes the database, so run it where it may be written (the reading commands need no write access)",
+                    std::io::Error::last_os_error()
+                ),
+            },
+            e => e,
+        })
     }
 
     /// Opens a results database that must exist already (read commands never create one).
@@ -344,10 +355,18 @@ impl Store {
 
     /// Refuses a file that is not an iocurve database (another program's SQLite file, or no
     /// SQLite at all) before anything is changed in it.
-    fn check_ours(&self) -> Result<()> {
+    pub(crate) fn check_ours(&self) -> Result<()> {
         let invalid = |message: String| StoreError::Invalid { path: self.path.clone(), message };
-        let not_ours =
-            |e: rusqlite::Error| invalid(format!("is not an iocurve results database ({e}); give another --db"));
+        // Only a file SQLite cannot read as a database is "not ours": an error opening it (no
+        // descriptor left, no permission, WAL's shared memory unavailable) is said as it is
+        // (issue 36: with few descriptors a good database was called "not an iocurve results
+        // database").
+        let not_ours = |e: rusqlite::Error| match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt) => {
+                invalid(format!("is not an iocurve results database ({e}); give another --db"))
+            }
+            _ => StoreError::Sql { path: self.path.clone(), source: e },
+        };
         // One read transaction: the version and the tables as one snapshot, never half of a
         // migration another process is applying.
         let snapshot = self.conn.unchecked_transaction().map_err(not_ours)?;
@@ -403,4 +422,13 @@ impl Store {
         let r = self.conn.query_row("PRAGMA user_version", [], |r| r.get(0));
         self.sql(r)
     }
+}
+
+/// True when this process may write the file (access(2) with W_OK, which also says EROFS for a
+/// read-only mount); the reason is left in errno.
+fn writable(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
+    // SAFETY: a valid C string.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
 }

@@ -13,5 +13,6 @@ mod metrics;
 mod precondition;
 mod runs;
 mod storage_faults;
+mod store;
 mod stuck;
 mod verify;
