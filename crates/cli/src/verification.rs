@@ -117,7 +117,14 @@ fn verify(args: &VerifyArgs, mut csv: Option<ProblemsCsv>, cancel: &iocurve_run:
         let n = csv.finish()?;
         crate::outln!("wrote {n} problems to {}", path.display());
     }
-    Ok(if v.counts.problems() > 0 { ExitCode::from(4) } else { ExitCode::SUCCESS })
+    // 4 wins over 3: lost blocks found, whatever could not be read.
+    Ok(if v.counts.problems() > 0 {
+        ExitCode::from(4)
+    } else if v.counts.unreadable > 0 {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// `iocurve export RUN --format problems -o FILE.csv`: the problems a run's final verification

@@ -95,6 +95,9 @@ pub enum Found {
     Corrupt,
     /// A write meant for another block (or target).
     Misplaced { target: u32, block: u64 },
+    /// A final pass could not read the block (`errno`): neither proven nor lost; the map still
+    /// expects its write for a later pass.
+    Unreadable { errno: i32 },
 }
 
 /// Checks a block read at (`target`, `block_no`) against the generation the map expects.
@@ -122,8 +125,15 @@ pub fn check(block: &[u8], map_id: u32, target: u32, block_no: u64, expected: u1
 /// Counts a checked block in `v`, describing a problem with the targets' names from `name`
 /// (one description for the in-run checks and the final pass).
 pub fn record(v: &mut VerifyCounts, found: Found, target: u32, block: u64, name: impl Fn(u32) -> String) {
+    if let Found::Unreadable { errno } = found {
+        // Not checked: nothing was read.
+        v.unreadable += 1;
+        v.example(|| format!("{} block {block}: unreadable ({})", name(target), errno_name(errno)));
+        return;
+    }
     v.checked += 1;
     match found {
+        Found::Unreadable { .. } => {}
         Found::Ok => {}
         Found::Lost { expected, found } => {
             v.lost += 1;
@@ -491,6 +501,7 @@ impl Problem {
             Found::Lost { .. } | Found::Ok => "lost",
             Found::Corrupt => "corrupt",
             Found::Misplaced { .. } => "misplaced",
+            Found::Unreadable { .. } => "unreadable",
         }
     }
 
@@ -510,6 +521,7 @@ impl Problem {
             Found::Lost { found: None, .. } | Found::Ok => "no write of this map".into(),
             Found::Corrupt => "checksum mismatch".into(),
             Found::Misplaced { target, block } => format!("the write for {} block {block}", name(target)),
+            Found::Unreadable { errno } => format!("read error: {}", errno_name(errno)),
         }
     }
 }
@@ -570,15 +582,36 @@ pub fn verify_pass(
             let n = (per_read as u64).min(blocks - b);
             let len = n as usize * bs;
             let buf = &mut pool.slice_mut(0)[..len];
-            let got = crate::fullio::read_full_at(fd, buf, b * map.bs)
-                .map_err(|e| EngineError::io(format!("verify: cannot read {} at block {b}", t.path.display()), e))?;
+            // A read error does not end the pass (issue 36, finding 3: after a path loss it
+            // stopped with nothing counted): the run's blocks are read one by one, and those
+            // that still fail are unreadable, a class of their own.
+            let (got, failed) = match crate::fullio::read_full_at(fd, buf, b * map.bs) {
+                Ok(got) => (got, None),
+                Err(e) => (len, Some(e)),
+            };
             for k in 0..(got / bs) as u64 {
                 let no = b + k;
                 let expected = map.get(ti as u32, no);
                 if expected == 0 {
                     continue;
                 }
-                let block = &buf[k as usize * bs..(k as usize + 1) * bs];
+                let block = &mut buf[k as usize * bs..(k as usize + 1) * bs];
+                if failed.is_some()
+                    && let Err(e) = crate::fullio::read_full_at(fd, block, no * map.bs)
+                {
+                    done += map.bs;
+                    let found = Found::Unreadable { errno: e.raw_os_error().unwrap_or(libc::EIO) };
+                    record(v, found, ti as u32, no, |t| {
+                        map.targets.get(t as usize).map_or_else(|| t_path.clone(), |m| m.path.clone())
+                    });
+                    if pass.problems.len() < list_cap {
+                        pass.problems.push(Problem { target: ti as u32, block: no, expected, found });
+                    } else {
+                        pass.unlisted += 1;
+                    }
+                    continue;
+                }
+                let block = &*block;
                 done += map.bs;
                 let name = |t: u32| {
                     if t as usize == ti {
@@ -698,6 +731,21 @@ pub fn watched_pass(
             tick(d, t);
         }
     }
+}
+
+/// `EIO (Input/output error)`: an errno as people look it up.
+fn errno_name(errno: i32) -> String {
+    let name = match errno {
+        libc::EIO => "EIO",
+        libc::ENXIO => "ENXIO",
+        libc::ENODEV => "ENODEV",
+        libc::ENOLINK => "ENOLINK",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::EBADE => "EBADE",
+        _ => "",
+    };
+    let text = std::io::Error::from_raw_os_error(errno).to_string();
+    if name.is_empty() { text } else { format!("{name}: {text}") }
 }
 
 #[cfg(test)]

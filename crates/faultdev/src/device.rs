@@ -26,6 +26,9 @@ pub enum Mode {
     Eio,
     /// Writes (and fsync, fallocate) fail with EIO; reads pass.
     EioWrites,
+    /// Reads that touch bytes `from..to` of the image fail with EIO; everything else passes:
+    /// a range of bad sectors.
+    EioReads { from: u64, to: u64 },
     /// Writes are acknowledged with their full length but never reach the image.
     DropWrites,
     /// Every data request is answered this long after it arrived (or after the stall that held
@@ -46,10 +49,21 @@ impl FromStr for Mode {
             "eio-writes" => Mode::EioWrites,
             "drop-writes" => Mode::DropWrites,
             "stall" => Mode::Stall,
+            _ if s.starts_with("eio-reads=") => {
+                let range = &s["eio-reads=".len()..];
+                let parsed =
+                    range.split_once('-').and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)));
+                match parsed {
+                    Some((from, to)) if from < to => Mode::EioReads { from, to },
+                    _ => return Err(format!("`{s}`: eio-reads=FROM-TO takes byte offsets, FROM below TO")),
+                }
+            }
             _ => match s.strip_prefix("delay=").map(str::parse::<u64>) {
                 Some(Ok(ms)) => Mode::Delay(Duration::from_millis(ms)),
                 _ => {
-                    return Err(format!("unknown mode `{s}`: pass, eio, eio-writes, drop-writes, delay=MS or stall"));
+                    return Err(format!(
+                        "unknown mode `{s}`: pass, eio, eio-writes, eio-reads=FROM-TO, drop-writes, delay=MS or stall"
+                    ));
                 }
             },
         })
@@ -62,6 +76,7 @@ impl fmt::Display for Mode {
             Mode::Pass => write!(f, "pass"),
             Mode::Eio => write!(f, "eio"),
             Mode::EioWrites => write!(f, "eio-writes"),
+            Mode::EioReads { from, to } => write!(f, "eio-reads={from}-{to}"),
             Mode::DropWrites => write!(f, "drop-writes"),
             Mode::Delay(d) => write!(f, "delay={}", d.as_millis()),
             Mode::Stall => write!(f, "stall"),
@@ -235,6 +250,14 @@ impl Device {
         match mode {
             Mode::Eio => return Answer::Failed(libc::EIO),
             Mode::EioWrites if write => return Answer::Failed(libc::EIO),
+            Mode::EioReads { from, to } => {
+                if let Op::Read { size } = op
+                    && offset < to
+                    && offset + *size as u64 > from
+                {
+                    return Answer::Failed(libc::EIO);
+                }
+            }
             Mode::DropWrites => match op {
                 Op::Write { data } => return Answer::Written { size: data.len() as u32, dropped: true },
                 Op::Fsync | Op::Fallocate { .. } => return Answer::Done { dropped: true },
@@ -325,6 +348,13 @@ mod tests {
         assert_eq!(write(b"wxyz", Mode::EioWrites), Answer::Failed(libc::EIO));
         assert_eq!(read(Mode::EioWrites), Answer::Data(b"abcd".to_vec()));
         assert_eq!(read(Mode::Eio), Answer::Failed(libc::EIO));
+        // Bad sectors: a read touching the range fails, one beside it and every write pass.
+        let bad = "eio-reads=2-3".parse::<Mode>().unwrap();
+        assert_eq!(bad.to_string(), "eio-reads=2-3");
+        assert_eq!(read(bad), Answer::Failed(libc::EIO));
+        assert_eq!(dev.perform(3, &Op::Read { size: 1 }, bad), Answer::Data(b"d".to_vec()));
+        assert!(matches!(write(b"wxyz", bad), Answer::Written { dropped: false, .. }));
+        assert!("eio-reads=3-2".parse::<Mode>().is_err() && "eio-reads=x".parse::<Mode>().is_err());
         assert_eq!(dev.perform(0, &Op::Fsync, Mode::Eio), Answer::Failed(libc::EIO));
         // The image never grows; reads end at its end.
         assert_eq!(dev.perform(8190, &Op::Write { data: b"abcd".to_vec() }, Mode::Pass), Answer::Failed(libc::ENOSPC));

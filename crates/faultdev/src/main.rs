@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! iocurve-faultdev --image FILE [--size BYTES] --mount DIR [--mode MODE] [--workers N]
-//! echo stall > DIR/ctl        # switch the mode (pass, eio, eio-writes, drop-writes, delay=MS, stall)
+//! echo stall > DIR/ctl        # switch the mode (pass, eio, eio-writes, eio-reads=FROM-TO, drop-writes, delay=MS, stall)
 //! cat DIR/ctl                 # mode=stall served=12 failed=0 dropped=0 held=1
 //! ```
 //!
@@ -49,6 +49,9 @@ the counters (served, failed, dropped, held):
   pass           reads and writes reach the image
   eio            every read, write and fsync fails with EIO
   eio-writes     writes (and fsync, discard) fail with EIO, reads pass
+  eio-reads=FROM-TO
+                 reads touching bytes FROM..TO of the image fail with EIO (bad sectors);
+                 everything else passes
   drop-writes    writes are acknowledged with their full length but not written
   delay=MS       every request is answered MS milliseconds after it arrived
   stall          nothing is answered until the mode changes; then the held requests are served

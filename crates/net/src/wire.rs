@@ -55,6 +55,7 @@ pub fn verify_to(v: &VerifyCounts) -> pb::Verify {
         lost: v.lost,
         corrupt: v.corrupt,
         misplaced: v.misplaced,
+        unreadable: v.unreadable,
         examples: v.examples.clone(),
     }
 }
@@ -65,6 +66,7 @@ pub fn verify_from(v: &pb::Verify) -> VerifyCounts {
         lost: v.lost,
         corrupt: v.corrupt,
         misplaced: v.misplaced,
+        unreadable: v.unreadable,
         // Escaped: they come from an agent and are printed (issue 35, finding 8).
         examples: v.examples.iter().take(VerifyCounts::EXAMPLES).map(|e| crate::printable(e)).collect(),
     }
@@ -159,7 +161,14 @@ mod tests {
         s.write.errors.add(1, 5, 3);
         s.max_gap_ns = Some(123);
         s.faults_injected = 3;
-        s.verify = VerifyCounts { checked: 9, lost: 1, corrupt: 2, misplaced: 3, examples: vec!["block 7".into()] };
+        s.verify = VerifyCounts {
+            checked: 9,
+            lost: 1,
+            corrupt: 2,
+            misplaced: 3,
+            unreadable: 4,
+            examples: vec!["block 7".into()],
+        };
         let mut rate = RateStats { due: 1000, dropped: 3, backlog: 2, overloaded: true, ..Default::default() };
         rate.service.record(40_000);
         rate.lag.record(7_000);

@@ -113,5 +113,11 @@ pub fn storage_verdict(r: &RunResult) -> Option<(u8, String)> {
     if !lost.is_empty() {
         why.push(format!("hosts were lost in {}", lost.join(", ")));
     }
+    if let Some(v) = r.final_verification.as_ref().filter(|v| v.counts.unreadable > 0) {
+        why.push(format!(
+            "the final verification could not read {} blocks (read errors: neither proven nor lost; `iocurve verify` checks them again once the path is back)",
+            v.counts.unreadable
+        ));
+    }
     (!why.is_empty()).then(|| (3, why.join("; ")))
 }

@@ -58,6 +58,12 @@ pub struct VerifyCounts {
     pub corrupt: u64,
     /// The block holds data meant for another block or target.
     pub misplaced: u64,
+    /// A final pass could not read the block (a read error): neither proven nor lost. The map
+    /// still expects its write, so a later pass (`iocurve verify`) checks it once the path is
+    /// back. Not a problem of the data (exit code 3, not 4). Issue 36: the pass stopped at the
+    /// first read error and counted nothing.
+    #[serde(default)]
+    pub unreadable: u64,
     /// The first problems, described (at most [`VerifyCounts::EXAMPLES`]).
     pub examples: Vec<String>,
 }
@@ -69,12 +75,20 @@ impl VerifyCounts {
         self.lost + self.corrupt + self.misplaced
     }
 
-    /// `3 lost, 1 corrupted, 0 misplaced of 81'920 checked blocks`.
+    /// `3 lost, 1 corrupted, 0 misplaced of 81'920 checked blocks`, and `; 12 unreadable …`
+    /// when a pass could not read some.
     pub fn describe(&self) -> String {
-        format!(
+        let mut s = format!(
             "{} lost, {} corrupted, {} misplaced of {} checked blocks",
             self.lost, self.corrupt, self.misplaced, self.checked
-        )
+        );
+        if self.unreadable > 0 {
+            s.push_str(&format!(
+                "; {} unreadable (read errors: neither proven nor lost, checked again by a later `iocurve verify`)",
+                self.unreadable
+            ));
+        }
+        s
     }
 
     pub fn example(&mut self, text: impl FnOnce() -> String) {
@@ -88,6 +102,7 @@ impl VerifyCounts {
         self.lost += o.lost;
         self.corrupt += o.corrupt;
         self.misplaced += o.misplaced;
+        self.unreadable += o.unreadable;
         for e in &o.examples {
             if self.examples.len() < Self::EXAMPLES {
                 self.examples.push(e.clone());

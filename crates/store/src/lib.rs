@@ -574,6 +574,7 @@ mod tests {
                 lost: 2,
                 corrupt: 1,
                 misplaced: 0,
+                unreadable: 4,
                 examples: vec!["a block 3: lost".into(), "a block 9: corrupted".into()],
             },
             unlisted: 0,

@@ -82,7 +82,7 @@ impl Store {
         let r = self
             .conn
             .query_row(
-                "SELECT map_path, bs, started_at, finished_at, checked, lost, corrupt, misplaced, unlisted, examples
+                "SELECT map_path, bs, started_at, finished_at, checked, lost, corrupt, misplaced, unlisted, examples, unreadable
                  FROM run_verifications WHERE run_id = ?1",
                 [run_id],
                 |r| {
@@ -97,6 +97,7 @@ impl Store {
                             lost: r.get::<_, i64>(5)? as u64,
                             corrupt: r.get::<_, i64>(6)? as u64,
                             misplaced: r.get::<_, i64>(7)? as u64,
+                            unreadable: r.get::<_, i64>(10)? as u64,
                             examples: examples.lines().map(str::to_string).collect(),
                         },
                         unlisted: r.get::<_, i64>(8)? as u64,

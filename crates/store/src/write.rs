@@ -252,8 +252,8 @@ impl Store {
         let wrap = |source| StoreError::Sql { path: path.clone(), source };
         let tx = self.conn.transaction().map_err(wrap)?;
         tx.execute(
-            "INSERT OR REPLACE INTO run_verifications (run_id, map_path, bs, started_at, finished_at, checked, lost, corrupt, misplaced, unlisted, examples)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            "INSERT OR REPLACE INTO run_verifications (run_id, map_path, bs, started_at, finished_at, checked, lost, corrupt, misplaced, unlisted, examples, unreadable)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             params![
                 run_id,
                 v.map,
@@ -265,7 +265,8 @@ impl Store {
                 v.counts.corrupt as i64,
                 v.counts.misplaced as i64,
                 v.unlisted as i64,
-                v.counts.examples.join("\n")
+                v.counts.examples.join("\n"),
+                v.counts.unreadable as i64
             ],
         )
         .map_err(wrap)?;

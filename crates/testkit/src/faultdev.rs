@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! let fd = FaultDev::start(64 << 20);
-//! fd.set("stall");                       // pass, eio, eio-writes, drop-writes, delay=MS, stall
+//! fd.set("stall");                       // pass, eio, eio-writes, eio-reads=FROM-TO, drop-writes, delay=MS, stall
 //! let c = fd.wait_held(1);               // a request is held
 //! fd.set("pass");                        // ... and now served
 //! assert_eq!(fd.counters().failed, 0);
@@ -166,7 +166,8 @@ impl FaultDev {
         self.dio
     }
 
-    /// Switches the mode: `pass`, `eio`, `eio-writes`, `drop-writes`, `delay=MS` or `stall`.
+    /// Switches the mode: `pass`, `eio`, `eio-writes`, `eio-reads=FROM-TO`, `drop-writes`, `delay=MS` or
+    /// `stall`.
     /// Panics on an unknown mode or a daemon that is gone.
     pub fn set(&self, mode: &str) {
         std::fs::write(self.mount.join("ctl"), mode).unwrap_or_else(|e| panic!("faultdev mode `{mode}`: {e}"));

@@ -384,3 +384,103 @@ fn run_on(host: Option<&str>, dir: &std::path::Path, certs: &std::path::Path, ar
         }
     }
 }
+
+/// The `problems` CSV's kinds, one per row after the header.
+fn problem_kinds(path: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = header.iter().position(|h| *h == "kind").expect("a kind column");
+    lines.map(|l| l.split(',').nth(at).unwrap().to_string()).collect()
+}
+
+/// Issue 36, finding 3: the final verification stopped at the first read error: after a path
+/// loss the run was `failed` with exit 1 and no counts, and `iocurve verify` exited 1 without a
+/// problems file. Unreadable blocks are a class of their own now: counted and listed, the pass
+/// goes on, the map keeps expecting them for a later pass; exit 3, or 4 when lost blocks were
+/// found too. Bad sectors here are the fault device's `eio-reads=FROM-TO`.
+#[test]
+fn regression_a_pass_counts_unreadable_blocks_and_goes_on() {
+    iocurve_testkit::needs_root!();
+    let dev = FaultDev::start(SIZE);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = [
+        "run",
+        "--target",
+        dev.path(),
+        "--allow-write",
+        dev.path(),
+        "--workload",
+        "backend-random-write-4k",
+        "--verify",
+        "--verify-map",
+        "m.map",
+        "--bs",
+        "4k",
+        "--ramp",
+        "2",
+        "--warmup-s",
+        "0",
+        "--intervals",
+        "2",
+        "--interval-s",
+        "0.5",
+    ];
+    // The run's own final pass on a device whose reads all fail (writes pass): exit 3 with the
+    // counts, status complete with the reason.
+    dev.set(&format!("eio-reads=0-{SIZE}"));
+    let o = iocurve(d, &args(&run, &["--verify-final", "--json", "r.json"]));
+    assert_eq!(o.status.code(), Some(3), "{}{}", stdout(&o), stderr(&o));
+    let r = json(&d.join("r.json"));
+    let fv = &r["final_verification"];
+    let written = fv["unreadable"].as_u64().unwrap();
+    assert!(written > 100, "every written block is unreadable: {fv}");
+    assert_eq!((fv["checked"].as_u64(), fv["lost"].as_u64()), (Some(0), Some(0)), "{fv}");
+    assert_eq!(r["status"], "complete");
+    assert!(
+        r["status_reason"].as_str().unwrap().contains(&format!("could not read {written} blocks")),
+        "{}",
+        r["status_reason"]
+    );
+    // `iocurve verify` after the path loss: the same blocks, listed.
+    dev.set("eio");
+    let verify = |csv: &str| iocurve(d, &["verify", dev.path(), "--map", "m.map", "--problems", csv]);
+    let o = verify("p1.csv");
+    assert_eq!(o.status.code(), Some(3), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains(&format!("{written} unreadable")), "{}", stdout(&o));
+    let kinds = problem_kinds(&d.join("p1.csv"));
+    assert_eq!(kinds.len() as u64, written);
+    assert!(kinds.iter().all(|k| k == "unreadable"), "{kinds:?}");
+    // Once the path is back, the map still expects them: all proven.
+    dev.set("pass");
+    let o = verify("p2.csv");
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains(&format!("0 lost, 0 corrupted, 0 misplaced of {written} checked blocks")),
+        "{}",
+        stdout(&o)
+    );
+    // Zeros over the second half (lost writes there), bad sectors over the first quarter: both
+    // classes, counted apart; exit 4 wins.
+    let zeros = vec![0u8; (SIZE / 2) as usize];
+    iocurve_testkit::faultdev::write_direct(dev.device(), SIZE / 2, &zeros).unwrap();
+    dev.set(&format!("eio-reads=0-{}", SIZE / 4));
+    let o = verify("p3.csv");
+    assert_eq!(o.status.code(), Some(4), "{}{}", stdout(&o), stderr(&o));
+    let kinds = problem_kinds(&d.join("p3.csv"));
+    let count = |k: &str| kinds.iter().filter(|x| *x == k).count() as u64;
+    let (lost, unreadable) = (count("lost"), count("unreadable"));
+    assert!(
+        lost > 0 && unreadable > 0 && lost + unreadable < written,
+        "lost {lost}, unreadable {unreadable} of {written}"
+    );
+    assert!(
+        stdout(&o).contains(&format!(
+            "{lost} lost, 0 corrupted, 0 misplaced of {} checked blocks; {unreadable} unreadable",
+            written - unreadable
+        )),
+        "{}",
+        stdout(&o)
+    );
+}
