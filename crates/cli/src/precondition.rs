@@ -48,9 +48,19 @@ pub fn command(args: PreconditionArgs) -> Result<ExitCode, CliError> {
         keep: true,
         allow_write: args.allow_write.clone(),
         scratch_unfilled: true,
+        // A device that never answers the signature probe ends the command at the deadline
+        // or at Ctrl-C, as a pass does (issue 36, finding 2).
+        cancel: Some(cancel.shared()),
+        stuck_after: Some(std::time::Duration::from_secs_f64(args.stuck_after_s)),
         ..Default::default()
     };
-    let targets = TargetSet::open(&groups, &opts)?;
+    let opened = TargetSet::open(&groups, &opts);
+    if cancel.is_cancelled() {
+        drop(opened);
+        terminal.note("precondition: interrupted while opening the targets; nothing was written");
+        return Ok(crate::signals::interrupted_code());
+    }
+    let targets = opened?;
     targets.notes.iter().for_each(|n| terminal.note(n));
     let store = open_store(&args.db.db)?;
     for t in &targets.targets {

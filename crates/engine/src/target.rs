@@ -119,6 +119,9 @@ pub struct OpenOptions {
     /// The run's key for the advisory lock on file targets it writes ([`safety::lock`]): the
     /// hosts of one run share it. 0: this process's own (a local run, `precondition`).
     pub run_key: u32,
+    /// How long the signature probe of a target to write may wait for its reads (the run's
+    /// `--stuck-after-s`); None: [`safety::PROBE_DEADLINE`].
+    pub stuck_after: Option<std::time::Duration>,
 }
 
 #[derive(Debug)]
@@ -392,13 +395,13 @@ fn open_one(
         TargetKind::BlockDevice => {
             if opts.write {
                 let openers = openers.get_or_insert_with(safety::inuse::Openers::scan);
-                safety::check_device(path, &file, &opts.allow_write, openers)?;
+                safety::check_device(path, &file, &opts.allow_write, openers, probe_limits(opts))?;
             }
             (device_size(&file, path)?, device_logical_block(&file))
         }
         TargetKind::File => {
             let verdict = if opts.write {
-                safety::check_file(path, &file, &opts.allow_write)?
+                safety::check_file(path, &file, &opts.allow_write, probe_limits(opts))?
             } else {
                 match scratch::identify(&file) {
                     Ok(scratch::Identity::Scratch { size, state }) => {
@@ -480,6 +483,11 @@ fn open_one(
         fresh,
         scratch_name: None,
     })
+}
+
+/// How long and until what a signature probe of `opts`' targets may wait.
+fn probe_limits(opts: &OpenOptions) -> safety::ProbeLimits<'_> {
+    safety::ProbeLimits { deadline: opts.stuck_after, cancel: opts.cancel.as_deref() }
 }
 
 /// Opens the resolved target for I/O. A device whose exclusive open is refused while nothing

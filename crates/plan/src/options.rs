@@ -175,7 +175,7 @@ pub const WORKLOAD_OPTIONS: &[WorkloadOption] = &[
         Number,
         "S",
         None,
-        "Seconds I/Os still outstanding when a step ends may take before they are cancelled and counted as stuck (exit code 3); their age enters the latency figures. Default: the step's longest latency + 5 s. After Ctrl-C the wait is 1 s. On the command line it also bounds the precondition and final verification passes: no write or read returning for this long ends them (default 30 s).",
+        "Seconds I/Os still outstanding when a step ends may take before they are cancelled and counted as stuck (exit code 3); their age enters the latency figures. Default: the step's longest latency + 5 s. After Ctrl-C the wait is 1 s. On the command line it also bounds the precondition and final verification passes (no write or read returning for this long ends them) and the signature probe of a target to write (default 30 s).",
     ),
     opt(
         "verify",

@@ -74,6 +74,7 @@ pub(crate) fn open_targets(
         allow_write: options.allow_write.clone(),
         scratch_unfilled: plan.scratch_unfilled(),
         cancel: Some(cancel.shared()),
+        stuck_after: options.stuck_after_s.map(std::time::Duration::from_secs_f64),
         ..Default::default()
     };
     let opened = TargetSet::open(&plan.groups, &opts);

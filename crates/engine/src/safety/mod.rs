@@ -22,6 +22,9 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant};
 
 use crate::EngineError;
 use crate::scratch::{self, Identity};
@@ -64,12 +67,62 @@ fn soft_refusal(path: &Path, allow: &[PathBuf], mut reasons: Vec<String>) -> Eng
     EngineError::WriteRefused { path: path.to_path_buf(), reasons: reasons.join("; ") }
 }
 
-/// Signatures as reasons; a failed probe is a reason too (writes need a clean bill).
-fn signature_reasons(file: &File) -> Vec<String> {
-    match blkid::signatures(file.as_raw_fd()) {
+/// How long a signature probe may wait for the target's answers when the caller gives no
+/// deadline of its own (the run's `--stuck-after-s` default).
+pub const PROBE_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Where a probe may wait and what may end its wait.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProbeLimits<'a> {
+    /// No answer within this long: the target does not answer reads (None: [`PROBE_DEADLINE`]).
+    pub deadline: Option<Duration>,
+    /// Set when the caller is interrupted (Ctrl-C, the coordinator gone).
+    pub cancel: Option<&'a AtomicBool>,
+}
+
+/// Signatures as reasons; a failed probe is a reason too (writes need a clean bill). The probe
+/// reads the target, so it runs on a thread of its own that is given up at the deadline or
+/// when the caller is interrupted (issue 36, finding 2: a write run on a device that never
+/// answered hung before any output, and Ctrl-C did nothing): a read stuck in the kernel
+/// cannot be cancelled, only left behind.
+fn signature_reasons(path: &Path, file: &File, limits: ProbeLimits) -> Result<Vec<String>, EngineError> {
+    let own = file.try_clone().map_err(|e| EngineError::io(format!("cannot probe {}", path.display()), e))?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("iocurve-probe".into())
+        .spawn(move || {
+            let _ = tx.send(blkid::signatures(own.as_raw_fd()));
+        })
+        .map_err(|e| EngineError::io(format!("cannot start the signature probe of {}", path.display()), e))?;
+    let deadline = limits.deadline.unwrap_or(PROBE_DEADLINE);
+    let started = Instant::now();
+    let found = loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(found) => break found,
+            Err(RecvTimeoutError::Disconnected) => break Err("the probe thread ended without an answer".into()),
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        if limits.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Err(EngineError::Input(format!(
+                "the signature probe of {} was interrupted (its read may stay in the kernel until the device answers)",
+                path.display()
+            )));
+        }
+        if started.elapsed() >= deadline {
+            return Err(EngineError::io(
+                format!(
+                    "target {} did not answer the signature probe's reads within {:.0} s: the device does not answer (its read stays in the kernel until it does; the process ends once the kernel lets it go)",
+                    path.display(),
+                    deadline.as_secs_f64()
+                ),
+                std::io::Error::from_raw_os_error(libc::ETIMEDOUT),
+            ));
+        }
+    };
+    Ok(match found {
         Ok(sigs) => sigs.iter().map(|s| format!("it carries the signature {s} (found by libblkid)")).collect(),
         Err(e) => vec![format!("its signatures cannot be checked ({e})")],
-    }
+    })
 }
 
 /// Refuses a block device, opened exclusively, that must not be written. `openers` are the
@@ -80,6 +133,7 @@ pub fn check_device(
     file: &File,
     allow: &[PathBuf],
     openers: &inuse::Openers,
+    limits: ProbeLimits,
 ) -> Result<Verdict, EngineError> {
     let meta = file.metadata().map_err(|e| EngineError::io(format!("cannot inspect {}", path.display()), e))?;
     let busy = inuse::device_in_use(meta.rdev(), false);
@@ -95,7 +149,7 @@ pub fn check_device(
     if !procs.is_empty() {
         reasons.push(format!("it is open in {}", procs.join(", ")));
     }
-    reasons.extend(signature_reasons(file));
+    reasons.extend(signature_reasons(path, file, limits)?);
     if reasons.is_empty() { Ok(Verdict::Writable) } else { Err(soft_refusal(path, allow, reasons)) }
 }
 
@@ -106,7 +160,7 @@ pub fn device_busy(path: &Path, rdev: u64) -> EngineError {
 
 /// Refuses an existing regular file that must not be written; recognises iocurve's own
 /// scratch files by their stamp.
-pub fn check_file(path: &Path, file: &File, allow: &[PathBuf]) -> Result<Verdict, EngineError> {
+pub fn check_file(path: &Path, file: &File, allow: &[PathBuf], limits: ProbeLimits) -> Result<Verdict, EngineError> {
     let meta = file.metadata().map_err(|e| EngineError::io(format!("cannot inspect {}", path.display()), e))?;
     let (hard, idle_loops) = inuse::file_in_use((meta.dev(), meta.ino()));
     if !hard.is_empty() {
@@ -127,7 +181,7 @@ pub fn check_file(path: &Path, file: &File, allow: &[PathBuf]) -> Result<Verdict
         Identity::Stale(why) => reasons.push(format!("it is not the scratch file iocurve created: {why}")),
         Identity::Scratch { .. } => {}
     }
-    reasons.extend(signature_reasons(file));
+    reasons.extend(signature_reasons(path, file, limits)?);
     if reasons.is_empty() { Ok(verdict) } else { Err(soft_refusal(path, allow, reasons)) }
 }
 
@@ -141,10 +195,10 @@ mod tests {
         let p = dir.path().join("data");
         std::fs::write(&p, b"precious").unwrap();
         let f = File::open(&p).unwrap();
-        let e = check_file(&p, &f, &[]).unwrap_err();
+        let e = check_file(&p, &f, &[], ProbeLimits::default()).unwrap_err();
         assert!(e.to_string().contains("did not create"), "{e}");
         assert!(e.to_string().contains("--allow-write"), "{e}");
-        assert_eq!(check_file(&p, &f, std::slice::from_ref(&p)).unwrap(), Verdict::Writable);
+        assert_eq!(check_file(&p, &f, std::slice::from_ref(&p), ProbeLimits::default()).unwrap(), Verdict::Writable);
     }
 
     #[test]
@@ -154,7 +208,10 @@ mod tests {
         scratch::allocate(&f, 1 << 20).unwrap();
         scratch::fill(&f, 1 << 20, None).unwrap();
         let p = dir.path().join("s");
-        assert_eq!(check_file(&p, &f, &[]).unwrap(), Verdict::Scratch { size: 1 << 20, prepared: true });
+        assert_eq!(
+            check_file(&p, &f, &[], ProbeLimits::default()).unwrap(),
+            Verdict::Scratch { size: 1 << 20, prepared: true }
+        );
         // An ext superblock where mkfs puts it (magic 0xEF53 at 1080), the stamp untouched.
         use std::os::unix::fs::FileExt;
         let mut sb = vec![0u8; 1024];
@@ -163,7 +220,7 @@ mod tests {
         sb[56..58].copy_from_slice(&[0x53, 0xEF]);
         sb[76..80].copy_from_slice(&1u32.to_le_bytes()); // revision 1
         f.write_all_at(&sb, 1024).unwrap();
-        let e = check_file(&p, &f, &[]).unwrap_err();
+        let e = check_file(&p, &f, &[], ProbeLimits::default()).unwrap_err();
         assert!(e.to_string().contains("signature `ext"), "{e}");
     }
 }

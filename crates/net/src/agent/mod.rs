@@ -472,6 +472,8 @@ impl Service {
             scratch_unfilled: unfilled,
             existing_only,
             run_key,
+            // The probe's own deadline (30 s); the request going away ends its wait too.
+            stuck_after: None,
             confine: Some(confine),
             cancel: Some(cancel.0.clone()),
         };

@@ -484,3 +484,85 @@ fn regression_a_pass_counts_unreadable_blocks_and_goes_on() {
         stdout(&o)
     );
 }
+
+/// Lines of a child's standard error as they come.
+fn stderr_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let err = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Waits (at most `within`) for a line holding `needle`; the lines seen on failure.
+fn wait_line(rx: &std::sync::mpsc::Receiver<String>, needle: &str, within: Duration) -> Result<String, Vec<String>> {
+    let until = Instant::now() + within;
+    let mut seen = Vec::new();
+    while let Ok(line) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+        if line.contains(needle) {
+            return Ok(line);
+        }
+        seen.push(line);
+    }
+    Err(seen)
+}
+
+/// Issue 36, finding 2: a write run on a device that never answers hung before any output: the
+/// signature probe had no deadline, and Ctrl-C and `--stuck-after-s` did nothing (`precondition`
+/// alike). The probe now runs where it can be given up: the run fails at `--stuck-after-s`
+/// naming the stuck probe (exit 1), or ends at Ctrl-C (130), and the process exits as soon as
+/// the kernel lets its stuck read go.
+#[test]
+fn regression_a_device_that_never_answers_the_probe_ends_the_run() {
+    iocurve_testkit::needs_root!();
+    let dev = FaultDev::start(SIZE);
+    let dir = tempfile::tempdir().unwrap();
+    for (cmd, interrupt) in [
+        (
+            vec![
+                "run",
+                "--target",
+                dev.path(),
+                "--workload",
+                "backend-random-write-4k",
+                "--ramp",
+                "1",
+                "--stuck-after-s",
+                "2",
+            ],
+            false,
+        ),
+        (vec!["run", "--target", dev.path(), "--workload", "backend-random-write-4k", "--ramp", "1"], true),
+        (vec!["precondition", dev.path(), "--stuck-after-s", "2"], false),
+    ] {
+        // The probe reads through the page cache: what an earlier case read must come from the
+        // device again.
+        let flushed = Command::new("blockdev").args(["--flushbufs", dev.path()]).status().expect("blockdev runs");
+        assert!(flushed.success());
+        dev.set("stall");
+        let mut child = spawn(dir.path(), &cmd);
+        let lines = stderr_lines(&mut child);
+        let started = Instant::now();
+        if interrupt {
+            // Into the probe: the device holds its first read.
+            dev.wait_held(1);
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        }
+        let needle = if interrupt { "interrupted" } else { "did not answer the signature probe's reads within 2 s" };
+        let said =
+            wait_line(&lines, needle, Duration::from_secs(60)).unwrap_or_else(|seen| panic!("{cmd:?}: {seen:?}"));
+        // Said at the deadline or at once after Ctrl-C, not after the device answered.
+        assert!(started.elapsed() < Duration::from_secs(30), "{cmd:?}: said after {:?}: {said}", started.elapsed());
+        // The stuck read keeps the process until the device answers; then it ends.
+        dev.set("pass");
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(if interrupt { 130 } else { 1 }), "{cmd:?}: {said}");
+    }
+}
