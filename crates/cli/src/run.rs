@@ -312,7 +312,16 @@ fn finish(outcome: Outcome, args: &RunArgs) -> Result<ExitCode, CliError> {
         // database named when it is not the default.
         let id = id.to_string();
         let next = |words: &[&str]| format!("`{}`", invocation::suggest(words, &args.db));
-        crate::outln!("stored as run {id} in {} ({})", args.db.display(), next(&["show", &id]));
+        if let Some(iocurve_run::Error::StoreRefused(_)) = &outcome.error {
+            // Said as it is: the database holds the run up to where it refused writes.
+            crate::outln!(
+                "stored in part as run {id} in {}: the database refused writes before the run ended; it holds the steps above up to that point ({})",
+                args.db.display(),
+                next(&["show", &id])
+            );
+        } else {
+            crate::outln!("stored as run {id} in {} ({})", args.db.display(), next(&["show", &id]));
+        }
         crate::outln!(
             "next: {} (charts), {} (impact), {}",
             next(&["report", &id, "-o", &format!("run-{id}.html")]),

@@ -35,8 +35,13 @@ pub fn write_output(path: &Path, bytes: &[u8], tmp_ext: &str) -> std::io::Result
         return std::fs::File::create(path)?.write_all(bytes);
     }
     let tmp = path.with_extension(tmp_ext);
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
+    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        // A full disk or a rename refused: no half-written temporary file left beside the
+        // output (issue 36, finding 5: a `.json.tmp` stayed).
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 #[cfg(test)]

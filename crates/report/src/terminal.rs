@@ -608,6 +608,9 @@ fn flag_action(code: &str) -> &'static str {
             "stopped before all its intervals: run again for the full figures"
         }
         "no_io" => "nothing completed: check the target and the errors",
+        "not_stored" => {
+            "the results database refused the step's later intervals (full or read-only): free space or give another --db, and run again"
+        }
         "host_lost" | "threads_abandoned" => {
             "a host or I/O thread stopped answering: its part is missing from the figures"
         }

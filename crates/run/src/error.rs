@@ -22,6 +22,10 @@ pub enum Error {
     Usage(String),
     #[error("{0}")]
     Runtime(String),
+    /// The results database refused a write mid-run (full, gone read-only): the run stopped
+    /// there; what was stored stays (exit code 1).
+    #[error("{0}")]
+    StoreRefused(String),
     /// Ctrl-C before anything was measured (exit code 130).
     #[error("{0}")]
     Interrupted(String),
@@ -45,7 +49,9 @@ impl Error {
             Error::Engine(e) if e.is_input_error() => ExitCode::from(2),
             // A run id that does not exist is the user's input; anything else is the database.
             Error::Store(StoreError::NoSuchRun(_)) => ExitCode::from(2),
-            Error::Engine(_) | Error::Store(_) | Error::Runtime(_) | Error::Aborted(_) => ExitCode::from(1),
+            Error::Engine(_) | Error::Store(_) | Error::Runtime(_) | Error::StoreRefused(_) | Error::Aborted(_) => {
+                ExitCode::from(1)
+            }
             Error::Interrupted(_) => ExitCode::from(130),
             Error::HostsLost(_) => ExitCode::from(3),
             Error::Verification(_) => ExitCode::from(4),

@@ -390,6 +390,9 @@ fn final_verification(
     }
 }
 
+/// A step's flag when the results database refused some of its intervals.
+const NOT_STORED: &str = "not_stored";
+
 /// Why a rate ramp ends after this step: a `stop_at_*` bound passed, or an overload ended it
 /// (higher rates would only overload it sooner).
 fn rate_ramp_ends(w: &iocurve_plan::Workload, s: &StepResult) -> Option<String> {
@@ -511,6 +514,8 @@ impl Run<'_, '_> {
         let run_id = match store.begin_run(&new_run) {
             Ok(id) => {
                 tracing::info!(run = id, plan = %plan.source, targets = target_infos.len(), "run started");
+                // Room for the writes that end the run, should the database's filesystem fill.
+                store.keep_room();
                 observers.run_started(id, label, &plan.name);
                 Some(id)
             }
@@ -663,7 +668,17 @@ impl Run<'_, '_> {
                 {
                     error.get_or_insert(store_error(e));
                 }
+                // The store refused an interval (full, gone read-only): the step's measured
+                // intervals after it are lost to the database, but those stored are kept — in the
+                // result and the JSON too (issue 36, finding 5: the JSON had no workloads although
+                // intervals were stored). The run ends after this step with the store's error.
+                let mut unstored = None;
                 let outcome = outcome.and_then(|r| match (store_err, map_err) {
+                    (Some(e), _) if step_id.is_some() => {
+                        unstored = Some(e.to_string());
+                        error.get_or_insert(store_error(e));
+                        Ok(r)
+                    }
                     (Some(e), _) => Err(store_error(e)),
                     (None, Some(e)) => Err(Error::Engine(e)),
                     (None, None) => Ok(r),
@@ -683,9 +698,25 @@ impl Run<'_, '_> {
                         // back from the store, so that a long step's memory stays flat (issue 21).
                         // Without it the step's figures would rest on its last few intervals:
                         // it is not analysed, and the run ends with the store's error.
-                        if let Some(id) = step_id
-                            && let Err(e) = store.end_step(id, &r).and_then(|()| store.fill_intervals(id, &mut r))
-                        {
+                        let read_back = match (step_id, &unstored) {
+                            // Nothing more can be written: what was stored is read back.
+                            (Some(id), Some(why)) => {
+                                let measured = r.measured;
+                                let read = store.fill_stored_intervals(id, &mut r);
+                                r.interrupted = true;
+                                r.notes.push((
+                                    NOT_STORED.into(),
+                                    format!(
+                                        "the results database refused further writes ({why}): {} of the {measured} intervals measured were stored; the step's intervals are those, its latency totals cover all {measured}",
+                                        r.intervals.len()
+                                    ),
+                                ));
+                                read
+                            }
+                            (Some(id), None) => store.end_step(id, &r).and_then(|()| store.fill_intervals(id, &mut r)),
+                            (None, _) => Ok(()),
+                        };
+                        if let Err(e) = read_back {
                             tracing::warn!(workload = %w.name, workers, error = %e, "step not read back");
                             error = Some(store_error(e));
                             stop_run = true;
@@ -883,7 +914,7 @@ pub fn open_read_store(path: &Path) -> Result<Store, Error> {
 }
 
 pub(crate) fn store_error(e: StoreError) -> Error {
-    Error::Runtime(format!("{e}: the run stops so that no measurement goes unrecorded"))
+    Error::StoreRefused(format!("{e}: the run stops so that no measurement goes unrecorded"))
 }
 
 /// Where a frontend was capped to 1/8 of a small target: how much of which targets it covers.

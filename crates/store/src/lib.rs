@@ -38,6 +38,7 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 mod precondition;
 mod read;
 mod readonly;
+mod room;
 mod schema;
 mod write;
 
@@ -48,6 +49,8 @@ pub use write::NewRun;
 pub struct Store {
     conn: Connection,
     path: String,
+    /// Room kept beside the database for the writes that end a run ([`Store::keep_room`]).
+    room: room::Room,
 }
 
 impl Store {

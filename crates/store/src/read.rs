@@ -268,6 +268,23 @@ impl Store {
     /// Gives a live step the intervals it counted but did not hold
     /// ([`StepRecord::count_interval`]): its own and each of its hosts' figures, as stored. Its
     /// totals it holds already.
+    /// The intervals of a step the database stopped taking (full, gone read-only) mid-step:
+    /// those it holds, however many were measured (`measured` becomes their count).
+    pub fn fill_stored_intervals(&self, step_id: i64, rec: &mut StepRecord) -> Result<()> {
+        let read = |host: Option<u32>| -> Result<Vec<IntervalRecord>> {
+            let mut list = Vec::new();
+            self.each_figures(step_id, host, |r| list.push(r))?;
+            Ok(list)
+        };
+        rec.intervals = read(None)?;
+        rec.measured = rec.intervals.len();
+        for (h, host) in rec.per_host.iter_mut().enumerate() {
+            host.record.intervals = read(Some(h as u32))?;
+            host.record.measured = host.record.intervals.len();
+        }
+        Ok(())
+    }
+
     pub fn fill_intervals(&self, step_id: i64, rec: &mut StepRecord) -> Result<()> {
         let read = |host: Option<u32>, measured: usize| -> Result<Vec<IntervalRecord>> {
             let mut list = Vec::with_capacity(measured);

@@ -78,7 +78,7 @@ impl Store {
             Connection::open_with_flags(path, flags)
         }
         .map_err(sql)?;
-        let store = Store { conn, path: p.clone() };
+        let store = Store { conn, path: p.clone(), room: Default::default() };
         let r = store.conn.execute_batch("PRAGMA busy_timeout = 5000; PRAGMA cache_size = -512;");
         match r {
             Err(e) if e.sqlite_error_code() == Some(ErrorCode::NotADatabase) => {

@@ -327,7 +327,7 @@ impl Store {
         let mut pause = std::time::Duration::from_millis(5);
         loop {
             let conn = Connection::open(path).map_err(|source| StoreError::Sql { path: p.clone(), source })?;
-            let mut store = Store { conn, path: p.clone() };
+            let mut store = Store { conn, path: p.clone(), room: Default::default() };
             match store.init(version) {
                 Err(StoreError::Sql { source, .. }) if is_busy(&source) && std::time::Instant::now() < deadline => {
                     std::thread::sleep(pause);

@@ -220,10 +220,12 @@ impl Store {
     /// Marks a run finished: `complete`, `interrupted` or `failed`, with its headlines (JSON:
     /// the maximum of every workload, for `iocurve runs`).
     pub fn finish_run(&self, run_id: i64, status: &str, finished_at: &str, headlines_json: &str) -> Result<()> {
-        let x = self.conn.execute(
-            "UPDATE runs SET status = ?1, finished_at = ?2, headlines_json = ?3 WHERE id = ?4",
-            params![status, finished_at, headlines_json, run_id],
-        );
+        let x = self.with_room(|| {
+            self.conn.execute(
+                "UPDATE runs SET status = ?1, finished_at = ?2, headlines_json = ?3 WHERE id = ?4",
+                params![status, finished_at, headlines_json, run_id],
+            )
+        });
         self.sql(x).map(drop)
     }
 
@@ -235,9 +237,12 @@ impl Store {
 
     /// Sets a finished run's status and why it is not clean (None: it is).
     pub fn set_status(&self, run_id: i64, status: &str, reason: Option<&str>) -> Result<()> {
-        let x = self
-            .conn
-            .execute("UPDATE runs SET status = ?1, status_reason = ?2 WHERE id = ?3", params![status, reason, run_id]);
+        let x = self.with_room(|| {
+            self.conn.execute(
+                "UPDATE runs SET status = ?1, status_reason = ?2 WHERE id = ?3",
+                params![status, reason, run_id],
+            )
+        });
         self.sql(x).map(drop)
     }
 

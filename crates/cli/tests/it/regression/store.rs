@@ -66,3 +66,76 @@ fn regression_reading_commands_work_on_a_read_only_database() {
     // Reading changed nothing.
     assert_eq!(std::fs::read(d.join("data/r.db")).unwrap(), before, "the database is unchanged");
 }
+
+/// Issue 36, finding 5: with the database's filesystem full mid-run, the JSON had no workloads
+/// although intervals were stored, the status stayed `running`, the terminal said "stored", and
+/// a `.json.tmp` was left. Now the step the database stopped taking keeps its stored intervals
+/// (flagged `not_stored`), the JSON has every step, the terminal says "stored in part", the
+/// status is settled (`failed`, with room the run kept beside the database), and a JSON that
+/// cannot be written leaves no temporary file.
+#[test]
+fn regression_a_full_database_keeps_what_it_stored_and_settles_the_status() {
+    iocurve_testkit::needs_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let full = d.join("full");
+    std::fs::create_dir(&full).unwrap();
+    let made = Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"]).arg(&full).status().unwrap();
+    assert!(made.success(), "tmpfs (needs root)");
+    let _mounted = Mount(full.clone());
+    let run = |json: &str| {
+        iocurve(
+            d,
+            &[
+                "run",
+                "--db",
+                "full/r.db",
+                "--backend",
+                "null",
+                "--size",
+                "16m",
+                "--workload",
+                "backend-random-read-4k",
+                "--ramp",
+                "1,2,4,8,16,32,64",
+                "--warmup-s",
+                "0",
+                "--intervals",
+                "10",
+                "--interval-s",
+                "0.2",
+                "--json",
+                json,
+            ],
+        )
+    };
+    let o = run("r.json");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stdout(&o).contains("stored in part as run 1 in full/r.db"), "{}", stdout(&o));
+    assert!(stderr(&o).contains("database or disk is full"), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    assert_eq!(r["status"], "failed");
+    let s = steps(&r, 0);
+    let last = s.last().unwrap();
+    assert!(s.len() < 7, "the run stopped at the refusal: {} steps", s.len());
+    let flags: Vec<&str> = last["flags"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    assert!(flags.contains(&"not_stored"), "{flags:?}");
+    // The JSON's steps are the database's: the same intervals, read back.
+    let shown = iocurve(d, &["export", "1", "--format", "json", "-o", "e.json", "--db", "full/r.db"]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    let e: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("e.json")).unwrap()).unwrap();
+    assert_eq!(e["status"], "failed", "settled, not left running");
+    let stored = steps(&e, 0);
+    assert_eq!(stored.len(), s.len());
+    assert_eq!(
+        stored.last().unwrap()["intervals"].as_array().unwrap().len(),
+        last["intervals"].as_array().unwrap().len()
+    );
+    // A JSON on the full filesystem: said, and no temporary file left.
+    let o = run("full/r2.json");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot write the JSON result to full/r2.json"), "{}", stderr(&o));
+    let left: Vec<String> =
+        std::fs::read_dir(&full).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(!left.iter().any(|n| n.ends_with(".tmp") || n.contains(".room-")), "{left:?}");
+}
