@@ -67,6 +67,7 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
                 rate_iops: if i % 2 == 1 { 1000.0 } else { 0.0 },
                 host: (i % 2) as u32,
                 hosts: 2,
+                run_key: 7,
             };
             out.push((format!("{}-{i}.pb", s.name), r.encode_to_vec()));
         }

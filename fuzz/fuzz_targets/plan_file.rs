@@ -47,6 +47,7 @@ fuzz_target!(|data: &[u8]| {
                 rate_iops: step.rate.map_or(0.0, |r| w.rate_iops(r)),
                 host: 0,
                 hosts: 1,
+                run_key: 7,
             };
             if let Err(e) = iocurve_net::agent::step_request(&r) {
                 panic!("an agent refuses step {workers} of workload {} of a valid plan: {e}\n{workload_json}", w.name);

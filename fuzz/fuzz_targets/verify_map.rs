@@ -14,7 +14,9 @@ fn path(name: &str) -> std::path::PathBuf {
 }
 
 fn built(bs: u64, targets: &[(String, u64)], gens: &[u8]) -> GenMap {
-    let m = GenMap::new(bs, targets);
+    let mut m = GenMap::new(bs, targets);
+    // Identities on every other target: both kinds of entry go through save and load.
+    m.set_identities(targets.iter().enumerate().map(|(i, (p, _))| (i % 2 == 0).then(|| format!("file {i}:{}", p.len()))));
     for (ti, t) in m.targets.iter().enumerate() {
         for b in 0..t.blocks() {
             let g = gens.get((b as usize + ti * 7) % gens.len().max(1)).copied().unwrap_or(0);
@@ -27,7 +29,7 @@ fn built(bs: u64, targets: &[(String, u64)], gens: &[u8]) -> GenMap {
 fn same(a: &GenMap, b: &GenMap) {
     assert_eq!((a.id, a.bs, a.targets.len()), (b.id, b.bs, b.targets.len()));
     for (ti, (x, y)) in a.targets.iter().zip(&b.targets).enumerate() {
-        assert_eq!((&x.path, x.size, x.blocks()), (&y.path, y.size, y.blocks()));
+        assert_eq!((&x.path, x.size, x.blocks(), &x.identity), (&y.path, y.size, y.blocks(), &y.identity));
         for blk in 0..x.blocks() {
             assert_eq!(a.get(ti as u32, blk), b.get(ti as u32, blk), "target {ti} block {blk}");
         }

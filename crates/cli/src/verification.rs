@@ -14,7 +14,8 @@ use iocurve_engine::verify::MapLock;
 use iocurve_engine::{OpenOptions, TargetSet};
 use iocurve_plan::{TargetGroup, format_size};
 use iocurve_report::export::{problem_csv_row, problems_csv_header};
-use iocurve_run::verification::{csv_row, final_pass, load, target_list};
+use iocurve_run::Observer;
+use iocurve_run::verification::{csv_row, final_pass, load};
 use iocurve_store::Store;
 
 use crate::CliError;
@@ -99,14 +100,24 @@ fn verify(args: &VerifyArgs, mut csv: Option<ProblemsCsv>, cancel: &iocurve_run:
             return Err(CliError::Usage(format!("target {t} does not exist: name the targets the map was made for")));
         }
     }
-    let targets = TargetSet::open(&groups, &OpenOptions { write: false, ..Default::default() })?;
-    if !map.matches(map.bs, &target_list(&targets)) {
-        return Err(CliError::Usage(format!(
-            "verification map {} was made for {}: name those targets, in that order",
+    let mut targets = TargetSet::open(&groups, &OpenOptions { write: false, ..Default::default() })?;
+    // The map's targets by what they are, not by the text of their paths (issue 36, finding
+    // 7): a LUN renamed by a reboot or named by another path is still found, in any order.
+    let given: Vec<(String, u64, Option<String>)> =
+        targets.targets.iter().map(|t| (t.path.display().to_string(), t.size, t.identity_key())).collect();
+    let order = map.order_of(&given).map_err(|missing| {
+        CliError::Usage(format!(
+            "verification map {} was made for {}; not among the targets given: {missing}; name the targets the map was made for",
             args.map.display(),
             map.targets.iter().map(|t| format!("{} ({})", t.path, format_size(t.size))).collect::<Vec<_>>().join(", ")
-        )));
+        ))
+    })?;
+    for (t, &j) in map.targets.iter().zip(&order) {
+        if t.path != given[j].0 {
+            terminal.note(&format!("{} is the map's {} (the same target under another name)", given[j].0, t.path));
+        }
     }
+    targets.reorder(&order);
     let (targets, map) = (Arc::new(targets), Arc::new(map));
     let (v, pass) =
         final_pass(&targets, &map, &args.map, Duration::from_secs_f64(args.stuck_after_s), cancel, &mut terminal)?;

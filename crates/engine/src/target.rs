@@ -73,6 +73,42 @@ impl Target {
         self.file.as_raw_fd()
     }
 
+    /// What this target is, whatever path names it (shared/DESIGN.md "target identity"): a
+    /// file by its filesystem and inode; a block device by its WWID (or device-mapper UUID)
+    /// where it has one, a partition by its disk's and its number, a loop device by its backing
+    /// file; else by device number and size. A verification map keeps it, so that
+    /// `iocurve verify` finds the target under another name (`/dev/sdb` after a reboot that
+    /// named it `/dev/sdc`, a by-id path).
+    pub fn identity_key(&self) -> Option<String> {
+        let m = self.file.metadata().ok()?;
+        if self.kind != TargetKind::BlockDevice {
+            return Some(format!("file {}:{}", m.dev(), m.ino()));
+        }
+        let (major, minor) = (libc::major(m.rdev()), libc::minor(m.rdev()));
+        let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+        let read = |p: &Path| std::fs::read_to_string(p).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+        let wwid_of = |dir: &Path| {
+            read(&dir.join("device/wwid"))
+                .or_else(|| read(&dir.join("wwid")))
+                .or_else(|| read(&dir.join("dm/uuid")).map(|u| format!("dm {u}")))
+        };
+        if let Some(part) = read(&sys.join("partition")) {
+            let disk = std::fs::canonicalize(&sys).ok().and_then(|d| d.parent().map(Path::to_path_buf));
+            if let Some(w) = disk.as_deref().and_then(wwid_of) {
+                return Some(format!("wwid {w} partition {part}"));
+            }
+        } else if let Some(w) = wwid_of(&sys) {
+            return Some(format!("wwid {w}"));
+        }
+        if let Some(backing) = read(&sys.join("loop/backing_file"))
+            && let Ok(b) = std::fs::metadata(&backing)
+        {
+            let offset = read(&sys.join("loop/offset")).unwrap_or_else(|| "0".into());
+            return Some(format!("loop file {}:{} offset {offset}", b.dev(), b.ino()));
+        }
+        Some(format!("device {major}:{minor} of {} bytes", self.size))
+    }
+
     /// Records in a scratch file's stamp that every block has been written (after a
     /// precondition pass over a file created unfilled); other targets are left alone.
     pub fn mark_prepared(&self) -> Result<(), EngineError> {
@@ -212,6 +248,16 @@ impl TargetSet {
     }
 
     /// Largest logical block size among the targets.
+    /// Puts the targets in the order given (`order[i]`: the index of the target that goes
+    /// `i`th), as a verification map lists them; the groups follow.
+    pub fn reorder(&mut self, order: &[usize]) {
+        let mut old: Vec<Option<Target>> = std::mem::take(&mut self.targets).into_iter().map(Some).collect();
+        self.targets = order.iter().filter_map(|&j| old.get_mut(j).and_then(Option::take)).collect();
+        for g in &mut self.groups {
+            g.members = g.members.iter().filter_map(|m| order.iter().position(|&j| j == *m)).collect();
+        }
+    }
+
     pub fn logical_block(&self) -> u64 {
         self.targets.iter().map(|t| t.logical_block).max().unwrap_or(512)
     }

@@ -27,8 +27,10 @@ pub const HEADER_LEN: usize = 32;
 /// Generations count 1..=GEN_MAX and wrap; 0 means "never written (or unknown)".
 pub const GEN_MAX: u16 = 0x7fff;
 const BUSY: u16 = 0x8000;
-/// Maps with a trailing checksum.
-const FILE_MAGIC: &[u8; 8] = b"IOCVMAP2";
+/// Maps with each target's identity and a trailing checksum.
+const FILE_MAGIC: &[u8; 8] = b"IOCVMAP3";
+/// Maps with a trailing checksum, without identities: loaded, matched by path.
+const FILE_MAGIC_V2: &[u8; 8] = b"IOCVMAP2";
 /// Maps written before the checksum: still loaded (the same layout, nothing to check).
 const FILE_MAGIC_V1: &[u8; 8] = b"IOCVMAP1";
 
@@ -178,6 +180,10 @@ pub struct GenMap {
 pub struct TargetMap {
     pub path: String,
     pub size: u64,
+    /// What the target is, whatever it is called ([`crate::target::Target::identity_key`]):
+    /// `iocurve verify` finds it by this under another path (issue 36, finding 7). None in maps
+    /// written before identities were kept (they are matched by path and get one when saved).
+    pub identity: Option<String>,
     gens: Vec<AtomicU16>,
 }
 
@@ -195,6 +201,7 @@ impl GenMap {
             .map(|(path, size)| TargetMap {
                 path: path.clone(),
                 size: *size,
+                identity: None,
                 gens: (0..size / bs).map(|_| AtomicU16::new(0)).collect(),
             })
             .collect();
@@ -258,6 +265,10 @@ impl GenMap {
             out.extend_from_slice(&(t.path.len() as u64).to_le_bytes());
             out.extend_from_slice(t.path.as_bytes());
             out.extend_from_slice(&t.size.to_le_bytes());
+            // 0: none (an identity is never empty).
+            let id = t.identity.as_deref().unwrap_or("");
+            out.extend_from_slice(&(id.len() as u64).to_le_bytes());
+            out.extend_from_slice(id.as_bytes());
             for g in &t.gens {
                 out.extend_from_slice(&(g.load(Ordering::Relaxed) & GEN_MAX).to_le_bytes());
             }
@@ -310,10 +321,11 @@ impl GenMap {
                 EngineError::io(format!("cannot read the verification map {}", path.display()), e)
             }
         })?;
-        let unchecked = match data.get(..8) {
-            Some(m) if m == FILE_MAGIC => false,
-            Some(m) if m == FILE_MAGIC_V1 => true,
-            _ if data.len() < 8 && (FILE_MAGIC.starts_with(&data) || FILE_MAGIC_V1.starts_with(&data)) => {
+        let (unchecked, identities) = match data.get(..8) {
+            Some(m) if m == FILE_MAGIC => (false, true),
+            Some(m) if m == FILE_MAGIC_V2 => (false, false),
+            Some(m) if m == FILE_MAGIC_V1 => (true, false),
+            _ if data.len() < 8 && [FILE_MAGIC, FILE_MAGIC_V2, FILE_MAGIC_V1].iter().any(|m| m.starts_with(&data)) => {
                 return Err(bad("damaged (cut short)"));
             }
             _ => return Err(bad("not a verification map")),
@@ -354,10 +366,20 @@ impl GenMap {
             }
             let path = String::from_utf8(take(len)?.to_vec()).map_err(|_| bad("damaged"))?;
             let size = u(take(8)?);
+            let identity = if identities {
+                let len = u(take(8)?) as usize;
+                if len > 1 << 12 {
+                    return Err(bad("damaged"));
+                }
+                let id = String::from_utf8(take(len)?.to_vec()).map_err(|_| bad("damaged"))?;
+                (!id.is_empty()).then_some(id)
+            } else {
+                None
+            };
             let blocks = (size / bs) as usize;
             let raw = take(blocks.checked_mul(2).ok_or_else(|| bad("damaged"))?)?;
             let gens = raw.chunks(2).map(|c| AtomicU16::new(u16::from_le_bytes([c[0], c[1]]) & GEN_MAX)).collect();
-            targets.push(TargetMap { path, size, gens });
+            targets.push(TargetMap { path, size, identity, gens });
         }
         if at != end {
             return Err(bad("damaged (bytes after its end)"));
@@ -375,6 +397,45 @@ impl GenMap {
             }
         }
         known
+    }
+
+    /// Records what each target is (in the map's order), so that a later `iocurve verify`
+    /// finds it under another path.
+    pub fn set_identities(&mut self, ids: impl IntoIterator<Item = Option<String>>) {
+        for (t, id) in self.targets.iter_mut().zip(ids) {
+            if id.is_some() {
+                t.identity = id;
+            }
+        }
+    }
+
+    /// For each of the map's targets, the index of the given target (path, size, identity)
+    /// that is it: by identity where both have one, else by path; sizes must agree. Err names
+    /// the first of the map's targets none of the given ones is.
+    pub fn order_of(&self, given: &[(String, u64, Option<String>)]) -> Result<Vec<usize>, String> {
+        let mut used = vec![false; given.len()];
+        let mut order = Vec::with_capacity(self.targets.len());
+        for t in &self.targets {
+            let same = |(p, _, id): &(String, u64, Option<String>)| match (&t.identity, id) {
+                (Some(a), Some(b)) => a == b,
+                _ => *p == t.path,
+            };
+            let found = given.iter().enumerate().find(|(j, g)| !used[*j] && same(g) && g.1 == t.size);
+            match found {
+                Some((j, _)) => {
+                    used[j] = true;
+                    order.push(j);
+                }
+                None => {
+                    let what = t.identity.as_deref().map_or(String::new(), |id| format!(", {id}"));
+                    return Err(format!("{} ({} bytes{what})", t.path, t.size));
+                }
+            }
+        }
+        if let Some(j) = used.iter().position(|u| !u) {
+            return Err(format!("{} is not in the map", given[j].0));
+        }
+        Ok(order)
     }
 
     /// Whether this map was made for these targets (path, size) and block size.
@@ -856,6 +917,53 @@ mod tests {
         assert!(GenMap::load(&p).err().expect("an extended map is refused").to_string().contains("damaged"));
     }
 
+    /// Issue 36, finding 7: `iocurve verify` matched a map's targets by the text of their
+    /// paths. A map keeps each target's identity now; targets are found by it under any name
+    /// and in any order, by path where the map has none (a map saved before, `IOCVMAP2`, which
+    /// still loads).
+    #[test]
+    fn targets_are_found_by_identity_and_old_maps_by_path() {
+        let mut m = GenMap::new(4096, &[("/dev/sdb".into(), 64 << 10), ("/dev/sdc".into(), 64 << 10)]);
+        m.set_identities([Some("wwid naa.1".to_string()), Some("wwid naa.2".to_string())]);
+        m.release(1, 3, 9);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.map");
+        m.save(&p).unwrap();
+        let l = GenMap::load(&p).unwrap();
+        assert_eq!(l.targets[0].identity.as_deref(), Some("wwid naa.1"));
+        let given = |a: &str, b: &str| {
+            vec![
+                (a.to_string(), 64 << 10, Some("wwid naa.2".to_string())),
+                (b.to_string(), 64 << 10, Some("wwid naa.1".to_string())),
+            ]
+        };
+        // Renamed and swapped (sdb became sdc and the other way round): found by what they are.
+        assert_eq!(l.order_of(&given("/dev/sdb", "/dev/sdc")), Ok(vec![1, 0]));
+        let other = vec![(String::from("/dev/sdb"), 64 << 10, Some("wwid naa.9".to_string()))];
+        let e = l.order_of(&other).unwrap_err();
+        assert!(e.contains("/dev/sdb") && e.contains("wwid naa.1"), "{e}");
+        // A size that changed is another target.
+        let mut resized = given("x", "y");
+        resized[0].1 = 32 << 10;
+        assert!(l.order_of(&resized).is_err());
+        // The same map as IOCVMAP2 (no identities): loads, matched by path.
+        let mut v2 = std::fs::read(&p).unwrap();
+        v2.truncate(v2.len() - 8);
+        // After the header (4 × 8 bytes) each target has its path length, path (8 bytes here)
+        // and size, then the identity (length, 10 bytes) to drop, then 16 generations.
+        let first = 8 * 4 + 8 + 8 + 8;
+        v2.drain(first..first + 8 + 10);
+        let second = first + 16 * 2 + 8 + 8 + 8;
+        v2.drain(second..second + 8 + 10);
+        v2[..8].copy_from_slice(FILE_MAGIC_V2);
+        let sum = file_sum(&v2);
+        v2.extend_from_slice(&sum.to_le_bytes());
+        std::fs::write(&p, &v2).unwrap();
+        let old = GenMap::load(&p).unwrap();
+        assert_eq!((old.targets[0].identity.as_ref(), old.get(1, 3)), (None, 9));
+        assert_eq!(old.order_of(&given("/dev/sdc", "/dev/sdb")), Ok(vec![1, 0]), "by path");
+    }
+
     /// Maps saved before the checksum (`IOCVMAP1`, no trailer) still load, marked unchecked, and
     /// get a checksum at their next save.
     #[test]
@@ -867,6 +975,8 @@ mod tests {
         m.save(&p).unwrap();
         let mut v1 = std::fs::read(&p).unwrap();
         v1.truncate(v1.len() - 8);
+        // No identity either: its length (after magic, id, bs, count, path length, path, size).
+        v1.drain(53..61);
         v1[..8].copy_from_slice(FILE_MAGIC_V1);
         std::fs::write(&p, &v1).unwrap();
         let l = GenMap::load(&p).unwrap();

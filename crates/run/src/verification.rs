@@ -120,6 +120,10 @@ pub fn open(
             GenMap::new(bs, &list)
         }
     };
+    let mut map = map;
+    // What each target is, so that a later `iocurve verify` finds it under another name (a map
+    // made before identities were kept gets them here).
+    map.set_identities(targets.targets.iter().map(|t| t.identity_key()));
     Ok(Some(Verification { map: Arc::new(map), path, _lock: lock }))
 }
 

@@ -412,6 +412,9 @@ impl Service {
                     path.display()
                 )));
             }
+            let mut map = map;
+            // What each target is, for a later `iocurve verify` under other names.
+            map.set_identities(targets.targets.iter().map(|t| t.identity_key()));
             *slot = Some(AgentMap { key, path, map: Arc::new(map), _lock: lock });
         }
         let m = slot.as_ref().expect("set above");

@@ -249,3 +249,34 @@ fn regression_two_runs_on_one_map_the_second_is_refused_at_once() {
     assert_eq!(rows.len(), 1, "one run stored, complete: {runs}");
     assert!(rows[0].contains("complete") && rows[0].contains("verify: clean"), "{runs}");
 }
+
+/// Issue 36, finding 7: `iocurve verify` matched the map's targets by the text of their paths,
+/// so a target under another name (renamed, a symlink, a LUN renamed by a reboot) was refused,
+/// and the targets had to come in the map's order. The map keeps each target's identity now:
+/// renamed files given in any order are found, and said to be the map's.
+#[test]
+fn regression_verify_finds_the_maps_targets_by_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = iocurve(
+        d,
+        &args(
+            &["run", "--target", "a.dat", "--target", "b.dat", "--size", "16m", "--keep", "--verify"],
+            &["--verify-map", "m.map", "--bs", "4k", "--workload", "backend-random-write-4k", "--ramp", "1"],
+        ),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::rename(d.join("a.dat"), d.join("renamed-a.dat")).unwrap();
+    std::os::unix::fs::symlink(d.join("b.dat"), d.join("link-b")).unwrap();
+    let o = iocurve(d, &["verify", "link-b", "renamed-a.dat", "--map", "m.map"]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("renamed-a.dat is the map's a.dat") && out.contains("0 lost, 0 corrupted, 0 misplaced"),
+        "{out}"
+    );
+    // Another file of the same size is not the map's target, whatever it is called.
+    std::fs::copy(d.join("renamed-a.dat"), d.join("a.dat")).unwrap();
+    let o = iocurve(d, &["verify", "a.dat", "b.dat", "--map", "m.map"]);
+    input_error(&o, &["not among the targets given: a.dat", "file "]);
+}
