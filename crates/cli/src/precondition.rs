@@ -52,6 +52,7 @@ pub fn command(args: PreconditionArgs) -> Result<ExitCode, CliError> {
         // or at Ctrl-C, as a pass does (issue 36, finding 2).
         cancel: Some(cancel.shared()),
         stuck_after: Some(std::time::Duration::from_secs_f64(args.stuck_after_s)),
+        size_given: args.size.is_some(),
         ..Default::default()
     };
     let opened = TargetSet::open(&groups, &opts);

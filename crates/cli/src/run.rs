@@ -37,7 +37,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     if args.dry_run {
         // What the run would refuse before opening anything, the dry run refuses too.
         iocurve_run::check_plan(&plan)?;
-        for host in args.hosts.iter().chain(plan.hosts.iter().map(|h| &h.address)) {
+        // Agents' addresses as the run dials them (comma-separated); with --launch the hosts are
+        // names and ranges to start agents on, checked by the launch.
+        let given = if args.launch.is_some() { Vec::new() } else { args.hosts.clone() };
+        let addresses = given.iter().flat_map(|h| h.split(',')).map(str::trim).filter(|h| !h.is_empty());
+        for host in addresses.chain(plan.hosts.iter().map(|h| h.address.as_str())) {
             iocurve_run::coordinator::client::endpoint(host).map_err(iocurve_run::Error::from)?;
         }
         let mut plan = plan;

@@ -71,6 +71,7 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
 pub fn runs(db: &Path, json: bool) -> Result<ExitCode, CliError> {
     let store = open_read_store(db)?;
     let rows = store.runs()?;
+    let mut writer: Option<Option<iocurve_store::Store>> = None;
     let mut listed = Vec::new();
     if rows.is_empty() && !json {
         crate::outln!(
@@ -89,8 +90,12 @@ pub fn runs(db: &Path, json: bool) -> Result<ExitCode, CliError> {
                 let h = iocurve_analysis::headlines(&rebuild(&store.load(r.id)?, &SlaArgs::default())?.workloads);
                 // Runs stored before schema v12 get theirs once; a run still marked running
                 // may be going on (or was killed): its headlines are computed each time.
-                if r.status != "running" {
-                    store.set_headlines(r.id, &serde_json::to_string(&h).unwrap_or_default())?;
+                // Kept where the database may be written (read on its own, it is opened read-only);
+                // best effort: a read-only database is listed all the same.
+                if r.status != "running"
+                    && let Some(w) = writer.get_or_insert_with(|| iocurve_store::Store::open(db).ok())
+                {
+                    let _ = w.set_headlines(r.id, &serde_json::to_string(&h).unwrap_or_default());
                 }
                 h
             }
@@ -98,7 +103,9 @@ pub fn runs(db: &Path, json: bool) -> Result<ExitCode, CliError> {
         if json {
             let verification = store
                 .verification(r.id)?
-                .map(|v| serde_json::json!({ "checked": v.counts.checked, "problems": v.counts.problems() }));
+                .map(|v| {
+                    serde_json::json!({ "checked": v.counts.checked, "problems": v.counts.problems(), "unreadable": v.counts.unreadable })
+                });
             listed.push(serde_json::json!({
                 "id": r.id,
                 "started_at": r.started_at,
@@ -121,9 +128,9 @@ pub fn runs(db: &Path, json: bool) -> Result<ExitCode, CliError> {
         let maxima = terminal::headlines(&heads).replace("; ", "\n");
         let label = if r.label.is_empty() { String::new() } else { format!("\"{}\"", r.label) };
         let verified = match store.verification(r.id)? {
-            Some(v) => match v.counts.problems() {
-                0 => format!("\nverify: clean ({} blocks)", v.counts.checked),
-                n => format!("\nverify: {n} problems"),
+            Some(v) => match (v.counts.problems(), v.counts.unreadable) {
+                (0, 0) => format!("\nverify: clean ({} blocks)", v.counts.checked),
+                _ => format!("\nverify: {}", v.counts.verdict()),
             },
             None => String::new(),
         };

@@ -82,7 +82,7 @@ impl Target {
     pub fn identity_key(&self) -> Option<String> {
         let m = self.file.metadata().ok()?;
         if self.kind != TargetKind::BlockDevice {
-            return Some(format!("file {}:{}", m.dev(), m.ino()));
+            return Some(format!("file {} inode {}", fsid(&self.file)?, m.ino()));
         }
         let (major, minor) = (libc::major(m.rdev()), libc::minor(m.rdev()));
         let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
@@ -101,10 +101,11 @@ impl Target {
             return Some(format!("wwid {w}"));
         }
         if let Some(backing) = read(&sys.join("loop/backing_file"))
-            && let Ok(b) = std::fs::metadata(&backing)
+            && let Ok(b) = File::open(&backing)
+            && let (Ok(bm), Some(fs)) = (b.metadata(), fsid(&b))
         {
             let offset = read(&sys.join("loop/offset")).unwrap_or_else(|| "0".into());
-            return Some(format!("loop file {}:{} offset {offset}", b.dev(), b.ino()));
+            return Some(format!("loop file {fs} inode {} offset {offset}", bm.ino()));
         }
         Some(format!("device {major}:{minor} of {} bytes", self.size))
     }
@@ -155,6 +156,9 @@ pub struct OpenOptions {
     /// The run's key for the advisory lock on file targets it writes ([`safety::lock`]): the
     /// hosts of one run share it. 0: this process's own (a local run, `precondition`).
     pub run_key: u32,
+    /// `scratch_size` is the size the user asked for (not a default): a kept scratch file of
+    /// another size is made again at it.
+    pub size_given: bool,
     /// How long the signature probe of a target to write may wait for its reads (the run's
     /// `--stuck-after-s`); None: [`safety::PROBE_DEADLINE`].
     pub stuck_after: Option<std::time::Duration>,
@@ -247,7 +251,6 @@ impl TargetSet {
         Ok(())
     }
 
-    /// Largest logical block size among the targets.
     /// Puts the targets in the order given (`order[i]`: the index of the target that goes
     /// `i`th), as a verification map lists them; the groups follow.
     pub fn reorder(&mut self, order: &[usize]) {
@@ -258,6 +261,7 @@ impl TargetSet {
         }
     }
 
+    /// Largest logical block size among the targets.
     pub fn logical_block(&self) -> u64 {
         self.targets.iter().map(|t| t.logical_block).max().unwrap_or(512)
     }
@@ -283,6 +287,19 @@ enum Identity {
 fn identity(f: &File) -> Option<Identity> {
     let m = f.metadata().ok()?;
     Some(if m.file_type().is_block_device() { Identity::Device(m.rdev()) } else { Identity::Inode(m.dev(), m.ino()) })
+}
+
+/// The filesystem's id (statfs `f_fsid`: from the filesystem's UUID on ext4, xfs and btrfs),
+/// which, unlike `st_dev`, stays when the disk is numbered otherwise after a reboot.
+fn fsid(f: &File) -> Option<String> {
+    // SAFETY: zeroed statfs is a valid out-buffer; an fd we own.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatfs(f.as_raw_fd(), &mut st) } != 0 {
+        return None;
+    }
+    // SAFETY: fsid_t is two 32-bit words (its fields are private in libc).
+    let words: [u32; 2] = unsafe { std::mem::transmute(st.f_fsid) };
+    Some(format!("{:08x}{:08x}", words[0], words[1]))
 }
 
 /// Expands a glob (sorted), or returns a plain path as is. An agent (`confined`) says nothing
@@ -426,12 +443,12 @@ fn open_one(
     let mut beside = None;
     if kind == TargetKind::File {
         if opts.write {
-            safety::lock::lock_for_writing(&file, path, key)?;
+            safety::lock::lock_for_writing(&file, path, key, opts.confine.is_none())?;
         } else if let Some(h) = safety::lock::writer_beside(&file, key) {
             notes.push(format!(
                 "target {} is being written by {}: this run only reads it, beside that one; its figures include the other run's load",
                 path.display(),
-                h.describe()
+                h.describe(opts.confine.is_none())
             ));
             beside = Some(h);
         }
@@ -457,12 +474,15 @@ fn open_one(
                 }
             };
             // A kept scratch file of another size than the one asked for is made again at that
-            // size, once no other run writes it (issue 36: it was reused silently, so a run
-            // asked for 10g measured the 1g left by an earlier one).
+            // size, once nothing else uses it — no other run, none of this run's other hosts
+            // (issue 36: it was reused silently, so a run asked for 10g measured the 1g left by
+            // an earlier one).
             if let Verdict::Scratch { size: have, .. } = verdict
+                && opts.size_given
                 && opts.scratch_size != AUTO_SCRATCH_SIZE
                 && have != opts.scratch_size / 4096 * 4096
                 && beside.is_none()
+                && safety::lock::alone(&file, key)
                 && !opts.existing_only
             {
                 let name = scratch::Name::of(path)
@@ -675,7 +695,8 @@ fn create_scratch_target(
         EngineError::Input(format!("cannot create scratch file {asked}: {e}{hint}"))
     })?;
     // From here on the target owns the name: any error drops it and removes the file.
-    let locked = safety::lock::lock_for_writing(&file, path, safety::lock::RunKey::or_own(opts.run_key));
+    let locked =
+        safety::lock::lock_for_writing(&file, path, safety::lock::RunKey::or_own(opts.run_key), opts.confine.is_none());
     let t = Target {
         path: path.to_path_buf(),
         logical_block: file_dio_align(&file),

@@ -416,8 +416,11 @@ impl GenMap {
         let mut used = vec![false; given.len()];
         let mut order = Vec::with_capacity(self.targets.len());
         for t in &self.targets {
+            // A device known only by its number and size may be numbered otherwise after a
+            // reboot: then its path decides.
             let same = |(p, _, id): &(String, u64, Option<String>)| match (&t.identity, id) {
-                (Some(a), Some(b)) => a == b,
+                (Some(a), Some(b)) if a == b => true,
+                (Some(a), Some(_)) => a.starts_with("device ") && *p == t.path,
                 _ => *p == t.path,
             };
             let found = given.iter().enumerate().find(|(j, g)| !used[*j] && same(g) && g.1 == t.size);
@@ -630,6 +633,9 @@ pub fn verify_pass(
         let t_path = t.path.display().to_string();
         let blocks = tm.blocks();
         let mut b = 0u64;
+        // Since when the reads have failed without a break, and the error that ended reading
+        // this target.
+        let (mut failing, mut dead) = (None::<std::time::Instant>, None::<i32>);
         while b < blocks {
             if stop.load(Ordering::Relaxed) {
                 pass.interrupted = true;
@@ -645,23 +651,61 @@ pub fn verify_pass(
             let buf = &mut pool.slice_mut(0)[..len];
             // A read error does not end the pass (issue 36, finding 3: after a path loss it
             // stopped with nothing counted): the run's blocks are read one by one, and those
-            // that still fail are unreadable, a class of their own.
-            let (got, failed) = match crate::fullio::read_full_at(fd, buf, b * map.bs) {
-                Ok(got) => (got, None),
-                Err(e) => (len, Some(e)),
+            // that still fail are unreadable, a class of their own. Errors that say the storage
+            // could not deliver are that; any other (a misaligned read, no memory) is the
+            // tool's, and ends the pass. When the reads have failed without a break for GIVE_UP
+            // the rest of the target is counted unreadable unread: on a dead path each read may
+            // take a SCSI timeout, and the pass would take blocks × that (quick failures, bad
+            // sectors among good ones, are read through).
+            let (got, failed) = match dead {
+                Some(errno) => (len, Some(errno)),
+                None => match crate::fullio::read_full_at(fd, buf, b * map.bs) {
+                    Ok(got) => (got, None),
+                    Err(e) if storage_errno(&e).is_some() => (len, storage_errno(&e)),
+                    Err(e) => {
+                        return Err(EngineError::io(
+                            format!("verify: cannot read {} at block {b}", t.path.display()),
+                            e,
+                        ));
+                    }
+                },
             };
+            failing = if failed.is_some() { failing.or_else(|| Some(std::time::Instant::now())) } else { None };
+            if dead.is_none() && failing.is_some_and(|since| since.elapsed() >= GIVE_UP) {
+                dead = failed;
+            }
             for k in 0..(got / bs) as u64 {
                 let no = b + k;
                 let expected = map.get(ti as u32, no);
                 if expected == 0 {
                     continue;
                 }
+                if stop.load(Ordering::Relaxed) {
+                    pass.interrupted = true;
+                    return Ok(pass);
+                }
                 let block = &mut buf[k as usize * bs..(k as usize + 1) * bs];
-                if failed.is_some()
-                    && let Err(e) = crate::fullio::read_full_at(fd, block, no * map.bs)
-                {
+                let unreadable = match (failed, dead) {
+                    (_, Some(errno)) => Some(errno),
+                    (Some(_), None) => match crate::fullio::read_full_at(fd, block, no * map.bs) {
+                        Ok(n) if n == bs => None,
+                        // Short: the device ended or gave less than a block.
+                        Ok(_) => Some(libc::EIO),
+                        Err(e) => match storage_errno(&e) {
+                            Some(errno) => Some(errno),
+                            None => {
+                                return Err(EngineError::io(
+                                    format!("verify: cannot read {} at block {no}", t.path.display()),
+                                    e,
+                                ));
+                            }
+                        },
+                    },
+                    (None, None) => None,
+                };
+                if let Some(errno) = unreadable {
                     done += map.bs;
-                    let found = Found::Unreadable { errno: e.raw_os_error().unwrap_or(libc::EIO) };
+                    let found = Found::Unreadable { errno };
                     record(v, found, ti as u32, no, |t| {
                         map.targets.get(t as usize).map_or_else(|| t_path.clone(), |m| m.path.clone())
                     });
@@ -792,6 +836,19 @@ pub fn watched_pass(
             tick(d, t);
         }
     }
+}
+
+/// How long reads may fail without a break before a pass counts the rest of a target
+/// unreadable unread.
+const GIVE_UP: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The errno of a read error that says the storage could not deliver the data (a bad sector,
+/// a lost path, a device gone): an unreadable block. None for any other error.
+fn storage_errno(e: &std::io::Error) -> Option<i32> {
+    let errno = e.raw_os_error().unwrap_or(libc::EIO);
+    [libc::EIO, libc::ENXIO, libc::ENODEV, libc::ENOLINK, libc::ETIMEDOUT, libc::EBADE, libc::ENODATA, libc::EREMOTEIO]
+        .contains(&errno)
+        .then_some(errno)
 }
 
 /// `EIO (Input/output error)`: an errno as people look it up.

@@ -480,8 +480,9 @@ pub fn run_report(r: &RunResult) -> String {
 
 /// The final verification pass of a run: verdict, counts, map and the first examples.
 pub fn final_verification(v: &iocurve_analysis::FinalVerification) -> String {
-    let n = v.counts.problems();
-    let verdict = if n == 0 { "no problems".to_string() } else { format!("{n} problems") };
+    let verdict = v.counts.verdict();
+    // Examples are of problems and unreadable blocks alike.
+    let n = v.counts.problems() + v.counts.unreadable;
     let mut out = format!(
         "\nfinal verification: {verdict}: {} (map {}, blocks of {})\n",
         v.counts.describe(),

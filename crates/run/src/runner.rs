@@ -896,9 +896,15 @@ pub fn open_store(path: &Path) -> Result<Store, Error> {
     // Not ours, from a newer iocurve, or a path where no database can be made (a directory,
     // a missing directory, no write permission): the user named the wrong file, before
     // anything was measured — bad input, exit code 2 (issue 36: it was 1).
-    Store::open(path).map_err(|e| match e {
-        iocurve_store::StoreError::Invalid { .. } => Error::Usage(e.to_string()),
-        _ => Error::Usage(format!("{e} (choose another file with --db or IOCURVE_DB)")),
+    Store::open(path).map_err(|e| {
+        match &e {
+            iocurve_store::StoreError::Invalid { .. } => Error::Usage(e.to_string()),
+            iocurve_store::StoreError::Sql { .. } if e.is_bad_path() => {
+                Error::Usage(format!("{e} (choose another file with --db or IOCURVE_DB)"))
+            }
+            // Busy past its wait, an I/O error, a full disk: the database failed, not the input.
+            _ => Error::Runtime(format!("{e} (choose another file with --db or IOCURVE_DB)")),
+        }
     })
 }
 

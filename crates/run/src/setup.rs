@@ -75,6 +75,7 @@ pub(crate) fn open_targets(
         scratch_unfilled: plan.scratch_unfilled(),
         cancel: Some(cancel.shared()),
         stuck_after: options.stuck_after_s.map(std::time::Duration::from_secs_f64),
+        size_given: options.size.is_some(),
         ..Default::default()
     };
     let opened = TargetSet::open(&plan.groups, &opts);

@@ -190,9 +190,11 @@ pub(crate) fn tell_counts(heading: &str, v: &VerifyCounts, unlisted: u64, cap_sc
     for e in &v.examples {
         obs.note(&format!("  ! {e}"));
     }
-    let more = v.problems().saturating_sub(v.examples.len() as u64);
+    // The examples are of problems and unreadable blocks alike.
+    let more = (v.problems() + v.unreadable).saturating_sub(v.examples.len() as u64);
     if more > 0 {
-        obs.note(&format!("  … {more} more problems"));
+        let what = if v.unreadable > 0 { "problems and unreadable blocks" } else { "problems" };
+        obs.note(&format!("  … {more} more {what}"));
     }
     if unlisted > 0 {
         obs.note(&format!(

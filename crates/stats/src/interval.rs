@@ -75,6 +75,16 @@ impl VerifyCounts {
         self.lost + self.corrupt + self.misplaced
     }
 
+    /// The verdict in a few words: `clean`, `14 problems`, `3 unreadable blocks`, or both.
+    pub fn verdict(&self) -> String {
+        match (self.problems(), self.unreadable) {
+            (0, 0) => "no problems".into(),
+            (n, 0) => format!("{n} problems"),
+            (0, u) => format!("no problems in what could be read, {u} blocks unreadable"),
+            (n, u) => format!("{n} problems, {u} blocks unreadable"),
+        }
+    }
+
     /// `3 lost, 1 corrupted, 0 misplaced of 81'920 checked blocks`, and `; 12 unreadable …`
     /// when a pass could not read some.
     pub fn describe(&self) -> String {

@@ -27,6 +27,25 @@ pub enum StoreError {
 
 type Result<T> = std::result::Result<T, StoreError>;
 
+impl StoreError {
+    /// A path where no database can be opened or made (missing directory, a directory, no
+    /// permission, read-only): the user's input, unlike a busy or failing database.
+    pub fn is_bad_path(&self) -> bool {
+        match self {
+            StoreError::Invalid { .. } => true,
+            StoreError::Sql { source, .. } => matches!(
+                source.sqlite_error_code(),
+                Some(
+                    rusqlite::ErrorCode::CannotOpen
+                        | rusqlite::ErrorCode::ReadOnly
+                        | rusqlite::ErrorCode::PermissionDenied
+                )
+            ),
+            StoreError::NoSuchRun(_) => false,
+        }
+    }
+}
+
 /// The results database when none is named (`--db`, `IOCURVE_DB`): `iocurve.db` in the working
 /// directory.
 pub const DEFAULT_DB: &str = "iocurve.db";

@@ -265,9 +265,6 @@ impl Store {
         Ok(hosts)
     }
 
-    /// Gives a live step the intervals it counted but did not hold
-    /// ([`StepRecord::count_interval`]): its own and each of its hosts' figures, as stored. Its
-    /// totals it holds already.
     /// The intervals of a step the database stopped taking (full, gone read-only) mid-step:
     /// those it holds, however many were measured (`measured` becomes their count).
     pub fn fill_stored_intervals(&self, step_id: i64, rec: &mut StepRecord) -> Result<()> {
@@ -285,6 +282,9 @@ impl Store {
         Ok(())
     }
 
+    /// Gives a live step the intervals it counted but did not hold
+    /// ([`StepRecord::count_interval`]): its own and each of its hosts' figures, as stored. Its
+    /// totals it holds already.
     pub fn fill_intervals(&self, step_id: i64, rec: &mut StepRecord) -> Result<()> {
         let read = |host: Option<u32>, measured: usize| -> Result<Vec<IntervalRecord>> {
             let mut list = Vec::with_capacity(measured);

@@ -1,9 +1,10 @@
 //! Room for the writes that end a run (issue 36, finding 5: with the database's filesystem full
 //! mid-run, the run's status stayed `running`). A run keeps a file of [`ROOM`] bytes beside the
-//! database, `DB.room-PID`, allocated when it starts. When a write that ends the run (its status,
+//! database, `DB.room-HOST-PID`, allocated when it starts. When a write that ends the run (its status,
 //! its headlines) finds the filesystem full, the file is removed and the write tried again,
 //! after a checkpoint that lets the WAL start over in its own space. The file goes when the run
-//! ends, and a run's stale one (its process gone) when the next run starts.
+//! ends, and a run's stale one (its process gone) when the next run on that host starts (a
+//! database on a shared filesystem may have runs of other hosts beside it).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -33,7 +34,9 @@ impl Drop for Room {
 fn room_prefix(db: &Path) -> (PathBuf, String) {
     let dir = db.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
     let name = db.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    (dir, format!("{name}.room-"))
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let host: String = host.trim().chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '.').collect();
+    (dir, format!("{name}.room-{host}-"))
 }
 
 impl Store {
@@ -92,14 +95,19 @@ mod tests {
     fn a_run_keeps_room_beside_its_database_and_clears_stale_rooms() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("r.db");
-        // A room of a process that is gone (pid beyond pid_max).
-        let stale = dir.path().join("r.db.room-4194304");
+        // A room of a process of this host that is gone (pid beyond pid_max), and one of
+        // another host's run, which stays.
+        let (_, prefix) = room_prefix(&db);
+        let stale = dir.path().join(format!("{prefix}4194304"));
+        let other = dir.path().join("r.db.room-otherhost-4194304");
+        std::fs::write(&other, b"x").unwrap();
         std::fs::write(&stale, b"x").unwrap();
         let store = Store::open(&db).unwrap();
         store.keep_room();
-        let mine = dir.path().join(format!("r.db.room-{}", std::process::id()));
+        let mine = dir.path().join(format!("{prefix}{}", std::process::id()));
         assert_eq!(std::fs::metadata(&mine).unwrap().len(), ROOM);
         assert!(!stale.exists(), "the stale room is removed");
+        assert!(other.exists(), "another host's room stays");
         drop(store);
         assert!(!mine.exists(), "the room goes with the store");
     }

@@ -64,28 +64,39 @@ impl RunKey {
     }
 }
 
-/// Another run's lock found on a file: its key and the pid that holds it (on its host).
+/// Another run's lock found on a file: its key and the pid that holds it (on its host); or a
+/// lock of another program (whole-file POSIX locks, `flock` as NFS emulates it) over the range.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Holder {
-    pub key: u32,
-    pub pid: u32,
+pub enum Holder {
+    Run { key: u32, pid: u32 },
+    Other { pid: Option<i32> },
 }
 
 impl Holder {
-    fn from_offset(offset: i64) -> Option<Holder> {
-        if !(BASE..END).contains(&offset) {
-            return None;
+    fn from_lock(fl: &libc::flock) -> Holder {
+        let offset = fl.l_start;
+        // One byte of iocurve's range is one run's lock; anything else another program's.
+        if fl.l_len == 1 && (BASE..END).contains(&offset) {
+            let rel = offset - BASE;
+            return Holder::Run { key: (rel >> PID_BITS) as u32, pid: (rel & ((1 << PID_BITS) - 1)) as u32 };
         }
-        let rel = offset - BASE;
-        Some(Holder { key: (rel >> PID_BITS) as u32, pid: (rel & ((1 << PID_BITS) - 1)) as u32 })
+        Holder::Other { pid: (fl.l_pid > 0).then_some(fl.l_pid) }
     }
 
-    /// "pid 1234 (iocurve run plan.toml)" when the holder lives on this host; otherwise what
-    /// is known.
-    pub fn describe(&self) -> String {
-        let cmdline = std::fs::read(format!("/proc/{}/cmdline", self.pid)).ok().filter(|c| !c.is_empty());
+    /// "another run: pid 1234 on this host (iocurve run plan.toml)" when the holder lives on
+    /// this host and `with_command` (not for a remote coordinator: an agent does not hand out
+    /// its host's command lines); otherwise what is known.
+    pub fn describe(&self, with_command: bool) -> String {
+        let pid = match self {
+            Holder::Run { pid, .. } => *pid,
+            Holder::Other { pid: Some(p) } => {
+                return format!("another program (pid {p}, which holds a lock over the whole file)");
+            }
+            Holder::Other { pid: None } => return "another program (it holds a lock over the whole file)".into(),
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok().filter(|c| !c.is_empty());
         match cmdline {
-            Some(c) => {
+            Some(c) if with_command => {
                 let words: Vec<String> = c
                     .split(|&b| b == 0)
                     .filter(|w| !w.is_empty())
@@ -96,9 +107,17 @@ impl Holder {
                 if line.chars().count() > 400 {
                     line = line.chars().take(400).collect::<String>() + "…";
                 }
-                format!("another run: pid {} on this host ({line})", self.pid)
+                format!("another run: pid {pid} on this host ({line})")
             }
-            None => format!("another run: pid {} of another host sharing the file (no such process here)", self.pid),
+            Some(_) => format!("another run: pid {pid}"),
+            None => format!("another run: pid {pid} of another host sharing the file (no such process here)"),
+        }
+    }
+
+    fn here(&self) -> bool {
+        match self {
+            Holder::Run { pid, .. } => Path::new(&format!("/proc/{pid}")).exists(),
+            Holder::Other { .. } => true,
         }
     }
 }
@@ -113,41 +132,53 @@ fn flock_at(kind: libc::c_short, start: i64, len: i64) -> libc::flock {
     fl
 }
 
-/// The first lock of another run on the file, if any: `F_OFD_GETLK` over every stretch but
-/// `own`'s (a write lock is asked for, so that read locks conflict and are reported).
-fn other_run(file: &File, own: RunKey) -> std::io::Result<Option<Holder>> {
-    let after = own.start() + (1 << PID_BITS);
-    for (start, len) in [(BASE, own.start() - BASE), (after, END - after)].into_iter().filter(|&(_, len)| len > 0) {
+/// The first lock on the file over `spans` (a write lock is asked for, so that read locks
+/// conflict and are reported).
+fn first_lock(file: &File, spans: &[(i64, i64)]) -> std::io::Result<Option<Holder>> {
+    for &(start, len) in spans.iter().filter(|&&(_, len)| len > 0) {
         let mut fl = flock_at(libc::F_WRLCK as libc::c_short, start, len);
         // SAFETY: F_OFD_GETLK on a descriptor we own with a valid flock.
         if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &mut fl) } != 0 {
             return Err(std::io::Error::last_os_error());
         }
         if fl.l_type != libc::F_UNLCK as libc::c_short {
-            return Ok(Holder::from_offset(fl.l_start));
+            return Ok(Some(Holder::from_lock(&fl)));
         }
     }
     Ok(None)
 }
 
+/// The first lock of another run (or program) on the file: over every stretch but `own`'s.
+fn other_run(file: &File, own: RunKey) -> std::io::Result<Option<Holder>> {
+    let after = own.start() + (1 << PID_BITS);
+    first_lock(file, &[(BASE, own.start() - BASE), (after, END - after)])
+}
+
+/// True when no lock but this process's own byte is on the file: no other run, and none of
+/// this run's other hosts, uses it (then a kept scratch file may be made again).
+pub fn alone(file: &File, own: RunKey) -> bool {
+    let byte = own.start() + (std::process::id() & ((1 << PID_BITS) - 1)) as i64;
+    matches!(first_lock(file, &[(BASE, byte - BASE), (byte + 1, END - byte - 1)]), Ok(None))
+}
+
 /// How long a lock whose holder is no process of this host is waited out: a run that just
 /// ended may leave its descriptors to its io_uring, which the kernel closes asynchronously
 /// after the process is gone (seen: the next run found the lock of an exited pid). A holder on
-/// another host sharing the file stays past this and is refused then.
+/// another host sharing the file stays past this and is refused then. One wait per process,
+/// from the first: a thousand files beside another host's run cost 2 s, not 2,000.
 const GONE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
-impl Holder {
-    fn here(&self) -> bool {
-        Path::new(&format!("/proc/{}", self.pid)).exists()
-    }
-}
-
-/// Another run's lock, waiting out for [`GONE_GRACE`] a holder that is no process here.
+/// Another run's lock, waiting out (until [`GONE_GRACE`] after this process first waited) a
+/// holder that is no process here.
 fn other_run_settled(file: &File, own: RunKey) -> std::io::Result<Option<Holder>> {
-    let deadline = std::time::Instant::now() + GONE_GRACE;
+    static GRACE_ENDS: OnceLock<std::time::Instant> = OnceLock::new();
     loop {
         match other_run(file, own)? {
-            Some(h) if !h.here() && std::time::Instant::now() < deadline => {
+            Some(h)
+                if !h.here()
+                    && std::time::Instant::now()
+                        < *GRACE_ENDS.get_or_init(|| std::time::Instant::now() + GONE_GRACE) =>
+            {
                 std::thread::sleep(std::time::Duration::from_millis(50))
             }
             found => return Ok(found),
@@ -156,15 +187,21 @@ fn other_run_settled(file: &File, own: RunKey) -> std::io::Result<Option<Holder>
 }
 
 /// Takes this run's lock on a file target it will write, or refuses (bad input, exit 2)
-/// naming the run that writes it already. Call before the first write; the lock lasts as long
-/// as `file`'s open file description.
-pub fn lock_for_writing(file: &File, path: &Path, key: RunKey) -> Result<(), EngineError> {
+/// naming the run (or program) that holds the file already. Call before the first write; the
+/// lock lasts as long as `file`'s open file description (and its duplicates). `with_command`:
+/// the refusal may quote the holder's command line (not on an agent).
+pub fn lock_for_writing(file: &File, path: &Path, key: RunKey, with_command: bool) -> Result<(), EngineError> {
     let pid = std::process::id() & ((1 << PID_BITS) - 1);
     let fl = flock_at(libc::F_RDLCK as libc::c_short, key.start() + pid as i64, 1);
     // SAFETY: F_OFD_SETLK on a descriptor we own (open for reading) with a valid flock.
     if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &fl) } != 0 {
         let e = std::io::Error::last_os_error();
         return match e.raw_os_error() {
+            // Another program's write lock over the whole file covers our byte.
+            Some(libc::EAGAIN) | Some(libc::EACCES) => Err(EngineError::Input(format!(
+                "target {} is locked by another program (a write lock over the whole file): it is in use; stop that program or use another target",
+                path.display()
+            ))),
             // A file system without byte-range locks: nothing to guard with, and no reason to
             // refuse the run; said in the log.
             Some(libc::ENOLCK) | Some(libc::EOPNOTSUPP) | Some(libc::EINVAL) => {
@@ -188,15 +225,16 @@ pub fn lock_for_writing(file: &File, path: &Path, key: RunKey) -> Result<(), Eng
             Err(EngineError::Input(format!(
                 "target {} is being written by {}: two runs writing one target make each other's figures and verification wrong; wait for it to end, or use another target",
                 path.display(),
-                h.describe()
+                h.describe(with_command)
             )))
         }
         Err(e) => Err(EngineError::io(format!("cannot look for other runs writing {}", path.display()), e)),
     }
 }
 
-/// For a run that only reads a file: another run writing it beside this one, if any (then
-/// the reader goes on and says so). `own`: this run's key (its own hosts may hold the file).
+/// For a run that only reads a file: another run (or program) holding it beside this one, if
+/// any (then the reader goes on and says so). `own`: this run's key (its own hosts may hold
+/// the file).
 pub fn writer_beside(file: &File, own: RunKey) -> Option<Holder> {
     other_run_settled(file, own).ok().flatten()
 }
@@ -221,38 +259,66 @@ mod tests {
         let (_d, p) = file();
         let (a, b) = (RunKey(7), RunKey(8));
         let first = open(&p);
-        lock_for_writing(&first, &p, a).unwrap();
+        lock_for_writing(&first, &p, a, true).unwrap();
         // The same run again (another host, worker or workload of it): shared.
         let same_run = open(&p);
-        lock_for_writing(&same_run, &p, a).unwrap();
+        lock_for_writing(&same_run, &p, a, true).unwrap();
         // Another run: refused, the holder named by pid and command line.
         let other = open(&p);
-        let e = lock_for_writing(&other, &p, b).unwrap_err().to_string();
+        let e = lock_for_writing(&other, &p, b, true).unwrap_err().to_string();
         assert!(
             e.contains("is being written by another run") && e.contains(&format!("pid {}", std::process::id())),
             "{e}"
         );
-        assert!(matches!(lock_for_writing(&other, &p, b), Err(EngineError::Input(_))));
+        assert!(matches!(lock_for_writing(&other, &p, b, true), Err(EngineError::Input(_))));
+        let quiet = lock_for_writing(&other, &p, b, false).unwrap_err().to_string();
+        assert!(
+            !quiet.contains("cargo") && !quiet.contains("lock::tests"),
+            "no command line for a remote peer: {quiet}"
+        );
         // A reader is told.
-        assert_eq!(writer_beside(&open(&p), b), Some(Holder { key: 7, pid: std::process::id() }));
+        assert_eq!(writer_beside(&open(&p), b), Some(Holder::Run { key: 7, pid: std::process::id() }));
         assert_eq!(writer_beside(&open(&p), a), None, "its own run is no other writer");
         // The refused run left nothing behind: once the first run's descriptors close, the
         // second gets the file.
         drop((first, same_run));
-        lock_for_writing(&other, &p, b).unwrap();
-        assert_eq!(writer_beside(&open(&p), a).map(|h| h.key), Some(8));
+        lock_for_writing(&other, &p, b, true).unwrap();
+        assert!(alone(&other, b));
+        assert_eq!(writer_beside(&open(&p), a), Some(Holder::Run { key: 8, pid: std::process::id() }));
     }
 
     #[test]
     fn holders_are_decoded_from_their_offset() {
         for (key, pid) in [(1u32, 1u32), (u32::MAX, (1 << PID_BITS) - 1), (12345, 4_000_000)] {
-            let off = RunKey(key).start() + pid as i64;
-            assert_eq!(Holder::from_offset(off), Some(Holder { key, pid }));
+            let fl = flock_at(libc::F_RDLCK as libc::c_short, RunKey(key).start() + pid as i64, 1);
+            assert_eq!(Holder::from_lock(&fl), Holder::Run { key, pid });
         }
-        assert_eq!(Holder::from_offset(0), None);
-        assert_eq!(Holder::from_offset(END), None);
+        let whole = libc::flock { l_pid: 42, ..flock_at(libc::F_WRLCK as libc::c_short, 0, 0) };
+        assert_eq!(Holder::from_lock(&whole), Holder::Other { pid: Some(42) });
         assert_ne!(RunKey::draw().0, 0);
         assert_eq!(RunKey::or_own(0), RunKey::or_own(0));
         assert_eq!(RunKey::or_own(5), RunKey(5));
+    }
+
+    /// Review of issue 36: another program's lock over the whole file (a POSIX lock; `flock` as
+    /// NFS emulates it) hid other runs and let a writer through. It is a holder too.
+    #[test]
+    fn another_programs_whole_file_lock_refuses_a_writer() {
+        let (_d, p) = file();
+        let program = open(&p);
+        let fl = flock_at(libc::F_RDLCK as libc::c_short, 0, 0);
+        // SAFETY: a lock on a descriptor we own.
+        assert_eq!(unsafe { libc::fcntl(program.as_raw_fd(), libc::F_OFD_SETLK, &fl) }, 0);
+        let run = open(&p);
+        let e = lock_for_writing(&run, &p, RunKey(3), true).unwrap_err().to_string();
+        assert!(e.contains("another program"), "{e}");
+        assert!(matches!(writer_beside(&open(&p), RunKey(3)), Some(Holder::Other { .. })));
+        let wl = flock_at(libc::F_WRLCK as libc::c_short, 0, 0);
+        drop(program);
+        let program = open(&p);
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::fcntl(program.as_raw_fd(), libc::F_OFD_SETLK, &wl) }, 0);
+        let e = lock_for_writing(&open(&p), &p, RunKey(3), true).unwrap_err().to_string();
+        assert!(e.contains("locked by another program"), "{e}");
     }
 }

@@ -119,6 +119,8 @@ struct Service {
     /// (opened without `keep`) until the agent ends, when dropping them removes the files.
     remove_scratch: bool,
     held: Arc<std::sync::Mutex<Vec<Arc<TargetSet>>>>,
+    /// See [`RunLocks`].
+    run_locks: Arc<std::sync::Mutex<Option<RunLocks>>>,
     audit: Arc<audit::Audit>,
     /// See [`AgentConfig::claim_expiry`].
     claim_expiry: Duration,
@@ -157,6 +159,18 @@ struct Owner {
 struct Call {
     name: &'static str,
     peer: audit::Peer,
+    /// The caller's connection (None for the in-process agent of a local run).
+    connection: Option<std::sync::Weak<listen::Ticket>>,
+}
+
+/// Duplicates of the file targets a run writes on this agent, kept from one of its requests to
+/// the next: the run's lock on each file lives with their open file description
+/// (`iocurve_engine::safety::lock`), so that no other run takes a file between two steps.
+/// Let go when the run's connection ends or another run opens targets here.
+struct RunLocks {
+    key: u32,
+    connection: std::sync::Weak<listen::Ticket>,
+    files: std::collections::HashMap<(u64, u64), std::fs::File>,
 }
 
 /// Counts a target request in [`Service::preparing`] while it lives, and marks its end.
@@ -299,7 +313,7 @@ impl Service {
     fn claim<T>(&self, req: &Request<T>, what: &'static str, detail: &str) -> Result<Call, Status> {
         let peer = audit::Peer::of(req);
         // The in-process agent of a local run has one connection, its own.
-        let Some(ticket) = listen::ticket_of(req) else { return Ok(Call { name: what, peer }) };
+        let Some(ticket) = listen::ticket_of(req) else { return Ok(Call { name: what, peer, connection: None }) };
         let mut owner = self.owner.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(o) = owner.as_ref()
             && let Some(current) = o.connection.upgrade()
@@ -337,7 +351,28 @@ impl Service {
             }
         }
         self.audit.accepted(what, &peer, detail);
-        Ok(Call { name: what, peer })
+        Ok(Call { name: what, peer, connection: Some(Arc::downgrade(&ticket)) })
+    }
+
+    /// Keeps the run's locks on the file targets it writes until its connection ends
+    /// ([`RunLocks`]).
+    fn keep_run_locks(&self, call: &Call, set: &TargetSet, how: Opening) {
+        use std::os::unix::fs::MetadataExt;
+        let Some(connection) = call.connection.clone() else { return };
+        if !how.write || how.run_key == 0 {
+            return;
+        }
+        let mut locks = self.run_locks.lock().unwrap_or_else(|e| e.into_inner());
+        let same = locks.as_ref().is_some_and(|l| l.key == how.run_key && l.connection.ptr_eq(&connection));
+        if !same {
+            *locks = Some(RunLocks { key: how.run_key, connection, files: Default::default() });
+        }
+        let kept = locks.as_mut().expect("set above");
+        for t in set.targets.iter().filter(|t| t.kind == iocurve_engine::target::TargetKind::File) {
+            if let (Ok(m), Ok(dup)) = (t.file.metadata(), t.file.try_clone()) {
+                kept.files.entry((m.dev(), m.ino())).or_insert(dup);
+            }
+        }
     }
 
     /// The audit line of a call's error: a refusal by the allow list, or a failure.
@@ -368,6 +403,7 @@ impl Service {
             openers: Arc::new(tokio::sync::Semaphore::new(2)),
             remove_scratch,
             held: Arc::default(),
+            run_locks: Arc::default(),
             metrics: metrics.map(|e| (e, iocurve_engine::host::facts().hostname)),
             state_dir,
             map: std::sync::Mutex::new(None),
@@ -446,8 +482,9 @@ impl Service {
         let _permit = self.openers.clone().acquire_owned().await;
         let _preparing = Preparing::new(&self.preparing, &self.work_ended);
         let r = self.open_unaudited(groups, how).await;
-        if let Err(e) = &r {
-            self.audit_error(call, e);
+        match &r {
+            Err(e) => self.audit_error(call, e),
+            Ok(set) => self.keep_run_locks(call, set, how),
         }
         r
     }
@@ -477,6 +514,8 @@ impl Service {
             run_key,
             // The probe's own deadline (30 s); the request going away ends its wait too.
             stuck_after: None,
+            // 0: the agent chooses; any other size is the run's --size.
+            size_given: scratch_size != 0 && scratch_size != iocurve_engine::target::AUTO_SCRATCH_SIZE,
             confine: Some(confine),
             cancel: Some(cancel.0.clone()),
         };
@@ -880,6 +919,20 @@ pub async fn serve(
     let addr = listener.local_addr().map_err(|e| NetError::Failed(format!("listening socket: {e}")))?;
     bound(addr);
     audit.note(&format!("listening on {addr}{}", if cfg.tls.is_some() { "" } else { " without TLS" }), None);
+    // A run's locks go with its connection (checked every second).
+    let lock_keeper = {
+        let locks = service.run_locks.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                every.tick().await;
+                let mut l = locks.lock().unwrap_or_else(|e| e.into_inner());
+                if l.as_ref().is_some_and(|r| r.connection.upgrade().is_none()) {
+                    *l = None;
+                }
+            }
+        })
+    };
     // Refusals counted beyond the first few reach the trail at least every window.
     let flusher = {
         let audit = audit.clone();
@@ -904,6 +957,7 @@ pub async fn serve(
     }
     .map_err(|e| NetError::Failed(format!("agent on {addr}: {e}")));
     flusher.abort();
+    lock_keeper.abort();
     audit.flush();
     audit.note("ended", None);
     served

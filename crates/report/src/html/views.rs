@@ -41,8 +41,8 @@ pub(super) fn verification_view(v: &iocurve_analysis::FinalVerification) -> Veri
     let n = v.counts.problems();
     let shown = v.counts.examples.len() as u64;
     VerificationView {
-        verdict: if n == 0 { "no problems".into() } else { format!("{n} problems") },
-        problems: n > 0,
+        verdict: v.counts.verdict(),
+        problems: n > 0 || v.counts.unreadable > 0,
         counts: v.counts.describe(),
         map: format!("{} (blocks of {})", v.map, format::size(v.bs)),
         when: format!("{} – {}", v.started_at, v.finished_at),

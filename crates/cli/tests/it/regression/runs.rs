@@ -137,6 +137,16 @@ fn regression_a_hangup_ends_a_run_as_ctrl_c_does_with_exit_code_129() {
     let dir = tempfile::tempdir().unwrap();
     let mut run = iocurve_testkit::cluster::Watched::spawn({
         let mut c = std::process::Command::new(bin());
+        // As from a terminal: SIGHUP at its default even where the tests run under nohup
+        // (which iocurve honours, leaving it ignored).
+        // SAFETY: only signal(2), async-signal-safe, between fork and exec.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            c.pre_exec(|| {
+                libc::signal(libc::SIGHUP, libc::SIG_DFL);
+                Ok(())
+            });
+        }
         c.args(["run", "--size", "16m", "--backend", "null", "--workload", "backend-random-read-4k"])
             .args(["--ramp", "1,2,4,8,16,32", "--warmup-s", "0.2", "--intervals", "4", "--interval-s", "0.5"])
             .args(["--json", "h.json"])
