@@ -286,7 +286,7 @@ fn regression_observers_hear_only_of_stored_intervals() {
     let mut b = Breaker { db: dir.path().join("runs.db"), intervals: 0 };
     let outcome = Runner::new(targeted(plan(""), &dir), Hosts::Local, options(&dir)).observe(&mut b).run().unwrap();
     assert!(
-        matches!(outcome.error, Some(Error::Runtime(ref m)) if m.contains("no measurement goes unrecorded")),
+        matches!(outcome.error, Some(Error::StoreRefused(ref m)) if m.contains("no measurement goes unrecorded")),
         "{:?}",
         outcome.error
     );
@@ -319,7 +319,7 @@ fn regression_a_step_the_store_cannot_give_back_is_not_analysed() {
     let p = targeted(iocurve_plan::parse_str(text, "test.toml", &Overrides::default()).unwrap(), &dir);
     let outcome = Runner::new(p, Hosts::Local, options(&dir)).observe(&mut m).run().unwrap();
     assert!(
-        matches!(outcome.error, Some(Error::Runtime(ref m)) if m.contains("11 intervals stored, 12 measured")),
+        matches!(outcome.error, Some(Error::StoreRefused(ref m)) if m.contains("11 intervals stored, 12 measured")),
         "{:?}",
         outcome.error
     );

@@ -481,6 +481,15 @@ impl Service {
     async fn open_with(&self, call: &Call, groups: &[pb::TargetGroup], how: Opening) -> Result<Arc<TargetSet>, Status> {
         let _permit = self.openers.clone().acquire_owned().await;
         let _preparing = Preparing::new(&self.preparing, &self.work_ended);
+        // A request of another run means the run that kept locks here is over (one
+        // coordinator owns the agent at a time): its locks go before these targets open, or
+        // this agent would refuse the new run in the name of the old one.
+        {
+            let mut locks = self.run_locks.lock().unwrap_or_else(|e| e.into_inner());
+            if locks.as_ref().is_some_and(|l| l.key != how.run_key || l.connection.upgrade().is_none()) {
+                *locks = None;
+            }
+        }
         let r = self.open_unaudited(groups, how).await;
         match &r {
             Err(e) => self.audit_error(call, e),
