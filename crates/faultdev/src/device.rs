@@ -128,17 +128,82 @@ struct State {
     stopping: bool,
 }
 
+/// Bytes of a page of the volatile write cache.
+const PAGE: u64 = 4096;
+
+/// Cached pages by page number.
+type Pages = std::collections::BTreeMap<u64, Vec<u8>>;
+
 pub struct Device {
     pub chan: Channel,
     image: File,
     pub size: u64,
     state: Mutex<State>,
     changed: Condvar,
+    /// A volatile write cache (`--volatile-cache`): written pages acknowledged and kept here
+    /// until a flush (fsync) writes them to the image; lost when the daemon is killed, as a
+    /// power cut loses a disk's or array's unprotected cache. None: writes reach the image at
+    /// once.
+    cache: Option<Mutex<Pages>>,
 }
 
 impl Device {
     pub fn new(chan: Channel, image: File, size: u64, mode: Mode) -> Device {
-        Device { chan, image, size, state: Mutex::new(State { mode, ..State::default() }), changed: Condvar::new() }
+        Device {
+            chan,
+            image,
+            size,
+            state: Mutex::new(State { mode, ..State::default() }),
+            changed: Condvar::new(),
+            cache: None,
+        }
+    }
+
+    /// The same device with a volatile write cache.
+    pub fn with_volatile_cache(mut self) -> Device {
+        self.cache = Some(Mutex::new(Pages::new()));
+        self
+    }
+
+    /// Writes the cached pages to the image and empties the cache (a flush).
+    fn flush_cache(&self) -> std::io::Result<()> {
+        let Some(cache) = &self.cache else { return Ok(()) };
+        let mut pages = cache.lock().unwrap();
+        for (&page, data) in pages.iter() {
+            let at = page * PAGE;
+            let len = (data.len() as u64).min(self.size.saturating_sub(at)) as usize;
+            self.image.write_all_at(&data[..len], at)?;
+        }
+        pages.clear();
+        Ok(())
+    }
+
+    /// Puts a write into the cache, page by page (a partial page is filled from what the
+    /// image holds).
+    fn cache_write(&self, cache: &Mutex<Pages>, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        let mut pages = cache.lock().unwrap();
+        let mut done = 0usize;
+        while done < data.len() {
+            let at = offset + done as u64;
+            let (page, within) = (at / PAGE, (at % PAGE) as usize);
+            let n = (PAGE as usize - within).min(data.len() - done);
+            let cached = match pages.entry(page) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    let mut whole = self.read_image(page * PAGE, PAGE as u32)?;
+                    whole.resize(PAGE as usize, 0);
+                    e.insert(whole)
+                }
+            };
+            cached[within..within + n].copy_from_slice(&data[done..done + n]);
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Pages in the volatile cache, not yet on the image (0 without a cache).
+    pub fn cached_pages(&self) -> usize {
+        self.cache.as_ref().map_or(0, |c| c.lock().unwrap().len())
     }
 
     /// Queues a data request (called by the reading thread; never blocks on I/O).
@@ -171,8 +236,9 @@ impl Device {
     /// One line: the mode and the counters. `held`: requests received and not yet answered.
     pub fn status(&self) -> String {
         let st = self.state.lock().unwrap();
+        let cached = if self.cache.is_some() { format!(" cached={}", self.cached_pages()) } else { String::new() };
         format!(
-            "mode={} served={} failed={} dropped={} held={}\n",
+            "mode={} served={} failed={} dropped={} held={}{cached}\n",
             st.mode,
             st.served,
             st.failed,
@@ -272,15 +338,22 @@ impl Device {
                     // A disk has a fixed size; the image must not grow.
                     return Answer::Failed(libc::ENOSPC);
                 }
-                self.image
-                    .write_all_at(data, offset)
-                    .map(|()| Answer::Written { size: data.len() as u32, dropped: false })
+                let written = match &self.cache {
+                    Some(cache) => self.cache_write(cache, offset, data),
+                    None => self.image.write_all_at(data, offset),
+                };
+                written.map(|()| Answer::Written { size: data.len() as u32, dropped: false })
             }
-            // The image stands for the array, the daemon's page cache for its cache: a flush that
-            // gets through is acknowledged without syncing the image to the host's disk, whose
-            // latency under other load would make every flushing test slow and uneven.
-            Op::Fsync => Ok(Answer::Done { dropped: false }),
+            // The image stands for the array, the daemon's page cache for its protected cache: a
+            // flush that gets through is acknowledged without syncing the image to the host's
+            // disk, whose latency under other load would make every flushing test slow and
+            // uneven. A volatile cache is written to the image first.
+            Op::Fsync => self.flush_cache().map(|()| Answer::Done { dropped: false }),
             Op::Fallocate { len, mode } => {
+                // Discards and zeroes apply to what the device holds: the cache goes first.
+                if let Err(e) = self.flush_cache() {
+                    return Answer::Failed(e.raw_os_error().unwrap_or(libc::EIO));
+                }
                 // The loop device turns discards and write-zeroes into punched or zeroed ranges.
                 // SAFETY: plain system call on an open descriptor.
                 let r = unsafe { libc::fallocate(self.image.as_raw_fd(), *mode, offset as i64, *len as i64) };
@@ -290,7 +363,22 @@ impl Device {
         result.unwrap_or_else(|e| Answer::Failed(e.raw_os_error().unwrap_or(libc::EIO)))
     }
 
+    /// What the device holds: the image, with the cached pages over it.
     fn read(&self, offset: u64, size: u32) -> std::io::Result<Vec<u8>> {
+        let mut buf = self.read_image(offset, size)?;
+        if let Some(cache) = &self.cache {
+            let pages = cache.lock().unwrap();
+            let end = offset + buf.len() as u64;
+            for (&page, data) in pages.range(offset / PAGE..end.div_ceil(PAGE)) {
+                let (from, to) = ((page * PAGE).max(offset), ((page + 1) * PAGE).min(end));
+                let src = &data[(from - page * PAGE) as usize..(to - page * PAGE) as usize];
+                buf[(from - offset) as usize..(to - offset) as usize].copy_from_slice(src);
+            }
+        }
+        Ok(buf)
+    }
+
+    fn read_image(&self, offset: u64, size: u32) -> std::io::Result<Vec<u8>> {
         // Short at the end of the image, as a file is.
         let size = (size as u64).min(self.size.saturating_sub(offset)) as usize;
         let mut buf = vec![0u8; size];
@@ -359,6 +447,33 @@ mod tests {
         // The image never grows; reads end at its end.
         assert_eq!(dev.perform(8190, &Op::Write { data: b"abcd".to_vec() }, Mode::Pass), Answer::Failed(libc::ENOSPC));
         assert_eq!(dev.perform(8190, &Op::Read { size: 4 }, Mode::Pass), Answer::Data(vec![0, 0]));
+        std::fs::remove_file(path).unwrap();
+    }
+
+    /// The volatile write cache (issue 36, part 8): writes are acknowledged and read back from
+    /// the cache, reach the image only at a flush, and are lost with the daemon.
+    #[test]
+    fn a_volatile_cache_keeps_writes_until_a_flush() {
+        let (dev, path) = device();
+        let dev = dev.with_volatile_cache();
+        let on_image = |at: u64, n: usize| {
+            let mut b = vec![0u8; n];
+            File::open(&path).unwrap().read_exact_at(&mut b, at).unwrap();
+            b
+        };
+        // Across the page boundary at 4096: two pages, the rest of each from the image.
+        let w = dev.perform(4094, &Op::Write { data: b"wxyz".to_vec() }, Mode::Pass);
+        assert_eq!(w, Answer::Written { size: 4, dropped: false });
+        assert_eq!(dev.cached_pages(), 2);
+        assert_eq!(dev.perform(4093, &Op::Read { size: 6 }, Mode::Pass), Answer::Data(b"\0wxyz\0".to_vec()));
+        assert_eq!(on_image(4094, 4), vec![0; 4], "not on the image before a flush");
+        assert!(dev.status().contains("cached=2"), "{}", dev.status());
+        assert_eq!(dev.perform(0, &Op::Fsync, Mode::Pass), Answer::Done { dropped: false });
+        assert_eq!((on_image(4094, 4), dev.cached_pages()), (b"wxyz".to_vec(), 0));
+        // Written again and not flushed: a killed daemon (here: the device dropped) loses it.
+        dev.perform(4094, &Op::Write { data: b"LOST".to_vec() }, Mode::Pass);
+        drop(dev);
+        assert_eq!(on_image(4094, 4), b"wxyz".to_vec());
         std::fs::remove_file(path).unwrap();
     }
 }

@@ -30,7 +30,7 @@ use device::{Device, Mode, Op};
 use fuse::{CTL, DISK, ROOT, Request, op};
 
 const USAGE: &str = "usage: iocurve-faultdev --image FILE [--size BYTES] --mount DIR [--mode MODE] [--workers N]
-                        [--exit-with-stdin]
+                        [--volatile-cache] [--exit-with-stdin]
 
 Test support for iocurve: serves FILE as DIR/disk over FUSE (every read and write reaches this
 process: FOPEN_DIRECT_IO). Put a loop device on it: losetup --find --show --direct-io=on DIR/disk
@@ -40,6 +40,10 @@ process: FOPEN_DIRECT_IO). Put a loop device on it: losetup --find --show --dire
   --mount DIR    where to mount (created if missing)
   --mode MODE    the mode to start in (default pass)
   --workers N    threads serving data requests (default 4)
+  --volatile-cache
+                 a volatile write cache: writes are acknowledged and kept in memory until a
+                 flush (fsync) writes them to the image, and are lost when the daemon is killed
+                 (what a power cut loses); `cat DIR/ctl` then shows the pages held (cached=N)
   --exit-with-stdin
                  also shut down (as on SIGTERM) when standard input reaches its end: a test
                  holding the other end of a pipe cannot leave the daemon behind, even if killed
@@ -66,6 +70,7 @@ struct Args {
     mount: PathBuf,
     mode: Mode,
     workers: usize,
+    volatile_cache: bool,
     exit_with_stdin: bool,
 }
 
@@ -85,7 +90,7 @@ fn main() {
 
 fn parse_args(argv: Vec<String>) -> Result<Args, String> {
     let (mut image, mut size, mut mount, mut mode, mut workers) = (None, None, None, Mode::Pass, 4);
-    let mut exit_with_stdin = false;
+    let (mut exit_with_stdin, mut volatile_cache) = (false, false);
     let mut it = argv.into_iter();
     while let Some(flag) = it.next() {
         if flag == "--help" || flag == "-h" {
@@ -94,6 +99,10 @@ fn parse_args(argv: Vec<String>) -> Result<Args, String> {
         }
         if flag == "--exit-with-stdin" {
             exit_with_stdin = true;
+            continue;
+        }
+        if flag == "--volatile-cache" {
+            volatile_cache = true;
             continue;
         }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -114,6 +123,7 @@ fn parse_args(argv: Vec<String>) -> Result<Args, String> {
         mount: mount.ok_or("--mount is required")?,
         mode,
         workers,
+        volatile_cache,
         exit_with_stdin,
     })
 }
@@ -151,7 +161,8 @@ fn run(args: Args) -> Result<(), String> {
 
     let dev = File::options().read(true).write(true).open("/dev/fuse").map_err(|e| format!("/dev/fuse: {e}"))?;
     mount(&dev, &args.mount)?;
-    let device = Arc::new(Device::new(fuse::Channel::new(dev), image, size, args.mode));
+    let device = Device::new(fuse::Channel::new(dev), image, size, args.mode);
+    let device = Arc::new(if args.volatile_cache { device.with_volatile_cache() } else { device });
 
     for _ in 0..args.workers {
         let d = device.clone();
@@ -425,6 +436,8 @@ mod tests {
         let a = parse_args(argv("--image i --mount m --size 1M --mode delay=5")).unwrap();
         assert_eq!((a.size, a.mode, a.workers), (Some(1 << 20), Mode::Delay(Duration::from_millis(5)), 4));
         assert!(parse_args(argv("--image i")).unwrap_err().contains("--mount"));
+        assert!(parse_args(argv("--image i --mount m --volatile-cache")).unwrap().volatile_cache);
+        assert!(!parse_args(argv("--image i --mount m")).unwrap().volatile_cache);
         assert!(parse_args(argv("--image i --mount m --mode bogus")).unwrap_err().contains("unknown mode"));
         assert!(parse_args(argv("--image i --mount")).unwrap_err().contains("needs a value"));
     }

@@ -97,13 +97,25 @@ struct LoopConfig {
 impl FaultDev {
     /// An image of `size` bytes (zeros) behind a FUSE file and a loop device, in mode `pass`.
     pub fn start(size: u64) -> FaultDev {
+        Self::start_with(size, &[])
+    }
+
+    /// The same with a volatile write cache: writes reach the image only at a flush, and are
+    /// lost when the daemon is killed ([`FaultDev::kill`]), as at a power cut.
+    pub fn start_with_volatile_cache(size: u64) -> FaultDev {
+        Self::start_with(size, &["--volatile-cache"])
+    }
+
+    fn start_with(size: u64, extra: &[&str]) -> FaultDev {
         let dir = tempfile::Builder::new().prefix("iocurve-faultdev-").tempdir().expect("a temporary directory");
         let (image, mount) = (dir.path().join("image"), dir.path().join("mnt"));
         let errors = dir.path().join("daemon.err");
         let mut daemon = Command::new(binary())
             .arg("--image")
             .arg(&image)
-            .args(["--size", &size.to_string(), "--exit-with-stdin", "--mount"])
+            .args(["--size", &size.to_string(), "--exit-with-stdin"])
+            .args(extra)
+            .arg("--mount")
             .arg(&mount)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -95,6 +95,25 @@ fn eio_writes_fails_only_writes() {
     assert_eq!(read_file(fd.image(), 4096, 4096), block(1));
 }
 
+/// The volatile write cache (issue 36, part 8): what the device acknowledged is read back, but
+/// reaches the image only at a flush (the loop device passes fsync on); a kill loses what was
+/// not flushed, as a power cut does.
+#[test]
+fn a_volatile_cache_loses_what_was_not_flushed_when_killed() {
+    iocurve_testkit::needs_root!();
+    let mut fd = FaultDev::start_with_volatile_cache(SIZE);
+    let dev = fd.device().to_path_buf();
+    assert_eq!(write_direct(&dev, 8192, &block(1)).unwrap(), 4096);
+    assert_eq!(read_direct(&dev, 8192, 4096).unwrap(), block(1), "acknowledged and read back");
+    assert_eq!(read_file(fd.image(), 8192, 4096), vec![0; 4096], "not on the image yet");
+    flush(&dev).unwrap();
+    assert_eq!(read_file(fd.image(), 8192, 4096), block(1), "a flush writes it");
+    assert_eq!(write_direct(&dev, 8192, &block(2)).unwrap(), 4096);
+    assert_eq!(read_direct(&dev, 8192, 4096).unwrap(), block(2));
+    fd.kill();
+    assert_eq!(read_file(fd.image(), 8192, 4096), block(1), "the unflushed write went with the daemon");
+}
+
 #[test]
 fn drop_writes_acknowledges_writes_that_never_land() {
     iocurve_testkit::needs_root!();
