@@ -18,6 +18,7 @@ pub mod fullio;
 pub mod host;
 pub mod ops;
 pub mod precondition;
+mod process;
 pub mod rng;
 pub mod safety;
 pub mod scratch;

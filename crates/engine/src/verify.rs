@@ -532,19 +532,9 @@ impl Drop for MapLock {
 /// `process 4711 (iocurve run plan.toml --verify)`, from the process id in a lock file.
 fn holder(pid: &str) -> String {
     let Ok(pid) = pid.parse::<u32>() else { return "another process".into() };
-    match std::fs::read(format!("/proc/{pid}/cmdline")) {
-        Ok(cmd) if !cmd.is_empty() => {
-            let args: Vec<String> = cmd
-                .split(|&b| b == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
-            let mut args = args.into_iter();
-            let prog = args.next().map(|p| Path::new(&p).file_name().map_or(p.clone(), |n| n.to_string_lossy().into()));
-            let line: Vec<String> = prog.into_iter().chain(args).collect();
-            format!("process {pid} ({})", line.join(" "))
-        }
-        _ => format!("process {pid}"),
+    match crate::process::command_line(pid) {
+        Some(line) => format!("process {pid} ({line})"),
+        None => format!("process {pid}"),
     }
 }
 

@@ -94,21 +94,8 @@ impl Holder {
             }
             Holder::Other { pid: None } => return "another program (it holds a lock over the whole file)".into(),
         };
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok().filter(|c| !c.is_empty());
-        match cmdline {
-            Some(c) if with_command => {
-                let words: Vec<String> = c
-                    .split(|&b| b == 0)
-                    .filter(|w| !w.is_empty())
-                    // Another process's words: no control character reaches a terminal.
-                    .map(|w| String::from_utf8_lossy(w).chars().map(|c| if c.is_control() { '?' } else { c }).collect())
-                    .collect();
-                let mut line = words.join(" ");
-                if line.chars().count() > 400 {
-                    line = line.chars().take(400).collect::<String>() + "…";
-                }
-                format!("another run: pid {pid} on this host ({line})")
-            }
+        match crate::process::command_line(pid) {
+            Some(line) if with_command => format!("another run: pid {pid} on this host ({line})"),
             Some(_) => format!("another run: pid {pid}"),
             None => format!("another run: pid {pid} of another host sharing the file (no such process here)"),
         }
