@@ -79,6 +79,20 @@ pub fn run_plan(dir: &Path, toml: &str, extra: &[&str]) -> Value {
 }
 
 /// Asserts a clean input error: exit code 2, the message has every `needle`, no panic.
+/// Waits for a child at most `limit` (a bound for a hang, not a timing); kills it and panics
+/// naming `what` when it is still running then.
+pub fn wait_within(mut child: std::process::Child, limit: std::time::Duration, what: &str) -> Output {
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            panic!("{what} (still running after {limit:?})");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
 pub fn input_error(o: &Output, needles: &[&str]) -> String {
     let err = stderr(o);
     assert_eq!(o.status.code(), Some(2), "exit code 2 expected:\n{}\n{err}", stdout(o));

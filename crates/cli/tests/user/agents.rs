@@ -108,21 +108,18 @@ fn regression_an_agent_without_tls_listens_on_loopback_only() {
     let c = certs(dir.path());
     let token = c.join("token").display().to_string();
     for listen in ["0.0.0.0:0", "[::]:0"] {
-        let mut child = Command::new(bin())
+        let child = Command::new(bin())
             .args(["agent", "--listen", listen, "--token-file", &token, "--insecure"])
             .current_dir(dir.path())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let started = std::time::Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if started.elapsed() > std::time::Duration::from_secs(60) {
-                let _ = child.kill();
-                panic!("an agent without TLS listened on {listen}");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        input_error(&child.wait_with_output().unwrap(), &["--insecure listens only on loopback", "SSH tunnel"]);
+        let o = wait_within(
+            child,
+            std::time::Duration::from_secs(60),
+            &format!("an agent without TLS listened on {listen}"),
+        );
+        input_error(&o, &["--insecure listens only on loopback", "SSH tunnel"]);
     }
 }

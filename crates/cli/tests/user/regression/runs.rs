@@ -77,22 +77,15 @@ fn regression_what_a_run_cannot_use_is_refused_before_any_io() {
     let fifo = d.join("f.map");
     let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs (coreutils)");
     assert!(made.success());
-    let mut child = Command::new(bin())
+    let child = Command::new(bin())
         .args(["verify", "v.dat", "--map", "f.map"])
         .current_dir(d)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let started = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > std::time::Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("`iocurve verify --map FIFO` hung");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    input_error(&child.wait_with_output().unwrap(), &["f.map is not a regular file"]);
+    let o = wait_within(child, std::time::Duration::from_secs(60), "`iocurve verify --map FIFO` hung");
+    input_error(&o, &["f.map is not a regular file"]);
 }
 
 /// Issue 36, finding 7: `size raid --disks 0` printed "0 IOPS", and `--iops 1e300` printed the
