@@ -68,6 +68,7 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
                 host: (i % 2) as u32,
                 hosts: 2,
                 run_key: 7,
+                verify_journal: i % 3 == 0,
             };
             out.push((format!("{}-{i}.pb", s.name), r.encode_to_vec()));
         }
@@ -136,6 +137,7 @@ fuzz_target!(init: write_seeds("agent_request", seeds), |data: &[u8]| {
         stop: &stop,
         faults: &faults,
         verify: None,
+        journal: None,
         // Set before the start: the I/O threads issue one round and drain.
         abort: Some(Arc::new(AtomicBool::new(true))),
         start_at: None,

@@ -434,6 +434,13 @@ pub struct RunArgs {
     #[arg(long = "verify-final")]
     pub verify_final: bool,
 
+    /// Journal every verifying write durably before it is issued (FILE.journal beside the map;
+    /// one flush per batch of writes), so that `iocurve verify` after a crash of this host (a
+    /// power cut, a kernel panic) explains the blocks being written: old, new or torn, not lost.
+    /// Costs a flush of the journal's filesystem per batch: measure with it off.
+    #[arg(long = "verify-journal")]
+    pub verify_journal: bool,
+
     /// Run only the workloads whose name contains TEXT (e.g. random-read, backend).
     #[arg(long, value_name = "TEXT")]
     pub workload: Option<String>,

@@ -34,6 +34,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             "--verify-final reads back what verifying workloads wrote, but no workload of this run verifies: add --verify (or verify = true in the plan)".into(),
         ));
     }
+    if args.verify_journal && !plan.workloads.iter().any(|w| w.verify) {
+        return Err(CliError::Usage(
+            "--verify-journal journals the writes of verifying workloads, but no workload of this run verifies: add --verify (or verify = true in the plan)".into(),
+        ));
+    }
     if args.dry_run {
         // What the run would refuse before opening anything, the dry run refuses too.
         iocurve_run::check_plan(&plan)?;
@@ -70,6 +75,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         allow_write: args.allow_write.clone(),
         verify_map: args.verify_map.clone(),
         verify_final: args.verify_final,
+        verify_journal: args.verify_journal,
         stuck_after_s: args.flags.keys()?.stuck_after_s,
     };
     let exporter = iocurve_metrics::Exporter::new();

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iocurve_analysis::VerifyProblem;
+use iocurve_engine::journal;
 use iocurve_engine::verify::MapLock;
 use iocurve_engine::{OpenOptions, TargetSet};
 use iocurve_plan::{TargetGroup, format_size};
@@ -93,7 +94,29 @@ fn verify(args: &VerifyArgs, mut csv: Option<ProblemsCsv>, cancel: &iocurve_run:
     // A run still writing the map (or another pass) holds it: reading now would report the
     // blocks in flight as lost.
     let _lock = MapLock::acquire(&args.map)?;
-    let map = load(&args.map, &mut terminal)?;
+    let mut map = load(&args.map, &mut terminal)?;
+    // After a crash of the host that ran the map's last run: its journal names the blocks being
+    // written then, which may hold the saved write, a later one or a torn mix (issue 36, part 8).
+    match journal::load(&args.map, &map)? {
+        journal::Found::Intents(i) => {
+            let n = i.in_flight(&map);
+            terminal.note(&format!(
+                "verification journal {}: {n} blocks were being written when the run that kept the map stopped (checked as in flight: the saved write, a later one or a torn mix is explained, older is lost){}",
+                journal::Journal::path_for(&args.map).display(),
+                if i.ignored_bytes > 0 {
+                    format!("; its last {} bytes were a batch cut short (never submitted)", i.ignored_bytes)
+                } else {
+                    String::new()
+                }
+            ));
+            map.explain_with(i);
+        }
+        journal::Found::OtherMap => terminal.note(&format!(
+            "verification journal {} belongs to another map: ignored",
+            journal::Journal::path_for(&args.map).display()
+        )),
+        journal::Found::None => {}
+    }
     let groups = vec![TargetGroup { name: "targets".into(), weight: 1, targets: args.targets.clone() }];
     for t in &args.targets {
         if !Path::new(t).exists() {

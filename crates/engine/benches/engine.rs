@@ -83,6 +83,7 @@ fn null_loop(c: &mut Criterion) {
                     stop: &stop,
                     faults: &[],
                     verify: None,
+                    journal: None,
                     abort: None,
                     start_at: None,
                     synchronized: false,

@@ -16,6 +16,8 @@ mod end;
 pub mod error;
 pub mod fullio;
 pub mod host;
+pub mod journal;
+pub mod keeper;
 pub mod ops;
 pub mod precondition;
 mod process;

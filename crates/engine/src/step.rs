@@ -22,7 +22,7 @@ use iocurve_plan::{Backend, Fault, Workload, format_size};
 use iocurve_stats::{CpuTimes, CpuUsage, IntervalStats, IoCpu, StepProgress, StepRecord};
 
 use crate::arrival::{Arrivals, RateMode, RateShare, SharedSchedule, Source};
-use crate::backend::{ActiveFault, FaultBackend, NullBackend, PsyncBackend, ThreadModel, UringBackend};
+use crate::backend::{ActiveFault, FaultBackend, Journaled, NullBackend, PsyncBackend, ThreadModel, UringBackend};
 use crate::buffer::BufferPool;
 use crate::data::{DataGen, Pool};
 use crate::host::cpu_times;
@@ -47,6 +47,8 @@ pub struct StepConfig<'a> {
     pub faults: &'a [Fault],
     /// The verification map, for workloads with `verify`.
     pub verify: Option<Arc<GenMap>>,
+    /// Its journal (`run --verify-journal`): every verifying write recorded before it is issued.
+    pub journal: Option<Arc<crate::journal::Journal>>,
     /// Stops issuing at once when set (unlike `stop`, which finishes the interval); the
     /// intervals finished before are kept.
     pub abort: Option<Arc<AtomicBool>>,
@@ -176,17 +178,20 @@ struct Parts {
     errors: Arc<ErrorState>,
     faults: Arc<[ActiveFault]>,
     verify: Option<Arc<GenMap>>,
+    journal: Option<Arc<crate::journal::Journal>>,
     abort: Option<Arc<AtomicBool>>,
     rate: Option<RateMode>,
     rounds: Option<Arc<AtomicU32>>,
+    spares: std::sync::mpsc::Receiver<Box<IntervalStats>>,
 }
 
 impl Parts {
     /// The slots over back-end `b`, wrapped for fault injection (a pass-through without faults).
-    fn slots<B: crate::backend::IoEngine>(self, b: B) -> Slots<FaultBackend<B>> {
+    fn slots<B: crate::backend::IoEngine>(self, b: B) -> Slots<FaultBackend<Journaled<B>>> {
         let n = self.workers.len();
         let injected = Arc::new(AtomicU64::new(0));
-        let b = FaultBackend::new(b, self.faults, n, injected.clone());
+        // The journal next to the storage: what reaches it is what it records.
+        let b = FaultBackend::new(Journaled::new(b, self.journal), self.faults, n, injected.clone());
         let mut s = Slots::new(b, self.opgen, self.rng, self.pool, self.data, self.workers);
         s.errors = self.errors;
         s.injected = injected;
@@ -196,6 +201,7 @@ impl Parts {
         }
         s.rate = self.rate;
         s.rounds = self.rounds;
+        s.spares = Some(self.spares);
         s
     }
 }
@@ -315,7 +321,11 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
         }
         _ => None,
     };
+    // Per thread: where the coordinator hands back the interval stats it merged, emptied.
+    let mut spare_txs = Vec::with_capacity(nthreads);
     for (ti, workers) in plan.into_iter().enumerate() {
+        let (spare_tx, spares) = mpsc::sync_channel::<Box<IntervalStats>>(2);
+        spare_txs.push(spare_tx);
         let (tx, thread_gate, step_stop, lives) = (tx.clone(), gate.clone(), step_stop.clone(), lives.clone());
         let w = shared_w.clone();
         let opgen = opgen.clone();
@@ -323,6 +333,7 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
         let backend = cfg.backend;
         let (faults, errors) = (faults.clone(), errors.clone());
         let verify = if w.verify { cfg.verify.clone() } else { None };
+        let journal = if w.verify { cfg.journal.clone() } else { None };
         let abort = cfg.abort.clone();
         let rate = cfg.rate;
         let shared_schedule = shared_schedule.clone();
@@ -369,7 +380,8 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
                 };
                 RateMode::new(source, w.overload, counter)
             });
-            let parts = Parts { opgen, rng, pool, data, workers, errors, faults, verify, abort, rate, rounds };
+            let parts =
+                Parts { opgen, rng, pool, data, workers, errors, faults, verify, journal, abort, rate, rounds, spares };
             let stop = &*step_stop;
             let result = match backend {
                 Backend::IoUring => match UringBackend::new(n, &fds, (parts.pool.base(), parts.pool.total_len())) {
@@ -410,7 +422,7 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
         return Err(EngineError::Input("the step was called off before it started".into()));
     };
     let sched = Schedule::new(t0, w);
-    coordinate(cfg, w, rec, &sched, &rx, &step_stop, &lives, &errors, rounds.as_deref(), obs)
+    coordinate(cfg, w, rec, &sched, &rx, &spare_txs, &step_stop, &lives, &errors, rounds.as_deref(), obs)
 }
 
 /// Runs a thread's slots once the gate opens (`start` gives None: the step was called off). If I/O
@@ -481,6 +493,7 @@ fn coordinate(
     mut rec: StepRecord,
     sched: &Schedule,
     rx: &mpsc::Receiver<(usize, Msg)>,
+    spares: &[mpsc::SyncSender<Box<IntervalStats>>],
     step_stop: &AtomicBool,
     lives: &[Live],
     errors: &ErrorState,
@@ -527,10 +540,15 @@ fn coordinate(
         let cpu_at = (next_cpu <= planned()).then(|| t0 + Duration::from_nanos(sched.boundary_ns(next_cpu)));
         let wake = cpu_at.map_or(next_tick, |c| c.min(next_tick));
         match rx.recv_timeout(wake.saturating_duration_since(now)) {
-            Ok((ti, Msg::Interval { index, stats })) => {
+            Ok((ti, Msg::Interval { index, mut stats })) => {
                 let e = pending.entry(index).or_insert_with(|| (vec![false; nthreads], IntervalStats::default()));
                 e.0[ti] = true;
                 e.1.merge(&stats);
+                // Emptied here, not on the I/O thread, which takes it at a later boundary.
+                stats.reset();
+                if let Some(tx) = spares.get(ti) {
+                    let _ = tx.try_send(stats);
+                }
             }
             Ok((_, Msg::Drained(t))) => {
                 tail.read.merge(&t.read);

@@ -86,6 +86,16 @@ pub fn write_header(block: &mut [u8], map_id: u32, target: u32, block_no: u64, g
     block[24..32].copy_from_slice(&sum.to_le_bytes());
 }
 
+/// The (target, block, generation) of a header this map's writes carry, or None when `block`
+/// starts with no header of ours (the journal reads what a write is about to change).
+pub fn header_of(block: &[u8]) -> Option<(u32, u64, u16)> {
+    let r32 = |i: usize| u32::from_le_bytes(block[i..i + 4].try_into().expect("4 bytes"));
+    if block.len() < HEADER_LEN || r32(0) != MAGIC {
+        return None;
+    }
+    Some((r32(4), u64::from_le_bytes(block[8..16].try_into().expect("8 bytes")), r32(16) as u16 & GEN_MAX))
+}
+
 /// What a read of a block found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Found {
@@ -100,6 +110,9 @@ pub enum Found {
     /// A final pass could not read the block (`errno`): neither proven nor lost; the map still
     /// expects its write for a later pass.
     Unreadable { errno: i32 },
+    /// The journal names the block as being written when the run stopped, and it holds the
+    /// saved generation, a later one, or a torn mix: explained, not lost.
+    InFlight,
 }
 
 /// Checks a block read at (`target`, `block_no`) against the generation the map expects.
@@ -137,6 +150,7 @@ pub fn record(v: &mut VerifyCounts, found: Found, target: u32, block: u64, name:
     match found {
         Found::Unreadable { .. } => {}
         Found::Ok => {}
+        Found::InFlight => v.in_flight += 1,
         Found::Lost { expected, found } => {
             v.lost += 1;
             v.example(|| match found {
@@ -175,6 +189,8 @@ pub struct GenMap {
     pub targets: Vec<TargetMap>,
     /// Loaded from a map written before maps had a checksum (it gets one at its next save).
     pub unchecked: bool,
+    /// The writes the map's journal names as in flight when its run stopped ([`GenMap::explain_with`]).
+    in_flight: Option<crate::journal::Intents>,
 }
 
 pub struct TargetMap {
@@ -206,7 +222,7 @@ impl GenMap {
             })
             .collect();
         let id = crate::rng::Rng::seed_from(bs).next_u64() as u32;
-        GenMap { id, bs, targets, unchecked: false }
+        GenMap { id, bs, targets, unchecked: false, in_flight: None }
     }
 
     /// Claims a block for one I/O; returns its generation, or None when another I/O has it.
@@ -244,23 +260,21 @@ impl GenMap {
     }
 
     /// Saves the map to `path` (via a temporary file: a reader never sees half a map). Blocks
-    /// being written are saved with their previous generation.
+    /// being written are saved with their previous generation. (A run saves through
+    /// [`crate::keeper::MapKeeper`]: the targets flushed between the snapshot and the write.)
     pub fn save(&self, path: &Path) -> Result<(), EngineError> {
-        let fail = |e| EngineError::io(format!("cannot save the verification map {}", path.display()), e);
-        // Saved by renaming a temporary file over it: a device or a symlink there would be
-        // replaced (`--verify-map /dev/null` would have made /dev/null a file).
-        if std::fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_file()) {
-            return Err(EngineError::Input(format!(
-                "verification map {}: not a regular file; name a file for the map",
-                path.display()
-            )));
-        }
-        let tmp = path.with_extension("tmp");
+        self.snapshot().write(path)
+    }
+
+    /// The map as its file holds it, now: every acknowledged generation (blocks being written
+    /// with their previous one).
+    pub fn snapshot(&self) -> Snapshot {
         let mut out = Vec::new();
         out.extend_from_slice(FILE_MAGIC);
         out.extend_from_slice(&u64::from(self.id).to_le_bytes());
         out.extend_from_slice(&self.bs.to_le_bytes());
         out.extend_from_slice(&(self.targets.len() as u64).to_le_bytes());
+        let mut gens_at = Vec::with_capacity(self.targets.len());
         for t in &self.targets {
             out.extend_from_slice(&(t.path.len() as u64).to_le_bytes());
             out.extend_from_slice(t.path.as_bytes());
@@ -269,15 +283,53 @@ impl GenMap {
             let id = t.identity.as_deref().unwrap_or("");
             out.extend_from_slice(&(id.len() as u64).to_le_bytes());
             out.extend_from_slice(id.as_bytes());
+            gens_at.push((out.len(), t.gens.len() as u64));
             for g in &t.gens {
                 out.extend_from_slice(&(g.load(Ordering::Relaxed) & GEN_MAX).to_le_bytes());
             }
         }
         let sum = file_sum(&out);
         out.extend_from_slice(&sum.to_le_bytes());
-        let mut f = std::fs::File::create(&tmp).map_err(fail)?;
-        f.write_all(&out).and_then(|()| f.sync_all()).map_err(fail)?;
-        std::fs::rename(&tmp, path).map_err(fail)
+        Snapshot { bytes: out, gens_at }
+    }
+
+    /// A pass after a crash: the blocks `intents` names as being written are checked as in
+    /// flight ([`Found::InFlight`]) instead of against their saved generation alone.
+    pub fn explain_with(&mut self, intents: crate::journal::Intents) {
+        self.in_flight = Some(intents);
+    }
+
+    /// The generation the journal says block `block` was being written with after the map's
+    /// save (None: not in flight).
+    fn in_flight_gen(&self, target: u32, block: u64) -> Option<u16> {
+        let x = self.in_flight.as_ref()?.get(target, block)?;
+        crate::journal::ahead(x, self.get(target, block)).then_some(x)
+    }
+
+    /// Whether a pass reads the block: written (known), or in flight at a crash.
+    fn wanted(&self, target: u32, block: u64) -> bool {
+        self.get(target, block) != 0 || self.in_flight_gen(target, block).is_some()
+    }
+
+    /// Whether a block is claimed by an I/O now.
+    pub fn busy(&self, target: u32, block: u64) -> bool {
+        self.targets[target as usize].gens[block as usize].load(Ordering::Relaxed) & BUSY != 0
+    }
+
+    /// Forgets the blocks a journal names as being written when the map was last saved
+    /// ([`crate::journal::Intents`]): whether their writes landed is unknown. Returns how many.
+    pub fn forget_in_flight(&self, intents: &crate::journal::Intents) -> u64 {
+        let mut n = 0;
+        for (t, b, g) in intents.iter() {
+            let Some(tm) = self.targets.get(t as usize) else { continue };
+            let Some(cell) = tm.gens.get(b as usize) else { continue };
+            let m = cell.load(Ordering::Relaxed) & GEN_MAX;
+            if crate::journal::ahead(g, m) {
+                cell.store(0, Ordering::Relaxed);
+                n += 1;
+            }
+        }
+        n
     }
 
     /// Loads a saved map. A file that is not a map, or one whose checksum does not match
@@ -384,7 +436,7 @@ impl GenMap {
         if at != end {
             return Err(bad("damaged (bytes after its end)"));
         }
-        Ok(GenMap { id, bs, targets, unchecked })
+        Ok(GenMap { id, bs, targets, unchecked, in_flight: None })
     }
 
     /// Forgets every generation of a target (e.g. a scratch file created anew, which holds none
@@ -446,6 +498,43 @@ impl GenMap {
         self.bs == bs
             && self.targets.len() == targets.len()
             && self.targets.iter().zip(targets).all(|(t, (p, s))| &t.path == p && t.size == *s)
+    }
+}
+
+/// A map as saved at one moment ([`GenMap::snapshot`]).
+pub struct Snapshot {
+    bytes: Vec<u8>,
+    /// Per target: where its generations start in `bytes`, and how many blocks it has.
+    gens_at: Vec<(usize, u64)>,
+}
+
+impl Snapshot {
+    /// The generation of a block in this snapshot (0: unknown, or beyond the map).
+    pub fn gen_of(&self, target: u32, block: u64) -> u16 {
+        match self.gens_at.get(target as usize) {
+            Some(&(at, n)) if block < n => {
+                let i = at + block as usize * 2;
+                u16::from_le_bytes([self.bytes[i], self.bytes[i + 1]])
+            }
+            _ => 0,
+        }
+    }
+
+    /// Writes the snapshot to `path`, via a temporary file renamed over it.
+    pub fn write(&self, path: &Path) -> Result<(), EngineError> {
+        let fail = |e| EngineError::io(format!("cannot save the verification map {}", path.display()), e);
+        // Saved by renaming a temporary file over it: a device or a symlink there would be
+        // replaced (`--verify-map /dev/null` would have made /dev/null a file).
+        if std::fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_file()) {
+            return Err(EngineError::Input(format!(
+                "verification map {}: not a regular file; name a file for the map",
+                path.display()
+            )));
+        }
+        let tmp = path.with_extension("tmp");
+        let mut f = std::fs::File::create(&tmp).map_err(fail)?;
+        f.write_all(&self.bytes).and_then(|()| f.sync_all()).map_err(fail)?;
+        std::fs::rename(&tmp, path).map_err(fail)
     }
 }
 
@@ -553,6 +642,7 @@ impl Problem {
     pub fn kind(&self) -> &'static str {
         match self.found {
             Found::Lost { .. } | Found::Ok => "lost",
+            Found::InFlight => "in flight",
             Found::Corrupt => "corrupt",
             Found::Misplaced { .. } => "misplaced",
             Found::Unreadable { .. } => "unreadable",
@@ -573,6 +663,7 @@ impl Problem {
         match self.found {
             Found::Lost { found: Some(g), .. } => format!("generation {g}"),
             Found::Lost { found: None, .. } | Found::Ok => "no write of this map".into(),
+            Found::InFlight => "a write in flight when the run stopped".into(),
             Found::Corrupt => "checksum mismatch".into(),
             Found::Misplaced { target, block } => format!("the write for {} block {block}", name(target)),
             Found::Unreadable { errno } => format!("read error: {}", errno_name(errno)),
@@ -611,10 +702,8 @@ pub fn verify_pass(
     let bs = map.bs as usize;
     let per_read = (1usize << 20).div_ceil(bs).max(1);
     let mut pool = crate::buffer::BufferPool::new(1, per_read * bs);
-    let total: u64 = map
-        .targets
-        .iter()
-        .map(|t| t.gens.iter().filter(|g| g.load(Ordering::Relaxed) & GEN_MAX != 0).count() as u64 * map.bs)
+    let total: u64 = (0..map.targets.len() as u32)
+        .map(|t| (0..map.targets[t as usize].blocks()).filter(|&b| map.wanted(t, b)).count() as u64 * map.bs)
         .sum();
     progress(0, total);
     let mut done = 0u64;
@@ -632,7 +721,7 @@ pub fn verify_pass(
                 return Ok(pass);
             }
             // Skip blocks never written; read the next run of written ones.
-            if map.get(ti as u32, b) == 0 {
+            if !map.wanted(ti as u32, b) {
                 b += 1;
                 continue;
             }
@@ -667,7 +756,8 @@ pub fn verify_pass(
             for k in 0..(got / bs) as u64 {
                 let no = b + k;
                 let expected = map.get(ti as u32, no);
-                if expected == 0 {
+                let in_flight = map.in_flight_gen(ti as u32, no);
+                if expected == 0 && in_flight.is_none() {
                     continue;
                 }
                 if stop.load(Ordering::Relaxed) {
@@ -715,9 +805,18 @@ pub fn verify_pass(
                         map.targets.get(t as usize).map_or_else(|| format!("target {t}"), |m| m.path.clone())
                     }
                 };
-                let found = check(block, map.id, ti as u32, no, expected);
+                let found = match (in_flight, check(block, map.id, ti as u32, no, expected)) {
+                    (None, found) => found,
+                    // A write of another block is no torn write.
+                    (Some(_), found @ Found::Misplaced { .. }) => found,
+                    // Older than the saved write, which the flush before the save made
+                    // durable: lost, in flight or not.
+                    (Some(_), found @ Found::Lost { .. }) if expected != 0 => found,
+                    // The saved write, a later one, or a mix of both (torn).
+                    (Some(_), _) => Found::InFlight,
+                };
                 record(v, found, ti as u32, no, name);
-                if found != Found::Ok {
+                if !matches!(found, Found::Ok | Found::InFlight) {
                     if pass.problems.len() < list_cap {
                         pass.problems.push(Problem { target: ti as u32, block: no, expected, found });
                     } else {

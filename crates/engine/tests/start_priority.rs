@@ -81,6 +81,7 @@ fn regression_a_synchronized_start_is_real_time_only_until_the_first_io() {
         stop: &stop,
         faults: &[],
         verify: None,
+        journal: None,
         abort: None,
         start_at: Some(&start_at),
         synchronized: true,

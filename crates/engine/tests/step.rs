@@ -70,6 +70,7 @@ fn config<'a>(
         stop,
         faults,
         verify: None,
+        journal: None,
         abort: None,
         start_at: None,
         synchronized: false,

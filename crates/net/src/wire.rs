@@ -56,6 +56,7 @@ pub fn verify_to(v: &VerifyCounts) -> pb::Verify {
         corrupt: v.corrupt,
         misplaced: v.misplaced,
         unreadable: v.unreadable,
+        in_flight: v.in_flight,
         examples: v.examples.clone(),
     }
 }
@@ -67,6 +68,7 @@ pub fn verify_from(v: &pb::Verify) -> VerifyCounts {
         corrupt: v.corrupt,
         misplaced: v.misplaced,
         unreadable: v.unreadable,
+        in_flight: v.in_flight,
         // Escaped: they come from an agent and are printed (issue 35, finding 8).
         examples: v.examples.iter().take(VerifyCounts::EXAMPLES).map(|e| crate::printable(e)).collect(),
     }
@@ -167,6 +169,7 @@ mod tests {
             corrupt: 2,
             misplaced: 3,
             unreadable: 4,
+            in_flight: 5,
             examples: vec!["block 7".into()],
         };
         let mut rate = RateStats { due: 1000, dropped: 3, backlog: 2, overloaded: true, ..Default::default() };

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crate::coordinator::client::{self, ClientConfig, MultiStep, Remote, StepSpec};
 use iocurve_analysis::TargetInfo;
+use iocurve_engine::keeper::KeptMap;
 use iocurve_engine::precondition::PreState;
-use iocurve_engine::verify::GenMap;
 use iocurve_engine::{StepObserver, TargetSet};
 use iocurve_net::agent::InProcess;
 use iocurve_net::{auth, certs, pb};
@@ -76,6 +76,8 @@ pub struct Cluster {
     /// shares it, so that they may write one file together and another run may not
     /// (`iocurve_engine::safety::lock`).
     run_key: u32,
+    /// `run --verify-journal` ([`Cluster::journal_verifying_writes`]).
+    verify_journal: bool,
     abort_on_host_loss: bool,
     /// How long the agents get between the first step's request and its start; later steps
     /// size theirs from the round trips and the agents' last set-up (see `step_lead`).
@@ -160,7 +162,7 @@ impl Cluster {
 
     /// A local run: one in-process agent on the targets the run opened (and its verification
     /// map).
-    pub fn local(targets: Arc<TargetSet>, verify: Option<(Arc<GenMap>, PathBuf)>) -> Result<Cluster, Error> {
+    pub fn local(targets: Arc<TargetSet>, verify: Option<KeptMap>) -> Result<Cluster, Error> {
         let rt = runtime(false)?;
         let mut remotes = vec![rt.block_on(client::connect_in_process(InProcess { targets, verify }))?];
         // The same request as an agent's: the in-process agent answers with the run's targets.
@@ -178,6 +180,8 @@ impl Cluster {
             unreachable: Vec::new(),
             scratch_size: 0,
             run_key: 0,
+            // The in-process agent has the run's own journal (in `verify`).
+            verify_journal: false,
             abort_on_host_loss: true,
             // Nothing to cross and no other host to start with: the step starts once it is set
             // up.
@@ -347,12 +351,18 @@ impl Cluster {
             unreachable,
             scratch_size,
             run_key,
+            verify_journal: false,
             abort_on_host_loss: args.abort_on_host_loss,
             lead: Duration::from_millis(500),
             last_setup: None,
             silence: AGENT_SILENCE,
         };
         Ok((cluster, target_infos))
+    }
+
+    /// Agents journal the verifying writes of every step from now on (`run --verify-journal`).
+    pub fn journal_verifying_writes(&mut self) {
+        self.verify_journal = true;
     }
 
     /// Preconditions every host's targets at once (`run --precondition`, local or on agents):
@@ -655,6 +665,7 @@ impl Cluster {
             targets: &self.targets,
             scratch_size: self.scratch_size,
             run_key: self.run_key,
+            verify_journal: self.verify_journal,
             threads: w.threads,
             backend: w.backend.name(),
             faults,

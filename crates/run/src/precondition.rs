@@ -322,6 +322,7 @@ pub fn until_steady(
         stop: cancel.flag(),
         faults: &[],
         verify: None,
+        journal: None,
         abort: None,
         start_at: None,
         synchronized: false,

@@ -1,12 +1,13 @@
 //! The results database as a step's first observer: every interval is stored as it comes, before
 //! the observers hear of it and before the next one starts, so that a killed run keeps what it
-//! measured; the verification map is saved at every interval end for the same reason.
+//! measured. (The verification map is saved at every interval end by the step itself, on the
+//! agent that runs it, after a flush of the targets: `iocurve_engine::keeper`.)
 
 use iocurve_engine::{StepObserver, StepProgress};
 use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
 use iocurve_store::{Store, StoreError};
 
-use crate::{Observers, verification};
+use crate::Observers;
 
 pub(crate) struct Recorder<'a, 'o> {
     pub observers: &'a mut Observers<'o>,
@@ -16,8 +17,6 @@ pub(crate) struct Recorder<'a, 'o> {
     pub step_id: Option<i64>,
     /// The first store error; the run stops after the step.
     pub error: Option<StoreError>,
-    pub verification: Option<&'a verification::Verification>,
-    pub map_error: Option<iocurve_engine::EngineError>,
 }
 
 impl Recorder<'_, '_> {
@@ -73,12 +72,6 @@ impl StepObserver for Recorder<'_, '_> {
             && let Err(e) = self.store.add_interval(step, None, index, stats, cpu, duration_s)
         {
             self.error = Some(e);
-        }
-        if let Some(v) = self.verification
-            && self.map_error.is_none()
-            && let Err(e) = v.map.save(&v.path)
-        {
-            self.map_error = Some(e);
         }
         if self.stored() {
             self.observers.interval(index, stats, cpu, duration_s);

@@ -70,6 +70,9 @@ pub struct RunOptions {
     pub verify_map: PathBuf,
     /// Read every written block back after the workloads.
     pub verify_final: bool,
+    /// Journal every verifying write before it is issued (`--verify-journal`), so that a pass
+    /// after a crash of this host explains the blocks being written.
+    pub verify_journal: bool,
     /// How long the passes (preconditioning, the final verification) wait for a write or read
     /// before they take the storage for stopped (`--stuck-after-s`; default 30 s).
     pub stuck_after_s: Option<f64>,
@@ -85,6 +88,7 @@ impl Default for RunOptions {
             allow_write: Vec::new(),
             verify_map: "iocurve-verify.map".into(),
             verify_final: false,
+            verify_journal: false,
             stuck_after_s: None,
         }
     }
@@ -175,11 +179,10 @@ impl<'o> Runner<'o> {
         let targets = open_targets(&plan, &self.options, &self.cancel, obs)?;
         // After the targets, so that bad input is reported first (exit code 2).
         let mut store = open_store(&self.options.db)?;
-        let verification = verification::open(&plan, &targets, prepared, obs)?;
+        let verification = verification::open(&plan, &targets, prepared, self.options.verify_journal, obs)?;
         let mut infos = target_infos(&targets, &store);
         let targets = Arc::new(targets);
-        let mut cluster =
-            Cluster::local(targets.clone(), verification.as_ref().map(|v| (v.map.clone(), v.path.clone())))?;
+        let mut cluster = Cluster::local(targets.clone(), verification.as_ref().map(|v| v.kept.clone()))?;
         // The pass an agent runs, on the in-process agent.
         if plan.precondition
             && !cluster.precondition(&plan, &store, &mut infos, pass_stuck_after(&self.options), &self.cancel, obs)?
@@ -189,18 +192,13 @@ impl<'o> Runner<'o> {
             obs.note("interrupted while preconditioning: no workload ran; the same command resumes it");
         }
         let sla = sla_of(&plan);
-        let run = Run {
-            plan: &plan,
-            cluster: &mut cluster,
-            verification: verification.as_ref(),
-            store: &mut store,
-            observers: obs,
-            cancel: &self.cancel,
-        };
+        let run = Run { plan: &plan, cluster: &mut cluster, store: &mut store, observers: obs, cancel: &self.cancel };
         let mut outcome = run.execute(infos.clone(), backend_note, &self.options.label, &sla);
         if let Some(v) = &verification {
-            if let Err(e) = v.map.save(&v.path) {
-                outcome.error.get_or_insert(e.into());
+            // Flushed and saved (the steps saved it too; this covers a run stopped between
+            // them), and the journal gone when it names nothing in flight.
+            if let Err(e) = v.save_at_end(&targets) {
+                outcome.error.get_or_insert(Error::Runtime(e));
             }
             final_verification(&self.options, &mut cluster, &plan, &infos, &mut outcome, &mut store, &self.cancel, obs);
         }
@@ -339,6 +337,9 @@ impl<'o> Runner<'o> {
         // Without a size each agent sizes its scratch files to its own free space.
         let size = self.options.size.unwrap_or(iocurve_engine::target::AUTO_SCRATCH_SIZE);
         let (mut cluster, mut infos) = Cluster::connect(plan, agents, size, &self.cancel, obs)?;
+        if self.options.verify_journal {
+            cluster.journal_verifying_writes();
+        }
         let mut store = open_store(&self.options.db)?;
         if plan.precondition
             && !cluster.precondition(plan, &store, &mut infos, pass_stuck_after(&self.options), &self.cancel, obs)?
@@ -346,14 +347,7 @@ impl<'o> Runner<'o> {
             obs.note("interrupted while preconditioning: no workload ran; the same command resumes it");
         }
         let sla = sla_of(plan);
-        let run = Run {
-            plan,
-            cluster: &mut cluster,
-            verification: None,
-            store: &mut store,
-            observers: obs,
-            cancel: &self.cancel,
-        };
+        let run = Run { plan, cluster: &mut cluster, store: &mut store, observers: obs, cancel: &self.cancel };
         let mut outcome = run.execute(infos.clone(), None, &self.options.label, &sla);
         final_verification(&self.options, &mut cluster, plan, &infos, &mut outcome, &mut store, &self.cancel, obs);
         settle_status(&mut outcome, &store);
@@ -476,7 +470,6 @@ fn mark_lost(host: &mut HostInfo, address: &str, loss: &HostLoss) {
 struct Run<'a, 'o> {
     plan: &'a Plan,
     cluster: &'a mut Cluster,
-    verification: Option<&'a verification::Verification>,
     store: &'a mut Store,
     observers: &'a mut Observers<'o>,
     cancel: &'a Cancel,
@@ -484,7 +477,7 @@ struct Run<'a, 'o> {
 
 impl Run<'_, '_> {
     fn execute(self, target_infos: Vec<TargetInfo>, backend_note: Option<String>, label: &str, sla: &Sla) -> Outcome {
-        let Run { plan, cluster, verification, store, observers, cancel } = self;
+        let Run { plan, cluster, store, observers, cancel } = self;
         let mut host = host_info(host::facts(), plan, backend_note, cluster);
         // Every step is planned on the hosts the run starts its steps with (those lost before
         // the first step are marked `lost` and took part in no step). A host lost later is
@@ -625,8 +618,6 @@ impl Run<'_, '_> {
                     step_idx: si,
                     step_id: None,
                     error: None,
-                    verification,
-                    map_error: None,
                 };
                 let load = threads::Load {
                     outstanding: workers as u64 * w.queue_depth as u64,
@@ -661,7 +652,7 @@ impl Run<'_, '_> {
                     }
                     m.merged
                 });
-                let (step_id, store_err, map_err) = (rec.step_id, rec.error, rec.map_error);
+                let (step_id, store_err) = (rec.step_id, rec.error);
                 // Stored as it happens: a run killed later still marks the loss.
                 if losses.len() > earlier
                     && let Err(e) = store.set_host_json(run_id, &serde_json::to_string(&host).unwrap_or_default())
@@ -673,15 +664,14 @@ impl Run<'_, '_> {
                 // result and the JSON too (issue 36, finding 5: the JSON had no workloads although
                 // intervals were stored). The run ends after this step with the store's error.
                 let mut unstored = None;
-                let outcome = outcome.and_then(|r| match (store_err, map_err) {
-                    (Some(e), _) if step_id.is_some() => {
+                let outcome = outcome.and_then(|r| match store_err {
+                    Some(e) if step_id.is_some() => {
                         unstored = Some(e.to_string());
                         error.get_or_insert(store_error(e));
                         Ok(r)
                     }
-                    (Some(e), _) => Err(store_error(e)),
-                    (None, Some(e)) => Err(Error::Engine(e)),
-                    (None, None) => Ok(r),
+                    Some(e) => Err(store_error(e)),
+                    None => Ok(r),
                 });
                 match outcome {
                     Ok(mut r) => {

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use iocurve_analysis::{FinalVerification, VerifyProblem};
 use iocurve_engine::TargetSet;
+use iocurve_engine::journal::Journal;
+use iocurve_engine::keeper::{Flushed, KeptMap, MapKeeper};
 use iocurve_engine::verify::{GenMap, MapLock, PROBLEM_LIST_CAP, PassResult, Problem, Unfinished, watched_pass};
 use iocurve_plan::{Plan, format_size};
 use iocurve_stats::VerifyCounts;
@@ -16,10 +18,25 @@ use iocurve_stats::VerifyCounts;
 use crate::{Cancel, Error, Observer};
 
 pub struct Verification {
-    pub map: Arc<GenMap>,
-    pub path: PathBuf,
+    /// The map, its file and its journal (`--verify-journal`).
+    pub kept: KeptMap,
     /// Held for as long as the run uses the map.
     _lock: MapLock,
+}
+
+impl Verification {
+    /// The run's last save of the map: the targets flushed first, waiting at most as long as a
+    /// pass waits for the storage; then the journal removed when it names no write in flight.
+    pub fn save_at_end(&self, targets: &TargetSet) -> Result<(), String> {
+        let flushed = Flushed::of(targets).map_err(|e| format!("cannot save the verification map: {e}"))?;
+        let keeper = MapKeeper::start(self.kept.clone(), flushed)
+            .map_err(|e| format!("cannot save the verification map: {e}"))?;
+        keeper.finish(Duration::from_secs(iocurve_engine::PASS_STUCK_AFTER_S as u64))?;
+        if let Some(j) = &self.kept.journal {
+            j.close();
+        }
+        Ok(())
+    }
 }
 
 /// Each target's path and size, as a map records them.
@@ -81,6 +98,7 @@ pub fn open(
     plan: &Plan,
     targets: &TargetSet,
     prepared: Option<Prepared>,
+    journal: bool,
     obs: &mut dyn Observer,
 ) -> Result<Option<Verification>, Error> {
     let (Some(w), Some(Prepared { path, lock, map })) = (plan.workloads.iter().find(|w| w.verify), prepared) else {
@@ -97,6 +115,11 @@ pub fn open(
                     map.targets.iter().map(|t| t.path.as_str()).collect::<Vec<_>>().join(", "),
                     format_size(map.bs)
                 )));
+            }
+            // The run that kept the map may have stopped without saving it (killed, its host
+            // crashed): the blocks its journal names are unknown until written again.
+            if let Some(note) = iocurve_engine::journal::resolve(&path, &map)? {
+                obs.warning(&note);
             }
             // A scratch file this run created holds none of the earlier writes: they went with
             // the file it replaces, and are no finding.
@@ -116,6 +139,8 @@ pub fn open(
             map
         }
         None => {
+            // A journal of an earlier map of this name says nothing about the new one.
+            iocurve_engine::journal::remove(&path);
             obs.note(&format!("verification: map {} (blocks of {})", path.display(), format_size(bs)));
             GenMap::new(bs, &list)
         }
@@ -124,7 +149,19 @@ pub fn open(
     // What each target is, so that a later `iocurve verify` finds it under another name (a map
     // made before identities were kept gets them here).
     map.set_identities(targets.targets.iter().map(|t| t.identity_key()));
-    Ok(Some(Verification { map: Arc::new(map), path, _lock: lock }))
+    let journal = if journal {
+        // Saved first: the journal names only writes after the map's save.
+        map.save(&path)?;
+        let j = Journal::create(&path, &map)?;
+        obs.note(&format!(
+            "verification: journaling every verifying write in {} before it is issued (one flush per batch of writes)",
+            j.path().display()
+        ));
+        Some(Arc::new(j))
+    } else {
+        None
+    };
+    Ok(Some(Verification { kept: KeptMap { map: Arc::new(map), path, journal }, _lock: lock }))
 }
 
 /// Reads every written block back and checks it; tells the observer what it found

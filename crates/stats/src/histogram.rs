@@ -48,6 +48,11 @@ impl LatencyHistogram {
         Self { inner }
     }
 
+    /// Empties the histogram, keeping its memory.
+    pub fn reset(&mut self) {
+        self.inner.reset();
+    }
+
     /// Records `n` latencies of `ns` each.
     pub fn record_n(&mut self, ns: u64, n: u64) {
         if n > 0 && self.inner.record_n(ns.max(1), n).is_err() {

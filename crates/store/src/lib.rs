@@ -598,6 +598,7 @@ mod tests {
                 misplaced: 0,
                 unreadable: 4,
                 examples: vec!["a block 3: lost".into(), "a block 9: corrupted".into()],
+                in_flight: 0,
             },
             unlisted: 0,
         };

@@ -99,6 +99,8 @@ impl Store {
                             misplaced: r.get::<_, i64>(7)? as u64,
                             unreadable: r.get::<_, i64>(10)? as u64,
                             examples: examples.lines().map(str::to_string).collect(),
+                            // Only `iocurve verify` after a crash meets blocks in flight.
+                            in_flight: 0,
                         },
                         unlisted: r.get::<_, i64>(8)? as u64,
                     })

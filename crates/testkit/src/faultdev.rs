@@ -60,6 +60,9 @@ pub struct FaultDev {
     lifeline: Option<ChildStdin>,
     dio: bool,
     dir: Option<tempfile::TempDir>,
+    /// The image's size and the daemon's extra arguments, for [`FaultDev::restart`].
+    size: u64,
+    extra: Vec<String>,
 }
 
 // linux/loop.h
@@ -109,33 +112,42 @@ impl FaultDev {
     fn start_with(size: u64, extra: &[&str]) -> FaultDev {
         let dir = tempfile::Builder::new().prefix("iocurve-faultdev-").tempdir().expect("a temporary directory");
         let (image, mount) = (dir.path().join("image"), dir.path().join("mnt"));
-        let errors = dir.path().join("daemon.err");
+        let mut fd = FaultDev {
+            dev: PathBuf::new(),
+            mount,
+            image,
+            lo: None,
+            lifeline: None,
+            daemon: None,
+            dio: false,
+            dir: Some(dir),
+            size,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        // From here on, Drop cleans up whatever was set up if a step below panics.
+        fd.launch();
+        fd
+    }
+
+    /// Starts the daemon on the image and puts a loop device on its disk.
+    fn launch(&mut self) {
+        let errors = self.dir.as_ref().expect("the directory").path().join("daemon.err");
         let mut daemon = Command::new(binary())
             .arg("--image")
-            .arg(&image)
-            .args(["--size", &size.to_string(), "--exit-with-stdin"])
-            .args(extra)
+            .arg(&self.image)
+            .args(["--size", &self.size.to_string(), "--exit-with-stdin"])
+            .args(&self.extra)
             .arg("--mount")
-            .arg(&mount)
+            .arg(&self.mount)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(File::create(&errors).unwrap())
             .spawn()
             .expect("iocurve-faultdev starts");
-        let mut fd = FaultDev {
-            dev: PathBuf::new(),
-            mount: mount.clone(),
-            image,
-            lo: None,
-            lifeline: daemon.stdin.take(),
-            daemon: None,
-            dio: false,
-            dir: None,
-        };
-        // From here on, Drop cleans up whatever was set up if a step below panics.
+        self.lifeline = daemon.stdin.take();
         let stdout = daemon.stdout.take().unwrap();
-        fd.daemon = Some(daemon);
-        fd.dir = Some(dir);
+        self.daemon = Some(daemon);
+        let fd = self;
         let mut ready = String::new();
         BufReader::new(stdout).read_line(&mut ready).unwrap();
         assert!(
@@ -143,12 +155,44 @@ impl FaultDev {
             "iocurve-faultdev did not mount (needs root and /dev/fuse): {}",
             std::fs::read_to_string(&errors).unwrap_or_default()
         );
-        let (dev, lo) = attach_loop(&mount.join("disk"));
+        let (dev, lo) = attach_loop(&fd.mount.join("disk"));
         fd.dev = dev;
         fd.lo = Some(lo);
         let name = fd.dev.file_name().unwrap().to_str().unwrap().to_string();
         fd.dio = std::fs::read_to_string(format!("/sys/block/{name}/loop/dio")).is_ok_and(|s| s.trim() == "1");
-        fd
+    }
+
+    /// After [`FaultDev::kill`] (a power cut): the storage comes back with what its image holds
+    /// — a new daemon on the same image and mount, a new loop device on its disk (the same file:
+    /// the same identity for `iocurve verify`).
+    pub fn restart(&mut self) {
+        assert!(self.daemon.is_none(), "restart follows kill");
+        self.detach();
+        if is_mounted(&self.mount) {
+            let target = std::ffi::CString::new(self.mount.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: valid path.
+            unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+        }
+        self.launch();
+    }
+
+    /// Detaches the loop device and waits until it is gone.
+    fn detach(&mut self) {
+        if let Some(lo) = self.lo.take() {
+            // SAFETY: ioctl without argument on an open loop device.
+            unsafe { libc::ioctl(lo.as_raw_fd(), LOOP_CLR_FD) };
+            drop(lo);
+            // Autoclear finishes when the last opener closes: wait for it, so that the unmount
+            // that follows finds the disk closed.
+            let backing = format!("/sys/block/{}/loop/backing_file", self.dev.file_name().unwrap().to_string_lossy());
+            let start = Instant::now();
+            while Path::new(&backing).exists() && start.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if Path::new(&backing).exists() {
+                eprintln!("faultdev: {} is still attached (held open by another process?)", self.dev.display());
+            }
+        }
     }
 
     /// The loop device, `/dev/loopN`.
@@ -235,21 +279,7 @@ impl Drop for FaultDev {
         if self.daemon.is_some() {
             let _ = std::fs::write(self.mount.join("ctl"), "pass");
         }
-        if let Some(lo) = self.lo.take() {
-            // SAFETY: ioctl without argument on an open loop device.
-            unsafe { libc::ioctl(lo.as_raw_fd(), LOOP_CLR_FD) };
-            drop(lo);
-            // Autoclear finishes when the last opener closes: wait for it, so that the unmount
-            // below finds the disk closed.
-            let backing = format!("/sys/block/{}/loop/backing_file", self.dev.file_name().unwrap().to_string_lossy());
-            let start = Instant::now();
-            while Path::new(&backing).exists() && start.elapsed() < Duration::from_secs(10) {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            if Path::new(&backing).exists() {
-                eprintln!("faultdev: {} is still attached (held open by another process?)", self.dev.display());
-            }
-        }
+        self.detach();
         self.lifeline.take();
         if let Some(mut daemon) = self.daemon.take() {
             stop(&mut daemon);

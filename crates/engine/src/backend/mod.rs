@@ -8,11 +8,13 @@ use std::time::Duration;
 use crate::ops::IoOp;
 
 mod fault;
+mod journaled;
 mod null;
 mod psync;
 mod uring;
 
 pub use fault::{ActiveFault, FaultBackend};
+pub use journaled::Journaled;
 pub use null::NullBackend;
 pub use psync::PsyncBackend;
 pub use uring::{UringBackend, probe_io_uring};

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use iocurve_engine::backend::probe_io_uring;
+use iocurve_engine::keeper::KeptMap;
 use iocurve_engine::safety::confine::Confinement;
 use iocurve_engine::verify::{GenMap, MapLock, PROBLEM_LIST_CAP, watched_pass};
 use iocurve_engine::{OpenOptions, TargetSet, host};
@@ -84,7 +85,7 @@ pub const UNCLAIMED: Duration = Duration::from_secs(60);
 /// scratch files and all) and its verification map (the run's `--verify-map`) with its file.
 pub struct InProcess {
     pub targets: Arc<TargetSet>,
-    pub verify: Option<(Arc<GenMap>, PathBuf)>,
+    pub verify: Option<KeptMap>,
 }
 
 struct Service {
@@ -193,8 +194,7 @@ impl Drop for Preparing {
 /// A verification map in use on this agent: one per set of targets and block size.
 struct AgentMap {
     key: u64,
-    path: PathBuf,
-    map: Arc<GenMap>,
+    kept: KeptMap,
     _lock: MapLock,
 }
 
@@ -423,7 +423,9 @@ impl Service {
     /// The verification map of `targets` at block size `bs`, kept in the state directory:
     /// continued when it exists, new when it does not (`create`; else an error). Locked while
     /// this agent holds it. A scratch file created since forgets the blocks it replaced.
-    fn map_for(&self, targets: &TargetSet, bs: u64, create: bool) -> Result<(Arc<GenMap>, PathBuf), Status> {
+    /// `journal`: a step of a run with `--verify-journal` (the journal is started with the first
+    /// such step and kept for as long as the map is).
+    fn map_for(&self, targets: &TargetSet, bs: u64, create: bool, journal: bool) -> Result<KeptMap, Status> {
         let list: Vec<(String, u64)> = targets.targets.iter().map(|t| (t.path.display().to_string(), t.size)).collect();
         let key = map_key(bs, &list);
         let mut slot = self.map.lock().unwrap_or_else(|e| e.into_inner());
@@ -434,8 +436,14 @@ impl Service {
             let refuse = |e: iocurve_engine::EngineError| Status::failed_precondition(e.to_string());
             let lock = MapLock::acquire(&path).map_err(refuse)?;
             let map = if path.exists() {
-                GenMap::load(&path).map_err(refuse)?
+                let map = GenMap::load(&path).map_err(refuse)?;
+                // An agent that stopped without saving (killed, its host crashed) left a journal.
+                if let Some(note) = iocurve_engine::journal::resolve(&path, &map).map_err(refuse)? {
+                    tracing::warn!("{note}");
+                }
+                map
             } else if create {
+                iocurve_engine::journal::remove(&path);
                 GenMap::new(bs, &list)
             } else {
                 return Err(Status::failed_precondition(format!(
@@ -451,16 +459,21 @@ impl Service {
             let mut map = map;
             // What each target is, for a later `iocurve verify` under other names.
             map.set_identities(targets.targets.iter().map(|t| t.identity_key()));
-            *slot = Some(AgentMap { key, path, map: Arc::new(map), _lock: lock });
+            *slot = Some(AgentMap { key, kept: KeptMap::new(Arc::new(map), path), _lock: lock });
         }
-        let m = slot.as_ref().expect("set above");
+        let m = slot.as_mut().expect("set above");
+        if journal && m.kept.journal.is_none() {
+            let j = iocurve_engine::journal::Journal::create(&m.kept.path, &m.kept.map)
+                .map_err(|e| Status::failed_precondition(e.to_string()))?;
+            m.kept.journal = Some(Arc::new(j));
+        }
         let mut created = self.created.lock().unwrap_or_else(|e| e.into_inner());
         for (i, t) in targets.targets.iter().enumerate() {
             if created.remove(&t.path.display().to_string()) {
-                m.map.forget(i as u32);
+                m.kept.map.forget(i as u32);
             }
         }
-        Ok((m.map.clone(), m.path.clone()))
+        Ok(m.kept.clone())
     }
 
     /// Targets that must exist, opened for reading (a verification pass).
@@ -707,10 +720,10 @@ impl Agent for Service {
         let guard = self.take_busy()?;
         let targets = self.open_existing(&call, &r.groups, r.run_key).await?;
         // The local run's own map, or this agent's for these targets.
-        let (map, path) = match self.local.as_ref().map(|l| l.verify.clone()) {
+        let KeptMap { map, path, .. } = match self.local.as_ref().map(|l| l.verify.clone()) {
             Some(Some(run_map)) => run_map,
             Some(None) => return Err(Status::failed_precondition("this run keeps no verification map")),
-            None => self.map_for(&targets, r.bs, false)?,
+            None => self.map_for(&targets, r.bs, false, false)?,
         };
         // A pass no read of which returns for this long ends: it neither hangs on storage that
         // stopped answering nor waits past a stop for a read the kernel holds.
@@ -806,13 +819,12 @@ impl Agent for Service {
         let targets =
             self.open_with(&call, &r.groups, Opening::new(r.scratch_size, w.writes(), null, r.run_key)).await?;
         // The map: the local run's own, or this agent's for these targets.
-        let (verify, map_file) = match (&self.local, w.verify) {
-            (_, false) => (None, None),
-            (Some(local), true) => (local.verify.as_ref().map(|v| v.0.clone()), None),
-            (None, true) => {
-                let (m, path) = self.map_for(&targets, w.bs[0].bytes, true)?;
-                (Some(m), Some(path))
-            }
+        // The map: the local run's own, or this agent's for these targets. The step saves it
+        // at every interval end (after flushing the targets) and at its own.
+        let kept = match (&self.local, w.verify) {
+            (_, false) => None,
+            (Some(local), true) => local.verify.clone(),
+            (None, true) => Some(self.map_for(&targets, w.bs[0].bytes, true, r.verify_journal)?),
         };
         let stop = Arc::new(AtomicBool::new(false));
         *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop.clone());
@@ -823,7 +835,6 @@ impl Agent for Service {
         let metrics = self.metrics.clone();
         let synchronized = self.local.is_none();
         tokio::task::spawn_blocking(move || {
-            let save = verify.clone().zip(map_file);
             let step = Step {
                 r: &r,
                 received_unix_ns,
@@ -831,20 +842,14 @@ impl Agent for Service {
                 backend,
                 targets: &targets,
                 faults: &faults,
-                verify,
+                kept,
                 stop: &stop,
                 end: &end,
                 synchronized,
                 metrics: metrics.as_ref().map(|(e, host)| (e, host.as_str())),
             };
-            let mut done = run_blocking(&step, &tx, save.as_ref());
-            // The map as the step left it, for the next step, run and final pass.
-            if let Some((map, path)) = &save
-                && let Err(e) = map.save(path)
-                && done.error.is_empty()
-            {
-                done.error = format!("cannot save the verification map: {e}");
-            }
+            // It saves the map as the step left it, for the next step, run and final pass.
+            let done = run_blocking(&step, &tx);
             // Close the targets before saying Done: a device is held exclusively (O_EXCL) and
             // the next step opens it again as soon as the coordinator reads `Done`.
             drop(targets);

@@ -1,13 +1,12 @@
 //! The agent's blocking work: a step with its events streamed to the coordinator, and a
 //! precondition pass over its targets.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use iocurve_engine::keeper::{Flushed, KeptMap, MapKeeper};
 use iocurve_engine::precondition::{self, PreConfig, PreProgress, PreState};
-use iocurve_engine::verify::GenMap;
 use iocurve_engine::{StepConfig, StepObserver, StepProgress, TargetSet, host, run_step};
 use iocurve_plan::{Backend, Fault, Workload};
 use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
@@ -88,9 +87,9 @@ pub(super) fn precondition_blocking(
 struct Streamer<'a> {
     tx: &'a mpsc::Sender<Result<pb::StepEvent, Status>>,
     abort: &'a AtomicBool,
-    /// This agent's verification map and its file: saved at every interval end, so that a
-    /// killed agent loses at most an interval of acknowledged writes.
-    save: Option<&'a (Arc<GenMap>, PathBuf)>,
+    /// Saves the verification map at every interval end (after flushing the targets), so that
+    /// a killed agent loses at most an interval of acknowledged writes.
+    keeper: Option<MapKeeper>,
     /// When the request came, and when the step was set up (0: not waited for a start).
     received_unix_ns: i64,
     ready_unix_ns: &'a std::sync::atomic::AtomicI64,
@@ -158,10 +157,11 @@ impl StepObserver for Streamer<'_> {
     }
 
     fn interval(&mut self, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
-        if let Some((map, path)) = self.save
-            && let Err(e) = map.save(path)
-        {
-            tracing::warn!("cannot save the verification map {}: {e}", path.display());
+        if let Some(k) = &mut self.keeper {
+            k.request();
+            if let Some(e) = k.take_error() {
+                tracing::warn!("{e}");
+            }
         }
         self.send(pb::step_event::Event::Interval(wire::interval_to(index, stats, cpu, duration_s)));
         if let Some((e, host)) = self.metrics {
@@ -180,7 +180,8 @@ pub(super) struct Step<'a> {
     pub(super) backend: Backend,
     pub(super) targets: &'a TargetSet,
     pub(super) faults: &'a [Fault],
-    pub(super) verify: Option<Arc<GenMap>>,
+    /// The verification map of a verifying step (saved by the step), with its journal.
+    pub(super) kept: Option<KeptMap>,
     pub(super) stop: &'a AtomicBool,
     /// Where the coordinator ends the step once steady.
     pub(super) end: &'a iocurve_engine::StepEnd,
@@ -191,11 +192,7 @@ pub(super) struct Step<'a> {
 }
 
 /// Runs the step, streaming its events; returns how it ended.
-pub(super) fn run_blocking(
-    step: &Step,
-    tx: &mpsc::Sender<Result<pb::StepEvent, Status>>,
-    save: Option<&(Arc<GenMap>, PathBuf)>,
-) -> pb::Done {
+pub(super) fn run_blocking(step: &Step, tx: &mpsc::Sender<Result<pb::StepEvent, Status>>) -> pb::Done {
     let Step { r, w, backend, targets, faults, stop, .. } = *step;
     let abort = Arc::new(AtomicBool::new(false));
     // Made now, not between the synchronized start and the first I/O.
@@ -247,7 +244,8 @@ pub(super) fn run_blocking(
         targets,
         stop,
         faults,
-        verify: step.verify.clone(),
+        verify: step.kept.as_ref().map(|k| k.map.clone()),
+        journal: step.kept.as_ref().and_then(|k| k.journal.clone()),
         abort: Some(abort.clone()),
         start_at: Some(&start_at),
         synchronized,
@@ -263,10 +261,23 @@ pub(super) fn run_blocking(
         workers: r.workers,
         ..Default::default()
     });
+    let keeper = match &step.kept {
+        Some(k) => match Flushed::of(targets).and_then(|f| MapKeeper::start(k.clone(), f)) {
+            Ok(keeper) => Some(keeper),
+            Err(e) => {
+                return pb::Done {
+                    interrupted: true,
+                    error: format!("cannot start saving the verification map: {e}"),
+                    ..Default::default()
+                };
+            }
+        },
+        None => None,
+    };
     let mut streamer = Streamer {
         tx,
         abort: &abort,
-        save,
+        keeper,
         received_unix_ns: step.received_unix_ns,
         ready_unix_ns: &ready,
         start_priority: &priority,
@@ -284,6 +295,24 @@ pub(super) fn run_blocking(
     if let Some((e, _)) = step.metrics {
         e.live(None);
     }
+    // The map as the step left it, for the next step, run and final pass: flushed and saved
+    // before the step says it is done (its descriptors of the targets closed with it).
+    let saved = streamer.keeper.take().map(|k| k.finish(MAP_SAVE_WAIT)).unwrap_or(Ok(()));
+    let mut done = step_done(ran, &called_off);
+    if let Err(e) = saved
+        && done.error.is_empty()
+    {
+        done.error = e;
+    }
+    done
+}
+
+/// How long the step's end waits for the map's last save (a flush of the targets): as long as a
+/// pass waits for a read before it takes the storage for stopped.
+const MAP_SAVE_WAIT: Duration = Duration::from_secs(iocurve_engine::PASS_STUCK_AFTER_S as u64);
+
+/// How a step ended, as `Done` says it.
+fn step_done(ran: Result<StepRecord, iocurve_engine::EngineError>, called_off: &AtomicBool) -> pb::Done {
     match ran {
         Ok(rec) => pb::Done {
             interrupted: rec.interrupted,

@@ -72,6 +72,8 @@ pub struct StepSpec<'a> {
     pub scratch_size: u64,
     /// The run's key for the lock on file targets it writes (`iocurve_engine::safety::lock`).
     pub run_key: u32,
+    /// `--verify-journal`: agents journal the step's verifying writes.
+    pub verify_journal: bool,
     pub threads: u32,
     pub backend: &'a str,
     pub faults: &'a [Fault],
@@ -306,6 +308,7 @@ pub async fn run_step(
             host: h as u32,
             hosts,
             run_key: spec.run_key,
+            verify_journal: spec.verify_journal,
         };
         let mut client = r.client.clone();
         calls.push(tokio::spawn(async move { tokio::time::timeout(REQUEST_DEADLINE, client.run_step(req)).await }));
