@@ -94,7 +94,7 @@ fn verify(args: &VerifyArgs, mut csv: Option<ProblemsCsv>, cancel: &iocurve_run:
     // A run still writing the map (or another pass) holds it: reading now would report the
     // blocks in flight as lost.
     let _lock = MapLock::acquire(&args.map)?;
-    let mut map = load(&args.map, &mut terminal)?;
+    let map = load(&args.map, &mut terminal)?;
     // After a crash of the host that ran the map's last run: its journal names the blocks being
     // written then, which may hold the saved write, a later one or a torn mix (issue 36, part 8).
     match journal::load(&args.map, &map)? {

@@ -46,13 +46,11 @@ pub struct Intent {
     pub gen_: u16,
 }
 
-/// Whether generation `x` is newer than `m` (0: nothing known, so anything written is newer).
-pub fn ahead(x: u16, m: u16) -> bool {
-    if m == 0 {
-        return x != 0;
-    }
-    let d = x.wrapping_sub(m) & GEN_MAX;
-    d != 0 && d < GEN_MAX / 2
+/// Whether a journaled write of generation `x` is one the map's generation `m` does not cover:
+/// any other generation. (Not "newer": a block whose write failed is unknown, generation 0,
+/// and its next write starts again at 1, whatever it had before.)
+pub fn uncovered(x: u16, m: u16) -> bool {
+    x != 0 && x != m
 }
 
 /// The journal of a running map.
@@ -66,6 +64,10 @@ pub struct Journal {
 struct Inner {
     file: Arc<File>,
     len: u64,
+    /// The first failure to write or flush the journal: every later commit fails with it (a
+    /// failed `fdatasync` may drop the pages it could not write, and a later one then succeeds
+    /// without them).
+    failed: Option<String>,
     /// The last journaled generation of every block written since the last save (and of those
     /// carried over): what the next start-over keeps of them.
     recent: HashMap<(u32, u64), u16>,
@@ -89,7 +91,7 @@ impl Journal {
             path,
             map_id: map.id,
             bs: map.bs,
-            inner: Mutex::new(Inner { file: Arc::new(file), len, recent: HashMap::new() }),
+            inner: Mutex::new(Inner { file: Arc::new(file), len, failed: None, recent: HashMap::new() }),
         })
     }
 
@@ -106,7 +108,12 @@ impl Journal {
         let bytes = encode_batch(batch);
         let file = {
             let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            inner.file.write_all_at(&bytes, inner.len).map_err(|e| self.failed(e))?;
+            if let Some(why) = &inner.failed {
+                return Err(std::io::Error::other(why.clone()));
+            }
+            if let Err(e) = inner.file.write_all_at(&bytes, inner.len) {
+                return Err(self.fail(&mut inner, e));
+            }
             inner.len += bytes.len() as u64;
             for i in batch {
                 inner.recent.insert((i.target, i.block), i.gen_);
@@ -114,24 +121,47 @@ impl Journal {
             inner.file.clone()
         };
         // Outside the lock: other threads append meanwhile, and one flush covers them all.
-        file.sync_data().map_err(|e| self.failed(e))
+        file.sync_data().map_err(|e| {
+            let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            self.fail(&mut inner, e)
+        })
     }
 
-    fn failed(&self, e: std::io::Error) -> std::io::Error {
-        std::io::Error::new(e.kind(), format!("cannot write the verification journal {}: {e}", self.path.display()))
+    fn fail(&self, inner: &mut Inner, e: std::io::Error) -> std::io::Error {
+        let why = format!("cannot write the verification journal {}: {e}", self.path.display());
+        inner.failed.get_or_insert_with(|| why.clone());
+        std::io::Error::new(e.kind(), why)
     }
 
     /// Starts the journal anew after the map was saved as `saved`: only the writes the saved map
     /// does not cover (still in flight at the snapshot, or issued since) stay. Appends wait
     /// meanwhile; one that went into the old file before is carried over (its block is newer
     /// than the snapshot) and flushed in the new one before this returns.
-    pub fn restart(&self, saved: &Snapshot) -> std::io::Result<()> {
+    ///
+    /// The journal's lock is held meanwhile (two flushes): a journaled run's verifying writes
+    /// wait that long at every interval end.
+    pub fn restart(&self, saved: &Snapshot, map: &GenMap) -> std::io::Result<()> {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let carried: HashMap<(u32, u64), u16> =
-            inner.recent.iter().filter(|&(&(t, b), &g)| ahead(g, saved.gen_of(t, b))).map(|(&k, &g)| (k, g)).collect();
+        if let Some(why) = &inner.failed {
+            return Err(std::io::Error::other(why.clone()));
+        }
+        // A block the snapshot leaves unknown (0) and no I/O holds now had its write fail: it
+        // is not checked, so nothing needs explaining (and it must not keep the journal alive).
+        let carried: HashMap<(u32, u64), u16> = inner
+            .recent
+            .iter()
+            .filter(|&(&(t, b), &g)| {
+                let s = saved.gen_of(t, b);
+                uncovered(g, s) && (s != 0 || map.busy_checked(t, b))
+            })
+            .map(|(&k, &g)| (k, g))
+            .collect();
         let records: Vec<Intent> =
             carried.iter().map(|(&(target, block), &gen_)| Intent { target, block, gen_ }).collect();
-        let (file, len) = start(&self.path, self.map_id, self.bs, &records).map_err(|e| self.failed(e))?;
+        let (file, len) = match start(&self.path, self.map_id, self.bs, &records) {
+            Ok(f) => f,
+            Err(e) => return Err(self.fail(&mut inner, e)),
+        };
         inner.file = Arc::new(file);
         inner.len = len;
         inner.recent = carried;
@@ -232,7 +262,7 @@ impl Intents {
     pub fn in_flight(&self, map: &GenMap) -> u64 {
         self.iter()
             .filter(|&(t, b, g)| {
-                map.targets.get(t as usize).is_some_and(|tm| b < tm.blocks()) && ahead(g, map.get(t, b))
+                map.targets.get(t as usize).is_some_and(|tm| b < tm.blocks()) && uncovered(g, map.get(t, b))
             })
             .count() as u64
     }
@@ -345,9 +375,11 @@ mod tests {
     }
 
     #[test]
-    fn ahead_follows_the_wrapping_generations() {
-        assert!(ahead(1, 0) && ahead(5, 4) && ahead(1, GEN_MAX));
-        assert!(!ahead(4, 4) && !ahead(3, 4) && !ahead(0, 0));
+    fn a_write_is_uncovered_unless_the_map_has_its_generation() {
+        assert!(uncovered(1, 0) && uncovered(5, 4) && uncovered(1, GEN_MAX));
+        // The rewrite of a block whose write failed starts again at 1.
+        assert!(uncovered(1, 5000));
+        assert!(!uncovered(4, 4) && !uncovered(0, 0) && !uncovered(0, 3));
     }
 
     #[test]
@@ -374,20 +406,37 @@ mod tests {
         let mp = dir.path().join("m.map");
         let m = map();
         let j = Journal::create(&mp, &m).unwrap();
-        // Block 1 written (acknowledged, in the map), block 2 still in flight at the save.
-        j.commit(&[Intent { target: 0, block: 1, gen_: 1 }, Intent { target: 0, block: 2, gen_: 1 }]).unwrap();
+        // Block 1 written (acknowledged, in the map); block 2 written once and in flight again
+        // at the save; block 3's write failed (unknown, not checked); block 4 rewritten after a
+        // failed write, which starts again at generation 1 (the map had 5000 before).
+        m.release(0, 2, 1);
+        m.release(0, 4, 5000);
+        j.commit(&[
+            Intent { target: 0, block: 1, gen_: 1 },
+            Intent { target: 0, block: 2, gen_: 2 },
+            Intent { target: 0, block: 3, gen_: 1 },
+            Intent { target: 0, block: 4, gen_: 5001 },
+        ])
+        .unwrap();
         let g = m.claim(0, 1).unwrap();
         m.release(0, 1, crate::verify::next_gen(g));
         m.claim(0, 2).unwrap();
-        j.restart(&m.snapshot()).unwrap();
+        m.claim(0, 3).unwrap();
+        m.release(0, 3, 0);
+        m.claim(0, 4).unwrap();
+        m.release(0, 4, 0);
+        m.claim(0, 4).unwrap();
+        j.commit(&[Intent { target: 0, block: 4, gen_: 1 }]).unwrap();
+        j.restart(&m.snapshot(), &m).unwrap();
         let Found::Intents(i) = load(&mp, &m).unwrap() else { panic!("intents expected") };
-        assert_eq!((i.get(0, 1), i.get(0, 2)), (None, Some(1)));
-        // Forgotten as unknown when a run continues the map.
+        assert_eq!((i.get(0, 1), i.get(0, 2), i.get(0, 3), i.get(0, 4)), (None, Some(2), None, Some(1)));
+        // Forgotten as unknown when a run continues the map (block 4 is unknown already).
         assert_eq!(m.forget_in_flight(&i), 1);
         j.close();
         assert!(jp_exists(&mp), "a journal naming a write in flight stays");
-        m.release(0, 2, 1);
-        j.restart(&m.snapshot()).unwrap();
+        m.release(0, 2, 2);
+        m.release(0, 4, 1);
+        j.restart(&m.snapshot(), &m).unwrap();
         j.close();
         assert!(!jp_exists(&mp), "an empty journal goes at the end");
     }

@@ -190,7 +190,7 @@ pub struct GenMap {
     /// Loaded from a map written before maps had a checksum (it gets one at its next save).
     pub unchecked: bool,
     /// The writes the map's journal names as in flight when its run stopped ([`GenMap::explain_with`]).
-    in_flight: Option<crate::journal::Intents>,
+    in_flight: std::sync::RwLock<Option<crate::journal::Intents>>,
 }
 
 pub struct TargetMap {
@@ -222,7 +222,7 @@ impl GenMap {
             })
             .collect();
         let id = crate::rng::Rng::seed_from(bs).next_u64() as u32;
-        GenMap { id, bs, targets, unchecked: false, in_flight: None }
+        GenMap { id, bs, targets, unchecked: false, in_flight: Default::default() }
     }
 
     /// Claims a block for one I/O; returns its generation, or None when another I/O has it.
@@ -295,25 +295,33 @@ impl GenMap {
 
     /// A pass after a crash: the blocks `intents` names as being written are checked as in
     /// flight ([`Found::InFlight`]) instead of against their saved generation alone.
-    pub fn explain_with(&mut self, intents: crate::journal::Intents) {
-        self.in_flight = Some(intents);
+    pub fn explain_with(&self, intents: crate::journal::Intents) {
+        *self.in_flight.write().unwrap_or_else(|e| e.into_inner()) = Some(intents);
+    }
+
+    /// Once a run continues the map (the journal's blocks forgotten): nothing to explain.
+    pub fn clear_explanation(&self) {
+        *self.in_flight.write().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// The generation the journal says block `block` was being written with after the map's
     /// save (None: not in flight).
-    fn in_flight_gen(&self, target: u32, block: u64) -> Option<u16> {
-        let x = self.in_flight.as_ref()?.get(target, block)?;
-        crate::journal::ahead(x, self.get(target, block)).then_some(x)
+    fn in_flight_gen(&self, intents: Option<&crate::journal::Intents>, target: u32, block: u64) -> Option<u16> {
+        let x = intents?.get(target, block)?;
+        crate::journal::uncovered(x, self.get(target, block)).then_some(x)
     }
 
     /// Whether a pass reads the block: written (known), or in flight at a crash.
-    fn wanted(&self, target: u32, block: u64) -> bool {
-        self.get(target, block) != 0 || self.in_flight_gen(target, block).is_some()
+    fn wanted(&self, intents: Option<&crate::journal::Intents>, target: u32, block: u64) -> bool {
+        self.get(target, block) != 0 || self.in_flight_gen(intents, target, block).is_some()
     }
 
-    /// Whether a block is claimed by an I/O now.
-    pub fn busy(&self, target: u32, block: u64) -> bool {
-        self.targets[target as usize].gens[block as usize].load(Ordering::Relaxed) & BUSY != 0
+    /// Whether a block is claimed by an I/O now (false for a block beyond the map).
+    pub fn busy_checked(&self, target: u32, block: u64) -> bool {
+        self.targets
+            .get(target as usize)
+            .and_then(|t| t.gens.get(block as usize))
+            .is_some_and(|g| g.load(Ordering::Relaxed) & BUSY != 0)
     }
 
     /// Forgets the blocks a journal names as being written when the map was last saved
@@ -324,7 +332,8 @@ impl GenMap {
             let Some(tm) = self.targets.get(t as usize) else { continue };
             let Some(cell) = tm.gens.get(b as usize) else { continue };
             let m = cell.load(Ordering::Relaxed) & GEN_MAX;
-            if crate::journal::ahead(g, m) {
+            // Unknown already (0): nothing to forget.
+            if m != 0 && crate::journal::uncovered(g, m) {
                 cell.store(0, Ordering::Relaxed);
                 n += 1;
             }
@@ -436,7 +445,7 @@ impl GenMap {
         if at != end {
             return Err(bad("damaged (bytes after its end)"));
         }
-        Ok(GenMap { id, bs, targets, unchecked, in_flight: None })
+        Ok(GenMap { id, bs, targets, unchecked, in_flight: Default::default() })
     }
 
     /// Forgets every generation of a target (e.g. a scratch file created anew, which holds none
@@ -531,10 +540,26 @@ impl Snapshot {
                 path.display()
             )));
         }
-        let tmp = path.with_extension("tmp");
-        let mut f = std::fs::File::create(&tmp).map_err(fail)?;
-        f.write_all(&self.bytes).and_then(|()| f.sync_all()).map_err(fail)?;
-        std::fs::rename(&tmp, path).map_err(fail)
+        // A name of this save's own: a save given up at a step's end (a flush the storage held)
+        // may still finish beside the next one; each renames a whole map over the path.
+        static SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = SAVES.fetch_add(1, Ordering::Relaxed);
+        let tmp = path.with_extension(format!("tmp.{}.{n}", std::process::id()));
+        let written = std::fs::File::create(&tmp)
+            .and_then(|mut f| f.write_all(&self.bytes).and_then(|()| f.sync_all()))
+            .and_then(|()| std::fs::rename(&tmp, path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(fail(e));
+        }
+        // The rename on stable media too: after a crash the map is this one, not the one before
+        // (whose journal this save's restart replaces).
+        if let Some(dir) = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
+            && let Ok(d) = std::fs::File::open(dir)
+        {
+            let _ = d.sync_all();
+        }
+        Ok(())
     }
 }
 
@@ -697,13 +722,15 @@ pub fn verify_pass(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<PassResult, EngineError> {
     use std::os::fd::AsRawFd;
+    let explained = map.in_flight.read().unwrap_or_else(|e| e.into_inner());
+    let intents = explained.as_ref();
     let mut pass = PassResult::default();
     let v = &mut pass.counts;
     let bs = map.bs as usize;
     let per_read = (1usize << 20).div_ceil(bs).max(1);
     let mut pool = crate::buffer::BufferPool::new(1, per_read * bs);
     let total: u64 = (0..map.targets.len() as u32)
-        .map(|t| (0..map.targets[t as usize].blocks()).filter(|&b| map.wanted(t, b)).count() as u64 * map.bs)
+        .map(|t| (0..map.targets[t as usize].blocks()).filter(|&b| map.wanted(intents, t, b)).count() as u64 * map.bs)
         .sum();
     progress(0, total);
     let mut done = 0u64;
@@ -721,7 +748,7 @@ pub fn verify_pass(
                 return Ok(pass);
             }
             // Skip blocks never written; read the next run of written ones.
-            if !map.wanted(ti as u32, b) {
+            if !map.wanted(intents, ti as u32, b) {
                 b += 1;
                 continue;
             }
@@ -756,7 +783,7 @@ pub fn verify_pass(
             for k in 0..(got / bs) as u64 {
                 let no = b + k;
                 let expected = map.get(ti as u32, no);
-                let in_flight = map.in_flight_gen(ti as u32, no);
+                let in_flight = map.in_flight_gen(intents, ti as u32, no);
                 if expected == 0 && in_flight.is_none() {
                     continue;
                 }

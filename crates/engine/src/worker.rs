@@ -598,7 +598,9 @@ pub(crate) fn run<B: IoEngine>(
             // Nothing in flight: every slot rests (all its targets stopped), or a rate step
             // waits for its next I/O. Nothing can complete before `wait` is over.
             resting |= !rate_mode;
-            if due_wake && wait.as_nanos() as u64 <= SPIN_NS {
+            // (Not on a schedule psync threads share: several spinning for one due I/O would
+            // take the CPU it needs.)
+            if due_wake && wait.as_nanos() as u64 <= SPIN_NS && !s.rate.as_ref().is_some_and(|r| r.shared()) {
                 // A core that goes idle for a few microseconds may come back milliseconds
                 // later (a virtual CPU the hypervisor halted: 4 ms after a 9 µs sleep, the
                 // response maximum of a 100'000 IOPS null step, issue 36, part 9). The next

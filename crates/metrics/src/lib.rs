@@ -535,19 +535,25 @@ mod tests {
             out.contains("iocurve_io_ops_total{run=\"\",workload=\"w\",host=\"h\",direction=\"read\"} 1000.0"),
             "{out}"
         );
-        // Two silent connections from one address hold its share: a third is closed at once
-        // (other addresses keep theirs).
+        // Two silent connections from one address hold its share: a third takes the place of
+        // the oldest, which is closed at once (crates/door: the newcomer is let in), and is cut
+        // itself once silent for the endpoint's 1 s. (This read waited 1 s for the third to be
+        // closed at once, racing that cut: it failed whenever the cut came a moment late.)
         let _second = std::net::TcpStream::connect(server.addr()).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(100));
         let mut third = std::net::TcpStream::connect(server.addr()).unwrap();
-        third.set_read_timeout(Some(std::time::Duration::from_secs(1))).unwrap();
-        let mut buf = [0u8; 16];
-        match third.read(&mut buf) {
-            Ok(0) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
-            other => panic!("closed at once, not held: {other:?}"),
-        }
-        drop((_silent, _second));
+        let closed = |s: &mut std::net::TcpStream, within: u64| {
+            s.set_read_timeout(Some(std::time::Duration::from_secs(within))).unwrap();
+            match s.read(&mut [0u8; 16]) {
+                Ok(0) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+                other => panic!("closed, not held: {other:?}"),
+            }
+        };
+        let mut oldest = _silent;
+        closed(&mut oldest, 1);
+        closed(&mut third, 5);
+        drop((oldest, _second));
         std::thread::sleep(std::time::Duration::from_millis(100));
         let mut s = std::net::TcpStream::connect(server.addr()).unwrap();
         s.write_all(b"POST /stop HTTP/1.1\r\n\r\n").unwrap();

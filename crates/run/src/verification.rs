@@ -10,7 +10,7 @@ use std::time::Duration;
 use iocurve_analysis::{FinalVerification, VerifyProblem};
 use iocurve_engine::TargetSet;
 use iocurve_engine::journal::Journal;
-use iocurve_engine::keeper::{Flushed, KeptMap, MapKeeper};
+use iocurve_engine::keeper::KeptMap;
 use iocurve_engine::verify::{GenMap, MapLock, PROBLEM_LIST_CAP, PassResult, Problem, Unfinished, watched_pass};
 use iocurve_plan::{Plan, format_size};
 use iocurve_stats::VerifyCounts;
@@ -25,17 +25,13 @@ pub struct Verification {
 }
 
 impl Verification {
-    /// The run's last save of the map: the targets flushed first, waiting at most as long as a
-    /// pass waits for the storage; then the journal removed when it names no write in flight.
-    pub fn save_at_end(&self, targets: &TargetSet) -> Result<(), String> {
-        let flushed = Flushed::of(targets).map_err(|e| format!("cannot save the verification map: {e}"))?;
-        let keeper = MapKeeper::start(self.kept.clone(), flushed)
-            .map_err(|e| format!("cannot save the verification map: {e}"))?;
-        keeper.finish(Duration::from_secs(iocurve_engine::PASS_STUCK_AFTER_S as u64))?;
+    /// After the run: every step saved the map at its end (flushed first), so its journal
+    /// names nothing in flight and goes; one that still names writes (a step whose last save
+    /// the storage held up) stays for `iocurve verify`.
+    pub fn close_journal(&self) {
         if let Some(j) = &self.kept.journal {
             j.close();
         }
-        Ok(())
     }
 }
 

@@ -437,9 +437,13 @@ impl Service {
             let lock = MapLock::acquire(&path).map_err(refuse)?;
             let map = if path.exists() {
                 let map = GenMap::load(&path).map_err(refuse)?;
-                // An agent that stopped without saving (killed, its host crashed) left a journal.
-                if let Some(note) = iocurve_engine::journal::resolve(&path, &map).map_err(refuse)? {
-                    tracing::warn!("{note}");
+                // An agent that stopped without saving (killed, its host crashed) left a journal:
+                // a pass explains the blocks it names, a step forgets them (below).
+                if !create
+                    && let iocurve_engine::journal::Found::Intents(i) =
+                        iocurve_engine::journal::load(&path, &map).map_err(refuse)?
+                {
+                    map.explain_with(i);
                 }
                 map
             } else if create {
@@ -462,6 +466,24 @@ impl Service {
             *slot = Some(AgentMap { key, kept: KeptMap::new(Arc::new(map), path), _lock: lock });
         }
         let m = slot.as_mut().expect("set above");
+        // A journal file beside the map that is not this agent's own running one is what an
+        // earlier agent left when it stopped without saving.
+        if create && m.kept.journal.is_none() {
+            if let Some(note) = iocurve_engine::journal::resolve(&m.kept.path, &m.kept.map)
+                .map_err(|e| Status::failed_precondition(e.to_string()))?
+            {
+                tracing::warn!("{note}");
+            }
+            m.kept.map.clear_explanation();
+        }
+        // A run without --verify-journal after one with it: the journal (empty once its last
+        // step ended) goes.
+        if create
+            && !journal
+            && let Some(j) = m.kept.journal.take()
+        {
+            j.close();
+        }
         if journal && m.kept.journal.is_none() {
             let j = iocurve_engine::journal::Journal::create(&m.kept.path, &m.kept.map)
                 .map_err(|e| Status::failed_precondition(e.to_string()))?;

@@ -297,7 +297,9 @@ pub(super) fn run_blocking(step: &Step, tx: &mpsc::Sender<Result<pb::StepEvent, 
     }
     // The map as the step left it, for the next step, run and final pass: flushed and saved
     // before the step says it is done (its descriptors of the targets closed with it).
-    let saved = streamer.keeper.take().map(|k| k.finish(MAP_SAVE_WAIT)).unwrap_or(Ok(()));
+    // As long as the step waits for a stuck I/O (`--stuck-after-s`), 30 s without it.
+    let wait = w.stuck_after_s.filter(|s| s.is_finite() && *s > 0.0).map_or(MAP_SAVE_WAIT, Duration::from_secs_f64);
+    let saved = streamer.keeper.take().map(|k| k.finish(wait)).unwrap_or(Ok(()));
     let mut done = step_done(ran, &called_off);
     if let Err(e) = saved
         && done.error.is_empty()
@@ -307,8 +309,9 @@ pub(super) fn run_blocking(step: &Step, tx: &mpsc::Sender<Result<pb::StepEvent, 
     done
 }
 
-/// How long the step's end waits for the map's last save (a flush of the targets): as long as a
-/// pass waits for a read before it takes the storage for stopped.
+/// How long the step's end waits for the map's last save (a flush of the targets) unless the
+/// workload says (`stuck_after_s`): as long as a pass waits for a read before it takes the
+/// storage for stopped.
 const MAP_SAVE_WAIT: Duration = Duration::from_secs(iocurve_engine::PASS_STUCK_AFTER_S as u64);
 
 /// How a step ended, as `Done` says it.
