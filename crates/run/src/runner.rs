@@ -179,6 +179,7 @@ impl<'o> Runner<'o> {
         let targets = open_targets(&plan, &self.options, &self.cancel, obs)?;
         // After the targets, so that bad input is reported first (exit code 2).
         let mut store = open_store(&self.options.db)?;
+        settle_abandoned(&store, obs);
         let verification = verification::open(&plan, &targets, prepared, self.options.verify_journal, obs)?;
         let mut infos = target_infos(&targets, &store);
         let targets = Arc::new(targets);
@@ -337,6 +338,7 @@ impl<'o> Runner<'o> {
             cluster.journal_verifying_writes();
         }
         let mut store = open_store(&self.options.db)?;
+        settle_abandoned(&store, obs);
         if plan.precondition
             && !cluster.precondition(plan, &store, &mut infos, pass_stuck_after(&self.options), &self.cancel, obs)?
         {
@@ -878,6 +880,22 @@ impl Run<'_, '_> {
 }
 
 /// Opens the results database (created when missing).
+/// Runs of this host the database still marks `running` whose process is gone get their
+/// status (`interrupted`) now (issue 36, finding 5); said, never fatal.
+fn settle_abandoned(store: &Store, obs: &mut dyn Observer) {
+    match store.settle_abandoned() {
+        Ok(ids) if !ids.is_empty() => {
+            let ids: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+            obs.note(&format!(
+                "runs {} of this host were still marked running, but their processes are gone: marked interrupted",
+                ids.join(", ")
+            ));
+        }
+        Ok(_) => {}
+        Err(e) => obs.warning(&format!("cannot settle the runs whose processes are gone: {e}")),
+    }
+}
+
 pub fn open_store(path: &Path) -> Result<Store, Error> {
     // Not ours, from a newer iocurve, or a path where no database can be made (a directory,
     // a missing directory, no write permission): the user named the wrong file, before

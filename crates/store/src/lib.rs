@@ -54,6 +54,7 @@ fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy) | Some(rusqlite::ErrorCode::DatabaseLocked))
 }
 
+mod owner;
 mod precondition;
 mod read;
 mod readonly;
@@ -82,6 +83,35 @@ impl Store {
 mod tests {
     use super::*;
     use crate::schema::MIGRATIONS;
+
+    /// Issue 36, finding 5: a run whose process ended while the database could take none of its
+    /// last writes stayed `running` for ever. The next run settles it (its process is gone);
+    /// a run of a live process, and one of another host, stay as they are.
+    #[test]
+    fn regression_a_run_whose_process_is_gone_is_settled_by_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = Store::open(&dir.path().join("r.db")).unwrap();
+        let gone = st.begin_run(&NewRun::default()).unwrap();
+        let live = st.begin_run(&NewRun::default()).unwrap();
+        let other = st.begin_run(&NewRun::default()).unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let me = crate::owner::this_process();
+        let host = me.split(' ').next().unwrap().to_string();
+        let set = |id: i64, owner: String| {
+            st.conn.execute("UPDATE runs SET owner = ?1 WHERE id = ?2", rusqlite::params![owner, id]).unwrap();
+        };
+        set(gone, format!("{host} {pid} 1"));
+        set(other, format!("another-host {pid} 1"));
+        assert_eq!(st.settle_abandoned().unwrap(), vec![gone]);
+        let status = |id: i64| st.run(id).unwrap().status;
+        assert_eq!(
+            (status(gone), status(live), status(other)),
+            ("interrupted".into(), "running".into(), "running".into())
+        );
+        assert!(st.run(gone).unwrap().status_reason.unwrap().contains("its process ended"));
+    }
 
     /// Issue 13, finding 6: 14 of 30 processes that created one database at once failed
     /// ("table runs already exists", "duplicate column name").

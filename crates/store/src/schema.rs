@@ -7,8 +7,14 @@ use super::*;
 pub(crate) const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
     SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19,
-    SCHEMA_V20,
+    SCHEMA_V20, SCHEMA_V21,
 ];
+
+/// v21: which process writes a run (`HOST PID START`, [`crate::owner`]), so that the next run
+/// settles the status of one whose process is gone (issue 36, finding 5: it stayed `running`).
+const SCHEMA_V21: &str = "
+ALTER TABLE runs ADD COLUMN owner TEXT;
+";
 
 /// v20: blocks a final pass could not read (read errors), a class of their own beside lost,
 /// corrupt and misplaced (issue 36, finding 3); their rows in `verify_problems` have kind
