@@ -85,6 +85,13 @@ impl Journal {
     /// earlier journal resolved, [`GenMap::forget_in_flight`]) first.
     pub fn create(map_path: &Path, map: &GenMap) -> Result<Journal, EngineError> {
         let path = Self::path_for(map_path);
+        // Written by renaming a file over it: a directory or device there is the user's to move.
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| !m.file_type().is_file()) {
+            return Err(EngineError::Input(format!(
+                "verification journal {}: not a regular file; move it, or give another --verify-map",
+                path.display()
+            )));
+        }
         let (file, len) = start(&path, map.id, map.bs, &[])
             .map_err(|e| EngineError::io(format!("cannot write the verification journal {}", path.display()), e))?;
         Ok(Journal {
@@ -456,5 +463,9 @@ mod tests {
         assert!(load(&mp, &m).unwrap_err().to_string().contains("not a verification journal"));
         remove(&mp);
         assert!(matches!(load(&mp, &m).unwrap(), Found::None));
+        // A directory where the journal goes is the user's input (exit code 2), not a failure.
+        std::fs::create_dir(Journal::path_for(&mp)).unwrap();
+        let e = Journal::create(&mp, &m).err().expect("refused");
+        assert!(e.is_input_error() && e.to_string().contains("not a regular file"), "{e}");
     }
 }
