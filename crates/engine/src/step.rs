@@ -244,8 +244,11 @@ fn give_back_memory() {
 
 fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepRecord, EngineError> {
     let w = cfg.workload;
-    // Before any allocation: an agent gets the same check as a local run.
+    // Before any allocation: an agent gets the same checks as a local run, memory and the
+    // threads and descriptors the step needs (issue 36, finding 7: an agent found its thread
+    // limit only when a thread failed to start, and the run exited 1, not 2).
     crate::budget::check_step(w, cfg.workers, cfg.backend)?;
+    crate::budget::check_limits(w, cfg.workers, cfg.backend)?;
     if w.verify {
         match &cfg.verify {
             Some(m) if w.bs.len() == 1 && m.bs == w.bs[0].bytes => {}

@@ -1449,3 +1449,30 @@ fn regression_losing_the_only_agent_exits_3_and_keeps_the_steps_before() {
     assert!(r["status_reason"].as_str().is_some_and(|s| s.contains("every agent was lost")), "{}", r["status_reason"]);
     assert_eq!(steps(&r, 0)[0]["intervals"].as_array().unwrap().len(), 6, "the first step is kept");
 }
+
+/// Issue 36, finding 7: an agent found its thread limit only when a step's thread failed to
+/// start, and the run exited 1 as if the tool had failed. The agent checks each step against the
+/// threads it may still start (the pids cgroup, RLIMIT_NPROC) before any I/O, as a local run
+/// does: the step is refused as bad input, exit 2, naming the limit.
+#[test]
+fn regression_an_agent_refuses_a_step_beyond_its_thread_limit_before_any_io() {
+    iocurve_testkit::needs_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let d = dir.path().join("allowed");
+    std::fs::create_dir(&d).unwrap();
+    let agent = AgentProc::start(&d, &c, &format!("{}/*", d.display()), &[]);
+    // The agent in a cgroup with room for a few more tasks than it has.
+    let limit = iocurve_testkit::PidsLimit::new(100_000);
+    std::fs::write(limit.dir.join("cgroup.procs"), agent.child.id().to_string()).unwrap();
+    let now: u32 = std::fs::read_to_string(limit.dir.join("pids.current")).unwrap().trim().parse().unwrap();
+    std::fs::write(limit.dir.join("pids.max"), (now + 16).to_string()).unwrap();
+    let step = "[[workloads]]\nname = \"w\"\nread_pct = 100\nbackend = \"psync\"\nramp = [64]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.3\n";
+    hosts_plan(dir.path(), &[(agent.addr.as_str(), d.join("t.dat"))], step);
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m"]).output().unwrap();
+    input_error(&o, &["64 I/O threads", "pids.max"]);
+    // Moved back out before the cgroup goes (it cannot be removed with a member).
+    std::fs::write("/sys/fs/cgroup/pids/cgroup.procs", agent.child.id().to_string())
+        .or_else(|_| std::fs::write("/sys/fs/cgroup/cgroup.procs", agent.child.id().to_string()))
+        .unwrap();
+}
