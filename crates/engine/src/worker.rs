@@ -515,8 +515,9 @@ pub(crate) fn run<B: IoEngine>(
     };
     let mut done: Vec<Completion> = Vec::with_capacity(n);
     let mut cur = fresh();
-    // The next interval's, made before the start: the first boundary allocates nothing either.
-    let mut spare = Some(fresh());
+    // The next interval's, made before the start: the first boundary allocates nothing either
+    // (where the coordinator hands sets back).
+    let mut spare = s.spares.is_some().then(fresh);
     let mut phase: i64 = -1; // -1 = warm-up
     let mut phase_start = 0u64;
     let mut issuing = true;
