@@ -840,7 +840,6 @@ impl Agent for Service {
         let null = backend == Backend::Null;
         let targets =
             self.open_with(&call, &r.groups, Opening::new(r.scratch_size, w.writes(), null, r.run_key)).await?;
-        // The map: the local run's own, or this agent's for these targets.
         // The map: the local run's own, or this agent's for these targets. The step saves it
         // at every interval end (after flushing the targets) and at its own.
         let kept = match (&self.local, w.verify) {
