@@ -38,6 +38,10 @@ impl At {
 pub struct Impact {
     pub workload: String,
     pub sequential: bool,
+    /// Throughput compared in MB/s: a sequential workload, or one whose block sizes differ
+    /// between the runs (issue 37, finding 4: IOPS of 4k against IOPS of 8k said +0 % where
+    /// MB/s doubled).
+    pub in_mbps: bool,
     /// None when the workload or its point is missing on that side.
     pub baseline: Option<Point>,
     pub run: Option<Point>,
@@ -76,8 +80,10 @@ pub fn compare(baseline: &RunResult, run: &RunResult, at: At) -> Vec<Impact> {
             let b = baseline.workloads.iter().find(|w| w.name == name);
             let r = run.workloads.iter().find(|w| w.name == name);
             let sequential = b.or(r).is_some_and(|w| w.kind == "sequential");
+            let bs_differ = matches!((b, r), (Some(x), Some(y)) if x.bs != y.bs);
+            let in_mbps = sequential || bs_differ;
             let (bp, rp) = (b.and_then(|w| at.point(w)), r.and_then(|w| at.point(w)));
-            let tput = |p: &Point| if sequential { p.mbps } else { p.iops };
+            let tput = |p: &Point| if in_mbps { p.mbps } else { p.iops };
             let (throughput_pct, latency_pct) = match (bp, rp) {
                 (Some(x), Some(y)) => (change(tput(&x), tput(&y)), change(x.lat_us, y.lat_us)),
                 _ => (None, None),
@@ -89,6 +95,7 @@ pub fn compare(baseline: &RunResult, run: &RunResult, at: At) -> Vec<Impact> {
             Impact {
                 workload: name.to_string(),
                 sequential,
+                in_mbps,
                 baseline: bp,
                 run: rp,
                 throughput_pct,
@@ -165,8 +172,28 @@ pub fn differences(baseline: &RunResult, run: &RunResult) -> Vec<String> {
     let mut out = Vec::new();
     for w in &baseline.workloads {
         let (Some(a), Some(b)) = (workload(baseline, &w.name), workload(run, &w.name)) else { continue };
-        let diff: Vec<String> =
-            KEYS.iter().filter(|k| a[**k] != b[**k]).map(|k| format!("{k} {} vs {}", a[*k], b[*k])).collect();
+        let mut diff: Vec<String> = Vec::new();
+        for k in KEYS.iter().filter(|k| a[**k] != b[**k]) {
+            match (k, &a[*k], &b[*k]) {
+                // `direct vs buffered`, not `direct direct vs buffered`.
+                (&"direct", x, y) => diff.push(format!("{} vs {}", worded(k, x), worded(k, y))),
+                // Of a group of keys (data, working set), the ones that differ.
+                (_, serde_json::Value::Object(x), serde_json::Value::Object(y)) => {
+                    let mut fields: Vec<&String> = x.keys().chain(y.keys().filter(|f| !x.contains_key(*f))).collect();
+                    fields.dedup();
+                    for f in fields {
+                        let (xf, yf) = (
+                            x.get(f).unwrap_or(&serde_json::Value::Null),
+                            y.get(f).unwrap_or(&serde_json::Value::Null),
+                        );
+                        if xf != yf {
+                            diff.push(format!("{k} {f} {} vs {}", worded(f, xf), worded(f, yf)));
+                        }
+                    }
+                }
+                (_, x, y) => diff.push(format!("{k} {} vs {}", worded(k, x), worded(k, y))),
+            }
+        }
         if !diff.is_empty() {
             out.push(format!("{}: {}", w.name, diff.join(", ")));
         }
@@ -175,11 +202,48 @@ pub fn differences(baseline: &RunResult, run: &RunResult) -> Vec<String> {
     if hosts(baseline) != hosts(run) {
         out.push(format!("hosts: {} vs {}", hosts(baseline), hosts(run)));
     }
-    let targets = |r: &RunResult| r.targets.iter().map(|t| format!("{} ({} B)", t.path, t.size)).collect::<Vec<_>>();
+    let targets = |r: &RunResult| {
+        let t: Vec<String> =
+            r.targets.iter().map(|t| format!("{} ({})", t.path, iocurve_plan::format_size(t.size))).collect();
+        if t.is_empty() { "none".to_string() } else { t.join(", ") }
+    };
     if targets(baseline) != targets(run) {
-        out.push(format!("targets: {} vs {}", targets(baseline).join(", "), targets(run).join(", ")));
+        out.push(format!("targets: {} vs {}", targets(baseline), targets(run)));
     }
     out
+}
+
+/// A plan key's value as a person writes it (issue 37, finding 4: `compare` printed raw JSON,
+/// `bs [{"bytes":4096,"weight":1}] vs …`): `4k`, `4k 70 % / 64k 30 %`, `1,2,4`, `direct`.
+fn worded(key: &str, v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match (key, v) {
+        ("bs", Value::Array(sizes)) => {
+            let size = |s: &Value| s["bytes"].as_u64().map(iocurve_plan::format_size);
+            let total: u64 = sizes.iter().filter_map(|s| s["weight"].as_u64()).sum();
+            match sizes.as_slice() {
+                [one] => size(one).unwrap_or_else(|| one.to_string()),
+                _ => sizes
+                    .iter()
+                    .map(|s| match (size(s), s["weight"].as_u64()) {
+                        (Some(b), Some(w)) if total > 0 => format!("{b} {:.0} %", w as f64 * 100.0 / total as f64),
+                        (Some(b), _) => b,
+                        _ => s.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" / "),
+            }
+        }
+        ("direct", Value::Bool(d)) => if *d { "direct" } else { "buffered" }.into(),
+        (_, Value::Null) => "none".into(),
+        (_, Value::String(s)) => s.clone(),
+        (_, Value::Number(n)) => n.to_string(),
+        (_, Value::Bool(b)) => b.to_string(),
+        (_, Value::Array(items)) => items.iter().map(|i| worded("", i)).collect::<Vec<_>>().join(","),
+        (_, Value::Object(fields)) => {
+            fields.iter().map(|(k, v)| format!("{k} {}", worded(k, v))).collect::<Vec<_>>().join(", ")
+        }
+    }
 }
 
 #[cfg(test)]
@@ -237,6 +301,41 @@ mod tests {
             workloads,
             final_verification: None,
         }
+    }
+
+    /// Issue 37, finding 4: "not like with like" printed raw JSON (`bs [{"bytes":4096,
+    /// "weight":1}] vs …`), and random workloads of different block sizes were compared in IOPS
+    /// (MB/s doubled, it said +0 %).
+    #[test]
+    fn regression_differences_are_worded_and_other_block_sizes_compare_mb_s() {
+        let plan = |bs: serde_json::Value, direct: bool, ramp: serde_json::Value| {
+            serde_json::json!({"workloads": [{"name": "w", "bs": bs, "direct": direct, "ramp": ramp,
+                "data": {"compress": 0.5, "dedupe": 1}}]})
+        };
+        let mut base = run(vec![workload("w", "random", (10_000.0, 40.96, 100.0))]);
+        let mut new = run(vec![workload("w", "random", (10_000.0, 81.92, 100.0))]);
+        base.workloads[0].bs = "4k".into();
+        new.workloads[0].bs = "8k".into();
+        base.plan = plan(serde_json::json!([{"bytes": 4096, "weight": 1}]), true, serde_json::json!([1, 2]));
+        new.plan = plan(
+            serde_json::json!([{"bytes": 4096, "weight": 7}, {"bytes": 65536, "weight": 3}]),
+            false,
+            serde_json::json!([1, 4]),
+        );
+        new.plan["workloads"][0]["data"]["compress"] = serde_json::json!(0.4);
+        let d = differences(&base, &new);
+        assert_eq!(
+            d,
+            vec!["w: direct vs buffered, ramp 1,2 vs 1,4, bs 4k vs 4k 70 % / 64k 30 %, data compress 0.5 vs 0.4"]
+        );
+        let rows = compare(&base, &new, At::Maximum);
+        let r = &rows[0];
+        assert!(r.in_mbps && !r.sequential, "{r:?}");
+        assert!((r.throughput_pct.unwrap() - 100.0).abs() < 1e-9, "MB/s doubled: {r:?}");
+        // The same block size: IOPS, as before.
+        new.workloads[0].bs = "4k".into();
+        let r = &compare(&base, &new, At::Maximum)[0];
+        assert!(!r.in_mbps && r.throughput_pct.unwrap().abs() < 1e-9, "{r:?}");
     }
 
     #[test]
@@ -313,7 +412,7 @@ mod tests {
         }];
         let d = differences(&base, &new);
         assert_eq!(d.len(), 2, "{d:?}");
-        assert_eq!(d[0], "w: direct true vs false, ramp [1,2,4] vs [1,2]");
-        assert!(d[1].starts_with("targets:  vs /dev/sdb (1073741824 B)"), "{d:?}");
+        assert_eq!(d[0], "w: direct vs buffered, ramp 1,2,4 vs 1,2");
+        assert_eq!(d[1], "targets: none vs /dev/sdb (1g)", "{d:?}");
     }
 }

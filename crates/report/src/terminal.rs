@@ -322,7 +322,11 @@ pub fn pct(v: Option<f64>) -> String {
 
 /// A throughput change, and "(within noise)" when the two runs' spread covers it.
 pub fn impact_throughput(r: &iocurve_analysis::Impact) -> String {
-    let c = pct(r.throughput_pct);
+    let mut c = pct(r.throughput_pct);
+    if r.in_mbps && !r.sequential && r.throughput_pct.is_some() {
+        // Random I/O compared in MB/s: its block sizes differ between the runs.
+        c.push_str(" MB/s (block sizes differ)");
+    }
     if r.within_noise() { format!("{c} (within noise)") } else { c }
 }
 
@@ -349,8 +353,8 @@ pub fn impact_table(rows: &[iocurve_analysis::Impact]) -> String {
         .map(|r| {
             vec![
                 r.workload.clone(),
-                point(&r.baseline, r.sequential),
-                point(&r.run, r.sequential),
+                point(&r.baseline, r.in_mbps),
+                point(&r.run, r.in_mbps),
                 impact_throughput(r),
                 noise(r.noise_pct),
                 pct(r.latency_pct),

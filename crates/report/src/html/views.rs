@@ -261,8 +261,8 @@ pub(super) fn impact_row(i: &Impact) -> ImpactRow {
     };
     ImpactRow {
         workload: i.workload.clone(),
-        baseline: point(&i.baseline, i.sequential),
-        run: point(&i.run, i.sequential),
+        baseline: point(&i.baseline, i.in_mbps),
+        run: point(&i.run, i.in_mbps),
         throughput: terminal::impact_throughput(i),
         noise: terminal::noise(i.noise_pct),
         latency: pct(i.latency_pct),
