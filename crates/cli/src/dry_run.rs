@@ -10,11 +10,12 @@ use iocurve_report::format;
 /// The plan as the run would carry it out; `scratch_size` is what `--size` (or the plan) gives.
 pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> String {
     let mut out = Vec::new();
+    let n = plan.workloads.len();
     out.push(format!(
-        "plan {} ({}): {} workload(s), about {}",
+        "plan {} ({}): {n} workload{}, about {}",
         plan.name,
         plan.source,
-        plan.workloads.len(),
+        if n == 1 { "" } else { "s" },
         format::duration(plan.total_seconds())
     ));
     if !plan.description.is_empty() {
@@ -29,9 +30,26 @@ pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> Str
     };
     out.push(format!("hosts: {on}"));
     let remote = if on == "this host" { String::new() } else { "each agent".to_string() };
-    for g in &plan.groups {
+    // Hosts of the plan that name their own targets use those, not the plan's (issue 37,
+    // finding 5: the dry run listed the default scratch file instead).
+    let own: Vec<&iocurve_plan::HostSpec> = plan.hosts.iter().filter(|h| !h.targets.is_empty()).collect();
+    for h in &own {
+        out.push(format!("targets of {}:", h.address));
+        for t in &h.targets {
+            out.push(format!("  {t}  — checked on that agent when the run starts"));
+        }
+    }
+    let shared = own.len() < plan.hosts.len() || plan.hosts.is_empty();
+    for g in plan.groups.iter().filter(|_| shared) {
         let weight = if plan.groups.len() > 1 { format!(" (weight {})", g.weight) } else { String::new() };
-        out.push(format!("targets {}{weight}:", g.name));
+        // One group is the plan's targets; several are named (`targets targets:` read twice).
+        let whose = match (own.is_empty(), plan.groups.len()) {
+            (true, 1) => "targets:".to_string(),
+            (true, _) => format!("target group {}{weight}:", g.name),
+            (false, 1) => "targets of the other hosts:".to_string(),
+            (false, _) => format!("target group {}{weight} of the other hosts:", g.name),
+        };
+        out.push(whose);
         for t in &g.targets {
             let what = if !remote.is_empty() {
                 format!("checked on {remote} when the run starts")

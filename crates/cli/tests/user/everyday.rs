@@ -31,6 +31,26 @@ fn a_dry_run_says_what_would_happen_and_touches_nothing() {
     assert!(!dir.path().join("t.dat").exists() && !dir.path().join("iocurve.db").exists());
 }
 
+/// Issue 37, finding 5: with `[[hosts]]` that carry their own targets the dry run listed the
+/// default scratch file instead of each host's targets, and every dry run printed `targets
+/// targets:` and `10 workload(s)`.
+#[test]
+fn regression_a_dry_run_lists_each_hosts_own_targets() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = "[[hosts]]\naddress = \"10.0.0.1:7878\"\ntargets = [\"/dev/sdb\", \"/dev/sdc\"]\n[[hosts]]\naddress = \"10.0.0.2:7878\"\ntargets = [\"/dev/nvme0n1\"]\n[[workloads]]\nname = \"w\"\nread_pct = 100\nramp = [1]\n";
+    std::fs::write(dir.path().join("p.toml"), plan).unwrap();
+    let o = iocurve(dir.path(), &["run", "p.toml", "--dry-run"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.contains("targets of 10.0.0.1:7878:\n  /dev/sdb  — ") && out.contains("  /dev/sdc  — "), "{out}");
+    assert!(out.contains("targets of 10.0.0.2:7878:\n  /dev/nvme0n1  — "), "{out}");
+    assert!(!out.contains("iocurve-scratch.dat") && !out.contains("targets targets"), "{out}");
+    assert!(out.lines().next().unwrap().contains(": 1 workload, about"), "{out}");
+    let o = iocurve(dir.path(), &["run", "--dry-run"]);
+    let out = stdout(&o);
+    assert!(out.contains("\ntargets:\n  iocurve-scratch.dat") && out.contains("10 workloads"), "{out}");
+}
+
 /// Review of this session: a plan read through a pipe is read once (sniffing it for a fio job
 /// file consumed it), and the null back-end, which puts nothing on a target, refuses to verify.
 #[test]
@@ -48,7 +68,7 @@ fn a_plan_through_a_pipe_and_verify_on_the_null_back_end() {
     use std::io::Write;
     c.stdin.take().unwrap().write_all(plan.as_bytes()).unwrap();
     let o = c.wait_with_output().unwrap();
-    assert!(o.status.success() && stdout(&o).contains("10 workload(s)"), "{}{}", stdout(&o), stderr(&o));
+    assert!(o.status.success() && stdout(&o).contains("10 workloads"), "{}{}", stdout(&o), stderr(&o));
     let base = ["run", "--size", "16m", "--backend", "null", "--workload", "backend-random-write-4k", "--ramp", "1"];
     let o = iocurve(dir.path(), &args(&base, &["--verify"]));
     input_error(&o, &["verify", "null back-end"]);
