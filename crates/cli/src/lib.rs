@@ -74,11 +74,12 @@ pub fn init_logging() {
     let _ = tracing_subscriber::registry().with(fmt).with(filter).try_init();
 }
 
-/// Tables printed to a terminal fit its width (cut by columns); to a pipe or a file they keep
-/// whole rows.
+/// Tables printed to a terminal fit its width (cut by columns); to a pipe or a file they are
+/// plain text with whole rows (no box characters: scripts read them).
 pub fn fit_tables_to_terminal() {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() {
+        iocurve_report::terminal::plain_tables(true);
         return;
     }
     let mut ws = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };

@@ -1,7 +1,7 @@
 //! The terminal summary: one table per workload (a row per step), the speed / optimum /
 //! maximum lines and the warnings.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
@@ -15,15 +15,64 @@ use crate::format::{self, headline};
 /// whole rows, as tools reading them expect).
 static WIDTH: AtomicUsize = AtomicUsize::new(0);
 
+/// Tables drawn without box characters ([`plain_tables`]).
+static PLAIN: AtomicBool = AtomicBool::new(false);
+
 /// Fits the tables made from now on to `columns` characters (the terminal's width; 0: none).
 pub fn fit_tables_to(columns: usize) {
     WIDTH.store(columns, Ordering::Relaxed);
 }
 
+/// Tables made from now on are plain text (stdout is a pipe or a file: issue 37, finding 7,
+/// `iocurve runs | awk '{print $1}'` gave `│`): a header line and a line per row, columns
+/// aligned with spaces and at least two between them, a cell never holding two spaces in a
+/// row, whole rows however wide. Scripts may rely on it; `--json` is the format for programs.
+pub fn plain_tables(on: bool) {
+    PLAIN.store(on, Ordering::Relaxed);
+}
+
 /// A table of `header` and `rows`, the columns `right` says right-aligned, fitted to the width
-/// [`fit_tables_to`] set.
+/// [`fit_tables_to`] set (or plain, [`plain_tables`]).
 fn grid(header: &[&str], rows: &[Vec<String>], right: impl Fn(usize) -> bool) -> String {
+    if PLAIN.load(Ordering::Relaxed) {
+        return plain_grid(header, rows, right);
+    }
     grid_within(WIDTH.load(Ordering::Relaxed), header, rows, right)
+}
+
+/// The table as plain aligned text (see [`plain_tables`]).
+fn plain_grid(header: &[&str], rows: &[Vec<String>], right: impl Fn(usize) -> bool) -> String {
+    // One line per cell; no run of spaces inside one (two spaces part the columns).
+    let clean = |c: &str| {
+        let joined = c.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ");
+        let mut out = String::with_capacity(joined.len());
+        for ch in joined.chars() {
+            if !(ch == ' ' && out.ends_with(' ')) {
+                out.push(ch);
+            }
+        }
+        if out.is_empty() { "-".to_string() } else { out }
+    };
+    let cells: Vec<Vec<String>> = std::iter::once(header.iter().map(|h| clean(h)).collect())
+        .chain(rows.iter().map(|r| (0..header.len()).map(|i| clean(r.get(i).map_or("", |c| c.as_str()))).collect()))
+        .collect();
+    let widths: Vec<usize> =
+        (0..header.len()).map(|i| cells.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+    cells
+        .iter()
+        .map(|r| {
+            let line: Vec<String> = r
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let pad = " ".repeat(widths[i] - c.chars().count());
+                    if right(i) { format!("{pad}{c}") } else { format!("{c}{pad}") }
+                })
+                .collect();
+            line.join("  ").trim_end().to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The same, within `width` characters (0: any): a table too wide is cut by columns into

@@ -6,9 +6,14 @@ use std::time::{Duration, Instant};
 
 use crate::util::*;
 
-/// The table lines of every workload report in `out` (the lines drawn with box characters).
+/// The table lines of every workload report in `out` (piped: plain text): each step table's
+/// header and its rows (a worker count first).
 fn table_lines(out: &str) -> Vec<&str> {
-    out.lines().filter(|l| l.starts_with('│')).collect()
+    out.lines()
+        .filter(|l| {
+            l.starts_with("workers  ") || l.trim_start().split("  ").next().is_some_and(|c| c.parse::<u32>().is_ok())
+        })
+        .collect()
 }
 
 #[test]
@@ -218,7 +223,8 @@ fn rate_runs_compare_response_time_at_the_same_target_rate() {
             .lines()
             .find(|l| l.contains("rated") && l.contains(target))
             .unwrap_or_else(|| panic!("{target}: {out}"));
-        let cells: Vec<&str> = row.split(['┆', '│']).map(str::trim).filter(|c| !c.is_empty()).collect();
+        // Piped, the table is plain text: columns parted by two spaces or more.
+        let cells: Vec<&str> = row.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
         // µs, from `2'195 µs` or `12.3 ms`.
         let us = |c: &str| -> f64 {
             let c = c.replace('\'', "");

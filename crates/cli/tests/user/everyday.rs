@@ -122,7 +122,8 @@ fn completions_for_every_shell_name_the_subcommands() {
 }
 
 /// Issue 16, part 4: on a terminal the tables fit its width, cut by columns (each part
-/// repeating the step's column); to a pipe they keep whole rows for tools.
+/// repeating the step's column); to a pipe they keep whole rows for tools — and, issue 37,
+/// finding 7, as plain text (`iocurve runs | awk '{print $1}'` gave `│`).
 #[test]
 fn tables_fit_the_terminal_by_columns_and_pipes_get_whole_rows() {
     let dir = tempfile::tempdir().unwrap();
@@ -131,7 +132,12 @@ fn tables_fit_the_terminal_by_columns_and_pipes_get_whole_rows() {
     assert!(o.status.success(), "{}", stderr(&o));
     let piped = stdout(&iocurve(dir.path(), &["show", "1"]));
     let step_tables = |t: &str| t.lines().filter(|l| l.contains("│ workers ┆")).count();
-    assert_eq!(step_tables(&piped), 1, "one whole table to a pipe:\n{piped}");
+    let plain_tables = |t: &str| t.lines().filter(|l| l.starts_with("workers  in flight  ")).count();
+    assert_eq!(plain_tables(&piped), 1, "one whole table to a pipe:\n{piped}");
+    assert!(!piped.contains(['│', '┆', '┌', '╞']), "no box characters to a pipe:\n{piped}");
+    let listed = stdout(&iocurve(dir.path(), &["runs"]));
+    let first: Vec<&str> = listed.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    assert_eq!(first, ["id", "1"], "the first column is the run's id:\n{listed}");
     let wide = piped.lines().map(|l| l.chars().count()).max().unwrap();
     assert!(wide > 70, "the whole table is wider than the terminal below: {wide}");
     // A 70-column terminal (a pseudo-terminal from `script`).
