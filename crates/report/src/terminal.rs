@@ -774,6 +774,25 @@ pub fn data_check_cells(r: &DataCheckRow, unit: u64) -> [String; 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 37, finding 7: piped tables kept box characters. Plain ones: a header line, a line
+    /// per row, columns aligned and parted by two spaces, no run of spaces inside a cell, `-`
+    /// for an empty one.
+    #[test]
+    fn regression_plain_tables_have_no_boxes_and_split_on_two_spaces() {
+        let rows = vec![
+            vec!["1".to_string(), "3 of 4  controllers".to_string(), "12'345 IOPS @ 175 µs".to_string()],
+            vec!["12".to_string(), String::new(), "two\nlines".to_string()],
+        ];
+        let t = plain_grid(&["id", "label", "maximum"], &rows, |i| i == 0);
+        assert_eq!(
+            t,
+            "id  label               maximum\n 1  3 of 4 controllers  12'345 IOPS @ 175 µs\n12  -                   two; lines"
+        );
+        for line in t.lines() {
+            assert_eq!(line.split("  ").map(str::trim).filter(|c| !c.is_empty()).count(), 3, "{line}");
+        }
+    }
     use iocurve_analysis::{Point, Thresholds, analyze_step};
     use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
 
