@@ -273,18 +273,11 @@ pub fn sectors_written(lo: &Loop) -> u64 {
     stat.split_whitespace().nth(6).expect("field 7 of the statistics").parse().expect("a sector count")
 }
 
-/// The rows of `iocurve runs`' table, each with its continuation lines joined by spaces (a
-/// row starts where the id column holds a number).
+/// The rows of `iocurve runs`' table as a pipe gets it (plain text, a line per row): the lines
+/// whose first column, the id, holds a number.
 pub fn runs_rows(out: &str) -> Vec<String> {
-    let mut rows: Vec<String> = Vec::new();
-    for line in out.lines().filter(|l| l.starts_with('│')) {
-        let first = line.trim_start_matches('│').split('┆').next().unwrap_or("").trim();
-        if first.parse::<i64>().is_ok() {
-            rows.push(line.to_string());
-        } else if let Some(r) = rows.last_mut() {
-            r.push(' ');
-            r.push_str(line);
-        }
-    }
-    rows
+    out.lines()
+        .filter(|l| l.split_whitespace().next().is_some_and(|id| id.parse::<i64>().is_ok()))
+        .map(str::to_string)
+        .collect()
 }

@@ -247,7 +247,10 @@ fn names(fd: &FaultDev) -> (String, PathBuf) {
 }
 
 fn assert_gone(name: &str, mount: &Path) {
-    assert!(!Path::new(&format!("/sys/block/{name}/loop/backing_file")).exists(), "{name} is detached");
+    // Detached from this device's disk. (Another test running beside this one may have taken
+    // the freed loop device already: its name alone says nothing.)
+    let backing = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")).unwrap_or_default();
+    assert!(Path::new(backing.trim()) != mount.join("disk"), "{name} is detached");
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     assert!(!mounts.contains(mount.to_str().unwrap()), "{} is unmounted", mount.display());
     assert!(!mount.parent().unwrap().exists(), "the temporary directory is removed");
