@@ -8,6 +8,15 @@ use std::io;
 use std::os::fd::RawFd;
 
 /// Writes all of `buf` at `off`.
+/// Puts a rename of `path` on stable media: syncs the directory that holds it (best effort: a
+/// filesystem that cannot sync a directory keeps the rename as it does every other).
+pub fn sync_parent(path: &std::path::Path) {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
 pub fn write_all_at(fd: RawFd, buf: &[u8], off: u64) -> io::Result<()> {
     let mut done = 0;
     while done < buf.len() {

@@ -206,11 +206,7 @@ fn start(path: &Path, map_id: u32, bs: u64, records: &[Intent]) -> std::io::Resu
     std::fs::rename(&tmp, path)?;
     // The rename itself on stable media: a crash must not bring back an older journal that
     // misses the carried writes. (An older one would only name more blocks, never fewer.)
-    if let Some(dir) = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
-        && let Ok(d) = File::open(dir)
-    {
-        let _ = d.sync_all();
-    }
+    crate::fullio::sync_parent(path);
     Ok((f, bytes.len() as u64))
 }
 

@@ -554,11 +554,7 @@ impl Snapshot {
         }
         // The rename on stable media too: after a crash the map is this one, not the one before
         // (whose journal this save's restart replaces).
-        if let Some(dir) = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
-            && let Ok(d) = std::fs::File::open(dir)
-        {
-            let _ = d.sync_all();
-        }
+        crate::fullio::sync_parent(path);
         Ok(())
     }
 }

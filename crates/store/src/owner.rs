@@ -23,7 +23,9 @@ pub fn is_gone(owner: &str) -> bool {
     start_ticks(pid) != Some(start)
 }
 
-fn host() -> String {
+/// This host's name, as runs' owners and rooms beside the database carry it (only the
+/// characters a file name keeps).
+pub(crate) fn host() -> String {
     let h = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     h.trim().chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '.').collect()
 }

@@ -34,9 +34,7 @@ impl Drop for Room {
 fn room_prefix(db: &Path) -> (PathBuf, String) {
     let dir = db.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
     let name = db.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let host: String = host.trim().chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '.').collect();
-    (dir, format!("{name}.room-{host}-"))
+    (dir, format!("{name}.room-{}-", crate::owner::host()))
 }
 
 impl Store {
