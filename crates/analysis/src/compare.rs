@@ -25,6 +25,15 @@ impl At {
         }
     }
 
+    /// The point is undecided on this side: its top step too noisy (issue 37).
+    pub fn undecided(self, w: &WorkloadResult) -> bool {
+        match self {
+            At::Maximum => w.maximum_undecided.is_some(),
+            At::Optimum => false,
+            At::Sla => w.sla_maximum_undecided.is_some(),
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             At::Maximum => "maximum",
@@ -45,6 +54,11 @@ pub struct Impact {
     /// None when the workload or its point is missing on that side.
     pub baseline: Option<Point>,
     pub run: Option<Point>,
+    /// The point is undecided on that side (too noisy to tell): no figure, and said so.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub baseline_undecided: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub run_undecided: bool,
     /// Change of throughput (IOPS, or MB/s for sequential workloads) in percent.
     pub throughput_pct: Option<f64>,
     /// Change of mean latency at the point, in percent.
@@ -98,6 +112,8 @@ pub fn compare(baseline: &RunResult, run: &RunResult, at: At) -> Vec<Impact> {
                 in_mbps,
                 baseline: bp,
                 run: rp,
+                baseline_undecided: b.is_some_and(|w| at.undecided(w)),
+                run_undecided: r.is_some_and(|w| at.undecided(w)),
                 throughput_pct,
                 latency_pct,
                 noise_pct,
@@ -266,6 +282,8 @@ mod tests {
             optimum: Some(p),
             maximum: Some(p),
             sla_maximum: None,
+            maximum_undecided: None,
+            sla_maximum_undecided: None,
             min_lat_us: None,
             data: Default::default(),
             data_check: Vec::new(),

@@ -16,4 +16,4 @@ pub use compare::{At, Impact, compare};
 pub use iocurve_stats::steady;
 pub use result::*;
 pub use step::{FEWER_HOSTS, Thresholds, analyze_step, analyze_step_on, fewer_hosts_message};
-pub use workload::{Compared, analyze_workload, compared, optimum_index, sla_index};
+pub use workload::{Compared, Maximum, NOISE_CAP, analyze_workload, compared, maximum_of, optimum_index, sla_index};

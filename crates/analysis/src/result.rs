@@ -133,10 +133,17 @@ pub struct WorkloadResult {
     pub speed: Option<Point>,
     pub optimum: Option<Point>,
     pub maximum: Option<Point>,
+    /// Why there is no maximum though steps were compared: the top step too noisy to tell it
+    /// from a lower-latency step (issue 37).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maximum_undecided: Option<Undecided>,
     /// The highest-throughput step within the SLA bounds (None without bounds or when no step
     /// stays within them).
     #[serde(default)]
     pub sla_maximum: Option<Point>,
+    /// Why there is no SLA maximum though steps stay within the bounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sla_maximum_undecided: Option<Undecided>,
     pub min_lat_us: Option<f64>,
     /// What written blocks contained (compressibility and dedupability).
     #[serde(default)]
@@ -242,16 +249,38 @@ pub struct Headline {
     pub workload: String,
     /// IOPS matter less than MB/s for it.
     pub sequential: bool,
-    /// None when no step finished.
+    /// None when no step finished or the maximum is undecided.
     pub maximum: Option<Point>,
+    /// The maximum was undecided: its top step too noisy (issue 37).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub undecided: bool,
 }
 
 /// Every workload's headline, in plan order.
 pub fn headlines(workloads: &[WorkloadResult]) -> Vec<Headline> {
     workloads
         .iter()
-        .map(|w| Headline { workload: w.name.clone(), sequential: w.kind == "sequential", maximum: w.maximum })
+        .map(|w| Headline {
+            workload: w.name.clone(),
+            sequential: w.kind == "sequential",
+            maximum: w.maximum,
+            undecided: w.maximum_undecided.is_some(),
+        })
         .collect()
+}
+
+/// A maximum the measurement cannot decide: its top step varied by more than the noise cap and
+/// lower-latency steps lie within that spread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Undecided {
+    /// The highest-throughput step (index into `steps`).
+    pub step: usize,
+    /// Its interval-to-interval spread (coefficient of variation).
+    pub cv: f64,
+    /// The steps within that spread at a lower latency.
+    pub rivals: Vec<usize>,
+    /// The same in words.
+    pub reason: String,
 }
 
 /// A notable step of a workload, repeating its figures.

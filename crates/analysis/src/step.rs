@@ -19,7 +19,7 @@ pub struct Thresholds {
 
 impl Default for Thresholds {
     fn default() -> Self {
-        Thresholds { unsteady_cv: 0.10, transient: 0.10, cpu_busy_pct: 90.0, littles_law: 0.10 }
+        Thresholds { unsteady_cv: crate::workload::NOISE_CAP, transient: 0.10, cpu_busy_pct: 90.0, littles_law: 0.10 }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use iocurve_plan::{Pattern, Workload, format_size};
 
-use crate::result::{Point, Sla, StepResult, WorkloadResult};
+use crate::result::{Point, Sla, StepResult, Undecided, WorkloadResult};
 
 /// The optimum: the step with the highest throughput / latency. On a smooth curve this is
 /// exactly the last step up to which throughput grows faster than latency (the published
@@ -17,25 +17,111 @@ pub fn optimum_index(points: &[(f64, f64)]) -> Option<usize> {
 /// Below this, differences in throughput between steps are noise on any storage.
 pub const MIN_NOISE: f64 = 0.01;
 
+/// The most the maximum's noise band may span: the spread above which a step is flagged
+/// unsteady. Issue 37, finding 1: uncapped, a top step whose intervals varied by 70 % made
+/// every step "equal" to it and the maximum fell to a step a third lower in the same table.
+pub const NOISE_CAP: f64 = 0.10;
+
+/// Which step is the maximum, or why none can be told.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Maximum {
+    /// No step to choose from.
+    None,
+    Step(usize),
+    /// The top step (`top`) varied by more than [`NOISE_CAP`], and within its spread lie
+    /// lower-latency steps (`rivals`) the capped band leaves out: the noise would decide.
+    Undecided {
+        top: usize,
+        rivals: Vec<usize>,
+    },
+}
+
 /// The maximum: the highest throughput — and among the steps within the measurement noise of
 /// it, the one with the lowest latency, so that a plateau is not reported at its worst
 /// latency. The noise is the top step's interval-to-interval spread (its coefficient of
-/// variation), at least [`MIN_NOISE`]. `points` are (throughput, mean latency, cv) per step.
-pub fn maximum_index(points: &[(f64, f64, f64)]) -> Option<usize> {
-    let top = (0..points.len()).reduce(|a, b| if points[b].0 > points[a].0 { b } else { a })?;
+/// variation), at least [`MIN_NOISE`] and at most [`NOISE_CAP`], so a maximum is never more
+/// than the cap below a step of the same table. When the top step varied by more than the cap
+/// and its own spread admits a step with a lower latency than the capped band gives, the
+/// maximum is undecided: picking either would be the noise's choice.
+/// `points` are (throughput, mean latency, cv) per step.
+pub fn maximum_of(points: &[(f64, f64, f64)]) -> Maximum {
+    let Some(top) = (0..points.len()).reduce(|a, b| if points[b].0 > points[a].0 { b } else { a }) else {
+        return Maximum::None;
+    };
     let (t, _, cv) = points[top];
-    let floor = t * (1.0 - cv.max(MIN_NOISE));
-    (0..points.len()).filter(|&i| points[i].0 >= floor).reduce(|a, b| if points[b].1 < points[a].1 { b } else { a })
+    let lowest_latency = |band: f64| {
+        let floor = t * (1.0 - band);
+        (0..points.len()).filter(|&i| points[i].0 >= floor).reduce(|a, b| if points[b].1 < points[a].1 { b } else { a })
+    };
+    let capped = lowest_latency(cv.clamp(MIN_NOISE, NOISE_CAP)).unwrap_or(top);
+    if cv <= NOISE_CAP {
+        return Maximum::Step(capped);
+    }
+    let floor = t * (1.0 - cv);
+    let rivals: Vec<usize> =
+        (0..points.len()).filter(|&i| points[i].0 >= floor && points[i].1 < points[capped].1 && i != capped).collect();
+    if rivals.is_empty() { Maximum::Step(capped) } else { Maximum::Undecided { top, rivals } }
 }
 
-/// The maximum (by [`maximum_index`]'s rule) among the `candidates` whose latency stays within
+/// [`maximum_of`] as an index, None when there is no step or it is undecided.
+pub fn maximum_index(points: &[(f64, f64, f64)]) -> Option<usize> {
+    match maximum_of(points) {
+        Maximum::Step(i) => Some(i),
+        Maximum::None | Maximum::Undecided { .. } => None,
+    }
+}
+
+/// The maximum (by [`maximum_of`]'s rule) among the `candidates` whose latency stays within
 /// `sla`. The same rule as the maximum, so that a bound every step meets gives the maximum
-/// itself, not a noisier step a hair faster on the same plateau.
-pub fn sla_index(steps: &[StepResult], candidates: &[usize], sequential: bool, sla: &Sla) -> Option<usize> {
+/// itself (or is undecided with it), not a noisier step a hair faster on the same plateau.
+pub fn sla_maximum(steps: &[StepResult], candidates: &[usize], sequential: bool, sla: &Sla) -> Maximum {
     let admitted: Vec<usize> = candidates.iter().copied().filter(|&i| sla.admits(&steps[i])).collect();
     let points: Vec<(f64, f64, f64)> =
         admitted.iter().map(|&i| (steps[i].throughput(sequential), steps[i].lat_us.mean, steps[i].cv)).collect();
-    maximum_index(&points).map(|k| admitted[k])
+    in_steps(maximum_of(&points), &admitted)
+}
+
+/// [`sla_maximum`] as an index, None when no step qualifies or it is undecided.
+pub fn sla_index(steps: &[StepResult], candidates: &[usize], sequential: bool, sla: &Sla) -> Option<usize> {
+    match sla_maximum(steps, candidates, sequential, sla) {
+        Maximum::Step(i) => Some(i),
+        Maximum::None | Maximum::Undecided { .. } => None,
+    }
+}
+
+/// A [`Maximum`] over a subset of steps, with indices into all of them.
+fn in_steps(m: Maximum, subset: &[usize]) -> Maximum {
+    match m {
+        Maximum::None => Maximum::None,
+        Maximum::Step(k) => Maximum::Step(subset[k]),
+        Maximum::Undecided { top, rivals } => {
+            Maximum::Undecided { top: subset[top], rivals: rivals.into_iter().map(|k| subset[k]).collect() }
+        }
+    }
+}
+
+/// Why a maximum is undecided, in words and as the figures behind them.
+fn undecided(steps: &[StepResult], top: usize, rivals: &[usize]) -> Undecided {
+    let at = |i: usize| match &steps[i].rate {
+        Some(r) => format!("the step driven at {:.0} IOPS", r.target_iops),
+        None if steps[i].workers == 1 => "the 1-worker step".to_string(),
+        None => format!("the {}-worker step", steps[i].workers),
+    };
+    let list: Vec<String> = rivals.iter().map(|&i| at(i)).collect();
+    let cv = steps[top].cv;
+    Undecided {
+        step: top,
+        cv,
+        rivals: rivals.to_vec(),
+        reason: format!(
+            "{}, the highest throughput, varied {:.0} % between its intervals, more than the {:.0} % within which a maximum is told, and {} lie{} within that spread at a lower latency: measure longer (more or longer intervals)",
+            at(top),
+            cv * 100.0,
+            NOISE_CAP * 100.0,
+            list.join(", "),
+            if rivals.len() == 1 { "s" } else { "" }
+        ),
+    }
 }
 
 fn point(steps: &[StepResult], i: usize) -> Point {
@@ -83,9 +169,20 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
     let speed = measured.iter().copied().find(|&i| steps[i].workers == 1).or(measured.first().copied());
     let with_noise: Vec<(f64, f64, f64)> =
         measured.iter().map(|&i| (steps[i].throughput(seq), steps[i].lat_us.mean, steps[i].cv)).collect();
-    let maximum = maximum_index(&with_noise).map(|k| measured[k]);
+    let (maximum, maximum_undecided) = match in_steps(maximum_of(&with_noise), &measured) {
+        Maximum::Step(i) => (Some(i), None),
+        Maximum::None => (None, None),
+        Maximum::Undecided { top, rivals } => (None, Some(undecided(&steps, top, &rivals))),
+    };
     let optimum = optimum_index(&pts).map(|k| measured[k]);
-    let sla_maximum = if sla.is_set() { sla_index(&steps, &measured, seq, sla) } else { None };
+    let (sla_maximum, sla_maximum_undecided) = match sla.is_set() {
+        false => (None, None),
+        true => match sla_maximum(&steps, &measured, seq, sla) {
+            Maximum::Step(i) => (Some(i), None),
+            Maximum::None => (None, None),
+            Maximum::Undecided { top, rivals } => (None, Some(undecided(&steps, top, &rivals))),
+        },
+    };
     let min_lat_us = measured.iter().map(|&i| steps[i].lat_us.min).reduce(f64::min);
     let bs = if w.bs.len() == 1 {
         format_size(w.bs[0].bytes)
@@ -103,7 +200,9 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
         speed: speed.map(|i| point(&steps, i)),
         optimum: optimum.map(|i| point(&steps, i)),
         maximum: maximum.map(|i| point(&steps, i)),
+        maximum_undecided,
         sla_maximum: sla_maximum.map(|i| point(&steps, i)),
+        sla_maximum_undecided,
         min_lat_us,
         data: iocurve_plan::DataPattern { dedupe_unit: w.dedupe_unit(), ..w.data },
         data_check: Vec::new(),
@@ -388,12 +487,74 @@ mod tests {
         s[0].cv = 0.034;
         s[1].cv = 0.177;
         let w = iocurve_plan::suites::load("quick", &Default::default()).unwrap().workloads.remove(0);
+        // Step 1's 17.7 % spread admits step 0; the 10 % cap does not: undecided, both.
+        let r = analyze_workload(&w, s.clone(), &Sla { mean_ms: Some(1000.0), p99_ms: None });
+        assert_eq!(r.maximum, None);
+        assert_eq!(r.maximum_undecided.as_ref().map(|u| (u.step, u.rivals.clone())), Some((1, vec![0])));
+        assert_eq!(r.sla_maximum, r.maximum);
+        assert_eq!(r.sla_maximum_undecided, r.maximum_undecided);
+        // Within the cap, the same rule gives both the same step.
+        s[1].cv = 0.08;
         let r = analyze_workload(&w, s, &Sla { mean_ms: Some(1000.0), p99_ms: None });
-        assert_eq!(r.maximum.map(|p| p.step), Some(0));
+        assert_eq!(r.maximum.map(|p| p.step), Some(1));
         assert_eq!(r.sla_maximum, r.maximum);
     }
 
+    /// Issue 37, finding 1: 16 workers gave 48'982 IOPS with a CV of 69.7 % (a 20 ms stall in
+    /// one interval) and the maximum was "27'824 IOPS @ 144 µs (4 workers)", a third below a
+    /// step of the same table. The band is capped; the noise deciding, the maximum is
+    /// undecided and says why.
+    #[test]
+    fn regression_a_noisy_top_step_leaves_the_maximum_undecided_not_lower() {
+        let mut s = steps(&[(9_100.0, 109.0, 200.0), (27_824.0, 144.0, 300.0), (48_982.0, 326.0, 20_000.0)]);
+        s[0].cv = 0.03;
+        s[1].cv = 0.04;
+        s[2].cv = 0.697;
+        let w = iocurve_plan::suites::load("quick", &Default::default()).unwrap().workloads.remove(0);
+        let r = analyze_workload(&w, s.clone(), &Sla::default());
+        assert_eq!(r.maximum, None);
+        let u = r.maximum_undecided.expect("undecided");
+        assert_eq!((u.step, u.rivals.as_slice()), (2, &[1][..]), "9'100 IOPS is below the spread");
+        assert!(
+            u.reason.starts_with(
+                "the 4-worker step, the highest throughput, varied 70 % between its intervals, more than the 10 %"
+            ),
+            "{}",
+            u.reason
+        );
+        assert!(u.reason.contains("and the 2-worker step lies within that spread at a lower latency"), "{}", u.reason);
+        // No step within its spread: the noisy top step is still the maximum.
+        s[2].cv = 0.3;
+        let r = analyze_workload(&w, s.clone(), &Sla::default());
+        assert_eq!((r.maximum.map(|p| p.step), r.maximum_undecided), (Some(2), None));
+        // Within the cap, a plateau step at most 10 % lower is taken for its latency.
+        s[1].iops = 45_000.0;
+        s[2].cv = 0.09;
+        let r = analyze_workload(&w, s, &Sla::default());
+        assert_eq!(r.maximum.map(|p| p.step), Some(1));
+        let h = crate::headlines(std::slice::from_ref(&r));
+        assert!(!h[0].undecided);
+    }
+
     proptest! {
+        /// Issue 37, finding 1: whatever the figures, a decided maximum is within the noise
+        /// cap of every step compared, and "undecided" only comes from a top step noisier
+        /// than the cap.
+        #[test]
+        fn regression_a_maximum_is_never_more_than_the_cap_below_a_step(
+            v in prop::collection::vec((1.0f64..1e6, 1.0f64..1e5, 0.0f64..1.5), 1..12),
+        ) {
+            let top = v.iter().map(|p| p.0).fold(0.0, f64::max);
+            match maximum_of(&v) {
+                Maximum::Step(i) => prop_assert!(v[i].0 >= top * (1.0 - NOISE_CAP) - 1e-9, "{v:?} → {i}"),
+                Maximum::Undecided { top: t, rivals } => {
+                    prop_assert!(v[t].2 > NOISE_CAP && v[t].0 == top);
+                    prop_assert!(!rivals.is_empty() && rivals.iter().all(|&r| v[r].0 >= top * (1.0 - v[t].2)));
+                }
+                Maximum::None => prop_assert!(false, "steps but no maximum"),
+            }
+        }
+
         /// Issue 35, finding 4: whatever the host counts and losses, a step enters the speed,
         /// optimum or maximum only when it ran on every host planned for it without losing
         /// one; every other measured step is kept apart (and said so).

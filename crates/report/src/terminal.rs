@@ -306,9 +306,16 @@ pub fn step_table(w: &WorkloadResult) -> String {
 pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
     let seq = w.kind == "sequential";
     let mut out = Vec::new();
-    for (label, p) in
-        [("speed", &w.speed), ("optimum", &w.optimum), ("maximum", &w.maximum), ("SLA max", &w.sla_maximum)]
-    {
+    let undecided = |u: &Option<iocurve_analysis::Undecided>| u.as_ref().map(|u| u.reason.clone());
+    for (label, p, why) in [
+        ("speed", &w.speed, None),
+        ("optimum", &w.optimum, None),
+        ("maximum", &w.maximum, undecided(&w.maximum_undecided)),
+        ("SLA max", &w.sla_maximum, undecided(&w.sla_maximum_undecided)),
+    ] {
+        if let Some(why) = why {
+            out.push(format!("  {label:<8} undecided: {why}"));
+        }
         if let Some(p) = p {
             let mut workers = if p.workers == 1 { "1 worker".to_string() } else { format!("{} workers", p.workers) };
             let hosts = w.steps.get(p.step).map_or(1, |s| s.hosts);
@@ -322,7 +329,12 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
         }
     }
     // Steps, but none comparable (every one after a host was lost, say): say so, not nothing.
-    if !w.steps.is_empty() && w.speed.is_none() && w.optimum.is_none() && w.maximum.is_none() {
+    if !w.steps.is_empty()
+        && w.speed.is_none()
+        && w.optimum.is_none()
+        && w.maximum.is_none()
+        && w.maximum_undecided.is_none()
+    {
         out.push("  no speed, optimum or maximum: none of its steps can be compared (its notes say why)".into());
     }
     if let Some(m) = w.min_lat_us {
@@ -357,8 +369,11 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
 pub fn headlines(heads: &[iocurve_analysis::Headline]) -> String {
     let heads: Vec<String> = heads
         .iter()
-        .filter_map(|h| {
-            h.maximum.map(|m| format!("{} {}", h.workload, headline(m.iops, m.mbps, m.lat_us, h.sequential)))
+        .filter_map(|h| match h.maximum {
+            Some(m) => Some(format!("{} {}", h.workload, headline(m.iops, m.mbps, m.lat_us, h.sequential))),
+            // Too noisy to tell: said, not a lower step nor nothing (issue 37).
+            None if h.undecided => Some(format!("{} maximum undecided (too noisy)", h.workload)),
+            None => None,
         })
         .collect();
     if heads.is_empty() { "no finished step".to_string() } else { heads.join("; ") }
@@ -386,9 +401,9 @@ pub fn noise(v: Option<f64>) -> String {
 
 /// The impact of a run against a baseline, one row per workload.
 pub fn impact_table(rows: &[iocurve_analysis::Impact]) -> String {
-    let point = |p: &Option<iocurve_analysis::Point>, seq: bool| {
+    let point = |p: &Option<iocurve_analysis::Point>, seq: bool, undecided: bool| {
         p.map_or_else(
-            || "—".to_string(),
+            || if undecided { "undecided (too noisy)".to_string() } else { "—".to_string() },
             |p| match p.target_iops {
                 Some(t) => {
                     format!("{} (at {})", headline(p.iops, p.mbps, p.lat_us, seq), format::target_rate(t, false))
@@ -402,8 +417,8 @@ pub fn impact_table(rows: &[iocurve_analysis::Impact]) -> String {
         .map(|r| {
             vec![
                 r.workload.clone(),
-                point(&r.baseline, r.in_mbps),
-                point(&r.run, r.in_mbps),
+                point(&r.baseline, r.in_mbps, r.baseline_undecided),
+                point(&r.run, r.in_mbps, r.run_undecided),
                 impact_throughput(r),
                 noise(r.noise_pct),
                 pct(r.latency_pct),
@@ -819,6 +834,8 @@ mod tests {
             optimum: None,
             maximum: None,
             sla_maximum: None,
+            maximum_undecided: None,
+            sla_maximum_undecided: None,
             min_lat_us: None,
             data: Default::default(),
             data_check: Vec::new(),
@@ -884,6 +901,8 @@ mod tests {
             optimum: Some(p(1, &steps[1])),
             maximum: Some(p(1, &steps[1])),
             sla_maximum: Some(p(0, &steps[0])),
+            maximum_undecided: None,
+            sla_maximum_undecided: None,
             min_lat_us: Some(100.0),
             data: Default::default(),
             data_check: Vec::new(),

@@ -146,11 +146,15 @@ pub(super) fn summary_row(s: &Series) -> SummaryRow {
         dashed: s.dashed,
         speed: point(&w.speed, seq),
         optimum: point(&w.optimum, seq),
-        maximum: match &w.links {
-            Some(l) => format!("{} — {}", point(&w.maximum, seq), l.describe(format::mbps)),
-            None => point(&w.maximum, seq),
+        maximum: match (&w.maximum_undecided, &w.links) {
+            (Some(u), _) => format!("undecided: {}", u.reason),
+            (None, Some(l)) => format!("{} — {}", point(&w.maximum, seq), l.describe(format::mbps)),
+            (None, None) => point(&w.maximum, seq),
         },
-        sla_maximum: point(&w.sla_maximum, seq),
+        sla_maximum: match &w.sla_maximum_undecided {
+            Some(u) => format!("undecided: {}", u.reason),
+            None => point(&w.sla_maximum, seq),
+        },
         min_lat: w.min_lat_us.map_or_else(|| "—".into(), |v| format!("{} µs", format::lat_us(v))),
         flagged: if flagged == 0 { String::new() } else { format!("{flagged} of {}", w.steps.len()) },
     }
@@ -261,8 +265,8 @@ pub(super) fn impact_row(i: &Impact) -> ImpactRow {
     };
     ImpactRow {
         workload: i.workload.clone(),
-        baseline: point(&i.baseline, i.in_mbps),
-        run: point(&i.run, i.in_mbps),
+        baseline: if i.baseline_undecided { "undecided (too noisy)".into() } else { point(&i.baseline, i.in_mbps) },
+        run: if i.run_undecided { "undecided (too noisy)".into() } else { point(&i.run, i.in_mbps) },
         throughput: terminal::impact_throughput(i),
         noise: terminal::noise(i.noise_pct),
         latency: pct(i.latency_pct),

@@ -121,3 +121,57 @@ fn regression_the_file_size_limit_leaves_no_partial_scratch_file() {
     assert!(stderr(&o).contains("File too large"), "{}", stderr(&o));
     assert!(!dir.path().join("x.dat").exists(), "the partial scratch file is removed");
 }
+
+/// Issue 37, finding 1: a 20 ms stall in every step's second interval made the top step's
+/// intervals vary by 70 %; the uncapped noise band then admitted a step a third lower, which
+/// became "the maximum" in the summary, the JSON, `runs` and `compare`. The band is capped at
+/// 10 %: a maximum is never more than that below a compared step, and when the top step is too
+/// noisy to tell it from a lower-latency one, every view says "undecided" and why.
+#[test]
+fn regression_a_noisy_top_step_leaves_the_maximum_undecided() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plan = r#"targets = ["t.dat"]
+[[faults]]
+kind = "latency"
+latency_ms = 20
+share = 1.0
+from_s = 1
+to_s = 2
+[[workloads]]
+name = "w"
+read_pct = 100
+bs = "4k"
+pattern = "random"
+working_set = "backend"
+ramp = [1, 4, 16]
+intervals = 3
+interval_s = 1
+warmup_s = 0
+"#;
+    std::fs::write(d.join("plan.toml"), plan).unwrap();
+    {
+        let o = iocurve(d, &["run", "plan.toml", "--size", "64m", "--json", "r.json"]);
+        assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+        let r = ok_json(&o, &d.join("r.json"));
+        let w = &r["workloads"][0];
+        match (&w["maximum"], &w["maximum_undecided"]) {
+            (serde_json::Value::Null, u) if u.is_object() => {
+                let reason = u["reason"].as_str().unwrap();
+                assert!(reason.contains("more than the 10 %") && reason.contains("lie"), "{reason}");
+                assert!(stdout(&o).contains(&format!("maximum  undecided: {reason}")), "{}", stdout(&o));
+                assert!(u["cv"].as_f64().unwrap() > 0.1, "{u}");
+            }
+            (m, serde_json::Value::Null) => {
+                panic!("the stall in every step leaves the top one too noisy to decide, yet the maximum is {m}: {w}")
+            }
+            other => panic!("both a maximum and undecided: {other:?}"),
+        }
+    }
+    let o = iocurve(d, &["runs"]);
+    assert!(stdout(&o).contains("w maximum undecided (too noisy)"), "{}", stdout(&o));
+    let o = iocurve(d, &["compare", "1", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let row = stdout(&o).lines().find(|l| l.starts_with("w ")).map(str::to_string).unwrap_or_default();
+    assert_eq!(row.matches("undecided (too noisy)").count(), 2, "{}", stdout(&o));
+}
