@@ -59,6 +59,10 @@ pub struct Impact {
     pub baseline_undecided: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub run_undecided: bool,
+    /// At the SLA maximum: whether the workload's answer is open loop (rate steps, the one to
+    /// quote) or closed loop (a worker ramp's, an upper bound). None at other points.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<bool>,
     /// Change of throughput (IOPS, or MB/s for sequential workloads) in percent.
     pub throughput_pct: Option<f64>,
     /// Change of mean latency at the point, in percent.
@@ -114,6 +118,11 @@ pub fn compare(baseline: &RunResult, run: &RunResult, at: At) -> Vec<Impact> {
                 run: rp,
                 baseline_undecided: b.is_some_and(|w| at.undecided(w)),
                 run_undecided: r.is_some_and(|w| at.undecided(w)),
+                open_loop: if at == At::Sla {
+                    b.or(r).and_then(|w| w.sla_answer.as_ref()).map(|a| a.open_loop)
+                } else {
+                    None
+                },
                 throughput_pct,
                 latency_pct,
                 noise_pct,
@@ -284,6 +293,7 @@ mod tests {
             sla_maximum: None,
             maximum_undecided: None,
             sla_maximum_undecided: None,
+            sla_answer: None,
             min_lat_us: None,
             data: Default::default(),
             data_check: Vec::new(),

@@ -144,6 +144,9 @@ pub struct WorkloadResult {
     /// Why there is no SLA maximum though steps stay within the bounds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sla_maximum_undecided: Option<Undecided>,
+    /// What the SLA maximum is (closed or open loop) and whether to quote it (with SLA bounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sla_answer: Option<SlaAnswer>,
     pub min_lat_us: Option<f64>,
     /// What written blocks contained (compressibility and dedupability).
     #[serde(default)]
@@ -267,6 +270,32 @@ pub fn headlines(workloads: &[WorkloadResult]) -> Vec<Headline> {
             undecided: w.maximum_undecided.is_some(),
         })
         .collect()
+}
+
+/// What an SLA answer is, for the reader who must quote one (issue 37, finding 3: the worker
+/// ramp's SLA maximum and the SLA search's answer were 64× apart with no word on which is
+/// "how much load within my SLA").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlaAnswer {
+    /// Open loop: I/Os arrive on a schedule (rate steps); closed loop: workers wait for theirs.
+    pub open_loop: bool,
+    /// The one to quote for "how much load stays within my SLA".
+    pub quote: bool,
+    /// The same in one sentence.
+    pub says: String,
+}
+
+impl SlaAnswer {
+    /// The answer of a workload's steps: open loop when they are rate steps. `follows` names the
+    /// open-loop workload that follows a closed-loop one (its SLA search or curve), if any.
+    pub fn of(open_loop: bool, follows: Option<&str>) -> SlaAnswer {
+        let says = match (open_loop, follows) {
+            (true, _) => "open loop: I/Os arrive on a schedule whatever the storage does, so its stalls count against the SLA — quote this one for how much load stays within the SLA".to_string(),
+            (false, Some(name)) => format!("closed loop: each worker waits for its I/O, so stalls slow the load instead of breaking the SLA — an upper bound; quote the open-loop answer of {name} for how much load stays within the SLA"),
+            (false, None) => "closed loop: each worker waits for its I/O, so stalls slow the load instead of breaking the SLA — an upper bound; for how much load stays within the SLA, run the open-loop search (sla_search = true) and quote that".to_string(),
+        };
+        SlaAnswer { open_loop, quote: open_loop, says }
+    }
 }
 
 /// A maximum the measurement cannot decide: its top step varied by more than the noise cap and

@@ -2,7 +2,7 @@
 
 use iocurve_plan::{Pattern, Workload, format_size};
 
-use crate::result::{Point, Sla, StepResult, Undecided, WorkloadResult};
+use crate::result::{Point, Sla, SlaAnswer, StepResult, Undecided, WorkloadResult};
 
 /// The optimum: the step with the highest throughput / latency. On a smooth curve this is
 /// exactly the last step up to which throughput grows faster than latency (the published
@@ -203,6 +203,10 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
         maximum_undecided,
         sla_maximum: sla_maximum.map(|i| point(&steps, i)),
         sla_maximum_undecided,
+        sla_answer: sla.is_set().then(|| {
+            let open = steps.iter().any(|s| s.rate.is_some());
+            SlaAnswer::of(open, w.open_loop_follower().as_deref())
+        }),
         min_lat_us,
         data: iocurve_plan::DataPattern { dedupe_unit: w.dedupe_unit(), ..w.data },
         data_check: Vec::new(),

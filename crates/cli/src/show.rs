@@ -217,7 +217,11 @@ pub fn compare(db: &Path, baseline: i64, runs: &[i64], at: AtArg, sla: &SlaArgs)
                 crate::outln!("!   {d}");
             }
         }
-        crate::outln!("{}", terminal::impact_table(&iocurve_analysis::compare(&base, &run, at)));
+        let impacts = iocurve_analysis::compare(&base, &run, at);
+        crate::outln!("{}", terminal::impact_table(&impacts));
+        if let Some(note) = terminal::sla_loop_note(&impacts) {
+            crate::outln!("{note}");
+        }
         let rates = iocurve_analysis::compare::rate_impacts(&base, &run);
         if !rates.is_empty() {
             crate::outln!("response time at the same target rate:");

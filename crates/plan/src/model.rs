@@ -446,11 +446,28 @@ impl Workload {
         self.sla_search.then(|| self.derived("sla-search"))
     }
 
+    /// The open-loop workload that follows this worker ramp and answers "how much load within
+    /// the SLA": its SLA search, else its response-time curve (None without either).
+    pub fn open_loop_follower(&self) -> Option<String> {
+        let suffix = if self.sla_search {
+            "sla-search"
+        } else if !self.curve.is_empty() {
+            "curve"
+        } else {
+            return None;
+        };
+        Some(self.derived_name(suffix))
+    }
+
+    fn derived_name(&self, suffix: &str) -> String {
+        format!("{}-{suffix}", self.name)
+    }
+
     /// A rate workload derived from this one, `NAME-suffix`: one I/O per slot (rate steps keep
     /// `max_outstanding` in flight), no follow-ups of its own.
     fn derived(&self, suffix: &str) -> Workload {
         let mut w = self.clone();
-        w.name = format!("{}-{suffix}", self.name);
+        w.name = self.derived_name(suffix);
         w.queue_depth = 1;
         w.rate = Vec::new();
         w.curve = Vec::new();

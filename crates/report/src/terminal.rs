@@ -328,6 +328,10 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
             out.push(format!("  {label:<8} {}  ({workers})", headline(p.iops, p.mbps, p.lat_us, seq)));
         }
     }
+    // Under the SLA answer, what it is and whether to quote it (issue 37, finding 3).
+    if let Some(a) = w.sla_answer.as_ref().filter(|_| w.sla_maximum.is_some() || w.sla_maximum_undecided.is_some()) {
+        out.push(format!("           {}", a.says));
+    }
     // Steps, but none comparable (every one after a host was lost, say): say so, not nothing.
     if !w.steps.is_empty()
         && w.speed.is_none()
@@ -399,6 +403,27 @@ pub fn noise(v: Option<f64>) -> String {
     v.map_or_else(|| "—".to_string(), |v| format!("±{v:.0} %"))
 }
 
+/// A row's workload, at the SLA maximum with the kind of its answer (issue 37, finding 3).
+pub fn impact_workload(r: &iocurve_analysis::Impact) -> String {
+    match r.open_loop {
+        Some(true) => format!("{} (open loop)", r.workload),
+        Some(false) => format!("{} (closed loop)", r.workload),
+        None => r.workload.clone(),
+    }
+}
+
+/// Under a comparison at the SLA maximum: which rows answer "how much load within my SLA".
+pub fn sla_loop_note(rows: &[iocurve_analysis::Impact]) -> Option<String> {
+    let open = rows.iter().any(|r| r.open_loop == Some(true));
+    let closed = rows.iter().any(|r| r.open_loop == Some(false));
+    match (open, closed) {
+        (true, true) => Some("closed-loop SLA maxima are upper bounds (a worker waits out a stall instead of counting it); quote the open-loop rows for how much load stays within the SLA".into()),
+        (false, true) => Some("these SLA maxima are closed loop, upper bounds (a worker waits out a stall instead of counting it); for how much load stays within the SLA run the open-loop search (sla_search = true) and quote that".into()),
+        (true, false) => Some("these SLA answers are open loop: quote them for how much load stays within the SLA".into()),
+        (false, false) => None,
+    }
+}
+
 /// The impact of a run against a baseline, one row per workload.
 pub fn impact_table(rows: &[iocurve_analysis::Impact]) -> String {
     let point = |p: &Option<iocurve_analysis::Point>, seq: bool, undecided: bool| {
@@ -416,7 +441,7 @@ pub fn impact_table(rows: &[iocurve_analysis::Impact]) -> String {
         .iter()
         .map(|r| {
             vec![
-                r.workload.clone(),
+                impact_workload(r),
                 point(&r.baseline, r.in_mbps, r.baseline_undecided),
                 point(&r.run, r.in_mbps, r.run_undecided),
                 impact_throughput(r),
@@ -836,6 +861,7 @@ mod tests {
             sla_maximum: None,
             maximum_undecided: None,
             sla_maximum_undecided: None,
+            sla_answer: None,
             min_lat_us: None,
             data: Default::default(),
             data_check: Vec::new(),
@@ -903,6 +929,7 @@ mod tests {
             sla_maximum: Some(p(0, &steps[0])),
             maximum_undecided: None,
             sla_maximum_undecided: None,
+            sla_answer: None,
             min_lat_us: Some(100.0),
             data: Default::default(),
             data_check: Vec::new(),

@@ -783,7 +783,11 @@ impl Run<'_, '_> {
                     observers.note(&format!("{}: {line}", w.name));
                     said.push(line);
                 }
-                let maximum = r.maximum.map(|p| if seq { p.mbps } else { p.iops });
+                // An undecided maximum (its top step too noisy) still bounds the search and
+                // scales the curve: the top step's throughput.
+                let maximum = r.maximum.map(|p| if seq { p.mbps } else { p.iops }).or_else(|| {
+                    r.maximum_undecided.as_ref().and_then(|u| r.steps.get(u.step)).map(|s| s.throughput(seq))
+                });
                 let going_on = !stop_run && !cancel.is_cancelled();
                 let mut follow = Vec::new();
                 match maximum.and_then(|m| w.curve_workload(m)) {

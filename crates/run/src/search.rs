@@ -59,9 +59,11 @@ impl Search {
                 self.failed.map_or_else(String::new, |f| format!(", the lowest that failed {f:.0}"))
             );
         }
+        // What the answer is, as under every SLA answer (issue 37, finding 3).
+        let says = iocurve_analysis::SlaAnswer::of(true, None).says;
         match self.failed {
             None => format!(
-                "SLA search ({sla}): the maximum of the worker ramp, {:.0} {unit}, is sustained within it ({} probe)",
+                "SLA search ({sla}): the maximum of the worker ramp, {:.0} {unit}, is sustained within it ({} probe); {says}",
                 self.maximum, self.probes
             ),
             Some(f) if self.passed == 0.0 => format!(
@@ -69,7 +71,7 @@ impl Search {
                 self.probes
             ),
             Some(f) => format!(
-                "SLA search ({sla}): the highest rate sustained within it is {:.0} {unit} — it lies between {:.0} (passed) and {f:.0} (failed), {} probes",
+                "SLA search ({sla}): the highest rate sustained within it is {:.0} {unit} — it lies between {:.0} (passed) and {f:.0} (failed), {} probes; {says}",
                 self.passed, self.passed, self.probes
             ),
         }
@@ -104,7 +106,8 @@ mod tests {
         let f = s.failed.unwrap();
         assert!(s.passed <= 61_234.0 && f > 61_234.0 && f - s.passed <= 2_000.0, "{s:?}");
         assert!(s.probes <= 8, "{s:?}");
-        assert!(s.describe("mean ≤ 1 ms", "IOPS", false).contains("between"));
+        let said = s.describe("mean ≤ 1 ms", "IOPS", false);
+        assert!(said.contains("between") && said.ends_with("probes; open loop: I/Os arrive on a schedule whatever the storage does, so its stalls count against the SLA — quote this one for how much load stays within the SLA"), "{said}");
     }
 
     #[test]

@@ -431,6 +431,21 @@ fn an_sla_search_brackets_the_highest_rate_within_the_sla() {
     let store = iocurve_run::open_existing_store(&dir.path().join("runs.db")).unwrap();
     let stored = store.load(outcome.run_id.unwrap()).unwrap();
     assert_eq!(stored.workloads[1].notes, std::slice::from_ref(note));
+    // Issue 37, finding 3: under each SLA answer, what it is and which one to quote; the
+    // comparison marks each row's kind and says which rows answer "how much within my SLA".
+    let closed = outcome.result.workloads[0].sla_answer.as_ref().expect("an answer with SLA bounds");
+    assert!(!closed.open_loop && !closed.quote, "{closed:?}");
+    assert!(
+        closed.says.starts_with("closed loop") && closed.says.contains("quote the open-loop answer of w-sla-search")
+    );
+    let open = s.sla_answer.as_ref().unwrap();
+    assert!(open.open_loop && open.quote && open.says.contains("quote this one"), "{open:?}");
+    assert!(note.ends_with(&open.says), "{note}");
+    let rows = iocurve_analysis::compare(&outcome.result, &outcome.result, iocurve_analysis::At::Sla);
+    assert_eq!(rows.iter().map(|r| r.open_loop).collect::<Vec<_>>(), [Some(false), Some(true)]);
+    let said = iocurve_report::terminal::impact_table(&rows);
+    assert!(said.contains("w (closed loop)") && said.contains("w-sla-search (open loop)"), "{said}");
+    assert!(iocurve_report::terminal::sla_loop_note(&rows).unwrap().contains("quote the open-loop rows"));
 
     // Without SLA bounds there is nothing to search for: refused before anything runs.
     let p =

@@ -264,7 +264,7 @@ pub(super) fn impact_row(i: &Impact) -> ImpactRow {
         _ => "",
     };
     ImpactRow {
-        workload: i.workload.clone(),
+        workload: terminal::impact_workload(i),
         baseline: if i.baseline_undecided { "undecided (too noisy)".into() } else { point(&i.baseline, i.in_mbps) },
         run: if i.run_undecided { "undecided (too noisy)".into() } else { point(&i.run, i.in_mbps) },
         throughput: terminal::impact_throughput(i),
