@@ -180,8 +180,9 @@ pub enum ExportFormat {
     /// Steps and samples as CSV (columns in the README).
     Csv,
     /// One fio --output-format=json file per step, in the directory layout of fio-plot's
-    /// bench-fio (OUTPUT/WORKLOAD/BS/RW-IODEPTH-NUMJOBS.json): point fio-plot's -i at
-    /// OUTPUT/WORKLOAD/BS.
+    /// bench-fio (OUTPUT/WORKLOAD/BS/RW-IODEPTH-NUMJOBS.json), with the step's per-second fio
+    /// logs beside it (RW-iodepth-QD-numjobs-N_iops.1.log, _lat, _bw; not for mixed
+    /// workloads) for fio-plot's timeline (-g): point fio-plot's -i at OUTPUT/WORKLOAD/BS.
     FioDir,
     /// fio's --output-format=json layout in one file, one job per step (tools that add a
     /// file's jobs up, as fio-plot does, misread it: use fio-dir for those).

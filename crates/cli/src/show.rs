@@ -246,11 +246,17 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
             let src = iocurve_report::fio::FioSource { run: &result, records: &records };
             if matches!(format, ExportFormat::FioJson) {
                 write(output, &iocurve_report::fio::fio_json(&src))?;
+                // Issue 37, finding 6: fio-plot adds a file's jobs up into one bar.
+                crate::outln!(
+                    "wrote {} (one document, a job per step: for scripts that walk the jobs; fio-plot adds a file's jobs up into one bar, so for fio-plot export --format fio-dir)",
+                    output.display()
+                );
+                return Ok(ExitCode::SUCCESS);
             } else {
                 let files = iocurve_report::fio::fio_dir(&src);
                 write_tree(output, &files)?;
                 crate::outln!(
-                    "wrote {} files under {} (fio-plot: -i {}/WORKLOAD/BS)",
+                    "wrote {} files under {} (fio-plot: -i {}/WORKLOAD/BS; its timeline, -g, reads the fio logs of the read-only and write-only workloads)",
                     files.len(),
                     output.display(),
                     output.display()

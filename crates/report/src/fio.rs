@@ -4,7 +4,8 @@
 //! - [`fio_dir`]: one fio document per step, in the directory layout fio-plot's bench-fio
 //!   writes (`WORKLOAD/BS/RW-IODEPTH-NUMJOBS.json`): fio-plot's 2D, compare and histogram
 //!   graphs take a directory of such files, one file per load level. This is the form to
-//!   plot from.
+//!   plot from. Beside each document, the step's per-second samples as fio's logs, for
+//!   fio-plot's timeline (`-g`).
 //! - [`fio_json`]: one document with a job per step. Tools that read a job as one concurrent
 //!   part of a single load (fio-plot does: it adds the jobs of a file up) misread it; it is
 //!   kept for scripts that walk the jobs themselves.
@@ -77,10 +78,49 @@ pub fn fio_dir(src: &FioSource) -> Vec<(PathBuf, String)> {
                 path = dir.join(format!("run-{n}")).join(&name);
             }
             let doc = document(src.run, step_end_ns(s), vec![job(w, i, s, src.record(wi, i))]);
+            let at = path.parent().map(PathBuf::from).unwrap_or_default();
             out.push((path, doc));
+            for (name, text) in logs(w, s) {
+                out.push((at.join(name), text));
+            }
         }
     }
     out
+}
+
+/// The step's per-second samples as fio's logs with `log_avg_msec=1000`, named as bench-fio
+/// names them (`RW-iodepth-QD-numjobs-N_iops.1.log`, `_lat`, `_bw`), so that fio-plot's
+/// timeline (`-g`) draws them: a line per sample, `msec, value, direction, block size, 0`,
+/// the time at the sample's end since the measurement began; IOPS, mean latency in ns,
+/// KiB/s. A mixed workload has none: its samples do not part reads from writes, and fio's logs
+/// give each direction its own line.
+fn logs(w: &WorkloadResult, s: &StepResult) -> Vec<(String, String)> {
+    let direction = match (w.read_pct >= 100.0, w.read_pct <= 0.0) {
+        (true, _) => 0,
+        (_, true) => 1,
+        _ => return Vec::new(),
+    };
+    let samples: Vec<_> = s.samples.iter().filter(|x| x.dur_s > 0.0).collect();
+    if samples.is_empty() {
+        return Vec::new();
+    }
+    let ops = s.read.ops + s.write.ops;
+    let bs = (s.read.bytes + s.write.bytes).checked_div(ops).unwrap_or(0);
+    let log = |value: &dyn Fn(&iocurve_analysis::SampleResult) -> f64| -> String {
+        samples
+            .iter()
+            .map(|x| {
+                let ms = ((x.t_s + x.dur_s) * 1000.0).round() as u64;
+                format!("{ms}, {}, {direction}, {bs}, 0\n", value(x).round().max(0.0) as u64)
+            })
+            .collect()
+    };
+    let stem = format!("{}-iodepth-{}-numjobs-{}", fio_rw(w), s.queue_depth, s.workers);
+    vec![
+        (format!("{stem}_iops.1.log"), log(&|x| x.iops)),
+        (format!("{stem}_lat.1.log"), log(&|x| x.lat_mean_us * 1000.0)),
+        (format!("{stem}_bw.1.log"), log(&|x| x.mbps * 1e6 / 1024.0)),
+    ]
 }
 
 /// A workload name or block size as one directory name: anything but letters, digits, `.`,

@@ -60,7 +60,8 @@ fn fio_plot_reads_a_step_per_file_and_finds_iocurves_figures() {
     for (id, out) in [("1", "fio1"), ("2", "fio2")] {
         let o = iocurve(d, &["export", id, "--format", "fio-dir", "-o", out]);
         assert!(o.status.success(), "{}", stderr(&o));
-        assert!(stdout(&o).contains(&format!("wrote 4 files under {out}")), "{}", stdout(&o));
+        // A fio document and three fio logs per step.
+        assert!(stdout(&o).contains(&format!("wrote 16 files under {out}")), "{}", stdout(&o));
     }
     // An export never mixes its files with what a directory holds.
     let o = iocurve(d, &["export", "1", "--format", "fio-dir", "-o", "fio1"]);
@@ -102,8 +103,35 @@ fn fio_plot_reads_a_step_per_file_and_finds_iocurves_figures() {
                     + share("latency_ns");
             let step_below_250: f64 = s["lat_histogram"].as_array().unwrap()[..2].iter().map(|b| f(&b["pct"])).sum();
             assert!((below_250 - step_below_250).abs() < 1e-6, "{below_250} vs the step's {step_below_250}");
+
+            // Issue 37, finding 6: fio's logs of the step, a line per stored sample.
+            let log = |kind: &str| -> Vec<Vec<u64>> {
+                let name = format!("{rw}-iodepth-1-numjobs-{}_{kind}.1.log", s["workers"]);
+                let text =
+                    std::fs::read_to_string(d.join(&files).join(&name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+                text.lines().map(|l| l.split(", ").map(|v| v.parse().unwrap()).collect()).collect()
+            };
+            let direction = if side == "read" { 0 } else { 1 };
+            for (kind, value) in [("iops", 1.0), ("lat", 1000.0), ("bw", 1e6 / 1024.0)] {
+                let lines = log(kind);
+                assert_eq!(lines.len(), samples.len(), "{kind}: {lines:?}");
+                for (line, x) in lines.iter().zip(s["samples"].as_array().unwrap()) {
+                    let field = match kind {
+                        "iops" => "iops",
+                        "lat" => "lat_mean_us",
+                        _ => "mbps",
+                    };
+                    let end_ms = ((f(&x["t_s"]) + f(&x["dur_s"])) * 1000.0).round() as u64;
+                    assert_eq!(line[..3], [end_ms, (f(&x[field]) * value).round() as u64, direction], "{kind}: {x}");
+                    assert_eq!(line[3], 4096);
+                }
+            }
         }
     }
+    let o = iocurve(d, &["export", "1", "--format", "fio-json", "-o", "one.json"]);
+    assert!(
+        stdout(&o).contains("fio-plot adds a file's jobs up into one bar, so for fio-plot export --format fio-dir")
+    );
 
     // fio-plot's graphs from those files: IOPS and latency over the workers, the latency
     // histogram of one step, and the two runs compared.
@@ -142,6 +170,29 @@ fn fio_plot_reads_a_step_per_file_and_finds_iocurves_figures() {
             "2",
             "-o",
             "h.png",
+        ],
+    );
+    // The timeline from the logs.
+    fio_plot(
+        d,
+        &[
+            "-i",
+            "fio1/backend-random-read-4k/4k",
+            "-T",
+            "timeline",
+            "-g",
+            "-t",
+            "iops",
+            "lat",
+            "-r",
+            "randread",
+            "-d",
+            "1",
+            "-n",
+            "1",
+            "2",
+            "-o",
+            "g.png",
         ],
     );
     fio_plot(
