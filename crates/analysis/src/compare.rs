@@ -45,7 +45,11 @@ impl At {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Impact {
+    /// The baseline's label (the run's where only the run has it).
     pub workload: String,
+    /// The run's label where it differs: paired by settings (shared/DESIGN.md), not by name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_workload: Option<String>,
     pub sequential: bool,
     /// Throughput compared in MB/s: a sequential workload, or one whose block sizes differ
     /// between the runs (issue 37, finding 4: IOPS of 4k against IOPS of 8k said +0 % where
@@ -84,19 +88,13 @@ fn change(base: f64, new: f64) -> Option<f64> {
     (base > 0.0).then(|| (new - base) / base * 100.0)
 }
 
-/// One row per workload of the baseline, then those only the run has.
+/// One row per workload of the baseline, then those only the run has; workloads paired by
+/// their settings ([`crate::pairing`]).
 pub fn compare(baseline: &RunResult, run: &RunResult, at: At) -> Vec<Impact> {
-    let mut names: Vec<&str> = baseline.workloads.iter().map(|w| w.name.as_str()).collect();
-    for w in &run.workloads {
-        if !names.contains(&w.name.as_str()) {
-            names.push(&w.name);
-        }
-    }
-    names
+    crate::pairing::pairs(baseline, run)
         .into_iter()
-        .map(|name| {
-            let b = baseline.workloads.iter().find(|w| w.name == name);
-            let r = run.workloads.iter().find(|w| w.name == name);
+        .map(|pair| {
+            let (b, r) = (pair.baseline, pair.run);
             let sequential = b.or(r).is_some_and(|w| w.kind == "sequential");
             let bs_differ = matches!((b, r), (Some(x), Some(y)) if x.bs != y.bs);
             let in_mbps = sequential || bs_differ;
@@ -111,7 +109,8 @@ pub fn compare(baseline: &RunResult, run: &RunResult, at: At) -> Vec<Impact> {
             };
             let noise_pct = cv(b, bp).zip(cv(r, rp)).map(|(x, y)| (x * x + y * y).sqrt() * 100.0);
             Impact {
-                workload: name.to_string(),
+                workload: pair.label().to_string(),
+                run_workload: pair.run_label().map(str::to_string),
                 sequential,
                 in_mbps,
                 baseline: bp,
@@ -149,8 +148,8 @@ pub struct RateImpact {
 /// asks what the same load costs in latency on the other configuration.
 pub fn rate_impacts(baseline: &RunResult, run: &RunResult) -> Vec<RateImpact> {
     let mut out = Vec::new();
-    for b in &baseline.workloads {
-        let Some(r) = run.workloads.iter().find(|w| w.name == b.name) else { continue };
+    for pair in crate::pairing::pairs(baseline, run) {
+        let (Some(b), Some(r)) = (pair.baseline, pair.run) else { continue };
         for bs in &b.steps {
             let Some(br) = &bs.rate else { continue };
             let found = r.steps.iter().find(|s| s.rate.as_ref().is_some_and(|x| x.target_iops == br.target_iops));
@@ -195,10 +194,13 @@ pub fn differences(baseline: &RunResult, run: &RunResult) -> Vec<String> {
         r.plan["workloads"].as_array()?.iter().find(|w| w["name"] == name).cloned()
     };
     let mut out = Vec::new();
-    for w in &baseline.workloads {
-        let (Some(a), Some(b)) = (workload(baseline, &w.name), workload(run, &w.name)) else { continue };
+    for pair in crate::pairing::pairs(baseline, run) {
+        let (Some(x), Some(y)) = (pair.baseline, pair.run) else { continue };
+        let (Some(a), Some(b)) = (workload(baseline, &x.name), workload(run, &y.name)) else { continue };
         let mut diff: Vec<String> = Vec::new();
-        for k in KEYS.iter().filter(|k| a[**k] != b[**k]) {
+        // What two read-only workloads would write differs in nothing they measured.
+        let reads_only = x.read_pct >= 100.0 && y.read_pct >= 100.0;
+        for k in KEYS.iter().filter(|k| a[**k] != b[**k] && !(reads_only && **k == "data")) {
             match (k, &a[*k], &b[*k]) {
                 // `direct vs buffered`, not `direct direct vs buffered`.
                 (&"direct", x, y) => diff.push(format!("{} vs {}", worded(k, x), worded(k, y))),
@@ -220,7 +222,7 @@ pub fn differences(baseline: &RunResult, run: &RunResult) -> Vec<String> {
             }
         }
         if !diff.is_empty() {
-            out.push(format!("{}: {}", w.name, diff.join(", ")));
+            out.push(format!("{}: {}", x.name, diff.join(", ")));
         }
     }
     let hosts = |r: &RunResult| r.host.agents.iter().filter(|a| a.lost.is_none()).count().max(1);
@@ -272,14 +274,15 @@ fn worded(key: &str, v: &serde_json::Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::result::HostInfo;
 
-    fn workload(name: &str, kind: &str, max: (f64, f64, f64)) -> WorkloadResult {
+    pub(crate) fn workload(name: &str, kind: &str, max: (f64, f64, f64)) -> WorkloadResult {
         let p = Point { step: 0, workers: 64, iops: max.0, mbps: max.1, lat_us: max.2, target_iops: None };
         WorkloadResult {
             name: name.into(),
+            settings: Default::default(),
             kind: kind.into(),
             working_set: "backend".into(),
             read_pct: 100.0,
@@ -303,7 +306,7 @@ mod tests {
         }
     }
 
-    fn run(workloads: Vec<WorkloadResult>) -> RunResult {
+    pub(crate) fn run(workloads: Vec<WorkloadResult>) -> RunResult {
         RunResult {
             schema_version: 1,
             tool_version: "t".into(),
@@ -344,6 +347,9 @@ mod tests {
         let mut new = run(vec![workload("w", "random", (10_000.0, 81.92, 100.0))]);
         base.workloads[0].bs = "4k".into();
         new.workloads[0].bs = "8k".into();
+        // Writes: the data they write is part of what they measured.
+        base.workloads[0].read_pct = 0.0;
+        new.workloads[0].read_pct = 0.0;
         base.plan = plan(serde_json::json!([{"bytes": 4096, "weight": 1}]), true, serde_json::json!([1, 2]));
         new.plan = plan(
             serde_json::json!([{"bytes": 4096, "weight": 7}, {"bytes": 65536, "weight": 3}]),
@@ -356,6 +362,10 @@ mod tests {
             d,
             vec!["w: direct vs buffered, ramp 1,2 vs 1,4, bs 4k vs 4k 70 % / 64k 30 %, data compress 0.5 vs 0.4"]
         );
+        // Reads write nothing: what their data would be is no difference.
+        let (mut rb, mut rn) = (base.clone(), new.clone());
+        (rb.workloads[0].read_pct, rn.workloads[0].read_pct) = (100.0, 100.0);
+        assert!(!differences(&rb, &rn)[0].contains("data"));
         let rows = compare(&base, &new, At::Maximum);
         let r = &rows[0];
         assert!(r.in_mbps && !r.sequential, "{r:?}");

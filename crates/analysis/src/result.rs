@@ -118,7 +118,12 @@ pub struct TargetInfo {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkloadResult {
+    /// A label (it follows the command line's overrides); the workload is its `settings`.
     pub name: String,
+    /// What identifies the workload: comparisons pair workloads by these, not by their names
+    /// (empty in documents written before it existed: those pair by name).
+    #[serde(default)]
+    pub settings: Settings,
     /// `random` (headline IOPS) or `sequential` (headline MB/s).
     pub kind: String,
     /// `frontend`, `backend` or `range`.
@@ -270,6 +275,72 @@ pub fn headlines(workloads: &[WorkloadResult]) -> Vec<Headline> {
             undecided: w.maximum_undecided.is_some(),
         })
         .collect()
+}
+
+/// A workload's resolved settings, as comparisons match them (shared/DESIGN.md: a workload is
+/// identified by its settings, not by its name).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Everything but the block size and queue depth: pattern, read share, working set, the
+    /// data written, and how the load is driven (worker ramp, rate ramp, SLA search).
+    pub access: String,
+    /// Block size or weighted mix (`4k`, `4k:70,64k:30`).
+    pub bs: String,
+    /// I/Os each worker keeps in flight (0 for rate-driven steps, which keep what they need).
+    pub queue_depth: u32,
+}
+
+impl Settings {
+    pub fn of(w: &iocurve_plan::Workload, rate_steps: bool) -> Settings {
+        use iocurve_plan::WorkingSet;
+        let seq = w.pattern == iocurve_plan::Pattern::Sequential;
+        let mut access = vec![
+            if seq { "sequential" } else { "random" }.to_string(),
+            format!("{} % read", w.read_pct),
+            match w.working_set {
+                WorkingSet::Frontend { blocks } => format!("frontend of {blocks} blocks"),
+                WorkingSet::Backend => "backend".into(),
+                WorkingSet::Range { start, end } => {
+                    format!("range {}..{}", iocurve_plan::format_size(start), iocurve_plan::format_size(end))
+                }
+            },
+        ];
+        if w.read_pct < 100.0 {
+            let d = iocurve_plan::DataPattern { dedupe_unit: w.dedupe_unit(), ..w.data };
+            access.push(format!(
+                "data compress {} dedupe {} unit {} constant {}",
+                d.compress, d.dedupe, d.dedupe_unit, d.constant
+            ));
+        }
+        access.push(
+            match (rate_steps, w.rate.is_empty()) {
+                (false, _) => "worker ramp",
+                (true, false) => "rate ramp",
+                (true, true) => "SLA search",
+            }
+            .into(),
+        );
+        Settings {
+            access: access.join(", "),
+            bs: block_sizes(&w.bs),
+            queue_depth: if rate_steps { 0 } else { w.queue_depth },
+        }
+    }
+
+    /// Known (documents written before settings existed have none).
+    pub fn known(&self) -> bool {
+        !self.access.is_empty()
+    }
+}
+
+/// `4k`, or the weighted mix `4k:70,64k:30`.
+pub fn block_sizes(bs: &[iocurve_plan::BlockSize]) -> String {
+    use iocurve_plan::format_size;
+    if bs.len() == 1 {
+        format_size(bs[0].bytes)
+    } else {
+        bs.iter().map(|b| format!("{}:{}", format_size(b.bytes), b.weight)).collect::<Vec<_>>().join(",")
+    }
 }
 
 /// What an SLA answer is, for the reader who must quote one (issue 37, finding 3: the worker

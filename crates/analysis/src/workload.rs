@@ -1,8 +1,8 @@
 //! Per-workload summary: speed, optimum, maximum, minimum latency.
 
-use iocurve_plan::{Pattern, Workload, format_size};
+use iocurve_plan::{Pattern, Workload};
 
-use crate::result::{Point, Sla, SlaAnswer, StepResult, Undecided, WorkloadResult};
+use crate::result::{Point, Settings, Sla, SlaAnswer, StepResult, Undecided, WorkloadResult, block_sizes};
 
 /// The optimum: the step with the highest throughput / latency. On a smooth curve this is
 /// exactly the last step up to which throughput grows faster than latency (the published
@@ -184,17 +184,13 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
         },
     };
     let min_lat_us = measured.iter().map(|&i| steps[i].lat_us.min).reduce(f64::min);
-    let bs = if w.bs.len() == 1 {
-        format_size(w.bs[0].bytes)
-    } else {
-        w.bs.iter().map(|b| format!("{}:{}", format_size(b.bytes), b.weight)).collect::<Vec<_>>().join(",")
-    };
     WorkloadResult {
         name: w.name.clone(),
+        settings: Settings::of(w, steps.iter().any(|s| s.rate.is_some())),
         kind: if seq { "sequential" } else { "random" }.into(),
         working_set: w.working_set.label().into(),
         read_pct: w.read_pct,
-        bs,
+        bs: block_sizes(&w.bs),
         queue_depth: w.queue_depth,
         backend: w.backend.name().into(),
         speed: speed.map(|i| point(&steps, i)),

@@ -217,6 +217,10 @@ pub fn compare(db: &Path, baseline: i64, runs: &[i64], at: AtArg, sla: &SlaArgs)
                 crate::outln!("!   {d}");
             }
         }
+        // Workloads pair by their settings; say where labels differ or one side has none.
+        for note in iocurve_analysis::pairing::notes(&iocurve_analysis::pairing::pairs(&base, &run)) {
+            crate::outln!("· {note}");
+        }
         let impacts = iocurve_analysis::compare(&base, &run, at);
         crate::outln!("{}", terminal::impact_table(&impacts));
         if let Some(note) = terminal::sla_loop_note(&impacts) {

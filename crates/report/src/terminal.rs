@@ -404,11 +404,16 @@ pub fn noise(v: Option<f64>) -> String {
 }
 
 /// A row's workload, at the SLA maximum with the kind of its answer (issue 37, finding 3).
+/// Paired by settings under another label in the run: both labels (issue 37, finding 2).
 pub fn impact_workload(r: &iocurve_analysis::Impact) -> String {
-    match r.open_loop {
-        Some(true) => format!("{} (open loop)", r.workload),
-        Some(false) => format!("{} (closed loop)", r.workload),
+    let name = match &r.run_workload {
+        Some(other) => format!("{} / {other}", r.workload),
         None => r.workload.clone(),
+    };
+    match r.open_loop {
+        Some(true) => format!("{name} (open loop)"),
+        Some(false) => format!("{name} (closed loop)"),
+        None => name,
     }
 }
 
@@ -849,6 +854,7 @@ mod tests {
     fn workload(name: &str, steps: Vec<StepResult>) -> WorkloadResult {
         WorkloadResult {
             name: name.into(),
+            settings: Default::default(),
             kind: "random".into(),
             working_set: "backend".into(),
             read_pct: 100.0,
@@ -917,6 +923,7 @@ mod tests {
         };
         let w = WorkloadResult {
             name: "backend-random-read-4k".into(),
+            settings: Default::default(),
             kind: "random".into(),
             working_set: "backend".into(),
             read_pct: 100.0,

@@ -3,6 +3,7 @@
 //! an error about it points, the target groups. Workloads, faults and data patterns are checked
 //! in [`workload`]; TOML's own errors are turned into plan errors in [`text`].
 
+mod label;
 mod text;
 mod workload;
 
@@ -150,16 +151,30 @@ impl Resolver<'_> {
         }
         let base = self.file.defaults.over(&builtin_defaults());
         let mut workloads = Vec::new();
+        // The names in the plan, for `--workload` (which matches either).
+        let mut planned: Vec<String> = Vec::new();
         for i in 0..self.file.workloads.len() {
-            let keys = self.overrides.keys.over(&self.file.workloads[i]).over(&base);
-            let w = self.workload(i, &keys)?;
-            if workloads.iter().any(|o: &Workload| o.name == w.name) {
+            let own = self.file.workloads[i].over(&base);
+            let keys = self.overrides.keys.over(&own);
+            let mut w = self.workload(i, &keys)?;
+            let name = std::mem::take(&mut w.name);
+            w.name = label::follow(&name, &own, &self.overrides.keys);
+            if let Some(k) = workloads.iter().position(|o: &Workload| o.name == w.name) {
+                let msg = if w.name == name {
+                    format!("workload name `{}` is used twice: names must be unique", w.name)
+                } else {
+                    format!(
+                        "with the command line's options, workloads `{}` and `{name}` both become `{}`, the same workload twice: drop the option or keep one of them with --workload",
+                        planned[k], w.name
+                    )
+                };
                 return Err(self.err(
                     &[Seg::Key("workloads"), Seg::Index(i), Seg::Key("name")],
                     format!("workloads[{i}].name"),
-                    format!("workload name `{}` is used twice: names must be unique", w.name),
+                    msg,
                 ));
             }
+            planned.push(name);
             workloads.push(w);
         }
         // A curve or a search runs as a workload of its own name: no other may carry it.
@@ -178,7 +193,11 @@ impl Resolver<'_> {
         }
         if let Some(filter) = &self.overrides.workload_filter {
             let all: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
-            workloads.retain(|w| w.name.contains(filter.as_str()));
+            let mut i = 0;
+            workloads.retain(|w| {
+                i += 1;
+                w.name.contains(filter.as_str()) || planned[i - 1].contains(filter.as_str())
+            });
             if workloads.is_empty() {
                 return Err(PlanError::new(
                     "command line",

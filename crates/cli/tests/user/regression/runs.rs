@@ -175,3 +175,48 @@ warmup_s = 0
     let row = stdout(&o).lines().find(|l| l.starts_with("w ")).map(str::to_string).unwrap_or_default();
     assert_eq!(row.matches("undecided (too noisy)").count(), 2, "{}", stdout(&o));
 }
+
+/// Issue 37, finding 2: `run --bs 8k --workload random-read` stored and compared a workload
+/// named `…-random-read-4k`. Names are labels that follow the overrides; `compare` pairs
+/// workloads by their settings and says when it pairs workloads whose labels differ.
+#[test]
+fn regression_names_follow_overrides_and_compare_pairs_by_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let base = ["run", "--target", "t.dat", "--size", "32m", "--workload", "backend-random-read", "--ramp", "1"];
+    // 1: the suite's 4k; 2: --bs 8k --qd 2.
+    ok_json(&iocurve(d, &args(&args(&base, FAST), &["--json", "r1.json"])), &d.join("r1.json"));
+    let r2 = ok_json(
+        &iocurve(d, &args(&args(&base, FAST), &["--bs", "8k", "--qd", "2", "--json", "r2.json"])),
+        &d.join("r2.json"),
+    );
+    assert_eq!(r2["workloads"][0]["name"], "backend-random-read-8k-qd2", "the label states the new values");
+    assert_eq!(r2["workloads"][0]["settings"]["bs"], "8k");
+    // The filter still finds it by its name in the plan.
+    let o = iocurve(d, &["run", "--dry-run", "--workload", "random-read-4k", "--bs", "8k"]);
+    assert!(stdout(&o).contains("backend-random-read-8k"), "{}", stdout(&o));
+    // 3: the same settings as 2 under another name, from a plan.
+    std::fs::write(
+        d.join("db.toml"),
+        "targets = [\"t.dat\"]\n[[workloads]]\nname = \"db-reads\"\nbs = \"8k\"\nqueue_depth = 2\nworking_set = \"backend\"\nramp = [1]\n",
+    )
+    .unwrap();
+    ok_json(&iocurve(d, &args(&["run", "db.toml", "--size", "32m", "--json", "r3.json"], FAST)), &d.join("r3.json"));
+
+    // By settings: 2 and 3 are one workload under two labels.
+    let o = iocurve(d, &["compare", "2", "3"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        out.contains("backend-random-read-8k-qd2 (baseline) and db-reads (run) are one workload by their settings"),
+        "{out}"
+    );
+    assert!(out.lines().any(|l| l.starts_with("backend-random-read-8k-qd2 / db-reads ")), "{out}");
+    assert!(!out.contains("only in"), "{out}");
+    // Apart in block size and queue depth only: paired, said so, compared in MB/s.
+    let o = iocurve(d, &["compare", "1", "2"]);
+    let out = stdout(&o);
+    assert!(out.contains("differ only in block size or queue depth"), "{out}");
+    assert!(out.contains("bs 4k vs 8k") && out.contains("queue_depth 1 vs 2"), "{out}");
+    assert!(out.contains("MB/s (block sizes differ)") && !out.contains("dedupe_unit"), "reads write no data: {out}");
+}
