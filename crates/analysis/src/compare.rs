@@ -117,10 +117,11 @@ pub fn compare(baseline: &RunResult, run: &RunResult, at: At) -> Vec<Impact> {
                 run: rp,
                 baseline_undecided: b.is_some_and(|w| at.undecided(w)),
                 run_undecided: r.is_some_and(|w| at.undecided(w)),
-                open_loop: if at == At::Sla {
-                    b.or(r).and_then(|w| w.sla_answer.as_ref()).map(|a| a.open_loop)
-                } else {
-                    None
+                // Marked when the sides agree (a pair by label may join a rate ramp to a worker ramp).
+                open_loop: match (at, b.and_then(|w| w.sla_answer.as_ref()), r.and_then(|w| w.sla_answer.as_ref())) {
+                    (At::Sla, Some(x), Some(y)) if x.open_loop != y.open_loop => None,
+                    (At::Sla, x, y) => x.or(y).map(|a| a.open_loop),
+                    _ => None,
                 },
                 throughput_pct,
                 latency_pct,
@@ -149,7 +150,11 @@ pub struct RateImpact {
 pub fn rate_impacts(baseline: &RunResult, run: &RunResult) -> Vec<RateImpact> {
     let mut out = Vec::new();
     for pair in crate::pairing::pairs(baseline, run) {
+        // The same target IOPS is another load at another block size.
         let (Some(b), Some(r)) = (pair.baseline, pair.run) else { continue };
+        if b.bs != r.bs {
+            continue;
+        }
         for bs in &b.steps {
             let Some(br) = &bs.rate else { continue };
             let found = r.steps.iter().find(|s| s.rate.as_ref().is_some_and(|x| x.target_iops == br.target_iops));

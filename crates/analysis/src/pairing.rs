@@ -49,7 +49,17 @@ pub fn pairs<'a>(baseline: &'a RunResult, run: &'a RunResult) -> Vec<Pair<'a>> {
     let mut taken = vec![false; r.len()];
     let same = |x: &WorkloadResult, y: &WorkloadResult| x.settings.known() && x.settings == y.settings;
     let near = |x: &WorkloadResult, y: &WorkloadResult| x.settings.known() && x.settings.access == y.settings.access;
+    // The same settings under the same name first: two workloads of one plan may share their
+    // settings (apart in back-end, say), and each keeps its own partner.
     for (i, bw) in b.iter().enumerate() {
+        if let Some(j) = (0..r.len()).find(|&j| !taken[j] && same(bw, &r[j]) && r[j].name == bw.name) {
+            (with[i], taken[j]) = (Some((j, PairedBy::Settings)), true);
+        }
+    }
+    for (i, bw) in b.iter().enumerate() {
+        if with[i].is_some() {
+            continue;
+        }
         if let Some(j) = (0..r.len()).find(|&j| !taken[j] && same(bw, &r[j])) {
             (with[i], taken[j]) = (Some((j, PairedBy::Settings)), true);
         }
@@ -102,6 +112,10 @@ pub fn notes(pairs: &[Pair]) -> Vec<String> {
             (Some(b), Some(r), PairedBy::SettingsButSize) => out.push(format!(
                 "{} (baseline) and {} (run) differ only in block size or queue depth, the only such pair: compared as one workload",
                 b.name, r.name
+            )),
+            (Some(b), Some(_), PairedBy::Label) if b.settings.known() => out.push(format!(
+                "{}: the same name in both runs with other settings: not like with like",
+                b.name
             )),
             (Some(b), None, _) => out.push(format!("{}: only in the baseline", b.name)),
             (None, Some(r), _) => out.push(format!("{}: only in the run", r.name)),
@@ -165,10 +179,11 @@ mod tests {
         );
         assert_eq!(p[1].run_label(), Some("b-renamed"));
         let n = notes(&p);
-        assert_eq!(n.len(), 4, "{n:?}");
+        assert_eq!(n.len(), 5, "{n:?}");
         assert!(n[0].starts_with("b (baseline) and b-renamed (run) are one workload by their settings"), "{n:?}");
-        assert!(n[1].starts_with("d (baseline) and d-8k-qd16 (run) differ only in block size or queue depth"));
-        assert_eq!(n[2..], [s("e: only in the baseline"), s("f: only in the run")]);
+        assert_eq!(n[1], "c: the same name in both runs with other settings: not like with like");
+        assert!(n[2].starts_with("d (baseline) and d-8k-qd16 (run) differ only in block size or queue depth"));
+        assert_eq!(n[3..], [s("e: only in the baseline"), s("f: only in the run")]);
 
         // Two candidates apart in block size on a side: no guess.
         let run2 = crate::compare::tests::run(vec![
@@ -177,6 +192,23 @@ mod tests {
         ]);
         let p = pairs(&base, &run2);
         assert!(p.iter().filter(|p| p.by == PairedBy::SettingsButSize).count() == 0, "{:?}", names(&p));
+
+        // Two workloads of one settings (apart in back-end, say): each keeps its own partner,
+        // whatever the order.
+        let base3 = crate::compare::tests::run(vec![
+            w("sync", "random, 100 % read", "4k", 1),
+            w("uring", "random, 100 % read", "4k", 1),
+        ]);
+        let run3 = crate::compare::tests::run(vec![
+            w("uring", "random, 100 % read", "4k", 1),
+            w("sync", "random, 100 % read", "4k", 1),
+        ]);
+        let p = pairs(&base3, &run3);
+        assert_eq!(
+            names(&p),
+            [(s("sync"), s("sync"), PairedBy::Settings), (s("uring"), s("uring"), PairedBy::Settings)]
+        );
+        assert!(notes(&p).is_empty());
 
         // Documents without settings pair by name alone.
         let old = |n: &str| w(n, "", "", 0);

@@ -352,8 +352,25 @@ pub struct SlaAnswer {
     pub open_loop: bool,
     /// The one to quote for "how much load stays within my SLA".
     pub quote: bool,
+    /// The open-loop workload whose answer to quote instead (a closed loop's, when it ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follows: Option<String>,
     /// The same in one sentence.
     pub says: String,
+}
+
+impl RunResult {
+    /// A closed-loop SLA answer names the open-loop one that follows it only when that ran (an
+    /// interrupted run or one without a maximum has none).
+    pub fn with_sla_answers(mut self) -> Self {
+        let names: Vec<String> = self.workloads.iter().map(|w| w.name.clone()).collect();
+        for a in self.workloads.iter_mut().filter_map(|w| w.sla_answer.as_mut()) {
+            if a.follows.as_ref().is_some_and(|f| !names.contains(f)) {
+                *a = SlaAnswer::of(false, None);
+            }
+        }
+        self
+    }
 }
 
 impl SlaAnswer {
@@ -365,7 +382,7 @@ impl SlaAnswer {
             (false, Some(name)) => format!("closed loop: each worker waits for its I/O, so stalls slow the load instead of breaking the SLA — an upper bound; quote the open-loop answer of {name} for how much load stays within the SLA"),
             (false, None) => "closed loop: each worker waits for its I/O, so stalls slow the load instead of breaking the SLA — an upper bound; for how much load stays within the SLA, run the open-loop search (sla_search = true) and quote that".to_string(),
         };
-        SlaAnswer { open_loop, quote: open_loop, says }
+        SlaAnswer { open_loop, quote: open_loop, says, follows: follows.filter(|_| !open_loop).map(str::to_string) }
     }
 }
 

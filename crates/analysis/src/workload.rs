@@ -101,7 +101,7 @@ fn in_steps(m: Maximum, subset: &[usize]) -> Maximum {
 }
 
 /// Why a maximum is undecided, in words and as the figures behind them.
-fn undecided(steps: &[StepResult], top: usize, rivals: &[usize]) -> Undecided {
+fn undecided(steps: &[StepResult], top: usize, rivals: &[usize], what: &str) -> Undecided {
     let at = |i: usize| match &steps[i].rate {
         Some(r) => format!("the step driven at {:.0} IOPS", r.target_iops),
         None if steps[i].workers == 1 => "the 1-worker step".to_string(),
@@ -114,7 +114,7 @@ fn undecided(steps: &[StepResult], top: usize, rivals: &[usize]) -> Undecided {
         cv,
         rivals: rivals.to_vec(),
         reason: format!(
-            "{}, the highest throughput, varied {:.0} % between its intervals, more than the {:.0} % within which a maximum is told, and {} lie{} within that spread at a lower latency: measure longer (more or longer intervals)",
+            "{}, {what}, varied {:.0} % between its intervals, more than the {:.0} % within which a maximum is told, and {} lie{} within that spread at a lower latency: measure longer (more or longer intervals)",
             at(top),
             cv * 100.0,
             NOISE_CAP * 100.0,
@@ -172,15 +172,24 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
     let (maximum, maximum_undecided) = match in_steps(maximum_of(&with_noise), &measured) {
         Maximum::Step(i) => (Some(i), None),
         Maximum::None => (None, None),
-        Maximum::Undecided { top, rivals } => (None, Some(undecided(&steps, top, &rivals))),
+        Maximum::Undecided { top, rivals } => (None, Some(undecided(&steps, top, &rivals, "the highest throughput"))),
     };
     let optimum = optimum_index(&pts).map(|k| measured[k]);
-    let (sla_maximum, sla_maximum_undecided) = match sla.is_set() {
-        false => (None, None),
-        true => match sla_maximum(&steps, &measured, seq, sla) {
+    let open_loop = steps.iter().any(|s| s.rate.is_some());
+    let (sla_maximum, sla_maximum_undecided) = match (sla.is_set(), open_loop) {
+        (false, _) => (None, None),
+        // Open loop: the highest rate sustained within the bounds. Latency grows with the rate,
+        // so a plateau rule would always take a lower rate (the SLA search's answer is this).
+        (true, true) => {
+            let within = measured.iter().copied().filter(|&i| sla.admits(&steps[i]));
+            (within.reduce(|a, b| if steps[b].throughput(seq) > steps[a].throughput(seq) { b } else { a }), None)
+        }
+        (true, false) => match sla_maximum(&steps, &measured, seq, sla) {
             Maximum::Step(i) => (Some(i), None),
             Maximum::None => (None, None),
-            Maximum::Undecided { top, rivals } => (None, Some(undecided(&steps, top, &rivals))),
+            Maximum::Undecided { top, rivals } => {
+                (None, Some(undecided(&steps, top, &rivals, "the highest throughput within the SLA")))
+            }
         },
     };
     let min_lat_us = measured.iter().map(|&i| steps[i].lat_us.min).reduce(f64::min);
@@ -199,10 +208,9 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
         maximum_undecided,
         sla_maximum: sla_maximum.map(|i| point(&steps, i)),
         sla_maximum_undecided,
-        sla_answer: sla.is_set().then(|| {
-            let open = steps.iter().any(|s| s.rate.is_some());
-            SlaAnswer::of(open, w.open_loop_follower().as_deref())
-        }),
+        // Names the open-loop answer that follows; `RunResult::with_sla_answers` drops a
+        // name that never ran.
+        sla_answer: sla.is_set().then(|| SlaAnswer::of(open_loop, w.open_loop_follower().as_deref())),
         min_lat_us,
         data: iocurve_plan::DataPattern { dedupe_unit: w.dedupe_unit(), ..w.data },
         data_check: Vec::new(),
@@ -492,12 +500,56 @@ mod tests {
         assert_eq!(r.maximum, None);
         assert_eq!(r.maximum_undecided.as_ref().map(|u| (u.step, u.rivals.clone())), Some((1, vec![0])));
         assert_eq!(r.sla_maximum, r.maximum);
-        assert_eq!(r.sla_maximum_undecided, r.maximum_undecided);
+        let (sla, max) = (r.sla_maximum_undecided.unwrap(), r.maximum_undecided.unwrap());
+        assert_eq!((sla.step, sla.rivals), (max.step, max.rivals));
+        assert!(sla.reason.contains("the highest throughput within the SLA"), "{}", sla.reason);
         // Within the cap, the same rule gives both the same step.
         s[1].cv = 0.08;
         let r = analyze_workload(&w, s, &Sla { mean_ms: Some(1000.0), p99_ms: None });
         assert_eq!(r.maximum.map(|p| p.step), Some(1));
         assert_eq!(r.sla_maximum, r.maximum);
+    }
+
+    /// Issue 37: an open-loop SLA maximum is the highest rate sustained within the bounds (a
+    /// plateau rule would take a lower rate for its lower latency, below the SLA search's
+    /// answer), and a closed loop's answer names an open-loop one only when it ran.
+    #[test]
+    fn regression_an_open_loop_sla_maximum_is_the_highest_rate_within() {
+        let mut s = steps(&[
+            (1000.0, 100.0, 200.0),
+            (1950.0, 300.0, 900.0),
+            (2000.0, 400.0, 1000.0),
+            (3000.0, 9000.0, 20_000.0),
+        ]);
+        for (st, rate) in s.iter_mut().zip([1000.0, 1950.0, 2000.0, 3000.0]) {
+            st.rate = Some(crate::result::RateResult {
+                target_iops: rate,
+                due: 100,
+                achieved_pct: 100.0,
+                dropped: 0,
+                backlog: 0,
+                service_us: Default::default(),
+                lag_us: Default::default(),
+                sustained: true,
+            });
+            st.cv = 0.05;
+        }
+        let mut w = iocurve_plan::suites::load("quick", &Default::default()).unwrap().workloads.remove(0);
+        w.rate = vec![1000.0, 1950.0, 2000.0, 3000.0];
+        let r = analyze_workload(&w, s, &Sla { mean_ms: Some(1.0), p99_ms: None });
+        assert_eq!(r.sla_maximum.map(|p| p.step), Some(2), "2000 IOPS, not 1950 for its latency");
+        let a = r.sla_answer.as_ref().unwrap();
+        assert!(a.open_loop && a.quote && a.follows.is_none(), "{a:?}");
+
+        let mut w = iocurve_plan::suites::load("quick", &Default::default()).unwrap().workloads.remove(0);
+        w.sla_search = true;
+        let r = analyze_workload(&w, steps(&[(1000.0, 100.0, 200.0)]), &Sla { mean_ms: Some(1.0), p99_ms: None });
+        let name = format!("{}-sla-search", w.name);
+        assert_eq!(r.sla_answer.as_ref().unwrap().follows.as_deref(), Some(name.as_str()));
+        let mut run = crate::compare::tests::run(vec![r]);
+        run = run.with_sla_answers();
+        let a = run.workloads[0].sla_answer.as_ref().unwrap();
+        assert!(a.follows.is_none() && a.says.contains("run the open-loop search"), "the search never ran: {a:?}");
     }
 
     /// Issue 37, finding 1: 16 workers gave 48'982 IOPS with a CV of 69.7 % (a 20 ms stall in

@@ -65,7 +65,8 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
         workloads,
         final_verification: s.verification.clone(),
     }
-    .with_link_use())
+    .with_link_use()
+    .with_sla_answers())
 }
 
 pub fn runs(db: &Path, json: bool) -> Result<ExitCode, CliError> {

@@ -808,7 +808,7 @@ impl Run<'_, '_> {
                 match (maximum, w.sla_search_workload()) {
                     (Some(m), Some(s)) if going_on && m > 0.0 => {
                         observers.note(&format!(
-                            "{}: the SLA search follows as {}, between 0 and its maximum",
+                            "{}: the SLA search follows as {}, between 0 and the highest throughput its worker ramp measured",
                             w.name, s.name
                         ));
                         follow.push((s, Some(Search::new(m))));
@@ -877,7 +877,8 @@ impl Run<'_, '_> {
             // Set after the run, when `--verify-final` read everything back.
             final_verification: None,
         }
-        .with_link_use();
+        .with_link_use()
+        .with_sla_answers();
         observers.run_finished(&result);
         Outcome { result, run_id, error }
     }

@@ -51,23 +51,23 @@ impl Search {
     /// The outcome in words, with its interval (`unit`: IOPS or MB/s); `interrupted`: the search
     /// stopped before it was done (Ctrl-C, a failed step), so it states what it had.
     pub fn describe(&self, sla: &str, unit: &str, interrupted: bool) -> String {
+        // What the answer is, as under every SLA answer (issue 37, finding 3).
+        let says = iocurve_analysis::SlaAnswer::of(true, None).says;
         if interrupted {
             return format!(
-                "SLA search ({sla}): interrupted after {} probes — the highest rate sustained within it so far is {:.0} {unit}{}",
+                "SLA search ({sla}): interrupted after {} probes — the highest rate sustained within it so far is {:.0} {unit}{}; {says}",
                 self.probes,
                 self.passed,
                 self.failed.map_or_else(String::new, |f| format!(", the lowest that failed {f:.0}"))
             );
         }
-        // What the answer is, as under every SLA answer (issue 37, finding 3).
-        let says = iocurve_analysis::SlaAnswer::of(true, None).says;
         match self.failed {
             None => format!(
-                "SLA search ({sla}): the maximum of the worker ramp, {:.0} {unit}, is sustained within it ({} probe); {says}",
+                "SLA search ({sla}): the highest throughput the worker ramp measured, {:.0} {unit}, is sustained within it ({} probe); {says}",
                 self.maximum, self.probes
             ),
             Some(f) if self.passed == 0.0 => format!(
-                "SLA search ({sla}): no rate probed was sustained within it — the lowest tried, {f:.0} {unit}, failed ({} probes)",
+                "SLA search ({sla}): no rate probed was sustained within it — the lowest tried, {f:.0} {unit}, failed ({} probes); {says}",
                 self.probes
             ),
             Some(f) => format!(
@@ -97,7 +97,9 @@ mod tests {
     fn the_maximum_itself_passing_ends_the_search_at_once() {
         let s = run(100_000.0, 200_000.0);
         assert_eq!((s.probes, s.passed, s.failed), (1, 100_000.0, None));
-        assert!(s.describe("p99 ≤ 5 ms", "IOPS", false).contains("100000 IOPS, is sustained"));
+        assert!(
+            s.describe("p99 ≤ 5 ms", "IOPS", false).contains("the worker ramp measured, 100000 IOPS, is sustained")
+        );
     }
 
     #[test]
@@ -124,7 +126,9 @@ mod tests {
         let s = run(100_000.0, 0.0);
         assert_eq!(s.passed, 0.0);
         assert!(
-            s.describe("p99 ≤ 1 ms", "IOPS", false).contains("no rate probed"),
+            s.describe("p99 ≤ 1 ms", "IOPS", false).contains("no rate probed")
+                && s.describe("p99 ≤ 1 ms", "IOPS", false)
+                    .ends_with("quote this one for how much load stays within the SLA"),
             "{}",
             s.describe("x", "IOPS", false)
         );

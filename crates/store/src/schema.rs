@@ -7,8 +7,15 @@ use super::*;
 pub(crate) const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
     SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19,
-    SCHEMA_V20, SCHEMA_V21,
+    SCHEMA_V20, SCHEMA_V21, SCHEMA_V22,
 ];
+
+/// v22: the maximum's noise band is capped and a too noisy top step leaves it undecided (issue
+/// 37, finding 1): the maxima `runs` keeps with each run are computed again, by the new rule,
+/// when next listed.
+const SCHEMA_V22: &str = "
+UPDATE runs SET headlines_json = NULL;
+";
 
 /// v21: which process writes a run (`HOST PID START`, [`crate::owner`]), so that the next run
 /// settles the status of one whose process is gone (issue 36, finding 5: it stayed `running`).

@@ -26,6 +26,16 @@ keys = ("numjobs", "iodepth", "bs", "iops", "lat", "bw", "iops_stddev", "latency
 print(json.dumps([{k: r[k] for k in keys} for r in rows]))
 "#;
 
+/// Reads a directory's fio logs as fio-plot's timeline (`-g`) does (its `get_log_data`) and
+/// prints, per numjobs, the (msec, value) points it would draw.
+const PARSE_LOGS: &str = r#"
+import json, sys
+from fio_plot.fiolib import getdata, defaultsettings
+s = defaultsettings.get_default_settings()
+s.update({"input_directory": [sys.argv[1]], "rw": sys.argv[2], "iodepth": [1], "numjobs": [1, 2], "type": [sys.argv[3]]})
+print(json.dumps({str(x["numjobs"]): x["data"][0][sys.argv[4]] for x in getdata.get_log_data(s)}))
+"#;
+
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("a number: {v}"))
 }
@@ -112,6 +122,27 @@ fn fio_plot_reads_a_step_per_file_and_finds_iocurves_figures() {
                 text.lines().map(|l| l.split(", ").map(|v| v.parse().unwrap()).collect()).collect()
             };
             let direction = if side == "read" { 0 } else { 1 };
+            // fio-plot's timeline reads the same points.
+            let o = Command::new(format!("{VENV}/python"))
+                .args(["-c", PARSE_LOGS, &files, rw, "iops", side])
+                .current_dir(d)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", stderr(&o));
+            let drawn: Value = serde_json::from_str(&stdout(&o)).unwrap();
+            let points: Vec<(u64, u64)> = s["samples"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| (((f(&x["t_s"]) + f(&x["dur_s"])) * 1000.0).round() as u64, f(&x["iops"]).round() as u64))
+                .collect();
+            let got: Vec<(u64, u64)> = drawn[s["workers"].to_string()]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| (p[0].as_u64().unwrap(), p[1].as_u64().unwrap()))
+                .collect();
+            assert_eq!(got, points, "fio-plot's timeline of {rw} at {} workers", s["workers"]);
             for (kind, value) in [("iops", 1.0), ("lat", 1000.0), ("bw", 1e6 / 1024.0)] {
                 let lines = log(kind);
                 assert_eq!(lines.len(), samples.len(), "{kind}: {lines:?}");

@@ -26,7 +26,15 @@ pub(super) fn follow(name: &str, plan: &WorkloadKeys, cli: &WorkloadKeys) -> Str
         restate(&mut words, &old, &bs_words(cli.bs.as_ref().unwrap()));
     }
     if changed(&cli.read_pct, &plan.read_pct) {
-        let old = plan.read_pct.map(read_words).unwrap_or_default();
+        // A share is stated as `mixed-70`, `70-30` (reads-writes, as oltp names do) or `mixed`.
+        let olds: Vec<Vec<String>> = match plan.read_pct {
+            Some(p) if p > 0.0 && p < 100.0 => {
+                vec![read_words(p), vec![format!("{p}"), format!("{}", 100.0 - p)], vec!["mixed".into()]]
+            }
+            Some(p) => vec![read_words(p)],
+            None => Vec::new(),
+        };
+        let old = olds.into_iter().find(|o| position(&words, o).is_some()).unwrap_or_default();
         restate(&mut words, &old, &read_words(cli.read_pct.unwrap()));
     }
     if changed(&cli.pattern, &plan.pattern) {
@@ -88,14 +96,10 @@ fn position(words: &[String], seq: &[String]) -> Option<usize> {
         .find(|&i| words[i..i + seq.len()].iter().zip(seq).all(|(a, b)| a.eq_ignore_ascii_case(b)))
 }
 
-/// Replaces the words `old` with `new` where they stand; `mixed` alone when the read share
-/// is not stated beside it; otherwise adds `new` at the end.
+/// Replaces the words `old` with `new` where they stand; otherwise adds `new` at the end.
 fn restate(words: &mut Vec<String>, old: &[String], new: &[String]) {
     if let Some(i) = position(words, old) {
         words.splice(i..i + old.len(), new.iter().cloned());
-    } else if let Some(i) = old.first().filter(|o| *o == "mixed").and_then(|o| position(words, std::slice::from_ref(o)))
-    {
-        words.splice(i..i + 1, new.iter().cloned());
     } else {
         words.extend(new.iter().cloned());
     }
@@ -144,6 +148,15 @@ mod tests {
         let mixed = keys(|k| k.read_pct = Some(70.0));
         assert_eq!(follow("backend-mixed-70-8k", &mixed, &keys(|k| k.read_pct = Some(50.0))), "backend-mixed-50-8k");
         assert_eq!(follow("oltp-mixed", &mixed, &keys(|k| k.read_pct = Some(100.0))), "oltp-read");
+        // The oltp suite's `70-30` (reads-writes).
+        assert_eq!(
+            follow("backend-oltp-70-30-8k", &mixed, &keys(|k| k.read_pct = Some(100.0))),
+            "backend-oltp-read-8k"
+        );
+        assert_eq!(
+            follow("backend-oltp-70-30-8k", &mixed, &keys(|k| k.read_pct = Some(60.0))),
+            "backend-oltp-mixed-60-8k"
+        );
         // A name that states nothing gets the new value at its end.
         assert_eq!(follow("db", &plan(), &keys(|k| k.bs = Some(BlockSizeSpec::One(8192)))), "db-8k");
     }

@@ -150,39 +150,57 @@ impl Resolver<'_> {
             ));
         }
         let base = self.file.defaults.over(&builtin_defaults());
-        let mut workloads = Vec::new();
-        // The names in the plan, for `--workload` (which matches either).
-        let mut planned: Vec<String> = Vec::new();
+        // Each workload with its index and its name in the plan (`--workload` matches either
+        // that or its label, which follows the command line's options).
+        let mut all: Vec<(usize, String, Workload)> = Vec::new();
         for i in 0..self.file.workloads.len() {
             let own = self.file.workloads[i].over(&base);
             let keys = self.overrides.keys.over(&own);
             let mut w = self.workload(i, &keys)?;
             let name = std::mem::take(&mut w.name);
-            w.name = label::follow(&name, &own, &self.overrides.keys);
-            if let Some(k) = workloads.iter().position(|o: &Workload| o.name == w.name) {
-                let msg = if w.name == name {
-                    format!("workload name `{}` is used twice: names must be unique", w.name)
-                } else {
-                    format!(
-                        "with the command line's options, workloads `{}` and `{name}` both become `{}`, the same workload twice: drop the option or keep one of them with --workload",
-                        planned[k], w.name
-                    )
-                };
+            if all.iter().any(|(_, n, _)| *n == name) {
                 return Err(self.err(
                     &[Seg::Key("workloads"), Seg::Index(i), Seg::Key("name")],
                     format!("workloads[{i}].name"),
-                    msg,
+                    format!("workload name `{name}` is used twice: names must be unique"),
                 ));
             }
-            planned.push(name);
-            workloads.push(w);
+            w.name = label::follow(&name, &own, &self.overrides.keys);
+            all.push((i, name, w));
+        }
+        if let Some(filter) = &self.overrides.workload_filter {
+            let names: Vec<String> = all.iter().map(|(_, _, w)| w.name.clone()).collect();
+            all.retain(|(_, planned, w)| w.name.contains(filter.as_str()) || planned.contains(filter.as_str()));
+            if all.is_empty() {
+                return Err(PlanError::new(
+                    "command line",
+                    None,
+                    Some("--workload".into()),
+                    format!("no workload name contains `{filter}`; the workloads are: {}", names.join(", ")),
+                ));
+            }
+        }
+        // Of what runs, the options may have made two workloads one (the block size sweep run
+        // with --bs): refused, not run twice under names that hide it.
+        for k in 0..all.len() {
+            if let Some(j) = (0..k).find(|&j| all[j].2.name == all[k].2.name) {
+                let i = all[k].0;
+                return Err(self.err(
+                    &[Seg::Key("workloads"), Seg::Index(i), Seg::Key("name")],
+                    format!("workloads[{i}].name"),
+                    format!(
+                        "with the command line's options, workloads `{}` and `{}` both become `{}`, the same workload twice: drop the option, or keep one of them with --workload",
+                        all[j].1, all[k].1, all[k].2.name
+                    ),
+                ));
+            }
         }
         // A curve or a search runs as a workload of its own name: no other may carry it.
-        for (i, w) in workloads.iter().enumerate() {
+        for (i, w) in all.iter().map(|(i, _, w)| (*i, w)) {
             let derived = [(!w.curve.is_empty(), "curve"), (w.sla_search, "sla-search")];
             for (_, suffix) in derived.iter().filter(|(on, _)| *on) {
                 let name = format!("{}-{suffix}", w.name);
-                if workloads.iter().any(|o| o.name == name) {
+                if all.iter().any(|(_, _, o)| o.name == name) {
                     return Err(self.err(
                         &[Seg::Key("workloads"), Seg::Index(i), Seg::Key("name")],
                         format!("workloads[{i}].name"),
@@ -191,22 +209,7 @@ impl Resolver<'_> {
                 }
             }
         }
-        if let Some(filter) = &self.overrides.workload_filter {
-            let all: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
-            let mut i = 0;
-            workloads.retain(|w| {
-                i += 1;
-                w.name.contains(filter.as_str()) || planned[i - 1].contains(filter.as_str())
-            });
-            if workloads.is_empty() {
-                return Err(PlanError::new(
-                    "command line",
-                    None,
-                    Some("--workload".into()),
-                    format!("no workload name contains `{filter}`; the workloads are: {}", all.join(", ")),
-                ));
-            }
-        }
+        let workloads: Vec<Workload> = all.into_iter().map(|(_, _, w)| w).collect();
         for (key, v) in [("sla_mean_ms", self.file.sla_mean_ms), ("sla_p99_ms", self.file.sla_p99_ms)] {
             if v.is_some_and(|v| !(v > 0.0 && v.is_finite())) {
                 return Err(self.err(
@@ -448,6 +451,35 @@ ramp = [1, 8]
         assert_eq!(p.workloads.len(), 1);
         assert_eq!(p.workloads[0].queue_depth, 16);
         assert_eq!(p.groups[0].targets, vec!["/tmp/x"]);
+    }
+
+    /// Issue 37, finding 2: labels follow the command line; `--workload` matches the plan's name
+    /// or the label, and it chooses before two workloads the options made one are refused.
+    #[test]
+    fn regression_labels_follow_options_and_the_filter_chooses_first() {
+        let with = |keys: WorkloadKeys, filter: Option<&str>| {
+            crate::suites::load(
+                "quick",
+                &Overrides { keys, workload_filter: filter.map(str::to_string), ..Default::default() },
+            )
+        };
+        let reads = WorkloadKeys { read_pct: Some(100.0), ..Default::default() };
+        let p = with(reads.clone(), Some("frontend-random-write")).unwrap();
+        let names: Vec<&str> = p.workloads.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["frontend-random-read-4k"]);
+        let e = with(reads, Some("frontend-random")).unwrap_err().to_string();
+        assert!(
+            e.contains("workloads `frontend-random-read-4k` and `frontend-random-write-4k` both become `frontend-random-read-4k`"),
+            "{e}"
+        );
+        let p = with(
+            WorkloadKeys { bs: Some(crate::BlockSizeSpec::One(8192)), ..Default::default() },
+            Some("random-read-4k"),
+        )
+        .unwrap();
+        let names: Vec<&str> = p.workloads.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["frontend-random-read-8k", "backend-random-read-8k"]);
+        assert!(p.workloads.iter().all(|w| w.bs[0].bytes == 8192));
     }
 
     /// Issue 17: a rate ramp replaces the worker ramp; its keys are checked like every other.
