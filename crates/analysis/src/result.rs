@@ -13,10 +13,12 @@ pub struct RunResult {
     /// RFC 3339, UTC.
     pub started_at: String,
     pub finished_at: String,
-    /// True when Ctrl-C stopped the run before the plan was complete.
+    /// True when the run stopped before the plan was complete: every status but `complete`
+    /// ([`Status::ended_early`]).
     pub interrupted: bool,
-    /// `complete`, `interrupted` or `failed` (then with `status_reason`); empty in documents
-    /// written before it existed.
+    /// A [`Status`]: `complete`, `interrupted`, `aborted`, `failed` (then with
+    /// `status_reason`) or `incomplete` (killed, or still running); empty in documents written
+    /// before it existed.
     #[serde(default)]
     pub status: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -32,6 +34,50 @@ pub struct RunResult {
     /// The final verification pass (`--verify-final`), when the run had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_verification: Option<FinalVerification>,
+}
+
+/// How a run ended (shared/DESIGN.md §4a): the one word its own JSON, `runs`, `runs --json`,
+/// `show`, `export` and the report give (issue 38, finding 4: an aborted run said
+/// `"interrupted": false` in its own JSON and `true` in its export).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Complete,
+    /// Ctrl-C, SIGTERM or a hangup.
+    Interrupted,
+    /// `on_error = "abort"`, or the hosts were lost.
+    Aborted,
+    /// The tool or host failed.
+    Failed,
+    /// The process died without saying, or is still running.
+    Incomplete,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Complete => "complete",
+            Status::Interrupted => "interrupted",
+            Status::Aborted => "aborted",
+            Status::Failed => "failed",
+            Status::Incomplete => "incomplete",
+        }
+    }
+
+    /// From the store's word: a run still marked `running` was killed or is going on.
+    pub fn stored(s: &str) -> Status {
+        match s {
+            "complete" => Status::Complete,
+            "interrupted" => Status::Interrupted,
+            "aborted" => Status::Aborted,
+            "failed" => Status::Failed,
+            _ => Status::Incomplete,
+        }
+    }
+
+    /// The plan did not run to its end.
+    pub fn ended_early(self) -> bool {
+        self != Status::Complete
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

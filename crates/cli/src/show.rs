@@ -17,8 +17,8 @@ use crate::cli::{AtArg, ExportFormat, SlaArgs};
 use iocurve_run::{open_existing_store, open_read_store};
 
 /// What the status column says: a run still marked running was killed (or is running now).
-fn status(s: &str) -> &str {
-    if s == "running" { "incomplete" } else { s }
+fn status(s: &str) -> &'static str {
+    iocurve_analysis::Status::stored(s).as_str()
 }
 
 /// Rebuilds the result document of a stored run. SLA bounds given as options win over the
@@ -55,8 +55,8 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
         tool_version: s.run.tool_version.clone(),
         started_at: s.run.started_at.clone(),
         finished_at: s.run.finished_at.clone().unwrap_or_default(),
-        interrupted: s.run.status != "complete",
-        status: s.run.status.clone(),
+        interrupted: iocurve_analysis::Status::stored(&s.run.status).ended_early(),
+        status: status(&s.run.status).into(),
         status_reason: s.run.status_reason.clone(),
         host,
         sla: sla.is_set().then_some(sla),
@@ -117,7 +117,7 @@ pub fn runs(db: &Path, json: bool) -> Result<ExitCode, CliError> {
                 "backend": r.backend,
                 // As the table shows them (the full facts are in `export --format json`).
                 "targets": r.targets,
-                "status": r.status,
+                "status": status(&r.status),
                 "status_reason": r.status_reason,
                 "tool_version": r.tool_version,
                 "verification": verification,

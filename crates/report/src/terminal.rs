@@ -572,7 +572,7 @@ pub fn run_report(r: &RunResult) -> String {
     if let Some(v) = &r.final_verification {
         out.push_str(&final_verification(v));
     }
-    out.push_str(interrupted_note(r));
+    out.push_str(&interrupted_note(r));
     out
 }
 
@@ -651,8 +651,13 @@ fn run_notes(r: &RunResult) -> String {
     out
 }
 
-fn interrupted_note(r: &RunResult) -> &'static str {
-    if r.interrupted { "\n! interrupted: the figures cover the intervals finished before the stop\n" } else { "" }
+/// A run that stopped before its plan's end says how (its status) above its figures.
+fn interrupted_note(r: &RunResult) -> String {
+    if !r.interrupted {
+        return String::new();
+    }
+    let how = if r.status.is_empty() { "interrupted" } else { r.status.as_str() };
+    format!("\n! {how}: the figures cover the intervals finished before the stop\n")
 }
 
 /// The closing summary of a run: speed, optimum, maximum (and SLA maximum) per workload.
@@ -673,7 +678,7 @@ pub fn run_summary(r: &RunResult) -> String {
             out.push_str(&format!("  ! {k}\n"));
         }
     }
-    out.push_str(interrupted_note(r));
+    out.push_str(&interrupted_note(r));
     out
 }
 

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iocurve_analysis::{
-    AgentHost, FEWER_HOSTS, HostInfo, HostLoss, RunResult, SCHEMA_VERSION, Sla, StepResult, TargetInfo, Thresholds,
-    WorkloadResult, fewer_hosts_message,
+    AgentHost, FEWER_HOSTS, HostInfo, HostLoss, RunResult, SCHEMA_VERSION, Sla, Status, StepResult, TargetInfo,
+    Thresholds, WorkloadResult, fewer_hosts_message,
 };
 use iocurve_engine::{StepObserver, host};
 use iocurve_plan::{Backend, Pattern, Plan, TargetGroup, Workload, format_size};
@@ -836,18 +836,18 @@ impl Run<'_, '_> {
         let interrupted = cancel.is_cancelled();
         let finished_at = time::now_rfc3339();
         let status = if matches!(error, Some(Error::Aborted(_) | Error::HostsLost(_))) {
-            "aborted"
+            Status::Aborted
         } else if error.is_some() {
-            "failed"
+            Status::Failed
         } else if interrupted {
-            "interrupted"
+            Status::Interrupted
         } else {
-            "complete"
+            Status::Complete
         };
         if let Some(id) = run_id
             && let Err(e) = store.finish_run(
                 id,
-                status,
+                status.as_str(),
                 &finished_at,
                 &serde_json::to_string(&iocurve_analysis::headlines(&workloads)).unwrap_or_default(),
             )
@@ -856,17 +856,20 @@ impl Run<'_, '_> {
         }
         // A store that failed while the run was finished makes it a failure whatever it was.
         let status = match &error {
-            Some(Error::Aborted(_) | Error::HostsLost(_)) => "aborted",
-            Some(_) => "failed",
+            Some(Error::Aborted(_) | Error::HostsLost(_)) => Status::Aborted,
+            Some(_) => Status::Failed,
             None => status,
         };
+        let ended_early = status.ended_early();
+        let status = status.as_str();
         tracing::info!(run = run_id.unwrap_or_default(), status, reason = ?error.as_ref().map(|e| e.to_string()), "run finished");
         let result = RunResult {
             schema_version: SCHEMA_VERSION,
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
             started_at,
             finished_at,
-            interrupted,
+            // As the stored run says it (`show`, `export`): every end but complete.
+            interrupted: ended_early,
             status: status.into(),
             status_reason: error.as_ref().map(|e| e.to_string()),
             host,

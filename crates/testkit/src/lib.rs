@@ -281,3 +281,40 @@ pub fn runs_rows(out: &str) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// Issue 38, finding 4: a run says how it ended alike in every view — its own JSON (`own`,
+/// when it wrote one), `runs`, `runs --json`, `show` and `export --format json`: the status
+/// (`complete`, `interrupted`, `aborted`, `failed`, `incomplete`), and `interrupted` true for
+/// every status but complete. `db` is the database's path as `--db` takes it.
+pub fn same_status_everywhere(dir: &Path, db: &str, id: i64, own: Option<&serde_json::Value>, expected: &str) {
+    let ended_early = expected != "complete";
+    if let Some(r) = own {
+        assert_eq!(
+            (r["status"].as_str(), r["interrupted"].as_bool()),
+            (Some(expected), Some(ended_early)),
+            "its own JSON"
+        );
+    }
+    let id_s = id.to_string();
+    let o = iocurve(dir, &["runs", "--json", "--db", db]);
+    let listed: serde_json::Value =
+        serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("runs --json: {e}: {}", stdout(&o)));
+    let row = listed.as_array().and_then(|a| a.iter().find(|r| r["id"] == id)).cloned().unwrap_or_default();
+    assert_eq!(row["status"], expected, "runs --json: {row}");
+    let o = iocurve(dir, &["runs", "--db", db]);
+    let rows = runs_rows(&stdout(&o));
+    let row = rows.iter().find(|r| r.split_whitespace().next() == Some(id_s.as_str())).cloned().unwrap_or_default();
+    assert!(row.split_whitespace().any(|w| w == expected), "runs: {row:?} in {}", stdout(&o));
+    let o = iocurve(dir, &["show", &id_s, "--db", db]);
+    let first = stdout(&o).lines().next().unwrap_or_default().to_string();
+    assert!(first.starts_with(&format!("run {id}")) && first.contains(&format!(", {expected}")), "show: {first}");
+    let out = dir.join(format!("status-{id}.json"));
+    let o = iocurve(dir, &["export", &id_s, "--format", "json", "-o", out.to_str().unwrap(), "--db", db]);
+    assert!(o.status.success(), "export: {}", stderr(&o));
+    let e: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(
+        (e["status"].as_str(), e["interrupted"].as_bool()),
+        (Some(expected), Some(ended_early)),
+        "export --format json"
+    );
+}

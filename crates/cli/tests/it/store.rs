@@ -105,6 +105,7 @@ fn a_killed_run_keeps_every_finished_interval() {
     assert!(o.status.success(), "{}", stderr(&o));
     let shown = stdout(&o);
     assert!(shown.contains("incomplete"), "{shown}");
+    iocurve_testkit::same_status_everywhere(dir.path(), "k.db", 1, None, "incomplete");
     let rows = table_lines(&shown);
     // Header plus the first step (4 intervals) and the part of the second that finished.
     assert_eq!(rows.len(), 3, "{shown}");

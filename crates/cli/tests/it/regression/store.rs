@@ -125,6 +125,7 @@ fn regression_a_full_database_keeps_what_it_stored_and_settles_the_status() {
     assert!(shown.status.success(), "{}", stderr(&shown));
     let e: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("e.json")).unwrap()).unwrap();
     assert_eq!(e["status"], "failed", "settled, not left running");
+    iocurve_testkit::same_status_everywhere(d, "full/r.db", 1, Some(&r), "failed");
     let stored = steps(&e, 0);
     assert_eq!(stored.len(), s.len());
     assert_eq!(

@@ -126,6 +126,8 @@ to_s = 1000
         let runs = iocurve(dir.path(), &["runs"]);
         let rows = runs_rows(&stdout(&runs));
         assert!(rows.last().is_some_and(|r| r.contains("interrupted")), "{}", stdout(&runs));
+        let id = rows.len() as i64;
+        iocurve_testkit::same_status_everywhere(dir.path(), "iocurve.db", id, Some(&r), "interrupted");
         std::fs::remove_file(dir.path().join("r.json")).unwrap();
     }
 }
@@ -212,6 +214,8 @@ from_s = 0.6
     let stored: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("stored.json")).unwrap()).unwrap();
     assert_eq!(steps(&stored, 0).len(), steps(&r, 0).len(), "the JSON and the database agree");
+    // Issue 38, finding 4: its own JSON said `"interrupted": false`, the export `true`.
+    iocurve_testkit::same_status_everywhere(dir.path(), "iocurve.db", 1, Some(&r), "aborted");
 }
 
 /// Issue 36, finding 7: "`stop-target` still also flagged as a storage stall". With its only
