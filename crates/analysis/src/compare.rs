@@ -209,6 +209,8 @@ pub fn differences(baseline: &RunResult, run: &RunResult) -> Vec<String> {
             match (k, &a[*k], &b[*k]) {
                 // `direct vs buffered`, not `direct direct vs buffered`.
                 (&"direct", x, y) => diff.push(format!("{} vs {}", worded(k, x), worded(k, y))),
+                // `working set backend vs range 1m..8m`, not its fields one by one.
+                (&"working_set", x, y) => diff.push(format!("working set {} vs {}", working_set(x), working_set(y))),
                 // Of a group of keys (data, working set), the ones that differ.
                 (_, serde_json::Value::Object(x), serde_json::Value::Object(y)) => {
                     let mut fields: Vec<&String> = x.keys().chain(y.keys().filter(|f| !x.contains_key(*f))).collect();
@@ -223,7 +225,10 @@ pub fn differences(baseline: &RunResult, run: &RunResult) -> Vec<String> {
                         }
                     }
                 }
-                (_, x, y) => diff.push(format!("{k} {} vs {}", worded(k, x), worded(k, y))),
+                (_, x, y) => {
+                    let key = if *k == "read_pct" { "reads".to_string() } else { k.replace('_', " ") };
+                    diff.push(format!("{key} {} vs {}", worded(k, x), worded(k, y)))
+                }
             }
         }
         if !diff.is_empty() {
@@ -243,6 +248,20 @@ pub fn differences(baseline: &RunResult, run: &RunResult) -> Vec<String> {
         out.push(format!("targets: {} vs {}", targets(baseline), targets(run)));
     }
     out
+}
+
+/// A working set in words: `backend`, `frontend of 1000 blocks`, `range 1m..8m`.
+fn working_set(v: &serde_json::Value) -> String {
+    let size = |f: &str| v[f].as_u64().map_or_else(|| "?".to_string(), iocurve_plan::format_size);
+    match v["kind"].as_str() {
+        Some("frontend") => match v["blocks"].as_u64() {
+            Some(b) => format!("frontend of {b} blocks"),
+            None => "frontend".into(),
+        },
+        Some("range") => format!("range {}..{}", size("start"), size("end")),
+        Some(k) => k.to_string(),
+        None => worded("working_set", v),
+    }
 }
 
 /// A plan key's value as a person writes it (issue 37, finding 4: `compare` printed raw JSON,
@@ -267,6 +286,7 @@ fn worded(key: &str, v: &serde_json::Value) -> String {
             }
         }
         ("direct", Value::Bool(d)) => if *d { "direct" } else { "buffered" }.into(),
+        ("read_pct", Value::Number(n)) => format!("{} %", n.as_f64().unwrap_or_default()),
         (_, Value::Null) => "none".into(),
         (_, Value::String(s)) => s.clone(),
         (_, Value::Number(n)) => n.to_string(),
@@ -366,6 +386,17 @@ pub(crate) mod tests {
         assert_eq!(
             d,
             vec!["w: direct vs buffered, ramp 1,2 vs 1,4, bs 4k vs 4k 70 % / 64k 30 %, data compress 0.5 vs 0.4"]
+        );
+        // Reads, queue depth and working set in words too (found by an outside attack:
+        // `read_pct 100.0 vs 70.0`, `working_set kind backend vs range, working_set end none vs …`).
+        let (mut wb, mut wn) = (base.clone(), new.clone());
+        let w0 =
+            serde_json::json!({"name": "w", "read_pct": 100.0, "queue_depth": 1, "working_set": {"kind": "backend"}});
+        let w1 = serde_json::json!({"name": "w", "read_pct": 70.0, "queue_depth": 4, "working_set": {"kind": "range", "start": 1048576, "end": 8388608}});
+        (wb.plan, wn.plan) = (serde_json::json!({"workloads": [w0]}), serde_json::json!({"workloads": [w1]}));
+        assert_eq!(
+            differences(&wb, &wn),
+            ["w: queue depth 1 vs 4, reads 100 % vs 70 %, working set backend vs range 1m..8m"]
         );
         // Reads write nothing: what their data would be is no difference.
         let (mut rb, mut rn) = (base.clone(), new.clone());

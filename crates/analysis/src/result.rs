@@ -409,10 +409,15 @@ impl RunResult {
     /// A closed-loop SLA answer names the open-loop one that follows it only when that ran (an
     /// interrupted run or one without a maximum has none).
     pub fn with_sla_answers(mut self) -> Self {
-        let names: Vec<String> = self.workloads.iter().map(|w| w.name.clone()).collect();
+        // Each workload's name, and whether it has an SLA answer.
+        let answered: Vec<(String, bool)> =
+            self.workloads.iter().map(|w| (w.name.clone(), w.sla_answer.is_some())).collect();
         for a in self.workloads.iter_mut().filter_map(|w| w.sla_answer.as_mut()) {
-            if a.follows.as_ref().is_some_and(|f| !names.contains(f)) {
-                *a = SlaAnswer::of(false, None);
+            let Some(f) = a.follows.clone() else { continue };
+            match answered.iter().find(|(n, _)| *n == f) {
+                None => *a = SlaAnswer::of(false, None),
+                Some((_, false)) => *a = SlaAnswer::none_sustained_after(&f),
+                Some((_, true)) => {}
             }
         }
         self
@@ -420,6 +425,19 @@ impl RunResult {
 }
 
 impl SlaAnswer {
+    /// A closed loop's answer when the open-loop one that followed sustained no rate within the
+    /// bounds: nothing is known to stay within them.
+    pub fn none_sustained_after(follower: &str) -> SlaAnswer {
+        SlaAnswer {
+            open_loop: false,
+            quote: false,
+            says: format!(
+                "closed loop: each worker waits for its I/O, so stalls slow the load instead of breaking the SLA — an upper bound; the open-loop {follower} sustained no rate within the SLA, so no load is known to stay within it"
+            ),
+            follows: None,
+        }
+    }
+
     /// The answer of a workload's steps: open loop when they are rate steps. `follows` names the
     /// open-loop workload that follows a closed-loop one (its SLA search or curve), if any.
     pub fn of(open_loop: bool, follows: Option<&str>) -> SlaAnswer {

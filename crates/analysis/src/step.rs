@@ -476,7 +476,7 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
     if s.cv > th.unsteady_cv {
         flag(
             "unsteady",
-            format!("throughput varied between intervals (CV {:.0} % > {:.0} %)", s.cv * 100.0, th.unsteady_cv * 100.0),
+            format!("throughput varied between intervals (CV {:.1} % > {:.0} %)", s.cv * 100.0, th.unsteady_cv * 100.0),
         );
     }
     if let Some(c) = s.steady_state.as_ref().filter(|c| !c.steady) {

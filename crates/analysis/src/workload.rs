@@ -107,7 +107,12 @@ fn undecided(steps: &[StepResult], top: usize, rivals: &[usize], what: &str) -> 
         None if steps[i].workers == 1 => "the 1-worker step".to_string(),
         None => format!("the {}-worker step", steps[i].workers),
     };
-    let list: Vec<String> = rivals.iter().map(|&i| at(i)).collect();
+    let mut list: Vec<String> = rivals.iter().map(|&i| at(i)).collect();
+    if list.len() > 1 {
+        let last = list.pop().unwrap_or_default();
+        let head = list.join(", ");
+        list = vec![format!("{head} and {last}")];
+    }
     let cv = steps[top].cv;
     Undecided {
         step: top,
@@ -192,6 +197,7 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
             }
         },
     };
+    let answered = sla_maximum.is_some() || sla_maximum_undecided.is_some();
     let min_lat_us = measured.iter().map(|&i| steps[i].lat_us.min).reduce(f64::min);
     WorkloadResult {
         name: w.name.clone(),
@@ -210,7 +216,8 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
         sla_maximum_undecided,
         // Names the open-loop answer that follows; `RunResult::with_sla_answers` drops a
         // name that never ran.
-        sla_answer: sla.is_set().then(|| SlaAnswer::of(open_loop, w.open_loop_follower().as_deref())),
+        // No step within the bounds: no answer, and nothing to quote.
+        sla_answer: answered.then(|| SlaAnswer::of(open_loop, w.open_loop_follower().as_deref())),
         min_lat_us,
         data: iocurve_plan::DataPattern { dedupe_unit: w.dedupe_unit(), ..w.data },
         data_check: Vec::new(),
@@ -546,10 +553,20 @@ mod tests {
         let r = analyze_workload(&w, steps(&[(1000.0, 100.0, 200.0)]), &Sla { mean_ms: Some(1.0), p99_ms: None });
         let name = format!("{}-sla-search", w.name);
         assert_eq!(r.sla_answer.as_ref().unwrap().follows.as_deref(), Some(name.as_str()));
-        let mut run = crate::compare::tests::run(vec![r]);
-        run = run.with_sla_answers();
+        let run = crate::compare::tests::run(vec![r.clone()]).with_sla_answers();
         let a = run.workloads[0].sla_answer.as_ref().unwrap();
         assert!(a.follows.is_none() && a.says.contains("run the open-loop search"), "the search never ran: {a:?}");
+        // The search ran and sustained nothing within the bounds: no answer of its own, and the
+        // closed loop's says nothing is known to stay within them (found by an outside attack:
+        // "quote this one" stood under no figure).
+        let mut search = r.clone();
+        search.name = name.clone();
+        (search.sla_maximum, search.sla_answer) = (None, None);
+        let run = crate::compare::tests::run(vec![r, search]).with_sla_answers();
+        let a = run.workloads[0].sla_answer.as_ref().unwrap();
+        assert!(!a.quote && a.says.contains("sustained no rate within the SLA"), "{a:?}");
+        let none = analyze_workload(&w, steps(&[(1000.0, 5000.0, 9000.0)]), &Sla { mean_ms: Some(1.0), p99_ms: None });
+        assert!(none.sla_maximum.is_none() && none.sla_answer.is_none(), "no step within: no answer to quote");
     }
 
     /// Issue 37, finding 1: 16 workers gave 48'982 IOPS with a CV of 69.7 % (a 20 ms stall in

@@ -21,6 +21,21 @@ fn status(s: &str) -> &'static str {
     iocurve_analysis::Status::stored(s).as_str()
 }
 
+/// One SLA bound for runs compared, or their SLA maxima measure different things: the
+/// options', else the first run's (the baseline's) that has one. Before, each run took its
+/// own stored bound, and a baseline without one refused `--at sla` beside a run that had one.
+fn one_sla<'a>(runs: impl Iterator<Item = &'a StoredRun>, options: &SlaArgs) -> SlaArgs {
+    if options.mean_ms.is_some() || options.p99_ms.is_some() {
+        return SlaArgs { mean_ms: options.mean_ms, p99_ms: options.p99_ms };
+    }
+    let stored = |s: &StoredRun| {
+        let plan: serde_json::Value = serde_json::from_str(&s.plan_json).ok()?;
+        let sla = SlaArgs { mean_ms: plan["sla_mean_ms"].as_f64(), p99_ms: plan["sla_p99_ms"].as_f64() };
+        (sla.mean_ms.is_some() || sla.p99_ms.is_some()).then_some(sla)
+    };
+    runs.filter_map(stored).next().unwrap_or_default()
+}
+
 /// Rebuilds the result document of a stored run. SLA bounds given as options win over the
 /// stored plan's.
 pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError> {
@@ -196,14 +211,18 @@ pub fn compare(db: &Path, baseline: i64, runs: &[i64], at: AtArg, sla: &SlaArgs)
     };
     let store = open_read_store(db)?;
     let base_stored = store.load(baseline)?;
+    let mut stored_runs = Vec::new();
+    for &id in runs {
+        stored_runs.push(store.load(id)?);
+    }
+    let sla = &one_sla(std::iter::once(&base_stored).chain(&stored_runs), sla);
     let base = rebuild(&base_stored, sla)?;
     if at == At::Sla && base.sla.is_none() {
         return Err(CliError::Usage(
             "--at sla needs SLA bounds: give --sla-mean-ms and/or --sla-p99-ms (or set sla_mean_ms in the plan)".into(),
         ));
     }
-    for &id in runs {
-        let stored = store.load(id)?;
+    for stored in stored_runs {
         let run = rebuild(&stored, sla)?;
         crate::outln!("\n{} against baseline {}, at the {}", titled(&stored.run), titled(&base_stored.run), at.name());
         if let Some(s) = &run.sla.or(base.sla) {
@@ -252,9 +271,12 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
             if matches!(format, ExportFormat::FioJson) {
                 write(output, &iocurve_report::fio::fio_json(&src))?;
                 // Issue 37, finding 6: fio-plot adds a file's jobs up into one bar.
-                crate::outln!(
-                    "wrote {} (one document, a job per step: for scripts that walk the jobs; fio-plot adds a file's jobs up into one bar, so for fio-plot export --format fio-dir)",
-                    output.display()
+                said(
+                    output,
+                    format_args!(
+                        "wrote {} (one document, a job per step: for scripts that walk the jobs; fio-plot adds a file's jobs up into one bar, so for fio-plot export --format fio-dir)",
+                        output.display()
+                    ),
                 );
                 return Ok(ExitCode::SUCCESS);
             } else {
@@ -282,6 +304,12 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
             write(output, &export::histograms_csv(id, &named))?
         }
         ExportFormat::Csv => {
+            if is_stream(output) {
+                return Err(CliError::Usage(format!(
+                    "--format csv writes two files, the steps and the samples beside them (NAME-samples.csv): give a file path, not {}",
+                    output.display()
+                )));
+            }
             write(output, &export::steps_csv(id, &stored.run.label, &result))?;
             let samples = samples_path(output);
             write(&samples, &export::samples_csv(id, &result))?;
@@ -289,8 +317,24 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
             return Ok(ExitCode::SUCCESS);
         }
     }
-    crate::outln!("wrote {}", output.display());
+    said(output, format_args!("wrote {}", output.display()));
     Ok(ExitCode::SUCCESS)
+}
+
+/// A device, pipe or socket given as `-o` (`/dev/stdout`): written in place, never beside.
+fn is_stream(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
+/// What an export or report wrote: on stderr when the output itself is a stream, so that
+/// `-o /dev/stdout` gives the document alone (found by an outside attack: "wrote /dev/stdout"
+/// followed the JSON).
+fn said(output: &Path, msg: std::fmt::Arguments) {
+    if is_stream(output) {
+        crate::errln!("{msg}");
+    } else {
+        crate::outln!("{msg}");
+    }
 }
 
 /// Writes `files` (relative paths) under `dir`, which must be new or empty: an export never
@@ -307,6 +351,13 @@ fn write_tree(dir: &Path, files: &[(std::path::PathBuf, String)]) -> Result<(), 
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(dir).map_err(|e| err(dir, e))?,
+        // Bad input, not a failure of the tool.
+        Err(_) if dir.exists() && !dir.is_dir() => {
+            return Err(CliError::Usage(format!(
+                "{} is a file: give a new or empty directory for the export",
+                dir.display()
+            )));
+        }
         Err(e) => return Err(err(dir, e)),
     }
     for (rel, text) in files {
@@ -321,9 +372,13 @@ fn write_tree(dir: &Path, files: &[(std::path::PathBuf, String)]) -> Result<(), 
 
 pub fn report(db: &Path, ids: &[i64], output: &Path, sla: &SlaArgs) -> Result<ExitCode, CliError> {
     let store = open_read_store(db)?;
-    let mut runs = Vec::new();
+    let mut loaded = Vec::new();
     for &id in ids {
-        let stored = store.load(id)?;
+        loaded.push((id, store.load(id)?));
+    }
+    let sla = &one_sla(loaded.iter().map(|(_, s)| s), sla);
+    let mut runs = Vec::new();
+    for (id, stored) in loaded {
         runs.push(ReportRun {
             id,
             label: stored.run.label.clone(),
@@ -336,7 +391,7 @@ pub fn report(db: &Path, ids: &[i64], output: &Path, sla: &SlaArgs) -> Result<Ex
     // Whole, so that a browser reloading the report never sees half of it.
     iocurve_report::write_output(output, page.as_bytes(), "html.tmp")
         .map_err(|e| CliError::Runtime(format!("cannot write {}: {e}", output.display())))?;
-    crate::outln!("wrote {}", output.display());
+    said(output, format_args!("wrote {}", output.display()));
     Ok(ExitCode::SUCCESS)
 }
 

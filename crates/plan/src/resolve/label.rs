@@ -1,10 +1,11 @@
 //! A workload's name is a label that follows the command line's overrides (issue 37, finding
 //! 2: `run --bs 8k --workload random-read` stored and compared workloads named
 //! `…-random-read-4k`). Where the name states a value an override changes — a block size
-//! (`4k`), a queue depth (`qd16`), the reads (`read`, `write`, `mixed-70`), the pattern
-//! (`random`, `seq`) or the working set (`frontend`, `backend`) — that word is restated; where
-//! it states none, the new value is added at the end. Names parted by `-`, compared without
-//! case. A workload is identified by its settings, not by this label.
+//! (`4k`), a queue depth (`qd16`), and, for the keys that have no option yet but may get one,
+//! the reads (`read`, `write`, `mixed-70`), the pattern (`random`, `seq`) or the working set
+//! (`frontend`, `backend`) — that word is restated; where it states none, the new value is
+//! added at the end. Names parted by `-`, compared without case. A workload is identified by
+//! its settings, not by this label.
 
 use crate::keys::{BlockSizeSpec, WorkingSetSpec, WorkloadKeys};
 use crate::model::Pattern;

@@ -189,8 +189,8 @@ impl Resolver<'_> {
                     &[Seg::Key("workloads"), Seg::Index(i), Seg::Key("name")],
                     format!("workloads[{i}].name"),
                     format!(
-                        "with the command line's options, workloads `{}` and `{}` both become `{}`, the same workload twice: drop the option, or keep one of them with --workload",
-                        all[j].1, all[k].1, all[k].2.name
+                        "with the command line's options, workloads `{}` and `{}` both become `{}`, the same workload twice: drop the option, or keep one of them with --workload and its name in the plan (e.g. --workload {})",
+                        all[j].1, all[k].1, all[k].2.name, all[k].1
                     ),
                 ));
             }

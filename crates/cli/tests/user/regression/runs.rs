@@ -198,7 +198,7 @@ fn regression_names_follow_overrides_and_compare_pairs_by_settings() {
     // 3: the same settings as 2 under another name, from a plan.
     std::fs::write(
         d.join("db.toml"),
-        "targets = [\"t.dat\"]\n[[workloads]]\nname = \"db-reads\"\nbs = \"8k\"\nqueue_depth = 2\nworking_set = \"backend\"\nramp = [1]\n",
+        "targets = [\"t.dat\"]\nsla_mean_ms = 1000\n[[workloads]]\nname = \"db-reads\"\nbs = \"8k\"\nqueue_depth = 2\nworking_set = \"backend\"\nramp = [1]\n",
     )
     .unwrap();
     ok_json(&iocurve(d, &args(&["run", "db.toml", "--size", "32m", "--json", "r3.json"], FAST)), &d.join("r3.json"));
@@ -213,10 +213,42 @@ fn regression_names_follow_overrides_and_compare_pairs_by_settings() {
     );
     assert!(out.lines().any(|l| l.starts_with("backend-random-read-8k-qd2 / db-reads ")), "{out}");
     assert!(!out.contains("only in"), "{out}");
+    // At the SLA maximum both sides take one bound (run 3's plan's; the baseline has none): an
+    // outside attack found the baseline's missing bound refused it, and each side its own.
+    let o = iocurve(d, &["compare", "2", "3", "--at", "sla"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.contains("SLA: mean ≤ 1000 ms"), "{out}");
+    let row = out.lines().find(|l| l.starts_with("backend-random-read-8k-qd2 / db-reads")).unwrap_or_default();
+    assert_eq!(row.matches("IOPS @").count(), 2, "a figure on both sides: {out}");
     // Apart in block size and queue depth only: paired, said so, compared in MB/s.
     let o = iocurve(d, &["compare", "1", "2"]);
     let out = stdout(&o);
     assert!(out.contains("differ only in block size or queue depth"), "{out}");
-    assert!(out.contains("bs 4k vs 8k") && out.contains("queue_depth 1 vs 2"), "{out}");
+    assert!(out.contains("bs 4k vs 8k") && out.contains("queue depth 1 vs 2"), "{out}");
     assert!(out.contains("MB/s (block sizes differ)") && !out.contains("dedupe_unit"), "reads write no data: {out}");
+}
+
+/// Found by an outside attack on issue 37: `export -o /dev/stdout` printed "wrote /dev/stdout"
+/// after the document, `--format csv -o /dev/stdout` made a regular file `/dev/stdout-samples`,
+/// and `fio-dir -o FILE` was a failure of the tool (exit 1), not bad input.
+#[test]
+fn regression_an_export_to_a_stream_is_the_document_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = ["run", "--size", "16m", "--backend", "null", "--workload", "backend-random-read-4k", "--ramp", "1"];
+    ok_json(&iocurve(d, &args(&args(&run, FAST), &["--json", "r.json"])), &d.join("r.json"));
+    for format in ["json", "fio-json"] {
+        let o = iocurve(d, &["export", "1", "--format", format, "-o", "/dev/stdout"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let doc: Result<serde_json::Value, _> = serde_json::from_str(&stdout(&o));
+        assert!(doc.is_ok(), "{format}: the document alone: {}", stdout(&o));
+        assert!(stderr(&o).contains("wrote /dev/stdout"), "said on stderr: {}", stderr(&o));
+    }
+    let o = iocurve(d, &["export", "1", "--format", "csv", "-o", "/dev/stdout"]);
+    input_error(&o, &["--format csv writes two files", "not /dev/stdout"]);
+    assert!(!std::path::Path::new("/dev/stdout-samples").exists());
+    std::fs::write(d.join("f.png"), "x").unwrap();
+    let o = iocurve(d, &["export", "1", "--format", "fio-dir", "-o", "f.png"]);
+    input_error(&o, &["f.png is a file: give a new or empty directory"]);
 }
