@@ -57,11 +57,20 @@ impl Store {
             }
         }
         let path = dir.join(format!("{prefix}{}", std::process::id()));
+        // A small filesystem cannot spare the whole room: a quarter, then a sixteenth, is still
+        // many times what the last writes take (on a 1 MiB filesystem there was no room at all,
+        // and the status stayed unsettled when the run's first writes had taken a page more).
         let made = std::fs::File::create(&path).and_then(|f| {
             use std::os::fd::AsRawFd;
-            // SAFETY: fallocate on a descriptor we own.
-            let r = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, ROOM as libc::off_t) };
-            if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+            let mut last = std::io::Error::from_raw_os_error(libc::ENOSPC);
+            for size in [ROOM, ROOM / 4, ROOM / 16] {
+                // SAFETY: fallocate on a descriptor we own.
+                if unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, size as libc::off_t) } == 0 {
+                    return Ok(());
+                }
+                last = std::io::Error::last_os_error();
+            }
+            Err(last)
         });
         match made {
             Ok(()) => *self.room.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(path),

@@ -132,11 +132,42 @@ fn regression_a_full_database_keeps_what_it_stored_and_settles_the_status() {
         stored.last().unwrap()["intervals"].as_array().unwrap().len(),
         last["intervals"].as_array().unwrap().len()
     );
-    // A JSON on the full filesystem: said, and no temporary file left.
-    let o = run("full/r2.json");
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("cannot write the JSON result to full/r2.json"), "{}", stderr(&o));
     let left: Vec<String> =
         std::fs::read_dir(&full).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert!(!left.iter().any(|n| n.ends_with(".tmp") || n.contains(".room-")), "{left:?}");
+    // A JSON on a full filesystem of its own (the database's frees what its room and WAL held
+    // when the run ends): said, and no temporary file left.
+    let json_fs = d.join("jfull");
+    std::fs::create_dir(&json_fs).unwrap();
+    let made = Command::new("mount").args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"]).arg(&json_fs).status().unwrap();
+    assert!(made.success());
+    let _json_mounted = Mount(json_fs.clone());
+    let _ = std::fs::write(json_fs.join("filler"), vec![0u8; 1 << 20]);
+    let o = iocurve(
+        d,
+        &[
+            "run",
+            "--backend",
+            "null",
+            "--size",
+            "16m",
+            "--workload",
+            "backend-random-read-4k",
+            "--ramp",
+            "1",
+            "--warmup-s",
+            "0",
+            "--intervals",
+            "1",
+            "--interval-s",
+            "0.2",
+            "--json",
+            "jfull/r2.json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot write the JSON result to jfull/r2.json"), "{}", stderr(&o));
+    let left: Vec<String> =
+        std::fs::read_dir(&json_fs).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(left, ["filler"], "no temporary file left");
 }
