@@ -119,7 +119,7 @@ fn undecided(steps: &[StepResult], top: usize, rivals: &[usize], what: &str) -> 
         cv,
         rivals: rivals.to_vec(),
         reason: format!(
-            "{}, {what}, varied {:.0} % between its intervals, more than the {:.0} % within which a maximum is told, and {} lie{} within that spread at a lower latency: measure longer (more or longer intervals)",
+            "{}, {what}, varied {:.1} % between its intervals, more than the {:.0} % within which a maximum is told, and {} lie{} within that spread at a lower latency: measure longer (more or longer intervals)",
             at(top),
             cv * 100.0,
             NOISE_CAP * 100.0,
@@ -586,7 +586,7 @@ mod tests {
         assert_eq!((u.step, u.rivals.as_slice()), (2, &[1][..]), "9'100 IOPS is below the spread");
         assert!(
             u.reason.starts_with(
-                "the 4-worker step, the highest throughput, varied 70 % between its intervals, more than the 10 %"
+                "the 4-worker step, the highest throughput, varied 69.7 % between its intervals, more than the 10 %"
             ),
             "{}",
             u.reason

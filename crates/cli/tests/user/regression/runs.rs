@@ -131,46 +131,46 @@ fn regression_the_file_size_limit_leaves_no_partial_scratch_file() {
 fn regression_a_noisy_top_step_leaves_the_maximum_undecided() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let plan = r#"targets = ["t.dat"]
-[[faults]]
-kind = "latency"
-latency_ms = 20
-share = 1.0
-from_s = 1
-to_s = 2
-[[workloads]]
-name = "w"
-read_pct = 100
-bs = "4k"
-pattern = "random"
-working_set = "backend"
-ramp = [1, 4, 16]
-intervals = 3
-interval_s = 1
-warmup_s = 0
-"#;
-    std::fs::write(d.join("plan.toml"), plan).unwrap();
-    {
+    let plan = |ramp: &str, to_s: u32| {
+        format!(
+            "targets = [\"t.dat\"]\n[[faults]]\nkind = \"latency\"\nlatency_ms = 20\nshare = 1.0\nfrom_s = 1\nto_s = {to_s}\n[[workloads]]\nname = \"w\"\nread_pct = 100\nbs = \"4k\"\npattern = \"random\"\nworking_set = \"backend\"\nramp = {ramp}\nintervals = 3\ninterval_s = 1\nwarmup_s = 0\n"
+        )
+    };
+    let run = |ramp: &str, to_s: u32| {
+        std::fs::write(d.join("plan.toml"), plan(ramp, to_s)).unwrap();
         let o = iocurve(d, &["run", "plan.toml", "--size", "64m", "--json", "r.json"]);
         assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
         let r = ok_json(&o, &d.join("r.json"));
-        let w = &r["workloads"][0];
-        match (&w["maximum"], &w["maximum_undecided"]) {
-            (serde_json::Value::Null, u) if u.is_object() => {
-                let reason = u["reason"].as_str().unwrap();
-                assert!(reason.contains("more than the 10 %") && reason.contains("lie"), "{reason}");
-                assert!(stdout(&o).contains(&format!("maximum  undecided: {reason}")), "{}", stdout(&o));
-                assert!(u["cv"].as_f64().unwrap() > 0.1, "{u}");
-            }
-            (m, serde_json::Value::Null) => {
-                panic!("the stall in every step leaves the top one too noisy to decide, yet the maximum is {m}: {w}")
-            }
-            other => panic!("both a maximum and undecided: {other:?}"),
+        (o, r["workloads"][0].clone())
+    };
+    let iops = |v: &serde_json::Value| v["iops"].as_f64().unwrap();
+
+    // The issue's plan. Whether 4 workers lie within the 16-worker step's 70 % spread depends
+    // on the machine (on CI they came within 0.1 %): either way, the maximum is never more
+    // than the cap below a step of the same table.
+    let (o, w) = run("[1, 4, 16]", 2);
+    let top = w["steps"].as_array().unwrap().iter().map(iops).fold(0.0, f64::max);
+    match (&w["maximum"], &w["maximum_undecided"]) {
+        (m, serde_json::Value::Null) if m.is_object() => assert!(iops(m) >= top * 0.9, "{m} against {top}: {w}"),
+        (serde_json::Value::Null, u) if u.is_object() => {
+            assert!(stdout(&o).contains("maximum  undecided:"), "{}", stdout(&o))
         }
+        other => panic!("a maximum, or undecided: {other:?}"),
     }
+
+    // Stalled for two of three intervals, the top step's spread (CV above 100 %) admits every
+    // step, and the 1-worker step has the lower latency: the noise would decide, so every view
+    // says undecided, and why.
+    let (o, w) = run("[1, 16]", 3);
+    let u = &w["maximum_undecided"];
+    assert!(w["maximum"].is_null() && u.is_object(), "{w}");
+    let reason = u["reason"].as_str().unwrap();
+    assert!(reason.contains("more than the 10 %") && reason.contains("the 1-worker step lies within"), "{reason}");
+    assert!(stdout(&o).contains(&format!("maximum  undecided: {reason}")), "{}", stdout(&o));
+    assert!(u["cv"].as_f64().unwrap() > 0.1, "{u}");
     let o = iocurve(d, &["runs"]);
     assert!(stdout(&o).contains("w maximum undecided (too noisy)"), "{}", stdout(&o));
-    let o = iocurve(d, &["compare", "1", "1"]);
+    let o = iocurve(d, &["compare", "2", "2"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let row = stdout(&o).lines().find(|l| l.starts_with("w ")).map(str::to_string).unwrap_or_default();
     assert_eq!(row.matches("undecided (too noisy)").count(), 2, "{}", stdout(&o));
