@@ -745,7 +745,7 @@ impl Agent for Service {
         let KeptMap { map, path, .. } = match self.local.as_ref().map(|l| l.verify.clone()) {
             Some(Some(run_map)) => run_map,
             Some(None) => return Err(Status::failed_precondition("this run keeps no verification map")),
-            None => self.map_for(&targets, r.bs, false, false)?,
+            None => off_the_runtime(|| self.map_for(&targets, r.bs, false, false))?,
         };
         // A pass no read of which returns for this long ends: it neither hangs on storage that
         // stopped answering nor waits past a stop for a read the kernel holds.
@@ -845,7 +845,7 @@ impl Agent for Service {
         let kept = match (&self.local, w.verify) {
             (_, false) => None,
             (Some(local), true) => local.verify.clone(),
-            (None, true) => Some(self.map_for(&targets, w.bs[0].bytes, true, r.verify_journal)?),
+            (None, true) => Some(off_the_runtime(|| self.map_for(&targets, w.bs[0].bytes, true, r.verify_journal))?),
         };
         let stop = Arc::new(AtomicBool::new(false));
         *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop.clone());
@@ -881,6 +881,18 @@ impl Agent for Service {
             let _ = tx.blocking_send(Ok(pb::StepEvent { event: Some(pb::step_event::Event::Done(done)) }));
         });
         Ok(Response::new(ReceiverStream::new(rx)))
+    }
+}
+
+/// Runs blocking work of a request handler (the map: loading it, or waiting for it while a
+/// pass given up on stalled storage still holds it) without stalling a runtime thread. A
+/// stalled thread left the connection's keep-alive pings unanswered, and the coordinator
+/// dropped the agent ("it did not take the step: http2 error", KeepAliveTimedOut). Inline where
+/// the runtime has one thread (tests).
+fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
     }
 }
 
