@@ -51,28 +51,12 @@ pub fn pairs<'a>(baseline: &'a RunResult, run: &'a RunResult) -> Vec<Pair<'a>> {
     let near = |x: &WorkloadResult, y: &WorkloadResult| x.settings.known() && x.settings.access == y.settings.access;
     // The same settings under the same name first: two workloads of one plan may share their
     // settings (apart in back-end, say), and each keeps its own partner.
-    for (i, bw) in b.iter().enumerate() {
-        if let Some(j) = (0..r.len()).find(|&j| !taken[j] && same(bw, &r[j]) && r[j].name == bw.name) {
-            (with[i], taken[j]) = (Some((j, PairedBy::Settings)), true);
-        }
-    }
-    for (i, bw) in b.iter().enumerate() {
-        if with[i].is_some() {
-            continue;
-        }
-        if let Some(j) = (0..r.len()).find(|&j| !taken[j] && same(bw, &r[j])) {
-            (with[i], taken[j]) = (Some((j, PairedBy::Settings)), true);
-        }
-    }
-    for (i, bw) in b.iter().enumerate() {
-        if with[i].is_some() {
-            continue;
-        }
-        if let Some(j) = (0..r.len()).find(|&j| !taken[j] && r[j].name == bw.name) {
-            let by = if same(bw, &r[j]) { PairedBy::Settings } else { PairedBy::Label };
-            (with[i], taken[j]) = (Some((j, by)), true);
-        }
-    }
+    let same_name = |x: &WorkloadResult, y: &WorkloadResult| x.name == y.name;
+    pass(b, r, &mut with, &mut taken, |x, y| (same(x, y) && same_name(x, y)).then_some(PairedBy::Settings));
+    pass(b, r, &mut with, &mut taken, |x, y| same(x, y).then_some(PairedBy::Settings));
+    pass(b, r, &mut with, &mut taken, |x, y| {
+        same_name(x, y).then_some(if same(x, y) { PairedBy::Settings } else { PairedBy::Label })
+    });
     for i in 0..b.len() {
         if with[i].is_some() {
             continue;
@@ -97,6 +81,25 @@ pub fn pairs<'a>(baseline: &'a RunResult, run: &'a RunResult) -> Vec<Pair<'a>> {
         by: PairedBy::Alone,
     }));
     out
+}
+
+/// Pairs each baseline workload still alone with the first run workload still alone that
+/// `fits` it, as `fits` says.
+fn pass(
+    b: &[WorkloadResult],
+    r: &[WorkloadResult],
+    with: &mut [Option<(usize, PairedBy)>],
+    taken: &mut [bool],
+    fits: impl Fn(&WorkloadResult, &WorkloadResult) -> Option<PairedBy>,
+) {
+    for (i, bw) in b.iter().enumerate() {
+        if with[i].is_some() {
+            continue;
+        }
+        if let Some((j, by)) = (0..r.len()).filter(|&j| !taken[j]).find_map(|j| fits(bw, &r[j]).map(|by| (j, by))) {
+            (with[i], taken[j]) = (Some((j, by)), true);
+        }
+    }
 }
 
 /// What a reader must know of the pairing: pairs whose labels differ, and workloads only one

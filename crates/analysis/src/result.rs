@@ -424,6 +424,10 @@ impl RunResult {
     }
 }
 
+/// What every closed-loop SLA answer is, before what to quote instead.
+const CLOSED_LOOP: &str =
+    "closed loop: each worker waits for its I/O, so stalls slow the load instead of breaking the SLA — an upper bound";
+
 impl SlaAnswer {
     /// A closed loop's answer when the open-loop one that followed sustained no rate within the
     /// bounds: nothing is known to stay within them.
@@ -432,7 +436,7 @@ impl SlaAnswer {
             open_loop: false,
             quote: false,
             says: format!(
-                "closed loop: each worker waits for its I/O, so stalls slow the load instead of breaking the SLA — an upper bound; the open-loop {follower} sustained no rate within the SLA, so no load is known to stay within it"
+                "{CLOSED_LOOP}; the open-loop {follower} sustained no rate within the SLA, so no load is known to stay within it"
             ),
             follows: None,
         }
@@ -443,8 +447,8 @@ impl SlaAnswer {
     pub fn of(open_loop: bool, follows: Option<&str>) -> SlaAnswer {
         let says = match (open_loop, follows) {
             (true, _) => "open loop: I/Os arrive on a schedule whatever the storage does, so its stalls count against the SLA — quote this one for how much load stays within the SLA".to_string(),
-            (false, Some(name)) => format!("closed loop: each worker waits for its I/O, so stalls slow the load instead of breaking the SLA — an upper bound; quote the open-loop answer of {name} for how much load stays within the SLA"),
-            (false, None) => "closed loop: each worker waits for its I/O, so stalls slow the load instead of breaking the SLA — an upper bound; for how much load stays within the SLA, run the open-loop search (sla_search = true) and quote that".to_string(),
+            (false, Some(name)) => format!("{CLOSED_LOOP}; quote the open-loop answer of {name} for how much load stays within the SLA"),
+            (false, None) => format!("{CLOSED_LOOP}; for how much load stays within the SLA, run the open-loop search (sla_search = true) and quote that"),
         };
         SlaAnswer { open_loop, quote: open_loop, says, follows: follows.filter(|_| !open_loop).map(str::to_string) }
     }

@@ -63,12 +63,19 @@ pub fn maximum_of(points: &[(f64, f64, f64)]) -> Maximum {
     if rivals.is_empty() { Maximum::Step(capped) } else { Maximum::Undecided { top, rivals } }
 }
 
+impl Maximum {
+    /// The step, when one is decided.
+    pub fn step(&self) -> Option<usize> {
+        match self {
+            Maximum::Step(i) => Some(*i),
+            Maximum::None | Maximum::Undecided { .. } => None,
+        }
+    }
+}
+
 /// [`maximum_of`] as an index, None when there is no step or it is undecided.
 pub fn maximum_index(points: &[(f64, f64, f64)]) -> Option<usize> {
-    match maximum_of(points) {
-        Maximum::Step(i) => Some(i),
-        Maximum::None | Maximum::Undecided { .. } => None,
-    }
+    maximum_of(points).step()
 }
 
 /// The maximum (by [`maximum_of`]'s rule) among the `candidates` whose latency stays within
@@ -83,10 +90,7 @@ pub fn sla_maximum(steps: &[StepResult], candidates: &[usize], sequential: bool,
 
 /// [`sla_maximum`] as an index, None when no step qualifies or it is undecided.
 pub fn sla_index(steps: &[StepResult], candidates: &[usize], sequential: bool, sla: &Sla) -> Option<usize> {
-    match sla_maximum(steps, candidates, sequential, sla) {
-        Maximum::Step(i) => Some(i),
-        Maximum::None | Maximum::Undecided { .. } => None,
-    }
+    sla_maximum(steps, candidates, sequential, sla).step()
 }
 
 /// A [`Maximum`] over a subset of steps, with indices into all of them.
@@ -97,6 +101,15 @@ fn in_steps(m: Maximum, subset: &[usize]) -> Maximum {
         Maximum::Undecided { top, rivals } => {
             Maximum::Undecided { top: subset[top], rivals: rivals.into_iter().map(|k| subset[k]).collect() }
         }
+    }
+}
+
+/// A [`Maximum`] as a result holds it: the step, or why none is told (`what` the top step is:
+/// "the highest throughput", "… within the SLA").
+fn told(m: Maximum, steps: &[StepResult], what: &str) -> (Option<usize>, Option<Undecided>) {
+    match m {
+        Maximum::Undecided { top, rivals } => (None, Some(undecided(steps, top, &rivals, what))),
+        m => (m.step(), None),
     }
 }
 
@@ -174,11 +187,8 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
     let speed = measured.iter().copied().find(|&i| steps[i].workers == 1).or(measured.first().copied());
     let with_noise: Vec<(f64, f64, f64)> =
         measured.iter().map(|&i| (steps[i].throughput(seq), steps[i].lat_us.mean, steps[i].cv)).collect();
-    let (maximum, maximum_undecided) = match in_steps(maximum_of(&with_noise), &measured) {
-        Maximum::Step(i) => (Some(i), None),
-        Maximum::None => (None, None),
-        Maximum::Undecided { top, rivals } => (None, Some(undecided(&steps, top, &rivals, "the highest throughput"))),
-    };
+    let (maximum, maximum_undecided) =
+        told(in_steps(maximum_of(&with_noise), &measured), &steps, "the highest throughput");
     let optimum = optimum_index(&pts).map(|k| measured[k]);
     let open_loop = steps.iter().any(|s| s.rate.is_some());
     let (sla_maximum, sla_maximum_undecided) = match (sla.is_set(), open_loop) {
@@ -189,13 +199,9 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
             let within = measured.iter().copied().filter(|&i| sla.admits(&steps[i]));
             (within.reduce(|a, b| if steps[b].throughput(seq) > steps[a].throughput(seq) { b } else { a }), None)
         }
-        (true, false) => match sla_maximum(&steps, &measured, seq, sla) {
-            Maximum::Step(i) => (Some(i), None),
-            Maximum::None => (None, None),
-            Maximum::Undecided { top, rivals } => {
-                (None, Some(undecided(&steps, top, &rivals, "the highest throughput within the SLA")))
-            }
-        },
+        (true, false) => {
+            told(sla_maximum(&steps, &measured, seq, sla), &steps, "the highest throughput within the SLA")
+        }
     };
     let answered = sla_maximum.is_some() || sla_maximum_undecided.is_some();
     let min_lat_us = measured.iter().map(|&i| steps[i].lat_us.min).reduce(f64::min);

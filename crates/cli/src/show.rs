@@ -28,12 +28,13 @@ fn one_sla<'a>(runs: impl Iterator<Item = &'a StoredRun>, options: &SlaArgs) -> 
     if options.mean_ms.is_some() || options.p99_ms.is_some() {
         return SlaArgs { mean_ms: options.mean_ms, p99_ms: options.p99_ms };
     }
-    let stored = |s: &StoredRun| {
-        let plan: serde_json::Value = serde_json::from_str(&s.plan_json).ok()?;
-        let sla = SlaArgs { mean_ms: plan["sla_mean_ms"].as_f64(), p99_ms: plan["sla_p99_ms"].as_f64() };
-        (sla.mean_ms.is_some() || sla.p99_ms.is_some()).then_some(sla)
-    };
-    runs.filter_map(stored).next().unwrap_or_default()
+    let stored = |s: &StoredRun| serde_json::from_str(&s.plan_json).ok().map(|p| plan_sla(&p)).filter(Sla::is_set);
+    runs.filter_map(stored).next().map_or_else(SlaArgs::default, |s| SlaArgs { mean_ms: s.mean_ms, p99_ms: s.p99_ms })
+}
+
+/// The SLA bounds a stored plan carries (`sla_mean_ms`, `sla_p99_ms`).
+fn plan_sla(plan: &serde_json::Value) -> Sla {
+    Sla { mean_ms: plan["sla_mean_ms"].as_f64(), p99_ms: plan["sla_p99_ms"].as_f64() }
 }
 
 /// Rebuilds the result document of a stored run. SLA bounds given as options win over the
@@ -45,10 +46,8 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
     let host: HostInfo = serde_json::from_str(&s.host_json).map_err(|e| bad("host", e))?;
     let targets: Vec<TargetInfo> = serde_json::from_str(&s.targets_json).map_err(|e| bad("targets", e))?;
     let plan: serde_json::Value = serde_json::from_str(&s.plan_json).map_err(|e| bad("plan", e))?;
-    let sla = Sla {
-        mean_ms: sla_args.mean_ms.or(plan["sla_mean_ms"].as_f64()),
-        p99_ms: sla_args.p99_ms.or(plan["sla_p99_ms"].as_f64()),
-    };
+    let stored = plan_sla(&plan);
+    let sla = Sla { mean_ms: sla_args.mean_ms.or(stored.mean_ms), p99_ms: sla_args.p99_ms.or(stored.p99_ms) };
     let th = Thresholds::default();
     let paths: Vec<String> = targets.iter().map(|t| t.path.clone()).collect();
     let mut workloads = Vec::new();

@@ -328,8 +328,9 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
             out.push(format!("  {label:<8} {}  ({workers})", headline(p.iops, p.mbps, p.lat_us, seq)));
         }
     }
-    // Under the SLA answer, what it is and whether to quote it (issue 37, finding 3).
-    if let Some(a) = w.sla_answer.as_ref().filter(|_| w.sla_maximum.is_some() || w.sla_maximum_undecided.is_some()) {
+    // Under the SLA answer, what it is and whether to quote it (issue 37, finding 3); a workload
+    // with no step within the bounds has none.
+    if let Some(a) = &w.sla_answer {
         out.push(format!("           {}", a.says));
     }
     // Steps, but none comparable (every one after a host was lost, say): say so, not nothing.
@@ -429,26 +430,32 @@ pub fn sla_loop_note(rows: &[iocurve_analysis::Impact]) -> Option<String> {
     }
 }
 
+/// A notable point in a cell: `8'144'312 IOPS @ 250 µs (64 w)`, a rate step's `… (at 10'000
+/// IOPS)`, `—` for none.
+pub fn point_cell(p: &Option<iocurve_analysis::Point>, seq: bool) -> String {
+    p.map_or_else(
+        || "—".to_string(),
+        |p| match p.target_iops {
+            Some(t) => format!("{} (at {})", headline(p.iops, p.mbps, p.lat_us, seq), format::target_rate(t, false)),
+            None => format!("{} ({} w)", headline(p.iops, p.mbps, p.lat_us, seq), p.workers),
+        },
+    )
+}
+
+/// A side of a comparison: its point, or that the point is undecided (too noisy to tell).
+pub fn impact_point(p: &Option<iocurve_analysis::Point>, seq: bool, undecided: bool) -> String {
+    if undecided && p.is_none() { "undecided (too noisy)".to_string() } else { point_cell(p, seq) }
+}
+
 /// The impact of a run against a baseline, one row per workload.
 pub fn impact_table(rows: &[iocurve_analysis::Impact]) -> String {
-    let point = |p: &Option<iocurve_analysis::Point>, seq: bool, undecided: bool| {
-        p.map_or_else(
-            || if undecided { "undecided (too noisy)".to_string() } else { "—".to_string() },
-            |p| match p.target_iops {
-                Some(t) => {
-                    format!("{} (at {})", headline(p.iops, p.mbps, p.lat_us, seq), format::target_rate(t, false))
-                }
-                None => format!("{} ({} w)", headline(p.iops, p.mbps, p.lat_us, seq), p.workers),
-            },
-        )
-    };
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
             vec![
                 impact_workload(r),
-                point(&r.baseline, r.in_mbps, r.baseline_undecided),
-                point(&r.run, r.in_mbps, r.run_undecided),
+                impact_point(&r.baseline, r.in_mbps, r.baseline_undecided),
+                impact_point(&r.run, r.in_mbps, r.run_undecided),
                 impact_throughput(r),
                 noise(r.noise_pct),
                 pct(r.latency_pct),

@@ -6,12 +6,12 @@
 //! analysis did. Several runs make a comparison report: one series per run in every chart and
 //! an impact table per run against the first (the baseline).
 
-use iocurve_analysis::{At, Impact, LatencyBucket, Point, RunResult, StepResult, WorkloadResult, compare};
+use iocurve_analysis::{At, Impact, LatencyBucket, RunResult, StepResult, WorkloadResult, compare};
 use minijinja::Environment;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::format::{self, headline};
+use crate::format;
 use crate::terminal::{self, pct};
 
 mod charts;

@@ -125,16 +125,6 @@ pub(super) struct ImpactRow {
     pub(super) latency_class: &'static str,
 }
 
-pub(super) fn point(p: &Option<Point>, seq: bool) -> String {
-    p.map_or_else(
-        || "—".to_string(),
-        |p| match p.target_iops {
-            Some(t) => format!("{} (at {})", headline(p.iops, p.mbps, p.lat_us, seq), format::target_rate(t, false)),
-            None => format!("{} ({} w)", headline(p.iops, p.mbps, p.lat_us, seq), p.workers),
-        },
-    )
-}
-
 pub(super) fn summary_row(s: &Series) -> SummaryRow {
     let w = s.w;
     let seq = w.kind == "sequential";
@@ -144,16 +134,16 @@ pub(super) fn summary_row(s: &Series) -> SummaryRow {
         workload: w.name.clone(),
         color: s.color,
         dashed: s.dashed,
-        speed: point(&w.speed, seq),
-        optimum: point(&w.optimum, seq),
+        speed: terminal::point_cell(&w.speed, seq),
+        optimum: terminal::point_cell(&w.optimum, seq),
         maximum: match (&w.maximum_undecided, &w.links) {
             (Some(u), _) => format!("undecided: {}", u.reason),
-            (None, Some(l)) => format!("{} — {}", point(&w.maximum, seq), l.describe(format::mbps)),
-            (None, None) => point(&w.maximum, seq),
+            (None, Some(l)) => format!("{} — {}", terminal::point_cell(&w.maximum, seq), l.describe(format::mbps)),
+            (None, None) => terminal::point_cell(&w.maximum, seq),
         },
         sla_maximum: match &w.sla_maximum_undecided {
             Some(u) => format!("undecided: {}", u.reason),
-            None => point(&w.sla_maximum, seq),
+            None => terminal::point_cell(&w.sla_maximum, seq),
         },
         min_lat: w.min_lat_us.map_or_else(|| "—".into(), |v| format!("{} µs", format::lat_us(v))),
         flagged: if flagged == 0 { String::new() } else { format!("{flagged} of {}", w.steps.len()) },
@@ -265,8 +255,8 @@ pub(super) fn impact_row(i: &Impact) -> ImpactRow {
     };
     ImpactRow {
         workload: terminal::impact_workload(i),
-        baseline: if i.baseline_undecided { "undecided (too noisy)".into() } else { point(&i.baseline, i.in_mbps) },
-        run: if i.run_undecided { "undecided (too noisy)".into() } else { point(&i.run, i.in_mbps) },
+        baseline: terminal::impact_point(&i.baseline, i.in_mbps, i.baseline_undecided),
+        run: terminal::impact_point(&i.run, i.in_mbps, i.run_undecided),
         throughput: terminal::impact_throughput(i),
         noise: terminal::noise(i.noise_pct),
         latency: pct(i.latency_pct),

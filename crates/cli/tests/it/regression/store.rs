@@ -83,31 +83,10 @@ fn regression_a_full_database_keeps_what_it_stored_and_settles_the_status() {
     let made = Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"]).arg(&full).status().unwrap();
     assert!(made.success(), "tmpfs (needs root)");
     let _mounted = Mount(full.clone());
+    let base = ["run", "--backend", "null", "--size", "16m", "--workload", "backend-random-read-4k", "--warmup-s", "0"];
     let run = |json: &str| {
-        iocurve(
-            d,
-            &[
-                "run",
-                "--db",
-                "full/r.db",
-                "--backend",
-                "null",
-                "--size",
-                "16m",
-                "--workload",
-                "backend-random-read-4k",
-                "--ramp",
-                "1,2,4,8,16,32,64",
-                "--warmup-s",
-                "0",
-                "--intervals",
-                "10",
-                "--interval-s",
-                "0.2",
-                "--json",
-                json,
-            ],
-        )
+        let long = ["--db", "full/r.db", "--ramp", "1,2,4,8,16,32,64", "--intervals", "10", "--interval-s", "0.2"];
+        iocurve(d, &args(&args(&base, &long), &["--json", json]))
     };
     let o = run("r.json");
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
@@ -143,28 +122,8 @@ fn regression_a_full_database_keeps_what_it_stored_and_settles_the_status() {
     assert!(made.success());
     let _json_mounted = Mount(json_fs.clone());
     let _ = std::fs::write(json_fs.join("filler"), vec![0u8; 1 << 20]);
-    let o = iocurve(
-        d,
-        &[
-            "run",
-            "--backend",
-            "null",
-            "--size",
-            "16m",
-            "--workload",
-            "backend-random-read-4k",
-            "--ramp",
-            "1",
-            "--warmup-s",
-            "0",
-            "--intervals",
-            "1",
-            "--interval-s",
-            "0.2",
-            "--json",
-            "jfull/r2.json",
-        ],
-    );
+    let short = ["--ramp", "1", "--intervals", "1", "--interval-s", "0.2", "--json", "jfull/r2.json"];
+    let o = iocurve(d, &args(&base, &short));
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("cannot write the JSON result to jfull/r2.json"), "{}", stderr(&o));
     let left: Vec<String> =
