@@ -333,6 +333,19 @@ impl Ticket {
         }
     }
 
+    /// The peer has closed its end (or the connection failed), whether or not this side has
+    /// read that yet: a coordinator that ended has let go of an agent at once, not only when
+    /// the agent's reader gets round to the end of the stream (a second run started right after
+    /// the first was refused as "in use" by the first). False once the connection is dropped.
+    pub fn peer_closed(&self) -> bool {
+        let Some(fd) = *lock(&self.sock.fd) else { return false };
+        let mut p = libc::pollfd { fd, events: libc::POLLRDHUP, revents: 0 };
+        // SAFETY: `fd` is the connection's open socket (the lock keeps it from being closed
+        // meanwhile); a poll with timeout 0 only reads its state.
+        let n = unsafe { libc::poll(&mut p, 1, 0) };
+        n == 1 && p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0
+    }
+
     /// The door cut this connection: every further read or write should fail.
     pub fn is_cut(&self) -> bool {
         self.sock.cut.load(Ordering::SeqCst)
@@ -443,6 +456,28 @@ mod tests {
     /// Issue 35, finding 2: a full cap refused the newcomer, so idle connections from one
     /// address held its places for good. Now the newcomer evicts the oldest of its address,
     /// and the eviction really closes that connection.
+    /// A peer that closed its end is seen at once, before anything read the end of the stream;
+    /// unread bytes before the close do not hide it.
+    #[test]
+    fn a_closed_peer_is_seen_before_the_reader_gets_there() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let door = Door::new("test", L);
+        let (s, mut c) = pair(&l);
+        let held = door.admit(s, at("10.0.0.1")).unwrap();
+        let ticket = held.ticket().clone();
+        assert!(!ticket.peer_closed());
+        std::io::Write::write_all(&mut c, b"goodbye").unwrap();
+        assert!(!ticket.peer_closed(), "bytes to read are not a close");
+        drop(c);
+        let t0 = Instant::now();
+        while !ticket.peer_closed() {
+            assert!(t0.elapsed() < Duration::from_secs(30), "the close was never seen");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(held);
+        assert!(!ticket.peer_closed(), "a dropped connection has no socket to ask");
+    }
+
     #[test]
     fn regression_a_full_address_evicts_its_oldest_stranger() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -318,6 +318,7 @@ impl Service {
         if let Some(o) = owner.as_ref()
             && let Some(current) = o.connection.upgrade()
             && !Arc::ptr_eq(&current, &ticket)
+            && !current.peer_closed()
         {
             let ended = *self.work_ended.lock().unwrap_or_else(|e| e.into_inner());
             let idle_for = o.last_act.max(ended).elapsed();
@@ -343,7 +344,7 @@ impl Service {
         }
         let now = std::time::Instant::now();
         match owner.as_mut() {
-            Some(o) if o.connection.upgrade().is_some() => o.last_act = now,
+            Some(o) if o.connection.upgrade().is_some_and(|c| !c.peer_closed()) => o.last_act = now,
             _ => {
                 self.audit.note("a coordinator took this agent for its run", Some(&peer));
                 *owner =
