@@ -170,8 +170,11 @@ pub fn link_use(plan: &serde_json::Value, step: &crate::StepResult) -> Option<Li
 impl crate::RunResult {
     /// Sets every workload's [`LinkUse`] at its maximum, from the stored plan's links.
     pub fn with_link_use(mut self) -> Self {
-        // The null back-end measures iocurve itself: nothing crosses a link.
-        for w in self.workloads.iter_mut().filter(|w| w.backend != iocurve_plan::Backend::Null.name()) {
+        // A back-end that touches no storage (null) measures iocurve itself: nothing crosses a
+        // link.
+        let touches =
+            |name: &str| iocurve_plan::Backend::parse(name).is_none_or(iocurve_plan::Backend::touches_storage);
+        for w in self.workloads.iter_mut().filter(|w| touches(&w.backend)) {
             w.links = w.maximum.and_then(|p| w.steps.get(p.step)).and_then(|s| link_use(&self.plan, s));
         }
         self

@@ -18,13 +18,15 @@ use crate::terminal::Terminal;
 
 pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let plan = load_plan(&args)?;
-    // The final pass reads the targets back: after a null back-end nothing was written there.
+    // The final pass reads the targets back: after a back-end that touches no storage (null)
+    // nothing was written there.
     if args.verify_final
-        && let Some(w) = plan.workloads.iter().find(|w| w.writes() && w.backend == iocurve_plan::Backend::Null)
+        && let Some(w) = plan.workloads.iter().find(|w| w.writes() && !w.backend.touches_storage())
     {
         return Err(CliError::Usage(format!(
-            "--verify-final: workload {} writes with the null back-end, which puts nothing on the targets to read back; use io_uring or psync",
-            w.name
+            "--verify-final: workload {} writes with the {} back-end, which puts nothing on the targets to read back; use io_uring, libaio or psync",
+            w.name,
+            w.backend.name()
         )));
     }
     // Issue 36, finding 7: with no verifying workload the pass had nothing to read back and

@@ -94,3 +94,48 @@ fn an_agent_without_io_uring_falls_back_on_its_own_and_says_so() {
     check_steps(&r, 4096);
     assert!(stdout(&o).contains("io_uring is not available on this agent"), "{}", stdout(&o));
 }
+
+/// Issue 38, part 3: libaio where the host has no room for an AIO context (fs.aio-max-nr 0,
+/// as a locked-down host sets it) runs on psync, said as io_uring's fallback is.
+#[test]
+fn libaio_unavailable_falls_back_to_psync_loudly() {
+    iocurve_testkit::needs_root!();
+    let _one = one_at_a_time();
+    const AIO_MAX: &str = "/proc/sys/fs/aio-max-nr";
+    struct Restore(String);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = std::fs::write(AIO_MAX, &self.0);
+        }
+    }
+    let guard = Restore(std::fs::read_to_string(AIO_MAX).unwrap().trim().to_string());
+    std::fs::write(AIO_MAX, "0").expect("set fs.aio-max-nr (needs root)");
+    let dir = tempfile::tempdir().unwrap();
+    let o = iocurve(
+        dir.path(),
+        &args(
+            &[
+                "run",
+                "--size",
+                "64m",
+                "--workload",
+                "backend-random-read-4k",
+                "--backend",
+                "libaio",
+                "--ramp",
+                "1,2",
+                "--json",
+                "f.json",
+            ],
+            FAST,
+        ),
+    );
+    drop(guard);
+    let err = stderr(&o);
+    assert!(err.contains("WARNING: libaio is not available here ("), "{err}");
+    let r = ok_json(&o, &dir.path().join("f.json"));
+    assert_eq!(r["host"]["backend"], "psync");
+    assert_eq!(r["workloads"][0]["backend"], "psync");
+    assert!(r["host"]["backend_note"].as_str().unwrap().contains("falling back to psync"));
+    check_steps(&r, 4096);
+}

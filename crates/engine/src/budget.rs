@@ -14,7 +14,7 @@ fn human(bytes: u64) -> String {
 }
 
 use crate::EngineError;
-use crate::backend::{ThreadModel, capabilities, io_threads};
+use crate::backend::{ThreadModel, io_threads};
 
 /// Bytes of bookkeeping per outstanding I/O beside its buffer (operation, timestamps, claims).
 const PER_SLOT: u64 = 128;
@@ -27,7 +27,8 @@ const MAX_PSYNC_THREADS: u64 = 4096;
 pub fn step_memory(w: &Workload, workers: u32, backend: Backend) -> u64 {
     let slots = workers as u64 * w.queue_depth as u64;
     let buffer = w.max_bs().div_ceil(4096) * 4096;
-    let buffers = if backend == Backend::Null { io_threads(backend, workers, w.queue_depth, w.threads) } else { slots };
+    let buffers =
+        if backend.facts().buffer_per_io { slots } else { io_threads(backend, workers, w.queue_depth, w.threads) };
     buffers.saturating_mul(buffer).saturating_add(slots.saturating_mul(PER_SLOT))
 }
 
@@ -194,7 +195,7 @@ pub fn check_step(w: &Workload, workers: u32, backend: Backend) -> Result<(), En
         )));
     }
     let threads = workers as u64 * w.queue_depth as u64;
-    if capabilities(backend).threads == ThreadModel::PerIo && threads > MAX_PSYNC_THREADS {
+    if backend.facts().threads == ThreadModel::PerIo && threads > MAX_PSYNC_THREADS {
         return Err(EngineError::Input(format!(
             "workload {}: the psync back-end runs one thread per outstanding I/O, and {workers} workers × queue depth {} = {threads} threads is more than {MAX_PSYNC_THREADS}: use io_uring, or lower --ramp or --qd",
             w.name, w.queue_depth
@@ -208,7 +209,7 @@ pub fn check_step(w: &Workload, workers: u32, backend: Backend) -> Result<(), En
 /// mid-run, threads of earlier steps left blocked in the kernel take room, and a thread that
 /// cannot start is a failure of the run (exit code 1), not bad input.
 pub fn check_limits(w: &Workload, workers: u32, backend: Backend) -> Result<(), EngineError> {
-    let caps = capabilities(backend);
+    let caps = backend.facts();
     let threads = io_threads(backend, workers, w.queue_depth, w.threads);
     if let Some((room, limit)) = task_room()
         && threads > room

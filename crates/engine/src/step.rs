@@ -22,7 +22,7 @@ use iocurve_plan::{Backend, Fault, Workload, format_size};
 use iocurve_stats::{CpuTimes, CpuUsage, IntervalStats, IoCpu, StepProgress, StepRecord};
 
 use crate::arrival::{Arrivals, RateMode, RateShare, SharedSchedule, Source};
-use crate::backend::{ActiveFault, FaultBackend, Journaled, NullBackend, PsyncBackend, ThreadModel, UringBackend};
+use crate::backend::{ActiveFault, FaultBackend, Journaled, ThreadModel};
 use crate::buffer::BufferPool;
 use crate::data::{DataGen, Pool};
 use crate::host::cpu_times;
@@ -281,7 +281,7 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
     let fds: Vec<RawFd> = cfg.targets.targets.iter().map(|t| t.fd()).collect();
 
     // Slots (outstanding I/Os) per thread, as worker ids.
-    let plan: Vec<Vec<u32>> = match crate::backend::capabilities(cfg.backend).threads {
+    let plan: Vec<Vec<u32>> = match cfg.backend.facts().threads {
         ThreadModel::PerIo => (0..cfg.workers).flat_map(|wk| (0..qd).map(move |_| vec![wk])).collect(),
         ThreadModel::Shared => {
             let n = cfg.threads.clamp(1, cfg.workers as usize);
@@ -318,7 +318,7 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
         rounds.as_ref().zip(cfg.end).map(|(r, e)| crate::end::Attached::new(e, r.clone(), lives.clone(), w.intervals));
     // Threads of one slot each (psync) share the host's schedule: a free thread takes the next
     // due I/O, as a free slot of a ring does.
-    let shared_schedule = match (cfg.rate, crate::backend::capabilities(cfg.backend).threads) {
+    let shared_schedule = match (cfg.rate, cfg.backend.facts().threads) {
         (Some(share), ThreadModel::PerIo) => {
             Some(SharedSchedule::new(Arrivals::for_thread(w.arrival, &share, 0, 1, w.seed), nthreads))
         }
@@ -328,7 +328,7 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
     // Only for threads that multiplex many I/Os (io_uring, null: a few per host): an emptied set
     // has every page of its histograms written (about 0.9 MB for a rate step), and a psync step
     // may have thousands of threads.
-    let recycle = crate::backend::capabilities(cfg.backend).threads == ThreadModel::Shared;
+    let recycle = cfg.backend.facts().threads == ThreadModel::Shared;
     let mut spare_txs = Vec::with_capacity(nthreads);
     for (ti, workers) in plan.into_iter().enumerate() {
         let (spare_tx, spares) = mpsc::sync_channel::<Box<IntervalStats>>(1);
@@ -357,10 +357,10 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
                 }
             };
             let mut rng = Rng::seed_from(ti as u64 + 1);
-            let mut pool = if backend == Backend::Null {
-                BufferPool::shared(workers.len(), max_bs)
-            } else {
+            let mut pool = if backend.facts().buffer_per_io {
                 BufferPool::new(workers.len(), max_bs)
+            } else {
+                BufferPool::shared(workers.len(), max_bs)
             };
             let data = DataGen::new(&w.data, w.dedupe_unit() as usize, Pool::shared(), &mut rng);
             if writes {
@@ -388,27 +388,17 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
                 };
                 RateMode::new(source, w.overload, counter)
             });
+            let pool_range = (pool.base(), pool.total_len());
             let parts =
                 Parts { opgen, rng, pool, data, workers, errors, faults, verify, journal, abort, rate, rounds, spares };
             let stop = &*step_stop;
-            let result = match backend {
-                Backend::IoUring => match UringBackend::new(n, &fds, (parts.pool.base(), parts.pool.total_len())) {
-                    Ok(b) => {
-                        let mut s = parts.slots(b);
-                        run_slots(&mut s, spp, start, stop, live, &send)
-                    }
-                    Err(e) => {
-                        start();
-                        Err(format!("cannot set up io_uring: {e}"))
-                    }
-                },
-                Backend::Psync => {
-                    let mut s = parts.slots(PsyncBackend::new(fds));
-                    run_slots(&mut s, spp, start, stop, live, &send)
-                }
-                Backend::Null => {
-                    let mut s = parts.slots(NullBackend::new(n));
-                    run_slots(&mut s, spp, start, stop, live, &send)
+            let go = Go { parts, spp, start, stop, live, send: &send };
+            let result = match crate::backend::drive(backend, n, fds, pool_range, go) {
+                Ok(r) => r,
+                Err((go, e)) => {
+                    // Through the gate all the same: the step ends for every thread together.
+                    (go.start)();
+                    Err(e)
                 }
             };
             send(match result {
@@ -436,6 +426,24 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
 /// Runs a thread's slots once the gate opens (`start` gives None: the step was called off). If I/O
 /// is still in flight after an error, the buffers are leaked on purpose: the kernel may still
 /// write into them.
+/// An I/O thread's run once its back-end is built ([`crate::backend::drive`]).
+struct Go<'a, F> {
+    parts: Parts,
+    spp: u32,
+    start: F,
+    stop: &'a AtomicBool,
+    live: &'a Live,
+    send: &'a dyn Fn(Msg),
+}
+
+impl<F: FnOnce() -> Option<(Schedule, Option<crate::host::StartPriority>)>> crate::backend::Drive for Go<'_, F> {
+    type Out = Result<(), String>;
+    fn drive<E: crate::backend::IoEngine>(self, engine: E) -> Result<(), String> {
+        let mut s = self.parts.slots(engine);
+        run_slots(&mut s, self.spp, self.start, self.stop, self.live, self.send)
+    }
+}
+
 fn run_slots<B: crate::backend::IoEngine>(
     s: &mut Slots<B>,
     samples_per_interval: u32,
@@ -469,8 +477,8 @@ pub const SATURATED_SHARE: f64 = 0.9;
 /// iocurve's pace rather than the storage's: said, with what would measure further. (Not for
 /// the null back-end, which never waits: there iocurve's pace is what is measured.)
 fn saturated_note(backend: Backend, workers: u32, cpu: Option<IoCpu>, nthreads: usize, cores: usize) -> Option<String> {
-    let cpu = cpu.filter(|c| c.busiest >= SATURATED_SHARE && backend != Backend::Null)?;
-    let hint = match crate::backend::capabilities(backend).threads {
+    let cpu = cpu.filter(|c| c.busiest >= SATURATED_SHARE && backend.touches_storage())?;
+    let hint = match backend.facts().threads {
         ThreadModel::Shared if nthreads < cores.min(workers as usize) => {
             format!("threads = {} would measure further", nthreads + 1)
         }

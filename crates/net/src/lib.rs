@@ -22,7 +22,7 @@ pub mod wire;
 /// [`binding`]) instead of sending it; an agent refuses the bare token there, and says the
 /// coordinator is older (issue 35, finding 3). Requests that open targets carry the run's key
 /// for the lock on file targets (`run_key`, issue 36).
-pub const PROTOCOL: u32 = 8;
+pub const PROTOCOL: u32 = 9;
 
 /// Generated from proto/agent.proto.
 #[allow(clippy::large_enum_variant)] // generated; an interval is the common message anyway

@@ -96,6 +96,19 @@ pub fn host_facts(h: &pb::HelloReply) -> HostFacts {
     }
 }
 
+/// What an agent's host lacks, as its Hello says (a name this iocurve does not know is ignored:
+/// the protocol check has already refused a different iocurve).
+pub fn availability(h: &pb::HelloReply) -> iocurve_plan::Availability {
+    iocurve_plan::Availability::lacking(
+        h.unavailable.iter().filter_map(|u| iocurve_plan::Backend::parse(&u.backend).map(|b| (b, u.reason.clone()))),
+    )
+}
+
+/// [`availability`]'s way out.
+pub fn unavailable_to(a: &iocurve_plan::Availability) -> Vec<pb::Unavailable> {
+    a.missing().iter().map(|(b, why)| pb::Unavailable { backend: b.name().into(), reason: why.clone() }).collect()
+}
+
 pub fn interval_to(index: u32, s: &IntervalStats, cpu: &CpuUsage, duration_s: f64) -> pb::Interval {
     pb::Interval {
         index,

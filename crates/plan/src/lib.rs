@@ -8,6 +8,7 @@
 //!
 //! This crate never does I/O beyond reading the plan file itself.
 
+pub mod backend;
 mod check;
 pub mod error;
 pub mod fio;
@@ -20,6 +21,7 @@ mod resolve;
 pub mod size;
 pub mod suites;
 
+pub use backend::{Availability, ThreadModel};
 pub use check::check_workload;
 pub use error::PlanError;
 pub use keys::{BlockSizeSpec, PlanFile, WorkingSetSpec, WorkloadKeys};

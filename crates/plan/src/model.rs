@@ -1,5 +1,6 @@
 //! The resolved plan (phase two): every value present and validated, ready for the engine.
 
+pub use crate::backend::Backend;
 use crate::links::HostLinks;
 use serde::{Deserialize, Serialize};
 
@@ -158,42 +159,6 @@ pub struct Fault {
     /// Target path, or every target.
     pub target: Option<String>,
     pub latency_ms: f64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case", try_from = "String")]
-pub enum Backend {
-    IoUring,
-    Psync,
-    Null,
-}
-
-impl Backend {
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::IoUring => "io_uring",
-            Backend::Psync => "psync",
-            Backend::Null => "null",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Backend> {
-        match s {
-            "io_uring" | "io-uring" | "iouring" => Some(Backend::IoUring),
-            "psync" => Some(Backend::Psync),
-            "null" => Some(Backend::Null),
-            _ => None,
-        }
-    }
-}
-
-/// Plan files, flags and agent requests name back-ends and policies as `parse` reads them,
-/// with one error message.
-impl TryFrom<String> for Backend {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        Backend::parse(&s).ok_or_else(|| format!("unknown back-end `{s}`: use io_uring, psync or null"))
-    }
 }
 
 impl TryFrom<String> for OnError {
@@ -577,10 +542,10 @@ impl Plan {
     }
 
     /// Scratch files are made allocated but not written first: preconditioning writes every
-    /// block anyway, and the null back-end touches none (a fio `ioengine=null size=1t` job must
+    /// block anyway, and a back-end that touches no storage (null) reads none (a fio `ioengine=null size=1t` job must
     /// not write a terabyte).
     pub fn scratch_unfilled(&self) -> bool {
-        self.precondition || self.workloads.iter().all(|w| w.backend == Backend::Null)
+        self.precondition || self.workloads.iter().all(|w| !w.backend.touches_storage())
     }
 
     /// The data pattern preconditioning writes: that of the first workload that writes.

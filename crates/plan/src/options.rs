@@ -119,7 +119,7 @@ pub const WORKLOAD_OPTIONS: &[WorkloadOption] = &[
         Text,
         "NAME",
         Some("\"io_uring\""),
-        "I/O back-end: io_uring (default), psync (one thread per outstanding I/O) or null (no I/O: measures iocurve itself).",
+        "I/O back-end: io_uring (default), libaio (Linux native AIO, as fio's ioengine=libaio; asynchronous with O_DIRECT only), psync (one thread per outstanding I/O) or null (no I/O: measures iocurve itself). Where io_uring or libaio is missing, psync runs instead and the run says so.",
     ),
     opt(
         "threads",

@@ -198,9 +198,9 @@ impl Cluster {
         self.remotes.iter().map(|r| r.hello.cores as usize).filter(|&c| c > 0).min().unwrap_or(1)
     }
 
-    /// Every agent can run io_uring (one that cannot runs psync for io_uring steps).
-    pub fn io_uring_everywhere(&self) -> bool {
-        self.remotes.iter().all(|r| r.hello.io_uring_unavailable.is_empty())
+    /// Every agent runs back-end `b` itself (one that lacks it runs its fallback).
+    pub fn runs_everywhere(&self, b: iocurve_plan::Backend) -> bool {
+        self.remotes.iter().all(|r| iocurve_net::wire::availability(&r.hello).runs(b))
     }
 
     /// Connects to every agent and has each open the plan's targets; nothing runs yet. Returns

@@ -267,10 +267,7 @@ pub fn until_steady(
     obs: &mut dyn Observer,
 ) -> Result<SteadyOutcome, Error> {
     rounds.check()?;
-    let backend = match iocurve_engine::backend::probe_io_uring() {
-        Ok(()) => iocurve_plan::Backend::IoUring,
-        Err(_) => iocurve_plan::Backend::Psync,
-    };
+    let backend = iocurve_engine::backend::available().resolve(iocurve_plan::Backend::IoUring).0;
     let w = iocurve_plan::Workload {
         name: "precondition-steady".into(),
         read_pct: 0.0,

@@ -14,7 +14,7 @@ use iocurve_analysis::{
     Thresholds, WorkloadResult, fewer_hosts_message,
 };
 use iocurve_engine::{StepObserver, host};
-use iocurve_plan::{Backend, Pattern, Plan, TargetGroup, Workload, format_size};
+use iocurve_plan::{Pattern, Plan, TargetGroup, Workload, format_size};
 use iocurve_store::{NewRun, Store, StoreError};
 
 pub use crate::cluster::AgentOptions;
@@ -25,7 +25,7 @@ use crate::setup::{choose_backend, open_targets, target_infos};
 use crate::status::{conclude_verification, settle_status, storage_verdict};
 use crate::threads::{self, AutoThreads};
 use crate::{Cancel, Error, Observer, Observers, StepAt, time, verification};
-use iocurve_engine::backend::{ThreadModel, capabilities};
+use iocurve_plan::{Availability, ThreadModel};
 
 /// The scratch file a run uses when the plan names no target.
 pub const DEFAULT_SCRATCH: &str = "iocurve-scratch.dat";
@@ -413,15 +413,10 @@ fn sla_of(plan: &Plan) -> Sla {
     Sla { mean_ms: plan.sla_mean_ms, p99_ms: plan.sla_p99_ms }
 }
 
-/// The back-ends a host runs the plan's workloads on: io_uring becomes psync where it is not
-/// available.
-fn backend_names(plan: &Plan, io_uring: bool) -> String {
-    let mut backends: Vec<&str> = plan
-        .workloads
-        .iter()
-        .map(|w| if w.backend == Backend::IoUring && !io_uring { Backend::Psync } else { w.backend })
-        .map(Backend::name)
-        .collect();
+/// The back-ends a host runs the plan's workloads on: each one's fallback where the host
+/// lacks it.
+fn backend_names(plan: &Plan, here: &Availability) -> String {
+    let mut backends: Vec<&str> = plan.workloads.iter().map(|w| here.resolve(w.backend).0.name()).collect();
     backends.dedup();
     backends.join("+")
 }
@@ -431,18 +426,16 @@ fn host_info(facts: host::HostFacts, plan: &Plan, backend_note: Option<String>, 
     let agents = cluster
         .agents()
         .map(|(address, h)| {
-            let unavailable = (!h.io_uring_unavailable.is_empty()).then(|| h.io_uring_unavailable.clone());
+            let there = iocurve_net::wire::availability(h);
+            let mut notes: Vec<String> =
+                plan.workloads.iter().filter_map(|w| there.resolve_at(w.backend, "on this agent").1).collect();
+            notes.sort();
+            notes.dedup();
             AgentHost {
                 address: address.to_string(),
                 facts: iocurve_net::wire::host_facts(h),
-                backend: backend_names(plan, unavailable.is_none()),
-                backend_note: unavailable.filter(|_| plan.workloads.iter().any(|w| w.backend == Backend::IoUring)).map(
-                    |why| {
-                        format!(
-                            "io_uring is not available on this agent ({why}): psync, one thread per outstanding I/O"
-                        )
-                    },
-                ),
+                backend: backend_names(plan, &there),
+                backend_note: (!notes.is_empty()).then(|| notes.join("; ")),
                 lost: None,
                 lost_mid_run: None,
             }
@@ -453,7 +446,7 @@ fn host_info(facts: host::HostFacts, plan: &Plan, backend_note: Option<String>, 
             ..Default::default()
         }))
         .collect();
-    HostInfo { facts, backend: backend_names(plan, true), backend_note, agents }
+    HostInfo { facts, backend: backend_names(plan, &Availability::everything()), backend_note, agents }
 }
 
 /// Marks agent `address` lost mid-run in the run's hosts (the first loss stands: an agent
@@ -581,8 +574,7 @@ impl Run<'_, '_> {
             // the threads of the step before used (threads.rs).
             // (Not when an agent without io_uring runs psync instead: its threads' figures
             // would be a different back-end's; it gets 0, one per core, as before.)
-            let shared = capabilities(w.backend).threads == ThreadModel::Shared
-                && (w.backend != iocurve_plan::Backend::IoUring || cluster.io_uring_everywhere());
+            let shared = w.backend.facts().threads == ThreadModel::Shared && cluster.runs_everywhere(w.backend);
             let mut auto = (w.threads == 0 && shared).then(|| AutoThreads::following(cluster.cores(), seen));
             let mut si = 0;
             while si < ramp.len() {

@@ -4,31 +4,27 @@
 use std::path::Path;
 
 use iocurve_analysis::TargetInfo;
-use iocurve_engine::backend::probe_io_uring;
 use iocurve_engine::target::{AUTO_SCRATCH_SIZE, MIN_SCRATCH_SIZE, auto_scratch_size_for, scratch_to_create};
 use iocurve_engine::{OpenOptions, TargetSet};
-use iocurve_plan::{Backend, Plan};
+use iocurve_plan::Plan;
 use iocurve_store::Store;
 
 use crate::{Cancel, Error, Observer, RunOptions, precondition};
 
-/// io_uring where asked and available; psync otherwise, said loudly and recorded.
+/// Each workload's back-end where this host has it; its fallback otherwise, said loudly and
+/// recorded.
 pub(crate) fn choose_backend(mut plan: Plan, obs: &mut dyn Observer) -> (Plan, Option<String>) {
-    if !plan.workloads.iter().any(|w| w.backend == Backend::IoUring) {
-        return (plan, None);
-    }
-    match probe_io_uring() {
-        Ok(()) => (plan, None),
-        Err(e) => {
-            let note =
-                format!("io_uring is not available here ({e}): falling back to psync, one thread per outstanding I/O");
+    let here = iocurve_engine::backend::available();
+    let mut notes: Vec<String> = Vec::new();
+    for w in &mut plan.workloads {
+        let (backend, note) = here.resolve(w.backend);
+        w.backend = backend;
+        if let Some(note) = note.filter(|n| !notes.contains(n)) {
             obs.warning(&note);
-            for w in plan.workloads.iter_mut().filter(|w| w.backend == Backend::IoUring) {
-                w.backend = Backend::Psync;
-            }
-            (plan, Some(note))
+            notes.push(note);
         }
     }
+    (plan, (!notes.is_empty()).then(|| notes.join("; ")))
 }
 
 /// Opens (and creates) the plan's targets. A cancel stops a scratch file's preparation within

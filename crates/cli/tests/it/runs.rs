@@ -64,7 +64,7 @@ fn default_suite_runs_on_a_scratch_file_and_meets_the_contract() {
 #[test]
 fn real_file_both_backends_count_and_mix_correctly() {
     let dir = tempfile::tempdir().unwrap();
-    for backend in ["io_uring", "psync"] {
+    for backend in ["io_uring", "libaio", "psync"] {
         let run = ["run", "--target", "t.dat", "--size", "128m", "--workload", "backend-mixed-70-8k", "--ramp", "1,4"];
         let timing = ["--warmup-s", "0.2", "--intervals", "2", "--interval-s", "1", "--backend", backend];
         let r = run_json(dir.path(), &args(&run, &timing));
@@ -77,7 +77,8 @@ fn real_file_both_backends_count_and_mix_correctly() {
         }
         let share = 100.0 * reads as f64 / total as f64;
         assert!((68.0..=72.0).contains(&share), "{backend}: 70/30 mix gave {share:.2} % reads over {total} I/Os");
-        // psync runs one thread per outstanding I/O; io_uring multiplexes onto at most one per core.
+        // psync runs one thread per outstanding I/O; io_uring and libaio multiplex onto at most one
+        // per core.
         let threads: Vec<u64> = steps(&r, 0).iter().map(|s| s["threads"].as_u64().unwrap()).collect();
         if backend == "psync" {
             assert_eq!(threads, vec![1, 4]);
@@ -91,11 +92,11 @@ fn real_file_both_backends_count_and_mix_correctly() {
 fn loop_device_both_backends_and_sequential_streams() {
     iocurve_testkit::needs_root!();
     let dir = tempfile::tempdir().unwrap();
-    for backend in ["io_uring", "psync"] {
+    for backend in ["io_uring", "libaio", "psync"] {
         sequential_streams_on_a_fresh_device(backend);
     }
     let lo = Loop::new(2 << 30, &["--direct-io=on"]);
-    for backend in ["io_uring", "psync"] {
+    for backend in ["io_uring", "libaio", "psync"] {
         let run = [
             "run",
             "--target",

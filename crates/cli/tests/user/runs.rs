@@ -27,7 +27,7 @@ fn bad_input_is_a_clear_error_with_exit_code_2() {
         (vec!["--qd".into(), "0".into()], vec!["--qd"]),
         (vec!["--interval-s".into(), "0".into()], vec!["--interval-s"]),
         (vec!["--suite".into(), "quik".into()], vec!["did you mean `quick`"]),
-        (vec!["--backend".into(), "aio".into()], vec!["io_uring, psync or null"]),
+        (vec!["--backend".into(), "aio".into()], vec!["io_uring, libaio, psync or null"]),
         (vec!["--bs".into(), "4q".into()], vec!["unknown unit"]),
         (vec!["--workload".into(), "no-such-workload".into()], vec!["no workload name contains"]),
     ];

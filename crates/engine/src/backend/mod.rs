@@ -3,18 +3,21 @@
 //! timestamps and records every I/O, so all back-ends are measured the same way.
 
 use std::io;
+use std::os::fd::RawFd;
 use std::time::Duration;
 
 use crate::ops::IoOp;
 
 mod fault;
 mod journaled;
+mod libaio;
 mod null;
 mod psync;
 mod uring;
 
 pub use fault::{ActiveFault, FaultBackend};
 pub use journaled::Journaled;
+pub use libaio::{LibaioBackend, probe_libaio};
 pub use null::NullBackend;
 pub use psync::PsyncBackend;
 pub use uring::{UringBackend, probe_io_uring};
@@ -22,41 +25,61 @@ pub use uring::{UringBackend, probe_io_uring};
 /// A completion: the slot it belongs to and the result (bytes transferred, or -errno).
 pub type Completion = (u32, i32);
 
-/// How a back-end uses threads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ThreadModel {
-    /// One thread per outstanding I/O: each blocks in its system call (psync).
-    PerIo,
-    /// The workers' I/Os multiplexed onto a few threads (`threads`, default one per core).
-    Shared,
+pub use iocurve_plan::backend::ThreadModel;
+use iocurve_plan::{Availability, Backend};
+
+/// Whether back-end `kind` can run on this host: Err says why not (its probe). Back-ends that
+/// cannot be missing need no probe.
+pub fn probe(kind: Backend) -> Result<(), String> {
+    match kind {
+        Backend::IoUring => probe_io_uring(),
+        Backend::Libaio => probe_libaio(),
+        Backend::Psync | Backend::Null => Ok(()),
+    }
 }
 
-/// What the engine needs to know of a back-end besides its `IoEngine`: the registry. A new
-/// back-end is a file with its `IoEngine`, a row here and an arm where `step` builds it.
-#[derive(Debug, Clone, Copy)]
-pub struct Capabilities {
-    pub kind: iocurve_plan::Backend,
-    pub threads: ThreadModel,
-    /// Each I/O thread holds a file descriptor of its own (a ring), counted against
-    /// RLIMIT_NOFILE before a run.
-    pub descriptor_per_thread: bool,
+/// What this host can run: every back-end that may be missing, probed.
+pub fn available() -> Availability {
+    Availability::lacking(
+        Backend::all().filter(|b| b.facts().fallback.is_some()).filter_map(|b| probe(b).err().map(|why| (b, why))),
+    )
 }
 
-const REGISTRY: &[Capabilities] = &[
-    Capabilities { kind: iocurve_plan::Backend::IoUring, threads: ThreadModel::Shared, descriptor_per_thread: true },
-    Capabilities { kind: iocurve_plan::Backend::Psync, threads: ThreadModel::PerIo, descriptor_per_thread: false },
-    Capabilities { kind: iocurve_plan::Backend::Null, threads: ThreadModel::Shared, descriptor_per_thread: false },
-];
+/// What runs a step's I/O thread once its back-end is built: generic over the back-end, so
+/// the worker loop is compiled for each (nothing on the hot path asks which one it has).
+pub trait Drive {
+    type Out;
+    fn drive<E: IoEngine>(self, engine: E) -> Self::Out;
+}
 
-/// The capabilities of back-end `kind`.
-pub fn capabilities(kind: iocurve_plan::Backend) -> Capabilities {
-    *REGISTRY.iter().find(|c| c.kind == kind).expect("every back-end is registered (tested)")
+/// Builds back-end `kind` for an I/O thread of `slots` outstanding I/Os on `fds`, whose
+/// buffers are `pool` (base, length), and runs `d` on it. When it cannot be built, `d` comes
+/// back with the reason.
+pub fn drive<D: Drive>(
+    kind: Backend,
+    slots: usize,
+    fds: Vec<RawFd>,
+    pool: (*mut u8, usize),
+    d: D,
+) -> Result<D::Out, (D, String)> {
+    match kind {
+        Backend::IoUring => match UringBackend::new(slots, &fds, pool) {
+            Ok(b) => Ok(d.drive(b)),
+            Err(e) => Err((d, format!("cannot set up io_uring: {e}"))),
+        },
+        Backend::Libaio => match LibaioBackend::new(slots, fds) {
+            Ok(b) => Ok(d.drive(b)),
+            Err(e) => Err((d, format!("cannot set up a native AIO context: {e}"))),
+        },
+        Backend::Psync => Ok(d.drive(PsyncBackend::new(fds))),
+        Backend::Null => Ok(d.drive(NullBackend::new(slots))),
+    }
 }
 
 /// The I/O threads a step of `workers` workers at queue depth `qd` runs on: one per outstanding
 /// I/O, or `threads` (0: one per core) but no more than the workers.
-pub fn io_threads(kind: iocurve_plan::Backend, workers: u32, qd: u32, threads: u32) -> u64 {
-    match capabilities(kind).threads {
+pub fn io_threads(kind: Backend, workers: u32, qd: u32, threads: u32) -> u64 {
+    match kind.facts().threads {
         ThreadModel::PerIo => workers as u64 * qd as u64,
         ThreadModel::Shared => {
             (if threads == 0 { crate::host::cores() as u64 } else { threads as u64 }).min(workers as u64)
@@ -117,13 +140,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_back_end_is_registered_once() {
-        for b in [iocurve_plan::Backend::IoUring, iocurve_plan::Backend::Psync, iocurve_plan::Backend::Null] {
-            assert_eq!(REGISTRY.iter().filter(|c| c.kind == b).count(), 1, "{b:?}");
-            assert_eq!(capabilities(b).kind, b);
+    fn io_threads_follow_the_thread_model() {
+        assert_eq!(io_threads(Backend::Psync, 3, 4, 0), 12);
+        assert_eq!(io_threads(Backend::IoUring, 3, 4, 2), 2);
+        assert_eq!(io_threads(Backend::Libaio, 3, 4, 2), 2);
+        assert_eq!(io_threads(Backend::Null, 1, 4, 8), 1);
+    }
+
+    /// Every back-end can be built and moves a null-sized step's worth of nothing: a probe
+    /// that says a back-end is there means it can be driven.
+    #[test]
+    fn every_available_back_end_builds() {
+        struct Nothing;
+        impl Drive for Nothing {
+            type Out = ();
+            fn drive<E: IoEngine>(self, _e: E) {}
         }
-        assert_eq!(io_threads(iocurve_plan::Backend::Psync, 3, 4, 0), 12);
-        assert_eq!(io_threads(iocurve_plan::Backend::IoUring, 3, 4, 2), 2);
-        assert_eq!(io_threads(iocurve_plan::Backend::Null, 1, 4, 8), 1);
+        use std::os::fd::AsRawFd;
+        let here = available();
+        let mut pool = vec![0u8; 4096];
+        let null = std::fs::File::open("/dev/null").unwrap();
+        for b in Backend::all() {
+            let r = drive(b, 4, vec![null.as_raw_fd()], (pool.as_mut_ptr(), pool.len()), Nothing);
+            assert_eq!(r.is_ok(), here.runs(b), "{b:?}: {:?}", r.err().map(|e| e.1));
+        }
     }
 }

@@ -12,12 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use iocurve_engine::backend::probe_io_uring;
 use iocurve_engine::keeper::KeptMap;
 use iocurve_engine::safety::confine::Confinement;
 use iocurve_engine::verify::{GenMap, MapLock, PROBLEM_LIST_CAP, watched_pass};
 use iocurve_engine::{OpenOptions, TargetSet, host};
-use iocurve_plan::Backend;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Server;
@@ -101,10 +99,11 @@ struct Service {
     end: Arc<iocurve_engine::StepEnd>,
     /// An in-process agent: its targets are given, not opened from requests.
     local: Option<Arc<InProcess>>,
-    /// io_uring on this host, probed once at the start (Err: why not). Each agent decides for
-    /// itself: a coordinator without io_uring no longer forces psync on every agent, and an
-    /// agent without it falls back instead of failing.
-    uring: Result<(), String>,
+    /// The back-ends this host has, probed once at the start. Each agent decides for itself:
+    /// a coordinator without io_uring no longer forces psync on every agent, and an agent
+    /// without it falls back instead of failing. (The in-process agent's run has resolved its
+    /// back-ends already.)
+    available: iocurve_plan::Availability,
     /// Where verification maps are kept, and the one in use (locked while held).
     state_dir: PathBuf,
     map: std::sync::Mutex<Option<AgentMap>>,
@@ -416,7 +415,11 @@ impl Service {
             stop: Arc::new(std::sync::Mutex::new(None)),
             end: Arc::new(iocurve_engine::StepEnd::new()),
             // A local run chose its back-end before it started this agent.
-            uring: if local.is_some() { Ok(()) } else { probe_io_uring() },
+            available: if local.is_some() {
+                iocurve_plan::Availability::everything()
+            } else {
+                iocurve_engine::backend::available()
+            },
             local: local.map(Arc::new),
         }
     }
@@ -633,7 +636,7 @@ impl Agent for Service {
             kernel: f.kernel,
             cpu_model: f.cpu_model,
             cores: f.cores as u32,
-            io_uring_unavailable: self.uring.clone().err().unwrap_or_default(),
+            unavailable: crate::wire::unavailable_to(&self.available),
         }))
     }
 
@@ -831,14 +834,12 @@ impl Agent for Service {
         let r = req.into_inner();
         let (w, mut backend, faults) = step_request(&r)?;
         // Said once, in the agent's Hello (the run's `host.agents[].backend_note`).
-        if self.uring.is_err() && backend == Backend::IoUring {
-            backend = Backend::Psync;
-        }
+        backend = self.available.resolve(backend).0;
         let guard = self.take_busy()?;
         tracing::info!(workload = %w.name, workers = r.workers, backend = backend.name(), "step requested");
-        // The null back-end touches no data: a scratch file a null-only run left unwritten is
-        // fine for it (and not filled for it).
-        let null = backend == Backend::Null;
+        // A back-end that touches no data (null): a scratch file a null-only run left
+        // unwritten is fine for it (and not filled for it).
+        let null = !backend.touches_storage();
         let targets =
             self.open_with(&call, &r.groups, Opening::new(r.scratch_size, w.writes(), null, r.run_key)).await?;
         // The map: the local run's own, or this agent's for these targets. The step saves it

@@ -298,51 +298,44 @@ fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKey
     }
     let mean_bs: f64 = split.iter().map(|s| s.0 as f64 * s.1).sum::<f64>() / split.iter().map(|s| s.1).sum::<f64>();
 
-    // The engine.
-    let (backend, depth_one) = match job.ioengine.as_str() {
+    // The engine: iocurve's back-end of the same name where there is one, else the nearest.
+    let (backend, nearest) = match Backend::of_fio(&job.ioengine) {
         // Linux's native AIO is asynchronous only with O_DIRECT: buffered, io_submit blocks
         // and the job does one I/O at a time — synchronous I/O, as psync does it.
-        "libaio" if !job.direct => {
+        Some(b) if b.facts().direct_only && !job.direct => {
             notices.push(note(
                 job,
                 "ioengine",
-                "libaio",
+                &job.ioengine,
                 "without direct=1, Linux's AIO blocks in io_submit (one I/O at a time): iocurve's psync back-end at queue depth 1 does the same",
                 false,
             ));
-            (Backend::Psync, true)
+            (Backend::Psync, false)
         }
-        "io_uring" | "libaio" | "posixaio" => (Backend::IoUring, false),
-        "psync" | "sync" | "pvsync" | "pvsync2" | "vsync" | "mmap" => (Backend::Psync, true),
-        "null" => (Backend::Null, false),
-        other => {
+        Some(b) => (b, job.ioengine != b.name()),
+        None if job.ioengine == "posixaio" => (Backend::IoUring, true),
+        None if job.ioengine == "mmap" => (Backend::Psync, true),
+        None => {
             refuse(
                 notices,
                 job,
                 "ioengine",
-                other,
+                &job.ioengine,
                 "not an engine for block storage that iocurve can stand in for; io_uring is used",
             );
             (Backend::IoUring, false)
         }
     };
-    let nearest = match backend {
-        Backend::IoUring => "io_uring",
-        Backend::Psync => "psync",
-        Backend::Null => "null",
-    };
-    if job.ioengine != nearest
-        && (job.ioengine != "libaio" || job.direct)
-        && matches!(job.ioengine.as_str(), "libaio" | "posixaio" | "sync" | "pvsync" | "pvsync2" | "vsync" | "mmap")
-    {
+    if nearest {
         notices.push(note(
             job,
             "ioengine",
             &job.ioengine,
-            &format!("iocurve's nearest back-end, {nearest}, is used"),
+            &format!("iocurve's nearest back-end, {}, is used", backend.name()),
             false,
         ));
     }
+    let depth_one = backend.facts().threads == crate::ThreadModel::PerIo;
     k.backend = Some(backend);
     k.queue_depth = Some(if depth_one && job.iodepth > 1 {
         notices.push(note(
@@ -357,7 +350,7 @@ fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKey
         job.iodepth
     });
 
-    if !job.direct && job.read_pct > 0.0 && backend != Backend::Null {
+    if !job.direct && job.read_pct > 0.0 && backend.touches_storage() {
         notices.push(note(
             job,
             "direct",

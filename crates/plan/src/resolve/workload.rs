@@ -182,12 +182,28 @@ impl Resolver<'_> {
                 ),
             ));
         }
-        // The null back-end fills no read buffer: every read would look like a lost write.
-        if verify && k.backend == Some(crate::model::Backend::Null) {
+        // A back-end that touches no storage fills no read buffer: every read would look like
+        // a lost write.
+        if verify && let Some(b) = k.backend.filter(|b| !b.touches_storage()) {
             return Err(self.key_err(
                 i,
                 "verify",
-                "the null back-end reads and writes nothing, so there is nothing to verify: use io_uring or psync, or drop verify".into(),
+                format!(
+                    "the {} back-end reads and writes nothing, so there is nothing to verify: use io_uring, libaio or psync, or drop verify",
+                    b.name()
+                ),
+            ));
+        }
+        if k.direct == Some(false)
+            && let Some(b) = k.backend.filter(|b| b.facts().direct_only)
+        {
+            return Err(self.key_err(
+                i,
+                "direct",
+                format!(
+                    "{} is asynchronous only with O_DIRECT: buffered, each I/O is done inside its submission, one after the other, and its latency would include the others queued with it; use io_uring or psync for buffered I/O, or drop direct = false (--buffered)",
+                    b.name()
+                ),
             ));
         }
         let max_outstanding = k.max_outstanding.unwrap();

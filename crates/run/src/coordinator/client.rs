@@ -318,7 +318,10 @@ async fn handshake(
     for field in [&mut hello.version, &mut hello.hostname, &mut hello.kernel, &mut hello.cpu_model] {
         clean(field);
     }
-    clean(&mut hello.io_uring_unavailable);
+    for u in &mut hello.unavailable {
+        clean(&mut u.backend);
+        clean(&mut u.reason);
+    }
     if hello.protocol != PROTOCOL {
         return Err(Attempt::from(NetError::Input(format!(
             "protocol mismatch: agent {addr} (iocurve {}) speaks protocol {}, this coordinator (iocurve {}) speaks {PROTOCOL}; run the same iocurve version on both",

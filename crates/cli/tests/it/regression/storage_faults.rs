@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 #[test]
 fn regression_storage_that_stops_answering_ends_the_step_with_stuck_io() {
     iocurve_testkit::needs_root!();
-    for backend in ["io_uring", "psync"] {
+    for backend in ["io_uring", "libaio", "psync"] {
         let dev = FaultDev::start(SIZE);
         let dir = tempfile::tempdir().unwrap();
         let json_path = dir.path().join("r.json");
