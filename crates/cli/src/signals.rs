@@ -23,6 +23,7 @@ extern "C" fn on_sigint(signal: libc::c_int) {
         HUNG_UP.store(true, Ordering::SeqCst);
     }
     if PRESSES.fetch_add(1, Ordering::SeqCst) >= 1 {
+        // SAFETY: _exit is async-signal-safe; the process ends here.
         unsafe { libc::_exit(if HUNG_UP.load(Ordering::SeqCst) { 129 } else { 130 }) };
     }
     if let Some(c) = CANCEL.get() {

@@ -47,6 +47,7 @@ fn available() -> Option<(u64, String)> {
     }
     // SAFETY: getrlimit into a zeroed struct.
     let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: getrlimit writes only into `lim`, a live local.
     if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } == 0
         && lim.rlim_cur != libc::RLIM_INFINITY
         && lim.rlim_cur < best.0
@@ -255,7 +256,9 @@ fn task_room() -> Option<(u64, String)> {
     }
     // SAFETY: plain getters.
     if unsafe { libc::geteuid() } != 0 {
+        // SAFETY: an all-zero rlimit is a valid value of the plain C struct.
         let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+        // SAFETY: getrlimit writes only into `lim`, a live local.
         if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut lim) } == 0 && lim.rlim_cur != libc::RLIM_INFINITY {
             // The user's processes and threads all count; this process's own are a lower bound.
             let own = std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count() as u64);
@@ -270,6 +273,7 @@ fn task_room() -> Option<(u64, String)> {
 
 /// Descriptors this process may still open, and RLIMIT_NOFILE.
 fn fd_room() -> Option<(u64, String)> {
+    // SAFETY: an all-zero rlimit is a valid value of the plain C struct.
     let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
     // SAFETY: getrlimit into a zeroed struct.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 || lim.rlim_cur == libc::RLIM_INFINITY {

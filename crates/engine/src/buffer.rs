@@ -16,7 +16,7 @@ pub struct BufferPool {
     stride: usize,
 }
 
-// The pool is owned by one I/O thread; the raw pointer is only handed to the kernel.
+// SAFETY: the pool is owned by one I/O thread; the raw pointer is only handed to the kernel.
 unsafe impl Send for BufferPool {}
 
 impl BufferPool {

@@ -190,6 +190,7 @@ impl Name {
         };
         // SAFETY: zeroed stat is a valid out-buffer; valid fd and string.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstatat writes only into `st`; the directory descriptor and the C string are valid.
         let r = unsafe { libc::fstatat(self.dir.as_raw_fd(), c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
         if r != 0 {
             return Err(format!("{} is gone already", self.name.to_string_lossy()));

@@ -294,6 +294,7 @@ fn identity(f: &File) -> Option<Identity> {
 fn fsid(f: &File) -> Option<String> {
     // SAFETY: zeroed statfs is a valid out-buffer; an fd we own.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fstatfs writes only into `st`, on a descriptor we own.
     if unsafe { libc::fstatfs(f.as_raw_fd(), &mut st) } != 0 {
         return None;
     }
@@ -785,6 +786,7 @@ impl ScratchSizing {
     fn size_on(&mut self, dir_fd: RawFd) -> u64 {
         // SAFETY: zeroed stat is a valid out-buffer; dir_fd is open.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat writes only into `st`; dir_fd is open.
         let dev = if unsafe { libc::fstat(dir_fd, &mut st) } == 0 { st.st_dev } else { u64::MAX };
         if let Some(&(_, size)) = self.chosen.iter().find(|(d, _)| *d == dev) {
             return size;

@@ -25,7 +25,9 @@ pub mod wire;
 pub const PROTOCOL: u32 = 9;
 
 /// Generated from proto/agent.proto.
-#[allow(clippy::large_enum_variant)] // generated; an interval is the common message anyway
+// Generated: an interval is the common message anyway; prost's decoders are as long as the
+// messages.
+#[allow(clippy::large_enum_variant, clippy::too_many_lines)]
 pub mod pb {
     tonic::include_proto!("iocurve.agent.v1");
 }

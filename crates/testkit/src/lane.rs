@@ -73,12 +73,13 @@ mod tests {
     /// The strictness switch reads as documented; a skip under it panics with the test's name.
     #[test]
     fn a_skip_is_a_failure_when_skips_fail() {
-        // Only this test in this binary touches these variables.
+        // SAFETY: only this test in this binary touches these variables.
         unsafe {
             std::env::remove_var("CI");
             std::env::set_var("IOCURVE_NO_SKIP", "0");
         }
         assert!(!super::skips_fail());
+        // SAFETY: as above.
         unsafe { std::env::set_var("CI", "true") };
         assert!(super::skips_fail());
         let err = std::thread::Builder::new()
@@ -89,6 +90,7 @@ mod tests {
             .expect_err("a skip under CI=true panics");
         let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
         assert!(msg.starts_with("lane::a_test needs root") && msg.contains("failure"), "{msg}");
+        // SAFETY: as above.
         unsafe { std::env::remove_var("CI") };
         // Without strictness a skip returns (its line goes to stderr).
         std::thread::Builder::new().name("lane::b_test".into()).spawn(|| super::skip("fio")).unwrap().join().unwrap();

@@ -345,6 +345,7 @@ fn ctrl_c_keeps_finished_intervals_and_exits_nonzero() {
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(4000));
+    // SAFETY: kill only signals the child this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));

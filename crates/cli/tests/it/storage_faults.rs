@@ -146,6 +146,7 @@ fn ctrl_c_during_the_wait_at_a_step_end_cuts_the_wait_short() {
         // The step ends at 2.3 s; its I/Os are stuck; the wait would last 60 s.
         std::thread::sleep(Duration::from_millis(2500));
         let sent = Instant::now();
+        // SAFETY: kill only signals the child this test started.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
         let json_path = dir.path().join("r.json");
         assert!(wait_for(&json_path, Duration::from_secs(30)), "{backend}: JSON written");
@@ -200,6 +201,7 @@ fn a_verification_pass_on_a_stalled_device_ends_on_ctrl_c_and_at_its_deadline() 
     let mut child = spawn(dir.path(), &verify);
     dev.wait_held(1);
     let sent = Instant::now();
+    // SAFETY: kill only signals the child this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     // The process itself can only exit once the kernel returns its read.
     let took = ended(&mut child, sent, Duration::from_secs(30));
@@ -268,6 +270,7 @@ fn ctrl_c_while_preconditioning_a_stalled_device_ends_the_run_with_its_json() {
     dev.set("stall");
     dev.wait_held(1);
     let sent = Instant::now();
+    // SAFETY: kill only signals the child this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let json_path = dir.path().join("r.json");
     assert!(wait_for(&json_path, Duration::from_secs(20)), "JSON written");
@@ -389,6 +392,7 @@ fn an_agents_precondition_pass_stopped_by_ctrl_c_resumes_where_it_stopped() {
         std::thread::sleep(Duration::from_millis(100));
     }
     // SAFETY: signalling our own child.
+    // SAFETY: kill only signals the child this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}\n{}", stdout(&o), stderr(&o));

@@ -74,8 +74,8 @@ pub struct LibaioBackend {
     in_flight: usize,
 }
 
-// The context and the control blocks belong to the owning I/O thread; the raw pointers point
-// into this value's own `iocbs` and the thread's buffer pool.
+// SAFETY: the context and the control blocks belong to the owning I/O thread; the raw
+// pointers point into this value's own `iocbs` and the thread's buffer pool.
 unsafe impl Send for LibaioBackend {}
 
 impl LibaioBackend {

@@ -14,7 +14,7 @@ pub struct PsyncBackend {
     done: Option<Completion>,
 }
 
-// The raw buffer pointer belongs to the owning I/O thread's pool.
+// SAFETY: the raw buffer pointer belongs to the owning I/O thread's pool.
 unsafe impl Send for PsyncBackend {}
 
 impl PsyncBackend {

@@ -228,6 +228,7 @@ pub fn canonical_of(fd: std::os::fd::RawFd) -> std::io::Result<PathBuf> {
     let mismatch = || std::io::Error::other("the resolved path does not name the opened object");
     // SAFETY: fstat into a zeroed buffer on a descriptor the caller owns.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes only into `st`, on a descriptor the caller owns.
     if unsafe { libc::fstat(fd, &mut st) } != 0 {
         return Err(std::io::Error::last_os_error());
     }

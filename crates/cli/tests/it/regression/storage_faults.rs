@@ -107,6 +107,7 @@ fn regression_ctrl_c_on_a_stalled_device_ends_the_run_within_about_a_second() {
         dev.wait_held(1);
         std::thread::sleep(Duration::from_millis(500));
         let sent = Instant::now();
+        // SAFETY: kill only signals the child this test started.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
         let json_path = dir.path().join("r.json");
         assert!(wait_for(&json_path, Duration::from_secs(20)), "{backend}: JSON written after Ctrl-C");
@@ -553,6 +554,7 @@ fn regression_a_device_that_never_answers_the_probe_ends_the_run() {
             // Into the probe: the device holds its first read.
             dev.wait_held(1);
             // SAFETY: signalling our own child.
+            // SAFETY: kill only signals the child this test started.
             unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
         }
         let needle = if interrupt { "interrupted" } else { "did not answer the signature probe's reads within 2 s" };

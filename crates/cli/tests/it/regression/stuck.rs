@@ -111,6 +111,7 @@ to_s = 1000
         }
         std::thread::sleep(Duration::from_secs(3));
         let sent = Instant::now();
+        // SAFETY: kill only signals the child this test started.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
         let o = child.wait_with_output().unwrap();
         let took = sent.elapsed();

@@ -1,0 +1,702 @@
+//! One run's steps, workload after workload: each step through the cluster (one in-process
+//! agent, or the remote ones), each finished interval stored as it comes (the recorder), each
+//! step analysed and handed to the observers, each workload's follow-ups queued after it, the
+//! result assembled. The result is complete even when the run is cancelled or a step fails:
+//! nothing finished is lost.
+//!
+//! A [`Session`] holds what the run carries from step to step; a workload's own state is its
+//! [`Ramp`] and the few values beside it.
+
+use std::time::Duration;
+
+use iocurve_analysis::{
+    AgentHost, DataCheckRow, FEWER_HOSTS, HostInfo, HostLoss, RunResult, SCHEMA_VERSION, Sla, Status, StepResult,
+    TargetInfo, Thresholds, WorkloadResult, fewer_hosts_message,
+};
+use iocurve_engine::{StepObserver, host};
+use iocurve_plan::{Availability, Pattern, Plan, ThreadModel, Workload, format_size};
+use iocurve_stats::StepRecord;
+use iocurve_store::{NewRun, Store};
+
+use crate::cluster::Cluster;
+use crate::ramp::{Ramp, follow_ups};
+use crate::recorder::Recorder;
+use crate::runner::{Outcome, store_error};
+use crate::search::Search;
+use crate::threads::{self, AutoThreads};
+use crate::{Cancel, Error, Observer, Observers, StepAt, time};
+
+/// A step's flag when the results database refused some of its intervals.
+const NOT_STORED: &str = "not_stored";
+
+/// The ramp's working set: what every step of the run uses.
+pub(crate) struct Run<'a, 'o> {
+    pub plan: &'a Plan,
+    pub cluster: &'a mut Cluster,
+    pub store: &'a mut Store,
+    pub observers: &'a mut Observers<'o>,
+    pub cancel: &'a Cancel,
+}
+
+/// One entry of the run's queue: a workload, the search it is (if one), and what chose the
+/// threads of the workload it follows (a curve or search starts from that).
+type Queued = (Workload, Option<Search>, Option<threads::Seen>);
+
+/// A data check's key: data pattern, largest block size, dedupe unit.
+type DataKey = (iocurve_plan::DataPattern, u64, u64);
+
+/// What the run carries from step to step.
+struct Session<'a, 'o> {
+    plan: &'a Plan,
+    cluster: &'a mut Cluster,
+    store: &'a mut Store,
+    observers: &'a mut Observers<'o>,
+    cancel: &'a Cancel,
+    sla: &'a Sla,
+    th: Thresholds,
+    target_infos: Vec<TargetInfo>,
+    target_paths: Vec<String>,
+    host: HostInfo,
+    /// Every step is planned on the hosts the run starts its steps with (those lost before
+    /// the first step are marked `lost` and took part in no step). A host lost later is
+    /// marked in `host.agents[]`, and every step after it, on fewer hosts, says which and
+    /// where (issue 35, finding 4).
+    planned_hosts: u32,
+    losses: Vec<(String, HostLoss)>,
+    /// What ends the run early (the first one stands, but for a failed step).
+    error: Option<Error>,
+    output_cut_noted: bool,
+    /// Measured once per data pattern and block size: a suite's frontend and backend variants
+    /// write the same data.
+    data_checks: Vec<(DataKey, Vec<DataCheckRow>)>,
+    workloads: Vec<WorkloadResult>,
+    /// The run in the store (None when the store refused it).
+    run_id: Option<i64>,
+}
+
+/// Which workload a step belongs to.
+struct WorkloadAt<'w> {
+    w: &'w Workload,
+    /// Its place in the run's queue (from 0), and the queue's length.
+    index: usize,
+    of: usize,
+    workload_id: i64,
+}
+
+/// What a step means for what runs next.
+enum StepEnd {
+    /// The ramp goes on (or ends by itself: a rate ramp's stop rule drops its steps left).
+    Next,
+    /// The run stops after this step (an error, the store, an abort).
+    StopRun,
+}
+
+impl Run<'_, '_> {
+    pub(crate) fn execute(
+        self,
+        target_infos: Vec<TargetInfo>,
+        backend_note: Option<String>,
+        label: &str,
+        sla: &Sla,
+    ) -> Outcome {
+        let Run { plan, cluster, store, observers, cancel } = self;
+        let host = host_info(host::facts(), plan, backend_note, cluster);
+        let planned_hosts = cluster.hosts();
+        let mut s = Session {
+            plan,
+            cluster,
+            store,
+            observers,
+            cancel,
+            sla,
+            th: Thresholds::default(),
+            target_paths: target_infos.iter().map(|t| t.path.clone()).collect(),
+            target_infos,
+            host,
+            planned_hosts,
+            losses: Vec::new(),
+            error: None,
+            output_cut_noted: false,
+            data_checks: Vec::new(),
+            workloads: Vec::new(),
+            run_id: None,
+        };
+        let started_at = time::now_rfc3339();
+        let run_id = s.begin(label, &started_at);
+        s.run_id = run_id;
+        // A workload with a curve adds its rate ramp right after it, once its maximum is known;
+        // one with sla_search adds its search after it, a bisection over rate steps.
+        let mut queue: Vec<Queued> = plan.workloads.iter().map(|w| (w.clone(), None, None)).collect();
+        let mut next = 0;
+        while let Some(run_id) = run_id
+            && next < queue.len()
+        {
+            let (w, search, seen) = queue[next].clone();
+            let at = WorkloadAt { w: &w, index: next, of: queue.len(), workload_id: 0 };
+            next += 1;
+            let (follow, stop) = s.run_workload(run_id, at, search, seen);
+            for (k, q) in follow.into_iter().enumerate() {
+                queue.insert(next + k, q);
+            }
+            if stop || s.cancel.is_cancelled() {
+                break;
+            }
+        }
+        s.finish(started_at)
+    }
+}
+
+impl Session<'_, '_> {
+    /// The run into the store (None when the store refused it: the run ends with its error).
+    fn begin(&mut self, label: &str, started_at: &str) -> Option<i64> {
+        let new_run = NewRun {
+            label: label.to_string(),
+            plan_name: self.plan.name.clone(),
+            started_at: started_at.to_string(),
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            hostname: self.host.facts.hostname.clone(),
+            backend: self.host.backend.clone(),
+            targets: self.target_paths.join(", "),
+            host_json: serde_json::to_string(&self.host).unwrap_or_default(),
+            targets_json: serde_json::to_string(&self.target_infos).unwrap_or_default(),
+            plan_json: serde_json::to_value(self.plan).unwrap_or_default().to_string(),
+        };
+        self.observers.note(&run_header(self.plan, &self.host, &self.target_infos));
+        match self.store.begin_run(&new_run) {
+            Ok(id) => {
+                tracing::info!(run = id, plan = %self.plan.source, targets = self.target_infos.len(), "run started");
+                // Room for the writes that end the run, should the database's filesystem fill.
+                self.store.keep_room();
+                self.observers.run_started(id, label, &self.plan.name);
+                Some(id)
+            }
+            Err(e) => {
+                self.error = Some(store_error(e));
+                None
+            }
+        }
+    }
+
+    /// Runs one workload's ramp; returns what follows it in the queue, and whether the run
+    /// stops after it.
+    fn run_workload(
+        &mut self,
+        run_id: i64,
+        mut at: WorkloadAt,
+        search: Option<Search>,
+        seen: Option<threads::Seen>,
+    ) -> (Vec<Queued>, bool) {
+        let w = at.w;
+        at.workload_id =
+            match self.store.begin_workload(run_id, at.index, &w.name, &serde_json::to_string(w).unwrap_or_default()) {
+                Ok(id) => id,
+                Err(e) => {
+                    self.error = Some(store_error(e));
+                    return (Vec::new(), true);
+                }
+            };
+        let Some(data_check) = self.data_check(w, at.workload_id) else { return (Vec::new(), true) };
+        // Why a rate ramp ended before its last step (stop_at_*, an overload), and what the
+        // run changed of the plan (a frontend capped on a small target).
+        let mut ramp_notes: Vec<String> = Vec::new();
+        if let Some(note) = frontend_note(w, &self.target_infos) {
+            self.observers.note(&format!("{}: {note}", w.name));
+            ramp_notes.push(note);
+        }
+        let mut ramp = Ramp::new(w, search);
+        // `threads = 0` where the threads share the I/Os: chosen step by step from what the
+        // threads of the step before used (threads.rs). (Not when an agent runs another
+        // back-end instead: its threads' figures would be that back-end's; it gets 0, one per
+        // core, as before.)
+        let shared = w.backend.facts().threads == ThreadModel::Shared && self.cluster.runs_everywhere(w.backend);
+        let mut auto = (w.threads == 0 && shared).then(|| AutoThreads::following(self.cluster.cores(), seen));
+        let mut steps: Vec<StepResult> = Vec::new();
+        let mut stop_run = false;
+        while let Some((si, step)) = ramp.next_step() {
+            if si > 0 && w.pause_s > 0.0 {
+                self.observers.note(&format!("{}: {} s of rest before the next step (pause_s)", w.name, w.pause_s));
+                self.cancel.sleep(Duration::from_secs_f64(w.pause_s));
+            }
+            if self.cancel.is_cancelled() {
+                break;
+            }
+            match self.run_step(&at, si, step, &mut ramp, auto.as_mut(), &mut steps, &mut ramp_notes) {
+                StepEnd::Next => {}
+                StepEnd::StopRun => {
+                    stop_run = true;
+                    break;
+                }
+            }
+        }
+        if steps.is_empty() {
+            return (Vec::new(), stop_run);
+        }
+        let seen = auto.as_ref().and_then(AutoThreads::last);
+        let follow = self.finish_workload(&at, steps, data_check, ramp_notes, ramp.search(), stop_run);
+        (follow.into_iter().map(|(f, search)| (f, search, seen)).collect(), stop_run)
+    }
+
+    /// What the data a writing workload makes compresses and deduplicates to, measured once per
+    /// data pattern and block size and kept with the workload; None when the run must stop.
+    fn data_check(&mut self, w: &Workload, workload_id: i64) -> Option<Vec<DataCheckRow>> {
+        if !w.writes() {
+            return Some(Vec::new());
+        }
+        let key = (w.data, w.max_bs(), w.dedupe_unit());
+        let rows = match self.data_checks.iter().find(|(k, _)| *k == key) {
+            Some((_, rows)) => rows.clone(),
+            None => match crate::datameter::sample(w) {
+                Ok(rows) => {
+                    self.data_checks.push((key, rows.clone()));
+                    rows
+                }
+                Err(e) => {
+                    self.error = Some(e);
+                    return None;
+                }
+            },
+        };
+        if !rows.is_empty()
+            && let Err(e) = self.store.set_data_check(workload_id, &serde_json::to_string(&rows).unwrap_or_default())
+        {
+            self.error = Some(store_error(e));
+            return None;
+        }
+        Some(rows)
+    }
+
+    /// Runs step `si` of a workload on the cluster, stores and analyses it, and says what runs
+    /// next.
+    #[allow(clippy::too_many_arguments)]
+    fn run_step(
+        &mut self,
+        at: &WorkloadAt,
+        si: usize,
+        step: iocurve_plan::RampStep,
+        ramp: &mut Ramp,
+        auto: Option<&mut AutoThreads>,
+        steps: &mut Vec<StepResult>,
+        ramp_notes: &mut Vec<String>,
+    ) -> StepEnd {
+        let w = at.w;
+        let workers = step.workers;
+        self.observers.step_starting(&StepAt {
+            workload: &w.name,
+            workload_index: at.index + 1,
+            workloads: at.of,
+            step_index: si + 1,
+            steps: ramp.len(),
+            workers,
+            rate: step.rate,
+            sequential: w.pattern == Pattern::Sequential,
+            rested_s: if si > 0 { w.pause_s } else { 0.0 },
+        });
+        tracing::info!(workload = %w.name, workers, "step started");
+        let load = threads::Load {
+            outstanding: workers as u64 * w.queue_depth as u64,
+            iops: step.rate.map_or(0.0, |r| w.rate_iops(r)),
+            rate: step.rate.is_some(),
+        };
+        let chosen;
+        let w_step = match &auto {
+            Some(a) => {
+                chosen = Workload { threads: a.next(workers, load) as u32, ..w.clone() };
+                &chosen
+            }
+            None => w,
+        };
+        let earlier = self.losses.len();
+        let (outcome, step_id, unstored) = self.measure(at, si, step, w_step);
+        match outcome {
+            Ok(mut r) => {
+                if !self.output_cut_noted
+                    && let Some(why) = self.observers.lost()
+                {
+                    self.output_cut_noted = true;
+                    r.notes.push(("output_closed".into(), why));
+                }
+                // On fewer hosts than planned because of earlier losses: which, where.
+                if r.hosts < r.planned_hosts && earlier > 0 {
+                    let why = fewer_hosts_message(r.hosts, r.planned_hosts, &self.losses[..earlier]);
+                    r.notes.push((FEWER_HOSTS.into(), why));
+                }
+                if !self.read_back(w, workers, step_id, unstored, &mut r) {
+                    return StepEnd::StopRun;
+                }
+                self.analysed(at, step, r, load, ramp, auto, steps, ramp_notes)
+            }
+            Err(e) => {
+                tracing::warn!(workload = %w.name, workers, error = %e, "step failed");
+                self.error = Some(e);
+                StepEnd::StopRun
+            }
+        }
+    }
+
+    /// The step on the cluster, its intervals stored as they come: its record (or why there is
+    /// none), its id in the store, and why the store refused intervals, if it did. Hosts lost
+    /// during it are marked, in the store at once.
+    fn measure(
+        &mut self,
+        at: &WorkloadAt,
+        si: usize,
+        step: iocurve_plan::RampStep,
+        w_step: &Workload,
+    ) -> (Result<StepRecord, Error>, Option<i64>, Option<String>) {
+        let w = at.w;
+        let mut rec = Recorder {
+            observers: &mut *self.observers,
+            store: &mut *self.store,
+            workload_id: at.workload_id,
+            step_idx: si,
+            step_id: None,
+            error: None,
+        };
+        let earlier = self.losses.len();
+        let outcome = self
+            .cluster
+            .run_step(w_step, step, self.planned_hosts, &self.plan.faults, &mut rec, self.cancel)
+            .map(|m| {
+                let start_ns = m.merged.measured_from_unix_ns.map(|t| t - (w_step.warmup_s * 1e9) as i64);
+                for l in m.losses {
+                    let loss = HostLoss {
+                        at: start_ns.map_or_else(time::now_rfc3339, |t| {
+                            iocurve_stats::date::rfc3339_ns(t.saturating_add((l.into_step_s * 1e9) as i64))
+                        }),
+                        workload: w.name.clone(),
+                        workload_index: at.index,
+                        step: si,
+                        workers: step.workers,
+                        into_step_s: l.into_step_s,
+                        why: l.why,
+                    };
+                    mark_lost(&mut self.host, &l.address, &loss);
+                    self.losses.push((l.address, loss));
+                }
+                m.merged
+            });
+        let (step_id, store_err) = (rec.step_id, rec.error);
+        // Stored as it happens: a run killed later still marks the loss.
+        if self.losses.len() > earlier
+            && let Some(run_id) = self.run_id
+            && let Err(e) = self.store.set_host_json(run_id, &serde_json::to_string(&self.host).unwrap_or_default())
+        {
+            self.error.get_or_insert(store_error(e));
+        }
+        // The store refused an interval (full, gone read-only): the step's measured intervals
+        // after it are lost to the database, but those stored are kept — in the result and the
+        // JSON too (issue 36, finding 5: the JSON had no workloads although intervals were
+        // stored). The run ends after this step with the store's error.
+        let mut unstored = None;
+        let outcome = outcome.and_then(|r| match store_err {
+            Some(e) if step_id.is_some() => {
+                unstored = Some(e.to_string());
+                self.error.get_or_insert(store_error(e));
+                Ok(r)
+            }
+            Some(e) => Err(store_error(e)),
+            None => Ok(r),
+        });
+        (outcome, step_id, unstored)
+    }
+
+    /// The step counted its intervals as they were stored; its list comes back from the
+    /// store, so that a long step's memory stays flat (issue 21). Without it the step's figures
+    /// would rest on its last few intervals: it is not analysed, and the run ends with the
+    /// store's error (false).
+    fn read_back(
+        &mut self,
+        w: &Workload,
+        workers: u32,
+        step_id: Option<i64>,
+        unstored: Option<String>,
+        r: &mut StepRecord,
+    ) -> bool {
+        let read_back = match (step_id, &unstored) {
+            // Nothing more can be written: what was stored is read back.
+            (Some(id), Some(why)) => {
+                let measured = r.measured;
+                let read = self.store.fill_stored_intervals(id, r);
+                r.interrupted = true;
+                r.notes.push((
+                    NOT_STORED.into(),
+                    format!(
+                        "the results database refused further writes ({why}): {} of the {measured} intervals measured were stored; the step's intervals are those, its latency totals cover all {measured}",
+                        r.intervals.len()
+                    ),
+                ));
+                read
+            }
+            (Some(id), None) => self.store.end_step(id, r).and_then(|()| self.store.fill_intervals(id, r)),
+            (None, _) => Ok(()),
+        };
+        if let Err(e) = read_back {
+            tracing::warn!(workload = %w.name, workers, error = %e, "step not read back");
+            self.error = Some(store_error(e));
+            return false;
+        }
+        true
+    }
+
+    /// The step analysed and told; what it means for the ramp (a search's next probe, a rate
+    /// ramp's stop rule) and for the run (an abort, an error).
+    #[allow(clippy::too_many_arguments)]
+    fn analysed(
+        &mut self,
+        at: &WorkloadAt,
+        step: iocurve_plan::RampStep,
+        r: StepRecord,
+        load: threads::Load,
+        ramp: &mut Ramp,
+        auto: Option<&mut AutoThreads>,
+        steps: &mut Vec<StepResult>,
+        ramp_notes: &mut Vec<String>,
+    ) -> StepEnd {
+        let (w, workers) = (at.w, step.workers);
+        if r.intervals.is_empty() && r.drain.stuck > 0 {
+            // No interval to flag: the step is not kept, so say it here.
+            self.observers.warning(&format!(
+                "{} at {workers} workers: {} I/Os were still outstanding {:.1} s after the stop (oldest {:.1} s) and were given up as stuck",
+                w.name,
+                r.drain.stuck,
+                r.drain.wait_ns as f64 / 1e9,
+                r.drain.stuck_age_ns as f64 / 1e9
+            ));
+        }
+        let s = iocurve_analysis::analyze_step_on(&r, w.pattern == Pattern::Sequential, &self.th, &self.target_paths);
+        if let Some(a) = auto {
+            // The CPU went into the I/Os achieved, whatever a rate step's target.
+            let seen = threads::Load { iops: s.iops, ..load };
+            a.seen(r.threads, seen, r.io_cpu, !r.intervals.is_empty());
+        }
+        tracing::info!(workload = %w.name, workers, iops = s.iops, flags = s.flags.len(), "step finished");
+        self.observers.step_finished(w.step_seconds(), &s);
+        // A search's probe passes when it kept its schedule within the SLA.
+        let passed = !r.intervals.is_empty() && s.rate.as_ref().is_some_and(|x| x.sustained) && self.sla.admits(&s);
+        let ends = ramp.measured(w, step, &s, passed);
+        if !r.intervals.is_empty() {
+            steps.push(s);
+        }
+        if let Some(why) = &r.aborted {
+            // Kept like every step: the run ends after it, with status `aborted`.
+            self.error.get_or_insert(if crate::coordinator::all_lost(why) {
+                Error::HostsLost(why.clone())
+            } else {
+                Error::Aborted(why.clone())
+            });
+        }
+        if self.error.is_some() {
+            return StepEnd::StopRun;
+        }
+        if let Some(why) = ends {
+            self.observers.note(&format!("{}: {why}", w.name));
+            ramp_notes.push(why);
+        }
+        StepEnd::Next
+    }
+
+    /// A workload's steps analysed together, told and kept; returns what follows it.
+    fn finish_workload(
+        &mut self,
+        at: &WorkloadAt,
+        steps: Vec<StepResult>,
+        data_check: Vec<DataCheckRow>,
+        ramp_notes: Vec<String>,
+        search: Option<&Search>,
+        stop_run: bool,
+    ) -> Vec<(Workload, Option<Search>)> {
+        let w = at.w;
+        let mut r = iocurve_analysis::analyze_workload(w, steps, self.sla);
+        r.data_check = data_check;
+        // What the run, not the figures, knows about the workload: kept in the store beside
+        // its steps (the analysis of a stored run cannot derive it).
+        let mut said = ramp_notes;
+        if let Some(sr) = search {
+            let cut = stop_run || self.cancel.is_cancelled();
+            let unit = if w.pattern == Pattern::Sequential { "MB/s" } else { "IOPS" };
+            let line = sr.describe(&self.sla.describe(), unit, cut);
+            self.observers.note(&format!("{}: {line}", w.name));
+            said.push(line);
+        }
+        let follow = follow_ups(w, &r, !stop_run && !self.cancel.is_cancelled());
+        for line in &follow.told {
+            self.observers.note(line);
+        }
+        said.extend(follow.kept);
+        if !said.is_empty()
+            && let Err(e) = self.store.set_workload_notes(at.workload_id, &said.join("\n"))
+        {
+            self.error.get_or_insert(store_error(e));
+        }
+        r.notes.extend(said);
+        self.observers.workload_finished(&r);
+        self.workloads.push(r);
+        follow.next
+    }
+
+    /// The run's status into the store, and its result.
+    fn finish(self, started_at: String) -> Outcome {
+        let Session { plan, store, observers, cancel, sla, host, target_infos, workloads, run_id, mut error, .. } =
+            self;
+        let interrupted = cancel.is_cancelled();
+        let finished_at = time::now_rfc3339();
+        let status = if matches!(error, Some(Error::Aborted(_) | Error::HostsLost(_))) {
+            Status::Aborted
+        } else if error.is_some() {
+            Status::Failed
+        } else if interrupted {
+            Status::Interrupted
+        } else {
+            Status::Complete
+        };
+        if let Some(id) = run_id
+            && let Err(e) = store.finish_run(
+                id,
+                status.as_str(),
+                &finished_at,
+                &serde_json::to_string(&iocurve_analysis::headlines(&workloads)).unwrap_or_default(),
+            )
+        {
+            error.get_or_insert(store_error(e));
+        }
+        // A store that failed while the run was finished makes it a failure whatever it was.
+        let status = match &error {
+            Some(Error::Aborted(_) | Error::HostsLost(_)) => Status::Aborted,
+            Some(_) => Status::Failed,
+            None => status,
+        };
+        let ended_early = status.ended_early();
+        let status = status.as_str();
+        tracing::info!(run = run_id.unwrap_or_default(), status, reason = ?error.as_ref().map(|e| e.to_string()), "run finished");
+        let result = RunResult {
+            schema_version: SCHEMA_VERSION,
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            started_at,
+            finished_at,
+            // As the stored run says it (`show`, `export`): every end but complete.
+            interrupted: ended_early,
+            status: status.into(),
+            status_reason: error.as_ref().map(|e| e.to_string()),
+            host,
+            sla: sla.is_set().then_some(*sla),
+            targets: target_infos,
+            plan: serde_json::to_value(plan).unwrap_or_default(),
+            workloads,
+            // Set after the run, when `--verify-final` read everything back.
+            final_verification: None,
+        }
+        .with_link_use()
+        .with_sla_answers();
+        observers.run_finished(&result);
+        Outcome { result, run_id, error }
+    }
+}
+
+/// The back-ends a host runs the plan's workloads on: each one's fallback where the host
+/// lacks it.
+fn backend_names(plan: &Plan, here: &Availability) -> String {
+    let mut backends: Vec<&str> = plan.workloads.iter().map(|w| here.resolve(w.backend).0.name()).collect();
+    backends.dedup();
+    backends.join("+")
+}
+
+/// The coordinator's facts and, for a multi-host run, each agent's own.
+fn host_info(facts: host::HostFacts, plan: &Plan, backend_note: Option<String>, cluster: &Cluster) -> HostInfo {
+    let agents = cluster
+        .agents()
+        .map(|(address, h)| {
+            let there = iocurve_net::wire::availability(h);
+            let mut notes: Vec<String> =
+                plan.workloads.iter().filter_map(|w| there.resolve_at(w.backend, "on this agent").1).collect();
+            notes.sort();
+            notes.dedup();
+            AgentHost {
+                address: address.to_string(),
+                facts: iocurve_net::wire::host_facts(h),
+                backend: backend_names(plan, &there),
+                backend_note: (!notes.is_empty()).then(|| notes.join("; ")),
+                lost: None,
+                lost_mid_run: None,
+            }
+        })
+        .chain(cluster.unreachable().iter().map(|(address, why)| AgentHost {
+            address: address.clone(),
+            lost: Some(why.clone()),
+            ..Default::default()
+        }))
+        .collect();
+    HostInfo { facts, backend: backend_names(plan, &Availability::everything()), backend_note, agents }
+}
+
+/// Marks agent `address` lost mid-run in the run's hosts (the first loss stands: an agent
+/// sits out the rest of the run once lost).
+fn mark_lost(host: &mut HostInfo, address: &str, loss: &HostLoss) {
+    if let Some(a) = host.agents.iter_mut().find(|a| a.address == address && a.lost_mid_run.is_none()) {
+        a.lost_mid_run = Some(loss.clone());
+    }
+}
+
+/// Where a frontend was capped to 1/8 of a small target: how much of which targets it covers.
+fn frontend_note(w: &Workload, targets: &[TargetInfo]) -> Option<String> {
+    let iocurve_plan::WorkingSet::Frontend { blocks } = w.working_set else { return None };
+    let max_bs = w.bs.iter().map(|b| b.bytes).max()?;
+    let capped: Vec<String> = targets
+        .iter()
+        .filter_map(|t| {
+            let (_, end, capped) = w.working_set.extent(t.size, max_bs);
+            let want = blocks.saturating_mul(max_bs);
+            let share = if want >= t.size {
+                "all".to_string()
+            } else {
+                format!("{:.0} %", want as f64 * 100.0 / t.size as f64)
+            };
+            capped.then(|| {
+                format!(
+                    "{blocks} blocks of {} would be {share} of {} ({}); it covers the first {}",
+                    format_size(max_bs),
+                    t.path,
+                    format_size(t.size),
+                    format_size(end)
+                )
+            })
+        })
+        .collect();
+    (!capped.is_empty()).then(|| {
+        format!(
+            "frontend capped to at most 1/{} of a target (at least one block): {}",
+            iocurve_plan::FRONTEND_MAX_FRACTION,
+            capped.join("; ")
+        )
+    })
+}
+
+/// The run's header: what ran where, on what, so that any copy of the output says it.
+fn run_header(plan: &Plan, host: &HostInfo, targets: &[TargetInfo]) -> String {
+    let f = &host.facts;
+    let mut out = format!(
+        "iocurve {}, plan {}\n  host     {} ({}, {} cores, kernel {}), back-end {}",
+        env!("CARGO_PKG_VERSION"),
+        plan.name,
+        f.hostname,
+        f.cpu_model,
+        f.cores,
+        f.kernel,
+        host.backend
+    );
+    for a in &host.agents {
+        out.push_str(&format!(
+            "\n  agent    {} = {} ({}, {} cores), back-end {}",
+            a.address, a.facts.hostname, a.facts.cpu_model, a.facts.cores, a.backend
+        ));
+    }
+    // A run may have thousands of targets: the first few name it.
+    const SHOWN: usize = 4;
+    let named: Vec<String> =
+        targets.iter().take(SHOWN).map(|t| format!("{} ({}, {})", t.path, t.kind, format_size(t.size))).collect();
+    let more = match targets.len().saturating_sub(SHOWN) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    out.push_str(&format!("\n  targets  {}{more}", named.join(", ")));
+    out
+}
