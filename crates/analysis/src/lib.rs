@@ -6,6 +6,7 @@
 //! are the `--json` contract. Pure: no I/O, no clocks.
 
 pub mod compare;
+pub mod format;
 pub mod pairing;
 pub mod result;
 pub mod sizing;

@@ -444,51 +444,51 @@ metadata:
   serviceName: iocurve-agent
   replicas: 1
   selector:
-matchLabels:
+    matchLabels:
 {l6}  template:
-metadata:
-  labels:
+    metadata:
+      labels:
 {l8}      annotations:
-    # Live metrics of every step this agent runs (issue 18's exporter). The scrape job must
-    # bring the metrics token (`authorization: {{credentials_file: …}}`; see the README).
-    prometheus.io/scrape: \"true\"
-    prometheus.io/port: \"{METRICS_PORT}\"
-    prometheus.io/path: /metrics
-spec:
-  # iocurve never calls the Kubernetes API: no service-account token in the pod.
-  automountServiceAccountToken: false
-  enableServiceLinks: false
+        # Live metrics of every step this agent runs (issue 18's exporter). The scrape job must
+        # bring the metrics token (`authorization: {{credentials_file: …}}`; see the README).
+        prometheus.io/scrape: \"true\"
+        prometheus.io/port: \"{METRICS_PORT}\"
+        prometheus.io/path: /metrics
+    spec:
+      # iocurve never calls the Kubernetes API: no service-account token in the pod.
+      automountServiceAccountToken: false
+      enableServiceLinks: false
 {affinity}      securityContext:
-    # The runtime's default profile; it may forbid io_uring, and the agent then runs psync
-    # and says so. A profile that allows io_uring_setup/enter/register lifts that.
-    seccompProfile:
-      type: RuntimeDefault
-  containers:
-  - name: agent
-    image: {image}
-    args:
+        # The runtime's default profile; it may forbid io_uring, and the agent then runs psync
+        # and says so. A profile that allows io_uring_setup/enter/register lifts that.
+        seccompProfile:
+          type: RuntimeDefault
+      containers:
+      - name: agent
+        image: {image}
+        args:
 {args}        ports:
-    - name: agent
-      containerPort: {AGENT_PORT}
-    - name: metrics
-      containerPort: {METRICS_PORT}
-    readinessProbe:
-      tcpSocket:
-        port: agent
-      periodSeconds: 5
+        - name: agent
+          containerPort: {AGENT_PORT}
+        - name: metrics
+          containerPort: {METRICS_PORT}
+        readinessProbe:
+          tcpSocket:
+            port: agent
+          periodSeconds: 5
 {resources}        securityContext:
-      # Root in the container, for the device node only: the block device the pod is given
-      # ({what}) is root's (0660, root:disk), and no user or group the pod could pick is
-      # sure to own it; root without any capability opens it as its owner and can do
-      # nothing else a user could not (no CAP_DAC_OVERRIDE, CAP_SYS_ADMIN or CAP_SYS_NICE:
-      # steps then start without the real-time wake-up, slightly less together).
-      runAsUser: 0
-      runAsNonRoot: false
-      privileged: false
-      allowPrivilegeEscalation: false
-      readOnlyRootFilesystem: true
-      capabilities:
-        drop: [\"ALL\"]
+          # Root in the container, for the device node only: the block device the pod is given
+          # ({what}) is root's (0660, root:disk), and no user or group the pod could pick is
+          # sure to own it; root without any capability opens it as its owner and can do
+          # nothing else a user could not (no CAP_DAC_OVERRIDE, CAP_SYS_ADMIN or CAP_SYS_NICE:
+          # steps then start without the real-time wake-up, slightly less together).
+          runAsUser: 0
+          runAsNonRoot: false
+          privileged: false
+          allowPrivilegeEscalation: false
+          readOnlyRootFilesystem: true
+          capabilities:
+            drop: [\"ALL\"]
 ",
         l4 = agent_labels(i, 4),
         l6 = agent_labels(i, 6),
@@ -506,29 +506,29 @@ spec:
     let _ = write!(
         y,
         "        volumeMounts:
-    - name: credentials
-      mountPath: {AGENT_CREDENTIALS}
-      readOnly: true
-    - name: metrics-token
-      mountPath: {METRICS_CREDENTIALS}
-      readOnly: true
-    - name: state
-      mountPath: {STATE_DIR}
-  volumes:
-  - name: credentials
-    secret:
-      # This agent's own: its certificate (for {host}), key and token, and the CA of the
-      # coordinator's certificate.
-      secretName: iocurve-agent-{i}
-      # 0400: the agent refuses a token file others may read.
-      defaultMode: 256
-  - name: metrics-token
-    secret:
-      # The scrapers' read-only token, the same on every agent.
-      secretName: iocurve-metrics
-      defaultMode: 256
-  - name: state
-    emptyDir: {{}}
+        - name: credentials
+          mountPath: {AGENT_CREDENTIALS}
+          readOnly: true
+        - name: metrics-token
+          mountPath: {METRICS_CREDENTIALS}
+          readOnly: true
+        - name: state
+          mountPath: {STATE_DIR}
+      volumes:
+      - name: credentials
+        secret:
+          # This agent's own: its certificate (for {host}), key and token, and the CA of the
+          # coordinator's certificate.
+          secretName: iocurve-agent-{i}
+          # 0400: the agent refuses a token file others may read.
+          defaultMode: 256
+      - name: metrics-token
+        secret:
+          # The scrapers' read-only token, the same on every agent.
+          secretName: iocurve-metrics
+          defaultMode: 256
+      - name: state
+        emptyDir: {{}}
 ",
         host = agent_host(o, i),
     );
@@ -537,13 +537,13 @@ spec:
             y,
             "  volumeClaimTemplates:
   - metadata:
-  name: data
-spec:
-  accessModes: [\"ReadWriteOnce\"]
-  volumeMode: Block
+      name: data
+    spec:
+      accessModes: [\"ReadWriteOnce\"]
+      volumeMode: Block
 {class}      resources:
-    requests:
-      storage: {size}
+        requests:
+          storage: {size}
 ",
             class = o.storage_class.as_ref().map(|c| format!("      storageClassName: {}\n", q(c))).unwrap_or_default(),
             size = q(&o.volume_size)

@@ -453,9 +453,6 @@ mod tests {
         open
     }
 
-    /// Issue 35, finding 2: a full cap refused the newcomer, so idle connections from one
-    /// address held its places for good. Now the newcomer evicts the oldest of its address,
-    /// and the eviction really closes that connection.
     /// A peer that closed its end is seen at once, before anything read the end of the stream;
     /// unread bytes before the close do not hide it.
     #[test]
@@ -478,6 +475,9 @@ mod tests {
         assert!(!ticket.peer_closed(), "a dropped connection has no socket to ask");
     }
 
+    /// Issue 35, finding 2: a full cap refused the newcomer, so idle connections from one
+    /// address held its places for good. Now the newcomer evicts the oldest of its address,
+    /// and the eviction really closes that connection.
     #[test]
     fn regression_a_full_address_evicts_its_oldest_stranger() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -221,6 +221,15 @@ pub fn check_limits(w: &Workload, workers: u32, backend: Backend) -> Result<(), 
             if caps.threads == ThreadModel::PerIo { " or --qd, use io_uring" } else { " or --threads" }
         )));
     }
+    let slots = workers as u64 * w.queue_depth as u64;
+    if caps.aio_context
+        && let Some(limit) = crate::backend::aio_room_short(slots)
+    {
+        return Err(EngineError::Input(format!(
+            "workload {}: a step of {workers} workers at queue depth {} needs {slots} asynchronous I/O events, more than the kernel's limit leaves ({limit}): lower --ramp or --qd, raise the limit (sysctl fs.aio-max-nr=…), or use io_uring",
+            w.name, w.queue_depth
+        )));
+    }
     if caps.descriptor_per_thread
         && let Some((room, limit)) = fd_room()
         && threads > room

@@ -242,13 +242,12 @@ fn give_back_memory() {
     }
 }
 
-// Issue 38: still over the 150 lines `too_many_lines` allows; the step session (part 1) takes it apart.
-#[allow(clippy::too_many_lines)]
-fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepRecord, EngineError> {
+/// What a step must hold before anything is allocated. An agent gets the same checks as a
+/// local run: memory and the threads and descriptors the step needs (issue 36, finding 7: an
+/// agent found its thread limit only when a thread failed to start, and the run exited 1, not
+/// 2), a verification map of the step's block size, a rate the schedule can keep.
+fn check_config(cfg: &StepConfig) -> Result<(), EngineError> {
     let w = cfg.workload;
-    // Before any allocation: an agent gets the same checks as a local run, memory and the
-    // threads and descriptors the step needs (issue 36, finding 7: an agent found its thread
-    // limit only when a thread failed to start, and the run exited 1, not 2).
     crate::budget::check_step(w, cfg.workers, cfg.backend)?;
     crate::budget::check_limits(w, cfg.workers, cfg.backend)?;
     if w.verify {
@@ -269,9 +268,6 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
             }
         }
     }
-    cfg.targets.set_direct(w.direct)?;
-    let opgen = op_gen(w, cfg.workers, cfg.targets)?;
-    let qd = w.queue_depth;
     if let Some(r) = &cfg.rate
         && !(r.iops > 0.0 && r.iops <= crate::arrival::MAX_IOPS && r.host < r.hosts)
     {
@@ -280,10 +276,14 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
             w.name, r.iops, r.host, r.hosts
         )));
     }
-    let fds: Vec<RawFd> = cfg.targets.targets.iter().map(|t| t.fd()).collect();
+    Ok(())
+}
 
-    // Slots (outstanding I/Os) per thread, as worker ids.
-    let plan: Vec<Vec<u32>> = match cfg.backend.facts().threads {
+/// Slots (outstanding I/Os) per I/O thread, as worker ids: a thread per slot (psync), or the
+/// workers' slots spread over `threads`.
+fn slot_plan(cfg: &StepConfig) -> Vec<Vec<u32>> {
+    let qd = cfg.workload.queue_depth;
+    match cfg.backend.facts().threads {
         ThreadModel::PerIo => (0..cfg.workers).flat_map(|wk| (0..qd).map(move |_| vec![wk])).collect(),
         ThreadModel::Shared => {
             let n = cfg.threads.clamp(1, cfg.workers as usize);
@@ -293,7 +293,17 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
             }
             p
         }
-    };
+    }
+}
+
+fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<StepRecord, EngineError> {
+    let w = cfg.workload;
+    check_config(cfg)?;
+    cfg.targets.set_direct(w.direct)?;
+    let opgen = op_gen(w, cfg.workers, cfg.targets)?;
+    let qd = w.queue_depth;
+    let fds: Vec<RawFd> = cfg.targets.targets.iter().map(|t| t.fd()).collect();
+    let plan = slot_plan(cfg);
     let nthreads = plan.len();
     tracing::debug!(workload = %w.name, workers = cfg.workers, qd, threads = nthreads, backend = cfg.backend.name(), "step starting");
     // The I/O threads are not scoped: one blocked in a system call on storage that stopped
@@ -425,9 +435,6 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
     coordinate(cfg, w, rec, &sched, &rx, &spare_txs, &step_stop, &lives, &errors, rounds.as_deref(), obs)
 }
 
-/// Runs a thread's slots once the gate opens (`start` gives None: the step was called off). If I/O
-/// is still in flight after an error, the buffers are leaked on purpose: the kernel may still
-/// write into them.
 /// An I/O thread's run once its back-end is built ([`crate::backend::drive`]).
 struct Go<'a, F> {
     parts: Parts,
@@ -446,6 +453,9 @@ impl<F: FnOnce() -> Option<(Schedule, Option<crate::host::StartPriority>)>> crat
     }
 }
 
+/// Runs a thread's slots once the gate opens (`start` gives None: the step was called off). If I/O
+/// is still in flight after an error, the buffers are leaked on purpose: the kernel may still
+/// write into them.
 fn run_slots<B: crate::backend::IoEngine>(
     s: &mut Slots<B>,
     samples_per_interval: u32,
@@ -504,9 +514,233 @@ pub const OVERLOADED: &str = "overloaded";
 /// I/Os is blocked in a system call (psync on storage that stopped answering): it is given up.
 const ABANDON_MARGIN_NS: u64 = worker::POLL_NS + worker::CANCEL_WAIT_NS + 200_000_000;
 
+/// A step's coordination on its host: what the I/O threads reported so far, gathered into the
+/// step's intervals and handed on in order. One handler per event: a thread's message
+/// ([`Coordination::take`]), the clock (boundaries, threads stuck past their deadline), the
+/// intervals ready to hand on, a progress tick; then the step's record concluded.
+struct Coordination<'c, 'o> {
+    cfg: &'c StepConfig<'c>,
+    w: &'c Workload,
+    sched: &'c Schedule,
+    lives: &'c [Live],
+    rounds: Option<&'c AtomicU32>,
+    spares: &'c [Option<mpsc::SyncSender<Box<IntervalStats>>>],
+    step_stop: &'c AtomicBool,
+    obs: &'o mut dyn StepObserver,
+    rec: StepRecord,
+    nthreads: usize,
+    /// CPU readings at the boundaries of the intervals not yet handed on (boundary k starts
+    /// interval k): only those in flight are held, so that a day-long step's memory does not
+    /// depend on its length (issue 21).
+    cpu: BTreeMap<u32, Option<CpuTimes>>,
+    next_cpu: u32,
+    /// Per interval: which threads reported it, and their stats merged.
+    pending: BTreeMap<u32, (Vec<bool>, IntervalStats)>,
+    /// Intervals handed on to the observer so far (in `rec` too, unless this is an agent's step).
+    handed: u32,
+    /// Per thread: it said Done (or Failed), or it was given up; and whether it was given up.
+    finished: Vec<bool>,
+    given_up: Vec<bool>,
+    failure: Option<String>,
+    tail: worker::Tail,
+    /// Some thread saw its last I/O complete without a stall past the step's end.
+    completed_in_time: bool,
+    /// When the threads stopped issuing (ns since t0) and whether that was a stop before the
+    /// step's end.
+    ended: Option<(u64, bool)>,
+    /// When the coordinator first saw the step told to stop (Ctrl-C, an abort), in ns since t0.
+    stop_seen: Option<u64>,
+}
+
+impl Coordination<'_, '_> {
+    /// The intervals the step runs: all, or fewer once it is steady (`steady_state = "snia"`).
+    fn planned(&self) -> u32 {
+        self.rounds.map_or(self.w.intervals, |r| r.load(Ordering::Relaxed).min(self.w.intervals))
+    }
+
+    fn end_ns(&self) -> u64 {
+        self.sched.boundary_ns(self.planned())
+    }
+
+    fn all_done(&self) -> bool {
+        self.finished.iter().all(|&f| f)
+    }
+
+    /// When to wake next at the latest: the next interval boundary's CPU reading or the next
+    /// progress tick.
+    fn wake(&self, next_tick: Instant) -> Instant {
+        let t0 = self.sched.t0;
+        let cpu_at =
+            (self.next_cpu <= self.planned()).then(|| t0 + Duration::from_nanos(self.sched.boundary_ns(self.next_cpu)));
+        cpu_at.map_or(next_tick, |c| c.min(next_tick))
+    }
+
+    /// A message of I/O thread `ti`.
+    fn take(&mut self, ti: usize, m: Msg) {
+        match m {
+            Msg::Interval { index, mut stats } => {
+                let n = self.nthreads;
+                let e = self.pending.entry(index).or_insert_with(|| (vec![false; n], IntervalStats::default()));
+                e.0[ti] = true;
+                e.1.merge(&stats);
+                // Emptied here, not on the I/O thread, which takes it at a later boundary.
+                if let Some(Some(tx)) = self.spares.get(ti) {
+                    stats.reset();
+                    let _ = tx.try_send(stats);
+                }
+            }
+            Msg::Drained(t) => {
+                let tail = &mut self.tail;
+                tail.read.merge(&t.read);
+                tail.write.merge(&t.write);
+                tail.drain.merge(&t.drain);
+                tail.unmeasured_errors.merge(&t.unmeasured_errors);
+                // Per thread, the stall it saw past the end; the host stalled only while no
+                // thread saw a completion (as `IntervalStats::merge`): the shortest.
+                tail.gap_ns = min_gap(tail.gap_ns, t.gap_ns);
+                if let Some(r) = &t.rate {
+                    tail.rate.get_or_insert_with(Default::default).merge(r);
+                }
+                self.completed_in_time |= t.gap_ns.is_none();
+            }
+            Msg::Done => self.finished[ti] = true,
+            Msg::Failed(e) => {
+                self.finished[ti] = true;
+                self.failure.get_or_insert(format!("I/O thread {ti}: {e}"));
+                self.step_stop.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The clock moved on to `now`: the end or stop of the step, the CPU at the boundaries
+    /// passed, and threads still out long after their deadline for outstanding I/Os (blocked
+    /// in the kernel: their I/Os count as stuck and the step goes on without them).
+    fn tick(&mut self, now: Instant) {
+        if self.cfg.stop.load(Ordering::Relaxed) {
+            self.step_stop.store(true, Ordering::Relaxed);
+        }
+        let t0 = self.sched.t0;
+        let now_ns = now.duration_since(t0).as_nanos() as u64;
+        let stopping = self.step_stop.load(Ordering::Relaxed);
+        if self.ended.is_none() {
+            if stopping && now_ns < self.end_ns() {
+                self.ended = Some((now_ns, true));
+            } else if now_ns >= self.end_ns() {
+                self.ended = Some((self.end_ns(), false));
+            }
+        }
+        while self.next_cpu <= self.planned() && now >= t0 + Duration::from_nanos(self.sched.boundary_ns(self.next_cpu))
+        {
+            self.cpu.insert(self.next_cpu, cpu_times());
+            self.next_cpu += 1;
+        }
+        if self.stop_seen.is_none() && self.step_stop.load(Ordering::Relaxed) {
+            self.stop_seen = Some(now_ns);
+        }
+        if let Some((at, stopped)) = self.ended
+            && !self.all_done()
+        {
+            let max_lat = self.lives.iter().map(|l| l.max_lat_ns.load(Ordering::Relaxed)).max().unwrap_or(0);
+            let wait = self.sched.stuck_wait_ns(stopped, max_lat);
+            let mut give_up_at = at + wait + ABANDON_MARGIN_NS;
+            // A Ctrl-C during the wait at the step's end cuts it short, as in the threads.
+            if let Some(s) = self.stop_seen {
+                give_up_at = give_up_at.min(s.max(at) + worker::STOP_WAIT_NS + ABANDON_MARGIN_NS);
+            }
+            if now_ns >= give_up_at {
+                self.tail.drain.wait_ns = self.tail.drain.wait_ns.max(wait);
+                let warmup_ns = self.sched.warmup_ns;
+                abandon(self.lives, &mut self.finished, &mut self.given_up, now_ns, warmup_ns, &mut self.tail);
+                if let Some(map) = &self.cfg.verify {
+                    // Their claimed blocks may or may not receive the stuck writes.
+                    map.forget_claimed();
+                }
+            }
+        }
+    }
+
+    /// Hands on every interval that all threads reported, in order; the last one once every
+    /// thread is done, with the latencies of the I/Os outstanding at the step's end.
+    fn hand_on(&mut self) {
+        let all_done = self.all_done();
+        let abandoned = self.given_up.iter().filter(|&&g| g).count();
+        while self.handed < self.planned() {
+            let idx = self.handed;
+            let last = self.planned() - 1;
+            let complete = self
+                .pending
+                .get(&idx)
+                .is_some_and(|(by, _)| by.iter().zip(&self.given_up).all(|(&reported, &gone)| reported || gone));
+            // Given-up threads report no more: an interval that ended before the threads
+            // stopped issuing is handed on with what the others measured (nothing at all when
+            // every thread was given up: a stall from its start to its end).
+            let without =
+                abandoned > 0 && all_done && self.ended.is_some_and(|(at, _)| self.sched.boundary_ns(idx + 1) <= at);
+            if !(complete || without) || (idx == last && !all_done) {
+                break;
+            }
+            let mut stats = self.pending.remove(&idx).map(|p| p.1).unwrap_or_else(|| {
+                let mut s = IntervalStats::with_samples(self.sched.samples_per_interval as usize);
+                let since = self.lives.iter().map(|l| l.last_wake_ns.load(Ordering::Relaxed)).max().unwrap_or(0);
+                s.max_gap_ns = Some(self.sched.boundary_ns(idx + 1).saturating_sub(since.max(self.sched.warmup_ns)));
+                s
+            });
+            if idx == last {
+                add_tail(&mut stats, &self.tail, !self.completed_in_time);
+            }
+            self.interval(idx, stats);
+        }
+    }
+
+    /// Interval `idx`, complete, to the observer (and the record).
+    fn interval(&mut self, idx: u32, stats: IntervalStats) {
+        let w = self.w;
+        let end = self.cpu.get(&(idx + 1)).copied().flatten().or_else(cpu_times);
+        let usage = match (self.cpu.remove(&idx).flatten(), end) {
+            (Some(a), Some(b)) => CpuUsage::between(&a, &b),
+            _ => CpuUsage::default(),
+        };
+        self.obs.interval(idx, &stats, &usage, w.interval_s);
+        self.handed += 1;
+        // An agent's step keeps no record of the intervals it sent: the coordinator's store
+        // keeps them, and a copy here would grow with the run for nothing (issue 21).
+        if self.cfg.end.is_none() {
+            self.rec.push_interval(stats, usage, w.interval_s);
+        }
+        if let Some(r) = self.rounds
+            && self.cfg.end.is_none()
+            && self.planned() == w.intervals
+            && self.rec.is_steady(w.pattern == iocurve_plan::Pattern::Sequential)
+        {
+            // The interval running now completes, and every interval a thread has entered;
+            // the step ends after them.
+            crate::end::end_after(r, self.lives, idx + 2, w.intervals);
+            tracing::info!(workload = %w.name, workers = self.cfg.workers, after = idx + 1, "steady state reached");
+        }
+    }
+
+    fn progress(&mut self, now: Instant) {
+        let elapsed = now.duration_since(self.sched.t0).as_secs_f64();
+        let sum = |f: fn(&Live) -> &std::sync::atomic::AtomicU64| -> u64 {
+            self.lives.iter().map(|l| f(l).load(Ordering::Relaxed)).sum()
+        };
+        let p = StepProgress {
+            elapsed_s: elapsed,
+            planned_s: self.w.step_seconds(),
+            warmup: elapsed < self.w.warmup_s,
+            ops: sum(|l| &l.ops),
+            bytes: sum(|l| &l.bytes),
+            lat_sum_ns: sum(|l| &l.lat_sum_ns),
+            intervals_done: self.handed,
+            inflight: sum(|l| &l.inflight),
+        };
+        self.obs.progress(&p);
+    }
+}
+
+/// Gathers a step's intervals from its I/O threads' messages on `rx` until every thread is
+/// done (or given up), and concludes its record.
 #[allow(clippy::too_many_arguments)]
-// Issue 38: still over the 150 lines `too_many_lines` allows; the step session (part 1) takes it apart.
-#[allow(clippy::too_many_lines)]
 fn coordinate(
     cfg: &StepConfig,
     w: &Workload,
@@ -520,195 +754,73 @@ fn coordinate(
     rounds: Option<&AtomicU32>,
     obs: &mut dyn StepObserver,
 ) -> Result<StepRecord, EngineError> {
-    // The intervals the step runs: all, or fewer once it is steady (`steady_state = "snia"`).
-    let planned = || rounds.map_or(w.intervals, |r| r.load(Ordering::Relaxed).min(w.intervals));
     let t0 = sched.t0;
-    let spp = sched.samples_per_interval;
-    let tick = Duration::from_millis(250);
-    let mut next_tick = t0 + tick;
-    // CPU readings at the boundaries of the intervals not yet handed on (boundary k starts
-    // interval k): only those in flight are held, so that a day-long step's memory does not
-    // depend on its length (issue 21).
-    let mut cpu: BTreeMap<u32, Option<CpuTimes>> = BTreeMap::new();
-    let mut next_cpu = 0u32;
-    // Per interval: which threads reported it, and their stats merged.
-    let mut pending: BTreeMap<u32, (Vec<bool>, IntervalStats)> = BTreeMap::new();
-    // Intervals handed on to the observer so far (in `rec` too, unless this is an agent's step).
-    let mut handed = 0u32;
     let nthreads = rec.threads;
     rec.rate_iops = cfg.rate.map(|r| r.iops);
     let since_t0 = Instant::now().saturating_duration_since(t0).as_nanos() as i64;
     rec.measured_from_unix_ns = Some(iocurve_stats::date::unix_ns() - since_t0 + sched.warmup_ns as i64);
     obs.started(&rec);
-    // Per thread: it said Done (or Failed), or it was given up; and whether it was given up.
-    let mut finished = vec![false; nthreads];
-    let mut given_up = vec![false; nthreads];
-    let mut failure: Option<String> = None;
-    let mut tail = worker::Tail::default();
-    // Some thread saw its last I/O complete without a stall past the step's end.
-    let mut completed_in_time = false;
-    // When the threads stopped issuing (ns since t0) and whether that was a stop before the
-    // step's end.
-    let mut ended: Option<(u64, bool)> = None;
-    // When the coordinator first saw the step told to stop (Ctrl-C, an abort), in ns since t0.
-    let mut stop_seen: Option<u64> = None;
-    let end_ns = || sched.boundary_ns(planned());
-    let planned_s = w.step_seconds();
-    let last = || planned() - 1;
+    let mut c = Coordination {
+        cfg,
+        w,
+        sched,
+        lives,
+        rounds,
+        spares,
+        step_stop,
+        obs,
+        rec,
+        nthreads,
+        cpu: BTreeMap::new(),
+        next_cpu: 0,
+        pending: BTreeMap::new(),
+        handed: 0,
+        finished: vec![false; nthreads],
+        given_up: vec![false; nthreads],
+        failure: None,
+        tail: worker::Tail::default(),
+        completed_in_time: false,
+        ended: None,
+        stop_seen: None,
+    };
+    let tick = Duration::from_millis(250);
+    let mut next_tick = t0 + tick;
     loop {
-        let now = Instant::now();
-        let cpu_at = (next_cpu <= planned()).then(|| t0 + Duration::from_nanos(sched.boundary_ns(next_cpu)));
-        let wake = cpu_at.map_or(next_tick, |c| c.min(next_tick));
-        match rx.recv_timeout(wake.saturating_duration_since(now)) {
-            Ok((ti, Msg::Interval { index, mut stats })) => {
-                let e = pending.entry(index).or_insert_with(|| (vec![false; nthreads], IntervalStats::default()));
-                e.0[ti] = true;
-                e.1.merge(&stats);
-                // Emptied here, not on the I/O thread, which takes it at a later boundary.
-                if let Some(Some(tx)) = spares.get(ti) {
-                    stats.reset();
-                    let _ = tx.try_send(stats);
-                }
-            }
-            Ok((_, Msg::Drained(t))) => {
-                tail.read.merge(&t.read);
-                tail.write.merge(&t.write);
-                tail.drain.merge(&t.drain);
-                tail.unmeasured_errors.merge(&t.unmeasured_errors);
-                // Per thread, the stall it saw past the end; the host stalled only while no
-                // thread saw a completion (as `IntervalStats::merge`): the shortest.
-                tail.gap_ns = min_gap(tail.gap_ns, t.gap_ns);
-                if let Some(r) = &t.rate {
-                    tail.rate.get_or_insert_with(Default::default).merge(r);
-                }
-                completed_in_time |= t.gap_ns.is_none();
-            }
-            Ok((ti, Msg::Done)) => finished[ti] = true,
-            Ok((ti, Msg::Failed(e))) => {
-                finished[ti] = true;
-                failure.get_or_insert(format!("I/O thread {ti}: {e}"));
-                step_stop.store(true, Ordering::Relaxed);
-            }
+        let wake = c.wake(next_tick);
+        match rx.recv_timeout(wake.saturating_duration_since(Instant::now())) {
+            Ok((ti, m)) => c.take(ti, m),
             Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => finished.iter_mut().for_each(|f| *f = true),
-        }
-        if cfg.stop.load(Ordering::Relaxed) {
-            step_stop.store(true, Ordering::Relaxed);
+            Err(RecvTimeoutError::Disconnected) => c.finished.iter_mut().for_each(|f| *f = true),
         }
         let now = Instant::now();
-        let now_ns = now.duration_since(t0).as_nanos() as u64;
-        if ended.is_none() {
-            if step_stop.load(Ordering::Relaxed) && now_ns < end_ns() {
-                ended = Some((now_ns, true));
-            } else if now_ns >= end_ns() {
-                ended = Some((end_ns(), false));
-            }
-        }
-        while next_cpu <= planned() && now >= t0 + Duration::from_nanos(sched.boundary_ns(next_cpu)) {
-            cpu.insert(next_cpu, cpu_times());
-            next_cpu += 1;
-        }
-        let all_done = finished.iter().all(|&f| f);
-        // Threads still out long after their deadline for outstanding I/Os are blocked in the
-        // kernel: count their I/Os as stuck and go on without them.
-        if stop_seen.is_none() && step_stop.load(Ordering::Relaxed) {
-            stop_seen = Some(now_ns);
-        }
-        if let Some((at, stopped)) = ended
-            && !all_done
-        {
-            let max_lat = lives.iter().map(|l| l.max_lat_ns.load(Ordering::Relaxed)).max().unwrap_or(0);
-            let wait = sched.stuck_wait_ns(stopped, max_lat);
-            let mut give_up_at = at + wait + ABANDON_MARGIN_NS;
-            // A Ctrl-C during the wait at the step's end cuts it short, as in the threads.
-            if let Some(s) = stop_seen {
-                give_up_at = give_up_at.min(s.max(at) + worker::STOP_WAIT_NS + ABANDON_MARGIN_NS);
-            }
-            if now_ns >= give_up_at {
-                tail.drain.wait_ns = tail.drain.wait_ns.max(wait);
-                abandon(lives, &mut finished, &mut given_up, now_ns, sched.warmup_ns, &mut tail);
-                if let Some(map) = &cfg.verify {
-                    // Their claimed blocks may or may not receive the stuck writes.
-                    map.forget_claimed();
-                }
-            }
-        }
-        let all_done = finished.iter().all(|&f| f);
-        // Hand on every interval that all threads reported, in order; the last one once every
-        // thread is done, with the latencies of the I/Os outstanding at the step's end.
-        let abandoned = given_up.iter().filter(|&&g| g).count();
-        loop {
-            let idx = handed;
-            if idx >= planned() {
-                break;
-            }
-            let complete = pending
-                .get(&idx)
-                .is_some_and(|(by, _)| by.iter().zip(&given_up).all(|(&reported, &gone)| reported || gone));
-            // Given-up threads report no more: an interval that ended before the threads
-            // stopped issuing is handed on with what the others measured (nothing at all when
-            // every thread was given up: a stall from its start to its end).
-            let without = abandoned > 0 && all_done && ended.is_some_and(|(at, _)| sched.boundary_ns(idx + 1) <= at);
-            if !(complete || without) || (idx == last() && !all_done) {
-                break;
-            }
-            let mut stats = pending.remove(&idx).map(|p| p.1).unwrap_or_else(|| {
-                let mut s = IntervalStats::with_samples(spp as usize);
-                let since = lives.iter().map(|l| l.last_wake_ns.load(Ordering::Relaxed)).max().unwrap_or(0);
-                s.max_gap_ns = Some(sched.boundary_ns(idx + 1).saturating_sub(since.max(sched.warmup_ns)));
-                s
-            });
-            if idx == last() {
-                add_tail(&mut stats, &tail, !completed_in_time);
-            }
-            let end = cpu.get(&(idx + 1)).copied().flatten().or_else(cpu_times);
-            let usage = match (cpu.remove(&idx).flatten(), end) {
-                (Some(a), Some(b)) => CpuUsage::between(&a, &b),
-                _ => CpuUsage::default(),
-            };
-            obs.interval(idx, &stats, &usage, w.interval_s);
-            handed += 1;
-            // An agent's step keeps no record of the intervals it sent: the coordinator's store
-            // keeps them, and a copy here would grow with the run for nothing (issue 21).
-            if cfg.end.is_none() {
-                rec.push_interval(stats, usage, w.interval_s);
-            }
-            if let Some(r) = rounds
-                && cfg.end.is_none()
-                && planned() == w.intervals
-                && rec.is_steady(w.pattern == iocurve_plan::Pattern::Sequential)
-            {
-                // The interval running now completes, and every interval a thread has entered;
-                // the step ends after them.
-                crate::end::end_after(r, lives, idx + 2, w.intervals);
-                tracing::info!(workload = %w.name, workers = cfg.workers, after = idx + 1, "steady state reached");
-            }
-        }
-        if now >= next_tick || all_done {
+        c.tick(now);
+        c.hand_on();
+        if now >= next_tick || c.all_done() {
             next_tick = now + tick;
-            let elapsed = now.duration_since(t0).as_secs_f64();
-            obs.progress(&StepProgress {
-                elapsed_s: elapsed,
-                planned_s,
-                warmup: elapsed < w.warmup_s,
-                ops: lives.iter().map(|l| l.ops.load(Ordering::Relaxed)).sum(),
-                bytes: lives.iter().map(|l| l.bytes.load(Ordering::Relaxed)).sum(),
-                lat_sum_ns: lives.iter().map(|l| l.lat_sum_ns.load(Ordering::Relaxed)).sum(),
-                intervals_done: handed,
-                inflight: lives.iter().map(|l| l.inflight.load(Ordering::Relaxed)).sum(),
-            });
+            c.progress(now);
         }
-        if all_done {
+        if c.all_done() {
             break;
         }
     }
-    if let Some(f) = failure {
+    conclude(c, errors)
+}
+
+/// The step's record once every thread is done: how it ended, its I/O threads' CPU, and the
+/// notes of what happened to it (saturated threads, an abort, an overload, stopped targets,
+/// threads left behind).
+fn conclude(c: Coordination, errors: &ErrorState) -> Result<StepRecord, EngineError> {
+    let (cfg, w, sched, lives, nthreads) = (c.cfg, c.w, c.sched, c.lives, c.nthreads);
+    if let Some(f) = c.failure {
         return Err(EngineError::io(
             format!("step {} with {} workers failed", w.name, cfg.workers),
             std::io::Error::other(f),
         ));
     }
-    rec.interrupted = handed < planned();
+    let planned = c.rounds.map_or(w.intervals, |r| r.load(Ordering::Relaxed).min(w.intervals));
+    let (handed, tail, given_up) = (c.handed, c.tail, c.given_up);
+    let mut rec = c.rec;
+    rec.interrupted = handed < planned;
     // Each thread's share of the time between its readings at the measurement's start and at
     // the last boundary it crossed, both read when it noticed them (a thread that noticed both
     // in one wake-up, blocked in between, tells nothing).
@@ -740,7 +852,7 @@ fn coordinate(
         let when = at_ns as f64 / 1e9 - w.warmup_s;
         let when = if when < 0.0 {
             format!("in the warm-up ({:.1} s before the measurement)", -when)
-        } else if when > planned() as f64 * w.interval_s {
+        } else if when > planned as f64 * w.interval_s {
             "after the measurement, while outstanding I/Os were waited for".to_string()
         } else {
             format!("{when:.1} s into the measurement")

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
+use iocurve_analysis::format;
 use iocurve_engine::precondition::{PreConfig, PreProgress, PreState, chunks, target_pass};
 use iocurve_engine::{Target, TargetSet};
 use iocurve_plan::{DataPattern, format_size};
-use iocurve_report::format;
 use iocurve_store::{Precondition, Store};
 
 use crate::{Cancel, Error, Observer, time};

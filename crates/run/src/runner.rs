@@ -256,8 +256,8 @@ impl<'o> Runner<'o> {
         if planned * 1.2 + 600.0 > l.lifetime.as_secs_f64() {
             return Err(Error::Usage(format!(
                 "the plan takes about {}, and the agents' credentials last {}: give --launch-valid-h {:.0} or more",
-                iocurve_report::format::duration(planned),
-                iocurve_report::format::duration(l.lifetime.as_secs_f64()),
+                iocurve_analysis::format::duration(planned),
+                iocurve_analysis::format::duration(l.lifetime.as_secs_f64()),
                 ((planned * 1.2 + 600.0) / 3600.0).ceil()
             )));
         }

@@ -47,17 +47,33 @@ struct IoEvent {
 const IOCB_CMD_PREAD: u16 = 0;
 const IOCB_CMD_PWRITE: u16 = 1;
 
-/// Checks that native AIO can be used here (not disabled by fs.aio-max-nr or a seccomp policy).
+/// Checks that native AIO can be used here (not disabled by fs.aio-max-nr or a seccomp policy
+/// that lets contexts be made but no I/O through them): one read of /dev/null goes through a
+/// context of its own.
 pub fn probe_libaio() -> Result<(), String> {
-    let mut ctx: libc::c_ulong = 0;
-    // SAFETY: io_setup writes the new context's id to `ctx`, a live local.
-    let r = unsafe { libc::syscall(libc::SYS_io_setup, 1 as libc::c_long, &mut ctx as *mut libc::c_ulong) };
-    if r < 0 {
-        return Err(io::Error::last_os_error().to_string());
+    let null = std::fs::File::open("/dev/null").map_err(|e| format!("cannot open /dev/null: {e}"))?;
+    let mut b = LibaioBackend::new(1, vec![std::os::fd::AsRawFd::as_raw_fd(&null)]).map_err(|e| e.to_string())?;
+    let mut buf = [0u8; 512];
+    b.queue(0, &IoOp { target: 0, offset: 0, len: 512, write: false }, buf.as_mut_ptr()).map_err(|e| e.to_string())?;
+    let mut done = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while done.is_empty() && std::time::Instant::now() < deadline {
+        b.submit_and_wait(Duration::from_millis(100)).map_err(|e| e.to_string())?;
+        b.reap(&mut done);
     }
-    // SAFETY: `ctx` is the context io_setup made just now; nothing is in flight on it.
-    unsafe { libc::syscall(libc::SYS_io_destroy, ctx) };
-    Ok(())
+    match done.first() {
+        Some(&(_, r)) if r >= 0 => Ok(()),
+        Some(&(_, r)) => Err(io::Error::from_raw_os_error(-r).to_string()),
+        None => Err("a read of /dev/null did not complete within 2 s".into()),
+    }
+}
+
+/// Room for `events` more asynchronous I/O events under the kernel's limit (each context
+/// counts its slots against `fs.aio-max-nr`): None when there is, else what the limit is.
+pub fn aio_room_short(events: u64) -> Option<String> {
+    let read = |f: &str| std::fs::read_to_string(f).ok()?.trim().parse::<u64>().ok();
+    let (max, used) = (read("/proc/sys/fs/aio-max-nr")?, read("/proc/sys/fs/aio-nr")?);
+    (used.saturating_add(events) > max).then(|| format!("fs.aio-max-nr = {max}, {used} in use"))
 }
 
 pub struct LibaioBackend {
@@ -129,7 +145,8 @@ impl LibaioBackend {
             }
             match io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) {
                 // Out of resources for now: what is in flight completes first.
-                libc::EAGAIN | libc::EINTR => return Ok(()),
+                libc::EINTR => continue,
+                libc::EAGAIN => return Ok(()),
                 // The first control block is refused (a descriptor not open, a buffer
                 // misaligned for O_DIRECT): that I/O fails, counted as such; the rest go on.
                 errno => {
@@ -170,13 +187,21 @@ impl LibaioBackend {
 
 impl Drop for LibaioBackend {
     fn drop(&mut self) {
-        // io_destroy waits for what is still in flight. A step ends with I/Os still in a
-        // device that stopped answering (stuck): its thread must not wait for them, so the
-        // context is left to the process's end (the kernel reclaims it then; their buffers
-        // are forgotten, not freed, by the step).
+        // Completions that came since the last reap.
+        let _ = self.get_events(0, Duration::ZERO);
+        let ctx = self.ctx;
+        // SAFETY: `ctx` is this back-end's context, destroyed once; io_destroy waits for what
+        // is still in flight (the step forgot, not freed, the buffers of stuck I/Os).
+        let destroy = move || unsafe { libc::syscall(libc::SYS_io_destroy, ctx) };
         if self.in_flight == 0 {
-            // SAFETY: `ctx` is this back-end's context, destroyed once, with nothing in flight.
-            unsafe { libc::syscall(libc::SYS_io_destroy, self.ctx) };
+            destroy();
+            return;
+        }
+        // A step ends with I/Os still in a device that stopped answering (stuck): its thread
+        // must not wait for them, but the context's slots count against fs.aio-max-nr until it
+        // is destroyed — by a thread of its own, once the device answers.
+        if std::thread::Builder::new().name("iocurve-aio-end".into()).spawn(destroy).is_err() {
+            tracing::warn!("a native AIO context with stuck I/Os is left to the process's end");
         }
     }
 }
@@ -202,6 +227,12 @@ impl IoEngine for LibaioBackend {
         self.submit()?;
         if !self.ready.is_empty() {
             return self.get_events(0, Duration::ZERO);
+        }
+        if self.in_flight == 0 && !self.queued.is_empty() {
+            // The kernel had no room (EAGAIN) and nothing is out to wait for: try again soon,
+            // not at the timeout.
+            std::thread::sleep(timeout.min(Duration::from_millis(1)));
+            return Ok(());
         }
         self.get_events(1, timeout)
     }

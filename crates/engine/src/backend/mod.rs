@@ -17,7 +17,7 @@ mod uring;
 
 pub use fault::{ActiveFault, FaultBackend};
 pub use journaled::Journaled;
-pub use libaio::{LibaioBackend, probe_libaio};
+pub use libaio::{LibaioBackend, aio_room_short, probe_libaio};
 pub use null::NullBackend;
 pub use psync::PsyncBackend;
 pub use uring::{UringBackend, probe_io_uring};
