@@ -495,8 +495,10 @@ fn verify_completion<B: IoEngine>(
 /// `start` waits for the step's start (None: called off, nothing to do); everything the thread
 /// needs is allocated before it, so that the first I/O follows the start by microseconds (a
 /// histogram is some hundred KiB to zero). `samples_per_interval` is the schedule's.
-// Issue 38: still over the 150 lines `too_many_lines` allows; the worker loop in phases (part 1) takes it apart.
-#[allow(clippy::too_many_lines)]
+///
+/// Each wake-up goes through the phases of [`Pass`]: the wait, a stop, the interval boundaries
+/// crossed, the I/Os due (rate steps), the completions (each recorded and its slot reissued),
+/// the rate schedule's issue, the live figures; once issuing ended, the drain.
 pub(crate) fn run<B: IoEngine>(
     s: &mut Slots<B>,
     samples_per_interval: u32,
@@ -508,33 +510,12 @@ pub(crate) fn run<B: IoEngine>(
     let n = s.worker.len();
     let spp = samples_per_interval as u64;
     let rate_mode = s.rate.is_some();
-    let fresh = || {
-        let mut c = Box::new(IntervalStats::with_samples(spp as usize));
-        if rate_mode {
-            c.rate = Some(Box::default());
-        }
-        c
-    };
-    let mut done: Vec<Completion> = Vec::with_capacity(n);
-    let mut cur = fresh();
+    let cur = fresh(spp, rate_mode);
     // The next interval's, made before the start: the first boundary allocates nothing either
     // (where the coordinator hands sets back).
-    let mut spare = s.spares.is_some().then(fresh);
-    let mut phase: i64 = -1; // -1 = warm-up
-    let mut phase_start = 0u64;
-    let mut issuing = true;
-    // Stopped before the last boundary (Ctrl-C, abort): the unfinished interval is dropped.
-    let mut stopped = false;
-    let mut inflight = 0usize;
-    let mut inflight_writes = 0u64;
-    let (mut l_ops, mut l_bytes, mut l_lat, mut max_lat) = (0u64, 0u64, 0u64, 0u64);
-    // Once issuing stopped: until when outstanding I/Os are waited for, and once they were
-    // given up, until when the cancelled ones are waited for.
-    let mut drain_until: Option<u64> = None;
-    let mut cancel_until: Option<u64> = None;
+    let spare = s.spares.is_some().then(|| fresh(spp, rate_mode));
+    let done: Vec<Completion> = Vec::with_capacity(n);
     let mut tail = Box::<Tail>::default();
-    // A rate step reached its end: the I/Os due before it are still to be issued.
-    let mut end_due = false;
     if let Some(rate) = &mut s.rate {
         tail.rate = Some(RateStats::default());
         rate.free = (0..n as u32).rev().collect();
@@ -546,48 +527,164 @@ pub(crate) fn run<B: IoEngine>(
 
     let Some((sched, start_priority)) = start() else { return Ok(0) };
     debug_assert_eq!(sched.samples_per_interval, samples_per_interval);
-    let sched = &sched;
-    let sample_ns = (sched.interval_ns / spp).max(1);
-    let clock = || sched.t0.elapsed().as_nanos() as u64;
-    let mut next_boundary = sched.warmup_ns;
-    let mut now = clock();
-    s.backend.start(sched.t0 + Duration::from_nanos(sched.warmup_ns));
-    if let Some(r) = &mut cur.rate {
-        let issued = s.issue_due(now, now, sched.warmup_ns, r).map_err(|e| (e, inflight))?;
-        inflight += issued.ios;
-        inflight_writes += issued.writes;
-    } else {
-        for slot in 0..n {
-            if s.issue(slot, now).map_err(|e| (e, inflight))? {
-                inflight += 1;
-                inflight_writes += s.ops[slot].write as u64;
-            }
+    let mut p = Pass {
+        sched: &sched,
+        live,
+        stop,
+        send,
+        n,
+        spp,
+        sample_ns: (sched.interval_ns / spp).max(1),
+        rate_mode,
+        cur,
+        spare,
+        done,
+        tail,
+        phase: -1,
+        phase_start: 0,
+        next_boundary: sched.warmup_ns,
+        now: 0,
+        issuing: true,
+        stopped: false,
+        end_due: false,
+        resting: false,
+        inflight: 0,
+        inflight_writes: 0,
+        l_ops: 0,
+        l_bytes: 0,
+        l_lat: 0,
+        max_lat: 0,
+        drain_until: None,
+        cancel_until: None,
+        last_done: 0,
+    };
+    p.now = p.clock();
+    p.first_ios(s, start_priority).map_err(|e| (e, p.inflight))?;
+    loop {
+        p.wait(s).map_err(|e| (e, p.inflight))?;
+        if live.abandoned.load(Ordering::Relaxed) {
+            // The coordinator counted this thread's I/Os as stuck and went on without it.
+            return Ok(p.inflight);
+        }
+        p.on_stop(s);
+        p.cross_boundaries(s);
+        p.count_due(s);
+        p.complete_all(s).map_err(|e| (e, p.inflight))?;
+        p.issue_rate(s).map_err(|e| (e, p.inflight))?;
+        p.publish();
+        if p.issuing {
+            continue;
+        }
+        if let Some(left) = p.drain(s).map_err(|e| (e, p.inflight))? {
+            return Ok(left);
         }
     }
-    // A synchronized start is over for this thread once its first I/Os are submitted (not
-    // waited for: that may take as long as the storage does).
-    if let Some(priority) = start_priority {
-        s.backend.flush().map_err(|e| (e, inflight))?;
-        drop(priority);
+}
+
+/// An empty interval's figures (with a rate part for rate steps).
+fn fresh(spp: u64, rate_mode: bool) -> Box<IntervalStats> {
+    let mut c = Box::new(IntervalStats::with_samples(spp as usize));
+    if rate_mode {
+        c.rate = Some(Box::default());
     }
-    // Before the first wait: a thread whose first I/O never returns (psync on storage that
-    // already stopped answering) is given up with it counted.
-    live.inflight.store(inflight as u64, Ordering::Relaxed);
-    live.inflight_writes.store(inflight_writes, Ordering::Relaxed);
-    live.last_wake_ns.store(now, Ordering::Relaxed);
-    // The last time any I/O of this thread completed: gaps between completions are stalls.
-    let mut last_done = now;
-    // Every slot of a closed-loop thread rests (`on_error = stop-target` stopped all its
-    // targets): nothing it waits for is the storage's, so it reports no stall (issue 36: such
-    // a step was flagged `stall` besides `target_stopped`). Other threads still tell.
-    let mut resting = false;
-    loop {
-        let mut until = cancel_until.or(drain_until).unwrap_or(next_boundary);
+    c
+}
+
+/// One thread's pass through a step: where it stands (phase, issuing or draining), what it has
+/// measured of the interval running, and what it tells the coordinator live.
+struct Pass<'p> {
+    sched: &'p Schedule,
+    live: &'p Live,
+    stop: &'p AtomicBool,
+    send: &'p dyn Fn(Msg),
+    /// Slots of this thread.
+    n: usize,
+    spp: u64,
+    sample_ns: u64,
+    rate_mode: bool,
+    cur: Box<IntervalStats>,
+    spare: Option<Box<IntervalStats>>,
+    done: Vec<Completion>,
+    tail: Box<Tail>,
+    /// -1: the warm-up; then the interval running.
+    phase: i64,
+    phase_start: u64,
+    next_boundary: u64,
+    /// ns since the step's t0, read at each wake-up.
+    now: u64,
+    issuing: bool,
+    /// Stopped before the last boundary (Ctrl-C, abort): the unfinished interval is dropped.
+    stopped: bool,
+    /// A rate step reached its end: the I/Os due before it are still to be issued.
+    end_due: bool,
+    /// Every slot of a closed-loop thread rests (`on_error = stop-target` stopped all its
+    /// targets): nothing it waits for is the storage's, so it reports no stall (issue 36: such
+    /// a step was flagged `stall` besides `target_stopped`). Other threads still tell.
+    resting: bool,
+    inflight: usize,
+    inflight_writes: u64,
+    l_ops: u64,
+    l_bytes: u64,
+    l_lat: u64,
+    max_lat: u64,
+    /// Once issuing stopped: until when outstanding I/Os are waited for, and once they were
+    /// given up, until when the cancelled ones are waited for.
+    drain_until: Option<u64>,
+    cancel_until: Option<u64>,
+    /// The last time any I/O of this thread completed: gaps between completions are stalls.
+    last_done: u64,
+}
+
+impl Pass<'_> {
+    #[inline]
+    fn clock(&self) -> u64 {
+        self.sched.t0.elapsed().as_nanos() as u64
+    }
+
+    /// Every slot's first I/O (or the rate schedule's first due ones), at the start.
+    fn first_ios<B: IoEngine>(
+        &mut self,
+        s: &mut Slots<B>,
+        start_priority: Option<crate::host::StartPriority>,
+    ) -> std::io::Result<()> {
+        let (now, warmup_ns) = (self.now, self.sched.warmup_ns);
+        s.backend.start(self.sched.t0 + Duration::from_nanos(warmup_ns));
+        if let Some(r) = &mut self.cur.rate {
+            let issued = s.issue_due(now, now, warmup_ns, r)?;
+            self.inflight += issued.ios;
+            self.inflight_writes += issued.writes;
+        } else {
+            for slot in 0..self.n {
+                if s.issue(slot, now)? {
+                    self.inflight += 1;
+                    self.inflight_writes += s.ops[slot].write as u64;
+                }
+            }
+        }
+        // A synchronized start is over for this thread once its first I/Os are submitted (not
+        // waited for: that may take as long as the storage does).
+        if let Some(priority) = start_priority {
+            s.backend.flush()?;
+            drop(priority);
+        }
+        // Before the first wait: a thread whose first I/O never returns (psync on storage that
+        // already stopped answering) is given up with it counted.
+        self.live.inflight.store(self.inflight as u64, Ordering::Relaxed);
+        self.live.inflight_writes.store(self.inflight_writes, Ordering::Relaxed);
+        self.live.last_wake_ns.store(now, Ordering::Relaxed);
+        self.last_done = now;
+        Ok(())
+    }
+
+    /// Waits for completions, the next boundary or (rate steps) the next due I/O.
+    #[inline]
+    fn wait<B: IoEngine>(&mut self, s: &mut Slots<B>) -> std::io::Result<()> {
+        let mut until = self.cancel_until.or(self.drain_until).unwrap_or(self.next_boundary);
         let mut least = 100_000;
         // A rate step with a slot free wakes when its next I/O is due.
         let mut due_wake = false;
         if let Some(rate) = &mut s.rate
-            && issuing
+            && self.issuing
             && !rate.free.is_empty()
             && let Some(due) = rate.waiting_for()
             && due < until
@@ -596,11 +693,11 @@ pub(crate) fn run<B: IoEngine>(
             least = 1_000;
             due_wake = true;
         }
-        let wait = Duration::from_nanos(until.saturating_sub(now).clamp(least, POLL_NS));
-        if inflight == 0 && issuing {
+        let wait = Duration::from_nanos(until.saturating_sub(self.now).clamp(least, POLL_NS));
+        if self.inflight == 0 && self.issuing {
             // Nothing in flight: every slot rests (all its targets stopped), or a rate step
             // waits for its next I/O. Nothing can complete before `wait` is over.
-            resting |= !rate_mode;
+            self.resting |= !self.rate_mode;
             // (Not on a schedule psync threads share: several spinning for one due I/O would
             // take the CPU it needs.)
             if due_wake && wait.as_nanos() as u64 <= SPIN_NS && !s.rate.as_ref().is_some_and(|r| r.shared()) {
@@ -608,253 +705,330 @@ pub(crate) fn run<B: IoEngine>(
                 // later (a virtual CPU the hypervisor halted: 4 ms after a 9 µs sleep, the
                 // response maximum of a 100'000 IOPS null step, issue 36, part 9). The next
                 // due I/O is that close: stay on the CPU until it.
-                while clock() < until {
+                while self.clock() < until {
                     std::hint::spin_loop();
                 }
             } else {
                 std::thread::sleep(wait);
             }
         } else if due_wake {
-            s.backend.submit_and_wait_within(wait).map_err(|e| (e, inflight))?;
+            s.backend.submit_and_wait_within(wait)?;
         } else {
-            s.backend.submit_and_wait(wait).map_err(|e| (e, inflight))?;
+            s.backend.submit_and_wait(wait)?;
         }
-        now = clock();
-        live.last_wake_ns.store(now, Ordering::Relaxed);
-        if live.abandoned.load(Ordering::Relaxed) {
-            // The coordinator counted this thread's I/Os as stuck and went on without it.
-            return Ok(inflight);
-        }
-        if (s.abort.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed)) && !stopped {
-            if issuing {
-                issuing = false;
-                stopped = true;
-            } else if let Some(d) = drain_until {
+        self.now = self.clock();
+        self.live.last_wake_ns.store(self.now, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Ctrl-C or an abort: issuing ends, or the wait for outstanding I/Os is cut short.
+    #[inline]
+    fn on_stop<B: IoEngine>(&mut self, s: &Slots<B>) {
+        if (s.abort.load(Ordering::Relaxed) || self.stop.load(Ordering::Relaxed)) && !self.stopped {
+            if self.issuing {
+                self.issuing = false;
+                self.stopped = true;
+            } else if let Some(d) = self.drain_until {
                 // Ctrl-C while outstanding I/Os are waited for at the step's end: wait no
                 // longer than after any other stop.
-                drain_until = Some(d.min(now + STOP_WAIT_NS));
-                stopped = true;
+                self.drain_until = Some(d.min(self.now + STOP_WAIT_NS));
+                self.stopped = true;
             }
         }
-        while issuing && now >= next_boundary {
+    }
+
+    /// Every interval boundary passed since the last wake-up: the interval ends and goes to
+    /// the coordinator; after the last one, issuing ends.
+    #[inline]
+    fn cross_boundaries<B: IoEngine>(&mut self, s: &mut Slots<B>) {
+        let (sched, now) = (self.sched, self.now);
+        while self.issuing && now >= self.next_boundary {
             let injected = s.injected.swap(0, Ordering::Relaxed);
-            if phase >= 0 {
+            if self.phase >= 0 {
                 // A stall still going on at the boundary counts up to it here, and in full in
                 // the interval where it ends.
-                if !resting {
-                    let gap = next_boundary.saturating_sub(last_done.max(sched.warmup_ns));
-                    cur.max_gap_ns = Some(cur.max_gap_ns.unwrap_or(0).max(gap));
+                if !self.resting {
+                    let gap = self.next_boundary.saturating_sub(self.last_done.max(sched.warmup_ns));
+                    self.cur.max_gap_ns = Some(self.cur.max_gap_ns.unwrap_or(0).max(gap));
                 }
-                cur.faults_injected = injected;
+                self.cur.faults_injected = injected;
                 // Every I/O meant to go out in the interval is due in it, however late it went.
-                if let (Some(rate), Some(r)) = (&mut s.rate, &mut cur.rate) {
-                    r.due += rate.count_due(sched.warmup_ns, next_boundary);
+                if let (Some(rate), Some(r)) = (&mut s.rate, &mut self.cur.rate) {
+                    r.due += rate.count_due(sched.warmup_ns, self.next_boundary);
                 }
-                let next =
-                    spare.take().or_else(|| s.spares.as_ref().and_then(|r| r.try_recv().ok())).unwrap_or_else(fresh);
-                let full = std::mem::replace(&mut cur, next);
-                send(Msg::Interval { index: phase as u32, stats: full });
+                let (spp, rate_mode) = (self.spp, self.rate_mode);
+                let next = self
+                    .spare
+                    .take()
+                    .or_else(|| s.spares.as_ref().and_then(|r| r.try_recv().ok()))
+                    .unwrap_or_else(|| fresh(spp, rate_mode));
+                let full = std::mem::replace(&mut self.cur, next);
+                (self.send)(Msg::Interval { index: self.phase as u32, stats: full });
             }
-            phase += 1;
-            live.cpu_at_boundary(phase as u32, now);
-            phase_start = next_boundary;
+            self.phase += 1;
+            self.live.cpu_at_boundary(self.phase as u32, now);
+            self.phase_start = self.next_boundary;
             let planned = s.rounds.as_ref().map_or(sched.intervals, |r| r.load(Ordering::Relaxed).min(sched.intervals));
-            if phase as u64 >= planned as u64 {
-                issuing = false;
+            if self.phase as u64 >= planned as u64 {
+                self.issuing = false;
                 // A rate step still issues what was due before its end, once this wake-up's
-                // completions freed their slots (below).
-                end_due = rate_mode;
+                // completions freed their slots.
+                self.end_due = self.rate_mode;
             } else {
-                next_boundary += sched.interval_ns;
-                live.entered.store(phase as u32 + 1, Ordering::Relaxed);
+                self.next_boundary += sched.interval_ns;
+                self.live.entered.store(self.phase as u32 + 1, Ordering::Relaxed);
             }
         }
-        if let (Some(rate), Some(r)) = (&mut s.rate, &mut cur.rate) {
-            // Counted as time passes (not all at the boundary: a million at once would delay
-            // the I/Os due meanwhile), before the warm-up's end only skipped. (A thread blocked
-            // in a system call for long walks what it missed when it wakes. On a shared psync
-            // schedule thread 0 counts for the host: if it is given up, the intervals handed on
-            // without it have nothing due — the step is flagged threads_abandoned then.)
-            let n = rate.count_due(sched.warmup_ns, now.min(next_boundary));
-            if issuing && phase >= 0 {
+    }
+
+    /// A rate step's I/Os due by now, counted as time passes (not all at the boundary: a
+    /// million at once would delay the I/Os due meanwhile), before the warm-up's end only
+    /// skipped. (A thread blocked in a system call for long walks what it missed when it
+    /// wakes. On a shared psync schedule thread 0 counts for the host: if it is given up, the
+    /// intervals handed on without it have nothing due — the step is flagged
+    /// threads_abandoned then.)
+    #[inline]
+    fn count_due<B: IoEngine>(&mut self, s: &mut Slots<B>) {
+        if let (Some(rate), Some(r)) = (&mut s.rate, &mut self.cur.rate) {
+            let n = rate.count_due(self.sched.warmup_ns, self.now.min(self.next_boundary));
+            if self.issuing && self.phase >= 0 {
                 r.due += n;
             }
         }
+    }
+
+    /// Every completion since the last wake-up, recorded, its slot reissued at once while
+    /// other I/Os are still in the device: holding replacements back for one batched
+    /// submission would leave it with fewer in flight than asked for. When everything in
+    /// flight came back together (completed inline, e.g. page-cache reads), the device is idle
+    /// and one batched submission is the fastest way to refill it.
+    #[inline]
+    fn complete_all<B: IoEngine>(&mut self, s: &mut Slots<B>) -> std::io::Result<()> {
+        let mut done = std::mem::take(&mut self.done);
         done.clear();
         s.backend.reap(&mut done);
-        let recording = issuing && phase >= 0;
+        let recording = self.issuing && self.phase >= 0;
         if !done.is_empty() {
-            let gap = now.saturating_sub(last_done.max(sched.warmup_ns));
+            let gap = self.now.saturating_sub(self.last_done.max(self.sched.warmup_ns));
             if recording {
-                cur.max_gap_ns = Some(cur.max_gap_ns.unwrap_or(0).max(gap));
-            } else if !issuing && !stopped && phase >= 0 {
+                self.cur.max_gap_ns = Some(self.cur.max_gap_ns.unwrap_or(0).max(gap));
+            } else if !self.issuing && !self.stopped && self.phase >= 0 {
                 // A stall that went on past the step's end counts in full.
-                tail.gap_ns = Some(tail.gap_ns.unwrap_or(0).max(gap));
+                self.tail.gap_ns = Some(self.tail.gap_ns.unwrap_or(0).max(gap));
             }
-            last_done = now;
+            self.last_done = self.now;
         }
-        let si = (((now - phase_start) / sample_ns).min(spp - 1)) as usize;
-        // Reissue at once while other I/Os are still in the device: holding replacements back
-        // for one batched submission would leave it with fewer in flight than asked for. When
-        // everything in flight came back together (completed inline, e.g. page-cache reads),
-        // the device is idle and one batched submission is the fastest way to refill it.
-        let last = if issuing && done.len() < n { done.len().saturating_sub(1) } else { 0 };
+        let si = (((self.now - self.phase_start) / self.sample_ns).min(self.spp - 1)) as usize;
+        let last = if self.issuing && done.len() < self.n { done.len().saturating_sub(1) } else { 0 };
+        let mut result = Ok(());
         for (k, &(slot, res)) in done.iter().enumerate() {
-            let slot = slot as usize;
-            let op = s.ops[slot];
-            inflight -= 1;
-            inflight_writes -= op.write as u64;
-            if std::mem::take(&mut s.given_up[slot]) {
-                // Already counted as stuck; the kernel gave it back (or cancelled it).
-                continue;
-            }
-            s.busy[slot] = false;
-            // Response time: from when the I/O was meant to be issued (in a closed loop, its
-            // submission). A rate step also keeps the service time, from its submission.
-            let lat = now.saturating_sub(s.intended[slot]);
-            max_lat = max_lat.max(lat);
-            if let Some(rate) = &mut s.rate {
-                rate.freed(slot as u32, now);
-                let service = now.saturating_sub(s.started[slot]);
-                if recording && let Some(r) = &mut cur.rate {
-                    r.service.record(service);
-                } else if !issuing
-                    && phase >= 0
-                    && res >= 0
-                    && let Some(t) = &mut tail.rate
-                {
-                    t.service.record(service);
-                }
-            }
-            if recording {
-                let dir = if op.write { &mut cur.write } else { &mut cur.read };
-                let sample = &mut cur.samples[si];
-                if res >= 0 && res as u32 == op.len {
-                    dir.record(lat, op.len as u64);
-                    sample.record(lat, op.len as u64);
-                } else {
-                    // errno 0 stands for a short transfer (less than asked, no error code).
-                    dir.errors.add(op.target, if res < 0 { -res } else { 0 }, 1);
-                    sample.errors += 1;
-                }
-            } else if res < 0 || res as u32 != op.len {
-                tail.unmeasured_errors.add(op.target, if res < 0 { -res } else { 0 }, 1);
-            } else if !issuing && phase >= 0 {
-                // Outstanding when the step stopped issuing: its latency still counts.
-                tail.record(op.write, lat);
-                tail.drain.late += 1;
-            }
-            if s.verify.is_some() {
-                verify_completion(s, slot, &op, res, issuing, &mut cur);
-            }
-            if (res < 0 || res as u32 != op.len) && s.errors.policy != OnError::Continue {
-                let errno = if res < 0 { -res } else { 0 };
-                let what = if errno == 0 {
-                    "a short transfer".to_string()
-                } else {
-                    std::io::Error::from_raw_os_error(errno).to_string()
-                };
-                let path = s.errors.paths.get(op.target as usize).cloned().unwrap_or_default();
-                match s.errors.policy {
-                    OnError::StopTarget => s.errors.stop(op.target, now, errno),
-                    _ => {
-                        // Every thread of the step stops at once (as on Ctrl-C) and hands in
-                        // what it measured; the run ends after this step.
-                        let why = format!("I/O error on {path} ({what}); on_error = abort ends the run");
-                        s.errors.abort_reason.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(why);
-                        s.errors.aborted.store(true, Ordering::Relaxed);
-                        stop.store(true, Ordering::Relaxed);
-                        issuing = false;
-                        stopped = true;
-                    }
-                }
-            }
-            if res >= 0 {
-                l_ops += 1;
-                l_bytes += res as u64;
-                l_lat += lat;
-            }
-            if issuing && !rate_mode && s.issue(slot, now).map_err(|e| (e, inflight))? {
-                inflight += 1;
-                inflight_writes += s.ops[slot].write as u64;
-                // The last one goes with the next submit-and-wait.
-                if k < last {
-                    s.backend.flush().map_err(|e| (e, inflight))?;
-                }
+            if let Err(e) = self.complete(s, slot as usize, res, recording, si, k < last) {
+                result = Err(e);
+                break;
             }
         }
-        if issuing && let Some(r) = &mut cur.rate {
-            let issued = s.issue_due(now, now, sched.warmup_ns, r).map_err(|e| (e, inflight))?;
-            inflight += issued.ios;
-            inflight_writes += issued.writes;
+        self.done = done;
+        result
+    }
+
+    /// One completion: its latency and errors recorded (in the interval, or the step's tail),
+    /// the error policy applied, its slot reissued (flushed at once unless `batch_last`).
+    #[inline]
+    fn complete<B: IoEngine>(
+        &mut self,
+        s: &mut Slots<B>,
+        slot: usize,
+        res: i32,
+        recording: bool,
+        si: usize,
+        flush: bool,
+    ) -> std::io::Result<()> {
+        let now = self.now;
+        let op = s.ops[slot];
+        self.inflight -= 1;
+        self.inflight_writes -= op.write as u64;
+        if std::mem::take(&mut s.given_up[slot]) {
+            // Already counted as stuck; the kernel gave it back (or cancelled it).
+            return Ok(());
+        }
+        s.busy[slot] = false;
+        // Response time: from when the I/O was meant to be issued (in a closed loop, its
+        // submission). A rate step also keeps the service time, from its submission.
+        let lat = now.saturating_sub(s.intended[slot]);
+        self.max_lat = self.max_lat.max(lat);
+        if let Some(rate) = &mut s.rate {
+            rate.freed(slot as u32, now);
+            let service = now.saturating_sub(s.started[slot]);
+            if recording && let Some(r) = &mut self.cur.rate {
+                r.service.record(service);
+            } else if !self.issuing
+                && self.phase >= 0
+                && res >= 0
+                && let Some(t) = &mut self.tail.rate
+            {
+                t.service.record(service);
+            }
+        }
+        let whole = res >= 0 && res as u32 == op.len;
+        // errno 0 stands for a short transfer (less than asked, no error code).
+        let errno = if res < 0 { -res } else { 0 };
+        if recording {
+            let cur = &mut *self.cur;
+            let dir = if op.write { &mut cur.write } else { &mut cur.read };
+            let sample = &mut cur.samples[si];
+            if whole {
+                dir.record(lat, op.len as u64);
+                sample.record(lat, op.len as u64);
+            } else {
+                dir.errors.add(op.target, errno, 1);
+                sample.errors += 1;
+            }
+        } else if !whole {
+            self.tail.unmeasured_errors.add(op.target, errno, 1);
+        } else if !self.issuing && self.phase >= 0 {
+            // Outstanding when the step stopped issuing: its latency still counts.
+            self.tail.record(op.write, lat);
+            self.tail.drain.late += 1;
+        }
+        if s.verify.is_some() {
+            verify_completion(s, slot, &op, res, self.issuing, &mut self.cur);
+        }
+        if !whole && s.errors.policy != OnError::Continue {
+            self.on_error(s, &op, errno);
+        }
+        if res >= 0 {
+            self.l_ops += 1;
+            self.l_bytes += res as u64;
+            self.l_lat += lat;
+        }
+        if self.issuing && !self.rate_mode && s.issue(slot, now)? {
+            self.inflight += 1;
+            self.inflight_writes += s.ops[slot].write as u64;
+            // The last one goes with the next submit-and-wait.
+            if flush {
+                s.backend.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// An I/O failed under `on_error = stop-target` (its target gets no more) or `abort` (every
+    /// thread of the step stops at once, as on Ctrl-C, and hands in what it measured; the run
+    /// ends after this step).
+    #[cold]
+    fn on_error<B: IoEngine>(&mut self, s: &mut Slots<B>, op: &IoOp, errno: i32) {
+        let what = if errno == 0 {
+            "a short transfer".to_string()
+        } else {
+            std::io::Error::from_raw_os_error(errno).to_string()
+        };
+        let path = s.errors.paths.get(op.target as usize).cloned().unwrap_or_default();
+        match s.errors.policy {
+            OnError::StopTarget => s.errors.stop(op.target, self.now, errno),
+            _ => {
+                let why = format!("I/O error on {path} ({what}); on_error = abort ends the run");
+                s.errors.abort_reason.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(why);
+                s.errors.aborted.store(true, Ordering::Relaxed);
+                self.stop.store(true, Ordering::Relaxed);
+                self.issuing = false;
+                self.stopped = true;
+            }
+        }
+    }
+
+    /// A rate step's due I/Os issued into the slots free now; at its end, those due before it
+    /// issued late, and those that find no slot even then weighed in with their age.
+    #[inline]
+    fn issue_rate<B: IoEngine>(&mut self, s: &mut Slots<B>) -> std::io::Result<()> {
+        let (now, warmup_ns) = (self.now, self.sched.warmup_ns);
+        if self.issuing
+            && let Some(r) = &mut self.cur.rate
+        {
+            let issued = s.issue_due(now, now, warmup_ns, r)?;
+            self.inflight += issued.ios;
+            self.inflight_writes += issued.writes;
             if issued.overloaded {
                 // overload = abort-step: this step ends now; the run goes on.
-                if let Some(t) = &mut tail.rate {
+                if let Some(t) = &mut self.tail.rate {
                     t.overloaded = true;
                 }
-                stop.store(true, Ordering::Relaxed);
-                issuing = false;
-                stopped = true;
+                self.stop.store(true, Ordering::Relaxed);
+                self.issuing = false;
+                self.stopped = true;
             }
         }
-        if std::mem::take(&mut end_due)
-            && let Some(t) = &mut tail.rate
+        if std::mem::take(&mut self.end_due)
+            && let Some(t) = &mut self.tail.rate
         {
             // Issued late, they complete while the step waits for its outstanding I/Os, and
             // their response time goes to the last interval; what finds no slot even now was
             // left waiting: the schedule fell behind.
-            let end = next_boundary;
-            let issued = s.issue_due(now, end - 1, sched.warmup_ns, t).map_err(|e| (e, inflight))?;
-            inflight += issued.ios;
-            inflight_writes += issued.writes;
+            let end = self.next_boundary;
+            let issued = s.issue_due(now, end - 1, warmup_ns, t)?;
+            self.inflight += issued.ios;
+            self.inflight_writes += issued.writes;
             // Never issued, they still weigh in the response time with their age at the end
             // (a lower bound): a stall across the end cannot hide the I/Os it held back.
             if let Some(rate) = &mut s.rate {
                 let (opgen, rng) = (&s.opgen, &mut s.rng);
-                let (read, write) = (&mut tail.read, &mut tail.write);
+                let (read, write) = (&mut self.tail.read, &mut self.tail.write);
                 let left = rate.skip_until(end, &mut |due, n| {
                     let h = if opgen.draw_write(rng) { &mut *write } else { &mut *read };
                     h.record_n(now.saturating_sub(due), n);
                 });
                 // Counted as due in their intervals already.
-                t.backlog += left;
+                if let Some(t) = &mut self.tail.rate {
+                    t.backlog += left;
+                }
             }
         }
-        live.ops.store(l_ops, Ordering::Relaxed);
-        live.bytes.store(l_bytes, Ordering::Relaxed);
-        live.lat_sum_ns.store(l_lat, Ordering::Relaxed);
-        live.inflight.store(inflight as u64, Ordering::Relaxed);
-        live.inflight_writes.store(inflight_writes, Ordering::Relaxed);
-        live.max_lat_ns.store(max_lat, Ordering::Relaxed);
-        live.unsent_ops.store(cur.ops(), Ordering::Relaxed);
-        if issuing {
-            continue;
-        }
-        if drain_until.is_none() {
-            let wait = sched.stuck_wait_ns(stopped, max_lat);
-            tail.drain.wait_ns = wait;
-            drain_until = Some(now + wait);
-            if stopped {
+        Ok(())
+    }
+
+    /// The live figures the coordinator reads (progress, stuck detection).
+    #[inline]
+    fn publish(&self) {
+        let live = self.live;
+        live.ops.store(self.l_ops, Ordering::Relaxed);
+        live.bytes.store(self.l_bytes, Ordering::Relaxed);
+        live.lat_sum_ns.store(self.l_lat, Ordering::Relaxed);
+        live.inflight.store(self.inflight as u64, Ordering::Relaxed);
+        live.inflight_writes.store(self.inflight_writes, Ordering::Relaxed);
+        live.max_lat_ns.store(self.max_lat, Ordering::Relaxed);
+        live.unsent_ops.store(self.cur.ops(), Ordering::Relaxed);
+    }
+
+    /// Issuing has ended: the outstanding I/Os are waited for, then given up as stuck and
+    /// cancelled. Some(I/Os left in flight) once the thread is done: its tail went to the
+    /// coordinator.
+    fn drain<B: IoEngine>(&mut self, s: &mut Slots<B>) -> std::io::Result<Option<usize>> {
+        let now = self.now;
+        if self.drain_until.is_none() {
+            let wait = self.sched.stuck_wait_ns(self.stopped, self.max_lat);
+            self.tail.drain.wait_ns = wait;
+            self.drain_until = Some(now + wait);
+            if self.stopped {
                 // The unfinished interval is dropped; its errors are not.
-                tail.unmeasured_errors.merge(&cur.read.errors);
-                tail.unmeasured_errors.merge(&cur.write.errors);
+                self.tail.unmeasured_errors.merge(&self.cur.read.errors);
+                self.tail.unmeasured_errors.merge(&self.cur.write.errors);
             }
         }
         let stuck_left = s.given_up.iter().filter(|&&g| g).count();
-        if inflight == stuck_left && (stuck_left == 0 || cancel_until.is_some_and(|c| now >= c)) {
+        if self.inflight == stuck_left && (stuck_left == 0 || self.cancel_until.is_some_and(|c| now >= c)) {
             // Nothing left but I/Os already given up (and their cancel had its chance).
-            tail.drain.faults_injected = s.injected.swap(0, Ordering::Relaxed);
-            send(Msg::Drained(tail));
-            return Ok(inflight);
+            self.tail.drain.faults_injected = s.injected.swap(0, Ordering::Relaxed);
+            (self.send)(Msg::Drained(std::mem::take(&mut self.tail)));
+            return Ok(Some(self.inflight));
         }
-        if cancel_until.is_none() && drain_until.is_some_and(|d| now >= d) {
-            if !stopped && phase >= 0 {
-                let gap = now.saturating_sub(last_done.max(sched.warmup_ns));
-                tail.gap_ns = Some(tail.gap_ns.unwrap_or(0).max(gap));
+        if self.cancel_until.is_none() && self.drain_until.is_some_and(|d| now >= d) {
+            if !self.stopped && self.phase >= 0 {
+                let gap = now.saturating_sub(self.last_done.max(self.sched.warmup_ns));
+                self.tail.gap_ns = Some(self.tail.gap_ns.unwrap_or(0).max(gap));
             }
-            s.give_up(now, &mut tail);
-            s.backend.flush().map_err(|e| (e, inflight))?;
-            cancel_until = Some(now + CANCEL_WAIT_NS);
+            s.give_up(now, &mut self.tail);
+            s.backend.flush()?;
+            self.cancel_until = Some(now + CANCEL_WAIT_NS);
         }
+        Ok(None)
     }
 }

@@ -371,7 +371,11 @@ fn a_steady_step_ends_once_the_snia_rule_holds() {
     rate_w.max_outstanding = 4;
     let rec = rate_step(&rate_w, 5_000.0, &t, &[]);
     assert!(rec.intervals.len() < 25, "{}", rec.intervals.len());
-    assert!(rec.total.rate.as_deref().is_some_and(|r| r.backlog == 0));
+    // Nothing of the intervals the steady end dropped is left waiting: at most what a thread
+    // the machine kept off its CPU at the end could not issue in time (under load, a few I/Os;
+    // the planned rest would be thousands).
+    let backlog = rec.total.rate.as_deref().map(|r| r.backlog);
+    assert!(backlog.is_some_and(|b| b < 5_000 / 10), "backlog {backlog:?}, one interval is 500 I/Os");
 }
 
 /// Review: an agent turned a NaN, negative or infinite rate from the wire into a closed-loop

@@ -89,10 +89,26 @@ pub struct StepSpec<'a> {
     pub planned_hosts: u32,
 }
 
-/// The coordinator's view of the agents while a step runs.
+/// The coordinator's view of the agents while a step runs: the step's session, one handler
+/// per event of an agent's stream ([`Hosts::on_event`]), the intervals handed on in order
+/// ([`Hosts::hand_on`]), the record concluded once every agent is done or lost.
 struct Hosts<'a> {
     spec: &'a StepSpec<'a>,
-    addrs: Vec<String>,
+    agents: Vec<Agent>,
+    /// The step's start moment on this host's clock (ns since the epoch).
+    start_at: i64,
+    /// Each host's figures are kept apart (not for a local run's one in-process agent).
+    per_host: bool,
+    /// The hosts that took the step.
+    running: u32,
+    /// The step's merged record, from the first host's start on.
+    merged: Option<StepRecord>,
+    /// The longest any agent took from the request to being set up (ns).
+    setup_ns: i64,
+    /// Intervals each agent reported: an agent's own count, whether merged or not.
+    reported: Vec<usize>,
+    /// `overload = abort-step` ended the step on one agent: it ends on every agent.
+    overloaded: bool,
     records: Vec<Option<StepRecord>>,
     started: Vec<i64>,
     /// Latest live totals per agent.
@@ -134,7 +150,7 @@ impl Hosts<'_> {
         let at = into.max(0.0);
         self.lost[h] = Some(at);
         self.why[h] = why.to_string();
-        let addr = &self.addrs[h];
+        let addr = &self.agents[h].addr;
         let when = if into <= 0.0 { "before the step started".to_string() } else { format!("{at:.1} s into the step") };
         if self.spec.abort_on_host_loss {
             // Like `on_error = abort`: the others stop now, what they measured is kept, and the
@@ -154,7 +170,7 @@ impl Hosts<'_> {
     /// The agents lost: who, when, why.
     fn losses(&self) -> Vec<Lost> {
         let lost = |(i, l): (usize, &Option<f64>)| {
-            l.map(|at| Lost { address: self.addrs[i].clone(), into_step_s: at, why: self.why[i].clone() })
+            l.map(|at| Lost { address: self.agents[i].addr.clone(), into_step_s: at, why: self.why[i].clone() })
         };
         self.lost.iter().enumerate().filter_map(lost).collect()
     }
@@ -174,6 +190,295 @@ impl Hosts<'_> {
             // An agent done (or lost) has nothing out any more, whatever it said last.
             inflight: p.iter().zip(&self.done).filter(|(_, done)| !**done).map(|(p, _)| p.inflight).sum(),
         }
+    }
+}
+
+impl<'a> Hosts<'a> {
+    fn new(spec: &'a StepSpec<'a>, agents: Vec<Agent>, start_at: i64, per_host: bool, t0: Instant) -> Hosts<'a> {
+        let n = agents.len();
+        Hosts {
+            spec,
+            agents,
+            records: vec![None; n],
+            started: vec![0; n],
+            progress: vec![pb::Progress::default(); n],
+            merger: IntervalMerger::new(spec.workload.intervals as usize, n),
+            done: vec![false; n],
+            drain: vec![Drain::default(); n],
+            interrupted: vec![true; n],
+            notes: vec![Vec::new(); n],
+            unmeasured: vec![ErrorCounts::default(); n],
+            io_cpu: vec![None; n],
+            aborted: None,
+            lost: vec![None; n],
+            why: vec![String::new(); n],
+            warnings: Vec::new(),
+            deadline: vec![t0 + spec.lead + spec.silence; n],
+            failure: None,
+            t0,
+            start_at,
+            per_host,
+            running: n as u32,
+            merged: None,
+            setup_ns: 0,
+            reported: vec![0; n],
+            overloaded: false,
+        }
+    }
+
+    /// An event of agent `h`'s step.
+    fn on_event(&mut self, h: usize, e: pb::step_event::Event, obs: &mut dyn StepObserver) -> Result<(), NetError> {
+        match e {
+            pb::step_event::Event::Started(s) => self.on_started(h, &s, obs),
+            pb::step_event::Event::Progress(p) => self.progress[h] = p,
+            pb::step_event::Event::Interval(i) => {
+                let (idx, mut stats, cpu, dur) = wire::interval_from(&i)
+                    .map_err(|e| NetError::Failed(format!("agent {}: bad interval: {e}", self.agents[h].addr)))?;
+                shift_targets(&mut stats, self.agents[h].target_offset);
+                self.reported[h] += 1;
+                self.merger.add(h, idx as usize, Part { stats, cpu, duration_s: dur });
+            }
+            pb::step_event::Event::Done(d) => self.on_done(h, &d),
+        }
+        Ok(())
+    }
+
+    /// Agent `h` started its step: when, on this host's clock, and how late its set-up was.
+    fn on_started(&mut self, h: usize, s: &pb::Started, obs: &mut dyn StepObserver) {
+        let (spec, w) = (self.spec, self.spec.workload);
+        let agent = &self.agents[h];
+        self.started[h] = s.started_unix_ns - agent.offset_ns;
+        if s.ready_unix_ns > 0 && s.received_unix_ns > 0 {
+            self.setup_ns = self.setup_ns.max(s.ready_unix_ns - s.received_unix_ns);
+            let late = s.ready_unix_ns.saturating_sub(self.start_at.saturating_add(agent.offset_ns));
+            if late > 1_000_000 && self.per_host {
+                self.warnings.push(format!(
+                    "agent {} was set up {:.1} ms after the step's start moment (its set-up took {:.1} ms): it started late; the next step gives more lead",
+                    agent.addr,
+                    late as f64 / 1e6,
+                    (s.ready_unix_ns - s.received_unix_ns) as f64 / 1e6
+                ));
+            }
+        }
+        // A host's own record only where the result lists hosts: a local run's would repeat
+        // the step's, interval by interval, for the whole run (issue 21).
+        if self.per_host {
+            let mut own = StepRecord::new(spec.workers, w.queue_depth, s.threads as usize, w.interval_s, s.sample_s);
+            own.rate_iops = spec.rate_iops;
+            self.records[h] = Some(own);
+        }
+        if self.merged.is_none() {
+            // Workers are per host, as published; the host count goes beside them.
+            let mut rec = StepRecord::new(spec.workers, w.queue_depth, s.threads as usize, w.interval_s, s.sample_s);
+            rec.hosts = self.running;
+            rec.planned_hosts = spec.planned_hosts.max(self.running);
+            rec.rate_iops = spec.rate_iops;
+            // The first host to start times the samples; the others' spread is reported
+            // beside the step.
+            rec.measured_from_unix_ns = Some(self.started[h] + (w.warmup_s * 1e9) as i64);
+            obs.started(&rec);
+            self.merged = Some(rec);
+        }
+        if self.per_host {
+            let a = &self.agents[h];
+            obs.host_started(h as u32, &a.addr, &a.hostname, self.started[h], s.threads as usize);
+        }
+    }
+
+    /// Agent `h`'s step ended: what it did with its outstanding I/Os, its notes, an error, an
+    /// overload or an abort that ends the step on every host.
+    fn on_done(&mut self, h: usize, d: &pb::Done) {
+        let agent = &self.agents[h];
+        self.done[h] = true;
+        self.drain[h] = Drain {
+            late: d.late,
+            stuck: d.stuck,
+            stuck_age_ns: d.stuck_age_ns,
+            wait_ns: d.wait_ns,
+            faults_injected: d.late_faults,
+        };
+        self.interrupted[h] = d.interrupted;
+        self.io_cpu[h] = d.io_cpu.as_ref().and_then(wire::io_cpu_from);
+        let clean = iocurve_net::printable;
+        self.notes[h] = d.notes.iter().map(|n| (clean(&n.code), clean(&n.message))).collect();
+        for e in &d.unmeasured_errors {
+            let t = if e.target == UNKNOWN_TARGET { e.target } else { e.target + agent.target_offset };
+            self.unmeasured[h].add(t, e.errno, e.count);
+        }
+        if !d.error.is_empty() {
+            let msg = format!("{}{}", agent.who, clean(&d.error));
+            self.failure.get_or_insert(if d.input { NetError::Input(msg) } else { NetError::Failed(msg) });
+        }
+        // `overload = abort-step` ended the step on one agent: it ends on every agent (the run
+        // goes on with the next step, or ends its rate ramp, as on one host).
+        if d.notes.iter().any(|n| n.code == iocurve_engine::step::OVERLOADED) {
+            self.overloaded = true;
+        }
+        if d.aborted && self.aborted.is_none() {
+            // on_error = abort on this host: the others stop now too, and the run ends after
+            // this step with what every host measured.
+            self.aborted = Some(format!("{}{}", agent.who, clean(&d.abort_reason)));
+        }
+    }
+
+    /// Hands on, in order, every interval all hosts still there reported.
+    fn hand_on(&mut self, obs: &mut dyn StepObserver) {
+        let w = self.spec.workload;
+        let lost: Vec<bool> = self.lost.iter().map(Option::is_some).collect();
+        for m in self.merger.ready(&lost) {
+            for (k, p) in m.parts {
+                if self.per_host {
+                    obs.host_interval(k as u32, m.index as u32, &p.stats, &p.cpu, p.duration_s);
+                }
+                if let Some(r) = self.records[k].as_mut() {
+                    r.count_interval(p.stats, p.cpu, p.duration_s);
+                }
+            }
+            obs.interval(m.index as u32, &m.all, &m.cpu, w.interval_s);
+            // Counted, not held: the observers stored the interval, and the list grows with
+            // the step's length (issue 21); the runner reads it back at the step's end.
+            if let Some(merged) = self.merged.as_mut() {
+                merged.count_interval(m.all, m.cpu, w.interval_s);
+            }
+        }
+    }
+
+    /// `steady_state = "snia"`, judged on the merged intervals: the interval count every agent
+    /// is to end after (at the least), once steady.
+    fn steady_end(&self) -> Option<u32> {
+        let w = self.spec.workload;
+        let rec = self.merged.as_ref()?;
+        (w.steady_state == iocurve_plan::SteadyState::Snia
+            && rec.measured < w.intervals as usize
+            && rec.is_steady(w.pattern == iocurve_plan::Pattern::Sequential))
+        .then_some(rec.measured as u32 + 1)
+    }
+
+    /// The step's record once every agent is done or lost. `after`: each agent's clock measured
+    /// after the step; `ended_after`: the interval count the agents were told to end after once
+    /// steady (not after a stop); `stopped`: Ctrl-C.
+    fn conclude(
+        mut self,
+        after: &[Option<(i64, i64)>],
+        ended_after: Option<u32>,
+        stopped: bool,
+    ) -> Result<MultiStep, NetError> {
+        let (spec, w) = (self.spec, self.spec.workload);
+        let n = self.agents.len();
+        let intervals = w.intervals as usize;
+        if let Some(f) = self.failure.take() {
+            return Err(f);
+        }
+        let setup_ns = self.setup_ns;
+        let Some(mut merged) = self.merged.take() else {
+            return match self.aborted {
+                Some(why) => Err(NetError::Aborted(why)),
+                None if self.lost.iter().all(Option::is_some) => {
+                    Err(NetError::Lost(format!("{ALL_LOST} before it started the step")))
+                }
+                // Ctrl-C before the start moment: a step with nothing in it, as a local run
+                // stopped before its first interval ends.
+                None if stopped => {
+                    let mut empty = StepRecord::new(spec.workers, w.queue_depth, 0, w.interval_s, 1.0);
+                    empty.rate_iops = spec.rate_iops;
+                    empty.interrupted = true;
+                    Ok(MultiStep { merged: empty, lost: self.lost_indices(), losses: self.losses(), setup_ns })
+                }
+                None => Err(NetError::Failed("no agent started the step".into())),
+            };
+        };
+        if self.lost.iter().all(Option::is_some) && self.aborted.is_none() {
+            // What they measured before is kept; the run cannot go on.
+            self.aborted = Some(format!("{ALL_LOST} during the step: the run cannot go on"));
+        }
+        // Fewer intervals than planned: interrupted, unless every host ended its step once steady.
+        let steady_end = w.steady_state == iocurve_plan::SteadyState::Snia;
+        let all_ended = self.interrupted.iter().zip(&self.lost).all(|(&i, l)| !i && l.is_none());
+        merged.interrupted = merged.measured < intervals && !(steady_end && all_ended);
+        // (A step stopped otherwise — Ctrl-C, an abort, an overload — ends apart by its nature.)
+        if let Some(end) = ended_after {
+            let counts: Vec<String> = (0..n)
+                .filter(|&h| self.lost[h].is_none() && self.reported[h] != end as usize)
+                .map(|h| format!("{} ran {}", self.agents[h].addr, self.reported[h]))
+                .collect();
+            if !counts.is_empty() {
+                merged.notes.push((
+                    "uneven_end".into(),
+                    format!(
+                        "steady after the hosts' merged intervals, the hosts were to end after interval {end}, but {}: the step keeps the {} intervals every host ran",
+                        counts.join(", "),
+                        merged.measured
+                    ),
+                ));
+            }
+        }
+        merged.aborted = self.aborted.take();
+        for (h, d) in self.drain.iter().enumerate() {
+            merged.drain.merge(d);
+            merged.unmeasured_errors.merge(&self.unmeasured[h]);
+            merged.io_cpu = IoCpu::max(merged.io_cpu, self.io_cpu[h]);
+            for (code, message) in &self.notes[h] {
+                let message =
+                    if self.per_host { format!("{}: {message}", self.agents[h].addr) } else { message.clone() };
+                merged.notes.push((code.clone(), message));
+            }
+        }
+        for (i, at) in self.lost.iter().enumerate() {
+            let Some(at) = at else { continue };
+            let message = if self.started[i] == 0 {
+                format!(
+                    "agent {} was lost before the step started: the step ran on {} hosts, not {n}",
+                    self.agents[i].addr,
+                    self.started.iter().filter(|&&t| t != 0).count()
+                )
+            } else {
+                format!(
+                    "agent {} lost {at:.1} s into the step: from then on the figures come from the other hosts, so this step mixes host counts and enters no speed, optimum or maximum",
+                    self.agents[i].addr
+                )
+            };
+            merged.notes.push(("host_lost".into(), message));
+        }
+        let lost = self.lost_indices();
+        let losses = self.losses();
+        if self.per_host {
+            merged.per_host = self.host_records(after);
+        }
+        Ok(MultiStep { merged, lost, losses, setup_ns })
+    }
+
+    /// Each host's own record of the step, with its clock before and after it.
+    fn host_records(self, after: &[Option<(i64, i64)>]) -> Vec<HostRecord> {
+        let (spec, w) = (self.spec, self.spec.workload);
+        let steady_end = w.steady_state == iocurve_plan::SteadyState::Snia;
+        let intervals = w.intervals as usize;
+        self.records
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let mut record =
+                    r.unwrap_or_else(|| StepRecord::new(spec.workers, w.queue_depth, 0, w.interval_s, 1.0));
+                record.interrupted =
+                    record.measured < intervals && !(steady_end && !self.interrupted[i] && self.lost[i].is_none());
+                record.drain = self.drain[i];
+                record.unmeasured_errors = self.unmeasured[i].clone();
+                record.io_cpu = self.io_cpu[i];
+                record.notes = self.notes[i].clone();
+                HostRecord {
+                    address: self.agents[i].addr.clone(),
+                    hostname: self.agents[i].hostname.clone(),
+                    started_unix_ns: self.started[i],
+                    lost_at_s: self.lost[i],
+                    clock: HostClock {
+                        offset_ns: self.agents[i].offset_ns,
+                        rtt_ns: self.agents[i].rtt_ns,
+                        offset_after_ns: after.get(i).copied().flatten().map(|m| m.0),
+                        rtt_after_ns: after.get(i).copied().flatten().map_or(0, |m| m.1),
+                    },
+                    record,
+                }
+            })
+            .collect()
     }
 }
 
@@ -245,24 +550,92 @@ async fn end_steps(agents: Vec<(super::client::Client, i64)>, want: u32, planned
     ask(false, want).await.iter().map(|r| r.intervals).max()
 }
 
+/// What the coordinator keeps of an agent for a step (its clock measured right before it).
+#[derive(Debug, Clone, Default)]
+struct Agent {
+    addr: String,
+    /// "agent ADDR: " in front of what it says, or nothing for a local run's in-process agent.
+    who: String,
+    hostname: String,
+    offset_ns: i64,
+    rtt_ns: i64,
+    target_offset: u32,
+}
+
+impl Agent {
+    fn of(r: &Remote) -> Agent {
+        Agent {
+            addr: r.addr.clone(),
+            who: r.who(),
+            hostname: r.hello.hostname.clone(),
+            offset_ns: r.offset_ns,
+            rtt_ns: r.rtt_ns,
+            target_offset: r.target_offset,
+        }
+    }
+}
+
 /// Runs a step on every agent at one moment and merges the intervals as they arrive: interval
 /// `k` goes to `obs` (each host's part first, then the merged one) once every host still there
 /// reported it. `stop` (Ctrl-C) asks every agent to end its step at once (the unfinished
 /// interval is dropped).
-// Issue 38: still over the 150 lines `too_many_lines` allows; the step session with one handler per event (part 1) takes it apart.
-#[allow(clippy::too_many_lines)]
 pub async fn run_step(
     remotes: &mut [Remote],
     spec: &StepSpec<'_>,
     obs: &mut dyn StepObserver,
     stop: &AtomicBool,
 ) -> Result<MultiStep, NetError> {
-    let w = spec.workload;
-    let json = serde_json::to_string(w).map_err(|e| NetError::Failed(e.to_string()))?;
-    // Every agent's clock again, right before the step: a clock stepped or drifted since the
-    // last measurement would start its I/O off by that much, and the start spread computed
-    // with the old offset could never show it (issue 15, finding 6).
-    let mut clock_notes = Vec::new();
+    let json = serde_json::to_string(spec.workload).map_err(|e| NetError::Failed(e.to_string()))?;
+    let clock_notes = clocks_before(remotes, stop).await;
+    let start_at = unix_ns() + spec.lead.as_nanos() as i64;
+    // Each agent's start moment on its own clock: it names the step in later requests.
+    let keys: Vec<i64> = remotes.iter().map(|r| start_at.saturating_add(r.offset_ns)).collect();
+    let calls = send_requests(remotes, spec, &json, &keys);
+    let n = remotes.len();
+    let per_host = !(n == 1 && remotes[0].in_process);
+    let mut st = Hosts::new(spec, remotes.iter().map(Agent::of).collect(), start_at, per_host, Instant::now());
+    st.warnings.extend(clock_notes);
+    let streams = take_answers(&mut st, calls).await?;
+    if let Some(why) = st.aborted.take() {
+        // `--on-host-loss abort`: nothing of this step ran; the others are not started.
+        return Err(NetError::Aborted(why));
+    }
+    if st.done.iter().all(|&d| d) {
+        return Err(NetError::Lost(format!("{ALL_LOST} before the step started: {}", st.warnings.join("; "))));
+    }
+    // The hosts the step runs on: those that took it.
+    st.running = streams.iter().filter(|s| s.is_some()).count() as u32;
+    let (rx, readers) = read_streams(streams);
+    let (stop_sent, ending) = follow(&mut st, remotes, &keys, rx, &readers, obs, stop).await?;
+    for r in readers {
+        r.abort();
+    }
+    let ended_after = match ending {
+        Some(h) => h.await.ok().flatten(),
+        None => None,
+    };
+    // Intervals some hosts ran and others did not are in no merged interval: their injected
+    // faults still count (with the drain), so that every lost write verification finds is an
+    // injected one.
+    for (h, _, part) in st.merger.left_over() {
+        st.drain[h].faults_injected += part.stats.faults_injected;
+    }
+    // And after it: an offset that changed during the step says the agent's clock moved while
+    // it ran (its start and timeline are off by up to that much).
+    // (Not after Ctrl-C: the user wants the run to end.)
+    let here: Vec<bool> = st.lost.iter().map(|l| l.is_none() && !stop.load(Ordering::Relaxed)).collect();
+    let after = measure_clocks(remotes, &here, CLOCK_PINGS, REQUEST_DEADLINE).await;
+    for m in st.warnings.drain(..) {
+        obs.warning(&m);
+    }
+    st.conclude(&after, ended_after.filter(|_| !stop_sent), stop.load(Ordering::Relaxed))
+}
+
+/// Every agent's clock again, right before the step: a clock stepped or drifted since the last
+/// measurement would start its I/O off by that much, and the start spread computed with the old
+/// offset could never show it (issue 15, finding 6). Returns what to warn of.
+async fn clocks_before(remotes: &mut [Remote], stop: &AtomicBool) -> Vec<String> {
+    let mut notes = Vec::new();
     let all = vec![true; remotes.len()];
     let before = tokio::select! {
         m = measure_clocks(remotes, &all, CLOCK_PINGS, REQUEST_DEADLINE) => m,
@@ -271,7 +644,7 @@ pub async fn run_step(
     for (r, m) in remotes.iter_mut().zip(before) {
         let Some((offset_ns, rtt_ns)) = m else {
             if !stop.load(Ordering::Relaxed) && !r.in_process {
-                clock_notes.push(format!(
+                notes.push(format!(
                     "agent {}'s clock could not be measured before the step: its last offset ({:+.3} ms) is used",
                     r.addr,
                     r.offset_ns as f64 / 1e6
@@ -281,7 +654,7 @@ pub async fn run_step(
         };
         let moved = offset_ns.saturating_sub(r.offset_ns);
         if moved.saturating_abs() > r.rtt_ns.max(rtt_ns).saturating_add(CLOCK_MOVED_NS) {
-            clock_notes.push(format!(
+            notes.push(format!(
                 "agent {}'s clock moved {:+.1} ms against this host's since it was last measured: its step still starts with the others (offsets are measured before every step)",
                 r.addr,
                 moved as f64 / 1e6
@@ -289,16 +662,22 @@ pub async fn run_step(
         }
         (r.offset_ns, r.rtt_ns) = (offset_ns, rtt_ns);
     }
-    let start_at = unix_ns() + spec.lead.as_nanos() as i64;
-    // Every agent gets its request at once (one slow agent delays no other's), each within a
-    // deadline: an agent that cannot take it is lost before the step starts.
-    let mut calls = Vec::new();
+    notes
+}
+
+/// An agent's answer to the step's request: its event stream, within the deadline.
+type Call = tokio::task::JoinHandle<
+    Result<Result<tonic::Response<tonic::Streaming<pb::StepEvent>>, tonic::Status>, tokio::time::error::Elapsed>,
+>;
+
+/// Every agent gets its request at once (one slow agent delays no other's), each within a
+/// deadline: an agent that cannot take it is lost before the step starts.
+fn send_requests(remotes: &[Remote], spec: &StepSpec, json: &str, keys: &[i64]) -> Vec<Call> {
     let hosts = remotes.len() as u32;
-    // Each agent's start moment on its own clock: it names the step in later requests.
-    let keys: Vec<i64> = remotes.iter().map(|r| start_at.saturating_add(r.offset_ns)).collect();
+    let mut calls = Vec::new();
     for (h, (r, targets)) in remotes.iter().zip(spec.targets).enumerate() {
         let req = pb::StepRequest {
-            workload_json: json.clone(),
+            workload_json: json.to_string(),
             workers: spec.workers,
             groups: wire_groups(targets),
             start_at_unix_ns: keys[h],
@@ -315,37 +694,21 @@ pub async fn run_step(
         let mut client = r.client.clone();
         calls.push(tokio::spawn(async move { tokio::time::timeout(REQUEST_DEADLINE, client.run_step(req)).await }));
     }
-    let n = remotes.len();
-    let intervals = w.intervals as usize;
-    let t0 = Instant::now();
-    let mut st = Hosts {
-        spec,
-        addrs: remotes.iter().map(|r| r.addr.clone()).collect(),
-        records: vec![None; n],
-        started: vec![0; n],
-        progress: vec![pb::Progress::default(); n],
-        merger: IntervalMerger::new(intervals, n),
-        done: vec![false; n],
-        drain: vec![Drain::default(); n],
-        interrupted: vec![true; n],
-        notes: vec![Vec::new(); n],
-        unmeasured: vec![ErrorCounts::default(); n],
-        io_cpu: vec![None; n],
-        aborted: None,
-        lost: vec![None; n],
-        why: vec![String::new(); n],
-        warnings: Vec::new(),
-        deadline: vec![t0 + spec.lead + spec.silence; n],
-        failure: None,
-        t0,
-    };
-    st.warnings.extend(clock_notes);
+    calls
+}
+
+/// The agents' answers: each one's stream, or None for an agent lost before the step started.
+/// A refusal (bad input, another coordinator) ends the step with that error.
+async fn take_answers(
+    st: &mut Hosts<'_>,
+    calls: Vec<Call>,
+) -> Result<Vec<Option<tonic::Streaming<pb::StepEvent>>>, NetError> {
     let mut streams = Vec::new();
     for (h, call) in calls.into_iter().enumerate() {
         let answer = call.await.map_err(|e| NetError::Failed(format!("sending the step request: {e}")))?;
         match answer {
             Ok(Ok(s)) => streams.push(Some(s.into_inner())),
-            Ok(Err(e)) if refusal(&e) => return Err(failed(&remotes[h].addr, "step", e)),
+            Ok(Err(e)) if refusal(&e) => return Err(failed(&st.agents[h].addr, "step", e)),
             Ok(Err(e)) => {
                 st.lose(h, &format!("it did not take the step: {}", iocurve_net::printable(e.message())));
                 streams.push(None);
@@ -356,18 +719,18 @@ pub async fn run_step(
             }
         }
     }
-    if let Some(why) = st.aborted.take() {
-        // `--on-host-loss abort`: nothing of this step ran; the others are not started.
-        return Err(NetError::Aborted(why));
-    }
-    if st.done.iter().all(|&d| d) {
-        return Err(NetError::Lost(format!("{ALL_LOST} before the step started: {}", st.warnings.join("; "))));
-    }
-    // The hosts the step runs on: those that took it.
-    let hosts = streams.iter().filter(|s| s.is_some()).count() as u32;
-    let mut merged: Option<StepRecord> = None;
-    let mut setup_ns = 0i64;
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<(usize, Result<Option<pb::StepEvent>, tonic::Status>)>(64);
+    Ok(streams)
+}
+
+/// Agent `h`'s stream message: an event, the stream's end (None), or its failure.
+type StreamMsg = (usize, Result<Option<pb::StepEvent>, tonic::Status>);
+
+/// One reader per stream, all into one channel (a task that never sends for an agent without
+/// one, so that readers stay indexed by host).
+fn read_streams(
+    streams: Vec<Option<tonic::Streaming<pb::StepEvent>>>,
+) -> (tokio::sync::mpsc::Receiver<StreamMsg>, Vec<tokio::task::JoinHandle<()>>) {
+    let (tx, rx) = tokio::sync::mpsc::channel::<StreamMsg>(64);
     let mut readers = Vec::new();
     for (i, s) in streams.into_iter().enumerate() {
         let Some(mut s) = s else {
@@ -385,37 +748,34 @@ pub async fn run_step(
             }
         }));
     }
-    drop(tx);
+    (rx, readers)
+}
+
+/// Follows the agents' events until every agent is done or lost: a stop at once to every
+/// agent on Ctrl-C, an abort or an overload; silent agents lost; progress four times a second;
+/// every step's end once steady (`steady_state = "snia"`). Returns whether a stop was sent and
+/// the task ending the agents' steps once steady.
+async fn follow(
+    st: &mut Hosts<'_>,
+    remotes: &[Remote],
+    keys: &[i64],
+    mut rx: tokio::sync::mpsc::Receiver<StreamMsg>,
+    readers: &[tokio::task::JoinHandle<()>],
+    obs: &mut dyn StepObserver,
+    stop: &AtomicBool,
+) -> Result<(bool, Option<tokio::task::JoinHandle<Option<u32>>>), NetError> {
+    let spec = st.spec;
+    let w = spec.workload;
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut stop_sent = false;
-    // `steady_state = "snia"`: judged here on the merged intervals; the interval count every
-    // agent was told to end after, once steady.
-    let snia = w.steady_state == iocurve_plan::SteadyState::Snia;
-    let sequential = w.pattern == iocurve_plan::Pattern::Sequential;
     let mut ending: Option<tokio::task::JoinHandle<Option<u32>>> = None;
-    // Intervals each agent reported: an agent's own count, whether merged or not.
-    let mut reported = vec![0usize; n];
-    // `overload = abort-step` ended the step on one agent: it ends on every agent (the run
-    // goes on with the next step, or ends its rate ramp, as on one host).
-    let mut overloaded = false;
-    // A single in-process agent is the local run itself: no per-host figures to keep apart.
-    let per_host = !(n == 1 && remotes[0].in_process);
     while !st.done.iter().all(|&d| d) {
         for m in st.warnings.drain(..) {
             obs.warning(&m);
         }
-        if !stop_sent && (stop.load(Ordering::Relaxed) || st.aborted.is_some() || overloaded) {
+        if !stop_sent && (stop.load(Ordering::Relaxed) || st.aborted.is_some() || st.overloaded) {
             stop_sent = true;
-            for (h, r) in remotes.iter().enumerate() {
-                if !st.done[h] {
-                    // At once to every agent, each within a deadline. Best effort: an agent
-                    // that cannot be told falls silent and is lost anyway.
-                    let mut client = r.client.clone();
-                    tokio::spawn(async move {
-                        let _ = tokio::time::timeout(STOP_DEADLINE, client.stop(pb::StopRequest {})).await;
-                    });
-                }
-            }
+            stop_all(remotes, &st.done);
         }
         let msg = tokio::select! {
             m = rx.recv() => m,
@@ -449,249 +809,182 @@ pub async fn run_step(
                 None
             }
         };
-        match event {
-            Some(pb::step_event::Event::Started(s)) => {
-                st.started[h] = s.started_unix_ns - remotes[h].offset_ns;
-                if s.ready_unix_ns > 0 && s.received_unix_ns > 0 {
-                    setup_ns = setup_ns.max(s.ready_unix_ns - s.received_unix_ns);
-                    let late = s.ready_unix_ns.saturating_sub(start_at.saturating_add(remotes[h].offset_ns));
-                    if late > 1_000_000 && per_host {
-                        st.warnings.push(format!(
-                            "agent {} was set up {:.1} ms after the step's start moment (its set-up took {:.1} ms): it started late; the next step gives more lead",
-                            remotes[h].addr,
-                            late as f64 / 1e6,
-                            (s.ready_unix_ns - s.received_unix_ns) as f64 / 1e6
-                        ));
-                    }
-                }
-                // A host's own record only where the result lists hosts: a local run's would
-                // repeat the step's, interval by interval, for the whole run (issue 21).
-                if per_host {
-                    let mut own =
-                        StepRecord::new(spec.workers, w.queue_depth, s.threads as usize, w.interval_s, s.sample_s);
-                    own.rate_iops = spec.rate_iops;
-                    st.records[h] = Some(own);
-                }
-                if merged.is_none() {
-                    // Workers are per host, as published; the host count goes beside them.
-                    let mut rec =
-                        StepRecord::new(spec.workers, w.queue_depth, s.threads as usize, w.interval_s, s.sample_s);
-                    rec.hosts = hosts;
-                    rec.planned_hosts = spec.planned_hosts.max(hosts);
-                    rec.rate_iops = spec.rate_iops;
-                    // The first host to start times the samples; the others' spread is
-                    // reported beside the step.
-                    rec.measured_from_unix_ns = Some(st.started[h] + (w.warmup_s * 1e9) as i64);
-                    obs.started(&rec);
-                    merged = Some(rec);
-                }
-                if per_host {
-                    let r = &remotes[h];
-                    obs.host_started(h as u32, &r.addr, &r.hello.hostname, st.started[h], s.threads as usize);
-                }
-            }
-            Some(pb::step_event::Event::Progress(p)) => st.progress[h] = p,
-            Some(pb::step_event::Event::Interval(i)) => {
-                let (idx, mut stats, cpu, dur) = wire::interval_from(&i)
-                    .map_err(|e| NetError::Failed(format!("agent {}: bad interval: {e}", remotes[h].addr)))?;
-                shift_targets(&mut stats, remotes[h].target_offset);
-                reported[h] += 1;
-                st.merger.add(h, idx as usize, Part { stats, cpu, duration_s: dur });
-            }
-            Some(pb::step_event::Event::Done(d)) => {
-                st.done[h] = true;
-                st.drain[h] = Drain {
-                    late: d.late,
-                    stuck: d.stuck,
-                    stuck_age_ns: d.stuck_age_ns,
-                    wait_ns: d.wait_ns,
-                    faults_injected: d.late_faults,
-                };
-                st.interrupted[h] = d.interrupted;
-                st.io_cpu[h] = d.io_cpu.as_ref().and_then(wire::io_cpu_from);
-                let clean = iocurve_net::printable;
-                st.notes[h] = d.notes.iter().map(|n| (clean(&n.code), clean(&n.message))).collect();
-                for e in &d.unmeasured_errors {
-                    let t = if e.target == UNKNOWN_TARGET { e.target } else { e.target + remotes[h].target_offset };
-                    st.unmeasured[h].add(t, e.errno, e.count);
-                }
-                if !d.error.is_empty() {
-                    let msg = format!("{}{}", remotes[h].who(), clean(&d.error));
-                    st.failure.get_or_insert(if d.input { NetError::Input(msg) } else { NetError::Failed(msg) });
-                }
-                if d.notes.iter().any(|n| n.code == iocurve_engine::step::OVERLOADED) {
-                    overloaded = true;
-                }
-                if d.aborted && st.aborted.is_none() {
-                    // on_error = abort on this host: the others stop now too, and the run ends
-                    // after this step with what every host measured.
-                    st.aborted = Some(format!("{}{}", remotes[h].who(), clean(&d.abort_reason)));
-                }
-            }
-            None => {}
+        if let Some(e) = event {
+            st.on_event(h, e, obs)?;
         }
-        // Hand on, in order, every interval all hosts still there reported.
-        let lost: Vec<bool> = st.lost.iter().map(Option::is_some).collect();
-        for m in st.merger.ready(&lost) {
-            for (k, p) in m.parts {
-                if per_host {
-                    obs.host_interval(k as u32, m.index as u32, &p.stats, &p.cpu, p.duration_s);
-                }
-                if let Some(r) = st.records[k].as_mut() {
-                    r.count_interval(p.stats, p.cpu, p.duration_s);
-                }
-            }
-            obs.interval(m.index as u32, &m.all, &m.cpu, w.interval_s);
-            // Counted, not held: the observers stored the interval, and the list grows with
-            // the step's length (issue 21); the runner reads it back at the step's end.
-            if let Some(merged) = merged.as_mut() {
-                merged.count_interval(m.all, m.cpu, w.interval_s);
-            }
-        }
-        if snia
-            && ending.is_none()
-            && let Some(rec) = merged.as_ref()
-            && rec.measured < intervals
-            && rec.is_steady(sequential)
+        st.hand_on(obs);
+        if ending.is_none()
+            && let Some(want) = st.steady_end()
         {
             // The interval running now completes (as on one host), and every interval an
             // agent has entered already; then every agent ends. Told on the side: the agents'
             // events go on being read meanwhile.
             let agents: Vec<_> = remotes
                 .iter()
-                .zip(&keys)
+                .zip(keys)
                 .zip(&st.done)
                 .filter(|(_, done)| !**done)
                 .map(|((r, key), _)| (r.client.clone(), *key))
                 .collect();
-            tracing::info!(workload = %w.name, workers = spec.workers, after = rec.measured, "steady state reached on every host together");
-            let want = rec.measured as u32 + 1;
+            tracing::info!(workload = %w.name, workers = spec.workers, after = want - 1, "steady state reached on every host together");
             ending = Some(tokio::spawn(end_steps(agents, want, w.intervals)));
         }
     }
-    for r in readers {
-        r.abort();
-    }
-    let ended_after = match ending {
-        Some(h) => h.await.ok().flatten(),
-        None => None,
-    };
-    // Intervals some hosts ran and others did not are in no merged interval: their injected
-    // faults still count (with the drain), so that every lost write verification finds is an
-    // injected one.
-    for (h, _, part) in st.merger.left_over() {
-        st.drain[h].faults_injected += part.stats.faults_injected;
-    }
-    // And after it: an offset that changed during the step says the agent's clock moved while
-    // it ran (its start and timeline are off by up to that much).
-    // (Not after Ctrl-C: the user wants the run to end.)
-    let here: Vec<bool> = st.lost.iter().map(|l| l.is_none() && !stop.load(Ordering::Relaxed)).collect();
-    let after = measure_clocks(remotes, &here, CLOCK_PINGS, REQUEST_DEADLINE).await;
-    for m in st.warnings.drain(..) {
-        obs.warning(&m);
-    }
-    if let Some(f) = st.failure {
-        return Err(f);
-    }
-    let Some(mut merged) = merged else {
-        return match st.aborted {
-            Some(why) => Err(NetError::Aborted(why)),
-            None if st.lost.iter().all(Option::is_some) => {
-                Err(NetError::Lost(format!("{ALL_LOST} before it started the step")))
-            }
-            // Ctrl-C before the start moment: a step with nothing in it, as a local run
-            // stopped before its first interval ends.
-            None if stop.load(Ordering::Relaxed) => {
-                let mut empty = StepRecord::new(spec.workers, w.queue_depth, 0, w.interval_s, 1.0);
-                empty.rate_iops = spec.rate_iops;
-                empty.interrupted = true;
-                Ok(MultiStep { merged: empty, lost: st.lost_indices(), losses: st.losses(), setup_ns })
-            }
-            None => Err(NetError::Failed("no agent started the step".into())),
-        };
-    };
-    if st.lost.iter().all(Option::is_some) && st.aborted.is_none() {
-        // What they measured before is kept; the run cannot go on.
-        st.aborted = Some(format!("{ALL_LOST} during the step: the run cannot go on"));
-    }
-    // Fewer intervals than planned: interrupted, unless every host ended its step once steady.
-    let steady_end = w.steady_state == iocurve_plan::SteadyState::Snia;
-    let all_ended = st.interrupted.iter().zip(&st.lost).all(|(&i, l)| !i && l.is_none());
-    merged.interrupted = merged.measured < intervals && !(steady_end && all_ended);
-    // (A step stopped otherwise — Ctrl-C, an abort, an overload — ends apart by its nature.)
-    if let Some(end) = ended_after.filter(|_| !stop_sent) {
-        let counts: Vec<String> = (0..n)
-            .filter(|&h| st.lost[h].is_none() && reported[h] != end as usize)
-            .map(|h| format!("{} ran {}", remotes[h].addr, reported[h]))
-            .collect();
-        if !counts.is_empty() {
-            merged.notes.push((
-                "uneven_end".into(),
-                format!(
-                    "steady after the hosts' merged intervals, the hosts were to end after interval {end}, but {}: the step keeps the {} intervals every host ran",
-                    counts.join(", "),
-                    merged.measured
-                ),
-            ));
+    Ok((stop_sent, ending))
+}
+
+/// A stop at once to every agent still running, each within a deadline. Best effort: an agent
+/// that cannot be told falls silent and is lost anyway.
+fn stop_all(remotes: &[Remote], done: &[bool]) {
+    for (h, r) in remotes.iter().enumerate() {
+        if !done[h] {
+            let mut client = r.client.clone();
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(STOP_DEADLINE, client.stop(pb::StopRequest {})).await;
+            });
         }
     }
-    merged.aborted = st.aborted.take();
-    for (h, d) in st.drain.iter().enumerate() {
-        merged.drain.merge(d);
-        merged.unmeasured_errors.merge(&st.unmeasured[h]);
-        merged.io_cpu = IoCpu::max(merged.io_cpu, st.io_cpu[h]);
-        for (code, message) in &st.notes[h] {
-            let message = if per_host { format!("{}: {message}", remotes[h].addr) } else { message.clone() };
-            merged.notes.push((code.clone(), message));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iocurve_stats::{CpuUsage, IntervalStats};
+
+    /// What a step's observer was told.
+    #[derive(Default)]
+    struct Told {
+        started: usize,
+        intervals: Vec<u32>,
+        host_intervals: Vec<(u32, u32)>,
+        warnings: Vec<String>,
+    }
+
+    impl StepObserver for Told {
+        fn started(&mut self, _rec: &StepRecord) {
+            self.started += 1;
+        }
+        fn interval(&mut self, index: u32, _s: &IntervalStats, _c: &iocurve_stats::CpuUsage, _d: f64) {
+            self.intervals.push(index);
+        }
+        fn host_interval(&mut self, host: u32, index: u32, _s: &IntervalStats, _c: &iocurve_stats::CpuUsage, _d: f64) {
+            self.host_intervals.push((host, index));
+        }
+        fn warning(&mut self, message: &str) {
+            self.warnings.push(message.to_string());
         }
     }
-    for (i, at) in st.lost.iter().enumerate() {
-        let Some(at) = at else { continue };
-        let message = if st.started[i] == 0 {
-            format!(
-                "agent {} was lost before the step started: the step ran on {} hosts, not {n}",
-                remotes[i].addr,
-                st.started.iter().filter(|&&t| t != 0).count()
-            )
-        } else {
-            format!(
-                "agent {} lost {at:.1} s into the step: from then on the figures come from the other hosts, so this step mixes host counts and enters no speed, optimum or maximum",
-                remotes[i].addr
-            )
-        };
-        merged.notes.push(("host_lost".into(), message));
+
+    fn workload() -> Workload {
+        let text = "[[workloads]]\nname = \"w\"\nintervals = 2\ninterval_s = 1\nwarmup_s = 0\n";
+        iocurve_plan::parse_str(text, "plan.toml", &Default::default()).unwrap().workloads.remove(0)
     }
-    let lost = st.lost_indices();
-    let losses = st.losses();
-    if per_host {
-        merged.per_host = st
-            .records
-            .into_iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let mut record =
-                    r.unwrap_or_else(|| StepRecord::new(spec.workers, w.queue_depth, 0, w.interval_s, 1.0));
-                record.interrupted =
-                    record.measured < intervals && !(steady_end && !st.interrupted[i] && st.lost[i].is_none());
-                record.drain = st.drain[i];
-                record.unmeasured_errors = st.unmeasured[i].clone();
-                record.io_cpu = st.io_cpu[i];
-                record.notes = st.notes[i].clone();
-                HostRecord {
-                    address: remotes[i].addr.clone(),
-                    hostname: remotes[i].hello.hostname.clone(),
-                    started_unix_ns: st.started[i],
-                    lost_at_s: st.lost[i],
-                    clock: HostClock {
-                        offset_ns: remotes[i].offset_ns,
-                        rtt_ns: remotes[i].rtt_ns,
-                        offset_after_ns: after[i].map(|m| m.0),
-                        rtt_after_ns: after[i].map_or(0, |m| m.1),
-                    },
-                    record,
-                }
-            })
-            .collect();
+
+    fn spec(w: &Workload) -> StepSpec<'_> {
+        StepSpec {
+            workload: w,
+            workers: 2,
+            rate_iops: None,
+            targets: &[],
+            scratch_size: 0,
+            run_key: 0,
+            verify_journal: false,
+            threads: 0,
+            backend: "io_uring",
+            faults: &[],
+            lead: Duration::ZERO,
+            abort_on_host_loss: false,
+            silence: Duration::from_secs(10),
+            planned_hosts: 2,
+        }
     }
-    Ok(MultiStep { merged, lost, losses, setup_ns })
+
+    fn agents() -> Vec<Agent> {
+        ["a:1", "b:1"]
+            .iter()
+            .map(|a| Agent { addr: a.to_string(), who: format!("agent {a}: "), ..Default::default() })
+            .collect()
+    }
+
+    fn started() -> pb::step_event::Event {
+        pb::step_event::Event::Started(pb::Started {
+            started_unix_ns: 1_000,
+            threads: 1,
+            sample_s: 1.0,
+            ..Default::default()
+        })
+    }
+
+    fn interval(index: u32, ops: u64) -> pb::step_event::Event {
+        let mut s = IntervalStats::with_samples(1);
+        for _ in 0..ops {
+            s.read.record(1000, 4096);
+        }
+        pb::step_event::Event::Interval(wire::interval_to(index, &s, &CpuUsage::default(), 1.0))
+    }
+
+    fn done() -> pb::step_event::Event {
+        pb::step_event::Event::Done(pb::Done::default())
+    }
+
+    /// The step session fed events as two agents would send them, without gRPC: an interval
+    /// is handed on once every host still there reported it; a host lost mid-step leaves the
+    /// others' intervals going on, and the record says who was lost.
+    #[test]
+    fn intervals_are_handed_on_once_every_host_still_there_reported_them() {
+        let w = workload();
+        let spec = spec(&w);
+        let mut st = Hosts::new(&spec, agents(), 0, true, Instant::now());
+        let mut told = Told::default();
+        for h in 0..2 {
+            st.on_event(h, started(), &mut told).unwrap();
+        }
+        assert_eq!(told.started, 1, "one merged record, started by the first host");
+        st.on_event(0, interval(0, 3), &mut told).unwrap();
+        st.hand_on(&mut told);
+        assert!(told.intervals.is_empty(), "host b has not reported interval 0 yet");
+        st.on_event(1, interval(0, 2), &mut told).unwrap();
+        st.hand_on(&mut told);
+        assert_eq!(told.intervals, [0]);
+        assert_eq!(told.host_intervals, [(0, 0), (1, 0)]);
+        st.lose(1, "killed");
+        st.on_event(0, interval(1, 3), &mut told).unwrap();
+        st.hand_on(&mut told);
+        assert_eq!(told.intervals, [0, 1], "host a alone carries interval 1");
+        st.on_event(0, done(), &mut told).unwrap();
+        assert!(st.done.iter().all(|&d| d));
+        let m = st.conclude(&[None, None], None, false).unwrap();
+        assert_eq!(m.merged.measured, 2);
+        assert_eq!(m.lost, [1]);
+        assert_eq!(m.losses[0].why, "killed");
+        assert!(
+            m.merged.notes.iter().any(|(c, n)| c == "host_lost" && n.starts_with("agent b:1 lost")),
+            "{:?}",
+            m.merged.notes
+        );
+        assert_eq!(m.merged.per_host.len(), 2);
+        assert_eq!(m.merged.aborted, None);
+    }
+
+    /// An abort on one host, or an overload, ends the step on every host; an agent's error ends
+    /// it with that error, named by the agent.
+    #[test]
+    fn an_abort_an_overload_and_an_error_are_taken_from_any_host() {
+        let w = workload();
+        let spec = spec(&w);
+        let mut st = Hosts::new(&spec, agents(), 0, true, Instant::now());
+        let mut told = Told::default();
+        let abort = pb::Done { aborted: true, abort_reason: "on_error = abort: EIO".into(), ..Default::default() };
+        st.on_event(0, pb::step_event::Event::Done(abort), &mut told).unwrap();
+        assert_eq!(st.aborted.as_deref(), Some("agent a:1: on_error = abort: EIO"));
+        let note = pb::Note { code: iocurve_engine::step::OVERLOADED.into(), message: "m".into() };
+        let over = pb::Done { notes: vec![note], error: "disk gone".into(), ..Default::default() };
+        st.on_event(1, pb::step_event::Event::Done(over), &mut told).unwrap();
+        assert!(st.overloaded);
+        match st.conclude(&[None, None], None, false) {
+            Err(NetError::Failed(m)) => assert_eq!(m, "agent b:1: disk gone"),
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("an agent's error ends the step with it"),
+        }
+    }
 }
