@@ -41,6 +41,30 @@ struct Job<'a> {
 
 type R<T> = Result<T, PlanError>;
 
+/// Where a job's sizes are noted when fio's kb_base makes them ambiguous: once per line.
+struct SizeNotes<'n> {
+    notices: &'n mut Vec<Notice>,
+    seen: &'n mut BTreeSet<(String, usize)>,
+}
+
+impl SizeNotes<'_> {
+    /// A size is read under the kb_base in force where it is written, as fio parses in order.
+    fn note(&mut self, e: &Entry, v: &str, bytes: u64, kb: u64) {
+        if self.seen.insert((e.file.clone(), e.line)) {
+            self.notices.push(Notice {
+                file: e.file.clone(),
+                line: e.line,
+                option: e.key.clone(),
+                value: v.into(),
+                instead: format!(
+                    "read as {bytes} bytes, as fio does under kb_base={kb} (fio issue #1618); write the size in bytes to be unambiguous"
+                ),
+                refused: false,
+            });
+        }
+    }
+}
+
 impl Job<'_> {
     /// The last entry setting `canonical` (under any of its names), with its position.
     fn last(&self, canonical: &str) -> Option<(usize, &Entry)> {
@@ -85,146 +109,14 @@ impl Job<'_> {
         Ok(self.parse(key, value::boolean)?.unwrap_or(false))
     }
 
-    // Issue 38: still over the 150 lines `too_many_lines` allows; one arm per fio option; the option table (part 2) takes them.
-    #[allow(clippy::too_many_lines)]
     fn resolve(&self, notices: &mut Vec<Notice>, seen: &mut BTreeSet<(String, usize)>) -> R<FioJob> {
         self.classify(notices, seen)?;
-        if let Some((_, e)) = self.last("kb_base") {
-            self.kb_at(e)?;
-            self.parse("kb_base", |v| {
-                if matches!(v.trim(), "1024" | "1000") {
-                    Ok(())
-                } else {
-                    Err(format!("`{v}`: kb_base is 1024 or 1000"))
-                }
-            })?;
-        }
-        // A size is read under the kb_base in force where it is written, as fio parses in order.
-        let mut note_size = |e: &Entry, v: &str, bytes: u64, kb: u64| {
-            if seen.insert((e.file.clone(), e.line)) {
-                notices.push(Notice {
-                    file: e.file.clone(),
-                    line: e.line,
-                    option: e.key.clone(),
-                    value: v.into(),
-                    instead: format!(
-                        "read as {bytes} bytes, as fio does under kb_base={kb} (fio issue #1618); write the size in bytes to be unambiguous"
-                    ),
-                    refused: false,
-                });
-            }
-        };
-        let (rw, modifier) = match self.text("rw") {
-            None => ("read".to_string(), None),
-            Some((e, v)) => {
-                let (mode, m) = v.split_once(':').map_or((v, None), |(a, b)| (a, Some(b)));
-                let mode = match mode.trim() {
-                    "read" | "write" | "randread" | "randwrite" | "randrw" => mode.trim().to_string(),
-                    "rw" | "readwrite" => "rw".into(),
-                    "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
-                        return Err(self.err(
-                            e,
-                            format!(
-                                "`{v}`: iocurve issues no trims; use read, write, randread, randwrite, rw or randrw"
-                            ),
-                        ));
-                    }
-                    other => {
-                        return Err(self.err(
-                            e,
-                            format!("`{other}` is not a fio rw mode: read, write, randread, randwrite, rw or randrw"),
-                        ));
-                    }
-                };
-                (mode, m.map(|m| (e.clone(), m.trim().to_string())))
-            }
-        };
-        let read_pct = match (self.last("rwmixread"), self.last("rwmixwrite")) {
-            (None, None) => 50.0,
-            (r, w) => {
-                let pct = |e: &Entry| {
-                    let v = e.value.as_deref().unwrap_or("");
-                    value::int(v)
-                        .ok()
-                        .filter(|&n| n <= 100)
-                        .map(|n| n as f64)
-                        .ok_or_else(|| self.err(e, format!("`{v}` is not a percentage from 0 to 100")))
-                };
-                match (r, w) {
-                    (Some((i, re)), Some((j, we))) => {
-                        if i > j {
-                            pct(re)?
-                        } else {
-                            100.0 - pct(we)?
-                        }
-                    }
-                    (Some((_, re)), None) => pct(re)?,
-                    (None, Some((_, we))) => 100.0 - pct(we)?,
-                    (None, None) => unreachable!(),
-                }
-            }
-        };
-        let read_pct = match rw.as_str() {
-            "read" | "randread" => 100.0,
-            "write" | "randwrite" => 0.0,
-            _ => read_pct,
-        };
+        self.check_kb_base()?;
+        let mut notes = SizeNotes { notices, seen };
+        let (rw, modifier) = self.rw_mode()?;
+        let read_pct = self.read_pct(&rw)?;
 
-        // Block sizes per direction, in file order: `bs` and `bsrange` set the same fields in
-        // fio (the later wins, direction by direction: an empty slot keeps what was set);
-        // `bssplit`, where set, wins over both.
-        let mut bs: [Vec<(u64, f64)>; 2] = [vec![(DEFAULT_BS, 100.0)], vec![(DEFAULT_BS, 100.0)]];
-        let mut bs_range = [(DEFAULT_BS, DEFAULT_BS); 2];
-        let mut split: [Option<Vec<(u64, f64)>>; 2] = [None, None];
-        for e in self.entries {
-            let Some(k) = options::lookup(&e.key).map(|k| k.canonical) else { continue };
-            if !matches!(k, "bs" | "bsrange" | "bssplit") {
-                continue;
-            }
-            let kb = self.kb_at(e)?;
-            let v = e.value.as_deref().unwrap_or("");
-            let dirs = value::per_direction(v).map_err(|m| self.err(e, m))?;
-            for d in 0..2 {
-                let Some(text) = &dirs[d] else { continue };
-                match k {
-                    "bsrange" => {
-                        let ((lo, hi), amb) = value::range(text, kb).map_err(|m| self.err(e, m))?;
-                        if amb {
-                            note_size(e, v, lo, kb);
-                        }
-                        bs[d] = value::range_mix(lo, hi).map_err(|m| self.err(e, m))?;
-                        bs_range[d] = (lo, hi);
-                    }
-                    "bs" => {
-                        let s = value::size(text, kb).map_err(|m| self.err(e, m))?;
-                        if s.ambiguous {
-                            note_size(e, v, s.bytes, kb);
-                        }
-                        if s.bytes == 0 {
-                            return Err(self.err(e, "a block size of 0"));
-                        }
-                        bs[d] = vec![(s.bytes, 100.0)];
-                        bs_range[d] = (s.bytes, s.bytes);
-                    }
-                    _ => {
-                        let (sizes, amb) = value::bssplit(text, kb).map_err(|m| self.err(e, m))?;
-                        if amb {
-                            note_size(e, v, sizes[0].0, kb);
-                        }
-                        split[d] = Some(sizes);
-                    }
-                }
-            }
-        }
-        for d in 0..2 {
-            if let Some(sizes) = split[d].take() {
-                bs_range[d] = (
-                    sizes.iter().map(|s| s.0).min().unwrap_or(DEFAULT_BS),
-                    sizes.iter().map(|s| s.0).max().unwrap_or(DEFAULT_BS),
-                );
-                bs[d] = sizes;
-            }
-        }
+        let (bs, bs_range) = self.block_sizes(&mut notes)?;
 
         let positive = |key: &str, max: u64| -> R<Option<u32>> {
             match self.text(key) {
@@ -239,22 +131,9 @@ impl Job<'_> {
         let iodepth = positive("iodepth", 65536)?.unwrap_or(1);
         let nrfiles = positive("nrfiles", 1 << 20)?.unwrap_or(1);
 
-        let mut size_of = |key: &str| -> R<Option<SizeOr>> {
-            match self.text(key) {
-                None => Ok(None),
-                Some((e, v)) => {
-                    let kb = self.kb_at(e)?;
-                    let (s, amb) = value::size_or_percent(v, kb).map_err(|m| self.err(e, m))?;
-                    if let (true, SizeOr::Bytes(b)) = (amb, s) {
-                        note_size(e, v, b, kb);
-                    }
-                    Ok(Some(s))
-                }
-            }
-        };
-        let size = size_of("size")?;
-        let offset = size_of("offset")?;
-        let filesize = match size_of("filesize")? {
+        let size = self.size_of("size", &mut notes)?;
+        let offset = self.size_of("offset", &mut notes)?;
+        let filesize = match self.size_of("filesize", &mut notes)? {
             Some(SizeOr::Percent(_)) => {
                 let (e, v) = self.text("filesize").unwrap_or_else(|| unreachable!());
                 return Err(self.err(e, format!("`{v}`: filesize is a size, not a percentage")));
@@ -334,6 +213,161 @@ impl Job<'_> {
                 .filter_map(|e| options::lookup(&e.key).map(|k| (k.canonical.to_string(), e.file.clone(), e.line)))
                 .collect(),
         })
+    }
+
+    /// `kb_base`, where set, is 1024 or 1000.
+    fn check_kb_base(&self) -> R<()> {
+        if let Some((_, e)) = self.last("kb_base") {
+            self.kb_at(e)?;
+            self.parse("kb_base", |v| {
+                if matches!(v.trim(), "1024" | "1000") {
+                    Ok(())
+                } else {
+                    Err(format!("`{v}`: kb_base is 1024 or 1000"))
+                }
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The `rw` mode (read, write, randread, randwrite, rw, randrw) and its `:` modifier.
+    fn rw_mode(&self) -> R<(String, Option<(Entry, String)>)> {
+        Ok(match self.text("rw") {
+            None => ("read".to_string(), None),
+            Some((e, v)) => {
+                let (mode, m) = v.split_once(':').map_or((v, None), |(a, b)| (a, Some(b)));
+                let mode = match mode.trim() {
+                    "read" | "write" | "randread" | "randwrite" | "randrw" => mode.trim().to_string(),
+                    "rw" | "readwrite" => "rw".into(),
+                    "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
+                        return Err(self.err(
+                            e,
+                            format!(
+                                "`{v}`: iocurve issues no trims; use read, write, randread, randwrite, rw or randrw"
+                            ),
+                        ));
+                    }
+                    other => {
+                        return Err(self.err(
+                            e,
+                            format!("`{other}` is not a fio rw mode: read, write, randread, randwrite, rw or randrw"),
+                        ));
+                    }
+                };
+                (mode, m.map(|m| (e.clone(), m.trim().to_string())))
+            }
+        })
+    }
+
+    /// The share of reads: 100 or 0 for one-way modes, else `rwmixread` / `rwmixwrite`, the
+    /// one written last winning (50 when neither is).
+    fn read_pct(&self, rw: &str) -> R<f64> {
+        let read_pct = match (self.last("rwmixread"), self.last("rwmixwrite")) {
+            (None, None) => 50.0,
+            (r, w) => {
+                let pct = |e: &Entry| {
+                    let v = e.value.as_deref().unwrap_or("");
+                    value::int(v)
+                        .ok()
+                        .filter(|&n| n <= 100)
+                        .map(|n| n as f64)
+                        .ok_or_else(|| self.err(e, format!("`{v}` is not a percentage from 0 to 100")))
+                };
+                match (r, w) {
+                    (Some((i, re)), Some((j, we))) => {
+                        if i > j {
+                            pct(re)?
+                        } else {
+                            100.0 - pct(we)?
+                        }
+                    }
+                    (Some((_, re)), None) => pct(re)?,
+                    (None, Some((_, we))) => 100.0 - pct(we)?,
+                    (None, None) => unreachable!(),
+                }
+            }
+        };
+        Ok(match rw {
+            "read" | "randread" => 100.0,
+            "write" | "randwrite" => 0.0,
+            _ => read_pct,
+        })
+    }
+
+    /// Block sizes per direction and their range.
+    #[allow(clippy::type_complexity)]
+    fn block_sizes(&self, notes: &mut SizeNotes) -> R<([Vec<(u64, f64)>; 2], [(u64, u64); 2])> {
+        // Block sizes per direction, in file order: `bs` and `bsrange` set the same fields in
+        // fio (the later wins, direction by direction: an empty slot keeps what was set);
+        // `bssplit`, where set, wins over both.
+        let mut bs: [Vec<(u64, f64)>; 2] = [vec![(DEFAULT_BS, 100.0)], vec![(DEFAULT_BS, 100.0)]];
+        let mut bs_range = [(DEFAULT_BS, DEFAULT_BS); 2];
+        let mut split: [Option<Vec<(u64, f64)>>; 2] = [None, None];
+        for e in self.entries {
+            let Some(k) = options::lookup(&e.key).map(|k| k.canonical) else { continue };
+            if !matches!(k, "bs" | "bsrange" | "bssplit") {
+                continue;
+            }
+            let kb = self.kb_at(e)?;
+            let v = e.value.as_deref().unwrap_or("");
+            let dirs = value::per_direction(v).map_err(|m| self.err(e, m))?;
+            for d in 0..2 {
+                let Some(text) = &dirs[d] else { continue };
+                match k {
+                    "bsrange" => {
+                        let ((lo, hi), amb) = value::range(text, kb).map_err(|m| self.err(e, m))?;
+                        if amb {
+                            notes.note(e, v, lo, kb);
+                        }
+                        bs[d] = value::range_mix(lo, hi).map_err(|m| self.err(e, m))?;
+                        bs_range[d] = (lo, hi);
+                    }
+                    "bs" => {
+                        let s = value::size(text, kb).map_err(|m| self.err(e, m))?;
+                        if s.ambiguous {
+                            notes.note(e, v, s.bytes, kb);
+                        }
+                        if s.bytes == 0 {
+                            return Err(self.err(e, "a block size of 0"));
+                        }
+                        bs[d] = vec![(s.bytes, 100.0)];
+                        bs_range[d] = (s.bytes, s.bytes);
+                    }
+                    _ => {
+                        let (sizes, amb) = value::bssplit(text, kb).map_err(|m| self.err(e, m))?;
+                        if amb {
+                            notes.note(e, v, sizes[0].0, kb);
+                        }
+                        split[d] = Some(sizes);
+                    }
+                }
+            }
+        }
+        for d in 0..2 {
+            if let Some(sizes) = split[d].take() {
+                bs_range[d] = (
+                    sizes.iter().map(|s| s.0).min().unwrap_or(DEFAULT_BS),
+                    sizes.iter().map(|s| s.0).max().unwrap_or(DEFAULT_BS),
+                );
+                bs[d] = sizes;
+            }
+        }
+        Ok((bs, bs_range))
+    }
+
+    /// A size (or a percentage) option, read under the kb_base in force where it is written.
+    fn size_of(&self, key: &str, notes: &mut SizeNotes) -> R<Option<SizeOr>> {
+        match self.text(key) {
+            None => Ok(None),
+            Some((e, v)) => {
+                let kb = self.kb_at(e)?;
+                let (s, amb) = value::size_or_percent(v, kb).map_err(|m| self.err(e, m))?;
+                if let (true, SizeOr::Bytes(b)) = (amb, s) {
+                    notes.note(e, v, b, kb);
+                }
+                Ok(Some(s))
+            }
+        }
     }
 
     /// A per-direction rate: the read value and the write value.

@@ -211,52 +211,8 @@ fn sanitize(name: &str) -> String {
 }
 
 /// The keys of one job (no name, no ramp) and the size its scratch files need.
-// Issue 38: still over the 150 lines `too_many_lines` allows; one arm per fio option; the option table (part 2) takes them.
-#[allow(clippy::too_many_lines)]
 fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKeys, Option<u64>) {
-    if let Some((e, m)) = &job.modifier {
-        notices.push(Notice {
-            file: e.file.clone(),
-            line: e.line,
-            option: e.key.clone(),
-            value: format!("{}:{m}", job.rw),
-            instead: "iocurve picks a new offset for every random I/O and never skips ahead in a sequential one".into(),
-            refused: true,
-        });
-    }
-    if let Some(v) = job.verify.as_deref().filter(|v| !matches!(*v, "0" | "null" | "none")) {
-        refuse(
-            notices,
-            job,
-            "verify",
-            v,
-            "iocurve's verify is its own (block headers against the last acknowledged write, not fio's checksums): set verify = true in the plan instead",
-        );
-    }
-    if let Some(v) = job.random_distribution.as_deref().filter(|v| *v != "random") {
-        refuse(notices, job, "random_distribution", v, "iocurve spreads random offsets uniformly over the working set");
-    }
-    if let Some(p) = job.percentage_random.filter(|&p| p != 100 && job.rw.starts_with("rand")) {
-        refuse(notices, job, "percentage_random", &p.to_string(), "iocurve's random workloads are random throughout");
-    }
-    if job.nrfiles > 1 {
-        refuse(
-            notices,
-            job,
-            "nrfiles",
-            &job.nrfiles.to_string(),
-            "iocurve runs on the files named by filename; name them",
-        );
-    }
-    if job.directory.as_deref().is_some_and(|d| d.contains(':')) {
-        refuse(
-            notices,
-            job,
-            "directory",
-            job.directory.as_deref().unwrap_or(""),
-            "iocurve uses one directory; the first is taken",
-        );
-    }
+    refuse_unhonoured(job, notices);
 
     let mut k = WorkloadKeys::default();
     let random = job.rw.starts_with("rand");
@@ -300,6 +256,135 @@ fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKey
     }
     let mean_bs: f64 = split.iter().map(|s| s.0 as f64 * s.1).sum::<f64>() / split.iter().map(|s| s.1).sum::<f64>();
 
+    engine(job, &mut k, notices);
+    if let (false, Some(_), Some(SizeOr::Bytes(_))) = (job.time_based, job.runtime_s, job.size) {
+        notices.push(note(
+            job,
+            "time_based",
+            "",
+            "not set: fio ends the job after one pass over size (or at runtime, whichever comes first); iocurve measures for the whole runtime",
+            false,
+        ));
+    }
+
+    // How long: fio's runtime, measured in intervals (at least 3, about 10 s each).
+    k.warmup_s = Some(job.ramp_s);
+    match job.runtime_s.filter(|&t| t > 0.0) {
+        Some(t) => {
+            let n = ((t / 10.0).round() as u32).max(3);
+            k.intervals = Some(n);
+            k.interval_s = Some(t / n as f64);
+        }
+        None => notices.push(note(
+            job,
+            "runtime",
+            "",
+            "none given: fio would run until `size` bytes are done (or, time_based, until stopped); iocurve measures each step for a time, here its default (3 intervals of 10 s)",
+            false,
+        )),
+    }
+
+    let file_size = working_set(job, files, &mut k, notices);
+
+    // What is written and what an error does.
+    if let Some(p) = job.compress_pct {
+        k.compress = Some((p / 100.0).min(0.99));
+    }
+    if let Some(p) = job.dedupe_pct {
+        k.dedupe = Some(100.0 / (100.0 - p.min(99.0)));
+    }
+    k.on_error = Some(match job.continue_on_error.as_deref() {
+        None | Some("none" | "0") => OnError::StopTarget,
+        Some(_) => OnError::Continue,
+    });
+
+    // A rate limit per job: the plan's rate is for the whole run.
+    let used = |v: &[Option<f64>; 2]| -> Option<f64> {
+        let vals: Vec<f64> = dirs.iter().filter_map(|&d| v[d]).collect();
+        vals.first().copied().filter(|f| vals.iter().all(|x| x == f))
+    };
+    let mixed_rate = dirs.len() == 2 && (job.rate_iops.is_some() || job.rate_bytes.is_some());
+    if mixed_rate {
+        let key = if job.rate_iops.is_some() { "rate_iops" } else { "rate" };
+        refuse(
+            notices,
+            job,
+            key,
+            "",
+            "fio limits reads and writes each to the rate (a mixed job runs at up to twice it, whatever its mix); iocurve drives one rate for the mix",
+        );
+    }
+    let rate_iops = match (&job.rate_iops, &job.rate_bytes) {
+        (Some((e, v)), _) => used(v).or_else(|| {
+            notices.push(note(job, &e.key, "", "different rates for reads and writes: iocurve drives one rate", true));
+            None
+        }),
+        (None, Some((e, v))) => used(v).map(|b| b / mean_bs).or_else(|| {
+            notices.push(note(job, &e.key, "", "different rates for reads and writes: iocurve drives one rate", true));
+            None
+        }),
+        (None, None) => None,
+    };
+    if let Some(iops) = rate_iops.filter(|&r| r > 0.0 && !mixed_rate) {
+        let total = iops * f64::from(job.numjobs);
+        k.rate = Some(vec![if random { total } else { total * mean_bs / 1e6 }]);
+        k.arrival = Some(if job.poisson { Arrival::Poisson } else { Arrival::Uniform });
+        // The depth as imported (a synchronous engine's is 1), not the file's.
+        k.max_outstanding = Some(job.numjobs.saturating_mul(k.queue_depth.unwrap_or(1)));
+    }
+    (k, file_size)
+}
+
+/// Notes on the options of `job` that iocurve does not honour: refused unless lenient.
+fn refuse_unhonoured(job: &FioJob, notices: &mut Vec<Notice>) {
+    if let Some((e, m)) = &job.modifier {
+        notices.push(Notice {
+            file: e.file.clone(),
+            line: e.line,
+            option: e.key.clone(),
+            value: format!("{}:{m}", job.rw),
+            instead: "iocurve picks a new offset for every random I/O and never skips ahead in a sequential one".into(),
+            refused: true,
+        });
+    }
+    if let Some(v) = job.verify.as_deref().filter(|v| !matches!(*v, "0" | "null" | "none")) {
+        refuse(
+            notices,
+            job,
+            "verify",
+            v,
+            "iocurve's verify is its own (block headers against the last acknowledged write, not fio's checksums): set verify = true in the plan instead",
+        );
+    }
+    if let Some(v) = job.random_distribution.as_deref().filter(|v| *v != "random") {
+        refuse(notices, job, "random_distribution", v, "iocurve spreads random offsets uniformly over the working set");
+    }
+    if let Some(p) = job.percentage_random.filter(|&p| p != 100 && job.rw.starts_with("rand")) {
+        refuse(notices, job, "percentage_random", &p.to_string(), "iocurve's random workloads are random throughout");
+    }
+    if job.nrfiles > 1 {
+        refuse(
+            notices,
+            job,
+            "nrfiles",
+            &job.nrfiles.to_string(),
+            "iocurve runs on the files named by filename; name them",
+        );
+    }
+    if job.directory.as_deref().is_some_and(|d| d.contains(':')) {
+        refuse(
+            notices,
+            job,
+            "directory",
+            job.directory.as_deref().unwrap_or(""),
+            "iocurve uses one directory; the first is taken",
+        );
+    }
+}
+
+/// The engine: iocurve's back-end of the same name where there is one, else the nearest, and
+/// the queue depth it takes.
+fn engine(job: &FioJob, k: &mut WorkloadKeys, notices: &mut Vec<Notice>) {
     // The engine: iocurve's back-end of the same name where there is one, else the nearest.
     let (backend, nearest) = match Backend::of_fio(&job.ioengine) {
         // Linux's native AIO is asynchronous only with O_DIRECT: buffered, io_submit blocks
@@ -361,33 +446,11 @@ fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKey
             false,
         ));
     }
-    if let (false, Some(_), Some(SizeOr::Bytes(_))) = (job.time_based, job.runtime_s, job.size) {
-        notices.push(note(
-            job,
-            "time_based",
-            "",
-            "not set: fio ends the job after one pass over size (or at runtime, whichever comes first); iocurve measures for the whole runtime",
-            false,
-        ));
-    }
+}
 
-    // How long: fio's runtime, measured in intervals (at least 3, about 10 s each).
-    k.warmup_s = Some(job.ramp_s);
-    match job.runtime_s.filter(|&t| t > 0.0) {
-        Some(t) => {
-            let n = ((t / 10.0).round() as u32).max(3);
-            k.intervals = Some(n);
-            k.interval_s = Some(t / n as f64);
-        }
-        None => notices.push(note(
-            job,
-            "runtime",
-            "",
-            "none given: fio would run until `size` bytes are done (or, time_based, until stopped); iocurve measures each step for a time, here its default (3 intervals of 10 s)",
-            false,
-        )),
-    }
-
+/// Where: fio's size is the job's total over its files, from offset. Returns the size the
+/// scratch files need.
+fn working_set(job: &FioJob, files: u64, k: &mut WorkloadKeys, notices: &mut Vec<Notice>) -> Option<u64> {
     // Where: fio's size is the job's total over its files, from offset.
     let mut file_size = job.filesize;
     let offset = match job.offset {
@@ -433,54 +496,7 @@ fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKey
         }
         None => WorkingSetSpec::Backend,
     });
-
-    // What is written and what an error does.
-    if let Some(p) = job.compress_pct {
-        k.compress = Some((p / 100.0).min(0.99));
-    }
-    if let Some(p) = job.dedupe_pct {
-        k.dedupe = Some(100.0 / (100.0 - p.min(99.0)));
-    }
-    k.on_error = Some(match job.continue_on_error.as_deref() {
-        None | Some("none" | "0") => OnError::StopTarget,
-        Some(_) => OnError::Continue,
-    });
-
-    // A rate limit per job: the plan's rate is for the whole run.
-    let used = |v: &[Option<f64>; 2]| -> Option<f64> {
-        let vals: Vec<f64> = dirs.iter().filter_map(|&d| v[d]).collect();
-        vals.first().copied().filter(|f| vals.iter().all(|x| x == f))
-    };
-    let mixed_rate = dirs.len() == 2 && (job.rate_iops.is_some() || job.rate_bytes.is_some());
-    if mixed_rate {
-        let key = if job.rate_iops.is_some() { "rate_iops" } else { "rate" };
-        refuse(
-            notices,
-            job,
-            key,
-            "",
-            "fio limits reads and writes each to the rate (a mixed job runs at up to twice it, whatever its mix); iocurve drives one rate for the mix",
-        );
-    }
-    let rate_iops = match (&job.rate_iops, &job.rate_bytes) {
-        (Some((e, v)), _) => used(v).or_else(|| {
-            notices.push(note(job, &e.key, "", "different rates for reads and writes: iocurve drives one rate", true));
-            None
-        }),
-        (None, Some((e, v))) => used(v).map(|b| b / mean_bs).or_else(|| {
-            notices.push(note(job, &e.key, "", "different rates for reads and writes: iocurve drives one rate", true));
-            None
-        }),
-        (None, None) => None,
-    };
-    if let Some(iops) = rate_iops.filter(|&r| r > 0.0 && !mixed_rate) {
-        let total = iops * f64::from(job.numjobs);
-        k.rate = Some(vec![if random { total } else { total * mean_bs / 1e6 }]);
-        k.arrival = Some(if job.poisson { Arrival::Poisson } else { Arrival::Uniform });
-        // The depth as imported (a synchronous engine's is 1), not the file's.
-        k.max_outstanding = Some(job.numjobs.saturating_mul(k.queue_depth.unwrap_or(1)));
-    }
-    (k, file_size)
+    file_size
 }
 
 fn gcd(a: u64, b: u64) -> u64 {

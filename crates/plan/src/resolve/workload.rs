@@ -9,24 +9,9 @@ use crate::model::{BlockSize, DataPattern, Fault, FaultKind, WorkingSet, Workloa
 use crate::size::format_size;
 
 impl Resolver<'_> {
-    // Issue 38: still over the 150 lines `too_many_lines` allows; one check per key; the option table (part 2) takes them.
-    #[allow(clippy::too_many_lines)]
     pub(super) fn workload(&self, i: usize, k: &WorkloadKeys) -> Result<Workload, PlanError> {
         // Every value is present: the built-in defaults set all keys but `name`, `dedupe_unit`, `stuck_after_s` and `rate`.
-        let name = k.name.clone().ok_or_else(|| {
-            self.err(
-                &[Seg::Key("workloads"), Seg::Index(i)],
-                format!("workloads[{i}]"),
-                "every workload needs a `name`, e.g. name = \"backend-random-read-8k\"",
-            )
-        })?;
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
-            return Err(self.key_err(
-                i,
-                "name",
-                format!("workload name `{name}` must be non-empty and use only letters, digits, '-', '_' and '.'"),
-            ));
-        }
+        let name = self.workload_name(i, k)?;
         let read_pct = k.read_pct.unwrap();
         if !(0.0..=100.0).contains(&read_pct) {
             return Err(self.key_err(
@@ -37,67 +22,8 @@ impl Resolver<'_> {
                 ),
             ));
         }
-        let bs = match k.bs.clone().unwrap() {
-            BlockSizeSpec::One(b) => vec![BlockSize { bytes: b, weight: 1 }],
-            BlockSizeSpec::Mix(m) => {
-                // One entry per size: `{ "4k" = 70, "4096" = 30 }` is 4k with weight 100 (a
-                // plan printed back names each size once).
-                let mut mix: Vec<BlockSize> = Vec::new();
-                for (bytes, weight) in m {
-                    match mix.iter_mut().find(|b| b.bytes == bytes) {
-                        Some(b) => {
-                            b.weight = b.weight.checked_add(weight).ok_or_else(|| {
-                                self.key_err(
-                                    i,
-                                    "bs",
-                                    format!(
-                                        "the weights given to block size {} add up to more than 4294967295",
-                                        format_size(bytes)
-                                    ),
-                                )
-                            })?
-                        }
-                        None => mix.push(BlockSize { bytes, weight }),
-                    }
-                }
-                mix
-            }
-        };
-        if bs.is_empty() || bs.iter().all(|b| b.weight == 0) {
-            return Err(self.key_err(i, "bs", "the block size mix is empty or all weights are 0".into()));
-        }
-        for b in &bs {
-            if b.bytes == 0 || b.bytes % 512 != 0 || b.bytes > 64 << 20 {
-                return Err(self.key_err(
-                    i,
-                    "bs",
-                    format!(
-                        "block size {} is not usable: it must be a multiple of 512 bytes, from 512 to 64m",
-                        if b.bytes == 0 { "0".to_string() } else { format_size(b.bytes) }
-                    ),
-                ));
-            }
-        }
-        let working_set = match k.working_set.clone().unwrap() {
-            WorkingSetSpec::Frontend => {
-                let blocks = k.frontend_blocks.unwrap();
-                if blocks == 0 {
-                    return Err(self.key_err(i, "frontend_blocks", "frontend_blocks must be at least 1".into()));
-                }
-                WorkingSet::Frontend { blocks }
-            }
-            WorkingSetSpec::Backend => WorkingSet::Backend,
-            WorkingSetSpec::Range { start, end } => {
-                if start >= end || start % 512 != 0 || end % 512 != 0 {
-                    return Err(self.key_err(
-                        i,
-                        "working_set",
-                        format!("working set range {start}..{end} must have start < end, both multiples of 512 bytes"),
-                    ));
-                }
-                WorkingSet::Range { start, end }
-            }
-        };
+        let bs = self.block_sizes(i, k)?;
+        let working_set = self.working_set(i, k)?;
         let queue_depth = k.queue_depth.unwrap();
         if !(1..=4096).contains(&queue_depth) {
             return Err(self.key_err(
@@ -167,6 +93,151 @@ impl Resolver<'_> {
             ));
         }
         let verify = k.verify.unwrap();
+        self.cross_checks(i, k, &bs, &data)?;
+        let max_outstanding = k.max_outstanding.unwrap();
+        if !(1..=65_536).contains(&max_outstanding) {
+            return Err(self.key_err(
+                i,
+                "max_outstanding",
+                format!("max_outstanding is {max_outstanding}; a rate step keeps 1 to 65536 I/Os in flight per host"),
+            ));
+        }
+        let (rate, curve) = self.rate_and_curve(i, k, queue_depth)?;
+        let (sla_search, steady_state) = self.step_ends(i, k, intervals)?;
+        let w = Workload {
+            name,
+            read_pct,
+            bs,
+            pattern: k.pattern.unwrap(),
+            working_set,
+            queue_depth,
+            ramp,
+            warmup_s,
+            intervals,
+            interval_s,
+            pause_s,
+            direct: k.direct.unwrap(),
+            backend: k.backend.unwrap(),
+            threads,
+            data,
+            on_error: k.on_error.unwrap(),
+            stuck_after_s: k.stuck_after_s,
+            verify,
+            rate,
+            arrival: k.arrival.unwrap(),
+            max_outstanding,
+            overload: k.overload.unwrap(),
+            seed: k.seed.unwrap(),
+            curve,
+            stop_at_mean_ms: k.stop_at_mean_ms,
+            stop_at_p99_ms: k.stop_at_p99_ms,
+            steady_state,
+            sla_search,
+        };
+        if let Some(r) = w.rate.iter().find(|&&r| w.rate_iops(r) > 1e9) {
+            return Err(self.key_err(
+                i,
+                "rate",
+                format!("rate {r} MB/s is above 1e9 IOPS at this block size: give at most 1e9 IOPS' worth"),
+            ));
+        }
+        Ok(w)
+    }
+
+    /// The workload's name: given, and usable as a key and in file names.
+    fn workload_name(&self, i: usize, k: &WorkloadKeys) -> Result<String, PlanError> {
+        let name = k.name.clone().ok_or_else(|| {
+            self.err(
+                &[Seg::Key("workloads"), Seg::Index(i)],
+                format!("workloads[{i}]"),
+                "every workload needs a `name`, e.g. name = \"backend-random-read-8k\"",
+            )
+        })?;
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+            return Err(self.key_err(
+                i,
+                "name",
+                format!("workload name `{name}` must be non-empty and use only letters, digits, '-', '_' and '.'"),
+            ));
+        }
+        Ok(name)
+    }
+
+    /// The block size or mix, each size once, each usable.
+    fn block_sizes(&self, i: usize, k: &WorkloadKeys) -> Result<Vec<BlockSize>, PlanError> {
+        let bs = match k.bs.clone().unwrap() {
+            BlockSizeSpec::One(b) => vec![BlockSize { bytes: b, weight: 1 }],
+            BlockSizeSpec::Mix(m) => {
+                // One entry per size: `{ "4k" = 70, "4096" = 30 }` is 4k with weight 100 (a
+                // plan printed back names each size once).
+                let mut mix: Vec<BlockSize> = Vec::new();
+                for (bytes, weight) in m {
+                    match mix.iter_mut().find(|b| b.bytes == bytes) {
+                        Some(b) => {
+                            b.weight = b.weight.checked_add(weight).ok_or_else(|| {
+                                self.key_err(
+                                    i,
+                                    "bs",
+                                    format!(
+                                        "the weights given to block size {} add up to more than 4294967295",
+                                        format_size(bytes)
+                                    ),
+                                )
+                            })?
+                        }
+                        None => mix.push(BlockSize { bytes, weight }),
+                    }
+                }
+                mix
+            }
+        };
+        if bs.is_empty() || bs.iter().all(|b| b.weight == 0) {
+            return Err(self.key_err(i, "bs", "the block size mix is empty or all weights are 0".into()));
+        }
+        for b in &bs {
+            if b.bytes == 0 || b.bytes % 512 != 0 || b.bytes > 64 << 20 {
+                return Err(self.key_err(
+                    i,
+                    "bs",
+                    format!(
+                        "block size {} is not usable: it must be a multiple of 512 bytes, from 512 to 64m",
+                        if b.bytes == 0 { "0".to_string() } else { format_size(b.bytes) }
+                    ),
+                ));
+            }
+        }
+        Ok(bs)
+    }
+
+    /// The working set: a frontend of at least one block, the backend, or a 512-aligned range.
+    fn working_set(&self, i: usize, k: &WorkloadKeys) -> Result<WorkingSet, PlanError> {
+        Ok(match k.working_set.clone().unwrap() {
+            WorkingSetSpec::Frontend => {
+                let blocks = k.frontend_blocks.unwrap();
+                if blocks == 0 {
+                    return Err(self.key_err(i, "frontend_blocks", "frontend_blocks must be at least 1".into()));
+                }
+                WorkingSet::Frontend { blocks }
+            }
+            WorkingSetSpec::Backend => WorkingSet::Backend,
+            WorkingSetSpec::Range { start, end } => {
+                if start >= end || start % 512 != 0 || end % 512 != 0 {
+                    return Err(self.key_err(
+                        i,
+                        "working_set",
+                        format!("working set range {start}..{end} must have start < end, both multiples of 512 bytes"),
+                    ));
+                }
+                WorkingSet::Range { start, end }
+            }
+        })
+    }
+
+    /// The rules between keys: what verification needs (one block size, no dedupe, a back-end
+    /// that touches storage) and what a back-end needs (O_DIRECT for one asynchronous only
+    /// with it).
+    fn cross_checks(&self, i: usize, k: &WorkloadKeys, bs: &[BlockSize], data: &DataPattern) -> Result<(), PlanError> {
+        let verify = k.verify.unwrap();
         if verify && bs.len() > 1 {
             return Err(self.key_err(
                 i,
@@ -208,14 +279,12 @@ impl Resolver<'_> {
                 ),
             ));
         }
-        let max_outstanding = k.max_outstanding.unwrap();
-        if !(1..=65_536).contains(&max_outstanding) {
-            return Err(self.key_err(
-                i,
-                "max_outstanding",
-                format!("max_outstanding is {max_outstanding}; a rate step keeps 1 to 65536 I/Os in flight per host"),
-            ));
-        }
+        Ok(())
+    }
+
+    /// A rate ramp (increasing, each rate usable, queue depth 1) and a response-time curve
+    /// (shares of the maximum, increasing, not beside a rate ramp).
+    fn rate_and_curve(&self, i: usize, k: &WorkloadKeys, queue_depth: u32) -> Result<(Vec<f64>, Vec<f64>), PlanError> {
         let rate = k.rate.clone().unwrap_or_default();
         if k.rate.is_some() {
             if rate.is_empty() {
@@ -263,6 +332,17 @@ impl Resolver<'_> {
                 ));
             }
         }
+        Ok((rate, curve))
+    }
+
+    /// How a step or ramp may end early: `stop_at_*` bounds, an SLA search (not beside a rate
+    /// ramp), a steady state judged over enough intervals.
+    fn step_ends(
+        &self,
+        i: usize,
+        k: &WorkloadKeys,
+        intervals: u32,
+    ) -> Result<(bool, crate::model::SteadyState), PlanError> {
         for (key, v) in [("stop_at_mean_ms", k.stop_at_mean_ms), ("stop_at_p99_ms", k.stop_at_p99_ms)] {
             if let Some(ms) = v
                 && !(ms > 0.0 && ms <= 3_600_000.0)
@@ -286,44 +366,7 @@ impl Resolver<'_> {
                 format!("intervals is {intervals}, but steady_state = \"snia\" judges the last 5 intervals of a step: give the limit of rounds, at least 5 (e.g. intervals = 25)"),
             ));
         }
-        let w = Workload {
-            name,
-            read_pct,
-            bs,
-            pattern: k.pattern.unwrap(),
-            working_set,
-            queue_depth,
-            ramp,
-            warmup_s,
-            intervals,
-            interval_s,
-            pause_s,
-            direct: k.direct.unwrap(),
-            backend: k.backend.unwrap(),
-            threads,
-            data,
-            on_error: k.on_error.unwrap(),
-            stuck_after_s: k.stuck_after_s,
-            verify,
-            rate,
-            arrival: k.arrival.unwrap(),
-            max_outstanding,
-            overload: k.overload.unwrap(),
-            seed: k.seed.unwrap(),
-            curve,
-            stop_at_mean_ms: k.stop_at_mean_ms,
-            stop_at_p99_ms: k.stop_at_p99_ms,
-            steady_state,
-            sla_search,
-        };
-        if let Some(r) = w.rate.iter().find(|&&r| w.rate_iops(r) > 1e9) {
-            return Err(self.key_err(
-                i,
-                "rate",
-                format!("rate {r} MB/s is above 1e9 IOPS at this block size: give at most 1e9 IOPS' worth"),
-            ));
-        }
-        Ok(w)
+        Ok((sla_search, steady_state))
     }
 
     pub(super) fn faults(&self) -> Result<Vec<Fault>, PlanError> {
