@@ -139,3 +139,35 @@ fn libaio_unavailable_falls_back_to_psync_loudly() {
     assert!(r["host"]["backend_note"].as_str().unwrap().contains("falling back to psync"));
     check_steps(&r, 4096);
 }
+
+/// Issue 38, outside attack: a libaio ramp whose largest step needs more AIO events than
+/// `fs.aio-max-nr` leaves is refused before anything runs (exit 2), with every way out.
+#[test]
+fn a_libaio_step_beyond_the_aio_limit_is_refused_before_the_run() {
+    iocurve_testkit::needs_root!();
+    let _one = one_at_a_time();
+    const AIO_MAX: &str = "/proc/sys/fs/aio-max-nr";
+    struct Restore(String);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = std::fs::write(AIO_MAX, &self.0);
+        }
+    }
+    let guard = Restore(std::fs::read_to_string(AIO_MAX).unwrap().trim().to_string());
+    let used: u64 = std::fs::read_to_string("/proc/sys/fs/aio-nr").unwrap().trim().parse().unwrap();
+    std::fs::write(AIO_MAX, (used + 10).to_string()).expect("set fs.aio-max-nr (needs root)");
+    let dir = tempfile::tempdir().unwrap();
+    let o = iocurve(
+        dir.path(),
+        &args(
+            &["run", "--size", "16m", "--workload", "backend-random-read-4k", "--backend", "libaio", "--ramp", "1,16"],
+            FAST,
+        ),
+    );
+    drop(guard);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("16 I/Os in flight") && err.contains("fs.aio-max-nr"), "{err}");
+    assert!(err.contains("lower --ramp, --qd or --max-outstanding"), "{err}");
+    assert!(!format!("{}{err}", stdout(&o)).contains("IOPS"), "no step ran: {}", stdout(&o));
+}

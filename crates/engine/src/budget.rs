@@ -205,6 +205,23 @@ pub fn check_step(w: &Workload, workers: u32, backend: Backend) -> Result<(), En
     Ok(())
 }
 
+/// Refuses, before a run starts, a libaio step that needs more asynchronous I/O events than the
+/// kernel's `fs.aio-max-nr` leaves (each context counts its slots). Only before the run: a
+/// context that cannot be made mid-run (another process took the room) is a failure of the
+/// step's I/O thread (exit code 1), as a thread that cannot start is.
+pub fn check_aio_room(w: &Workload, workers: u32, backend: Backend) -> Result<(), EngineError> {
+    let slots = workers as u64 * w.queue_depth as u64;
+    if backend.facts().aio_context
+        && let Some(limit) = crate::backend::aio_room_short(slots)
+    {
+        return Err(EngineError::Input(format!(
+            "workload {}: {slots} I/Os in flight ({workers} workers at queue depth {}; a rate step's max_outstanding) need as many asynchronous I/O events, more than the kernel's limit leaves ({limit}): lower --ramp, --qd or --max-outstanding, raise the limit (sysctl fs.aio-max-nr=…), or use io_uring",
+            w.name, w.queue_depth
+        )));
+    }
+    Ok(())
+}
+
 /// Refuses, before a run starts, a step whose I/O threads this process may not start (the pids
 /// cgroup, RLIMIT_NPROC) or whose rings it may not open (RLIMIT_NOFILE). Only before the run:
 /// mid-run, threads of earlier steps left blocked in the kernel take room, and a thread that
@@ -219,15 +236,6 @@ pub fn check_limits(w: &Workload, workers: u32, backend: Backend) -> Result<(), 
             "workload {}: a step of {workers} workers needs {threads} I/O threads, but only {room} more may start here ({limit}): lower --ramp{}, or raise the limit",
             w.name,
             if caps.threads == ThreadModel::PerIo { " or --qd, use io_uring" } else { " or --threads" }
-        )));
-    }
-    let slots = workers as u64 * w.queue_depth as u64;
-    if caps.aio_context
-        && let Some(limit) = crate::backend::aio_room_short(slots)
-    {
-        return Err(EngineError::Input(format!(
-            "workload {}: a step of {workers} workers at queue depth {} needs {slots} asynchronous I/O events, more than the kernel's limit leaves ({limit}): lower --ramp or --qd, raise the limit (sysctl fs.aio-max-nr=…), or use io_uring",
-            w.name, w.queue_depth
         )));
     }
     if caps.descriptor_per_thread

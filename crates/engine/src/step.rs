@@ -154,12 +154,18 @@ fn op_gen(w: &Workload, workers: u32, targets: &TargetSet) -> Result<OpGen, Engi
             && let Some(b) = w.bs.iter().find(|b| b.bytes % t.logical_block != 0)
         {
             return Err(EngineError::Input(format!(
-                "workload {}: block size {} is not a multiple of the logical block size {} of {}: O_DIRECT needs aligned I/O (use a multiple of {}, or --buffered)",
+                "workload {}: block size {} is not a multiple of the logical block size {} of {}: O_DIRECT needs aligned I/O (use a multiple of {}{})",
                 w.name,
                 format_size(b.bytes),
                 t.logical_block,
                 t.path.display(),
-                t.logical_block
+                t.logical_block,
+                // Buffered I/O is the other way out, where the back-end has it.
+                if w.backend.facts().direct_only {
+                    format!(", or buffered I/O on io_uring or psync: {} needs O_DIRECT", w.backend.name())
+                } else {
+                    ", or --buffered".to_string()
+                }
             )));
         }
         geoms.push(working_set(&w.working_set, t.size, max_bs, &w.name, &t.path.display().to_string())?);

@@ -249,6 +249,8 @@ mod review {
         let w = i.warning().unwrap();
         assert!(w.contains("may measure the page cache") && w.contains("add direct=1"), "{w}");
         assert!(w.contains("without direct=1, Linux's AIO blocks in io_submit"), "{w}");
+        // fio runs buffered libaio at its iodepth (blocking in io_submit): no "fio caps" claim.
+        assert!(!w.contains("caps the queue depth"), "{w}");
         let p = i.resolve("job.fio", &Overrides::default()).unwrap();
         assert_eq!((p.workloads[0].backend, p.workloads[0].queue_depth), (Backend::Psync, 1));
         // With O_DIRECT, libaio is asynchronous: libaio at the job's depth, no cache note.

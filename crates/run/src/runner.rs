@@ -159,10 +159,12 @@ impl<'o> Runner<'o> {
             let most = w.steps().iter().map(|s| s.workers).max().unwrap_or(1);
             iocurve_engine::budget::check_step(w, most, w.backend)?;
             iocurve_engine::budget::check_limits(w, most, w.backend)?;
+            iocurve_engine::budget::check_aio_room(w, most, w.backend)?;
             // A curve's or a search's rate steps after the ramp: max_outstanding slots each.
             if let Some(d) = w.curve_workload(1.0).or_else(|| w.sla_search_workload()) {
                 iocurve_engine::budget::check_step(&d, d.max_outstanding, d.backend)?;
                 iocurve_engine::budget::check_limits(&d, d.max_outstanding, d.backend)?;
+                iocurve_engine::budget::check_aio_room(&d, d.max_outstanding, d.backend)?;
             }
         }
         let obs = &mut self.observers;

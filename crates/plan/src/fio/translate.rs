@@ -423,8 +423,13 @@ fn engine(job: &FioJob, k: &mut WorkloadKeys, notices: &mut Vec<Notice>) {
         ));
     }
     let depth_one = backend.facts().threads == crate::ThreadModel::PerIo;
+    // fio runs a synchronous engine at depth 1 whatever iodepth says; buffered libaio keeps its
+    // depth in fio (the note above says why psync at 1 stands for it).
+    let synchronous = Backend::of_fio(&job.ioengine).is_none_or(|b| b.facts().threads == crate::ThreadModel::PerIo);
     k.backend = Some(backend);
-    k.queue_depth = Some(if depth_one && job.iodepth > 1 {
+    k.queue_depth = Some(if depth_one && job.iodepth > 1 && !synchronous {
+        1
+    } else if depth_one && job.iodepth > 1 {
         notices.push(note(
             job,
             "iodepth",
