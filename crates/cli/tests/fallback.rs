@@ -8,38 +8,49 @@ use iocurve_testkit::cluster::{AgentProc, certs, coordinator};
 use iocurve_testkit::*;
 
 const SYSCTL: &str = "/proc/sys/kernel/io_uring_disabled";
+const AIO_MAX: &str = "/proc/sys/fs/aio-max-nr";
 
-struct Disabled(String);
+/// A sysctl set for a moment: the previous value comes back on drop, also when the test fails.
+struct Sysctl(&'static str, String);
 
-impl Drop for Disabled {
-    fn drop(&mut self) {
-        let _ = std::fs::write(SYSCTL, &self.0);
+impl Sysctl {
+    fn set(path: &'static str, value: &str) -> Sysctl {
+        let before = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let guard = Sysctl(path, before.trim().to_string());
+        std::fs::write(path, value).unwrap_or_else(|e| panic!("set {path} to {value} (needs root): {e}"));
+        guard
     }
 }
 
-#[test]
-fn io_uring_unavailable_falls_back_to_psync_loudly() {
-    iocurve_testkit::needs_root!();
+impl Drop for Sysctl {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.0, &self.1);
+    }
+}
+
+/// A local run of `backend-random-read-4k` with `extra` options while `sysctl` is set to
+/// `value`: `missing` is not available, psync runs instead, said loudly and recorded.
+fn falls_back_to_psync(sysctl: &'static str, value: &str, extra: &[&str], missing: &str) {
     let _one = one_at_a_time();
-    let before = std::fs::read_to_string(SYSCTL).expect("kernel with the io_uring_disabled sysctl (6.6+)");
-    let guard = Disabled(before.trim().to_string());
-    std::fs::write(SYSCTL, "2").expect("disable io_uring (needs root)");
     let dir = tempfile::tempdir().unwrap();
-    let o = iocurve(
-        dir.path(),
-        &args(
-            &["run", "--size", "64m", "--workload", "backend-random-read-4k", "--ramp", "1,2", "--json", "f.json"],
-            FAST,
-        ),
-    );
-    drop(guard);
+    let run = ["run", "--size", "64m", "--workload", "backend-random-read-4k", "--ramp", "1,2", "--json", "f.json"];
+    let o = {
+        let _set = Sysctl::set(sysctl, value);
+        iocurve(dir.path(), &args(&args(&run, extra), FAST))
+    };
     let err = stderr(&o);
-    assert!(err.contains("WARNING: io_uring is not available"), "{err}");
+    assert!(err.contains(&format!("WARNING: {missing} is not available here (")), "{err}");
     let r = ok_json(&o, &dir.path().join("f.json"));
     assert_eq!(r["host"]["backend"], "psync");
     assert_eq!(r["workloads"][0]["backend"], "psync");
     assert!(r["host"]["backend_note"].as_str().unwrap().contains("falling back to psync"));
     check_steps(&r, 4096);
+}
+
+#[test]
+fn io_uring_unavailable_falls_back_to_psync_loudly() {
+    iocurve_testkit::needs_root!();
+    falls_back_to_psync(SYSCTL, "2", &[], "io_uring");
 }
 
 /// Issue 14: io_uring was probed on the coordinator only: a coordinator without it forced psync
@@ -55,9 +66,7 @@ fn an_agent_without_io_uring_falls_back_on_its_own_and_says_so() {
     // The agent probes at its start: started while io_uring is disabled, it has none for good,
     // while the coordinator (started after) has it.
     let agent = {
-        let before = std::fs::read_to_string(SYSCTL).expect("kernel with the io_uring_disabled sysctl (6.6+)");
-        let _guard = Disabled(before.trim().to_string());
-        std::fs::write(SYSCTL, "2").expect("disable io_uring (needs root)");
+        let _set = Sysctl::set(SYSCTL, "2");
         AgentProc::start(&d, &c, &format!("{}/*", d.display()), &[])
     };
     let target = d.join("t.dat");
@@ -100,44 +109,7 @@ fn an_agent_without_io_uring_falls_back_on_its_own_and_says_so() {
 #[test]
 fn libaio_unavailable_falls_back_to_psync_loudly() {
     iocurve_testkit::needs_root!();
-    let _one = one_at_a_time();
-    const AIO_MAX: &str = "/proc/sys/fs/aio-max-nr";
-    struct Restore(String);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            let _ = std::fs::write(AIO_MAX, &self.0);
-        }
-    }
-    let guard = Restore(std::fs::read_to_string(AIO_MAX).unwrap().trim().to_string());
-    std::fs::write(AIO_MAX, "0").expect("set fs.aio-max-nr (needs root)");
-    let dir = tempfile::tempdir().unwrap();
-    let o = iocurve(
-        dir.path(),
-        &args(
-            &[
-                "run",
-                "--size",
-                "64m",
-                "--workload",
-                "backend-random-read-4k",
-                "--backend",
-                "libaio",
-                "--ramp",
-                "1,2",
-                "--json",
-                "f.json",
-            ],
-            FAST,
-        ),
-    );
-    drop(guard);
-    let err = stderr(&o);
-    assert!(err.contains("WARNING: libaio is not available here ("), "{err}");
-    let r = ok_json(&o, &dir.path().join("f.json"));
-    assert_eq!(r["host"]["backend"], "psync");
-    assert_eq!(r["workloads"][0]["backend"], "psync");
-    assert!(r["host"]["backend_note"].as_str().unwrap().contains("falling back to psync"));
-    check_steps(&r, 4096);
+    falls_back_to_psync(AIO_MAX, "0", &["--backend", "libaio"], "libaio");
 }
 
 /// Issue 38, outside attack: a libaio ramp whose largest step needs more AIO events than
@@ -146,25 +118,14 @@ fn libaio_unavailable_falls_back_to_psync_loudly() {
 fn a_libaio_step_beyond_the_aio_limit_is_refused_before_the_run() {
     iocurve_testkit::needs_root!();
     let _one = one_at_a_time();
-    const AIO_MAX: &str = "/proc/sys/fs/aio-max-nr";
-    struct Restore(String);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            let _ = std::fs::write(AIO_MAX, &self.0);
-        }
-    }
-    let guard = Restore(std::fs::read_to_string(AIO_MAX).unwrap().trim().to_string());
     let used: u64 = std::fs::read_to_string("/proc/sys/fs/aio-nr").unwrap().trim().parse().unwrap();
-    std::fs::write(AIO_MAX, (used + 10).to_string()).expect("set fs.aio-max-nr (needs root)");
     let dir = tempfile::tempdir().unwrap();
-    let o = iocurve(
-        dir.path(),
-        &args(
-            &["run", "--size", "16m", "--workload", "backend-random-read-4k", "--backend", "libaio", "--ramp", "1,16"],
-            FAST,
-        ),
-    );
-    drop(guard);
+    let o = {
+        let _set = Sysctl::set(AIO_MAX, &(used + 10).to_string());
+        let run =
+            ["run", "--size", "16m", "--workload", "backend-random-read-4k", "--backend", "libaio", "--ramp", "1,16"];
+        iocurve(dir.path(), &args(&run, FAST))
+    };
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("16 I/Os in flight") && err.contains("fs.aio-max-nr"), "{err}");

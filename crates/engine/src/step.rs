@@ -823,7 +823,7 @@ fn conclude(c: Coordination, errors: &ErrorState) -> Result<StepRecord, EngineEr
             std::io::Error::other(f),
         ));
     }
-    let planned = c.rounds.map_or(w.intervals, |r| r.load(Ordering::Relaxed).min(w.intervals));
+    let planned = c.planned();
     let (handed, tail, given_up) = (c.handed, c.tail, c.given_up);
     let mut rec = c.rec;
     rec.interrupted = handed < planned;

@@ -214,6 +214,18 @@ impl Availability {
         (now, note)
     }
 
+    /// The sentence of every back-end in `asked` that runs on its fallback at `place`, each
+    /// once, in the order first asked.
+    pub fn notes_at(&self, asked: impl IntoIterator<Item = Backend>, place: &str) -> Vec<String> {
+        let mut notes: Vec<String> = Vec::new();
+        for note in asked.into_iter().filter_map(|b| self.resolve_at(b, place).1) {
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
+        notes
+    }
+
     /// [`Availability::resolve_at`] on the local host.
     pub fn resolve(&self, b: Backend) -> (Backend, Option<String>) {
         self.resolve_at(b, "here")
@@ -265,6 +277,8 @@ mod tests {
             note.unwrap(),
             "io_uring is not available here (Operation not permitted (os error 1)): falling back to psync, one thread per outstanding I/O"
         );
+        let notes = here.notes_at([Backend::IoUring, Backend::Psync, Backend::IoUring], "here");
+        assert_eq!(notes.len(), 1, "one note per missing back-end: {notes:?}");
         let (_, note) = here.resolve_at(Backend::IoUring, "on this agent");
         assert!(note.unwrap().starts_with("io_uring is not available on this agent ("));
         assert!(!here.runs(Backend::IoUring));

@@ -83,6 +83,19 @@ struct WorkloadAt<'w> {
     workload_id: i64,
 }
 
+/// A workload's ramp as it runs.
+struct Ramping {
+    ramp: Ramp,
+    /// `threads = 0` where the threads share the I/Os: chosen step by step from what the
+    /// threads of the step before used (threads.rs).
+    auto: Option<AutoThreads>,
+    /// The steps kept so far.
+    steps: Vec<StepResult>,
+    /// Why a rate ramp ended before its last step (stop_at_*, an overload), and what the run
+    /// changed of the plan (a frontend capped on a small target).
+    notes: Vec<String>,
+}
+
 /// What a step means for what runs next.
 enum StepEnd {
     /// The ramp goes on (or ends by itself: a rate ramp's stop rule drops its steps left).
@@ -196,23 +209,18 @@ impl Session<'_, '_> {
                 }
             };
         let Some(data_check) = self.data_check(w, at.workload_id) else { return (Vec::new(), true) };
-        // Why a rate ramp ended before its last step (stop_at_*, an overload), and what the
-        // run changed of the plan (a frontend capped on a small target).
-        let mut ramp_notes: Vec<String> = Vec::new();
+        let mut notes: Vec<String> = Vec::new();
         if let Some(note) = frontend_note(w, &self.target_infos) {
             self.observers.note(&format!("{}: {note}", w.name));
-            ramp_notes.push(note);
+            notes.push(note);
         }
-        let mut ramp = Ramp::new(w, search);
-        // `threads = 0` where the threads share the I/Os: chosen step by step from what the
-        // threads of the step before used (threads.rs). (Not when an agent runs another
-        // back-end instead: its threads' figures would be that back-end's; it gets 0, one per
-        // core, as before.)
+        // (Not when an agent runs another back-end instead: its threads' figures would be that
+        // back-end's; it gets 0, one per core, as before.)
         let shared = w.backend.facts().threads == ThreadModel::Shared && self.cluster.runs_everywhere(w.backend);
-        let mut auto = (w.threads == 0 && shared).then(|| AutoThreads::following(self.cluster.cores(), seen));
-        let mut steps: Vec<StepResult> = Vec::new();
+        let auto = (w.threads == 0 && shared).then(|| AutoThreads::following(self.cluster.cores(), seen));
+        let mut r = Ramping { ramp: Ramp::new(w, search), auto, steps: Vec::new(), notes };
         let mut stop_run = false;
-        while let Some((si, step)) = ramp.next_step() {
+        while let Some((si, step)) = r.ramp.next_step() {
             if si > 0 && w.pause_s > 0.0 {
                 self.observers.note(&format!("{}: {} s of rest before the next step (pause_s)", w.name, w.pause_s));
                 self.cancel.sleep(Duration::from_secs_f64(w.pause_s));
@@ -220,7 +228,7 @@ impl Session<'_, '_> {
             if self.cancel.is_cancelled() {
                 break;
             }
-            match self.run_step(&at, si, step, &mut ramp, auto.as_mut(), &mut steps, &mut ramp_notes) {
+            match self.run_step(&at, si, step, &mut r) {
                 StepEnd::Next => {}
                 StepEnd::StopRun => {
                     stop_run = true;
@@ -228,11 +236,11 @@ impl Session<'_, '_> {
                 }
             }
         }
-        if steps.is_empty() {
+        if r.steps.is_empty() {
             return (Vec::new(), stop_run);
         }
-        let seen = auto.as_ref().and_then(AutoThreads::last);
-        let follow = self.finish_workload(&at, steps, data_check, ramp_notes, ramp.search(), stop_run);
+        let seen = r.auto.as_ref().and_then(AutoThreads::last);
+        let follow = self.finish_workload(&at, r.steps, data_check, r.notes, r.ramp.search(), stop_run);
         (follow.into_iter().map(|(f, search)| (f, search, seen)).collect(), stop_run)
     }
 
@@ -267,17 +275,7 @@ impl Session<'_, '_> {
 
     /// Runs step `si` of a workload on the cluster, stores and analyses it, and says what runs
     /// next.
-    #[allow(clippy::too_many_arguments)]
-    fn run_step(
-        &mut self,
-        at: &WorkloadAt,
-        si: usize,
-        step: iocurve_plan::RampStep,
-        ramp: &mut Ramp,
-        auto: Option<&mut AutoThreads>,
-        steps: &mut Vec<StepResult>,
-        ramp_notes: &mut Vec<String>,
-    ) -> StepEnd {
+    fn run_step(&mut self, at: &WorkloadAt, si: usize, step: iocurve_plan::RampStep, r: &mut Ramping) -> StepEnd {
         let w = at.w;
         let workers = step.workers;
         self.observers.step_starting(&StepAt {
@@ -285,7 +283,7 @@ impl Session<'_, '_> {
             workload_index: at.index + 1,
             workloads: at.of,
             step_index: si + 1,
-            steps: ramp.len(),
+            steps: r.ramp.len(),
             workers,
             rate: step.rate,
             sequential: w.pattern == Pattern::Sequential,
@@ -298,7 +296,7 @@ impl Session<'_, '_> {
             rate: step.rate.is_some(),
         };
         let chosen;
-        let w_step = match &auto {
+        let w_step = match &r.auto {
             Some(a) => {
                 chosen = Workload { threads: a.next(workers, load) as u32, ..w.clone() };
                 &chosen
@@ -308,22 +306,22 @@ impl Session<'_, '_> {
         let earlier = self.losses.len();
         let (outcome, step_id, unstored) = self.measure(at, si, step, w_step);
         match outcome {
-            Ok(mut r) => {
+            Ok(mut rec) => {
                 if !self.output_cut_noted
                     && let Some(why) = self.observers.lost()
                 {
                     self.output_cut_noted = true;
-                    r.notes.push(("output_closed".into(), why));
+                    rec.notes.push(("output_closed".into(), why));
                 }
                 // On fewer hosts than planned because of earlier losses: which, where.
-                if r.hosts < r.planned_hosts && earlier > 0 {
-                    let why = fewer_hosts_message(r.hosts, r.planned_hosts, &self.losses[..earlier]);
-                    r.notes.push((FEWER_HOSTS.into(), why));
+                if rec.hosts < rec.planned_hosts && earlier > 0 {
+                    let why = fewer_hosts_message(rec.hosts, rec.planned_hosts, &self.losses[..earlier]);
+                    rec.notes.push((FEWER_HOSTS.into(), why));
                 }
-                if !self.read_back(w, workers, step_id, unstored, &mut r) {
+                if !self.read_back(w, workers, step_id, unstored, &mut rec) {
                     return StepEnd::StopRun;
                 }
-                self.analysed(at, step, r, load, ramp, auto, steps, ramp_notes)
+                self.analysed(at, step, rec, load, r)
             }
             Err(e) => {
                 tracing::warn!(workload = %w.name, workers, error = %e, "step failed");
@@ -440,17 +438,13 @@ impl Session<'_, '_> {
 
     /// The step analysed and told; what it means for the ramp (a search's next probe, a rate
     /// ramp's stop rule) and for the run (an abort, an error).
-    #[allow(clippy::too_many_arguments)]
     fn analysed(
         &mut self,
         at: &WorkloadAt,
         step: iocurve_plan::RampStep,
         r: StepRecord,
         load: threads::Load,
-        ramp: &mut Ramp,
-        auto: Option<&mut AutoThreads>,
-        steps: &mut Vec<StepResult>,
-        ramp_notes: &mut Vec<String>,
+        ramping: &mut Ramping,
     ) -> StepEnd {
         let (w, workers) = (at.w, step.workers);
         if r.intervals.is_empty() && r.drain.stuck > 0 {
@@ -464,7 +458,7 @@ impl Session<'_, '_> {
             ));
         }
         let s = iocurve_analysis::analyze_step_on(&r, w.pattern == Pattern::Sequential, &self.th, &self.target_paths);
-        if let Some(a) = auto {
+        if let Some(a) = ramping.auto.as_mut() {
             // The CPU went into the I/Os achieved, whatever a rate step's target.
             let seen = threads::Load { iops: s.iops, ..load };
             a.seen(r.threads, seen, r.io_cpu, !r.intervals.is_empty());
@@ -473,9 +467,9 @@ impl Session<'_, '_> {
         self.observers.step_finished(w.step_seconds(), &s);
         // A search's probe passes when it kept its schedule within the SLA.
         let passed = !r.intervals.is_empty() && s.rate.as_ref().is_some_and(|x| x.sustained) && self.sla.admits(&s);
-        let ends = ramp.measured(w, step, &s, passed);
+        let ends = ramping.ramp.measured(w, step, &s, passed);
         if !r.intervals.is_empty() {
-            steps.push(s);
+            ramping.steps.push(s);
         }
         if let Some(why) = &r.aborted {
             // Kept like every step: the run ends after it, with status `aborted`.
@@ -490,7 +484,7 @@ impl Session<'_, '_> {
         }
         if let Some(why) = ends {
             self.observers.note(&format!("{}: {why}", w.name));
-            ramp_notes.push(why);
+            ramping.notes.push(why);
         }
         StepEnd::Next
     }
@@ -606,10 +600,7 @@ fn host_info(facts: host::HostFacts, plan: &Plan, backend_note: Option<String>, 
         .agents()
         .map(|(address, h)| {
             let there = iocurve_net::wire::availability(h);
-            let mut notes: Vec<String> =
-                plan.workloads.iter().filter_map(|w| there.resolve_at(w.backend, "on this agent").1).collect();
-            notes.sort();
-            notes.dedup();
+            let notes = there.notes_at(plan.workloads.iter().map(|w| w.backend), "on this agent");
             AgentHost {
                 address: address.to_string(),
                 facts: iocurve_net::wire::host_facts(h),

@@ -155,16 +155,17 @@ impl<'o> Runner<'o> {
     fn run_local(mut self) -> Result<Outcome, Error> {
         let (plan, backend_note) = choose_backend(self.plan.clone(), &mut self.observers);
         // Every step must fit this host before anything is opened or written.
+        let fits = |w: &iocurve_plan::Workload, workers: u32| -> Result<(), Error> {
+            iocurve_engine::budget::check_step(w, workers, w.backend)?;
+            iocurve_engine::budget::check_limits(w, workers, w.backend)?;
+            iocurve_engine::budget::check_aio_room(w, workers, w.backend)?;
+            Ok(())
+        };
         for w in &plan.workloads {
-            let most = w.steps().iter().map(|s| s.workers).max().unwrap_or(1);
-            iocurve_engine::budget::check_step(w, most, w.backend)?;
-            iocurve_engine::budget::check_limits(w, most, w.backend)?;
-            iocurve_engine::budget::check_aio_room(w, most, w.backend)?;
+            fits(w, w.steps().iter().map(|s| s.workers).max().unwrap_or(1))?;
             // A curve's or a search's rate steps after the ramp: max_outstanding slots each.
             if let Some(d) = w.curve_workload(1.0).or_else(|| w.sla_search_workload()) {
-                iocurve_engine::budget::check_step(&d, d.max_outstanding, d.backend)?;
-                iocurve_engine::budget::check_limits(&d, d.max_outstanding, d.backend)?;
-                iocurve_engine::budget::check_aio_room(&d, d.max_outstanding, d.backend)?;
+                fits(&d, d.max_outstanding)?;
             }
         }
         let obs = &mut self.observers;

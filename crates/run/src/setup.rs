@@ -15,14 +15,12 @@ use crate::{Cancel, Error, Observer, RunOptions, precondition};
 /// recorded.
 pub(crate) fn choose_backend(mut plan: Plan, obs: &mut dyn Observer) -> (Plan, Option<String>) {
     let here = iocurve_engine::backend::available();
-    let mut notes: Vec<String> = Vec::new();
+    let notes = here.notes_at(plan.workloads.iter().map(|w| w.backend), "here");
     for w in &mut plan.workloads {
-        let (backend, note) = here.resolve(w.backend);
-        w.backend = backend;
-        if let Some(note) = note.filter(|n| !notes.contains(n)) {
-            obs.warning(&note);
-            notes.push(note);
-        }
+        w.backend = here.resolve(w.backend).0;
+    }
+    for note in &notes {
+        obs.warning(note);
     }
     (plan, (!notes.is_empty()).then(|| notes.join("; ")))
 }

@@ -40,9 +40,7 @@ pub fn probe(kind: Backend) -> Result<(), String> {
 
 /// What this host can run: every back-end that may be missing, probed.
 pub fn available() -> Availability {
-    Availability::lacking(
-        Backend::all().filter(|b| b.facts().fallback.is_some()).filter_map(|b| probe(b).err().map(|why| (b, why))),
-    )
+    Availability::lacking(Backend::all().filter_map(|b| probe(b).err().map(|why| (b, why))))
 }
 
 /// What runs a step's I/O thread once its back-end is built: generic over the back-end, so
