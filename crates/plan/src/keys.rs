@@ -1,13 +1,13 @@
 //! The plan file as typed (phase one: validation of shape only, no syscalls).
 //!
-//! [`WorkloadKeys`] is the one definition of every workload key: `[defaults]`, each
-//! `[[workloads]]` entry and the command-line overrides are values of it.
+//! [`WorkloadKeys`] (made from the rows of `options.rs`) holds every workload key: `[defaults]`,
+//! each `[[workloads]]` entry and the command-line overrides are values of it.
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use crate::model::{Arrival, Backend, FaultKind, OnError, Overload, Pattern, SteadyState};
+use crate::model::FaultKind;
 use crate::size::parse_size;
 
 /// Top level of a plan file.
@@ -67,164 +67,7 @@ pub struct GroupKeys {
     pub targets: Vec<String>,
 }
 
-/// Calls `$m!` with every field of [`WorkloadKeys`]: the one list of keys that layering and
-/// origin tracking walk, so a new key cannot be forgotten in one of them.
-macro_rules! for_each_key {
-    ($m:ident) => {
-        $m!(
-            name,
-            read_pct,
-            bs,
-            pattern,
-            working_set,
-            frontend_blocks,
-            queue_depth,
-            ramp,
-            warmup_s,
-            intervals,
-            interval_s,
-            pause_s,
-            direct,
-            backend,
-            threads,
-            compress,
-            dedupe,
-            dedupe_unit,
-            constant,
-            on_error,
-            stuck_after_s,
-            verify,
-            rate,
-            arrival,
-            max_outstanding,
-            overload,
-            seed,
-            curve,
-            stop_at_mean_ms,
-            stop_at_p99_ms,
-            steady_state,
-            sla_search
-        )
-    };
-}
-
-/// Every key a workload (or `[defaults]`, or the command line) can set.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorkloadKeys {
-    /// Workload name; say what it is (`backend-random-read-8k`). Not allowed in `[defaults]`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// Share of reads in percent: 100 = read only, 0 = write only, 70 = 70/30.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub read_pct: Option<f64>,
-    /// Block size (`"8k"`, 4096) or a weighted mix (`{ "4k" = 70, "64k" = 30 }`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bs: Option<BlockSizeSpec>,
-    /// `random` or `sequential`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pattern: Option<Pattern>,
-    /// `frontend` (first `frontend_blocks` blocks of each target, at most 1/8 of it),
-    /// `backend` (whole target),
-    /// or `{ start = "1g", end = "2g" }`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub working_set: Option<WorkingSetSpec>,
-    /// Blocks per target in a frontend working set (default 1000).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub frontend_blocks: Option<u64>,
-    /// Outstanding I/Os per worker (default 1).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub queue_depth: Option<u32>,
-    /// Workers per host of each step, increasing.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ramp: Option<Vec<u32>>,
-    /// Seconds of load before measuring each step (not counted).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub warmup_s: Option<f64>,
-    /// Measurement intervals per step.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub intervals: Option<u32>,
-    /// Length of one interval in seconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub interval_s: Option<f64>,
-    /// Seconds of rest before each step but the first (default 0): the storage destages and
-    /// settles, and the next load level starts from rest; nothing runs or is measured meanwhile.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pause_s: Option<f64>,
-    /// O_DIRECT (default true); false = buffered I/O through the page cache.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub direct: Option<bool>,
-    /// `io_uring` (default), `psync` or `null`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub backend: Option<Backend>,
-    /// I/O threads for io_uring and null (0 = chosen by measurement); psync always uses one per I/O.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub threads: Option<u32>,
-    /// Share of every written block that is constant (0 = incompressible, 0.4 = the published
-    /// "60 % random, 40 % constant" block, 1.66:1), 0 to 0.99; every 512-byte sector keeps 16
-    /// random bytes at the least, so ratios top out at 32:1.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub compress: Option<f64>,
-    /// Written units per unique unit (1.0 = all unique, 2.0 = every unit twice on average).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dedupe: Option<f64>,
-    /// Unit of deduplication (default: the smallest block size); every block size must be a
-    /// multiple of it.
-    #[serde(skip_serializing_if = "Option::is_none", default, deserialize_with = "opt_size")]
-    pub dedupe_unit: Option<u64>,
-    /// The byte the constant share is made of: 0 (zeros, the default) or any byte 1–255
-    /// (e.g. 0xa5), for arrays that treat runs of zeros specially.
-    #[serde(skip_serializing_if = "Option::is_none", default, deserialize_with = "opt_byte")]
-    pub constant: Option<u8>,
-    /// What an I/O error does: `continue` (count it, default), `stop-target` (no more I/O to
-    /// that target in the step), `abort` (end the run, exit code 1).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub on_error: Option<OnError>,
-    /// Seconds an I/O still outstanding when its step ends (or is stopped) may take before it
-    /// is cancelled and counted as stuck (default: the step's longest latency + 5 s; after
-    /// Ctrl-C, 1 s).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stuck_after_s: Option<f64>,
-    /// Verify: every written block carries a header, reads check it against the last
-    /// acknowledged write (one block size per workload).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub verify: Option<bool>,
-    /// Target rates of a rate ramp (open loop), increasing: IOPS, or MB/s (10^6 bytes/s) for a
-    /// sequential workload, for the whole run (all hosts together). Replaces `ramp`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rate: Option<Vec<f64>>,
-    /// How intended issue times of a rate step are spaced: `uniform` or `poisson`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub arrival: Option<Arrival>,
-    /// I/Os a rate step keeps in flight at most, per host.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_outstanding: Option<u32>,
-    /// What a rate step does with an I/O that is due while `max_outstanding` are in flight:
-    /// `queue`, `drop` or `abort-step`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub overload: Option<Overload>,
-    /// Seed of the arrival schedule (Poisson): the same seed gives the same intended times.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u64>,
-    /// After the worker ramp, a rate ramp at these shares (percent) of its maximum throughput:
-    /// the response-time curve (vdbench's `curve`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub curve: Option<Vec<f64>>,
-    /// A rate ramp stops after the first step whose mean response time passes this (ms).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stop_at_mean_ms: Option<f64>,
-    /// A rate ramp stops after the first step whose p99 response time passes this (ms).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stop_at_p99_ms: Option<f64>,
-    /// `snia`: every step ends once its last 5 intervals meet the SNIA steady-state rule
-    /// (`intervals` is then the limit of rounds); `none` (default): every step runs all.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub steady_state: Option<SteadyState>,
-    /// After the worker ramp, find the highest rate sustained within the plan's SLA bounds by
-    /// bisection on rate steps (`NAME-sla-search`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sla_search: Option<bool>,
-}
+pub use crate::options::WorkloadKeys;
 
 /// An agent of a multi-host run: `[[hosts]]` in a plan.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -263,47 +106,15 @@ fn opt_size_out<S: serde::Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S:
     }
 }
 
-fn opt_byte<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
+pub(crate) fn opt_byte<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
     let v = i64::deserialize(d)?;
     u8::try_from(v)
         .map(Some)
         .map_err(|_| de::Error::custom(format!("`{v}` is not a byte: give 0 to 255, or 0x00 to 0xff")))
 }
 
-fn opt_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+pub(crate) fn opt_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     size_from_value(SizeValue::deserialize(d)?).map(Some)
-}
-
-impl WorkloadKeys {
-    pub fn is_empty(&self) -> bool {
-        *self == WorkloadKeys::default()
-    }
-
-    /// Keys set in `self` win; the others come from `lower`.
-    pub fn over(&self, lower: &WorkloadKeys) -> WorkloadKeys {
-        macro_rules! pick {
-            ($($f:ident),*) => { WorkloadKeys { $($f: self.$f.clone().or_else(|| lower.$f.clone())),* } };
-        }
-        for_each_key!(pick)
-    }
-
-    /// Every key, as spelled in TOML, in the order of `for_each_key!`.
-    pub fn all_keys() -> Vec<&'static str> {
-        macro_rules! names {
-            ($($f:ident),*) => { vec![$(stringify!($f)),*] };
-        }
-        for_each_key!(names)
-    }
-
-    /// Names of the keys that are set, as they are spelled in TOML.
-    pub fn set_keys(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        macro_rules! check {
-            ($($f:ident),*) => { $(if self.$f.is_some() { v.push(stringify!($f)); })* };
-        }
-        for_each_key!(check);
-        v
-    }
 }
 
 /// A byte size as written in a plan: `"4k"` or a plain integer.

@@ -1,15 +1,16 @@
 //! The typed test plan: what to run, against which targets, with which ramp.
 //!
 //! A plan comes from a TOML file or a built-in suite (embedded TOML, parsed by the same code),
-//! optionally overridden from the command line. Every workload key is defined once, in
-//! [`keys::WorkloadKeys`]: the `[defaults]` table, each `[[workloads]]` entry and the CLI
-//! overrides are all values of that one struct, layered in that order. Resolution validates
+//! optionally overridden from the command line. Every workload key is defined once, by its row
+//! in [`options`]: the `[defaults]` table, each `[[workloads]]` entry and the CLI overrides are
+//! all values of one struct made from the rows, layered in that order. Resolution validates
 //! everything and reports the file, line and key (or the CLI option) of a bad value.
 //!
 //! This crate never does I/O beyond reading the plan file itself.
 
+#[macro_use]
+mod declare;
 pub mod backend;
-mod check;
 pub mod error;
 pub mod fio;
 pub mod keys;
@@ -22,7 +23,6 @@ pub mod size;
 pub mod suites;
 
 pub use backend::{Availability, ThreadModel};
-pub use check::check_workload;
 pub use error::PlanError;
 pub use keys::{BlockSizeSpec, PlanFile, WorkingSetSpec, WorkloadKeys};
 pub use model::{
@@ -30,5 +30,5 @@ pub use model::{
     MIN_RANDOM_PER_SECTOR, OnError, Overload, Pattern, Plan, RampStep, SLA_SEARCH_MAX_PROBES, STEADY_WINDOW,
     SteadyState, TargetGroup, WorkingSet, Workload, is_glob,
 };
-pub use resolve::{Overrides, load_file, parse_str, read_plan_text, writing_workload};
+pub use resolve::{Overrides, check_workload, load_file, parse_str, read_plan_text, writing_workload};
 pub use size::{format_size, parse_size};

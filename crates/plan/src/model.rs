@@ -2,6 +2,7 @@
 
 pub use crate::backend::Backend;
 use crate::links::HostLinks;
+pub use crate::options::Workload;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
@@ -216,76 +217,11 @@ impl WorkingSet {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Workload {
-    pub name: String,
-    /// Share of reads, 0..=100 percent.
-    pub read_pct: f64,
-    /// Block sizes with weights; one entry for a fixed block size.
-    pub bs: Vec<BlockSize>,
-    pub pattern: Pattern,
-    pub working_set: WorkingSet,
-    pub queue_depth: u32,
-    pub ramp: Vec<u32>,
-    pub warmup_s: f64,
-    pub intervals: u32,
-    pub interval_s: f64,
-    /// Rest before each step but the first, in seconds (absent in runs stored before it
-    /// existed: none).
-    #[serde(default)]
-    pub pause_s: f64,
-    pub direct: bool,
-    pub backend: Backend,
-    /// I/O threads; 0 = chosen by the run step by step (`iocurve_run::threads`; an agent
-    /// given 0 runs one per core).
-    pub threads: u32,
-    /// What written blocks contain (absent in runs stored before it existed: incompressible,
-    /// unique data, which is what those runs wrote).
-    #[serde(default)]
-    pub data: DataPattern,
-    #[serde(default)]
-    pub on_error: OnError,
-    /// How long I/Os still outstanding when a step stops issuing may take before they are
-    /// given up as stuck, in seconds; None: the step's longest latency + 5 s.
-    #[serde(default)]
-    pub stuck_after_s: Option<f64>,
-    #[serde(default)]
-    pub verify: bool,
-    /// Target rates of a rate ramp (IOPS, or MB/s for sequential workloads; all hosts
-    /// together); empty: a closed-loop ramp over `ramp` (and in runs stored before it existed).
-    #[serde(default)]
-    pub rate: Vec<f64>,
-    #[serde(default)]
-    pub arrival: Arrival,
-    /// I/Os a rate step keeps in flight at most, per host.
-    #[serde(default = "default_max_outstanding")]
-    pub max_outstanding: u32,
-    #[serde(default)]
-    pub overload: Overload,
-    /// Seed of the arrival schedule.
-    #[serde(default = "default_seed")]
-    pub seed: u64,
-    /// Shares (percent) of the worker ramp's maximum for a rate ramp after it; empty: none.
-    #[serde(default)]
-    pub curve: Vec<f64>,
-    /// A rate ramp ends after a step whose mean or p99 response time passes these (ms).
-    #[serde(default)]
-    pub stop_at_mean_ms: Option<f64>,
-    #[serde(default)]
-    pub stop_at_p99_ms: Option<f64>,
-    /// `snia`: a step ends once its last 5 intervals are steady (`intervals` the limit).
-    #[serde(default)]
-    pub steady_state: SteadyState,
-    /// After the worker ramp: the highest rate sustained within the SLA, by bisection.
-    #[serde(default)]
-    pub sla_search: bool,
-}
-
-fn default_max_outstanding() -> u32 {
+pub(crate) fn default_max_outstanding() -> u32 {
     64
 }
 
-fn default_seed() -> u64 {
+pub(crate) fn default_seed() -> u64 {
     1
 }
 

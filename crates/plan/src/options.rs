@@ -1,17 +1,21 @@
-//! The one table of workload options: for every key of [`WorkloadKeys`] its command-line flag,
-//! help text and built-in default. The clap flags of `iocurve run` (and the data flags of
-//! `precondition` and `datacheck`), the built-in defaults, the option names in error messages
-//! and the README's option table (checked by a test) all come from here; values given as flags
-//! are read by the same deserializer as plan files, so a flag and a key cannot disagree.
+//! The one definition of every workload key: a row each (the `workload_keys!` macro of
+//! `declare.rs`) gives its field in [`WorkloadKeys`] (plan files, `[defaults]`, flags), its field
+//! in [`Workload`] (resolved), its command-line flag, help text and built-in default, and its
+//! check. The clap flags of `iocurve run` (and the data flags of `precondition` and
+//! `datacheck`), the built-in defaults, the option names in error messages and the README's
+//! option table (checked by a test) all come from here; values given as flags are read by the
+//! same deserializer as plan files, so a flag and a key cannot disagree.
 //!
-//! Adding a workload key (`pause_s` was added so): its field in [`WorkloadKeys`] and its name in
-//! `for_each_key!` (keys.rs), a row here, its field in `Workload` (model.rs) with its check
-//! (resolve/workload.rs) and the way back (check.rs), the code that uses it, its README rows (a
-//! test holds them to this table), and the CHANGELOG. Code that builds a `Workload` takes the
-//! keys it does not set from `Workload::default()`, the table's defaults.
+//! Adding a workload key: its row here, the code that uses it, its README rows (a test holds
+//! them to this table) and the CHANGELOG. A rule between keys goes into
+//! `resolve::workload::cross_checks`. Code that builds a `Workload` takes the keys it does not
+//! set from `Workload::default()`, the table's defaults.
 
+use crate::declare::ensure;
 use crate::error::PlanError;
-use crate::keys::WorkloadKeys;
+use crate::keys::{BlockSizeSpec, WorkingSetSpec};
+use crate::model::{Arrival, Backend, BlockSize, DataPattern, OnError, Overload, Pattern, SteadyState, WorkingSet};
+use crate::resolve::workload as w;
 
 /// How a flag's text becomes the key's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,229 +47,240 @@ pub struct WorkloadOption {
     pub default: Option<&'static str>,
 }
 
-const fn opt(
-    key: &'static str,
-    flag: Option<&'static str>,
-    kind: FlagKind,
-    value_name: &'static str,
-    default: Option<&'static str>,
-    help: &'static str,
-) -> WorkloadOption {
-    WorkloadOption { key, flag, kind, value_name, help, default }
-}
-
 use FlagKind::{List, Number, Switch, Text};
 
-/// Every workload key, in the order of `for_each_key!`.
-pub const WORKLOAD_OPTIONS: &[WorkloadOption] = &[
-    opt("name", None, Text, "NAME", None, "Workload name; say what it is (backend-random-read-8k)."),
-    opt("read_pct", None, Number, "PCT", Some("100"), "Share of reads in percent: 100 = read only, 0 = write only."),
-    opt(
-        "bs",
-        Some("bs"),
-        Text,
-        "SIZE",
-        Some("\"4k\""),
-        "Block size of every workload (e.g. 4k, 8k, 1m; binary units).",
-    ),
-    opt("pattern", None, Text, "PATTERN", Some("\"random\""), "random or sequential."),
-    opt(
-        "working_set",
-        None,
-        Text,
-        "SET",
-        Some("\"backend\""),
-        "frontend (the first frontend_blocks blocks of each target, at most 1/8 of it), backend (whole target) or a byte range.",
-    ),
-    opt(
-        "frontend_blocks",
-        None,
-        Number,
-        "N",
-        Some("1000"),
-        "Blocks per target in a frontend working set (at most 1/8 of a target).",
-    ),
-    opt("queue_depth", Some("qd"), Number, "N", Some("1"), "Outstanding I/Os per worker (queue depth)."),
-    opt(
-        "ramp",
-        Some("ramp"),
-        List,
-        "LIST",
-        Some("[1, 2, 4, 8, 16, 32]"),
-        "Worker counts of the ramp, comma-separated and increasing (e.g. 1,2,4,8).",
-    ),
-    opt("warmup_s", Some("warmup-s"), Number, "S", Some("5"), "Warm-up seconds before each step is measured."),
-    opt("intervals", Some("intervals"), Number, "K", Some("3"), "Measurement intervals per step."),
-    opt("interval_s", Some("interval-s"), Number, "S", Some("10"), "Length of one measurement interval in seconds."),
-    opt(
-        "pause_s",
-        Some("pause-s"),
-        Number,
-        "S",
-        Some("0"),
-        "Seconds of rest before each step but the first: the storage destages and settles, and the next load level starts from rest; nothing runs or is measured meanwhile.",
-    ),
-    opt(
-        "direct",
-        Some("buffered"),
-        Switch(false),
-        "",
-        Some("true"),
-        "Buffered I/O through the page cache instead of O_DIRECT (plan key direct = false).",
-    ),
-    opt(
-        "backend",
-        Some("backend"),
-        Text,
-        "NAME",
-        Some("\"io_uring\""),
-        "I/O back-end: io_uring (default), libaio (Linux native AIO, as fio's ioengine=libaio; asynchronous with O_DIRECT only), psync (one thread per outstanding I/O) or null (no I/O: measures iocurve itself). Where io_uring or libaio is missing, psync runs instead and the run says so.",
-    ),
-    opt(
-        "threads",
-        Some("threads"),
-        Number,
-        "N",
-        Some("0"),
-        "I/O threads for io_uring and null (0 = chosen by measurement: one to start, then as many as the CPU of the step before asks for, at most one per core).",
-    ),
-    opt(
-        "compress",
-        Some("compress"),
-        Number,
-        "F",
-        Some("0"),
-        "Constant share of every written block, 0 (incompressible) to 0.99; 0.4 = the published \"60 % random, 40 % constant\" block (1.66:1); ratios top out at 32:1.",
-    ),
-    opt(
-        "dedupe",
-        Some("dedupe"),
-        Number,
-        "R",
-        Some("1"),
-        "Written units per unique unit: 1 = all unique, 2 = every unit twice on average.",
-    ),
-    opt(
-        "dedupe_unit",
-        Some("dedupe-unit"),
-        Text,
-        "SIZE",
-        None,
-        "Unit of deduplication (default: the smallest block size).",
-    ),
-    opt(
-        "constant",
-        Some("constant"),
-        Number,
-        "BYTE",
-        Some("0"),
-        "The byte the constant share is made of: 0 (zeros, default) or 1–255, e.g. 0xa5 (for arrays that detect runs of zeros).",
-    ),
-    opt(
-        "on_error",
-        Some("on-error"),
-        Text,
-        "POLICY",
-        Some("\"continue\""),
-        "What an I/O error does: continue (count it; default), stop-target (no more I/O to that target in the step) or abort (end the run, exit code 1).",
-    ),
-    opt(
-        "stuck_after_s",
-        Some("stuck-after-s"),
-        Number,
-        "S",
-        None,
-        "Seconds I/Os still outstanding when a step ends may take before they are cancelled and counted as stuck (exit code 3); their age enters the latency figures. Default: the step's longest latency + 5 s. After Ctrl-C the wait is 1 s. On the command line it also bounds the precondition and final verification passes (no write or read returning for this long ends them) and the signature probe of a target to write (default 30 s).",
-    ),
-    opt(
-        "verify",
-        Some("verify"),
-        Switch(true),
-        "",
-        Some("false"),
-        "Verify every workload: written blocks carry a header and reads check it against the last acknowledged write (plan key verify = true).",
-    ),
-    opt(
-        "rate",
-        Some("rate"),
-        List,
-        "LIST",
-        None,
-        "Target rates of an open-loop rate ramp, comma-separated and increasing, for all hosts together: IOPS, or MB/s for sequential workloads (e.g. 10000,50000,100000). Replaces the worker ramp; latency is measured from each I/O's intended issue time.",
-    ),
-    opt(
-        "arrival",
-        Some("arrival"),
-        Text,
-        "KIND",
-        Some("\"uniform\""),
-        "How a rate step spaces intended issue times: uniform (evenly) or poisson (random, exponential gaps; reproducible with --seed).",
-    ),
-    opt(
-        "max_outstanding",
-        Some("max-outstanding"),
-        Number,
-        "N",
-        Some("64"),
-        "I/Os a rate step keeps in flight at most, per host.",
-    ),
-    opt(
-        "overload",
-        Some("overload"),
-        Text,
-        "POLICY",
-        Some("\"queue\""),
-        "What a rate step does with an I/O that is due while max-outstanding are in flight: queue (issue it late; its response time grows honestly), drop (count it, do not issue it) or abort-step (end the step, marked unsustained).",
-    ),
-    opt(
-        "seed",
-        Some("seed"),
-        Number,
-        "N",
-        Some("1"),
-        "Seed of the Poisson arrival schedule: the same seed gives the same intended issue times.",
-    ),
-    opt(
-        "curve",
-        Some("curve"),
-        List,
-        "PCTS",
-        None,
-        "After the worker ramp, drive the workload at these shares (percent, increasing, up to 100) of its maximum throughput: the response-time curve (e.g. 10,50,70,80,90,100), stored as workload NAME-curve.",
-    ),
-    opt(
-        "stop_at_mean_ms",
-        Some("stop-at-mean-ms"),
-        Number,
-        "MS",
-        None,
-        "A rate ramp (or curve) stops after the first step whose mean response time passes this many ms.",
-    ),
-    opt(
-        "stop_at_p99_ms",
-        Some("stop-at-p99-ms"),
-        Number,
-        "MS",
-        None,
-        "A rate ramp (or curve) stops after the first step whose p99 response time passes this many ms.",
-    ),
-    opt(
-        "steady_state",
-        Some("steady-state"),
-        Text,
-        "RULE",
-        Some("\"none\""),
-        "snia: each step ends once its last 5 intervals are in steady state by the SNIA rule (range within 20 % of the mean, best-fit excursion within 10 %); intervals is then the limit of rounds (at least 5, e.g. 25). none: every step runs all its intervals.",
-    ),
-    opt(
-        "sla_search",
-        Some("sla-search"),
-        Switch(true),
-        "",
-        Some("false"),
-        "After the worker ramp, find the highest rate sustained within the SLA bounds (--sla-mean-ms, --sla-p99-ms) by bisection on rate steps between 0 and its maximum, to 2 % (workload NAME-sla-search; plan key sla_search = true).",
-    ),
-];
+workload_keys! {
+    /// Workload name; say what it is (`backend-random-read-8k`). Not allowed in `[defaults]`.
+    name: String
+        => name: String = [value |v| w::name(v)],
+        table(None, Text, "NAME", None, "Workload name; say what it is (backend-random-read-8k).");
+    /// Share of reads in percent: 100 = read only, 0 = write only, 70 = 70/30.
+    read_pct: f64
+        => read_pct: f64
+            = [value |&v| ensure((0.0..=100.0).contains(&v), || format!("read_pct is {v}; it is a share of reads in percent, 0 to 100 (70 = 70 % reads, 30 % writes)"))],
+        table(
+            None, Number, "PCT", Some("100"),
+            "Share of reads in percent: 100 = read only, 0 = write only.",
+        );
+    /// Block size (`"8k"`, 4096) or a weighted mix (`{ "4k" = 70, "64k" = 30 }`).
+    bs: BlockSizeSpec
+        => bs: Vec<BlockSize> = [custom w::block_sizes, w::block_sizes_back],
+        table(
+            Some("bs"), Text, "SIZE", Some("\"4k\""),
+            "Block size of every workload (e.g. 4k, 8k, 1m; binary units).",
+        );
+    /// `random` or `sequential`.
+    pattern: Pattern
+        => pattern: Pattern = [value],
+        table(None, Text, "PATTERN", Some("\"random\""), "random or sequential.");
+    /// `frontend` (first `frontend_blocks` blocks of each target, at most 1/8 of it),
+    /// `backend` (whole target),
+    /// or `{ start = "1g", end = "2g" }`.
+    working_set: WorkingSetSpec
+        => working_set: WorkingSet = [custom w::working_set, w::working_set_back],
+        table(
+            None, Text, "SET", Some("\"backend\""),
+            "frontend (the first frontend_blocks blocks of each target, at most 1/8 of it), backend (whole target) or a byte range.",
+        );
+    /// Blocks per target in a frontend working set (default 1000).
+    frontend_blocks: u64,
+        table(
+            None, Number, "N", Some("1000"),
+            "Blocks per target in a frontend working set (at most 1/8 of a target).",
+        );
+    /// Outstanding I/Os per worker (default 1).
+    queue_depth: u32
+        => queue_depth: u32
+            = [value |&v| ensure((1..=4096).contains(&v), || format!("queue_depth is {v}; it must be 1 to 4096 outstanding I/Os per worker"))],
+        table(Some("qd"), Number, "N", Some("1"), "Outstanding I/Os per worker (queue depth).");
+    /// Workers per host of each step, increasing.
+    ramp: Vec<u32>
+        => ramp: Vec<u32> = [value |r| w::ramp(r)],
+        table(
+            Some("ramp"), List, "LIST", Some("[1, 2, 4, 8, 16, 32]"),
+            "Worker counts of the ramp, comma-separated and increasing (e.g. 1,2,4,8).",
+        );
+    /// Seconds of load before measuring each step (not counted).
+    warmup_s: f64
+        => warmup_s: f64
+            = [value |&v| ensure((0.0..=86_400.0).contains(&v), || format!("warmup_s is {v}; it must be 0 to 86400 seconds"))],
+        table(Some("warmup-s"), Number, "S", Some("5"), "Warm-up seconds before each step is measured.");
+    /// Measurement intervals per step.
+    intervals: u32
+        => intervals: u32
+            = [value |&v| ensure((1..=100_000).contains(&v), || format!("intervals is {v}; a step needs 1 to 100000 measurement intervals"))],
+        table(Some("intervals"), Number, "K", Some("3"), "Measurement intervals per step.");
+    /// Length of one interval in seconds.
+    interval_s: f64
+        => interval_s: f64
+            = [value |&v| ensure((0.1..=86_400.0).contains(&v), || format!("interval_s is {v}; an interval lasts 0.1 to 86400 seconds"))],
+        table(Some("interval-s"), Number, "S", Some("10"), "Length of one measurement interval in seconds.");
+    /// Seconds of rest before each step but the first (default 0): the storage destages and
+    /// settles, and the next load level starts from rest; nothing runs or is measured meanwhile.
+    pause_s: f64
+        => pause_s: f64 [serde(default)]
+            = [value |&v| ensure((0.0..=86_400.0).contains(&v), || format!("pause_s is {v}; rest between steps 0 (none) to 86400 seconds"))],
+        table(
+            Some("pause-s"), Number, "S", Some("0"),
+            "Seconds of rest before each step but the first: the storage destages and settles, and the next load level starts from rest; nothing runs or is measured meanwhile.",
+        );
+    /// O_DIRECT (default true); false = buffered I/O through the page cache.
+    direct: bool
+        => direct: bool = [value],
+        table(
+            Some("buffered"), Switch(false), "", Some("true"),
+            "Buffered I/O through the page cache instead of O_DIRECT (plan key direct = false).",
+        );
+    /// `io_uring` (default), `psync` or `null`.
+    backend: Backend
+        => backend: Backend = [value],
+        table(
+            Some("backend"), Text, "NAME", Some("\"io_uring\""),
+            "I/O back-end: io_uring (default), libaio (Linux native AIO, as fio's ioengine=libaio; asynchronous with O_DIRECT only), psync (one thread per outstanding I/O) or null (no I/O: measures iocurve itself). Where io_uring or libaio is missing, psync runs instead and the run says so.",
+        );
+    /// I/O threads for io_uring and null (0 = chosen by measurement); psync always uses one per I/O.
+    threads: u32
+        => threads: u32
+            = [value |&v| ensure(v <= 1024, || format!("threads is {v}; use 0 (chosen by measurement) to 1024"))],
+        table(
+            Some("threads"), Number, "N", Some("0"),
+            "I/O threads for io_uring and null (0 = chosen by measurement: one to start, then as many as the CPU of the step before asks for, at most one per core).",
+        );
+    /// Share of every written block that is constant (0 = incompressible, 0.4 = the published
+    /// "60 % random, 40 % constant" block, 1.66:1), 0 to 0.99; every 512-byte sector keeps 16
+    /// random bytes at the least, so ratios top out at 32:1.
+    compress: f64
+        => data: DataPattern [serde(default)] [doc = "With `dedupe`, `dedupe_unit` and `constant` (resolved together here): what written blocks contain."]
+            = [custom w::data_pattern, w::data_pattern_back],
+        table(
+            Some("compress"), Number, "F", Some("0"),
+            "Constant share of every written block, 0 (incompressible) to 0.99; 0.4 = the published \"60 % random, 40 % constant\" block (1.66:1); ratios top out at 32:1.",
+        );
+    /// Written units per unique unit (1.0 = all unique, 2.0 = every unit twice on average).
+    dedupe: f64,
+        table(
+            Some("dedupe"), Number, "R", Some("1"),
+            "Written units per unique unit: 1 = all unique, 2 = every unit twice on average.",
+        );
+    /// Unit of deduplication (default: the smallest block size); every block size must be a
+    /// multiple of it.
+    dedupe_unit: u64 [serde(default, deserialize_with = "crate::keys::opt_size")],
+        table(
+            Some("dedupe-unit"), Text, "SIZE", None,
+            "Unit of deduplication (default: the smallest block size).",
+        );
+    /// The byte the constant share is made of: 0 (zeros, the default) or any byte 1–255
+    /// (e.g. 0xa5), for arrays that treat runs of zeros specially.
+    constant: u8 [serde(default, deserialize_with = "crate::keys::opt_byte")],
+        table(
+            Some("constant"), Number, "BYTE", Some("0"),
+            "The byte the constant share is made of: 0 (zeros, default) or 1–255, e.g. 0xa5 (for arrays that detect runs of zeros).",
+        );
+    /// What an I/O error does: `continue` (count it, default), `stop-target` (no more I/O to
+    /// that target in the step), `abort` (end the run, exit code 1).
+    on_error: OnError
+        => on_error: OnError [serde(default)] = [value],
+        table(
+            Some("on-error"), Text, "POLICY", Some("\"continue\""),
+            "What an I/O error does: continue (count it; default), stop-target (no more I/O to that target in the step) or abort (end the run, exit code 1).",
+        );
+    /// Seconds an I/O still outstanding when its step ends (or is stopped) may take before it
+    /// is cancelled and counted as stuck (default: the step's longest latency + 5 s; after
+    /// Ctrl-C, 1 s).
+    stuck_after_s: f64
+        => stuck_after_s: Option<f64> [serde(default)]
+            = [optional |&s| ensure((0.1..=86_400.0).contains(&s), || format!("stuck_after_s is {s}; give 0.1 to 86400 seconds (how long outstanding I/Os may take after a step ends)"))],
+        table(
+            Some("stuck-after-s"), Number, "S", None,
+            "Seconds I/Os still outstanding when a step ends may take before they are cancelled and counted as stuck (exit code 3); their age enters the latency figures. Default: the step's longest latency + 5 s. After Ctrl-C the wait is 1 s. On the command line it also bounds the precondition and final verification passes (no write or read returning for this long ends them) and the signature probe of a target to write (default 30 s).",
+        );
+    /// Verify: every written block carries a header, reads check it against the last
+    /// acknowledged write (one block size per workload).
+    verify: bool
+        => verify: bool [serde(default)] = [value],
+        table(
+            Some("verify"), Switch(true), "", Some("false"),
+            "Verify every workload: written blocks carry a header and reads check it against the last acknowledged write (plan key verify = true).",
+        );
+    /// Target rates of a rate ramp (open loop), increasing: IOPS, or MB/s (10^6 bytes/s) for a
+    /// sequential workload, for the whole run (all hosts together). Replaces `ramp`.
+    rate: Vec<f64>
+        => rate: Vec<f64> [serde(default)] = [list |r| w::rate(r)],
+        table(
+            Some("rate"), List, "LIST", None,
+            "Target rates of an open-loop rate ramp, comma-separated and increasing, for all hosts together: IOPS, or MB/s for sequential workloads (e.g. 10000,50000,100000). Replaces the worker ramp; latency is measured from each I/O's intended issue time.",
+        );
+    /// How intended issue times of a rate step are spaced: `uniform` or `poisson`.
+    arrival: Arrival
+        => arrival: Arrival [serde(default)] = [value],
+        table(
+            Some("arrival"), Text, "KIND", Some("\"uniform\""),
+            "How a rate step spaces intended issue times: uniform (evenly) or poisson (random, exponential gaps; reproducible with --seed).",
+        );
+    /// I/Os a rate step keeps in flight at most, per host.
+    max_outstanding: u32
+        => max_outstanding: u32 [serde(default = "crate::model::default_max_outstanding")]
+            = [value |&v| ensure((1..=65_536).contains(&v), || format!("max_outstanding is {v}; a rate step keeps 1 to 65536 I/Os in flight per host"))],
+        table(
+            Some("max-outstanding"), Number, "N", Some("64"),
+            "I/Os a rate step keeps in flight at most, per host.",
+        );
+    /// What a rate step does with an I/O that is due while `max_outstanding` are in flight:
+    /// `queue`, `drop` or `abort-step`.
+    overload: Overload
+        => overload: Overload [serde(default)] = [value],
+        table(
+            Some("overload"), Text, "POLICY", Some("\"queue\""),
+            "What a rate step does with an I/O that is due while max-outstanding are in flight: queue (issue it late; its response time grows honestly), drop (count it, do not issue it) or abort-step (end the step, marked unsustained).",
+        );
+    /// Seed of the arrival schedule (Poisson): the same seed gives the same intended times.
+    seed: u64
+        => seed: u64 [serde(default = "crate::model::default_seed")] = [value],
+        table(
+            Some("seed"), Number, "N", Some("1"),
+            "Seed of the Poisson arrival schedule: the same seed gives the same intended issue times.",
+        );
+    /// After the worker ramp, a rate ramp at these shares (percent) of its maximum throughput:
+    /// the response-time curve (vdbench's `curve`).
+    curve: Vec<f64>
+        => curve: Vec<f64> [serde(default)] = [list |c| w::curve(c)],
+        table(
+            Some("curve"), List, "PCTS", None,
+            "After the worker ramp, drive the workload at these shares (percent, increasing, up to 100) of its maximum throughput: the response-time curve (e.g. 10,50,70,80,90,100), stored as workload NAME-curve.",
+        );
+    /// A rate ramp stops after the first step whose mean response time passes this (ms).
+    stop_at_mean_ms: f64
+        => stop_at_mean_ms: Option<f64> [serde(default)]
+            = [optional |&ms| ensure(ms > 0.0 && ms <= 3_600_000.0, || format!("stop_at_mean_ms is {ms}; give a bound above 0 up to 3600000 ms"))],
+        table(
+            Some("stop-at-mean-ms"), Number, "MS", None,
+            "A rate ramp (or curve) stops after the first step whose mean response time passes this many ms.",
+        );
+    /// A rate ramp stops after the first step whose p99 response time passes this (ms).
+    stop_at_p99_ms: f64
+        => stop_at_p99_ms: Option<f64> [serde(default)]
+            = [optional |&ms| ensure(ms > 0.0 && ms <= 3_600_000.0, || format!("stop_at_p99_ms is {ms}; give a bound above 0 up to 3600000 ms"))],
+        table(
+            Some("stop-at-p99-ms"), Number, "MS", None,
+            "A rate ramp (or curve) stops after the first step whose p99 response time passes this many ms.",
+        );
+    /// `snia`: every step ends once its last 5 intervals meet the SNIA steady-state rule
+    /// (`intervals` is then the limit of rounds); `none` (default): every step runs all.
+    steady_state: SteadyState
+        => steady_state: SteadyState [serde(default)] = [value],
+        table(
+            Some("steady-state"), Text, "RULE", Some("\"none\""),
+            "snia: each step ends once its last 5 intervals are in steady state by the SNIA rule (range within 20 % of the mean, best-fit excursion within 10 %); intervals is then the limit of rounds (at least 5, e.g. 25). none: every step runs all its intervals.",
+        );
+    /// After the worker ramp, find the highest rate sustained within the plan's SLA bounds by
+    /// bisection on rate steps (`NAME-sla-search`).
+    sla_search: bool
+        => sla_search: bool [serde(default)] = [value],
+        table(
+            Some("sla-search"), Switch(true), "", Some("false"),
+            "After the worker ramp, find the highest rate sustained within the SLA bounds (--sla-mean-ms, --sla-p99-ms) by bisection on rate steps between 0 and its maximum, to 2 % (workload NAME-sla-search; plan key sla_search = true).",
+        );
+}
 
 /// The data-pattern keys: the flags `precondition` and `datacheck` share with `run`.
 pub const DATA_KEYS: &[&str] = &["compress", "dedupe", "dedupe_unit", "constant"];
@@ -345,7 +360,7 @@ mod tests {
     fn the_table_lists_every_key_once_in_order() {
         let keys: Vec<&str> = WORKLOAD_OPTIONS.iter().map(|o| o.key).collect();
         let all = WorkloadKeys::all_keys();
-        assert_eq!(keys, all, "one row per WorkloadKeys field, in the order of for_each_key!");
+        assert_eq!(keys, all, "one table row per WorkloadKeys field, in order");
         let mut flags: Vec<&str> = WORKLOAD_OPTIONS.iter().filter_map(|o| o.flag).collect();
         flags.sort_unstable();
         let n = flags.len();

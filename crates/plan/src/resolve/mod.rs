@@ -5,7 +5,7 @@
 
 mod label;
 mod text;
-mod workload;
+pub(crate) mod workload;
 
 use std::path::Path;
 
@@ -15,7 +15,7 @@ use crate::error::PlanError;
 use crate::keys::{PlanFile, WorkloadKeys};
 use crate::links::HostLinks;
 use crate::locate::{Seg, locate};
-use crate::model::{HostSpec, Plan, TargetGroup, Workload};
+use crate::model::{Fault, HostSpec, Plan, TargetGroup, Workload};
 use crate::options::{builtin_defaults, cli_option};
 
 /// Values given on the command line; they win over the plan.
@@ -88,6 +88,21 @@ pub(crate) fn resolve_file(file: &PlanFile, source: &str) -> Result<Plan, PlanEr
     Resolver { text: "", source, overrides: &Overrides::default(), file }.resolve()
 }
 
+/// Ok when resolving a plan could have given `w` and `faults`: an agent checks every step
+/// request with it before it acts, so that it runs only what a plan could have asked for (found
+/// by fuzzing, issue 13: an agent took any workload that parsed, and `"bs": []`,
+/// `"queue_depth": 0` or `"intervals": 4294967295` panicked its I/O threads, idled the step or
+/// aborted the agent on a failed allocation). The workload's keys are resolved again by the
+/// same rows and rules as a plan's; errors name the key, from `source`.
+pub fn check_workload(w: &Workload, faults: &[Fault], source: &str) -> Result<(), PlanError> {
+    let file = PlanFile {
+        workloads: vec![w.keys()],
+        faults: Some(faults.iter().map(Fault::keys).collect()),
+        ..Default::default()
+    };
+    resolve_file(&file, source).map(|_| ())
+}
+
 #[derive(Clone, Copy)]
 enum Origin {
     Cli,
@@ -150,27 +165,27 @@ impl Resolver<'_> {
             ));
         }
         let base = self.file.defaults.over(&builtin_defaults());
-        // Each workload with its index and its name in the plan (`--workload` matches either
-        // that or its label, which follows the command line's options).
-        let mut all: Vec<(usize, String, Workload)> = Vec::new();
+        // Each workload with its index, its name in the plan, its label (which follows the
+        // command line's options) and its keys. `--workload` matches the name or the label and
+        // chooses before anything is resolved: a workload not chosen cannot refuse the run.
+        let mut all: Vec<(usize, String, String, WorkloadKeys)> = Vec::new();
         for i in 0..self.file.workloads.len() {
             let own = self.file.workloads[i].over(&base);
             let keys = self.overrides.keys.over(&own);
-            let mut w = self.workload(i, &keys)?;
-            let name = std::mem::take(&mut w.name);
-            if all.iter().any(|(_, n, _)| *n == name) {
+            let name = self.workload_name(i, &keys)?;
+            if all.iter().any(|(_, n, _, _)| *n == name) {
                 return Err(self.err(
                     &[Seg::Key("workloads"), Seg::Index(i), Seg::Key("name")],
                     format!("workloads[{i}].name"),
                     format!("workload name `{name}` is used twice: names must be unique"),
                 ));
             }
-            w.name = label::follow(&name, &own, &self.overrides.keys);
-            all.push((i, name, w));
+            let label = label::follow(&name, &own, &self.overrides.keys);
+            all.push((i, name, label, keys));
         }
         if let Some(filter) = &self.overrides.workload_filter {
-            let names: Vec<String> = all.iter().map(|(_, _, w)| w.name.clone()).collect();
-            all.retain(|(_, planned, w)| w.name.contains(filter.as_str()) || planned.contains(filter.as_str()));
+            let names: Vec<String> = all.iter().map(|(_, _, label, _)| label.clone()).collect();
+            all.retain(|(_, planned, label, _)| label.contains(filter.as_str()) || planned.contains(filter.as_str()));
             if all.is_empty() {
                 return Err(PlanError::new(
                     "command line",
@@ -180,6 +195,13 @@ impl Resolver<'_> {
                 ));
             }
         }
+        let all: Vec<(usize, String, Workload)> = all
+            .into_iter()
+            .map(|(i, planned, label, keys)| {
+                let w = self.workload(i, &keys)?;
+                Ok((i, planned, Workload { name: label, ..w }))
+            })
+            .collect::<Result<_, PlanError>>()?;
         // Of what runs, the options may have made two workloads one (the block size sweep run
         // with --bs): refused, not run twice under names that hide it.
         for k in 0..all.len() {
