@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use iocurve_analysis::{
-    At, Headline, HostInfo, RunResult, SCHEMA_VERSION, Sla, TargetInfo, Thresholds, analyze_step_on, analyze_workload,
+    At, Headline, HostInfo, RunFacts, RunResult, Sla, TargetInfo, Thresholds, analyze_step_on, analyze_workload,
 };
 use iocurve_plan::{Pattern, Workload};
 use iocurve_report::html::{self, ReportRun};
@@ -64,23 +64,19 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
             workloads.push(r);
         }
     }
-    Ok(RunResult {
-        schema_version: SCHEMA_VERSION,
+    let facts = RunFacts {
         tool_version: s.run.tool_version.clone(),
         started_at: s.run.started_at.clone(),
         finished_at: s.run.finished_at.clone().unwrap_or_default(),
-        interrupted: iocurve_analysis::Status::stored(&s.run.status).ended_early(),
-        status: status(&s.run.status).into(),
+        status: iocurve_analysis::Status::stored(&s.run.status),
         status_reason: s.run.status_reason.clone(),
         host,
-        sla: sla.is_set().then_some(sla),
+        sla,
         targets,
         plan,
-        workloads,
         final_verification: s.verification.clone(),
-    }
-    .with_link_use()
-    .with_sla_answers())
+    };
+    Ok(RunResult::assemble(facts, workloads))
 }
 
 pub fn runs(db: &Path, json: bool) -> Result<ExitCode, CliError> {

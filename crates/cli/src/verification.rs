@@ -99,7 +99,7 @@ fn verify(args: &VerifyArgs, mut csv: Option<ProblemsCsv>, cancel: &iocurve_run:
     // written then, which may hold the saved write, a later one or a torn mix (issue 36, part 8).
     match journal::load(&args.map, &map)? {
         journal::Found::Intents(i) => {
-            let n = i.in_flight(&map);
+            let n = map.in_flight(&i);
             terminal.note(&format!(
                 "verification journal {}: {n} blocks were being written when the run that kept the map stopped (checked as in flight: the saved write, a later one or a torn mix is explained, older is lost){}",
                 journal::Journal::path_for(&args.map).display(),

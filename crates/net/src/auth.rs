@@ -108,12 +108,12 @@ impl Refused {
     }
 }
 
-/// Whether `req` carries the right credentials for `token`: over TLS a proof bound to the TLS
-/// session it came on ([`binding::proof`] of that session's exporter), in plain text (and in
-/// process) the token itself. Compared in constant time.
-pub fn verify<T>(req: &Request<T>, token: &str) -> Result<(), Refused> {
+/// Whether `req` carries the right credentials for `token`: over TLS (`exporter`: that of the
+/// TLS session it came on) a proof bound to that session ([`binding::proof`]), in plain text
+/// (and in process) the token itself. Compared in constant time.
+pub fn verify<T>(req: &Request<T>, exporter: Option<&binding::Exporter>, token: &str) -> Result<(), Refused> {
     let given = req.metadata().get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("");
-    judge(given, binding::session_of(req).map(|s| s.exporter).as_ref(), token)
+    judge(given, exporter, token)
 }
 
 /// [`verify`] on the `authorization` value and the connection's exporter (None: no TLS).
@@ -125,31 +125,6 @@ fn judge(given: &str, exporter: Option<&binding::Exporter>, token: &str) -> Resu
         (None, None, Some(t)) => matches(t, token).then_some(()).ok_or(Refused::Wrong),
         (None, Some(_), _) => Err(Refused::ProofWithoutTls),
         (_, None, None) => Err(Refused::Missing),
-    }
-}
-
-/// The interceptor of the agent: a call without the right credentials ([`verify`]) is refused
-/// before it runs, and audited with its peer (the trail rate-limits a flood of them: see
-/// [`crate::agent::audit`]). A call with them marks its connection as no longer a stranger's
-/// (see [`crate::agent::listen`]).
-pub fn checker(
-    token: Arc<String>,
-    audit: Arc<crate::agent::audit::Audit>,
-) -> impl Fn(Request<()>) -> Result<Request<()>, Status> + Clone {
-    move |req: Request<()>| match verify(&req, &token) {
-        Ok(()) => {
-            if let Some(t) = crate::agent::listen::ticket_of(&req) {
-                t.authenticated();
-            }
-            Ok(req)
-        }
-        Err(why) => {
-            // The method is not known here (an interceptor sees no path): the trail says what
-            // was wrong with the credentials, and from where.
-            let rule = if why == Refused::BareTokenOverTls { "protocol" } else { "token" };
-            audit.refused(rule, "any", &crate::agent::audit::Peer::of(&req), why.reason());
-            Err(why.status())
-        }
     }
 }
 

@@ -80,11 +80,6 @@ pub struct Bound<I> {
     pub session: Arc<Session>,
 }
 
-/// The TLS session a call on the agent came on; None in plain text (and in process).
-pub fn session_of<T>(req: &tonic::Request<T>) -> Option<Arc<Session>> {
-    req.extensions().get::<Bound<crate::agent::listen::PeerInfo>>().map(|b| b.session.clone())
-}
-
 fn pem_certs(pem: &str, what: &str) -> Result<Vec<CertificateDer<'static>>, NetError> {
     let certs = CertificateDer::pem_slice_iter(pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
@@ -208,13 +203,13 @@ const HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// Does the TLS handshake of every connection `incoming` yields, several at once (a slow or
 /// silent peer holds up no other), and yields those that succeed, each with its session. A
-/// failed handshake (a certificate refused, a peer that is not TLS) goes to the audit trail, as
-/// a refusal by the rule `tls` with the peer `peer` names, and is dropped. The task ends when
+/// failed handshake (a certificate refused, a peer that is not TLS) goes to `refused` with the
+/// address `peer` names and why (the agent's audit trail), and is dropped. The task ends when
 /// the returned stream is dropped or `incoming` ends.
 pub fn accept<S, IO>(
     incoming: S,
     config: Arc<ServerConfig>,
-    audit: Arc<crate::agent::audit::Audit>,
+    refused: impl Fn(Option<std::net::SocketAddr>, String) + Send + 'static,
     peer: fn(&IO) -> Option<std::net::SocketAddr>,
 ) -> ReceiverStream<Result<Secured<IO>, io::Error>>
 where
@@ -259,12 +254,7 @@ where
                     }
                     // A coordinator certificate the agent does not trust, a stranger that is
                     // not TLS: refusals for the trail (rate-limited there).
-                    Ok(Err((addr, e))) => audit.refused(
-                        "tls",
-                        "handshake",
-                        &crate::agent::audit::Peer { addr, identity: None },
-                        &format!("TLS handshake failed: {e}"),
-                    ),
+                    Ok(Err((addr, e))) => refused(addr, format!("TLS handshake failed: {e}")),
                     Err(e) => tracing::debug!(error = %e, "TLS handshake task failed"),
                 },
                 _ = tx.closed() => break,

@@ -9,7 +9,7 @@
 //! A row reads
 //!
 //! ```text
-//! /// Doc of the key (both structs).
+//! /// Doc of the key (on both fields).
 //! key: PartialType [extra serde attributes of the partial field]
 //!     => field: ResolvedType [attributes of the resolved field] = [HOW],
 //!     table(flag, FlagKind, "VALUE", default, "help");
@@ -51,15 +51,9 @@ macro_rules! workload_keys {
             )*
         }
 
-        /// A workload resolved: every value present and checked, ready for the engine. Each
-        /// field is documented at its key in [`WorkloadKeys`] (or, when several keys resolve
-        /// to it, here).
-        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-        pub struct Workload {
-            $($(
-                $(#[$($rattr)*])*
-                pub $field: $R,
-            )?)*
+        resolved_struct! {
+            @fields []
+            $({ [$(#[doc = $doc])*] $([$field: $R [$(#[$($rattr)*])*]])? })*
         }
 
         /// Every workload key, in the order of the rows.
@@ -116,6 +110,24 @@ macro_rules! workload_keys {
                 k
             }
         }
+    };
+}
+
+/// The resolved struct, a field per row that has one, with the row's doc and attributes: rows
+/// are walked one by one (a doc cannot be repeated inside a row's optional part).
+macro_rules! resolved_struct {
+    (@fields [$($fields:tt)*]) => {
+        /// A workload resolved: every value present and checked, ready for the engine.
+        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+        pub struct Workload {
+            $($fields)*
+        }
+    };
+    (@fields [$($fields:tt)*] { [$($doc:tt)*] [$field:ident: $R:ty [$($attr:tt)*]] } $($rows:tt)*) => {
+        resolved_struct! { @fields [$($fields)* $($doc)* $($attr)* pub $field: $R,] $($rows)* }
+    };
+    (@fields [$($fields:tt)*] { [$($doc:tt)*] } $($rows:tt)*) => {
+        resolved_struct! { @fields [$($fields)*] $($rows)* }
     };
 }
 

@@ -19,16 +19,20 @@ mod locate;
 pub mod model;
 pub mod options;
 mod resolve;
+pub mod resolved;
 pub mod size;
+mod spec;
 pub mod suites;
 
 pub use backend::{Availability, ThreadModel};
 pub use error::PlanError;
-pub use keys::{BlockSizeSpec, PlanFile, WorkingSetSpec, WorkloadKeys};
+pub use keys::PlanFile;
 pub use model::{
-    Arrival, Backend, BlockSize, DATA_SECTOR, DataPattern, FRONTEND_MAX_FRACTION, Fault, FaultKind, HostSpec,
-    MIN_RANDOM_PER_SECTOR, OnError, Overload, Pattern, Plan, RampStep, SLA_SEARCH_MAX_PROBES, STEADY_WINDOW,
-    SteadyState, TargetGroup, WorkingSet, Workload, is_glob,
+    Arrival, Backend, BlockSize, DATA_SECTOR, DataPattern, FRONTEND_MAX_FRACTION, Fault, FaultKind,
+    MIN_RANDOM_PER_SECTOR, OnError, Overload, Pattern, STEADY_WINDOW, SteadyState, WorkingSet,
 };
+pub use options::{Workload, WorkloadKeys};
 pub use resolve::{Overrides, check_workload, load_file, parse_str, read_plan_text, writing_workload};
+pub use resolved::{HostSpec, Plan, RampStep, SLA_SEARCH_MAX_PROBES, TargetGroup, is_glob};
 pub use size::{format_size, parse_size};
+pub use spec::{BlockSizeSpec, WorkingSetSpec};

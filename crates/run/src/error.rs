@@ -70,3 +70,8 @@ impl From<NetError> for Error {
         }
     }
 }
+
+/// The results database refused a write mid-run: the run stops there (exit code 1).
+pub(crate) fn store_error(e: StoreError) -> Error {
+    Error::StoreRefused(format!("{e}: the run stops so that no measurement goes unrecorded"))
+}

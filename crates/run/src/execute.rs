@@ -10,8 +10,8 @@
 use std::time::Duration;
 
 use iocurve_analysis::{
-    AgentHost, DataCheckRow, FEWER_HOSTS, HostInfo, HostLoss, RunResult, SCHEMA_VERSION, Sla, Status, StepResult,
-    TargetInfo, Thresholds, WorkloadResult, fewer_hosts_message,
+    AgentHost, DataCheckRow, FEWER_HOSTS, HostInfo, HostLoss, RunFacts, RunResult, Sla, Status, StepResult, TargetInfo,
+    Thresholds, WorkloadResult, fewer_hosts_message,
 };
 use iocurve_engine::{StepObserver, host};
 use iocurve_plan::{Availability, Pattern, Plan, ThreadModel, Workload, format_size};
@@ -19,10 +19,11 @@ use iocurve_stats::StepRecord;
 use iocurve_store::{NewRun, Store};
 
 use crate::cluster::Cluster;
+use crate::error::store_error;
 use crate::ramp::{Ramp, follow_ups};
 use crate::recorder::Recorder;
-use crate::runner::{Outcome, store_error};
 use crate::search::Search;
+use crate::status::Outcome;
 use crate::threads::{self, AutoThreads};
 use crate::{Cancel, Error, Observer, Observers, StepAt, time};
 
@@ -559,28 +560,21 @@ impl Session<'_, '_> {
             Some(_) => Status::Failed,
             None => status,
         };
-        let ended_early = status.ended_early();
-        let status = status.as_str();
-        tracing::info!(run = run_id.unwrap_or_default(), status, reason = ?error.as_ref().map(|e| e.to_string()), "run finished");
-        let result = RunResult {
-            schema_version: SCHEMA_VERSION,
+        tracing::info!(run = run_id.unwrap_or_default(), status = status.as_str(), reason = ?error.as_ref().map(|e| e.to_string()), "run finished");
+        let facts = RunFacts {
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
             started_at,
             finished_at,
-            // As the stored run says it (`show`, `export`): every end but complete.
-            interrupted: ended_early,
-            status: status.into(),
+            status,
             status_reason: error.as_ref().map(|e| e.to_string()),
             host,
-            sla: sla.is_set().then_some(*sla),
+            sla: *sla,
             targets: target_infos,
             plan: serde_json::to_value(plan).unwrap_or_default(),
-            workloads,
             // Set after the run, when `--verify-final` read everything back.
             final_verification: None,
-        }
-        .with_link_use()
-        .with_sla_answers();
+        };
+        let result = RunResult::assemble(facts, workloads);
         observers.run_finished(&result);
         Outcome { result, run_id, error }
     }

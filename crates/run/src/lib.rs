@@ -24,6 +24,7 @@ mod execute;
 pub mod launch;
 pub mod live;
 mod observe;
+mod options;
 pub mod precondition;
 mod ramp;
 mod recorder;
@@ -38,8 +39,8 @@ pub mod verification;
 pub use cancel::Cancel;
 pub use error::Error;
 pub use observe::{Observer, Observers, StepAt};
+pub use options::{Hosts, RunOptions};
 pub use runner::{
-    AgentOptions, DEFAULT_SCRATCH, Hosts, Outcome, RunOptions, Runner, check_plan, default_target, open_existing_store,
-    open_read_store, open_store,
+    AgentOptions, DEFAULT_SCRATCH, Runner, check_plan, default_target, open_existing_store, open_read_store, open_store,
 };
-pub use status::storage_verdict;
+pub use status::{Outcome, storage_verdict};

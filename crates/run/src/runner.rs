@@ -2,21 +2,22 @@
 //! store, the targets, the back-end, the agents) and after them (the final verification, the
 //! verdict); the steps themselves are `execute`'s.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use iocurve_analysis::{RunResult, Sla, TargetInfo};
+use iocurve_analysis::{Sla, TargetInfo};
 use iocurve_engine::StepObserver;
 use iocurve_plan::{Plan, TargetGroup};
-use iocurve_store::{Store, StoreError};
+use iocurve_store::Store;
 
 pub use crate::cluster::AgentOptions;
 use crate::cluster::Cluster;
 use crate::execute::Run;
 use crate::launch::{self, LaunchOptions};
+use crate::options::{Hosts, RunOptions};
 use crate::setup::{choose_backend, open_targets, target_infos};
-use crate::status::{conclude_verification, settle_status, storage_verdict};
+use crate::status::{Outcome, conclude_verification, settle_status};
 use crate::{Cancel, Error, Observer, Observers, verification};
 
 /// The scratch file a run uses when the plan names no target.
@@ -42,72 +43,6 @@ pub fn check_plan(plan: &Plan) -> Result<(), Error> {
         )));
     }
     Ok(())
-}
-
-/// What a run needs besides its plan and hosts.
-#[derive(Clone, Debug)]
-pub struct RunOptions {
-    /// A free-form label stored with the run.
-    pub label: String,
-    /// The results database (created when missing).
-    pub db: PathBuf,
-    /// Size of the scratch files created for targets that do not exist; None: 1 GiB, or less
-    /// when the disk has less room (each agent sizes its own to its own disk).
-    pub size: Option<u64>,
-    /// Keep scratch files after the run.
-    pub keep: bool,
-    /// Targets that may be written although they carry a signature or were not made by iocurve.
-    pub allow_write: Vec<PathBuf>,
-    /// Where verifying runs keep the map of acknowledged writes (local runs).
-    pub verify_map: PathBuf,
-    /// Read every written block back after the workloads.
-    pub verify_final: bool,
-    /// Journal every verifying write before it is issued (`--verify-journal`), so that a pass
-    /// after a crash of this host explains the blocks being written.
-    pub verify_journal: bool,
-    /// How long the passes (preconditioning, the final verification) wait for a write or read
-    /// before they take the storage for stopped (`--stuck-after-s`; default 30 s).
-    pub stuck_after_s: Option<f64>,
-}
-
-impl Default for RunOptions {
-    fn default() -> Self {
-        RunOptions {
-            label: String::new(),
-            db: iocurve_store::DEFAULT_DB.into(),
-            size: None,
-            keep: false,
-            allow_write: Vec::new(),
-            verify_map: "iocurve-verify.map".into(),
-            verify_final: false,
-            verify_journal: false,
-            stuck_after_s: None,
-        }
-    }
-}
-
-/// Where the I/O runs.
-#[derive(Clone, Debug)]
-pub enum Hosts {
-    /// This host, in this process.
-    Local,
-    /// Agents (`iocurve agent`), all at once; this process coordinates.
-    Agents(Box<AgentOptions>),
-}
-
-/// A run's end: its result (as stored and as `--json` writes it), its id in the store, and what
-/// ended it early or made it fail, if anything did.
-pub struct Outcome {
-    pub result: RunResult,
-    pub run_id: Option<i64>,
-    pub error: Option<Error>,
-}
-
-impl Outcome {
-    /// Why a run that ended without error did not go clean (exit code 3 or 4, and why).
-    pub fn verdict(&self) -> Option<(u8, String)> {
-        storage_verdict(&self.result)
-    }
 }
 
 /// A plan to run on its hosts, heard by its observers, stopped by its [`Cancel`].
@@ -424,8 +359,4 @@ pub fn open_existing_store(path: &Path) -> Result<Store, Error> {
 /// (read-only mounts, no write permission, a run writing it meanwhile: `Store::open_read`).
 pub fn open_read_store(path: &Path) -> Result<Store, Error> {
     Store::open_read(path).map_err(|e| Error::Usage(e.to_string()))
-}
-
-pub(crate) fn store_error(e: StoreError) -> Error {
-    Error::StoreRefused(format!("{e}: the run stops so that no measurement goes unrecorded"))
 }

@@ -9,7 +9,8 @@ use iocurve_engine::{OpenOptions, TargetSet};
 use iocurve_plan::Plan;
 use iocurve_store::Store;
 
-use crate::{Cancel, Error, Observer, RunOptions, precondition};
+use crate::options::RunOptions;
+use crate::{Cancel, Error, Observer, precondition};
 
 /// Each workload's back-end where this host has it; its fallback otherwise, said loudly and
 /// recorded.

@@ -4,8 +4,23 @@
 use iocurve_analysis::RunResult;
 use iocurve_store::Store;
 
-use crate::runner::store_error;
-use crate::{Error, Observer, Outcome};
+use crate::error::store_error;
+use crate::{Error, Observer};
+
+/// A run's end: its result (as stored and as `--json` writes it), its id in the store, and what
+/// ended it early or made it fail, if anything did.
+pub struct Outcome {
+    pub result: RunResult,
+    pub run_id: Option<i64>,
+    pub error: Option<Error>,
+}
+
+impl Outcome {
+    /// Why a run that ended without error did not go clean (exit code 3 or 4, and why).
+    pub fn verdict(&self) -> Option<(u8, String)> {
+        storage_verdict(&self.result)
+    }
+}
 
 /// Stores a final verification pass with its problems and lets it decide the outcome: exit
 /// code 4 when it found problems.

@@ -22,6 +22,7 @@ mod everyday;
 mod faults;
 mod fio;
 mod launch;
+mod layout;
 mod precondition;
 mod regression;
 mod runs;

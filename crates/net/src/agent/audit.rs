@@ -57,7 +57,7 @@ impl Peer {
         let addr = super::listen::ticket_of(req).map(|t| t.peer()).or_else(|| req.remote_addr());
         // The agent does its own TLS (see `binding`): the coordinator's chain is kept with the
         // connection's session.
-        let certs = crate::binding::session_of(req).and_then(|s| s.peer_certificates.clone());
+        let certs = super::listen::session_of(req).and_then(|s| s.peer_certificates.clone());
         let identity = certs.and_then(|certs| certs.first().map(identity));
         Peer { addr, identity }
     }

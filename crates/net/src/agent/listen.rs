@@ -233,3 +233,37 @@ pub fn ticket_of<T>(req: &tonic::Request<T>) -> Option<Arc<Ticket>> {
 pub fn peer_of<T>(req: &tonic::Request<T>) -> String {
     ticket_of(req).map_or_else(|| "in-process".into(), |t| t.peer().to_string())
 }
+
+/// The TLS session a call on the agent came on; None in plain text (and in process).
+pub fn session_of<T>(req: &tonic::Request<T>) -> Option<Arc<crate::binding::Session>> {
+    req.extensions().get::<crate::binding::Bound<PeerInfo>>().map(|b| b.session.clone())
+}
+
+/// The interceptor of the agent: a call without the right credentials ([`crate::auth::verify`]) is refused
+/// before it runs, and audited with its peer (the trail rate-limits a flood of them: see
+/// [`super::audit`]). A call with them marks its connection as no longer a stranger's
+/// (see [`ticket_of`]).
+pub fn checker(
+    token: Arc<String>,
+    audit: Arc<super::audit::Audit>,
+) -> impl Fn(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> + Clone {
+    move |req: tonic::Request<()>| match crate::auth::verify(
+        &req,
+        session_of(&req).map(|s| s.exporter).as_ref(),
+        &token,
+    ) {
+        Ok(()) => {
+            if let Some(t) = ticket_of(&req) {
+                t.authenticated();
+            }
+            Ok(req)
+        }
+        Err(why) => {
+            // The method is not known here (an interceptor sees no path): the trail says what
+            // was wrong with the credentials, and from where.
+            let rule = if why == crate::auth::Refused::BareTokenOverTls { "protocol" } else { "token" };
+            audit.refused(rule, "any", &super::audit::Peer::of(&req), why.reason());
+            Err(why.status())
+        }
+    }
+}

@@ -22,7 +22,7 @@ use tonic::transport::Server;
 use tonic::{Request, Response, Status};
 
 use crate::pb::agent_server::{Agent, AgentServer};
-use crate::{NetError, PROTOCOL, auth, pb, unix_ns, wire};
+use crate::{NetError, PROTOCOL, pb, unix_ns, wire};
 
 pub mod audit;
 pub mod listen;
@@ -994,12 +994,18 @@ pub async fn serve(
             }
         })
     };
-    let router = builder.add_service(AgentServer::with_interceptor(service, auth::checker(token, audit.clone())));
+    let router = builder.add_service(AgentServer::with_interceptor(service, listen::checker(token, audit.clone())));
     let incoming = listen::incoming(listener, listen::LIMITS);
     let served = match tls {
         Some(config) => {
             let peer = |g: &listen::Guarded| Some(tonic::transport::server::Connected::connect_info(g).ticket.peer());
-            let secured = crate::binding::accept(incoming, config, audit.clone(), peer);
+            // A refused handshake (an untrusted certificate, a stranger not speaking TLS) is a
+            // refusal for the trail (rate-limited there).
+            let trail = audit.clone();
+            let refused = move |addr, why: String| {
+                trail.refused("tls", "handshake", &audit::Peer { addr, identity: None }, &why);
+            };
+            let secured = crate::binding::accept(incoming, config, refused, peer);
             router.serve_with_incoming_shutdown(secured, shutdown).await
         }
         None => router.serve_with_incoming_shutdown(incoming, shutdown).await,
@@ -1037,7 +1043,7 @@ pub fn in_process(local: InProcess, token: String) -> tokio::io::DuplexStream {
     let incoming = tokio_stream::once(Ok::<_, std::io::Error>(server));
     tokio::spawn(async move {
         let r = Server::builder()
-            .add_service(AgentServer::with_interceptor(service, auth::checker(Arc::new(token), audit)))
+            .add_service(AgentServer::with_interceptor(service, listen::checker(Arc::new(token), audit)))
             .serve_with_incoming(incoming)
             .await;
         if let Err(e) = r {

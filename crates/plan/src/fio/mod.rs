@@ -16,8 +16,8 @@ use std::path::Path;
 
 use crate::error::PlanError;
 use crate::keys::PlanFile;
-use crate::model::Plan;
 use crate::resolve::Overrides;
+use crate::resolved::Plan;
 
 pub use value::SizeOr;
 

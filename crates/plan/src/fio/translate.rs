@@ -7,8 +7,10 @@ use std::path::Path;
 
 use super::{FioJob, Notice, SizeOr};
 use crate::error::PlanError;
-use crate::keys::{BlockSizeSpec, PlanFile, WorkingSetSpec, WorkloadKeys};
+use crate::keys::PlanFile;
 use crate::model::{Arrival, Backend, OnError, Pattern};
+use crate::options::WorkloadKeys;
+use crate::spec::{BlockSizeSpec, WorkingSetSpec};
 
 /// The file jobs without `filename` share (fio would lay out NAME.N.0 per job and clone).
 const SCRATCH: &str = "iocurve-fio.scratch";

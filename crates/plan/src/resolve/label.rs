@@ -7,9 +7,10 @@
 //! added at the end. Names parted by `-`, compared without case. A workload is identified by
 //! its settings, not by this label.
 
-use crate::keys::{BlockSizeSpec, WorkingSetSpec, WorkloadKeys};
 use crate::model::Pattern;
+use crate::options::WorkloadKeys;
 use crate::size::format_size;
+use crate::spec::{BlockSizeSpec, WorkingSetSpec};
 
 fn changed<T: PartialEq>(new: &Option<T>, old: &Option<T>) -> bool {
     new.is_some() && new != old

@@ -12,11 +12,13 @@ use std::path::Path;
 use text::toml_error;
 
 use crate::error::PlanError;
-use crate::keys::{PlanFile, WorkloadKeys};
+use crate::keys::PlanFile;
 use crate::links::HostLinks;
 use crate::locate::{Seg, locate};
-use crate::model::{Fault, HostSpec, Plan, TargetGroup, Workload};
+use crate::model::Fault;
+use crate::options::{Workload, WorkloadKeys};
 use crate::options::{builtin_defaults, cli_option};
+use crate::resolved::{HostSpec, Plan, TargetGroup};
 
 /// Values given on the command line; they win over the plan.
 #[derive(Debug, Clone, Default)]

@@ -1,15 +1,14 @@
-//! One workload resolved from its layers: each key's row (options.rs) checks its own value;
-//! here are the checks rows name (name, ramp, rate, curve), the values several keys resolve to
-//! together (block sizes, working set, data pattern) with their way back, the rules between
-//! keys in one function, and the faults. Every error names the key and the layer it came from.
+//! One workload resolved from its layers: each key's row (`options`) checks its own value; here
+//! are the rules between keys in one function, and the faults. Every error names the key and
+//! the layer it came from.
 
 use super::Resolver;
-use crate::declare::{KeyError, ensure, missing};
+use crate::declare::KeyError;
 use crate::error::PlanError;
-use crate::keys::{BlockSizeSpec, FaultKeys, WorkingSetSpec, WorkloadKeys};
+use crate::keys::FaultKeys;
 use crate::locate::Seg;
-use crate::model::{BlockSize, DataPattern, Fault, FaultKind, STEADY_WINDOW, SteadyState, WorkingSet, Workload};
-use crate::size::format_size;
+use crate::model::{Fault, FaultKind, STEADY_WINDOW, SteadyState};
+use crate::options::{Workload, WorkloadKeys};
 
 impl Resolver<'_> {
     /// Workload `i` of keys layered down to the built-in defaults: each key's check, then the
@@ -77,177 +76,6 @@ impl Fault {
             latency_ms: Some(self.latency_ms),
         }
     }
-}
-
-/// `name`: usable as a key and in file names.
-pub(crate) fn name(name: &str) -> Result<(), String> {
-    ensure(!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)), || {
-        format!("workload name `{name}` must be non-empty and use only letters, digits, '-', '_' and '.'")
-    })
-}
-
-/// `ramp`: worker counts, usable and increasing.
-pub(crate) fn ramp(ramp: &[u32]) -> Result<(), String> {
-    ensure(!ramp.is_empty(), || {
-        "the ramp is empty: give the worker counts of the steps, e.g. ramp = [1, 2, 4, 8]".into()
-    })?;
-    ensure(ramp.iter().all(|&n| (1..=65536).contains(&n)), || {
-        format!("ramp {ramp:?}: every step needs 1 to 65536 workers")
-    })?;
-    ensure(ramp.windows(2).all(|p| p[0] < p[1]), || {
-        format!(
-            "ramp {ramp:?} must increase strictly (e.g. 1, 2, 4, 8): the analysis compares each step with the one before"
-        )
-    })
-}
-
-/// `rate`: target rates of a rate ramp, usable and increasing.
-pub(crate) fn rate(rate: &[f64]) -> Result<(), String> {
-    ensure(!rate.is_empty(), || {
-        "the rate ramp is empty: give the target rates of the steps, e.g. rate = [10000, 50000]".into()
-    })?;
-    ensure(rate.iter().all(|&r| r > 0.0 && r <= 1e9), || {
-        format!(
-            "rate {rate:?}: every step needs a target above 0 and up to 1e9 (IOPS, or MB/s for sequential workloads)"
-        )
-    })?;
-    ensure(rate.windows(2).all(|p| p[0] < p[1]), || {
-        format!(
-            "rate {rate:?} must increase strictly (e.g. 10000, 50000, 100000): the analysis compares each step with the one before"
-        )
-    })
-}
-
-/// `curve`: shares of the maximum, increasing.
-pub(crate) fn curve(curve: &[f64]) -> Result<(), String> {
-    ensure(!curve.is_empty() && curve.iter().all(|&p| p > 0.0 && p <= 100.0), || {
-        format!(
-            "curve {curve:?}: give shares of the maximum in percent, above 0 up to 100 (e.g. [10, 50, 70, 80, 90, 100])"
-        )
-    })?;
-    ensure(curve.windows(2).all(|p| p[0] < p[1]), || format!("curve {curve:?} must increase strictly"))
-}
-
-/// `bs`: the block size or mix, each size once, each usable.
-pub(crate) fn block_sizes(k: &WorkloadKeys) -> Result<Vec<BlockSize>, KeyError> {
-    let err = |m: String| ("bs", m);
-    let bs = match k.bs.clone().ok_or_else(|| missing("bs"))? {
-        BlockSizeSpec::One(b) => vec![BlockSize { bytes: b, weight: 1 }],
-        BlockSizeSpec::Mix(m) => {
-            // One entry per size: `{ "4k" = 70, "4096" = 30 }` is 4k with weight 100 (a plan
-            // printed back names each size once).
-            let mut mix: Vec<BlockSize> = Vec::new();
-            for (bytes, weight) in m {
-                match mix.iter_mut().find(|b| b.bytes == bytes) {
-                    Some(b) => {
-                        b.weight = b.weight.checked_add(weight).ok_or_else(|| {
-                            err(format!(
-                                "the weights given to block size {} add up to more than 4294967295",
-                                format_size(bytes)
-                            ))
-                        })?
-                    }
-                    None => mix.push(BlockSize { bytes, weight }),
-                }
-            }
-            mix
-        }
-    };
-    if bs.is_empty() || bs.iter().all(|b| b.weight == 0) {
-        return Err(err("the block size mix is empty or all weights are 0".into()));
-    }
-    for b in &bs {
-        if b.bytes == 0 || b.bytes % 512 != 0 || b.bytes > 64 << 20 {
-            return Err(err(format!(
-                "block size {} is not usable: it must be a multiple of 512 bytes, from 512 to 64m",
-                if b.bytes == 0 { "0".to_string() } else { format_size(b.bytes) }
-            )));
-        }
-    }
-    Ok(bs)
-}
-
-pub(crate) fn block_sizes_back(bs: &[BlockSize], k: &mut WorkloadKeys) {
-    k.bs = Some(BlockSizeSpec::Mix(bs.iter().map(|b| (b.bytes, b.weight)).collect()));
-}
-
-/// `working_set` (and `frontend_blocks`): a frontend of at least one block, the backend, or a
-/// 512-aligned range.
-pub(crate) fn working_set(k: &WorkloadKeys) -> Result<WorkingSet, KeyError> {
-    Ok(match k.working_set.clone().ok_or_else(|| missing("working_set"))? {
-        WorkingSetSpec::Frontend => {
-            let blocks = k.frontend_blocks.ok_or_else(|| missing("frontend_blocks"))?;
-            if blocks == 0 {
-                return Err(("frontend_blocks", "frontend_blocks must be at least 1".into()));
-            }
-            WorkingSet::Frontend { blocks }
-        }
-        WorkingSetSpec::Backend => WorkingSet::Backend,
-        WorkingSetSpec::Range { start, end } => {
-            if start >= end || start % 512 != 0 || end % 512 != 0 {
-                return Err((
-                    "working_set",
-                    format!("working set range {start}..{end} must have start < end, both multiples of 512 bytes"),
-                ));
-            }
-            WorkingSet::Range { start, end }
-        }
-    })
-}
-
-pub(crate) fn working_set_back(ws: &WorkingSet, k: &mut WorkloadKeys) {
-    (k.working_set, k.frontend_blocks) = match *ws {
-        WorkingSet::Frontend { blocks } => (Some(WorkingSetSpec::Frontend), Some(blocks)),
-        WorkingSet::Backend => (Some(WorkingSetSpec::Backend), None),
-        WorkingSet::Range { start, end } => (Some(WorkingSetSpec::Range { start, end }), None),
-    };
-}
-
-/// `compress`, `dedupe`, `dedupe_unit` and `constant`: what written blocks contain.
-pub(crate) fn data_pattern(k: &WorkloadKeys) -> Result<DataPattern, KeyError> {
-    let compress = k.compress.ok_or_else(|| missing("compress"))?;
-    if !(0.0..=0.99).contains(&compress) {
-        return Err((
-            "compress",
-            format!(
-                "compress is {compress}; it is the constant share of each block, 0 (incompressible) to 0.99 (0.4 = 60 % random, 40 % constant; every 512-byte sector keeps 16 random bytes, so ratios top out at 32:1)"
-            ),
-        ));
-    }
-    let dedupe = k.dedupe.ok_or_else(|| missing("dedupe"))?;
-    if !(1.0..=1000.0).contains(&dedupe) {
-        return Err((
-            "dedupe",
-            format!(
-                "dedupe is {dedupe}; it is written units per unique unit, 1 (all unique) to 1000 (2 = every unit twice)"
-            ),
-        ));
-    }
-    let bs = block_sizes(k)?;
-    let min_bs = bs.iter().map(|b| b.bytes).min().unwrap_or(512);
-    let unit = k.dedupe_unit.unwrap_or(min_bs);
-    if unit == 0 || !unit.is_multiple_of(512) {
-        return Err(("dedupe_unit", format!("dedupe_unit is {unit}; it must be a multiple of 512 bytes")));
-    }
-    if let Some(b) = bs.iter().find(|b| !b.bytes.is_multiple_of(unit)) {
-        return Err((
-            "dedupe_unit",
-            format!(
-                "block size {} is not a multiple of the dedupe unit {}: set dedupe_unit to a size every block size is a multiple of",
-                format_size(b.bytes),
-                format_size(unit)
-            ),
-        ));
-    }
-    Ok(DataPattern { compress, dedupe, dedupe_unit: unit, constant: k.constant.unwrap_or(0) })
-}
-
-pub(crate) fn data_pattern_back(d: &DataPattern, k: &mut WorkloadKeys) {
-    k.compress = Some(d.compress);
-    k.dedupe = Some(d.dedupe);
-    // 0: the smallest block size, as in results stored before the key existed.
-    k.dedupe_unit = (d.dedupe_unit != 0).then_some(d.dedupe_unit);
-    k.constant = Some(d.constant);
 }
 
 /// The rules between keys, each error naming the key to change: what verification needs (one
@@ -333,7 +161,8 @@ pub(crate) fn cross_checks(w: &Workload) -> Result<(), KeyError> {
 
 #[cfg(test)]
 mod tests {
-    use crate::model::{Fault, FaultKind, WorkingSet, Workload};
+    use crate::model::{Fault, FaultKind, WorkingSet};
+    use crate::options::Workload;
     use crate::{Overrides, check_workload, parse_str};
 
     /// The way back from a resolved workload to its keys is whole: every workload of every

@@ -5,7 +5,7 @@ use std::path::Path;
 /// The command line of process `pid` on this host, as one line: the program's file name and
 /// its arguments, control characters replaced (another process's words must not steer a
 /// terminal), at most 400 characters. None when there is no such process (or it has none).
-pub(crate) fn command_line(pid: u32) -> Option<String> {
+pub fn command_line(pid: u32) -> Option<String> {
     let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok().filter(|c| !c.is_empty())?;
     let mut words = raw
         .split(|&b| b == 0)

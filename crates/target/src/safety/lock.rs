@@ -23,7 +23,7 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use crate::EngineError;
+use crate::TargetError;
 
 /// Start of the lock range: far beyond any file's data (2⁶²; off_t is signed 64-bit).
 const BASE: i64 = 1 << 62;
@@ -177,7 +177,7 @@ fn other_run_settled(file: &File, own: RunKey) -> std::io::Result<Option<Holder>
 /// naming the run (or program) that holds the file already. Call before the first write; the
 /// lock lasts as long as `file`'s open file description (and its duplicates). `with_command`:
 /// the refusal may quote the holder's command line (not on an agent).
-pub fn lock_for_writing(file: &File, path: &Path, key: RunKey, with_command: bool) -> Result<(), EngineError> {
+pub fn lock_for_writing(file: &File, path: &Path, key: RunKey, with_command: bool) -> Result<(), TargetError> {
     let pid = std::process::id() & ((1 << PID_BITS) - 1);
     let fl = flock_at(libc::F_RDLCK as libc::c_short, key.start() + pid as i64, 1);
     // SAFETY: F_OFD_SETLK on a descriptor we own (open for reading) with a valid flock.
@@ -185,7 +185,7 @@ pub fn lock_for_writing(file: &File, path: &Path, key: RunKey, with_command: boo
         let e = std::io::Error::last_os_error();
         return match e.raw_os_error() {
             // Another program's write lock over the whole file covers our byte.
-            Some(libc::EAGAIN) | Some(libc::EACCES) => Err(EngineError::Input(format!(
+            Some(libc::EAGAIN) | Some(libc::EACCES) => Err(TargetError::Input(format!(
                 "target {} is locked by another program (a write lock over the whole file): it is in use; stop that program or use another target",
                 path.display()
             ))),
@@ -198,7 +198,7 @@ pub fn lock_for_writing(file: &File, path: &Path, key: RunKey, with_command: boo
                 );
                 Ok(())
             }
-            _ => Err(EngineError::io(format!("cannot lock target {} for writing", path.display()), e)),
+            _ => Err(TargetError::io(format!("cannot lock target {} for writing", path.display()), e)),
         };
     }
     match other_run_settled(file, key) {
@@ -209,13 +209,13 @@ pub fn lock_for_writing(file: &File, path: &Path, key: RunKey, with_command: boo
             let un = flock_at(libc::F_UNLCK as libc::c_short, key.start() + pid as i64, 1);
             // SAFETY: as above.
             unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &un) };
-            Err(EngineError::Input(format!(
+            Err(TargetError::Input(format!(
                 "target {} is being written by {}: two runs writing one target make each other's figures and verification wrong; wait for it to end, or use another target",
                 path.display(),
                 h.describe(with_command)
             )))
         }
-        Err(e) => Err(EngineError::io(format!("cannot look for other runs writing {}", path.display()), e)),
+        Err(e) => Err(TargetError::io(format!("cannot look for other runs writing {}", path.display()), e)),
     }
 }
 
@@ -257,7 +257,7 @@ mod tests {
             e.contains("is being written by another run") && e.contains(&format!("pid {}", std::process::id())),
             "{e}"
         );
-        assert!(matches!(lock_for_writing(&other, &p, b, true), Err(EngineError::Input(_))));
+        assert!(matches!(lock_for_writing(&other, &p, b, true), Err(TargetError::Input(_))));
         let quiet = lock_for_writing(&other, &p, b, false).unwrap_err().to_string();
         assert!(
             !quiet.contains("cargo") && !quiet.contains("lock::tests"),

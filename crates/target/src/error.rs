@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
-pub enum EngineError {
+pub enum TargetError {
     /// The user asked for something that cannot be done as asked (exit code 2).
     #[error("{0}")]
     Input(String),
@@ -21,13 +21,13 @@ pub enum EngineError {
     Io { what: String, source: std::io::Error },
 }
 
-impl EngineError {
+impl TargetError {
     pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
-        EngineError::Io { what: what.into(), source }
+        TargetError::Io { what: what.into(), source }
     }
 
     /// True when the problem is in the user's input (plan, options, targets), not the system.
     pub fn is_input_error(&self) -> bool {
-        matches!(self, EngineError::Input(_) | EngineError::OutsideAllowList(_) | EngineError::WriteRefused { .. })
+        matches!(self, TargetError::Input(_) | TargetError::OutsideAllowList(_) | TargetError::WriteRefused { .. })
     }
 }

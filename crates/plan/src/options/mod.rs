@@ -11,11 +11,12 @@
 //! `resolve::workload::cross_checks`. Code that builds a `Workload` takes the keys it does not
 //! set from `Workload::default()`, the table's defaults.
 
+mod checks;
+
 use crate::declare::ensure;
 use crate::error::PlanError;
-use crate::keys::{BlockSizeSpec, WorkingSetSpec};
 use crate::model::{Arrival, Backend, BlockSize, DataPattern, OnError, Overload, Pattern, SteadyState, WorkingSet};
-use crate::resolve::workload as w;
+use crate::spec::{BlockSizeSpec, WorkingSetSpec};
 
 /// How a flag's text becomes the key's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +53,7 @@ use FlagKind::{List, Number, Switch, Text};
 workload_keys! {
     /// Workload name; say what it is (`backend-random-read-8k`). Not allowed in `[defaults]`.
     name: String
-        => name: String = [value |v| w::name(v)],
+        => name: String = [value |v| checks::name(v)],
         table(None, Text, "NAME", None, "Workload name; say what it is (backend-random-read-8k).");
     /// Share of reads in percent: 100 = read only, 0 = write only, 70 = 70/30.
     read_pct: f64
@@ -64,7 +65,7 @@ workload_keys! {
         );
     /// Block size (`"8k"`, 4096) or a weighted mix (`{ "4k" = 70, "64k" = 30 }`).
     bs: BlockSizeSpec
-        => bs: Vec<BlockSize> = [custom w::block_sizes, w::block_sizes_back],
+        => bs: Vec<BlockSize> [doc = "Resolved, one entry per size with its weight; one entry for a fixed block size."] = [custom checks::block_sizes, checks::block_sizes_back],
         table(
             Some("bs"), Text, "SIZE", Some("\"4k\""),
             "Block size of every workload (e.g. 4k, 8k, 1m; binary units).",
@@ -77,7 +78,7 @@ workload_keys! {
     /// `backend` (whole target),
     /// or `{ start = "1g", end = "2g" }`.
     working_set: WorkingSetSpec
-        => working_set: WorkingSet = [custom w::working_set, w::working_set_back],
+        => working_set: WorkingSet = [custom checks::working_set, checks::working_set_back],
         table(
             None, Text, "SET", Some("\"backend\""),
             "frontend (the first frontend_blocks blocks of each target, at most 1/8 of it), backend (whole target) or a byte range.",
@@ -95,7 +96,7 @@ workload_keys! {
         table(Some("qd"), Number, "N", Some("1"), "Outstanding I/Os per worker (queue depth).");
     /// Workers per host of each step, increasing.
     ramp: Vec<u32>
-        => ramp: Vec<u32> = [value |r| w::ramp(r)],
+        => ramp: Vec<u32> = [value |r| checks::ramp(r)],
         table(
             Some("ramp"), List, "LIST", Some("[1, 2, 4, 8, 16, 32]"),
             "Worker counts of the ramp, comma-separated and increasing (e.g. 1,2,4,8).",
@@ -131,7 +132,7 @@ workload_keys! {
             Some("buffered"), Switch(false), "", Some("true"),
             "Buffered I/O through the page cache instead of O_DIRECT (plan key direct = false).",
         );
-    /// `io_uring` (default), `psync` or `null`.
+    /// `io_uring` (default), `libaio`, `psync` or `null`.
     backend: Backend
         => backend: Backend = [value],
         table(
@@ -140,7 +141,7 @@ workload_keys! {
         );
     /// I/O threads for io_uring and null (0 = chosen by measurement); psync always uses one per I/O.
     threads: u32
-        => threads: u32
+        => threads: u32 [doc = "Resolved, 0 is chosen by the run step by step (`iocurve_run::threads`); an agent given 0 runs one per core."]
             = [value |&v| ensure(v <= 1024, || format!("threads is {v}; use 0 (chosen by measurement) to 1024"))],
         table(
             Some("threads"), Number, "N", Some("0"),
@@ -151,7 +152,7 @@ workload_keys! {
     /// random bytes at the least, so ratios top out at 32:1.
     compress: f64
         => data: DataPattern [serde(default)] [doc = "With `dedupe`, `dedupe_unit` and `constant` (resolved together here): what written blocks contain."]
-            = [custom w::data_pattern, w::data_pattern_back],
+            = [custom checks::data_pattern, checks::data_pattern_back],
         table(
             Some("compress"), Number, "F", Some("0"),
             "Constant share of every written block, 0 (incompressible) to 0.99; 0.4 = the published \"60 % random, 40 % constant\" block (1.66:1); ratios top out at 32:1.",
@@ -164,14 +165,14 @@ workload_keys! {
         );
     /// Unit of deduplication (default: the smallest block size); every block size must be a
     /// multiple of it.
-    dedupe_unit: u64 [serde(default, deserialize_with = "crate::keys::opt_size")],
+    dedupe_unit: u64 [serde(default, deserialize_with = "crate::spec::opt_size")],
         table(
             Some("dedupe-unit"), Text, "SIZE", None,
             "Unit of deduplication (default: the smallest block size).",
         );
     /// The byte the constant share is made of: 0 (zeros, the default) or any byte 1–255
     /// (e.g. 0xa5), for arrays that treat runs of zeros specially.
-    constant: u8 [serde(default, deserialize_with = "crate::keys::opt_byte")],
+    constant: u8 [serde(default, deserialize_with = "crate::spec::opt_byte")],
         table(
             Some("constant"), Number, "BYTE", Some("0"),
             "The byte the constant share is made of: 0 (zeros, default) or 1–255, e.g. 0xa5 (for arrays that detect runs of zeros).",
@@ -188,7 +189,7 @@ workload_keys! {
     /// is cancelled and counted as stuck (default: the step's longest latency + 5 s; after
     /// Ctrl-C, 1 s).
     stuck_after_s: f64
-        => stuck_after_s: Option<f64> [serde(default)]
+        => stuck_after_s: Option<f64> [serde(default)] [doc = "None: the step's longest latency + 5 s."]
             = [optional |&s| ensure((0.1..=86_400.0).contains(&s), || format!("stuck_after_s is {s}; give 0.1 to 86400 seconds (how long outstanding I/Os may take after a step ends)"))],
         table(
             Some("stuck-after-s"), Number, "S", None,
@@ -205,7 +206,7 @@ workload_keys! {
     /// Target rates of a rate ramp (open loop), increasing: IOPS, or MB/s (10^6 bytes/s) for a
     /// sequential workload, for the whole run (all hosts together). Replaces `ramp`.
     rate: Vec<f64>
-        => rate: Vec<f64> [serde(default)] = [list |r| w::rate(r)],
+        => rate: Vec<f64> [serde(default)] [doc = "Empty: a closed-loop ramp over `ramp` (and in runs stored before it existed)."] = [list |r| checks::rate(r)],
         table(
             Some("rate"), List, "LIST", None,
             "Target rates of an open-loop rate ramp, comma-separated and increasing, for all hosts together: IOPS, or MB/s for sequential workloads (e.g. 10000,50000,100000). Replaces the worker ramp; latency is measured from each I/O's intended issue time.",
@@ -243,7 +244,7 @@ workload_keys! {
     /// After the worker ramp, a rate ramp at these shares (percent) of its maximum throughput:
     /// the response-time curve (vdbench's `curve`).
     curve: Vec<f64>
-        => curve: Vec<f64> [serde(default)] = [list |c| w::curve(c)],
+        => curve: Vec<f64> [serde(default)] [doc = "Empty: no curve."] = [list |c| checks::curve(c)],
         table(
             Some("curve"), List, "PCTS", None,
             "After the worker ramp, drive the workload at these shares (percent, increasing, up to 100) of its maximum throughput: the response-time curve (e.g. 10,50,70,80,90,100), stored as workload NAME-curve.",

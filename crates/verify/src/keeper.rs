@@ -38,7 +38,7 @@ pub struct Flushed(Vec<(String, File)>);
 
 impl Flushed {
     /// Every target of the set (duplicated descriptors: they go when the keeper ends).
-    pub fn of(targets: &crate::TargetSet) -> std::io::Result<Flushed> {
+    pub fn of(targets: &iocurve_target::TargetSet) -> std::io::Result<Flushed> {
         targets
             .targets
             .iter()

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
-use crate::EngineError;
+use crate::TargetError;
 use crate::scratch::{self, Identity};
 
 /// True if the opened object `meta` is named (as the same device or file) in the allow list.
@@ -49,22 +49,22 @@ pub enum Verdict {
 }
 
 /// Reasons the user cannot override (in use right now).
-fn hard_refusal(path: &Path, reasons: Vec<String>) -> EngineError {
-    EngineError::Input(format!(
+fn hard_refusal(path: &Path, reasons: Vec<String>) -> TargetError {
+    TargetError::Input(format!(
         "refusing to write to {}: {}.\n  --allow-write cannot override this: a device or file in use is never written; unmount it, stop what holds it, or choose another target",
         path.display(),
         reasons.join("; ")
     ))
 }
 
-fn soft_refusal(path: &Path, allow: &[PathBuf], mut reasons: Vec<String>) -> EngineError {
+fn soft_refusal(path: &Path, allow: &[PathBuf], mut reasons: Vec<String>) -> TargetError {
     // A name in --allow-write that names nothing is most likely a typo of this one.
     let missing: Vec<String> =
         allow.iter().filter(|a| std::fs::metadata(a).is_err()).map(|a| a.display().to_string()).collect();
     if !missing.is_empty() {
         reasons.push(format!("(--allow-write {} names nothing that exists)", missing.join(", ")));
     }
-    EngineError::WriteRefused { path: path.to_path_buf(), reasons: reasons.join("; ") }
+    TargetError::WriteRefused { path: path.to_path_buf(), reasons: reasons.join("; ") }
 }
 
 /// How long a signature probe may wait for the target's answers when the caller gives no
@@ -85,15 +85,15 @@ pub struct ProbeLimits<'a> {
 /// when the caller is interrupted (issue 36, finding 2: a write run on a device that never
 /// answered hung before any output, and Ctrl-C did nothing): a read stuck in the kernel
 /// cannot be cancelled, only left behind.
-fn signature_reasons(path: &Path, file: &File, limits: ProbeLimits) -> Result<Vec<String>, EngineError> {
-    let own = file.try_clone().map_err(|e| EngineError::io(format!("cannot probe {}", path.display()), e))?;
+fn signature_reasons(path: &Path, file: &File, limits: ProbeLimits) -> Result<Vec<String>, TargetError> {
+    let own = file.try_clone().map_err(|e| TargetError::io(format!("cannot probe {}", path.display()), e))?;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("iocurve-probe".into())
         .spawn(move || {
             let _ = tx.send(blkid::signatures(own.as_raw_fd()));
         })
-        .map_err(|e| EngineError::io(format!("cannot start the signature probe of {}", path.display()), e))?;
+        .map_err(|e| TargetError::io(format!("cannot start the signature probe of {}", path.display()), e))?;
     let deadline = limits.deadline.unwrap_or(PROBE_DEADLINE);
     let started = Instant::now();
     let found = loop {
@@ -103,13 +103,13 @@ fn signature_reasons(path: &Path, file: &File, limits: ProbeLimits) -> Result<Ve
             Err(RecvTimeoutError::Timeout) => {}
         }
         if limits.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
-            return Err(EngineError::Input(format!(
+            return Err(TargetError::Input(format!(
                 "the signature probe of {} was interrupted (its read may stay in the kernel until the device answers)",
                 path.display()
             )));
         }
         if started.elapsed() >= deadline {
-            return Err(EngineError::io(
+            return Err(TargetError::io(
                 format!(
                     "target {} did not answer the signature probe's reads within {:.0} s: the device does not answer (its read stays in the kernel until it does; the process ends once the kernel lets it go)",
                     path.display(),
@@ -134,8 +134,8 @@ pub fn check_device(
     allow: &[PathBuf],
     openers: &inuse::Openers,
     limits: ProbeLimits,
-) -> Result<Verdict, EngineError> {
-    let meta = file.metadata().map_err(|e| EngineError::io(format!("cannot inspect {}", path.display()), e))?;
+) -> Result<Verdict, TargetError> {
+    let meta = file.metadata().map_err(|e| TargetError::io(format!("cannot inspect {}", path.display()), e))?;
     let busy = inuse::device_in_use(meta.rdev(), false);
     if !busy.is_empty() {
         return Err(hard_refusal(path, busy));
@@ -154,20 +154,20 @@ pub fn check_device(
 }
 
 /// The refusal for a block device whose exclusive open the kernel refused.
-pub fn device_busy(path: &Path, rdev: u64) -> EngineError {
+pub fn device_busy(path: &Path, rdev: u64) -> TargetError {
     hard_refusal(path, inuse::device_in_use(rdev, true))
 }
 
 /// Refuses an existing regular file that must not be written; recognises iocurve's own
 /// scratch files by their stamp.
-pub fn check_file(path: &Path, file: &File, allow: &[PathBuf], limits: ProbeLimits) -> Result<Verdict, EngineError> {
-    let meta = file.metadata().map_err(|e| EngineError::io(format!("cannot inspect {}", path.display()), e))?;
+pub fn check_file(path: &Path, file: &File, allow: &[PathBuf], limits: ProbeLimits) -> Result<Verdict, TargetError> {
+    let meta = file.metadata().map_err(|e| TargetError::io(format!("cannot inspect {}", path.display()), e))?;
     let (hard, idle_loops) = inuse::file_in_use((meta.dev(), meta.ino()));
     if !hard.is_empty() {
         return Err(hard_refusal(path, hard));
     }
     let identity =
-        scratch::identify(file).map_err(|e| EngineError::io(format!("cannot read {}", path.display()), e))?;
+        scratch::identify(file).map_err(|e| TargetError::io(format!("cannot read {}", path.display()), e))?;
     let verdict = match identity {
         Identity::Scratch { size, state } => Verdict::Scratch { size, prepared: state == scratch::State::Ready },
         _ => Verdict::Writable,

@@ -28,8 +28,9 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::EngineError;
+pub use crate::intents::{Intent, Intents, uncovered};
 use crate::verify::{GEN_MAX, GenMap, Snapshot};
+use iocurve_target::TargetError;
 
 const MAGIC: &[u8; 8] = b"IOCVJRN1";
 const BATCH: &[u8; 4] = b"IOCB";
@@ -37,21 +38,6 @@ const HEADER_LEN: u64 = 32;
 const RECORD_LEN: usize = 16;
 /// Records per batch at most (a batch bigger than any ring; a damaged count is refused).
 const MAX_BATCH: u32 = 1 << 20;
-
-/// A write about to be issued: block `block` of target `target` gets generation `gen_`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Intent {
-    pub target: u32,
-    pub block: u64,
-    pub gen_: u16,
-}
-
-/// Whether a journaled write of generation `x` is one the map's generation `m` does not cover:
-/// any other generation. (Not "newer": a block whose write failed is unknown, generation 0,
-/// and its next write starts again at 1, whatever it had before.)
-pub fn uncovered(x: u16, m: u16) -> bool {
-    x != 0 && x != m
-}
 
 /// The journal of a running map.
 pub struct Journal {
@@ -83,17 +69,17 @@ impl Journal {
 
     /// Starts the journal of `map` (saved at `map_path`) empty. The map must be saved (and any
     /// earlier journal resolved, [`GenMap::forget_in_flight`]) first.
-    pub fn create(map_path: &Path, map: &GenMap) -> Result<Journal, EngineError> {
+    pub fn create(map_path: &Path, map: &GenMap) -> Result<Journal, TargetError> {
         let path = Self::path_for(map_path);
         // Written by renaming a file over it: a directory or device there is the user's to move.
         if std::fs::symlink_metadata(&path).is_ok_and(|m| !m.file_type().is_file()) {
-            return Err(EngineError::Input(format!(
+            return Err(TargetError::Input(format!(
                 "verification journal {}: not a regular file; move it, or give another --verify-map",
                 path.display()
             )));
         }
         let (file, len) = start(&path, map.id, map.bs, &[])
-            .map_err(|e| EngineError::io(format!("cannot write the verification journal {}", path.display()), e))?;
+            .map_err(|e| TargetError::io(format!("cannot write the verification journal {}", path.display()), e))?;
         Ok(Journal {
             path,
             map_id: map.id,
@@ -206,7 +192,7 @@ fn start(path: &Path, map_id: u32, bs: u64, records: &[Intent]) -> std::io::Resu
     std::fs::rename(&tmp, path)?;
     // The rename itself on stable media: a crash must not bring back an older journal that
     // misses the carried writes. (An older one would only name more blocks, never fewer.)
-    crate::fullio::sync_parent(path);
+    iocurve_target::fullio::sync_parent(path);
     Ok((f, bytes.len() as u64))
 }
 
@@ -234,43 +220,6 @@ fn batch_sum(data: &[u8]) -> u64 {
     h ^ (h >> 31)
 }
 
-/// The writes a journal names as in flight: the last journaled generation of each block.
-#[derive(Debug, Default)]
-pub struct Intents {
-    last: HashMap<(u32, u64), u16>,
-    /// Bytes after the last whole batch (cut short by the crash, or damaged): not read.
-    pub ignored_bytes: u64,
-}
-
-impl Intents {
-    /// The generation block `block` of `target` was being written with, if the journal names it.
-    pub fn get(&self, target: u32, block: u64) -> Option<u16> {
-        self.last.get(&(target, block)).copied()
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = (u32, u64, u16)> + '_ {
-        self.last.iter().map(|(&(t, b), &g)| (t, b, g))
-    }
-
-    pub fn len(&self) -> usize {
-        self.last.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.last.is_empty()
-    }
-
-    /// The blocks of `map` the journal names as being written after its save: those whose
-    /// journaled generation is newer than the map's.
-    pub fn in_flight(&self, map: &GenMap) -> u64 {
-        self.iter()
-            .filter(|&(t, b, g)| {
-                map.targets.get(t as usize).is_some_and(|tm| b < tm.blocks()) && uncovered(g, map.get(t, b))
-            })
-            .count() as u64
-    }
-}
-
 /// What was found beside a map.
 #[derive(Debug)]
 pub enum Found {
@@ -282,10 +231,10 @@ pub enum Found {
 }
 
 /// Reads the journal beside the map at `map_path` (made for `map`).
-pub fn load(map_path: &Path, map: &GenMap) -> Result<Found, EngineError> {
+pub fn load(map_path: &Path, map: &GenMap) -> Result<Found, TargetError> {
     let path = Journal::path_for(map_path);
     let bad = |what: &str| {
-        EngineError::Input(format!(
+        TargetError::Input(format!(
             "verification journal {} is {what}: it cannot tell which blocks were being written; remove it to verify without it (blocks written when the run stopped may then show as corrupted)",
             path.display()
         ))
@@ -293,7 +242,7 @@ pub fn load(map_path: &Path, map: &GenMap) -> Result<Found, EngineError> {
     let mut f = match File::open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Found::None),
-        Err(e) => return Err(EngineError::io(format!("cannot read the verification journal {}", path.display()), e)),
+        Err(e) => return Err(TargetError::io(format!("cannot read the verification journal {}", path.display()), e)),
     };
     if !f.metadata().is_ok_and(|m| m.is_file()) {
         return Err(bad("not a regular file"));
@@ -312,7 +261,7 @@ pub fn load(map_path: &Path, map: &GenMap) -> Result<Found, EngineError> {
         return Ok(Found::OtherMap);
     }
     let mut rest = Vec::new();
-    f.read_to_end(&mut rest).map_err(|e| EngineError::io(format!("cannot read {}", path.display()), e))?;
+    f.read_to_end(&mut rest).map_err(|e| TargetError::io(format!("cannot read {}", path.display()), e))?;
     let mut intents = Intents::default();
     let mut at = 0usize;
     while rest.len() - at >= 8 {
@@ -332,7 +281,7 @@ pub fn load(map_path: &Path, map: &GenMap) -> Result<Found, EngineError> {
             let target = u32::from_le_bytes(r[0..4].try_into().expect("4 bytes"));
             let gen_ = u32::from_le_bytes(r[4..8].try_into().expect("4 bytes")) as u16 & GEN_MAX;
             let block = u64::from_le_bytes(r[8..16].try_into().expect("8 bytes"));
-            intents.last.insert((target, block), gen_);
+            intents.record(target, block, gen_);
         }
         at = end + 8;
     }
@@ -343,7 +292,7 @@ pub fn load(map_path: &Path, map: &GenMap) -> Result<Found, EngineError> {
 /// Before a run continues a map (kept by a run that may have crashed): the blocks its journal
 /// names as in flight are forgotten (their state is unknown until written again), the map saved
 /// so, and the journal removed. Returns what to tell the user, if anything.
-pub fn resolve(map_path: &Path, map: &GenMap) -> Result<Option<String>, EngineError> {
+pub fn resolve(map_path: &Path, map: &GenMap) -> Result<Option<String>, TargetError> {
     match load(map_path, map)? {
         Found::None => Ok(None),
         Found::OtherMap => {
@@ -400,7 +349,7 @@ mod tests {
         let Found::Intents(i) = load(&mp, &m).unwrap() else { panic!("intents expected") };
         assert_eq!((i.get(0, 3), i.get(1, 9), i.get(0, 5)), (Some(2), Some(2), None));
         assert_eq!(i.ignored_bytes, 20);
-        assert_eq!(i.in_flight(&m), 2);
+        assert_eq!(m.in_flight(&i), 2);
     }
 
     #[test]

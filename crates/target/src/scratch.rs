@@ -21,9 +21,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::EngineError;
-use crate::data::{DataGen, Pool};
-use crate::rng::Rng;
+use crate::TargetError;
+use iocurve_data::data::{DataGen, Pool};
+use iocurve_data::rng::Rng;
 
 /// Bytes after the data that hold the stamp.
 pub const STAMP_LEN: u64 = 4096;
@@ -76,9 +76,9 @@ fn buffered<T>(file: &File, f: impl FnOnce() -> std::io::Result<T>) -> std::io::
     if flags < 0 || flags & libc::O_DIRECT == 0 {
         return f();
     }
-    crate::target::set_direct(fd, false)?;
+    crate::fdctl::set_direct(fd, false)?;
     let r = f();
-    crate::target::set_direct(fd, true)?;
+    crate::fdctl::set_direct(fd, true)?;
     r
 }
 
@@ -224,9 +224,9 @@ pub fn fill(file: &File, size: u64, cancel: Option<&AtomicBool>) -> Result<(), F
     let fd: RawFd = file.as_raw_fd();
     // Prefer O_DIRECT so preparing 1 GiB does not evict the page cache; fall back to buffered.
     // Failure is fine (tmpfs): the data goes through the page cache and is synced below.
-    let _ = crate::target::set_direct(fd, true);
+    let _ = crate::fdctl::set_direct(fd, true);
     const CHUNK: usize = 8 << 20;
-    let mut pool = crate::buffer::BufferPool::new(1, CHUNK);
+    let mut pool = iocurve_data::buffer::BufferPool::new(1, CHUNK);
     let buf = pool.slice_mut(0);
     // The engine's own fresh, unique, incompressible data: no sector of a scratch file repeats.
     let mut rng = Rng::seed_from(size ^ fd as u64);
@@ -242,7 +242,7 @@ pub fn fill(file: &File, size: u64, cancel: Option<&AtomicBool>) -> Result<(), F
         crate::fullio::write_all_at(fd, &buf[..n], off).map_err(|e| FillError::Io("write", e))?;
         off += n as u64;
     }
-    crate::target::set_direct(fd, false).map_err(|e| FillError::Io("reset flags of", e))?;
+    crate::fdctl::set_direct(fd, false).map_err(|e| FillError::Io("reset flags of", e))?;
     file.sync_data().map_err(|e| FillError::Io("sync", e))?;
     write_stamp(file, size, State::Ready).map_err(|e| FillError::Io("stamp", e))
 }
@@ -254,13 +254,13 @@ pub enum FillError {
 }
 
 impl FillError {
-    pub fn into_engine(self, path: &Path) -> EngineError {
+    pub fn into_engine(self, path: &Path) -> TargetError {
         match self {
-            FillError::Cancelled => EngineError::Input(format!(
+            FillError::Cancelled => TargetError::Input(format!(
                 "preparing scratch file {} was cancelled (the coordinator is gone or the run was interrupted)",
                 path.display()
             )),
-            FillError::Io(what, e) => EngineError::io(format!("cannot {what} scratch file {}", path.display()), e),
+            FillError::Io(what, e) => TargetError::io(format!("cannot {what} scratch file {}", path.display()), e),
         }
     }
 }

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::EngineError;
+use crate::TargetError;
 
 #[derive(Debug)]
 pub struct Confinement {
@@ -139,7 +139,7 @@ impl Confinement {
     /// must lie inside the literal directory of one of the allow patterns. `/**/x` would
     /// otherwise walk the whole host before the list filtered a single match (issue 35,
     /// finding 1).
-    pub fn glob_base(&self, pattern: &str, base: &Path) -> Result<PathBuf, EngineError> {
+    pub fn glob_base(&self, pattern: &str, base: &Path) -> Result<PathBuf, TargetError> {
         if self.allow.is_empty() {
             return Err(self.refuse(pattern));
         }
@@ -151,7 +151,7 @@ impl Confinement {
         // One answer whether the directory is missing or outside: a peer learns nothing of
         // what exists outside the list.
         let dirs: Vec<String> = self.given.iter().map(|(_, d)| d.display().to_string()).collect();
-        Err(EngineError::OutsideAllowList(format!(
+        Err(TargetError::OutsideAllowList(format!(
             "target glob {pattern} is outside this agent's allow list: its directory {} does not resolve inside one the list names ({}); start the glob inside one of them",
             base.display(),
             dirs.join(", ")
@@ -160,13 +160,13 @@ impl Confinement {
 
     /// The one answer for anything outside the list, whatever the reason (missing, no access,
     /// not a directory …): a peer learns nothing about paths it may not use.
-    pub fn refuse(&self, asked: &str) -> EngineError {
+    pub fn refuse(&self, asked: &str) -> TargetError {
         if self.allow.is_empty() {
-            return EngineError::Input(
+            return TargetError::Input(
                 "this agent allows no targets: start it with --allow PATH-GLOB for the paths it may use".into(),
             );
         }
-        EngineError::OutsideAllowList(format!(
+        TargetError::OutsideAllowList(format!(
             "target {asked} is outside this agent's allow list ({}), after resolving `..` and symlinks",
             self.list()
         ))
@@ -179,12 +179,12 @@ impl Confinement {
 
     /// Checks an opened object by its canonical path. Hard links are refused: a second name
     /// inside the list may reach a file outside it.
-    pub fn check_opened(&self, asked: &str, canonical: &Path, nlink: u64, regular: bool) -> Result<(), EngineError> {
+    pub fn check_opened(&self, asked: &str, canonical: &Path, nlink: u64, regular: bool) -> Result<(), TargetError> {
         if !self.matches(canonical) {
             return Err(self.refuse(asked));
         }
         if regular && nlink > 1 {
-            return Err(EngineError::Input(format!(
+            return Err(TargetError::Input(format!(
                 "target {asked} has {nlink} hard links: this agent uses only files with one name, since another name may lie outside its allow list"
             )));
         }
@@ -193,7 +193,7 @@ impl Confinement {
 
     /// Checks that a scratch file `name` may be created in the directory whose canonical path
     /// is `dir`, and takes `size` bytes from the budget.
-    pub fn admit_scratch(&self, asked: &str, dir: &Path, name: &std::ffi::OsStr, size: u64) -> Result<(), EngineError> {
+    pub fn admit_scratch(&self, asked: &str, dir: &Path, name: &std::ffi::OsStr, size: u64) -> Result<(), TargetError> {
         if !self.matches(&dir.join(name)) {
             return Err(self.refuse(asked));
         }
@@ -202,12 +202,12 @@ impl Confinement {
         let limit = match self.max_scratch {
             Some(max) => max.saturating_sub(*used),
             None => {
-                let free = crate::target::free_space(dir).unwrap_or(0);
+                let free = crate::fdctl::free_space(dir).unwrap_or(0);
                 (free.saturating_add(*used) / 2).saturating_sub(*used)
             }
         };
         if size > limit {
-            return Err(EngineError::Input(format!(
+            return Err(TargetError::Input(format!(
                 "scratch file {asked} of {} exceeds this agent's scratch budget ({} left; the agent's --max-scratch, default half the free space)",
                 iocurve_plan::format_size(size),
                 iocurve_plan::format_size(limit)

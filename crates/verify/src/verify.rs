@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 
 use iocurve_stats::VerifyCounts;
 
-use crate::EngineError;
+use iocurve_target::TargetError;
 
 pub const MAGIC: u32 = 0x5643_4f49; // "IOCV"
 pub const HEADER_LEN: usize = 32;
@@ -190,13 +190,13 @@ pub struct GenMap {
     /// Loaded from a map written before maps had a checksum (it gets one at its next save).
     pub unchecked: bool,
     /// The writes the map's journal names as in flight when its run stopped ([`GenMap::explain_with`]).
-    in_flight: std::sync::RwLock<Option<crate::journal::Intents>>,
+    in_flight: std::sync::RwLock<Option<crate::intents::Intents>>,
 }
 
 pub struct TargetMap {
     pub path: String,
     pub size: u64,
-    /// What the target is, whatever it is called ([`crate::target::Target::identity_key`]):
+    /// What the target is, whatever it is called ([`iocurve_target::target::Target::identity_key`]):
     /// `iocurve verify` finds it by this under another path (issue 36, finding 7). None in maps
     /// written before identities were kept (they are matched by path and get one when saved).
     pub identity: Option<String>,
@@ -221,7 +221,7 @@ impl GenMap {
                 gens: (0..size / bs).map(|_| AtomicU16::new(0)).collect(),
             })
             .collect();
-        let id = crate::rng::Rng::seed_from(bs).next_u64() as u32;
+        let id = iocurve_data::rng::Rng::seed_from(bs).next_u64() as u32;
         GenMap { id, bs, targets, unchecked: false, in_flight: Default::default() }
     }
 
@@ -262,7 +262,7 @@ impl GenMap {
     /// Saves the map to `path` (via a temporary file: a reader never sees half a map). Blocks
     /// being written are saved with their previous generation. (A run saves through
     /// [`crate::keeper::MapKeeper`]: the targets flushed between the snapshot and the write.)
-    pub fn save(&self, path: &Path) -> Result<(), EngineError> {
+    pub fn save(&self, path: &Path) -> Result<(), TargetError> {
         self.snapshot().write(path)
     }
 
@@ -295,7 +295,7 @@ impl GenMap {
 
     /// A pass after a crash: the blocks `intents` names as being written are checked as in
     /// flight ([`Found::InFlight`]) instead of against their saved generation alone.
-    pub fn explain_with(&self, intents: crate::journal::Intents) {
+    pub fn explain_with(&self, intents: crate::intents::Intents) {
         *self.in_flight.write().unwrap_or_else(|e| e.into_inner()) = Some(intents);
     }
 
@@ -306,14 +306,26 @@ impl GenMap {
 
     /// The generation the journal says block `block` was being written with after the map's
     /// save (None: not in flight).
-    fn in_flight_gen(&self, intents: Option<&crate::journal::Intents>, target: u32, block: u64) -> Option<u16> {
+    fn in_flight_gen(&self, intents: Option<&crate::intents::Intents>, target: u32, block: u64) -> Option<u16> {
         let x = intents?.get(target, block)?;
-        crate::journal::uncovered(x, self.get(target, block)).then_some(x)
+        crate::intents::uncovered(x, self.get(target, block)).then_some(x)
     }
 
     /// Whether a pass reads the block: written (known), or in flight at a crash.
-    fn wanted(&self, intents: Option<&crate::journal::Intents>, target: u32, block: u64) -> bool {
+    fn wanted(&self, intents: Option<&crate::intents::Intents>, target: u32, block: u64) -> bool {
         self.get(target, block) != 0 || self.in_flight_gen(intents, target, block).is_some()
+    }
+
+    /// The blocks `intents` names as being written after this map's save: those whose
+    /// journaled generation the map does not cover.
+    pub fn in_flight(&self, intents: &crate::intents::Intents) -> u64 {
+        intents
+            .iter()
+            .filter(|&(t, b, g)| {
+                self.targets.get(t as usize).is_some_and(|tm| b < tm.blocks())
+                    && crate::intents::uncovered(g, self.get(t, b))
+            })
+            .count() as u64
     }
 
     /// Whether a block is claimed by an I/O now (false for a block beyond the map).
@@ -325,15 +337,15 @@ impl GenMap {
     }
 
     /// Forgets the blocks a journal names as being written when the map was last saved
-    /// ([`crate::journal::Intents`]): whether their writes landed is unknown. Returns how many.
-    pub fn forget_in_flight(&self, intents: &crate::journal::Intents) -> u64 {
+    /// ([`crate::intents::Intents`]): whether their writes landed is unknown. Returns how many.
+    pub fn forget_in_flight(&self, intents: &crate::intents::Intents) -> u64 {
         let mut n = 0;
         for (t, b, g) in intents.iter() {
             let Some(tm) = self.targets.get(t as usize) else { continue };
             let Some(cell) = tm.gens.get(b as usize) else { continue };
             let m = cell.load(Ordering::Relaxed) & GEN_MAX;
             // Unknown already (0): nothing to forget.
-            if m != 0 && crate::journal::uncovered(g, m) {
+            if m != 0 && crate::intents::uncovered(g, m) {
                 cell.store(0, Ordering::Relaxed);
                 n += 1;
             }
@@ -343,9 +355,9 @@ impl GenMap {
 
     /// Loads a saved map. A file that is not a map, or one whose checksum does not match
     /// (damaged, cut short), is bad input: nothing is checked against it.
-    pub fn load(path: &Path) -> Result<GenMap, EngineError> {
+    pub fn load(path: &Path) -> Result<GenMap, TargetError> {
         let bad = |what: &str| {
-            EngineError::Input(format!(
+            TargetError::Input(format!(
                 "verification map {} is {what}: it cannot be trusted to tell lost writes; give the map the run wrote, or remove it (or give another --verify-map) to start a new map",
                 path.display()
             ))
@@ -361,25 +373,25 @@ impl GenMap {
                 Ok(t) if t.is_file() => {}
                 Ok(t) => {
                     let what = if t.is_dir() { "a directory" } else { "not a regular file (a FIFO, socket or device)" };
-                    return Err(EngineError::Input(format!(
+                    return Err(TargetError::Input(format!(
                         "verification map {} is {what}: give the path of a map file (--verify-map FILE, --map FILE)",
                         path.display()
                     )));
                 }
                 Err(e) => {
-                    return Err(EngineError::io(format!("cannot read the verification map {}", path.display()), e));
+                    return Err(TargetError::io(format!("cannot read the verification map {}", path.display()), e));
                 }
             }
         }
         opened.and_then(|mut f| f.read_to_end(&mut data)).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 // A missing map is the user's input, not a finding (exit 4 means lost writes).
-                EngineError::Input(format!(
+                TargetError::Input(format!(
                     "verification map {} does not exist: give the map a verifying run wrote (--map)",
                     path.display()
                 ))
             } else {
-                EngineError::io(format!("cannot read the verification map {}", path.display()), e)
+                TargetError::io(format!("cannot read the verification map {}", path.display()), e)
             }
         })?;
         let (unchecked, identities) = match data.get(..8) {
@@ -404,7 +416,7 @@ impl GenMap {
         }
         let end = data.len();
         let mut at = 0usize;
-        let mut take = |n: usize| -> Result<&[u8], EngineError> {
+        let mut take = |n: usize| -> Result<&[u8], TargetError> {
             let s = data
                 .get(at..at.checked_add(n).ok_or_else(|| bad("damaged"))?)
                 .ok_or_else(|| bad("damaged (cut short)"))?;
@@ -530,12 +542,12 @@ impl Snapshot {
     }
 
     /// Writes the snapshot to `path`, via a temporary file renamed over it.
-    pub fn write(&self, path: &Path) -> Result<(), EngineError> {
-        let fail = |e| EngineError::io(format!("cannot save the verification map {}", path.display()), e);
+    pub fn write(&self, path: &Path) -> Result<(), TargetError> {
+        let fail = |e| TargetError::io(format!("cannot save the verification map {}", path.display()), e);
         // Saved by renaming a temporary file over it: a device or a symlink there would be
         // replaced (`--verify-map /dev/null` would have made /dev/null a file).
         if std::fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_file()) {
-            return Err(EngineError::Input(format!(
+            return Err(TargetError::Input(format!(
                 "verification map {}: not a regular file; name a file for the map",
                 path.display()
             )));
@@ -554,7 +566,7 @@ impl Snapshot {
         }
         // The rename on stable media too: after a crash the map is this one, not the one before
         // (whose journal this save's restart replaces).
-        crate::fullio::sync_parent(path);
+        iocurve_target::fullio::sync_parent(path);
         Ok(())
     }
 }
@@ -580,14 +592,14 @@ impl MapLock {
 
     /// Takes the hold at once, or fails (bad input, exit code 2) naming the map and the process
     /// holding it.
-    pub fn acquire(map: &Path) -> Result<MapLock, EngineError> {
+    pub fn acquire(map: &Path) -> Result<MapLock, TargetError> {
         use std::os::fd::AsRawFd;
         use std::os::unix::fs::MetadataExt;
         let path = Self::path_for(map);
         loop {
             let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path);
             let mut file = file.map_err(|e| {
-                EngineError::Input(format!(
+                TargetError::Input(format!(
                     "cannot create {} to lock the verification map {} ({e}): the lock file goes beside the map, so its directory must be writable",
                     path.display(),
                     map.display()
@@ -601,7 +613,7 @@ impl MapLock {
                     Some(libc::EWOULDBLOCK) => {
                         let mut text = String::new();
                         let _ = file.read_to_string(&mut text);
-                        return Err(EngineError::Input(format!(
+                        return Err(TargetError::Input(format!(
                             "verification map {} is in use by {} (lock {}): one run or `iocurve verify` at a time per map; wait for it to end, or use another map (--verify-map)",
                             map.display(),
                             holder(text.trim()),
@@ -609,7 +621,7 @@ impl MapLock {
                         )));
                     }
                     _ => {
-                        return Err(EngineError::io(
+                        return Err(TargetError::io(
                             format!("cannot lock the verification map {} ({})", map.display(), path.display()),
                             e,
                         ));
@@ -642,7 +654,7 @@ impl Drop for MapLock {
 /// `process 4711 (iocurve run plan.toml --verify)`, from the process id in a lock file.
 fn holder(pid: &str) -> String {
     let Ok(pid) = pid.parse::<u32>() else { return "another process".into() };
-    match crate::process::command_line(pid) {
+    match iocurve_target::process::command_line(pid) {
         Some(line) => format!("process {pid} ({line})"),
         None => format!("process {pid}"),
     }
@@ -711,12 +723,12 @@ pub const PROBLEM_LIST_CAP: usize = 1_000_000;
 /// `iocurve verify`. Reads go in runs of up to 1 MiB; `progress` gets (bytes read, bytes to
 /// read) now and then. Lists up to `list_cap` problems.
 pub fn verify_pass(
-    targets: &crate::TargetSet,
+    targets: &iocurve_target::TargetSet,
     map: &GenMap,
     list_cap: usize,
     stop: &std::sync::atomic::AtomicBool,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<PassResult, EngineError> {
+) -> Result<PassResult, TargetError> {
     use std::os::fd::AsRawFd;
     let explained = map.in_flight.read().unwrap_or_else(|e| e.into_inner());
     let intents = explained.as_ref();
@@ -724,7 +736,7 @@ pub fn verify_pass(
     let v = &mut pass.counts;
     let bs = map.bs as usize;
     let per_read = (1usize << 20).div_ceil(bs).max(1);
-    let mut pool = crate::buffer::BufferPool::new(1, per_read * bs);
+    let mut pool = iocurve_data::buffer::BufferPool::new(1, per_read * bs);
     let total: u64 = (0..map.targets.len() as u32)
         .map(|t| (0..map.targets[t as usize].blocks()).filter(|&b| map.wanted(intents, t, b)).count() as u64 * map.bs)
         .sum();
@@ -761,11 +773,11 @@ pub fn verify_pass(
             // sectors among good ones, are read through).
             let (got, failed) = match dead {
                 Some(errno) => (len, Some(errno)),
-                None => match crate::fullio::read_full_at(fd, buf, b * map.bs) {
+                None => match iocurve_target::fullio::read_full_at(fd, buf, b * map.bs) {
                     Ok(got) => (got, None),
                     Err(e) if storage_errno(&e).is_some() => (len, storage_errno(&e)),
                     Err(e) => {
-                        return Err(EngineError::io(
+                        return Err(TargetError::io(
                             format!("verify: cannot read {} at block {b}", t.path.display()),
                             e,
                         ));
@@ -790,14 +802,14 @@ pub fn verify_pass(
                 let block = &mut buf[k as usize * bs..(k as usize + 1) * bs];
                 let unreadable = match (failed, dead) {
                     (_, Some(errno)) => Some(errno),
-                    (Some(_), None) => match crate::fullio::read_full_at(fd, block, no * map.bs) {
+                    (Some(_), None) => match iocurve_target::fullio::read_full_at(fd, block, no * map.bs) {
                         Ok(n) if n == bs => None,
                         // Short: the device ended or gave less than a block.
                         Ok(_) => Some(libc::EIO),
                         Err(e) => match storage_errno(&e) {
                             Some(errno) => Some(errno),
                             None => {
-                                return Err(EngineError::io(
+                                return Err(TargetError::io(
                                     format!("verify: cannot read {} at block {no}", t.path.display()),
                                     e,
                                 ));
@@ -888,14 +900,14 @@ impl Unfinished {
 /// `stuck_after` without a read returning. `tick(done, total)` every `every` while it runs.
 /// The reading thread is left behind if its read never returns.
 pub fn watched_pass(
-    targets: std::sync::Arc<crate::TargetSet>,
+    targets: std::sync::Arc<iocurve_target::TargetSet>,
     map: std::sync::Arc<GenMap>,
     list_cap: usize,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     stuck_after: std::time::Duration,
     every: std::time::Duration,
     tick: &mut dyn FnMut(u64, u64),
-) -> Result<Result<PassResult, Unfinished>, EngineError> {
+) -> Result<Result<PassResult, Unfinished>, TargetError> {
     use std::sync::atomic::AtomicU64;
     use std::sync::mpsc::RecvTimeoutError;
     use std::time::{Duration, Instant};
@@ -913,7 +925,7 @@ pub fn watched_pass(
                 });
                 let _ = tx.send(r);
             })
-            .map_err(|e| EngineError::io("verify: cannot start the verification thread".to_string(), e))?;
+            .map_err(|e| TargetError::io("verify: cannot start the verification thread".to_string(), e))?;
     }
     let now = || (done.load(Ordering::Relaxed), total.load(Ordering::Relaxed));
     let mut last_tick = Instant::now();
@@ -924,7 +936,7 @@ pub fn watched_pass(
             Ok(r) => return r.map(Ok),
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => {
-                return Err(EngineError::io(
+                return Err(TargetError::io(
                     "verify",
                     std::io::Error::other("the verification thread ended without a result"),
                 ));
@@ -1223,7 +1235,7 @@ mod tests {
             map.release(0, b, 2);
         }
         let groups = vec![iocurve_plan::TargetGroup { name: "t".into(), weight: 1, targets: vec![name.clone()] }];
-        let targets = crate::TargetSet::open(&groups, &crate::OpenOptions::default()).unwrap();
+        let targets = iocurve_target::TargetSet::open(&groups, &iocurve_target::OpenOptions::default()).unwrap();
         let pass =
             verify_pass(&targets, &map, 100, &std::sync::atomic::AtomicBool::new(false), &mut |_, _| {}).unwrap();
         let c = &pass.counts;

@@ -14,10 +14,12 @@ use std::sync::atomic::AtomicBool;
 
 use iocurve_plan::{TargetGroup, format_size};
 
-use crate::EngineError;
+use crate::TargetError;
 use crate::safety::confine::{self, Confinement};
 use crate::safety::{self, Verdict};
 use crate::scratch;
+
+pub use crate::fdctl::{free_space, set_direct};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TargetKind {
@@ -112,11 +114,11 @@ impl Target {
 
     /// Records in a scratch file's stamp that every block has been written (after a
     /// precondition pass over a file created unfilled); other targets are left alone.
-    pub fn mark_prepared(&self) -> Result<(), EngineError> {
+    pub fn mark_prepared(&self) -> Result<(), TargetError> {
         if self.kind != TargetKind::File {
             return Ok(());
         }
-        let fail = |e| EngineError::io(format!("cannot stamp scratch file {}", self.path.display()), e);
+        let fail = |e| TargetError::io(format!("cannot stamp scratch file {}", self.path.display()), e);
         if let scratch::Identity::Scratch { size, state: scratch::State::Preparing } =
             scratch::identify(&self.file).map_err(fail)?
         {
@@ -176,9 +178,9 @@ pub struct TargetSet {
 use iocurve_plan::is_glob;
 
 impl TargetSet {
-    pub fn open(groups: &[TargetGroup], opts: &OpenOptions) -> Result<TargetSet, EngineError> {
+    pub fn open(groups: &[TargetGroup], opts: &OpenOptions) -> Result<TargetSet, TargetError> {
         if groups.is_empty() {
-            return Err(EngineError::Input(
+            return Err(TargetError::Input(
                 "no targets: give --target PATH (a file, device or glob) or `targets` in the plan".into(),
             ));
         }
@@ -202,7 +204,7 @@ impl TargetSet {
                     // Thousands of targets take a while: Ctrl-C (or a coordinator gone) stops
                     // between two.
                     if cancelled() {
-                        return Err(EngineError::Input(
+                        return Err(TargetError::Input(
                             "opening the targets was cancelled (the coordinator is gone or the run was interrupted)"
                                 .into(),
                         ));
@@ -211,7 +213,7 @@ impl TargetSet {
                     let t = open_one(&path, opts, gi, &mut set.notes, &mut openers, &mut sizing)?;
                     if let Some(id) = identity(&t.file) {
                         if let Some(&dup) = seen.get(&id) {
-                            return Err(EngineError::Input(format!(
+                            return Err(TargetError::Input(format!(
                                 "target {} is named twice ({} and {}): each target may appear once",
                                 path.display(),
                                 set.targets[dup].path.display(),
@@ -230,7 +232,7 @@ impl TargetSet {
         Ok(set)
     }
     /// Switches O_DIRECT on or off for every target (between steps, never with I/O in flight).
-    pub fn set_direct(&self, direct: bool) -> Result<(), EngineError> {
+    pub fn set_direct(&self, direct: bool) -> Result<(), TargetError> {
         for t in &self.targets {
             set_direct(t.fd(), direct).map_err(|e| {
                 let hint = if direct {
@@ -238,7 +240,7 @@ impl TargetSet {
                 } else {
                     ""
                 };
-                EngineError::io(
+                TargetError::io(
                     format!(
                         "cannot {} O_DIRECT on {}{hint}",
                         if direct { "enable" } else { "disable" },
@@ -311,18 +313,18 @@ fn expand(
     confine: Option<&Confinement>,
     cancel: Option<&AtomicBool>,
     budget: &mut crate::walk::Budget,
-) -> Result<Vec<PathBuf>, EngineError> {
+) -> Result<Vec<PathBuf>, TargetError> {
     if !is_glob(pattern) {
         let p = PathBuf::from(pattern);
         if confine.is_none() && std::fs::symlink_metadata(&p).is_err() {
             if pattern.starts_with("/dev/") {
-                return Err(EngineError::Input(format!(
+                return Err(TargetError::Input(format!(
                     "target {pattern} does not exist: no such device (check the name with `lsblk`)"
                 )));
             }
             let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
             if !parent.is_dir() {
-                return Err(EngineError::Input(format!(
+                return Err(TargetError::Input(format!(
                     "target {pattern} does not exist and cannot be created as a scratch file: directory {} does not exist",
                     parent.display()
                 )));
@@ -338,17 +340,17 @@ fn expand(
         None => glob.base.clone(),
     };
     let mut out = crate::walk::walk(&glob, &base, budget, cancel).map_err(|stopped| match stopped {
-        crate::walk::Stopped::Cancelled => EngineError::Input(format!(
+        crate::walk::Stopped::Cancelled => TargetError::Input(format!(
             "expanding target glob `{pattern}` was cancelled (the coordinator is gone or the run was interrupted)"
         )),
-        crate::walk::Stopped::Bound(bound) => EngineError::Input(format!(
+        crate::walk::Stopped::Bound(bound) => TargetError::Input(format!(
             "target glob `{pattern}` was stopped at its bound of {bound}: a glob names targets, it does not search a filesystem; start it in the targets' own directory"
         )),
     })?;
     // Bounded: a glob is no way to walk a whole filesystem.
     const MAX_MATCHES: usize = 100_000;
     if out.len() > MAX_MATCHES {
-        return Err(EngineError::Input(format!(
+        return Err(TargetError::Input(format!(
             "target glob `{pattern}` matches more than {MAX_MATCHES} paths: name the targets more narrowly"
         )));
     }
@@ -361,24 +363,9 @@ fn expand(
     }
     out.sort();
     if out.is_empty() {
-        return Err(EngineError::Input(format!("target glob `{pattern}` (group {group}) matches nothing")));
+        return Err(TargetError::Input(format!("target glob `{pattern}` (group {group}) matches nothing")));
     }
     Ok(out)
-}
-
-/// Switches O_DIRECT on or off for one descriptor.
-pub fn set_direct(fd: RawFd, direct: bool) -> std::io::Result<()> {
-    // SAFETY: plain fcntl on an fd we own.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let new = if direct { flags | libc::O_DIRECT } else { flags & !libc::O_DIRECT };
-    // SAFETY: as above.
-    if unsafe { libc::fcntl(fd, libc::F_SETFL, new) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// Opens one target: an existing file or device through one descriptor that every check and
@@ -391,19 +378,19 @@ fn open_one(
     notes: &mut Vec<String>,
     openers: &mut Option<safety::inuse::Openers>,
     sizing: &mut ScratchSizing,
-) -> Result<Target, EngineError> {
+) -> Result<Target, TargetError> {
     // Resolve without side effects first (O_PATH opens nothing: no tape rewinds, no claim):
     // the allow list is checked on what the kernel resolved, before the real open.
     let asked = path.display().to_string();
     // A confined agent answers anything it may not look at with the one refusal.
-    let hide = |e: EngineError| match &opts.confine {
+    let hide = |e: TargetError| match &opts.confine {
         Some(c) => c.refuse(&asked),
         None => e,
     };
     let probe = match open_raw(path, libc::O_PATH | libc::O_CLOEXEC) {
         Ok(fd) => fd,
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) && opts.existing_only => {
-            return Err(hide(EngineError::Input(format!("target {asked} does not exist"))));
+            return Err(hide(TargetError::Input(format!("target {asked} does not exist"))));
         }
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return create_scratch_target(path, opts, group, sizing),
         Err(e) => return Err(hide(open_error(path, opts, e))),
@@ -419,7 +406,7 @@ fn open_one(
     } else if ft.is_file() {
         TargetKind::File
     } else {
-        return Err(EngineError::Input(format!("target {asked} is neither a regular file nor a block device")));
+        return Err(TargetError::Input(format!("target {asked} is neither a regular file nor a block device")));
     };
     // The real open goes through the resolved descriptor (/proc/self/fd), so it is the same
     // object. Writing a block device is always exclusive: the kernel refuses a mounted or
@@ -436,7 +423,7 @@ fn open_one(
         (meta.dev(), meta.ino()) == (probe_meta.dev(), probe_meta.ino())
     };
     if !same {
-        return Err(EngineError::Input(format!("target {} changed while it was opened; try again", path.display())));
+        return Err(TargetError::Input(format!("target {} changed while it was opened; try again", path.display())));
     }
     // Before anything is written (a scratch file's preparation included): one writing run per
     // file. A reader goes on beside a writer, and says so.
@@ -487,9 +474,9 @@ fn open_one(
                 && !opts.existing_only
             {
                 let name = scratch::Name::of(path)
-                    .map_err(|e| EngineError::io(format!("cannot replace scratch file {}", path.display()), e))?;
+                    .map_err(|e| TargetError::io(format!("cannot replace scratch file {}", path.display()), e))?;
                 name.remove(&file).map_err(|why| {
-                    EngineError::Input(format!("cannot replace scratch file {} of another size: {why}", path.display()))
+                    TargetError::Input(format!("cannot replace scratch file {} of another size: {why}", path.display()))
                 })?;
                 drop(file);
                 notes.push(format!(
@@ -521,7 +508,7 @@ fn open_one(
                 }
                 Verdict::Scratch { size, prepared: false } => {
                     if !opts.write {
-                        return Err(EngineError::Input(format!(
+                        return Err(TargetError::Input(format!(
                             "scratch file {} is not written through (left by an interrupted preparation, or kept from a null back-end run), so reads would find unwritten blocks: run a writing workload on it (it is prepared again) or remove it",
                             path.display()
                         )));
@@ -567,7 +554,7 @@ fn open_exclusive_retrying(
     flags: libc::c_int,
     rdev: u64,
     opts: &OpenOptions,
-) -> Result<File, EngineError> {
+) -> Result<File, TargetError> {
     let resolved = PathBuf::from(format!("/proc/self/fd/{}", probe.as_raw_fd()));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
     loop {
@@ -584,9 +571,9 @@ fn open_exclusive_retrying(
     }
 }
 
-fn check_size(path: &Path, size: u64, logical_block: u64) -> Result<(), EngineError> {
+fn check_size(path: &Path, size: u64, logical_block: u64) -> Result<(), TargetError> {
     if size < logical_block.max(4096) {
-        return Err(EngineError::Input(format!(
+        return Err(TargetError::Input(format!(
             "target {} is too small ({} bytes): it needs at least 4 KiB",
             path.display(),
             size
@@ -618,7 +605,7 @@ fn open_raw(path: &Path, flags: libc::c_int) -> std::io::Result<File> {
     Ok(file)
 }
 
-fn open_error(path: &Path, opts: &OpenOptions, e: std::io::Error) -> EngineError {
+fn open_error(path: &Path, opts: &OpenOptions, e: std::io::Error) -> TargetError {
     let mode = if opts.write { "reading and writing" } else { "reading" };
     let hint = match e.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) => " (permission denied: run as a user who may open it)",
@@ -626,7 +613,7 @@ fn open_error(path: &Path, opts: &OpenOptions, e: std::io::Error) -> EngineError
         Some(libc::ETXTBSY) => " (it is in use as swap or by a running program)",
         _ => "",
     };
-    EngineError::Input(format!("cannot open target {} for {mode}: {e}{hint}", path.display()))
+    TargetError::Input(format!("cannot open target {} for {mode}: {e}{hint}", path.display()))
 }
 
 /// Creates, sizes and (unless preconditioning follows) fills a scratch file for `path`,
@@ -636,21 +623,21 @@ fn create_scratch_target(
     opts: &OpenOptions,
     group: usize,
     sizing: &mut ScratchSizing,
-) -> Result<Target, EngineError> {
+) -> Result<Target, TargetError> {
     let asked = path.display().to_string();
-    let hide = |e: EngineError| match &opts.confine {
+    let hide = |e: TargetError| match &opts.confine {
         Some(c) => c.refuse(&asked),
         None => e,
     };
     let named = path.file_name().zip(path.parent()).filter(|_| !asked.ends_with('/'));
     let Some((name, dir)) = named else {
-        return Err(hide(EngineError::Input(format!(
+        return Err(hide(TargetError::Input(format!(
             "target {asked} does not exist and does not name a file to create (a path ending in a file name)"
         ))));
     };
     let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
     let dir_fd = scratch::open_dir(dir).map_err(|e| {
-        hide(EngineError::Input(format!(
+        hide(TargetError::Input(format!(
             "target {asked} does not exist and cannot be created as a scratch file: directory {}: {e}",
             dir.display()
         )))
@@ -663,7 +650,7 @@ fn create_scratch_target(
         c.admit_scratch(&asked, &canonical, name, total.unwrap_or(u64::MAX))?;
     }
     if auto && size < MIN_SCRATCH_SIZE {
-        return Err(EngineError::Input(format!(
+        return Err(TargetError::Input(format!(
             "not enough free space in {} for scratch file {asked} (its share of half the free space is {}, at least {} needed): free some space, give --size, or name an existing target",
             dir.display(),
             format_size(size),
@@ -671,7 +658,7 @@ fn create_scratch_target(
         )));
     }
     let Some(total) = total else {
-        return Err(EngineError::Input(format!(
+        return Err(TargetError::Input(format!(
             "scratch file size {} is out of range: use --size 64m or more (and less than the disk)",
             opts.scratch_size
         )));
@@ -679,7 +666,7 @@ fn create_scratch_target(
     if let Some(free) = free_space(dir)
         && free < total
     {
-        return Err(EngineError::Input(format!(
+        return Err(TargetError::Input(format!(
             "not enough space for scratch file {} of {}: {} free in {}; use a smaller --size",
             path.display(),
             format_size(size),
@@ -693,7 +680,7 @@ fn create_scratch_target(
         } else {
             ""
         };
-        EngineError::Input(format!("cannot create scratch file {asked}: {e}{hint}"))
+        TargetError::Input(format!("cannot create scratch file {asked}: {e}{hint}"))
     })?;
     // From here on the target owns the name: any error drops it and removes the file.
     let locked =
@@ -711,7 +698,7 @@ fn create_scratch_target(
     };
     locked?;
     let prepared = scratch::allocate(&t.file, size)
-        .map_err(|e| EngineError::io(format!("cannot size scratch file {}", path.display()), e))
+        .map_err(|e| TargetError::io(format!("cannot size scratch file {}", path.display()), e))
         .and_then(|()| {
             if opts.scratch_unfilled {
                 Ok(())
@@ -724,12 +711,12 @@ fn create_scratch_target(
     Ok(t)
 }
 
-fn device_size(file: &File, path: &Path) -> Result<u64, EngineError> {
+fn device_size(file: &File, path: &Path) -> Result<u64, TargetError> {
     let mut size: u64 = 0;
     // SAFETY: BLKGETSIZE64 writes one u64.
     let r = unsafe { libc::ioctl(file.as_raw_fd(), BLKGETSIZE64, &mut size) };
     if r < 0 {
-        return Err(EngineError::io(
+        return Err(TargetError::io(
             format!("cannot size block device {} (BLKGETSIZE64)", path.display()),
             std::io::Error::last_os_error(),
         ));
@@ -832,17 +819,6 @@ fn free_space_fd(fd: RawFd) -> Option<u64> {
     let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
     // SAFETY: fd is an open descriptor; valid out-buffer.
     if unsafe { libc::fstatvfs(fd, &mut s) } != 0 {
-        return None;
-    }
-    Some(s.f_bavail as u64 * s.f_frsize as u64)
-}
-
-pub fn free_space(dir: &Path) -> Option<u64> {
-    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
-    // SAFETY: zeroed statvfs is a valid out-buffer.
-    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: valid path and out-buffer.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
         return None;
     }
     Some(s.f_bavail as u64 * s.f_frsize as u64)

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::EngineError;
+use crate::TargetError;
 
 /// How far one glob may walk.
 #[derive(Debug, Clone, Copy)]
@@ -62,8 +62,8 @@ fn is_wild(s: &str) -> bool {
 }
 
 impl Glob {
-    pub fn parse(pattern: &str) -> Result<Glob, EngineError> {
-        let invalid = |why: String| EngineError::Input(format!("target glob `{pattern}` is invalid: {why}"));
+    pub fn parse(pattern: &str) -> Result<Glob, TargetError> {
+        let invalid = |why: String| TargetError::Input(format!("target glob `{pattern}` is invalid: {why}"));
         let parts: Vec<&str> = pattern.split('/').collect();
         let first_wild = parts.iter().position(|p| is_wild(p)).unwrap_or(parts.len());
         let mut base = parts[..first_wild].join("/");

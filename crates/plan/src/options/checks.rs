@@ -1,0 +1,180 @@
+//! The checks rows name (name, ramp, rate, curve) and the values several keys resolve to
+//! together (block sizes; working set with `frontend_blocks`; the data pattern of `compress`,
+//! `dedupe`, `dedupe_unit` and `constant`), each with its way back to keys.
+
+use super::WorkloadKeys;
+use crate::declare::{KeyError, ensure, missing};
+use crate::model::{BlockSize, DataPattern, WorkingSet};
+use crate::size::format_size;
+use crate::spec::{BlockSizeSpec, WorkingSetSpec};
+
+/// `name`: usable as a key and in file names.
+pub(super) fn name(name: &str) -> Result<(), String> {
+    ensure(!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)), || {
+        format!("workload name `{name}` must be non-empty and use only letters, digits, '-', '_' and '.'")
+    })
+}
+
+/// `ramp`: worker counts, usable and increasing.
+pub(super) fn ramp(ramp: &[u32]) -> Result<(), String> {
+    ensure(!ramp.is_empty(), || {
+        "the ramp is empty: give the worker counts of the steps, e.g. ramp = [1, 2, 4, 8]".into()
+    })?;
+    ensure(ramp.iter().all(|&n| (1..=65536).contains(&n)), || {
+        format!("ramp {ramp:?}: every step needs 1 to 65536 workers")
+    })?;
+    ensure(ramp.windows(2).all(|p| p[0] < p[1]), || {
+        format!(
+            "ramp {ramp:?} must increase strictly (e.g. 1, 2, 4, 8): the analysis compares each step with the one before"
+        )
+    })
+}
+
+/// `rate`: target rates of a rate ramp, usable and increasing.
+pub(super) fn rate(rate: &[f64]) -> Result<(), String> {
+    ensure(!rate.is_empty(), || {
+        "the rate ramp is empty: give the target rates of the steps, e.g. rate = [10000, 50000]".into()
+    })?;
+    ensure(rate.iter().all(|&r| r > 0.0 && r <= 1e9), || {
+        format!(
+            "rate {rate:?}: every step needs a target above 0 and up to 1e9 (IOPS, or MB/s for sequential workloads)"
+        )
+    })?;
+    ensure(rate.windows(2).all(|p| p[0] < p[1]), || {
+        format!(
+            "rate {rate:?} must increase strictly (e.g. 10000, 50000, 100000): the analysis compares each step with the one before"
+        )
+    })
+}
+
+/// `curve`: shares of the maximum, increasing.
+pub(super) fn curve(curve: &[f64]) -> Result<(), String> {
+    ensure(!curve.is_empty() && curve.iter().all(|&p| p > 0.0 && p <= 100.0), || {
+        format!(
+            "curve {curve:?}: give shares of the maximum in percent, above 0 up to 100 (e.g. [10, 50, 70, 80, 90, 100])"
+        )
+    })?;
+    ensure(curve.windows(2).all(|p| p[0] < p[1]), || format!("curve {curve:?} must increase strictly"))
+}
+
+/// `bs`: the block size or mix, each size once, each usable.
+pub(super) fn block_sizes(k: &WorkloadKeys) -> Result<Vec<BlockSize>, KeyError> {
+    let err = |m: String| ("bs", m);
+    let bs = match k.bs.clone().ok_or_else(|| missing("bs"))? {
+        BlockSizeSpec::One(b) => vec![BlockSize { bytes: b, weight: 1 }],
+        BlockSizeSpec::Mix(m) => {
+            // One entry per size: `{ "4k" = 70, "4096" = 30 }` is 4k with weight 100 (a plan
+            // printed back names each size once).
+            let mut mix: Vec<BlockSize> = Vec::new();
+            for (bytes, weight) in m {
+                match mix.iter_mut().find(|b| b.bytes == bytes) {
+                    Some(b) => {
+                        b.weight = b.weight.checked_add(weight).ok_or_else(|| {
+                            err(format!(
+                                "the weights given to block size {} add up to more than 4294967295",
+                                format_size(bytes)
+                            ))
+                        })?
+                    }
+                    None => mix.push(BlockSize { bytes, weight }),
+                }
+            }
+            mix
+        }
+    };
+    if bs.is_empty() || bs.iter().all(|b| b.weight == 0) {
+        return Err(err("the block size mix is empty or all weights are 0".into()));
+    }
+    for b in &bs {
+        if b.bytes == 0 || b.bytes % 512 != 0 || b.bytes > 64 << 20 {
+            return Err(err(format!(
+                "block size {} is not usable: it must be a multiple of 512 bytes, from 512 to 64m",
+                if b.bytes == 0 { "0".to_string() } else { format_size(b.bytes) }
+            )));
+        }
+    }
+    Ok(bs)
+}
+
+pub(super) fn block_sizes_back(bs: &[BlockSize], k: &mut WorkloadKeys) {
+    k.bs = Some(BlockSizeSpec::Mix(bs.iter().map(|b| (b.bytes, b.weight)).collect()));
+}
+
+/// `working_set` (and `frontend_blocks`): a frontend of at least one block, the backend, or a
+/// 512-aligned range.
+pub(super) fn working_set(k: &WorkloadKeys) -> Result<WorkingSet, KeyError> {
+    Ok(match k.working_set.clone().ok_or_else(|| missing("working_set"))? {
+        WorkingSetSpec::Frontend => {
+            let blocks = k.frontend_blocks.ok_or_else(|| missing("frontend_blocks"))?;
+            if blocks == 0 {
+                return Err(("frontend_blocks", "frontend_blocks must be at least 1".into()));
+            }
+            WorkingSet::Frontend { blocks }
+        }
+        WorkingSetSpec::Backend => WorkingSet::Backend,
+        WorkingSetSpec::Range { start, end } => {
+            if start >= end || start % 512 != 0 || end % 512 != 0 {
+                return Err((
+                    "working_set",
+                    format!("working set range {start}..{end} must have start < end, both multiples of 512 bytes"),
+                ));
+            }
+            WorkingSet::Range { start, end }
+        }
+    })
+}
+
+pub(super) fn working_set_back(ws: &WorkingSet, k: &mut WorkloadKeys) {
+    (k.working_set, k.frontend_blocks) = match *ws {
+        WorkingSet::Frontend { blocks } => (Some(WorkingSetSpec::Frontend), Some(blocks)),
+        WorkingSet::Backend => (Some(WorkingSetSpec::Backend), None),
+        WorkingSet::Range { start, end } => (Some(WorkingSetSpec::Range { start, end }), None),
+    };
+}
+
+/// `compress`, `dedupe`, `dedupe_unit` and `constant`: what written blocks contain.
+pub(super) fn data_pattern(k: &WorkloadKeys) -> Result<DataPattern, KeyError> {
+    let compress = k.compress.ok_or_else(|| missing("compress"))?;
+    if !(0.0..=0.99).contains(&compress) {
+        return Err((
+            "compress",
+            format!(
+                "compress is {compress}; it is the constant share of each block, 0 (incompressible) to 0.99 (0.4 = 60 % random, 40 % constant; every 512-byte sector keeps 16 random bytes, so ratios top out at 32:1)"
+            ),
+        ));
+    }
+    let dedupe = k.dedupe.ok_or_else(|| missing("dedupe"))?;
+    if !(1.0..=1000.0).contains(&dedupe) {
+        return Err((
+            "dedupe",
+            format!(
+                "dedupe is {dedupe}; it is written units per unique unit, 1 (all unique) to 1000 (2 = every unit twice)"
+            ),
+        ));
+    }
+    let bs = block_sizes(k)?;
+    let min_bs = bs.iter().map(|b| b.bytes).min().unwrap_or(512);
+    let unit = k.dedupe_unit.unwrap_or(min_bs);
+    if unit == 0 || !unit.is_multiple_of(512) {
+        return Err(("dedupe_unit", format!("dedupe_unit is {unit}; it must be a multiple of 512 bytes")));
+    }
+    if let Some(b) = bs.iter().find(|b| !b.bytes.is_multiple_of(unit)) {
+        return Err((
+            "dedupe_unit",
+            format!(
+                "block size {} is not a multiple of the dedupe unit {}: set dedupe_unit to a size every block size is a multiple of",
+                format_size(b.bytes),
+                format_size(unit)
+            ),
+        ));
+    }
+    Ok(DataPattern { compress, dedupe, dedupe_unit: unit, constant: k.constant.unwrap_or(0) })
+}
+
+pub(super) fn data_pattern_back(d: &DataPattern, k: &mut WorkloadKeys) {
+    k.compress = Some(d.compress);
+    k.dedupe = Some(d.dedupe);
+    // 0: the smallest block size, as in results stored before the key existed.
+    k.dedupe_unit = (d.dedupe_unit != 0).then_some(d.dedupe_unit);
+    k.constant = Some(d.constant);
+}

@@ -1,0 +1,241 @@
+//! The resolved plan (phase two): every value present and validated, ready for the engine; and
+//! what a resolved workload says of itself (its steps, its follow-ups, its planned time).
+
+use serde::{Deserialize, Serialize};
+
+use crate::links::HostLinks;
+use crate::model::{DataPattern, Fault, Pattern};
+use crate::options::Workload;
+
+/// One step of a workload's ramp: the workers each host runs and, for a rate step, the rate
+/// the run is driven at.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RampStep {
+    pub workers: u32,
+    /// As planned: IOPS, or MB/s for a sequential workload (all hosts together).
+    pub rate: Option<f64>,
+}
+
+impl Workload {
+    pub fn max_bs(&self) -> u64 {
+        self.bs.iter().map(|b| b.bytes).max().unwrap_or(0)
+    }
+
+    pub fn min_bs(&self) -> u64 {
+        self.bs.iter().map(|b| b.bytes).min().unwrap_or(0)
+    }
+
+    pub fn writes(&self) -> bool {
+        self.read_pct < 100.0
+    }
+
+    /// The dedupe unit in force: the stored one, or the smallest block size.
+    pub fn dedupe_unit(&self) -> u64 {
+        if self.data.dedupe_unit == 0 { self.min_bs() } else { self.data.dedupe_unit }
+    }
+
+    /// The steps of the ramp, in order: closed-loop steps over `ramp`, or rate steps (each with
+    /// `max_outstanding` workers of one outstanding I/O).
+    pub fn steps(&self) -> Vec<RampStep> {
+        if self.rate.is_empty() {
+            self.ramp.iter().map(|&workers| RampStep { workers, rate: None }).collect()
+        } else {
+            self.rate.iter().map(|&r| RampStep { workers: self.max_outstanding, rate: Some(r) }).collect()
+        }
+    }
+
+    /// A rate step drives the run at this many IOPS: its rate, or for a sequential workload its
+    /// MB/s (10^6 bytes) over the mean block size.
+    pub fn rate_iops(&self, rate: f64) -> f64 {
+        if self.pattern == Pattern::Sequential { rate * 1e6 / self.mean_bs() } else { rate }
+    }
+
+    /// The rate ramp of the response-time curve after the worker ramp: this workload named
+    /// `NAME-curve`, driven at the curve's shares of `maximum` (the ramp's maximum throughput:
+    /// IOPS, or MB/s for sequential workloads). None without a curve or a maximum.
+    pub fn curve_workload(&self, maximum: f64) -> Option<Workload> {
+        if self.curve.is_empty() || maximum.is_nan() || maximum <= 0.0 {
+            return None;
+        }
+        let mut w = self.derived("curve");
+        w.rate = self.curve.iter().map(|pct| maximum * pct / 100.0).collect();
+        // Shares a hair apart can round to one rate: a ramp increases strictly.
+        w.rate.dedup_by(|later, earlier| *later <= *earlier);
+        Some(w)
+    }
+
+    /// The rate steps of `sla_search` after the worker ramp: this workload named
+    /// `NAME-sla-search`, its rates chosen as it runs (`rate` stays empty). None without it.
+    pub fn sla_search_workload(&self) -> Option<Workload> {
+        self.sla_search.then(|| self.derived("sla-search"))
+    }
+
+    /// The open-loop workload that follows this worker ramp and answers "how much load within
+    /// the SLA": its SLA search, else its response-time curve (None without either).
+    pub fn open_loop_follower(&self) -> Option<String> {
+        let suffix = if self.sla_search {
+            "sla-search"
+        } else if !self.curve.is_empty() {
+            "curve"
+        } else {
+            return None;
+        };
+        Some(self.derived_name(suffix))
+    }
+
+    fn derived_name(&self, suffix: &str) -> String {
+        format!("{}-{suffix}", self.name)
+    }
+
+    /// A rate workload derived from this one, `NAME-suffix`: one I/O per slot (rate steps keep
+    /// `max_outstanding` in flight), no follow-ups of its own.
+    fn derived(&self, suffix: &str) -> Workload {
+        let mut w = self.clone();
+        w.name = self.derived_name(suffix);
+        w.queue_depth = 1;
+        w.rate = Vec::new();
+        w.curve = Vec::new();
+        w.sla_search = false;
+        w
+    }
+
+    /// A rate step's response time passed a `stop_at_*` bound: the words why, for the note.
+    pub fn stop_at(&self, mean_ms: f64, p99_ms: f64) -> Option<String> {
+        if let Some(b) = self.stop_at_mean_ms.filter(|&b| mean_ms > b) {
+            return Some(format!("mean response time {mean_ms:.3} ms passed stop_at_mean_ms = {b}"));
+        }
+        if let Some(b) = self.stop_at_p99_ms.filter(|&b| p99_ms > b) {
+            return Some(format!("p99 response time {p99_ms:.3} ms passed stop_at_p99_ms = {b}"));
+        }
+        None
+    }
+
+    /// The mean block size of the mix, weighted.
+    pub fn mean_bs(&self) -> f64 {
+        let w: f64 = self.bs.iter().map(|b| b.weight as f64).sum();
+        if w == 0.0 { 0.0 } else { self.bs.iter().map(|b| b.bytes as f64 * b.weight as f64).sum::<f64>() / w }
+    }
+
+    /// Planned duration of one step in seconds.
+    pub fn step_seconds(&self) -> f64 {
+        self.warmup_s + self.intervals as f64 * self.interval_s
+    }
+
+    /// Steps the workload runs at most: its ramp, then a curve's steps and an SLA search's
+    /// probes (either may end earlier).
+    pub fn planned_steps(&self) -> usize {
+        let probes = if self.sla_search { SLA_SEARCH_MAX_PROBES as usize } else { 0 };
+        self.steps().len() + self.curve.len() + probes
+    }
+
+    /// Planned duration at most in seconds, the pauses between its steps included.
+    pub fn planned_seconds(&self) -> f64 {
+        self.seconds_of(self.planned_steps())
+    }
+
+    /// How long `steps` of its steps take, with the pauses between them.
+    pub fn seconds_of(&self, steps: usize) -> f64 {
+        (self.step_seconds() + self.pause_s) * steps as f64 - self.pause_s
+    }
+}
+
+/// An SLA search's probes at most (with its precision of 2 % of the maximum it usually ends
+/// after about 7).
+pub const SLA_SEARCH_MAX_PROBES: u32 = 10;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TargetGroup {
+    pub name: String,
+    pub weight: u32,
+    /// Paths or globs, as given.
+    pub targets: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    pub name: String,
+    pub description: String,
+    /// Where the plan came from: a file path or `suite:NAME`.
+    pub source: String,
+    pub groups: Vec<TargetGroup>,
+    pub workloads: Vec<Workload>,
+    /// SLA bounds in ms (mean, p99), if the plan sets them.
+    pub sla_mean_ms: Option<f64>,
+    pub sla_p99_ms: Option<f64>,
+    /// Precondition every target before the workloads.
+    #[serde(default)]
+    pub precondition: bool,
+    /// Faults injected into every step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<Fault>,
+    /// Agents of a multi-host run (empty: this host).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostSpec>,
+    /// Size of scratch files for targets that do not exist (`--size` wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scratch_size: Option<u64>,
+    /// Every host's links to the storage, unless its `HostSpec` names its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub links: Option<HostLinks>,
+}
+
+/// An agent and the targets it uses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostSpec {
+    pub address: String,
+    /// Paths on that host; empty: the plan's targets.
+    pub targets: Vec<String>,
+    /// Its links to the storage; None: the plan's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub links: Option<HostLinks>,
+}
+
+/// A target name with `*`, `?` or `[` is a glob, expanded when the run opens its targets.
+pub fn is_glob(target: &str) -> bool {
+    target.contains(['*', '?', '['])
+}
+
+impl Plan {
+    pub fn writes(&self) -> bool {
+        self.precondition || self.workloads.iter().any(Workload::writes)
+    }
+
+    /// Scratch files are made allocated but not written first: preconditioning writes every
+    /// block anyway, and a back-end that touches no storage (null) reads none (a fio `ioengine=null size=1t` job must
+    /// not write a terabyte).
+    pub fn scratch_unfilled(&self) -> bool {
+        self.precondition || self.workloads.iter().all(|w| !w.backend.touches_storage())
+    }
+
+    /// The data pattern preconditioning writes: that of the first workload that writes.
+    pub fn precondition_pattern(&self) -> (DataPattern, u64) {
+        match self.workloads.iter().find(|w| w.writes()) {
+            Some(w) => (w.data, w.dedupe_unit()),
+            None => (DataPattern::default(), 4096),
+        }
+    }
+
+    /// Planned duration of the whole plan in seconds, at most (a curve and an SLA search counted
+    /// in full: either may stop early).
+    pub fn total_seconds(&self) -> f64 {
+        self.workloads.iter().map(Workload::planned_seconds).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Overrides, parse_str};
+
+    /// Issue 17: the ETA counted a curve in full but not an SLA search's probes: a run with
+    /// one ended later than its ETA said.
+    #[test]
+    fn the_planned_time_counts_a_curve_and_an_sla_search_at_most() {
+        let text = "[[workloads]]\nname = \"w\"\nramp = [1, 2]\nwarmup_s = 1\nintervals = 2\ninterval_s = 2\npause_s = 3\ncurve = [50, 100]\nsla_search = true\n";
+        let p = parse_str(text, "p.toml", &Overrides::default()).unwrap();
+        let w = &p.workloads[0];
+        assert_eq!(w.planned_steps(), 2 + 2 + super::SLA_SEARCH_MAX_PROBES as usize);
+        // 14 steps of 5 s, 13 pauses of 3 s between them.
+        assert_eq!(w.planned_seconds(), 14.0 * 5.0 + 13.0 * 3.0);
+        assert_eq!(p.total_seconds(), w.planned_seconds());
+    }
+}
