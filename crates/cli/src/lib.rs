@@ -19,6 +19,7 @@ pub mod signals;
 mod size;
 mod terminal;
 mod verification;
+mod words;
 
 use std::process::ExitCode;
 

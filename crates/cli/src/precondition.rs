@@ -8,8 +8,8 @@ use iocurve_engine::StepObserver;
 use iocurve_engine::precondition::PreConfig;
 use iocurve_engine::{OpenOptions, TargetSet};
 use iocurve_plan::{BlockSizeSpec, TargetGroup, WorkloadKeys};
+use iocurve_run::open_store;
 use iocurve_run::precondition::{DEFAULT_BS, DEFAULT_QD, SteadyOutcome, SteadyRounds, target, until_steady};
-use iocurve_run::{Observer, open_store};
 
 use crate::CliError;
 use crate::cli::PreconditionArgs;
@@ -58,11 +58,11 @@ pub fn command(args: PreconditionArgs) -> Result<ExitCode, CliError> {
     let opened = TargetSet::open(&groups, &opts);
     if cancel.is_cancelled() {
         drop(opened);
-        terminal.note("precondition: interrupted while opening the targets; nothing was written");
+        terminal.line("precondition: interrupted while opening the targets; nothing was written");
         return Ok(crate::signals::interrupted_code());
     }
     let targets = opened?;
-    targets.notes.iter().for_each(|n| terminal.note(n));
+    targets.notes.iter().for_each(|n| terminal.line(n));
     let store = open_store(&args.db.db)?;
     for t in &targets.targets {
         let stuck_after = std::time::Duration::from_secs_f64(args.stuck_after_s);
@@ -73,13 +73,13 @@ pub fn command(args: PreconditionArgs) -> Result<ExitCode, CliError> {
     if let Some(rounds) = rounds {
         let out = until_steady(&targets, &rounds, &cancel, &mut terminal)?;
         if out.interrupted {
-            terminal.note(&format!(
+            terminal.line(&format!(
                 "precondition: interrupted after {} rounds, steady state not established",
                 out.rounds.len()
             ));
             return Ok(crate::signals::interrupted_code());
         }
-        terminal.note(&steady_line(&out));
+        terminal.line(&steady_line(&out));
         if out.errors > 0 || out.stuck > 0 {
             // The storage failed writes: the rounds' IOPS are no steady state of a working target.
             terminal.warning(&format!(

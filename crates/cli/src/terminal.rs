@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use iocurve_analysis::{RunResult, StepResult, WorkloadResult};
 use iocurve_engine::{StepObserver, StepProgress};
 use iocurve_report::{format, terminal};
-use iocurve_run::{Observer, StepAt};
+use iocurve_run::{Observer, RunEvent, StepAt};
 
 #[derive(Default)]
 pub struct Terminal {
@@ -23,6 +23,14 @@ pub struct Terminal {
 }
 
 impl Terminal {
+    /// A line on stdout, without garbling the live line.
+    pub fn line(&mut self, line: &str) {
+        match &self.bar {
+            Some(b) => b.suspend(|| crate::outln!("{line}")),
+            None => crate::outln!("{line}"),
+        }
+    }
+
     /// For commands that only note and warn (`precondition`, `verify`).
     pub fn new() -> Self {
         Self::default()
@@ -73,10 +81,9 @@ impl StepObserver for Terminal {
 }
 
 impl Observer for Terminal {
-    fn note(&mut self, line: &str) {
-        match &self.bar {
-            Some(b) => b.suspend(|| crate::outln!("{line}")),
-            None => crate::outln!("{line}"),
+    fn event(&mut self, event: &RunEvent) {
+        for line in crate::words::words(event) {
+            self.line(&line);
         }
     }
 

@@ -15,7 +15,6 @@ use iocurve_engine::verify::MapLock;
 use iocurve_engine::{OpenOptions, TargetSet};
 use iocurve_plan::{TargetGroup, format_size};
 use iocurve_report::export::{problem_csv_row, problems_csv_header};
-use iocurve_run::Observer;
 use iocurve_run::verification::{csv_row, final_pass, load};
 use iocurve_store::Store;
 
@@ -100,7 +99,7 @@ fn verify(args: &VerifyArgs, mut csv: Option<ProblemsCsv>, cancel: &iocurve_run:
     match journal::load(&args.map, &map)? {
         journal::Found::Intents(i) => {
             let n = map.in_flight(&i);
-            terminal.note(&format!(
+            terminal.line(&format!(
                 "verification journal {}: {n} blocks were being written when the run that kept the map stopped (checked as in flight: the saved write, a later one or a torn mix is explained, older is lost){}",
                 journal::Journal::path_for(&args.map).display(),
                 if i.ignored_bytes > 0 {
@@ -111,7 +110,7 @@ fn verify(args: &VerifyArgs, mut csv: Option<ProblemsCsv>, cancel: &iocurve_run:
             ));
             map.explain_with(i);
         }
-        journal::Found::OtherMap => terminal.note(&format!(
+        journal::Found::OtherMap => terminal.line(&format!(
             "verification journal {} belongs to another map: ignored",
             journal::Journal::path_for(&args.map).display()
         )),
@@ -137,7 +136,7 @@ fn verify(args: &VerifyArgs, mut csv: Option<ProblemsCsv>, cancel: &iocurve_run:
     })?;
     for (t, &j) in map.targets.iter().zip(&order) {
         if t.path != given[j].0 {
-            terminal.note(&format!("{} is the map's {} (the same target under another name)", given[j].0, t.path));
+            terminal.line(&format!("{} is the map's {} (the same target under another name)", given[j].0, t.path));
         }
     }
     targets.reorder(&order);

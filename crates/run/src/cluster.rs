@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::coordinator::client::{self, ClientConfig, MultiStep, Remote, StepSpec};
+use crate::events::RunEvent;
 use iocurve_analysis::TargetInfo;
 use iocurve_engine::keeper::KeptMap;
 use iocurve_engine::precondition::PreState;
@@ -237,12 +238,11 @@ impl Cluster {
         while std::time::Instant::now() < deadline && reached.iter().any(|r| r.is_err()) {
             let missing: Vec<usize> = (0..reached.len()).filter(|&i| reached[i].is_err()).collect();
             if !said {
-                obs.note(&format!(
-                    "waiting up to {:.0} s for {} of {} agents to come up (--wait-for-agents-s)",
-                    args.wait_for_agents.as_secs_f64(),
-                    missing.len(),
-                    addrs.len()
-                ));
+                obs.event(&RunEvent::WaitingForAgents {
+                    seconds: args.wait_for_agents.as_secs_f64(),
+                    missing: missing.len(),
+                    total: addrs.len(),
+                });
                 said = true;
             }
             if cancel.sleep(Duration::from_secs(2)) {
@@ -331,14 +331,13 @@ impl Cluster {
             }
         }
         for r in &remotes {
-            obs.note(&format!(
-                "agent {} ({}, {} cores): clock offset {:+.3} ms, round trip {:.3} ms",
-                r.addr,
-                r.hello.hostname,
-                r.hello.cores,
-                r.offset_ns as f64 / 1e6,
-                r.rtt_ns as f64 / 1e6
-            ));
+            obs.event(&RunEvent::AgentClock {
+                addr: r.addr.clone(),
+                hostname: r.hello.hostname.clone(),
+                cores: r.hello.cores,
+                offset_ms: r.offset_ns as f64 / 1e6,
+                rtt_ms: r.rtt_ns as f64 / 1e6,
+            });
             if let Some(w) = &r.clock_warning {
                 obs.warning(w);
             }
@@ -412,14 +411,13 @@ impl Cluster {
                     }
                     Some((state, record)) => {
                         if local {
-                            obs.note(&format!(
-                                "precondition {}: writing {} in {} blocks, {} in flight, data {}",
-                                t.path,
-                                iocurve_plan::format_size(t.size),
-                                iocurve_plan::format_size(bs),
-                                cfg.qd,
-                                cfg.pattern.describe()
-                            ));
+                            obs.event(&RunEvent::PreconditionWriting {
+                                target: t.path.clone(),
+                                size: t.size,
+                                bs,
+                                in_flight: cfg.qd,
+                                data: cfg.pattern.describe(),
+                            });
                         }
                         own.push(PassTarget::new(f, t, Some(record)));
                         state
@@ -445,14 +443,13 @@ impl Cluster {
             });
         }
         if !local {
-            obs.note(&format!(
-                "precondition on {} agents: every block of {} targets once, {} writes, {} in flight, data {}",
-                self.remotes.len(),
-                infos.len(),
-                iocurve_plan::format_size(cfg.bs),
-                cfg.qd,
-                cfg.pattern.describe()
-            ));
+            obs.event(&RunEvent::PreconditionOnAgents {
+                agents: self.remotes.len(),
+                targets: infos.len(),
+                bs: cfg.bs,
+                in_flight: cfg.qd,
+                data: cfg.pattern.describe(),
+            });
         }
         // One target: its progress lines need no name.
         let named = !local || infos.len() > 1;
@@ -471,19 +468,19 @@ impl Cluster {
             *started = true;
             // A pass repeats its last progress while it syncs, and at its end with `complete`.
             if std::mem::replace(shown, p.done_bytes) != p.done_bytes {
-                obs.note(&precondition::progress_line(
-                    &if named { format!("{name}: ") } else { String::new() },
-                    p.done_bytes,
-                    p.total_bytes,
-                    p.session_bytes,
-                    p.elapsed_s,
-                ));
+                obs.event(&RunEvent::PreconditionProgress {
+                    who: if named { name.clone() } else { String::new() },
+                    done: p.done_bytes,
+                    total: p.total_bytes,
+                    session: p.session_bytes,
+                    elapsed_s: p.elapsed_s,
+                });
             }
             record.state_json = p.state_json.clone();
             record.bytes_written = *before + p.session_bytes;
             if p.complete {
                 record.finished_at = Some(crate::time::now_rfc3339());
-                obs.note(&format!("precondition {name}: complete"));
+                obs.event(&RunEvent::PreconditionComplete { target: name.clone() });
             }
             if let Err(e) = store.save_precondition(record) {
                 save_error.get_or_insert(e);
@@ -505,7 +502,7 @@ impl Cluster {
             &mut on_notes,
         ));
         for (warning, line) in &told {
-            if *warning { obs.warning(line) } else { obs.note(&format!("  {line}")) }
+            if *warning { obs.warning(line) } else { obs.event(&RunEvent::PassNote(line.clone())) }
         }
         let end = end?;
         if let Some(e) = save_error {
@@ -522,7 +519,7 @@ impl Cluster {
                 .flatten()
                 .filter(|t| t.started && t.record.as_ref().is_some_and(|r| r.1.finished_at.is_none()))
             {
-                obs.note(&format!("precondition {}: interrupted; the same command resumes where it stopped", t.name));
+                obs.event(&RunEvent::PreconditionInterrupted { target: t.name.clone() });
             }
         }
         Ok(complete)
@@ -559,7 +556,7 @@ impl Cluster {
         let offsets: Vec<usize> = self.remotes.iter().map(|r| r.target_offset as usize).collect();
         let addrs: Vec<String> = self.remotes.iter().map(|r| r.addr.clone()).collect();
         let who: Vec<String> =
-            self.remotes.iter().map(|r| if r.in_process { String::new() } else { format!(" {}", r.addr) }).collect();
+            self.remotes.iter().map(|r| if r.in_process { String::new() } else { r.addr.clone() }).collect();
         let mut problems = Vec::new();
         let mut on_problem = |h: usize, p: &pb::VerifyProblem| {
             let target = infos
@@ -582,12 +579,7 @@ impl Cluster {
             reached[h] = (done, total);
             if shown[h].elapsed() >= Duration::from_secs(1) {
                 shown[h] = std::time::Instant::now();
-                obs.note(&format!(
-                    "  verify{}: {} of {}",
-                    who[h],
-                    iocurve_plan::format_size(done),
-                    iocurve_plan::format_size(total)
-                ));
+                obs.event(&RunEvent::VerifyProgress { who: who[h].clone(), done, total });
             }
         };
         let passes = self.rt.block_on(client::verify_pass(

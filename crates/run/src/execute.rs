@@ -20,6 +20,7 @@ use iocurve_store::{NewRun, Store};
 
 use crate::cluster::Cluster;
 use crate::error::store_error;
+use crate::events::RunEvent;
 use crate::ramp::{Ramp, follow_ups};
 use crate::recorder::Recorder;
 use crate::search::Search;
@@ -175,7 +176,12 @@ impl Session<'_, '_> {
             targets_json: serde_json::to_string(&self.target_infos).unwrap_or_default(),
             plan_json: serde_json::to_value(self.plan).unwrap_or_default().to_string(),
         };
-        self.observers.note(&run_header(self.plan, &self.host, &self.target_infos));
+        self.observers.event(&RunEvent::Header {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            plan: self.plan.name.clone(),
+            host: Box::new(self.host.clone()),
+            targets: self.target_infos.clone(),
+        });
         match self.store.begin_run(&new_run) {
             Ok(id) => {
                 tracing::info!(run = id, plan = %self.plan.source, targets = self.target_infos.len(), "run started");
@@ -212,7 +218,7 @@ impl Session<'_, '_> {
         let Some(data_check) = self.data_check(w, at.workload_id) else { return (Vec::new(), true) };
         let mut notes: Vec<String> = Vec::new();
         if let Some(note) = frontend_note(w, &self.target_infos) {
-            self.observers.note(&format!("{}: {note}", w.name));
+            self.observers.event(&RunEvent::WorkloadNote { workload: w.name.clone(), note: note.clone() });
             notes.push(note);
         }
         // (Not when an agent runs another back-end instead: its threads' figures would be that
@@ -223,7 +229,7 @@ impl Session<'_, '_> {
         let mut stop_run = false;
         while let Some((si, step)) = r.ramp.next_step() {
             if si > 0 && w.pause_s > 0.0 {
-                self.observers.note(&format!("{}: {} s of rest before the next step (pause_s)", w.name, w.pause_s));
+                self.observers.event(&RunEvent::Rest { workload: w.name.clone(), seconds: w.pause_s });
                 self.cancel.sleep(Duration::from_secs_f64(w.pause_s));
             }
             if self.cancel.is_cancelled() {
@@ -484,7 +490,7 @@ impl Session<'_, '_> {
             return StepEnd::StopRun;
         }
         if let Some(why) = ends {
-            self.observers.note(&format!("{}: {why}", w.name));
+            self.observers.event(&RunEvent::WorkloadNote { workload: w.name.clone(), note: why.clone() });
             ramping.notes.push(why);
         }
         StepEnd::Next
@@ -510,12 +516,12 @@ impl Session<'_, '_> {
             let cut = stop_run || self.cancel.is_cancelled();
             let unit = if w.pattern == Pattern::Sequential { "MB/s" } else { "IOPS" };
             let line = sr.describe(&self.sla.describe(), unit, cut);
-            self.observers.note(&format!("{}: {line}", w.name));
+            self.observers.event(&RunEvent::WorkloadNote { workload: w.name.clone(), note: line.clone() });
             said.push(line);
         }
         let follow = follow_ups(w, &r, !stop_run && !self.cancel.is_cancelled());
         for line in &follow.told {
-            self.observers.note(line);
+            self.observers.event(&RunEvent::FollowUp(line.clone()));
         }
         said.extend(follow.kept);
         if !said.is_empty()
@@ -653,35 +659,4 @@ fn frontend_note(w: &Workload, targets: &[TargetInfo]) -> Option<String> {
             capped.join("; ")
         )
     })
-}
-
-/// The run's header: what ran where, on what, so that any copy of the output says it.
-fn run_header(plan: &Plan, host: &HostInfo, targets: &[TargetInfo]) -> String {
-    let f = &host.facts;
-    let mut out = format!(
-        "iocurve {}, plan {}\n  host     {} ({}, {} cores, kernel {}), back-end {}",
-        env!("CARGO_PKG_VERSION"),
-        plan.name,
-        f.hostname,
-        f.cpu_model,
-        f.cores,
-        f.kernel,
-        host.backend
-    );
-    for a in &host.agents {
-        out.push_str(&format!(
-            "\n  agent    {} = {} ({}, {} cores), back-end {}",
-            a.address, a.facts.hostname, a.facts.cpu_model, a.facts.cores, a.backend
-        ));
-    }
-    // A run may have thousands of targets: the first few name it.
-    const SHOWN: usize = 4;
-    let named: Vec<String> =
-        targets.iter().take(SHOWN).map(|t| format!("{} ({}, {})", t.path, t.kind, format_size(t.size))).collect();
-    let more = match targets.len().saturating_sub(SHOWN) {
-        0 => String::new(),
-        n => format!(" and {n} more"),
-    };
-    out.push_str(&format!("\n  targets  {}{more}", named.join(", ")));
-    out
 }

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! Runner::new(plan, hosts, options)   what to run, where, with which store and map
-//!     .observe(&mut terminal)         who hears of it: progress, notes, warnings, results
+//!     .observe(&mut terminal)         who hears of it: progress, events, warnings, results
 //!     .cancel(cancel)                 a Cancel another thread (or a signal) may set
 //!     .run()                          -> Outcome: the result, its run id, what ended it
 //! ```
@@ -20,6 +20,7 @@ pub mod cluster;
 pub mod coordinator;
 pub mod datameter;
 mod error;
+mod events;
 mod execute;
 pub mod launch;
 pub mod live;
@@ -38,6 +39,7 @@ pub mod verification;
 
 pub use cancel::Cancel;
 pub use error::Error;
+pub use events::RunEvent;
 pub use observe::{Observer, Observers, StepAt};
 pub use options::{Hosts, RunOptions};
 pub use runner::{

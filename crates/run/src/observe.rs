@@ -4,6 +4,8 @@
 //! only once it is stored, so that an observer never reports what was not stored.
 
 use iocurve_analysis::{RunResult, StepResult, WorkloadResult};
+
+use crate::events::RunEvent;
 use iocurve_engine::{StepObserver, StepProgress};
 use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
 
@@ -27,8 +29,9 @@ pub struct StepAt<'a> {
 /// A run's events beyond a step's own ([`StepObserver`]: started, progress, intervals,
 /// warnings). Every method has a default that ignores the event.
 pub trait Observer: StepObserver {
-    /// A line of what the run is doing (preparing, preconditioning, verification, agents).
-    fn note(&mut self, _line: &str) {}
+    /// What the run is doing beside its steps (preparing, preconditioning, verification,
+    /// agents), as a typed value the terminal words.
+    fn event(&mut self, _event: &RunEvent) {}
     /// The run is in the store as `run_id`, with its label and plan name; its steps follow.
     fn run_started(&mut self, _run_id: i64, _label: &str, _plan: &str) {}
     /// A step is about to start.
@@ -78,8 +81,8 @@ impl StepObserver for Observers<'_> {
 }
 
 impl Observer for Observers<'_> {
-    fn note(&mut self, line: &str) {
-        self.0.iter_mut().for_each(|o| o.note(line));
+    fn event(&mut self, event: &RunEvent) {
+        self.0.iter_mut().for_each(|o| o.event(event));
     }
     fn run_started(&mut self, run_id: i64, label: &str, plan: &str) {
         self.0.iter_mut().for_each(|o| o.run_started(run_id, label, plan));

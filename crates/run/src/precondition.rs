@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use iocurve_analysis::format;
 use iocurve_engine::precondition::{PreConfig, PreProgress, PreState, chunks, target_pass};
 use iocurve_engine::{Target, TargetSet};
-use iocurve_plan::{DataPattern, format_size};
+use iocurve_plan::DataPattern;
 use iocurve_store::{Precondition, Store};
 
+use crate::events::RunEvent;
 use crate::{Cancel, Error, Observer, time};
 
 pub const DEFAULT_BS: u64 = 1 << 20;
@@ -58,10 +58,10 @@ pub fn start_pass(
     let old = if created { None } else { store.precondition(key, size)? };
     match old {
         Some(r) if skip_done && r.finished_at.is_some() => {
-            obs.note(&format!(
-                "precondition {name}: already done at {}, skipped",
-                r.finished_at.as_deref().unwrap_or("")
-            ));
+            obs.event(&RunEvent::PreconditionSkipped {
+                target: name.to_string(),
+                at: r.finished_at.clone().unwrap_or_default(),
+            });
             Ok(None)
         }
         Some(r) if r.finished_at.is_none() && r.bs == bs && r.data_json == data_json => {
@@ -70,12 +70,12 @@ pub fn start_pass(
             if state.written_chunks() == 0 && r.bytes_written == 0 {
                 return Ok(Some((state, r)));
             }
-            obs.note(&format!(
-                "precondition {name}: resuming at {} of {} ({} written before)",
-                format_size((state.written_chunks() * bs).min(size)),
-                format_size(size),
-                format_size(r.bytes_written)
-            ));
+            obs.event(&RunEvent::PreconditionResuming {
+                target: name.to_string(),
+                at: (state.written_chunks() * bs).min(size),
+                size,
+                before: r.bytes_written,
+            });
             Ok(Some((state, r)))
         }
         _ => {
@@ -93,20 +93,6 @@ pub fn start_pass(
             Ok(Some((PreState::default(), r)))
         }
     }
-}
-
-/// A progress line of a pass: how far, how fast, how long still.
-pub fn progress_line(name: &str, done_bytes: u64, total_bytes: u64, session_bytes: u64, elapsed_s: f64) -> String {
-    let rate = session_bytes as f64 / elapsed_s.max(1e-3);
-    let eta = if rate > 0.0 { (total_bytes - done_bytes.min(total_bytes)) as f64 / rate } else { f64::INFINITY };
-    format!(
-        "  {name}{} of {} ({:.0} %), {}, ETA {}",
-        format_size(done_bytes),
-        format_size(total_bytes),
-        100.0 * done_bytes as f64 / total_bytes.max(1) as f64,
-        format::mbps(rate / 1e6),
-        if eta.is_finite() { format::duration(eta) } else { "—".into() }
-    )
 }
 
 /// Preconditions one target (`iocurve precondition`); returns false when cancelled before it
@@ -136,21 +122,26 @@ pub fn target(
     else {
         return Ok(true);
     };
-    obs.note(&format!(
-        "precondition {}: writing {} in {} blocks, {} in flight, data {}",
-        t.path.display(),
-        format_size(t.size),
-        format_size(bs),
-        cfg.qd,
-        cfg.pattern.describe()
-    ));
+    obs.event(&RunEvent::PreconditionWriting {
+        target: t.path.display().to_string(),
+        size: t.size,
+        bs,
+        in_flight: cfg.qd,
+        data: cfg.pattern.describe(),
+    });
     let before = record.bytes_written;
     let mut save_error = None;
     let mut shown = None;
     let mut on_progress = |p: &PreProgress| {
         // The pass repeats its last progress while the sync waits: shown once.
         if shown.replace(p.done_bytes) != Some(p.done_bytes) {
-            obs.note(&progress_line("", p.done_bytes, p.total_bytes, p.session_bytes, p.elapsed.as_secs_f64()));
+            obs.event(&RunEvent::PreconditionProgress {
+                who: String::new(),
+                done: p.done_bytes,
+                total: p.total_bytes,
+                session: p.session_bytes,
+                elapsed_s: p.elapsed.as_secs_f64(),
+            });
         }
         record.state_json = p.state.to_json();
         record.bytes_written = before + p.session_bytes;
@@ -163,14 +154,14 @@ pub fn target(
         return Err(e.into());
     }
     let pass = result?;
-    pass.notes.iter().for_each(|n| obs.note(&format!("  {n}")));
+    pass.notes.iter().for_each(|n| obs.event(&RunEvent::PassNote(n.clone())));
     pass.warnings.iter().for_each(|w| obs.warning(w));
     if pass.complete {
         record.finished_at = Some(time::now_rfc3339());
         store.save_precondition(&record)?;
-        obs.note(&format!("precondition {}: complete", t.path.display()));
+        obs.event(&RunEvent::PreconditionComplete { target: t.path.display().to_string() });
     } else {
-        obs.note(&format!("precondition {}: interrupted; the same command resumes where it stopped", t.path.display()));
+        obs.event(&RunEvent::PreconditionInterrupted { target: t.path.display().to_string() });
     }
     Ok(pass.complete && !cancel.is_cancelled())
 }
@@ -296,10 +287,7 @@ pub fn until_steady(
     };
     // The plan's rules hold here too (a round of 0.1 s or more, 5 to 100000 rounds).
     iocurve_plan::check_workload(&w, &[], "precondition --until-steady")?;
-    obs.note(&format!(
-        "precondition: 4k random writes, 32 in flight, in rounds of {} s until the IOPS of the last 5 are steady (SNIA), at most {} rounds",
-        rounds.round_s, rounds.max_rounds
-    ));
+    obs.event(&RunEvent::SteadyPrecondition { round_s: rounds.round_s, max_rounds: rounds.max_rounds });
     struct Rounds<'a> {
         obs: &'a mut dyn Observer,
         max: u32,
@@ -307,7 +295,7 @@ pub fn until_steady(
     impl iocurve_engine::StepObserver for Rounds<'_> {
         fn interval(&mut self, index: u32, stats: &iocurve_stats::IntervalStats, _: &iocurve_stats::CpuUsage, d: f64) {
             let iops = stats.ops() as f64 / d.max(1e-9);
-            self.obs.note(&format!("  round {}/{}: {} IOPS", index + 1, self.max, format::iops(iops)));
+            self.obs.event(&RunEvent::SteadyRound { index: index + 1, max: self.max, iops });
         }
     }
     let cfg = iocurve_engine::StepConfig {

@@ -13,6 +13,7 @@ use iocurve_store::Store;
 
 pub use crate::cluster::AgentOptions;
 use crate::cluster::Cluster;
+use crate::events::RunEvent;
 use crate::execute::Run;
 use crate::launch::{self, LaunchOptions};
 use crate::options::{Hosts, RunOptions};
@@ -120,7 +121,7 @@ impl<'o> Runner<'o> {
         {
             // Cancelled: the run still ends as every interrupted run does (summary, JSON, stored
             // status `interrupted`), with no workload run.
-            obs.note("interrupted while preconditioning: no workload ran; the same command resumes it");
+            obs.event(&RunEvent::InterruptedWhilePreconditioning);
         }
         let sla = sla_of(&plan);
         let run = Run { plan: &plan, cluster: &mut cluster, store: &mut store, observers: obs, cancel: &self.cancel };
@@ -272,7 +273,7 @@ impl<'o> Runner<'o> {
         if plan.precondition
             && !cluster.precondition(plan, &store, &mut infos, pass_stuck_after(&self.options), &self.cancel, obs)?
         {
-            obs.note("interrupted while preconditioning: no workload ran; the same command resumes it");
+            obs.event(&RunEvent::InterruptedWhilePreconditioning);
         }
         let sla = sla_of(plan);
         let run = Run { plan, cluster: &mut cluster, store: &mut store, observers: obs, cancel: &self.cancel };
@@ -322,11 +323,7 @@ fn sla_of(plan: &Plan) -> Sla {
 fn settle_abandoned(store: &Store, obs: &mut dyn Observer) {
     match store.settle_abandoned() {
         Ok(ids) if !ids.is_empty() => {
-            let ids: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
-            obs.note(&format!(
-                "runs {} of this host were still marked running, but their processes are gone: marked interrupted",
-                ids.join(", ")
-            ));
+            obs.event(&RunEvent::StaleRunsSettled { ids });
         }
         Ok(_) => {}
         Err(e) => obs.warning(&format!("cannot settle the runs whose processes are gone: {e}")),

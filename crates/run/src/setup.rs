@@ -9,6 +9,7 @@ use iocurve_engine::{OpenOptions, TargetSet};
 use iocurve_plan::Plan;
 use iocurve_store::Store;
 
+use crate::events::RunEvent;
 use crate::options::RunOptions;
 use crate::{Cancel, Error, Observer, precondition};
 
@@ -50,16 +51,7 @@ pub(crate) fn open_targets(
         };
         // Too little room: the engine refuses, saying why; no note of a file never made.
         if size >= MIN_SCRATCH_SIZE || options.size.is_some() {
-            let how = if plan.scratch_unfilled() {
-                "allocated, not written: the null back-end touches no block"
-            } else {
-                "written fully once, so reads hit allocated blocks"
-            };
-            obs.note(&format!(
-                "preparing {} scratch file(s) of {} ({how})",
-                creating.len(),
-                iocurve_plan::format_size(size)
-            ));
+            obs.event(&RunEvent::PreparingScratch { count: creating.len(), size, filled: !plan.scratch_unfilled() });
         }
     }
     let opts = OpenOptions {
@@ -80,7 +72,7 @@ pub(crate) fn open_targets(
         return Err(Error::Interrupted("interrupted while preparing the targets: nothing ran".into()));
     }
     let targets = opened?;
-    targets.notes.iter().for_each(|n| obs.note(n));
+    targets.notes.iter().for_each(|n| obs.event(&RunEvent::TargetNote(n.clone())));
     Ok(targets)
 }
 

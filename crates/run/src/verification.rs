@@ -15,6 +15,7 @@ use iocurve_engine::verify::{GenMap, MapLock, PROBLEM_LIST_CAP, PassResult, Prob
 use iocurve_plan::{Plan, format_size};
 use iocurve_stats::VerifyCounts;
 
+use crate::events::RunEvent;
 use crate::{Cancel, Error, Observer};
 
 pub struct Verification {
@@ -122,22 +123,19 @@ pub fn open(
             for (i, t) in targets.targets.iter().enumerate().filter(|(_, t)| t.fresh) {
                 let n = map.forget(i as u32);
                 if n > 0 {
-                    obs.note(&format!(
-                        "verification: {} is a new scratch file: the {n} blocks written to the earlier one are forgotten (keep scratch files with --keep)",
-                        t.path.display()
-                    ));
+                    obs.event(&RunEvent::MapForgotten { target: t.path.display().to_string(), blocks: n });
                 }
             }
             let known: u64 = (0..map.targets.len() as u32)
                 .map(|t| (0..map.targets[t as usize].blocks()).filter(|&b| map.get(t, b) != 0).count() as u64)
                 .sum();
-            obs.note(&format!("verification: continuing with {} ({known} blocks written before)", path.display()));
+            obs.event(&RunEvent::MapContinued { path: path.display().to_string(), known });
             map
         }
         None => {
             // A journal of an earlier map of this name says nothing about the new one.
             iocurve_engine::journal::remove(&path);
-            obs.note(&format!("verification: map {} (blocks of {})", path.display(), format_size(bs)));
+            obs.event(&RunEvent::MapNew { path: path.display().to_string(), bs });
             GenMap::new(bs, &list)
         }
     };
@@ -149,10 +147,7 @@ pub fn open(
         // Saved first: the journal names only writes after the map's save.
         map.save(&path)?;
         let j = Journal::create(&path, &map)?;
-        obs.note(&format!(
-            "verification: journaling every verifying write in {} before it is issued (one flush per batch of writes)",
-            j.path().display()
-        ));
+        obs.event(&RunEvent::Journaling { path: j.path().display().to_string() });
         Some(Arc::new(j))
     } else {
         None
@@ -185,7 +180,7 @@ pub fn final_pass(
             (done, total) = (d, t);
             if shown.elapsed() >= Duration::from_secs(1) {
                 shown = std::time::Instant::now();
-                obs.note(&format!("  verify: {}", progress(d, t)));
+                obs.event(&RunEvent::VerifyProgress { who: String::new(), done: d, total: t });
             }
         },
     )?;
@@ -219,21 +214,13 @@ pub fn final_pass(
 /// many more, and how many were counted beyond the list's cap (`cap_scope`: " per host" when
 /// the counts add up several hosts' passes).
 pub(crate) fn tell_counts(heading: &str, v: &VerifyCounts, unlisted: u64, cap_scope: &str, obs: &mut dyn Observer) {
-    obs.note(&format!("{heading}: {}", v.describe()));
-    for e in &v.examples {
-        obs.note(&format!("  ! {e}"));
-    }
-    // The examples are of problems and unreadable blocks alike.
-    let more = (v.problems() + v.unreadable).saturating_sub(v.examples.len() as u64);
-    if more > 0 {
-        let what = if v.unreadable > 0 { "problems and unreadable blocks" } else { "problems" };
-        obs.note(&format!("  … {more} more {what}"));
-    }
-    if unlisted > 0 {
-        obs.note(&format!(
-            "  ({unlisted} problems beyond the first {PROBLEM_LIST_CAP}{cap_scope} are counted, not listed)"
-        ));
-    }
+    obs.event(&RunEvent::VerifyFound {
+        heading: heading.to_string(),
+        counts: Box::new(v.clone()),
+        unlisted,
+        cap: PROBLEM_LIST_CAP,
+        cap_scope: cap_scope.to_string(),
+    });
 }
 
 fn target_name(map: &GenMap, t: u32) -> String {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use iocurve_analysis::{RunResult, StepResult, WorkloadResult};
 use iocurve_engine::{StepObserver, StepProgress};
 use iocurve_plan::{Overrides, Plan, TargetGroup};
-use iocurve_run::{Cancel, Error, Hosts, Observer, RunOptions, Runner, StepAt};
+use iocurve_run::{Cancel, Error, Hosts, Observer, RunEvent, RunOptions, Runner, StepAt};
 use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
 
 // The tests of this binary run one at a time: each keeps the CPU busy (the null back-end), and
@@ -65,8 +65,8 @@ impl StepObserver for Events {
 }
 
 impl Observer for Events {
-    fn note(&mut self, line: &str) {
-        self.lines.push(format!("note {line}"));
+    fn event(&mut self, e: &RunEvent) {
+        self.lines.push(format!("note {e:?}"));
     }
     fn step_starting(&mut self, at: &StepAt) {
         self.lines.push(format!("step {} {}/{} workers {}", at.workload, at.step_index, at.steps, at.workers));
@@ -124,7 +124,11 @@ fn a_plan_runs_in_process_into_the_store_and_every_observer() {
         ]
     );
     assert_eq!(first.lines, second.lines, "every observer hears every event");
-    assert!(first.lines.iter().any(|l| l.contains("preparing 1 scratch file(s) of 64m")), "{:?}", first.lines);
+    assert!(
+        first.lines.iter().any(|l| l.contains("PreparingScratch { count: 1, size: 67108864,")),
+        "{:?}",
+        first.lines
+    );
 
     // The store holds what the observers were told, and the scratch file is gone.
     let store = iocurve_run::open_existing_store(&dir.path().join("runs.db")).unwrap();
@@ -222,12 +226,12 @@ fn pause_s_rests_between_steps_and_a_cancel_cuts_the_rest_short() {
     }
     impl StepObserver for Clock {}
     impl Observer for Clock {
-        fn note(&mut self, line: &str) {
-            self.notes.push(line.to_string());
-            if line.contains("of rest")
-                && let Some(c) = &self.cancel
-            {
-                c.cancel();
+        fn event(&mut self, e: &RunEvent) {
+            if let RunEvent::Rest { workload, seconds } = e {
+                self.notes.push(format!("{workload}: {seconds} s of rest"));
+                if let Some(c) = &self.cancel {
+                    c.cancel();
+                }
             }
         }
         fn step_starting(&mut self, _: &StepAt) {

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use iocurve_net::certs::{HostCredentials, RunCredentials};
 use iocurve_net::launched;
 
+use crate::events::RunEvent;
 use crate::{Cancel, Error, Observer};
 use remote::{LocalBinary, Use};
 
@@ -198,17 +199,16 @@ pub fn start(
     }
     let how = opts.method.name();
     if !addresses.is_empty() {
-        let hours = opts.lifetime.as_secs_f64() / 3600.0;
-        obs.note(&format!(
-            "launched {} of {} agents over {how} in {:.2} s ({}; slowest {} {:.2} s); credentials for this run only, valid until it ends, at most {}",
-            addresses.len(),
-            hosts.len(),
-            t0.elapsed().as_secs_f64(),
-            copy_note(copied, local.size),
-            slowest.0,
-            slowest.1.as_secs_f64(),
-            if hours >= 1.0 { format!("{hours:.3} h").replace(".000 h", " h") } else { format!("{:.0} min", hours * 60.0) },
-        ));
+        obs.event(&RunEvent::AgentsLaunched {
+            launched: addresses.len(),
+            hosts: hosts.len(),
+            method: how.to_string(),
+            seconds: t0.elapsed().as_secs_f64(),
+            copy: copy_note(copied, local.size),
+            slowest: slowest.0.to_string(),
+            slowest_s: slowest.1.as_secs_f64(),
+            lifetime_s: opts.lifetime.as_secs_f64(),
+        });
     }
     let issued = Issued {
         token: creds.token.clone(),
@@ -710,7 +710,7 @@ impl Launch {
         if !unclean.is_empty() {
             obs.warning(&format!("agents that did not end cleanly: {}", unclean.join("; ")));
         } else if !self.agents.is_empty() {
-            obs.note(&format!("stopped {} agent{}", self.agents.len(), if self.agents.len() == 1 { "" } else { "s" }));
+            obs.event(&RunEvent::AgentsStopped { count: self.agents.len() });
         }
     }
 }
