@@ -252,3 +252,24 @@ fn regression_an_export_to_a_stream_is_the_document_alone() {
     let o = iocurve(d, &["export", "1", "--format", "fio-dir", "-o", "f.png"]);
     input_error(&o, &["f.png is a file: give a new or empty directory"]);
 }
+
+/// Issue 38, finding 4: a run's own `--json` and the same run exported from the store are one
+/// document, whatever the run had: a worker ramp with its curve and SLA search, a rate ramp,
+/// SLA bounds, notes.
+#[test]
+fn regression_a_runs_own_json_is_its_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plan = "targets = [\"t.dat\"]\nsla_mean_ms = 5\n[defaults]\nbackend = \"null\"\nintervals = 2\ninterval_s = 0.2\nwarmup_s = 0\n[[workloads]]\nname = \"w\"\nramp = [1, 2]\ncurve = [50, 100]\nsla_search = true\n[[workloads]]\nname = \"r\"\nrate = [1000, 2000]\npattern = \"sequential\"\nbs = \"64k\"\nread_pct = 0\n";
+    std::fs::write(d.join("plan.toml"), plan).unwrap();
+    let own = ok_json(&iocurve(d, &["run", "plan.toml", "--size", "16m", "--json", "own.json"]), &d.join("own.json"));
+    let o = iocurve(d, &["export", "1", "--format", "json", "-o", "export.json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let export: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("export.json")).unwrap()).unwrap();
+    assert!(own["workloads"].as_array().is_some_and(|w| w.len() >= 4), "{own}");
+    for (key, value) in own.as_object().unwrap() {
+        assert_eq!(&export[key], value, "`{key}` differs between the run's own JSON and its export");
+    }
+    assert_eq!(own, export);
+}
