@@ -5,6 +5,7 @@
 //! latency), maximum (highest throughput) and the lowest latency seen. The result types here
 //! are the `--json` contract. Pure: no I/O, no clocks.
 
+pub mod assemble;
 pub mod compare;
 pub mod format;
 pub mod pairing;
@@ -13,6 +14,7 @@ pub mod sizing;
 pub mod step;
 pub mod workload;
 
+pub use assemble::RunFacts;
 pub use compare::{At, Impact, compare};
 /// The SNIA steady-state rule (pure, in `iocurve_stats` so that the engine can end a step by it).
 pub use iocurve_stats::steady;

@@ -80,50 +80,6 @@ impl Status {
     }
 }
 
-/// What a run's result says beside its workloads, as the runner has it at the run's end or the
-/// store keeps it.
-pub struct RunFacts {
-    pub tool_version: String,
-    pub started_at: String,
-    /// Empty while a run goes on (or was killed).
-    pub finished_at: String,
-    pub status: Status,
-    pub status_reason: Option<String>,
-    pub host: HostInfo,
-    /// The bounds the SLA maxima were found with (unset: none).
-    pub sla: crate::Sla,
-    pub targets: Vec<TargetInfo>,
-    pub plan: serde_json::Value,
-    pub final_verification: Option<FinalVerification>,
-}
-
-impl RunResult {
-    /// The one assembly of a run's result, for the runner at the run's end and for `show`,
-    /// `export` and `report` from the store: `interrupted` and `status` come from one
-    /// [`Status`], the links' use and the SLA answers are worked out the same way (issue 38,
-    /// finding 4: the runner and `show` each built it, and an aborted run said
-    /// `"interrupted": false` in its own JSON and `true` in its export).
-    pub fn assemble(f: RunFacts, workloads: Vec<WorkloadResult>) -> RunResult {
-        RunResult {
-            schema_version: SCHEMA_VERSION,
-            tool_version: f.tool_version,
-            started_at: f.started_at,
-            finished_at: f.finished_at,
-            interrupted: f.status.ended_early(),
-            status: f.status.as_str().into(),
-            status_reason: f.status_reason,
-            host: f.host,
-            sla: f.sla.is_set().then_some(f.sla),
-            targets: f.targets,
-            plan: f.plan,
-            workloads,
-            final_verification: f.final_verification,
-        }
-        .with_link_use()
-        .with_sla_answers()
-    }
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HostInfo {
     /// `hostname`, `kernel`, `cpu_model`, `cores`.
@@ -260,7 +216,7 @@ pub struct WorkloadResult {
     pub stop_at: Sla,
     /// The maximum against the hosts' links, when the plan names them (`links`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub links: Option<crate::sizing::LinkUse>,
+    pub links: Option<LinkUse>,
 }
 
 /// One row of a data check: a compressor or dedupe unit, the ratio the pattern promises, the
@@ -784,5 +740,42 @@ impl StepResult {
     /// The headline throughput: IOPS for random workloads, MB/s for sequential ones.
     pub fn throughput(&self, sequential: bool) -> f64 {
         if sequential { self.mbps } else { self.iops }
+    }
+}
+
+/// A step's throughput against the links of the hosts that ran it: the busiest host's share,
+/// which is the one that meets its links first.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LinkUse {
+    /// `2 × 32G FC`; on several hosts `1 × 16G FC on b:7070, the busiest of 2 hosts`.
+    pub links: String,
+    /// Payload those links carry per direction, MB/s.
+    pub capacity_mbps: f64,
+    /// Reads (into the host) and writes (out of it) as percent of that.
+    pub read_pct: f64,
+    pub write_pct: f64,
+}
+
+impl LinkUse {
+    /// The busier direction's share: the one that meets the limit first.
+    pub fn pct(&self) -> f64 {
+        self.read_pct.max(self.write_pct)
+    }
+
+    /// `82 % of the host's links (2 × 32G FC: 6.40 GB/s a direction), reads`.
+    pub fn describe(&self, mbps: impl Fn(f64) -> String) -> String {
+        let dir = if self.read_pct >= self.write_pct { "reads" } else { "writes" };
+        let whose = if self.links.contains(" on ") { "a host's links" } else { "the host's links" };
+        let over = if self.pct() > 100.0 {
+            " — more than they carry: not all of it crossed them (a host cache?)"
+        } else {
+            ""
+        };
+        format!(
+            "{:.0} % of {whose} ({}: {} a direction), {dir}{over}",
+            self.pct(),
+            self.links,
+            mbps(self.capacity_mbps)
+        )
     }
 }

@@ -2,6 +2,8 @@
 //! redoes it by hand: what a RAID group delivers, what links carry, what lower latency buys an
 //! application, what data reduction to expect. Pure formulas; `iocurve size` prints them.
 
+pub use crate::result::LinkUse;
+
 /// A RAID level and its write penalty: back-end I/Os per front-end write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Raid {
@@ -79,49 +81,12 @@ pub fn links(count: u32, link: &Link) -> (f64, f64) {
     (count as f64 * link.nominal_gbit / 8.0 * 2.0, count as f64 * link.usable_mbps)
 }
 
-/// A step's throughput against the links of the hosts that ran it: the busiest host's share,
-/// which is the one that meets its links first.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct LinkUse {
-    /// `2 × 32G FC`; on several hosts `1 × 16G FC on b:7070, the busiest of 2 hosts`.
-    pub links: String,
-    /// Payload those links carry per direction, MB/s.
-    pub capacity_mbps: f64,
-    /// Reads (into the host) and writes (out of it) as percent of that.
-    pub read_pct: f64,
-    pub write_pct: f64,
-}
-
-impl LinkUse {
-    /// The busier direction's share: the one that meets the limit first.
-    pub fn pct(&self) -> f64 {
-        self.read_pct.max(self.write_pct)
-    }
-
-    /// `82 % of the host's links (2 × 32G FC: 6.40 GB/s a direction), reads`.
-    pub fn describe(&self, mbps: impl Fn(f64) -> String) -> String {
-        let dir = if self.read_pct >= self.write_pct { "reads" } else { "writes" };
-        let whose = if self.links.contains(" on ") { "a host's links" } else { "the host's links" };
-        let over = if self.pct() > 100.0 {
-            " — more than they carry: not all of it crossed them (a host cache?)"
-        } else {
-            ""
-        };
-        format!(
-            "{:.0} % of {whose} ({}: {} a direction), {dir}{over}",
-            self.pct(),
-            self.links,
-            mbps(self.capacity_mbps)
-        )
-    }
-}
-
 /// What `step` used of the links the stored `plan` gives its hosts (each `[[hosts]]` entry's
 /// `links`, else the plan's). On several hosts, each host's MB/s (split into reads and writes
 /// as the step's are) against its own links, and the busiest host is the figure: a sum over
 /// hosts would hide the one at its limit. None when a host that ran the step has no known
 /// links.
-pub fn link_use(plan: &serde_json::Value, step: &crate::StepResult) -> Option<LinkUse> {
+pub fn link_use(plan: &serde_json::Value, step: &crate::result::StepResult) -> Option<LinkUse> {
     use iocurve_plan::links::HostLinks;
     let parse = |v: &serde_json::Value| serde_json::from_value::<HostLinks>(v.clone()).ok();
     let default = parse(&plan["links"]);

@@ -37,6 +37,9 @@ fn log_filter(value: Option<&str>) -> String {
     const OURS: &[&str] = &[
         "iocurve",
         "iocurve_engine",
+        "iocurve_target",
+        "iocurve_verify",
+        "iocurve_data",
         "iocurve_net",
         "iocurve_store",
         "iocurve_plan",
@@ -235,7 +238,7 @@ mod tests {
         use tracing::Level;
         use tracing_subscriber::filter::Targets;
         for (value, target, level, on) in [
-            ("debug", "iocurve_engine::target", Level::DEBUG, true),
+            ("debug", "iocurve_target::target", Level::DEBUG, true),
             ("debug", "h2::codec", Level::DEBUG, false),
             ("info", "iocurve_run::runner", Level::INFO, true),
             ("iocurve_engine=debug", "iocurve_engine", Level::DEBUG, true),

@@ -19,7 +19,8 @@ mod worker;
 
 // The rooms of their own (issue 38): the data of written blocks, the targets and their safety,
 // verification. Their paths stay as they were.
-pub use iocurve_data::{buffer, data, rng};
+pub(crate) use iocurve_data::buffer;
+pub use iocurve_data::{data, rng};
 pub use iocurve_target::TargetError as EngineError;
 pub use iocurve_target::{fullio, safety, scratch, target, walk};
 pub use iocurve_verify::{journal, keeper, verify};

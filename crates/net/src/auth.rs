@@ -108,12 +108,13 @@ impl Refused {
     }
 }
 
-/// Whether `req` carries the right credentials for `token`: over TLS (`exporter`: that of the
-/// TLS session it came on) a proof bound to that session ([`binding::proof`]), in plain text
-/// (and in process) the token itself. Compared in constant time.
-pub fn verify<T>(req: &Request<T>, exporter: Option<&binding::Exporter>, token: &str) -> Result<(), Refused> {
+/// Whether `req` carries the right credentials for `token`: over TLS a proof bound to the TLS
+/// session it came on ([`binding::proof`] of that session's exporter; `I`: the connect info of
+/// the connection under TLS), in plain text (and in process) the token itself. Compared in
+/// constant time.
+pub fn verify<I: Send + Sync + 'static, T>(req: &Request<T>, token: &str) -> Result<(), Refused> {
     let given = req.metadata().get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("");
-    judge(given, exporter, token)
+    judge(given, binding::session_of::<I, T>(req).map(|s| s.exporter).as_ref(), token)
 }
 
 /// [`verify`] on the `authorization` value and the connection's exporter (None: no TLS).

@@ -80,6 +80,12 @@ pub struct Bound<I> {
     pub session: Arc<Session>,
 }
 
+/// The TLS session a call came on, on a connection whose own connect info is `I` (the agent's
+/// front door's `PeerInfo`); None in plain text (and in process).
+pub fn session_of<I: Send + Sync + 'static, T>(req: &tonic::Request<T>) -> Option<Arc<Session>> {
+    req.extensions().get::<Bound<I>>().map(|b| b.session.clone())
+}
+
 fn pem_certs(pem: &str, what: &str) -> Result<Vec<CertificateDer<'static>>, NetError> {
     let certs = CertificateDer::pem_slice_iter(pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()

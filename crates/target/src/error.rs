@@ -1,4 +1,5 @@
-//! Engine errors. Each says what failed, on which target, and what the user can do.
+//! Errors of targets, their safety rules and the passes on them (the engine's `EngineError`).
+//! Each says what failed, on which target, and what the user can do.
 
 use std::path::PathBuf;
 

@@ -23,16 +23,58 @@ fn module_of(src: &Path, file: &Path) -> String {
     first.trim_end_matches(".rs").to_string()
 }
 
-/// A file's code: comments dropped, and the unit tests at its end (`#[cfg(test)]`), which may
-/// reach anywhere.
+/// A line without its comment (a `//` outside a string literal).
+fn without_comment(line: &str) -> &str {
+    let (mut in_str, mut escaped) = (false, false);
+    let b = line.as_bytes();
+    for i in 0..b.len() {
+        match b[i] {
+            _ if escaped => escaped = false,
+            b'\\' if in_str => escaped = true,
+            b'"' => in_str = !in_str,
+            b'/' if !in_str && b.get(i + 1) == Some(&b'/') => return &line[..i],
+            _ => {}
+        }
+    }
+    line
+}
+
+/// A file's code: comments dropped, and every item under `#[cfg(test)]` (a `mod x;` line or a
+/// braced block), which may reach anywhere.
 fn code(text: &str) -> String {
     let mut out = String::new();
-    for line in text.lines() {
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
         if line.trim_start().starts_with("#[cfg(test)]") {
-            break;
+            // Skip the item: up to its `;`, or to the end of the block it opens.
+            let mut depth = 0i32;
+            for l in lines.by_ref() {
+                let l = without_comment(l);
+                depth += l.matches('{').count() as i32 - l.matches('}').count() as i32;
+                if depth <= 0 && (l.contains('}') || l.trim_end().ends_with(';')) {
+                    break;
+                }
+            }
+            continue;
         }
-        out.push_str(line.split("//").next().unwrap_or(""));
+        out.push_str(without_comment(line));
         out.push('\n');
+    }
+    out
+}
+
+/// The names a module declares public (`pub struct X`, `pub fn x`, …): what `pub use m::*`
+/// brings to the root.
+fn public_names(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in code(text).lines() {
+        let t = line.trim_start();
+        let Some(rest) = t.strip_prefix("pub ") else { continue };
+        for kind in ["struct ", "enum ", "fn ", "trait ", "type ", "const ", "static ", "mod "] {
+            if let Some(name) = rest.strip_prefix(kind) {
+                out.push(ident(name).to_string());
+            }
+        }
     }
     out
 }
@@ -42,8 +84,9 @@ fn ident(s: &str) -> &str {
     &s[..end]
 }
 
-/// The names a root re-exports from its own modules: `pub use runner::{A, B}` → A, B → runner.
-fn reexports(root: &str, modules: &BTreeSet<String>) -> BTreeMap<String, String> {
+/// The names a root re-exports from its own modules: `pub use runner::{A, B}` → A, B → runner;
+/// `pub use m::*` → every public name of `m` (`module_text` gives a module's source).
+fn reexports(root: &str, modules: &BTreeSet<String>, module_text: &dyn Fn(&str) -> String) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let text = code(root);
     for stmt in text.split(';') {
@@ -54,6 +97,12 @@ fn reexports(root: &str, modules: &BTreeSet<String>) -> BTreeMap<String, String>
             continue;
         }
         let items = rest[module.len()..].trim_start_matches("::");
+        if items.trim() == "*" {
+            for name in public_names(&module_text(module)) {
+                out.insert(name, module.to_string());
+            }
+            continue;
+        }
         let items = items.trim_start_matches('{').trim_end_matches('}');
         for item in items.split(',') {
             let item = item.trim();
@@ -68,8 +117,9 @@ fn reexports(root: &str, modules: &BTreeSet<String>) -> BTreeMap<String, String>
 }
 
 /// The crate's modules a file's code names: `crate::m::…`, `crate::Name` of a re-export, and
-/// the first segment of each item of `use crate::{…}`.
-fn uses(text: &str, modules: &BTreeSet<String>, re: &BTreeMap<String, String>) -> BTreeSet<String> {
+/// the first segment of each item of `use crate::{…}`; `super::` too where it is the crate's
+/// root (`top`: the file is a top-level module).
+fn uses(text: &str, modules: &BTreeSet<String>, re: &BTreeMap<String, String>, top: bool) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let mut add = |name: &str| {
         if modules.contains(name) {
@@ -78,7 +128,8 @@ fn uses(text: &str, modules: &BTreeSet<String>, re: &BTreeMap<String, String>) -
             out.insert(m.clone());
         }
     };
-    let mut rest = text;
+    let text = if top { text.replace("super::", "crate::") } else { text.to_string() };
+    let mut rest = text.as_str();
     while let Some(at) = rest.find("crate::") {
         rest = &rest[at + 7..];
         if let Some(group) = rest.strip_prefix('{') {
@@ -153,7 +204,13 @@ fn graph_of(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let modules: BTreeSet<String> =
         files.iter().map(|f| module_of(src, f)).filter(|m| m != "lib" && m != "main").collect();
     let root = ["lib.rs", "main.rs"].iter().map(|r| src.join(r)).find(|p| p.exists()).expect("a crate root");
-    let re = reexports(&std::fs::read_to_string(&root).unwrap_or_default(), &modules);
+    let module_text = |m: &str| {
+        [src.join(format!("{m}.rs")), src.join(m).join("mod.rs")]
+            .iter()
+            .find_map(|p| std::fs::read_to_string(p).ok())
+            .unwrap_or_default()
+    };
+    let re = reexports(&std::fs::read_to_string(&root).unwrap_or_default(), &modules, &module_text);
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for f in &files {
         let m = module_of(src, f);
@@ -161,7 +218,11 @@ fn graph_of(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
             continue;
         }
         let text = code(&std::fs::read_to_string(f).unwrap_or_default());
-        let used = uses(&text, &modules, &re);
+        // `super::` names the root from `src/m.rs` and `src/m/mod.rs`, not from deeper files.
+        let rel = f.strip_prefix(src).expect("under src");
+        let top = rel.components().count() == 1
+            || rel.file_name().is_some_and(|n| n == "mod.rs") && rel.components().count() == 2;
+        let used = uses(&text, &modules, &re, top);
         graph.entry(m.clone()).or_default().extend(used.into_iter().filter(|u| *u != m));
     }
     graph
@@ -205,6 +266,18 @@ fn the_reader_sees_a_circle_through_re_exports_and_use_groups() {
     assert_eq!(c.first(), c.last());
     assert!(c.len() == 3 || c.len() == 4, "{c:?}");
     std::fs::write(src.join("status.rs"), "use crate::Error;\n").unwrap();
-    std::fs::write(src.join("scratch.rs"), "#[cfg(test)]\nmod tests { use crate::target; }\n").unwrap();
-    assert_eq!(circle(&graph_of(src)), None);
+    std::fs::write(
+        src.join("scratch.rs"),
+        "#[cfg(test)]\nmod tests {\n    use crate::target;\n}\n\nfn g() { let u = \"http://x\"; crate::walk::go(); }\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("walk.rs"), "pub fn go() {}\n").unwrap();
+    let g = graph_of(src);
+    assert_eq!(circle(&g), None);
+    assert!(g["scratch"].contains("walk"), "code after a test module and after a // in a string is read: {g:?}");
+    // `pub use m::*` and `super::` from a top-level file reach the root's names.
+    std::fs::write(src.join("lib.rs"), "mod runner;\nmod status;\npub use runner::*;\n").unwrap();
+    std::fs::write(src.join("status.rs"), "use super::Outcome;\n").unwrap();
+    let g = graph_of(src);
+    assert_eq!(g["status"], BTreeSet::from(["runner".to_string()]));
 }

@@ -235,8 +235,8 @@ pub fn peer_of<T>(req: &tonic::Request<T>) -> String {
 }
 
 /// The TLS session a call on the agent came on; None in plain text (and in process).
-pub fn session_of<T>(req: &tonic::Request<T>) -> Option<Arc<crate::binding::Session>> {
-    req.extensions().get::<crate::binding::Bound<PeerInfo>>().map(|b| b.session.clone())
+pub fn session_of<T>(req: &tonic::Request<T>) -> Option<std::sync::Arc<crate::binding::Session>> {
+    crate::binding::session_of::<PeerInfo, T>(req)
 }
 
 /// The interceptor of the agent: a call without the right credentials ([`crate::auth::verify`]) is refused
@@ -247,11 +247,7 @@ pub fn checker(
     token: Arc<String>,
     audit: Arc<super::audit::Audit>,
 ) -> impl Fn(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> + Clone {
-    move |req: tonic::Request<()>| match crate::auth::verify(
-        &req,
-        session_of(&req).map(|s| s.exporter).as_ref(),
-        &token,
-    ) {
+    move |req: tonic::Request<()>| match crate::auth::verify::<PeerInfo, ()>(&req, &token) {
         Ok(()) => {
             if let Some(t) = ticket_of(&req) {
                 t.authenticated();
