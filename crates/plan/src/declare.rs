@@ -1,4 +1,4 @@
-//! The macro that turns the one row per workload key (in `options.rs`) into everything a key
+//! The macro that turns the one row per workload key (in `options/mod.rs`) into everything a key
 //! needs: its field in [`WorkloadKeys`](crate::WorkloadKeys) (the partial struct of plan files,
 //! `[defaults]` and flags), its field in [`Workload`](crate::Workload) (the resolved struct),
 //! its row in the options table (flag, help, built-in default), layering (`over`), the names of
