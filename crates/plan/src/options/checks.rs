@@ -9,7 +9,7 @@ use crate::size::format_size;
 use crate::spec::{BlockSizeSpec, WorkingSetSpec};
 
 /// `name`: usable as a key and in file names.
-pub(super) fn name(name: &str) -> Result<(), String> {
+pub(crate) fn name(name: &str) -> Result<(), String> {
     ensure(!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)), || {
         format!("workload name `{name}` must be non-empty and use only letters, digits, '-', '_' and '.'")
     })

@@ -11,7 +11,7 @@
 //! `resolve::workload::cross_checks`. Code that builds a `Workload` takes the keys it does not
 //! set from `Workload::default()`, the table's defaults.
 
-mod checks;
+pub(crate) mod checks;
 
 use crate::declare::ensure;
 use crate::error::PlanError;

@@ -170,11 +170,17 @@ impl Resolver<'_> {
         // Each workload with its index, its name in the plan, its label (which follows the
         // command line's options) and its keys. `--workload` matches the name or the label and
         // chooses before anything is resolved: a workload not chosen cannot refuse the run.
-        let mut all: Vec<(usize, String, String, WorkloadKeys)> = Vec::new();
+        // Workload after workload as the plan lists them, so that errors come in its order: the
+        // name, the workload's keys (a chosen workload's only), the name's uniqueness.
+        let filter = self.overrides.workload_filter.as_deref();
+        let mut all: Vec<(usize, String, String, Option<Workload>)> = Vec::new();
         for i in 0..self.file.workloads.len() {
             let own = self.file.workloads[i].over(&base);
             let keys = self.overrides.keys.over(&own);
             let name = self.workload_name(i, &keys)?;
+            let label = label::follow(&name, &own, &self.overrides.keys);
+            let chosen = filter.is_none_or(|f| label.contains(f) || name.contains(f));
+            let w = if chosen { Some(self.workload(i, &keys)?) } else { None };
             if all.iter().any(|(_, n, _, _)| *n == name) {
                 return Err(self.err(
                     &[Seg::Key("workloads"), Seg::Index(i), Seg::Key("name")],
@@ -182,12 +188,11 @@ impl Resolver<'_> {
                     format!("workload name `{name}` is used twice: names must be unique"),
                 ));
             }
-            let label = label::follow(&name, &own, &self.overrides.keys);
-            all.push((i, name, label, keys));
+            all.push((i, name, label, w));
         }
-        if let Some(filter) = &self.overrides.workload_filter {
+        if let Some(filter) = filter {
             let names: Vec<String> = all.iter().map(|(_, _, label, _)| label.clone()).collect();
-            all.retain(|(_, planned, label, _)| label.contains(filter.as_str()) || planned.contains(filter.as_str()));
+            all.retain(|(_, _, _, w)| w.is_some());
             if all.is_empty() {
                 return Err(PlanError::new(
                     "command line",
@@ -199,11 +204,8 @@ impl Resolver<'_> {
         }
         let all: Vec<(usize, String, Workload)> = all
             .into_iter()
-            .map(|(i, planned, label, keys)| {
-                let w = self.workload(i, &keys)?;
-                Ok((i, planned, Workload { name: label, ..w }))
-            })
-            .collect::<Result<_, PlanError>>()?;
+            .filter_map(|(i, planned, label, w)| w.map(|w| (i, planned, Workload { name: label, ..w })))
+            .collect();
         // Of what runs, the options may have made two workloads one (the block size sweep run
         // with --bs): refused, not run twice under names that hide it.
         for k in 0..all.len() {

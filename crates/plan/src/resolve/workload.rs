@@ -19,15 +19,18 @@ impl Resolver<'_> {
         Ok(w)
     }
 
-    /// The workload's name as the plan gives it (its row checks the characters).
+    /// The workload's name as the plan gives it, present and usable, whether `--workload`
+    /// chooses the workload or not: names are the plan's.
     pub(super) fn workload_name(&self, i: usize, k: &WorkloadKeys) -> Result<String, PlanError> {
-        k.name.clone().ok_or_else(|| {
+        let name = k.name.clone().ok_or_else(|| {
             self.err(
                 &[Seg::Key("workloads"), Seg::Index(i)],
                 format!("workloads[{i}]"),
                 "every workload needs a `name`, e.g. name = \"backend-random-read-8k\"",
             )
-        })
+        })?;
+        crate::options::checks::name(&name).map_err(|m| self.key_err(i, "name", m))?;
+        Ok(name)
     }
 
     pub(super) fn faults(&self) -> Result<Vec<Fault>, PlanError> {
@@ -196,6 +199,16 @@ mod tests {
         assert_eq!(plan.workloads[0].name, "good");
         let e = parse_str(text, "t", &Overrides::default()).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("workloads[1].verify"), "{e}");
+        // Names are the plan's: checked whether chosen or not (an outside comparison with the
+        // binary before found an empty name let through).
+        let text = "[[workloads]]\nname = \"good\"\n\n[[workloads]]\nname = \"\"\n";
+        let e = parse_str(text, "t", &chosen).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("workloads[1].name"), "{e}");
+        // Errors come in the plan's order: a bad key of the first workload before the second's
+        // repeated name, as before the rows.
+        let text = "[[workloads]]\nname = \"a\"\nqueue_depth = 0\n\n[[workloads]]\nname = \"a\"\n";
+        let e = parse_str(text, "t", &Overrides::default()).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("workloads[0].queue_depth"), "{e}");
     }
 
     #[test]
