@@ -336,6 +336,20 @@ impl GenMap {
             .is_some_and(|g| g.load(Ordering::Relaxed) & BUSY != 0)
     }
 
+    /// Forgets every block of the target at `path` (a pass overwrote them with data of no map's):
+    /// how many the map knew.
+    pub fn forget_target(&self, path: &str) -> u64 {
+        let mut n = 0;
+        for tm in self.targets.iter().filter(|t| t.path == path) {
+            for cell in &tm.gens {
+                if cell.swap(0, Ordering::Relaxed) & GEN_MAX != 0 {
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
     /// Forgets the blocks a journal names as being written when the map was last saved
     /// ([`crate::intents::Intents`]): whether their writes landed is unknown. Returns how many.
     pub fn forget_in_flight(&self, intents: &crate::intents::Intents) -> u64 {

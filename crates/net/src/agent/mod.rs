@@ -719,8 +719,10 @@ impl Agent for Service {
         *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop.clone());
         let slot = self.stop.clone();
         let (tx, rx) = mpsc::channel(64);
+        // The local run's map (a remote agent opens its own at the first verifying step).
+        let map = self.local.as_ref().and_then(|l| l.verify.as_ref()).map(|k| k.map.clone());
         tokio::task::spawn_blocking(move || {
-            let done = precondition_blocking(&targets, &cfg, &r.resume, &stop, stuck_after, &tx);
+            let done = precondition_blocking(&targets, &cfg, &r.resume, &stop, stuck_after, map.as_deref(), &tx);
             drop(targets);
             *slot.lock().unwrap_or_else(|e| e.into_inner()) = None;
             drop(guard);

@@ -22,6 +22,7 @@ pub(super) fn precondition_blocking(
     resume: &[pb::PreconditionResume],
     stop: &AtomicBool,
     stuck_after: Duration,
+    map: Option<&iocurve_engine::verify::GenMap>,
     tx: &mpsc::Sender<Result<pb::PreconditionEvent, Status>>,
 ) -> pb::PreconditionDone {
     let (mut notes, mut warnings) = (Vec::new(), Vec::new());
@@ -65,6 +66,18 @@ pub(super) fn precondition_blocking(
             send(p, false);
             last = Some(p.clone());
         });
+        // Whatever the pass wrote holds no header of a verifying write: the blocks the run's map
+        // knew of this target are unknown now, not lost (a later read would call them lost).
+        let wrote = last.as_ref().is_some_and(|p| p.session_bytes > 0);
+        if wrote && let Some(map) = map {
+            let path = t.path.display().to_string();
+            let n = map.forget_target(&path);
+            if n > 0 {
+                notes.push(format!(
+                    "verification: preconditioning wrote over {path}: the {n} blocks the map knew are forgotten (unknown, not lost)"
+                ));
+            }
+        }
         let pass = match pass {
             Ok(p) => p,
             Err(e) => return fail(e, notes, warnings),
