@@ -52,8 +52,10 @@ use FlagKind::{List, Number, Switch, Text};
 
 workload_keys! {
     /// Workload name; say what it is (`backend-random-read-8k`). Not allowed in `[defaults]`.
+    // Checked by the resolver for every workload, chosen by `--workload` or not (names are the
+    // plan's): `resolve::workload::workload_name`.
     name: String
-        => name: String = [value |v| checks::name(v)],
+        => name: String = [value],
         table(None, Text, "NAME", None, "Workload name; say what it is (backend-random-read-8k).");
     /// Share of reads in percent: 100 = read only, 0 = write only, 70 = 70/30.
     read_pct: f64
