@@ -143,6 +143,7 @@ fuzz_target!(init: write_seeds("agent_request", seeds), |data: &[u8]| {
         start_at: None,
         synchronized: false,
         rate: iocurve_net::agent::rate_share(&r),
+        host: r.host,
         // As the agent runs it: the coordinator ends a steady step.
         end: Some(&end),
     };

@@ -313,6 +313,7 @@ pub(crate) mod tests {
             read_pct: 100.0,
             bs: "8k".into(),
             queue_depth: 1,
+            shape: String::new(),
             backend: "io_uring".into(),
             steps: vec![],
             speed: None,

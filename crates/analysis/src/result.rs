@@ -175,9 +175,13 @@ pub struct WorkloadResult {
     /// `frontend`, `backend` or `range`.
     pub working_set: String,
     pub read_pct: f64,
-    /// Block size, or the weighted mix (`4k:70,64k:30`).
+    /// Block size, or the weighted mix (`4k:70,64k:30`), or each direction's (`4k r, 64k w`).
     pub bs: String,
     pub queue_depth: u32,
+    /// Its distribution, think time or bursts in words (`distribution zipf:1.2, think 500us`);
+    /// empty for a uniform closed loop.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub shape: String,
     /// The back-end that ran this workload.
     pub backend: String,
     pub steps: Vec<StepResult>,
@@ -358,6 +362,7 @@ impl Settings {
                 d.compress, d.dedupe, d.dedupe_unit, d.constant
             ));
         }
+        access.extend(shape(w, rate_steps));
         access.push(
             match (rate_steps, w.rate.is_empty()) {
                 (false, _) => "worker ramp",
@@ -368,7 +373,7 @@ impl Settings {
         );
         Settings {
             access: access.join(", "),
-            bs: block_sizes(&w.bs),
+            bs: workload_block_sizes(w),
             queue_depth: if rate_steps { 0 } else { w.queue_depth },
         }
     }
@@ -376,6 +381,37 @@ impl Settings {
     /// Known (documents written before settings existed have none).
     pub fn known(&self) -> bool {
         !self.access.is_empty()
+    }
+}
+
+/// What shapes a workload's load beyond pattern, mix and depth, in words (empty for a uniform
+/// closed loop): its distribution (`distribution zipf:1.2 scattered`), its think time or its
+/// bursts — the labels of its figures.
+pub fn shape(w: &iocurve_plan::Workload, rate_steps: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    if w.pattern == iocurve_plan::Pattern::Random && !w.distribution.is_uniform() {
+        let layout = if w.hot_layout == iocurve_plan::HotLayout::Scattered { " scattered" } else { "" };
+        out.push(format!("distribution {}{layout}", w.distribution));
+    }
+    if let Some(t) = &w.think
+        && !rate_steps
+    {
+        out.push(t.describe());
+    }
+    if let Some(b) = &w.bursts
+        && rate_steps
+    {
+        out.push(b.describe());
+    }
+    out
+}
+
+/// A workload's block sizes: `4k`, a mix, or with writes of their own `4k r, 64k w`.
+pub fn workload_block_sizes(w: &iocurve_plan::Workload) -> String {
+    if w.write_bs.is_empty() {
+        block_sizes(&w.bs)
+    } else {
+        format!("{} r, {} w", block_sizes(&w.bs), block_sizes(&w.write_bs))
     }
 }
 

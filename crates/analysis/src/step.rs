@@ -23,6 +23,14 @@ impl Default for Thresholds {
     }
 }
 
+impl Thresholds {
+    /// The thresholds for `w`'s steps: a worker that thinks keeps fewer I/Os in flight than it
+    /// could by design, so Little's law is not checked against its outstanding count.
+    pub fn for_workload(&self, w: &iocurve_plan::Workload) -> Thresholds {
+        if w.think.is_some() { Thresholds { littles_law: f64::INFINITY, ..*self } } else { *self }
+    }
+}
+
 fn us(ns: f64) -> f64 {
     ns / 1000.0
 }

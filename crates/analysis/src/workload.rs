@@ -2,7 +2,7 @@
 
 use iocurve_plan::{Pattern, Workload};
 
-use crate::result::{Point, Settings, Sla, SlaAnswer, StepResult, Undecided, WorkloadResult, block_sizes};
+use crate::result::{Point, Settings, Sla, SlaAnswer, StepResult, Undecided, WorkloadResult, workload_block_sizes};
 
 /// The optimum: the step with the highest throughput / latency. On a smooth curve this is
 /// exactly the last step up to which throughput grows faster than latency (the published
@@ -211,8 +211,9 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
         kind: if seq { "sequential" } else { "random" }.into(),
         working_set: w.working_set.label().into(),
         read_pct: w.read_pct,
-        bs: block_sizes(&w.bs),
+        bs: workload_block_sizes(w),
         queue_depth: w.queue_depth,
+        shape: crate::result::shape(w, steps.iter().any(|s| s.rate.is_some())).join(", "),
         backend: w.backend.name().into(),
         speed: speed.map(|i| point(&steps, i)),
         optimum: optimum.map(|i| point(&steps, i)),

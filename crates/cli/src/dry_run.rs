@@ -72,8 +72,7 @@ pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> Str
     }
     for w in &plan.workloads {
         let kind = if w.pattern == Pattern::Sequential { "sequential" } else { "random" };
-        let bs: Vec<String> = w.bs.iter().map(|b| format!("{}:{}", format_size(b.bytes), b.weight)).collect();
-        let bs = if w.bs.len() == 1 { format_size(w.bs[0].bytes) } else { bs.join(",") };
+        let bs = iocurve_analysis::workload_block_sizes(w);
         out.push(format!(
             "workload {}: {kind}, {} % reads, bs {bs}, qd {}, {} working set, {}{}, {}",
             w.name,
@@ -84,6 +83,15 @@ pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> Str
             if w.direct { " O_DIRECT" } else { " buffered" },
             w.data.describe()
         ));
+        // Distribution, think time, bursts: of the workload's worker ramp, and of its rate steps.
+        let shape: Vec<String> = [false, true]
+            .into_iter()
+            .filter(|&rate| if rate { w.has_rate_steps() } else { w.rate.is_empty() })
+            .flat_map(|rate| iocurve_analysis::shape(w, rate))
+            .collect();
+        if !shape.is_empty() {
+            out.push(format!("  {}", shape.join(", ")));
+        }
         let steps: Vec<String> = w
             .steps()
             .iter()

@@ -54,7 +54,7 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
     for sw in &s.workloads {
         let w: Workload = serde_json::from_str(&sw.json).map_err(|e| bad("workload", e))?;
         let seq = w.pattern == Pattern::Sequential;
-        let results: Vec<_> = sw.steps.iter().map(|r| analyze_step_on(r, seq, &th, &paths)).collect();
+        let results: Vec<_> = sw.steps.iter().map(|r| analyze_step_on(r, seq, &th.for_workload(&w), &paths)).collect();
         if !results.is_empty() {
             let mut r = analyze_workload(&w, results, &sla);
             r.notes.extend(sw.notes.iter().cloned());

@@ -174,6 +174,8 @@ mod tests {
             rate: None,
             sequential: false,
             rested_s,
+            bs: "4k",
+            shape: "",
         };
         t.step_starting(&at(1, 0.0));
         t.done_s += 70.0; // the first step's planned time, as step_finished adds it

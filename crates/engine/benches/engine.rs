@@ -35,7 +35,7 @@ fn offsets(c: &mut Criterion) {
         ("offset random 70/30", workload(70.0, Pattern::Random, 1, 1.0)),
         ("offset sequential", workload(100.0, Pattern::Sequential, 1, 1.0)),
     ] {
-        let mut g = OpGen::new(&w, 4, geom.clone(), &[(1, vec![0])]);
+        let mut g = OpGen::new(&w, 4, geom.clone(), &[(1, vec![0])]).expect("a uniform workload");
         let mut rng = Rng::new(1);
         c.bench_function(name, |b| b.iter(|| black_box(g.next(black_box(1), &mut rng))));
     }
@@ -88,6 +88,7 @@ fn null_loop(c: &mut Criterion) {
                     start_at: None,
                     synchronized: false,
                     rate: None,
+                    host: 0,
                     end: None,
                 };
                 let rec = run_step(&cfg, &mut NoObserver).unwrap();

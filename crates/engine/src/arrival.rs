@@ -8,10 +8,15 @@
 //! the times (k + jN) / rate); Poisson streams are independent Poisson processes at rate / N,
 //! whose superposition is a Poisson process at the run's rate. Each stream is seeded from the
 //! plan's seed and its number, so the same plan gives the same intended times.
+//!
+//! On/off bursts (`bursts = "100ms/900ms"`) run the schedule on a clock that stands still while
+//! off: it is made at the rate that keeps the mean at the target (×(on+off)/on) in "on time",
+//! and each on-time instant maps to the wall time of the same point of its on phase. The step
+//! starts with an on phase.
 
 use std::sync::{Arc, Mutex};
 
-use iocurve_plan::{Arrival, Overload};
+use iocurve_plan::{Arrival, Bursts, Overload};
 
 use crate::rng::Rng;
 
@@ -38,9 +43,12 @@ pub struct Arrivals {
     /// Uniform: the stream's offset and the index of its next time.
     offset_ns: f64,
     index: u64,
-    /// Poisson: the next time, accumulated.
+    /// Poisson: the next time, accumulated. (With bursts, this and the uniform times are on
+    /// the on-time clock.)
     next_ns: f64,
     rng: Rng,
+    /// On and off phases in ns.
+    bursts: Option<(f64, f64)>,
 }
 
 impl Arrivals {
@@ -54,7 +62,42 @@ impl Arrivals {
             Arrival::Uniform => offset_ns,
             Arrival::Poisson => exponential(&mut rng, gap_ns),
         };
-        Arrivals { kind, gap_ns, offset_ns, index: 0, next_ns, rng }
+        Arrivals { kind, gap_ns, offset_ns, index: 0, next_ns, rng, bursts: None }
+    }
+
+    /// The same schedule in on/off bursts of the same mean rate.
+    pub fn with_bursts(mut self, bursts: Option<Bursts>) -> Self {
+        if let Some(b) = bursts {
+            let f = 1.0 / b.peak_factor();
+            self.gap_ns *= f;
+            self.offset_ns *= f;
+            self.next_ns *= f;
+            self.bursts = Some((b.on_ns as f64, b.off_ns as f64));
+        }
+        self
+    }
+
+    /// The wall time of an on-time instant.
+    #[inline]
+    fn wall(&self, on_time: f64) -> f64 {
+        match self.bursts {
+            None => on_time,
+            Some((on, off)) => {
+                let phases = (on_time / on).floor();
+                phases * (on + off) + (on_time - phases * on)
+            }
+        }
+    }
+
+    /// The on time that has passed by a wall time.
+    fn on_time(&self, wall: f64) -> f64 {
+        match self.bursts {
+            None => wall,
+            Some((on, off)) => {
+                let periods = (wall / (on + off)).floor();
+                periods * on + (wall - periods * (on + off)).min(on)
+            }
+        }
     }
 
     /// The stream of I/O thread `thread` of `threads` on the host of `share`.
@@ -68,7 +111,7 @@ impl Arrivals {
     /// The intended issue time of the next I/O, in ns since the step's start.
     #[inline]
     pub fn peek(&self) -> u64 {
-        self.next_ns as u64
+        self.wall(self.next_ns) as u64
     }
 
     /// Skips every intended time before `end_ns`, handing each to `each` as (time, 1). A
@@ -80,13 +123,14 @@ impl Arrivals {
         while self.peek() < end_ns {
             if n >= 1_000_000 {
                 let from = self.next_ns;
-                let rest = ((end_ns as f64 - from) / self.gap_ns).ceil().max(1.0);
+                let end = self.on_time(end_ns as f64);
+                let rest = ((end - from) / self.gap_ns).ceil().max(1.0);
                 self.index += rest as u64;
                 self.next_ns = match self.kind {
                     Arrival::Uniform => self.uniform_time(),
                     Arrival::Poisson => from + rest * self.gap_ns,
                 };
-                each(((from + end_ns as f64) / 2.0) as u64, rest as u64);
+                each(self.wall((from + end) / 2.0) as u64, rest as u64);
                 return n + rest as u64;
             }
             each(self.peek(), 1);
@@ -300,6 +344,30 @@ mod tests {
         for (i, t) in all.iter().enumerate() {
             assert!((*t as i64 - i as i64 * 1_000_000).abs() <= 1, "time {i} is {t}");
         }
+    }
+
+    #[test]
+    fn bursts_keep_the_mean_and_issue_only_while_on() {
+        let b = Some(Bursts { on_ns: 100_000_000, off_ns: 900_000_000 });
+        for kind in [Arrival::Uniform, Arrival::Poisson] {
+            let t = times(&mut Arrivals::new(kind, 1000.0, 0, 1, 5).with_bursts(b), 10_000_000_000);
+            // 10 s at a mean of 1000 IOPS (Poisson: σ of the count 100).
+            assert!((t.len() as i64 - 10_000).abs() < 400, "{kind:?}: {}", t.len());
+            assert!(t.iter().all(|x| x % 1_000_000_000 < 100_000_000), "{kind:?}: a time while off");
+            // Every on phase has its share.
+            for s in 0..10u64 {
+                let n = t.iter().filter(|&&x| x / 1_000_000_000 == s).count();
+                assert!((700..=1300).contains(&n), "{kind:?}: second {s} has {n}");
+            }
+        }
+        let u = times(&mut Arrivals::new(Arrival::Uniform, 1000.0, 0, 1, 5).with_bursts(b), 2_000_000_000);
+        // While on, ten times the mean rate: one every 0.1 ms.
+        assert_eq!(u[1] - u[0], 100_000);
+        assert_eq!(u[1000], 1_000_000_000, "the second on phase starts a period later");
+        let mut skip = Arrivals::new(Arrival::Uniform, 1000.0, 0, 1, 5).with_bursts(b);
+        let mut seen = 0;
+        assert_eq!(skip.skip_until(2_500_000_000, &mut |_, n| seen += n), 3000);
+        assert_eq!(seen, 3000);
     }
 
     #[test]

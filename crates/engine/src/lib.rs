@@ -15,6 +15,7 @@ pub mod host;
 pub mod ops;
 pub mod precondition;
 pub mod step;
+mod think;
 mod worker;
 
 // The rooms of their own (issue 38): the data of written blocks, the targets and their safety,

@@ -1,11 +1,14 @@
 //! Generates the I/Os of a workload: which target (group by weight, then a target in it),
-//! which block size (weighted mix), read or write (read share), and the offset — uniform and
-//! aligned within the working set for random workloads; a private streaming region per worker
-//! for sequential ones.
+//! which block size (weighted mix, per direction where writes have their own), read or write
+//! (read share), and the offset — for random workloads uniform and aligned to the block size,
+//! or drawn from the workload's distribution over positions of the smallest block size (the
+//! same hot region on every host and stream, `iocurve-access`); a private streaming region per
+//! worker for sequential ones.
 //!
 //! Pure apart from the random generator passed in: no clocks, no syscalls, no allocation after
 //! construction.
 
+use iocurve_access::Access;
 use iocurve_plan::{Pattern, WorkingSet, Workload};
 
 use crate::EngineError;
@@ -64,9 +67,16 @@ pub struct OpGen {
     /// (cumulative weight, members) per group.
     groups: Vec<(u64, Vec<u32>)>,
     group_total: u64,
-    /// (cumulative weight, bytes) per block size.
+    /// (cumulative weight, bytes) per block size: of every I/O, or of reads when writes have
+    /// their own.
     sizes: Vec<(u64, u64)>,
     size_total: u64,
+    /// Writes' own sizes (`write_bs`): the direction is drawn first, then the size of it.
+    write_sizes: Option<(Vec<(u64, u64)>, u64)>,
+    /// A skewed distribution: one sampler per target, over positions of `unit` bytes from the
+    /// start of its working set (None: uniform, aligned to each I/O's own size).
+    access: Option<Vec<Access>>,
+    unit: u64,
     direction: Direction,
     pattern: Pattern,
     /// Sequential: one cursor per (worker, target), index `worker * targets + target`.
@@ -74,8 +84,14 @@ pub struct OpGen {
 }
 
 impl OpGen {
-    /// `groups`: (weight, member target indices); `geoms`: per target.
-    pub fn new(w: &Workload, workers: u32, geoms: Vec<TargetGeom>, groups: &[(u32, Vec<usize>)]) -> OpGen {
+    /// `groups`: (weight, member target indices); `geoms`: per target. Refused (the target's
+    /// index and the reason) only for a skewed distribution that does not fit its working set.
+    pub fn new(
+        w: &Workload,
+        workers: u32,
+        geoms: Vec<TargetGeom>,
+        groups: &[(u32, Vec<usize>)],
+    ) -> Result<OpGen, (usize, String)> {
         let mut acc = 0u64;
         let groups: Vec<(u64, Vec<u32>)> = groups
             .iter()
@@ -86,15 +102,22 @@ impl OpGen {
             })
             .collect();
         let group_total = acc;
-        let mut acc = 0u64;
-        let sizes: Vec<(u64, u64)> =
-            w.bs.iter()
-                .filter(|b| b.weight > 0)
-                .map(|b| {
-                    acc += b.weight as u64;
-                    (acc, b.bytes)
-                })
-                .collect();
+        let (sizes, size_total) = cumulative(&w.bs);
+        let write_sizes = (!w.write_bs.is_empty()).then(|| cumulative(&w.write_bs));
+        // Positions of the smallest block size where the largest still fits: every I/O of the
+        // law lies inside the working set.
+        let unit = w.min_bs().max(512);
+        let access = if w.pattern == Pattern::Random && !w.distribution.is_uniform() {
+            let mut v = Vec::with_capacity(geoms.len());
+            for (i, g) in geoms.iter().enumerate() {
+                let positions = (g.len.saturating_sub(w.max_bs())) / unit + 1;
+                let a = Access::new(&w.distribution.0, w.hot_layout.access(), positions, unit, w.seed);
+                v.push(a.map_err(|why| (i, why))?);
+            }
+            Some(v)
+        } else {
+            None
+        };
         let direction = if w.read_pct >= 100.0 {
             Direction::AllReads
         } else if w.read_pct <= 0.0 {
@@ -122,7 +145,19 @@ impl OpGen {
                 }
             }
         }
-        OpGen { geoms, groups, group_total, sizes, size_total: acc, direction, pattern: w.pattern, cursors }
+        Ok(OpGen {
+            geoms,
+            groups,
+            group_total,
+            sizes,
+            size_total,
+            write_sizes,
+            access,
+            unit,
+            direction,
+            pattern: w.pattern,
+            cursors,
+        })
     }
 
     #[inline]
@@ -154,15 +189,22 @@ impl OpGen {
             &self.groups[i].1
         };
         let target = if members.len() == 1 { members[0] } else { members[rng.below(members.len() as u64) as usize] };
-        let len = Self::pick(&self.sizes, self.size_total, rng);
-        let write = match self.direction {
-            Direction::AllReads => false,
-            Direction::AllWrites => true,
-            Direction::Mixed(t) => rng.next_u64() >= t,
+        let (len, write) = match &self.write_sizes {
+            None => {
+                let len = Self::pick(&self.sizes, self.size_total, rng);
+                (len, self.draw_write(rng))
+            }
+            Some((w, total)) => {
+                let write = self.draw_write(rng);
+                (if write { Self::pick(w, *total, rng) } else { Self::pick(&self.sizes, self.size_total, rng) }, write)
+            }
         };
         let g = self.geoms[target as usize];
         let offset = match self.pattern {
-            Pattern::Random => g.start + rng.below(g.len / len) * len,
+            Pattern::Random => match &mut self.access {
+                None => g.start + rng.below(g.len / len) * len,
+                Some(a) => g.start + a[target as usize].next(&mut || rng.next_u64()) * self.unit,
+            },
             Pattern::Sequential => {
                 let c = &mut self.cursors[worker as usize * self.geoms.len() + target as usize];
                 if c.pos + len > c.region_start + c.region_len {
@@ -175,6 +217,20 @@ impl OpGen {
         };
         IoOp { target, offset, len: len as u32, write }
     }
+}
+
+/// (cumulative weight, bytes) per block size of weight above 0, and the total weight.
+fn cumulative(bs: &[iocurve_plan::BlockSize]) -> (Vec<(u64, u64)>, u64) {
+    let mut acc = 0u64;
+    let v = bs
+        .iter()
+        .filter(|b| b.weight > 0)
+        .map(|b| {
+            acc += b.weight as u64;
+            (acc, b.bytes)
+        })
+        .collect();
+    (v, acc)
 }
 
 #[cfg(test)]
@@ -206,7 +262,7 @@ mod tests {
         let w = workload(100.0, Pattern::Random, &[(4096, 1)]);
         let geom = working_set(&WorkingSet::Frontend { blocks: 1000 }, 1 << 30, 4096, "t", "f").unwrap();
         assert_eq!(geom.len, 1000 * 4096);
-        let mut g = OpGen::new(&w, 1, vec![geom], &[(1, vec![0])]);
+        let mut g = OpGen::new(&w, 1, vec![geom], &[(1, vec![0])]).unwrap();
         let mut rng = Rng::new(7);
         let mut seen = std::collections::HashSet::new();
         for _ in 0..50_000 {
@@ -238,7 +294,7 @@ mod tests {
     fn read_share_and_size_mix_follow_weights() {
         let w = workload(70.0, Pattern::Random, &[(4096, 3), (65536, 1)]);
         let geom = working_set(&WorkingSet::Backend, 1 << 30, 65536, "t", "f").unwrap();
-        let mut g = OpGen::new(&w, 1, vec![geom], &[(1, vec![0])]);
+        let mut g = OpGen::new(&w, 1, vec![geom], &[(1, vec![0])]).unwrap();
         let mut rng = Rng::new(9);
         let (mut reads, mut small) = (0, 0);
         let n = 100_000;
@@ -257,7 +313,7 @@ mod tests {
         let w = workload(100.0, Pattern::Random, &[(4096, 1)]);
         let geom = TargetGeom { start: 0, len: 1 << 20 };
         // Group A (weight 1): target 0; group B (weight 3): targets 1 and 2.
-        let mut g = OpGen::new(&w, 1, vec![geom; 3], &[(1, vec![0]), (3, vec![1, 2])]);
+        let mut g = OpGen::new(&w, 1, vec![geom; 3], &[(1, vec![0]), (3, vec![1, 2])]).unwrap();
         let mut rng = Rng::new(3);
         let mut per = [0u32; 3];
         for _ in 0..80_000 {
@@ -271,7 +327,7 @@ mod tests {
     fn sequential_workers_stream_through_their_own_regions() {
         let w = workload(0.0, Pattern::Sequential, &[(1 << 20, 1)]);
         let geom = TargetGeom { start: 0, len: 64 << 20 };
-        let mut g = OpGen::new(&w, 4, vec![geom], &[(1, vec![0])]);
+        let mut g = OpGen::new(&w, 4, vec![geom], &[(1, vec![0])]).unwrap();
         let mut rng = Rng::new(1);
         for worker in 0..4u32 {
             let region = worker as u64 * (16 << 20);
@@ -288,7 +344,7 @@ mod tests {
     fn more_workers_than_blocks_still_stay_inside() {
         let w = workload(100.0, Pattern::Sequential, &[(1 << 20, 1)]);
         let geom = TargetGeom { start: 0, len: 4 << 20 };
-        let mut g = OpGen::new(&w, 32, vec![geom], &[(1, vec![0])]);
+        let mut g = OpGen::new(&w, 32, vec![geom], &[(1, vec![0])]).unwrap();
         let mut rng = Rng::new(1);
         for worker in 0..32 {
             for _ in 0..10 {

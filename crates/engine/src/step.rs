@@ -61,6 +61,10 @@ pub struct StepConfig<'a> {
     pub synchronized: bool,
     /// A rate step: this host's share of the run's schedule. None: closed loop.
     pub rate: Option<RateShare>,
+    /// This host's place among the run's hosts (0 alone): with the plan's seed and the I/O
+    /// thread, it seeds the offsets a thread draws, so that hosts draw apart and the same
+    /// seed repeats a run.
+    pub host: u32,
     /// An agent's step (every step of `iocurve run`, a local one through the in-process agent):
     /// the coordinator ends it once steady (`steady_state = "snia"`) through this handle,
     /// judging the hosts' merged intervals; the record it returns holds no intervals (the
@@ -151,7 +155,7 @@ fn op_gen(w: &Workload, workers: u32, targets: &TargetSet) -> Result<OpGen, Engi
     let mut geoms = Vec::new();
     for t in &targets.targets {
         if w.direct
-            && let Some(b) = w.bs.iter().find(|b| b.bytes % t.logical_block != 0)
+            && let Some(b) = w.bs.iter().chain(&w.write_bs).find(|b| b.bytes % t.logical_block != 0)
         {
             return Err(EngineError::Input(format!(
                 "workload {}: block size {} is not a multiple of the logical block size {} of {}: O_DIRECT needs aligned I/O (use a multiple of {}{})",
@@ -171,13 +175,37 @@ fn op_gen(w: &Workload, workers: u32, targets: &TargetSet) -> Result<OpGen, Engi
         geoms.push(working_set(&w.working_set, t.size, max_bs, &w.name, &t.path.display().to_string())?);
     }
     let groups: Vec<(u32, Vec<usize>)> = targets.groups.iter().map(|g| (g.weight, g.members.clone())).collect();
-    Ok(OpGen::new(w, workers, geoms, &groups))
+    OpGen::new(w, workers, geoms, &groups).map_err(|(i, why)| {
+        let path = targets.targets.get(i).map_or_else(String::new, |t| t.path.display().to_string());
+        EngineError::Input(format!("workload {}: distribution {} on {path}: {why}", w.name, w.distribution))
+    })
+}
+
+/// The seed of the offsets I/O thread `thread` of host `host` draws in a step of `cfg`: apart
+/// for every thread, host, workload and step (its workers, or its rate: a ramp's steps differ in
+/// one of them), so that no step re-reads the blocks of the one before in the same order (an
+/// array's cache would flatter it); the same for the same plan seed.
+fn stream_seed(cfg: &StepConfig, host: u32, thread: usize) -> u64 {
+    let w = cfg.workload;
+    let mut z = w.seed ^ (host as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (thread as u64 + 1).rotate_left(32);
+    // FNV-1a over what tells the step apart.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let rate = cfg.rate.map_or(0, |r| r.iops.to_bits());
+    for b in w.name.bytes().chain(cfg.workers.to_le_bytes()).chain(rate.to_le_bytes()) {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    z ^= h.rotate_left(17);
+    // splitmix64's finalizer: neighbouring inputs give unrelated seeds.
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// What an I/O thread's slots are made of, besides the back-end.
 struct Parts {
     opgen: OpGen,
     rng: Rng,
+    data_rng: Rng,
     pool: BufferPool,
     data: DataGen,
     workers: Vec<u32>,
@@ -189,6 +217,7 @@ struct Parts {
     rate: Option<RateMode>,
     rounds: Option<Arc<AtomicU32>>,
     spares: Option<std::sync::mpsc::Receiver<Box<IntervalStats>>>,
+    think: Option<iocurve_plan::Think>,
 }
 
 impl Parts {
@@ -198,7 +227,10 @@ impl Parts {
         let injected = Arc::new(AtomicU64::new(0));
         // The journal next to the storage: what reaches it is what it records.
         let b = FaultBackend::new(Journaled::new(b, self.journal), self.faults, n, injected.clone());
+        let think = self.think.map(|t| crate::think::Thinking::new(t, &self.workers));
         let mut s = Slots::new(b, self.opgen, self.rng, self.pool, self.data, self.workers);
+        s.data_rng = self.data_rng;
+        s.think = think;
         s.errors = self.errors;
         s.injected = injected;
         s.verify = self.verify;
@@ -337,9 +369,10 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
     // Threads of one slot each (psync) share the host's schedule: a free thread takes the next
     // due I/O, as a free slot of a ring does.
     let shared_schedule = match (cfg.rate, cfg.backend.facts().threads) {
-        (Some(share), ThreadModel::PerIo) => {
-            Some(SharedSchedule::new(Arrivals::for_thread(w.arrival, &share, 0, 1, w.seed), nthreads))
-        }
+        (Some(share), ThreadModel::PerIo) => Some(SharedSchedule::new(
+            Arrivals::for_thread(w.arrival, &share, 0, 1, w.seed).with_bursts(w.bursts),
+            nthreads,
+        )),
         _ => None,
     };
     // Per thread: where the coordinator hands back the interval stats it merged, emptied.
@@ -365,6 +398,7 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
         let shared_schedule = shared_schedule.clone();
         let rounds = rounds.clone();
         let cfg_synchronized = cfg.synchronized;
+        let offsets_seed = stream_seed(cfg, cfg.host, ti);
         let builder = std::thread::Builder::new().name(format!("iocurve-io{ti}")).stack_size(256 << 10);
         let spawned = builder.spawn(move || {
             let live = &lives[ti];
@@ -374,16 +408,17 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
                     let _ = tx.send((ti, m));
                 }
             };
-            let mut rng = Rng::seed_from(ti as u64 + 1);
+            let rng = Rng::new(offsets_seed);
+            let mut data_rng = Rng::seed_from(ti as u64 + 1);
             let mut pool = if backend.facts().buffer_per_io {
                 BufferPool::new(workers.len(), max_bs)
             } else {
                 BufferPool::shared(workers.len(), max_bs)
             };
-            let data = DataGen::new(&w.data, w.dedupe_unit() as usize, Pool::shared(), &mut rng);
+            let data = DataGen::new(&w.data, w.dedupe_unit() as usize, Pool::shared(), &mut data_rng);
             if writes {
                 for i in 0..pool.distinct() {
-                    data.prepare(pool.slice_mut(i), &mut rng);
+                    data.prepare(pool.slice_mut(i), &mut data_rng);
                 }
             }
             let synchronized = cfg_synchronized;
@@ -394,21 +429,38 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
             };
             let n = workers.len();
             let rate = rate.map(|share| {
-                let own = || Arrivals::for_thread(w.arrival, &share, ti, nthreads, w.seed);
+                let own = || Arrivals::for_thread(w.arrival, &share, ti, nthreads, w.seed).with_bursts(w.bursts);
                 // The due I/Os are counted from a second copy of the schedule: this thread's
                 // own, or the host's (on thread 0) when its threads share it.
                 let (source, counter) = match &shared_schedule {
                     Some(m) => (
                         Source::Shared(m.clone()),
-                        (ti == 0).then(|| Arrivals::for_thread(w.arrival, &share, 0, 1, w.seed)),
+                        (ti == 0).then(|| Arrivals::for_thread(w.arrival, &share, 0, 1, w.seed).with_bursts(w.bursts)),
                     ),
                     None => (Source::Own(own()), Some(own())),
                 };
                 RateMode::new(source, w.overload, counter)
             });
             let pool_range = (pool.base(), pool.total_len());
-            let parts =
-                Parts { opgen, rng, pool, data, workers, errors, faults, verify, journal, abort, rate, rounds, spares };
+            // Closed-loop steps only (a rate step's I/Os go out when due).
+            let think = if rate.is_none() { w.think } else { None };
+            let parts = Parts {
+                opgen,
+                rng,
+                data_rng,
+                pool,
+                data,
+                workers,
+                errors,
+                faults,
+                verify,
+                journal,
+                abort,
+                rate,
+                rounds,
+                spares,
+                think,
+            };
             let stop = &*step_stop;
             let go = Go { parts, spp, start, stop, live, send: &send };
             let result = match crate::backend::drive(backend, n, fds, pool_range, go) {

@@ -75,6 +75,7 @@ fn config<'a>(
         start_at: None,
         synchronized: false,
         rate: None,
+        host: 0,
         end: None,
     }
 }

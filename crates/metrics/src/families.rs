@@ -118,6 +118,13 @@ fn families(s: &State) -> Vec<Family> {
             f.gauge("iocurve_ramp_steps", "Steps in the running workload's ramp.", &[(w(), steps)]);
         }
         f.gauge("iocurve_workers", "Workers per host of the running step.", &[(w(), l.workers as f64)]);
+        let mut info = w();
+        info.extend([("bs", l.bs.clone()), ("shape", l.shape.clone())]);
+        f.gauge(
+            "iocurve_workload_info",
+            "The running workload's block sizes and what shapes its load (distribution, think time, bursts), as labels (value 1).",
+            &[(info, 1.0)],
+        );
         f.gauge(
             "iocurve_inflight_ios",
             "I/Os outstanding now, all hosts of the running step together.",

@@ -108,6 +108,10 @@ pub struct Live {
     pub steps: u32,
     /// Workers per host.
     pub workers: u32,
+    /// Its block sizes and what shapes its load (distribution, think time, bursts; empty for a
+    /// uniform closed loop), for `iocurve_workload_info`.
+    pub bs: String,
+    pub shape: String,
     pub warmup: bool,
     /// Over the last progress period (a quarter of a second).
     pub iops: f64,

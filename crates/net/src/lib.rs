@@ -22,7 +22,9 @@ pub mod wire;
 /// [`binding`]) instead of sending it; an agent refuses the bare token there, and says the
 /// coordinator is older (issue 35, finding 3). Requests that open targets carry the run's key
 /// for the lock on file targets (`run_key`, issue 36).
-pub const PROTOCOL: u32 = 9;
+/// 10: a step's workload may carry a distribution, a hot layout, writes' own block sizes, a think
+/// time and bursts (issue 39): an older agent would ignore them and run a uniform closed loop.
+pub const PROTOCOL: u32 = 10;
 
 /// Generated from proto/agent.proto.
 // Generated: an interval is the common message anyway; prost's decoders are as long as the

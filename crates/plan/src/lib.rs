@@ -18,9 +18,11 @@ pub mod links;
 mod locate;
 pub mod model;
 pub mod options;
+pub mod pace;
 mod resolve;
 pub mod resolved;
 pub mod size;
+pub mod skew;
 mod spec;
 pub mod suites;
 
@@ -32,7 +34,9 @@ pub use model::{
     MIN_RANDOM_PER_SECTOR, OnError, Overload, Pattern, STEADY_WINDOW, SteadyState, WorkingSet,
 };
 pub use options::{Workload, WorkloadKeys};
+pub use pace::{Bursts, Think, ThinkTime};
 pub use resolve::{Overrides, check_workload, load_file, parse_str, read_plan_text, writing_workload};
 pub use resolved::{HostSpec, Plan, RampStep, SLA_SEARCH_MAX_PROBES, TargetGroup, is_glob};
 pub use size::{format_size, parse_size};
+pub use skew::{Distribution, HotLayout};
 pub use spec::{BlockSizeSpec, WorkingSetSpec};

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::links::HostLinks;
-use crate::model::{DataPattern, Fault, Pattern};
+use crate::model::{BlockSize, DataPattern, Fault, Pattern};
 use crate::options::Workload;
 
 /// One step of a workload's ramp: the workers each host runs and, for a rate step, the rate
@@ -17,12 +17,24 @@ pub struct RampStep {
 }
 
 impl Workload {
+    /// The largest block size of either direction.
     pub fn max_bs(&self) -> u64 {
-        self.bs.iter().map(|b| b.bytes).max().unwrap_or(0)
+        self.bs.iter().chain(&self.write_bs).map(|b| b.bytes).max().unwrap_or(0)
     }
 
+    /// The smallest block size of either direction: the alignment of random offsets.
     pub fn min_bs(&self) -> u64 {
-        self.bs.iter().map(|b| b.bytes).min().unwrap_or(0)
+        self.bs.iter().chain(&self.write_bs).map(|b| b.bytes).min().unwrap_or(0)
+    }
+
+    /// Whether any of its steps is driven at a rate: a rate ramp, a curve or an SLA search.
+    pub fn has_rate_steps(&self) -> bool {
+        !self.rate.is_empty() || !self.curve.is_empty() || self.sla_search
+    }
+
+    /// The block sizes of writes: `write_bs` where given, else `bs`.
+    pub fn write_sizes(&self) -> &[BlockSize] {
+        if self.write_bs.is_empty() { &self.bs } else { &self.write_bs }
     }
 
     pub fn writes(&self) -> bool {
@@ -110,10 +122,15 @@ impl Workload {
         None
     }
 
-    /// The mean block size of the mix, weighted.
+    /// The mean block size of an I/O, weighted by the mix of each direction and by the read
+    /// share.
     pub fn mean_bs(&self) -> f64 {
-        let w: f64 = self.bs.iter().map(|b| b.weight as f64).sum();
-        if w == 0.0 { 0.0 } else { self.bs.iter().map(|b| b.bytes as f64 * b.weight as f64).sum::<f64>() / w }
+        let mean = |bs: &[BlockSize]| {
+            let w: f64 = bs.iter().map(|b| b.weight as f64).sum();
+            if w == 0.0 { 0.0 } else { bs.iter().map(|b| b.bytes as f64 * b.weight as f64).sum::<f64>() / w }
+        };
+        let r = self.read_pct / 100.0;
+        if self.write_bs.is_empty() { mean(&self.bs) } else { r * mean(&self.bs) + (1.0 - r) * mean(&self.write_bs) }
     }
 
     /// Planned duration of one step in seconds.

@@ -167,6 +167,12 @@ fn the_corpus_resolves_as_fio_resolves_it() {
                 assert_eq!(writes, 0, "{at}");
             } else if j.read_pct == 0.0 {
                 assert_eq!(reads, 0, "{at}");
+            } else if j.bs[0] != j.bs[1]
+                && j.random_distribution.as_deref().is_some_and(|d| d.starts_with("zipf") || d.starts_with("pareto"))
+            {
+                // fio 3.33 itself keeps no mix here: a zipf randrw job whose writes are larger
+                // than its reads did 97 % reads at rwmixread=70 (measured; with one block size,
+                // or zoned, 70 %). iocurve keeps the job's mix.
             } else {
                 let share = reads as f64 * 100.0 / (reads + writes) as f64;
                 assert!((share - j.read_pct).abs() < 12.0, "{at}: {share:.1} % reads, the job says {}", j.read_pct);
@@ -181,7 +187,38 @@ fn the_corpus_resolves_as_fio_resolves_it() {
         // kb_base=1024, fio issue #1618), which no O_DIRECT target takes: refused, and the
         // warning block says how fio read it.
         match import.resolve(&what, &Default::default()) {
-            Ok(plan) => assert_eq!(plan.workloads.len(), import.plan.workloads.len(), "{what}"),
+            Ok(plan) => {
+                assert_eq!(plan.workloads.len(), import.plan.workloads.len(), "{what}");
+                for (w, &k) in plan.workloads.iter().zip(&import.workload_jobs) {
+                    let (j, h) = (&jobs[k], &fio.headers[k]);
+                    // The plan's sizes per direction are the ones fio ran with (issue 39).
+                    if j.read_pct > 0.0 && j.read_pct < 100.0 && h.bs[0] != h.bs[1] && h.bs[0].0 == h.bs[0].1 {
+                        assert_eq!(w.bs[0].bytes, h.bs[0].0, "{what} [{}]: reads' size", j.name);
+                        assert_eq!(w.write_bs[0].bytes, h.bs[1].0, "{what} [{}]: writes' size", j.name);
+                    }
+                    // A think time read with fio's unit (µs): fio did no more I/Os than it lets.
+                    if let (Some(t), Some(runtime)) = (j.thinktime_ns, j.runtime_s) {
+                        assert_eq!(w.think.map(|t| t.time), Some(iocurve_plan::ThinkTime::Fixed(t)), "{what}");
+                        let ios: u64 = entries
+                            .iter()
+                            .filter(|e| e["jobname"] == j.name.as_str())
+                            .map(|e| {
+                                e["read"]["total_ios"].as_u64().unwrap() + e["write"]["total_ios"].as_u64().unwrap()
+                            })
+                            .sum();
+                        let most = (runtime * 1e9 / t as f64).ceil() as u64 + 1;
+                        assert!(
+                            ios <= most * u64::from(j.numjobs),
+                            "{what} [{}]: fio did {ios} I/Os, its think allows {most}",
+                            j.name
+                        );
+                        assert!(ios * 2 >= most, "{what} [{}]: fio did {ios} I/Os, its think allows {most}", j.name);
+                    }
+                    if j.random_distribution.as_deref().is_some_and(|d| d != "random") {
+                        assert!(!w.distribution.is_uniform(), "{what} [{}]", j.name);
+                    }
+                }
+            }
             Err(e) if what == "units.fio" => {
                 assert!(e.to_string().contains("block size 4000"), "{e}");
                 assert!(import.warning().unwrap().contains("bs=4KiB: read as 4000 bytes"), "{:?}", import.warning());

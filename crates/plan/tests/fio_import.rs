@@ -78,19 +78,22 @@ fn jobs_fio_runs_together_that_differ_are_refused_unless_lenient() {
 fn refusals_are_listed_in_one_block_with_file_line_and_option() {
     let e = import(&corpus("lenient.fio"), false).unwrap_err();
     let m = e.to_string();
-    for want in ["lenient.fio:7: rw=randread:8", "lenient.fio:12: rw=write:4k", "lenient.fio:21: thinktime=100"] {
+    for want in ["lenient.fio:7: rw=randread:8", "lenient.fio:12: rw=write:4k"] {
         assert!(m.contains(want), "{want} in {m}");
     }
+    // A think time is imported now (issue 39), not refused.
+    assert!(!m.contains("thinktime"), "{m}");
     assert!(m.contains("--fio-lenient runs without them"), "{m}");
     let i = import(&corpus("lenient.fio"), true).unwrap();
     let w = i.warning().unwrap();
-    assert!(w.contains("thinktime=100") && w.contains("thread: iocurve always drives I/O from threads"), "{w}");
+    assert!(w.contains("thread: iocurve always drives I/O from threads"), "{w}");
     let plan = i.resolve("lenient.fio", &Overrides::default()).unwrap();
     let holes = &plan.workloads[1];
     assert!(holes.direct, "buffered=0 is O_DIRECT");
     assert_eq!((holes.warmup_s, holes.intervals), (0.5, 3));
     let think = &plan.workloads[2];
     assert_eq!((think.backend, think.queue_depth, think.ramp.as_slice()), (Backend::Null, 2, &[3][..]));
+    assert_eq!(think.think.map(|t| (t.time, t.blocks)), Some((iocurve_plan::ThinkTime::Fixed(100_000), 1)));
     assert!(!plan.workloads[0].direct, "fio's default is buffered I/O");
 }
 
@@ -384,5 +387,72 @@ mod review_two {
         let long = "x".repeat(300);
         let e = text(&format!("[j]\nfilename=/data/x\n{long}=1\n"), false).unwrap_err();
         assert!(e.message.contains("xxxx…") && e.message.len() < 400, "{e}");
+    }
+}
+
+/// Issue 39: fio's random_distribution, per-direction block sizes and think time import with
+/// fio's meaning.
+#[test]
+fn skew_sizes_per_direction_and_think_time_import_with_fio_s_meaning() {
+    let one = |t: &str| {
+        let i = text(t, false).unwrap_or_else(|e| panic!("{t}: {e}"));
+        let plan = i.resolve("job.fio", &Overrides::default()).unwrap_or_else(|e| panic!("{t}: {e}"));
+        (plan.workloads[0].clone(), i.warning().unwrap_or_default())
+    };
+    let base = "[j]\nfilename=/data/x\nruntime=1\nrw=randrw\nrwmixread=70\n";
+    let (w, note) = one(&format!("{base}bs=4k,64k\nrandom_distribution=zipf:1.2\n"));
+    assert_eq!((w.bs[0].bytes, w.write_bs[0].bytes), (4096, 65536));
+    assert_eq!(w.distribution.to_string(), "zipf:1.2");
+    assert_eq!(w.hot_layout, iocurve_plan::HotLayout::Scattered, "fio hashes zipf offsets");
+    assert!(note.contains("drawn exactly") && note.contains("1991"), "{note}");
+    let (w, _) = one(&format!("{base}bssplit=4k/50:8k/50,64k\n"));
+    assert_eq!(w.bs.len(), 2);
+    assert_eq!(w.write_bs.iter().map(|b| b.bytes).collect::<Vec<_>>(), [65536]);
+    let (w, _) = one(&format!("{base}random_distribution=zoned:60/10:30/20:10/70\n"));
+    assert_eq!(w.hot_layout, iocurve_plan::HotLayout::Contiguous, "fio's zones are in order");
+    let (w, _) = one(&format!("{base}random_distribution=zoned_abs=60/1m:40/2m\n"));
+    assert!(w.distribution.to_string().starts_with("zoned_abs:"), "{}", w.distribution);
+    // fio's normal:5 is the mean of 12 uniform draws plus a 5 % wide deviation: σ 8.46 %.
+    let (w, note) = one(&format!("{base}random_distribution=normal:5\n"));
+    match &w.distribution.0.law {
+        iocurve_access::Law::Normal { sigma_pct } => assert!((sigma_pct - 8.4575).abs() < 0.001, "{sigma_pct}"),
+        l => panic!("{l:?}"),
+    }
+    assert!(note.contains("σ = 8.4"), "{note}");
+    // Above 50, fio caps the deviation's width at half the range.
+    let (w, _) = one(&format!("{base}random_distribution=normal:80\n"));
+    match &w.distribution.0.law {
+        iocurve_access::Law::Normal { sigma_pct } => assert!((sigma_pct - 16.667).abs() < 0.001, "{sigma_pct}"),
+        l => panic!("{l:?}"),
+    }
+    // fio's defaults where no value is given.
+    let (w, _) = one(&format!("{base}random_distribution=zipf\n"));
+    assert_eq!(w.distribution.to_string(), "zipf:1.1");
+    let (w, _) = one(&format!("{base}random_distribution=pareto\n"));
+    assert_eq!(w.distribution.to_string(), "pareto:0.2");
+    let (w, note) = one(&format!("{base}numjobs=4\nrandom_distribution=pareto:0.9\n"));
+    assert!(w.distribution.to_string().starts_with("pareto:0.9"), "{}", w.distribution);
+    assert!(note.contains("one"), "{note}");
+    // Think time in µs (fio's unit), with its blocks and spin.
+    let (w, _) =
+        one("[j]\nfilename=/data/x\nruntime=1\nrw=randread\nthinktime=250\nthinktime_blocks=8\nthinktime_spin=50\n");
+    let t = w.think.unwrap();
+    assert_eq!((t.time, t.blocks, t.spin_ns), (iocurve_plan::ThinkTime::Fixed(250_000), 8, 50_000));
+    let (w, _) = one("[j]\nfilename=/data/x\nruntime=1\nrw=randread\nthinktime=2ms\n");
+    assert_eq!(w.think.unwrap().time, iocurve_plan::ThinkTime::Fixed(2_000_000));
+    // A sequential job's distribution is ignored, as fio does.
+    let (w, note) = one("[j]\nfilename=/data/x\nruntime=1\nrw=read\nrandom_distribution=zipf:1.1\n");
+    assert!(w.distribution.is_uniform());
+    assert!(note.contains("ignored, as fio does"), "{note}");
+    // Refused with the reason: zones per direction, think time under a rate limit, bad values.
+    for (t, says) in [
+        ("rw=randrw\nrandom_distribution=zoned:50/50:50/50,90/10:10/90\n", "different zones for reads and writes"),
+        ("rw=randread\nrate_iops=100\nthinktime=10\n", "a think time inside a rate limit"),
+        ("rw=randread\nrandom_distribution=zipf:0\n", "zipf"),
+        ("rw=randread\nrandom_distribution=normal:150\n", "deviation of 0 to 100"),
+    ] {
+        let e = text(&format!("[j]\nfilename=/data/x\nruntime=1\n{t}"), false).unwrap_err().to_string();
+        assert!(e.contains("random_distribution") || e.contains("thinktime"), "{t}: {e}");
+        assert!(e.contains(says), "{t}: {e}");
     }
 }

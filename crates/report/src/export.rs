@@ -61,6 +61,12 @@ pub const STEP_COLUMNS: &[&str] = &[
     "is_optimum",
     "is_maximum",
     "is_sla_maximum",
+    // Each direction's throughput and tail, and what shapes the load (issue 39).
+    "read_mb_per_s",
+    "write_mb_per_s",
+    "read_lat_p99_us",
+    "write_lat_p99_us",
+    "shape",
 ];
 
 /// Columns of the samples CSV, in order.
@@ -168,6 +174,13 @@ pub fn steps_csv(run_id: i64, label: &str, r: &RunResult) -> String {
             ]);
             let is = |p: &Option<iocurve_analysis::Point>| p.is_some_and(|p| p.step == i).to_string();
             fields.extend([is(&w.speed), is(&w.optimum), is(&w.maximum), is(&w.sla_maximum)]);
+            fields.extend([
+                format!("{:.3}", s.read.mbps),
+                format!("{:.3}", s.write.mbps),
+                format!("{:.3}", s.read.lat_us.p99),
+                format!("{:.3}", s.write.lat_us.p99),
+                w.shape.clone(),
+            ]);
             out.push_str(&line(fields));
         }
     }
@@ -255,7 +268,7 @@ mod tests {
              read_iops,write_iops,read_lat_mean_us,write_lat_mean_us,cv_pct,cpu_user_pct,cpu_system_pct,\
              cpu_iowait_pct,errors,step_flags,late_ios,stuck_ios,stuck_age_s,unmeasured_errors,target_iops,\
              achieved_pct,sustained,service_p99_us,lag_p99_us,not_issued,is_speed,is_optimum,is_maximum,\
-             is_sla_maximum"
+             is_sla_maximum,read_mb_per_s,write_mb_per_s,read_lat_p99_us,write_lat_p99_us,shape"
         );
         assert_eq!(
             SAMPLE_COLUMNS.join(","),

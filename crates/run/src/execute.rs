@@ -285,6 +285,8 @@ impl Session<'_, '_> {
     fn run_step(&mut self, at: &WorkloadAt, si: usize, step: iocurve_plan::RampStep, r: &mut Ramping) -> StepEnd {
         let w = at.w;
         let workers = step.workers;
+        let (bs, shape) =
+            (iocurve_analysis::workload_block_sizes(w), iocurve_analysis::shape(w, step.rate.is_some()).join(", "));
         self.observers.step_starting(&StepAt {
             workload: &w.name,
             workload_index: at.index + 1,
@@ -295,6 +297,8 @@ impl Session<'_, '_> {
             rate: step.rate,
             sequential: w.pattern == Pattern::Sequential,
             rested_s: if si > 0 { w.pause_s } else { 0.0 },
+            bs: &bs,
+            shape: &shape,
         });
         tracing::info!(workload = %w.name, workers, "step started");
         let load = threads::Load {
@@ -464,7 +468,12 @@ impl Session<'_, '_> {
                 r.drain.stuck_age_ns as f64 / 1e9
             ));
         }
-        let s = iocurve_analysis::analyze_step_on(&r, w.pattern == Pattern::Sequential, &self.th, &self.target_paths);
+        let s = iocurve_analysis::analyze_step_on(
+            &r,
+            w.pattern == Pattern::Sequential,
+            &self.th.for_workload(w),
+            &self.target_paths,
+        );
         if let Some(a) = ramping.auto.as_mut() {
             // The CPU went into the I/Os achieved, whatever a rate step's target.
             let seen = threads::Load { iops: s.iops, ..load };

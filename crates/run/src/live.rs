@@ -70,6 +70,8 @@ impl Observer for LiveMetrics {
             step: at.step_index as u32,
             steps: at.steps as u32,
             workers: at.workers,
+            bs: at.bs.to_string(),
+            shape: at.shape.to_string(),
             target: at.rate.map(|r| if at.sequential { Target::BytesPerSecond(r * 1e6) } else { Target::Iops(r) }),
             ..Live::default()
         });

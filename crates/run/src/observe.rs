@@ -24,6 +24,10 @@ pub struct StepAt<'a> {
     pub sequential: bool,
     /// Seconds of rest taken before this step (`pause_s`; 0 for a workload's first step).
     pub rested_s: f64,
+    /// The workload's block sizes and what shapes its load, in words (`4k r, 64k w`;
+    /// `distribution zipf:1.2, think 1ms`).
+    pub bs: &'a str,
+    pub shape: &'a str,
 }
 
 /// A run's events beyond a step's own ([`StepObserver`]: started, progress, intervals,

@@ -312,6 +312,7 @@ pub fn until_steady(
         start_at: None,
         synchronized: false,
         rate: None,
+        host: 0,
         end: None,
     };
     let rec = iocurve_engine::run_step(&cfg, &mut Rounds { obs, max: rounds.max_rounds })?;

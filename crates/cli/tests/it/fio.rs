@@ -96,15 +96,16 @@ fn plan_from_fio_prints_the_plan_that_runs() {
 #[test]
 fn a_job_file_that_changes_what_is_measured_is_refused_unless_lenient() {
     let dir = tempfile::tempdir().unwrap();
-    let job = "[global]\nioengine=null\nfilename=t.dat\nsize=4m\nruntime=1\n[think]\nrw=randread\nthinktime=100\n";
-    std::fs::write(dir.path().join("think.fio"), job).unwrap();
-    let o = iocurve(dir.path(), &["run", "think.fio"]);
-    input_error(&o, &["think.fio:8: thinktime=100", "--fio-lenient"]);
+    let job =
+        "[global]\nioengine=null\nfilename=t.dat\nsize=4m\nruntime=1\n[part]\nrw=randread\npercentage_random=50\n";
+    std::fs::write(dir.path().join("part.fio"), job).unwrap();
+    let o = iocurve(dir.path(), &["run", "part.fio"]);
+    input_error(&o, &["part.fio:8: percentage_random=50", "--fio-lenient"]);
     assert!(!dir.path().join("t.dat").exists(), "nothing was created");
-    let o = iocurve(dir.path(), &["plan", "--from-fio", "think.fio"]);
-    input_error(&o, &["think.fio:8: thinktime=100"]);
-    let r = run_json(dir.path(), &["run", "think.fio", "--fio-lenient"]);
-    assert_eq!(r["workloads"][0]["name"], "think");
+    let o = iocurve(dir.path(), &["plan", "--from-fio", "part.fio"]);
+    input_error(&o, &["part.fio:8: percentage_random=50"]);
+    let r = run_json(dir.path(), &["run", "part.fio", "--fio-lenient"]);
+    assert_eq!(r["workloads"][0]["name"], "part");
     // A file that does not start fio's way is read as one with --fio.
     std::fs::write(dir.path().join("g.inc"), "[global]\nioengine=null\nfilename=t.dat\nsize=4m\nruntime=1\n").unwrap();
     std::fs::write(dir.path().join("jobs.cfg"), "include g.inc\n[r]\nrw=read\n").unwrap();

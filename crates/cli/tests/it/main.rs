@@ -33,6 +33,7 @@ mod metrics;
 mod precondition;
 mod regression;
 mod runs;
+mod shapes;
 mod size;
 mod slurm;
 mod storage_faults;

@@ -263,6 +263,7 @@ pub(super) fn run_blocking(step: &Step, tx: &mpsc::Sender<Result<pb::StepEvent, 
         start_at: Some(&start_at),
         synchronized,
         rate: super::rate_share(r),
+        host: r.host,
         // The coordinator judges steady state on every host's intervals together.
         end: Some(step.end),
     };

@@ -207,6 +207,9 @@ impl Job<'_> {
             verify: self.text("verify").map(|(_, v)| v.trim().to_string()),
             random_distribution: self.text("random_distribution").map(|(_, v)| v.trim().to_string()),
             percentage_random: self.parse("percentage_random", value::int)?,
+            thinktime_ns: self.parse("thinktime", value::micros)?,
+            thinktime_spin_ns: self.parse("thinktime_spin", value::micros)?,
+            thinktime_blocks: self.parse("thinktime_blocks", value::int)?,
             origins: self
                 .entries
                 .iter()

@@ -63,6 +63,10 @@ pub struct FioJob {
     pub continue_on_error: Option<String>,
     pub verify: Option<String>,
     pub random_distribution: Option<String>,
+    /// `thinktime` and `thinktime_spin` in ns (fio's unit is µs), `thinktime_blocks`.
+    pub thinktime_ns: Option<u64>,
+    pub thinktime_spin_ns: Option<u64>,
+    pub thinktime_blocks: Option<u64>,
     pub percentage_random: Option<u64>,
     /// Where each option in force was set (canonical name, file, line): notes point there.
     pub origins: Vec<(String, String, usize)>,
@@ -257,7 +261,9 @@ impl FioImport {
         };
         let Some(job) = self.workload_jobs.get(i).and_then(|&j| self.jobs.get(j)) else { return e };
         let options: &[&str] = match key.as_str() {
-            "bs" | "dedupe_unit" => &["bssplit", "bsrange", "bs"],
+            "bs" | "dedupe_unit" | "write_bs" => &["bssplit", "bsrange", "bs"],
+            "distribution" | "hot_layout" => &["random_distribution"],
+            "think_time" | "think_blocks" | "think_spin" => &["thinktime", "thinktime_blocks", "thinktime_spin"],
             "queue_depth" => &["iodepth"],
             "ramp" => &["numjobs"],
             "intervals" | "interval_s" => &["runtime"],

@@ -222,41 +222,27 @@ fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKey
     k.read_pct = Some(job.read_pct);
     k.direct = Some(job.direct);
 
-    // Block sizes of the directions the job uses.
+    // Block sizes of the directions the job uses: reads' (or writes' in a write-only job) as
+    // bs, writes' as write_bs where they differ (fio's `bs=4k,64k`).
     let dirs: Vec<usize> =
         [(0, job.read_pct > 0.0), (1, job.read_pct < 100.0)].iter().filter(|d| d.1).map(|d| d.0).collect();
+    let split = merged_split(&job.bs[dirs[0]]);
+    k.bs = Some(mix(&split));
+    let mut sizes: Vec<u64> = split.iter().map(|s| s.0).collect();
     if dirs.len() == 2 && job.bs[0] != job.bs[1] {
-        refuse(
-            notices,
-            job,
-            "bs",
-            "",
-            "reads and writes of different block sizes: iocurve draws one block size mix for both; the read sizes are used",
-        );
+        let writes = merged_split(&job.bs[1]);
+        k.write_bs = Some(mix(&writes));
+        sizes.extend(writes.iter().map(|s| s.0));
     }
-    // fio takes a size twice in a split (`bssplit=8k/50:8k/50`); the plan's mix names each once.
-    let mut split: Vec<(u64, f64)> = Vec::new();
-    for &(size, share) in &job.bs[dirs[0]] {
-        match split.iter_mut().find(|s| s.0 == size) {
-            Some(s) => s.1 += share,
-            None => split.push((size, share)),
-        }
-    }
-    let split = &split;
-    k.bs = Some(if split.len() == 1 {
-        BlockSizeSpec::One(split[0].0)
-    } else if split.windows(2).all(|w| w[0].1 == w[1].1) {
-        BlockSizeSpec::Mix(split.iter().map(|s| (s.0, 1)).collect())
-    } else {
-        BlockSizeSpec::Mix(split.iter().map(|s| (s.0, (s.1 * 100.0).round() as u32)).collect())
-    });
     // The dedupe unit defaults to the smallest block size; a range whose top is no multiple of
-    // it (bsrange=4k-10k) needs their common divisor.
-    let gcd = split.iter().map(|s| s.0).fold(0, |a, b| if a == 0 { b } else { gcd(a, b) });
-    if split.iter().any(|s| s.0 % split.iter().map(|s| s.0).min().unwrap_or(1) != 0) {
+    // it (bsrange=4k-10k), or sizes per direction that are not, need their common divisor.
+    let gcd = sizes.iter().fold(0, |a, &b| if a == 0 { b } else { gcd(a, b) });
+    if sizes.iter().any(|s| s % sizes.iter().min().copied().unwrap_or(1) != 0) {
         k.dedupe_unit = Some(gcd);
     }
     let mean_bs: f64 = split.iter().map(|s| s.0 as f64 * s.1).sum::<f64>() / split.iter().map(|s| s.1).sum::<f64>();
+    skew(job, &mut k, notices);
+    think(job, &mut k, notices);
 
     engine(job, &mut k, notices);
     if let (false, Some(_), Some(SizeOr::Bytes(_))) = (job.time_based, job.runtime_s, job.size) {
@@ -357,9 +343,6 @@ fn refuse_unhonoured(job: &FioJob, notices: &mut Vec<Notice>) {
             v,
             "iocurve's verify is its own (block headers against the last acknowledged write, not fio's checksums): set verify = true in the plan instead",
         );
-    }
-    if let Some(v) = job.random_distribution.as_deref().filter(|v| *v != "random") {
-        refuse(notices, job, "random_distribution", v, "iocurve spreads random offsets uniformly over the working set");
     }
     if let Some(p) = job.percentage_random.filter(|&p| p != 100 && job.rw.starts_with("rand")) {
         refuse(notices, job, "percentage_random", &p.to_string(), "iocurve's random workloads are random throughout");
@@ -504,6 +487,166 @@ fn working_set(job: &FioJob, files: u64, k: &mut WorkloadKeys, notices: &mut Vec
         None => WorkingSetSpec::Backend,
     });
     file_size
+}
+
+/// fio takes a size twice in a split (`bssplit=8k/50:8k/50`); the plan's mix names each once.
+fn merged_split(sizes: &[(u64, f64)]) -> Vec<(u64, f64)> {
+    let mut split: Vec<(u64, f64)> = Vec::new();
+    for &(size, share) in sizes {
+        match split.iter_mut().find(|s| s.0 == size) {
+            Some(s) => s.1 += share,
+            None => split.push((size, share)),
+        }
+    }
+    split
+}
+
+/// A split as the plan's block size: one size, or a mix weighted by the shares.
+fn mix(split: &[(u64, f64)]) -> BlockSizeSpec {
+    if split.len() == 1 {
+        BlockSizeSpec::One(split[0].0)
+    } else if split.windows(2).all(|w| w[0].1 == w[1].1) {
+        BlockSizeSpec::Mix(split.iter().map(|s| (s.0, 1)).collect())
+    } else {
+        BlockSizeSpec::Mix(split.iter().map(|s| (s.0, (s.1 * 100.0).round() as u32)).collect())
+    }
+}
+
+/// fio's `random_distribution` with fio's meaning: zipf, pareto and normal hashed over the file
+/// (`hot_layout = "scattered"`), zoned in order; fio's normal made of its own parts.
+fn skew(job: &FioJob, k: &mut WorkloadKeys, notices: &mut Vec<Notice>) {
+    let Some(v) = job.random_distribution.as_deref() else { return };
+    if !job.rw.starts_with("rand") {
+        if v.trim() != "random" {
+            notices.push(note(job, "random_distribution", v, "the job is sequential: ignored, as fio does", false));
+        }
+        return;
+    }
+    let text = v.trim().replacen("zoned_abs=", "zoned_abs:", 1);
+    // One set per direction (`zoned:…,…`): iocurve has one law per workload.
+    let mut dirs = text.split(',').map(str::trim).filter(|d| !d.is_empty());
+    let first = dirs.next().unwrap_or("random").to_string();
+    if dirs.any(|d| d != first) {
+        refuse(
+            notices,
+            job,
+            "random_distribution",
+            v,
+            "different zones for reads and writes: iocurve draws every I/O of a workload from one law; give one set of zones",
+        );
+        return;
+    }
+    // fio's defaults where the value is left out: zipf 1.1, pareto 0.2, normal 0.
+    let first = match first.as_str() {
+        "zipf" => "zipf:1.1".to_string(),
+        "pareto" => "pareto:0.2".to_string(),
+        "normal" => "normal:0".to_string(),
+        _ => first,
+    };
+    let parsed = match first.strip_prefix("normal:") {
+        Some(rest) => fio_normal(rest),
+        None => first.parse::<iocurve_access::Distribution>(),
+    };
+    let d = match parsed {
+        Ok(d) => d,
+        Err(why) => {
+            refuse(notices, job, "random_distribution", v, &why);
+            return;
+        }
+    };
+    if d.is_uniform() {
+        return;
+    }
+    use iocurve_access::Law;
+    let hashed = matches!(d.law, Law::Zipf { .. } | Law::Pareto { .. } | Law::Normal { .. });
+    if hashed {
+        k.hot_layout = Some(crate::HotLayout::Scattered);
+    }
+    let mut what = match &d.law {
+        Law::Zipf { .. } => "zipf drawn exactly (fio's generator approximates the law: axboe/fio#1991), its blocks scattered over the working set as fio's hash does".to_string(),
+        Law::Normal { sigma_pct } => format!(
+            "fio's normal (the mean of 12 uniform draws plus a uniform deviation of the given width) is a normal law with σ = {sigma_pct:.3} % of the working set, scattered as fio's hash does"
+        ),
+        _ if hashed => "scattered over the working set as fio's hash does".to_string(),
+        _ => "the zones in order from the start of the working set, as fio lays them".to_string(),
+    };
+    if job.numjobs > 1 {
+        what.push_str(&format!(
+            "; fio seeds each of its {} jobs' hot region apart, iocurve gives the whole array one",
+            job.numjobs
+        ));
+    }
+    notices.push(note(job, "random_distribution", v, &format!("distribution = \"{d}\": {what}"), false));
+    k.distribution = Some(crate::Distribution(d));
+}
+
+/// fio's `normal:DEV[:CENTRE]`: the mean of 12 uniform draws over the range (σ = 1/12 of it)
+/// plus a uniform deviation DEV % wide (σ = DEV/√12 %; fio caps the width at half the range), a
+/// normal law with σ = √(1/144 + (min(DEV, 50)/100)²/12) of the range.
+fn fio_normal(rest: &str) -> Result<iocurve_access::Distribution, String> {
+    let mut parts = rest.split(':');
+    let dev: f64 = parts
+        .next()
+        .and_then(|d| d.trim().parse().ok())
+        .filter(|d: &f64| (0.0..=100.0).contains(d))
+        .ok_or_else(|| {
+            format!(
+                "`normal:{rest}`: fio's normal takes a deviation of 0 to 100 (e.g. normal:5); fix the value in the job"
+            )
+        })?;
+    let sigma_pct = 100.0 * (1.0 / 144.0 + (dev.min(50.0) / 100.0).powi(2) / 12.0).sqrt();
+    let centre = match parts.next() {
+        None => None,
+        Some(c) => Some(
+            c.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|c| (0.0..=1.0).contains(c))
+                .ok_or_else(|| format!("`normal:{rest}`: the centre is a share of the range, 0 to 1"))?,
+        ),
+    };
+    Ok(iocurve_access::Distribution { law: iocurve_access::Law::Normal { sigma_pct }, centre })
+}
+
+/// fio's `thinktime` (µs), `thinktime_blocks` and `thinktime_spin`.
+fn think(job: &FioJob, k: &mut WorkloadKeys, notices: &mut Vec<Notice>) {
+    let Some(t) = job.thinktime_ns.filter(|&t| t > 0) else {
+        for (option, set) in [
+            ("thinktime_blocks", job.thinktime_blocks.is_some()),
+            ("thinktime_spin", job.thinktime_spin_ns.is_some_and(|s| s > 0)),
+        ] {
+            if set {
+                notices.push(note(job, option, "", "without thinktime there is no think: ignored, as fio does", false));
+            }
+        }
+        return;
+    };
+    if job.rate_iops.is_some() || job.rate_bytes.is_some() {
+        refuse(
+            notices,
+            job,
+            "thinktime",
+            "",
+            "a think time inside a rate limit: iocurve issues a rate step's I/Os when they are due; keep one of the two",
+        );
+        return;
+    }
+    k.think_time = Some(crate::ThinkTime::Fixed(t));
+    if let Some(b) = job.thinktime_blocks {
+        k.think_blocks = Some(b.clamp(1, u32::MAX as u64) as u32);
+    }
+    if let Some(s) = job.thinktime_spin_ns.filter(|&s| s > 0) {
+        k.think_spin = Some(crate::pace::format_duration_ns(s.min(t)));
+    }
+    if job.iodepth > 1 {
+        notices.push(note(
+            job,
+            "thinktime",
+            "",
+            "with iodepth above 1, a worker lets its I/Os in flight finish before it thinks, then fills its queue again, as fio does",
+            false,
+        ));
+    }
 }
 
 fn gcd(a: u64, b: u64) -> u64 {

@@ -96,6 +96,18 @@ pub fn seconds(v: &str) -> Result<f64, String> {
     Ok(n * scale)
 }
 
+/// A time whose default unit is microseconds (`thinktime`), in ns.
+pub fn micros(v: &str) -> Result<u64, String> {
+    let t = v.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let unit = &t[split..];
+    let s = if unit.is_empty() { seconds(&format!("{t}us"))? } else { seconds(t)? };
+    if !(s * 1e9).is_finite() || s > 3600.0 {
+        return Err(format!("`{v}` is longer than an hour"));
+    }
+    Ok((s * 1e9).round() as u64)
+}
+
 /// fio's integer options (`numjobs`, `iodepth`, …).
 pub fn int(v: &str) -> Result<u64, String> {
     v.trim().parse().map_err(|_| format!("`{v}` is not a whole number"))

@@ -5,6 +5,7 @@
 use super::WorkloadKeys;
 use crate::declare::{KeyError, ensure, missing};
 use crate::model::{BlockSize, DataPattern, WorkingSet};
+use crate::pace::Think;
 use crate::size::format_size;
 use crate::spec::{BlockSizeSpec, WorkingSetSpec};
 
@@ -59,8 +60,59 @@ pub(super) fn curve(curve: &[f64]) -> Result<(), String> {
 
 /// `bs`: the block size or mix, each size once, each usable.
 pub(super) fn block_sizes(k: &WorkloadKeys) -> Result<Vec<BlockSize>, KeyError> {
-    let err = |m: String| ("bs", m);
-    let bs = match k.bs.clone().ok_or_else(|| missing("bs"))? {
+    sizes_of("bs", k.bs.clone().ok_or_else(|| missing("bs"))?)
+}
+
+/// `write_bs`: as `bs`; empty when not given (writes take `bs`).
+pub(super) fn write_block_sizes(k: &WorkloadKeys) -> Result<Vec<BlockSize>, KeyError> {
+    k.write_bs.clone().map_or(Ok(Vec::new()), |spec| sizes_of("write_bs", spec))
+}
+
+pub(super) fn write_block_sizes_back(bs: &[BlockSize], k: &mut WorkloadKeys) {
+    k.write_bs = (!bs.is_empty()).then(|| BlockSizeSpec::Mix(bs.iter().map(|b| (b.bytes, b.weight)).collect()));
+}
+
+/// `think_time`, `think_blocks` and `think_spin` together.
+pub(super) fn think(k: &WorkloadKeys) -> Result<Option<Think>, KeyError> {
+    let blocks = k.think_blocks.ok_or_else(|| missing("think_blocks"))?;
+    if !(1..=1_000_000).contains(&blocks) {
+        return Err(("think_blocks", format!("think_blocks is {blocks}; give 1 to 1000000 I/Os between thinks")));
+    }
+    let spin_ns = match &k.think_spin {
+        Some(t) => crate::pace::parse_duration_ns(t).map_err(|m| ("think_spin", m))?,
+        None => 0,
+    };
+    let Some(time) = k.think_time else {
+        return match k.think_spin {
+            Some(_) => Err(("think_spin", "think_spin is part of a think time: give think_time too".into())),
+            None => Ok(None),
+        };
+    };
+    if spin_ns > time.min_ns() {
+        return Err((
+            "think_spin",
+            format!(
+                "think_spin {} is longer than the shortest think ({}): the spin is part of each think",
+                crate::pace::format_duration_ns(spin_ns),
+                crate::pace::format_duration_ns(time.min_ns())
+            ),
+        ));
+    }
+    Ok(Some(Think { time, blocks, spin_ns }))
+}
+
+pub(super) fn think_back(t: &Option<Think>, k: &mut WorkloadKeys) {
+    if let Some(t) = t {
+        k.think_time = Some(t.time);
+        k.think_blocks = Some(t.blocks);
+        k.think_spin = (t.spin_ns > 0).then(|| crate::pace::format_duration_ns(t.spin_ns));
+    }
+}
+
+/// A block size or mix given to `key`, each size once, each usable.
+fn sizes_of(key: &'static str, spec: BlockSizeSpec) -> Result<Vec<BlockSize>, KeyError> {
+    let err = |m: String| (key, m);
+    let bs = match spec {
         BlockSizeSpec::One(b) => vec![BlockSize { bytes: b, weight: 1 }],
         BlockSizeSpec::Mix(m) => {
             // One entry per size: `{ "4k" = 70, "4096" = 30 }` is 4k with weight 100 (a plan
@@ -152,7 +204,9 @@ pub(super) fn data_pattern(k: &WorkloadKeys) -> Result<DataPattern, KeyError> {
             ),
         ));
     }
-    let bs = block_sizes(k)?;
+    // Both directions' sizes: writes of their own size are what the unit divides.
+    let mut bs = block_sizes(k)?;
+    bs.extend(write_block_sizes(k)?);
     let min_bs = bs.iter().map(|b| b.bytes).min().unwrap_or(512);
     let unit = k.dedupe_unit.unwrap_or(min_bs);
     if unit == 0 || !unit.is_multiple_of(512) {

@@ -16,6 +16,8 @@ pub(crate) mod checks;
 use crate::declare::ensure;
 use crate::error::PlanError;
 use crate::model::{Arrival, Backend, BlockSize, DataPattern, OnError, Overload, Pattern, SteadyState, WorkingSet};
+use crate::pace::{Bursts, Think, ThinkTime};
+use crate::skew::{Distribution, HotLayout};
 use crate::spec::{BlockSizeSpec, WorkingSetSpec};
 
 /// How a flag's text becomes the key's value.
@@ -72,10 +74,36 @@ workload_keys! {
             Some("bs"), Text, "SIZE", Some("\"4k\""),
             "Block size of every workload (e.g. 4k, 8k, 1m; binary units).",
         );
+    /// Block size of writes when it differs from that of reads (`bs`): a size or a weighted
+    /// mix, as `bs` (fio's `bs=4k,64k`).
+    write_bs: BlockSizeSpec
+        => write_bs: Vec<BlockSize> [serde(default, skip_serializing_if = "Vec::is_empty")] [doc = "Empty: writes take `bs` as reads do."]
+            = [custom checks::write_block_sizes, checks::write_block_sizes_back],
+        table(
+            Some("write-bs"), Text, "SIZE", None,
+            "Block size of writes when it differs from that of reads (bs then is the reads'), as bs: a size or a mix, e.g. 64k (fio's bs=4k,64k).",
+        );
     /// `random` or `sequential`.
     pattern: Pattern
         => pattern: Pattern = [value],
         table(None, Text, "PATTERN", Some("\"random\""), "random or sequential.");
+    /// How a random workload picks its blocks: `uniform`, `zipf:θ`, `pareto:h`, `normal:σ`
+    /// (σ in percent of the working set), each with an optional centre (`zipf:1.2:0.25`),
+    /// `zoned:60/10:30/20:10/70`, `zoned_abs:60/20g:40/100g` or `hotbands:40@10-11:20@50-52`.
+    distribution: Distribution
+        => distribution: Distribution [serde(default, skip_serializing_if = "Distribution::is_uniform")] = [value],
+        table(
+            Some("distribution"), Text, "LAW", Some("\"uniform\""),
+            "How a random workload picks its blocks: uniform, zipf:THETA, pareto:H, normal:SIGMA_PCT (each with an optional centre, e.g. zipf:1.2:0.25), zoned:60/10:30/20:10/70 (60 % of I/Os in the first 10 % …), zoned_abs:60/20g:40/100g, or hotbands:40@10-11:20@50-52 (40 % of I/Os in 10–11 % of the working set …, the rest uniform). Every host and worker draws from the same law over the same hot region.",
+        );
+    /// `contiguous`: the hot region of a skewed distribution in one piece; `scattered`: spread
+    /// over the working set by a permutation of its blocks seeded by `seed`.
+    hot_layout: HotLayout
+        => hot_layout: HotLayout [serde(default, skip_serializing_if = "HotLayout::is_contiguous")] = [value],
+        table(
+            Some("hot-layout"), Text, "LAYOUT", Some("\"contiguous\""),
+            "Where a skewed distribution's hot blocks lie: contiguous (in one piece from the centre, what tiering arrays react to) or scattered (spread over the working set by a permutation seeded by --seed; fio's way for zipf, pareto and normal).",
+        );
     /// `frontend` (first `frontend_blocks` blocks of each target, at most 1/8 of it),
     /// `backend` (whole target),
     /// or `{ start = "1g", end = "2g" }`.
@@ -96,6 +124,27 @@ workload_keys! {
         => queue_depth: u32
             = [value |&v| ensure((1..=4096).contains(&v), || format!("queue_depth is {v}; it must be 1 to 4096 outstanding I/Os per worker"))],
         table(Some("qd"), Number, "N", Some("1"), "Outstanding I/Os per worker (queue depth).");
+    /// Think time of a closed-loop worker: `500us`, a range `100us-900us` (uniform) or
+    /// `exp:2ms` (exponential with that mean); a bare number is µs (fio's `thinktime`).
+    think_time: ThinkTime
+        => think: Option<Think> [serde(default, skip_serializing_if = "Option::is_none")] [doc = "With `think_blocks` and `think_spin`; None: no think time."]
+            = [custom checks::think, checks::think_back],
+        table(
+            Some("think-time"), Text, "TIME", None,
+            "Think time of each closed-loop worker: after every think_blocks I/Os it lets its I/Os in flight finish, then pauses this long before filling its queue again: 500us, a range 100us-900us (uniform) or exp:2ms (exponential with that mean); a bare number is µs (fio's thinktime).",
+        );
+    /// I/Os a worker completes between thinks (default 1; fio's `thinktime_blocks`).
+    think_blocks: u32,
+        table(
+            Some("think-blocks"), Number, "N", Some("1"),
+            "I/Os a worker completes between two thinks (fio's thinktime_blocks).",
+        );
+    /// The part of each think spent on the CPU instead of asleep (fio's `thinktime_spin`).
+    think_spin: String,
+        table(
+            Some("think-spin"), Text, "TIME", None,
+            "The part of each think spent busy on the CPU rather than asleep, e.g. 50us (fio's thinktime_spin); at most the shortest think.",
+        );
     /// Workers per host of each step, increasing.
     ramp: Vec<u32>
         => ramp: Vec<u32> = [value |r| checks::ramp(r)],
@@ -220,6 +269,14 @@ workload_keys! {
             Some("arrival"), Text, "KIND", Some("\"uniform\""),
             "How a rate step spaces intended issue times: uniform (evenly) or poisson (random, exponential gaps; reproducible with --seed).",
         );
+    /// On/off bursts of every rate step (`100ms/900ms`): I/Os arrive only while on, at the rate
+    /// that keeps the step's mean at its target.
+    bursts: Bursts
+        => bursts: Option<Bursts> [serde(default, skip_serializing_if = "Option::is_none")] = [optional |_| Ok(())],
+        table(
+            Some("bursts"), Text, "ON/OFF", None,
+            "On/off bursts of every rate step, e.g. 100ms/900ms: I/Os arrive only during the on phases, faster by (on+off)/on, so the step's mean rate is its target (rate steps only).",
+        );
     /// I/Os a rate step keeps in flight at most, per host.
     max_outstanding: u32
         => max_outstanding: u32 [serde(default = "crate::model::default_max_outstanding")]
@@ -236,12 +293,13 @@ workload_keys! {
             Some("overload"), Text, "POLICY", Some("\"queue\""),
             "What a rate step does with an I/O that is due while max-outstanding are in flight: queue (issue it late; its response time grows honestly), drop (count it, do not issue it) or abort-step (end the step, marked unsustained).",
         );
-    /// Seed of the arrival schedule (Poisson): the same seed gives the same intended times.
+    /// Seed of the arrival schedule (Poisson), of the offsets and of a scattered hot region: the
+    /// same seed gives the same intended times and offsets.
     seed: u64
         => seed: u64 [serde(default = "crate::model::default_seed")] = [value],
         table(
             Some("seed"), Number, "N", Some("1"),
-            "Seed of the Poisson arrival schedule: the same seed gives the same intended issue times.",
+            "Seed of the Poisson arrival schedule, of the offsets each I/O thread draws (apart for every workload, step, host and thread) and of a scattered hot region: the same seed gives the same intended issue times and offsets.",
         );
     /// After the worker ramp, a rate ramp at these shares (percent) of its maximum throughput:
     /// the response-time curve (vdbench's `curve`).

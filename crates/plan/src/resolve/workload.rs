@@ -7,7 +7,7 @@ use crate::declare::KeyError;
 use crate::error::PlanError;
 use crate::keys::FaultKeys;
 use crate::locate::Seg;
-use crate::model::{Fault, FaultKind, STEADY_WINDOW, SteadyState};
+use crate::model::{Fault, FaultKind, Pattern, STEADY_WINDOW, SteadyState};
 use crate::options::{Workload, WorkloadKeys};
 
 impl Resolver<'_> {
@@ -159,6 +159,91 @@ pub(crate) fn cross_checks(w: &Workload) -> Result<(), KeyError> {
             format!("rate {r} MB/s is above 1e9 IOPS at this block size: give at most 1e9 IOPS' worth"),
         ));
     }
+    shape_checks(w)
+}
+
+/// What skew, per-direction block sizes, think time and bursts exclude (issue 39).
+fn shape_checks(w: &Workload) -> Result<(), KeyError> {
+    if !w.distribution.is_uniform() && w.pattern == Pattern::Sequential {
+        return Err((
+            "distribution",
+            format!(
+                "distribution = \"{}\" picks random blocks, but the workload is sequential: give pattern = \"random\" or drop distribution",
+                w.distribution
+            ),
+        ));
+    }
+    if !w.write_bs.is_empty() {
+        if !w.writes() {
+            return Err(("write_bs", "write_bs is the block size of writes, but read_pct = 100: the workload never writes; drop write_bs or lower read_pct".into()));
+        }
+        if w.read_pct <= 0.0 {
+            return Err((
+                "write_bs",
+                "write_bs sets writes apart from reads, but read_pct = 0: every I/O is a write; give its size as bs"
+                    .into(),
+            ));
+        }
+        if w.verify {
+            return Err((
+                "verify",
+                "a verifying workload needs one block size (the unit its map tracks), not one per direction: drop write_bs or verify".into(),
+            ));
+        }
+    }
+    let rate_steps = w.has_rate_steps();
+    if let Some(t) = &w.think
+        && rate_steps
+    {
+        let which = if !w.rate.is_empty() {
+            "rate"
+        } else if !w.curve.is_empty() {
+            "curve"
+        } else {
+            "sla_search"
+        };
+        return Err((
+            "think_time",
+            format!(
+                "think_time ({}) paces a closed-loop worker, but {which} drives the workload by a schedule (its I/Os go out when due, not after a think): drop think_time or {which}",
+                t.time
+            ),
+        ));
+    }
+    if let Some(b) = &w.bursts {
+        if !rate_steps {
+            return Err((
+                "bursts",
+                format!(
+                    "bursts = \"{b}\" shape the arrivals of rate steps, but this workload has none (no rate, curve or sla_search): give rate = [...], or think_time to pace a closed loop"
+                ),
+            ));
+        }
+        // Every interval must hold as many on phases as the next: else intervals differ by
+        // design and the step's spread (CV, steady state) measures the bursts, not the storage.
+        let period_ns = (b.on_ns + b.off_ns) as f64;
+        let periods = w.interval_s * 1e9 / period_ns;
+        if (periods - periods.round()).abs() > 1e-6 || periods.round() < 1.0 {
+            return Err((
+                "bursts",
+                format!(
+                    "bursts = \"{b}\" repeat every {} s, but interval_s = {} is no whole number of them: every interval must hold the same on and off phases (give interval_s = {} or another multiple)",
+                    period_ns / 1e9,
+                    w.interval_s,
+                    (periods.round().max(1.0) * period_ns / 1e9)
+                ),
+            ));
+        }
+        if let Some(r) = w.rate.iter().find(|&&r| w.rate_iops(r) * b.peak_factor() > 1e9) {
+            return Err((
+                "bursts",
+                format!(
+                    "at rate {r} the on phases of bursts = \"{b}\" would issue {:.3e} IOPS, above 1e9: lengthen the on phase or lower the rate",
+                    w.rate_iops(*r) * b.peak_factor()
+                ),
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -178,13 +263,70 @@ mod tests {
             .collect();
         let every = "[[workloads]]\nname = \"w\"\nread_pct = 70\nbs = { \"4k\" = 3, \"8k\" = 1 }\npattern = \"sequential\"\nworking_set = \"frontend\"\nfrontend_blocks = 7\nramp = [2, 3]\nwarmup_s = 1.5\nintervals = 6\ninterval_s = 0.5\npause_s = 2\ndirect = false\nbackend = \"psync\"\nthreads = 3\ncompress = 0.4\ndedupe = 2\ndedupe_unit = \"4k\"\nconstant = 0xa5\non_error = \"abort\"\nstuck_after_s = 9\ncurve = [50, 100]\narrival = \"poisson\"\nmax_outstanding = 9\noverload = \"drop\"\nseed = 7\nstop_at_mean_ms = 3\nstop_at_p99_ms = 4\nsteady_state = \"snia\"\nsla_search = true\n";
         all.extend(parse_str(every, "t", &Overrides::default()).unwrap().workloads);
-        let rated = "[[workloads]]\nname = \"r\"\nrate = [10, 20]\nverify = true\nworking_set = { start = \"1m\", end = \"2m\" }\n";
+        let rated = "[[workloads]]\nname = \"r\"\nrate = [10, 20]\nverify = true\nworking_set = { start = \"1m\", end = \"2m\" }\nbursts = \"100ms/900ms\"\n";
         all.extend(parse_str(rated, "t", &Overrides::default()).unwrap().workloads);
+        let shaped = "[[workloads]]\nname = \"s\"\nread_pct = 70\nbs = \"4k\"\nwrite_bs = { \"64k\" = 1, \"128k\" = 1 }\ndistribution = \"zipf:1.2:0.25\"\nhot_layout = \"scattered\"\nthink_time = \"100us-900us\"\nthink_blocks = 4\nthink_spin = \"50us\"\n\n[[workloads]]\nname = \"z\"\ndistribution = \"zoned:60/10:30/20:10/70\"\nthink_time = \"exp:2ms\"\n";
+        all.extend(parse_str(shaped, "t", &Overrides::default()).unwrap().workloads);
         assert!(all.len() > 10);
         for w in all {
             let file = crate::PlanFile { workloads: vec![w.keys()], ..Default::default() };
             let again = super::super::resolve_file(&file, "t").unwrap().workloads.remove(0);
             assert_eq!(again, w);
+        }
+    }
+
+    /// Issue 39: what skew, sizes per direction, think time and bursts exclude is refused with
+    /// the key to change and why.
+    #[test]
+    fn shapes_without_meaning_are_refused_with_the_reason() {
+        let cases = [
+            (
+                "pattern = \"sequential\"\ndistribution = \"zipf:1.2\"",
+                "workloads[0].distribution",
+                "but the workload is sequential",
+            ),
+            ("write_bs = \"64k\"", "workloads[0].write_bs", "the workload never writes"),
+            ("read_pct = 0\nwrite_bs = \"64k\"", "workloads[0].write_bs", "every I/O is a write; give its size as bs"),
+            ("read_pct = 50\nwrite_bs = \"64k\"\nverify = true", "workloads[0].verify", "not one per direction"),
+            (
+                "think_time = \"1ms\"\nrate = [100]",
+                "workloads[0].think_time",
+                "but rate drives the workload by a schedule",
+            ),
+            ("think_time = \"1ms\"\ncurve = [50, 100]", "workloads[0].think_time", "but curve drives"),
+            ("bursts = \"100ms/900ms\"", "workloads[0].bursts", "has none (no rate, curve or sla_search)"),
+            ("think_spin = \"5us\"", "workloads[0].think_spin", "give think_time too"),
+            (
+                "think_time = \"1ms-2ms\"\nthink_spin = \"1500us\"",
+                "workloads[0].think_spin",
+                "longer than the shortest think (1ms)",
+            ),
+            ("think_time = \"1ms\"\nthink_blocks = 0", "workloads[0].think_blocks", "give 1 to 1000000"),
+            ("think_time = \"2h\"", "workloads[0].think_time", "unknown unit"),
+            ("distribution = \"zipf:0\"", "workloads[0].distribution", "zipf"),
+            ("distribution = \"gamma:1\"", "workloads[0].distribution", "gamma"),
+            ("hot_layout = \"spread\"", "workloads[0].hot_layout", "use contiguous or scattered"),
+            ("rate = [100]\nbursts = \"100us/1ms\"", "workloads[0].bursts", "at least 1ms"),
+            ("rate = [100]\nbursts = \"300ms/400ms\"", "workloads[0].bursts", "no whole number of them"),
+            ("rate = [9e8]\nbursts = \"1ms/9ms\"", "workloads[0].bursts", "above 1e9"),
+            ("write_bs = \"1000\"\nread_pct = 50", "workloads[0].write_bs", "multiple of 512"),
+            (
+                "bs = \"8k\"\ndedupe_unit = \"8k\"\nread_pct = 50\nwrite_bs = \"4k\"",
+                "workloads[0].dedupe_unit",
+                "block size 4k is not a multiple",
+            ),
+            (
+                "bs = \"8k\"\ndedupe_unit = \"8k\"\nread_pct = 50\nwrite_bs = \"4k\"",
+                "workloads[0].dedupe_unit",
+                "block size 4k is not a multiple",
+            ),
+        ];
+        for (keys, key, says) in cases {
+            let text = format!("[[workloads]]\nname = \"w\"\n{keys}\n");
+            let e = parse_str(&text, "t.toml", &Overrides::default()).unwrap_err().to_string();
+            // Values refused as they are read name the key alone (`t.toml:3: think_time: …`).
+            let named = e.contains(key) || e.contains(&format!(": {}: ", key.rsplit('.').next().unwrap()));
+            assert!(named && e.contains(says), "{keys}: {e}");
         }
     }
 

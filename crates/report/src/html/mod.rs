@@ -115,6 +115,13 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
                 .filter(|s| s.w.steps.iter().any(|st| !st.host_results.is_empty()))
                 .map(|s| StepTable { series: s.label.clone(), rows: host_rows(s.w) })
                 .collect(),
+            directions: series[gi]
+                .iter()
+                .filter_map(|s| {
+                    views::direction_rows(s.w, s.w.kind == "sequential")
+                        .map(|rows| StepTable { series: s.label.clone(), rows })
+                })
+                .collect(),
             steady: series[gi].iter().any(|s| s.w.steps.iter().any(|st| st.steady_state.is_some())),
             data: series[gi]
                 .iter()
@@ -140,6 +147,7 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
         runs => heads,
         groups => views,
         host_headers => terminal::HOST_HEADERS,
+        direction_headers => views::DIRECTION_HEADERS,
         impacts => impacts(runs),
         rate_impacts => views::rate_impacts(runs),
         rate_impact_headers => terminal::RATE_IMPACT_HEADERS,
@@ -159,8 +167,15 @@ fn script_json(v: &Value) -> String {
 }
 
 /// Rate ramps and worker ramps of one pattern chart apart: their x axes differ.
-fn pattern_key(w: &WorkloadResult) -> (String, u64, String, u32, bool) {
-    (w.kind.clone(), (w.read_pct * 1000.0).round() as u64, w.bs.clone(), w.queue_depth, terminal::is_rate_ramp(w))
+fn pattern_key(w: &WorkloadResult) -> (String, u64, String, u32, bool, String) {
+    (
+        w.kind.clone(),
+        (w.read_pct * 1000.0).round() as u64,
+        w.bs.clone(),
+        w.queue_depth,
+        terminal::is_rate_ramp(w),
+        w.shape.clone(),
+    )
 }
 
 /// `random read, 4k, qd 1`; `sequential 70 % read, 8k, qd 4`.
@@ -172,10 +187,11 @@ fn pattern_title(w: &WorkloadResult) -> String {
     } else {
         format!("{} % read", w.read_pct)
     };
+    let shape = if w.shape.is_empty() { String::new() } else { format!(", {}", w.shape) };
     if terminal::is_rate_ramp(w) {
-        return format!("{} {rw}, {}, rate ramp", w.kind, w.bs);
+        return format!("{} {rw}, {}, rate ramp{shape}", w.kind, w.bs);
     }
-    format!("{} {rw}, {}, qd {}", w.kind, w.bs, w.queue_depth)
+    format!("{} {rw}, {}, qd {}{shape}", w.kind, w.bs, w.queue_depth)
 }
 
 /// Groups in order of first appearance, over all runs.

@@ -65,6 +65,8 @@ pub(super) struct GroupView {
     pub(super) steps: Vec<StepTable>,
     /// Per-host tables of the series that ran on several hosts.
     pub(super) hosts: Vec<StepTable>,
+    /// Reads and writes apart, for the series that mix them (issue 39).
+    pub(super) directions: Vec<StepTable>,
     /// Some step has the SNIA steady-state check (5 intervals or more): its window is drawn.
     pub(super) steady: bool,
     /// What an array makes of each writing series' data (empty for reads).
@@ -164,6 +166,40 @@ pub(super) fn step_rows(w: &WorkloadResult) -> Vec<Vec<String>> {
             row
         })
         .collect()
+}
+
+/// Headers of [`direction_rows`].
+pub(super) const DIRECTION_HEADERS: [&str; 9] = [
+    "step",
+    "read IOPS",
+    "read MB/s",
+    "read mean µs",
+    "read p99 µs",
+    "write IOPS",
+    "write MB/s",
+    "write mean µs",
+    "write p99 µs",
+];
+
+/// Each step's reads and writes apart, for a workload that mixes them (None: one direction).
+pub(super) fn direction_rows(w: &WorkloadResult, sequential: bool) -> Option<Vec<Vec<String>>> {
+    if !w.steps.iter().any(|s| s.read.ops > 0 && s.write.ops > 0) {
+        return None;
+    }
+    let dir = |d: &iocurve_analysis::DirResult| {
+        [format::iops(d.iops), format::mbps_number(d.mbps), format::lat_us(d.lat_us.mean), format::lat_us(d.lat_us.p99)]
+    };
+    Some(
+        w.steps
+            .iter()
+            .map(|s| {
+                let mut row = vec![terminal::step_label(s, sequential)];
+                row.extend(dir(&s.read));
+                row.extend(dir(&s.write));
+                row
+            })
+            .collect(),
+    )
 }
 
 /// The per-host table: every host of every step, as the terminal shows it.
