@@ -194,6 +194,12 @@ pub fn differences(baseline: &RunResult, run: &RunResult) -> Vec<String> {
         "arrival",
         "max_outstanding",
         "overload",
+        // What shapes the load (issue 39): absent where a workload has none.
+        "write_bs",
+        "distribution",
+        "hot_layout",
+        "think",
+        "bursts",
     ];
     let workload = |r: &RunResult, name: &str| -> Option<serde_json::Value> {
         r.plan["workloads"].as_array()?.iter().find(|w| w["name"] == name).cloned()
@@ -211,6 +217,8 @@ pub fn differences(baseline: &RunResult, run: &RunResult) -> Vec<String> {
                 (&"direct", x, y) => diff.push(format!("{} vs {}", worded(k, x), worded(k, y))),
                 // `working set backend vs range 1m..8m`, not its fields one by one.
                 (&"working_set", x, y) => diff.push(format!("working set {} vs {}", working_set(x), working_set(y))),
+                // `think 1ms vs none`, not its fields one by one.
+                (&"think", x, y) => diff.push(format!("think {} vs {}", think(x), think(y))),
                 // Of a group of keys (data, working set), the ones that differ.
                 (_, serde_json::Value::Object(x), serde_json::Value::Object(y)) => {
                     let mut fields: Vec<&String> = x.keys().chain(y.keys().filter(|f| !x.contains_key(*f))).collect();
@@ -250,6 +258,17 @@ pub fn differences(baseline: &RunResult, run: &RunResult) -> Vec<String> {
     out
 }
 
+/// A think time in words: `500us`, `1ms every 4 I/Os`, `none`.
+fn think(v: &serde_json::Value) -> String {
+    match v["time"].as_str() {
+        None => "none".into(),
+        Some(t) => match v["blocks"].as_u64() {
+            Some(b) if b > 1 => format!("{t} every {b} I/Os"),
+            _ => t.to_string(),
+        },
+    }
+}
+
 /// A working set in words: `backend`, `frontend of 1000 blocks`, `range 1m..8m`.
 fn working_set(v: &serde_json::Value) -> String {
     let size = |f: &str| v[f].as_u64().map_or_else(|| "?".to_string(), iocurve_plan::format_size);
@@ -286,6 +305,10 @@ fn worded(key: &str, v: &serde_json::Value) -> String {
             }
         }
         ("direct", Value::Bool(d)) => if *d { "direct" } else { "buffered" }.into(),
+        ("write_bs", Value::Array(_)) => worded("bs", v),
+        ("write_bs", Value::Null) => "as reads".into(),
+        ("distribution", Value::Null) => "uniform".into(),
+        ("hot_layout", Value::Null) => "contiguous".into(),
         ("read_pct", Value::Number(n)) => format!("{} %", n.as_f64().unwrap_or_default()),
         (_, Value::Null) => "none".into(),
         (_, Value::String(s)) => s.clone(),
@@ -398,6 +421,18 @@ pub(crate) mod tests {
         assert_eq!(
             differences(&wb, &wn),
             ["w: queue depth 1 vs 4, reads 100 % vs 70 %, working set backend vs range 1m..8m"]
+        );
+        // What shapes the load (issue 39: a zipf run was paired with a uniform one and the note
+        // did not say how they differ).
+        let w0 = serde_json::json!({"name": "w"});
+        let w1 = serde_json::json!({"name": "w", "distribution": "zipf:1.2", "hot_layout": "scattered",
+            "write_bs": [{"bytes": 65536, "weight": 1}], "think": {"time": "1ms", "blocks": 4}, "bursts": "100ms/900ms"});
+        (wb.plan, wn.plan) = (serde_json::json!({"workloads": [w0]}), serde_json::json!({"workloads": [w1]}));
+        assert_eq!(
+            differences(&wb, &wn),
+            [
+                "w: write bs as reads vs 64k, distribution uniform vs zipf:1.2, hot layout contiguous vs scattered, think none vs 1ms every 4 I/Os, bursts none vs 100ms/900ms"
+            ]
         );
         // Reads write nothing: what their data would be is no difference.
         let (mut rb, mut rn) = (base.clone(), new.clone());

@@ -180,7 +180,7 @@ pub struct WorkloadResult {
     pub queue_depth: u32,
     /// Its distribution, think time or bursts in words (`distribution zipf:1.2, think 500us`);
     /// empty for a uniform closed loop.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(default)]
     pub shape: String,
     /// The back-end that ran this workload.
     pub backend: String,

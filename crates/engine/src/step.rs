@@ -886,7 +886,9 @@ fn conclude(c: Coordination, errors: &ErrorState) -> Result<StepRecord, EngineEr
         let (cpu_ns, wall_ns) = l.cpu_used()?;
         (wall_ns >= sched.interval_ns / 2 && wall_ns > 0).then(|| cpu_ns as f64 / wall_ns as f64)
     }));
-    if let Some(note) = saturated_note(cfg.backend, cfg.workers, rec.io_cpu, nthreads, crate::host::cores()) {
+    // A worker that spins part of its think keeps its thread busy by design (think_spin).
+    let spins = cfg.workload.think.is_some_and(|t| t.spin_ns > 0) && cfg.rate.is_none();
+    if !spins && let Some(note) = saturated_note(cfg.backend, cfg.workers, rec.io_cpu, nthreads, crate::host::cores()) {
         rec.notes.push((IO_THREAD_SATURATED.into(), note));
     }
     if errors.aborted.load(Ordering::Relaxed) {

@@ -668,6 +668,10 @@ impl Pass<'_> {
             self.inflight_writes += issued.writes;
         } else {
             for slot in 0..self.n {
+                // A thinking worker starts with its first `think_blocks` I/Os at most.
+                if s.think.as_mut().is_some_and(|t| !t.take(slot)) {
+                    continue;
+                }
                 if s.issue(slot, now)? {
                     self.inflight += 1;
                     self.inflight_writes += s.ops[slot].write as u64;

@@ -42,9 +42,10 @@ pub fn format_duration_ns(ns: u64) -> String {
     format!("{ns}ns")
 }
 
-/// A think time: how long a stream pauses before its next I/Os.
+/// A think time: how long a stream pauses before its next I/Os. Written as text, or as a number
+/// of µs (`think_time = 500`, fio's way).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[serde(try_from = "TextOrMicros", into = "String")]
 pub enum ThinkTime {
     /// Always this long (`500us`).
     Fixed(u64),
@@ -87,6 +88,9 @@ impl std::str::FromStr for ThinkTime {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         let t = s.trim();
+        if t.starts_with('-') {
+            return Err(format!("`{s}`: a think time cannot be negative; give e.g. 500us"));
+        }
         if let Some(mean) = t.strip_prefix("exp:") {
             let m = parse_duration_ns(mean)?;
             return if m == 0 {
@@ -122,10 +126,21 @@ impl std::fmt::Display for ThinkTime {
     }
 }
 
-impl TryFrom<String> for ThinkTime {
+/// A think time as a plan file gives it.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum TextOrMicros {
+    Text(String),
+    Micros(f64),
+}
+
+impl TryFrom<TextOrMicros> for ThinkTime {
     type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        s.parse()
+    fn try_from(v: TextOrMicros) -> Result<Self, String> {
+        match v {
+            TextOrMicros::Text(s) => s.parse(),
+            TextOrMicros::Micros(us) => format!("{us}us").parse(),
+        }
     }
 }
 
@@ -251,6 +266,16 @@ mod tests {
         assert!("900us-100us".parse::<ThinkTime>().unwrap_err().contains("shorter to the longer"));
         assert!("0".parse::<ThinkTime>().unwrap_err().contains("leave think_time out"));
         assert!("exp:0".parse::<ThinkTime>().is_err());
+        assert!("-5ms".parse::<ThinkTime>().unwrap_err().contains("cannot be negative"));
+        // A number is µs, as fio's thinktime.
+        #[derive(serde::Deserialize)]
+        struct K {
+            t: ThinkTime,
+        }
+        let k: K = toml::from_str("t = 500").unwrap();
+        assert_eq!(k.t, ThinkTime::Fixed(500_000));
+        let k: K = toml::from_str("t = 2.5").unwrap();
+        assert_eq!(k.t, ThinkTime::Fixed(2_500));
         let b: Bursts = "100ms/900ms".parse().unwrap();
         assert_eq!((b.on_ns, b.off_ns, b.to_string()), (100_000_000, 900_000_000, "100ms/900ms".to_string()));
         assert!((b.peak_factor() - 10.0).abs() < 1e-12);

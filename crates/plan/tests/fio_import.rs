@@ -440,6 +440,9 @@ fn skew_sizes_per_direction_and_think_time_import_with_fio_s_meaning() {
     assert_eq!((t.time, t.blocks, t.spin_ns), (iocurve_plan::ThinkTime::Fixed(250_000), 8, 50_000));
     let (w, _) = one("[j]\nfilename=/data/x\nruntime=1\nrw=randread\nthinktime=2ms\n");
     assert_eq!(w.think.unwrap().time, iocurve_plan::ThinkTime::Fixed(2_000_000));
+    // The same zones for reads and writes are one law.
+    let (w, _) = one(&format!("{base}random_distribution=zoned:60/10:40/90,60/10:40/90\n"));
+    assert_eq!(w.distribution.to_string(), "zoned:60/10:40/90");
     // A sequential job's distribution is ignored, as fio does.
     let (w, note) = one("[j]\nfilename=/data/x\nruntime=1\nrw=read\nrandom_distribution=zipf:1.1\n");
     assert!(w.distribution.is_uniform());
@@ -447,6 +450,7 @@ fn skew_sizes_per_direction_and_think_time_import_with_fio_s_meaning() {
     // Refused with the reason: zones per direction, think time under a rate limit, bad values.
     for (t, says) in [
         ("rw=randrw\nrandom_distribution=zoned:50/50:50/50,90/10:10/90\n", "different zones for reads and writes"),
+        ("rw=randrw\nrandom_distribution=zoned:50/50:50/50,90/10:10/90,50/50:50/50\n", "different zones"),
         ("rw=randread\nrate_iops=100\nthinktime=10\n", "a think time inside a rate limit"),
         ("rw=randread\nrandom_distribution=zipf:0\n", "zipf"),
         ("rw=randread\nrandom_distribution=normal:150\n", "deviation of 0 to 100"),

@@ -526,7 +526,9 @@ fn skew(job: &FioJob, k: &mut WorkloadKeys, notices: &mut Vec<Notice>) {
     // One set per direction (`zoned:…,…`): iocurve has one law per workload.
     let mut dirs = text.split(',').map(str::trim).filter(|d| !d.is_empty());
     let first = dirs.next().unwrap_or("random").to_string();
-    if dirs.any(|d| d != first) {
+    // The sets after the first come without the law's name (`zoned:60/10:40/90,50/50:50/50`).
+    let zones = first.split_once(':').map_or("", |(_, z)| z).to_string();
+    if dirs.any(|d| d != first && d != zones) {
         refuse(
             notices,
             job,
@@ -636,6 +638,15 @@ fn think(job: &FioJob, k: &mut WorkloadKeys, notices: &mut Vec<Notice>) {
         k.think_blocks = Some(b.clamp(1, u32::MAX as u64) as u32);
     }
     if let Some(s) = job.thinktime_spin_ns.filter(|&s| s > 0) {
+        if s > t {
+            notices.push(note(
+                job,
+                "thinktime_spin",
+                "",
+                "longer than thinktime: the whole think is spun, as fio does",
+                false,
+            ));
+        }
         k.think_spin = Some(crate::pace::format_duration_ns(s.min(t)));
     }
     if job.iodepth > 1 {
@@ -643,7 +654,7 @@ fn think(job: &FioJob, k: &mut WorkloadKeys, notices: &mut Vec<Notice>) {
             job,
             "thinktime",
             "",
-            "with iodepth above 1, a worker lets its I/Os in flight finish before it thinks, then fills its queue again, as fio does",
+            "with iodepth above 1, a worker issues thinktime_blocks I/Os (iodepth at a time at most), lets them finish and thinks: exactly thinktime_blocks I/Os per think, as fio does",
             false,
         ));
     }

@@ -88,6 +88,14 @@ pub(super) fn think(k: &WorkloadKeys) -> Result<Option<Think>, KeyError> {
             None => Ok(None),
         };
     };
+    if spin_ns > 0 && matches!(time, crate::ThinkTime::Exponential(_)) {
+        return Err((
+            "think_spin",
+            format!(
+                "think_time = \"{time}\" can be as short as 0, so no part of it can be spun: give think_spin with a fixed think (500us) or a range (100us-900us)"
+            ),
+        ));
+    }
     if spin_ns > time.min_ns() {
         return Err((
             "think_spin",
@@ -207,8 +215,17 @@ pub(super) fn data_pattern(k: &WorkloadKeys) -> Result<DataPattern, KeyError> {
     // Both directions' sizes: writes of their own size are what the unit divides.
     let mut bs = block_sizes(k)?;
     bs.extend(write_block_sizes(k)?);
-    let min_bs = bs.iter().map(|b| b.bytes).min().unwrap_or(512);
-    let unit = k.dedupe_unit.unwrap_or(min_bs);
+    // Default: the largest size every block size is a multiple of — the smallest one where it
+    // divides the others (`4k` reads and `6k` writes: 2k).
+    let gcd = |a: u64, b: u64| {
+        let (mut a, mut b) = (a, b);
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let common = bs.iter().map(|b| b.bytes).fold(0, gcd).max(512);
+    let unit = k.dedupe_unit.unwrap_or(common);
     if unit == 0 || !unit.is_multiple_of(512) {
         return Err(("dedupe_unit", format!("dedupe_unit is {unit}; it must be a multiple of 512 bytes")));
     }

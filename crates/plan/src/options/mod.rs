@@ -131,7 +131,7 @@ workload_keys! {
             = [custom checks::think, checks::think_back],
         table(
             Some("think-time"), Text, "TIME", None,
-            "Think time of each closed-loop worker: after every think_blocks I/Os it lets its I/Os in flight finish, then pauses this long before filling its queue again: 500us, a range 100us-900us (uniform) or exp:2ms (exponential with that mean); a bare number is µs (fio's thinktime).",
+            "Think time of each closed-loop worker: it issues think_blocks I/Os (queue_depth at a time at most), lets them finish, then pauses this long before the next ones: 500us, a range 100us-900us (uniform) or exp:2ms (exponential with that mean); a bare number is µs (fio's thinktime).",
         );
     /// I/Os a worker completes between thinks (default 1; fio's `thinktime_blocks`).
     think_blocks: u32,
@@ -214,12 +214,13 @@ workload_keys! {
             Some("dedupe"), Number, "R", Some("1"),
             "Written units per unique unit: 1 = all unique, 2 = every unit twice on average.",
         );
-    /// Unit of deduplication (default: the smallest block size); every block size must be a
+    /// Unit of deduplication (default: the largest size every block size, of reads and of
+    /// writes, is a multiple of: the smallest where it divides the others); every block size must be a
     /// multiple of it.
     dedupe_unit: u64 [serde(default, deserialize_with = "crate::spec::opt_size")],
         table(
             Some("dedupe-unit"), Text, "SIZE", None,
-            "Unit of deduplication (default: the smallest block size).",
+            "Unit of deduplication (default: the largest size every block size of reads and writes is a multiple of; the smallest where it divides the others).",
         );
     /// The byte the constant share is made of: 0 (zeros, the default) or any byte 1–255
     /// (e.g. 0xa5), for arrays that treat runs of zeros specially.

@@ -168,20 +168,28 @@ fn shape_checks(w: &Workload) -> Result<(), KeyError> {
         return Err((
             "distribution",
             format!(
-                "distribution = \"{}\" picks random blocks, but the workload is sequential: give pattern = \"random\" or drop distribution",
-                w.distribution
+                "distribution = \"{}\" picks random blocks, but workload {} is sequential: give it pattern = \"random\" or drop distribution",
+                w.distribution, w.name
             ),
         ));
     }
     if !w.write_bs.is_empty() {
         if !w.writes() {
-            return Err(("write_bs", "write_bs is the block size of writes, but read_pct = 100: the workload never writes; drop write_bs or lower read_pct".into()));
+            return Err((
+                "write_bs",
+                format!(
+                    "write_bs is the block size of writes, but workload {} has read_pct = 100: it never writes; drop write_bs or lower read_pct",
+                    w.name
+                ),
+            ));
         }
         if w.read_pct <= 0.0 {
             return Err((
                 "write_bs",
-                "write_bs sets writes apart from reads, but read_pct = 0: every I/O is a write; give its size as bs"
-                    .into(),
+                format!(
+                    "write_bs sets writes apart from reads, but workload {} has read_pct = 0: every I/O is a write; give its size as bs",
+                    w.name
+                ),
             ));
         }
         if w.verify {
@@ -205,8 +213,8 @@ fn shape_checks(w: &Workload) -> Result<(), KeyError> {
         return Err((
             "think_time",
             format!(
-                "think_time ({}) paces a closed-loop worker, but {which} drives the workload by a schedule (its I/Os go out when due, not after a think): drop think_time or {which}",
-                t.time
+                "think_time ({}) paces a closed-loop worker, but {which} drives workload {} by a schedule (its I/Os go out when due, not after a think): drop think_time or {which}",
+                t.time, w.name
             ),
         ));
     }
@@ -215,7 +223,8 @@ fn shape_checks(w: &Workload) -> Result<(), KeyError> {
             return Err((
                 "bursts",
                 format!(
-                    "bursts = \"{b}\" shape the arrivals of rate steps, but this workload has none (no rate, curve or sla_search): give rate = [...], or think_time to pace a closed loop"
+                    "bursts = \"{b}\" shape the arrivals of rate steps, but workload {} has none (no rate, curve or sla_search): give it rate = [...] (think_time paces a closed loop)",
+                    w.name
                 ),
             ));
         }
@@ -283,18 +292,18 @@ mod tests {
             (
                 "pattern = \"sequential\"\ndistribution = \"zipf:1.2\"",
                 "workloads[0].distribution",
-                "but the workload is sequential",
+                "but workload w is sequential",
             ),
-            ("write_bs = \"64k\"", "workloads[0].write_bs", "the workload never writes"),
+            ("write_bs = \"64k\"", "workloads[0].write_bs", "workload w has read_pct = 100: it never writes"),
             ("read_pct = 0\nwrite_bs = \"64k\"", "workloads[0].write_bs", "every I/O is a write; give its size as bs"),
             ("read_pct = 50\nwrite_bs = \"64k\"\nverify = true", "workloads[0].verify", "not one per direction"),
             (
                 "think_time = \"1ms\"\nrate = [100]",
                 "workloads[0].think_time",
-                "but rate drives the workload by a schedule",
+                "but rate drives workload w by a schedule",
             ),
             ("think_time = \"1ms\"\ncurve = [50, 100]", "workloads[0].think_time", "but curve drives"),
-            ("bursts = \"100ms/900ms\"", "workloads[0].bursts", "has none (no rate, curve or sla_search)"),
+            ("bursts = \"100ms/900ms\"", "workloads[0].bursts", "workload w has none (no rate, curve or sla_search)"),
             ("think_spin = \"5us\"", "workloads[0].think_spin", "give think_time too"),
             (
                 "think_time = \"1ms-2ms\"\nthink_spin = \"1500us\"",
@@ -303,6 +312,7 @@ mod tests {
             ),
             ("think_time = \"1ms\"\nthink_blocks = 0", "workloads[0].think_blocks", "give 1 to 1000000"),
             ("think_time = \"2h\"", "workloads[0].think_time", "unknown unit"),
+            ("think_time = \"exp:1ms\"\nthink_spin = \"10us\"", "workloads[0].think_spin", "can be as short as 0"),
             ("distribution = \"zipf:0\"", "workloads[0].distribution", "zipf"),
             ("distribution = \"gamma:1\"", "workloads[0].distribution", "gamma"),
             ("hot_layout = \"spread\"", "workloads[0].hot_layout", "use contiguous or scattered"),

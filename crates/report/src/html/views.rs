@@ -104,6 +104,8 @@ pub(super) struct StepTable {
 pub(super) struct ImpactView {
     pub(super) title: String,
     pub(super) rows: Vec<ImpactRow>,
+    /// How the runs differ in what they measured (empty: like with like).
+    pub(super) differ: Vec<String>,
 }
 
 /// A run against the baseline at every target rate both drove a workload at (rate ramps).
@@ -337,10 +339,14 @@ pub(super) fn impacts(runs: &[ReportRun]) -> Vec<ImpactView> {
         if base.result.sla.is_some() || r.result.sla.is_some() {
             ats.push(At::Sla);
         }
+        // What the two runs measured differently, as `compare` says it (found by an outside
+        // test: a zipf run against a uniform one showed its impact without a word).
+        let differ = iocurve_analysis::compare::differences(&base.result, &r.result);
         for at in ats {
             out.push(ImpactView {
                 title: format!("{} against {}, at the {}", r.title(), base.title(), at.name()),
                 rows: compare(&base.result, &r.result, at).iter().map(impact_row).collect(),
+                differ: differ.clone(),
             });
         }
     }

@@ -273,3 +273,20 @@ fn regression_a_runs_own_json_is_its_export() {
     }
     assert_eq!(own, export);
 }
+
+/// Issue 39, found by an outside attack: an SLA search of a workload with bursts failed at its
+/// first probe (the agent checked the derived `NAME-sla-search` workload, whose rates are chosen
+/// as it runs, as a workload without rate steps and refused its bursts).
+#[test]
+fn regression_an_sla_search_keeps_its_bursts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plan = "targets = [\"t.dat\"]\nsla_p99_ms = 50\n[[workloads]]\nname = \"w\"\nbackend = \"null\"\nramp = [1, 2]\nsla_search = true\nbursts = \"50ms/50ms\"\nintervals = 1\ninterval_s = 0.2\nwarmup_s = 0\n";
+    std::fs::write(d.join("p.toml"), plan).unwrap();
+    let r = run_json(d, &["run", "p.toml", "--size", "16m"]);
+    let search =
+        r["workloads"].as_array().unwrap().iter().find(|w| w["name"] == "w-sla-search").expect("the search ran");
+    assert!(!search["steps"].as_array().unwrap().is_empty(), "{search}");
+    assert!(search["shape"].as_str().unwrap().starts_with("bursts 50ms on, 50ms off"), "{}", search["shape"]);
+    assert_eq!(r["workloads"][0]["shape"], "", "the worker ramp has no bursts: {}", r["workloads"][0]);
+}
