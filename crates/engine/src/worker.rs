@@ -239,8 +239,9 @@ struct Issued {
 pub(crate) struct Slots<B: IoEngine> {
     pub backend: B,
     pub opgen: OpGen,
-    /// Offsets, sizes, directions and thinks: seeded from the plan's seed, the host and the
-    /// thread, so the same seed repeats a run's offsets.
+    /// Offsets, sizes, directions and thinks: seeded from the plan's seed, the workload, the
+    /// step, the host and the thread (`step::stream_seed`), so the same seed repeats a run's
+    /// offsets.
     pub rng: Rng,
     /// The data written: seeded apart for every run, so that no run writes what the one before
     /// wrote (an array that deduplicates would find every block known).

@@ -323,10 +323,17 @@ mod tests {
             workers: 64,
             target: Some(Target::Iops(50_000.0)),
             inflight: 17,
+            bs: "4k r, 64k w".into(),
+            shape: "distribution zipf:1.2, bursts 100ms on, 900ms off".into(),
             ..Live::default()
         }));
         let text = e.encode();
         assert_eq!(line(&text, "iocurve_inflight_ios{"), "iocurve_inflight_ios{run=\"9\",workload=\"r\"} 17.0");
+        // What shapes the running workload (issue 39), as labels.
+        assert_eq!(
+            line(&text, "iocurve_workload_info{"),
+            "iocurve_workload_info{run=\"9\",workload=\"r\",bs=\"4k r, 64k w\",shape=\"distribution zipf:1.2, bursts 100ms on, 900ms off\"} 1.0"
+        );
         assert_eq!(
             line(&text, "iocurve_rate_target_iops{"),
             "iocurve_rate_target_iops{run=\"9\",workload=\"r\"} 50000.0"
