@@ -818,6 +818,11 @@ pub struct PreconditionArgs {
     /// repeatable; name it exactly. A mounted, swap, held or busy target is never written.
     #[arg(long = "allow-write", value_name = "PATH")]
     pub allow_write: Vec<PathBuf>,
+    /// The verification map of verifying runs on these targets (as `run --verify-map`): the
+    /// blocks of each target this pass writes over are forgotten in it (unknown, not lost), so
+    /// that the next verifying run does not call them lost. Nothing happens without the file.
+    #[arg(long = "verify-map", default_value = "iocurve-verify.map", value_name = "FILE")]
+    pub verify_map: PathBuf,
     /// Then write 4k random blocks (32 in flight) in rounds until the IOPS of the last 5 rounds
     /// are in steady state by the SNIA rule (range within 20 % of their mean, best-fit excursion
     /// within 10 %), or --max-rounds ran out.

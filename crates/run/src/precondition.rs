@@ -95,9 +95,18 @@ pub fn start_pass(
     }
 }
 
-/// Preconditions one target (`iocurve precondition`); returns false when cancelled before it
-/// was complete. No write returning for `stuck_after` is an error (the storage stopped
-/// answering); the state so far is saved, so the same command resumes once it answers.
+/// What one target's pass of `iocurve precondition` came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TargetPass {
+    /// Every block written (false: cancelled before).
+    pub complete: bool,
+    /// It wrote blocks now (false: preconditioned before, nothing written).
+    pub wrote: bool,
+}
+
+/// Preconditions one target (`iocurve precondition`). No write returning for `stuck_after` is
+/// an error (the storage stopped answering); the state so far is saved, so the same command
+/// resumes once it answers.
 pub fn target(
     t: &Target,
     cfg: &PreConfig,
@@ -105,7 +114,7 @@ pub fn target(
     cancel: &Cancel,
     stuck_after: Duration,
     obs: &mut dyn Observer,
-) -> Result<bool, Error> {
+) -> Result<TargetPass, Error> {
     let key = record_key(t);
     let name = t.path.display().to_string();
     let data_json = serde_json::to_string(&cfg.pattern).unwrap_or_default();
@@ -120,7 +129,7 @@ pub fn target(
         obs,
     )?
     else {
-        return Ok(true);
+        return Ok(TargetPass { complete: true, wrote: false });
     };
     obs.event(&RunEvent::PreconditionWriting {
         target: t.path.display().to_string(),
@@ -132,7 +141,9 @@ pub fn target(
     let before = record.bytes_written;
     let mut save_error = None;
     let mut shown = None;
+    let mut wrote = false;
     let mut on_progress = |p: &PreProgress| {
+        wrote |= p.session_bytes > 0;
         // The pass repeats its last progress while the sync waits: shown once.
         if shown.replace(p.done_bytes) != Some(p.done_bytes) {
             obs.event(&RunEvent::PreconditionProgress {
@@ -163,7 +174,7 @@ pub fn target(
     } else {
         obs.event(&RunEvent::PreconditionInterrupted { target: t.path.display().to_string() });
     }
-    Ok(pass.complete && !cancel.is_cancelled())
+    Ok(TargetPass { complete: pass.complete && !cancel.is_cancelled(), wrote })
 }
 
 /// The configuration of a run's precondition phase: 1 MiB writes, 32 in flight, the data
