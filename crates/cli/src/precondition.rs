@@ -90,8 +90,15 @@ pub fn command(args: PreconditionArgs) -> Result<ExitCode, CliError> {
         let stuck_after = std::time::Duration::from_secs_f64(args.stuck_after_s);
         let pass = target(t, &cfg, &store, &cancel, stuck_after, &mut terminal);
         // Even a pass that failed or was cut short may have written over blocks the map knew.
-        if !matches!(pass, Ok(p) if !p.wrote) {
-            forget_in_map(&args.verify_map, &t.path.display().to_string(), &mut terminal)?;
+        // A map that cannot be updated (in use, unreadable) does not undo the pass: said.
+        if !matches!(pass, Ok(p) if !p.wrote)
+            && let Err(e) = forget_in_map(&args.verify_map, &t.path.display().to_string(), &mut terminal)
+        {
+            terminal.warning(&format!(
+                "{} not updated ({e}): a verifying run continuing it will call the blocks of {} this pass wrote over lost",
+                args.verify_map.display(),
+                t.path.display()
+            ));
         }
         if !pass?.complete {
             return Ok(crate::signals::interrupted_code());
