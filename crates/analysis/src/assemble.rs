@@ -19,6 +19,8 @@ pub struct RunFacts {
     pub targets: Vec<TargetInfo>,
     pub plan: serde_json::Value,
     pub final_verification: Option<FinalVerification>,
+    /// The reclaim steps, in order.
+    pub reclaims: Vec<crate::ReclaimResult>,
 }
 
 impl RunResult {
@@ -42,6 +44,7 @@ impl RunResult {
             plan: f.plan,
             workloads,
             final_verification: f.final_verification,
+            reclaims: f.reclaims,
         }
         .with_link_use()
         .with_sla_answers()

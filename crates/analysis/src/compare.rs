@@ -200,6 +200,9 @@ pub fn differences(baseline: &RunResult, run: &RunResult) -> Vec<String> {
         "hot_layout",
         "think",
         "bursts",
+        // Trims (issue 40): absent where a workload does not trim.
+        "trim_pct",
+        "trim_bs",
     ];
     let workload = |r: &RunResult, name: &str| -> Option<serde_json::Value> {
         r.plan["workloads"].as_array()?.iter().find(|w| w["name"] == name).cloned()
@@ -307,6 +310,10 @@ fn worded(key: &str, v: &serde_json::Value) -> String {
         ("direct", Value::Bool(d)) => if *d { "direct" } else { "buffered" }.into(),
         ("write_bs", Value::Array(_)) => worded("bs", v),
         ("write_bs", Value::Null) => "as reads".into(),
+        ("trim_bs", Value::Array(_)) => worded("bs", v),
+        ("trim_bs", Value::Null) => "as bs".into(),
+        ("trim_pct", Value::Null) => "0 %".into(),
+        ("trim_pct", Value::Number(n)) => format!("{} %", n.as_f64().unwrap_or_default()),
         ("distribution", Value::Null) => "uniform".into(),
         ("hot_layout", Value::Null) => "contiguous".into(),
         ("read_pct", Value::Number(n)) => format!("{} %", n.as_f64().unwrap_or_default()),
@@ -334,6 +341,7 @@ pub(crate) mod tests {
             kind: kind.into(),
             working_set: "backend".into(),
             read_pct: 100.0,
+            trim_pct: 0.0,
             bs: "8k".into(),
             queue_depth: 1,
             shape: String::new(),
@@ -380,6 +388,7 @@ pub(crate) mod tests {
             plan: serde_json::Value::Null,
             workloads,
             final_verification: None,
+            reclaims: Vec::new(),
         }
     }
 

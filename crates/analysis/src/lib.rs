@@ -9,6 +9,7 @@ pub mod assemble;
 pub mod compare;
 pub mod format;
 pub mod pairing;
+pub mod reclaim;
 pub mod result;
 pub mod sizing;
 pub mod step;

@@ -34,6 +34,9 @@ pub struct RunResult {
     /// The final verification pass (`--verify-final`), when the run had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_verification: Option<FinalVerification>,
+    /// The reclaim steps after the workloads (`[[reclaim]]`, issue 40).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reclaims: Vec<ReclaimResult>,
 }
 
 /// How a run ended (shared/DESIGN.md §4a): the one word its own JSON, `runs`, `runs --json`,
@@ -175,7 +178,11 @@ pub struct WorkloadResult {
     /// `frontend`, `backend` or `range`.
     pub working_set: String,
     pub read_pct: f64,
-    /// Block size, or the weighted mix (`4k:70,64k:30`), or each direction's (`4k r, 64k w`).
+    /// Share of trims in percent (taken from the writes); absent when it does not trim.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trim_pct: f64,
+    /// Block size, or the weighted mix (`4k:70,64k:30`), or each direction's (`4k r, 64k w,
+    /// 1m t`).
     pub bs: String,
     pub queue_depth: u32,
     /// Its distribution, think time or bursts in words (`distribution zipf:1.2, think 500us`);
@@ -408,11 +415,25 @@ pub fn shape(w: &iocurve_plan::Workload, rate_steps: bool) -> Vec<String> {
 
 /// A workload's block sizes: `4k`, a mix, or with writes of their own `4k r, 64k w`.
 pub fn workload_block_sizes(w: &iocurve_plan::Workload) -> String {
-    if w.write_bs.is_empty() {
-        block_sizes(&w.bs)
-    } else {
-        format!("{} r, {} w", block_sizes(&w.bs), block_sizes(&w.write_bs))
+    if w.write_bs.is_empty() && w.trim_bs.is_empty() {
+        return block_sizes(&w.bs);
     }
+    let mut parts = Vec::new();
+    if w.read_pct > 0.0 {
+        parts.push(format!("{} r", block_sizes(&w.bs)));
+    }
+    if w.write_pct() > 0.0 {
+        parts.push(format!("{} w", block_sizes(w.write_sizes())));
+    }
+    if w.trims() {
+        parts.push(format!("{} t", block_sizes(w.trim_sizes())));
+    }
+    parts.join(", ")
+}
+
+/// A share that is 0 (`trim_pct` of a workload that does not trim).
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// `4k`, or the weighted mix `4k:70,64k:30`.
@@ -538,6 +559,13 @@ pub struct DirResult {
     pub iops: f64,
     pub mbps: f64,
     pub lat_us: LatencyStats,
+}
+
+impl DirResult {
+    /// Nothing in this direction (a step that never trims has an empty `trim`).
+    pub fn is_empty(&self) -> bool {
+        *self == DirResult::default()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -696,6 +724,9 @@ pub struct StepResult {
     pub lat_us: LatencyStats,
     pub read: DirResult,
     pub write: DirResult,
+    /// Trims (discards, punched holes), apart from reads and writes; absent when none.
+    #[serde(default, skip_serializing_if = "DirResult::is_empty")]
+    pub trim: DirResult,
     pub intervals: Vec<IntervalResult>,
     /// Coefficient of variation of the interval throughput (stddev / mean).
     pub cv: f64,
@@ -773,6 +804,11 @@ pub struct RateResult {
 }
 
 impl StepResult {
+    /// The I/Os that completed whole, every direction.
+    pub fn ops(&self) -> u64 {
+        self.read.ops + self.write.ops + self.trim.ops
+    }
+
     /// The headline throughput: IOPS for random workloads, MB/s for sequential ones.
     pub fn throughput(&self, sequential: bool) -> f64 {
         if sequential { self.mbps } else { self.iops }
@@ -814,4 +850,60 @@ impl LinkUse {
             mbps(self.capacity_mbps)
         )
     }
+}
+
+/// One pass of a reclaim step over its region.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PassResult {
+    pub ops: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub iops: f64,
+    pub mbps: f64,
+    pub lat_us: LatencyStats,
+}
+
+/// The storage's used bytes at the moments that matter, as the probe said them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsedSpace {
+    pub before: u64,
+    pub after_write: u64,
+    pub after_trim: u64,
+    /// At the last probe (when the space was back, or when the wait ended).
+    pub last: u64,
+}
+
+/// A reclaim step (`[[reclaim]]`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReclaimResult {
+    pub name: String,
+    /// The targets whose regions it wrote and trimmed.
+    pub targets: Vec<String>,
+    /// Bytes of all the regions together.
+    pub region_bytes: u64,
+    pub bs: u64,
+    pub queue_depth: u32,
+    pub write: PassResult,
+    pub trim: PassResult,
+    /// Reads of the trimmed ranges.
+    pub read: PassResult,
+    /// Of those reads, the blocks that came back all zeros.
+    pub zero_blocks: u64,
+    /// What measured the used space (`allocated size of …`, `command: …`); empty: nothing could
+    /// (a device other than a loop device, and no `probe`).
+    pub probe: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used: Option<UsedSpace>,
+    /// Seconds from the end of the trims until `back_pct` % of the trimmed bytes were free again
+    /// (None: not within `timeout_s`, or not measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub back_after_s: Option<f64>,
+    pub back_pct: f64,
+    pub timeout_s: f64,
+    /// (seconds since the trims ended, used bytes) of every probe after them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<(f64, u64)>,
+    /// Set when a Ctrl-C ended it early: the figures are of what it did.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }

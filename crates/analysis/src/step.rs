@@ -238,6 +238,7 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
         lat_us: lat,
         read: dir_result(&all.read, secs),
         write: dir_result(&all.write, secs),
+        trim: dir_result(&all.trim, secs),
         cv: cv(&tput),
         iops_min: intervals.iter().map(|i| i.iops).reduce(f64::min).unwrap_or(0.0),
         iops_max: intervals.iter().map(|i| i.iops).fold(0.0, f64::max),
@@ -475,7 +476,7 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
             ),
         );
     }
-    if s.read.ops + s.write.ops == 0 {
+    if s.ops() == 0 {
         flag(
             "no_io",
             "no I/O completed in this step's measured intervals: it has no throughput or latency, and it enters no speed, optimum or maximum".into(),

@@ -211,6 +211,7 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
         kind: if seq { "sequential" } else { "random" }.into(),
         working_set: w.working_set.label().into(),
         read_pct: w.read_pct,
+        trim_pct: w.trim_pct,
         bs: workload_block_sizes(w),
         queue_depth: w.queue_depth,
         shape: crate::result::shape(w, steps.iter().any(|s| s.rate.is_some())).join(", "),
@@ -260,8 +261,7 @@ pub struct Compared {
 /// come in an earlier one or in its first step). A rate step that did not keep to its schedule
 /// measured the storage at some other load.
 pub fn compared(steps: &[StepResult]) -> Compared {
-    let measured: Vec<usize> =
-        (0..steps.len()).filter(|&i| steps[i].duration_s > 0.0 && steps[i].read.ops + steps[i].write.ops > 0).collect();
+    let measured: Vec<usize> = (0..steps.len()).filter(|&i| steps[i].duration_s > 0.0 && steps[i].ops() > 0).collect();
     let (measured, apart) = like_with_like(steps, measured);
     let (measured, unsustained): (Vec<usize>, Vec<usize>) =
         measured.into_iter().partition(|&i| steps[i].rate.as_ref().is_none_or(|r| r.sustained));

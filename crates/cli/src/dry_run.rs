@@ -74,9 +74,10 @@ pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> Str
         let kind = if w.pattern == Pattern::Sequential { "sequential" } else { "random" };
         let bs = iocurve_analysis::workload_block_sizes(w);
         out.push(format!(
-            "workload {}: {kind}, {} % reads, bs {bs}, qd {}, {} working set, {}{}, {}",
+            "workload {}: {kind}, {} % reads{}, bs {bs}, qd {}, {} working set, {}{}, {}",
             w.name,
             w.read_pct,
+            if w.trims() { format!(", {} % trims", w.trim_pct) } else { String::new() },
             w.queue_depth,
             w.working_set.label(),
             w.backend.name(),

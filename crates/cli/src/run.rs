@@ -41,6 +41,16 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             "--verify-journal journals the writes of verifying workloads, but no workload of this run verifies: add --verify (or verify = true in the plan)".into(),
         ));
     }
+    // The journal names each write's block and generation; a trim leaves a block whose content
+    // no generation describes, which a pass after a crash would call lost.
+    if args.verify_journal
+        && let Some(w) = plan.workloads.iter().find(|w| w.verify && w.trims())
+    {
+        return Err(CliError::Usage(format!(
+            "--verify-journal cannot journal trims, and workload {} verifies and trims (trim_pct = {}): drop --verify-journal, or its trims",
+            w.name, w.trim_pct
+        )));
+    }
     if args.dry_run {
         // What the run would refuse before opening anything, the dry run refuses too.
         iocurve_run::check_plan(&plan)?;

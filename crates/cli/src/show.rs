@@ -75,6 +75,11 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
         targets,
         plan,
         final_verification: s.verification.clone(),
+        reclaims: s
+            .reclaims
+            .iter()
+            .map(|j| serde_json::from_str(j).map_err(|e| bad("reclaim step", e)))
+            .collect::<Result<_, _>>()?,
     };
     Ok(RunResult::assemble(facts, workloads))
 }

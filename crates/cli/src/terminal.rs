@@ -114,7 +114,7 @@ impl Observer for Terminal {
         self.done_s += planned_s;
         let flags: Vec<&str> = s.flags.iter().map(|f| f.code.as_str()).collect();
         // A step without completions has no throughput or latency: never "0 IOPS @ 0.0 µs".
-        let figures = if s.read.ops + s.write.ops == 0 {
+        let figures = if s.ops() == 0 {
             "no I/O completed".to_string()
         } else {
             format!(

@@ -83,6 +83,26 @@ pub fn words(event: &RunEvent) -> Vec<String> {
             format_size(*before)
         )],
         E::PreconditionComplete { target } => vec![format!("precondition {target}: complete")],
+        E::ReclaimStarting { name, bytes, targets, probe } => vec![format!(
+            "reclaim {name}: writing, trimming and reading back {} on {targets} target{}; used space: {}",
+            iocurve_analysis::format::size(*bytes),
+            if *targets == 1 { "" } else { "s" },
+            if probe.is_empty() {
+                "not measured (no probe: a device that is not a loop device; give probe = \"…\")"
+            } else {
+                probe
+            }
+        )],
+        E::ReclaimPass { name, pass, bytes, seconds, mean_us } => vec![format!(
+            "reclaim {name}: {pass} {} in {seconds:.1} s ({}), mean {}",
+            iocurve_analysis::format::size(*bytes),
+            iocurve_analysis::format::mbps(if *seconds > 0.0 { *bytes as f64 / 1e6 / seconds } else { 0.0 }),
+            iocurve_analysis::format::latency(*mean_us)
+        )],
+        E::ReclaimWaiting { name, want, timeout_s } => vec![format!(
+            "reclaim {name}: waiting up to {timeout_s:.0} s for {} of the trimmed space to be free again",
+            iocurve_analysis::format::size(*want)
+        )],
         E::PreconditionInterrupted { target } => {
             vec![format!("precondition {target}: interrupted; the same command resumes where it stopped")]
         }

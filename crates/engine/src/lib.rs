@@ -14,6 +14,7 @@ mod end;
 pub mod host;
 pub mod ops;
 pub mod precondition;
+pub mod reclaim;
 pub mod step;
 mod think;
 mod worker;

@@ -14,12 +14,33 @@ use iocurve_plan::{Pattern, WorkingSet, Workload};
 use crate::EngineError;
 use crate::rng::Rng;
 
+/// What an I/O does: read, write, or trim (discard on a block device, punch a hole in a file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dir {
+    #[default]
+    Read,
+    Write,
+    Trim,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct IoOp {
     pub target: u32,
     pub offset: u64,
     pub len: u32,
-    pub write: bool,
+    pub dir: Dir,
+}
+
+impl IoOp {
+    #[inline]
+    pub fn is_write(&self) -> bool {
+        self.dir == Dir::Write
+    }
+
+    #[inline]
+    pub fn is_trim(&self) -> bool {
+        self.dir == Dir::Trim
+    }
 }
 
 /// Geometry of one target for this workload: its working set `[start, start + len)`.
@@ -50,8 +71,14 @@ pub fn working_set(ws: &WorkingSet, size: u64, max_bs: u64, name: &str, path: &s
 enum Direction {
     AllReads,
     AllWrites,
-    /// Read when a random u64 is below this threshold.
+    AllTrims,
+    /// Read when a random u64 is below this threshold, else write.
     Mixed(u64),
+    /// Read below `read`, trim below `trim` (cumulative), else write.
+    WithTrims {
+        read: u64,
+        trim: u64,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -73,6 +100,8 @@ pub struct OpGen {
     size_total: u64,
     /// Writes' own sizes (`write_bs`): the direction is drawn first, then the size of it.
     write_sizes: Option<(Vec<(u64, u64)>, u64)>,
+    /// Trims' own sizes (`trim_bs`), as writes'.
+    trim_sizes: Option<(Vec<(u64, u64)>, u64)>,
     /// A skewed distribution: one sampler per target, over positions of `unit` bytes from the
     /// start of its working set (None: uniform, aligned to each I/O's own size).
     access: Option<Vec<Access>>,
@@ -104,6 +133,7 @@ impl OpGen {
         let group_total = acc;
         let (sizes, size_total) = cumulative(&w.bs);
         let write_sizes = (!w.write_bs.is_empty()).then(|| cumulative(&w.write_bs));
+        let trim_sizes = (!w.trim_bs.is_empty()).then(|| cumulative(&w.trim_bs));
         // Positions of the smallest block size where the largest still fits: every I/O of the
         // law lies inside the working set.
         let unit = w.min_bs().max(512);
@@ -118,12 +148,17 @@ impl OpGen {
         } else {
             None
         };
+        let share = |pct: f64| (pct / 100.0 * u64::MAX as f64) as u64;
         let direction = if w.read_pct >= 100.0 {
             Direction::AllReads
+        } else if w.trim_pct >= 100.0 {
+            Direction::AllTrims
+        } else if w.trims() {
+            Direction::WithTrims { read: share(w.read_pct), trim: share(w.read_pct + w.trim_pct) }
         } else if w.read_pct <= 0.0 {
             Direction::AllWrites
         } else {
-            Direction::Mixed((w.read_pct / 100.0 * u64::MAX as f64) as u64)
+            Direction::Mixed(share(w.read_pct))
         };
         let mut cursors = Vec::new();
         if w.pattern == Pattern::Sequential {
@@ -152,6 +187,7 @@ impl OpGen {
             sizes,
             size_total,
             write_sizes,
+            trim_sizes,
             access,
             unit,
             direction,
@@ -169,13 +205,31 @@ impl OpGen {
         table.iter().find(|(cum, _)| r < *cum).map(|(_, v)| *v).unwrap_or(table[table.len() - 1].1)
     }
 
-    /// Whether an I/O of this workload is a write, drawn as `next` draws it: for I/Os a rate
-    /// step never issued, whose age still counts in the latency of their direction.
-    pub fn draw_write(&self, rng: &mut Rng) -> bool {
+    /// The direction of an I/O of this workload, drawn as `next` draws it: also for I/Os a
+    /// rate step never issued, whose age still counts in the latency of their direction.
+    #[inline]
+    pub fn draw_dir(&self, rng: &mut Rng) -> Dir {
         match self.direction {
-            Direction::AllReads => false,
-            Direction::AllWrites => true,
-            Direction::Mixed(t) => rng.next_u64() >= t,
+            Direction::AllReads => Dir::Read,
+            Direction::AllWrites => Dir::Write,
+            Direction::AllTrims => Dir::Trim,
+            Direction::Mixed(t) => {
+                if rng.next_u64() >= t {
+                    Dir::Write
+                } else {
+                    Dir::Read
+                }
+            }
+            Direction::WithTrims { read, trim } => {
+                let r = rng.next_u64();
+                if r < read {
+                    Dir::Read
+                } else if r < trim {
+                    Dir::Trim
+                } else {
+                    Dir::Write
+                }
+            }
         }
     }
 
@@ -189,15 +243,21 @@ impl OpGen {
             &self.groups[i].1
         };
         let target = if members.len() == 1 { members[0] } else { members[rng.below(members.len() as u64) as usize] };
-        let (len, write) = match &self.write_sizes {
-            None => {
-                let len = Self::pick(&self.sizes, self.size_total, rng);
-                (len, self.draw_write(rng))
-            }
-            Some((w, total)) => {
-                let write = self.draw_write(rng);
-                (if write { Self::pick(w, *total, rng) } else { Self::pick(&self.sizes, self.size_total, rng) }, write)
-            }
+        let (len, dir) = if self.write_sizes.is_none() && self.trim_sizes.is_none() {
+            let len = Self::pick(&self.sizes, self.size_total, rng);
+            (len, self.draw_dir(rng))
+        } else {
+            let dir = self.draw_dir(rng);
+            let own = match dir {
+                Dir::Write => self.write_sizes.as_ref(),
+                Dir::Trim => self.trim_sizes.as_ref(),
+                Dir::Read => None,
+            };
+            let len = match own {
+                Some((t, total)) => Self::pick(t, *total, rng),
+                None => Self::pick(&self.sizes, self.size_total, rng),
+            };
+            (len, dir)
         };
         let g = self.geoms[target as usize];
         let offset = match self.pattern {
@@ -215,7 +275,7 @@ impl OpGen {
                 o
             }
         };
-        IoOp { target, offset, len: len as u32, write }
+        IoOp { target, offset, len: len as u32, dir }
     }
 }
 
@@ -255,6 +315,44 @@ mod tests {
             threads: 0,
             ..Workload::default()
         }
+    }
+
+    /// Issue 40: trims are a third direction with their own sizes, at their share; every trim
+    /// is aligned to its own size, and the I/Os a rate step never issued draw the same shares.
+    #[test]
+    fn trims_come_at_their_share_with_their_own_sizes() {
+        let mut w = workload(40.0, Pattern::Random, &[(4096, 1)]);
+        w.trim_pct = 30.0;
+        w.trim_bs = vec![BlockSize { bytes: 65536, weight: 1 }, BlockSize { bytes: 1 << 20, weight: 1 }];
+        let geom = working_set(&WorkingSet::Backend, 1 << 30, w.max_bs(), "t", "f").unwrap();
+        let mut g = OpGen::new(&w, 1, vec![geom], &[(1, vec![0])]).unwrap();
+        let mut rng = Rng::new(11);
+        let (mut n, mut big) = ([0u32; 3], 0);
+        for _ in 0..100_000 {
+            let op = g.next(0, &mut rng);
+            n[op.dir as usize] += 1;
+            match op.dir {
+                Dir::Trim => {
+                    assert!(op.len == 65536 || op.len == 1 << 20, "{op:?}");
+                    assert_eq!(op.offset % op.len as u64, 0, "{op:?}");
+                    big += u32::from(op.len == 1 << 20);
+                }
+                _ => assert_eq!(op.len, 4096, "{op:?}"),
+            }
+        }
+        let share = |k: usize| n[k] as f64 / 1000.0;
+        assert!(
+            (share(0) - 40.0).abs() < 1.0 && (share(1) - 30.0).abs() < 1.0 && (share(2) - 30.0).abs() < 1.0,
+            "{n:?}"
+        );
+        assert!((big as f64 / n[2] as f64 - 0.5).abs() < 0.02);
+        let drawn = (0..100_000).filter(|_| g.draw_dir(&mut rng) == Dir::Trim).count();
+        assert!((drawn as f64 / 1000.0 - 30.0).abs() < 1.0, "{drawn}");
+        // Trims alone.
+        w.read_pct = 0.0;
+        w.trim_pct = 100.0;
+        let mut g = OpGen::new(&w, 1, vec![geom], &[(1, vec![0])]).unwrap();
+        assert!((0..1000).all(|_| g.next(0, &mut rng).is_trim()));
     }
 
     #[test]
@@ -300,7 +398,7 @@ mod tests {
         let n = 100_000;
         for _ in 0..n {
             let op = g.next(0, &mut rng);
-            reads += usize::from(!op.write);
+            reads += usize::from(op.dir == Dir::Read);
             small += usize::from(op.len == 4096);
             assert_eq!(op.offset % op.len as u64, 0);
         }
@@ -335,7 +433,7 @@ mod tests {
                 let op = g.next(worker, &mut rng);
                 // 16 blocks per region, then wrap to the region start.
                 assert_eq!(op.offset, region + (i % 16) * (1 << 20), "worker {worker} op {i}");
-                assert!(op.write);
+                assert!(op.is_write());
             }
         }
     }

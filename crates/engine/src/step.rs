@@ -172,13 +172,50 @@ fn op_gen(w: &Workload, workers: u32, targets: &TargetSet) -> Result<OpGen, Engi
                 }
             )));
         }
-        geoms.push(working_set(&w.working_set, t.size, max_bs, &w.name, &t.path.display().to_string())?);
+        let geom = working_set(&w.working_set, t.size, max_bs, &w.name, &t.path.display().to_string())?;
+        if w.trims() {
+            trim_fits(w, t, geom.start)?;
+        }
+        geoms.push(geom);
     }
     let groups: Vec<(u32, Vec<usize>)> = targets.groups.iter().map(|g| (g.weight, g.members.clone())).collect();
     OpGen::new(w, workers, geoms, &groups).map_err(|(i, why)| {
         let path = targets.targets.get(i).map_or_else(String::new, |t| t.path.display().to_string());
         EngineError::Input(format!("workload {}: distribution {} on {path}: {why}", w.name, w.distribution))
     })
+}
+
+/// A trimming workload on a block device: the device discards, and every trim is a whole number
+/// of its discard granules from a granule's start (a device ignores, or rejects, the parts of a
+/// trim that cover a granule partly). Files punch holes of any size.
+fn trim_fits(w: &Workload, t: &iocurve_target::Target, start: u64) -> Result<(), EngineError> {
+    let Some(discard) = t.discard() else { return Ok(()) };
+    let (gran, _) = discard.map_err(|why| {
+        EngineError::Input(format!("workload {} trims (trim_pct = {}), but {why}", w.name, w.trim_pct))
+    })?;
+    let path = t.path.display();
+    if let Some(b) = w.trim_sizes().iter().find(|b| !b.bytes.is_multiple_of(gran)) {
+        return Err(EngineError::Input(format!(
+            "workload {}: trims of {} on {path} are not a multiple of its discard granularity {}: give trim_bs (or bs) a multiple of {}",
+            w.name,
+            format_size(b.bytes),
+            format_size(gran),
+            format_size(gran)
+        )));
+    }
+    // Offsets of a random workload are multiples of the I/O's own size (of the smallest size
+    // under a skewed law), of a sequential one steps of every size: all need the granule.
+    let align =
+        if w.pattern == iocurve_plan::Pattern::Random && w.distribution.is_uniform() { gran } else { w.min_bs() };
+    if !start.is_multiple_of(gran) || !align.is_multiple_of(gran) {
+        return Err(EngineError::Input(format!(
+            "workload {}: its trims on {path} would not start on its discard granules of {}: make the working set start and every block size (bs, write_bs, trim_bs) multiples of {}",
+            w.name,
+            format_size(gran),
+            format_size(gran)
+        )));
+    }
+    Ok(())
 }
 
 /// The seed of the offsets I/O thread `thread` of host `host` draws in a step of `cfg`: apart
@@ -651,6 +688,7 @@ impl Coordination<'_, '_> {
                 let tail = &mut self.tail;
                 tail.read.merge(&t.read);
                 tail.write.merge(&t.write);
+                tail.trim.merge(&t.trim);
                 tail.drain.merge(&t.drain);
                 tail.unmeasured_errors.merge(&t.unmeasured_errors);
                 // Per thread, the stall it saw past the end; the host stalled only while no
@@ -976,10 +1014,11 @@ fn abandon(
         given_up[i] = true;
         let inflight = live.inflight.load(Ordering::Relaxed);
         let writes = live.inflight_writes.load(Ordering::Relaxed).min(inflight);
+        let trims = live.inflight_trims.load(Ordering::Relaxed).min(inflight - writes);
         let age = now_ns.saturating_sub(live.last_wake_ns.load(Ordering::Relaxed));
-        for k in 0..inflight {
-            if k < writes { tail.write.record(age) } else { tail.read.record(age) }
-        }
+        tail.write.record_n(age, writes);
+        tail.trim.record_n(age, trims);
+        tail.read.record_n(age, inflight - writes - trims);
         tail.drain.stuck += inflight;
         tail.drain.stuck_age_ns = tail.drain.stuck_age_ns.max(age);
         // Nothing completed on it since it last woke.
@@ -1003,6 +1042,7 @@ fn min_gap(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 fn add_tail(stats: &mut IntervalStats, tail: &worker::Tail, all_threads_stalled: bool) {
     stats.read.hist.merge(&tail.read);
     stats.write.hist.merge(&tail.write);
+    stats.trim.hist.merge(&tail.trim);
     if all_threads_stalled && let Some(g) = tail.gap_ns {
         stats.max_gap_ns = Some(stats.max_gap_ns.unwrap_or(0).max(g));
     }
@@ -1011,7 +1051,7 @@ fn add_tail(stats: &mut IntervalStats, tail: &worker::Tail, all_threads_stalled:
         // after it, or never.
         stats.rate.get_or_insert_with(Default::default).merge(r);
     }
-    let worst = tail.read.max_ns().max(tail.write.max_ns());
+    let worst = tail.read.max_ns().max(tail.write.max_ns()).max(tail.trim.max_ns());
     if let Some(s) = stats.samples.last_mut() {
         s.lat_max_ns = s.lat_max_ns.max(worst);
     }

@@ -17,7 +17,7 @@ use crate::arrival::RateMode;
 use crate::backend::{Completion, IoEngine};
 use crate::buffer::BufferPool;
 use crate::data::DataGen;
-use crate::ops::{IoOp, OpGen};
+use crate::ops::{Dir, IoOp, OpGen};
 use crate::rng::Rng;
 use crate::verify::GenMap;
 
@@ -96,6 +96,7 @@ pub(crate) enum Msg {
 pub(crate) struct Tail {
     pub read: LatencyHistogram,
     pub write: LatencyHistogram,
+    pub trim: LatencyHistogram,
     pub drain: Drain,
     /// Errors of I/Os that completed outside the measured intervals (in the warm-up, or after
     /// the step stopped issuing): in no interval's figures, but never lost.
@@ -110,12 +111,17 @@ pub(crate) struct Tail {
 }
 
 impl Tail {
-    fn record(&mut self, write: bool, ns: u64) {
-        self.record_n(write, ns, 1)
+    fn record(&mut self, dir: Dir, ns: u64) {
+        self.hist(dir).record_n(ns, 1)
     }
 
-    fn record_n(&mut self, write: bool, ns: u64, n: u64) {
-        if write { self.write.record_n(ns, n) } else { self.read.record_n(ns, n) }
+    /// The histogram of direction `dir`.
+    pub fn hist(&mut self, dir: Dir) -> &mut LatencyHistogram {
+        match dir {
+            Dir::Read => &mut self.read,
+            Dir::Write => &mut self.write,
+            Dir::Trim => &mut self.trim,
+        }
     }
 }
 
@@ -128,9 +134,10 @@ pub(crate) struct Live {
     pub ops: AtomicU64,
     pub bytes: AtomicU64,
     pub lat_sum_ns: AtomicU64,
-    /// I/Os in flight, and how many of them are writes.
+    /// I/Os in flight, and how many of them are writes and trims.
     pub inflight: AtomicU64,
     pub inflight_writes: AtomicU64,
+    pub inflight_trims: AtomicU64,
     /// When the thread last woke, in ns since the step start: a thread blocked since then has
     /// had its I/Os outstanding at least that long.
     pub last_wake_ns: AtomicU64,
@@ -231,6 +238,7 @@ impl ErrorState {
 struct Issued {
     ios: usize,
     writes: u64,
+    trims: u64,
     /// An I/O was due with every slot busy under `overload = abort-step`.
     overloaded: bool,
 }
@@ -369,7 +377,8 @@ impl<B: IoEngine> Slots<B> {
                 Ok(true) => {
                     rate.issued();
                     out.ios += 1;
-                    out.writes += self.ops[slot as usize].write as u64;
+                    out.writes += self.ops[slot as usize].is_write() as u64;
+                    out.trims += self.ops[slot as usize].is_trim() as u64;
                     if due >= measured_from {
                         stats.lag.record(now - due);
                     }
@@ -416,10 +425,15 @@ impl<B: IoEngine> Slots<B> {
                 }
                 op = self.opgen.next(self.worker[slot], &mut self.rng);
             };
-            let new = if op.write { crate::verify::next_gen(had) } else { had };
+            // A trimmed block's content is no longer promised: generation 0, unknown.
+            let new = match op.dir {
+                Dir::Write => crate::verify::next_gen(had),
+                Dir::Trim => 0,
+                Dir::Read => had,
+            };
             self.claimed[slot] = (block, had, new);
         }
-        if op.write {
+        if op.is_write() {
             self.stamp(slot, &op);
             if self.verify.is_some() {
                 let (block, _, new) = self.claimed[slot];
@@ -448,12 +462,12 @@ impl<B: IoEngine> Slots<B> {
             }
             let op = self.ops[slot];
             let age = now.saturating_sub(self.intended[slot]);
-            tail.record(op.write, age);
+            tail.record(op.dir, age);
             tail.drain.stuck += 1;
             tail.drain.stuck_age_ns = tail.drain.stuck_age_ns.max(age);
             if let Some(map) = &self.verify {
                 let (block, had, _) = self.claimed[slot];
-                map.release(op.target, block, if op.write { 0 } else { had });
+                map.release(op.target, block, if op.dir == Dir::Read { had } else { 0 });
             }
             self.busy[slot] = false;
             self.given_up[slot] = true;
@@ -484,8 +498,9 @@ fn verify_completion<B: IoEngine>(
     let Some(map) = s.verify.clone() else { return };
     let (block, had, new) = s.claimed[slot];
     let ok = res >= 0 && res as u32 == op.len;
-    if op.write {
+    if op.dir != Dir::Read {
         // A failed write may have reached the block or not: its state is unknown from now on.
+        // A trimmed block's (new = 0) is, whatever the trim did.
         map.release(op.target, block, if ok { new } else { 0 });
         return;
     }
@@ -563,6 +578,7 @@ pub(crate) fn run<B: IoEngine>(
         resting: false,
         inflight: 0,
         inflight_writes: 0,
+        inflight_trims: 0,
         l_ops: 0,
         l_bytes: 0,
         l_lat: 0,
@@ -637,6 +653,7 @@ struct Pass<'p> {
     resting: bool,
     inflight: usize,
     inflight_writes: u64,
+    inflight_trims: u64,
     l_ops: u64,
     l_bytes: u64,
     l_lat: u64,
@@ -667,6 +684,7 @@ impl Pass<'_> {
             let issued = s.issue_due(now, now, warmup_ns, r)?;
             self.inflight += issued.ios;
             self.inflight_writes += issued.writes;
+            self.inflight_trims += issued.trims;
         } else {
             for slot in 0..self.n {
                 // A thinking worker starts with its first `think_blocks` I/Os at most.
@@ -675,7 +693,8 @@ impl Pass<'_> {
                 }
                 if s.issue(slot, now)? {
                     self.inflight += 1;
-                    self.inflight_writes += s.ops[slot].write as u64;
+                    self.inflight_writes += s.ops[slot].is_write() as u64;
+                    self.inflight_trims += s.ops[slot].is_trim() as u64;
                 }
             }
         }
@@ -689,6 +708,7 @@ impl Pass<'_> {
         // already stopped answering) is given up with it counted.
         self.live.inflight.store(self.inflight as u64, Ordering::Relaxed);
         self.live.inflight_writes.store(self.inflight_writes, Ordering::Relaxed);
+        self.live.inflight_trims.store(self.inflight_trims, Ordering::Relaxed);
         self.live.last_wake_ns.store(now, Ordering::Relaxed);
         self.last_done = now;
         Ok(())
@@ -890,7 +910,8 @@ impl Pass<'_> {
         let now = self.now;
         let op = s.ops[slot];
         self.inflight -= 1;
-        self.inflight_writes -= op.write as u64;
+        self.inflight_writes -= op.is_write() as u64;
+        self.inflight_trims -= op.is_trim() as u64;
         if std::mem::take(&mut s.given_up[slot]) {
             // Already counted as stuck; the kernel gave it back (or cancelled it).
             return Ok(());
@@ -918,7 +939,11 @@ impl Pass<'_> {
         let errno = if res < 0 { -res } else { 0 };
         if recording {
             let cur = &mut *self.cur;
-            let dir = if op.write { &mut cur.write } else { &mut cur.read };
+            let dir = match op.dir {
+                Dir::Read => &mut cur.read,
+                Dir::Write => &mut cur.write,
+                Dir::Trim => &mut cur.trim,
+            };
             let sample = &mut cur.samples[si];
             if whole {
                 dir.record(lat, op.len as u64);
@@ -931,7 +956,7 @@ impl Pass<'_> {
             self.tail.unmeasured_errors.add(op.target, errno, 1);
         } else if !self.issuing && self.phase >= 0 {
             // Outstanding when the step stopped issuing: its latency still counts.
-            self.tail.record(op.write, lat);
+            self.tail.record(op.dir, lat);
             self.tail.drain.late += 1;
         }
         if s.verify.is_some() {
@@ -951,7 +976,8 @@ impl Pass<'_> {
         };
         if self.issuing && !self.rate_mode && !thinks && s.issue(slot, now)? {
             self.inflight += 1;
-            self.inflight_writes += s.ops[slot].write as u64;
+            self.inflight_writes += s.ops[slot].is_write() as u64;
+            self.inflight_trims += s.ops[slot].is_trim() as u64;
             // The last one goes with the next submit-and-wait.
             if flush {
                 s.backend.flush()?;
@@ -966,12 +992,13 @@ impl Pass<'_> {
     fn wake_thinkers<B: IoEngine>(&mut self, s: &mut Slots<B>) -> std::io::Result<()> {
         let Some(mut think) = s.think.take() else { return Ok(()) };
         let (now, was_idle) = (self.now, self.inflight == 0);
-        let (mut n, mut writes) = (0, 0);
+        let (mut n, mut writes, mut trims) = (0, 0, 0);
         let result = if self.issuing {
             think.wake(now, &mut |slot| {
                 if s.issue(slot as usize, now)? {
                     n += 1;
-                    writes += s.ops[slot as usize].write as u64;
+                    writes += s.ops[slot as usize].is_write() as u64;
+                    trims += s.ops[slot as usize].is_trim() as u64;
                 }
                 Ok(())
             })
@@ -981,6 +1008,7 @@ impl Pass<'_> {
         s.think = Some(think);
         self.inflight += n;
         self.inflight_writes += writes;
+        self.inflight_trims += trims;
         if n > 0 {
             if was_idle {
                 self.last_done = now;
@@ -1026,6 +1054,7 @@ impl Pass<'_> {
             let issued = s.issue_due(now, now, warmup_ns, r)?;
             self.inflight += issued.ios;
             self.inflight_writes += issued.writes;
+            self.inflight_trims += issued.trims;
             // Nothing was in flight (a slow rate, a burst's off phase): the storage was not
             // waited for, and the gap to the next completion starts now.
             if idle && issued.ios > 0 {
@@ -1051,14 +1080,14 @@ impl Pass<'_> {
             let issued = s.issue_due(now, end - 1, warmup_ns, t)?;
             self.inflight += issued.ios;
             self.inflight_writes += issued.writes;
+            self.inflight_trims += issued.trims;
             // Never issued, they still weigh in the response time with their age at the end
             // (a lower bound): a stall across the end cannot hide the I/Os it held back.
             if let Some(rate) = &mut s.rate {
                 let (opgen, rng) = (&s.opgen, &mut s.rng);
-                let (read, write) = (&mut self.tail.read, &mut self.tail.write);
+                let tail = &mut self.tail;
                 let left = rate.skip_until(end, &mut |due, n| {
-                    let h = if opgen.draw_write(rng) { &mut *write } else { &mut *read };
-                    h.record_n(now.saturating_sub(due), n);
+                    tail.hist(opgen.draw_dir(rng)).record_n(now.saturating_sub(due), n);
                 });
                 // Counted as due in their intervals already.
                 if let Some(t) = &mut self.tail.rate {
@@ -1095,6 +1124,7 @@ impl Pass<'_> {
                 // The unfinished interval is dropped; its errors are not.
                 self.tail.unmeasured_errors.merge(&self.cur.read.errors);
                 self.tail.unmeasured_errors.merge(&self.cur.write.errors);
+                self.tail.unmeasured_errors.merge(&self.cur.trim.errors);
             }
         }
         let stuck_left = s.given_up.iter().filter(|&&g| g).count();

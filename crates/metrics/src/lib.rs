@@ -230,7 +230,11 @@ impl Exporter {
     /// becomes the host's.
     pub fn interval(&self, workload: &str, host: &str, stats: &IntervalStats, cpu: &CpuUsage) {
         self.with(|s| {
-            for (direction, d) in [("read", &stats.read), ("write", &stats.write)] {
+            for (direction, d) in [("read", &stats.read), ("write", &stats.write), ("trim", &stats.trim)] {
+                // Trim series only for workloads that trim.
+                if direction == "trim" && d.ops == 0 && d.errors.0.is_empty() {
+                    continue;
+                }
                 let key = Series { workload: workload.to_string(), host: host.to_string(), direction };
                 for &(_, errno, n) in &d.errors.0 {
                     *s.errors.entry((key.clone(), errno)).or_default() += n;

@@ -24,7 +24,9 @@ pub mod wire;
 /// for the lock on file targets (`run_key`, issue 36).
 /// 10: a step's workload may carry a distribution, a hot layout, writes' own block sizes, a think
 /// time and bursts (issue 39): an older agent would ignore them and run a uniform closed loop.
-pub const PROTOCOL: u32 = 10;
+/// 11: a workload may trim (`trim_pct`, `trim_bs`) and intervals carry trims apart (issue 40): an
+/// older agent would write where it was asked to trim.
+pub const PROTOCOL: u32 = 11;
 
 /// Generated from proto/agent.proto.
 // Generated: an interval is the common message anyway; prost's decoders are as long as the

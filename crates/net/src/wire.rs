@@ -114,6 +114,7 @@ pub fn interval_to(index: u32, s: &IntervalStats, cpu: &CpuUsage, duration_s: f6
         index,
         read: Some(dir_to(&s.read)),
         write: Some(dir_to(&s.write)),
+        trim: (s.trim != DirStats::default()).then(|| dir_to(&s.trim)),
         samples: s
             .samples
             .iter()
@@ -141,6 +142,7 @@ pub fn interval_from(i: &pb::Interval) -> Result<(u32, IntervalStats, CpuUsage, 
     let stats = IntervalStats {
         read: dir_from(i.read.as_ref())?,
         write: dir_from(i.write.as_ref())?,
+        trim: dir_from(i.trim.as_ref())?,
         samples: i
             .samples
             .iter()
@@ -174,6 +176,8 @@ mod tests {
         }
         s.write.record(55_555, 8192);
         s.write.errors.add(1, 5, 3);
+        s.trim.record(77_777, 1 << 20);
+        s.trim.errors.add(0, 95, 1);
         s.max_gap_ns = Some(123);
         s.faults_injected = 3;
         s.verify = VerifyCounts {

@@ -52,6 +52,9 @@ pub struct PlanFile {
     /// Weighted target groups: each I/O picks a group by weight, then a target in it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub groups: Option<Vec<GroupKeys>>,
+    /// Reclaim steps after the workloads (`[[reclaim]]`, see [`crate::ReclaimKeys`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reclaim: Option<Vec<crate::ReclaimKeys>>,
     /// Values for every workload that does not set the key itself.
     #[serde(default, skip_serializing_if = "WorkloadKeys::is_empty")]
     pub defaults: WorkloadKeys,

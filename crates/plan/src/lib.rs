@@ -19,6 +19,7 @@ mod locate;
 pub mod model;
 pub mod options;
 pub mod pace;
+pub mod reclaim;
 mod resolve;
 pub mod resolved;
 pub mod size;
@@ -35,6 +36,7 @@ pub use model::{
 };
 pub use options::{Workload, WorkloadKeys};
 pub use pace::{Bursts, Think, ThinkTime};
+pub use reclaim::{Reclaim, ReclaimKeys};
 pub use resolve::{Overrides, check_workload, load_file, parse_str, read_plan_text, writing_workload};
 pub use resolved::{HostSpec, Plan, RampStep, SLA_SEARCH_MAX_PROBES, TargetGroup, is_glob};
 pub use size::{format_size, parse_size};

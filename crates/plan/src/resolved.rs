@@ -17,14 +17,29 @@ pub struct RampStep {
 }
 
 impl Workload {
-    /// The largest block size of either direction.
+    /// The largest block size of any direction.
     pub fn max_bs(&self) -> u64 {
-        self.bs.iter().chain(&self.write_bs).map(|b| b.bytes).max().unwrap_or(0)
+        self.bs.iter().chain(&self.write_bs).chain(&self.trim_bs).map(|b| b.bytes).max().unwrap_or(0)
     }
 
-    /// The smallest block size of either direction: the alignment of random offsets.
+    /// The smallest block size of any direction: the alignment of random offsets.
     pub fn min_bs(&self) -> u64 {
-        self.bs.iter().chain(&self.write_bs).map(|b| b.bytes).min().unwrap_or(0)
+        self.bs.iter().chain(&self.write_bs).chain(&self.trim_bs).map(|b| b.bytes).min().unwrap_or(0)
+    }
+
+    /// The block sizes of trims: `trim_bs` where given, else `bs`.
+    pub fn trim_sizes(&self) -> &[BlockSize] {
+        if self.trim_bs.is_empty() { &self.bs } else { &self.trim_bs }
+    }
+
+    /// Whether it trims (`trim_pct` above 0).
+    pub fn trims(&self) -> bool {
+        self.trim_pct > 0.0
+    }
+
+    /// The share of writes in percent: what reads and trims leave.
+    pub fn write_pct(&self) -> f64 {
+        (100.0 - self.read_pct - self.trim_pct).max(0.0)
     }
 
     /// Whether any of its steps is driven at a rate: a rate ramp, a curve or an SLA search.
@@ -37,6 +52,8 @@ impl Workload {
         if self.write_bs.is_empty() { &self.bs } else { &self.write_bs }
     }
 
+    /// Whether it changes the target's content: writes or trims (a trim destroys data, so the
+    /// safety rules of writes apply to it).
     pub fn writes(&self) -> bool {
         self.read_pct < 100.0
     }
@@ -129,8 +146,8 @@ impl Workload {
             let w: f64 = bs.iter().map(|b| b.weight as f64).sum();
             if w == 0.0 { 0.0 } else { bs.iter().map(|b| b.bytes as f64 * b.weight as f64).sum::<f64>() / w }
         };
-        let r = self.read_pct / 100.0;
-        if self.write_bs.is_empty() { mean(&self.bs) } else { r * mean(&self.bs) + (1.0 - r) * mean(&self.write_bs) }
+        let (r, t) = (self.read_pct / 100.0, self.trim_pct / 100.0);
+        r * mean(&self.bs) + (1.0 - r - t).max(0.0) * mean(self.write_sizes()) + t * mean(self.trim_sizes())
     }
 
     /// Planned duration of one step in seconds.
@@ -194,6 +211,9 @@ pub struct Plan {
     /// Every host's links to the storage, unless its `HostSpec` names its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub links: Option<HostLinks>,
+    /// Reclaim steps, after the workloads (`[[reclaim]]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reclaim: Vec<crate::Reclaim>,
 }
 
 /// An agent and the targets it uses.
@@ -214,7 +234,7 @@ pub fn is_glob(target: &str) -> bool {
 
 impl Plan {
     pub fn writes(&self) -> bool {
-        self.precondition || self.workloads.iter().any(Workload::writes)
+        self.precondition || !self.reclaim.is_empty() || self.workloads.iter().any(Workload::writes)
     }
 
     /// Scratch files are made allocated but not written first: preconditioning writes every

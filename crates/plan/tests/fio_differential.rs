@@ -1,8 +1,8 @@
 //! Differential tests of the fio job file import against fio itself (Debian's `fio`, installed
 //! by scripts/test): for every job file of the corpus, fio runs it for real (tiny sizes, short
-//! runtimes) and prints what it resolved — per job its reporting group, rw mode, read and write
-//! block sizes, engine and depth, the processes it started, and per clone the bytes and I/Os
-//! it did — and the import's resolution must match field by field.
+//! runtimes) and prints what it resolved — per job its reporting group, rw mode, read, write
+//! and trim block sizes, engine and depth, the processes it started, and per clone the bytes
+//! and I/Os it did — and the import's resolution must match field by field.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,7 +27,7 @@ struct Header {
     name: String,
     group: u32,
     rw: String,
-    bs: [(u64, u64); 2],
+    bs: [(u64, u64); 3],
     ioengine: String,
     iodepth: u32,
 }
@@ -47,7 +47,7 @@ fn header(line: &str) -> Option<Header> {
     let (rw, rest) = rest.split_once(", bs=(R) ")?;
     let (r, rest) = rest.split_once(", (W) ")?;
     let (w, rest) = rest.split_once(", (T) ")?;
-    let (_, rest) = rest.split_once(", ioengine=")?;
+    let (t, rest) = rest.split_once(", ioengine=")?;
     let (engine, depth) = rest.split_once(", iodepth=")?;
     let range = |s: &str| {
         let (a, b) = s.split_once('-').unwrap();
@@ -57,7 +57,7 @@ fn header(line: &str) -> Option<Header> {
         name: name.into(),
         group: g.parse().ok()?,
         rw: rw.into(),
-        bs: [range(r), range(w)],
+        bs: [range(r), range(w), range(t)],
         ioengine: engine.into(),
         iodepth: depth.trim().parse().ok()?,
     })
@@ -133,7 +133,7 @@ fn the_corpus_resolves_as_fio_resolves_it() {
             assert_eq!(h.name, j.name, "{at}");
             assert_eq!(h.group, *g, "{at}: reporting group");
             assert_eq!(h.rw, j.rw, "{at}: rw");
-            assert_eq!(h.bs, j.bs_range, "{at}: block sizes (read, write)");
+            assert_eq!(h.bs, j.bs_range, "{at}: block sizes (read, write, trim)");
             assert_eq!(h.ioengine, j.ioengine, "{at}: ioengine");
             assert_eq!(h.iodepth, j.iodepth, "{at}: iodepth");
         }
@@ -146,22 +146,25 @@ fn the_corpus_resolves_as_fio_resolves_it() {
             let mine: Vec<&serde_json::Value> = entries.iter().filter(|e| e["jobname"] == j.name.as_str()).collect();
             let at = format!("{what} [{}]", j.name);
             assert!(!mine.is_empty(), "{at}: in fio's JSON");
-            let (mut reads, mut writes, mut bytes) = (0u64, 0u64, 0u64);
+            let (mut ios_of, mut bytes) = ([0u64; 3], 0u64);
             for e in &mine {
-                for (d, dir) in ["read", "write"].iter().enumerate() {
+                for (d, dir) in ["read", "write", "trim"].iter().enumerate() {
                     let ios = e[dir]["total_ios"].as_u64().unwrap();
                     let b = e[dir]["io_bytes"].as_u64().unwrap();
-                    if d == 0 {
-                        reads += ios
-                    } else {
-                        writes += ios
-                    }
+                    ios_of[d] += ios;
                     bytes += b;
-                    let (lo, hi) = j.bs_range[d];
+                    // fio's randtrimwrite writes each trimmed range: the trims' size.
+                    let (lo, hi) = j.bs_range[if d == 1 && j.rw == "randtrimwrite" { 2 } else { d }];
                     if ios > 0 && lo == hi && e["job options"].get("group_reporting").is_none() {
                         assert_eq!(b, ios * lo, "{at}: {dir} bytes per I/O");
                     }
                 }
+            }
+            let [reads, writes, trims] = ios_of;
+            if j.trim_pct == 0.0 {
+                assert_eq!(trims, 0, "{at}: no trims");
+            } else if j.trim_pct == 100.0 {
+                assert_eq!(writes, 0, "{at}: trims only");
             }
             if j.read_pct == 100.0 {
                 assert_eq!(writes, 0, "{at}");
@@ -173,12 +176,14 @@ fn the_corpus_resolves_as_fio_resolves_it() {
                 // fio 3.33 itself keeps no mix here: a zipf randrw job whose writes are larger
                 // than its reads did 97 % reads at rwmixread=70 (measured; with one block size,
                 // or zoned, 70 %). iocurve keeps the job's mix.
-            } else {
+            } else if j.trim_pct == 0.0 {
                 let share = reads as f64 * 100.0 / (reads + writes) as f64;
                 assert!((share - j.read_pct).abs() < 12.0, "{at}: {share:.1} % reads, the job says {}", j.read_pct);
             }
-            // (fio counts a mix of directions with different block sizes its own way.)
-            if let (false, Some(SizeOr::Bytes(size)), true) = (j.time_based, j.size, j.bs[0] == j.bs[1]) {
+            // (fio counts a mix of directions with different block sizes its own way, and a
+            // trim+write job's trims and writes are one pass together.)
+            let one_way = j.trim_pct == 0.0 || j.trim_pct == 100.0;
+            if let (false, Some(SizeOr::Bytes(size)), true) = (j.time_based, j.size, j.bs[0] == j.bs[1] && one_way) {
                 assert_eq!(bytes, size * u64::from(j.numjobs), "{at}: bytes moved = size × numjobs");
             }
         }
@@ -213,6 +218,31 @@ fn the_corpus_resolves_as_fio_resolves_it() {
                             j.name
                         );
                         assert!(ios * 2 >= most, "{what} [{}]: fio did {ios} I/Os, its think allows {most}", j.name);
+                    }
+                    // Trims: the plan's share of them is the share fio issued (trimwrite: as many
+                    // bytes trimmed as written), at the sizes fio trimmed with.
+                    if j.trim_pct > 0.0 {
+                        let at = format!("{what} [{}]", j.name);
+                        let sum = |dir: &str| -> u64 {
+                            entries
+                                .iter()
+                                .filter(|e| e["jobname"] == j.name.as_str())
+                                .map(|e| e[dir]["total_ios"].as_u64().unwrap())
+                                .sum()
+                        };
+                        let (trims, all) = (sum("trim"), sum("read") + sum("write") + sum("trim"));
+                        let share = trims as f64 * 100.0 / all as f64;
+                        assert!(
+                            (share - w.trim_pct).abs() < 3.0,
+                            "{at}: fio trimmed {share:.2} %, the plan {}",
+                            w.trim_pct
+                        );
+                        if h.bs[2].0 == h.bs[2].1 {
+                            assert_eq!(w.trim_sizes()[0].bytes, h.bs[2].0, "{at}: trims' size");
+                        }
+                        if j.rw == "randtrimwrite" {
+                            assert_eq!(w.write_sizes(), w.trim_sizes(), "{at}: fio writes what it trimmed");
+                        }
                     }
                     if j.random_distribution.as_deref().is_some_and(|d| d != "random") {
                         assert!(!w.distribution.is_uniform(), "{what} [{}]", j.name);

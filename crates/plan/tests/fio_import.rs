@@ -129,7 +129,6 @@ fn wait_for_and_stonewall_order_the_jobs() {
 #[test]
 fn mistakes_are_clear_errors() {
     let cases: &[(&str, usize, &str)] = &[
-        ("[j]\nrw=trim\n", 2, "no trims"),
         ("[j]\nrw=randomread\n", 2, "not a fio rw mode"),
         ("[j]\ndirect\n", 2, "needs a value"),
         ("[j]\nbs=1.5k\n", 2, "no fractions"),
@@ -170,7 +169,16 @@ fn per_job_rates_become_the_runs_rate() {
 
 #[test]
 fn the_printed_plan_is_the_plan_that_runs() {
-    for name in ["basic.fio", "concurrent.fio", "include.fio", "lenient.fio", "mixed.fio", "offsets.fio", "split.fio"] {
+    for name in [
+        "basic.fio",
+        "concurrent.fio",
+        "include.fio",
+        "lenient.fio",
+        "mixed.fio",
+        "offsets.fio",
+        "split.fio",
+        "trim.fio",
+    ] {
         let i = import(&corpus(name), true).unwrap();
         let plan = i.resolve(name, &Overrides::default()).unwrap();
         let toml = i.to_toml(name);
@@ -458,5 +466,160 @@ fn skew_sizes_per_direction_and_think_time_import_with_fio_s_meaning() {
         let e = text(&format!("[j]\nfilename=/data/x\nruntime=1\n{t}"), false).unwrap_err().to_string();
         assert!(e.contains("random_distribution") || e.contains("thinktime"), "{t}: {e}");
         assert!(e.contains(says), "{t}: {e}");
+    }
+}
+
+/// Issue 40: fio's trim modes, the trims' block sizes and fio's trims behind its verify.
+mod trims {
+    use super::*;
+
+    fn one(t: &str) -> (iocurve_plan::Workload, String) {
+        let i = text(&format!("[j]\nfilename=/data/x\nruntime=1\n{t}"), false).unwrap_or_else(|e| panic!("{t}: {e}"));
+        let plan = i.resolve("job.fio", &Overrides::default()).unwrap_or_else(|e| panic!("{t}: {e}"));
+        (plan.workloads[0].clone(), i.warning().unwrap_or_default())
+    }
+
+    fn note_of(t: &str) -> String {
+        one(t).1
+    }
+
+    fn sizes(bs: &[iocurve_plan::BlockSize]) -> Vec<(u64, u32)> {
+        bs.iter().map(|b| (b.bytes, b.weight)).collect()
+    }
+
+    #[test]
+    fn trim_and_randtrim_trim_only_at_the_trims_size() {
+        let (w, note) = one("rw=trim\n");
+        assert_eq!((w.read_pct, w.trim_pct, w.pattern), (0.0, 100.0, Pattern::Sequential));
+        assert_eq!((sizes(&w.bs), w.trim_bs.len()), (vec![(4096, 1)], 0), "trims take bs");
+        assert!(!note.contains("rw=trim"), "nothing to note: {note}");
+        let (w, _) = one("rw=randtrim\n");
+        assert_eq!((w.read_pct, w.trim_pct, w.pattern), (0.0, 100.0, Pattern::Random));
+        // Trims only: their size is bs (random trims aligned to it, as fio aligns them).
+        let (w, _) = one("rw=randtrim\nbs=4k,4k,1m\n");
+        assert_eq!((sizes(&w.bs), w.trim_bs.len(), w.trim_pct), (vec![(1 << 20, 1)], 0, 100.0));
+        let (w, _) = one("rw=randtrim\nbssplit=4k,4k,8k/25:64k/75\n");
+        assert_eq!(sizes(&w.bs), [(8192, 2500), (65536, 7500)]);
+        assert!(w.trim_bs.is_empty());
+    }
+
+    #[test]
+    fn trimwrite_mixes_trims_and_writes_half_and_half_and_says_so() {
+        let (w, note) = one("rw=trimwrite\n");
+        assert_eq!((w.read_pct, w.trim_pct, w.pattern), (0.0, 50.0, Pattern::Sequential));
+        assert!(w.trim_bs.is_empty() && w.write_bs.is_empty());
+        assert!(
+            note.contains("rw=trimwrite: fio trims each block and then writes it")
+                && note.contains("trim_pct = 50")
+                && note.contains("instead of trimming each block right before writing it"),
+            "{note}"
+        );
+        let (w, note) = one("rw=randtrimwrite\n");
+        assert_eq!((w.read_pct, w.trim_pct, w.pattern), (0.0, 50.0, Pattern::Random));
+        assert!(note.contains("rw=randtrimwrite: fio trims a random block and then writes it"), "{note}");
+        // The same split for writes and trims (fio seeds both draws alike): one bs.
+        let (w, _) = one("rw=trimwrite\nbssplit=4k,4k/50:16k/50,4k/50:16k/50\n");
+        assert_eq!((sizes(&w.bs), w.trim_bs.len(), w.trim_pct), (vec![(4096, 1), (16384, 1)], 0, 50.0));
+    }
+
+    #[test]
+    fn the_third_block_size_is_the_trims() {
+        // fio trims 1m, then writes it in 256 writes of 4k: as many bytes trimmed as written.
+        let (w, note) = one("rw=trimwrite\nbs=4k,4k,1m\n");
+        assert_eq!((sizes(&w.bs), sizes(&w.trim_bs)), (vec![(4096, 1)], vec![(1 << 20, 1)]));
+        assert_eq!((w.read_pct, w.trim_pct), (0.0, 0.39), "4k / (4k + 1m) of the I/Os");
+        assert!(note.contains("bs: fio trims each 1m block and then writes it in 256 writes of 4k"), "{note}");
+        // The comma rule: `bs=4k,64k` gives the trims 64k too.
+        let (w, _) = one("rw=trimwrite\nbs=4k,16k\n");
+        assert_eq!((sizes(&w.bs), w.trim_bs.len(), w.trim_pct), (vec![(16384, 1)], 0, 50.0));
+        // bssplit's third direction.
+        let (w, _) = one("rw=trimwrite\nbssplit=4k,4k,64k/50:128k/50\n");
+        assert_eq!(sizes(&w.trim_bs), [(65536, 1), (131072, 1)]);
+        assert_eq!(w.trim_pct, 4.0, "4k / (4k + 96k)");
+        assert!(
+            note_of("rw=trimwrite\nbssplit=4k,4k,64k/50:128k/50\n").contains(
+                "fio trims each block (64k:128k) and then writes it in writes of 4k: iocurve's trim_pct = 4 "
+            )
+        );
+        // bsrange's third direction.
+        let (w, _) = one("rw=trimwrite\nbsrange=4k-4k,4k-4k,8k-16k\n");
+        assert_eq!(sizes(&w.trim_bs), [(8192, 1), (16384, 1)]);
+        // randtrimwrite writes each trimmed range at the trim's size: the writes' is unused.
+        let (w, note) = one("rw=randtrimwrite\nbs=4k,16k,8k\n");
+        assert_eq!((sizes(&w.bs), w.trim_bs.len(), w.write_bs.len(), w.trim_pct), (vec![(8192, 1)], 0, 0, 50.0));
+        assert!(note.contains("the writes' block size (16k) goes unused, as in fio"), "{note}");
+        // Trims smaller than the writes fall out of step in fio: refused, with the way out.
+        let e = text("[j]\nfilename=/data/x\nrw=trimwrite\nbs=64k,64k,4k\n", false).unwrap_err();
+        assert_eq!(
+            (e.line, e.message.contains("job.fio:4: bs: rw=trimwrite with trims of 4k and writes of 64k")),
+            (Some(4), true),
+            "{e}"
+        );
+        assert!(e.message.contains("give trims and writes the same size"), "{e}");
+        // So do writes of a mix; lenient, the trims keep their size and share of the bytes.
+        let t = "[j]\nfilename=/data/x\nrw=trimwrite\nbssplit=4k,4k/50:8k/50,16k\n";
+        let e = text(t, false).unwrap_err();
+        assert!(e.message.contains("bssplit: rw=trimwrite with trims of 16k and writes of 4k:8k"), "{e}");
+        let w = text(t, true).unwrap().resolve("job.fio", &Overrides::default()).unwrap().workloads[0].clone();
+        assert_eq!((sizes(&w.trim_bs), w.trim_pct), (vec![(16384, 1)], 27.27), "6k / (6k + 16k)");
+    }
+
+    #[test]
+    fn trims_of_verified_blocks_are_refused_where_fio_does_them() {
+        let base = "[j]\nfilename=/data/x\nrw=randwrite\nruntime=1\n";
+        let e = text(&format!("{base}verify=crc32c\ntrim_percentage=10\ntrim_backlog=16\n"), false).unwrap_err();
+        let m = e.to_string();
+        for want in
+            ["job.fio:6: trim_percentage=10: fio trims a share", "job.fio:7: trim_backlog=16", "the plan's trim_pct"]
+        {
+            assert!(m.contains(want), "{want} in {m}");
+        }
+        // Lenient: no trims, as iocurve does not trim behind a verify.
+        let i = text(&format!("{base}verify=crc32c\ntrim_percentage=10\ntrim_backlog=16\n"), true).unwrap();
+        let plan = i.resolve("job.fio", &Overrides::default()).unwrap();
+        assert_eq!(plan.workloads[0].trim_pct, 0.0);
+        // Without verify (or trim_backlog, or writes) fio trims nothing: noted, not refused.
+        for t in [
+            "trim_percentage=10\ntrim_backlog=16\n",
+            "verify=crc32c\ntrim_percentage=10\n",
+            "verify=crc32c\ntrim_percentage=10\ntrim_backlog=16\nrw=randread\n",
+        ] {
+            let i = text(&format!("{base}{t}"), true).unwrap();
+            let n = i.notices.iter().find(|n| n.option == "trim_percentage").unwrap_or_else(|| panic!("{t}"));
+            assert!(!n.refused && n.instead.contains("fio trims written blocks only while verifying"), "{t}: {n}");
+            assert_eq!(i.resolve("job.fio", &Overrides::default()).unwrap().workloads[0].trim_pct, 0.0);
+        }
+        assert!(text(&format!("{base}trim_percentage=10\ntrim_backlog=16\n"), false).is_ok());
+        // Set to 0 it is fio's default: nothing to say.
+        let i = text(&format!("{base}trim_percentage=0\n"), false).unwrap();
+        assert!(i.warning().is_none_or(|w| !w.contains("trim")), "{:?}", i.warning());
+        let e = text(&format!("{base}trim_percentage=200\n"), false).unwrap_err();
+        assert!(e.message.contains("percentage") && e.line == Some(5), "{e}");
+    }
+
+    #[test]
+    fn the_corpus_trims() {
+        let i = import(&corpus("trim.fio"), false).unwrap();
+        let plan = i.resolve("trim.fio", &Overrides::default()).unwrap();
+        let w: Vec<(&str, f64, f64, u64, Vec<u64>)> = plan
+            .workloads
+            .iter()
+            .map(|w| {
+                (w.name.as_str(), w.read_pct, w.trim_pct, w.bs[0].bytes, w.trim_bs.iter().map(|b| b.bytes).collect())
+            })
+            .collect();
+        assert_eq!(
+            w,
+            [
+                ("trim", 0.0, 100.0, 4096, vec![]),
+                ("randtrim", 0.0, 100.0, 65536, vec![]),
+                ("trimwrite", 0.0, 5.88, 4096, vec![65536]),
+                ("trimwrite-split", 0.0, 50.0, 4096, vec![]),
+                ("trimwrite-mix", 0.0, 4.0, 4096, vec![65536, 131072]),
+                ("randtrimwrite", 0.0, 50.0, 8192, vec![]),
+            ]
+        );
+        let toml = i.to_toml("trim.fio");
+        assert!(toml.contains("trim_pct = 5.88") && toml.contains("trim_bs = \"64k\""), "{toml}");
     }
 }

@@ -67,6 +67,12 @@ pub const STEP_COLUMNS: &[&str] = &[
     "read_lat_p99_us",
     "write_lat_p99_us",
     "shape",
+    // Trims apart (issue 40): 0 for a workload that does not trim.
+    "trim_pct",
+    "trim_iops",
+    "trim_mb_per_s",
+    "trim_lat_mean_us",
+    "trim_lat_p99_us",
 ];
 
 /// Columns of the samples CSV, in order.
@@ -180,6 +186,11 @@ pub fn steps_csv(run_id: i64, label: &str, r: &RunResult) -> String {
                 format!("{:.3}", s.read.lat_us.p99),
                 format!("{:.3}", s.write.lat_us.p99),
                 w.shape.clone(),
+                w.trim_pct.to_string(),
+                format!("{:.3}", s.trim.iops),
+                format!("{:.3}", s.trim.mbps),
+                format!("{:.3}", s.trim.lat_us.mean),
+                format!("{:.3}", s.trim.lat_us.p99),
             ]);
             out.push_str(&line(fields));
         }
@@ -202,7 +213,7 @@ pub fn histograms_csv(run_id: i64, workloads: &[(String, Vec<StepRecord>)]) -> S
             let parts = std::iter::once((String::new(), step))
                 .chain(step.per_host.iter().map(|h| (h.address.clone(), &h.record)));
             for (host, rec) in parts {
-                for (dir, d) in [("read", &rec.total.read), ("write", &rec.total.write)] {
+                for (dir, d) in [("read", &rec.total.read), ("write", &rec.total.write), ("trim", &rec.total.trim)] {
                     for (ns, count) in d.hist.buckets() {
                         out.push_str(&line(vec![
                             run_id.to_string(),
@@ -268,7 +279,8 @@ mod tests {
              read_iops,write_iops,read_lat_mean_us,write_lat_mean_us,cv_pct,cpu_user_pct,cpu_system_pct,\
              cpu_iowait_pct,errors,step_flags,late_ios,stuck_ios,stuck_age_s,unmeasured_errors,target_iops,\
              achieved_pct,sustained,service_p99_us,lag_p99_us,not_issued,is_speed,is_optimum,is_maximum,\
-             is_sla_maximum,read_mb_per_s,write_mb_per_s,read_lat_p99_us,write_lat_p99_us,shape"
+             is_sla_maximum,read_mb_per_s,write_mb_per_s,read_lat_p99_us,write_lat_p99_us,shape,trim_pct,trim_iops,trim_mb_per_s,\
+             trim_lat_mean_us,trim_lat_p99_us"
         );
         assert_eq!(
             SAMPLE_COLUMNS.join(","),

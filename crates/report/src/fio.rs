@@ -95,17 +95,19 @@ pub fn fio_dir(src: &FioSource) -> Vec<(PathBuf, String)> {
 /// KiB/s. A mixed workload has none: its samples do not part reads from writes, and fio's logs
 /// give each direction its own line.
 fn logs(w: &WorkloadResult, s: &StepResult) -> Vec<(String, String)> {
-    let direction = match (w.read_pct >= 100.0, w.read_pct <= 0.0) {
-        (true, _) => 0,
-        (_, true) => 1,
+    // fio's directions: 0 read, 1 write, 2 trim.
+    let direction = match (w.read_pct >= 100.0, w.read_pct <= 0.0 && w.trim_pct <= 0.0, w.trim_pct >= 100.0) {
+        (true, _, _) => 0,
+        (_, true, _) => 1,
+        (_, _, true) => 2,
         _ => return Vec::new(),
     };
     let samples: Vec<_> = s.samples.iter().filter(|x| x.dur_s > 0.0).collect();
     if samples.is_empty() {
         return Vec::new();
     }
-    let ops = s.read.ops + s.write.ops;
-    let bs = (s.read.bytes + s.write.bytes).checked_div(ops).unwrap_or(0);
+    let ops = s.ops();
+    let bs = (s.read.bytes + s.write.bytes + s.trim.bytes).checked_div(ops).unwrap_or(0);
     let log = |value: &dyn Fn(&iocurve_analysis::SampleResult) -> f64| -> String {
         samples
             .iter()
@@ -155,6 +157,12 @@ fn document(r: &RunResult, end_ns: Option<i64>, jobs: Vec<Value>) -> String {
 /// fio's name for the access pattern.
 fn fio_rw(w: &WorkloadResult) -> &'static str {
     let seq = w.kind == "sequential";
+    if w.trim_pct >= 100.0 {
+        return if seq { "trim" } else { "randtrim" };
+    }
+    if w.trim_pct > 0.0 && w.read_pct <= 0.0 {
+        return if seq { "trimwrite" } else { "randtrimwrite" };
+    }
     match (w.read_pct >= 100.0, w.read_pct <= 0.0, seq) {
         (true, _, false) => "randread",
         (_, true, false) => "randwrite",
@@ -232,8 +240,8 @@ fn direction(d: &DirResult, s: &StepResult, hist: Option<&LatencyHistogram>) -> 
         _ => lat.clone(),
     };
     let share = |part: u64, all: u64| if all == 0 { 0.0 } else { part as f64 / all as f64 };
-    let op_share = share(d.ops, s.read.ops + s.write.ops);
-    let byte_share = share(d.bytes, s.read.bytes + s.write.bytes);
+    let op_share = share(d.ops, s.ops());
+    let byte_share = share(d.bytes, s.read.bytes + s.write.bytes + s.trim.bytes);
     let live: Vec<_> = s.samples.iter().filter(|x| x.dur_s > 0.0 && d.ops > 0).collect();
     let iops: Vec<f64> = live.iter().map(|x| x.iops * op_share).collect();
     // fio's bandwidth is in KiB/s.
@@ -306,13 +314,10 @@ fn job(w: &WorkloadResult, i: usize, s: &StepResult, rec: Option<&StepRecord>) -
     if let Some(r) = &s.rate {
         opts.insert("rate_iops".into(), json!(format!("{:.0}", r.target_iops)));
     }
-    let (read_hist, write_hist) = (rec.map(|r| &r.total.read.hist), rec.map(|r| &r.total.write.hist));
+    let (read_hist, write_hist, trim_hist) =
+        (rec.map(|r| &r.total.read.hist), rec.map(|r| &r.total.write.hist), rec.map(|r| &r.total.trim.hist));
     let (lat_n, lat_u, lat_m) = match rec {
-        Some(r) => {
-            let mut all = r.total.read.hist.clone();
-            all.merge(&r.total.write.hist);
-            latency_shares(&all)
-        }
+        Some(r) => latency_shares(&r.total.combined_hist()),
         None => (json!({}), json!({}), json!({})),
     };
     json!({
@@ -325,7 +330,7 @@ fn job(w: &WorkloadResult, i: usize, s: &StepResult, rec: Option<&StepRecord>) -
         "job options": Value::Object(opts),
         "read": direction(&s.read, s, read_hist),
         "write": direction(&s.write, s, write_hist),
-        "trim": direction(&DirResult::default(), s, None),
+        "trim": direction(&s.trim, s, trim_hist),
         "job_runtime": runtime_ms,
         "usr_cpu": s.cpu.user,
         "sys_cpu": s.cpu.system,

@@ -328,8 +328,7 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
             out.push(format!("  {label:<8} {}  ({workers})", headline(p.iops, p.mbps, p.lat_us, seq)));
             if label == "maximum"
                 && let Some(s) = w.steps.get(p.step)
-                && s.read.ops > 0
-                && s.write.ops > 0
+                && [s.read.ops, s.write.ops, s.trim.ops].iter().filter(|&&n| n > 0).count() > 1
             {
                 out.push(format!("           {}", directions(s)));
             }
@@ -546,7 +545,8 @@ fn data_check_warnings(w: &WorkloadResult) -> Vec<String> {
         .collect()
 }
 
-/// A mixed step's reads and writes apart: `reads 7'000 IOPS, 28.7 MB/s, mean 250 µs; writes …`.
+/// A mixed step's reads, writes and trims apart: `reads 7'000 IOPS, 28.7 MB/s, mean 250 µs;
+/// writes …` (trims only where it trims).
 pub fn directions(s: &StepResult) -> String {
     let dir = |name: &str, d: &iocurve_analysis::DirResult| {
         format!(
@@ -557,13 +557,18 @@ pub fn directions(s: &StepResult) -> String {
             format::latency(d.lat_us.p99)
         )
     };
-    format!("{}; {}", dir("reads", &s.read), dir("writes", &s.write))
+    let mut out = format!("{}; {}", dir("reads", &s.read), dir("writes", &s.write));
+    if s.trim.ops > 0 {
+        out.push_str(&format!("; {}", dir("trims", &s.trim)));
+    }
+    out
 }
 
 pub fn workload_report(w: &WorkloadResult) -> String {
     let data = if w.read_pct < 100.0 { format!(", data {}", w.data.describe()) } else { String::new() };
+    let trims = if w.trim_pct > 0.0 { format!(", {} % trims", w.trim_pct) } else { String::new() };
     let mut out = format!(
-        "\n{}  ({}, {} % reads, bs {}, qd {}, {}, {}{data})\n",
+        "\n{}  ({}, {} % reads{trims}, bs {}, qd {}, {}, {}{data})\n",
         w.name, w.kind, w.read_pct, w.bs, w.queue_depth, w.working_set, w.backend
     );
     if !w.shape.is_empty() {
@@ -600,10 +605,61 @@ pub fn run_report(r: &RunResult) -> String {
     for w in &r.workloads {
         out.push_str(&workload_report(w));
     }
+    for c in &r.reclaims {
+        out.push_str(&reclaim_report(c));
+    }
     if let Some(v) = &r.final_verification {
         out.push_str(&final_verification(v));
     }
     out.push_str(&interrupted_note(r));
+    out
+}
+
+/// A reclaim step: its passes, the used space and how long it took to come back.
+pub fn reclaim_report(c: &iocurve_analysis::ReclaimResult) -> String {
+    use iocurve_analysis::format::size;
+    let targets = if c.targets.len() == 1 { "1 target".to_string() } else { format!("{} targets", c.targets.len()) };
+    let probe = if c.probe.is_empty() { "not measured" } else { c.probe.as_str() };
+    let mut out = format!(
+        "\nreclaim {}  ({} on {targets}, bs {}, qd {}; used space: {probe})\n",
+        c.name,
+        size(c.region_bytes),
+        format_size(c.bs),
+        c.queue_depth
+    );
+    for (word, p) in [("write", &c.write), ("trim", &c.trim), ("read", &c.read)] {
+        if p.ops == 0 && word != "write" {
+            continue;
+        }
+        let mut line = format!(
+            "  {word:<6} {} in {:.2} s  {} IOPS  {}  mean {}  p99 {}",
+            size(p.bytes),
+            p.seconds,
+            format::iops(p.iops),
+            format::mbps(p.mbps),
+            format::latency(p.lat_us.mean),
+            format::latency(p.lat_us.p99)
+        );
+        if word == "read" {
+            line.push_str(&format!(
+                "  (the trimmed ranges: {} of {} blocks read back as zeros)",
+                format::group(c.zero_blocks),
+                format::group(p.ops)
+            ));
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    if let Some(u) = &c.used {
+        out.push_str(&format!(
+            "  used   {} before, {} after the writes, {} right after the trims, {} at the end\n",
+            size(u.before),
+            size(u.after_write),
+            size(u.after_trim),
+            size(u.last)
+        ));
+    }
+    out.push_str(&format!("  {}\n", c.verdict()));
     out
 }
 
@@ -701,6 +757,9 @@ pub fn run_summary(r: &RunResult) -> String {
             out.push_str(&l);
             out.push('\n');
         }
+    }
+    for c in &r.reclaims {
+        out.push_str(&reclaim_report(c));
     }
     let kinds = warning_kinds(&r.workloads);
     if !kinds.is_empty() {
@@ -894,6 +953,7 @@ mod tests {
             kind: "random".into(),
             working_set: "backend".into(),
             read_pct: 100.0,
+            trim_pct: 0.0,
             bs: "4k".into(),
             queue_depth: 1,
             shape: String::new(),
@@ -964,6 +1024,7 @@ mod tests {
             kind: "random".into(),
             working_set: "backend".into(),
             read_pct: 100.0,
+            trim_pct: 0.0,
             bs: "4k".into(),
             queue_depth: 1,
             shape: String::new(),

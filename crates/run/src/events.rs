@@ -60,6 +60,13 @@ pub enum RunEvent {
     PreconditionResuming { target: String, at: u64, size: u64, before: u64 },
     /// A target is preconditioned.
     PreconditionComplete { target: String },
+    /// A reclaim step begins: its region on every target, and what measures the used space
+    /// (empty: nothing).
+    ReclaimStarting { name: String, bytes: u64, targets: usize, probe: String },
+    /// One pass of a reclaim step is done: `write`, `trim` or `read`.
+    ReclaimPass { name: String, pass: String, bytes: u64, seconds: f64, mean_us: f64 },
+    /// A reclaim step waits for the trimmed space: `want` bytes free again.
+    ReclaimWaiting { name: String, want: u64, timeout_s: f64 },
     /// A target's preconditioning was interrupted (the same command resumes it).
     PreconditionInterrupted { target: String },
     /// What a pass (preconditioning) said of its work, as the engine or an agent worded it.

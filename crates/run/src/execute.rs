@@ -38,6 +38,9 @@ pub(crate) struct Run<'a, 'o> {
     pub store: &'a mut Store,
     pub observers: &'a mut Observers<'o>,
     pub cancel: &'a Cancel,
+    /// This host's targets, for the reclaim steps after the workloads (None on agents: the
+    /// plan has none then).
+    pub reclaim_on: Option<(&'a iocurve_engine::TargetSet, Duration)>,
 }
 
 /// One entry of the run's queue: a workload, the search it is (if one), and what chose the
@@ -114,7 +117,7 @@ impl Run<'_, '_> {
         label: &str,
         sla: &Sla,
     ) -> Outcome {
-        let Run { plan, cluster, store, observers, cancel } = self;
+        let Run { plan, cluster, store, observers, cancel, reclaim_on } = self;
         let host = host_info(host::facts(), plan, backend_note, cluster);
         let planned_hosts = cluster.hosts();
         let mut s = Session {
@@ -157,7 +160,24 @@ impl Run<'_, '_> {
                 break;
             }
         }
-        s.finish(started_at)
+        let mut reclaims = Vec::new();
+        if let (Some(run_id), Some((targets, stuck_after))) = (run_id, reclaim_on)
+            && !plan.reclaim.is_empty()
+            && s.error.is_none()
+            && !s.cancel.is_cancelled()
+        {
+            let (done, error) = crate::reclaim::run_all(plan, targets, s.cancel.flag(), stuck_after, s.observers);
+            for (i, r) in done.iter().enumerate() {
+                if let Err(e) = s.store.add_reclaim(run_id, i as u32, &serde_json::to_string(r).unwrap_or_default()) {
+                    s.error.get_or_insert(store_error(e));
+                }
+            }
+            reclaims = done;
+            if let Some(e) = error {
+                s.error.get_or_insert(e);
+            }
+        }
+        s.finish(started_at, reclaims)
     }
 }
 
@@ -545,7 +565,7 @@ impl Session<'_, '_> {
     }
 
     /// The run's status into the store, and its result.
-    fn finish(self, started_at: String) -> Outcome {
+    fn finish(self, started_at: String, reclaims: Vec<iocurve_analysis::ReclaimResult>) -> Outcome {
         let Session { plan, store, observers, cancel, sla, host, target_infos, workloads, run_id, mut error, .. } =
             self;
         let interrupted = cancel.is_cancelled();
@@ -588,6 +608,7 @@ impl Session<'_, '_> {
             plan: serde_json::to_value(plan).unwrap_or_default(),
             // Set after the run, when `--verify-final` read everything back.
             final_verification: None,
+            reclaims,
         };
         let result = RunResult::assemble(facts, workloads);
         observers.run_finished(&result);

@@ -28,6 +28,7 @@ mod observe;
 mod options;
 pub mod precondition;
 mod ramp;
+mod reclaim;
 mod recorder;
 mod runner;
 pub mod search;

@@ -72,13 +72,13 @@ pub(crate) fn rate_ramp_ends(w: &Workload, s: &StepResult) -> Option<String> {
     // Nothing completed although I/Os were due, or some never came back: a storage that
     // stopped answering passes any bound; higher rates would only wait it out again.
     let bounded = w.stop_at_mean_ms.is_some() || w.stop_at_p99_ms.is_some();
-    if bounded && ((s.read.ops + s.write.ops == 0 && r.due > 0) || s.stuck_ios > 0) {
+    if bounded && ((s.ops() == 0 && r.due > 0) || s.stuck_ios > 0) {
         return Some(format!(
             "at {:.0} IOPS the storage stopped answering (no completion or stuck I/Os)",
             r.target_iops
         ));
     }
-    if s.read.ops + s.write.ops == 0 {
+    if s.ops() == 0 {
         return None;
     }
     w.stop_at(s.lat_us.mean / 1000.0, s.lat_us.p99 / 1000.0)

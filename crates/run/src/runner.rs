@@ -35,6 +35,14 @@ pub fn default_target(plan: &mut Plan) {
 /// (issue 36: it passed an SLA search without bounds, which the run refused at once).
 pub fn check_plan(plan: &Plan) -> Result<(), Error> {
     verification::check_plan(plan)?;
+    // A reclaim step overwrites and trims its region: what a verifying workload wrote there
+    // would be reported lost.
+    if let (Some(r), Some(w)) = (plan.reclaim.first(), plan.workloads.iter().find(|w| w.verify)) {
+        return Err(Error::Usage(format!(
+            "reclaim {} overwrites and trims its region, and workload {} verifies what it writes: run the reclaim step in a plan of its own",
+            r.name, w.name
+        )));
+    }
     if let Some(w) = plan.workloads.iter().find(|w| w.sla_search)
         && !sla_of(plan).is_set()
     {
@@ -124,7 +132,15 @@ impl<'o> Runner<'o> {
             obs.event(&RunEvent::InterruptedWhilePreconditioning);
         }
         let sla = sla_of(&plan);
-        let run = Run { plan: &plan, cluster: &mut cluster, store: &mut store, observers: obs, cancel: &self.cancel };
+        crate::reclaim::check(&plan, &targets)?;
+        let run = Run {
+            plan: &plan,
+            cluster: &mut cluster,
+            store: &mut store,
+            observers: obs,
+            cancel: &self.cancel,
+            reclaim_on: Some((&targets, pass_stuck_after(&self.options))),
+        };
         let mut outcome = run.execute(infos.clone(), backend_note, &self.options.label, &sla);
         if let Some(v) = &verification {
             v.close_journal();
@@ -137,6 +153,12 @@ impl<'o> Runner<'o> {
     /// A run on agents: the same plan, recorder and analysis, with every step run on all agents
     /// at once.
     fn run_on_agents(mut self, agents: &AgentOptions) -> Result<Outcome, Error> {
+        if let Some(r) = self.plan.reclaim.first() {
+            return Err(Error::Usage(format!(
+                "reclaim {} runs on this host's own targets; agents do not run reclaim steps yet: run it without --hosts (and without [[hosts]] in the plan)",
+                r.name
+            )));
+        }
         let mut agents = agents.clone();
         // `--launch`: the agents are started first and stopped once the run is over, whatever
         // ended it (the launch stops them on drop too, should anything here panic).
@@ -276,7 +298,14 @@ impl<'o> Runner<'o> {
             obs.event(&RunEvent::InterruptedWhilePreconditioning);
         }
         let sla = sla_of(plan);
-        let run = Run { plan, cluster: &mut cluster, store: &mut store, observers: obs, cancel: &self.cancel };
+        let run = Run {
+            plan,
+            cluster: &mut cluster,
+            store: &mut store,
+            observers: obs,
+            cancel: &self.cancel,
+            reclaim_on: None,
+        };
         let mut outcome = run.execute(infos.clone(), None, &self.options.label, &sla);
         final_verification(&self.options, &mut cluster, plan, &infos, &mut outcome, &mut store, &self.cancel, obs);
         settle_status(&mut outcome, &store);

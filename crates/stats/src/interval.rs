@@ -247,6 +247,8 @@ impl RateStats {
 pub struct IntervalStats {
     pub read: DirStats,
     pub write: DirStats,
+    /// Trims (discards, punched holes): apart from reads and writes in every figure.
+    pub trim: DirStats,
     /// Consecutive samples covering the interval, equally long.
     pub samples: Vec<Sample>,
     /// Longest time without any completion that ended in (or reached the end of) this
@@ -268,7 +270,7 @@ impl IntervalStats {
     /// Empties the stats for the next interval, keeping their memory: an I/O thread takes an
     /// emptied set at a boundary instead of allocating and zeroing one (issue 36, part 9).
     pub fn reset(&mut self) {
-        for d in [&mut self.read, &mut self.write] {
+        for d in [&mut self.read, &mut self.write, &mut self.trim] {
             d.hist.reset();
             d.ops = 0;
             d.bytes = 0;
@@ -288,6 +290,7 @@ impl IntervalStats {
     pub fn merge(&mut self, other: &IntervalStats) {
         self.read.merge(&other.read);
         self.write.merge(&other.write);
+        self.trim.merge(&other.trim);
         if self.samples.len() < other.samples.len() {
             self.samples.resize(other.samples.len(), Sample::default());
         }
@@ -309,34 +312,36 @@ impl IntervalStats {
     }
 
     pub fn ops(&self) -> u64 {
-        self.read.ops + self.write.ops
+        self.read.ops + self.write.ops + self.trim.ops
     }
 
     pub fn bytes(&self) -> u64 {
-        self.read.bytes + self.write.bytes
+        self.read.bytes + self.write.bytes + self.trim.bytes
     }
 
-    /// Mean latency of the interval's I/Os in ns (both directions, from their histograms; 0
+    /// Mean latency of the interval's I/Os in ns (every direction, from their histograms; 0
     /// without any).
     pub fn lat_mean_ns(&self) -> f64 {
         let (mut sum, mut n) = (0.0, 0u64);
-        for d in [&self.read, &self.write] {
+        for d in [&self.read, &self.write, &self.trim] {
             sum += d.hist.mean_ns() * d.hist.count() as f64;
             n += d.hist.count();
         }
         if n == 0 { 0.0 } else { sum / n as f64 }
     }
 
-    /// Both directions in one histogram.
+    /// Every direction in one histogram.
     pub fn combined_hist(&self) -> LatencyHistogram {
         let mut h = self.read.hist.clone();
         h.merge(&self.write.hist);
+        h.merge(&self.trim.hist);
         h
     }
 
     pub fn errors(&self) -> ErrorCounts {
         let mut e = self.read.errors.clone();
         e.merge(&self.write.errors);
+        e.merge(&self.trim.errors);
         e
     }
 }
@@ -351,6 +356,8 @@ mod tests {
         s.read.record(1_000, 4096);
         s.write.record(2_000_000, 4096);
         s.write.errors.add(0, 5, 1);
+        s.trim.record(3_000, 1 << 20);
+        s.trim.errors.add(0, 95, 1);
         s.samples[2].record(1_000, 4096);
         s.max_gap_ns = Some(7);
         s.faults_injected = 3;
@@ -374,13 +381,16 @@ mod tests {
         b.write.record(300, 8192);
         b.write.errors.add(0, 5, 1);
         b.samples[1].record(300, 8192);
+        b.trim.record(500, 1 << 20);
+        b.trim.errors.add(0, 95, 1);
         a.merge(&b);
-        assert_eq!(a.ops(), 2);
-        assert_eq!(a.bytes(), 12288);
-        assert_eq!(a.errors().total(), 1);
+        assert_eq!(a.ops(), 3);
+        assert_eq!(a.bytes(), 12288 + (1 << 20));
+        assert_eq!(a.errors().total(), 2);
+        assert_eq!(a.trim.ops, 1);
         assert_eq!(a.samples[0].ops, 1);
         assert_eq!(a.samples[1].lat_max_ns, 300);
-        assert_eq!(a.combined_hist().count(), 2);
+        assert_eq!(a.combined_hist().count(), 3);
     }
 
     #[test]

@@ -204,6 +204,7 @@ impl StepRecord {
     pub fn push_interval(&mut self, stats: IntervalStats, cpu: CpuUsage, duration_s: f64) {
         self.total.read.merge(&stats.read);
         self.total.write.merge(&stats.write);
+        self.total.trim.merge(&stats.trim);
         // Intervals follow one another: the step's longest stall is the longest of theirs.
         self.total.max_gap_ns = self.total.max_gap_ns.max(stats.max_gap_ns);
         self.total.faults_injected += stats.faults_injected;

@@ -275,17 +275,24 @@ mod tests {
         proto.measured_from_unix_ns = Some(1_795_300_000_123_456_789);
         let step = st.begin_step(wl, 0, &proto).unwrap();
         let cpu = CpuUsage { user: 10.0, system: 5.0, iowait: 1.0 };
-        let ivs = [interval(1000, 50), interval(3000, 70)];
+        // The second interval trims too (issue 40): its own counts, histogram and errors.
+        let mut trimmed = interval(3000, 70);
+        trimmed.trim.record(250_000, 1 << 20);
+        trimmed.trim.record(350_000, 1 << 20);
+        trimmed.trim.errors.add(0, 95, 1);
+        let ivs = [interval(1000, 50), trimmed];
         for (i, s) in ivs.iter().enumerate() {
             st.add_interval(step, None, i as u32, s, &cpu, 1.0).unwrap();
         }
         st.end_step(step, &StepRecord::new(1, 1, 1, 1.0, 1.0)).unwrap();
+        st.add_reclaim(run, 0, "{\"name\":\"thin\"}").unwrap();
         st.finish_run(run, "complete", "t", "[]").unwrap();
 
         let back = st.load(run).unwrap();
         assert_eq!(back.run.label, "4 controllers");
         assert_eq!(back.run.status, "complete");
         assert_eq!(back.run.headlines_json.as_deref(), Some("[]"));
+        assert_eq!(back.reclaims, vec!["{\"name\":\"thin\"}".to_string()]);
         let rec = &back.workloads[0].steps[0];
         let mut expected = proto.clone();
         for s in ivs {
@@ -297,18 +304,20 @@ mod tests {
         assert_eq!(rec.measured_from_unix_ns, proto.measured_from_unix_ns);
 
         // The per-step view gives the step's throughput as the analysis computes it.
-        let (n, iops, mbps, reads, from): (i64, f64, f64, f64, i64) = st
+        let (n, iops, mbps, reads, from, trims): (i64, f64, f64, f64, i64, f64) = st
             .conn
             .query_row(
-                "SELECT intervals, iops, mb_per_s, read_iops, measured_from_unix_ns FROM step_summary WHERE run_id = ?1 AND workload = 'w' AND step = 0",
+                "SELECT intervals, iops, mb_per_s, read_iops, measured_from_unix_ns, trim_iops FROM step_summary WHERE run_id = ?1 AND workload = 'w' AND step = 0",
                 [run],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
             )
             .unwrap();
         let t = &expected.total;
         assert_eq!(n, 2);
-        assert_eq!(iops, (t.read.ops + t.write.ops) as f64 / 2.0);
-        assert_eq!(mbps, (t.read.bytes + t.write.bytes) as f64 / 2.0 / 1e6);
+        assert_eq!(t.trim.ops, 2);
+        assert_eq!(trims, 1.0);
+        assert_eq!(iops, (t.read.ops + t.write.ops + t.trim.ops) as f64 / 2.0);
+        assert_eq!(mbps, (t.read.bytes + t.write.bytes + t.trim.bytes) as f64 / 2.0 / 1e6);
         assert_eq!(reads, t.read.ops as f64 / 2.0);
         assert_eq!(from, 1_795_300_000_123_456_789);
     }

@@ -49,6 +49,8 @@ pub struct StoredRun {
     pub workloads: Vec<StoredWorkload>,
     /// The final verification pass, when the run had one (schema v9).
     pub verification: Option<FinalVerification>,
+    /// Its reclaim steps' results, JSON, in order (schema v23).
+    pub reclaims: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -66,11 +68,11 @@ pub struct StoredWorkload {
 /// The intervals of a step (`host` NULL) or of one of its hosts, in order; found through the
 /// index `intervals_step_host` (schema v18).
 pub(crate) const INTERVALS_OF: &str = "SELECT id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected,
-        verify_checked, verify_lost, verify_corrupt, verify_misplaced, verify_examples
+        verify_checked, verify_lost, verify_corrupt, verify_misplaced, verify_examples, trim_ops, trim_bytes, trim_hist
     FROM intervals WHERE step_id = ?1 AND host IS ?2 ORDER BY idx";
 
 /// The figures of a step's intervals (or one host's), in order, without their histograms.
-pub(crate) const FIGURES_OF: &str = "SELECT id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected, lat_mean_ns
+pub(crate) const FIGURES_OF: &str = "SELECT id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected, lat_mean_ns, trim_ops, trim_bytes
     FROM intervals WHERE step_id = ?1 AND host IS ?2 ORDER BY idx";
 
 /// The samples of one interval, in order; found through the index `samples_interval` (v18).
@@ -78,6 +80,13 @@ pub(crate) const SAMPLES_OF: &str = "SELECT ops, bytes, lat_sum_ns, lat_max_ns, 
 
 impl Store {
     /// A run's final verification pass, if it had one.
+    /// The reclaim steps of a run, in order: each one's result JSON as stored.
+    pub fn reclaims(&self, run_id: i64) -> Result<Vec<String>> {
+        let mut st = self.sql(self.conn.prepare("SELECT result_json FROM reclaims WHERE run_id = ?1 ORDER BY idx"))?;
+        let rows = st.query_map([run_id], |r| r.get::<_, String>(0));
+        self.sql(rows.and_then(|m| m.collect()))
+    }
+
     pub fn verification(&self, run_id: i64) -> Result<Option<FinalVerification>> {
         let r = self
             .conn
@@ -182,7 +191,8 @@ impl Store {
             workloads.push(StoredWorkload { json, steps: self.load_steps(wid)?, data_check, notes });
         }
         let verification = self.verification(id)?;
-        Ok(StoredRun { run, host_json, targets_json, plan_json, workloads, verification })
+        let reclaims = self.reclaims(id)?;
+        Ok(StoredRun { run, host_json, targets_json, plan_json, workloads, verification, reclaims })
     }
 
     fn load_steps(&self, workload_id: i64) -> Result<Vec<StepRecord>> {
@@ -317,8 +327,8 @@ impl Store {
         while let Some(r) = self.sql(rows.next())? {
             let row = |r: &rusqlite::Row| -> rusqlite::Result<_> {
                 let rec = IntervalRecord {
-                    ops: (r.get::<_, i64>(3)? + r.get::<_, i64>(5)?) as u64,
-                    bytes: (r.get::<_, i64>(4)? + r.get::<_, i64>(6)?) as u64,
+                    ops: (r.get::<_, i64>(3)? + r.get::<_, i64>(5)? + r.get::<_, i64>(13)?) as u64,
+                    bytes: (r.get::<_, i64>(4)? + r.get::<_, i64>(6)? + r.get::<_, i64>(14)?) as u64,
                     lat_mean_ns: 0.0,
                     samples: Vec::new(),
                     cpu: CpuUsage { user: r.get(7)?, system: r.get(8)?, iowait: r.get(9)? },
@@ -334,14 +344,17 @@ impl Store {
                 None => {
                     let invalid = |m: String| StoreError::Invalid { path: self.path.clone(), message: m };
                     let hists = self.conn.query_row(
-                        "SELECT read_hist, write_hist FROM intervals WHERE id = ?1",
+                        "SELECT read_hist, write_hist, trim_hist FROM intervals WHERE id = ?1",
                         [interval_id],
-                        |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, Vec<u8>>(1)?)),
+                        |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, Vec<u8>>(1)?, r.get::<_, Option<Vec<u8>>>(2)?)),
                     );
-                    let (rh, wh) = self.sql(hists)?;
+                    let (rh, wh, th) = self.sql(hists)?;
                     let mut stats = IntervalStats::default();
                     stats.read.hist = LatencyHistogram::from_bytes(&rh).map_err(invalid)?;
                     stats.write.hist = LatencyHistogram::from_bytes(&wh).map_err(invalid)?;
+                    if let Some(th) = th {
+                        stats.trim.hist = LatencyHistogram::from_bytes(&th).map_err(invalid)?;
+                    }
                     stats.lat_mean_ns()
                 }
             };
@@ -392,14 +405,19 @@ impl Store {
             stats.verify.misplaced = r.get::<_, i64>(17)? as u64;
             let examples: String = r.get(18)?;
             stats.verify.examples = examples.lines().map(str::to_string).collect();
+            stats.trim.ops = r.get::<_, i64>(19)? as u64;
+            stats.trim.bytes = r.get::<_, i64>(20)? as u64;
             let cpu = CpuUsage { user: r.get(9)?, system: r.get(10)?, iowait: r.get(11)? };
-            let hists: (Vec<u8>, Vec<u8>) = (r.get(7)?, r.get(8)?);
+            let hists: (Vec<u8>, Vec<u8>, Option<Vec<u8>>) = (r.get(7)?, r.get(8)?, r.get(21)?);
             Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?, r.get::<_, f64>(2)?, stats, cpu, hists))
         };
         while let Some(r) = self.sql(rows.next())? {
-            let (interval_id, idx, duration_s, mut stats, cpu, (rh, wh)) = self.sql(row(r))?;
+            let (interval_id, idx, duration_s, mut stats, cpu, (rh, wh, th)) = self.sql(row(r))?;
             stats.read.hist = LatencyHistogram::from_bytes(&rh).map_err(invalid)?;
             stats.write.hist = LatencyHistogram::from_bytes(&wh).map_err(invalid)?;
+            if let Some(th) = th {
+                stats.trim.hist = LatencyHistogram::from_bytes(&th).map_err(invalid)?;
+            }
             let mut rs = self.sql(self.conn.prepare_cached(
                 "SELECT service_hist, lag_hist, due, dropped, backlog, overloaded FROM interval_rates WHERE interval_id = ?1",
             ))?;
@@ -432,8 +450,11 @@ impl Store {
                 Ok((r.get::<_, String>(0)?, r.get::<_, i32>(1)?, r.get::<_, i64>(2)?, r.get::<_, Option<u32>>(3)?))
             });
             for (dir, errno, count, target) in self.sql(errs.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))? {
-                let counts: &mut ErrorCounts =
-                    if dir == "write" { &mut stats.write.errors } else { &mut stats.read.errors };
+                let counts: &mut ErrorCounts = match dir.as_str() {
+                    "write" => &mut stats.write.errors,
+                    "trim" => &mut stats.trim.errors,
+                    _ => &mut stats.read.errors,
+                };
                 counts.add(target.unwrap_or(UNKNOWN_TARGET), errno, count as u64);
             }
             stats.samples = self.samples_of(step_id, idx, host)?;

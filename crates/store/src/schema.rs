@@ -7,8 +7,39 @@ use super::*;
 pub(crate) const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
     SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19,
-    SCHEMA_V20, SCHEMA_V21, SCHEMA_V22,
+    SCHEMA_V20, SCHEMA_V21, SCHEMA_V22, SCHEMA_V23,
 ];
+
+/// v23: trims (issue 40), a direction of their own beside reads and writes: per interval their
+/// count, bytes and latency histogram (NULL: none), errors with direction `trim`, trim IOPS in
+/// `step_summary`; and the reclaim steps of a run (`[[reclaim]]`): a region written, trimmed
+/// and read back, and how long the storage took to give its space back.
+const SCHEMA_V23: &str = "
+ALTER TABLE intervals ADD COLUMN trim_ops INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE intervals ADD COLUMN trim_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE intervals ADD COLUMN trim_hist BLOB;  -- NULL: no trims
+DROP VIEW step_summary;
+CREATE VIEW step_summary AS
+SELECT w.run_id, w.idx AS workload_idx, w.name AS workload, s.idx AS step, s.id AS step_id,
+       s.workers, s.queue_depth, s.hosts, s.rate_iops, s.interrupted, s.measured_from_unix_ns,
+       COUNT(i.id) AS intervals, SUM(i.duration_s) AS duration_s,
+       SUM(i.read_ops + i.write_ops + i.trim_ops) / SUM(i.duration_s) AS iops,
+       SUM(i.read_bytes + i.write_bytes + i.trim_bytes) / SUM(i.duration_s) / 1e6 AS mb_per_s,
+       SUM(i.read_ops) / SUM(i.duration_s) AS read_iops,
+       SUM(i.write_ops) / SUM(i.duration_s) AS write_iops,
+       SUM(i.trim_ops) / SUM(i.duration_s) AS trim_iops
+FROM steps s
+JOIN workloads w ON w.id = s.workload_id
+JOIN intervals i ON i.step_id = s.id AND i.host IS NULL
+GROUP BY s.id;
+CREATE TABLE reclaims (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,                 -- the reclaim step's place in the run
+    result_json TEXT NOT NULL             -- iocurve_analysis::ReclaimResult
+);
+CREATE INDEX reclaims_run ON reclaims(run_id);
+";
 
 /// v22: the maximum's noise band is capped and a too noisy top step leaves it undecided (issue
 /// 37, finding 1): the maxima `runs` keeps with each run are computed again, by the new rule,

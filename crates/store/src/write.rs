@@ -161,6 +161,19 @@ impl Store {
         )
         .map_err(wrap)?;
         let interval_id = tx.last_insert_rowid();
+        // Trims (v23) only where there are some: the columns' defaults say none.
+        if stats.trim.ops > 0 || stats.trim.hist.count() > 0 {
+            tx.execute(
+                "UPDATE intervals SET trim_ops = ?1, trim_bytes = ?2, trim_hist = ?3 WHERE id = ?4",
+                params![
+                    stats.trim.ops as i64,
+                    stats.trim.bytes as i64,
+                    stats.trim.hist.to_compressed_bytes(),
+                    interval_id
+                ],
+            )
+            .map_err(wrap)?;
+        }
         if let Some(r) = &stats.rate {
             tx.execute(
                 "INSERT INTO interval_rates (interval_id, service_hist, lag_hist, due, dropped, backlog, overloaded) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -176,7 +189,9 @@ impl Store {
             )
             .map_err(wrap)?;
         }
-        for (dir, errors) in [("read", &stats.read.errors), ("write", &stats.write.errors)] {
+        for (dir, errors) in
+            [("read", &stats.read.errors), ("write", &stats.write.errors), ("trim", &stats.trim.errors)]
+        {
             for &(target, errno, count) in &errors.0 {
                 tx.execute(
                     "INSERT INTO interval_errors (interval_id, direction, errno, count, target) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -279,6 +294,16 @@ impl Store {
                 params![status, reason, run_id],
             )
         });
+        self.sql(x).map(drop)
+    }
+
+    /// Stores a reclaim step of a run (`[[reclaim]]`): its result as the analysis wrote it (JSON;
+    /// the store keeps it, it does not read it).
+    pub fn add_reclaim(&mut self, run_id: i64, idx: u32, result_json: &str) -> Result<()> {
+        let x = self.conn.execute(
+            "INSERT INTO reclaims (run_id, idx, result_json) VALUES (?1, ?2, ?3)",
+            params![run_id, idx, result_json],
+        );
         self.sql(x).map(drop)
     }
 

@@ -112,6 +112,47 @@ impl Target {
         Some(format!("device {major}:{minor} of {} bytes", self.size))
     }
 
+    /// The sysfs directory of a block device target (`/sys/dev/block/MAJ:MIN`); None for a file.
+    fn sysfs(&self) -> Option<PathBuf> {
+        let m = self.file.metadata().ok()?;
+        (self.kind == TargetKind::BlockDevice)
+            .then(|| PathBuf::from(format!("/sys/dev/block/{}:{}", libc::major(m.rdev()), libc::minor(m.rdev()))))
+    }
+
+    /// How a block device discards: (`discard_granularity`, `discard_max_bytes`) from its queue
+    /// (a partition's are its disk's). Err says why it cannot: a device whose
+    /// `discard_max_bytes` is 0 cannot discard at all. None for a file (trims punch holes).
+    pub fn discard(&self) -> Option<Result<(u64, u64), String>> {
+        let sys = self.sysfs()?;
+        let queue = if sys.join("partition").exists() { sys.join("../queue") } else { sys.join("queue") };
+        let read = |name: &str| {
+            let p = queue.join(name);
+            std::fs::read_to_string(&p)
+                .map_err(|e| format!("cannot read {}: {e}", p.display()))?
+                .trim()
+                .parse::<u64>()
+                .map_err(|e| format!("{}: {e}", p.display()))
+        };
+        Some((|| {
+            let (gran, max) = (read("discard_granularity")?, read("discard_max_bytes")?);
+            if max == 0 {
+                return Err(format!(
+                    "{} cannot discard: its discard_max_bytes is 0 (the device, or the path to it, takes no trims)",
+                    self.path.display()
+                ));
+            }
+            Ok((gran.max(self.logical_block).max(1), max))
+        })())
+    }
+
+    /// The file behind a loop device target (`loop/backing_file`): where its trims show as
+    /// space given back. None for another device or a file.
+    pub fn loop_backing_file(&self) -> Option<PathBuf> {
+        let s = std::fs::read_to_string(self.sysfs()?.join("loop/backing_file")).ok()?;
+        let s = s.trim();
+        (!s.is_empty()).then(|| PathBuf::from(s))
+    }
+
     /// Records in a scratch file's stamp that every block has been written (after a
     /// precondition pass over a file created unfilled); other targets are left alone.
     pub fn mark_prepared(&self) -> Result<(), TargetError> {

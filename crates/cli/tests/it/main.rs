@@ -39,5 +39,6 @@ mod slurm;
 mod storage_faults;
 mod store;
 mod stuck;
+mod trims;
 mod verify;
 mod write_safety;

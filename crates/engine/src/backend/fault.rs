@@ -154,12 +154,12 @@ impl<B: IoEngine> IoEngine for FaultBackend<B> {
                     self.ready.push((slot, -libc::EIO));
                     return Ok(());
                 }
-                FaultKind::DropWrite if op.write && self.hit(f) => {
+                FaultKind::DropWrite if op.is_write() && self.hit(f) => {
                     self.count(slot);
                     self.ready.push((slot, op.len as i32));
                     return Ok(());
                 }
-                FaultKind::TornWrite if op.write && op.len >= 1024 && self.hit(f) => {
+                FaultKind::TornWrite if op.is_write() && op.len >= 1024 && self.hit(f) => {
                     self.count(slot);
                     // Half the block, on a boundary O_DIRECT can write: 4 KiB when the block
                     // allows (devices with 4 KiB sectors), else 512 bytes.
@@ -167,7 +167,7 @@ impl<B: IoEngine> IoEngine for FaultBackend<B> {
                     sent.len = op.len / 2 / unit * unit;
                     self.marks[slot as usize] = Mark::Torn { full: op.len, sent: sent.len };
                 }
-                FaultKind::MisdirectWrite if op.write && self.hit(f) => {
+                FaultKind::MisdirectWrite if op.is_write() && self.hit(f) => {
                     self.count(slot);
                     let len = op.len as u64;
                     sent.offset = if op.offset >= len { op.offset - len } else { op.offset + len };

@@ -44,7 +44,7 @@ impl<B: IoEngine> IoEngine for Journaled<B> {
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     #[inline]
     fn queue(&mut self, slot: u32, op: &IoOp, buf: *mut u8) -> io::Result<()> {
-        if self.journal.is_none() || !op.write {
+        if self.journal.is_none() || !op.is_write() {
             return self.inner.queue(slot, op, buf);
         }
         // The block and generation as the header the worker just wrote says them.

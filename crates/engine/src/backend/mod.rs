@@ -28,6 +28,42 @@ pub type Completion = (u32, i32);
 pub use iocurve_plan::backend::ThreadModel;
 use iocurve_plan::{Availability, Backend};
 
+/// Whether each descriptor is a block device: its trims discard (BLKDISCARD, or io_uring's
+/// block discard command); a file's punch holes.
+pub(crate) fn block_devices(fds: &[RawFd]) -> Vec<bool> {
+    fds.iter()
+        .map(|&fd| {
+            // SAFETY: a stat is plain data; all zeros is a valid value.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: fstat writes into a live local; a closed fd is only an error.
+            unsafe { libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFBLK }
+        })
+        .collect()
+}
+
+/// One trim with a blocking call on the calling thread: BLKDISCARD on a block device, a punched
+/// hole (the size kept) in a file. The bytes trimmed (`len`), or -errno.
+pub(crate) fn trim_blocking(fd: RawFd, block_device: bool, offset: u64, len: u32) -> i32 {
+    // _IO(0x12, 119) of linux/fs.h.
+    const BLKDISCARD: libc::c_ulong = 0x1277;
+    let r = if block_device {
+        let range: [u64; 2] = [offset, len as u64];
+        // SAFETY: the ioctl reads two u64 from a live local.
+        unsafe { libc::ioctl(fd, BLKDISCARD, range.as_ptr()) }
+    } else {
+        // SAFETY: fallocate takes plain integers.
+        unsafe {
+            libc::fallocate(
+                fd,
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                offset as libc::off_t,
+                len as libc::off_t,
+            )
+        }
+    };
+    if r < 0 { -io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) } else { len as i32 }
+}
+
 /// Whether back-end `kind` can run on this host: Err says why not (its probe). Back-ends that
 /// cannot be missing need no probe.
 pub fn probe(kind: Backend) -> Result<(), String> {

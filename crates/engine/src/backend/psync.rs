@@ -1,4 +1,4 @@
-//! The psync back-end: one blocking pread/pwrite at a time on the calling thread. Used with one
+//! The psync back-end: one blocking pread/pwrite (or trim) at a time on the calling thread. Used with one
 //! thread per outstanding I/O — the fallback when io_uring is unavailable, and a cross-check.
 
 use std::io;
@@ -10,6 +10,8 @@ use crate::ops::IoOp;
 
 pub struct PsyncBackend {
     fds: Vec<RawFd>,
+    /// Per descriptor: a block device (trims discard) or a file (trims punch holes).
+    block: Vec<bool>,
     pending: Option<(u32, IoOp, *mut u8)>,
     done: Option<Completion>,
 }
@@ -19,7 +21,7 @@ unsafe impl Send for PsyncBackend {}
 
 impl PsyncBackend {
     pub fn new(fds: Vec<RawFd>) -> Self {
-        Self { fds, pending: None, done: None }
+        Self { block: super::block_devices(&fds), fds, pending: None, done: None }
     }
 }
 
@@ -37,9 +39,13 @@ impl IoEngine for PsyncBackend {
         let fd = self.fds[op.target as usize];
         let len = op.len as usize;
         let off = op.offset as libc::off_t;
+        if op.is_trim() {
+            self.done = Some((slot, super::trim_blocking(fd, self.block[op.target as usize], op.offset, op.len)));
+            return Ok(());
+        }
         // SAFETY: buf is valid for len bytes until completion (the worker's pool).
         let r = unsafe {
-            if op.write { libc::pwrite(fd, buf.cast(), len, off) } else { libc::pread(fd, buf.cast(), len, off) }
+            if op.is_write() { libc::pwrite(fd, buf.cast(), len, off) } else { libc::pread(fd, buf.cast(), len, off) }
         };
         let res = if r < 0 { -io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) } else { r as i32 };
         self.done = Some((slot, res));

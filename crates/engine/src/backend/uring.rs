@@ -28,7 +28,16 @@ pub struct UringBackend {
     extra_ts: Box<[types::Timespec; EXTRA_WAKES]>,
     extra_pending: usize,
     extra_next: usize,
+    /// Per descriptor: a block device (trims are discards) or a file (punched holes).
+    block: Vec<bool>,
+    /// Per slot: the length of the trim in flight on it (0: none). A trim completes with 0,
+    /// the worker counts an I/O whole when its result is its length.
+    trim_len: Vec<u32>,
 }
+
+/// `BLOCK_URING_CMD_DISCARD` of linux/fs.h (`_IO(0x12, 0)`, Linux 6.12): a queued discard of
+/// `[addr, addr + addr3)`.
+const BLOCK_URING_CMD_DISCARD: u32 = 0x1200;
 
 /// Extra wake-ups in flight at most: a wrapper needs one for its earliest held completion.
 const EXTRA_WAKES: usize = 4;
@@ -80,6 +89,8 @@ impl UringBackend {
             extra_ts: Box::new([types::Timespec::new(); EXTRA_WAKES]),
             extra_pending: 0,
             extra_next: 0,
+            block: super::block_devices(fds),
+            trim_len: vec![0; slots.max(1)],
         })
     }
 
@@ -95,9 +106,24 @@ impl UringBackend {
         Ok(())
     }
 
-    fn entry(&self, slot: u32, op: &IoOp, buf: *mut u8) -> squeue::Entry {
+    fn entry(&mut self, slot: u32, op: &IoOp, buf: *mut u8) -> squeue::Entry {
         let fd = types::Fixed(op.target);
-        let e = match (self.fixed.is_some_and(|(b, l)| (buf as usize) >= b && (buf as usize) < b + l), op.write) {
+        if op.is_trim() {
+            self.trim_len[slot as usize] = op.len;
+            let e = if self.block[op.target as usize] {
+                // The command's addr3 (the length) is the first 8 bytes of its data.
+                let mut cmd = [0u8; 16];
+                cmd[..8].copy_from_slice(&(op.len as u64).to_ne_bytes());
+                opcode::UringCmd16::new(fd, BLOCK_URING_CMD_DISCARD).addr(Some(op.offset)).cmd(cmd).build()
+            } else {
+                opcode::Fallocate::new(fd, op.len as u64)
+                    .offset(op.offset)
+                    .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
+                    .build()
+            };
+            return e.user_data(slot as u64);
+        }
+        let e = match (self.fixed.is_some_and(|(b, l)| (buf as usize) >= b && (buf as usize) < b + l), op.is_write()) {
             (true, false) => opcode::ReadFixed::new(fd, buf, op.len, 0).offset(op.offset).build(),
             (true, true) => opcode::WriteFixed::new(fd, buf, op.len, 0).offset(op.offset).build(),
             (false, false) => opcode::Read::new(fd, buf, op.len).offset(op.offset).build(),
@@ -181,7 +207,15 @@ impl IoEngine for UringBackend {
             } else if cqe.user_data() == CANCEL {
                 // The cancelled I/O completes on its own (with -ECANCELED if it was caught).
             } else {
-                out.push((cqe.user_data() as u32, cqe.result()));
+                let slot = cqe.user_data() as u32;
+                let mut res = cqe.result();
+                if let Some(len) = self.trim_len.get_mut(slot as usize).filter(|l| **l > 0) {
+                    if res == 0 {
+                        res = *len as i32;
+                    }
+                    *len = 0;
+                }
+                out.push((slot, res));
             }
         }
     }

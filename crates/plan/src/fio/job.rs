@@ -115,6 +115,11 @@ impl Job<'_> {
         let mut notes = SizeNotes { notices, seen };
         let (rw, modifier) = self.rw_mode()?;
         let read_pct = self.read_pct(&rw)?;
+        let trim_pct = match rw.as_str() {
+            "trim" | "randtrim" => 100.0,
+            "trimwrite" | "randtrimwrite" => 50.0,
+            _ => 0.0,
+        };
 
         let (bs, bs_range) = self.block_sizes(&mut notes)?;
 
@@ -174,6 +179,7 @@ impl Job<'_> {
             rw,
             modifier,
             read_pct,
+            trim_pct,
             bs,
             bs_range,
             numjobs,
@@ -205,6 +211,7 @@ impl Job<'_> {
             poisson: self.text("rate_process").is_some_and(|(_, v)| v.trim() == "poisson"),
             continue_on_error: self.text("continue_on_error").map(|(_, v)| v.trim().to_string()),
             verify: self.text("verify").map(|(_, v)| v.trim().to_string()),
+            verify_trim: self.verify_trim()?,
             random_distribution: self.text("random_distribution").map(|(_, v)| v.trim().to_string()),
             percentage_random: self.parse("percentage_random", value::int)?,
             thinktime_ns: self.parse("thinktime", value::micros)?,
@@ -233,27 +240,23 @@ impl Job<'_> {
         Ok(())
     }
 
-    /// The `rw` mode (read, write, randread, randwrite, rw, randrw) and its `:` modifier.
+    /// The `rw` mode (read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite,
+    /// randtrimwrite) and its `:` modifier.
     fn rw_mode(&self) -> R<(String, Option<(Entry, String)>)> {
         Ok(match self.text("rw") {
             None => ("read".to_string(), None),
             Some((e, v)) => {
                 let (mode, m) = v.split_once(':').map_or((v, None), |(a, b)| (a, Some(b)));
                 let mode = match mode.trim() {
-                    "read" | "write" | "randread" | "randwrite" | "randrw" => mode.trim().to_string(),
+                    "read" | "write" | "randread" | "randwrite" | "randrw" | "trim" | "randtrim" | "trimwrite"
+                    | "randtrimwrite" => mode.trim().to_string(),
                     "rw" | "readwrite" => "rw".into(),
-                    "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
-                        return Err(self.err(
-                            e,
-                            format!(
-                                "`{v}`: iocurve issues no trims; use read, write, randread, randwrite, rw or randrw"
-                            ),
-                        ));
-                    }
                     other => {
                         return Err(self.err(
                             e,
-                            format!("`{other}` is not a fio rw mode: read, write, randread, randwrite, rw or randrw"),
+                            format!(
+                                "`{other}` is not a fio rw mode: read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite or randtrimwrite"
+                            ),
                         ));
                     }
                 };
@@ -262,8 +265,9 @@ impl Job<'_> {
         })
     }
 
-    /// The share of reads: 100 or 0 for one-way modes, else `rwmixread` / `rwmixwrite`, the
-    /// one written last winning (50 when neither is).
+    /// The share of reads: 100 or 0 for one-way modes (0 for the trim modes: fio's rwmixread
+    /// mixes reads and writes only), else `rwmixread` / `rwmixwrite`, the one written last
+    /// winning (50 when neither is).
     fn read_pct(&self, rw: &str) -> R<f64> {
         let read_pct = match (self.last("rwmixread"), self.last("rwmixwrite")) {
             (None, None) => 50.0,
@@ -292,20 +296,20 @@ impl Job<'_> {
         };
         Ok(match rw {
             "read" | "randread" => 100.0,
-            "write" | "randwrite" => 0.0,
+            "write" | "randwrite" | "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => 0.0,
             _ => read_pct,
         })
     }
 
-    /// Block sizes per direction and their range.
+    /// Block sizes per direction (reads, writes, trims) and their range.
     #[allow(clippy::type_complexity)]
-    fn block_sizes(&self, notes: &mut SizeNotes) -> R<([Vec<(u64, f64)>; 2], [(u64, u64); 2])> {
+    fn block_sizes(&self, notes: &mut SizeNotes) -> R<([Vec<(u64, f64)>; 3], [(u64, u64); 3])> {
         // Block sizes per direction, in file order: `bs` and `bsrange` set the same fields in
         // fio (the later wins, direction by direction: an empty slot keeps what was set);
         // `bssplit`, where set, wins over both.
-        let mut bs: [Vec<(u64, f64)>; 2] = [vec![(DEFAULT_BS, 100.0)], vec![(DEFAULT_BS, 100.0)]];
-        let mut bs_range = [(DEFAULT_BS, DEFAULT_BS); 2];
-        let mut split: [Option<Vec<(u64, f64)>>; 2] = [None, None];
+        let mut bs: [Vec<(u64, f64)>; 3] = std::array::from_fn(|_| vec![(DEFAULT_BS, 100.0)]);
+        let mut bs_range = [(DEFAULT_BS, DEFAULT_BS); 3];
+        let mut split: [Option<Vec<(u64, f64)>>; 3] = [None, None, None];
         for e in self.entries {
             let Some(k) = options::lookup(&e.key).map(|k| k.canonical) else { continue };
             if !matches!(k, "bs" | "bsrange" | "bssplit") {
@@ -314,7 +318,7 @@ impl Job<'_> {
             let kb = self.kb_at(e)?;
             let v = e.value.as_deref().unwrap_or("");
             let dirs = value::per_direction(v).map_err(|m| self.err(e, m))?;
-            for d in 0..2 {
+            for d in 0..3 {
                 let Some(text) = &dirs[d] else { continue };
                 match k {
                     "bsrange" => {
@@ -346,7 +350,7 @@ impl Job<'_> {
                 }
             }
         }
-        for d in 0..2 {
+        for d in 0..3 {
             if let Some(sizes) = split[d].take() {
                 bs_range[d] = (
                     sizes.iter().map(|s| s.0).min().unwrap_or(DEFAULT_BS),
@@ -373,16 +377,32 @@ impl Job<'_> {
         }
     }
 
-    /// A per-direction rate: the read value and the write value.
+    /// fio's trims of verified blocks: each option set (canonical name) with its value.
+    fn verify_trim(&self) -> R<Vec<(String, u64)>> {
+        let mut out = Vec::new();
+        for key in ["trim_percentage", "trim_backlog", "trim_backlog_batch", "trim_verify_zero"] {
+            let n = match key {
+                "trim_percentage" => self.parse(key, |v| percent(v).map(|p| p as u64))?,
+                "trim_verify_zero" => self.parse(key, value::boolean)?.map(u64::from),
+                _ => self.parse(key, value::int)?,
+            };
+            if let Some(n) = n {
+                out.push((key.to_string(), n));
+            }
+        }
+        Ok(out)
+    }
+
+    /// A per-direction rate: the read, write and trim values.
     fn per_direction_number(
         &self,
         key: &str,
         f: impl Fn(&str) -> Result<f64, String>,
-    ) -> R<Option<(Entry, [Option<f64>; 2])>> {
+    ) -> R<Option<(Entry, [Option<f64>; 3])>> {
         let Some((e, v)) = self.text(key) else { return Ok(None) };
         let dirs = value::per_direction(v).map_err(|m| self.err(e, m))?;
-        let mut out = [None, None];
-        for d in 0..2 {
+        let mut out = [None, None, None];
+        for d in 0..3 {
             if let Some(t) = &dirs[d] {
                 out[d] = Some(f(t).map_err(|m| self.err(e, m))?);
             }

@@ -28,16 +28,21 @@ pub struct FioJob {
     /// The section's file and line.
     pub file: String,
     pub line: usize,
-    /// `read`, `write`, `randread`, `randwrite`, `rw` or `randrw`.
+    /// `read`, `write`, `randread`, `randwrite`, `rw`, `randrw`, `trim`, `randtrim`,
+    /// `trimwrite` or `randtrimwrite`.
     pub rw: String,
     /// A `:N` after the mode, with its entry.
     pub modifier: Option<(ini::Entry, String)>,
-    /// Share of reads (100 for read-only modes, 0 for write-only).
+    /// Share of reads (100 for read-only modes, 0 for write-only and trim modes).
     pub read_pct: f64,
-    /// Block sizes with their shares in percent, for reads and writes.
-    pub bs: [Vec<(u64, f64)>; 2],
-    /// Smallest and largest block size for reads and writes (fio's `bs=(R) A-B, (W) C-D`).
-    pub bs_range: [(u64, u64); 2],
+    /// Share of trims the mode gives: 100 for `trim` and `randtrim`, 50 for `trimwrite` and
+    /// `randtrimwrite` (fio trims each block, then writes it), else 0.
+    pub trim_pct: f64,
+    /// Block sizes with their shares in percent, for reads, writes and trims.
+    pub bs: [Vec<(u64, f64)>; 3],
+    /// Smallest and largest block size for reads, writes and trims (fio's
+    /// `bs=(R) A-B, (W) C-D, (T) E-F`).
+    pub bs_range: [(u64, u64); 3],
     pub numjobs: u32,
     pub iodepth: u32,
     pub nrfiles: u32,
@@ -56,12 +61,15 @@ pub struct FioJob {
     pub wait_for: Option<String>,
     pub compress_pct: Option<f64>,
     pub dedupe_pct: Option<f64>,
-    /// Per-job rate limits for reads and writes, with the entry that set them.
-    pub rate_iops: Option<(ini::Entry, [Option<f64>; 2])>,
-    pub rate_bytes: Option<(ini::Entry, [Option<f64>; 2])>,
+    /// Per-job rate limits for reads, writes and trims, with the entry that set them.
+    pub rate_iops: Option<(ini::Entry, [Option<f64>; 3])>,
+    pub rate_bytes: Option<(ini::Entry, [Option<f64>; 3])>,
     pub poisson: bool,
     pub continue_on_error: Option<String>,
     pub verify: Option<String>,
+    /// fio's trims of verified blocks (`trim_percentage`, `trim_backlog`, `trim_backlog_batch`,
+    /// `trim_verify_zero`): each one set, with its value (a boolean as 0 or 1).
+    pub verify_trim: Vec<(String, u64)>,
     pub random_distribution: Option<String>,
     /// `thinktime` and `thinktime_spin` in ns (fio's unit is µs), `thinktime_blocks`.
     pub thinktime_ns: Option<u64>,
@@ -273,6 +281,8 @@ impl FioImport {
             "compress" => &["buffer_compress_percentage"],
             "dedupe" => &["dedupe_percentage"],
             "read_pct" => &["rwmixread", "rwmixwrite"],
+            "trim_pct" => &["rw"],
+            "trim_bs" => &["bssplit", "bsrange", "bs"],
             _ => &[],
         };
         let Some(option) = options.iter().find(|o| job.origins.iter().any(|x| x.0 == **o)) else { return e };

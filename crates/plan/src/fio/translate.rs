@@ -222,17 +222,26 @@ fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKey
     k.read_pct = Some(job.read_pct);
     k.direct = Some(job.direct);
 
-    // Block sizes of the directions the job uses: reads' (or writes' in a write-only job) as
-    // bs, writes' as write_bs where they differ (fio's `bs=4k,64k`).
+    // Block sizes of the directions the job uses (fio mixes reads with writes, or trims with
+    // writes, never all three): the first one's as bs — reads', else writes', else trims' —
+    // writes' as write_bs where they differ from the reads' (fio's `bs=4k,64k`), trims' as
+    // trim_bs where they differ from the writes' (`trims` below).
+    let writes = job.read_pct + job.trim_pct < 100.0;
     let dirs: Vec<usize> =
-        [(0, job.read_pct > 0.0), (1, job.read_pct < 100.0)].iter().filter(|d| d.1).map(|d| d.0).collect();
-    let split = merged_split(&job.bs[dirs[0]]);
+        [(0, job.read_pct > 0.0), (1, writes), (2, job.trim_pct > 0.0)].iter().filter(|d| d.1).map(|d| d.0).collect();
+    // fio's randtrimwrite writes each trimmed range with the trim's offset and length: its
+    // writes are the trims' sizes whatever the writes' own block size says.
+    let size_dir = |d: usize| if d == 1 && job.rw == "randtrimwrite" { 2 } else { d };
+    let split = merged_split(&job.bs[size_dir(dirs[0])]);
     k.bs = Some(mix(&split));
     let mut sizes: Vec<u64> = split.iter().map(|s| s.0).collect();
-    if dirs.len() == 2 && job.bs[0] != job.bs[1] {
+    if dirs[..] == [0, 1] && job.bs[0] != job.bs[1] {
         let writes = merged_split(&job.bs[1]);
         k.write_bs = Some(mix(&writes));
         sizes.extend(writes.iter().map(|s| s.0));
+    }
+    if job.trim_pct > 0.0 {
+        trims(job, &mut k, notices);
     }
     // The dedupe unit defaults to the smallest block size; a range whose top is no multiple of
     // it (bsrange=4k-10k), or sizes per direction that are not, need their common divisor.
@@ -287,11 +296,12 @@ fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKey
     });
 
     // A rate limit per job: the plan's rate is for the whole run.
-    let used = |v: &[Option<f64>; 2]| -> Option<f64> {
+    let used = |v: &[Option<f64>; 3]| -> Option<f64> {
         let vals: Vec<f64> = dirs.iter().filter_map(|&d| v[d]).collect();
         vals.first().copied().filter(|f| vals.iter().all(|x| x == f))
     };
     let mixed_rate = dirs.len() == 2 && (job.rate_iops.is_some() || job.rate_bytes.is_some());
+    let both = if job.trim_pct > 0.0 { "writes and trims" } else { "reads and writes" };
     if mixed_rate {
         let key = if job.rate_iops.is_some() { "rate_iops" } else { "rate" };
         refuse(
@@ -299,16 +309,19 @@ fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKey
             job,
             key,
             "",
-            "fio limits reads and writes each to the rate (a mixed job runs at up to twice it, whatever its mix); iocurve drives one rate for the mix",
+            &format!(
+                "fio limits {both} each to the rate (a mixed job runs at up to twice it, whatever its mix); iocurve drives one rate for the mix"
+            ),
         );
     }
+    let different = format!("different rates for {both}: iocurve drives one rate");
     let rate_iops = match (&job.rate_iops, &job.rate_bytes) {
         (Some((e, v)), _) => used(v).or_else(|| {
-            notices.push(note(job, &e.key, "", "different rates for reads and writes: iocurve drives one rate", true));
+            notices.push(note(job, &e.key, "", &different, true));
             None
         }),
         (None, Some((e, v))) => used(v).map(|b| b / mean_bs).or_else(|| {
-            notices.push(note(job, &e.key, "", "different rates for reads and writes: iocurve drives one rate", true));
+            notices.push(note(job, &e.key, "", &different, true));
             None
         }),
         (None, None) => None,
@@ -321,6 +334,87 @@ fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKey
         k.max_outstanding = Some(job.numjobs.saturating_mul(k.queue_depth.unwrap_or(1)));
     }
     (k, file_size)
+}
+
+/// The trims of a trim mode: `trim` and `randtrim` trim only (their sizes are bs already);
+/// `trimwrite` and `randtrimwrite` trim each block and then write it, which iocurve mixes at a
+/// share instead (noted).
+fn trims(job: &FioJob, k: &mut WorkloadKeys, notices: &mut Vec<Notice>) {
+    let size = |split: &[(u64, f64)]| split.iter().map(|s| crate::format_size(s.0)).collect::<Vec<_>>().join(":");
+    let sorted = |d: usize| {
+        let mut s = merged_split(&job.bs[d]);
+        s.sort_by_key(|s| s.0);
+        s
+    };
+    let (w, t) = (sorted(1), sorted(2));
+    // The option that set the block sizes, for the notes on them.
+    let bs_option =
+        ["bssplit", "bsrange", "bs"].into_iter().find(|o| job.origins.iter().any(|x| x.0 == *o)).unwrap_or("bs");
+    let pct = match job.rw.as_str() {
+        "randtrimwrite" => {
+            if w != t {
+                notices.push(note(job, bs_option, "", &format!(
+                    "fio's randtrimwrite writes each trimmed range at the trim's offset and length: its writes are {} as its trims, the writes' block size ({}) goes unused, as in fio",
+                    size(&t), size(&w)
+                ), false));
+            }
+            notices.push(note(job, "rw", &job.rw, "fio trims a random block and then writes it; iocurve mixes trims and writes at trim_pct = 50 (as many of each), each at a random offset of its own, instead of writing each block right after trimming it", false));
+            50.0
+        }
+        "trimwrite" => {
+            // fio trims a block, then writes from where its writes are up to until they reach
+            // the next trim's offset: as many bytes trimmed as written, in I/Os trims take
+            // the share mean write / (mean write + mean trim) — half with one size.
+            let mean =
+                |s: &[(u64, f64)]| s.iter().map(|s| s.0 as f64 * s.1).sum::<f64>() / s.iter().map(|s| s.1).sum::<f64>();
+            let pct = if w == t { 50.0 } else { (100.0 * mean(&w) / (mean(&w) + mean(&t)) * 100.0).round() / 100.0 };
+            if w != t {
+                k.trim_bs = Some(mix(&merged_split(&job.bs[2])));
+                // With the same sizes (the same mix: fio seeds both draws alike) each write
+                // follows its trim; trims whose sizes are all whole multiples of one write size
+                // are trimmed, then written in pieces. Anything else falls out of step in fio
+                // (measured, fio 3.33: bs=64k,64k,4k trims twice, then only writes; so do writes
+                // of a mix).
+                let in_step = w.len() == 1 && t.iter().all(|t| t.0 % w[0].0 == 0);
+                if in_step {
+                    let pieces = match t[..] {
+                        [(one, _)] => format!(
+                            "each {} block and then writes it in {} writes of {}",
+                            size(&t),
+                            one / w[0].0,
+                            size(&w)
+                        ),
+                        _ => format!("each block ({}) and then writes it in writes of {}", size(&t), size(&w)),
+                    };
+                    notices.push(note(
+                        job,
+                        bs_option,
+                        "",
+                        &format!("fio trims {pieces}: iocurve's trim_pct = {pct} trims as many bytes as it writes"),
+                        false,
+                    ));
+                } else {
+                    refuse(
+                        notices,
+                        job,
+                        bs_option,
+                        "",
+                        &format!(
+                            "rw=trimwrite with trims of {} and writes of {}: fio trims a block, then writes up to the next trim's offset, and stops trimming once trims and writes fall out of step (trims smaller than the writes or no whole multiple of them, or writes of a mix); give trims and writes the same size, or trims whole multiples of one write size (bs=4k,4k,64k)",
+                            size(&t),
+                            size(&w)
+                        ),
+                    );
+                }
+            }
+            notices.push(note(job, "rw", &job.rw, &format!(
+                "fio trims each block and then writes it, in order; iocurve mixes trims and writes at trim_pct = {pct} (as many bytes trimmed as written) instead of trimming each block right before writing it"
+            ), false));
+            pct
+        }
+        _ => 100.0,
+    };
+    k.trim_pct = Some(pct);
 }
 
 /// Notes on the options of `job` that iocurve does not honour: refused unless lenient.
@@ -343,6 +437,26 @@ fn refuse_unhonoured(job: &FioJob, notices: &mut Vec<Notice>) {
             v,
             "iocurve's verify is its own (block headers against the last acknowledged write, not fio's checksums): set verify = true in the plan instead",
         );
+    }
+    // fio's trim_percentage & co. trim blocks that a verifying job has written (fio trims only
+    // with verify, trim_percentage and trim_backlog all set, in a job that writes): a load
+    // behind its verify, not a mix. Translated to trim_pct it would be another load; where
+    // fio trims, refused with the way out (the plan's trim_pct), else ignored as fio does.
+    let verifying = job.verify.as_deref().is_some_and(|v| !matches!(v, "0" | "null" | "none"));
+    let set = |name: &str| job.verify_trim.iter().any(|o| o.0 == name && o.1 > 0);
+    let fio_trims = verifying && job.read_pct + job.trim_pct < 100.0 && set("trim_percentage") && set("trim_backlog");
+    for (option, v) in job.verify_trim.iter().filter(|o| o.1 > 0) {
+        if fio_trims {
+            refuse(
+                notices,
+                job,
+                option,
+                &v.to_string(),
+                "fio trims a share of the blocks it has written, behind its verify; iocurve does not trim behind its verify: it mixes trims into the load with the plan's trim_pct (fio's rw=randtrimwrite) — drop the trim_* options",
+            );
+        } else {
+            notices.push(note(job, option, &v.to_string(), "fio trims written blocks only while verifying, with verify, trim_percentage and trim_backlog all set: this job trims nothing, nor does iocurve (trims in the load are the plan's trim_pct, fio's rw=randtrim)", false));
+        }
     }
     if let Some(p) = job.percentage_random.filter(|&p| p != 100 && job.rw.starts_with("rand")) {
         refuse(notices, job, "percentage_random", &p.to_string(), "iocurve's random workloads are random throughout");

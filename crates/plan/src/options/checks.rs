@@ -72,6 +72,15 @@ pub(super) fn write_block_sizes_back(bs: &[BlockSize], k: &mut WorkloadKeys) {
     k.write_bs = (!bs.is_empty()).then(|| BlockSizeSpec::Mix(bs.iter().map(|b| (b.bytes, b.weight)).collect()));
 }
 
+/// `trim_bs`: as `bs`; empty when not given (trims take `bs`).
+pub(super) fn trim_block_sizes(k: &WorkloadKeys) -> Result<Vec<BlockSize>, KeyError> {
+    k.trim_bs.clone().map_or(Ok(Vec::new()), |spec| sizes_of("trim_bs", spec))
+}
+
+pub(super) fn trim_block_sizes_back(bs: &[BlockSize], k: &mut WorkloadKeys) {
+    k.trim_bs = (!bs.is_empty()).then(|| BlockSizeSpec::Mix(bs.iter().map(|b| (b.bytes, b.weight)).collect()));
+}
+
 /// `think_time`, `think_blocks` and `think_spin` together.
 pub(super) fn think(k: &WorkloadKeys) -> Result<Option<Think>, KeyError> {
     let blocks = k.think_blocks.ok_or_else(|| missing("think_blocks"))?;

@@ -67,6 +67,15 @@ workload_keys! {
             None, Number, "PCT", Some("100"),
             "Share of reads in percent: 100 = read only, 0 = write only.",
         );
+    /// Share of trims in percent (discards on a block device, punched holes in a file), taken
+    /// from the writes: reads `read_pct`, trims `trim_pct`, writes the rest.
+    trim_pct: f64
+        => trim_pct: f64 [serde(default, skip_serializing_if = "is_zero")]
+            = [value |&v| ensure((0.0..=100.0).contains(&v), || format!("trim_pct is {v}; it is a share of trims in percent, 0 to 100 (with read_pct = 60, trim_pct = 10: 60 % reads, 10 % trims, 30 % writes)"))],
+        table(
+            None, Number, "PCT", Some("0"),
+            "Share of trims in percent (discards on a device, punched holes in a file), taken from the writes: read_pct reads, trim_pct trims, the rest writes.",
+        );
     /// Block size (`"8k"`, 4096) or a weighted mix (`{ "4k" = 70, "64k" = 30 }`).
     bs: BlockSizeSpec
         => bs: Vec<BlockSize> [doc = "Resolved, one entry per size with its weight; one entry for a fixed block size."] = [custom checks::block_sizes, checks::block_sizes_back],
@@ -82,6 +91,15 @@ workload_keys! {
         table(
             Some("write-bs"), Text, "SIZE", None,
             "Block size of writes when it differs from that of reads (bs then is the reads'), as bs: a size or a mix, e.g. 64k (fio's bs=4k,64k).",
+        );
+    /// Block size of trims when it differs from `bs`: a size or a weighted mix, as `bs` (fio's
+    /// third `bs` value, `bs=4k,4k,1m`).
+    trim_bs: BlockSizeSpec
+        => trim_bs: Vec<BlockSize> [serde(default, skip_serializing_if = "Vec::is_empty")] [doc = "Empty: trims take `bs`."]
+            = [custom checks::trim_block_sizes, checks::trim_block_sizes_back],
+        table(
+            None, Text, "SIZE", None,
+            "Block size of trims when it differs from bs: a size or a mix, as bs (fio's bs=4k,4k,1m); on a device a multiple of its discard_granularity.",
         );
     /// `random` or `sequential`.
     pattern: Pattern
@@ -348,6 +366,11 @@ workload_keys! {
 pub const DATA_KEYS: &[&str] = &["compress", "dedupe", "dedupe_unit", "constant"];
 
 /// The option of `key`.
+/// A share that is 0 (`trim_pct` left out of a workload's JSON when it does not trim).
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
 pub fn option(key: &str) -> Option<&'static WorkloadOption> {
     WORKLOAD_OPTIONS.iter().find(|o| o.key == key)
 }

@@ -165,12 +165,13 @@ impl Resolver<'_> {
                 format!("`name` names one workload and cannot be a default (found \"{name}\"): move it into a [[workloads]] entry"),
             ));
         }
-        if self.file.workloads.is_empty() {
+        // A plan of reclaim steps alone measures those.
+        if self.file.workloads.is_empty() && self.file.reclaim.as_ref().is_none_or(Vec::is_empty) {
             return Err(PlanError::new(
                 self.source,
                 None,
                 Some("workloads".into()),
-                "the plan has no workloads: add at least one [[workloads]] table, or start from `iocurve plan --suite quick`",
+                "the plan has no workloads: add at least one [[workloads]] table (or a [[reclaim]] step), or start from `iocurve plan --suite quick`",
             ));
         }
         let base = self.file.defaults.over(&builtin_defaults());
@@ -253,6 +254,7 @@ impl Resolver<'_> {
             }
         }
         let faults = self.faults()?;
+        let reclaim = self.reclaim()?;
         let links = self.links(self.file.links.as_deref(), &[Seg::Key("links")], "links")?;
         let mut hosts = Vec::new();
         for (i, h) in self.file.hosts.iter().flatten().enumerate() {
@@ -272,6 +274,7 @@ impl Resolver<'_> {
         }
         Ok(Plan {
             faults,
+            reclaim,
             hosts,
             links,
             scratch_size: self.file.scratch_size,

@@ -33,6 +33,22 @@ impl Resolver<'_> {
         Ok(name)
     }
 
+    /// `[[reclaim]]`: each step resolved, names unique.
+    pub(super) fn reclaim(&self) -> Result<Vec<crate::Reclaim>, PlanError> {
+        let mut out: Vec<crate::Reclaim> = Vec::new();
+        for (i, k) in self.file.reclaim.iter().flatten().enumerate() {
+            let err = |key: &'static str, msg: String| {
+                self.err(&[Seg::Key("reclaim"), Seg::Index(i), Seg::Key(key)], format!("reclaim[{i}].{key}"), msg)
+            };
+            let r = k.resolve(i).map_err(|(key, msg)| err(key, msg))?;
+            if out.iter().any(|o| o.name == r.name) {
+                return Err(err("name", format!("reclaim name `{}` is used twice: names must be unique", r.name)));
+            }
+            out.push(r);
+        }
+        Ok(out)
+    }
+
     pub(super) fn faults(&self) -> Result<Vec<Fault>, PlanError> {
         let mut out = Vec::new();
         for (i, f) in self.file.faults.iter().flatten().enumerate() {
@@ -162,6 +178,41 @@ pub(crate) fn cross_checks(w: &Workload) -> Result<(), KeyError> {
     shape_checks(w)
 }
 
+/// Trims (issue 40): their share fits beside the reads', their sizes are used and one size
+/// serves a verifying workload's map.
+fn trim_checks(w: &Workload) -> Result<(), KeyError> {
+    if w.read_pct + w.trim_pct > 100.0 {
+        return Err((
+            "trim_pct",
+            format!(
+                "workload {} has read_pct = {} and trim_pct = {}: together more than 100; trims take their share from the writes (read_pct reads, trim_pct trims, the rest writes), so lower read_pct to at most {} (the default is 100)",
+                w.name,
+                w.read_pct,
+                w.trim_pct,
+                100.0 - w.trim_pct,
+            ),
+        ));
+    }
+    if !w.trim_bs.is_empty() {
+        if !w.trims() {
+            return Err((
+                "trim_bs",
+                format!(
+                    "trim_bs is the block size of trims, but workload {} has trim_pct = 0: give it a trim_pct or drop trim_bs",
+                    w.name
+                ),
+            ));
+        }
+        if w.verify {
+            return Err((
+                "verify",
+                "a verifying workload needs one block size (the unit its map tracks), not one per direction: drop trim_bs or verify".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// What skew, per-direction block sizes, think time and bursts exclude (issue 39).
 fn shape_checks(w: &Workload) -> Result<(), KeyError> {
     if !w.distribution.is_uniform() && w.pattern == Pattern::Sequential {
@@ -173,7 +224,17 @@ fn shape_checks(w: &Workload) -> Result<(), KeyError> {
             ),
         ));
     }
+    trim_checks(w)?;
     if !w.write_bs.is_empty() {
+        if w.write_pct() <= 0.0 && w.trims() {
+            return Err((
+                "write_bs",
+                format!(
+                    "write_bs is the block size of writes, but workload {} has read_pct + trim_pct = 100: it never writes; drop write_bs (trims take trim_bs)",
+                    w.name
+                ),
+            ));
+        }
         if !w.writes() {
             return Err((
                 "write_bs",
@@ -183,7 +244,7 @@ fn shape_checks(w: &Workload) -> Result<(), KeyError> {
                 ),
             ));
         }
-        if w.read_pct <= 0.0 {
+        if w.read_pct <= 0.0 && !w.trims() {
             return Err((
                 "write_bs",
                 format!(
@@ -274,6 +335,8 @@ mod tests {
         all.extend(parse_str(every, "t", &Overrides::default()).unwrap().workloads);
         let rated = "[[workloads]]\nname = \"r\"\nrate = [10, 20]\nverify = true\nworking_set = { start = \"1m\", end = \"2m\" }\nbursts = \"100ms/900ms\"\n";
         all.extend(parse_str(rated, "t", &Overrides::default()).unwrap().workloads);
+        let trimmed = "[[workloads]]\nname = \"t\"\nread_pct = 30\ntrim_pct = 20\nbs = \"4k\"\nwrite_bs = \"8k\"\ntrim_bs = { \"64k\" = 1, \"1m\" = 1 }\n";
+        all.extend(parse_str(trimmed, "t", &Overrides::default()).unwrap().workloads);
         let shaped = "[[workloads]]\nname = \"s\"\nread_pct = 70\nbs = \"4k\"\nwrite_bs = { \"64k\" = 1, \"128k\" = 1 }\ndistribution = \"zipf:1.2:0.25\"\nhot_layout = \"scattered\"\nthink_time = \"100us-900us\"\nthink_blocks = 4\nthink_spin = \"50us\"\n\n[[workloads]]\nname = \"z\"\ndistribution = \"zoned:60/10:30/20:10/70\"\nthink_time = \"exp:2ms\"\n";
         all.extend(parse_str(shaped, "t", &Overrides::default()).unwrap().workloads);
         assert!(all.len() > 10);
@@ -320,6 +383,21 @@ mod tests {
             ("rate = [100]\nbursts = \"300ms/400ms\"", "workloads[0].bursts", "no whole number of them"),
             ("rate = [9e8]\nbursts = \"1ms/9ms\"", "workloads[0].bursts", "above 1e9"),
             ("write_bs = \"1000\"\nread_pct = 50", "workloads[0].write_bs", "multiple of 512"),
+            // Trims (issue 40).
+            ("trim_pct = 10", "workloads[0].trim_pct", "read_pct = 100 and trim_pct = 10: together more than 100"),
+            ("trim_pct = 101\nread_pct = 0", "workloads[0].trim_pct", "0 to 100"),
+            ("trim_bs = \"64k\"\nread_pct = 50", "workloads[0].trim_bs", "has trim_pct = 0"),
+            ("trim_bs = \"1000\"\nread_pct = 50\ntrim_pct = 10", "workloads[0].trim_bs", "multiple of 512"),
+            (
+                "read_pct = 50\ntrim_pct = 10\ntrim_bs = \"64k\"\nverify = true",
+                "workloads[0].verify",
+                "drop trim_bs or verify",
+            ),
+            (
+                "read_pct = 50\ntrim_pct = 50\nwrite_bs = \"64k\"",
+                "workloads[0].write_bs",
+                "it never writes; drop write_bs",
+            ),
             (
                 "bs = \"8k\"\ndedupe_unit = \"8k\"\nread_pct = 50\nwrite_bs = \"4k\"",
                 "workloads[0].dedupe_unit",

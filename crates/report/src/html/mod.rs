@@ -109,17 +109,23 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
                 terminal::STEP_HEADERS.iter().chain(&["errors", "longest stall s", "flags"]).copied().collect()
             },
             summary: series[gi].iter().map(|s| summary_row(s)).collect(),
-            steps: series[gi].iter().map(|s| StepTable { series: s.label.clone(), rows: step_rows(s.w) }).collect(),
+            steps: series[gi]
+                .iter()
+                .map(|s| StepTable { series: s.label.clone(), headers: Vec::new(), rows: step_rows(s.w) })
+                .collect(),
             hosts: series[gi]
                 .iter()
                 .filter(|s| s.w.steps.iter().any(|st| !st.host_results.is_empty()))
-                .map(|s| StepTable { series: s.label.clone(), rows: host_rows(s.w) })
+                .map(|s| StepTable { series: s.label.clone(), headers: Vec::new(), rows: host_rows(s.w) })
                 .collect(),
             directions: series[gi]
                 .iter()
                 .filter_map(|s| {
-                    views::direction_rows(s.w, s.w.kind == "sequential")
-                        .map(|rows| StepTable { series: s.label.clone(), rows })
+                    views::direction_rows(s.w, s.w.kind == "sequential").map(|(headers, rows)| StepTable {
+                        series: s.label.clone(),
+                        headers,
+                        rows,
+                    })
                 })
                 .collect(),
             steady: series[gi].iter().any(|s| s.w.steps.iter().any(|st| st.steady_state.is_some())),
@@ -147,7 +153,6 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
         runs => heads,
         groups => views,
         host_headers => terminal::HOST_HEADERS,
-        direction_headers => views::DIRECTION_HEADERS,
         impacts => impacts(runs),
         rate_impacts => views::rate_impacts(runs),
         rate_impact_headers => terminal::RATE_IMPACT_HEADERS,
@@ -279,6 +284,7 @@ mod tests {
                 plan: Value::Null,
                 workloads: vec![],
                 final_verification: None,
+                reclaims: Vec::new(),
             },
         }
     }

@@ -22,6 +22,76 @@ pub(super) struct RunHead {
     /// Why the run is not clean (a failure, or what its exit code 3 or 4 stands for).
     pub(super) status_reason: Option<String>,
     pub(super) verification: Option<VerificationView>,
+    pub(super) reclaims: Vec<ReclaimView>,
+}
+
+/// A reclaim step (`[[reclaim]]`): its passes, the used space over time, its verdict.
+#[derive(Serialize)]
+pub(super) struct ReclaimView {
+    pub(super) name: String,
+    pub(super) what: String,
+    /// pass, bytes, seconds, IOPS, MB/s, mean, p99.
+    pub(super) passes: Vec<Vec<String>>,
+    pub(super) zeros: String,
+    pub(super) used: Option<String>,
+    /// (seconds after the trims, used) of the probes, at most 30 of them.
+    pub(super) timeline: Vec<(String, String)>,
+    pub(super) back: bool,
+    pub(super) verdict: String,
+}
+
+fn reclaim_view(c: &iocurve_analysis::ReclaimResult) -> ReclaimView {
+    use iocurve_analysis::format::size;
+    let passes = [("write", &c.write), ("trim", &c.trim), ("read the trimmed ranges", &c.read)]
+        .into_iter()
+        .map(|(w, p)| {
+            vec![
+                w.to_string(),
+                size(p.bytes),
+                format!("{:.2}", p.seconds),
+                format::iops(p.iops),
+                format::mbps_number(p.mbps),
+                format::lat_us(p.lat_us.mean),
+                format::lat_us(p.lat_us.p99),
+            ]
+        })
+        .collect();
+    let step = c.timeline.len().div_ceil(30).max(1);
+    let mut timeline: Vec<(String, String)> =
+        c.timeline.iter().step_by(step).map(|(t, u)| (format!("{t:.1}"), size(*u))).collect();
+    if let Some((t, u)) = c.timeline.last().filter(|_| !(c.timeline.len() - 1).is_multiple_of(step)) {
+        timeline.push((format!("{t:.1}"), size(*u)));
+    }
+    ReclaimView {
+        name: c.name.clone(),
+        what: format!(
+            "{} on {} target{}, blocks of {}, {} in flight; used space: {}",
+            size(c.region_bytes),
+            c.targets.len(),
+            if c.targets.len() == 1 { "" } else { "s" },
+            iocurve_plan::format_size(c.bs),
+            c.queue_depth,
+            if c.probe.is_empty() { "not measured" } else { &c.probe }
+        ),
+        passes,
+        zeros: format!(
+            "{} of {} blocks of the trimmed ranges read back as zeros",
+            format::group(c.zero_blocks),
+            format::group(c.read.ops)
+        ),
+        used: c.used.map(|u| {
+            format!(
+                "{} before, {} after the writes, {} right after the trims, {} at the end",
+                size(u.before),
+                size(u.after_write),
+                size(u.after_trim),
+                size(u.last)
+            )
+        }),
+        timeline,
+        back: c.back_after_s.is_some(),
+        verdict: c.verdict(),
+    }
 }
 
 /// The final verification pass of a run.
@@ -97,6 +167,9 @@ pub(super) struct SummaryRow {
 #[derive(Serialize)]
 pub(super) struct StepTable {
     pub(super) series: String,
+    /// The table's own headers where they vary (the directions table); empty: the section's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(super) headers: Vec<String>,
     pub(super) rows: Vec<Vec<String>>,
 }
 
@@ -170,38 +243,36 @@ pub(super) fn step_rows(w: &WorkloadResult) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// Headers of [`direction_rows`].
-pub(super) const DIRECTION_HEADERS: [&str; 9] = [
-    "step",
-    "read IOPS",
-    "read MB/s",
-    "read mean µs",
-    "read p99 µs",
-    "write IOPS",
-    "write MB/s",
-    "write mean µs",
-    "write p99 µs",
-];
-
-/// Each step's reads and writes apart, for a workload that mixes them (None: one direction).
-pub(super) fn direction_rows(w: &WorkloadResult, sequential: bool) -> Option<Vec<Vec<String>>> {
-    if !w.steps.iter().any(|s| s.read.ops > 0 && s.write.ops > 0) {
+/// Each step's reads, writes and trims apart, for a workload that mixes directions (None: one
+/// direction): the headers, then a row per step. Trims have columns only where they happen.
+pub(super) fn direction_rows(w: &WorkloadResult, sequential: bool) -> Option<(Vec<String>, Vec<Vec<String>>)> {
+    let mixes =
+        |s: &iocurve_analysis::StepResult| [s.read.ops, s.write.ops, s.trim.ops].iter().filter(|&&n| n > 0).count() > 1;
+    if !w.steps.iter().any(mixes) {
         return None;
+    }
+    let trims = w.steps.iter().any(|s| s.trim.ops > 0);
+    let mut headers = vec!["step".to_string()];
+    for d in ["read", "write", "trim"].iter().take(if trims { 3 } else { 2 }) {
+        headers.extend(["IOPS", "MB/s", "mean µs", "p99 µs"].map(|h| format!("{d} {h}")));
     }
     let dir = |d: &iocurve_analysis::DirResult| {
         [format::iops(d.iops), format::mbps_number(d.mbps), format::lat_us(d.lat_us.mean), format::lat_us(d.lat_us.p99)]
     };
-    Some(
-        w.steps
-            .iter()
-            .map(|s| {
-                let mut row = vec![terminal::step_label(s, sequential)];
-                row.extend(dir(&s.read));
-                row.extend(dir(&s.write));
-                row
-            })
-            .collect(),
-    )
+    let rows = w
+        .steps
+        .iter()
+        .map(|s| {
+            let mut row = vec![terminal::step_label(s, sequential)];
+            row.extend(dir(&s.read));
+            row.extend(dir(&s.write));
+            if trims {
+                row.extend(dir(&s.trim));
+            }
+            row
+        })
+        .collect();
+    Some((headers, rows))
 }
 
 /// The per-host table: every host of every step, as the terminal shows it.
@@ -282,6 +353,7 @@ pub(super) fn run_head(i: usize, r: &ReportRun) -> RunHead {
         warnings,
         status_reason: res.status_reason.clone(),
         verification: res.final_verification.as_ref().map(verification_view),
+        reclaims: res.reclaims.iter().map(reclaim_view).collect(),
     }
 }
 

@@ -484,7 +484,7 @@ impl<'a> Hosts<'a> {
 
 /// Errors of agent `h` name its targets by their place in the run's list.
 fn shift_targets(s: &mut IntervalStats, offset: u32) {
-    for d in [&mut s.read, &mut s.write] {
+    for d in [&mut s.read, &mut s.write, &mut s.trim] {
         for e in &mut d.errors.0 {
             if e.0 != UNKNOWN_TARGET {
                 e.0 += offset;
