@@ -28,6 +28,9 @@ impl ReclaimResult {
     /// again)`, `not back after 600 s: …`, or why it was not measured.
     pub fn verdict(&self) -> String {
         use crate::format::size as mib;
+        if let Some(e) = &self.error {
+            return format!("stopped: {e}");
+        }
         let Some(freed) = self.freed() else {
             return "space not measured: no probe (give [[reclaim]] probe = \"a command that prints the used bytes\")"
                 .into();
@@ -40,6 +43,7 @@ impl ReclaimResult {
                 format_pct(self.back_pct)
             ),
             None if self.interrupted => format!("interrupted before the space was back ({pct:.0} % free again)"),
+            None if self.timeline.is_empty() => "interrupted before the space was measured after the trims".into(),
             None => format!(
                 "space not back after {:.0} s: {pct:.0} % of the {} trimmed free again ({} was asked)",
                 self.timeout_s,

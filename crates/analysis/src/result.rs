@@ -353,7 +353,11 @@ impl Settings {
         let seq = w.pattern == iocurve_plan::Pattern::Sequential;
         let mut access = vec![
             if seq { "sequential" } else { "random" }.to_string(),
-            format!("{} % read", w.read_pct),
+            if w.trims() {
+                format!("{} % read, {} % trim", w.read_pct, w.trim_pct)
+            } else {
+                format!("{} % read", w.read_pct)
+            },
             match w.working_set {
                 WorkingSet::Frontend { blocks } => format!("frontend of {blocks} blocks"),
                 WorkingSet::Backend => "backend".into(),
@@ -906,4 +910,8 @@ pub struct ReclaimResult {
     /// Set when a Ctrl-C ended it early: the figures are of what it did.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// What ended it before its end (a pass or the probe failed): the figures are of what it
+    /// did before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }

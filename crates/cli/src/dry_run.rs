@@ -124,6 +124,22 @@ pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> Str
             ));
         }
     }
+    for r in &plan.reclaim {
+        out.push(format!(
+            "reclaim {}: after the workloads, writes, trims and reads back {} from offset {} of every target (at most what it has), bs {}, {} in flight; then waits up to {} s for {} % of the trimmed bytes to be free again, used space by {}",
+            r.name,
+            iocurve_plan::format_size(r.size),
+            iocurve_plan::format_size(r.offset),
+            iocurve_plan::format_size(r.bs),
+            r.queue_depth,
+            r.timeout_s,
+            r.back_pct,
+            r.probe.as_deref().map_or_else(
+                || "the allocated size of a loop device's backing file or a file target".to_string(),
+                |p| format!("the probe `{p}`")
+            )
+        ));
+    }
     out.push(
         "nothing was opened, written or stored (--dry-run); write safety, free space and memory are checked when the run opens its targets".into(),
     );

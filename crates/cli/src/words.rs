@@ -10,9 +10,11 @@ pub fn words(event: &RunEvent) -> Vec<String> {
     use RunEvent as E;
     match event {
         E::Header { version, plan, host, targets } => header(version, plan, host, targets),
-        E::PreparingScratch { count, size, filled } => {
+        E::PreparingScratch { count, size, filled, reclaim_only } => {
             let how = if *filled {
                 "written fully once, so reads hit allocated blocks"
+            } else if *reclaim_only {
+                "allocated, not written: the reclaim steps write their own regions"
             } else {
                 "allocated, not written: the null back-end touches no block"
             };
@@ -189,7 +191,7 @@ mod tests {
             "w: 0.6 s of rest before the next step (pause_s)"
         );
         assert_eq!(
-            one(RunEvent::PreparingScratch { count: 1, size: 64 << 20, filled: true }),
+            one(RunEvent::PreparingScratch { count: 1, size: 64 << 20, filled: true, reclaim_only: false }),
             "preparing 1 scratch file(s) of 64m (written fully once, so reads hit allocated blocks)"
         );
         assert_eq!(

@@ -55,7 +55,9 @@ struct Shared {
 
 /// Runs one pass of `dir` over `regions` in blocks of `bs` (the last of a region shorter), `qd`
 /// at a time. Writes carry incompressible, unique data. An I/O error ends the pass with it; so
-/// does no I/O returning for `stuck_after`. `stop` ends it early with what was done.
+/// does no I/O returning for `stuck_after`. `stop` ends it early with what was done. `progress`
+/// hears the bytes done and the time taken about every `every`.
+#[allow(clippy::too_many_arguments)]
 pub fn pass(
     regions: &[Region],
     bs: u64,
@@ -63,6 +65,8 @@ pub fn pass(
     dir: Dir,
     stop: &AtomicBool,
     stuck_after: Duration,
+    every: Duration,
+    progress: &mut dyn FnMut(u64, Duration),
 ) -> Result<PassFigures, EngineError> {
     let mut blocks = Vec::new();
     for (ti, r) in regions.iter().enumerate() {
@@ -158,10 +162,14 @@ pub fn pass(
             return Err(EngineError::io(format!("reclaim: cannot start I/O thread {ti} of {threads}"), e));
         }
     }
-    let (mut last, mut moved_at, mut stopped) = (0u64, Instant::now(), false);
+    let (mut last, mut moved_at, mut stopped, mut told) = (0u64, Instant::now(), false, Instant::now());
     while sh.running.load(Ordering::Acquire) > 0 {
         std::thread::sleep(Duration::from_millis(10));
         let done = sh.done_bytes.load(Ordering::Relaxed);
+        if told.elapsed() >= every {
+            progress(done, started.elapsed());
+            told = Instant::now();
+        }
         if done != last {
             (last, moved_at) = (done, Instant::now());
         }

@@ -189,10 +189,11 @@ fn op_gen(w: &Workload, workers: u32, targets: &TargetSet) -> Result<OpGen, Engi
 /// of its discard granules from a granule's start (a device ignores, or rejects, the parts of a
 /// trim that cover a granule partly). Files punch holes of any size.
 fn trim_fits(w: &Workload, t: &iocurve_target::Target, start: u64) -> Result<(), EngineError> {
+    let refuse =
+        |why: String| EngineError::Input(format!("workload {} trims (trim_pct = {}), but {why}", w.name, w.trim_pct));
+    t.can_punch_holes().map_err(refuse)?;
     let Some(discard) = t.discard() else { return Ok(()) };
-    let (gran, _) = discard.map_err(|why| {
-        EngineError::Input(format!("workload {} trims (trim_pct = {}), but {why}", w.name, w.trim_pct))
-    })?;
+    let (gran, _) = discard.map_err(refuse)?;
     let path = t.path.display();
     if let Some(b) = w.trim_sizes().iter().find(|b| !b.bytes.is_multiple_of(gran)) {
         return Err(EngineError::Input(format!(

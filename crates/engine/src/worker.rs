@@ -425,9 +425,10 @@ impl<B: IoEngine> Slots<B> {
                 }
                 op = self.opgen.next(self.worker[slot], &mut self.rng);
             };
-            // A trimmed block's content is no longer promised: generation 0, unknown.
+            // A trimmed block's content is no longer promised: generation 0, unknown (its next
+            // write goes on from the newest generation it may hold).
             let new = match op.dir {
-                Dir::Write => crate::verify::next_gen(had),
+                Dir::Write => map.next_for(op.target, block, had),
                 Dir::Trim => 0,
                 Dir::Read => had,
             };
@@ -466,8 +467,12 @@ impl<B: IoEngine> Slots<B> {
             tail.drain.stuck += 1;
             tail.drain.stuck_age_ns = tail.drain.stuck_age_ns.max(age);
             if let Some(map) = &self.verify {
-                let (block, had, _) = self.claimed[slot];
-                map.release(op.target, block, if op.dir == Dir::Read { had } else { 0 });
+                let (block, had, new) = self.claimed[slot];
+                match op.dir {
+                    Dir::Read => map.release(op.target, block, had),
+                    Dir::Write => map.release_unknown(op.target, block, new),
+                    Dir::Trim => map.release_unknown(op.target, block, had),
+                }
             }
             self.busy[slot] = false;
             self.given_up[slot] = true;
@@ -498,11 +503,15 @@ fn verify_completion<B: IoEngine>(
     let Some(map) = s.verify.clone() else { return };
     let (block, had, new) = s.claimed[slot];
     let ok = res >= 0 && res as u32 == op.len;
-    if op.dir != Dir::Read {
-        // A failed write may have reached the block or not: its state is unknown from now on.
-        // A trimmed block's (new = 0) is, whatever the trim did.
-        map.release(op.target, block, if ok { new } else { 0 });
-        return;
+    match op.dir {
+        Dir::Write if ok => return map.release(op.target, block, new),
+        // A failed write may have reached the block or not: its state is unknown from now on,
+        // and it may hold `new`.
+        Dir::Write => return map.release_unknown(op.target, block, new),
+        // A trimmed block's content is not promised, whatever the trim did: it may still hold
+        // what it had (a device may ignore a discard).
+        Dir::Trim => return map.release_unknown(op.target, block, had),
+        Dir::Read => {}
     }
     if ok && had != 0 && issuing {
         let buf = &s.pool.slice_mut(slot)[..op.len as usize];
@@ -947,7 +956,8 @@ impl Pass<'_> {
             let sample = &mut cur.samples[si];
             if whole {
                 dir.record(lat, op.len as u64);
-                sample.record(lat, op.len as u64);
+                // A trim moves no data: its bytes count in its own direction only.
+                sample.record(lat, if op.is_trim() { 0 } else { op.len as u64 });
             } else {
                 dir.errors.add(op.target, errno, 1);
                 sample.errors += 1;
@@ -967,7 +977,9 @@ impl Pass<'_> {
         }
         if res >= 0 {
             self.l_ops += 1;
-            self.l_bytes += res as u64;
+            if !op.is_trim() {
+                self.l_bytes += res as u64;
+            }
             self.l_lat += lat;
         }
         let thinks = match &mut s.think {

@@ -121,7 +121,11 @@ fn logs(w: &WorkloadResult, s: &StepResult) -> Vec<(String, String)> {
     vec![
         (format!("{stem}_iops.1.log"), log(&|x| x.iops)),
         (format!("{stem}_lat.1.log"), log(&|x| x.lat_mean_us * 1000.0)),
-        (format!("{stem}_bw.1.log"), log(&|x| x.mbps * 1e6 / 1024.0)),
+        // A sample's MB/s are of data moved; fio's bandwidth of a trim job is the bytes trimmed.
+        (
+            format!("{stem}_bw.1.log"),
+            log(&|x| if direction == 2 { x.iops * bs as f64 / 1024.0 } else { x.mbps * 1e6 / 1024.0 }),
+        ),
     ]
 }
 
@@ -241,7 +245,8 @@ fn direction(d: &DirResult, s: &StepResult, hist: Option<&LatencyHistogram>) -> 
     };
     let share = |part: u64, all: u64| if all == 0 { 0.0 } else { part as f64 / all as f64 };
     let op_share = share(d.ops, s.ops());
-    let byte_share = share(d.bytes, s.read.bytes + s.write.bytes + s.trim.bytes);
+    // The samples' MB/s are of reads and writes: a direction's share of those.
+    let byte_share = share(d.bytes, s.read.bytes + s.write.bytes);
     let live: Vec<_> = s.samples.iter().filter(|x| x.dur_s > 0.0 && d.ops > 0).collect();
     let iops: Vec<f64> = live.iter().map(|x| x.iops * op_share).collect();
     // fio's bandwidth is in KiB/s.

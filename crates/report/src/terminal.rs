@@ -557,15 +557,18 @@ pub fn directions(s: &StepResult) -> String {
             format::latency(d.lat_us.p99)
         )
     };
-    let mut out = format!("{}; {}", dir("reads", &s.read), dir("writes", &s.write));
-    if s.trim.ops > 0 {
-        out.push_str(&format!("; {}", dir("trims", &s.trim)));
-    }
-    out
+    // The directions that ran (a mix of writes and trims has no reads).
+    [("reads", &s.read), ("writes", &s.write), ("trims", &s.trim)]
+        .iter()
+        .filter(|(_, d)| d.ops > 0)
+        .map(|(name, d)| dir(name, d))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 pub fn workload_report(w: &WorkloadResult) -> String {
-    let data = if w.read_pct < 100.0 { format!(", data {}", w.data.describe()) } else { String::new() };
+    // Only what writes data has a data pattern: a workload of reads and trims writes none.
+    let data = if w.read_pct + w.trim_pct < 100.0 { format!(", data {}", w.data.describe()) } else { String::new() };
     let trims = if w.trim_pct > 0.0 { format!(", {} % trims", w.trim_pct) } else { String::new() };
     let mut out = format!(
         "\n{}  ({}, {} % reads{trims}, bs {}, qd {}, {}, {}{data})\n",

@@ -15,7 +15,7 @@ pub enum RunEvent {
     /// The run begins: the tool, the plan, where it runs and on what.
     Header { version: String, plan: String, host: Box<HostInfo>, targets: Vec<TargetInfo> },
     /// Scratch files are being made for targets that do not exist.
-    PreparingScratch { count: usize, size: u64, filled: bool },
+    PreparingScratch { count: usize, size: u64, filled: bool, reclaim_only: bool },
     /// What opening the targets found worth saying (the engine's words).
     TargetNote(String),
     /// A note a workload keeps with its steps (why a ramp stopped, its back-end's fallback, an
@@ -52,7 +52,8 @@ pub enum RunEvent {
     PreconditionWriting { target: String, size: u64, bs: u64, in_flight: u32, data: String },
     /// Preconditioning on every agent at once.
     PreconditionOnAgents { agents: usize, targets: usize, bs: u64, in_flight: u32, data: String },
-    /// How far preconditioning got (`who`: the target or host, empty for the only one).
+    /// How far preconditioning (or a reclaim step's pass) got (`who`: the target or host, empty
+    /// for the only one; `reclaim NAME PASS`).
     PreconditionProgress { who: String, done: u64, total: u64, session: u64, elapsed_s: f64 },
     /// A target was preconditioned before at this size: skipped.
     PreconditionSkipped { target: String, at: String },

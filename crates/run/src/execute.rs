@@ -621,6 +621,10 @@ impl Session<'_, '_> {
 fn backend_names(plan: &Plan, here: &Availability) -> String {
     let mut backends: Vec<&str> = plan.workloads.iter().map(|w| here.resolve(w.backend).0.name()).collect();
     backends.dedup();
+    if backends.is_empty() {
+        // Reclaim steps alone: their passes make blocking calls.
+        return "none (reclaim steps: blocking calls)".into();
+    }
     backends.join("+")
 }
 

@@ -18,6 +18,9 @@ use iocurve_plan::{Plan, Reclaim, format_size, parse_size};
 use crate::events::RunEvent;
 use crate::{Error, Observer};
 
+/// How often a long pass says how far it got.
+const PROGRESS: Duration = Duration::from_secs(5);
+
 /// How long a probe command may take before the step fails.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -56,8 +59,8 @@ impl Probe {
         }
     }
 
-    /// The used bytes now; None without a probe.
-    fn used(&self) -> Result<Option<u64>, String> {
+    /// The used bytes now; None without a probe (or when a Ctrl-C stopped the probe command).
+    fn used(&self, cancel: &AtomicBool) -> Result<Option<u64>, String> {
         match self {
             Probe::None => Ok(None),
             Probe::Allocated(files) => {
@@ -69,29 +72,41 @@ impl Probe {
                 }
                 Ok(Some(sum))
             }
-            Probe::Command(c) => run_probe(c).map(Some),
+            Probe::Command(c) => run_probe(c, cancel),
         }
     }
 }
 
-/// Runs the probe command with `sh -c` and reads the used bytes it printed (the first word: a
-/// size such as `12g` or a number of bytes).
-fn run_probe(cmd: &str) -> Result<u64, String> {
+/// Runs the probe command with `sh -c`, in a process group of its own, and reads the used bytes
+/// it printed (the first word: a size such as `12g` or a number of bytes). A probe that does not
+/// finish in time, or a Ctrl-C meanwhile (`Ok(None)`), ends its whole group: a hung `ssh` and
+/// what it started are not left behind.
+fn run_probe(cmd: &str, cancel: &AtomicBool) -> Result<Option<u64>, String> {
+    use std::os::unix::process::CommandExt;
     let mut child = Command::new("sh")
         .args(["-c", cmd])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .spawn()
         .map_err(|e| format!("reclaim probe `{cmd}`: cannot start it: {e}"))?;
+    let kill = |child: &mut std::process::Child| {
+        // SAFETY: a signal to the probe's own process group (its id is the child's pid).
+        unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+        let _ = child.wait();
+    };
     let started = Instant::now();
     let status = loop {
         match child.try_wait() {
             Ok(Some(s)) => break s,
+            Ok(None) if cancel.load(std::sync::atomic::Ordering::Relaxed) => {
+                kill(&mut child);
+                return Ok(None);
+            }
             Ok(None) if started.elapsed() < PROBE_TIMEOUT => std::thread::sleep(Duration::from_millis(10)),
             Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
+                kill(&mut child);
                 return Err(format!(
                     "reclaim probe `{cmd}` did not finish in {} s: it must print the used bytes and exit",
                     PROBE_TIMEOUT.as_secs()
@@ -104,10 +119,14 @@ fn run_probe(cmd: &str) -> Result<u64, String> {
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let said = |s: &str| s.trim().chars().take(200).collect::<String>();
     if !status.success() {
-        return Err(format!("reclaim probe `{cmd}` failed ({status}): {}", said(&stderr)));
+        let what = if stderr.trim().is_empty() { said(&stdout) } else { said(&stderr) };
+        return Err(format!(
+            "reclaim probe `{cmd}` failed ({status}): {}",
+            if what.is_empty() { "it said nothing" } else { &what }
+        ));
     }
     let word = stdout.split_whitespace().next().unwrap_or("");
-    parse_size(word).map_err(|e| {
+    parse_size(word).map(Some).map_err(|e| {
         format!(
             "reclaim probe `{cmd}` printed `{}`, not a size ({e}): it must print the used bytes first, e.g. 12884901888 or 12g",
             said(&stdout)
@@ -115,11 +134,16 @@ fn run_probe(cmd: &str) -> Result<u64, String> {
     })
 }
 
-/// Before any I/O of the run: every target holds the step's region, and a block device
-/// discards in granules that divide its blocks.
+/// Before any I/O of the run: every target holds the step's region, a block device discards in
+/// granules that divide its blocks, a file's file system punches holes, and the probe answers
+/// (a broken probe found after an hour of workloads would cost the hour).
 pub(crate) fn check(plan: &Plan, targets: &TargetSet) -> Result<(), Error> {
     for r in &plan.reclaim {
+        if let Probe::Command(c) = Probe::of(r, targets) {
+            run_probe(&c, &AtomicBool::new(false)).map_err(|m| Error::Usage(format!("reclaim {}: {m}", r.name)))?;
+        }
         for t in &targets.targets {
+            t.can_punch_holes().map_err(|why| Error::Usage(format!("reclaim {} trims, but {why}", r.name)))?;
             r.region(t.size).map_err(|m| Error::Usage(format!("{m} ({})", t.path.display())))?;
             if r.bs % t.logical_block != 0 || r.offset % t.logical_block != 0 {
                 return Err(Error::Usage(format!(
@@ -150,7 +174,9 @@ pub(crate) fn check(plan: &Plan, targets: &TargetSet) -> Result<(), Error> {
 }
 
 /// Runs every reclaim step of the plan on `targets`, in order; stops at a Ctrl-C with what was
-/// done. Err: a pass failed (an I/O error, storage that stopped answering) or the probe did.
+/// done. The error that ended one (a pass failed: an I/O error, storage that stopped answering;
+/// the probe failed) comes with the results so far, that step's among them: what it measured
+/// before is kept.
 pub(crate) fn run_all(
     plan: &Plan,
     targets: &TargetSet,
@@ -163,9 +189,22 @@ pub(crate) fn run_all(
         if cancel.load(std::sync::atomic::Ordering::Relaxed) {
             break;
         }
-        match one(r, targets, cancel, stuck_after, obs) {
-            Ok(res) => out.push(res),
-            Err(e) => return (out, Some(e)),
+        let mut res = ReclaimResult {
+            name: r.name.clone(),
+            targets: targets.targets.iter().map(|t| t.path.display().to_string()).collect(),
+            bs: r.bs,
+            queue_depth: r.queue_depth,
+            back_pct: r.back_pct,
+            timeout_s: r.timeout_s,
+            ..Default::default()
+        };
+        let ended = one(r, targets, cancel, stuck_after, obs, &mut res);
+        if let Err(e) = &ended {
+            res.error = Some(e.to_string());
+        }
+        out.push(res);
+        if let Err(e) = ended {
+            return (out, Some(e));
         }
     }
     (out, None)
@@ -177,28 +216,22 @@ fn one(
     cancel: &AtomicBool,
     stuck_after: Duration,
     obs: &mut dyn Observer,
-) -> Result<ReclaimResult, Error> {
+    res: &mut ReclaimResult,
+) -> Result<(), Error> {
     let mut regions = Vec::new();
     for t in &targets.targets {
         let (start, len) = r.region(t.size).map_err(Error::Usage)?;
         regions.push(Region { target: t, start, len });
     }
     let probe = Probe::of(r, targets);
-    let used = || probe.used().map_err(Error::Runtime);
+    let used = || probe.used(cancel).map_err(Error::Runtime);
+    // A Ctrl-C stopped a probe command (or the wait): what was measured stays.
+    let stopped = || cancel.load(std::sync::atomic::Ordering::Relaxed);
     // Direct I/O where the targets take it: the reads must reach the storage, not the page
     // cache. Buffered writes are synced before the trims.
     let direct = targets.set_direct(true).is_ok();
-    let mut res = ReclaimResult {
-        name: r.name.clone(),
-        targets: targets.targets.iter().map(|t| t.path.display().to_string()).collect(),
-        region_bytes: regions.iter().map(|g| g.len).sum(),
-        bs: r.bs,
-        queue_depth: r.queue_depth,
-        probe: probe.describe(),
-        back_pct: r.back_pct,
-        timeout_s: r.timeout_s,
-        ..Default::default()
-    };
+    res.region_bytes = regions.iter().map(|g| g.len).sum();
+    res.probe = probe.describe();
     obs.event(&RunEvent::ReclaimStarting {
         name: r.name.clone(),
         bytes: res.region_bytes,
@@ -209,7 +242,21 @@ fn one(
     let want = |trimmed: u64| (r.back_pct / 100.0 * trimmed as f64).ceil() as u64;
     let mut trims_ended = Instant::now();
     for (dir, word) in [(Dir::Write, "write"), (Dir::Trim, "trim"), (Dir::Read, "read")] {
-        let f: PassFigures = pass(&regions, r.bs, r.queue_depth, dir, cancel, stuck_after)?;
+        if stopped() {
+            res.interrupted = true;
+            return Ok(());
+        }
+        let (name, total) = (format!("reclaim {} {word}", r.name), res.region_bytes);
+        let mut tell = |done: u64, t: Duration| {
+            obs.event(&RunEvent::PreconditionProgress {
+                who: name.clone(),
+                done,
+                total,
+                session: done,
+                elapsed_s: t.as_secs_f64(),
+            })
+        };
+        let f: PassFigures = pass(&regions, r.bs, r.queue_depth, dir, cancel, stuck_after, PROGRESS, &mut tell)?;
         if dir == Dir::Trim {
             trims_ended = Instant::now();
         }
@@ -238,8 +285,10 @@ fn one(
             Dir::Trim => {
                 res.trim = p;
                 // At once after the trims: storage that frees as it trims is back already.
-                if let Some(u) = &mut res.used {
-                    let now = used()?.unwrap_or(0);
+                if res.used.is_some()
+                    && let Some(now) = used()?
+                    && let Some(u) = &mut res.used
+                {
                     let t = trims_ended.elapsed().as_secs_f64();
                     (u.after_trim, u.last) = (now, now);
                     res.timeline.push((t, now));
@@ -255,41 +304,38 @@ fn one(
         }
         if f.stopped {
             res.interrupted = true;
-            break;
+            return Ok(());
         }
     }
-    if res.interrupted || res.used.is_none() || res.back_after_s.is_some() {
-        return Ok(res);
+    if res.used.is_none() || res.back_after_s.is_some() {
+        res.interrupted = stopped();
+        return Ok(());
     }
     // Otherwise watched until back_pct % of the trimmed bytes are free again (against the used
     // space after the writes), from the end of the trims.
     let want = want(res.trim.bytes);
-    let freed_now = |u: &UsedSpace| u.after_write.saturating_sub(u.last);
     let t0 = trims_ended;
     obs.event(&RunEvent::ReclaimWaiting { name: r.name.clone(), want, timeout_s: r.timeout_s });
     loop {
         let t = t0.elapsed().as_secs_f64();
-        let now = used()?.unwrap_or(0);
+        let Some(now) = used()? else { break };
         res.timeline.push((t, now));
         if let Some(u) = &mut res.used {
             u.last = now;
-            if freed_now(u) >= want {
+            if u.after_write.saturating_sub(now) >= want {
                 res.back_after_s = Some(t);
                 break;
             }
         }
-        if t >= r.timeout_s {
-            break;
-        }
-        if cancel.load(std::sync::atomic::Ordering::Relaxed) {
-            res.interrupted = true;
+        if t >= r.timeout_s || stopped() {
             break;
         }
         let wait = Duration::from_secs_f64(r.poll_s.min((r.timeout_s - t).max(0.0)));
         let until = Instant::now() + wait;
-        while Instant::now() < until && !cancel.load(std::sync::atomic::Ordering::Relaxed) {
+        while Instant::now() < until && !stopped() {
             std::thread::sleep((until - Instant::now()).min(Duration::from_millis(50)));
         }
     }
-    Ok(res)
+    res.interrupted = stopped() && res.back_after_s.is_none();
+    Ok(())
 }

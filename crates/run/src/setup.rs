@@ -51,7 +51,12 @@ pub(crate) fn open_targets(
         };
         // Too little room: the engine refuses, saying why; no note of a file never made.
         if size >= MIN_SCRATCH_SIZE || options.size.is_some() {
-            obs.event(&RunEvent::PreparingScratch { count: creating.len(), size, filled: !plan.scratch_unfilled() });
+            obs.event(&RunEvent::PreparingScratch {
+                count: creating.len(),
+                size,
+                filled: !plan.scratch_unfilled(),
+                reclaim_only: plan.workloads.is_empty(),
+            });
         }
     }
     let opts = OpenOptions {

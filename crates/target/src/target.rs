@@ -145,6 +145,33 @@ impl Target {
         })())
     }
 
+    /// Whether a file target's file system punches holes (its trims): asked by punching one past
+    /// the file's end, which changes nothing. Ok for a block device (see [`Target::discard`]).
+    pub fn can_punch_holes(&self) -> Result<(), String> {
+        if self.kind != TargetKind::File {
+            return Ok(());
+        }
+        let len = self.file.metadata().map_err(|e| format!("cannot stat {}: {e}", self.path.display()))?.len();
+        let past = len.next_multiple_of(4096) + 4096;
+        // SAFETY: fallocate takes plain integers; the range lies past the end (KEEP_SIZE).
+        let r = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                past as libc::off_t,
+                4096,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        Err(format!(
+            "the file system of {} cannot punch holes ({e}), and a file's trims are punched holes: use a file on a file system that can (ext4, xfs, btrfs, tmpfs) or a block device",
+            self.path.display()
+        ))
+    }
+
     /// The file behind a loop device target (`loop/backing_file`): where its trims show as
     /// space given back. None for another device or a file.
     pub fn loop_backing_file(&self) -> Option<PathBuf> {

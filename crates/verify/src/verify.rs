@@ -201,6 +201,11 @@ pub struct TargetMap {
     /// written before identities were kept (they are matched by path and get one when saved).
     pub identity: Option<String>,
     gens: Vec<AtomicU16>,
+    /// Per block, the newest generation that may be on the device of a block whose state
+    /// became unknown in this run (trimmed, or a failed write): its next write goes on from
+    /// there, so that stale data left by a trim the device ignored can never pass for a newer
+    /// write (issue 40). Made at the first such block; not saved with the map.
+    kept: std::sync::OnceLock<Box<[AtomicU16]>>,
 }
 
 impl TargetMap {
@@ -219,6 +224,7 @@ impl GenMap {
                 size: *size,
                 identity: None,
                 gens: (0..size / bs).map(|_| AtomicU16::new(0)).collect(),
+                kept: Default::default(),
             })
             .collect();
         let id = iocurve_data::rng::Rng::seed_from(bs).next_u64() as u32;
@@ -240,6 +246,30 @@ impl GenMap {
     #[inline]
     pub fn release(&self, target: u32, block: u64, gen_: u16) {
         self.targets[target as usize].gens[block as usize].store(gen_, Ordering::Release);
+    }
+
+    /// Releases a claimed block whose content is no longer known (trimmed, or written with
+    /// `newest` and failed): nothing is checked on it until its next write, which continues
+    /// from `newest` ([`GenMap::next_for`]).
+    pub fn release_unknown(&self, target: u32, block: u64, newest: u16) {
+        let t = &self.targets[target as usize];
+        if newest != 0 {
+            let kept = t.kept.get_or_init(|| (0..t.gens.len()).map(|_| AtomicU16::new(0)).collect());
+            kept[block as usize].store(newest & GEN_MAX, Ordering::Relaxed);
+        }
+        t.gens[block as usize].store(0, Ordering::Release);
+    }
+
+    /// The generation of the next write of a block claimed with generation `had`: one past it,
+    /// or, for a block whose state became unknown in this run, one past the newest that may be
+    /// on the device.
+    #[inline]
+    pub fn next_for(&self, target: u32, block: u64, had: u16) -> u16 {
+        if had != 0 {
+            return next_gen(had);
+        }
+        let kept = self.targets[target as usize].kept.get().map_or(0, |k| k[block as usize].load(Ordering::Relaxed));
+        next_gen(kept)
     }
 
     /// Every block still claimed becomes unknown: called when I/O threads were given up with
@@ -466,7 +496,7 @@ impl GenMap {
             let blocks = (size / bs) as usize;
             let raw = take(blocks.checked_mul(2).ok_or_else(|| bad("damaged"))?)?;
             let gens = raw.chunks(2).map(|c| AtomicU16::new(u16::from_le_bytes([c[0], c[1]]) & GEN_MAX)).collect();
-            targets.push(TargetMap { path, size, identity, gens });
+            targets.push(TargetMap { path, size, identity, gens, kept: Default::default() });
         }
         if at != end {
             return Err(bad("damaged (bytes after its end)"));
@@ -1037,6 +1067,33 @@ mod tests {
         let mut flipped = b.clone();
         flipped[4000] ^= 1;
         assert_eq!(check(&flipped, 1, 7, 3), Found::Corrupt, "a single flipped bit");
+    }
+
+    /// Issue 40 (found by an outside attack): a trimmed block's next write began again at
+    /// generation 1, so stale data a device left behind a discard (generation 8734) read as
+    /// newer than it and a dropped write after the trim went unseen. Its next write now goes on
+    /// from the newest generation the block may hold; so does a block whose write failed.
+    #[test]
+    fn regression_a_block_trimmed_or_failed_goes_on_from_its_newest_generation() {
+        let map = GenMap::new(4096, &[("t".into(), 1 << 20)]);
+        let had = map.claim(0, 5).unwrap();
+        assert_eq!(had, 0);
+        map.release(0, 5, 8734);
+        let had = map.claim(0, 5).unwrap();
+        map.release_unknown(0, 5, had);
+        assert_eq!(map.get(0, 5), 0, "a trimmed block is not checked");
+        let had = map.claim(0, 5).unwrap();
+        let new = map.next_for(0, 5, had);
+        assert_eq!(new, 8735);
+        map.release(0, 5, new);
+        // The write was dropped: the device still holds the stale 8734.
+        assert_eq!(check(&block(0, 5, 8734), 0, 5, map.get(0, 5)), Found::Lost { expected: 8735, found: Some(8734) });
+        // A failed write of generation 9 on a block never trimmed: the next is 10.
+        let had = map.claim(0, 6).unwrap();
+        map.release_unknown(0, 6, next_gen(next_gen(had)) + 7);
+        assert_eq!(map.next_for(0, 6, map.claim(0, 6).unwrap()), 10);
+        // A block that never became unknown starts at 1.
+        assert_eq!(map.next_for(0, 7, map.claim(0, 7).unwrap()), 1);
     }
 
     #[test]

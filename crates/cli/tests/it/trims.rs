@@ -5,6 +5,8 @@
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -304,4 +306,104 @@ fn agents_trim_their_targets() {
         holes + 16384 >= trims * 65536 && holes <= (trims + outside) * 65536,
         "{holes} bytes of holes, {trims} trims of 64 KiB"
     );
+}
+
+/// Found by an outside attack: a Ctrl-C while the probe hung waited out the probe's 60 s, left
+/// its child running, failed the run (exit 1) and threw the measured passes away; a probe that
+/// failed after the passes threw them away too. Now the probe's whole process group is ended
+/// at once, the run stops as interrupted (130) with its passes stored, and a failing probe
+/// leaves the step stored with its error.
+#[test]
+fn regression_a_hung_or_failing_probe_keeps_what_the_reclaim_measured() {
+    needs_root!();
+    let _one = one_at_a_time();
+    let lo = Loop::new(16 << 20, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    // Answers twice (the check before any I/O, the probe before the writes), then hangs — or
+    // fails — from the third call on (after the writes).
+    let probe = |then: &str| {
+        format!(
+            "n=$(cat {d}/calls 2>/dev/null || echo 0); echo $((n+1)) > {d}/calls; if [ $n -ge 2 ]; then {then}; fi; echo 1g",
+            d = dir.path().display()
+        )
+    };
+    let plan =
+        |p: String| format!("targets = [\"{}\"]\n[[reclaim]]\nname = \"r\"\nsize = \"4m\"\nprobe = '{p}'\n", lo.path());
+    std::fs::write(dir.path().join("plan.toml"), plan(probe("exec sleep 1000"))).unwrap();
+    let child = Command::new(bin())
+        .args(["run", "plan.toml", "--allow-write", lo.path(), "--json", "r.json"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_to_string(dir.path().join("calls")).map_or(0, |n| n.trim().parse::<u32>().unwrap_or(0)) < 3 {
+        assert!(Instant::now() < deadline, "the probe was never called after the writes");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let signalled = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert!(signalled.elapsed() < Duration::from_secs(10), "stopped {:?} after the Ctrl-C", signalled.elapsed());
+    assert_eq!(o.status.code(), Some(130), "{}\n{}", stdout(&o), stderr(&o));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let c = &r["reclaims"][0];
+    assert_eq!(u(&c["write"]["bytes"]), 4 << 20, "{c}");
+    assert_eq!(c["interrupted"], true, "{c}");
+    let left = Command::new("pgrep").args(["-f", "sleep 1000"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&left.stdout).trim().is_empty(), "the probe's sleep was left running");
+
+    std::fs::remove_file(dir.path().join("calls")).unwrap();
+    std::fs::write(dir.path().join("plan.toml"), plan(probe("echo broken >&2; exit 7"))).unwrap();
+    let o = iocurve(dir.path(), &["run", "plan.toml", "--allow-write", lo.path(), "--json", "r.json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("failed (exit status: 7): broken"), "{}", stderr(&o));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let c = &r["reclaims"][0];
+    assert_eq!(u(&c["write"]["bytes"]), 4 << 20, "the passes before the failure are kept: {c}");
+    assert!(c["error"].as_str().unwrap().contains("broken"), "{c}");
+    let o = iocurve(dir.path(), &["show", "2"]);
+    assert!(stdout(&o).contains("stopped: reclaim probe"), "{}", stdout(&o));
+}
+
+/// A file on a file system that cannot punch holes (ramfs) is refused before any I/O, as a
+/// device that cannot discard is (an outside attack found 110'413 EOPNOTSUPP errors instead).
+#[test]
+fn regression_a_file_that_cannot_punch_holes_is_refused_before_any_io() {
+    needs_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("ramfs");
+    std::fs::create_dir(&mnt).unwrap();
+    sh("mount", &["-t", "ramfs", "ramfs", mnt.to_str().unwrap()]);
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).output();
+        }
+    }
+    let _u = Unmount(mnt.clone());
+    let file = mnt.join("t.dat");
+    std::fs::write(&file, vec![7u8; 1 << 20]).unwrap();
+    let f = file.to_str().unwrap();
+    std::fs::write(
+        dir.path().join("plan.toml"),
+        format!("targets = [\"{f}\"]\n[[workloads]]\nname = \"t\"\nread_pct = 50\ntrim_pct = 50\ndirect = false\nramp = [1]\n"),
+    )
+    .unwrap();
+    let o = iocurve(dir.path(), &["run", "plan.toml", "--allow-write", f]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot punch holes"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&file).unwrap(), vec![7u8; 1 << 20], "untouched");
+    std::fs::write(
+        dir.path().join("plan.toml"),
+        format!("targets = [\"{f}\"]\n[[reclaim]]\nsize = \"512k\"\nbs = \"64k\"\n"),
+    )
+    .unwrap();
+    let o = iocurve(dir.path(), &["run", "plan.toml", "--allow-write", f]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot punch holes"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&file).unwrap(), vec![7u8; 1 << 20], "untouched");
 }

@@ -29,3 +29,4 @@ mod runs;
 mod size;
 mod slurm;
 mod store;
+mod trims;
