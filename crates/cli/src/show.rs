@@ -116,6 +116,9 @@ pub fn runs(db: &Path, json: bool) -> Result<ExitCode, CliError> {
                 h
             }
         };
+        // Its reclaim steps' verdicts (issue 40): a plan of reclaim steps alone has no maximum.
+        let reclaims: Vec<iocurve_analysis::ReclaimResult> =
+            store.reclaims(r.id)?.iter().filter_map(|j| serde_json::from_str(j).ok()).collect();
         if json {
             let verification = store
                 .verification(r.id)?
@@ -137,11 +140,21 @@ pub fn runs(db: &Path, json: bool) -> Result<ExitCode, CliError> {
                 "tool_version": r.tool_version,
                 "verification": verification,
                 "maxima": heads,
+                "reclaims": reclaims
+                    .iter()
+                    .map(|c| serde_json::json!({ "name": c.name, "back_after_s": c.back_after_s, "verdict": c.verdict() }))
+                    .collect::<Vec<_>>(),
             }));
             continue;
         }
         // One maximum a line: a run of ten workloads stays readable.
-        let maxima = terminal::headlines(&heads).replace("; ", "\n");
+        let mut lines: Vec<String> = if heads.is_empty() && !reclaims.is_empty() {
+            Vec::new()
+        } else {
+            vec![terminal::headlines(&heads).replace("; ", "\n")]
+        };
+        lines.extend(reclaims.iter().map(|c| format!("reclaim {}: {}", c.name, c.verdict())));
+        let maxima = lines.join("\n");
         let label = if r.label.is_empty() { String::new() } else { format!("\"{}\"", r.label) };
         let verified = match store.verification(r.id)? {
             Some(v) => match (v.counts.problems(), v.counts.unreadable) {
