@@ -26,7 +26,7 @@ const MAX_PSYNC_THREADS: u64 = 4096;
 /// buffer per I/O thread (its slots share it) and the bookkeeping.
 pub fn step_memory(w: &Workload, workers: u32, backend: Backend) -> u64 {
     let slots = workers as u64 * w.queue_depth as u64;
-    let buffer = w.max_bs().div_ceil(4096) * 4096;
+    let buffer = w.max_data_bs().div_ceil(4096) * 4096;
     let buffers =
         if backend.facts().buffer_per_io { slots } else { io_threads(backend, workers, w.queue_depth, w.threads) };
     buffers.saturating_mul(buffer).saturating_add(slots.saturating_mul(PER_SLOT))
@@ -36,7 +36,7 @@ pub fn step_memory(w: &Workload, workers: u32, backend: Backend) -> u64 {
 /// room its memory cgroup leaves (a container's limit: a node's MemAvailable says nothing of
 /// it, and a step beyond it is killed by the OOM killer instead of refused), and the
 /// address-space limit — whichever is least.
-fn available() -> Option<(u64, String)> {
+pub fn available() -> Option<(u64, String)> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
     let kib: u64 = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?.split_whitespace().nth(1)?.parse().ok()?;
     let mut best = (kib * 1024, "MemAvailable".to_string());
@@ -190,7 +190,7 @@ pub fn check_step(w: &Workload, workers: u32, backend: Backend) -> Result<(), En
             "workload {}: {workers} workers × queue depth {} × {} blocks need {} of I/O buffers, more than 80 % of the {} this host has available ({why}): lower the ramp (--ramp), the queue depth (--qd) or the block size",
             w.name,
             w.queue_depth,
-            format_size(w.max_bs()),
+            format_size(w.max_data_bs()),
             human(need),
             human(avail)
         )));

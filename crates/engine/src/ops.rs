@@ -205,6 +205,11 @@ impl OpGen {
         table.iter().find(|(cum, _)| r < *cum).map(|(_, v)| *v).unwrap_or(table[table.len() - 1].1)
     }
 
+    /// Whether every I/O is a trim: its bytes trimmed are what its MB/s count.
+    pub fn trims_only(&self) -> bool {
+        matches!(self.direction, Direction::AllTrims)
+    }
+
     /// The direction of an I/O of this workload, drawn as `next` draws it: also for I/Os a
     /// rate step never issued, whose age still counts in the latency of their direction.
     #[inline]

@@ -101,7 +101,8 @@ pub fn pass(
         let spawned = std::thread::Builder::new().name(format!("iocurve-reclaim{ti}")).spawn(move || {
             let mut fig = PassFigures::default();
             let mut rng = Rng::seed_from(ti as u64 ^ started.elapsed().as_nanos() as u64 ^ 0x5245_434c);
-            let mut pool = BufferPool::new(1, bs as usize);
+            // A trim carries no data: no buffer of the block size for it.
+            let mut pool = BufferPool::new(1, if dir == Dir::Trim { 4096 } else { bs as usize });
             let mut data = DataGen::new(&DataPattern::default(), bs.min(4096) as usize, Pool::shared(), &mut rng);
             if dir == Dir::Write {
                 data.prepare(pool.slice_mut(0), &mut rng);
@@ -111,7 +112,7 @@ pub fn pass(
                 let Some(&(t, off, len)) = w.blocks.get(i) else { break };
                 let (file, block_device, path) = &files[t];
                 let fd: RawFd = file.as_raw_fd();
-                let buf = &mut pool.slice_mut(0)[..len as usize];
+                let buf: &mut [u8] = if dir == Dir::Trim { &mut [] } else { &mut pool.slice_mut(0)[..len as usize] };
                 if dir == Dir::Write {
                     data.fill(buf, off, &mut rng);
                 }

@@ -389,7 +389,8 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
     let lives: Arc<[Live]> = (0..nthreads).map(|_| Live::default()).collect();
     let gate = Arc::new(Gate::default());
     let (tx, rx) = mpsc::channel::<(usize, Msg)>();
-    let max_bs = w.max_bs() as usize;
+    // Buffers for the data of reads and writes: a trim carries none.
+    let max_bs = w.max_data_bs() as usize;
     let writes = w.writes();
     let faults = active_faults(cfg)?;
     let errors = Arc::new(ErrorState::new(

@@ -956,8 +956,9 @@ impl Pass<'_> {
             let sample = &mut cur.samples[si];
             if whole {
                 dir.record(lat, op.len as u64);
-                // A trim moves no data: its bytes count in its own direction only.
-                sample.record(lat, if op.is_trim() { 0 } else { op.len as u64 });
+                // A trim moves no data: its bytes count in its own direction only (but for a
+                // workload of trims alone, as `IntervalStats::bytes`).
+                sample.record(lat, if op.is_trim() && !s.opgen.trims_only() { 0 } else { op.len as u64 });
             } else {
                 dir.errors.add(op.target, errno, 1);
                 sample.errors += 1;
@@ -977,7 +978,7 @@ impl Pass<'_> {
         }
         if res >= 0 {
             self.l_ops += 1;
-            if !op.is_trim() {
+            if !op.is_trim() || s.opgen.trims_only() {
                 self.l_bytes += res as u64;
             }
             self.l_lat += lat;
@@ -1119,6 +1120,7 @@ impl Pass<'_> {
         live.lat_sum_ns.store(self.l_lat, Ordering::Relaxed);
         live.inflight.store(self.inflight as u64, Ordering::Relaxed);
         live.inflight_writes.store(self.inflight_writes, Ordering::Relaxed);
+        live.inflight_trims.store(self.inflight_trims, Ordering::Relaxed);
         live.max_lat_ns.store(self.max_lat, Ordering::Relaxed);
         live.unsent_ops.store(self.cur.ops(), Ordering::Relaxed);
     }

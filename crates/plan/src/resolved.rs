@@ -27,6 +27,11 @@ impl Workload {
         self.bs.iter().chain(&self.write_bs).chain(&self.trim_bs).map(|b| b.bytes).min().unwrap_or(0)
     }
 
+    /// The largest I/O buffer it needs: of reads and writes (a trim carries no data).
+    pub fn max_data_bs(&self) -> u64 {
+        self.bs.iter().chain(&self.write_bs).map(|b| b.bytes).max().unwrap_or(0)
+    }
+
     /// The block sizes of trims: `trim_bs` where given, else `bs`.
     pub fn trim_sizes(&self) -> &[BlockSize] {
         if self.trim_bs.is_empty() { &self.bs } else { &self.trim_bs }
@@ -139,15 +144,28 @@ impl Workload {
         None
     }
 
-    /// The mean block size of an I/O, weighted by the mix of each direction and by the read
-    /// share.
+    /// Whether it reads or writes data (a workload of trims alone moves none).
+    pub fn moves_data(&self) -> bool {
+        self.read_pct > 0.0 || self.write_pct() > 0.0
+    }
+
+    /// The mean bytes an I/O counts in MB/s, weighted by the mix of each direction and by the
+    /// read share: the data it moves (a trim counts none), or for a workload of trims alone the
+    /// bytes it trims.
     pub fn mean_bs(&self) -> f64 {
         let mean = |bs: &[BlockSize]| {
             let w: f64 = bs.iter().map(|b| b.weight as f64).sum();
             if w == 0.0 { 0.0 } else { bs.iter().map(|b| b.bytes as f64 * b.weight as f64).sum::<f64>() / w }
         };
-        let (r, t) = (self.read_pct / 100.0, self.trim_pct / 100.0);
-        r * mean(&self.bs) + (1.0 - r - t).max(0.0) * mean(self.write_sizes()) + t * mean(self.trim_sizes())
+        if !self.moves_data() {
+            return mean(self.trim_sizes());
+        }
+        let r = self.read_pct / 100.0;
+        if self.write_bs.is_empty() && !self.trims() {
+            mean(&self.bs)
+        } else {
+            r * mean(&self.bs) + self.write_pct() / 100.0 * mean(self.write_sizes())
+        }
     }
 
     /// Planned duration of one step in seconds.

@@ -245,12 +245,18 @@ fn direction(d: &DirResult, s: &StepResult, hist: Option<&LatencyHistogram>) -> 
     };
     let share = |part: u64, all: u64| if all == 0 { 0.0 } else { part as f64 / all as f64 };
     let op_share = share(d.ops, s.ops());
-    // The samples' MB/s are of reads and writes: a direction's share of those.
+    // The samples' MB/s are of reads and writes: a direction's share of those. Trims move no
+    // data: theirs is their I/Os' share times their mean size.
     let byte_share = share(d.bytes, s.read.bytes + s.write.bytes);
+    let trims = std::ptr::eq(d, &s.trim);
+    let trim_size = if d.ops > 0 { d.bytes as f64 / d.ops as f64 } else { 0.0 };
     let live: Vec<_> = s.samples.iter().filter(|x| x.dur_s > 0.0 && d.ops > 0).collect();
     let iops: Vec<f64> = live.iter().map(|x| x.iops * op_share).collect();
     // fio's bandwidth is in KiB/s.
-    let bw: Vec<f64> = live.iter().map(|x| x.mbps * 1e6 / 1024.0 * byte_share).collect();
+    let bw: Vec<f64> = live
+        .iter()
+        .map(|x| if trims { x.iops * op_share * trim_size / 1024.0 } else { x.mbps * 1e6 / 1024.0 * byte_share })
+        .collect();
     let (iops_min, iops_max, iops_mean, iops_dev, iops_n) = series(&iops);
     let (bw_min, bw_max, bw_mean, bw_dev, bw_n) = series(&bw);
     json!({

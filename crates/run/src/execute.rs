@@ -274,7 +274,8 @@ impl Session<'_, '_> {
     /// What the data a writing workload makes compresses and deduplicates to, measured once per
     /// data pattern and block size and kept with the workload; None when the run must stop.
     fn data_check(&mut self, w: &Workload, workload_id: i64) -> Option<Vec<DataCheckRow>> {
-        if !w.writes() {
+        // Trims write no data.
+        if w.write_pct() <= 0.0 {
             return Some(Vec::new());
         }
         let key = (w.data, w.max_bs(), w.dedupe_unit());

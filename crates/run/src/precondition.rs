@@ -25,6 +25,31 @@ pub fn key_of(path: &std::path::Path) -> String {
     path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).display().to_string()
 }
 
+/// A run that trims (a workload's `trim_pct`, a reclaim step) gives blocks back: its targets are
+/// no longer preconditioned. Their records are forgotten (and a scratch file is marked as being
+/// prepared again) before the first trim, so that a later run preconditions them again instead
+/// of reading deallocated blocks as if they were written (issue 40).
+pub fn forget_if_trimmed(
+    plan: &iocurve_plan::Plan,
+    targets: &iocurve_engine::TargetSet,
+    store: &Store,
+    obs: &mut dyn Observer,
+) {
+    if plan.reclaim.is_empty() && !plan.workloads.iter().any(|w| w.trims()) {
+        return;
+    }
+    for t in &targets.targets {
+        let forgot = store.forget_precondition(&record_key(t));
+        if let Err(e) = forgot.map_err(|e| e.to_string()).and_then(|()| t.mark_unprepared().map_err(|e| e.to_string()))
+        {
+            obs.warning(&format!(
+                "{}: trims give blocks back, but its preconditioning could not be forgotten ({e}): precondition it again before trusting backend reads",
+                t.path.display()
+            ));
+        }
+    }
+}
+
 /// The saved state of a pass over a target of `chunks` chunks (public for the fuzz target
 /// `precondition_state`).
 pub fn parse_state(json: &str, chunks: u64) -> Option<PreState> {

@@ -139,6 +139,20 @@ fn run_probe(cmd: &str, cancel: &AtomicBool) -> Result<Option<u64>, String> {
 /// (a broken probe found after an hour of workloads would cost the hour).
 pub(crate) fn check(plan: &Plan, targets: &TargetSet) -> Result<(), Error> {
     for r in &plan.reclaim {
+        // One buffer of bs per I/O in flight.
+        let need = r.bs.saturating_mul(r.queue_depth as u64);
+        if let Some((avail, why)) = iocurve_engine::budget::available()
+            && need > avail / 10 * 8
+        {
+            return Err(Error::Usage(format!(
+                "reclaim {}: {} I/Os in flight of {} need {} of buffers, more than 80 % of the {} this host has available ({why}): lower queue_depth or bs",
+                r.name,
+                r.queue_depth,
+                format_size(r.bs),
+                format_size(need),
+                format_size(avail)
+            )));
+        }
         if let Probe::Command(c) = Probe::of(r, targets) {
             run_probe(&c, &AtomicBool::new(false)).map_err(|m| Error::Usage(format!("reclaim {}: {m}", r.name)))?;
         }
@@ -239,24 +253,13 @@ fn one(
         probe: res.probe.clone(),
     });
     let before = used()?;
-    let want = |trimmed: u64| (r.back_pct / 100.0 * trimmed as f64).ceil() as u64;
     let mut trims_ended = Instant::now();
-    for (dir, word) in [(Dir::Write, "write"), (Dir::Trim, "trim"), (Dir::Read, "read")] {
+    for (dir, word) in [(Dir::Write, "write"), (Dir::Trim, "trim")] {
         if stopped() {
             res.interrupted = true;
             return Ok(());
         }
-        let (name, total) = (format!("reclaim {} {word}", r.name), res.region_bytes);
-        let mut tell = |done: u64, t: Duration| {
-            obs.event(&RunEvent::PreconditionProgress {
-                who: name.clone(),
-                done,
-                total,
-                session: done,
-                elapsed_s: t.as_secs_f64(),
-            })
-        };
-        let f: PassFigures = pass(&regions, r.bs, r.queue_depth, dir, cancel, stuck_after, PROGRESS, &mut tell)?;
+        let f = timed_pass(r, &regions, dir, word, res.region_bytes, cancel, stuck_after, obs)?;
         if dir == Dir::Trim {
             trims_ended = Instant::now();
         }
@@ -268,74 +271,133 @@ fn one(
             }
         }
         let p = PassResult::of(f.ops, f.bytes, f.elapsed.as_secs_f64(), &f.hist);
-        obs.event(&RunEvent::ReclaimPass {
-            name: r.name.clone(),
-            pass: word.into(),
-            bytes: p.bytes,
-            seconds: p.seconds,
-            mean_us: p.lat_us.mean,
-        });
-        match dir {
-            Dir::Write => {
-                res.write = p;
-                if let (Some(b), Some(a)) = (before, used()?) {
-                    res.used = Some(UsedSpace { before: b, after_write: a, after_trim: a, last: a });
-                }
+        if dir == Dir::Write {
+            res.write = p;
+            if let (Some(b), Some(a)) = (before, used()?) {
+                res.used = Some(UsedSpace { before: b, after_write: a, after_trim: a, last: a });
             }
-            Dir::Trim => {
-                res.trim = p;
-                // At once after the trims: storage that frees as it trims is back already.
-                if res.used.is_some()
-                    && let Some(now) = used()?
-                    && let Some(u) = &mut res.used
-                {
-                    let t = trims_ended.elapsed().as_secs_f64();
-                    (u.after_trim, u.last) = (now, now);
-                    res.timeline.push((t, now));
-                    if u.after_write.saturating_sub(now) >= want(res.trim.bytes) {
-                        res.back_after_s = Some(t);
-                    }
-                }
-            }
-            Dir::Read => {
-                res.read = p;
-                res.zero_blocks = f.zero_blocks;
-            }
+        } else {
+            res.trim = p;
         }
         if f.stopped {
             res.interrupted = true;
             return Ok(());
         }
     }
-    if res.used.is_none() || res.back_after_s.is_some() {
-        res.interrupted = stopped();
-        return Ok(());
+    // The used space is watched from the end of the trims — at once (storage that frees as it
+    // trims is back already), then every poll_s — while the trimmed ranges are read back, until
+    // back_pct % of the trimmed bytes are free again (against the used space after the writes).
+    let want = (r.back_pct / 100.0 * res.trim.bytes as f64).ceil() as u64;
+    let halt = AtomicBool::new(false);
+    let watched = res.used.map(|u| u.after_write);
+    if watched.is_some() {
+        obs.event(&RunEvent::ReclaimWaiting { name: r.name.clone(), want, timeout_s: r.timeout_s });
     }
-    // Otherwise watched until back_pct % of the trimmed bytes are free again (against the used
-    // space after the writes), from the end of the trims.
-    let want = want(res.trim.bytes);
-    let t0 = trims_ended;
-    obs.event(&RunEvent::ReclaimWaiting { name: r.name.clone(), want, timeout_s: r.timeout_s });
-    loop {
-        let t = t0.elapsed().as_secs_f64();
-        let Some(now) = used()? else { break };
-        res.timeline.push((t, now));
-        if let Some(u) = &mut res.used {
-            u.last = now;
-            if u.after_write.saturating_sub(now) >= want {
-                res.back_after_s = Some(t);
-                break;
+    let (read, watch) = std::thread::scope(|scope| {
+        let watcher = watched.map(|after_write| {
+            let (probe, halt) = (&probe, &halt);
+            scope.spawn(move || watch(probe, after_write, want, trims_ended, r, cancel, halt))
+        });
+        let read = timed_pass(r, &regions, Dir::Read, "read", res.region_bytes, cancel, stuck_after, obs);
+        // The read pass failed: the wait ends with it.
+        if read.is_err() {
+            halt.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        (read, watcher.map(|w| w.join().unwrap_or_else(|_| Err("the watch of the used space panicked".into()))))
+    });
+    if let Some(w) = watch {
+        let w = w.map_err(Error::Runtime);
+        if let (Ok(w), Some(u)) = (&w, &mut res.used) {
+            if let Some(&(_, first)) = w.timeline.first() {
+                u.after_trim = first;
+            }
+            if let Some(&(_, last)) = w.timeline.last() {
+                u.last = last;
             }
         }
-        if t >= r.timeout_s || stopped() {
+        match w {
+            Ok(w) => {
+                res.timeline = w.timeline;
+                res.back_after_s = w.back_after_s;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let f = read?;
+    res.read = PassResult::of(f.ops, f.bytes, f.elapsed.as_secs_f64(), &f.hist);
+    res.zero_blocks = f.zero_blocks;
+    res.interrupted = stopped() && (res.back_after_s.is_none() || f.stopped);
+    Ok(())
+}
+
+/// One pass, its progress and its end told.
+#[allow(clippy::too_many_arguments)]
+fn timed_pass(
+    r: &Reclaim,
+    regions: &[Region],
+    dir: Dir,
+    word: &str,
+    total: u64,
+    cancel: &AtomicBool,
+    stuck_after: Duration,
+    obs: &mut dyn Observer,
+) -> Result<PassFigures, Error> {
+    let name = format!("reclaim {} {word}", r.name);
+    let mut tell = |done: u64, t: Duration| {
+        obs.event(&RunEvent::PreconditionProgress {
+            who: name.clone(),
+            done,
+            total,
+            session: done,
+            elapsed_s: t.as_secs_f64(),
+        })
+    };
+    let f = pass(regions, r.bs, r.queue_depth, dir, cancel, stuck_after, PROGRESS, &mut tell)?;
+    obs.event(&RunEvent::ReclaimPass {
+        name: r.name.clone(),
+        pass: word.into(),
+        bytes: f.bytes,
+        seconds: f.elapsed.as_secs_f64(),
+        mean_us: f.hist.mean_ns() / 1000.0,
+    });
+    Ok(f)
+}
+
+/// What watching the used space found: every probe (seconds after the trims, used bytes) and
+/// when `want` bytes were free again.
+struct Watched {
+    timeline: Vec<(f64, u64)>,
+    back_after_s: Option<f64>,
+}
+
+/// Probes the used space at once and then every `poll_s` until `want` bytes are free again
+/// against `after_write`, `timeout_s` passed, a Ctrl-C, or `halt`.
+fn watch(
+    probe: &Probe,
+    after_write: u64,
+    want: u64,
+    t0: Instant,
+    r: &Reclaim,
+    cancel: &AtomicBool,
+    halt: &AtomicBool,
+) -> Result<Watched, String> {
+    let ended = || cancel.load(std::sync::atomic::Ordering::Relaxed) || halt.load(std::sync::atomic::Ordering::Relaxed);
+    let mut w = Watched { timeline: Vec::new(), back_after_s: None };
+    loop {
+        let t = t0.elapsed().as_secs_f64();
+        let Some(now) = probe.used(cancel)? else { break };
+        w.timeline.push((t, now));
+        if after_write.saturating_sub(now) >= want {
+            w.back_after_s = Some(t);
             break;
         }
-        let wait = Duration::from_secs_f64(r.poll_s.min((r.timeout_s - t).max(0.0)));
-        let until = Instant::now() + wait;
-        while Instant::now() < until && !stopped() {
+        if t >= r.timeout_s || ended() {
+            break;
+        }
+        let until = Instant::now() + Duration::from_secs_f64(r.poll_s.min((r.timeout_s - t).max(0.0)));
+        while Instant::now() < until && !ended() {
             std::thread::sleep((until - Instant::now()).min(Duration::from_millis(50)));
         }
     }
-    res.interrupted = stopped() && res.back_after_s.is_none();
-    Ok(())
+    Ok(w)
 }

@@ -116,6 +116,9 @@ impl<'o> Runner<'o> {
         // Before any I/O: a map another run holds, or a damaged one, is bad input (exit code 2).
         let prepared = verification::prepare(&plan, &self.options.verify_map, obs)?;
         let targets = open_targets(&plan, &self.options, &self.cancel, obs)?;
+        // Before any I/O: what a reclaim step cannot do (a broken probe, a file system that
+        // cannot punch holes) must not be found after hours of preconditioning and workloads.
+        crate::reclaim::check(&plan, &targets)?;
         // After the targets, so that bad input is reported first (exit code 2).
         let mut store = open_store(&self.options.db)?;
         settle_abandoned(&store, obs);
@@ -132,7 +135,7 @@ impl<'o> Runner<'o> {
             obs.event(&RunEvent::InterruptedWhilePreconditioning);
         }
         let sla = sla_of(&plan);
-        crate::reclaim::check(&plan, &targets)?;
+        crate::precondition::forget_if_trimmed(&plan, &targets, &store, obs);
         let run = Run {
             plan: &plan,
             cluster: &mut cluster,

@@ -315,9 +315,15 @@ impl IntervalStats {
         self.read.ops + self.write.ops + self.trim.ops
     }
 
-    /// Bytes read and written: a trim moves none (its bytes trimmed are `trim.bytes`).
+    /// Bytes read and written: a trim moves none (its bytes trimmed are `trim.bytes`), but an
+    /// interval of trims alone counts the bytes it trimmed (a workload that only trims — fio's
+    /// `rw=trim` — has them as its MB/s).
     pub fn bytes(&self) -> u64 {
-        self.read.bytes + self.write.bytes
+        if self.read.ops + self.write.ops == 0 && self.read.bytes + self.write.bytes == 0 {
+            self.trim.bytes
+        } else {
+            self.read.bytes + self.write.bytes
+        }
     }
 
     /// Mean latency of the interval's I/Os in ns (every direction, from their histograms; 0
@@ -392,6 +398,17 @@ mod tests {
         assert_eq!(a.samples[0].ops, 1);
         assert_eq!(a.samples[1].lat_max_ns, 300);
         assert_eq!(a.combined_hist().count(), 3);
+    }
+
+    /// A trim moves no data; an interval of trims alone counts its bytes trimmed (issue 40).
+    #[test]
+    fn bytes_are_of_data_moved_or_of_trims_alone() {
+        let mut s = IntervalStats::default();
+        s.trim.record(10, 1 << 20);
+        assert_eq!(s.bytes(), 1 << 20);
+        s.read.record(10, 4096);
+        assert_eq!(s.bytes(), 4096);
+        assert_eq!(s.ops(), 2);
     }
 
     #[test]

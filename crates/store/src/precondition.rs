@@ -41,6 +41,12 @@ impl Store {
         self.sql(r)
     }
 
+    /// Forgets every preconditioning record of a target (trims gave its blocks back).
+    pub fn forget_precondition(&self, target: &str) -> Result<()> {
+        let x = self.conn.execute("DELETE FROM preconditions WHERE target = ?1", params![target]);
+        self.sql(x).map(drop)
+    }
+
     /// Creates or replaces the preconditioning record of a target.
     pub fn save_precondition(&self, p: &Precondition) -> Result<()> {
         let x = self.conn.execute(

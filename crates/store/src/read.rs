@@ -328,8 +328,13 @@ impl Store {
             let row = |r: &rusqlite::Row| -> rusqlite::Result<_> {
                 let rec = IntervalRecord {
                     ops: (r.get::<_, i64>(3)? + r.get::<_, i64>(5)? + r.get::<_, i64>(13)?) as u64,
-                    // A trim moves no data: MB/s are of reads and writes.
-                    bytes: (r.get::<_, i64>(4)? + r.get::<_, i64>(6)?) as u64,
+                    // A trim moves no data: MB/s are of reads and writes (of the bytes trimmed in
+                    // an interval of trims alone), as `IntervalStats::bytes`.
+                    bytes: match (r.get::<_, i64>(3)? + r.get::<_, i64>(5)?, r.get::<_, i64>(4)? + r.get::<_, i64>(6)?)
+                    {
+                        (0, 0) => r.get::<_, i64>(14)?,
+                        (_, moved) => moved,
+                    } as u64,
                     lat_mean_ns: 0.0,
                     samples: Vec::new(),
                     cpu: CpuUsage { user: r.get(7)?, system: r.get(8)?, iowait: r.get(9)? },

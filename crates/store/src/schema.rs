@@ -24,7 +24,8 @@ SELECT w.run_id, w.idx AS workload_idx, w.name AS workload, s.idx AS step, s.id 
        s.workers, s.queue_depth, s.hosts, s.rate_iops, s.interrupted, s.measured_from_unix_ns,
        COUNT(i.id) AS intervals, SUM(i.duration_s) AS duration_s,
        SUM(i.read_ops + i.write_ops + i.trim_ops) / SUM(i.duration_s) AS iops,
-       SUM(i.read_bytes + i.write_bytes) / SUM(i.duration_s) / 1e6 AS mb_per_s,
+       SUM(CASE WHEN i.read_ops + i.write_ops = 0 AND i.read_bytes + i.write_bytes = 0 THEN i.trim_bytes
+                ELSE i.read_bytes + i.write_bytes END) / SUM(i.duration_s) / 1e6 AS mb_per_s,
        SUM(i.read_ops) / SUM(i.duration_s) AS read_iops,
        SUM(i.write_ops) / SUM(i.duration_s) AS write_iops,
        SUM(i.trim_ops) / SUM(i.duration_s) AS trim_iops

@@ -145,6 +145,21 @@ impl Target {
         })())
     }
 
+    /// Marks a scratch file as not prepared again (its stamp back to preparing): trims gave its
+    /// blocks back, so reads would no longer hit allocated blocks. Other targets are left alone.
+    pub fn mark_unprepared(&self) -> Result<(), TargetError> {
+        if self.kind != TargetKind::File {
+            return Ok(());
+        }
+        let fail = |e| TargetError::io(format!("cannot stamp scratch file {}", self.path.display()), e);
+        if let scratch::Identity::Scratch { size, state: scratch::State::Ready } =
+            scratch::identify(&self.file).map_err(fail)?
+        {
+            scratch::write_stamp(&self.file, size, scratch::State::Preparing).map_err(fail)?;
+        }
+        Ok(())
+    }
+
     /// Whether a file target's file system punches holes (its trims): asked by punching one past
     /// the file's end, which changes nothing. Ok for a block device (see [`Target::discard`]).
     pub fn can_punch_holes(&self) -> Result<(), String> {

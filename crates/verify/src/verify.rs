@@ -275,10 +275,12 @@ impl GenMap {
     /// Every block still claimed becomes unknown: called when I/O threads were given up with
     /// I/Os stuck in the kernel, whose writes may land or not.
     pub fn forget_claimed(&self) {
-        for t in &self.targets {
-            for g in t.gens.iter() {
-                if g.load(Ordering::Relaxed) & BUSY != 0 {
-                    g.store(0, Ordering::Release);
+        for (ti, t) in self.targets.iter().enumerate() {
+            for (b, g) in t.gens.iter().enumerate() {
+                let cur = g.load(Ordering::Relaxed);
+                if cur & BUSY != 0 {
+                    // A stuck write holds at most the next generation.
+                    self.release_unknown(ti as u32, b as u64, next_gen(cur & GEN_MAX));
                 }
             }
         }

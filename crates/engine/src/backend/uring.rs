@@ -30,6 +30,11 @@ pub struct UringBackend {
     extra_next: usize,
     /// Per descriptor: a block device (trims are discards) or a file (punched holes).
     block: Vec<bool>,
+    /// The descriptors, for discards this kernel cannot queue (before Linux 6.12): those are
+    /// made with the blocking call at once, their completions held in `ready`.
+    fds: Vec<RawFd>,
+    queued_discards: bool,
+    ready: Vec<Completion>,
     /// Per slot: the length of the trim in flight on it (0: none). A trim completes with 0,
     /// the worker counts an I/O whole when its result is its length.
     trim_len: Vec<u32>,
@@ -38,6 +43,30 @@ pub struct UringBackend {
 /// `BLOCK_URING_CMD_DISCARD` of linux/fs.h (`_IO(0x12, 0)`, Linux 6.12): a queued discard of
 /// `[addr, addr + addr3)`.
 const BLOCK_URING_CMD_DISCARD: u32 = 0x1200;
+
+/// Whether this kernel queues block discards through io_uring (Linux 6.12), asked once with a
+/// discard of nothing on the first block device a ring meets: 6.12 refuses it as invalid, an
+/// older kernel as unsupported (or has no uring commands at all). `IOCURVE_NO_URING_DISCARD`
+/// set says no (the tests of the blocking way).
+fn queued_discards(fd: RawFd) -> bool {
+    static ANSWER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ANSWER.get_or_init(|| {
+        if std::env::var_os("IOCURVE_NO_URING_DISCARD").is_some() {
+            return false;
+        }
+        let Ok(mut ring) = IoUring::new(2) else { return false };
+        let mut probe = io_uring::Probe::new();
+        if ring.submitter().register_probe(&mut probe).is_err() || !probe.is_supported(opcode::UringCmd16::CODE) {
+            return false;
+        }
+        let e = opcode::UringCmd16::new(types::Fd(fd), BLOCK_URING_CMD_DISCARD).addr(Some(0)).build().user_data(1);
+        // SAFETY: the entry refers to no memory.
+        if unsafe { ring.submission().push(&e) }.is_err() || ring.submit_and_wait(1).is_err() {
+            return false;
+        }
+        ring.completion().next().is_some_and(|c| c.result() != -libc::EOPNOTSUPP)
+    })
+}
 
 /// Extra wake-ups in flight at most: a wrapper needs one for its earliest held completion.
 const EXTRA_WAKES: usize = 4;
@@ -90,6 +119,9 @@ impl UringBackend {
             extra_pending: 0,
             extra_next: 0,
             block: super::block_devices(fds),
+            fds: fds.to_vec(),
+            queued_discards: true,
+            ready: Vec::new(),
             trim_len: vec![0; slots.max(1)],
         })
     }
@@ -136,11 +168,24 @@ impl UringBackend {
 impl IoEngine for UringBackend {
     #[inline]
     fn queue(&mut self, slot: u32, op: &IoOp, buf: *mut u8) -> io::Result<()> {
+        if op.is_trim() && self.block[op.target as usize] {
+            let fd = self.fds[op.target as usize];
+            self.queued_discards = self.queued_discards && queued_discards(fd);
+            if !self.queued_discards {
+                // Before Linux 6.12: the blocking discard now, its completion at the next reap
+                // (the I/Os in flight go on meanwhile).
+                self.ready.push((slot, super::trim_blocking(fd, true, op.offset, op.len)));
+                return Ok(());
+            }
+        }
         let e = self.entry(slot, op, buf);
         self.push(&e)
     }
 
     fn submit_and_wait(&mut self, timeout: Duration) -> io::Result<()> {
+        if !self.ready.is_empty() {
+            return self.ring.submit().map(|_| ());
+        }
         if !self.wake_pending {
             *self.wake_ts = types::Timespec::from(timeout);
             let ts: *const types::Timespec = &*self.wake_ts;
@@ -156,6 +201,9 @@ impl IoEngine for UringBackend {
     }
 
     fn submit_and_wait_within(&mut self, timeout: Duration) -> io::Result<()> {
+        if !self.ready.is_empty() {
+            return self.ring.submit().map(|_| ());
+        }
         if !self.ring.params().is_feature_ext_arg() {
             self.wake_within(timeout)?;
             return self.submit_and_wait(timeout);
@@ -199,6 +247,7 @@ impl IoEngine for UringBackend {
 
     #[inline]
     fn reap(&mut self, out: &mut Vec<Completion>) {
+        out.append(&mut self.ready);
         for cqe in self.ring.completion() {
             if cqe.user_data() == WAKE {
                 self.wake_pending = false;

@@ -128,6 +128,11 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
                     })
                 })
                 .collect(),
+            directions_title: if series[gi].iter().any(|s| s.w.steps.iter().any(|st| st.trim.ops > 0)) {
+                "Reads, writes and trims"
+            } else {
+                "Reads and writes"
+            },
             steady: series[gi].iter().any(|s| s.w.steps.iter().any(|st| st.steady_state.is_some())),
             data: series[gi]
                 .iter()

@@ -37,6 +37,8 @@ pub(super) struct ReclaimView {
     /// (seconds after the trims, used) of the probes, at most 30 of them.
     pub(super) timeline: Vec<(String, String)>,
     pub(super) back: bool,
+    /// The used space was measured (a probe): the verdict is good or bad news, else neither.
+    pub(super) measured: bool,
     pub(super) verdict: String,
 }
 
@@ -90,6 +92,7 @@ fn reclaim_view(c: &iocurve_analysis::ReclaimResult) -> ReclaimView {
         }),
         timeline,
         back: c.back_after_s.is_some(),
+        measured: c.used.is_some() && c.error.is_none(),
         verdict: c.verdict(),
     }
 }
@@ -135,8 +138,10 @@ pub(super) struct GroupView {
     pub(super) steps: Vec<StepTable>,
     /// Per-host tables of the series that ran on several hosts.
     pub(super) hosts: Vec<StepTable>,
-    /// Reads and writes apart, for the series that mix them (issue 39).
+    /// Reads and writes apart, for the series that mix them (issue 39), and trims (issue 40).
     pub(super) directions: Vec<StepTable>,
+    /// Their heading: "Reads and writes", or "Reads, writes and trims" where some trim.
+    pub(super) directions_title: &'static str,
     /// Some step has the SNIA steady-state check (5 intervals or more): its window is drawn.
     pub(super) steady: bool,
     /// What an array makes of each writing series' data (empty for reads).
