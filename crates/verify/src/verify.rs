@@ -27,8 +27,14 @@ pub const HEADER_LEN: usize = 32;
 /// Generations count 1..=GEN_MAX and wrap; 0 means "never written (or unknown)".
 pub const GEN_MAX: u16 = 0x7fff;
 const BUSY: u16 = 0x8000;
+/// Maps whose unknown blocks may keep the newest generation they may hold (`UNKNOWN` set on
+/// it: a trimmed block, a failed write; issue 40), with identities and a trailing checksum.
+const FILE_MAGIC: &[u8; 8] = b"IOCVMAP4";
+/// In a saved map (v4): the block's content is unknown, and this is the newest generation it may
+/// hold — its next write goes on from there.
+const UNKNOWN: u16 = 0x8000;
 /// Maps with each target's identity and a trailing checksum.
-const FILE_MAGIC: &[u8; 8] = b"IOCVMAP3";
+const FILE_MAGIC_V3: &[u8; 8] = b"IOCVMAP3";
 /// Maps with a trailing checksum, without identities: loaded, matched by path.
 const FILE_MAGIC_V2: &[u8; 8] = b"IOCVMAP2";
 /// Maps written before the checksum: still loaded (the same layout, nothing to check).
@@ -202,9 +208,9 @@ pub struct TargetMap {
     pub identity: Option<String>,
     gens: Vec<AtomicU16>,
     /// Per block, the newest generation that may be on the device of a block whose state
-    /// became unknown in this run (trimmed, or a failed write): its next write goes on from
-    /// there, so that stale data left by a trim the device ignored can never pass for a newer
-    /// write (issue 40). Made at the first such block; not saved with the map.
+    /// became unknown (trimmed, or a failed write): its next write goes on from there, so that
+    /// stale data left by a trim the device ignored can never pass for a newer write (issue
+    /// 40). Made at the first such block; saved with the map (v4).
     kept: std::sync::OnceLock<Box<[AtomicU16]>>,
 }
 
@@ -316,8 +322,13 @@ impl GenMap {
             out.extend_from_slice(&(id.len() as u64).to_le_bytes());
             out.extend_from_slice(id.as_bytes());
             gens_at.push((out.len(), t.gens.len() as u64));
-            for g in &t.gens {
-                out.extend_from_slice(&(g.load(Ordering::Relaxed) & GEN_MAX).to_le_bytes());
+            let kept = t.kept.get();
+            for (b, g) in t.gens.iter().enumerate() {
+                let g = g.load(Ordering::Relaxed) & GEN_MAX;
+                // An unknown block keeps the newest generation it may hold.
+                let k = if g == 0 { kept.map_or(0, |k| k[b].load(Ordering::Relaxed)) } else { 0 };
+                let saved = if k != 0 { k | UNKNOWN } else { g };
+                out.extend_from_slice(&saved.to_le_bytes());
             }
         }
         let sum = file_sum(&out);
@@ -441,10 +452,12 @@ impl GenMap {
             }
         })?;
         let (unchecked, identities) = match data.get(..8) {
-            Some(m) if m == FILE_MAGIC => (false, true),
+            Some(m) if m == FILE_MAGIC || m == FILE_MAGIC_V3 => (false, true),
             Some(m) if m == FILE_MAGIC_V2 => (false, false),
             Some(m) if m == FILE_MAGIC_V1 => (true, false),
-            _ if data.len() < 8 && [FILE_MAGIC, FILE_MAGIC_V2, FILE_MAGIC_V1].iter().any(|m| m.starts_with(&data)) => {
+            _ if data.len() < 8
+                && [FILE_MAGIC, FILE_MAGIC_V3, FILE_MAGIC_V2, FILE_MAGIC_V1].iter().any(|m| m.starts_with(&data)) =>
+            {
                 return Err(bad("damaged (cut short)"));
             }
             _ => return Err(bad("not a verification map")),
@@ -497,8 +510,17 @@ impl GenMap {
             };
             let blocks = (size / bs) as usize;
             let raw = take(blocks.checked_mul(2).ok_or_else(|| bad("damaged"))?)?;
-            let gens = raw.chunks(2).map(|c| AtomicU16::new(u16::from_le_bytes([c[0], c[1]]) & GEN_MAX)).collect();
-            targets.push(TargetMap { path, size, identity, gens, kept: Default::default() });
+            let saved: Vec<u16> = raw.chunks(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+            // v4: an unknown block with the newest generation it may hold (older maps have no
+            // such bit set: their generations are below it).
+            let gens = saved.iter().map(|&g| AtomicU16::new(if g & UNKNOWN != 0 { 0 } else { g & GEN_MAX })).collect();
+            let kept = std::sync::OnceLock::new();
+            if saved.iter().any(|&g| g & UNKNOWN != 0) {
+                let _ = kept.set(
+                    saved.iter().map(|&g| AtomicU16::new(if g & UNKNOWN != 0 { g & GEN_MAX } else { 0 })).collect(),
+                );
+            }
+            targets.push(TargetMap { path, size, identity, gens, kept });
         }
         if at != end {
             return Err(bad("damaged (bytes after its end)"));
@@ -581,7 +603,9 @@ impl Snapshot {
         match self.gens_at.get(target as usize) {
             Some(&(at, n)) if block < n => {
                 let i = at + block as usize * 2;
-                u16::from_le_bytes([self.bytes[i], self.bytes[i + 1]])
+                let g = u16::from_le_bytes([self.bytes[i], self.bytes[i + 1]]);
+                // An unknown block (v4) has no generation to check.
+                if g & UNKNOWN != 0 { 0 } else { g }
             }
             _ => 0,
         }
@@ -1069,6 +1093,41 @@ mod tests {
         let mut flipped = b.clone();
         flipped[4000] ^= 1;
         assert_eq!(check(&flipped, 1, 7, 3), Found::Corrupt, "a single flipped bit");
+    }
+
+    /// Issue 40 (found in review): the newest generation an unknown block may hold was not
+    /// saved, so the next run's first write of a trimmed block began at 1 again and stale data
+    /// read as newer. The map file (v4) keeps it; v3 maps still load.
+    #[test]
+    fn regression_an_unknown_block_keeps_its_newest_generation_across_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.map");
+        let map = GenMap::new(4096, &[("t".into(), 1 << 20)]);
+        let had = map.claim(0, 3).unwrap();
+        map.release(0, 3, 8734);
+        assert_eq!(had, 0);
+        let had = map.claim(0, 3).unwrap();
+        map.release_unknown(0, 3, had);
+        map.claim(0, 4).unwrap();
+        map.release(0, 4, 12);
+        map.save(&path).unwrap();
+        let again = GenMap::load(&path).unwrap();
+        assert_eq!((again.get(0, 3), again.get(0, 4)), (0, 12), "unknown, and known as before");
+        assert_eq!(again.next_for(0, 3, again.claim(0, 3).unwrap()), 8735, "goes on after the stale 8734");
+        assert_eq!(again.snapshot().gen_of(0, 3), 0, "a saved unknown block has nothing to check");
+        // The same map as v3: its generations load as they were.
+        let fresh = GenMap::new(4096, &[("t".into(), 1 << 20)]);
+        fresh.claim(0, 4).unwrap();
+        fresh.release(0, 4, 12);
+        fresh.save(&path).unwrap();
+        let mut v3 = std::fs::read(&path).unwrap();
+        v3[..8].copy_from_slice(FILE_MAGIC_V3);
+        let body = v3.len() - 8;
+        let sum = file_sum(&v3[..body]);
+        v3[body..].copy_from_slice(&sum.to_le_bytes());
+        std::fs::write(&path, &v3).unwrap();
+        let old = GenMap::load(&path).unwrap();
+        assert_eq!((old.get(0, 3), old.get(0, 4), old.next_for(0, 3, 0)), (0, 12, 1));
     }
 
     /// Issue 40 (found by an outside attack): a trimmed block's next write began again at

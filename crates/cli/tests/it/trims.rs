@@ -283,13 +283,11 @@ fn agents_trim_their_targets() {
     let dir = tempfile::tempdir().unwrap();
     let c = certs(dir.path());
     let (_agents, hosts) = file_agents(dir.path(), &c, &["a"]);
-    // A first run makes the scratch file (written whole) and keeps it.
-    hosts_plan(
-        dir.path(),
-        &hosts,
-        "[[workloads]]\nname = \"r\"\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.2\n",
-    );
-    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "64m", "--keep"]).output().unwrap();
+    // A first run makes the scratch file (written whole, preconditioned) and keeps it.
+    let read = "[[workloads]]\nname = \"r\"\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.2\n";
+    hosts_plan(dir.path(), &hosts, read);
+    let pre = ["plan.toml", "--size", "64m", "--keep", "--precondition"];
+    let o = coordinator(dir.path(), &c, &pre).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
     let t = &hosts[0].1;
     let before = allocated(t);
@@ -314,6 +312,21 @@ fn agents_trim_their_targets() {
         holes + 16384 >= trims * 65536 && holes <= (trims + outside) * 65536,
         "{holes} bytes of holes, {trims} trims of 64 KiB"
     );
+    // The trims undid the agent's preconditioning: the next one writes it again.
+    // (An agent lets go of the last run's lock on its target a moment after that run ended: a
+    // run started at once may be refused for it; seen here after a rate step.)
+    hosts_plan(dir.path(), &hosts, read);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let o = loop {
+        let o = coordinator(dir.path(), &c, &pre).output().unwrap();
+        if !stderr(&o).contains("is being written by another run") || Instant::now() > deadline {
+            break o;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(!stdout(&o).contains("already done"), "preconditioned again after the trims: {}", stdout(&o));
+    assert!(allocated(t) >= 64 << 20, "every block written again");
 }
 
 /// Found by an outside attack: a Ctrl-C while the probe hung waited out the probe's 60 s, left
