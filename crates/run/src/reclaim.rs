@@ -305,6 +305,11 @@ fn one(
         }
         (read, watcher.map(|w| w.join().unwrap_or_else(|_| Err("the watch of the used space panicked".into()))))
     });
+    // The reads' figures first: a probe that failed meanwhile keeps them.
+    if let Ok(f) = &read {
+        res.read = PassResult::of(f.ops, f.bytes, f.elapsed.as_secs_f64(), &f.hist);
+        res.zero_blocks = f.zero_blocks;
+    }
     if let Some(w) = watch {
         let w = w.map_err(Error::Runtime);
         if let (Ok(w), Some(u)) = (&w, &mut res.used) {
@@ -324,8 +329,6 @@ fn one(
         }
     }
     let f = read?;
-    res.read = PassResult::of(f.ops, f.bytes, f.elapsed.as_secs_f64(), &f.hist);
-    res.zero_blocks = f.zero_blocks;
     res.interrupted = stopped() && (res.back_after_s.is_none() || f.stopped);
     Ok(())
 }
