@@ -191,9 +191,7 @@ fn op_gen(w: &Workload, workers: u32, targets: &TargetSet) -> Result<OpGen, Engi
 fn trim_fits(w: &Workload, t: &iocurve_target::Target, start: u64) -> Result<(), EngineError> {
     let refuse =
         |why: String| EngineError::Input(format!("workload {} trims (trim_pct = {}), but {why}", w.name, w.trim_pct));
-    t.can_punch_holes().map_err(refuse)?;
-    let Some(discard) = t.discard() else { return Ok(()) };
-    let (gran, _) = discard.map_err(refuse)?;
+    let Some(gran) = t.trim_granule().map_err(refuse)? else { return Ok(()) };
     let path = t.path.display();
     if let Some(b) = w.trim_sizes().iter().find(|b| !b.bytes.is_multiple_of(gran)) {
         return Err(EngineError::Input(format!(

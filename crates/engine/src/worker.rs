@@ -163,6 +163,13 @@ pub(crate) struct Live {
 }
 
 impl Live {
+    /// The writes and trims among the I/Os in flight, for the coordinator.
+    #[inline]
+    fn store_changing(&self, c: Changing) {
+        self.inflight_writes.store(c.writes, Ordering::Relaxed);
+        self.inflight_trims.store(c.trims, Ordering::Relaxed);
+    }
+
     /// The thread crossed boundary `k` of the measurement (0: the warm-up's end), noticing it
     /// at `now_ns` on the step's clock.
     fn cpu_at_boundary(&self, k: u32, now_ns: u64) {
@@ -233,12 +240,38 @@ impl ErrorState {
     }
 }
 
+/// Of some I/Os in flight, the writes and the trims: what a thread given up with them had
+/// outstanding in each direction (the rest are reads).
+#[derive(Default, Clone, Copy)]
+struct Changing {
+    writes: u64,
+    trims: u64,
+}
+
+impl Changing {
+    #[inline]
+    fn add(&mut self, op: &IoOp) {
+        self.writes += op.is_write() as u64;
+        self.trims += op.is_trim() as u64;
+    }
+
+    #[inline]
+    fn sub(&mut self, op: &IoOp) {
+        self.writes -= op.is_write() as u64;
+        self.trims -= op.is_trim() as u64;
+    }
+
+    fn merge(&mut self, o: Changing) {
+        self.writes += o.writes;
+        self.trims += o.trims;
+    }
+}
+
 /// What issuing the due I/Os of a rate step did.
 #[derive(Default)]
 struct Issued {
     ios: usize,
-    writes: u64,
-    trims: u64,
+    changing: Changing,
     /// An I/O was due with every slot busy under `overload = abort-step`.
     overloaded: bool,
 }
@@ -377,8 +410,7 @@ impl<B: IoEngine> Slots<B> {
                 Ok(true) => {
                     rate.issued();
                     out.ios += 1;
-                    out.writes += self.ops[slot as usize].is_write() as u64;
-                    out.trims += self.ops[slot as usize].is_trim() as u64;
+                    out.changing.add(&self.ops[slot as usize]);
                     if due >= measured_from {
                         stats.lag.record(now - due);
                     }
@@ -586,8 +618,7 @@ pub(crate) fn run<B: IoEngine>(
         end_due: false,
         resting: false,
         inflight: 0,
-        inflight_writes: 0,
-        inflight_trims: 0,
+        changing: Changing::default(),
         l_ops: 0,
         l_bytes: 0,
         l_lat: 0,
@@ -661,8 +692,8 @@ struct Pass<'p> {
     /// a step was flagged `stall` besides `target_stopped`). Other threads still tell.
     resting: bool,
     inflight: usize,
-    inflight_writes: u64,
-    inflight_trims: u64,
+    /// Of the I/Os in flight, the writes and trims.
+    changing: Changing,
     l_ops: u64,
     l_bytes: u64,
     l_lat: u64,
@@ -692,8 +723,7 @@ impl Pass<'_> {
         if let Some(r) = &mut self.cur.rate {
             let issued = s.issue_due(now, now, warmup_ns, r)?;
             self.inflight += issued.ios;
-            self.inflight_writes += issued.writes;
-            self.inflight_trims += issued.trims;
+            self.changing.merge(issued.changing);
         } else {
             for slot in 0..self.n {
                 // A thinking worker starts with its first `think_blocks` I/Os at most.
@@ -702,8 +732,7 @@ impl Pass<'_> {
                 }
                 if s.issue(slot, now)? {
                     self.inflight += 1;
-                    self.inflight_writes += s.ops[slot].is_write() as u64;
-                    self.inflight_trims += s.ops[slot].is_trim() as u64;
+                    self.changing.add(&s.ops[slot]);
                 }
             }
         }
@@ -716,8 +745,7 @@ impl Pass<'_> {
         // Before the first wait: a thread whose first I/O never returns (psync on storage that
         // already stopped answering) is given up with it counted.
         self.live.inflight.store(self.inflight as u64, Ordering::Relaxed);
-        self.live.inflight_writes.store(self.inflight_writes, Ordering::Relaxed);
-        self.live.inflight_trims.store(self.inflight_trims, Ordering::Relaxed);
+        self.live.store_changing(self.changing);
         self.live.last_wake_ns.store(now, Ordering::Relaxed);
         self.last_done = now;
         Ok(())
@@ -919,8 +947,7 @@ impl Pass<'_> {
         let now = self.now;
         let op = s.ops[slot];
         self.inflight -= 1;
-        self.inflight_writes -= op.is_write() as u64;
-        self.inflight_trims -= op.is_trim() as u64;
+        self.changing.sub(&op);
         if std::mem::take(&mut s.given_up[slot]) {
             // Already counted as stuck; the kernel gave it back (or cancelled it).
             return Ok(());
@@ -989,8 +1016,7 @@ impl Pass<'_> {
         };
         if self.issuing && !self.rate_mode && !thinks && s.issue(slot, now)? {
             self.inflight += 1;
-            self.inflight_writes += s.ops[slot].is_write() as u64;
-            self.inflight_trims += s.ops[slot].is_trim() as u64;
+            self.changing.add(&s.ops[slot]);
             // The last one goes with the next submit-and-wait.
             if flush {
                 s.backend.flush()?;
@@ -1005,13 +1031,12 @@ impl Pass<'_> {
     fn wake_thinkers<B: IoEngine>(&mut self, s: &mut Slots<B>) -> std::io::Result<()> {
         let Some(mut think) = s.think.take() else { return Ok(()) };
         let (now, was_idle) = (self.now, self.inflight == 0);
-        let (mut n, mut writes, mut trims) = (0, 0, 0);
+        let (mut n, mut changing) = (0, Changing::default());
         let result = if self.issuing {
             think.wake(now, &mut |slot| {
                 if s.issue(slot as usize, now)? {
                     n += 1;
-                    writes += s.ops[slot as usize].is_write() as u64;
-                    trims += s.ops[slot as usize].is_trim() as u64;
+                    changing.add(&s.ops[slot as usize]);
                 }
                 Ok(())
             })
@@ -1020,8 +1045,7 @@ impl Pass<'_> {
         };
         s.think = Some(think);
         self.inflight += n;
-        self.inflight_writes += writes;
-        self.inflight_trims += trims;
+        self.changing.merge(changing);
         if n > 0 {
             if was_idle {
                 self.last_done = now;
@@ -1066,8 +1090,7 @@ impl Pass<'_> {
             let idle = self.inflight == 0;
             let issued = s.issue_due(now, now, warmup_ns, r)?;
             self.inflight += issued.ios;
-            self.inflight_writes += issued.writes;
-            self.inflight_trims += issued.trims;
+            self.changing.merge(issued.changing);
             // Nothing was in flight (a slow rate, a burst's off phase): the storage was not
             // waited for, and the gap to the next completion starts now.
             if idle && issued.ios > 0 {
@@ -1092,8 +1115,7 @@ impl Pass<'_> {
             let end = self.next_boundary;
             let issued = s.issue_due(now, end - 1, warmup_ns, t)?;
             self.inflight += issued.ios;
-            self.inflight_writes += issued.writes;
-            self.inflight_trims += issued.trims;
+            self.changing.merge(issued.changing);
             // Never issued, they still weigh in the response time with their age at the end
             // (a lower bound): a stall across the end cannot hide the I/Os it held back.
             if let Some(rate) = &mut s.rate {
@@ -1119,8 +1141,7 @@ impl Pass<'_> {
         live.bytes.store(self.l_bytes, Ordering::Relaxed);
         live.lat_sum_ns.store(self.l_lat, Ordering::Relaxed);
         live.inflight.store(self.inflight as u64, Ordering::Relaxed);
-        live.inflight_writes.store(self.inflight_writes, Ordering::Relaxed);
-        live.inflight_trims.store(self.inflight_trims, Ordering::Relaxed);
+        live.store_changing(self.changing);
         live.max_lat_ns.store(self.max_lat, Ordering::Relaxed);
         live.unsent_ops.store(self.cur.ops(), Ordering::Relaxed);
     }

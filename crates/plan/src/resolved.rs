@@ -255,6 +255,11 @@ impl Plan {
         self.precondition || !self.reclaim.is_empty() || self.workloads.iter().any(Workload::writes)
     }
 
+    /// Whether it trims (a workload's `trim_pct`, a reclaim step): it gives blocks back.
+    pub fn trims(&self) -> bool {
+        !self.reclaim.is_empty() || self.workloads.iter().any(Workload::trims)
+    }
+
     /// Scratch files are made allocated but not written first: preconditioning writes every
     /// block anyway, and a back-end that touches no storage (null) reads none (a fio `ioengine=null size=1t` job must
     /// not write a terabyte).

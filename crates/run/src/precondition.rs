@@ -35,18 +35,37 @@ pub fn forget_if_trimmed(
     store: &Store,
     obs: &mut dyn Observer,
 ) {
-    if plan.reclaim.is_empty() && !plan.workloads.iter().any(|w| w.trims()) {
+    if !plan.trims() {
         return;
     }
     for t in &targets.targets {
-        let forgot = store.forget_precondition(&record_key(t));
-        if let Err(e) = forgot.map_err(|e| e.to_string()).and_then(|()| t.mark_unprepared().map_err(|e| e.to_string()))
-        {
-            obs.warning(&format!(
-                "{}: trims give blocks back, but its preconditioning could not be forgotten ({e}): precondition it again before trusting backend reads",
-                t.path.display()
-            ));
-        }
+        let name = t.path.display().to_string();
+        forget(store, &record_key(t), &name, || t.mark_unprepared().map_err(|e| e.to_string()), obs);
+    }
+}
+
+/// As [`forget_if_trimmed`] for a run on agents: the records kept here, under the names results
+/// give their targets (the agents' scratch stamps are theirs).
+pub fn forget_agents_if_trimmed(
+    plan: &iocurve_plan::Plan,
+    infos: &[iocurve_analysis::TargetInfo],
+    store: &Store,
+    obs: &mut dyn Observer,
+) {
+    if !plan.trims() {
+        return;
+    }
+    for t in infos {
+        forget(store, &t.path, &t.path, || Ok(()), obs);
+    }
+}
+
+/// Forgets the record under `key`, then does `also`; a failure is a warning naming the target.
+fn forget(store: &Store, key: &str, name: &str, also: impl FnOnce() -> Result<(), String>, obs: &mut dyn Observer) {
+    if let Err(e) = store.forget_precondition(key).map_err(|e| e.to_string()).and_then(|()| also()) {
+        obs.warning(&format!(
+            "{name}: trims give blocks back, but its preconditioning could not be forgotten ({e}): precondition it again before trusting backend reads"
+        ));
     }
 }
 

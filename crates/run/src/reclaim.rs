@@ -157,7 +157,8 @@ pub(crate) fn check(plan: &Plan, targets: &TargetSet) -> Result<(), Error> {
             run_probe(&c, &AtomicBool::new(false)).map_err(|m| Error::Usage(format!("reclaim {}: {m}", r.name)))?;
         }
         for t in &targets.targets {
-            t.can_punch_holes().map_err(|why| Error::Usage(format!("reclaim {} trims, but {why}", r.name)))?;
+            let granule =
+                t.trim_granule().map_err(|why| Error::Usage(format!("reclaim {} trims, but {why}", r.name)))?;
             r.region(t.size).map_err(|m| Error::Usage(format!("{m} ({})", t.path.display())))?;
             if r.bs % t.logical_block != 0 || r.offset % t.logical_block != 0 {
                 return Err(Error::Usage(format!(
@@ -169,18 +170,17 @@ pub(crate) fn check(plan: &Plan, targets: &TargetSet) -> Result<(), Error> {
                     t.path.display()
                 )));
             }
-            if let Some(d) = t.discard() {
-                let (gran, _) = d.map_err(|why| Error::Usage(format!("reclaim {} trims, but {why}", r.name)))?;
-                if r.bs % gran != 0 || r.offset % gran != 0 {
-                    return Err(Error::Usage(format!(
-                        "reclaim {}: bs {} and offset {} must be multiples of the discard granularity {} of {}",
-                        r.name,
-                        format_size(r.bs),
-                        format_size(r.offset),
-                        format_size(gran),
-                        t.path.display()
-                    )));
-                }
+            if let Some(gran) = granule
+                && (r.bs % gran != 0 || r.offset % gran != 0)
+            {
+                return Err(Error::Usage(format!(
+                    "reclaim {}: bs {} and offset {} must be multiples of the discard granularity {} of {}",
+                    r.name,
+                    format_size(r.bs),
+                    format_size(r.offset),
+                    format_size(gran),
+                    t.path.display()
+                )));
             }
         }
     }

@@ -300,18 +300,7 @@ impl<'o> Runner<'o> {
         {
             obs.event(&RunEvent::InterruptedWhilePreconditioning);
         }
-        // Trims give the agents' blocks back: their records (kept here, by the names results
-        // give the targets) are forgotten, so that the next precondition writes them again.
-        if plan.workloads.iter().any(|w| w.trims()) {
-            for t in &infos {
-                if let Err(e) = store.forget_precondition(&t.path) {
-                    obs.warning(&format!(
-                        "{}: trims give blocks back, but its preconditioning could not be forgotten ({e}): precondition it again before trusting backend reads",
-                        t.path
-                    ));
-                }
-            }
-        }
+        crate::precondition::forget_agents_if_trimmed(plan, &infos, &store, obs);
         let sla = sla_of(plan);
         let run = Run {
             plan,

@@ -119,10 +119,18 @@ impl Target {
             .then(|| PathBuf::from(format!("/sys/dev/block/{}:{}", libc::major(m.rdev()), libc::minor(m.rdev()))))
     }
 
-    /// How a block device discards: (`discard_granularity`, `discard_max_bytes`) from its queue
-    /// (a partition's are its disk's). Err says why it cannot: a device whose
-    /// `discard_max_bytes` is 0 cannot discard at all. None for a file (trims punch holes).
-    pub fn discard(&self) -> Option<Result<(u64, u64), String>> {
+    /// Whether this target takes trims, and in what granules: Some(`discard_granularity`) for a
+    /// block device (whose trims are discards), None for a file (whose trims are punched holes,
+    /// of any size). Err says why it cannot trim.
+    pub fn trim_granule(&self) -> Result<Option<u64>, String> {
+        self.can_punch_holes()?;
+        self.discard().transpose()
+    }
+
+    /// How a block device discards: its `discard_granularity` from its queue (a partition's is
+    /// its disk's). Err says why it cannot: a device whose `discard_max_bytes` is 0 cannot
+    /// discard at all. None for a file.
+    fn discard(&self) -> Option<Result<u64, String>> {
         let sys = self.sysfs()?;
         let queue = if sys.join("partition").exists() { sys.join("../queue") } else { sys.join("queue") };
         let read = |name: &str| {
@@ -141,7 +149,7 @@ impl Target {
                     self.path.display()
                 ));
             }
-            Ok((gran.max(self.logical_block).max(1), max))
+            Ok(gran.max(self.logical_block).max(1))
         })())
     }
 
@@ -162,7 +170,7 @@ impl Target {
 
     /// Whether a file target's file system punches holes (its trims): asked by punching one past
     /// the file's end, which changes nothing. Ok for a block device (see [`Target::discard`]).
-    pub fn can_punch_holes(&self) -> Result<(), String> {
+    fn can_punch_holes(&self) -> Result<(), String> {
         if self.kind != TargetKind::File {
             return Ok(());
         }
