@@ -324,6 +324,23 @@ mod tests {
         assert!(e.to_string().contains("threads"), "{e}");
     }
 
+    /// Found in review (issue 40): trims of 64m sized every I/O buffer at 64m, 16'384 times
+    /// what 4k reads and writes need. A trim carries no data: buffers are of reads and writes.
+    #[test]
+    fn regression_trims_need_no_buffer() {
+        let w = iocurve_plan::writing_workload(
+            "w",
+            iocurve_plan::WorkloadKeys {
+                read_pct: Some(50.0),
+                trim_pct: Some(10.0),
+                trim_bs: Some(iocurve_plan::BlockSizeSpec::One(64 << 20)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(step_memory(&w, 64, Backend::IoUring), 64 * (4096 + PER_SLOT));
+    }
+
     /// A fake filesystem for [`memory_room`]: path → content.
     fn files(entries: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let map: std::collections::HashMap<String, String> =
