@@ -334,7 +334,8 @@ pub(crate) mod tests {
     use crate::result::HostInfo;
 
     pub(crate) fn workload(name: &str, kind: &str, max: (f64, f64, f64)) -> WorkloadResult {
-        let p = Point { step: 0, workers: 64, iops: max.0, mbps: max.1, lat_us: max.2, target_iops: None };
+        let p =
+            Point { step: 0, workers: 64, queue_depth: 1, iops: max.0, mbps: max.1, lat_us: max.2, target_iops: None };
         WorkloadResult {
             name: name.into(),
             settings: Default::default(),
@@ -360,6 +361,7 @@ pub(crate) mod tests {
             notes: Vec::new(),
             stop_at: Default::default(),
             links: None,
+            grid: None,
         }
     }
 

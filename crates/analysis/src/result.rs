@@ -228,6 +228,18 @@ pub struct WorkloadResult {
     /// The maximum against the hosts' links, when the plan names them (`links`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub links: Option<LinkUse>,
+    /// A workers × queue-depth grid (`ramp` × `qd_ramp`): the figures along each axis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid: Option<Grid>,
+}
+
+impl WorkloadResult {
+    /// Whether its closed-loop steps ran at more than one queue depth (`qd_ramp`): its steps
+    /// are told by workers and depth.
+    pub fn ramps_queue_depth(&self) -> bool {
+        let mut depths = self.steps.iter().filter(|s| s.rate.is_none()).map(|s| s.queue_depth);
+        depths.next().is_some_and(|first| depths.any(|d| d != first))
+    }
 }
 
 /// One row of a data check: a compressor or dedupe unit, the ratio the pattern promises, the
@@ -343,7 +355,8 @@ pub struct Settings {
     pub access: String,
     /// Block size or weighted mix (`4k`, `4k:70,64k:30`).
     pub bs: String,
-    /// I/Os each worker keeps in flight (0 for rate-driven steps, which keep what they need).
+    /// I/Os each worker keeps in flight (0 for rate-driven steps, which keep what they need,
+    /// and for a queue-depth ramp or grid, whose steps each have theirs).
     pub queue_depth: u32,
 }
 
@@ -376,6 +389,8 @@ impl Settings {
         access.extend(shape(w, rate_steps));
         access.push(
             match (rate_steps, w.rate.is_empty()) {
+                (false, _) if w.is_grid() => "workers × queue-depth grid",
+                (false, _) if w.ramps_queue_depth() => "queue-depth ramp",
                 (false, _) => "worker ramp",
                 (true, false) => "rate ramp",
                 (true, true) => "SLA search",
@@ -385,7 +400,8 @@ impl Settings {
         Settings {
             access: access.join(", "),
             bs: workload_block_sizes(w),
-            queue_depth: if rate_steps { 0 } else { w.queue_depth },
+            // A queue-depth ramp's depths are its steps', as a worker ramp's workers.
+            queue_depth: if rate_steps || w.ramps_queue_depth() { 0 } else { w.queue_depth },
         }
     }
 
@@ -535,12 +551,48 @@ pub struct Point {
     /// Index into `steps`.
     pub step: usize,
     pub workers: u32,
+    /// Its outstanding I/Os per worker (0 in documents written before points said so).
+    #[serde(default)]
+    pub queue_depth: u32,
     pub iops: f64,
     pub mbps: f64,
     pub lat_us: f64,
     /// A rate step's target in IOPS (all hosts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_iops: Option<f64>,
+}
+
+/// A workers × queue-depth grid's figures along each axis (issue 41): at every worker count
+/// the speed, optimum and maximum of its queue-depth ramp, at every depth those of its worker
+/// ramp ("speed" is an axis's first point). The workload's own figures are over every cell.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Grid {
+    /// The worker counts (rows) and queue depths (columns) its steps ran, increasing.
+    pub workers: Vec<u32>,
+    pub queue_depths: Vec<u32>,
+    /// Along the queue depth: one per worker count.
+    pub by_workers: Vec<Axis>,
+    /// Along the workers: one per queue depth.
+    pub by_queue_depth: Vec<Axis>,
+}
+
+/// One line of a grid: the steps at one worker count (or one depth), their figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Axis {
+    /// The worker count (or queue depth) the line is at.
+    pub at: u32,
+    pub speed: Option<Point>,
+    pub optimum: Option<Point>,
+    pub maximum: Option<Point>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maximum_undecided: Option<Undecided>,
+}
+
+impl Grid {
+    /// The cell at `workers` × `queue_depth`: its step's index, if it ran.
+    pub fn cell(steps: &[StepResult], workers: u32, queue_depth: u32) -> Option<usize> {
+        steps.iter().position(|s| s.rate.is_none() && s.workers == workers && s.queue_depth == queue_depth)
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

@@ -2,7 +2,9 @@
 
 use iocurve_plan::{Pattern, Workload};
 
-use crate::result::{Point, Settings, Sla, SlaAnswer, StepResult, Undecided, WorkloadResult, workload_block_sizes};
+use crate::result::{
+    Axis, Grid, Point, Settings, Sla, SlaAnswer, StepResult, Undecided, WorkloadResult, workload_block_sizes,
+};
 
 /// The optimum: the step with the highest throughput / latency. On a smooth curve this is
 /// exactly the last step up to which throughput grows faster than latency (the published
@@ -115,8 +117,10 @@ fn told(m: Maximum, steps: &[StepResult], what: &str) -> (Option<usize>, Option<
 
 /// Why a maximum is undecided, in words and as the figures behind them.
 fn undecided(steps: &[StepResult], top: usize, rivals: &[usize], what: &str) -> Undecided {
+    let by_depth = steps.iter().any(|s| s.rate.is_none() && s.queue_depth != steps[top].queue_depth);
     let at = |i: usize| match &steps[i].rate {
         Some(r) => format!("the step driven at {:.0} IOPS", r.target_iops),
+        None if by_depth => format!("the {}-worker qd-{} step", steps[i].workers, steps[i].queue_depth),
         None if steps[i].workers == 1 => "the 1-worker step".to_string(),
         None => format!("the {}-worker step", steps[i].workers),
     };
@@ -147,6 +151,7 @@ fn point(steps: &[StepResult], i: usize) -> Point {
     Point {
         step: i,
         workers: s.workers,
+        queue_depth: s.queue_depth,
         iops: s.iops,
         mbps: s.mbps,
         lat_us: s.lat_us.mean,
@@ -205,6 +210,7 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
     };
     let answered = sla_maximum.is_some() || sla_maximum_undecided.is_some();
     let min_lat_us = measured.iter().map(|&i| steps[i].lat_us.min).reduce(f64::min);
+    let grid = grid(&steps, &measured, seq);
     WorkloadResult {
         name: w.name.clone(),
         settings: Settings::of(w, steps.iter().any(|s| s.rate.is_some())),
@@ -238,7 +244,57 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
         },
         // Set with the plan (`RunResult::with_link_use`).
         links: None,
+        grid,
         steps,
+    }
+}
+
+/// A workers × queue-depth grid's figures along each axis, when the closed-loop steps ran at
+/// several worker counts and several depths (None otherwise). Each line takes the compared
+/// steps on it (`measured`) by the workload's own rules: speed its first point, optimum the
+/// highest throughput / latency, maximum the highest throughput within the noise.
+fn grid(steps: &[StepResult], measured: &[usize], seq: bool) -> Option<Grid> {
+    let mut workers: Vec<u32> = steps.iter().filter(|s| s.rate.is_none()).map(|s| s.workers).collect();
+    let mut queue_depths: Vec<u32> = steps.iter().filter(|s| s.rate.is_none()).map(|s| s.queue_depth).collect();
+    for v in [&mut workers, &mut queue_depths] {
+        v.sort_unstable();
+        v.dedup();
+    }
+    if workers.len() < 2 || queue_depths.len() < 2 {
+        return None;
+    }
+    let line = |at: u32, on: &dyn Fn(&StepResult) -> bool, order: &dyn Fn(&StepResult) -> u32| {
+        let mut on_line: Vec<usize> = measured.iter().copied().filter(|&i| on(&steps[i])).collect();
+        on_line.sort_by_key(|&i| order(&steps[i]));
+        axis(steps, &on_line, at, seq)
+    };
+    Some(Grid {
+        by_workers: workers
+            .iter()
+            .map(|&n| line(n, &|s: &StepResult| s.workers == n, &|s: &StepResult| s.queue_depth))
+            .collect(),
+        by_queue_depth: queue_depths
+            .iter()
+            .map(|&qd| line(qd, &|s: &StepResult| s.queue_depth == qd, &|s: &StepResult| s.workers))
+            .collect(),
+        workers,
+        queue_depths,
+    })
+}
+
+/// The figures of the steps `on_line` (indices into `steps`, in the axis' order).
+fn axis(steps: &[StepResult], on_line: &[usize], at: u32, seq: bool) -> Axis {
+    let pts: Vec<(f64, f64)> = on_line.iter().map(|&i| (steps[i].throughput(seq), steps[i].lat_us.mean)).collect();
+    let with_noise: Vec<(f64, f64, f64)> =
+        on_line.iter().map(|&i| (steps[i].throughput(seq), steps[i].lat_us.mean, steps[i].cv)).collect();
+    let (maximum, maximum_undecided) =
+        told(in_steps(maximum_of(&with_noise), on_line), steps, "the highest throughput of its line");
+    Axis {
+        at,
+        speed: on_line.first().map(|&i| point(steps, i)),
+        optimum: optimum_index(&pts).map(|k| point(steps, on_line[k])),
+        maximum: maximum.map(|i| point(steps, i)),
+        maximum_undecided,
     }
 }
 

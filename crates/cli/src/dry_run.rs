@@ -78,7 +78,7 @@ pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> Str
             w.name,
             w.read_pct,
             if w.trims() { format!(", {} % trims", w.trim_pct) } else { String::new() },
-            w.queue_depth,
+            w.queue_depths().iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
             w.working_set.label(),
             w.backend.name(),
             if w.direct { " O_DIRECT" } else { " buffered" },
@@ -98,10 +98,16 @@ pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> Str
             .iter()
             .map(|s| match s.rate {
                 Some(r) => format!("{r} {}", if w.pattern == Pattern::Sequential { "MB/s" } else { "IOPS" }),
+                None if w.ramps_queue_depth() => format!("{}×{}", s.workers, s.queue_depth),
                 None => s.workers.to_string(),
             })
             .collect();
-        let unit = if w.rate.is_empty() { "workers" } else { "rate" };
+        let unit = match (w.rate.is_empty(), w.is_grid(), w.ramps_queue_depth()) {
+            (false, _, _) => "rate",
+            (true, true, _) => "workers × queue depth, a grid",
+            (true, false, true) => "workers × queue depth",
+            (true, false, false) => "workers",
+        };
         out.push(format!(
             "  steps ({unit}): {} — each {} s warm-up + {} × {} s, about {} in all",
             steps.join(", "),

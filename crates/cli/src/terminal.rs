@@ -92,7 +92,10 @@ impl Observer for Terminal {
         let plural = if at.workers == 1 { "" } else { "s" };
         let load = match at.rate {
             Some(r) => iocurve_report::format::target_rate(r, at.sequential),
-            None => format!("{} worker{plural}", at.workers),
+            None => match at.queue_depth {
+                Some(qd) => format!("{} worker{plural} × qd {qd}", at.workers),
+                None => format!("{} worker{plural}", at.workers),
+            },
         };
         self.label = format!(
             "[{}/{}] {} step {}/{}, {load}",
@@ -171,6 +174,7 @@ mod tests {
             step_index,
             steps: 2,
             workers: step_index as u32,
+            queue_depth: None,
             rate: None,
             sequential: false,
             rested_s,

@@ -111,69 +111,25 @@ fn families(s: &State) -> Vec<Family> {
         .collect();
     f.gauge("iocurve_host_cpu_ratio", "Share of the host's CPU time in the last interval, by mode.", &cpu);
     if let Some(l) = &s.live {
-        let w = || with_run(vec![("workload", l.workload.clone())]);
-        if l.steps > 0 {
-            let (step, steps) = (l.step as f64, l.steps as f64);
-            f.gauge("iocurve_ramp_step", "The running step's position in its ramp (from 1).", &[(w(), step)]);
-            f.gauge("iocurve_ramp_steps", "Steps in the running workload's ramp.", &[(w(), steps)]);
-        }
-        f.gauge("iocurve_workers", "Workers per host of the running step.", &[(w(), l.workers as f64)]);
-        let mut info = w();
-        info.extend([("bs", l.bs.clone()), ("shape", l.shape.clone())]);
-        f.gauge(
-            "iocurve_workload_info",
-            "The running workload's block sizes and what shapes its load (distribution, think time, bursts), as labels (value 1).",
-            &[(info, 1.0)],
-        );
-        f.gauge(
-            "iocurve_inflight_ios",
-            "I/Os outstanding now, all hosts of the running step together.",
-            &[(w(), l.inflight as f64)],
-        );
-        let warm = if l.warmup { 1.0 } else { 0.0 };
-        f.gauge("iocurve_warmup", "1 while the running step warms up (not measured).", &[(w(), warm)]);
-        f.gauge("iocurve_live_iops", "I/Os per second over the last quarter second.", &[(w(), l.iops)]);
-        f.gauge(
-            "iocurve_live_throughput_bytes_per_second",
-            "Bytes per second over the last quarter second.",
-            &[(w(), l.bytes_per_second)],
-        );
-        f.gauge("iocurve_live_latency_seconds", "Mean latency over the last quarter second.", &[(w(), l.latency_s)]);
-        match l.target {
-            Some(crate::Target::Iops(v)) => f.gauge(
-                "iocurve_rate_target_iops",
-                "The running rate step's target, I/Os per second (all hosts together).",
-                &[(w(), v)],
-            ),
-            Some(crate::Target::BytesPerSecond(v)) => f.gauge(
-                "iocurve_rate_target_bytes_per_second",
-                "The running rate step's target, bytes per second (all hosts together).",
-                &[(w(), v)],
-            ),
-            None => {}
-        }
-        f.gauge(
-            "iocurve_stall_seconds",
-            "Longest stretch without any completion in the last interval (a stall).",
-            &[(w(), l.stall_s)],
-        );
+        live(&mut f, l, &run);
     }
-    // A step by its workers per host, a rate step by its target too.
-    let step_labels = |wl: &str, workers: u32, target: &str| {
+    // A step by its workers per host, a queue-depth ramp's by its depth and a rate step by its
+    // target too.
+    let step_labels = |(wl, workers, qd, target): &crate::StepKey| {
         let mut l = vec![("workload", wl.to_string()), ("workers", workers.to_string())];
+        if *qd > 0 {
+            l.push(("queue_depth", qd.to_string()));
+        }
         if !target.is_empty() {
             l.push(("target", target.to_string()));
         }
         with_run(l)
     };
     let step = |get: fn(&crate::StepFigures) -> f64| -> Vec<(Labels, f64)> {
-        s.steps.iter().map(|((wl, workers, target), v)| (step_labels(wl, *workers, target), get(v))).collect()
+        s.steps.iter().map(|(k, v)| (step_labels(k), get(v))).collect()
     };
     let rate_step = |get: fn(&crate::RateFigures) -> f64| -> Vec<(Labels, f64)> {
-        s.steps
-            .iter()
-            .filter_map(|((wl, workers, target), v)| Some((step_labels(wl, *workers, target), get(v.rate.as_ref()?))))
-            .collect()
+        s.steps.iter().filter_map(|(k, v)| Some((step_labels(k), get(v.rate.as_ref()?)))).collect()
     };
     f.gauge("iocurve_step_iops", "A finished step's IOPS, by its workers per host.", &step(|x| x.iops));
     f.gauge(
@@ -207,6 +163,63 @@ fn families(s: &State) -> Vec<Family> {
         &rate_step(|r| if r.sustained { 1.0 } else { 0.0 }),
     );
     f.0
+}
+
+/// The running step's gauges.
+fn live(f: &mut Families, l: &crate::Live, run: &str) {
+    let w = || vec![("run", run.to_string()), ("workload", l.workload.clone())];
+    if l.steps > 0 {
+        let (step, steps) = (l.step as f64, l.steps as f64);
+        f.gauge("iocurve_ramp_step", "The running step's position in its ramp (from 1).", &[(w(), step)]);
+        f.gauge("iocurve_ramp_steps", "Steps in the running workload's ramp.", &[(w(), steps)]);
+    }
+    f.gauge("iocurve_workers", "Workers per host of the running step.", &[(w(), l.workers as f64)]);
+    if let Some(qd) = l.queue_depth {
+        f.gauge(
+            "iocurve_queue_depth",
+            "Outstanding I/Os per worker of the running step of a queue-depth ramp or grid.",
+            &[(w(), qd as f64)],
+        );
+    }
+    let mut info = w();
+    info.extend([("bs", l.bs.clone()), ("shape", l.shape.clone())]);
+    f.gauge(
+        "iocurve_workload_info",
+        "The running workload's block sizes and what shapes its load (distribution, think time, bursts), as labels (value 1).",
+        &[(info, 1.0)],
+    );
+    f.gauge(
+        "iocurve_inflight_ios",
+        "I/Os outstanding now, all hosts of the running step together.",
+        &[(w(), l.inflight as f64)],
+    );
+    let warm = if l.warmup { 1.0 } else { 0.0 };
+    f.gauge("iocurve_warmup", "1 while the running step warms up (not measured).", &[(w(), warm)]);
+    f.gauge("iocurve_live_iops", "I/Os per second over the last quarter second.", &[(w(), l.iops)]);
+    f.gauge(
+        "iocurve_live_throughput_bytes_per_second",
+        "Bytes per second over the last quarter second.",
+        &[(w(), l.bytes_per_second)],
+    );
+    f.gauge("iocurve_live_latency_seconds", "Mean latency over the last quarter second.", &[(w(), l.latency_s)]);
+    match l.target {
+        Some(crate::Target::Iops(v)) => f.gauge(
+            "iocurve_rate_target_iops",
+            "The running rate step's target, I/Os per second (all hosts together).",
+            &[(w(), v)],
+        ),
+        Some(crate::Target::BytesPerSecond(v)) => f.gauge(
+            "iocurve_rate_target_bytes_per_second",
+            "The running rate step's target, bytes per second (all hosts together).",
+            &[(w(), v)],
+        ),
+        None => {}
+    }
+    f.gauge(
+        "iocurve_stall_seconds",
+        "Longest stretch without any completion in the last interval (a stall).",
+        &[(w(), l.stall_s)],
+    );
 }
 
 #[derive(Debug)]

@@ -108,6 +108,9 @@ pub struct Live {
     pub steps: u32,
     /// Workers per host.
     pub workers: u32,
+    /// Outstanding I/Os per worker of a step of a queue-depth ramp or grid (`qd_ramp`); None
+    /// where the workload has one queue depth.
+    pub queue_depth: Option<u32>,
     /// Its block sizes and what shapes its load (distribution, think time, bursts; empty for a
     /// uniform closed loop), for `iocurve_workload_info`.
     pub bs: String,
@@ -192,6 +195,10 @@ pub struct StepFigures {
     pub rate: Option<RateFigures>,
 }
 
+/// A finished step's labels: workload, workers, queue depth of a `qd_ramp` step (0: none),
+/// target rate.
+pub(crate) type StepKey = (String, u32, u32, String);
+
 #[derive(Clone, Debug, Default)]
 pub(crate) struct State {
     pub run: Option<(String, String, String)>,
@@ -201,9 +208,10 @@ pub(crate) struct State {
     pub rate: BTreeMap<(String, String), (u64, u64)>,
     pub cpu: BTreeMap<String, CpuUsage>,
     pub live: Option<Live>,
-    /// Per workload, workers and target rate (empty for closed-loop steps, whose workers tell
-    /// them apart): the finished step's figures.
-    pub steps: BTreeMap<(String, u32, String), StepFigures>,
+    /// Per workload, workers, queue depth (0 where the workload has one) and target rate
+    /// (empty for closed-loop steps, whose workers and depth tell them apart): the finished
+    /// step's figures.
+    pub steps: BTreeMap<StepKey, StepFigures>,
 }
 
 /// The figures a `/metrics` endpoint serves. Clones share them.
@@ -268,11 +276,12 @@ impl Exporter {
         });
     }
 
-    /// A step ended: its figures stay, labelled with its workers (and a rate step's target).
-    pub fn step(&self, workload: &str, workers: u32, f: StepFigures) {
+    /// A step ended: its figures stay, labelled with its workers (and the queue depth of a
+    /// `qd_ramp` step, a rate step's target).
+    pub fn step(&self, workload: &str, workers: u32, queue_depth: Option<u32>, f: StepFigures) {
         self.with(|s| {
             let target = f.rate.as_ref().map(|r| r.target.label()).unwrap_or_default();
-            s.steps.insert((workload.to_string(), workers, target), f);
+            s.steps.insert((workload.to_string(), workers, queue_depth.unwrap_or(0), target), f);
         });
     }
 
@@ -346,9 +355,17 @@ mod tests {
         for (target, pct, sustained) in [(50_000.0, 99.9, true), (100_000.0, 71.5, false)] {
             let rate =
                 RateFigures { target: Target::Iops(target), achieved_ratio: pct / 100.0, lag_p99_s: 0.002, sustained };
-            e.step("r", 64, StepFigures { iops: target * pct / 100.0, rate: Some(rate), ..StepFigures::default() });
+            e.step(
+                "r",
+                64,
+                None,
+                StepFigures { iops: target * pct / 100.0, rate: Some(rate), ..StepFigures::default() },
+            );
         }
-        e.step("closed", 4, StepFigures { iops: 1000.0, ..StepFigures::default() });
+        e.step("closed", 4, None, StepFigures { iops: 1000.0, ..StepFigures::default() });
+        // Two steps of a queue-depth ramp at 4 workers (issue 41): told apart by their depths.
+        e.step("qd", 4, Some(8), StepFigures { iops: 2000.0, ..StepFigures::default() });
+        e.step("qd", 4, Some(16), StepFigures { iops: 3000.0, ..StepFigures::default() });
         // The schedule's counters add up every interval's due and dropped I/Os.
         for _ in 0..2 {
             let rate = iocurve_stats::RateStats { due: 100, dropped: 3, ..Default::default() };
@@ -368,6 +385,14 @@ mod tests {
         // A closed-loop step keeps its labels, and has no rate figures.
         assert!(text.contains("iocurve_step_iops{run=\"9\",workload=\"closed\",workers=\"4\"} 1000.0"), "{text}");
         assert!(!text.contains("iocurve_step_rate_sustained{run=\"9\",workload=\"closed\""));
+        assert!(
+            text.contains("iocurve_step_iops{run=\"9\",workload=\"qd\",workers=\"4\",queue_depth=\"8\"} 2000.0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("iocurve_step_iops{run=\"9\",workload=\"qd\",workers=\"4\",queue_depth=\"16\"} 3000.0"),
+            "{text}"
+        );
         assert!(!text.contains("iocurve_rate_target_iops{"), "no target between steps");
         assert!(text.contains("iocurve_rate_due_total{run=\"9\",workload=\"r\",host=\"h\"} 200.0"), "{text}");
         assert!(text.contains("iocurve_rate_dropped_total{run=\"9\",workload=\"r\",host=\"h\"} 6.0"), "{text}");

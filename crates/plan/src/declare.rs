@@ -102,9 +102,9 @@ macro_rules! workload_keys {
         }
 
         impl Workload {
-            /// The keys that resolve to this workload (every key set but those a resolved
-            /// value leaves out): what an agent resolves again to check a step request.
-            pub fn keys(&self) -> WorkloadKeys {
+            /// Every key back from its row (`Workload::keys` leaves out what another key
+            /// stands for).
+            pub(crate) fn each_key(&self) -> WorkloadKeys {
                 let mut k = WorkloadKeys::default();
                 $($(key_how!(back self, k, $key, $field, $how);)?)*
                 k

@@ -7,11 +7,14 @@ use crate::links::HostLinks;
 use crate::model::{BlockSize, DataPattern, Fault, Pattern};
 use crate::options::Workload;
 
-/// One step of a workload's ramp: the workers each host runs and, for a rate step, the rate
-/// the run is driven at.
+/// One step of a workload's ramp: the workers each host runs, the I/Os each keeps outstanding
+/// and, for a rate step, the rate the run is driven at.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RampStep {
     pub workers: u32,
+    /// Outstanding I/Os per worker: `queue_depth`, or this step's of `qd_ramp` (1 for a rate
+    /// step: one I/O per slot).
+    pub queue_depth: u32,
     /// As planned: IOPS, or MB/s for a sequential workload (all hosts together).
     pub rate: Option<f64>,
 }
@@ -68,14 +71,54 @@ impl Workload {
         if self.data.dedupe_unit == 0 { self.min_bs() } else { self.data.dedupe_unit }
     }
 
-    /// The steps of the ramp, in order: closed-loop steps over `ramp`, or rate steps (each with
-    /// `max_outstanding` workers of one outstanding I/O).
+    /// The steps of the ramp, in order: closed-loop steps over `ramp` (at each worker count
+    /// every depth of `qd_ramp`: a queue-depth ramp, or a grid row after row), or rate steps
+    /// (each with `max_outstanding` workers of one outstanding I/O).
     pub fn steps(&self) -> Vec<RampStep> {
-        if self.rate.is_empty() {
-            self.ramp.iter().map(|&workers| RampStep { workers, rate: None }).collect()
-        } else {
-            self.rate.iter().map(|&r| RampStep { workers: self.max_outstanding, rate: Some(r) }).collect()
+        if !self.rate.is_empty() {
+            return self
+                .rate
+                .iter()
+                .map(|&r| RampStep { workers: self.max_outstanding, queue_depth: 1, rate: Some(r) })
+                .collect();
         }
+        let depths = self.queue_depths();
+        self.ramp
+            .iter()
+            .flat_map(|&workers| depths.iter().map(move |&queue_depth| RampStep { workers, queue_depth, rate: None }))
+            .collect()
+    }
+
+    /// The queue depths its closed-loop steps run at: `qd_ramp`, or `queue_depth` alone.
+    pub fn queue_depths(&self) -> Vec<u32> {
+        if self.qd_ramp.is_empty() { vec![self.queue_depth] } else { self.qd_ramp.clone() }
+    }
+
+    /// Whether its steps ramp the queue depth (`qd_ramp`): at one worker count, or as a grid.
+    pub fn ramps_queue_depth(&self) -> bool {
+        self.rate.is_empty() && self.qd_ramp.len() > 1
+    }
+
+    /// Whether its steps are a workers × queue-depth grid: several of each.
+    pub fn is_grid(&self) -> bool {
+        self.ramps_queue_depth() && self.ramp.len() > 1
+    }
+
+    /// The keys that resolve to this workload (every key set but those a resolved value leaves
+    /// out): what an agent resolves again to check a step request. A queue-depth ramp's first
+    /// depth stands in `queue_depth`: it is given back as the ramp alone.
+    pub fn keys(&self) -> crate::WorkloadKeys {
+        let mut k = self.each_key();
+        if !self.qd_ramp.is_empty() {
+            k.queue_depth = None;
+        }
+        k
+    }
+
+    /// This workload as one step runs it: at the step's queue depth, with no depth ramp left
+    /// (what the engine and the agents get).
+    pub fn at_step(&self, step: &RampStep) -> Workload {
+        Workload { queue_depth: step.queue_depth, qd_ramp: Vec::new(), ..self.clone() }
     }
 
     /// A rate step drives the run at this many IOPS: its rate, or for a sequential workload its
@@ -127,6 +170,7 @@ impl Workload {
         let mut w = self.clone();
         w.name = self.derived_name(suffix);
         w.queue_depth = 1;
+        w.qd_ramp = Vec::new();
         w.rate = Vec::new();
         w.curve = Vec::new();
         w.sla_search = false;

@@ -64,13 +64,14 @@
     return Object.assign({ label: name + (ms ? " ms" : " µs"), values: (u, vals) => tickText(vals.map((v) => (ms && v != null ? v / 1000 : v))), size: 70 }, extra);
   };
   // The x of the per-step charts: worker counts (log 2), or a rate ramp's target rates (log 10).
+  // A queue-depth ramp's x: its depths (log 2).
   const xAxis = (g) => (g.rate
     ? { label: "target " + g.unit, values: (u, vals) => vals.map((v) => (v == null ? "" : num(v))) }
-    : { label: "workers", values: (u, vals) => vals.map((v) => (v == null ? "" : String(v))) });
+    : { label: xName(g), values: (u, vals) => vals.map((v) => (v == null ? "" : String(v))) });
   const xScale = (g) => ({ time: false, distr: 3, log: g.rate ? 10 : 2 });
-  const xName = (g) => (g.rate ? "target " + g.unit : "workers");
+  const xName = (g) => (g.rate ? "target " + g.unit : g.by_depth ? "queue depth per worker" : "workers");
   // A step as the step selector and captions name it.
-  const stepName = (g, x) => (g.rate ? num(x) + " " + g.unit : x + (x === 1 ? " worker" : " workers"));
+  const stepName = (g, x) => (g.rate ? num(x) + " " + g.unit : g.by_depth ? "qd " + x : x + (x === 1 ? " worker" : " workers"));
 
   // What each uPlot series looks like, kept before uPlot takes the options: the legend's
   // swatches and the SVG export draw from it.

@@ -138,7 +138,7 @@ pub fn steps_csv(run_id: i64, label: &str, r: &RunResult) -> String {
                 w.working_set.clone(),
                 w.read_pct.to_string(),
                 w.bs.clone(),
-                w.queue_depth.to_string(),
+                s.queue_depth.to_string(),
                 i.to_string(),
                 s.workers.to_string(),
                 s.outstanding.to_string(),

@@ -135,11 +135,20 @@ pub fn flag_codes(s: &StepResult) -> String {
 pub const STEP_HEADERS: [&str; 11] =
     ["workers", "in flight", "IOPS", "MB/s", "mean µs", "p50 µs", "p99 µs", "p99.9 µs", "max µs", "CV %", "CPU %"];
 
+/// A step's workers as tables show them: `8`, or in a queue-depth ramp or grid `8 × qd 16`.
+pub fn workers_cell(w: &WorkloadResult, s: &StepResult) -> String {
+    if w.ramps_queue_depth() && s.rate.is_none() {
+        format!("{} × qd {}", s.workers, s.queue_depth)
+    } else {
+        s.workers.to_string()
+    }
+}
+
 /// A step's figures as the step tables show them: workers, in flight, IOPS, MB/s, mean, p50,
 /// p99, p99.9 and max latency, CV %, CPU %.
-pub fn step_cells(s: &StepResult) -> Vec<String> {
+pub fn step_cells(w: &WorkloadResult, s: &StepResult) -> Vec<String> {
     vec![
-        s.workers.to_string(),
+        workers_cell(w, s),
         s.outstanding.to_string(),
         format::iops(s.iops),
         format::mbps_number(s.mbps),
@@ -158,9 +167,9 @@ pub const HOST_HEADERS: [&str; 11] =
     ["workers", "host", "hostname", "IOPS", "MB/s", "mean µs", "p99 µs", "errors", "start +µs", "clock ms", "lost"];
 
 /// One host's figures in a step, as the per-host tables show them (see [`HOST_HEADERS`]).
-pub fn host_cells(s: &StepResult, h: &HostStepResult) -> Vec<String> {
+pub fn host_cells(w: &WorkloadResult, s: &StepResult, h: &HostStepResult) -> Vec<String> {
     vec![
-        s.workers.to_string(),
+        workers_cell(w, s),
         h.host.clone(),
         h.hostname.clone(),
         format::iops(h.iops),
@@ -184,7 +193,7 @@ pub fn host_table(w: &WorkloadResult) -> String {
         return String::new();
     }
     let rows: Vec<Vec<String>> =
-        w.steps.iter().flat_map(|s| s.host_results.iter().map(move |h| host_cells(s, h))).collect();
+        w.steps.iter().flat_map(|s| s.host_results.iter().map(move |h| host_cells(w, s, h))).collect();
     let t = grid(&HOST_HEADERS, &rows, |i| [0, 3, 4, 5, 6, 7, 8, 9].contains(&i));
     format!("per host:\n{t}\n")
 }
@@ -262,15 +271,14 @@ pub fn rate_cells(s: &StepResult, sequential: bool) -> Vec<String> {
     ]
 }
 
-/// A step as warnings name it: `8 workers`, or a rate step `at 100'000 IOPS`.
-pub fn step_label(s: &StepResult, sequential: bool) -> String {
+/// A step as warnings name it: `8 workers`, a step of a queue-depth ramp or grid
+/// `8 workers × qd 16`, or a rate step `at 100'000 IOPS`.
+pub fn step_label(w: &WorkloadResult, s: &StepResult) -> String {
     if s.rate.is_some() {
-        format!("at {}", rate_target(s, sequential))
-    } else if s.workers == 1 {
-        "1 worker".into()
-    } else {
-        format!("{} workers", s.workers)
+        return format!("at {}", rate_target(s, w.kind == "sequential"));
     }
+    let workers = if s.workers == 1 { "1 worker".to_string() } else { format!("{} workers", s.workers) };
+    if w.ramps_queue_depth() { format!("{workers} × qd {}", s.queue_depth) } else { workers }
 }
 
 /// Whether a workload ran a rate ramp.
@@ -294,7 +302,7 @@ pub fn step_table(w: &WorkloadResult) -> String {
         .steps
         .iter()
         .map(|s| {
-            let mut row = step_cells(s);
+            let mut row = step_cells(w, s);
             row.push(flag_codes(s));
             row
         })
@@ -318,6 +326,9 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
         }
         if let Some(p) = p {
             let mut workers = if p.workers == 1 { "1 worker".to_string() } else { format!("{} workers", p.workers) };
+            if w.ramps_queue_depth() {
+                workers = format!("{workers} × qd {}", p.queue_depth);
+            }
             let hosts = w.steps.get(p.step).map_or(1, |s| s.hosts);
             if hosts > 1 {
                 workers = format!("{workers} per host × {hosts} hosts");
@@ -443,6 +454,10 @@ pub fn point_cell(p: &Option<iocurve_analysis::Point>, seq: bool) -> String {
         || "—".to_string(),
         |p| match p.target_iops {
             Some(t) => format!("{} (at {})", headline(p.iops, p.mbps, p.lat_us, seq), format::target_rate(t, false)),
+            // The depth where there is one to tell (a queue-depth ramp's or grid's point).
+            None if p.queue_depth > 1 => {
+                format!("{} ({} w × qd {})", headline(p.iops, p.mbps, p.lat_us, seq), p.workers, p.queue_depth)
+            }
             None => format!("{} ({} w)", headline(p.iops, p.mbps, p.lat_us, seq), p.workers),
         },
     )
@@ -506,7 +521,7 @@ pub fn warnings(w: &WorkloadResult) -> Vec<String> {
         .steps
         .iter()
         .flat_map(|s| {
-            let at = step_label(s, w.kind == "sequential");
+            let at = step_label(w, s);
             s.flags.iter().map(move |f| format!("  ! {at}: {}", f.message))
         })
         .collect();
@@ -572,19 +587,97 @@ pub fn workload_report(w: &WorkloadResult) -> String {
     let trims = if w.trim_pct > 0.0 { format!(", {} % trims", w.trim_pct) } else { String::new() };
     let mut out = format!(
         "\n{}  ({}, {} % reads{trims}, bs {}, qd {}, {}, {}{data})\n",
-        w.name, w.kind, w.read_pct, w.bs, w.queue_depth, w.working_set, w.backend
+        w.name,
+        w.kind,
+        w.read_pct,
+        w.bs,
+        queue_depths(w),
+        w.working_set,
+        w.backend
     );
     if !w.shape.is_empty() {
         out.push_str(&format!("  {}\n", w.shape));
     }
     out.push_str(&step_table(w));
     out.push('\n');
+    out.push_str(&grid_report(w));
     out.push_str(&host_table(w));
     for l in summary_lines(w).into_iter().chain(warnings(w)) {
         out.push_str(&l);
         out.push('\n');
     }
     out
+}
+
+/// A workload's queue depth in words: `4`, or a queue-depth ramp's `1, 4, 16`.
+pub fn queue_depths(w: &WorkloadResult) -> String {
+    if !w.ramps_queue_depth() {
+        return w.queue_depth.to_string();
+    }
+    let mut depths: Vec<u32> = w.steps.iter().filter(|s| s.rate.is_none()).map(|s| s.queue_depth).collect();
+    depths.sort_unstable();
+    depths.dedup();
+    depths.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// A workers × queue-depth grid: its throughput and mean latency as matrices (a row per
+/// worker count, a column per depth; `-` a cell that did not run or completed nothing), and
+/// the speed, optimum and maximum along each axis. Empty for any other workload.
+pub fn grid_report(w: &WorkloadResult) -> String {
+    let Some(g) = &w.grid else { return String::new() };
+    let seq = w.kind == "sequential";
+    let mut out = String::new();
+    for (what, cell) in grid_matrices(seq) {
+        let corner = format!("{what}: workers \\ qd");
+        let mut header: Vec<String> = vec![corner];
+        header.extend(g.queue_depths.iter().map(|qd| format!("qd {qd}")));
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        let rows: Vec<Vec<String>> = g
+            .workers
+            .iter()
+            .map(|&n| {
+                let mut row = vec![n.to_string()];
+                row.extend(g.queue_depths.iter().map(|&qd| {
+                    iocurve_analysis::Grid::cell(&w.steps, n, qd)
+                        .map(|i| &w.steps[i])
+                        .filter(|s| s.ops() > 0)
+                        .map_or_else(|| "-".to_string(), cell)
+                }));
+                row
+            })
+            .collect();
+        out.push_str(&grid(&header, &rows, |_| true));
+        out.push('\n');
+    }
+    let along = |axis: &iocurve_analysis::Axis, by: &str| {
+        let at = |p: &Option<iocurve_analysis::Point>| {
+            p.map_or_else(
+                || "-".to_string(),
+                |p| {
+                    let on = if by == "qd" { format!("qd {}", p.queue_depth) } else { format!("{} w", p.workers) };
+                    format!("{} ({on})", headline(p.iops, p.mbps, p.lat_us, seq))
+                },
+            )
+        };
+        format!("speed {}, optimum {}, maximum {}", at(&axis.speed), at(&axis.optimum), at(&axis.maximum))
+    };
+    for a in &g.by_workers {
+        let workers = if a.at == 1 { "1 worker".to_string() } else { format!("{} workers", a.at) };
+        out.push_str(&format!("  along the queue depth at {workers}: {}\n", along(a, "qd")));
+    }
+    for a in &g.by_queue_depth {
+        out.push_str(&format!("  along the workers at qd {}: {}\n", a.at, along(a, "workers")));
+    }
+    out
+}
+
+/// A step's figure as a matrix cell shows it.
+type Cell = fn(&StepResult) -> String;
+
+/// The grid's matrices: what each shows and a cell's figure.
+fn grid_matrices(seq: bool) -> [(&'static str, Cell); 2] {
+    let throughput: Cell = if seq { |s| format::mbps_number(s.mbps) } else { |s| format::iops(s.iops) };
+    [(if seq { "MB/s" } else { "IOPS" }, throughput), ("mean µs", |s| format::lat_us(s.lat_us.mean))]
 }
 
 /// The whole summary printed after a run.
@@ -870,8 +963,8 @@ fn step_list(w: &WorkloadResult, steps: &[&StepResult]) -> String {
     if steps.len() > 1 && steps.len() == w.steps.len() {
         return format!("all {} steps", steps.len());
     }
-    if steps.iter().any(|s| s.rate.is_some()) {
-        return steps.iter().map(|s| step_label(s, w.kind == "sequential")).collect::<Vec<_>>().join(", ");
+    if steps.iter().any(|s| s.rate.is_some()) || w.ramps_queue_depth() {
+        return steps.iter().map(|s| step_label(w, s)).collect::<Vec<_>>().join(", ");
     }
     let counts: Vec<String> = steps.iter().map(|s| s.workers.to_string()).collect();
     let unit = if steps.len() == 1 && steps[0].workers == 1 { "worker" } else { "workers" };
@@ -974,6 +1067,7 @@ mod tests {
             notes: Vec::new(),
             stop_at: Default::default(),
             links: None,
+            grid: None,
             steps,
         }
     }
@@ -1016,6 +1110,7 @@ mod tests {
         let p = |i: usize, s: &StepResult| Point {
             step: i,
             workers: s.workers,
+            queue_depth: s.queue_depth,
             iops: s.iops,
             mbps: s.mbps,
             lat_us: s.lat_us.mean,
@@ -1050,6 +1145,7 @@ mod tests {
                 read_pct: 82.0,
                 write_pct: 0.0,
             }),
+            grid: None,
             steps,
         };
         let text = workload_report(&w);

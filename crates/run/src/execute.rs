@@ -315,6 +315,7 @@ impl Session<'_, '_> {
             step_index: si + 1,
             steps: r.ramp.len(),
             workers,
+            queue_depth: w.ramps_queue_depth().then_some(step.queue_depth),
             rate: step.rate,
             sequential: w.pattern == Pattern::Sequential,
             rested_s: if si > 0 { w.pause_s } else { 0.0 },
@@ -323,18 +324,16 @@ impl Session<'_, '_> {
         });
         tracing::info!(workload = %w.name, workers, "step started");
         let load = threads::Load {
-            outstanding: workers as u64 * w.queue_depth as u64,
+            outstanding: workers as u64 * step.queue_depth as u64,
             iops: step.rate.map_or(0.0, |r| w.rate_iops(r)),
             rate: step.rate.is_some(),
         };
-        let chosen;
-        let w_step = match &r.auto {
-            Some(a) => {
-                chosen = Workload { threads: a.next(workers, load) as u32, ..w.clone() };
-                &chosen
-            }
-            None => w,
-        };
+        // At the step's queue depth (a `qd_ramp` step), with its threads where they are chosen.
+        let mut chosen = w.at_step(&step);
+        if let Some(a) = &r.auto {
+            chosen.threads = a.next(workers, load) as u32;
+        }
+        let w_step = &chosen;
         let earlier = self.losses.len();
         let (outcome, step_id, unstored) = self.measure(at, si, step, w_step);
         match outcome {

@@ -70,6 +70,7 @@ impl Observer for LiveMetrics {
             step: at.step_index as u32,
             steps: at.steps as u32,
             workers: at.workers,
+            queue_depth: at.queue_depth,
             bs: at.bs.to_string(),
             shape: at.shape.to_string(),
             target: at.rate.map(|r| if at.sequential { Target::BytesPerSecond(r * 1e6) } else { Target::Iops(r) }),
@@ -92,7 +93,7 @@ impl Observer for LiveMetrics {
                 sustained: r.sustained,
             }),
         };
-        self.exporter.step(&self.gauges.live.workload, s.workers, f);
+        self.exporter.step(&self.gauges.live.workload, s.workers, self.gauges.live.queue_depth, f);
         self.exporter.live(None);
     }
 

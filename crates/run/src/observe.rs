@@ -19,6 +19,9 @@ pub struct StepAt<'a> {
     pub step_index: usize,
     pub steps: usize,
     pub workers: u32,
+    /// Outstanding I/Os per worker, when the workload ramps them (`qd_ramp`); None: its one
+    /// queue depth, told with the workload.
+    pub queue_depth: Option<u32>,
     /// A rate step: its target rate (IOPS, or MB/s for `sequential` workloads).
     pub rate: Option<f64>,
     pub sequential: bool,

@@ -21,7 +21,7 @@ impl Ramp {
     /// `w`'s ramp as planned, or, for a search, its first probe (the maximum it searches under).
     pub fn new(w: &Workload, search: Option<Search>) -> Ramp {
         let steps = match &search {
-            Some(sr) => vec![RampStep { workers: w.max_outstanding, rate: Some(sr.first()) }],
+            Some(sr) => vec![RampStep { workers: w.max_outstanding, queue_depth: 1, rate: Some(sr.first()) }],
             None => w.steps(),
         };
         Ramp { steps, next: 0, search }
@@ -51,7 +51,7 @@ impl Ramp {
             if let Some(rate) = step.rate
                 && let Some(next) = sr.next(rate, passed)
             {
-                self.steps.push(RampStep { workers: step.workers, rate: Some(next) });
+                self.steps.push(RampStep { rate: Some(next), ..step });
             }
             return None;
         }

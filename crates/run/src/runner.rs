@@ -106,7 +106,13 @@ impl<'o> Runner<'o> {
             Ok(())
         };
         for w in &plan.workloads {
-            fits(w, w.steps().iter().map(|s| s.workers).max().unwrap_or(1))?;
+            // The most workers at the deepest queue: a grid's corner, whose memory and threads
+            // are the most any step needs.
+            let steps = w.steps();
+            let workers = steps.iter().map(|s| s.workers).max().unwrap_or(1);
+            let deepest = steps.iter().map(|s| s.queue_depth).max().unwrap_or(w.queue_depth);
+            let corner = iocurve_plan::RampStep { workers, queue_depth: deepest, rate: None };
+            fits(&w.at_step(&corner), workers)?;
             // A curve's or a search's rate steps after the ramp: max_outstanding slots each.
             if let Some(d) = w.curve_workload(1.0).or_else(|| w.sla_search_workload()) {
                 fits(&d, d.max_outstanding)?;

@@ -28,6 +28,7 @@ mod faults;
 mod fio;
 mod fio_plot;
 mod formats;
+mod grids;
 mod launch;
 mod metrics;
 mod precondition;

@@ -21,6 +21,7 @@ mod deploy;
 mod everyday;
 mod faults;
 mod fio;
+mod grids;
 mod launch;
 mod layout;
 mod precondition;

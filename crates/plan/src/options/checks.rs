@@ -31,6 +31,21 @@ pub(super) fn ramp(ramp: &[u32]) -> Result<(), String> {
     })
 }
 
+/// `qd_ramp`: queue depths, usable and increasing.
+pub(super) fn qd_ramp(qds: &[u32]) -> Result<(), String> {
+    ensure(!qds.is_empty(), || {
+        "qd_ramp is empty: give the queue depths of the steps, e.g. qd_ramp = [1, 2, 4, 8, 16, 32], or drop it".into()
+    })?;
+    ensure(qds.iter().all(|&n| (1..=4096).contains(&n)), || {
+        format!("qd_ramp {qds:?}: every step needs 1 to 4096 outstanding I/Os per worker")
+    })?;
+    ensure(qds.windows(2).all(|p| p[0] < p[1]), || {
+        format!(
+            "qd_ramp {qds:?} must increase strictly (e.g. 1, 2, 4, 8): the analysis compares each step with the one before"
+        )
+    })
+}
+
 /// `rate`: target rates of a rate ramp, usable and increasing.
 pub(super) fn rate(rate: &[f64]) -> Result<(), String> {
     ensure(!rate.is_empty(), || {

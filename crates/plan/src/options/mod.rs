@@ -142,6 +142,18 @@ workload_keys! {
         => queue_depth: u32
             = [value |&v| ensure((1..=4096).contains(&v), || format!("queue_depth is {v}; it must be 1 to 4096 outstanding I/Os per worker"))],
         table(Some("qd"), Number, "N", Some("1"), "Outstanding I/Os per worker (queue depth).");
+    /// Queue depths of a ramp over the outstanding I/Os per worker, increasing: each step runs
+    /// one of them (the Iometer test: 4 workers, 1 … 512 outstanding each). With one worker
+    /// count in `ramp` a queue-depth ramp; with several, a workers × queue-depth grid; with
+    /// `ramp` only from a farther layer (or none) at 1 worker. Of `queue_depth` and `qd_ramp`
+    /// the nearer layer wins (a `--qd` on the command line runs a plan's `qd_ramp` at that
+    /// one depth).
+    qd_ramp: Vec<u32>
+        => qd_ramp: Vec<u32> [serde(default)] [doc = "Empty: every step at `queue_depth`. Else a step per depth (per worker count and depth: a grid); `queue_depth` is the first."] = [list |r| checks::qd_ramp(r)],
+        table(
+            Some("qd-ramp"), List, "LIST", None,
+            "Queue depths of a ramp over the outstanding I/Os per worker, comma-separated and increasing (e.g. 1,2,4,8,16,32): at the one worker count of --ramp a queue-depth ramp, at several a workers × queue-depth grid (a step per cell, with speed, optimum and maximum along each axis); without --ramp beside it (on the command line, or in the same plan table) at 1 worker. Replaces --qd.",
+        );
     /// Think time of a closed-loop worker: `500us`, a range `100us-900us` (uniform) or
     /// `exp:2ms` (exponential with that mean); a bare number is µs (fio's `thinktime`).
     think_time: ThinkTime

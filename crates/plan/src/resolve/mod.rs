@@ -112,7 +112,7 @@ pub fn check_workload(w: &Workload, faults: &[Fault], source: &str) -> Result<()
     resolve_file(&file, source).map(|_| ())
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Origin {
     Cli,
     Workload(usize),
@@ -184,8 +184,9 @@ impl Resolver<'_> {
         let mut all: Vec<(usize, String, String, Option<Workload>)> = Vec::new();
         for i in 0..self.file.workloads.len() {
             let own = self.file.workloads[i].over(&base);
-            let keys = self.overrides.keys.over(&own);
+            let mut keys = self.overrides.keys.over(&own);
             let name = self.workload_name(i, &keys)?;
+            self.queue_depth_layers(i, &mut keys)?;
             let label = label::follow(&name, &own, &self.overrides.keys);
             let chosen = filter.is_none_or(|f| label.contains(f) || name.contains(f));
             let w = if chosen { Some(self.workload(i, &keys)?) } else { None };

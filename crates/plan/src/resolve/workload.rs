@@ -33,6 +33,37 @@ impl Resolver<'_> {
         Ok(name)
     }
 
+    /// `queue_depth` and `qd_ramp` of workload `i`, layered: the nearer layer wins (a `--qd`
+    /// runs a plan's queue-depth ramp at that one depth; a workload's `qd_ramp` replaces the
+    /// `[defaults]`' depth), both in one layer are refused. A ramp that wins sets
+    /// `queue_depth` to its first depth, and runs at 1 worker unless `ramp` is given in its
+    /// layer or a nearer one: a grid only when asked for (`--qd-ramp` on a suite ramps the
+    /// depth at 1 worker, `--qd-ramp … --ramp 4` at 4, `--qd-ramp … --ramp 1,2,4` is a grid).
+    pub(super) fn queue_depth_layers(&self, i: usize, keys: &mut WorkloadKeys) -> Result<(), PlanError> {
+        let Some(qds) = keys.qd_ramp.clone() else { return Ok(()) };
+        let (ramp_at, depth_at) = (self.origin(i, "qd_ramp"), self.origin(i, "queue_depth"));
+        if depth_at == ramp_at {
+            return Err(self.key_err(
+                i,
+                "qd_ramp",
+                format!(
+                    "queue_depth = {} and qd_ramp = {qds:?} are both given: qd_ramp sets each step's queue depth, so drop queue_depth (or drop qd_ramp for one depth)",
+                    keys.queue_depth.unwrap_or(1)
+                ),
+            ));
+        }
+        if depth_at < ramp_at {
+            keys.qd_ramp = None;
+            return Ok(());
+        }
+        keys.queue_depth = qds.first().copied().or(keys.queue_depth);
+        // A worker ramp from a farther layer (or none) is not asked for with it: 1 worker.
+        if self.origin(i, "ramp") > ramp_at {
+            keys.ramp = Some(vec![1]);
+        }
+        Ok(())
+    }
+
     /// `[[reclaim]]`: each step resolved, names unique.
     pub(super) fn reclaim(&self) -> Result<Vec<crate::Reclaim>, PlanError> {
         let mut out: Vec<crate::Reclaim> = Vec::new();
@@ -138,6 +169,12 @@ pub(crate) fn cross_checks(w: &Workload) -> Result<(), KeyError> {
         ));
     }
     if !w.rate.is_empty() {
+        if !w.qd_ramp.is_empty() {
+            return Err((
+                "qd_ramp",
+                "a rate step issues each I/O when it is due, not per worker, so it has no queue depth to ramp: drop qd_ramp, or drop rate for a closed-loop ramp".into(),
+            ));
+        }
         if w.queue_depth != 1 {
             return Err((
                 "queue_depth",
@@ -339,12 +376,51 @@ mod tests {
         all.extend(parse_str(trimmed, "t", &Overrides::default()).unwrap().workloads);
         let shaped = "[[workloads]]\nname = \"s\"\nread_pct = 70\nbs = \"4k\"\nwrite_bs = { \"64k\" = 1, \"128k\" = 1 }\ndistribution = \"zipf:1.2:0.25\"\nhot_layout = \"scattered\"\nthink_time = \"100us-900us\"\nthink_blocks = 4\nthink_spin = \"50us\"\n\n[[workloads]]\nname = \"z\"\ndistribution = \"zoned:60/10:30/20:10/70\"\nthink_time = \"exp:2ms\"\n";
         all.extend(parse_str(shaped, "t", &Overrides::default()).unwrap().workloads);
+        let depths = "[[workloads]]\nname = \"q\"\nqd_ramp = [2, 8]\n\n[[workloads]]\nname = \"g\"\nramp = [1, 4]\nqd_ramp = [1, 16]\n";
+        all.extend(parse_str(depths, "t", &Overrides::default()).unwrap().workloads);
         assert!(all.len() > 10);
         for w in all {
             let file = crate::PlanFile { workloads: vec![w.keys()], ..Default::default() };
             let again = super::super::resolve_file(&file, "t").unwrap().workloads.remove(0);
             assert_eq!(again, w);
         }
+    }
+
+    /// Issue 41: of `queue_depth` and `qd_ramp` the nearer layer wins; a depth ramp without a
+    /// worker ramp beside it (or nearer) runs at 1 worker; a grid only when both are given.
+    #[test]
+    fn queue_depth_and_its_ramp_layer_nearer_wins() {
+        let plan = |text: &str, cli: crate::WorkloadKeys| {
+            let o = Overrides { keys: cli, ..Default::default() };
+            parse_str(text, "p.toml", &o).map(|p| p.workloads.into_iter().next().unwrap())
+        };
+        let none = crate::WorkloadKeys::default;
+        let steps = |w: &Workload| w.steps().iter().map(|s| (s.workers, s.queue_depth)).collect::<Vec<_>>();
+        // The workload's ramp of depths over the defaults' depth and ramp: at 1 worker.
+        let w =
+            plan("[defaults]\nqueue_depth = 8\nramp = [1, 2]\n[[workloads]]\nname = \"w\"\nqd_ramp = [2, 4]\n", none())
+                .unwrap();
+        assert_eq!(steps(&w), [(1, 2), (1, 4)]);
+        assert_eq!(w.queue_depth, 2);
+        assert!(w.ramps_queue_depth() && !w.is_grid());
+        // Both in the workload: a grid, row after row.
+        let w = plan("[[workloads]]\nname = \"w\"\nramp = [1, 2]\nqd_ramp = [2, 4]\n", none()).unwrap();
+        assert_eq!(steps(&w), [(1, 2), (1, 4), (2, 2), (2, 4)]);
+        assert!(w.is_grid());
+        // The command line's depth is nearer than the plan's ramp of depths.
+        let cli = crate::WorkloadKeys { queue_depth: Some(8), ..none() };
+        let w = plan("[[workloads]]\nname = \"w\"\nramp = [1, 2]\nqd_ramp = [2, 4]\n", cli).unwrap();
+        assert_eq!(steps(&w), [(1, 8), (2, 8)]);
+        assert!(w.qd_ramp.is_empty());
+        // Both in one table: refused, naming both.
+        let e = plan("[[workloads]]\nname = \"w\"\nqueue_depth = 4\nqd_ramp = [2, 4]\n", none()).unwrap_err();
+        assert!(e.to_string().contains("queue_depth = 4 and qd_ramp = [2, 4] are both given"), "{e}");
+        // A step runs at its depth, with no ramp left for the agents to resolve.
+        let w = plan("[[workloads]]\nname = \"w\"\nqd_ramp = [2, 4]\n", none()).unwrap();
+        let at = w.at_step(&w.steps()[1]);
+        assert_eq!((at.queue_depth, at.qd_ramp.len()), (4, 0));
+        check_workload(&at, &[], "coordinator").unwrap();
+        check_workload(&w, &[], "coordinator").unwrap();
     }
 
     /// Issue 39: what skew, sizes per direction, think time and bursts exclude is refused with

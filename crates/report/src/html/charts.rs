@@ -70,6 +70,7 @@ pub(super) fn column(steps: &[StepResult], f: impl Fn(&StepResult) -> f64) -> Ve
 
 pub(super) fn series_data(run: usize, label: &str, color: &str, w: &WorkloadResult) -> Value {
     let seq = w.kind == "sequential";
+    let by_depth = w.ramps_queue_depth();
     let s = &w.steps;
     json!({
         "run": run,
@@ -84,9 +85,11 @@ pub(super) fn series_data(run: usize, label: &str, color: &str, w: &WorkloadResu
         "stop_mean_us": w.stop_at.mean_ms.map(|v| v * 1000.0),
         "stop_p99_us": w.stop_at.p99_ms.map(|v| v * 1000.0),
         "max": w.maximum.map(|p| p.step),
-        // The x of every step: its workers, or a rate step's target in the chart's unit.
+        // The x of every step: its workers (a queue-depth ramp's: its depth), or a rate step's
+        // target in the chart's unit.
         "x": s.iter().map(|st| match &st.rate {
             Some(_) => sig(crate::terminal::rate_target_value(st, seq).unwrap_or(0.0), if seq { 5 } else { 6 }),
+            None if by_depth => json!(st.queue_depth),
             None => json!(st.workers),
         }).collect::<Vec<_>>(),
         "tput": column(s, |s| s.throughput(seq)),

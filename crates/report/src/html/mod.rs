@@ -15,6 +15,7 @@ use crate::format;
 use crate::terminal::{self, pct};
 
 mod charts;
+mod grid;
 mod views;
 
 use charts::*;
@@ -69,13 +70,18 @@ struct Group<'a> {
     title: String,
     /// Rate ramps (steps are target rates) chart apart from worker ramps.
     rate: bool,
+    /// Queue-depth ramps (steps are depths at one worker count) chart apart too.
+    by_depth: bool,
     members: Vec<(usize, &'a WorkloadResult)>,
 }
 
 /// Renders the report of one run, or the comparison of several (the first is the baseline).
 pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
-    let groups = group(runs);
-    let series = series_of(runs, &groups);
+    let grids = grid::heat_maps(runs);
+    // A grid charts as a queue-depth ramp per worker count; its heat maps show it whole.
+    let charted = grid::with_rows(runs);
+    let groups = group(&charted);
+    let series = series_of(&charted, &groups);
     let data = json!({
         "runs": runs.iter().enumerate().map(|(i, r)| json!({
             "title": r.title(),
@@ -92,6 +98,8 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
             "unit": if g.members[0].1.kind == "sequential" { "MB/s" } else { "IOPS" },
             // A rate ramp's steps are its target rates (in the unit), not worker counts.
             "rate": g.rate,
+            // What the x axis counts: workers, or a queue-depth ramp's depths.
+            "by_depth": g.by_depth,
             "series": series[gi].iter().map(|s| s.data.clone()).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     });
@@ -102,6 +110,7 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
             id: format!("g{gi}"),
             title: g.title.clone(),
             rate: g.rate,
+            by_depth: g.by_depth,
             step_headers: if g.rate {
                 terminal::RATE_HEADERS.to_vec()
             } else {
@@ -121,7 +130,7 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
             directions: series[gi]
                 .iter()
                 .filter_map(|s| {
-                    views::direction_rows(s.w, s.w.kind == "sequential").map(|(headers, rows)| StepTable {
+                    views::direction_rows(s.w).map(|(headers, rows)| StepTable {
                         series: s.label.clone(),
                         headers,
                         rows,
@@ -159,6 +168,7 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
         groups => views,
         host_headers => terminal::HOST_HEADERS,
         impacts => impacts(runs),
+        grids,
         rate_impacts => views::rate_impacts(runs),
         rate_impact_headers => terminal::RATE_IMPACT_HEADERS,
         css => APP_CSS,
@@ -176,14 +186,16 @@ fn script_json(v: &Value) -> String {
     v.to_string().replace('<', "\\u003c")
 }
 
-/// Rate ramps and worker ramps of one pattern chart apart: their x axes differ.
-fn pattern_key(w: &WorkloadResult) -> (String, u64, String, u32, bool, String) {
+/// Rate ramps, worker ramps and queue-depth ramps of one pattern chart apart: their x axes
+/// differ.
+fn pattern_key(w: &WorkloadResult) -> (String, u64, String, u32, (bool, bool), String) {
     (
         w.kind.clone(),
         (w.read_pct * 1000.0).round() as u64,
         w.bs.clone(),
-        w.queue_depth,
-        terminal::is_rate_ramp(w),
+        // A queue-depth ramp's series share a chart whatever depth they start at.
+        if w.ramps_queue_depth() { 0 } else { w.queue_depth },
+        (terminal::is_rate_ramp(w), w.ramps_queue_depth()),
         w.shape.clone(),
     )
 }
@@ -201,6 +213,9 @@ fn pattern_title(w: &WorkloadResult) -> String {
     if terminal::is_rate_ramp(w) {
         return format!("{} {rw}, {}, rate ramp{shape}", w.kind, w.bs);
     }
+    if w.ramps_queue_depth() {
+        return format!("{} {rw}, {}, queue-depth ramp{shape}", w.kind, w.bs);
+    }
     format!("{} {rw}, {}, qd {}{shape}", w.kind, w.bs, w.queue_depth)
 }
 
@@ -214,9 +229,9 @@ fn group(runs: &[ReportRun]) -> Vec<Group<'_>> {
             match keys.iter().position(|k| *k == key) {
                 Some(i) => groups[i].members.push((ri, w)),
                 None => {
-                    let rate = key.4;
+                    let (rate, by_depth) = key.4;
                     keys.push(key);
-                    groups.push(Group { title: pattern_title(w), rate, members: vec![(ri, w)] });
+                    groups.push(Group { title: pattern_title(w), rate, by_depth, members: vec![(ri, w)] });
                 }
             }
         }

@@ -132,6 +132,8 @@ pub(super) struct GroupView {
     pub(super) title: String,
     /// A rate ramp: steps are target rates, not worker counts.
     pub(super) rate: bool,
+    /// A queue-depth ramp's steps: its depths.
+    pub(super) by_depth: bool,
     /// The column headers of its step tables.
     pub(super) step_headers: Vec<&'static str>,
     pub(super) summary: Vec<SummaryRow>,
@@ -241,7 +243,7 @@ pub(super) fn step_rows(w: &WorkloadResult) -> Vec<Vec<String>> {
     w.steps
         .iter()
         .map(|s| {
-            let mut row = terminal::step_cells(s);
+            let mut row = terminal::step_cells(w, s);
             row.extend([format::group(s.errors), format!("{:.2}", s.longest_stall_s), terminal::flag_codes(s)]);
             row
         })
@@ -250,7 +252,7 @@ pub(super) fn step_rows(w: &WorkloadResult) -> Vec<Vec<String>> {
 
 /// Each step's reads, writes and trims apart, for a workload that mixes directions (None: one
 /// direction): the headers, then a row per step. Trims have columns only where they happen.
-pub(super) fn direction_rows(w: &WorkloadResult, sequential: bool) -> Option<(Vec<String>, Vec<Vec<String>>)> {
+pub(super) fn direction_rows(w: &WorkloadResult) -> Option<(Vec<String>, Vec<Vec<String>>)> {
     let mixes =
         |s: &iocurve_analysis::StepResult| [s.read.ops, s.write.ops, s.trim.ops].iter().filter(|&&n| n > 0).count() > 1;
     if !w.steps.iter().any(mixes) {
@@ -268,7 +270,7 @@ pub(super) fn direction_rows(w: &WorkloadResult, sequential: bool) -> Option<(Ve
         .steps
         .iter()
         .map(|s| {
-            let mut row = vec![terminal::step_label(s, sequential)];
+            let mut row = vec![terminal::step_label(w, s)];
             row.extend(dir(&s.read));
             row.extend(dir(&s.write));
             if trims {
@@ -282,7 +284,7 @@ pub(super) fn direction_rows(w: &WorkloadResult, sequential: bool) -> Option<(Ve
 
 /// The per-host table: every host of every step, as the terminal shows it.
 pub(super) fn host_rows(w: &WorkloadResult) -> Vec<Vec<String>> {
-    w.steps.iter().flat_map(|s| s.host_results.iter().map(move |h| terminal::host_cells(s, h))).collect()
+    w.steps.iter().flat_map(|s| s.host_results.iter().map(move |h| terminal::host_cells(w, s, h))).collect()
 }
 
 pub(super) fn run_head(i: usize, r: &ReportRun) -> RunHead {
@@ -316,12 +318,7 @@ pub(super) fn run_head(i: usize, r: &ReportRun) -> RunHead {
         }
         for s in &w.steps {
             for f in &s.flags {
-                warnings.push(format!(
-                    "{}, {}: {}",
-                    w.name,
-                    terminal::step_label(s, w.kind == "sequential"),
-                    f.message
-                ));
+                warnings.push(format!("{}, {}: {}", w.name, terminal::step_label(w, s), f.message));
             }
         }
     }
