@@ -31,7 +31,7 @@ fuzz_target!(|data: &[u8]| {
         let workload_json = serde_json::to_string(w).expect("a resolved workload serializes");
         let mut steps = w.steps();
         if w.name.ends_with("-sla-search") && w.rate.is_empty() {
-            steps = vec![iocurve_plan::RampStep { workers: w.max_outstanding, queue_depth: 1, rate: Some(500.0) }];
+            steps = vec![iocurve_plan::RampStep { workers: w.max_outstanding, queue_depth: 1, hosts: None, rate: Some(500.0) }];
         }
         for step in steps {
             let workers = step.workers;

@@ -362,6 +362,7 @@ pub(crate) mod tests {
             stop_at: Default::default(),
             links: None,
             grid: None,
+            host_sweep: None,
         }
     }
 

@@ -231,6 +231,9 @@ pub struct WorkloadResult {
     /// A workers × queue-depth grid (`ramp` × `qd_ramp`): the figures along each axis.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grid: Option<Grid>,
+    /// A host-count sweep (`host_ramp`): the figures at each host count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_sweep: Option<HostSweep>,
 }
 
 impl WorkloadResult {
@@ -586,6 +589,22 @@ pub struct Axis {
     pub maximum: Option<Point>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub maximum_undecided: Option<Undecided>,
+    /// A host count's: what the links of the hosts that ran its maximum carry together (MB/s,
+    /// usable per direction), where the plan names them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_ceiling_mbps: Option<f64>,
+    /// A host count's: its maximum throughput against linear scaling from the sweep's first
+    /// count (100 %: twice the hosts, twice the throughput).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling_pct: Option<f64>,
+}
+
+/// A host-count sweep's figures (`host_ramp`, issue 41): the workload's ramp at each count.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostSweep {
+    pub host_counts: Vec<u32>,
+    /// One per host count: its steps' speed, optimum and maximum.
+    pub by_hosts: Vec<Axis>,
 }
 
 impl Grid {
@@ -656,6 +675,10 @@ pub struct HostStepResult {
     /// The agent's address as given (`host:port`).
     pub host: String,
     pub hostname: String,
+    /// The workers it ran: the step's, or its share of them (`workers_scale`). 0 in documents
+    /// written before hosts had their own.
+    #[serde(default)]
+    pub workers: u32,
     pub iops: f64,
     pub mbps: f64,
     pub lat_us: LatencyStats,

@@ -87,16 +87,8 @@ pub fn links(count: u32, link: &Link) -> (f64, f64) {
 /// hosts would hide the one at its limit. None when a host that ran the step has no known
 /// links.
 pub fn link_use(plan: &serde_json::Value, step: &crate::result::StepResult) -> Option<LinkUse> {
-    use iocurve_plan::links::HostLinks;
-    let parse = |v: &serde_json::Value| serde_json::from_value::<HostLinks>(v.clone()).ok();
-    let default = parse(&plan["links"]);
-    let of_host = |addr: &str| {
-        let own = plan["hosts"]
-            .as_array()
-            .and_then(|hs| hs.iter().find(|h| h["address"] == addr))
-            .and_then(|h| parse(&h["links"]));
-        own.or_else(|| default.clone())
-    };
+    let default = parse_links(&plan["links"]);
+    let of_host = |addr: &str| host_links(plan, addr);
     let share = |mbps: f64, cap: f64| mbps / cap * 100.0;
     if step.host_results.len() > 1 {
         let (r, w) =
@@ -132,6 +124,29 @@ pub fn link_use(plan: &serde_json::Value, step: &crate::result::StepResult) -> O
     })
 }
 
+fn parse_links(v: &serde_json::Value) -> Option<iocurve_plan::links::HostLinks> {
+    serde_json::from_value(v.clone()).ok()
+}
+
+/// Agent `addr`'s links in the stored `plan`: its `[[hosts]]` entry's, else the plan's.
+fn host_links(plan: &serde_json::Value, addr: &str) -> Option<iocurve_plan::links::HostLinks> {
+    let own = plan["hosts"]
+        .as_array()
+        .and_then(|hs| hs.iter().find(|h| h["address"] == addr))
+        .and_then(|h| parse_links(&h["links"]));
+    own.or_else(|| parse_links(&plan["links"]))
+}
+
+/// What the links of the hosts that ran `step` carry together (usable MB/s per direction):
+/// a host-count sweep's ceiling at that count. None when a host's links are not known.
+pub fn links_ceiling(plan: &serde_json::Value, step: &crate::result::StepResult) -> Option<f64> {
+    let mut sum = 0.0;
+    for h in &step.host_results {
+        sum += host_links(plan, &h.host)?.usable_mbps()?;
+    }
+    (!step.host_results.is_empty()).then_some(sum)
+}
+
 impl crate::RunResult {
     /// Sets every workload's [`LinkUse`] at its maximum, from the stored plan's links.
     pub fn with_link_use(mut self) -> Self {
@@ -141,6 +156,13 @@ impl crate::RunResult {
             |name: &str| iocurve_plan::Backend::parse(name).is_none_or(iocurve_plan::Backend::touches_storage);
         for w in self.workloads.iter_mut().filter(|w| touches(&w.backend)) {
             w.links = w.maximum.and_then(|p| w.steps.get(p.step)).and_then(|s| link_use(&self.plan, s));
+            // A host-count sweep: each count's ceiling, from the hosts that ran its maximum.
+            if let Some(sweep) = w.host_sweep.as_mut() {
+                for a in &mut sweep.by_hosts {
+                    a.link_ceiling_mbps =
+                        a.maximum.and_then(|p| w.steps.get(p.step)).and_then(|s| links_ceiling(&self.plan, s));
+                }
+            }
         }
         self
     }
@@ -207,6 +229,7 @@ mod tests {
                 .map(|&(host, mbps)| crate::HostStepResult {
                     host: host.into(),
                     hostname: host.into(),
+                    workers: 1,
                     iops: 0.0,
                     mbps,
                     lat_us: Default::default(),

@@ -220,7 +220,13 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
             });
         }
     }
-    let outstanding = rec.workers as u64 * rec.queue_depth as u64 * rec.hosts.max(1) as u64;
+    // Every host its own workers (uneven hosts run their share); a step without per-host
+    // records, the step's on each.
+    let outstanding = if rec.per_host.is_empty() {
+        rec.workers as u64 * rec.queue_depth as u64 * rec.hosts.max(1) as u64
+    } else {
+        rec.per_host.iter().map(|h| h.record.workers as u64 * rec.queue_depth as u64).sum()
+    };
     let mut step = StepResult {
         workers: rec.workers,
         hosts: rec.hosts.max(1),
@@ -327,6 +333,7 @@ fn per_host(rec: &StepRecord, sequential: bool, th: &Thresholds) -> (Vec<HostSte
             HostStepResult {
                 host: h.address.clone(),
                 hostname: h.hostname.clone(),
+                workers: h.record.workers,
                 iops: s.iops,
                 mbps: s.mbps,
                 lat_us: s.lat_us,

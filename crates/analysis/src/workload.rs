@@ -3,7 +3,7 @@
 use iocurve_plan::{Pattern, Workload};
 
 use crate::result::{
-    Axis, Grid, Point, Settings, Sla, SlaAnswer, StepResult, Undecided, WorkloadResult, workload_block_sizes,
+    Axis, Grid, HostSweep, Point, Settings, Sla, SlaAnswer, StepResult, Undecided, WorkloadResult, workload_block_sizes,
 };
 
 /// The optimum: the step with the highest throughput / latency. On a smooth curve this is
@@ -211,6 +211,7 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
     let answered = sla_maximum.is_some() || sla_maximum_undecided.is_some();
     let min_lat_us = measured.iter().map(|&i| steps[i].lat_us.min).reduce(f64::min);
     let grid = grid(&steps, &measured, seq);
+    let host_sweep = host_sweep(&steps, &measured, seq);
     WorkloadResult {
         name: w.name.clone(),
         settings: Settings::of(w, steps.iter().any(|s| s.rate.is_some())),
@@ -245,6 +246,7 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
         // Set with the plan (`RunResult::with_link_use`).
         links: None,
         grid,
+        host_sweep,
         steps,
     }
 }
@@ -282,6 +284,33 @@ fn grid(steps: &[StepResult], measured: &[usize], seq: bool) -> Option<Grid> {
     })
 }
 
+/// A host-count sweep's figures: the steps planned on each count of hosts (a sweep's steps are
+/// planned on their own count; other runs' steps all on the run's hosts), each count's
+/// compared steps by the workload's rules, and its maximum against linear scaling from the
+/// first count's. None when every step was planned on one count.
+fn host_sweep(steps: &[StepResult], measured: &[usize], seq: bool) -> Option<HostSweep> {
+    let mut host_counts: Vec<u32> = steps.iter().map(|s| s.planned_hosts).filter(|&n| n > 0).collect();
+    host_counts.sort_unstable();
+    host_counts.dedup();
+    if host_counts.len() < 2 {
+        return None;
+    }
+    let mut by_hosts: Vec<Axis> = host_counts
+        .iter()
+        .map(|&n| {
+            let on: Vec<usize> = measured.iter().copied().filter(|&i| steps[i].planned_hosts == n).collect();
+            axis(steps, &on, n, seq)
+        })
+        .collect();
+    let per_host = |a: &Axis| a.maximum.map(|p| if seq { p.mbps } else { p.iops } / a.at as f64);
+    if let Some(first) = by_hosts.first().and_then(per_host).filter(|&t| t > 0.0) {
+        for a in &mut by_hosts {
+            a.scaling_pct = per_host(a).map(|t| t / first * 100.0);
+        }
+    }
+    Some(HostSweep { host_counts, by_hosts })
+}
+
 /// The figures of the steps `on_line` (indices into `steps`, in the axis' order).
 fn axis(steps: &[StepResult], on_line: &[usize], at: u32, seq: bool) -> Axis {
     let pts: Vec<(f64, f64)> = on_line.iter().map(|&i| (steps[i].throughput(seq), steps[i].lat_us.mean)).collect();
@@ -295,6 +324,8 @@ fn axis(steps: &[StepResult], on_line: &[usize], at: u32, seq: bool) -> Axis {
         optimum: optimum_index(&pts).map(|k| point(steps, on_line[k])),
         maximum: maximum.map(|i| point(steps, i)),
         maximum_undecided,
+        link_ceiling_mbps: None,
+        scaling_pct: None,
     }
 }
 

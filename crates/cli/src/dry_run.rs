@@ -24,7 +24,15 @@ pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> Str
     let on = if !hosts.is_empty() {
         format!("agents {}", hosts.join(", "))
     } else if !plan.hosts.is_empty() {
-        format!("agents {}", plan.hosts.iter().map(|h| h.address.as_str()).collect::<Vec<_>>().join(", "))
+        // Uneven hosts say their scale: `b:7420 (workers × 0.25)`.
+        let each = |h: &iocurve_plan::HostSpec| {
+            if h.workers_scale == 1.0 {
+                h.address.clone()
+            } else {
+                format!("{} (workers × {})", h.address, h.workers_scale)
+            }
+        };
+        format!("agents {}", plan.hosts.iter().map(each).collect::<Vec<_>>().join(", "))
     } else {
         "this host".to_string()
     };
@@ -93,29 +101,7 @@ pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> Str
         if !shape.is_empty() {
             out.push(format!("  {}", shape.join(", ")));
         }
-        let steps: Vec<String> = w
-            .steps()
-            .iter()
-            .map(|s| match s.rate {
-                Some(r) => format!("{r} {}", if w.pattern == Pattern::Sequential { "MB/s" } else { "IOPS" }),
-                None if w.ramps_queue_depth() => format!("{}×{}", s.workers, s.queue_depth),
-                None => s.workers.to_string(),
-            })
-            .collect();
-        let unit = match (w.rate.is_empty(), w.is_grid(), w.ramps_queue_depth()) {
-            (false, _, _) => "rate",
-            (true, true, _) => "workers × queue depth, a grid",
-            (true, false, true) => "workers × queue depth",
-            (true, false, false) => "workers",
-        };
-        out.push(format!(
-            "  steps ({unit}): {} — each {} s warm-up + {} × {} s, about {} in all",
-            steps.join(", "),
-            w.warmup_s,
-            w.intervals,
-            w.interval_s,
-            format::duration(w.seconds_of(w.steps().len()))
-        ));
+        out.push(steps_line(w));
         if !w.curve.is_empty() {
             out.push(format!(
                 "  then the response-time curve at {} % of its maximum ({} steps more)",
@@ -150,4 +136,41 @@ pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> Str
         "nothing was opened, written or stored (--dry-run); write safety, free space and memory are checked when the run opens its targets".into(),
     );
     out.join("\n")
+}
+
+/// A workload's steps in one line: `  steps (workers): 1, 2, 4 — each …`; a grid's cells
+/// `1×1, 1×4`, a host-count sweep's ramp at each count `on 2 hosts: 1, 2`.
+fn steps_line(w: &iocurve_plan::Workload) -> String {
+    let all = w.steps();
+    let label = |s: &iocurve_plan::RampStep| match s.rate {
+        Some(r) => format!("{r} {}", if w.pattern == Pattern::Sequential { "MB/s" } else { "IOPS" }),
+        None if w.ramps_queue_depth() => format!("{}×{}", s.workers, s.queue_depth),
+        None => s.workers.to_string(),
+    };
+    // A host-count sweep: the ramp at each count, `on 2 hosts: 1, 2, 4`.
+    let steps: Vec<String> = if w.host_ramp.is_empty() {
+        all.iter().map(label).collect()
+    } else {
+        w.host_ramp
+            .iter()
+            .map(|&n| {
+                let at: Vec<String> = all.iter().filter(|s| s.hosts == Some(n)).map(label).collect();
+                format!("on {n} host{}: {}", if n == 1 { "" } else { "s" }, at.join(", "))
+            })
+            .collect()
+    };
+    let unit = match (w.rate.is_empty(), w.is_grid(), w.ramps_queue_depth()) {
+        (false, _, _) => "rate",
+        (true, true, _) => "workers × queue depth, a grid",
+        (true, false, true) => "workers × queue depth",
+        (true, false, false) => "workers",
+    };
+    format!(
+        "  steps ({unit}): {} — each {} s warm-up + {} × {} s, about {} in all",
+        steps.join(if w.host_ramp.is_empty() { ", " } else { "; " }),
+        w.warmup_s,
+        w.intervals,
+        w.interval_s,
+        format::duration(w.seconds_of(w.steps().len()))
+    )
 }

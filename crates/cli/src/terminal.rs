@@ -90,13 +90,16 @@ impl Observer for Terminal {
     fn step_starting(&mut self, at: &StepAt) {
         self.done_s += at.rested_s;
         let plural = if at.workers == 1 { "" } else { "s" };
-        let load = match at.rate {
+        let mut load = match at.rate {
             Some(r) => iocurve_report::format::target_rate(r, at.sequential),
             None => match at.queue_depth {
                 Some(qd) => format!("{} worker{plural} × qd {qd}", at.workers),
                 None => format!("{} worker{plural}", at.workers),
             },
         };
+        if let Some(h) = at.hosts {
+            load = format!("{load} on {h} host{}", if h == 1 { "" } else { "s" });
+        }
         self.label = format!(
             "[{}/{}] {} step {}/{}, {load}",
             at.workload_index, at.workloads, at.workload, at.step_index, at.steps
@@ -175,6 +178,7 @@ mod tests {
             steps: 2,
             workers: step_index as u32,
             queue_depth: None,
+            hosts: None,
             rate: None,
             sequential: false,
             rested_s,

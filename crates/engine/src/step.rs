@@ -84,7 +84,16 @@ pub trait StepObserver {
     fn interval(&mut self, _index: u32, _stats: &IntervalStats, _cpu: &CpuUsage, _duration_s: f64) {}
     /// A multi-host step (the coordinator): host number `host` started its I/O at
     /// `started_unix_ns` on the coordinator's clock, with `threads` I/O threads.
-    fn host_started(&mut self, _host: u32, _address: &str, _hostname: &str, _started_unix_ns: i64, _threads: usize) {}
+    fn host_started(
+        &mut self,
+        _host: u32,
+        _address: &str,
+        _hostname: &str,
+        _started_unix_ns: i64,
+        _threads: usize,
+        _workers: u32,
+    ) {
+    }
     /// A multi-host step: host `host`'s own interval `index`, handed on just before the merged
     /// interval of that index.
     fn host_interval(&mut self, _host: u32, _index: u32, _stats: &IntervalStats, _cpu: &CpuUsage, _duration_s: f64) {}

@@ -80,6 +80,9 @@ pub struct HostKeys {
     pub targets: Option<Vec<String>>,
     /// Its links to the storage (`"2x32G FC"`); default: the plan's `links`.
     pub links: Option<String>,
+    /// Its workers against a step's: `0.25` runs a quarter of each step's workers (at least
+    /// one) — a small host beside a big one. Default 1.
+    pub workers_scale: Option<f64>,
 }
 
 /// A fault to inject (tests and demonstrations): `[[faults]]` in a plan.

@@ -38,7 +38,9 @@ pub use options::{Workload, WorkloadKeys};
 pub use pace::{Bursts, Think, ThinkTime};
 pub use reclaim::{Reclaim, ReclaimKeys};
 pub use resolve::{Overrides, check_workload, load_file, parse_str, read_plan_text, writing_workload};
-pub use resolved::{HostSpec, Plan, RampStep, SLA_SEARCH_MAX_PROBES, TargetGroup, is_glob};
+pub use resolved::{
+    HostSpec, MAX_WORKERS_SCALE, Plan, RampStep, SLA_SEARCH_MAX_PROBES, TargetGroup, is_glob, scaled_workers,
+};
 pub use size::{format_size, parse_size};
 pub use skew::{Distribution, HotLayout};
 pub use spec::{BlockSizeSpec, WorkingSetSpec};

@@ -15,6 +15,8 @@ pub struct RampStep {
     /// Outstanding I/Os per worker: `queue_depth`, or this step's of `qd_ramp` (1 for a rate
     /// step: one I/O per slot).
     pub queue_depth: u32,
+    /// A host-count sweep's step: on the first this many hosts (None: on all of them).
+    pub hosts: Option<u32>,
     /// As planned: IOPS, or MB/s for a sequential workload (all hosts together).
     pub rate: Option<f64>,
 }
@@ -75,18 +77,31 @@ impl Workload {
     /// every depth of `qd_ramp`: a queue-depth ramp, or a grid row after row), or rate steps
     /// (each with `max_outstanding` workers of one outstanding I/O).
     pub fn steps(&self) -> Vec<RampStep> {
-        if !self.rate.is_empty() {
-            return self
-                .rate
-                .iter()
-                .map(|&r| RampStep { workers: self.max_outstanding, queue_depth: 1, rate: Some(r) })
-                .collect();
-        }
+        // A host-count sweep runs the whole ramp at each count, the fewest hosts first.
+        let counts: Vec<Option<u32>> =
+            if self.host_ramp.is_empty() { vec![None] } else { self.host_ramp.iter().map(|&n| Some(n)).collect() };
         let depths = self.queue_depths();
-        self.ramp
-            .iter()
-            .flat_map(|&workers| depths.iter().map(move |&queue_depth| RampStep { workers, queue_depth, rate: None }))
-            .collect()
+        let mut steps = Vec::new();
+        for hosts in counts {
+            if self.rate.is_empty() {
+                for &workers in &self.ramp {
+                    steps.extend(depths.iter().map(|&queue_depth| RampStep {
+                        workers,
+                        queue_depth,
+                        hosts,
+                        rate: None,
+                    }));
+                }
+            } else {
+                steps.extend(self.rate.iter().map(|&r| RampStep {
+                    workers: self.max_outstanding,
+                    queue_depth: 1,
+                    hosts,
+                    rate: Some(r),
+                }));
+            }
+        }
+        steps
     }
 
     /// The queue depths its closed-loop steps run at: `qd_ramp`, or `queue_depth` alone.
@@ -118,7 +133,7 @@ impl Workload {
     /// This workload as one step runs it: at the step's queue depth, with no depth ramp left
     /// (what the engine and the agents get).
     pub fn at_step(&self, step: &RampStep) -> Workload {
-        Workload { queue_depth: step.queue_depth, qd_ramp: Vec::new(), ..self.clone() }
+        Workload { queue_depth: step.queue_depth, qd_ramp: Vec::new(), host_ramp: Vec::new(), ..self.clone() }
     }
 
     /// A rate step drives the run at this many IOPS: its rate, or for a sequential workload its
@@ -171,6 +186,8 @@ impl Workload {
         w.name = self.derived_name(suffix);
         w.queue_depth = 1;
         w.qd_ramp = Vec::new();
+        // On all the hosts, from the maximum of all of them.
+        w.host_ramp = Vec::new();
         w.rate = Vec::new();
         w.curve = Vec::new();
         w.sla_search = false;
@@ -287,6 +304,26 @@ pub struct HostSpec {
     /// Its links to the storage; None: the plan's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub links: Option<HostLinks>,
+    /// Its share of a closed-loop step's workers against the step's count (1: all of them).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub workers_scale: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
+}
+
+/// The largest `workers_scale`: a host with 64 times a step's workers.
+pub const MAX_WORKERS_SCALE: f64 = 64.0;
+
+/// The workers a host of `scale` runs in a closed-loop step of `workers`: scaled and rounded,
+/// at least one (every host of a step takes part), at most the 65536 a step allows.
+pub fn scaled_workers(workers: u32, scale: f64) -> u32 {
+    ((workers as f64 * scale).round() as u32).clamp(1, 65_536)
 }
 
 /// A target name with `*`, `?` or `[` is a glob, expanded when the run opens its targets.

@@ -211,6 +211,12 @@
       series.push(mark(s.label + " optimum", OPTIMUM, "tput"));
       series.push(mark(s.label + " maximum", MAXIMUM, "tput"));
       legend.push(entry(s.label + " " + g.unit, { color: s.color, dash: s.dash, idx: [at, at + 1, at + 2, at + 3] }));
+      // A host count's links: what its hosts' links carry together, a dotted line.
+      if (s.ceiling) {
+        tables.push([s.x, s.x.map(() => s.ceiling)]);
+        series.push({ label: s.label + " links' ceiling", stroke: s.color, dash: [2, 4], width: 1, scale: "tput" });
+        legend.push(entry(s.label + " links' ceiling", { color: s.color, dash: [2, 4], width: 1, idx: [series.length - 1] }));
+      }
     }
     // In a comparison latency keeps its run's colour: the open points say it is latency.
     legend.push(entry("mean " + (g.rate ? "response time" : "latency") + " (right axis)", {
@@ -222,7 +228,7 @@
       series,
       scales: {
         x: xScale(g),
-        tput: { range: () => zeroTo(maxOf(g.series.map((s) => s.tput))) },
+        tput: { range: () => zeroTo(maxOf(g.series.map((s) => (s.ceiling ? s.tput.concat([s.ceiling]) : s.tput)))) },
         lat: { range: () => zeroTo(maxOf(g.series.map((s) => s.mean))) },
       },
       axes: [

@@ -137,11 +137,18 @@ pub const STEP_HEADERS: [&str; 11] =
 
 /// A step's workers as tables show them: `8`, or in a queue-depth ramp or grid `8 × qd 16`.
 pub fn workers_cell(w: &WorkloadResult, s: &StepResult) -> String {
-    if w.ramps_queue_depth() && s.rate.is_none() {
+    let cell = if w.ramps_queue_depth() && s.rate.is_none() {
         format!("{} × qd {}", s.workers, s.queue_depth)
     } else {
         s.workers.to_string()
-    }
+    };
+    // A host-count sweep's step says its count.
+    if w.host_sweep.is_some() { format!("{cell} on {}", hosts_words(s.planned_hosts)) } else { cell }
+}
+
+/// `1 host`, `4 hosts`.
+pub fn hosts_words(n: u32) -> String {
+    if n == 1 { "1 host".into() } else { format!("{n} hosts") }
 }
 
 /// A step's figures as the step tables show them: workers, in flight, IOPS, MB/s, mean, p50,
@@ -168,8 +175,10 @@ pub const HOST_HEADERS: [&str; 11] =
 
 /// One host's figures in a step, as the per-host tables show them (see [`HOST_HEADERS`]).
 pub fn host_cells(w: &WorkloadResult, s: &StepResult, h: &HostStepResult) -> Vec<String> {
+    // Its own workers where it ran a share of the step's (uneven hosts).
+    let own = StepResult { workers: if h.workers > 0 { h.workers } else { s.workers }, ..s.clone() };
     vec![
-        workers_cell(w, s),
+        workers_cell(w, &own),
         h.host.clone(),
         h.hostname.clone(),
         format::iops(h.iops),
@@ -277,8 +286,11 @@ pub fn step_label(w: &WorkloadResult, s: &StepResult) -> String {
     if s.rate.is_some() {
         return format!("at {}", rate_target(s, w.kind == "sequential"));
     }
-    let workers = if s.workers == 1 { "1 worker".to_string() } else { format!("{} workers", s.workers) };
-    if w.ramps_queue_depth() { format!("{workers} × qd {}", s.queue_depth) } else { workers }
+    let mut workers = if s.workers == 1 { "1 worker".to_string() } else { format!("{} workers", s.workers) };
+    if w.ramps_queue_depth() {
+        workers = format!("{workers} × qd {}", s.queue_depth);
+    }
+    if w.host_sweep.is_some() { format!("{workers} on {}", hosts_words(s.planned_hosts)) } else { workers }
 }
 
 /// Whether a workload ran a rate ramp.
@@ -330,8 +342,12 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
                 workers = format!("{workers} × qd {}", p.queue_depth);
             }
             let hosts = w.steps.get(p.step).map_or(1, |s| s.hosts);
-            if hosts > 1 {
+            if let Some(uneven) = w.steps.get(p.step).and_then(uneven_hosts) {
+                workers = format!("{workers} per host at scale 1; {uneven}");
+            } else if hosts > 1 {
                 workers = format!("{workers} per host × {hosts} hosts");
+            } else if w.host_sweep.is_some() {
+                workers = format!("{workers} on 1 host");
             }
             if let Some(s) = w.steps.get(p.step).filter(|s| s.rate.is_some()) {
                 workers = format!("driven at {}", rate_target(s, seq));
@@ -601,12 +617,25 @@ pub fn workload_report(w: &WorkloadResult) -> String {
     out.push_str(&step_table(w));
     out.push('\n');
     out.push_str(&grid_report(w));
+    out.push_str(&sweep_report(w));
     out.push_str(&host_table(w));
     for l in summary_lines(w).into_iter().chain(warnings(w)) {
         out.push_str(&l);
         out.push('\n');
     }
     out
+}
+
+/// What each host of a step of uneven hosts ran (`workers_scale`): `a:7420 8, b:7420 2
+/// workers`; None when every host ran the step's workers.
+pub fn uneven_hosts(s: &StepResult) -> Option<String> {
+    let own = |h: &HostStepResult| if h.workers > 0 { h.workers } else { s.workers };
+    if s.host_results.iter().all(|h| own(h) == s.workers) {
+        return None;
+    }
+    let each: Vec<String> = s.host_results.iter().map(|h| format!("{} {}", h.host, own(h))).collect();
+    let total: u32 = s.host_results.iter().map(own).sum();
+    Some(format!("{} workers ({total} in all)", each.join(", ")))
 }
 
 /// A workload's queue depth in words: `4`, or a queue-depth ramp's `1, 4, 16`.
@@ -667,6 +696,37 @@ pub fn grid_report(w: &WorkloadResult) -> String {
     }
     for a in &g.by_queue_depth {
         out.push_str(&format!("  along the workers at qd {}: {}\n", a.at, along(a, "workers")));
+    }
+    out
+}
+
+/// A host-count sweep: at each count its speed, optimum and maximum, the links' ceiling of the
+/// hosts that ran its maximum and its scaling against the first count. Empty for any other
+/// workload.
+pub fn sweep_report(w: &WorkloadResult) -> String {
+    let Some(sweep) = &w.host_sweep else { return String::new() };
+    let seq = w.kind == "sequential";
+    let mut out = String::new();
+    for a in &sweep.by_hosts {
+        let cell = |p: &Option<iocurve_analysis::Point>| point_cell(p, seq);
+        let maximum = match &a.maximum_undecided {
+            Some(u) => format!("undecided ({})", u.reason),
+            None => cell(&a.maximum),
+        };
+        let mut beside = Vec::new();
+        if let Some(c) = a.link_ceiling_mbps {
+            beside.push(format!("links carry {}", format::mbps(c)));
+        }
+        if let Some(p) = a.scaling_pct {
+            beside.push(format!("{p:.0} % of linear scaling"));
+        }
+        let beside = if beside.is_empty() { String::new() } else { format!(" ({})", beside.join("; ")) };
+        out.push_str(&format!(
+            "  on {}: speed {}, optimum {}, maximum {maximum}{beside}\n",
+            hosts_words(a.at),
+            cell(&a.speed),
+            cell(&a.optimum)
+        ));
     }
     out
 }
@@ -963,7 +1023,7 @@ fn step_list(w: &WorkloadResult, steps: &[&StepResult]) -> String {
     if steps.len() > 1 && steps.len() == w.steps.len() {
         return format!("all {} steps", steps.len());
     }
-    if steps.iter().any(|s| s.rate.is_some()) || w.ramps_queue_depth() {
+    if steps.iter().any(|s| s.rate.is_some()) || w.ramps_queue_depth() || w.host_sweep.is_some() {
         return steps.iter().map(|s| step_label(w, s)).collect::<Vec<_>>().join(", ");
     }
     let counts: Vec<String> = steps.iter().map(|s| s.workers.to_string()).collect();
@@ -1068,6 +1128,7 @@ mod tests {
             stop_at: Default::default(),
             links: None,
             grid: None,
+            host_sweep: None,
             steps,
         }
     }
@@ -1146,6 +1207,7 @@ mod tests {
                 write_pct: 0.0,
             }),
             grid: None,
+            host_sweep: None,
             steps,
         };
         let text = workload_report(&w);

@@ -68,6 +68,8 @@ pub struct Cluster {
     remotes: Vec<Remote>,
     /// Per agent, its target paths.
     targets: Vec<Vec<TargetGroup>>,
+    /// Per agent, its `workers_scale` (`[[hosts]]`; 1 for `--hosts`).
+    scales: Vec<f64>,
     /// Per agent, its targets as it opened them (its own paths, and which are fresh).
     facts: Vec<Vec<pb::TargetFacts>>,
     /// Agents lost before the first step (address, why): the run went on without them.
@@ -177,6 +179,7 @@ impl Cluster {
             rt,
             remotes,
             targets: vec![Vec::new()],
+            scales: vec![1.0],
             facts,
             unreachable: Vec::new(),
             scratch_size: 0,
@@ -224,11 +227,23 @@ impl Cluster {
                 vec![TargetGroup { name: "targets".into(), weight: 1, targets: targets.to_vec() }]
             }
         };
-        let hosts: Vec<(String, Vec<TargetGroup>)> = if args.addresses.is_empty() {
-            plan.hosts.iter().map(|h| (h.address.clone(), host_groups(&h.targets))).collect()
+        let hosts: Vec<(String, Vec<TargetGroup>, f64)> = if args.addresses.is_empty() {
+            plan.hosts.iter().map(|h| (h.address.clone(), host_groups(&h.targets), h.workers_scale)).collect()
         } else {
-            args.addresses.iter().map(|a| (a.clone(), plan.groups.clone())).collect()
+            args.addresses.iter().map(|a| (a.clone(), plan.groups.clone(), 1.0)).collect()
         };
+        // A host-count sweep counts the hosts listed: none beyond them.
+        if let Some((w, &most)) =
+            plan.workloads.iter().filter_map(|w| w.host_ramp.last().map(|n| (w, n))).max_by_key(|(_, n)| **n)
+            && most as usize > hosts.len()
+        {
+            return Err(Error::Usage(format!(
+                "workload {}: host_ramp {:?} goes up to {most} hosts, but the run has {} (--hosts or [[hosts]]): list more agents or lower the sweep",
+                w.name,
+                w.host_ramp,
+                hosts.len()
+            )));
+        }
         let keep_going = !args.abort_on_host_loss;
         let stop = cancel.flag();
         let addrs: Vec<String> = hosts.iter().map(|h| h.0.clone()).collect();
@@ -267,11 +282,13 @@ impl Cluster {
         };
         let mut remotes = Vec::new();
         let mut targets = Vec::new();
-        for ((addr, groups), r) in hosts.iter().zip(reached) {
+        let mut scales = Vec::new();
+        for ((addr, groups, scale), r) in hosts.iter().zip(reached) {
             match r {
                 Ok(r) => {
                     remotes.push(r);
                     targets.push(groups.clone());
+                    scales.push(*scale);
                 }
                 Err(why) => lose(addr, why)?,
             }
@@ -308,6 +325,7 @@ impl Cluster {
                     lose(&remotes[i].addr, why)?;
                     remotes.remove(i);
                     targets.remove(i);
+                    scales.remove(i);
                 }
             }
         }
@@ -346,6 +364,7 @@ impl Cluster {
             rt,
             remotes,
             targets,
+            scales,
             facts,
             unreachable,
             scratch_size,
@@ -650,11 +669,22 @@ impl Cluster {
         cancel: &Cancel,
     ) -> Result<MultiStep, Error> {
         let workers = step.workers;
+        // A host-count sweep's step on the first `hosts` of the run's (those still with it).
+        let n = step.hosts.map_or(self.remotes.len(), |h| (h as usize).min(self.remotes.len()));
+        // Each host its share of a closed-loop step's workers (`workers_scale`); a rate step's
+        // schedule is shared out evenly whatever the hosts' sizes.
+        let host_workers: Vec<u32> = self
+            .scales
+            .iter()
+            .take(n)
+            .map(|&s| if step.rate.is_some() { workers } else { iocurve_plan::scaled_workers(workers, s) })
+            .collect();
         let spec = StepSpec {
             workload: w,
             workers,
+            host_workers: &host_workers,
             rate_iops: step.rate.map(|r| w.rate_iops(r)),
-            targets: &self.targets,
+            targets: &self.targets[..n],
             scratch_size: self.scratch_size,
             run_key: self.run_key,
             verify_journal: self.verify_journal,
@@ -675,12 +705,13 @@ impl Cluster {
             silence: self.silence,
             planned_hosts,
         };
-        let m = self.rt.block_on(client::run_step(&mut self.remotes, &spec, obs, cancel.flag()))?;
+        let m = self.rt.block_on(client::run_step(&mut self.remotes[..n], &spec, obs, cancel.flag()))?;
         self.last_setup = Some((m.setup_ns, workers));
         // A lost agent sits out the rest of the run (its figures so far are kept).
         for &i in m.lost.iter().rev() {
             self.remotes.remove(i);
             self.targets.remove(i);
+            self.scales.remove(i);
             self.facts.remove(i);
         }
         Ok(m)

@@ -316,6 +316,7 @@ impl Session<'_, '_> {
             steps: r.ramp.len(),
             workers,
             queue_depth: w.ramps_queue_depth().then_some(step.queue_depth),
+            hosts: step.hosts,
             rate: step.rate,
             sequential: w.pattern == Pattern::Sequential,
             rested_s: if si > 0 { w.pause_s } else { 0.0 },
@@ -382,28 +383,28 @@ impl Session<'_, '_> {
             error: None,
         };
         let earlier = self.losses.len();
-        let outcome = self
-            .cluster
-            .run_step(w_step, step, self.planned_hosts, &self.plan.faults, &mut rec, self.cancel)
-            .map(|m| {
-                let start_ns = m.merged.measured_from_unix_ns.map(|t| t - (w_step.warmup_s * 1e9) as i64);
-                for l in m.losses {
-                    let loss = HostLoss {
-                        at: start_ns.map_or_else(time::now_rfc3339, |t| {
-                            iocurve_stats::date::rfc3339_ns(t.saturating_add((l.into_step_s * 1e9) as i64))
-                        }),
-                        workload: w.name.clone(),
-                        workload_index: at.index,
-                        step: si,
-                        workers: step.workers,
-                        into_step_s: l.into_step_s,
-                        why: l.why,
-                    };
-                    mark_lost(&mut self.host, &l.address, &loss);
-                    self.losses.push((l.address, loss));
-                }
-                m.merged
-            });
+        // A host-count sweep's step is planned on its count of hosts: its smaller steps are
+        // not hosts lost.
+        let planned = step.hosts.unwrap_or(self.planned_hosts);
+        let outcome = self.cluster.run_step(w_step, step, planned, &self.plan.faults, &mut rec, self.cancel).map(|m| {
+            let start_ns = m.merged.measured_from_unix_ns.map(|t| t - (w_step.warmup_s * 1e9) as i64);
+            for l in m.losses {
+                let loss = HostLoss {
+                    at: start_ns.map_or_else(time::now_rfc3339, |t| {
+                        iocurve_stats::date::rfc3339_ns(t.saturating_add((l.into_step_s * 1e9) as i64))
+                    }),
+                    workload: w.name.clone(),
+                    workload_index: at.index,
+                    step: si,
+                    workers: step.workers,
+                    into_step_s: l.into_step_s,
+                    why: l.why,
+                };
+                mark_lost(&mut self.host, &l.address, &loss);
+                self.losses.push((l.address, loss));
+            }
+            m.merged
+        });
         let (step_id, store_err) = (rec.step_id, rec.error);
         // Stored as it happens: a run killed later still marks the loss.
         if self.losses.len() > earlier

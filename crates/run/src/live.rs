@@ -35,7 +35,15 @@ impl StepObserver for LiveMetrics {
         self.gauges.progress(p, &self.exporter);
     }
 
-    fn host_started(&mut self, host: u32, address: &str, _hostname: &str, _started_unix_ns: i64, _threads: usize) {
+    fn host_started(
+        &mut self,
+        host: u32,
+        address: &str,
+        _hostname: &str,
+        _started_unix_ns: i64,
+        _threads: usize,
+        _workers: u32,
+    ) {
         let h = host as usize;
         if self.hosts.len() <= h {
             self.hosts.resize(h + 1, String::new());

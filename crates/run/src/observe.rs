@@ -22,6 +22,8 @@ pub struct StepAt<'a> {
     /// Outstanding I/Os per worker, when the workload ramps them (`qd_ramp`); None: its one
     /// queue depth, told with the workload.
     pub queue_depth: Option<u32>,
+    /// A host-count sweep's step: the hosts it runs on (None: all the run's).
+    pub hosts: Option<u32>,
     /// A rate step: its target rate (IOPS, or MB/s for `sequential` workloads).
     pub rate: Option<f64>,
     pub sequential: bool,
@@ -76,8 +78,16 @@ impl StepObserver for Observers<'_> {
     fn warning(&mut self, message: &str) {
         self.0.iter_mut().for_each(|o| o.warning(message));
     }
-    fn host_started(&mut self, host: u32, address: &str, hostname: &str, started_unix_ns: i64, threads: usize) {
-        self.0.iter_mut().for_each(|o| o.host_started(host, address, hostname, started_unix_ns, threads));
+    fn host_started(
+        &mut self,
+        host: u32,
+        address: &str,
+        hostname: &str,
+        started_unix_ns: i64,
+        threads: usize,
+        workers: u32,
+    ) {
+        self.0.iter_mut().for_each(|o| o.host_started(host, address, hostname, started_unix_ns, threads, workers));
     }
     fn host_interval(&mut self, host: u32, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
         self.0.iter_mut().for_each(|o| o.host_interval(host, index, stats, cpu, duration_s));

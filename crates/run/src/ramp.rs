@@ -21,7 +21,9 @@ impl Ramp {
     /// `w`'s ramp as planned, or, for a search, its first probe (the maximum it searches under).
     pub fn new(w: &Workload, search: Option<Search>) -> Ramp {
         let steps = match &search {
-            Some(sr) => vec![RampStep { workers: w.max_outstanding, queue_depth: 1, rate: Some(sr.first()) }],
+            Some(sr) => {
+                vec![RampStep { workers: w.max_outstanding, queue_depth: 1, hosts: None, rate: Some(sr.first()) }]
+            }
             None => w.steps(),
         };
         Ramp { steps, next: 0, search }

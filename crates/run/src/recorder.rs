@@ -45,14 +45,22 @@ impl StepObserver for Recorder<'_, '_> {
         self.observers.warning(message);
     }
 
-    fn host_started(&mut self, host: u32, address: &str, hostname: &str, started_unix_ns: i64, threads: usize) {
+    fn host_started(
+        &mut self,
+        host: u32,
+        address: &str,
+        hostname: &str,
+        started_unix_ns: i64,
+        threads: usize,
+        workers: u32,
+    ) {
         if let (Some(step), None) = (self.step_id, &self.error)
-            && let Err(e) = self.store.add_step_host(step, host, address, hostname, started_unix_ns, threads)
+            && let Err(e) = self.store.add_step_host(step, host, address, hostname, started_unix_ns, (threads, workers))
         {
             self.error = Some(e);
         }
         if self.stored() {
-            self.observers.host_started(host, address, hostname, started_unix_ns, threads);
+            self.observers.host_started(host, address, hostname, started_unix_ns, threads, workers);
         }
     }
 

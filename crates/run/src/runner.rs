@@ -106,12 +106,19 @@ impl<'o> Runner<'o> {
             Ok(())
         };
         for w in &plan.workloads {
+            // A host-count sweep needs hosts to count: a local run is one host.
+            if w.host_ramp.iter().any(|&n| n > 1) {
+                return Err(Error::Usage(format!(
+                    "workload {}: host_ramp {:?} sweeps the number of agents, but this run is on this host alone: give the agents (--hosts or [[hosts]]), or drop host_ramp",
+                    w.name, w.host_ramp
+                )));
+            }
             // The most workers at the deepest queue: a grid's corner, whose memory and threads
             // are the most any step needs.
             let steps = w.steps();
             let workers = steps.iter().map(|s| s.workers).max().unwrap_or(1);
             let deepest = steps.iter().map(|s| s.queue_depth).max().unwrap_or(w.queue_depth);
-            let corner = iocurve_plan::RampStep { workers, queue_depth: deepest, rate: None };
+            let corner = iocurve_plan::RampStep { workers, queue_depth: deepest, hosts: None, rate: None };
             fits(&w.at_step(&corner), workers)?;
             // A curve's or a search's rate steps after the ramp: max_outstanding slots each.
             if let Some(d) = w.curve_workload(1.0).or_else(|| w.sla_search_workload()) {

@@ -331,9 +331,10 @@ mod tests {
         let mut merged = StepRecord::new(4, 1, 2, 1.0, 1.0);
         merged.hosts = 2;
         let step = st.begin_step(wl, 0, &merged).unwrap();
-        st.add_step_host(step, 0, "a:7420", "alpha", 1_000, 2).unwrap();
-        st.add_step_host(step, 1, "b:7420", "beta", 1_400, 2).unwrap();
-        let mut hosts = [StepRecord::new(4, 1, 2, 1.0, 1.0), StepRecord::new(4, 1, 2, 1.0, 1.0)];
+        st.add_step_host(step, 0, "a:7420", "alpha", 1_000, (2, 4)).unwrap();
+        // An uneven host (issue 41): its own workers, a quarter of the step's.
+        st.add_step_host(step, 1, "b:7420", "beta", 1_400, (2, 1)).unwrap();
+        let mut hosts = [StepRecord::new(4, 1, 2, 1.0, 1.0), StepRecord::new(1, 1, 2, 1.0, 1.0)];
         for k in 0..2u32 {
             let parts = [interval(1000 + 10 * k as u64, 50), interval(7000, 20 + k as u64)];
             let mut all = IntervalStats::default();
@@ -388,6 +389,7 @@ mod tests {
             assert_eq!(got.lost_at_s, want.lost_at_s);
             assert_eq!(got.record.total, want.record.total);
             assert_eq!(got.record.intervals, want.record.intervals);
+            assert_eq!(got.record.workers, want.record.workers, "each host's own workers");
         }
         assert!(rec.per_host[1].record.interrupted, "a lost host's record is cut short");
     }

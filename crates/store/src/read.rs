@@ -244,7 +244,7 @@ impl Store {
     /// The hosts of a multi-host step, each with its own intervals.
     fn load_hosts(&self, step_id: i64, step: &StepRecord) -> Result<Vec<HostRecord>> {
         let mut st = self.sql(self.conn.prepare(
-            "SELECT host, address, hostname, started_unix_ns, threads, lost_at_s, offset_ns, offset_rtt_ns, offset_after_ns, offset_after_rtt_ns FROM step_hosts WHERE step_id = ?1 ORDER BY host",
+            "SELECT host, address, hostname, started_unix_ns, threads, lost_at_s, offset_ns, offset_rtt_ns, offset_after_ns, offset_after_rtt_ns, workers FROM step_hosts WHERE step_id = ?1 ORDER BY host",
         ))?;
         let rows = st.query_map([step_id], |r| {
             Ok((
@@ -260,13 +260,16 @@ impl Store {
                     offset_after_ns: r.get(8)?,
                     rtt_after_ns: r.get(9)?,
                 },
+                r.get::<_, Option<u32>>(10)?,
             ))
         });
         let rows: Vec<_> = self.sql(rows.and_then(|m| m.collect::<rusqlite::Result<Vec<_>>>()))?;
         let mut hosts = Vec::new();
-        for (host, address, hostname, started_unix_ns, threads, lost_at_s, clock) in rows {
+        for (host, address, hostname, started_unix_ns, threads, lost_at_s, clock, workers) in rows {
+            // Stored before hosts had their own (v24): the step's.
+            let workers = workers.unwrap_or(step.workers);
             let mut record =
-                StepRecord::new(step.workers, step.queue_depth, threads as usize, step.interval_s, step.sample_s);
+                StepRecord::new(workers, step.queue_depth, threads as usize, step.interval_s, step.sample_s);
             record.rate_iops = step.rate_iops;
             self.each_interval(step_id, Some(host), |stats, cpu, duration_s| {
                 record.push_interval(stats, cpu, duration_s)

@@ -7,8 +7,14 @@ use super::*;
 pub(crate) const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
     SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19,
-    SCHEMA_V20, SCHEMA_V21, SCHEMA_V22, SCHEMA_V23,
+    SCHEMA_V20, SCHEMA_V21, SCHEMA_V22, SCHEMA_V23, SCHEMA_V24,
 ];
+
+/// v24: uneven hosts (issue 41): the workers each host of a multi-host step ran (its
+/// `workers_scale` of the step's; NULL in steps stored before: the step's own).
+const SCHEMA_V24: &str = "
+ALTER TABLE step_hosts ADD COLUMN workers INTEGER;
+";
 
 /// v23: trims (issue 40), a direction of their own beside reads and writes: per interval their
 /// count, bytes and latency histogram (NULL: none), errors with direction `trim`, trim IOPS in

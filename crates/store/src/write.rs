@@ -114,7 +114,8 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// Records that host number `host` of a multi-host step started.
+    /// Records that host number `host` of a multi-host step started, with its I/O threads and
+    /// the workers it runs (uneven hosts run their own share).
     pub fn add_step_host(
         &self,
         step_id: i64,
@@ -122,11 +123,11 @@ impl Store {
         address: &str,
         hostname: &str,
         started_unix_ns: i64,
-        threads: usize,
+        (threads, workers): (usize, u32),
     ) -> Result<()> {
         let x = self.conn.execute(
-            "INSERT INTO step_hosts (step_id, host, address, hostname, started_unix_ns, threads) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![step_id, host, address, hostname, started_unix_ns, threads as i64],
+            "INSERT INTO step_hosts (step_id, host, address, hostname, started_unix_ns, threads, workers) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![step_id, host, address, hostname, started_unix_ns, threads as i64, workers],
         );
         self.sql(x).map(drop)
     }

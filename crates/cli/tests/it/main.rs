@@ -29,6 +29,7 @@ mod fio;
 mod fio_plot;
 mod formats;
 mod grids;
+mod hosts;
 mod launch;
 mod metrics;
 mod precondition;

@@ -104,3 +104,30 @@ fn a_queue_depth_ramp_from_the_command_line_and_what_is_refused() {
         input_error(&o, &[key, says]);
     }
 }
+
+/// Uneven hosts and host sweeps as a dry run tells them; a scale that means nothing is refused
+/// where it is written (issue 41).
+#[test]
+fn a_dry_run_tells_uneven_hosts_and_a_sweep_and_refuses_a_bad_scale() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = "[[hosts]]\naddress = \"a:7420\"\n[[hosts]]\naddress = \"b:7420\"\nworkers_scale = 0.25\n";
+    std::fs::write(
+        dir.path().join("plan.toml"),
+        format!("{hosts}[[workloads]]\nname = \"w\"\nramp = [4, 8]\nhost_ramp = [1, 2]\n"),
+    )
+    .unwrap();
+    let o = iocurve(dir.path(), &["run", "plan.toml", "--dry-run"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("hosts: agents a:7420, b:7420 (workers × 0.25)"), "{out}");
+    assert!(out.contains("steps (workers): on 1 host: 4, 8; on 2 hosts: 4, 8 —"), "{out}");
+    for bad in ["0", "-1", "65", "nan"] {
+        std::fs::write(
+            dir.path().join("plan.toml"),
+            format!("[[hosts]]\naddress = \"a:7420\"\nworkers_scale = {bad}\n[[workloads]]\nname = \"w\"\n"),
+        )
+        .unwrap();
+        let o = iocurve(dir.path(), &["run", "plan.toml", "--dry-run"]);
+        input_error(&o, &["hosts[0].workers_scale", "above 0 up to 64"]);
+    }
+}

@@ -46,6 +46,19 @@ pub(super) fn qd_ramp(qds: &[u32]) -> Result<(), String> {
     })
 }
 
+/// `host_ramp`: host counts, usable and increasing.
+pub(super) fn host_ramp(counts: &[u32]) -> Result<(), String> {
+    ensure(!counts.is_empty(), || {
+        "host_ramp is empty: give the host counts of the sweep, e.g. host_ramp = [1, 2, 4, 8], or drop it".into()
+    })?;
+    ensure(counts.iter().all(|&n| (1..=4096).contains(&n)), || {
+        format!("host_ramp {counts:?}: every count is 1 to 4096 hosts")
+    })?;
+    ensure(counts.windows(2).all(|p| p[0] < p[1]), || {
+        format!("host_ramp {counts:?} must increase strictly (e.g. 1, 2, 4, 8)")
+    })
+}
+
 /// `rate`: target rates of a rate ramp, usable and increasing.
 pub(super) fn rate(rate: &[f64]) -> Result<(), String> {
     ensure(!rate.is_empty(), || {

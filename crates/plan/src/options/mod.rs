@@ -182,6 +182,15 @@ workload_keys! {
             Some("ramp"), List, "LIST", Some("[1, 2, 4, 8, 16, 32]"),
             "Worker counts of the ramp, comma-separated and increasing (e.g. 1,2,4,8).",
         );
+    /// Host counts of a host-count sweep, increasing: the workload's ramp runs on the first 1,
+    /// 2, 4 … hosts listed (`[[hosts]]` or `--hosts`, in their order), each count's steps
+    /// compared with that many hosts planned (not as hosts lost).
+    host_ramp: Vec<u32>
+        => host_ramp: Vec<u32> [serde(default)] [doc = "Empty: every step on all the run's hosts."] = [list |r| checks::host_ramp(r)],
+        table(
+            Some("host-ramp"), List, "LIST", None,
+            "Host counts of a host-count sweep, comma-separated and increasing (e.g. 1,2,4,8): the ramp runs on the first 1, then 2, 4 … hosts of --hosts or [[hosts]] in their order, with speed, optimum and maximum per host count.",
+        );
     /// Seconds of load before measuring each step (not counted).
     warmup_s: f64
         => warmup_s: f64

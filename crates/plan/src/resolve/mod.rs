@@ -260,10 +260,22 @@ impl Resolver<'_> {
         let mut hosts = Vec::new();
         for (i, h) in self.file.hosts.iter().flatten().enumerate() {
             let at = [Seg::Key("hosts"), Seg::Index(i), Seg::Key("links")];
+            let workers_scale = h.workers_scale.unwrap_or(1.0);
+            if !(workers_scale > 0.0 && workers_scale <= crate::resolved::MAX_WORKERS_SCALE) {
+                return Err(self.err(
+                    &[Seg::Key("hosts"), Seg::Index(i), Seg::Key("workers_scale")],
+                    format!("hosts[{i}].workers_scale"),
+                    format!(
+                        "workers_scale is {workers_scale}: a host runs its scale times each step's workers (at least one), above 0 up to {}, e.g. 0.25 for a host a quarter the size",
+                        crate::resolved::MAX_WORKERS_SCALE
+                    ),
+                ));
+            }
             hosts.push(HostSpec {
                 address: h.address.clone(),
                 targets: h.targets.clone().unwrap_or_default(),
                 links: self.links(h.links.as_deref(), &at, &format!("hosts[{i}].links"))?,
+                workers_scale,
             });
         }
         if let Some(s) = self.file.scratch_size.filter(|&s| s < 4096) {

@@ -168,6 +168,12 @@ pub(crate) fn cross_checks(w: &Workload) -> Result<(), KeyError> {
             ),
         ));
     }
+    if !w.host_ramp.is_empty() && w.is_grid() {
+        return Err((
+            "host_ramp",
+            "a host-count sweep of a workers × queue-depth grid would be a cube of steps: sweep the hosts over a worker ramp or a queue-depth ramp (one worker count), not both".into(),
+        ));
+    }
     if !w.rate.is_empty() {
         if !w.qd_ramp.is_empty() {
             return Err((
@@ -421,6 +427,40 @@ mod tests {
         assert_eq!((at.queue_depth, at.qd_ramp.len()), (4, 0));
         check_workload(&at, &[], "coordinator").unwrap();
         check_workload(&w, &[], "coordinator").unwrap();
+    }
+
+    /// Issue 41: a host-count sweep runs the whole ramp at each count, the fewest hosts first;
+    /// over a grid it is refused; a step's workload carries no ramp of hosts or depths.
+    #[test]
+    fn a_host_sweep_runs_the_ramp_at_each_count() {
+        let w = parse_str(
+            "[[workloads]]\nname = \"w\"\nramp = [1, 4]\nhost_ramp = [1, 2, 4]\n",
+            "p",
+            &Overrides::default(),
+        )
+        .unwrap()
+        .workloads
+        .remove(0);
+        let steps: Vec<(Option<u32>, u32)> = w.steps().iter().map(|s| (s.hosts, s.workers)).collect();
+        assert_eq!(steps, [(Some(1), 1), (Some(1), 4), (Some(2), 1), (Some(2), 4), (Some(4), 1), (Some(4), 4)]);
+        assert_eq!(w.planned_steps(), 6);
+        let at = w.at_step(&w.steps()[3]);
+        assert!(at.host_ramp.is_empty());
+        check_workload(&at, &[], "coordinator").unwrap();
+        let e = parse_str(
+            "[[workloads]]\nname = \"w\"\nramp = [1, 4]\nqd_ramp = [1, 4]\nhost_ramp = [1, 2]\n",
+            "p",
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("would be a cube of steps"), "{e}");
+        for (bad, says) in
+            [("[2, 1]", "must increase strictly"), ("[0, 1]", "1 to 4096 hosts"), ("[]", "host_ramp is empty")]
+        {
+            let e = parse_str(&format!("[[workloads]]\nname = \"w\"\nhost_ramp = {bad}\n"), "p", &Overrides::default())
+                .unwrap_err();
+            assert!(e.to_string().contains(says), "{e}");
+        }
     }
 
     /// Issue 39: what skew, sizes per direction, think time and bursts exclude is refused with

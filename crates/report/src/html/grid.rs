@@ -1,6 +1,7 @@
-//! Workers × queue-depth grids in the report (issue 41): each grid charted as a queue-depth
-//! ramp per worker count (a series each, its figures those of the grid's line), and drawn as
-//! heat maps of throughput and mean latency, the optimum and maximum cells outlined.
+//! Workers × queue-depth grids and host-count sweeps in the report (issue 41): each grid
+//! charted as a queue-depth ramp per worker count, each sweep as a ramp per host count (a
+//! series each, its figures those of its line), and a grid drawn as heat maps of throughput and
+//! mean latency, the optimum and maximum cells outlined.
 
 use iocurve_analysis::{Axis, Grid, Point, RunResult, StepResult, WorkloadResult};
 use serde::Serialize;
@@ -22,20 +23,27 @@ pub(super) fn with_rows(runs: &[ReportRun]) -> Vec<ReportRun> {
         .collect()
 }
 
-/// A workload, or a grid's rows.
+/// Whether a step is on a line (at its worker count, or its host count).
+type OnLine = fn(&StepResult, u32) -> bool;
+
+/// A workload, a grid's rows or a sweep's host counts.
 fn rows(w: &WorkloadResult) -> Vec<WorkloadResult> {
-    let Some(g) = &w.grid else { return vec![w.clone()] };
-    g.by_workers
+    let (lines, on_line, unit): (&[Axis], OnLine, &str) = match (&w.grid, &w.host_sweep) {
+        (Some(g), _) => (&g.by_workers, |s, n| s.workers == n, "worker"),
+        (None, Some(h)) => (&h.by_hosts, |s, n| s.planned_hosts == n, "host"),
+        (None, None) => return vec![w.clone()],
+    };
+    lines
         .iter()
         .map(|line| {
-            let kept: Vec<usize> = (0..w.steps.len()).filter(|&i| w.steps[i].workers == line.at).collect();
+            let kept: Vec<usize> = (0..w.steps.len()).filter(|&i| on_line(&w.steps[i], line.at)).collect();
             // A point of the line, its index into the row's steps.
             let moved = |p: &Option<Point>| {
                 p.and_then(|p| kept.iter().position(|&i| i == p.step).map(|k| Point { step: k, ..p }))
             };
-            let workers = if line.at == 1 { "1 worker".to_string() } else { format!("{} workers", line.at) };
+            let at = if line.at == 1 { format!("1 {unit}") } else { format!("{} {unit}s", line.at) };
             WorkloadResult {
-                name: format!("{} @ {workers}", w.name),
+                name: format!("{} @ {at}", w.name),
                 steps: kept.iter().map(|&i| w.steps[i].clone()).collect(),
                 speed: moved(&line.speed),
                 optimum: moved(&line.optimum),
@@ -47,6 +55,11 @@ fn rows(w: &WorkloadResult) -> Vec<WorkloadResult> {
                 sla_answer: None,
                 min_lat_us: kept.iter().map(|&i| w.steps[i].lat_us.min).reduce(f64::min),
                 grid: None,
+                // The line's own: its link ceiling drawn over its throughput.
+                host_sweep: w
+                    .host_sweep
+                    .as_ref()
+                    .map(|_| iocurve_analysis::HostSweep { host_counts: vec![line.at], by_hosts: vec![line.clone()] }),
                 ..w.clone()
             }
         })

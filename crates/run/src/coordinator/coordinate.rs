@@ -64,7 +64,10 @@ pub struct Lost {
 /// The parameters of a step sent to every agent.
 pub struct StepSpec<'a> {
     pub workload: &'a Workload,
+    /// The step's workers per host, as its ramp gives them.
     pub workers: u32,
+    /// What each agent runs: `workers`, or scaled by its `workers_scale` (uneven hosts).
+    pub host_workers: &'a [u32],
     /// A rate step: the IOPS of the whole run, shared out among the agents.
     pub rate_iops: Option<f64>,
     /// Per agent, its target groups (with the plan's weights).
@@ -87,6 +90,13 @@ pub struct StepSpec<'a> {
     /// The hosts the step is planned on: all the hosts the run started its steps with, lost
     /// ones included (the step's record keeps it beside the hosts that ran it).
     pub planned_hosts: u32,
+}
+
+impl StepSpec<'_> {
+    /// The workers agent `h` runs.
+    pub fn workers_of(&self, h: usize) -> u32 {
+        self.host_workers.get(h).copied().unwrap_or(self.workers)
+    }
 }
 
 /// The coordinator's view of the agents while a step runs: the step's session, one handler
@@ -263,7 +273,8 @@ impl<'a> Hosts<'a> {
         // A host's own record only where the result lists hosts: a local run's would repeat
         // the step's, interval by interval, for the whole run (issue 21).
         if self.per_host {
-            let mut own = StepRecord::new(spec.workers, w.queue_depth, s.threads as usize, w.interval_s, s.sample_s);
+            let mut own =
+                StepRecord::new(spec.workers_of(h), w.queue_depth, s.threads as usize, w.interval_s, s.sample_s);
             own.rate_iops = spec.rate_iops;
             self.records[h] = Some(own);
         }
@@ -281,7 +292,7 @@ impl<'a> Hosts<'a> {
         }
         if self.per_host {
             let a = &self.agents[h];
-            obs.host_started(h as u32, &a.addr, &a.hostname, self.started[h], s.threads as usize);
+            obs.host_started(h as u32, &a.addr, &a.hostname, self.started[h], s.threads as usize, spec.workers_of(h));
         }
     }
 
@@ -678,7 +689,7 @@ fn send_requests(remotes: &[Remote], spec: &StepSpec, json: &str, keys: &[i64]) 
     for (h, (r, targets)) in remotes.iter().zip(spec.targets).enumerate() {
         let req = pb::StepRequest {
             workload_json: json.to_string(),
-            workers: spec.workers,
+            workers: spec.workers_of(h),
             groups: wire_groups(targets),
             start_at_unix_ns: keys[h],
             scratch_size: spec.scratch_size,
@@ -884,6 +895,7 @@ mod tests {
         StepSpec {
             workload: w,
             workers: 2,
+            host_workers: &[],
             rate_iops: None,
             targets: &[],
             scratch_size: 0,

@@ -1,0 +1,137 @@
+//! Uneven hosts and host-count sweeps (issue 41) on agents in network namespaces: every I/O
+//! takes 2 ms more (a latency fault), so by Little's law each host keeps `IOPS × mean latency`
+//! I/Os in flight — the workers it was given — whatever the machine's speed.
+
+use iocurve_testkit::cluster::*;
+use iocurve_testkit::*;
+use serde_json::Value;
+
+/// Two agents, the second at half the workers (`workers_scale = 0.5`), a ramp of 2 and 4
+/// workers on 1 host, then on 2: each host ran its own share (by Little's law and as stored),
+/// the sweep's one-host steps are planned on one host (not hosts lost), and each count has its
+/// figures, its links' ceiling and its scaling.
+#[test]
+fn a_host_sweep_over_uneven_hosts_runs_each_count_and_each_share() {
+    needs_root!();
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let namespaces: Vec<Netns> = (1..=2).map(Netns::new).collect();
+    let mut agents = Vec::new();
+    let mut text = String::from("links = \"1x32G FC\"\n");
+    for (name, ns) in ["a", "b"].into_iter().zip(&namespaces) {
+        let d = dir.path().join(name);
+        std::fs::create_dir(&d).unwrap();
+        let a = AgentProc::start_in(Some(ns), &d, &c, &format!("{}/*", d.display()), &[]);
+        let scale = if name == "b" { "workers_scale = 0.5\n" } else { "" };
+        text.push_str(&format!("[[hosts]]\naddress = \"{}\"\ntargets = [\"{}/t.dat\"]\n{scale}", a.addr, d.display()));
+        agents.push(a);
+    }
+    text.push_str(
+        "[[workloads]]\nname = \"sweep\"\nread_pct = 100\nramp = [2, 4]\nhost_ramp = [1, 2]\nwarmup_s = 0.2\nintervals = 2\ninterval_s = 0.5\n\
+         [[faults]]\nkind = \"latency\"\nlatency_ms = 2\n",
+    );
+    std::fs::write(dir.path().join("plan.toml"), text).unwrap();
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--json", "r.json"]).output().unwrap();
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("step 3/4, 2 workers on 2 hosts"), "{out}");
+    assert!(out.contains("on 2 hosts: speed"), "{out}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let b = &agents[1].addr;
+    let mut shares = Vec::new();
+    for s in steps(&r, 0) {
+        let (count, planned) = (s["host_count"].as_u64().unwrap(), s["planned_hosts"].as_u64().unwrap());
+        assert_eq!(count, planned, "each step on the hosts planned for it: {s}");
+        assert!(s["flags"].as_array().unwrap().iter().all(|f| f["code"] != "fewer_hosts"), "{s}");
+        let mut in_all = 0;
+        for h in s["hosts"].as_array().unwrap() {
+            let workers = h["workers"].as_u64().unwrap();
+            let want =
+                if h["host"] == *b { s["workers"].as_u64().unwrap() / 2 } else { s["workers"].as_u64().unwrap() };
+            assert_eq!(workers, want, "{h}");
+            // Little's law on each host: its own workers in flight, not the step's.
+            let in_flight = f(&h["iops"]) * f(&h["lat_us"]["mean"]) / 1e6;
+            assert!(
+                (in_flight - workers as f64).abs() <= 0.2 * workers as f64,
+                "{in_flight} in flight, not {workers}: {h}"
+            );
+            in_all += workers;
+            shares.push((count, workers));
+        }
+        assert_eq!(s["outstanding"].as_u64(), Some(in_all), "{s}");
+    }
+    assert_eq!(shares, [(1, 2), (1, 4), (2, 2), (2, 1), (2, 4), (2, 2)]);
+    let sweep = &r["workloads"][0]["host_sweep"];
+    assert_eq!(sweep["host_counts"], serde_json::json!([1, 2]));
+    let two = &sweep["by_hosts"][1];
+    assert_eq!(two["maximum"]["workers"].as_u64(), Some(4));
+    // Two hosts' links of one 32G FC each: 6'400 MB/s.
+    assert_eq!(f(&two["link_ceiling_mbps"]), 6400.0, "{two}");
+    // 6 workers on 2 hosts against 4 on one: about 75 % of linear.
+    let scaling = f(&two["scaling_pct"]);
+    assert!((60.0..90.0).contains(&scaling), "{scaling} % of linear");
+    assert!(
+        out.contains("(4 workers per host at scale 1; ") && out.contains(&format!("{b} 2 workers (6 in all))")),
+        "the summary says what each host ran: {out}"
+    );
+    assert!(out.contains("(2 workers on 1 host)"), "{out}");
+    drop(agents);
+
+    // What was stored comes back: each host's workers, the sweep's figures.
+    let shown = iocurve(dir.path(), &["show", "1"]);
+    let text = stdout(&shown);
+    assert!(text.contains("4 on 2 hosts"), "{text}");
+    assert!(text.contains("on 2 hosts: speed"), "{text}");
+    let o = iocurve(dir.path(), &["report", "1", "-o", "r.html"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+    assert!(html.contains("sweep @ 2 hosts"), "a series per host count");
+}
+
+/// A sweep beyond the hosts listed, or on one host alone, is refused before anything runs.
+#[test]
+fn a_host_sweep_beyond_the_hosts_is_refused() {
+    needs_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = "[[workloads]]\nname = \"w\"\nhost_ramp = [1, 2]\n";
+    std::fs::write(dir.path().join("plan.toml"), plan).unwrap();
+    let o = iocurve(dir.path(), &["run", "plan.toml", "--backend", "null", "--size", "8m"]);
+    input_error(&o, &["host_ramp [1, 2] sweeps the number of agents", "--hosts"]);
+    let c = certs(dir.path());
+    let (agents, hosts) = file_agents(dir.path(), &c, &["a"]);
+    hosts_plan(dir.path(), &hosts, "[[workloads]]\nname = \"w\"\nhost_ramp = [1, 2]\n");
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "8m"]).output().unwrap();
+    input_error(&o, &["goes up to 2 hosts, but the run has 1"]);
+    drop(agents);
+}
+
+/// A queue-depth ramp on agents runs as a local one does: each host keeps its workers × the
+/// step's depth in flight (Little's law again, 2 ms a request).
+#[test]
+fn a_queue_depth_ramp_on_agents_keeps_each_depth_on_each_host() {
+    needs_root!();
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let (agents, hosts) = file_agents(dir.path(), &c, &["a", "b"]);
+    hosts_plan(
+        dir.path(),
+        &hosts,
+        "[[workloads]]\nname = \"qd\"\nramp = [2]\nqd_ramp = [1, 4]\nwarmup_s = 0.2\nintervals = 2\ninterval_s = 0.5\n[[faults]]\nkind = \"latency\"\nlatency_ms = 2\n",
+    );
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--json", "r.json"]).output().unwrap();
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("2 workers × qd 4"), "{}", stdout(&o));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let depths: Vec<u64> = steps(&r, 0).iter().map(|s| s["queue_depth"].as_u64().unwrap()).collect();
+    assert_eq!(depths, [1, 4]);
+    for s in steps(&r, 0) {
+        let want = 2.0 * s["queue_depth"].as_f64().unwrap();
+        for h in s["hosts"].as_array().unwrap() {
+            let in_flight = f(&h["iops"]) * f(&h["lat_us"]["mean"]) / 1e6;
+            assert!((in_flight - want).abs() <= 0.2 * want, "{in_flight} in flight, not {want}: {h}");
+        }
+    }
+    drop(agents);
+}
