@@ -69,6 +69,18 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
                 hosts: 2,
                 run_key: 7,
                 verify_journal: i % 3 == 0,
+                // Every fourth seed a concurrent step of this workload and the next.
+                members: if i % 4 == 3 {
+                    plan.workloads
+                        .iter()
+                        .cycle()
+                        .skip(i)
+                        .take(2)
+                        .map(|m| pb::Member { workload_json: serde_json::to_string(m).expect("serializes"), workers: 1 })
+                        .collect()
+                } else {
+                    Vec::new()
+                },
             };
             out.push((format!("{}-{i}.pb", s.name), r.encode_to_vec()));
         }
@@ -113,6 +125,11 @@ fuzz_target!(init: write_seeds("agent_request", seeds), |data: &[u8]| {
     let Ok(r) = pb::StepRequest::decode(data) else { return };
     let _ = iocurve_net::agent::target_groups(&r.groups);
     let Ok((w, backend, faults)) = iocurve_net::agent::step_request(&r) else { return };
+    // A concurrent step's members (issue 41): each parsed and checked as a step's workload.
+    let Ok(members) = iocurve_net::agent::member_requests(&r) else { return };
+    if !members.is_empty() {
+        return;
+    }
     // The requested back-end's own limits (psync: one thread per outstanding I/O).
     if budget::check_step(&w, r.workers, backend).is_err() {
         return;

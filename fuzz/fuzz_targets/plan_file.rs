@@ -28,13 +28,15 @@ fuzz_target!(|data: &[u8]| {
         plan.workloads.iter().flat_map(|w| w.curve_workload(1000.0).into_iter().chain(w.sla_search_workload()));
     let all: Vec<_> = plan.workloads.iter().cloned().chain(derived).collect();
     for w in &all {
-        let workload_json = serde_json::to_string(w).expect("a resolved workload serializes");
         let mut steps = w.steps();
         if w.name.ends_with("-sla-search") && w.rate.is_empty() {
             steps = vec![iocurve_plan::RampStep { workers: w.max_outstanding, queue_depth: 1, hosts: None, rate: Some(500.0) }];
         }
         for step in steps {
             let workers = step.workers;
+            // As the coordinator sends it: at the step (its depth; no ramp of depths or hosts,
+            // no concurrent step left: a member goes as a workload of its own).
+            let workload_json = serde_json::to_string(&w.at_step(&step)).expect("a resolved workload serializes");
             let r = pb::StepRequest {
                 workload_json: workload_json.clone(),
                 workers,
@@ -48,6 +50,7 @@ fuzz_target!(|data: &[u8]| {
                 host: 0,
                 hosts: 1,
                 run_key: 7,
+                members: Vec::new(),
                 verify_journal: false,
             };
             if let Err(e) = iocurve_net::agent::step_request(&r) {

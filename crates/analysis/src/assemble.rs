@@ -48,5 +48,6 @@ impl RunResult {
         }
         .with_link_use()
         .with_sla_answers()
+        .with_members()
     }
 }

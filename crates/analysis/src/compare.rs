@@ -203,6 +203,9 @@ pub fn differences(baseline: &RunResult, run: &RunResult) -> Vec<String> {
         // Trims (issue 40): absent where a workload does not trim.
         "trim_pct",
         "trim_bs",
+        // Ramps of depths and hosts (issue 41): absent where a workload has none.
+        "qd_ramp",
+        "host_ramp",
     ];
     let workload = |r: &RunResult, name: &str| -> Option<serde_json::Value> {
         r.plan["workloads"].as_array()?.iter().find(|w| w["name"] == name).cloned()
@@ -363,6 +366,7 @@ pub(crate) mod tests {
             links: None,
             grid: None,
             host_sweep: None,
+            members: Vec::new(),
         }
     }
 

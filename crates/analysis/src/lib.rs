@@ -13,6 +13,7 @@ pub mod reclaim;
 pub mod result;
 pub mod sizing;
 pub mod step;
+mod together;
 pub mod workload;
 
 pub use assemble::RunFacts;

@@ -234,6 +234,10 @@ pub struct WorkloadResult {
     /// A host-count sweep (`host_ramp`): the figures at each host count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_sweep: Option<HostSweep>,
+    /// A concurrent step's total: its members' names (each a workload of the result of its
+    /// own, after it). Empty for any other workload.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<String>,
 }
 
 impl WorkloadResult {
@@ -390,6 +394,13 @@ impl Settings {
             ));
         }
         access.extend(shape(w, rate_steps));
+        // A concurrent step's member: with whom, and its share of the workers.
+        if let Some(g) = w.together.as_ref().filter(|_| !w.is_together_step()) {
+            access.push(format!("in concurrent step {g} at share {}", w.share));
+        }
+        if !w.target_groups.is_empty() {
+            access.push(format!("on groups {}", w.target_groups.join(", ")));
+        }
         access.push(
             match (rate_steps, w.rate.is_empty()) {
                 (false, _) if w.is_grid() => "workers × queue-depth grid",

@@ -27,7 +27,12 @@ impl Thresholds {
     /// The thresholds for `w`'s steps: a worker that thinks keeps fewer I/Os in flight than it
     /// could by design, so Little's law is not checked against its outstanding count.
     pub fn for_workload(&self, w: &iocurve_plan::Workload) -> Thresholds {
-        if w.think.is_some() { Thresholds { littles_law: f64::INFINITY, ..*self } } else { *self }
+        // Nor a concurrent step's total: its members keep their own depths, each checked alone.
+        if w.think.is_some() || w.is_together_step() {
+            Thresholds { littles_law: f64::INFINITY, ..*self }
+        } else {
+            *self
+        }
     }
 }
 
@@ -222,10 +227,17 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
     }
     // Every host its own workers (uneven hosts run their share); a step without per-host
     // records, the step's on each.
-    let outstanding = if rec.per_host.is_empty() {
+    let outstanding = if let Some(n) = rec.outstanding {
+        n
+    } else if rec.per_host.is_empty() {
         rec.workers as u64 * rec.queue_depth as u64 * rec.hosts.max(1) as u64
     } else {
-        rec.per_host.iter().map(|h| h.record.workers as u64 * rec.queue_depth as u64).sum()
+        // (Not those lost before they started: they kept nothing in flight.)
+        rec.per_host
+            .iter()
+            .filter(|h| h.started_unix_ns > 0 || h.record.measured > 0)
+            .map(|h| h.record.workers as u64 * rec.queue_depth as u64)
+            .sum()
     };
     let mut step = StepResult {
         workers: rec.workers,

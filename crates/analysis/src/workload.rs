@@ -161,11 +161,12 @@ fn point(steps: &[StepResult], i: usize) -> Point {
 
 pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> WorkloadResult {
     let seq = w.pattern == Pattern::Sequential;
-    // Rate steps in the order of their rates: an SLA search probes them out of order.
+    // Rate steps in the order of their rates: an SLA search probes them out of order. A
+    // host-count sweep's stay by host count (the stored order).
     if steps.iter().all(|s| s.rate.is_some()) {
         steps.sort_by(|a, b| {
             let t = |s: &StepResult| s.rate.as_ref().map_or(0.0, |r| r.target_iops);
-            t(a).total_cmp(&t(b))
+            a.planned_hosts.cmp(&b.planned_hosts).then(t(a).total_cmp(&t(b)))
         });
     }
     let Compared { steps: measured, apart, unsustained } = compared(&steps);
@@ -247,6 +248,7 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
         links: None,
         grid,
         host_sweep,
+        members: Vec::new(),
         steps,
     }
 }
@@ -302,7 +304,14 @@ fn host_sweep(steps: &[StepResult], measured: &[usize], seq: bool) -> Option<Hos
             axis(steps, &on, n, seq)
         })
         .collect();
-    let per_host = |a: &Axis| a.maximum.map(|p| if seq { p.mbps } else { p.iops } / a.at as f64);
+    // Linear scaling is by what the hosts ran: uneven hosts (`workers_scale`) count by their
+    // workers against the step's.
+    let hosts_worth = |p: &Point| {
+        let s = &steps[p.step];
+        let own: u32 = s.host_results.iter().map(|h| h.workers).sum();
+        if own > 0 && s.workers > 0 { own as f64 / s.workers as f64 } else { s.hosts.max(1) as f64 }
+    };
+    let per_host = |a: &Axis| a.maximum.map(|p| if seq { p.mbps } else { p.iops } / hosts_worth(&p));
     if let Some(first) = by_hosts.first().and_then(per_host).filter(|&t| t > 0.0) {
         for a in &mut by_hosts {
             a.scaling_pct = per_host(a).map(|t| t / first * 100.0);

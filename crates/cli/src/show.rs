@@ -58,6 +58,11 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
         if !results.is_empty() {
             let mut r = analyze_workload(&w, results, &sla);
             r.notes.extend(sw.notes.iter().cloned());
+            // A concurrent step's total names its members (stored beside it).
+            r.members = serde_json::from_str::<serde_json::Value>(&sw.json)
+                .ok()
+                .and_then(|v| serde_json::from_value(v["members"].clone()).ok())
+                .unwrap_or_default();
             if !sw.data_check.is_empty() {
                 r.data_check = serde_json::from_str(&sw.data_check).map_err(|e| bad("data check", e))?;
             }

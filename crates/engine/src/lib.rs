@@ -17,6 +17,7 @@ pub mod precondition;
 pub mod reclaim;
 pub mod step;
 mod think;
+pub mod together;
 mod worker;
 
 // The rooms of their own (issue 38): the data of written blocks, the targets and their safety,

@@ -187,7 +187,20 @@ fn op_gen(w: &Workload, workers: u32, targets: &TargetSet) -> Result<OpGen, Engi
         }
         geoms.push(geom);
     }
-    let groups: Vec<(u32, Vec<usize>)> = targets.groups.iter().map(|g| (g.weight, g.members.clone())).collect();
+    // A workload on some of the groups (`target_groups`, a concurrent step's member on targets
+    // of its own): the others weigh nothing for it.
+    let on = |name: &str| w.target_groups.is_empty() || w.target_groups.iter().any(|g| g == name);
+    if !targets.groups.iter().any(|g| on(&g.name)) {
+        let names: Vec<&str> = targets.groups.iter().map(|g| g.name.as_str()).collect();
+        return Err(EngineError::Input(format!(
+            "workload {}: target_groups {:?} names none of the target groups here ({})",
+            w.name,
+            w.target_groups,
+            names.join(", ")
+        )));
+    }
+    let groups: Vec<(u32, Vec<usize>)> =
+        targets.groups.iter().map(|g| (if on(&g.name) { g.weight } else { 0 }, g.members.clone())).collect();
     OpGen::new(w, workers, geoms, &groups).map_err(|(i, why)| {
         let path = targets.targets.get(i).map_or_else(String::new, |t| t.path.display().to_string());
         EngineError::Input(format!("workload {}: distribution {} on {path}: {why}", w.name, w.distribution))

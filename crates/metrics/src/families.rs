@@ -115,10 +115,13 @@ fn families(s: &State) -> Vec<Family> {
     }
     // A step by its workers per host, a queue-depth ramp's by its depth and a rate step by its
     // target too.
-    let step_labels = |(wl, workers, qd, target): &crate::StepKey| {
+    let step_labels = |(wl, workers, qd, hosts, target): &crate::StepKey| {
         let mut l = vec![("workload", wl.to_string()), ("workers", workers.to_string())];
         if *qd > 0 {
             l.push(("queue_depth", qd.to_string()));
+        }
+        if *hosts > 0 {
+            l.push(("hosts", hosts.to_string()));
         }
         if !target.is_empty() {
             l.push(("target", target.to_string()));
@@ -174,6 +177,9 @@ fn live(f: &mut Families, l: &crate::Live, run: &str) {
         f.gauge("iocurve_ramp_steps", "Steps in the running workload's ramp.", &[(w(), steps)]);
     }
     f.gauge("iocurve_workers", "Workers per host of the running step.", &[(w(), l.workers as f64)]);
+    if let Some(h) = l.hosts {
+        f.gauge("iocurve_hosts", "Hosts the running step of a host-count sweep runs on.", &[(w(), h as f64)]);
+    }
     if let Some(qd) = l.queue_depth {
         f.gauge(
             "iocurve_queue_depth",

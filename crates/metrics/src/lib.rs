@@ -111,6 +111,8 @@ pub struct Live {
     /// Outstanding I/Os per worker of a step of a queue-depth ramp or grid (`qd_ramp`); None
     /// where the workload has one queue depth.
     pub queue_depth: Option<u32>,
+    /// The hosts a host-count sweep's step runs on (`host_ramp`); None: all the run's.
+    pub hosts: Option<u32>,
     /// Its block sizes and what shapes its load (distribution, think time, bursts; empty for a
     /// uniform closed loop), for `iocurve_workload_info`.
     pub bs: String,
@@ -196,8 +198,8 @@ pub struct StepFigures {
 }
 
 /// A finished step's labels: workload, workers, queue depth of a `qd_ramp` step (0: none),
-/// target rate.
-pub(crate) type StepKey = (String, u32, u32, String);
+/// hosts of a `host_ramp` step (0: none), target rate.
+pub(crate) type StepKey = (String, u32, u32, u32, String);
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct State {
@@ -277,11 +279,12 @@ impl Exporter {
     }
 
     /// A step ended: its figures stay, labelled with its workers (and the queue depth of a
-    /// `qd_ramp` step, a rate step's target).
-    pub fn step(&self, workload: &str, workers: u32, queue_depth: Option<u32>, f: StepFigures) {
+    /// `qd_ramp` step, the hosts of a `host_ramp` step, a rate step's target).
+    pub fn step(&self, workload: &str, at: &Live, f: StepFigures) {
         self.with(|s| {
             let target = f.rate.as_ref().map(|r| r.target.label()).unwrap_or_default();
-            s.steps.insert((workload.to_string(), workers, queue_depth.unwrap_or(0), target), f);
+            let key = (workload.to_string(), at.workers, at.queue_depth.unwrap_or(0), at.hosts.unwrap_or(0), target);
+            s.steps.insert(key, f);
         });
     }
 
@@ -355,17 +358,24 @@ mod tests {
         for (target, pct, sustained) in [(50_000.0, 99.9, true), (100_000.0, 71.5, false)] {
             let rate =
                 RateFigures { target: Target::Iops(target), achieved_ratio: pct / 100.0, lag_p99_s: 0.002, sustained };
-            e.step(
-                "r",
-                64,
-                None,
-                StepFigures { iops: target * pct / 100.0, rate: Some(rate), ..StepFigures::default() },
-            );
+            let at = Live { workers: 64, ..Live::default() };
+            e.step("r", &at, StepFigures { iops: target * pct / 100.0, rate: Some(rate), ..StepFigures::default() });
         }
-        e.step("closed", 4, None, StepFigures { iops: 1000.0, ..StepFigures::default() });
-        // Two steps of a queue-depth ramp at 4 workers (issue 41): told apart by their depths.
-        e.step("qd", 4, Some(8), StepFigures { iops: 2000.0, ..StepFigures::default() });
-        e.step("qd", 4, Some(16), StepFigures { iops: 3000.0, ..StepFigures::default() });
+        e.step(
+            "closed",
+            &Live { workers: 4, ..Live::default() },
+            StepFigures { iops: 1000.0, ..StepFigures::default() },
+        );
+        // Two steps of a queue-depth ramp at 4 workers (issue 41): told apart by their depths;
+        // a host-count sweep's by their hosts.
+        for (qd, iops) in [(8, 2000.0), (16, 3000.0)] {
+            let at = Live { workers: 4, queue_depth: Some(qd), ..Live::default() };
+            e.step("qd", &at, StepFigures { iops, ..StepFigures::default() });
+        }
+        for (hosts, iops) in [(1, 500.0), (2, 900.0)] {
+            let at = Live { workers: 4, hosts: Some(hosts), ..Live::default() };
+            e.step("sweep", &at, StepFigures { iops, ..StepFigures::default() });
+        }
         // The schedule's counters add up every interval's due and dropped I/Os.
         for _ in 0..2 {
             let rate = iocurve_stats::RateStats { due: 100, dropped: 3, ..Default::default() };
@@ -393,6 +403,11 @@ mod tests {
             text.contains("iocurve_step_iops{run=\"9\",workload=\"qd\",workers=\"4\",queue_depth=\"16\"} 3000.0"),
             "{text}"
         );
+        for (hosts, iops) in [(1, "500.0"), (2, "900.0")] {
+            let line =
+                format!("iocurve_step_iops{{run=\"9\",workload=\"sweep\",workers=\"4\",hosts=\"{hosts}\"}} {iops}");
+            assert!(text.contains(&line), "{line} in {text}");
+        }
         assert!(!text.contains("iocurve_rate_target_iops{"), "no target between steps");
         assert!(text.contains("iocurve_rate_due_total{run=\"9\",workload=\"r\",host=\"h\"} 200.0"), "{text}");
         assert!(text.contains("iocurve_rate_dropped_total{run=\"9\",workload=\"r\",host=\"h\"} 6.0"), "{text}");

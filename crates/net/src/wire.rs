@@ -134,6 +134,7 @@ pub fn interval_to(index: u32, s: &IntervalStats, cpu: &CpuUsage, duration_s: f6
         faults_injected: s.faults_injected,
         verify: Some(verify_to(&s.verify)),
         rate: s.rate.as_deref().map(rate_to),
+        members: s.members.iter().map(|m| interval_to(index, m, cpu, duration_s)).collect(),
     }
 }
 
@@ -158,6 +159,17 @@ pub fn interval_from(i: &pb::Interval) -> Result<(u32, IntervalStats, CpuUsage, 
         faults_injected: i.faults_injected,
         verify: i.verify.as_ref().map_or_else(VerifyCounts::default, verify_from),
         rate: i.rate.as_ref().map(rate_from).transpose()?.map(Box::new),
+        // One level deep: a member has no members of its own (a hostile nesting is refused).
+        members: i
+            .members
+            .iter()
+            .map(|m| {
+                if !m.members.is_empty() {
+                    return Err("a member's interval has members of its own".to_string());
+                }
+                interval_from(m).map(|(_, s, _, _)| s)
+            })
+            .collect::<Result<_, _>>()?,
     };
     let cpu = CpuUsage { user: i.cpu_user, system: i.cpu_system, iowait: i.cpu_iowait };
     Ok((i.index, stats, cpu, i.duration_s))

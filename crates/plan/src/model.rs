@@ -224,6 +224,10 @@ pub(crate) fn default_seed() -> u64 {
     1
 }
 
+pub(crate) fn default_share() -> f64 {
+    1.0
+}
+
 /// The data pattern of written blocks: how compressible and how deduplicable they are.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct DataPattern {

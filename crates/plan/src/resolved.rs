@@ -130,10 +130,51 @@ impl Workload {
         k
     }
 
-    /// This workload as one step runs it: at the step's queue depth, with no depth ramp left
-    /// (what the engine and the agents get).
+    /// This workload as one step runs it: at the step's queue depth, with no depth ramp, host
+    /// sweep or concurrent step left (what the engine and the agents get; a member keeps its
+    /// `target_groups`).
     pub fn at_step(&self, step: &RampStep) -> Workload {
-        Workload { queue_depth: step.queue_depth, qd_ramp: Vec::new(), host_ramp: Vec::new(), ..self.clone() }
+        Workload {
+            queue_depth: step.queue_depth,
+            qd_ramp: Vec::new(),
+            host_ramp: Vec::new(),
+            together: None,
+            share: 1.0,
+            ..self.clone()
+        }
+    }
+
+    /// A concurrent step as the run steps and stores it: its first member's ramp and timing
+    /// (which every member shares) under the step's name. Its members run; it does not.
+    pub fn together_step(name: &str, members: &[Workload]) -> Workload {
+        let first = members.first().cloned().unwrap_or_default();
+        // Its own name in `together`: what tells a step's total from its members.
+        Workload {
+            name: name.to_string(),
+            together: Some(name.to_string()),
+            share: 1.0,
+            target_groups: Vec::new(),
+            ..first
+        }
+    }
+
+    /// Whether this is a concurrent step's total ([`Workload::together_step`]), not a workload
+    /// of its own or a member.
+    pub fn is_together_step(&self) -> bool {
+        self.together.as_deref() == Some(self.name.as_str())
+    }
+
+    /// The workers each member of a concurrent step runs at a step of `workers`: shared out by
+    /// their `share`, rounded, at least one each.
+    pub fn member_workers(members: &[Workload], workers: u32) -> Vec<u32> {
+        let total: f64 = members.iter().map(|m| m.share).sum();
+        members
+            .iter()
+            .map(|m| {
+                let part = if total > 0.0 { workers as f64 * m.share / total } else { workers as f64 };
+                (part.round() as u32).clamp(1, 65_536)
+            })
+            .collect()
     }
 
     /// A rate step drives the run at this many IOPS: its rate, or for a sequential workload its
@@ -186,8 +227,8 @@ impl Workload {
         w.name = self.derived_name(suffix);
         w.queue_depth = 1;
         w.qd_ramp = Vec::new();
-        // On all the hosts, from the maximum of all of them.
-        w.host_ramp = Vec::new();
+        // A host-count sweep's: on its largest count, from that count's maximum.
+        w.host_ramp = self.host_ramp.last().map(|&n| vec![n]).unwrap_or_default();
         w.rate = Vec::new();
         w.curve = Vec::new();
         w.sla_search = false;
@@ -357,9 +398,27 @@ impl Plan {
     }
 
     /// Planned duration of the whole plan in seconds, at most (a curve and an SLA search counted
-    /// in full: either may stop early).
+    /// in full: either may stop early; a concurrent step once).
     pub fn total_seconds(&self) -> f64 {
-        self.workloads.iter().map(Workload::planned_seconds).sum()
+        self.units().iter().map(|(w, _)| w.planned_seconds()).sum()
+    }
+
+    /// What the run runs, in order: each workload alone (no members), or a concurrent step at
+    /// the place of its first member, as [`Workload::together_step`] with its members.
+    pub fn units(&self) -> Vec<(Workload, Vec<Workload>)> {
+        let mut out: Vec<(Workload, Vec<Workload>)> = Vec::new();
+        for w in &self.workloads {
+            match &w.together {
+                None => out.push((w.clone(), Vec::new())),
+                Some(name) if out.iter().any(|(u, m)| !m.is_empty() && u.name == *name) => {}
+                Some(name) => {
+                    let members: Vec<Workload> =
+                        self.workloads.iter().filter(|o| o.together.as_ref() == Some(name)).cloned().collect();
+                    out.push((Workload::together_step(name, &members), members));
+                }
+            }
+        }
+        out
     }
 }
 

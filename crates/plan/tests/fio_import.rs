@@ -58,14 +58,27 @@ fn jobs_fio_runs_together_on_different_devices_become_one_workload() {
     assert!(i.warning().unwrap().contains("as one workload of 2 workers"), "{:?}", i.warning());
 }
 
+/// Issue 41: jobs fio runs at the same time that differ become one concurrent step, each job
+/// with its numjobs as its share; one at a rate cannot, and is refused unless lenient.
 #[test]
-fn jobs_fio_runs_together_that_differ_are_refused_unless_lenient() {
-    let t = "[global]\nfilename=/data/x\nsize=1m\n[reader]\nrw=randread\n[writer]\nrw=randwrite\n";
-    let e = text(t, false).unwrap_err();
-    assert_eq!((e.source.as_str(), e.line), ("job.fio", Some(6)));
-    assert!(e.message.contains("at the same time") && e.message.contains("--fio-lenient"), "{e}");
-    let i = text(t, true).unwrap();
+fn jobs_fio_runs_together_that_differ_become_a_concurrent_step() {
+    let t = "[global]\nfilename=/data/x\nsize=1m\n[reader]\nrw=randread\nnumjobs=3\n[writer]\nrw=randwrite\n";
+    let i = text(t, false).unwrap();
+    assert!(i.warning().unwrap().contains("as concurrent step reader-together"), "{:?}", i.warning());
     let plan = i.resolve("job.fio", &Overrides::default()).unwrap();
+    let units = plan.units();
+    assert_eq!(units.len(), 1, "one step of both");
+    let (step, members) = &units[0];
+    assert_eq!(step.name, "reader-together");
+    let names: Vec<&str> = members.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(names, ["reader", "writer"]);
+    assert_eq!(step.ramp, [4], "their workers together");
+    assert_eq!(iocurve_plan::Workload::member_workers(members, 4), [3, 1], "each its numjobs");
+    // A job at a rate runs alone: refused where fio runs it with others.
+    let rated = t.replace("rw=randwrite\n", "rw=randwrite\nrate_iops=100\n");
+    let e = text(&rated, false).unwrap_err();
+    assert!(e.message.contains("at the same time") && e.message.contains("--fio-lenient"), "{e}");
+    let plan = text(&rated, true).unwrap().resolve("job.fio", &Overrides::default()).unwrap();
     let names: Vec<&str> = plan.workloads.iter().map(|w| w.name.as_str()).collect();
     assert_eq!(names, ["reader", "writer"], "one after another");
     // With stonewall they are one after another in fio too: nothing to refuse.

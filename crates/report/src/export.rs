@@ -73,6 +73,10 @@ pub const STEP_COLUMNS: &[&str] = &[
     "trim_mb_per_s",
     "trim_lat_mean_us",
     "trim_lat_p99_us",
+    // Hosts (issue 41): those that ran the step, and those it was planned on (a host-count
+    // sweep's step: its count).
+    "host_count",
+    "planned_hosts",
 ];
 
 /// Columns of the samples CSV, in order.
@@ -191,6 +195,8 @@ pub fn steps_csv(run_id: i64, label: &str, r: &RunResult) -> String {
                 format!("{:.3}", s.trim.mbps),
                 format!("{:.3}", s.trim.lat_us.mean),
                 format!("{:.3}", s.trim.lat_us.p99),
+                s.hosts.to_string(),
+                s.planned_hosts.to_string(),
             ]);
             out.push_str(&line(fields));
         }
@@ -219,7 +225,8 @@ pub fn histograms_csv(run_id: i64, workloads: &[(String, Vec<StepRecord>)]) -> S
                             run_id.to_string(),
                             name.clone(),
                             i.to_string(),
-                            step.workers.to_string(),
+                            // A host's own workers (uneven hosts run their share).
+                            rec.workers.to_string(),
                             host.clone(),
                             dir.into(),
                             ns.to_string(),
@@ -280,7 +287,7 @@ mod tests {
              cpu_iowait_pct,errors,step_flags,late_ios,stuck_ios,stuck_age_s,unmeasured_errors,target_iops,\
              achieved_pct,sustained,service_p99_us,lag_p99_us,not_issued,is_speed,is_optimum,is_maximum,\
              is_sla_maximum,read_mb_per_s,write_mb_per_s,read_lat_p99_us,write_lat_p99_us,shape,trim_pct,trim_iops,trim_mb_per_s,\
-             trim_lat_mean_us,trim_lat_p99_us"
+             trim_lat_mean_us,trim_lat_p99_us,host_count,planned_hosts"
         );
         assert_eq!(
             SAMPLE_COLUMNS.join(","),

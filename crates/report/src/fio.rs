@@ -70,6 +70,10 @@ pub fn fio_dir(src: &FioSource) -> Vec<(PathBuf, String)> {
             if let Some(r) = &s.rate {
                 dir.push(format!("rate-{:.0}", r.target_iops));
             }
+            // A host-count sweep's steps apart by their count (not as repeated runs).
+            if w.host_sweep.is_some() {
+                dir.push(format!("hosts-{}", s.planned_hosts));
+            }
             let name = format!("{}-{}-{}.json", mode(w), s.queue_depth, s.workers);
             let mut path = dir.join(&name);
             let mut n = 1;

@@ -601,17 +601,26 @@ pub fn workload_report(w: &WorkloadResult) -> String {
     // Only what writes data has a data pattern: a workload of reads and trims writes none.
     let data = if w.read_pct + w.trim_pct < 100.0 { format!(", data {}", w.data.describe()) } else { String::new() };
     let trims = if w.trim_pct > 0.0 { format!(", {} % trims", w.trim_pct) } else { String::new() };
-    let mut out = format!(
-        "\n{}  ({}, {} % reads{trims}, bs {}, qd {}, {}, {}{data})\n",
-        w.name,
-        w.kind,
-        w.read_pct,
-        w.bs,
-        queue_depths(w),
-        w.working_set,
-        w.backend
-    );
-    if !w.shape.is_empty() {
+    let mut out = if w.members.is_empty() {
+        format!(
+            "\n{}  ({}, {} % reads{trims}, bs {}, qd {}, {}, {}{data})\n",
+            w.name,
+            w.kind,
+            w.read_pct,
+            w.bs,
+            queue_depths(w),
+            w.working_set,
+            w.backend
+        )
+    } else {
+        // A concurrent step's total: what ran is its members' (each reported after it).
+        format!(
+            "\n{}  (concurrent step: {} at one time, each step's workers shared out among them; their own figures follow)\n",
+            w.name,
+            w.members.join(" and ")
+        )
+    };
+    if !w.shape.is_empty() && w.members.is_empty() {
         out.push_str(&format!("  {}\n", w.shape));
     }
     out.push_str(&step_table(w));
@@ -1129,6 +1138,7 @@ mod tests {
             links: None,
             grid: None,
             host_sweep: None,
+            members: Vec::new(),
             steps,
         }
     }
@@ -1208,6 +1218,7 @@ mod tests {
             }),
             grid: None,
             host_sweep: None,
+            members: Vec::new(),
             steps,
         };
         let text = workload_report(&w);

@@ -70,6 +70,9 @@ pub struct Cluster {
     targets: Vec<Vec<TargetGroup>>,
     /// Per agent, its `workers_scale` (`[[hosts]]`; 1 for `--hosts`).
     scales: Vec<f64>,
+    /// Per agent, its place in the hosts as listed: a host-count sweep's step of N runs on the
+    /// first N listed that are still with the run, never on another in a lost one's place.
+    listed: Vec<usize>,
     /// Per agent, its targets as it opened them (its own paths, and which are fresh).
     facts: Vec<Vec<pb::TargetFacts>>,
     /// Agents lost before the first step (address, why): the run went on without them.
@@ -180,6 +183,7 @@ impl Cluster {
             remotes,
             targets: vec![Vec::new()],
             scales: vec![1.0],
+            listed: vec![0],
             facts,
             unreachable: Vec::new(),
             scratch_size: 0,
@@ -232,18 +236,7 @@ impl Cluster {
         } else {
             args.addresses.iter().map(|a| (a.clone(), plan.groups.clone(), 1.0)).collect()
         };
-        // A host-count sweep counts the hosts listed: none beyond them.
-        if let Some((w, &most)) =
-            plan.workloads.iter().filter_map(|w| w.host_ramp.last().map(|n| (w, n))).max_by_key(|(_, n)| **n)
-            && most as usize > hosts.len()
-        {
-            return Err(Error::Usage(format!(
-                "workload {}: host_ramp {:?} goes up to {most} hosts, but the run has {} (--hosts or [[hosts]]): list more agents or lower the sweep",
-                w.name,
-                w.host_ramp,
-                hosts.len()
-            )));
-        }
+        sweeps_fit(plan, hosts.len())?;
         let keep_going = !args.abort_on_host_loss;
         let stop = cancel.flag();
         let addrs: Vec<String> = hosts.iter().map(|h| h.0.clone()).collect();
@@ -283,12 +276,14 @@ impl Cluster {
         let mut remotes = Vec::new();
         let mut targets = Vec::new();
         let mut scales = Vec::new();
-        for ((addr, groups, scale), r) in hosts.iter().zip(reached) {
+        let mut listed = Vec::new();
+        for (i, ((addr, groups, scale), r)) in hosts.iter().zip(reached).enumerate() {
             match r {
                 Ok(r) => {
                     remotes.push(r);
                     targets.push(groups.clone());
                     scales.push(*scale);
+                    listed.push(i);
                 }
                 Err(why) => lose(addr, why)?,
             }
@@ -326,6 +321,7 @@ impl Cluster {
                     remotes.remove(i);
                     targets.remove(i);
                     scales.remove(i);
+                    listed.remove(i);
                 }
             }
         }
@@ -365,6 +361,7 @@ impl Cluster {
             remotes,
             targets,
             scales,
+            listed,
             facts,
             unreachable,
             scratch_size,
@@ -651,6 +648,12 @@ impl Cluster {
         Ok((fv, problems))
     }
 
+    /// The `workers_scale` of each host `step` runs on (a host-count sweep's: the first listed).
+    pub fn scales_of(&self, step: &iocurve_plan::RampStep) -> Vec<f64> {
+        let n = step.hosts.map_or(self.remotes.len(), |h| self.listed.iter().filter(|&&i| i < h as usize).count());
+        self.scales[..n].to_vec()
+    }
+
     /// The hosts a step runs on now: those of the run less those lost so far.
     pub fn hosts(&self) -> u32 {
         self.remotes.len() as u32
@@ -658,10 +661,12 @@ impl Cluster {
 
     /// Runs one step on every agent; returns the merged record, each host's own inside it, with
     /// only the last few intervals' figures held (see [`MultiStep`]): `obs` must store them.
-    /// `planned_hosts`: the hosts the run started its steps with (the record keeps it).
+    /// `planned_hosts`: the hosts the run started its steps with (the record keeps it). A
+    /// concurrent step: `w` times and names it, its members (at the step, with their workers
+    /// at scale 1) run.
     pub fn run_step(
         &mut self,
-        w: &Workload,
+        (w, members): (&Workload, &[(Workload, u32)]),
         step: iocurve_plan::RampStep,
         planned_hosts: u32,
         faults: &[Fault],
@@ -669,8 +674,10 @@ impl Cluster {
         cancel: &Cancel,
     ) -> Result<MultiStep, Error> {
         let workers = step.workers;
-        // A host-count sweep's step on the first `hosts` of the run's (those still with it).
-        let n = step.hosts.map_or(self.remotes.len(), |h| (h as usize).min(self.remotes.len()));
+        // A host-count sweep's step on the first `hosts` listed that are still with the run (a
+        // lost one leaves the step on fewer, flagged: no other host takes its place). They are
+        // the first of `remotes`, which keeps the listed order.
+        let n = self.scales_of(&step).len();
         // Each host its share of a closed-loop step's workers (`workers_scale`); a rate step's
         // schedule is shared out evenly whatever the hosts' sizes.
         let host_workers: Vec<u32> = self
@@ -683,6 +690,8 @@ impl Cluster {
             workload: w,
             workers,
             host_workers: &host_workers,
+            members,
+            scales: &self.scales[..n],
             rate_iops: step.rate.map(|r| w.rate_iops(r)),
             targets: &self.targets[..n],
             scratch_size: self.scratch_size,
@@ -712,10 +721,25 @@ impl Cluster {
             self.remotes.remove(i);
             self.targets.remove(i);
             self.scales.remove(i);
+            self.listed.remove(i);
             self.facts.remove(i);
         }
         Ok(m)
     }
+}
+
+/// A host-count sweep counts the hosts listed (`listed` of them): none beyond them.
+fn sweeps_fit(plan: &Plan, listed: usize) -> Result<(), Error> {
+    if let Some((w, &most)) =
+        plan.workloads.iter().filter_map(|w| w.host_ramp.last().map(|n| (w, n))).max_by_key(|(_, n)| **n)
+        && most as usize > listed
+    {
+        return Err(Error::Usage(format!(
+            "workload {}: host_ramp {:?} goes up to {most} hosts, but the run has {listed} (--hosts or [[hosts]]): list more agents or lower the sweep",
+            w.name, w.host_ramp
+        )));
+    }
+    Ok(())
 }
 
 /// A target of a precondition pass, as the coordinator follows it.

@@ -43,9 +43,10 @@ pub(crate) struct Run<'a, 'o> {
     pub reclaim_on: Option<(&'a iocurve_engine::TargetSet, Duration)>,
 }
 
-/// One entry of the run's queue: a workload, the search it is (if one), and what chose the
-/// threads of the workload it follows (a curve or search starts from that).
-type Queued = (Workload, Option<Search>, Option<threads::Seen>);
+/// One entry of the run's queue: a workload, the search it is (if one), what chose the threads
+/// of the workload it follows (a curve or search starts from that), and a concurrent step's
+/// members (empty for a workload alone).
+type Queued = (Workload, Option<Search>, Option<threads::Seen>, Vec<Workload>);
 
 /// A data check's key: data pattern, largest block size, dedupe unit.
 type DataKey = (iocurve_plan::DataPattern, u64, u64);
@@ -86,6 +87,9 @@ struct WorkloadAt<'w> {
     index: usize,
     of: usize,
     workload_id: i64,
+    /// A concurrent step's members, and their workloads' rows in the store.
+    members: &'w [Workload],
+    member_ids: Vec<i64>,
 }
 
 /// A workload's ramp as it runs.
@@ -96,6 +100,8 @@ struct Ramping {
     auto: Option<AutoThreads>,
     /// The steps kept so far.
     steps: Vec<StepResult>,
+    /// A concurrent step's: each member's steps kept so far.
+    member_steps: Vec<Vec<StepResult>>,
     /// Why a rate ramp ended before its last step (stop_at_*, an overload), and what the run
     /// changed of the plan (a frontend capped on a small target).
     notes: Vec<String>,
@@ -144,13 +150,21 @@ impl Run<'_, '_> {
         s.run_id = run_id;
         // A workload with a curve adds its rate ramp right after it, once its maximum is known;
         // one with sla_search adds its search after it, a bisection over rate steps.
-        let mut queue: Vec<Queued> = plan.workloads.iter().map(|w| (w.clone(), None, None)).collect();
+        // A concurrent step runs at the place of its first member.
+        let mut queue: Vec<Queued> = plan.units().into_iter().map(|(w, members)| (w, None, None, members)).collect();
         let mut next = 0;
         while let Some(run_id) = run_id
             && next < queue.len()
         {
-            let (w, search, seen) = queue[next].clone();
-            let at = WorkloadAt { w: &w, index: next, of: queue.len(), workload_id: 0 };
+            let (w, search, seen, members) = queue[next].clone();
+            let at = WorkloadAt {
+                w: &w,
+                index: next,
+                of: queue.len(),
+                workload_id: 0,
+                members: &members,
+                member_ids: Vec::new(),
+            };
             next += 1;
             let (follow, stop) = s.run_workload(run_id, at, search, seen);
             for (k, q) in follow.into_iter().enumerate() {
@@ -228,14 +242,35 @@ impl Session<'_, '_> {
     ) -> (Vec<Queued>, bool) {
         let w = at.w;
         at.workload_id =
-            match self.store.begin_workload(run_id, at.index, &w.name, &serde_json::to_string(w).unwrap_or_default()) {
+            match self.store.begin_workload(run_id, at.index, &w.name, &crate::together::stored_json(w, at.members)) {
                 Ok(id) => id,
                 Err(e) => {
                     self.error = Some(store_error(e));
                     return (Vec::new(), true);
                 }
             };
-        let Some(data_check) = self.data_check(w, at.workload_id) else { return (Vec::new(), true) };
+        // A concurrent step's members: each a workload of its own in the store, beside it.
+        for m in at.members {
+            match self.store.begin_workload(run_id, at.index, &m.name, &serde_json::to_string(m).unwrap_or_default()) {
+                Ok(id) => at.member_ids.push(id),
+                Err(e) => {
+                    self.error = Some(store_error(e));
+                    return (Vec::new(), true);
+                }
+            }
+        }
+        // What a concurrent step writes is its members' data: each checked as a workload alone.
+        let mut member_checks = Vec::new();
+        for (m, &id) in at.members.iter().zip(&at.member_ids) {
+            let Some(rows) = self.data_check(m, id) else { return (Vec::new(), true) };
+            member_checks.push(rows);
+        }
+        let data_check = if at.members.is_empty() {
+            let Some(rows) = self.data_check(w, at.workload_id) else { return (Vec::new(), true) };
+            rows
+        } else {
+            Vec::new()
+        };
         let mut notes: Vec<String> = Vec::new();
         if let Some(note) = frontend_note(w, &self.target_infos) {
             self.observers.event(&RunEvent::WorkloadNote { workload: w.name.clone(), note: note.clone() });
@@ -244,8 +279,16 @@ impl Session<'_, '_> {
         // (Not when an agent runs another back-end instead: its threads' figures would be that
         // back-end's; it gets 0, one per core, as before.)
         let shared = w.backend.facts().threads == ThreadModel::Shared && self.cluster.runs_everywhere(w.backend);
-        let auto = (w.threads == 0 && shared).then(|| AutoThreads::following(self.cluster.cores(), seen));
-        let mut r = Ramping { ramp: Ramp::new(w, search), auto, steps: Vec::new(), notes };
+        // (Not for a concurrent step: each member's threads are its own.)
+        let auto = (w.threads == 0 && shared && at.members.is_empty())
+            .then(|| AutoThreads::following(self.cluster.cores(), seen));
+        let mut r = Ramping {
+            ramp: Ramp::new(w, search),
+            auto,
+            steps: Vec::new(),
+            member_steps: vec![Vec::new(); at.members.len()],
+            notes,
+        };
         let mut stop_run = false;
         while let Some((si, step)) = r.ramp.next_step() {
             if si > 0 && w.pause_s > 0.0 {
@@ -267,8 +310,10 @@ impl Session<'_, '_> {
             return (Vec::new(), stop_run);
         }
         let seen = r.auto.as_ref().and_then(AutoThreads::last);
+        let member_steps = std::mem::take(&mut r.member_steps);
         let follow = self.finish_workload(&at, r.steps, data_check, r.notes, r.ramp.search(), stop_run);
-        (follow.into_iter().map(|(f, search)| (f, search, seen)).collect(), stop_run)
+        self.finish_members(&at, member_steps, member_checks);
+        (follow.into_iter().map(|(f, search)| (f, search, seen, Vec::new())).collect(), stop_run)
     }
 
     /// What the data a writing workload makes compresses and deduplicates to, measured once per
@@ -336,7 +381,8 @@ impl Session<'_, '_> {
         }
         let w_step = &chosen;
         let earlier = self.losses.len();
-        let (outcome, step_id, unstored) = self.measure(at, si, step, w_step);
+        let members = crate::together::at_step(at.members, &step);
+        let (outcome, step_id, unstored, mut member_steps) = self.measure(at, si, step, w_step, &members);
         match outcome {
             Ok(mut rec) => {
                 if !self.output_cut_noted
@@ -350,8 +396,26 @@ impl Session<'_, '_> {
                     let why = fewer_hosts_message(rec.hosts, rec.planned_hosts, &self.losses[..earlier]);
                     rec.notes.push((FEWER_HOSTS.into(), why));
                 }
+                let whole = unstored.is_none();
                 if !self.read_back(w, workers, step_id, unstored, &mut rec) {
                     return StepEnd::StopRun;
+                }
+                // A concurrent step's members: read back as the step (only when all of it was
+                // stored), and analysed each as a workload's step.
+                if whole && !self.members_read_back(&rec, &mut member_steps) {
+                    return StepEnd::StopRun;
+                }
+                if whole {
+                    for (k, ms) in member_steps.iter().enumerate().filter(|(_, ms)| !ms.rec.intervals.is_empty()) {
+                        let m = &at.members[k];
+                        let s = iocurve_analysis::analyze_step_on(
+                            &ms.rec,
+                            m.pattern == Pattern::Sequential,
+                            &self.th.for_workload(m),
+                            &self.target_paths,
+                        );
+                        r.member_steps[k].push(s);
+                    }
                 }
                 self.analysed(at, step, rec, load, r)
             }
@@ -372,7 +436,8 @@ impl Session<'_, '_> {
         si: usize,
         step: iocurve_plan::RampStep,
         w_step: &Workload,
-    ) -> (Result<StepRecord, Error>, Option<i64>, Option<String>) {
+        members: &[(Workload, u32)],
+    ) -> (Result<StepRecord, Error>, Option<i64>, Option<String>, Vec<crate::recorder::MemberStep>) {
         let w = at.w;
         let mut rec = Recorder {
             observers: &mut *self.observers,
@@ -380,32 +445,36 @@ impl Session<'_, '_> {
             workload_id: at.workload_id,
             step_idx: si,
             step_id: None,
+            members: crate::together::member_steps(members, &at.member_ids, &self.cluster.scales_of(&step)),
             error: None,
         };
         let earlier = self.losses.len();
         // A host-count sweep's step is planned on its count of hosts: its smaller steps are
         // not hosts lost.
         let planned = step.hosts.unwrap_or(self.planned_hosts);
-        let outcome = self.cluster.run_step(w_step, step, planned, &self.plan.faults, &mut rec, self.cancel).map(|m| {
-            let start_ns = m.merged.measured_from_unix_ns.map(|t| t - (w_step.warmup_s * 1e9) as i64);
-            for l in m.losses {
-                let loss = HostLoss {
-                    at: start_ns.map_or_else(time::now_rfc3339, |t| {
-                        iocurve_stats::date::rfc3339_ns(t.saturating_add((l.into_step_s * 1e9) as i64))
-                    }),
-                    workload: w.name.clone(),
-                    workload_index: at.index,
-                    step: si,
-                    workers: step.workers,
-                    into_step_s: l.into_step_s,
-                    why: l.why,
-                };
-                mark_lost(&mut self.host, &l.address, &loss);
-                self.losses.push((l.address, loss));
-            }
-            m.merged
-        });
-        let (step_id, store_err) = (rec.step_id, rec.error);
+        let outcome = self
+            .cluster
+            .run_step((w_step, members), step, planned, &self.plan.faults, &mut rec, self.cancel)
+            .map(|m| {
+                let start_ns = m.merged.measured_from_unix_ns.map(|t| t - (w_step.warmup_s * 1e9) as i64);
+                for l in m.losses {
+                    let loss = HostLoss {
+                        at: start_ns.map_or_else(time::now_rfc3339, |t| {
+                            iocurve_stats::date::rfc3339_ns(t.saturating_add((l.into_step_s * 1e9) as i64))
+                        }),
+                        workload: w.name.clone(),
+                        workload_index: at.index,
+                        step: si,
+                        workers: step.workers,
+                        into_step_s: l.into_step_s,
+                        why: l.why,
+                    };
+                    mark_lost(&mut self.host, &l.address, &loss);
+                    self.losses.push((l.address, loss));
+                }
+                m.merged
+            });
+        let (step_id, store_err, member_steps) = (rec.step_id, rec.error, rec.members);
         // Stored as it happens: a run killed later still marks the loss.
         if self.losses.len() > earlier
             && let Some(run_id) = self.run_id
@@ -427,7 +496,22 @@ impl Session<'_, '_> {
             Some(e) => Err(store_error(e)),
             None => Ok(r),
         });
-        (outcome, step_id, unstored)
+        (outcome, step_id, unstored, member_steps)
+    }
+
+    /// A concurrent step's members read back as the step was (`read_back`): each ended as the
+    /// step did, its intervals' list from the store. False: the store failed, the run stops.
+    fn members_read_back(&mut self, step: &StepRecord, members: &mut [crate::recorder::MemberStep]) -> bool {
+        for m in members {
+            m.rec.interrupted = step.interrupted;
+            m.rec.aborted.clone_from(&step.aborted);
+            let Some(id) = m.step_id else { continue };
+            if let Err(e) = self.store.end_step(id, &m.rec).and_then(|()| self.store.fill_intervals(id, &mut m.rec)) {
+                self.error = Some(store_error(e));
+                return false;
+            }
+        }
+        true
     }
 
     /// The step counted its intervals as they were stored; its list comes back from the
@@ -539,6 +623,7 @@ impl Session<'_, '_> {
         let w = at.w;
         let mut r = iocurve_analysis::analyze_workload(w, steps, self.sla);
         r.data_check = data_check;
+        r.members = at.members.iter().map(|m| m.name.clone()).collect();
         // What the run, not the figures, knows about the workload: kept in the store beside
         // its steps (the analysis of a stored run cannot derive it).
         let mut said = ramp_notes;
@@ -563,6 +648,20 @@ impl Session<'_, '_> {
         self.observers.workload_finished(&r);
         self.workloads.push(r);
         follow.next
+    }
+
+    /// A concurrent step's members, each analysed as a workload of its own over its steps, told
+    /// and kept after the step's total.
+    fn finish_members(&mut self, at: &WorkloadAt, steps: Vec<Vec<StepResult>>, checks: Vec<Vec<DataCheckRow>>) {
+        for ((m, steps), check) in at.members.iter().zip(steps).zip(checks) {
+            if steps.is_empty() {
+                continue;
+            }
+            let mut r = iocurve_analysis::analyze_workload(m, steps, self.sla);
+            r.data_check = check;
+            self.observers.workload_finished(&r);
+            self.workloads.push(r);
+        }
     }
 
     /// The run's status into the store, and its result.

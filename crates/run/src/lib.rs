@@ -36,6 +36,7 @@ mod setup;
 mod status;
 pub mod threads;
 pub mod time;
+mod together;
 pub mod verification;
 
 pub use cancel::Cancel;

@@ -79,6 +79,7 @@ impl Observer for LiveMetrics {
             steps: at.steps as u32,
             workers: at.workers,
             queue_depth: at.queue_depth,
+            hosts: at.hosts,
             bs: at.bs.to_string(),
             shape: at.shape.to_string(),
             target: at.rate.map(|r| if at.sequential { Target::BytesPerSecond(r * 1e6) } else { Target::Iops(r) }),
@@ -101,7 +102,8 @@ impl Observer for LiveMetrics {
                 sustained: r.sustained,
             }),
         };
-        self.exporter.step(&self.gauges.live.workload, s.workers, self.gauges.live.queue_depth, f);
+        let at = iocurve_metrics::Live { workers: s.workers, ..self.gauges.live.clone() };
+        self.exporter.step(&self.gauges.live.workload, &at, f);
         self.exporter.live(None);
     }
 

@@ -58,8 +58,13 @@ impl Ramp {
             return None;
         }
         let why = rate_ramp_ends(w, s)?;
-        let left = self.steps.len() - self.next;
-        self.next = self.steps.len();
+        // Of a host-count sweep, only this count's higher rates: the next count starts afresh.
+        let end = self.steps[self.next..]
+            .iter()
+            .position(|r| r.hosts != step.hosts)
+            .map_or(self.steps.len(), |k| self.next + k);
+        let left = end - self.next;
+        self.next = end;
         (left > 0).then(|| format!("{why}: the {left} higher rate(s) did not run"))
     }
 }
@@ -103,8 +108,10 @@ pub(crate) struct FollowUps {
 /// search and scales the curve: the top step's throughput.
 pub(crate) fn follow_ups(w: &Workload, r: &WorkloadResult, going_on: bool) -> FollowUps {
     let seq = w.pattern == Pattern::Sequential;
-    let maximum = r
-        .maximum
+    // A host-count sweep's follow-ups run on its largest count (`Workload::derived`), from
+    // that count's maximum.
+    let top = r.host_sweep.as_ref().and_then(|h| h.by_hosts.last()).map_or(r.maximum, |a| a.maximum);
+    let maximum = top
         .map(|p| if seq { p.mbps } else { p.iops })
         .or_else(|| r.maximum_undecided.as_ref().and_then(|u| r.steps.get(u.step)).map(|s| s.throughput(seq)));
     let mut f = FollowUps::default();

@@ -15,8 +15,19 @@ pub(crate) struct Recorder<'a, 'o> {
     pub workload_id: i64,
     pub step_idx: usize,
     pub step_id: Option<i64>,
+    /// A concurrent step's members: each a step of its own workload in the store, its
+    /// intervals those the step's carry (`IntervalStats::members`).
+    pub members: Vec<MemberStep>,
     /// The first store error; the run stops after the step.
     pub error: Option<StoreError>,
+}
+
+/// A member of a concurrent step as its step is stored: its workload's row, its step's row once
+/// begun, its record (the stored intervals' totals, as the step's own).
+pub(crate) struct MemberStep {
+    pub workload_id: i64,
+    pub step_id: Option<i64>,
+    pub rec: StepRecord,
 }
 
 impl Recorder<'_, '_> {
@@ -33,6 +44,21 @@ impl StepObserver for Recorder<'_, '_> {
         match self.store.begin_step(self.workload_id, self.step_idx, rec) {
             Ok(id) => self.step_id = Some(id),
             Err(e) => self.error = self.error.take().or(Some(e)),
+        }
+        for m in &mut self.members {
+            // Its own workers and depth; the step's threads, hosts, timing and start.
+            let mut own = StepRecord::new(m.rec.workers, m.rec.queue_depth, rec.threads, rec.interval_s, rec.sample_s);
+            (own.hosts, own.planned_hosts, own.measured_from_unix_ns) =
+                (rec.hosts, rec.planned_hosts, rec.measured_from_unix_ns);
+            // Its hosts' shares together, where uneven.
+            own.outstanding = m.rec.outstanding;
+            m.rec = own;
+            if self.error.is_none() {
+                match self.store.begin_step(m.workload_id, self.step_idx, &m.rec) {
+                    Ok(id) => m.step_id = Some(id),
+                    Err(e) => self.error = Some(e),
+                }
+            }
         }
         self.observers.started(rec);
     }
@@ -80,6 +106,17 @@ impl StepObserver for Recorder<'_, '_> {
             && let Err(e) = self.store.add_interval(step, None, index, stats, cpu, duration_s)
         {
             self.error = Some(e);
+        }
+        // Each member's part, stored as its own step's interval (before the next one starts).
+        for (m, part) in self.members.iter_mut().zip(&stats.members) {
+            if let (Some(step), None) = (m.step_id, &self.error)
+                && let Err(e) = self.store.add_interval(step, None, index, part, cpu, duration_s)
+            {
+                self.error = Some(e);
+            }
+            if self.error.is_none() {
+                m.rec.count_interval(part.clone(), *cpu, duration_s);
+            }
         }
         if self.stored() {
             self.observers.interval(index, stats, cpu, duration_s);

@@ -86,6 +86,8 @@ fn an_agent_gone_between_steps_is_lost_for_the_step_and_the_others_run_it() {
             workload: &w,
             workers: 1,
             host_workers: &[],
+            members: &[],
+            scales: &[],
             rate_iops: None,
             targets: &targets,
             scratch_size: 1 << 20,

@@ -260,6 +260,9 @@ pub struct IntervalStats {
     pub verify: VerifyCounts,
     /// A rate step's service time, lag and schedule counts; None for a closed-loop step.
     pub rate: Option<Box<RateStats>>,
+    /// A concurrent step's (issue 41): each member workload's own stats of the interval, in the
+    /// order of its members; the figures above are their sum. Empty for any other step.
+    pub members: Vec<IntervalStats>,
 }
 
 impl IntervalStats {
@@ -285,6 +288,7 @@ impl IntervalStats {
             r.lag.reset();
             (r.due, r.dropped, r.backlog, r.overloaded) = (0, 0, 0, false);
         }
+        self.members.clear();
     }
 
     pub fn merge(&mut self, other: &IntervalStats) {
@@ -309,6 +313,23 @@ impl IntervalStats {
         if let Some(o) = &other.rate {
             self.rate.get_or_insert_with(Default::default).merge(o);
         }
+        // A concurrent step's hosts: each member with itself.
+        if self.members.len() < other.members.len() {
+            self.members.resize_with(other.members.len(), Default::default);
+        }
+        for (a, b) in self.members.iter_mut().zip(&other.members) {
+            a.merge(b);
+        }
+    }
+
+    /// A concurrent step's interval: its members' stats summed, each kept in `members`.
+    pub fn of_members(members: Vec<IntervalStats>) -> IntervalStats {
+        let mut total = IntervalStats::default();
+        for m in &members {
+            total.merge(m);
+        }
+        total.members = members;
+        total
     }
 
     pub fn ops(&self) -> u64 {

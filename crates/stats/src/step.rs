@@ -91,6 +91,9 @@ pub struct StepRecord {
     /// CPU the I/O threads used over the measured intervals. None: not measured (steps stored
     /// before iocurve measured it, a step with no measured interval).
     pub io_cpu: Option<crate::IoCpu>,
+    /// The I/Os kept in flight on all hosts together where not `workers` × `queue_depth` on
+    /// each (a concurrent step's member on uneven hosts: each host its share). None: that.
+    pub outstanding: Option<u64>,
 }
 
 /// The I/Os a step still had outstanding when it stopped issuing (at its end, on Ctrl-C or on
@@ -190,6 +193,7 @@ impl StepRecord {
             rate_iops: None,
             measured_from_unix_ns: None,
             io_cpu: None,
+            outstanding: None,
         }
     }
 

@@ -180,10 +180,9 @@ impl Store {
         });
         let (host_json, targets_json, plan_json) = self.sql(r)?;
         let mut workloads = Vec::new();
-        let mut st = self
-            .sql(self.conn.prepare(
-                "SELECT id, workload_json, data_check, notes FROM workloads WHERE run_id = ?1 ORDER BY idx",
-            ))?;
+        let mut st = self.sql(self.conn.prepare(
+            "SELECT id, workload_json, data_check, notes FROM workloads WHERE run_id = ?1 ORDER BY idx, id",
+        ))?;
         let wl: Vec<(i64, String, String, String)> = self
             .sql(st.query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).and_then(|m| m.collect()))?;
         for (wid, json, data_check, notes) in wl {
@@ -198,12 +197,13 @@ impl Store {
     fn load_steps(&self, workload_id: i64) -> Result<Vec<StepRecord>> {
         let mut st = self.sql(self.conn.prepare(
             "SELECT id, workers, queue_depth, threads, interval_s, sample_s, interrupted, hosts, notes,
-                    drain_late, drain_stuck, drain_stuck_age_ns, drain_wait_ns, unmeasured_errors, rate_iops, drain_faults, measured_from_unix_ns, io_cpu_busiest, io_cpu_total, COALESCE(planned_hosts, hosts) FROM steps WHERE workload_id = ?1 ORDER BY idx",
+                    drain_late, drain_stuck, drain_stuck_age_ns, drain_wait_ns, unmeasured_errors, rate_iops, drain_faults, measured_from_unix_ns, io_cpu_busiest, io_cpu_total, COALESCE(planned_hosts, hosts), outstanding FROM steps WHERE workload_id = ?1 ORDER BY idx",
         ))?;
         let rows = st.query_map([workload_id], |r| {
             let mut rec = StepRecord::new(r.get(1)?, r.get(2)?, r.get::<_, i64>(3)? as usize, r.get(4)?, r.get(5)?);
             rec.hosts = r.get(7)?;
             rec.planned_hosts = r.get(19)?;
+            rec.outstanding = r.get::<_, Option<i64>>(20)?.map(|n| n as u64);
             rec.rate_iops = r.get(14)?;
             rec.measured_from_unix_ns = r.get(16)?;
             if let (Some(busiest), Some(total)) = (r.get::<_, Option<f64>>(17)?, r.get::<_, Option<f64>>(18)?) {

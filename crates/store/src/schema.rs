@@ -11,9 +11,12 @@ pub(crate) const MIGRATIONS: &[&str] = &[
 ];
 
 /// v24: uneven hosts (issue 41): the workers each host of a multi-host step ran (its
-/// `workers_scale` of the step's; NULL in steps stored before: the step's own).
+/// `workers_scale` of the step's; NULL in steps stored before: the step's own), and the I/Os a
+/// step kept in flight where not its workers × queue depth on each host (a concurrent step's
+/// member on uneven hosts; NULL: that).
 const SCHEMA_V24: &str = "
 ALTER TABLE step_hosts ADD COLUMN workers INTEGER;
+ALTER TABLE steps ADD COLUMN outstanding INTEGER;
 ";
 
 /// v23: trims (issue 40), a direction of their own beside reads and writes: per interval their

@@ -95,7 +95,7 @@ impl Store {
 
     pub fn begin_step(&self, workload_id: i64, idx: usize, rec: &StepRecord) -> Result<i64> {
         let x = self.conn.execute(
-            "INSERT INTO steps (workload_id, idx, workers, queue_depth, threads, interval_s, sample_s, hosts, rate_iops, measured_from_unix_ns, planned_hosts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            "INSERT INTO steps (workload_id, idx, workers, queue_depth, threads, interval_s, sample_s, hosts, rate_iops, measured_from_unix_ns, planned_hosts, outstanding) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             params![
                 workload_id,
                 idx as i64,
@@ -107,7 +107,8 @@ impl Store {
                 rec.hosts,
                 rec.rate_iops,
                 rec.measured_from_unix_ns,
-                rec.planned_hosts.max(rec.hosts)
+                rec.planned_hosts.max(rec.hosts),
+                rec.outstanding.map(|n| n as i64)
             ],
         );
         self.sql(x)?;

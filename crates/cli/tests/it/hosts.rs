@@ -68,9 +68,10 @@ fn a_host_sweep_over_uneven_hosts_runs_each_count_and_each_share() {
     assert_eq!(two["maximum"]["workers"].as_u64(), Some(4));
     // Two hosts' links of one 32G FC each: 6'400 MB/s.
     assert_eq!(f(&two["link_ceiling_mbps"]), 6400.0, "{two}");
-    // 6 workers on 2 hosts against 4 on one: about 75 % of linear.
+    // 6 workers on 2 hosts against 4 on one, and 1.5 times the IOPS: linear scaling counts
+    // the hosts by what they ran (b is half a host), so about 100 %.
     let scaling = f(&two["scaling_pct"]);
-    assert!((60.0..90.0).contains(&scaling), "{scaling} % of linear");
+    assert!((90.0..110.0).contains(&scaling), "{scaling} % of linear");
     assert!(
         out.contains("(4 workers per host at scale 1; ") && out.contains(&format!("{b} 2 workers (6 in all))")),
         "the summary says what each host ran: {out}"
@@ -133,5 +134,53 @@ fn a_queue_depth_ramp_on_agents_keeps_each_depth_on_each_host() {
             assert!((in_flight - want).abs() <= 0.2 * want, "{in_flight} in flight, not {want}: {h}");
         }
     }
+    drop(agents);
+}
+
+/// A concurrent step on agents runs as a local one does: each agent runs every member with its
+/// share of its workers (and of its `workers_scale`), and each member keeps its own in flight
+/// on every host (Little's law, 2 ms a request).
+#[test]
+fn a_concurrent_step_on_uneven_agents_runs_every_member_on_every_host() {
+    needs_root!();
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let c = certs(dir.path());
+    let (agents, hosts) = file_agents(dir.path(), &c, &["a", "b"]);
+    let mut text = String::new();
+    for (k, (addr, target)) in hosts.iter().enumerate() {
+        let scale = if k == 1 { "workers_scale = 0.5\n" } else { "" };
+        text.push_str(&format!("[[hosts]]\naddress = \"{addr}\"\ntargets = [\"{}\"]\n{scale}", target.display()));
+    }
+    text.push_str(
+        "[defaults]\nramp = [4]\nwarmup_s = 0.2\nintervals = 2\ninterval_s = 0.5\n\
+         [[workloads]]\nname = \"oltp\"\nread_pct = 70\nqueue_depth = 2\ntogether = \"mix\"\nshare = 3\n\
+         [[workloads]]\nname = \"scan\"\npattern = \"sequential\"\nbs = \"64k\"\ntogether = \"mix\"\n\
+         [[faults]]\nkind = \"latency\"\nlatency_ms = 2\n",
+    );
+    std::fs::write(dir.path().join("plan.toml"), text).unwrap();
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--json", "r.json"]).output().unwrap();
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    // At 4 workers: oltp 3 of them at qd 2, scan 1; host b at half: oltp 2 (1.5 rounded), scan 1.
+    let in_flight = |w: usize| {
+        let s = &steps(&r, w)[0];
+        f(&s["iops"]) * f(&s["lat_us"]["mean"]) / 1e6
+    };
+    for (w, want) in [(1, (3 * 2 + 2 * 2) as f64), (2, 2.0), (0, 12.0)] {
+        let got = in_flight(w);
+        assert!((got - want).abs() <= 0.2 * want, "workload {w}: {got} in flight, not {want}");
+    }
+    let total = &steps(&r, 0)[0];
+    assert_eq!(total["host_count"], 2);
+    // Each keeps what its hosts' shares keep: no step thinks time was lost.
+    for w in 0..3 {
+        let s = &steps(&r, w)[0];
+        assert!(s["flags"].as_array().unwrap().is_empty(), "{s}");
+    }
+    assert_eq!(steps(&r, 1)[0]["outstanding"].as_u64(), Some(10));
+    assert_eq!(total["outstanding"].as_u64(), Some(12));
+    let sum: u64 = [1, 2].iter().map(|&w| steps(&r, w)[0]["read"]["ops"].as_u64().unwrap()).sum();
+    assert_eq!(total["read"]["ops"].as_u64(), Some(sum), "the total is its members together");
     drop(agents);
 }

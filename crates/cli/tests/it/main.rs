@@ -41,6 +41,7 @@ mod slurm;
 mod storage_faults;
 mod store;
 mod stuck;
+mod together;
 mod trims;
 mod verify;
 mod write_safety;

@@ -30,4 +30,5 @@ mod runs;
 mod size;
 mod slurm;
 mod store;
+mod together;
 mod trims;

@@ -29,7 +29,7 @@ pub mod listen;
 mod requests;
 mod work;
 
-pub use requests::{precondition_request, rate_share, step_request, target_groups};
+pub use requests::{MAX_MEMBERS, member_requests, precondition_request, rate_share, step_request, target_groups};
 use work::{Step, precondition_blocking, run_blocking};
 
 /// TLS material of an agent; without it the agent listens in plain text (`--insecure`).
@@ -837,13 +837,21 @@ impl Agent for Service {
         let (w, mut backend, faults) = step_request(&r)?;
         // Said once, in the agent's Hello (the run's `host.agents[].backend_note`).
         backend = self.available.resolve(backend).0;
+        // A concurrent step's members, each on its own back-end (or its fallback here).
+        let members: Vec<(iocurve_plan::Workload, u32, iocurve_plan::Backend)> = member_requests(&r)?
+            .into_iter()
+            .map(|(m, workers)| {
+                let b = self.available.resolve(m.backend).0;
+                (m, workers, b)
+            })
+            .collect();
         let guard = self.take_busy()?;
         tracing::info!(workload = %w.name, workers = r.workers, backend = backend.name(), "step requested");
         // A back-end that touches no data (null): a scratch file a null-only run left
         // unwritten is fine for it (and not filled for it).
-        let null = !backend.touches_storage();
-        let targets =
-            self.open_with(&call, &r.groups, Opening::new(r.scratch_size, w.writes(), null, r.run_key)).await?;
+        let null = !backend.touches_storage() && members.iter().all(|(_, _, b)| !b.touches_storage());
+        let writes = w.writes() || members.iter().any(|(m, _, _)| m.writes());
+        let targets = self.open_with(&call, &r.groups, Opening::new(r.scratch_size, writes, null, r.run_key)).await?;
         // The map: the local run's own, or this agent's for these targets. The step saves it
         // at every interval end (after flushing the targets) and at its own.
         let kept = match (&self.local, w.verify) {
@@ -865,6 +873,7 @@ impl Agent for Service {
                 received_unix_ns,
                 w: &w,
                 backend,
+                members: &members,
                 targets: &targets,
                 faults: &faults,
                 kept,

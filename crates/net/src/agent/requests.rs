@@ -55,6 +55,44 @@ pub fn step_request(r: &pb::StepRequest) -> Result<(Workload, Backend, Vec<Fault
     Ok((w, backend, faults))
 }
 
+/// The most members a concurrent step may have.
+pub const MAX_MEMBERS: usize = 64;
+
+/// A step request's members (a concurrent step; empty otherwise): each workload checked as a
+/// step's is, with its workers, refused where a member cannot be what the plan refuses it
+/// (public for the fuzz target `agent_request`).
+pub fn member_requests(r: &pb::StepRequest) -> Result<Vec<(Workload, u32)>, Status> {
+    if r.members.len() > MAX_MEMBERS {
+        return Err(Status::invalid_argument(format!(
+            "{} members: a concurrent step has at most {MAX_MEMBERS}",
+            r.members.len()
+        )));
+    }
+    r.members
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let w: Workload = serde_json::from_str(&m.workload_json)
+                .map_err(|e| Status::invalid_argument(format!("member {i}'s workload does not parse: {e}")))?;
+            iocurve_plan::check_workload(&w, &[], "the step request")
+                .map_err(|e| Status::invalid_argument(format!("member {} is not valid: {e}", w.name)))?;
+            if w.verify || !w.rate.is_empty() || w.steady_state != iocurve_plan::SteadyState::None {
+                return Err(Status::invalid_argument(format!(
+                    "member {} verifies, has a rate or ends once steady: a concurrent step's members do none of these",
+                    w.name
+                )));
+            }
+            if !(1..=65536).contains(&m.workers) {
+                return Err(Status::invalid_argument(format!(
+                    "member {} has {} workers: 1 to 65536",
+                    w.name, m.workers
+                )));
+            }
+            Ok((w, m.workers))
+        })
+        .collect()
+}
+
 /// What the agent makes of a precondition request: the pass's configuration (the workload's
 /// data pattern, checked as a step's workload is), or why it refuses the request.
 pub fn precondition_request(r: &pb::PreconditionRequest) -> Result<PreConfig, Status> {

@@ -191,6 +191,8 @@ pub(super) struct Step<'a> {
     pub(super) received_unix_ns: i64,
     pub(super) w: &'a Workload,
     pub(super) backend: Backend,
+    /// A concurrent step's members (workload, workers, back-end); empty: the step runs `w`.
+    pub(super) members: &'a [(Workload, u32, Backend)],
     pub(super) targets: &'a TargetSet,
     pub(super) faults: &'a [Fault],
     /// The verification map of a verifying step (saved by the step), with its journal.
@@ -305,7 +307,20 @@ pub(super) fn run_blocking(step: &Step, tx: &mpsc::Sender<Result<pb::StepEvent, 
     }
     // A step called off before its start (the coordinator went away) ends in an error no one
     // reads.
-    let ran = run_step(&cfg, &mut streamer);
+    let ran = if step.members.is_empty() {
+        run_step(&cfg, &mut streamer)
+    } else {
+        let members: Vec<iocurve_engine::together::Member> = step
+            .members
+            .iter()
+            .map(|(w, workers, backend)| iocurve_engine::together::Member {
+                workload: w,
+                workers: *workers,
+                backend: *backend,
+            })
+            .collect();
+        iocurve_engine::together::run_members(&cfg, &members, &mut streamer)
+    };
     if let Some((e, _)) = step.metrics {
         e.live(None);
     }

@@ -1,7 +1,8 @@
 //! fio jobs to an iocurve plan. A job becomes a workload of one step: `numjobs` workers of
 //! `iodepth` each (`--ramp` turns it into a curve). Jobs fio runs at the same time (no
 //! `stonewall` or `wait_for` between them) become one workload when they differ only in their
-//! files; otherwise iocurve, which runs one workload at a time, refuses to pretend.
+//! files, else one concurrent step (`together`, each job its `numjobs` as its share); jobs at a
+//! rate or verifying cannot run so and are refused.
 
 use std::path::Path;
 
@@ -86,56 +87,7 @@ pub fn plan(jobs: &[FioJob], source: &str, notices: &mut Vec<Notice>) -> Result<
         }
     }
 
-    // Waves: the jobs fio runs at the same time.
-    let mut waves: Vec<Vec<Load>> = Vec::new();
-    for (i, l) in loads.into_iter().enumerate() {
-        if i == 0 || l.job.stonewall || l.job.wait_for.is_some() {
-            waves.push(Vec::new());
-        }
-        waves.last_mut().unwrap_or_else(|| unreachable!()).push(l);
-    }
-    let mut merged: Vec<Load> = Vec::new();
-    for wave in waves {
-        let same = wave.windows(2).all(|w| w[0].keys == w[1].keys);
-        if wave.len() > 1 && same {
-            let names: Vec<&str> = wave.iter().map(|l| l.job.name.as_str()).collect();
-            let mut first = wave.into_iter();
-            let mut m = first.next().unwrap_or_else(|| unreachable!());
-            for l in first {
-                m.workers += l.workers;
-                // Each job keeps its own rate limit in fio: together they add up.
-                if let (Some(r), Some(add)) = (m.keys.rate.as_mut(), &l.keys.rate) {
-                    r[0] += add[0];
-                    m.keys.max_outstanding =
-                        Some(m.keys.max_outstanding.unwrap_or(0) + l.keys.max_outstanding.unwrap_or(0));
-                }
-                for t in l.targets {
-                    if !m.targets.contains(&t) {
-                        m.targets.push(t);
-                    }
-                }
-            }
-            let load = match &m.keys.rate {
-                Some(r) => format!("at their summed rate, {}", r[0]),
-                None => format!("of {} workers", m.workers),
-            };
-            notices.push(note(m.job, "stonewall", "", &format!(
-                "fio runs jobs {} at the same time, each on its own files; iocurve runs them as one workload {load} over all their files",
-                names.join(", ")
-            ), false));
-            merged.push(m);
-        } else {
-            for (i, l) in wave.into_iter().enumerate() {
-                if i > 0 {
-                    notices.push(note(l.job, "stonewall", "", &format!(
-                        "fio runs job {} at the same time as the jobs before it in this file (no stonewall between them); iocurve runs one workload at a time: add stonewall to the job, or --fio-lenient runs the jobs one after another",
-                        l.job.name
-                    ), true));
-                }
-                merged.push(l);
-            }
-        }
-    }
+    let merged = at_once(loads, notices);
 
     // One target list for the plan.
     let mut all: Vec<String> = Vec::new();
@@ -182,6 +134,80 @@ pub fn plan(jobs: &[FioJob], source: &str, notices: &mut Vec<Notice>) -> Result<
         ..Default::default()
     };
     Ok((plan, from))
+}
+
+/// The jobs as iocurve runs them: each wave of jobs fio runs at the same time (no `stonewall`
+/// or `wait_for` between them) as one workload where they differ only in their files, as one
+/// concurrent step where they can run so, else one after another (refused unless lenient).
+fn at_once<'a>(loads: Vec<Load<'a>>, notices: &mut Vec<Notice>) -> Vec<Load<'a>> {
+    // Waves: the jobs fio runs at the same time.
+    let mut waves: Vec<Vec<Load>> = Vec::new();
+    for (i, l) in loads.into_iter().enumerate() {
+        if i == 0 || l.job.stonewall || l.job.wait_for.is_some() {
+            waves.push(Vec::new());
+        }
+        waves.last_mut().unwrap_or_else(|| unreachable!()).push(l);
+    }
+    let mut merged: Vec<Load> = Vec::new();
+    for wave in waves {
+        let same = wave.windows(2).all(|w| w[0].keys == w[1].keys);
+        if wave.len() > 1 && same {
+            let names: Vec<&str> = wave.iter().map(|l| l.job.name.as_str()).collect();
+            let mut first = wave.into_iter();
+            let mut m = first.next().unwrap_or_else(|| unreachable!());
+            for l in first {
+                m.workers += l.workers;
+                // Each job keeps its own rate limit in fio: together they add up.
+                if let (Some(r), Some(add)) = (m.keys.rate.as_mut(), &l.keys.rate) {
+                    r[0] += add[0];
+                    m.keys.max_outstanding =
+                        Some(m.keys.max_outstanding.unwrap_or(0) + l.keys.max_outstanding.unwrap_or(0));
+                }
+                for t in l.targets {
+                    if !m.targets.contains(&t) {
+                        m.targets.push(t);
+                    }
+                }
+            }
+            let load = match &m.keys.rate {
+                Some(r) => format!("at their summed rate, {}", r[0]),
+                None => format!("of {} workers", m.workers),
+            };
+            notices.push(note(m.job, "stonewall", "", &format!(
+                "fio runs jobs {} at the same time, each on its own files; iocurve runs them as one workload {load} over all their files",
+                names.join(", ")
+            ), false));
+            merged.push(m);
+        } else if wave.len() > 1 && wave.iter().all(|l| l.keys.rate.is_none() && l.keys.verify != Some(true)) {
+            // A concurrent step: every job at once with its own workers (its share of their
+            // sum, which is the step's).
+            let total: u32 = wave.iter().map(|l| l.workers).sum();
+            let names: Vec<&str> = wave.iter().map(|l| l.job.name.as_str()).collect();
+            let step = format!("{}-together", sanitize(&wave[0].job.name));
+            notices.push(note(wave[0].job, "stonewall", "", &format!(
+                "fio runs jobs {} at the same time; iocurve runs them as concurrent step {step}, each job with its numjobs of the step's {total} workers, measured on its own and in total",
+                names.join(", ")
+            ), false));
+            for mut l in wave {
+                l.keys.together = Some(step.clone());
+                l.keys.share = Some(l.workers as f64);
+                l.workers = total;
+                merged.push(l);
+            }
+        } else {
+            for (i, l) in wave.into_iter().enumerate() {
+                if i > 0 {
+                    notices.push(note(l.job, "stonewall", "", &format!(
+                        "fio runs job {} at the same time as the jobs before it in this file (no stonewall between them); iocurve runs jobs at a rate or verifying one at a time: add stonewall to the job, or --fio-lenient runs the jobs one after another",
+                        l.job.name
+                    ), true));
+                }
+                merged.push(l);
+            }
+        }
+    }
+
+    merged
 }
 
 fn refuse(notices: &mut Vec<Notice>, job: &FioJob, option: &str, value: &str, why: &str) {

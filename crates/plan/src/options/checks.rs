@@ -32,7 +32,7 @@ pub(super) fn ramp(ramp: &[u32]) -> Result<(), String> {
 }
 
 /// `qd_ramp`: queue depths, usable and increasing.
-pub(super) fn qd_ramp(qds: &[u32]) -> Result<(), String> {
+pub(crate) fn qd_ramp(qds: &[u32]) -> Result<(), String> {
     ensure(!qds.is_empty(), || {
         "qd_ramp is empty: give the queue depths of the steps, e.g. qd_ramp = [1, 2, 4, 8, 16, 32], or drop it".into()
     })?;
@@ -56,6 +56,16 @@ pub(super) fn host_ramp(counts: &[u32]) -> Result<(), String> {
     })?;
     ensure(counts.windows(2).all(|p| p[0] < p[1]), || {
         format!("host_ramp {counts:?} must increase strictly (e.g. 1, 2, 4, 8)")
+    })
+}
+
+/// `target_groups`: group names, given and each once.
+pub(super) fn target_groups(names: &[String]) -> Result<(), String> {
+    ensure(!names.is_empty(), || {
+        "target_groups is empty: name the plan's [[groups]] the workload uses, or drop it".into()
+    })?;
+    ensure(names.iter().enumerate().all(|(i, n)| !names[..i].contains(n)), || {
+        format!("target_groups {names:?} names a group twice")
     })
 }
 

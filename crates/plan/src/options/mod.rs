@@ -191,6 +191,32 @@ workload_keys! {
             Some("host-ramp"), List, "LIST", None,
             "Host counts of a host-count sweep, comma-separated and increasing (e.g. 1,2,4,8): the ramp runs on the first 1, then 2, 4 … hosts of --hosts or [[hosts]] in their order, with speed, optimum and maximum per host count.",
         );
+    /// The concurrent step this workload runs in: every workload with the same `together` runs
+    /// at one time, each step's workers shared out among them by `share` (fio's jobs without
+    /// `stonewall`, vdbench's skew). Plan files only.
+    together: String
+        => together: Option<String> [serde(default, skip_serializing_if = "Option::is_none")] [doc = "None: a workload of its own."] = [optional |t| checks::name(t)],
+        table(
+            None, Text, "NAME", None,
+            "Name of the concurrent step the workload runs in: every workload with this name runs at one time, each with its share of every step's workers; measured on its own and in total.",
+        );
+    /// Its share of a concurrent step's workers, against the other members' (default 1: equal
+    /// shares); each member runs at least one worker.
+    share: f64
+        => share: f64 [serde(default = "crate::model::default_share")]
+            = [value |&v| ensure(v > 0.0 && v <= 1e6, || format!("share is {v}; a member's share of a concurrent step's workers is above 0 (80 and 20, or 0.8 and 0.2)"))],
+        table(
+            None, Number, "N", Some("1"),
+            "A member's share of a concurrent step's workers against the others' (80 and 20: four fifths and one fifth; each at least one worker).",
+        );
+    /// The plan's target groups this workload uses (default: all, by their weights): a
+    /// concurrent step's members on targets of their own.
+    target_groups: Vec<String>
+        => target_groups: Vec<String> [serde(default)] [doc = "Empty: every group of the plan."] = [list |g| checks::target_groups(g)],
+        table(
+            None, Text, "NAMES", None,
+            "The plan's [[groups]] this workload uses, by name (default: all of them, by their weights): members of a concurrent step on targets of their own.",
+        );
     /// Seconds of load before measuring each step (not counted).
     warmup_s: f64
         => warmup_s: f64

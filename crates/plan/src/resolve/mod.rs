@@ -5,6 +5,7 @@
 
 mod label;
 mod text;
+mod together;
 pub(crate) mod workload;
 
 use std::path::Path;
@@ -98,6 +99,9 @@ pub(crate) fn resolve_file(file: &PlanFile, source: &str) -> Result<Plan, PlanEr
 /// same rows and rules as a plan's; errors name the key, from `source`.
 pub fn check_workload(w: &Workload, faults: &[Fault], source: &str) -> Result<(), PlanError> {
     let mut keys = w.keys();
+    // A member's target groups are the request's, which the engine checks them against: the
+    // plan the workload is checked in here has none of them.
+    keys.target_groups = None;
     // An SLA search's rate steps (`NAME-sla-search`) are chosen as it runs, so its `rate` is
     // empty: checked as the workload that asked for them (found by an outside test: its bursts
     // were refused as "no rate steps" by every agent).
@@ -244,6 +248,7 @@ impl Resolver<'_> {
                 }
             }
         }
+        self.together(&all.iter().map(|(i, _, w)| (*i, w)).collect::<Vec<_>>(), &groups)?;
         let workloads: Vec<Workload> = all.into_iter().map(|(_, _, w)| w).collect();
         for (key, v) in [("sla_mean_ms", self.file.sla_mean_ms), ("sla_p99_ms", self.file.sla_p99_ms)] {
             if v.is_some_and(|v| !(v > 0.0 && v.is_finite())) {

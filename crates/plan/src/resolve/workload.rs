@@ -41,6 +41,9 @@ impl Resolver<'_> {
     /// depth at 1 worker, `--qd-ramp … --ramp 4` at 4, `--qd-ramp … --ramp 1,2,4` is a grid).
     pub(super) fn queue_depth_layers(&self, i: usize, keys: &mut WorkloadKeys) -> Result<(), PlanError> {
         let Some(qds) = keys.qd_ramp.clone() else { return Ok(()) };
+        // Its own check first: its first depth becomes `queue_depth`, whose error would name the
+        // wrong key.
+        crate::options::checks::qd_ramp(&qds).map_err(|m| self.key_err(i, "qd_ramp", m))?;
         let (ramp_at, depth_at) = (self.origin(i, "qd_ramp"), self.origin(i, "queue_depth"));
         if depth_at == ramp_at {
             return Err(self.key_err(
@@ -168,6 +171,21 @@ pub(crate) fn cross_checks(w: &Workload) -> Result<(), KeyError> {
             ),
         ));
     }
+    // Counted, not made: a grid of every worker count by every depth would be 268 million
+    // steps, gigabytes before the first I/O.
+    let per_count = if w.rate.is_empty() { w.ramp.len() * w.qd_ramp.len().max(1) } else { w.rate.len() };
+    let steps = per_count * w.host_ramp.len().max(1);
+    if steps > MAX_STEPS {
+        return Err((
+            if w.qd_ramp.is_empty() { "ramp" } else { "qd_ramp" },
+            format!(
+                "the workload would run {steps} steps ({} worker counts{}{}): at most {MAX_STEPS}; ramp fewer points (1, 2, 4, 8 … doubles)",
+                w.ramp.len(),
+                if w.qd_ramp.is_empty() { String::new() } else { format!(" × {} queue depths", w.qd_ramp.len()) },
+                if w.host_ramp.is_empty() { String::new() } else { format!(" × {} host counts", w.host_ramp.len()) },
+            ),
+        ));
+    }
     if !w.host_ramp.is_empty() && w.is_grid() {
         return Err((
             "host_ramp",
@@ -220,6 +238,9 @@ pub(crate) fn cross_checks(w: &Workload) -> Result<(), KeyError> {
     }
     shape_checks(w)
 }
+
+/// The most steps a workload may have (its ramp × depths × host counts).
+pub const MAX_STEPS: usize = 100_000;
 
 /// Trims (issue 40): their share fits beside the reads', their sizes are used and one size
 /// serves a verifying workload's map.

@@ -68,6 +68,11 @@ pub struct StepSpec<'a> {
     pub workers: u32,
     /// What each agent runs: `workers`, or scaled by its `workers_scale` (uneven hosts).
     pub host_workers: &'a [u32],
+    /// A concurrent step's members (each at this step) and their workers at scale 1; empty
+    /// for a step of one workload.
+    pub members: &'a [(Workload, u32)],
+    /// Each agent's `workers_scale`, for the members' workers.
+    pub scales: &'a [f64],
     /// A rate step: the IOPS of the whole run, shared out among the agents.
     pub rate_iops: Option<f64>,
     /// Per agent, its target groups (with the plan's weights).
@@ -468,7 +473,7 @@ impl<'a> Hosts<'a> {
             .enumerate()
             .map(|(i, r)| {
                 let mut record =
-                    r.unwrap_or_else(|| StepRecord::new(spec.workers, w.queue_depth, 0, w.interval_s, 1.0));
+                    r.unwrap_or_else(|| StepRecord::new(spec.workers_of(i), w.queue_depth, 0, w.interval_s, 1.0));
                 record.interrupted =
                     record.measured < intervals && !(steady_end && !self.interrupted[i] && self.lost[i].is_none());
                 record.drain = self.drain[i];
@@ -681,6 +686,19 @@ type Call = tokio::task::JoinHandle<
     Result<Result<tonic::Response<tonic::Streaming<pb::StepEvent>>, tonic::Status>, tokio::time::error::Elapsed>,
 >;
 
+/// A concurrent step's members as agent `h` runs them: each workload with its workers scaled by
+/// the agent's `workers_scale`.
+fn member_requests(spec: &StepSpec, h: usize) -> Vec<pb::Member> {
+    let scale = spec.scales.get(h).copied().unwrap_or(1.0);
+    spec.members
+        .iter()
+        .map(|(m, workers)| pb::Member {
+            workload_json: serde_json::to_string(m).unwrap_or_default(),
+            workers: iocurve_plan::scaled_workers(*workers, scale),
+        })
+        .collect()
+}
+
 /// Every agent gets its request at once (one slow agent delays no other's), each within a
 /// deadline: an agent that cannot take it is lost before the step starts.
 fn send_requests(remotes: &[Remote], spec: &StepSpec, json: &str, keys: &[i64]) -> Vec<Call> {
@@ -701,6 +719,7 @@ fn send_requests(remotes: &[Remote], spec: &StepSpec, json: &str, keys: &[i64]) 
             hosts,
             run_key: spec.run_key,
             verify_journal: spec.verify_journal,
+            members: member_requests(spec, h),
         };
         let mut client = r.client.clone();
         calls.push(tokio::spawn(async move { tokio::time::timeout(REQUEST_DEADLINE, client.run_step(req)).await }));
@@ -896,6 +915,8 @@ mod tests {
             workload: w,
             workers: 2,
             host_workers: &[],
+            members: &[],
+            scales: &[],
             rate_iops: None,
             targets: &[],
             scratch_size: 0,
