@@ -179,6 +179,7 @@ mod tests {
             workers: step_index as u32,
             queue_depth: None,
             hosts: None,
+            members: &[],
             rate: None,
             sequential: false,
             rested_s,

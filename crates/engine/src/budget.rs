@@ -205,6 +205,48 @@ pub fn check_step(w: &Workload, workers: u32, backend: Backend) -> Result<(), En
     Ok(())
 }
 
+/// Refuses a concurrent step (issue 41) this host cannot hold with all its members at once:
+/// their buffers together beyond 80 % of the available memory, their I/O threads together
+/// beyond what may start, their libaio events together beyond the kernel's room. Each member
+/// alone passes its own checks as a step does.
+pub fn check_members(members: &[(&Workload, u32, Backend)]) -> Result<(), EngineError> {
+    for &(w, workers, backend) in members {
+        check_step(w, workers, backend)?;
+    }
+    let names = members.iter().map(|(w, ..)| w.name.as_str()).collect::<Vec<_>>().join(" and ");
+    let need: u64 = members.iter().map(|&(w, n, b)| step_memory(w, n, b)).fold(0, u64::saturating_add);
+    if let Some((avail, why)) = available()
+        && need > avail / 10 * 8
+    {
+        return Err(EngineError::Input(format!(
+            "the concurrent step of {names} needs {} of I/O buffers with all its members at once, more than 80 % of the {} this host has available ({why}): lower the ramp, the members' queue depths or block sizes",
+            human(need),
+            human(avail)
+        )));
+    }
+    let threads: u64 = members.iter().map(|&(w, n, b)| io_threads(b, n, w.queue_depth, w.threads)).sum();
+    if let Some((room, limit)) = task_room()
+        && threads > room
+    {
+        return Err(EngineError::Input(format!(
+            "the concurrent step of {names} needs {threads} I/O threads with all its members at once, but only {room} more may start here ({limit}): lower the ramp or the members' --threads"
+        )));
+    }
+    let aio: u64 = members
+        .iter()
+        .filter(|(_, _, b)| b.facts().aio_context)
+        .map(|&(w, n, _)| n as u64 * w.queue_depth as u64)
+        .sum();
+    if aio > 0
+        && let Some(limit) = crate::backend::aio_room_short(aio)
+    {
+        return Err(EngineError::Input(format!(
+            "the concurrent step of {names} keeps {aio} libaio I/Os in flight, more events than the kernel's limit leaves ({limit}): lower the ramp, raise fs.aio-max-nr or use io_uring"
+        )));
+    }
+    Ok(())
+}
+
 /// Refuses, before a run starts, a libaio step that needs more asynchronous I/O events than the
 /// kernel's `fs.aio-max-nr` leaves (each context counts its slots). Only before the run: a
 /// context that cannot be made mid-run (another process took the room) is a failure of the

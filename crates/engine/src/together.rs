@@ -23,9 +23,11 @@ pub struct Member<'a> {
     pub backend: Backend,
 }
 
-/// Runs `members` at once, each as `base` says but for its workload, workers and back-end, and
-/// hands their intervals on to `out` as one step's. The first member to fail stops the others
-/// (through `base.abort`) and is the step's error.
+/// Runs `members` at once, each as `base` says but for its workload, workers, threads and
+/// back-end, and hands their intervals on to `out` as one step's. The members meet before they
+/// start (every one's threads set up), then wait for the step's start moment together. The
+/// first member to fail, or whose error policy ends it, stops the others (through
+/// `base.abort`), and its error is the step's.
 pub fn run_members(
     base: &StepConfig,
     members: &[Member],
@@ -34,60 +36,134 @@ pub fn run_members(
     if members.is_empty() {
         return Err(EngineError::Input("a concurrent step needs its members".into()));
     }
+    let all: Vec<(&Workload, u32, Backend)> = members.iter().map(|m| (m.workload, m.workers, m.backend)).collect();
+    crate::budget::check_members(&all)?;
     let shared = Mutex::new(Combiner::new(members, out));
+    let gate = Meeting::new(members.len());
+    let stop_others = || {
+        if let Some(abort) = &base.abort {
+            abort.store(true, Ordering::Relaxed);
+        }
+    };
     let results: Vec<Result<StepRecord, EngineError>> = std::thread::scope(|s| {
         let handles: Vec<_> = members
             .iter()
             .enumerate()
             .map(|(m, member)| {
-                let cfg = StepConfig {
-                    workload: member.workload,
-                    workers: member.workers,
-                    backend: member.backend,
-                    // One map and steady-state end per step, and a rate is a workload's alone:
-                    // members have none (the plan refuses them).
-                    verify: None,
-                    journal: None,
-                    rate: None,
-                    end: None,
-                    abort: base.abort.clone(),
-                    targets: base.targets,
-                    threads: base.threads,
-                    stop: base.stop,
-                    faults: base.faults,
-                    start_at: base.start_at,
-                    synchronized: base.synchronized,
-                    host: base.host,
-                };
-                let shared = &shared;
-                std::thread::Builder::new().name(format!("iocurve-member{m}")).spawn_scoped(s, move || {
-                    let mut obs = MemberObserver { m, shared };
-                    let r = run_step(&cfg, &mut obs);
-                    if r.is_err()
-                        && let Some(abort) = &base.abort
-                    {
-                        // The others stop at once: a concurrent step is all its members.
-                        abort.store(true, Ordering::Relaxed);
-                    }
-                    r
-                })
+                let (shared, gate, stop_others) = (&shared, &gate, &stop_others);
+                std::thread::Builder::new()
+                    .name(format!("iocurve-member{m}"))
+                    .spawn_scoped(s, move || run_member(base, member, m, shared, gate, stop_others))
             })
             .collect();
         handles
             .into_iter()
             .map(|h| match h {
-                Ok(h) => h.join().unwrap_or_else(|_| Err(EngineError::Input("a member's step panicked".into()))),
-                Err(e) => Err(EngineError::io("cannot start a member of the concurrent step", e)),
+                Ok(h) => h.join().unwrap_or_else(|_| {
+                    Err(EngineError::io(
+                        "a member of the concurrent step",
+                        std::io::Error::other("its thread panicked"),
+                    ))
+                }),
+                Err(e) => {
+                    // The others would wait at the meeting for it.
+                    gate.leave();
+                    stop_others();
+                    Err(EngineError::io("cannot start a member of the concurrent step", e))
+                }
             })
             .collect()
     });
-    let combiner = shared.into_inner().unwrap_or_else(|p| p.into_inner());
-    let handed = combiner.next;
-    let mut records = Vec::new();
-    for r in results {
-        records.push(r?);
+    let handed = shared.into_inner().unwrap_or_else(|p| p.into_inner()).next;
+    if results.iter().any(Result::is_err) {
+        // The step's error: a member's own, not another's calling off that followed it.
+        let mut errs: Vec<EngineError> = results.into_iter().filter_map(Result::err).collect();
+        let own = errs.iter().position(|e| !e.to_string().contains(CALLED_OFF)).unwrap_or(0);
+        return Err(errs.swap_remove(own));
     }
+    let records: Vec<StepRecord> = results.into_iter().filter_map(Result::ok).collect();
     Ok(combine(members, records, handed))
+}
+
+/// One member's step, on its own thread.
+fn run_member(
+    base: &StepConfig,
+    member: &Member,
+    m: usize,
+    shared: &Mutex<Combiner>,
+    gate: &Meeting,
+    stop_others: &(dyn Fn() + Sync),
+) -> Result<StepRecord, EngineError> {
+    let start = || gate.arrive() && base.start_at.is_none_or(|f| f());
+    let cfg = StepConfig {
+        workload: member.workload,
+        workers: member.workers,
+        backend: member.backend,
+        // Its own threads where it names them (0: the host's choice).
+        threads: if member.workload.threads == 0 { base.threads } else { member.workload.threads as usize },
+        start_at: Some(&start),
+        // One map and steady-state end per step, and a rate is a workload's alone: members
+        // have none (the plan refuses them).
+        verify: None,
+        journal: None,
+        rate: None,
+        end: None,
+        abort: base.abort.clone(),
+        targets: base.targets,
+        stop: base.stop,
+        faults: base.faults,
+        synchronized: base.synchronized,
+        host: base.host,
+    };
+    let mut obs = MemberObserver { m, shared };
+    let r = run_step(&cfg, &mut obs);
+    // One that never came to the meeting (it failed setting up) calls it off.
+    gate.leave();
+    // The others stop at once when one fails or its error policy ends it: a concurrent step
+    // is all its members.
+    if r.as_ref().map_or(true, |rec| rec.aborted.is_some()) {
+        stop_others();
+    }
+    r
+}
+
+/// What the engine says of a step called off before it started (`step.rs`).
+const CALLED_OFF: &str = "called off before it started";
+
+/// Where the members meet before they start: each arrives once its threads are set up; all go
+/// when every one has arrived, none when one left without arriving (it failed setting up).
+struct Meeting {
+    /// Members arrived, and whether one went without arriving.
+    state: std::sync::Mutex<(usize, bool)>,
+    all: std::sync::Condvar,
+    n: usize,
+}
+
+impl Meeting {
+    fn new(n: usize) -> Self {
+        Meeting { state: std::sync::Mutex::new((0, false)), all: std::sync::Condvar::new(), n }
+    }
+
+    /// Waits for every member; false: one will never come.
+    fn arrive(&self) -> bool {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        s.0 += 1;
+        self.all.notify_all();
+        while s.0 < self.n && !s.1 {
+            s = self.all.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        s.0 >= self.n
+    }
+
+    /// A member's step is over: one that never arrived calls the meeting off for those still
+    /// waiting.
+    fn leave(&self) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if s.0 < self.n {
+            s.1 = true;
+            self.all.notify_all();
+        }
+    }
 }
 
 /// The step's record from its members': what the agent reports of the step's end (intervals are
@@ -168,6 +244,11 @@ impl<'o> Combiner<'o> {
 
     fn progress(&mut self, m: usize, p: &StepProgress) {
         self.progress[m] = *p;
+        // Said once the step has started (every member): an observer hears of a step's start
+        // before its progress.
+        if !self.started.iter().all(Option::is_some) {
+            return;
+        }
         let mut all = StepProgress { intervals_done: u32::MAX, ..Default::default() };
         for q in &self.progress {
             all.elapsed_s = all.elapsed_s.max(q.elapsed_s);

@@ -436,3 +436,61 @@ fn regression_an_agents_step_keeps_no_intervals_and_measures_its_threads() {
     assert!(rec.interrupted && rec.intervals.is_empty(), "{} handed on", seen.0.len());
     assert!(!seen.0.is_empty() && seen.0.len() < 20);
 }
+
+/// Issue 41: a concurrent step's members run at once, each at its own workers and depth (two
+/// ms a request: by Little's law each keeps its own in flight), and every interval handed on
+/// carries each member's part, the step's figures their sum.
+#[test]
+fn a_concurrent_step_hands_on_each_member_s_part_and_their_sum() {
+    let dir = tempfile::tempdir().unwrap();
+    let targets = target(&dir, false);
+    let stop = AtomicBool::new(false);
+    let latency = [Fault { latency_ms: 2.0, ..fault(FaultKind::Latency, None) }];
+    let (a, b) = (workload(100.0, 4, 2, 0.3, Backend::Null), workload(100.0, 1, 2, 0.3, Backend::Null));
+    let b = Workload { name: "b".into(), bs: vec![BlockSize { bytes: 65536, weight: 1 }], ..b };
+    let base = config(&a, 1, &targets, &latency, &stop);
+    let members = [
+        iocurve_engine::together::Member { workload: &a, workers: 2, backend: Backend::Null },
+        iocurve_engine::together::Member { workload: &b, workers: 1, backend: Backend::Null },
+    ];
+    let mut seen = Seen::default();
+    let rec = iocurve_engine::together::run_members(&base, &members, &mut seen).unwrap();
+    assert_eq!(seen.0.len(), 2, "both intervals, each once");
+    assert_eq!((rec.measured, rec.workers, rec.interrupted), (2, 3, false));
+    for s in &seen.0 {
+        assert_eq!(s.members.len(), 2);
+        assert_eq!(s.ops(), s.members[0].ops() + s.members[1].ops());
+        assert_eq!(s.read.bytes, s.members[0].read.bytes + s.members[1].read.bytes);
+        assert_eq!(s.members[1].read.bytes, s.members[1].read.ops * 65536, "the second member's 64k reads");
+        // Little's law per member over the interval: 2 × 4 and 1 × 1 in flight.
+        for (m, want) in [(0, 8.0), (1, 1.0)] {
+            let part = &s.members[m];
+            let in_flight = part.ops() as f64 / 0.3 * part.lat_mean_ns() / 1e9;
+            assert!((in_flight - want).abs() <= 0.2 * want, "member {m}: {in_flight} in flight, not {want}");
+        }
+    }
+}
+
+/// Issue 41, found in review: a member whose error policy ends it (`on_error = abort`) stops
+/// the others too — a concurrent step is all its members — instead of leaving them doing I/O on
+/// failing storage for the rest of the step.
+#[test]
+fn a_member_that_aborts_stops_the_concurrent_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let targets = target(&dir, false);
+    let stop = AtomicBool::new(false);
+    let eio = [fault(FaultKind::Eio, None)];
+    let a = Workload { on_error: iocurve_plan::OnError::Abort, ..workload(100.0, 1, 50, 0.1, Backend::Null) };
+    let b = Workload { name: "b".into(), ..workload(100.0, 1, 50, 0.1, Backend::Null) };
+    let abort = Arc::new(AtomicBool::new(false));
+    let base = StepConfig { abort: Some(abort.clone()), ..config(&a, 1, &targets, &eio, &stop) };
+    let members = [
+        iocurve_engine::together::Member { workload: &a, workers: 1, backend: Backend::Null },
+        iocurve_engine::together::Member { workload: &b, workers: 1, backend: Backend::Null },
+    ];
+    let mut seen = Seen::default();
+    let rec = iocurve_engine::together::run_members(&base, &members, &mut seen).unwrap();
+    assert!(rec.aborted.is_some(), "the step says why it ended");
+    assert!(abort.load(Ordering::Relaxed), "the others were told to stop");
+    assert!(rec.measured < 50 && rec.interrupted, "not all 50 intervals: {}", rec.measured);
+}

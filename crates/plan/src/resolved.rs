@@ -164,17 +164,29 @@ impl Workload {
         self.together.as_deref() == Some(self.name.as_str())
     }
 
-    /// The workers each member of a concurrent step runs at a step of `workers`: shared out by
-    /// their `share`, rounded, at least one each.
+    /// The workers each member of a concurrent step runs at a step of `workers`: one each, and
+    /// the rest shared out by their `share` (the largest remainders rounding up), so that they
+    /// add up to `workers` (a step of fewer workers than members runs one each: the step then
+    /// counts the workers that ran).
     pub fn member_workers(members: &[Workload], workers: u32) -> Vec<u32> {
         let total: f64 = members.iter().map(|m| m.share).sum();
-        members
+        let rest = workers.saturating_sub(members.len() as u32) as f64;
+        let exact: Vec<f64> = members
             .iter()
-            .map(|m| {
-                let part = if total > 0.0 { workers as f64 * m.share / total } else { workers as f64 };
-                (part.round() as u32).clamp(1, 65_536)
-            })
-            .collect()
+            .map(|m| if total > 0.0 { rest * m.share / total } else { rest / members.len() as f64 })
+            .collect();
+        let mut parts: Vec<u32> = exact.iter().map(|x| 1 + x.floor() as u32).collect();
+        let mut left = workers.saturating_sub(parts.iter().sum());
+        let mut order: Vec<usize> = (0..members.len()).collect();
+        order.sort_by(|&a, &b| (exact[b] - exact[b].floor()).total_cmp(&(exact[a] - exact[a].floor())).then(a.cmp(&b)));
+        for &k in order.iter().cycle().take(members.len() * 2) {
+            if left == 0 {
+                break;
+            }
+            parts[k] += 1;
+            left -= 1;
+        }
+        parts.iter().map(|&p| p.clamp(1, 65_536)).collect()
     }
 
     /// A rate step drives the run at this many IOPS: its rate, or for a sequential workload its

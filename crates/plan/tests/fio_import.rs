@@ -636,3 +636,25 @@ mod trims {
         assert!(toml.contains("trim_pct = 5.88") && toml.contains("trim_bs = \"64k\""), "{toml}");
     }
 }
+
+/// Found importing fio's own examples (issue 41): a rate job's iodepth bounds what it keeps in
+/// flight (it was refused as "queue_depth is 32, but a rate step…"), the log options fio takes
+/// bare are taken bare, jobs at once for different times run for the first's only when
+/// lenient, and zones are named as what they are.
+#[test]
+fn fio_s_own_examples_import() {
+    let rated = "[j]\nfilename=/data/x\nsize=1m\nrw=randread\nrate_iops=500\niodepth=32\nioengine=libaio\ndirect=1\n";
+    let plan = text(rated, false).unwrap().resolve("job.fio", &Overrides::default()).unwrap();
+    let w = &plan.workloads[0];
+    assert_eq!((w.queue_depth, w.max_outstanding, w.rate.as_slice()), (1, 32, &[500.0][..]));
+    let logs = "[j]\nfilename=/data/x\nsize=1m\nrw=read\nwrite_bw_log\nwrite_lat_log\n";
+    assert!(text(logs, false).is_ok());
+    let timed =
+        "[global]\nfilename=/data/x\nsize=1m\ntime_based\n[a]\nrw=randread\nruntime=30\n[b]\nrw=write\nruntime=10\n";
+    let e = text(timed, false).unwrap_err();
+    assert!(e.message.contains("for another time than job a"), "{e}");
+    let plan = text(timed, true).unwrap().resolve("job.fio", &Overrides::default()).unwrap();
+    assert_eq!(plan.workloads[0].intervals, plan.workloads[1].intervals, "b runs a's time");
+    let zoned = "[j]\nfilename=/data/x\nrw=write\nsize=8z\n";
+    assert!(text(zoned, true).unwrap_err().message.contains("zones of a zoned block device"));
+}

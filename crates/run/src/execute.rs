@@ -350,9 +350,18 @@ impl Session<'_, '_> {
     /// next.
     fn run_step(&mut self, at: &WorkloadAt, si: usize, step: iocurve_plan::RampStep, r: &mut Ramping) -> StepEnd {
         let w = at.w;
+        // A concurrent step's members at this step; the step counts the workers they run (one
+        // each at the least: more than a ramp point below the number of members).
+        let members = crate::together::at_step(at.members, &step);
+        let step = if members.is_empty() {
+            step
+        } else {
+            iocurve_plan::RampStep { workers: members.iter().map(|(_, n)| n).sum(), ..step }
+        };
         let workers = step.workers;
         let (bs, shape) =
             (iocurve_analysis::workload_block_sizes(w), iocurve_analysis::shape(w, step.rate.is_some()).join(", "));
+        let member_names: Vec<String> = at.members.iter().map(|m| m.name.clone()).collect();
         self.observers.step_starting(&StepAt {
             workload: &w.name,
             workload_index: at.index + 1,
@@ -362,6 +371,7 @@ impl Session<'_, '_> {
             workers,
             queue_depth: w.ramps_queue_depth().then_some(step.queue_depth),
             hosts: step.hosts,
+            members: &member_names,
             rate: step.rate,
             sequential: w.pattern == Pattern::Sequential,
             rested_s: if si > 0 { w.pause_s } else { 0.0 },
@@ -381,7 +391,6 @@ impl Session<'_, '_> {
         }
         let w_step = &chosen;
         let earlier = self.losses.len();
-        let members = crate::together::at_step(at.members, &step);
         let (outcome, step_id, unstored, mut member_steps) = self.measure(at, si, step, w_step, &members);
         match outcome {
             Ok(mut rec) => {
@@ -397,6 +406,15 @@ impl Session<'_, '_> {
                     rec.notes.push((FEWER_HOSTS.into(), why));
                 }
                 let whole = unstored.is_none();
+                // A concurrent step keeps in flight what its members keep, each at its depth.
+                if !member_steps.is_empty() {
+                    let each = |m: &crate::recorder::MemberStep| {
+                        m.rec
+                            .outstanding
+                            .unwrap_or(m.rec.workers as u64 * m.rec.queue_depth as u64 * rec.hosts.max(1) as u64)
+                    };
+                    rec.outstanding = Some(member_steps.iter().map(each).sum());
+                }
                 if !self.read_back(w, workers, step_id, unstored, &mut rec) {
                     return StepEnd::StopRun;
                 }

@@ -17,6 +17,8 @@ pub struct LiveMetrics {
     gauges: LiveGauges,
     /// Host labels of the running step's hosts, by host number (empty: a local step).
     hosts: Vec<String>,
+    /// A concurrent step's members: each one's part of an interval counts under its name too.
+    members: Vec<String>,
 }
 
 impl LiveMetrics {
@@ -26,6 +28,15 @@ impl LiveMetrics {
             hostname: iocurve_engine::host::facts().hostname,
             gauges: LiveGauges::default(),
             hosts: Vec::new(),
+            members: Vec::new(),
+        }
+    }
+
+    /// An interval on `host`: the step's, and each member's part under its own name.
+    fn count(&self, host: &str, stats: &IntervalStats, cpu: &CpuUsage) {
+        self.exporter.interval(&self.gauges.live.workload, host, stats, cpu);
+        for (name, part) in self.members.iter().zip(&stats.members) {
+            self.exporter.interval(name, host, part, cpu);
         }
     }
 }
@@ -54,14 +65,14 @@ impl StepObserver for LiveMetrics {
 
     fn host_interval(&mut self, host: u32, _index: u32, stats: &IntervalStats, cpu: &CpuUsage, _duration_s: f64) {
         let name = self.hosts.get(host as usize).cloned().unwrap_or_else(|| format!("host {host}"));
-        self.exporter.interval(&self.gauges.live.workload, &name, stats, cpu);
+        self.count(&name, stats, cpu);
     }
 
     fn interval(&mut self, _index: u32, stats: &IntervalStats, cpu: &CpuUsage, _duration_s: f64) {
         // A multi-host step's merged interval is the sum of the hosts' own, counted already;
         // its longest gap is the worst host's.
         if self.hosts.is_empty() {
-            self.exporter.interval(&self.gauges.live.workload, &self.hostname, stats, cpu);
+            self.count(&self.hostname, stats, cpu);
         }
         self.exporter.stall(stats);
     }
@@ -86,6 +97,7 @@ impl Observer for LiveMetrics {
             ..Live::default()
         });
         self.hosts.clear();
+        self.members = at.members.to_vec();
         self.exporter.live(Some(self.gauges.live.clone()));
     }
 

@@ -24,6 +24,8 @@ pub struct StepAt<'a> {
     pub queue_depth: Option<u32>,
     /// A host-count sweep's step: the hosts it runs on (None: all the run's).
     pub hosts: Option<u32>,
+    /// A concurrent step's members, by name (empty: a workload alone).
+    pub members: &'a [String],
     /// A rate step: its target rate (IOPS, or MB/s for `sequential` workloads).
     pub rate: Option<f64>,
     pub sequential: bool,

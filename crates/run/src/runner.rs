@@ -132,6 +132,17 @@ impl<'o> Runner<'o> {
                 fits(&d, d.max_outstanding)?;
             }
         }
+        // A concurrent step's members together, at its largest step.
+        for (step, members) in plan.units().iter().filter(|(_, m)| !m.is_empty()) {
+            let most = step.ramp.iter().copied().max().unwrap_or(1);
+            let at = crate::together::at_step(
+                members,
+                &iocurve_plan::RampStep { workers: most, queue_depth: 1, hosts: None, rate: None },
+            );
+            let all: Vec<(&iocurve_plan::Workload, u32, iocurve_plan::Backend)> =
+                at.iter().map(|(m, n)| (m, *n, m.backend)).collect();
+            iocurve_engine::budget::check_members(&all)?;
+        }
         let obs = &mut self.observers;
         // Before any I/O: a map another run holds, or a damaged one, is bad input (exit code 2).
         let prepared = verification::prepare(&plan, &self.options.verify_map, obs)?;

@@ -230,7 +230,7 @@ impl Store {
         let text: Vec<String> =
             rec.notes.iter().map(|(c, m)| format!("{}\t{}", c, m.replace(['\n', '\t'], " "))).collect();
         let x = self.conn.execute(
-            "UPDATE steps SET interrupted = ?1, notes = ?2, drain_late = ?3, drain_stuck = ?4, drain_stuck_age_ns = ?5, drain_wait_ns = ?6, unmeasured_errors = ?7, drain_faults = ?9, io_cpu_busiest = ?10, io_cpu_total = ?11 WHERE id = ?8",
+            "UPDATE steps SET interrupted = ?1, notes = ?2, drain_late = ?3, drain_stuck = ?4, drain_stuck_age_ns = ?5, drain_wait_ns = ?6, unmeasured_errors = ?7, drain_faults = ?9, io_cpu_busiest = ?10, io_cpu_total = ?11, outstanding = ?12 WHERE id = ?8",
             params![
                 rec.interrupted,
                 text.join("\n"),
@@ -242,7 +242,8 @@ impl Store {
                 step_id,
                 rec.drain.faults_injected as i64,
                 rec.io_cpu.map(|c| c.busiest),
-                rec.io_cpu.map(|c| c.total)
+                rec.io_cpu.map(|c| c.total),
+                rec.outstanding.map(|n| n as i64)
             ],
         );
         self.sql(x)?;

@@ -36,7 +36,6 @@ fn a_grid_s_cells_keep_their_depth_on_a_slow_device() {
         let outstanding = s["outstanding"].as_f64().unwrap();
         let expected = outstanding / 0.010;
         let iops = f(&s["iops"]);
-        eprintln!("cell {} × qd {}: {iops:.0} IOPS (at most {expected:.0})", s["workers"], s["queue_depth"]);
         // At most what the delay allows; at least half of it (a loaded machine).
         assert!(iops <= expected * 1.1 && iops >= expected * 0.5, "{iops} IOPS, {expected} expected: {s}");
         assert!(f(&s["lat_us"]["mean"]) >= 10_000.0, "{s}");
@@ -44,5 +43,17 @@ fn a_grid_s_cells_keep_their_depth_on_a_slow_device() {
     }
     // The device saw every read iocurve counted (and those of the warm-ups and drains).
     assert!(after - before >= counted, "device {} reads, iocurve {counted}", after - before);
+    // A cell against a run of that cell alone: the same load, the same figures.
+    let cell = &steps(&r, 0)[3];
+    assert_eq!((cell["workers"].as_u64(), cell["queue_depth"].as_u64()), (Some(2), Some(4)));
+    let alone = run_plan(
+        dir.path(),
+        &format!(
+            "targets = [\"{dev}\"]\n[[workloads]]\nname = \"cell\"\nread_pct = 100\nramp = [2]\nqueue_depth = 4\nwarmup_s = 0\nintervals = 2\ninterval_s = 0.5\n"
+        ),
+        &[],
+    );
+    let (in_grid, by_itself) = (f(&cell["iops"]), f(&steps(&alone, 0)[0]["iops"]));
+    assert!((in_grid - by_itself).abs() <= 0.1 * by_itself, "{in_grid} IOPS in the grid, {by_itself} alone");
     fd.set("pass");
 }

@@ -173,10 +173,11 @@ fn a_concurrent_step_on_uneven_agents_runs_every_member_on_every_host() {
     }
     let total = &steps(&r, 0)[0];
     assert_eq!(total["host_count"], 2);
-    // Each keeps what its hosts' shares keep: no step thinks time was lost.
+    // Each keeps what its hosts' shares keep: no step thinks time was lost (a busy machine
+    // may flag its CPU, which is not this).
     for w in 0..3 {
         let s = &steps(&r, w)[0];
-        assert!(s["flags"].as_array().unwrap().is_empty(), "{s}");
+        assert!(s["flags"].as_array().unwrap().iter().all(|f| f["code"] != "littles_law"), "{s}");
     }
     assert_eq!(steps(&r, 1)[0]["outstanding"].as_u64(), Some(10));
     assert_eq!(total["outstanding"].as_u64(), Some(12));

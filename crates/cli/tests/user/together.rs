@@ -16,9 +16,9 @@ fn two_workloads_at_once_are_measured_on_their_own_and_in_total() {
     let r = run_plan(dir.path(), MIX, &["--target", "t.dat", "--size", "16m"]);
     let names: Vec<&str> = r["workloads"].as_array().unwrap().iter().map(|w| w["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["mix", "oltp", "backup"]);
-    // 3 : 1 of 2 and 4 workers, at least one each.
+    // One each, the rest 3 : 1: of 2 workers 1 and 1, of 4 3 and 1 — adding up to the step's.
     let workers = |w: usize| -> Vec<u64> { steps(&r, w).iter().map(|s| s["workers"].as_u64().unwrap()).collect() };
-    assert_eq!((workers(1), workers(2)), (vec![2, 3], vec![1, 1]));
+    assert_eq!((workers(1), workers(2)), (vec![1, 3], vec![1, 1]));
     for w in 0..3 {
         for s in steps(&r, w) {
             let want = s["outstanding"].as_f64().unwrap();
@@ -77,7 +77,8 @@ fn what_cannot_run_together_is_refused_where_it_is_written() {
             "workloads[0].together",
             "has one workload (a)",
         ),
-        (two("ramp = [1, 2]", "ramp = [1, 4]"), "workloads[1].ramp", "ramp must be a's ([1, 2])"),
+        (two("ramp = [2, 4]", "ramp = [2, 8]"), "workloads[1].ramp", "ramp must be a's ([2, 4])"),
+        (two("direct = false", ""), "workloads[1].direct", "must be a's (false)"),
         (two("", "interval_s = 3"), "workloads[1].interval_s", "measured over the same seconds"),
         (two("verify = true", ""), "workloads[0].verify", "verify the workloads alone"),
         (two("rate = [100]", ""), "workloads[0].rate", "shares out workers, not a rate"),

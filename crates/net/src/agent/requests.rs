@@ -62,6 +62,8 @@ pub const MAX_MEMBERS: usize = 64;
 /// step's is, with its workers, refused where a member cannot be what the plan refuses it
 /// (public for the fuzz target `agent_request`).
 pub fn member_requests(r: &pb::StepRequest) -> Result<Vec<(Workload, u32)>, Status> {
+    // The step's workload times the step: every member is measured over its seconds.
+    let step: Option<Workload> = serde_json::from_str(&r.workload_json).ok();
     if r.members.len() > MAX_MEMBERS {
         return Err(Status::invalid_argument(format!(
             "{} members: a concurrent step has at most {MAX_MEMBERS}",
@@ -79,6 +81,17 @@ pub fn member_requests(r: &pb::StepRequest) -> Result<Vec<(Workload, u32)>, Stat
             if w.verify || !w.rate.is_empty() || w.steady_state != iocurve_plan::SteadyState::None {
                 return Err(Status::invalid_argument(format!(
                     "member {} verifies, has a rate or ends once steady: a concurrent step's members do none of these",
+                    w.name
+                )));
+            }
+            if let Some(s) = &step
+                && (s.warmup_s != w.warmup_s
+                    || s.intervals != w.intervals
+                    || s.interval_s != w.interval_s
+                    || s.direct != w.direct)
+            {
+                return Err(Status::invalid_argument(format!(
+                    "member {} has another timing or way of opening the targets than the step: a concurrent step's members share its warm-up, intervals and O_DIRECT",
                     w.name
                 )));
             }

@@ -140,6 +140,8 @@ pub fn plan(jobs: &[FioJob], source: &str, notices: &mut Vec<Notice>) -> Result<
 /// or `wait_for` between them) as one workload where they differ only in their files, as one
 /// concurrent step where they can run so, else one after another (refused unless lenient).
 fn at_once<'a>(loads: Vec<Load<'a>>, notices: &mut Vec<Notice>) -> Vec<Load<'a>> {
+    // A step's name is no job's and no other step's (two waves led by jobs of one name).
+    let mut taken: Vec<String> = loads.iter().map(|l| sanitize(&l.job.name)).collect();
     // Waves: the jobs fio runs at the same time.
     let mut waves: Vec<Vec<Load>> = Vec::new();
     for (i, l) in loads.into_iter().enumerate() {
@@ -178,17 +180,38 @@ fn at_once<'a>(loads: Vec<Load<'a>>, notices: &mut Vec<Notice>) -> Vec<Load<'a>>
                 names.join(", ")
             ), false));
             merged.push(m);
-        } else if wave.len() > 1 && wave.iter().all(|l| l.keys.rate.is_none() && l.keys.verify != Some(true)) {
+        } else if wave.len() > 1
+            // One way of opening the files for all (one descriptor each serves every member).
+            && wave.iter().all(|l| l.keys.rate.is_none() && l.keys.verify != Some(true) && l.keys.direct == wave[0].keys.direct)
+        {
             // A concurrent step: every job at once with its own workers (its share of their
             // sum, which is the step's).
             let total: u32 = wave.iter().map(|l| l.workers).sum();
             let names: Vec<&str> = wave.iter().map(|l| l.job.name.as_str()).collect();
-            let step = format!("{}-together", sanitize(&wave[0].job.name));
+            let base = format!("{}-together", sanitize(&wave[0].job.name));
+            let mut step = base.clone();
+            let mut n = 2;
+            while taken.contains(&step) {
+                step = format!("{base}-{n}");
+                n += 1;
+            }
+            taken.push(step.clone());
             notices.push(note(wave[0].job, "stonewall", "", &format!(
                 "fio runs jobs {} at the same time; iocurve runs them as concurrent step {step}, each job with its numjobs of the step's {total} workers, measured on its own and in total",
                 names.join(", ")
             ), false));
+            // Measured over the same seconds: a job that fio runs for another time (its own
+            // runtime, ramp_time) runs the first job's here (refused unless lenient).
+            let timing = |k: &WorkloadKeys| (k.warmup_s, k.intervals, k.interval_s);
+            let first = timing(&wave[0].keys);
+            for l in wave.iter().skip(1).filter(|l| timing(&l.keys) != first) {
+                notices.push(note(l.job, "runtime", "", &format!(
+                    "fio runs job {} for another time than job {} beside it; a concurrent step measures its members over the same seconds: give them one runtime and ramp_time, or --fio-lenient runs it for {}'s",
+                    l.job.name, wave[0].job.name, wave[0].job.name
+                ), true));
+            }
             for mut l in wave {
+                (l.keys.warmup_s, l.keys.intervals, l.keys.interval_s) = first;
                 l.keys.together = Some(step.clone());
                 l.keys.share = Some(l.workers as f64);
                 l.workers = total;
@@ -198,7 +221,7 @@ fn at_once<'a>(loads: Vec<Load<'a>>, notices: &mut Vec<Notice>) -> Vec<Load<'a>>
             for (i, l) in wave.into_iter().enumerate() {
                 if i > 0 {
                     notices.push(note(l.job, "stonewall", "", &format!(
-                        "fio runs job {} at the same time as the jobs before it in this file (no stonewall between them); iocurve runs jobs at a rate or verifying one at a time: add stonewall to the job, or --fio-lenient runs the jobs one after another",
+                        "fio runs job {} at the same time as the jobs before it in this file (no stonewall between them); iocurve runs jobs at a rate, verifying, or opening the files otherwise (direct=) one at a time: add stonewall to the job, or --fio-lenient runs the jobs one after another",
                         l.job.name
                     ), true));
                 }
@@ -356,8 +379,10 @@ fn workload(job: &FioJob, files: u64, notices: &mut Vec<Notice>) -> (WorkloadKey
         let total = iops * f64::from(job.numjobs);
         k.rate = Some(vec![if random { total } else { total * mean_bs / 1e6 }]);
         k.arrival = Some(if job.poisson { Arrival::Poisson } else { Arrival::Uniform });
-        // The depth as imported (a synchronous engine's is 1), not the file's.
+        // The depth as imported (a synchronous engine's is 1), not the file's: it bounds the
+        // I/Os in flight; a rate step issues each when due (its queue depth is 1).
         k.max_outstanding = Some(job.numjobs.saturating_mul(k.queue_depth.unwrap_or(1)));
+        k.queue_depth = None;
     }
     (k, file_size)
 }

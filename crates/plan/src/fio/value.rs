@@ -52,6 +52,12 @@ pub fn size(v: &str, kb_base: u64) -> Result<Size, String> {
         "tib" => (4, true),
         "p" | "pb" => (5, false),
         "pib" => (5, true),
+        // fio's zones of a zoned device (zonemode=zbd): sizes iocurve cannot know.
+        "z" => {
+            return Err(format!(
+                "`{v}` counts zones of a zoned block device (zonemode=zbd): iocurve does not drive zoned devices zone by zone; give the size in bytes (k, m, g, t or p)"
+            ));
+        }
         _ => return Err(format!("`{v}` has an unknown unit `{unit}`: use k, m, g, t or p (with kb_base={kb_base})")),
     };
     // fio: the IEC form is the "other" base.

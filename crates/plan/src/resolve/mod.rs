@@ -283,6 +283,21 @@ impl Resolver<'_> {
                 workers_scale,
             });
         }
+        // A host with targets of its own has one group of them (`targets`): the plan's groups
+        // a workload names are not there.
+        if let (Some(i), Some(w)) = (
+            hosts.iter().position(|h: &HostSpec| !h.targets.is_empty()),
+            workloads.iter().find(|w| !w.target_groups.is_empty()),
+        ) {
+            return Err(self.err(
+                &[Seg::Key("hosts"), Seg::Index(i), Seg::Key("targets")],
+                format!("hosts[{i}].targets"),
+                format!(
+                    "workload {} uses target groups {:?}, but this host has targets of its own (one group): give the hosts the plan's [[groups]] (no targets of their own), or drop target_groups",
+                    w.name, w.target_groups
+                ),
+            ));
+        }
         if let Some(s) = self.file.scratch_size.filter(|&s| s < 4096) {
             return Err(self.err(
                 &[Seg::Key("scratch_size")],

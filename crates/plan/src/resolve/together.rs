@@ -59,7 +59,10 @@ impl Resolver<'_> {
             single(w)
                 .map_err(|(key, m)| err(key, format!("workload {} runs in concurrent step `{name}`: {m}", w.name)))?;
             let first = members[0].1;
-            let same: [(&'static str, bool, String); 6] = [
+            // One descriptor per target serves every member: one way of opening it (O_DIRECT
+            // or buffered) for all.
+            let same: [(&'static str, bool, String); 7] = [
+                ("direct", first.direct == w.direct, first.direct.to_string()),
                 ("ramp", first.ramp == w.ramp, format!("{:?}", first.ramp)),
                 ("host_ramp", first.host_ramp == w.host_ramp, format!("{:?}", first.host_ramp)),
                 ("warmup_s", first.warmup_s == w.warmup_s, first.warmup_s.to_string()),

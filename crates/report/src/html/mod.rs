@@ -210,6 +210,10 @@ fn pattern_title(w: &WorkloadResult) -> String {
         format!("{} % read", w.read_pct)
     };
     let shape = if w.shape.is_empty() { String::new() } else { format!(", {}", w.shape) };
+    // A concurrent step's total: its members at one time (each charted on its own too).
+    if !w.members.is_empty() {
+        return format!("concurrent step {}: {} at one time", w.name, w.bs);
+    }
     if terminal::is_rate_ramp(w) {
         return format!("{} {rw}, {}, rate ramp{shape}", w.kind, w.bs);
     }

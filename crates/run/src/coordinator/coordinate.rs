@@ -249,6 +249,15 @@ impl<'a> Hosts<'a> {
             pb::step_event::Event::Interval(i) => {
                 let (idx, mut stats, cpu, dur) = wire::interval_from(&i)
                     .map_err(|e| NetError::Failed(format!("agent {}: bad interval: {e}", self.agents[h].addr)))?;
+                // A concurrent step's interval has each member's part, and no other has any.
+                if stats.members.len() != self.spec.members.len() {
+                    return Err(NetError::Failed(format!(
+                        "agent {}: bad interval: {} members' parts for a step of {}",
+                        self.agents[h].addr,
+                        stats.members.len(),
+                        self.spec.members.len()
+                    )));
+                }
                 shift_targets(&mut stats, self.agents[h].target_offset);
                 self.reported[h] += 1;
                 self.merger.add(h, idx as usize, Part { stats, cpu, duration_s: dur });
@@ -506,6 +515,10 @@ fn shift_targets(s: &mut IntervalStats, offset: u32) {
                 e.0 += offset;
             }
         }
+    }
+    // A concurrent step's members' errors are on the same targets.
+    for m in &mut s.members {
+        shift_targets(m, offset);
     }
 }
 
