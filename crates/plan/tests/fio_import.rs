@@ -112,12 +112,22 @@ fn refusals_are_listed_in_one_block_with_file_line_and_option() {
 
 #[test]
 fn sizes_offsets_and_files() {
-    // Jobs on different files cannot share the plan's targets: refused, then all files.
-    let e = import(&corpus("offsets.fio"), false).unwrap_err();
-    assert!(e.message.contains("uses other files"), "{e}");
-    let i = import(&corpus("offsets.fio"), true).unwrap();
+    // Jobs on different files: a target group per set of files, each workload on its own (issue
+    // 41; they were refused, or all ran on all files).
+    let i = import(&corpus("offsets.fio"), false).unwrap();
     let plan = i.resolve("offsets.fio", &Overrides::default()).unwrap();
-    assert_eq!(plan.groups[0].targets, ["/data/offsets.dat", "/data/one.dat", "/data/t:wo.dat"]);
+    let files: Vec<&[String]> = plan.groups.iter().map(|g| g.targets.as_slice()).collect();
+    assert!(files.len() >= 2, "{files:?}");
+    for w in &plan.workloads {
+        assert_eq!(w.target_groups.len(), 1, "{}", w.name);
+    }
+    let first = plan.groups.iter().find(|g| g.name == plan.workloads[0].target_groups[0]).unwrap();
+    assert!(
+        first.targets.iter().all(|t| ["/data/offsets.dat", "/data/one.dat", "/data/t:wo.dat"].contains(&t.as_str()))
+    );
+    // `--target` replaces them all: every workload on the given target.
+    let o = Overrides { targets: vec!["/dev/x".into()], ..Default::default() };
+    assert!(i.resolve("offsets.fio", &o).unwrap().workloads.iter().all(|w| w.target_groups.is_empty()));
     assert_eq!(plan.workloads[0].working_set, WorkingSet::Range { start: 2 << 20, end: 3 << 20 });
     // fio splits size over the job's files.
     assert_eq!(plan.workloads[1].working_set, WorkingSet::Range { start: 0, end: 1 << 20 });

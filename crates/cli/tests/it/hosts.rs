@@ -68,10 +68,13 @@ fn a_host_sweep_over_uneven_hosts_runs_each_count_and_each_share() {
     assert_eq!(two["maximum"]["workers"].as_u64(), Some(4));
     // Two hosts' links of one 32G FC each: 6'400 MB/s.
     assert_eq!(f(&two["link_ceiling_mbps"]), 6400.0, "{two}");
-    // 6 workers on 2 hosts against 4 on one, and 1.5 times the IOPS: linear scaling counts
-    // the hosts by what they ran (b is half a host), so about 100 %.
+    // Linear scaling counts the hosts by what they ran (b is half a host): 6 workers on 2
+    // hosts are 1.5 of the first count's host.
+    let one = &sweep["by_hosts"][0];
+    let linear = f(&one["maximum"]["iops"]) * 1.5;
     let scaling = f(&two["scaling_pct"]);
-    assert!((90.0..110.0).contains(&scaling), "{scaling} % of linear");
+    assert!((scaling - f(&two["maximum"]["iops"]) / linear * 100.0).abs() < 0.01, "{scaling} % of linear");
+    assert_eq!(f(&one["scaling_pct"]), 100.0);
     assert!(
         out.contains("(4 workers per host at scale 1; ") && out.contains(&format!("{b} 2 workers (6 in all))")),
         "the summary says what each host ran: {out}"

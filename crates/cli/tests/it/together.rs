@@ -73,3 +73,31 @@ fn two_workloads_at_once_each_on_its_device_match_the_devices_counters() {
     let shown = stdout(&iocurve(dir.path(), &["show", "1"]));
     assert!(shown.contains("both  (concurrent step: small and big at one time"), "{shown}");
 }
+
+/// The same through a fio job file: two jobs fio runs at once, each on its own device, import
+/// as one concurrent step with a target group per job's files — each device sees only its job's
+/// reads, at its job's size.
+#[test]
+fn a_fio_file_of_two_jobs_on_two_devices_runs_each_on_its_own() {
+    needs_root!();
+    let _one = one_at_a_time();
+    let (a, b) = (Loop::new(64 << 20, &["--direct-io=on"]), Loop::new(64 << 20, &["--direct-io=on"]));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("jobs.fio"),
+        format!(
+            "[global]\nioengine=io_uring\ndirect=1\ntime_based\nruntime=1\n[small]\nfilename={}\nrw=randread\nbs=4k\niodepth=2\n[big]\nfilename={}\nrw=read\nbs=64k\n",
+            a.path(),
+            b.path()
+        ),
+    )
+    .unwrap();
+    let (a0, b0) = (reads(&a.dev), reads(&b.dev));
+    let r = run_json(dir.path(), &["run", "jobs.fio", "--warmup-s", "0", "--intervals", "1", "--interval-s", "0.5"]);
+    let (a1, b1) = (reads(&a.dev), reads(&b.dev));
+    let names: Vec<&str> = r["workloads"].as_array().unwrap().iter().map(|w| w["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["small-together", "small", "big"]);
+    assert!(a1.0 > a0.0 && b1.0 > b0.0, "both devices read");
+    assert_eq!(a1.1 - a0.1, (a1.0 - a0.0) * 8, "device a: only the small job's 4k reads");
+    assert_eq!(b1.1 - b0.1, (b1.0 - b0.0) * 128, "device b: only the big job's 64k reads");
+}

@@ -98,12 +98,17 @@ pub fn plan(jobs: &[FioJob], source: &str, notices: &mut Vec<Notice>) -> Result<
             }
         }
     }
-    if let Some(odd) = merged.iter().find(|l| l.targets != merged[0].targets) {
-        notices.push(note(odd.job, "filename", &odd.targets.join(":"), &format!(
-            "job {} uses other files than job {} ({}); iocurve runs every workload on the plan's targets: split the file into one per set of files, or --fio-lenient runs every workload on all of them",
-            odd.job.name, merged[0].job.name, merged[0].targets.join(":")
-        ), true));
+    // Jobs on files of their own: a target group per set of files, each workload on its own
+    // (`target_groups`), as fio runs each job on its files.
+    let mut sets: Vec<Vec<String>> = Vec::new();
+    if merged.iter().any(|l| l.targets != merged[0].targets) {
+        for l in &merged {
+            if !sets.contains(&l.targets) {
+                sets.push(l.targets.clone());
+            }
+        }
     }
+    let group_of = |targets: &Vec<String>| sets.iter().position(|s| s == targets).map(|k| format!("files-{}", k + 1));
 
     let mut workloads: Vec<WorkloadKeys> = Vec::new();
     let from: Vec<usize> =
@@ -121,13 +126,26 @@ pub fn plan(jobs: &[FioJob], source: &str, notices: &mut Vec<Notice>) -> Result<
         if k.rate.is_none() {
             k.ramp = Some(vec![l.workers]);
         }
+        if let Some(g) = group_of(&l.targets) {
+            k.target_groups = Some(vec![g]);
+        }
         workloads.push(k);
     }
     let stem = Path::new(source).file_stem().map_or("fio".into(), |s| s.to_string_lossy().into_owned());
     let plan = PlanFile {
         name: Some(stem),
         description: Some(format!("imported from the fio job file {source}")),
-        targets: Some(all),
+        targets: sets.is_empty().then_some(all),
+        groups: (!sets.is_empty()).then(|| {
+            sets.iter()
+                .enumerate()
+                .map(|(k, t)| crate::keys::GroupKeys {
+                    name: Some(format!("files-{}", k + 1)),
+                    weight: Some(1),
+                    targets: t.clone(),
+                })
+                .collect()
+        }),
         // fio lays out missing files at the job's size; so does the plan.
         scratch_size,
         workloads,

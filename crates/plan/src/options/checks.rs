@@ -16,47 +16,34 @@ pub(crate) fn name(name: &str) -> Result<(), String> {
     })
 }
 
-/// `ramp`: worker counts, usable and increasing.
-pub(super) fn ramp(ramp: &[u32]) -> Result<(), String> {
-    ensure(!ramp.is_empty(), || {
-        "the ramp is empty: give the worker counts of the steps, e.g. ramp = [1, 2, 4, 8]".into()
-    })?;
-    ensure(ramp.iter().all(|&n| (1..=65536).contains(&n)), || {
-        format!("ramp {ramp:?}: every step needs 1 to 65536 workers")
-    })?;
-    ensure(ramp.windows(2).all(|p| p[0] < p[1]), || {
+/// A ramp of counts (`key`): given (`empty` says what to give), each from 1 to `most` (`each`
+/// says of what), increasing.
+fn counts(key: &str, list: &[u32], most: u32, empty: &str, each: &str) -> Result<(), String> {
+    ensure(!list.is_empty(), || empty.to_string())?;
+    ensure(list.iter().all(|&n| (1..=most).contains(&n)), || format!("{key} {list:?}: {each}"))?;
+    ensure(list.windows(2).all(|p| p[0] < p[1]), || {
         format!(
-            "ramp {ramp:?} must increase strictly (e.g. 1, 2, 4, 8): the analysis compares each step with the one before"
+            "{key} {list:?} must increase strictly (e.g. 1, 2, 4, 8): the analysis compares each step with the one before"
         )
     })
+}
+
+/// `ramp`: worker counts, usable and increasing.
+pub(super) fn ramp(ramp: &[u32]) -> Result<(), String> {
+    let empty = "the ramp is empty: give the worker counts of the steps, e.g. ramp = [1, 2, 4, 8]";
+    counts("ramp", ramp, 65536, empty, "every step needs 1 to 65536 workers")
 }
 
 /// `qd_ramp`: queue depths, usable and increasing.
 pub(crate) fn qd_ramp(qds: &[u32]) -> Result<(), String> {
-    ensure(!qds.is_empty(), || {
-        "qd_ramp is empty: give the queue depths of the steps, e.g. qd_ramp = [1, 2, 4, 8, 16, 32], or drop it".into()
-    })?;
-    ensure(qds.iter().all(|&n| (1..=4096).contains(&n)), || {
-        format!("qd_ramp {qds:?}: every step needs 1 to 4096 outstanding I/Os per worker")
-    })?;
-    ensure(qds.windows(2).all(|p| p[0] < p[1]), || {
-        format!(
-            "qd_ramp {qds:?} must increase strictly (e.g. 1, 2, 4, 8): the analysis compares each step with the one before"
-        )
-    })
+    let empty = "qd_ramp is empty: give the queue depths of the steps, e.g. qd_ramp = [1, 2, 4, 8, 16, 32], or drop it";
+    counts("qd_ramp", qds, 4096, empty, "every step needs 1 to 4096 outstanding I/Os per worker")
 }
 
 /// `host_ramp`: host counts, usable and increasing.
-pub(super) fn host_ramp(counts: &[u32]) -> Result<(), String> {
-    ensure(!counts.is_empty(), || {
-        "host_ramp is empty: give the host counts of the sweep, e.g. host_ramp = [1, 2, 4, 8], or drop it".into()
-    })?;
-    ensure(counts.iter().all(|&n| (1..=4096).contains(&n)), || {
-        format!("host_ramp {counts:?}: every count is 1 to 4096 hosts")
-    })?;
-    ensure(counts.windows(2).all(|p| p[0] < p[1]), || {
-        format!("host_ramp {counts:?} must increase strictly (e.g. 1, 2, 4, 8)")
-    })
+pub(super) fn host_ramp(hosts: &[u32]) -> Result<(), String> {
+    let empty = "host_ramp is empty: give the host counts of the sweep, e.g. host_ramp = [1, 2, 4, 8], or drop it";
+    counts("host_ramp", hosts, 4096, empty, "every count is 1 to 4096 hosts")
 }
 
 /// `target_groups`: group names, given and each once.

@@ -215,7 +215,7 @@ impl Resolver<'_> {
                 ));
             }
         }
-        let all: Vec<(usize, String, Workload)> = all
+        let mut all: Vec<(usize, String, Workload)> = all
             .into_iter()
             .filter_map(|(i, planned, label, w)| w.map(|w| (i, planned, Workload { name: label, ..w })))
             .collect();
@@ -248,6 +248,12 @@ impl Resolver<'_> {
                 }
             }
         }
+        // `--target` replaces the plan's targets and groups: every workload runs on them.
+        if !self.overrides.targets.is_empty() {
+            for (_, _, w) in &mut all {
+                w.target_groups.clear();
+            }
+        }
         self.together(&all.iter().map(|(i, _, w)| (*i, w)).collect::<Vec<_>>(), &groups)?;
         let workloads: Vec<Workload> = all.into_iter().map(|(_, _, w)| w).collect();
         for (key, v) in [("sla_mean_ms", self.file.sla_mean_ms), ("sla_p99_ms", self.file.sla_p99_ms)] {
@@ -262,42 +268,7 @@ impl Resolver<'_> {
         let faults = self.faults()?;
         let reclaim = self.reclaim()?;
         let links = self.links(self.file.links.as_deref(), &[Seg::Key("links")], "links")?;
-        let mut hosts = Vec::new();
-        for (i, h) in self.file.hosts.iter().flatten().enumerate() {
-            let at = [Seg::Key("hosts"), Seg::Index(i), Seg::Key("links")];
-            let workers_scale = h.workers_scale.unwrap_or(1.0);
-            if !(workers_scale > 0.0 && workers_scale <= crate::resolved::MAX_WORKERS_SCALE) {
-                return Err(self.err(
-                    &[Seg::Key("hosts"), Seg::Index(i), Seg::Key("workers_scale")],
-                    format!("hosts[{i}].workers_scale"),
-                    format!(
-                        "workers_scale is {workers_scale}: a host runs its scale times each step's workers (at least one), above 0 up to {}, e.g. 0.25 for a host a quarter the size",
-                        crate::resolved::MAX_WORKERS_SCALE
-                    ),
-                ));
-            }
-            hosts.push(HostSpec {
-                address: h.address.clone(),
-                targets: h.targets.clone().unwrap_or_default(),
-                links: self.links(h.links.as_deref(), &at, &format!("hosts[{i}].links"))?,
-                workers_scale,
-            });
-        }
-        // A host with targets of its own has one group of them (`targets`): the plan's groups
-        // a workload names are not there.
-        if let (Some(i), Some(w)) = (
-            hosts.iter().position(|h: &HostSpec| !h.targets.is_empty()),
-            workloads.iter().find(|w| !w.target_groups.is_empty()),
-        ) {
-            return Err(self.err(
-                &[Seg::Key("hosts"), Seg::Index(i), Seg::Key("targets")],
-                format!("hosts[{i}].targets"),
-                format!(
-                    "workload {} uses target groups {:?}, but this host has targets of its own (one group): give the hosts the plan's [[groups]] (no targets of their own), or drop target_groups",
-                    w.name, w.target_groups
-                ),
-            ));
-        }
+        let hosts = self.hosts(&workloads)?;
         if let Some(s) = self.file.scratch_size.filter(|&s| s < 4096) {
             return Err(self.err(
                 &[Seg::Key("scratch_size")],
@@ -320,6 +291,48 @@ impl Resolver<'_> {
             groups,
             workloads,
         })
+    }
+
+    /// `[[hosts]]`: each agent checked (its links, its `workers_scale`), and no host with
+    /// targets of its own where a workload names the plan's target groups.
+    fn hosts(&self, workloads: &[Workload]) -> Result<Vec<HostSpec>, PlanError> {
+        let mut hosts = Vec::new();
+        for (i, h) in self.file.hosts.iter().flatten().enumerate() {
+            let at = [Seg::Key("hosts"), Seg::Index(i), Seg::Key("links")];
+            let workers_scale = h.workers_scale.unwrap_or(1.0);
+            if !(workers_scale > 0.0 && workers_scale <= crate::resolved::MAX_WORKERS_SCALE) {
+                return Err(self.err(
+                &[Seg::Key("hosts"), Seg::Index(i), Seg::Key("workers_scale")],
+                format!("hosts[{i}].workers_scale"),
+                format!(
+                    "workers_scale is {workers_scale}: a host runs its scale times each step's workers (at least one), above 0 up to {}, e.g. 0.25 for a host a quarter the size",
+                    crate::resolved::MAX_WORKERS_SCALE
+                ),
+            ));
+            }
+            hosts.push(HostSpec {
+                address: h.address.clone(),
+                targets: h.targets.clone().unwrap_or_default(),
+                links: self.links(h.links.as_deref(), &at, &format!("hosts[{i}].links"))?,
+                workers_scale,
+            });
+        }
+        // A host with targets of its own has one group of them (`targets`): the plan's groups
+        // a workload names are not there.
+        if let (Some(i), Some(w)) = (
+            hosts.iter().position(|h: &HostSpec| !h.targets.is_empty()),
+            workloads.iter().find(|w| !w.target_groups.is_empty()),
+        ) {
+            return Err(self.err(
+            &[Seg::Key("hosts"), Seg::Index(i), Seg::Key("targets")],
+            format!("hosts[{i}].targets"),
+            format!(
+                "workload {} uses target groups {:?}, but this host has targets of its own (one group): give the hosts the plan's [[groups]] (no targets of their own), or drop target_groups",
+                w.name, w.target_groups
+            ),
+        ));
+        }
+        Ok(hosts)
     }
 
     /// `links = "2x32G FC"`, checked where it is written.
