@@ -58,8 +58,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         // names and ranges to start agents on, checked by the launch.
         let given = if args.launch.is_some() { Vec::new() } else { args.hosts.clone() };
         let addresses = given.iter().flat_map(|h| h.split(',')).map(str::trim).filter(|h| !h.is_empty());
-        for host in addresses.chain(plan.hosts.iter().map(|h| h.address.as_str())) {
+        let addresses: Vec<&str> = addresses.collect();
+        for host in addresses.iter().copied().chain(plan.hosts.iter().map(|h| h.address.as_str())) {
             iocurve_run::coordinator::client::endpoint(host).map_err(iocurve_run::Error::from)?;
+        }
+        // A host-count sweep against the agents listed (a launch's hosts are the launch's).
+        if args.launch.is_none() {
+            let agents = if addresses.is_empty() { plan.hosts.len() } else { addresses.len() };
+            plan.check_sweeps(agents).map_err(iocurve_run::Error::Usage)?;
         }
         let mut plan = plan;
         iocurve_run::default_target(&mut plan);

@@ -164,18 +164,17 @@ impl Workload {
         self.together.as_deref() == Some(self.name.as_str())
     }
 
-    /// The workers each member of a concurrent step runs at a step of `workers`: one each, and
-    /// the rest shared out by their `share` (the largest remainders rounding up), so that they
-    /// add up to `workers` (a step of fewer workers than members runs one each: the step then
-    /// counts the workers that ran).
+    /// The workers each member of a concurrent step runs at a step of `workers`: shared out by
+    /// their `share` (the largest remainders rounding up) so that they add up to `workers`,
+    /// then one at the least each, taken from the largest (a step of fewer workers than members
+    /// runs one each: the step then counts the workers that ran).
     pub fn member_workers(members: &[Workload], workers: u32) -> Vec<u32> {
         let total: f64 = members.iter().map(|m| m.share).sum();
-        let rest = workers.saturating_sub(members.len() as u32) as f64;
         let exact: Vec<f64> = members
             .iter()
-            .map(|m| if total > 0.0 { rest * m.share / total } else { rest / members.len() as f64 })
+            .map(|m| if total > 0.0 { workers as f64 * m.share / total } else { workers as f64 / members.len() as f64 })
             .collect();
-        let mut parts: Vec<u32> = exact.iter().map(|x| 1 + x.floor() as u32).collect();
+        let mut parts: Vec<u32> = exact.iter().map(|x| x.floor() as u32).collect();
         let mut left = workers.saturating_sub(parts.iter().sum());
         let mut order: Vec<usize> = (0..members.len()).collect();
         order.sort_by(|&a, &b| (exact[b] - exact[b].floor()).total_cmp(&(exact[a] - exact[a].floor())).then(a.cmp(&b)));
@@ -186,7 +185,16 @@ impl Workload {
             parts[k] += 1;
             left -= 1;
         }
-        parts.iter().map(|&p| p.clamp(1, 65_536)).collect()
+        // One at the least each, from the largest part that can spare it.
+        for k in 0..parts.len() {
+            if parts[k] == 0 {
+                parts[k] = 1;
+                if let Some(big) = (0..parts.len()).filter(|&j| parts[j] > 1).max_by_key(|&j| parts[j]) {
+                    parts[big] -= 1;
+                }
+            }
+        }
+        parts.iter().map(|&p| p.min(65_536)).collect()
     }
 
     /// A rate step drives the run at this many IOPS: its rate, or for a sequential workload its
@@ -413,6 +421,29 @@ impl Plan {
     /// in full: either may stop early; a concurrent step once).
     pub fn total_seconds(&self) -> f64 {
         self.units().iter().map(|(w, _)| w.planned_seconds()).sum()
+    }
+
+    /// Whether every host-count sweep fits the `agents` the run has (0: this host alone):
+    /// a sweep counts the agents listed, none beyond them; why not.
+    pub fn check_sweeps(&self, agents: usize) -> Result<(), String> {
+        let Some((w, &most)) =
+            self.workloads.iter().filter_map(|w| w.host_ramp.last().map(|n| (w, n))).max_by_key(|(_, n)| **n)
+        else {
+            return Ok(());
+        };
+        if agents == 0 {
+            return Err(format!(
+                "workload {}: host_ramp {:?} sweeps the number of agents, but this run is on this host alone: give the agents (--hosts or [[hosts]]), or drop host_ramp",
+                w.name, w.host_ramp
+            ));
+        }
+        if most as usize > agents {
+            return Err(format!(
+                "workload {}: host_ramp {:?} goes up to {most} hosts, but the run has {agents} (--hosts or [[hosts]]): list more agents or lower the sweep",
+                w.name, w.host_ramp
+            ));
+        }
+        Ok(())
     }
 
     /// What the run runs, in order: each workload alone (no members), or a concurrent step at

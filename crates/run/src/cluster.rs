@@ -236,7 +236,7 @@ impl Cluster {
         } else {
             args.addresses.iter().map(|a| (a.clone(), plan.groups.clone(), 1.0)).collect()
         };
-        sweeps_fit(plan, hosts.len())?;
+        plan.check_sweeps(hosts.len()).map_err(Error::Usage)?;
         let keep_going = !args.abort_on_host_loss;
         let stop = cancel.flag();
         let addrs: Vec<String> = hosts.iter().map(|h| h.0.clone()).collect();
@@ -680,11 +680,16 @@ impl Cluster {
         let n = self.scales_of(&step).len();
         // Each host its share of a closed-loop step's workers (`workers_scale`); a rate step's
         // schedule is shared out evenly whatever the hosts' sizes.
+        // (A concurrent step's host runs each member's share scaled: their sum.)
         let host_workers: Vec<u32> = self
             .scales
             .iter()
             .take(n)
-            .map(|&s| if step.rate.is_some() { workers } else { iocurve_plan::scaled_workers(workers, s) })
+            .map(|&s| match (step.rate.is_some(), members.is_empty()) {
+                (true, _) => workers,
+                (false, true) => iocurve_plan::scaled_workers(workers, s),
+                (false, false) => members.iter().map(|(_, m)| iocurve_plan::scaled_workers(*m, s)).sum(),
+            })
             .collect();
         let spec = StepSpec {
             workload: w,
@@ -726,20 +731,6 @@ impl Cluster {
         }
         Ok(m)
     }
-}
-
-/// A host-count sweep counts the hosts listed (`listed` of them): none beyond them.
-fn sweeps_fit(plan: &Plan, listed: usize) -> Result<(), Error> {
-    if let Some((w, &most)) =
-        plan.workloads.iter().filter_map(|w| w.host_ramp.last().map(|n| (w, n))).max_by_key(|(_, n)| **n)
-        && most as usize > listed
-    {
-        return Err(Error::Usage(format!(
-            "workload {}: host_ramp {:?} goes up to {most} hosts, but the run has {listed} (--hosts or [[hosts]]): list more agents or lower the sweep",
-            w.name, w.host_ramp
-        )));
-    }
-    Ok(())
 }
 
 /// A target of a precondition pass, as the coordinator follows it.

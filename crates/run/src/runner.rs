@@ -105,14 +105,9 @@ impl<'o> Runner<'o> {
             iocurve_engine::budget::check_aio_room(w, workers, w.backend)?;
             Ok(())
         };
+        // A host-count sweep needs agents to count: a local run is one host.
+        plan.check_sweeps(0).map_err(Error::Usage)?;
         for w in &plan.workloads {
-            // A host-count sweep needs hosts to count: a local run is one host.
-            if w.host_ramp.iter().any(|&n| n > 1) {
-                return Err(Error::Usage(format!(
-                    "workload {}: host_ramp {:?} sweeps the number of agents, but this run is on this host alone: give the agents (--hosts or [[hosts]]), or drop host_ramp",
-                    w.name, w.host_ramp
-                )));
-            }
             // The most workers at the deepest queue: a grid's corner, whose memory and threads
             // are the most any step needs.
             let steps = w.steps();

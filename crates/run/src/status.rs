@@ -87,7 +87,11 @@ pub(crate) fn settle_status(outcome: &mut Outcome, store: &Store) {
 /// Why a finished run did not go clean: verification problems seen on reads (exit 4), or I/O
 /// errors and steps that completed no I/O (exit 3). None when it did.
 pub fn storage_verdict(r: &RunResult) -> Option<(u8, String)> {
-    let steps = r.workloads.iter().flat_map(|w| w.steps.iter().map(move |s| (w, s)));
+    // A concurrent step's members are counted in its total (issue 41: an error was counted
+    // twice).
+    let members: Vec<&String> = r.workloads.iter().flat_map(|w| &w.members).collect();
+    let steps =
+        r.workloads.iter().filter(|w| !members.contains(&&w.name)).flat_map(|w| w.steps.iter().map(move |s| (w, s)));
     let mut errors = 0u64;
     let mut no_io = Vec::new();
     let mut lost = Vec::new();

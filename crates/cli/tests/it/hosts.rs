@@ -184,6 +184,10 @@ fn a_concurrent_step_on_uneven_agents_runs_every_member_on_every_host() {
     }
     assert_eq!(steps(&r, 1)[0]["outstanding"].as_u64(), Some(10));
     assert_eq!(total["outstanding"].as_u64(), Some(12));
+    // Each host's workers are its members' together (found by an outside attack: host b showed
+    // its scale of the step's, 2, where it ran oltp 2 and scan 1).
+    let each: Vec<u64> = total["hosts"].as_array().unwrap().iter().map(|h| h["workers"].as_u64().unwrap()).collect();
+    assert_eq!(each, [4, 3]);
     let sum: u64 = [1, 2].iter().map(|&w| steps(&r, w)[0]["read"]["ops"].as_u64().unwrap()).sum();
     assert_eq!(total["read"]["ops"].as_u64(), Some(sum), "the total is its members together");
     drop(agents);

@@ -95,3 +95,36 @@ fn what_cannot_run_together_is_refused_where_it_is_written() {
         input_error(&o, &[key, says]);
     }
 }
+
+/// Found by an outside attack (issue 41): a failed I/O of a concurrent step was counted twice in
+/// the run's exit reason (in the total and again in its member); a host-count sweep passed
+/// `--dry-run` where the run refuses it.
+#[test]
+fn regression_a_concurrent_step_s_errors_count_once_and_a_dry_run_checks_sweeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = MIX.replace("kind = \"latency\"\nlatency_ms = 2\n", "kind = \"eio\"\nshare = 0.5\n");
+    std::fs::write(dir.path().join("plan.toml"), &plan).unwrap();
+    let o = iocurve(dir.path(), &["run", "plan.toml", "--target", "t.dat", "--size", "16m", "--json", "r.json"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let total: u64 = steps(&r, 0)
+        .iter()
+        .map(|s| {
+            s["errors"].as_u64().unwrap()
+                + s["unmeasured_errors"].as_array().unwrap().iter().map(|e| e["count"].as_u64().unwrap()).sum::<u64>()
+        })
+        .sum();
+    assert!(total > 0);
+    assert!(stderr(&o).contains(&format!("the storage failed {total} I/Os")), "{total} once: {}", stderr(&o));
+    // Sweeps against the agents there are, in a dry run as in the run.
+    std::fs::write(dir.path().join("plan.toml"), "[[workloads]]\nname = \"w\"\nhost_ramp = [1, 2]\n").unwrap();
+    input_error(&iocurve(dir.path(), &["run", "plan.toml", "--dry-run"]), &["this host alone"]);
+    let hosts = "[[hosts]]\naddress = \"a:7420\"\n[[hosts]]\naddress = \"b:7420\"\n";
+    std::fs::write(
+        dir.path().join("plan.toml"),
+        format!("{hosts}[[workloads]]\nname = \"w\"\nhost_ramp = [1, 2, 4]\n"),
+    )
+    .unwrap();
+    input_error(&iocurve(dir.path(), &["run", "plan.toml", "--dry-run"]), &["goes up to 4 hosts, but the run has 2"]);
+}

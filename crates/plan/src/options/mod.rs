@@ -204,7 +204,7 @@ workload_keys! {
     /// shares); each member runs at least one worker.
     share: f64
         => share: f64 [serde(default = "crate::model::default_share")]
-            = [value |&v| ensure(v > 0.0 && v <= 1e6, || format!("share is {v}; a member's share of a concurrent step's workers is above 0 (80 and 20, or 0.8 and 0.2)"))],
+            = [value |&v| ensure(v > 0.0 && v <= 1e6, || format!("share is {v:?}; a member's share of a concurrent step's workers is above 0 up to 1e6 (80 and 20, or 0.8 and 0.2)"))],
         table(
             None, Number, "N", Some("1"),
             "A member's share of a concurrent step's workers against the others' (80 and 20: four fifths and one fifth; each at least one worker).",

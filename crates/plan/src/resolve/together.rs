@@ -6,7 +6,6 @@
 
 use super::Resolver;
 use crate::error::PlanError;
-use crate::locate::Seg;
 use crate::model::SteadyState;
 use crate::options::Workload;
 use crate::resolved::TargetGroup;
@@ -15,8 +14,15 @@ impl Resolver<'_> {
     /// `all`: (index in the plan, workload) of every workload that runs.
     pub(super) fn together(&self, all: &[(usize, &Workload)], groups: &[TargetGroup]) -> Result<(), PlanError> {
         for &(i, w) in all {
-            let err = |key: &'static str, msg: String| {
-                self.err(&[Seg::Key("workloads"), Seg::Index(i), Seg::Key(key)], format!("workloads[{i}].{key}"), msg)
+            // Where the value came from: the workload, `[defaults]` or the command line (a
+            // built-in default: the workload that has it).
+            let err = |key: &'static str, msg: String| match self.origin(i, key) {
+                super::Origin::Builtin => self.err(
+                    &[crate::locate::Seg::Key("workloads"), crate::locate::Seg::Index(i), crate::locate::Seg::Key(key)],
+                    format!("workloads[{i}].{key}"),
+                    msg,
+                ),
+                _ => self.key_err(i, key, msg),
             };
             if let Some(g) = w.target_groups.iter().find(|g| !groups.iter().any(|t| t.name == **g)) {
                 let names: Vec<&str> = groups.iter().map(|t| t.name.as_str()).collect();

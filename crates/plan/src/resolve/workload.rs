@@ -450,6 +450,22 @@ mod tests {
         check_workload(&w, &[], "coordinator").unwrap();
     }
 
+    /// Issue 41: a concurrent step's workers shared out by share, adding up to the step's, one
+    /// at the least each (found by an outside attack: "one each, then the rest" gave 3 : 1 of 5
+    /// as 3 and 2).
+    #[test]
+    fn members_share_out_the_step_s_workers() {
+        let m = |share: f64| Workload { share, ..Workload::default() };
+        let (three_one, thirds) = ([m(3.0), m(1.0)], [m(1.0), m(1.0), m(1.0)]);
+        for (workers, want) in [(1, vec![1, 1]), (2, vec![1, 1]), (4, vec![3, 1]), (5, vec![4, 1]), (32, vec![24, 8])] {
+            assert_eq!(Workload::member_workers(&three_one, workers), want, "3 : 1 of {workers}");
+        }
+        assert_eq!(Workload::member_workers(&thirds, 2), [1, 1, 1]);
+        assert_eq!(Workload::member_workers(&thirds, 10), [4, 3, 3]);
+        let tiny = [m(1000.0), m(1.0)];
+        assert_eq!(Workload::member_workers(&tiny, 8), [7, 1], "the smallest share still runs one");
+    }
+
     /// Issue 41: a host-count sweep runs the whole ramp at each count, the fewest hosts first;
     /// over a grid it is refused; a step's workload carries no ramp of hosts or depths.
     #[test]
