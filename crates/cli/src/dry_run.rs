@@ -104,12 +104,8 @@ pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> Str
         out.push(steps_line(w));
         // A member of a concurrent step: with whom, and its share of each step's workers.
         if let Some(g) = &w.together {
-            let members: Vec<&iocurve_plan::Workload> =
-                plan.workloads.iter().filter(|o| o.together.as_ref() == Some(g)).collect();
-            let owned: Vec<iocurve_plan::Workload> = members.iter().map(|m| (*m).clone()).collect();
-            let k = members.iter().position(|m| m.name == w.name).unwrap_or(0);
-            let own: Vec<String> =
-                w.ramp.iter().map(|&n| iocurve_plan::Workload::member_workers(&owned, n)[k].to_string()).collect();
+            let members = plan.members_of(g);
+            let own: Vec<String> = w.ramp.iter().map(|&n| plan.workers_of(w, n).to_string()).collect();
             let others: Vec<&str> = members.iter().filter(|m| m.name != w.name).map(|m| m.name.as_str()).collect();
             out.push(format!(
                 "  in concurrent step {g}, at one time with {}: its share {} of each step's workers runs {} of them (stored as {g} in total and as {} on its own)",

@@ -169,14 +169,7 @@ impl Meeting {
 /// The step's record from its members': what the agent reports of the step's end (intervals are
 /// the observer's).
 fn combine(members: &[Member], records: Vec<StepRecord>, handed: u32) -> StepRecord {
-    let first = &records[0];
-    let mut rec = StepRecord::new(
-        records.iter().map(|r| r.workers).sum(),
-        first.queue_depth,
-        records.iter().map(|r| r.threads).sum(),
-        first.interval_s,
-        first.sample_s,
-    );
+    let mut rec = together(&records.iter().collect::<Vec<_>>());
     rec.measured = handed as usize;
     // Cut short when a member was, or when a member measured intervals another did not.
     rec.interrupted = records.iter().any(|r| r.interrupted || r.measured > handed as usize);
@@ -194,7 +187,21 @@ fn combine(members: &[Member], records: Vec<StepRecord>, handed: u32) -> StepRec
         .iter()
         .filter_map(|r| r.io_cpu)
         .reduce(|a, b| IoCpu { busiest: a.busiest.max(b.busiest), total: a.total + b.total });
-    rec.measured_from_unix_ns = records.iter().filter_map(|r| r.measured_from_unix_ns).min();
+    rec
+}
+
+/// The members' records as one step's, with no interval yet: their workers and threads
+/// together, the first's depth and timing (which they share), measured from the earliest.
+fn together(recs: &[&StepRecord]) -> StepRecord {
+    let first = recs[0];
+    let mut rec = StepRecord::new(
+        recs.iter().map(|r| r.workers).sum(),
+        first.queue_depth,
+        recs.iter().map(|r| r.threads).sum(),
+        first.interval_s,
+        first.sample_s,
+    );
+    rec.measured_from_unix_ns = recs.iter().filter_map(|r| r.measured_from_unix_ns).min();
     rec
 }
 
@@ -230,15 +237,7 @@ impl<'o> Combiner<'o> {
         self.started[m] = Some(rec.clone());
         if self.started.iter().all(Option::is_some) {
             let recs: Vec<&StepRecord> = self.started.iter().flatten().collect();
-            let mut all = StepRecord::new(
-                recs.iter().map(|r| r.workers).sum(),
-                recs[0].queue_depth,
-                recs.iter().map(|r| r.threads).sum(),
-                recs[0].interval_s,
-                recs[0].sample_s,
-            );
-            all.measured_from_unix_ns = recs.iter().filter_map(|r| r.measured_from_unix_ns).min();
-            self.out.started(&all);
+            self.out.started(&together(&recs));
         }
     }
 

@@ -455,13 +455,26 @@ impl Plan {
                 None => out.push((w.clone(), Vec::new())),
                 Some(name) if out.iter().any(|(u, m)| !m.is_empty() && u.name == *name) => {}
                 Some(name) => {
-                    let members: Vec<Workload> =
-                        self.workloads.iter().filter(|o| o.together.as_ref() == Some(name)).cloned().collect();
+                    let members = self.members_of(name);
                     out.push((Workload::together_step(name, &members), members));
                 }
             }
         }
         out
+    }
+
+    /// The workloads of concurrent step `name`, in the plan's order.
+    pub fn members_of(&self, name: &str) -> Vec<Workload> {
+        self.workloads.iter().filter(|o| o.together.as_deref() == Some(name)).cloned().collect()
+    }
+
+    /// The workers `w` runs at a step of `workers`: its share where it is a member of a
+    /// concurrent step ([`Workload::member_workers`]), else all of them.
+    pub fn workers_of(&self, w: &Workload, workers: u32) -> u32 {
+        let Some(name) = &w.together else { return workers };
+        let members = self.members_of(name);
+        let k = members.iter().position(|m| m.name == w.name).unwrap_or(0);
+        Workload::member_workers(&members, workers).get(k).copied().unwrap_or(workers)
     }
 }
 

@@ -111,14 +111,8 @@ impl<'o> Runner<'o> {
             // The most workers at the deepest queue: a grid's corner, whose memory and threads
             // are the most any step needs.
             let steps = w.steps();
-            let mut workers = steps.iter().map(|s| s.workers).max().unwrap_or(1);
-            // A concurrent step's member: its share of them.
-            if w.together.is_some() {
-                let members: Vec<iocurve_plan::Workload> =
-                    plan.workloads.iter().filter(|o| o.together == w.together).cloned().collect();
-                let k = members.iter().position(|o| o.name == w.name).unwrap_or(0);
-                workers = iocurve_plan::Workload::member_workers(&members, workers)[k];
-            }
+            // (A concurrent step's member: its share of them.)
+            let workers = plan.workers_of(w, steps.iter().map(|s| s.workers).max().unwrap_or(1));
             let deepest = steps.iter().map(|s| s.queue_depth).max().unwrap_or(w.queue_depth);
             let corner = iocurve_plan::RampStep { workers, queue_depth: deepest, hosts: None, rate: None };
             fits(&w.at_step(&corner), workers)?;
