@@ -466,6 +466,22 @@ mod tests {
         assert_eq!(Workload::member_workers(&tiny, 8), [7, 1], "the smallest share still runs one");
     }
 
+    /// Issue 41, found in review: a grid of every worker count by every depth was hundreds of
+    /// millions of steps (an abort allocating them); `target_groups` on hosts with targets of
+    /// their own failed only when the agent was asked to run the step.
+    #[test]
+    fn a_huge_grid_and_groups_on_hosts_own_targets_are_refused() {
+        let ramp: Vec<String> = (1..=400).map(|n| n.to_string()).collect();
+        let qd: Vec<String> = (1..=300).map(|n| n.to_string()).collect();
+        let text =
+            format!("[[workloads]]\nname = \"w\"\nramp = [{}]\nqd_ramp = [{}]\n", ramp.join(", "), qd.join(", "));
+        let e = parse_str(&text, "p", &Overrides::default()).unwrap_err();
+        assert!(e.to_string().contains("would run 120000 steps"), "{e}");
+        let text = "[[groups]]\nname = \"a\"\ntargets = [\"x\"]\n[[hosts]]\naddress = \"h:1\"\ntargets = [\"/y\"]\n[[workloads]]\nname = \"w\"\ntarget_groups = [\"a\"]\n";
+        let e = parse_str(text, "p", &Overrides::default()).unwrap_err();
+        assert!(e.to_string().contains("hosts[0].targets") && e.to_string().contains("targets of its own"), "{e}");
+    }
+
     /// Issue 41: a host-count sweep runs the whole ramp at each count, the fewest hosts first;
     /// over a grid it is refused; a step's workload carries no ramp of hosts or depths.
     #[test]
