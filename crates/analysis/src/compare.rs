@@ -385,6 +385,7 @@ pub(crate) mod tests {
                     kernel: "k".into(),
                     cpu_model: "c".into(),
                     cores: 2,
+                    ..Default::default()
                 },
                 backend: "io_uring".into(),
                 backend_note: None,
@@ -535,6 +536,8 @@ pub(crate) mod tests {
             group: "targets".into(),
             scratch: false,
             preconditioned_at: None,
+            lun: None,
+            device: None,
         }];
         let d = differences(&base, &new);
         assert_eq!(d.len(), 2, "{d:?}");

@@ -13,6 +13,7 @@ pub mod reclaim;
 pub mod result;
 pub mod sizing;
 pub mod step;
+pub mod targets;
 mod together;
 pub mod workload;
 

@@ -163,6 +163,13 @@ pub struct TargetInfo {
     /// When every block of the target was last written by preconditioning (RFC 3339), if ever.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preconditioned_at: Option<String>,
+    /// What LUN it is (shared/DESIGN.md "target identity"): targets with the same are paths
+    /// of one LUN. None: not known (runs stored before iocurve recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lun: Option<String>,
+    /// Its block device (a file's: its filesystem's) and that device's queue limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<iocurve_stats::DeviceQueue>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -868,6 +875,16 @@ pub struct StepResult {
     /// step), else the last 5 (flagged `not_steady`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady_state: Option<crate::steady::SteadyCheck>,
+    /// Each target's part (issue 42): its figures and what its device counted. Empty for
+    /// steps stored before iocurve kept them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<crate::targets::TargetStepResult>,
+    /// The LUNs of its targets, where some LUN has several paths.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub luns: Vec<crate::targets::LunStepResult>,
+    /// How evenly the I/Os spread over paths, LUNs, groups and hosts (each with several).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub balance: Vec<crate::targets::Balance>,
 }
 
 /// What a rate (open-loop) step asked for and what it got.

@@ -208,6 +208,14 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
         user: mean(&intervals.iter().map(|i| i.cpu.user).collect::<Vec<_>>()),
         system: mean(&intervals.iter().map(|i| i.cpu.system).collect::<Vec<_>>()),
         iowait: mean(&intervals.iter().map(|i| i.cpu.iowait).collect::<Vec<_>>()),
+        steal: mean(&intervals.iter().map(|i| i.cpu.steal).collect::<Vec<_>>()),
+        // Known only where every interval measured it.
+        own: intervals
+            .iter()
+            .map(|i| i.cpu.own)
+            .collect::<Option<Vec<f64>>>()
+            .filter(|v| !v.is_empty())
+            .map(|v| mean(&v)),
     };
     let errors = all.errors();
     let mut samples = Vec::new();
@@ -279,6 +287,9 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
         lat_histogram: latency_buckets(&hist),
         flags: Vec::new(),
         measured_from_unix_ns: rec.measured_from_unix_ns,
+        targets: crate::targets::of_step(rec, targets),
+        luns: Vec::new(),
+        balance: Vec::new(),
         samples,
         rate: rate_result(rec),
         steady_state: crate::steady::first_steady(&tput),
@@ -479,6 +490,12 @@ pub fn fewer_hosts_message(hosts: u32, planned: u32, losses: &[(String, HostLoss
     )
 }
 
+/// CPU steal above which a step says its host was shared, % of the host.
+pub const STEAL_PCT: f64 = 5.0;
+/// CPU used by others than iocurve above which a step says so, % of the host. (iocurve's I/O
+/// needs kernel time it is not charged for — interrupts, block layer — so not lower.)
+pub const OTHERS_PCT: f64 = 25.0;
+
 fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec<Flag> {
     let mut f = Vec::new();
     let mut flag = |code: &str, message: String| f.push(Flag { code: code.into(), message });
@@ -531,6 +548,26 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
     }
     if s.cpu.busy() > th.cpu_busy_pct {
         flag("cpu_saturated", format!("host CPU {:.0} % busy: the load host may be the bottleneck", s.cpu.busy()));
+    }
+    // A shared load host (the seeds' were hypervisors): time the hypervisor gave away, and
+    // what other processes used beside iocurve (issue 42).
+    if s.cpu.steal > STEAL_PCT {
+        flag(
+            "cpu_steal",
+            format!(
+                "the hypervisor gave {:.0} % of the host's CPU to others (steal): a shared load host, whose I/O may have waited for its CPU",
+                s.cpu.steal
+            ),
+        );
+    }
+    if let Some(others) = s.cpu.others().filter(|&o| o > OTHERS_PCT) {
+        flag(
+            "cpu_others",
+            format!(
+                "other processes (and the kernel's work for them) used {others:.0} % of the host's CPU beside iocurve's {:.0} %",
+                s.cpu.own.unwrap_or(0.0)
+            ),
+        );
     }
     // A host lost mid-step changes the I/Os in flight partway: no one count to check against.
     let host_lost = rec.notes.iter().any(|(code, _)| code == "host_lost");
@@ -663,7 +700,7 @@ mod tests {
     fn record(intervals: Vec<IntervalStats>, busy: f64, workers: u32) -> StepRecord {
         let mut rec = StepRecord::new(workers, 1, 1, 1.0, 1.0);
         for s in intervals {
-            rec.push_interval(s, CpuUsage { user: busy, system: 0.0, iowait: 0.0 }, 1.0);
+            rec.push_interval(s, CpuUsage { user: busy, ..Default::default() }, 1.0);
         }
         rec
     }

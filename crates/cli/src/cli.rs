@@ -190,6 +190,9 @@ pub enum ExportFormat {
     /// Every step's recorded latency histogram as CSV rows (latency_ns, count), merged and per
     /// host: for percentiles of your own.
     Histograms,
+    /// Each target's per-second figures in every step as CSV (target, its LUN, IOPS, MB/s,
+    /// latency, errors): per path and per LUN during a failover.
+    Targets,
     /// Every problem the run's final verification pass (`--verify-final`) found, as CSV: the
     /// same columns as `iocurve verify --problems`.
     Problems,

@@ -311,15 +311,12 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
         }
         ExportFormat::Problems => return crate::verification::export_problems(&store, id, output),
         ExportFormat::Histograms => {
-            let named: Vec<(String, Vec<_>)> = stored
-                .workloads
-                .iter()
-                .map(|sw| {
-                    let name = serde_json::from_str::<Workload>(&sw.json).map(|w| w.name).unwrap_or_default();
-                    (name, sw.steps.clone())
-                })
-                .collect();
+            let named = named_steps(&stored);
             write(output, &export::histograms_csv(id, &named))?
+        }
+        ExportFormat::Targets => {
+            let named = named_steps(&stored);
+            write(output, &export::targets_csv(id, &named, &result.targets))?
         }
         ExportFormat::Csv => {
             if is_stream(output) {
@@ -337,6 +334,18 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
     }
     said(output, format_args!("wrote {}", output.display()));
     Ok(ExitCode::SUCCESS)
+}
+
+/// Each stored workload's name and steps, as the CSV exports of records take them.
+fn named_steps(stored: &iocurve_store::StoredRun) -> Vec<(String, Vec<iocurve_stats::StepRecord>)> {
+    stored
+        .workloads
+        .iter()
+        .map(|sw| {
+            let name = serde_json::from_str::<Workload>(&sw.json).map(|w| w.name).unwrap_or_default();
+            (name, sw.steps.clone())
+        })
+        .collect()
 }
 
 /// A device, pipe or socket given as `-o` (`/dev/stdout`): written in place, never beside.

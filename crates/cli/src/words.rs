@@ -155,8 +155,13 @@ fn header(
     let mut out = vec![
         format!("iocurve {version}, plan {plan}"),
         format!(
-            "  host     {} ({}, {} cores, kernel {}), back-end {}",
-            f.hostname, f.cpu_model, f.cores, f.kernel, host.backend
+            "  host     {} ({}, {} cores{}, kernel {}), back-end {}",
+            f.hostname,
+            f.cpu_model,
+            f.cores,
+            f.cpu_extras(),
+            f.kernel,
+            host.backend
         ),
     ];
     for a in &host.agents {

@@ -22,7 +22,22 @@ pub fn facts() -> HostFacts {
         kernel: read_trim("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
         cpu_model,
         cores: cores(),
+        smt: read_trim("/sys/devices/system/cpu/smt/active").map(|a| a == "1"),
+        governor: governors(),
     }
+}
+
+/// The frequency governors of the host's CPUs, each once, in CPU order (None: no cpufreq).
+fn governors() -> Option<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for k in 0..cores().max(1) {
+        if let Some(g) = read_trim(&format!("/sys/devices/system/cpu/cpu{k}/cpufreq/scaling_governor"))
+            && !seen.contains(&g)
+        {
+            seen.push(g);
+        }
+    }
+    (!seen.is_empty()).then(|| seen.join(","))
 }
 
 pub fn cores() -> usize {
@@ -30,7 +45,15 @@ pub fn cores() -> usize {
 }
 
 pub fn cpu_times() -> Option<CpuTimes> {
-    std::fs::read_to_string("/proc/stat").ok().and_then(|t| CpuTimes::parse_proc_stat(&t))
+    let mut t = std::fs::read_to_string("/proc/stat").ok().and_then(|t| CpuTimes::parse_proc_stat(&t))?;
+    // iocurve's own process, all its threads (0: not readable, said as unknown).
+    t.own = std::fs::read_to_string("/proc/self/stat").ok().and_then(|s| CpuTimes::parse_own(&s)).unwrap_or(0);
+    Some(t)
+}
+
+/// `/proc/diskstats` as it reads now (None: not readable, e.g. a container without it).
+pub fn diskstats() -> Option<String> {
+    std::fs::read_to_string("/proc/diskstats").ok()
 }
 
 /// The CPU time the calling thread has used, in ns.

@@ -238,6 +238,11 @@ impl OpGen {
         }
     }
 
+    /// How many targets the I/Os go to (the host's, by index).
+    pub fn target_count(&self) -> usize {
+        self.geoms.len()
+    }
+
     #[inline]
     pub fn next(&mut self, worker: u32, rng: &mut Rng) -> IoOp {
         let members = if self.groups.len() == 1 {

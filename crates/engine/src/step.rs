@@ -19,7 +19,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use iocurve_plan::{Backend, Fault, Workload, format_size};
-use iocurve_stats::{CpuTimes, CpuUsage, IntervalStats, IoCpu, StepProgress, StepRecord};
+use iocurve_stats::{CpuTimes, CpuUsage, DeviceIo, IntervalStats, IoCpu, StepProgress, StepRecord};
 
 use crate::arrival::{Arrivals, RateMode, RateShare, SharedSchedule, Source};
 use crate::backend::{ActiveFault, FaultBackend, Journaled, ThreadModel};
@@ -650,6 +650,10 @@ struct Coordination<'c, 'o> {
     /// interval k): only those in flight are held, so that a day-long step's memory does not
     /// depend on its length (issue 21).
     cpu: BTreeMap<u32, Option<CpuTimes>>,
+    /// `/proc/diskstats` at the same boundaries, where a target has a block device.
+    disks: BTreeMap<u32, Option<String>>,
+    /// Each target's block device (its kernel name), in the host's order; None: none known.
+    devices: Vec<Option<String>>,
     next_cpu: u32,
     /// Per interval: which threads reported it, and their stats merged.
     pending: BTreeMap<u32, (Vec<bool>, IntervalStats)>,
@@ -750,6 +754,9 @@ impl Coordination<'_, '_> {
         while self.next_cpu <= self.planned() && now >= t0 + Duration::from_nanos(self.sched.boundary_ns(self.next_cpu))
         {
             self.cpu.insert(self.next_cpu, cpu_times());
+            if self.devices.iter().any(Option::is_some) {
+                self.disks.insert(self.next_cpu, crate::host::diskstats());
+            }
             self.next_cpu += 1;
         }
         if self.stop_seen.is_none() && self.step_stop.load(Ordering::Relaxed) {
@@ -810,9 +817,27 @@ impl Coordination<'_, '_> {
         }
     }
 
+    /// What each target's block device counted over interval `idx` (from the readings at its
+    /// boundaries; a reading missing at its end is taken now, as the CPU's).
+    fn device_counts(&mut self, idx: u32, stats: &mut IntervalStats) {
+        let Some(Some(from)) = self.disks.remove(&idx) else { return };
+        let Some(to) = self.disks.get(&(idx + 1)).cloned().flatten().or_else(crate::host::diskstats) else { return };
+        for t in &mut stats.targets {
+            if let Some(Some(name)) = self.devices.get(t.target as usize)
+                && let (Some(a), Some(b)) = (DeviceIo::of_device(&from, name), DeviceIo::of_device(&to, name))
+            {
+                t.device = Some(DeviceIo::between(&a, &b));
+            }
+        }
+    }
+
     /// Interval `idx`, complete, to the observer (and the record).
-    fn interval(&mut self, idx: u32, stats: IntervalStats) {
+    fn interval(&mut self, idx: u32, mut stats: IntervalStats) {
         let w = self.w;
+        if self.devices.len() == 1 {
+            stats.fill_one_target(0);
+        }
+        self.device_counts(idx, &mut stats);
         let end = self.cpu.get(&(idx + 1)).copied().flatten().or_else(cpu_times);
         let usage = match (self.cpu.remove(&idx).flatten(), end) {
             (Some(a), Some(b)) => CpuUsage::between(&a, &b),
@@ -890,6 +915,8 @@ fn coordinate(
         rec,
         nthreads,
         cpu: BTreeMap::new(),
+        disks: BTreeMap::new(),
+        devices: cfg.targets.targets.iter().map(|t| t.device_queue().map(|q| q.device)).collect(),
         next_cpu: 0,
         pending: BTreeMap::new(),
         handed: 0,

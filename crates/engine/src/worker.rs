@@ -576,10 +576,11 @@ pub(crate) fn run<B: IoEngine>(
     let n = s.worker.len();
     let spp = samples_per_interval as u64;
     let rate_mode = s.rate.is_some();
-    let cur = fresh(spp, rate_mode);
+    let nt = s.opgen.target_count();
+    let cur = fresh(spp, rate_mode, nt);
     // The next interval's, made before the start: the first boundary allocates nothing either
     // (where the coordinator hands sets back).
-    let spare = s.spares.is_some().then(|| fresh(spp, rate_mode));
+    let spare = s.spares.is_some().then(|| fresh(spp, rate_mode, nt));
     let done: Vec<Completion> = Vec::with_capacity(n);
     let mut tail = Box::<Tail>::default();
     if let Some(rate) = &mut s.rate {
@@ -651,13 +652,47 @@ pub(crate) fn run<B: IoEngine>(
     }
 }
 
+/// One completed I/O in its target's part (a host with several targets).
+#[inline]
+fn record_target(t: &mut iocurve_stats::TargetStats, dir: Dir, whole: bool, lat: u64, len: u64, moved: u64, si: usize) {
+    let sample = t.samples.get_mut(si);
+    if !whole {
+        t.errors += 1;
+        if let Some(x) = sample {
+            x.errors += 1;
+        }
+        return;
+    }
+    match dir {
+        Dir::Read => (t.read_ops, t.read_bytes) = (t.read_ops + 1, t.read_bytes + len),
+        Dir::Write => (t.write_ops, t.write_bytes) = (t.write_ops + 1, t.write_bytes + len),
+        Dir::Trim => (t.trim_ops, t.trim_bytes) = (t.trim_ops + 1, t.trim_bytes + len),
+    }
+    t.hist.record(lat);
+    if let Some(x) = sample {
+        x.record(lat, moved);
+    }
+}
+
 /// An empty interval's figures (with a rate part for rate steps).
-fn fresh(spp: u64, rate_mode: bool) -> Box<IntervalStats> {
+fn fresh(spp: u64, rate_mode: bool, targets: usize) -> Box<IntervalStats> {
     let mut c = Box::new(IntervalStats::with_samples(spp as usize));
     if rate_mode {
         c.rate = Some(Box::default());
     }
+    per_target(&mut c, spp, targets);
     c
+}
+
+/// Each target's part, one per target in the host's order (the I/O's target is its place),
+/// where the host drives several; one target's are the interval's own, filled in once.
+fn per_target(c: &mut IntervalStats, spp: u64, targets: usize) {
+    let dense = c.targets.len() == targets && c.targets.iter().enumerate().all(|(i, t)| t.target as usize == i);
+    if targets > 1 && !dense {
+        c.targets = (0..targets as u32).map(|t| iocurve_stats::TargetStats::new(t, spp as usize)).collect();
+    } else if targets <= 1 {
+        c.targets.clear();
+    }
 }
 
 /// One thread's pass through a step: where it stands (phase, issuing or draining), what it has
@@ -857,12 +892,13 @@ impl Pass<'_> {
                 if let (Some(rate), Some(r)) = (&mut s.rate, &mut self.cur.rate) {
                     r.due += rate.count_due(sched.warmup_ns, self.next_boundary);
                 }
-                let (spp, rate_mode) = (self.spp, self.rate_mode);
-                let next = self
+                let (spp, rate_mode, nt) = (self.spp, self.rate_mode, s.opgen.target_count());
+                let mut next = self
                     .spare
                     .take()
                     .or_else(|| s.spares.as_ref().and_then(|r| r.try_recv().ok()))
-                    .unwrap_or_else(|| fresh(spp, rate_mode));
+                    .unwrap_or_else(|| fresh(spp, rate_mode, nt));
+                per_target(&mut next, spp, nt);
                 let full = std::mem::replace(&mut self.cur, next);
                 (self.send)(Msg::Interval { index: self.phase as u32, stats: full });
             }
@@ -981,14 +1017,18 @@ impl Pass<'_> {
                 Dir::Trim => &mut cur.trim,
             };
             let sample = &mut cur.samples[si];
+            // A trim moves no data: its bytes count in its own direction only (but for a
+            // workload of trims alone, as `IntervalStats::bytes`).
+            let moved = if op.is_trim() && !s.opgen.trims_only() { 0 } else { op.len as u64 };
             if whole {
                 dir.record(lat, op.len as u64);
-                // A trim moves no data: its bytes count in its own direction only (but for a
-                // workload of trims alone, as `IntervalStats::bytes`).
-                sample.record(lat, if op.is_trim() && !s.opgen.trims_only() { 0 } else { op.len as u64 });
+                sample.record(lat, moved);
             } else {
                 dir.errors.add(op.target, errno, 1);
                 sample.errors += 1;
+            }
+            if let Some(t) = cur.targets.get_mut(op.target as usize) {
+                record_target(t, op.dir, whole, lat, op.len as u64, moved, si);
             }
         } else if !whole {
             self.tail.unmeasured_errors.add(op.target, errno, 1);

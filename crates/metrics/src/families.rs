@@ -87,6 +87,15 @@ fn families(s: &State) -> Vec<Family> {
         })
         .collect();
     f.counter("iocurve_io_errors", "I/Os that failed in measured intervals, by errno.", &errors);
+    let target = |i: usize| -> Vec<(Labels, f64)> {
+        s.targets
+            .iter()
+            .map(|((wl, t), v)| (with_run(vec![("workload", wl.clone()), ("target", t.clone())]), v[i] as f64))
+            .collect()
+    };
+    f.counter("iocurve_target_ops", "I/Os completed on each target (path) in measured intervals.", &target(0));
+    f.counter("iocurve_target_bytes", "Bytes transferred on each target (path) in measured intervals.", &target(1));
+    f.counter("iocurve_target_errors", "I/Os that failed on each target (path) in measured intervals.", &target(2));
     let latency: Vec<_> = s.io.iter().map(|(k, v)| (io_labels(k), Value::Histogram(Box::new(v.clone())))).collect();
     f.push("iocurve_io_latency_seconds", "Latency of I/Os completed in measured intervals.", Kind::Histogram, latency);
     let rate = |get: fn(&(u64, u64)) -> u64| -> Vec<(Labels, f64)> {

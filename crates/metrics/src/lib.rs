@@ -209,6 +209,8 @@ pub(crate) struct State {
     /// Rate steps, per workload and host: the I/Os their schedules had due, and dropped.
     pub rate: BTreeMap<(String, String), (u64, u64)>,
     pub cpu: BTreeMap<String, CpuUsage>,
+    /// Per workload and target (path): I/Os, bytes and failed I/Os in measured intervals.
+    pub targets: BTreeMap<(String, String), [u64; 3]>,
     pub live: Option<Live>,
     /// Per workload, workers, queue depth (0 where the workload has one) and target rate
     /// (empty for closed-loop steps, whose workers and depth tell them apart): the finished
@@ -256,6 +258,20 @@ impl Exporter {
                 (e.0, e.1) = (e.0 + r.due, e.1 + r.dropped);
             }
             s.cpu.insert(host.to_string(), *cpu);
+        });
+    }
+
+    /// Each target's part of a finished interval of `workload` (every host's: the merged
+    /// interval), by the run's target names.
+    pub fn targets(&self, workload: &str, names: &[String], stats: &IntervalStats) {
+        self.with(|s| {
+            for t in &stats.targets {
+                let name = names.get(t.target as usize).cloned().unwrap_or_else(|| format!("target {}", t.target));
+                let e = s.targets.entry((workload.to_string(), name)).or_default();
+                e[0] += t.ops();
+                e[1] += t.bytes();
+                e[2] += t.errors;
+            }
         });
     }
 

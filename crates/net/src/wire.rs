@@ -3,7 +3,8 @@
 //! merged histograms, never from averaged percentiles).
 
 use iocurve_stats::{
-    CpuUsage, DirStats, ErrorCounts, HostFacts, IntervalStats, IoCpu, LatencyHistogram, RateStats, Sample, VerifyCounts,
+    CpuUsage, DeviceIo, DirStats, ErrorCounts, HostFacts, IntervalStats, IoCpu, LatencyHistogram, RateStats, Sample,
+    TargetStats, VerifyCounts,
 };
 
 use crate::pb;
@@ -93,6 +94,8 @@ pub fn host_facts(h: &pb::HelloReply) -> HostFacts {
         kernel: h.kernel.clone(),
         cpu_model: h.cpu_model.clone(),
         cores: h.cores as usize,
+        smt: h.smt,
+        governor: Some(crate::printable(&h.governor)).filter(|g| !g.is_empty()),
     }
 }
 
@@ -109,23 +112,73 @@ pub fn unavailable_to(a: &iocurve_plan::Availability) -> Vec<pb::Unavailable> {
     a.missing().iter().map(|(b, why)| pb::Unavailable { backend: b.name().into(), reason: why.clone() }).collect()
 }
 
+fn sample_to(x: &Sample) -> pb::Sample {
+    pb::Sample { ops: x.ops, bytes: x.bytes, lat_sum_ns: x.lat_sum_ns, lat_max_ns: x.lat_max_ns, errors: x.errors }
+}
+
+fn sample_from(x: &pb::Sample) -> Sample {
+    Sample { ops: x.ops, bytes: x.bytes, lat_sum_ns: x.lat_sum_ns, lat_max_ns: x.lat_max_ns, errors: x.errors }
+}
+
+fn target_to(t: &TargetStats) -> pb::TargetPart {
+    pb::TargetPart {
+        target: t.target,
+        read_ops: t.read_ops,
+        read_bytes: t.read_bytes,
+        write_ops: t.write_ops,
+        write_bytes: t.write_bytes,
+        trim_ops: t.trim_ops,
+        trim_bytes: t.trim_bytes,
+        hist: t.hist.to_bytes(),
+        errors: t.errors,
+        samples: t.samples.iter().map(sample_to).collect(),
+        device: t.device.map(|d| pb::DeviceIo {
+            reads: d.reads,
+            read_sectors: d.read_sectors,
+            writes: d.writes,
+            write_sectors: d.write_sectors,
+            discards: d.discards,
+            discard_sectors: d.discard_sectors,
+        }),
+    }
+}
+
+/// An agent's targets' parts, sorted by target (a target named twice is added up).
+fn targets_from(list: &[pb::TargetPart]) -> Result<Vec<TargetStats>, String> {
+    let mut out = Vec::new();
+    for t in list {
+        let one = TargetStats {
+            target: t.target,
+            read_ops: t.read_ops,
+            read_bytes: t.read_bytes,
+            write_ops: t.write_ops,
+            write_bytes: t.write_bytes,
+            trim_ops: t.trim_ops,
+            trim_bytes: t.trim_bytes,
+            hist: LatencyHistogram::from_bytes(&t.hist).map_err(|e| format!("target {}: {e}", t.target))?,
+            errors: t.errors,
+            samples: t.samples.iter().map(sample_from).collect(),
+            device: t.device.as_ref().map(|d| DeviceIo {
+                reads: d.reads,
+                read_sectors: d.read_sectors,
+                writes: d.writes,
+                write_sectors: d.write_sectors,
+                discards: d.discards,
+                discard_sectors: d.discard_sectors,
+            }),
+        };
+        iocurve_stats::target::merge_targets(&mut out, &[one]);
+    }
+    Ok(out)
+}
+
 pub fn interval_to(index: u32, s: &IntervalStats, cpu: &CpuUsage, duration_s: f64) -> pb::Interval {
     pb::Interval {
         index,
         read: Some(dir_to(&s.read)),
         write: Some(dir_to(&s.write)),
         trim: (s.trim != DirStats::default()).then(|| dir_to(&s.trim)),
-        samples: s
-            .samples
-            .iter()
-            .map(|x| pb::Sample {
-                ops: x.ops,
-                bytes: x.bytes,
-                lat_sum_ns: x.lat_sum_ns,
-                lat_max_ns: x.lat_max_ns,
-                errors: x.errors,
-            })
-            .collect(),
+        samples: s.samples.iter().map(sample_to).collect(),
         cpu_user: cpu.user,
         cpu_system: cpu.system,
         cpu_iowait: cpu.iowait,
@@ -135,6 +188,9 @@ pub fn interval_to(index: u32, s: &IntervalStats, cpu: &CpuUsage, duration_s: f6
         verify: Some(verify_to(&s.verify)),
         rate: s.rate.as_deref().map(rate_to),
         members: s.members.iter().map(|m| interval_to(index, m, cpu, duration_s)).collect(),
+        targets: s.targets.iter().map(target_to).collect(),
+        cpu_steal: cpu.steal,
+        cpu_own: cpu.own,
     }
 }
 
@@ -144,17 +200,7 @@ pub fn interval_from(i: &pb::Interval) -> Result<(u32, IntervalStats, CpuUsage, 
         read: dir_from(i.read.as_ref())?,
         write: dir_from(i.write.as_ref())?,
         trim: dir_from(i.trim.as_ref())?,
-        samples: i
-            .samples
-            .iter()
-            .map(|x| Sample {
-                ops: x.ops,
-                bytes: x.bytes,
-                lat_sum_ns: x.lat_sum_ns,
-                lat_max_ns: x.lat_max_ns,
-                errors: x.errors,
-            })
-            .collect(),
+        samples: i.samples.iter().map(sample_from).collect(),
         max_gap_ns: i.max_gap_ns,
         faults_injected: i.faults_injected,
         verify: i.verify.as_ref().map_or_else(VerifyCounts::default, verify_from),
@@ -170,8 +216,17 @@ pub fn interval_from(i: &pb::Interval) -> Result<(u32, IntervalStats, CpuUsage, 
                 interval_from(m).map(|(_, s, _, _)| s)
             })
             .collect::<Result<_, _>>()?,
+        targets: targets_from(&i.targets)?,
     };
-    let cpu = CpuUsage { user: i.cpu_user, system: i.cpu_system, iowait: i.cpu_iowait };
+    // A share of a host is 0 to 100 % (anything else is dropped, not believed).
+    let pct = |x: f64| if (0.0..=100.0).contains(&x) { x } else { 0.0 };
+    let cpu = CpuUsage {
+        user: i.cpu_user,
+        system: i.cpu_system,
+        iowait: i.cpu_iowait,
+        steal: pct(i.cpu_steal),
+        own: i.cpu_own.filter(|x| (0.0..=100.0).contains(x)),
+    };
     Ok((i.index, stats, cpu, i.duration_s))
 }
 
@@ -205,11 +260,32 @@ mod tests {
         rate.service.record(40_000);
         rate.lag.record(7_000);
         s.rate = Some(Box::new(rate));
-        let cpu = CpuUsage { user: 1.5, system: 2.5, iowait: 0.5 };
+        for k in [0u32, 2] {
+            let mut t = TargetStats::new(k, 2);
+            t.read_ops = 10 + u64::from(k);
+            t.write_bytes = 8192;
+            t.hist.record(1000 * u64::from(k + 1));
+            t.samples[1].record(50, 4096);
+            t.errors = 1;
+            t.device = (k == 2).then_some(DeviceIo { writes: 3, write_sectors: 48, ..Default::default() });
+            s.targets.push(t);
+        }
+        let cpu = CpuUsage { user: 1.5, system: 2.5, iowait: 0.5, steal: 7.0, own: Some(12.5) };
         let (idx, back, cpu2, d) = interval_from(&interval_to(4, &s, &cpu, 0.5)).unwrap();
         assert_eq!((idx, d), (4, 0.5));
         assert_eq!(back, s);
         assert_eq!(cpu2, cpu);
+        // A host's share outside 0..100 % is not believed.
+        let mut wild = interval_to(4, &s, &cpu, 0.5);
+        (wild.cpu_steal, wild.cpu_own) = (f64::NAN, Some(1e9));
+        let (_, _, cpu3, _) = interval_from(&wild).unwrap();
+        assert_eq!((cpu3.steal, cpu3.own), (0.0, None));
+        // A target named twice adds up; a histogram that does not decode is refused.
+        let mut twice = interval_to(4, &s, &cpu, 0.5);
+        twice.targets.push(twice.targets[0].clone());
+        assert_eq!(interval_from(&twice).unwrap().1.targets[0].read_ops, 20);
+        twice.targets[1].hist = vec![1, 2, 3];
+        assert!(interval_from(&twice).unwrap_err().contains("target 2"));
     }
 
     #[test]

@@ -240,6 +240,63 @@ pub fn histograms_csv(run_id: i64, workloads: &[(String, Vec<StepRecord>)]) -> S
     out
 }
 
+/// Columns of `export --format targets`: each target's per-second figures (issue 42).
+pub const TARGET_COLUMNS: &[&str] = &[
+    "run",
+    "workload",
+    "step",
+    "workers",
+    "target",
+    "lun",
+    "t_s",
+    "dur_s",
+    "ops",
+    "iops",
+    "mb_per_s",
+    "lat_mean_us",
+    "lat_max_us",
+    "errors",
+];
+
+/// Every target's per-second figures of every step: `workloads` as stored (name, steps), the
+/// run's targets for their paths and LUNs.
+pub fn targets_csv(
+    run_id: i64,
+    workloads: &[(String, Vec<StepRecord>)],
+    targets: &[iocurve_analysis::TargetInfo],
+) -> String {
+    let mut out = line(TARGET_COLUMNS.iter().map(|s| s.to_string()).collect());
+    for (name, steps) in workloads {
+        for (i, rec) in steps.iter().enumerate() {
+            let per_s = |x: f64| if rec.sample_s > 0.0 { x / rec.sample_s } else { 0.0 };
+            for (k, iv) in rec.intervals.iter().enumerate() {
+                for t in &iv.targets {
+                    let info = targets.get(t.target as usize);
+                    for (j, x) in t.samples.iter().enumerate() {
+                        out.push_str(&line(vec![
+                            run_id.to_string(),
+                            name.clone(),
+                            i.to_string(),
+                            rec.workers.to_string(),
+                            info.map_or_else(|| format!("target {}", t.target), |i| i.path.clone()),
+                            info.and_then(|i| i.lun.clone()).unwrap_or_default(),
+                            format!("{:.3}", k as f64 * rec.interval_s + j as f64 * rec.sample_s),
+                            format!("{:.3}", rec.sample_s),
+                            x.ops.to_string(),
+                            format!("{:.3}", per_s(x.ops as f64)),
+                            format!("{:.3}", per_s(x.bytes as f64 / 1e6)),
+                            format!("{:.3}", x.mean_lat_ns() / 1e3),
+                            format!("{:.3}", x.lat_max_ns as f64 / 1e3),
+                            x.errors.to_string(),
+                        ]));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 pub fn samples_csv(run_id: i64, r: &RunResult) -> String {
     let mut out = line(SAMPLE_COLUMNS.iter().map(|s| s.to_string()).collect());
     for w in &r.workloads {
@@ -292,6 +349,10 @@ mod tests {
         assert_eq!(
             SAMPLE_COLUMNS.join(","),
             "run,workload,step,workers,host,t_s,dur_s,ops,iops,mb_per_s,lat_mean_us,lat_max_us,errors,time_utc"
+        );
+        assert_eq!(
+            TARGET_COLUMNS.join(","),
+            "run,workload,step,workers,target,lun,t_s,dur_s,ops,iops,mb_per_s,lat_mean_us,lat_max_us,errors"
         );
     }
 

@@ -381,6 +381,7 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
     if let Some(l) = &w.links {
         out.push(format!("  links    the maximum is {}", l.describe(format::mbps)));
     }
+    out.extend(cpu_line(w));
     out.extend(w.steps.iter().filter_map(|s| rate_line(s, seq)).map(|l| format!("  {l}")));
     let checked: Vec<_> = w.steps.iter().filter_map(|s| s.steady_state.as_ref()).collect();
     if !checked.is_empty() {
@@ -628,11 +629,86 @@ pub fn workload_report(w: &WorkloadResult) -> String {
     out.push_str(&grid_report(w));
     out.push_str(&sweep_report(w));
     out.push_str(&host_table(w));
+    out.push_str(&target_table(w));
     for l in summary_lines(w).into_iter().chain(warnings(w)) {
         out.push_str(&l);
         out.push('\n');
     }
     out
+}
+
+/// The step whose targets a summary shows: the maximum's, else the last step's.
+fn targets_step(w: &WorkloadResult) -> Option<&StepResult> {
+    w.maximum.and_then(|p| w.steps.get(p.step)).or_else(|| w.steps.last())
+}
+
+/// At the maximum (else the last step), each target's figures where there are several: its
+/// IOPS, MB/s, latency, errors, share, and the request sizes its device saw; then the LUNs of
+/// several paths and how evenly the load spread (issue 42).
+pub fn target_table(w: &WorkloadResult) -> String {
+    let Some(s) = targets_step(w).filter(|s| s.targets.len() > 1) else { return String::new() };
+    let kib = |v: Option<f64>| v.map_or_else(|| "-".into(), |k| format!("{k:.0}"));
+    let rows: Vec<Vec<String>> = s
+        .targets
+        .iter()
+        .map(|t| {
+            let dev = t.device.as_ref();
+            vec![
+                t.target.clone(),
+                format::iops(t.iops),
+                format::mbps_number(t.mbps),
+                format::latency(t.lat_us.mean),
+                format::latency(t.lat_us.p99),
+                t.errors.to_string(),
+                format!("{:.0} %", t.share_pct),
+                format!("{} / {}", kib(t.read_kib), kib(t.write_kib)),
+                dev.map_or_else(
+                    || "-".into(),
+                    |d| format!("{} / {}", kib(d.read_request_kib), kib(d.write_request_kib)),
+                ),
+            ]
+        })
+        .collect();
+    let mut out = format!("  per target at {}:\n", step_label(w, s));
+    out.push_str(&grid(
+        &["target", "IOPS", "MB/s", "mean", "p99", "errors", "share", "KiB r/w", "device KiB r/w"],
+        &rows,
+        |c| c > 0,
+    ));
+    out.push('\n');
+    for l in &s.luns {
+        let bal = l.paths_balance_pct.map(|b| format!(", paths balanced {b:.0} %")).unwrap_or_default();
+        out.push_str(&format!(
+            "  LUN {}: {} ({}) {} IOPS, {} MB/s, {} mean{bal}\n",
+            l.lun,
+            if l.paths.len() == 1 { "1 path".to_string() } else { format!("{} paths", l.paths.len()) },
+            l.paths.join(", "),
+            format::iops(l.iops),
+            format::mbps_number(l.mbps),
+            format::latency(l.lat_mean_us)
+        ));
+    }
+    for b in &s.balance {
+        out.push_str(&format!(
+            "  balance over {} {}: {:.0} % (lowest {}, highest {})\n",
+            b.units, b.over, b.balance_pct, b.lowest, b.highest
+        ));
+    }
+    out
+}
+
+/// What iocurve's own process used of the host's CPU over the steps (`5–10 %`, as the IBM
+/// paper says "IOgen used 5–10 %"), and the steal where there was some.
+pub fn cpu_line(w: &WorkloadResult) -> Option<String> {
+    let own: Vec<f64> = w.steps.iter().filter_map(|s| s.cpu.own).collect();
+    if own.is_empty() {
+        return None;
+    }
+    let (lo, hi) = (own.iter().copied().fold(f64::INFINITY, f64::min), own.iter().copied().fold(0.0, f64::max));
+    let range = if hi - lo < 0.5 { format!("{hi:.0} %") } else { format!("{lo:.0}–{hi:.0} %") };
+    let steal = w.steps.iter().map(|s| s.cpu.steal).fold(0.0, f64::max);
+    let steal = if steal >= 0.5 { format!("; up to {steal:.0} % stolen by the hypervisor") } else { String::new() };
+    Some(format!("  host CPU iocurve used {range} of the host's CPU{steal}"))
 }
 
 /// What each host of a step of uneven hosts ran (`workers_scale`): `a:7420 8, b:7420 2
@@ -752,13 +828,21 @@ fn grid_matrices(seq: bool) -> [(&'static str, Cell); 2] {
 /// The whole summary printed after a run.
 pub fn run_report(r: &RunResult) -> String {
     let mut out = String::new();
-    let targets: Vec<String> = r.targets.iter().map(|t| t.path.clone()).collect();
+    let targets: Vec<String> = r
+        .targets
+        .iter()
+        .map(|t| match &t.device {
+            Some(d) => format!("{} ({})", t.path, d.describe()),
+            None => t.path.clone(),
+        })
+        .collect();
     out.push_str(&format!(
-        "\niocurve {} on {} ({}, {} cores, kernel {}), back-end {}\ntargets: {}\n",
+        "\niocurve {} on {} ({}, {} cores{}, kernel {}), back-end {}\ntargets: {}\n",
         r.tool_version,
         r.host.facts.hostname,
         r.host.facts.cpu_model,
         r.host.facts.cores,
+        r.host.facts.cpu_extras(),
         r.host.facts.kernel,
         r.host.backend,
         targets.join(", ")
@@ -967,6 +1051,12 @@ fn flag_action(code: &str) -> &'static str {
             "stopped before all its intervals: run again for the full figures"
         }
         "no_io" => "nothing completed: check the target and the errors",
+        "split" => {
+            "the kernel split iocurve's I/Os into smaller requests: raise the device's max_sectors_kb (up to max_hw_sectors_kb) or test the block size the device takes"
+        }
+        "cpu_steal" | "cpu_others" => {
+            "the load host was shared (a hypervisor's steal, other processes): run on a dedicated host or keep the figures as a lower bound"
+        }
         "not_stored" => {
             "the results database refused the step's later intervals (full or read-only): free space or give another --db, and run again"
         }

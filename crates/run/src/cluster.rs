@@ -341,6 +341,8 @@ impl Cluster {
                     group: f.group.clone(),
                     scratch: f.scratch,
                     preconditioned_at: None,
+                    lun: agent_lun(&r.addr, &f.lun),
+                    device: agent_queue(&f.queue_json),
                 });
             }
         }
@@ -758,4 +760,24 @@ impl PassTarget {
             started: false,
         }
     }
+}
+
+/// The LUN an agent's target is: a WWID is the same LUN from every host (one array's LUN seen
+/// by several load hosts); any other identity (a file, a loop device) is the host's own.
+fn agent_lun(addr: &str, lun: &str) -> Option<String> {
+    let lun = iocurve_net::printable(lun);
+    match lun.as_str() {
+        "" => None,
+        l if l.starts_with("wwid ") => Some(lun),
+        l => Some(format!("{addr} {l}")),
+    }
+}
+
+/// An agent's target's device queue, if it sent one that reads as one (its strings made
+/// printable: they are shown).
+fn agent_queue(json: &str) -> Option<iocurve_stats::DeviceQueue> {
+    let mut q: iocurve_stats::DeviceQueue = serde_json::from_str(json).ok()?;
+    q.device = iocurve_net::printable(&q.device);
+    q.scheduler = q.scheduler.map(|s| iocurve_net::printable(&s));
+    Some(q)
 }

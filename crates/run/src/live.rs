@@ -19,6 +19,8 @@ pub struct LiveMetrics {
     hosts: Vec<String>,
     /// A concurrent step's members: each one's part of an interval counts under its name too.
     members: Vec<String>,
+    /// The run's targets, by their place in its list: each one's part counts under its path.
+    targets: Vec<String>,
 }
 
 impl LiveMetrics {
@@ -29,6 +31,7 @@ impl LiveMetrics {
             gauges: LiveGauges::default(),
             hosts: Vec::new(),
             members: Vec::new(),
+            targets: Vec::new(),
         }
     }
 
@@ -74,11 +77,18 @@ impl StepObserver for LiveMetrics {
         if self.hosts.is_empty() {
             self.count(&self.hostname, stats, cpu);
         }
+        self.exporter.targets(&self.gauges.live.workload, &self.targets, stats);
         self.exporter.stall(stats);
     }
 }
 
 impl Observer for LiveMetrics {
+    fn event(&mut self, e: &crate::RunEvent) {
+        if let crate::RunEvent::Header { targets, .. } = e {
+            self.targets = targets.iter().map(|t| t.path.clone()).collect();
+        }
+    }
+
     fn run_started(&mut self, run_id: i64, label: &str, plan: &str) {
         self.exporter.run(&run_id.to_string(), label, plan);
     }

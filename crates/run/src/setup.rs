@@ -93,6 +93,8 @@ pub(crate) fn target_infos(targets: &TargetSet, store: &Store) -> Vec<TargetInfo
             group: targets.groups[t.group].name.clone(),
             scratch: t.created,
             preconditioned_at: precondition::preconditioned_at(store, t),
+            lun: t.identity_key(),
+            device: t.device_queue(),
         })
         .collect()
 }

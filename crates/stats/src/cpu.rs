@@ -12,6 +12,8 @@ pub struct CpuTimes {
     pub irq: u64,
     pub softirq: u64,
     pub steal: u64,
+    /// This process's own CPU time (`/proc/self/stat` utime + stime), same ticks; 0: unknown.
+    pub own: u64,
 }
 
 impl CpuTimes {
@@ -32,7 +34,19 @@ impl CpuTimes {
             irq: at(5),
             softirq: at(6),
             steal: at(7),
+            own: 0,
         })
+    }
+
+    /// The CPU time of a process from its `/proc/PID/stat` (utime + stime, clock ticks): the
+    /// fields after the command's closing parenthesis (a command may hold spaces and parens).
+    pub fn parse_own(stat: &str) -> Option<u64> {
+        let rest = &stat[stat.rfind(')')? + 1..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // After ")": state is field 3 of the line, utime 14, stime 15.
+        let utime: u64 = f.get(11)?.parse().ok()?;
+        let stime: u64 = f.get(12)?.parse().ok()?;
+        Some(utime + stime)
     }
 
     fn total(&self) -> u64 {
@@ -46,6 +60,13 @@ pub struct CpuUsage {
     pub user: f64,
     pub system: f64,
     pub iowait: f64,
+    /// Time the hypervisor gave this (virtual) host's CPUs to others: a shared load host.
+    #[serde(default)]
+    pub steal: f64,
+    /// iocurve's own process (all its threads); None where not measured (stored before, or
+    /// not readable). The rest of `busy()` is other processes' and the kernel's.
+    #[serde(default)]
+    pub own: Option<f64>,
 }
 
 /// What iocurve's own I/O threads spent on a CPU over a step's measured intervals, in CPU
@@ -89,7 +110,15 @@ impl CpuUsage {
             // irq and softirq are work the kernel does for our I/O: count them as system.
             system: pct(a.system + a.irq + a.softirq, b.system + b.irq + b.softirq),
             iowait: pct(a.iowait, b.iowait),
+            steal: pct(a.steal, b.steal),
+            own: (a.own > 0 && b.own > 0).then(|| pct(a.own, b.own)),
         }
+    }
+
+    /// What other processes (and the kernel's work for them) used: the busy share beyond
+    /// iocurve's own. None where iocurve's own is not known.
+    pub fn others(&self) -> Option<f64> {
+        self.own.map(|own| (self.busy() - own).max(0.0))
     }
 
     /// Share of the host that was busy (not idle, not waiting for I/O).
@@ -111,6 +140,25 @@ mod tests {
         assert!((u.system - 20.0).abs() < 1e-9);
         assert!((u.iowait - 6.666_666).abs() < 1e-3);
         assert!((u.busy() - 60.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn steal_and_the_own_process_share() {
+        let mut a = CpuTimes::parse_proc_stat("cpu  100 0 50 800 50 0 0 0 0 0\n").unwrap();
+        let mut b = CpuTimes::parse_proc_stat("cpu  160 0 80 830 60 0 0 20 0 0\n").unwrap();
+        assert_eq!(b.steal, 20);
+        // A command with spaces and a parenthesis: the fields count from the last ')'.
+        let stat = "4242 (io curve (x)) S 1 4242 4242 0 -1 4194304 100 0 0 0 30 12 0 0 20 0 9 0 1 2 3";
+        assert_eq!(CpuTimes::parse_own(stat), Some(42));
+        assert_eq!(CpuTimes::parse_own("garbage"), None);
+        (a.own, b.own) = (10, 40);
+        let u = CpuUsage::between(&a, &b);
+        // 150 ticks passed: 20 stolen, 60 user + 30 system busy, 30 of them iocurve's.
+        assert!((u.steal - 100.0 * 20.0 / 150.0).abs() < 1e-9, "{u:?}");
+        assert!((u.own.unwrap() - 20.0).abs() < 1e-9, "{u:?}");
+        assert!((u.others().unwrap() - 40.0).abs() < 1e-9, "{u:?}");
+        b.own = 0;
+        assert_eq!(CpuUsage::between(&a, &b).own, None, "not read: unknown, not 0");
     }
 
     #[test]

@@ -263,6 +263,9 @@ pub struct IntervalStats {
     /// A concurrent step's (issue 41): each member workload's own stats of the interval, in the
     /// order of its members; the figures above are their sum. Empty for any other step.
     pub members: Vec<IntervalStats>,
+    /// Each target's part (issue 42), sorted by target: what its I/Os did and what its device
+    /// counted. Empty where not known (intervals stored before iocurve kept them).
+    pub targets: Vec<crate::TargetStats>,
 }
 
 impl IntervalStats {
@@ -289,6 +292,7 @@ impl IntervalStats {
             (r.due, r.dropped, r.backlog, r.overloaded) = (0, 0, 0, false);
         }
         self.members.clear();
+        self.targets.iter_mut().for_each(crate::TargetStats::reset);
     }
 
     pub fn merge(&mut self, other: &IntervalStats) {
@@ -320,6 +324,31 @@ impl IntervalStats {
         for (a, b) in self.members.iter_mut().zip(&other.members) {
             a.merge(b);
         }
+        crate::target::merge_targets(&mut self.targets, &other.targets);
+    }
+
+    /// A host's one target: its figures are the interval's own, filled in once an interval
+    /// rather than recorded I/O by I/O (a host with several targets records each's part).
+    pub fn fill_one_target(&mut self, target: u32) {
+        if !self.targets.is_empty() {
+            return;
+        }
+        let mut t = crate::TargetStats {
+            target,
+            read_ops: self.read.ops,
+            read_bytes: self.read.bytes,
+            write_ops: self.write.ops,
+            write_bytes: self.write.bytes,
+            trim_ops: self.trim.ops,
+            trim_bytes: self.trim.bytes,
+            hist: self.combined_hist(),
+            errors: self.errors().total(),
+            samples: self.samples.clone(),
+            device: None,
+        };
+        // A trim moves no data in a sample unless trims are all there is (as the samples count).
+        t.samples.shrink_to_fit();
+        self.targets.push(t);
     }
 
     /// A concurrent step's interval: its members' stats summed, each kept in `members`.
@@ -327,6 +356,10 @@ impl IntervalStats {
         let mut total = IntervalStats::default();
         for m in &members {
             total.merge(m);
+        }
+        // A device's counters are the host's, not a member's: each member read the same ones.
+        for t in &mut total.targets {
+            t.device = members.iter().find_map(|m| m.targets.iter().find(|x| x.target == t.target)?.device);
         }
         total.members = members;
         total

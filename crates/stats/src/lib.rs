@@ -11,6 +11,7 @@ pub mod host;
 pub mod interval;
 pub mod steady;
 pub mod step;
+pub mod target;
 
 pub use cpu::{CpuTimes, CpuUsage, IoCpu};
 pub use histogram::LatencyHistogram;
@@ -18,4 +19,5 @@ pub use host::HostFacts;
 pub use interval::{
     DirStats, ErrorCounts, FinalVerification, IntervalStats, RateStats, Sample, UNKNOWN_TARGET, VerifyCounts,
 };
-pub use step::{Drain, HostClock, HostRecord, IntervalRecord, Rates, StepProgress, StepRecord};
+pub use step::{Drain, HostClock, HostRecord, IntervalRecord, Rates, StepProgress, StepRecord, TargetFigures};
+pub use target::{DeviceIo, DeviceQueue, TargetStats};

@@ -19,6 +19,34 @@ pub struct IntervalRecord {
     /// Longest time without a completion, in ns (see [`IntervalStats::max_gap_ns`]).
     pub max_gap_ns: u64,
     pub faults_injected: u64,
+    /// Each target's figures (issue 42), sorted by target; empty where not known.
+    pub targets: Vec<TargetFigures>,
+}
+
+/// One target's figures of a finished interval (without its histogram).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetFigures {
+    pub target: u32,
+    pub ops: u64,
+    pub bytes: u64,
+    pub lat_mean_ns: f64,
+    pub errors: u64,
+    pub samples: Vec<Sample>,
+    pub device: Option<crate::DeviceIo>,
+}
+
+impl TargetFigures {
+    pub fn of(t: &crate::TargetStats) -> TargetFigures {
+        TargetFigures {
+            target: t.target,
+            ops: t.ops(),
+            bytes: t.bytes(),
+            lat_mean_ns: t.hist.mean_ns(),
+            errors: t.errors,
+            samples: t.samples.clone(),
+            device: t.device,
+        }
+    }
 }
 
 impl IntervalRecord {
@@ -30,6 +58,7 @@ impl IntervalRecord {
             lat_mean_ns: stats.lat_mean_ns(),
             max_gap_ns: stats.max_gap_ns.unwrap_or(0),
             faults_injected: stats.faults_injected,
+            targets: stats.targets.iter().map(TargetFigures::of).collect(),
             samples: stats.samples,
             cpu,
             duration_s,
@@ -216,6 +245,7 @@ impl StepRecord {
         if let Some(r) = &stats.rate {
             self.total.rate.get_or_insert_with(Default::default).merge(r);
         }
+        crate::target::merge_targets(&mut self.total.targets, &stats.targets);
         self.intervals.push(IntervalRecord::of(stats, cpu, duration_s));
         self.measured += 1;
     }

@@ -60,6 +60,7 @@ mod read;
 mod readonly;
 mod room;
 mod schema;
+mod targets;
 mod write;
 
 pub use precondition::Precondition;
@@ -165,6 +166,21 @@ mod tests {
         }
         s.write.record(lat * 2, 8192);
         s.write.errors.add(0, 5, 2);
+        // Two targets' parts (schema v25): the reads on one, the write and its errors on the
+        // other, whose device counted its requests.
+        let mut a = iocurve_stats::TargetStats::new(0, 2);
+        let mut b = iocurve_stats::TargetStats::new(3, 2);
+        for i in 0..n {
+            a.read_ops += 1;
+            a.read_bytes += 4096;
+            a.hist.record(lat + i);
+            a.samples[(i % 2) as usize].record(lat + i, 4096);
+        }
+        (b.write_ops, b.write_bytes, b.errors) = (1, 8192, 2);
+        b.hist.record(lat * 2);
+        b.samples[0].record(lat * 2, 8192);
+        b.device = Some(iocurve_stats::DeviceIo { writes: 2, write_sectors: 16, ..Default::default() });
+        s.targets = vec![a, b];
         s
     }
 
@@ -179,7 +195,7 @@ mod tests {
         let wl = st.begin_workload(run, 0, "w", "{}").unwrap();
         let (mut held, mut live) = (StepRecord::new(4, 2, 1, 1.0, 0.5), StepRecord::new(4, 2, 1, 1.0, 0.5));
         let step = st.begin_step(wl, 0, &live).unwrap();
-        let cpu = CpuUsage { user: 10.0, system: 5.0, iowait: 1.0 };
+        let cpu = CpuUsage { user: 10.0, system: 5.0, iowait: 1.0, steal: 2.5, own: Some(4.0) };
         for i in 0..12u32 {
             let s = interval(1000 + 100 * i as u64, 5 + i as u64);
             st.add_interval(step, None, i, &s, &cpu, 1.0).unwrap();
@@ -274,7 +290,7 @@ mod tests {
         let mut proto = StepRecord::new(4, 2, 1, 1.0, 0.5);
         proto.measured_from_unix_ns = Some(1_795_300_000_123_456_789);
         let step = st.begin_step(wl, 0, &proto).unwrap();
-        let cpu = CpuUsage { user: 10.0, system: 5.0, iowait: 1.0 };
+        let cpu = CpuUsage { user: 10.0, system: 5.0, iowait: 1.0, steal: 2.5, own: Some(4.0) };
         // The second interval trims too (issue 40): its own counts, histogram and errors.
         let mut trimmed = interval(3000, 70);
         trimmed.trim.record(250_000, 1 << 20);
@@ -387,8 +403,11 @@ mod tests {
                 (&want.address, &want.hostname, want.started_unix_ns, want.clock)
             );
             assert_eq!(got.lost_at_s, want.lost_at_s);
-            assert_eq!(got.record.total, want.record.total);
-            assert_eq!(got.record.intervals, want.record.intervals);
+            // A host's intervals are parts of the step's: their targets are kept with the step's.
+            assert_eq!(got.record.total, IntervalStats { targets: Vec::new(), ..want.record.total.clone() });
+            let parts: Vec<IntervalRecord> =
+                want.record.intervals.iter().map(|i| IntervalRecord { targets: Vec::new(), ..i.clone() }).collect();
+            assert_eq!(got.record.intervals, parts);
             assert_eq!(got.record.workers, want.record.workers, "each host's own workers");
         }
         assert!(rec.per_host[1].record.interrupted, "a lost host's record is cut short");
@@ -435,7 +454,7 @@ mod tests {
     fn migration_from_the_first_schema_keeps_every_run() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("v1.db");
-        let cpu = CpuUsage { user: 1.0, system: 2.0, iowait: 3.0 };
+        let cpu = CpuUsage { user: 1.0, system: 2.0, iowait: 3.0, ..Default::default() };
         let proto = StepRecord::new(2, 4, 1, 1.0, 0.5);
         let ivs = [interval(700, 30), interval(900, 40)];
         let run = {
@@ -499,6 +518,7 @@ mod tests {
             for e in &mut s.write.errors.0 {
                 e.0 = UNKNOWN_TARGET;
             }
+            s.targets.clear();
             expected.push_interval(s, cpu, 1.0);
         }
         let rec = &back.workloads[0].steps[0];
@@ -559,7 +579,16 @@ mod tests {
         let p = dir.path().join("v18.db");
         // A step is loaded with its intervals (one each).
         let one_interval = |st: &mut Store, step: i64| {
-            st.add_interval(step, None, 0, &interval(1000, 10), &CpuUsage::default(), 1.0).unwrap()
+            // (Without the targets' parts of v25.)
+            st.add_interval(
+                step,
+                None,
+                0,
+                &IntervalStats { targets: Vec::new(), ..interval(1000, 10) },
+                &CpuUsage::default(),
+                1.0,
+            )
+            .unwrap()
         };
         let (two, one) = {
             let mut st = Store::open_at(&p, 18).unwrap();

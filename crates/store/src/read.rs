@@ -68,11 +68,11 @@ pub struct StoredWorkload {
 /// The intervals of a step (`host` NULL) or of one of its hosts, in order; found through the
 /// index `intervals_step_host` (schema v18).
 pub(crate) const INTERVALS_OF: &str = "SELECT id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, read_hist, write_hist, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected,
-        verify_checked, verify_lost, verify_corrupt, verify_misplaced, verify_examples, trim_ops, trim_bytes, trim_hist
+        verify_checked, verify_lost, verify_corrupt, verify_misplaced, verify_examples, trim_ops, trim_bytes, trim_hist, cpu_steal, cpu_own
     FROM intervals WHERE step_id = ?1 AND host IS ?2 ORDER BY idx";
 
 /// The figures of a step's intervals (or one host's), in order, without their histograms.
-pub(crate) const FIGURES_OF: &str = "SELECT id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected, lat_mean_ns, trim_ops, trim_bytes
+pub(crate) const FIGURES_OF: &str = "SELECT id, idx, duration_s, read_ops, read_bytes, write_ops, write_bytes, cpu_user, cpu_system, cpu_iowait, max_gap_ns, faults_injected, lat_mean_ns, trim_ops, trim_bytes, cpu_steal, cpu_own
     FROM intervals WHERE step_id = ?1 AND host IS ?2 ORDER BY idx";
 
 /// The samples of one interval, in order; found through the index `samples_interval` (v18).
@@ -340,10 +340,17 @@ impl Store {
                     } as u64,
                     lat_mean_ns: 0.0,
                     samples: Vec::new(),
-                    cpu: CpuUsage { user: r.get(7)?, system: r.get(8)?, iowait: r.get(9)? },
+                    cpu: CpuUsage {
+                        user: r.get(7)?,
+                        system: r.get(8)?,
+                        iowait: r.get(9)?,
+                        steal: r.get::<_, Option<f64>>(15)?.unwrap_or(0.0),
+                        own: r.get(16)?,
+                    },
                     duration_s: r.get(2)?,
                     max_gap_ns: r.get::<_, Option<i64>>(10)?.unwrap_or(0) as u64,
                     faults_injected: r.get::<_, i64>(11)? as u64,
+                    targets: Vec::new(),
                 };
                 Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?, r.get::<_, Option<f64>>(12)?, rec))
             };
@@ -368,6 +375,9 @@ impl Store {
                 }
             };
             rec.samples = self.samples_of(step_id, idx, host)?;
+            if host.is_none() {
+                rec.targets = self.sql(crate::targets::figures_of(&self.conn, interval_id))?;
+            }
             each(rec);
         }
         Ok(())
@@ -416,7 +426,13 @@ impl Store {
             stats.verify.examples = examples.lines().map(str::to_string).collect();
             stats.trim.ops = r.get::<_, i64>(19)? as u64;
             stats.trim.bytes = r.get::<_, i64>(20)? as u64;
-            let cpu = CpuUsage { user: r.get(9)?, system: r.get(10)?, iowait: r.get(11)? };
+            let cpu = CpuUsage {
+                user: r.get(9)?,
+                system: r.get(10)?,
+                iowait: r.get(11)?,
+                steal: r.get::<_, Option<f64>>(22)?.unwrap_or(0.0),
+                own: r.get(23)?,
+            };
             let hists: (Vec<u8>, Vec<u8>, Option<Vec<u8>>) = (r.get(7)?, r.get(8)?, r.get(21)?);
             Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?, r.get::<_, f64>(2)?, stats, cpu, hists))
         };
@@ -467,6 +483,9 @@ impl Store {
                 counts.add(target.unwrap_or(UNKNOWN_TARGET), errno, count as u64);
             }
             stats.samples = self.samples_of(step_id, idx, host)?;
+            if host.is_none() {
+                stats.targets = crate::targets::of_interval(&self.conn, interval_id).map_err(invalid)?;
+            }
             each(stats, cpu, duration_s);
         }
         Ok(())

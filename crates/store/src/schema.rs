@@ -7,8 +7,40 @@ use super::*;
 pub(crate) const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
     SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19,
-    SCHEMA_V20, SCHEMA_V21, SCHEMA_V22, SCHEMA_V23, SCHEMA_V24,
+    SCHEMA_V20, SCHEMA_V21, SCHEMA_V22, SCHEMA_V23, SCHEMA_V24, SCHEMA_V25,
 ];
+
+/// v25: figures per target (issue 42): each target's part of an interval (of the step's
+/// merged intervals, `host` NULL) with its latency histogram and its block device's own
+/// counters (`/proc/diskstats`, NULL: not read), its per-second samples; and the host CPU's
+/// steal and iocurve's own share of it per interval (NULL: stored before, or not read).
+const SCHEMA_V25: &str = "
+CREATE TABLE interval_targets (
+    interval_id INTEGER NOT NULL REFERENCES intervals(id) ON DELETE CASCADE,
+    target INTEGER NOT NULL,              -- index into the run's targets
+    read_ops INTEGER NOT NULL, read_bytes INTEGER NOT NULL,
+    write_ops INTEGER NOT NULL, write_bytes INTEGER NOT NULL,
+    trim_ops INTEGER NOT NULL, trim_bytes INTEGER NOT NULL,
+    errors INTEGER NOT NULL,
+    lat_mean_ns REAL NOT NULL,
+    hist BLOB NOT NULL,                   -- every direction, ns (HdrHistogram V2, deflated)
+    dev_reads INTEGER, dev_read_sectors INTEGER,      -- the device's requests completed, sectors
+    dev_writes INTEGER, dev_write_sectors INTEGER,
+    dev_discards INTEGER, dev_discard_sectors INTEGER,
+    PRIMARY KEY (interval_id, target)
+);
+CREATE TABLE target_samples (
+    interval_id INTEGER NOT NULL REFERENCES intervals(id) ON DELETE CASCADE,
+    target INTEGER NOT NULL,
+    idx INTEGER NOT NULL,                 -- sample within the interval
+    ops INTEGER NOT NULL, bytes INTEGER NOT NULL,
+    lat_sum_ns INTEGER NOT NULL, lat_max_ns INTEGER NOT NULL,
+    errors INTEGER NOT NULL,
+    PRIMARY KEY (interval_id, target, idx)
+);
+ALTER TABLE intervals ADD COLUMN cpu_steal REAL;
+ALTER TABLE intervals ADD COLUMN cpu_own REAL;
+";
 
 /// v24: uneven hosts (issue 41): the workers each host of a multi-host step ran (its
 /// `workers_scale` of the step's; NULL in steps stored before: the step's own), and the I/Os a

@@ -163,6 +163,19 @@ impl Store {
         )
         .map_err(wrap)?;
         let interval_id = tx.last_insert_rowid();
+        // Steal and iocurve's own share (v25) where read: NULL says not known.
+        if cpu.steal > 0.0 || cpu.own.is_some() {
+            tx.execute(
+                "UPDATE intervals SET cpu_steal = ?1, cpu_own = ?2 WHERE id = ?3",
+                params![cpu.steal, cpu.own, interval_id],
+            )
+            .map_err(wrap)?;
+        }
+        // Each target's part, once: with the step's merged interval (a host's own interval is
+        // a part of it, its targets among the step's).
+        if host.is_none() && !stats.targets.is_empty() {
+            crate::targets::add(&tx, interval_id, &stats.targets).map_err(wrap)?;
+        }
         // Trims (v23) only where there are some: the columns' defaults say none.
         if stats.trim.ops > 0 || stats.trim.hist.count() > 0 {
             tx.execute(

@@ -4,6 +4,7 @@
 //! scratch files and their identity ([`scratch`]), globs ([`walk`]), and whole transfers for the
 //! passes that are not measured ([`fullio`]). It does no measured I/O.
 
+pub mod device;
 mod error;
 pub mod fdctl;
 pub mod fullio;

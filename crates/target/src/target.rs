@@ -87,29 +87,35 @@ impl Target {
             return Some(format!("file {} inode {}", fsid(&self.file)?, m.ino()));
         }
         let (major, minor) = (libc::major(m.rdev()), libc::minor(m.rdev()));
-        let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
-        let read = |p: &Path| std::fs::read_to_string(p).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
-        let wwid_of = |dir: &Path| {
-            read(&dir.join("device/wwid"))
-                .or_else(|| read(&dir.join("wwid")))
-                .or_else(|| read(&dir.join("dm/uuid")).map(|u| format!("dm {u}")))
-        };
-        if let Some(part) = read(&sys.join("partition")) {
-            let disk = std::fs::canonicalize(&sys).ok().and_then(|d| d.parent().map(Path::to_path_buf));
-            if let Some(w) = disk.as_deref().and_then(wwid_of) {
-                return Some(format!("wwid {w} partition {part}"));
+        crate::device::Sysfs::system()
+            .lun(major, minor)
+            .or_else(|| Some(format!("device {major}:{minor} of {} bytes", self.size)))
+    }
+
+    /// The block device whose queue takes this target's I/Os: the device itself, or the one
+    /// holding a file's filesystem (as (major, minor, of a filesystem)). None: a filesystem
+    /// without a block device (tmpfs, NFS, FUSE).
+    fn block_device(&self) -> Option<(u32, u32, bool)> {
+        let m = self.file.metadata().ok()?;
+        let (dev, fs) = if self.kind == TargetKind::BlockDevice { (m.rdev(), false) } else { (m.dev(), true) };
+        Some((libc::major(dev), libc::minor(dev), fs))
+    }
+
+    /// Its block device's name and queue limits (issue 42). None: no block device under it.
+    pub fn device_queue(&self) -> Option<iocurve_stats::DeviceQueue> {
+        let (major, minor, fs) = self.block_device()?;
+        crate::device::Sysfs::system().queue(major, minor, fs)
+    }
+
+    /// The other device nodes that lead to this block device's LUN, as kernel names (two loop
+    /// devices over one file, four SCSI paths of one WWID). Empty for a file.
+    pub fn other_paths(&self) -> Vec<String> {
+        match self.block_device() {
+            Some((major, minor, false)) => {
+                crate::device::Sysfs::system().other_paths(major, minor).into_iter().map(|p| p.2).collect()
             }
-        } else if let Some(w) = wwid_of(&sys) {
-            return Some(format!("wwid {w}"));
+            _ => Vec::new(),
         }
-        if let Some(backing) = read(&sys.join("loop/backing_file"))
-            && let Ok(b) = File::open(&backing)
-            && let (Ok(bm), Some(fs)) = (b.metadata(), fsid(&b))
-        {
-            let offset = read(&sys.join("loop/offset")).unwrap_or_else(|| "0".into());
-            return Some(format!("loop file {fs} inode {} offset {offset}", bm.ino()));
-        }
-        Some(format!("device {major}:{minor} of {} bytes", self.size))
     }
 
     /// The sysfs directory of a block device target (`/sys/dev/block/MAJ:MIN`); None for a file.
@@ -320,7 +326,38 @@ impl TargetSet {
             }
             set.groups.push(Group { name: g.name.clone(), weight: g.weight, members });
         }
+        set.notes.extend(set.lun_notes());
         Ok(set)
+    }
+
+    /// Targets that are paths of one LUN (issue 42): several device nodes of one WWID, loop
+    /// devices over one file. A glob over `/dev/sd*` names every path of a multipath LUN as a
+    /// target of its own: the run drives each, and its per-LUN figures add them up.
+    pub fn luns_of_several_paths(&self) -> Vec<(String, Vec<usize>)> {
+        let mut by: Vec<(String, Vec<usize>)> = Vec::new();
+        for (i, t) in self.targets.iter().enumerate().filter(|(_, t)| t.kind == TargetKind::BlockDevice) {
+            let Some(id) = t.identity_key().filter(|k| !k.starts_with("device ")) else { continue };
+            match by.iter_mut().find(|b| b.0 == id) {
+                Some(b) => b.1.push(i),
+                None => by.push((id, vec![i])),
+            }
+        }
+        by.retain(|b| b.1.len() > 1);
+        by
+    }
+
+    fn lun_notes(&self) -> Vec<String> {
+        self.luns_of_several_paths()
+            .into_iter()
+            .map(|(lun, paths)| {
+                let names: Vec<String> = paths.iter().map(|&i| self.targets[i].path.display().to_string()).collect();
+                format!(
+                    "{} are {} paths of one LUN ({lun}): each is driven as a target of its own, and the per-LUN figures add them up; name one path (or the multipath device) to test the LUN through one",
+                    names.join(", "),
+                    names.len()
+                )
+            })
+            .collect()
     }
     /// Switches O_DIRECT on or off for every target (between steps, never with I/O in flight).
     pub fn set_direct(&self, direct: bool) -> Result<(), TargetError> {
@@ -384,7 +421,7 @@ fn identity(f: &File) -> Option<Identity> {
 
 /// The filesystem's id (statfs `f_fsid`: from the filesystem's UUID on ext4, xfs and btrfs),
 /// which, unlike `st_dev`, stays when the disk is numbered otherwise after a reboot.
-fn fsid(f: &File) -> Option<String> {
+pub(crate) fn fsid(f: &File) -> Option<String> {
     // SAFETY: zeroed statfs is a valid out-buffer; an fd we own.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: fstatfs writes only into `st`, on a descriptor we own.

@@ -31,6 +31,7 @@ mod formats;
 mod grids;
 mod hosts;
 mod launch;
+mod luns;
 mod metrics;
 mod precondition;
 mod regression;

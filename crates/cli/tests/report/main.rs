@@ -201,7 +201,7 @@ fn generate_run(db: &Path, workloads: usize, steps: usize) -> i64 {
                 }
                 stats.read.ops = ops;
                 stats.read.bytes = ops * bs;
-                let cpu = CpuUsage { user: 10.0, system: 20.0 * noise(), iowait: 5.0 };
+                let cpu = CpuUsage { user: 10.0, system: 20.0 * noise(), iowait: 5.0, ..Default::default() };
                 store.add_interval(step, None, k, &stats, &cpu, 60.0).unwrap();
                 rec.push_interval(stats, cpu, 60.0);
             }

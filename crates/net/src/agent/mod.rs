@@ -273,6 +273,8 @@ fn facts(set: &TargetSet) -> Vec<pb::TargetFacts> {
             scratch: t.created,
             group: set.groups.get(t.group).map(|g| g.name.clone()).unwrap_or_default(),
             fresh: t.fresh,
+            lun: t.identity_key().unwrap_or_default(),
+            queue_json: t.device_queue().and_then(|q| serde_json::to_string(&q).ok()).unwrap_or_default(),
         })
         .collect()
 }
@@ -636,6 +638,8 @@ impl Agent for Service {
             kernel: f.kernel,
             cpu_model: f.cpu_model,
             cores: f.cores as u32,
+            smt: f.smt,
+            governor: f.governor.unwrap_or_default(),
             unavailable: crate::wire::unavailable_to(&self.available),
         }))
     }

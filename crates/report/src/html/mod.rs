@@ -298,6 +298,7 @@ mod tests {
                         kernel: "6".into(),
                         cpu_model: "c".into(),
                         cores: 2,
+                        ..Default::default()
                     },
                     backend: "io_uring".into(),
                     backend_note: None,

@@ -45,6 +45,8 @@ pub struct Remote {
     /// Where this agent's targets start in the run's list of targets: its errors name targets
     /// by their place in that list.
     pub target_offset: u32,
+    /// How many targets it opened: an interval's target parts name no other.
+    pub target_count: u32,
     /// The in-process agent of a local run.
     pub in_process: bool,
     /// The clock is further off than is comfortable, not so far that the agent is refused:
@@ -337,6 +339,7 @@ async fn handshake(
         offset_ns,
         rtt_ns,
         target_offset: 0,
+        target_count: 0,
         in_process,
         clock_warning: None,
         client,
@@ -513,6 +516,7 @@ pub async fn targets(
                         }
                     }
                     r.target_offset = offset;
+                    r.target_count = facts.len() as u32;
                     offset += facts.len() as u32;
                     Ok(facts)
                 }

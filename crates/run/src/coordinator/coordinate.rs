@@ -258,7 +258,14 @@ impl<'a> Hosts<'a> {
                         self.spec.members.len()
                     )));
                 }
-                shift_targets(&mut stats, self.agents[h].target_offset);
+                let agent = &self.agents[h];
+                if let Some(t) = stats.targets.iter().find(|t| t.target >= agent.target_count) {
+                    return Err(NetError::Failed(format!(
+                        "agent {}: bad interval: a part of target {} of its {} targets",
+                        agent.addr, t.target, agent.target_count
+                    )));
+                }
+                shift_targets(&mut stats, agent.target_offset);
                 self.reported[h] += 1;
                 self.merger.add(h, idx as usize, Part { stats, cpu, duration_s: dur });
             }
@@ -516,6 +523,9 @@ fn shift_targets(s: &mut IntervalStats, offset: u32) {
             }
         }
     }
+    for t in &mut s.targets {
+        t.target += offset;
+    }
     // A concurrent step's members' errors are on the same targets.
     for m in &mut s.members {
         shift_targets(m, offset);
@@ -589,6 +599,7 @@ struct Agent {
     offset_ns: i64,
     rtt_ns: i64,
     target_offset: u32,
+    target_count: u32,
 }
 
 impl Agent {
@@ -600,6 +611,7 @@ impl Agent {
             offset_ns: r.offset_ns,
             rtt_ns: r.rtt_ns,
             target_offset: r.target_offset,
+            target_count: r.target_count,
         }
     }
 }

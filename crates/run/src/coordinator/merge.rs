@@ -75,7 +75,10 @@ impl IntervalMerger {
                 cpu.user += p.cpu.user / reporting;
                 cpu.system += p.cpu.system / reporting;
                 cpu.iowait += p.cpu.iowait / reporting;
+                cpu.steal += p.cpu.steal / reporting;
             }
+            // iocurve's own share: the hosts' mean where every one of them read it.
+            cpu.own = parts.iter().map(|(_, p)| p.cpu.own).sum::<Option<f64>>().map(|s| s / reporting);
             out.push(Merged { index: self.next, parts, all, cpu });
             self.next += 1;
         }
@@ -111,7 +114,7 @@ mod tests {
         for &l in lats {
             stats.read.record(l, 4096);
         }
-        Part { stats, cpu: CpuUsage { user, system: 0.0, iowait: 0.0 }, duration_s: 1.0 }
+        Part { stats, cpu: CpuUsage { user, ..Default::default() }, duration_s: 1.0 }
     }
 
     #[test]

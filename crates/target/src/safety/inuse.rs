@@ -237,8 +237,15 @@ fn loop_backing_identity(dev: &Path, rdev: u64) -> Option<(u64, u64)> {
     Some((libc::makedev(major, minor), info[1]))
 }
 
+/// This process has block device `rdev` open (a target it opened before).
+pub(crate) fn open_here(rdev: u64) -> bool {
+    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else { return false };
+    fds.flatten()
+        .any(|e| std::fs::metadata(e.path()).is_ok_and(|m| m.file_type().is_block_device() && m.rdev() == rdev))
+}
+
 /// True when the kernel refuses an exclusive open of a device (mounted or held).
-fn exclusive_open_refused(dev: &Path) -> bool {
+pub(crate) fn exclusive_open_refused(dev: &Path) -> bool {
     use std::os::unix::fs::OpenOptionsExt;
     match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_EXCL | libc::O_NONBLOCK).open(dev) {
         Ok(_) => false,

@@ -136,7 +136,27 @@ pub fn check_device(
     limits: ProbeLimits,
 ) -> Result<Verdict, TargetError> {
     let meta = file.metadata().map_err(|e| TargetError::io(format!("cannot inspect {}", path.display()), e))?;
-    let busy = inuse::device_in_use(meta.rdev(), false);
+    let mut busy = inuse::device_in_use(meta.rdev(), false);
+    // A LUN mounted or held through one path is never written through another (issue 42).
+    let others = crate::device::Sysfs::system().other_paths(libc::major(meta.rdev()), libc::minor(meta.rdev()));
+    let mut open_elsewhere = Vec::new();
+    for (major, minor, name) in &others {
+        let rdev = libc::makedev(*major, *minor);
+        let via = format!("another path to its LUN, {name},");
+        busy.extend(
+            inuse::device_in_use(rdev, false).into_iter().map(|r| format!("{via} {}", r.trim_start_matches("it "))),
+        );
+        let node = Path::new("/dev").join(name);
+        // (A path this run opened itself, one target among several paths of one LUN, is held
+        // by iocurve: that is no one else's use.)
+        if !inuse::open_here(rdev) && inuse::exclusive_open_refused(&node) {
+            busy.push(format!(
+                "{via} is held exclusively (the kernel refused an exclusive open of {})",
+                node.display()
+            ));
+        }
+        open_elsewhere.extend(openers.of(rdev).into_iter().map(|p| format!("{p} through {name}")));
+    }
     if !busy.is_empty() {
         return Err(hard_refusal(path, busy));
     }
@@ -145,7 +165,8 @@ pub fn check_device(
     }
     let mut reasons: Vec<String> =
         inuse::partitions(meta.rdev()).into_iter().map(|p| format!("it has partition {p}")).collect();
-    let procs = openers.of(meta.rdev());
+    let mut procs = openers.of(meta.rdev());
+    procs.extend(open_elsewhere);
     if !procs.is_empty() {
         reasons.push(format!("it is open in {}", procs.join(", ")));
     }

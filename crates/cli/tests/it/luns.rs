@@ -1,0 +1,182 @@
+//! Figures per target, per LUN and per path, and the facts that explain them (issue 42), checked
+//! from below iocurve: each loop device's own counters (`/sys/block/*/stat`), a queue limit that
+//! splits iocurve's I/Os, and two loop devices over one file as two paths of one LUN.
+
+use iocurve_testkit::*;
+use serde_json::Value;
+
+/// Requests completed and 512-byte sectors moved by a block device so far: (reads, sectors
+/// read, writes, sectors written).
+fn counters(dev: &std::path::Path) -> [u64; 4] {
+    let name = dev.file_name().unwrap().to_string_lossy();
+    let stat = std::fs::read_to_string(format!("/sys/block/{name}/stat")).unwrap();
+    let f: Vec<u64> = stat.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    [f[0], f[2], f[4], f[6]]
+}
+
+/// A second loop device over `backing`: another path to the same LUN, detached on drop.
+struct Path2(std::path::PathBuf);
+
+impl Path2 {
+    fn over(backing: &std::path::Path) -> Path2 {
+        let out = std::process::Command::new("losetup")
+            .args(["--find", "--show", "--direct-io=on"])
+            .arg(backing)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        Path2(String::from_utf8(out.stdout).unwrap().trim().into())
+    }
+}
+
+impl Drop for Path2 {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("losetup").arg("-d").arg(&self.0).output();
+    }
+}
+
+fn plan(targets: &[&str], workload: &str) -> String {
+    let list: Vec<String> = targets.iter().map(|t| format!("\"{t}\"")).collect();
+    format!(
+        "targets = [{}]\n[defaults]\nwarmup_s = 0\nintervals = 2\ninterval_s = 0.5\nramp = [2]\n[[workloads]]\n{workload}",
+        list.join(", ")
+    )
+}
+
+#[test]
+fn per_target_figures_add_up_to_the_step_and_match_each_devices_counters() {
+    needs_root!();
+    let _one = one_at_a_time();
+    let (a, b) = (Loop::new(64 << 20, &["--direct-io=on"]), Loop::new(64 << 20, &["--direct-io=on"]));
+    let dir = tempfile::tempdir().unwrap();
+    let (a0, b0) = (counters(&a.dev), counters(&b.dev));
+    let r = run_plan(
+        dir.path(),
+        &plan(&[a.path(), b.path()], "name = \"r\"\nbs = \"4k\"\nqueue_depth = 4\n"),
+        &["--allow-write", a.path(), "--allow-write", b.path()],
+    );
+    let (a1, b1) = (counters(&a.dev), counters(&b.dev));
+    let s = &steps(&r, 0)[0];
+    let targets = s["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), 2, "{s}");
+    let ops = s["read"]["ops"].as_u64().unwrap() as f64;
+    let secs = f(&s["duration_s"]);
+    // Each target's I/Os add up to the step's; each at 4 KiB.
+    let per: Vec<f64> = targets.iter().map(|t| (f(&t["iops"]) * secs).round()).collect();
+    assert_eq!(per.iter().sum::<f64>(), ops, "{targets:?}");
+    for (t, (before, after)) in targets.iter().zip([(a0, a1), (b0, b1)]) {
+        assert_eq!(f(&t["read_kib"]), 4.0);
+        // The device counted every read iocurve counted, at 4 KiB (8 sectors), and those still
+        // in flight when the step ended (at most the step's 8).
+        let (reads, sectors) = (after[0] - before[0], after[1] - before[1]);
+        let counted = (f(&t["iops"]) * secs).round() as u64;
+        assert!(reads >= counted && reads <= counted + 8, "{}: device {reads}, counted {counted}", t["target"]);
+        assert_eq!(sectors, reads * 8);
+        // What iocurve read off /proc/diskstats over the measured intervals is within the
+        // device's own count, at the size the device saw.
+        let dev = &t["device"];
+        assert_eq!(f(&dev["read_request_kib"]), 4.0, "{t}");
+        let seen = (f(&dev["requests_per_s"]) * secs).round() as u64;
+        // (Read at the boundaries by the step's coordination, a few I/Os off the I/O threads'.)
+        assert!(
+            seen <= reads && seen.abs_diff(counted) <= 8 + counted / 100,
+            "{}: seen {seen}, device {reads}, counted {counted}",
+            t["target"]
+        );
+    }
+    // Two paths: a balance over them.
+    assert_eq!(s["balance"][0]["over"], "paths");
+    // The per-second figures of each target, exported.
+    let out = dir.path().join("t.csv");
+    let o = iocurve(dir.path(), &["export", "1", "--format", "targets", "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(&out).unwrap();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2 * 2, "one row per target and second (2 intervals of 0.5 s): {csv}");
+    let ops_csv: u64 = rows.iter().map(|r| r.split(',').nth(8).unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(ops_csv as f64, ops, "the samples add up to the step: {csv}");
+}
+
+/// The VSP PoC wrote 1 MB and the array saw 256 KB: a device whose `max_sectors_kb` is 64
+/// takes iocurve's 1 MiB writes as 64 KiB requests; the run says so, beside the device's
+/// counters.
+#[test]
+fn a_device_that_splits_the_ios_is_said_with_the_request_size_it_saw() {
+    needs_root!();
+    let _one = one_at_a_time();
+    let lo = Loop::new(64 << 20, &["--direct-io=on"]);
+    let name = lo.dev.file_name().unwrap().to_string_lossy().into_owned();
+    std::fs::write(format!("/sys/block/{name}/queue/max_sectors_kb"), "64").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let before = counters(&lo.dev);
+    let r = run_plan(
+        dir.path(),
+        &plan(&[lo.path()], "name = \"w\"\npattern = \"sequential\"\nread_pct = 0\nbs = \"1m\"\n"),
+        &["--allow-write", lo.path()],
+    );
+    let after = counters(&lo.dev);
+    let s = &steps(&r, 0)[0];
+    let t = &s["targets"][0];
+    assert_eq!(f(&t["write_kib"]), 1024.0);
+    assert_eq!(f(&t["device"]["write_request_kib"]), 64.0, "{t}");
+    // The device's own counters say the same: 128 sectors a request.
+    assert_eq!(after[3] - before[3], (after[2] - before[2]) * 128);
+    let split: Vec<&Value> = s["flags"].as_array().unwrap().iter().filter(|f| f["code"] == "split").collect();
+    assert_eq!(split.len(), 1, "{s}");
+    let m = split[0]["message"].as_str().unwrap();
+    assert!(m.contains("1024 KiB") && m.contains("64 KiB") && m.contains("max_sectors_kb is 64"), "{m}");
+    // The queue's facts are kept with the run.
+    let q = &r["targets"][0]["device"];
+    assert_eq!((q["device"].as_str(), q["max_sectors_kb"].as_u64()), (Some(name.as_str()), Some(64)));
+}
+
+/// Two loop devices over one file are two paths of one LUN: said at the start, added up into
+/// the LUN's figures, refused for verification, and never written through one while the LUN is
+/// mounted through the other.
+#[test]
+fn two_paths_of_one_lun_are_one_lun_and_guarded_together() {
+    needs_root!();
+    let _one = one_at_a_time();
+    let a = Loop::new(64 << 20, &["--direct-io=on"]);
+    let b = Path2::over(&a.backing);
+    let bp = b.0.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let allow = ["--allow-write", a.path(), "--allow-write", bp];
+    let toml = plan(&[a.path(), bp], "name = \"r\"\nbs = \"4k\"\nqueue_depth = 2\n");
+    std::fs::write(dir.path().join("p.toml"), &toml).unwrap();
+    let json = dir.path().join("r.json");
+    let o = iocurve(dir.path(), &args(&["run", "p.toml", "--json", json.to_str().unwrap()], &allow));
+    let r = ok_json(&o, &json);
+    assert!(stdout(&o).contains("are 2 paths of one LUN (loop file"), "{}", stdout(&o));
+    let s = &steps(&r, 0)[0];
+    let luns = s["luns"].as_array().unwrap();
+    assert_eq!(luns.len(), 1, "{s}");
+    assert_eq!(luns[0]["paths"].as_array().unwrap().len(), 2);
+    let sum: f64 = s["targets"].as_array().unwrap().iter().map(|t| f(&t["iops"])).sum();
+    assert!((f(&luns[0]["iops"]) - sum).abs() < 1e-6, "the LUN is its paths together");
+    assert_eq!(r["targets"][0]["lun"], r["targets"][1]["lun"]);
+    let o = iocurve(dir.path(), &["show", "1"]);
+    let shown = stdout(&o);
+    assert!(shown.contains("LUN loop file") && shown.contains("2 paths"), "{shown}\n{}", stderr(&o));
+
+    // A verifying workload keeps a map per target: one path per LUN.
+    let v = plan(&[a.path(), bp], "name = \"v\"\nbs = \"4k\"\nread_pct = 50\nverify = true\n");
+    std::fs::write(dir.path().join("v.toml"), v).unwrap();
+    let o = iocurve(dir.path(), &args(&["run", "v.toml"], &allow));
+    let e = input_error(&o, &["paths of one LUN", "one path of each LUN"]);
+    assert!(e.contains(a.path()) && e.contains(bp), "{e}");
+
+    // Mounted through the first path: never written through the second.
+    assert!(sh("mkfs.ext4", &["-q", "-F", a.path()]).status.success());
+    let mnt = tempfile::tempdir().unwrap();
+    assert!(sh("mount", &[a.path(), mnt.path().to_str().unwrap()]).status.success());
+    let w = plan(&[bp], "name = \"w\"\nbs = \"4k\"\nread_pct = 0\n");
+    std::fs::write(dir.path().join("w.toml"), w).unwrap();
+    let o = iocurve(dir.path(), &["run", "w.toml", "--allow-write", bp]);
+    let _ = sh("umount", &[mnt.path().to_str().unwrap()]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    let first = a.dev.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(e.contains(&format!("another path to its LUN, {first}, is mounted on")), "{e}");
+    assert!(e.contains("--allow-write cannot override this"), "{e}");
+}
