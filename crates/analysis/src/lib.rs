@@ -7,6 +7,7 @@
 
 pub mod assemble;
 pub mod compare;
+pub mod economics;
 pub mod format;
 pub mod pairing;
 pub mod reclaim;

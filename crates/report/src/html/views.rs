@@ -371,7 +371,7 @@ pub(super) fn impact_row(i: &Impact) -> ImpactRow {
         run: terminal::impact_point(&i.run, i.in_mbps, i.run_undecided),
         throughput: terminal::impact_throughput(i),
         noise: terminal::noise(i.noise_pct),
-        latency: pct(i.latency_pct),
+        latency: terminal::impact_latency(i),
         // A change within the runs' noise is no finding: not coloured.
         throughput_class: if i.within_noise() { "" } else { class(i.throughput_pct, false) },
         latency_class: class(i.latency_pct, true),
