@@ -47,6 +47,7 @@ impl RunResult {
             reclaims: f.reclaims,
         }
         .with_link_use()
+        .with_claims()
         .with_sla_answers()
         .with_members()
     }

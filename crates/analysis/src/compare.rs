@@ -407,6 +407,8 @@ pub(crate) mod tests {
             links: None,
             grid: None,
             host_sweep: None,
+            transfer_floor: None,
+            claim: None,
             members: Vec::new(),
         }
     }

@@ -6,6 +6,7 @@
 //! are the `--json` contract. Pure: no I/O, no clocks.
 
 pub mod assemble;
+pub mod claims;
 pub mod compare;
 pub mod economics;
 pub mod format;

@@ -147,8 +147,44 @@ pub fn links_ceiling(plan: &serde_json::Value, step: &crate::result::StepResult)
     (!step.host_results.is_empty()).then_some(sum)
 }
 
+/// The time one block of workload `name` takes to cross a link of its hosts, from the stored
+/// `plan`: its block size (reads' and writes' alike) over the usable payload rate of the
+/// fastest link any host has — the floor under every I/O, so under the mean of all hosts too
+/// (the slowest host's would be a floor for its own I/Os only, and may lie above a mean the
+/// faster hosts pull down). None when the workload mixes block sizes (a mean over a mix has no
+/// one block to draw), or a host's links are unknown (it may have the fastest).
+pub fn transfer_floor(plan: &serde_json::Value, name: &str) -> Option<crate::TransferFloor> {
+    let w = plan["workloads"].as_array()?.iter().find(|w| w["name"] == name)?;
+    let mut sizes: Vec<u64> = ["bs", "write_bs"]
+        .iter()
+        .filter_map(|k| w[*k].as_array())
+        .flatten()
+        .filter_map(|b| b["bytes"].as_u64())
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let [bytes] = sizes[..] else { return None };
+    let hosts: Vec<Option<iocurve_plan::links::HostLinks>> = match plan["hosts"].as_array() {
+        Some(hs) if !hs.is_empty() => {
+            hs.iter().map(|h| parse_links(&h["links"]).or_else(|| parse_links(&plan["links"]))).collect()
+        }
+        _ => vec![parse_links(&plan["links"])],
+    };
+    let mut fastest: Option<&Link> = None;
+    for h in hosts {
+        let name = h?.link;
+        let l = LINKS.iter().find(|l| l.name == name)?;
+        if fastest.is_none_or(|f| l.usable_mbps > f.usable_mbps) {
+            fastest = Some(l);
+        }
+    }
+    let l = fastest?;
+    Some(crate::TransferFloor { us: transfer_ms(bytes, l) * 1000.0, bytes, link: l.name.to_string() })
+}
+
 impl crate::RunResult {
-    /// Sets every workload's [`LinkUse`] at its maximum, from the stored plan's links.
+    /// Sets every workload's [`LinkUse`] at its maximum, from the stored plan's links, and its
+    /// transfer floor.
     pub fn with_link_use(mut self) -> Self {
         // A back-end that touches no storage (null) measures iocurve itself: nothing crosses a
         // link.
@@ -156,6 +192,7 @@ impl crate::RunResult {
             |name: &str| iocurve_plan::Backend::parse(name).is_none_or(iocurve_plan::Backend::touches_storage);
         for w in self.workloads.iter_mut().filter(|w| touches(&w.backend)) {
             w.links = w.maximum.and_then(|p| w.steps.get(p.step)).and_then(|s| link_use(&self.plan, s));
+            w.transfer_floor = transfer_floor(&self.plan, &w.name);
             // A host-count sweep: each count's ceiling, from the hosts that ran its maximum.
             if let Some(sweep) = w.host_sweep.as_mut() {
                 for a in &mut sweep.by_hosts {
@@ -356,6 +393,36 @@ mod tests {
         assert_eq!(format!("{t16:.3}"), "0.164");
         assert!((t16 - 0.16384).abs() < 1e-12, "{t16}");
         assert_eq!(transfer_ms(262_144, parse_link("8G").unwrap()), 2.0 * t16);
+    }
+
+    /// Issue 42: the floor drawn under a workload's latency: its block on the hosts' links.
+    #[test]
+    fn transfer_floor_of_a_workload_on_the_plans_links() {
+        let links = |t: &str| serde_json::to_value(iocurve_plan::links::HostLinks::parse(t).unwrap()).unwrap();
+        let bs = |b: &[u64]| {
+            serde_json::json!(b.iter().map(|b| serde_json::json!({"bytes": b, "weight": 1})).collect::<Vec<_>>())
+        };
+        let plan = serde_json::json!({ "links": links("2x16G FC"), "workloads": [
+            { "name": "seq", "bs": bs(&[262_144]) },
+            { "name": "mix", "bs": bs(&[4096, 65_536]) },
+            { "name": "w64", "bs": bs(&[4096]), "write_bs": bs(&[65_536]) },
+        ]});
+        let f = transfer_floor(&plan, "seq").unwrap();
+        assert_eq!((f.bytes, f.link.as_str()), (262_144, "16G FC"));
+        assert!((f.us - 163.84).abs() < 1e-9, "{f:?}");
+        assert_eq!(f.describe(), "transfer floor 164 µs (256 KiB on 16G FC)");
+        assert_eq!(transfer_floor(&plan, "mix"), None, "a mix of block sizes: skipped");
+        assert_eq!(transfer_floor(&plan, "w64"), None, "reads and writes of other sizes: skipped");
+        assert_eq!(transfer_floor(&plan, "nothing"), None);
+        // Hosts of two link types: the fastest, the floor under every I/O; one unknown: none.
+        let mut hosts = plan.clone();
+        hosts["hosts"] = serde_json::json!([{ "address": "a:1", "links": links("1x8G FC") }, { "address": "b:1" }]);
+        assert_eq!(transfer_floor(&hosts, "seq").unwrap().link, "16G FC");
+        hosts["links"] = serde_json::Value::Null;
+        assert_eq!(transfer_floor(&hosts, "seq"), None);
+        hosts["hosts"][1]["links"] = links("1x8G FC");
+        assert!((transfer_floor(&hosts, "seq").unwrap().us - 2.0 * 163.84).abs() < 1e-9);
+        assert_eq!(transfer_floor(&serde_json::json!({"workloads": plan["workloads"]}), "seq"), None, "no links");
     }
 
     /// Issue 42: the Unity test's "≈ 64,000 IOPS at 1 ms", read off the curve.

@@ -381,6 +381,9 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
     if let Some(l) = &w.links {
         out.push(format!("  links    the maximum is {}", l.describe(format::mbps)));
     }
+    if let Some(c) = &w.claim {
+        out.push(format!("  claim    {}", c.says));
+    }
     out.extend(w.steps.iter().filter_map(|s| rate_line(s, seq)).map(|l| format!("  {l}")));
     let checked: Vec<_> = w.steps.iter().filter_map(|s| s.steady_state.as_ref()).collect();
     if !checked.is_empty() {
@@ -1178,6 +1181,8 @@ mod tests {
             links: None,
             grid: None,
             host_sweep: None,
+            transfer_floor: None,
+            claim: None,
             members: Vec::new(),
             steps,
         }
@@ -1258,6 +1263,8 @@ mod tests {
             }),
             grid: None,
             host_sweep: None,
+            transfer_floor: None,
+            claim: None,
             members: Vec::new(),
             steps,
         };

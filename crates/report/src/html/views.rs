@@ -169,6 +169,9 @@ pub(super) struct SummaryRow {
     pub(super) sla_maximum: String,
     pub(super) min_lat: String,
     pub(super) flagged: String,
+    /// Lines under the table: the vendor's claim against the measurement, the links' transfer
+    /// floor (issue 42).
+    pub(super) notes: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -231,6 +234,14 @@ pub(super) fn summary_row(s: &Series) -> SummaryRow {
         },
         min_lat: w.min_lat_us.map_or_else(|| "—".into(), |v| format!("{} µs", format::lat_us(v))),
         flagged: if flagged == 0 { String::new() } else { format!("{flagged} of {}", w.steps.len()) },
+        notes: w
+            .claim
+            .iter()
+            .map(|c| c.says.clone())
+            .chain(w.transfer_floor.iter().map(|f| {
+                format!("{}: one block's payload time on the link, under every latency through it", f.describe())
+            }))
+            .collect(),
     }
 }
 
