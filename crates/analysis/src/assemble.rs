@@ -48,6 +48,7 @@ impl RunResult {
         }
         .with_link_use()
         .with_luns()
+        .with_claims()
         .with_sla_answers()
         .with_members()
     }

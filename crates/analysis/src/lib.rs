@@ -6,7 +6,9 @@
 //! are the `--json` contract. Pure: no I/O, no clocks.
 
 pub mod assemble;
+pub mod claims;
 pub mod compare;
+pub mod economics;
 pub mod format;
 pub mod pairing;
 pub mod reclaim;

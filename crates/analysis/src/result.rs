@@ -235,6 +235,14 @@ pub struct WorkloadResult {
     /// The maximum against the hosts' links, when the plan names them (`links`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub links: Option<LinkUse>,
+    /// The time one block takes to cross a host's link, where the plan names the links and the
+    /// workload has one block size: a floor under its latency (issue 42).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfer_floor: Option<TransferFloor>,
+    /// The vendor's claim for this workload (`[claims.NAME]` in the plan) against what was
+    /// measured (issue 42).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<crate::claims::ClaimResult>,
     /// A workers × queue-depth grid (`ramp` × `qd_ramp`): the figures along each axis.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grid: Option<Grid>,
@@ -955,6 +963,31 @@ impl LinkUse {
             self.pct(),
             self.links,
             mbps(self.capacity_mbps)
+        )
+    }
+}
+
+/// The time one block of a workload takes to cross one link of its hosts at the link's usable
+/// payload rate ([`crate::sizing::transfer_ms`]): no I/O through that link completes faster.
+/// Payload time only — switches, protocol and the array add to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TransferFloor {
+    /// The time, µs.
+    pub us: f64,
+    /// The block, bytes.
+    pub bytes: u64,
+    /// The link type (`16G FC`).
+    pub link: String,
+}
+
+impl TransferFloor {
+    /// `transfer floor 164 µs (256 KiB on 16G FC)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "transfer floor {} ({} on {})",
+            crate::format::latency(self.us),
+            crate::format::size(self.bytes),
+            self.link
         )
     }
 }

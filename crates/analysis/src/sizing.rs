@@ -147,8 +147,44 @@ pub fn links_ceiling(plan: &serde_json::Value, step: &crate::result::StepResult)
     (!step.host_results.is_empty()).then_some(sum)
 }
 
+/// The time one block of workload `name` takes to cross a link of its hosts, from the stored
+/// `plan`: its block size (reads' and writes' alike) over the usable payload rate of the
+/// fastest link any host has — the floor under every I/O, so under the mean of all hosts too
+/// (the slowest host's would be a floor for its own I/Os only, and may lie above a mean the
+/// faster hosts pull down). None when the workload mixes block sizes (a mean over a mix has no
+/// one block to draw), or a host's links are unknown (it may have the fastest).
+pub fn transfer_floor(plan: &serde_json::Value, name: &str) -> Option<crate::TransferFloor> {
+    let w = plan["workloads"].as_array()?.iter().find(|w| w["name"] == name)?;
+    let mut sizes: Vec<u64> = ["bs", "write_bs"]
+        .iter()
+        .filter_map(|k| w[*k].as_array())
+        .flatten()
+        .filter_map(|b| b["bytes"].as_u64())
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let [bytes] = sizes[..] else { return None };
+    let hosts: Vec<Option<iocurve_plan::links::HostLinks>> = match plan["hosts"].as_array() {
+        Some(hs) if !hs.is_empty() => {
+            hs.iter().map(|h| parse_links(&h["links"]).or_else(|| parse_links(&plan["links"]))).collect()
+        }
+        _ => vec![parse_links(&plan["links"])],
+    };
+    let mut fastest: Option<&Link> = None;
+    for h in hosts {
+        let name = h?.link;
+        let l = LINKS.iter().find(|l| l.name == name)?;
+        if fastest.is_none_or(|f| l.usable_mbps > f.usable_mbps) {
+            fastest = Some(l);
+        }
+    }
+    let l = fastest?;
+    Some(crate::TransferFloor { us: transfer_ms(bytes, l) * 1000.0, bytes, link: l.name.to_string() })
+}
+
 impl crate::RunResult {
-    /// Sets every workload's [`LinkUse`] at its maximum, from the stored plan's links.
+    /// Sets every workload's [`LinkUse`] at its maximum, from the stored plan's links, and its
+    /// transfer floor.
     pub fn with_link_use(mut self) -> Self {
         // A back-end that touches no storage (null) measures iocurve itself: nothing crosses a
         // link.
@@ -156,6 +192,7 @@ impl crate::RunResult {
             |name: &str| iocurve_plan::Backend::parse(name).is_none_or(iocurve_plan::Backend::touches_storage);
         for w in self.workloads.iter_mut().filter(|w| touches(&w.backend)) {
             w.links = w.maximum.and_then(|p| w.steps.get(p.step)).and_then(|s| link_use(&self.plan, s));
+            w.transfer_floor = transfer_floor(&self.plan, &w.name);
             // A host-count sweep: each count's ceiling, from the hosts that ran its maximum.
             if let Some(sweep) = w.host_sweep.as_mut() {
                 for a in &mut sweep.by_hosts {
@@ -200,6 +237,67 @@ pub fn latency_at<'a>(points: &[(f64, f64, &'a str)], iops: f64) -> Result<(f64,
     }
     Err(format!(
         "the curve never carried {iops:.0} IOPS: its highest step counted (measured, complete, sustained) did {max:.0}"
+    ))
+}
+
+/// Synchronous mirroring (issue 42): every mirrored write is processed twice — by the array
+/// that takes it and by its mirror — before it is acknowledged, so the arrays together process
+/// the front-end writes × (1 + mirrored share). `mirrored` is a share, 0 to 1: 3.5 M front-end
+/// write IOPS with half of them mirrored are 5.25 M processed. Reads are served once and do
+/// not count.
+pub fn replicated(front_end: f64, mirrored: f64) -> f64 {
+    front_end * (1.0 + mirrored)
+}
+
+/// What `mbps` (MB/s, one direction) is of `count` links of one type: percent of their
+/// nominal rate per direction (Gbit/s ÷ 8, as vendors sell it) and of their usable payload
+/// ([`links`]). 11,500 MB/s of 4 × 32G FC: 71.9 % of 16 GB/s nominal, 89.8 % of 12.8 GB/s
+/// usable — the second is how close to their limit they are.
+pub fn link_share(count: u32, link: &Link, mbps: f64) -> (f64, f64) {
+    let nominal = f64::from(count) * link.nominal_gbit * 1000.0 / 8.0;
+    let usable = f64::from(count) * link.usable_mbps;
+    (mbps / nominal * 100.0, mbps / usable * 100.0)
+}
+
+/// The time one block of `bytes` takes to cross one link at its usable payload rate, ms: the
+/// floor under any latency measured through that link (256 KiB on 16G FC: 0.164 ms). Payload
+/// time only: switches, protocol exchanges and the array add to it, which is why vendors'
+/// rules of thumb are higher.
+pub fn transfer_ms(bytes: u64, link: &Link) -> f64 {
+    bytes as f64 / (link.usable_mbps * 1e6) * 1000.0
+}
+
+/// Where a measured curve first reaches a mean latency of `lat_us`: the throughput there,
+/// interpolated linearly between the two steps around it (in ramp order, the first crossing),
+/// and those steps — the inverse of [`latency_at`] ("≈ 64,000 IOPS at 1 ms"). `points` are
+/// (throughput, mean µs, label) of the measured steps in ramp order. Err, in words: the
+/// lightest step already took longer (no throughput is known at that latency), or the curve
+/// never reached it (its maximum was at a lower latency: the storage was not pushed that far).
+pub fn throughput_at<'a>(points: &[(f64, f64, &'a str)], lat_us: f64) -> Result<(f64, Vec<&'a str>), String> {
+    let Some(first) = points.first() else { return Err("the workload has no measured step".into()) };
+    if lat_us < first.1 {
+        return Err(format!(
+            "even its lightest step ({}) took {} µs mean, more than {} µs: no throughput is known at that latency",
+            first.2,
+            crate::format::lat_us(first.1),
+            crate::format::lat_us(lat_us)
+        ));
+    }
+    if lat_us == first.1 {
+        return Ok((first.0, vec![first.2]));
+    }
+    for w in points.windows(2) {
+        let ((t0, l0, a), (t1, l1, b)) = (w[0], w[1]);
+        if l0 <= lat_us && lat_us <= l1 && l1 > l0 {
+            return Ok((t0 + (t1 - t0) * (lat_us - l0) / (l1 - l0), vec![a, b]));
+        }
+    }
+    let top = points.iter().fold(first, |m, p| if p.0 > m.0 { p } else { m });
+    Err(format!(
+        "never reached {} µs: at its maximum ({}) it had {} µs",
+        crate::format::lat_us(lat_us),
+        top.2,
+        crate::format::lat_us(top.1)
     ))
 }
 
@@ -277,6 +375,73 @@ mod tests {
         // The maximum as printed, rounded: carried.
         assert_eq!(latency_at(&c, 3000.4).unwrap().0, 200.0);
         assert!(latency_at(&[], 1.0).is_err());
+    }
+
+    /// Issue 42: the seed's figures, each exact.
+    #[test]
+    fn replication_links_and_transfer_floor_of_the_seed() {
+        // 3.5 M front-end write IOPS, 50 % mirrored: 5.25 M processed; 47 GB/s → 70.5 GB/s.
+        assert_eq!(replicated(3_500_000.0, 0.5), 5_250_000.0);
+        assert_eq!(replicated(47_000.0, 0.5), 70_500.0);
+        assert_eq!(replicated(1000.0, 0.0), 1000.0, "nothing mirrored: as given");
+        // 11,500 MB/s over 4 × 32G FC: 71.9 % of 16 GB/s nominal, 89.8 % of 12.8 GB/s usable.
+        let (nominal, usable) = link_share(4, parse_link("32G FC").unwrap(), 11_500.0);
+        assert_eq!((format!("{nominal:.1}"), format!("{usable:.1}")), ("71.9".into(), "89.8".into()));
+        assert_eq!(nominal, 11_500.0 / 16_000.0 * 100.0);
+        // 256 KiB on 16G FC: 262,144 B at 1,600 MB/s = 0.164 ms; 8G twice that.
+        let t16 = transfer_ms(262_144, parse_link("16G").unwrap());
+        assert_eq!(format!("{t16:.3}"), "0.164");
+        assert!((t16 - 0.16384).abs() < 1e-12, "{t16}");
+        assert_eq!(transfer_ms(262_144, parse_link("8G").unwrap()), 2.0 * t16);
+    }
+
+    /// Issue 42: the floor drawn under a workload's latency: its block on the hosts' links.
+    #[test]
+    fn transfer_floor_of_a_workload_on_the_plans_links() {
+        let links = |t: &str| serde_json::to_value(iocurve_plan::links::HostLinks::parse(t).unwrap()).unwrap();
+        let bs = |b: &[u64]| {
+            serde_json::json!(b.iter().map(|b| serde_json::json!({"bytes": b, "weight": 1})).collect::<Vec<_>>())
+        };
+        let plan = serde_json::json!({ "links": links("2x16G FC"), "workloads": [
+            { "name": "seq", "bs": bs(&[262_144]) },
+            { "name": "mix", "bs": bs(&[4096, 65_536]) },
+            { "name": "w64", "bs": bs(&[4096]), "write_bs": bs(&[65_536]) },
+        ]});
+        let f = transfer_floor(&plan, "seq").unwrap();
+        assert_eq!((f.bytes, f.link.as_str()), (262_144, "16G FC"));
+        assert!((f.us - 163.84).abs() < 1e-9, "{f:?}");
+        assert_eq!(f.describe(), "transfer floor 164 µs (256 KiB on 16G FC)");
+        assert_eq!(transfer_floor(&plan, "mix"), None, "a mix of block sizes: skipped");
+        assert_eq!(transfer_floor(&plan, "w64"), None, "reads and writes of other sizes: skipped");
+        assert_eq!(transfer_floor(&plan, "nothing"), None);
+        // Hosts of two link types: the fastest, the floor under every I/O; one unknown: none.
+        let mut hosts = plan.clone();
+        hosts["hosts"] = serde_json::json!([{ "address": "a:1", "links": links("1x8G FC") }, { "address": "b:1" }]);
+        assert_eq!(transfer_floor(&hosts, "seq").unwrap().link, "16G FC");
+        hosts["links"] = serde_json::Value::Null;
+        assert_eq!(transfer_floor(&hosts, "seq"), None);
+        hosts["hosts"][1]["links"] = links("1x8G FC");
+        assert!((transfer_floor(&hosts, "seq").unwrap().us - 2.0 * 163.84).abs() < 1e-9);
+        assert_eq!(transfer_floor(&serde_json::json!({"workloads": plan["workloads"]}), "seq"), None, "no links");
+    }
+
+    /// Issue 42: the Unity test's "≈ 64,000 IOPS at 1 ms", read off the curve.
+    #[test]
+    fn throughput_at_a_latency_from_the_curve() {
+        let c = [(40_000.0, 600.0, "1"), (60_000.0, 900.0, "2"), (70_000.0, 1200.0, "4")];
+        let (t, around) = throughput_at(&c, 1000.0).unwrap();
+        assert_eq!(format!("{t:.0}"), "63333");
+        assert!((t - 190_000.0 / 3.0).abs() < 1e-6 && around == ["2", "4"], "{t} {around:?}");
+        assert_eq!(throughput_at(&c, 600.0).unwrap(), (40_000.0, vec!["1"]), "at the lightest step: its own");
+        assert_eq!(throughput_at(&c, 1200.0).unwrap().0, 70_000.0);
+        let e = throughput_at(&c, 500.0).unwrap_err();
+        assert!(e.contains("lightest step (1) took 600 µs"), "{e}");
+        let e = throughput_at(&c, 5000.0).unwrap_err();
+        assert_eq!(e, "never reached 5'000 µs: at its maximum (4) it had 1'200 µs");
+        // A curve that bends back: the first crossing, on the way up.
+        let bent = [(1000.0, 100.0, "1"), (3000.0, 200.0, "2"), (2800.0, 400.0, "4")];
+        assert_eq!(throughput_at(&bent, 150.0).unwrap().0, 2000.0);
+        assert!(throughput_at(&[], 1.0).is_err());
     }
 
     proptest! {

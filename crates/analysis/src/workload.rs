@@ -248,6 +248,8 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
         links: None,
         grid,
         host_sweep,
+        transfer_floor: None,
+        claim: None,
         members: Vec::new(),
         steps,
     }

@@ -83,6 +83,11 @@ pub enum Command {
         /// Which point of each workload to compare.
         #[arg(long, value_enum, default_value = "maximum")]
         at: AtArg,
+        /// The throughput loss the change is expected to bring, in percent (75 for 3 of 4
+        /// controllers removed): each change is set against it ("-61 % (expected -75 %: 14
+        /// points better)").
+        #[arg(long = "expected-loss", value_name = "PCT", value_parser = parse_pct)]
+        expected_loss: Option<f64>,
         #[command(flatten)]
         db: DbArgs,
         #[command(flatten)]
@@ -143,8 +148,9 @@ pub enum Command {
     /// write: lost, corrupted (torn) and misplaced blocks, with the first examples (every one
     /// with --problems). Exit code 4 when it finds any; 2 for a missing, damaged or busy map.
     Verify(VerifyArgs),
-    /// The arithmetic around published benchmarks: RAID group IOPS, link throughput, the
-    /// speed-up lower latency buys, the data reduction to expect.
+    /// The arithmetic around published benchmarks: RAID group IOPS, link throughput and use,
+    /// the speed-up lower latency buys, the data reduction to expect, mirrored writes, the
+    /// throughput at a latency, what a throughput costs.
     Size {
         #[command(subcommand)]
         command: SizeCommand,
@@ -221,6 +227,8 @@ pub enum HostLoss {
 /// The point of each workload that `compare` uses.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum AtArg {
+    /// The first step (1 worker): the latency of a lone request.
+    Speed,
     /// The step with the highest throughput.
     Maximum,
     /// The last step up to which throughput grew faster than latency.
@@ -516,6 +524,110 @@ Example: iocurve size links 32 32G  →  256 GB/s as sold (32 Gbit/s × 2 direct
         count: u32,
         /// The link type: 8G, 16G, 32G, 64G (FC), 10GbE, 25GbE, 100GbE.
         link: String,
+        /// MB/s (decimal, one direction) the links carry: their share of the nominal rate per
+        /// direction and of the usable payload.
+        #[arg(long, value_name = "MBPS", value_parser = parse_positive)]
+        carrying: Option<f64>,
+        /// A block size (e.g. 256k): the time one block takes to cross one link at its usable
+        /// payload rate — a floor under any latency through it. Payload time only, without
+        /// switch, protocol and array latency, which is why vendors' rules of thumb are higher.
+        #[arg(long, value_name = "SIZE", value_parser = parse_size_arg)]
+        block: Option<u64>,
+    },
+    /// Synchronously mirrored writes: what the arrays process for a front-end write load.
+    #[command(
+        after_help = "Processed = front-end writes × (1 + mirrored share): a synchronously mirrored write is written by the array that takes it and by its mirror before it is acknowledged. Reads are served once.
+
+With --run: the run's maximum write throughput (the writes of the workload's maximum step: IOPS for random, MB/s for sequential workloads).
+
+Example: iocurve size replication --mirrored-pct 50 --iops 3500000  →  5'250'000 write IOPS",
+        group(clap::ArgGroup::new("writes").required(true).args(["iops", "mbps", "run"]))
+    )]
+    Replication {
+        /// Share of the writes that are mirrored synchronously, in percent.
+        #[arg(long = "mirrored-pct", value_parser = parse_pct)]
+        mirrored_pct: f64,
+        /// Front-end write IOPS (a plain number: 3500000, or 3.5e6).
+        #[arg(long, value_parser = parse_positive)]
+        iops: Option<f64>,
+        /// Front-end write throughput, MB/s (decimal).
+        #[arg(long, value_parser = parse_positive)]
+        mbps: Option<f64>,
+        /// Take the front-end writes from this stored run's maximum (see `iocurve runs`).
+        #[arg(long)]
+        run: Option<i64>,
+        /// With --run: the workload (a part of its name; needed when the run has several
+        /// writing workloads).
+        #[arg(long, requires = "run")]
+        workload: Option<String>,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// The throughput a stored run's curve carries at a mean latency ("IOPS at 1 ms").
+    #[command(
+        name = "at-latency",
+        after_help = "The throughput where the measured curve (its steps in ramp order) first reaches the mean latency, linear between the two steps around it: IOPS for random, MB/s for sequential workloads. The inverse of `speedup --run --at-iops`. Below the lightest step's latency nothing is known, and a latency the curve never reached has no answer (the storage was not pushed that far): both are said, exit code 2.
+
+Example: iocurve size at-latency --run 3 --latency-ms 1"
+    )]
+    AtLatency {
+        /// The stored run (see `iocurve runs`).
+        #[arg(long)]
+        run: i64,
+        /// The workload (a part of its name; needed when the run has several).
+        #[arg(long)]
+        workload: Option<String>,
+        /// The mean latency, ms.
+        #[arg(long = "latency-ms", value_parser = parse_positive)]
+        latency_ms: f64,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// What an array's throughput costs: per TB and per 1,000 IOPS, and the arrays a load needs.
+    #[command(
+        after_help = "Cost and power per TB (--capacity-tb) and per 1,000 IOPS, IOPS per rack unit; each figure where its inputs are given. With --load-iops: the arrays that serve the load with each at most at --headroom-pct of its maximum, ⌈load / (headroom × maximum)⌉, and their cost, power and rack units together.
+
+With --run: the throughput is the stored run's maximum (or, --at sla, its SLA maximum) of the workload.
+
+Example: iocurve size economics --cost 250000 --iops 1000000 --load-iops 1500000  →  3 arrays",
+        group(clap::ArgGroup::new("throughput").required(true).args(["iops", "run"]))
+    )]
+    Economics {
+        /// The array's price (any currency).
+        #[arg(long, value_parser = parse_positive)]
+        cost: Option<f64>,
+        /// Its power draw, W.
+        #[arg(long = "power-w", value_parser = parse_positive)]
+        power_w: Option<f64>,
+        /// Its usable capacity, TB (decimal).
+        #[arg(long = "capacity-tb", value_parser = parse_positive)]
+        capacity_tb: Option<f64>,
+        /// The rack units it takes.
+        #[arg(long = "rack-units", value_parser = parse_positive)]
+        rack_units: Option<f64>,
+        /// Its maximum IOPS (or take it from --run).
+        #[arg(long, value_parser = parse_positive)]
+        iops: Option<f64>,
+        /// Take the IOPS from this stored run (see `iocurve runs`).
+        #[arg(long)]
+        run: Option<i64>,
+        /// With --run: the workload (a part of its name; needed when the run has several).
+        #[arg(long, requires = "run")]
+        workload: Option<String>,
+        /// With --run: which figure is the array's throughput.
+        #[arg(long, value_enum, default_value = "maximum", requires = "run")]
+        at: EconomicsAt,
+        /// A load to serve, IOPS: how many arrays it needs.
+        #[arg(long = "load-iops", value_parser = parse_positive)]
+        load_iops: Option<f64>,
+        /// With --load-iops: the share of each array's maximum it may run at, in percent
+        /// (headroom for a failed controller, rebuilds, growth).
+        #[arg(long = "headroom-pct", default_value_t = 50.0, value_parser = parse_share_pct)]
+        headroom_pct: f64,
+        #[command(flatten)]
+        db: DbArgs,
+        #[command(flatten)]
+        sla: SlaArgs,
     },
     /// What lower latency buys an application that spends part of its time in I/O.
     #[command(
@@ -588,6 +700,23 @@ fn parse_pct(s: &str) -> Result<f64, String> {
         Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
         _ => Err(format!("`{s}` is not a percentage from 0 to 100")),
     }
+}
+
+/// A share that must leave something: above 0 up to 100.
+fn parse_share_pct(s: &str) -> Result<f64, String> {
+    match parse_pct(s) {
+        Ok(v) if v > 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a percentage above 0 up to 100")),
+    }
+}
+
+/// Which figure of a stored run `size economics` prices.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum EconomicsAt {
+    /// The highest throughput.
+    Maximum,
+    /// The best step within the SLA bounds (--sla-mean-ms / --sla-p99-ms or the plan's).
+    Sla,
 }
 
 fn parse_positive(s: &str) -> Result<f64, String> {

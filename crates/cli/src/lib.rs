@@ -3,6 +3,7 @@
 //! [`terminal`] — and its outcome into output and an exit code.
 
 mod agent;
+mod capacity;
 pub mod cli;
 mod datacheck;
 mod deploy;
@@ -217,7 +218,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Delete { run, db } => show::delete(&db.db, run),
         Command::Export { run, format, output, db, sla } => show::export(&db.db, run, format, &output, &sla),
         Command::Report { runs, output, db, sla } => show::report(&db.db, &runs, &output, &sla),
-        Command::Compare { baseline, runs, at, db, sla } => show::compare(&db.db, baseline, &runs, at, &sla),
+        Command::Compare { baseline, runs, at, expected_loss, db, sla } => {
+            show::compare(&db.db, baseline, &runs, (at, expected_loss), &sla)
+        }
     }
 }
 

@@ -221,8 +221,16 @@ fn titled(r: &iocurve_store::RunRow) -> String {
     if r.label.is_empty() { format!("run {}", r.id) } else { format!("run {} \"{}\"", r.id, r.label) }
 }
 
-pub fn compare(db: &Path, baseline: i64, runs: &[i64], at: AtArg, sla: &SlaArgs) -> Result<ExitCode, CliError> {
+/// `iocurve compare`: `at` is the point and the expected loss of throughput (percent), if any.
+pub fn compare(
+    db: &Path,
+    baseline: i64,
+    runs: &[i64],
+    (at, expected_loss): (AtArg, Option<f64>),
+    sla: &SlaArgs,
+) -> Result<ExitCode, CliError> {
     let at = match at {
+        AtArg::Speed => At::Speed,
         AtArg::Maximum => At::Maximum,
         AtArg::Optimum => At::Optimum,
         AtArg::Sla => At::Sla,
@@ -259,8 +267,14 @@ pub fn compare(db: &Path, baseline: i64, runs: &[i64], at: AtArg, sla: &SlaArgs)
         for note in iocurve_analysis::pairing::notes(&iocurve_analysis::pairing::pairs(&base, &run)) {
             crate::outln!("· {note}");
         }
-        let impacts = iocurve_analysis::compare(&base, &run, at);
+        let mut impacts = iocurve_analysis::compare(&base, &run, at);
+        if let Some(loss) = expected_loss {
+            impacts = iocurve_analysis::compare::expecting(impacts, loss);
+        }
         crate::outln!("{}", terminal::impact_table(&impacts));
+        for line in terminal::impact_latency_lines(&impacts) {
+            crate::outln!("{line}");
+        }
         if let Some(note) = terminal::sla_loop_note(&impacts) {
             crate::outln!("{note}");
         }

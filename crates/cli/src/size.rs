@@ -52,7 +52,7 @@ pub fn command(c: SizeCommand) -> Result<ExitCode, CliError> {
                 (None, None) => unreachable!("clap requires --disks or --iops"),
             }
         }
-        SizeCommand::Links { count, link } => {
+        SizeCommand::Links { count, link, carrying, block } => {
             let Some(l) = sizing::parse_link(&link) else {
                 return Err(CliError::Usage(format!(
                     "`{link}` is not a link type iocurve knows: {}",
@@ -68,7 +68,15 @@ pub fn command(c: SizeCommand) -> Result<ExitCode, CliError> {
                 format::mbps(l.usable_mbps),
                 l.assumption
             );
+            crate::capacity::links_use(count, l, carrying, block);
         }
+        SizeCommand::Replication { mirrored_pct, iops, mbps, run, workload, db } => {
+            crate::capacity::replication(mirrored_pct, iops, mbps, run.map(|id| (id, workload, db)))?;
+        }
+        SizeCommand::AtLatency { run, workload, latency_ms, db } => {
+            crate::capacity::at_latency(&db.db, run, workload.as_deref(), latency_ms)?;
+        }
+        c @ SizeCommand::Economics { .. } => crate::capacity::economics(c)?,
         SizeCommand::Speedup { io_share, from_ms, to_ms, run, workload, at_iops, db } => {
             let to_ms = match (to_ms, run, at_iops) {
                 (Some(t), _, _) => t,
@@ -150,13 +158,19 @@ pub fn command(c: SizeCommand) -> Result<ExitCode, CliError> {
 }
 
 /// A stored run as `show` rebuilds it.
-fn stored(db: &std::path::Path, id: i64) -> Result<RunResult, CliError> {
+pub(crate) fn stored(db: &std::path::Path, id: i64) -> Result<RunResult, CliError> {
+    stored_with(db, id, &Default::default())
+}
+
+/// A stored run as `show` rebuilds it, with SLA bounds given as options (they win over the
+/// stored plan's).
+pub(crate) fn stored_with(db: &std::path::Path, id: i64, sla: &crate::cli::SlaArgs) -> Result<RunResult, CliError> {
     let store = iocurve_run::open_read_store(db)?;
-    crate::show::rebuild(&store.load(id)?, &Default::default())
+    crate::show::rebuild(&store.load(id)?, sla)
 }
 
 /// The one workload of `result` that is `what` (`fits`) and whose name contains `name`.
-fn pick<'a>(
+pub(crate) fn pick<'a>(
     result: &'a RunResult,
     id: i64,
     name: Option<&str>,
@@ -189,25 +203,9 @@ fn pick<'a>(
 fn measured_latency(db: &std::path::Path, id: i64, name: Option<&str>, iops: f64) -> Result<(f64, String), CliError> {
     let result = stored(db, id)?;
     let w = pick(&result, id, name, |_| true, "workload")?;
-    // The steps the analysis compares (measured, on the full host count, sustained), in ramp
-    // (or rate) order.
-    let labels: Vec<String> = w
-        .steps
-        .iter()
-        .map(|s| {
-            let who = match &s.rate {
-                Some(r) => format!("the step at {} IOPS", format::iops(r.target_iops)),
-                None if s.workers == 1 => "1 worker".to_string(),
-                None => format!("{} workers", s.workers),
-            };
-            format!("{who}: {} IOPS @ {}", format::iops(s.iops), format::latency(s.lat_us.mean))
-        })
-        .collect();
-    let points: Vec<(f64, f64, &str)> = iocurve_analysis::compared(&w.steps)
-        .steps
-        .into_iter()
-        .map(|i| (w.steps[i].iops, w.steps[i].lat_us.mean, labels[i].as_str()))
-        .collect();
+    let labels = step_labels(w, false);
+    let points: Vec<(f64, f64, &str)> =
+        curve(w).into_iter().map(|i| (w.steps[i].iops, w.steps[i].lat_us.mean, labels[i].as_str())).collect();
     let (lat_us, around) =
         sizing::latency_at(&points, iops).map_err(|e| CliError::Usage(format!("run {id} {}: {e}", w.name)))?;
     let ms = lat_us / 1000.0;
@@ -223,6 +221,28 @@ fn measured_latency(db: &std::path::Path, id: i64, name: Option<&str>, iops: f64
         }
     );
     Ok((ms, said))
+}
+
+/// Every step of `w` in words, by index: `4 workers: 63'333 IOPS @ 1.2 ms` (`in_mbps`:
+/// `… 812 MB/s @ 1.2 ms`).
+pub(crate) fn step_labels(w: &WorkloadResult, in_mbps: bool) -> Vec<String> {
+    w.steps
+        .iter()
+        .map(|s| {
+            let who = match &s.rate {
+                Some(r) => format!("the step at {} IOPS", format::iops(r.target_iops)),
+                None if s.workers == 1 => "1 worker".to_string(),
+                None => format!("{} workers", s.workers),
+            };
+            format!("{who}: {}", format::headline(s.iops, s.mbps, s.lat_us.mean, in_mbps))
+        })
+        .collect()
+}
+
+/// The steps the analysis compares (measured, on the full host count, sustained), in ramp (or
+/// rate) order: the curve a figure is read off.
+pub(crate) fn curve(w: &WorkloadResult) -> Vec<usize> {
+    iocurve_analysis::compared(&w.steps).steps
 }
 
 fn raid_name(r: Raid) -> &'static str {

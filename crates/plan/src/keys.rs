@@ -43,6 +43,10 @@ pub struct PlanFile {
     /// maximum's share of them. `[[hosts]] links` sets one host's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub links: Option<String>,
+    /// The vendor's figures per workload, `[claims.NAME]` (see [`crate::claims::ClaimKeys`]):
+    /// the results set the measurement beside them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claims: Option<std::collections::BTreeMap<String, crate::claims::ClaimKeys>>,
     /// Faults to inject into every step (see [`FaultKeys`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub faults: Option<Vec<FaultKeys>>,

@@ -11,6 +11,7 @@
 #[macro_use]
 mod declare;
 pub mod backend;
+pub mod claims;
 pub mod error;
 pub mod fio;
 pub mod keys;
@@ -28,6 +29,7 @@ mod spec;
 pub mod suites;
 
 pub use backend::{Availability, ThreadModel};
+pub use claims::Claim;
 pub use error::PlanError;
 pub use keys::PlanFile;
 pub use model::{

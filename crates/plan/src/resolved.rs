@@ -354,6 +354,10 @@ pub struct Plan {
     /// Reclaim steps, after the workloads (`[[reclaim]]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reclaim: Vec<crate::Reclaim>,
+    /// The vendor's figures of the workloads that run (`[claims.NAME]`), each under the
+    /// workload's label.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<crate::Claim>,
 }
 
 /// An agent and the targets it uses.

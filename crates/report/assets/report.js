@@ -212,6 +212,12 @@
       series.push(mark(s.label + " maximum", MAXIMUM, "tput"));
       legend.push(entry(s.label + " " + g.unit, { color: s.color, dash: s.dash, idx: [at, at + 1, at + 2, at + 3] }));
       // A host count's links: what its hosts' links carry together, a dotted line.
+      // The links' transfer floor: one block's payload time, under every latency (right axis).
+      if (s.floor_us != null) {
+        tables.push([s.x, s.x.map(() => s.floor_us)]);
+        series.push({ label: s.label + " " + s.floor_label, stroke: latColor(s), dash: [2, 3], width: 1, scale: "lat" });
+        legend.push(entry(s.label + " " + s.floor_label, { color: latColor(s), dash: [2, 3], width: 1, idx: [series.length - 1] }));
+      }
       if (s.ceiling) {
         tables.push([s.x, s.x.map(() => s.ceiling)]);
         series.push({ label: s.label + " links' ceiling", stroke: s.color, dash: [2, 4], width: 1, scale: "tput" });
@@ -329,6 +335,16 @@
       else above.push(label);
       data.push([[0, maxX], [us, us]]);
       series.push({ label, stroke: "#c0392b", dash: [4, 4], width: 1.5, points: { show: false } });
+    }
+    // The links' transfer floor: one block's payload time on a host's link (issue 42).
+    for (const s of g.series) {
+      if (s.floor_us == null) continue;
+      const label = (g.series.length > 1 ? s.label + " " : "") + s.floor_label;
+      if (seen.has(label)) continue;
+      seen.add(label);
+      maxY = Math.max(maxY, s.floor_us);
+      data.push([[0, maxX], [s.floor_us, s.floor_us]]);
+      series.push({ label, stroke: "#7f8c8d", dash: [2, 3], width: 1.5, points: { show: false } });
     }
     if (above.length) {
       const cap = el.parentNode.querySelector(".response-caption");

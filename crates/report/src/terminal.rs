@@ -382,6 +382,9 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
         out.push(format!("  links    the maximum is {}", l.describe(format::mbps)));
     }
     out.extend(cpu_line(w));
+    if let Some(c) = &w.claim {
+        out.push(format!("  claim    {}", c.says));
+    }
     out.extend(w.steps.iter().filter_map(|s| rate_line(s, seq)).map(|l| format!("  {l}")));
     let checked: Vec<_> = w.steps.iter().filter_map(|s| s.steady_state.as_ref()).collect();
     if !checked.is_empty() {
@@ -430,7 +433,47 @@ pub fn impact_throughput(r: &iocurve_analysis::Impact) -> String {
         // Random I/O compared in MB/s: its block sizes differ between the runs.
         c.push_str(" MB/s (block sizes differ)");
     }
-    if r.within_noise() { format!("{c} (within noise)") } else { c }
+    if r.within_noise() {
+        c = format!("{c} (within noise)");
+    }
+    // Against the loss expected (issue 42): `-61 % (expected -75 %: 14 points better)`.
+    if let (Some(e), Some(d)) = (r.expected_loss_pct, r.vs_expected_points) {
+        let e = if e == 0.0 { "0 %".to_string() } else { format!("{:+.0} %", -e) };
+        let by = match d.round() {
+            0.0 => "as expected".to_string(),
+            p if p > 0.0 => format!("{p:.0} points better"),
+            p => format!("{:.0} points worse", -p),
+        };
+        c = format!("{c} (expected {e}: {by})");
+    }
+    c
+}
+
+/// A latency change: in percent and in µs (`+60 % (+150 µs)`).
+pub fn impact_latency(r: &iocurve_analysis::Impact) -> String {
+    match r.latency_us {
+        Some(us) if r.latency_pct.is_some() => format!("{} ({})", pct(r.latency_pct), signed_latency(us)),
+        _ => pct(r.latency_pct),
+    }
+}
+
+/// A latency change with its sign and unit: `+295 µs`, `-1.2 ms`.
+pub fn signed_latency(us: f64) -> String {
+    format!("{}{}", if us < 0.0 { "-" } else { "+" }, format::latency(us.abs()))
+}
+
+/// Under an impact table: each workload's latency change at speed (a lone request) and of its
+/// lowest latency, in µs — what synchronous mirroring adds to every write.
+pub fn impact_latency_lines(rows: &[iocurve_analysis::Impact]) -> Vec<String> {
+    rows.iter()
+        .filter(|r| r.speed_latency_us.is_some() || r.min_latency_us.is_some())
+        .map(|r| {
+            let mut parts = Vec::new();
+            parts.extend(r.speed_latency_us.map(|d| format!("{} at speed", signed_latency(d))));
+            parts.extend(r.min_latency_us.map(|d| format!("{} min latency", signed_latency(d))));
+            format!("· {}: latency {}", impact_workload(r), parts.join(", "))
+        })
+        .collect()
 }
 
 /// `±3 %`: the noise of a change.
@@ -496,7 +539,7 @@ pub fn impact_table(rows: &[iocurve_analysis::Impact]) -> String {
                 impact_point(&r.run, r.in_mbps, r.run_undecided),
                 impact_throughput(r),
                 noise(r.noise_pct),
-                pct(r.latency_pct),
+                impact_latency(r),
             ]
         })
         .collect();
@@ -1228,6 +1271,8 @@ mod tests {
             links: None,
             grid: None,
             host_sweep: None,
+            transfer_floor: None,
+            claim: None,
             members: Vec::new(),
             steps,
         }
@@ -1308,6 +1353,8 @@ mod tests {
             }),
             grid: None,
             host_sweep: None,
+            transfer_floor: None,
+            claim: None,
             members: Vec::new(),
             steps,
         };

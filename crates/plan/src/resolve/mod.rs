@@ -3,6 +3,7 @@
 //! an error about it points, the target groups. Workloads, faults and data patterns are checked
 //! in [`workload`]; TOML's own errors are turned into plan errors in [`text`].
 
+mod claims;
 mod label;
 mod text;
 mod together;
@@ -203,6 +204,9 @@ impl Resolver<'_> {
             }
             all.push((i, name, label, w));
         }
+        // Claims name workloads as the plan does; each goes with the label its workload runs as.
+        let claims =
+            self.claims(&all.iter().map(|(_, n, l, w)| (n.as_str(), l.as_str(), w.is_some())).collect::<Vec<_>>())?;
         if let Some(filter) = filter {
             let names: Vec<String> = all.iter().map(|(_, _, label, _)| label.clone()).collect();
             all.retain(|(_, _, _, w)| w.is_some());
@@ -279,6 +283,7 @@ impl Resolver<'_> {
         Ok(Plan {
             faults,
             reclaim,
+            claims,
             hosts,
             links,
             scratch_size: self.file.scratch_size,

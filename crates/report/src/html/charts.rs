@@ -85,6 +85,9 @@ pub(super) fn series_data(run: usize, label: &str, color: &str, w: &WorkloadResu
         "stop_mean_us": w.stop_at.mean_ms.map(|v| v * 1000.0),
         "stop_p99_us": w.stop_at.p99_ms.map(|v| v * 1000.0),
         "max": w.maximum.map(|p| p.step),
+        // One block's time on the hosts' link: a floor line on the latency charts (issue 42).
+        "floor_us": w.transfer_floor.as_ref().map(|f| sig(f.us, 4)),
+        "floor_label": w.transfer_floor.as_ref().map(|f| f.describe()),
         // A host count of a sweep: what its hosts' links carry (MB/s charts only).
         "ceiling": w.host_sweep.as_ref().filter(|h| seq && h.by_hosts.len() == 1).and_then(|h| h.by_hosts[0].link_ceiling_mbps),
         // The x of every step: its workers (a queue-depth ramp's: its depth), or a rate step's

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::format;
-use crate::terminal::{self, pct};
+use crate::terminal;
 
 mod charts;
 mod grid;

@@ -169,6 +169,9 @@ pub(super) struct SummaryRow {
     pub(super) sla_maximum: String,
     pub(super) min_lat: String,
     pub(super) flagged: String,
+    /// Lines under the table: the vendor's claim against the measurement, the links' transfer
+    /// floor (issue 42).
+    pub(super) notes: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -231,6 +234,14 @@ pub(super) fn summary_row(s: &Series) -> SummaryRow {
         },
         min_lat: w.min_lat_us.map_or_else(|| "—".into(), |v| format!("{} µs", format::lat_us(v))),
         flagged: if flagged == 0 { String::new() } else { format!("{flagged} of {}", w.steps.len()) },
+        notes: w
+            .claim
+            .iter()
+            .map(|c| c.says.clone())
+            .chain(w.transfer_floor.iter().map(|f| {
+                format!("{}: one block's payload time on the link, under every latency through it", f.describe())
+            }))
+            .collect(),
     }
 }
 
@@ -371,7 +382,7 @@ pub(super) fn impact_row(i: &Impact) -> ImpactRow {
         run: terminal::impact_point(&i.run, i.in_mbps, i.run_undecided),
         throughput: terminal::impact_throughput(i),
         noise: terminal::noise(i.noise_pct),
-        latency: pct(i.latency_pct),
+        latency: terminal::impact_latency(i),
         // A change within the runs' noise is no finding: not coloured.
         throughput_class: if i.within_noise() { "" } else { class(i.throughput_pct, false) },
         latency_class: class(i.latency_pct, true),
