@@ -12,37 +12,12 @@
 //! Throughput is IOPS or MB/s as the claim gives it; a claim of both is read in the workload's
 //! headline unit (IOPS for random, MB/s for sequential workloads).
 
-use serde::{Deserialize, Serialize};
-
 use crate::format;
 use crate::result::{RunResult, WorkloadResult};
 
 pub use iocurve_plan::Claim;
 
-/// A claim and what was measured against it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ClaimResult {
-    /// The claimed figures, as the plan gives them.
-    pub claimed: Claim,
-    /// Throughput compared in MB/s (else IOPS).
-    pub in_mbps: bool,
-    /// What the claim was set against: `at_latency`, `maximum` (a throughput alone, or a curve
-    /// that never reached the claimed latency) or `speed` (a latency alone).
-    pub against: String,
-    /// The measured throughput against a throughput claim (IOPS or MB/s), None where the
-    /// curve has none at the claimed latency.
-    pub measured: Option<f64>,
-    /// The measured mean latency, µs: the claimed one where the throughput was read at it, the
-    /// maximum's or speed's otherwise.
-    pub measured_lat_us: Option<f64>,
-    /// The measurement as percent of the claim: throughput measured / claimed (100 or more:
-    /// the claim holds); of a latency alone, latency measured / claimed (100 or less: holds).
-    pub pct: Option<f64>,
-    /// The claim holds.
-    pub holds: bool,
-    /// The same in words.
-    pub says: String,
-}
+pub use crate::result::ClaimResult;
 
 impl RunResult {
     /// Sets every workload's claim result from the stored plan's `claims`.

@@ -242,7 +242,7 @@ pub struct WorkloadResult {
     /// The vendor's claim for this workload (`[claims.NAME]` in the plan) against what was
     /// measured (issue 42).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub claim: Option<crate::claims::ClaimResult>,
+    pub claim: Option<ClaimResult>,
     /// A workers × queue-depth grid (`ramp` × `qd_ramp`): the figures along each axis.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grid: Option<Grid>,
@@ -886,13 +886,13 @@ pub struct StepResult {
     /// Each target's part (issue 42): its figures and what its device counted. Empty for
     /// steps stored before iocurve kept them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub targets: Vec<crate::targets::TargetStepResult>,
+    pub targets: Vec<TargetStepResult>,
     /// The LUNs of its targets, where some LUN has several paths.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub luns: Vec<crate::targets::LunStepResult>,
+    pub luns: Vec<LunStepResult>,
     /// How evenly the I/Os spread over paths, LUNs, groups and hosts (each with several).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub balance: Vec<crate::targets::Balance>,
+    pub balance: Vec<Balance>,
 }
 
 /// What a rate (open-loop) step asked for and what it got.
@@ -1050,4 +1050,93 @@ pub struct ReclaimResult {
     /// did before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// A claim and what was measured against it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaimResult {
+    /// The claimed figures, as the plan gives them.
+    pub claimed: iocurve_plan::Claim,
+    /// Throughput compared in MB/s (else IOPS).
+    pub in_mbps: bool,
+    /// What the claim was set against: `at_latency`, `maximum` (a throughput alone, or a curve
+    /// that never reached the claimed latency) or `speed` (a latency alone).
+    pub against: String,
+    /// The measured throughput against a throughput claim (IOPS or MB/s), None where the
+    /// curve has none at the claimed latency.
+    pub measured: Option<f64>,
+    /// The measured mean latency, µs: the claimed one where the throughput was read at it, the
+    /// maximum's or speed's otherwise.
+    pub measured_lat_us: Option<f64>,
+    /// The measurement as percent of the claim: throughput measured / claimed (100 or more:
+    /// the claim holds); of a latency alone, latency measured / claimed (100 or less: holds).
+    pub pct: Option<f64>,
+    /// The claim holds.
+    pub holds: bool,
+    /// The same in words.
+    pub says: String,
+}
+
+/// One target's part of a step: its path (a device node, a file), whichever LUN it leads to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetStepResult {
+    /// Its path as the run names it (`ADDR:PATH` on agents).
+    pub target: String,
+    pub iops: f64,
+    pub mbps: f64,
+    /// Its completed I/Os' latency, µs.
+    pub lat_us: LatencyStats,
+    pub errors: u64,
+    /// Its share of the step's I/Os, %.
+    pub share_pct: f64,
+    /// iocurve's mean read and write sizes on it, KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_kib: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_kib: Option<f64>,
+    /// What its block device counted over the same intervals (a file's: its filesystem's
+    /// device, with everything else on it). None: not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceSeen>,
+}
+
+/// A block device's own counts over a step (`/proc/diskstats`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceSeen {
+    /// Requests it completed per second.
+    pub requests_per_s: f64,
+    /// Its mean read and write request sizes, KiB (None: no such requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_request_kib: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_request_kib: Option<f64>,
+}
+
+/// One LUN's figures in a step: its paths' added up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LunStepResult {
+    /// Its identity (shared/DESIGN.md "target identity"): `wwid naa.…`, a loop device's file.
+    pub lun: String,
+    /// The targets (paths) that lead to it.
+    pub paths: Vec<String>,
+    pub iops: f64,
+    pub mbps: f64,
+    /// Mean latency of its I/Os, every path's, µs.
+    pub lat_mean_us: f64,
+    pub errors: u64,
+    /// How evenly its paths carried it (lowest path's IOPS / highest's, %); None: one path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paths_balance_pct: Option<f64>,
+}
+
+/// How evenly a step's I/Os spread over its paths, LUNs, groups or hosts: the lowest unit's
+/// IOPS against the highest's (100 %: even; a failed path shows as 0 %).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Balance {
+    /// `paths`, `luns`, `groups` or `hosts`.
+    pub over: String,
+    pub units: usize,
+    pub balance_pct: f64,
+    pub lowest: String,
+    pub highest: String,
 }

@@ -163,6 +163,34 @@ fn dir_result(d: &iocurve_stats::DirStats, secs: f64) -> DirResult {
     }
 }
 
+/// Each target's part of a step, from its record (`paths`: the run's targets' names).
+pub fn targets_of(rec: &iocurve_stats::StepRecord, paths: &[String]) -> Vec<crate::result::TargetStepResult> {
+    let secs: f64 = rec.intervals.iter().map(|i| i.duration_s).sum();
+    let all = rec.total.ops().max(1) as f64;
+    rec.total
+        .targets
+        .iter()
+        .map(|t| {
+            let mean_kib = |bytes: u64, ops: u64| (ops > 0).then(|| bytes as f64 / ops as f64 / 1024.0);
+            crate::result::TargetStepResult {
+                target: paths.get(t.target as usize).cloned().unwrap_or_else(|| format!("target {}", t.target)),
+                iops: rate(t.ops() as f64, secs),
+                mbps: rate(t.bytes() as f64 / 1e6, secs),
+                lat_us: latency_stats(&t.hist),
+                errors: t.errors,
+                share_pct: t.ops() as f64 / all * 100.0,
+                read_kib: mean_kib(t.read_bytes, t.read_ops),
+                write_kib: mean_kib(t.write_bytes, t.write_ops),
+                device: t.device.map(|d| crate::result::DeviceSeen {
+                    requests_per_s: rate((d.reads + d.writes + d.discards) as f64, secs),
+                    read_request_kib: d.read_request_bytes().map(|b| b / 1024.0),
+                    write_request_kib: d.write_request_bytes().map(|b| b / 1024.0),
+                }),
+            }
+        })
+        .collect()
+}
+
 fn rate(x: f64, secs: f64) -> f64 {
     if secs > 0.0 { x / secs } else { 0.0 }
 }
@@ -287,7 +315,7 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
         lat_histogram: latency_buckets(&hist),
         flags: Vec::new(),
         measured_from_unix_ns: rec.measured_from_unix_ns,
-        targets: crate::targets::of_step(rec, targets),
+        targets: targets_of(rec, targets),
         luns: Vec::new(),
         balance: Vec::new(),
         samples,

@@ -2,105 +2,9 @@
 //! the paths of one LUN added up into the LUN's figures, how evenly the load spread over paths,
 //! LUNs, groups and hosts, and when the kernel split iocurve's I/Os before the device saw them.
 
-use serde::{Deserialize, Serialize};
+use crate::result::{Flag, StepResult, TargetInfo};
 
-use crate::result::{Flag, LatencyStats, StepResult, TargetInfo};
-
-/// One target's part of a step: its path (a device node, a file), whichever LUN it leads to.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TargetStepResult {
-    /// Its path as the run names it (`ADDR:PATH` on agents).
-    pub target: String,
-    pub iops: f64,
-    pub mbps: f64,
-    /// Its completed I/Os' latency, µs.
-    pub lat_us: LatencyStats,
-    pub errors: u64,
-    /// Its share of the step's I/Os, %.
-    pub share_pct: f64,
-    /// iocurve's mean read and write sizes on it, KiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub read_kib: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub write_kib: Option<f64>,
-    /// What its block device counted over the same intervals (a file's: its filesystem's
-    /// device, with everything else on it). None: not read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<DeviceSeen>,
-}
-
-/// A block device's own counts over a step (`/proc/diskstats`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DeviceSeen {
-    /// Requests it completed per second.
-    pub requests_per_s: f64,
-    /// Its mean read and write request sizes, KiB (None: no such requests).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub read_request_kib: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub write_request_kib: Option<f64>,
-}
-
-/// One LUN's figures in a step: its paths' added up.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LunStepResult {
-    /// Its identity (shared/DESIGN.md "target identity"): `wwid naa.…`, a loop device's file.
-    pub lun: String,
-    /// The targets (paths) that lead to it.
-    pub paths: Vec<String>,
-    pub iops: f64,
-    pub mbps: f64,
-    /// Mean latency of its I/Os, every path's, µs.
-    pub lat_mean_us: f64,
-    pub errors: u64,
-    /// How evenly its paths carried it (lowest path's IOPS / highest's, %); None: one path.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub paths_balance_pct: Option<f64>,
-}
-
-/// How evenly a step's I/Os spread over its paths, LUNs, groups or hosts: the lowest unit's
-/// IOPS against the highest's (100 %: even; a failed path shows as 0 %).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Balance {
-    /// `paths`, `luns`, `groups` or `hosts`.
-    pub over: String,
-    pub units: usize,
-    pub balance_pct: f64,
-    pub lowest: String,
-    pub highest: String,
-}
-
-fn rate(x: f64, secs: f64) -> f64 {
-    if secs > 0.0 { x / secs } else { 0.0 }
-}
-
-/// Each target's part of a step, from its record (`paths`: the run's targets' names).
-pub fn of_step(rec: &iocurve_stats::StepRecord, paths: &[String]) -> Vec<TargetStepResult> {
-    let secs: f64 = rec.intervals.iter().map(|i| i.duration_s).sum();
-    let all = rec.total.ops().max(1) as f64;
-    rec.total
-        .targets
-        .iter()
-        .map(|t| {
-            let mean_kib = |bytes: u64, ops: u64| (ops > 0).then(|| bytes as f64 / ops as f64 / 1024.0);
-            TargetStepResult {
-                target: paths.get(t.target as usize).cloned().unwrap_or_else(|| format!("target {}", t.target)),
-                iops: rate(t.ops() as f64, secs),
-                mbps: rate(t.bytes() as f64 / 1e6, secs),
-                lat_us: crate::step::latency_stats(&t.hist),
-                errors: t.errors,
-                share_pct: t.ops() as f64 / all * 100.0,
-                read_kib: mean_kib(t.read_bytes, t.read_ops),
-                write_kib: mean_kib(t.write_bytes, t.write_ops),
-                device: t.device.map(|d| DeviceSeen {
-                    requests_per_s: rate((d.reads + d.writes + d.discards) as f64, secs),
-                    read_request_kib: d.read_request_bytes().map(|b| b / 1024.0),
-                    write_request_kib: d.write_request_bytes().map(|b| b / 1024.0),
-                }),
-            }
-        })
-        .collect()
-}
+pub use crate::result::{Balance, DeviceSeen, LunStepResult, TargetStepResult};
 
 /// The LUNs of a step's targets (by their identity), those with several paths or all of them
 /// where a LUN identity is known; in the order of their first path.
@@ -298,7 +202,7 @@ mod tests {
         let rec = step(&[(0, 30, 1 << 20, Some(split)), (1, 10, 1 << 20, None), (2, 20, 1 << 20, None)]);
         let paths: Vec<String> = ["/dev/loop1", "/dev/loop2", "/dev/loop3"].map(String::from).to_vec();
         let mut s = crate::analyze_step_on(&rec, false, &crate::Thresholds::default(), &paths);
-        s.targets = of_step(&rec, &paths);
+        s.targets = crate::step::targets_of(&rec, &paths);
         assert_eq!(s.targets.iter().map(|t| t.iops).sum::<f64>(), s.iops, "30 + 10 + 20 I/Os in 2 s");
         assert_eq!(s.targets[0].iops, 15.0);
         assert_eq!(s.targets[0].share_pct, 50.0);

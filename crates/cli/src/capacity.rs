@@ -12,7 +12,7 @@ use iocurve_report::format;
 
 use crate::CliError;
 use crate::cli::{DbArgs, EconomicsAt, SizeCommand};
-use crate::size::{curve, pick, step_labels, stored, stored_with};
+use crate::stored_run::{curve, pick, step_labels, stored, stored_with};
 
 /// `size links … --carrying MBPS --block SIZE`: the links' share in use, a block's time on one.
 pub fn links_use(count: u32, l: &Link, carrying: Option<f64>, block: Option<u64>) {

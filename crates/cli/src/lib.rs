@@ -18,6 +18,7 @@ mod setup;
 mod show;
 pub mod signals;
 mod size;
+mod stored_run;
 mod terminal;
 mod verification;
 mod words;

@@ -110,6 +110,10 @@ pub struct OpGen {
     pattern: Pattern,
     /// Sequential: one cursor per (worker, target), index `worker * targets + target`.
     cursors: Vec<Cursor>,
+    placement: iocurve_plan::Placement,
+    /// `placement = "paths"`: every target the workload uses, in order (worker k drives the
+    /// k-th, round-robin).
+    paths: Vec<u32>,
 }
 
 impl OpGen {
@@ -131,6 +135,7 @@ impl OpGen {
             })
             .collect();
         let group_total = acc;
+        let groups_for_paths = groups.clone();
         let (sizes, size_total) = cumulative(&w.bs);
         let write_sizes = (!w.write_bs.is_empty()).then(|| cumulative(&w.write_bs));
         let trim_sizes = (!w.trim_bs.is_empty()).then(|| cumulative(&w.trim_bs));
@@ -193,6 +198,8 @@ impl OpGen {
             direction,
             pattern: w.pattern,
             cursors,
+            placement: w.placement,
+            paths: groups_for_paths.iter().flat_map(|g| g.1.iter().copied()).collect(),
         })
     }
 
@@ -245,12 +252,16 @@ impl OpGen {
 
     #[inline]
     pub fn next(&mut self, worker: u32, rng: &mut Rng) -> IoOp {
-        let members = if self.groups.len() == 1 {
-            &self.groups[0].1
-        } else {
-            let r = rng.below(self.group_total);
-            let i = self.groups.iter().position(|(cum, _)| r < *cum).unwrap_or(self.groups.len() - 1);
-            &self.groups[i].1
+        use iocurve_plan::Placement;
+        let members = match self.placement {
+            Placement::Paths => std::slice::from_ref(&self.paths[worker as usize % self.paths.len()]),
+            Placement::Groups => &self.groups[worker as usize % self.groups.len()].1,
+            Placement::Spread if self.groups.len() == 1 => &self.groups[0].1,
+            Placement::Spread => {
+                let r = rng.below(self.group_total);
+                let i = self.groups.iter().position(|(cum, _)| r < *cum).unwrap_or(self.groups.len() - 1);
+                &self.groups[i].1
+            }
         };
         let target = if members.len() == 1 { members[0] } else { members[rng.below(members.len() as u64) as usize] };
         let (len, dir) = if self.write_sizes.is_none() && self.trim_sizes.is_none() {
@@ -420,6 +431,22 @@ mod tests {
     fn groups_are_picked_by_weight_then_uniformly() {
         let w = workload(100.0, Pattern::Random, &[(4096, 1)]);
         let geom = TargetGeom { start: 0, len: 1 << 20 };
+        // Placed: worker k on the k-th path, or on the k-th group (a target in it per I/O).
+        let mut rng = Rng::new(5);
+        for (placement, want) in [
+            (iocurve_plan::Placement::Paths, vec![vec![0], vec![1], vec![2], vec![0]]),
+            (iocurve_plan::Placement::Groups, vec![vec![0], vec![1, 2], vec![0], vec![1, 2]]),
+        ] {
+            let mut placed =
+                OpGen::new(&Workload { placement, ..w.clone() }, 4, vec![geom; 3], &[(1, vec![0]), (3, vec![1, 2])])
+                    .unwrap();
+            for (worker, targets) in want.iter().enumerate() {
+                let mut seen: Vec<u32> = (0..200).map(|_| placed.next(worker as u32, &mut rng).target).collect();
+                seen.sort_unstable();
+                seen.dedup();
+                assert_eq!(&seen, targets, "{placement:?} worker {worker}");
+            }
+        }
         // Group A (weight 1): target 0; group B (weight 3): targets 1 and 2.
         let mut g = OpGen::new(&w, 1, vec![geom; 3], &[(1, vec![0]), (3, vec![1, 2])]).unwrap();
         let mut rng = Rng::new(3);

@@ -44,5 +44,5 @@ pub use resolved::{
     HostSpec, MAX_WORKERS_SCALE, Plan, RampStep, SLA_SEARCH_MAX_PROBES, TargetGroup, is_glob, scaled_workers,
 };
 pub use size::{format_size, parse_size};
-pub use skew::{Distribution, HotLayout};
+pub use skew::{Distribution, HotLayout, Placement};
 pub use spec::{BlockSizeSpec, WorkingSetSpec};

@@ -73,6 +73,40 @@ impl HotLayout {
     }
 }
 
+/// How a host's workers are placed on its targets (issue 42): every I/O to any target (by the
+/// groups' weights), each worker on one path, or each worker on one target group (a controller).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case", try_from = "String")]
+pub enum Placement {
+    /// Each I/O picks a group by weight, then a target in it.
+    #[default]
+    Spread,
+    /// Worker k drives the k-th target (round-robin over every path the workload uses): a
+    /// worker per path, as a multipath driver's round-robin gives each path its share.
+    Paths,
+    /// Worker k drives the k-th target group (round-robin over the groups, a target in it per
+    /// I/O): targets tagged with their controller, the load spread over controllers.
+    Groups,
+}
+
+impl Placement {
+    pub fn is_spread(&self) -> bool {
+        *self == Placement::Spread
+    }
+}
+
+impl TryFrom<String> for Placement {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        match s.as_str() {
+            "spread" => Ok(Placement::Spread),
+            "paths" => Ok(Placement::Paths),
+            "groups" => Ok(Placement::Groups),
+            _ => Err(format!("unknown placement `{s}`: use spread, paths or groups")),
+        }
+    }
+}
+
 impl TryFrom<String> for HotLayout {
     type Error = String;
     fn try_from(s: String) -> Result<Self, String> {

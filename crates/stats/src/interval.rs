@@ -1,6 +1,7 @@
 //! What one I/O thread (and, merged, a whole host) measured in one interval.
 
 use crate::LatencyHistogram;
+pub use crate::sample::Sample;
 
 /// Target index of errors stored before errors were counted per target.
 pub const UNKNOWN_TARGET: u32 = u32::MAX;
@@ -176,38 +177,6 @@ impl DirStats {
         self.ops += other.ops;
         self.bytes += other.bytes;
         self.errors.merge(&other.errors);
-    }
-}
-
-/// One sample: a slice (one second, or shorter for sub-second intervals) of a step.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Sample {
-    pub ops: u64,
-    pub bytes: u64,
-    pub lat_sum_ns: u64,
-    pub lat_max_ns: u64,
-    pub errors: u64,
-}
-
-impl Sample {
-    #[inline]
-    pub fn record(&mut self, lat_ns: u64, bytes: u64) {
-        self.ops += 1;
-        self.bytes += bytes;
-        self.lat_sum_ns += lat_ns;
-        self.lat_max_ns = self.lat_max_ns.max(lat_ns);
-    }
-
-    pub fn merge(&mut self, other: &Sample) {
-        self.ops += other.ops;
-        self.bytes += other.bytes;
-        self.lat_sum_ns += other.lat_sum_ns;
-        self.lat_max_ns = self.lat_max_ns.max(other.lat_max_ns);
-        self.errors += other.errors;
-    }
-
-    pub fn mean_lat_ns(&self) -> f64 {
-        if self.ops == 0 { 0.0 } else { self.lat_sum_ns as f64 / self.ops as f64 }
     }
 }
 

@@ -9,6 +9,7 @@ pub mod date;
 pub mod histogram;
 pub mod host;
 pub mod interval;
+pub mod sample;
 pub mod steady;
 pub mod step;
 pub mod target;
@@ -16,8 +17,7 @@ pub mod target;
 pub use cpu::{CpuTimes, CpuUsage, IoCpu};
 pub use histogram::LatencyHistogram;
 pub use host::HostFacts;
-pub use interval::{
-    DirStats, ErrorCounts, FinalVerification, IntervalStats, RateStats, Sample, UNKNOWN_TARGET, VerifyCounts,
-};
+pub use interval::{DirStats, ErrorCounts, FinalVerification, IntervalStats, RateStats, UNKNOWN_TARGET, VerifyCounts};
+pub use sample::Sample;
 pub use step::{Drain, HostClock, HostRecord, IntervalRecord, Rates, StepProgress, StepRecord, TargetFigures};
 pub use target::{DeviceIo, DeviceQueue, TargetStats};

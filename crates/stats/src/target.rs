@@ -3,7 +3,8 @@
 //! same interval (`/proc/diskstats`): the request sizes the device saw, which tell when the
 //! kernel split iocurve's I/Os (`max_sectors_kb`).
 
-use crate::{LatencyHistogram, Sample};
+use crate::LatencyHistogram;
+use crate::sample::Sample;
 
 /// What a target's block device is and how its queue takes requests (sysfs `queue/`): the facts
 /// that explain why the device saw other request sizes than iocurve issued (the VSP PoC wrote

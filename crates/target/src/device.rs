@@ -5,6 +5,7 @@
 //!
 //! Everything is read below a sysfs root, `/sys` on a host and a tree of files in tests.
 
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use iocurve_stats::DeviceQueue;
@@ -83,7 +84,7 @@ impl Sysfs {
         }
         let backing = read(&dir.join("loop/backing_file"))?;
         let b = std::fs::File::open(&backing).ok()?;
-        let (bm, fs) = (b.metadata().ok()?, crate::target::fsid(&b)?);
+        let (bm, fs) = (b.metadata().ok()?, fsid(&b)?);
         let offset = read(&dir.join("loop/offset")).unwrap_or_else(|| "0".into());
         use std::os::unix::fs::MetadataExt;
         Some(format!("loop file {fs} inode {} offset {offset}", bm.ino()))
@@ -116,6 +117,20 @@ impl Sysfs {
             .map(|(a, b)| (a, b, self.name(a, b).unwrap_or_else(|| format!("{a}:{b}"))))
             .collect()
     }
+}
+
+/// The filesystem's id (statfs `f_fsid`: from the filesystem's UUID on ext4, xfs and btrfs),
+/// which, unlike `st_dev`, stays when the disk is numbered otherwise after a reboot.
+pub(crate) fn fsid(f: &std::fs::File) -> Option<String> {
+    // SAFETY: zeroed statfs is a valid out-buffer; an fd we own.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fstatfs writes only into `st`, on a descriptor we own.
+    if unsafe { libc::fstatfs(f.as_raw_fd(), &mut st) } != 0 {
+        return None;
+    }
+    // SAFETY: fsid_t is two 32-bit words (its fields are private in libc).
+    let words: [u32; 2] = unsafe { std::mem::transmute(st.f_fsid) };
+    Some(format!("{:08x}{:08x}", words[0], words[1]))
 }
 
 #[cfg(test)]

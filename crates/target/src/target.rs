@@ -15,6 +15,7 @@ use std::sync::atomic::AtomicBool;
 use iocurve_plan::{TargetGroup, format_size};
 
 use crate::TargetError;
+use crate::device::fsid;
 use crate::safety::confine::{self, Confinement};
 use crate::safety::{self, Verdict};
 use crate::scratch;
@@ -417,20 +418,6 @@ enum Identity {
 fn identity(f: &File) -> Option<Identity> {
     let m = f.metadata().ok()?;
     Some(if m.file_type().is_block_device() { Identity::Device(m.rdev()) } else { Identity::Inode(m.dev(), m.ino()) })
-}
-
-/// The filesystem's id (statfs `f_fsid`: from the filesystem's UUID on ext4, xfs and btrfs),
-/// which, unlike `st_dev`, stays when the disk is numbered otherwise after a reboot.
-pub(crate) fn fsid(f: &File) -> Option<String> {
-    // SAFETY: zeroed statfs is a valid out-buffer; an fd we own.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: fstatfs writes only into `st`, on a descriptor we own.
-    if unsafe { libc::fstatfs(f.as_raw_fd(), &mut st) } != 0 {
-        return None;
-    }
-    // SAFETY: fsid_t is two 32-bit words (its fields are private in libc).
-    let words: [u32; 2] = unsafe { std::mem::transmute(st.f_fsid) };
-    Some(format!("{:08x}{:08x}", words[0], words[1]))
 }
 
 /// Expands a glob (sorted), or returns a plain path as is. An agent (`confined`) says nothing

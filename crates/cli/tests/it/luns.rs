@@ -97,6 +97,29 @@ fn per_target_figures_add_up_to_the_step_and_match_each_devices_counters() {
     assert_eq!(ops_csv as f64, ops, "the samples add up to the step: {csv}");
 }
 
+/// `placement = "paths"`: worker k drives the k-th path alone. One worker on two paths: the
+/// first carries every I/O, the second none, and the balance over the paths says 0 %.
+#[test]
+fn workers_placed_on_paths_drive_their_own() {
+    needs_root!();
+    let _one = one_at_a_time();
+    let (a, b) = (Loop::new(64 << 20, &["--direct-io=on"]), Loop::new(64 << 20, &["--direct-io=on"]));
+    let dir = tempfile::tempdir().unwrap();
+    let (a0, b0) = (counters(&a.dev), counters(&b.dev));
+    let toml = plan(&[a.path(), b.path()], "name = \"r\"\nbs = \"4k\"\nplacement = \"paths\"\n")
+        .replace("ramp = [2]", "ramp = [1, 2]");
+    let r = run_plan(dir.path(), &toml, &[]);
+    let (a1, b1) = (counters(&a.dev), counters(&b.dev));
+    let one = &steps(&r, 0)[0];
+    assert!(f(&one["targets"][0]["iops"]) > 0.0);
+    assert_eq!(f(&one["targets"][1]["iops"]), 0.0, "{one}");
+    assert_eq!(one["balance"][0]["balance_pct"].as_f64(), Some(0.0));
+    // Two workers: one on each.
+    let two = &steps(&r, 0)[1];
+    assert!(f(&two["targets"][1]["iops"]) > 0.0, "{two}");
+    assert!(a1[0] > a0[0] && b1[0] > b0[0]);
+}
+
 /// The VSP PoC wrote 1 MB and the array saw 256 KB: a device whose `max_sectors_kb` is 64
 /// takes iocurve's 1 MiB writes as 64 KiB requests; the run says so, beside the device's
 /// counters.

@@ -17,7 +17,7 @@ use crate::declare::ensure;
 use crate::error::PlanError;
 use crate::model::{Arrival, Backend, BlockSize, DataPattern, OnError, Overload, Pattern, SteadyState, WorkingSet};
 use crate::pace::{Bursts, Think, ThinkTime};
-use crate::skew::{Distribution, HotLayout};
+use crate::skew::{Distribution, HotLayout, Placement};
 use crate::spec::{BlockSizeSpec, WorkingSetSpec};
 
 /// How a flag's text becomes the key's value.
@@ -216,6 +216,15 @@ workload_keys! {
         table(
             None, Text, "NAMES", None,
             "The plan's [[groups]] this workload uses, by name (default: all of them, by their weights): members of a concurrent step on targets of their own.",
+        );
+    /// How a host's workers are placed on its targets: `spread` (each I/O to any, by the
+    /// groups' weights), `paths` (worker k on the k-th target: round-robin over the paths) or
+    /// `groups` (worker k on the k-th target group: round-robin over controllers).
+    placement: Placement
+        => placement: Placement [serde(default, skip_serializing_if = "Placement::is_spread")] = [value],
+        table(
+            None, Text, "HOW", Some("\"spread\""),
+            "How each host's workers are placed on its targets: spread (each I/O to any target, by the groups' weights), paths (worker k on the k-th target: round-robin over the paths) or groups (worker k on the k-th target group: round-robin over controllers); the balance per path, LUN, group and host says how evenly they carried it.",
         );
     /// Seconds of load before measuring each step (not counted).
     warmup_s: f64
