@@ -245,9 +245,13 @@ impl OpGen {
         }
     }
 
-    /// How many targets the I/Os go to (the host's, by index).
-    pub fn target_count(&self) -> usize {
-        self.geoms.len()
+    /// The targets the I/Os go to (by their place in the host's list), in order: those of the
+    /// groups the workload uses.
+    pub fn used_targets(&self) -> Vec<u32> {
+        let mut v = self.paths.clone();
+        v.sort_unstable();
+        v.dedup();
+        v
     }
 
     #[inline]

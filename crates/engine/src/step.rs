@@ -199,12 +199,30 @@ fn op_gen(w: &Workload, workers: u32, targets: &TargetSet) -> Result<OpGen, Engi
             names.join(", ")
         )));
     }
-    let groups: Vec<(u32, Vec<usize>)> =
-        targets.groups.iter().map(|g| (if on(&g.name) { g.weight } else { 0 }, g.members.clone())).collect();
+    let groups = groups_of(w, targets);
     OpGen::new(w, workers, geoms, &groups).map_err(|(i, why)| {
         let path = targets.targets.get(i).map_or_else(String::new, |t| t.path.display().to_string());
         EngineError::Input(format!("workload {}: distribution {} on {path}: {why}", w.name, w.distribution))
     })
+}
+
+/// The target groups as workload `w` weighs them: (weight, member targets), 0 for a group it
+/// does not use (`target_groups`).
+fn groups_of(w: &Workload, targets: &TargetSet) -> Vec<(u32, Vec<usize>)> {
+    let on = |name: &str| w.target_groups.is_empty() || w.target_groups.iter().any(|g| g == name);
+    targets.groups.iter().map(|g| (if on(&g.name) { g.weight } else { 0 }, g.members.clone())).collect()
+}
+
+/// The targets workload `w` sends I/Os to, by their place in the host's list, in order.
+fn used_targets(w: &Workload, targets: &TargetSet) -> Vec<u32> {
+    let mut v: Vec<u32> = groups_of(w, targets)
+        .into_iter()
+        .filter(|(weight, _)| *weight > 0)
+        .flat_map(|(_, m)| m.into_iter().map(|i| i as u32))
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// A trimming workload on a block device: the device discards, and every trim is a whole number
@@ -822,11 +840,12 @@ impl Coordination<'_, '_> {
     fn device_counts(&mut self, idx: u32, stats: &mut IntervalStats) {
         let Some(Some(from)) = self.disks.remove(&idx) else { return };
         let Some(to) = self.disks.get(&(idx + 1)).cloned().flatten().or_else(crate::host::diskstats) else { return };
+        let (from, to) = (DeviceIo::table(&from), DeviceIo::table(&to));
         for t in &mut stats.targets {
             if let Some(Some(name)) = self.devices.get(t.target as usize)
-                && let (Some(a), Some(b)) = (DeviceIo::of_device(&from, name), DeviceIo::of_device(&to, name))
+                && let (Some(a), Some(b)) = (from.get(name), to.get(name))
             {
-                t.device = Some(DeviceIo::between(&a, &b));
+                t.device = Some(DeviceIo::between(a, b));
             }
         }
     }
@@ -834,8 +853,8 @@ impl Coordination<'_, '_> {
     /// Interval `idx`, complete, to the observer (and the record).
     fn interval(&mut self, idx: u32, mut stats: IntervalStats) {
         let w = self.w;
-        if self.devices.len() == 1 {
-            stats.fill_one_target(0);
+        if let [only] = used_targets(self.w, self.cfg.targets)[..] {
+            stats.fill_one_target(only);
         }
         self.device_counts(idx, &mut stats);
         let end = self.cpu.get(&(idx + 1)).copied().flatten().or_else(cpu_times);

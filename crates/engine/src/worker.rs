@@ -576,11 +576,11 @@ pub(crate) fn run<B: IoEngine>(
     let n = s.worker.len();
     let spp = samples_per_interval as u64;
     let rate_mode = s.rate.is_some();
-    let nt = s.opgen.target_count();
-    let cur = fresh(spp, rate_mode, nt);
+    let used = s.opgen.used_targets();
+    let cur = fresh(spp, rate_mode, &used);
     // The next interval's, made before the start: the first boundary allocates nothing either
     // (where the coordinator hands sets back).
-    let spare = s.spares.is_some().then(|| fresh(spp, rate_mode, nt));
+    let spare = s.spares.is_some().then(|| fresh(spp, rate_mode, &used));
     let done: Vec<Completion> = Vec::with_capacity(n);
     let mut tail = Box::<Tail>::default();
     if let Some(rate) = &mut s.rate {
@@ -608,6 +608,7 @@ pub(crate) fn run<B: IoEngine>(
         rate_mode,
         cur,
         spare,
+        used,
         done,
         tail,
         phase: -1,
@@ -675,7 +676,7 @@ fn record_target(t: &mut iocurve_stats::TargetStats, dir: Dir, whole: bool, lat:
 }
 
 /// An empty interval's figures (with a rate part for rate steps).
-fn fresh(spp: u64, rate_mode: bool, targets: usize) -> Box<IntervalStats> {
+fn fresh(spp: u64, rate_mode: bool, targets: &[u32]) -> Box<IntervalStats> {
     let mut c = Box::new(IntervalStats::with_samples(spp as usize));
     if rate_mode {
         c.rate = Some(Box::default());
@@ -684,14 +685,13 @@ fn fresh(spp: u64, rate_mode: bool, targets: usize) -> Box<IntervalStats> {
     c
 }
 
-/// Each target's part, one per target in the host's order (the I/O's target is its place),
-/// where the host drives several; one target's are the interval's own, filled in once.
-fn per_target(c: &mut IntervalStats, spp: u64, targets: usize) {
-    let dense = c.targets.len() == targets && c.targets.iter().enumerate().all(|(i, t)| t.target as usize == i);
-    if targets > 1 && !dense {
-        c.targets = (0..targets as u32).map(|t| iocurve_stats::TargetStats::new(t, spp as usize)).collect();
-    } else if targets <= 1 {
+/// Each target's part, one per target the workload uses (`targets`, in order), where it uses
+/// several; one target's are the interval's own, filled in once.
+fn per_target(c: &mut IntervalStats, spp: u64, targets: &[u32]) {
+    if targets.len() <= 1 {
         c.targets.clear();
+    } else if !c.targets.iter().map(|t| t.target).eq(targets.iter().copied()) {
+        c.targets = targets.iter().map(|&t| iocurve_stats::TargetStats::new(t, spp as usize)).collect();
     }
 }
 
@@ -709,6 +709,8 @@ struct Pass<'p> {
     rate_mode: bool,
     cur: Box<IntervalStats>,
     spare: Option<Box<IntervalStats>>,
+    /// The targets the workload uses, in order: each one's part is recorded where several.
+    used: Vec<u32>,
     done: Vec<Completion>,
     tail: Box<Tail>,
     /// -1: the warm-up; then the interval running.
@@ -892,13 +894,13 @@ impl Pass<'_> {
                 if let (Some(rate), Some(r)) = (&mut s.rate, &mut self.cur.rate) {
                     r.due += rate.count_due(sched.warmup_ns, self.next_boundary);
                 }
-                let (spp, rate_mode, nt) = (self.spp, self.rate_mode, s.opgen.target_count());
+                let (spp, rate_mode, used) = (self.spp, self.rate_mode, &self.used);
                 let mut next = self
                     .spare
                     .take()
                     .or_else(|| s.spares.as_ref().and_then(|r| r.try_recv().ok()))
-                    .unwrap_or_else(|| fresh(spp, rate_mode, nt));
-                per_target(&mut next, spp, nt);
+                    .unwrap_or_else(|| fresh(spp, rate_mode, used));
+                per_target(&mut next, spp, used);
                 let full = std::mem::replace(&mut self.cur, next);
                 (self.send)(Msg::Interval { index: self.phase as u32, stats: full });
             }
@@ -1027,8 +1029,10 @@ impl Pass<'_> {
                 dir.errors.add(op.target, errno, 1);
                 sample.errors += 1;
             }
-            if let Some(t) = cur.targets.get_mut(op.target as usize) {
-                record_target(t, op.dir, whole, lat, op.len as u64, moved, si);
+            if !cur.targets.is_empty()
+                && let Ok(k) = cur.targets.binary_search_by_key(&op.target, |t| t.target)
+            {
+                record_target(&mut cur.targets[k], op.dir, whole, lat, op.len as u64, moved, si);
             }
         } else if !whole {
             self.tail.unmeasured_errors.add(op.target, errno, 1);

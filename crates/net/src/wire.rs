@@ -143,10 +143,22 @@ fn target_to(t: &TargetStats) -> pb::TargetPart {
     }
 }
 
-/// An agent's targets' parts, sorted by target (a target named twice is added up).
-fn targets_from(list: &[pb::TargetPart]) -> Result<Vec<TargetStats>, String> {
-    let mut out = Vec::new();
-    for t in list {
+/// Target parts an interval may carry: more than any host opens (a glob's budget is far less).
+pub const MAX_TARGET_PARTS: usize = 65_536;
+
+/// An agent's targets' parts, sorted by target (a target named twice is added up). Counted
+/// before anything is decoded: a part per target at most, no more samples than the interval's.
+fn targets_from(list: &[pb::TargetPart], samples: usize) -> Result<Vec<TargetStats>, String> {
+    if list.len() > MAX_TARGET_PARTS {
+        return Err(format!("{} targets' parts (at most {MAX_TARGET_PARTS})", list.len()));
+    }
+    if let Some(t) = list.iter().find(|t| t.samples.len() > samples) {
+        return Err(format!("target {}: {} samples in an interval of {samples}", t.target, t.samples.len()));
+    }
+    let mut order: Vec<&pb::TargetPart> = list.iter().collect();
+    order.sort_by_key(|t| t.target);
+    let mut out: Vec<TargetStats> = Vec::with_capacity(order.len());
+    for t in order {
         let one = TargetStats {
             target: t.target,
             read_ops: t.read_ops,
@@ -167,7 +179,10 @@ fn targets_from(list: &[pb::TargetPart]) -> Result<Vec<TargetStats>, String> {
                 discard_sectors: d.discard_sectors,
             }),
         };
-        iocurve_stats::target::merge_targets(&mut out, &[one]);
+        match out.last_mut() {
+            Some(last) if last.target == one.target => last.merge(&one),
+            _ => out.push(one),
+        }
     }
     Ok(out)
 }
@@ -216,7 +231,7 @@ pub fn interval_from(i: &pb::Interval) -> Result<(u32, IntervalStats, CpuUsage, 
                 interval_from(m).map(|(_, s, _, _)| s)
             })
             .collect::<Result<_, _>>()?,
-        targets: targets_from(&i.targets)?,
+        targets: targets_from(&i.targets, i.samples.len())?,
     };
     // A share of a host is 0 to 100 % (anything else is dropped, not believed).
     let pct = |x: f64| if (0.0..=100.0).contains(&x) { x } else { 0.0 };
@@ -286,6 +301,10 @@ mod tests {
         assert_eq!(interval_from(&twice).unwrap().1.targets[0].read_ops, 20);
         twice.targets[1].hist = vec![1, 2, 3];
         assert!(interval_from(&twice).unwrap_err().contains("target 2"));
+        // More samples than the interval has: refused before anything is decoded.
+        let mut long = interval_to(4, &s, &cpu, 0.5);
+        long.targets[0].samples = vec![pb::Sample::default(); 3];
+        assert!(interval_from(&long).unwrap_err().contains("3 samples in an interval of 2"));
     }
 
     #[test]

@@ -104,14 +104,7 @@ pub fn open(
     let bs = w.bs[0].bytes;
     // A block written through one path and read through another is the same block: a map per
     // path would call it lost or misplaced. Verification takes one path per LUN.
-    if let Some((lun, paths)) = targets.luns_of_several_paths().into_iter().next() {
-        let names: Vec<String> = paths.iter().map(|&i| targets.targets[i].path.display().to_string()).collect();
-        return Err(Error::Usage(format!(
-            "workload `{}` verifies, but {} are paths of one LUN ({lun}): verification keeps a map per target, not per LUN; name one path of each LUN (or its multipath device)",
-            w.name,
-            names.join(" and ")
-        )));
-    }
+    targets.one_path_per_lun().map_err(|e| Error::Usage(format!("workload `{}` verifies, but {e}", w.name)))?;
     let list = target_list(targets);
     let map = match map {
         Some(map) => {

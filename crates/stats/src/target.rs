@@ -95,6 +95,18 @@ impl DeviceIo {
         })
     }
 
+    /// Every device's counters of one `/proc/diskstats` reading, by name: parsed once for all
+    /// of a host's targets (a scan per target would be quadratic in the devices).
+    pub fn table(diskstats: &str) -> std::collections::HashMap<String, DeviceIo> {
+        diskstats
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() > 3).then(|| DeviceIo::parse_fields(&f[3..]).map(|d| (f[2].to_string(), d))).flatten()
+            })
+            .collect()
+    }
+
     /// What happened between two readings (counters wrap only after 2^64; a device that was
     /// replaced between them counts from 0).
     pub fn between(a: &DeviceIo, b: &DeviceIo) -> DeviceIo {
@@ -153,8 +165,15 @@ pub struct TargetStats {
 }
 
 impl TargetStats {
+    /// A target's part as an I/O thread records it: its latency to 2 significant digits
+    /// ([`LatencyHistogram::coarse`]).
     pub fn new(target: u32, samples: usize) -> TargetStats {
-        TargetStats { target, samples: vec![Sample::default(); samples], ..Default::default() }
+        TargetStats {
+            target,
+            hist: LatencyHistogram::coarse(),
+            samples: vec![Sample::default(); samples],
+            ..Default::default()
+        }
     }
 
     pub fn ops(&self) -> u64 {
@@ -228,6 +247,8 @@ mod tests {
         assert_eq!((old.reads, old.discards), (5, 0), "a line without discards (before 4.18)");
         assert_eq!(DeviceIo::of_device(DISKSTATS, "loop"), None, "names match whole");
         assert_eq!(DeviceIo::of_device("7 0 loop0 x y", "loop0"), None);
+        let t = DeviceIo::table(DISKSTATS);
+        assert_eq!((t.len(), t["loop0"]), (2, d));
     }
 
     #[test]

@@ -95,9 +95,14 @@ fn rows(conn: &Connection, interval_id: i64) -> rusqlite::Result<Vec<(TargetStat
             Sample { ops: n(r, 1)?, bytes: n(r, 2)?, lat_sum_ns: n(r, 3)?, lat_max_ns: n(r, 4)?, errors: n(r, 5)? },
         ))
     })?;
+    // Both in target order: one pass.
+    let mut at = 0;
     for x in samples {
         let (target, s) = x?;
-        if let Some(t) = out.iter_mut().find(|t| t.0.target == target) {
+        while at < out.len() && out[at].0.target < target {
+            at += 1;
+        }
+        if let Some(t) = out.get_mut(at).filter(|t| t.0.target == target) {
             t.0.samples.push(s);
         }
     }

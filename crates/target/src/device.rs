@@ -105,17 +105,53 @@ impl Sysfs {
         out
     }
 
-    /// The other paths to the LUN device (major, minor) is a path to: every block device with
-    /// the same [`Sysfs::lun`], as (major, minor, kernel name). Empty for a device without a
-    /// LUN identity.
+    /// Every block device's LUN, read once: a run of many paths asks it for each of them (a
+    /// scan of all devices per target would be quadratic).
+    pub fn lun_index(&self) -> LunIndex {
+        let mut by_dev = std::collections::HashMap::new();
+        for (a, b) in self.devices() {
+            if let Some(l) = self.lun(a, b) {
+                by_dev.insert((a, b), (same_data(&l), self.name(a, b).unwrap_or_else(|| format!("{a}:{b}"))));
+            }
+        }
+        LunIndex { by_dev }
+    }
+
+    /// The other paths to the LUN device (major, minor) is a path to (see [`LunIndex`]).
     pub fn other_paths(&self, major: u32, minor: u32) -> Vec<(u32, u32, String)> {
-        let Some(lun) = self.lun(major, minor) else { return Vec::new() };
-        self.devices()
-            .into_iter()
-            .filter(|&d| d != (major, minor))
-            .filter(|&(a, b)| self.lun(a, b).as_deref() == Some(lun.as_str()))
-            .map(|(a, b)| (a, b, self.name(a, b).unwrap_or_else(|| format!("{a}:{b}"))))
-            .collect()
+        self.lun_index().other_paths(major, minor)
+    }
+}
+
+/// What must be guarded as one: a loop device's data at any offset of its file (two loop
+/// devices over one file overlap, whatever their offsets), any other LUN as it is.
+fn same_data(lun: &str) -> String {
+    match lun.find(" offset ") {
+        Some(i) if lun.starts_with("loop file ") => lun[..i].to_string(),
+        _ => lun.to_string(),
+    }
+}
+
+/// Every block device with a LUN identity: (major, minor) → (what it shares data with, name).
+#[derive(Debug)]
+pub struct LunIndex {
+    by_dev: std::collections::HashMap<(u32, u32), (String, String)>,
+}
+
+impl LunIndex {
+    /// The other device nodes that reach the data of device (major, minor): every block device
+    /// of the same LUN (and every loop device over the same file), as (major, minor, kernel
+    /// name), in device order. Empty for a device without a LUN identity.
+    pub fn other_paths(&self, major: u32, minor: u32) -> Vec<(u32, u32, String)> {
+        let Some((lun, _)) = self.by_dev.get(&(major, minor)) else { return Vec::new() };
+        let mut out: Vec<(u32, u32, String)> = self
+            .by_dev
+            .iter()
+            .filter(|(d, (l, _))| **d != (major, minor) && l == lun)
+            .map(|(&(a, b), (_, n))| (a, b, n.clone()))
+            .collect();
+        out.sort_unstable();
+        out
     }
 }
 
@@ -202,8 +238,12 @@ mod tests {
         device(&root, "7:3", "loop3", &[("loop/backing_file", &a), ("loop/offset", "4096")]);
         device(&root, "7:4", "loop4", &[("loop/backing_file", &b)]);
         let s = Sysfs::at(&root);
-        assert_eq!(s.other_paths(7, 1).into_iter().map(|p| p.2).collect::<Vec<_>>(), ["loop2"]);
-        assert!(s.other_paths(7, 3).is_empty(), "another offset is another LUN");
+        // Another offset is another LUN (its figures apart), but the same data to guard: a
+        // region of one file overlaps the whole file another loop device reads.
+        assert_ne!(s.lun(7, 3), s.lun(7, 1));
+        let names = |v: Vec<(u32, u32, String)>| v.into_iter().map(|p| p.2).collect::<Vec<_>>();
+        assert_eq!(names(s.other_paths(7, 1)), ["loop2", "loop3"]);
+        assert_eq!(names(s.other_paths(7, 3)), ["loop1", "loop2"]);
         assert!(s.other_paths(7, 4).is_empty());
     }
 }

@@ -57,6 +57,9 @@ pub struct Target {
     pub fresh: bool,
     /// Where a scratch file this run created is named, for removal as the same inode.
     scratch_name: Option<scratch::Name>,
+    /// The other paths to a written block device's LUN, held exclusively as long as the target
+    /// is open: nothing mounts or claims the LUN through another path meanwhile (issue 42).
+    guards: Vec<File>,
 }
 
 impl Drop for Target {
@@ -307,6 +310,14 @@ impl TargetSet {
                                 .into(),
                         ));
                     }
+                    // A path of a LUN an earlier target guards is this run's to open now.
+                    if let Ok(m) = std::fs::metadata(&path)
+                        && m.file_type().is_block_device()
+                    {
+                        for t in &mut set.targets {
+                            t.guards.retain(|g| g.metadata().is_ok_and(|gm| gm.rdev() != m.rdev()));
+                        }
+                    }
                     // On an error the set drops, removing the scratch files created so far.
                     let t = open_one(&path, opts, gi, &mut set.notes, &mut openers, &mut sizing)?;
                     if let Some(id) = identity(&t.file) {
@@ -345,6 +356,21 @@ impl TargetSet {
         }
         by.retain(|b| b.1.len() > 1);
         by
+    }
+
+    /// Verification keeps a map per target, not per LUN: a block written through one path and
+    /// read through another would look lost or misplaced. Err says which paths to drop.
+    pub fn one_path_per_lun(&self) -> Result<(), String> {
+        match self.luns_of_several_paths().into_iter().next() {
+            None => Ok(()),
+            Some((lun, paths)) => {
+                let names: Vec<String> = paths.iter().map(|&i| self.targets[i].path.display().to_string()).collect();
+                Err(format!(
+                    "{} are paths of one LUN ({lun}): verification keeps a map per target, not per LUN; name one path of each LUN (or its multipath device)",
+                    names.join(" and ")
+                ))
+            }
+        }
     }
 
     fn lun_notes(&self) -> Vec<String> {
@@ -557,11 +583,12 @@ fn open_one(
         }
     }
     let mut fresh = false;
+    let mut guards = Vec::new();
     let (size, logical_block) = match kind {
         TargetKind::BlockDevice => {
             if opts.write {
                 let openers = openers.get_or_insert_with(safety::inuse::Openers::scan);
-                safety::check_device(path, &file, &opts.allow_write, openers, probe_limits(opts))?;
+                guards = safety::check_device(path, &file, &opts.allow_write, openers, probe_limits(opts))?.1;
             }
             (device_size(&file, path)?, device_logical_block(&file))
         }
@@ -651,6 +678,7 @@ fn open_one(
         created: false,
         fresh,
         scratch_name: None,
+        guards,
     })
 }
 
@@ -810,6 +838,7 @@ fn create_scratch_target(
         created: true,
         fresh: true,
         scratch_name: Some(scratch_name),
+        guards: Vec::new(),
     };
     locked?;
     let prepared = scratch::allocate(&t.file, size)

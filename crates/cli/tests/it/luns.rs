@@ -165,7 +165,9 @@ fn two_paths_of_one_lun_are_one_lun_and_guarded_together() {
     let bp = b.0.to_str().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let allow = ["--allow-write", a.path(), "--allow-write", bp];
-    let toml = plan(&[a.path(), bp], "name = \"r\"\nbs = \"4k\"\nqueue_depth = 2\n");
+    // Written through both paths: each holds the other while the run goes on, and neither is
+    // refused for the other's hold.
+    let toml = plan(&[a.path(), bp], "name = \"r\"\nbs = \"4k\"\nqueue_depth = 2\nread_pct = 50\n");
     std::fs::write(dir.path().join("p.toml"), &toml).unwrap();
     let json = dir.path().join("r.json");
     let o = iocurve(dir.path(), &args(&["run", "p.toml", "--json", json.to_str().unwrap()], &allow));
@@ -189,9 +191,35 @@ fn two_paths_of_one_lun_are_one_lun_and_guarded_together() {
     let e = input_error(&o, &["paths of one LUN", "one path of each LUN"]);
     assert!(e.contains(a.path()) && e.contains(bp), "{e}");
 
-    // Mounted through the first path: never written through the second.
+    // While a run writes through the second path, the LUN cannot be mounted through the first.
     assert!(sh("mkfs.ext4", &["-q", "-F", a.path()]).status.success());
     let mnt = tempfile::tempdir().unwrap();
+    let long = plan(&[bp], "name = \"w\"\nbs = \"4k\"\nread_pct = 50\n")
+        .replace("intervals = 2\ninterval_s = 0.5", "intervals = 1\ninterval_s = 30");
+    std::fs::write(dir.path().join("long.toml"), long).unwrap();
+    let mut child = std::process::Command::new(bin())
+        .current_dir(dir.path())
+        .args(["run", "long.toml", "--allow-write", bp])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Its header comes once its targets are open (and guarded).
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0 && !line.contains("targets") {
+        line.clear();
+    }
+    let mounted = std::process::Command::new("mount")
+        .args(["-o", "ro", a.path(), mnt.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let _ = std::process::Command::new("umount").arg(mnt.path()).output();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(!mounted.status.success(), "mounted through {} while a run wrote through {bp}", a.path());
+
+    // Mounted through the first path: never written through the second.
     assert!(sh("mount", &[a.path(), mnt.path().to_str().unwrap()]).status.success());
     let w = plan(&[bp], "name = \"w\"\nbs = \"4k\"\nread_pct = 0\n");
     std::fs::write(dir.path().join("w.toml"), w).unwrap();

@@ -432,6 +432,7 @@ impl Service {
     /// `journal`: a step of a run with `--verify-journal` (the journal is started with the first
     /// such step and kept for as long as the map is).
     fn map_for(&self, targets: &TargetSet, bs: u64, create: bool, journal: bool) -> Result<KeptMap, Status> {
+        targets.one_path_per_lun().map_err(|e| Status::failed_precondition(format!("a verifying step: {e}")))?;
         let list: Vec<(String, u64)> = targets.targets.iter().map(|t| (t.path.display().to_string(), t.size)).collect();
         let key = map_key(bs, &list);
         let mut slot = self.map.lock().unwrap_or_else(|e| e.into_inner());

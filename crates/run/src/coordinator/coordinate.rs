@@ -259,7 +259,9 @@ impl<'a> Hosts<'a> {
                     )));
                 }
                 let agent = &self.agents[h];
-                if let Some(t) = stats.targets.iter().find(|t| t.target >= agent.target_count) {
+                // Its own targets only, in the total and in every member's part.
+                let mut parts = stats.targets.iter().chain(stats.members.iter().flat_map(|m| m.targets.iter()));
+                if let Some(t) = parts.find(|t| t.target >= agent.target_count) {
                     return Err(NetError::Failed(format!(
                         "agent {}: bad interval: a part of target {} of its {} targets",
                         agent.addr, t.target, agent.target_count

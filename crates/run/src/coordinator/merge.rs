@@ -75,7 +75,9 @@ impl IntervalMerger {
                 cpu.user += p.cpu.user / reporting;
                 cpu.system += p.cpu.system / reporting;
                 cpu.iowait += p.cpu.iowait / reporting;
-                cpu.steal += p.cpu.steal / reporting;
+                // The most any host lost to its hypervisor: one shared host among several is
+                // what the flag is for, and a mean would hide it.
+                cpu.steal = cpu.steal.max(p.cpu.steal);
             }
             // iocurve's own share: the hosts' mean where every one of them read it.
             cpu.own = parts.iter().map(|(_, p)| p.cpu.own).sum::<Option<f64>>().map(|s| s / reporting);

@@ -82,14 +82,14 @@ fn swap_use(is_device: bool, id: (u64, u64)) -> bool {
 /// Which processes (other than this one) have which block devices open: device number →
 /// "pid N (name)". One pass over /proc, shared by all targets of one open.
 #[derive(Debug, Default)]
-pub struct Openers(std::collections::HashMap<u64, Vec<String>>);
+pub struct Openers(std::collections::HashMap<u64, Vec<String>>, Option<crate::device::LunIndex>);
 
 impl Openers {
     pub fn scan() -> Openers {
         let me = std::process::id();
         let mut map: std::collections::HashMap<u64, Vec<String>> = std::collections::HashMap::new();
         let Ok(procs) = std::fs::read_dir("/proc") else {
-            return Openers(map);
+            return Openers(map, None);
         };
         for p in procs.flatten() {
             let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
@@ -118,7 +118,14 @@ impl Openers {
                 map.entry(d).or_default().push(who.clone());
             }
         }
-        Openers(map)
+        Openers(map, None)
+    }
+
+    /// The other paths to the LUN of block device `rdev` (read once for every target opened).
+    pub fn other_paths(&mut self, rdev: u64) -> Vec<(u32, u32, String)> {
+        self.1
+            .get_or_insert_with(|| crate::device::Sysfs::system().lun_index())
+            .other_paths(libc::major(rdev), libc::minor(rdev))
     }
 
     /// The processes that have device `rdev` open (at most eight named).
@@ -244,8 +251,29 @@ pub(crate) fn open_here(rdev: u64) -> bool {
         .any(|e| std::fs::metadata(e.path()).is_ok_and(|m| m.file_type().is_block_device() && m.rdev() == rdev))
 }
 
+/// Holds block device `rdev` (kernel name `name`, its node under /dev) exclusively, so that
+/// nothing mounts or claims it while the descriptor is open. Ok(None): no such node here (a
+/// container without it: nothing to hold). Err says who holds it.
+pub(crate) fn hold_exclusively(name: &str, rdev: u64) -> Result<Option<std::fs::File>, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let node = Path::new("/dev").join(name);
+    // Only the node that is this device: a /dev entry of another device is none of ours.
+    if !std::fs::metadata(&node).is_ok_and(|m| m.file_type().is_block_device() && m.rdev() == rdev) {
+        return Ok(None);
+    }
+    let flags = libc::O_EXCL | libc::O_NONBLOCK | libc::O_CLOEXEC;
+    match std::fs::OpenOptions::new().read(true).custom_flags(flags).open(&node) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => Err(format!(
+            "is held exclusively (the kernel refused an exclusive open of {}: mounted or claimed through it)",
+            node.display()
+        )),
+        Err(_) => Ok(None),
+    }
+}
+
 /// True when the kernel refuses an exclusive open of a device (mounted or held).
-pub(crate) fn exclusive_open_refused(dev: &Path) -> bool {
+fn exclusive_open_refused(dev: &Path) -> bool {
     use std::os::unix::fs::OpenOptionsExt;
     match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_EXCL | libc::O_NONBLOCK).open(dev) {
         Ok(_) => false,

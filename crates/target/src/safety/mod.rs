@@ -132,28 +132,30 @@ pub fn check_device(
     path: &Path,
     file: &File,
     allow: &[PathBuf],
-    openers: &inuse::Openers,
+    openers: &mut inuse::Openers,
     limits: ProbeLimits,
-) -> Result<Verdict, TargetError> {
+) -> Result<(Verdict, Vec<File>), TargetError> {
     let meta = file.metadata().map_err(|e| TargetError::io(format!("cannot inspect {}", path.display()), e))?;
     let mut busy = inuse::device_in_use(meta.rdev(), false);
-    // A LUN mounted or held through one path is never written through another (issue 42).
-    let others = crate::device::Sysfs::system().other_paths(libc::major(meta.rdev()), libc::minor(meta.rdev()));
+    // A LUN mounted or held through one path is never written through another (issue 42):
+    // every other path is checked now, and held exclusively while the target is (the guards
+    // returned), so that nothing mounts or claims the LUN through it during the run.
+    let mut guards = Vec::new();
     let mut open_elsewhere = Vec::new();
-    for (major, minor, name) in &others {
-        let rdev = libc::makedev(*major, *minor);
+    for (major, minor, name) in openers.other_paths(meta.rdev()) {
+        let rdev = libc::makedev(major, minor);
         let via = format!("another path to its LUN, {name},");
         busy.extend(
             inuse::device_in_use(rdev, false).into_iter().map(|r| format!("{via} {}", r.trim_start_matches("it "))),
         );
-        let node = Path::new("/dev").join(name);
         // (A path this run opened itself, one target among several paths of one LUN, is held
         // by iocurve: that is no one else's use.)
-        if !inuse::open_here(rdev) && inuse::exclusive_open_refused(&node) {
-            busy.push(format!(
-                "{via} is held exclusively (the kernel refused an exclusive open of {})",
-                node.display()
-            ));
+        if !inuse::open_here(rdev) {
+            match inuse::hold_exclusively(&name, rdev) {
+                Ok(Some(g)) => guards.push(g),
+                Ok(None) => {}
+                Err(why) => busy.push(format!("{via} {why}")),
+            }
         }
         open_elsewhere.extend(openers.of(rdev).into_iter().map(|p| format!("{p} through {name}")));
     }
@@ -161,7 +163,7 @@ pub fn check_device(
         return Err(hard_refusal(path, busy));
     }
     if is_allowed(&meta, allow) {
-        return Ok(Verdict::Writable);
+        return Ok((Verdict::Writable, guards));
     }
     let mut reasons: Vec<String> =
         inuse::partitions(meta.rdev()).into_iter().map(|p| format!("it has partition {p}")).collect();
@@ -171,7 +173,7 @@ pub fn check_device(
         reasons.push(format!("it is open in {}", procs.join(", ")));
     }
     reasons.extend(signature_reasons(path, file, limits)?);
-    if reasons.is_empty() { Ok(Verdict::Writable) } else { Err(soft_refusal(path, allow, reasons)) }
+    if reasons.is_empty() { Ok((Verdict::Writable, guards)) } else { Err(soft_refusal(path, allow, reasons)) }
 }
 
 /// The refusal for a block device whose exclusive open the kernel refused.
