@@ -518,12 +518,6 @@ pub fn fewer_hosts_message(hosts: u32, planned: u32, losses: &[(String, HostLoss
     )
 }
 
-/// CPU steal above which a step says its host was shared, % of the host.
-pub const STEAL_PCT: f64 = 5.0;
-/// CPU used by others than iocurve above which a step says so, % of the host. (iocurve's I/O
-/// needs kernel time it is not charged for — interrupts, block layer — so not lower.)
-pub const OTHERS_PCT: f64 = 25.0;
-
 fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec<Flag> {
     let mut f = Vec::new();
     let mut flag = |code: &str, message: String| f.push(Flag { code: code.into(), message });
@@ -576,26 +570,6 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
     }
     if s.cpu.busy() > th.cpu_busy_pct {
         flag("cpu_saturated", format!("host CPU {:.0} % busy: the load host may be the bottleneck", s.cpu.busy()));
-    }
-    // A shared load host (the seeds' were hypervisors): time the hypervisor gave away, and
-    // what other processes used beside iocurve (issue 42).
-    if s.cpu.steal > STEAL_PCT {
-        flag(
-            "cpu_steal",
-            format!(
-                "the hypervisor gave {:.0} % of the host's CPU to others (steal): a shared load host, whose I/O may have waited for its CPU",
-                s.cpu.steal
-            ),
-        );
-    }
-    if let Some(others) = s.cpu.others().filter(|&o| o > OTHERS_PCT) {
-        flag(
-            "cpu_others",
-            format!(
-                "other processes (and the kernel's work for them) used {others:.0} % of the host's CPU beside iocurve's {:.0} %",
-                s.cpu.own.unwrap_or(0.0)
-            ),
-        );
     }
     // A host lost mid-step changes the I/Os in flight partway: no one count to check against.
     let host_lost = rec.notes.iter().any(|(code, _)| code == "host_lost");

@@ -155,12 +155,12 @@ fn header(
     let mut out = vec![
         format!("iocurve {version}, plan {plan}"),
         format!(
-            "  host     {} ({}, {} cores{}, kernel {}), back-end {}",
+            "  host     {} ({}, {} cores, kernel {}{}), back-end {}",
             f.hostname,
             f.cpu_model,
             f.cores,
-            f.cpu_extras(),
             f.kernel,
+            f.cpu_extras(),
             host.backend
         ),
     ];

@@ -364,6 +364,20 @@ fn check_config(cfg: &StepConfig) -> Result<(), EngineError> {
     let w = cfg.workload;
     crate::budget::check_step(w, cfg.workers, cfg.backend)?;
     crate::budget::check_limits(w, cfg.workers, cfg.backend)?;
+    // A LUN mounted or claimed through another path since the run began is not written
+    // (issue 42): checked before every step that writes.
+    if w.writes() {
+        for t in &cfg.targets.targets {
+            let why = t.lun_in_use();
+            if !why.is_empty() {
+                return Err(EngineError::Input(format!(
+                    "refusing to write to {}: its LUN is in use through another path since the run began ({}); nothing more is written",
+                    t.path.display(),
+                    why.join("; ")
+                )));
+            }
+        }
+    }
     if w.verify {
         match &cfg.verify {
             Some(m) if w.bs.len() == 1 && m.bs == w.bs[0].bytes => {}

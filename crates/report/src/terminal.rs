@@ -749,9 +749,14 @@ pub fn cpu_line(w: &WorkloadResult) -> Option<String> {
     }
     let (lo, hi) = (own.iter().copied().fold(f64::INFINITY, f64::min), own.iter().copied().fold(0.0, f64::max));
     let range = if hi - lo < 0.5 { format!("{hi:.0} %") } else { format!("{lo:.0}–{hi:.0} %") };
+    // A shared load host (the seeds' were hypervisors): what others took beside iocurve.
+    let others = w.steps.iter().filter_map(|s| s.cpu.others()).fold(0.0, f64::max);
     let steal = w.steps.iter().map(|s| s.cpu.steal).fold(0.0, f64::max);
-    let steal = if steal >= 0.5 { format!("; up to {steal:.0} % stolen by the hypervisor") } else { String::new() };
-    Some(format!("  host CPU iocurve used {range} of the host's CPU{steal}"))
+    let mut beside = format!("; other processes and kernel threads up to {others:.0} %");
+    if steal >= 0.5 {
+        beside.push_str(&format!(", up to {steal:.0} % stolen by the hypervisor (a shared host)"));
+    }
+    Some(format!("  host CPU iocurve used {range} of the host's CPU{beside}"))
 }
 
 /// What each host of a step of uneven hosts ran (`workers_scale`): `a:7420 8, b:7420 2
@@ -880,13 +885,13 @@ pub fn run_report(r: &RunResult) -> String {
         })
         .collect();
     out.push_str(&format!(
-        "\niocurve {} on {} ({}, {} cores{}, kernel {}), back-end {}\ntargets: {}\n",
+        "\niocurve {} on {} ({}, {} cores, kernel {}{}), back-end {}\ntargets: {}\n",
         r.tool_version,
         r.host.facts.hostname,
         r.host.facts.cpu_model,
         r.host.facts.cores,
-        r.host.facts.cpu_extras(),
         r.host.facts.kernel,
+        r.host.facts.cpu_extras(),
         r.host.backend,
         targets.join(", ")
     ));
@@ -1097,9 +1102,7 @@ fn flag_action(code: &str) -> &'static str {
         "split" => {
             "the kernel split iocurve's I/Os into smaller requests: raise the device's max_sectors_kb (up to max_hw_sectors_kb) or test the block size the device takes"
         }
-        "cpu_steal" | "cpu_others" => {
-            "the load host was shared (a hypervisor's steal, other processes): run on a dedicated host or keep the figures as a lower bound"
-        }
+
         "not_stored" => {
             "the results database refused the step's later intervals (full or read-only): free space or give another --db, and run again"
         }

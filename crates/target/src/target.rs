@@ -57,9 +57,9 @@ pub struct Target {
     pub fresh: bool,
     /// Where a scratch file this run created is named, for removal as the same inode.
     scratch_name: Option<scratch::Name>,
-    /// The other paths to a written block device's LUN, held exclusively as long as the target
-    /// is open: nothing mounts or claims the LUN through another path meanwhile (issue 42).
-    guards: Vec<File>,
+    /// The other paths to a written block device's LUN (device numbers), checked again before
+    /// every writing step ([`Target::lun_in_use`]).
+    other_paths: Vec<u64>,
 }
 
 impl Drop for Target {
@@ -109,6 +109,20 @@ impl Target {
     pub fn device_queue(&self) -> Option<iocurve_stats::DeviceQueue> {
         let (major, minor, fs) = self.block_device()?;
         crate::device::Sysfs::system().queue(major, minor, fs)
+    }
+
+    /// Why this written block device's LUN is in use through another path now (mounted, swap,
+    /// held by a holder device since the run began); empty when it is not.
+    pub fn lun_in_use(&self) -> Vec<String> {
+        self.other_paths
+            .iter()
+            .flat_map(|&rdev| {
+                let name = format!("{}:{}", libc::major(rdev), libc::minor(rdev));
+                crate::safety::inuse::device_in_use(rdev, false)
+                    .into_iter()
+                    .map(move |r| format!("through device {name}, {}", r.trim_start_matches("it ")))
+            })
+            .collect()
     }
 
     /// The other device nodes that lead to this block device's LUN, as kernel names (two loop
@@ -309,14 +323,6 @@ impl TargetSet {
                             "opening the targets was cancelled (the coordinator is gone or the run was interrupted)"
                                 .into(),
                         ));
-                    }
-                    // A path of a LUN an earlier target guards is this run's to open now.
-                    if let Ok(m) = std::fs::metadata(&path)
-                        && m.file_type().is_block_device()
-                    {
-                        for t in &mut set.targets {
-                            t.guards.retain(|g| g.metadata().is_ok_and(|gm| gm.rdev() != m.rdev()));
-                        }
                     }
                     // On an error the set drops, removing the scratch files created so far.
                     let t = open_one(&path, opts, gi, &mut set.notes, &mut openers, &mut sizing)?;
@@ -583,12 +589,12 @@ fn open_one(
         }
     }
     let mut fresh = false;
-    let mut guards = Vec::new();
+    let mut other_paths = Vec::new();
     let (size, logical_block) = match kind {
         TargetKind::BlockDevice => {
             if opts.write {
                 let openers = openers.get_or_insert_with(safety::inuse::Openers::scan);
-                guards = safety::check_device(path, &file, &opts.allow_write, openers, probe_limits(opts))?.1;
+                other_paths = safety::check_device(path, &file, &opts.allow_write, openers, probe_limits(opts))?.1;
             }
             (device_size(&file, path)?, device_logical_block(&file))
         }
@@ -678,7 +684,7 @@ fn open_one(
         created: false,
         fresh,
         scratch_name: None,
-        guards,
+        other_paths,
     })
 }
 
@@ -838,7 +844,7 @@ fn create_scratch_target(
         created: true,
         fresh: true,
         scratch_name: Some(scratch_name),
-        guards: Vec::new(),
+        other_paths: Vec::new(),
     };
     locked?;
     let prepared = scratch::allocate(&t.file, size)

@@ -191,33 +191,36 @@ fn two_paths_of_one_lun_are_one_lun_and_guarded_together() {
     let e = input_error(&o, &["paths of one LUN", "one path of each LUN"]);
     assert!(e.contains(a.path()) && e.contains(bp), "{e}");
 
-    // While a run writes through the second path, the LUN cannot be mounted through the first.
+    // A run writing through the second path stops writing once the LUN is mounted through the
+    // first: every writing step checks its LUN's other paths again.
     assert!(sh("mkfs.ext4", &["-q", "-F", a.path()]).status.success());
     let mnt = tempfile::tempdir().unwrap();
     let long = plan(&[bp], "name = \"w\"\nbs = \"4k\"\nread_pct = 50\n")
-        .replace("intervals = 2\ninterval_s = 0.5", "intervals = 1\ninterval_s = 30");
+        .replace("ramp = [2]", "ramp = [1, 2, 4, 8]")
+        .replace("intervals = 2\ninterval_s = 0.5", "intervals = 1\ninterval_s = 1");
     std::fs::write(dir.path().join("long.toml"), long).unwrap();
     let mut child = std::process::Command::new(bin())
         .current_dir(dir.path())
         .args(["run", "long.toml", "--allow-write", bp])
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Its header comes once its targets are open (and guarded).
+    // Its header comes once its targets are open and checked.
     let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     while std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0 && !line.contains("targets") {
         line.clear();
     }
-    let mounted = std::process::Command::new("mount")
-        .args(["-o", "ro", a.path(), mnt.path().to_str().unwrap()])
-        .output()
-        .unwrap();
+    assert!(sh("mount", &["-o", "ro", a.path(), mnt.path().to_str().unwrap()]).status.success());
+    let o = wait_within(child, std::time::Duration::from_secs(120), "a run whose LUN was mounted through another path");
     let _ = std::process::Command::new("umount").arg(mnt.path()).output();
-    let _ = child.kill();
-    let _ = child.wait();
-    assert!(!mounted.status.success(), "mounted through {} while a run wrote through {bp}", a.path());
+    let e = stderr(&o);
+    assert!(!o.status.success(), "{e}");
+    assert!(
+        e.contains(&format!("refusing to write to {bp}: its LUN is in use through another path since the run began")),
+        "{e}"
+    );
 
     // Mounted through the first path: never written through the second.
     assert!(sh("mount", &[a.path(), mnt.path().to_str().unwrap()]).status.success());

@@ -251,29 +251,8 @@ pub(crate) fn open_here(rdev: u64) -> bool {
         .any(|e| std::fs::metadata(e.path()).is_ok_and(|m| m.file_type().is_block_device() && m.rdev() == rdev))
 }
 
-/// Holds block device `rdev` (kernel name `name`, its node under /dev) exclusively, so that
-/// nothing mounts or claims it while the descriptor is open. Ok(None): no such node here (a
-/// container without it: nothing to hold). Err says who holds it.
-pub(crate) fn hold_exclusively(name: &str, rdev: u64) -> Result<Option<std::fs::File>, String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let node = Path::new("/dev").join(name);
-    // Only the node that is this device: a /dev entry of another device is none of ours.
-    if !std::fs::metadata(&node).is_ok_and(|m| m.file_type().is_block_device() && m.rdev() == rdev) {
-        return Ok(None);
-    }
-    let flags = libc::O_EXCL | libc::O_NONBLOCK | libc::O_CLOEXEC;
-    match std::fs::OpenOptions::new().read(true).custom_flags(flags).open(&node) {
-        Ok(f) => Ok(Some(f)),
-        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => Err(format!(
-            "is held exclusively (the kernel refused an exclusive open of {}: mounted or claimed through it)",
-            node.display()
-        )),
-        Err(_) => Ok(None),
-    }
-}
-
 /// True when the kernel refuses an exclusive open of a device (mounted or held).
-fn exclusive_open_refused(dev: &Path) -> bool {
+pub(crate) fn exclusive_open_refused(dev: &Path) -> bool {
     use std::os::unix::fs::OpenOptionsExt;
     match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_EXCL | libc::O_NONBLOCK).open(dev) {
         Ok(_) => false,

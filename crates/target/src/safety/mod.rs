@@ -134,36 +134,44 @@ pub fn check_device(
     allow: &[PathBuf],
     openers: &mut inuse::Openers,
     limits: ProbeLimits,
-) -> Result<(Verdict, Vec<File>), TargetError> {
+) -> Result<(Verdict, Vec<u64>), TargetError> {
     let meta = file.metadata().map_err(|e| TargetError::io(format!("cannot inspect {}", path.display()), e))?;
     let mut busy = inuse::device_in_use(meta.rdev(), false);
     // A LUN mounted or held through one path is never written through another (issue 42):
-    // every other path is checked now, and held exclusively while the target is (the guards
-    // returned), so that nothing mounts or claims the LUN through it during the run.
-    let mut guards = Vec::new();
+    // every other path is checked now (and returned, for the engine to check again before
+    // each writing step).
+    let mut others = Vec::new();
     let mut open_elsewhere = Vec::new();
     for (major, minor, name) in openers.other_paths(meta.rdev()) {
         let rdev = libc::makedev(major, minor);
+        others.push(rdev);
         let via = format!("another path to its LUN, {name},");
         busy.extend(
             inuse::device_in_use(rdev, false).into_iter().map(|r| format!("{via} {}", r.trim_start_matches("it "))),
         );
-        // (A path this run opened itself, one target among several paths of one LUN, is held
-        // by iocurve: that is no one else's use.)
-        if !inuse::open_here(rdev) {
-            match inuse::hold_exclusively(&name, rdev) {
-                Ok(Some(g)) => guards.push(g),
-                Ok(None) => {}
-                Err(why) => busy.push(format!("{via} {why}")),
-            }
+        // Held exclusively by someone: mounted or claimed there — unless by iocurve (this run
+        // itself, one target among several paths of one LUN, or its other hosts on this
+        // machine), which holds what it writes exclusively.
+        let procs = openers.of(rdev);
+        let iocurve = |p: &[String]| p.iter().any(|p| p.ends_with("(iocurve)"));
+        if !inuse::open_here(rdev)
+            && !iocurve(&procs)
+            && inuse::exclusive_open_refused(&Path::new("/dev").join(&name))
+            // (Who holds it now: an iocurve that opened it since the scan is no refusal.)
+            && !iocurve(&inuse::Openers::scan().of(rdev))
+        {
+            busy.push(format!(
+                "{via} is held exclusively (the kernel refused an exclusive open of /dev/{name}: mounted or claimed through it)"
+            ));
         }
-        open_elsewhere.extend(openers.of(rdev).into_iter().map(|p| format!("{p} through {name}")));
+        open_elsewhere
+            .extend(procs.into_iter().filter(|p| !p.ends_with("(iocurve)")).map(|p| format!("{p} through {name}")));
     }
     if !busy.is_empty() {
         return Err(hard_refusal(path, busy));
     }
     if is_allowed(&meta, allow) {
-        return Ok((Verdict::Writable, guards));
+        return Ok((Verdict::Writable, others));
     }
     let mut reasons: Vec<String> =
         inuse::partitions(meta.rdev()).into_iter().map(|p| format!("it has partition {p}")).collect();
@@ -173,7 +181,7 @@ pub fn check_device(
         reasons.push(format!("it is open in {}", procs.join(", ")));
     }
     reasons.extend(signature_reasons(path, file, limits)?);
-    if reasons.is_empty() { Ok((Verdict::Writable, guards)) } else { Err(soft_refusal(path, allow, reasons)) }
+    if reasons.is_empty() { Ok((Verdict::Writable, others)) } else { Err(soft_refusal(path, allow, reasons)) }
 }
 
 /// The refusal for a block device whose exclusive open the kernel refused.
