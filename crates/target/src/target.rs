@@ -125,17 +125,6 @@ impl Target {
             .collect()
     }
 
-    /// The other device nodes that lead to this block device's LUN, as kernel names (two loop
-    /// devices over one file, four SCSI paths of one WWID). Empty for a file.
-    pub fn other_paths(&self) -> Vec<String> {
-        match self.block_device() {
-            Some((major, minor, false)) => {
-                crate::device::Sysfs::system().other_paths(major, minor).into_iter().map(|p| p.2).collect()
-            }
-            _ => Vec::new(),
-        }
-    }
-
     /// The sysfs directory of a block device target (`/sys/dev/block/MAJ:MIN`); None for a file.
     fn sysfs(&self) -> Option<PathBuf> {
         let m = self.file.metadata().ok()?;
@@ -353,11 +342,15 @@ impl TargetSet {
     /// target of its own: the run drives each, and its per-LUN figures add them up.
     pub fn luns_of_several_paths(&self) -> Vec<(String, Vec<usize>)> {
         let mut by: Vec<(String, Vec<usize>)> = Vec::new();
+        let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
         for (i, t) in self.targets.iter().enumerate().filter(|(_, t)| t.kind == TargetKind::BlockDevice) {
             let Some(id) = t.identity_key().filter(|k| !k.starts_with("device ")) else { continue };
-            match by.iter_mut().find(|b| b.0 == id) {
-                Some(b) => b.1.push(i),
-                None => by.push((id, vec![i])),
+            match at.get(&id) {
+                Some(&k) => by[k].1.push(i),
+                None => {
+                    at.insert(id.clone(), by.len());
+                    by.push((id, vec![i]));
+                }
             }
         }
         by.retain(|b| b.1.len() > 1);
