@@ -218,6 +218,32 @@ mod tests {
         assert!(e.contains("12 intervals stored, 13 measured"), "{e}");
     }
 
+    /// Issue 42: a lone target's part is the interval itself; its row keeps no second copy of
+    /// the interval's histogram and samples, and reads back the same.
+    #[test]
+    fn a_lone_target_reads_back_as_the_interval_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = Store::open(&dir.path().join("r.db")).unwrap();
+        let run = st.begin_run(&NewRun::default()).unwrap();
+        let wl = st.begin_workload(run, 0, "w", "{}").unwrap();
+        let mut held = StepRecord::new(1, 1, 1, 1.0, 0.5);
+        let step = st.begin_step(wl, 0, &held).unwrap();
+        let mut s = IntervalStats { targets: Vec::new(), ..interval(1000, 50) };
+        s.fill_one_target(0);
+        s.targets[0].device = Some(iocurve_stats::DeviceIo { reads: 50, read_sectors: 400, ..Default::default() });
+        st.add_interval(step, None, 0, &s, &CpuUsage::default(), 1.0).unwrap();
+        held.push_interval(s, CpuUsage::default(), 1.0);
+        let blob: Vec<u8> = st.conn.query_row("SELECT hist FROM interval_targets", [], |r| r.get(0)).unwrap();
+        assert!(blob.is_empty(), "no second copy of the histogram");
+        let n: i64 = st.conn.query_row("SELECT count(*) FROM target_samples", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 0, "nor of the samples");
+        st.end_step(step, &held).unwrap();
+        let back = st.load(run).unwrap();
+        let rec = &back.workloads[0].steps[0];
+        assert_eq!(rec.total.targets, held.total.targets);
+        assert_eq!(rec.intervals, held.intervals);
+    }
+
     /// Found in review of issue 21: every run reads each step's intervals back at its end, one
     /// at a time, and the samples of each were found by their step alone: a scan of the whole
     /// step per interval (intervals² row visits; a day of 1 s intervals, some 7.5·10⁹). Both

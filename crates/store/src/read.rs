@@ -376,7 +376,7 @@ impl Store {
             };
             rec.samples = self.samples_of(step_id, idx, host)?;
             if host.is_none() {
-                rec.targets = self.sql(crate::targets::figures_of(&self.conn, interval_id))?;
+                rec.targets = self.sql(crate::targets::figures_of(&self.conn, interval_id, &rec.samples))?;
             }
             each(rec);
         }
@@ -484,7 +484,7 @@ impl Store {
             }
             stats.samples = self.samples_of(step_id, idx, host)?;
             if host.is_none() {
-                stats.targets = crate::targets::of_interval(&self.conn, interval_id).map_err(invalid)?;
+                stats.targets = crate::targets::of_interval(&self.conn, interval_id, &stats).map_err(invalid)?;
             }
             each(stats, cpu, duration_s);
         }

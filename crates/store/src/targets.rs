@@ -4,7 +4,11 @@
 use iocurve_stats::{DeviceIo, LatencyHistogram, Sample, TargetFigures, TargetStats};
 use rusqlite::{Connection, params};
 
+/// A lone target's part is the interval itself: its row keeps its counters and its device's,
+/// not a second copy of the interval's histogram and samples (an empty `hist`, which reading
+/// fills from the interval's).
 pub(crate) fn add(tx: &Connection, interval_id: i64, targets: &[TargetStats]) -> rusqlite::Result<()> {
+    let lone = targets.len() == 1;
     let mut it = tx.prepare_cached(
         "INSERT INTO interval_targets (interval_id, target, read_ops, read_bytes, write_ops, write_bytes, trim_ops, trim_bytes, errors, lat_mean_ns, hist,
                                        dev_reads, dev_read_sectors, dev_writes, dev_write_sectors, dev_discards, dev_discard_sectors)
@@ -27,7 +31,7 @@ pub(crate) fn add(tx: &Connection, interval_id: i64, targets: &[TargetStats]) ->
             t.trim_bytes as i64,
             t.errors as i64,
             t.hist.mean_ns(),
-            t.hist.to_compressed_bytes(),
+            if lone { Vec::new() } else { t.hist.to_compressed_bytes() },
             dev(|d| d.reads),
             dev(|d| d.read_sectors),
             dev(|d| d.writes),
@@ -35,7 +39,7 @@ pub(crate) fn add(tx: &Connection, interval_id: i64, targets: &[TargetStats]) ->
             dev(|d| d.discards),
             dev(|d| d.discard_sectors),
         ])?;
-        for (i, s) in t.samples.iter().enumerate() {
+        for (i, s) in t.samples.iter().enumerate().filter(|_| !lone) {
             ss.execute(params![
                 interval_id,
                 t.target,
@@ -109,21 +113,42 @@ fn rows(conn: &Connection, interval_id: i64) -> rusqlite::Result<Vec<(TargetStat
     Ok(out)
 }
 
-/// The targets' parts of an interval, with their histograms. Err: a histogram that does not
-/// decode (the message says so).
-pub(crate) fn of_interval(conn: &Connection, interval_id: i64) -> Result<Vec<TargetStats>, String> {
+/// The targets' parts of `interval` (its own stats, read before), with their histograms. Err: a
+/// histogram that does not decode (the message says so).
+pub(crate) fn of_interval(
+    conn: &Connection,
+    interval_id: i64,
+    interval: &iocurve_stats::IntervalStats,
+) -> Result<Vec<TargetStats>, String> {
     let mut out = Vec::new();
     for (mut t, hist, _) in rows(conn, interval_id).map_err(|e| e.to_string())? {
-        t.hist = LatencyHistogram::from_bytes(&hist).map_err(|e| format!("target {}'s histogram: {e}", t.target))?;
+        if hist.is_empty() {
+            // A lone target: the interval's own figures.
+            t.hist = interval.combined_hist();
+            t.samples = interval.samples.clone();
+        } else {
+            t.hist =
+                LatencyHistogram::from_bytes(&hist).map_err(|e| format!("target {}'s histogram: {e}", t.target))?;
+        }
         out.push(t);
     }
     Ok(out)
 }
 
-/// The targets' figures of an interval (no histogram decoded).
-pub(crate) fn figures_of(conn: &Connection, interval_id: i64) -> rusqlite::Result<Vec<TargetFigures>> {
+/// The targets' figures of an interval (no histogram decoded; a lone target's samples are the
+/// interval's).
+pub(crate) fn figures_of(
+    conn: &Connection,
+    interval_id: i64,
+    samples: &[iocurve_stats::Sample],
+) -> rusqlite::Result<Vec<TargetFigures>> {
     Ok(rows(conn, interval_id)?
         .into_iter()
-        .map(|(t, _, mean)| TargetFigures { lat_mean_ns: mean, ..TargetFigures::of(&t) })
+        .map(|(mut t, hist, mean)| {
+            if hist.is_empty() {
+                t.samples = samples.to_vec();
+            }
+            TargetFigures { lat_mean_ns: mean, ..TargetFigures::of(&t) }
+        })
         .collect())
 }
