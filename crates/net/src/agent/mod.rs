@@ -872,6 +872,26 @@ impl Agent for Service {
         let (tx, rx) = mpsc::channel(64);
         let metrics = self.metrics.clone();
         let synchronized = self.local.is_none();
+        // Setting up thousands of psync threads takes longer than the coordinator waits for a
+        // word from an agent on a slow host (2,048 took 11 s here): until the step starts, a
+        // heartbeat every second says this agent is alive and at work.
+        let began = Arc::new(AtomicBool::new(false));
+        {
+            let (beat, began) = (tx.clone(), began.clone());
+            tokio::spawn(async move {
+                let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
+                every.tick().await;
+                loop {
+                    every.tick().await;
+                    if began.load(Ordering::Relaxed) || beat.is_closed() {
+                        break;
+                    }
+                    let setting_up = pb::Progress { warmup: true, ..Default::default() };
+                    let _ =
+                        beat.try_send(Ok(pb::StepEvent { event: Some(pb::step_event::Event::Progress(setting_up)) }));
+                }
+            });
+        }
         tokio::task::spawn_blocking(move || {
             let step = Step {
                 r: &r,
@@ -886,9 +906,12 @@ impl Agent for Service {
                 end: &end,
                 synchronized,
                 metrics: metrics.as_ref().map(|(e, host)| (e, host.as_str())),
+                began: &began,
             };
             // It saves the map as the step left it, for the next step, run and final pass.
             let done = run_blocking(&step, &tx);
+            // (A step that failed before it started: its heartbeat ends too.)
+            began.store(true, Ordering::Relaxed);
             // Close the targets before saying Done: a device is held exclusively (O_EXCL) and
             // the next step opens it again as soon as the coordinator reads `Done`.
             drop(targets);

@@ -115,6 +115,7 @@ struct Streamer<'a> {
     /// the last progress they came from.
     metrics: Option<(&'a iocurve_metrics::Exporter, &'a str)>,
     gauges: iocurve_metrics::LiveGauges,
+    began: &'a AtomicBool,
 }
 
 impl Streamer<'_> {
@@ -127,6 +128,7 @@ impl Streamer<'_> {
 
 impl StepObserver for Streamer<'_> {
     fn started(&mut self, rec: &StepRecord) {
+        self.began.store(true, Ordering::Relaxed);
         let started_unix_ns = unix_ns();
         self.send(pb::step_event::Event::Started(pb::Started {
             started_unix_ns,
@@ -204,6 +206,8 @@ pub(super) struct Step<'a> {
     pub(super) synchronized: bool,
     /// This agent's live metrics and its host name.
     pub(super) metrics: Option<(&'a iocurve_metrics::Exporter, &'a str)>,
+    /// Set once the step started: the heartbeat of its set-up ends.
+    pub(super) began: &'a AtomicBool,
 }
 
 /// Runs the step, streaming its events; returns how it ended.
@@ -301,6 +305,7 @@ pub(super) fn run_blocking(step: &Step, tx: &mpsc::Sender<Result<pb::StepEvent, 
         woke_unix_ns: &woke,
         metrics: step.metrics,
         gauges,
+        began: step.began,
     };
     if let Some((e, _)) = step.metrics {
         e.live(Some(streamer.gauges.live.clone()));
