@@ -10,6 +10,7 @@ pub mod claims;
 pub mod compare;
 pub mod economics;
 pub mod format;
+pub mod overview;
 pub mod pairing;
 pub mod reclaim;
 pub mod result;

@@ -146,7 +146,7 @@ fn undecided(steps: &[StepResult], top: usize, rivals: &[usize], what: &str) -> 
     }
 }
 
-fn point(steps: &[StepResult], i: usize) -> Point {
+pub(crate) fn point(steps: &[StepResult], i: usize) -> Point {
     let s = &steps[i];
     Point {
         step: i,

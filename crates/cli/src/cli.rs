@@ -202,6 +202,10 @@ pub enum ExportFormat {
     /// Every problem the run's final verification pass (`--verify-final`) found, as CSV: the
     /// same columns as `iocurve verify --problems`.
     Problems,
+    /// The key figures of every workload as CSV (speed, optimum, maximum, the second value,
+    /// min latency, SLA maximum; block size and read share beside them): a row per workload,
+    /// for a spreadsheet's block size × read share pivot.
+    Overview,
 }
 
 /// How `run --launch` starts agents.

@@ -205,6 +205,10 @@ pub fn show(db: &Path, id: i64, sla: &SlaArgs) -> Result<ExitCode, CliError> {
         stored.run.plan_name,
         status(&stored.run.status)
     );
+    // What a tender document opens with first: the summary, parameters, key figures and
+    // matrices (issue 43); then every workload's steps.
+    let title = titled(&stored.run);
+    crate::out!("{}", iocurve_report::overview::overview_text(&title, &stored.run.plan_name, &result));
     crate::out!("{}", terminal::run_report(&result));
     // The summary the run ended with, as it printed it.
     crate::out!("{}", terminal::run_summary(&result));
@@ -324,6 +328,9 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
             }
         }
         ExportFormat::Problems => return crate::verification::export_problems(&store, id, output),
+        ExportFormat::Overview => {
+            write(output, &iocurve_report::overview::overview_csv(id, &stored.run.label, &result))?
+        }
         ExportFormat::Histograms => {
             let named = named_steps(&stored);
             write(output, &export::histograms_csv(id, &named))?

@@ -65,8 +65,16 @@
   };
   // The x of the per-step charts: worker counts (log 2), or a rate ramp's target rates (log 10).
   // A queue-depth ramp's x: its depths (log 2).
+  // A rate ramp has a tick at every target rate it drove (issue 43: a log axis's own ticks fell
+  // between them), in a short form that fits beside its neighbours: 10k, 25k, 1.5M.
+  const short = (v) => {
+    const a = Math.abs(v);
+    const cut = (x) => String(Number(x.toPrecision(3)));
+    return a >= 1e6 ? cut(v / 1e6) + "M" : a >= 1e4 ? cut(v / 1e3) + "k" : num(v);
+  };
+  const xsOf = (g) => Array.from(new Set(g.series.flatMap((s) => s.x))).filter((v) => v != null).sort((a, b) => a - b);
   const xAxis = (g) => (g.rate
-    ? { label: "target " + g.unit, values: (u, vals) => vals.map((v) => (v == null ? "" : num(v))) }
+    ? { label: "target " + g.unit, splits: () => xsOf(g), values: (u, vals) => vals.map((v) => (v == null ? "" : short(v))) }
     : { label: xName(g), values: (u, vals) => vals.map((v) => (v == null ? "" : String(v))) });
   const xScale = (g) => ({ time: false, distr: 3, log: g.rate ? 10 : 2 });
   const xName = (g) => (g.rate ? "target " + g.unit : g.by_depth ? "queue depth per worker" : "workers");
@@ -283,9 +291,18 @@
   function responseChart(g, el) {
     const data = [null];
     const series = [{}];
+    // The same pattern driven the other way (closed against open loop) drawn over it.
+    const others = (g.overlay || []).map((id) => D.groups.find((o) => o.id === id)).filter((o) => o);
+    const loop = (x) => (others.length ? (x.rate ? " open loop" : " closed loop") : "");
     for (const s of g.series) {
       data.push([s.tput, s.mean]);
-      series.push({ label: s.label + " mean", stroke: s.color, dash: s.dash, width: 2, points: { show: true, size: 6 } });
+      series.push({ label: s.label + loop(g) + " mean", stroke: s.color, dash: s.dash, width: 2, points: { show: true, size: 6 } });
+    }
+    for (const o of others) {
+      for (const s of o.series) {
+        data.push([s.tput, s.mean]);
+        series.push({ label: s.label + loop(o) + " mean", stroke: s.color, dash: o.rate ? [1, 3] : [6, 2], width: 2, alpha: 0.8, points: { show: true, size: 4 } });
+      }
     }
     // The optimum and the maximum on the curve: blue and orange points, painted over it (a
     // series of one point is not drawn in this chart's mode).
@@ -313,7 +330,7 @@
         series.push({ label: s.label + " p99", stroke: s.color, dash: s.dash, width: 1, alpha: 0.6, points: { show: true, size: 4 } });
       }
     }
-    const maxX = maxOf(g.series.map((s) => s.tput)) * 1.05 || 1;
+    const maxX = maxOf(g.series.concat(others.flatMap((o) => o.series)).map((s) => s.tput)) * 1.05 || 1;
     let maxY = maxOf(data.slice(1).map((d) => d[1]));
     const bounds = [];
     for (const r of D.runs) {
@@ -809,6 +826,91 @@
     for (const d of closedForPrint) d.open = false;
     closedForPrint = [];
   });
+
+  // Over block size (a matrix of workloads that differ only in block size and read share): x
+  // the block size in bytes (log 2, a tick at each, named as the plan names it), a line per
+  // read share.
+  const sizeAxis = (m) => ({
+    label: "block size", splits: () => m.bytes,
+    values: (u, vals) => vals.map((v) => { const k = m.bytes.indexOf(v); return k < 0 ? "" : m.sizes[k]; }),
+  });
+  function blocksizeChart(m, el) {
+    const series = [{ label: "block size" }];
+    const cols = [m.bytes];
+    const legend = [];
+    for (const c of m.curves) {
+      legend.push(entry(c.label, { color: c.color, idx: [series.length, series.length + 1] }));
+      series.push({ label: c.label + " IOPS", stroke: c.color, width: 2, scale: "iops", spanGaps: true, points: { show: true, size: 6, fill: c.color } });
+      series.push({ label: c.label + " MB/s", stroke: c.color, dash: [6, 4], width: 1.5, scale: "mbps", spanGaps: true, points: { show: true, size: 5, fill: "#fff" } });
+      cols.push(c.iops, c.mbps);
+    }
+    legend.push(entry("IOPS (left axis)", { width: 2, idx: seriesNamed(series, " IOPS") }));
+    legend.push(entry("MB/s (right axis)", { dash: [6, 4], width: 1.5, idx: seriesNamed(series, " MB/s") }));
+    return make(el, {
+      series,
+      scales: {
+        x: { time: false, distr: 3, log: 2 },
+        iops: { range: () => zeroTo(maxOf(m.curves.map((c) => c.iops))) },
+        mbps: { range: () => zeroTo(maxOf(m.curves.map((c) => c.mbps))) },
+      },
+      axes: [
+        sizeAxis(m),
+        { scale: "iops", label: "IOPS at the maximum", values: axisValues, size: 70 },
+        { scale: "mbps", label: "MB/s at the maximum", values: axisValues, size: 60, side: 1, grid: { show: false } },
+      ],
+    }, cols, legend);
+  }
+  function blocksizeLatencyChart(m, el) {
+    const series = [{ label: "block size" }];
+    const cols = [m.bytes];
+    for (const c of m.curves) {
+      series.push({ label: c.label + " min latency", stroke: c.color, width: 2, spanGaps: true, points: { show: true, size: 6, fill: c.color } });
+      cols.push(c.min_lat);
+    }
+    const top = maxOf(m.curves.map((c) => c.min_lat));
+    return make(el, {
+      series,
+      scales: { x: { time: false, distr: 3, log: 2 }, y: { range: () => zeroTo(top) } },
+      axes: [sizeAxis(m), latAxis("lowest latency", top)],
+    }, cols);
+  }
+  // One block size: its read, mixed and write series (from their own groups) in one
+  // throughput chart, each named by its read share.
+  function togetherChart(m, el) {
+    const t = m.together.find((x) => x.bs === el.dataset.bs);
+    if (!t) return null;
+    const first = D.groups[t.series[0].group];
+    const series = t.series.map((r) => Object.assign({}, D.groups[r.group].series[r.series], { label: r.label, color: r.color }));
+    return throughputChart({ unit: first.unit, rate: false, by_depth: first.by_depth, series }, el);
+  }
+  for (const m of D.matrices || []) {
+    const box = document.getElementById(m.id);
+    const draw = { blocksize: blocksizeChart, "blocksize-latency": blocksizeLatencyChart, together: togetherChart };
+    for (const el of box.querySelectorAll(".chart[data-chart]")) draw[el.dataset.chart](m, el);
+  }
+
+  // "Copy summary": the summary block as HTML and as text, to paste into a document; where the
+  // page may not write the clipboard (a file opened without permission), its text is selected.
+  for (const b of document.querySelectorAll(".copy-summary")) {
+    b.addEventListener("click", async () => {
+      const box = b.closest(".overview");
+      const html = box.querySelector(".summary-block").innerHTML;
+      const text = box.querySelector(".summary-text").textContent;
+      const state = box.querySelector(".copy-state");
+      try {
+        await navigator.clipboard.write([new ClipboardItem({
+          "text/html": new Blob([html], { type: "text/html" }),
+          "text/plain": new Blob([text], { type: "text/plain" }),
+        })]);
+        state.textContent = "copied";
+      } catch (e) {
+        const plain = box.querySelector(".summary-plain");
+        plain.open = true;
+        getSelection().selectAllChildren(box.querySelector(".summary-text"));
+        state.textContent = "the browser does not let this page copy: the text is selected, copy it with Ctrl+C";
+      }
+    });
+  }
 
   const CHARTS = { throughput: throughputChart, percentiles: percentileChart, response: responseChart, cpu: cpuChart };
   for (const g of D.groups) {

@@ -121,7 +121,7 @@ pub fn problem_csv_row(p: &iocurve_analysis::VerifyProblem) -> String {
 }
 
 /// Quotes a CSV field when it needs it (RFC 4180).
-fn field(s: &str) -> String {
+pub(crate) fn field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
 }
 

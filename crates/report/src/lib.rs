@@ -7,6 +7,7 @@ pub mod fio;
 // them without depending on the report.
 pub use iocurve_analysis::format;
 pub mod html;
+pub mod overview;
 pub mod terminal;
 
 use std::path::Path;

@@ -40,6 +40,11 @@ fn grid(header: &[&str], rows: &[Vec<String>], right: impl Fn(usize) -> bool) ->
     grid_within(WIDTH.load(Ordering::Relaxed), header, rows, right)
 }
 
+/// A table as [`grid`] draws it, for the other modules of the report (the overview).
+pub fn table(header: &[&str], rows: &[Vec<String>], right: impl Fn(usize) -> bool) -> String {
+    grid(header, rows, right)
+}
+
 /// The table as plain aligned text (see [`plain_tables`]).
 fn plain_grid(header: &[&str], rows: &[Vec<String>], right: impl Fn(usize) -> bool) -> String {
     // One line per cell; no run of spaces inside one (two spaces part the columns).
@@ -327,8 +332,9 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
     let seq = w.kind == "sequential";
     let mut out = Vec::new();
     let undecided = |u: &Option<iocurve_analysis::Undecided>| u.as_ref().map(|u| u.reason.clone());
+    // "speed" only for a step of one worker: a ramp that starts higher has a lowest step.
     for (label, p, why) in [
-        ("speed", &w.speed, None),
+        (iocurve_analysis::overview::speed_name(w), &w.speed, None),
         ("optimum", &w.optimum, None),
         ("maximum", &w.maximum, undecided(&w.maximum_undecided)),
         ("SLA max", &w.sla_maximum, undecided(&w.sla_maximum_undecided)),
@@ -901,6 +907,10 @@ pub fn run_report(r: &RunResult) -> String {
     out.push_str(&run_notes(r));
     for w in &r.workloads {
         out.push_str(&workload_report(w));
+        if let Some(l) = crate::overview::coverage_line(r, w) {
+            out.push_str(&l);
+            out.push('\n');
+        }
     }
     for c in &r.reclaims {
         out.push_str(&reclaim_report(c));

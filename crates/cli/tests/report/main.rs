@@ -11,6 +11,8 @@
 // (`too_many_lines`, issue 38) is for the code under test.
 #![allow(clippy::too_many_lines)]
 
+mod overview;
+
 use iocurve_testkit as util;
 use iocurve_testkit::browser;
 
@@ -123,7 +125,7 @@ fn report_and_comparison_in_a_real_browser() {
         }
     }
     let impact = b.eval(
-        "Array.from(document.querySelectorAll('#impact table')).map(t => Array.from(t.tBodies[0].rows).map(r => r.cells[0].textContent + ' ' + r.cells[3].textContent + ' | ' + r.cells[4].textContent))",
+        "Array.from(document.querySelectorAll('#impact table.impact')).map(t => Array.from(t.tBodies[0].rows).map(r => r.cells[0].textContent + ' ' + r.cells[3].textContent + ' | ' + r.cells[4].textContent))",
     );
     let impact = impact.as_array().unwrap();
     assert_eq!(impact.len(), 3, "maximum, optimum and SLA maximum: {impact:?}");
@@ -248,8 +250,9 @@ fn a_large_run_stays_within_the_size_and_render_budget() {
     // A guard against a page that hangs its drawing: over 10× the fastest load measured (0.4 s).
     assert!(times[0] < 10_000.0, "the page renders in under 10 s: {times:?}");
     assert_eq!(b.eval("document.querySelectorAll('section.group').length"), 5);
-    // Five charts per group, and the SNIA window of the chosen step (its steps have 5+ intervals).
-    assert_all_drawn(&mut b, 5 * 6);
+    // Five charts per group, the SNIA window of the chosen step (its steps have 5+ intervals),
+    // and the frontend and backend matrices' two charts over block size each.
+    assert_all_drawn(&mut b, 5 * 6 + 4);
     let samples = b.eval("JSON.parse(document.getElementById('iocurve-data').textContent).groups.map(g => g.series.map(s => s.timeline.map(t => t.t.length).reduce((a, b) => a + b, 0)).reduce((a, b) => a + b, 0)).reduce((a, b) => a + b, 0)");
     assert_eq!(samples, 10 * 10 * 600, "every sample is in the report");
     b.screenshot(&artifact("report-large.png"));

@@ -24,6 +24,7 @@ mod fio;
 mod grids;
 mod launch;
 mod layout;
+mod overview;
 mod precondition;
 mod regression;
 mod runs;

@@ -16,6 +16,7 @@ use crate::terminal;
 
 mod charts;
 mod grid;
+mod overview;
 mod views;
 
 use charts::*;
@@ -82,7 +83,9 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
     let charted = grid::with_rows(runs);
     let groups = group(&charted);
     let series = series_of(&charted, &groups);
+    let (matrices, matrix_data) = overview::matrices(&charted, &groups);
     let data = json!({
+        "matrices": matrix_data,
         "runs": runs.iter().enumerate().map(|(i, r)| json!({
             "title": r.title(),
             "color": PALETTE[i % PALETTE.len()],
@@ -101,6 +104,9 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
             // What the x axis counts: workers, or a queue-depth ramp's depths.
             "by_depth": g.by_depth,
             "series": series[gi].iter().map(|s| s.data.clone()).collect::<Vec<_>>(),
+            // The other loop of the same pattern (a rate ramp beside a worker ramp): drawn
+            // over this group's response-time curve, closed and open loop together.
+            "overlay": overlays(&groups, gi),
         })).collect::<Vec<_>>(),
     });
     let views: Vec<GroupView> = groups
@@ -112,16 +118,32 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
             rate: g.rate,
             by_depth: g.by_depth,
             step_headers: if g.rate {
-                terminal::RATE_HEADERS.to_vec()
+                terminal::RATE_HEADERS.iter().chain(&[COVERAGE_HEADER]).copied().collect()
             } else {
-                // `views::step_rows`: the terminal's columns, then errors, the longest stall, flags.
-                terminal::STEP_HEADERS.iter().chain(&["errors", "longest stall s", "flags"]).copied().collect()
+                // `views::step_rows`: the terminal's columns, then errors, the longest stall,
+                // the coverage of a backend, flags.
+                terminal::STEP_HEADERS
+                    .iter()
+                    .chain(&["errors", "longest stall s", COVERAGE_HEADER, "flags"])
+                    .copied()
+                    .collect()
             },
-            summary: series[gi].iter().map(|s| summary_row(s)).collect(),
+            summary: series[gi]
+                .iter()
+                .zip(&g.members)
+                .map(|(s, &(ri, _))| summary_row(s, &charted[ri].result))
+                .collect(),
             steps: series[gi]
                 .iter()
-                .map(|s| StepTable { series: s.label.clone(), headers: Vec::new(), rows: step_rows(s.w) })
+                .zip(&g.members)
+                .map(|(s, &(ri, _))| StepTable {
+                    series: s.label.clone(),
+                    headers: Vec::new(),
+                    rows: step_rows(s.w, &charted[ri].result),
+                })
                 .collect(),
+            cache_only: g.members.iter().any(|(_, w)| iocurve_analysis::overview::cache_only(w)),
+            coverage: g.members.iter().any(|(_, w)| w.working_set == "backend"),
             hosts: series[gi]
                 .iter()
                 .filter(|s| s.w.steps.iter().any(|st| !st.host_results.is_empty()))
@@ -163,6 +185,9 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
     env.add_template("report.html", TEMPLATE)?;
     env.get_template("report.html")?.render(minijinja::context! {
         title,
+        overviews => overview::overviews(runs),
+        matrices,
+        glance => overview::glance(runs),
         tool_version => runs.first().map(|r| r.result.tool_version.clone()).unwrap_or_default(),
         runs => heads,
         groups => views,
@@ -178,6 +203,25 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
         app_js => APP_JS,
         data => script_json(&data),
     })
+}
+
+/// The step tables' column of a backend's coverage (`views::coverage_cell`).
+const COVERAGE_HEADER: &str = "coverage";
+
+/// The groups of the same pattern driven the other way (closed loop against open loop), by id.
+fn overlays(groups: &[Group], gi: usize) -> Vec<String> {
+    let key = |g: &Group| {
+        let mut k = pattern_key(g.members[0].1);
+        k.4 = (false, false);
+        k
+    };
+    groups
+        .iter()
+        .enumerate()
+        .filter(|&(k, g)| k != gi && g.rate != groups[gi].rate && !g.by_depth && !groups[gi].by_depth)
+        .filter(|(_, g)| key(g) == key(&groups[gi]))
+        .map(|(k, _)| format!("g{k}"))
+        .collect()
 }
 
 /// JSON that is safe inside a `<script>` element: `<` never appears literally, so neither

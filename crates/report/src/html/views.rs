@@ -146,6 +146,11 @@ pub(super) struct GroupView {
     pub(super) directions_title: &'static str,
     /// Some step has the SNIA steady-state check (5 intervals or more): its window is drawn.
     pub(super) steady: bool,
+    /// Some series is a frontend: its figures are cache-only, not for sizing (said under the
+    /// title).
+    pub(super) cache_only: bool,
+    /// Some series is a backend: its step tables' coverage column is explained.
+    pub(super) coverage: bool,
     /// What an array makes of each writing series' data (empty for reads).
     pub(super) data: Vec<DataTable>,
 }
@@ -169,6 +174,8 @@ pub(super) struct SummaryRow {
     pub(super) sla_maximum: String,
     pub(super) min_lat: String,
     pub(super) flagged: String,
+    /// A frontend: cache-only, not for sizing.
+    pub(super) cache_only: bool,
     /// Lines under the table: the vendor's claim against the measurement, the links' transfer
     /// floor (issue 42).
     pub(super) notes: Vec<String>,
@@ -212,16 +219,24 @@ pub(super) struct ImpactRow {
     pub(super) latency_class: &'static str,
 }
 
-pub(super) fn summary_row(s: &Series) -> SummaryRow {
+pub(super) fn summary_row(s: &Series, r: &RunResult) -> SummaryRow {
     let w = s.w;
     let seq = w.kind == "sequential";
     let flagged = w.steps.iter().filter(|s| !s.flags.is_empty()).count();
+    // "speed" only for a step of one worker (the column's header says what a rate ramp's is).
+    let speed = match iocurve_analysis::overview::speed_name(w) {
+        "lowest step" => format!("lowest step: {}", terminal::point_cell(&w.speed, seq)),
+        _ => terminal::point_cell(&w.speed, seq),
+    };
+    let coverage =
+        w.maximum.and_then(|p| w.steps.get(p.step)).and_then(|st| iocurve_analysis::overview::coverage(r, w, st));
     SummaryRow {
         series: s.label.clone(),
         workload: w.name.clone(),
         color: s.color,
         dashed: s.dashed,
-        speed: terminal::point_cell(&w.speed, seq),
+        cache_only: iocurve_analysis::overview::cache_only(w),
+        speed,
         optimum: terminal::point_cell(&w.optimum, seq),
         maximum: match (&w.maximum_undecided, &w.links) {
             (Some(u), _) => format!("undecided: {}", u.reason),
@@ -241,24 +256,49 @@ pub(super) fn summary_row(s: &Series) -> SummaryRow {
             .chain(w.transfer_floor.iter().map(|f| {
                 format!("{}: one block's payload time on the link, under every latency through it", f.describe())
             }))
+            .chain(coverage.map(|c| format!("the maximum's step {} (every step's in the step table)", c.describe())))
             .collect(),
     }
 }
 
 /// The step table: the terminal's columns, plus errors and the longest stall (a rate ramp: the
 /// terminal's rate columns).
-pub(super) fn step_rows(w: &WorkloadResult) -> Vec<Vec<String>> {
+pub(super) fn step_rows(w: &WorkloadResult, r: &RunResult) -> Vec<Vec<String>> {
     if terminal::is_rate_ramp(w) {
-        return w.steps.iter().map(|s| terminal::rate_cells(s, w.kind == "sequential")).collect();
+        return w
+            .steps
+            .iter()
+            .map(|s| {
+                let mut row = terminal::rate_cells(s, w.kind == "sequential");
+                row.push(coverage_cell(r, w, s));
+                row
+            })
+            .collect();
     }
     w.steps
         .iter()
         .map(|s| {
             let mut row = terminal::step_cells(w, s);
-            row.extend([format::group(s.errors), format!("{:.2}", s.longest_stall_s), terminal::flag_codes(s)]);
+            row.extend([
+                format::group(s.errors),
+                format!("{:.2}", s.longest_stall_s),
+                coverage_cell(r, w, s),
+                terminal::flag_codes(s),
+            ]);
             row
         })
         .collect()
+}
+
+/// A backend step's coverage: `0.25 × (≈ 22 %)`; a dash for a frontend or range.
+fn coverage_cell(r: &RunResult, w: &WorkloadResult, s: &StepResult) -> String {
+    iocurve_analysis::overview::coverage(r, w, s).map_or_else(
+        || "—".into(),
+        |c| {
+            let touched = c.touched_pct.map(|t| format!(" (≈ {t:.0} %)")).unwrap_or_default();
+            format!("{:.2} ×{touched}", c.moved_pct / 100.0)
+        },
+    )
 }
 
 /// Each step's reads, writes and trims apart, for a workload that mixes directions (None: one
