@@ -202,6 +202,10 @@ pub enum ExportFormat {
     /// Every problem the run's final verification pass (`--verify-final`) found, as CSV: the
     /// same columns as `iocurve verify --problems`.
     Problems,
+    /// vdbench's flatfile.html layout (plain text: a header of column names, then a line per
+    /// interval and an avg_1-N line per step, whitespace-separated) for vdbench's parseflat
+    /// and the tools vdbench users have; columns in the README.
+    Flatfile,
 }
 
 /// How `run --launch` starts agents.
