@@ -206,6 +206,10 @@ pub enum ExportFormat {
     /// min latency, SLA maximum; block size and read share beside them): a row per workload,
     /// for a spreadsheet's block size × read share pivot.
     Overview,
+    /// vdbench's flatfile.html layout (plain text: a header of column names, then a line per
+    /// interval and an avg_1-N line per step, whitespace-separated) for vdbench's parseflat
+    /// and the tools vdbench users have; columns in the README.
+    Flatfile,
 }
 
 /// How `run --launch` starts agents.

@@ -335,6 +335,12 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
             let named = named_steps(&stored);
             write(output, &export::histograms_csv(id, &named))?
         }
+        ExportFormat::Flatfile => {
+            // The records of the workloads the result has (those with a finished step).
+            let records: Vec<Vec<_>> =
+                stored.workloads.iter().filter(|w| !w.steps.is_empty()).map(|w| w.steps.clone()).collect();
+            write(output, &iocurve_report::flatfile::flatfile(&result, &records))?
+        }
         ExportFormat::Targets => {
             let named = named_steps(&stored);
             write(output, &export::targets_csv(id, &named, &result.targets))?

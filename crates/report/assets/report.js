@@ -666,6 +666,100 @@
     return { items, height: entries.length ? y + LEGEND_ROW + 6 : 0 };
   }
 
+  // ---- What an exported chart carries (issue 43): its run(s), chart, series and step, as an
+  // SVG's <title>, <desc> and <metadata> and as a PNG's text chunks. Drawn from the embedded
+  // data only.
+  const STEP_CHARTS = ["timeline", "host-timeline", "steady"];
+  // `random, 100 % read, 4k, qd 1, working set backend`: a series' parameters in words.
+  const aboutWords = (a) => [a.kind, (a.read_pct >= 100 ? "100 % read" : a.read_pct <= 0 ? "100 % write" : a.read_pct + " % read"),
+    a.bs, "qd " + a.qd, "working set " + a.working_set].concat(a.shape ? [a.shape] : [], a.trim_pct ? [a.trim_pct + " % trim"] : []).join(", ");
+  function exportContext(el) {
+    const section = el.closest("section.group");
+    const chart = el.dataset.chart || "chart";
+    const box = el.closest(".matrix");
+    const m = box && (D.matrices || []).find((x) => x.id === box.id);
+    // A matrix's chart: its workloads (one block size's, for a chart of one), as a group.
+    const g = m
+      ? { title: m.title + (el.dataset.bs ? " — " + el.dataset.bs : ""), unit: m.unit,
+        series: (el.dataset.bs ? m.together.find((t) => t.bs === el.dataset.bs).series : m.members).map((r) => D.groups[r.group].series[r.series]) }
+      : section && D.groups.find((x) => x.id === section.id);
+    if (!g) return { title: "iocurve " + chart, desc: chart, json: { software: "iocurve " + D.version, chart } };
+    let step = null;
+    let series = g.series;
+    if (STEP_CHARTS.includes(chart)) {
+      const w = Number(section.querySelector(".step-select").value);
+      step = { x: w, name: stepName(g, w) };
+      series = series.filter((s) => s.x.includes(w));
+    }
+    const runs = Array.from(new Set(series.map((s) => s.run))).sort((a, b) => a - b).map((i) => D.runs[i]);
+    const title = ["iocurve " + runs.map((r) => r.title).join(" vs "), g.title, chart].concat(step ? [step.name] : []).join(" — ");
+    const desc = runs.map((r) => r.title + ": started " + r.about.started + ", host " + r.about.host +
+      (r.about.hosts.length ? " (agents " + r.about.hosts.join(", ") + ")" : "") + ", back-end " + r.about.backend +
+      ", plan " + r.about.plan + ", iocurve " + r.about.version)
+      .concat(["chart: " + chart + " of " + g.title + (step ? ", at " + step.name : "")])
+      .concat(series.map((s) => "series " + s.label + ": workload " + s.name + ", " + aboutWords(s.about)))
+      .join("\n");
+    const json = {
+      software: "iocurve " + D.version, chart, pattern: g.title, unit: g.unit, step,
+      runs: runs.map((r) => Object.assign({ title: r.title }, r.about)),
+      series: series.map((s) => Object.assign({ label: s.label, run: D.runs[s.run].about.id, workload: s.name }, s.about)),
+    };
+    return { title, desc, json };
+  }
+  // Text as XML character data: markup escaped, and no character XML 1.0 forbids.
+  const xmlText = (t) => esc(String(t).replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, ""));
+  const svgContext = (c) => `<title>${xmlText(c.title)}</title>\n<desc>${xmlText(c.desc)}</desc>\n` +
+    `<metadata id="iocurve-context" data-type="application/json">${xmlText(JSON.stringify(c.json))}</metadata>`;
+  // The PNG text chunks (keywords as the PNG specification names them).
+  const pngEntries = (c) => [["Title", c.title], ["Description", c.desc], ["Software", "iocurve " + D.version],
+    ["Source", "iocurve HTML report (uPlot chart)"], ["Comment", JSON.stringify(c.json)]];
+  // CRC-32 of PNG chunks (ISO 3309, as the PNG specification gives it).
+  let crcTable = null;
+  function crc32(bytes) {
+    if (!crcTable) {
+      crcTable = new Uint32Array(256);
+      for (let n = 0; n < 256; n++) {
+        let c = n;
+        for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+        crcTable[n] = c >>> 0;
+      }
+    }
+    let c = 0xffffffff;
+    for (const b of bytes) c = crcTable[(c ^ b) & 0xff] ^ (c >>> 8);
+    return (c ^ 0xffffffff) >>> 0;
+  }
+  // A tEXt chunk where keyword and text are Latin-1, else an iTXt chunk with the text in UTF-8.
+  function textChunk(keyword, text) {
+    const latin1 = (s) => Array.from(s, (ch) => ch.charCodeAt(0));
+    const body = /^[\u0001-\u00ff]*$/.test(text)
+      ? latin1(keyword).concat([0], latin1(text))
+      : latin1(keyword).concat([0, 0, 0, 0, 0], Array.from(new TextEncoder().encode(text)));
+    const type = latin1(/^[\u0001-\u00ff]*$/.test(text) ? "tEXt" : "iTXt");
+    const out = new Uint8Array(12 + body.length);
+    const view = new DataView(out.buffer);
+    view.setUint32(0, body.length);
+    out.set(type, 4);
+    out.set(body, 8);
+    view.setUint32(8 + body.length, crc32(out.subarray(4, 8 + body.length)));
+    return out;
+  }
+  // The PNG of a data URL with text chunks put after its header chunk (IHDR), before its data.
+  function pngWithText(dataUrl, entries) {
+    const bin = atob(dataUrl.slice(dataUrl.indexOf(",") + 1));
+    const png = Uint8Array.from(bin, (ch) => ch.charCodeAt(0));
+    const ihdrEnd = 8 + 12 + new DataView(png.buffer).getUint32(8);
+    const chunks = entries.map(([k, t]) => textChunk(k, t));
+    const out = new Uint8Array(png.length + chunks.reduce((n, c) => n + c.length, 0));
+    out.set(png.subarray(0, ihdrEnd), 0);
+    let at = ihdrEnd;
+    for (const c of chunks) { out.set(c, at); at += c.length; }
+    out.set(png.subarray(ihdrEnd), at);
+    let s = "";
+    for (let i = 0; i < out.length; i += 0x8000) s += String.fromCharCode.apply(null, out.subarray(i, i + 0x8000));
+    return "data:image/png;base64," + btoa(s);
+  }
+  // ---- end of what an exported chart carries.
+
   // The chart as SVG: drawn again from the same data, scales and axis ticks uPlot computed,
   // with the legend below it; a vector figure for documents.
   let svgCount = 0;
@@ -684,6 +778,7 @@
       `<rect width="${W}" height="${total}" fill="#fff"/>`,
       `<defs><clipPath id="${clip}"><rect x="${f(bb.left)}" y="${f(bb.top)}" width="${f(bb.width)}" height="${f(bb.height)}"/></clipPath></defs>`,
     ];
+    out.splice(1, 0, svgContext(exportContext(el)));
     for (const a of u.axes) {
       if (!a.show || !a._splits) continue;
       const vert = a.side % 2 === 1;
@@ -809,7 +904,7 @@
       ctx.fillStyle = "#222";
       ctx.fillText(e.label, x + 32, top + 10);
     }
-    return canvas.toDataURL("image/png");
+    return pngWithText(canvas.toDataURL("image/png"), pngEntries(exportContext(el)));
   }
 
   // For the download buttons, and for tests and scripts: `iocurveExport.svg(chartElement)`.

@@ -3,6 +3,7 @@
 
 pub mod export;
 pub mod fio;
+pub mod flatfile;
 // The number formats live beside the analysis, whose words use them too; the runner quotes
 // them without depending on the report.
 pub use iocurve_analysis::format;

@@ -24,6 +24,9 @@ use iocurve_stats::{CpuUsage, IntervalStats, Sample, StepRecord};
 use iocurve_store::{NewRun, Store};
 use serde_json::Value;
 
+// Issue 43, part 5: what exported charts carry.
+mod exports;
+
 /// Screenshots are kept here for people to look at (and CI to archive).
 fn artifact(name: &str) -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts").join(name)

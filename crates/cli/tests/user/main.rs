@@ -21,6 +21,7 @@ mod deploy;
 mod everyday;
 mod faults;
 mod fio;
+mod flatfile;
 mod grids;
 mod launch;
 mod layout;

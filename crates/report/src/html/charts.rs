@@ -77,6 +77,8 @@ pub(super) fn series_data(run: usize, label: &str, color: &str, w: &WorkloadResu
         "name": w.name,
         "label": label,
         "ws": w.working_set,
+        // Its parameters, as a chart's PNG and SVG exports name them (issue 43).
+        "about": about(w),
         "color": color,
         "dash": dash(&w.working_set),
         // Where the optimum and the maximum are among the steps: marked blue and orange.
@@ -141,6 +143,24 @@ pub(super) fn series_data(run: usize, label: &str, color: &str, w: &WorkloadResu
             "tput": h.samples.iter().map(|x| sig(if seq { x.mbps } else { x.iops }, 4)).collect::<Vec<_>>(),
         })).collect::<Vec<_>>())).collect::<Vec<_>>(),
     })
+}
+
+/// A workload's parameters in short: what its series stands for in an exported chart.
+fn about(w: &WorkloadResult) -> Value {
+    let mut a = json!({
+        "kind": w.kind,
+        "read_pct": w.read_pct,
+        "bs": w.bs,
+        "qd": w.queue_depth,
+        "working_set": w.working_set,
+    });
+    if !w.shape.is_empty() {
+        a["shape"] = json!(w.shape);
+    }
+    if w.trim_pct > 0.0 {
+        a["trim_pct"] = json!(w.trim_pct);
+    }
+    a
 }
 
 /// The share of I/Os below the top of each bucket, in percent. Below 100 until the last I/O

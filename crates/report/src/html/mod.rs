@@ -91,7 +91,11 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
             "color": PALETTE[i % PALETTE.len()],
             "sla_mean_us": r.result.sla.and_then(|s| s.mean_ms).map(|v| v * 1000.0),
             "sla_p99_us": r.result.sla.and_then(|s| s.p99_ms).map(|v| v * 1000.0),
+            // What a chart's PNG and SVG exports carry of their run (issue 43).
+            "about": run_about(r),
         })).collect::<Vec<_>>(),
+        // The iocurve that wrote the report: the `Software` of its exported charts.
+        "version": env!("CARGO_PKG_VERSION"),
         "buckets": bucket_labels(runs),
         "bucket_tops": bucket_tops(runs),
         "groups": groups.iter().enumerate().map(|(gi, g)| json!({
@@ -222,6 +226,21 @@ fn overlays(groups: &[Group], gi: usize) -> Vec<String> {
         .filter(|(_, g)| key(g) == key(&groups[gi]))
         .map(|(k, _)| format!("g{k}"))
         .collect()
+}
+
+/// A run as a chart's exports name it in their metadata (issue 43): its id, label, start, host,
+/// back-end, plan and the iocurve that measured it.
+fn run_about(r: &ReportRun) -> Value {
+    json!({
+        "id": r.id,
+        "label": r.label,
+        "started": r.result.started_at,
+        "host": r.result.host.facts.hostname,
+        "hosts": r.result.host.agents.iter().map(|a| a.address.clone()).collect::<Vec<_>>(),
+        "backend": r.result.host.backend,
+        "version": r.result.tool_version,
+        "plan": r.plan,
+    })
 }
 
 /// JSON that is safe inside a `<script>` element: `<` never appears literally, so neither

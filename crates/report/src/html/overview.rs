@@ -94,7 +94,19 @@ pub(super) fn matrices(runs: &[ReportRun], groups: &[Group]) -> (Vec<MatrixView>
                     (bs.clone(), refs)
                 })
                 .collect();
-            data.push(matrix_data(&id, r, &m, &together));
+            // Every workload's series, for what an exported chart names (its `about`).
+            let members: Vec<Value> = m
+                .cells
+                .iter()
+                .flatten()
+                .flatten()
+                .filter_map(|&wi| series_of(wi))
+                .map(|(gi, si)| json!({"group": gi, "series": si}))
+                .collect();
+            let mut d = matrix_data(&id, r, &m, &together);
+            d["run"] = json!(ri);
+            d["members"] = json!(members);
+            data.push(d);
             views.push(MatrixView {
                 id,
                 title,
