@@ -150,14 +150,15 @@ fn a_block_size_sweep_opens_with_its_overview_and_matrices() {
     let w0 = &result["workloads"][0];
     assert_eq!(w0["name"], "backend-read-4k");
     let moved = w0["steps"][0]["read"]["bytes"].as_f64().unwrap() / size;
-    let cell = b.eval(
+    let line = b.eval(
         "(() => { const s = Array.from(document.querySelectorAll('section.group')).find(s => s.querySelector('h2').textContent === 'random read, 4k, qd 1');
-           const t = Array.from(s.querySelectorAll('details.steps table')).find(t => t.previousElementSibling.textContent === 'backend');
-           const h = Array.from(t.tHead.rows[0].cells).map(c => c.textContent).indexOf('coverage');
-           return h < 0 ? null : t.tBodies[0].rows[0].cells[h].textContent; })()",
+           const t = Array.from(s.querySelectorAll('details.steps h4')).find(h => h.textContent === 'backend');
+           return t.nextElementSibling.nextElementSibling.textContent; })()",
     );
-    let want = format!("{moved:.2} × (≈ {:.0} %)", (1.0 - (-moved).exp()) * 100.0);
-    assert_eq!(cell, want.as_str(), "bytes moved ÷ the target's size, and the blocks touched");
+    let line = line.as_str().unwrap();
+    let want = format!("1 worker {moved:.2} × (≈ {:.0} %)", (1.0 - (-moved).exp()) * 100.0);
+    assert!(line.starts_with("coverage (bytes moved ÷ the targets' 64 MiB; ≈ share of blocks touched): "), "{line}");
+    assert!(line.contains(&want), "bytes moved ÷ the target's size, and the blocks touched: {want} in {line}");
 
     // "Copy summary": copied, or (no clipboard for a file) the text selected to copy by hand.
     b.eval("document.querySelector('.copy-summary').click()");
@@ -210,12 +211,19 @@ fn a_four_run_comparison_fits_the_page() {
         ])
     );
     assert_eq!(at_max["rows"].as_array().unwrap().len(), 2, "frontend and backend: {at_max}");
+    // Each run's figure and its change; a maximum too noisy to tell (a loaded machine) says so.
+    let mut full = 0;
     for row in at_max["rows"].as_array().unwrap() {
         for c in 2..5 {
             let cell = row[c].as_str().unwrap();
-            assert!(cell.contains(" IOPS @ ") && cell.contains(" % ") && cell.contains("latency"), "{cell}");
+            if cell.contains(" IOPS @ ") && cell.contains(" % ") && cell.contains("latency") {
+                full += 1;
+            } else {
+                assert!(cell.contains("undecided (too noisy)"), "{cell}");
+            }
         }
     }
+    assert!(full >= 3, "{at_max}");
     // The details of each run against the baseline stay folded with four runs.
     assert_eq!(b.eval("document.querySelector('details.impact-detail').open"), false);
     // Printed on A4: the table within the page's width.

@@ -122,15 +122,10 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
             rate: g.rate,
             by_depth: g.by_depth,
             step_headers: if g.rate {
-                terminal::RATE_HEADERS.iter().chain(&[COVERAGE_HEADER]).copied().collect()
+                terminal::RATE_HEADERS.to_vec()
             } else {
-                // `views::step_rows`: the terminal's columns, then errors, the longest stall,
-                // the coverage of a backend, flags.
-                terminal::STEP_HEADERS
-                    .iter()
-                    .chain(&["errors", "longest stall s", COVERAGE_HEADER, "flags"])
-                    .copied()
-                    .collect()
+                // `views::step_rows`: the terminal's columns, then errors, the longest stall, flags.
+                terminal::STEP_HEADERS.iter().chain(&["errors", "longest stall s", "flags"]).copied().collect()
             },
             summary: series[gi]
                 .iter()
@@ -143,15 +138,22 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
                 .map(|(s, &(ri, _))| StepTable {
                     series: s.label.clone(),
                     headers: Vec::new(),
-                    rows: step_rows(s.w, &charted[ri].result),
+                    rows: step_rows(s.w),
+                    // A backend's coverage per step, on a line under the table (a column made
+                    // the printed table wider than the page).
+                    coverage: crate::overview::coverage_line(&charted[ri].result, s.w).map(|l| l.trim().to_string()),
                 })
                 .collect(),
             cache_only: g.members.iter().any(|(_, w)| iocurve_analysis::overview::cache_only(w)),
-            coverage: g.members.iter().any(|(_, w)| w.working_set == "backend"),
             hosts: series[gi]
                 .iter()
                 .filter(|s| s.w.steps.iter().any(|st| !st.host_results.is_empty()))
-                .map(|s| StepTable { series: s.label.clone(), headers: Vec::new(), rows: host_rows(s.w) })
+                .map(|s| StepTable {
+                    series: s.label.clone(),
+                    headers: Vec::new(),
+                    rows: host_rows(s.w),
+                    coverage: None,
+                })
                 .collect(),
             directions: series[gi]
                 .iter()
@@ -160,6 +162,7 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
                         series: s.label.clone(),
                         headers,
                         rows,
+                        coverage: None,
                     })
                 })
                 .collect(),
@@ -208,9 +211,6 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
         data => script_json(&data),
     })
 }
-
-/// The step tables' column of a backend's coverage (`views::coverage_cell`).
-const COVERAGE_HEADER: &str = "coverage";
 
 /// The groups of the same pattern driven the other way (closed loop against open loop), by id.
 fn overlays(groups: &[Group], gi: usize) -> Vec<String> {

@@ -149,8 +149,6 @@ pub(super) struct GroupView {
     /// Some series is a frontend: its figures are cache-only, not for sizing (said under the
     /// title).
     pub(super) cache_only: bool,
-    /// Some series is a backend: its step tables' coverage column is explained.
-    pub(super) coverage: bool,
     /// What an array makes of each writing series' data (empty for reads).
     pub(super) data: Vec<DataTable>,
 }
@@ -188,6 +186,9 @@ pub(super) struct StepTable {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(super) headers: Vec<String>,
     pub(super) rows: Vec<Vec<String>>,
+    /// A backend's coverage at every step, a line under the table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) coverage: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -263,42 +264,18 @@ pub(super) fn summary_row(s: &Series, r: &RunResult) -> SummaryRow {
 
 /// The step table: the terminal's columns, plus errors and the longest stall (a rate ramp: the
 /// terminal's rate columns).
-pub(super) fn step_rows(w: &WorkloadResult, r: &RunResult) -> Vec<Vec<String>> {
+pub(super) fn step_rows(w: &WorkloadResult) -> Vec<Vec<String>> {
     if terminal::is_rate_ramp(w) {
-        return w
-            .steps
-            .iter()
-            .map(|s| {
-                let mut row = terminal::rate_cells(s, w.kind == "sequential");
-                row.push(coverage_cell(r, w, s));
-                row
-            })
-            .collect();
+        return w.steps.iter().map(|s| terminal::rate_cells(s, w.kind == "sequential")).collect();
     }
     w.steps
         .iter()
         .map(|s| {
             let mut row = terminal::step_cells(w, s);
-            row.extend([
-                format::group(s.errors),
-                format!("{:.2}", s.longest_stall_s),
-                coverage_cell(r, w, s),
-                terminal::flag_codes(s),
-            ]);
+            row.extend([format::group(s.errors), format!("{:.2}", s.longest_stall_s), terminal::flag_codes(s)]);
             row
         })
         .collect()
-}
-
-/// A backend step's coverage: `0.25 × (≈ 22 %)`; a dash for a frontend or range.
-fn coverage_cell(r: &RunResult, w: &WorkloadResult, s: &StepResult) -> String {
-    iocurve_analysis::overview::coverage(r, w, s).map_or_else(
-        || "—".into(),
-        |c| {
-            let touched = c.touched_pct.map(|t| format!(" (≈ {t:.0} %)")).unwrap_or_default();
-            format!("{:.2} ×{touched}", c.moved_pct / 100.0)
-        },
-    )
 }
 
 /// Each step's reads, writes and trims apart, for a workload that mixes directions (None: one
