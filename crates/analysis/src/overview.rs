@@ -59,16 +59,42 @@ pub fn cache_only(w: &WorkloadResult) -> bool {
 /// The words that go with a cache-only figure wherever it is shown.
 pub const CACHE_ONLY: &str = "cache-only, not for sizing";
 
-/// The SLA maximum to quote for a workload: its own, or the open-loop answer of the rate ramp
-/// its closed-loop answer names (`sla_answer.follows`), with that workload's name.
-pub fn sla_quote<'a>(r: &'a RunResult, w: &'a WorkloadResult) -> Option<(Point, &'a WorkloadResult)> {
+/// The SLA maximum to quote for a workload, and whose it is.
+#[derive(Debug, Clone, Copy)]
+pub struct SlaQuote<'a> {
+    pub point: Point,
+    /// The workload whose answer it is: this one, or the rate ramp its closed loop names.
+    pub from: &'a WorkloadResult,
+    /// Open loop (to quote); closed loop is an upper bound.
+    pub open_loop: bool,
+}
+
+/// The SLA maximum to quote for a workload: the open-loop answer of the rate ramp its
+/// closed-loop answer names (`sla_answer.follows`), else its own (a closed loop's an upper bound).
+pub fn sla_quote<'a>(r: &'a RunResult, w: &'a WorkloadResult) -> Option<SlaQuote<'a>> {
     if let Some(name) = w.sla_answer.as_ref().and_then(|a| a.follows.as_ref())
         && let Some(open) = r.workloads.iter().find(|o| &o.name == name)
         && let Some(p) = open.sla_maximum
     {
-        return Some((p, open));
+        return Some(SlaQuote { point: p, from: open, open_loop: true });
     }
-    w.sla_maximum.map(|p| (p, w))
+    let open_loop = w.sla_answer.as_ref().is_some_and(|a| a.open_loop) || w.steps.iter().any(|s| s.rate.is_some());
+    w.sla_maximum.map(|p| SlaQuote { point: p, from: w, open_loop })
+}
+
+/// The size of a set of targets, each LUN once: paths of one LUN (multipath nodes, or several
+/// agents' paths to a shared LUN) are one LUN's size, not one each.
+pub fn targets_size<'a>(targets: impl IntoIterator<Item = &'a crate::result::TargetInfo>) -> u64 {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut size = 0;
+    for t in targets {
+        let id = t.lun.as_deref().unwrap_or(&t.path);
+        if !seen.contains(&id) {
+            seen.push(id);
+            size += t.size;
+        }
+    }
+    size
 }
 
 /// How much of its targets a step moved: bytes read, written and trimmed over the working
@@ -106,12 +132,13 @@ pub fn coverage(r: &RunResult, w: &WorkloadResult, s: &StepResult) -> Option<Cov
     if w.working_set != "backend" {
         return None;
     }
-    let own: Option<u64> = (!s.targets.is_empty())
-        .then(|| {
-            s.targets.iter().map(|t| r.targets.iter().find(|i| i.path == t.target).map(|i| i.size)).sum::<Option<u64>>()
-        })
+    let own: Option<Vec<&crate::result::TargetInfo>> = (!s.targets.is_empty())
+        .then(|| s.targets.iter().map(|t| r.targets.iter().find(|i| i.path == t.target)).collect::<Option<Vec<_>>>())
         .flatten();
-    let size = own.unwrap_or_else(|| r.targets.iter().map(|t| t.size).sum());
+    let size = match own {
+        Some(own) => targets_size(own),
+        None => targets_size(&r.targets),
+    };
     if size == 0 {
         return None;
     }
@@ -139,6 +166,8 @@ pub struct Matrix {
     pub read_shares: Vec<f64>,
     /// `cells[row][column]`: the index of the workload in the run's `workloads`.
     pub cells: Vec<Vec<Option<usize>>>,
+    /// Workloads of an occupied cell, in words.
+    pub left_out: Vec<String>,
 }
 
 impl Matrix {
@@ -149,82 +178,126 @@ impl Matrix {
         } else if pct <= 0.0 {
             "write".into()
         } else {
-            format!("{pct} % read")
+            format!("{} % read", (pct * 10.0).round() / 10.0)
         }
     }
 }
 
-/// What the workloads of one matrix share: everything but block size and read share.
-#[derive(PartialEq)]
-struct Shared<'a> {
-    kind: &'a str,
-    working_set: &'a str,
-    queue_depth: u32,
-    shape: &'a str,
-    backend: &'a str,
+/// What the workloads of one matrix share: their settings but read share and block size (and,
+/// for a read-only workload, the data it would write: it writes none).
+fn shared_settings(w: &WorkloadResult) -> (String, Option<String>) {
+    if !w.settings.known() {
+        // Documents written before workloads kept their settings: what the result says.
+        return (format!("{}, {}, qd {}, {}, {}", w.kind, w.working_set, w.queue_depth, w.shape, w.backend), None);
+    }
+    let mut data = None;
+    let mut rest = Vec::new();
+    for (i, term) in w.settings.access.split(", ").enumerate() {
+        if term.starts_with("data ") {
+            // A dedupe unit of the block size (the default) follows the block size, as the
+            // rows do: it is no difference between two cells.
+            let own = iocurve_plan::parse_size(&w.bs).map(|b| format!(" unit {b} ")).unwrap_or_default();
+            data = Some(term.replacen(&own, " unit BS ", 1));
+        } else if i != 1 {
+            rest.push(term);
+        }
+    }
+    (format!("{}, qd {}, {}", rest.join(", "), w.settings.queue_depth, w.backend), data)
+}
+
+/// A workload that can be a cell: a worker ramp of one block size that neither trims nor runs in
+/// a concurrent step (nor is one), no grid or host-count sweep; its block size in bytes.
+fn cell_bytes(w: &WorkloadResult) -> Option<u64> {
+    let plain = w.members.is_empty()
+        && !w.settings.access.contains("in concurrent step")
+        && w.grid.is_none()
+        && w.host_sweep.is_none()
+        && w.trim_pct == 0.0
+        && !w.steps.is_empty()
+        && !w.steps.iter().any(|s| s.rate.is_some())
+        && !w.ramps_queue_depth();
+    plain.then(|| iocurve_plan::parse_size(&w.bs).ok()).flatten()
 }
 
 /// A workload of a matrix: its index in the run, block size in bytes, read share.
 type Cell = (usize, u64, f64);
 
-/// The matrices of a run: workloads of one pattern, working set, queue depth, shape and back-end
-/// over at least two block sizes or two read shares. Worker ramps of one block size only (a
-/// weighted mix, a rate ramp, a grid, a host-count sweep, a concurrent step or a workload that
-/// trims is no cell); the first of two workloads with the same cell keeps it.
+/// The matrices of a run: workloads whose settings differ in nothing but block size and read
+/// share (worker ramps of one block size: a weighted mix, a rate ramp, a grid, a host-count
+/// sweep, a concurrent step or a workload that trims is no cell), over at least two block sizes
+/// or two read shares. Writing workloads of another data pattern make a matrix of their own (a
+/// read-only workload, which writes nothing, is in each); a second workload of an occupied cell
+/// is named in `left_out`.
 pub fn matrices(r: &RunResult) -> Vec<Matrix> {
-    let mut groups: Vec<(Shared, Vec<Cell>)> = Vec::new();
+    // (what they share, the data they write, their cells)
+    let mut groups: Vec<(String, Option<String>, Vec<Cell>)> = Vec::new();
+    let mut reads: Vec<(String, Cell)> = Vec::new();
     for (i, w) in r.workloads.iter().enumerate() {
-        let plain = w.members.is_empty()
-            && w.grid.is_none()
-            && w.host_sweep.is_none()
-            && w.trim_pct == 0.0
-            && !w.steps.is_empty()
-            && !w.steps.iter().any(|s| s.rate.is_some())
-            && !w.ramps_queue_depth();
-        let Some(bytes) = plain.then(|| iocurve_plan::parse_size(&w.bs).ok()).flatten() else { continue };
-        let shared = Shared {
-            kind: &w.kind,
-            working_set: &w.working_set,
-            queue_depth: w.queue_depth,
-            shape: &w.shape,
-            backend: &w.backend,
-        };
-        match groups.iter_mut().find(|(s, _)| *s == shared) {
-            Some((_, cells)) => cells.push((i, bytes, w.read_pct)),
-            None => groups.push((shared, vec![(i, bytes, w.read_pct)])),
+        let Some(bytes) = cell_bytes(w) else { continue };
+        let (key, data) = shared_settings(w);
+        if data.is_none() && w.read_pct >= 100.0 {
+            reads.push((key, (i, bytes, w.read_pct)));
+            continue;
+        }
+        match groups.iter_mut().find(|(k, d, _)| *k == key && *d == data) {
+            Some((_, _, cells)) => cells.push((i, bytes, w.read_pct)),
+            None => groups.push((key, data, vec![(i, bytes, w.read_pct)])),
         }
     }
-    groups
-        .into_iter()
-        .filter_map(|(shared, cells)| {
-            let mut sizes: Vec<u64> = cells.iter().map(|c| c.1).collect();
-            sizes.sort_unstable();
-            sizes.dedup();
-            let mut shares: Vec<f64> = cells.iter().map(|c| c.2).collect();
-            shares.sort_by(|a, b| b.total_cmp(a));
-            shares.dedup();
-            if sizes.len() < 2 && shares.len() < 2 {
-                return None;
+    for (key, cell) in reads {
+        let mut joined = false;
+        for (_, _, cells) in groups.iter_mut().filter(|(k, _, _)| *k == key) {
+            cells.push(cell);
+            joined = true;
+        }
+        if !joined {
+            match groups.iter_mut().find(|(k, d, _)| *k == key && d.is_none()) {
+                Some((_, _, cells)) => cells.push(cell),
+                None => groups.push((key, None, vec![cell])),
             }
-            let mut grid = vec![vec![None; shares.len()]; sizes.len()];
-            for (i, bytes, pct) in cells {
-                let row = sizes.iter().position(|&b| b == bytes)?;
-                let col = shares.iter().position(|&p| p == pct)?;
-                grid[row][col].get_or_insert(i);
-            }
-            let shape = if shared.shape.is_empty() { String::new() } else { format!(", {}", shared.shape) };
-            Some(Matrix {
-                title: format!(
-                    "{}, {}, qd {}{shape}, {}",
-                    shared.kind, shared.working_set, shared.queue_depth, shared.backend
-                ),
-                sequential: shared.kind == "sequential",
-                block_sizes: sizes.iter().map(|&b| (iocurve_plan::format_size(b), b)).collect(),
-                read_shares: shares,
-                cells: grid,
-            })
-        })
-        .collect()
+        }
+    }
+    groups.into_iter().filter_map(|(_, _, mut cells)| matrix(r, &mut cells)).collect()
+}
+
+fn matrix(r: &RunResult, cells: &mut [Cell]) -> Option<Matrix> {
+    // In the run's order: the first of two workloads of one cell keeps it.
+    cells.sort_by_key(|c| c.0);
+    let mut sizes: Vec<u64> = cells.iter().map(|c| c.1).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let mut shares: Vec<f64> = cells.iter().map(|c| c.2).collect();
+    shares.sort_by(|a, b| b.total_cmp(a));
+    shares.dedup();
+    if sizes.len() < 2 && shares.len() < 2 {
+        return None;
+    }
+    let mut grid = vec![vec![None; shares.len()]; sizes.len()];
+    let mut left_out = Vec::new();
+    for &(i, bytes, pct) in cells.iter() {
+        let row = sizes.iter().position(|&b| b == bytes)?;
+        let col = shares.iter().position(|&p| p == pct)?;
+        match grid[row][col] {
+            None => grid[row][col] = Some(i),
+            Some(k) => left_out.push(format!(
+                "{} is left out: {} × {} is {}'s",
+                r.workloads[i].name,
+                iocurve_plan::format_size(bytes),
+                Matrix::share_name(pct),
+                r.workloads[k].name
+            )),
+        }
+    }
+    let first = &r.workloads[cells[0].0];
+    let shape = if first.shape.is_empty() { String::new() } else { format!(", {}", first.shape) };
+    Some(Matrix {
+        title: format!("{}, {}, qd {}{shape}, {}", first.kind, first.working_set, first.queue_depth, first.backend),
+        sequential: first.kind == "sequential",
+        block_sizes: sizes.iter().map(|&b| (iocurve_plan::format_size(b), b)).collect(),
+        read_shares: shares,
+        cells: grid,
+        left_out,
+    })
 }
 
 #[cfg(test)]
@@ -318,8 +391,25 @@ mod tests {
         assert_eq!(coverage(&r, &w, &w.steps[0]), None);
     }
 
+    /// Settings as `Settings::of` words them: the read share second, the data a writer writes.
+    fn settings(w: &mut WorkloadResult, extra: &str) {
+        let unit = iocurve_plan::parse_size(&w.bs).unwrap_or(0);
+        let data = if w.read_pct < 100.0 {
+            format!(", data compress 1 dedupe 1 unit {unit} constant false")
+        } else {
+            String::new()
+        };
+        w.settings = crate::result::Settings {
+            access: format!("random, {} % read, backend{data}{extra}, worker ramp", w.read_pct),
+            bs: w.bs.clone(),
+            queue_depth: 1,
+        };
+    }
+
     /// The blocksize-sweep suite's shape: random 4k and 8k at 100, 70 and 0 % reads, a
-    /// sequential 1m read apart (another pattern), a weighted mix left out.
+    /// sequential 1m read apart (another pattern), a weighted mix left out; a second 4k write
+    /// of other data makes a matrix of its own (with the reads, which write nothing); a
+    /// concurrent step's member is no cell; a second workload of one cell is named.
     #[test]
     fn workloads_that_differ_in_block_size_and_read_share_make_a_matrix() {
         let mut ws = Vec::new();
@@ -329,18 +419,80 @@ mod tests {
             let mut w = workload(&format!("{bs}-{read}"), "random", (1.0, 1.0, 1.0));
             (w.bs, w.read_pct) = (bs.into(), read);
             w.steps = steps(&[(1000.0, 100.0)]);
+            settings(&mut w, "");
             ws.push(w);
         }
         let mut seq = workload("seq", "sequential", (1.0, 1.0, 1.0));
         (seq.bs, seq.steps) = ("1m".into(), steps(&[(1000.0, 100.0)]));
+        settings(&mut seq, "");
+        seq.settings.access = seq.settings.access.replace("random", "sequential");
         ws.push(seq);
+        let mut member = ws[4].clone();
+        member.name = "8k-member".into();
+        settings(&mut member, ", in concurrent step g at share 1");
+        ws.push(member);
+        let mut again = ws[3].clone();
+        again.name = "4k-0-again".into();
+        ws.push(again);
+        let mut other = ws[3].clone();
+        other.name = "4k-0-compressible".into();
+        other.settings.access = other.settings.access.replace("compress 1", "compress 2");
+        ws.push(other);
         let m = matrices(&run(ws));
-        assert_eq!(m.len(), 1, "{m:?}");
-        let m = &m[0];
-        assert_eq!(m.title, "random, backend, qd 1, io_uring");
-        assert_eq!(m.block_sizes, vec![("4k".to_string(), 4096), ("8k".to_string(), 8192)]);
-        assert_eq!(m.read_shares, vec![100.0, 70.0, 0.0]);
-        assert_eq!(m.cells, vec![vec![Some(1), Some(2), Some(3)], vec![Some(0), None, Some(4)]]);
+        assert_eq!(m.len(), 2, "{m:?}");
+        let (a, b) = (&m[0], &m[1]);
+        assert_eq!(a.title, "random, backend, qd 1, io_uring");
+        assert_eq!(a.block_sizes, vec![("4k".to_string(), 4096), ("8k".to_string(), 8192)]);
+        assert_eq!(a.read_shares, vec![100.0, 70.0, 0.0]);
+        assert_eq!(a.cells, vec![vec![Some(1), Some(2), Some(3)], vec![Some(0), None, Some(4)]]);
+        assert_eq!(a.left_out, vec!["4k-0-again is left out: 4k × write is 4k-0's".to_string()]);
+        // Other data: the compressible write with the reads.
+        assert_eq!(b.read_shares, vec![100.0, 0.0]);
+        assert_eq!(b.cells, vec![vec![Some(1), Some(9)], vec![Some(0), None]]);
         assert_eq!(Matrix::share_name(70.0), "70 % read");
+        assert_eq!(Matrix::share_name(200.0 / 3.0), "66.7 % read");
+    }
+
+    /// The second value is a worker step's: none for a rate ramp, and a step that lost a host
+    /// (not like with like) is never it.
+    #[test]
+    fn the_second_value_leaves_out_rate_steps_and_steps_that_lost_a_host() {
+        let mut w = workload("w", "random", (0.0, 0.0, 0.0));
+        w.steps = steps(&[(100_000.0, 100.0), (950_000.0, 300.0), (1_000_000.0, 900.0)]);
+        w.maximum = Some(crate::workload::point(&w.steps, 2));
+        assert_eq!(near_maximum(&w).map(|p| p.step), Some(1));
+        w.steps[1].flags.push(crate::result::Flag { code: "host_lost".into(), message: String::new() });
+        assert_eq!(near_maximum(&w), None, "a step that lost a host");
+        w.steps[1].flags.clear();
+        let mut rated = w.clone();
+        rated.steps[0].rate = Some(crate::result::RateResult {
+            target_iops: 1000.0,
+            due: 1000,
+            achieved_pct: 100.0,
+            dropped: 0,
+            backlog: 0,
+            service_us: Default::default(),
+            lag_us: Default::default(),
+            sustained: true,
+        });
+        assert_eq!(near_maximum(&rated), None, "a rate ramp has none");
+    }
+
+    /// Two paths of one LUN are its size once.
+    #[test]
+    fn the_targets_size_counts_each_lun_once() {
+        let t = |path: &str, lun: Option<&str>| crate::result::TargetInfo {
+            path: path.into(),
+            kind: "block device".into(),
+            size: 1 << 40,
+            logical_block: 512,
+            group: "default".into(),
+            scratch: false,
+            preconditioned_at: None,
+            lun: lun.map(str::to_string),
+            device: None,
+        };
+        let ts = [t("a:/dev/sdb", Some("wwn-1")), t("b:/dev/sdc", Some("wwn-1")), t("/dev/sdd", None)];
+        assert_eq!(targets_size(&ts), 2 << 40);
     }
 }

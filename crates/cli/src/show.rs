@@ -302,7 +302,7 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
         ExportFormat::Json => write_json(&result, output)
             .map_err(|e| CliError::Runtime(format!("cannot write {}: {e}", output.display())))?,
         ExportFormat::FioJson | ExportFormat::FioDir => {
-            let records: Vec<Vec<_>> = stored.workloads.iter().map(|w| w.steps.clone()).collect();
+            let records = records_in_step_order(&stored);
             let src = iocurve_report::fio::FioSource { run: &result, records: &records };
             if matches!(format, ExportFormat::FioJson) {
                 write(output, &iocurve_report::fio::fio_json(&src))?;
@@ -338,7 +338,7 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
         ExportFormat::Flatfile => {
             // The records of the workloads the result has (those with a finished step).
             let records: Vec<Vec<_>> =
-                stored.workloads.iter().filter(|w| !w.steps.is_empty()).map(|w| w.steps.clone()).collect();
+                records_in_step_order(&stored).into_iter().filter(|steps| !steps.is_empty()).collect();
             write(output, &iocurve_report::flatfile::flatfile(&result, &records))?
         }
         ExportFormat::Targets => {
@@ -361,6 +361,27 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
     }
     said(output, format_args!("wrote {}", output.display()));
     Ok(ExitCode::SUCCESS)
+}
+
+/// Each stored workload's step records in the order of the result's steps: the analysis orders a
+/// workload of rate steps by host count and rate (an SLA search probes them out of order, and the
+/// store keeps the order they ran in), so the records follow, or an export would put one probe's
+/// intervals under another's figures (found in review of issue 43).
+fn records_in_step_order(stored: &iocurve_store::StoredRun) -> Vec<Vec<iocurve_stats::StepRecord>> {
+    stored
+        .workloads
+        .iter()
+        .map(|w| {
+            let mut steps = w.steps.clone();
+            if steps.iter().all(|s| s.rate_iops.is_some()) {
+                steps.sort_by(|a, b| {
+                    let t = |s: &iocurve_stats::StepRecord| s.rate_iops.unwrap_or(0.0);
+                    a.planned_hosts.cmp(&b.planned_hosts).then(t(a).total_cmp(&t(b)))
+                });
+            }
+            steps
+        })
+        .collect()
 }
 
 /// Each stored workload's name and steps, as the CSV exports of records take them.

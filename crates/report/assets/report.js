@@ -73,8 +73,20 @@
     return a >= 1e6 ? cut(v / 1e6) + "M" : a >= 1e4 ? cut(v / 1e3) + "k" : num(v);
   };
   const xsOf = (g) => Array.from(new Set(g.series.flatMap((s) => s.x))).filter((v) => v != null).sort((a, b) => a - b);
+  // Every rate's tick is labelled (uPlot's own filter on a log axis keeps powers of ten only),
+  // but a label closer than 34 px to the last one kept stays blank: an SLA search's probes may
+  // lie a few pixels apart.
+  const rateLabels = (u, splits) => {
+    let last = -Infinity;
+    return splits.map((v) => {
+      const x = u.valToPos(v, "x");
+      if (x - last < 34) return null;
+      last = x;
+      return v;
+    });
+  };
   const xAxis = (g) => (g.rate
-    ? { label: "target " + g.unit, splits: () => xsOf(g), values: (u, vals) => vals.map((v) => (v == null ? "" : short(v))) }
+    ? { label: "target " + g.unit, splits: () => xsOf(g), filter: rateLabels, values: (u, vals) => vals.map((v) => (v == null ? "" : short(v))) }
     : { label: xName(g), values: (u, vals) => vals.map((v) => (v == null ? "" : String(v))) });
   const xScale = (g) => ({ time: false, distr: 3, log: g.rate ? 10 : 2 });
   const xName = (g) => (g.rate ? "target " + g.unit : g.by_depth ? "queue depth per worker" : "workers");
@@ -973,7 +985,7 @@
   // throughput chart, each named by its read share.
   function togetherChart(m, el) {
     const t = m.together.find((x) => x.bs === el.dataset.bs);
-    if (!t) return null;
+    if (!t || !t.series.length) return null;
     const first = D.groups[t.series[0].group];
     const series = t.series.map((r) => Object.assign({}, D.groups[r.group].series[r.series], { label: r.label, color: r.color }));
     return throughputChart({ unit: first.unit, rate: false, by_depth: first.by_depth, series }, el);

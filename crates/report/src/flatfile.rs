@@ -55,7 +55,8 @@ struct Figures {
 /// `run.workloads[w].steps[i]` (its intervals); a step without a record has its average line
 /// only.
 pub fn flatfile(run: &RunResult, records: &[Vec<StepRecord>]) -> String {
-    let lunsize = run.targets.iter().map(|t| t.size as f64).sum::<f64>() / (1u64 << 30) as f64;
+    // Each LUN once: paths of one LUN are one size.
+    let lunsize = iocurve_analysis::overview::targets_size(&run.targets) as f64 / (1u64 << 30) as f64;
     let mut rows = Vec::new();
     for (wi, w) in run.workloads.iter().enumerate() {
         for (i, s) in w.steps.iter().enumerate() {

@@ -41,20 +41,25 @@ fn maximum_cell(w: &WorkloadResult) -> String {
 }
 
 fn sla_cell(r: &RunResult, w: &WorkloadResult) -> String {
-    let seq = w.kind == "sequential";
     match overview::sla_quote(r, w) {
-        Some((p, from)) if from.name != w.name => {
-            format!("{} (open loop: {})", terminal::point_cell(&Some(p), seq), from.name)
-        }
-        Some((p, from)) => {
-            let open = from.sla_answer.as_ref().is_some_and(|a| a.open_loop);
-            let cell = terminal::point_cell(&Some(p), seq);
-            if open { format!("{cell} (open loop)") } else { cell }
-        }
+        Some(q) => sla_words(w, &q),
         None => match &w.sla_maximum_undecided {
             Some(_) => "undecided (too noisy)".into(),
             None => "—".into(),
         },
+    }
+}
+
+/// An SLA maximum with whose answer it is: `… (open loop: NAME)`, `… (open loop)`, or a closed
+/// loop's `… (closed loop: an upper bound)` — never a closed-loop figure as the answer.
+fn sla_words(w: &WorkloadResult, q: &overview::SlaQuote) -> String {
+    let cell = terminal::point_cell(&Some(q.point), w.kind == "sequential");
+    if q.from.name != w.name {
+        format!("{cell} (open loop: {})", q.from.name)
+    } else if q.open_loop {
+        format!("{cell} (open loop)")
+    } else {
+        format!("{cell} (closed loop: an upper bound)")
     }
 }
 
@@ -103,7 +108,9 @@ fn ramp_words(w: &serde_json::Value) -> Option<String> {
     };
     let mut parts: Vec<String> = Vec::new();
     if !rates.is_empty() {
-        parts.extend(span(&rates, "IOPS target rates"));
+        // A sequential workload's rates are MB/s.
+        let unit = if w["pattern"] == "sequential" { "MB/s target rates" } else { "IOPS target rates" };
+        parts.extend(span(&rates, unit));
     } else {
         parts.extend(span(&workers, "workers"));
         if depths.len() > 1 {
@@ -129,7 +136,7 @@ pub fn parameters(r: &RunResult, plan: &str) -> Vec<(String, String)> {
     };
     out.push(("hosts".into(), hosts));
     out.push(("back-end".into(), r.host.backend.clone()));
-    let size: u64 = r.targets.iter().map(|t| t.size).sum();
+    let size = overview::targets_size(&r.targets);
     out.push((
         "targets".into(),
         format!(
@@ -199,7 +206,7 @@ pub fn summary_block(title: &str, r: &RunResult) -> SummaryBlock {
     } else {
         format!("from {} hosts", r.host.agents.len())
     };
-    let size: u64 = r.targets.iter().map(|t| t.size).sum();
+    let size = overview::targets_size(&r.targets);
     let opening = format!(
         "iocurve {} measured {title} {on}, back-end {}, on {} target{} ({}): {} workload{}{}.",
         r.tool_version,
@@ -226,9 +233,11 @@ pub fn summary_block(title: &str, r: &RunResult) -> SummaryBlock {
             }
             parts.extend(at(&w.optimum, seq).map(|o| format!("optimum {o}")));
             parts.extend(w.min_lat_us.map(|m| format!("lowest latency {}", format::latency(m))));
-            if let Some((p, from)) = overview::sla_quote(r, w) {
-                let open = if from.name != w.name { format!(" (open loop: {})", from.name) } else { String::new() };
-                parts.push(format!("within the SLA {}{open}", terminal::point_cell(&Some(p), seq)));
+            if let Some(q) = overview::sla_quote(r, w) {
+                parts.push(format!("within the SLA {}", sla_words(w, &q)));
+            }
+            if parts.is_empty() {
+                parts.push("no figure: none of its steps can be compared (its notes say why)".into());
             }
             let cache = if overview::cache_only(w) { format!(" [{CACHE_ONLY}]") } else { String::new() };
             format!("{}{cache}: {}", w.name, parts.join("; "))
@@ -269,7 +278,7 @@ pub fn matrix_tables(r: &RunResult, m: &Matrix) -> Vec<MatrixTable> {
         std::iter::once("block size".to_string()).chain(m.read_shares.iter().map(|&p| Matrix::share_name(p))).collect();
     let measures: [(&'static str, Measure); 4] = [
         ("maximum", Box::new(maximum_cell)),
-        ("nearly as good (≥ 90 % of the maximum at fewer workers and lower latency)", Box::new(near_cell)),
+        ("nearly as good (≥ 90 % of the maximum at fewer outstanding I/Os and a lower latency)", Box::new(near_cell)),
         ("optimum", Box::new(move |w| terminal::point_cell(&w.optimum, seq))),
         ("min latency", Box::new(min_lat_cell)),
     ];
@@ -335,6 +344,9 @@ pub fn overview_text(title: &str, plan: &str, r: &RunResult) -> String {
             out.push_str(&terminal::table(&header, &t.rows, |i| i > 0));
             out.push('\n');
         }
+        for l in &m.left_out {
+            out.push_str(&format!("  {l}\n"));
+        }
     }
     out
 }
@@ -395,7 +407,7 @@ pub fn overview_csv(run: i64, label: &str, r: &RunResult) -> String {
     let mut out = OVERVIEW_COLUMNS.join(",");
     out.push('\n');
     for w in r.workloads.iter().filter(|w| !w.steps.is_empty()) {
-        let sla = overview::sla_quote(r, w);
+        let sla = overview::sla_quote(r, w).map(|q| (q.point, q.from, q.open_loop));
         let mut row = vec![
             run.to_string(),
             crate::export::field(label),
@@ -417,9 +429,9 @@ pub fn overview_csv(run: i64, label: &str, r: &RunResult) -> String {
         row.push(w.maximum_undecided.is_some().to_string());
         row.extend(point(overview::near_maximum(w)));
         row.push(w.min_lat_us.map(|v| format!("{v:.1}")).unwrap_or_default());
-        row.extend(point(sla.map(|(p, _)| p)));
-        row.push(sla.map(|(_, f)| f.sla_answer.as_ref().is_some_and(|a| a.open_loop).to_string()).unwrap_or_default());
-        row.push(sla.map(|(_, f)| crate::export::field(&f.name)).unwrap_or_default());
+        row.extend(point(sla.map(|(p, _, _)| p)));
+        row.push(sla.map(|(_, _, open)| open.to_string()).unwrap_or_default());
+        row.push(sla.map(|(_, f, _)| crate::export::field(&f.name)).unwrap_or_default());
         out.push_str(&row.join(","));
         out.push('\n');
     }

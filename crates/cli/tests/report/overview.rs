@@ -133,9 +133,10 @@ fn a_block_size_sweep_opens_with_its_overview_and_matrices() {
     // of the same pattern overlaid, each named by its loop.
     let rated = b.eval(
         "(() => { const s = Array.from(document.querySelectorAll('section.group')).find(s => s.querySelector('h2').textContent.includes('rate ramp'));
-           const u = s.querySelector('[data-chart=throughput]').uplot; return u.axes[0]._splits; })()",
+           const u = s.querySelector('[data-chart=throughput]').uplot; return {splits: u.axes[0]._splits, values: u.axes[0]._values}; })()",
     );
-    assert_eq!(rated, json!([1000, 2500, 4000]), "a tick per target rate");
+    assert_eq!(rated["splits"], json!([1000, 2500, 4000]), "a tick per target rate");
+    assert_eq!(rated["values"], json!(["1'000", "2'500", "4'000"]), "each labelled");
     let worker_ramp = b.eval(
         "(() => { const s = Array.from(document.querySelectorAll('section.group')).find(s => s.querySelector('h2').textContent === 'random read, 4k, qd 1');
            return Array.from(s.querySelectorAll('[data-chart=response] .legend .name')).map(e => e.textContent); })()",

@@ -89,3 +89,44 @@ fn flatfile_input_errors_are_clear() {
     assert!(stderr(&o).contains("cannot write no/such/dir/f.html"), "{}", stderr(&o));
     assert!(!dir.path().join("f.html").exists());
 }
+
+/// Found in review of issue 43: an SLA search probes its rates out of order (bisection), the
+/// store keeps them in the order they ran and the result in the order of their rates; the
+/// flatfile put one probe's intervals under another's average. Each step's interval lines are
+/// its own now: their `rate`s are that step's intervals' IOPS, under its `reqrate`.
+#[test]
+fn regression_an_sla_search_has_each_probes_intervals_under_its_own_average() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Every I/O takes 2 ms, over the 1 ms bound: each probe fails and the next is lower.
+    let plan = "targets = [\"t.dat\"]\nsla_p99_ms = 1\n[defaults]\nbackend = \"null\"\nintervals = 2\ninterval_s = 0.2\nwarmup_s = 0\n[[workloads]]\nname = \"w\"\nramp = [1, 2]\nsla_search = true\n[[faults]]\nkind = \"latency\"\nlatency_ms = 2\n";
+    std::fs::write(d.join("p.toml"), plan).unwrap();
+    assert!(iocurve(d, &["run", "p.toml", "--size", "16m"]).status.success());
+    assert!(iocurve(d, &["export", "1", "--format", "flatfile", "-o", "f.txt"]).status.success());
+    assert!(iocurve(d, &["export", "1", "--format", "json", "-o", "r.json"]).status.success());
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    let text = std::fs::read_to_string(d.join("f.txt")).unwrap();
+    let mut lines = text.lines().map(|l| l.split_whitespace().collect::<Vec<_>>());
+    let header = lines.next().unwrap();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.filter(|r| r[col("Run")] == "w-sla-search").collect();
+    let search =
+        json["workloads"].as_array().unwrap().iter().find(|w| w["name"] == "w-sla-search").expect("the search ran");
+    let steps = search["steps"].as_array().unwrap();
+    assert!(steps.len() >= 2, "{search}");
+    let rates: Vec<f64> = steps.iter().map(|s| s["rate"]["target_iops"].as_f64().unwrap()).collect();
+    assert!(rates.windows(2).all(|w| w[0] <= w[1]), "the result's steps in the order of their rates: {rates:?}");
+    let mut k = 0;
+    for s in steps {
+        for iv in s["intervals"].as_array().unwrap() {
+            let rate = num(rows[k][col("rate")]);
+            let iops = iv["iops"].as_f64().unwrap();
+            assert!((rate - iops).abs() <= 0.005 + iops * 1e-9, "line {k}: {rate}, its step's interval {iops}: {text}");
+            k += 1;
+        }
+        assert!(rows[k][col("Interval")].starts_with("avg_"), "{text}");
+        let target = s["rate"]["target_iops"].as_f64().unwrap();
+        assert!((num(rows[k][col("reqrate")]) - target).abs() <= 0.5, "its own target rate {target}: {text}");
+        k += 1;
+    }
+}

@@ -40,6 +40,12 @@ fn show_opens_with_the_overview_and_the_export_has_its_figures() {
         "{text}"
     );
 
+    // With SLA bounds, a worker ramp's SLA maximum is a closed loop's: an upper bound, never
+    // given as the answer (found in review).
+    let o = iocurve(dir.path(), &["show", "1", "--sla-mean-ms", "100"]);
+    let sla = stdout(&o);
+    assert!(sla.contains("within the SLA ") && sla.contains(" (closed loop: an upper bound)"), "{sla}");
+
     let o = iocurve(dir.path(), &["export", "1", "--format", "overview", "-o", "o.csv"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let csv = std::fs::read_to_string(dir.path().join("o.csv")).unwrap();

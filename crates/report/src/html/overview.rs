@@ -53,6 +53,8 @@ pub(super) struct MatrixView {
     /// The block sizes with several read shares: a chart each, the read, mixed and write
     /// curves together.
     pub together: Vec<String>,
+    /// Workloads of an occupied cell, in words.
+    pub left_out: Vec<String>,
 }
 
 /// The matrices of every run as views and as the data their charts draw: a curve per read
@@ -113,6 +115,7 @@ pub(super) fn matrices(runs: &[ReportRun], groups: &[Group]) -> (Vec<MatrixView>
                 tables,
                 over_size: m.block_sizes.len() > 1,
                 together: together.into_iter().map(|(bs, _)| bs).collect(),
+                left_out: m.left_out.clone(),
             });
         }
     }
@@ -159,8 +162,11 @@ type GlanceCell = (String, String, &'static str);
 pub(super) struct GlanceView {
     pub at: &'static str,
     pub runs: Vec<String>,
-    /// A row per workload of the baseline: its name, then per run (value, change, class).
+    /// A row per workload (the baseline's, then those only a run has): its name as the impact
+    /// tables give it, then the baseline's cell and each run's.
     pub rows: Vec<(String, Vec<GlanceCell>)>,
+    /// How each run differs from the baseline in what it measured (empty: like with like).
+    pub differ: Vec<String>,
 }
 
 pub(super) fn glance(runs: &[ReportRun]) -> Vec<GlanceView> {
@@ -169,32 +175,54 @@ pub(super) fn glance(runs: &[ReportRun]) -> Vec<GlanceView> {
     if runs.iter().any(|r| r.result.sla.is_some()) {
         ats.push(iocurve_analysis::At::Sla);
     }
+    let differ: Vec<String> = rest
+        .iter()
+        .flat_map(|r| {
+            iocurve_analysis::compare::differences(&base.result, &r.result)
+                .into_iter()
+                .map(move |d| format!("{}: {d}", r.title()))
+        })
+        .collect();
     ats.into_iter()
         .map(|at| {
             let per_run: Vec<Vec<iocurve_analysis::Impact>> =
                 rest.iter().map(|r| iocurve_analysis::compare(&base.result, &r.result, at)).collect();
-            let rows = base
-                .result
-                .workloads
-                .iter()
-                .filter(|w| !w.steps.is_empty())
-                .map(|w| {
-                    let seq = w.kind == "sequential";
-                    let mut cells = vec![(terminal::point_cell(&at.point(w), seq), String::new(), "")];
-                    for impacts in &per_run {
-                        cells.push(match impacts.iter().find(|i| i.workload == w.name && i.baseline.is_some()) {
-                            Some(i) => {
-                                let row = super::views::impact_row(i);
-                                let lat = terminal::impact_latency(i);
-                                (row.run, format!("{} · latency {lat}", row.throughput), row.throughput_class)
-                            }
-                            None => ("—".into(), String::new(), ""),
-                        });
+            // Rows by the label the impact tables give them, in the order they first come.
+            let mut rows: Vec<(String, Vec<GlanceCell>)> = Vec::new();
+            for (k, impacts) in per_run.iter().enumerate() {
+                for i in impacts.iter().filter(|i| i.baseline.is_some() || i.run.is_some() || i.run_undecided) {
+                    let name = terminal::impact_workload(i);
+                    let at_row = match rows.iter().position(|(n, _)| *n == name) {
+                        Some(p) => p,
+                        None => {
+                            rows.push((name, vec![(String::new(), String::new(), ""); per_run.len() + 1]));
+                            rows.len() - 1
+                        }
+                    };
+                    let cells = &mut rows[at_row].1;
+                    if cells[0].0.is_empty() {
+                        cells[0].0 = terminal::impact_point(&i.baseline, i.in_mbps, i.baseline_undecided);
                     }
-                    (w.name.clone(), cells)
-                })
-                .collect();
-            GlanceView { at: at.name(), runs: runs.iter().map(ReportRun::title).collect(), rows }
+                    let row = super::views::impact_row(i);
+                    let change = if i.baseline.is_some() && i.run.is_some() {
+                        format!("{} · latency {}", row.throughput, terminal::impact_latency(i))
+                    } else {
+                        String::new()
+                    };
+                    cells[k + 1] = (row.run, change, row.throughput_class);
+                }
+            }
+            for (_, cells) in &mut rows {
+                for c in cells.iter_mut().filter(|c| c.0.is_empty()) {
+                    c.0 = "—".into();
+                }
+            }
+            GlanceView {
+                at: at.name(),
+                runs: runs.iter().map(ReportRun::title).collect(),
+                rows,
+                differ: differ.clone(),
+            }
         })
         .collect()
 }
