@@ -285,27 +285,6 @@ pub fn matrix_tables(r: &RunResult, m: &Matrix) -> Vec<MatrixTable> {
     measures.into_iter().map(|(what, f)| MatrixTable { what, header: header.clone(), rows: cell(&*f) }).collect()
 }
 
-/// A backend workload's coverage at every step, on one line: `backend coverage per step
-/// (bytes moved ÷ the targets' 64 GiB; blocks touched): 1 w 0.02 × (2 %), …`.
-pub fn coverage_line(r: &RunResult, w: &WorkloadResult) -> Option<String> {
-    let per: Vec<(String, overview::Coverage)> =
-        w.steps.iter().filter_map(|s| overview::coverage(r, w, s).map(|c| (terminal::step_label(w, s), c))).collect();
-    let size = per.first()?.1.size;
-    let cells: Vec<String> = per
-        .iter()
-        .map(|(step, c)| {
-            let x = c.moved_pct / 100.0;
-            let touched = c.touched_pct.map(|t| format!(" (≈ {t:.0} %)")).unwrap_or_default();
-            format!("{step} {x:.2} ×{touched}")
-        })
-        .collect();
-    Some(format!(
-        "  coverage (bytes moved ÷ the targets' {}; ≈ share of blocks touched): {}",
-        format::size(size),
-        cells.join(", ")
-    ))
-}
-
 /// The overview as `show` prints it first: the summary, the parameters, the key figures and
 /// the matrices.
 pub fn overview_text(title: &str, plan: &str, r: &RunResult) -> String {

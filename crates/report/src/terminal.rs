@@ -879,6 +879,30 @@ fn grid_matrices(seq: bool) -> [(&'static str, Cell); 2] {
     [(if seq { "MB/s" } else { "IOPS" }, throughput), ("mean µs", |s| format::lat_us(s.lat_us.mean))]
 }
 
+/// A backend workload's coverage at every step, on one line: `backend coverage per step
+/// (bytes moved ÷ the targets' 64 GiB; blocks touched): 1 w 0.02 × (2 %), …`.
+pub fn coverage_line(r: &RunResult, w: &WorkloadResult) -> Option<String> {
+    let per: Vec<(String, iocurve_analysis::overview::Coverage)> = w
+        .steps
+        .iter()
+        .filter_map(|s| iocurve_analysis::overview::coverage(r, w, s).map(|c| (step_label(w, s), c)))
+        .collect();
+    let size = per.first()?.1.size;
+    let cells: Vec<String> = per
+        .iter()
+        .map(|(step, c)| {
+            let x = c.moved_pct / 100.0;
+            let touched = c.touched_pct.map(|t| format!(" (≈ {t:.0} %)")).unwrap_or_default();
+            format!("{step} {x:.2} ×{touched}")
+        })
+        .collect();
+    Some(format!(
+        "  coverage (bytes moved ÷ the targets' {}; ≈ share of blocks touched): {}",
+        format::size(size),
+        cells.join(", ")
+    ))
+}
+
 /// The whole summary printed after a run.
 pub fn run_report(r: &RunResult) -> String {
     let mut out = String::new();
@@ -907,7 +931,7 @@ pub fn run_report(r: &RunResult) -> String {
     out.push_str(&run_notes(r));
     for w in &r.workloads {
         out.push_str(&workload_report(w));
-        if let Some(l) = crate::overview::coverage_line(r, w) {
+        if let Some(l) = coverage_line(r, w) {
             out.push_str(&l);
             out.push('\n');
         }

@@ -69,7 +69,7 @@ fn run_and_records() -> (RunResult, Vec<Vec<StepRecord>>) {
             agents: Vec::new(),
         },
         sla: None,
-        targets: [1u64 << 30, 1 << 29].iter().map(|&size| target(size)).collect(),
+        targets: [1u64 << 30, 1 << 29].iter().enumerate().map(|(i, &size)| target(i, size)).collect(),
         plan: serde_json::Value::Null,
         workloads: vec![w],
         final_verification: None,
@@ -112,9 +112,10 @@ fn workload(name: &str, steps: Vec<StepResult>) -> WorkloadResult {
     }
 }
 
-fn target(size: u64) -> TargetInfo {
+/// Target `i`: `/dev/x0`, `/dev/x1` … (two paths of one name would be one LUN's size).
+fn target(i: usize, size: u64) -> TargetInfo {
     serde_json::from_value(serde_json::json!({
-        "path": "/dev/x", "kind": "block", "size": size, "logical_block": 512, "group": "", "scratch": false
+        "path": format!("/dev/x{i}"), "kind": "block", "size": size, "logical_block": 512, "group": "", "scratch": false
     }))
     .unwrap()
 }

@@ -141,7 +141,7 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
                     rows: step_rows(s.w),
                     // A backend's coverage per step, on a line under the table (a column made
                     // the printed table wider than the page).
-                    coverage: crate::overview::coverage_line(&charted[ri].result, s.w).map(|l| l.trim().to_string()),
+                    coverage: crate::terminal::coverage_line(&charted[ri].result, s.w).map(|l| l.trim().to_string()),
                 })
                 .collect(),
             cache_only: g.members.iter().any(|(_, w)| iocurve_analysis::overview::cache_only(w)),
