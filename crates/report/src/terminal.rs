@@ -332,15 +332,18 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
     let seq = w.kind == "sequential";
     let mut out = Vec::new();
     let undecided = |u: &Option<iocurve_analysis::Undecided>| u.as_ref().map(|u| u.reason.clone());
-    // "speed" only for a step of one worker: a ramp that starts higher has a lowest step.
+    // "speed" only for a step of one worker: a ramp that starts higher has a lowest step (its
+    // figures then line up under that longer label).
+    let speed = iocurve_analysis::overview::speed_name(w);
+    let width = speed.len().max(8);
     for (label, p, why) in [
-        (iocurve_analysis::overview::speed_name(w), &w.speed, None),
+        (speed, &w.speed, None),
         ("optimum", &w.optimum, None),
         ("maximum", &w.maximum, undecided(&w.maximum_undecided)),
         ("SLA max", &w.sla_maximum, undecided(&w.sla_maximum_undecided)),
     ] {
         if let Some(why) = why {
-            out.push(format!("  {label:<8} undecided: {why}"));
+            out.push(format!("  {label:<width$} undecided: {why}"));
         }
         if let Some(p) = p {
             let mut workers = if p.workers == 1 { "1 worker".to_string() } else { format!("{} workers", p.workers) };
@@ -358,7 +361,7 @@ pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
             if let Some(s) = w.steps.get(p.step).filter(|s| s.rate.is_some()) {
                 workers = format!("driven at {}", rate_target(s, seq));
             }
-            out.push(format!("  {label:<8} {}  ({workers})", headline(p.iops, p.mbps, p.lat_us, seq)));
+            out.push(format!("  {label:<width$} {}  ({workers})", headline(p.iops, p.mbps, p.lat_us, seq)));
             if label == "maximum"
                 && let Some(s) = w.steps.get(p.step)
                 && [s.read.ops, s.write.ops, s.trim.ops].iter().filter(|&&n| n > 0).count() > 1
@@ -1407,6 +1410,16 @@ mod tests {
             ),
             "{text}"
         );
+        // A ramp that starts at 2 workers has no speed (issue 43): its lowest step, the other
+        // figures lined up under that longer label.
+        let mut w = w;
+        w.steps.remove(0);
+        w.speed = Some(p(0, &w.steps[0]));
+        w.optimum = w.speed;
+        let text = summary_lines(&w).join("\n");
+        assert!(text.contains("  lowest step 20'000 IOPS @ 100 µs  (2 workers)"), "{text}");
+        assert!(text.contains("  optimum     20'000 IOPS @ 100 µs  (2 workers)"), "{text}");
+        assert!(!text.contains("speed"), "{text}");
     }
 
     /// Issue 16: tables fit the terminal's width by columns, not by breaking cells.

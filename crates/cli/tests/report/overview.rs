@@ -124,6 +124,15 @@ fn a_block_size_sweep_opens_with_its_overview_and_matrices() {
     assert_eq!(kinds.iter().filter(|k| **k == "together").count(), 2, "{kinds:?}");
     let ticks = b.eval("document.querySelector('[data-chart=blocksize]').uplot.axes[0]._values");
     assert_eq!(ticks, json!(["4k", "8k"]), "a tick per block size, named as the plan names it");
+    // An exported matrix chart names its run, matrix and workloads (issue 43, part 5).
+    let svg = b.eval("iocurveExport.svg(document.querySelector('[data-chart=blocksize]'))");
+    let svg = svg.as_str().unwrap();
+    assert!(
+        svg.contains("<title>iocurve run 1 &quot;sweep &lt;1&gt; &amp; &quot;2&quot;&quot; — random, backend"),
+        "{}",
+        &svg[..400.min(svg.len())]
+    );
+    assert!(svg.contains("workload backend-write-8k"), "the matrix's workloads: {}", &svg[..1500.min(svg.len())]);
     let together = texts(&mut b, "[data-chart=together][data-bs='4k'] .legend .name");
     for l in ["read IOPS", "70 % read IOPS", "write IOPS"] {
         assert!(together.iter().any(|x| x == l), "{l} in {together:?}");

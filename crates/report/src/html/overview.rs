@@ -190,7 +190,10 @@ pub(super) fn glance(runs: &[ReportRun]) -> Vec<GlanceView> {
             // Rows by the label the impact tables give them, in the order they first come.
             let mut rows: Vec<(String, Vec<GlanceCell>)> = Vec::new();
             for (k, impacts) in per_run.iter().enumerate() {
-                for i in impacts.iter().filter(|i| i.baseline.is_some() || i.run.is_some() || i.run_undecided) {
+                for i in impacts
+                    .iter()
+                    .filter(|i| i.baseline.is_some() || i.run.is_some() || i.baseline_undecided || i.run_undecided)
+                {
                     let name = terminal::impact_workload(i);
                     let at_row = match rows.iter().position(|(n, _)| *n == name) {
                         Some(p) => p,
