@@ -306,21 +306,9 @@ mod tests {
     use crate::compare::tests::{run, workload};
 
     /// Steps of 1, 2, 4 … workers with the given (IOPS, mean µs), built through the real
-    /// analysis.
+    /// analysis (the workload tests' steps, p99 at the mean).
     fn steps(v: &[(f64, f64)]) -> Vec<StepResult> {
-        use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
-        v.iter()
-            .enumerate()
-            .map(|(i, &(iops, mean))| {
-                let mut st = IntervalStats::with_samples(1);
-                st.read.record(1000, 4096);
-                let mut rec = StepRecord::new(1 << i, 1, 1, 1.0, 1.0);
-                rec.push_interval(st, CpuUsage::default(), 1.0);
-                let mut s = crate::analyze_step(&rec, false, &crate::Thresholds::default());
-                (s.iops, s.lat_us.mean) = (iops, mean);
-                s
-            })
-            .collect()
+        crate::workload::tests::steps(&v.iter().map(|&(iops, mean)| (iops, mean, mean)).collect::<Vec<_>>())
     }
 
     /// The IBM paper's second value: 64 workers give 1.00 M IOPS at 900 µs, 16 give 0.93 M at

@@ -159,15 +159,19 @@ pub(crate) fn point(steps: &[StepResult], i: usize) -> Point {
     }
 }
 
+/// The order of a workload's rate steps (by host count, then target rate), given each as
+/// (planned hosts, target IOPS): the result's, and the one exports pair the stored records in.
+pub fn rate_order(a: (u32, f64), b: (u32, f64)) -> std::cmp::Ordering {
+    a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
+}
+
 pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> WorkloadResult {
     let seq = w.pattern == Pattern::Sequential;
     // Rate steps in the order of their rates: an SLA search probes them out of order. A
     // host-count sweep's stay by host count (the stored order).
     if steps.iter().all(|s| s.rate.is_some()) {
-        steps.sort_by(|a, b| {
-            let t = |s: &StepResult| s.rate.as_ref().map_or(0.0, |r| r.target_iops);
-            a.planned_hosts.cmp(&b.planned_hosts).then(t(a).total_cmp(&t(b)))
-        });
+        let key = |s: &StepResult| (s.planned_hosts, s.rate.as_ref().map_or(0.0, |r| r.target_iops));
+        steps.sort_by(|a, b| rate_order(key(a), key(b)));
     }
     let Compared { steps: measured, apart, unsustained } = compared(&steps);
     let mut notes = Vec::new();
@@ -386,7 +390,7 @@ fn planned_hosts(steps: &[StepResult], i: usize) -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::result::Sla;
     use proptest::prelude::*;
@@ -486,7 +490,7 @@ mod tests {
     }
 
     /// Steps with the given (IOPS, mean µs, p99 µs), built through the real analysis.
-    fn steps(v: &[(f64, f64, f64)]) -> Vec<StepResult> {
+    pub(crate) fn steps(v: &[(f64, f64, f64)]) -> Vec<StepResult> {
         use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
         v.iter()
             .enumerate()

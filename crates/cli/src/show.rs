@@ -374,10 +374,8 @@ fn records_in_step_order(stored: &iocurve_store::StoredRun) -> Vec<Vec<iocurve_s
         .map(|w| {
             let mut steps = w.steps.clone();
             if steps.iter().all(|s| s.rate_iops.is_some()) {
-                steps.sort_by(|a, b| {
-                    let t = |s: &iocurve_stats::StepRecord| s.rate_iops.unwrap_or(0.0);
-                    a.planned_hosts.cmp(&b.planned_hosts).then(t(a).total_cmp(&t(b)))
-                });
+                let key = |s: &iocurve_stats::StepRecord| (s.planned_hosts, s.rate_iops.unwrap_or(0.0));
+                steps.sort_by(|a, b| iocurve_analysis::workload::rate_order(key(a), key(b)));
             }
             steps
         })
