@@ -404,18 +404,23 @@ fn a_curve_follows_the_maximum_and_stop_at_ends_a_rate_ramp() {
 }
 
 /// Issue 17: `sla_search` bisects rate steps between 0 and the worker ramp's maximum for the
-/// highest rate sustained within the SLA. 8 slots of 5 ms carry 1600 IOPS, which the worker ramp
-/// (8 workers) measures. Poisson arrivals queue: near the maximum the mean response time passes
-/// 10 ms, at half of it it stays near 5 ms — the answer lies between. (The bound is on the mean:
-/// on this machine, on 2026-11-27, sleeps of a few ms overran by 1.5–3 ms at p99 and by up to
-/// 40 ms at worst, so a p99 bound failed whichever probe such a stall hit, and the search went
-/// below half. Steps of 1.5 s: a rate step counts as sustained with 99 % of its due I/Os done,
+/// highest rate sustained within the SLA. The worker ramp's 8 workers on I/Os held 5 ms measure
+/// about 1600 IOPS; the rate probes keep 6 in flight at most (`max_outstanding = 6`), which carry
+/// 1200 on an even schedule: the probe at the maximum is overloaded by a third whatever this
+/// machine's sleeps do, one at half of it (6 slots two thirds busy, no queue on an even schedule)
+/// is sustained at 5 ms, so the answer lies between, below 90 % of the maximum. (Until
+/// 2026-11-30 both had 8 slots and Poisson arrivals: the probe at the maximum ran at ρ ≈ 0.95, and
+/// when the worker ramp's sleeps overran (1518 IOPS measured) and the probe's did not, the maximum
+/// itself stayed within 10 ms and the search ended after one probe; with 6 slots, Poisson
+/// arrivals left an I/O waiting at the end of the probe at half often enough to fail it. The bound
+/// is on the mean: sleeps of a few ms overran by 1.5–3 ms at p99 and by up to 40 ms at worst on
+/// 2026-11-27. Steps of 1.5 s: a rate step counts as sustained with 99 % of its due I/Os done,
 /// and the I/Os of its last 5 ms are still in flight at its end.)
 #[test]
 fn an_sla_search_brackets_the_highest_rate_within_the_sla() {
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let text = "sla_mean_ms = 10\n[[workloads]]\nname = \"w\"\nbackend = \"null\"\nramp = [8]\nmax_outstanding = 8\nsla_search = true\narrival = \"poisson\"\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.75\nthreads = 1\n\n[[faults]]\nkind = \"latency\"\nlatency_ms = 5\n";
+    let text = "sla_mean_ms = 10\n[[workloads]]\nname = \"w\"\nbackend = \"null\"\nramp = [8]\nmax_outstanding = 6\nsla_search = true\narrival = \"uniform\"\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.75\nthreads = 1\n\n[[faults]]\nkind = \"latency\"\nlatency_ms = 5\n";
     let p = iocurve_plan::parse_str(text, "test.toml", &Overrides::default()).unwrap();
     let outcome = Runner::new(targeted(p, &dir), Hosts::Local, options(&dir)).run().expect("the run starts");
     assert!(outcome.error.is_none(), "{:?}", outcome.error);
@@ -430,7 +435,7 @@ fn an_sla_search_brackets_the_highest_rate_within_the_sla() {
     assert!((3..=10).contains(&targets.len()), "{targets:?}");
     let best = s.sla_maximum.expect("the highest probe within the SLA");
     let max = outcome.result.workloads[0].maximum.expect("the worker ramp's maximum").iops;
-    assert!(best.iops > max * 0.5 && best.iops < max * 1.02, "{best:?} against the maximum {max}");
+    assert!(best.iops >= max * 0.49 && best.iops < max * 0.9, "{best:?} against the maximum {max}");
     // The answer is stored with the workload: `show` gives what the run said.
     let store = iocurve_run::open_existing_store(&dir.path().join("runs.db")).unwrap();
     let stored = store.load(outcome.run_id.unwrap()).unwrap();
