@@ -21,6 +21,8 @@ pub struct RunFacts {
     pub final_verification: Option<FinalVerification>,
     /// The reclaim steps, in order.
     pub reclaims: Vec<crate::ReclaimResult>,
+    /// Its marks, in time order.
+    pub marks: Vec<iocurve_stats::Mark>,
 }
 
 impl RunResult {
@@ -45,6 +47,7 @@ impl RunResult {
             workloads,
             final_verification: f.final_verification,
             reclaims: f.reclaims,
+            marks: f.marks,
         }
         .with_link_use()
         .with_luns()

@@ -440,6 +440,7 @@ pub(crate) mod tests {
             workloads,
             final_verification: None,
             reclaims: Vec::new(),
+            marks: Vec::new(),
         }
     }
 

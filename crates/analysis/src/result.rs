@@ -37,6 +37,9 @@ pub struct RunResult {
     /// The reclaim steps after the workloads (`[[reclaim]]`, issue 40).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reclaims: Vec<ReclaimResult>,
+    /// Its marks (issue 44), in time order: set while it ran (`iocurve mark`) or imported after.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marks: Vec<iocurve_stats::Mark>,
 }
 
 /// How a run ended (shared/DESIGN.md §4a): the one word its own JSON, `runs`, `runs --json`,
@@ -1098,6 +1101,11 @@ pub struct TargetStepResult {
     /// device, with everything else on it). None: not read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<DeviceSeen>,
+    /// Its own per-second timeline (issue 44: which target slowed down, when), as the step's
+    /// `samples`; empty for a step's only target (its timeline is the step's) and in documents
+    /// written before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<SampleResult>,
 }
 
 /// A block device's own counts over a step (`/proc/diskstats`).

@@ -167,6 +167,7 @@ fn dir_result(d: &iocurve_stats::DirStats, secs: f64) -> DirResult {
 pub fn targets_of(rec: &iocurve_stats::StepRecord, paths: &[String]) -> Vec<crate::result::TargetStepResult> {
     let secs: f64 = rec.intervals.iter().map(|i| i.duration_s).sum();
     let all = rec.total.ops().max(1) as f64;
+    let lone = rec.total.targets.len() < 2;
     rec.total
         .targets
         .iter()
@@ -186,9 +187,31 @@ pub fn targets_of(rec: &iocurve_stats::StepRecord, paths: &[String]) -> Vec<crat
                     read_request_kib: d.read_request_bytes().map(|b| b / 1024.0),
                     write_request_kib: d.write_request_bytes().map(|b| b / 1024.0),
                 }),
+                samples: if lone { Vec::new() } else { target_samples(rec, t.target) },
             }
         })
         .collect()
+}
+
+/// One target's per-second samples over a step's intervals, timed as the step's own.
+fn target_samples(rec: &StepRecord, target: u32) -> Vec<SampleResult> {
+    let mut out = Vec::new();
+    for (k, i) in rec.intervals.iter().enumerate() {
+        let Some(t) = i.targets.iter().find(|t| t.target == target) else { continue };
+        for (j, s) in t.samples.iter().enumerate() {
+            out.push(SampleResult {
+                t_s: k as f64 * rec.interval_s + j as f64 * rec.sample_s,
+                dur_s: rec.sample_s,
+                ops: s.ops,
+                iops: rate(s.ops as f64, rec.sample_s),
+                mbps: rate(s.bytes as f64 / 1e6, rec.sample_s),
+                lat_mean_us: us(s.mean_lat_ns()),
+                lat_max_us: us(s.lat_max_ns as f64),
+                errors: s.errors,
+            });
+        }
+    }
+    out
 }
 
 fn rate(x: f64, secs: f64) -> f64 {

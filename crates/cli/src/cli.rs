@@ -170,6 +170,38 @@ pub enum Command {
         #[command(flatten)]
         data: DataFlags,
     },
+    /// Mark an event of a run ("controller B pulled"): sent to the run running now on this host
+    /// (from another terminal; only your own runs take it), or, with --at or --events, added to
+    /// a stored run. Marks are drawn on every timeline of the report, listed by `show`, in the
+    /// JSON and in live metrics.
+    #[command(after_help = MARK_HELP)]
+    Mark {
+        /// What happened: one line, at most 200 characters.
+        #[arg(required_unless_present = "events")]
+        text: Option<String>,
+        /// The run: which of the runs running now on this host (when several), or the stored run
+        /// --at and --events add to.
+        #[arg(long, value_name = "ID")]
+        run: Option<i64>,
+        /// When it happened, for a stored run: `2026-11-30T04:12:03Z` (or with an offset),
+        /// `+SECONDS` after the run's start, `@SECONDS` since 1970.
+        #[arg(long, value_name = "TIME", requires = "run", allow_hyphen_values = true)]
+        at: Option<String>,
+        /// A file of events to add to the stored run --run, one a line: its time (as --at),
+        /// then its text, apart by a space, tab or comma; `#` comments.
+        #[arg(long, value_name = "FILE", requires = "run", conflicts_with_all = ["text", "at"])]
+        events: Option<PathBuf>,
+        /// The UTC offset of the times written without one (`+01:00`, `-05:00`): an array's
+        /// log in local time.
+        #[arg(long, value_name = "OFFSET", allow_hyphen_values = true)]
+        utc_offset: Option<String>,
+        /// Seconds added to every time read: the run's clock minus the clock that wrote the
+        /// times (a log whose clock ran 2.5 s ahead of the coordinator's: -2.5).
+        #[arg(long, value_name = "S", default_value_t = 0.0, allow_hyphen_values = true)]
+        shift_s: f64,
+        #[command(flatten)]
+        db: DbArgs,
+    },
     /// Delete a stored run and everything recorded for it.
     Delete {
         /// Run id (see `iocurve runs`).
@@ -178,6 +210,16 @@ pub enum Command {
         db: DbArgs,
     },
 }
+
+const MARK_HELP: &str = "Examples:
+  iocurve mark \"controller B pulled\"                      the run running now
+  iocurve mark --run 12 --at 2026-11-30T04:12:03Z \"controller B pulled\"
+  iocurve mark --run 12 --at +312.5 \"rebuild started\"     312.5 s after the run began
+  iocurve mark --run 12 --events array-events.log --utc-offset +01:00
+
+The running run stores a mark as it comes, on its own clock (the coordinator's). It listens on
+a socket in $XDG_RUNTIME_DIR/iocurve (else /tmp/iocurve-UID), mode 0700, and takes marks only
+from your user; from another host: ssh COORDINATOR iocurve mark TEXT.";
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum ExportFormat {

@@ -10,6 +10,7 @@ mod deploy;
 mod dry_run;
 pub mod flags;
 mod invocation;
+mod mark;
 pub mod out;
 mod precondition;
 pub mod run;
@@ -217,6 +218,16 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Runs { db, json } => show::runs(&db.db, json),
         Command::Show { run, db, sla } => show::show(&db.db, run, &sla),
         Command::Delete { run, db } => show::delete(&db.db, run),
+        Command::Mark { text, run, at, events, utc_offset, shift_s, db } => {
+            let clock = mark::Clock::new(utc_offset.as_deref(), shift_s)?;
+            match (events, at) {
+                (Some(file), _) => mark::import(&db.db, run.unwrap_or_default(), &file, &clock),
+                (None, Some(at)) => {
+                    mark::add(&db.db, run.unwrap_or_default(), &at, text.as_deref().unwrap_or(""), &clock)
+                }
+                (None, None) => mark::send(&db.db, run, text.as_deref().unwrap_or("")),
+            }
+        }
         Command::Export { run, format, output, db, sla } => show::export(&db.db, run, format, &output, &sla),
         Command::Report { runs, output, db, sla } => show::report(&db.db, &runs, &output, &sla),
         Command::Compare { baseline, runs, at, expected_loss, db, sla } => {

@@ -28,6 +28,15 @@ pub fn words(event: &RunEvent) -> Vec<String> {
         E::InterruptedWhilePreconditioning => {
             vec!["interrupted while preconditioning: no workload ran; the same command resumes it".into()]
         }
+        E::Mark { mark, after_start_s } => {
+            vec![format!(
+                "mark at {} ({:.1} s into the run): {}",
+                &mark.at[11..23.min(mark.at.len())],
+                after_start_s,
+                mark.text
+            )]
+        }
+        E::NoMarks(why) => vec![format!("this run takes no marks (`iocurve mark`): {why}")],
         E::StaleRunsSettled { ids } => {
             let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
             vec![format!(

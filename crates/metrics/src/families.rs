@@ -70,6 +70,15 @@ fn families(s: &State) -> Vec<Family> {
         let l = vec![("run", id.clone()), ("label", label.clone()), ("plan", plan.clone())];
         f.gauge("iocurve_run_info", "The run these figures belong to (value 1).", &[(l, 1.0)]);
     }
+    // A series per mark, its value its time: Grafana draws it as an annotation ("use series
+    // value as timestamp"); `n` keeps two marks of one text apart.
+    let marks: Vec<_> = s
+        .marks
+        .iter()
+        .enumerate()
+        .map(|(i, (at, text))| (with_run(vec![("n", (i + 1).to_string()), ("text", text.clone())]), *at))
+        .collect();
+    f.gauge("iocurve_mark_timestamp_seconds", "A mark of the run (iocurve mark): when it was set, Unix time.", &marks);
     let io_labels = |k: &crate::Series| {
         with_run(vec![("workload", k.workload.clone()), ("host", k.host.clone()), ("direction", k.direction.into())])
     };

@@ -216,6 +216,8 @@ pub(crate) struct State {
     /// (empty for closed-loop steps, whose workers and depth tell them apart): the finished
     /// step's figures.
     pub steps: BTreeMap<StepKey, StepFigures>,
+    /// The run's marks (`iocurve mark`): when (Unix seconds) and what, in the order they came.
+    pub marks: Vec<(f64, String)>,
 }
 
 /// The figures a `/metrics` endpoint serves. Clones share them.
@@ -283,6 +285,11 @@ impl Exporter {
                 live.stall_s = gap as f64 / 1e9;
             }
         });
+    }
+
+    /// A mark of the run (`iocurve mark`) at `unix_s`: an annotation for dashboards.
+    pub fn mark(&self, unix_s: f64, text: &str) {
+        self.with(|s| s.marks.push((unix_s, text.to_string())));
     }
 
     /// What runs now; None between steps and after the run.

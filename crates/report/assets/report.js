@@ -469,7 +469,14 @@
     const tputs = [], lats = [];
     for (let k = 1; k < 1 + 4 * tables.length; k += 4) { tputs.push(joined[k]); lats.push(joined[k + 1]); }
     const latTop = Math.max(maxOf(lats), ...p99s.filter((v) => v != null));
+    // The run's marks within the step (of each series' run: a comparison's runs have their own).
+    const stepMarks = [];
+    for (const s of g.series) {
+      const i = s.x.indexOf(workers);
+      if (i >= 0 && s.from) for (const m of marksIn(s.run, s.from[i], lastT(tables) + 1)) stepMarks.push(multiRun ? { t: m.t, text: s.label + ": " + m.text } : m);
+    }
     return make(el, {
+      plugins: [timeMarks([], stepMarks)],
       series,
       scales: {
         x: { time: false },
@@ -482,6 +489,109 @@
         latAxis("latency", latTop * 1.5, { scale: "lat", side: 1, grid: { show: false } }),
       ].concat(withErrors.length ? [{ scale: "err", side: 1, label: "errors/s", values: axisValues, size: 50, grid: { show: false } }] : []),
     }, joined, legend);
+  }
+
+  // The run's marks (issue 44) and, on the run's timeline, its steps, drawn on a chart with x in
+  // seconds: `bands` [{from, to, label}] shaded behind the lines, a step's workload named above
+  // it where it fits; `marks` [{t, text}] as red dashed lines, their text at the top in three
+  // staggered rows (marks a few seconds apart stay readable).
+  const MARK_COLOR = "#d62728";
+  function timeMarks(bands, marks) {
+    const px = (u, v) => u.valToPos(v, "x", true);
+    const dpr = () => devicePixelRatio || 1;
+    return {
+      hooks: {
+        drawClear: [(u) => {
+          if (!bands.length) return;
+          const ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;
+          ctx.save();
+          // A workload's steps in a row are one stretch: its name at the stretch's foot, where
+          // it fits.
+          const stretches = [];
+          bands.forEach((b, i) => {
+            const x0 = Math.max(px(u, b.from), u.bbox.left), x1 = Math.min(px(u, b.to), u.bbox.left + u.bbox.width);
+            if (x1 <= x0) return;
+            ctx.fillStyle = i % 2 ? "rgba(0,0,0,0.035)" : "rgba(0,0,0,0.075)";
+            ctx.fillRect(x0, top, x1 - x0, h);
+            const last = stretches[stretches.length - 1];
+            if (last && last.name === b.workload) last.x1 = x1;
+            else stretches.push({ name: b.workload, x0, x1 });
+          });
+          ctx.fillStyle = "#666";
+          ctx.font = 9 * dpr() + "px sans-serif";
+          for (const s of stretches) {
+            if (ctx.measureText(s.name).width + 4 * dpr() < s.x1 - s.x0) ctx.fillText(s.name, s.x0 + 2 * dpr(), top + h - 4 * dpr());
+          }
+          ctx.restore();
+        }],
+        draw: [(u) => {
+          if (!marks.length) return;
+          const ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;
+          ctx.save();
+          ctx.strokeStyle = MARK_COLOR;
+          ctx.fillStyle = MARK_COLOR;
+          ctx.lineWidth = 1.5 * dpr();
+          ctx.setLineDash([5 * dpr(), 3 * dpr()]);
+          ctx.font = 10 * dpr() + "px sans-serif";
+          marks.forEach((m, k) => {
+            const x = px(u, m.t);
+            if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
+            ctx.beginPath();
+            ctx.moveTo(x, top);
+            ctx.lineTo(x, top + h);
+            ctx.stroke();
+            const text = m.text.length > 40 ? m.text.slice(0, 39) + "…" : m.text;
+            const w = ctx.measureText(text).width;
+            const tx = x + w + 3 * dpr() > u.bbox.left + u.bbox.width ? x - w - 3 * dpr() : x + 3 * dpr();
+            ctx.fillText(text, tx, top + (11 + 11 * (k % 3)) * dpr());
+          });
+          ctx.restore();
+        }],
+      },
+    };
+  }
+  // A run's marks in a step's time: seconds after `from` (Unix seconds; null: unknown), those
+  // within [0, end] only.
+  const marksIn = (run, from, end) => (from == null ? [] : (D.runs[run].marks || [])
+    .map((m) => ({ t: m.t - from, text: m.text })).filter((m) => m.t >= 0 && m.t <= end));
+
+  // The run in time: every workload's line (throughput or latency, `what`), or each target's or
+  // host's, on the run's clock (UTC), over the steps' bands and under the marks.
+  const TL_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
+  function runTimelineChart(tl, el, what) {
+    const utc = (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC");
+    const abs = (t) => t.map((v) => (v == null ? v : tl.t0 + v));
+    const lines = what === "targets" || what === "target-lat" ? tl.targets.map((l) => ({ line: l, unit: tl.unit }))
+      : what === "hosts" ? tl.hosts.map((l) => ({ line: l, unit: tl.unit }))
+      : tl.workloads;
+    const lat = what === "lat" || what === "target-lat";
+    const units = Array.from(new Set(lines.map((l) => l.unit)));
+    const tables = [], series = [{ label: "time" }];
+    lines.forEach((l, k) => {
+      tables.push([abs(l.line.t), lat ? positive(l.line.lat) : l.line.tput]);
+      const scale = lat ? "lat" : l.unit === units[0] ? "y" : "y2";
+      series.push({ label: l.line.name + (lat ? " mean latency" : " " + l.unit), stroke: TL_COLORS[k % TL_COLORS.length], width: 1.5, scale, spanGaps: false });
+    });
+    if (!tables.length) return null;
+    const joined = uPlot.join(tables);
+    const ys = (scale) => joined.slice(1).filter((_, i) => series[i + 1].scale === scale);
+    const bands = tl.steps.map((s) => ({ from: tl.t0 + s.from, to: tl.t0 + s.to, workload: s.workload }));
+    const marks = tl.marks.map((m) => ({ t: tl.t0 + m.t, text: m.text }));
+    // HH:MM:SS in UTC: the clock of the array's own logs and of the marks table.
+    const axes = [{ label: "time (UTC)", space: 70, values: (u, vals) => vals.map((v) => (v == null ? "" : new Date(v * 1e3).toISOString().slice(11, 19))) }];
+    const scales = { x: { time: true } };
+    if (lat) {
+      scales.lat = { distr: 3, log: 10 };
+      axes.push(latAxis("mean latency", maxOf(ys("lat")), { scale: "lat" }));
+    } else {
+      scales.y = { range: () => zeroTo(maxOf(ys("y"))) };
+      axes.push({ scale: "y", label: units[0], values: axisValues, size: 70 });
+      if (units.length > 1) {
+        scales.y2 = { range: () => zeroTo(maxOf(ys("y2"))) };
+        axes.push({ scale: "y2", label: units[1], values: axisValues, size: 70, side: 1, grid: { show: false } });
+      }
+    }
+    return make(el, { series, scales, axes, tzDate: utc, plugins: [timeMarks(bands, marks)] }, joined);
   }
 
   // A multi-host step: each host's own per-second throughput, a line per host (and per series
@@ -1017,6 +1127,11 @@
         state.textContent = "the browser does not let this page copy: the text is selected, copy it with Ctrl+C";
       }
     });
+  }
+
+  for (const tl of D.timelines || []) {
+    const box = document.getElementById(tl.id);
+    for (const el of box.querySelectorAll(".chart[data-timeline]")) runTimelineChart(tl, el, el.dataset.timeline);
   }
 
   const CHARTS = { throughput: throughputChart, percentiles: percentileChart, response: responseChart, cpu: cpuChart };

@@ -907,6 +907,34 @@ pub fn coverage_line(r: &RunResult, w: &WorkloadResult) -> Option<String> {
 }
 
 /// The whole summary printed after a run.
+/// Where a mark fell: the step measuring then (`backend-rand-read step 4, 8 workers`), if any.
+pub fn mark_place(r: &RunResult, at_unix_ns: i64) -> Option<String> {
+    r.workloads.iter().find_map(|w| {
+        w.steps.iter().enumerate().find_map(|(i, s)| {
+            let from = s.measured_from_unix_ns?;
+            let to = from + (s.duration_s * 1e9) as i64;
+            (from..=to).contains(&at_unix_ns).then(|| {
+                format!("{} step {}, {} worker{}", w.name, i + 1, s.workers, if s.workers == 1 { "" } else { "s" })
+            })
+        })
+    })
+}
+
+/// The run's marks, a line each: when (UTC, and seconds into the run), where, what, whence.
+pub fn marks_report(r: &RunResult) -> String {
+    if r.marks.is_empty() {
+        return String::new();
+    }
+    let start = iocurve_stats::date::parse_timestamp(&r.started_at, Some(0)).ok();
+    let mut out = String::from("\nmarks:\n");
+    for m in &r.marks {
+        let into = start.map(|s| format!(" (+{:.1} s)", (m.at_unix_ns - s) as f64 / 1e9)).unwrap_or_default();
+        let place = mark_place(r, m.at_unix_ns).map(|p| format!(" during {p}")).unwrap_or_default();
+        out.push_str(&format!("  {}{into}{place}: {}  [{}]\n", m.at, m.text, m.source));
+    }
+    out
+}
+
 pub fn run_report(r: &RunResult) -> String {
     let mut out = String::new();
     let targets: Vec<String> = r
@@ -942,6 +970,7 @@ pub fn run_report(r: &RunResult) -> String {
     for c in &r.reclaims {
         out.push_str(&reclaim_report(c));
     }
+    out.push_str(&marks_report(r));
     if let Some(v) = &r.final_verification {
         out.push_str(&final_verification(v));
     }

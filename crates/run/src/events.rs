@@ -27,6 +27,10 @@ pub enum RunEvent {
     Rest { workload: String, seconds: f64 },
     /// A Ctrl-C during preconditioning: no workload ran.
     InterruptedWhilePreconditioning,
+    /// A mark came from `iocurve mark` (stored already): its seconds after the run's start.
+    Mark { mark: iocurve_stats::Mark, after_start_s: f64 },
+    /// The run cannot take marks from `iocurve mark` (why); it runs on without.
+    NoMarks(String),
     /// Runs of this host still marked running whose processes are gone, now `interrupted`.
     StaleRunsSettled { ids: Vec<i64> },
     /// Agents started for the run (`--launch`).

@@ -78,6 +78,8 @@ struct Session<'a, 'o> {
     workloads: Vec<WorkloadResult>,
     /// The run in the store (None when the store refused it).
     run_id: Option<i64>,
+    /// Where `iocurve mark` reaches the run (None: it could not be opened; the run said why).
+    marks: Option<crate::marks::MarkEndpoint>,
 }
 
 /// Which workload a step belongs to.
@@ -144,10 +146,18 @@ impl Run<'_, '_> {
             data_checks: Vec::new(),
             workloads: Vec::new(),
             run_id: None,
+            marks: None,
         };
-        let started_at = time::now_rfc3339();
+        let started_unix_ns = iocurve_stats::date::unix_ns();
+        let started_at = iocurve_stats::date::rfc3339_ns(started_unix_ns);
         let run_id = s.begin(label, &started_at);
         s.run_id = run_id;
+        if let Some(id) = run_id {
+            match crate::marks::MarkEndpoint::start(s.store.path(), id, &plan.name, started_unix_ns) {
+                Ok(m) => s.marks = Some(m),
+                Err(e) => s.observers.event(&RunEvent::NoMarks(e)),
+            }
+        }
         // A workload with a curve adds its rate ramp right after it, once its maximum is known;
         // one with sla_search adds its search after it, a bisection over rate steps.
         // A concurrent step runs at the place of its first member.
@@ -458,6 +468,7 @@ impl Session<'_, '_> {
     ) -> (Result<StepRecord, Error>, Option<i64>, Option<String>, Vec<crate::recorder::MemberStep>) {
         let w = at.w;
         let mut rec = Recorder {
+            marks: self.marks.as_ref(),
             observers: &mut *self.observers,
             store: &mut *self.store,
             workload_id: at.workload_id,
@@ -684,8 +695,29 @@ impl Session<'_, '_> {
 
     /// The run's status into the store, and its result.
     fn finish(self, started_at: String, reclaims: Vec<iocurve_analysis::ReclaimResult>) -> Outcome {
-        let Session { plan, store, observers, cancel, sla, host, target_infos, workloads, run_id, mut error, .. } =
-            self;
+        let Session {
+            plan,
+            store,
+            observers,
+            cancel,
+            sla,
+            host,
+            target_infos,
+            workloads,
+            run_id,
+            mut error,
+            marks,
+            ..
+        } = self;
+        // No mark after this: the endpoint closes (its socket goes), and the marks not yet told
+        // are told before the summary.
+        if let Some(m) = marks {
+            let late = m.drain();
+            drop(m);
+            for (mark, after_start_s) in late {
+                observers.event(&RunEvent::Mark { mark, after_start_s });
+            }
+        }
         let interrupted = cancel.is_cancelled();
         let finished_at = time::now_rfc3339();
         let status = if matches!(error, Some(Error::Aborted(_) | Error::HostsLost(_))) {
@@ -727,6 +759,8 @@ impl Session<'_, '_> {
             // Set after the run, when `--verify-final` read everything back.
             final_verification: None,
             reclaims,
+            // Those set while it ran went to the store as they came (the mark endpoint).
+            marks: run_id.and_then(|id| store.marks(id).ok()).unwrap_or_default(),
         };
         let result = RunResult::assemble(facts, workloads);
         observers.run_finished(&result);

@@ -24,6 +24,7 @@ mod events;
 mod execute;
 pub mod launch;
 pub mod live;
+pub mod marks;
 mod observe;
 mod options;
 pub mod precondition;

@@ -84,8 +84,10 @@ impl StepObserver for LiveMetrics {
 
 impl Observer for LiveMetrics {
     fn event(&mut self, e: &crate::RunEvent) {
-        if let crate::RunEvent::Header { targets, .. } = e {
-            self.targets = targets.iter().map(|t| t.path.clone()).collect();
+        match e {
+            crate::RunEvent::Header { targets, .. } => self.targets = targets.iter().map(|t| t.path.clone()).collect(),
+            crate::RunEvent::Mark { mark, .. } => self.exporter.mark(mark.at_unix_ns as f64 / 1e9, &mark.text),
+            _ => {}
         }
     }
 

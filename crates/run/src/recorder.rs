@@ -10,6 +10,8 @@ use iocurve_store::{Store, StoreError};
 use crate::Observers;
 
 pub(crate) struct Recorder<'a, 'o> {
+    /// Marks from `iocurve mark`, stored already: the observers hear of them at each tick.
+    pub marks: Option<&'a crate::marks::MarkEndpoint>,
     pub observers: &'a mut Observers<'o>,
     pub store: &'a mut Store,
     pub workload_id: i64,
@@ -64,6 +66,9 @@ impl StepObserver for Recorder<'_, '_> {
     }
 
     fn progress(&mut self, p: &StepProgress) {
+        for (mark, after_start_s) in self.marks.map(|m| m.drain()).unwrap_or_default() {
+            crate::Observer::event(self.observers, &crate::RunEvent::Mark { mark, after_start_s });
+        }
         self.observers.progress(p);
     }
 

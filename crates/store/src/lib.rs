@@ -54,6 +54,7 @@ fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy) | Some(rusqlite::ErrorCode::DatabaseLocked))
 }
 
+mod marks;
 mod owner;
 mod precondition;
 mod read;

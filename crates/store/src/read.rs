@@ -51,6 +51,8 @@ pub struct StoredRun {
     pub verification: Option<FinalVerification>,
     /// Its reclaim steps' results, JSON, in order (schema v23).
     pub reclaims: Vec<String>,
+    /// Its marks in time order (schema v26).
+    pub marks: Vec<iocurve_stats::Mark>,
 }
 
 #[derive(Debug, Clone)]
@@ -191,7 +193,8 @@ impl Store {
         }
         let verification = self.verification(id)?;
         let reclaims = self.reclaims(id)?;
-        Ok(StoredRun { run, host_json, targets_json, plan_json, workloads, verification, reclaims })
+        let marks = self.marks(id)?;
+        Ok(StoredRun { run, host_json, targets_json, plan_json, workloads, verification, reclaims, marks })
     }
 
     fn load_steps(&self, workload_id: i64) -> Result<Vec<StepRecord>> {

@@ -7,8 +7,21 @@ use super::*;
 pub(crate) const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
     SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19,
-    SCHEMA_V20, SCHEMA_V21, SCHEMA_V22, SCHEMA_V23, SCHEMA_V24, SCHEMA_V25,
+    SCHEMA_V20, SCHEMA_V21, SCHEMA_V22, SCHEMA_V23, SCHEMA_V24, SCHEMA_V25, SCHEMA_V26,
 ];
+
+/// v26: a run's marks (issue 44): timestamped events set while it ran (`iocurve mark`) or read
+/// from a file of events after it, on the coordinator's clock.
+const SCHEMA_V26: &str = "
+CREATE TABLE marks (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    at_unix_ns INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    source TEXT NOT NULL                  -- `live`, or `file NAME:LINE`
+);
+CREATE INDEX marks_run ON marks(run_id, at_unix_ns);
+";
 
 /// v25: figures per target (issue 42): each target's part of an interval (of the step's
 /// merged intervals, `host` NULL) with its latency histogram and its block device's own

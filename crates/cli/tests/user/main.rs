@@ -25,6 +25,7 @@ mod flatfile;
 mod grids;
 mod launch;
 mod layout;
+mod marks;
 mod overview;
 mod precondition;
 mod regression;

@@ -73,6 +73,7 @@ fn run_and_records() -> (RunResult, Vec<Vec<StepRecord>>) {
         plan: serde_json::Value::Null,
         workloads: vec![w],
         final_verification: None,
+        marks: Vec::new(),
         reclaims: Vec::new(),
     };
     (run, vec![vec![rec]])

@@ -111,6 +111,8 @@ pub(super) fn series_data(run: usize, label: &str, color: &str, w: &WorkloadResu
         // The share of I/Os below each bucket's top: `< 500 µs: 74 %`.
         "hist_cum": s.iter().map(|s| cumulative_pct(&s.lat_histogram)).collect::<Vec<_>>(),
         "flags": s.iter().map(|s| s.flags.iter().map(|f| f.message.clone()).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        // When each step's measurement began, Unix seconds: the run's marks on its timeline.
+        "from": s.iter().map(|s| s.measured_from_unix_ns.map(|n| n as f64 / 1e9)).collect::<Vec<_>>(),
         "timeline": s.iter().map(|s| json!({
             "t": s.samples.iter().map(|x| sig(x.t_s, 6)).collect::<Vec<_>>(),
             "tput": s.samples.iter().map(|x| sig(if seq { x.mbps } else { x.iops }, 4)).collect::<Vec<_>>(),

@@ -17,6 +17,7 @@ use crate::terminal;
 mod charts;
 mod grid;
 mod overview;
+mod timeline;
 mod views;
 
 use charts::*;
@@ -84,6 +85,9 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
     let groups = group(&charted);
     let series = series_of(&charted, &groups);
     let (matrices, matrix_data) = overview::matrices(&charted, &groups);
+    let timelines: Vec<Value> = runs.iter().enumerate().filter_map(|(i, r)| timeline::timeline(i, r)).collect();
+    let timeline_views: Vec<Value> =
+        timelines.iter().map(|t| timeline::view(t, &runs[t["run"].as_u64().unwrap_or(0) as usize])).collect();
     let data = json!({
         "matrices": matrix_data,
         "runs": runs.iter().enumerate().map(|(i, r)| json!({
@@ -93,7 +97,10 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
             "sla_p99_us": r.result.sla.and_then(|s| s.p99_ms).map(|v| v * 1000.0),
             // What a chart's PNG and SVG exports carry of their run (issue 43).
             "about": run_about(r),
+            // Its marks, Unix seconds: lines on every timeline of the run (issue 44).
+            "marks": r.result.marks.iter().map(|m| json!({ "t": m.at_unix_ns as f64 / 1e9, "text": m.text })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
+        "timelines": timelines,
         // The iocurve that wrote the report: the `Software` of its exported charts.
         "version": env!("CARGO_PKG_VERSION"),
         "buckets": bucket_labels(runs),
@@ -195,6 +202,7 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
         overviews => overview::overviews(runs),
         matrices,
         glance => overview::glance(runs),
+        timelines => timeline_views,
         tool_version => runs.first().map(|r| r.result.tool_version.clone()).unwrap_or_default(),
         runs => heads,
         groups => views,
@@ -373,6 +381,7 @@ mod tests {
                 workloads: vec![],
                 final_verification: None,
                 reclaims: Vec::new(),
+                marks: Vec::new(),
             },
         }
     }

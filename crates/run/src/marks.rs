@@ -1,0 +1,371 @@
+//! The running coordinator's mark endpoint (issue 44): `iocurve mark TEXT` from another terminal
+//! reaches the run through a Unix socket that only this user can reach — in a directory of the
+//! user's own with mode 0700 (`$XDG_RUNTIME_DIR/iocurve`, else `/tmp/iocurve-UID`), the socket
+//! itself 0600, and every peer's credentials checked (`SO_PEERCRED`: its effective user must be
+//! this process's). Over the network a mark goes as any command to the coordinator's host does
+//! (`ssh HOST iocurve mark …`): this endpoint never listens on a network.
+//!
+//! A mark is stored as it comes (a connection of the endpoint's own to the results database:
+//! a killed run keeps it) and queued for the run's observers (the terminal prints it, live
+//! metrics serve it as an annotation), which hear of it at the next progress tick. One JSON
+//! line in, one out; every read and write has a deadline, a request is at most 4 KiB.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use iocurve_stats::Mark;
+use serde_json::{Value, json};
+
+/// How long either side waits for the other's line.
+const DEADLINE: Duration = Duration::from_secs(2);
+/// The longest request line.
+const REQUEST_BYTES: u64 = 4096;
+/// How often the accepting thread looks at its stop flag.
+const POLL: Duration = Duration::from_millis(50);
+
+/// The endpoint of a running run: serving until dropped, its socket removed then.
+pub struct MarkEndpoint {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    inbox: Receiver<(Mark, f64)>,
+}
+
+/// What an endpoint says of its run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunAtEndpoint {
+    pub socket: PathBuf,
+    pub run: i64,
+    pub plan: String,
+    /// The results database, as the run opened it.
+    pub db: String,
+    pub pid: u32,
+}
+
+/// What the run answered to a mark: the mark as stored, and when it came after the run began.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marked {
+    pub run: i64,
+    pub mark: Mark,
+    pub after_start_s: f64,
+}
+
+/// The directory of the running runs' sockets, made if missing: refused when it is not a
+/// directory of this user's that only this user can reach (another user could make it first
+/// in `/tmp` and listen there in a run's name).
+pub fn socket_dir() -> Result<PathBuf, String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let dir = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute() && p.is_dir())
+        .map(|p| p.join("iocurve"))
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("iocurve-{uid}")));
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("cannot make {}: {e}", dir.display())),
+    }
+    let md = std::fs::symlink_metadata(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if !md.file_type().is_dir() || md.uid() != uid || md.mode() & 0o077 != 0 {
+        return Err(format!(
+            "{} is not a directory of yours that only you can reach (owner uid {}, mode {:o}, {}): remove it; iocurve keeps the sockets of running runs there",
+            dir.display(),
+            md.uid(),
+            md.mode() & 0o7777,
+            if md.file_type().is_symlink() {
+                "a symlink"
+            } else if md.is_dir() {
+                "a directory"
+            } else {
+                "not a directory"
+            }
+        ));
+    }
+    Ok(dir)
+}
+
+impl MarkEndpoint {
+    /// Starts serving run `run` of database `db` (its plan `plan`, begun at `started_unix_ns`).
+    pub fn start(db: &str, run: i64, plan: &str, started_unix_ns: i64) -> Result<MarkEndpoint, String> {
+        let path = socket_dir()?.join(format!("run-{}.sock", std::process::id()));
+        if path.as_os_str().len() > 100 {
+            return Err(format!(
+                "{}: too long a path for a socket (set XDG_RUNTIME_DIR to a shorter directory)",
+                path.display()
+            ));
+        }
+        // A socket left by a process of this id that died: ours now.
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
+        listener.set_nonblocking(true).map_err(|e| format!("{}: {e}", path.display()))?;
+        let store = iocurve_store::Store::open_existing(Path::new(db)).map_err(|e| e.to_string())?;
+        let (tx, inbox) = channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let run_facts = Serving { run, plan: plan.to_string(), db: db.to_string(), started_unix_ns, store, tx };
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("iocurve-marks".into())
+            .spawn(move || serve(listener, run_facts, &flag))
+            .map_err(|e| format!("the mark endpoint's thread: {e}"))?;
+        Ok(MarkEndpoint { path, stop, thread: Some(thread), inbox })
+    }
+
+    /// The marks that came since the last call, each with its seconds after the run's start.
+    pub fn drain(&self) -> Vec<(Mark, f64)> {
+        self.inbox.try_iter().collect()
+    }
+
+    pub fn socket(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for MarkEndpoint {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// What the serving thread holds.
+struct Serving {
+    run: i64,
+    plan: String,
+    db: String,
+    started_unix_ns: i64,
+    store: iocurve_store::Store,
+    tx: Sender<(Mark, f64)>,
+}
+
+/// Peers served at once at most: each within its deadlines, on a thread of its own, so that a
+/// peer that connects and says nothing holds up no other; beyond these, a peer is told to try
+/// again.
+const PEERS: usize = 8;
+
+fn serve(listener: UnixListener, s: Serving, stop: &AtomicBool) {
+    let s = Arc::new(std::sync::Mutex::new(s));
+    let busy = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((mut conn, _)) => {
+                if busy.fetch_add(1, Ordering::AcqRel) >= PEERS {
+                    busy.fetch_sub(1, Ordering::AcqRel);
+                    let _ = conn.set_write_timeout(Some(DEADLINE));
+                    let _ = writeln!(conn, "{}", json!({ "error": "the run is answering other peers: try again" }));
+                    continue;
+                }
+                let (s, busy) = (s.clone(), busy.clone());
+                let spawned = std::thread::Builder::new().name("iocurve-mark-peer".into()).spawn(move || {
+                    if let Err(e) = answer(conn, &s) {
+                        tracing::warn!(error = %e, "mark endpoint");
+                    }
+                    busy.fetch_sub(1, Ordering::AcqRel);
+                });
+                if let Err(e) = spawned {
+                    tracing::warn!(error = %e, "mark endpoint: no thread for a peer");
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
+            Err(e) => {
+                tracing::warn!(error = %e, "mark endpoint: accept");
+                std::thread::sleep(POLL);
+            }
+        }
+    }
+}
+
+/// The effective user id of the peer of a Unix socket.
+fn peer_uid(conn: &UnixStream) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: a valid socket descriptor and a buffer of the size given.
+    let r = unsafe {
+        libc::getsockopt(
+            conn.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (r == 0).then_some(cred.uid)
+}
+
+fn answer(conn: UnixStream, s: &std::sync::Mutex<Serving>) -> std::io::Result<()> {
+    conn.set_nonblocking(false)?;
+    conn.set_read_timeout(Some(DEADLINE))?;
+    conn.set_write_timeout(Some(DEADLINE))?;
+    let mut out = conn.try_clone()?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let reply = match peer_uid(&conn) {
+        Some(uid) if uid == me => {
+            let mut line = String::new();
+            match BufReader::new(conn.take(REQUEST_BYTES)).read_line(&mut line) {
+                // The request in hand: one at a time from here (the store, the run's facts).
+                Ok(_) => act(&line, &mut s.lock().unwrap_or_else(|p| p.into_inner())),
+                Err(e) => json!({ "error": format!("no request within {} s: {e}", DEADLINE.as_secs()) }),
+            }
+        }
+        uid => json!({ "error": format!("this run takes marks only from user {me}; this peer is {uid:?}") }),
+    };
+    writeln!(out, "{reply}")
+}
+
+/// One request: `{"hello": true}` or `{"mark": TEXT}`.
+fn act(line: &str, s: &mut Serving) -> Value {
+    let req: Value = match serde_json::from_str(line.trim()) {
+        Ok(v) => v,
+        Err(e) => return json!({ "error": format!("a request is one line of JSON: {e}") }),
+    };
+    if req.get("hello").is_some() {
+        return json!({ "run": s.run, "plan": s.plan, "db": s.db, "pid": std::process::id() });
+    }
+    let Some(text) = req.get("mark").and_then(Value::as_str) else {
+        return json!({ "error": "a request is {\"hello\": true} or {\"mark\": TEXT}" });
+    };
+    let mark = match Mark::new(iocurve_stats::date::unix_ns(), text, "live") {
+        Ok(m) => m,
+        Err(e) => return json!({ "error": e }),
+    };
+    if let Err(e) = s.store.add_marks(s.run, std::slice::from_ref(&mark)) {
+        return json!({ "error": e.to_string() });
+    }
+    let after = (mark.at_unix_ns - s.started_unix_ns) as f64 / 1e9;
+    let reply = json!({ "run": s.run, "at_unix_ns": mark.at_unix_ns, "text": mark.text, "after_start_s": after });
+    // The run's observers hear of it at their next tick (gone: the run is ending).
+    let _ = s.tx.send((mark, after));
+    reply
+}
+
+/// One request to the endpoint at `socket`, its answer.
+fn ask(socket: &Path, req: &Value) -> Result<Value, String> {
+    let mut conn = UnixStream::connect(socket).map_err(|e| format!("{}: {e}", socket.display()))?;
+    conn.set_read_timeout(Some(DEADLINE)).map_err(|e| e.to_string())?;
+    conn.set_write_timeout(Some(DEADLINE)).map_err(|e| e.to_string())?;
+    writeln!(conn, "{req}").map_err(|e| format!("{}: {e}", socket.display()))?;
+    let mut line = String::new();
+    BufReader::new(conn.take(1 << 16))
+        .read_line(&mut line)
+        .map_err(|e| format!("{}: no answer within {} s: {e}", socket.display(), DEADLINE.as_secs()))?;
+    let v: Value = serde_json::from_str(line.trim()).map_err(|e| format!("{}: {e}", socket.display()))?;
+    match v.get("error").and_then(Value::as_str) {
+        Some(e) => Err(e.to_string()),
+        None => Ok(v),
+    }
+}
+
+/// The runs of this user running on this host now: each endpoint that answers.
+pub fn running() -> Result<Vec<RunAtEndpoint>, String> {
+    let dir = socket_dir()?;
+    let mut out = Vec::new();
+    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for e in entries.flatten() {
+        let p = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("run-") && name.ends_with(".sock")) {
+            continue;
+        }
+        // A socket whose run died without removing it answers nothing: not a running run.
+        if let Ok(v) = ask(&p, &json!({ "hello": true })) {
+            out.push(RunAtEndpoint {
+                socket: p,
+                run: v["run"].as_i64().unwrap_or(0),
+                plan: v["plan"].as_str().unwrap_or("").into(),
+                db: v["db"].as_str().unwrap_or("").into(),
+                pid: v["pid"].as_u64().unwrap_or(0) as u32,
+            });
+        }
+    }
+    out.sort_by_key(|r| (r.run, r.pid));
+    Ok(out)
+}
+
+/// Sends a mark to the run at `at`.
+pub fn send(at: &RunAtEndpoint, text: &str) -> Result<Marked, String> {
+    let v = ask(&at.socket, &json!({ "mark": text }))?;
+    let at_unix_ns = v["at_unix_ns"].as_i64().ok_or("the run's answer has no time")?;
+    let text = v["text"].as_str().unwrap_or(text);
+    Ok(Marked {
+        run: v["run"].as_i64().unwrap_or(at.run),
+        mark: Mark::new(at_unix_ns, text, "live")?,
+        after_start_s: v["after_start_s"].as_f64().unwrap_or(0.0),
+    })
+}
+
+/// The run a mark goes to: the one running (of those given), the one `run` names, or, where
+/// several runs of databases of their own have that id, the one of `db`.
+pub fn pick<'a>(running: &'a [RunAtEndpoint], run: Option<i64>, db: &Path) -> Result<&'a RunAtEndpoint, String> {
+    let list = |r: &[&RunAtEndpoint]| {
+        r.iter()
+            .map(|e| format!("run {} (plan {}, {}, pid {})", e.run, e.plan, e.db, e.pid))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let all: Vec<&RunAtEndpoint> = running.iter().collect();
+    let named: Vec<&RunAtEndpoint> = all.iter().copied().filter(|e| run.is_none_or(|r| e.run == r)).collect();
+    let canon = |p: &Path| std::fs::canonicalize(p).ok();
+    let mine = canon(db);
+    match (named.as_slice(), run) {
+        ([one], _) => Ok(one),
+        ([], None) => Err(
+            "no run of yours is running on this host; a stored run takes a mark with --run ID --at TIME (or --events FILE)"
+                .into(),
+        ),
+        ([], Some(r)) if all.is_empty() => Err(format!(
+            "run {r} is not running on this host (no run of yours is); a stored run takes a mark with --at TIME (or --events FILE)"
+        )),
+        ([], Some(r)) => Err(format!("run {r} is not running on this host; running: {}", list(&all))),
+        (several, _) => {
+            let same: Vec<&RunAtEndpoint> =
+                several.iter().copied().filter(|e| mine.is_some() && canon(Path::new(&e.db)) == mine).collect();
+            match (same.as_slice(), run) {
+                ([one], Some(_)) => Ok(one),
+                _ if run.is_some() => Err(format!(
+                    "{} runs of that id are running: {}; say which with --db",
+                    several.len(),
+                    list(several)
+                )),
+                _ => Err(format!("{} runs are running: {}; say which with --run ID", several.len(), list(several))),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(run: i64, db: &str) -> RunAtEndpoint {
+        RunAtEndpoint { socket: "/x".into(), run, plan: "p".into(), db: db.into(), pid: 1 }
+    }
+
+    #[test]
+    fn a_mark_goes_to_the_one_run_or_the_run_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.db"), dir.path().join("b.db"));
+        std::fs::write(&a, b"").unwrap();
+        std::fs::write(&b, b"").unwrap();
+        let one = [at(3, a.to_str().unwrap())];
+        assert_eq!(pick(&one, None, &b).unwrap().run, 3);
+        assert!(pick(&one, Some(4), &a).unwrap_err().contains("run 4 is not running on this host; running: run 3"));
+        assert!(pick(&[], None, &a).unwrap_err().contains("no run of yours is running"));
+        let two = [at(3, a.to_str().unwrap()), at(3, b.to_str().unwrap())];
+        assert!(pick(&two, None, &a).unwrap_err().contains("say which with --run ID"));
+        assert_eq!(pick(&two, Some(3), &b).unwrap().db, b.to_str().unwrap());
+        assert!(pick(&two, Some(3), Path::new("/nowhere.db")).unwrap_err().contains("say which with --db"));
+    }
+}
