@@ -137,6 +137,9 @@
     return u;
   }
 
+  // A chart's name in file names and exports: `throughput`, `run-timeline-targets`.
+  const chartName = (el) => el.dataset.chart || (el.dataset.timeline ? "run-timeline-" + el.dataset.timeline : "chart");
+
   // Takes away a chart's legend and buttons (uPlot's destroy takes away the chart itself).
   function clearChart(el) {
     for (const old of el.querySelectorAll(":scope > .legend, :scope > .downloads")) old.remove();
@@ -194,7 +197,7 @@
     const name = () => {
       const section = el.closest("section");
       const title = section ? section.querySelector("h2").textContent : "chart";
-      return (title + " " + el.dataset.chart).replace(/[^A-Za-z0-9.%-]+/g, "-").replace(/-+$/, "");
+      return (title + " " + chartName(el)).replace(/[^A-Za-z0-9.%-]+/g, "-").replace(/-+$/, "");
     };
     const save = (href, ext) => {
       const a = document.createElement("a");
@@ -557,7 +560,9 @@
 
   // The run in time: every workload's line (throughput or latency, `what`), or each target's or
   // host's, on the run's clock (UTC), over the steps' bands and under the marks.
-  const TL_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
+  // The report's series colours first (not the marks' red), then the optimum's and maximum's,
+  // which mean nothing on a timeline.
+  const TL_COLORS = ["#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22", "#1f77b4", "#ff7f0e"];
   function runTimelineChart(tl, el, what) {
     const utc = (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC");
     const abs = (t) => t.map((v) => (v == null ? v : tl.t0 + v));
@@ -797,7 +802,7 @@
     a.bs, "qd " + a.qd, "working set " + a.working_set].concat(a.shape ? [a.shape] : [], a.trim_pct ? [a.trim_pct + " % trim"] : []).join(", ");
   function exportContext(el) {
     const section = el.closest("section.group");
-    const chart = el.dataset.chart || "chart";
+    const chart = chartName(el);
     const box = el.closest(".matrix");
     const m = box && (D.matrices || []).find((x) => x.id === box.id);
     // A matrix's chart: its workloads (one block size's, for a chart of one), as a group.

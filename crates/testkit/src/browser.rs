@@ -258,11 +258,12 @@ fn base64_decodes() {
     assert_eq!(base64("aW8="), b"io");
 }
 
-/// Pixels drawn per chart, counted in the page: opaque pixels of the chart's canvas that have
+/// Pixels drawn per chart of the workloads and matrices (`.chart[data-chart]`; the run's own
+/// timelines, `data-timeline`, are checked by their test), counted in the page: opaque pixels of the chart's canvas that have
 /// the colour of the first series (`#1f77b4`), or of the p50 line (`#2ca02c`) in percentile
 /// charts. Axes and grid alone do not count, so a chart without data fails.
 pub const DRAWN: &str = r#"
-Array.from(document.querySelectorAll('.chart')).map(el => {
+Array.from(document.querySelectorAll('.chart[data-chart]')).map(el => {
   const c = el.querySelector('canvas');
   if (!c || !c.width || !c.height) return {chart: el.dataset.chart, pixels: 0};
   const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;

@@ -32,6 +32,7 @@ mod grids;
 mod hosts;
 mod launch;
 mod luns;
+mod marks;
 mod metrics;
 mod precondition;
 mod regression;

@@ -12,6 +12,8 @@
 #![allow(clippy::too_many_lines)]
 
 mod overview;
+// Issue 44: the whole run in time, marks.
+mod timeline;
 
 use iocurve_testkit as util;
 use iocurve_testkit::browser;
@@ -115,7 +117,7 @@ fn report_and_comparison_in_a_real_browser() {
     assert_clean(&b, &cmp);
     assert_all_drawn(&mut b, 5);
     let legends = b.eval(
-        "Array.from(document.querySelectorAll('.chart')).map(c => ({chart: c.dataset.chart,
+        "Array.from(document.querySelectorAll('.chart[data-chart]')).map(c => ({chart: c.dataset.chart,
            labels: Array.from(c.querySelectorAll('.legend .name')).map(e => e.textContent)}))",
     );
     for chart in legends.as_array().unwrap() {
@@ -446,7 +448,7 @@ fn legends_exports_histogram_shares_and_the_printed_report() {
     assert_clean(&b, &one);
 
     let legends = b.eval(
-        "Object.fromEntries(Array.from(document.querySelectorAll('.chart')).map(c => [c.dataset.chart,
+        "Object.fromEntries(Array.from(document.querySelectorAll('.chart[data-chart]')).map(c => [c.dataset.chart,
            Array.from(c.querySelectorAll('.legend .name')).map(e => e.textContent)]))",
     );
     let names = |chart: &str| -> Vec<String> {
@@ -485,7 +487,7 @@ fn legends_exports_histogram_shares_and_the_printed_report() {
 
     // SVG: well-formed, the lines and marks in their colours, the legend as text.
     let svgs = b.eval(
-        "Array.from(document.querySelectorAll('.chart')).map(c => { const text = iocurveExport.svg(c);
+        "Array.from(document.querySelectorAll('.chart[data-chart]')).map(c => { const text = iocurveExport.svg(c);
            const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
            return { chart: c.dataset.chart, error: doc.querySelector('parsererror') ? doc.querySelector('parsererror').textContent : null,
              width: doc.documentElement.getAttribute('width'), paths: doc.querySelectorAll('path').length,
