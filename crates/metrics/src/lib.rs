@@ -437,6 +437,27 @@ mod tests {
         assert_eq!(Target::BytesPerSecond(200e6).label(), "200MB/s");
     }
 
+    /// Issue 44: a mark is a series whose value is its time, for a dashboard's annotations; two
+    /// marks of one text stay two, a text's quotes and backslashes are escaped.
+    #[test]
+    fn marks_are_series_of_their_time() {
+        let e = Exporter::new();
+        e.run("5", "", "quick");
+        e.mark(1_795_300_000.25, "controller B pulled");
+        e.mark(1_795_300_010.0, "controller B pulled");
+        e.mark(1_795_300_020.0, "path \"b\" \\ down");
+        let text = e.encode();
+        assert!(text.contains("# TYPE iocurve_mark_timestamp_seconds gauge"), "{text}");
+        assert!(
+            text.contains(
+                "iocurve_mark_timestamp_seconds{run=\"5\",n=\"1\",text=\"controller B pulled\"} 1795300000.25"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("n=\"2\",text=\"controller B pulled\"} 1795300010"), "{text}");
+        assert!(text.contains("text=\"path \\\"b\\\" \\\\ down\"}"), "{text}");
+    }
+
     #[test]
     fn counters_add_up_intervals_and_buckets_are_cumulative() {
         let e = Exporter::new();

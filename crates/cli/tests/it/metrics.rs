@@ -157,10 +157,13 @@ fn a_run_scraped_by_prometheus_matches_the_store_and_the_dashboard_has_data() {
     let target = format!("127.0.0.1:{port}");
     let prom = Prometheus::start(&target, "");
     std::fs::write(dir.path().join("plan.toml"), format!("{WORKLOAD}{PACED}")).unwrap();
+    let xdg = dir.path().join("xdg");
+    std::fs::create_dir(&xdg).unwrap();
     let mut run = Command::new(bin())
         .args(["run", "plan.toml", "--target", "t.dat", "--size", "64m", "--buffered", "--json", "r.json"])
         .args(["--metrics", &port.to_string(), "--metrics-hold-s", "3"])
         .current_dir(dir.path())
+        .env("XDG_RUNTIME_DIR", &xdg)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -172,6 +175,14 @@ fn a_run_scraped_by_prometheus_matches_the_store_and_the_dashboard_has_data() {
         assert!(run.try_wait().unwrap().is_none(), "the run ended before Prometheus saw it");
         std::thread::sleep(Duration::from_millis(300));
     }
+    // A mark from another terminal (issue 44): an annotation of the dashboard.
+    let m = Command::new(bin())
+        .args(["mark", "controller B pulled"])
+        .current_dir(dir.path())
+        .env("XDG_RUNTIME_DIR", &xdg)
+        .output()
+        .unwrap();
+    assert!(m.status.success(), "{}", stderr(&m));
     let o = run.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains(&format!("live metrics on http://{target}/metrics")), "{}", stdout(&o));
@@ -212,6 +223,20 @@ fn a_run_scraped_by_prometheus_matches_the_store_and_the_dashboard_has_data() {
     assert_eq!(prom.by("max_over_time(iocurve_run_info[10m])", "run").keys().collect::<Vec<_>>(), ["1"]);
 
     every_dashboard_query_returns_data(&prom);
+    // The dashboard's annotation query gives the mark at its time (ms, as Grafana takes it).
+    let dash: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/grafana/iocurve.json")).unwrap(),
+    )
+    .unwrap();
+    let expr = dash["annotations"]["list"][0]["expr"].as_str().unwrap().replace("$run", ".+");
+    let marked = prom.query(&format!("last_over_time(({expr})[10m:1s])"));
+    let at_ms = r["marks"][0]["at_unix_ns"].as_f64().unwrap() / 1e6;
+    assert_eq!(marked.len(), 1, "{marked:?}");
+    assert!((marked[0].1 - at_ms).abs() < 1.0, "the annotation at {} ms, the mark at {at_ms} ms", marked[0].1);
+    assert_eq!(
+        prom.by(&format!("last_over_time(({expr})[10m:1s])"), "text").keys().collect::<Vec<_>>(),
+        ["controller B pulled"]
+    );
 }
 
 /// A Prometheus with native histograms enabled asks for the protobuf format and gets the latency
