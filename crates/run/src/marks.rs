@@ -95,7 +95,10 @@ pub fn socket_dir() -> Result<PathBuf, String> {
 impl MarkEndpoint {
     /// Starts serving run `run` of database `db` (its plan `plan`, begun at `started_unix_ns`).
     pub fn start(db: &str, run: i64, plan: &str, started_unix_ns: i64) -> Result<MarkEndpoint, String> {
-        let path = socket_dir()?.join(format!("run-{}.sock", std::process::id()));
+        // A process may run several runs at once (the in-process tests do): each its own socket.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = socket_dir()?.join(format!("run-{}-{n}.sock", std::process::id()));
         if path.as_os_str().len() > 100 {
             return Err(format!(
                 "{}: too long a path for a socket (set XDG_RUNTIME_DIR to a shorter directory)",
@@ -110,7 +113,9 @@ impl MarkEndpoint {
         let store = iocurve_store::Store::open_existing(Path::new(db)).map_err(|e| e.to_string())?;
         let (tx, inbox) = channel();
         let stop = Arc::new(AtomicBool::new(false));
-        let run_facts = Serving { run, plan: plan.to_string(), db: db.to_string(), started_unix_ns, store, tx };
+        // The database as `mark --db` names it from any directory.
+        let db = std::fs::canonicalize(db).map_or_else(|_| db.to_string(), |p| p.display().to_string());
+        let run_facts = Serving { run, plan: plan.to_string(), db, started_unix_ns, store, tx };
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name("iocurve-marks".into())
@@ -279,7 +284,14 @@ pub fn running() -> Result<Vec<RunAtEndpoint>, String> {
         if !(name.starts_with("run-") && name.ends_with(".sock")) {
             continue;
         }
-        // A socket whose run died without removing it answers nothing: not a running run.
+        // A socket whose run was killed answers nothing: no running run; one nobody listens on
+        // any more goes (the directory is this user's alone).
+        if let Err(e) = UnixStream::connect(&p)
+            && e.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            let _ = std::fs::remove_file(&p);
+            continue;
+        }
         if let Ok(v) = ask(&p, &json!({ "hello": true })) {
             out.push(RunAtEndpoint {
                 socket: p,

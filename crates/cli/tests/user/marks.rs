@@ -76,6 +76,11 @@ fn a_mark_from_another_terminal_reaches_the_running_run() {
     // The socket went with the run; a mark now has no run to go to.
     assert!(std::fs::read_dir(xdg.join("iocurve")).unwrap().next().is_none());
     input_error(&with_xdg(d, &xdg, &["mark", "late"]), &["no run of yours is running", "--at TIME"]);
+    // A killed run's socket (nobody listens on it) is no run, and goes.
+    let stale = xdg.join("iocurve").join("run-1-0.sock");
+    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    input_error(&with_xdg(d, &xdg, &["mark", "late"]), &["no run of yours is running"]);
+    assert!(!stale.exists(), "the stale socket was removed");
     let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
     let marks = r["marks"].as_array().unwrap();
     let texts: Vec<&str> = marks.iter().map(|m| m["text"].as_str().unwrap()).collect();
