@@ -70,8 +70,12 @@ pub fn add(db: &Path, run: i64, at: &str, text: &str, clock: &Clock) -> Result<E
             within(run, span)
         )));
     }
-    store.add_marks(run, std::slice::from_ref(&mark))?;
     let after = (mark.at_unix_ns - span.0) as f64 / 1e9;
+    if store.marks(run)?.iter().any(|m| m.at_unix_ns == mark.at_unix_ns && m.text == mark.text) {
+        crate::outln!("run {run} has that mark already: {} ({after:.1} s into the run): {}", mark.at, mark.text);
+        return Ok(ExitCode::SUCCESS);
+    }
+    store.add_marks(run, std::slice::from_ref(&mark))?;
     crate::outln!("marked run {run} at {} ({after:.1} s into the run): {}", mark.at, mark.text);
     Ok(ExitCode::SUCCESS)
 }
@@ -100,8 +104,13 @@ pub fn import(db: &Path, run: i64, file: &Path, clock: &Clock) -> Result<ExitCod
     let stored = store.marks(run)?;
     let (inside, outside): (Vec<Mark>, Vec<Mark>) =
         events.marks.into_iter().partition(|m| (span.0..=span.1).contains(&m.at_unix_ns));
-    let (already, new): (Vec<Mark>, Vec<Mark>) =
-        inside.into_iter().partition(|m| stored.iter().any(|s| s.at_unix_ns == m.at_unix_ns && s.text == m.text));
+    // Kept once: a mark stored before, or given twice in the file.
+    let mut new: Vec<Mark> = Vec::new();
+    let mut already: Vec<Mark> = Vec::new();
+    for m in inside {
+        let same = |s: &Mark| s.at_unix_ns == m.at_unix_ns && s.text == m.text;
+        if stored.iter().any(same) || new.iter().any(same) { already.push(m) } else { new.push(m) }
+    }
     if new.is_empty() && already.is_empty() && !outside.is_empty() {
         return Err(CliError::Usage(format!(
             "no event of {} falls within {}: the first is {} ({}); a time zone off? (--utc-offset, --shift-s)",
@@ -123,7 +132,7 @@ pub fn import(db: &Path, run: i64, file: &Path, clock: &Clock) -> Result<ExitCod
         );
     }
     if !already.is_empty() {
-        said += &format!("; {} there already", already.len());
+        said += &format!("; {} there already (or twice in the file)", already.len());
     }
     crate::outln!("{said}");
     Ok(ExitCode::SUCCESS)

@@ -906,7 +906,6 @@ pub fn coverage_line(r: &RunResult, w: &WorkloadResult) -> Option<String> {
     ))
 }
 
-/// The whole summary printed after a run.
 /// Where a mark fell: the step measuring then (`backend-rand-read step 4, 8 workers`), if any.
 pub fn mark_place(r: &RunResult, at_unix_ns: i64) -> Option<String> {
     r.workloads.iter().find_map(|w| {
@@ -935,6 +934,7 @@ pub fn marks_report(r: &RunResult) -> String {
     out
 }
 
+/// The whole summary printed after a run.
 pub fn run_report(r: &RunResult) -> String {
     let mut out = String::new();
     let targets: Vec<String> = r

@@ -23,8 +23,12 @@ use std::time::Duration;
 use iocurve_stats::Mark;
 use serde_json::{Value, json};
 
-/// How long either side waits for the other's line.
+/// How long the endpoint waits for a peer's whole request line.
 const DEADLINE: Duration = Duration::from_secs(2);
+/// How long `mark` waits for the answer: longer than the endpoint may take to store a mark (the
+/// database's busy timeout, 5 s, on storage that stalls in a failover test), so that a mark
+/// said failed was not stored.
+const ANSWER: Duration = Duration::from_secs(10);
 /// The longest request line.
 const REQUEST_BYTES: u64 = 4096;
 /// How often the accepting thread looks at its stop flag.
@@ -61,18 +65,35 @@ pub struct Marked {
 /// directory of this user's that only this user can reach (another user could make it first
 /// in `/tmp` and listen there in a run's name).
 pub fn socket_dir() -> Result<PathBuf, String> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
-    let dir = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute() && p.is_dir())
-        .map(|p| p.join("iocurve"))
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("iocurve-{uid}")));
+    let dir = candidates().remove(0);
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(format!("cannot make {}: {e}", dir.display())),
     }
+    checked(dir)
+}
+
+/// Where runs keep their sockets: `$XDG_RUNTIME_DIR/iocurve` where that is set, and
+/// `/tmp/iocurve-UID` (a run started under sudo, cron or another session has no or another
+/// `XDG_RUNTIME_DIR`: `mark` looks in both).
+fn candidates() -> Vec<PathBuf> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let mut out: Vec<PathBuf> = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute() && p.is_dir())
+        .map(|p| p.join("iocurve"))
+        .into_iter()
+        .collect();
+    out.push(std::env::temp_dir().join(format!("iocurve-{uid}")));
+    out
+}
+
+/// `dir`, when it is a directory of this user's that only this user can reach.
+fn checked(dir: PathBuf) -> Result<PathBuf, String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
     let md = std::fs::symlink_metadata(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     if !md.file_type().is_dir() || md.uid() != uid || md.mode() & 0o077 != 0 {
         return Err(format!(
@@ -135,12 +156,15 @@ impl MarkEndpoint {
 }
 
 impl Drop for MarkEndpoint {
+    /// No mark after this: the socket goes, a peer still being answered is refused ("the run has
+    /// ended") or its mark is stored before this returns — the run's result reads the marks
+    /// right after (each peer is done within its deadline and the store's busy timeout).
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = std::fs::remove_file(&self.path);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        let _ = std::fs::remove_file(&self.path);
     }
 }
 
@@ -159,10 +183,12 @@ struct Serving {
 /// again.
 const PEERS: usize = 8;
 
-fn serve(listener: UnixListener, s: Serving, stop: &AtomicBool) {
+fn serve(listener: UnixListener, s: Serving, stop: &Arc<AtomicBool>) {
     let s = Arc::new(std::sync::Mutex::new(s));
     let busy = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    while !stop.load(Ordering::Relaxed) {
+    let mut peers: Vec<JoinHandle<()>> = Vec::new();
+    while !stop.load(Ordering::SeqCst) {
+        peers.retain(|p| !p.is_finished());
         match listener.accept() {
             Ok((mut conn, _)) => {
                 if busy.fetch_add(1, Ordering::AcqRel) >= PEERS {
@@ -171,15 +197,19 @@ fn serve(listener: UnixListener, s: Serving, stop: &AtomicBool) {
                     let _ = writeln!(conn, "{}", json!({ "error": "the run is answering other peers: try again" }));
                     continue;
                 }
-                let (s, busy) = (s.clone(), busy.clone());
+                let (s, b, stop) = (s.clone(), busy.clone(), stop.clone());
                 let spawned = std::thread::Builder::new().name("iocurve-mark-peer".into()).spawn(move || {
-                    if let Err(e) = answer(conn, &s) {
-                        tracing::warn!(error = %e, "mark endpoint");
+                    if let Err(e) = answer(conn, &s, &stop) {
+                        tracing::debug!(error = %e, "mark endpoint");
                     }
-                    busy.fetch_sub(1, Ordering::AcqRel);
+                    b.fetch_sub(1, Ordering::AcqRel);
                 });
-                if let Err(e) = spawned {
-                    tracing::warn!(error = %e, "mark endpoint: no thread for a peer");
+                match spawned {
+                    Ok(p) => peers.push(p),
+                    Err(e) => {
+                        busy.fetch_sub(1, Ordering::AcqRel);
+                        tracing::warn!(error = %e, "mark endpoint: no thread for a peer");
+                    }
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
@@ -189,6 +219,40 @@ fn serve(listener: UnixListener, s: Serving, stop: &AtomicBool) {
             }
         }
     }
+    // The peers being answered finish (within their deadlines) before the run reads its marks.
+    for p in peers {
+        let _ = p.join();
+    }
+}
+
+/// A peer's request line: at most [`REQUEST_BYTES`], all of it within [`DEADLINE`] (a peer
+/// that sends a byte at a time holds its slot no longer). None: it closed without a word.
+fn request(conn: &mut UnixStream) -> Result<Option<String>, String> {
+    let until = std::time::Instant::now() + DEADLINE;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 512];
+    loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(format!("no whole request within {} s", DEADLINE.as_secs()));
+        }
+        conn.set_read_timeout(Some(left)).map_err(|e| e.to_string())?;
+        match conn.read(&mut chunk) {
+            Ok(0) if buf.is_empty() => return Ok(None),
+            Ok(0) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("no whole request within {} s: {e}", DEADLINE.as_secs())),
+        }
+        if buf.contains(&b'\n') {
+            break;
+        }
+        if buf.len() as u64 > REQUEST_BYTES {
+            return Err(format!("a request is one line of at most {REQUEST_BYTES} bytes"));
+        }
+    }
+    let line = buf.split(|&b| b == b'\n').next().unwrap_or_default();
+    String::from_utf8(line.to_vec()).map(Some).map_err(|_| "a request is UTF-8 text".to_string())
 }
 
 /// The effective user id of the peer of a Unix socket.
@@ -209,29 +273,34 @@ fn peer_uid(conn: &UnixStream) -> Option<u32> {
     (r == 0).then_some(cred.uid)
 }
 
-fn answer(conn: UnixStream, s: &std::sync::Mutex<Serving>) -> std::io::Result<()> {
+fn answer(mut conn: UnixStream, s: &std::sync::Mutex<Serving>, stop: &AtomicBool) -> std::io::Result<()> {
     conn.set_nonblocking(false)?;
-    conn.set_read_timeout(Some(DEADLINE))?;
     conn.set_write_timeout(Some(DEADLINE))?;
-    let mut out = conn.try_clone()?;
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
     let reply = match peer_uid(&conn) {
-        Some(uid) if uid == me => {
-            let mut line = String::new();
-            match BufReader::new(conn.take(REQUEST_BYTES)).read_line(&mut line) {
-                // The request in hand: one at a time from here (the store, the run's facts).
-                Ok(_) => act(&line, &mut s.lock().unwrap_or_else(|p| p.into_inner())),
-                Err(e) => json!({ "error": format!("no request within {} s: {e}", DEADLINE.as_secs()) }),
+        Some(uid) if uid == me => match request(&mut conn) {
+            // A peer that only looked whether anyone listens.
+            Ok(None) => return Ok(()),
+            Ok(Some(line)) => {
+                // The mark's time: when it arrived, before it waits for the store.
+                let now = iocurve_stats::date::unix_ns();
+                let mut s = s.lock().unwrap_or_else(|p| p.into_inner());
+                if stop.load(Ordering::SeqCst) {
+                    json!({ "error": format!("run {} has ended: mark it with --run {} --at TIME", s.run, s.run) })
+                } else {
+                    act(&line, now, &mut s)
+                }
             }
-        }
+            Err(e) => json!({ "error": e }),
+        },
         uid => json!({ "error": format!("this run takes marks only from user {me}; this peer is {uid:?}") }),
     };
-    writeln!(out, "{reply}")
+    writeln!(conn, "{reply}")
 }
 
-/// One request: `{"hello": true}` or `{"mark": TEXT}`.
-fn act(line: &str, s: &mut Serving) -> Value {
+/// One request: `{"hello": true}` or `{"mark": TEXT}` (arrived at `now`).
+fn act(line: &str, now: i64, s: &mut Serving) -> Value {
     let req: Value = match serde_json::from_str(line.trim()) {
         Ok(v) => v,
         Err(e) => return json!({ "error": format!("a request is one line of JSON: {e}") }),
@@ -242,7 +311,7 @@ fn act(line: &str, s: &mut Serving) -> Value {
     let Some(text) = req.get("mark").and_then(Value::as_str) else {
         return json!({ "error": "a request is {\"hello\": true} or {\"mark\": TEXT}" });
     };
-    let mark = match Mark::new(iocurve_stats::date::unix_ns(), text, "live") {
+    let mark = match Mark::new(now, text, "live") {
         Ok(m) => m,
         Err(e) => return json!({ "error": e }),
     };
@@ -259,13 +328,13 @@ fn act(line: &str, s: &mut Serving) -> Value {
 /// One request to the endpoint at `socket`, its answer.
 fn ask(socket: &Path, req: &Value) -> Result<Value, String> {
     let mut conn = UnixStream::connect(socket).map_err(|e| format!("{}: {e}", socket.display()))?;
-    conn.set_read_timeout(Some(DEADLINE)).map_err(|e| e.to_string())?;
+    conn.set_read_timeout(Some(ANSWER)).map_err(|e| e.to_string())?;
     conn.set_write_timeout(Some(DEADLINE)).map_err(|e| e.to_string())?;
     writeln!(conn, "{req}").map_err(|e| format!("{}: {e}", socket.display()))?;
     let mut line = String::new();
     BufReader::new(conn.take(1 << 16))
         .read_line(&mut line)
-        .map_err(|e| format!("{}: no answer within {} s: {e}", socket.display(), DEADLINE.as_secs()))?;
+        .map_err(|e| format!("{}: no answer within {} s: {e}", socket.display(), ANSWER.as_secs()))?;
     let v: Value = serde_json::from_str(line.trim()).map_err(|e| format!("{}: {e}", socket.display()))?;
     match v.get("error").and_then(Value::as_str) {
         Some(e) => Err(e.to_string()),
@@ -275,9 +344,27 @@ fn ask(socket: &Path, req: &Value) -> Result<Value, String> {
 
 /// The runs of this user running on this host now: each endpoint that answers.
 pub fn running() -> Result<Vec<RunAtEndpoint>, String> {
-    let dir = socket_dir()?;
     let mut out = Vec::new();
-    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut refused = None;
+    for dir in candidates().into_iter().filter(|d| std::fs::symlink_metadata(d).is_ok()) {
+        match checked(dir) {
+            Ok(dir) => scan(&dir, &mut out),
+            Err(e) => refused = refused.or(Some(e)),
+        }
+    }
+    match refused {
+        // Where no run answered, a directory refused may be why.
+        Some(e) if out.is_empty() => Err(e),
+        _ => {
+            out.sort_by_key(|r| (r.run, r.pid));
+            Ok(out)
+        }
+    }
+}
+
+/// The runs answering in `dir`.
+fn scan(dir: &Path, out: &mut Vec<RunAtEndpoint>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
     for e in entries.flatten() {
         let p = e.path();
         let name = e.file_name().to_string_lossy().into_owned();
@@ -302,8 +389,6 @@ pub fn running() -> Result<Vec<RunAtEndpoint>, String> {
             });
         }
     }
-    out.sort_by_key(|r| (r.run, r.pid));
-    Ok(out)
 }
 
 /// Sends a mark to the run at `at`.

@@ -66,6 +66,8 @@ pub struct Events {
 /// (a CSV header) are skipped.
 pub fn read_events(text: &str, name: &str, start_unix_ns: i64, assumed_offset_s: Option<i64>) -> Events {
     let mut out = Events::default();
+    // A spreadsheet's "CSV UTF-8" starts with a byte order mark.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
         let l = line.trim();
@@ -117,11 +119,13 @@ fn event(l: &str, start_unix_ns: i64, assumed: Option<i64>) -> Result<(i64, Stri
         // The date and the time may be apart by a space: try the longer reading first.
         let (date, after) = split_first(l);
         let (time, rest) = split_first(after);
-        if date.len() == 10 && time.len() >= 8 && time.as_bytes().get(2) == Some(&b':') {
-            (parse_timestamp(&format!("{date} {time}"), assumed)?, rest)
+        let (stamp, rest) = if date.len() == 10 && time.len() >= 8 && time.as_bytes().get(2) == Some(&b':') {
+            (format!("{date} {time}"), rest)
         } else {
-            (parse_timestamp(date, assumed)?, after)
-        }
+            (date.to_string(), after)
+        };
+        let (stamp, rest) = whole_time(stamp, rest);
+        (parse_timestamp(&stamp, assumed)?, rest)
     };
     let text = rest.trim_start_matches([',', '\t', ';', ' ']).trim();
     // A CSV field in quotes, its doubled quotes single.
@@ -133,6 +137,38 @@ fn event(l: &str, start_unix_ns: i64, assumed: Option<i64>) -> Result<(i64, Stri
         return Err("no text after the time".into());
     }
     Ok((at, text))
+}
+
+/// A time cut short by the fields' separators taken whole: a fraction after a comma
+/// (`04:43:16,500`, as log4j and Python write it) and an offset after a space (`05:43:16
+/// +01:00`); the rest is the text.
+fn whole_time(mut stamp: String, mut rest: &str) -> (String, &str) {
+    let digits = |s: &str| s.bytes().take_while(u8::is_ascii_digit).count();
+    if let Some(r) = rest.strip_prefix(',')
+        && stamp.len() >= 8
+        && !stamp.contains('.')
+        && let n = digits(r)
+        && (1..=9).contains(&n)
+        && r[n..].starts_with([' ', '\t', ',', ';', 'Z', 'z', '+', '-'])
+    {
+        stamp.push('.');
+        stamp.push_str(&r[..n]);
+        let (offset, after) = split_first(&r[n..]);
+        if crate::date::parse_utc_offset(offset).is_ok() && !r[n..].starts_with([' ', '\t', ',', ';']) {
+            stamp.push_str(offset);
+            rest = after;
+        } else {
+            rest = &r[n..];
+        }
+    }
+    let trimmed = rest.trim_start_matches([' ', '\t']);
+    let (offset, after) = split_first(trimmed);
+    let offset_like = offset == "Z" || ((offset.len() == 5 || offset.len() == 6) && offset.starts_with(['+', '-']));
+    if trimmed.len() < rest.len() && offset_like && crate::date::parse_utc_offset(offset).is_ok() {
+        stamp.push_str(offset);
+        rest = after;
+    }
+    (stamp, rest)
 }
 
 /// The first field of `s` (up to a space, tab, comma or semicolon) and what follows it.
@@ -189,6 +225,23 @@ mod tests {
         assert!(mark_text("a\nb").is_err());
         assert!(mark_text(&"x".repeat(MARK_CHARS + 1)).is_err());
         assert!(mark_text(&"ü".repeat(MARK_CHARS)).is_ok());
+    }
+
+    /// Found in review: a byte order mark refused the whole file; a comma before the
+    /// milliseconds (log4j, Python) and an offset after a space were read as the text.
+    #[test]
+    fn regression_logs_write_time_their_own_ways() {
+        let e = read_events("\u{feff}time,text\r\n2026-11-21T22:26:50Z,x\r\n", "f", START, None);
+        assert_eq!((e.marks.len(), e.refused.len()), (1, 0), "{:?}", e.refused);
+        let e = read_events(
+            "2026-11-22 00:26:50,500 INFO failover\n2026-11-21 23:26:51 +01:00 back\n2026-11-21T22:26:52,25Z z\n",
+            "f",
+            START,
+            Some(7200),
+        );
+        let got: Vec<(i64, &str)> =
+            e.marks.iter().map(|m| ((m.at_unix_ns - START) / 1_000_000, m.text.as_str())).collect();
+        assert_eq!(got, [(10_500, "INFO failover"), (11_000, "back"), (12_250, "z")], "{:?}", e.refused);
     }
 
     proptest::proptest! {

@@ -29,6 +29,7 @@ fn a_lun_slowed_mid_step_shows_on_its_own_timeline_from_the_mark_on() {
         .args(["run", "plan.toml", "--db", "r.db", "--json", "r.json"])
         .current_dir(d)
         .env("XDG_RUNTIME_DIR", &xdg)
+        .env("TMPDIR", &xdg)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -46,6 +47,7 @@ fn a_lun_slowed_mid_step_shows_on_its_own_timeline_from_the_mark_on() {
         .args(["mark", "controller B slowed"])
         .current_dir(d)
         .env("XDG_RUNTIME_DIR", &xdg)
+        .env("TMPDIR", &xdg)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));

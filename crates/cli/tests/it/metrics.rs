@@ -164,6 +164,7 @@ fn a_run_scraped_by_prometheus_matches_the_store_and_the_dashboard_has_data() {
         .args(["--metrics", &port.to_string(), "--metrics-hold-s", "3"])
         .current_dir(dir.path())
         .env("XDG_RUNTIME_DIR", &xdg)
+        .env("TMPDIR", &xdg)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -180,6 +181,7 @@ fn a_run_scraped_by_prometheus_matches_the_store_and_the_dashboard_has_data() {
         .args(["mark", "controller B pulled"])
         .current_dir(dir.path())
         .env("XDG_RUNTIME_DIR", &xdg)
+        .env("TMPDIR", &xdg)
         .output()
         .unwrap();
     assert!(m.status.success(), "{}", stderr(&m));

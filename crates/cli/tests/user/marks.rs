@@ -11,9 +11,16 @@ use std::time::{Duration, Instant};
 
 use crate::util::*;
 
-/// iocurve in `dir` with its sockets under `xdg`.
+/// iocurve in `dir` with its sockets under `xdg` (both places `mark` looks: `$XDG_RUNTIME_DIR`
+/// and `$TMPDIR`, so that other tests' runs are not seen).
 fn with_xdg(dir: &Path, xdg: &Path, args: &[&str]) -> Output {
-    Command::new(bin()).args(args).current_dir(dir).env("XDG_RUNTIME_DIR", xdg).output().expect("iocurve runs")
+    Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .env("XDG_RUNTIME_DIR", xdg)
+        .env("TMPDIR", xdg)
+        .output()
+        .expect("iocurve runs")
 }
 
 const PLAN: &str = "targets = [\"m.dat\"]\n[[faults]]\nkind = \"latency\"\nlatency_ms = 1\n[[workloads]]\nname = \"w\"\nbackend = \"null\"\nramp = [1, 2]\nwarmup_s = 0\nintervals = 6\ninterval_s = 0.5\nthreads = 1\n";
@@ -32,6 +39,7 @@ fn a_mark_from_another_terminal_reaches_the_running_run() {
         .args(["run", "plan.toml", "--size", "16m", "--db", "r.db", "--json", "r.json"])
         .current_dir(d)
         .env("XDG_RUNTIME_DIR", &xdg)
+        .env("TMPDIR", &xdg)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

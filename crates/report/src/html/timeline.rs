@@ -55,16 +55,18 @@ fn line(name: &str, pts: Vec<Point>, bin: f64) -> Value {
     json!({ "name": name, "t": t, "tput": tput, "lat": lat })
 }
 
-/// The workloads the timeline draws: a concurrent step's members, not their total beside them.
-fn drawn(r: &RunResult) -> Vec<&WorkloadResult> {
-    let members: Vec<&str> = r.workloads.iter().flat_map(|w| w.members.iter().map(String::as_str)).collect();
-    r.workloads
-        .iter()
-        .filter(|w| {
-            w.members.is_empty()
-                || !w.members.iter().all(|m| members.contains(&m.as_str()) && r.workloads.iter().any(|x| &x.name == m))
-        })
-        .collect()
+/// The workloads whose lines the timeline draws: a concurrent step's members, not their total
+/// beside them; and those whose targets' and hosts' figures it draws: the total, whose parts are
+/// the targets' whole load then (the members' parts at one moment would be two points of one
+/// line, averaged to half).
+fn drawn(r: &RunResult) -> (Vec<&WorkloadResult>, Vec<&WorkloadResult>) {
+    let has = |m: &String| r.workloads.iter().any(|x| &x.name == m);
+    let split = |w: &&WorkloadResult| !w.members.is_empty() && w.members.iter().all(has);
+    let members: Vec<&str> =
+        r.workloads.iter().filter(split).flat_map(|w| w.members.iter().map(String::as_str)).collect();
+    let lines = r.workloads.iter().filter(|w| !split(w)).collect();
+    let whole = r.workloads.iter().filter(|w| !members.contains(&w.name.as_str())).collect();
+    (lines, whole)
 }
 
 /// The run's timeline data for the report (None: no step has a start on the clock).
@@ -74,7 +76,7 @@ pub(super) fn timeline(ri: usize, run: &ReportRun) -> Option<Value> {
     let first = starts.min()?;
     let t0_ns = iocurve_stats::date::parse_timestamp(&r.started_at, Some(0)).unwrap_or(first).min(first);
     let at = |s: &StepResult, t: f64| (s.measured_from_unix_ns.unwrap_or(t0_ns) - t0_ns) as f64 / 1e9 + t;
-    let workloads = drawn(r);
+    let (workloads, whole) = drawn(r);
     let end = workloads.iter().flat_map(|w| w.steps.iter()).map(|s| at(s, s.duration_s)).fold(0.0, f64::max).max(1.0);
     let bin = (end / MAX_POINTS).ceil().max(1.0);
     let seq = |w: &WorkloadResult| w.kind == "sequential";
@@ -106,20 +108,22 @@ pub(super) fn timeline(ri: usize, run: &ReportRun) -> Option<Value> {
             };
             steps.push(json!({ "from": sig(at(s, 0.0), 6), "to": sig(at(s, s.duration_s), 6), "label": label, "workload": w.name }));
             pts.extend(s.samples.iter().map(|x| (at(s, x.t_s), x.dur_s, x.ops, value(x, seq(w)), x.lat_mean_us)));
-            for t in &s.targets {
-                // A lone target's timeline is the step's.
-                let own: &[SampleResult] = if s.targets.len() == 1 { &s.samples } else { &t.samples };
-                for x in own {
-                    add(&mut targets, &t.target, (at(s, x.t_s), x.dur_s, x.ops, value(x, all_seq), x.lat_mean_us));
-                }
-            }
-            for h in &s.host_results {
-                for x in &h.samples {
-                    add(&mut hosts, &h.host, (at(s, x.t_s), x.dur_s, x.ops, value(x, all_seq), x.lat_mean_us));
-                }
-            }
         }
         lines.push(json!({ "unit": if seq(w) { "MB/s" } else { "IOPS" }, "line": line(&w.name, pts, bin) }));
+    }
+    for s in whole.iter().flat_map(|w| w.steps.iter()).filter(|s| s.measured_from_unix_ns.is_some()) {
+        for t in &s.targets {
+            // A lone target's timeline is the step's.
+            let own: &[SampleResult] = if s.targets.len() == 1 { &s.samples } else { &t.samples };
+            for x in own {
+                add(&mut targets, &t.target, (at(s, x.t_s), x.dur_s, x.ops, value(x, all_seq), x.lat_mean_us));
+            }
+        }
+        for h in &s.host_results {
+            for x in &h.samples {
+                add(&mut hosts, &h.host, (at(s, x.t_s), x.dur_s, x.ops, value(x, all_seq), x.lat_mean_us));
+            }
+        }
     }
     let unit = if all_seq { "MB/s" } else { "IOPS" };
     let marks: Vec<Value> = r
