@@ -131,7 +131,8 @@
     const entries = legend || entriesOf(opts.series);
     clearChart(el);
     const u = new uPlot(opts, data, el);
-    u.ioc = { specs, entries, marks: marks || [] };
+    // A timeline's steps and run marks (`timeMarks`): the SVG export draws them too.
+    u.ioc = { specs, entries, marks: marks || [], time: (opts.plugins || []).map((p) => p.iocTime).find(Boolean) || null };
     el.uplot = u;
     el.append(legendElement(u, entries), downloads(el));
     return u;
@@ -503,6 +504,7 @@
     const px = (u, v) => u.valToPos(v, "x", true);
     const dpr = () => devicePixelRatio || 1;
     return {
+      iocTime: { bands, marks },
       hooks: {
         drawClear: [(u) => {
           if (!bands.length) return;
@@ -943,6 +945,14 @@
     }
     out.push(`<rect x="${f(bb.left)}" y="${f(bb.top)}" width="${f(bb.width)}" height="${f(bb.height)}" fill="none" stroke="#ccc"/>`);
     out.push(`<g clip-path="url(#${clip})">`);
+    const time = u.ioc.time;
+    const xAt = (v) => bb.left + u.valToPos(v, "x");
+    if (time) {
+      time.bands.forEach((b, i) => {
+        const x0 = Math.max(xAt(b.from), bb.left), x1 = Math.min(xAt(b.to), bb.left + bb.width);
+        if (x1 > x0) out.push(`<rect x="${f(x0)}" y="${f(bb.top)}" width="${f(x1 - x0)}" height="${f(bb.height)}" fill="#000" fill-opacity="${i % 2 ? 0.035 : 0.075}"/>`);
+      });
+    }
     const facet = u.mode === 2;
     u.series.forEach((s, i) => {
       if (i === 0 || !s.show) return;
@@ -978,6 +988,15 @@
     for (const [x, y, color, r, of] of u.ioc.marks) {
       if (x == null || y == null || (of != null && !u.series[of].show)) continue;
       out.push(`<circle cx="${f(bb.left + u.valToPos(x, "x"))}" cy="${f(bb.top + u.valToPos(y, "y"))}" r="${r}" fill="${color}"/>`);
+    }
+    if (time) {
+      time.marks.forEach((m, k) => {
+        const x = xAt(m.t);
+        if (x < bb.left || x > bb.left + bb.width) return;
+        const text = m.text.length > 40 ? m.text.slice(0, 39) + "…" : m.text;
+        out.push(`<line x1="${f(x)}" x2="${f(x)}" y1="${f(bb.top)}" y2="${f(bb.top + bb.height)}" stroke="${MARK_COLOR}" stroke-width="1.5" stroke-dasharray="5 3"/>`);
+        out.push(`<text x="${f(x + 3)}" y="${f(bb.top + 11 + 11 * (k % 3))}" fill="${MARK_COLOR}" font-size="10">${esc(text)}</text>`);
+      });
     }
     out.push(`</g>`);
     for (const { e, x, y } of lay.items) {

@@ -906,15 +906,19 @@ pub fn coverage_line(r: &RunResult, w: &WorkloadResult) -> Option<String> {
     ))
 }
 
+/// A step as the run's timeline and its marks name it: `backend-rand-read step 4, 8 workers`
+/// (the rest as [`step_label`] words it: `at 50'000 IOPS`, `8 workers × qd 16`).
+pub fn step_place(w: &WorkloadResult, i: usize, s: &StepResult) -> String {
+    format!("{} step {}, {}", w.name, i + 1, step_label(w, s))
+}
+
 /// Where a mark fell: the step measuring then (`backend-rand-read step 4, 8 workers`), if any.
 pub fn mark_place(r: &RunResult, at_unix_ns: i64) -> Option<String> {
     r.workloads.iter().find_map(|w| {
         w.steps.iter().enumerate().find_map(|(i, s)| {
             let from = s.measured_from_unix_ns?;
             let to = from + (s.duration_s * 1e9) as i64;
-            (from..=to).contains(&at_unix_ns).then(|| {
-                format!("{} step {}, {} worker{}", w.name, i + 1, s.workers, if s.workers == 1 { "" } else { "s" })
-            })
+            (from..=to).contains(&at_unix_ns).then(|| step_place(w, i, s))
         })
     })
 }

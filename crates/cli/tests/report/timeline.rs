@@ -88,7 +88,7 @@ fn the_run_in_time_draws_every_workload_and_target_with_the_marks() {
            catch (e) { return {error: String(e)}; } })",
     );
     for s in svgs.as_array().unwrap() {
-        assert!(s["error"].is_null() && s["paths"].as_u64().unwrap() >= 2, "{s}");
+        assert!(s["error"].is_null() && s["paths"].as_u64().unwrap() >= 2 && s["mark"] == true, "{s}");
     }
     assert!(b.errors().is_empty(), "{:#?}", b.errors());
 }

@@ -95,17 +95,7 @@ pub(super) fn timeline(ri: usize, run: &ReportRun) -> Option<Value> {
     for w in &workloads {
         let mut pts = Vec::new();
         for (k, s) in w.steps.iter().enumerate().filter(|(_, s)| s.measured_from_unix_ns.is_some()) {
-            let label = match &s.rate {
-                Some(_) => format!(
-                    "{} step {}, {}",
-                    w.name,
-                    k + 1,
-                    terminal::rate_target_value(s, seq(w)).map_or_else(String::new, |v| format::target_rate(v, seq(w)))
-                ),
-                None => {
-                    format!("{} step {}, {} worker{}", w.name, k + 1, s.workers, if s.workers == 1 { "" } else { "s" })
-                }
-            };
+            let label = terminal::step_place(w, k, s);
             steps.push(json!({ "from": sig(at(s, 0.0), 6), "to": sig(at(s, s.duration_s), 6), "label": label, "workload": w.name }));
             pts.extend(s.samples.iter().map(|x| (at(s, x.t_s), x.dur_s, x.ops, value(x, seq(w)), x.lat_mean_us)));
         }
