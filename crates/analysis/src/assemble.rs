@@ -23,6 +23,8 @@ pub struct RunFacts {
     pub reclaims: Vec<crate::ReclaimResult>,
     /// Its marks, in time order.
     pub marks: Vec<iocurve_stats::Mark>,
+    /// The array's own figures imported beside it.
+    pub array: Vec<iocurve_stats::array::ArraySeries>,
 }
 
 impl RunResult {
@@ -48,11 +50,19 @@ impl RunResult {
             final_verification: f.final_verification,
             reclaims: f.reclaims,
             marks: f.marks,
+            array: f.array,
+            array_checks: Vec::new(),
         }
         .with_link_use()
         .with_luns()
         .with_claims()
         .with_sla_answers()
         .with_members()
+        .with_array_checks()
+    }
+
+    fn with_array_checks(mut self) -> RunResult {
+        self.array_checks = crate::array::array_checks(&self);
+        self
     }
 }

@@ -441,6 +441,8 @@ pub(crate) mod tests {
             final_verification: None,
             reclaims: Vec::new(),
             marks: Vec::new(),
+            array: Vec::new(),
+            array_checks: Vec::new(),
         }
     }
 

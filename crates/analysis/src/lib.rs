@@ -5,6 +5,7 @@
 //! latency), maximum (highest throughput) and the lowest latency seen. The result types here
 //! are the `--json` contract. Pure: no I/O, no clocks.
 
+pub mod array;
 pub mod assemble;
 pub mod claims;
 pub mod compare;

@@ -40,6 +40,12 @@ pub struct RunResult {
     /// Its marks (issue 44), in time order: set while it ran (`iocurve mark`) or imported after.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub marks: Vec<iocurve_stats::Mark>,
+    /// The array's own figures imported beside the run (`iocurve array`), on its clock.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub array: Vec<iocurve_stats::array::ArraySeries>,
+    /// Each step's throughput against the array's front-end series over the same seconds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub array_checks: Vec<crate::array::ArrayCheck>,
 }
 
 /// How a run ended (shared/DESIGN.md §4a): the one word its own JSON, `runs`, `runs --json`,

@@ -202,6 +202,37 @@ pub enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Store the array's own figures beside a run: a CSV its GUI or CLI exported (a time column,
+    /// then any columns: controller CPU, cache hit ratio, back-end MB/s …), drawn under the
+    /// run's timeline in the report; with --iops or --mbps every step is set against the
+    /// array's front-end figure over the same seconds. A column imported again is replaced.
+    #[command(after_help = ARRAY_HELP)]
+    Array {
+        /// The run (see `iocurve runs`).
+        #[arg(long, value_name = "ID")]
+        run: i64,
+        /// The CSV: a header naming the columns, a line per moment (`,`, `;` or tab apart).
+        file: PathBuf,
+        /// The column of the times (default: the first): RFC 3339, `+SECONDS` after the run's
+        /// start, `@SECONDS` or Unix seconds.
+        #[arg(long, value_name = "NAME")]
+        time_column: Option<String>,
+        /// The column of the array's front-end IOPS: each step's IOPS is set against it.
+        #[arg(long, value_name = "COLUMN")]
+        iops: Option<String>,
+        /// The column of the array's front-end MB/s (10^6 bytes): each step's MB/s against it.
+        #[arg(long, value_name = "COLUMN")]
+        mbps: Option<String>,
+        /// The UTC offset of times written without one (`+01:00`).
+        #[arg(long, value_name = "OFFSET", allow_hyphen_values = true)]
+        utc_offset: Option<String>,
+        /// Seconds added to every time: the run's clock minus the array's (an array clock 2.5 s
+        /// ahead: -2.5).
+        #[arg(long, value_name = "S", default_value_t = 0.0, allow_hyphen_values = true)]
+        shift_s: f64,
+        #[command(flatten)]
+        db: DbArgs,
+    },
     /// Delete a stored run and everything recorded for it.
     Delete {
         /// Run id (see `iocurve runs`).
@@ -210,6 +241,15 @@ pub enum Command {
         db: DbArgs,
     },
 }
+
+const ARRAY_HELP: &str = "Examples:
+  iocurve array --run 12 dorado-perf.csv --iops \"Total IOPS\" --utc-offset +01:00
+  iocurve array --run 12 ctrl.csv --time-column Timestamp --mbps \"FE MB/s\" --shift-s -2.5
+
+The times are put on the run's clock (the coordinator's): give the array's offset from it with
+--shift-s (e.g. from `chronyc tracking` or an NTP query of both); a step is compared over its
+measured seconds without the first and the last (EDGE 1 s), so an offset below a second does
+not mix steps.";
 
 const MARK_HELP: &str = "Examples:
   iocurve mark \"controller B pulled\"                      the run running now

@@ -3,6 +3,7 @@
 //! [`terminal`] — and its outcome into output and an exit code.
 
 mod agent;
+mod array;
 mod capacity;
 pub mod cli;
 mod datacheck;
@@ -218,6 +219,11 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Runs { db, json } => show::runs(&db.db, json),
         Command::Show { run, db, sla } => show::show(&db.db, run, &sla),
         Command::Delete { run, db } => show::delete(&db.db, run),
+        Command::Array { run, file, time_column, iops, mbps, utc_offset, shift_s, db } => {
+            let clock = mark::Clock::new(utc_offset.as_deref(), shift_s)?;
+            let cols = array::Columns { time: time_column.as_deref(), iops: iops.as_deref(), mbps: mbps.as_deref() };
+            array::import(&db.db, run, &file, &cols, &clock)
+        }
         Command::Mark { text, run, at, events, utc_offset, shift_s, db } => {
             let clock = mark::Clock::new(utc_offset.as_deref(), shift_s)?;
             match (events, at) {

@@ -16,8 +16,8 @@ use crate::CliError;
 /// How the times read are put on the run's clock: the offset of times written without one, and
 /// a shift for a source whose clock is off the coordinator's.
 pub struct Clock {
-    offset_s: Option<i64>,
-    shift_ns: i64,
+    pub(crate) offset_s: Option<i64>,
+    pub(crate) shift_ns: i64,
 }
 
 impl Clock {
@@ -41,7 +41,7 @@ pub fn send(db: &Path, run: Option<i64>, text: &str) -> Result<ExitCode, CliErro
 }
 
 /// The stored run's span on its clock: its start, and its end (now while it runs).
-fn span(store: &iocurve_store::Store, run: i64) -> Result<(i64, i64), CliError> {
+pub(crate) fn span(store: &iocurve_store::Store, run: i64) -> Result<(i64, i64), CliError> {
     let row = store.run(run)?;
     let t = |s: &str| parse_timestamp(s, Some(0)).map_err(|e| CliError::Runtime(format!("run {run}: {e}")));
     let start = t(&row.started_at)?;
@@ -52,7 +52,7 @@ fn span(store: &iocurve_store::Store, run: i64) -> Result<(i64, i64), CliError> 
     Ok((start, end))
 }
 
-fn within(run: i64, (start, end): (i64, i64)) -> String {
+pub(crate) fn within(run: i64, (start, end): (i64, i64)) -> String {
     let r = iocurve_stats::date::rfc3339_ns;
     format!("run {run} ({} to {})", r(start), r(end))
 }
@@ -82,7 +82,7 @@ pub fn add(db: &Path, run: i64, at: &str, text: &str, clock: &Clock) -> Result<E
 
 /// The events of a file, added to a stored run: all or, when a line cannot be read, none.
 pub fn import(db: &Path, run: i64, file: &Path, clock: &Clock) -> Result<ExitCode, CliError> {
-    let text = read_file(file)?;
+    let text = read_file(file, "--events", EVENTS_FILE_BYTES)?;
     let mut store = open_existing_store(db)?;
     let span = span(&store, run)?;
     let name = file.file_name().map_or_else(|| file.display().to_string(), |n| n.to_string_lossy().into_owned());
@@ -138,20 +138,18 @@ pub fn import(db: &Path, run: i64, file: &Path, clock: &Clock) -> Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
-/// The file's text: a regular file (or a pipe) of UTF-8, at most [`EVENTS_FILE_BYTES`].
-fn read_file(file: &Path) -> Result<String, CliError> {
-    let bad = |why: String| CliError::Usage(format!("--events {}: {why}", file.display()));
+/// The file's text: a regular file (or a pipe) of UTF-8, at most `limit` bytes (`flag` names
+/// it in errors).
+pub(crate) fn read_file(file: &Path, flag: &str, limit: u64) -> Result<String, CliError> {
+    let bad = |why: String| CliError::Usage(format!("{flag} {}: {why}", file.display()));
     let f = std::fs::File::open(file).map_err(|e| bad(e.to_string()))?;
     if f.metadata().map_err(|e| bad(e.to_string()))?.is_dir() {
-        return Err(bad("a directory, not a file of events".into()));
+        return Err(bad("a directory, not a file".into()));
     }
     let mut bytes = Vec::new();
-    f.take(EVENTS_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| bad(e.to_string()))?;
-    if bytes.len() as u64 > EVENTS_FILE_BYTES {
-        return Err(bad(format!(
-            "larger than {} MiB: give the events of the run's time only",
-            EVENTS_FILE_BYTES >> 20
-        )));
+    f.take(limit + 1).read_to_end(&mut bytes).map_err(|e| bad(e.to_string()))?;
+    if bytes.len() as u64 > limit {
+        return Err(bad(format!("larger than {} MiB: give the run's time only", limit >> 20)));
     }
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();

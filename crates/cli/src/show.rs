@@ -86,6 +86,7 @@ pub fn rebuild(s: &StoredRun, sla_args: &SlaArgs) -> Result<RunResult, CliError>
             .map(|j| serde_json::from_str(j).map_err(|e| bad("reclaim step", e)))
             .collect::<Result<_, _>>()?,
         marks: s.marks.clone(),
+        array: s.array.clone(),
     };
     Ok(RunResult::assemble(facts, workloads))
 }

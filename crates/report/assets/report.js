@@ -568,8 +568,10 @@
   function runTimelineChart(tl, el, what) {
     const utc = (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC");
     const abs = (t) => t.map((v) => (v == null ? v : tl.t0 + v));
+    const arrayLine = what === "array" ? tl.array[Number(el.dataset.series)] : null;
     const lines = what === "targets" || what === "target-lat" ? tl.targets.map((l) => ({ line: l, unit: tl.unit }))
       : what === "hosts" ? tl.hosts.map((l) => ({ line: l, unit: tl.unit }))
+      : arrayLine ? [{ line: arrayLine, unit: arrayLine.name }]
       : tl.workloads;
     const lat = what === "lat" || what === "target-lat";
     const units = Array.from(new Set(lines.map((l) => l.unit)));
@@ -577,7 +579,7 @@
     lines.forEach((l, k) => {
       tables.push([abs(l.line.t), lat ? positive(l.line.lat) : l.line.tput]);
       const scale = lat ? "lat" : l.unit === units[0] ? "y" : "y2";
-      series.push({ label: l.line.name + (lat ? " mean latency" : " " + l.unit), stroke: TL_COLORS[k % TL_COLORS.length], width: 1.5, scale, spanGaps: false });
+      series.push({ label: arrayLine ? l.line.name : l.line.name + (lat ? " mean latency" : " " + l.unit), stroke: TL_COLORS[k % TL_COLORS.length], width: 1.5, scale, spanGaps: false });
     });
     if (!tables.length) return null;
     const joined = uPlot.join(tables);

@@ -938,6 +938,37 @@ pub fn marks_report(r: &RunResult) -> String {
     out
 }
 
+/// The host against the array: a line per step and series of the array's front-end figures,
+/// the difference named (`+4.2 %`).
+pub fn array_report(r: &RunResult) -> String {
+    if r.array.is_empty() {
+        return String::new();
+    }
+    let names: Vec<&str> = r.array.iter().map(|s| s.name.as_str()).collect();
+    let mut out = format!("\nthe array's figures: {}\n", names.join(", "));
+    for c in &r.array_checks {
+        let Some(w) = r.workloads.iter().find(|w| w.name == c.workload) else { continue };
+        let Some(s) = w.steps.get(c.step) else { continue };
+        let unit = if r.array.iter().any(|a| a.name == c.series && a.kind == "mbps") { "MB/s" } else { "IOPS" };
+        let fig = |v: f64| {
+            if unit == "MB/s" {
+                format!("{} MB/s", format::mbps_number(v))
+            } else {
+                format!("{} IOPS", format::iops(v))
+            }
+        };
+        out.push_str(&format!(
+            "  {}: iocurve {}, the array ({}) {} ({:+.1} %)\n",
+            step_place(w, c.step, s),
+            fig(c.host),
+            c.series,
+            fig(c.array),
+            c.diff_pct
+        ));
+    }
+    out
+}
+
 /// The whole summary printed after a run.
 pub fn run_report(r: &RunResult) -> String {
     let mut out = String::new();
@@ -975,6 +1006,7 @@ pub fn run_report(r: &RunResult) -> String {
         out.push_str(&reclaim_report(c));
     }
     out.push_str(&marks_report(r));
+    out.push_str(&array_report(r));
     if let Some(v) = &r.final_verification {
         out.push_str(&final_verification(v));
     }

@@ -761,6 +761,8 @@ impl Session<'_, '_> {
             reclaims,
             // Those set while it ran went to the store as they came (the mark endpoint).
             marks: run_id.and_then(|id| store.marks(id).ok()).unwrap_or_default(),
+            // Imported after the run (`iocurve array`); none yet.
+            array: Vec::new(),
         };
         let result = RunResult::assemble(facts, workloads);
         observers.run_finished(&result);

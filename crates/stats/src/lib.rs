@@ -4,6 +4,7 @@
 //! Everything here is pure and clock-free: callers pass timestamps and durations in. That keeps
 //! the hot path of the engine free of hidden syscalls and makes every piece testable alone.
 
+pub mod array;
 pub mod cpu;
 pub mod date;
 pub mod histogram;

@@ -52,6 +52,52 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Sets the array's series of run `run_id` (issue 44): a series of a name stored before is
+    /// replaced (a file imported again is one import), in one transaction.
+    pub fn set_array(&mut self, run_id: i64, series: &[iocurve_stats::array::ArraySeries]) -> Result<()> {
+        self.run(run_id)?;
+        let path = self.path.clone();
+        let wrap = |source| StoreError::Sql { path: path.clone(), source };
+        let tx = self.conn.transaction().map_err(wrap)?;
+        {
+            let mut del =
+                tx.prepare_cached("DELETE FROM array_points WHERE run_id = ?1 AND series = ?2").map_err(wrap)?;
+            let mut ins = tx
+                .prepare_cached(
+                    "INSERT INTO array_points (run_id, series, kind, at_unix_ns, value) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .map_err(wrap)?;
+            for s in series {
+                del.execute(params![run_id, s.name]).map_err(wrap)?;
+                for &(at, v) in &s.points {
+                    ins.execute(params![run_id, s.name, s.kind, at, v]).map_err(wrap)?;
+                }
+            }
+        }
+        tx.commit().map_err(wrap)
+    }
+
+    /// The array's series of a run, by name, each in time order.
+    pub fn array(&self, run_id: i64) -> Result<Vec<iocurve_stats::array::ArraySeries>> {
+        let mut st = self.sql(self.conn.prepare(
+            "SELECT series, kind, at_unix_ns, value FROM array_points WHERE run_id = ?1 ORDER BY series, at_unix_ns",
+        ))?;
+        let rows = st.query_map([run_id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?, r.get::<_, f64>(3)?))
+        });
+        let rows: Vec<(String, String, i64, f64)> = self.sql(rows.and_then(|m| m.collect()))?;
+        let mut out: Vec<iocurve_stats::array::ArraySeries> = Vec::new();
+        for (name, kind, at, v) in rows {
+            match out.last_mut().filter(|s| s.name == name) {
+                Some(s) => s.points.push((at, v)),
+                None => out.push(iocurve_stats::array::ArraySeries { name, kind, points: vec![(at, v)] }),
+            }
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,6 +128,28 @@ mod tests {
         assert_eq!(st.marks(run).unwrap().len(), 2, "nothing of a refused batch is kept");
         st.delete(run).unwrap();
         let n: i64 = st.conn.query_row("SELECT count(*) FROM marks", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 0);
+    }
+
+    /// The array's series come back by name in time order; one imported again replaces the
+    /// one before; they go with their run.
+    #[test]
+    fn the_arrays_series_are_replaced_not_added() {
+        use iocurve_stats::array::ArraySeries;
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = Store::open(&dir.path().join("a.db")).unwrap();
+        let run = st.begin_run(&NewRun::default()).unwrap();
+        let s = |name: &str, kind: &str, pts: &[(i64, f64)]| ArraySeries {
+            name: name.into(),
+            kind: kind.into(),
+            points: pts.to_vec(),
+        };
+        st.set_array(run, &[s("fe iops", "iops", &[(2, 20.0), (1, 10.0)]), s("cpu", "", &[(1, 40.0)])]).unwrap();
+        st.set_array(run, &[s("fe iops", "iops", &[(3, 30.0)])]).unwrap();
+        assert_eq!(st.array(run).unwrap(), [s("cpu", "", &[(1, 40.0)]), s("fe iops", "iops", &[(3, 30.0)])]);
+        assert!(matches!(st.set_array(7, &[]), Err(StoreError::NoSuchRun(7))));
+        st.delete(run).unwrap();
+        let n: i64 = st.conn.query_row("SELECT count(*) FROM array_points", [], |r| r.get(0)).unwrap();
         assert_eq!(n, 0);
     }
 }

@@ -53,6 +53,8 @@ pub struct StoredRun {
     pub reclaims: Vec<String>,
     /// Its marks in time order (schema v26).
     pub marks: Vec<iocurve_stats::Mark>,
+    /// The array's own figures imported beside it (schema v27).
+    pub array: Vec<iocurve_stats::array::ArraySeries>,
 }
 
 #[derive(Debug, Clone)]
@@ -194,7 +196,8 @@ impl Store {
         let verification = self.verification(id)?;
         let reclaims = self.reclaims(id)?;
         let marks = self.marks(id)?;
-        Ok(StoredRun { run, host_json, targets_json, plan_json, workloads, verification, reclaims, marks })
+        let array = self.array(id)?;
+        Ok(StoredRun { run, host_json, targets_json, plan_json, workloads, verification, reclaims, marks, array })
     }
 
     fn load_steps(&self, workload_id: i64) -> Result<Vec<StepRecord>> {

@@ -7,8 +7,22 @@ use super::*;
 pub(crate) const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
     SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19,
-    SCHEMA_V20, SCHEMA_V21, SCHEMA_V22, SCHEMA_V23, SCHEMA_V24, SCHEMA_V25, SCHEMA_V26,
+    SCHEMA_V20, SCHEMA_V21, SCHEMA_V22, SCHEMA_V23, SCHEMA_V24, SCHEMA_V25, SCHEMA_V26, SCHEMA_V27,
 ];
+
+/// v27: the array's own figures beside a run (issue 44): each column of an imported CSV as a
+/// series of (time on the run's clock, value); `kind` `iops` or `mbps` for the array's front-end
+/// throughput, which iocurve checks its steps against.
+const SCHEMA_V27: &str = "
+CREATE TABLE array_points (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    series TEXT NOT NULL,                 -- the column's name
+    kind TEXT NOT NULL,                   -- `iops`, `mbps` or empty
+    at_unix_ns INTEGER NOT NULL,
+    value REAL NOT NULL
+);
+CREATE INDEX array_points_run ON array_points(run_id, series, at_unix_ns);
+";
 
 /// v26: a run's marks (issue 44): timestamped events set while it ran (`iocurve mark`) or read
 /// from a file of events after it, on the coordinator's clock.

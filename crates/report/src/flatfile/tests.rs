@@ -74,6 +74,8 @@ fn run_and_records() -> (RunResult, Vec<Vec<StepRecord>>) {
         workloads: vec![w],
         final_verification: None,
         marks: Vec::new(),
+        array: Vec::new(),
+        array_checks: Vec::new(),
         reclaims: Vec::new(),
     };
     (run, vec![vec![rec]])

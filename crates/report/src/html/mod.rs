@@ -382,6 +382,8 @@ mod tests {
                 final_verification: None,
                 reclaims: Vec::new(),
                 marks: Vec::new(),
+                array: Vec::new(),
+                array_checks: Vec::new(),
             },
         }
     }

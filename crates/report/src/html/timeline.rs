@@ -115,6 +115,15 @@ pub(super) fn timeline(ri: usize, run: &ReportRun) -> Option<Value> {
             }
         }
     }
+    // The array's own series (`iocurve array`), each point a second of its value.
+    let array: Vec<Value> = r
+        .array
+        .iter()
+        .map(|s| {
+            let pts = s.points.iter().map(|&(at, v)| ((at - t0_ns) as f64 / 1e9, 1.0, 1, v, v)).collect();
+            line(&s.name, pts, bin)
+        })
+        .collect();
     let unit = if all_seq { "MB/s" } else { "IOPS" };
     let marks: Vec<Value> = r
         .marks
@@ -135,6 +144,7 @@ pub(super) fn timeline(ri: usize, run: &ReportRun) -> Option<Value> {
         "targets": if targets.len() > 1 { targets.into_iter().map(|(n, p)| line(&n, p, bin)).collect() } else { Vec::new() },
         "hosts": if hosts.len() > 1 { hosts.into_iter().map(|(n, p)| line(&n, p, bin)).collect() } else { Vec::new() },
         "marks": marks,
+        "array": array,
     }))
 }
 
@@ -157,9 +167,30 @@ pub(super) fn view(t: &Value, run: &ReportRun) -> Value {
             ]
         })
         .collect();
+    let checks: Vec<Vec<String>> = run
+        .result
+        .array_checks
+        .iter()
+        .filter_map(|c| {
+            let w = run.result.workloads.iter().find(|w| w.name == c.workload)?;
+            let s = w.steps.get(c.step)?;
+            let mb = run.result.array.iter().any(|a| a.name == c.series && a.kind == "mbps");
+            let fig = |v: f64| if mb { format::mbps_number(v) } else { format::iops(v) };
+            Some(vec![
+                terminal::step_place(w, c.step, s),
+                format!("{} {}", fig(c.host), if mb { "MB/s" } else { "IOPS" }),
+                c.series.clone(),
+                fig(c.array),
+                format!("{:+.1} %", c.diff_pct),
+                c.points.to_string(),
+            ])
+        })
+        .collect();
     json!({
         "id": t["id"],
         "title": t["title"],
+        "array": run.result.array.iter().map(|a| a.name.clone()).collect::<Vec<_>>(),
+        "checks": checks,
         "targets": some("targets"),
         "hosts": some("hosts"),
         "bin": t["bin"],
