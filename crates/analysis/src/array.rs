@@ -2,33 +2,13 @@
 //! the array's own front-end figure over the same seconds, and the difference named — as the
 //! seeds compared IOgen's figures with the array's statistics.
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::result::ArrayCheck;
 use crate::result::{RunResult, WorkloadResult};
 
 /// Seconds left out at each end of a step's measurement when the array's figures are averaged
 /// over it: the array's clock may be off the run's by up to this (after `--shift-s`), and its
 /// samples may cover a second partly.
 pub const EDGE_S: f64 = 1.0;
-
-/// One step against one of the array's series.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ArrayCheck {
-    pub workload: String,
-    /// The step's index in its workload.
-    pub step: usize,
-    /// The array's series (`kind` `iops` or `mbps`).
-    pub series: String,
-    /// iocurve's figure over the same seconds (IOPS or MB/s, all hosts): its samples within the
-    /// step, its ends left out ([`EDGE_S`]).
-    pub host: f64,
-    /// The mean of the array's points within the step, its ends left out ([`EDGE_S`]).
-    pub array: f64,
-    /// Its points averaged.
-    pub points: usize,
-    /// (array − host) / host, %.
-    pub diff_pct: f64,
-}
 
 /// The workloads whose steps are the whole load on the array then: a concurrent step's total,
 /// not its members.

@@ -45,7 +45,7 @@ pub struct RunResult {
     pub array: Vec<iocurve_stats::array::ArraySeries>,
     /// Each step's throughput against the array's front-end series over the same seconds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub array_checks: Vec<crate::array::ArrayCheck>,
+    pub array_checks: Vec<ArrayCheck>,
 }
 
 /// How a run ended (shared/DESIGN.md §4a): the one word its own JSON, `runs`, `runs --json`,
@@ -1153,4 +1153,23 @@ pub struct Balance {
     pub balance_pct: f64,
     pub lowest: String,
     pub highest: String,
+}
+
+/// One step against one of the array's series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArrayCheck {
+    pub workload: String,
+    /// The step's index in its workload.
+    pub step: usize,
+    /// The array's series (`kind` `iops` or `mbps`).
+    pub series: String,
+    /// iocurve's figure over the same seconds (IOPS or MB/s, all hosts): its samples within the
+    /// step, its ends left out (`array::EDGE_S`).
+    pub host: f64,
+    /// The mean of the array's points within the step, its ends left out (`array::EDGE_S`).
+    pub array: f64,
+    /// Its points averaged.
+    pub points: usize,
+    /// (array − host) / host, %.
+    pub diff_pct: f64,
 }
