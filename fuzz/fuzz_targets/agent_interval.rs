@@ -1,6 +1,6 @@
 //! An agent's intervals as the coordinator takes them (issue 44): any bytes decoded as a
 //! protobuf `Interval` (prost), then `wire::interval_from` — which checks each second's latency
-//! histogram (its encoding, bucket indices, counts against the sample's I/Os, at most 300
+//! histogram (its encoding, bucket indices, counts against the sample's I/Os, at most 120
 //! seconds) before anything is allocated for it — and the merge the coordinator does. A
 //! hostile or broken agent gets an error, never a panic, abort or huge allocation.
 #![no_main]

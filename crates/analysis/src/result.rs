@@ -691,7 +691,7 @@ pub struct SampleResult {
     pub errors: u64,
     /// The second's own percentiles, from its histogram (issue 44): within 6.25 % above the
     /// true value (`iocurve_stats::seconds`), never above `lat_max_us`. Absent where the second
-    /// kept no histogram (no I/O, stored before iocurve kept them, intervals over 300 s).
+    /// kept no histogram (no I/O, stored before iocurve kept them, intervals over 120 s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p50_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -315,7 +315,7 @@ mod tests {
         assert!(interval_from(&wrong).unwrap_err().contains("a histogram of 3 I/Os for a sample of 5"));
         let mut long = good;
         long.samples = vec![long.samples[0].clone(); iocurve_stats::seconds::MAX_SECONDS + 1];
-        assert!(interval_from(&long).unwrap_err().contains("at most 300"));
+        assert!(interval_from(&long).unwrap_err().contains("at most 120"));
     }
 
     #[test]

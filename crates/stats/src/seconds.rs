@@ -28,28 +28,33 @@
 //!
 //! # Encoding
 //!
-//! Shipped (agents → coordinator) and stored (the `samples` table, v26) as a sparse bucket
-//! list: a format byte, then for each non-empty bucket the gap to the previous one and its
-//! count as LEB128 varints. A second's I/Os fill a few dozen adjacent buckets, so a gap is one
-//! byte and a count one to three: 2–4 bytes a bucket, no deflate (which gains little on so few
-//! bytes and costs CPU at the coordinator).
+//! Shipped (agents → coordinator) and stored (the `samples` table, v26) as a format byte, then
+//! LEB128 varints from the lowest bucket up: a count `c` as `2c`, a run of `n` empty buckets as
+//! `2n + 1` (HdrHistogram V2's idea — counts, with zero runs folded — without its 40-byte
+//! header). A second's I/Os fill a few dozen adjacent buckets, so a bucket costs one to three
+//! bytes. No deflate: it gains little on so few bytes and costs CPU at the coordinator. On the
+//! seconds of a real 70/30 run (`examples/second-sizes.rs`, BENCHMARKS.md) this is smaller than
+//! HdrHistogram's V2 at the same grain (1 significant digit), with or without deflate.
 
 /// Linear sub-buckets per power of two (2^SUB_BITS).
 pub const SUB_BITS: u32 = 4;
 const SUB: u64 = 1 << SUB_BITS;
 /// The highest power of two kept apart: latencies from 2^MAX_EXP ns on share the last bucket.
 const MAX_EXP: u32 = 40;
-/// Seconds an interval keeps histograms for: longer intervals (up to a day) keep none, as a
-/// dense block of 300 seconds is 700 KiB per I/O thread and interval set, about half of what its
-/// three 3-digit interval histograms take; a day-long interval's would be 200 MiB. Their
-/// samples and interval percentiles are kept as before.
-pub const MAX_SECONDS: usize = 300;
+/// Seconds an interval keeps histograms for: longer intervals (up to a day) keep none. Two
+/// bounds meet here: the coordinator merges an agent's interval of second histograms in 1.2 to
+/// 2.3 µs per second (decode and add, `cargo bench -p iocurve-stats --bench histogram --
+/// seconds`; BENCHMARKS.md), so 120 seconds stay within the scale-out budget of 0.3 ms per
+/// agent and interval (issue 46); and a dense block of 120 seconds is 280 KiB per I/O thread and
+/// interval set, less than one of its 3-digit interval histograms (a day-long interval's would
+/// be 200 MiB). Longer intervals keep their samples and interval percentiles as before.
+pub const MAX_SECONDS: usize = 120;
 /// Buckets of one second's histogram.
 pub const BUCKETS: usize = (2 * SUB + (MAX_EXP as u64 - SUB_BITS as u64 - 1) * SUB) as usize;
 /// The format byte of the encoding (a later resolution gets another).
 const FORMAT: u8 = 1;
 /// Longest valid encoding: the format byte and every bucket with a gap and a u32 count.
-pub const MAX_ENCODED: usize = 1 + BUCKETS * (2 + 5);
+pub const MAX_ENCODED: usize = 1 + BUCKETS * (3 + 5);
 
 /// The bucket of a latency in ns.
 #[inline]
@@ -253,8 +258,10 @@ impl SecondHist {
         out.push(FORMAT);
         let mut next = 0u16;
         for &(i, c) in &self.buckets {
-            put_varint(&mut out, (i - next) as u64);
-            put_varint(&mut out, c as u64);
+            if i > next {
+                put_varint(&mut out, 2 * (i - next) as u64 + 1);
+            }
+            put_varint(&mut out, 2 * c as u64);
             next = i + 1;
         }
         out
@@ -277,9 +284,13 @@ impl SecondHist {
         let mut buckets = Vec::new();
         let mut next = 0u64;
         while !rest.is_empty() {
-            let gap = take_varint(&mut rest)?;
-            let count = take_varint(&mut rest)?;
-            let i = next.saturating_add(gap);
+            let v = take_varint(&mut rest)?;
+            if v & 1 == 1 {
+                // A run of empty buckets.
+                next = next.saturating_add(v >> 1);
+                continue;
+            }
+            let (i, count) = (next, v >> 1);
             if i >= BUCKETS as u64 {
                 return Err(format!("a second's histogram names bucket {i} (there are {BUCKETS})"));
             }
@@ -357,7 +368,8 @@ mod tests {
 
     #[test]
     fn garbage_is_an_error_not_a_panic() {
-        for bad in [&[2u8, 0, 1][..], &[1, 0], &[1, 0, 0], &[1, 0xd0, 0x04, 1], &[1, 0xff, 0xff, 0xff, 0xff, 0xff]] {
+        // Another format; a count of 0; a run past the last bucket, then a count; a number cut off.
+        for bad in [&[2u8, 2][..], &[1, 0], &[1, 0xa1, 0x09, 2], &[1, 0xff, 0xff, 0xff, 0xff, 0xff]] {
             assert!(SecondHist::decode(bad).is_err(), "{bad:?}");
         }
         let long = vec![1u8; MAX_ENCODED + 1];
@@ -365,7 +377,8 @@ mod tests {
         // Indices that wrap are out of range, not a panic.
         let mut wrap = vec![1u8];
         put_varint(&mut wrap, u64::MAX);
-        put_varint(&mut wrap, 1);
+        put_varint(&mut wrap, u64::MAX);
+        put_varint(&mut wrap, 2);
         assert!(SecondHist::decode(&wrap).is_err());
     }
 

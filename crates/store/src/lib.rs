@@ -329,7 +329,7 @@ mod tests {
         st.conn.execute("UPDATE samples SET hist = X'0200' WHERE idx = 1 AND host IS NULL", []).unwrap();
         let e = st.load(run).unwrap_err().to_string();
         assert!(e.contains("interval 0") && e.contains("format 2"), "{e}");
-        st.conn.execute("UPDATE samples SET hist = X'010001' WHERE idx = 1 AND host IS NULL", []).unwrap();
+        st.conn.execute("UPDATE samples SET hist = X'0102' WHERE idx = 1 AND host IS NULL", []).unwrap();
         let e = st.load(run).unwrap_err().to_string();
         assert!(e.contains("a histogram of 1 I/Os for a sample of 15"), "{e}");
     }
