@@ -698,6 +698,28 @@ pub struct SampleResult {
     pub lat_mean_us: f64,
     pub lat_max_us: f64,
     pub errors: u64,
+    /// The second's own percentiles, from its histogram (issue 44): within 6.25 % above the
+    /// true value (`iocurve_stats::seconds`), never above `lat_max_us`. Absent where the second
+    /// kept no histogram (no I/O, stored before iocurve kept them, intervals over 120 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_9_us: Option<f64>,
+    /// The second's latency histogram, every direction: its non-empty buckets as
+    /// `[lowest ns, highest ns, count]` (both bounds inclusive), in order, so that a percentile
+    /// can be computed from it independently. Empty where not kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lat_hist: Vec<[u64; 3]>,
+}
+
+/// One point of a step's exceedance (QoS) curve: the latency at a percentile.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct QosPoint {
+    /// The percentile, 0 to 99.9999.
+    pub pct: f64,
+    pub lat_us: f64,
 }
 
 fn one() -> u32 {
@@ -876,6 +898,11 @@ pub struct StepResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<VerifyCounts>,
     pub lat_histogram: Vec<LatencyBucket>,
+    /// The exceedance (QoS) curve of the step's I/Os, every direction (issue 44): the latency at
+    /// each quarter of a nine from 0 % to 99.9999 %, as far as the step's I/O count resolves
+    /// (1'000 I/Os reach 99.9 %). From the step's 3-digit histograms.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exceedance: Vec<QosPoint>,
     pub flags: Vec<Flag>,
     /// When the measured intervals began (the warm-up's end), in ns since the Unix epoch: a
     /// sample's wall-clock time is this plus its `t_s`. Absent for steps stored before v16.

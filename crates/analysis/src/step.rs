@@ -193,23 +193,78 @@ pub fn targets_of(rec: &iocurve_stats::StepRecord, paths: &[String]) -> Vec<crat
         .collect()
 }
 
-/// One target's per-second samples over a step's intervals, timed as the step's own.
+/// Sample `j` of interval `k`: its figures, timed within the step (percentiles: none here).
+fn one_sample(rec: &StepRecord, k: usize, j: usize, s: &iocurve_stats::Sample) -> SampleResult {
+    SampleResult {
+        t_s: k as f64 * rec.interval_s + j as f64 * rec.sample_s,
+        dur_s: rec.sample_s,
+        ops: s.ops,
+        iops: rate(s.ops as f64, rec.sample_s),
+        mbps: rate(s.bytes as f64 / 1e6, rec.sample_s),
+        lat_mean_us: us(s.mean_lat_ns()),
+        lat_max_us: us(s.lat_max_ns as f64),
+        errors: s.errors,
+        p50_us: None,
+        p99_us: None,
+        p99_9_us: None,
+        lat_hist: Vec::new(),
+    }
+}
+
+/// One target's per-second samples over a step's intervals, timed as the step's own (a target
+/// keeps no histogram per second: the step's seconds have theirs).
 fn target_samples(rec: &StepRecord, target: u32) -> Vec<SampleResult> {
     let mut out = Vec::new();
     for (k, i) in rec.intervals.iter().enumerate() {
         let Some(t) = i.targets.iter().find(|t| t.target == target) else { continue };
-        for (j, s) in t.samples.iter().enumerate() {
-            out.push(SampleResult {
-                t_s: k as f64 * rec.interval_s + j as f64 * rec.sample_s,
-                dur_s: rec.sample_s,
-                ops: s.ops,
-                iops: rate(s.ops as f64, rec.sample_s),
-                mbps: rate(s.bytes as f64 / 1e6, rec.sample_s),
-                lat_mean_us: us(s.mean_lat_ns()),
-                lat_max_us: us(s.lat_max_ns as f64),
-                errors: s.errors,
+        out.extend(t.samples.iter().enumerate().map(|(j, s)| one_sample(rec, k, j, s)));
+    }
+    out
+}
+
+/// A step's per-second samples, each with its own percentiles where it kept a histogram.
+pub fn samples_of(rec: &StepRecord) -> Vec<SampleResult> {
+    let mut samples = Vec::new();
+    for (k, i) in rec.intervals.iter().enumerate() {
+        for (j, s) in i.samples.iter().enumerate() {
+            let hist = i.seconds.get(j).filter(|h| !h.is_empty());
+            let pct = |p: f64| hist.map(|h| us(h.percentile_ns(p, s.lat_max_ns) as f64));
+            samples.push(SampleResult {
+                p50_us: pct(50.0),
+                p99_us: pct(99.0),
+                p99_9_us: pct(99.9),
+                lat_hist: hist.map_or_else(Vec::new, |h| h.buckets().map(|(lo, hi, n)| [lo, hi, n]).collect()),
+                ..one_sample(rec, k, j, s)
             });
         }
+    }
+    samples
+}
+
+/// The nines an exceedance curve reaches: 99.9999 %.
+pub const QOS_NINES: f64 = 6.0;
+
+/// The exceedance (QoS) curve of a histogram: the latency at every quarter of a nine (0 %,
+/// 43.8 %, 68.4 %, 82.2 %, 90 %, … 99.9999 %), up to the nines its count resolves: of n I/Os
+/// the slowest is the 1 − 1/n quantile, so the curve ends at log10(n) nines (and its last point
+/// is the slowest I/O).
+pub fn exceedance(h: &LatencyHistogram) -> Vec<crate::result::QosPoint> {
+    let n = h.count();
+    if n == 0 {
+        return Vec::new();
+    }
+    let reach = (n as f64).log10().min(QOS_NINES);
+    let mut out: Vec<crate::result::QosPoint> = (0..=(QOS_NINES * 4.0) as u32)
+        .map(|q| q as f64 / 4.0)
+        .take_while(|x| *x <= reach + 1e-9)
+        .map(|x| {
+            let pct = 100.0 * (1.0 - 10f64.powf(-x));
+            crate::result::QosPoint { pct, lat_us: us(h.percentile_ns(pct) as f64) }
+        })
+        .collect();
+    if reach < QOS_NINES && out.last().is_some_and(|p| p.pct < 100.0 * (1.0 - 1.0 / n as f64) - 1e-9) {
+        let pct = 100.0 * (1.0 - 1.0 / n as f64);
+        out.push(crate::result::QosPoint { pct, lat_us: us(h.max_ns() as f64) });
     }
     out
 }
@@ -269,21 +324,7 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
             .map(|v| mean(&v)),
     };
     let errors = all.errors();
-    let mut samples = Vec::new();
-    for (k, i) in rec.intervals.iter().enumerate() {
-        for (j, s) in i.samples.iter().enumerate() {
-            samples.push(SampleResult {
-                t_s: k as f64 * rec.interval_s + j as f64 * rec.sample_s,
-                dur_s: rec.sample_s,
-                ops: s.ops,
-                iops: rate(s.ops as f64, rec.sample_s),
-                mbps: rate(s.bytes as f64 / 1e6, rec.sample_s),
-                lat_mean_us: us(s.mean_lat_ns()),
-                lat_max_us: us(s.lat_max_ns as f64),
-                errors: s.errors,
-            });
-        }
-    }
+    let samples = samples_of(rec);
     // Every host its own workers (uneven hosts run their share); a step without per-host
     // records, the step's on each.
     let outstanding = if let Some(n) = rec.outstanding {
@@ -336,6 +377,7 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
         unmeasured_errors: by_target(&rec.unmeasured_errors, targets),
         verify: (all.verify.checked > 0 || all.verify.problems() > 0).then(|| all.verify.clone()),
         lat_histogram: latency_buckets(&hist),
+        exceedance: exceedance(&hist),
         flags: Vec::new(),
         measured_from_unix_ns: rec.measured_from_unix_ns,
         targets: targets_of(rec, targets),

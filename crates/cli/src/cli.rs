@@ -278,6 +278,10 @@ pub enum ExportFormat {
     /// Every step's recorded latency histogram as CSV rows (latency_ns, count), merged and per
     /// host: for percentiles of your own.
     Histograms,
+    /// Every second's latency histogram as CSV (a row per bucket: lat_from_ns, lat_to_ns,
+    /// count, and the second's slowest I/O), every direction together: for per-second
+    /// percentiles of your own.
+    Seconds,
     /// Each target's per-second figures in every step as CSV (target, its LUN, IOPS, MB/s,
     /// latency, errors): per path and per LUN during a failover.
     Targets,

@@ -337,6 +337,7 @@ pub fn export(db: &Path, id: i64, format: ExportFormat, output: &Path, sla: &Sla
             let named = named_steps(&stored);
             write(output, &export::histograms_csv(id, &named))?
         }
+        ExportFormat::Seconds => write(output, &export::seconds_csv(id, &result))?,
         ExportFormat::Flatfile => {
             // The records of the workloads the result has (those with a finished step).
             let records: Vec<Vec<_>> =

@@ -1025,6 +1025,9 @@ impl Pass<'_> {
             if whole {
                 dir.record(lat, op.len as u64);
                 sample.record(lat, moved);
+                // The second's histogram: a bucket index and an increment in a block sized
+                // before the step (issue 44).
+                cur.seconds.record(si, lat);
             } else {
                 dir.errors.add(op.target, errno, 1);
                 sample.errors += 1;

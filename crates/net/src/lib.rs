@@ -26,7 +26,9 @@ pub mod wire;
 /// time and bursts (issue 39): an older agent would ignore them and run a uniform closed loop.
 /// 11: a workload may trim (`trim_pct`, `trim_bs`) and intervals carry trims apart (issue 40): an
 /// older agent would write where it was asked to trim.
-pub const PROTOCOL: u32 = 13;
+/// 14: an interval's samples carry each second's latency histogram (issue 44): an older agent
+/// would send none, and its steps would lack the per-second percentiles and heat map.
+pub const PROTOCOL: u32 = 14;
 
 /// Generated from proto/agent.proto.
 // Generated: an interval is the common message anyway; prost's decoders are as long as the

@@ -4,7 +4,7 @@
 
 use iocurve_stats::{
     CpuUsage, DeviceIo, DirStats, ErrorCounts, HostFacts, IntervalStats, IoCpu, LatencyHistogram, RateStats, Sample,
-    TargetStats, VerifyCounts,
+    SecondHist, SecondHists, TargetStats, VerifyCounts,
 };
 
 use crate::pb;
@@ -113,7 +113,48 @@ pub fn unavailable_to(a: &iocurve_plan::Availability) -> Vec<pb::Unavailable> {
 }
 
 fn sample_to(x: &Sample) -> pb::Sample {
-    pb::Sample { ops: x.ops, bytes: x.bytes, lat_sum_ns: x.lat_sum_ns, lat_max_ns: x.lat_max_ns, errors: x.errors }
+    pb::Sample {
+        ops: x.ops,
+        bytes: x.bytes,
+        lat_sum_ns: x.lat_sum_ns,
+        lat_max_ns: x.lat_max_ns,
+        errors: x.errors,
+        hist: Vec::new(),
+    }
+}
+
+/// An interval's samples with each second's histogram.
+fn samples_to(s: &IntervalStats) -> Vec<pb::Sample> {
+    let keep = s.seconds.seconds() > 0;
+    s.samples
+        .iter()
+        .enumerate()
+        .map(|(k, x)| pb::Sample { hist: if keep { s.seconds.get(k).encode() } else { Vec::new() }, ..sample_to(x) })
+        .collect()
+}
+
+/// An agent's second histograms, checked before anything is allocated for them: at most
+/// [`iocurve_stats::seconds::MAX_SECONDS`] of them, each a valid encoding holding exactly its
+/// sample's I/Os (untrusted input: a hostile or broken agent gets a clear error, the
+/// coordinator no panic and no huge block).
+fn seconds_from(list: &[pb::Sample], samples: &[Sample]) -> Result<SecondHists, String> {
+    if list.iter().all(|x| x.hist.is_empty()) {
+        return Ok(SecondHists::default());
+    }
+    if list.len() > iocurve_stats::seconds::MAX_SECONDS {
+        return Err(format!(
+            "second histograms for {} samples (at most {})",
+            list.len(),
+            iocurve_stats::seconds::MAX_SECONDS
+        ));
+    }
+    let hists = list
+        .iter()
+        .enumerate()
+        .map(|(k, x)| SecondHist::decode(&x.hist).map_err(|e| format!("sample {k}: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    iocurve_stats::seconds::check(samples, &hists)?;
+    Ok(SecondHists::from_sparse(&hists, samples.len()))
 }
 
 fn sample_from(x: &pb::Sample) -> Sample {
@@ -193,7 +234,7 @@ pub fn interval_to(index: u32, s: &IntervalStats, cpu: &CpuUsage, duration_s: f6
         read: Some(dir_to(&s.read)),
         write: Some(dir_to(&s.write)),
         trim: (s.trim != DirStats::default()).then(|| dir_to(&s.trim)),
-        samples: s.samples.iter().map(sample_to).collect(),
+        samples: samples_to(s),
         cpu_user: cpu.user,
         cpu_system: cpu.system,
         cpu_iowait: cpu.iowait,
@@ -211,11 +252,13 @@ pub fn interval_to(index: u32, s: &IntervalStats, cpu: &CpuUsage, duration_s: f6
 
 /// An interval as the agent measured it: (index, stats, host CPU, duration).
 pub fn interval_from(i: &pb::Interval) -> Result<(u32, IntervalStats, CpuUsage, f64), String> {
+    let samples: Vec<Sample> = i.samples.iter().map(sample_from).collect();
     let stats = IntervalStats {
         read: dir_from(i.read.as_ref())?,
         write: dir_from(i.write.as_ref())?,
         trim: dir_from(i.trim.as_ref())?,
-        samples: i.samples.iter().map(sample_from).collect(),
+        seconds: seconds_from(&i.samples, &samples)?,
+        samples,
         max_gap_ns: i.max_gap_ns,
         faults_injected: i.faults_injected,
         verify: i.verify.as_ref().map_or_else(VerifyCounts::default, verify_from),
@@ -249,12 +292,39 @@ pub fn interval_from(i: &pb::Interval) -> Result<(u32, IntervalStats, CpuUsage, 
 mod tests {
     use super::*;
 
+    /// Issue 44: an agent's second histograms are untrusted: a bad encoding, counts that are not
+    /// the sample's I/Os, or more seconds than an interval keeps are clear errors, never a panic
+    /// or a huge block; an agent that sends none sends no histograms.
+    #[test]
+    fn an_agent_s_second_histograms_are_checked() {
+        let mut s = IntervalStats::with_samples(2);
+        for i in 0..10u64 {
+            s.samples[(i % 2) as usize].record(5_000 + i, 4096);
+            s.seconds.record((i % 2) as usize, 5_000 + i);
+        }
+        let good = interval_to(0, &s, &CpuUsage::default(), 1.0);
+        assert_eq!(interval_from(&good).unwrap().1.seconds, s.seconds);
+        let mut none = good.clone();
+        none.samples.iter_mut().for_each(|x| x.hist.clear());
+        assert_eq!(interval_from(&none).unwrap().1.seconds, SecondHists::default());
+        let mut bad = good.clone();
+        bad.samples[1].hist = vec![9, 0, 1];
+        assert!(interval_from(&bad).unwrap_err().contains("sample 1: a second's histogram in format 9"));
+        let mut wrong = good.clone();
+        wrong.samples[0].hist = SecondHist::of([1, 2, 3]).encode();
+        assert!(interval_from(&wrong).unwrap_err().contains("a histogram of 3 I/Os for a sample of 5"));
+        let mut long = good;
+        long.samples = vec![long.samples[0].clone(); iocurve_stats::seconds::MAX_SECONDS + 1];
+        assert!(interval_from(&long).unwrap_err().contains("at most 120"));
+    }
+
     #[test]
     fn an_interval_crosses_the_wire_unchanged() {
         let mut s = IntervalStats::with_samples(2);
         for i in 0..1000 {
             s.read.record(1000 + i * 37, 4096);
             s.samples[(i % 2) as usize].record(1000 + i * 37, 4096);
+            s.seconds.record((i % 2) as usize, 1000 + i * 37);
         }
         s.write.record(55_555, 8192);
         s.write.errors.add(1, 5, 3);

@@ -800,7 +800,7 @@
   // ---- What an exported chart carries (issue 43): its run(s), chart, series and step, as an
   // SVG's <title>, <desc> and <metadata> and as a PNG's text chunks. Drawn from the embedded
   // data only.
-  const STEP_CHARTS = ["timeline", "host-timeline", "steady"];
+  const STEP_CHARTS = ["timeline", "host-timeline", "steady", "heatmap"];
   // `random, 100 % read, 4k, qd 1, working set backend`: a series' parameters in words.
   const aboutWords = (a) => [a.kind, (a.read_pct >= 100 ? "100 % read" : a.read_pct <= 0 ? "100 % write" : a.read_pct + " % read"),
     a.bs, "qd " + a.qd, "working set " + a.working_set].concat(a.shape ? [a.shape] : [], a.trim_pct ? [a.trim_pct + " % trim"] : []).join(", ");
@@ -1160,6 +1160,152 @@
     for (const el of box.querySelectorAll(".chart[data-timeline]")) runTimelineChart(tl, el, el.dataset.timeline);
   }
 
+  // Issue 44: the latency heat map of the chosen step and the workload's exceedance (QoS)
+  // plot, from the histograms iocurve keeps per second and per step.
+  // A heat map cell's shade: 61 levels (one character each in the data) of the share of its
+  // second's I/Os, on a log scale from 10^-5 to all of them, light yellow to dark red.
+  const HEAT_LEVELS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+  const HEAT_STOPS = [[255, 247, 188], [254, 196, 79], [236, 112, 20], [204, 36, 29], [103, 0, 13]];
+  const heatShade = (() => {
+    const out = {};
+    for (let l = 1; l < HEAT_LEVELS.length; l++) {
+      const f = ((l - 1) / (HEAT_LEVELS.length - 2)) * (HEAT_STOPS.length - 1);
+      const i = Math.min(HEAT_STOPS.length - 2, Math.floor(f));
+      const c = HEAT_STOPS[i].map((v, k) => Math.round(v + (HEAT_STOPS[i + 1][k] - v) * (f - i)));
+      out[HEAT_LEVELS[l]] = "rgb(" + c.join(",") + ")";
+    }
+    return out;
+  })();
+  // A heat map row r holds the latencies from 2^(r/4) ns to 2^((r+1)/4) ns (a quarter octave).
+  const heatRowUs = (r) => Math.pow(2, r / 4) / 1000;
+  // Ticks of a log latency axis over [lo, hi]: 1, 2 and 5 of each decade (1 alone over more
+  // than four decades), so that a range not starting at a power of ten still reads round.
+  const logSplits = (lo, hi) => {
+    const out = [];
+    const few = Math.log10(hi / lo) > 4;
+    for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
+      for (const m of few ? [1] : [1, 2, 5]) {
+        const v = m * Math.pow(10, e);
+        if (v >= lo * 0.999 && v <= hi * 1.001) out.push(v);
+      }
+    }
+    return out;
+  };
+  function heatCells(u, h, t, dur) {
+    const ctx = u.ctx;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height);
+    ctx.clip();
+    h.cells.forEach((c, k) => {
+      if (!c) return;
+      const x0 = u.valToPos(t[k], "x", true);
+      const x1 = u.valToPos(t[k] + dur, "x", true);
+      for (let j = 0; j < c[1].length; j++) {
+        const shade = heatShade[c[1][j]];
+        if (!shade) continue;
+        const r = h.r0 + c[0] + j;
+        const y0 = u.valToPos(heatRowUs(r), "lat", true);
+        const y1 = u.valToPos(heatRowUs(r + 1), "lat", true);
+        ctx.fillStyle = shade;
+        ctx.fillRect(x0, y1, Math.max(1, x1 - x0), Math.max(1, y0 - y1));
+      }
+    });
+    ctx.restore();
+  }
+  // The chosen step's seconds: x the seconds into the step, y the latency (log), each cell
+  // shaded by its share of that second's I/Os, and each second's own p99 (from its histogram)
+  // as a line in the series' colour. One series': the first that kept its seconds' histograms
+  // at that step. Null when none did.
+  function heatmapChart(g, el, workers) {
+    const s = g.series.find((x) => {
+      const i = x.x.indexOf(workers);
+      return i >= 0 && x.heat && x.heat[i];
+    });
+    if (!s) return null;
+    const i = s.x.indexOf(workers);
+    const h = s.heat[i];
+    const t = s.timeline[i].t;
+    const p99 = (s.p99s && s.p99s[i]) || t.map(() => null);
+    const dur = t.length > 1 ? t[1] - t[0] : 1;
+    let top = h.r0 + 1;
+    for (const c of h.cells) if (c) top = Math.max(top, h.r0 + c[0] + c[1].length);
+    const lo = heatRowUs(h.r0);
+    const hi = heatRowUs(top);
+    const end = t[t.length - 1] + dur;
+    const series = [{ label: "s" }, { label: s.label + " p99 per second", stroke: s.color, width: 2, scale: "lat", spanGaps: false }];
+    const legend = [
+      entry("p99 of each second (" + s.label + ")", { color: s.color, width: 2, idx: [1] }),
+      entry("few I/Os", { color: heatShade["1"], width: 8 }),
+      entry("most of the second's I/Os", { color: heatShade["z"], width: 8 }),
+    ];
+    const u = make(el, {
+      series,
+      scales: { x: { time: false, range: () => [0, end] }, lat: { distr: 3, log: 10, range: () => [lo, hi] } },
+      axes: [timeAxis(end), latAxis("latency", hi, { scale: "lat", splits: () => logSplits(lo, hi) })],
+      hooks: { drawClear: [(x) => heatCells(x, h, t, dur)] },
+    }, [t.map((v) => v + dur / 2), positive(p99)], legend);
+    u.heatOf = s.label;
+    return u;
+  }
+
+  // The exceedance (QoS) plot of a workload, as SSD reviews draw it: each step's latency at
+  // every percentile from 0 % to 99.9999 %, x on a scale of nines (−log10(1 − p): 90 %, 99 %,
+  // 99.9 % … evenly apart), y the latency (log). A line per step in its series' colour, fainter
+  // for fewer workers; a line ends where its step's I/O count resolves no further nines.
+  const NINES = ["0", "90", "99", "99.9", "99.99", "99.999", "99.9999"];
+  function qosChart(g, el) {
+    const tables = [];
+    const series = [{ label: "nines" }];
+    let top = 0;
+    for (const s of g.series) {
+      if (!s.qos) continue;
+      const n = s.qos.length;
+      s.qos.forEach((q, i) => {
+        if (!q.x.length) return;
+        tables.push([q.x, positive(q.lat)]);
+        top = Math.max(top, maxOf([q.lat]));
+        const alpha = n > 1 ? 0.25 + (0.75 * i) / (n - 1) : 1;
+        series.push({ label: s.label + " " + stepName(g, s.x[i]) + " QoS", stroke: s.color, dash: s.dash, width: 1.5, alpha, spanGaps: true });
+      });
+    }
+    if (!tables.length) return null;
+    return make(el, {
+      series,
+      scales: { x: { time: false, range: [0, 6] }, y: { distr: 3, log: 10 } },
+      axes: [
+        { label: "percentile (%)", splits: () => [0, 1, 2, 3, 4, 5, 6], values: (u, vals) => vals.map((v) => (v == null ? "" : NINES[Math.round(v)] || "")) },
+        latAxis(g.rate ? "response time" : "latency", top),
+      ],
+    }, uPlot.join(tables));
+  }
+
+  // The heat map follows the step selector (beside the step's other charts) and the QoS plot
+  // is drawn once per workload.
+  function secondsDetail(g, section) {
+    const q = section.querySelector('[data-chart="qos"]');
+    if (q) qosChart(g, q);
+    const holder = section.querySelector('[data-chart="heatmap"]');
+    if (!holder) return;
+    const select = section.querySelector(".step-select");
+    const figure = section.querySelector(".heatmap");
+    const caption = section.querySelector(".heatmap-caption");
+    let chart = null;
+    const draw = () => {
+      const w = Number(select.value);
+      if (chart) chart.destroy();
+      clearChart(holder);
+      chart = heatmapChart(g, holder, w);
+      figure.hidden = !chart;
+      caption.textContent = chart
+        ? "Latency heat map at " + stepName(g, w) + (g.series.length > 1 ? " (" + chart.heatOf + ")" : "") +
+          ": each second's I/Os by latency (quarter octaves, log scale), shaded by their share of the second, and each second's own p99"
+        : "";
+    };
+    select.addEventListener("change", draw);
+    draw();
+  }
+
   const CHARTS = { throughput: throughputChart, percentiles: percentileChart, response: responseChart, cpu: cpuChart };
   for (const g of D.groups) {
     const section = document.getElementById(g.id);
@@ -1168,5 +1314,6 @@
       if (draw) draw(g, el);
     }
     stepDetail(g, section);
+    secondsDetail(g, section);
   }
 })();

@@ -2,7 +2,7 @@
 //!
 //! - CSV: steps (one row per step per workload) and samples (one row per sample per step; one
 //!   host for now, named in a column so multi-host results fit the same layout).
-//! - The step histograms as CSV, and the verification problems.
+//! - The step histograms as CSV, each second's histogram as CSV, and the verification problems.
 //!
 //! fio's JSON layout is in [`crate::fio`].
 
@@ -95,6 +95,9 @@ pub const SAMPLE_COLUMNS: &[&str] = &[
     "lat_max_us",
     "errors",
     "time_utc",
+    "lat_p50_us",
+    "lat_p99_us",
+    "lat_p99_9_us",
 ];
 
 /// Columns of the verification problems CSV (`verify --problems`, `export --format problems`),
@@ -321,7 +324,45 @@ pub fn samples_csv(run_id: i64, r: &RunResult) -> String {
                     s.measured_from_unix_ns
                         .map(|t| iocurve_stats::date::rfc3339_ns(t + (x.t_s * 1e9) as i64))
                         .unwrap_or_default(),
+                    // The second's own percentiles (issue 44); empty where it kept no
+                    // histogram.
+                    x.p50_us.map_or_else(String::new, |v| format!("{v:.3}")),
+                    x.p99_us.map_or_else(String::new, |v| format!("{v:.3}")),
+                    x.p99_9_us.map_or_else(String::new, |v| format!("{v:.3}")),
                 ]));
+            }
+        }
+    }
+    out
+}
+
+/// Columns of `export --format seconds`: each second's latency histogram (issue 44).
+pub const SECOND_COLUMNS: &[&str] =
+    &["run", "workload", "step", "workers", "t_s", "lat_max_ns", "lat_from_ns", "lat_to_ns", "count"];
+
+/// Every second's latency histogram of every step, every direction together: a row per
+/// non-empty bucket, `lat_from_ns` to `lat_to_ns` (both inclusive) holding `count` I/Os, and the
+/// second's slowest I/O. A second's percentile p is the `lat_to_ns` of the bucket where the
+/// running count first reaches ⌈p/100 × the second's I/Os⌉, capped at `lat_max_ns`: what the
+/// samples CSV's `lat_p99_us` says.
+pub fn seconds_csv(run_id: i64, r: &RunResult) -> String {
+    let mut out = line(SECOND_COLUMNS.iter().map(|s| s.to_string()).collect());
+    for w in &r.workloads {
+        for (i, s) in w.steps.iter().enumerate() {
+            for x in &s.samples {
+                for [from, to, count] in &x.lat_hist {
+                    out.push_str(&line(vec![
+                        run_id.to_string(),
+                        w.name.clone(),
+                        i.to_string(),
+                        s.workers.to_string(),
+                        format!("{:.3}", x.t_s),
+                        format!("{:.0}", x.lat_max_us * 1e3),
+                        from.to_string(),
+                        to.to_string(),
+                        count.to_string(),
+                    ]));
+                }
             }
         }
     }
@@ -348,8 +389,10 @@ mod tests {
         );
         assert_eq!(
             SAMPLE_COLUMNS.join(","),
-            "run,workload,step,workers,host,t_s,dur_s,ops,iops,mb_per_s,lat_mean_us,lat_max_us,errors,time_utc"
+            "run,workload,step,workers,host,t_s,dur_s,ops,iops,mb_per_s,lat_mean_us,lat_max_us,errors,time_utc,\
+             lat_p50_us,lat_p99_us,lat_p99_9_us"
         );
+        assert_eq!(SECOND_COLUMNS.join(","), "run,workload,step,workers,t_s,lat_max_ns,lat_from_ns,lat_to_ns,count");
         assert_eq!(
             TARGET_COLUMNS.join(","),
             "run,workload,step,workers,target,lun,t_s,dur_s,ops,iops,mb_per_s,lat_mean_us,lat_max_us,errors"

@@ -327,6 +327,43 @@ pub fn step_table(w: &WorkloadResult) -> String {
     grid(&header, &rows, |i| i < 11)
 }
 
+/// One direction of a step's figures.
+type DirOf = fn(&StepResult) -> &iocurve_analysis::DirResult;
+
+/// A mixed workload's latency per direction, a row per step (issue 44): reads and writes (and
+/// trims where some ran) each have their own mean and p99, which the step table's figures of
+/// every I/O together hide (a 70/30 mix's p99 is the writes'). Empty for a workload of one
+/// direction.
+pub fn direction_table(w: &WorkloadResult) -> String {
+    let all: [(&str, DirOf); 3] = [("read", |s| &s.read), ("write", |s| &s.write), ("trim", |s| &s.trim)];
+    let dirs: Vec<(&str, DirOf)> = all.into_iter().filter(|(_, d)| w.steps.iter().any(|s| d(s).ops > 0)).collect();
+    if dirs.len() < 2 {
+        return String::new();
+    }
+    let mut header = vec!["workers".to_string()];
+    for (name, _) in &dirs {
+        header.push(format!("{name} IOPS"));
+        header.push(format!("{name} mean µs"));
+        header.push(format!("{name} p99 µs"));
+    }
+    let rows: Vec<Vec<String>> = w
+        .steps
+        .iter()
+        .map(|s| {
+            let mut row = vec![workers_cell(w, s)];
+            for (_, dir) in &dirs {
+                let d = dir(s);
+                row.push(format::iops(d.iops));
+                row.push(format::lat_us(d.lat_us.mean));
+                row.push(format::lat_us(d.lat_us.p99));
+            }
+            row
+        })
+        .collect();
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    format!("  latency by direction\n{}\n", grid(&header, &rows, |_| true))
+}
+
 /// Speed, optimum and maximum of a workload, in the published form.
 pub fn summary_lines(w: &WorkloadResult) -> Vec<String> {
     let seq = w.kind == "sequential";
@@ -678,6 +715,7 @@ pub fn workload_report(w: &WorkloadResult) -> String {
     }
     out.push_str(&step_table(w));
     out.push('\n');
+    out.push_str(&direction_table(w));
     out.push_str(&grid_report(w));
     out.push_str(&sweep_report(w));
     out.push_str(&host_table(w));

@@ -220,6 +220,9 @@ pub struct IntervalStats {
     pub trim: DirStats,
     /// Consecutive samples covering the interval, equally long.
     pub samples: Vec<Sample>,
+    /// Each sample's latency histogram, every direction together (issue 44): as many seconds
+    /// as `samples` where recorded, empty where not known (an older agent).
+    pub seconds: crate::SecondHists,
     /// Longest time without any completion that ended in (or reached the end of) this
     /// interval, counted from the measurement start at the earliest: a stall. None until a
     /// thread reported it.
@@ -239,7 +242,9 @@ pub struct IntervalStats {
 
 impl IntervalStats {
     pub fn with_samples(n: usize) -> Self {
-        Self { samples: vec![Sample::default(); n], ..Default::default() }
+        // Intervals of more than MAX_SECONDS keep no second histograms (see `seconds`).
+        let seconds = crate::SecondHists::with_seconds(if n <= crate::seconds::MAX_SECONDS { n } else { 0 });
+        Self { samples: vec![Sample::default(); n], seconds, ..Default::default() }
     }
 
     /// Empties the stats for the next interval, keeping their memory: an I/O thread takes an
@@ -252,6 +257,7 @@ impl IntervalStats {
             d.errors.0.clear();
         }
         self.samples.iter_mut().for_each(|s| *s = Sample::default());
+        self.seconds.reset();
         self.max_gap_ns = None;
         self.faults_injected = 0;
         self.verify = VerifyCounts::default();
@@ -274,6 +280,7 @@ impl IntervalStats {
         for (a, b) in self.samples.iter_mut().zip(&other.samples) {
             a.merge(b);
         }
+        self.seconds.merge(&other.seconds);
         // Threads of one interval: the host stalled only while no thread saw a completion, so
         // its gap is at most the shortest of the threads' longest gaps (one slow I/O on one
         // psync thread is a slow I/O, not a stall of the host).

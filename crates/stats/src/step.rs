@@ -13,6 +13,9 @@ pub struct IntervalRecord {
     /// Mean latency of the interval's I/Os, in ns.
     pub lat_mean_ns: f64,
     pub samples: Vec<Sample>,
+    /// Each sample's latency histogram (issue 44), sparse: as many as `samples`, or none where
+    /// not known (steps stored before v28, an older agent's).
+    pub seconds: Vec<crate::SecondHist>,
     /// Host CPU over the interval.
     pub cpu: CpuUsage,
     pub duration_s: f64,
@@ -59,6 +62,7 @@ impl IntervalRecord {
             max_gap_ns: stats.max_gap_ns.unwrap_or(0),
             faults_injected: stats.faults_injected,
             targets: stats.targets.iter().map(TargetFigures::of).collect(),
+            seconds: if stats.seconds.seconds() == 0 { Vec::new() } else { stats.seconds.to_sparse() },
             samples: stats.samples,
             cpu,
             duration_s,

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use iocurve_stats::{
     CpuUsage, ErrorCounts, FinalVerification, HostClock, HostRecord, IntervalRecord, IntervalStats, LatencyHistogram,
-    Sample, StepRecord, UNKNOWN_TARGET, VerifyCounts,
+    Sample, SecondHist, StepRecord, UNKNOWN_TARGET, VerifyCounts,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -164,6 +164,7 @@ mod tests {
         for i in 0..n {
             s.read.record(lat + i, 4096);
             s.samples[(i % 2) as usize].record(lat + i, 4096);
+            s.seconds.record((i % 2) as usize, lat + i);
         }
         s.write.record(lat * 2, 8192);
         s.write.errors.add(0, 5, 2);
@@ -305,6 +306,35 @@ mod tests {
         assert!(grew_mib < 100.0, "reading the step back took {grew_mib:.0} MiB more at its peak");
     }
 
+    /// Issue 44: each second's histogram is stored with the step's samples (v28) and comes back
+    /// as written; a host's own seconds keep none; a damaged one is a clear error.
+    #[test]
+    fn second_histograms_round_trip_and_damage_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = Store::open(&dir.path().join("r.db")).unwrap();
+        let run = st.begin_run(&NewRun::default()).unwrap();
+        let wl = st.begin_workload(run, 0, "w", "{}").unwrap();
+        let step = st.begin_step(wl, 0, &StepRecord::new(4, 2, 1, 2.0, 1.0)).unwrap();
+        let s = interval(40_000, 31);
+        st.add_interval(step, None, 0, &s, &CpuUsage::default(), 2.0).unwrap();
+        st.add_interval(step, Some(0), 0, &s, &CpuUsage::default(), 2.0).unwrap();
+        st.end_step(step, &StepRecord::new(1, 1, 1, 1.0, 1.0)).unwrap();
+        let stored: i64 =
+            st.conn.query_row("SELECT count(*) FROM samples WHERE hist IS NOT NULL", [], |r| r.get(0)).unwrap();
+        assert_eq!(stored, 2, "the step's two seconds, not the host's");
+        let back = st.load(run).unwrap();
+        let iv = &back.workloads[0].steps[0].intervals[0];
+        assert_eq!(iv.seconds, s.seconds.to_sparse());
+        assert_eq!(iv.seconds[0].count(), 16);
+        assert_eq!(iv.seconds[1].count(), 15);
+        st.conn.execute("UPDATE samples SET hist = X'0200' WHERE idx = 1 AND host IS NULL", []).unwrap();
+        let e = st.load(run).unwrap_err().to_string();
+        assert!(e.contains("interval 0") && e.contains("format 2"), "{e}");
+        st.conn.execute("UPDATE samples SET hist = X'0102' WHERE idx = 1 AND host IS NULL", []).unwrap();
+        let e = st.load(run).unwrap_err().to_string();
+        assert!(e.contains("a histogram of 1 I/Os for a sample of 15"), "{e}");
+    }
+
     #[test]
     fn a_run_round_trips_exactly() {
         let dir = tempfile::tempdir().unwrap();
@@ -432,8 +462,13 @@ mod tests {
             assert_eq!(got.lost_at_s, want.lost_at_s);
             // A host's intervals are parts of the step's: their targets are kept with the step's.
             assert_eq!(got.record.total, IntervalStats { targets: Vec::new(), ..want.record.total.clone() });
-            let parts: Vec<IntervalRecord> =
-                want.record.intervals.iter().map(|i| IntervalRecord { targets: Vec::new(), ..i.clone() }).collect();
+            // Nor their seconds' histograms (v28: the step's alone).
+            let parts: Vec<IntervalRecord> = want
+                .record
+                .intervals
+                .iter()
+                .map(|i| IntervalRecord { targets: Vec::new(), seconds: Vec::new(), ..i.clone() })
+                .collect();
             assert_eq!(got.record.intervals, parts);
             assert_eq!(got.record.workers, want.record.workers, "each host's own workers");
         }
@@ -546,6 +581,8 @@ mod tests {
                 e.0 = UNKNOWN_TARGET;
             }
             s.targets.clear();
+            // Nor did it keep seconds' histograms (v28).
+            s.seconds = Default::default();
             expected.push_interval(s, cpu, 1.0);
         }
         let rec = &back.workloads[0].steps[0];
@@ -611,7 +648,7 @@ mod tests {
                 step,
                 None,
                 0,
-                &IntervalStats { targets: Vec::new(), ..interval(1000, 10) },
+                &IntervalStats { targets: Vec::new(), seconds: Default::default(), ..interval(1000, 10) },
                 &CpuUsage::default(),
                 1.0,
             )

@@ -80,7 +80,7 @@ pub(crate) const FIGURES_OF: &str = "SELECT id, idx, duration_s, read_ops, read_
     FROM intervals WHERE step_id = ?1 AND host IS ?2 ORDER BY idx";
 
 /// The samples of one interval, in order; found through the index `samples_interval` (v18).
-pub(crate) const SAMPLES_OF: &str = "SELECT ops, bytes, lat_sum_ns, lat_max_ns, errors FROM samples WHERE step_id = ?1 AND interval_idx = ?2 AND host IS ?3 ORDER BY idx";
+pub(crate) const SAMPLES_OF: &str = "SELECT ops, bytes, lat_sum_ns, lat_max_ns, errors, hist FROM samples WHERE step_id = ?1 AND interval_idx = ?2 AND host IS ?3 ORDER BY idx";
 
 impl Store {
     /// A run's final verification pass, if it had one.
@@ -346,6 +346,7 @@ impl Store {
                     } as u64,
                     lat_mean_ns: 0.0,
                     samples: Vec::new(),
+                    seconds: Vec::new(),
                     cpu: CpuUsage {
                         user: r.get(7)?,
                         system: r.get(8)?,
@@ -380,7 +381,7 @@ impl Store {
                     stats.lat_mean_ns()
                 }
             };
-            rec.samples = self.samples_of(step_id, idx, host)?;
+            (rec.samples, rec.seconds) = self.samples_of(step_id, idx, host)?;
             if host.is_none() {
                 rec.targets = self.sql(crate::targets::figures_of(&self.conn, interval_id, &rec.samples))?;
             }
@@ -390,18 +391,33 @@ impl Store {
     }
 
     /// The samples of one interval of a step (`host` None) or of one of its hosts, in order.
-    fn samples_of(&self, step_id: i64, idx: u32, host: Option<u32>) -> Result<Vec<Sample>> {
+    /// With them each one's latency histogram (v28): none where none was stored.
+    fn samples_of(&self, step_id: i64, idx: u32, host: Option<u32>) -> Result<(Vec<Sample>, Vec<SecondHist>)> {
         let mut ss = self.sql(self.conn.prepare_cached(SAMPLES_OF))?;
         let samples = ss.query_map(params![step_id, idx, host], |r| {
-            Ok(Sample {
+            let s = Sample {
                 ops: r.get::<_, i64>(0)? as u64,
                 bytes: r.get::<_, i64>(1)? as u64,
                 lat_sum_ns: r.get::<_, i64>(2)? as u64,
                 lat_max_ns: r.get::<_, i64>(3)? as u64,
                 errors: r.get::<_, i64>(4)? as u64,
-            })
+            };
+            Ok((s, r.get::<_, Option<Vec<u8>>>(5)?))
         });
-        self.sql(samples.and_then(|m| m.collect()))
+        let rows: Vec<(Sample, Option<Vec<u8>>)> = self.sql(samples.and_then(|m| m.collect()))?;
+        let invalid = |m: String| StoreError::Invalid {
+            path: self.path.clone(),
+            message: format!("step {step_id}, interval {idx}: {m}"),
+        };
+        let mut hists = Vec::new();
+        if rows.iter().any(|(_, h)| h.is_some()) {
+            for (_, h) in &rows {
+                hists.push(SecondHist::decode(h.as_deref().unwrap_or_default()).map_err(invalid)?);
+            }
+        }
+        let samples: Vec<Sample> = rows.into_iter().map(|(s, _)| s).collect();
+        iocurve_stats::seconds::check(&samples, &hists).map_err(invalid)?;
+        Ok((samples, hists))
     }
 
     /// Hands the intervals of a step (`host` None) or of one of its hosts to `each`, in order, as
@@ -488,7 +504,11 @@ impl Store {
                 };
                 counts.add(target.unwrap_or(UNKNOWN_TARGET), errno, count as u64);
             }
-            stats.samples = self.samples_of(step_id, idx, host)?;
+            let (samples, seconds) = self.samples_of(step_id, idx, host)?;
+            if !seconds.is_empty() {
+                stats.seconds = iocurve_stats::SecondHists::from_sparse(&seconds, samples.len());
+            }
+            stats.samples = samples;
             if host.is_none() {
                 stats.targets = crate::targets::of_interval(&self.conn, interval_id, &stats).map_err(invalid)?;
             }

@@ -7,8 +7,17 @@ use super::*;
 pub(crate) const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
     SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19,
-    SCHEMA_V20, SCHEMA_V21, SCHEMA_V22, SCHEMA_V23, SCHEMA_V24, SCHEMA_V25, SCHEMA_V26, SCHEMA_V27,
+    SCHEMA_V20, SCHEMA_V21, SCHEMA_V22, SCHEMA_V23, SCHEMA_V24, SCHEMA_V25, SCHEMA_V26, SCHEMA_V27, SCHEMA_V28,
 ];
+
+/// v28: each second's latency histogram (issue 44, part 4), with the step's merged samples
+/// (`host` NULL; a host's own seconds keep none: the heat map and the per-second percentiles
+/// are the step's, and a histogram per host and second would multiply the bytes by the hosts).
+/// The sparse encoding of `iocurve_stats::seconds` (a format byte, then gap and count varints
+/// per non-empty bucket); NULL: a second without I/Os, or stored before.
+const SCHEMA_V28: &str = "
+ALTER TABLE samples ADD COLUMN hist BLOB;
+";
 
 /// v27: the array's own figures beside a run (issue 44): each column of an imported CSV as a
 /// series of (time on the run's clock, value); `kind` `iops` or `mbps` for the array's front-end

@@ -216,21 +216,37 @@ impl Store {
             }
         }
         {
+            // The seconds' histograms (v28) only where there are some, as trims: the column's
+            // NULL says none.
+            let hists = host.is_none() && stats.seconds.seconds() > 0;
             let mut st = tx
-                .prepare_cached("INSERT INTO samples (step_id, interval_idx, idx, ops, bytes, lat_sum_ns, lat_max_ns, errors, host) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")
+                .prepare_cached(if hists {
+                    "INSERT INTO samples (step_id, interval_idx, idx, ops, bytes, lat_sum_ns, lat_max_ns, errors, host, hist) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+                } else {
+                    "INSERT INTO samples (step_id, interval_idx, idx, ops, bytes, lat_sum_ns, lat_max_ns, errors, host) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+                })
                 .map_err(wrap)?;
             for (i, s) in stats.samples.iter().enumerate() {
-                st.execute(params![
-                    step_id,
-                    idx,
-                    i as i64,
-                    s.ops as i64,
-                    s.bytes as i64,
-                    s.lat_sum_ns as i64,
-                    s.lat_max_ns as i64,
-                    s.errors as i64,
-                    host
-                ])
+                // The step's seconds only (v28): see the schema.
+                let hist = Some(stats.seconds.get(i).encode()).filter(|b| !b.is_empty());
+                st.execute(
+                    params![
+                        step_id,
+                        idx,
+                        i as i64,
+                        s.ops as i64,
+                        s.bytes as i64,
+                        s.lat_sum_ns as i64,
+                        s.lat_max_ns as i64,
+                        s.errors as i64,
+                        host
+                    ]
+                    .iter()
+                    .copied()
+                    .chain(hists.then_some(&hist as &dyn rusqlite::ToSql))
+                    .collect::<Vec<_>>()
+                    .as_slice(),
+                )
                 .map_err(wrap)?;
             }
         }

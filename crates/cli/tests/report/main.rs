@@ -28,6 +28,8 @@ use serde_json::Value;
 
 // Issue 43, part 5: what exported charts carry.
 mod exports;
+// Issue 44, part 4: latency per second and in the tail.
+mod seconds;
 
 /// Screenshots are kept here for people to look at (and CI to archive).
 fn artifact(name: &str) -> PathBuf {
@@ -83,7 +85,7 @@ fn report_and_comparison_in_a_real_browser() {
     b.open(&one);
     assert_clean(&b, &one);
     assert_eq!(b.eval("document.querySelectorAll('section.group').length"), 1);
-    assert_all_drawn(&mut b, 5);
+    assert_all_drawn(&mut b, 7);
     let legend = b
         .eval("Array.from(document.querySelectorAll('[data-chart=throughput] .legend .name')).map(e => e.textContent)");
     let legend: Vec<&str> = legend.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
@@ -108,19 +110,20 @@ fn report_and_comparison_in_a_real_browser() {
     assert_ne!(before["timeline"], after["timeline"], "the timeline was redrawn with other data");
     assert!(after["caption"].as_str().unwrap().contains(&format!("at {other} worker")), "{}", after["caption"]);
     assert!(after["histogram"].as_str().unwrap().contains("< 100 µs"), "{}", after["histogram"]);
-    assert_all_drawn(&mut b, 5);
+    assert_all_drawn(&mut b, 7);
     assert!(b.errors().is_empty(), "{:#?}", b.errors());
 
     // The comparison: every chart has a series of each run; the impact table a row per workload.
     let cmp = dir.path().join("cmp.html");
     b.open(&cmp);
     assert_clean(&b, &cmp);
-    assert_all_drawn(&mut b, 5);
+    assert_all_drawn(&mut b, 7);
     let legends = b.eval(
         "Array.from(document.querySelectorAll('.chart[data-chart]')).map(c => ({chart: c.dataset.chart,
            labels: Array.from(c.querySelectorAll('.legend .name')).map(e => e.textContent)}))",
     );
-    for chart in legends.as_array().unwrap() {
+    // (The heat map draws one series' seconds, named in its legend and caption: issue 44.)
+    for chart in legends.as_array().unwrap().iter().filter(|c| c["chart"] != "heatmap") {
         let labels: Vec<&str> = chart["labels"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
         for run in ["8 of 8 controllers", "7 of 8 controllers"] {
             for ws in ["frontend", "backend"] {
@@ -192,8 +195,20 @@ fn generate_run(db: &Path, workloads: usize, steps: usize) -> i64 {
             let lat_ns = f64::from(workers) / iops * 1e9;
             for k in 0..10 {
                 let mut stats = IntervalStats::with_samples(60);
-                for s in &mut stats.samples {
+                for (si, s) in stats.samples.iter_mut().enumerate() {
                     let ops = (iops * noise()) as u64;
+                    // Each second's histogram (issue 44): the bulk near the mean, a tail to 5×
+                    // it, spread over as many buckets as a real second fills.
+                    let mut left = ops;
+                    for (k, share) in [0.3, 0.3, 0.2, 0.1, 0.05, 0.03, 0.015, 0.004, 0.001].iter().enumerate() {
+                        let n = ((ops as f64 * share) as u64).min(left);
+                        for j in 0..4u64 {
+                            let lat = lat_ns * (0.6 + 0.12 * (4 * k as u64 + j) as f64) * noise();
+                            stats.seconds.record_n(si, lat as u64, if j == 3 { n - 3 * (n / 4) } else { n / 4 });
+                        }
+                        left -= n;
+                    }
+                    stats.seconds.record_n(si, (lat_ns * 5.0) as u64, left);
                     *s = Sample {
                         ops,
                         bytes: ops * bs,
@@ -255,9 +270,10 @@ fn a_large_run_stays_within_the_size_and_render_budget() {
     // A guard against a page that hangs its drawing: over 10× the fastest load measured (0.4 s).
     assert!(times[0] < 10_000.0, "the page renders in under 10 s: {times:?}");
     assert_eq!(b.eval("document.querySelectorAll('section.group').length"), 5);
-    // Five charts per group, the SNIA window of the chosen step (its steps have 5+ intervals),
-    // and the frontend and backend matrices' two charts over block size each.
-    assert_all_drawn(&mut b, 5 * 6 + 4);
+    // Five charts per group, the SNIA window, the heat map of the chosen step (its steps have
+    // 5+ intervals and seconds' histograms) and the QoS plot (issue 44), and the frontend and
+    // backend matrices' two charts over block size each.
+    assert_all_drawn(&mut b, 5 * 8 + 4);
     let samples = b.eval("JSON.parse(document.getElementById('iocurve-data').textContent).groups.map(g => g.series.map(s => s.timeline.map(t => t.t.length).reduce((a, b) => a + b, 0)).reduce((a, b) => a + b, 0)).reduce((a, b) => a + b, 0)");
     assert_eq!(samples, 10 * 10 * 600, "every sample is in the report");
     b.screenshot(&artifact("report-large.png"));
@@ -304,7 +320,7 @@ interval_s = 0.5
     let mut b = Browser::launch();
     b.open(&page);
     assert_clean(&b, &page);
-    assert_all_drawn(&mut b, 5);
+    assert_all_drawn(&mut b, 7);
     let legend =
         b.eval("Array.from(document.querySelectorAll('[data-chart=timeline] .legend .name')).map(e => e.textContent)");
     assert!(legend.as_array().unwrap().iter().any(|l| l.as_str().unwrap().ends_with("errors/s")), "{legend}");
@@ -353,7 +369,7 @@ interval_s = 0.3
     let mut b = Browser::launch();
     b.open(&page);
     assert_clean(&b, &page);
-    assert_all_drawn(&mut b, 5);
+    assert_all_drawn(&mut b, 7);
     let options = b.eval("Array.from(document.querySelector('.step-select').options).map(o => o.textContent)");
     assert_eq!(options, serde_json::json!(["2'000 IOPS", "20'000 IOPS"]));
     let legend =
@@ -400,7 +416,7 @@ fn a_steady_step_draws_its_snia_window_and_fit_line() {
     let mut b = Browser::launch();
     b.open(&page);
     assert_clean(&b, &page);
-    assert_all_drawn(&mut b, 6);
+    assert_all_drawn(&mut b, 8);
     let state = b.eval(
         "(() => { const f = document.querySelector('figure.steady'); return { step: document.querySelector('.step-select').value, hidden: f.hidden, caption: f.querySelector('.steady-caption').textContent, legend: Array.from(f.querySelectorAll('.legend .name')).map(e => e.textContent) }; })()",
     );
@@ -566,7 +582,7 @@ fn legends_exports_histogram_shares_and_the_printed_report() {
     let cmp = dir.path().join("cmp.html");
     b.open(&cmp);
     assert_clean(&b, &cmp);
-    assert_all_drawn(&mut b, 5);
+    assert_all_drawn(&mut b, 7);
     let pct = b.eval(
         "(() => { const c = document.querySelector('[data-chart=percentiles]');
            return { names: Array.from(c.querySelectorAll('.legend .name')).map(e => e.textContent),

@@ -23,6 +23,7 @@ fn interval(ops: u64, duration_s: f64, mean_ns: f64, max_ns: u64, cpu: CpuUsage)
         bytes: ops * 4096,
         lat_mean_ns: mean_ns,
         samples: vec![half, other],
+        seconds: Vec::new(),
         cpu,
         duration_s,
         max_gap_ns: 0,

@@ -37,7 +37,8 @@ pub(super) fn series_of<'a>(runs: &[ReportRun], groups: &[Group<'a>]) -> Vec<Vec
                         if g.members.iter().filter(same).count() > 1 { w.name.clone() } else { w.working_set.clone() };
                     let label = if runs.len() > 1 { format!("{} {own}", runs[ri].short()) } else { own };
                     let color = PALETTE[(ri + rank * 3) % PALETTE.len()];
-                    let data = series_data(ri, &label, color, w);
+                    let mut data = series_data(ri, &label, color, w);
+                    super::seconds::add(&mut data, w);
                     Series { label, color, dashed: !dash(&w.working_set).is_empty(), w, data }
                 })
                 .collect()

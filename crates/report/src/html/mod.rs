@@ -17,6 +17,7 @@ use crate::terminal;
 mod charts;
 mod grid;
 mod overview;
+mod seconds;
 mod timeline;
 mod views;
 
@@ -179,6 +180,10 @@ pub fn html(runs: &[ReportRun]) -> Result<String, minijinja::Error> {
                 "Reads and writes"
             },
             steady: series[gi].iter().any(|s| s.w.steps.iter().any(|st| st.steady_state.is_some())),
+            heat: series[gi]
+                .iter()
+                .any(|s| s.w.steps.iter().any(|st| st.samples.iter().any(|x| !x.lat_hist.is_empty()))),
+            qos: series[gi].iter().any(|s| s.w.steps.iter().any(|st| !st.exceedance.is_empty())),
             data: series[gi]
                 .iter()
                 .filter(|s| !s.w.data_check.is_empty())

@@ -146,6 +146,11 @@ pub(super) struct GroupView {
     pub(super) directions_title: &'static str,
     /// Some step has the SNIA steady-state check (5 intervals or more): its window is drawn.
     pub(super) steady: bool,
+    /// Some step kept its seconds' latency histograms: the chosen step's heat map is drawn
+    /// (issue 44).
+    pub(super) heat: bool,
+    /// Some step has an exceedance curve: the workload's QoS plot is drawn (issue 44).
+    pub(super) qos: bool,
     /// Some series is a frontend: its figures are cache-only, not for sizing (said under the
     /// title).
     pub(super) cache_only: bool,
