@@ -128,7 +128,14 @@ impl MarkEndpoint {
         }
         // A socket left by a process of this id that died: ours now.
         let _ = std::fs::remove_file(&path);
-        let listener = UnixListener::bind(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        // (Another run that ended may have removed the directory, empty, between: once more.)
+        let listener = match UnixListener::bind(&path) {
+            Ok(l) => l,
+            Err(_) => {
+                socket_dir()?;
+                UnixListener::bind(&path).map_err(|e| format!("{}: {e}", path.display()))?
+            }
+        };
         let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
         listener.set_nonblocking(true).map_err(|e| format!("{}: {e}", path.display()))?;
         let store = iocurve_store::Store::open_existing(Path::new(db)).map_err(|e| e.to_string())?;
@@ -164,6 +171,11 @@ impl Drop for MarkEndpoint {
         let _ = std::fs::remove_file(&self.path);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+        // The directory too when no other run's socket is in it: a run leaves nothing in the
+        // temporary directory behind (found by the Slurm test, whose copies' directory it is).
+        if let Some(dir) = self.path.parent() {
+            let _ = std::fs::remove_dir(dir);
         }
     }
 }

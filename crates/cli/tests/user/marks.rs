@@ -3,7 +3,7 @@
 //! fact; all of them in the store, the JSON, `show` and the report's timelines.
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -81,10 +81,12 @@ fn a_mark_from_another_terminal_reaches_the_running_run() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("): controller B pulled") && said.contains("): path A down"), "{said}");
-    // The socket went with the run; a mark now has no run to go to.
-    assert!(std::fs::read_dir(xdg.join("iocurve")).unwrap().next().is_none());
+    // The socket went with the run, and its directory, empty (a run leaves nothing behind); a
+    // mark now has no run to go to.
+    assert!(!xdg.join("iocurve").exists());
     input_error(&with_xdg(d, &xdg, &["mark", "late"]), &["no run of yours is running", "--at TIME"]);
     // A killed run's socket (nobody listens on it) is no run, and goes.
+    std::fs::DirBuilder::new().mode(0o700).create(xdg.join("iocurve")).unwrap();
     let stale = xdg.join("iocurve").join("run-1-0.sock");
     drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
     input_error(&with_xdg(d, &xdg, &["mark", "late"]), &["no run of yours is running"]);
