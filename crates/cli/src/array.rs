@@ -8,7 +8,7 @@ use iocurve_run::open_existing_store;
 use iocurve_stats::array::{ARRAY_FILE_BYTES, read_array_csv};
 
 use crate::CliError;
-use crate::mark::{Clock, read_file, span, within};
+use crate::mark::{Clock, read_file, refused_lines, span, within};
 
 /// Points this long before a run's start or after its end are kept (a CSV of the array's day
 /// needs no cutting first); the rest is left out and counted.
@@ -25,17 +25,8 @@ pub fn import(db: &Path, run: i64, file: &Path, cols: &Columns, clock: &Clock) -
     let text = read_file(file, "array", ARRAY_FILE_BYTES)?;
     let mut store = open_existing_store(db)?;
     let span = span(&store, run)?;
-    let mut csv = read_array_csv(&text, span.0, clock.offset_s, cols.time).map_err(|refused| {
-        let n = refused.len();
-        let lines: Vec<String> =
-            refused.iter().take(10).map(|(l, why)| format!("{}:{l}: {why}", file.display())).collect();
-        let more = if n > 10 { format!("\n({} more)", n - 10) } else { String::new() };
-        CliError::Usage(format!(
-            "{n} line(s) of {} cannot be read; nothing was added:\n{}{more}",
-            file.display(),
-            lines.join("\n")
-        ))
-    })?;
+    let mut csv =
+        read_array_csv(&text, span.0, clock.offset_s, cols.time).map_err(|refused| refused_lines(file, &refused))?;
     for (kind, col) in [("iops", cols.iops), ("mbps", cols.mbps)] {
         let Some(col) = col else { continue };
         let names: Vec<String> = csv.series.iter().map(|s| s.name.clone()).collect();

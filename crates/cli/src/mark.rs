@@ -88,15 +88,7 @@ pub fn import(db: &Path, run: i64, file: &Path, clock: &Clock) -> Result<ExitCod
     let name = file.file_name().map_or_else(|| file.display().to_string(), |n| n.to_string_lossy().into_owned());
     let mut events = read_events(&text, &name, span.0, clock.offset_s);
     if !events.refused.is_empty() {
-        let n = events.refused.len();
-        let lines: Vec<String> =
-            events.refused.iter().take(10).map(|(l, why)| format!("{}:{l}: {why}", file.display())).collect();
-        let more = if n > 10 { format!("\n({} more)", n - 10) } else { String::new() };
-        return Err(CliError::Usage(format!(
-            "{n} line(s) of {} cannot be read; nothing was added:\n{}{more}",
-            file.display(),
-            lines.join("\n")
-        )));
+        return Err(refused_lines(file, &events.refused));
     }
     for m in &mut events.marks {
         *m = Mark::new(m.at_unix_ns.saturating_add(clock.shift_ns), &m.text, &m.source).map_err(CliError::Usage)?;
@@ -136,6 +128,19 @@ pub fn import(db: &Path, run: i64, file: &Path, clock: &Clock) -> Result<ExitCod
     }
     crate::outln!("{said}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// A file some of whose lines cannot be read: each named `FILE:LINE: why` (the first 10), and
+/// nothing added from it.
+pub(crate) fn refused_lines(file: &Path, refused: &[(usize, String)]) -> CliError {
+    let n = refused.len();
+    let lines: Vec<String> = refused.iter().take(10).map(|(l, why)| format!("{}:{l}: {why}", file.display())).collect();
+    let more = if n > 10 { format!("\n({} more)", n - 10) } else { String::new() };
+    CliError::Usage(format!(
+        "{n} line(s) of {} cannot be read; nothing was added:\n{}{more}",
+        file.display(),
+        lines.join("\n")
+    ))
 }
 
 /// The file's text: a regular file (or a pipe) of UTF-8, at most `limit` bytes (`flag` names
