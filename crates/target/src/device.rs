@@ -156,7 +156,11 @@ impl LunIndex {
 }
 
 /// The filesystem's id (statfs `f_fsid`: from the filesystem's UUID on ext4, xfs and btrfs),
-/// which, unlike `st_dev`, stays when the disk is numbered otherwise after a reboot.
+/// which, unlike `st_dev`, stays when the disk is numbered otherwise after a reboot. A
+/// filesystem that reports none (0: FUSE, some network filesystems) is named by its device
+/// number instead, unique while it is mounted: under the zero id every FUSE mount's file 2 was
+/// one "LUN", and a loop device over one fault device refused writes while another was held
+/// (CI of 5442ffe).
 pub(crate) fn fsid(f: &std::fs::File) -> Option<String> {
     // SAFETY: zeroed statfs is a valid out-buffer; an fd we own.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
@@ -166,6 +170,11 @@ pub(crate) fn fsid(f: &std::fs::File) -> Option<String> {
     }
     // SAFETY: fsid_t is two 32-bit words (its fields are private in libc).
     let words: [u32; 2] = unsafe { std::mem::transmute(st.f_fsid) };
+    if words == [0, 0] {
+        use std::os::unix::fs::MetadataExt;
+        let dev = f.metadata().ok()?.dev();
+        return Some(format!("dev {}:{}", libc::major(dev), libc::minor(dev)));
+    }
     Some(format!("{:08x}{:08x}", words[0], words[1]))
 }
 

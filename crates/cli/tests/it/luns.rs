@@ -234,3 +234,23 @@ fn two_paths_of_one_lun_are_one_lun_and_guarded_together() {
     assert!(e.contains(&format!("another path to its LUN, {first}, is mounted on")), "{e}");
     assert!(e.contains("--allow-write cannot override this"), "{e}");
 }
+
+/// Two fault devices are two LUNs: their FUSE filesystems report no id (`f_fsid` 0) and number
+/// their image file alike, and under that zero id a loop device over one was refused ("another
+/// path to its LUN … is held exclusively") while a test held the other (CI of 5442ffe).
+#[test]
+fn regression_loop_devices_over_two_fuse_files_are_two_luns() {
+    needs_root!();
+    let (a, b) =
+        (iocurve_testkit::faultdev::FaultDev::start(16 << 20), iocurve_testkit::faultdev::FaultDev::start(16 << 20));
+    // `a` held exclusively, as a mounted filesystem or a claimed device holds it.
+    use std::os::unix::fs::OpenOptionsExt;
+    let _held = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_EXCL).open(a.device()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_plan(
+        dir.path(),
+        &plan(&[b.path()], "name = \"w\"\nbs = \"4k\"\nread_pct = 0\n"),
+        &["--allow-write", b.path()],
+    );
+    assert!(f(&steps(&r, 0)[0]["write"]["iops"]) > 0.0, "{r}");
+}
