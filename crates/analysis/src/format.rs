@@ -42,6 +42,12 @@ pub fn mbps_number(v: f64) -> String {
 }
 
 /// A rate step's target as planned: `100'000 IOPS`, or `450 MB/s` for sequential workloads.
+/// A replay's speed without trailing zeros: `1`, `2.5`, `0.25` (as `2×` reads).
+pub fn speed(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 pub fn target_rate(v: f64, sequential: bool) -> String {
     if sequential { format!("{} MB/s", mbps_number(v)) } else { format!("{} IOPS", iops(v)) }
 }

@@ -462,6 +462,9 @@ mod tests {
             service_us: Default::default(),
             lag_us: Default::default(),
             sustained: true,
+            replay_speed: None,
+            behind: None,
+            intended_iops: Vec::new(),
         });
         assert_eq!(near_maximum(&rated), None, "a rate ramp has none");
     }

@@ -454,6 +454,16 @@ impl Settings {
 /// bursts — the labels of its figures.
 pub fn shape(w: &iocurve_plan::Workload, rate_steps: bool) -> Vec<String> {
     let mut out = Vec::new();
+    // A replay's I/Os are its trace's (issue 45): where they came from, and what was done to
+    // fit them.
+    if let Some(trace) = &w.replay {
+        let mut r = format!("replay of {trace}");
+        if w.replay_remap != iocurve_plan::Remap::default() {
+            r.push_str(&format!(" (offsets beyond a target: {})", w.replay_remap.name()));
+        }
+        out.push(r);
+        return out;
+    }
     if w.pattern == iocurve_plan::Pattern::Random && !w.distribution.is_uniform() {
         let layout = if w.hot_layout == iocurve_plan::HotLayout::Scattered { " scattered" } else { "" };
         out.push(format!("distribution {}{layout}", w.distribution));
@@ -952,6 +962,34 @@ pub struct RateResult {
     /// below one interval, not ended by overload. Unsustained steps enter no optimum or
     /// maximum.
     pub sustained: bool,
+    /// A replay step (issue 45): the speed its trace was played at (1 = its own timing);
+    /// `target_iops` is the trace's mean rate at that speed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_speed: Option<f64>,
+    /// A replay that fell behind its trace (an interval whose p99 lag passed
+    /// [`crate::step::BEHIND_MS`]): from when and by how much. A replay never stretches: its
+    /// I/Os keep their intended times, and being late shows here and in the response times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behind: Option<Behind>,
+    /// A replay step: the rate its trace asked for in each sample (IOPS, all hosts), beside the
+    /// samples' completed IOPS: where the two part, the replay fell behind (or the storage
+    /// completed late).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intended_iops: Vec<f64>,
+}
+
+/// When and how far a replay fell behind its trace.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Behind {
+    /// Seconds into the step's measurement when the first interval behind began.
+    pub from_s: f64,
+    /// Intervals behind, of the step's.
+    pub intervals: usize,
+    /// The worst p99 lag of an interval, µs.
+    pub worst_lag_p99_us: f64,
+    /// Of all the step's issued I/Os, the share issued later than `BEHIND_MS` after its
+    /// intended time, percent.
+    pub late_pct: f64,
 }
 
 impl StepResult {

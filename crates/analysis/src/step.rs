@@ -483,6 +483,57 @@ pub const STALL_S: f64 = 1.0;
 /// Achieved below this share of what was due: the rate was not sustained.
 pub const SUSTAINED_SHARE: f64 = 0.99;
 
+/// A replay is behind its trace in an interval whose p99 lag passes this (ms): an I/O that much
+/// late has moved against its neighbours by more than a disk's seek, a cache's whole answer.
+pub const BEHIND_MS: f64 = 10.0;
+
+/// A replay's intended rate in each of the step's samples (IOPS): its tenths of a second summed
+/// over each sample's span, a tenth at a sample's edge shared by its overlap.
+fn intended_iops(rec: &StepRecord) -> Vec<f64> {
+    if rec.replay_intended.is_empty() {
+        return Vec::new();
+    }
+    let due_in = |from: f64, to: f64| -> f64 {
+        let (a, b) = ((from * 10.0).max(0.0), (to * 10.0).max(0.0));
+        let mut sum = 0.0;
+        let mut k = a.floor() as usize;
+        while (k as f64) < b && k < rec.replay_intended.len() {
+            let overlap = (b.min(k as f64 + 1.0) - a.max(k as f64)).max(0.0);
+            sum += rec.replay_intended[k] as f64 * overlap;
+            k += 1;
+        }
+        sum
+    };
+    let mut out = Vec::new();
+    for (k, i) in rec.intervals.iter().enumerate() {
+        for j in 0..i.samples.len() {
+            let t = k as f64 * rec.interval_s + j as f64 * rec.sample_s;
+            out.push(round_sig(rate(due_in(t, t + rec.sample_s), rec.sample_s)));
+        }
+    }
+    out
+}
+
+fn round_sig(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
+}
+
+/// When and how far a replay fell behind (None: it kept up, or it is no replay).
+fn behind(rec: &StepRecord) -> Option<crate::result::Behind> {
+    rec.replay_speed?;
+    let bound = (BEHIND_MS * 1e6) as u64;
+    let lag_p99 = |i: &iocurve_stats::IntervalRecord| i.lag_p99_ns.unwrap_or(0);
+    let first = rec.intervals.iter().position(|i| lag_p99(i) > bound)?;
+    let total = rec.total.rate.as_ref().map(|r| &r.lag);
+    let late = total.map_or(0, |h| h.count() - h.count_at_or_below(bound));
+    Some(crate::result::Behind {
+        from_s: first as f64 * rec.interval_s,
+        intervals: rec.intervals.iter().filter(|i| lag_p99(i) > bound).count(),
+        worst_lag_p99_us: rec.intervals.iter().map(lag_p99).max().unwrap_or(0) as f64 / 1e3,
+        late_pct: total.map_or(0.0, |h| if h.count() == 0 { 0.0 } else { late as f64 * 100.0 / h.count() as f64 }),
+    })
+}
+
 /// A rate step's figures and verdict (None for a closed-loop step).
 fn rate_result(rec: &StepRecord) -> Option<RateResult> {
     let target_iops = rec.rate_iops?;
@@ -498,6 +549,9 @@ fn rate_result(rec: &StepRecord) -> Option<RateResult> {
         service_us: latency_stats(&r.service),
         lag_us: latency_stats(&r.lag),
         sustained: false,
+        replay_speed: rec.replay_speed,
+        behind: behind(rec),
+        intended_iops: intended_iops(rec),
     };
     result.sustained = unsustained_because(&result, rec).is_empty();
     Some(result)
@@ -591,13 +645,15 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
     }
     if let Some(r) = s.rate.as_ref().filter(|r| !r.sustained) {
         let why = unsustained_because(r, rec).join("; ");
-        flag(
-            "unsustained",
-            format!(
-                "the target of {} IOPS was not sustained ({why}): the step enters no optimum or maximum",
+        let what = match r.replay_speed {
+            Some(s) => format!(
+                "the replay at {}× its trace ({} IOPS) did not keep up",
+                crate::format::speed(s),
                 r.target_iops.round()
             ),
-        );
+            None => format!("the target of {} IOPS was not sustained", r.target_iops.round()),
+        };
+        flag("unsustained", format!("{what} ({why}): the step enters no optimum or maximum"));
     }
     if s.ops() == 0 {
         flag(
@@ -605,13 +661,16 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
             "no I/O completed in this step's measured intervals: it has no throughput or latency, and it enters no speed, optimum or maximum".into(),
         );
     }
-    if s.cv > th.unsteady_cv {
+    // A replay's throughput follows its trace: its intervals differ by design, and steadiness
+    // and warm-up say nothing of the storage there.
+    let replay = rec.replay_speed.is_some();
+    if s.cv > th.unsteady_cv && !replay {
         flag(
             "unsteady",
             format!("throughput varied between intervals (CV {:.1} % > {:.0} %)", s.cv * 100.0, th.unsteady_cv * 100.0),
         );
     }
-    if let Some(c) = s.steady_state.as_ref().filter(|c| !c.steady) {
+    if let Some(c) = s.steady_state.as_ref().filter(|c| !c.steady && !replay) {
         flag(
             "not_steady",
             format!(
@@ -624,7 +683,7 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
             ),
         );
     }
-    if let Some(off) = transient_off(tput, th.transient) {
+    if let Some(off) = transient_off(tput, th.transient).filter(|_| !replay) {
         flag(
             "transient",
             format!(

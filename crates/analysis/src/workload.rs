@@ -178,10 +178,15 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
     if !unsustained.is_empty() {
         let list: Vec<String> = unsustained
             .iter()
-            .map(|&i| format!("{:.0}", steps[i].rate.as_ref().map_or(0.0, |r| r.target_iops)))
+            .map(|&i| match steps[i].rate.as_ref() {
+                Some(r) if r.replay_speed.is_some() => {
+                    format!("{}×", crate::format::speed(r.replay_speed.unwrap_or(1.0)))
+                }
+                r => format!("{:.0} IOPS", r.map_or(0.0, |r| r.target_iops)),
+            })
             .collect();
         notes.push(format!(
-            "the rate steps at {} IOPS were not sustained: they are shown but enter no optimum or maximum",
+            "the rate steps at {} were not sustained: they are shown but enter no optimum or maximum",
             list.join(", ")
         ));
     }
@@ -647,6 +652,9 @@ pub(crate) mod tests {
                 service_us: Default::default(),
                 lag_us: Default::default(),
                 sustained: true,
+                replay_speed: None,
+                behind: None,
+                intended_iops: Vec::new(),
             });
             st.cv = 0.05;
         }

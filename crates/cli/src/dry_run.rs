@@ -98,6 +98,9 @@ pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> Str
             .filter(|&rate| if rate { w.has_rate_steps() } else { w.rate.is_empty() })
             .flat_map(|rate| iocurve_analysis::shape(w, rate))
             .collect();
+        // (A replay's says the same of both.)
+        let mut shape = shape;
+        shape.dedup();
         if !shape.is_empty() {
             out.push(format!("  {}", shape.join(", ")));
         }
@@ -151,11 +154,38 @@ pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> Str
     out.join("\n")
 }
 
+/// A replay's trace as the run will play it: its format, I/Os, devices and where they go, and
+/// each step's length.
+pub fn replay_line(w: &iocurve_plan::Workload, l: &iocurve_run::replay::Loaded) -> String {
+    let t = &l.trace;
+    let format = t.format.map_or("trace".to_string(), |f| f.to_string());
+    let devices: Vec<String> =
+        t.devices.iter().zip(&l.targets).map(|(d, &k)| format!("{d} → target {}", k + 1)).collect();
+    let speeds = if w.replay_speed.is_empty() { vec![1.0] } else { w.replay_speed.clone() };
+    let steps: Vec<String> = speeds
+        .iter()
+        .map(|&s| format!("{}× {}", format::speed(s), format::duration(l.span_ns(s) as f64 / 1e9)))
+        .collect();
+    format!(
+        "replay {} ({format}): {} I/Os over {:.3} s, {} % reads, {} % trims; {}; offsets beyond a target: {}; split over hosts: {}; steps {}",
+        l.path,
+        t.ios.len(),
+        t.duration_ns() as f64 / 1e9,
+        w.read_pct,
+        w.trim_pct,
+        devices.join(", "),
+        w.replay_remap.name(),
+        w.replay_split.name(),
+        steps.join(", ")
+    )
+}
+
 /// A workload's steps in one line: `  steps (workers): 1, 2, 4 — each …`; a grid's cells
 /// `1×1, 1×4`, a host-count sweep's ramp at each count `on 2 hosts: 1, 2`.
 fn steps_line(w: &iocurve_plan::Workload) -> String {
     let all = w.steps();
     let label = |s: &iocurve_plan::RampStep| match s.rate {
+        _ if s.speed.is_some() => format!("{}×", format::speed(s.speed.unwrap_or(1.0))),
         Some(r) => format!("{r} {}", if w.pattern == Pattern::Sequential { "MB/s" } else { "IOPS" }),
         None if w.ramps_queue_depth() => format!("{}×{}", s.workers, s.queue_depth),
         None => s.workers.to_string(),
@@ -172,6 +202,9 @@ fn steps_line(w: &iocurve_plan::Workload) -> String {
             })
             .collect()
     };
+    if w.replay.is_some() {
+        return format!("  steps (replay speeds): {}, each as long as the trace at its speed", steps.join(", "));
+    }
     let unit = match (w.rate.is_empty(), w.is_grid(), w.ramps_queue_depth()) {
         (false, _, _) => "rate",
         (true, true, _) => "workers × queue depth, a grid",

@@ -69,7 +69,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         }
         let mut plan = plan;
         iocurve_run::default_target(&mut plan);
+        // A replay's trace is read as the run reads it: a bad one is refused here too.
+        let replays = iocurve_run::replay::load(&mut plan)?;
         crate::outln!("{}", crate::dry_run::describe(&plan, args.size.or(plan.scratch_size), &args.hosts));
+        for w in &plan.workloads {
+            if let Some(l) = replays.get(&w.name) {
+                crate::outln!("{}", crate::dry_run::replay_line(w, l));
+            }
+        }
         return Ok(ExitCode::SUCCESS);
     }
     // A result that cannot be written is bad input, found before any I/O, not after the run.
@@ -254,6 +261,10 @@ fn launch_options(how: LaunchHow, args: &RunArgs) -> Result<LaunchOptions, CliEr
     })
 }
 
+/// What `iocurve run --replay FILE` runs without a plan: one workload replaying the trace over
+/// the whole target, measured in intervals of about a second.
+const REPLAY_PLAN: &str = "name = \"replay\"\ndescription = \"The trace given with --replay, at each --replay-speed\"\n[defaults]\nwarmup_s = 0\ninterval_s = 1\n[[workloads]]\nname = \"replay\"\nworking_set = \"backend\"\n";
+
 /// The plan (a TOML plan, a fio job file or a suite) with the command line's keys; the SLA
 /// options win over the plan's bounds, which are part of the resolved plan that is stored, so
 /// `show` reproduces what the run printed.
@@ -281,6 +292,8 @@ fn load_plan(args: &RunArgs) -> Result<Plan, CliError> {
             }
         }
         (None, Some(name)) => suites::load(name, &o)?,
+        // `--replay FILE` alone: that trace, not the quick suite's ten workloads.
+        (None, None) if o.keys.replay.is_some() => iocurve_plan::parse_str(REPLAY_PLAN, "replay", &o)?,
         (None, None) => suites::load(suites::DEFAULT_SUITE, &o)?,
     };
     plan.precondition |= args.precondition;

@@ -88,6 +88,7 @@ fn null_loop(c: &mut Criterion) {
                     start_at: None,
                     synchronized: false,
                     rate: None,
+                    replay: None,
                     host: 0,
                     end: None,
                 };

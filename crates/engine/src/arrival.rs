@@ -49,6 +49,9 @@ pub struct Arrivals {
     rng: Rng,
     /// On and off phases in ns.
     bursts: Option<(f64, f64)>,
+    /// A replay: this stream's I/Os (`index` the next) and the speed their trace times are
+    /// divided by.
+    replay: Option<(Arc<[crate::replay::ReplayIo]>, f64)>,
 }
 
 impl Arrivals {
@@ -62,7 +65,21 @@ impl Arrivals {
             Arrival::Uniform => offset_ns,
             Arrival::Poisson => exponential(&mut rng, gap_ns),
         };
-        Arrivals { kind, gap_ns, offset_ns, index: 0, next_ns, rng, bursts: None }
+        Arrivals { kind, gap_ns, offset_ns, index: 0, next_ns, rng, bursts: None, replay: None }
+    }
+
+    /// A replay's stream: `ios` at their trace times over `speed` (never due once all went).
+    pub fn replay(ios: Arc<[crate::replay::ReplayIo]>, speed: f64) -> Self {
+        let mut a = Arrivals::new(Arrival::Uniform, 1.0, 0, 1, 0);
+        a.next_ns = ios.first().map_or(f64::INFINITY, |io| io.t_ns as f64 / speed);
+        a.replay = Some((ios, speed));
+        a
+    }
+
+    /// A replay's next I/O (None: not a replay, or every I/O went).
+    #[inline]
+    pub fn op(&self) -> Option<crate::ops::IoOp> {
+        self.replay.as_ref().and_then(|(ios, _)| ios.get(self.index as usize)).map(|io| io.op)
     }
 
     /// The same schedule in on/off bursts of the same mean rate.
@@ -121,6 +138,18 @@ impl Arrivals {
     pub fn skip_until(&mut self, end_ns: u64, each: &mut dyn FnMut(u64, u64)) -> u64 {
         let mut n = 0u64;
         while self.peek() < end_ns {
+            if n >= 1_000_000
+                && let Some((ios, speed)) = &self.replay
+            {
+                // The rest before `end_ns` found in the sorted times at once.
+                let from = self.index as usize;
+                let end = end_ns as f64 * *speed;
+                let rest = ios[from..].partition_point(|io| (io.t_ns as f64) < end) as u64;
+                each(((self.next_ns + end_ns as f64) / 2.0) as u64, rest);
+                self.index += rest;
+                self.next_ns = ios.get(self.index as usize).map_or(f64::INFINITY, |io| io.t_ns as f64 / *speed);
+                return n + rest;
+            }
             if n >= 1_000_000 {
                 let from = self.next_ns;
                 let end = self.on_time(end_ns as f64);
@@ -149,6 +178,11 @@ impl Arrivals {
     /// Moves on to the next intended time.
     #[inline]
     pub fn advance(&mut self) {
+        if let Some((ios, speed)) = &self.replay {
+            self.index += 1;
+            self.next_ns = ios.get(self.index as usize).map_or(f64::INFINITY, |io| io.t_ns as f64 / *speed);
+            return;
+        }
         match self.kind {
             Arrival::Uniform => {
                 self.index += 1;
@@ -198,6 +232,8 @@ pub(crate) struct RateMode {
     /// A shared schedule: the time this thread claimed, and whether every thread was busy when
     /// it came due.
     claimed: Option<(u64, bool)>,
+    /// A replay's I/O of the claimed time.
+    claimed_op: Option<crate::ops::IoOp>,
     /// Since when this thread's slot is free (ns since the step start): a time due before it
     /// found this thread busy.
     free_since: u64,
@@ -208,7 +244,7 @@ pub(crate) struct RateMode {
 
 impl RateMode {
     pub fn new(source: Source, overload: Overload, counter: Option<Arrivals>) -> Self {
-        RateMode { source, overload, free: Vec::new(), claimed: None, free_since: 0, counter }
+        RateMode { source, overload, free: Vec::new(), claimed: None, claimed_op: None, free_since: 0, counter }
     }
 
     /// The intended times before `until` not counted yet, those at or after `from` counted:
@@ -241,6 +277,7 @@ impl RateMode {
                 }
                 let mut sh = lock(m);
                 let due = sh.arrivals.peek();
+                self.claimed_op = sh.arrivals.op();
                 sh.arrivals.advance();
                 // Late only when it came due while this thread was busy and no other thread is
                 // free now (one that is was free then too, only late to wake or to start): every
@@ -249,6 +286,14 @@ impl RateMode {
                 self.claimed = Some((due, late));
                 due
             }
+        }
+    }
+
+    /// A replay's I/O of the time `next_due` gave (None: not a replay).
+    pub fn due_op(&self) -> Option<crate::ops::IoOp> {
+        match &self.source {
+            Source::Own(a) => a.op(),
+            Source::Shared(_) => self.claimed_op,
         }
     }
 
@@ -302,6 +347,7 @@ impl RateMode {
             Source::Shared(m) => {
                 let mut sh = lock(m);
                 let mut n = 0;
+                self.claimed_op = None;
                 if let Some((due, _)) = self.claimed.take()
                     && due < end_ns
                 {

@@ -15,6 +15,7 @@ pub mod host;
 pub mod ops;
 pub mod precondition;
 pub mod reclaim;
+pub mod replay;
 pub mod step;
 mod think;
 pub mod together;

@@ -61,6 +61,9 @@ pub struct StepConfig<'a> {
     pub synchronized: bool,
     /// A rate step: this host's share of the run's schedule. None: closed loop.
     pub rate: Option<RateShare>,
+    /// A replay step (issue 45): this host's share of the trace, issued at its times (over its
+    /// speed) through the open-loop scheduler. Exclusive with `rate`.
+    pub replay: Option<&'a crate::replay::ReplayShare>,
     /// This host's place among the run's hosts (0 alone): with the plan's seed and the I/O
     /// thread, it seeds the offsets a thread draws, so that hosts draw apart and the same
     /// seed repeats a run.
@@ -156,6 +159,40 @@ impl Gate {
         self.lock().1 = Some(None);
         self.cv.notify_all();
     }
+}
+
+/// A replay's share as a step runs it: fitted to the host's targets, with the buffer size its
+/// largest read or write needs.
+struct Replaying {
+    share: Arc<crate::replay::ReplayShare>,
+    max_len: usize,
+    /// Per thread of many slots: its own I/Os (every n-th).
+    threads: usize,
+}
+
+impl Replaying {
+    /// The I/Os thread `thread` issues: its own (threads of many slots), or None: the host's.
+    fn own(&self, thread: usize, own: bool) -> Option<Arc<[crate::replay::ReplayIo]>> {
+        own.then(|| self.share.for_thread(thread, self.threads))
+    }
+
+    /// The intended times (and I/Os) of `ios`, or of the whole share.
+    fn arrivals(&self, ios: Option<Arc<[crate::replay::ReplayIo]>>) -> Arrivals {
+        Arrivals::replay(ios.unwrap_or_else(|| self.share.ios.as_slice().into()), self.share.speed)
+    }
+}
+
+fn fitted_replay(cfg: &StepConfig, threads: usize) -> Result<Option<Arc<Replaying>>, EngineError> {
+    let Some(r) = cfg.replay else { return Ok(None) };
+    let mut share = r.clone();
+    let sizes: Vec<u64> = cfg.targets.targets.iter().map(|t| t.size).collect();
+    let align = if cfg.workload.direct { cfg.targets.logical_block() } else { 1 };
+    let fitted = share.fit(&sizes, align)?;
+    if fitted.remapped + fitted.aligned > 0 {
+        tracing::debug!(remapped = fitted.remapped, aligned = fitted.aligned, "replay fitted to its targets");
+    }
+    let max_len = (share.max_data_len() as usize).div_ceil(4096) * 4096;
+    Ok(Some(Arc::new(Replaying { share: Arc::new(share), max_len, threads })))
 }
 
 /// Builds the op generator of a workload at a parallelism, checking the targets fit it.
@@ -396,6 +433,12 @@ fn check_config(cfg: &StepConfig) -> Result<(), EngineError> {
             }
         }
     }
+    if cfg.replay.is_some() && (cfg.rate.is_some() || w.verify) {
+        return Err(EngineError::Input(format!(
+            "workload {}: a replay step is driven by its trace alone: no rate and no verification beside it",
+            w.name
+        )));
+    }
     if let Some(r) = &cfg.rate
         && !(r.iops > 0.0 && r.iops <= crate::arrival::MAX_IOPS && r.host < r.hosts)
     {
@@ -437,12 +480,14 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
     // The I/O threads are not scoped: one blocked in a system call on storage that stopped
     // answering (psync) is given up and left behind, and the step ends without it. So they
     // own (or share) everything they use.
+    // A replay's share fitted to this host's targets, before any thread starts.
+    let replay = fitted_replay(cfg, nthreads)?;
     let step_stop = Arc::new(AtomicBool::new(false));
     let lives: Arc<[Live]> = (0..nthreads).map(|_| Live::default()).collect();
     let gate = Arc::new(Gate::default());
     let (tx, rx) = mpsc::channel::<(usize, Msg)>();
     // Buffers for the data of reads and writes: a trim carries none.
-    let max_bs = w.max_data_bs() as usize;
+    let max_bs = (w.max_data_bs() as usize).max(replay.as_ref().map_or(0, |r| r.max_len));
     let writes = w.writes();
     let faults = active_faults(cfg)?;
     let errors = Arc::new(ErrorState::new(
@@ -459,8 +504,9 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
         rounds.as_ref().zip(cfg.end).map(|(r, e)| crate::end::Attached::new(e, r.clone(), lives.clone(), w.intervals));
     // Threads of one slot each (psync) share the host's schedule: a free thread takes the next
     // due I/O, as a free slot of a ring does.
-    let shared_schedule = match (cfg.rate, cfg.backend.facts().threads) {
-        (Some(share), ThreadModel::PerIo) => Some(SharedSchedule::new(
+    let shared_schedule = match (cfg.rate, &replay, cfg.backend.facts().threads) {
+        (_, Some(r), ThreadModel::PerIo) => Some(SharedSchedule::new(r.arrivals(None), nthreads)),
+        (Some(share), None, ThreadModel::PerIo) => Some(SharedSchedule::new(
             Arrivals::for_thread(w.arrival, &share, 0, 1, w.seed).with_bursts(w.bursts),
             nthreads,
         )),
@@ -487,6 +533,8 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
         let abort = cfg.abort.clone();
         let rate = cfg.rate;
         let shared_schedule = shared_schedule.clone();
+        // A replay's I/Os for this thread: its own share (threads of many slots), or the host's.
+        let replay = replay.as_ref().map(|r| (r.clone(), r.own(ti, shared_schedule.is_none())));
         let rounds = rounds.clone();
         let cfg_synchronized = cfg.synchronized;
         let offsets_seed = stream_seed(cfg, cfg.host, ti);
@@ -519,19 +567,32 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
                 thread_gate.arrive().map(|t0| (Schedule::new(t0, &w), priority))
             };
             let n = workers.len();
-            let rate = rate.map(|share| {
-                let own = || Arrivals::for_thread(w.arrival, &share, ti, nthreads, w.seed).with_bursts(w.bursts);
-                // The due I/Os are counted from a second copy of the schedule: this thread's
-                // own, or the host's (on thread 0) when its threads share it.
-                let (source, counter) = match &shared_schedule {
-                    Some(m) => (
-                        Source::Shared(m.clone()),
-                        (ti == 0).then(|| Arrivals::for_thread(w.arrival, &share, 0, 1, w.seed).with_bursts(w.bursts)),
-                    ),
-                    None => (Source::Own(own()), Some(own())),
-                };
-                RateMode::new(source, w.overload, counter)
-            });
+            let rate = if let Some((r, own)) = &replay {
+                // As a rate step's: its own I/Os and a copy that counts them, or the host's.
+                Some(match &shared_schedule {
+                    Some(m) => {
+                        RateMode::new(Source::Shared(m.clone()), w.overload, (ti == 0).then(|| r.arrivals(None)))
+                    }
+                    None => {
+                        RateMode::new(Source::Own(r.arrivals(own.clone())), w.overload, Some(r.arrivals(own.clone())))
+                    }
+                })
+            } else {
+                rate.map(|share| {
+                    let own = || Arrivals::for_thread(w.arrival, &share, ti, nthreads, w.seed).with_bursts(w.bursts);
+                    // The due I/Os are counted from a second copy of the schedule: this thread's
+                    // own, or the host's (on thread 0) when its threads share it.
+                    let (source, counter) = match &shared_schedule {
+                        Some(m) => (
+                            Source::Shared(m.clone()),
+                            (ti == 0)
+                                .then(|| Arrivals::for_thread(w.arrival, &share, 0, 1, w.seed).with_bursts(w.bursts)),
+                        ),
+                        None => (Source::Own(own()), Some(own())),
+                    };
+                    RateMode::new(source, w.overload, counter)
+                })
+            };
             let pool_range = (pool.base(), pool.total_len());
             // Closed-loop steps only (a rate step's I/Os go out when due).
             let think = if rate.is_none() { w.think } else { None };
@@ -932,7 +993,12 @@ fn coordinate(
 ) -> Result<StepRecord, EngineError> {
     let t0 = sched.t0;
     let nthreads = rec.threads;
-    rec.rate_iops = cfg.rate.map(|r| r.iops);
+    rec.rate_iops = match (cfg.rate, cfg.replay) {
+        (Some(r), _) => Some(r.iops),
+        // A replay's mean intended rate on this host (the coordinator sets the run's).
+        (None, Some(r)) => Some(r.mean_iops()),
+        (None, None) => None,
+    };
     let since_t0 = Instant::now().saturating_duration_since(t0).as_nanos() as i64;
     rec.measured_from_unix_ns = Some(iocurve_stats::date::unix_ns() - since_t0 + sched.warmup_ns as i64);
     obs.started(&rec);

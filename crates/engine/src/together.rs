@@ -107,6 +107,7 @@ fn run_member(
         verify: None,
         journal: None,
         rate: None,
+        replay: None,
         end: None,
         abort: base.abort.clone(),
         targets: base.targets,

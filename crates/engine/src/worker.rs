@@ -355,7 +355,7 @@ impl<B: IoEngine> Slots<B> {
     /// (`on_error = stop-target`): the slot rests for the rest of the step.
     #[inline]
     fn issue(&mut self, slot: usize, now: u64) -> std::io::Result<bool> {
-        self.issue_at(slot, now, now)
+        self.issue_at(slot, now, now, None)
     }
 
     /// A rate step: issues every I/O due by `now` that a free slot can take, in the order of
@@ -405,8 +405,10 @@ impl<B: IoEngine> Slots<B> {
                 }
             }
             let Some(slot) = rate.free.pop() else { break Ok(()) };
+            // A replay's I/O is the trace's; a rate step's is drawn.
+            let replayed = rate.due_op();
             rate.taken();
-            match self.issue_at(slot as usize, now, due) {
+            match self.issue_at(slot as usize, now, due, replayed) {
                 Ok(true) => {
                     rate.issued();
                     out.ios += 1;
@@ -429,11 +431,19 @@ impl<B: IoEngine> Slots<B> {
         result.map(|()| out)
     }
 
-    /// Issues the slot's next I/O, meant to be issued at `intended` (≤ `now`).
+    /// Issues the slot's next I/O, meant to be issued at `intended` (≤ `now`): `replayed`, a
+    /// replay's, or one drawn from the workload.
     #[inline]
-    fn issue_at(&mut self, slot: usize, now: u64, intended: u64) -> std::io::Result<bool> {
-        let mut op = self.opgen.next(self.worker[slot], &mut self.rng);
-        if self.errors.policy == OnError::StopTarget {
+    fn issue_at(&mut self, slot: usize, now: u64, intended: u64, replayed: Option<IoOp>) -> std::io::Result<bool> {
+        let mut op = match replayed {
+            Some(op) => op,
+            None => self.opgen.next(self.worker[slot], &mut self.rng),
+        };
+        // A replayed I/O goes where the trace sent it, or nowhere (a replay does not verify).
+        if replayed.is_some() && self.errors.is_stopped(op.target) {
+            return Ok(false);
+        }
+        if self.errors.policy == OnError::StopTarget && replayed.is_none() {
             let mut tries = 0;
             while self.errors.is_stopped(op.target) {
                 tries += 1;

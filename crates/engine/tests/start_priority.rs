@@ -86,6 +86,7 @@ fn regression_a_synchronized_start_is_real_time_only_until_the_first_io() {
         start_at: Some(&start_at),
         synchronized: true,
         rate: None,
+        replay: None,
         host: 0,
         end: None,
     };

@@ -75,6 +75,7 @@ fn config<'a>(
         start_at: None,
         synchronized: false,
         rate: None,
+        replay: None,
         host: 0,
         end: None,
     }
@@ -194,6 +195,7 @@ fn rate_step_seen(w: &Workload, iops: f64, targets: &TargetSet, faults: &[Fault]
     let stop = AtomicBool::new(false);
     let cfg = StepConfig {
         rate: Some(iocurve_engine::arrival::RateShare { iops, host: 0, hosts: 1 }),
+        replay: None,
         ..config(w, w.max_outstanding, targets, faults, &stop)
     };
     let mut seen = Seen::default();
@@ -391,6 +393,7 @@ fn regression_a_rate_that_cannot_be_run_is_refused_before_any_io() {
     for (iops, host, hosts) in [(f64::NAN, 0, 1), (-5.0, 0, 1), (f64::INFINITY, 0, 1), (2e9, 0, 1), (100.0, 2, 2)] {
         let cfg = StepConfig {
             rate: Some(iocurve_engine::arrival::RateShare { iops, host, hosts }),
+            replay: None,
             ..config(&w, 4, &t, &[], &stop)
         };
         let e = run_step(&cfg, &mut Seen::default()).err().unwrap_or_else(|| panic!("{iops} {host}/{hosts} ran"));
@@ -493,4 +496,83 @@ fn a_member_that_aborts_stops_the_concurrent_step() {
     assert!(rec.aborted.is_some(), "the step says why it ended");
     assert!(abort.load(Ordering::Relaxed), "the others were told to stop");
     assert!(rec.measured < 50 && rec.interrupted, "not all 50 intervals: {}", rec.measured);
+}
+
+/// A replay's share of `n` I/Os at `gap_ns` apart: reads and writes by turns, 4 KiB, each at its
+/// own offset (the k-th 4 KiB block).
+fn trace(n: u64, gap_ns: u64, speed: f64) -> iocurve_engine::replay::ReplayShare {
+    use iocurve_engine::ops::{Dir, IoOp};
+    let ios = (0..n)
+        .map(|k| iocurve_engine::replay::ReplayIo {
+            t_ns: k * gap_ns,
+            op: IoOp {
+                target: 0,
+                offset: (k % 4096) * 4096,
+                len: 4096,
+                dir: if k % 2 == 0 { Dir::Read } else { Dir::Write },
+            },
+        })
+        .collect();
+    iocurve_engine::replay::ReplayShare { ios, speed, remap: iocurve_plan::Remap::Modulo, spans: vec![16 << 20] }
+}
+
+fn replay_step(
+    w: &Workload,
+    share: &iocurve_engine::replay::ReplayShare,
+    t: &TargetSet,
+    faults: &[Fault],
+) -> (StepRecord, Seen) {
+    let stop = AtomicBool::new(false);
+    let cfg = StepConfig { replay: Some(share), ..config(w, w.max_outstanding, t, faults, &stop) };
+    let mut seen = Seen::default();
+    let rec = run_step(&cfg, &mut seen).expect("the replay step runs");
+    (rec, seen)
+}
+
+/// Issue 45: a replay issues every I/O of its trace once, in the interval of its intended time
+/// (its trace time over the speed), with the trace's directions; on a thread of many slots and on
+/// threads of one slot each (psync) alike.
+#[test]
+fn a_replay_issues_every_io_of_its_trace_at_its_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = target(&dir, true);
+    for backend in [Backend::Null, Backend::Psync] {
+        let mut w = workload(50.0, 1, 2, 0.5, backend);
+        w.max_outstanding = 8;
+        // 4000 I/Os over 2 s of trace, at twice its speed: 1 s, 2000 due in each half second.
+        let share = trace(4000, 500_000, 2.0);
+        let (rec, seen) = replay_step(&w, &share, &t, &[]);
+        let r = rec.total.rate.as_deref().expect("a replay keeps its rate figures");
+        let due: Vec<u64> = seen.0.iter().map(|i| i.rate.as_ref().map_or(0, |r| r.due)).collect();
+        assert_eq!(due, vec![2000, 2000], "{backend:?}");
+        assert_eq!((r.dropped, r.backlog), (0, 0), "{backend:?}");
+        assert_eq!(rec.total.read.ops + rec.total.write.ops, 4000, "{backend:?}: {:?}", rec.total);
+        assert_eq!(rec.total.read.ops, 2000, "{backend:?}: the trace's directions");
+        assert_eq!(r.lag.count(), 4000);
+        assert!((rec.rate_iops.unwrap() - 4000.0).abs() < 5.0, "{:?}", rec.rate_iops);
+    }
+}
+
+/// Issue 45: a replay that cannot keep up does not stretch: a 0.5 s stall shows as the lag and
+/// response time of the I/Os due in it, and the step still ends when its trace does.
+#[test]
+fn a_replay_behind_its_trace_shows_lag_instead_of_stretching() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = target(&dir, true);
+    let mut w = workload(50.0, 1, 2, 1.0, Backend::Psync);
+    w.max_outstanding = 4;
+    let stall =
+        Fault { kind: FaultKind::Stall, share: 1.0, from_s: 0.5, to_s: Some(1.0), target: None, latency_ms: 0.0 };
+    let share = trace(2000, 1_000_000, 1.0);
+    let began = Instant::now();
+    let (rec, _) = replay_step(&w, &share, &t, std::slice::from_ref(&stall));
+    let took = began.elapsed();
+    let r = rec.total.rate.as_deref().unwrap();
+    assert_eq!(r.due, 2000);
+    assert!(r.lag.max_ns() >= 400_000_000, "lag max {} ns hides the stall", r.lag.max_ns());
+    assert!(rec.total.combined_hist().percentile_ns(99.0) >= 300_000_000);
+    // Two seconds of trace in two intervals of one second: not stretched by the stall (a bound
+    // a machine ten times slower keeps: the stall's half second is not added twice over).
+    assert_eq!(rec.intervals.len(), 2);
+    assert!(took < Duration::from_secs(30), "{took:?}");
 }

@@ -28,7 +28,9 @@ pub mod wire;
 /// older agent would write where it was asked to trim.
 /// 14: an interval's samples carry each second's latency histogram (issue 44): an older agent
 /// would send none, and its steps would lack the per-second percentiles and heat map.
-pub const PROTOCOL: u32 = 14;
+/// 15: a step may be a replay, its share of the trace in `replay` (issue 45): an older agent
+/// would ignore it and run the workload's closed loop.
+pub const PROTOCOL: u32 = 15;
 
 /// Generated from proto/agent.proto.
 // Generated: an interval is the common message anyway; prost's decoders are as long as the

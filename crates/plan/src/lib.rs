@@ -21,6 +21,7 @@ pub mod model;
 pub mod options;
 pub mod pace;
 pub mod reclaim;
+pub mod replay;
 mod resolve;
 pub mod resolved;
 pub mod size;
@@ -34,7 +35,7 @@ pub use error::PlanError;
 pub use keys::PlanFile;
 pub use model::{
     Arrival, Backend, BlockSize, DATA_SECTOR, DataPattern, FRONTEND_MAX_FRACTION, Fault, FaultKind,
-    MIN_RANDOM_PER_SECTOR, OnError, Overload, Pattern, STEADY_WINDOW, SteadyState, WorkingSet,
+    MIN_RANDOM_PER_SECTOR, OnError, Overload, Pattern, Remap, STEADY_WINDOW, Split, SteadyState, WorkingSet,
 };
 pub use options::{Workload, WorkloadKeys};
 pub use pace::{Bursts, Think, ThinkTime};

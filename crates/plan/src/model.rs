@@ -66,6 +66,80 @@ impl TryFrom<String> for Arrival {
     }
 }
 
+/// What a replay does with a trace's I/O beyond the end of the target it goes to (a trace of
+/// a larger LUN on a smaller one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case", try_from = "String")]
+pub enum Remap {
+    /// Its offset modulo the target's size (the hot spots keep their distances; regions of
+    /// the trace fold onto each other).
+    #[default]
+    Modulo,
+    /// Its offset scaled by the target's size over the trace's span on that device (the layout
+    /// shrinks as a whole; neighbouring I/Os move closer).
+    Scale,
+    /// None: a trace that reaches beyond a target is refused.
+    Refuse,
+}
+
+impl Remap {
+    pub fn name(self) -> &'static str {
+        match self {
+            Remap::Modulo => "modulo",
+            Remap::Scale => "scale",
+            Remap::Refuse => "refuse",
+        }
+    }
+}
+
+impl TryFrom<String> for Remap {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        match s.as_str() {
+            "modulo" => Ok(Remap::Modulo),
+            "scale" => Ok(Remap::Scale),
+            "refuse" => Ok(Remap::Refuse),
+            _ => Err(format!("unknown replay_remap `{s}`: use modulo, scale or refuse")),
+        }
+    }
+}
+
+/// How a replay's I/Os are shared out among the run's hosts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case", try_from = "String")]
+pub enum Split {
+    /// I/O k to host k mod hosts: every host a thinned copy of the whole trace.
+    #[default]
+    RoundRobin,
+    /// Each trace device to one host (the devices in order of first appearance, dealt out in
+    /// turn): a trace recorded on several hosts' LUNs replays with each LUN's I/Os on one host.
+    Device,
+    /// Each process (pid) of the trace to one host, dealt out in turn.
+    Process,
+}
+
+impl Split {
+    pub fn name(self) -> &'static str {
+        match self {
+            Split::RoundRobin => "round-robin",
+            Split::Device => "device",
+            Split::Process => "process",
+        }
+    }
+}
+
+impl TryFrom<String> for Split {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        match s.as_str() {
+            "round-robin" => Ok(Split::RoundRobin),
+            "device" => Ok(Split::Device),
+            "process" => Ok(Split::Process),
+            _ => Err(format!("unknown replay_split `{s}`: use round-robin, device or process")),
+        }
+    }
+}
+
 /// What a rate step does with an I/O that is due while `max_outstanding` I/Os are in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", try_from = "String")]

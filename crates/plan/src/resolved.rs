@@ -19,6 +19,8 @@ pub struct RampStep {
     pub hosts: Option<u32>,
     /// As planned: IOPS, or MB/s for a sequential workload (all hosts together).
     pub rate: Option<f64>,
+    /// A replay's step: the speed its trace is played at (1 = its own timing).
+    pub speed: Option<f64>,
 }
 
 impl Workload {
@@ -54,7 +56,7 @@ impl Workload {
 
     /// Whether any of its steps is driven at a rate: a rate ramp, a curve or an SLA search.
     pub fn has_rate_steps(&self) -> bool {
-        !self.rate.is_empty() || !self.curve.is_empty() || self.sla_search
+        !self.rate.is_empty() || !self.curve.is_empty() || self.sla_search || self.replay.is_some()
     }
 
     /// The block sizes of writes: `write_bs` where given, else `bs`.
@@ -83,13 +85,23 @@ impl Workload {
         let depths = self.queue_depths();
         let mut steps = Vec::new();
         for hosts in counts {
-            if self.rate.is_empty() {
+            if self.replay.is_some() {
+                let speeds = if self.replay_speed.is_empty() { vec![1.0] } else { self.replay_speed.clone() };
+                steps.extend(speeds.into_iter().map(|s| RampStep {
+                    workers: self.max_outstanding,
+                    queue_depth: 1,
+                    hosts,
+                    rate: None,
+                    speed: Some(s),
+                }));
+            } else if self.rate.is_empty() {
                 for &workers in &self.ramp {
                     steps.extend(depths.iter().map(|&queue_depth| RampStep {
                         workers,
                         queue_depth,
                         hosts,
                         rate: None,
+                        speed: None,
                     }));
                 }
             } else {
@@ -98,6 +110,7 @@ impl Workload {
                     queue_depth: 1,
                     hosts,
                     rate: Some(r),
+                    speed: None,
                 }));
             }
         }

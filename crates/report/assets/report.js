@@ -91,7 +91,19 @@
   const xScale = (g) => ({ time: false, distr: 3, log: g.rate ? 10 : 2 });
   const xName = (g) => (g.rate ? "target " + g.unit : g.by_depth ? "queue depth per worker" : "workers");
   // A step as the step selector and captions name it.
-  const stepName = (g, x) => (g.rate ? num(x) + " " + g.unit : g.by_depth ? "qd " + x : x + (x === 1 ? " worker" : " workers"));
+  // A replay's step (issue 45): its speed, the rate it came to beside it.
+  const replaySpeed = (g, x) => {
+    for (const s of g.series) {
+      const i = s.x.indexOf(x);
+      if (i >= 0 && s.speed && s.speed[i] != null) return s.speed[i];
+    }
+    return null;
+  };
+  const stepName = (g, x) => {
+    const sp = replaySpeed(g, x);
+    if (sp != null) return sp + "× the trace (" + num(x) + " " + g.unit + ")";
+    return g.rate ? num(x) + " " + g.unit : g.by_depth ? "qd " + x : x + (x === 1 ? " worker" : " workers");
+  };
 
   // What each uPlot series looks like, kept before uPlot takes the options: the legend's
   // swatches and the SVG export draw from it.
@@ -466,12 +478,24 @@
       legend.push(entry(s.label + " errors/s", { color: "#c0392b", dash: s.dash, width: 1, point: { size: 5, fill: "#c0392b" }, idx: [series.length] }));
       series.push({ label: s.label + " errors/s", stroke: "#c0392b", dash: s.dash, width: 1, scale: "err", spanGaps: true, points: { show: true, size: 5 } });
     }
-    const joined = uPlot.join(tables.concat(errTables));
+    // A replay's I/Os due each second (issue 45): what the trace asked for, beside what
+    // completed — a replay that falls behind shows as the two lines parting.
+    const intended = g.series.filter((s) => { const i = s.x.indexOf(workers); return i >= 0 && s.timeline[i].intended; });
+    const intTables = intended.map((s) => {
+      const t = s.timeline[s.x.indexOf(workers)];
+      return [t.t, t.intended];
+    });
+    for (const s of intended) {
+      legend.push(entry(s.label + " intended IOPS (the trace)", { color: "#7f7f7f", dash: [2, 3], width: 1.5, idx: [series.length] }));
+      series.push({ label: s.label + " intended", stroke: "#7f7f7f", dash: [2, 3], width: 1.5, scale: "tput", spanGaps: true });
+    }
+    const joined = uPlot.join(tables.concat(errTables, intTables));
     // Scale bounds from the data of this step only. The slowest I/O of a second may be far
     // above the mean: the latency axis follows the mean and the p99, so that they stay
     // readable, and a second's maximum beyond that runs off the top.
     const tputs = [], lats = [];
     for (let k = 1; k < 1 + 4 * tables.length; k += 4) { tputs.push(joined[k]); lats.push(joined[k + 1]); }
+    for (let k = joined.length - intTables.length; k < joined.length; k++) tputs.push(joined[k]);
     const latTop = Math.max(maxOf(lats), ...p99s.filter((v) => v != null));
     // The run's marks within the step (of each series' run: a comparison's runs have their own).
     const stepMarks = [];

@@ -216,6 +216,10 @@ pub fn host_table(w: &WorkloadResult) -> String {
 /// transfer size it measured).
 pub fn rate_target(s: &StepResult, sequential: bool) -> String {
     let Some(r) = &s.rate else { return String::new() };
+    // A replay is driven by its trace: its speed first, the mean rate that came to beside it.
+    if let Some(speed) = r.replay_speed {
+        return format!("{}× the trace ({})", format::speed(speed), format::target_rate(r.target_iops, false));
+    }
     match rate_target_value(s, sequential) {
         Some(v) => format::target_rate(v, sequential),
         // A sequential step that completed nothing has no transfer size to say MB/s with.
@@ -235,11 +239,27 @@ pub fn rate_target_value(s: &StepResult, sequential: bool) -> Option<f64> {
     (ops > 0).then(|| r.target_iops * ((s.read.bytes + s.write.bytes) as f64 / ops as f64) / 1e6)
 }
 
+/// How far a replay fell behind its trace, in words.
+pub fn behind_words(b: &iocurve_analysis::Behind) -> String {
+    format!(
+        "behind the trace from {:.1} s ({} interval{}, p99 lag up to {}; {:.1} % of I/Os issued over {} ms late)",
+        b.from_s,
+        b.intervals,
+        if b.intervals == 1 { "" } else { "s" },
+        format::latency(b.worst_lag_p99_us),
+        b.late_pct,
+        iocurve_analysis::step::BEHIND_MS
+    )
+}
+
 /// A rate step in one line: `at 100'000 IOPS: p99 1.8 ms (service p99 0.4 ms, lag p99 12 µs), sustained`.
 pub fn rate_line(s: &StepResult, sequential: bool) -> Option<String> {
     let r = s.rate.as_ref()?;
-    let verdict =
+    let mut verdict =
         if r.sustained { "sustained".to_string() } else { format!("NOT sustained ({:.1} % done)", r.achieved_pct) };
+    if let Some(b) = &r.behind {
+        verdict = format!("{verdict}; {}", behind_words(b));
+    }
     Some(format!(
         "at {}: p99 {} (service p99 {}, lag p99 {}), {verdict}",
         rate_target(s, sequential),

@@ -668,7 +668,7 @@ impl Cluster {
     /// at scale 1) run.
     pub fn run_step(
         &mut self,
-        (w, members): (&Workload, &[(Workload, u32)]),
+        (w, members, replay): (&Workload, &[(Workload, u32)], Option<(&crate::replay::Loaded, f64)>),
         step: iocurve_plan::RampStep,
         planned_hosts: u32,
         faults: &[Fault],
@@ -693,13 +693,24 @@ impl Cluster {
                 (false, false) => members.iter().map(|(_, m)| iocurve_plan::scaled_workers(*m, s)).sum(),
             })
             .collect();
+        // A replay's share for each host, packed.
+        let shares = match replay {
+            Some((l, speed)) => Some((0..n).map(|h| l.share(w, speed, h, n)).collect::<Result<Vec<_>, _>>()?),
+            None => None,
+        };
         let spec = StepSpec {
             workload: w,
             workers,
             host_workers: &host_workers,
             members,
             scales: &self.scales[..n],
-            rate_iops: step.rate.map(|r| w.rate_iops(r)),
+            rate_iops: match replay {
+                Some((l, speed)) => Some(l.mean_iops(speed)),
+                None => step.rate.map(|r| w.rate_iops(r)),
+            },
+            replay: shares.as_deref(),
+            replay_speed: replay.map(|(_, s)| s),
+            replay_intended: replay.map(|(l, s)| l.intended_per_tenth(s)).unwrap_or_default(),
             targets: &self.targets[..n],
             scratch_size: self.scratch_size,
             run_key: self.run_key,

@@ -41,6 +41,8 @@ pub(crate) struct Run<'a, 'o> {
     /// This host's targets, for the reclaim steps after the workloads (None on agents: the
     /// plan has none then).
     pub reclaim_on: Option<(&'a iocurve_engine::TargetSet, Duration)>,
+    /// The replaying workloads' traces, read before anything was opened.
+    pub replays: &'a crate::replay::Replays,
 }
 
 /// One entry of the run's queue: a workload, the search it is (if one), what chose the threads
@@ -80,6 +82,7 @@ struct Session<'a, 'o> {
     run_id: Option<i64>,
     /// Where `iocurve mark` reaches the run (None: it could not be opened; the run said why).
     marks: Option<crate::marks::MarkEndpoint>,
+    replays: &'a crate::replay::Replays,
 }
 
 /// Which workload a step belongs to.
@@ -125,7 +128,7 @@ impl Run<'_, '_> {
         label: &str,
         sla: &Sla,
     ) -> Outcome {
-        let Run { plan, cluster, store, observers, cancel, reclaim_on } = self;
+        let Run { plan, cluster, store, observers, cancel, reclaim_on, replays } = self;
         let host = host_info(host::facts(), plan, backend_note, cluster);
         let planned_hosts = cluster.hosts();
         let mut s = Session {
@@ -147,6 +150,7 @@ impl Run<'_, '_> {
             workloads: Vec::new(),
             run_id: None,
             marks: None,
+            replays,
         };
         let started_unix_ns = iocurve_stats::date::unix_ns();
         let started_at = iocurve_stats::date::rfc3339_ns(started_unix_ns);
@@ -389,19 +393,29 @@ impl Session<'_, '_> {
             shape: &shape,
         });
         tracing::info!(workload = %w.name, workers, "step started");
+        // A replay's step: its trace at the step's speed.
+        let replay = step.speed.zip(self.replays.get(&w.name)).map(|(s, l)| (l.clone(), s));
         let load = threads::Load {
             outstanding: workers as u64 * step.queue_depth as u64,
-            iops: step.rate.map_or(0.0, |r| w.rate_iops(r)),
-            rate: step.rate.is_some(),
+            iops: match &replay {
+                Some((l, s)) => l.mean_iops(*s),
+                None => step.rate.map_or(0.0, |r| w.rate_iops(r)),
+            },
+            rate: step.rate.is_some() || replay.is_some(),
         };
-        // At the step's queue depth (a `qd_ramp` step), with its threads where they are chosen.
+        // At the step's queue depth (a `qd_ramp` step), with its threads where they are chosen;
+        // a replay's timed to its trace.
         let mut chosen = w.at_step(&step);
+        if let Some((l, s)) = &replay {
+            chosen = l.timed(&chosen, *s);
+        }
         if let Some(a) = &r.auto {
             chosen.threads = a.next(workers, load) as u32;
         }
         let w_step = &chosen;
         let earlier = self.losses.len();
-        let (outcome, step_id, unstored, mut member_steps) = self.measure(at, si, step, w_step, &members);
+        let replay = replay.as_ref().map(|(l, s)| (&**l, *s));
+        let (outcome, step_id, unstored, mut member_steps) = self.measure(at, si, step, (w_step, replay), &members);
         match outcome {
             Ok(mut rec) => {
                 if !self.output_cut_noted
@@ -463,7 +477,7 @@ impl Session<'_, '_> {
         at: &WorkloadAt,
         si: usize,
         step: iocurve_plan::RampStep,
-        w_step: &Workload,
+        (w_step, replay): (&Workload, Option<(&crate::replay::Loaded, f64)>),
         members: &[(Workload, u32)],
     ) -> (Result<StepRecord, Error>, Option<i64>, Option<String>, Vec<crate::recorder::MemberStep>) {
         let w = at.w;
@@ -483,7 +497,7 @@ impl Session<'_, '_> {
         let planned = step.hosts.unwrap_or(self.planned_hosts);
         let outcome = self
             .cluster
-            .run_step((w_step, members), step, planned, &self.plan.faults, &mut rec, self.cancel)
+            .run_step((w_step, members, replay), step, planned, &self.plan.faults, &mut rec, self.cancel)
             .map(|m| {
                 let start_ns = m.merged.measured_from_unix_ns.map(|t| t - (w_step.warmup_s * 1e9) as i64);
                 for l in m.losses {

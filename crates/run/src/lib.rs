@@ -31,6 +31,7 @@ pub mod precondition;
 mod ramp;
 mod reclaim;
 mod recorder;
+pub mod replay;
 mod runner;
 pub mod search;
 mod setup;

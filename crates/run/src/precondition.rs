@@ -367,6 +367,7 @@ pub fn until_steady(
         start_at: None,
         synchronized: false,
         rate: None,
+        replay: None,
         host: 0,
         end: None,
     };

@@ -22,7 +22,13 @@ impl Ramp {
     pub fn new(w: &Workload, search: Option<Search>) -> Ramp {
         let steps = match &search {
             Some(sr) => {
-                vec![RampStep { workers: w.max_outstanding, queue_depth: 1, hosts: None, rate: Some(sr.first()) }]
+                vec![RampStep {
+                    workers: w.max_outstanding,
+                    queue_depth: 1,
+                    hosts: None,
+                    rate: Some(sr.first()),
+                    speed: None,
+                }]
             }
             None => w.steps(),
         };

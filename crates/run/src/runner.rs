@@ -61,12 +61,21 @@ pub struct Runner<'o> {
     options: RunOptions,
     observers: Observers<'o>,
     cancel: Cancel,
+    /// The replaying workloads' traces, read by `run` before anything is opened.
+    replays: crate::replay::Replays,
 }
 
 impl<'o> Runner<'o> {
     pub fn new(mut plan: Plan, hosts: Hosts, options: RunOptions) -> Runner<'o> {
         default_target(&mut plan);
-        Runner { plan, hosts, options, observers: Observers::default(), cancel: Cancel::new() }
+        Runner {
+            plan,
+            hosts,
+            options,
+            observers: Observers::default(),
+            cancel: Cancel::new(),
+            replays: Default::default(),
+        }
     }
 
     /// Adds an observer: it hears every event after the ones added before it.
@@ -84,8 +93,10 @@ impl<'o> Runner<'o> {
     /// Runs the plan. An error means nothing was stored (bad input, refused targets, agents
     /// unreachable): nothing ran. Otherwise the outcome holds the run as stored, with what ended
     /// it if anything did.
-    pub fn run(self) -> Result<Outcome, Error> {
+    pub fn run(mut self) -> Result<Outcome, Error> {
         check_plan(&self.plan)?;
+        // A trace that cannot be read is bad input: found before anything is opened.
+        self.replays = crate::replay::load(&mut self.plan)?;
         match self.hosts.clone() {
             Hosts::Local if !self.plan.hosts.is_empty() => Err(Error::Usage(format!(
                 "plan {} names [[hosts]]: it runs on agents (give the agents' token and CA)",
@@ -114,7 +125,7 @@ impl<'o> Runner<'o> {
             // (A concurrent step's member: its share of them.)
             let workers = plan.workers_of(w, steps.iter().map(|s| s.workers).max().unwrap_or(1));
             let deepest = steps.iter().map(|s| s.queue_depth).max().unwrap_or(w.queue_depth);
-            let corner = iocurve_plan::RampStep { workers, queue_depth: deepest, hosts: None, rate: None };
+            let corner = iocurve_plan::RampStep { workers, queue_depth: deepest, hosts: None, rate: None, speed: None };
             fits(&w.at_step(&corner), workers)?;
             // A curve's or a search's rate steps after the ramp: max_outstanding slots each.
             if let Some(d) = w.curve_workload(1.0).or_else(|| w.sla_search_workload()) {
@@ -126,7 +137,7 @@ impl<'o> Runner<'o> {
             let most = step.ramp.iter().copied().max().unwrap_or(1);
             let at = crate::together::at_step(
                 members,
-                &iocurve_plan::RampStep { workers: most, queue_depth: 1, hosts: None, rate: None },
+                &iocurve_plan::RampStep { workers: most, queue_depth: 1, hosts: None, rate: None, speed: None },
             );
             let all: Vec<(&iocurve_plan::Workload, u32, iocurve_plan::Backend)> =
                 at.iter().map(|(m, n)| (m, *n, m.backend)).collect();
@@ -163,6 +174,7 @@ impl<'o> Runner<'o> {
             observers: obs,
             cancel: &self.cancel,
             reclaim_on: Some((&targets, pass_stuck_after(&self.options))),
+            replays: &self.replays,
         };
         let mut outcome = run.execute(infos.clone(), backend_note, &self.options.label, &sla);
         if let Some(v) = &verification {
@@ -329,6 +341,7 @@ impl<'o> Runner<'o> {
             observers: obs,
             cancel: &self.cancel,
             reclaim_on: None,
+            replays: &self.replays,
         };
         let mut outcome = run.execute(infos.clone(), None, &self.options.label, &sla);
         final_verification(&self.options, &mut cluster, plan, &infos, &mut outcome, &mut store, &self.cancel, obs);

@@ -24,6 +24,9 @@ pub struct IntervalRecord {
     pub faults_injected: u64,
     /// Each target's figures (issue 42), sorted by target; empty where not known.
     pub targets: Vec<TargetFigures>,
+    /// A rate step's p99 lag (submission − intended time) in ns: when a replay fell behind its
+    /// trace (issue 45). None: a closed-loop step.
+    pub lag_p99_ns: Option<u64>,
 }
 
 /// One target's figures of a finished interval (without its histogram).
@@ -63,6 +66,7 @@ impl IntervalRecord {
             faults_injected: stats.faults_injected,
             targets: stats.targets.iter().map(TargetFigures::of).collect(),
             seconds: if stats.seconds.seconds() == 0 { Vec::new() } else { stats.seconds.to_sparse() },
+            lag_p99_ns: stats.rate.as_ref().map(|r| r.lag.percentile_ns(99.0)),
             samples: stats.samples,
             cpu,
             duration_s,
@@ -117,6 +121,13 @@ pub struct StepRecord {
     pub unmeasured_errors: ErrorCounts,
     /// A rate step: the IOPS the whole run (every host) was driven at. None: closed loop.
     pub rate_iops: Option<f64>,
+    /// A replay step: the speed its trace was played at (1 = its own timing); `rate_iops` is
+    /// then the trace's mean rate at that speed.
+    pub replay_speed: Option<f64>,
+    /// A replay step: the I/Os its trace had due in each tenth of a second from the
+    /// measurement's start (every host together), for the timeline of intended against
+    /// completed I/Os.
+    pub replay_intended: Vec<u64>,
     /// When the measured intervals began (the end of the warm-up), in ns since the Unix epoch
     /// on the coordinator's clock: samples and intervals are timed from it. None for steps
     /// stored before iocurve kept it.
@@ -224,6 +235,8 @@ impl StepRecord {
             drain: Drain::default(),
             unmeasured_errors: ErrorCounts::default(),
             rate_iops: None,
+            replay_speed: None,
+            replay_intended: Vec::new(),
             measured_from_unix_ns: None,
             io_cpu: None,
             outstanding: None,

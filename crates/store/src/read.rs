@@ -203,7 +203,7 @@ impl Store {
     fn load_steps(&self, workload_id: i64) -> Result<Vec<StepRecord>> {
         let mut st = self.sql(self.conn.prepare(
             "SELECT id, workers, queue_depth, threads, interval_s, sample_s, interrupted, hosts, notes,
-                    drain_late, drain_stuck, drain_stuck_age_ns, drain_wait_ns, unmeasured_errors, rate_iops, drain_faults, measured_from_unix_ns, io_cpu_busiest, io_cpu_total, COALESCE(planned_hosts, hosts), outstanding FROM steps WHERE workload_id = ?1 ORDER BY idx",
+                    drain_late, drain_stuck, drain_stuck_age_ns, drain_wait_ns, unmeasured_errors, rate_iops, drain_faults, measured_from_unix_ns, io_cpu_busiest, io_cpu_total, COALESCE(planned_hosts, hosts), outstanding, replay_speed, replay_intended FROM steps WHERE workload_id = ?1 ORDER BY idx",
         ))?;
         let rows = st.query_map([workload_id], |r| {
             let mut rec = StepRecord::new(r.get(1)?, r.get(2)?, r.get::<_, i64>(3)? as usize, r.get(4)?, r.get(5)?);
@@ -211,6 +211,12 @@ impl Store {
             rec.planned_hosts = r.get(19)?;
             rec.outstanding = r.get::<_, Option<i64>>(20)?.map(|n| n as u64);
             rec.rate_iops = r.get(14)?;
+            rec.replay_speed = r.get(21)?;
+            // (A number unreadable: left out of the intended line, not a run that cannot be read.)
+            rec.replay_intended = r
+                .get::<_, Option<String>>(22)?
+                .map(|t| t.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+                .unwrap_or_default();
             rec.measured_from_unix_ns = r.get(16)?;
             if let (Some(busiest), Some(total)) = (r.get::<_, Option<f64>>(17)?, r.get::<_, Option<f64>>(18)?) {
                 rec.io_cpu = Some(iocurve_stats::IoCpu { busiest, total });
@@ -277,6 +283,7 @@ impl Store {
             let mut record =
                 StepRecord::new(workers, step.queue_depth, threads as usize, step.interval_s, step.sample_s);
             record.rate_iops = step.rate_iops;
+            record.replay_speed = step.replay_speed;
             self.each_interval(step_id, Some(host), |stats, cpu, duration_s| {
                 record.push_interval(stats, cpu, duration_s)
             })?;
@@ -358,6 +365,7 @@ impl Store {
                     max_gap_ns: r.get::<_, Option<i64>>(10)?.unwrap_or(0) as u64,
                     faults_injected: r.get::<_, i64>(11)? as u64,
                     targets: Vec::new(),
+                    lag_p99_ns: None,
                 };
                 Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?, r.get::<_, Option<f64>>(12)?, rec))
             };
@@ -382,12 +390,22 @@ impl Store {
                 }
             };
             (rec.samples, rec.seconds) = self.samples_of(step_id, idx, host)?;
+            rec.lag_p99_ns = self.lag_p99(interval_id)?;
             if host.is_none() {
                 rec.targets = self.sql(crate::targets::figures_of(&self.conn, interval_id, &rec.samples))?;
             }
             each(rec);
         }
         Ok(())
+    }
+
+    /// A rate step's interval: its p99 lag (None: a closed-loop step's).
+    fn lag_p99(&self, interval_id: i64) -> Result<Option<u64>> {
+        let mut st =
+            self.sql(self.conn.prepare_cached("SELECT lag_hist FROM interval_rates WHERE interval_id = ?1"))?;
+        let lag: Option<Vec<u8>> = self.sql(st.query_row([interval_id], |r| r.get(0)).optional())?;
+        let invalid = |m: String| StoreError::Invalid { path: self.path.clone(), message: m };
+        lag.map(|b| LatencyHistogram::from_bytes(&b).map(|h| h.percentile_ns(99.0)).map_err(invalid)).transpose()
     }
 
     /// The samples of one interval of a step (`host` None) or of one of its hosts, in order.

@@ -8,7 +8,16 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
     SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19,
     SCHEMA_V20, SCHEMA_V21, SCHEMA_V22, SCHEMA_V23, SCHEMA_V24, SCHEMA_V25, SCHEMA_V26, SCHEMA_V27, SCHEMA_V28,
+    SCHEMA_V29,
 ];
+
+/// v29: a replay step's speed (issue 45); NULL: not a replay (its `rate_iops` is then the
+/// trace's mean rate at that speed); and the I/Os its trace had due in each tenth of a second,
+/// comma-separated.
+const SCHEMA_V29: &str = "
+ALTER TABLE steps ADD COLUMN replay_speed REAL;
+ALTER TABLE steps ADD COLUMN replay_intended TEXT;  -- the I/Os due in each 0.1 s, comma-separated
+";
 
 /// v28: each second's latency histogram (issue 44, part 4), with the step's merged samples
 /// (`host` NULL; a host's own seconds keep none: the heat map and the per-second percentiles

@@ -95,7 +95,7 @@ impl Store {
 
     pub fn begin_step(&self, workload_id: i64, idx: usize, rec: &StepRecord) -> Result<i64> {
         let x = self.conn.execute(
-            "INSERT INTO steps (workload_id, idx, workers, queue_depth, threads, interval_s, sample_s, hosts, rate_iops, measured_from_unix_ns, planned_hosts, outstanding) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            "INSERT INTO steps (workload_id, idx, workers, queue_depth, threads, interval_s, sample_s, hosts, rate_iops, measured_from_unix_ns, planned_hosts, outstanding, replay_speed, replay_intended) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![
                 workload_id,
                 idx as i64,
@@ -108,7 +108,9 @@ impl Store {
                 rec.rate_iops,
                 rec.measured_from_unix_ns,
                 rec.planned_hosts.max(rec.hosts),
-                rec.outstanding.map(|n| n as i64)
+                rec.outstanding.map(|n| n as i64),
+                rec.replay_speed,
+                rec.replay_speed.map(|_| rec.replay_intended.iter().map(u64::to_string).collect::<Vec<_>>().join(","))
             ],
         );
         self.sql(x)?;

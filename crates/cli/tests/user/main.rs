@@ -29,6 +29,7 @@ mod marks;
 mod overview;
 mod precondition;
 mod regression;
+mod replay;
 mod runs;
 mod size;
 mod slurm;

@@ -29,7 +29,10 @@ pub mod listen;
 mod requests;
 mod work;
 
-pub use requests::{MAX_MEMBERS, member_requests, precondition_request, rate_share, step_request, target_groups};
+pub use requests::{
+    MAX_MEMBERS, MAX_REQUEST_BYTES, member_requests, precondition_request, rate_share, replay_request, step_request,
+    target_groups,
+};
 use work::{Step, precondition_blocking, run_blocking};
 
 /// TLS material of an agent; without it the agent listens in plain text (`--insecure`).
@@ -840,6 +843,7 @@ impl Agent for Service {
         let call = self.claim(&req, "step", &detail)?;
         let r = req.into_inner();
         let (w, mut backend, faults) = step_request(&r)?;
+        let replay = replay_request(&r)?;
         // Said once, in the agent's Hello (the run's `host.agents[].backend_note`).
         backend = self.available.resolve(backend).0;
         // A concurrent step's members, each on its own back-end (or its fallback here).
@@ -901,6 +905,7 @@ impl Agent for Service {
                 members: &members,
                 targets: &targets,
                 faults: &faults,
+                replay: replay.as_ref(),
                 kept,
                 stop: &stop,
                 end: &end,
@@ -1033,7 +1038,10 @@ pub async fn serve(
             }
         })
     };
-    let router = builder.add_service(AgentServer::with_interceptor(service, listen::checker(token, audit.clone())));
+    let router = builder.add_service(tonic::service::interceptor::InterceptedService::new(
+        AgentServer::new(service).max_decoding_message_size(MAX_REQUEST_BYTES),
+        listen::checker(token, audit.clone()),
+    ));
     let incoming = listen::incoming(listener, listen::LIMITS);
     let served = match tls {
         Some(config) => {
@@ -1082,7 +1090,10 @@ pub fn in_process(local: InProcess, token: String) -> tokio::io::DuplexStream {
     let incoming = tokio_stream::once(Ok::<_, std::io::Error>(server));
     tokio::spawn(async move {
         let r = Server::builder()
-            .add_service(AgentServer::with_interceptor(service, listen::checker(Arc::new(token), audit)))
+            .add_service(tonic::service::interceptor::InterceptedService::new(
+                AgentServer::new(service).max_decoding_message_size(MAX_REQUEST_BYTES),
+                listen::checker(Arc::new(token), audit),
+            ))
             .serve_with_incoming(incoming)
             .await;
         if let Err(e) = r {

@@ -55,6 +55,25 @@ pub fn step_request(r: &pb::StepRequest) -> Result<(Workload, Backend, Vec<Fault
     Ok((w, backend, faults))
 }
 
+/// A step request's replay share (issue 45), unpacked and checked; None: not a replay.
+pub fn replay_request(r: &pb::StepRequest) -> Result<Option<iocurve_engine::replay::ReplayShare>, Status> {
+    if r.replay.is_empty() {
+        return Ok(None);
+    }
+    if r.rate_iops != 0.0 || !r.members.is_empty() {
+        return Err(Status::invalid_argument(
+            "a replay step has neither a rate nor members: its trace sets every I/O's time",
+        ));
+    }
+    iocurve_engine::replay::decode(&r.replay)
+        .map(Some)
+        .map_err(|e| Status::invalid_argument(format!("the replay share is not valid: {e}")))
+}
+
+/// The largest step request an agent reads: a replay share of a few million I/Os (about ten
+/// bytes each) fits; the 4 MiB gRPC default held a third of a million.
+pub const MAX_REQUEST_BYTES: usize = 64 << 20;
+
 /// The most members a concurrent step may have.
 pub const MAX_MEMBERS: usize = 64;
 

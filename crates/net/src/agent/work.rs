@@ -197,6 +197,8 @@ pub(super) struct Step<'a> {
     pub(super) members: &'a [(Workload, u32, Backend)],
     pub(super) targets: &'a TargetSet,
     pub(super) faults: &'a [Fault],
+    /// A replay step's share of the trace.
+    pub(super) replay: Option<&'a iocurve_engine::replay::ReplayShare>,
     /// The verification map of a verifying step (saved by the step), with its journal.
     pub(super) kept: Option<KeptMap>,
     pub(super) stop: &'a AtomicBool,
@@ -269,6 +271,7 @@ pub(super) fn run_blocking(step: &Step, tx: &mpsc::Sender<Result<pb::StepEvent, 
         start_at: Some(&start_at),
         synchronized,
         rate: super::rate_share(r),
+        replay: step.replay,
         host: r.host,
         // The coordinator judges steady state on every host's intervals together.
         end: Some(step.end),

@@ -57,6 +57,35 @@ pub(super) fn target_groups(names: &[String]) -> Result<(), String> {
 }
 
 /// `rate`: target rates of a rate ramp, usable and increasing.
+/// A replay's trace: a path (read and checked when the run starts, where its errors name the
+/// file's line).
+pub(super) fn replay(path: &String) -> Result<(), String> {
+    ensure(!path.trim().is_empty() && !path.contains('\0'), || {
+        "replay is empty: give the trace's path, e.g. replay = \"sdb.blktrace.0\" or --replay io.log".into()
+    })
+}
+
+/// A replay's speeds: above 0 (up to 1000×), increasing.
+pub(super) fn replay_speed(speeds: &[f64]) -> Result<(), String> {
+    ensure(!speeds.is_empty(), || "replay_speed is empty: give the speeds of the steps, e.g. [1, 2, 4]".into())?;
+    ensure(speeds.iter().all(|&s| s > 0.0 && s <= 1000.0), || {
+        format!(
+            "replay_speed {speeds:?}: every speed is above 0 and up to 1000 (1 = the trace's own timing, 2 = twice as fast)"
+        )
+    })?;
+    ensure(speeds.windows(2).all(|p| p[0] < p[1]), || {
+        format!(
+            "replay_speed {speeds:?} must increase strictly (e.g. 1, 2, 4): each step is compared with the one before"
+        )
+    })
+}
+
+/// A replay's device map: `DEV=TARGET` pairs (the targets are checked against the plan's when
+/// the run starts).
+pub(super) fn replay_map(map: &String) -> Result<(), String> {
+    crate::replay::parse_map(map).map(|_| ())
+}
+
 pub(super) fn rate(rate: &[f64]) -> Result<(), String> {
     ensure(!rate.is_empty(), || {
         "the rate ramp is empty: give the target rates of the steps, e.g. rate = [10000, 50000]".into()

@@ -15,7 +15,9 @@ pub(crate) mod checks;
 
 use crate::declare::ensure;
 use crate::error::PlanError;
-use crate::model::{Arrival, Backend, BlockSize, DataPattern, OnError, Overload, Pattern, SteadyState, WorkingSet};
+use crate::model::{
+    Arrival, Backend, BlockSize, DataPattern, OnError, Overload, Pattern, Remap, Split, SteadyState, WorkingSet,
+};
 use crate::pace::{Bursts, Think, ThinkTime};
 use crate::skew::{Distribution, HotLayout, Placement};
 use crate::spec::{BlockSizeSpec, WorkingSetSpec};
@@ -416,17 +418,67 @@ workload_keys! {
             Some("sla-search"), Switch(true), "", Some("false"),
             "After the worker ramp, find the highest rate sustained within the SLA bounds (--sla-mean-ms, --sla-p99-ms) by bisection on rate steps between 0 and its maximum, to 2 % (workload NAME-sla-search; plan key sla_search = true).",
         );
+    /// A trace to replay instead of generated I/Os: a blktrace capture (its base name, or one
+    /// of its per-CPU files), a fio I/O log (v2, v3) or a CSV (time, offset, size, op). Every
+    /// I/O is issued at its trace time (over `replay_speed`) through the open-loop scheduler.
+    replay: String
+        => replay: Option<String> [serde(default, skip_serializing_if = "Option::is_none")] = [optional |p| checks::replay(p)],
+        table(
+            Some("replay"), Text, "FILE", None,
+            "Replay a trace instead of generated I/Os: a blktrace capture (base name or a per-CPU file), a fio I/O log (v2 or v3) or a CSV (time,offset,size,op); each I/O at its trace time (see --replay-speed), its response time measured from then (a path on the coordinator, relative to the working directory).",
+        );
+    /// Speeds of a replay, one step each (increasing): 1 = the trace's own timing, 2 = twice
+    /// as fast.
+    replay_speed: Vec<f64>
+        => replay_speed: Vec<f64> [serde(default, skip_serializing_if = "Vec::is_empty")] [doc = "Empty: 1 (the trace's own timing)."] = [list |s| checks::replay_speed(s)],
+        table(
+            Some("replay-speed"), List, "LIST", None,
+            "Speeds of a replay, one step each, comma-separated and increasing: 1 = the trace's own timing, 2 = twice as fast (its times halved), 0.5 = half; a sweep of speeds is the replay's ramp (default 1).",
+        );
+    /// Which target each device of a trace goes to: `DEV=N` pairs (N: the target's number, 1
+    /// for the first listed, or its path as listed), separated by spaces or `;`; `*=N` for
+    /// every device not named. Default: the devices in order of first appearance on targets
+    /// 1, 2, ….
+    replay_map: String
+        => replay_map: Option<String> [serde(default, skip_serializing_if = "Option::is_none")] = [optional |m| checks::replay_map(m)],
+        table(
+            Some("replay-map"), Text, "MAP", None,
+            "Which target each device of the trace goes to: DEV=N pairs separated by spaces or ; (N: the target's number in the order listed, or its path), *=N for every other device; e.g. \"8,16=1 8,32=2\" (default: the devices in order of first appearance on targets 1, 2, …).",
+        );
+    /// What a replay does with an I/O beyond the end of its target: `modulo` (the offset
+    /// modulo the target's size), `scale` (offsets scaled by the target's size over the trace's
+    /// span) or `refuse`.
+    replay_remap: Remap
+        => replay_remap: Remap [serde(default, skip_serializing_if = "is_default")] = [value],
+        table(
+            Some("replay-remap"), Text, "HOW", Some("\"modulo\""),
+            "What a replay does with a trace's I/O beyond the end of its target: modulo (its offset modulo the target's size), scale (every offset scaled by the target's size over the trace's span on that device) or refuse (the run is refused); block sizes are kept.",
+        );
+    /// How a replay's I/Os are shared out among the run's hosts: `round-robin`, `device` or
+    /// `process`.
+    replay_split: Split
+        => replay_split: Split [serde(default, skip_serializing_if = "is_default")] = [value],
+        table(
+            Some("replay-split"), Text, "HOW", Some("\"round-robin\""),
+            "How a replay's I/Os are shared out among the run's hosts, each issuing its share at the common start: round-robin (I/O k to host k mod hosts), device (each trace device to one host) or process (each pid to one host).",
+        );
 }
 
 /// The data-pattern keys: the flags `precondition` and `datacheck` share with `run`.
 pub const DATA_KEYS: &[&str] = &["compress", "dedupe", "dedupe_unit", "constant"];
 
-/// The option of `key`.
 /// A share that is 0 (`trim_pct` left out of a workload's JSON when it does not trim).
 fn is_zero(v: &f64) -> bool {
     *v == 0.0
 }
 
+/// A key at its default (left out of a workload's JSON, so that runs stored before it existed
+/// read the same).
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+/// The option of `key`.
 pub fn option(key: &str) -> Option<&'static WorkloadOption> {
     WORKLOAD_OPTIONS.iter().find(|o| o.key == key)
 }

@@ -173,7 +173,13 @@ pub(crate) fn cross_checks(w: &Workload) -> Result<(), KeyError> {
     }
     // Counted, not made: a grid of every worker count by every depth would be 268 million
     // steps, gigabytes before the first I/O.
-    let per_count = if w.rate.is_empty() { w.ramp.len() * w.qd_ramp.len().max(1) } else { w.rate.len() };
+    let per_count = if w.replay.is_some() {
+        w.replay_speed.len().max(1)
+    } else if w.rate.is_empty() {
+        w.ramp.len() * w.qd_ramp.len().max(1)
+    } else {
+        w.rate.len()
+    };
     let steps = per_count * w.host_ramp.len().max(1);
     if steps > MAX_STEPS {
         return Err((
@@ -192,6 +198,7 @@ pub(crate) fn cross_checks(w: &Workload) -> Result<(), KeyError> {
             "a host-count sweep of a workers × queue-depth grid would be a cube of steps: sweep the hosts over a worker ramp or a queue-depth ramp (one worker count), not both".into(),
         ));
     }
+    replay_checks(w)?;
     if !w.rate.is_empty() {
         if !w.qd_ramp.is_empty() {
             return Err((
@@ -237,6 +244,60 @@ pub(crate) fn cross_checks(w: &Workload) -> Result<(), KeyError> {
         ));
     }
     shape_checks(w)
+}
+
+/// A replay (issue 45) takes its I/Os, their times and sizes from the trace: the keys that make
+/// them otherwise have nothing to do.
+fn replay_checks(w: &Workload) -> Result<(), KeyError> {
+    if w.replay.is_none() {
+        for (key, set) in [
+            ("replay_speed", !w.replay_speed.is_empty()),
+            ("replay_map", w.replay_map.is_some()),
+            ("replay_remap", w.replay_remap != crate::Remap::default()),
+            ("replay_split", w.replay_split != crate::Split::default()),
+        ] {
+            if set {
+                return Err((
+                    key,
+                    format!(
+                        "{key} shapes a replay, but workload {} replays no trace: give replay = \"FILE\" (--replay FILE) or drop {key}",
+                        w.name
+                    ),
+                ));
+            }
+        }
+        return Ok(());
+    }
+    let other = [
+        ("rate", !w.rate.is_empty()),
+        ("curve", !w.curve.is_empty()),
+        ("sla_search", w.sla_search),
+        ("verify", w.verify),
+        ("qd_ramp", !w.qd_ramp.is_empty()),
+        ("think_time", w.think.is_some()),
+        ("bursts", w.bursts.is_some()),
+        ("together", w.together.is_some()),
+        ("steady_state", w.steady_state != SteadyState::None),
+    ];
+    if let Some((key, _)) = other.iter().find(|(_, set)| *set) {
+        return Err((
+            key,
+            format!(
+                "workload {} replays a trace, which sets every I/O's time, place, size and direction; {key} makes them otherwise: drop {key} or replay",
+                w.name
+            ),
+        ));
+    }
+    if w.queue_depth != 1 {
+        return Err((
+            "queue_depth",
+            format!(
+                "queue_depth is {}, but a replay issues each I/O at its trace time, not per worker: leave queue_depth at 1 and bound the I/Os in flight with max_outstanding",
+                w.queue_depth
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The most steps a workload may have (its ramp × depths × host counts).

@@ -29,6 +29,7 @@ fn interval(ops: u64, duration_s: f64, mean_ns: f64, max_ns: u64, cpu: CpuUsage)
         max_gap_ns: 0,
         faults_injected: 0,
         targets: Vec::new(),
+        lag_p99_ns: None,
     }
 }
 

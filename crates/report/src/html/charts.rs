@@ -93,6 +93,9 @@ pub(super) fn series_data(run: usize, label: &str, color: &str, w: &WorkloadResu
         "floor_label": w.transfer_floor.as_ref().map(|f| f.describe()),
         // A host count of a sweep: what its hosts' links carry (MB/s charts only).
         "ceiling": w.host_sweep.as_ref().filter(|h| seq && h.by_hosts.len() == 1).and_then(|h| h.by_hosts[0].link_ceiling_mbps),
+        // A replay's steps: the speed of each (issue 45), named beside their rate.
+        "speed": s.iter().any(|st| st.rate.as_ref().is_some_and(|r| r.replay_speed.is_some()))
+            .then(|| s.iter().map(|st| st.rate.as_ref().and_then(|r| r.replay_speed)).collect::<Vec<_>>()),
         // The x of every step: its workers (a queue-depth ramp's: its depth), or a rate step's
         // target in the chart's unit.
         "x": s.iter().map(|st| match &st.rate {
@@ -122,6 +125,8 @@ pub(super) fn series_data(run: usize, label: &str, color: &str, w: &WorkloadResu
             "max": s.samples.iter().map(|x| sig(x.lat_max_us, 3)).collect::<Vec<_>>(),
             // Errors per second only where there were any: the common case costs nothing.
             "errors": s.samples.iter().any(|x| x.errors > 0).then(|| s.samples.iter().map(|x| x.errors).collect::<Vec<_>>()),
+            // A replay's intended IOPS in each sample (issue 45), where the throughput is IOPS.
+            "intended": s.rate.as_ref().filter(|r| !seq && r.intended_iops.len() == s.samples.len()).map(|r| r.intended_iops.iter().map(|&v| sig(v, 4)).collect::<Vec<_>>()),
         })).collect::<Vec<_>>(),
         // The SNIA steady-state check of every step of 5 intervals or more: each interval's
         // throughput (a round), the window of 5 judged, its mean and best-fit line, the

@@ -73,8 +73,15 @@ pub struct StepSpec<'a> {
     pub members: &'a [(Workload, u32)],
     /// Each agent's `workers_scale`, for the members' workers.
     pub scales: &'a [f64],
-    /// A rate step: the IOPS of the whole run, shared out among the agents.
+    /// A rate step: the IOPS of the whole run, shared out among the agents (a replay's: its
+    /// mean, for the record; the agents get their shares of the trace instead).
     pub rate_iops: Option<f64>,
+    /// A replay step: each agent's share of the trace, packed.
+    pub replay: Option<&'a [Vec<u8>]>,
+    /// A replay step's speed.
+    pub replay_speed: Option<f64>,
+    /// A replay step: the I/Os its trace has due in each tenth of a second (all hosts).
+    pub replay_intended: Vec<u64>,
     /// Per agent, its target groups (with the plan's weights).
     pub targets: &'a [Vec<TargetGroup>],
     pub scratch_size: u64,
@@ -299,6 +306,7 @@ impl<'a> Hosts<'a> {
             let mut own =
                 StepRecord::new(spec.workers_of(h), w.queue_depth, s.threads as usize, w.interval_s, s.sample_s);
             own.rate_iops = spec.rate_iops;
+            own.replay_speed = spec.replay_speed;
             self.records[h] = Some(own);
         }
         if self.merged.is_none() {
@@ -307,6 +315,8 @@ impl<'a> Hosts<'a> {
             rec.hosts = self.running;
             rec.planned_hosts = spec.planned_hosts.max(self.running);
             rec.rate_iops = spec.rate_iops;
+            rec.replay_speed = spec.replay_speed;
+            rec.replay_intended.clone_from(&spec.replay_intended);
             // The first host to start times the samples; the others' spread is reported
             // beside the step.
             rec.measured_from_unix_ns = Some(self.started[h] + (w.warmup_s * 1e9) as i64);
@@ -415,6 +425,7 @@ impl<'a> Hosts<'a> {
                 None if stopped => {
                     let mut empty = StepRecord::new(spec.workers, w.queue_depth, 0, w.interval_s, 1.0);
                     empty.rate_iops = spec.rate_iops;
+                    empty.replay_speed = spec.replay_speed;
                     empty.interrupted = true;
                     Ok(MultiStep { merged: empty, lost: self.lost_indices(), losses: self.losses(), setup_ns })
                 }
@@ -741,7 +752,8 @@ fn send_requests(remotes: &[Remote], spec: &StepSpec, json: &str, keys: &[i64]) 
             threads: spec.threads,
             backend: spec.backend.into(),
             faults_json: faults_for(spec.faults, spec.targets, h),
-            rate_iops: spec.rate_iops.unwrap_or(0.0),
+            rate_iops: if spec.replay.is_some() { 0.0 } else { spec.rate_iops.unwrap_or(0.0) },
+            replay: spec.replay.and_then(|r| r.get(h)).cloned().unwrap_or_default(),
             host: h as u32,
             hosts,
             run_key: spec.run_key,
@@ -945,6 +957,9 @@ mod tests {
             members: &[],
             scales: &[],
             rate_iops: None,
+            replay: None,
+            replay_speed: None,
+            replay_intended: Vec::new(),
             targets: &[],
             scratch_size: 0,
             run_key: 0,
