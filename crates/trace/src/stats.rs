@@ -251,3 +251,126 @@ fn devices(t: &Trace) -> Vec<DeviceStats> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TraceIo;
+
+    fn trace(ios: &[(u64, u64, u32, TraceDir)]) -> Trace {
+        Trace {
+            format: None,
+            devices: vec!["d".into()],
+            ios: ios
+                .iter()
+                .map(|&(t_ns, offset, len, dir)| TraceIo { t_ns, device: 0, offset, len, dir, pid: 0 })
+                .collect(),
+            left_out: vec![],
+            wall_start_ns: None,
+        }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn a_small_trace_has_the_figures_worked_out_by_hand() {
+        use TraceDir::{Read, Write};
+        let t = trace(&[
+            (0, 0, 4096, Read),
+            (100, 4096, 4096, Read),           // sequential: the last read ended at 4096
+            (300, 0, 8192, Write),             // the first write
+            (600, 8192, 4096, Read),           // sequential
+            (1_000_000_000, 8192, 512, Write), // sequential: the last write ended at 8192
+        ]);
+        let s = t.stats();
+        assert_eq!(s.ios, 5);
+        assert_eq!(s.duration_s, 1.0);
+        assert_eq!(s.mean_iops, 4.0, "4 gaps in 1 s");
+        assert_eq!(s.peak_iops, 4, "4 I/Os in [0 s, 1 s), 1 in [1 s, 2 s)");
+        let r = &s.dirs[0];
+        assert_eq!((r.dir, r.ios, r.share_pct, r.bytes, r.mean_size), (Read, 3, 60.0, 12288, 4096.0));
+        assert_eq!(r.sizes, [SizeShare { size: 4096, ios: 3, share_pct: 100.0 }]);
+        assert!(close(r.sequential_pct, 200.0 / 3.0));
+        let w = &s.dirs[1];
+        assert_eq!((w.dir, w.ios, w.share_pct, w.bytes, w.mean_size), (Write, 2, 40.0, 8704, 4352.0));
+        // Equal counts: the smaller size first.
+        assert_eq!(
+            w.sizes,
+            [SizeShare { size: 512, ios: 1, share_pct: 50.0 }, SizeShare { size: 8192, ios: 1, share_pct: 50.0 }]
+        );
+        assert_eq!((w.other_sizes_pct, w.sequential_pct), (0.0, 50.0));
+        assert_eq!(s.dirs.len(), 2, "no trims: no trim figures");
+        // Start blocks 0, 1, 0, 2, 2: three touched, the busiest (one block) holds 2 of 5.
+        assert_eq!(s.skew, Skew { blocks_touched: 3, busiest_1pct: 40.0, busiest_10pct: 40.0, busiest_20pct: 40.0 });
+        let ia = s.inter_arrival.unwrap();
+        // Gaps 100, 200, 300, 999 999 400.
+        assert_eq!((ia.mean_ns, ia.p50_ns, ia.p99_ns), (250_000_000.0, 200, 999_999_400));
+        assert_eq!(
+            s.devices,
+            [DeviceStats {
+                name: "d".into(),
+                ios: 5,
+                reads: 3,
+                writes: 2,
+                trims: 0,
+                bytes: 20992,
+                lowest_offset: 0,
+                highest_end: 12288,
+                span_bytes: 12288
+            }]
+        );
+    }
+
+    #[test]
+    fn coefficient_of_variation_is_0_for_even_spacing_and_sd_over_mean_otherwise() {
+        let even = trace(&[(0, 0, 1, TraceDir::Read), (10, 0, 1, TraceDir::Read), (20, 0, 1, TraceDir::Read)]);
+        assert_eq!(even.stats().inter_arrival.unwrap().cv, 0.0);
+        // Gaps 1 and 3: mean 2, standard deviation 1.
+        let uneven = trace(&[(0, 0, 1, TraceDir::Trim), (1, 0, 1, TraceDir::Trim), (4, 0, 1, TraceDir::Trim)]);
+        let ia = uneven.stats().inter_arrival.unwrap();
+        assert_eq!((ia.mean_ns, ia.cv, ia.p50_ns, ia.p99_ns), (2.0, 0.5, 1, 3));
+    }
+
+    #[test]
+    fn sizes_past_the_top_8_are_other() {
+        let mut ios: Vec<(u64, u64, u32, TraceDir)> =
+            (1..=10).map(|k| (k, k << 20, 512 * k as u32, TraceDir::Read)).collect();
+        ios.push((11, 0, 512, TraceDir::Read));
+        ios.push((12, 0, 512, TraceDir::Read));
+        let s = trace(&ios).stats();
+        let r = &s.dirs[0];
+        assert_eq!(r.sizes.len(), SIZE_MIX_TOP);
+        assert_eq!((r.sizes[0].size, r.sizes[0].ios, r.sizes[0].share_pct), (512, 3, 25.0));
+        assert_eq!(
+            r.sizes.iter().skip(1).map(|s| s.size).collect::<Vec<_>>(),
+            [1024, 1536, 2048, 2560, 3072, 3584, 4096]
+        );
+        assert!(close(r.other_sizes_pct, 200.0 / 12.0), "4608 and 5120: 2 of 12");
+    }
+
+    #[test]
+    fn skew_takes_the_busiest_1_10_and_20_percent_of_touched_blocks() {
+        // Block 0: 50 I/Os; blocks 1..=99: one each. 149 I/Os over 100 blocks.
+        let mut ios: Vec<(u64, u64, u32, TraceDir)> = (0..50).map(|i| (i, 100, 4096, TraceDir::Read)).collect();
+        ios.extend((1..100).map(|b| (100 + b, b * SKEW_BLOCK + 7, 512, TraceDir::Write)));
+        let s = trace(&ios).stats();
+        assert_eq!(s.skew.blocks_touched, 100);
+        assert!(close(s.skew.busiest_1pct, 5000.0 / 149.0));
+        assert!(close(s.skew.busiest_10pct, 5900.0 / 149.0));
+        assert!(close(s.skew.busiest_20pct, 6900.0 / 149.0));
+    }
+
+    #[test]
+    fn empty_and_single_traces_give_zeros_not_panics() {
+        let s = Trace::default().stats();
+        assert_eq!((s.ios, s.duration_s, s.mean_iops, s.peak_iops), (0, 0.0, 0.0, 0));
+        assert!(s.dirs.is_empty() && s.inter_arrival.is_none());
+        assert_eq!(s.skew.blocks_touched, 0);
+        let one = trace(&[(0, u64::MAX - 1, u32::MAX, TraceDir::Write)]).stats();
+        assert_eq!((one.ios, one.mean_iops, one.peak_iops), (1, 0.0, 1));
+        assert!(one.inter_arrival.is_none());
+        assert_eq!(one.devices[0].highest_end, u64::MAX, "saturated, not overflowed");
+    }
+}
