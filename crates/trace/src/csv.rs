@@ -150,12 +150,16 @@ fn row(h: &Header, f: &[Cow<'_, str>], base: &str, b: &mut Builder) -> Result<Op
 }
 
 fn op(s: &str) -> Option<TraceDir> {
-    Some(match s.to_ascii_lowercase().as_str() {
-        "read" | "r" => TraceDir::Read,
-        "write" | "w" => TraceDir::Write,
-        "trim" | "t" | "discard" | "d" => TraceDir::Trim,
-        _ => return None,
-    })
+    let is = |names: &[&str]| names.iter().any(|n| s.eq_ignore_ascii_case(n));
+    if is(&["read", "r"]) {
+        Some(TraceDir::Read)
+    } else if is(&["write", "w"]) {
+        Some(TraceDir::Write)
+    } else if is(&["trim", "t", "discard", "d"]) {
+        Some(TraceDir::Trim)
+    } else {
+        None
+    }
 }
 
 /// Decimal seconds to nanoseconds: `12`, `12.5`, `.5`; digits past the nanosecond are dropped.

@@ -211,6 +211,60 @@ pub fn read_trace(path: &Path, limits: &Limits) -> Result<Trace, TraceError> {
     parse_reader(&shown, &name, std::io::BufReader::with_capacity(1 << 16, file), limits)
 }
 
+/// Reads several traces as one (a capture of several devices, the logs of several fio jobs), all
+/// of one format. blktrace captures (each named as [`read_trace`] takes it) are merged on their
+/// common clock (the kernel's, one per machine); other traces each start at time 0 (fio's jobs
+/// start together) and are merged by time. A device named alike in two traces is one device.
+pub fn read_traces(paths: &[PathBuf], limits: &Limits) -> Result<Trace, TraceError> {
+    let Some(first) = paths.first() else {
+        return Err(TraceError::file("(no trace)", "no trace named: name at least one trace file"));
+    };
+    let mut blk_files = Vec::new();
+    let mut blk = 0;
+    for p in paths {
+        let shown = p.display().to_string();
+        let files = blktrace_cpu_files(p).map_err(|source| TraceError::Io { file: shown.clone(), source })?;
+        let files = files.unwrap_or_else(|| vec![p.clone()]);
+        if starts_as_blktrace(&files[0]).map_err(|source| TraceError::Io { file: shown, source })? {
+            blk += 1;
+        }
+        blk_files.extend(files);
+    }
+    if blk == paths.len() {
+        return blktrace::read_files(&blk_files, limits);
+    }
+    if blk > 0 {
+        return Err(TraceError::file(
+            &first.display().to_string(),
+            "blktrace captures and text traces together: read them apart (their clocks differ)",
+        ));
+    }
+    let mut b = Builder::default();
+    let mut format = None;
+    for p in paths {
+        let shown = p.display().to_string();
+        let t = read_trace(p, limits)?;
+        if format.is_some_and(|f| Some(f) != t.format) {
+            return Err(TraceError::file(&shown, "traces of different formats: merge traces of one format"));
+        }
+        format = t.format;
+        for (reason, n) in &t.left_out {
+            *b.left_out.entry(reason.clone()).or_insert(0) += n;
+        }
+        for io in &t.ios {
+            let device = b.device(&t.devices[io.device as usize]);
+            b.push(&shown, TraceIo { device, ..*io }, limits)?;
+        }
+    }
+    b.finish(&first.display().to_string(), format.unwrap_or(Format::Csv), "")
+}
+
+fn starts_as_blktrace(path: &Path) -> std::io::Result<bool> {
+    let mut head = [0u8; 4];
+    let n = std::fs::File::open(path)?.read(&mut head)?;
+    Ok(n == 4 && detect(&head) == Some(Format::Blktrace))
+}
+
 /// Parses one trace file's bytes (`name` in messages; its base name names the device of a CSV
 /// without a `device` column). A blktrace given here is one per-CPU file.
 pub fn parse(name: &str, bytes: &[u8], limits: &Limits) -> Result<Trace, TraceError> {

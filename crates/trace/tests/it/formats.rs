@@ -313,3 +313,29 @@ fn read_trace_reads_each_text_format_from_a_file() {
     traces::write_csv(&p, &ios, ',');
     assert_trace(&read_trace(&p, &limits()).unwrap(), &ios, true);
 }
+
+#[test]
+fn several_blktrace_captures_merge_on_the_kernel_clock_and_text_traces_from_their_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two devices of one machine: sdc's first I/O is 1 ms after sdb's on the kernel's clock.
+    let sdb = vec![io(0, "8,16", 0, 4096, Dir::Read, 1), io(3_000_000, "8,16", 4096, 4096, Dir::Read, 1)];
+    let sdc = vec![io(1_000_000, "8,32", 0, 512, Dir::Write, 2)];
+    traces::write_blktrace(dir.path(), "sdb", 2, &sdb);
+    traces::write_blktrace(dir.path(), "sdc", 1, &sdc);
+    let t =
+        iocurve_trace::read_traces(&[dir.path().join("sdb"), dir.path().join("sdc.blktrace.0")], &limits()).unwrap();
+    assert_trace(&t, &[sdb[0].clone(), sdc[0].clone(), sdb[1].clone()], true);
+    assert_eq!(t.left_out_count("complete (C)"), 3);
+    // Two fio jobs' logs: each from its own start; /f in both is one device.
+    let a = vec![io(5_000, "/f", 0, 4096, Dir::Read, 0), io(9_000, "/g", 0, 4096, Dir::Write, 0)];
+    let b = vec![io(7_000, "/f", 8192, 4096, Dir::Trim, 0)];
+    traces::write_fio_v3(&dir.path().join("a.log"), &a);
+    traces::write_fio_v3(&dir.path().join("b.log"), &b);
+    let t = iocurve_trace::read_traces(&[dir.path().join("a.log"), dir.path().join("b.log")], &limits()).unwrap();
+    assert_eq!(t.devices, ["/f", "/g"]);
+    let got: Vec<(u64, u32, TraceDir)> = t.ios.iter().map(|io| (io.t_ns, io.device, io.dir)).collect();
+    assert_eq!(got, [(0, 0, TraceDir::Read), (0, 0, TraceDir::Trim), (4_000, 1, TraceDir::Write)]);
+    assert_eq!(t.left_out_count("file add"), 3);
+    let e = iocurve_trace::read_traces(&[dir.path().join("a.log"), dir.path().join("sdb")], &limits()).unwrap_err();
+    assert!(e.to_string().contains("blktrace captures and text traces together"), "{e}");
+}

@@ -84,7 +84,34 @@ proptest! {
     }
 
     #[test]
-    fn any_bytes_give_a_trace_or_an_error(bytes in prop::collection::vec(any::<u8>(), 0..400)) {
-        let _ = iocurve_trace::parse("x", &bytes, &limits());
+    fn any_bytes_give_a_well_formed_trace_or_an_error(bytes in prop::collection::vec(any::<u8>(), 0..400)) {
+        if let Ok(t) = iocurve_trace::parse("x", &bytes, &limits()) {
+            well_formed(&t);
+        }
     }
+
+    #[test]
+    fn text_near_the_formats_gives_a_well_formed_trace_or_an_error(
+        text in "(fio version [23] iolog\n|time,offset,size,op\n|op;time_ns;size;offset;device\n)?([0-9a-zA-Z/ ,;.\"#-]{0,24}\n){0,8}"
+    ) {
+        match iocurve_trace::parse("x", text.as_bytes(), &limits()) {
+            Ok(t) => well_formed(&t),
+            Err(e) => prop_assert!(e.to_string().starts_with("x"), "{e}"),
+        }
+    }
+}
+
+/// What every trace read is, whatever its input.
+fn well_formed(t: &iocurve_trace::Trace) {
+    assert!(!t.ios.is_empty());
+    assert_eq!(t.ios[0].t_ns, 0);
+    assert!(t.ios.windows(2).all(|w| w[0].t_ns <= w[1].t_ns));
+    let mut used = vec![false; t.devices.len()];
+    for io in &t.ios {
+        assert!(io.len > 0 && io.offset.checked_add(u64::from(io.len)).is_some());
+        used[io.device as usize] = true;
+    }
+    assert!(used.iter().all(|u| *u));
+    let s = t.stats();
+    assert_eq!(s.dirs.iter().map(|d| d.ios).sum::<u64>(), s.ios);
 }
