@@ -118,6 +118,10 @@ impl Capture {
                 return Ok(());
             }
             if got < RECORD {
+                // A cut record still starts with the magic: anything else is not blktrace's.
+                let word0 = (got >= 4).then(|| u32::from_le_bytes(word(&head, 0)));
+                let ok = word0.map_or(at > 0, |w| is_magic(w) || is_magic(w.swap_bytes()));
+                check_magic(file, at, if ok { MAGIC | VERSION } else { word0.unwrap_or(0) }, false)?;
                 self.b.leave_out("truncated record at a file's end");
                 return Ok(());
             }
@@ -244,6 +248,12 @@ fn decode(h: &[u8; RECORD], big: bool) -> (Record, u32) {
 
 fn check_magic(file: &str, at: u64, magic: u32, big: bool) -> Result<(), TraceError> {
     let bad = |msg: String| Err(TraceError::Record { file: file.to_string(), byte: at, msg });
+    if !is_magic(magic) && at == 0 {
+        return bad(format!(
+            "not a blktrace file: its first bytes ({magic:#010x}) are no blktrace record in either byte \
+             order (0x656174xx): name only the per-CPU files blktrace wrote (DEVICE.blktrace.N)"
+        ));
+    }
     if !is_magic(magic) {
         let order = if big { "big" } else { "little" };
         return bad(format!(

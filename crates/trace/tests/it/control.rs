@@ -52,18 +52,24 @@ fn blkparse_prints_the_queue_events_we_read() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    for big_endian in [false, true] {
+        blkparse_agrees(dir.path(), big_endian);
+    }
+}
+
+fn blkparse_agrees(dir: &Path, big_endian: bool) {
     let ios = workload(300, "8,16", true);
-    traces::write_blktrace(dir.path(), "sdb", 4, &ios);
+    traces::write_blktrace_with(dir, "sdb", 4, &ios, &traces::BlkOptions { big_endian, ..Default::default() });
     let out = Command::new("blkparse")
         .args(["-i", "sdb", "-D"])
-        .arg(dir.path())
+        .arg(dir)
         .args(["-q", "-a", "queue", "-f", "%a %d %S %N %p %M,%m %T.%9t\n"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     let theirs: Vec<String> = text.lines().filter(|l| l.starts_with("Q ")).map(str::to_string).collect();
-    let t = read_trace(&dir.path().join("sdb"), &limits()).unwrap();
+    let t = read_trace(&dir.join("sdb"), &limits()).unwrap();
     // blkparse's times count from the first event (the notify records, at the clock base, like
     // the first I/O here).
     let ours: Vec<String> = t
@@ -82,8 +88,8 @@ fn blkparse_prints_the_queue_events_we_read() {
             )
         })
         .collect();
-    assert_eq!(theirs.len(), 300, "{text}");
-    assert_eq!(theirs, ours);
+    assert_eq!(theirs.len(), 300, "big-endian {big_endian}: {text}");
+    assert_eq!(theirs, ours, "big-endian {big_endian}");
 }
 
 /// A file of 64 MiB for fio to replay onto.

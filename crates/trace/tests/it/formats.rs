@@ -339,3 +339,34 @@ fn several_blktrace_captures_merge_on_the_kernel_clock_and_text_traces_from_thei
     let e = iocurve_trace::read_traces(&[dir.path().join("a.log"), dir.path().join("sdb")], &limits()).unwrap_err();
     assert!(e.to_string().contains("blktrace captures and text traces together"), "{e}");
 }
+
+/// Not a test bound: how long reading a million I/Os takes here (`cargo test -- --ignored
+/// --nocapture read_speed`).
+#[test]
+#[ignore]
+fn read_speed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ios: Vec<Io> =
+        (0..1_000_000u64).map(|i| io(i * 1000, "8,16", (i * 7919 % 100_000) * 4096, 4096, Dir::Read, 1)).collect();
+    traces::write_blktrace(dir.path(), "sdb", 4, &ios);
+    let ios: Vec<Io> = ios.into_iter().map(|io| Io { device: "sdb".into(), ..io }).collect();
+    traces::write_csv(&dir.path().join("t.csv"), &ios, ',');
+    traces::write_fio_v3(&dir.path().join("t.log"), &ios);
+    for name in ["sdb", "t.csv", "t.log"] {
+        let start = std::time::Instant::now();
+        let t = read_trace(&dir.path().join(name), &limits()).unwrap();
+        let read = start.elapsed();
+        let start = std::time::Instant::now();
+        let s = t.stats();
+        println!("{name}: {} I/Os read in {read:?}, statistics in {:?}", s.ios, start.elapsed());
+    }
+}
+
+#[test]
+fn a_per_cpu_file_that_is_not_blktrace_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    traces::write_blktrace(dir.path(), "sdb", 1, &sample());
+    std::fs::write(dir.path().join("sdb.blktrace.1"), "time,offset,size,op\n").unwrap();
+    let e = read_trace(&dir.path().join("sdb"), &limits()).unwrap_err().to_string();
+    assert!(e.contains("sdb.blktrace.1 at byte 0: not a blktrace file"), "{e}");
+}
