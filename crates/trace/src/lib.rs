@@ -35,6 +35,7 @@ mod csv;
 mod fio;
 mod stats;
 mod text;
+mod write;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -42,6 +43,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub use stats::{DeviceStats, DirStats, InterArrival, SizeShare, Skew, TraceStats};
+pub use write::FioLogWriter;
 
 /// The direction of an I/O.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]

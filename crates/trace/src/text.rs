@@ -44,7 +44,8 @@ impl<R: BufRead> Lines<R> {
                     &self.file,
                     self.number + 1,
                     format!(
-                        "line longer than {MAX_LINE} bytes: is this a trace? (a binary file, or lines not ended by newlines)"
+                        "line longer than {MAX_LINE} bytes: is this a trace? (a binary file, or lines \
+                         not ended by newlines)"
                     ),
                 ));
             }

@@ -178,7 +178,8 @@ fn fio_v3_times_are_microseconds_and_non_ios_are_counted() {
 #[test]
 fn fio_v2_waits_are_milliseconds_since_the_start_and_hold_the_ios_after_them() {
     let text = "fio version 2 iolog\n/f add\n/f open\n/f read 0 4096\n/f read 4096 4096\n/f wait 1500 0\n\
-                /f write 8192 4096\n/f wait 1200 0\n/f read 0 4096\n/f wait 2500 0\n/f datasync 0 0\n/f trim 0 4096\n/f close\n";
+                /f write 8192 4096\n/f wait 1200 0\n/f read 0 4096\n/f wait 2500 0\n/f datasync 0 0\n\
+                /f trim 0 4096\n/f close\n";
     let t = parse("v2.log", text.as_bytes(), &limits()).unwrap();
     assert_eq!(t.format, Some(Format::FioV2));
     let times: Vec<u64> = t.ios.iter().map(|io| io.t_ns).collect();
