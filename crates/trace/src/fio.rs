@@ -71,6 +71,12 @@ pub(crate) fn parse(file: &str, r: impl BufRead, format: Format, limits: &Limits
                 let device = b.device(name);
                 b.push(file, TraceIo { t_ns, device, offset, len, dir, pid: 0 }, limits)?;
             }
+            [_, "wait", _] if !v3 => {
+                return Err(line_of.err(
+                    "a wait without its second number: fio reads `FILE wait MILLISECONDS 0` and skips \
+                     this line (so it waits for nothing): add the 0, or remove the line",
+                ));
+            }
             _ => {
                 let form = if v3 { "TIME FILE ACTION [OFFSET LENGTH]" } else { "FILE ACTION [OFFSET LENGTH]" };
                 return Err(line_of.err(format!(

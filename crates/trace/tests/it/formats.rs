@@ -201,6 +201,7 @@ fn fio_log_refusals_name_the_line() {
             "l:2: action \"reed\" is not read, write, trim, sync, datasync or wait",
         ),
         ("fio version 2 iolog\n\n/f read\n", "l:3: read without OFFSET and LENGTH"),
+        ("fio version 2 iolog\n/f wait 100\n", "l:2: a wait without its second number"),
         ("fio version 3 iolog\nsoon /f read 0 1\n", "l:2: time \"soon\" is not a number of microseconds"),
         (
             "fio version 3 iolog\n1 /f read 18446744073709551615 1\n",
