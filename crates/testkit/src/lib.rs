@@ -8,6 +8,7 @@ pub mod faultdev;
 pub mod lane;
 pub mod slurm;
 pub mod sshd;
+pub mod traces;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
