@@ -81,8 +81,23 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
                 } else {
                     Vec::new()
                 },
+                replay: Vec::new(),
             };
             out.push((format!("{}-{i}.pb", s.name), r.encode_to_vec()));
+            // Every fifth a replay step instead: a share of 64 I/Os of every direction.
+            if i % 5 == 4 {
+                use iocurve_engine::ops::{Dir, IoOp};
+                use iocurve_engine::replay::{ReplayIo, ReplayShare, encode};
+                let ios = (0..64u64)
+                    .map(|k| {
+                        let dir = [Dir::Read, Dir::Write, Dir::Trim][k as usize % 3];
+                        ReplayIo { t_ns: k * 100_000, op: IoOp { target: 0, offset: k * 8192, len: 4096, dir } }
+                    })
+                    .collect();
+                let share = ReplayShare { ios, speed: 2.0, remap: iocurve_plan::Remap::Modulo, spans: vec![1 << 20] };
+                let replay = pb::StepRequest { rate_iops: 0.0, members: Vec::new(), replay: encode(&share), ..r };
+                out.push((format!("{}-{i}-replay.pb", s.name), replay.encode_to_vec()));
+            }
         }
     }
     let globs = ["/**/zz_nothing", "a/**/x.dat", "*/[ab]?/*.dat", "a/b**/c", "**/**/.h/*"];
@@ -127,6 +142,8 @@ fuzz_target!(init: write_seeds("agent_request", seeds), |data: &[u8]| {
     let Ok((w, backend, faults)) = iocurve_net::agent::step_request(&r) else { return };
     // A concurrent step's members (issue 41): each parsed and checked as a step's workload.
     let Ok(members) = iocurve_net::agent::member_requests(&r) else { return };
+    // A replay's share (issue 45): unpacked and checked, then fitted to the target by the step.
+    let Ok(replay) = iocurve_net::agent::replay_request(&r) else { return };
     if !members.is_empty() {
         return;
     }
@@ -160,6 +177,7 @@ fuzz_target!(init: write_seeds("agent_request", seeds), |data: &[u8]| {
         start_at: None,
         synchronized: false,
         rate: iocurve_net::agent::rate_share(&r),
+        replay: replay.as_ref(),
         host: r.host,
         // As the agent runs it: the coordinator ends a steady step.
         end: Some(&end),

@@ -86,7 +86,9 @@ impl ReplayShare {
                     sizes.len()
                 )));
             };
-            let (offset, len) = (op.offset / align * align, (op.len as u64).div_ceil(align) * align);
+            // The aligned I/O covers every byte the trace's did.
+            let offset = op.offset / align * align;
+            let len = (op.offset + op.len as u64).div_ceil(align) * align - offset;
             if (offset, len) != (op.offset, op.len as u64) {
                 done.aligned += 1;
             }

@@ -161,6 +161,37 @@ impl Gate {
     }
 }
 
+/// Where I/O thread `ti` of `n` takes its intended times from (None: a closed loop): the rate's
+/// schedule or the replay's I/Os — its own, or the host's when its threads share them (psync)
+/// — with a second copy that counts what came due (this thread's, or the host's on thread 0).
+type ThreadReplay = (Arc<Replaying>, Option<Arc<[crate::replay::ReplayIo]>>);
+
+fn pacing(
+    w: &Workload,
+    rate: Option<RateShare>,
+    replay: Option<&ThreadReplay>,
+    shared: Option<&Arc<std::sync::Mutex<SharedSchedule>>>,
+    (ti, n): (usize, usize),
+) -> Option<RateMode> {
+    if let Some((r, own)) = replay {
+        return Some(match shared {
+            Some(m) => RateMode::new(Source::Shared(m.clone()), w.overload, (ti == 0).then(|| r.arrivals(None))),
+            None => RateMode::new(Source::Own(r.arrivals(own.clone())), w.overload, Some(r.arrivals(own.clone()))),
+        });
+    }
+    rate.map(|share| {
+        let own = || Arrivals::for_thread(w.arrival, &share, ti, n, w.seed).with_bursts(w.bursts);
+        let (source, counter) = match shared {
+            Some(m) => (
+                Source::Shared(m.clone()),
+                (ti == 0).then(|| Arrivals::for_thread(w.arrival, &share, 0, 1, w.seed).with_bursts(w.bursts)),
+            ),
+            None => (Source::Own(own()), Some(own())),
+        };
+        RateMode::new(source, w.overload, counter)
+    })
+}
+
 /// A replay's share as a step runs it: fitted to the host's targets, with the buffer size its
 /// largest read or write needs.
 struct Replaying {
@@ -567,32 +598,7 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
                 thread_gate.arrive().map(|t0| (Schedule::new(t0, &w), priority))
             };
             let n = workers.len();
-            let rate = if let Some((r, own)) = &replay {
-                // As a rate step's: its own I/Os and a copy that counts them, or the host's.
-                Some(match &shared_schedule {
-                    Some(m) => {
-                        RateMode::new(Source::Shared(m.clone()), w.overload, (ti == 0).then(|| r.arrivals(None)))
-                    }
-                    None => {
-                        RateMode::new(Source::Own(r.arrivals(own.clone())), w.overload, Some(r.arrivals(own.clone())))
-                    }
-                })
-            } else {
-                rate.map(|share| {
-                    let own = || Arrivals::for_thread(w.arrival, &share, ti, nthreads, w.seed).with_bursts(w.bursts);
-                    // The due I/Os are counted from a second copy of the schedule: this thread's
-                    // own, or the host's (on thread 0) when its threads share it.
-                    let (source, counter) = match &shared_schedule {
-                        Some(m) => (
-                            Source::Shared(m.clone()),
-                            (ti == 0)
-                                .then(|| Arrivals::for_thread(w.arrival, &share, 0, 1, w.seed).with_bursts(w.bursts)),
-                        ),
-                        None => (Source::Own(own()), Some(own())),
-                    };
-                    RateMode::new(source, w.overload, counter)
-                })
-            };
+            let rate = pacing(&w, rate, replay.as_ref(), shared_schedule.as_ref(), (ti, nthreads));
             let pool_range = (pool.base(), pool.total_len());
             // Closed-loop steps only (a rate step's I/Os go out when due).
             let think = if rate.is_none() { w.think } else { None };

@@ -668,7 +668,7 @@ impl Cluster {
     /// at scale 1) run.
     pub fn run_step(
         &mut self,
-        (w, members, replay): (&Workload, &[(Workload, u32)], Option<(&crate::replay::Loaded, f64)>),
+        (w, members, replay): (&Workload, &[(Workload, u32)], crate::replay::ReplayAt),
         step: iocurve_plan::RampStep,
         planned_hosts: u32,
         faults: &[Fault],

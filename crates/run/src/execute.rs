@@ -477,7 +477,7 @@ impl Session<'_, '_> {
         at: &WorkloadAt,
         si: usize,
         step: iocurve_plan::RampStep,
-        (w_step, replay): (&Workload, Option<(&crate::replay::Loaded, f64)>),
+        (w_step, replay): (&Workload, crate::replay::ReplayAt),
         members: &[(Workload, u32)],
     ) -> (Result<StepRecord, Error>, Option<i64>, Option<String>, Vec<crate::recorder::MemberStep>) {
         let w = at.w;

@@ -25,6 +25,9 @@ pub struct Loaded {
     pub spans: Vec<u64>,
 }
 
+/// A replay step's trace and speed.
+pub type ReplayAt<'a> = Option<(&'a Loaded, f64)>;
+
 /// Every replaying workload's trace, by workload name.
 #[derive(Debug, Default, Clone)]
 pub struct Replays(Vec<(String, Arc<Loaded>)>);

@@ -36,6 +36,7 @@ mod marks;
 mod metrics;
 mod precondition;
 mod regression;
+mod replay;
 mod runs;
 mod shapes;
 mod size;

@@ -43,8 +43,8 @@ fn a_csv_trace_replays_at_each_speed_with_every_io_due_once() {
             s["trim"]["ops"].as_u64().unwrap(),
         );
         // (Those still in flight when the trace ended complete after the measurement.)
-        assert!(reads + writes + trims <= 3000 && reads + writes + trims >= 3000 - 64, "{s}");
-        assert!(reads <= 1800 && writes <= 900 && trims <= 300 && trims >= 300 - 64, "{reads} {writes} {trims}");
+        assert!((3000 - 64..=3000).contains(&(reads + writes + trims)), "{s}");
+        assert!(reads <= 1800 && writes <= 900 && (300 - 64..=300).contains(&trims), "{reads} {writes} {trims}");
         // As long as the trace at its speed: 3000 slots of 1/3 ms, over the speed.
         assert!((f(&s["duration_s"]) - 1.0 / speed).abs() < 1e-6, "{}", s["duration_s"]);
     }

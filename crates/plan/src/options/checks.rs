@@ -59,7 +59,7 @@ pub(super) fn target_groups(names: &[String]) -> Result<(), String> {
 /// `rate`: target rates of a rate ramp, usable and increasing.
 /// A replay's trace: a path (read and checked when the run starts, where its errors name the
 /// file's line).
-pub(super) fn replay(path: &String) -> Result<(), String> {
+pub(super) fn replay(path: &str) -> Result<(), String> {
     ensure(!path.trim().is_empty() && !path.contains('\0'), || {
         "replay is empty: give the trace's path, e.g. replay = \"sdb.blktrace.0\" or --replay io.log".into()
     })
@@ -82,7 +82,7 @@ pub(super) fn replay_speed(speeds: &[f64]) -> Result<(), String> {
 
 /// A replay's device map: `DEV=TARGET` pairs (the targets are checked against the plan's when
 /// the run starts).
-pub(super) fn replay_map(map: &String) -> Result<(), String> {
+pub(super) fn replay_map(map: &str) -> Result<(), String> {
     crate::replay::parse_map(map).map(|_| ())
 }
 
