@@ -385,7 +385,8 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
         balance: Vec::new(),
         samples,
         rate: rate_result(rec),
-        steady_state: crate::steady::first_steady(&tput),
+        // (A replay follows its trace: steady state says nothing of the storage there.)
+        steady_state: if rec.replay_speed.is_some() { None } else { crate::steady::first_steady(&tput) },
     };
     step.flags = flags(&step, rec, &tput, th);
     (step.host_results, step.start_spread_us) = per_host(rec, sequential, th);
