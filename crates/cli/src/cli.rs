@@ -27,11 +27,18 @@ pub enum Command {
     /// List the built-in suites.
     Suites,
     /// Print a built-in suite as TOML, to start a custom plan from; or, with --from-fio, the
-    /// plan a fio job file becomes (`iocurve plan --from-fio job.fio > plan.toml`).
+    /// plan a fio job file becomes (`iocurve plan --from-fio job.fio > plan.toml`); or, with
+    /// --from-trace, a plan whose workload mimics a production trace.
     Plan {
         /// The suite to print (see `iocurve suites`).
-        #[arg(long, default_value = "quick", conflicts_with = "from_fio")]
+        #[arg(long, default_value = "quick", conflicts_with_all = ["from_fio", "from_trace"])]
         suite: String,
+        /// A trace to mimic (blktrace, fio I/O log or CSV, as `run --replay` reads it): one
+        /// workload with the trace's read and trim shares, size mix per direction, pattern,
+        /// skew (a zoned distribution), working set, mean rate and arrival, each key commented
+        /// with the figure it came from (`iocurve plan --from-trace sdb > plan.toml`).
+        #[arg(long, value_name = "TRACE", conflicts_with = "from_fio")]
+        from_trace: Option<PathBuf>,
         /// A fio job file to translate: the plan `iocurve run job.fio` runs, with the options
         /// iocurve does not honour listed as comments on top.
         #[arg(long, value_name = "JOB_FILE")]
@@ -40,6 +47,18 @@ pub enum Command {
         /// of errors (see `run --fio-lenient`).
         #[arg(long, requires = "from_fio")]
         fio_lenient: bool,
+    },
+    /// Describe a production trace before replaying it (blktrace, fio I/O log or CSV, as
+    /// `run --replay` reads it): I/Os, duration, mean and peak IOPS; per direction its share,
+    /// mean size, size mix and sequential share; the skew (what the busiest 1, 10 and 20 % of the
+    /// touched 4 KiB blocks carry); the inter-arrival times (mean, p50, p99, CV); per device its
+    /// I/Os and span; and what was left out. Exit code 2 for a trace it cannot read.
+    Trace {
+        /// The trace (a blktrace capture by its device, `dir/sdb`, or any of its per-CPU files).
+        file: PathBuf,
+        /// Print the figures as JSON (the trace's statistics, its format and what was left out).
+        #[arg(long)]
+        json: bool,
     },
     /// List the stored runs: id, date, label, plan, host, targets, status, maximum per workload.
     Runs {

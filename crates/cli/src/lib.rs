@@ -22,6 +22,7 @@ pub mod signals;
 mod size;
 mod stored_run;
 mod terminal;
+mod trace;
 mod verification;
 mod words;
 
@@ -156,6 +157,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             crate::out!("{}", import.to_toml(&source));
             Ok(ExitCode::SUCCESS)
         }
+        Command::Plan { from_trace: Some(path), .. } => trace::plan_command(&path),
         Command::Plan { suite, .. } => {
             crate::out!("{}", suites::find(&suite)?.toml);
             Ok(ExitCode::SUCCESS)
@@ -216,6 +218,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Datacheck { bs, size, file, data } => datacheck::datacheck(bs, size, file.as_deref(), &data),
+        Command::Trace { file, json } => trace::command(&file, json),
         Command::Runs { db, json } => show::runs(&db.db, json),
         Command::Show { run, db, sla } => show::show(&db.db, run, &sla),
         Command::Delete { run, db } => show::delete(&db.db, run),

@@ -35,4 +35,5 @@ mod size;
 mod slurm;
 mod store;
 mod together;
+mod trace_cli;
 mod trims;
