@@ -159,15 +159,20 @@ pub fn describe(plan: &Plan, scratch_size: Option<u64>, hosts: &[String]) -> Str
 pub fn replay_line(w: &iocurve_plan::Workload, l: &iocurve_run::replay::Loaded) -> String {
     let t = &l.trace;
     let format = t.format.map_or("trace".to_string(), |f| f.to_string());
-    let devices: Vec<String> =
-        t.devices.iter().zip(&l.targets).map(|(d, &k)| format!("{d} → target {}", k + 1)).collect();
+    let mut devices: Vec<String> =
+        t.devices.iter().zip(&l.targets).take(10).map(|(d, &k)| format!("{d} → target {}", k + 1)).collect();
+    if t.devices.len() > 10 {
+        devices.push(format!("and {} devices more", t.devices.len() - 10));
+    }
     let speeds = if w.replay_speed.is_empty() { vec![1.0] } else { w.replay_speed.clone() };
     let steps: Vec<String> = speeds
         .iter()
         .map(|&s| format!("{}× {}", format::speed(s), format::duration(l.span_ns(s) as f64 / 1e9)))
         .collect();
+    let left: Vec<String> = t.left_out.iter().map(|(why, n)| format!("{n} {why}")).collect();
+    let left = if left.is_empty() { String::new() } else { format!("; left out (no I/O): {}", left.join(", ")) };
     format!(
-        "replay {} ({format}): {} I/Os over {:.3} s, {} % reads, {} % trims; {}; offsets beyond a target: {}; split over hosts: {}; steps {}",
+        "replay {} ({format}): {} I/Os over {:.3} s, {} % reads, {} % trims{left}; {}; offsets beyond a target: {}; split over hosts: {}; steps {}",
         l.path,
         t.ios.len(),
         t.duration_ns() as f64 / 1e9,

@@ -199,9 +199,30 @@ struct Replaying {
     max_len: usize,
     /// Per thread of many slots: its own I/Os (every n-th).
     threads: usize,
+    /// What fitting it to the targets did, and to what alignment.
+    fitted: crate::replay::Fitted,
+    align: u64,
 }
 
 impl Replaying {
+    /// What fitting the share moved, in words (None: nothing).
+    fn note(&self, cfg: &StepConfig) -> Option<String> {
+        let (f, n) = (self.fitted, self.share.ios.len());
+        let mut parts = Vec::new();
+        if f.remapped > 0 {
+            parts.push(format!(
+                "{} of its {n} I/Os reached beyond their target and were moved by replay_remap = {}",
+                f.remapped,
+                cfg.workload.replay_remap.name()
+            ));
+        }
+        if f.aligned > 0 {
+            parts
+                .push(format!("{} were aligned to {} bytes for O_DIRECT (offset down, end up)", f.aligned, self.align));
+        }
+        (!parts.is_empty()).then(|| format!("this host's share of the trace: {}", parts.join("; ")))
+    }
+
     /// The I/Os thread `thread` issues: its own (threads of many slots), or None: the host's.
     fn own(&self, thread: usize, own: bool) -> Option<Arc<[crate::replay::ReplayIo]>> {
         own.then(|| self.share.for_thread(thread, self.threads))
@@ -219,19 +240,18 @@ fn fitted_replay(cfg: &StepConfig, threads: usize) -> Result<Option<Arc<Replayin
     let sizes: Vec<u64> = cfg.targets.targets.iter().map(|t| t.size).collect();
     let align = if cfg.workload.direct { cfg.targets.logical_block() } else { 1 };
     let fitted = share.fit(&sizes, align)?;
-    if fitted.remapped + fitted.aligned > 0 {
-        tracing::debug!(remapped = fitted.remapped, aligned = fitted.aligned, "replay fitted to its targets");
-    }
     let max_len = (share.max_data_len() as usize).div_ceil(4096) * 4096;
-    Ok(Some(Arc::new(Replaying { share: Arc::new(share), max_len, threads })))
+    Ok(Some(Arc::new(Replaying { share: Arc::new(share), max_len, threads, fitted, align })))
 }
 
 /// Builds the op generator of a workload at a parallelism, checking the targets fit it.
-fn op_gen(w: &Workload, workers: u32, targets: &TargetSet) -> Result<OpGen, EngineError> {
+fn op_gen(w: &Workload, workers: u32, targets: &TargetSet, replay: bool) -> Result<OpGen, EngineError> {
     let max_bs = w.max_bs();
     let mut geoms = Vec::new();
     for t in &targets.targets {
+        // (A replay's I/Os are the trace's, aligned when fitted: its sizes are not drawn.)
         if w.direct
+            && !replay
             && let Some(b) = w.bs.iter().chain(&w.write_bs).find(|b| b.bytes % t.logical_block != 0)
         {
             return Err(EngineError::Input(format!(
@@ -250,7 +270,8 @@ fn op_gen(w: &Workload, workers: u32, targets: &TargetSet) -> Result<OpGen, Engi
             )));
         }
         let geom = working_set(&w.working_set, t.size, max_bs, &w.name, &t.path.display().to_string())?;
-        if w.trims() {
+        // (A replay's trims are the trace's: one its device refuses is counted as an error.)
+        if w.trims() && !replay {
             trim_fits(w, t, geom.start)?;
         }
         geoms.push(geom);
@@ -502,7 +523,7 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
     let w = cfg.workload;
     check_config(cfg)?;
     cfg.targets.set_direct(w.direct)?;
-    let opgen = op_gen(w, cfg.workers, cfg.targets)?;
+    let opgen = op_gen(w, cfg.workers, cfg.targets, cfg.replay.is_some())?;
     let qd = w.queue_depth;
     let fds: Vec<RawFd> = cfg.targets.targets.iter().map(|t| t.fd()).collect();
     let plan = slot_plan(cfg);
@@ -648,8 +669,16 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
         return Err(EngineError::Input("the step was called off before it started".into()));
     };
     let sched = Schedule::new(t0, w);
-    coordinate(cfg, w, rec, &sched, &rx, &spare_txs, &step_stop, &lives, &errors, rounds.as_deref(), obs)
+    let mut rec =
+        coordinate(cfg, w, rec, &sched, &rx, &spare_txs, &step_stop, &lives, &errors, rounds.as_deref(), obs)?;
+    if let Some(note) = replay.as_ref().and_then(|r| r.note(cfg)) {
+        rec.notes.push((REPLAY_FITTED.into(), note));
+    }
+    Ok(rec)
 }
+
+/// The note of a replay whose I/Os were moved to fit its targets.
+pub const REPLAY_FITTED: &str = "replay_fitted";
 
 /// An I/O thread's run once its back-end is built ([`crate::backend::drive`]).
 struct Go<'a, F> {

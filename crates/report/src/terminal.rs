@@ -779,7 +779,8 @@ pub fn target_table(w: &WorkloadResult) -> String {
             ]
         })
         .collect();
-    let mut out = format!("  per target at {}:\n", step_label(w, s));
+    // (A rate step's label starts with its own "at".)
+    let mut out = format!("  per target at {}:\n", step_label(w, s).trim_start_matches("at "));
     out.push_str(&grid(
         &["target", "IOPS", "MB/s", "mean", "p99", "errors", "share", "KiB r/w", "device KiB r/w"],
         &rows,

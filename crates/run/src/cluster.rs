@@ -710,7 +710,7 @@ impl Cluster {
             },
             replay: shares.as_deref(),
             replay_speed: replay.map(|(_, s)| s),
-            replay_intended: replay.map(|(l, s)| l.intended_per_tenth(s)).unwrap_or_default(),
+            replay_intended: replay.map_or((0.1, Vec::new()), |(l, s)| l.intended_bins(s)),
             targets: &self.targets[..n],
             scratch_size: self.scratch_size,
             run_key: self.run_key,

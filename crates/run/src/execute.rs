@@ -290,6 +290,13 @@ impl Session<'_, '_> {
             self.observers.event(&RunEvent::WorkloadNote { workload: w.name.clone(), note: note.clone() });
             notes.push(note);
         }
+        // A replay: what its trace held that is no I/O, and hosts its split leaves idle.
+        if let Some(l) = self.replays.get(&w.name) {
+            for note in l.notes(w, self.cluster.hosts() as usize) {
+                self.observers.event(&RunEvent::WorkloadNote { workload: w.name.clone(), note: note.clone() });
+                notes.push(note);
+            }
+        }
         // (Not when an agent runs another back-end instead: its threads' figures would be that
         // back-end's; it gets 0, one per core, as before.)
         let shared = w.backend.facts().threads == ThreadModel::Shared && self.cluster.runs_everywhere(w.backend);

@@ -25,6 +25,9 @@ pub struct Loaded {
     pub spans: Vec<u64>,
 }
 
+/// The most bins of a replay step's intended I/Os (see [`Loaded::intended_bins`]).
+pub const INTENDED_BINS: usize = 20_000;
+
 /// A replay step's trace and speed.
 pub type ReplayAt<'a> = Option<(&'a Loaded, f64)>;
 
@@ -38,6 +41,52 @@ impl Replays {
     }
 }
 
+/// The longest a replay step may last (its trace at its speed): a week. Longer is a trace's
+/// time gone wrong (a clock jump in a capture, a unit mix-up in a CSV), or a speed that makes
+/// one.
+pub const MAX_STEP_S: f64 = 7.0 * 86_400.0;
+
+/// Refused: a trace whose step at its slowest speed would outlast [`MAX_STEP_S`], and an I/O
+/// larger than a replay issues (the reader takes up to 4 GiB).
+fn check(w: &Workload, path: &str, trace: &Trace) -> Result<(), Error> {
+    let slowest = w.replay_speed.first().copied().unwrap_or(1.0);
+    let d = trace.duration_ns() as f64 / 1e9;
+    if d / slowest > MAX_STEP_S {
+        return Err(Error::Usage(format!(
+            "workload {}: {path} spans {d:.0} s from its first I/O to its last, {:.0} s at speed {slowest}: a replay step lasts at most a week ({MAX_STEP_S:.0} s); check the trace's times (a clock jump, seconds read as another unit) or replay a part of it",
+            w.name,
+            d / slowest
+        )));
+    }
+    // The shortest step an interval can measure: a faster speed would be measured over more
+    // time than it ran, its throughput diluted.
+    let fastest = w.replay_speed.last().copied().unwrap_or(1.0);
+    let n = trace.ios.len() as f64;
+    let span = d + if n > 1.0 { d / (n - 1.0) } else { 0.001 };
+    if span / fastest < 0.1 {
+        return Err(Error::Usage(format!(
+            "workload {}: {path} lasts {:.4} s, {:.5} s at speed {fastest}: a replay step lasts at least 0.1 s (one interval); give speeds up to {}",
+            w.name,
+            span,
+            span / fastest,
+            (span / 0.1 * 1000.0).floor() / 1000.0
+        )));
+    }
+    let max = iocurve_engine::replay::MAX_IO_BYTES;
+    if let Some((k, io)) = trace.ios.iter().enumerate().find(|(_, io)| io.len > max) {
+        return Err(Error::Usage(format!(
+            "workload {}: {path}: I/O {} (at {:.6} s, a {} at offset {}) is {} bytes: a replay issues I/Os of up to 64 MiB; split it in the trace or leave it out",
+            w.name,
+            k + 1,
+            io.t_ns as f64 / 1e9,
+            io.dir.name(),
+            io.offset,
+            io.len
+        )));
+    }
+    Ok(())
+}
+
 /// Reads every replaying workload's trace and sets the workload's shares and sizes from it.
 pub fn load(plan: &mut Plan) -> Result<Replays, Error> {
     let targets: Vec<String> = plan.groups.iter().flat_map(|g| g.targets.iter().cloned()).collect();
@@ -46,6 +95,7 @@ pub fn load(plan: &mut Plan) -> Result<Replays, Error> {
         let Some(path) = w.replay.clone() else { continue };
         let trace = iocurve_trace::read_trace(std::path::Path::new(&path), &iocurve_trace::Limits::default())
             .map_err(|e| Error::Usage(format!("workload {}: {e}", w.name)))?;
+        check(w, &path, &trace)?;
         let map = w.replay_map.as_deref().map(iocurve_plan::replay::parse_map).transpose().map_err(Error::Usage)?;
         let placed = iocurve_plan::replay::assign(&trace.devices, &targets, map.as_deref())
             .map_err(|e| Error::Usage(format!("workload {} replays {path}: {e}", w.name)))?;
@@ -108,7 +158,7 @@ impl Loaded {
         let d = self.trace.duration_ns();
         let n = self.trace.ios.len() as u64;
         let gap = if n > 1 { d / (n - 1) } else { 1_000_000 };
-        ((d + gap.max(1_000)) as f64 / speed) as u64
+        (d.saturating_add(gap.max(1_000)) as f64 / speed) as u64
     }
 
     /// The mean rate the trace is due at, at `speed` (IOPS, every host together).
@@ -169,16 +219,53 @@ impl Loaded {
         Ok(iocurve_engine::replay::encode(&share))
     }
 
-    /// The whole trace's intended I/Os at `speed` in each tenth of a second from the step's
-    /// start (fine enough to be summed into any sample length the step has).
-    pub fn intended_per_tenth(&self, speed: f64) -> Vec<u64> {
-        let tenths = (self.span_ns(speed) as f64 / 1e8).ceil().max(1.0) as usize;
-        let mut out = vec![0u64; tenths];
-        for io in &self.trace.ios {
-            let k = ((io.t_ns as f64 / speed) / 1e8) as usize;
-            out[k.min(tenths - 1)] += 1;
+    /// What a run of it should know: the trace's events that are not I/Os (counted, not
+    /// replayed), and hosts its split gives nothing to.
+    pub fn notes(&self, w: &Workload, hosts: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.trace.left_out.is_empty() {
+            let each: Vec<String> = self.trace.left_out.iter().map(|(why, n)| format!("{n} {why}")).collect();
+            out.push(format!("{}: events that are no I/O were left out of the replay: {}", self.path, each.join(", ")));
+        }
+        let groups = match w.replay_split {
+            Split::RoundRobin => self.trace.ios.len(),
+            Split::Device => self.trace.devices.len(),
+            Split::Process => {
+                let mut pids: Vec<u32> = self.trace.ios.iter().map(|io| io.pid).collect();
+                pids.sort_unstable();
+                pids.dedup();
+                pids.len()
+            }
+        };
+        if hosts > 1 && groups < hosts {
+            out.push(format!(
+                "replay_split = \"{}\" shares {} {} out over {hosts} hosts: {} no I/O of the trace",
+                w.replay_split.name(),
+                groups,
+                match w.replay_split {
+                    Split::Device => "device(s)",
+                    Split::Process => "process(es)",
+                    Split::RoundRobin => "I/O(s)",
+                },
+                if hosts - groups == 1 { "1 host gets".to_string() } else { format!("{} hosts get", hosts - groups) }
+            ));
         }
         out
+    }
+
+    /// The whole trace's intended I/Os at `speed` in bins from the step's start: tenths of a
+    /// second, or [`INTENDED_BINS`] over a longer step (a two-I/O trace of a week must not make
+    /// six million bins); the bin's length in seconds first.
+    pub fn intended_bins(&self, speed: f64) -> (f64, Vec<u64>) {
+        let span_s = self.span_ns(speed) as f64 / 1e9;
+        let bin_s = (span_s / INTENDED_BINS as f64).max(0.1);
+        let n = ((span_s / bin_s).ceil() as usize).clamp(1, INTENDED_BINS);
+        let mut out = vec![0u64; n];
+        for io in &self.trace.ios {
+            let k = (io.t_ns as f64 / speed / 1e9 / bin_s) as usize;
+            out[k.min(n - 1)] += 1;
+        }
+        (bin_s, out)
     }
 }
 
@@ -223,8 +310,13 @@ mod tests {
         let t = l.timed(&w, 1.0);
         assert_eq!((t.warmup_s, t.intervals), (0.0, 3));
         assert!((t.interval_s * 3.0 - 1.0).abs() < 1e-9);
-        let tenths = l.intended_per_tenth(0.5);
-        assert_eq!((tenths.len(), tenths[0], tenths.iter().sum::<u64>()), (20, 50, 1000));
+        let (bin, tenths) = l.intended_bins(0.5);
+        assert_eq!((bin, tenths.len(), tenths[0], tenths.iter().sum::<u64>()), (0.1, 20, 50, 1000));
+        // A long step in 20'000 bins at most.
+        let sparse = loaded(vec![io(0, 0, 0, TraceDir::Read), io(86_400_000_000_000, 0, 0, TraceDir::Read)], 1);
+        let (bin, bins) = sparse.intended_bins(1.0);
+        assert_eq!((bins.len(), bins.iter().sum::<u64>()), (INTENDED_BINS, 2));
+        assert!((bin - 86_400.001 / INTENDED_BINS as f64).abs() < 1e-6, "{bin}");
         assert!((l.mean_iops(2.0) - 2000.0).abs() < 1e-6);
     }
 

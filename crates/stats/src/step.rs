@@ -124,10 +124,11 @@ pub struct StepRecord {
     /// A replay step: the speed its trace was played at (1 = its own timing); `rate_iops` is
     /// then the trace's mean rate at that speed.
     pub replay_speed: Option<f64>,
-    /// A replay step: the I/Os its trace had due in each tenth of a second from the
+    /// A replay step: the I/Os its trace had due in each bin of `replay_bin_s` seconds from the
     /// measurement's start (every host together), for the timeline of intended against
     /// completed I/Os.
     pub replay_intended: Vec<u64>,
+    pub replay_bin_s: f64,
     /// When the measured intervals began (the end of the warm-up), in ns since the Unix epoch
     /// on the coordinator's clock: samples and intervals are timed from it. None for steps
     /// stored before iocurve kept it.
@@ -237,6 +238,7 @@ impl StepRecord {
             rate_iops: None,
             replay_speed: None,
             replay_intended: Vec::new(),
+            replay_bin_s: 0.1,
             measured_from_unix_ns: None,
             io_cpu: None,
             outstanding: None,

@@ -213,10 +213,10 @@ impl Store {
             rec.rate_iops = r.get(14)?;
             rec.replay_speed = r.get(21)?;
             // (A number unreadable: left out of the intended line, not a run that cannot be read.)
-            rec.replay_intended = r
-                .get::<_, Option<String>>(22)?
-                .map(|t| t.split(',').filter_map(|n| n.trim().parse().ok()).collect())
-                .unwrap_or_default();
+            if let Some((bin, counts)) = r.get::<_, Option<String>>(22)?.as_deref().and_then(|t| t.split_once(';')) {
+                rec.replay_bin_s = bin.parse().unwrap_or(0.1);
+                rec.replay_intended = counts.split(',').filter_map(|n| n.trim().parse().ok()).collect();
+            }
             rec.measured_from_unix_ns = r.get(16)?;
             if let (Some(busiest), Some(total)) = (r.get::<_, Option<f64>>(17)?, r.get::<_, Option<f64>>(18)?) {
                 rec.io_cpu = Some(iocurve_stats::IoCpu { busiest, total });

@@ -12,11 +12,11 @@ pub(crate) const MIGRATIONS: &[&str] = &[
 ];
 
 /// v29: a replay step's speed (issue 45); NULL: not a replay (its `rate_iops` is then the
-/// trace's mean rate at that speed); and the I/Os its trace had due in each tenth of a second,
-/// comma-separated.
+/// trace's mean rate at that speed); and the I/Os its trace had due in each bin of the step
+/// (`BIN_S;N,N,…`: 0.1 s, longer over steps of more than 2'000 s).
 const SCHEMA_V29: &str = "
 ALTER TABLE steps ADD COLUMN replay_speed REAL;
-ALTER TABLE steps ADD COLUMN replay_intended TEXT;  -- the I/Os due in each 0.1 s, comma-separated
+ALTER TABLE steps ADD COLUMN replay_intended TEXT;  -- BIN_S;N,N,…: the I/Os due in each bin
 ";
 
 /// v28: each second's latency histogram (issue 44, part 4), with the step's merged samples

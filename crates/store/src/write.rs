@@ -110,7 +110,10 @@ impl Store {
                 rec.planned_hosts.max(rec.hosts),
                 rec.outstanding.map(|n| n as i64),
                 rec.replay_speed,
-                rec.replay_speed.map(|_| rec.replay_intended.iter().map(u64::to_string).collect::<Vec<_>>().join(","))
+                rec.replay_speed.map(|_| {
+                    let counts: Vec<String> = rec.replay_intended.iter().map(u64::to_string).collect();
+                    format!("{};{}", rec.replay_bin_s, counts.join(","))
+                })
             ],
         );
         self.sql(x)?;

@@ -72,7 +72,7 @@ pub(crate) fn read_files(files: &[PathBuf], limits: &Limits) -> Result<Trace, Tr
     let mut opened = Vec::new();
     for p in files {
         let shown = p.display().to_string();
-        let f = std::fs::File::open(p).map_err(|source| TraceError::Io { file: shown.clone(), source })?;
+        let f = crate::open(p).map_err(|source| TraceError::Io { file: shown.clone(), source })?;
         total =
             total.saturating_add(f.metadata().map_err(|source| TraceError::Io { file: shown.clone(), source })?.len());
         opened.push((shown, f));

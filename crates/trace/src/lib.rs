@@ -206,7 +206,7 @@ pub fn read_trace(path: &Path, limits: &Limits) -> Result<Trace, TraceError> {
     if let Some(files) = blktrace_cpu_files(path).map_err(|source| TraceError::Io { file: shown.clone(), source })? {
         return blktrace::read_files(&files, limits);
     }
-    let file = std::fs::File::open(path).map_err(|source| TraceError::Io { file: shown.clone(), source })?;
+    let file = open(path).map_err(|source| TraceError::Io { file: shown.clone(), source })?;
     let size = file.metadata().map_err(|source| TraceError::Io { file: shown.clone(), source })?.len();
     check_size(&shown, size, limits)?;
     let name = path.file_name().map_or_else(|| shown.clone(), |n| n.to_string_lossy().into_owned());
@@ -261,8 +261,31 @@ pub fn read_traces(paths: &[PathBuf], limits: &Limits) -> Result<Trace, TraceErr
     b.finish(&first.display().to_string(), format.unwrap_or(Format::Csv), "")
 }
 
+/// Opens a trace file. A FIFO is opened without waiting for a writer (a plain open would hold the
+/// run for ever when none comes: found by an outside test), then read as any file: without a
+/// writer it reads as empty.
+pub(crate) fn open(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    use std::os::unix::io::AsRawFd;
+    if !std::fs::metadata(path)?.file_type().is_fifo() {
+        return std::fs::File::open(path);
+    }
+    let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    // SAFETY: F_GETFL and F_SETFL on a descriptor this function owns; no memory is passed.
+    let flags = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
+    // SAFETY: as above; the flags are those just read, less O_NONBLOCK.
+    if flags < 0 || unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(f)
+}
+
 fn starts_as_blktrace(path: &Path) -> std::io::Result<bool> {
     let mut head = [0u8; 4];
+    // (A FIFO is not a per-CPU file: reading its head would take what the trace's reader needs.)
+    if !std::fs::metadata(path)?.is_file() {
+        return Ok(false);
+    }
     let n = std::fs::File::open(path)?.read(&mut head)?;
     Ok(n == 4 && detect(&head) == Some(Format::Blktrace))
 }

@@ -124,3 +124,34 @@ fn a_trace_of_two_devices_replays_split_over_two_agents() {
     assert!(per[0] <= 3000.5 && per[0] >= 3000.0 - 64.0, "{per:?}");
     assert!(per[1] <= 1000.5 && per[1] >= 1000.0 - 64.0, "{per:?}");
 }
+
+/// A trace of 512-byte I/Os on a device of 4 KiB sectors: each I/O is aligned to the device's
+/// logical block (found by an outside test: the run was refused for its block size), and the
+/// step says how many were.
+#[test]
+fn regression_a_trace_of_small_ios_replays_on_a_4k_sector_device_aligned() {
+    needs_root!();
+    let _one = one_at_a_time();
+    let lo = Loop::new(16 << 20, &["--sector-size", "4096", "--direct-io=on"]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::from("time,offset,size,op\n");
+    for k in 0..200u64 {
+        csv.push_str(&format!(
+            "{:.4},{},512,{}\n",
+            k as f64 * 0.001,
+            k * 8192 + 512,
+            if k % 2 == 0 { "R" } else { "W" }
+        ));
+    }
+    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+    let before = counters(&lo.dev);
+    let r = run_json(dir.path(), &["run", "--target", lo.path(), "--allow-write", lo.path(), "--replay", "t.csv"]);
+    let after = counters(&lo.dev);
+    let s = &steps(&r, 0)[0];
+    assert_eq!(s["rate"]["due"].as_u64(), Some(200), "{s}");
+    // Every write as one 4 KiB request (8 sectors of 512 bytes in the kernel's count).
+    assert_eq!(after[2] - before[2], 100);
+    assert_eq!(after[3] - before[3], 100 * 8);
+    let notes = s.to_string();
+    assert!(notes.contains("200 were aligned to 4096 bytes"), "{notes}");
+}

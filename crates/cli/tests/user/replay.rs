@@ -57,7 +57,16 @@ fn traces_and_keys_that_cannot_be_replayed_are_refused_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("t.csv"), csv(10, 1.0)).unwrap();
     std::fs::write(dir.path().join("bad.csv"), "time,offset,size,op\n0,0,4096,R\n0.1,abc,4096,W\n").unwrap();
+    // Found by an outside test: a time near 2^64 ns panicked, a tiny speed aborted on a
+    // terabyte allocation, a 100 MB I/O was refused only once the target was made.
+    std::fs::write(dir.path().join("far.csv"), "time,offset,size,op\n0,0,4096,R\n18446744073.709551615,0,4096,R\n")
+        .unwrap();
+    std::fs::write(dir.path().join("big.csv"), "time,offset,size,op\n0,0,100000000,R\n0.5,0,4096,R\n").unwrap();
     for (extra, says) in [
+        (vec!["--replay", "far.csv"], "at most a week"),
+        (vec!["--replay", "t.csv", "--replay-speed", "1e-300"], "0.001 to 1000"),
+        (vec!["--replay", "big.csv"], "I/O 1 (at 0.000000 s, a read at offset 0) is 100000000 bytes"),
+        (vec!["--replay", "t.csv", "--replay-speed", "1,100"], "at least 0.1 s"),
         (vec!["--replay", "missing.csv"], "missing.csv"),
         (vec!["--replay", "bad.csv"], "bad.csv:3"),
         (vec!["--replay", "t.csv", "--rate", "1000"], "replays a trace"),
@@ -71,4 +80,35 @@ fn traces_and_keys_that_cannot_be_replayed_are_refused_before_anything_runs() {
         assert!(stderr(&o).contains(says), "{extra:?}: {}", stderr(&o));
         assert!(!dir.path().join("t.dat").exists(), "{extra:?}: nothing is created for a refused run");
     }
+}
+
+/// A FIFO no one writes is an empty trace, not a run that waits for ever (found by an outside
+/// test: the dry run hung).
+#[test]
+fn regression_a_fifo_without_a_writer_is_refused_not_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("p");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let child = std::process::Command::new(bin())
+        .current_dir(dir.path())
+        .args(["run", "--replay", "p", "--dry-run"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = wait_within(child, std::time::Duration::from_secs(60), "a dry run of a FIFO without a writer");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("p: empty"), "{}", stderr(&o));
+}
+
+/// What a trace holds that is no I/O is said with the run, not dropped silently.
+#[test]
+fn events_that_are_no_io_are_counted_in_the_workloads_notes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = csv(300, 1.0);
+    t.push_str("1.0,0,0,R\n");
+    std::fs::write(dir.path().join("t.csv"), t).unwrap();
+    let r = run_json(dir.path(), &["run", "--target", "t.dat", "--replay", "t.csv", "--size", "16m", "--buffered"]);
+    let notes = r["workloads"][0]["notes"].to_string();
+    assert!(notes.contains("left out of the replay") && notes.contains("1 "), "{notes}");
 }

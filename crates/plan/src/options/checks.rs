@@ -68,9 +68,9 @@ pub(super) fn replay(path: &str) -> Result<(), String> {
 /// A replay's speeds: above 0 (up to 1000×), increasing.
 pub(super) fn replay_speed(speeds: &[f64]) -> Result<(), String> {
     ensure(!speeds.is_empty(), || "replay_speed is empty: give the speeds of the steps, e.g. [1, 2, 4]".into())?;
-    ensure(speeds.iter().all(|&s| s > 0.0 && s <= 1000.0), || {
+    ensure(speeds.iter().all(|&s| (0.001..=1000.0).contains(&s)), || {
         format!(
-            "replay_speed {speeds:?}: every speed is above 0 and up to 1000 (1 = the trace's own timing, 2 = twice as fast)"
+            "replay_speed {speeds:?}: every speed is 0.001 to 1000 (1 = the trace's own timing, 2 = twice as fast, 0.5 = half)"
         )
     })?;
     ensure(speeds.windows(2).all(|p| p[0] < p[1]), || {

@@ -433,7 +433,7 @@ workload_keys! {
         => replay_speed: Vec<f64> [serde(default, skip_serializing_if = "Vec::is_empty")] [doc = "Empty: 1 (the trace's own timing)."] = [list |s| checks::replay_speed(s)],
         table(
             Some("replay-speed"), List, "LIST", None,
-            "Speeds of a replay, one step each, comma-separated and increasing: 1 = the trace's own timing, 2 = twice as fast (its times halved), 0.5 = half; a sweep of speeds is the replay's ramp (default 1).",
+            "Speeds of a replay, one step each, comma-separated and increasing, 0.001 to 1000: 1 = the trace's own timing, 2 = twice as fast (its times halved), 0.5 = half; a sweep of speeds is the replay's ramp (default 1).",
         );
     /// Which target each device of a trace goes to: `DEV=N` pairs (N: the target's number, 1
     /// for the first listed, or its path as listed), separated by spaces or `;`; `*=N` for

@@ -80,8 +80,8 @@ pub struct StepSpec<'a> {
     pub replay: Option<&'a [Vec<u8>]>,
     /// A replay step's speed.
     pub replay_speed: Option<f64>,
-    /// A replay step: the I/Os its trace has due in each tenth of a second (all hosts).
-    pub replay_intended: Vec<u64>,
+    /// A replay step: the bin length (s) and the I/Os its trace has due in each (all hosts).
+    pub replay_intended: (f64, Vec<u64>),
     /// Per agent, its target groups (with the plan's weights).
     pub targets: &'a [Vec<TargetGroup>],
     pub scratch_size: u64,
@@ -316,7 +316,7 @@ impl<'a> Hosts<'a> {
             rec.planned_hosts = spec.planned_hosts.max(self.running);
             rec.rate_iops = spec.rate_iops;
             rec.replay_speed = spec.replay_speed;
-            rec.replay_intended.clone_from(&spec.replay_intended);
+            (rec.replay_bin_s, rec.replay_intended) = spec.replay_intended.clone();
             // The first host to start times the samples; the others' spread is reported
             // beside the step.
             rec.measured_from_unix_ns = Some(self.started[h] + (w.warmup_s * 1e9) as i64);
@@ -959,7 +959,7 @@ mod tests {
             rate_iops: None,
             replay: None,
             replay_speed: None,
-            replay_intended: Vec::new(),
+            replay_intended: (0.1, Vec::new()),
             targets: &[],
             scratch_size: 0,
             run_key: 0,
