@@ -73,7 +73,10 @@ fn report_and_comparison_in_a_real_browser() {
     let dir = tempfile::tempdir().unwrap();
     let base = ["run", "--size", "64m", "--workload", "random-read", "--ramp", "1,2,4"];
     for label in ["8 of 8 controllers", "7 of 8 controllers"] {
-        let o = iocurve(dir.path(), &args(&args(&base, FAST), &["--label", label, "--sla-mean-ms", "5"]));
+        // An SLA every step keeps on a loaded CI disk (5 ms left the backend's SLA maximum empty,
+        // "—", in CI of 0083cef: its reads took longer while the other lanes ran): the table is
+        // what is tested, not the disk.
+        let o = iocurve(dir.path(), &args(&args(&base, FAST), &["--label", label, "--sla-mean-ms", "200"]));
         assert!(o.status.success(), "{}", stderr(&o));
     }
     report(dir.path(), &["1", "-o", "one.html"]);
@@ -90,7 +93,7 @@ fn report_and_comparison_in_a_real_browser() {
         .eval("Array.from(document.querySelectorAll('[data-chart=throughput] .legend .name')).map(e => e.textContent)");
     let legend: Vec<&str> = legend.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert!(legend.contains(&"frontend IOPS") && legend.contains(&"backend IOPS"), "{legend:?}");
-    assert!(b.eval("document.body.textContent").as_str().unwrap().contains("SLA mean ≤ 5 ms"));
+    assert!(b.eval("document.body.textContent").as_str().unwrap().contains("SLA mean ≤ 200 ms"));
 
     // The step selector redraws the timeline and the histogram for the chosen step.
     let state = "(() => { const s = document.querySelector('section.group'); return {
