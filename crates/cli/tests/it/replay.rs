@@ -149,9 +149,17 @@ fn regression_a_trace_of_small_ios_replays_on_a_4k_sector_device_aligned() {
     let after = counters(&lo.dev);
     let s = &steps(&r, 0)[0];
     assert_eq!(s["rate"]["due"].as_u64(), Some(200), "{s}");
-    // Every write as one 4 KiB request (8 sectors of 512 bytes in the kernel's count).
-    assert_eq!(after[2] - before[2], 100);
-    assert_eq!(after[3] - before[3], 100 * 8);
+    // Every write as one 4 KiB request (8 sectors of 512 bytes in the kernel's count). On a
+    // loaded machine the last I/Os may still wait when the trace's time is up (the replay does
+    // not stretch: CI of 4b3b7f7 issued 91 of the 100 writes, its backlog said so).
+    let writes = after[2] - before[2];
+    assert_eq!(after[3] - before[3], writes * 8);
+    let unissued = s["rate"]["backlog"].as_u64().unwrap() + s["rate"]["dropped"].as_u64().unwrap();
+    if unissued == 0 {
+        assert_eq!(writes, 100, "{s}");
+    } else {
+        assert!(writes + unissued >= 100 && writes <= 100, "{writes} writes, {unissued} not issued");
+    }
     let notes = s.to_string();
     assert!(notes.contains("200 were aligned to 4096 bytes"), "{notes}");
 }

@@ -37,6 +37,12 @@ fn artifact(name: &str) -> PathBuf {
 }
 
 fn assert_all_drawn(b: &mut Browser, expected_charts: usize) {
+    assert_drawn(b, expected_charts, true)
+}
+
+/// `marks`: whether the optimum and maximum must each show (where a loaded machine may make
+/// them one step, the optimum's mark covers the maximum's).
+fn assert_drawn(b: &mut Browser, expected_charts: usize, marks: bool) {
     let drawn = b.eval(DRAWN);
     let drawn = drawn.as_array().expect("a list");
     assert_eq!(drawn.len(), expected_charts, "{drawn:?}");
@@ -44,7 +50,7 @@ fn assert_all_drawn(b: &mut Browser, expected_charts: usize) {
         assert!(d["pixels"].as_u64().unwrap() >= 20, "chart drawn with data: {d}");
         // Issue 16: the optimum marked blue and the maximum orange where throughput and
         // latency are drawn over the ramp.
-        if d["chart"] == "throughput" || d["chart"] == "response" {
+        if marks && (d["chart"] == "throughput" || d["chart"] == "response") {
             assert!(d["optimum"].as_u64().unwrap() >= 20 && d["maximum"].as_u64().unwrap() >= 20, "marks: {d}");
         }
     }
@@ -419,7 +425,9 @@ fn a_steady_step_draws_its_snia_window_and_fit_line() {
     let mut b = Browser::launch();
     b.open(&page);
     assert_clean(&b, &page);
-    assert_all_drawn(&mut b, 8);
+    // Ramp 1, 2 on the null back-end: on a machine the other lanes load, 2 workers may give no
+    // more than 1 and both marks fall on one step (CI of 4b3b7f7); the test is the SNIA window's.
+    assert_drawn(&mut b, 8, false);
     let state = b.eval(
         "(() => { const f = document.querySelector('figure.steady'); return { step: document.querySelector('.step-select').value, hidden: f.hidden, caption: f.querySelector('.steady-caption').textContent, legend: Array.from(f.querySelectorAll('.legend .name')).map(e => e.textContent) }; })()",
     );
