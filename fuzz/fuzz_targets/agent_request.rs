@@ -69,6 +69,7 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
                 hosts: 2,
                 run_key: 7,
                 verify_journal: i % 3 == 0,
+                write_iolog: i % 5 == 0,
                 // Every fourth seed a concurrent step of this workload and the next.
                 members: if i % 4 == 3 {
                     plan.workloads
@@ -76,7 +77,10 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
                         .cycle()
                         .skip(i)
                         .take(2)
-                        .map(|m| pb::Member { workload_json: serde_json::to_string(m).expect("serializes"), workers: 1 })
+                        .map(|m| pb::Member {
+                            workload_json: serde_json::to_string(m).expect("serializes"),
+                            workers: 1,
+                        })
                         .collect()
                 } else {
                     Vec::new()
@@ -181,6 +185,7 @@ fuzz_target!(init: write_seeds("agent_request", seeds), |data: &[u8]| {
         host: r.host,
         // As the agent runs it: the coordinator ends a steady step.
         end: Some(&end),
+        iolog: None,
     };
     let _ = run_step(&cfg, &mut NoObserver);
 });

@@ -30,7 +30,13 @@ fuzz_target!(|data: &[u8]| {
     for w in &all {
         let mut steps = w.steps();
         if w.name.ends_with("-sla-search") && w.rate.is_empty() {
-            steps = vec![iocurve_plan::RampStep { workers: w.max_outstanding, queue_depth: 1, hosts: None, rate: Some(500.0), speed: None }];
+            steps = vec![iocurve_plan::RampStep {
+                workers: w.max_outstanding,
+                queue_depth: 1,
+                hosts: None,
+                rate: Some(500.0),
+                speed: None,
+            }];
         }
         for step in steps {
             let workers = step.workers;
@@ -53,6 +59,7 @@ fuzz_target!(|data: &[u8]| {
                 members: Vec::new(),
                 verify_journal: false,
                 replay: Vec::new(),
+                write_iolog: false,
             };
             if let Err(e) = iocurve_net::agent::step_request(&r) {
                 panic!("an agent refuses step {workers} of workload {} of a valid plan: {e}\n{workload_json}", w.name);

@@ -16,7 +16,9 @@ fn path(name: &str) -> std::path::PathBuf {
 fn built(bs: u64, targets: &[(String, u64)], gens: &[u8]) -> GenMap {
     let mut m = GenMap::new(bs, targets);
     // Identities on every other target: both kinds of entry go through save and load.
-    m.set_identities(targets.iter().enumerate().map(|(i, (p, _))| (i % 2 == 0).then(|| format!("file {i}:{}", p.len()))));
+    m.set_identities(
+        targets.iter().enumerate().map(|(i, (p, _))| (i % 2 == 0).then(|| format!("file {i}:{}", p.len()))),
+    );
     for (ti, t) in m.targets.iter().enumerate() {
         for b in 0..t.blocks() {
             let g = gens.get((b as usize + ti * 7) % gens.len().max(1)).copied().unwrap_or(0);

@@ -579,6 +579,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
+    /// Write every I/O the run issues, on every host, to FILE as a fio version 3 I/O log (one
+    /// file per target, times since the first step's start): replay the run with
+    /// `iocurve run --replay FILE` or `fio --read_iolog=FILE`. Steps are added as they end.
+    #[arg(long = "write-iolog", value_name = "FILE")]
+    pub write_iolog: Option<PathBuf>,
+
     #[command(flatten)]
     pub metrics: MetricsArgs,
 

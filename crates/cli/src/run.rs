@@ -77,6 +77,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
                 crate::outln!("{}", crate::dry_run::replay_line(w, l));
             }
         }
+        if let Some(path) = &args.write_iolog {
+            crate::outln!(
+                "every I/O would be written to {} as a fio version 3 I/O log (step by step, as each ends)",
+                path.display()
+            );
+        }
         return Ok(ExitCode::SUCCESS);
     }
     // A result that cannot be written is bad input, found before any I/O, not after the run.
@@ -102,6 +108,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         verify_final: args.verify_final,
         verify_journal: args.verify_journal,
         stuck_after_s: args.flags.keys()?.stuck_after_s,
+        write_iolog: args.write_iolog.clone(),
     };
     let exporter = iocurve_metrics::Exporter::new();
     let server = metrics_server(&args.metrics, &exporter, args.token_file.as_deref())?;

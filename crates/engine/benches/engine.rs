@@ -91,6 +91,7 @@ fn null_loop(c: &mut Criterion) {
                     replay: None,
                     host: 0,
                     end: None,
+                    iolog: None,
                 };
                 let rec = run_step(&cfg, &mut NoObserver).unwrap();
                 // One iteration = one I/O: scale the measured time per I/O to `iters`.

@@ -12,6 +12,7 @@ pub mod backend;
 pub mod budget;
 mod end;
 pub mod host;
+pub mod iolog;
 pub mod ops;
 pub mod precondition;
 pub mod reclaim;

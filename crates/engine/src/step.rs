@@ -73,6 +73,8 @@ pub struct StepConfig<'a> {
     /// judging the hosts' merged intervals; the record it returns holds no intervals (the
     /// observer had them all). None: the step judges its own and keeps them (the engine alone).
     pub end: Option<&'a StepEnd>,
+    /// `run --write-iolog`: where the step's threads note every I/O they issue.
+    pub iolog: Option<Arc<crate::iolog::IoLog>>,
 }
 
 /// Sees a step as it runs: for progress lines and for writing intervals to the store while the
@@ -383,6 +385,7 @@ struct Parts {
     rounds: Option<Arc<AtomicU32>>,
     spares: Option<std::sync::mpsc::Receiver<Box<IntervalStats>>>,
     think: Option<iocurve_plan::Think>,
+    iolog: Option<Arc<crate::iolog::IoLog>>,
 }
 
 impl Parts {
@@ -405,6 +408,7 @@ impl Parts {
         s.rate = self.rate;
         s.rounds = self.rounds;
         s.spares = self.spares;
+        s.iolog = self.iolog.map(crate::iolog::IoLogBuf::new);
         s
     }
 }
@@ -588,6 +592,7 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
         // A replay's I/Os for this thread: its own share (threads of many slots), or the host's.
         let replay = replay.as_ref().map(|r| (r.clone(), r.own(ti, shared_schedule.is_none())));
         let rounds = rounds.clone();
+        let iolog = cfg.iolog.clone();
         let cfg_synchronized = cfg.synchronized;
         let offsets_seed = stream_seed(cfg, cfg.host, ti);
         let builder = std::thread::Builder::new().name(format!("iocurve-io{ti}")).stack_size(256 << 10);
@@ -639,6 +644,7 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
                 rounds,
                 spares,
                 think,
+                iolog,
             };
             let stop = &*step_stop;
             let go = Go { parts, spp, start, stop, live, send: &send };

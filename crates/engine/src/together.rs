@@ -109,6 +109,8 @@ fn run_member(
         rate: None,
         replay: None,
         end: None,
+        // Every member's I/Os in the step's one log (the same targets, the same start).
+        iolog: base.iolog.clone(),
         abort: base.abort.clone(),
         targets: base.targets,
         stop: base.stop,

@@ -310,6 +310,8 @@ pub(crate) struct Slots<B: IoEngine> {
     /// of allocating (issue 36, part 9: allocating and zeroing a fresh set — four histograms —
     /// held the issuing thread for up to 0.6 ms at every boundary).
     pub spares: Option<std::sync::mpsc::Receiver<Box<IntervalStats>>>,
+    /// `run --write-iolog`: every I/O handed to the back-end, with its time.
+    pub(crate) iolog: Option<crate::iolog::IoLogBuf>,
     /// Per slot: the claimed block and the generation it had / is being written with.
     claimed: Vec<(u64, u16, u16)>,
     ops: Vec<IoOp>,
@@ -342,6 +344,7 @@ impl<B: IoEngine> Slots<B> {
             rate: None,
             rounds: None,
             spares: None,
+            iolog: None,
             claimed: vec![(0, 0, 0); n],
             ops: vec![IoOp::default(); n],
             started: vec![0; n],
@@ -486,6 +489,9 @@ impl<B: IoEngine> Slots<B> {
             }
         }
         self.backend.queue(slot as u32, &op, self.pool.ptr(slot))?;
+        if let Some(log) = &mut self.iolog {
+            log.note(now, op);
+        }
         self.ops[slot] = op;
         self.started[slot] = now;
         self.intended[slot] = intended;

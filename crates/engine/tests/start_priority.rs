@@ -89,6 +89,7 @@ fn regression_a_synchronized_start_is_real_time_only_until_the_first_io() {
         replay: None,
         host: 0,
         end: None,
+        iolog: None,
     };
     let rec = run_step(&cfg, &mut During(&during)).expect("the step runs");
     assert_eq!(rec.intervals.len(), 2);

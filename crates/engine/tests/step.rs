@@ -78,6 +78,7 @@ fn config<'a>(
         replay: None,
         host: 0,
         end: None,
+        iolog: None,
     }
 }
 
@@ -554,6 +555,52 @@ fn a_replay_issues_every_io_of_its_trace_at_its_time() {
         assert_eq!(r.lag.count(), 4000);
         assert!((rec.rate_iops.unwrap() - 4000.0).abs() < 5.0, "{:?}", rec.rate_iops);
     }
+}
+
+/// Issue 45, part 4: a step with an I/O log notes every I/O it issued, once, with its time: a
+/// replay's log is its trace again (the same I/Os, each at or after its intended time), on a
+/// thread of many slots and on threads of one slot each alike; a closed loop's holds at least
+/// the I/Os it measured.
+#[test]
+fn a_step_with_an_io_log_notes_every_io_it_issued() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = target(&dir, true);
+    for backend in [Backend::Null, Backend::Psync] {
+        let mut w = workload(50.0, 1, 2, 0.25, backend);
+        w.max_outstanding = 8;
+        let share = trace(1000, 500_000, 1.0);
+        let log = iocurve_engine::iolog::IoLog::new();
+        let stop = AtomicBool::new(false);
+        let cfg = StepConfig {
+            replay: Some(&share),
+            iolog: Some(log.clone()),
+            ..config(&w, w.max_outstanding, &t, &[], &stop)
+        };
+        let rec = run_step(&cfg, &mut Seen::default()).expect("the replay step runs");
+        assert_eq!(rec.total.read.ops + rec.total.write.ops, 1000, "{backend:?}");
+        let (ios, left_out) = log.take();
+        assert_eq!(left_out, 0);
+        let mut logged: Vec<_> = ios.iter().map(|io| io.op).collect();
+        let mut traced: Vec<_> = share.ios.iter().map(|io| io.op).collect();
+        let key = |o: &iocurve_engine::ops::IoOp| (o.offset, o.dir as u8);
+        logged.sort_by_key(key);
+        traced.sort_by_key(key);
+        assert_eq!(logged, traced, "{backend:?}: the trace's I/Os, each once");
+        // Each at or after its time in the trace (matched by offset: the trace's are unique).
+        for io in &ios {
+            let due = share.ios.iter().find(|t| t.op.offset == io.op.offset).unwrap().t_ns;
+            assert!(io.t_ns >= due, "{backend:?}: an I/O of {} logged at {} ns", due, io.t_ns);
+        }
+    }
+    let w = workload(50.0, 4, 2, 0.1, Backend::Null);
+    let log = iocurve_engine::iolog::IoLog::new();
+    let stop = AtomicBool::new(false);
+    let cfg = StepConfig { iolog: Some(log.clone()), ..config(&w, 2, &t, &[], &stop) };
+    let rec = run_step(&cfg, &mut Seen::default()).expect("the step runs");
+    let (ios, _) = log.take();
+    let measured = rec.total.read.ops + rec.total.write.ops;
+    assert!(measured > 0 && ios.len() as u64 >= measured, "{} logged, {measured} measured", ios.len());
+    assert!(ios.windows(2).all(|p| p[0].t_ns <= p[1].t_ns), "in time order");
 }
 
 /// Issue 45: a replay that cannot keep up does not stretch: a 0.5 s stall shows as the lag and

@@ -30,7 +30,9 @@ pub mod wire;
 /// would send none, and its steps would lack the per-second percentiles and heat map.
 /// 15: a step may be a replay, its share of the trace in `replay` (issue 45): an older agent
 /// would ignore it and run the workload's closed loop.
-pub const PROTOCOL: u32 = 15;
+/// 16: a step may ask for its I/O log (`write_iolog`, `IoLogPart` events before Done, issue 45):
+/// an older agent would send none, and the run's log would lack its I/Os.
+pub const PROTOCOL: u32 = 16;
 
 /// Generated from proto/agent.proto.
 // Generated: an interval is the common message anyway; prost's decoders are as long as the

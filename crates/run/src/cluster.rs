@@ -84,6 +84,8 @@ pub struct Cluster {
     run_key: u32,
     /// `run --verify-journal` ([`Cluster::journal_verifying_writes`]).
     verify_journal: bool,
+    /// `run --write-iolog` ([`Cluster::write_iolog`]).
+    write_iolog: bool,
     abort_on_host_loss: bool,
     /// How long the agents get between the first step's request and its start; later steps
     /// size theirs from the round trips and the agents' last set-up (see `step_lead`).
@@ -190,6 +192,7 @@ impl Cluster {
             run_key: 0,
             // The in-process agent has the run's own journal (in `verify`).
             verify_journal: false,
+            write_iolog: false,
             abort_on_host_loss: true,
             // Nothing to cross and no other host to start with: the step starts once it is set
             // up.
@@ -369,6 +372,7 @@ impl Cluster {
             scratch_size,
             run_key,
             verify_journal: false,
+            write_iolog: false,
             abort_on_host_loss: args.abort_on_host_loss,
             lead: Duration::from_millis(500),
             last_setup: None,
@@ -380,6 +384,12 @@ impl Cluster {
     /// Agents journal the verifying writes of every step from now on (`run --verify-journal`).
     pub fn journal_verifying_writes(&mut self) {
         self.verify_journal = true;
+    }
+
+    /// Every host sends the I/Os of every step from now on, for the run's I/O log
+    /// (`run --write-iolog`; [`crate::coordinator::client::MultiStep::iolog`]).
+    pub fn write_iolog(&mut self) {
+        self.write_iolog = true;
     }
 
     /// Preconditions every host's targets at once (`run --precondition`, local or on agents):
@@ -715,6 +725,7 @@ impl Cluster {
             scratch_size: self.scratch_size,
             run_key: self.run_key,
             verify_journal: self.verify_journal,
+            write_iolog: self.write_iolog,
             threads: w.threads,
             backend: w.backend.name(),
             faults,

@@ -31,6 +31,9 @@ use crate::{Cancel, Error, Observer, Observers, StepAt, time};
 /// A step's flag when the results database refused some of its intervals.
 const NOT_STORED: &str = "not_stored";
 
+/// A step's note when the I/O log lacks some of its I/Os (`--write-iolog`).
+const IOLOG_LEFT_OUT: &str = "iolog_left_out";
+
 /// The ramp's working set: what every step of the run uses.
 pub(crate) struct Run<'a, 'o> {
     pub plan: &'a Plan,
@@ -43,6 +46,8 @@ pub(crate) struct Run<'a, 'o> {
     pub reclaim_on: Option<(&'a iocurve_engine::TargetSet, Duration)>,
     /// The replaying workloads' traces, read before anything was opened.
     pub replays: &'a crate::replay::Replays,
+    /// `--write-iolog`: where every step's I/Os go.
+    pub iolog: Option<crate::iolog::RunLog>,
 }
 
 /// One entry of the run's queue: a workload, the search it is (if one), what chose the threads
@@ -83,6 +88,8 @@ struct Session<'a, 'o> {
     /// Where `iocurve mark` reaches the run (None: it could not be opened; the run said why).
     marks: Option<crate::marks::MarkEndpoint>,
     replays: &'a crate::replay::Replays,
+    /// `--write-iolog` (None again once writing it failed: the run ends with that error).
+    iolog: Option<crate::iolog::RunLog>,
 }
 
 /// Which workload a step belongs to.
@@ -128,7 +135,7 @@ impl Run<'_, '_> {
         label: &str,
         sla: &Sla,
     ) -> Outcome {
-        let Run { plan, cluster, store, observers, cancel, reclaim_on, replays } = self;
+        let Run { plan, cluster, store, observers, cancel, reclaim_on, replays, iolog } = self;
         let host = host_info(host::facts(), plan, backend_note, cluster);
         let planned_hosts = cluster.hosts();
         let mut s = Session {
@@ -151,6 +158,7 @@ impl Run<'_, '_> {
             run_id: None,
             marks: None,
             replays,
+            iolog,
         };
         let started_unix_ns = iocurve_stats::date::unix_ns();
         let started_at = iocurve_stats::date::rfc3339_ns(started_unix_ns);
@@ -204,6 +212,11 @@ impl Run<'_, '_> {
             if let Some(e) = error {
                 s.error.get_or_insert(e);
             }
+        }
+        if let Some(log) = s.iolog.take()
+            && let Err(e) = log.finish()
+        {
+            s.error.get_or_insert(e);
         }
         s.finish(started_at, reclaims)
     }
@@ -522,7 +535,24 @@ impl Session<'_, '_> {
                     mark_lost(&mut self.host, &l.address, &loss);
                     self.losses.push((l.address, loss));
                 }
-                m.merged
+                let mut merged = m.merged;
+                if let Some(log) = self.iolog.as_mut() {
+                    let left_out: u64 = m.iolog.iter().map(|h| h.left_out).sum();
+                    if left_out > 0 {
+                        merged.notes.push((
+                            IOLOG_LEFT_OUT.into(),
+                            format!(
+                                "the I/O log lacks {left_out} of this step's I/Os: a host keeps at most {} a step",
+                                iocurve_engine::iolog::MAX_LOGGED_IOS
+                            ),
+                        ));
+                    }
+                    if let Err(e) = log.add_step(m.iolog) {
+                        self.error.get_or_insert(e);
+                        self.iolog = None;
+                    }
+                }
+                merged
             });
         let (step_id, store_err, member_steps) = (rec.step_id, rec.error, rec.members);
         // Stored as it happens: a run killed later still marks the loss.

@@ -22,6 +22,7 @@ pub mod datameter;
 mod error;
 mod events;
 mod execute;
+pub mod iolog;
 pub mod launch;
 pub mod live;
 pub mod marks;

@@ -29,6 +29,8 @@ pub struct RunOptions {
     /// How long the passes (preconditioning, the final verification) wait for a write or read
     /// before they take the storage for stopped (`--stuck-after-s`; default 30 s).
     pub stuck_after_s: Option<f64>,
+    /// `--write-iolog FILE`: every I/O the run issues, as a fio version 3 I/O log.
+    pub write_iolog: Option<PathBuf>,
 }
 
 impl Default for RunOptions {
@@ -43,6 +45,7 @@ impl Default for RunOptions {
             verify_final: false,
             verify_journal: false,
             stuck_after_s: None,
+            write_iolog: None,
         }
     }
 }

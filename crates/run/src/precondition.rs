@@ -370,6 +370,7 @@ pub fn until_steady(
         replay: None,
         host: 0,
         end: None,
+        iolog: None,
     };
     let rec = iocurve_engine::run_step(&cfg, &mut Rounds { obs, max: rounds.max_rounds })?;
     let series: Vec<f64> = rec.intervals.iter().map(|i| i.throughput(false)).collect();

@@ -97,6 +97,9 @@ impl<'o> Runner<'o> {
         check_plan(&self.plan)?;
         // A trace that cannot be read is bad input: found before anything is opened.
         self.replays = crate::replay::load(&mut self.plan)?;
+        if let Some(path) = &self.options.write_iolog {
+            crate::iolog::check(path)?;
+        }
         match self.hosts.clone() {
             Hosts::Local if !self.plan.hosts.is_empty() => Err(Error::Usage(format!(
                 "plan {} names [[hosts]]: it runs on agents (give the agents' token and CA)",
@@ -157,6 +160,7 @@ impl<'o> Runner<'o> {
         let mut infos = target_infos(&targets, &store);
         let targets = Arc::new(targets);
         let mut cluster = Cluster::local(targets.clone(), verification.as_ref().map(|v| v.kept.clone()))?;
+        let iolog = open_iolog(&self.options, &mut cluster, &infos)?;
         // The pass an agent runs, on the in-process agent.
         if plan.precondition
             && !cluster.precondition(&plan, &store, &mut infos, pass_stuck_after(&self.options), &self.cancel, obs)?
@@ -175,6 +179,7 @@ impl<'o> Runner<'o> {
             cancel: &self.cancel,
             reclaim_on: Some((&targets, pass_stuck_after(&self.options))),
             replays: &self.replays,
+            iolog,
         };
         let mut outcome = run.execute(infos.clone(), backend_note, &self.options.label, &sla);
         if let Some(v) = &verification {
@@ -325,6 +330,7 @@ impl<'o> Runner<'o> {
         if self.options.verify_journal {
             cluster.journal_verifying_writes();
         }
+        let iolog = open_iolog(&self.options, &mut cluster, &infos)?;
         let mut store = open_store(&self.options.db)?;
         settle_abandoned(&store, obs);
         if plan.precondition
@@ -342,12 +348,26 @@ impl<'o> Runner<'o> {
             cancel: &self.cancel,
             reclaim_on: None,
             replays: &self.replays,
+            iolog,
         };
         let mut outcome = run.execute(infos.clone(), None, &self.options.label, &sla);
         final_verification(&self.options, &mut cluster, plan, &infos, &mut outcome, &mut store, &self.cancel, obs);
         settle_status(&mut outcome, &store);
         Ok(outcome)
     }
+}
+
+/// `--write-iolog FILE`: the log, created before any step (a path it cannot be is bad input),
+/// and every host told to send its I/Os.
+fn open_iolog(
+    options: &RunOptions,
+    cluster: &mut Cluster,
+    infos: &[iocurve_analysis::TargetInfo],
+) -> Result<Option<crate::iolog::RunLog>, Error> {
+    let Some(path) = &options.write_iolog else { return Ok(None) };
+    let log = crate::iolog::RunLog::create(path, infos)?;
+    cluster.write_iolog();
+    Ok(Some(log))
 }
 
 /// How long a pass (preconditioning, the final verification) waits for a write or read before

@@ -96,6 +96,7 @@ fn an_agent_gone_between_steps_is_lost_for_the_step_and_the_others_run_it() {
             scratch_size: 1 << 20,
             run_key: 0,
             verify_journal: false,
+            write_iolog: false,
             threads: 1,
             backend: "psync",
             faults: &[],

@@ -38,6 +38,11 @@ impl<W: Write> FioLogWriter<W> {
         writeln!(self.w, "{} {name} {} {offset} {len}", t_ns / 1000, dir.name())
     }
 
+    /// Hands what is buffered on (the lines so far stay if the writer is never finished).
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.w.flush()
+    }
+
     /// Writes a `close` of every device at `t_ns` and gives the writer back, flushed.
     pub fn finish(mut self, t_ns: u64) -> io::Result<W> {
         for d in &self.devices {

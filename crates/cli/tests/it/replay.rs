@@ -110,7 +110,9 @@ fn a_trace_of_two_devices_replays_split_over_two_agents() {
         &hosts,
         "[[workloads]]\nname = \"r\"\nreplay = \"t.csv\"\nreplay_split = \"device\"\nreplay_map = \"*=1\"\ninterval_s = 1\n",
     );
-    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--json", "r.json"]).output().unwrap();
+    let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--json", "r.json", "--write-iolog", "r.log"])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
@@ -123,6 +125,66 @@ fn a_trace_of_two_devices_replays_split_over_two_agents() {
     // (Those in flight at the end complete after the measurement.)
     assert!(per[0] <= 3000.5 && per[0] >= 3000.0 - 64.0, "{per:?}");
     assert!(per[1] <= 1000.5 && per[1] >= 1000.0 - 64.0, "{per:?}");
+
+    // The run's I/O log (issue 45, part 4): both hosts' I/Os on one clock, each host's target a
+    // file of its own named by the host, every I/O the agents issued.
+    let log = std::fs::read_to_string(dir.path().join("r.log")).unwrap();
+    let names: Vec<String> = hosts.iter().map(|(a, p)| format!("{a}:{}", p.display())).collect();
+    let mut count = [0u64; 2];
+    let mut last = 0u64;
+    for l in log.lines().skip(1) {
+        let f: Vec<&str> = l.split(' ').collect();
+        let host = names.iter().position(|n| n == f[1]).unwrap_or_else(|| panic!("{l:?} of {names:?}"));
+        if f.len() == 5 {
+            count[host] += 1;
+            let t: u64 = f[0].parse().unwrap();
+            assert!(t >= last, "in time order: {l}");
+            last = t;
+        }
+    }
+    let unissued = s["rate"]["backlog"].as_u64().unwrap() + s["rate"]["dropped"].as_u64().unwrap();
+    assert!(count[0] <= 3000 && count[1] <= 1000 && count[0] + count[1] + unissued == 4000, "{count:?}, {unissued}");
+    // The trace lasts 2 s; its log too (both hosts started within milliseconds).
+    assert!((1_900_000..2_100_000).contains(&last), "{last} µs");
+}
+
+/// Issue 45, part 4: a run's I/O log is what the device saw, and fio replays it: a closed-loop
+/// write step on a loop device (one I/O at a time, so the block layer merges none), the log's
+/// writes against the device's counters, then `fio --read_iolog` on the log writes the same.
+#[test]
+fn a_runs_io_log_is_what_the_device_saw_and_fio_replays_it() {
+    needs_root!();
+    let _one = one_at_a_time();
+    let lo = Loop::new(64 << 20, &["--direct-io=on"]);
+    let dir = tempfile::tempdir().unwrap();
+    let before = counters(&lo.dev);
+    let run = ["run", "--target", lo.path(), "--allow-write", lo.path(), "--workload", "backend-random-write-4k"];
+    let o = iocurve(
+        dir.path(),
+        &args(
+            &run,
+            &["--ramp", "1", "--warmup-s", "0", "--intervals", "2", "--interval-s", "0.2", "--write-iolog", "w.log"],
+        ),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let after = counters(&lo.dev);
+    let log = std::fs::read_to_string(dir.path().join("w.log")).unwrap();
+    let writes: Vec<&str> = log.lines().filter(|l| l.contains(" write ")).collect();
+    assert!(writes.len() > 50, "{}", writes.len());
+    assert!(writes.iter().all(|l| l.split(' ').nth(1) == Some(lo.path())), "named by the device's path");
+    assert_eq!(after[2] - before[2], writes.len() as u64, "every write the device completed is in the log");
+    assert_eq!(after[3] - before[3], writes.len() as u64 * 8);
+
+    let before = counters(&lo.dev);
+    let out = std::process::Command::new("fio")
+        .current_dir(dir.path())
+        .args(["--name=r", "--ioengine=libaio", "--iodepth=1", "--direct=1", "--read_iolog=w.log"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let after = counters(&lo.dev);
+    assert_eq!(after[2] - before[2], writes.len() as u64, "fio's replay: {}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(after[3] - before[3], writes.len() as u64 * 8);
 }
 
 /// A trace of 512-byte I/Os on a device of 4 KiB sectors: each I/O is aligned to the device's

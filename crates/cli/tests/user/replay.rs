@@ -112,3 +112,102 @@ fn events_that_are_no_io_are_counted_in_the_workloads_notes() {
     let notes = r["workloads"][0]["notes"].to_string();
     assert!(notes.contains("left out of the replay") && notes.contains("1 "), "{notes}");
 }
+
+/// The lines of a fio v3 I/O log read here on their own (not with iocurve's reader): the files
+/// it adds, and each I/O as (µs, file, action, offset, length).
+type LogIo = (u64, String, String, u64, u64);
+fn read_log(path: &std::path::Path) -> (Vec<String>, Vec<LogIo>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("fio version 3 iolog"));
+    let (mut files, mut ios) = (Vec::new(), Vec::new());
+    for l in lines {
+        let f: Vec<&str> = l.split(' ').collect();
+        match f[..] {
+            [_, file, "add"] => files.push(file.to_string()),
+            [_, _, "open" | "close"] => {}
+            [t, file, action, offset, len] => ios.push((
+                t.parse().unwrap(),
+                file.to_string(),
+                action.to_string(),
+                offset.parse().unwrap(),
+                len.parse().unwrap(),
+            )),
+            _ => panic!("a line fio does not read: {l:?}"),
+        }
+    }
+    (files, ios)
+}
+
+/// Issue 45, part 4: a run writes what it issued as a fio I/O log. A replay's log is its trace
+/// again: every I/O once, with its offset, size and direction, each at or after its trace time,
+/// in time order; a ramp's log replays through iocurve with each of its I/Os due once.
+#[test]
+fn a_run_writes_its_ios_as_a_fio_log_that_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.csv"), csv(500, 0.5)).unwrap();
+    let r = run_json(
+        dir.path(),
+        &["run", "--target", "t.dat", "--replay", "t.csv", "--size", "64m", "--buffered", "--write-iolog", "t.log"],
+    );
+    let rate = &steps(&r, 0)[0]["rate"];
+    let unissued = rate["backlog"].as_u64().unwrap() + rate["dropped"].as_u64().unwrap();
+    let (files, ios) = read_log(&dir.path().join("t.log"));
+    assert_eq!(files, ["t.dat"]);
+    assert_eq!(ios.len() as u64, 500 - unissued, "{rate}");
+    assert!(ios.windows(2).all(|p| p[0].0 <= p[1].0), "in time order");
+    // The trace's own I/Os: k-th at k ms, on block k % 200 (the first 200 are unique).
+    let mut traced: Vec<(String, u64, u64)> = (0..500u64)
+        .map(|k| match k % 10 {
+            0..=5 => ("read".into(), (k % 200) * 65536, 4096),
+            6..=8 => ("write".into(), (k % 200) * 65536, 4096),
+            _ => ("trim".into(), (k % 200) * 65536, 65536),
+        })
+        .collect();
+    let mut logged: Vec<(String, u64, u64)> = ios.iter().map(|io| (io.2.clone(), io.3, io.4)).collect();
+    traced.sort();
+    logged.sort();
+    if unissued == 0 {
+        assert_eq!(logged, traced);
+    }
+    for (t, _, _, offset, _) in &ios {
+        let k = (0..500u64).find(|k| k % 200 * 65536 == *offset).unwrap();
+        assert!(*t >= k * 1000, "the I/O at trace time {k} ms logged at {t} µs");
+    }
+
+    // A closed-loop ramp's log, replayed by iocurve on the same file: each I/O due once.
+    let run = ["run", "--target", "c.dat", "--size", "16m", "--workload", "backend-mixed-70-8k", "--ramp", "1,2"];
+    let o = iocurve(
+        dir.path(),
+        &args(&run, &["--interval-s", "0.2", "--intervals", "2", "--warmup-s", "0", "--write-iolog", "c.log"]),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (files, ios) = read_log(&dir.path().join("c.log"));
+    assert_eq!(files, ["c.dat"]);
+    let reads = ios.iter().filter(|io| io.2 == "read").count() as f64;
+    assert!(ios.len() > 100 && (reads / ios.len() as f64 - 0.7).abs() < 0.1, "{} I/Os, {reads} reads", ios.len());
+    assert!(
+        ios.iter().all(|io| io.4 == 8192 && io.3 % 8192 == 0 && io.3 + 8192 <= 16 << 20),
+        "8 KiB blocks within 16 MiB"
+    );
+    let r = run_json(dir.path(), &["run", "--target", "c.dat", "--replay", "c.log", "--buffered"]);
+    let due: u64 = steps(&r, 0).iter().map(|s| s["rate"]["due"].as_u64().unwrap()).sum();
+    assert_eq!(due, ios.len() as u64);
+}
+
+/// Where the log cannot go is bad input, found before anything runs.
+#[test]
+fn an_io_log_that_cannot_be_written_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("d")).unwrap();
+    std::fs::write(dir.path().join("t.dat"), vec![0u8; 1 << 20]).unwrap();
+    for (log, says) in
+        [("d", "is not a regular file"), ("t.dat", "is a target of this run"), ("nowhere/x.log", "cannot create it")]
+    {
+        let run = ["run", "--target", "t.dat", "--workload", "backend-random-read-4k", "--ramp", "1"];
+        let o = iocurve(dir.path(), &args(&run, &["--intervals", "1", "--interval-s", "0.1", "--write-iolog", log]));
+        assert_eq!(o.status.code(), Some(2), "{log}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{log}: {}", stderr(&o));
+    }
+    assert_eq!(std::fs::read(dir.path().join("t.dat")).unwrap(), vec![0u8; 1 << 20], "the target is untouched");
+}

@@ -844,6 +844,7 @@ impl Agent for Service {
         let r = req.into_inner();
         let (w, mut backend, faults) = step_request(&r)?;
         let replay = replay_request(&r)?;
+        let iolog = r.write_iolog.then(iocurve_engine::iolog::IoLog::new);
         // Said once, in the agent's Hello (the run's `host.agents[].backend_note`).
         backend = self.available.resolve(backend).0;
         // A concurrent step's members, each on its own back-end (or its fallback here).
@@ -906,6 +907,7 @@ impl Agent for Service {
                 targets: &targets,
                 faults: &faults,
                 replay: replay.as_ref(),
+                iolog: iolog.clone(),
                 kept,
                 stop: &stop,
                 end: &end,
@@ -924,6 +926,10 @@ impl Agent for Service {
             // the next request as soon as it reads `Done`.
             *slot.lock().unwrap_or_else(|e| e.into_inner()) = None;
             drop(guard);
+            // What the step issued, before it says it is done (`Done` ends its stream).
+            for part in iolog.as_deref().map(work::iolog_parts).unwrap_or_default() {
+                let _ = tx.blocking_send(Ok(pb::StepEvent { event: Some(pb::step_event::Event::Iolog(part)) }));
+            }
             let _ = tx.blocking_send(Ok(pb::StepEvent { event: Some(pb::step_event::Event::Done(done)) }));
         });
         Ok(Response::new(ReceiverStream::new(rx)))

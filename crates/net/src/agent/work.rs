@@ -199,6 +199,8 @@ pub(super) struct Step<'a> {
     pub(super) faults: &'a [Fault],
     /// A replay step's share of the trace.
     pub(super) replay: Option<&'a iocurve_engine::replay::ReplayShare>,
+    /// `write_iolog`: where the step notes its I/Os.
+    pub(super) iolog: Option<Arc<iocurve_engine::iolog::IoLog>>,
     /// The verification map of a verifying step (saved by the step), with its journal.
     pub(super) kept: Option<KeptMap>,
     pub(super) stop: &'a AtomicBool,
@@ -275,6 +277,7 @@ pub(super) fn run_blocking(step: &Step, tx: &mpsc::Sender<Result<pb::StepEvent, 
         host: r.host,
         // The coordinator judges steady state on every host's intervals together.
         end: Some(step.end),
+        iolog: step.iolog.clone(),
     };
     let gauges = iocurve_metrics::LiveGauges::new(iocurve_metrics::Live {
         workload: w.name.clone(),
@@ -344,6 +347,30 @@ pub(super) fn run_blocking(step: &Step, tx: &mpsc::Sender<Result<pb::StepEvent, 
         done.error = e;
     }
     done
+}
+
+/// I/Os in one `IoLogPart`: about a megabyte packed, well under a gRPC message's limit.
+const IOLOG_PART_IOS: usize = 100_000;
+
+/// The step's I/O log as the events that carry it to the coordinator (at least one, which says
+/// how many I/Os were left out).
+pub(super) fn iolog_parts(log: &iocurve_engine::iolog::IoLog) -> Vec<pb::IoLogPart> {
+    let (ios, left_out) = log.take();
+    let pack = |chunk: &[iocurve_engine::replay::ReplayIo]| {
+        iocurve_engine::replay::encode(&iocurve_engine::replay::ReplayShare {
+            ios: chunk.to_vec(),
+            speed: 1.0,
+            remap: iocurve_plan::Remap::Modulo,
+            spans: Vec::new(),
+        })
+    };
+    let mut parts: Vec<pb::IoLogPart> =
+        ios.chunks(IOLOG_PART_IOS).map(|c| pb::IoLogPart { ios: pack(c), left_out: 0 }).collect();
+    match parts.last_mut() {
+        Some(last) => last.left_out = left_out,
+        None => parts.push(pb::IoLogPart { ios: pack(&[]), left_out }),
+    }
+    parts
 }
 
 /// How long the step's end waits for the map's last save (a flush of the targets) unless the

@@ -13,6 +13,7 @@ pub(crate) fn all_lost(why: &str) -> bool {
     why.starts_with(ALL_LOST)
 }
 
+use iocurve_engine::replay::ReplayIo;
 use iocurve_engine::{StepObserver, StepProgress};
 use iocurve_plan::{Fault, TargetGroup, Workload};
 use iocurve_stats::{Drain, ErrorCounts, HostClock, HostRecord, IntervalStats, IoCpu, StepRecord, UNKNOWN_TARGET};
@@ -48,6 +49,22 @@ pub struct MultiStep {
     /// The longest any agent took from the request to being set up (ns): the next step's lead
     /// is sized from it.
     pub setup_ns: i64,
+    /// `run --write-iolog`: what each host that started the step issued.
+    pub iolog: Vec<HostIoLog>,
+}
+
+/// One host's I/Os of a step (`run --write-iolog`).
+#[derive(Debug, Clone, Default)]
+pub struct HostIoLog {
+    /// The host's index among the step's agents.
+    pub host: usize,
+    /// When the host started the step, on the coordinator's clock (Unix ns): the I/Os' times
+    /// count from here.
+    pub started_unix_ns: i64,
+    /// In time order, targets as the run's indexes.
+    pub ios: Vec<ReplayIo>,
+    /// I/Os the host issued but did not keep (beyond its log's capacity).
+    pub left_out: u64,
 }
 
 /// An agent lost during a step.
@@ -89,6 +106,8 @@ pub struct StepSpec<'a> {
     pub run_key: u32,
     /// `--verify-journal`: agents journal the step's verifying writes.
     pub verify_journal: bool,
+    /// `--write-iolog`: agents send the I/Os the step issued.
+    pub write_iolog: bool,
     pub threads: u32,
     pub backend: &'a str,
     pub faults: &'a [Fault],
@@ -159,6 +178,8 @@ struct Hosts<'a> {
     deadline: Vec<Instant>,
     failure: Option<NetError>,
     t0: Instant,
+    /// `write_iolog`: each agent's I/Os so far, and those it left out.
+    iolog: Vec<(Vec<ReplayIo>, u64)>,
 }
 
 impl Hosts<'_> {
@@ -245,6 +266,7 @@ impl<'a> Hosts<'a> {
             setup_ns: 0,
             reported: vec![0; n],
             overloaded: false,
+            iolog: vec![(Vec::new(), 0); n],
         }
     }
 
@@ -279,8 +301,39 @@ impl<'a> Hosts<'a> {
                 self.merger.add(h, idx as usize, Part { stats, cpu, duration_s: dur });
             }
             pb::step_event::Event::Done(d) => self.on_done(h, &d),
+            pb::step_event::Event::Iolog(p) => self.on_iolog(h, &p)?,
         }
         Ok(())
+    }
+
+    /// A part of agent `h`'s I/O log: checked as everything an agent sends, its targets made
+    /// the run's.
+    fn on_iolog(&mut self, h: usize, p: &pb::IoLogPart) -> Result<(), NetError> {
+        let agent = &self.agents[h];
+        let bad = |e: String| NetError::Failed(format!("agent {}: bad I/O log: {e}", agent.addr));
+        let part = iocurve_engine::replay::decode(&p.ios).map_err(bad)?;
+        if let Some(io) = part.ios.iter().find(|io| io.op.target >= agent.target_count) {
+            return Err(bad(format!("an I/O on target {} of its {} targets", io.op.target, agent.target_count)));
+        }
+        let (ios, left_out) = &mut self.iolog[h];
+        let room = iocurve_engine::iolog::MAX_LOGGED_IOS.saturating_sub(ios.len()).min(part.ios.len());
+        *left_out += p.left_out.saturating_add((part.ios.len() - room) as u64);
+        ios.extend(part.ios[..room].iter().map(|io| {
+            let mut io = *io;
+            io.op.target += agent.target_offset;
+            io
+        }));
+        Ok(())
+    }
+
+    /// The hosts' I/O logs, of those that started the step.
+    fn take_iolog(&mut self) -> Vec<HostIoLog> {
+        let logs = std::mem::take(&mut self.iolog);
+        logs.into_iter()
+            .enumerate()
+            .filter(|&(h, _)| self.started[h] != 0)
+            .map(|(host, (ios, left_out))| HostIoLog { host, started_unix_ns: self.started[host], ios, left_out })
+            .collect()
     }
 
     /// Agent `h` started its step: when, on this host's clock, and how late its set-up was.
@@ -427,7 +480,13 @@ impl<'a> Hosts<'a> {
                     empty.rate_iops = spec.rate_iops;
                     empty.replay_speed = spec.replay_speed;
                     empty.interrupted = true;
-                    Ok(MultiStep { merged: empty, lost: self.lost_indices(), losses: self.losses(), setup_ns })
+                    Ok(MultiStep {
+                        merged: empty,
+                        lost: self.lost_indices(),
+                        losses: self.losses(),
+                        setup_ns,
+                        iolog: Vec::new(),
+                    })
                 }
                 None => Err(NetError::Failed("no agent started the step".into())),
             };
@@ -486,10 +545,11 @@ impl<'a> Hosts<'a> {
         }
         let lost = self.lost_indices();
         let losses = self.losses();
+        let iolog = self.take_iolog();
         if self.per_host {
             merged.per_host = self.host_records(after);
         }
-        Ok(MultiStep { merged, lost, losses, setup_ns })
+        Ok(MultiStep { merged, lost, losses, setup_ns, iolog })
     }
 
     /// Each host's own record of the step, with its clock before and after it.
@@ -758,6 +818,7 @@ fn send_requests(remotes: &[Remote], spec: &StepSpec, json: &str, keys: &[i64]) 
             hosts,
             run_key: spec.run_key,
             verify_journal: spec.verify_journal,
+            write_iolog: spec.write_iolog,
             members: member_requests(spec, h),
         };
         let mut client = r.client.clone();
@@ -964,6 +1025,7 @@ mod tests {
             scratch_size: 0,
             run_key: 0,
             verify_journal: false,
+            write_iolog: false,
             threads: 0,
             backend: "io_uring",
             faults: &[],

@@ -7,6 +7,7 @@
 pub mod client;
 pub mod clock;
 mod coordinate;
+pub use coordinate::HostIoLog;
 pub(crate) use coordinate::all_lost;
 pub mod merge;
 mod passes;
