@@ -74,6 +74,14 @@ fn traces_and_keys_that_cannot_be_replayed_are_refused_before_anything_runs() {
         (vec!["--replay", "t.csv", "--replay-map", "sdq=1"], "does not have"),
         (vec!["--replay", "t.csv", "--replay-map", "*=3"], "names target 3"),
         (vec!["--replay-speed", "2"], "replays no trace"),
+        // Found by an outside test: keys a replay takes from its trace were accepted and ignored,
+        // and a suite with --replay ran each of its workloads as the same replay.
+        (vec!["--replay", "t.csv", "--suite", "quick"], "this plan runs 10"),
+        (vec!["--replay", "t.csv", "--ramp", "1,2"], "its steps are its speeds"),
+        (vec!["--replay", "t.csv", "--bs", "8k"], "its block sizes come from the trace"),
+        (vec!["--replay", "t.csv", "--distribution", "zipf:1.2"], "its offsets come from the trace"),
+        (vec!["--replay", "t.csv", "--intervals", "3"], "drop intervals"),
+        (vec!["--replay", "t.csv", "--warmup-s", "2"], "no warm-up"),
     ] {
         let o = iocurve(dir.path(), &args(&["run", "--target", "t.dat", "--size", "16m"], &extra));
         assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));

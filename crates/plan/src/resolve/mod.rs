@@ -66,7 +66,7 @@ pub fn read_plan_text(path: &Path) -> Result<String, PlanError> {
 /// Parses and resolves plan text; `source` names it in errors (a path or `suite:NAME`).
 pub fn parse_str(text: &str, source: &str, overrides: &Overrides) -> Result<Plan, PlanError> {
     let file: PlanFile = toml::from_str(text).map_err(|e| toml_error(text, source, &e))?;
-    Resolver { text, source, overrides, file: &file }.resolve()
+    Resolver { text, source, overrides, file: &file, as_given: true }.resolve()
 }
 
 impl Default for Workload {
@@ -84,12 +84,13 @@ impl Default for Workload {
 
 /// Resolves a typed plan with command-line overrides (an imported fio job file).
 pub(crate) fn resolve_with(file: &PlanFile, source: &str, overrides: &Overrides) -> Result<Plan, PlanError> {
-    Resolver { text: "", source, overrides, file }.resolve()
+    Resolver { text: "", source, overrides, file, as_given: true }.resolve()
 }
 
 /// Resolves a plan that is already typed (no text: errors name keys, not lines).
+#[cfg(test)]
 pub(crate) fn resolve_file(file: &PlanFile, source: &str) -> Result<Plan, PlanError> {
-    Resolver { text: "", source, overrides: &Overrides::default(), file }.resolve()
+    Resolver { text: "", source, overrides: &Overrides::default(), file, as_given: true }.resolve()
 }
 
 /// Ok when resolving a plan could have given `w` and `faults`: an agent checks every step
@@ -114,7 +115,8 @@ pub fn check_workload(w: &Workload, faults: &[Fault], source: &str) -> Result<()
         faults: Some(faults.iter().map(Fault::keys).collect()),
         ..Default::default()
     };
-    resolve_file(&file, source).map(|_| ())
+    // Resolved once already: a replay's keys hold what its trace gave them.
+    Resolver { text: "", source, overrides: &Overrides::default(), file: &file, as_given: false }.resolve().map(|_| ())
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -130,6 +132,9 @@ struct Resolver<'a> {
     source: &'a str,
     overrides: &'a Overrides,
     file: &'a PlanFile,
+    /// The plan as a user wrote it (not a workload resolved before, as an agent checks it):
+    /// keys that would be ignored are refused.
+    as_given: bool,
 }
 
 impl Resolver<'_> {
@@ -159,6 +164,67 @@ impl Resolver<'_> {
             Origin::Defaults => self.err(&[Seg::Key("defaults"), Seg::Key(key)], format!("defaults.{key}"), msg),
             Origin::Builtin => PlanError::new(self.source, None, Some(key.to_string()), msg),
         }
+    }
+
+    /// A replay takes its I/Os' sizes, directions, places and times from its trace and its steps
+    /// from its speeds (issue 45; found by an outside test: `--suite quick --replay` ran ten
+    /// replays of one trace, `--ramp` and `bs` were taken and ignored). Said where they are set
+    /// for a replaying workload (its own table or the command line; `[defaults]` serve the
+    /// others), and `--replay` replays one workload.
+    fn replay_keys(&self, all: &[(usize, String, Workload)]) -> Result<(), PlanError> {
+        if !self.as_given {
+            return Ok(());
+        }
+        if self.overrides.keys.replay.is_some() && all.len() > 1 {
+            let names: Vec<&str> = all.iter().map(|(_, _, w)| w.name.as_str()).take(4).collect();
+            return Err(PlanError::new(
+                "command line",
+                None,
+                Some("--replay".into()),
+                format!(
+                    "--replay replays its trace as one workload, and this plan runs {} ({}{}): give --replay without a plan or suite, choose one workload with --workload, or set replay = \"FILE\" on one workload of the plan",
+                    all.len(),
+                    names.join(", "),
+                    if all.len() > names.len() { ", …" } else { "" }
+                ),
+            ));
+        }
+        const FROM_TRACE: [(&str, &str); 13] = [
+            ("read_pct", "its reads' share comes from the trace"),
+            ("trim_pct", "its trims' share comes from the trace"),
+            ("bs", "its block sizes come from the trace"),
+            ("write_bs", "its block sizes come from the trace"),
+            ("trim_bs", "its block sizes come from the trace"),
+            ("pattern", "its offsets come from the trace"),
+            ("distribution", "its offsets come from the trace"),
+            ("hot_layout", "its offsets come from the trace"),
+            ("frontend_blocks", "its offsets come from the trace"),
+            ("arrival", "its I/Os' times come from the trace"),
+            ("ramp", "its steps are its speeds (replay_speed, --replay-speed)"),
+            ("host_ramp", "its steps are its speeds (replay_speed, --replay-speed)"),
+            ("intervals", "its steps last as long as the trace at each speed, in intervals of about interval_s"),
+        ];
+        for (i, _, w) in all.iter().filter(|(_, _, w)| w.replay.is_some()) {
+            let own = |key: &str| matches!(self.origin(*i, key), Origin::Cli | Origin::Workload(_));
+            if let Some(&(key, why)) = FROM_TRACE.iter().find(|(key, _)| own(key)) {
+                return Err(self.key_err(
+                    *i,
+                    key,
+                    format!("workload {} replays a trace, and {why}: drop {key} (it would be ignored)", w.name),
+                ));
+            }
+            if w.warmup_s > 0.0 && own("warmup_s") {
+                return Err(self.key_err(
+                    *i,
+                    "warmup_s",
+                    format!(
+                        "workload {} replays a trace, whose first seconds are part of it: no warm-up (warmup_s = 0), or cut the trace",
+                        w.name
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn resolve(&self) -> Result<Plan, PlanError> {
@@ -238,6 +304,7 @@ impl Resolver<'_> {
                 ));
             }
         }
+        self.replay_keys(&all)?;
         // A curve or a search runs as a workload of its own name: no other may carry it.
         for (i, w) in all.iter().map(|(i, _, w)| (*i, w)) {
             let derived = [(!w.curve.is_empty(), "curve"), (w.sla_search, "sla-search")];
