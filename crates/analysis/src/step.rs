@@ -650,7 +650,11 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
     }
     if let Some(r) = s.rate.as_ref().filter(|r| !r.sustained) {
         let why = unsustained_because(r, rec).join("; ");
+        // Stopped with nothing else wrong: the `interrupted` flag says it, not as falling behind
+        // (found by an outside test: a replay stopped by Ctrl-C "did not keep up").
+        let only_stopped = rec.interrupted && why == "the step did not run to its end";
         let what = match r.replay_speed {
+            _ if only_stopped => String::new(),
             Some(s) => format!(
                 "the replay at {}× its trace ({} IOPS) did not keep up",
                 crate::format::speed(s),
@@ -658,7 +662,9 @@ fn flags(s: &StepResult, rec: &StepRecord, tput: &[f64], th: &Thresholds) -> Vec
             ),
             None => format!("the target of {} IOPS was not sustained", r.target_iops.round()),
         };
-        flag("unsustained", format!("{what} ({why}): the step enters no optimum or maximum"));
+        if !only_stopped {
+            flag("unsustained", format!("{what} ({why}): the step enters no optimum or maximum"));
+        }
     }
     if s.ops() == 0 {
         flag(
@@ -825,6 +831,31 @@ mod tests {
             assert!(!s.rate.as_ref().unwrap().sustained, "{notes:?} {stuck}");
             assert!(s.flags.iter().any(|f| f.code == "unsustained"), "{:?}", s.flags);
         }
+    }
+
+    /// A replay or rate step stopped before its end (Ctrl-C) with nothing else wrong is flagged
+    /// as interrupted, not as one that fell behind (found by an outside test: "did not keep up"),
+    /// and still enters no optimum or maximum; one that also fell behind says both.
+    #[test]
+    fn a_step_only_stopped_is_interrupted_not_unsustained() {
+        let stopped = |lag_ns: u64| {
+            let mut i = interval(1000, 50_000);
+            let mut r = iocurve_stats::RateStats { due: 1000, ..Default::default() };
+            r.lag.record(lag_ns);
+            i.rate = Some(Box::new(r));
+            let mut rec = record(vec![i], 10.0, 64);
+            rec.rate_iops = Some(1000.0);
+            rec.replay_speed = Some(2.0);
+            rec.interrupted = true;
+            analyze_step(&rec, false, &Thresholds::default())
+        };
+        let codes = |s: &StepResult| s.flags.iter().map(|f| f.code.clone()).collect::<Vec<_>>();
+        let s = stopped(10_000);
+        assert!(!s.rate.as_ref().unwrap().sustained);
+        assert_eq!(codes(&s), ["interrupted"]);
+        let behind = stopped(50_000_000);
+        assert!(codes(&behind).contains(&"unsustained".to_string()), "{:?}", behind.flags);
+        assert!(behind.flags.iter().any(|f| f.message.contains("did not keep up")), "{:?}", behind.flags);
     }
 
     /// A step of 1-second intervals with the host `busy` percent.

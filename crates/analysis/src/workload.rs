@@ -175,6 +175,9 @@ pub fn analyze_workload(w: &Workload, mut steps: Vec<StepResult>, sla: &Sla) -> 
     }
     let Compared { steps: measured, apart, unsustained } = compared(&steps);
     let mut notes = Vec::new();
+    // (A step only stopped before its end says so in its own flag.)
+    let unsustained: Vec<usize> =
+        unsustained.into_iter().filter(|&i| steps[i].flags.iter().any(|f| f.code == "unsustained")).collect();
     if !unsustained.is_empty() {
         let list: Vec<String> = unsustained
             .iter()

@@ -255,8 +255,13 @@ pub fn behind_words(b: &iocurve_analysis::Behind) -> String {
 /// A rate step in one line: `at 100'000 IOPS: p99 1.8 ms (service p99 0.4 ms, lag p99 12 µs), sustained`.
 pub fn rate_line(s: &StepResult, sequential: bool) -> Option<String> {
     let r = s.rate.as_ref()?;
-    let mut verdict =
-        if r.sustained { "sustained".to_string() } else { format!("NOT sustained ({:.1} % done)", r.achieved_pct) };
+    let stopped = s.flags.iter().any(|f| f.code == "interrupted");
+    let mut verdict = match (r.sustained, stopped) {
+        (true, _) => "sustained".to_string(),
+        // Its figures cover what ran before the stop: neither kept up nor fell behind as a whole.
+        (false, true) => format!("stopped before its end ({:.1} % of what was due done by then)", r.achieved_pct),
+        (false, false) => format!("NOT sustained ({:.1} % done)", r.achieved_pct),
+    };
     if let Some(b) = &r.behind {
         verdict = format!("{verdict}; {}", behind_words(b));
     }
