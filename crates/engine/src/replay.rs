@@ -75,9 +75,18 @@ impl ReplayShare {
     /// `remap` (or refused). Refused too: an I/O larger than its target, a target index beyond
     /// the host's.
     pub fn fit(&mut self, sizes: &[u64], align: u64) -> Result<Fitted, EngineError> {
+        let mut ios = std::mem::take(&mut self.ios);
+        let fitted = self.fit_ios(&mut ios, sizes, align);
+        self.ios = ios;
+        fitted
+    }
+
+    /// [`ReplayShare::fit`] on `ios` (this share's, or a copy of them being made ready to run:
+    /// fitted in place, not copied once more).
+    pub fn fit_ios(&self, ios: &mut [ReplayIo], sizes: &[u64], align: u64) -> Result<Fitted, EngineError> {
         let align = align.max(1);
         let mut done = Fitted::default();
-        for io in &mut self.ios {
+        for io in ios {
             let op = &mut io.op;
             let Some(&size) = sizes.get(op.target as usize) else {
                 return Err(EngineError::Input(format!(
@@ -125,8 +134,13 @@ impl ReplayShare {
 
     /// The I/Os of thread `thread` of `threads`: every `threads`-th, from its own number on.
     pub fn for_thread(&self, thread: usize, threads: usize) -> Arc<[ReplayIo]> {
-        self.ios.iter().skip(thread).step_by(threads.max(1)).copied().collect()
+        every_nth(&self.ios, thread, threads)
     }
+}
+
+/// Every `threads`-th of `ios`, from the `thread`-th on.
+pub fn every_nth(ios: &[ReplayIo], thread: usize, threads: usize) -> Arc<[ReplayIo]> {
+    ios.iter().skip(thread).step_by(threads.max(1)).copied().collect()
 }
 
 fn put(out: &mut Vec<u8>, mut v: u64) {

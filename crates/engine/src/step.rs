@@ -197,7 +197,10 @@ fn pacing(
 /// A replay's share as a step runs it: fitted to the host's targets, with the buffer size its
 /// largest read or write needs.
 struct Replaying {
-    share: Arc<crate::replay::ReplayShare>,
+    /// The host's I/Os, fitted, once in memory (up to 6 M of 24 bytes): the shared schedule,
+    /// the due counter and the threads' own shares are made from them, not from copies.
+    ios: Arc<[crate::replay::ReplayIo]>,
+    speed: f64,
     max_len: usize,
     /// Per thread of many slots: its own I/Os (every n-th).
     threads: usize,
@@ -209,7 +212,7 @@ struct Replaying {
 impl Replaying {
     /// What fitting the share moved, in words (None: nothing).
     fn note(&self, cfg: &StepConfig) -> Option<String> {
-        let (f, n) = (self.fitted, self.share.ios.len());
+        let (f, n) = (self.fitted, self.ios.len());
         let mut parts = Vec::new();
         if f.remapped > 0 {
             parts.push(format!(
@@ -227,23 +230,28 @@ impl Replaying {
 
     /// The I/Os thread `thread` issues: its own (threads of many slots), or None: the host's.
     fn own(&self, thread: usize, own: bool) -> Option<Arc<[crate::replay::ReplayIo]>> {
-        own.then(|| self.share.for_thread(thread, self.threads))
+        own.then(|| crate::replay::every_nth(&self.ios, thread, self.threads))
     }
 
     /// The intended times (and I/Os) of `ios`, or of the whole share.
     fn arrivals(&self, ios: Option<Arc<[crate::replay::ReplayIo]>>) -> Arrivals {
-        Arrivals::replay(ios.unwrap_or_else(|| self.share.ios.as_slice().into()), self.share.speed)
+        Arrivals::replay(ios.unwrap_or_else(|| self.ios.clone()), self.speed)
     }
 }
 
 fn fitted_replay(cfg: &StepConfig, threads: usize) -> Result<Option<Arc<Replaying>>, EngineError> {
     let Some(r) = cfg.replay else { return Ok(None) };
-    let mut share = r.clone();
     let sizes: Vec<u64> = cfg.targets.targets.iter().map(|t| t.size).collect();
     let align = if cfg.workload.direct { cfg.targets.logical_block() } else { 1 };
-    let fitted = share.fit(&sizes, align)?;
-    let max_len = (share.max_data_len() as usize).div_ceil(4096) * 4096;
-    Ok(Some(Arc::new(Replaying { share: Arc::new(share), max_len, threads, fitted, align })))
+    // The one copy of the request's I/Os the step keeps, fitted where it lies.
+    let mut ios: Arc<[crate::replay::ReplayIo]> = Arc::from(r.ios.as_slice());
+    let fitted = match Arc::get_mut(&mut ios) {
+        Some(own) => r.fit_ios(own, &sizes, align)?,
+        None => unreachable!("an Arc just made has no other owner"),
+    };
+    let max_data = ios.iter().filter(|i| i.op.dir != crate::ops::Dir::Trim).map(|i| i.op.len).max().unwrap_or(0);
+    let max_len = (max_data as usize).div_ceil(4096) * 4096;
+    Ok(Some(Arc::new(Replaying { ios, speed: r.speed, max_len, threads, fitted, align })))
 }
 
 /// Builds the op generator of a workload at a parallelism, checking the targets fit it.
