@@ -107,6 +107,18 @@ fn ramp_words(w: &serde_json::Value) -> Option<String> {
         }
     };
     let mut parts: Vec<String> = Vec::new();
+    // A replay's steps are its speeds, each as long as its trace (found by an outside test: the
+    // overview said "1–32 workers (6 steps)" of a replay).
+    if let Some(trace) = w["replay"].as_str() {
+        let speeds = list("replay_speed");
+        let speeds = if speeds.is_empty() { vec![1.0] } else { speeds };
+        let each: Vec<String> = speeds.iter().map(|s| format!("{}×", format::speed(*s))).collect();
+        let steps = if speeds.len() == 1 { "1 step".to_string() } else { format!("{} steps", speeds.len()) };
+        return Some(format!(
+            "replay of {trace} at {} ({steps}), each as long as the trace at its speed",
+            each.join(", ")
+        ));
+    }
     if !rates.is_empty() {
         // A sequential workload's rates are MB/s.
         let unit = if w["pattern"] == "sequential" { "MB/s target rates" } else { "IOPS target rates" };

@@ -365,7 +365,9 @@ pub fn direction_table(w: &WorkloadResult) -> String {
     if dirs.len() < 2 {
         return String::new();
     }
-    let mut header = vec!["workers".to_string()];
+    // Rate and replay steps are named by their target, not by their slots.
+    let rated = w.steps.iter().any(|s| s.rate.is_some());
+    let mut header = vec![if rated { "target" } else { "workers" }.to_string()];
     for (name, _) in &dirs {
         header.push(format!("{name} IOPS"));
         header.push(format!("{name} mean µs"));
@@ -375,7 +377,8 @@ pub fn direction_table(w: &WorkloadResult) -> String {
         .steps
         .iter()
         .map(|s| {
-            let mut row = vec![workers_cell(w, s)];
+            let first = if s.rate.is_some() { rate_target(s, w.kind == "sequential") } else { workers_cell(w, s) };
+            let mut row = vec![first];
             for (_, dir) in &dirs {
                 let d = dir(s);
                 row.push(format::iops(d.iops));

@@ -50,6 +50,12 @@ fn a_csv_trace_replays_at_each_speed_with_every_io_due_once() {
     }
     let o = iocurve(dir.path(), &["show", "1"]);
     assert!(stdout(&o).contains("at 2× the trace (6'000 IOPS)"), "{}", stdout(&o));
+    // The overview and the per-direction table name the steps by speed, not by workers (an
+    // outside test's finding: "1–32 workers (6 steps)", "workers 64").
+    assert!(stdout(&o).contains("replay of t.csv at 1×, 2× (2 steps)"), "{}", stdout(&o));
+    let table = stdout(&o).split("latency by direction").nth(1).unwrap_or_default().to_string();
+    assert!(table.lines().nth(1).is_some_and(|h| h.trim_start().starts_with("target")), "{table}");
+    assert!(table.lines().nth(2).is_some_and(|r| r.contains("1× the trace")), "{table}");
 }
 
 #[test]
