@@ -77,6 +77,8 @@ pub const STEP_COLUMNS: &[&str] = &[
     // sweep's step: its count).
     "host_count",
     "planned_hosts",
+    // A replay's step (issue 45): its speed over the trace's timing; empty for any other step.
+    "replay_speed",
 ];
 
 /// Columns of the samples CSV, in order.
@@ -200,6 +202,7 @@ pub fn steps_csv(run_id: i64, label: &str, r: &RunResult) -> String {
                 format!("{:.3}", s.trim.lat_us.p99),
                 s.hosts.to_string(),
                 s.planned_hosts.to_string(),
+                r.and_then(|r| r.replay_speed).map_or_else(String::new, |v| v.to_string()),
             ]);
             out.push_str(&line(fields));
         }
@@ -385,7 +388,7 @@ mod tests {
              cpu_iowait_pct,errors,step_flags,late_ios,stuck_ios,stuck_age_s,unmeasured_errors,target_iops,\
              achieved_pct,sustained,service_p99_us,lag_p99_us,not_issued,is_speed,is_optimum,is_maximum,\
              is_sla_maximum,read_mb_per_s,write_mb_per_s,read_lat_p99_us,write_lat_p99_us,shape,trim_pct,trim_iops,trim_mb_per_s,\
-             trim_lat_mean_us,trim_lat_p99_us,host_count,planned_hosts"
+             trim_lat_mean_us,trim_lat_p99_us,host_count,planned_hosts,replay_speed"
         );
         assert_eq!(
             SAMPLE_COLUMNS.join(","),
