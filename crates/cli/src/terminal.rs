@@ -182,6 +182,7 @@ mod tests {
             members: &[],
             rate: None,
             sequential: false,
+            replay_speed: None,
             rested_s,
             bs: "4k",
             shape: "",

@@ -239,6 +239,13 @@ fn live(f: &mut Families, l: &crate::Live, run: &str) {
         ),
         None => {}
     }
+    if let Some(speed) = l.replay_speed {
+        f.gauge(
+            "iocurve_replay_speed",
+            "The running replay step's speed over its trace's timing (2: twice as fast).",
+            &[(w(), speed)],
+        );
+    }
     f.gauge(
         "iocurve_stall_seconds",
         "Longest stretch without any completion in the last interval (a stall).",

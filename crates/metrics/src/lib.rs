@@ -129,6 +129,8 @@ pub struct Live {
     /// A rate step's target (all hosts together): IOPS, or bytes per second for a sequential
     /// workload. None for a closed-loop step.
     pub target: Option<Target>,
+    /// A replay's step: its speed over the trace's timing (`target` its mean rate).
+    pub replay_speed: Option<f64>,
 }
 
 /// The running step's live gauges, fed its progress events (four a second): the one place that
@@ -361,6 +363,7 @@ mod tests {
             workload: "r".into(),
             workers: 64,
             target: Some(Target::Iops(50_000.0)),
+            replay_speed: Some(2.0),
             inflight: 17,
             bs: "4k r, 64k w".into(),
             shape: "distribution zipf:1.2, bursts 100ms on, 900ms off".into(),
@@ -377,6 +380,8 @@ mod tests {
             line(&text, "iocurve_rate_target_iops{"),
             "iocurve_rate_target_iops{run=\"9\",workload=\"r\"} 50000.0"
         );
+        // A replay's step (issue 45): its speed beside its mean rate.
+        assert_eq!(line(&text, "iocurve_replay_speed{"), "iocurve_replay_speed{run=\"9\",workload=\"r\"} 2.0");
         // Two rate steps of one workload, same workers: told apart by their targets.
         for (target, pct, sustained) in [(50_000.0, 99.9, true), (100_000.0, 71.5, false)] {
             let rate =

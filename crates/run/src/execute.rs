@@ -406,8 +406,10 @@ impl Session<'_, '_> {
             queue_depth: w.ramps_queue_depth().then_some(step.queue_depth),
             hosts: step.hosts,
             members: &member_names,
-            rate: step.rate,
-            sequential: w.pattern == Pattern::Sequential,
+            rate: step.rate.or_else(|| step.speed.zip(self.replays.get(&w.name)).map(|(s, l)| l.mean_iops(s))),
+            // (A replay's mean is in I/Os whatever its sizes.)
+            sequential: w.pattern == Pattern::Sequential && step.speed.is_none(),
+            replay_speed: step.speed,
             rested_s: if si > 0 { w.pause_s } else { 0.0 },
             bs: &bs,
             shape: &shape,

@@ -106,6 +106,7 @@ impl Observer for LiveMetrics {
             bs: at.bs.to_string(),
             shape: at.shape.to_string(),
             target: at.rate.map(|r| if at.sequential { Target::BytesPerSecond(r * 1e6) } else { Target::Iops(r) }),
+            replay_speed: at.replay_speed,
             ..Live::default()
         });
         self.hosts.clear();

@@ -29,6 +29,9 @@ pub struct StepAt<'a> {
     /// A rate step: its target rate (IOPS, or MB/s for `sequential` workloads).
     pub rate: Option<f64>,
     pub sequential: bool,
+    /// A replay's step: its speed over the trace's timing (`rate` is then the trace's mean at
+    /// that speed, in IOPS).
+    pub replay_speed: Option<f64>,
     /// Seconds of rest taken before this step (`pause_s`; 0 for a workload's first step).
     pub rested_s: f64,
     /// The workload's block sizes and what shapes its load, in words (`4k r, 64k w`;
