@@ -327,6 +327,27 @@ fn parse_reader(file: &str, base: &str, mut r: impl Read, limits: &Limits) -> Re
         .take(SNIFF as u64)
         .read_to_end(&mut head)
         .map_err(|source| TraceError::Io { file: file.into(), source })?;
+    // Said for what they are (found by an outside test: a UTF-16 CSV was "not text", a fio log
+    // of another version was read as a CSV without columns).
+    if head.starts_with(b"\xff\xfe") || head.starts_with(b"\xfe\xff") {
+        return Err(TraceError::file(
+            file,
+            "UTF-16 text (its byte-order mark says so): traces are read as UTF-8 or ASCII; convert it, e.g. `iconv -f UTF-16 -t UTF-8 FILE > FILE.csv`",
+        ));
+    }
+    if let Some(first) = head.split(|&b| b == b'\n').next()
+        && first.starts_with(b"fio version ")
+        && !first.starts_with(fio::V2)
+        && !first.starts_with(fio::V3)
+    {
+        return Err(TraceError::file(
+            file,
+            format!(
+                "{:?}: iocurve reads fio I/O logs of versions 2 and 3 (fio 3.31 and later write version 3)",
+                String::from_utf8_lossy(first.trim_ascii())
+            ),
+        ));
+    }
     let format = detect(&head);
     let whole = std::io::BufReader::with_capacity(1 << 16, std::io::Cursor::new(head).chain(r));
     match format {

@@ -372,3 +372,15 @@ fn a_per_cpu_file_that_is_not_blktrace_is_named() {
     let e = read_trace(&dir.path().join("sdb"), &limits()).unwrap_err().to_string();
     assert!(e.contains("sdb.blktrace.1 at byte 0: not a blktrace file"), "{e}");
 }
+
+/// Found by an outside test: a fio log of another version was read as a CSV without columns, and
+/// a UTF-16 CSV was "not text"; each is said for what it is.
+#[test]
+fn another_fio_version_and_utf16_text_are_named() {
+    let e = parse("v4.log", b"fio version 4 iolog\n0 /dev/sdb add\n", &limits()).unwrap_err().to_string();
+    assert!(e.contains("\"fio version 4 iolog\": iocurve reads fio I/O logs of versions 2 and 3"), "{e}");
+    let utf16: Vec<u8> =
+        [0xff, 0xfe].into_iter().chain("time,offset,size,op\n".encode_utf16().flat_map(u16::to_le_bytes)).collect();
+    let e = parse("t.csv", &utf16, &limits()).unwrap_err().to_string();
+    assert!(e.contains("UTF-16 text") && e.contains("iconv"), "{e}");
+}
