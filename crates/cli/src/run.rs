@@ -89,6 +89,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     if let Some(path) = &args.json {
         check_output(path, "--json")?;
     }
+    // (The run checks the log against its other files; the JSON result is the command line's.)
+    if let (Some(json), Some(log)) = (&args.json, &args.write_iolog) {
+        iocurve_run::iolog::check(log, &[("the --json result", json)])?;
+    }
     // Before the targets: a Ctrl-C while a scratch file is prepared then ends the run cleanly,
     // removing the file, instead of killing the process halfway.
     let cancel = crate::signals::install();

@@ -19,8 +19,17 @@ use crate::coordinator::HostIoLog;
 /// Whether `path` can take the log: checked before any target is opened or prepared (a scratch
 /// file of a terabyte is not written for a run that cannot keep its log). Leaves the file, empty
 /// when new, and changes nothing in one that exists.
-pub fn check(path: &Path) -> Result<(), Error> {
+/// `others`: the files the run reads or writes besides (the results database, the verification
+/// map, the traces it replays, the JSON result), by what they are: the log must not be one of
+/// them (it would be emptied).
+pub fn check(path: &Path, others: &[(&str, &Path)]) -> Result<(), Error> {
     let shown = path.display();
+    let me = identity(path);
+    if let Some((what, _)) = others.iter().find(|(_, p)| me.is_some() && identity(p) == me) {
+        return Err(Error::Usage(format!(
+            "--write-iolog {shown} is {what}: the log would overwrite it; name another file"
+        )));
+    }
     if let Ok(m) = std::fs::metadata(path)
         && !m.is_file()
     {
@@ -34,6 +43,23 @@ pub fn check(path: &Path) -> Result<(), Error> {
         .open(path)
         .map(drop)
         .map_err(|e| Error::Usage(format!("--write-iolog {shown}: cannot create it: {e}")))
+}
+
+/// Where a path leads, for telling two names of one file apart: the file itself where it
+/// exists (symbolic links followed), else its canonical directory and name.
+fn identity(p: &Path) -> Option<PathBuf> {
+    if let Ok(c) = std::fs::canonicalize(p) {
+        return Some(c);
+    }
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    // A link to a file not there yet leads where creating it would write.
+    if let Ok(to) = std::fs::read_link(p) {
+        return identity(&dir.join(to));
+    }
+    Some(std::fs::canonicalize(dir).ok()?.join(p.file_name()?))
 }
 
 /// The run's I/O log as it is written.
@@ -55,7 +81,7 @@ impl RunLog {
     /// targets whose names a fio log cannot carry.
     pub fn create(path: &Path, targets: &[TargetInfo]) -> Result<RunLog, Error> {
         let shown = path.display();
-        check(path)?;
+        check(path, &[])?;
         let canonical = |p: &Path| std::fs::canonicalize(p).ok();
         if let Some(c) = canonical(path)
             && targets.iter().any(|t| canonical(Path::new(&t.path)).as_ref() == Some(&c))

@@ -215,13 +215,31 @@ fn an_io_log_that_cannot_be_written_is_refused_before_the_run() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("d")).unwrap();
     std::fs::write(dir.path().join("t.dat"), vec![0u8; 1 << 20]).unwrap();
-    for (log, says) in
-        [("d", "is not a regular file"), ("t.dat", "is a target of this run"), ("nowhere/x.log", "cannot create it")]
-    {
-        let run = ["run", "--target", "t.dat", "--workload", "backend-random-read-4k", "--ramp", "1"];
-        let o = iocurve(dir.path(), &args(&run, &["--intervals", "1", "--interval-s", "0.1", "--write-iolog", log]));
+    // A link to the database before it exists leads there too.
+    std::os::unix::fs::symlink("r.db", dir.path().join("db-link")).unwrap();
+    std::fs::write(dir.path().join("t.csv"), csv(10, 1.0)).unwrap();
+    let o = iocurve(dir.path(), &["run", "--target", "t.dat", "--replay", "t.csv", "--write-iolog", "t.csv"]);
+    assert!(stderr(&o).contains("is a trace this run replays"), "{}", stderr(&o));
+    for (log, says) in [
+        ("d", "is not a regular file"),
+        ("t.dat", "is a target of this run"),
+        ("nowhere/x.log", "cannot create it"),
+        // The run's own files, by any name: emptied, they would be lost.
+        ("r.db", "is the results database"),
+        ("db-link", "is the results database"),
+        ("r.json", "is the --json result"),
+    ] {
+        let run = ["run", "--target", "t.dat", "--workload", "backend-random-read-4k", "--ramp", "1", "--db", "r.db"];
+        let o = iocurve(
+            dir.path(),
+            &args(&run, &["--intervals", "1", "--interval-s", "0.1", "--json", "r.json", "--write-iolog", log]),
+        );
         assert_eq!(o.status.code(), Some(2), "{log}: {}", stderr(&o));
         assert!(stderr(&o).contains(says), "{log}: {}", stderr(&o));
     }
     assert_eq!(std::fs::read(dir.path().join("t.dat")).unwrap(), vec![0u8; 1 << 20], "the target is untouched");
+    // (The target's check comes once the database is open: it may exist, never as a log.)
+    let db = std::fs::read(dir.path().join("r.db")).unwrap_or_default();
+    assert!(!db.starts_with(b"fio version"), "the database is no log");
+    assert_eq!(std::fs::read(dir.path().join("t.csv")).unwrap(), csv(10, 1.0).as_bytes(), "the trace is untouched");
 }
