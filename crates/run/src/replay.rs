@@ -87,6 +87,38 @@ fn check(w: &Workload, path: &str, trace: &Trace) -> Result<(), Error> {
     Ok(())
 }
 
+impl Replays {
+    /// `replay_remap = "refuse"` on this host's targets, before any is opened or a scratch file
+    /// written (found by an outside test: a gigabyte of scratch was prepared for a replay that
+    /// was then refused). `scratch`: the size of scratch files made for targets not there yet.
+    /// Targets whose size cannot be told here are left to the step's own check.
+    pub fn check_sizes(&self, plan: &Plan, scratch: Option<u64>) -> Result<(), Error> {
+        let targets: Vec<&String> = plan.groups.iter().flat_map(|g| g.targets.iter()).collect();
+        let new_files = targets.iter().filter(|t| !std::path::Path::new(t.as_str()).exists()).count();
+        for (name, l) in &self.0 {
+            let Some(w) = plan.workloads.iter().find(|w| &w.name == name) else { continue };
+            if w.replay_remap != iocurve_plan::Remap::Refuse {
+                continue;
+            }
+            for (t, &span) in l.spans.iter().enumerate() {
+                let Some(path) = targets.get(t) else { continue };
+                let Some(size) =
+                    iocurve_engine::target::size_before_open(std::path::Path::new(path.as_str()), scratch, new_files)
+                else {
+                    continue;
+                };
+                if span > size {
+                    return Err(Error::Usage(format!(
+                        "workload {name} replays {} with replay_remap = \"refuse\", and its I/Os reach {span} bytes into target {path} of {size} bytes: replay it on a target as large as the traced device, or with replay_remap = \"modulo\" or \"scale\"",
+                        l.path
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Reads every replaying workload's trace and sets the workload's shares and sizes from it.
 pub fn load(plan: &mut Plan) -> Result<Replays, Error> {
     let targets: Vec<String> = plan.groups.iter().flat_map(|g| g.targets.iter().cloned()).collect();

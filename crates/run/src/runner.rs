@@ -151,6 +151,8 @@ impl<'o> Runner<'o> {
                 at.iter().map(|(m, n)| (m, *n, m.backend)).collect();
             iocurve_engine::budget::check_members(&all)?;
         }
+        // A replay that refuses to move I/Os beyond its targets, before they are made.
+        self.replays.check_sizes(&plan, self.options.size.or(plan.scratch_size))?;
         let obs = &mut self.observers;
         // Before any I/O: a map another run holds, or a damaged one, is bad input (exit code 2).
         let prepared = verification::prepare(&plan, &self.options.verify_map, obs)?;

@@ -957,6 +957,25 @@ pub fn auto_scratch_size_for(files: usize, dir: &Path) -> u64 {
     auto_scratch_size(free_space(dir), files.max(1) as u64)
 }
 
+/// A target's size as far as it can be told before it is opened: a block device's, an existing
+/// file's length (an upper bound: a scratch file keeps a stamp at its end), or the size a scratch
+/// file made now would get (`scratch`, else the automatic one for `new_files` files). None where
+/// it cannot be told (a device that cannot be opened, a directory).
+pub fn size_before_open(path: &Path, scratch: Option<u64>, new_files: usize) -> Option<u64> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.file_type().is_block_device() => {
+            let f = File::open(path).ok()?;
+            device_size(&f, path).ok()
+        }
+        Ok(m) if m.is_file() => Some(m.len()),
+        Ok(_) => None,
+        Err(_) => {
+            let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            Some(scratch.unwrap_or_else(|| auto_scratch_size_for(new_files, dir)))
+        }
+    }
+}
+
 fn free_space_fd(fd: RawFd) -> Option<u64> {
     // SAFETY: zeroed statvfs is a valid out-buffer.
     let mut s: libc::statvfs = unsafe { std::mem::zeroed() };

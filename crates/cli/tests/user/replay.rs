@@ -68,6 +68,9 @@ fn traces_and_keys_that_cannot_be_replayed_are_refused_before_anything_runs() {
     std::fs::write(dir.path().join("far.csv"), "time,offset,size,op\n0,0,4096,R\n18446744073.709551615,0,4096,R\n")
         .unwrap();
     std::fs::write(dir.path().join("big.csv"), "time,offset,size,op\n0,0,100000000,R\n0.5,0,4096,R\n").unwrap();
+    // Found by an outside test: with replay_remap = "refuse" the scratch file was made (and
+    // filled) before the replay was refused.
+    std::fs::write(dir.path().join("far2.csv"), "time,offset,size,op\n0,0,4096,R\n0.2,104857600,4096,W\n").unwrap();
     for (extra, says) in [
         (vec!["--replay", "far.csv"], "at most a week"),
         (vec!["--replay", "t.csv", "--replay-speed", "1e-300"], "0.001 to 1000"),
@@ -80,6 +83,10 @@ fn traces_and_keys_that_cannot_be_replayed_are_refused_before_anything_runs() {
         (vec!["--replay", "t.csv", "--replay-map", "sdq=1"], "does not have"),
         (vec!["--replay", "t.csv", "--replay-map", "*=3"], "names target 3"),
         (vec!["--replay-speed", "2"], "replays no trace"),
+        (
+            vec!["--replay", "far2.csv", "--replay-remap", "refuse"],
+            "reach 104861696 bytes into target t.dat of 16777216 bytes",
+        ),
         // Found by an outside test: keys a replay takes from its trace were accepted and ignored,
         // and a suite with --replay ran each of its workloads as the same replay.
         (vec!["--replay", "t.csv", "--suite", "quick"], "this plan runs 10"),
