@@ -66,6 +66,34 @@ impl TryFrom<String> for Arrival {
     }
 }
 
+/// `name()` and a `TryFrom<String>` (what serde reads it by) for a plan enum spelled in kebab
+/// case: one table of variants and names, and a refusal that lists them.
+macro_rules! kebab_names {
+    ($t:ident, $what:literal, { $($v:ident => $n:literal),+ $(,)? }) => {
+        impl $t {
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($t::$v => $n),+
+                }
+            }
+        }
+
+        impl TryFrom<String> for $t {
+            type Error = String;
+            fn try_from(s: String) -> Result<Self, String> {
+                match s.as_str() {
+                    $($n => Ok($t::$v),)+
+                    _ => {
+                        let names = [$($n),+];
+                        let (last, rest) = names.split_last().unwrap_or((&"", &[]));
+                        Err(format!("unknown {} `{s}`: use {} or {last}", $what, rest.join(", ")))
+                    }
+                }
+            }
+        }
+    };
+}
+
 /// What a replay does with a trace's I/O beyond the end of the target it goes to (a trace of
 /// a larger LUN on a smaller one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
@@ -82,27 +110,7 @@ pub enum Remap {
     Refuse,
 }
 
-impl Remap {
-    pub fn name(self) -> &'static str {
-        match self {
-            Remap::Modulo => "modulo",
-            Remap::Scale => "scale",
-            Remap::Refuse => "refuse",
-        }
-    }
-}
-
-impl TryFrom<String> for Remap {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        match s.as_str() {
-            "modulo" => Ok(Remap::Modulo),
-            "scale" => Ok(Remap::Scale),
-            "refuse" => Ok(Remap::Refuse),
-            _ => Err(format!("unknown replay_remap `{s}`: use modulo, scale or refuse")),
-        }
-    }
-}
+kebab_names!(Remap, "replay_remap", { Modulo => "modulo", Scale => "scale", Refuse => "refuse" });
 
 /// How a replay's I/Os are shared out among the run's hosts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
@@ -118,27 +126,7 @@ pub enum Split {
     Process,
 }
 
-impl Split {
-    pub fn name(self) -> &'static str {
-        match self {
-            Split::RoundRobin => "round-robin",
-            Split::Device => "device",
-            Split::Process => "process",
-        }
-    }
-}
-
-impl TryFrom<String> for Split {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        match s.as_str() {
-            "round-robin" => Ok(Split::RoundRobin),
-            "device" => Ok(Split::Device),
-            "process" => Ok(Split::Process),
-            _ => Err(format!("unknown replay_split `{s}`: use round-robin, device or process")),
-        }
-    }
-}
+kebab_names!(Split, "replay_split", { RoundRobin => "round-robin", Device => "device", Process => "process" });
 
 /// What a rate step does with an I/O that is due while `max_outstanding` I/Os are in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, Serialize)]
@@ -154,27 +142,7 @@ pub enum Overload {
     AbortStep,
 }
 
-impl Overload {
-    pub fn name(self) -> &'static str {
-        match self {
-            Overload::Queue => "queue",
-            Overload::Drop => "drop",
-            Overload::AbortStep => "abort-step",
-        }
-    }
-}
-
-impl TryFrom<String> for Overload {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        match s.as_str() {
-            "queue" => Ok(Overload::Queue),
-            "drop" => Ok(Overload::Drop),
-            "abort-step" => Ok(Overload::AbortStep),
-            _ => Err(format!("unknown overload policy `{s}`: use queue, drop or abort-step")),
-        }
-    }
-}
+kebab_names!(Overload, "overload policy", { Queue => "queue", Drop => "drop", AbortStep => "abort-step" });
 
 /// Intervals the SNIA steady-state rule judges: `iocurve_stats::steady::WINDOW` (the plan crate
 /// depends on no other; a test in the engine holds the two equal).
@@ -358,5 +326,29 @@ impl DataPattern {
             v.push(format!("constant byte {:#04x}", self.constant));
         }
         v.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names read back as their variants, and a name that is none says which are.
+    #[test]
+    fn kebab_names_round_trip_and_list_the_choices() {
+        for o in [Overload::Queue, Overload::Drop, Overload::AbortStep] {
+            assert_eq!(Overload::try_from(o.name().to_string()), Ok(o));
+        }
+        for s in [Split::RoundRobin, Split::Device, Split::Process] {
+            assert_eq!(Split::try_from(s.name().to_string()), Ok(s));
+        }
+        assert_eq!(
+            Overload::try_from("wait".to_string()),
+            Err("unknown overload policy `wait`: use queue, drop or abort-step".to_string())
+        );
+        assert_eq!(
+            Remap::try_from("wrap".to_string()),
+            Err("unknown replay_remap `wrap`: use modulo, scale or refuse".to_string())
+        );
     }
 }
