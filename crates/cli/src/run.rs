@@ -78,6 +78,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             }
         }
         if let Some(path) = &args.write_iolog {
+            // Refused as the run refuses it (the targets' own names once they are open).
+            let mut others = iocurve_run::iolog::run_files(&plan, &args.db, &args.verify_map);
+            others.extend(args.json.iter().map(|j| ("the --json result", j.clone())));
+            iocurve_run::iolog::check(path, &others)?;
+            iocurve_run::iolog::check_names(plan.groups.iter().flat_map(|g| &g.targets).map(String::as_str))?;
             crate::outln!(
                 "every I/O would be written to {} as a fio version 3 I/O log (step by step, as each ends)",
                 path.display()
@@ -91,7 +96,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     }
     // (The run checks the log against its other files; the JSON result is the command line's.)
     if let (Some(json), Some(log)) = (&args.json, &args.write_iolog) {
-        iocurve_run::iolog::check(log, &[("the --json result", json)])?;
+        iocurve_run::iolog::check(log, &[("the --json result", json.clone())])?;
     }
     // Before the targets: a Ctrl-C while a scratch file is prepared then ends the run cleanly,
     // removing the file, instead of killing the process halfway.

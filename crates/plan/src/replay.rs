@@ -45,7 +45,7 @@ pub fn parse_map(text: &str) -> Result<Vec<MapEntry>, String> {
 }
 
 /// The target (index into `targets`, as listed) of each of the trace's `devices`: by the map,
-/// else the devices in order on targets 1, 2, …. Refused: a device with no target, a target
+/// else a device named as a target on it and the others in order on the targets left. Refused: a device with no target, a target
 /// number or path the plan does not list.
 pub fn assign(devices: &[String], targets: &[String], map: Option<&[MapEntry]>) -> Result<Vec<u32>, String> {
     let index = |to: &MapTo| -> Result<u32, String> {
@@ -66,16 +66,21 @@ pub fn assign(devices: &[String], targets: &[String], map: Option<&[MapEntry]>) 
     };
     let Some(map) = map else {
         if devices.len() > targets.len() {
+            let example = if targets.len() > 1 { format!("{}=1 *=2", devices[0]) } else { "*=1".to_string() };
             return Err(format!(
-                "the trace has {} devices ({}) and the plan {} target{}: say where each goes with replay_map (e.g. \"{}=1 *=2\")",
+                "the trace has {} devices ({}) and the plan {} target{}: say where each goes with replay_map (e.g. \"{example}\")",
                 devices.len(),
                 some(devices),
                 targets.len(),
                 if targets.len() == 1 { "" } else { "s" },
-                devices[0]
             ));
         }
-        return Ok((0..devices.len() as u32).collect());
+        // A device named as a target goes to it (a run's own I/O log replayed on its targets:
+        // found by an outside test, whose first I/O was on its second target); the others in
+        // order on the targets left.
+        let named: Vec<Option<usize>> = devices.iter().map(|d| targets.iter().position(|t| t == d)).collect();
+        let mut free = (0..targets.len()).filter(|i| !named.contains(&Some(*i)));
+        return Ok(named.iter().map(|n| n.or_else(|| free.next()).unwrap_or(0) as u32).collect());
     };
     for e in map.iter().filter(|e| e.device != "*") {
         if !devices.contains(&e.device) {
@@ -146,6 +151,15 @@ mod tests {
         assert!(assign(&s(&["x", "y"]), &t, Some(&m)).unwrap_err().contains("nothing of the trace's device y"));
         let m = parse_map("x=/dev/q").unwrap();
         assert!(assign(&s(&["x"]), &t, Some(&m)).unwrap_err().contains("does not list"));
+    }
+
+    /// Found by an outside test: a run's own log, whose first I/O was on its second target,
+    /// replayed onto its targets swapped them; a device named as a target goes to it.
+    #[test]
+    fn a_device_named_as_a_target_goes_to_it() {
+        let t = s(&["/d/m1", "/d/m2", "/d/m3"]);
+        assert_eq!(assign(&s(&["/d/m2", "/d/m1"]), &t, None).unwrap(), vec![1, 0]);
+        assert_eq!(assign(&s(&["x", "/d/m1", "y"]), &t, None).unwrap(), vec![1, 0, 2]);
     }
 
     /// Found by an outside test: a trace of 5000 devices named every one in the error.

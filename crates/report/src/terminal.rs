@@ -305,7 +305,13 @@ pub fn rate_cells(s: &StepResult, sequential: bool) -> Vec<String> {
         format::lat_us(r.lag_us.p99),
         format::group(r.dropped + r.backlog),
         format!("{:.0}", s.cpu.busy()),
-        if r.sustained { "sustained" } else { "UNSUSTAINED" }.to_string(),
+        match (r.sustained, s.flags.iter().any(|f| f.code == "interrupted")) {
+            (true, _) => "sustained",
+            // Stopped before its end: its figures stand for what ran, not for a rate not kept.
+            (false, true) => "stopped",
+            (false, false) => "UNSUSTAINED",
+        }
+        .to_string(),
         flag_codes(s),
     ]
 }

@@ -2,7 +2,7 @@
 //! store, the targets, the back-end, the agents) and after them (the final verification, the
 //! verdict); the steps themselves are `execute`'s.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -98,12 +98,9 @@ impl<'o> Runner<'o> {
         // A trace that cannot be read is bad input: found before anything is opened.
         self.replays = crate::replay::load(&mut self.plan)?;
         if let Some(path) = &self.options.write_iolog {
-            let traces: Vec<PathBuf> =
-                self.plan.workloads.iter().filter_map(|w| w.replay.as_ref().map(PathBuf::from)).collect();
-            let mut others: Vec<(&str, &Path)> =
-                vec![("the results database", &self.options.db), ("the verification map", &self.options.verify_map)];
-            others.extend(traces.iter().map(|t| ("a trace this run replays", t.as_path())));
+            let others = crate::iolog::run_files(&self.plan, &self.options.db, &self.options.verify_map);
             crate::iolog::check(path, &others)?;
+            crate::iolog::check_names(self.plan.groups.iter().flat_map(|g| &g.targets).map(String::as_str))?;
         }
         match self.hosts.clone() {
             Hosts::Local if !self.plan.hosts.is_empty() => Err(Error::Usage(format!(

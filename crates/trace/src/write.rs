@@ -43,6 +43,11 @@ impl<W: Write> FioLogWriter<W> {
         self.w.flush()
     }
 
+    /// The writer, as it is (nothing more written or flushed).
+    pub fn into_inner(self) -> W {
+        self.w
+    }
+
     /// Writes a `close` of every device at `t_ns` and gives the writer back, flushed.
     pub fn finish(mut self, t_ns: u64) -> io::Result<W> {
         for d in &self.devices {

@@ -225,3 +225,53 @@ fn regression_a_trace_of_small_ios_replays_on_a_4k_sector_device_aligned() {
     let notes = s.to_string();
     assert!(notes.contains("200 were aligned to 4096 bytes"), "{notes}");
 }
+
+/// Found by an outside test: a log on a filesystem that fills up was cut mid-step and mid-line
+/// while the message said the steps before were in it. Now it is cut back to its last whole
+/// step, which fio and iocurve read, and the run ends with exit code 1 saying how many I/Os it
+/// holds.
+#[test]
+fn a_log_on_a_full_filesystem_is_cut_back_to_its_last_whole_step() {
+    needs_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=100k", "tmpfs"])
+        .arg(&small)
+        .status()
+        .unwrap();
+    assert!(mounted.success());
+    // Rate steps on the null back-end: the same count of I/Os on a loaded machine as on a quiet
+    // one — about 2000 lines (64 KB) in the first, 2400 in the second: the second fills 100 KB.
+    let run =
+        ["run", "--target", "t.dat", "--size", "16m", "--workload", "backend-random-read-4k", "--backend", "null"];
+    let o = iocurve(
+        dir.path(),
+        &args(
+            &run,
+            &[
+                "--rate",
+                "5000,6000",
+                "--warmup-s",
+                "0",
+                "--intervals",
+                "2",
+                "--interval-s",
+                "0.2",
+                "--write-iolog",
+                "small/full.log",
+            ],
+        ),
+    );
+    let log = std::fs::read_to_string(small.join("full.log")).unwrap_or_default();
+    let _ = std::process::Command::new("umount").arg(&small).status();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let said = stderr(&o);
+    assert!(said.contains("No space left on device") && said.contains("cut back to their end"), "{said}");
+    // Whole lines only, each an I/O of the header's one file or the header itself.
+    assert!(log.ends_with('\n'), "{}", &log[log.len().saturating_sub(100)..]);
+    let ios = log.lines().filter(|l| l.split(' ').count() == 5).count();
+    assert!(ios > 0 && said.contains(&format!("{ios} I/Os")), "{ios} I/O lines; {said}");
+    assert!(log.lines().skip(3).all(|l| l.split(' ').count() == 5 && l.contains(" t.dat read ")), "whole lines");
+}

@@ -227,6 +227,14 @@ fn an_io_log_that_cannot_be_written_is_refused_before_the_run() {
     std::fs::write(dir.path().join("t.csv"), csv(10, 1.0)).unwrap();
     let o = iocurve(dir.path(), &["run", "--target", "t.dat", "--replay", "t.csv", "--write-iolog", "t.csv"]);
     assert!(stderr(&o).contains("is a trace this run replays"), "{}", stderr(&o));
+    // Found by an outside test: a hard link, the plan itself, and a dry run that accepted all.
+    std::fs::hard_link(dir.path().join("t.dat"), dir.path().join("hard-t")).unwrap();
+    std::fs::write(dir.path().join("p.toml"), "[[workloads]]\nname = \"a\"\n").unwrap();
+    let o = iocurve(dir.path(), &["run", "p.toml", "--target", "t.dat", "--write-iolog", "p.toml"]);
+    assert!(stderr(&o).contains("is the plan this run reads"), "{}", stderr(&o));
+    let o = iocurve(dir.path(), &["run", "--target", "t.dat", "--write-iolog", "hard-t", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is a target of this run"), "{}", stderr(&o));
     for (log, says) in [
         ("d", "is not a regular file"),
         ("t.dat", "is a target of this run"),
@@ -235,6 +243,8 @@ fn an_io_log_that_cannot_be_written_is_refused_before_the_run() {
         ("r.db", "is the results database"),
         ("db-link", "is the results database"),
         ("r.json", "is the --json result"),
+        ("hard-t", "is a target of this run"),
+        ("-", "not to standard output"),
     ] {
         let run = ["run", "--target", "t.dat", "--workload", "backend-random-read-4k", "--ramp", "1", "--db", "r.db"];
         let o = iocurve(
@@ -249,4 +259,5 @@ fn an_io_log_that_cannot_be_written_is_refused_before_the_run() {
     let db = std::fs::read(dir.path().join("r.db")).unwrap_or_default();
     assert!(!db.starts_with(b"fio version"), "the database is no log");
     assert_eq!(std::fs::read(dir.path().join("t.csv")).unwrap(), csv(10, 1.0).as_bytes(), "the trace is untouched");
+    assert!(!dir.path().join("nowhere").exists() && !dir.path().join("r.json").exists(), "nothing left behind");
 }

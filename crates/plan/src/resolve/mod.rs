@@ -189,6 +189,21 @@ impl Resolver<'_> {
                 ),
             ));
         }
+        // `--replay` on the one workload chosen of several (`--workload`): its own keys now.
+        if self.overrides.keys.replay.is_some()
+            && self.file.workloads.len() > 1
+            && let [(i, _, w)] = all
+        {
+            self.replay_own_keys(*i, &w.name, Some(w.warmup_s))?;
+        }
+        Ok(())
+    }
+
+    /// A replaying workload's own keys that its trace decides (see [`Resolver::replay_keys`]):
+    /// checked before the workload is resolved, so that no other rule speaks of a key the
+    /// trace sets (found by an outside test: `write_bs` on a replay was "never written: lower
+    /// read_pct").
+    fn replay_own_keys(&self, i: usize, name: &str, warmup_s: Option<f64>) -> Result<(), PlanError> {
         const FROM_TRACE: [(&str, &str); 13] = [
             ("read_pct", "its reads' share comes from the trace"),
             ("trim_pct", "its trims' share comes from the trace"),
@@ -204,25 +219,22 @@ impl Resolver<'_> {
             ("host_ramp", "its steps are its speeds (replay_speed, --replay-speed)"),
             ("intervals", "its steps last as long as the trace at each speed, in intervals of about interval_s"),
         ];
-        for (i, _, w) in all.iter().filter(|(_, _, w)| w.replay.is_some()) {
-            let own = |key: &str| matches!(self.origin(*i, key), Origin::Cli | Origin::Workload(_));
-            if let Some(&(key, why)) = FROM_TRACE.iter().find(|(key, _)| own(key)) {
-                return Err(self.key_err(
-                    *i,
-                    key,
-                    format!("workload {} replays a trace, and {why}: drop {key} (it would be ignored)", w.name),
-                ));
-            }
-            if w.warmup_s > 0.0 && own("warmup_s") {
-                return Err(self.key_err(
-                    *i,
-                    "warmup_s",
-                    format!(
-                        "workload {} replays a trace, whose first seconds are part of it: no warm-up (warmup_s = 0), or cut the trace",
-                        w.name
-                    ),
-                ));
-            }
+        let own = |key: &str| matches!(self.origin(i, key), Origin::Cli | Origin::Workload(_));
+        if let Some(&(key, why)) = FROM_TRACE.iter().find(|(key, _)| own(key)) {
+            return Err(self.key_err(
+                i,
+                key,
+                format!("workload {name} replays a trace, and {why}: drop {key} (it would be ignored)"),
+            ));
+        }
+        if warmup_s.is_some_and(|w| w > 0.0) && own("warmup_s") {
+            return Err(self.key_err(
+                i,
+                "warmup_s",
+                format!(
+                    "workload {name} replays a trace, whose first seconds are part of it: no warm-up (warmup_s = 0), or cut the trace"
+                ),
+            ));
         }
         Ok(())
     }
@@ -260,6 +272,11 @@ impl Resolver<'_> {
             self.queue_depth_layers(i, &mut keys)?;
             let label = label::follow(&name, &own, &self.overrides.keys);
             let chosen = filter.is_none_or(|f| label.contains(f) || name.contains(f));
+            // (`--replay` on a plan of several workloads is refused as a whole, after them.)
+            let replay_of_its_own = !matches!(self.origin(i, "replay"), Origin::Cli) || self.file.workloads.len() == 1;
+            if chosen && self.as_given && keys.replay.is_some() && replay_of_its_own {
+                self.replay_own_keys(i, &name, keys.warmup_s)?;
+            }
             let w = if chosen { Some(self.workload(i, &keys)?) } else { None };
             if all.iter().any(|(_, n, _, _)| *n == name) {
                 return Err(self.err(
