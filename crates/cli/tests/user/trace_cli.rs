@@ -147,3 +147,13 @@ fn a_sequential_bursty_trace_becomes_a_sequential_plan_in_mb_s_that_says_to_repl
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("MB/s"), "{}", stdout(&o));
 }
+
+/// Found by an outside test: a trace shorter than a second showed a peak below its mean.
+#[test]
+fn a_trace_under_a_second_names_no_peak_second() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("s.csv"), "time,offset,size,op\n0,0,4096,W\n0.2,8192,4096,W\n").unwrap();
+    let o = iocurve(dir.path(), &["trace", "s.csv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("rate: mean 5 IOPS, no peak second (it lasts under a second)"), "{}", stdout(&o));
+}
