@@ -24,8 +24,13 @@ fn default_suite_runs_on_a_scratch_file_and_meets_the_contract() {
     assert_eq!(names.len(), 10, "{names:?}");
     assert_eq!(names[0], "frontend-random-read-4k");
     let w = &r["workloads"][0];
-    for key in ["name", "kind", "working_set", "steps", "speed", "optimum", "maximum", "min_lat_us"] {
+    for key in ["name", "kind", "working_set", "steps", "min_lat_us"] {
         assert!(!w[key].is_null(), "workload.{key}");
+    }
+    // Always there; null where no step qualifies — on a loaded machine two steps of 2 × 0.3 s
+    // may both be flagged (CI of 453bb2d: no maximum).
+    for key in ["speed", "optimum", "maximum"] {
+        assert!(w.as_object().unwrap().contains_key(key), "workload.{key}");
     }
     let s = &w["steps"][0];
     for key in [
