@@ -146,7 +146,7 @@ fn weighted_groups_split_io_by_weight() {
     let dir = tempfile::tempdir().unwrap();
     let r = run_plan(
         dir.path(),
-        "[[groups]]\nname = \"local\"\nweight = 3\ntargets = [\"a.dat\"]\n\n[[groups]]\nname = \"mirrored\"\nweight = 1\ntargets = [\"b.dat\"]\n\n[[workloads]]\nname = \"backend-random-write-4k\"\nread_pct = 0\nramp = [4]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.5\n",
+        "[[groups]]\nname = \"local\"\nweight = 3\ntargets = [\"a.dat\"]\n\n[[groups]]\nname = \"mirrored\"\nweight = 1\ntargets = [\"b.dat\"]\n\n[[workloads]]\nname = \"backend-random-write-4k\"\nread_pct = 0\nramp = [4]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 1\n",
         &["--size", "256m", "--keep"],
     );
     assert_eq!(r["targets"][0]["group"], "local");
@@ -161,7 +161,9 @@ fn weighted_groups_split_io_by_weight() {
     let (a, b) = (writes("a.dat"), writes("b.dat"));
     let n = a + b;
     let measured = f(&r["workloads"][0]["steps"][0]["write"]["ops"]);
-    assert!(measured > 1000.0, "enough writes to judge: {measured}");
+    // Enough that four σ (below) still tell 3:1 from 1:1 (n/4 apart from n/2 by more than 4σ
+    // from n ≥ 48); a loaded CI disk gave 84 in 1 s (CI of 41b0a09), a quiet one thousands.
+    assert!(measured >= 64.0, "enough writes to judge: {measured}");
     assert!(n >= 0.9 * measured, "the measured writes landed (warm-up adds more): {n:.0} vs {measured}");
     // Each write picks group b with p = 1/4: binomial, σ = √(n·3/16). Four σ keep the test from
     // flaking, while a broken pick (e.g. uniform groups: n/2) is still far outside.
