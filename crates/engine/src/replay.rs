@@ -54,7 +54,7 @@ pub struct Fitted {
 impl ReplayShare {
     /// The largest read or write (its buffer size).
     pub fn max_data_len(&self) -> u32 {
-        self.ios.iter().filter(|i| i.op.dir != Dir::Trim).map(|i| i.op.len).max().unwrap_or(0)
+        max_data_len(&self.ios)
     }
 
     /// The mean rate the share is due at, IOPS: its I/Os over the time from the step's start to
@@ -136,6 +136,11 @@ impl ReplayShare {
     pub fn for_thread(&self, thread: usize, threads: usize) -> Arc<[ReplayIo]> {
         every_nth(&self.ios, thread, threads)
     }
+}
+
+/// The largest read or write of `ios` (the buffer they need; a trim carries no data).
+pub fn max_data_len(ios: &[ReplayIo]) -> u32 {
+    ios.iter().filter(|i| i.op.dir != Dir::Trim).map(|i| i.op.len).max().unwrap_or(0)
 }
 
 /// Every `threads`-th of `ios`, from the `thread`-th on.

@@ -249,8 +249,7 @@ fn fitted_replay(cfg: &StepConfig, threads: usize) -> Result<Option<Arc<Replayin
         Some(own) => r.fit_ios(own, &sizes, align)?,
         None => unreachable!("an Arc just made has no other owner"),
     };
-    let max_data = ios.iter().filter(|i| i.op.dir != crate::ops::Dir::Trim).map(|i| i.op.len).max().unwrap_or(0);
-    let max_len = (max_data as usize).div_ceil(4096) * 4096;
+    let max_len = (crate::replay::max_data_len(&ios) as usize).div_ceil(4096) * 4096;
     Ok(Some(Arc::new(Replaying { ios, speed: r.speed, max_len, threads, fitted, align })))
 }
 
