@@ -72,6 +72,39 @@ pub fn run_json(dir: &Path, args: &[&str]) -> Value {
     ok_json(&o, &dir.join("result.json"))
 }
 
+/// [`run_json`] for a short run on the test machine's own disk, which CI's parallel lanes share:
+/// when the run ended 3 only because a single I/O stalled for seconds (every step that completed
+/// nothing is flagged `stall`, no step counted an I/O error — the disk, not iocurve), runs once
+/// more. CI of 5e4c9f5: one 8k write took 2.28 s and left a 1-worker step of 2 × 1 s with no
+/// completion. A second stall, an error or any other failure still fails the test.
+pub fn run_json_on_shared_disk(dir: &Path, args: &[&str]) -> Value {
+    let mut a = args.to_vec();
+    a.extend(["--json", "result.json"]);
+    let o = iocurve(dir, &a);
+    if o.status.code() == Some(3) && only_stalled(&dir.join("result.json")) {
+        eprintln!("a step completed nothing behind a stall of the shared disk; once more:\n{}", stdout(&o));
+        return ok_json(&iocurve(dir, &a), &dir.join("result.json"));
+    }
+    ok_json(&o, &dir.join("result.json"))
+}
+
+/// Whether the result at `json` has a step that completed nothing, and every such step is
+/// flagged `stall` and no step counted an error.
+fn only_stalled(json: &Path) -> bool {
+    let Some(r) = std::fs::read_to_string(json).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok()) else {
+        return false;
+    };
+    let steps: Vec<&Value> = r["workloads"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|w| w["steps"].as_array().into_iter().flatten())
+        .collect();
+    let has = |s: &Value, code: &str| s["flags"].as_array().is_some_and(|f| f.iter().any(|f| f["code"] == code));
+    let empty: Vec<&&Value> = steps.iter().filter(|s| has(s, "no_io")).collect();
+    !empty.is_empty() && empty.iter().all(|s| has(s, "stall")) && steps.iter().all(|s| s["errors"].as_u64() == Some(0))
+}
+
 /// Writes `toml` as `plan.toml` in `dir`, runs it with `extra` options and returns the result.
 pub fn run_plan(dir: &Path, toml: &str, extra: &[&str]) -> Value {
     std::fs::write(dir.join("plan.toml"), toml).unwrap();

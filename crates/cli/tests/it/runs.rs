@@ -72,7 +72,7 @@ fn real_file_both_backends_count_and_mix_correctly() {
     for backend in ["io_uring", "libaio", "psync"] {
         let run = ["run", "--target", "t.dat", "--size", "128m", "--workload", "backend-mixed-70-8k", "--ramp", "1,4"];
         let timing = ["--warmup-s", "0.2", "--intervals", "2", "--interval-s", "1", "--backend", backend];
-        let r = run_json(dir.path(), &args(&run, &timing));
+        let r = run_json_on_shared_disk(dir.path(), &args(&run, &timing));
         assert_eq!(r["host"]["backend"], backend);
         check_steps(&r, 8192);
         let (mut reads, mut total) = (0u64, 0u64);
