@@ -71,6 +71,7 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         remove_scratch: args.remove_scratch,
         claim_expiry: std::time::Duration::from_secs_f64(args.claim_expiry_s),
         audit,
+        simulated: None,
     };
     if !cfg.state_dir.is_dir() {
         return Err(CliError::Usage(format!("--state-dir {}: no such directory", cfg.state_dir.display())));
@@ -78,6 +79,12 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
     // The steps' figures as this agent measures them, labelled with its host name.
     let exporter = iocurve_metrics::Exporter::new();
     let metrics = crate::run::metrics_server(&args.metrics, &exporter, args.token_file.as_deref())?;
+    if let Some(n) = args.simulate {
+        if metrics.is_some() {
+            return Err(CliError::Usage("--simulate serves no live metrics: drop --metrics".into()));
+        }
+        return crate::simulate::serve(cfg, n, args.simulate_latency_us);
+    }
     let cfg = AgentConfig { metrics: metrics.as_ref().map(|_| exporter), ..cfg };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -1014,6 +1014,19 @@ pub struct AgentArgs {
     /// `iocurve-verify-HOST-HASH.map`, locked while in use); default: the directory it runs in.
     #[arg(long = "state-dir", default_value = ".", value_name = "DIR")]
     pub state_dir: PathBuf,
+    /// Serve N simulated agents from this one process, to measure a coordinator (and its
+    /// network) at hundreds or thousands of hosts on one machine: agent K listens on --listen's
+    /// port + K (port 0: a free port each), keeps its maps in --state-dir/sim-K, calls itself
+    /// HOST-simK, runs its clock up to ±10 ms off this host's, and models its steps instead of
+    /// running I/O (latency --simulate-latency-us at one I/O outstanding, growing past 8; IOPS ×
+    /// mean latency = outstanding). Everything else — TLS, token, claims, targets, audit — is
+    /// the real agent's. Closed-loop steps only: a rate, a replay, workloads at once,
+    /// verification and --write-iolog are refused.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=8192), conflicts_with = "launched")]
+    pub simulate: Option<u32>,
+    /// The latency a simulated agent models at one I/O outstanding, in µs.
+    #[arg(long = "simulate-latency-us", default_value_t = 1000, value_name = "US", requires = "simulate", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub simulate_latency_us: u64,
 
     #[command(flatten)]
     pub metrics: MetricsArgs,

@@ -19,6 +19,7 @@ pub mod run;
 mod setup;
 mod show;
 pub mod signals;
+mod simulate;
 mod size;
 mod stored_run;
 mod terminal;

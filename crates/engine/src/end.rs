@@ -20,6 +20,12 @@ fn entered(lives: &[Live]) -> u32 {
     lives.iter().map(|l| l.entered.load(Ordering::Relaxed)).max().unwrap_or(0)
 }
 
+/// The furthest interval a running step has entered: its threads', or the count a step run
+/// elsewhere keeps ([`StepEnd::attach_counted`]).
+fn entered_of(r: &Running) -> u32 {
+    entered(&r.lives).max(r.counted.as_ref().map_or(0, |c| c.load(Ordering::Relaxed)))
+}
+
 /// Sets the step to end after `want` intervals (at most `planned`), or after the furthest
 /// interval a thread of `lives` has entered; returns the count it ends after.
 pub(crate) fn end_after(rounds: &AtomicU32, lives: &[Live], want: u32, planned: u32) -> u32 {
@@ -39,6 +45,8 @@ pub(crate) fn end_after(rounds: &AtomicU32, lives: &[Live], want: u32, planned: 
 struct Running {
     rounds: Arc<AtomicU32>,
     lives: Arc<[Live]>,
+    /// The interval a step without I/O threads is in (a simulated agent's, issue 46).
+    counted: Option<Arc<AtomicU32>>,
     planned: u32,
 }
 
@@ -74,7 +82,7 @@ impl StepEnd {
     pub fn position(&self, key: i64) -> Option<(u32, u32)> {
         let s = self.state();
         let r = s.running.as_ref().filter(|_| s.key == key)?;
-        Some((r.rounds.load(Ordering::Relaxed).min(r.planned), entered(&r.lives)))
+        Some((r.rounds.load(Ordering::Relaxed).min(r.planned), entered_of(r)))
     }
 
     /// Ends step `key` after `want` intervals, or later when a thread is past that already:
@@ -84,11 +92,27 @@ impl StepEnd {
     pub fn end_after(&self, key: i64, want: u32) -> Option<u32> {
         let s = self.state();
         let r = s.running.as_ref().filter(|_| s.key == key)?;
+        if let Some(c) = &r.counted {
+            // One counter, read and raised under this lock by its one owner: no race to redo.
+            // SeqCst here and in the step: its store of `entered` and load of `rounds` against
+            // this load and store (one of the two sees the other's).
+            let end = want.max(c.load(Ordering::SeqCst)).min(r.planned);
+            r.rounds.store(end, Ordering::SeqCst);
+            return Some(end);
+        }
         Some(end_after(&r.rounds, &r.lives, want, r.planned))
     }
 
     pub(crate) fn attach(&self, rounds: Arc<AtomicU32>, lives: Arc<[Live]>, planned: u32) {
-        self.state().running = Some(Running { rounds, lives, planned });
+        self.state().running = Some(Running { rounds, lives, counted: None, planned });
+    }
+
+    /// Attaches a step that runs no I/O threads of this crate (a simulated agent's step, issue
+    /// 46) until the guard drops: `rounds` is the count of intervals it ends after, `entered`
+    /// the interval it is in (from 1), which it raises before reading `rounds` at a boundary.
+    pub fn attach_counted(&self, rounds: Arc<AtomicU32>, entered: Arc<AtomicU32>, planned: u32) -> Attached<'_> {
+        self.state().running = Some(Running { rounds, lives: Arc::from(Vec::new()), counted: Some(entered), planned });
+        Attached(self)
     }
 
     pub(crate) fn detach(&self) {
@@ -97,7 +121,7 @@ impl StepEnd {
 }
 
 /// A step attached to its [`StepEnd`] until this is dropped (on every way out of the step).
-pub(crate) struct Attached<'a>(&'a StepEnd);
+pub struct Attached<'a>(&'a StepEnd);
 
 impl<'a> Attached<'a> {
     pub(crate) fn new(end: &'a StepEnd, rounds: Arc<AtomicU32>, lives: Arc<[Live]>, planned: u32) -> Attached<'a> {

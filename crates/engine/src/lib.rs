@@ -38,3 +38,4 @@ pub use end::StepEnd;
 pub use iocurve_stats::{Rates, StepProgress};
 pub use step::{NoObserver, StepConfig, StepObserver, run_step};
 pub use target::{OpenOptions, Target, TargetKind, TargetSet};
+pub use worker::samples_per_interval;

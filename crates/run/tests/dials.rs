@@ -31,6 +31,7 @@ async fn agent(dir: &Path) -> (String, tokio::sync::oneshot::Sender<()>) {
         remove_scratch: false,
         claim_expiry: iocurve_net::agent::CLAIM_EXPIRY,
         audit: std::sync::Arc::new(iocurve_net::agent::audit::Audit::off()),
+        simulated: None,
     };
     tokio::spawn(async move {
         serve(cfg, |a| addr_tx.send(a).unwrap(), async { rx.await.unwrap_or(()) }).await.unwrap();

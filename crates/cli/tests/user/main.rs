@@ -31,6 +31,7 @@ mod precondition;
 mod regression;
 mod replay;
 mod runs;
+mod scale;
 mod size;
 mod slurm;
 mod store;

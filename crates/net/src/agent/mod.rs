@@ -27,6 +27,7 @@ use crate::{NetError, PROTOCOL, pb, unix_ns, wire};
 pub mod audit;
 pub mod listen;
 mod requests;
+pub mod simulate;
 mod work;
 
 pub use requests::{
@@ -36,6 +37,7 @@ pub use requests::{
 use work::{Step, precondition_blocking, run_blocking};
 
 /// TLS material of an agent; without it the agent listens in plain text (`--insecure`).
+#[derive(Clone)]
 pub struct AgentTls {
     pub cert_pem: String,
     pub key_pem: String,
@@ -73,6 +75,9 @@ pub struct AgentConfig {
     pub claim_expiry: Duration,
     /// The audit trail (standard error, and `--audit-log FILE`).
     pub audit: Arc<audit::Audit>,
+    /// One of the simulated agents of `iocurve agent --simulate N` (issue 46): steps are
+    /// modelled, not run (see [`simulate`]).
+    pub simulated: Option<simulate::Simulated>,
 }
 
 /// The default of [`AgentConfig::claim_expiry`].
@@ -136,6 +141,8 @@ struct Service {
     /// At most this many target requests open or prepare targets at once: walks and scratch
     /// files of many concurrent requests would otherwise multiply their bounds.
     openers: Arc<tokio::sync::Semaphore>,
+    /// See [`AgentConfig::simulated`].
+    simulated: Option<simulate::Simulated>,
 }
 
 /// Holds [`Service::busy`] and marks the work's end in [`Service::work_ended`] when dropped.
@@ -399,6 +406,7 @@ impl Service {
         remove_scratch: bool,
         audit: Arc<audit::Audit>,
         claim_expiry: Duration,
+        simulated: Option<simulate::Simulated>,
     ) -> Service {
         Service {
             audit,
@@ -419,13 +427,15 @@ impl Service {
             busy: Arc::new(tokio::sync::Mutex::new(())),
             stop: Arc::new(std::sync::Mutex::new(None)),
             end: Arc::new(iocurve_engine::StepEnd::new()),
-            // A local run chose its back-end before it started this agent.
-            available: if local.is_some() {
+            // A local run chose its back-end before it started this agent; a simulated agent
+            // runs none.
+            available: if local.is_some() || simulated.is_some() {
                 iocurve_plan::Availability::everything()
             } else {
                 iocurve_engine::backend::available()
             },
             local: local.map(Arc::new),
+            simulated,
         }
     }
 
@@ -634,7 +644,11 @@ impl Agent for Service {
                 r.protocol
             )));
         }
-        let f = host::facts();
+        let mut f = host::facts();
+        if let Some(sim) = &self.simulated {
+            // A host of its own to the coordinator, named as simulated.
+            f.hostname = format!("{}-sim{}", f.hostname, sim.index);
+        }
         Ok(Response::new(pb::HelloReply {
             protocol: PROTOCOL,
             version: env!("CARGO_PKG_VERSION").into(),
@@ -657,7 +671,8 @@ impl Agent for Service {
         {
             o.last_act = std::time::Instant::now();
         }
-        Ok(Response::new(pb::PingReply { agent_unix_ns: unix_ns() }))
+        let agent_unix_ns = self.simulated.as_ref().map_or_else(unix_ns, simulate::Simulated::now);
+        Ok(Response::new(pb::PingReply { agent_unix_ns }))
     }
 
     async fn targets(&self, req: Request<pb::TargetsRequest>) -> Result<Response<pb::TargetsReply>, Status> {
@@ -843,6 +858,11 @@ impl Agent for Service {
         let call = self.claim(&req, "step", &detail)?;
         let r = req.into_inner();
         let (w, mut backend, faults) = step_request(&r)?;
+        if self.simulated.is_some()
+            && let Some(refused) = simulate::unsupported(&r, w.verify)
+        {
+            return Err(refused);
+        }
         let replay = replay_request(&r)?;
         let iolog = r.write_iolog.then(iocurve_engine::iolog::IoLog::new);
         // Said once, in the agent's Hello (the run's `host.agents[].backend_note`).
@@ -896,6 +916,30 @@ impl Agent for Service {
                         beat.try_send(Ok(pb::StepEvent { event: Some(pb::step_event::Event::Progress(setting_up)) }));
                 }
             });
+        }
+        if let Some(sim) = self.simulated {
+            let s = simulate::SimStep {
+                sim,
+                outstanding: r.workers as u64 * w.queue_depth.max(1) as u64,
+                bs: w.bs.first().map_or(4096, |b| b.bytes),
+                read_pct: w.read_pct,
+                warmup_s: w.warmup_s,
+                intervals: w.intervals,
+                interval_s: w.interval_s,
+                start_at_unix_ns: r.start_at_unix_ns,
+                received_unix_ns: received_unix_ns + sim.offset_ns,
+                host_target: 0,
+            };
+            // A task, not a blocking thread: thousands of simulated agents in one process.
+            tokio::spawn(async move {
+                let done = simulate::run(s, &tx, &stop, &end).await;
+                began.store(true, Ordering::Relaxed);
+                drop(targets);
+                *slot.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                drop(guard);
+                let _ = tx.send(Ok(pb::StepEvent { event: Some(pb::step_event::Event::Done(done)) })).await;
+            });
+            return Ok(Response::new(ReceiverStream::new(rx)));
         }
         tokio::task::spawn_blocking(move || {
             let step = Step {
@@ -974,6 +1018,7 @@ pub async fn serve(
         cfg.remove_scratch,
         audit.clone(),
         cfg.claim_expiry,
+        cfg.simulated,
     );
     let owner = service.owner.clone();
     let held = service.held.clone();
@@ -1092,7 +1137,8 @@ async fn run_over(owner: Arc<std::sync::Mutex<Option<Owner>>>) -> &'static str {
 pub fn in_process(local: InProcess, token: String) -> tokio::io::DuplexStream {
     let (client, server) = tokio::io::duplex(1 << 20);
     let audit = Arc::new(audit::Audit::off());
-    let service = Service::new(None, Vec::new(), Some(local), PathBuf::new(), None, false, audit.clone(), CLAIM_EXPIRY);
+    let service =
+        Service::new(None, Vec::new(), Some(local), PathBuf::new(), None, false, audit.clone(), CLAIM_EXPIRY, None);
     let incoming = tokio_stream::once(Ok::<_, std::io::Error>(server));
     tokio::spawn(async move {
         let r = Server::builder()
