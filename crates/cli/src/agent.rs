@@ -10,7 +10,7 @@ use crate::cli::AgentArgs;
 
 /// How long an agent told to end (SIGTERM, Ctrl-C, its coordinator's input closed, its
 /// credentials expired) waits for its work to stop before it exits anyway.
-const END_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+pub(crate) const END_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
     if args.insecure && args.client_ca.is_some() {

@@ -1019,13 +1019,15 @@ pub struct AgentArgs {
     /// port + K (port 0: a free port each), keeps its maps in --state-dir/sim-K, calls itself
     /// HOST-simK, runs its clock up to ±10 ms off this host's, and models its steps instead of
     /// running I/O (latency --simulate-latency-us at one I/O outstanding, growing past 8; IOPS ×
-    /// mean latency = outstanding). Everything else — TLS, token, claims, targets, audit — is
-    /// the real agent's. Closed-loop steps only: a rate, a replay, workloads at once,
-    /// verification and --write-iolog are refused.
+    /// mean latency = outstanding), flagged `simulated` in every result. Everything else — TLS,
+    /// token, claims, targets (allocated, never written), audit — is the real agent's. Closed-loop
+    /// steps of one block size on one target only: a rate, a replay, workloads at once,
+    /// verification, --write-iolog, faults, trims, block-size mixes, think time, several
+    /// targets, preconditioning and verification passes are refused.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=8192), conflicts_with = "launched")]
     pub simulate: Option<u32>,
-    /// The latency a simulated agent models at one I/O outstanding, in µs.
-    #[arg(long = "simulate-latency-us", default_value_t = 1000, value_name = "US", requires = "simulate", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    /// The latency a simulated agent models at one I/O outstanding, in µs (at most 1 s).
+    #[arg(long = "simulate-latency-us", default_value_t = 1000, value_name = "US", requires = "simulate", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub simulate_latency_us: u64,
 
     #[command(flatten)]

@@ -10,6 +10,7 @@ use iocurve_net::agent::AgentConfig;
 use iocurve_net::agent::simulate::Simulated;
 
 use crate::CliError;
+use crate::agent::END_GRACE;
 
 /// The largest clock offset a simulated agent runs with, either way (ns): within what the
 /// coordinator measures and corrects, as real hosts' clocks kept by NTP are.
@@ -86,22 +87,27 @@ pub fn serve(base: AgentConfig, n: u32, latency_us: u64) -> Result<ExitCode, Cli
             }
         };
         tokio::pin!(signalled);
-        let mut first_error = None;
-        loop {
-            tokio::select! {
-                _ = &mut signalled => { let _ = end.send(true); break; }
-                r = agents.join_next() => match r {
-                    // One agent that cannot serve (its port taken) ends them all: a simulation
-                    // of fewer hosts than asked measures the wrong thing.
-                    Some(Ok(Err(e))) => { first_error = Some(e); let _ = end.send(true); break; }
-                    Some(_) => {}
-                    None => break,
-                },
-            }
-        }
+        // One agent that stops serving before the signal (its port taken, a failure) ends them
+        // all: a simulation of fewer hosts than asked measures the wrong thing.
+        let first_error = tokio::select! {
+            _ = &mut signalled => None,
+            r = agents.join_next() => Some(match r {
+                Some(Ok(Err(e))) => CliError::from(e),
+                Some(Ok(Ok(()))) => CliError::Runtime("--simulate: a simulated agent stopped serving: ending them all".into()),
+                Some(Err(e)) => CliError::Runtime(format!("--simulate: a simulated agent failed ({e}): ending them all")),
+                None => CliError::Runtime("--simulate: no agent left".into()),
+            }),
+        };
+        let _ = end.send(true);
+        // As a single agent does: a few seconds for the steps to stop, then out regardless.
+        std::thread::spawn(|| {
+            std::thread::sleep(END_GRACE);
+            crate::errln!("still busy {} s after being told to end: ending now", END_GRACE.as_secs());
+            std::process::exit(1)
+        });
         while agents.join_next().await.is_some() {}
         match first_error {
-            Some(e) => Err(CliError::from(e)),
+            Some(e) => Err(e),
             None => Ok(ExitCode::SUCCESS),
         }
     })

@@ -93,12 +93,19 @@ impl StepEnd {
         let s = self.state();
         let r = s.running.as_ref().filter(|_| s.key == key)?;
         if let Some(c) = &r.counted {
-            // One counter, read and raised under this lock by its one owner: no race to redo.
-            // SeqCst here and in the step: its store of `entered` and load of `rounds` against
-            // this load and store (one of the two sees the other's).
-            let end = want.max(c.load(Ordering::SeqCst)).min(r.planned);
-            r.rounds.store(end, Ordering::SeqCst);
-            return Some(end);
+            // As for threads: set the count, then look again at the interval entered, raising
+            // the count until the step is found no further. SeqCst on both sides (the step
+            // stores `entered`, then loads `rounds`; this stores `rounds`, then loads
+            // `entered`): of a store and the other side's load, one sees the other.
+            let mut end = want.max(c.load(Ordering::SeqCst)).min(r.planned);
+            loop {
+                r.rounds.store(end, Ordering::SeqCst);
+                let now = c.load(Ordering::SeqCst).min(r.planned);
+                if now <= end {
+                    return Some(end);
+                }
+                end = now;
+            }
         }
         Some(end_after(&r.rounds, &r.lives, want, r.planned))
     }
@@ -139,6 +146,22 @@ impl Drop for Attached<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_counted_step_ends_at_the_interval_it_entered_at_the_latest() {
+        let e = StepEnd::new();
+        e.expect(9);
+        let (rounds, entered) = (Arc::new(AtomicU32::new(10)), Arc::new(AtomicU32::new(0)));
+        {
+            let _a = e.attach_counted(rounds.clone(), entered.clone(), 10);
+            entered.store(4, Ordering::SeqCst);
+            assert_eq!(e.position(9), Some((10, 4)));
+            assert_eq!(e.end_after(9, 2), Some(4), "not before the interval it is in");
+            assert_eq!(rounds.load(Ordering::SeqCst), 4);
+            assert_eq!(e.end_after(9, 40), Some(10), "never beyond the plan");
+        }
+        assert_eq!(e.end_after(9, 5), None, "detached when the guard dropped");
+    }
 
     #[test]
     fn a_request_ends_only_its_own_step_and_never_before_an_interval_a_thread_entered() {

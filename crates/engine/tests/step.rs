@@ -311,14 +311,18 @@ fn regression_psync_threads_share_one_schedule_and_light_load_is_no_overload() {
     // late by a thread that had been free all along, and abort-step ended the step at once.
     for arrival in [iocurve_plan::Arrival::Uniform, iocurve_plan::Arrival::Poisson] {
         let mut w = workload(100.0, 1, 2, 0.5, Backend::Psync);
-        // 16 threads, not 4: a time claimed late means every thread was busy or starved, and
-        // 16 claimed times span 8 ms of the schedule, 4 only 2 ms — a loaded CI machine (load
-        // average 17 on 2 cores) starved 4 long enough once. Each thread's own schedule (the
-        // regression) still finds its one slot busy at 125 IOPS of Poisson arrivals.
-        w.max_outstanding = 16;
+        w.max_outstanding = 4;
         w.arrival = arrival;
         w.overload = iocurve_plan::Overload::AbortStep;
-        let rec = rate_step(&w, 2_000.0, &t, &[]);
+        // A second try when the first was ended by an overload: a loaded CI machine (load
+        // average 17 on 2 cores) once starved all 4 threads past a due time. The regression
+        // aborted every such step (uniform) or nearly every one (Poisson, each thread its own
+        // schedule), so it fails both tries.
+        let mut rec = rate_step(&w, 2_000.0, &t, &[]);
+        if rec.notes.iter().any(|(c, _)| c == iocurve_engine::step::OVERLOADED) {
+            eprintln!("{arrival:?}: overloaded once ({:?}); once more", rec.notes);
+            rec = rate_step(&w, 2_000.0, &t, &[]);
+        }
         assert!(rec.notes.is_empty(), "{arrival:?}: {:?}", rec.notes);
         assert_eq!(rec.intervals.len(), 2, "the step ran to its end");
         let r = rec.total.rate.as_deref().unwrap();

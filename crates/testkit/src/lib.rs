@@ -89,7 +89,7 @@ pub fn run_json_on_shared_disk(dir: &Path, args: &[&str]) -> Value {
 }
 
 /// Whether the result at `json` has a step that completed nothing, and every such step is
-/// flagged `stall` and no step counted an error.
+/// flagged `stall`, and no step counted an error (measured or not) or gave up a stuck I/O.
 fn only_stalled(json: &Path) -> bool {
     let Some(r) = std::fs::read_to_string(json).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok()) else {
         return false;
@@ -102,7 +102,12 @@ fn only_stalled(json: &Path) -> bool {
         .collect();
     let has = |s: &Value, code: &str| s["flags"].as_array().is_some_and(|f| f.iter().any(|f| f["code"] == code));
     let empty: Vec<&&Value> = steps.iter().filter(|s| has(s, "no_io")).collect();
-    !empty.is_empty() && empty.iter().all(|s| has(s, "stall")) && steps.iter().all(|s| s["errors"].as_u64() == Some(0))
+    let clean = |s: &Value| {
+        s["errors"].as_u64() == Some(0)
+            && s["unmeasured_errors"].as_array().is_none_or(Vec::is_empty)
+            && s["stuck_ios"].as_u64().unwrap_or(0) == 0
+    };
+    !empty.is_empty() && empty.iter().all(|s| has(s, "stall")) && steps.iter().all(|s| clean(s))
 }
 
 /// Writes `toml` as `plan.toml` in `dir`, runs it with `extra` options and returns the result.

@@ -37,11 +37,20 @@ impl Simulated {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
+        // Read on a thread of its own: an agent that never says where it listens fails the test
+        // (60 s: a bound for a hang, not a timing) instead of hanging it.
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
         let mut hosts = vec![(String::new(), PathBuf::new()); n as usize];
         for _ in 0..n {
-            let mut line = String::new();
-            out.read_line(&mut line).unwrap();
+            let line = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("every simulated agent listens");
             // "iocurve agent K listening on ADDR"
             let words: Vec<&str> = line.split_whitespace().collect();
             assert_eq!(words.get(3), Some(&"listening"), "{line:?}");
@@ -65,6 +74,7 @@ fn f(v: &Value) -> f64 {
 
 #[test]
 fn simulated_agents_are_hosts_of_their_own_with_their_own_clocks_and_their_figures_add_up() {
+    let _one = crate::util::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let certs = certs(dir.path());
     let sim = Simulated::start(dir.path(), &certs, 6);
@@ -95,6 +105,10 @@ fn simulated_agents_are_hosts_of_their_own_with_their_own_clocks_and_their_figur
         assert!((little - outstanding).abs() / outstanding < 0.05, "{little} vs {outstanding}");
         let flags: Vec<&str> = s["flags"].as_array().unwrap().iter().filter_map(|f| f["code"].as_str()).collect();
         assert!(!flags.contains(&"host_lost") && !flags.contains(&"no_io"), "{flags:?}");
+        // Never passed off as measured: one flag says so, with how many hosts.
+        let said: Vec<&Value> = s["flags"].as_array().unwrap().iter().filter(|f| f["code"] == "simulated").collect();
+        assert_eq!(said.len(), 1, "{flags:?}");
+        assert!(said[0]["message"].as_str().unwrap().contains("6 of 6 hosts are simulated"), "{}", said[0]);
         offsets.extend(hosts.iter().map(|h| f(&h["clock_offset_ms"])));
     }
     // Each runs its own clock, up to 10 ms off this host's, and the coordinator measured it.
@@ -110,16 +124,26 @@ fn a_simulated_agent_refuses_what_it_cannot_model_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let certs = certs(dir.path());
     let sim = Simulated::start(dir.path(), &certs, 2);
-    hosts_plan(
-        dir.path(),
-        &sim.hosts,
-        "[[workloads]]\nname = \"w\"\nread_pct = 100\nbackend = \"null\"\nrate = [100]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.5\n",
-    );
-    let o = coordinator(dir.path(), &certs, &["plan.toml", "--size", "1m"]).output().unwrap();
-    assert!(!o.status.success());
-    let text = format!("{}{}", stdout(&o), stderr(&o));
-    assert!(text.contains("simulated agent") && text.contains("not a rate"), "{text}");
-    assert!(!text.contains("panicked"), "{text}");
+    let refusals = [
+        ("rate = [100]", None, "not a rate"),
+        ("trim_pct = 20", None, "not trims"),
+        ("bs = { \"4k\" = 70, \"64k\" = 30 }", None, "not a mix of block sizes"),
+        ("[[faults]]\nkind = \"latency\"\nlatency_ms = 1", None, "not injected faults"),
+        ("", Some("--precondition"), "not preconditioning"),
+    ];
+    for (key, flag, said) in refusals {
+        let workload = format!(
+            "[[workloads]]\nname = \"w\"\nread_pct = 50\nbackend = \"null\"\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.5\n{key}\n"
+        );
+        hosts_plan(dir.path(), &sim.hosts, &workload);
+        let mut args = vec!["plan.toml", "--size", "1m"];
+        args.extend(flag);
+        let o = coordinator(dir.path(), &certs, &args).output().unwrap();
+        let text = format!("{}{}", stdout(&o), stderr(&o));
+        assert_eq!(o.status.code(), Some(2), "{key}: {text}");
+        assert!(text.contains("simulated agent") && text.contains(said), "{key}: {text}");
+        assert!(!text.contains("panicked"), "{text}");
+    }
     // A range past the last port is refused before anything listens.
     let o = Command::new(bin())
         .args(["agent", "--simulate", "10", "--listen", "127.0.0.1:65530", "--insecure", "--token-file"])
@@ -128,4 +152,30 @@ fn a_simulated_agent_refuses_what_it_cannot_model_and_says_so() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("past 65535"), "{}", stderr(&o));
+}
+
+/// The coordinator ends a steady step on simulated agents as on real ones (`EndAfter` through
+/// the step's interval counter): every host the same intervals, long before the planned 400.
+#[test]
+fn simulated_agents_end_a_steady_step_together() {
+    let _one = crate::util::one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs(dir.path());
+    let sim = Simulated::start(dir.path(), &certs, 4);
+    let w = "[[workloads]]\nname = \"s\"\nbackend = \"null\"\nramp = [4]\nsteady_state = \"snia\"\nwarmup_s = 0\nintervals = 400\ninterval_s = 0.2\n";
+    hosts_plan(dir.path(), &sim.hosts, w);
+    let t = std::time::Instant::now();
+    let o = coordinator(dir.path(), &certs, &["plan.toml", "--size", "1m", "--json", "r.json"]).output().unwrap();
+    // 400 intervals are 80 s; a steady end a few seconds: 40 s is neither.
+    assert!(t.elapsed() < std::time::Duration::from_secs(40), "{:?}", t.elapsed());
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let s = &r["workloads"][0]["steps"][0];
+    let n = s["intervals"].as_array().unwrap().len();
+    assert!(s["steady_state"]["steady"] == true && n < 40, "{n}: {}", s["steady_state"]);
+    let flags: Vec<&str> = s["flags"].as_array().unwrap().iter().filter_map(|f| f["code"].as_str()).collect();
+    assert!(!flags.contains(&"interrupted") && !flags.contains(&"uneven_end"), "{flags:?}");
+    for h in s["hosts"].as_array().unwrap() {
+        assert_eq!(h["samples"].as_array().unwrap().len(), n, "every host ran the same intervals: {h}");
+    }
 }

@@ -300,6 +300,12 @@ impl Service {
     }
 
     /// The lock of a step or pass: one at a time.
+    /// The size of a scratch file the request asks for (0: chosen by the agent); a simulated
+    /// agent's are [`simulate::SCRATCH_BYTES`].
+    fn scratch_size(&self, asked: u64) -> u64 {
+        if self.simulated.is_some() { simulate::SCRATCH_BYTES } else { asked }
+    }
+
     fn take_busy(&self) -> Result<Busy, Status> {
         let guard = self
             .busy
@@ -680,8 +686,11 @@ impl Agent for Service {
         self.check_groups(&req.get_ref().groups)?;
         let call = self.claim(&req, "targets", &targets_detail(&req.get_ref().groups, req.get_ref().write))?;
         let r = req.into_inner();
-        let set =
-            self.open_with(&call, &r.groups, Opening::new(r.scratch_size, r.write, r.unfilled, r.run_key)).await?;
+        // A simulated agent writes nothing: its scratch files stay unfilled and small, whatever
+        // --size says (thousands of them on one disk).
+        let unfilled = r.unfilled || self.simulated.is_some();
+        let size = self.scratch_size(r.scratch_size);
+        let set = self.open_with(&call, &r.groups, Opening::new(size, r.write, unfilled, r.run_key)).await?;
         Ok(Response::new(pb::TargetsReply { targets: facts(&set) }))
     }
 
@@ -726,6 +735,9 @@ impl Agent for Service {
     ) -> Result<Response<Self::PreconditionStream>, Status> {
         // Checked before the trail records it: a malformed request is refused without a line.
         self.check_groups(&req.get_ref().groups)?;
+        if self.simulated.is_some() {
+            return Err(simulate::refused("preconditioning"));
+        }
         let call = self.claim(&req, "precondition", &targets_detail(&req.get_ref().groups, true))?;
         let r = req.into_inner();
         let cfg = precondition_request(&r)?;
@@ -763,6 +775,9 @@ impl Agent for Service {
     ) -> Result<Response<Self::VerifyPassStream>, Status> {
         // Checked before the trail records it: a malformed request is refused without a line.
         self.check_groups(&req.get_ref().groups)?;
+        if self.simulated.is_some() {
+            return Err(simulate::refused("a verification pass"));
+        }
         let call = self.claim(&req, "verification pass", &targets_detail(&req.get_ref().groups, false))?;
         let r = req.into_inner();
         if !(512..=64 << 20).contains(&r.bs) || !r.bs.is_multiple_of(512) {
@@ -859,7 +874,7 @@ impl Agent for Service {
         let r = req.into_inner();
         let (w, mut backend, faults) = step_request(&r)?;
         if self.simulated.is_some()
-            && let Some(refused) = simulate::unsupported(&r, w.verify)
+            && let Some(refused) = simulate::unsupported(&r, &w, &faults)
         {
             return Err(refused);
         }
@@ -879,9 +894,11 @@ impl Agent for Service {
         tracing::info!(workload = %w.name, workers = r.workers, backend = backend.name(), "step requested");
         // A back-end that touches no data (null): a scratch file a null-only run left
         // unwritten is fine for it (and not filled for it).
-        let null = !backend.touches_storage() && members.iter().all(|(_, _, b)| !b.touches_storage());
+        let null = (!backend.touches_storage() && members.iter().all(|(_, _, b)| !b.touches_storage()))
+            || self.simulated.is_some();
         let writes = w.writes() || members.iter().any(|(m, _, _)| m.writes());
-        let targets = self.open_with(&call, &r.groups, Opening::new(r.scratch_size, writes, null, r.run_key)).await?;
+        let size = self.scratch_size(r.scratch_size);
+        let targets = self.open_with(&call, &r.groups, Opening::new(size, writes, null, r.run_key)).await?;
         // The map: the local run's own, or this agent's for these targets. The step saves it
         // at every interval end (after flushing the targets) and at its own.
         let kept = match (&self.local, w.verify) {
@@ -932,7 +949,7 @@ impl Agent for Service {
             };
             // A task, not a blocking thread: thousands of simulated agents in one process.
             tokio::spawn(async move {
-                let done = simulate::run(s, &tx, &stop, &end).await;
+                let done = simulate::run(s, &tx, &stop, &end, &began).await;
                 began.store(true, Ordering::Relaxed);
                 drop(targets);
                 *slot.lock().unwrap_or_else(|e| e.into_inner()) = None;

@@ -36,6 +36,10 @@ impl Simulated {
     }
 }
 
+/// A simulated agent's scratch file, whatever size the run asks for: never written, and
+/// thousands of them share one disk.
+pub const SCRATCH_BYTES: u64 = 1 << 20;
+
 /// How often a simulated step says how far it is (a real step: four times a second).
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
@@ -60,25 +64,50 @@ pub(super) struct SimStep {
     pub host_target: u32,
 }
 
-/// Why a simulated agent refuses a step it cannot model (a rate, a replay, a concurrent step,
-/// verification, an I/O log): refused, not run as something else.
-pub(super) fn unsupported(r: &pb::StepRequest, verify: bool) -> Option<Status> {
+/// The note every simulated step's `Done` carries: the coordinator turns the hosts' into one
+/// flag of the step, so that no result, report or comparison passes modelled figures off as
+/// measured ones.
+pub const SIMULATED: &str = "simulated";
+
+/// A call a simulated agent does not serve: refused by name, not done as something else.
+pub fn refused(what: &str) -> Status {
+    Status::invalid_argument(format!(
+        "this is a simulated agent (iocurve agent --simulate): it models closed-loop steps of one block size on one target, not {what}; run the plan on real agents"
+    ))
+}
+
+/// Why a simulated agent refuses a step it cannot model: what the model has no place for is
+/// refused, not run as something else.
+pub(super) fn unsupported(
+    r: &pb::StepRequest,
+    w: &iocurve_plan::Workload,
+    faults: &[iocurve_plan::Fault],
+) -> Option<Status> {
+    let targets: usize = r.groups.iter().map(|g| g.targets.len()).sum();
     let what = if r.rate_iops != 0.0 {
         "a rate"
     } else if !r.replay.is_empty() {
         "a replay"
     } else if !r.members.is_empty() {
         "workloads at once"
-    } else if verify {
+    } else if w.verify {
         "verification"
     } else if r.write_iolog {
         "--write-iolog"
+    } else if !faults.is_empty() {
+        "injected faults"
+    } else if w.trims() {
+        "trims"
+    } else if w.bs.len() != 1 || !w.write_bs.is_empty() || !w.trim_bs.is_empty() {
+        "a mix of block sizes"
+    } else if w.think.is_some() {
+        "think time"
+    } else if targets > 1 {
+        "several targets on a host"
     } else {
         return None;
     };
-    Some(Status::invalid_argument(format!(
-        "this is a simulated agent (iocurve agent --simulate): it runs closed-loop steps only, not {what}; run the plan on real agents"
-    )))
+    Some(refused(what))
 }
 
 /// The model's base latency (ns) at `outstanding` I/Os: flat to 8, then growing with the queue
@@ -95,33 +124,55 @@ pub(super) fn interval(s: &SimStep, index: u32) -> IntervalStats {
     let sample_s = s.interval_s / spp as f64;
     let base = base_latency_ns(&s.sim, s.outstanding);
     let vary = 1.0 + (splitmix((s.sim.index as u64) << 32 | index as u64) % 100) as f64 / 5_000.0;
-    // Little's law: IOPS = outstanding / mean latency.
-    let per_sample = (s.outstanding as f64 * sample_s * 1e9 / (base * SHAPE_MEAN * vary)).round() as u64;
+    // Little's law: IOPS = outstanding / mean latency; at least one I/O a sample (a latency
+    // longer than the sample would complete none: the model is not for that).
+    let per_sample = ((s.outstanding as f64 * sample_s * 1e9 / (base * SHAPE_MEAN * vary)).round() as u64).max(1);
+    let counts = shares(per_sample);
     let mut stats = IntervalStats::with_samples(spp);
     for si in 0..spp {
-        for (share, times) in SHAPE {
-            let n = per_sample * share / 100;
+        for ((_, times), n) in SHAPE.iter().zip(counts) {
             let lat = (base * times * vary) as u64;
-            let reads = (n as f64 * s.read_pct / 100.0).round() as u64;
+            let reads = (n as f64 * s.read_pct.clamp(0.0, 100.0) / 100.0).round() as u64;
             for (dir, k) in [(&mut stats.read, reads), (&mut stats.write, n - reads)] {
                 if k == 0 {
                     continue;
                 }
                 dir.hist.record_n(lat, k);
-                dir.ops += k;
-                dir.bytes += k * s.bs;
+                dir.ops = dir.ops.saturating_add(k);
+                dir.bytes = dir.bytes.saturating_add(k.saturating_mul(s.bs));
             }
             let sample = &mut stats.samples[si];
-            sample.ops += n;
-            sample.bytes += n * s.bs;
-            sample.lat_sum_ns += n * lat;
-            sample.lat_max_ns = sample.lat_max_ns.max(if n > 0 { lat } else { 0 });
+            sample.ops = sample.ops.saturating_add(n);
+            sample.bytes = sample.bytes.saturating_add(n.saturating_mul(s.bs));
+            sample.lat_sum_ns = sample.lat_sum_ns.saturating_add(n.saturating_mul(lat));
+            if n > 0 {
+                sample.lat_max_ns = sample.lat_max_ns.max(lat);
+            }
             stats.seconds.record_n(si, lat, n);
         }
     }
-    stats.max_gap_ns = Some((base * 6.0 * vary) as u64);
+    // The longest time without a completion: the mean latency over the I/Os outstanding.
+    stats.max_gap_ns = Some((base * SHAPE_MEAN * vary / s.outstanding.max(1) as f64) as u64);
     stats.fill_one_target(s.host_target);
     stats
+}
+
+/// `n` I/Os over the model's latency points by their shares, summing to `n` (largest
+/// remainder: truncating each share lost the slow tail of a small count).
+fn shares(n: u64) -> [u64; SHAPE.len()] {
+    let mut out = SHAPE.map(|(share, _)| n.saturating_mul(share) / 100);
+    let mut left = n - out.iter().sum::<u64>();
+    let mut by_remainder: Vec<usize> = (0..SHAPE.len()).collect();
+    // Ties to the slower point: the tail is what a small count must not lose.
+    by_remainder.sort_by_key(|&i| std::cmp::Reverse((n.saturating_mul(SHAPE[i].0) % 100, i)));
+    for i in by_remainder {
+        if left == 0 {
+            break;
+        }
+        out[i] += 1;
+        left -= 1;
+    }
+    out
 }
 
 /// Runs the step: streams its events to `tx` until its last interval, a stop, the end the
@@ -131,6 +182,7 @@ pub(super) async fn run(
     tx: &mpsc::Sender<Result<pb::StepEvent, Status>>,
     stop: &AtomicBool,
     end: &iocurve_engine::StepEnd,
+    began: &AtomicBool,
 ) -> pb::Done {
     let send = |e: pb::step_event::Event| {
         let tx = tx.clone();
@@ -157,6 +209,8 @@ pub(super) async fn run(
     let entered = Arc::new(AtomicU32::new(0));
     let _attached = end.attach_counted(rounds.clone(), entered.clone(), s.intervals);
     let spp = iocurve_engine::samples_per_interval(s.interval_s);
+    // The set-up heartbeat ends here, as a real step's does at its start.
+    began.store(true, Ordering::Relaxed);
     if !send(pb::step_event::Event::Started(pb::Started {
         started_unix_ns: s.sim.now(),
         threads: 1,
@@ -168,7 +222,8 @@ pub(super) async fn run(
     {
         return pb::Done { interrupted: true, ..Default::default() };
     }
-    let boundary = |i: u32| start + ((s.warmup_s + i as f64 * s.interval_s) * 1e9) as i64;
+    // (f64 to i64 saturates: a boundary beyond the year 2262 is never reached.)
+    let boundary = |i: u32| start.saturating_add(((s.warmup_s + i as f64 * s.interval_s) * 1e9) as i64);
     let (mut ops, mut bytes, mut lat_sum) = (0u64, 0u64, 0u64);
     let mut i = 0u32;
     let mut interrupted = false;
@@ -206,9 +261,9 @@ pub(super) async fn run(
             break;
         }
         let stats = interval(&s, i);
-        ops += stats.ops();
-        bytes += stats.bytes();
-        lat_sum += stats.samples.iter().map(|x| x.lat_sum_ns).sum::<u64>();
+        ops = ops.saturating_add(stats.ops());
+        bytes = bytes.saturating_add(stats.bytes());
+        lat_sum = stats.samples.iter().fold(lat_sum, |a, x| a.saturating_add(x.lat_sum_ns));
         let cpu = CpuUsage { user: 0.01, system: 0.01, ..Default::default() };
         if !send(pb::step_event::Event::Interval(wire::interval_to(i, &stats, &cpu, s.interval_s))).await {
             interrupted = true;
@@ -216,7 +271,14 @@ pub(super) async fn run(
         }
         i += 1;
     }
-    pb::Done { interrupted, ..Default::default() }
+    pb::Done {
+        interrupted,
+        notes: vec![pb::Note {
+            code: SIMULATED.into(),
+            message: "a simulated agent (iocurve agent --simulate): its figures are modelled, not measured".into(),
+        }],
+        ..Default::default()
+    }
 }
 
 /// A well-mixed 64-bit value of `x` (SplitMix64's finaliser).
@@ -263,6 +325,32 @@ mod tests {
             assert_eq!(st.bytes(), ops * 4096);
             assert_eq!(st.targets.len(), 1);
         }
+    }
+
+    #[test]
+    fn shares_add_up_to_the_count_and_keep_the_tail_of_small_counts() {
+        for n in [0u64, 1, 3, 10, 19, 20, 99, 1000, 123_457] {
+            let c = shares(n);
+            assert_eq!(c.iter().sum::<u64>(), n, "{n}: {c:?}");
+            for ((share, _), k) in SHAPE.iter().zip(c) {
+                let exact = n as f64 * *share as f64 / 100.0;
+                assert!((k as f64 - exact).abs() < 1.0, "{n}: {c:?}");
+            }
+        }
+        // 10 I/Os a sample: the slow tail (5 %) rounds up where truncation dropped it.
+        assert_eq!(shares(10), [3, 5, 1, 1]);
+    }
+
+    #[test]
+    fn a_long_latency_still_completes_and_keeps_the_gap_below_the_latency() {
+        let mut s = step(1, 1.0);
+        s.sim.latency_ns = 1_000_000_000;
+        let st = interval(&s, 0);
+        assert!(st.ops() >= 1);
+        let mut busy = step(2048, 1.0);
+        busy.sim.latency_ns = 1_000_000;
+        let st = interval(&busy, 0);
+        assert!(st.max_gap_ns.unwrap() < 10_000_000, "{:?}", st.max_gap_ns);
     }
 
     #[test]

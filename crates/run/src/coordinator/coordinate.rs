@@ -517,15 +517,29 @@ impl<'a> Hosts<'a> {
             }
         }
         merged.aborted = self.aborted.take();
+        let mut simulated = 0;
         for (h, d) in self.drain.iter().enumerate() {
             merged.drain.merge(d);
             merged.unmeasured_errors.merge(&self.unmeasured[h]);
             merged.io_cpu = IoCpu::max(merged.io_cpu, self.io_cpu[h]);
             for (code, message) in &self.notes[h] {
+                // Said once for the step, with how many hosts: not once per simulated host.
+                if code == iocurve_net::agent::simulate::SIMULATED {
+                    simulated += 1;
+                    continue;
+                }
                 let message =
                     if self.per_host { format!("{}: {message}", self.agents[h].addr) } else { message.clone() };
                 merged.notes.push((code.clone(), message));
             }
+        }
+        if simulated > 0 {
+            merged.notes.push((
+                iocurve_net::agent::simulate::SIMULATED.into(),
+                format!(
+                    "{simulated} of {n} hosts are simulated agents (iocurve agent --simulate): their figures are modelled, not measured"
+                ),
+            ));
         }
         for (i, at) in self.lost.iter().enumerate() {
             let Some(at) = at else { continue };
