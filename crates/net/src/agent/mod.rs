@@ -126,7 +126,7 @@ struct Service {
     /// Remove created scratch files at the end: the sets that created them are held here
     /// (opened without `keep`) until the agent ends, when dropping them removes the files.
     remove_scratch: bool,
-    held: Arc<std::sync::Mutex<Vec<Arc<TargetSet>>>>,
+    held: Arc<std::sync::Mutex<Vec<Held>>>,
     /// See [`RunLocks`].
     run_locks: Arc<std::sync::Mutex<Option<RunLocks>>>,
     audit: Arc<audit::Audit>,
@@ -181,6 +181,29 @@ struct RunLocks {
     key: u32,
     connection: std::sync::Weak<listen::Ticket>,
     files: std::collections::HashMap<(u64, u64), std::fs::File>,
+}
+
+/// A target set kept until the agent ends (see [`Service::held`]), with the key of the run
+/// that opened it: its write locks are that run's, let go of when the run is over
+/// ([`release_held`]), not when the agent ends.
+struct Held {
+    run_key: u32,
+    set: Arc<TargetSet>,
+}
+
+/// Lets go of the write locks held sets took for the runs `over` says are over: a scratch file
+/// kept for removal refused every later run in the name of the run that created it (issue 45's
+/// closing note: the next run was refused naming the agent's own pid).
+fn release_held(held: &std::sync::Mutex<Vec<Held>>, over: impl Fn(u32) -> bool) {
+    for h in held.lock().unwrap_or_else(|e| e.into_inner()).iter_mut() {
+        if h.run_key == 0 || !over(h.run_key) {
+            continue;
+        }
+        for t in h.set.targets.iter().filter(|t| t.kind == iocurve_engine::target::TargetKind::File) {
+            iocurve_engine::safety::lock::unlock(&t.file, iocurve_engine::safety::lock::RunKey(h.run_key));
+        }
+        h.run_key = 0;
+    }
 }
 
 /// Counts a target request in [`Service::preparing`] while it lives, and marks its end.
@@ -551,6 +574,8 @@ impl Service {
                 *locks = None;
             }
         }
+        // Every other run is over: this request's owns the agent.
+        release_held(&self.held, |k| k != how.run_key);
         let r = self.open_unaudited(groups, how).await;
         match &r {
             Err(e) => self.audit_error(call, e),
@@ -602,7 +627,7 @@ impl Service {
             let mut created = self.created.lock().unwrap_or_else(|e| e.into_inner());
             created.extend(set.targets.iter().filter(|t| t.created).map(|t| t.path.display().to_string()));
             if self.remove_scratch && set.targets.iter().any(|t| t.created) {
-                self.held.lock().unwrap_or_else(|e| e.into_inner()).push(set.clone());
+                self.held.lock().unwrap_or_else(|e| e.into_inner()).push(Held { run_key, set: set.clone() });
             }
         }
         opened.map_err(|e| {
@@ -1082,14 +1107,19 @@ pub async fn serve(
     audit.note(&format!("listening on {addr}{}", if cfg.tls.is_some() { "" } else { " without TLS" }), None);
     // A run's locks go with its connection (checked every second).
     let lock_keeper = {
-        let locks = service.run_locks.clone();
+        let (locks, held) = (service.run_locks.clone(), service.held.clone());
         tokio::spawn(async move {
             let mut every = tokio::time::interval(Duration::from_secs(1));
             loop {
                 every.tick().await;
                 let mut l = locks.lock().unwrap_or_else(|e| e.into_inner());
-                if l.as_ref().is_some_and(|r| r.connection.upgrade().is_none()) {
+                if let Some(r) = l.as_ref().filter(|r| r.connection.upgrade().is_none()) {
+                    // That run is over: the scratch files it created and this agent keeps
+                    // (for removal at its end) let go of its locks with it.
+                    let over = r.key;
                     *l = None;
+                    drop(l);
+                    release_held(&held, |k| k == over);
                 }
             }
         })

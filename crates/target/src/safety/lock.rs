@@ -219,6 +219,18 @@ pub fn lock_for_writing(file: &File, path: &Path, key: RunKey, with_command: boo
     }
 }
 
+/// Lets go of run `key`'s lock that this process took on `file` (through any descriptor of the
+/// same open file description): for a descriptor kept open after its run ended (an agent keeps
+/// the scratch files it created until it ends, to remove them then), which would otherwise
+/// refuse every later run in the ended run's name.
+pub fn unlock(file: &File, key: RunKey) {
+    let pid = std::process::id() & ((1 << PID_BITS) - 1);
+    let un = flock_at(libc::F_UNLCK as libc::c_short, key.start() + pid as i64, 1);
+    // SAFETY: F_OFD_SETLK on a descriptor we own with a valid flock; unlocking a byte not
+    // locked is no error.
+    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &un) };
+}
+
 /// For a run that only reads a file: another run (or program) holding it beside this one, if
 /// any (then the reader goes on and says so). `own`: this run's key (its own hosts may hold
 /// the file).
@@ -229,6 +241,19 @@ pub fn writer_beside(file: &File, own: RunKey) -> Option<Holder> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn regression_a_descriptor_kept_after_its_run_lets_the_next_run_write_once_unlocked() {
+        let (_d, p) = file();
+        let kept = open(&p);
+        lock_for_writing(&kept, &p, RunKey(7), false).unwrap();
+        // Another descriptor (another open file description) of this process: another run.
+        let next = open(&p);
+        let e = lock_for_writing(&next, &p, RunKey(8), false).unwrap_err().to_string();
+        assert!(e.contains("being written by"), "{e}");
+        unlock(&kept, RunKey(7));
+        lock_for_writing(&next, &p, RunKey(8), false).unwrap();
+    }
 
     fn file() -> (tempfile::TempDir, std::path::PathBuf) {
         let d = tempfile::tempdir().unwrap();
