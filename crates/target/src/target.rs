@@ -642,7 +642,7 @@ fn open_one(
                 Verdict::Scratch { size, prepared: false } if opts.scratch_unfilled => {
                     fresh = true;
                     notes.push(format!(
-                        "scratch file {} is not written through (left by an interrupted preparation, or kept from a null back-end run): used as it is; preconditioning writes every block",
+                        "scratch file {} is not written through (left by an interrupted preparation, trimmed by an earlier run, or kept from a null back-end run): used as it is; preconditioning writes every block",
                         path.display()
                     ));
                     size
@@ -650,12 +650,12 @@ fn open_one(
                 Verdict::Scratch { size, prepared: false } => {
                     if !opts.write {
                         return Err(TargetError::Input(format!(
-                            "scratch file {} is not written through (left by an interrupted preparation, or kept from a null back-end run), so reads would find unwritten blocks: run a writing workload on it (it is prepared again) or remove it",
+                            "scratch file {} is not written through (left by an interrupted preparation, trimmed by an earlier run, or kept from a null back-end run), so reads would find unwritten blocks: run a writing workload on it (it is prepared again) or remove it",
                             path.display()
                         )));
                     }
                     notes.push(format!(
-                        "scratch file {} was left by an interrupted preparation: preparing it again ({})",
+                        "scratch file {} is not written through (left by an interrupted preparation, or trimmed by an earlier run): preparing it again ({})",
                         path.display(),
                         format_size(size)
                     ));
