@@ -10,7 +10,7 @@ use crate::cli::AgentArgs;
 
 /// How long an agent told to end (SIGTERM, Ctrl-C, its coordinator's input closed, its
 /// credentials expired) waits for its work to stop before it exits anyway.
-pub(crate) const END_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+const END_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
     if args.insecure && args.client_ca.is_some() {
@@ -83,7 +83,7 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         if metrics.is_some() {
             return Err(CliError::Usage("--simulate serves no live metrics: drop --metrics".into()));
         }
-        return crate::simulate::serve(cfg, n, args.simulate_latency_us);
+        return crate::simulate::serve(cfg, n, args.simulate_latency_us, END_GRACE);
     }
     let cfg = AgentConfig { metrics: metrics.as_ref().map(|_| exporter), ..cfg };
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -10,7 +10,6 @@ use iocurve_net::agent::AgentConfig;
 use iocurve_net::agent::simulate::Simulated;
 
 use crate::CliError;
-use crate::agent::END_GRACE;
 
 /// The largest clock offset a simulated agent runs with, either way (ns): within what the
 /// coordinator measures and corrects, as real hosts' clocks kept by NTP are.
@@ -36,8 +35,9 @@ fn address(listen: SocketAddr, k: u32) -> Result<SocketAddr, CliError> {
     })
 }
 
-/// Serves `n` simulated agents like `base` until Ctrl-C or SIGTERM.
-pub fn serve(base: AgentConfig, n: u32, latency_us: u64) -> Result<ExitCode, CliError> {
+/// Serves `n` simulated agents like `base` until Ctrl-C or SIGTERM; told to end, waits `grace`
+/// for their steps to stop (the agent's own grace, passed in), then exits regardless.
+pub fn serve(base: AgentConfig, n: u32, latency_us: u64, grace: std::time::Duration) -> Result<ExitCode, CliError> {
     // Every address first: a bad range is refused before anything listens.
     let addrs = (0..n).map(|k| address(base.listen, k)).collect::<Result<Vec<_>, _>>()?;
     let mut configs = Vec::with_capacity(n as usize);
@@ -58,7 +58,8 @@ pub fn serve(base: AgentConfig, n: u32, latency_us: u64) -> Result<ExitCode, Cli
             one_run: false,
             remove_scratch: base.remove_scratch,
             claim_expiry: base.claim_expiry,
-            audit: base.audit.clone(),
+            // Each agent's lines say which it is (`"agent": "sim-K"`).
+            audit: std::sync::Arc::new(base.audit.labelled(&format!("sim-{k}"))),
             simulated: Some(Simulated { index: k, offset_ns: offset_ns(k), latency_ns: latency_us * 1000 }),
         });
     }
@@ -100,9 +101,9 @@ pub fn serve(base: AgentConfig, n: u32, latency_us: u64) -> Result<ExitCode, Cli
         };
         let _ = end.send(true);
         // As a single agent does: a few seconds for the steps to stop, then out regardless.
-        std::thread::spawn(|| {
-            std::thread::sleep(END_GRACE);
-            crate::errln!("still busy {} s after being told to end: ending now", END_GRACE.as_secs());
+        std::thread::spawn(move || {
+            std::thread::sleep(grace);
+            crate::errln!("still busy {} s after being told to end: ending now", grace.as_secs());
             std::process::exit(1)
         });
         while agents.join_next().await.is_some() {}

@@ -115,8 +115,10 @@ fn simulated_agents_are_hosts_of_their_own_with_their_own_clocks_and_their_figur
     assert!(offsets.iter().all(|o| o.abs() < 12.0), "{offsets:?}");
     let spread = offsets.iter().cloned().fold(f64::MIN, f64::max) - offsets.iter().cloned().fold(f64::MAX, f64::min);
     assert!(spread > 2.0, "offsets differ: {offsets:?}");
-    // Latency grows with the queue, as the model says.
-    assert!(f(&steps[1]["lat_us"]["mean"]) > 2.0 * f(&steps[0]["lat_us"]["mean"]));
+    // Latency grows with the queue, as the model says: twice the base at 16 outstanding (each
+    // interval varies by up to 2 %, so not quite 2× every time).
+    let (one, sixteen) = (f(&steps[0]["lat_us"]["mean"]), f(&steps[1]["lat_us"]["mean"]));
+    assert!(sixteen > 1.8 * one, "{one} µs at 1, {sixteen} µs at 16");
 }
 
 #[test]

@@ -33,7 +33,10 @@ const PEERS_KEPT: usize = 1024;
 
 pub struct Audit {
     stderr: bool,
-    file: Option<Mutex<std::fs::File>>,
+    file: Option<std::sync::Arc<Mutex<std::fs::File>>>,
+    /// Which agent of the process wrote a line, where one process serves several (the
+    /// simulated agents of `iocurve agent --simulate`): the lines' `agent` field.
+    label: Option<String>,
     window: Mutex<BTreeMap<&'static str, Flood>>,
     /// A failed write to the file is said once.
     file_failed: std::sync::atomic::AtomicBool,
@@ -93,16 +96,28 @@ impl Audit {
                     .map_err(|e| {
                         NetError::Input(format!("--audit-log {}: cannot open it for appending: {e}", p.display()))
                     })?;
-                Some(Mutex::new(f))
+                Some(std::sync::Arc::new(Mutex::new(f)))
             }
             None => None,
         };
-        Ok(Audit { stderr: true, file, window: Mutex::default(), file_failed: Default::default() })
+        Ok(Audit { stderr: true, file, label: None, window: Mutex::default(), file_failed: Default::default() })
     }
 
     /// No trail: the in-process agent of a local run (its one caller is the run itself).
     pub fn off() -> Audit {
-        Audit { stderr: false, file: None, window: Mutex::default(), file_failed: Default::default() }
+        Audit { stderr: false, file: None, label: None, window: Mutex::default(), file_failed: Default::default() }
+    }
+
+    /// The same trail (standard error and file) for another agent of this process, its lines
+    /// marked `agent: label`, with a flood window of its own.
+    pub fn labelled(&self, label: &str) -> Audit {
+        Audit {
+            stderr: self.stderr,
+            file: self.file.clone(),
+            label: Some(label.to_string()),
+            window: Mutex::default(),
+            file_failed: Default::default(),
+        }
     }
 
     fn write(&self, mut event: serde_json::Value) {
@@ -110,6 +125,9 @@ impl Audit {
             return;
         }
         event["time"] = json!(iocurve_stats::date::rfc3339_ns(crate::unix_ns()));
+        if let Some(l) = &self.label {
+            event["agent"] = json!(l);
+        }
         let line = event.to_string();
         if self.stderr {
             // A closed standard error must not end the agent.
@@ -260,5 +278,24 @@ mod tests {
         assert_eq!(std::fs::metadata(&log).unwrap().permissions().mode() & 0o777, 0o600);
         std::os::unix::fs::symlink(&log, dir.path().join("link")).unwrap();
         assert!(Audit::new(Some(&dir.path().join("link"))).is_err(), "never written through a link");
+    }
+
+    /// Simulated agents of one process share a trail: each line says which agent wrote it,
+    /// and one agent's flood does not silence another's lines.
+    #[test]
+    fn labelled_trails_share_the_file_and_name_their_agent() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.log");
+        let base = Audit { stderr: false, ..Audit::new(Some(&log)).unwrap() };
+        let (a, b) = (base.labelled("sim-0"), base.labelled("sim-1"));
+        for _ in 0..PER_WINDOW + 5 {
+            a.refused("token", "targets", &peer(1), "wrong token");
+        }
+        b.accepted("targets", &peer(2), "t");
+        let lines: Vec<serde_json::Value> =
+            std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), PER_WINDOW as usize + 1);
+        assert!(lines[..PER_WINDOW as usize].iter().all(|l| l["agent"] == "sim-0"));
+        assert_eq!(lines.last().unwrap()["agent"], "sim-1");
     }
 }
