@@ -322,13 +322,13 @@ impl Service {
         Ok(())
     }
 
-    /// The lock of a step or pass: one at a time.
     /// The size of a scratch file the request asks for (0: chosen by the agent); a simulated
     /// agent's are [`simulate::SCRATCH_BYTES`].
     fn scratch_size(&self, asked: u64) -> u64 {
         if self.simulated.is_some() { simulate::SCRATCH_BYTES } else { asked }
     }
 
+    /// The lock of a step or pass: one at a time.
     fn take_busy(&self) -> Result<Busy, Status> {
         let guard = self
             .busy

@@ -190,9 +190,9 @@ pub(super) async fn run(
     };
     let ready = s.sim.now();
     // The start moment on the real clock.
-    let start = if s.start_at_unix_ns == 0 { unix_ns() } else { s.start_at_unix_ns - s.sim.offset_ns };
+    let start = if s.start_at_unix_ns == 0 { unix_ns() } else { s.start_at_unix_ns.saturating_sub(s.sim.offset_ns) };
     loop {
-        let left = start - unix_ns();
+        let left = start.saturating_sub(unix_ns());
         if left <= 0 {
             break;
         }
