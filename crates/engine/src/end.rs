@@ -23,16 +23,24 @@ fn entered(lives: &[Live]) -> u32 {
 /// The furthest interval a running step has entered: its threads', or the count a step run
 /// elsewhere keeps ([`StepEnd::attach_counted`]).
 fn entered_of(r: &Running) -> u32 {
-    entered(&r.lives).max(r.counted.as_ref().map_or(0, |c| c.load(Ordering::Relaxed)))
+    entered(&r.lives).max(r.counted.as_ref().map_or(0, |c| c.load(Ordering::SeqCst)))
 }
 
 /// Sets the step to end after `want` intervals (at most `planned`), or after the furthest
 /// interval a thread of `lives` has entered; returns the count it ends after.
 pub(crate) fn end_after(rounds: &AtomicU32, lives: &[Live], want: u32, planned: u32) -> u32 {
-    let mut end = want.max(entered(lives)).min(planned);
+    raise_until_stable(rounds, want, planned, || entered(lives))
+}
+
+/// Sets `rounds` to `want` (at most `planned`) or to the interval `entered` says the step is
+/// in, then looks again, raising it until the step is found no further. SeqCst: a counted step
+/// stores its interval, then loads `rounds`; this stores `rounds`, then loads the interval —
+/// of a store and the other side's load, one sees the other.
+fn raise_until_stable(rounds: &AtomicU32, want: u32, planned: u32, entered: impl Fn() -> u32) -> u32 {
+    let mut end = want.max(entered()).min(planned);
     loop {
-        rounds.store(end, Ordering::Relaxed);
-        let now_entered = entered(lives).min(planned);
+        rounds.store(end, Ordering::SeqCst);
+        let now_entered = entered().min(planned);
         if now_entered <= end {
             return end;
         }
@@ -92,22 +100,7 @@ impl StepEnd {
     pub fn end_after(&self, key: i64, want: u32) -> Option<u32> {
         let s = self.state();
         let r = s.running.as_ref().filter(|_| s.key == key)?;
-        if let Some(c) = &r.counted {
-            // As for threads: set the count, then look again at the interval entered, raising
-            // the count until the step is found no further. SeqCst on both sides (the step
-            // stores `entered`, then loads `rounds`; this stores `rounds`, then loads
-            // `entered`): of a store and the other side's load, one sees the other.
-            let mut end = want.max(c.load(Ordering::SeqCst)).min(r.planned);
-            loop {
-                r.rounds.store(end, Ordering::SeqCst);
-                let now = c.load(Ordering::SeqCst).min(r.planned);
-                if now <= end {
-                    return Some(end);
-                }
-                end = now;
-            }
-        }
-        Some(end_after(&r.rounds, &r.lives, want, r.planned))
+        Some(raise_until_stable(&r.rounds, want, r.planned, || entered_of(r)))
     }
 
     pub(crate) fn attach(&self, rounds: Arc<AtomicU32>, lives: Arc<[Live]>, planned: u32) {

@@ -189,6 +189,20 @@ pub fn coordinator(dir: &Path, certs: &Path, args: &[&str]) -> Command {
     cmd
 }
 
+/// The lines of a child's output as they come, read on a thread of their own: a test waits for
+/// them with a deadline (`recv_timeout`) instead of hanging on a child that never writes.
+pub fn lines_of(out: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    lines
+}
+
 /// A coordinator running in the background whose standard output is read as it comes (so that
 /// a test can wait for a moment of the run instead of sleeping for it).
 pub struct Watched {
@@ -200,15 +214,7 @@ pub struct Watched {
 impl Watched {
     pub fn spawn(mut cmd: Command) -> Watched {
         let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("the coordinator starts");
-        let out = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = lines_of(child.stdout.take().unwrap());
         Watched { child, lines, seen: Vec::new() }
     }
 

@@ -2,14 +2,13 @@
 //! process, each a host of its own to the coordinator, for measuring the control plane at a
 //! size no test machine has.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
-use crate::util::cluster::{certs, coordinator, hosts_plan};
-use crate::util::{bin, stderr, stdout};
+use crate::util::cluster::{certs, coordinator, hosts_plan, lines_of};
+use crate::util::{bin, f, stderr, stdout};
 
 /// `iocurve agent --simulate n` on free loopback ports: the process and each agent's (address,
 /// target).
@@ -37,17 +36,9 @@ impl Simulated {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        // Read on a thread of its own: an agent that never says where it listens fails the test
-        // (60 s: a bound for a hang, not a timing) instead of hanging it.
-        let out = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        // An agent that never says where it listens fails the test (60 s: a bound for a hang,
+        // not a timing) instead of hanging it.
+        let rx = lines_of(child.stdout.take().unwrap());
         let mut hosts = vec![(String::new(), PathBuf::new()); n as usize];
         for _ in 0..n {
             let line = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("every simulated agent listens");
@@ -66,10 +57,6 @@ impl Drop for Simulated {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap()
 }
 
 #[test]
