@@ -563,7 +563,11 @@ fn a_replay_issues_every_io_of_its_trace_at_its_time() {
         // the replay does not stretch to make up for it.
         let done = rec.total.read.ops + rec.total.write.ops;
         assert_eq!(r.lag.count() + r.backlog, 4000, "{backend:?}: {r:?}");
-        assert!(done <= 4000 && done + 8 >= r.lag.count(), "{backend:?}: {:?}", rec.total);
+        // Issued I/Os completed in an interval, or after the end while the step waited for them
+        // (late, or given up: stuck). A bound on those in flight at the end (the slots) does not
+        // hold on a loaded machine: due I/Os issued at the end go to the drain too (CI of aa3ae03).
+        let drained = rec.drain.late + rec.drain.stuck;
+        assert_eq!(done + drained, r.lag.count(), "{backend:?}: {:?} {:?}", rec.total, rec.drain);
         if r.backlog == 0 {
             assert_eq!(rec.total.read.ops, 2000, "{backend:?}: the trace's directions");
         }
