@@ -64,9 +64,40 @@ pub fn own_cpu_ns() -> Option<u64> {
     ok.then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
+/// Sleeps until `t` on one absolute timer of the monotonic clock (`Instant`'s), with a timer
+/// slack of 1 ns: a thread of normal priority (an agent without CAP_SYS_NICE) would otherwise
+/// wake up to 50 µs late, the kernel's default slack (real-time threads have none). Returns at
+/// once when `t` has passed.
+pub fn sleep_until(t: std::time::Instant) {
+    let now = std::time::Instant::now();
+    if now >= t {
+        return;
+    }
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes only into `ts`; prctl takes an integer argument.
+    let ok = unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) == 0
+    };
+    if !ok {
+        std::thread::sleep(t - now);
+        return;
+    }
+    // The monotonic clock read just after `now`: `t` on it is at least as far ahead.
+    let ahead = i64::try_from((t - now).as_nanos()).unwrap_or(i64::MAX);
+    let at = ts.tv_sec.saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec).saturating_add(ahead);
+    let at = libc::timespec { tv_sec: (at / 1_000_000_000) as libc::time_t, tv_nsec: (at % 1_000_000_000) as _ };
+    // SAFETY: an absolute sleep with a valid timespec and no remainder (interrupted by a
+    // signal, it is simply called again).
+    while unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &at, std::ptr::null_mut()) }
+        == libc::EINTR
+    {}
+}
+
 /// The calling thread at the lowest real-time priority (SCHED_FIFO 1) until dropped, then
 /// back to the policy it had. The threads of an agent's synchronized start hold it from before
-/// the start moment (asleep) until the start is reported or their first I/Os are submitted:
+/// the start moment (asleep): the thread that opens the step's gate until it has (a few
+/// milliseconds before the moment), the I/O threads until their first I/Os are submitted:
 /// many agents woken at one moment on few cores otherwise start one after the other as the
 /// fair scheduler hands out time slices, the first ones' threads taking the time the last ones
 /// need to start (issue 15: 64 agents on 2 cores started 10–30 ms apart). Held while running

@@ -52,12 +52,16 @@ pub struct StepConfig<'a> {
     /// Stops issuing at once when set (unlike `stop`, which finishes the interval); the
     /// intervals finished before are kept.
     pub abort: Option<Arc<AtomicBool>>,
-    /// Waits for the agreed start moment once every I/O thread is ready (threads, buffers and
-    /// their data, rings, opened targets): the first I/O follows the moment by microseconds,
-    /// not by the set-up. False calls the step off (nothing is measured). None: start at once.
-    pub start_at: Option<&'a (dyn Fn() -> bool + Sync)>,
+    /// Called once every I/O thread is ready (threads, buffers and their data, rings, opened
+    /// targets): waits until shortly before the agreed start moment and returns it. Each I/O
+    /// thread then sleeps until the moment itself, so that nothing else runs between its
+    /// wake-up and its first I/O: many hosts woken at one moment on few cores start a thread
+    /// each, not a chain of two. The function returning None calls the step off (nothing is
+    /// measured); no function (None here): the step starts at once.
+    pub start_at: Option<&'a (dyn Fn() -> Option<Instant> + Sync)>,
     /// Hosts start this step together at an agreed moment: the I/O threads wait for it at
-    /// real-time priority and keep it until their first I/Os are submitted ([`crate::host::StartPriority`]).
+    /// real-time priority and keep it until their first I/Os are submitted, the thread that
+    /// opens the gate until it has ([`crate::host::StartPriority`]).
     pub synchronized: bool,
     /// A rate step: this host's share of the run's schedule. None: closed loop.
     pub rate: Option<RateShare>,
@@ -138,22 +142,39 @@ impl Gate {
         st.1.expect("checked above")
     }
 
-    /// Waits for `n` threads, then for `start_at` (if any), then starts them all; None when
-    /// `start_at` called the step off (the threads are sent home).
-    fn open(&self, n: usize, start_at: Option<&(dyn Fn() -> bool + Sync)>) -> Option<Instant> {
+    /// Waits for `n` threads, then for `start_at` (if any), then gives them all the start
+    /// moment (now without `start_at`; each thread sleeps until it); None when `start_at`
+    /// called the step off (the threads are sent home).
+    fn open(
+        &self,
+        n: usize,
+        start_at: Option<&(dyn Fn() -> Option<Instant> + Sync)>,
+        synchronized: bool,
+    ) -> Option<Instant> {
         let mut st = self.lock();
         while st.0 < n {
             st = self.cv.wait(st).unwrap_or_else(|p| p.into_inner());
         }
         drop(st);
-        if start_at.is_some_and(|wait| !wait()) {
-            self.abort();
-            return None;
-        }
-        let t0 = Instant::now();
+        // In a synchronized start this thread waits at real-time priority too, so that a busy
+        // host does not open the gate late, and lets it go once the gate is open: at the
+        // moment only the I/O threads are real-time.
+        let priority = if synchronized { crate::host::StartPriority::raise() } else { None };
+        let t0 = match start_at {
+            None => Instant::now(),
+            Some(wait) => match wait() {
+                Some(t0) => t0,
+                None => {
+                    self.abort();
+                    return None;
+                }
+            },
+        };
         let mut st = self.lock();
         st.1 = Some(Some(t0));
         self.cv.notify_all();
+        drop(st);
+        drop(priority);
         Some(t0)
     }
 
@@ -628,7 +649,13 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
             let spp = worker::samples_per_interval(w.interval_s);
             let start = || {
                 let priority = if synchronized { crate::host::StartPriority::raise() } else { None };
-                thread_gate.arrive().map(|t0| (Schedule::new(t0, &w), priority))
+                thread_gate.arrive().map(|t0| {
+                    // The moment may lie ahead: this thread wakes for it itself (at real-time
+                    // priority in a synchronized start), and its first I/Os follow.
+                    crate::host::sleep_until(t0);
+                    live.began(Instant::now().saturating_duration_since(t0).as_nanos() as u64);
+                    (Schedule::new(t0, &w), priority)
+                })
             };
             let n = workers.len();
             let rate = pacing(&w, rate, replay.as_ref(), shared_schedule.as_ref(), (ti, nthreads));
@@ -678,7 +705,7 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
     // Made before the start: its histograms are some hundred KiB to zero.
     let spp = worker::samples_per_interval(w.interval_s);
     let rec = StepRecord::new(cfg.workers, w.queue_depth, nthreads, w.interval_s, w.interval_s / spp as f64);
-    let Some(t0) = gate.open(nthreads, cfg.start_at) else {
+    let Some(t0) = gate.open(nthreads, cfg.start_at, cfg.synchronized) else {
         return Err(EngineError::Input("the step was called off before it started".into()));
     };
     let sched = Schedule::new(t0, w);
@@ -688,6 +715,28 @@ fn run_step_threads(cfg: &StepConfig, obs: &mut dyn StepObserver) -> Result<Step
         rec.notes.push((REPLAY_FITTED.into(), note));
     }
     Ok(rec)
+}
+
+/// How long after the start moment `t0` the latest I/O thread woke to begin the step (ns).
+/// Each thread only sleeps until the moment and then says so, so this looks again after ever
+/// longer pauses (it runs after the moment, beside the threads starting; nothing allocated),
+/// for a second at most: a thread that has not begun by then counts as beginning now, which
+/// never makes the start look earlier than it was.
+fn latest_start(lives: &[Live], t0: Instant) -> u64 {
+    let mut pause = Duration::from_micros(50);
+    let waited = Instant::now();
+    loop {
+        let all_began = lives.iter().all(|l| l.started_late.load(Ordering::Relaxed) > 0);
+        let late = lives.iter().map(|l| l.started_late.load(Ordering::Relaxed)).max().unwrap_or(0).saturating_sub(1);
+        if all_began {
+            return late;
+        }
+        if waited.elapsed() > Duration::from_secs(1) {
+            return late.max(Instant::now().saturating_duration_since(t0).as_nanos() as u64);
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(10));
+    }
 }
 
 /// The note of a replay whose I/Os were moved to fit its targets.
@@ -1047,8 +1096,14 @@ fn coordinate(
         (None, Some(r)) => Some(r.mean_iops()),
         (None, None) => None,
     };
-    let since_t0 = Instant::now().saturating_duration_since(t0).as_nanos() as i64;
-    rec.measured_from_unix_ns = Some(iocurve_stats::date::unix_ns() - since_t0 + sched.warmup_ns as i64);
+    // The I/O threads wake for the moment first (at real-time priority in a synchronized start);
+    // this thread follows and reports when the latest of them began.
+    crate::host::sleep_until(t0);
+    let late_ns = latest_start(lives, t0);
+    let (mono, unix) = (Instant::now(), iocurve_stats::date::unix_ns());
+    let t0_unix_ns = unix - mono.saturating_duration_since(t0).as_nanos() as i64;
+    rec.measured_from_unix_ns = Some(t0_unix_ns + sched.warmup_ns as i64);
+    rec.started_unix_ns = Some(t0_unix_ns.saturating_add(late_ns as i64));
     obs.started(&rec);
     let mut c = Coordination {
         cfg,

@@ -94,7 +94,12 @@ fn run_member(
     gate: &Meeting,
     stop_others: &(dyn Fn() + Sync),
 ) -> Result<StepRecord, EngineError> {
-    let start = || gate.arrive() && base.start_at.is_none_or(|f| f());
+    let start = || {
+        if !gate.arrive() {
+            return None;
+        }
+        base.start_at.map_or_else(|| Some(std::time::Instant::now()), |f| f())
+    };
     let cfg = StepConfig {
         workload: member.workload,
         workers: member.workers,
@@ -205,6 +210,8 @@ fn together(recs: &[&StepRecord]) -> StepRecord {
         first.sample_s,
     );
     rec.measured_from_unix_ns = recs.iter().filter_map(|r| r.measured_from_unix_ns).min();
+    // The step began on this host once its last member's threads had.
+    rec.started_unix_ns = recs.iter().filter_map(|r| r.started_unix_ns).max();
     rec
 }
 

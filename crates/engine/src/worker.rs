@@ -160,9 +160,17 @@ pub(crate) struct Live {
     pub cpu_from_at: AtomicU64,
     pub cpu_to: AtomicU64,
     pub cpu_to_at: AtomicU64,
+    /// How long after the step's start moment the thread woke to begin it (ns, plus one: 0 is
+    /// not yet): the step's start is reported as that of its latest thread.
+    pub started_late: AtomicU64,
 }
 
 impl Live {
+    /// The thread woke to begin the step `late_ns` after its start moment.
+    pub(crate) fn began(&self, late_ns: u64) {
+        self.started_late.store(late_ns.saturating_add(1), Ordering::Relaxed);
+    }
+
     /// The writes and trims among the I/Os in flight, for the coordinator.
     #[inline]
     fn store_changing(&self, c: Changing) {

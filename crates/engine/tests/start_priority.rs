@@ -58,9 +58,13 @@ fn regression_a_synchronized_start_is_real_time_only_until_the_first_io() {
     // policy, and the step runs the same.
     let permitted = iocurve_engine::host::StartPriority::raise().is_some();
     let at_gate = std::sync::Mutex::new(Vec::new());
+    let moment = std::sync::Mutex::new(0i64);
     let start_at = || {
         *at_gate.lock().unwrap() = io_thread_policies();
-        true
+        // A moment ahead: the threads wait for it themselves, still real-time.
+        let ahead = std::time::Duration::from_millis(20);
+        *moment.lock().unwrap() = iocurve_stats::date::unix_ns() + ahead.as_nanos() as i64;
+        Some(std::time::Instant::now() + ahead)
     };
     struct During<'a>(&'a std::sync::Mutex<Vec<u32>>);
     impl StepObserver for During<'_> {
@@ -99,4 +103,13 @@ fn regression_a_synchronized_start_is_real_time_only_until_the_first_io() {
     let normal = libc::SCHED_OTHER as u32;
     assert_eq!(gate, vec![if permitted { fifo } else { normal }; 2], "waiting at the gate");
     assert_eq!(running, vec![normal; 2], "after the first I/Os were submitted");
+    // Issue 46, part 3: the threads wait for the moment themselves, and the start reported is
+    // when the latest of them woke for it: not before the moment (the two clock readings that
+    // set it lie microseconds apart), and the measurement is timed from the moment itself.
+    let moment = moment.into_inner().unwrap();
+    let started = rec.started_unix_ns.expect("the engine says when the step began");
+    assert!(started >= moment - 100_000, "began {} ns before the moment", moment - started);
+    assert!(started < moment + 1_000_000_000, "began {} ns after the moment", started - moment);
+    let from = rec.measured_from_unix_ns.unwrap();
+    assert!((from - moment).abs() < 5_000_000, "measured from {} ns off the moment", from - moment);
 }

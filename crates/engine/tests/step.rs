@@ -569,7 +569,10 @@ fn a_replay_issues_every_io_of_its_trace_at_its_time() {
         let drained = rec.drain.late + rec.drain.stuck;
         assert_eq!(done + drained, r.lag.count(), "{backend:?}: {:?} {:?}", rec.total, rec.drain);
         if r.backlog == 0 {
-            assert_eq!(rec.total.read.ops, 2000, "{backend:?}: the trace's directions");
+            // Every read issued: completed in an interval, or late or stuck at the end (their
+            // latencies in the last interval's histogram, not among its operations: 1,998 of
+            // 2,000 in CI of 4e0c354).
+            assert_eq!(rec.total.read.hist.count(), 2000, "{backend:?}: the trace's directions");
         }
         assert!((rec.rate_iops.unwrap() - 4000.0).abs() < 5.0, "{:?}", rec.rate_iops);
     }

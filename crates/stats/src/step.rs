@@ -133,6 +133,10 @@ pub struct StepRecord {
     /// on the coordinator's clock: samples and intervals are timed from it. None for steps
     /// stored before iocurve kept it.
     pub measured_from_unix_ns: Option<i64>,
+    /// When this host's latest I/O thread woke to begin the step, Unix ns on its own clock: a
+    /// multi-host step's start spread is measured from it. None: not a step the engine ran
+    /// (a merged record, one read back).
+    pub started_unix_ns: Option<i64>,
     /// CPU the I/O threads used over the measured intervals. None: not measured (steps stored
     /// before iocurve measured it, a step with no measured interval).
     pub io_cpu: Option<crate::IoCpu>,
@@ -240,6 +244,7 @@ impl StepRecord {
             replay_intended: Vec::new(),
             replay_bin_s: 0.1,
             measured_from_unix_ns: None,
+            started_unix_ns: None,
             io_cpu: None,
             outstanding: None,
         }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use iocurve_engine::keeper::{Flushed, KeptMap, MapKeeper};
 use iocurve_engine::precondition::{self, PreConfig, PreProgress, PreState};
@@ -106,9 +106,7 @@ struct Streamer<'a> {
     /// When the request came, and when the step was set up (0: not waited for a start).
     received_unix_ns: i64,
     ready_unix_ns: &'a std::sync::atomic::AtomicI64,
-    /// Held by this thread from its last sleep before the start to the report of the start.
-    start_priority: &'a std::sync::Mutex<Option<iocurve_engine::host::StartPriority>>,
-    /// The agreed start moment (Unix ns; 0: none), and when the wait for it ended.
+    /// The agreed start moment (Unix ns; 0: none), and when this thread opened the gate for it.
     start_at_unix_ns: i64,
     woke_unix_ns: &'a std::sync::atomic::AtomicI64,
     /// This agent's live metrics (its exporter and host name), the step's live figures and
@@ -129,7 +127,8 @@ impl Streamer<'_> {
 impl StepObserver for Streamer<'_> {
     fn started(&mut self, rec: &StepRecord) {
         self.began.store(true, Ordering::Relaxed);
-        let started_unix_ns = unix_ns();
+        // When its latest I/O thread woke for the moment (the engine's), not this report's time.
+        let started_unix_ns = rec.started_unix_ns.unwrap_or_else(unix_ns);
         self.send(pb::step_event::Event::Started(pb::Started {
             started_unix_ns,
             threads: rec.threads as u32,
@@ -137,12 +136,12 @@ impl StepObserver for Streamer<'_> {
             received_unix_ns: self.received_unix_ns,
             ready_unix_ns: self.ready_unix_ns.load(Ordering::Relaxed),
         }));
-        let realtime = self.start_priority.lock().unwrap_or_else(|p| p.into_inner()).take().is_some();
         if self.start_at_unix_ns != 0 {
             tracing::debug!(
+                // When the latest I/O thread woke, and when this thread opened the gate (about
+                // GATE_LEAD_NS before the moment), both from the moment.
                 started_after_ns = started_unix_ns - self.start_at_unix_ns,
-                woke_after_ns = self.woke_unix_ns.load(Ordering::Relaxed) - self.start_at_unix_ns,
-                realtime,
+                gate_after_ns = self.woke_unix_ns.load(Ordering::Relaxed) - self.start_at_unix_ns,
                 "step started"
             );
         }
@@ -224,10 +223,10 @@ pub(super) fn run_blocking(step: &Step, tx: &mpsc::Sender<Result<pb::StepEvent, 
     // coordinator goes away (or stops the step) meanwhile.
     let ready = std::sync::atomic::AtomicI64::new(0);
     let called_off = AtomicBool::new(false);
-    // This thread opens the gate and reports the start: at real-time priority from the last
-    // sleep to the report (`Streamer::started`), as the I/O threads to their first I/O.
-    let priority = std::sync::Mutex::new(None);
-    // A local run's in-process agent starts at once: only agents of several hosts hold it.
+    // This thread opens the gate a little before the agreed moment (the engine holds it at
+    // real-time priority meanwhile, in a synchronized start); the I/O threads then wait for the
+    // moment themselves, while this thread reports the start after them.
+    // A local run's in-process agent starts at once: only agents of several hosts wait so.
     let synchronized = step.synchronized && r.start_at_unix_ns != 0;
     let woke = std::sync::atomic::AtomicI64::new(0);
     let start_at = || {
@@ -235,26 +234,20 @@ pub(super) fn run_blocking(step: &Step, tx: &mpsc::Sender<Result<pb::StepEvent, 
         loop {
             if tx.is_closed() || stop.load(std::sync::atomic::Ordering::Relaxed) {
                 called_off.store(true, Ordering::Relaxed);
-                drop(priority.lock().unwrap_or_else(|p| p.into_inner()).take());
-                return false;
+                return None;
             }
-            let now = unix_ns();
+            // The moment on the monotonic clock the threads sleep by: both clocks read together.
+            let (mono, now) = (Instant::now(), unix_ns());
             let left = r.start_at_unix_ns.saturating_sub(now);
-            if left <= 0 {
+            if left <= GATE_LEAD_NS {
                 woke.store(now, Ordering::Relaxed);
-                return true;
+                return Some(mono + Duration::from_nanos(left.max(0) as u64));
             }
             if left > 60_000_000 {
                 // In steps short enough to notice a coordinator gone.
                 std::thread::sleep(Duration::from_millis(50));
             } else {
-                if synchronized {
-                    let mut p = priority.lock().unwrap_or_else(|p| p.into_inner());
-                    if p.is_none() {
-                        *p = iocurve_engine::host::StartPriority::raise();
-                    }
-                }
-                sleep_until_unix_ns(r.start_at_unix_ns);
+                sleep_until_unix_ns(r.start_at_unix_ns - GATE_LEAD_NS);
             }
         }
     };
@@ -306,7 +299,6 @@ pub(super) fn run_blocking(step: &Step, tx: &mpsc::Sender<Result<pb::StepEvent, 
         keeper,
         received_unix_ns: step.received_unix_ns,
         ready_unix_ns: &ready,
-        start_priority: &priority,
         start_at_unix_ns: r.start_at_unix_ns,
         woke_unix_ns: &woke,
         metrics: step.metrics,
@@ -411,6 +403,12 @@ fn step_done(ran: Result<StepRecord, iocurve_engine::EngineError>, called_off: &
         Err(e) => pb::Done { interrupted: true, error: e.to_string(), input: e.is_input_error(), ..Default::default() },
     }
 }
+
+/// How long before the agreed moment an agent opens its step's gate: time for its I/O threads
+/// to wake from it and go to sleep again until the moment, on a host shared by many agents too
+/// (64 on 2 cores take about a millisecond). A stop within it no longer calls the step off: the
+/// step starts and stops at once, with nothing measured.
+const GATE_LEAD_NS: i64 = 5_000_000;
 
 /// Sleeps until the wall clock reads `at` (Unix ns): one absolute timer, with this thread's
 /// timer slack cut to a microsecond, so that the agents of a step wake within microseconds of
