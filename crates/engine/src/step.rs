@@ -1096,14 +1096,16 @@ fn coordinate(
         (None, Some(r)) => Some(r.mean_iops()),
         (None, None) => None,
     };
-    // The I/O threads wake for the moment first (at real-time priority in a synchronized start);
-    // this thread follows and reports when the latest of them began.
-    crate::host::sleep_until(t0);
+    // The I/O threads wake for the moment (at real-time priority in a synchronized start); this
+    // thread follows a millisecond later, on a plain sleep, not to be one more woken at the
+    // moment, and reports when the latest of them began.
+    std::thread::sleep((t0 + Duration::from_millis(1)).saturating_duration_since(Instant::now()));
     let late_ns = latest_start(lives, t0);
     let (mono, unix) = (Instant::now(), iocurve_stats::date::unix_ns());
     let t0_unix_ns = unix - mono.saturating_duration_since(t0).as_nanos() as i64;
     rec.measured_from_unix_ns = Some(t0_unix_ns + sched.warmup_ns as i64);
     rec.started_unix_ns = Some(t0_unix_ns.saturating_add(late_ns as i64));
+    rec.moment_unix_ns = Some(t0_unix_ns);
     obs.started(&rec);
     let mut c = Coordination {
         cfg,

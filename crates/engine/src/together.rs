@@ -212,6 +212,7 @@ fn together(recs: &[&StepRecord]) -> StepRecord {
     rec.measured_from_unix_ns = recs.iter().filter_map(|r| r.measured_from_unix_ns).min();
     // The step began on this host once its last member's threads had.
     rec.started_unix_ns = recs.iter().filter_map(|r| r.started_unix_ns).max();
+    rec.moment_unix_ns = recs.iter().filter_map(|r| r.moment_unix_ns).min();
     rec
 }
 

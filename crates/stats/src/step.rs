@@ -137,6 +137,9 @@ pub struct StepRecord {
     /// multi-host step's start spread is measured from it. None: not a step the engine ran
     /// (a merged record, one read back).
     pub started_unix_ns: Option<i64>,
+    /// The step's start moment on this host (Unix ns, its own clock): its schedule's zero, from
+    /// which the warm-up, the intervals and the I/O log's times count. None as above.
+    pub moment_unix_ns: Option<i64>,
     /// CPU the I/O threads used over the measured intervals. None: not measured (steps stored
     /// before iocurve measured it, a step with no measured interval).
     pub io_cpu: Option<crate::IoCpu>,
@@ -245,6 +248,7 @@ impl StepRecord {
             replay_bin_s: 0.1,
             measured_from_unix_ns: None,
             started_unix_ns: None,
+            moment_unix_ns: None,
             io_cpu: None,
             outstanding: None,
         }

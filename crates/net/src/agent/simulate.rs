@@ -211,12 +211,14 @@ pub(super) async fn run(
     let spp = iocurve_engine::samples_per_interval(s.interval_s);
     // The set-up heartbeat ends here, as a real step's does at its start.
     began.store(true, Ordering::Relaxed);
+    let now = s.sim.now();
     if !send(pb::step_event::Event::Started(pb::Started {
-        started_unix_ns: s.sim.now(),
+        started_unix_ns: now,
         threads: 1,
         sample_s: s.interval_s / spp as f64,
         received_unix_ns: s.received_unix_ns,
         ready_unix_ns: ready,
+        moment_unix_ns: now,
     }))
     .await
     {

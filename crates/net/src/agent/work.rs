@@ -135,6 +135,7 @@ impl StepObserver for Streamer<'_> {
             sample_s: rec.sample_s,
             received_unix_ns: self.received_unix_ns,
             ready_unix_ns: self.ready_unix_ns.load(Ordering::Relaxed),
+            moment_unix_ns: rec.moment_unix_ns.unwrap_or(started_unix_ns),
         }));
         if self.start_at_unix_ns != 0 {
             tracing::debug!(

@@ -58,8 +58,8 @@ pub struct MultiStep {
 pub struct HostIoLog {
     /// The host's index among the step's agents.
     pub host: usize,
-    /// When the host started the step, on the coordinator's clock (Unix ns): the I/Os' times
-    /// count from here.
+    /// The host's start moment of the step, on the coordinator's clock (Unix ns): the I/Os'
+    /// times count from here.
     pub started_unix_ns: i64,
     /// In time order, targets as the run's indexes.
     pub ios: Vec<ReplayIo>,
@@ -151,7 +151,10 @@ struct Hosts<'a> {
     /// `overload = abort-step` ended the step on one agent: it ends on every agent.
     overloaded: bool,
     records: Vec<Option<StepRecord>>,
+    /// Per agent, on this clock (Unix ns; 0: not started): when its latest I/O thread began,
+    /// and its start moment (its schedule's zero).
     started: Vec<i64>,
+    moments: Vec<i64>,
     /// Latest live totals per agent.
     progress: Vec<pb::Progress>,
     /// The agents' intervals until each is merged.
@@ -244,6 +247,7 @@ impl<'a> Hosts<'a> {
             agents,
             records: vec![None; n],
             started: vec![0; n],
+            moments: vec![0; n],
             progress: vec![pb::Progress::default(); n],
             merger: IntervalMerger::new(spec.workload.intervals as usize, n),
             done: vec![false; n],
@@ -332,7 +336,7 @@ impl<'a> Hosts<'a> {
         logs.into_iter()
             .enumerate()
             .filter(|&(h, _)| self.started[h] != 0)
-            .map(|(host, (ios, left_out))| HostIoLog { host, started_unix_ns: self.started[host], ios, left_out })
+            .map(|(host, (ios, left_out))| HostIoLog { host, started_unix_ns: self.moments[host], ios, left_out })
             .collect()
     }
 
@@ -341,6 +345,8 @@ impl<'a> Hosts<'a> {
         let (spec, w) = (self.spec, self.spec.workload);
         let agent = &self.agents[h];
         self.started[h] = s.started_unix_ns - agent.offset_ns;
+        // An agent that does not say its moment: its start.
+        self.moments[h] = if s.moment_unix_ns != 0 { s.moment_unix_ns } else { s.started_unix_ns } - agent.offset_ns;
         if s.ready_unix_ns > 0 && s.received_unix_ns > 0 {
             self.setup_ns = self.setup_ns.max(s.ready_unix_ns - s.received_unix_ns);
             let late = s.ready_unix_ns.saturating_sub(self.start_at.saturating_add(agent.offset_ns));
@@ -370,9 +376,9 @@ impl<'a> Hosts<'a> {
             rec.rate_iops = spec.rate_iops;
             rec.replay_speed = spec.replay_speed;
             (rec.replay_bin_s, rec.replay_intended) = spec.replay_intended.clone();
-            // The first host to start times the samples; the others' spread is reported
-            // beside the step.
-            rec.measured_from_unix_ns = Some(self.started[h] + (w.warmup_s * 1e9) as i64);
+            // The first host to report times the samples from its moment; the hosts' start
+            // spread is reported beside the step.
+            rec.measured_from_unix_ns = Some(self.moments[h] + (w.warmup_s * 1e9) as i64);
             obs.started(&rec);
             self.merged = Some(rec);
         }
