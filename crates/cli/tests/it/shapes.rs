@@ -78,6 +78,17 @@ fn strace(trace: &Path) -> Command {
     c
 }
 
+/// An agent started under strace, in a process group of its own: dropped, the whole group is
+/// killed (strace's tracee too), then strace waited for.
+struct Group(AgentProc);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // SAFETY: a signal to the process group this test made for the traced agent.
+        unsafe { libc::kill(-(self.0.child.id() as i32), libc::SIGKILL) };
+    }
+}
+
 /// Pearson's chi-square of observed counts against expected probabilities, and the critical
 /// value at p = 0.01 for its degrees of freedom (Wilson–Hilferty).
 fn chi_square(observed: &[u64], p: &[f64]) -> (f64, f64) {
@@ -349,8 +360,12 @@ fn agents_draw_the_same_law_and_think_as_a_local_run_does() {
     let trace = dir.path().join("agent.trace");
     let mut cmd = strace(&trace);
     cmd.arg(bin());
-    let traced = AgentProc::spawn(cmd, None, &traced_dir, &c, &format!("{}/*", traced_dir.display()), &[]);
-    hosts.push((traced.addr.clone(), traced_dir.join("t.dat")));
+    // strace killed leaves its tracee running (an agent outlived every CI run): strace and the
+    // agent in a process group of their own, which goes as a whole.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let traced = Group(AgentProc::spawn(cmd, None, &traced_dir, &c, &format!("{}/*", traced_dir.display()), &[]));
+    let traced_addr = traced.0.addr.clone();
+    hosts.push((traced_addr, traced_dir.join("t.dat")));
     let w = "[[workloads]]\nname = \"z\"\nbackend = \"psync\"\nread_pct = 50\nbs = \"4k\"\nwrite_bs = \"8k\"\ndistribution = \"zipf:0.8\"\nramp = [2]\nwarmup_s = 0\nintervals = 1\ninterval_s = 3\n\n[[workloads]]\nname = \"slow\"\nbackend = \"psync\"\nbs = \"16k\"\nthink_time = \"10ms\"\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 2\n";
     hosts_plan(dir.path(), &hosts, w);
     let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "64m", "--json", "r.json"]).output().unwrap();
