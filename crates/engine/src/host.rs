@@ -64,42 +64,45 @@ pub fn own_cpu_ns() -> Option<u64> {
     ok.then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
-/// Sleeps until `t` on one absolute timer of the monotonic clock (`Instant`'s), with a timer
-/// slack of 1 ns meanwhile: a thread of normal priority (an agent without CAP_SYS_NICE) would
-/// otherwise wake up to 50 µs late, the kernel's default slack (real-time threads have none).
-/// The thread's own slack is given back after (its later sleeps are as they were). Returns at
-/// once when `t` has passed, and never before `t`.
+/// Sleeps until `t` on one absolute timer of the monotonic clock (`Instant`'s), as
+/// [`sleep_until_ns`] does. Returns at once when `t` has passed, and never before `t`.
 pub fn sleep_until(t: std::time::Instant) {
-    if std::time::Instant::now() >= t {
+    let now = std::time::Instant::now();
+    if now >= t {
         return;
     }
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes only into `ts`.
+    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) } != 0 {
+        std::thread::sleep(t - now);
+        return;
+    }
+    // The monotonic clock read just after `now`: `t` on it is at least as far ahead.
+    let ahead = i64::try_from((t - now).as_nanos()).unwrap_or(i64::MAX);
+    sleep_until_ns(
+        libc::CLOCK_MONOTONIC,
+        ts.tv_sec.saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec).saturating_add(ahead),
+    );
+    // A clock that could not be slept on: the plain way (never an early start).
+    std::thread::sleep(t.saturating_duration_since(std::time::Instant::now()));
+}
+
+/// Sleeps until `clock` (CLOCK_MONOTONIC, CLOCK_REALTIME) reads `at_ns`, on one absolute timer
+/// with a timer slack of 1 ns meanwhile: a thread of normal priority (an agent without
+/// CAP_SYS_NICE) would otherwise wake up to 50 µs late, the kernel's default slack (real-time
+/// threads have none), and an agent spinning for the moment instead would take the CPU its
+/// neighbours need to wake on time. The thread's own slack is given back after (its later
+/// sleeps are as they were). A signal does not end the sleep early; a failing timer ends it at
+/// once (the caller checks its clock).
+pub fn sleep_until_ns(clock: libc::clockid_t, at_ns: i64) {
+    let at = libc::timespec { tv_sec: (at_ns / 1_000_000_000) as libc::time_t, tv_nsec: (at_ns % 1_000_000_000) as _ };
     // SAFETY: prctl reads and sets only this thread's timer slack.
     let slack = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
     // SAFETY: as above.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-    loop {
-        let now = std::time::Instant::now();
-        if now >= t {
-            break;
-        }
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: clock_gettime writes only into `ts`.
-        if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) } != 0 {
-            std::thread::sleep(t - now);
-            continue;
-        }
-        // The monotonic clock read just after `now`: `t` on it is at least as far ahead.
-        let ahead = i64::try_from((t - now).as_nanos()).unwrap_or(i64::MAX);
-        let at = ts.tv_sec.saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec).saturating_add(ahead);
-        let at = libc::timespec { tv_sec: (at / 1_000_000_000) as libc::time_t, tv_nsec: (at % 1_000_000_000) as _ };
-        // SAFETY: an absolute sleep with a valid timespec and no remainder. Interrupted by a
-        // signal, or failing otherwise, the loop looks at the clock again (a failure sleeps the
-        // plain way: never an early start).
-        let r = unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &at, std::ptr::null_mut()) };
-        if r != 0 && r != libc::EINTR {
-            std::thread::sleep(t.saturating_duration_since(std::time::Instant::now()));
-        }
-    }
+    // SAFETY: an absolute sleep with a valid timespec and no remainder (an interrupted one is
+    // simply called again).
+    while unsafe { libc::clock_nanosleep(clock, libc::TIMER_ABSTIME, &at, std::ptr::null_mut()) } == libc::EINTR {}
     if slack > 0 {
         // SAFETY: as above.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, slack as libc::c_ulong, 0, 0, 0) };

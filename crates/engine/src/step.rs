@@ -726,9 +726,13 @@ fn latest_start(lives: &[Live], t0: Instant) -> u64 {
     let mut pause = Duration::from_micros(50);
     let waited = Instant::now();
     loop {
-        let all_began = lives.iter().all(|l| l.started_late.load(Ordering::Relaxed) > 0);
-        let late = lives.iter().map(|l| l.started_late.load(Ordering::Relaxed)).max().unwrap_or(0).saturating_sub(1);
-        if all_began {
+        // Lateness plus one per thread (0: not begun yet): the fewest and the most.
+        let (first, last) = lives
+            .iter()
+            .map(|l| l.started_late.load(Ordering::Relaxed))
+            .fold((u64::MAX, 0), |(lo, hi), l| (lo.min(l), hi.max(l)));
+        let late = last.saturating_sub(1);
+        if first > 0 {
             return late;
         }
         if waited.elapsed() > Duration::from_secs(1) {

@@ -248,7 +248,8 @@ pub(super) fn run_blocking(step: &Step, tx: &mpsc::Sender<Result<pb::StepEvent, 
                 // In steps short enough to notice a coordinator gone.
                 std::thread::sleep(Duration::from_millis(50));
             } else {
-                sleep_until_unix_ns(r.start_at_unix_ns - GATE_LEAD_NS);
+                // The wall clock's moment: a clock stepped meanwhile is followed.
+                host::sleep_until_ns(libc::CLOCK_REALTIME, r.start_at_unix_ns - GATE_LEAD_NS);
             }
         }
     };
@@ -410,17 +411,3 @@ fn step_done(ran: Result<StepRecord, iocurve_engine::EngineError>, called_off: &
 /// (64 on 2 cores take about a millisecond). A stop within it no longer calls the step off: the
 /// step starts and stops at once, with nothing measured.
 const GATE_LEAD_NS: i64 = 5_000_000;
-
-/// Sleeps until the wall clock reads `at` (Unix ns): one absolute timer, with this thread's
-/// timer slack cut to a microsecond, so that the agents of a step wake within microseconds of
-/// the moment instead of spinning for it — a spinning agent takes the CPU its neighbours need
-/// to wake on time when many share a host.
-fn sleep_until_unix_ns(at: i64) {
-    let ts = libc::timespec { tv_sec: (at / 1_000_000_000) as libc::time_t, tv_nsec: (at % 1_000_000_000) as _ };
-    // SAFETY: prctl with an integer argument; clock_nanosleep with a valid timespec and no
-    // remainder (absolute sleeps need none: an interrupted one is simply called again).
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong);
-        libc::clock_nanosleep(libc::CLOCK_REALTIME, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut());
-    }
-}
