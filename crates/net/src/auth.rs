@@ -138,6 +138,9 @@ pub enum Credentials {
     Bearer(tonic::metadata::MetadataValue<tonic::metadata::Ascii>),
     /// A proof of the token bound to the TLS session of the channel's connection.
     Proof { token: Arc<str>, session: binding::SessionSlot },
+    /// A relay's call to one of its children (issue 46): the delegation's bytes, and a proof of
+    /// its key bound to the TLS session (see [`crate::delegation`]).
+    Delegated { minted: Arc<crate::delegation::Minted>, session: binding::SessionSlot },
 }
 
 impl Credentials {
@@ -158,6 +161,18 @@ impl Credentials {
 impl tonic::service::Interceptor for Credentials {
     fn call(&mut self, mut req: Request<()>) -> Result<Request<()>, Status> {
         let value = match self {
+            Credentials::Delegated { minted, session } => {
+                let exporter = session
+                    .exporter()
+                    .ok_or_else(|| Status::unavailable("no TLS session to prove the delegation on yet"))?;
+                req.metadata_mut().insert_bin(
+                    crate::delegation::METADATA,
+                    tonic::metadata::MetadataValue::from_bytes(&minted.delegation),
+                );
+                format!("{}{}", crate::delegation::SCHEME, binding::proof(&minted.key, &exporter))
+                    .parse()
+                    .map_err(|_| Status::internal("a proof that cannot travel in a header"))?
+            }
             Credentials::Bearer(v) => v.clone(),
             Credentials::Proof { token, session } => {
                 let exporter = session

@@ -429,6 +429,36 @@ impl RunCredentials {
     }
 }
 
+impl RunCredentials {
+    /// The client certificate and key of the relay on `relay` for this run: a name of its own
+    /// ("iocurve relay HOST"), client authentication only, valid as long as the run's other
+    /// credentials. Its SHA-256 is what the delegations of its children name
+    /// ([`crate::delegation::Delegation::relay_certificate`]): the coordinator's own certificate
+    /// would let any holder of a delegation act with it.
+    pub fn for_relay(&self, relay: &str) -> Result<(String, String), NetError> {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+        params.distinguished_name.push(DnType::CommonName, format!("iocurve relay {relay}"));
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        valid_until(&mut params, now, self.expires_unix);
+        let key = KeyPair::generate().map_err(err)?;
+        let cert = params.signed_by(&key, &self.issuer).map_err(err)?;
+        Ok((cert.pem(), key.serialize_pem()))
+    }
+}
+
+/// The common name of the first certificate in `cert_pem`: an agent's own name where its
+/// credentials were issued for its host (`certs add-host NAME`, `run --launch`); None where
+/// it has none or the cluster's shared one ([`AGENT_NAME`]), which names no host.
+pub fn own_name(cert_pem: &str) -> Option<String> {
+    use tokio_rustls::rustls::pki_types::CertificateDer;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    let der = CertificateDer::pem_slice_iter(cert_pem.as_bytes()).next()?.ok()?;
+    let (_, cert) = x509_parser::parse_x509_certificate(der.as_ref()).ok()?;
+    let cn = cert.subject().iter_common_name().next()?.as_str().ok()?.to_string();
+    (cn != AGENT_NAME && !cn.is_empty()).then_some(cn)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

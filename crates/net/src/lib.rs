@@ -11,6 +11,7 @@ pub mod agent;
 pub mod auth;
 pub mod binding;
 pub mod certs;
+pub mod delegation;
 pub mod launched;
 pub mod wire;
 

@@ -53,6 +53,8 @@ struct Flood {
 pub struct Peer {
     pub addr: Option<SocketAddr>,
     pub identity: Option<String>,
+    /// The relay's delegation the call came through (issue 46): its run key and end.
+    pub delegation: Option<crate::delegation::Delegated>,
 }
 
 impl Peer {
@@ -62,7 +64,8 @@ impl Peer {
         // connection's session.
         let certs = super::listen::session_of(req).and_then(|s| s.peer_certificates.clone());
         let identity = certs.and_then(|certs| certs.first().map(identity));
-        Peer { addr, identity }
+        let delegation = req.extensions().get::<crate::delegation::Delegated>().copied();
+        Peer { addr, identity, delegation }
     }
 }
 
@@ -147,6 +150,9 @@ impl Audit {
         event["peer"] = json!(peer.addr.map(|a| a.to_string()).unwrap_or_else(|| "unknown".into()));
         if let Some(id) = &peer.identity {
             event["certificate"] = json!(id);
+        }
+        if let Some(d) = peer.delegation {
+            event["delegation"] = json!({"run_key": d.run_key, "not_after_unix": d.not_after_unix});
         }
     }
 
@@ -243,7 +249,7 @@ mod tests {
     use super::*;
 
     fn peer(last: u8) -> Peer {
-        Peer { addr: Some(SocketAddr::from(([10, 0, 0, last], 4000))), identity: None }
+        Peer { addr: Some(SocketAddr::from(([10, 0, 0, last], 4000))), identity: None, delegation: None }
     }
 
     /// Issue 35, finding 5: a refusal flood is written as its first lines and a count per

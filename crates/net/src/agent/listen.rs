@@ -244,22 +244,67 @@ pub fn session_of<T>(req: &tonic::Request<T>) -> Option<std::sync::Arc<crate::bi
 /// [`super::audit`]). A call with them marks its connection as no longer a stranger's
 /// (see [`ticket_of`]).
 pub fn checker(
-    token: Arc<String>,
+    keys: Arc<Keys>,
     audit: Arc<super::audit::Audit>,
 ) -> impl Fn(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> + Clone {
-    move |req: tonic::Request<()>| match crate::auth::verify::<PeerInfo, ()>(&req, &token) {
-        Ok(()) => {
-            if let Some(t) = ticket_of(&req) {
-                t.authenticated();
-            }
-            Ok(req)
+    move |mut req: tonic::Request<()>| {
+        let given = req.metadata().get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("");
+        if let Some(proof) = given.strip_prefix(crate::delegation::SCHEME) {
+            return match delegated(&req, proof, &keys) {
+                Ok(d) => {
+                    if let Some(t) = ticket_of(&req) {
+                        t.authenticated();
+                    }
+                    req.extensions_mut().insert(d);
+                    Ok(req)
+                }
+                Err(why) => {
+                    let why = why.reason();
+                    audit.refused("delegation", "any", &super::audit::Peer::of(&req), &why);
+                    Err(tonic::Status::unauthenticated(why))
+                }
+            };
         }
-        Err(why) => {
-            // The method is not known here (an interceptor sees no path): the trail says what
-            // was wrong with the credentials, and from where.
-            let rule = if why == crate::auth::Refused::BareTokenOverTls { "protocol" } else { "token" };
-            audit.refused(rule, "any", &super::audit::Peer::of(&req), why.reason());
-            Err(why.status())
+        match crate::auth::verify::<PeerInfo, ()>(&req, &keys.token) {
+            Ok(()) => {
+                if let Some(t) = ticket_of(&req) {
+                    t.authenticated();
+                }
+                Ok(req)
+            }
+            Err(why) => {
+                // The method is not known here (an interceptor sees no path): the trail says what
+                // was wrong with the credentials, and from where.
+                let rule = if why == crate::auth::Refused::BareTokenOverTls { "protocol" } else { "token" };
+                audit.refused(rule, "any", &super::audit::Peer::of(&req), why.reason());
+                Err(why.status())
+            }
         }
     }
+}
+
+/// What the agent's interceptor checks calls against: its token, and for calls through a relay
+/// (issue 46, docs/relays.md) its own name and whether it takes client certificates.
+pub struct Keys {
+    pub token: String,
+    /// Its certificate's name where that names this host (see [`crate::certs::own_name`]).
+    pub name: Option<String>,
+    pub mutual_tls: bool,
+}
+
+/// Checks a call made through a relay ([`crate::delegation::check`]) on its TLS session.
+fn delegated(
+    req: &tonic::Request<()>,
+    proof: &str,
+    keys: &Keys,
+) -> Result<crate::delegation::Delegated, crate::delegation::Refused> {
+    use crate::delegation::{Child, METADATA, Refused, check};
+    let session = session_of(req).ok_or(Refused::PlainText)?;
+    let bytes = req.metadata().get_bin(METADATA).ok_or(Refused::Missing)?;
+    let bytes = bytes.to_bytes().map_err(|_| Refused::Malformed("not base64"))?;
+    let child = Child { name: keys.name.as_deref(), token: &keys.token, mutual_tls: keys.mutual_tls };
+    let peer = session.peer_certificates.as_ref().and_then(|c| c.first()).map(|c| c.as_ref());
+    let now = crate::unix_ns().max(0) as u64 / 1_000_000_000;
+    let d = check(&child, &bytes, proof, &session.exporter, peer, now)?;
+    Ok(crate::delegation::Delegated { run_key: d.run_key, not_after_unix: d.not_after_unix })
 }

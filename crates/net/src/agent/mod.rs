@@ -21,10 +21,13 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Server;
 use tonic::{Request, Response, Status};
 
+use crate::delegation::Delegated;
 use crate::pb::agent_server::{Agent, AgentServer};
 use crate::{NetError, PROTOCOL, pb, unix_ns, wire};
 
 pub mod audit;
+#[cfg(test)]
+mod delegated_tests;
 pub mod listen;
 mod requests;
 pub mod simulate;
@@ -163,6 +166,9 @@ struct Owner {
     since: std::time::Instant,
     /// The owner's last call that acts.
     last_act: std::time::Instant,
+    /// A relay's delegation it owns the agent under: for that run only (another connection of
+    /// the same relay's for that run takes over), and never after the delegation's end.
+    run: Option<Delegated>,
 }
 
 /// An accepted call that acts: its name and caller, for the audit trail of its outcome.
@@ -171,6 +177,8 @@ struct Call {
     peer: audit::Peer,
     /// The caller's connection (None for the in-process agent of a local run).
     connection: Option<std::sync::Weak<listen::Ticket>>,
+    /// The relay's delegation the call came through (None: the coordinator itself).
+    delegated: Option<Delegated>,
 }
 
 /// Duplicates of the file targets a run writes on this agent, kept from one of its requests to
@@ -352,9 +360,13 @@ impl Service {
     /// and `detail`.
     fn claim<T>(&self, req: &Request<T>, what: &'static str, detail: &str) -> Result<Call, Status> {
         let peer = audit::Peer::of(req);
+        let delegated = req.extensions().get::<Delegated>().copied();
         // The in-process agent of a local run has one connection, its own.
-        let Some(ticket) = listen::ticket_of(req) else { return Ok(Call { name: what, peer, connection: None }) };
+        let Some(ticket) = listen::ticket_of(req) else {
+            return Ok(Call { name: what, peer, connection: None, delegated: None });
+        };
         let mut owner = self.owner.lock().unwrap_or_else(|e| e.into_inner());
+        let now_unix = crate::unix_ns().max(0) as u64 / 1_000_000_000;
         if let Some(o) = owner.as_ref()
             && let Some(current) = o.connection.upgrade()
             && !Arc::ptr_eq(&current, &ticket)
@@ -362,7 +374,15 @@ impl Service {
         {
             let ended = *self.work_ended.lock().unwrap_or_else(|e| e.into_inner());
             let idle_for = o.last_act.max(ended).elapsed();
-            if idle_for >= self.claim_expiry && self.idle() {
+            let same_run = o.run.zip(delegated).is_some_and(|(a, b)| a.run_key == b.run_key);
+            if o.run.is_some_and(|d| now_unix > d.not_after_unix) {
+                self.audit.note("the relay's delegation it owned this agent under has ended", Some(&peer));
+                *owner = None;
+            } else if same_run {
+                // The relay reconnected for the same run: its new connection owns the agent.
+                self.audit.note("the relay owning this agent for its run called on a new connection", Some(&peer));
+                *owner = None;
+            } else if idle_for >= self.claim_expiry && self.idle() {
                 self.audit.note(
                     &format!(
                         "the coordinator at {} made no call that acts for {:.0} s while nothing ran: it no longer owns this agent",
@@ -384,15 +404,29 @@ impl Service {
         }
         let now = std::time::Instant::now();
         match owner.as_mut() {
-            Some(o) if o.connection.upgrade().is_some_and(|c| !c.peer_closed()) => o.last_act = now,
+            Some(o) if o.connection.upgrade().is_some_and(|c| !c.peer_closed()) && o.run == delegated => {
+                o.last_act = now
+            }
             _ => {
-                self.audit.note("a coordinator took this agent for its run", Some(&peer));
-                *owner =
-                    Some(Owner { connection: Arc::downgrade(&ticket), peer: ticket.peer(), since: now, last_act: now });
+                let who = match delegated {
+                    Some(d) => format!(
+                        "a relay took this agent for run key {} (its delegation ends at Unix second {})",
+                        d.run_key, d.not_after_unix
+                    ),
+                    None => "a coordinator took this agent for its run".into(),
+                };
+                self.audit.note(&who, Some(&peer));
+                *owner = Some(Owner {
+                    connection: Arc::downgrade(&ticket),
+                    peer: ticket.peer(),
+                    since: now,
+                    last_act: now,
+                    run: delegated,
+                });
             }
         }
         self.audit.accepted(what, &peer, detail);
-        Ok(Call { name: what, peer, connection: Some(Arc::downgrade(&ticket)) })
+        Ok(Call { name: what, peer, connection: Some(Arc::downgrade(&ticket)), delegated })
     }
 
     /// Keeps the run's locks on the file targets it writes until its connection ends
@@ -563,6 +597,17 @@ impl Service {
     /// `unfilled`: scratch files are created allocated but not written (a precondition pass
     /// writes them anyway, the null back-end never touches them).
     async fn open_with(&self, call: &Call, groups: &[pb::TargetGroup], how: Opening) -> Result<Arc<TargetSet>, Status> {
+        // A relay acts for one run: a request of another run is not its to make.
+        if let Some(d) = call.delegated
+            && d.run_key != how.run_key
+        {
+            let e = Status::permission_denied(format!(
+                "this relay's delegation is for run key {}, not for the request's run key {}",
+                d.run_key, how.run_key
+            ));
+            self.audit.refused("delegation", call.name, &call.peer, e.message());
+            return Err(e);
+        }
         let _permit = self.openers.clone().acquire_owned().await;
         let _preparing = Preparing::new(&self.preparing, &self.work_ended);
         // A request of another run means the run that kept locks here is over (one
@@ -1084,7 +1129,11 @@ pub async fn serve(
         // until it ends).
         held.lock().unwrap_or_else(|e| e.into_inner()).clear();
     };
-    let token = Arc::new(cfg.token);
+    let keys = Arc::new(listen::Keys {
+        token: cfg.token,
+        name: cfg.tls.as_ref().and_then(|t| crate::certs::own_name(&t.cert_pem)),
+        mutual_tls: cfg.tls.as_ref().is_some_and(|t| t.client_ca_pem.is_some()),
+    });
     // HTTP/2 pings find a silent coordinator (a cut link sends no FIN) within the lease.
     let third = cfg.lease / 3;
     let mut builder = Server::builder()
@@ -1138,7 +1187,7 @@ pub async fn serve(
     };
     let router = builder.add_service(tonic::service::interceptor::InterceptedService::new(
         AgentServer::new(service).max_decoding_message_size(MAX_REQUEST_BYTES),
-        listen::checker(token, audit.clone()),
+        listen::checker(keys, audit.clone()),
     ));
     let incoming = listen::incoming(listener, listen::LIMITS);
     let served = match tls {
@@ -1148,7 +1197,7 @@ pub async fn serve(
             // refusal for the trail (rate-limited there).
             let trail = audit.clone();
             let refused = move |addr, why: String| {
-                trail.refused("tls", "handshake", &audit::Peer { addr, identity: None }, &why);
+                trail.refused("tls", "handshake", &audit::Peer { addr, identity: None, delegation: None }, &why);
             };
             let secured = crate::binding::accept(incoming, config, refused, peer);
             router.serve_with_incoming_shutdown(secured, shutdown).await
@@ -1191,7 +1240,7 @@ pub fn in_process(local: InProcess, token: String) -> tokio::io::DuplexStream {
         let r = Server::builder()
             .add_service(tonic::service::interceptor::InterceptedService::new(
                 AgentServer::new(service).max_decoding_message_size(MAX_REQUEST_BYTES),
-                listen::checker(Arc::new(token), audit),
+                listen::checker(Arc::new(listen::Keys { token, name: None, mutual_tls: false }), audit),
             ))
             .serve_with_incoming(incoming)
             .await;
