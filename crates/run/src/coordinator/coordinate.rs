@@ -302,7 +302,7 @@ impl<'a> Hosts<'a> {
                 }
                 shift_targets(&mut stats, agent.target_offset);
                 self.reported[h] += 1;
-                self.merger.add(h, idx as usize, Part { stats, cpu, duration_s: dur });
+                self.merger.add(h, idx as usize, Part { stats, cpu, duration_s: dur, hosts: 1 });
             }
             pb::step_event::Event::Done(d) => self.on_done(h, &d),
             pb::step_event::Event::Iolog(p) => self.on_iolog(h, &p)?,

@@ -2,6 +2,10 @@
 //! on once every host still in the step reported it, in order; a lost host's missing intervals
 //! are not waited for, and what it reported before it was lost is kept. Histograms merge
 //! exactly (sums of buckets), counters add up, host CPU is the mean of the reporting hosts.
+//!
+//! A part may stand for a group of hosts (`Part::hosts`: a relay's merge of its agents, issue
+//! 46): its CPU weighs as many hosts, so that merging groups and then their merges gives what
+//! merging every host at once gives — the histograms bucket for bucket, the CPU to rounding.
 
 use std::collections::BTreeMap;
 
@@ -13,6 +17,14 @@ pub struct Part {
     pub stats: IntervalStats,
     pub cpu: CpuUsage,
     pub duration_s: f64,
+    /// How many hosts' intervals it holds (0 and 1: one host's).
+    pub hosts: u32,
+}
+
+impl Part {
+    fn weight(&self) -> f64 {
+        f64::from(self.hosts.max(1))
+    }
 }
 
 /// An interval merged over the hosts that reported it.
@@ -23,6 +35,15 @@ pub struct Merged {
     pub parts: Vec<(usize, Part)>,
     pub all: IntervalStats,
     pub cpu: CpuUsage,
+}
+
+impl Merged {
+    /// The merge as one part of a merge above it (a relay's group, for its coordinator): as many
+    /// hosts as its parts held.
+    pub fn into_part(self, duration_s: f64) -> Part {
+        let hosts = self.parts.iter().map(|(_, p)| p.hosts.max(1)).sum();
+        Part { stats: self.all, cpu: self.cpu, duration_s, hosts }
+    }
 }
 
 pub struct IntervalMerger {
@@ -67,20 +88,25 @@ impl IntervalMerger {
                 .enumerate()
                 .filter_map(|(h, p)| p.map(|p| (h, p)))
                 .collect();
-            let reporting = parts.len().max(1) as f64;
+            let reporting: f64 = parts.iter().map(|(_, p)| p.weight()).sum::<f64>().max(1.0);
             let mut all = IntervalStats::default();
             let mut cpu = CpuUsage::default();
             for (_, p) in &parts {
                 all.merge(&p.stats);
-                cpu.user += p.cpu.user / reporting;
-                cpu.system += p.cpu.system / reporting;
-                cpu.iowait += p.cpu.iowait / reporting;
+                let w = p.weight() / reporting;
+                cpu.user += p.cpu.user * w;
+                cpu.system += p.cpu.system * w;
+                cpu.iowait += p.cpu.iowait * w;
                 // The most any host lost to its hypervisor: one shared host among several is
                 // what the flag is for, and a mean would hide it.
                 cpu.steal = cpu.steal.max(p.cpu.steal);
             }
             // iocurve's own share: the hosts' mean where every one of them read it.
-            cpu.own = parts.iter().map(|(_, p)| p.cpu.own).sum::<Option<f64>>().map(|s| s / reporting);
+            cpu.own = parts
+                .iter()
+                .map(|(_, p)| p.cpu.own.map(|o| o * p.weight()))
+                .sum::<Option<f64>>()
+                .map(|s| s / reporting);
             out.push(Merged { index: self.next, parts, all, cpu });
             self.next += 1;
         }
@@ -116,7 +142,101 @@ mod tests {
         for &l in lats {
             stats.read.record(l, 4096);
         }
-        Part { stats, cpu: CpuUsage { user, ..Default::default() }, duration_s: 1.0 }
+        Part { stats, cpu: CpuUsage { user, ..Default::default() }, duration_s: 1.0, hosts: 1 }
+    }
+
+    /// One host's interval as an agent would send it: reads and writes of the given latencies
+    /// in two samples and their seconds, a target of its own (`host`), a stall, faults, a
+    /// verification problem named, and CPU.
+    fn host_part(host: usize, lats: &[(u64, bool)], cpu: (f64, f64, f64, Option<f64>), gap: Option<u64>) -> Part {
+        let mut stats = IntervalStats::with_samples(2);
+        let mut target = iocurve_stats::TargetStats { target: host as u32, ..Default::default() };
+        target.samples = vec![Default::default(); 2];
+        for (k, &(l, write)) in lats.iter().enumerate() {
+            let (d, bytes) = if write { (&mut stats.write, 8192) } else { (&mut stats.read, 4096) };
+            d.record(l, bytes);
+            stats.samples[k % 2].record(l, bytes);
+            stats.seconds.record(k % 2, l);
+            target.hist.record(l);
+            target.samples[k % 2].record(l, bytes);
+            if write {
+                (target.write_ops, target.write_bytes) = (target.write_ops + 1, target.write_bytes + bytes);
+            } else {
+                (target.read_ops, target.read_bytes) = (target.read_ops + 1, target.read_bytes + bytes);
+            }
+        }
+        stats.targets = vec![target];
+        stats.max_gap_ns = gap;
+        stats.faults_injected = lats.len() as u64 % 3;
+        if lats.len() % 4 == 1 {
+            stats.verify.lost = 1;
+            stats.verify.examples.push(format!("host {host}: block 7 lost"));
+        }
+        let (user, system, iowait, own) = cpu;
+        let cpu = CpuUsage { user, system, iowait, steal: user / 10.0, own };
+        Part { stats, cpu, duration_s: 1.0, hosts: 1 }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// Issue 46: a relay merges its agents' intervals and its coordinator merges the relays':
+        /// that must give what one coordinator merging every agent gives — every histogram
+        /// bucket for bucket, every counter, sample, second, target and example the same, the
+        /// CPU means to rounding — whatever the groups.
+        #[test]
+        fn groups_merged_and_then_merged_again_give_the_flat_merge(
+            hosts in proptest::collection::vec(
+                (
+                    proptest::collection::vec((1u64..50_000_000, proptest::bool::ANY), 0..40),
+                    (0.0f64..100.0, 0.0f64..100.0, 0.0f64..100.0, proptest::option::weighted(0.9, 0.0f64..100.0)),
+                    proptest::option::of(1u64..1_000_000_000),
+                ),
+                1..24,
+            ),
+            cuts in proptest::collection::vec(1usize..8, 1..24),
+        ) {
+            let parts: Vec<Part> =
+                hosts.iter().enumerate().map(|(h, (lats, cpu, gap))| host_part(h, lats, *cpu, *gap)).collect();
+            let n = parts.len();
+            let mut flat = IntervalMerger::new(1, n);
+            for (h, p) in parts.iter().enumerate() {
+                flat.add(h, 0, p.clone());
+            }
+            let flat = flat.ready(&vec![false; n]).remove(0);
+            // Contiguous groups of the sizes `cuts` says, as relays take hosts in order.
+            let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
+            let mut at = 0;
+            for c in cuts.iter().cycle() {
+                if at == n {
+                    break;
+                }
+                groups.push(at..(at + c).min(n));
+                at = (at + c).min(n);
+            }
+            let mut top = IntervalMerger::new(1, groups.len());
+            for (g, range) in groups.iter().enumerate() {
+                let mut relay = IntervalMerger::new(1, range.len());
+                for (k, h) in range.clone().enumerate() {
+                    relay.add(k, 0, parts[h].clone());
+                }
+                top.add(g, 0, relay.ready(&vec![false; range.len()]).remove(0).into_part(1.0));
+            }
+            let tree = top.ready(&vec![false; groups.len()]).remove(0);
+            proptest::prop_assert_eq!(&tree.all, &flat.all);
+            proptest::prop_assert_eq!(
+                tree.all.read.hist.buckets().collect::<Vec<_>>(),
+                flat.all.read.hist.buckets().collect::<Vec<_>>()
+            );
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(1.0);
+            let (t, f) = (&tree.cpu, &flat.cpu);
+            proptest::prop_assert!(close(t.user, f.user) && close(t.system, f.system) && close(t.iowait, f.iowait), "{t:?} {f:?}");
+            proptest::prop_assert_eq!(t.steal, f.steal);
+            proptest::prop_assert_eq!(t.own.is_some(), f.own.is_some());
+            if let (Some(a), Some(b)) = (t.own, f.own) {
+                proptest::prop_assert!(close(a, b), "{a} {b}");
+            }
+            proptest::prop_assert_eq!(tree.parts.iter().map(|(_, p)| p.hosts).sum::<u32>(), n as u32);
+        }
     }
 
     #[test]
