@@ -161,6 +161,21 @@ impl Delegation {
 pub struct Delegated {
     pub run_key: u32,
     pub not_after_unix: u64,
+    /// The relay's certificate (SHA-256) the delegation names: only a call with the same run
+    /// key *and* certificate is the same relay's (another holder of a child's token can mint a
+    /// delegation for any run key it read).
+    pub relay_certificate: [u8; 32],
+}
+
+impl Delegated {
+    pub fn of(d: &Delegation) -> Delegated {
+        Delegated { run_key: d.run_key, not_after_unix: d.not_after_unix, relay_certificate: d.relay_certificate }
+    }
+
+    /// Whether `other` is the same relay acting for the same run.
+    pub fn same_relay_and_run(&self, other: &Delegated) -> bool {
+        self.run_key == other.run_key && self.relay_certificate == other.relay_certificate
+    }
 }
 
 /// The key a relay proves a delegation with: HMAC-SHA-256(the child's token, the delegation's

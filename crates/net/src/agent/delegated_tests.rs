@@ -65,52 +65,71 @@ fn targets(dir: &std::path::Path, run_key: u32) -> pb::TargetsRequest {
     }
 }
 
+/// A real agent for `child` allowed `dir/*`, its trail in `log`: its address, its stop and its
+/// task.
+async fn start_agent(
+    dir: &std::path::Path,
+    child: &crate::certs::HostCredentials,
+    log: &std::path::Path,
+) -> (SocketAddr, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<Result<(), crate::NetError>>) {
+    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel::<SocketAddr>();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let cfg = AgentConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        token: child.token.clone(),
+        tls: Some(AgentTls {
+            cert_pem: child.cert_pem.clone(),
+            key_pem: child.key_pem.clone(),
+            client_ca_pem: Some(child.client_ca_pem.clone()),
+        }),
+        allow: vec![format!("{}/*", dir.display())],
+        allow_write: Vec::new(),
+        max_scratch: None,
+        lease: Duration::from_secs(10),
+        state_dir: dir.to_path_buf(),
+        metrics: None,
+        one_run: false,
+        remove_scratch: false,
+        claim_expiry: super::CLAIM_EXPIRY,
+        audit: Arc::new(Audit::new(Some(log)).unwrap()),
+        simulated: None,
+    };
+    let agent = tokio::spawn(serve(cfg, |a| addr_tx.send(a).unwrap(), async { stop_rx.await.unwrap_or(()) }));
+    (addr_rx.await.unwrap(), stop_tx, agent)
+}
+
+/// A delegation of run [`RUN_KEY`] for `child`, to the relay whose certificate is `cert`, valid
+/// from a minute ago to `not_after`.
+fn delegation_for(child: &str, not_after: u64, cert: &str) -> Delegation {
+    Delegation {
+        run_key: RUN_KEY,
+        relay_certificate: certificate_digest(&der(cert)),
+        child: child.into(),
+        not_before_unix: now() - 60,
+        not_after_unix: not_after,
+        nonce: crate::delegation::nonce().unwrap(),
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
 #[test]
 fn a_relay_opens_its_child_for_its_run_and_nothing_else() {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    rt.block_on(async {
+    runtime().block_on(async {
         let dir = tempfile::tempdir().unwrap();
         let run = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
         let child = run.for_host("lg7.lab").unwrap();
         let (relay_cert, relay_key) = run.for_relay("lg1.lab").unwrap();
         let log = dir.path().join("audit.log");
-        let (addr_tx, addr_rx) = tokio::sync::oneshot::channel::<SocketAddr>();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let cfg = AgentConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            token: child.token.clone(),
-            tls: Some(AgentTls {
-                cert_pem: child.cert_pem.clone(),
-                key_pem: child.key_pem.clone(),
-                client_ca_pem: Some(child.client_ca_pem.clone()),
-            }),
-            allow: vec![format!("{}/*", dir.path().display())],
-            allow_write: Vec::new(),
-            max_scratch: None,
-            lease: Duration::from_secs(10),
-            state_dir: dir.path().to_path_buf(),
-            metrics: None,
-            one_run: false,
-            remove_scratch: false,
-            claim_expiry: super::CLAIM_EXPIRY,
-            audit: Arc::new(Audit::new(Some(&log)).unwrap()),
-            simulated: None,
-        };
-        let agent = tokio::spawn(serve(cfg, |a| addr_tx.send(a).unwrap(), async { stop_rx.await.unwrap_or(()) }));
-        let addr = addr_rx.await.unwrap();
-        let for_child = |child: &str, not_after: u64, cert: &str| Delegation {
-            run_key: RUN_KEY,
-            relay_certificate: certificate_digest(&der(cert)),
-            child: child.into(),
-            not_before_unix: now() - 60,
-            not_after_unix: not_after,
-            nonce: crate::delegation::nonce().unwrap(),
-        };
-        let good = mint(&for_child("lg7.lab", now() + 600, &relay_cert), &child.token);
+        let (addr, stop_tx, agent) = start_agent(dir.path(), &child, &log).await;
+        let good = mint(&delegation_for("lg7.lab", now() + 600, &relay_cert), &child.token);
         let relay = (relay_cert.as_str(), relay_key.as_str());
         let coordinator = (run.client_cert_pem.as_str(), run.client_key_pem.as_str());
 
-        // The relay, with its delegation: its run's targets open; another run's do not.
+        // The relay, with its delegation: its run's targets open; another run's do not, and
+        // that request claims nothing.
         let mut r = client(addr, &run.ca_pem, "lg7.lab", relay, delegated(&good)).await;
         r.hello(pb::HelloRequest { protocol: crate::PROTOCOL, version: String::new() }).await.expect("hello");
         let opened = r.targets(targets(dir.path(), RUN_KEY)).await.expect("its run's targets");
@@ -118,6 +137,16 @@ fn a_relay_opens_its_child_for_its_run_and_nothing_else() {
         let e = r.targets(targets(dir.path(), RUN_KEY + 1)).await.unwrap_err();
         assert_eq!(e.code(), tonic::Code::PermissionDenied, "{e}");
         assert!(e.message().contains("for run key 4242, not for the request's run key 4243"), "{e}");
+        // A step that would start after the delegation ends.
+        let late = pb::StepRequest {
+            run_key: RUN_KEY,
+            groups: targets(dir.path(), RUN_KEY).groups,
+            start_at_unix_ns: (now() as i64 + 3600) * 1_000_000_000,
+            ..Default::default()
+        };
+        let e = r.run_step(late).await.unwrap_err();
+        assert_eq!(e.code(), tonic::Code::PermissionDenied, "{e}");
+        assert!(e.message().contains("would start after this relay's delegation ends"), "{e}");
 
         // The same delegation and key from the coordinator's certificate: refused (a delegation
         // stolen from the relay is useless without the relay's key).
@@ -127,10 +156,10 @@ fn a_relay_opens_its_child_for_its_run_and_nothing_else() {
         assert!(e.message().contains("another certificate than its relay's"), "{e}");
 
         // One for another child, one expired, one whose key was derived from another token.
-        let for_lg8 = mint(&for_child("lg8.lab", now() + 600, &relay_cert), &child.token);
-        let expired = mint(&for_child("lg7.lab", now() - 1, &relay_cert), &child.token);
+        let for_lg8 = mint(&delegation_for("lg8.lab", now() + 600, &relay_cert), &child.token);
+        let expired = mint(&delegation_for("lg7.lab", now() - 1, &relay_cert), &child.token);
         let other_token =
-            mint(&for_child("lg7.lab", now() + 600, &relay_cert), &run.for_host("lg8.lab").unwrap().token);
+            mint(&delegation_for("lg7.lab", now() + 600, &relay_cert), &run.for_host("lg8.lab").unwrap().token);
         for (m, says) in
             [(&for_lg8, "for another agent"), (&expired, "expired"), (&other_token, "proof does not match")]
         {
@@ -147,6 +176,16 @@ fn a_relay_opens_its_child_for_its_run_and_nothing_else() {
             client(addr, &run.ca_pem, "lg7.lab", coordinator, move |s| Credentials::proof(&token, s)).await;
         let e = direct.targets(targets(dir.path(), RUN_KEY)).await.unwrap_err();
         assert_eq!(e.code(), tonic::Code::Aborted, "{e}");
+        assert!(e.message().contains("in use by a relay (CN=iocurve relay lg1.lab"), "{e}");
+
+        // Review of issue 46's delegations, finding 1: another holder of the child's token (and
+        // of a certificate from the CA) minted a delegation of the relay's run key for its own
+        // certificate and took the agent as "the same relay on a new connection". Only the
+        // same run key *and* certificate is the same relay.
+        let thief = mint(&delegation_for("lg7.lab", now() + 600, &run.client_cert_pem), &child.token);
+        let mut t = client(addr, &run.ca_pem, "lg7.lab", coordinator, delegated(&thief)).await;
+        let e = t.targets(targets(dir.path(), RUN_KEY)).await.unwrap_err();
+        assert_eq!(e.code(), tonic::Code::Aborted, "{e}");
 
         // The relay again on a new connection, for the same run: it takes over from its old one.
         let mut again = client(addr, &run.ca_pem, "lg7.lab", relay, delegated(&good)).await;
@@ -157,15 +196,78 @@ fn a_relay_opens_its_child_for_its_run_and_nothing_else() {
         let trail = std::fs::read_to_string(&log).unwrap();
         let lines: Vec<serde_json::Value> = trail.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         let accepted: Vec<_> = lines.iter().filter(|l| l["outcome"] == "accepted").collect();
-        // Two calls of its run, and the call for another run (accepted as a call, as one outside
-        // the allow list is, then refused by the delegation's run key).
+        // The relay's two calls of its run (the step that would start too late is accepted as
+        // a call, then refused by its delegation's end).
         assert_eq!(accepted.len(), 3, "{trail}");
         for l in accepted {
             assert_eq!(l["delegation"]["run_key"], RUN_KEY, "{l}");
             assert!(l["certificate"].as_str().unwrap().starts_with("CN=iocurve relay lg1.lab"), "{l}");
         }
-        let refused_delegations = lines.iter().filter(|l| l["rule"] == "delegation").count();
-        assert_eq!(refused_delegations, 5, "4 refused delegations and 1 run key: {trail}");
-        assert!(trail.contains("a relay took this agent for run key 4242"), "{trail}");
+        let refused = |rule: &str| lines.iter().filter(|l| l["rule"] == rule).count();
+        assert_eq!(refused("delegation"), 6, "another run, a late step and 4 bad delegations: {trail}");
+        assert_eq!(refused("owner"), 2, "the coordinator and the thief: {trail}");
+        assert_eq!(trail.matches("a relay took this agent for run key 4242").count(), 1, "{trail}");
+        assert_eq!(trail.matches("called on a new connection").count(), 1, "{trail}");
+    });
+}
+
+/// Review of issue 46's delegations, finding 2: a relay's claim ends with its delegation, and
+/// so does the work it started: a step it began before not-after is stopped at not-after, and
+/// the coordinator then takes the agent.
+#[test]
+fn a_relay_s_claim_and_work_end_with_its_delegation() {
+    runtime().block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
+        let child = run.for_host("lg7.lab").unwrap();
+        let (relay_cert, relay_key) = run.for_relay("lg1.lab").unwrap();
+        let log = dir.path().join("audit.log");
+        let (addr, stop_tx, agent) = start_agent(dir.path(), &child, &log).await;
+        let short = mint(&delegation_for("lg7.lab", now() + 2, &relay_cert), &child.token);
+        let mut r = client(addr, &run.ca_pem, "lg7.lab", (&relay_cert, &relay_key), delegated(&short)).await;
+        r.targets(targets(dir.path(), RUN_KEY)).await.expect("its run's targets");
+        let token = child.token.clone();
+        let coordinator = (run.client_cert_pem.as_str(), run.client_key_pem.as_str());
+        let mut direct =
+            client(addr, &run.ca_pem, "lg7.lab", coordinator, move |s| Credentials::proof(&token, s)).await;
+        assert_eq!(direct.targets(targets(dir.path(), 7)).await.unwrap_err().code(), tonic::Code::Aborted);
+        // A step of 100 one-second intervals (null back-end: no I/O), far longer than the
+        // delegation's 2 s, unless the delegation's end stops it.
+        let mut w = iocurve_plan::suites::load("quick", &Default::default()).unwrap().workloads.remove(0);
+        (w.intervals, w.interval_s, w.warmup_s, w.backend) = (100, 1.0, 0.0, iocurve_plan::Backend::Null);
+        let step = pb::StepRequest {
+            workload_json: serde_json::to_string(&w).unwrap(),
+            workers: 1,
+            groups: targets(dir.path(), RUN_KEY).groups,
+            start_at_unix_ns: crate::unix_ns() + 300_000_000,
+            scratch_size: 1 << 20,
+            threads: 1,
+            backend: "null".into(),
+            run_key: RUN_KEY,
+            ..Default::default()
+        };
+        let mut events = r.run_step(step).await.expect("the step starts").into_inner();
+        let intervals = tokio::time::timeout(Duration::from_secs(60), async {
+            let mut intervals = 0;
+            loop {
+                match events.message().await {
+                    Ok(Some(pb::StepEvent { event: Some(pb::step_event::Event::Done(d)) })) => break (intervals, d),
+                    Ok(Some(pb::StepEvent { event: Some(pb::step_event::Event::Interval(_)) })) => intervals += 1,
+                    Ok(Some(_)) => continue,
+                    other => panic!("the step ended without its Done: {other:?}"),
+                }
+            }
+        })
+        .await
+        .expect("stopped at the delegation's end, not run for its whole length");
+        let (intervals, done) = intervals;
+        assert!(intervals < 10 && done.interrupted, "{intervals} intervals, {done:?}");
+        // The delegation is over and nothing runs: the coordinator takes the agent.
+        direct.targets(targets(dir.path(), 7)).await.expect("free once the delegation ended");
+        stop_tx.send(()).unwrap();
+        agent.await.unwrap().unwrap();
+        let trail = std::fs::read_to_string(&log).unwrap();
+        assert!(trail.contains("the relay's delegation ended: its work here stops"), "{trail}");
+        assert!(trail.contains("the relay's delegation it owned this agent under has ended"), "{trail}");
     });
 }

@@ -306,5 +306,5 @@ fn delegated(
     let peer = session.peer_certificates.as_ref().and_then(|c| c.first()).map(|c| c.as_ref());
     let now = crate::unix_ns().max(0) as u64 / 1_000_000_000;
     let d = check(&child, &bytes, proof, &session.exporter, peer, now)?;
-    Ok(crate::delegation::Delegated { run_key: d.run_key, not_after_unix: d.not_after_unix })
+    Ok(crate::delegation::Delegated::of(&d))
 }

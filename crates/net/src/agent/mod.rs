@@ -166,6 +166,8 @@ struct Owner {
     since: std::time::Instant,
     /// The owner's last call that acts.
     last_act: std::time::Instant,
+    /// Its certificate, where it presented one: the trail's and the refusals' words.
+    identity: Option<String>,
     /// A relay's delegation it owns the agent under: for that run only (another connection of
     /// the same relay's for that run takes over), and never after the delegation's end.
     run: Option<Delegated>,
@@ -357,10 +359,25 @@ impl Service {
     /// made no call that acts for [`AgentConfig::claim_expiry`] while nothing ran has let go
     /// (issue 35, finding 6: one Stop kept an agent from its real run for as long as the
     /// squatter's connection stayed open). Audited either way, with the peer, `what` was asked
-    /// and `detail`.
-    fn claim<T>(&self, req: &Request<T>, what: &'static str, detail: &str) -> Result<Call, Status> {
+    /// and `detail`. A call through a relay acts for its delegation's run only: one that names
+    /// another run (`run_key`) is refused before it claims anything.
+    fn claim<T>(
+        &self,
+        req: &Request<T>,
+        what: &'static str,
+        detail: &str,
+        run_key: Option<u32>,
+    ) -> Result<Call, Status> {
         let peer = audit::Peer::of(req);
         let delegated = req.extensions().get::<Delegated>().copied();
+        if let (Some(d), Some(asked)) = (delegated, run_key)
+            && d.run_key != asked
+        {
+            let why =
+                format!("this relay's delegation is for run key {}, not for the request's run key {asked}", d.run_key);
+            self.audit.refused("delegation", what, &peer, &why);
+            return Err(Status::permission_denied(why));
+        }
         // The in-process agent of a local run has one connection, its own.
         let Some(ticket) = listen::ticket_of(req) else {
             return Ok(Call { name: what, peer, connection: None, delegated: None });
@@ -374,14 +391,16 @@ impl Service {
         {
             let ended = *self.work_ended.lock().unwrap_or_else(|e| e.into_inner());
             let idle_for = o.last_act.max(ended).elapsed();
-            let same_run = o.run.zip(delegated).is_some_and(|(a, b)| a.run_key == b.run_key);
-            if o.run.is_some_and(|d| now_unix > d.not_after_unix) {
+            let same_run = o.run.zip(delegated).is_some_and(|(a, b)| a.same_relay_and_run(&b));
+            if o.run.is_some_and(|d| now_unix > d.not_after_unix) && self.idle() {
                 self.audit.note("the relay's delegation it owned this agent under has ended", Some(&peer));
                 *owner = None;
             } else if same_run {
-                // The relay reconnected for the same run: its new connection owns the agent.
+                // The relay reconnected for the same run (its certificate, its run key): its new
+                // connection owns the agent.
                 self.audit.note("the relay owning this agent for its run called on a new connection", Some(&peer));
-                *owner = None;
+                let o = owner.as_mut().expect("checked above");
+                (o.connection, o.peer) = (Arc::downgrade(&ticket), ticket.peer());
             } else if idle_for >= self.claim_expiry && self.idle() {
                 self.audit.note(
                     &format!(
@@ -393,8 +412,14 @@ impl Service {
                 );
                 *owner = None;
             } else {
+                let by = match (o.run, &o.identity) {
+                    (Some(d), id) => {
+                        format!("a relay ({}) for run key {}", id.as_deref().unwrap_or("no certificate"), d.run_key)
+                    }
+                    (None, _) => "the coordinator".into(),
+                };
                 let why = format!(
-                    "this agent is in use by the coordinator at {} (for {:.0} s): one coordinator at a time; wait for that run to end",
+                    "this agent is in use by {by} at {} (for {:.0} s): one coordinator at a time; wait for that run to end",
                     o.peer,
                     o.since.elapsed().as_secs_f64()
                 );
@@ -421,6 +446,7 @@ impl Service {
                     peer: ticket.peer(),
                     since: now,
                     last_act: now,
+                    identity: peer.identity.clone(),
                     run: delegated,
                 });
             }
@@ -448,6 +474,23 @@ impl Service {
                 kept.files.entry((m.dev(), m.ino())).or_insert(dup);
             }
         }
+    }
+
+    /// Work a relay started under its delegation (a step, a pass) stops when the delegation
+    /// ends, as a Stop would stop it: nothing it asked for runs after not-after.
+    fn stop_when_delegation_ends(&self, call: &Call, flag: &Arc<AtomicBool>) {
+        let Some(d) = call.delegated else { return };
+        let (slot, flag, audit) = (self.stop.clone(), flag.clone(), self.audit.clone());
+        let peer = audit::Peer { addr: call.peer.addr, identity: call.peer.identity.clone(), delegation: Some(d) };
+        let left_ns = (d.not_after_unix as i64 + 1).saturating_mul(1_000_000_000).saturating_sub(unix_ns()).max(0);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_nanos(left_ns as u64)).await;
+            let current = slot.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if current.is_some_and(|c| Arc::ptr_eq(&c, &flag)) {
+                flag.store(true, Ordering::Relaxed);
+                audit.note("the relay's delegation ended: its work here stops", Some(&peer));
+            }
+        });
     }
 
     /// The audit line of a call's error: a refusal by the allow list, or a failure.
@@ -597,17 +640,6 @@ impl Service {
     /// `unfilled`: scratch files are created allocated but not written (a precondition pass
     /// writes them anyway, the null back-end never touches them).
     async fn open_with(&self, call: &Call, groups: &[pb::TargetGroup], how: Opening) -> Result<Arc<TargetSet>, Status> {
-        // A relay acts for one run: a request of another run is not its to make.
-        if let Some(d) = call.delegated
-            && d.run_key != how.run_key
-        {
-            let e = Status::permission_denied(format!(
-                "this relay's delegation is for run key {}, not for the request's run key {}",
-                d.run_key, how.run_key
-            ));
-            self.audit.refused("delegation", call.name, &call.peer, e.message());
-            return Err(e);
-        }
         let _permit = self.openers.clone().acquire_owned().await;
         let _preparing = Preparing::new(&self.preparing, &self.work_ended);
         // A request of another run means the run that kept locks here is over (one
@@ -754,7 +786,12 @@ impl Agent for Service {
     async fn targets(&self, req: Request<pb::TargetsRequest>) -> Result<Response<pb::TargetsReply>, Status> {
         // Checked before the trail records it: a malformed request is refused without a line.
         self.check_groups(&req.get_ref().groups)?;
-        let call = self.claim(&req, "targets", &targets_detail(&req.get_ref().groups, req.get_ref().write))?;
+        let call = self.claim(
+            &req,
+            "targets",
+            &targets_detail(&req.get_ref().groups, req.get_ref().write),
+            Some(req.get_ref().run_key),
+        )?;
         let r = req.into_inner();
         // A simulated agent writes nothing: its scratch files stay unfilled and small, whatever
         // --size says (thousands of them on one disk).
@@ -771,7 +808,7 @@ impl Agent for Service {
             self.audit.accepted("stop", &audit::Peer::of(&req), "nothing was running: nothing claimed");
             return Ok(Response::new(pb::StopReply { running: false }));
         }
-        self.claim(&req, "stop", "")?;
+        self.claim(&req, "stop", "", None)?;
         let running = match &*self.stop.lock().unwrap_or_else(|e| e.into_inner()) {
             Some(flag) => {
                 flag.store(true, Ordering::Relaxed);
@@ -784,7 +821,7 @@ impl Agent for Service {
 
     async fn end_after(&self, req: Request<pb::EndAfterRequest>) -> Result<Response<pb::EndAfterReply>, Status> {
         let detail = if req.get_ref().query { "query" } else { "" };
-        self.claim(&req, "end_after", detail)?;
+        self.claim(&req, "end_after", detail, None)?;
         let r = req.into_inner();
         let ends = if r.query {
             self.end.position(r.start_at_unix_ns)
@@ -808,7 +845,12 @@ impl Agent for Service {
         if self.simulated.is_some() {
             return Err(simulate::refused("preconditioning"));
         }
-        let call = self.claim(&req, "precondition", &targets_detail(&req.get_ref().groups, true))?;
+        let call = self.claim(
+            &req,
+            "precondition",
+            &targets_detail(&req.get_ref().groups, true),
+            Some(req.get_ref().run_key),
+        )?;
         let r = req.into_inner();
         let cfg = precondition_request(&r)?;
         let stuck_after = requests::stuck_after(r.stuck_after_s);
@@ -822,6 +864,7 @@ impl Agent for Service {
         let targets = self.open_with(&call, &r.groups, Opening::new(r.scratch_size, true, true, r.run_key)).await?;
         let stop = Arc::new(AtomicBool::new(false));
         *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop.clone());
+        self.stop_when_delegation_ends(&call, &stop);
         let slot = self.stop.clone();
         let (tx, rx) = mpsc::channel(64);
         // The local run's map (a remote agent opens its own at the first verifying step).
@@ -848,7 +891,12 @@ impl Agent for Service {
         if self.simulated.is_some() {
             return Err(simulate::refused("a verification pass"));
         }
-        let call = self.claim(&req, "verification pass", &targets_detail(&req.get_ref().groups, false))?;
+        let call = self.claim(
+            &req,
+            "verification pass",
+            &targets_detail(&req.get_ref().groups, false),
+            Some(req.get_ref().run_key),
+        )?;
         let r = req.into_inner();
         if !(512..=64 << 20).contains(&r.bs) || !r.bs.is_multiple_of(512) {
             return Err(Status::invalid_argument(format!("blocks of {} bytes: a map has 512 bytes to 64 MiB", r.bs)));
@@ -867,6 +915,7 @@ impl Agent for Service {
         tracing::info!(map = %path.display(), "verification pass requested");
         let stop = Arc::new(AtomicBool::new(false));
         *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop.clone());
+        self.stop_when_delegation_ends(&call, &stop);
         let slot = self.stop.clone();
         let (tx, rx) = mpsc::channel(64);
         tokio::task::spawn_blocking(move || {
@@ -940,8 +989,15 @@ impl Agent for Service {
         let received_unix_ns = unix_ns();
         let detail = format!("{} workers; {}", req.get_ref().workers, targets_detail(&req.get_ref().groups, false));
         self.check_groups(&req.get_ref().groups)?;
-        let call = self.claim(&req, "step", &detail)?;
+        let call = self.claim(&req, "step", &detail, Some(req.get_ref().run_key))?;
         let r = req.into_inner();
+        if let Some(d) = call.delegated
+            && r.start_at_unix_ns.max(0) as u64 / 1_000_000_000 > d.not_after_unix
+        {
+            let why = "the step would start after this relay's delegation ends";
+            self.audit.refused("delegation", call.name, &call.peer, why);
+            return Err(Status::permission_denied(why));
+        }
         let (w, mut backend, faults) = step_request(&r)?;
         if self.simulated.is_some()
             && let Some(refused) = simulate::unsupported(&r, &w, &faults)
@@ -978,6 +1034,7 @@ impl Agent for Service {
         };
         let stop = Arc::new(AtomicBool::new(false));
         *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop.clone());
+        self.stop_when_delegation_ends(&call, &stop);
         let slot = self.stop.clone();
         self.end.expect(r.start_at_unix_ns);
         let end = self.end.clone();
