@@ -93,10 +93,12 @@ impl IntervalMerger {
             let mut cpu = CpuUsage::default();
             for (_, p) in &parts {
                 all.merge(&p.stats);
-                let w = p.weight() / reporting;
-                cpu.user += p.cpu.user * w;
-                cpu.system += p.cpu.system * w;
-                cpu.iowait += p.cpu.iowait * w;
+                // Weight first, then divide: a one-host part's share is `x / n` to the bit, as
+                // before parts could stand for groups.
+                let w = p.weight();
+                cpu.user += p.cpu.user * w / reporting;
+                cpu.system += p.cpu.system * w / reporting;
+                cpu.iowait += p.cpu.iowait * w / reporting;
                 // The most any host lost to its hypervisor: one shared host among several is
                 // what the flag is for, and a mean would hide it.
                 cpu.steal = cpu.steal.max(p.cpu.steal);
@@ -236,6 +238,9 @@ mod tests {
                 proptest::prop_assert!(close(a, b), "{a} {b}");
             }
             proptest::prop_assert_eq!(tree.parts.iter().map(|(_, p)| p.hosts).sum::<u32>(), n as u32);
+            // One host per part: the mean of before groups, to the bit.
+            let before = parts.iter().fold(0.0, |acc, p| acc + p.cpu.user / n as f64);
+            proptest::prop_assert_eq!(flat.cpu.user.to_bits(), before.to_bits());
         }
     }
 
