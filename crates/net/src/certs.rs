@@ -447,6 +447,72 @@ impl RunCredentials {
     }
 }
 
+/// What one relay needs to drive its agents for one run: its client certificate and key for
+/// the run, and per agent the delegation and its key (docs/relays.md). It never holds an
+/// agent's token.
+pub struct RelayGrant {
+    pub relay: String,
+    pub cert_pem: String,
+    pub key_pem: String,
+    /// Per agent (the name its credentials were issued for): what the relay proves itself with.
+    pub children: Vec<(String, crate::delegation::Minted)>,
+}
+
+impl std::fmt::Debug for RelayGrant {
+    /// Never a key.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RelayGrant {{ relay: {}, {} agents, .. }}", self.relay, self.children.len())
+    }
+}
+
+impl RunCredentials {
+    /// The grant of the relay on `relay` over the agents `children` (the names their
+    /// credentials were issued for, [`RunCredentials::for_host`]) for run `run_key`, valid from a
+    /// minute ago (a child's clock a little behind) to `not_after_unix`, never beyond the run's
+    /// credentials. Each delegation's key is derived from that agent's own token here, where
+    /// the cluster token is.
+    pub fn relay_grant(
+        &self,
+        relay: &str,
+        children: &[String],
+        run_key: u32,
+        not_after_unix: u64,
+    ) -> Result<RelayGrant, NetError> {
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = children.iter().find(|c| !seen.insert(c.as_str())) {
+            return Err(NetError::Input(format!("relay {relay}: agent {twice} is named twice in its group")));
+        }
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let not_after_unix = not_after_unix.min(self.expires_unix);
+        if not_after_unix <= now {
+            return Err(NetError::Input(format!("relay {relay}: a delegation that ends before it begins")));
+        }
+        let (cert_pem, key_pem) = self.for_relay(relay)?;
+        let digest = {
+            use tokio_rustls::rustls::pki_types::CertificateDer;
+            use tokio_rustls::rustls::pki_types::pem::PemObject;
+            let der = CertificateDer::from_pem_slice(cert_pem.as_bytes())
+                .map_err(|e| NetError::Failed(format!("the relay certificate just issued does not read back: {e}")))?;
+            crate::delegation::certificate_digest(der.as_ref())
+        };
+        let children = children
+            .iter()
+            .map(|child| {
+                let d = crate::delegation::Delegation {
+                    run_key,
+                    relay_certificate: digest,
+                    child: child.clone(),
+                    not_before_unix: now.saturating_sub(60),
+                    not_after_unix,
+                    nonce: crate::delegation::nonce()?,
+                };
+                Ok((child.clone(), crate::delegation::mint(&d, &crate::auth::host_token(&self.token, child))))
+            })
+            .collect::<Result<_, NetError>>()?;
+        Ok(RelayGrant { relay: relay.to_string(), cert_pem, key_pem, children })
+    }
+}
+
 /// The common name of the first certificate in `cert_pem`: an agent's own name where its
 /// credentials were issued for its host (`certs add-host NAME`, `run --launch`); None where
 /// it has none or the cluster's shared one ([`AGENT_NAME`]), which names no host.

@@ -271,3 +271,40 @@ fn a_relay_s_claim_and_work_end_with_its_delegation() {
         assert!(trail.contains("the relay's delegation it owned this agent under has ended"), "{trail}");
     });
 }
+
+/// The coordinator's side: a grant minted from the run's credentials opens each agent of the
+/// relay's group with the grant's certificate, and no agent outside it.
+#[test]
+fn a_relay_grant_opens_the_agents_of_its_group_and_no_other() {
+    runtime().block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
+        let (lg7, lg8) = (run.for_host("lg7.lab").unwrap(), run.for_host("lg8.lab").unwrap());
+        let (d7, d8) = (dir.path().join("7"), dir.path().join("8"));
+        std::fs::create_dir_all(&d7).unwrap();
+        std::fs::create_dir_all(&d8).unwrap();
+        let (a7, stop7, t7) = start_agent(&d7, &lg7, &dir.path().join("7.log")).await;
+        let (a8, stop8, t8) = start_agent(&d8, &lg8, &dir.path().join("8.log")).await;
+        let grant = run.relay_grant("lg1.lab", &["lg7.lab".into()], RUN_KEY, now() + 600).unwrap();
+        assert!(!format!("{grant:?}").contains(&grant.children[0].1.key), "never a key in a debug line");
+        let identity = (grant.cert_pem.as_str(), grant.key_pem.as_str());
+        let m7 = &grant.children[0].1;
+        let mut c7 = client(a7, &run.ca_pem, "lg7.lab", identity, delegated(m7)).await;
+        c7.targets(targets(&d7, RUN_KEY)).await.expect("lg7 is in the relay's group");
+        // lg8 is not in the group: lg7's delegation names lg7.
+        let mut c8 = client(a8, &run.ca_pem, "lg8.lab", identity, delegated(m7)).await;
+        let e = c8.targets(targets(&d8, RUN_KEY)).await.unwrap_err();
+        assert!(e.message().contains("for another agent"), "{e}");
+        // A group naming an agent twice, and a window already over, are refused.
+        assert!(run.relay_grant("lg1.lab", &["a".into(), "a".into()], 1, now() + 60).is_err());
+        assert!(run.relay_grant("lg1.lab", &["a".into()], 1, now() - 1).is_err());
+        // Never beyond the run's credentials.
+        let long = run.relay_grant("lg1.lab", &["a".into()], 1, u64::MAX).unwrap();
+        let d = Delegation::parse(&long.children[0].1.delegation).unwrap();
+        assert_eq!(d.not_after_unix, run.expires_unix);
+        for (stop, task) in [(stop7, t7), (stop8, t8)] {
+            stop.send(()).unwrap();
+            task.await.unwrap().unwrap();
+        }
+    });
+}
