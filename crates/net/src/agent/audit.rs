@@ -67,6 +67,11 @@ impl Peer {
         let delegation = req.extensions().get::<crate::delegation::Delegated>().copied();
         Peer { addr, identity, delegation }
     }
+
+    /// The same caller again (for lines written after the call).
+    pub(super) fn of_call(call: &super::Call) -> Peer {
+        Peer { addr: call.peer.addr, identity: call.peer.identity.clone(), delegation: call.delegated }
+    }
 }
 
 /// A certificate as a reader can check it: its subject's common name and the start of its

@@ -480,16 +480,10 @@ impl Service {
     /// ends, as a Stop would stop it: nothing it asked for runs after not-after.
     fn stop_when_delegation_ends(&self, call: &Call, flag: &Arc<AtomicBool>) {
         let Some(d) = call.delegated else { return };
-        let (slot, flag, audit) = (self.stop.clone(), flag.clone(), self.audit.clone());
-        let peer = audit::Peer { addr: call.peer.addr, identity: call.peer.identity.clone(), delegation: Some(d) };
-        let left_ns = (d.not_after_unix as i64 + 1).saturating_mul(1_000_000_000).saturating_sub(unix_ns()).max(0);
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_nanos(left_ns as u64)).await;
-            let current = slot.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            if current.is_some_and(|c| Arc::ptr_eq(&c, &flag)) {
-                flag.store(true, Ordering::Relaxed);
-                audit.note("the relay's delegation ended: its work here stops", Some(&peer));
-            }
+        let audit = self.audit.clone();
+        let peer = audit::Peer::of_call(call);
+        raise_at_delegation_end(d.not_after_unix, Arc::downgrade(flag), move || {
+            audit.note("the relay's delegation ended: its work here stops", Some(&peer));
         });
     }
 
@@ -653,7 +647,7 @@ impl Service {
         }
         // Every other run is over: this request's owns the agent.
         release_held(&self.held, |k| k != how.run_key);
-        let r = self.open_unaudited(groups, how).await;
+        let r = self.open_unaudited(groups, how, call).await;
         match &r {
             Err(e) => self.audit_error(call, e),
             Ok(set) => self.keep_run_locks(call, set, how),
@@ -661,7 +655,13 @@ impl Service {
         r
     }
 
-    async fn open_unaudited(&self, groups: &[pb::TargetGroup], how: Opening) -> Result<Arc<TargetSet>, Status> {
+    /// A relay's preparation (creating and filling scratch files) stops at its delegation's end.
+    async fn open_unaudited(
+        &self,
+        groups: &[pb::TargetGroup],
+        how: Opening,
+        call: &Call,
+    ) -> Result<Arc<TargetSet>, Status> {
         let Opening { scratch_size, write, unfilled, existing_only, run_key } = how;
         if let Some(local) = &self.local {
             return Ok(local.targets.clone());
@@ -674,6 +674,12 @@ impl Service {
         }
         let groups = target_groups(groups)?;
         let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)), true);
+        if let Some(d) = call.delegated {
+            let (audit, peer) = (self.audit.clone(), audit::Peer::of_call(call));
+            raise_at_delegation_end(d.not_after_unix, Arc::downgrade(&cancel.0), move || {
+                audit.note("the relay's delegation ended: its preparation of targets here stops", Some(&peer));
+            });
+        }
         let opts = OpenOptions {
             write,
             scratch_size,
@@ -989,15 +995,15 @@ impl Agent for Service {
         let received_unix_ns = unix_ns();
         let detail = format!("{} workers; {}", req.get_ref().workers, targets_detail(&req.get_ref().groups, false));
         self.check_groups(&req.get_ref().groups)?;
-        let call = self.claim(&req, "step", &detail, Some(req.get_ref().run_key))?;
-        let r = req.into_inner();
-        if let Some(d) = call.delegated
-            && r.start_at_unix_ns.max(0) as u64 / 1_000_000_000 > d.not_after_unix
+        if let Some(d) = req.extensions().get::<Delegated>()
+            && req.get_ref().start_at_unix_ns.max(0) as u64 / 1_000_000_000 > d.not_after_unix
         {
             let why = "the step would start after this relay's delegation ends";
-            self.audit.refused("delegation", call.name, &call.peer, why);
+            self.audit.refused("delegation", "step", &audit::Peer::of(&req), why);
             return Err(Status::permission_denied(why));
         }
+        let call = self.claim(&req, "step", &detail, Some(req.get_ref().run_key))?;
+        let r = req.into_inner();
         let (w, mut backend, faults) = step_request(&r)?;
         if self.simulated.is_some()
             && let Some(refused) = simulate::unsupported(&r, &w, &faults)
@@ -1282,6 +1288,35 @@ async fn run_over(owner: Arc<std::sync::Mutex<Option<Owner>>>) -> &'static str {
             _ => {}
         }
     }
+}
+
+/// Raises `flag` once the wall clock is past `not_after_unix` (that whole second included),
+/// then calls `said`; gives up as soon as the flag's work is over (nothing holds the flag any
+/// more). The end of a delegation is a moment on the wall clock, which tokio's timers do not
+/// follow (they count monotonic time: a clock stepped forward or a host suspended would move
+/// the end later): the wall clock is read again at least every second.
+fn raise_at_delegation_end(
+    not_after_unix: u64,
+    flag: std::sync::Weak<AtomicBool>,
+    said: impl FnOnce() + Send + 'static,
+) {
+    let end_ns = (u128::from(not_after_unix) + 1) * 1_000_000_000;
+    tokio::spawn(async move {
+        loop {
+            if flag.strong_count() == 0 {
+                return;
+            }
+            let now = unix_ns().max(0) as u128;
+            if now >= end_ns {
+                break;
+            }
+            tokio::time::sleep(Duration::from_nanos((end_ns - now).min(1_000_000_000) as u64)).await;
+        }
+        if let Some(f) = flag.upgrade() {
+            f.store(true, Ordering::Relaxed);
+            said();
+        }
+    });
 }
 
 /// Starts an agent inside this process for a local run and returns the client end of its
