@@ -477,7 +477,7 @@ impl Service {
     }
 
     /// Work a relay started under its delegation (a step, a pass) stops when the delegation
-    /// ends, as a Stop would stop it: nothing it asked for runs after not-after.
+    /// ends, as a Stop would stop it (a step's interval in progress finishes first).
     fn stop_when_delegation_ends(&self, call: &Call, flag: &Arc<AtomicBool>) {
         let Some(d) = call.delegated else { return };
         let audit = self.audit.clone();
