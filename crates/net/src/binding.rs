@@ -86,7 +86,8 @@ pub fn session_of<I: Send + Sync + 'static, T>(req: &tonic::Request<T>) -> Optio
     req.extensions().get::<Bound<I>>().map(|b| b.session.clone())
 }
 
-fn pem_certs(pem: &str, what: &str) -> Result<Vec<CertificateDer<'static>>, NetError> {
+/// The certificates of a PEM text, at least one (`what` names it in errors).
+pub(crate) fn pem_certs(pem: &str, what: &str) -> Result<Vec<CertificateDer<'static>>, NetError> {
     let certs = CertificateDer::pem_slice_iter(pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| NetError::Input(format!("{what}: not a PEM certificate ({e})")))?;

@@ -414,7 +414,7 @@ impl RunCredentials {
 
     /// The credentials of the agent on `host` (the name or address the coordinator dials).
     pub fn for_host(&self, host: &str) -> Result<HostCredentials, NetError> {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let now = crate::unix_s();
         let mut params = agent_params(host, &[host.to_string()])?;
         valid_until(&mut params, now, self.expires_unix);
         let key = KeyPair::generate().map_err(err)?;
@@ -436,7 +436,7 @@ impl RunCredentials {
     /// ([`crate::delegation::Delegation::relay_certificate`]): the coordinator's own certificate
     /// would let any holder of a delegation act with it.
     pub fn for_relay(&self, relay: &str) -> Result<(String, String), NetError> {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let now = crate::unix_s();
         let mut params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
         params.distinguished_name.push(DnType::CommonName, format!("iocurve relay {relay}"));
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
@@ -482,19 +482,15 @@ impl RunCredentials {
         if let Some(twice) = children.iter().find(|c| !seen.insert(c.as_str())) {
             return Err(NetError::Input(format!("relay {relay}: agent {twice} is named twice in its group")));
         }
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let now = crate::unix_s();
         let not_after_unix = not_after_unix.min(self.expires_unix);
         if not_after_unix <= now {
             return Err(NetError::Input(format!("relay {relay}: a delegation that ends before it begins")));
         }
         let (cert_pem, key_pem) = self.for_relay(relay)?;
-        let digest = {
-            use tokio_rustls::rustls::pki_types::CertificateDer;
-            use tokio_rustls::rustls::pki_types::pem::PemObject;
-            let der = CertificateDer::from_pem_slice(cert_pem.as_bytes())
-                .map_err(|e| NetError::Failed(format!("the relay certificate just issued does not read back: {e}")))?;
-            crate::delegation::certificate_digest(der.as_ref())
-        };
+        let digest = crate::delegation::certificate_digest(
+            crate::binding::pem_certs(&cert_pem, "the relay certificate just issued")?[0].as_ref(),
+        );
         let children = children
             .iter()
             .map(|child| {
@@ -517,9 +513,7 @@ impl RunCredentials {
 /// credentials were issued for its host (`certs add-host NAME`, `run --launch`); None where
 /// it has none or the cluster's shared one ([`AGENT_NAME`]), which names no host.
 pub fn own_name(cert_pem: &str) -> Option<String> {
-    use tokio_rustls::rustls::pki_types::CertificateDer;
-    use tokio_rustls::rustls::pki_types::pem::PemObject;
-    let der = CertificateDer::pem_slice_iter(cert_pem.as_bytes()).next()?.ok()?;
+    let der = crate::binding::pem_certs(cert_pem, "").ok()?.into_iter().next()?;
     let (_, cert) = x509_parser::parse_x509_certificate(der.as_ref()).ok()?;
     let cn = cert.subject().iter_common_name().next()?.as_str().ok()?.to_string();
     (cn != AGENT_NAME && !cn.is_empty()).then_some(cn)

@@ -66,6 +66,11 @@ pub enum NetError {
 
 pub use iocurve_stats::date::unix_ns;
 
+/// Now, in whole Unix seconds (0 before 1970): certificates' and delegations' windows.
+pub fn unix_s() -> u64 {
+    (unix_ns().max(0) / 1_000_000_000) as u64
+}
+
 /// Raises this process's limit of open files to its hard limit: an agent holds a descriptor
 /// per connection and per target, and the usual soft limit (1,024) is small for a host that
 /// many coordinators and strangers can reach (its front door copes with running out anyway); a

@@ -77,8 +77,8 @@ impl Peer {
 /// A certificate as a reader can check it: its subject's common name and the start of its
 /// SHA-256 fingerprint (`openssl x509 -fingerprint -sha256` shows the same digits).
 pub fn identity(cert: &tokio_rustls::rustls::pki_types::CertificateDer<'_>) -> String {
-    let digest = ring::digest::digest(&ring::digest::SHA256, cert.as_ref());
-    let fp: String = digest.as_ref()[..8].iter().map(|b| format!("{b:02X}")).collect();
+    let digest = crate::delegation::certificate_digest(cert.as_ref());
+    let fp: String = digest[..8].iter().map(|b| format!("{b:02X}")).collect();
     let cn = x509_parser::parse_x509_certificate(cert.as_ref())
         .ok()
         .and_then(|(_, c)| c.subject().iter_common_name().next().and_then(|cn| cn.as_str().ok().map(str::to_string)));

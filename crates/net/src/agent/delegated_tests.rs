@@ -19,13 +19,11 @@ use crate::pb::agent_client::AgentClient;
 const RUN_KEY: u32 = 4242;
 
 fn der(pem: &str) -> Vec<u8> {
-    use tokio_rustls::rustls::pki_types::CertificateDer;
-    use tokio_rustls::rustls::pki_types::pem::PemObject;
-    CertificateDer::pem_slice_iter(pem.as_bytes()).next().unwrap().unwrap().as_ref().to_vec()
+    binding::pem_certs(pem, "a test certificate").unwrap()[0].as_ref().to_vec()
 }
 
 fn now() -> u64 {
-    crate::unix_ns() as u64 / 1_000_000_000
+    crate::unix_s()
 }
 
 type Client = AgentClient<tonic::service::interceptor::InterceptedService<tonic::transport::Channel, Credentials>>;
@@ -98,6 +96,30 @@ async fn start_agent(
     (addr_rx.await.unwrap(), stop_tx, agent)
 }
 
+/// A run's credentials, agent lg7 started with its own, and the client certificate of relay lg1.
+struct Lg7 {
+    dir: tempfile::TempDir,
+    run: RunCredentials,
+    child: crate::certs::HostCredentials,
+    relay_cert: String,
+    relay_key: String,
+    /// lg7's audit trail.
+    log: std::path::PathBuf,
+    addr: SocketAddr,
+    stop_tx: tokio::sync::oneshot::Sender<()>,
+    agent: tokio::task::JoinHandle<Result<(), crate::NetError>>,
+}
+
+async fn lg7_and_its_relay() -> Lg7 {
+    let dir = tempfile::tempdir().unwrap();
+    let run = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
+    let child = run.for_host("lg7.lab").unwrap();
+    let (relay_cert, relay_key) = run.for_relay("lg1.lab").unwrap();
+    let log = dir.path().join("audit.log");
+    let (addr, stop_tx, agent) = start_agent(dir.path(), &child, &log).await;
+    Lg7 { dir, run, child, relay_cert, relay_key, log, addr, stop_tx, agent }
+}
+
 /// A delegation of run [`RUN_KEY`] for `child`, to the relay whose certificate is `cert`, valid
 /// from a minute ago to `not_after`.
 fn delegation_for(child: &str, not_after: u64, cert: &str) -> Delegation {
@@ -118,12 +140,7 @@ fn runtime() -> tokio::runtime::Runtime {
 #[test]
 fn a_relay_opens_its_child_for_its_run_and_nothing_else() {
     runtime().block_on(async {
-        let dir = tempfile::tempdir().unwrap();
-        let run = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
-        let child = run.for_host("lg7.lab").unwrap();
-        let (relay_cert, relay_key) = run.for_relay("lg1.lab").unwrap();
-        let log = dir.path().join("audit.log");
-        let (addr, stop_tx, agent) = start_agent(dir.path(), &child, &log).await;
+        let Lg7 { dir, run, child, relay_cert, relay_key, log, addr, stop_tx, agent } = lg7_and_its_relay().await;
         let good = mint(&delegation_for("lg7.lab", now() + 600, &relay_cert), &child.token);
         let relay = (relay_cert.as_str(), relay_key.as_str());
         let coordinator = (run.client_cert_pem.as_str(), run.client_key_pem.as_str());
@@ -217,12 +234,7 @@ fn a_relay_opens_its_child_for_its_run_and_nothing_else() {
 #[test]
 fn a_relay_s_claim_and_work_end_with_its_delegation() {
     runtime().block_on(async {
-        let dir = tempfile::tempdir().unwrap();
-        let run = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
-        let child = run.for_host("lg7.lab").unwrap();
-        let (relay_cert, relay_key) = run.for_relay("lg1.lab").unwrap();
-        let log = dir.path().join("audit.log");
-        let (addr, stop_tx, agent) = start_agent(dir.path(), &child, &log).await;
+        let Lg7 { dir, run, child, relay_cert, relay_key, log, addr, stop_tx, agent } = lg7_and_its_relay().await;
         // `now()` is rounded down: the window is 3 to 4 s from here.
         let short = mint(&delegation_for("lg7.lab", now() + 3, &relay_cert), &child.token);
         let mut r = client(addr, &run.ca_pem, "lg7.lab", (&relay_cert, &relay_key), delegated(&short)).await;

@@ -304,7 +304,6 @@ fn delegated(
     let bytes = bytes.to_bytes().map_err(|_| Refused::Malformed("not base64"))?;
     let child = Child { name: keys.name.as_deref(), token: &keys.token, mutual_tls: keys.mutual_tls };
     let peer = session.peer_certificates.as_ref().and_then(|c| c.first()).map(|c| c.as_ref());
-    let now = crate::unix_ns().max(0) as u64 / 1_000_000_000;
-    let d = check(&child, &bytes, proof, &session.exporter, peer, now)?;
+    let d = check(&child, &bytes, proof, &session.exporter, peer, crate::unix_s())?;
     Ok(crate::delegation::Delegated::of(&d))
 }

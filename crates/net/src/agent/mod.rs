@@ -383,7 +383,7 @@ impl Service {
             return Ok(Call { name: what, peer, connection: None, delegated: None });
         };
         let mut owner = self.owner.lock().unwrap_or_else(|e| e.into_inner());
-        let now_unix = crate::unix_ns().max(0) as u64 / 1_000_000_000;
+        let now_unix = crate::unix_s();
         if let Some(o) = owner.as_ref()
             && let Some(current) = o.connection.upgrade()
             && !Arc::ptr_eq(&current, &ticket)
