@@ -201,6 +201,19 @@ pub struct RateStats {
 }
 
 impl RateStats {
+    /// Empty figures to merge into (see [`IntervalStats::empty`]).
+    pub fn empty() -> Self {
+        // Field by field: `..Default::default()` would allocate full histograms to drop them.
+        Self {
+            service: LatencyHistogram::empty(),
+            lag: LatencyHistogram::empty(),
+            due: 0,
+            dropped: 0,
+            backlog: 0,
+            overloaded: false,
+        }
+    }
+
     pub fn merge(&mut self, o: &RateStats) {
         self.service.merge(&o.service);
         self.lag.merge(&o.lag);
@@ -247,6 +260,27 @@ impl IntervalStats {
         Self { samples: vec![Sample::default(); n], seconds, ..Default::default() }
     }
 
+    /// Empty stats to merge into, whose histograms hold no memory until they do: a
+    /// coordinator's merge of its hosts' intervals and each host's record of its step (issue
+    /// 46: at thousands of hosts, full histograms per host were most of its memory).
+    pub fn empty() -> Self {
+        // Field by field: `..Default::default()` would allocate full histograms to drop them.
+        let empty = || DirStats { hist: LatencyHistogram::empty(), ops: 0, bytes: 0, errors: ErrorCounts::default() };
+        Self {
+            read: empty(),
+            write: empty(),
+            trim: empty(),
+            samples: Vec::new(),
+            seconds: Default::default(),
+            max_gap_ns: None,
+            faults_injected: 0,
+            verify: VerifyCounts::default(),
+            rate: None,
+            members: Vec::new(),
+            targets: Vec::new(),
+        }
+    }
+
     /// Empties the stats for the next interval, keeping their memory: an I/O thread takes an
     /// emptied set at a boundary instead of allocating and zeroing one (issue 36, part 9).
     pub fn reset(&mut self) {
@@ -291,11 +325,11 @@ impl IntervalStats {
         self.faults_injected += other.faults_injected;
         self.verify.merge(&other.verify);
         if let Some(o) = &other.rate {
-            self.rate.get_or_insert_with(Default::default).merge(o);
+            self.rate.get_or_insert_with(|| Box::new(RateStats::empty())).merge(o);
         }
         // A concurrent step's hosts: each member with itself.
         if self.members.len() < other.members.len() {
-            self.members.resize_with(other.members.len(), Default::default);
+            self.members.resize_with(other.members.len(), IntervalStats::empty);
         }
         for (a, b) in self.members.iter_mut().zip(&other.members) {
             a.merge(b);
@@ -385,6 +419,27 @@ impl IntervalStats {
 
 #[cfg(test)]
 mod tests {
+    /// Issue 46: stats to merge into start without memory and merge as the full ones do.
+    #[test]
+    fn empty_stats_merge_as_default_ones() {
+        let mut s = IntervalStats::with_samples(2);
+        s.read.record(1_000, 4096);
+        s.write.record(5_000_000, 8192);
+        let mut rate = RateStats::default();
+        rate.service.record(900);
+        rate.lag.record(30_000);
+        rate.due = 2;
+        s.rate = Some(Box::new(rate));
+        let (mut a, mut b) = (IntervalStats::default(), IntervalStats::empty());
+        assert_eq!(a, b);
+        a.merge(&s);
+        b.merge(&s);
+        a.merge(&s);
+        b.merge(&s);
+        assert_eq!(a, b);
+        assert_eq!((b.ops(), b.rate.as_ref().map(|r| r.lag.count())), (4, Some(2)));
+    }
+
     #[test]
     fn a_reset_set_is_a_fresh_one() {
         let mut s = IntervalStats::with_samples(4);

@@ -235,7 +235,7 @@ impl StepRecord {
             sample_s,
             intervals: Vec::new(),
             measured: 0,
-            total: IntervalStats::default(),
+            total: IntervalStats::empty(),
             interrupted: false,
             aborted: None,
             notes: Vec::new(),
@@ -271,7 +271,7 @@ impl StepRecord {
         self.total.faults_injected += stats.faults_injected;
         self.total.verify.merge(&stats.verify);
         if let Some(r) = &stats.rate {
-            self.total.rate.get_or_insert_with(Default::default).merge(r);
+            self.total.rate.get_or_insert_with(|| Box::new(crate::RateStats::empty())).merge(r);
         }
         crate::target::merge_targets(&mut self.total.targets, &stats.targets);
         self.intervals.push(IntervalRecord::of(stats, cpu, duration_s));

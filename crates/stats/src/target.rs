@@ -165,6 +165,23 @@ pub struct TargetStats {
 }
 
 impl TargetStats {
+    /// An empty part to merge into: its histogram holds no memory until it does (issue 46).
+    pub fn empty() -> TargetStats {
+        TargetStats {
+            target: 0,
+            read_ops: 0,
+            read_bytes: 0,
+            write_ops: 0,
+            write_bytes: 0,
+            trim_ops: 0,
+            trim_bytes: 0,
+            hist: LatencyHistogram::empty(),
+            errors: 0,
+            samples: Vec::new(),
+            device: None,
+        }
+    }
+
     /// A target's part as an I/O thread records it: its latency to 2 significant digits
     /// ([`LatencyHistogram::coarse`]).
     pub fn new(target: u32, samples: usize) -> TargetStats {
@@ -172,7 +189,7 @@ impl TargetStats {
             target,
             hist: LatencyHistogram::coarse(),
             samples: vec![Sample::default(); samples],
-            ..Default::default()
+            ..TargetStats::empty()
         }
     }
 
@@ -188,11 +205,13 @@ impl TargetStats {
     pub fn reset(&mut self) {
         let (target, n) = (self.target, self.samples.len());
         self.hist.reset();
-        let hist = std::mem::take(&mut self.hist);
+        // Not `mem::take` or `..Default::default()`: each would allocate and zero a full
+        // histogram only to drop it, at every interval boundary of every I/O thread.
+        let hist = std::mem::replace(&mut self.hist, LatencyHistogram::empty());
         let mut samples = std::mem::take(&mut self.samples);
         samples.clear();
         samples.resize(n, Sample::default());
-        *self = TargetStats { target, hist, samples, ..Default::default() };
+        *self = TargetStats { target, hist, samples, ..TargetStats::empty() };
     }
 
     pub fn merge(&mut self, o: &TargetStats) {

@@ -89,7 +89,7 @@ impl IntervalMerger {
                 .filter_map(|(h, p)| p.map(|p| (h, p)))
                 .collect();
             let reporting: f64 = parts.iter().map(|(_, p)| p.weight()).sum::<f64>().max(1.0);
-            let mut all = IntervalStats::default();
+            let mut all = IntervalStats::empty();
             let mut cpu = CpuUsage::default();
             for (_, p) in &parts {
                 all.merge(&p.stats);
