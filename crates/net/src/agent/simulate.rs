@@ -47,6 +47,10 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 /// Their mean is 1.25 × the base.
 const SHAPE: [(u64, f64); 4] = [(30, 0.5), (50, 1.0), (15, 2.0), (5, 6.0)];
 const SHAPE_MEAN: f64 = 1.25;
+/// How many distinct latencies each point spreads its I/Os over, evenly from 20 % below it to
+/// 20 % above (the mean stays): a real interval's histogram holds hundreds to thousands of
+/// buckets, and what a coordinator spends on a host's interval follows them (issue 46).
+const SPREAD: u64 = 250;
 
 /// What a simulated step needs of its request.
 pub(super) struct SimStep {
@@ -129,24 +133,28 @@ pub(super) fn interval(s: &SimStep, index: u32) -> IntervalStats {
     let per_sample = ((s.outstanding as f64 * sample_s * 1e9 / (base * SHAPE_MEAN * vary)).round() as u64).max(1);
     let counts = shares(per_sample);
     let mut stats = IntervalStats::with_samples(spp);
-    for si in 0..spp {
-        for ((_, times), n) in SHAPE.iter().zip(counts) {
-            let lat = (base * times * vary) as u64;
-            let reads = (n as f64 * s.read_pct.clamp(0.0, 100.0) / 100.0).round() as u64;
-            for (dir, k) in [(&mut stats.read, reads), (&mut stats.write, n - reads)] {
-                if k == 0 {
-                    continue;
-                }
-                dir.hist.record_n(lat, k);
-                dir.ops = dir.ops.saturating_add(k);
-                dir.bytes = dir.bytes.saturating_add(k.saturating_mul(s.bs));
+    for (&(_, times), n) in SHAPE.iter().zip(counts) {
+        let exact = base * times * vary;
+        let lat = exact as u64;
+        let reads = (n as f64 * s.read_pct.clamp(0.0, 100.0) / 100.0).round() as u64;
+        for (dir, k) in [(&mut stats.read, reads), (&mut stats.write, n - reads)] {
+            if k == 0 {
+                continue;
             }
+            // The interval's histogram at once (its samples are alike).
+            let k_all = k.saturating_mul(spp as u64);
+            spread(&mut dir.hist, exact, k_all);
+            dir.ops = dir.ops.saturating_add(k_all);
+            dir.bytes = dir.bytes.saturating_add(k_all.saturating_mul(s.bs));
+        }
+        for si in 0..spp {
             let sample = &mut stats.samples[si];
             sample.ops = sample.ops.saturating_add(n);
             sample.bytes = sample.bytes.saturating_add(n.saturating_mul(s.bs));
             sample.lat_sum_ns = sample.lat_sum_ns.saturating_add(n.saturating_mul(lat));
             if n > 0 {
-                sample.lat_max_ns = sample.lat_max_ns.max(lat);
+                // The histogram's longest: its spread is over all the interval's I/Os.
+                sample.lat_max_ns = sample.lat_max_ns.max(spread_max(exact, n.saturating_mul(spp as u64)));
             }
             stats.seconds.record_n(si, lat, n);
         }
@@ -155,6 +163,24 @@ pub(super) fn interval(s: &SimStep, index: u32) -> IntervalStats {
     stats.max_gap_ns = Some((base * SHAPE_MEAN * vary / s.outstanding.max(1) as f64) as u64);
     stats.fill_one_target(s.host_target);
     stats
+}
+
+/// `k` I/Os of latency `lat` (ns) spread over up to [`SPREAD`] latencies around it.
+fn spread(hist: &mut iocurve_stats::LatencyHistogram, lat: f64, k: u64) {
+    let m = k.min(SPREAD);
+    for j in 0..m {
+        hist.record_n(spread_at(lat, j, m) as u64, k / m + u64::from(j < k % m));
+    }
+}
+
+fn spread_at(lat: f64, j: u64, m: u64) -> f64 {
+    lat * (0.8 + 0.4 * (j as f64 + 0.5) / m as f64)
+}
+
+/// The longest latency [`spread`] records for `n` I/Os.
+fn spread_max(lat: f64, n: u64) -> u64 {
+    let m = n.clamp(1, SPREAD);
+    spread_at(lat, m - 1, m) as u64
 }
 
 /// `n` I/Os over the model's latency points by their shares, summing to `n` (largest
