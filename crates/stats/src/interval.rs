@@ -165,6 +165,17 @@ pub struct DirStats {
 }
 
 impl DirStats {
+    /// Nothing measured, and no memory for its histogram until something is merged in (the
+    /// default allocates a full one to record into).
+    pub fn empty() -> Self {
+        DirStats { hist: LatencyHistogram::empty(), ops: 0, bytes: 0, errors: ErrorCounts::default() }
+    }
+
+    /// Nothing measured: no I/O, no error (what an interval leaves out of its encoding).
+    pub fn is_empty(&self) -> bool {
+        self.ops == 0 && self.bytes == 0 && self.hist.is_empty() && self.errors.0.is_empty()
+    }
+
     #[inline]
     pub fn record(&mut self, lat_ns: u64, bytes: u64) {
         self.hist.record(lat_ns);
@@ -265,11 +276,10 @@ impl IntervalStats {
     /// 46: at thousands of hosts, full histograms per host were most of its memory).
     pub fn empty() -> Self {
         // Field by field: `..Default::default()` would allocate full histograms to drop them.
-        let empty = || DirStats { hist: LatencyHistogram::empty(), ops: 0, bytes: 0, errors: ErrorCounts::default() };
         Self {
-            read: empty(),
-            write: empty(),
-            trim: empty(),
+            read: DirStats::empty(),
+            write: DirStats::empty(),
+            trim: DirStats::empty(),
             samples: Vec::new(),
             seconds: Default::default(),
             max_gap_ns: None,

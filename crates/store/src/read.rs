@@ -380,7 +380,7 @@ impl Store {
                         |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, Vec<u8>>(1)?, r.get::<_, Option<Vec<u8>>>(2)?)),
                     );
                     let (rh, wh, th) = self.sql(hists)?;
-                    let mut stats = IntervalStats::default();
+                    let mut stats = IntervalStats::empty();
                     stats.read.hist = LatencyHistogram::from_bytes(&rh).map_err(invalid)?;
                     stats.write.hist = LatencyHistogram::from_bytes(&wh).map_err(invalid)?;
                     if let Some(th) = th {
@@ -451,7 +451,7 @@ impl Store {
         let mut st = self.sql(self.conn.prepare(INTERVALS_OF))?;
         let mut rows = self.sql(st.query(params![step_id, host]))?;
         let row = |r: &rusqlite::Row| -> rusqlite::Result<_> {
-            let mut stats = IntervalStats::default();
+            let mut stats = IntervalStats::empty();
             stats.read.ops = r.get::<_, i64>(3)? as u64;
             stats.read.bytes = r.get::<_, i64>(4)? as u64;
             stats.write.ops = r.get::<_, i64>(5)? as u64;

@@ -85,7 +85,7 @@ fn rows(conn: &Connection, interval_id: i64) -> rusqlite::Result<Vec<(TargetStat
             trim_bytes: n(r, 6)?,
             errors: n(r, 7)?,
             device,
-            ..Default::default()
+            ..TargetStats::empty()
         };
         Ok((t, r.get::<_, Vec<u8>>(9)?, r.get::<_, f64>(8)?))
     })?;

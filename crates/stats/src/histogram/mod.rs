@@ -86,7 +86,9 @@ impl LatencyHistogram {
     /// The full histogram, made from the sparse one's buckets where it is sparse.
     fn full(&mut self) -> &mut Histogram<u64> {
         if let Form::Sparse(s) = &self.form {
-            let mut h = Histogram::new_with_bounds(1, s.highest.max(2), s.scheme.digits)
+            // Sized as the histograms it comes from (their values' range, not what a header
+            // states: an agent's u64::MAX would double it).
+            let mut h = Histogram::new_with_bounds(1, PRESIZED_MAX_NS.max(s.max()), s.scheme.digits)
                 .expect("a sparse histogram's digits and range are valid");
             h.auto(true);
             add_sparse(&mut h, s);
@@ -200,6 +202,11 @@ impl LatencyHistogram {
     pub fn percentile_ns(&self, p: f64) -> u64 {
         match &self.form {
             _ if self.is_empty() => 0,
+            // Beyond what one encoding holds (only merges of absurd counts, a hostile agent's,
+            // get there) hdrhistogram's walk adds unchecked: a panic in a debug build, wrapped
+            // figures in a release one. The sparse walk saturates, as the full histogram's
+            // counts and total do.
+            Form::Full(h) if h.len() > i64::MAX as u64 => sparse_view(h).percentile(p),
             Form::Full(h) => h.value_at_percentile(p),
             Form::Sparse(s) => s.percentile(p),
         }
@@ -241,11 +248,8 @@ impl LatencyHistogram {
 
     /// Reads either encoding, plain or compressed, as a sparse histogram (see `v2`).
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
-        let form = match v2::read(bytes).map_err(|e| format!("invalid latency histogram: {e}"))? {
-            v2::Decoded::Sparse(s) => Form::Sparse(s),
-            v2::Decoded::Full(h) => Form::Full(h),
-        };
-        Ok(Self { form })
+        let sparse = v2::read(bytes).map_err(|e| format!("invalid latency histogram: {e}"))?;
+        Ok(Self { form: Form::Sparse(sparse) })
     }
 }
 
@@ -273,6 +277,13 @@ fn encode_full<S: Serializer<SerializeError: std::fmt::Debug>>(h: &Histogram<u64
         serializer().serialize(&clamped(h), &mut out).expect("clamped counts serialize");
     }
     out
+}
+
+/// `h`'s buckets in the sparse form (its lowest value is 1 ns, as every full one's here).
+fn sparse_view(h: &Histogram<u64>) -> Sparse {
+    let scheme = Scheme::new(h.sigfig()).expect("a full histogram's digits are valid");
+    let counts = h.iter_recorded().map(|v| (scheme.index_for(v.value_iterated_to()) as u32, v.count_at_value()));
+    Sparse { scheme, highest: h.high(), counts: counts.collect(), total: h.len() }
 }
 
 /// `h` with every count above 2^63 − 1 (what the encoding holds; only merges of absurd counts
@@ -493,15 +504,36 @@ mod tests {
     }
 
     #[test]
-    fn encodings_the_sparse_reader_does_not_take_read_as_before() {
-        // Another lowest discernible value: hdrhistogram's reader, a full histogram.
+    fn encodings_iocurve_does_not_write_are_refused() {
+        // Another lowest discernible value (review of fef5a4d: it went to hdrhistogram's reader,
+        // which allocated every bucket its header stated — 442 KB for 40 bytes of lowest 2 and
+        // highest 2^64 - 1): refused, whatever the range.
         let mut other: Histogram<u64> = Histogram::new_with_bounds(1_000, 1_000_000_000, 3).unwrap();
         other.record(5_000_000).unwrap();
         let mut bytes = Vec::new();
         V2Serializer::new().serialize(&other, &mut bytes).unwrap();
-        let h = LatencyHistogram::from_bytes(&bytes).unwrap();
-        assert!(matches!(h.form, Form::Full(_)));
-        assert_eq!(h.count(), 1);
+        assert!(Deserializer::new().deserialize::<u64, _>(&mut &bytes[..]).is_ok());
+        let err = LatencyHistogram::from_bytes(&bytes).unwrap_err();
+        assert!(err.contains("its lowest discernible value is 1000 ns (iocurve's histograms have 1 ns)"), "{err}");
+        let mut bytes = LatencyHistogram::empty().to_bytes();
+        bytes[16..24].copy_from_slice(&2u64.to_be_bytes());
+        bytes[24..32].copy_from_slice(&u64::MAX.to_be_bytes());
+        assert!(LatencyHistogram::from_bytes(&bytes).unwrap_err().contains("lowest discernible value is 2 ns"));
+        // Runs of empty buckets up to usize::MAX, then a zero count: the bucket's index would
+        // wrap to 0 (review of fef5a4d: a release build took it, its buckets out of order, its
+        // maximum 0; a debug build panicked). Refused, as hdrhistogram refuses it.
+        let mut bytes = LatencyHistogram::new().to_bytes();
+        bytes.truncate(40);
+        bytes.push(2); // a count of 1 in bucket 0
+        for _ in 0..2 {
+            bytes.extend([0xfd, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]); // skip 2^63 - 1
+        }
+        bytes.extend([0, 2]); // a zero count, then a count of 1
+        let n = (bytes.len() - 40) as u32;
+        bytes[4..8].copy_from_slice(&n.to_be_bytes());
+        assert!(Deserializer::new().deserialize::<u64, _>(&mut &bytes[..]).is_err());
+        let err = LatencyHistogram::from_bytes(&bytes).unwrap_err();
+        assert!(err.contains("a run of empty buckets beyond any histogram"), "{err}");
         // A count beyond the range its header states: refused, as hdrhistogram refuses it.
         let mut bytes = LatencyHistogram::new().to_bytes();
         bytes.truncate(40);
@@ -512,11 +544,10 @@ mod tests {
         let err = LatencyHistogram::from_bytes(&bytes).unwrap_err();
         assert!(err.contains("a count in bucket 30000, beyond the 27648 its range holds"), "{err}");
         // A run of 2^63 empty buckets (the fuzzer's find: hdrhistogram's reader panics on it in
-        // a debug build): refused, with our lowest value and with another (its reader's path).
-        for low in [1u64, 1_000] {
+        // a debug build): refused.
+        {
             let mut bytes = LatencyHistogram::new().to_bytes();
             bytes.truncate(40);
-            bytes[16..24].copy_from_slice(&low.to_be_bytes());
             bytes.extend([0xff; 9]); // zig-zag u64::MAX: -2^63
             bytes.push(2);
             bytes[4..8].copy_from_slice(&10u32.to_be_bytes());
@@ -524,11 +555,10 @@ mod tests {
             assert!(err.contains("a run of empty buckets beyond any histogram"), "{err}");
         }
         // Counts adding up beyond 2^63 - 1 (the fuzzer's second find: hdrhistogram's percentile
-        // walk overflows on them; no real histogram has them): refused, in either reader.
-        for low in [1u64, 1_000] {
+        // walk overflows on them; no real histogram has them): refused.
+        {
             let mut bytes = LatencyHistogram::new().to_bytes();
             bytes.truncate(40);
-            bytes[16..24].copy_from_slice(&low.to_be_bytes());
             for _ in 0..3 {
                 bytes.extend([0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]); // zig-zag 2^63 - 1
             }
@@ -558,6 +588,34 @@ mod tests {
                 assert_eq!(back.buckets().collect::<Vec<_>>(), [(1_026, i64::MAX as u64)], "full: {full}");
             }
         }
+        // Three such agents in three buckets: their counts add up beyond 2^64. hdrhistogram's
+        // percentile walk overflowed (review of fef5a4d: a panic in a debug build, p100 = 0 in a
+        // release one); both forms give the same figures, their sums saturated.
+        let at = |value: u64| {
+            let mut h = LatencyHistogram::empty();
+            for _ in 0..2 {
+                let mut one = full_of(&[(value, 1)], false);
+                if let Form::Full(f) = &mut one.form {
+                    f.reset();
+                    f.record_n(value, i64::MAX as u64 / 2 + 1).unwrap();
+                }
+                h.merge(&LatencyHistogram::from_bytes(&one.to_bytes()).unwrap());
+            }
+            h
+        };
+        let (mut sparse, mut full) = (LatencyHistogram::empty(), LatencyHistogram::empty());
+        full.full();
+        for v in [1_026, 2_000_000, 3_000_000_000] {
+            sparse.merge(&at(v));
+            full.merge(&at(v));
+        }
+        assert!(matches!((&sparse.form, &full.form), (Form::Sparse(_), Form::Full(_))));
+        assert_eq!((sparse.count(), full.count()), (u64::MAX, u64::MAX));
+        for p in [0.0, 10.0, 50.0, 99.0, 100.0] {
+            assert_eq!(sparse.percentile_ns(p), full.percentile_ns(p), "p{p}");
+        }
+        // Not 0: the walk's sum saturates at 2^64 - 1 in the second bucket (2^63 + 2^63).
+        assert_eq!(full.percentile_ns(100.0), 2_000_895);
         // Another program's lowest value (1,000 ns) is not copied into an empty histogram.
         let mut other: Histogram<u64> = Histogram::new_with_bounds(1_000, 1_000_000_000, 3).unwrap();
         other.record(5_000_000).unwrap();

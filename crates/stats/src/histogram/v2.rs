@@ -3,15 +3,14 @@
 //! ships and the store keeps, byte for byte what `hdrhistogram`'s serializers write.
 //!
 //! The bytes are untrusted (an agent's, a store file's): the header's lengths are checked
-//! against what was given, and its digits against what iocurve writes (2 or 3: at most 66,560
-//! buckets whatever the range), before anything is allocated for them. An encoding the sparse
-//! form cannot hold exactly (a lowest value other than 1 ns: another program's) goes to
-//! `hdrhistogram`'s reader, plain and with its payload known to be there.
+//! against what was given, and its digits and lowest value against what iocurve writes (2 or 3
+//! digits: at most 56,320 buckets whatever the range; 1 ns), before anything is allocated for
+//! them. Everything read is sparse: nothing is allocated beyond what the bytes hold (a header
+//! of another program's lowest value once went to `hdrhistogram`'s reader, which allocates
+//! every bucket its header states: 442 KB for 40 bytes, repeated per target part of an
+//! interval).
 
 use std::io::Read;
-
-use hdrhistogram::Histogram;
-use hdrhistogram::serialization::Deserializer;
 
 use super::sparse::{Scheme, Sparse};
 
@@ -25,16 +24,11 @@ const TOO_MANY: &str = "its counts add up beyond 2^63 - 1";
 /// histogram of 6 million buckets.
 const MAX_DIGITS: u32 = 3;
 /// The most counts a compressed encoding may inflate to: 3 digits over the whole u64 range are
-/// 66,560 buckets of at most 9 bytes each, under 0.6 MiB.
+/// 56,320 buckets of at most 9 bytes each, under 0.6 MiB.
 const MAX_INFLATED: usize = 1 << 20;
 
-pub(super) enum Decoded {
-    Sparse(Sparse),
-    Full(Histogram<u64>),
-}
-
 /// Reads either encoding.
-pub(super) fn read(bytes: &[u8]) -> Result<Decoded, String> {
+pub(super) fn read(bytes: &[u8]) -> Result<Sparse, String> {
     let cookie = bytes.get(..4).map(|b| u32::from_be_bytes(b.try_into().expect("4 bytes")));
     match cookie {
         Some(COOKIE) => read_plain(bytes),
@@ -67,7 +61,7 @@ fn payload_len(plain: &[u8]) -> Result<usize, String> {
     Ok(u32::from_be_bytes(plain[4..8].try_into().expect("4 bytes")) as usize)
 }
 
-fn read_plain(plain: &[u8]) -> Result<Decoded, String> {
+fn read_plain(plain: &[u8]) -> Result<Sparse, String> {
     let payload = payload_len(plain)?;
     let digits = u32::from_be_bytes(plain[12..16].try_into().expect("4 bytes"));
     if digits > MAX_DIGITS {
@@ -78,38 +72,29 @@ fn read_plain(plain: &[u8]) -> Result<Decoded, String> {
     let counts = plain[HEADER..]
         .get(..payload)
         .ok_or_else(|| format!("its header states {payload} bytes of counts, {} follow", plain.len() - HEADER))?;
-    match parse_header(&plain[4..HEADER]) {
-        Some(sparse) => read_counts(sparse, counts).map(Decoded::Sparse),
-        None => {
-            // hdrhistogram negates a run's length unchecked (a run of 2^63 would panic it) and
-            // adds counts up unchecked where it walks them for a percentile.
-            let mut total = 0u64;
-            for n in numbers(counts) {
-                match n? {
-                    i64::MIN => return Err("a run of empty buckets beyond any histogram".into()),
-                    n if n > 0 => total = add_count(total, n as u64)?,
-                    _ => {}
-                }
-            }
-            let mut h: Histogram<u64> =
-                Deserializer::new().deserialize(&mut &plain[..HEADER + payload]).map_err(|e| format!("{e:?}"))?;
-            h.auto(true);
-            Ok(Decoded::Full(h))
-        }
-    }
+    read_counts(parse_header(&plain[4..HEADER])?, counts)
 }
 
-/// The empty histogram a header (after its cookie) describes; None if the sparse form cannot
-/// hold it.
-fn parse_header(h: &[u8]) -> Option<Sparse> {
+/// The empty histogram a header (after its cookie) describes, refused where it is not one
+/// iocurve writes (what `hdrhistogram`'s reader refuses among them: a normalizing offset, a
+/// conversion ratio other than 1, a highest value below twice the lowest).
+fn parse_header(h: &[u8]) -> Result<Sparse, String> {
     let u32_at = |k: usize| u32::from_be_bytes(h[k..k + 4].try_into().expect("4 bytes"));
     let u64_at = |k: usize| u64::from_be_bytes(h[k..k + 8].try_into().expect("8 bytes"));
     let (offset, digits, low, high, ratio) = (u32_at(4), u32_at(8), u64_at(12), u64_at(20), u64_at(28));
-    if offset != 0 || low != 1 || high < 2 || f64::from_bits(ratio) != 1.0 {
-        return None;
+    if low != 1 {
+        return Err(format!("its lowest discernible value is {low} ns (iocurve's histograms have 1 ns)"));
     }
-    let scheme = Scheme::new(u8::try_from(digits).ok()?)?;
-    Some(Sparse::empty(scheme, high))
+    if offset != 0 || high < 2 || f64::from_bits(ratio) != 1.0 {
+        return Err(format!(
+            "a header iocurve does not write (normalizing offset {offset}, highest value {high}, conversion \
+             ratio {})",
+            f64::from_bits(ratio)
+        ));
+    }
+    let scheme =
+        u8::try_from(digits).ok().and_then(Scheme::new).ok_or_else(|| format!("{digits} significant digits"))?;
+    Ok(Sparse::empty(scheme, high))
 }
 
 /// The counts' numbers: zig-zag LEB128-64b9B, a negative one skipping that many empty buckets.
@@ -145,7 +130,9 @@ fn read_counts(mut sparse: Sparse, payload: &[u8]) -> Result<Sparse, String> {
                 sparse.counts.push((index as u32, n as u64));
                 sparse.total = add_count(sparse.total, n as u64)?;
             }
-            index += 1;
+            // A zero count steps past its bucket: after runs up to usize::MAX it would wrap,
+            // and the buckets be out of order (hdrhistogram's reader refuses it as well).
+            index = index.checked_add(1).ok_or("a run of empty buckets beyond any histogram")?;
         }
     }
     Ok(sparse)
