@@ -135,6 +135,8 @@ fn read_counts(mut sparse: Sparse, payload: &[u8]) -> Result<Sparse, String> {
             index = index.checked_add(1).ok_or("a run of empty buckets beyond any histogram")?;
         }
     }
+    // Kept while a coordinator waits for every host's interval: no room left over from growing.
+    sparse.counts.shrink_to_fit();
     Ok(sparse)
 }
 
