@@ -2,11 +2,11 @@
 //! reader): any bytes through `LatencyHistogram::from_bytes`, as an agent's interval or a store
 //! row brings them, compared with hdrhistogram's own reader wherever that one can safely run (a
 //! plain encoding whose stated payload is there: it allocates what a header states). Never
-//! panics; reads what hdrhistogram reads, to the same counts, mean, extremes and percentiles,
-//! and refuses what it refuses, but for counts adding up beyond 2^63 - 1, more than 3
-//! significant digits and headers iocurve does not write (another lowest value, an offset, a
-//! conversion ratio), which only we refuse; what reads encodes (plain and compressed) to bytes
-//! that read back to the same histogram.
+//! panics; reads what hdrhistogram reads, to the same counts, mean, deviation, extremes, counts
+//! at or below a value and percentiles, and refuses what it refuses, but for counts adding up
+//! beyond 2^63 - 1, more than 3 significant digits and headers iocurve does not write (another
+//! lowest value, an offset, a conversion ratio), which only we refuse; what reads encodes
+//! (plain and compressed) to bytes that read back to the same histogram.
 #![no_main]
 
 use hdrhistogram::Histogram;
@@ -34,7 +34,12 @@ fuzz_target!(|data: &[u8]| {
         // the total, then overflows walking them for a percentile) and more than 3 significant
         // digits (iocurve writes 2 or 3; 5 would allocate millions of buckets for 41 bytes), and
         // headers iocurve does not write (its reader allocates every bucket they state).
-        let only_ours = ["its counts add up beyond 2^63 - 1", "significant digits", "lowest discernible value", "a header iocurve does not write"];
+        let only_ours = [
+            "its counts add up beyond 2^63 - 1",
+            "significant digits",
+            "lowest discernible value",
+            "a header iocurve does not write",
+        ];
         if let (Err(e), Ok(_)) = (&ours, &theirs)
             && only_ours.iter().any(|m| e.contains(m))
         {
@@ -68,6 +73,7 @@ fn same(ours: &LatencyHistogram, theirs: &Histogram<u64>) {
     for p in [0.0, 50.0, 99.0, 99.99, 100.0] {
         assert_eq!(ours.percentile_ns(p), theirs.value_at_percentile(p), "p{p}");
     }
-    let buckets: Vec<(u64, u64)> = theirs.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
+    let buckets: Vec<(u64, u64)> =
+        theirs.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
     assert!(ours.buckets().eq(buckets));
 }

@@ -519,6 +519,18 @@ mod tests {
         bytes[16..24].copy_from_slice(&2u64.to_be_bytes());
         bytes[24..32].copy_from_slice(&u64::MAX.to_be_bytes());
         assert!(LatencyHistogram::from_bytes(&bytes).unwrap_err().contains("lowest discernible value is 2 ns"));
+        // A normalizing offset, a conversion ratio, a highest value below 2: refused, as
+        // hdrhistogram refuses them, with what was found.
+        for (at, value) in [
+            (8, 5u32.to_be_bytes().to_vec()),
+            (32, 2.0f64.to_bits().to_be_bytes().to_vec()),
+            (24, 1u64.to_be_bytes().to_vec()),
+        ] {
+            let mut bytes = LatencyHistogram::empty().to_bytes();
+            bytes[at..at + value.len()].copy_from_slice(&value);
+            let err = LatencyHistogram::from_bytes(&bytes).unwrap_err();
+            assert!(err.contains("a header iocurve does not write"), "{err}");
+        }
         // Runs of empty buckets up to usize::MAX, then a zero count: the bucket's index would
         // wrap to 0 (review of fef5a4d: a release build took it, its buckets out of order, its
         // maximum 0; a debug build panicked). Refused, as hdrhistogram refuses it.
