@@ -72,6 +72,7 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         claim_expiry: std::time::Duration::from_secs_f64(args.claim_expiry_s),
         audit,
         simulated: None,
+        relay: None,
     };
     if !cfg.state_dir.is_dir() {
         return Err(CliError::Usage(format!("--state-dir {}: no such directory", cfg.state_dir.display())));

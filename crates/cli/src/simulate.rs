@@ -61,6 +61,7 @@ pub fn serve(base: AgentConfig, n: u32, latency_us: u64, grace: std::time::Durat
             // Each agent's lines say which it is (`"agent": "sim-K"`).
             audit: std::sync::Arc::new(base.audit.labelled(&format!("sim-{k}"))),
             simulated: Some(Simulated { index: k, offset_ns: offset_ns(k), latency_ns: latency_us * 1000 }),
+            relay: None,
         });
     }
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -33,7 +33,9 @@ pub mod wire;
 /// would ignore it and run the workload's closed loop.
 /// 16: a step may ask for its I/O log (`write_iolog`, `IoLogPart` events before Done, issue 45):
 /// an older agent would send none, and the run's log would lack its I/Os.
-pub const PROTOCOL: u32 = 16;
+/// 17: an agent may serve as a relay (`Relay`), and a relay's intervals merge several hosts'
+/// (`Interval.hosts`, issue 46): an older coordinator would weigh them as one host's.
+pub const PROTOCOL: u32 = 17;
 
 /// Generated from proto/agent.proto.
 // Generated: an interval is the common message anyway; prost's decoders are as long as the

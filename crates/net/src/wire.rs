@@ -230,6 +230,35 @@ fn targets_from(list: &[pb::TargetPart], samples: usize) -> Result<Vec<TargetSta
     Ok(out)
 }
 
+/// How a step's record says it ended, as `Done` carries it: an agent's own step, or a relay's
+/// group's merged one.
+pub fn done_to(rec: &iocurve_stats::StepRecord) -> pb::Done {
+    pb::Done {
+        interrupted: rec.interrupted,
+        // The step ended by its error policy: why, beside its figures (not a failure).
+        aborted: rec.aborted.is_some(),
+        abort_reason: rec.aborted.clone().unwrap_or_default(),
+        late: rec.drain.late,
+        stuck: rec.drain.stuck,
+        stuck_age_ns: rec.drain.stuck_age_ns,
+        wait_ns: rec.drain.wait_ns,
+        late_faults: rec.drain.faults_injected,
+        io_cpu: rec.io_cpu.as_ref().map(io_cpu_to),
+        notes: rec
+            .notes
+            .iter()
+            .map(|(code, message)| pb::Note { code: code.clone(), message: message.clone() })
+            .collect(),
+        unmeasured_errors: rec
+            .unmeasured_errors
+            .0
+            .iter()
+            .map(|&(target, errno, count)| pb::ErrorCount { target, errno, count })
+            .collect(),
+        ..Default::default()
+    }
+}
+
 pub fn interval_to(index: u32, s: &IntervalStats, cpu: &CpuUsage, duration_s: f64) -> pb::Interval {
     pb::Interval {
         index,
@@ -249,6 +278,7 @@ pub fn interval_to(index: u32, s: &IntervalStats, cpu: &CpuUsage, duration_s: f6
         targets: s.targets.iter().map(target_to).collect(),
         cpu_steal: cpu.steal,
         cpu_own: cpu.own,
+        hosts: 0,
     }
 }
 

@@ -107,6 +107,7 @@ fn client_config(args: &AgentOptions, obs: &mut dyn Observer) -> Result<ClientCo
             tls_name: None,
             per_host_tokens: true,
             max_skew: Duration::from_millis(args.max_skew_ms),
+            delegation: None,
         });
     }
     let token_file = args.token_file.clone().ok_or_else(|| {
@@ -138,6 +139,7 @@ fn client_config(args: &AgentOptions, obs: &mut dyn Observer) -> Result<ClientCo
         tls_name: args.tls_name.clone(),
         per_host_tokens: args.token_per_host,
         max_skew: Duration::from_millis(args.max_skew_ms),
+        delegation: None,
     })
 }
 
@@ -742,6 +744,7 @@ impl Cluster {
             abort_on_host_loss: self.abort_on_host_loss,
             silence: self.silence,
             planned_hosts,
+            relayed: None,
         };
         let m = self.rt.block_on(client::run_step(&mut self.remotes[..n], &spec, obs, cancel.flag()))?;
         self.last_setup = Some((m.setup_ns, workers));

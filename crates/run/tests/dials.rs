@@ -32,6 +32,7 @@ async fn agent(dir: &Path) -> (String, tokio::sync::oneshot::Sender<()>) {
         claim_expiry: iocurve_net::agent::CLAIM_EXPIRY,
         audit: std::sync::Arc::new(iocurve_net::agent::audit::Audit::off()),
         simulated: None,
+        relay: None,
     };
     tokio::spawn(async move {
         serve(cfg, |a| addr_tx.send(a).unwrap(), async { rx.await.unwrap_or(()) }).await.unwrap();
@@ -48,6 +49,7 @@ fn config() -> ClientConfig {
         tls_name: None,
         per_host_tokens: false,
         max_skew: Duration::from_secs(1),
+        delegation: None,
     }
 }
 

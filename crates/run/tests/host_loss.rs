@@ -34,6 +34,7 @@ async fn agent(dir: &Path) -> (String, tokio::sync::oneshot::Sender<()>, tokio::
         claim_expiry: iocurve_net::agent::CLAIM_EXPIRY,
         audit: std::sync::Arc::new(iocurve_net::agent::audit::Audit::off()),
         simulated: None,
+        relay: None,
     };
     let task = tokio::spawn(async move {
         serve(cfg, |a| addr_tx.send(a).unwrap(), async { rx.await.unwrap_or(()) }).await.unwrap();
@@ -66,6 +67,7 @@ fn an_agent_gone_between_steps_is_lost_for_the_step_and_the_others_run_it() {
             tls_name: None,
             per_host_tokens: false,
             max_skew: Duration::from_secs(1),
+            delegation: None,
         };
         let stop = AtomicBool::new(false);
         let mut remotes: Vec<_> = client::connect_all(&[a.clone(), b.clone()], &cfg, 2, &stop)
@@ -105,6 +107,7 @@ fn an_agent_gone_between_steps_is_lost_for_the_step_and_the_others_run_it() {
             abort_on_host_loss: false,
             silence: Duration::from_secs(5),
             planned_hosts: 2,
+            relayed: None,
         };
         let m = client::run_step(&mut remotes, &spec, &mut NoObserver, &stop).await.expect("the step runs on a");
         assert_eq!(m.lost, [1]);

@@ -91,6 +91,7 @@ async fn start_agent(
         claim_expiry: super::CLAIM_EXPIRY,
         audit: Arc::new(Audit::new(Some(log)).unwrap()),
         simulated: None,
+        relay: None,
     };
     let agent = tokio::spawn(serve(cfg, |a| addr_tx.send(a).unwrap(), async { stop_rx.await.unwrap_or(()) }));
     (addr_rx.await.unwrap(), stop_tx, agent)

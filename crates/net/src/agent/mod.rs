@@ -29,6 +29,7 @@ pub mod audit;
 #[cfg(test)]
 mod delegated_tests;
 pub mod listen;
+pub mod relay;
 mod requests;
 pub mod simulate;
 mod work;
@@ -81,6 +82,9 @@ pub struct AgentConfig {
     /// One of the simulated agents of `iocurve agent --simulate N` (issue 46): steps are
     /// modelled, not run (see [`simulate`]).
     pub simulated: Option<simulate::Simulated>,
+    /// `iocurve agent --relay` (issue 46): what a coordinator's `Relay` call makes of this agent
+    /// (see [`relay`]); None: it refuses to be a relay.
+    pub relay: Option<Arc<dyn relay::RelayHandler>>,
 }
 
 /// The default of [`AgentConfig::claim_expiry`].
@@ -146,6 +150,8 @@ struct Service {
     openers: Arc<tokio::sync::Semaphore>,
     /// See [`AgentConfig::simulated`].
     simulated: Option<simulate::Simulated>,
+    /// See [`AgentConfig::relay`].
+    relay: Option<Arc<dyn relay::RelayHandler>>,
 }
 
 /// Holds [`Service::busy`] and marks the work's end in [`Service::work_ended`] when dropped.
@@ -318,6 +324,7 @@ fn facts(set: &TargetSet) -> Vec<pb::TargetFacts> {
             fresh: t.fresh,
             lun: t.identity_key().unwrap_or_default(),
             queue_json: t.device_queue().and_then(|q| serde_json::to_string(&q).ok()).unwrap_or_default(),
+            host: String::new(),
         })
         .collect()
 }
@@ -326,7 +333,8 @@ impl Service {
     /// A remote request's target groups, checked before the trail records the call (the
     /// in-process agent's requests name none: its run opened the targets).
     fn check_groups(&self, groups: &[pb::TargetGroup]) -> Result<(), Status> {
-        if self.local.is_none() {
+        // A relay's children have their groups from the Relay call (its handler refuses any).
+        if self.local.is_none() && self.joined_relay().is_none() {
             target_groups(groups)?;
         }
         Ok(())
@@ -346,6 +354,38 @@ impl Service {
             .try_lock_owned()
             .map_err(|_| Status::resource_exhausted("this agent is running another step"))?;
         Ok(Busy { _guard: guard, ended: self.work_ended.clone() })
+    }
+
+    /// The relay handler, once a coordinator made this agent a group's relay: its targets,
+    /// steps, stops and ends are the group's.
+    fn joined_relay(&self) -> Option<&Arc<dyn relay::RelayHandler>> {
+        self.relay.as_ref().filter(|r| r.joined())
+    }
+
+    /// A step of a relay's group: the handler starts it on the children and sends their merged
+    /// events; this agent counts as busy until the last of them is sent. A coordinator that
+    /// drops the stream stops the group's step, as it stops an agent's.
+    async fn relay_step(
+        &self,
+        relay: &Arc<dyn relay::RelayHandler>,
+        r: pb::StepRequest,
+    ) -> Result<Response<ReceiverStream<Result<pb::StepEvent, Status>>>, Status> {
+        let guard = self.take_busy()?;
+        let (inner_tx, mut inner_rx) = mpsc::channel(64);
+        relay.run_step(r, inner_tx).await?;
+        let (tx, rx) = mpsc::channel(64);
+        let relay = relay.clone();
+        tokio::spawn(async move {
+            let mut gone = false;
+            while let Some(e) = inner_rx.recv().await {
+                if !gone && tx.send(e).await.is_err() {
+                    gone = true;
+                    relay.stop();
+                }
+            }
+            drop(guard);
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
     }
 
     /// Nothing runs: no step, pass or target preparation.
@@ -536,6 +576,7 @@ impl Service {
             },
             local: local.map(Arc::new),
             simulated,
+            relay: None,
         }
     }
 
@@ -799,6 +840,9 @@ impl Agent for Service {
             Some(req.get_ref().run_key),
         )?;
         let r = req.into_inner();
+        if let Some(relay) = self.joined_relay() {
+            return relay.targets(r).await.map(Response::new);
+        }
         // A simulated agent writes nothing: its scratch files stay unfilled and small, whatever
         // --size says (thousands of them on one disk).
         let unfilled = r.unfilled || self.simulated.is_some();
@@ -808,6 +852,10 @@ impl Agent for Service {
     }
 
     async fn stop(&self, req: Request<pb::StopRequest>) -> Result<Response<pb::StopReply>, Status> {
+        if let Some(relay) = self.joined_relay() {
+            self.claim(&req, "stop", "relay", None)?;
+            return Ok(Response::new(pb::StopReply { running: relay.stop() }));
+        }
         // Stop with nothing running changes nothing, so it claims nothing: it made a squatter's
         // connection the owner of an idle agent (issue 35, finding 6).
         if self.stop.lock().unwrap_or_else(|e| e.into_inner()).is_none() {
@@ -829,6 +877,9 @@ impl Agent for Service {
         let detail = if req.get_ref().query { "query" } else { "" };
         self.claim(&req, "end_after", detail, None)?;
         let r = req.into_inner();
+        if let Some(relay) = self.joined_relay() {
+            return Ok(Response::new(relay.end_after(r).await));
+        }
         let ends = if r.query {
             self.end.position(r.start_at_unix_ns)
         } else {
@@ -850,6 +901,9 @@ impl Agent for Service {
         self.check_groups(&req.get_ref().groups)?;
         if self.simulated.is_some() {
             return Err(simulate::refused("preconditioning"));
+        }
+        if self.joined_relay().is_some() {
+            return Err(relay_refuses("preconditioning"));
         }
         let call = self.claim(
             &req,
@@ -896,6 +950,9 @@ impl Agent for Service {
         self.check_groups(&req.get_ref().groups)?;
         if self.simulated.is_some() {
             return Err(simulate::refused("a verification pass"));
+        }
+        if self.joined_relay().is_some() {
+            return Err(relay_refuses("a verification pass"));
         }
         let call = self.claim(
             &req,
@@ -989,6 +1046,35 @@ impl Agent for Service {
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
+    async fn relay(&self, req: Request<pb::RelayRequest>) -> Result<Response<pb::RelayReply>, Status> {
+        let Some(relay) = self.relay.clone() else {
+            return Err(Status::failed_precondition(
+                "this agent is no relay: start it with `iocurve agent --relay` to drive a group of agents",
+            ));
+        };
+        // One level: a relay's child acts for the relay's coordinator and drives nobody.
+        if req.extensions().get::<Delegated>().is_some() {
+            let why = "a relay's child cannot be made a relay (one level of relays)";
+            self.audit.refused("delegation", "relay", &audit::Peer::of(&req), why);
+            return Err(Status::permission_denied(why));
+        }
+        let detail = format!("{} agents", req.get_ref().children.len());
+        let call = self.claim(&req, "relay", &detail, Some(req.get_ref().run_key))?;
+        if call.connection.is_none() {
+            return Err(Status::failed_precondition("the in-process agent of a local run is no relay"));
+        }
+        if !self.idle() {
+            return Err(Status::resource_exhausted(
+                "this agent is running a step: a relay's group changes between steps",
+            ));
+        }
+        let answer = relay.join(req.into_inner()).await;
+        if let Err(e) = &answer {
+            self.audit.failed("relay", &call.peer, e.message());
+        }
+        answer.map(Response::new)
+    }
+
     type RunStepStream = ReceiverStream<Result<pb::StepEvent, Status>>;
 
     async fn run_step(&self, req: Request<pb::StepRequest>) -> Result<Response<Self::RunStepStream>, Status> {
@@ -1004,6 +1090,9 @@ impl Agent for Service {
         }
         let call = self.claim(&req, "step", &detail, Some(req.get_ref().run_key))?;
         let r = req.into_inner();
+        if let Some(relay) = self.joined_relay() {
+            return self.relay_step(relay, r).await;
+        }
         let (w, mut backend, faults) = step_request(&r)?;
         if self.simulated.is_some()
             && let Some(refused) = simulate::unsupported(&r, &w, &faults)
@@ -1130,6 +1219,13 @@ impl Agent for Service {
     }
 }
 
+/// What a relay does not do yet, refused by name (not done on the relay's own targets).
+fn relay_refuses(what: &str) -> Status {
+    Status::unimplemented(format!(
+        "this agent is a relay: {what} does not go through relays yet; run the pass without relays"
+    ))
+}
+
 /// Runs blocking work of a request handler (the map: loading it, or waiting for it while a
 /// pass given up on stalled storage still holds it) without stalling a runtime thread. A
 /// stalled thread left the connection's keep-alive pings unanswered, and the coordinator
@@ -1159,7 +1255,7 @@ pub async fn serve(
     }
     let confine = Confinement::new(&cfg.allow, cfg.max_scratch).map_err(NetError::Input)?;
     let audit = cfg.audit.clone();
-    let service = Service::new(
+    let mut service = Service::new(
         Some(confine),
         cfg.allow_write,
         None,
@@ -1170,6 +1266,7 @@ pub async fn serve(
         cfg.claim_expiry,
         cfg.simulated,
     );
+    service.relay = cfg.relay;
     let owner = service.owner.clone();
     let held = service.held.clone();
     let step_stop = service.stop.clone();

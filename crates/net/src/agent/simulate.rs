@@ -245,6 +245,7 @@ pub(super) async fn run(
         received_unix_ns: s.received_unix_ns,
         ready_unix_ns: ready,
         moment_unix_ns: now,
+        hosts: 0,
     }))
     .await
     {

@@ -136,6 +136,7 @@ impl StepObserver for Streamer<'_> {
             received_unix_ns: self.received_unix_ns,
             ready_unix_ns: self.ready_unix_ns.load(Ordering::Relaxed),
             moment_unix_ns: rec.moment_unix_ns.unwrap_or(started_unix_ns),
+            hosts: 0,
         }));
         if self.start_at_unix_ns != 0 {
             tracing::debug!(
@@ -375,30 +376,7 @@ const MAP_SAVE_WAIT: Duration = Duration::from_secs(iocurve_engine::PASS_STUCK_A
 /// How a step ended, as `Done` says it.
 fn step_done(ran: Result<StepRecord, iocurve_engine::EngineError>, called_off: &AtomicBool) -> pb::Done {
     match ran {
-        Ok(rec) => pb::Done {
-            interrupted: rec.interrupted,
-            // The step ended by its error policy: why, beside its figures (not a failure).
-            aborted: rec.aborted.is_some(),
-            abort_reason: rec.aborted.clone().unwrap_or_default(),
-            late: rec.drain.late,
-            stuck: rec.drain.stuck,
-            stuck_age_ns: rec.drain.stuck_age_ns,
-            wait_ns: rec.drain.wait_ns,
-            late_faults: rec.drain.faults_injected,
-            io_cpu: rec.io_cpu.as_ref().map(wire::io_cpu_to),
-            notes: rec
-                .notes
-                .iter()
-                .map(|(code, message)| pb::Note { code: code.clone(), message: message.clone() })
-                .collect(),
-            unmeasured_errors: rec
-                .unmeasured_errors
-                .0
-                .iter()
-                .map(|&(target, errno, count)| pb::ErrorCount { target, errno, count })
-                .collect(),
-            ..Default::default()
-        },
+        Ok(rec) => wire::done_to(&rec),
         // Stopped (Ctrl-C, another host lost) or abandoned before the start: nothing ran, which
         // is no error.
         Err(_) if called_off.load(Ordering::Relaxed) => pb::Done { interrupted: true, ..Default::default() },

@@ -31,6 +31,9 @@ pub struct ClientConfig {
     pub per_host_tokens: bool,
     /// An agent whose clock is further off than this is refused (see [`check_clock`]).
     pub max_skew: Duration,
+    /// A relay's call to its child (issue 46): the child's delegation and its key, proved
+    /// instead of a token (`identity` is then the relay's certificate for the run).
+    pub delegation: Option<Arc<iocurve_net::delegation::Minted>>,
 }
 
 pub(crate) type Client = AgentClient<InterceptedService<Channel, auth::Credentials>>;
@@ -49,6 +52,8 @@ pub struct Remote {
     pub target_count: u32,
     /// The in-process agent of a local run.
     pub in_process: bool,
+    /// How many hosts it stands for: 1 for an agent, its group's size for a relay (issue 46).
+    pub hosts: u32,
     /// The clock is further off than is comfortable, not so far that the agent is refused:
     /// for the caller to show.
     pub clock_warning: Option<String>,
@@ -231,7 +236,11 @@ async fn connect_once(addr: &str, cfg: &ClientConfig, pings: usize) -> Result<Re
         // proves which host answers, not only that some agent of the CA does.
         let name = cfg.tls_name.clone().unwrap_or_else(|| auth::host_of(addr).to_string());
         let (connector, session) = binding::Connector::new(tls, &name).map_err(setup)?;
-        (ep.connect_with_connector(connector).await, auth::Credentials::proof(&token, session))
+        let credentials = match &cfg.delegation {
+            Some(minted) => auth::Credentials::Delegated { minted: minted.clone(), session },
+            None => auth::Credentials::proof(&token, session),
+        };
+        (ep.connect_with_connector(connector).await, credentials)
     };
     let channel = channel.map_err(|e| {
         let why = format!("{e}{}", source_chain(&e));
@@ -341,6 +350,7 @@ async fn handshake(
         target_offset: 0,
         target_count: 0,
         in_process,
+        hosts: 1,
         clock_warning: None,
         client,
     })
@@ -511,7 +521,7 @@ pub async fn targets(
                 Ok(facts) => {
                     let mut facts = facts.into_inner().targets;
                     for f in &mut facts {
-                        for s in [&mut f.path, &mut f.kind, &mut f.group] {
+                        for s in [&mut f.path, &mut f.kind, &mut f.group, &mut f.host] {
                             *s = iocurve_net::printable(s);
                         }
                     }
@@ -544,5 +554,5 @@ pub fn wire_groups(groups: &[TargetGroup]) -> Vec<pb::TargetGroup> {
         .collect()
 }
 
-pub use super::coordinate::{MultiStep, StepSpec, run_step};
+pub use super::coordinate::{MultiStep, Relayed, StepSpec, run_step};
 pub use super::passes::{AgentPass, PassEnd, VerifyEnd, precondition, verify_pass};

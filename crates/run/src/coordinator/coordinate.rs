@@ -121,6 +121,28 @@ pub struct StepSpec<'a> {
     /// The hosts the step is planned on: all the hosts the run started its steps with, lost
     /// ones included (the step's record keeps it beside the hosts that ran it).
     pub planned_hosts: u32,
+    /// A relay's step over its group (issue 46); None: the coordinator's own.
+    pub relayed: Option<&'a Relayed>,
+}
+
+/// What a relay's step takes from its coordinator (issue 46): the moment, the children's places
+/// among the run's hosts, and the judgement of steady state, made on every host's intervals.
+pub struct Relayed {
+    /// The step's start moment on the relay's clock (its coordinator's request).
+    pub start_at: i64,
+    /// The children are the run's hosts `first_host`, `first_host + 1`, … of `run_hosts`
+    /// (their shares of a rate step's schedule).
+    pub first_host: u32,
+    pub run_hosts: u32,
+    /// Each child's client and its key (its start moment on its clock), once the requests are
+    /// out: the relay forwards its coordinator's `EndAfter` to them.
+    pub(crate) keys: std::sync::Mutex<Vec<(super::client::Client, i64)>>,
+}
+
+impl Relayed {
+    pub fn new(start_at: i64, first_host: u32, run_hosts: u32) -> Relayed {
+        Relayed { start_at, first_host, run_hosts, keys: std::sync::Mutex::new(Vec::new()) }
+    }
 }
 
 impl StepSpec<'_> {
@@ -196,15 +218,15 @@ impl Hosts<'_> {
         let at = into.max(0.0);
         self.lost[h] = Some(at);
         self.why[h] = why.to_string();
-        let addr = &self.agents[h].addr;
+        let (addr, named) = (&self.agents[h].addr, self.agents[h].named());
         let when = if into <= 0.0 { "before the step started".to_string() } else { format!("{at:.1} s into the step") };
         if self.spec.abort_on_host_loss {
             // Like `on_error = abort`: the others stop now, what they measured is kept, and the
             // run ends after this step.
-            self.aborted.get_or_insert(format!("agent {addr} lost {when} ({why}); --on-host-loss abort ends the run"));
+            self.aborted.get_or_insert(format!("{named} lost {when} ({why}); --on-host-loss abort ends the run"));
         } else {
             tracing::warn!(agent = %addr, at_s = at, why, "agent lost; the others carry on");
-            self.warnings.push(format!("agent {addr} lost {when} ({why}); the others carry on"));
+            self.warnings.push(format!("{named} lost {when} ({why}); the others carry on"));
         }
     }
 
@@ -302,7 +324,10 @@ impl<'a> Hosts<'a> {
                 }
                 shift_targets(&mut stats, agent.target_offset);
                 self.reported[h] += 1;
-                self.merger.add(h, idx as usize, Part { stats, cpu, duration_s: dur, hosts: 1 });
+                // A relay's merge of its group: as many hosts as reported it, never more than
+                // the group has.
+                let hosts = i.hosts.min(agent.hosts).max(1);
+                self.merger.add(h, idx as usize, Part { stats, cpu, duration_s: dur, hosts });
             }
             pb::step_event::Event::Done(d) => self.on_done(h, &d),
             pb::step_event::Event::Iolog(p) => self.on_iolog(h, &p)?,
@@ -344,6 +369,13 @@ impl<'a> Hosts<'a> {
     fn on_started(&mut self, h: usize, s: &pb::Started, obs: &mut dyn StepObserver) {
         let (spec, w) = (self.spec, self.spec.workload);
         let agent = &self.agents[h];
+        // A relay whose group lost agents before the start: the step runs on fewer hosts.
+        if s.hosts != 0 && s.hosts < agent.hosts {
+            self.running = self.running.saturating_sub(agent.hosts - s.hosts);
+            if let Some(rec) = self.merged.as_mut() {
+                rec.hosts = self.running;
+            }
+        }
         self.started[h] = s.started_unix_ns - agent.offset_ns;
         // An agent that does not say its moment: its start.
         self.moments[h] = if s.moment_unix_ns != 0 { s.moment_unix_ns } else { s.started_unix_ns } - agent.offset_ns;
@@ -524,13 +556,15 @@ impl<'a> Hosts<'a> {
         }
         merged.aborted = self.aborted.take();
         let mut simulated = 0;
+        // A relay says each of its simulated agents apart, for its coordinator to count them.
+        let relay = spec.relayed.is_some();
         for (h, d) in self.drain.iter().enumerate() {
             merged.drain.merge(d);
             merged.unmeasured_errors.merge(&self.unmeasured[h]);
             merged.io_cpu = IoCpu::max(merged.io_cpu, self.io_cpu[h]);
             for (code, message) in &self.notes[h] {
                 // Said once for the step, with how many hosts: not once per simulated host.
-                if code == iocurve_net::agent::simulate::SIMULATED {
+                if code == iocurve_net::agent::simulate::SIMULATED && !relay {
                     simulated += 1;
                     continue;
                 }
@@ -540,6 +574,7 @@ impl<'a> Hosts<'a> {
             }
         }
         if simulated > 0 {
+            let n: u32 = self.agents.iter().map(|a| a.hosts.max(1)).sum();
             merged.notes.push((
                 iocurve_net::agent::simulate::SIMULATED.into(),
                 format!(
@@ -547,18 +582,18 @@ impl<'a> Hosts<'a> {
                 ),
             ));
         }
+        // Hosts, not connections: a relay stands for its group.
+        let planned: u32 = self.agents.iter().map(|a| a.hosts.max(1)).sum();
+        let ran: u32 =
+            self.started.iter().zip(&self.agents).filter(|(t, _)| **t != 0).map(|(_, a)| a.hosts.max(1)).sum();
         for (i, at) in self.lost.iter().enumerate() {
             let Some(at) = at else { continue };
+            let named = self.agents[i].named();
             let message = if self.started[i] == 0 {
-                format!(
-                    "agent {} was lost before the step started: the step ran on {} hosts, not {n}",
-                    self.agents[i].addr,
-                    self.started.iter().filter(|&&t| t != 0).count()
-                )
+                format!("{named} was lost before the step started: the step ran on {ran} hosts, not {planned}")
             } else {
                 format!(
-                    "agent {} lost {at:.1} s into the step: from then on the figures come from the other hosts, so this step mixes host counts and enters no speed, optimum or maximum",
-                    self.agents[i].addr
+                    "{named} lost {at:.1} s into the step: from then on the figures come from the other hosts, so this step mixes host counts and enters no speed, optimum or maximum"
                 )
             };
             merged.notes.push(("host_lost".into(), message));
@@ -693,9 +728,19 @@ struct Agent {
     rtt_ns: i64,
     target_offset: u32,
     target_count: u32,
+    /// How many hosts it stands for (a relay: its group's).
+    hosts: u32,
 }
 
 impl Agent {
+    /// How messages name it: an agent, or a relay with its group.
+    fn named(&self) -> String {
+        match self.hosts {
+            0 | 1 => format!("agent {}", self.addr),
+            n => format!("relay {} (its {n} hosts)", self.addr),
+        }
+    }
+
     fn of(r: &Remote) -> Agent {
         Agent {
             addr: r.addr.clone(),
@@ -705,6 +750,7 @@ impl Agent {
             rtt_ns: r.rtt_ns,
             target_offset: r.target_offset,
             target_count: r.target_count,
+            hosts: r.hosts.max(1),
         }
     }
 }
@@ -721,9 +767,13 @@ pub async fn run_step(
 ) -> Result<MultiStep, NetError> {
     let json = serde_json::to_string(spec.workload).map_err(|e| NetError::Failed(e.to_string()))?;
     let clock_notes = clocks_before(remotes, stop).await;
-    let start_at = unix_ns() + spec.lead.as_nanos() as i64;
+    let start_at = spec.relayed.map_or_else(|| unix_ns() + spec.lead.as_nanos() as i64, |r| r.start_at);
     // Each agent's start moment on its own clock: it names the step in later requests.
     let keys: Vec<i64> = remotes.iter().map(|r| start_at.saturating_add(r.offset_ns)).collect();
+    if let Some(relayed) = spec.relayed {
+        *relayed.keys.lock().unwrap_or_else(|e| e.into_inner()) =
+            remotes.iter().zip(&keys).map(|(r, k)| (r.client.clone(), *k)).collect();
+    }
     let calls = send_requests(remotes, spec, &json, &keys);
     let n = remotes.len();
     let per_host = !(n == 1 && remotes[0].in_process);
@@ -737,8 +787,8 @@ pub async fn run_step(
     if st.done.iter().all(|&d| d) {
         return Err(NetError::Lost(format!("{ALL_LOST} before the step started: {}", st.warnings.join("; "))));
     }
-    // The hosts the step runs on: those that took it.
-    st.running = streams.iter().filter(|s| s.is_some()).count() as u32;
+    // The hosts the step runs on: those that took it (a relay: its group).
+    st.running = streams.iter().zip(&st.agents).filter(|(s, _)| s.is_some()).map(|(_, a)| a.hosts.max(1)).sum();
     let (rx, readers) = read_streams(streams);
     let (stop_sent, ending) = follow(&mut st, remotes, &keys, rx, &readers, obs, stop).await?;
     for r in readers {
@@ -820,9 +870,14 @@ fn member_requests(spec: &StepSpec, h: usize) -> Vec<pb::Member> {
 /// Every agent gets its request at once (one slow agent delays no other's), each within a
 /// deadline: an agent that cannot take it is lost before the step starts.
 fn send_requests(remotes: &[Remote], spec: &StepSpec, json: &str, keys: &[i64]) -> Vec<Call> {
-    let hosts = remotes.len() as u32;
+    // Each agent's place among the run's hosts: a relay stands for its group's (and places its
+    // children itself); a relay's children are the run's hosts from its first on.
+    let (mut next, hosts) =
+        spec.relayed.map_or((0, remotes.iter().map(|r| r.hosts.max(1)).sum()), |r| (r.first_host, r.run_hosts));
     let mut calls = Vec::new();
     for (h, (r, targets)) in remotes.iter().zip(spec.targets).enumerate() {
+        let host = next;
+        next = next.saturating_add(r.hosts.max(1));
         let req = pb::StepRequest {
             workload_json: json.to_string(),
             workers: spec.workers_of(h),
@@ -834,7 +889,7 @@ fn send_requests(remotes: &[Remote], spec: &StepSpec, json: &str, keys: &[i64]) 
             faults_json: faults_for(spec.faults, spec.targets, h),
             rate_iops: if spec.replay.is_some() { 0.0 } else { spec.rate_iops.unwrap_or(0.0) },
             replay: spec.replay.and_then(|r| r.get(h)).cloned().unwrap_or_default(),
-            host: h as u32,
+            host,
             hosts,
             run_key: spec.run_key,
             verify_journal: spec.verify_journal,
@@ -963,7 +1018,9 @@ async fn follow(
             st.on_event(h, e, obs)?;
         }
         st.hand_on(obs);
+        // A relay's coordinator judges steady state on every host's intervals, not the relay.
         if ending.is_none()
+            && spec.relayed.is_none()
             && let Some(want) = st.steady_end()
         {
             // The interval running now completes (as on one host), and every interval an
@@ -1053,6 +1110,7 @@ mod tests {
             abort_on_host_loss: false,
             silence: Duration::from_secs(10),
             planned_hosts: 2,
+            relayed: None,
         }
     }
 

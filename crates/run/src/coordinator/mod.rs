@@ -11,3 +11,4 @@ pub use coordinate::HostIoLog;
 pub(crate) use coordinate::all_lost;
 pub mod merge;
 mod passes;
+pub mod relay;

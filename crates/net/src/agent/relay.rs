@@ -1,0 +1,36 @@
+//! An agent as a relay (issue 46, `iocurve agent --relay`; docs/relays.md): it drives a group
+//! of agents for one run and merges their intervals exactly, so that one coordinator drives
+//! tens of relays instead of thousands of agents.
+//!
+//! The agent's service checks every call as it checks any (TLS, token proof, ownership, audit)
+//! and then hands a relay's calls to its [`RelayHandler`]: the coordinator's own client drives
+//! the children (it lives in `iocurve-run`, which depends on this crate, so the handler is a
+//! trait object set by the command line).
+
+use tokio::sync::mpsc;
+use tonic::Status;
+
+use crate::pb;
+
+/// Where a relay's step events go: the stream of the `RunStep` call that asked for the step.
+pub type StepEvents = mpsc::Sender<Result<pb::StepEvent, Status>>;
+
+/// What a relay does with the calls its coordinator makes.
+#[tonic::async_trait]
+pub trait RelayHandler: Send + Sync {
+    /// `Relay`: dial the children with the grant, answer with their Hello facts and clocks.
+    /// Called again (a coordinator reconnecting), the group is replaced.
+    async fn join(&self, req: pb::RelayRequest) -> Result<pb::RelayReply, Status>;
+    /// Whether `join` made this agent a group's relay: until then it serves as an agent.
+    fn joined(&self) -> bool;
+    /// `Targets` on every child, each with its own groups: their facts in the children's
+    /// order, each child's after the one before (a step's intervals name them so).
+    async fn targets(&self, req: pb::TargetsRequest) -> Result<pb::TargetsReply, Status>;
+    /// `RunStep` on every child at the request's moment (on the relay's clock): the merged
+    /// events go to `events` as they come, `Done` last. Returns once the step is under way.
+    async fn run_step(&self, req: pb::StepRequest, events: StepEvents) -> Result<(), Status>;
+    /// `Stop`: whether a step was running.
+    fn stop(&self) -> bool;
+    /// `EndAfter`, asked of every child of the step the request names.
+    async fn end_after(&self, req: pb::EndAfterRequest) -> pb::EndAfterReply;
+}

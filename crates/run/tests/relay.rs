@@ -1,0 +1,359 @@
+//! A relay tree against a flat run (issue 46), on real agents served in this process over
+//! loopback with the run's credentials: TLS with a certificate per host, mutual TLS, a token
+//! per host, the relay's children called under delegations. Simulated agents stream the same
+//! modelled intervals whoever drives them, so the coordinator's merged figures through a relay
+//! must equal those of the coordinator driving every agent itself, bucket for bucket.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use iocurve_engine::StepObserver;
+use iocurve_net::agent::simulate::Simulated;
+use iocurve_net::agent::{AgentConfig, AgentTls, serve};
+use iocurve_net::certs::RunCredentials;
+use iocurve_net::pb;
+use iocurve_plan::{TargetGroup, Workload};
+use iocurve_run::coordinator::client::{self, ClientConfig, MultiStep, Remote, StepSpec};
+use iocurve_run::coordinator::relay::{self, Relay};
+use iocurve_stats::{CpuUsage, IntervalStats};
+
+const CHILDREN: u32 = 4;
+const RUN_KEY: u32 = 4242;
+
+/// An agent in a runtime of its own, as if in a process of its own: killing it drops every
+/// task and connection of it at once, as a host gone does.
+struct Host {
+    addr: String,
+    kill: Option<std::sync::mpsc::Sender<()>>,
+}
+
+impl Host {
+    fn kill(&mut self) {
+        self.kill.take();
+    }
+}
+
+/// The agent on `host` (a loopback address of its own: its certificate and token name it),
+/// allowed `dir/**`; simulated as agent `sim`, or a relay.
+fn agent(creds: &RunCredentials, host: &str, dir: &Path, sim: Option<u32>, relay: bool) -> Host {
+    let own = creds.for_host(host).unwrap();
+    let cfg = AgentConfig {
+        listen: format!("{host}:0").parse().unwrap(),
+        token: own.token.clone(),
+        tls: Some(AgentTls { cert_pem: own.cert_pem, key_pem: own.key_pem, client_ca_pem: Some(own.client_ca_pem) }),
+        allow: vec![format!("{}/**", dir.display())],
+        allow_write: Vec::new(),
+        max_scratch: None,
+        lease: Duration::from_secs(5),
+        state_dir: dir.to_path_buf(),
+        metrics: None,
+        one_run: false,
+        remove_scratch: false,
+        claim_expiry: iocurve_net::agent::CLAIM_EXPIRY,
+        audit: Arc::new(iocurve_net::agent::audit::Audit::off()),
+        // Clocks a few ms apart: the relay measures its children's itself.
+        simulated: sim.map(|k| Simulated {
+            index: k,
+            offset_ns: (i64::from(k) - 2) * 3_000_000,
+            latency_ns: 150_000 + u64::from(k) * 20_000,
+        }),
+        relay: relay.then(|| Arc::new(Relay::new()) as Arc<dyn iocurve_net::agent::relay::RelayHandler>),
+    };
+    let (kill, killed) = std::sync::mpsc::channel::<()>();
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel::<SocketAddr>();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        rt.spawn(async move {
+            let _ = serve(cfg, |a| addr_tx.send(a).unwrap(), std::future::pending()).await;
+        });
+        // Until killed (the sender dropped): then every task of it goes at once.
+        let _ = killed.recv();
+        rt.shutdown_background();
+    });
+    Host { addr: addr_rx.recv().unwrap().to_string(), kill: Some(kill) }
+}
+
+fn coordinator(creds: &RunCredentials) -> ClientConfig {
+    ClientConfig {
+        token: creds.token.clone(),
+        ca_pem: Some(creds.ca_pem.clone()),
+        identity: Some((creds.client_cert_pem.clone(), creds.client_key_pem.clone())),
+        insecure: false,
+        tls_name: None,
+        per_host_tokens: true,
+        max_skew: Duration::from_secs(1),
+        delegation: None,
+    }
+}
+
+fn workload() -> Workload {
+    let mut w = iocurve_plan::suites::load("quick", &Default::default()).unwrap().workloads.remove(0);
+    (w.intervals, w.interval_s, w.warmup_s) = (3, 1.0, 0.0);
+    w
+}
+
+/// Every merged interval, and the hosts each of its parts stood for.
+#[derive(Default)]
+struct Merged {
+    intervals: Vec<(u32, IntervalStats, CpuUsage)>,
+}
+
+impl StepObserver for Merged {
+    fn interval(&mut self, index: u32, stats: &IntervalStats, cpu: &CpuUsage, _: f64) {
+        self.intervals.push((index, stats.clone(), *cpu));
+    }
+}
+
+/// A closed-loop step of `w` at 4 workers per host on `targets` (a relay's: none).
+fn spec<'a>(w: &'a Workload, targets: &'a [Vec<TargetGroup>]) -> StepSpec<'a> {
+    StepSpec {
+        workload: w,
+        workers: 4,
+        host_workers: &[],
+        members: &[],
+        scales: &[],
+        rate_iops: None,
+        replay: None,
+        replay_speed: None,
+        replay_intended: (0.1, Vec::new()),
+        targets,
+        scratch_size: 1 << 20,
+        run_key: RUN_KEY,
+        verify_journal: false,
+        write_iolog: false,
+        threads: 1,
+        backend: "psync",
+        faults: &[],
+        lead: Duration::from_millis(400),
+        abort_on_host_loss: false,
+        silence: Duration::from_secs(10),
+        planned_hosts: CHILDREN,
+        relayed: None,
+    }
+}
+
+async fn step(remotes: &mut [Remote], targets: &[Vec<TargetGroup>], w: &Workload) -> (MultiStep, Merged) {
+    let mut obs = Merged::default();
+    let stop = AtomicBool::new(false);
+    let m = client::run_step(remotes, &spec(w, targets), &mut obs, &stop).await.expect("the step runs");
+    (m, obs)
+}
+
+/// The latency buckets of a histogram, as (highest value equivalent, count).
+fn buckets(h: &iocurve_stats::LatencyHistogram) -> Vec<(u64, u64)> {
+    h.buckets().collect()
+}
+
+/// `n` simulated agents on 127.0.0.2, 127.0.0.3, …, each with its target group.
+fn children(creds: &RunCredentials, dir: &Path, n: u32) -> Vec<(Host, Vec<TargetGroup>)> {
+    (0..n)
+        .map(|k| {
+            let host = format!("127.0.0.{}", k + 2);
+            let d = dir.join(&host);
+            std::fs::create_dir(&d).unwrap();
+            let groups =
+                vec![TargetGroup { name: "t".into(), weight: 1, targets: vec![d.join("t.dat").display().to_string()] }];
+            (agent(creds, &host, &d, Some(k), false), groups)
+        })
+        .collect()
+}
+
+/// The relay agent on `host`, made the relay of `group` (the run's hosts from `first` on) and
+/// its children's targets opened through it.
+async fn relay_of(
+    creds: &RunCredentials,
+    dir: &Path,
+    host: &str,
+    group: &[(Host, Vec<TargetGroup>)],
+    first: u32,
+) -> (Host, Remote, Vec<pb::RelayedHost>) {
+    let rd = dir.join(host);
+    std::fs::create_dir(&rd).unwrap();
+    let relay = agent(creds, host, &rd, None, true);
+    let mut remote = client::connect(&relay.addr, &coordinator(creds), 4).await.unwrap();
+    let names: Vec<String> = group.iter().map(|c| iocurve_net::auth::host_of(&c.0.addr).to_string()).collect();
+    let grant = creds.relay_grant(host, &names, RUN_KEY, iocurve_net::unix_s() + 600).unwrap();
+    let list: Vec<(String, Vec<TargetGroup>)> = group.iter().map(|(h, g)| (h.addr.clone(), g.clone())).collect();
+    let hosts =
+        relay::join(&mut remote, &grant, &creds.ca_pem, &list, RUN_KEY, first, Duration::from_secs(1)).await.unwrap();
+    (relay, remote, hosts)
+}
+
+#[test]
+fn a_step_through_a_relay_merges_what_the_flat_step_merges_bucket_for_bucket() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let creds = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let children = children(&creds, dir.path(), CHILDREN);
+        let cfg = coordinator(&creds);
+        let w = workload();
+        let stop = AtomicBool::new(false);
+
+        // Flat: the coordinator drives every agent.
+        let addrs: Vec<String> = children.iter().map(|c| c.0.addr.clone()).collect();
+        let mut remotes: Vec<Remote> =
+            client::connect_all(&addrs, &cfg, 4, &stop).await.unwrap().into_iter().map(Result::unwrap).collect();
+        let targets: Vec<Vec<TargetGroup>> = children.iter().map(|c| c.1.clone()).collect();
+        let opened = client::targets(&mut remotes, &targets, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
+        assert!(opened.iter().all(Result::is_ok), "{opened:?}");
+        let (flat, flat_obs) = step(&mut remotes, &targets, &w).await;
+        // The agents are free for the relay once the coordinator's connections are gone.
+        drop(remotes);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+
+        // Through a relay: the coordinator drives one agent, which drives the four.
+        let (_relay, relay_remote, hosts) = relay_of(&creds, dir.path(), "127.0.0.20", &children, 0).await;
+        assert!(hosts.iter().all(|h| h.lost.is_empty()), "every child reached: {hosts:?}");
+        assert_eq!(relay_remote.hosts, CHILDREN);
+        // The relay measured its children's clocks (3 ms apart, as they are) itself.
+        let offsets: Vec<i64> = hosts.iter().map(|h| h.offset_ns).collect();
+        for pair in offsets.windows(2) {
+            assert!((pair[1] - pair[0] - 3_000_000).abs() < 2_000_000, "offsets {offsets:?}");
+        }
+        let mut tree_remotes = vec![relay_remote];
+        let relay_targets = vec![Vec::new()];
+        let opened =
+            client::targets(&mut tree_remotes, &relay_targets, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
+        let facts = opened.into_iter().next().unwrap().unwrap();
+        assert_eq!(facts.len(), CHILDREN as usize, "one target per child: {facts:?}");
+        assert!(facts.iter().zip(&addrs).all(|(f, a)| &f.host == a), "each fact names its agent: {facts:?}");
+        let (tree, tree_obs) = step(&mut tree_remotes, &relay_targets, &w).await;
+
+        assert_eq!((flat.merged.hosts, tree.merged.hosts), (CHILDREN, CHILDREN));
+        assert!(flat.lost.is_empty() && tree.lost.is_empty());
+        assert_eq!(flat_obs.intervals.len(), w.intervals as usize);
+        assert_eq!(tree_obs.intervals.len(), flat_obs.intervals.len());
+        for ((i, a, ca), (j, b, cb)) in flat_obs.intervals.iter().zip(&tree_obs.intervals) {
+            assert_eq!(i, j);
+            for (x, y) in [(&a.read, &b.read), (&a.write, &b.write), (&a.trim, &b.trim)] {
+                assert_eq!((x.ops, x.bytes), (y.ops, y.bytes), "interval {i}");
+                assert_eq!(buckets(&x.hist), buckets(&y.hist), "interval {i}: the tree's buckets are the flat ones");
+            }
+            assert_eq!(a.targets, b.targets, "interval {i}: each target's part");
+            assert_eq!(a.samples, b.samples, "interval {i}: per-second samples");
+            assert!((ca.user - cb.user).abs() < 1e-9 && (ca.system - cb.system).abs() < 1e-9, "{ca:?} {cb:?}");
+        }
+        // Something to compare: every interval holds hundreds of buckets of every host's.
+        assert!(
+            flat_obs.intervals.iter().all(|(_, s, _)| buckets(&s.read.hist).len() + buckets(&s.write.hist).len() > 100)
+        );
+    });
+}
+
+/// A child lost mid-step: its relay goes on with the others and says so; a relay lost
+/// mid-step: the coordinator goes on with the other relay's group, and names the relay and its
+/// hosts.
+#[test]
+fn a_lost_child_and_a_lost_relay_lose_their_hosts_and_the_step_goes_on() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let creds = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut kids = children(&creds, dir.path(), CHILDREN);
+        let (right, left) = kids.split_at_mut(2);
+        let (_ra, a, _) = relay_of(&creds, dir.path(), "127.0.0.20", left, 2).await;
+        let (mut rb, b, _) = relay_of(&creds, dir.path(), "127.0.0.21", right, 0).await;
+        let stop = AtomicBool::new(false);
+        let mut remotes = vec![b, a];
+        let none = vec![Vec::new(), Vec::new()];
+        let opened = client::targets(&mut remotes, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
+        assert!(opened.iter().all(Result::is_ok), "{opened:?}");
+        let mut w = workload();
+        w.intervals = 5;
+
+        // Child 127.0.0.5 (relay a's second) goes 2 s into the step.
+        let lost_child = left[1].0.addr.clone();
+        let ((m, obs), ()) = tokio::join!(step(&mut remotes, &none, &w), async {
+            tokio::time::sleep(Duration::from_millis(2000)).await;
+            left[1].0.kill();
+        });
+        assert!(m.lost.is_empty(), "no relay lost: {:?}", m.losses);
+        assert_eq!(m.merged.hosts, CHILDREN);
+        let note = m.merged.notes.iter().find(|(code, _)| code == "host_lost").expect("the lost child is flagged");
+        assert!(note.1.contains(&lost_child), "{note:?}");
+        // Each simulated agent that ended its step counted (the lost one said nothing), not
+        // each relay, of every host.
+        let sim = m.merged.notes.iter().find(|(code, _)| code == "simulated").expect("said");
+        assert!(sim.1.starts_with("3 of 4 hosts"), "{sim:?}");
+        assert_eq!(obs.intervals.len(), 5, "every interval merged");
+        assert!(obs.intervals.last().unwrap().1.read.ops > 0);
+
+        // Relay b goes 2 s into the next step: its two hosts with it.
+        let rb_addr = rb.addr.clone();
+        let ((m, obs), ()) = tokio::join!(step(&mut remotes, &none, &w), async {
+            tokio::time::sleep(Duration::from_millis(2000)).await;
+            rb.kill();
+        });
+        assert_eq!(m.lost, [0], "{:?}", m.losses);
+        // The lost child was not there at the start: the step started on 3 hosts.
+        assert_eq!((m.merged.hosts, m.merged.planned_hosts), (3, CHILDREN));
+        assert_eq!(m.losses[0].address, rb_addr);
+        let note =
+            m.merged.notes.iter().find(|(code, m)| code == "host_lost" && m.contains(&rb_addr)).expect("flagged");
+        assert!(note.1.contains("relay") && note.1.contains("2 hosts"), "{note:?}");
+        assert_eq!(obs.intervals.len(), 5, "the other group's intervals go on");
+    });
+}
+
+/// What a relay cannot do is refused with what to do instead, before any child is asked: an
+/// agent not started as a relay, a delegation of another run, what does not go through relays.
+#[test]
+fn what_a_relay_cannot_do_is_refused_by_name() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let creds = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let kids = children(&creds, dir.path(), 2);
+        let list: Vec<(String, Vec<TargetGroup>)> = kids.iter().map(|(h, g)| (h.addr.clone(), g.clone())).collect();
+        let names: Vec<String> = list.iter().map(|c| iocurve_net::auth::host_of(&c.0).to_string()).collect();
+        let skew = Duration::from_secs(1);
+
+        // Child 127.0.0.3 is no relay.
+        let mut plain = client::connect(&kids[1].0.addr, &coordinator(&creds), 4).await.unwrap();
+        let grant = creds.relay_grant("127.0.0.3", &names[..1], RUN_KEY, iocurve_net::unix_s() + 600).unwrap();
+        let e = relay::join(&mut plain, &grant, &creds.ca_pem, &list[..1], RUN_KEY, 0, skew).await.unwrap_err();
+        assert!(e.to_string().contains("start it with `iocurve agent --relay`"), "{e}");
+        drop(plain);
+
+        let rd = dir.path().join("relay");
+        std::fs::create_dir(&rd).unwrap();
+        let _relay = agent(&creds, "127.0.0.20", &rd, None, true);
+        let mut remote = client::connect(&_relay.addr, &coordinator(&creds), 4).await.unwrap();
+        // A grant minted for another run.
+        let other = creds.relay_grant("127.0.0.20", &names, RUN_KEY + 1, iocurve_net::unix_s() + 600).unwrap();
+        let e = relay::join(&mut remote, &other, &creds.ca_pem, &list, RUN_KEY, 0, skew).await.unwrap_err();
+        assert!(e.to_string().contains(&format!("for run key {}, the group's for {RUN_KEY}", RUN_KEY + 1)), "{e}");
+        // A grant that names another agent.
+        let e = relay::join(&mut remote, &grant, &creds.ca_pem, &list, RUN_KEY, 0, skew).await.unwrap_err();
+        assert!(e.to_string().contains("its grant names no agent 127.0.0.3"), "{e}");
+
+        let grant = creds.relay_grant("127.0.0.20", &names, RUN_KEY, iocurve_net::unix_s() + 600).unwrap();
+        let hosts = relay::join(&mut remote, &grant, &creds.ca_pem, &list, RUN_KEY, 0, skew).await.unwrap();
+        assert_eq!(hosts.len(), 2);
+        let stop = AtomicBool::new(false);
+        let mut remotes = vec![remote];
+        // Targets of its own: its children have theirs.
+        let own = vec![list[0].1.clone()];
+        let e = client::targets(&mut remotes, &own, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap_err();
+        assert!(e.to_string().contains("send none"), "{e}");
+        let none = vec![Vec::new()];
+        let opened = client::targets(&mut remotes, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
+        assert!(opened[0].is_ok(), "{opened:?}");
+        // An I/O log does not go through relays yet.
+        let w = workload();
+        let mut spec = spec(&w, &none);
+        spec.write_iolog = true;
+        let Err(e) = client::run_step(&mut remotes, &spec, &mut iocurve_engine::NoObserver, &stop).await else {
+            panic!("an I/O log through a relay")
+        };
+        assert!(e.to_string().contains("an I/O log (--write-iolog) does not go through relays yet"), "{e}");
+        // And the relay is free for the next step.
+        spec.write_iolog = false;
+        let m = client::run_step(&mut remotes, &spec, &mut iocurve_engine::NoObserver, &stop).await.unwrap();
+        assert_eq!(m.merged.hosts, 2);
+    });
+}
