@@ -45,7 +45,7 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         }
         None => manual_credentials(&args)?,
     };
-    if args.allow.is_empty() {
+    if args.allow.is_empty() && !args.relay {
         crate::errln!("WARNING: no --allow: this agent refuses every target");
     }
     let mut listen = args.listen.unwrap_or_else(|| std::net::SocketAddr::from(([0, 0, 0, 0], 0)));
@@ -72,7 +72,10 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         claim_expiry: std::time::Duration::from_secs_f64(args.claim_expiry_s),
         audit,
         simulated: None,
-        relay: None,
+        relay: args.relay.then(|| {
+            std::sync::Arc::new(iocurve_run::coordinator::relay::Relay::new())
+                as std::sync::Arc<dyn iocurve_net::agent::relay::RelayHandler>
+        }),
     };
     if !cfg.state_dir.is_dir() {
         return Err(CliError::Usage(format!("--state-dir {}: no such directory", cfg.state_dir.display())));

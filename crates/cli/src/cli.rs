@@ -500,6 +500,14 @@ pub struct RunArgs {
     #[arg(long = "launch-valid-h", default_value_t = 24.0, value_name = "H", requires = "launch")]
     pub launch_valid_h: f64,
 
+    /// With --launch: drive the hosts through relays, one per N hosts in the order given (issue
+    /// 46; about 32 is the design's size): the first host of each group also runs a relay agent,
+    /// which drives its group for this run under a delegation the coordinator mints for it and
+    /// merges its intervals exactly. Closed-loop and rate steps only: no faults, replays,
+    /// --write-iolog, preconditioning, --verify-final, workers_scale or host-count sweeps.
+    #[arg(long = "relay-every", value_name = "N", requires = "launch", value_parser = clap::value_parser!(u32).range(2..=256))]
+    pub relay_every: Option<u32>,
+
     /// The agents' token (with --hosts).
     #[arg(long = "token-file", env = "IOCURVE_TOKEN_FILE", value_name = "FILE")]
     pub token_file: Option<PathBuf>,
@@ -1026,6 +1034,12 @@ pub struct AgentArgs {
     /// targets, preconditioning and verification passes are refused.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=8192), conflicts_with = "launched")]
     pub simulate: Option<u32>,
+    /// Serve as a relay (issue 46; docs/relays.md): a coordinator may make this agent the relay
+    /// of a group of agents for one run, which it then drives (targets, steps, stops) under the
+    /// delegations the coordinator minted, merging their intervals exactly. Its own targets are
+    /// none while it is one. `run --launch --relay-every N` starts relays so.
+    #[arg(long, conflicts_with = "simulate")]
+    pub relay: bool,
     /// The latency a simulated agent models at one I/O outstanding, in µs (at most 1 s).
     #[arg(long = "simulate-latency-us", default_value_t = 1000, value_name = "US", requires = "simulate", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub simulate_latency_us: u64,

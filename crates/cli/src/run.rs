@@ -224,6 +224,7 @@ fn agents(args: &RunArgs) -> Result<AgentOptions, CliError> {
         issued: None,
         unreachable: Vec::new(),
         wait_for_agents: std::time::Duration::from_secs(args.wait_for_agents_s),
+        relays: Vec::new(),
     })
 }
 
@@ -274,6 +275,7 @@ fn launch_options(how: LaunchHow, args: &RunArgs) -> Result<LaunchOptions, CliEr
         remote_binary_given: args.remote_binary.is_some(),
         port: args.launch_port,
         lifetime: std::time::Duration::from_secs_f64(args.launch_valid_h * 3600.0),
+        relay_every: args.relay_every.unwrap_or(0),
     })
 }
 

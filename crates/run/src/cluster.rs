@@ -53,6 +53,10 @@ pub struct AgentOptions {
     /// Keep trying agents that cannot be reached yet for this long before counting them lost
     /// (agents that start beside the coordinator: a Kubernetes Job, a batch script).
     pub wait_for_agents: Duration,
+    /// Relays (issue 46, `run --launch --relay-every`): each relay's address and the addresses
+    /// of the agents it drives; the coordinator dials the relays, not those agents. Filled by
+    /// the launch, whose credentials (`issued`) mint their grants.
+    pub relays: Vec<(String, Vec<String>)>,
 }
 
 /// An agent that sends nothing — its progress events, four a second, are its heartbeat — for
@@ -66,6 +70,9 @@ const CLAIM_KEEPING: Duration = Duration::from_secs(20);
 pub struct Cluster {
     rt: tokio::runtime::Runtime,
     remotes: Vec<Remote>,
+    /// Per agent that is a relay, the agents of its group it reached (address, Hello, clock
+    /// offset from this host's); empty for an agent.
+    children: Vec<Vec<(String, pb::HelloReply, i64)>>,
     /// Per agent, its target paths.
     targets: Vec<Vec<TargetGroup>>,
     /// Per agent, its `workers_scale` (`[[hosts]]`; 1 for `--hosts`).
@@ -93,6 +100,147 @@ pub struct Cluster {
     /// The longest set-up of the last step (ns) and its workers.
     last_setup: Option<(i64, u32)>,
     silence: Duration,
+}
+
+/// Every agent dialled; with `--wait-for-agents`, those not answering yet dialled again until
+/// they do or the wait is over.
+fn reach_agents(
+    rt: &tokio::runtime::Runtime,
+    args: &AgentOptions,
+    cfg: &ClientConfig,
+    addrs: &[String],
+    cancel: &Cancel,
+    obs: &mut dyn Observer,
+) -> Result<Vec<Result<Remote, String>>, Error> {
+    let stop = cancel.flag();
+    let mut reached = rt.block_on(client::connect_all(addrs, cfg, 8, stop))?;
+    let deadline = std::time::Instant::now() + args.wait_for_agents;
+    let mut said = false;
+    while std::time::Instant::now() < deadline && reached.iter().any(|r| r.is_err()) {
+        let missing: Vec<usize> = (0..reached.len()).filter(|&i| reached[i].is_err()).collect();
+        if !said {
+            obs.event(&RunEvent::WaitingForAgents {
+                seconds: args.wait_for_agents.as_secs_f64(),
+                missing: missing.len(),
+                total: addrs.len(),
+            });
+            said = true;
+        }
+        if cancel.sleep(Duration::from_secs(2)) {
+            return Err(Error::Interrupted("interrupted while waiting for the agents; nothing ran".into()));
+        }
+        let again: Vec<String> = missing.iter().map(|&i| addrs[i].clone()).collect();
+        for (i, r) in missing.into_iter().zip(rt.block_on(client::connect_all(&again, cfg, 8, stop))?) {
+            reached[i] = r;
+        }
+    }
+    Ok(reached)
+}
+
+/// The targets of every agent, named `ADDR:PATH`, as the agents opened them (a relay's by the
+/// agent of its group each is on).
+fn target_infos(remotes: &[Remote], facts: &[Vec<pb::TargetFacts>]) -> Vec<TargetInfo> {
+    let mut out = Vec::new();
+    for (r, list) in remotes.iter().zip(facts) {
+        for f in list {
+            let host = if f.host.is_empty() { &r.addr } else { &f.host };
+            out.push(TargetInfo {
+                path: format!("{host}:{}", f.path),
+                kind: f.kind.clone(),
+                size: f.size,
+                logical_block: f.logical_block,
+                group: f.group.clone(),
+                scratch: f.scratch,
+                preconditioned_at: None,
+                lun: agent_lun(host, &f.lun),
+                device: agent_queue(&f.queue_json),
+            });
+        }
+    }
+    out
+}
+
+/// Every agent's clock as the run starts (a relay's agents' as it measured them, from this
+/// host's), and any warning about it.
+fn said_clocks(remotes: &[Remote], children: &[Vec<(String, pb::HelloReply, i64)>], obs: &mut dyn Observer) {
+    for (r, group) in remotes.iter().zip(children) {
+        obs.event(&RunEvent::AgentClock {
+            addr: r.addr.clone(),
+            hostname: r.hello.hostname.clone(),
+            cores: r.hello.cores,
+            offset_ms: r.offset_ns as f64 / 1e6,
+            rtt_ms: r.rtt_ns as f64 / 1e6,
+        });
+        if let Some(w) = &r.clock_warning {
+            obs.warning(w);
+        }
+        // A relay's agents: their clocks as it measured them, from this host's.
+        for (addr, hello, offset_ns) in group {
+            obs.event(&RunEvent::AgentClock {
+                addr: addr.clone(),
+                hostname: hello.hostname.clone(),
+                cores: hello.cores,
+                offset_ms: *offset_ns as f64 / 1e6,
+                rtt_ms: r.rtt_ns as f64 / 1e6,
+            });
+        }
+    }
+}
+
+/// What became of one relay's group: the relay, its agents reached (address, Hello, clock offset
+/// from this host's) and those lost with why — or, the relay lost, all of them with why.
+type RelayReach = Result<(Remote, Vec<(String, pb::HelloReply, i64)>, Vec<(String, String)>), Vec<(String, String)>>;
+
+/// `run --launch --relay-every` (issue 46): every relay dialled and made the relay of its
+/// group for this run, under a grant minted from the run's credentials (its delegations end
+/// with them).
+async fn reach_relays(
+    args: &AgentOptions,
+    cfg: &ClientConfig,
+    hosts: &[(String, Vec<TargetGroup>, f64)],
+    run_key: u32,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<Vec<RelayReach>, Error> {
+    let issued = args.issued.as_ref().ok_or_else(|| {
+        Error::Usage("relays need the run's own credentials: --relay-every goes with --launch".into())
+    })?;
+    let addrs: Vec<String> = args.relays.iter().map(|(r, _)| r.clone()).collect();
+    let reached = client::connect_all(&addrs, cfg, 8, stop).await?;
+    let mut out = Vec::new();
+    for ((relay, group), r) in args.relays.iter().zip(reached) {
+        let all_lost =
+            |why: &str| -> Vec<(String, String)> { group.iter().map(|c| (c.clone(), why.to_string())).collect() };
+        let mut remote = match r {
+            Ok(r) => r,
+            Err(why) => {
+                out.push(Err(all_lost(&format!("its relay {relay} could not be reached: {why}"))));
+                continue;
+            }
+        };
+        let list: Vec<(String, Vec<TargetGroup>)> = group
+            .iter()
+            .map(|c| (c.clone(), hosts.iter().find(|h| &h.0 == c).map(|h| h.1.clone()).unwrap_or_default()))
+            .collect();
+        let names: Vec<String> = group.iter().map(|c| auth::host_of(c).to_string()).collect();
+        let grant = issued.run.relay_grant(auth::host_of(relay), &names, run_key, issued.run.expires_unix)?;
+        match crate::coordinator::relay::join(&mut remote, &grant, &issued.ca_pem, &list, run_key, cfg.max_skew).await {
+            Ok(answers) => {
+                let (mut reached, mut lost) = (Vec::new(), Vec::new());
+                for ((addr, _), a) in list.iter().zip(answers) {
+                    if a.lost.is_empty() {
+                        let offset = a.offset_ns.saturating_add(remote.offset_ns);
+                        reached.push((addr.clone(), a.hello.unwrap_or_default(), offset));
+                    } else {
+                        lost.push((addr.clone(), format!("its relay {relay} could not reach it: {}", a.lost)));
+                    }
+                }
+                out.push(Ok((remote, reached, lost)));
+            }
+            Err(e @ iocurve_net::NetError::Input(_)) => return Err(e.into()),
+            Err(e) => out.push(Err(all_lost(&format!("its relay {relay} failed: {e}")))),
+        }
+    }
+    Ok(out)
 }
 
 /// How the coordinator reaches the agents, from the options (token, CA, client certificate).
@@ -162,7 +310,11 @@ impl Cluster {
     /// The agents that run the I/O, each with the facts it gave (none for a local run: the
     /// coordinator's own host runs it).
     pub fn agents(&self) -> impl Iterator<Item = (&str, &iocurve_net::pb::HelloReply)> {
-        self.remotes.iter().filter(|r| !r.in_process).map(|r| (r.addr.as_str(), &r.hello))
+        // A relay's: the agents of its group, which run the I/O.
+        self.remotes.iter().zip(&self.children).filter(|(r, _)| !r.in_process).flat_map(|(r, group)| {
+            let own = group.is_empty().then_some((r.addr.as_str(), &r.hello));
+            own.into_iter().chain(group.iter().map(|(a, h, _)| (a.as_str(), h)))
+        })
     }
 
     /// Agents lost before the first step (address, why), with `--on-host-loss continue`.
@@ -185,6 +337,7 @@ impl Cluster {
         Ok(Cluster {
             rt,
             remotes,
+            children: vec![Vec::new()],
             targets: vec![Vec::new()],
             scales: vec![1.0],
             listed: vec![0],
@@ -244,33 +397,11 @@ impl Cluster {
         plan.check_sweeps(hosts.len()).map_err(Error::Usage)?;
         let keep_going = !args.abort_on_host_loss;
         let stop = cancel.flag();
-        let addrs: Vec<String> = hosts.iter().map(|h| h.0.clone()).collect();
-        let mut reached = rt.block_on(client::connect_all(&addrs, &cfg, 8, stop))?;
-        let deadline = std::time::Instant::now() + args.wait_for_agents;
-        let mut said = false;
-        while std::time::Instant::now() < deadline && reached.iter().any(|r| r.is_err()) {
-            let missing: Vec<usize> = (0..reached.len()).filter(|&i| reached[i].is_err()).collect();
-            if !said {
-                obs.event(&RunEvent::WaitingForAgents {
-                    seconds: args.wait_for_agents.as_secs_f64(),
-                    missing: missing.len(),
-                    total: addrs.len(),
-                });
-                said = true;
-            }
-            if cancel.sleep(Duration::from_secs(2)) {
-                return Err(Error::Interrupted("interrupted while waiting for the agents; nothing ran".into()));
-            }
-            let again: Vec<String> = missing.iter().map(|&i| addrs[i].clone()).collect();
-            for (i, r) in missing.into_iter().zip(rt.block_on(client::connect_all(&again, &cfg, 8, stop))?) {
-                reached[i] = r;
-            }
-        }
         let mut unreachable = args.unreachable.clone();
         // An agent that cannot be reached, or fails opening its targets, is lost: with
         // `--on-host-loss continue` the run goes on with the others (and says so), else it
         // stops before any I/O.
-        let mut lose = |addr: &str, why: String| -> Result<(), Error> {
+        let mut lose = |obs: &mut dyn Observer, addr: &str, why: String| -> Result<(), Error> {
             if !keep_going {
                 return Err(Error::Runtime(format!("{why}; --on-host-loss abort: the run stops before any I/O")));
             }
@@ -278,19 +409,48 @@ impl Cluster {
             unreachable.push((addr.to_string(), why));
             Ok(())
         };
-        let mut remotes = Vec::new();
-        let mut targets = Vec::new();
-        let mut scales = Vec::new();
-        let mut listed = Vec::new();
-        for (i, ((addr, groups, scale), r)) in hosts.iter().zip(reached).enumerate() {
-            match r {
-                Ok(r) => {
-                    remotes.push(r);
-                    targets.push(groups.clone());
-                    scales.push(*scale);
-                    listed.push(i);
+        let run_key = iocurve_engine::safety::lock::RunKey::draw().0;
+        // Per agent (a relay: per host of its group), its address and Hello.
+        let mut children: Vec<Vec<(String, pb::HelloReply, i64)>> = Vec::new();
+        let (mut remotes, mut targets, mut scales, mut listed) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        if args.relays.is_empty() {
+            let addrs: Vec<String> = hosts.iter().map(|h| h.0.clone()).collect();
+            let reached = reach_agents(&rt, args, &cfg, &addrs, cancel, obs)?;
+            for (i, ((addr, groups, scale), r)) in hosts.iter().zip(reached).enumerate() {
+                match r {
+                    Ok(r) => {
+                        remotes.push(r);
+                        targets.push(groups.clone());
+                        scales.push(*scale);
+                        listed.push(i);
+                    }
+                    Err(why) => lose(obs, addr, why)?,
                 }
-                Err(why) => lose(addr, why)?,
+            }
+            children = remotes.iter().map(|_| Vec::new()).collect();
+        } else {
+            let through = rt.block_on(reach_relays(args, &cfg, &hosts, run_key, stop))?;
+            for (i, r) in through.into_iter().enumerate() {
+                match r {
+                    Ok((remote, group, lost)) => {
+                        for (addr, why) in lost {
+                            lose(obs, &addr, why)?;
+                        }
+                        if group.is_empty() {
+                            continue;
+                        }
+                        remotes.push(remote);
+                        targets.push(Vec::new());
+                        scales.push(1.0);
+                        listed.push(i);
+                        children.push(group);
+                    }
+                    Err(lost) => {
+                        for (addr, why) in lost {
+                            lose(obs, &addr, why)?;
+                        }
+                    }
+                }
             }
         }
         // The coordinator keeps its claim on every agent while it waits on others (a slow
@@ -307,7 +467,6 @@ impl Cluster {
                 }
             }
         });
-        let run_key = iocurve_engine::safety::lock::RunKey::draw().0;
         let opened = rt.block_on(client::targets(
             &mut remotes,
             &targets,
@@ -322,11 +481,12 @@ impl Cluster {
             match r {
                 Ok(f) => facts.push(f),
                 Err(why) => {
-                    lose(&remotes[i].addr, why)?;
+                    lose(obs, &remotes[i].addr, why)?;
                     remotes.remove(i);
                     targets.remove(i);
                     scales.remove(i);
                     listed.remove(i);
+                    children.remove(i);
                 }
             }
         }
@@ -334,38 +494,12 @@ impl Cluster {
         if remotes.is_empty() {
             return Err(Error::Runtime("no agent could be reached: nothing ran".into()));
         }
-        // The targets of every agent, named `ADDR:PATH`, as the agents opened them.
-        let mut target_infos = Vec::new();
-        for (r, list) in remotes.iter().zip(&facts) {
-            for f in list {
-                target_infos.push(TargetInfo {
-                    path: format!("{}:{}", r.addr, f.path),
-                    kind: f.kind.clone(),
-                    size: f.size,
-                    logical_block: f.logical_block,
-                    group: f.group.clone(),
-                    scratch: f.scratch,
-                    preconditioned_at: None,
-                    lun: agent_lun(&r.addr, &f.lun),
-                    device: agent_queue(&f.queue_json),
-                });
-            }
-        }
-        for r in &remotes {
-            obs.event(&RunEvent::AgentClock {
-                addr: r.addr.clone(),
-                hostname: r.hello.hostname.clone(),
-                cores: r.hello.cores,
-                offset_ms: r.offset_ns as f64 / 1e6,
-                rtt_ms: r.rtt_ns as f64 / 1e6,
-            });
-            if let Some(w) = &r.clock_warning {
-                obs.warning(w);
-            }
-        }
+        let target_infos = target_infos(&remotes, &facts);
+        said_clocks(&remotes, &children, obs);
         let cluster = Cluster {
             rt,
             remotes,
+            children,
             targets,
             scales,
             listed,
@@ -670,7 +804,7 @@ impl Cluster {
 
     /// The hosts a step runs on now: those of the run less those lost so far.
     pub fn hosts(&self) -> u32 {
-        self.remotes.len() as u32
+        self.remotes.iter().map(|r| r.hosts.max(1)).sum()
     }
 
     /// Runs one step on every agent; returns the merged record, each host's own inside it, with
@@ -748,9 +882,16 @@ impl Cluster {
         };
         let m = self.rt.block_on(client::run_step(&mut self.remotes[..n], &spec, obs, cancel.flag()))?;
         self.last_setup = Some((m.setup_ns, workers));
+        // A relay's lost agents sit out the rest of the run in it.
+        for (r, &left) in self.remotes.iter_mut().zip(&m.hosts_left) {
+            if left > 0 {
+                r.hosts = left;
+            }
+        }
         // A lost agent sits out the rest of the run (its figures so far are kept).
         for &i in m.lost.iter().rev() {
             self.remotes.remove(i);
+            self.children.remove(i);
             self.targets.remove(i);
             self.scales.remove(i);
             self.listed.remove(i);

@@ -36,6 +36,11 @@ pub type ReplayAt<'a> = Option<(&'a Loaded, f64)>;
 pub struct Replays(Vec<(String, Arc<Loaded>)>);
 
 impl Replays {
+    /// Whether some workload replays a trace.
+    pub fn any(&self) -> bool {
+        !self.0.is_empty()
+    }
+
     pub fn get(&self, workload: &str) -> Option<&Arc<Loaded>> {
         self.0.iter().find(|(n, _)| n == workload).map(|(_, l)| l)
     }

@@ -280,6 +280,13 @@ impl<'o> Runner<'o> {
                 "target {t}: launched agents take absolute paths (a relative one would be relative to each host's login directory); give /path/{t}"
             )));
         }
+        if l.relay_every > 0
+            && let Some(what) = self.not_through_relays()
+        {
+            return Err(Error::Usage(format!(
+                "--relay-every: {what} does not go through relays yet; run without --relay-every"
+            )));
+        }
         let started = launch::start(
             l,
             &hosts,
@@ -289,7 +296,16 @@ impl<'o> Runner<'o> {
             &self.cancel,
             &mut self.observers,
         )?;
-        let launch::Started { mut launch, addresses, failed, issued } = started;
+        let launch::Started { mut launch, addresses, failed, issued, relays } = started;
+        // Each relay's hosts as the coordinator names them: by their agents' addresses.
+        let at: std::collections::HashMap<&str, &str> =
+            addresses.iter().map(|(h, a)| (h.as_str(), a.as_str())).collect();
+        agents.relays = relays
+            .iter()
+            .map(|(relay, group)| {
+                (relay.clone(), group.iter().filter_map(|h| at.get(h.as_str()).map(|a| a.to_string())).collect())
+            })
+            .collect();
         if !failed.is_empty() {
             let list: Vec<String> = failed.iter().map(|(h, why)| format!("{h}: {why}")).collect();
             if agents.abort_on_host_loss || addresses.is_empty() {
@@ -323,6 +339,29 @@ impl<'o> Runner<'o> {
             agents.addresses = addresses.into_iter().map(|(_, a)| a).collect();
         }
         Ok(launch)
+    }
+
+    /// What a run with relays (`--relay-every`) cannot do yet, if the plan or the options ask
+    /// for it.
+    fn not_through_relays(&self) -> Option<&'static str> {
+        let (plan, o) = (&self.plan, &self.options);
+        if !plan.faults.is_empty() {
+            Some("injected faults ([[faults]])")
+        } else if plan.precondition {
+            Some("preconditioning")
+        } else if o.verify_final {
+            Some("--verify-final")
+        } else if o.write_iolog.is_some() {
+            Some("--write-iolog")
+        } else if self.replays.any() {
+            Some("a replay")
+        } else if plan.hosts.iter().any(|h| h.workers_scale != 1.0) {
+            Some("workers_scale")
+        } else if plan.workloads.iter().any(|w| !w.host_ramp.is_empty()) {
+            Some("a host-count sweep (host_ramp)")
+        } else {
+            None
+        }
     }
 
     fn run_with_agents(&mut self, agents: &AgentOptions) -> Result<Outcome, Error> {

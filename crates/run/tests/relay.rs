@@ -168,7 +168,6 @@ async fn relay_of(
     dir: &Path,
     host: &str,
     group: &[(Host, Vec<TargetGroup>)],
-    first: u32,
 ) -> (Host, Remote, Vec<pb::RelayedHost>) {
     let rd = dir.join(host);
     std::fs::create_dir(&rd).unwrap();
@@ -177,8 +176,7 @@ async fn relay_of(
     let names: Vec<String> = group.iter().map(|c| iocurve_net::auth::host_of(&c.0.addr).to_string()).collect();
     let grant = creds.relay_grant(host, &names, RUN_KEY, iocurve_net::unix_s() + 600).unwrap();
     let list: Vec<(String, Vec<TargetGroup>)> = group.iter().map(|(h, g)| (h.addr.clone(), g.clone())).collect();
-    let hosts =
-        relay::join(&mut remote, &grant, &creds.ca_pem, &list, RUN_KEY, first, Duration::from_secs(1)).await.unwrap();
+    let hosts = relay::join(&mut remote, &grant, &creds.ca_pem, &list, RUN_KEY, Duration::from_secs(1)).await.unwrap();
     (relay, remote, hosts)
 }
 
@@ -205,21 +203,23 @@ fn a_step_through_a_relay_merges_what_the_flat_step_merges_bucket_for_bucket() {
         drop(remotes);
         tokio::time::sleep(Duration::from_millis(300)).await;
 
-        // Through a relay: the coordinator drives one agent, which drives the four.
-        let (_relay, relay_remote, hosts) = relay_of(&creds, dir.path(), "127.0.0.20", &children, 0).await;
+        // Through a relay: the coordinator drives a relay of three agents, and the fourth
+        // itself (a relay's part weighs as its hosts: the CPU means differ per host).
+        let (_relay, relay_remote, hosts) = relay_of(&creds, dir.path(), "127.0.0.20", &children[..3]).await;
         assert!(hosts.iter().all(|h| h.lost.is_empty()), "every child reached: {hosts:?}");
-        assert_eq!(relay_remote.hosts, CHILDREN);
+        assert_eq!(relay_remote.hosts, 3);
         // The relay measured its children's clocks (3 ms apart, as they are) itself.
         let offsets: Vec<i64> = hosts.iter().map(|h| h.offset_ns).collect();
         for pair in offsets.windows(2) {
             assert!((pair[1] - pair[0] - 3_000_000).abs() < 2_000_000, "offsets {offsets:?}");
         }
-        let mut tree_remotes = vec![relay_remote];
-        let relay_targets = vec![Vec::new()];
+        let direct = client::connect(&addrs[3], &cfg, 4).await.unwrap();
+        let mut tree_remotes = vec![relay_remote, direct];
+        let relay_targets = vec![Vec::new(), targets[3].clone()];
         let opened =
             client::targets(&mut tree_remotes, &relay_targets, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
         let facts = opened.into_iter().next().unwrap().unwrap();
-        assert_eq!(facts.len(), CHILDREN as usize, "one target per child: {facts:?}");
+        assert_eq!(facts.len(), 3, "one target per child: {facts:?}");
         assert!(facts.iter().zip(&addrs).all(|(f, a)| &f.host == a), "each fact names its agent: {facts:?}");
         let (tree, tree_obs) = step(&mut tree_remotes, &relay_targets, &w).await;
 
@@ -235,6 +235,7 @@ fn a_step_through_a_relay_merges_what_the_flat_step_merges_bucket_for_bucket() {
             }
             assert_eq!(a.targets, b.targets, "interval {i}: each target's part");
             assert_eq!(a.samples, b.samples, "interval {i}: per-second samples");
+            assert!((ca.user - 0.025).abs() < 1e-9, "the hosts' mean CPU: {ca:?}");
             assert!((ca.user - cb.user).abs() < 1e-9 && (ca.system - cb.system).abs() < 1e-9, "{ca:?} {cb:?}");
         }
         // Something to compare: every interval holds hundreds of buckets of every host's.
@@ -255,8 +256,8 @@ fn a_lost_child_and_a_lost_relay_lose_their_hosts_and_the_step_goes_on() {
         let dir = tempfile::tempdir().unwrap();
         let mut kids = children(&creds, dir.path(), CHILDREN);
         let (right, left) = kids.split_at_mut(2);
-        let (_ra, a, _) = relay_of(&creds, dir.path(), "127.0.0.20", left, 2).await;
-        let (mut rb, b, _) = relay_of(&creds, dir.path(), "127.0.0.21", right, 0).await;
+        let (_ra, a, _) = relay_of(&creds, dir.path(), "127.0.0.20", left).await;
+        let (mut rb, b, _) = relay_of(&creds, dir.path(), "127.0.0.21", right).await;
         let stop = AtomicBool::new(false);
         let mut remotes = vec![b, a];
         let none = vec![Vec::new(), Vec::new()];
@@ -275,6 +276,8 @@ fn a_lost_child_and_a_lost_relay_lose_their_hosts_and_the_step_goes_on() {
         assert_eq!(m.merged.hosts, CHILDREN);
         let note = m.merged.notes.iter().find(|(code, _)| code == "host_lost").expect("the lost child is flagged");
         assert!(note.1.contains(&lost_child), "{note:?}");
+        // Relay a goes on with its one agent left; relay b with its two.
+        assert_eq!(m.hosts_left, [2, 1]);
         // Each simulated agent that ended its step counted (the lost one said nothing), not
         // each relay, of every host.
         let sim = m.merged.notes.iter().find(|(code, _)| code == "simulated").expect("said");
@@ -315,7 +318,7 @@ fn what_a_relay_cannot_do_is_refused_by_name() {
         // Child 127.0.0.3 is no relay.
         let mut plain = client::connect(&kids[1].0.addr, &coordinator(&creds), 4).await.unwrap();
         let grant = creds.relay_grant("127.0.0.3", &names[..1], RUN_KEY, iocurve_net::unix_s() + 600).unwrap();
-        let e = relay::join(&mut plain, &grant, &creds.ca_pem, &list[..1], RUN_KEY, 0, skew).await.unwrap_err();
+        let e = relay::join(&mut plain, &grant, &creds.ca_pem, &list[..1], RUN_KEY, skew).await.unwrap_err();
         assert!(e.to_string().contains("start it with `iocurve agent --relay`"), "{e}");
         drop(plain);
 
@@ -325,14 +328,14 @@ fn what_a_relay_cannot_do_is_refused_by_name() {
         let mut remote = client::connect(&_relay.addr, &coordinator(&creds), 4).await.unwrap();
         // A grant minted for another run.
         let other = creds.relay_grant("127.0.0.20", &names, RUN_KEY + 1, iocurve_net::unix_s() + 600).unwrap();
-        let e = relay::join(&mut remote, &other, &creds.ca_pem, &list, RUN_KEY, 0, skew).await.unwrap_err();
+        let e = relay::join(&mut remote, &other, &creds.ca_pem, &list, RUN_KEY, skew).await.unwrap_err();
         assert!(e.to_string().contains(&format!("for run key {}, the group's for {RUN_KEY}", RUN_KEY + 1)), "{e}");
         // A grant that names another agent.
-        let e = relay::join(&mut remote, &grant, &creds.ca_pem, &list, RUN_KEY, 0, skew).await.unwrap_err();
+        let e = relay::join(&mut remote, &grant, &creds.ca_pem, &list, RUN_KEY, skew).await.unwrap_err();
         assert!(e.to_string().contains("its grant names no agent 127.0.0.3"), "{e}");
 
         let grant = creds.relay_grant("127.0.0.20", &names, RUN_KEY, iocurve_net::unix_s() + 600).unwrap();
-        let hosts = relay::join(&mut remote, &grant, &creds.ca_pem, &list, RUN_KEY, 0, skew).await.unwrap();
+        let hosts = relay::join(&mut remote, &grant, &creds.ca_pem, &list, RUN_KEY, skew).await.unwrap();
         assert_eq!(hosts.len(), 2);
         let stop = AtomicBool::new(false);
         let mut remotes = vec![remote];
@@ -350,10 +353,19 @@ fn what_a_relay_cannot_do_is_refused_by_name() {
         let Err(e) = client::run_step(&mut remotes, &spec, &mut iocurve_engine::NoObserver, &stop).await else {
             panic!("an I/O log through a relay")
         };
-        assert!(e.to_string().contains("an I/O log (--write-iolog) does not go through relays yet"), "{e}");
+        // Refused as bad input (exit code 2), not taken for a relay lost.
+        assert!(matches!(&e, iocurve_net::NetError::Input(m) if m.contains("an I/O log (--write-iolog) does not go through relays yet")), "{e}");
         // And the relay is free for the next step.
         spec.write_iolog = false;
         let m = client::run_step(&mut remotes, &spec, &mut iocurve_engine::NoObserver, &stop).await.unwrap();
         assert_eq!(m.merged.hosts, 2);
+
+        // Its coordinator gone, another that takes the relay finds no group of the first's to
+        // drive: it serves as an agent (with no targets of its own).
+        drop(remotes);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut other = vec![client::connect(&_relay.addr, &coordinator(&creds), 4).await.unwrap()];
+        let e = client::targets(&mut other, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap_err();
+        assert!(e.to_string().contains("names no target groups"), "{e}");
     });
 }

@@ -155,6 +155,19 @@ impl SshLab {
         left
     }
 
+    /// The hosts reach one another through this host, as hosts of one network do (a relay
+    /// dials the agents of its group): a default route in each, and forwarding on here until
+    /// the guard goes.
+    pub fn routed(&self) -> Forwarding {
+        for h in &self.hosts {
+            let gateway = format!("{}.1", h.addr.rsplit_once('.').expect("an IPv4 address").0);
+            super::cluster::ip(&["netns", "exec", &h.ns.name, "ip", "route", "add", "default", "via", &gateway]);
+        }
+        let old = std::fs::read_to_string(FORWARDING).unwrap_or_else(|_| "0".into());
+        std::fs::write(FORWARDING, "1").expect("forwarding turned on");
+        Forwarding(old)
+    }
+
     /// Waits (at most `within`) until nothing is left; what is left then.
     pub fn wait_clean(&self, within: Duration) -> Vec<String> {
         let until = Instant::now() + within;
@@ -165,6 +178,17 @@ impl SshLab {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+}
+
+const FORWARDING: &str = "/proc/sys/net/ipv4/ip_forward";
+
+/// IPv4 forwarding as it was before [`SshLab::routed`], put back on drop.
+pub struct Forwarding(String);
+
+impl Drop for Forwarding {
+    fn drop(&mut self) {
+        let _ = std::fs::write(FORWARDING, self.0.trim());
     }
 }
 

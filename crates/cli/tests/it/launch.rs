@@ -79,6 +79,61 @@ fn ssh_launch_runs_a_plan_on_every_host_and_leaves_nothing_behind() {
     }
 }
 
+/// `--relay-every 2` (issue 46): the first host of each pair runs a relay beside its agent, the
+/// coordinator drives the two relays, every host runs the plan, and nothing stays behind.
+#[test]
+fn ssh_launch_through_relays_runs_every_host_and_leaves_nothing_behind() {
+    iocurve_testkit::needs_root!();
+    let _one = one_at_a_time();
+    let lab = SshLab::new(4);
+    let _routed = lab.routed();
+    let d = lab.dir.path();
+    per_host_plan(&lab, 2);
+    let ssh = lab.ssh();
+    let o = iocurve(d, &launch_args(&ssh, &["--json", "r.json", "--relay-every", "2"]));
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("launched 4 of 4 agents over ssh"), "{out}");
+    assert!(out.contains("stopped 6 agents"), "four agents and two relays: {out}");
+    let r = json(d, "r.json");
+    let agents = r["host"]["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 4, "every host's agent, not the relays: {agents:?}");
+    for h in &lab.hosts {
+        assert!(
+            agents.iter().any(|a| a["address"].as_str().unwrap().starts_with(&format!("{}:", h.addr))),
+            "{}",
+            h.addr
+        );
+    }
+    for s in r["workloads"][0]["steps"].as_array().unwrap() {
+        assert_eq!(s["host_count"], 4, "{s}");
+        assert!(s["iops"].as_f64().unwrap() > 0.0);
+        // Each relay's figures are its group's, and say so.
+        let hosts = s["hosts"].as_array().unwrap();
+        assert_eq!(hosts.len(), 2, "{hosts:?}");
+        assert!(hosts.iter().all(|h| h["hostname"].as_str().unwrap().ends_with("(relay of 2 hosts)")), "{hosts:?}");
+    }
+    // Each host's target by its own agent.
+    let targets = r["targets"].as_array().unwrap();
+    for (i, h) in lab.hosts.iter().enumerate() {
+        let name = format!("data/h{i}.dat");
+        assert!(
+            targets.iter().any(|t| {
+                let p = t["path"].as_str().unwrap();
+                p.starts_with(&format!("{}:", h.addr)) && p.ends_with(&name)
+            }),
+            "{name} on {}: {targets:?}",
+            h.addr
+        );
+    }
+    assert_eq!(lab.wait_clean(Duration::from_secs(5)), Vec::<String>::new());
+    // What does not go through relays yet is refused before anything starts.
+    let o = iocurve(d, &launch_args(&ssh, &["--relay-every", "2", "--write-iolog", "io.log"]));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--relay-every: --write-iolog does not go through relays yet"), "{}", stderr(&o));
+    assert_eq!(lab.wait_clean(Duration::from_secs(5)), Vec::<String>::new(), "nothing was started");
+}
+
 #[test]
 fn ssh_launch_takes_host_ranges_and_host_files() {
     iocurve_testkit::needs_root!();

@@ -376,8 +376,13 @@ impl Service {
         let (tx, rx) = mpsc::channel(64);
         let relay = relay.clone();
         tokio::spawn(async move {
-            let mut gone = false;
+            let (mut gone, mut guard) = (false, Some(guard));
             while let Some(e) = inner_rx.recv().await {
+                // Free for the next step before saying this one is done, as an agent is: the
+                // coordinator sends the next request as soon as it reads `Done`.
+                if matches!(&e, Err(_) | Ok(pb::StepEvent { event: Some(pb::step_event::Event::Done(_)) })) {
+                    guard.take();
+                }
                 if !gone && tx.send(e).await.is_err() {
                     gone = true;
                     relay.stop();
@@ -410,6 +415,12 @@ impl Service {
     ) -> Result<Call, Status> {
         let peer = audit::Peer::of(req);
         let delegated = req.extensions().get::<Delegated>().copied();
+        // One level of relays: another relay's delegated call never reaches a group.
+        if delegated.is_some() && self.joined_relay().is_some() {
+            let why = "this agent is a relay for a run: it takes no relay's delegated calls (one level of relays)";
+            self.audit.refused("delegation", what, &peer, why);
+            return Err(Status::permission_denied(why));
+        }
         if let (Some(d), Some(asked)) = (delegated, run_key)
             && d.run_key != asked
         {
@@ -480,6 +491,13 @@ impl Service {
                     ),
                     None => "a coordinator took this agent for its run".into(),
                 };
+                // A group made for an earlier owner is not this one's to drive.
+                if let Some(relay) = &self.relay
+                    && relay.joined()
+                {
+                    relay.leave();
+                    self.audit.note("the relay's group of its earlier coordinator is given up", Some(&peer));
+                }
                 self.audit.note(&who, Some(&peer));
                 *owner = Some(Owner {
                     connection: Arc::downgrade(&ticket),
@@ -852,7 +870,10 @@ impl Agent for Service {
     }
 
     async fn stop(&self, req: Request<pb::StopRequest>) -> Result<Response<pb::StopReply>, Status> {
-        if let Some(relay) = self.joined_relay() {
+        // Nothing running claims nothing, as for an agent (issue 35, finding 6).
+        if let Some(relay) = self.joined_relay()
+            && relay.running()
+        {
             self.claim(&req, "stop", "relay", None)?;
             return Ok(Response::new(pb::StopReply { running: relay.stop() }));
         }

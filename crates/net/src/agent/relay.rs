@@ -23,6 +23,11 @@ pub trait RelayHandler: Send + Sync {
     async fn join(&self, req: pb::RelayRequest) -> Result<pb::RelayReply, Status>;
     /// Whether `join` made this agent a group's relay: until then it serves as an agent.
     fn joined(&self) -> bool;
+    /// The coordinator that made it a relay no longer owns it (another took it, its claim
+    /// expired): the group goes, and its connections with it; it serves as an agent again.
+    fn leave(&self);
+    /// A step of the group runs.
+    fn running(&self) -> bool;
     /// `Targets` on every child, each with its own groups: their facts in the children's
     /// order, each child's after the one before (a step's intervals name them so).
     async fn targets(&self, req: pb::TargetsRequest) -> Result<pb::TargetsReply, Status>;

@@ -54,6 +54,8 @@ pub struct Remote {
     pub in_process: bool,
     /// How many hosts it stands for: 1 for an agent, its group's size for a relay (issue 46).
     pub hosts: u32,
+    /// A relay (`relay::join` made it one).
+    pub relay: bool,
     /// The clock is further off than is comfortable, not so far that the agent is refused:
     /// for the caller to show.
     pub clock_warning: Option<String>,
@@ -351,6 +353,7 @@ async fn handshake(
         target_count: 0,
         in_process,
         hosts: 1,
+        relay: false,
         clock_warning: None,
         client,
     })

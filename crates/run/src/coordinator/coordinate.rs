@@ -51,6 +51,9 @@ pub struct MultiStep {
     pub setup_ns: i64,
     /// `run --write-iolog`: what each host that started the step issued.
     pub iolog: Vec<HostIoLog>,
+    /// Per agent, the hosts a relay has left for the next step (its lost ones sit out the rest
+    /// of the run); 0: not a relay, or not said.
+    pub hosts_left: Vec<u32>,
 }
 
 /// One host's I/Os of a step (`run --write-iolog`).
@@ -137,11 +140,23 @@ pub struct Relayed {
     /// Each child's client and its key (its start moment on its clock), once the requests are
     /// out: the relay forwards its coordinator's `EndAfter` to them.
     pub(crate) keys: std::sync::Mutex<Vec<(super::client::Client, i64)>>,
+    /// When every child had taken the step's request (Unix ns, the relay's clock), and the
+    /// longest set-up of a child that started so far (ns): the relay's own set-up, for its
+    /// coordinator to size the next step's lead from.
+    pub(crate) dispatched_unix_ns: std::sync::atomic::AtomicI64,
+    pub(crate) setup_ns: std::sync::atomic::AtomicI64,
 }
 
 impl Relayed {
     pub fn new(start_at: i64, first_host: u32, run_hosts: u32) -> Relayed {
-        Relayed { start_at, first_host, run_hosts, keys: std::sync::Mutex::new(Vec::new()) }
+        Relayed {
+            start_at,
+            first_host,
+            run_hosts,
+            keys: std::sync::Mutex::new(Vec::new()),
+            dispatched_unix_ns: Default::default(),
+            setup_ns: Default::default(),
+        }
     }
 }
 
@@ -205,6 +220,10 @@ struct Hosts<'a> {
     t0: Instant,
     /// `write_iolog`: each agent's I/Os so far, and those it left out.
     iolog: Vec<(Vec<ReplayIo>, u64)>,
+    /// See [`MultiStep::hosts_left`].
+    hosts_left: Vec<u32>,
+    /// A relay's hosts that took the step, where fewer than its group (0: all of them).
+    started_hosts: Vec<u32>,
 }
 
 impl Hosts<'_> {
@@ -293,6 +312,8 @@ impl<'a> Hosts<'a> {
             reported: vec![0; n],
             overloaded: false,
             iolog: vec![(Vec::new(), 0); n],
+            hosts_left: vec![0; n],
+            started_hosts: vec![0; n],
         }
     }
 
@@ -369,8 +390,10 @@ impl<'a> Hosts<'a> {
     fn on_started(&mut self, h: usize, s: &pb::Started, obs: &mut dyn StepObserver) {
         let (spec, w) = (self.spec, self.spec.workload);
         let agent = &self.agents[h];
-        // A relay whose group lost agents before the start: the step runs on fewer hosts.
-        if s.hosts != 0 && s.hosts < agent.hosts {
+        // A relay whose group lost agents before the start: the step runs on fewer hosts (said
+        // once: a repeated Started changes nothing).
+        if self.started[h] == 0 && s.hosts != 0 && s.hosts < agent.hosts {
+            self.started_hosts[h] = s.hosts;
             self.running = self.running.saturating_sub(agent.hosts - s.hosts);
             if let Some(rec) = self.merged.as_mut() {
                 rec.hosts = self.running;
@@ -381,6 +404,9 @@ impl<'a> Hosts<'a> {
         self.moments[h] = if s.moment_unix_ns != 0 { s.moment_unix_ns } else { s.started_unix_ns } - agent.offset_ns;
         if s.ready_unix_ns > 0 && s.received_unix_ns > 0 {
             self.setup_ns = self.setup_ns.max(s.ready_unix_ns - s.received_unix_ns);
+            if let Some(r) = spec.relayed {
+                r.setup_ns.store(self.setup_ns, Ordering::Relaxed);
+            }
             let late = s.ready_unix_ns.saturating_sub(self.start_at.saturating_add(agent.offset_ns));
             if late > 1_000_000 && self.per_host {
                 self.warnings.push(format!(
@@ -433,6 +459,8 @@ impl<'a> Hosts<'a> {
             faults_injected: d.late_faults,
         };
         self.interrupted[h] = d.interrupted;
+        // A relay's group for the next step: never more than it had.
+        self.hosts_left[h] = d.hosts.min(agent.hosts);
         self.io_cpu[h] = d.io_cpu.as_ref().and_then(wire::io_cpu_from);
         let clean = iocurve_net::printable;
         self.notes[h] = d.notes.iter().map(|n| (clean(&n.code), clean(&n.message))).collect();
@@ -524,6 +552,7 @@ impl<'a> Hosts<'a> {
                         losses: self.losses(),
                         setup_ns,
                         iolog: Vec::new(),
+                        hosts_left: Vec::new(),
                     })
                 }
                 None => Err(NetError::Failed("no agent started the step".into())),
@@ -584,8 +613,10 @@ impl<'a> Hosts<'a> {
         }
         // Hosts, not connections: a relay stands for its group.
         let planned: u32 = self.agents.iter().map(|a| a.hosts.max(1)).sum();
-        let ran: u32 =
-            self.started.iter().zip(&self.agents).filter(|(t, _)| **t != 0).map(|(_, a)| a.hosts.max(1)).sum();
+        let ran: u32 = (0..self.agents.len())
+            .filter(|&h| self.started[h] != 0)
+            .map(|h| if self.started_hosts[h] != 0 { self.started_hosts[h] } else { self.agents[h].hosts.max(1) })
+            .sum();
         for (i, at) in self.lost.iter().enumerate() {
             let Some(at) = at else { continue };
             let named = self.agents[i].named();
@@ -601,10 +632,11 @@ impl<'a> Hosts<'a> {
         let lost = self.lost_indices();
         let losses = self.losses();
         let iolog = self.take_iolog();
+        let hosts_left = std::mem::take(&mut self.hosts_left);
         if self.per_host {
             merged.per_host = self.host_records(after);
         }
-        Ok(MultiStep { merged, lost, losses, setup_ns, iolog })
+        Ok(MultiStep { merged, lost, losses, setup_ns, iolog, hosts_left })
     }
 
     /// Each host's own record of the step, with its clock before and after it.
@@ -684,7 +716,7 @@ fn faults_for(faults: &[Fault], targets: &[Vec<TargetGroup>], h: usize) -> Strin
 /// raised again later could find some threads stopped at the lower one already, so it is set
 /// once. Returns the largest count an agent acknowledged; None when none was set (no agent ran
 /// the step any more, or the plan's own end comes first).
-async fn end_steps(agents: Vec<(super::client::Client, i64)>, want: u32, planned: u32) -> Option<u32> {
+async fn end_steps(agents: Vec<(super::client::Client, i64)>, hosts: u32, want: u32, planned: u32) -> Option<u32> {
     let ask = |query: bool, intervals: u32| {
         let calls: Vec<_> = agents
             .iter()
@@ -709,7 +741,8 @@ async fn end_steps(agents: Vec<(super::client::Client, i64)>, want: u32, planned
         }
     };
     let furthest = ask(true, 0).await.iter().map(|r| r.entered).max()?;
-    let margin = u32::from(agents.len() > 1);
+    // (Hosts, not connections: a relay's are several.)
+    let margin = u32::from(hosts > 1);
     let want = want.max(furthest + margin);
     if want >= planned {
         return None;
@@ -730,14 +763,16 @@ struct Agent {
     target_count: u32,
     /// How many hosts it stands for (a relay: its group's).
     hosts: u32,
+    relay: bool,
 }
 
 impl Agent {
     /// How messages name it: an agent, or a relay with its group.
     fn named(&self) -> String {
-        match self.hosts {
-            0 | 1 => format!("agent {}", self.addr),
-            n => format!("relay {} (its {n} hosts)", self.addr),
+        match (self.relay, self.hosts) {
+            (false, _) => format!("agent {}", self.addr),
+            (true, 1) => format!("relay {} (its 1 host)", self.addr),
+            (true, n) => format!("relay {} (its {n} hosts)", self.addr),
         }
     }
 
@@ -745,12 +780,18 @@ impl Agent {
         Agent {
             addr: r.addr.clone(),
             who: r.who(),
-            hostname: r.hello.hostname.clone(),
+            // A relay's own figures are its group's: said where hosts are listed.
+            hostname: if r.relay {
+                format!("{} (relay of {} hosts)", r.hello.hostname, r.hosts)
+            } else {
+                r.hello.hostname.clone()
+            },
             offset_ns: r.offset_ns,
             rtt_ns: r.rtt_ns,
             target_offset: r.target_offset,
             target_count: r.target_count,
             hosts: r.hosts.max(1),
+            relay: r.relay,
         }
     }
 }
@@ -766,7 +807,11 @@ pub async fn run_step(
     stop: &AtomicBool,
 ) -> Result<MultiStep, NetError> {
     let json = serde_json::to_string(spec.workload).map_err(|e| NetError::Failed(e.to_string()))?;
-    let clock_notes = clocks_before(remotes, stop).await;
+    let clock_deadline = match spec.relayed {
+        Some(r) => Duration::from_nanos((r.start_at.saturating_sub(unix_ns()).max(0) / 2) as u64).min(REQUEST_DEADLINE),
+        None => REQUEST_DEADLINE,
+    };
+    let clock_notes = clocks_before(remotes, stop, clock_deadline).await;
     let start_at = spec.relayed.map_or_else(|| unix_ns() + spec.lead.as_nanos() as i64, |r| r.start_at);
     // Each agent's start moment on its own clock: it names the step in later requests.
     let keys: Vec<i64> = remotes.iter().map(|r| start_at.saturating_add(r.offset_ns)).collect();
@@ -780,6 +825,9 @@ pub async fn run_step(
     let mut st = Hosts::new(spec, remotes.iter().map(Agent::of).collect(), start_at, per_host, Instant::now());
     st.warnings.extend(clock_notes);
     let streams = take_answers(&mut st, calls).await?;
+    if let Some(r) = spec.relayed {
+        r.dispatched_unix_ns.store(unix_ns(), Ordering::Relaxed);
+    }
     if let Some(why) = st.aborted.take() {
         // `--on-host-loss abort`: nothing of this step ran; the others are not started.
         return Err(NetError::Aborted(why));
@@ -818,11 +866,12 @@ pub async fn run_step(
 /// Every agent's clock again, right before the step: a clock stepped or drifted since the last
 /// measurement would start its I/O off by that much, and the start spread computed with the old
 /// offset could never show it (issue 15, finding 6). Returns what to warn of.
-async fn clocks_before(remotes: &mut [Remote], stop: &AtomicBool) -> Vec<String> {
+/// Within `deadline`: a relay, whose moment is fixed already, spends at most half its lead.
+async fn clocks_before(remotes: &mut [Remote], stop: &AtomicBool, deadline: Duration) -> Vec<String> {
     let mut notes = Vec::new();
     let all = vec![true; remotes.len()];
     let before = tokio::select! {
-        m = measure_clocks(remotes, &all, CLOCK_PINGS, REQUEST_DEADLINE) => m,
+        m = measure_clocks(remotes, &all, CLOCK_PINGS, deadline) => m,
         _ = super::client::until_stopped(stop) => vec![None; remotes.len()],
     };
     for (r, m) in remotes.iter_mut().zip(before) {
@@ -1034,7 +1083,8 @@ async fn follow(
                 .map(|((r, key), _)| (r.client.clone(), *key))
                 .collect();
             tracing::info!(workload = %w.name, workers = spec.workers, after = want - 1, "steady state reached on every host together");
-            ending = Some(tokio::spawn(end_steps(agents, want, w.intervals)));
+            let hosts: u32 = st.agents.iter().map(|a| a.hosts.max(1)).sum();
+            ending = Some(tokio::spawn(end_steps(agents, hosts, want, w.intervals)));
         }
     }
     Ok((stop_sent, ending))

@@ -20,7 +20,11 @@ use tokio::sync::mpsc;
 use tonic::Status;
 
 use super::client::{self, CONNECT_DEADLINE, ClientConfig, Remote};
-use super::coordinate::{Relayed, STOP_DEADLINE, StepSpec, run_step};
+use super::coordinate::{Relayed, StepSpec, run_step};
+
+/// The code of a note that carries a relay's warning of a step (an agent of its group set up
+/// late, a clock that moved) to its coordinator.
+pub const RELAY_WARNING: &str = "relay_warning";
 
 /// The most agents one relay drives: its group is to be about 32 (docs/relays.md); a request
 /// for more is a mistake, or a relay's memory and connections asked for by someone else.
@@ -35,14 +39,37 @@ const CHILD_SILENCE: Duration = Duration::from_secs(10);
 /// The relay's lead when its coordinator asks for a step at once (start moment 0).
 const AT_ONCE_LEAD: Duration = Duration::from_millis(200);
 
+/// Events a relay queues for a coordinator that does not read them: beyond, its group's step
+/// stops (a step's events are a few a second).
+const MAX_QUEUED: usize = 4096;
+
+/// How long a child gets to answer the relay's EndAfter: well within the coordinator's wait
+/// for the relay's answer.
+const CHILD_END_DEADLINE: Duration = Duration::from_secs(1);
+
 /// The group a coordinator's `Relay` call made, for its run.
 struct Group {
     remotes: Vec<Remote>,
     /// Each child's target groups.
     groups: Vec<Vec<TargetGroup>>,
-    /// Each child's place among the run's hosts.
-    host_numbers: Vec<u32>,
     run_key: u32,
+    /// The earliest end of its delegations (Unix s): the group acts no longer.
+    not_after_unix: u64,
+    /// The relay's [`Relay::epoch`] when it was made: a `leave` after it ends it.
+    epoch: u64,
+}
+
+impl Group {
+    /// The group for a call of run `run_key`, while its delegations last.
+    fn check(&self, run_key: u32) -> Result<(), Status> {
+        if run_key != self.run_key {
+            return Err(Status::permission_denied("this relay's group is for another run"));
+        }
+        if iocurve_net::unix_s() > self.not_after_unix {
+            return Err(Status::failed_precondition("this relay's delegations have ended: its group acts no longer"));
+        }
+        Ok(())
+    }
 }
 
 /// The step the group runs now: its stop flag, and what `EndAfter` needs.
@@ -57,6 +84,8 @@ pub struct Relay {
     group: Arc<tokio::sync::Mutex<Option<Group>>>,
     joined: AtomicBool,
     running: Arc<std::sync::Mutex<Option<Running>>>,
+    /// Counts the `leave`s: a group made before one is gone.
+    epoch: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Relay {
@@ -70,8 +99,8 @@ fn bad(why: String) -> Status {
 }
 
 /// A child's `ClientConfig`: the run's CA, the relay's certificate for the run, the child's
-/// delegation; its certificate must name the host dialled.
-fn child_config(req: &pb::RelayRequest, c: &pb::RelayChild) -> Result<ClientConfig, Status> {
+/// delegation; its certificate must name the host dialled. With the delegation's end.
+fn child_config(req: &pb::RelayRequest, c: &pb::RelayChild) -> Result<(ClientConfig, u64), Status> {
     let d = iocurve_net::delegation::Delegation::parse(&c.delegation)
         .map_err(|e| bad(format!("agent {}: its delegation: {}", c.address, e.reason())))?;
     if d.run_key != req.run_key {
@@ -84,7 +113,7 @@ fn child_config(req: &pb::RelayRequest, c: &pb::RelayChild) -> Result<ClientConf
         return Err(bad(format!("agent {}: a delegation's key is 64 hex digits", c.address)));
     }
     client::endpoint(&c.address).map_err(|e| bad(e.to_string()))?;
-    Ok(ClientConfig {
+    let cfg = ClientConfig {
         token: String::new(),
         ca_pem: Some(req.ca_pem.clone()),
         identity: Some((req.cert_pem.clone(), req.key_pem.clone())),
@@ -96,7 +125,8 @@ fn child_config(req: &pb::RelayRequest, c: &pb::RelayChild) -> Result<ClientConf
             delegation: c.delegation.clone(),
             key: c.key.clone(),
         })),
-    })
+    };
+    Ok((cfg, d.not_after_unix))
 }
 
 /// What a relay does not forward yet: refused by name, before any child is asked.
@@ -123,7 +153,9 @@ impl RelayHandler for Relay {
                 req.children.len()
             )));
         }
-        let configs = req.children.iter().map(|c| child_config(&req, c)).collect::<Result<Vec<_>, _>>()?;
+        let epoch = self.epoch.load(Ordering::Acquire);
+        let (configs, ends): (Vec<ClientConfig>, Vec<u64>) =
+            req.children.iter().map(|c| child_config(&req, c)).collect::<Result<Vec<_>, _>>()?.into_iter().unzip();
         let groups = req
             .children
             .iter()
@@ -143,10 +175,15 @@ impl RelayHandler for Relay {
                 })
             })
             .collect();
-        let mut group =
-            Group { remotes: Vec::new(), groups: Vec::new(), host_numbers: Vec::new(), run_key: req.run_key };
+        let mut group = Group {
+            remotes: Vec::new(),
+            groups: Vec::new(),
+            run_key: req.run_key,
+            not_after_unix: ends.into_iter().min().unwrap_or(0),
+            epoch,
+        };
         let mut hosts = Vec::new();
-        for (i, ((c, call), groups)) in req.children.iter().zip(calls).zip(groups).enumerate() {
+        for ((c, call), groups) in req.children.iter().zip(calls).zip(groups) {
             let reached = match call.await {
                 Ok(Ok(Ok(r))) => Ok(r),
                 Ok(Ok(Err(e))) => Err(e.to_string()),
@@ -163,7 +200,6 @@ impl RelayHandler for Relay {
                     });
                     group.remotes.push(r);
                     group.groups.push(groups);
-                    group.host_numbers.push(req.first_host.saturating_add(i as u32));
                 }
                 Err(why) => {
                     tracing::warn!(agent = %c.address, why, "the relay could not reach its agent");
@@ -171,7 +207,12 @@ impl RelayHandler for Relay {
                 }
             }
         }
-        *self.group.lock().await = Some(group);
+        // A step still running (its coordinator gone) holds the group until it ends.
+        let mut slot = self.group.try_lock().map_err(|_| Status::resource_exhausted("this relay is running a step"))?;
+        if self.epoch.load(Ordering::Acquire) != epoch {
+            return Err(Status::aborted("this relay was taken by another coordinator meanwhile"));
+        }
+        *slot = Some(group);
         self.joined.store(true, Ordering::Release);
         Ok(pb::RelayReply { hosts })
     }
@@ -180,18 +221,32 @@ impl RelayHandler for Relay {
         self.joined.load(Ordering::Acquire)
     }
 
+    fn leave(&self) {
+        self.joined.store(false, Ordering::Release);
+        let before = self.epoch.fetch_add(1, Ordering::AcqRel);
+        self.stop();
+        // Once a step still running ends (it was told to stop): its connections go with it.
+        let group = self.group.clone();
+        tokio::spawn(async move {
+            let mut g = group.lock().await;
+            if g.as_ref().is_some_and(|g| g.epoch <= before) {
+                *g = None;
+            }
+        });
+    }
+
+    fn running(&self) -> bool {
+        self.running.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
     async fn targets(&self, req: pb::TargetsRequest) -> Result<pb::TargetsReply, Status> {
-        let mut guard = self.group.lock().await;
+        let mut guard =
+            self.group.try_lock().map_err(|_| Status::resource_exhausted("this relay is running a step"))?;
         let g = guard.as_mut().ok_or_else(|| Status::failed_precondition("this relay has no group"))?;
         if !req.groups.is_empty() {
             return Err(bad("a relay's children open the groups of the Relay call: send none".into()));
         }
-        if req.run_key != g.run_key {
-            return Err(Status::permission_denied(format!(
-                "this relay's group is for run key {}, not {}",
-                g.run_key, req.run_key
-            )));
-        }
+        g.check(req.run_key)?;
         let stop = AtomicBool::new(false);
         let opened =
             client::targets(&mut g.remotes, &g.groups, req.scratch_size, req.write, req.unfilled, req.run_key, &stop)
@@ -208,7 +263,8 @@ impl RelayHandler for Relay {
     async fn run_step(&self, req: pb::StepRequest, events: StepEvents) -> Result<(), Status> {
         let received_unix_ns = unix_ns();
         if let Some(what) = unsupported(&req) {
-            return Err(Status::unimplemented(format!("{what} does not go through relays yet: run it without relays")));
+            // Bad input for this run, not a relay gone: the coordinator ends the step with it.
+            return Err(bad(format!("{what} does not go through relays yet: run it without relays")));
         }
         let w: Workload = serde_json::from_str(&req.workload_json).map_err(|e| bad(format!("workload: {e}")))?;
         let members = req
@@ -222,15 +278,19 @@ impl RelayHandler for Relay {
             .clone()
             .try_lock_owned()
             .map_err(|_| Status::resource_exhausted("this relay is running another step"))?;
-        let Some(first) = guard.as_ref().and_then(|g| g.host_numbers.first().copied()) else {
-            return Err(Status::failed_precondition("this relay has no agent to run the step on"));
-        };
+        match guard.as_ref() {
+            None => return Err(Status::failed_precondition("this relay has no group")),
+            // Every agent of its group lost: the coordinator loses the relay with them.
+            Some(g) if g.remotes.is_empty() => return Err(Status::unavailable("this relay has no agent left")),
+            Some(g) => g.check(req.run_key)?,
+        }
         let start_at = if req.start_at_unix_ns == 0 {
             received_unix_ns + AT_ONCE_LEAD.as_nanos() as i64
         } else {
             req.start_at_unix_ns
         };
-        let relayed = Arc::new(Relayed::new(start_at, first, req.hosts.max(1)));
+        // The children are the run's hosts from the request's `host` on.
+        let relayed = Arc::new(Relayed::new(start_at, req.host, req.hosts.max(1)));
         let stop = Arc::new(AtomicBool::new(false));
         *self.running.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(Running { stop: stop.clone(), relayed: relayed.clone() });
@@ -239,10 +299,12 @@ impl RelayHandler for Relay {
         // task sends on at the pace of the coordinator's stream. A coordinator gone stops the
         // group's step.
         let (up, mut queued) = mpsc::unbounded_channel::<Result<pb::StepEvent, Status>>();
-        let gone = stop.clone();
+        let (gone, waiting) = (stop.clone(), Arc::new(std::sync::atomic::AtomicUsize::new(0)));
+        let sent = waiting.clone();
         tokio::spawn(async move {
             let mut closed = false;
             while let Some(e) = queued.recv().await {
+                sent.fetch_sub(1, Ordering::Relaxed);
                 if !closed && events.send(e).await.is_err() {
                     closed = true;
                     gone.store(true, Ordering::Relaxed);
@@ -281,12 +343,39 @@ impl RelayHandler for Relay {
                     relayed: Some(&relayed),
                 };
                 let warmup_ns = (w.warmup_s * 1e9) as i64;
-                let mut obs =
-                    Upward { up: up.clone(), received_unix_ns, warmup_ns, record: None, sent_started: false, parts: 0 };
+                let mut obs = Upward {
+                    up: up.clone(),
+                    waiting: waiting.clone(),
+                    stop: stop.clone(),
+                    warnings: Vec::new(),
+                    received_unix_ns,
+                    warmup_ns,
+                    relayed: relayed.clone(),
+                    record: None,
+                    sent_started: false,
+                    parts: 0,
+                };
                 let result = run_step(&mut g.remotes, &spec, &mut obs, &stop).await;
                 *running.lock().unwrap_or_else(|e| e.into_inner()) = None;
                 let last = match result {
-                    Ok(m) => Ok(wire::done_to(&m.merged)),
+                    // Every child lost: the coordinator loses this relay's group (not the run).
+                    Ok(m) if m.merged.aborted.as_deref().is_some_and(super::all_lost) => {
+                        Err(Status::unavailable(m.merged.aborted.unwrap_or_default()))
+                    }
+                    Ok(m) => {
+                        // A lost agent sits out the rest of the run, as with the coordinator (its
+                        // targets keep their places: the coordinator's list of them stays).
+                        for &i in m.lost.iter().rev() {
+                            g.remotes.remove(i);
+                            g.groups.remove(i);
+                        }
+                        let mut done = pb::Done { hosts: g.remotes.len() as u32, ..wire::done_to(&m.merged) };
+                        // What the relay would have told its user, for the coordinator's.
+                        done.notes.extend(
+                            obs.warnings.drain(..).map(|message| pb::Note { code: RELAY_WARNING.into(), message }),
+                        );
+                        Ok(done)
+                    }
                     // Every child lost: the coordinator loses this relay's group.
                     Err(NetError::Lost(why)) => Err(Status::unavailable(why)),
                     Err(NetError::Aborted(why)) => {
@@ -295,6 +384,8 @@ impl RelayHandler for Relay {
                     Err(NetError::Input(why)) => Ok(pb::Done { error: why, input: true, ..Default::default() }),
                     Err(e) => Ok(pb::Done { error: e.to_string(), ..Default::default() }),
                 };
+                // Free for the next step before saying this one is done.
+                drop(guard);
                 let _ = up.send(last.map(|d| pb::StepEvent { event: Some(pb::step_event::Event::Done(d)) }));
             })
         });
@@ -322,7 +413,7 @@ impl RelayHandler for Relay {
             .into_iter()
             .map(|(mut client, key)| {
                 let req = pb::EndAfterRequest { start_at_unix_ns: key, ..req };
-                tokio::spawn(async move { tokio::time::timeout(STOP_DEADLINE, client.end_after(req)).await })
+                tokio::spawn(async move { tokio::time::timeout(CHILD_END_DEADLINE, client.end_after(req)).await })
             })
             .collect();
         // The group's answer is its furthest child's: the coordinator sets one count for all.
@@ -343,8 +434,7 @@ impl RelayHandler for Relay {
 
 /// The coordinator's side: makes the agent `relay` (started with `--relay`) the relay of
 /// `children` (each: HOST:PORT, whose certificate names HOST, and its target groups) for run
-/// `run_key` under `grant` (its delegations name the children's HOSTs), the children being the
-/// run's hosts from `first_host` on. Returns each child's Hello and clock as the relay measured
+/// `run_key` under `grant` (its delegations name the children's HOSTs). Returns each child's Hello and clock as the relay measured
 /// them, or why it could not reach it; `relay` then stands for the children it reached.
 pub async fn join(
     relay: &mut Remote,
@@ -352,7 +442,6 @@ pub async fn join(
     ca_pem: &str,
     children: &[(String, Vec<TargetGroup>)],
     run_key: u32,
-    first_host: u32,
     max_skew: Duration,
 ) -> Result<Vec<pb::RelayedHost>, NetError> {
     let mut list = Vec::with_capacity(children.len());
@@ -375,7 +464,6 @@ pub async fn join(
         run_key,
         children: list,
         max_skew_ms: max_skew.as_millis() as u64,
-        first_host,
     };
     let reply = relay.client.relay(req).await.map_err(|e| client::failed(&relay.addr, "relay", e))?.into_inner();
     if reply.hosts.len() != children.len() {
@@ -387,7 +475,20 @@ pub async fn join(
         )));
     }
     relay.hosts = reply.hosts.iter().filter(|h| h.lost.is_empty()).count() as u32;
-    Ok(reply.hosts)
+    relay.relay = true;
+    // What a relay says is escaped before anyone prints or stores it, as an agent's is.
+    let mut hosts = reply.hosts;
+    for h in &mut hosts {
+        h.lost = iocurve_net::printable(&h.lost);
+        if let Some(hello) = h.hello.as_mut() {
+            for s in
+                [&mut hello.hostname, &mut hello.kernel, &mut hello.cpu_model, &mut hello.governor, &mut hello.version]
+            {
+                *s = iocurve_net::printable(s);
+            }
+        }
+    }
+    Ok(hosts)
 }
 
 fn status_of(e: &NetError) -> Status {
@@ -401,8 +502,14 @@ fn status_of(e: &NetError) -> Status {
 /// many hosts each merges, the children's progress added up.
 struct Upward {
     up: mpsc::UnboundedSender<Result<pb::StepEvent, Status>>,
+    /// Events queued and not sent yet; beyond [`MAX_QUEUED`] the step stops.
+    waiting: Arc<std::sync::atomic::AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    /// The step's warnings, for its `Done`'s notes.
+    warnings: Vec<String>,
     received_unix_ns: i64,
     warmup_ns: i64,
+    relayed: Arc<Relayed>,
     /// The merged record's threads, sample length, start moment (the first child's) and the
     /// children that took the step, from the first child's start.
     record: Option<(u32, f64, i64, u32)>,
@@ -413,6 +520,10 @@ struct Upward {
 
 impl Upward {
     fn send(&self, e: pb::step_event::Event) {
+        if self.waiting.fetch_add(1, Ordering::Relaxed) >= MAX_QUEUED {
+            // A coordinator that reads nothing: the group's step ends, as if it were gone.
+            self.stop.store(true, Ordering::Relaxed);
+        }
         let _ = self.up.send(Ok(pb::StepEvent { event: Some(e) }));
     }
 }
@@ -434,9 +545,14 @@ impl StepObserver for Upward {
             threads,
             sample_s,
             received_unix_ns: self.received_unix_ns,
-            // Not said: the relay's set-up is its children's, which the coordinator cannot
-            // size a lead from.
-            ready_unix_ns: 0,
+            // Ready once every child had the request and the first to start was set up: the
+            // coordinator sizes the next step's lead from it (the children of one step set up
+            // alike; the lead doubles the longest set-up anyway).
+            ready_unix_ns: self
+                .relayed
+                .dispatched_unix_ns
+                .load(Ordering::Relaxed)
+                .saturating_add(self.relayed.setup_ns.load(Ordering::Relaxed)),
             moment_unix_ns,
             hosts: hosts.max(1),
         }));
@@ -465,5 +581,6 @@ impl StepObserver for Upward {
 
     fn warning(&mut self, message: &str) {
         tracing::warn!(relay = true, "{message}");
+        self.warnings.push(message.to_string());
     }
 }

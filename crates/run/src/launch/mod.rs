@@ -71,6 +71,9 @@ pub struct LaunchOptions {
     pub port: u16,
     /// How long the run's credentials (and so its agents) live at most.
     pub lifetime: Duration,
+    /// A relay per this many hosts (issue 46): the first host of each group runs one beside
+    /// its agent; 0: none, the coordinator drives every agent.
+    pub relay_every: u32,
 }
 
 /// The credentials the coordinator holds for a launched run: the per-run CA, its client
@@ -81,6 +84,8 @@ pub struct Issued {
     pub ca_pem: String,
     pub client_cert_pem: String,
     pub client_key_pem: String,
+    /// The run's credentials themselves: relays' grants are minted from them (issue 46).
+    pub run: Arc<RunCredentials>,
 }
 
 impl std::fmt::Debug for Issued {
@@ -122,6 +127,9 @@ pub struct Started {
     pub addresses: Vec<(String, String)>,
     pub failed: Vec<(String, String)>,
     pub issued: Issued,
+    /// `relay_every`: each group's relay (its address) and its hosts (those started, in
+    /// `addresses`' terms: HOST); a group whose relay did not start is in `failed`.
+    pub relays: Vec<(String, Vec<String>)>,
 }
 
 /// Starts an agent on every host, all at once. `allow(host)` is the allow list that host's
@@ -139,11 +147,35 @@ pub fn start(
     let t0 = Instant::now();
     // Each agent holds its channel's three pipes for the whole run, and then a connection.
     iocurve_net::raise_open_file_limit();
+    if opts.relay_every > 0 && opts.port != 0 {
+        return Err(Error::Usage(
+            "--relay-every: a relay listens on a free port beside its host's agent; drop --launch-port".into(),
+        ));
+    }
     let creds = RunCredentials::issue(opts.lifetime)?;
     let local = LocalBinary::current().map_err(Error::Runtime)?;
     let local = Arc::new(local);
     let slots = Arc::new(Slots::new(MAX_STARTING));
     let mut handles = Vec::new();
+    // The relays: the first host of every group runs one beside its agent.
+    let groups: Vec<&[String]> =
+        if opts.relay_every > 0 { hosts.chunks(opts.relay_every as usize).collect() } else { Vec::new() };
+    for (g, group) in groups.iter().enumerate() {
+        let host = &group[0];
+        let host_creds = creds.for_host(tls_host(host))?;
+        let args = vec!["--launched".to_string(), "--relay".to_string()];
+        let (opts, host, local, cancel, slots) =
+            (opts.clone(), host.clone(), local.clone(), cancel.clone(), slots.clone());
+        handles.push((
+            Some(g),
+            std::thread::spawn(move || {
+                let _slot = slots.take();
+                let t = Instant::now();
+                let r = start_one(&opts, &host, &local, &host_creds, args, &cancel);
+                (host, r, t.elapsed())
+            }),
+        ));
+    }
     for host in hosts {
         let host_creds = creds.for_host(tls_host(host))?;
         let mut args = vec!["--launched".to_string()];
@@ -161,17 +193,21 @@ pub fn start(
         }
         let (opts, host, local, cancel, slots) =
             (opts.clone(), host.clone(), local.clone(), cancel.clone(), slots.clone());
-        handles.push(std::thread::spawn(move || {
-            let _slot = slots.take();
-            let t = Instant::now();
-            let r = start_one(&opts, &host, &local, &host_creds, args, &cancel);
-            (host, r, t.elapsed())
-        }));
+        handles.push((
+            None,
+            std::thread::spawn(move || {
+                let _slot = slots.take();
+                let t = Instant::now();
+                let r = start_one(&opts, &host, &local, &host_creds, args, &cancel);
+                (host, r, t.elapsed())
+            }),
+        ));
     }
     let mut launch = Launch { agents: Vec::new(), stopped: false };
     let (mut addresses, mut failed) = (Vec::new(), Vec::new());
     let (mut copied, mut slowest) = (0, (String::new(), Duration::ZERO));
-    for h in handles {
+    let mut relay_at: Vec<Result<String, String>> = vec![Err(String::new()); groups.len()];
+    for (relay, h) in handles {
         let (host, r, took) = h.join().map_err(|_| Error::Runtime("a launch thread panicked".into()))?;
         match r {
             Ok(one) => {
@@ -182,10 +218,32 @@ pub fn start(
                 if took > slowest.1 {
                     slowest = (host.clone(), took);
                 }
-                addresses.push((host.clone(), join_host_port(&host, one.port)));
+                match relay {
+                    Some(g) => relay_at[g] = Ok(join_host_port(&host, one.port)),
+                    None => addresses.push((host.clone(), join_host_port(&host, one.port))),
+                }
                 launch.agents.push(one.agent);
             }
-            Err(why) => failed.push((host, why)),
+            Err(why) => match relay {
+                Some(g) => relay_at[g] = Err(why),
+                None => failed.push((host, why)),
+            },
+        }
+    }
+    // A group whose relay did not start is lost with it, as its hosts would be.
+    let mut relays = Vec::new();
+    for (group, at) in groups.iter().zip(relay_at) {
+        match at {
+            Ok(addr) => relays.push((addr, group.to_vec())),
+            Err(why) => {
+                addresses.retain(|(h, _)| !group.contains(h));
+                for h in *group {
+                    if !failed.iter().any(|(f, _)| f == h) {
+                        failed
+                            .push((h.clone(), format!("the relay of its group on {} did not start: {why}", group[0])));
+                    }
+                }
+            }
         }
     }
     if cancel.is_cancelled() {
@@ -215,8 +273,9 @@ pub fn start(
         ca_pem: creds.ca_pem.clone(),
         client_cert_pem: creds.client_cert_pem.clone(),
         client_key_pem: creds.client_key_pem.clone(),
+        run: Arc::new(creds),
     };
-    Ok(Started { launch, addresses, failed, issued })
+    Ok(Started { launch, addresses, failed, issued, relays })
 }
 
 /// The name a host's certificate carries: the host without a `user@`.
