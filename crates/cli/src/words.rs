@@ -61,9 +61,16 @@ pub fn words(event: &RunEvent) -> Vec<String> {
                 "waiting up to {seconds:.0} s for {missing} of {total} agents to come up (--wait-for-agents-s)"
             )]
         }
-        E::AgentClock { addr, hostname, cores, offset_ms, rtt_ms } => vec![format!(
-            "agent {addr} ({hostname}, {cores} cores): clock offset {offset_ms:+.3} ms, round trip {rtt_ms:.3} ms"
-        )],
+        E::AgentClock { addr, hostname, cores, offset_ms, rtt_ms, relay_of, through } => {
+            let who = match (relay_of, through) {
+                (0, None) => format!("agent {addr}"),
+                (0, Some(relay)) => format!("agent {addr} (through relay {relay})"),
+                (n, _) => format!("relay {addr} of {n} agents"),
+            };
+            vec![format!(
+                "{who} ({hostname}, {cores} cores): clock offset {offset_ms:+.3} ms, round trip {rtt_ms:.3} ms"
+            )]
+        }
         E::PreconditionWriting { target, size, bs, in_flight, data } => vec![format!(
             "precondition {target}: writing {} in {} blocks, {in_flight} in flight, data {data}",
             format_size(*size),

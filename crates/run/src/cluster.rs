@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::coordinator::Lost;
 use crate::coordinator::client::{self, ClientConfig, MultiStep, Remote, StepSpec};
 use crate::events::RunEvent;
 use iocurve_analysis::TargetInfo;
@@ -71,8 +72,8 @@ pub struct Cluster {
     rt: tokio::runtime::Runtime,
     remotes: Vec<Remote>,
     /// Per agent that is a relay, the agents of its group it reached (address, Hello, clock
-    /// offset from this host's); empty for an agent.
-    children: Vec<Vec<(String, pb::HelloReply, i64)>>,
+    /// offset from this host's, round trip from the relay); empty for an agent.
+    children: Vec<Vec<(String, pb::HelloReply, i64, i64)>>,
     /// Per agent, its target paths.
     targets: Vec<Vec<TargetGroup>>,
     /// Per agent, its `workers_scale` (`[[hosts]]`; 1 for `--hosts`).
@@ -162,7 +163,7 @@ fn target_infos(remotes: &[Remote], facts: &[Vec<pb::TargetFacts>]) -> Vec<Targe
 
 /// Every agent's clock as the run starts (a relay's agents' as it measured them, from this
 /// host's), and any warning about it.
-fn said_clocks(remotes: &[Remote], children: &[Vec<(String, pb::HelloReply, i64)>], obs: &mut dyn Observer) {
+fn said_clocks(remotes: &[Remote], children: &[Vec<(String, pb::HelloReply, i64, i64)>], obs: &mut dyn Observer) {
     for (r, group) in remotes.iter().zip(children) {
         obs.event(&RunEvent::AgentClock {
             addr: r.addr.clone(),
@@ -170,26 +171,32 @@ fn said_clocks(remotes: &[Remote], children: &[Vec<(String, pb::HelloReply, i64)
             cores: r.hello.cores,
             offset_ms: r.offset_ns as f64 / 1e6,
             rtt_ms: r.rtt_ns as f64 / 1e6,
+            relay_of: if r.relay { group.len() as u32 } else { 0 },
+            through: None,
         });
         if let Some(w) = &r.clock_warning {
             obs.warning(w);
         }
         // A relay's agents: their clocks as it measured them, from this host's.
-        for (addr, hello, offset_ns) in group {
+        for (addr, hello, offset_ns, rtt_ns) in group {
             obs.event(&RunEvent::AgentClock {
                 addr: addr.clone(),
                 hostname: hello.hostname.clone(),
                 cores: hello.cores,
                 offset_ms: *offset_ns as f64 / 1e6,
-                rtt_ms: r.rtt_ns as f64 / 1e6,
+                // Its round trip to its relay, which measured it.
+                rtt_ms: *rtt_ns as f64 / 1e6,
+                relay_of: 0,
+                through: Some(r.addr.clone()),
             });
         }
     }
 }
 
 /// What became of one relay's group: the relay, its agents reached (address, Hello, clock offset
-/// from this host's) and those lost with why — or, the relay lost, all of them with why.
-type RelayReach = Result<(Remote, Vec<(String, pb::HelloReply, i64)>, Vec<(String, String)>), Vec<(String, String)>>;
+/// from this host's, round trip from the relay) and those lost with why — or, the relay lost, all of them with why.
+type RelayReach =
+    Result<(Remote, Vec<(String, pb::HelloReply, i64, i64)>, Vec<(String, String)>), Vec<(String, String)>>;
 
 /// `run --launch --relay-every` (issue 46): every relay dialled and made the relay of its
 /// group for this run, under a grant minted from the run's credentials (its delegations end
@@ -199,21 +206,27 @@ async fn reach_relays(
     cfg: &ClientConfig,
     hosts: &[(String, Vec<TargetGroup>, f64)],
     run_key: u32,
+    planned_s: f64,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<Vec<RelayReach>, Error> {
-    let issued = args.issued.as_ref().ok_or_else(|| {
-        Error::Usage("relays need the run's own credentials: --relay-every goes with --launch".into())
-    })?;
+    let (issued, run) = match &args.issued {
+        Some(i @ crate::launch::Issued { run: Some(run), .. }) => (i, run),
+        _ => {
+            return Err(Error::Usage("relays need the run's own credentials: --relay-every goes with --launch".into()));
+        }
+    };
+    // The delegations last the run's planned length and a margin, never beyond its credentials.
+    let not_after = (iocurve_net::unix_s() + (planned_s * 1.2) as u64 + 600).min(run.expires_unix);
     let addrs: Vec<String> = args.relays.iter().map(|(r, _)| r.clone()).collect();
     let reached = client::connect_all(&addrs, cfg, 8, stop).await?;
-    let mut out = Vec::new();
+    // Every relay joins its group at once: a group with an agent that does not answer takes
+    // the connection deadline, the others do not wait for it.
+    let mut joins = Vec::new();
     for ((relay, group), r) in args.relays.iter().zip(reached) {
-        let all_lost =
-            |why: &str| -> Vec<(String, String)> { group.iter().map(|c| (c.clone(), why.to_string())).collect() };
         let mut remote = match r {
             Ok(r) => r,
             Err(why) => {
-                out.push(Err(all_lost(&format!("its relay {relay} could not be reached: {why}"))));
+                joins.push((relay.clone(), group.clone(), None, Err(why)));
                 continue;
             }
         };
@@ -222,25 +235,52 @@ async fn reach_relays(
             .map(|c| (c.clone(), hosts.iter().find(|h| &h.0 == c).map(|h| h.1.clone()).unwrap_or_default()))
             .collect();
         let names: Vec<String> = group.iter().map(|c| auth::host_of(c).to_string()).collect();
-        let grant = issued.run.relay_grant(auth::host_of(relay), &names, run_key, issued.run.expires_unix)?;
-        match crate::coordinator::relay::join(&mut remote, &grant, &issued.ca_pem, &list, run_key, cfg.max_skew).await {
-            Ok(answers) => {
-                let (mut reached, mut lost) = (Vec::new(), Vec::new());
-                for ((addr, _), a) in list.iter().zip(answers) {
-                    if a.lost.is_empty() {
-                        let offset = a.offset_ns.saturating_add(remote.offset_ns);
-                        reached.push((addr.clone(), a.hello.unwrap_or_default(), offset));
-                    } else {
-                        lost.push((addr.clone(), format!("its relay {relay} could not reach it: {}", a.lost)));
-                    }
-                }
-                out.push(Ok((remote, reached, lost)));
-            }
-            Err(e @ iocurve_net::NetError::Input(_)) => return Err(e.into()),
-            Err(e) => out.push(Err(all_lost(&format!("its relay {relay} failed: {e}")))),
-        }
+        let grant = run.relay_grant(auth::host_of(relay), &names, run_key, not_after)?;
+        let (ca, skew) = (issued.ca_pem.clone(), cfg.max_skew);
+        let join = tokio::spawn(async move {
+            let answers = crate::coordinator::relay::join(&mut remote, &grant, &ca, &list, run_key, skew).await;
+            (remote, list, answers)
+        });
+        joins.push((relay.clone(), group.clone(), Some(join), Ok(())));
     }
-    Ok(out)
+    let all = async {
+        let mut out = Vec::new();
+        for (relay, group, join, reached) in joins {
+            let all_lost =
+                |why: &str| -> Vec<(String, String)> { group.iter().map(|c| (c.clone(), why.to_string())).collect() };
+            let (remote, list, answers) = match (join, reached) {
+                (_, Err(why)) => {
+                    out.push(Err(all_lost(&format!("its relay {relay} could not be reached: {why}"))));
+                    continue;
+                }
+                (Some(join), Ok(())) => {
+                    join.await.map_err(|e| Error::Runtime(format!("joining relay {relay}: {e}")))?
+                }
+                (None, Ok(())) => continue,
+            };
+            match answers {
+                Ok(answers) => {
+                    let (mut reached, mut lost) = (Vec::new(), Vec::new());
+                    for ((addr, _), a) in list.iter().zip(answers) {
+                        if a.lost.is_empty() {
+                            let offset = a.offset_ns.saturating_add(remote.offset_ns);
+                            reached.push((addr.clone(), a.hello.unwrap_or_default(), offset, a.rtt_ns));
+                        } else {
+                            lost.push((addr.clone(), format!("its relay {relay} could not reach it: {}", a.lost)));
+                        }
+                    }
+                    out.push(Ok((remote, reached, lost)));
+                }
+                Err(e @ iocurve_net::NetError::Input(_)) => return Err(e.into()),
+                Err(e) => out.push(Err(all_lost(&format!("its relay {relay} failed: {e}")))),
+            }
+        }
+        Ok(out)
+    };
+    tokio::select! {
+        r = all => r,
+        _ = client::until_stopped(stop) => Err(Error::Interrupted("interrupted while the relays reached their agents; nothing ran".into())),
+    }
 }
 
 /// How the coordinator reaches the agents, from the options (token, CA, client certificate).
@@ -313,7 +353,7 @@ impl Cluster {
         // A relay's: the agents of its group, which run the I/O.
         self.remotes.iter().zip(&self.children).filter(|(r, _)| !r.in_process).flat_map(|(r, group)| {
             let own = group.is_empty().then_some((r.addr.as_str(), &r.hello));
-            own.into_iter().chain(group.iter().map(|(a, h, _)| (a.as_str(), h)))
+            own.into_iter().chain(group.iter().map(|(a, h, _, _)| (a.as_str(), h)))
         })
     }
 
@@ -361,12 +401,21 @@ impl Cluster {
     /// The cores of the smallest host (from each agent's Hello): the most I/O threads a step
     /// chosen by iocurve runs.
     pub fn cores(&self) -> usize {
-        self.remotes.iter().map(|r| r.hello.cores as usize).filter(|&c| c > 0).min().unwrap_or(1)
+        self.hellos().map(|h| h.cores as usize).filter(|&c| c > 0).min().unwrap_or(1)
+    }
+
+    /// The Hello of every host that runs I/O: an agent's own, a relay's agents' (the in-process
+    /// agent's too).
+    fn hellos(&self) -> impl Iterator<Item = &pb::HelloReply> {
+        self.remotes.iter().zip(&self.children).flat_map(|(r, group)| {
+            let own = group.is_empty().then_some(&r.hello);
+            own.into_iter().chain(group.iter().map(|c| &c.1))
+        })
     }
 
     /// Every agent runs back-end `b` itself (one that lacks it runs its fallback).
     pub fn runs_everywhere(&self, b: iocurve_plan::Backend) -> bool {
-        self.remotes.iter().all(|r| iocurve_net::wire::availability(&r.hello).runs(b))
+        self.hellos().all(|h| iocurve_net::wire::availability(h).runs(b))
     }
 
     /// Connects to every agent and has each open the plan's targets; nothing runs yet. Returns
@@ -411,7 +460,7 @@ impl Cluster {
         };
         let run_key = iocurve_engine::safety::lock::RunKey::draw().0;
         // Per agent (a relay: per host of its group), its address and Hello.
-        let mut children: Vec<Vec<(String, pb::HelloReply, i64)>> = Vec::new();
+        let mut children: Vec<Vec<(String, pb::HelloReply, i64, i64)>> = Vec::new();
         let (mut remotes, mut targets, mut scales, mut listed) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         if args.relays.is_empty() {
             let addrs: Vec<String> = hosts.iter().map(|h| h.0.clone()).collect();
@@ -429,7 +478,7 @@ impl Cluster {
             }
             children = remotes.iter().map(|_| Vec::new()).collect();
         } else {
-            let through = rt.block_on(reach_relays(args, &cfg, &hosts, run_key, stop))?;
+            let through = rt.block_on(reach_relays(args, &cfg, &hosts, run_key, plan.total_seconds(), stop))?;
             for (i, r) in through.into_iter().enumerate() {
                 match r {
                     Ok((remote, group, lost)) => {
@@ -491,6 +540,13 @@ impl Cluster {
             }
         }
         facts.reverse();
+        // A relay's agents that could not open their targets are lost as agents are.
+        for (r, group) in remotes.iter_mut().zip(&mut children) {
+            for l in std::mem::take(&mut r.lost_behind) {
+                group.retain(|c| c.0 != l.address);
+                lose(obs, &l.address, format!("through relay {}: {}", r.addr, l.why))?;
+            }
+        }
         if remotes.is_empty() {
             return Err(Error::Runtime("no agent could be reached: nothing ran".into()));
         }
@@ -880,7 +936,7 @@ impl Cluster {
             planned_hosts,
             relayed: None,
         };
-        let m = self.rt.block_on(client::run_step(&mut self.remotes[..n], &spec, obs, cancel.flag()))?;
+        let mut m = self.rt.block_on(client::run_step(&mut self.remotes[..n], &spec, obs, cancel.flag()))?;
         self.last_setup = Some((m.setup_ns, workers));
         // A relay's lost agents sit out the rest of the run in it.
         for (r, &left) in self.remotes.iter_mut().zip(&m.hosts_left) {
@@ -888,6 +944,7 @@ impl Cluster {
                 r.hosts = left;
             }
         }
+        self.hosts_behind_relays(&mut m);
         // A lost agent sits out the rest of the run (its figures so far are kept).
         for &i in m.lost.iter().rev() {
             self.remotes.remove(i);
@@ -898,6 +955,31 @@ impl Cluster {
             self.facts.remove(i);
         }
         Ok(m)
+    }
+}
+
+impl Cluster {
+    /// The run's record of its hosts names the hosts, not their relays: a relay lost is each of
+    /// its agents lost with it, and agents lost behind a relay leave its group.
+    fn hosts_behind_relays(&mut self, m: &mut MultiStep) {
+        let mut losses = Vec::with_capacity(m.losses.len());
+        for l in std::mem::take(&mut m.losses) {
+            let relay = m.lost.iter().copied().find(|&i| self.remotes[i].relay && self.remotes[i].addr == l.address);
+            match relay {
+                Some(i) => losses.extend(self.children[i].iter().map(|c| Lost {
+                    address: c.0.clone(),
+                    into_step_s: l.into_step_s,
+                    why: format!("its relay {} was lost: {}", l.address, l.why),
+                })),
+                None => {
+                    for group in &mut self.children {
+                        group.retain(|c| c.0 != l.address);
+                    }
+                    losses.push(l);
+                }
+            }
+        }
+        m.losses = losses;
     }
 }
 

@@ -50,8 +50,18 @@ pub enum RunEvent {
     AgentsStopped { count: usize },
     /// Waiting for agents that are not up yet (`--wait-for-agents-s`).
     WaitingForAgents { seconds: f64, missing: usize, total: usize },
-    /// An agent answered: its host, and its clock against the coordinator's.
-    AgentClock { addr: String, hostname: String, cores: u32, offset_ms: f64, rtt_ms: f64 },
+    /// An agent answered: its host, and its clock against the coordinator's. A relay (issue 46)
+    /// says how many agents it drives (`relay_of`, 0: none); an agent behind one names it
+    /// (`through`), its clock measured by that relay.
+    AgentClock {
+        addr: String,
+        hostname: String,
+        cores: u32,
+        offset_ms: f64,
+        rtt_ms: f64,
+        relay_of: u32,
+        through: Option<String>,
+    },
     /// Preconditioning one target: every block written once.
     PreconditionWriting { target: String, size: u64, bs: u64, in_flight: u32, data: String },
     /// Preconditioning on every agent at once.

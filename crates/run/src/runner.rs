@@ -246,6 +246,16 @@ impl<'o> Runner<'o> {
             launch::hostlist::check_unique(&hosts, "the hosts of a launch with --launch-port (two agents on one host need a port each: drop --launch-port)")
                 .map_err(Error::Usage)?;
         }
+        if l.relay_every > 0 {
+            // A delegation names its agent by its host's name: two agents on one host would be
+            // one to their relay.
+            let names: Vec<String> = hosts.iter().map(|h| launch::tls_host(h).to_string()).collect();
+            launch::hostlist::check_unique(
+                &names,
+                "the hosts of a run with --relay-every (a relay knows each agent by its host's name: one agent per host, e.g. one Slurm task per node)",
+            )
+            .map_err(Error::Usage)?;
+        }
         if from_plan {
             // The plan's addresses reach ssh as host names: the same rules as --hosts.
             for h in &hosts {
@@ -300,11 +310,13 @@ impl<'o> Runner<'o> {
         // Each relay's hosts as the coordinator names them: by their agents' addresses.
         let at: std::collections::HashMap<&str, &str> =
             addresses.iter().map(|(h, a)| (h.as_str(), a.as_str())).collect();
+        // (A relay none of whose agents started has nothing to drive.)
         agents.relays = relays
             .iter()
             .map(|(relay, group)| {
                 (relay.clone(), group.iter().filter_map(|h| at.get(h.as_str()).map(|a| a.to_string())).collect())
             })
+            .filter(|(_, group): &(String, Vec<String>)| !group.is_empty())
             .collect();
         if !failed.is_empty() {
             let list: Vec<String> = failed.iter().map(|(h, why)| format!("{h}: {why}")).collect();

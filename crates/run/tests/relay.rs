@@ -360,11 +360,20 @@ fn what_a_relay_cannot_do_is_refused_by_name() {
         let m = client::run_step(&mut remotes, &spec, &mut iocurve_engine::NoObserver, &stop).await.unwrap();
         assert_eq!(m.merged.hosts, 2);
 
-        // Its coordinator gone, another that takes the relay finds no group of the first's to
-        // drive: it serves as an agent (with no targets of its own).
+        // Its coordinator on a new connection (a channel that reconnected, the same certificate)
+        // keeps its group.
         drop(remotes);
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let mut other = vec![client::connect(&_relay.addr, &coordinator(&creds), 4).await.unwrap()];
+        let mut again = vec![client::connect(&_relay.addr, &coordinator(&creds), 4).await.unwrap()];
+        let opened = client::targets(&mut again, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
+        assert_eq!(opened[0].as_ref().map(Vec::len), Ok(2), "{opened:?}");
+        // Another coordinator (another certificate of the CA) that takes the relay once the
+        // first is gone finds no group of the first's to drive: it serves as an agent, with no
+        // targets of its own.
+        drop(again);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let intruder = ClientConfig { identity: Some(creds.for_relay("another").unwrap()), ..coordinator(&creds) };
+        let mut other = vec![client::connect(&_relay.addr, &intruder, 4).await.unwrap()];
         let e = client::targets(&mut other, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap_err();
         assert!(e.to_string().contains("names no target groups"), "{e}");
     });

@@ -95,6 +95,10 @@ fn ssh_launch_through_relays_runs_every_host_and_leaves_nothing_behind() {
     assert!(o.status.success(), "{out}\n{err}");
     assert!(out.contains("launched 4 of 4 agents over ssh"), "{out}");
     assert!(out.contains("stopped 6 agents"), "four agents and two relays: {out}");
+    // Each relay and each agent behind it with its clock (the agents' as their relay measured
+    // them).
+    assert_eq!(out.matches(" of 2 agents (").count(), 2, "{out}");
+    assert_eq!(out.matches(" (through relay ").count(), 4, "{out}");
     let r = json(d, "r.json");
     let agents = r["host"]["agents"].as_array().unwrap();
     assert_eq!(agents.len(), 4, "every host's agent, not the relays: {agents:?}");

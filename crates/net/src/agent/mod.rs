@@ -491,9 +491,12 @@ impl Service {
                     ),
                     None => "a coordinator took this agent for its run".into(),
                 };
-                // A group made for an earlier owner is not this one's to drive.
+                // A group made for an earlier owner is not this one's to drive (its own new
+                // connection, the same certificate, keeps it: a channel that reconnected).
+                let same_owner = owner.as_ref().is_some_and(|o| o.identity.is_some() && o.identity == peer.identity);
                 if let Some(relay) = &self.relay
                     && relay.joined()
+                    && !same_owner
                 {
                     relay.leave();
                     self.audit.note("the relay's group of its earlier coordinator is given up", Some(&peer));
@@ -866,7 +869,7 @@ impl Agent for Service {
         let unfilled = r.unfilled || self.simulated.is_some();
         let size = self.scratch_size(r.scratch_size);
         let set = self.open_with(&call, &r.groups, Opening::new(size, r.write, unfilled, r.run_key)).await?;
-        Ok(Response::new(pb::TargetsReply { targets: facts(&set) }))
+        Ok(Response::new(pb::TargetsReply { targets: facts(&set), lost: Vec::new() }))
     }
 
     async fn stop(&self, req: Request<pb::StopRequest>) -> Result<Response<pb::StopReply>, Status> {

@@ -56,6 +56,9 @@ pub struct Remote {
     pub hosts: u32,
     /// A relay (`relay::join` made it one).
     pub relay: bool,
+    /// A relay's agents that could not open their targets (from its Targets reply): lost, for
+    /// the caller to take out of its hosts.
+    pub lost_behind: Vec<pb::HostLoss>,
     /// The clock is further off than is comfortable, not so far that the agent is refused:
     /// for the caller to show.
     pub clock_warning: Option<String>,
@@ -354,6 +357,7 @@ async fn handshake(
         in_process,
         hosts: 1,
         relay: false,
+        lost_behind: Vec::new(),
         clock_warning: None,
         client,
     })
@@ -522,7 +526,20 @@ pub async fn targets(
             let answer = call.await.map_err(|e| NetError::Failed(format!("opening targets on {}: {e}", r.addr)))?;
             out.push(match answer {
                 Ok(facts) => {
-                    let mut facts = facts.into_inner().targets;
+                    let reply = facts.into_inner();
+                    let mut facts = reply.targets;
+                    // A relay's lost agents: never more than it stands for, escaped.
+                    r.lost_behind = reply
+                        .lost
+                        .into_iter()
+                        .take(r.hosts as usize)
+                        .map(|l| pb::HostLoss {
+                            address: iocurve_net::printable(&l.address),
+                            into_step_s: 0.0,
+                            why: iocurve_net::printable(&l.why),
+                        })
+                        .collect();
+                    r.hosts = r.hosts.saturating_sub(r.lost_behind.len() as u32).max(1);
                     for f in &mut facts {
                         for s in [&mut f.path, &mut f.kind, &mut f.group, &mut f.host] {
                             *s = iocurve_net::printable(s);

@@ -224,6 +224,8 @@ struct Hosts<'a> {
     hosts_left: Vec<u32>,
     /// A relay's hosts that took the step, where fewer than its group (0: all of them).
     started_hosts: Vec<u32>,
+    /// Agents lost behind relays, as their relays said.
+    behind: Vec<Lost>,
 }
 
 impl Hosts<'_> {
@@ -314,6 +316,7 @@ impl<'a> Hosts<'a> {
             iolog: vec![(Vec::new(), 0); n],
             hosts_left: vec![0; n],
             started_hosts: vec![0; n],
+            behind: Vec::new(),
         }
     }
 
@@ -461,6 +464,14 @@ impl<'a> Hosts<'a> {
         self.interrupted[h] = d.interrupted;
         // A relay's group for the next step: never more than it had.
         self.hosts_left[h] = d.hosts.min(agent.hosts);
+        // Its agents lost, for the run's record of its hosts: no more than it stands for.
+        if agent.relay {
+            self.behind.extend(d.lost.iter().take(agent.hosts as usize).map(|l| Lost {
+                address: iocurve_net::printable(&l.address),
+                into_step_s: if l.into_step_s.is_finite() { l.into_step_s.max(0.0) } else { 0.0 },
+                why: format!("through relay {}: {}", agent.addr, iocurve_net::printable(&l.why)),
+            }));
+        }
         self.io_cpu[h] = d.io_cpu.as_ref().and_then(wire::io_cpu_from);
         let clean = iocurve_net::printable;
         self.notes[h] = d.notes.iter().map(|n| (clean(&n.code), clean(&n.message))).collect();
@@ -630,7 +641,8 @@ impl<'a> Hosts<'a> {
             merged.notes.push(("host_lost".into(), message));
         }
         let lost = self.lost_indices();
-        let losses = self.losses();
+        let mut losses = self.losses();
+        losses.append(&mut self.behind);
         let iolog = self.take_iolog();
         let hosts_left = std::mem::take(&mut self.hosts_left);
         if self.per_host {
@@ -1190,6 +1202,45 @@ mod tests {
 
     fn done() -> pb::step_event::Event {
         pb::step_event::Event::Done(pb::Done::default())
+    }
+
+    /// A relay's word is bounded by its group (issue 46): an interval claiming more hosts than
+    /// the relay stands for weighs as its group, a repeated Started lowers the step's hosts
+    /// once, and a Done's hosts left never exceed the group.
+    #[test]
+    fn a_relay_says_no_more_hosts_than_its_group_has() {
+        let w = workload();
+        let spec = spec(&w);
+        let mut relays = agents();
+        for a in &mut relays {
+            (a.relay, a.hosts) = (true, 3);
+        }
+        let mut st = Hosts::new(&spec, relays, 0, true, Instant::now());
+        st.running = 6;
+        let mut told = Told::default();
+        let two = || match started() {
+            pb::step_event::Event::Started(s) => pb::step_event::Event::Started(pb::Started { hosts: 2, ..s }),
+            _ => unreachable!(),
+        };
+        for _ in 0..3 {
+            st.on_event(0, two(), &mut told).unwrap();
+        }
+        st.on_event(1, started(), &mut told).unwrap();
+        assert_eq!(st.running, 5, "relay a started 2 of its 3 hosts, once");
+        assert_eq!(st.merged.as_ref().unwrap().hosts, 5);
+        let claiming = |h| match interval(0, 1) {
+            pb::step_event::Event::Interval(i) => pb::step_event::Event::Interval(pb::Interval { hosts: h, ..i }),
+            _ => unreachable!(),
+        };
+        st.on_event(0, claiming(1_000_000), &mut told).unwrap();
+        st.on_event(1, claiming(0), &mut told).unwrap();
+        let ready = st.merger.ready(&[false, false]);
+        let weights: Vec<u32> = ready[0].parts.iter().map(|(_, p)| p.hosts).collect();
+        assert_eq!(weights, [3, 1], "bounded by the group; 0 is one host");
+        let done = pb::step_event::Event::Done(pb::Done { hosts: 99, ..Default::default() });
+        st.on_event(0, done, &mut told).unwrap();
+        assert_eq!(st.hosts_left[0], 3);
+        assert_eq!(st.agents[0].named(), "relay a:1 (its 3 hosts)");
     }
 
     /// The step session fed events as two agents would send them, without gRPC: an interval

@@ -39,6 +39,10 @@ const CHILD_SILENCE: Duration = Duration::from_secs(10);
 /// The relay's lead when its coordinator asks for a step at once (start moment 0).
 const AT_ONCE_LEAD: Duration = Duration::from_millis(200);
 
+/// How often a relay pings its agents to keep its claim on them (a third of the agents' default
+/// claim expiry), as the coordinator pings its own.
+const CLAIM_KEEPING: Duration = Duration::from_secs(20);
+
 /// Events a relay queues for a coordinator that does not read them: beyond, its group's step
 /// stops (a step's events are a few a second).
 const MAX_QUEUED: usize = 4096;
@@ -209,11 +213,36 @@ impl RelayHandler for Relay {
         }
         // A step still running (its coordinator gone) holds the group until it ends.
         let mut slot = self.group.try_lock().map_err(|_| Status::resource_exhausted("this relay is running a step"))?;
-        if self.epoch.load(Ordering::Acquire) != epoch {
+        // A new epoch for the new group: what kept the earlier group's claims stops.
+        if self.epoch.compare_exchange(epoch, epoch + 1, Ordering::AcqRel, Ordering::Acquire).is_err() {
             return Err(Status::aborted("this relay was taken by another coordinator meanwhile"));
         }
+        let epoch = epoch + 1;
+        group.epoch = epoch;
+        // The relay keeps its claim on its agents between steps, as a coordinator does on its
+        // own (an agent lets an owner silent for its claim expiry go), until the group goes.
+        let clients: Vec<_> = group.remotes.iter().map(|r| r.client.clone()).collect();
+        let (epochs, until) = (self.epoch.clone(), group.not_after_unix);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(CLAIM_KEEPING).await;
+                if epochs.load(Ordering::Acquire) != epoch || iocurve_net::unix_s() > until {
+                    break;
+                }
+                for c in &clients {
+                    let mut c = c.clone();
+                    let _ = tokio::time::timeout(Duration::from_secs(5), c.ping(pb::PingRequest {})).await;
+                }
+            }
+        });
         *slot = Some(group);
         self.joined.store(true, Ordering::Release);
+        // A leave between the epoch's change and now: it cleared nothing of this group yet.
+        if self.epoch.load(Ordering::Acquire) != epoch {
+            self.joined.store(false, Ordering::Release);
+            *slot = None;
+            return Err(Status::aborted("this relay was taken by another coordinator meanwhile"));
+        }
         Ok(pb::RelayReply { hosts })
     }
 
@@ -252,12 +281,25 @@ impl RelayHandler for Relay {
             client::targets(&mut g.remotes, &g.groups, req.scratch_size, req.write, req.unfilled, req.run_key, &stop)
                 .await
                 .map_err(|e| status_of(&e))?;
-        let mut targets = Vec::new();
-        for (r, facts) in g.remotes.iter().zip(opened) {
-            let facts = facts.map_err(|why| Status::unavailable(format!("agent {}: {why}", r.addr)))?;
-            targets.extend(facts.into_iter().map(|f| pb::TargetFacts { host: r.addr.clone(), ..f }));
+        // An agent that could not open them is lost, as it would be to a coordinator; the others
+        // go on (its place in the targets' list is nobody's).
+        let (mut targets, mut lost) = (Vec::new(), Vec::new());
+        for (i, (r, facts)) in g.remotes.iter().zip(opened).enumerate().rev() {
+            match facts {
+                Ok(facts) => targets
+                    .push(facts.into_iter().map(|f| pb::TargetFacts { host: r.addr.clone(), ..f }).collect::<Vec<_>>()),
+                Err(why) => lost.push((i, pb::HostLoss { address: r.addr.clone(), into_step_s: 0.0, why })),
+            }
         }
-        Ok(pb::TargetsReply { targets })
+        if targets.is_empty() {
+            return Err(Status::unavailable("no agent of this relay could open its targets"));
+        }
+        for (i, _) in &lost {
+            g.remotes.remove(*i);
+            g.groups.remove(*i);
+        }
+        let targets = targets.into_iter().rev().flatten().collect();
+        Ok(pb::TargetsReply { targets, lost: lost.into_iter().rev().map(|(_, l)| l).collect() })
     }
 
     async fn run_step(&self, req: pb::StepRequest, events: StepEvents) -> Result<(), Status> {
@@ -369,7 +411,16 @@ impl RelayHandler for Relay {
                             g.remotes.remove(i);
                             g.groups.remove(i);
                         }
-                        let mut done = pb::Done { hosts: g.remotes.len() as u32, ..wire::done_to(&m.merged) };
+                        let lost = m
+                            .losses
+                            .iter()
+                            .map(|l| pb::HostLoss {
+                                address: l.address.clone(),
+                                into_step_s: l.into_step_s,
+                                why: l.why.clone(),
+                            })
+                            .collect();
+                        let mut done = pb::Done { hosts: g.remotes.len() as u32, lost, ..wire::done_to(&m.merged) };
                         // What the relay would have told its user, for the coordinator's.
                         done.notes.extend(
                             obs.warnings.drain(..).map(|message| pb::Note { code: RELAY_WARNING.into(), message }),

@@ -84,8 +84,9 @@ pub struct Issued {
     pub ca_pem: String,
     pub client_cert_pem: String,
     pub client_key_pem: String,
-    /// The run's credentials themselves: relays' grants are minted from them (issue 46).
-    pub run: Arc<RunCredentials>,
+    /// The run's credentials themselves, CA key and all, where relays' grants are to be minted
+    /// from them (`relay_every`, issue 46); else they go with the launch.
+    pub run: Option<Arc<RunCredentials>>,
 }
 
 impl std::fmt::Debug for Issued {
@@ -273,7 +274,7 @@ pub fn start(
         ca_pem: creds.ca_pem.clone(),
         client_cert_pem: creds.client_cert_pem.clone(),
         client_key_pem: creds.client_key_pem.clone(),
-        run: Arc::new(creds),
+        run: (opts.relay_every > 0).then(|| Arc::new(creds)),
     };
     Ok(Started { launch, addresses, failed, issued, relays })
 }
