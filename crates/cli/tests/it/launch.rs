@@ -138,6 +138,39 @@ fn ssh_launch_through_relays_runs_every_host_and_leaves_nothing_behind() {
     assert_eq!(lab.wait_clean(Duration::from_secs(5)), Vec::<String>::new(), "nothing was started");
 }
 
+/// A relay killed mid-run (issue 46): its two hosts are lost with it, each marked so in the
+/// run's hosts, and the run goes on with the other relay's (exit code 3: hosts were lost).
+#[test]
+fn ssh_launch_loses_a_killed_relays_hosts_and_goes_on() {
+    iocurve_testkit::needs_root!();
+    let _one = one_at_a_time();
+    let lab = SshLab::new(4);
+    let _routed = lab.routed();
+    let d = lab.dir.path();
+    per_host_plan(&lab, 8);
+    let ssh = lab.ssh();
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(launch_args(&ssh, &["--json", "r.json", "--relay-every", "2"])).current_dir(d);
+    let mut w = Watched::spawn(cmd);
+    w.wait_for("step 1/2", Duration::from_secs(60));
+    let relay =
+        crate::util::sshd::launched_agents(d).into_iter().find(|p| p.contains(" --relay")).expect("a relay runs");
+    let pid: i32 = relay.split_whitespace().nth(1).unwrap().trim_end_matches(':').parse().unwrap();
+    // SAFETY: a signal to a relay process this test's run started.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let (code, text) = w.finish();
+    assert_eq!(code, Some(3), "{text}");
+    assert!(text.contains("(its 2 hosts) lost"), "{text}");
+    let r = json(d, "r.json");
+    let agents = r["host"]["agents"].as_array().unwrap();
+    let lost: Vec<&Value> = agents.iter().filter(|a| !a["lost_mid_run"].is_null()).collect();
+    assert_eq!(lost.len(), 2, "the relay's two hosts: {agents:?}");
+    assert!(lost.iter().all(|a| a["lost_mid_run"]["why"].as_str().unwrap().contains("its relay")), "{lost:?}");
+    let steps = r["workloads"][0]["steps"].as_array().unwrap();
+    assert_eq!(steps.last().unwrap()["host_count"], 2, "the other relay's hosts go on");
+    assert_eq!(lab.wait_clean(Duration::from_secs(10)), Vec::<String>::new());
+}
+
 #[test]
 fn ssh_launch_takes_host_ranges_and_host_files() {
     iocurve_testkit::needs_root!();
