@@ -765,6 +765,13 @@ pub struct HostStepResult {
     /// Its own per-second timeline.
     #[serde(default)]
     pub samples: Vec<SampleResult>,
+    /// The hosts the row stands for: a relay's group (issue 46); 1 for a host of its own.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub hosts: u32,
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 pub use iocurve_stats::{FinalVerification, VerifyCounts};

@@ -95,6 +95,10 @@ pub fn link_use(plan: &serde_json::Value, step: &crate::result::StepResult) -> O
             if step.mbps > 0.0 { (step.read.mbps / step.mbps, step.write.mbps / step.mbps) } else { (0.0, 0.0) };
         let mut busiest: Option<LinkUse> = None;
         for h in &step.host_results {
+            // A relay's row is its group's: no one host's links carry it.
+            if h.hosts > 1 {
+                return None;
+            }
             let l = of_host(&h.host)?;
             let cap = l.usable_mbps()?;
             let u = LinkUse {
@@ -337,6 +341,7 @@ mod tests {
                     clock_offset_ms: 0.0,
                     clock_moved_ms: None,
                     samples: Vec::new(),
+                    hosts: 1,
                 })
                 .collect();
             s
@@ -361,6 +366,12 @@ mod tests {
         let plan = serde_json::json!({ "hosts": [{ "address": "a:7070", "links": links("4x32G FC") }, { "address": "b:7070" }] });
         assert!(link_use(&plan, &step(2.0, 0.0, &[("a:7070", 1.0), ("b:7070", 1.0)])).is_none());
         assert!(link_use(&serde_json::json!({}), &step(1.0, 0.0, &[])).is_none());
+        // A relay's row is its group's (issue 46): no one host's links carry it, so no share
+        // (it was the group's MB/s against one host's links).
+        let plan = serde_json::json!({ "links": links("2x32G FC") });
+        let mut relayed = step(0.0, 8000.0, &[("a:7071", 2000.0), ("c:7071", 6000.0)]);
+        relayed.host_results[1].hosts = 32;
+        assert!(link_use(&plan, &relayed).is_none());
     }
 
     #[test]

@@ -460,6 +460,7 @@ fn per_host(rec: &StepRecord, sequential: bool, th: &Thresholds) -> (Vec<HostSte
                 clock_offset_ms: h.clock.offset_ns as f64 / 1e6,
                 clock_moved_ms: h.clock.offset_after_ns.map(|_| h.clock.moved_ns() as f64 / 1e6),
                 samples: s.samples,
+                hosts: h.record.hosts.max(1),
             }
         })
         .collect();

@@ -1037,7 +1037,8 @@ pub struct AgentArgs {
     /// Serve as a relay (issue 46; docs/relays.md): a coordinator may make this agent the relay
     /// of a group of agents for one run, which it then drives (targets, steps, stops) under the
     /// delegations the coordinator minted, merging their intervals exactly. Its own targets are
-    /// none while it is one. `run --launch --relay-every N` starts relays so.
+    /// none while it is one. Only launched agents are made relays today: `run --launch
+    /// --relay-every N` starts them so (one started by hand is never asked).
     #[arg(long, conflicts_with = "simulate")]
     pub relay: bool,
     /// The latency a simulated agent models at one I/O outstanding, in µs (at most 1 s).

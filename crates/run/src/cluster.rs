@@ -206,7 +206,6 @@ async fn reach_relays(
     cfg: &ClientConfig,
     hosts: &[(String, Vec<TargetGroup>, f64)],
     run_key: u32,
-    planned_s: f64,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<Vec<RelayReach>, Error> {
     let (issued, run) = match &args.issued {
@@ -215,8 +214,10 @@ async fn reach_relays(
             return Err(Error::Usage("relays need the run's own credentials: --relay-every goes with --launch".into()));
         }
     };
-    // The delegations last the run's planned length and a margin, never beyond its credentials.
-    let not_after = (iocurve_net::unix_s() + (planned_s * 1.2) as u64 + 600).min(run.expires_unix);
+    // The delegations last as long as the run's credentials (`--launch-valid-h`, which the
+    // launch holds to the plan's length and a margin): a run slower than its plan (scratch files
+    // to fill, steps' set-up) keeps its relays; the agents themselves end then anyway.
+    let not_after = run.expires_unix;
     let addrs: Vec<String> = args.relays.iter().map(|(r, _)| r.clone()).collect();
     let reached = client::connect_all(&addrs, cfg, 8, stop).await?;
     // Every relay joins its group at once: a group with an agent that does not answer takes
@@ -478,7 +479,7 @@ impl Cluster {
             }
             children = remotes.iter().map(|_| Vec::new()).collect();
         } else {
-            let through = rt.block_on(reach_relays(args, &cfg, &hosts, run_key, plan.total_seconds(), stop))?;
+            let through = rt.block_on(reach_relays(args, &cfg, &hosts, run_key, stop))?;
             for (i, r) in through.into_iter().enumerate() {
                 match r {
                     Ok((remote, group, lost)) => {
@@ -530,7 +531,14 @@ impl Cluster {
             match r {
                 Ok(f) => facts.push(f),
                 Err(why) => {
-                    lose(obs, &remotes[i].addr, why)?;
+                    // A relay's: each of its agents, not the relay, is a host lost.
+                    if remotes[i].relay {
+                        for c in &children[i] {
+                            lose(obs, &c.0, format!("through relay {}: {why}", remotes[i].addr))?;
+                        }
+                    } else {
+                        lose(obs, &remotes[i].addr, why)?;
+                    }
                     remotes.remove(i);
                     targets.remove(i);
                     scales.remove(i);

@@ -378,3 +378,37 @@ fn what_a_relay_cannot_do_is_refused_by_name() {
         assert!(e.to_string().contains("names no target groups"), "{e}");
     });
 }
+
+/// `--on-host-loss abort` holds behind a relay: an agent of its group lost mid-step ends the
+/// run after the step, its figures kept (the relay says its losses with the step's end; an
+/// agent of the coordinator's own stops the others at once).
+#[test]
+fn a_child_lost_behind_a_relay_ends_the_run_under_abort() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let creds = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut kids = children(&creds, dir.path(), 2);
+        let (_relay, remote, _) = relay_of(&creds, dir.path(), "127.0.0.20", &kids).await;
+        let stop = AtomicBool::new(false);
+        let mut remotes = vec![remote];
+        let none = vec![Vec::new()];
+        let opened = client::targets(&mut remotes, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
+        assert!(opened[0].is_ok(), "{opened:?}");
+        let mut w = workload();
+        w.intervals = 4;
+        let lost = kids[1].0.addr.clone();
+        let mut spec = spec(&w, &none);
+        spec.abort_on_host_loss = true;
+        let mut obs = Merged::default();
+        let (m, ()) = tokio::join!(client::run_step(&mut remotes, &spec, &mut obs, &stop), async {
+            tokio::time::sleep(Duration::from_millis(1600)).await;
+            kids[1].0.kill();
+        });
+        let Ok(m) = m else { panic!("the step ends with what it measured") };
+        let why = m.merged.aborted.expect("the run ends after this step");
+        assert!(why.contains(&lost) && why.contains("--on-host-loss abort ends the run"), "{why}");
+        assert_eq!(m.losses.len(), 1, "the agent, by its address: {:?}", m.losses);
+        assert_eq!(m.losses[0].address, lost);
+    });
+}

@@ -116,6 +116,7 @@ fn ssh_launch_through_relays_runs_every_host_and_leaves_nothing_behind() {
         let hosts = s["hosts"].as_array().unwrap();
         assert_eq!(hosts.len(), 2, "{hosts:?}");
         assert!(hosts.iter().all(|h| h["hostname"].as_str().unwrap().ends_with("(relay of 2 hosts)")), "{hosts:?}");
+        assert!(hosts.iter().all(|h| h["hosts"] == 2), "each row stands for its group: {hosts:?}");
     }
     // Each host's target by its own agent.
     let targets = r["targets"].as_array().unwrap();

@@ -425,6 +425,8 @@ impl<'a> Hosts<'a> {
         if self.per_host {
             let mut own =
                 StepRecord::new(spec.workers_of(h), w.queue_depth, s.threads as usize, w.interval_s, s.sample_s);
+            // A relay's row is its group's.
+            own.hosts = if self.started_hosts[h] != 0 { self.started_hosts[h] } else { agent.hosts.max(1) };
             own.rate_iops = spec.rate_iops;
             own.replay_speed = spec.replay_speed;
             self.records[h] = Some(own);
@@ -466,11 +468,21 @@ impl<'a> Hosts<'a> {
         self.hosts_left[h] = d.hosts.min(agent.hosts);
         // Its agents lost, for the run's record of its hosts: no more than it stands for.
         if agent.relay {
+            let first = self.behind.len();
             self.behind.extend(d.lost.iter().take(agent.hosts as usize).map(|l| Lost {
                 address: iocurve_net::printable(&l.address),
                 into_step_s: if l.into_step_s.is_finite() { l.into_step_s.max(0.0) } else { 0.0 },
                 why: format!("through relay {}: {}", agent.addr, iocurve_net::printable(&l.why)),
             }));
+            // `--on-host-loss abort` holds behind relays too: the run ends after this step.
+            if self.spec.abort_on_host_loss
+                && let Some(l) = self.behind.get(first)
+            {
+                self.aborted.get_or_insert(format!(
+                    "agent {} lost {:.1} s into the step ({}); --on-host-loss abort ends the run",
+                    l.address, l.into_step_s, l.why
+                ));
+            }
         }
         self.io_cpu[h] = d.io_cpu.as_ref().and_then(wire::io_cpu_from);
         let clean = iocurve_net::printable;

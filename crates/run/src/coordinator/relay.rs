@@ -292,7 +292,11 @@ impl RelayHandler for Relay {
             }
         }
         if targets.is_empty() {
-            return Err(Status::unavailable("no agent of this relay could open its targets"));
+            let why: Vec<String> = lost.iter().rev().map(|(_, l)| format!("agent {}: {}", l.address, l.why)).collect();
+            return Err(Status::unavailable(format!(
+                "no agent of this relay could open its targets — {}",
+                why.join("; ")
+            )));
         }
         for (i, _) in &lost {
             g.remotes.remove(*i);
