@@ -230,6 +230,18 @@ fn targets_from(list: &[pb::TargetPart], samples: usize) -> Result<Vec<TargetSta
     Ok(out)
 }
 
+/// A step's live totals, as `Progress` carries them (an agent's, or a relay's group's).
+pub fn progress_to(p: &iocurve_engine::StepProgress) -> pb::Progress {
+    pb::Progress {
+        elapsed_s: p.elapsed_s,
+        warmup: p.warmup,
+        ops: p.ops,
+        bytes: p.bytes,
+        lat_sum_ns: p.lat_sum_ns,
+        inflight: p.inflight,
+    }
+}
+
 /// How a step's record says it ended, as `Done` carries it: an agent's own step, or a relay's
 /// group's merged one.
 pub fn done_to(rec: &iocurve_stats::StepRecord) -> pb::Done {

@@ -227,7 +227,7 @@ async fn reach_relays(
         let mut remote = match r {
             Ok(r) => r,
             Err(why) => {
-                joins.push((relay.clone(), group.clone(), None, Err(why)));
+                joins.push((relay, group, Err(why)));
                 continue;
             }
         };
@@ -242,22 +242,19 @@ async fn reach_relays(
             let answers = crate::coordinator::relay::join(&mut remote, &grant, &ca, &list, run_key, skew).await;
             (remote, list, answers)
         });
-        joins.push((relay.clone(), group.clone(), Some(join), Ok(())));
+        joins.push((relay, group, Ok(join)));
     }
     let all = async {
         let mut out = Vec::new();
-        for (relay, group, join, reached) in joins {
+        for (relay, group, join) in joins {
             let all_lost =
                 |why: &str| -> Vec<(String, String)> { group.iter().map(|c| (c.clone(), why.to_string())).collect() };
-            let (remote, list, answers) = match (join, reached) {
-                (_, Err(why)) => {
+            let (remote, list, answers) = match join {
+                Err(why) => {
                     out.push(Err(all_lost(&format!("its relay {relay} could not be reached: {why}"))));
                     continue;
                 }
-                (Some(join), Ok(())) => {
-                    join.await.map_err(|e| Error::Runtime(format!("joining relay {relay}: {e}")))?
-                }
-                (None, Ok(())) => continue,
+                Ok(join) => join.await.map_err(|e| Error::Runtime(format!("joining relay {relay}: {e}")))?,
             };
             match answers {
                 Ok(answers) => {

@@ -158,14 +158,7 @@ impl StepObserver for Streamer<'_> {
         }
         // Live totals, and the heartbeat the coordinator watches. Never waits: a progress
         // event that does not fit is dropped, the next one carries the totals.
-        let event = pb::step_event::Event::Progress(pb::Progress {
-            elapsed_s: p.elapsed_s,
-            warmup: p.warmup,
-            ops: p.ops,
-            bytes: p.bytes,
-            lat_sum_ns: p.lat_sum_ns,
-            inflight: p.inflight,
-        });
+        let event = pb::step_event::Event::Progress(wire::progress_to(p));
         let _ = self.tx.try_send(Ok(pb::StepEvent { event: Some(event) }));
         if let Some((e, _)) = self.metrics {
             self.gauges.progress(p, e);

@@ -287,6 +287,21 @@ pub async fn connect_in_process(local: InProcess) -> Result<Remote, NetError> {
     handshake("in-process", channel, auth::Credentials::bearer(&token)?, 1, true, false).await.map_err(|a| a.error)
 }
 
+/// An agent's self-description reaches terminals, the store and reports: escaped where it
+/// arrives, once (an impostor printed a fake "run complete" through its host name: issue 35,
+/// finding 8) — from the agent itself, or from the relay that reached it.
+pub(crate) fn escape_hello(hello: &mut pb::HelloReply) {
+    let clean = |s: &mut String| *s = iocurve_net::printable(s);
+    for field in [&mut hello.version, &mut hello.hostname, &mut hello.kernel, &mut hello.cpu_model, &mut hello.governor]
+    {
+        clean(field);
+    }
+    for u in &mut hello.unavailable {
+        clean(&mut u.backend);
+        clean(&mut u.reason);
+    }
+}
+
 /// Hello (protocol check) and `pings` pings for the clock offset.
 async fn handshake(
     addr: &str,
@@ -327,17 +342,7 @@ async fn handshake(
         } }
         })?
         .into_inner();
-    // An agent's self-description reaches terminals, the store and reports: escaped here,
-    // once (an impostor printed a fake "run complete" through its host name: issue 35,
-    // finding 8).
-    let clean = |s: &mut String| *s = iocurve_net::printable(s);
-    for field in [&mut hello.version, &mut hello.hostname, &mut hello.kernel, &mut hello.cpu_model] {
-        clean(field);
-    }
-    for u in &mut hello.unavailable {
-        clean(&mut u.backend);
-        clean(&mut u.reason);
-    }
+    escape_hello(&mut hello);
     if hello.protocol != PROTOCOL {
         return Err(Attempt::from(NetError::Input(format!(
             "protocol mismatch: agent {addr} (iocurve {}) speaks protocol {}, this coordinator (iocurve {}) speaks {PROTOCOL}; run the same iocurve version on both",

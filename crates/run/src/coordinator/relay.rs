@@ -536,11 +536,7 @@ pub async fn join(
     for h in &mut hosts {
         h.lost = iocurve_net::printable(&h.lost);
         if let Some(hello) = h.hello.as_mut() {
-            for s in
-                [&mut hello.hostname, &mut hello.kernel, &mut hello.cpu_model, &mut hello.governor, &mut hello.version]
-            {
-                *s = iocurve_net::printable(s);
-            }
+            client::escape_hello(hello);
         }
     }
     Ok(hosts)
@@ -614,14 +610,7 @@ impl StepObserver for Upward {
     }
 
     fn progress(&mut self, p: &StepProgress) {
-        self.send(pb::step_event::Event::Progress(pb::Progress {
-            elapsed_s: p.elapsed_s,
-            warmup: p.warmup,
-            ops: p.ops,
-            bytes: p.bytes,
-            lat_sum_ns: p.lat_sum_ns,
-            inflight: p.inflight,
-        }));
+        self.send(pb::step_event::Event::Progress(wire::progress_to(p)));
     }
 
     fn host_interval(&mut self, _: u32, _: u32, _: &IntervalStats, _: &CpuUsage, _: f64) {
