@@ -15,7 +15,7 @@ pub struct ErrorCounts(pub Vec<(u32, i32, u64)>);
 impl ErrorCounts {
     pub fn add(&mut self, target: u32, errno: i32, n: u64) {
         match self.0.iter_mut().find(|(t, e, _)| *t == target && *e == errno) {
-            Some((_, _, c)) => *c += n,
+            Some((_, _, c)) => *c = c.saturating_add(n),
             None => {
                 self.0.push((target, errno, n));
                 self.0.sort_unstable();
@@ -24,7 +24,7 @@ impl ErrorCounts {
     }
 
     pub fn total(&self) -> u64 {
-        self.0.iter().map(|(_, _, n)| n).sum()
+        self.0.iter().fold(0u64, |a, (_, _, n)| a.saturating_add(*n))
     }
 
     /// Counts per errno over all targets, sorted by errno.
@@ -32,7 +32,7 @@ impl ErrorCounts {
         let mut out: Vec<(i32, u64)> = Vec::new();
         for &(_, e, n) in &self.0 {
             match out.iter_mut().find(|(x, _)| *x == e) {
-                Some((_, c)) => *c += n,
+                Some((_, c)) => *c = c.saturating_add(n),
                 None => out.push((e, n)),
             }
         }
@@ -121,12 +121,12 @@ impl VerifyCounts {
     }
 
     pub fn merge(&mut self, o: &VerifyCounts) {
-        self.checked += o.checked;
-        self.lost += o.lost;
-        self.corrupt += o.corrupt;
-        self.misplaced += o.misplaced;
-        self.unreadable += o.unreadable;
-        self.in_flight += o.in_flight;
+        self.checked = self.checked.saturating_add(o.checked);
+        self.lost = self.lost.saturating_add(o.lost);
+        self.corrupt = self.corrupt.saturating_add(o.corrupt);
+        self.misplaced = self.misplaced.saturating_add(o.misplaced);
+        self.unreadable = self.unreadable.saturating_add(o.unreadable);
+        self.in_flight = self.in_flight.saturating_add(o.in_flight);
         for e in &o.examples {
             if self.examples.len() < Self::EXAMPLES {
                 self.examples.push(e.clone());
@@ -185,8 +185,8 @@ impl DirStats {
 
     pub fn merge(&mut self, other: &DirStats) {
         self.hist.merge(&other.hist);
-        self.ops += other.ops;
-        self.bytes += other.bytes;
+        self.ops = self.ops.saturating_add(other.ops);
+        self.bytes = self.bytes.saturating_add(other.bytes);
         self.errors.merge(&other.errors);
     }
 }
@@ -228,9 +228,9 @@ impl RateStats {
     pub fn merge(&mut self, o: &RateStats) {
         self.service.merge(&o.service);
         self.lag.merge(&o.lag);
-        self.due += o.due;
-        self.dropped += o.dropped;
-        self.backlog += o.backlog;
+        self.due = self.due.saturating_add(o.due);
+        self.dropped = self.dropped.saturating_add(o.dropped);
+        self.backlog = self.backlog.saturating_add(o.backlog);
         self.overloaded |= o.overloaded;
     }
 }
@@ -332,7 +332,7 @@ impl IntervalStats {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        self.faults_injected += other.faults_injected;
+        self.faults_injected = self.faults_injected.saturating_add(other.faults_injected);
         self.verify.merge(&other.verify);
         if let Some(o) = &other.rate {
             self.rate.get_or_insert_with(|| Box::new(RateStats::empty())).merge(o);
@@ -386,17 +386,17 @@ impl IntervalStats {
     }
 
     pub fn ops(&self) -> u64 {
-        self.read.ops + self.write.ops + self.trim.ops
+        self.read.ops.saturating_add(self.write.ops).saturating_add(self.trim.ops)
     }
 
     /// Bytes read and written: a trim moves none (its bytes trimmed are `trim.bytes`), but an
     /// interval of trims alone counts the bytes it trimmed (a workload that only trims — fio's
     /// `rw=trim` — has them as its MB/s).
     pub fn bytes(&self) -> u64 {
-        if self.read.ops + self.write.ops == 0 && self.read.bytes + self.write.bytes == 0 {
+        if self.read.ops == 0 && self.write.ops == 0 && self.read.bytes == 0 && self.write.bytes == 0 {
             self.trim.bytes
         } else {
-            self.read.bytes + self.write.bytes
+            self.read.bytes.saturating_add(self.write.bytes)
         }
     }
 
@@ -504,6 +504,27 @@ mod tests {
         s.read.record(10, 4096);
         assert_eq!(s.bytes(), 4096);
         assert_eq!(s.ops(), 2);
+    }
+
+    /// Counts from an agent are untrusted: a hostile one's near `u64::MAX` saturate where they
+    /// are added up, never overflow (the fuzzer's `agent_interval` found a panic in the merge).
+    #[test]
+    fn counts_near_the_top_saturate() {
+        let mut s = IntervalStats::with_samples(1);
+        (s.read.ops, s.read.bytes, s.write.ops, s.write.bytes) = (u64::MAX - 1, u64::MAX, 2, 3);
+        s.faults_injected = u64::MAX / 2 + 1;
+        s.samples[0].ops = u64::MAX;
+        s.write.errors.add(0, 5, u64::MAX);
+        s.read.errors.add(1, 5, 1);
+        s.verify.lost = u64::MAX;
+        s.rate = Some(Box::new(RateStats { due: u64::MAX, ..RateStats::default() }));
+        let mut all = IntervalStats::empty();
+        all.merge(&s);
+        all.merge(&s);
+        assert_eq!((all.read.ops, all.write.ops, all.ops(), all.bytes()), (u64::MAX, 4, u64::MAX, u64::MAX));
+        assert_eq!((all.faults_injected, all.samples[0].ops, all.verify.lost), (u64::MAX, u64::MAX, u64::MAX));
+        assert_eq!(all.errors().total(), u64::MAX);
+        assert_eq!(all.rate.map(|r| r.due), Some(u64::MAX));
     }
 
     #[test]

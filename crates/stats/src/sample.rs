@@ -20,11 +20,11 @@ impl Sample {
     }
 
     pub fn merge(&mut self, other: &Sample) {
-        self.ops += other.ops;
-        self.bytes += other.bytes;
-        self.lat_sum_ns += other.lat_sum_ns;
+        self.ops = self.ops.saturating_add(other.ops);
+        self.bytes = self.bytes.saturating_add(other.bytes);
+        self.lat_sum_ns = self.lat_sum_ns.saturating_add(other.lat_sum_ns);
         self.lat_max_ns = self.lat_max_ns.max(other.lat_max_ns);
-        self.errors += other.errors;
+        self.errors = self.errors.saturating_add(other.errors);
     }
 
     pub fn mean_lat_ns(&self) -> f64 {

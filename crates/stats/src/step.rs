@@ -172,11 +172,11 @@ pub struct Drain {
 impl Drain {
     /// Threads or hosts of one step: counts add up, the oldest age and the wait are the largest.
     pub fn merge(&mut self, o: &Drain) {
-        self.late += o.late;
-        self.stuck += o.stuck;
+        self.late = self.late.saturating_add(o.late);
+        self.stuck = self.stuck.saturating_add(o.stuck);
         self.stuck_age_ns = self.stuck_age_ns.max(o.stuck_age_ns);
         self.wait_ns = self.wait_ns.max(o.wait_ns);
-        self.faults_injected += o.faults_injected;
+        self.faults_injected = self.faults_injected.saturating_add(o.faults_injected);
     }
 }
 
@@ -268,7 +268,7 @@ impl StepRecord {
         self.total.trim.merge(&stats.trim);
         // Intervals follow one another: the step's longest stall is the longest of theirs.
         self.total.max_gap_ns = self.total.max_gap_ns.max(stats.max_gap_ns);
-        self.total.faults_injected += stats.faults_injected;
+        self.total.faults_injected = self.total.faults_injected.saturating_add(stats.faults_injected);
         self.total.verify.merge(&stats.verify);
         if let Some(r) = &stats.rate {
             self.total.rate.get_or_insert_with(|| Box::new(crate::RateStats::empty())).merge(r);

@@ -121,12 +121,12 @@ impl DeviceIo {
     }
 
     pub fn add(&mut self, o: &DeviceIo) {
-        self.reads += o.reads;
-        self.read_sectors += o.read_sectors;
-        self.writes += o.writes;
-        self.write_sectors += o.write_sectors;
-        self.discards += o.discards;
-        self.discard_sectors += o.discard_sectors;
+        self.reads = self.reads.saturating_add(o.reads);
+        self.read_sectors = self.read_sectors.saturating_add(o.read_sectors);
+        self.writes = self.writes.saturating_add(o.writes);
+        self.write_sectors = self.write_sectors.saturating_add(o.write_sectors);
+        self.discards = self.discards.saturating_add(o.discards);
+        self.discard_sectors = self.discard_sectors.saturating_add(o.discard_sectors);
     }
 
     /// The mean size of the read requests the device completed, bytes (None: none).
@@ -194,12 +194,16 @@ impl TargetStats {
     }
 
     pub fn ops(&self) -> u64 {
-        self.read_ops + self.write_ops + self.trim_ops
+        self.read_ops.saturating_add(self.write_ops).saturating_add(self.trim_ops)
     }
 
     /// Bytes moved: as [`crate::IntervalStats::bytes`], a trim's only for trims alone.
     pub fn bytes(&self) -> u64 {
-        if self.read_ops + self.write_ops == 0 { self.trim_bytes } else { self.read_bytes + self.write_bytes }
+        if self.read_ops == 0 && self.write_ops == 0 {
+            self.trim_bytes
+        } else {
+            self.read_bytes.saturating_add(self.write_bytes)
+        }
     }
 
     pub fn reset(&mut self) {
@@ -215,14 +219,14 @@ impl TargetStats {
     }
 
     pub fn merge(&mut self, o: &TargetStats) {
-        self.read_ops += o.read_ops;
-        self.read_bytes += o.read_bytes;
-        self.write_ops += o.write_ops;
-        self.write_bytes += o.write_bytes;
-        self.trim_ops += o.trim_ops;
-        self.trim_bytes += o.trim_bytes;
+        self.read_ops = self.read_ops.saturating_add(o.read_ops);
+        self.read_bytes = self.read_bytes.saturating_add(o.read_bytes);
+        self.write_ops = self.write_ops.saturating_add(o.write_ops);
+        self.write_bytes = self.write_bytes.saturating_add(o.write_bytes);
+        self.trim_ops = self.trim_ops.saturating_add(o.trim_ops);
+        self.trim_bytes = self.trim_bytes.saturating_add(o.trim_bytes);
         self.hist.merge(&o.hist);
-        self.errors += o.errors;
+        self.errors = self.errors.saturating_add(o.errors);
         if self.samples.len() < o.samples.len() {
             self.samples.resize(o.samples.len(), Sample::default());
         }

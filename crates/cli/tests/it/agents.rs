@@ -608,21 +608,23 @@ fn two_agents_share_one_rate_schedule() {
     let dir = tempfile::tempdir().unwrap();
     let c = certs(dir.path());
     let (_agents, hosts) = file_agents(dir.path(), &c, &["a", "b"]);
-    // What is tested is the schedule's split, not the disk: 64 in flight keep 3000 IOPS at up
-    // to 21 ms per I/O (at 16 a shared virtual disk's 5.6 ms mean in a full run left the step
-    // unsustained).
-    let w = "[[workloads]]\nname = \"rated\"\nrate = [1000, 3000]\nmax_outstanding = 64\nwarmup_s = 0.2\nintervals = 2\ninterval_s = 0.5\n";
+    // What is tested is the schedule's split, not the disk: 64 in flight keep 1500 IOPS at up
+    // to 42 ms per I/O (at 16 a shared virtual disk's 5.6 ms mean in a full run left the step
+    // unsustained). Sustained means 99 % of the due I/Os completed in the measurement, so a
+    // stall of 1 % of it at one end fails the step: 2 s measured bear 20 ms (1 s at 3000 IOPS
+    // failed once in CI beside the fuzz smoke).
+    let w = "[[workloads]]\nname = \"rated\"\nrate = [500, 1500]\nmax_outstanding = 64\nwarmup_s = 0.2\nintervals = 2\ninterval_s = 1.0\n";
     hosts_plan(dir.path(), &hosts, w);
     let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--json", "r.json"]).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
     let out = stdout(&o);
-    assert!(out.contains("at 3'000 IOPS: p99"), "{out}");
+    assert!(out.contains("at 1'500 IOPS: p99"), "{out}");
     let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
-    for (s, target) in steps(&r, 0).iter().zip([1000.0, 3000.0]) {
+    for (s, target) in steps(&r, 0).iter().zip([500.0, 1500.0]) {
         let rate = &s["rate"];
         assert_eq!(f(&rate["target_iops"]), target);
-        // 1 s measured: the schedule's I/Os, all hosts together.
-        assert!((f(&rate["due"]) - target).abs() <= 2.0, "{rate}");
+        // 2 s measured: the schedule's I/Os, all hosts together.
+        assert!((f(&rate["due"]) - 2.0 * target).abs() <= 2.0, "{rate}");
         assert_eq!(rate["sustained"], true, "{s}");
         let per_host: Vec<f64> = s["hosts"].as_array().unwrap().iter().map(|h| f(&h["iops"])).collect();
         assert_eq!(per_host.len(), 2);

@@ -77,9 +77,14 @@ fn per_target_figures_add_up_to_the_step_and_match_each_devices_counters() {
         let dev = &t["device"];
         assert_eq!(f(&dev["read_request_kib"]), 4.0, "{t}");
         let seen = (f(&dev["requests_per_s"]) * secs).round() as u64;
-        // (Read at the boundaries by the step's coordination, a few I/Os off the I/O threads'.)
+        // Read at the boundaries by the step's coordination when it wakes, a little off the I/O
+        // threads' own: a loop device on a page-cached file does over 100'000 reads a second
+        // here, so each millisecond the coordination wakes late is 100 of them. Up to 25 ms at
+        // each of the two boundaries (a full CI run's load) is 5 % of the step; a wrong device,
+        // sectors taken for requests or a count taken twice are far off that.
+        let late = (counted as f64 / secs * 0.05) as u64;
         assert!(
-            seen <= reads && seen.abs_diff(counted) <= 8 + counted / 100,
+            seen <= reads && seen.abs_diff(counted) <= 8 + late,
             "{}: seen {seen}, device {reads}, counted {counted}",
             t["target"]
         );
