@@ -87,7 +87,16 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         if metrics.is_some() {
             return Err(CliError::Usage("--simulate serves no live metrics: drop --metrics".into()));
         }
-        return crate::simulate::serve(cfg, n, args.simulate_latency_us, END_GRACE);
+        let own = match &args.simulate_ca_key {
+            Some(key) => Some(crate::simulate::OwnCredentials::read(
+                key,
+                args.client_ca.as_deref(),
+                &cfg.token,
+                args.simulate_relays.unwrap_or(0),
+            )?),
+            None => None,
+        };
+        return crate::simulate::serve(cfg, n, args.simulate_latency_us, own, END_GRACE);
     }
     let cfg = AgentConfig { metrics: metrics.as_ref().map(|_| exporter), ..cfg };
     let rt = tokio::runtime::Builder::new_multi_thread()

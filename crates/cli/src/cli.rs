@@ -500,13 +500,32 @@ pub struct RunArgs {
     #[arg(long = "launch-valid-h", default_value_t = 24.0, value_name = "H", requires = "launch")]
     pub launch_valid_h: f64,
 
-    /// With --launch: drive the hosts through relays, one per N hosts in the order given (issue
-    /// 46; about 32 is the design's size): the first host of each group also runs a relay agent,
-    /// which drives its group for this run under a delegation the coordinator mints for it and
-    /// merges its intervals exactly. Closed-loop and rate steps only: no faults, replays,
+    /// Drive the hosts through relays, one per N hosts in the order given (issue 46; about 32
+    /// is the design's size). With --launch the first host of each group also runs a relay
+    /// agent; with --relays the relays are agents started with `iocurve agent --relay`. Each
+    /// drives its group for this run under a delegation the coordinator mints for it and merges
+    /// its intervals exactly. Closed-loop and rate steps only: no faults, replays,
     /// --write-iolog, preconditioning, --verify-final, workers_scale or host-count sweeps.
-    #[arg(long = "relay-every", value_name = "N", requires = "launch", value_parser = clap::value_parser!(u32).range(2..=256))]
+    #[arg(long = "relay-every", value_name = "N", value_parser = clap::value_parser!(u32).range(2..=256))]
     pub relay_every: Option<u32>,
+
+    /// With --relay-every N and agents started by hand: the relays (HOST:PORT, comma-separated
+    /// or repeated), agents started with `iocurve agent --relay`, the first driving the first N
+    /// hosts, the next the next N. The hosts need per-host credentials (`certs add-host`), the
+    /// agents --client-ca, the coordinator --token-per-host and --client-cert.
+    #[arg(
+        long = "relays",
+        value_name = "HOST:PORT,...",
+        value_delimiter = ',',
+        requires = "relay_every",
+        conflicts_with = "launch"
+    )]
+    pub relays: Vec<String>,
+
+    /// With --relays: the cluster CA's key (`certs init` keeps it as ca.key), which mints each
+    /// relay's certificate for the run; it stays in the coordinator. Default: ca.key beside --ca.
+    #[arg(long = "relay-ca-key", value_name = "FILE", requires = "relays")]
+    pub relay_ca_key: Option<PathBuf>,
 
     /// The agents' token (with --hosts).
     #[arg(long = "token-file", env = "IOCURVE_TOKEN_FILE", value_name = "FILE")]
@@ -1037,10 +1056,23 @@ pub struct AgentArgs {
     /// Serve as a relay (issue 46; docs/relays.md): a coordinator may make this agent the relay
     /// of a group of agents for one run, which it then drives (targets, steps, stops) under the
     /// delegations the coordinator minted, merging their intervals exactly. Its own targets are
-    /// none while it is one. Only launched agents are made relays today: `run --launch
-    /// --relay-every N` starts them so (one started by hand is never asked).
+    /// none while it is one. `run --launch --relay-every N` starts relays itself; `run --relays`
+    /// names relays started by hand (per-host credentials from `certs add-host`, --client-ca).
     #[arg(long, conflicts_with = "simulate")]
     pub relay: bool,
+    /// With --simulate: each simulated agent gets a certificate and token of its own, as a host
+    /// with `certs add-host` credentials has (what relays need): issued with this CA key (the
+    /// ca.key of `certs init`), the CA of --client-ca and the cluster token of --token-file.
+    /// Agent K then listens at its own loopback address, 127.1.(K/250).(K%250+1), on --listen's
+    /// port (its address is not used); --tls-cert and --tls-key are still given, for the
+    /// process's own checks, but no simulated agent uses them.
+    #[arg(long = "simulate-ca-key", value_name = "FILE", requires_all = ["simulate", "client_ca"])]
+    pub simulate_ca_key: Option<PathBuf>,
+    /// With --simulate-ca-key: also serve M relays (real agents started as with --relay, their
+    /// own certificates too), relay R at 127.2.(R/250).(R%250+1) on --listen's port, for `run
+    /// --relays` to drive the simulated agents through.
+    #[arg(long = "simulate-relays", value_name = "M", requires = "simulate_ca_key", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub simulate_relays: Option<u32>,
     /// The latency a simulated agent models at one I/O outstanding, in µs (at most 1 s).
     #[arg(long = "simulate-latency-us", default_value_t = 1000, value_name = "US", requires = "simulate", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub simulate_latency_us: u64,

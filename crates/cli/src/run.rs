@@ -51,6 +51,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             w.name, w.trim_pct
         )));
     }
+    // (`--relays ""` names no relay: refused, not run flat.)
+    if args.relay_every.is_some() && args.launch.is_none() && !args.relays.iter().any(|r| !r.trim().is_empty()) {
+        return Err(CliError::Usage(
+            "--relay-every N drives hosts through relays: with --launch (a relay started beside the first host of each group) or with --relays HOST:PORT,... (relays started by hand with `iocurve agent --relay`)".into(),
+        ));
+    }
     if args.dry_run {
         // What the run would refuse before opening anything, the dry run refuses too.
         iocurve_run::check_plan(&plan)?;
@@ -103,6 +109,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let cancel = crate::signals::install();
     let mut terminal = Terminal::for_run(plan.total_seconds());
     let hosts = if args.hosts.is_empty() && plan.hosts.is_empty() && args.launch.is_none() {
+        if !args.relays.is_empty() {
+            return Err(CliError::Usage(
+                "--relays drives agents: give the hosts (--hosts HOST:PORT,... or [[hosts]] in the plan)".into(),
+            ));
+        }
         Hosts::Local
     } else {
         Hosts::Agents(Box::new(agents(&args)?))
@@ -225,6 +236,10 @@ fn agents(args: &RunArgs) -> Result<AgentOptions, CliError> {
         unreachable: Vec::new(),
         wait_for_agents: std::time::Duration::from_secs(args.wait_for_agents_s),
         relays: Vec::new(),
+        relay_credentials: None,
+        relay_addresses: args.relays.iter().map(|r| r.trim().to_string()).filter(|r| !r.is_empty()).collect(),
+        relay_every: args.relay_every.unwrap_or(0),
+        relay_ca_key: args.relay_ca_key.clone(),
     })
 }
 

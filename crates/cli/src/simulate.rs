@@ -6,8 +6,8 @@
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use iocurve_net::agent::AgentConfig;
 use iocurve_net::agent::simulate::Simulated;
+use iocurve_net::agent::{AgentConfig, AgentTls};
 
 use crate::CliError;
 
@@ -35,33 +35,117 @@ fn address(listen: SocketAddr, k: u32) -> Result<SocketAddr, CliError> {
     })
 }
 
-/// Serves `n` simulated agents like `base` until Ctrl-C or SIGTERM; told to end, waits `grace`
-/// for their steps to stop (the agent's own grace, passed in), then exits regardless.
-pub fn serve(base: AgentConfig, n: u32, latency_us: u64, grace: std::time::Duration) -> Result<ExitCode, CliError> {
+/// `--simulate-ca-key` (issue 46): each simulated agent a host of its own — its own loopback
+/// address, certificate and token, issued here with the cluster's CA — and `relays` relays
+/// beside them, so that `run --relays` can drive them through relays as it drives hosts
+/// with `certs add-host` credentials.
+pub struct OwnCredentials {
+    creds: iocurve_net::certs::RunCredentials,
+    relays: u32,
+}
+
+impl OwnCredentials {
+    pub fn read(
+        ca_key: &std::path::Path,
+        client_ca: Option<&std::path::Path>,
+        cluster_token: &str,
+        relays: u32,
+    ) -> Result<OwnCredentials, CliError> {
+        let ca = client_ca.ok_or_else(|| CliError::Usage("--simulate-ca-key needs the CA: --client-ca FILE".into()))?;
+        let ca_pem = iocurve_net::certs::read_pem(ca, "--client-ca")?;
+        let key_pem = iocurve_net::certs::read_pem(ca_key, "--simulate-ca-key")?;
+        // The agents' certificates last a week: a simulation is a bench, not a cluster.
+        let expires = iocurve_net::unix_s() + 7 * 86_400;
+        let creds = iocurve_net::certs::RunCredentials::of_cluster(&ca_pem, &key_pem, cluster_token, expires)
+            .map_err(|e| CliError::Usage(format!("--simulate-ca-key: {e}")))?;
+        Ok(OwnCredentials { creds, relays })
+    }
+
+    /// Agent or relay `k`'s host (`net` 1: agents, 2: relays).
+    fn host(net: u8, k: u32) -> std::net::Ipv4Addr {
+        std::net::Ipv4Addr::new(127, net, (k / 250) as u8, (k % 250 + 1) as u8)
+    }
+
+    /// The listening address, token and TLS of the host `ip` (on `port`).
+    fn of(&self, ip: std::net::Ipv4Addr, port: u16) -> Result<(SocketAddr, String, AgentTls), CliError> {
+        let h = self.creds.for_host(&ip.to_string()).map_err(|e| CliError::Runtime(format!("--simulate: {e}")))?;
+        let tls = AgentTls { cert_pem: h.cert_pem, key_pem: h.key_pem, client_ca_pem: Some(h.client_ca_pem) };
+        Ok((SocketAddr::new(ip.into(), port), h.token, tls))
+    }
+}
+
+/// One agent of the process, like `base` but at `listen` with its own credentials, state
+/// directory (--state-dir/LABEL) and audit label; what it is (simulated, a relay) is the
+/// caller's to say.
+fn member(
+    base: &AgentConfig,
+    label: &str,
+    listen: SocketAddr,
+    token: String,
+    tls: Option<AgentTls>,
+) -> Result<AgentConfig, CliError> {
+    let state_dir = base.state_dir.join(label);
+    std::fs::create_dir_all(&state_dir)
+        .map_err(|e| CliError::Runtime(format!("--simulate: cannot create {}: {e}", state_dir.display())))?;
+    Ok(AgentConfig {
+        listen,
+        token,
+        tls,
+        allow: base.allow.clone(),
+        allow_write: base.allow_write.clone(),
+        max_scratch: base.max_scratch,
+        lease: base.lease,
+        state_dir,
+        metrics: None,
+        one_run: false,
+        remove_scratch: base.remove_scratch,
+        claim_expiry: base.claim_expiry,
+        audit: std::sync::Arc::new(base.audit.labelled(label)),
+        simulated: None,
+        relay: None,
+    })
+}
+
+/// Serves `n` simulated agents like `base` (each its own host with `own`, and relays beside
+/// them) until Ctrl-C or SIGTERM; told to end, waits `grace` for their steps to stop (the
+/// agent's own grace, passed in), then exits regardless.
+pub fn serve(
+    base: AgentConfig,
+    n: u32,
+    latency_us: u64,
+    own: Option<OwnCredentials>,
+    grace: std::time::Duration,
+) -> Result<ExitCode, CliError> {
     // Every address first: a bad range is refused before anything listens.
-    let addrs = (0..n).map(|k| address(base.listen, k)).collect::<Result<Vec<_>, _>>()?;
+    // (Hosts of their own all listen on --listen's port, each at its own address.)
+    let addrs = match own {
+        Some(_) => vec![base.listen; n as usize],
+        None => (0..n).map(|k| address(base.listen, k)).collect::<Result<Vec<_>, _>>()?,
+    };
     let mut configs = Vec::with_capacity(n as usize);
     for (k, listen) in (0..n).zip(addrs) {
-        let state_dir = base.state_dir.join(format!("sim-{k}"));
-        std::fs::create_dir_all(&state_dir)
-            .map_err(|e| CliError::Runtime(format!("--simulate: cannot create {}: {e}", state_dir.display())))?;
+        let (listen, token, tls) = match &own {
+            Some(o) => {
+                let (a, t, tls) = o.of(OwnCredentials::host(1, k), base.listen.port())?;
+                (a, t, Some(tls))
+            }
+            None => (listen, base.token.clone(), base.tls.clone()),
+        };
+        // Each agent's lines say which it is (`"agent": "sim-K"`).
         configs.push(AgentConfig {
-            listen,
-            token: base.token.clone(),
-            tls: base.tls.clone(),
-            allow: base.allow.clone(),
-            allow_write: base.allow_write.clone(),
-            max_scratch: base.max_scratch,
-            lease: base.lease,
-            state_dir,
-            metrics: None,
-            one_run: false,
-            remove_scratch: base.remove_scratch,
-            claim_expiry: base.claim_expiry,
-            // Each agent's lines say which it is (`"agent": "sim-K"`).
-            audit: std::sync::Arc::new(base.audit.labelled(&format!("sim-{k}"))),
             simulated: Some(Simulated { index: k, offset_ns: offset_ns(k), latency_ns: latency_us * 1000 }),
-            relay: None,
+            ..member(&base, &format!("sim-{k}"), listen, token, tls)?
+        });
+    }
+    // The relays: real agents that serve as relays, with no targets of their own.
+    for r in 0..own.as_ref().map_or(0, |o| o.relays) {
+        let Some(o) = &own else { break };
+        let (listen, token, tls) = o.of(OwnCredentials::host(2, r), base.listen.port())?;
+        configs.push(AgentConfig {
+            allow: Vec::new(),
+            allow_write: Vec::new(),
+            relay: Some(std::sync::Arc::new(iocurve_run::coordinator::relay::Relay::new())),
+            ..member(&base, &format!("relay-{r}"), listen, token, Some(tls))?
         });
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -71,10 +155,11 @@ pub fn serve(base: AgentConfig, n: u32, latency_us: u64, grace: std::time::Durat
     rt.block_on(async move {
         let (end, ended) = tokio::sync::watch::channel(false);
         let mut agents = tokio::task::JoinSet::new();
-        for (k, cfg) in (0..n).zip(configs) {
+        for (k, cfg) in (0u32..).zip(configs) {
             let mut ended = ended.clone();
+            let name = if k < n { format!("agent {k}") } else { format!("relay {}", k - n) };
             agents.spawn(async move {
-                let bound = move |a: SocketAddr| crate::outln!("iocurve agent {k} listening on {a}");
+                let bound = move |a: SocketAddr| crate::outln!("iocurve {name} listening on {a}");
                 iocurve_net::agent::serve(cfg, bound, async move {
                     let _ = ended.wait_for(|e| *e).await;
                 })

@@ -357,6 +357,13 @@ pub struct RunCredentials {
     pub expires_unix: u64,
 }
 
+impl std::fmt::Debug for RunCredentials {
+    /// Never a key or the token.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RunCredentials {{ expires_unix: {}, .. }}", self.expires_unix)
+    }
+}
+
 /// What one launched agent receives: its certificate and key, the CA its coordinator's
 /// certificate must come from, its token and the moment it all expires.
 #[derive(Clone)]
@@ -408,6 +415,49 @@ impl RunCredentials {
             client_cert_pem: client_cert.pem(),
             client_key_pem: client_key.serialize_pem(),
             token: crate::auth::random_token()?,
+            expires_unix,
+        })
+    }
+
+    /// A hand-started cluster's credentials (`certs init`, issue 46): its CA (certificate and
+    /// key) and its cluster token, to mint relays' certificates and delegations with, as a
+    /// launch's own do, valid until `expires_unix`. The CA's key stays in this process.
+    pub fn of_cluster(
+        ca_pem: &str,
+        ca_key_pem: &str,
+        cluster_token: &str,
+        expires_unix: u64,
+    ) -> Result<RunCredentials, NetError> {
+        let bad = |why: String| NetError::Input(format!("the cluster's CA: {why}"));
+        let der = crate::binding::pem_certs(ca_pem, "the cluster's CA")?
+            .into_iter()
+            .next()
+            .ok_or_else(|| bad("no certificate".into()))?;
+        let (_, cert) =
+            x509_parser::parse_x509_certificate(der.as_ref()).map_err(|e| bad(format!("not a certificate: {e}")))?;
+        // What `certs init` makes: a CA named by its common name alone. The issuer must carry
+        // the same name for what it signs to chain to the certificate the agents trust.
+        let name = cert.subject().iter_common_name().next().and_then(|cn| cn.as_str().ok()).unwrap_or_default();
+        if !cert.is_ca() || cert.subject() != cert.issuer() {
+            return Err(bad(
+                "its first certificate is no CA of its own (give the ca.pem of `iocurve certs init`)".into()
+            ));
+        }
+        if name.is_empty() || cert.subject().iter().count() != 1 {
+            return Err(bad("not one made by `iocurve certs init` (its subject is not a common name alone)".into()));
+        }
+        let key = KeyPair::from_pem(ca_key_pem).map_err(|e| bad(format!("the key is no key: {e}")))?;
+        if key.public_key_raw() != cert.public_key().subject_public_key.data.as_ref() {
+            return Err(bad(
+                "the key is not the certificate's (give the ca.key of the same `certs init` directory)".into()
+            ));
+        }
+        Ok(RunCredentials {
+            ca_pem: ca_pem.to_string(),
+            issuer: Issuer::new(ca_params(name)?, key),
+            client_cert_pem: String::new(),
+            client_key_pem: String::new(),
+            token: cluster_token.to_string(),
             expires_unix,
         })
     }

@@ -58,6 +58,16 @@ pub struct AgentOptions {
     /// of the agents it drives; the coordinator dials the relays, not those agents. Filled by
     /// the launch, whose credentials (`issued`) mint their grants.
     pub relays: Vec<(String, Vec<String>)>,
+    /// What mints the relays' grants: the launch's credentials, or a hand-started cluster's CA
+    /// and token (`--relays`).
+    pub relay_credentials: Option<Arc<iocurve_net::certs::RunCredentials>>,
+    /// Hand-started relays (`run --relays`, agents started with `iocurve agent --relay`), each
+    /// to drive the next `relay_every` hosts in the order given; the runner groups them.
+    pub relay_addresses: Vec<String>,
+    pub relay_every: u32,
+    /// The cluster CA's key, to mint the relays' certificates with (default: ca.key beside
+    /// `ca`).
+    pub relay_ca_key: Option<PathBuf>,
 }
 
 /// An agent that sends nothing — its progress events, four a second, are its heartbeat — for
@@ -208,15 +218,15 @@ async fn reach_relays(
     run_key: u32,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<Vec<RelayReach>, Error> {
-    let (issued, run) = match &args.issued {
-        Some(i @ crate::launch::Issued { run: Some(run), .. }) => (i, run),
-        _ => {
-            return Err(Error::Usage("relays need the run's own credentials: --relay-every goes with --launch".into()));
-        }
+    let Some(run) = &args.relay_credentials else {
+        return Err(Error::Usage(
+            "relays need credentials to mint their grants with: --relay-every goes with --launch or --relays".into(),
+        ));
     };
     // The delegations last as long as the run's credentials (`--launch-valid-h`, which the
-    // launch holds to the plan's length and a margin): a run slower than its plan (scratch files
-    // to fill, steps' set-up) keeps its relays; the agents themselves end then anyway.
+    // launch holds to the plan's length and a margin; a hand-started cluster's: see the
+    // runner): a run slower than its plan (scratch files to fill, steps' set-up) keeps its
+    // relays; launched agents end then anyway.
     let not_after = run.expires_unix;
     let addrs: Vec<String> = args.relays.iter().map(|(r, _)| r.clone()).collect();
     let reached = client::connect_all(&addrs, cfg, 8, stop).await?;
@@ -237,7 +247,7 @@ async fn reach_relays(
             .collect();
         let names: Vec<String> = group.iter().map(|c| auth::host_of(c).to_string()).collect();
         let grant = run.relay_grant(auth::host_of(relay), &names, run_key, not_after)?;
-        let (ca, skew) = (issued.ca_pem.clone(), cfg.max_skew);
+        let (ca, skew) = (run.ca_pem.clone(), cfg.max_skew);
         let join = tokio::spawn(async move {
             let answers = crate::coordinator::relay::join(&mut remote, &grant, &ca, &list, run_key, skew).await;
             (remote, list, answers)

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use iocurve_analysis::{Sla, TargetInfo};
 use iocurve_engine::StepObserver;
+use iocurve_net::auth;
 use iocurve_plan::{Plan, TargetGroup};
 use iocurve_store::Store;
 
@@ -210,6 +211,9 @@ impl<'o> Runner<'o> {
             Some(l) => Some(self.launch(&l, &mut agents)?),
             None => None,
         };
+        if !agents.relay_addresses.is_empty() {
+            self.hand_started_relays(&mut agents)?;
+        }
         let r = self.run_with_agents(&agents);
         if let Some(l) = launch.as_mut() {
             l.stop(&mut self.observers);
@@ -337,6 +341,7 @@ impl<'o> Runner<'o> {
             }
         }
         agents.unreachable = failed;
+        agents.relay_credentials = issued.run.clone();
         agents.issued = Some(issued);
         if from_plan {
             let at: std::collections::HashMap<String, String> = addresses.into_iter().collect();
@@ -351,6 +356,98 @@ impl<'o> Runner<'o> {
             agents.addresses = addresses.into_iter().map(|(_, a)| a).collect();
         }
         Ok(launch)
+    }
+
+    /// `run --relays` (issue 46): relays started by hand (`iocurve agent --relay`) over agents
+    /// started by hand with per-host credentials (`certs add-host`), each relay driving the next
+    /// `relay_every` hosts in the order given. The cluster's CA key and token mint the relays'
+    /// grants, as a launch's own credentials do.
+    fn hand_started_relays(&mut self, agents: &mut AgentOptions) -> Result<(), Error> {
+        let every = agents.relay_every as usize;
+        let hosts: Vec<String> = if agents.addresses.is_empty() {
+            self.plan.hosts.iter().map(|h| h.address.clone()).collect()
+        } else {
+            agents.addresses.clone()
+        };
+        if every < 2 || hosts.is_empty() {
+            return Err(Error::Usage(
+                "--relays drives hosts in groups: give --relay-every N and the hosts (--hosts or [[hosts]])".into(),
+            ));
+        }
+        if let Some(what) = self.not_through_relays() {
+            return Err(Error::Usage(format!("--relays: {what} does not go through relays yet; run without relays")));
+        }
+        let names: Vec<String> = hosts.iter().map(|h| auth::host_of(h).to_string()).collect();
+        launch::hostlist::check_unique(
+            &names,
+            "the hosts of a run with --relays (a relay knows each agent by its host's name: one agent per host)",
+        )
+        .map_err(Error::Usage)?;
+        let groups: Vec<&[String]> = hosts.chunks(every).collect();
+        if groups.len() != agents.relay_addresses.len() {
+            return Err(Error::Usage(format!(
+                "--relays: {} hosts in groups of {every} (--relay-every) make {} groups, and {} relays were given: give one relay per group",
+                hosts.len(),
+                groups.len(),
+                agents.relay_addresses.len()
+            )));
+        }
+        launch::hostlist::check_unique(
+            &agents.relay_addresses,
+            "the relays of --relays (each drives a group of its own)",
+        )
+        .map_err(Error::Usage)?;
+        if let Some(r) = agents.relay_addresses.iter().find(|r| hosts.contains(r)) {
+            return Err(Error::Usage(format!(
+                "--relays {r} is one of the hosts: a relay is a second agent (`iocurve agent --relay`) on a port of its own"
+            )));
+        }
+        // A delegation's key derives from its agent's own token, and its agent takes it only
+        // from a relay that shows a certificate of the cluster's CA (docs/relays.md).
+        // The grant (the relay's key for the run, its agents' delegation keys) goes to the relay
+        // over TLS only; a delegation names its agent, not a shared name.
+        if agents.insecure || agents.tls_name.is_some() {
+            return Err(Error::Usage(format!(
+                "--relays cannot go with {}: a relay's grant travels over TLS only, to agents each of its own name",
+                if agents.insecure { "--insecure" } else { "--tls-name" }
+            )));
+        }
+        let (Some(ca), true, Some(_)) = (&agents.ca, agents.token_per_host, &agents.client_cert) else {
+            return Err(Error::Usage(
+                "--relays needs agents with per-host credentials and mutual TLS: --ca, --client-cert/--client-key and --token-per-host (`iocurve certs add-host NAME` for each host, agents started with --client-ca)".into(),
+            ));
+        };
+        let token_file = agents.token_file.as_ref().ok_or_else(|| {
+            Error::Usage("--relays needs the cluster's token: --token-file FILE (or IOCURVE_TOKEN_FILE)".into())
+        })?;
+        let key = agents.relay_ca_key.clone().unwrap_or_else(|| ca.with_file_name("ca.key"));
+        let read = |p: &std::path::Path, what: &str| {
+            std::fs::read_to_string(p).map_err(|e| {
+                Error::Usage(format!(
+                    "--relays: cannot read {what} {} ({e}){}",
+                    p.display(),
+                    if what == "the CA key" {
+                        ": give --relay-ca-key FILE (the ca.key of `iocurve certs init`)"
+                    } else {
+                        ""
+                    }
+                ))
+            })
+        };
+        let token = auth::read_token(token_file).map_err(|e| Error::Usage(format!("--relays: {e}")))?;
+        // No launch bounds a hand-started run: its delegations last twice the plan and an hour,
+        // long enough for a run slower than its plan, and end with it all the same.
+        let expires = iocurve_net::unix_s() + (self.plan.total_seconds() * 2.0) as u64 + 3600;
+        let creds = iocurve_net::certs::RunCredentials::of_cluster(
+            &read(ca, "the CA")?,
+            &read(&key, "the CA key")?,
+            &token,
+            expires,
+        )
+        .map_err(|e| Error::Usage(format!("--relays: {e}")))?;
+        agents.relays = agents.relay_addresses.iter().cloned().zip(groups.iter().map(|g| g.to_vec())).collect();
+        agents.relay_credentials = Some(Arc::new(creds));
+        Ok(())
     }
 
     /// What a run with relays (`--relay-every`) cannot do yet, if the plan or the options ask

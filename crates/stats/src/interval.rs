@@ -406,7 +406,7 @@ impl IntervalStats {
         let (mut sum, mut n) = (0.0, 0u64);
         for d in [&self.read, &self.write, &self.trim] {
             sum += d.hist.mean_ns() * d.hist.count() as f64;
-            n += d.hist.count();
+            n = n.saturating_add(d.hist.count());
         }
         if n == 0 { 0.0 } else { sum / n as f64 }
     }

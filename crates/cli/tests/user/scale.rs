@@ -15,14 +15,21 @@ use crate::util::{bin, f, stderr, stdout};
 struct Simulated {
     child: Child,
     hosts: Vec<(String, PathBuf)>,
+    /// The relays' addresses (`--simulate-relays`).
+    relays: Vec<String>,
 }
 
 impl Simulated {
     fn start(dir: &std::path::Path, certs: &std::path::Path, n: u32) -> Simulated {
+        Self::start_with(dir, certs, n, None)
+    }
+
+    /// With `relays`: each agent its own credentials (`--simulate-ca-key`) and that many relays.
+    fn start_with(dir: &std::path::Path, certs: &std::path::Path, n: u32, relays: Option<u32>) -> Simulated {
         let st = dir.join("st");
         std::fs::create_dir(&st).unwrap();
-        let mut child = Command::new(bin())
-            .args(["agent", "--simulate", &n.to_string(), "--listen", "127.0.0.1:0", "--token-file"])
+        let mut cmd = Command::new(bin());
+        cmd.args(["agent", "--simulate", &n.to_string(), "--listen", "127.0.0.1:0", "--token-file"])
             .arg(certs.join("token"))
             .args(["--tls-cert"])
             .arg(certs.join("agent.pem"))
@@ -31,24 +38,30 @@ impl Simulated {
             .arg("--allow")
             .arg(format!("{}/**", st.display()))
             .arg("--state-dir")
-            .arg(&st)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .arg(&st);
+        if let Some(m) = relays {
+            cmd.arg("--simulate-ca-key").arg(certs.join("ca.key")).arg("--client-ca").arg(certs.join("ca.pem"));
+            cmd.args(["--simulate-relays", &m.to_string()]);
+        }
+        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
         // An agent that never says where it listens fails the test (60 s: a bound for a hang,
         // not a timing) instead of hanging it.
         let rx = lines_of(child.stdout.take().unwrap());
         let mut hosts = vec![(String::new(), PathBuf::new()); n as usize];
-        for _ in 0..n {
+        let mut relay_at = vec![String::new(); relays.unwrap_or(0) as usize];
+        for _ in 0..n + relays.unwrap_or(0) {
             let line = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("every simulated agent listens");
-            // "iocurve agent K listening on ADDR"
+            // "iocurve agent K listening on ADDR", "iocurve relay R listening on ADDR"
             let words: Vec<&str> = line.split_whitespace().collect();
             assert_eq!(words.get(3), Some(&"listening"), "{line:?}");
             let k: usize = words[2].parse().unwrap();
-            hosts[k] = (words[5].to_string(), st.join(format!("sim-{k}/t.dat")));
+            if words[1] == "relay" {
+                relay_at[k] = words[5].to_string();
+            } else {
+                hosts[k] = (words[5].to_string(), st.join(format!("sim-{k}/t.dat")));
+            }
         }
-        Simulated { child, hosts }
+        Simulated { child, hosts, relays: relay_at }
     }
 }
 
@@ -106,6 +119,246 @@ fn simulated_agents_are_hosts_of_their_own_with_their_own_clocks_and_their_figur
     // interval varies by up to 2 %, so not quite 2× every time).
     let (one, sixteen) = (f(&steps[0]["lat_us"]["mean"]), f(&steps[1]["lat_us"]["mean"]));
     assert!(sixteen > 1.8 * one, "{one} µs at 1, {sixteen} µs at 16");
+}
+
+/// Issue 46, part 2 measured through relays: simulated agents with credentials of their own
+/// (each its loopback address, certificate and token, as `certs add-host` gives a host), driven
+/// through relays started by hand (`run --relays`): every host runs every step, each relay's
+/// row stands for its group, and the step is its hosts' figures together.
+#[test]
+fn simulated_agents_of_their_own_credentials_run_through_relays_started_by_hand() {
+    let _one = crate::util::one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs(dir.path());
+    let sim = Simulated::start_with(dir.path(), &certs, 6, Some(2));
+    assert!(sim.hosts.iter().all(|(a, _)| a.starts_with("127.1.0.")), "{:?}", sim.hosts);
+    assert!(sim.relays.iter().all(|a| a.starts_with("127.2.0.")), "{:?}", sim.relays);
+    hosts_plan(
+        dir.path(),
+        &sim.hosts,
+        "[[workloads]]\nname = \"w\"\nread_pct = 70\nbackend = \"null\"\nramp = [1, 16]\nwarmup_s = 0\nintervals = 2\ninterval_s = 0.5\n",
+    );
+    let relays = sim.relays.join(",");
+    let (client, key) = (certs.join("client.pem"), certs.join("client.key"));
+    let mut args = vec!["plan.toml", "--size", "1m", "--json", "r.json", "--relay-every", "3", "--relays", &relays];
+    args.extend(["--token-per-host", "--client-cert", client.to_str().unwrap(), "--client-key", key.to_str().unwrap()]);
+    let o = coordinator(dir.path(), &certs, &args).output().unwrap();
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{out}{err}");
+    assert_eq!(out.matches(" (through relay ").count(), 6, "each host's clock, through its relay: {out}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(r["host"]["agents"].as_array().unwrap().len(), 6, "the hosts, not the relays");
+    for s in r["workloads"][0]["steps"].as_array().unwrap() {
+        assert_eq!(s["host_count"], 6, "{s}");
+        let rows = s["hosts"].as_array().unwrap();
+        assert_eq!(rows.len(), 2, "a row per relay: {rows:?}");
+        assert!(rows.iter().all(|h| h["hosts"] == 3), "each stands for its group: {rows:?}");
+        let sum: f64 = rows.iter().map(|h| f(&h["iops"])).sum();
+        assert!((sum - f(&s["iops"])).abs() / sum < 1e-6, "{sum} vs {}", s["iops"]);
+        let said: Vec<&Value> = s["flags"].as_array().unwrap().iter().filter(|f| f["code"] == "simulated").collect();
+        assert!(said[0]["message"].as_str().unwrap().contains("6 of 6 hosts are simulated"), "{}", said[0]);
+    }
+}
+
+/// A real agent started by hand at loopback address `ip` with the credentials `certs add-host
+/// IP` issued and mutual TLS (`extra`: `--relay`, or its targets' `--allow`), killed on drop.
+struct ByHand {
+    child: Child,
+    addr: String,
+}
+
+impl ByHand {
+    fn start(dir: &std::path::Path, certs: &std::path::Path, ip: &str, extra: &[&str]) -> ByHand {
+        let host = certs.join("hosts").join(ip);
+        if !host.exists() {
+            let o = crate::util::iocurve(dir, &["certs", "add-host", certs.to_str().unwrap(), ip]);
+            assert!(o.status.success(), "{}", stderr(&o));
+        }
+        let mut child = Command::new(bin())
+            .args(["agent", "--listen", &format!("{ip}:0"), "--token-file"])
+            .arg(host.join("token"))
+            .arg("--tls-cert")
+            .arg(host.join("agent.pem"))
+            .arg("--tls-key")
+            .arg(host.join("agent.key"))
+            .arg("--client-ca")
+            .arg(certs.join("ca.pem"))
+            .args(extra)
+            .current_dir(dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let rx = lines_of(child.stdout.take().unwrap());
+        let line = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the agent says where it listens");
+        let addr = line.trim().rsplit(' ').next().unwrap_or_default().to_string();
+        assert!(addr.starts_with(ip), "{line:?}");
+        ByHand { child, addr }
+    }
+}
+
+impl Drop for ByHand {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Issue 46: relays for a cluster of agents started by hand (`certs add-host` for each host,
+/// `agent --relay` beside the first): the coordinator mints the relay's grant from the
+/// cluster's CA key and token, and the agents do real I/O on their files through it.
+#[test]
+fn real_agents_started_by_hand_run_through_a_relay_started_by_hand() {
+    let _one = crate::util::one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs(dir.path());
+    let mut hosts = Vec::new();
+    let mut agents = Vec::new();
+    for ip in ["127.0.0.2", "127.0.0.3", "127.0.0.4"] {
+        let d = dir.path().join(ip);
+        std::fs::create_dir(&d).unwrap();
+        let allow = format!("{}/*", d.display());
+        let a = ByHand::start(dir.path(), &certs, ip, &["--allow", &allow]);
+        hosts.push((a.addr.clone(), d.join("t.dat")));
+        agents.push(a);
+    }
+    // The relay: a second agent on the first host, with that host's credentials.
+    let relay = ByHand::start(dir.path(), &certs, "127.0.0.2", &["--relay"]);
+    hosts_plan(
+        dir.path(),
+        &hosts,
+        "[[workloads]]\nname = \"r\"\nread_pct = 70\nramp = [1, 2]\nwarmup_s = 0\nintervals = 2\ninterval_s = 0.5\n",
+    );
+    let (client, key) = (certs.join("client.pem"), certs.join("client.key"));
+    let args = [
+        "plan.toml",
+        "--size",
+        "4m",
+        "--json",
+        "r.json",
+        "--relay-every",
+        "3",
+        "--relays",
+        &relay.addr,
+        "--token-per-host",
+        "--client-cert",
+        client.to_str().unwrap(),
+        "--client-key",
+        key.to_str().unwrap(),
+    ];
+    let o = coordinator(dir.path(), &certs, &args).output().unwrap();
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{out}{err}");
+    assert_eq!(out.matches(&format!(" (through relay {})", relay.addr)).count(), 3, "{out}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(r["host"]["agents"].as_array().unwrap().len(), 3);
+    for s in r["workloads"][0]["steps"].as_array().unwrap() {
+        assert_eq!(s["host_count"], 3, "{s}");
+        let rows = s["hosts"].as_array().unwrap();
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert_eq!(rows[0]["hosts"], 3, "{rows:?}");
+        // Real I/O, both ways, on the agents' own files.
+        assert!(s["read"]["ops"].as_u64().unwrap() > 0 && s["write"]["ops"].as_u64().unwrap() > 0, "{s}");
+    }
+    // The relay lets its agents go with its coordinator (agents started by hand outlive the
+    // run): a flat run takes them next (within 30 s: a bound for a hang; the relay lets go
+    // half a second after), then a run through the same relay again, under a new grant.
+    let flat = [
+        "plan.toml",
+        "--size",
+        "4m",
+        "--token-per-host",
+        "--client-cert",
+        client.to_str().unwrap(),
+        "--client-key",
+        key.to_str().unwrap(),
+        "--on-host-loss",
+        "abort",
+    ];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let o = coordinator(dir.path(), &certs, &flat).output().unwrap();
+        if o.status.success() {
+            break;
+        }
+        assert!(stderr(&o).contains("in use by a relay"), "{}", stderr(&o));
+        assert!(std::time::Instant::now() < deadline, "the relay still holds its agents: {}", stderr(&o));
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let o = coordinator(dir.path(), &certs, &args).output().unwrap();
+    assert!(o.status.success(), "a second run through the relay: {}{}", stdout(&o), stderr(&o));
+}
+
+/// `run --relays` says what is missing before anything runs (exit code 2): a relay per group,
+/// each once and none a host, per-host tokens, TLS, the CA's own key, --relay-every without
+/// relays; and a relay refuses to listen without TLS.
+#[test]
+fn relays_started_by_hand_are_refused_without_what_they_need() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs(dir.path());
+    let hosts: Vec<(String, PathBuf)> =
+        (2..6).map(|k| (format!("127.0.0.{k}:7420"), dir.path().join("t.dat"))).collect();
+    hosts_plan(dir.path(), &hosts, "[[workloads]]\nname = \"w\"\nbackend = \"null\"\nramp = [1]\n");
+    let (client, key) = (certs.join("client.pem"), certs.join("client.key"));
+    let tls = ["--token-per-host", "--client-cert", client.to_str().unwrap(), "--client-key", key.to_str().unwrap()];
+    let cases: [(Vec<&str>, &str); 8] = [
+        (
+            vec!["--relay-every", "2", "--relays", "127.0.0.9:7421,127.0.0.9:7421"],
+            "host 127.0.0.9:7421 is given twice in the relays of --relays",
+        ),
+        (vec!["--relay-every", "2", "--relays", ","], "--relay-every N drives hosts through relays"),
+        (vec!["--relay-every", "4", "--relays", "127.0.0.9:7421", "--insecure"], "--relays cannot go with --insecure"),
+        (
+            vec!["--relay-every", "2", "--relays", "127.0.0.9:7421"],
+            "4 hosts in groups of 2 (--relay-every) make 2 groups, and 1 relays were given",
+        ),
+        (
+            vec!["--relay-every", "2", "--relays", "127.0.0.9:7421,127.0.0.3:7420"],
+            "--relays 127.0.0.3:7420 is one of the hosts",
+        ),
+        (vec!["--relay-every", "2"], "--relay-every N drives hosts through relays: with --launch"),
+        (
+            vec!["--relay-every", "4", "--relays", "127.0.0.9:7421", "--relay-ca-key", "/nonexistent/ca.key"],
+            "cannot read the CA key /nonexistent/ca.key",
+        ),
+        (
+            vec!["--relay-every", "4", "--relays", "127.0.0.9:7421", "--relay-ca-key", "CERT"],
+            "the key is not the certificate's",
+        ),
+    ];
+    for (extra, want) in cases {
+        let extra: Vec<String> = extra
+            .iter()
+            .map(|a| if *a == "CERT" { certs.join("agent.key").display().to_string() } else { a.to_string() })
+            .collect();
+        let mut args: Vec<&str> = vec!["plan.toml"];
+        args.extend(extra.iter().map(String::as_str));
+        args.extend(tls);
+        let o = coordinator(dir.path(), &certs, &args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{extra:?}: {}", stderr(&o));
+    }
+    // A relay takes its grant over TLS only.
+    let o = crate::util::iocurve(
+        dir.path(),
+        &[
+            "agent",
+            "--relay",
+            "--insecure",
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            certs.join("token").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a relay needs TLS"), "{}", stderr(&o));
+    // Without per-host tokens no delegation could be proven to an agent.
+    let o = coordinator(dir.path(), &certs, &["plan.toml", "--relay-every", "4", "--relays", "127.0.0.9:7421"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--relays needs agents with per-host credentials and mutual TLS"), "{}", stderr(&o));
 }
 
 #[test]

@@ -1290,7 +1290,17 @@ pub async fn serve(
         cfg.claim_expiry,
         cfg.simulated,
     );
+    // A relay's grant (its key for the run, its agents' delegation keys) comes to it over TLS
+    // only.
+    if cfg.relay.is_some() && cfg.tls.is_none() {
+        return Err(NetError::Input(
+            "a relay needs TLS (its grant holds keys): give --tls-cert and --tls-key, not --insecure".into(),
+        ));
+    }
     service.relay = cfg.relay;
+    if let Some(relay) = service.relay.clone() {
+        tokio::spawn(release_relay(Arc::downgrade(&service.owner), relay, audit.clone()));
+    }
     let owner = service.owner.clone();
     let held = service.held.clone();
     let step_stop = service.stop.clone();
@@ -1407,6 +1417,42 @@ async fn run_over(owner: Arc<std::sync::Mutex<Option<Owner>>>) -> &'static str {
             Some(o) if o.connection.upgrade().is_none() => return "its coordinator's connection closed",
             None if start.elapsed() >= UNCLAIMED => return "no coordinator took it within 60 s",
             _ => {}
+        }
+    }
+}
+
+/// How long a relay's coordinator may be gone (its connection closed, no step running) before
+/// the relay lets its group go: seen twice, not once. Short: the next run on these agents, flat
+/// or through relays, comes as soon as this one ended (a coordinator whose connection broke
+/// mid-run has lost this relay's hosts anyway).
+const RELAY_RELEASE_AFTER: Duration = Duration::from_millis(500);
+
+/// A relay's group goes with the coordinator that made it (issue 46): once the connection that
+/// owns this agent has been closed for [`RELAY_RELEASE_AFTER`] while no step runs, the relay
+/// lets its agents go — they serve other coordinators again at once — instead of keeping its
+/// claims on them until its delegations end (agents started by hand outlive the run). Ends
+/// with the agent (its owner's slot gone).
+async fn release_relay(
+    owner: std::sync::Weak<std::sync::Mutex<Option<Owner>>>,
+    relay: Arc<dyn relay::RelayHandler>,
+    audit: Arc<audit::Audit>,
+) {
+    let mut gone_since: Option<tokio::time::Instant> = None;
+    loop {
+        tokio::time::sleep(RELAY_RELEASE_AFTER / 2).await;
+        let Some(owner) = owner.upgrade() else { return };
+        let gone = match owner.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            Some(o) => o.connection.upgrade().is_none_or(|c| c.peer_closed()),
+            None => true,
+        };
+        if !(gone && relay.joined() && !relay.running()) {
+            gone_since = None;
+            continue;
+        }
+        if gone_since.get_or_insert_with(tokio::time::Instant::now).elapsed() >= RELAY_RELEASE_AFTER {
+            relay.leave();
+            audit.note("the coordinator that made this agent a relay is gone: its group's agents are let go", None);
+            gone_since = None;
         }
     }
 }

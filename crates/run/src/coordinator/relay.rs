@@ -61,6 +61,9 @@ struct Group {
     not_after_unix: u64,
     /// The relay's [`Relay::epoch`] when it was made: a `leave` after it ends it.
     epoch: u64,
+    /// What the task keeping the claims pings (it holds them weakly): the group gone, their
+    /// connections close at once and the agents are free for another coordinator.
+    pinged: Arc<Vec<client::Client>>,
 }
 
 impl Group {
@@ -158,6 +161,16 @@ impl RelayHandler for Relay {
             )));
         }
         let epoch = self.epoch.load(Ordering::Acquire);
+        // A group an earlier coordinator left (its `leave` clears it once nothing runs): its
+        // connections close before the agents are dialled again, or they would refuse this
+        // relay's new certificate as still in use by its old one.
+        if let Ok(mut g) = self.group.try_lock()
+            && g.as_ref().is_some_and(|g| g.epoch < epoch)
+        {
+            *g = None;
+            drop(g);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         let (configs, ends): (Vec<ClientConfig>, Vec<u64>) =
             req.children.iter().map(|c| child_config(&req, c)).collect::<Result<Vec<_>, _>>()?.into_iter().unzip();
         let groups = req
@@ -185,6 +198,7 @@ impl RelayHandler for Relay {
             run_key: req.run_key,
             not_after_unix: ends.into_iter().min().unwrap_or(0),
             epoch,
+            pinged: Arc::default(),
         };
         let mut hosts = Vec::new();
         for ((c, call), groups) in req.children.iter().zip(calls).zip(groups) {
@@ -221,15 +235,16 @@ impl RelayHandler for Relay {
         group.epoch = epoch;
         // The relay keeps its claim on its agents between steps, as a coordinator does on its
         // own (an agent lets an owner silent for its claim expiry go), until the group goes.
-        let clients: Vec<_> = group.remotes.iter().map(|r| r.client.clone()).collect();
-        let (epochs, until) = (self.epoch.clone(), group.not_after_unix);
+        group.pinged = Arc::new(group.remotes.iter().map(|r| r.client.clone()).collect());
+        let (epochs, until, clients) = (self.epoch.clone(), group.not_after_unix, Arc::downgrade(&group.pinged));
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(CLAIM_KEEPING).await;
                 if epochs.load(Ordering::Acquire) != epoch || iocurve_net::unix_s() > until {
                     break;
                 }
-                for c in &clients {
+                let Some(clients) = clients.upgrade() else { break };
+                for c in clients.iter() {
                     let mut c = c.clone();
                     let _ = tokio::time::timeout(Duration::from_secs(5), c.ping(pb::PingRequest {})).await;
                 }
