@@ -87,6 +87,11 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         if metrics.is_some() {
             return Err(CliError::Usage("--simulate serves no live metrics: drop --metrics".into()));
         }
+        if n == 0 && args.simulate_relays.is_none() {
+            return Err(CliError::Usage(
+                "--simulate 0 serves relays alone: give --simulate-relays M (and --simulate-ca-key), or simulate 1 or more agents".into(),
+            ));
+        }
         let own = match &args.simulate_ca_key {
             Some(key) => Some(crate::simulate::OwnCredentials::read(
                 key,

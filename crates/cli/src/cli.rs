@@ -1051,7 +1051,9 @@ pub struct AgentArgs {
     /// steps of one block size on one target only: a rate, a replay, workloads at once,
     /// verification, --write-iolog, faults, trims, block-size mixes, think time, several
     /// targets, preconditioning and verification passes are refused.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=8192), conflicts_with = "launched")]
+    /// (0 with --simulate-relays: the relays alone, the agents served by another process: one
+    /// process holds at most its open-file limit of connections.)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=8192), conflicts_with = "launched")]
     pub simulate: Option<u32>,
     /// Serve as a relay (issue 46; docs/relays.md): a coordinator may make this agent the relay
     /// of a group of agents for one run, which it then drives (targets, steps, stops) under the

@@ -533,6 +533,7 @@ fn open_one(
             return Err(hide(TargetError::Input(format!("target {asked} does not exist"))));
         }
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return create_scratch_target(path, opts, group, sizing),
+        Err(e) if out_of_room(&e) => return Err(host_limit(&asked, e)),
         Err(e) => return Err(hide(open_error(path, opts, e))),
     };
     let probe_meta = probe.metadata().map_err(|e| hide(open_error(path, opts, e)))?;
@@ -758,6 +759,21 @@ fn open_error(path: &Path, opts: &OpenOptions, e: std::io::Error) -> TargetError
     TargetError::Input(format!("cannot open target {} for {mode}: {e}{hint}", path.display()))
 }
 
+/// The process ran out of descriptors or memory: nothing about the path, which a confined
+/// agent may then say (it was the agent at its limit, not a target outside its list).
+fn out_of_room(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM))
+}
+
+fn host_limit(asked: &str, e: std::io::Error) -> TargetError {
+    TargetError::io(
+        format!(
+            "cannot open target {asked}: this host is at its limit (raise the agent's open-file limit, `ulimit -n`)"
+        ),
+        e,
+    )
+}
+
 /// Creates, sizes and (unless preconditioning follows) fills a scratch file for `path`,
 /// keeping its descriptor and directory for the whole run.
 fn create_scratch_target(
@@ -779,6 +795,9 @@ fn create_scratch_target(
     };
     let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
     let dir_fd = scratch::open_dir(dir).map_err(|e| {
+        if out_of_room(&e) {
+            return host_limit(&asked, e);
+        }
         hide(TargetError::Input(format!(
             "target {asked} does not exist and cannot be created as a scratch file: directory {}: {e}",
             dir.display()
