@@ -92,6 +92,11 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
                 "--simulate 0 serves relays alone: give --simulate-relays M (and --simulate-ca-key), or simulate 1 or more agents".into(),
             ));
         }
+        if args.simulate_ca_key.is_some() && cfg.listen.port() == 0 {
+            return Err(CliError::Usage(
+                "--simulate-ca-key puts every simulated host on --listen's port, each at its own address: give a port (e.g. 127.0.0.1:21000), not 0".into(),
+            ));
+        }
         let own = match &args.simulate_ca_key {
             Some(key) => Some(crate::simulate::OwnCredentials::read(
                 key,

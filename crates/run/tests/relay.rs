@@ -368,13 +368,16 @@ fn what_a_relay_cannot_do_is_refused_by_name() {
         let opened = client::targets(&mut again, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
         assert_eq!(opened[0].as_ref().map(Vec::len), Ok(2), "{opened:?}");
         // Another coordinator (another certificate of the CA) that takes the relay once the
-        // first is gone finds no group of the first's to drive: it serves as an agent, with no
-        // targets of its own.
+        // first is gone finds no group of the first's to drive: the relay let it go, and says so
+        // to a call of its run (another run's it serves as an agent, with no targets of its own).
         drop(again);
         tokio::time::sleep(Duration::from_millis(300)).await;
         let intruder = ClientConfig { identity: Some(creds.for_relay("another").unwrap()), ..coordinator(&creds) };
         let mut other = vec![client::connect(&_relay.addr, &intruder, 4).await.unwrap()];
-        let e = client::targets(&mut other, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap_err();
+        // (Unavailable: a loss of its hosts, not a refusal of the run.)
+        let lost = client::targets(&mut other, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
+        assert!(matches!(&lost[..], [Err(e)] if e.contains("this relay let its group go")), "{lost:?}");
+        let e = client::targets(&mut other, &none, 1 << 20, false, false, RUN_KEY + 1, &stop).await.unwrap_err();
         assert!(e.to_string().contains("names no target groups"), "{e}");
     });
 }

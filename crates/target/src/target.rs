@@ -709,6 +709,7 @@ fn open_exclusive_retrying(
                 }
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
+            Err(e) if out_of_room(&e) => return Err(host_limit(&path.display().to_string(), e)),
             Err(e) => return Err(open_error(path, opts, e)),
         }
     }
@@ -766,12 +767,12 @@ fn out_of_room(e: &std::io::Error) -> bool {
 }
 
 fn host_limit(asked: &str, e: std::io::Error) -> TargetError {
-    TargetError::io(
-        format!(
-            "cannot open target {asked}: this host is at its limit (raise the agent's open-file limit, `ulimit -n`)"
-        ),
-        e,
-    )
+    let raise = match e.raw_os_error() {
+        Some(libc::EMFILE) => "raise the process's open-file limit, `ulimit -n`",
+        Some(libc::ENFILE) => "the whole system's open files are at their limit, fs.file-max",
+        _ => "the host is out of memory",
+    };
+    TargetError::io(format!("cannot open target {asked}: this host is at its limit ({raise})"), e)
 }
 
 /// Creates, sizes and (unless preconditioning follows) fills a scratch file for `path`,

@@ -7,11 +7,12 @@ use serde_json::Value;
 
 /// Requests completed and 512-byte sectors moved by a block device so far: (reads, sectors
 /// read, writes, sectors written).
-fn counters(dev: &std::path::Path) -> [u64; 4] {
+/// A device's reads, sectors read, writes, sectors written, and reads merged into others.
+fn counters(dev: &std::path::Path) -> [u64; 5] {
     let name = dev.file_name().unwrap().to_string_lossy();
     let stat = std::fs::read_to_string(format!("/sys/block/{name}/stat")).unwrap();
     let f: Vec<u64> = stat.split_whitespace().map(|x| x.parse().unwrap()).collect();
-    [f[0], f[2], f[4], f[6]]
+    [f[0], f[2], f[4], f[6], f[1]]
 }
 
 /// A second loop device over `backing`: another path to the same LUN, detached on drop.
@@ -67,15 +68,19 @@ fn per_target_figures_add_up_to_the_step_and_match_each_devices_counters() {
     for (t, (before, after)) in targets.iter().zip([(a0, a1), (b0, b1)]) {
         assert_eq!(f(&t["read_kib"]), 4.0);
         // The device counted every read iocurve counted, at 4 KiB (8 sectors), and those still
-        // in flight when the step ended (at most the step's 8).
+        // in flight when the step ended (at most the step's 8). The block layer merges the odd
+        // two adjacent random reads into one request (a full run of 2398405 had 351,096 sectors
+        // for fewer than 8 per read): a merged read is still one of iocurve's.
         let (reads, sectors) = (after[0] - before[0], after[1] - before[1]);
+        let issued = reads + (after[4] - before[4]);
         let counted = (f(&t["iops"]) * secs).round() as u64;
-        assert!(reads >= counted && reads <= counted + 8, "{}: device {reads}, counted {counted}", t["target"]);
-        assert_eq!(sectors, reads * 8);
+        assert!(issued >= counted && issued <= counted + 8, "{}: device {issued}, counted {counted}", t["target"]);
+        assert_eq!(sectors, issued * 8);
         // What iocurve read off /proc/diskstats over the measured intervals is within the
         // device's own count, at the size the device saw.
         let dev = &t["device"];
-        assert_eq!(f(&dev["read_request_kib"]), 4.0, "{t}");
+        // (4 KiB each, but for the odd two merged into one request of 8.)
+        assert!((f(&dev["read_request_kib"]) - 4.0).abs() < 0.01, "{t}");
         let seen = (f(&dev["requests_per_s"]) * secs).round() as u64;
         // Read at the boundaries by the step's coordination when it wakes, a little off the I/O
         // threads' own: a loop device on a page-cached file does over 100'000 reads a second
@@ -84,7 +89,7 @@ fn per_target_figures_add_up_to_the_step_and_match_each_devices_counters() {
         // sectors taken for requests or a count taken twice are far off that.
         let late = (counted as f64 / secs * 0.05) as u64;
         assert!(
-            seen <= reads && seen.abs_diff(counted) <= 8 + late,
+            seen <= reads && seen.abs_diff(counted) <= 8 + late + (issued - reads),
             "{}: seen {seen}, device {reads}, counted {counted}",
             t["target"]
         );

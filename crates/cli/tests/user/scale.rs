@@ -28,8 +28,17 @@ impl Simulated {
     fn start_with(dir: &std::path::Path, certs: &std::path::Path, n: u32, relays: Option<u32>) -> Simulated {
         let st = dir.join("st");
         std::fs::create_dir(&st).unwrap();
+        // Hosts of their own all listen on one port, each at its own address (port 0 is
+        // refused there): one free now.
+        let listen = match relays {
+            Some(_) => format!(
+                "127.0.0.1:{}",
+                std::net::TcpListener::bind("127.1.0.1:0").unwrap().local_addr().unwrap().port()
+            ),
+            None => "127.0.0.1:0".into(),
+        };
         let mut cmd = Command::new(bin());
-        cmd.args(["agent", "--simulate", &n.to_string(), "--listen", "127.0.0.1:0", "--token-file"])
+        cmd.args(["agent", "--simulate", &n.to_string(), "--listen", &listen, "--token-file"])
             .arg(certs.join("token"))
             .args(["--tls-cert"])
             .arg(certs.join("agent.pem"))

@@ -362,6 +362,17 @@ impl Service {
         self.relay.as_ref().filter(|r| r.joined())
     }
 
+    /// A call of a run whose group this relay let go (its coordinator's connection had
+    /// closed): its hosts are lost to that run, said as such, not served as an agent's call.
+    fn check_let_go(&self, run_key: u32) -> Result<(), Status> {
+        if self.relay.as_ref().is_some_and(|r| r.let_go(run_key)) {
+            return Err(Status::unavailable(
+                "this relay let its group go (its coordinator's connection had closed with no step running): its hosts are lost to this run",
+            ));
+        }
+        Ok(())
+    }
+
     /// A step of a relay's group: the handler starts it on the children and sends their merged
     /// events; this agent counts as busy until the last of them is sent. A coordinator that
     /// drops the stream stops the group's step, as it stops an agent's.
@@ -843,9 +854,25 @@ impl Agent for Service {
         // for other hosts between its calls still holds this agent.
         if let Some(ticket) = listen::ticket_of(&req)
             && let Some(o) = self.owner.lock().unwrap_or_else(|e| e.into_inner()).as_mut()
-            && o.connection.upgrade().is_some_and(|c| Arc::ptr_eq(&c, &ticket))
         {
-            o.last_act = std::time::Instant::now();
+            let live = o.connection.upgrade();
+            if live.as_ref().is_some_and(|c| Arc::ptr_eq(c, &ticket)) {
+                o.last_act = std::time::Instant::now();
+            } else if self.joined_relay().is_some()
+                && live.is_none_or(|c| c.peer_closed())
+                && o.run.is_none()
+                && req.extensions().get::<Delegated>().is_none()
+                && o.identity.is_some()
+                && o.identity == audit::Peer::of(&req).identity
+            {
+                // The coordinator that made this agent a relay, on a new connection (its channel
+                // reconnected between steps, and pings first): it keeps its group, which the
+                // relay would let go half a second after the old connection closed.
+                (o.connection, o.peer) = (Arc::downgrade(&ticket), ticket.peer());
+                o.last_act = std::time::Instant::now();
+                self.audit
+                    .note("the coordinator owning this relay pinged on a new connection", Some(&audit::Peer::of(&req)));
+            }
         }
         let agent_unix_ns = self.simulated.as_ref().map_or_else(unix_ns, simulate::Simulated::now);
         Ok(Response::new(pb::PingReply { agent_unix_ns }))
@@ -853,6 +880,7 @@ impl Agent for Service {
 
     async fn targets(&self, req: Request<pb::TargetsRequest>) -> Result<Response<pb::TargetsReply>, Status> {
         // Checked before the trail records it: a malformed request is refused without a line.
+        self.check_let_go(req.get_ref().run_key)?;
         self.check_groups(&req.get_ref().groups)?;
         let call = self.claim(
             &req,
@@ -1104,6 +1132,7 @@ impl Agent for Service {
     async fn run_step(&self, req: Request<pb::StepRequest>) -> Result<Response<Self::RunStepStream>, Status> {
         let received_unix_ns = unix_ns();
         let detail = format!("{} workers; {}", req.get_ref().workers, targets_detail(&req.get_ref().groups, false));
+        self.check_let_go(req.get_ref().run_key)?;
         self.check_groups(&req.get_ref().groups)?;
         if let Some(d) = req.extensions().get::<Delegated>()
             && req.get_ref().start_at_unix_ns.max(0) as u64 / 1_000_000_000 > d.not_after_unix
@@ -1441,10 +1470,10 @@ async fn release_relay(
     loop {
         tokio::time::sleep(RELAY_RELEASE_AFTER / 2).await;
         let Some(owner) = owner.upgrade() else { return };
-        let gone = match owner.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            Some(o) => o.connection.upgrade().is_none_or(|c| c.peer_closed()),
-            None => true,
-        };
+        // Held through the check and the leave: a claim between them (a new connection's)
+        // would otherwise be undone (a claim takes the owner's lock, then the relay's).
+        let o = owner.lock().unwrap_or_else(|e| e.into_inner());
+        let gone = o.as_ref().is_none_or(|o| o.connection.upgrade().is_none_or(|c| c.peer_closed()));
         if !(gone && relay.joined() && !relay.running()) {
             gone_since = None;
             continue;
@@ -1454,6 +1483,7 @@ async fn release_relay(
             audit.note("the coordinator that made this agent a relay is gone: its group's agents are let go", None);
             gone_since = None;
         }
+        drop(o);
     }
 }
 

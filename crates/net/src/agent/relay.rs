@@ -28,6 +28,9 @@ pub trait RelayHandler: Send + Sync {
     fn leave(&self);
     /// A step of the group runs.
     fn running(&self) -> bool;
+    /// Whether the group this relay let go last (and has not replaced) was for run `run_key`:
+    /// that run's calls are answered "unavailable" (its hosts lost), not as an agent's.
+    fn let_go(&self, run_key: u32) -> bool;
     /// `Targets` on every child, each with its own groups: their facts in the children's
     /// order, each child's after the one before (a step's intervals name them so).
     async fn targets(&self, req: pb::TargetsRequest) -> Result<pb::TargetsReply, Status>;

@@ -93,6 +93,12 @@ pub struct Relay {
     running: Arc<std::sync::Mutex<Option<Running>>>,
     /// Counts the `leave`s: a group made before one is gone.
     epoch: Arc<std::sync::atomic::AtomicU64>,
+    /// Wakes the task keeping a group's claims when its group goes: its connections close at
+    /// once, not at its next round.
+    left: Arc<tokio::sync::Notify>,
+    /// The run key of the group this relay has (+1; 0: none), and of the one it let go last.
+    run: std::sync::atomic::AtomicU64,
+    left_run: std::sync::atomic::AtomicU64,
 }
 
 impl Relay {
@@ -161,14 +167,16 @@ impl RelayHandler for Relay {
             )));
         }
         let epoch = self.epoch.load(Ordering::Acquire);
-        // A group an earlier coordinator left (its `leave` clears it once nothing runs): its
-        // connections close before the agents are dialled again, or they would refuse this
-        // relay's new certificate as still in use by its old one.
+        // The group this relay has (an earlier coordinator's, or this one's before it
+        // reconnected: a new grant replaces it) goes first, while no step runs: its connections
+        // close before the agents are dialled again, or they would refuse the new certificate
+        // as still in use by the old one.
         if let Ok(mut g) = self.group.try_lock()
-            && g.as_ref().is_some_and(|g| g.epoch < epoch)
+            && g.is_some()
         {
             *g = None;
             drop(g);
+            self.left.notify_waiters();
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let (configs, ends): (Vec<ClientConfig>, Vec<u64>) =
@@ -237,19 +245,32 @@ impl RelayHandler for Relay {
         // own (an agent lets an owner silent for its claim expiry go), until the group goes.
         group.pinged = Arc::new(group.remotes.iter().map(|r| r.client.clone()).collect());
         let (epochs, until, clients) = (self.epoch.clone(), group.not_after_unix, Arc::downgrade(&group.pinged));
+        let left = self.left.clone();
         tokio::spawn(async move {
             loop {
-                tokio::time::sleep(CLAIM_KEEPING).await;
+                // Woken when a group goes: this one's gone, its clients go now.
+                tokio::select! {
+                    _ = tokio::time::sleep(CLAIM_KEEPING) => {}
+                    _ = left.notified() => {}
+                }
                 if epochs.load(Ordering::Acquire) != epoch || iocurve_net::unix_s() > until {
                     break;
                 }
                 let Some(clients) = clients.upgrade() else { break };
-                for c in clients.iter() {
-                    let mut c = c.clone();
-                    let _ = tokio::time::timeout(Duration::from_secs(5), c.ping(pb::PingRequest {})).await;
+                let round = async {
+                    for c in clients.iter() {
+                        let mut c = c.clone();
+                        let _ = tokio::time::timeout(Duration::from_secs(5), c.ping(pb::PingRequest {})).await;
+                    }
+                };
+                tokio::select! {
+                    _ = round => {}
+                    _ = left.notified() => {}
                 }
             }
         });
+        self.run.store(u64::from(group.run_key) + 1, Ordering::Release);
+        self.left_run.store(0, Ordering::Release);
         *slot = Some(group);
         self.joined.store(true, Ordering::Release);
         // A leave between the epoch's change and now: it cleared nothing of this group yet.
@@ -267,16 +288,23 @@ impl RelayHandler for Relay {
 
     fn leave(&self) {
         self.joined.store(false, Ordering::Release);
+        self.left_run.store(self.run.swap(0, Ordering::AcqRel), Ordering::Release);
         let before = self.epoch.fetch_add(1, Ordering::AcqRel);
         self.stop();
         // Once a step still running ends (it was told to stop): its connections go with it.
-        let group = self.group.clone();
+        let (group, left) = (self.group.clone(), self.left.clone());
         tokio::spawn(async move {
             let mut g = group.lock().await;
             if g.as_ref().is_some_and(|g| g.epoch <= before) {
                 *g = None;
             }
+            drop(g);
+            left.notify_waiters();
         });
+    }
+
+    fn let_go(&self, run_key: u32) -> bool {
+        !self.joined() && self.left_run.load(Ordering::Acquire) == u64::from(run_key) + 1
     }
 
     fn running(&self) -> bool {
