@@ -361,21 +361,40 @@ fn what_a_relay_cannot_do_is_refused_by_name() {
         assert_eq!(m.merged.hosts, 2);
 
         // Its coordinator on a new connection (a channel that reconnected, the same certificate)
-        // keeps its group.
+        // keeps its group — at once: the relay lets a group go half a second after its
+        // coordinator's connection closed (the old one's end reaches the relay within a few ms;
+        // until then it is still the owner's, "in use").
         drop(remotes);
-        tokio::time::sleep(Duration::from_millis(300)).await;
         let mut again = vec![client::connect(&_relay.addr, &coordinator(&creds), 4).await.unwrap()];
-        let opened = client::targets(&mut again, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
+        let mut opened = Vec::new();
+        for _ in 0..20 {
+            opened = client::targets(&mut again, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
+            if !matches!(&opened[..], [Err(e)] if e.contains("in use")) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         assert_eq!(opened[0].as_ref().map(Vec::len), Ok(2), "{opened:?}");
         // Another coordinator (another certificate of the CA) that takes the relay once the
         // first is gone finds no group of the first's to drive: the relay let it go, and says so
         // to a call of its run (another run's it serves as an agent, with no targets of its own).
         drop(again);
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
         let intruder = ClientConfig { identity: Some(creds.for_relay("another").unwrap()), ..coordinator(&creds) };
         let mut other = vec![client::connect(&_relay.addr, &intruder, 4).await.unwrap()];
-        // (Unavailable: a loss of its hosts, not a refusal of the run.)
-        let lost = client::targets(&mut other, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
+        // (Unavailable: a loss of its hosts, not a refusal of the run.) Either the relay let the
+        // group go already (half a second after), or the intruder's own call took the relay from
+        // the gone owner and was answered as an agent's: its next call hears the group was let go.
+        let mut lost = Vec::new();
+        for _ in 0..2 {
+            match client::targets(&mut other, &none, 1 << 20, false, false, RUN_KEY, &stop).await {
+                Ok(l) => {
+                    lost = l;
+                    break;
+                }
+                Err(e) => assert!(e.to_string().contains("names no target groups"), "{e}"),
+            }
+        }
         assert!(matches!(&lost[..], [Err(e)] if e.contains("this relay let its group go")), "{lost:?}");
         let e = client::targets(&mut other, &none, 1 << 20, false, false, RUN_KEY + 1, &stop).await.unwrap_err();
         assert!(e.to_string().contains("names no target groups"), "{e}");

@@ -367,7 +367,7 @@ impl Service {
     fn check_let_go(&self, run_key: u32) -> Result<(), Status> {
         if self.relay.as_ref().is_some_and(|r| r.let_go(run_key)) {
             return Err(Status::unavailable(
-                "this relay let its group go (its coordinator's connection had closed with no step running): its hosts are lost to this run",
+                "this relay let its group go (its coordinator's connection had closed with no step running, or another coordinator took it): its hosts are lost to this run",
             ));
         }
         Ok(())
@@ -854,25 +854,9 @@ impl Agent for Service {
         // for other hosts between its calls still holds this agent.
         if let Some(ticket) = listen::ticket_of(&req)
             && let Some(o) = self.owner.lock().unwrap_or_else(|e| e.into_inner()).as_mut()
+            && o.connection.upgrade().is_some_and(|c| Arc::ptr_eq(&c, &ticket))
         {
-            let live = o.connection.upgrade();
-            if live.as_ref().is_some_and(|c| Arc::ptr_eq(c, &ticket)) {
-                o.last_act = std::time::Instant::now();
-            } else if self.joined_relay().is_some()
-                && live.is_none_or(|c| c.peer_closed())
-                && o.run.is_none()
-                && req.extensions().get::<Delegated>().is_none()
-                && o.identity.is_some()
-                && o.identity == audit::Peer::of(&req).identity
-            {
-                // The coordinator that made this agent a relay, on a new connection (its channel
-                // reconnected between steps, and pings first): it keeps its group, which the
-                // relay would let go half a second after the old connection closed.
-                (o.connection, o.peer) = (Arc::downgrade(&ticket), ticket.peer());
-                o.last_act = std::time::Instant::now();
-                self.audit
-                    .note("the coordinator owning this relay pinged on a new connection", Some(&audit::Peer::of(&req)));
-            }
+            o.last_act = std::time::Instant::now();
         }
         let agent_unix_ns = self.simulated.as_ref().map_or_else(unix_ns, simulate::Simulated::now);
         Ok(Response::new(pb::PingReply { agent_unix_ns }))

@@ -166,19 +166,6 @@ impl RelayHandler for Relay {
                 req.children.len()
             )));
         }
-        let epoch = self.epoch.load(Ordering::Acquire);
-        // The group this relay has (an earlier coordinator's, or this one's before it
-        // reconnected: a new grant replaces it) goes first, while no step runs: its connections
-        // close before the agents are dialled again, or they would refuse the new certificate
-        // as still in use by the old one.
-        if let Ok(mut g) = self.group.try_lock()
-            && g.is_some()
-        {
-            *g = None;
-            drop(g);
-            self.left.notify_waiters();
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
         let (configs, ends): (Vec<ClientConfig>, Vec<u64>) =
             req.children.iter().map(|c| child_config(&req, c)).collect::<Result<Vec<_>, _>>()?.into_iter().unzip();
         let groups = req
@@ -189,6 +176,21 @@ impl RelayHandler for Relay {
                     .map_err(|e| bad(format!("agent {}: its target groups: {}", c.address, e.message())))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        // The request is sound: the group this relay has (an earlier coordinator's, or this
+        // one's before a new grant) goes, while no step runs — the relay is no group's until
+        // the new one is made — and its connections close before the agents are dialled again,
+        // or they would refuse the new certificate as still in use by the old one.
+        if let Ok(mut g) = self.group.try_lock()
+            && g.is_some()
+        {
+            self.joined.store(false, Ordering::Release);
+            self.run.store(0, Ordering::Release);
+            *g = None;
+            drop(g);
+            self.left.notify_waiters();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let epoch = self.epoch.load(Ordering::Acquire);
         let calls: Vec<_> = req
             .children
             .iter()
@@ -253,6 +255,10 @@ impl RelayHandler for Relay {
                     _ = tokio::time::sleep(CLAIM_KEEPING) => {}
                     _ = left.notified() => {}
                 }
+                // Listening before the checks: a group dropped after them still wakes the round.
+                let woken = left.notified();
+                tokio::pin!(woken);
+                woken.as_mut().enable();
                 if epochs.load(Ordering::Acquire) != epoch || iocurve_net::unix_s() > until {
                     break;
                 }
@@ -265,7 +271,7 @@ impl RelayHandler for Relay {
                 };
                 tokio::select! {
                     _ = round => {}
-                    _ = left.notified() => {}
+                    _ = woken => {}
                 }
             }
         });
