@@ -74,7 +74,9 @@ fn real_file_both_backends_count_and_mix_correctly() {
         let timing = ["--warmup-s", "0.2", "--intervals", "2", "--interval-s", "1", "--backend", backend];
         let r = run_json_on_shared_disk(dir.path(), &args(&run, &timing));
         assert_eq!(r["host"]["backend"], backend);
-        check_steps(&r, 8192);
+        // Little's law within 20 %: a real file on the shared disk, beside the other lanes,
+        // stretched the I/Os straddling an interval's edges to 12 % in a full run of f794c98.
+        check_steps_within(&r, 8192, 0.20);
         let (mut reads, mut total) = (0u64, 0u64);
         for s in steps(&r, 0) {
             reads += s["read"]["ops"].as_u64().unwrap();
