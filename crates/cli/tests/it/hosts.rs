@@ -1,6 +1,6 @@
 //! Uneven hosts and host-count sweeps (issue 41) on agents in network namespaces: every I/O
-//! takes 2 ms more (a latency fault), so by Little's law each host keeps `IOPS × mean latency`
-//! I/Os in flight — the workers it was given — whatever the machine's speed.
+//! takes some milliseconds more (a latency fault), so by Little's law each host keeps
+//! `IOPS × mean latency` I/Os in flight — the workers it was given — whatever the machine's speed.
 
 use iocurve_testkit::cluster::*;
 use iocurve_testkit::*;
@@ -28,8 +28,8 @@ fn a_host_sweep_over_uneven_hosts_runs_each_count_and_each_share() {
         agents.push(a);
     }
     text.push_str(
-        "[[workloads]]\nname = \"sweep\"\nread_pct = 100\nramp = [2, 4]\nhost_ramp = [1, 2]\nwarmup_s = 0.2\nintervals = 2\ninterval_s = 0.5\n\
-         [[faults]]\nkind = \"latency\"\nlatency_ms = 2\n",
+        "[[workloads]]\nname = \"sweep\"\nread_pct = 100\nramp = [2, 4]\nhost_ramp = [1, 2]\nwarmup_s = 0.2\nintervals = 2\ninterval_s = 1\n\
+         [[faults]]\nkind = \"latency\"\nlatency_ms = 5\n",
     );
     std::fs::write(dir.path().join("plan.toml"), text).unwrap();
     let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--json", "r.json"]).output().unwrap();
@@ -65,7 +65,10 @@ fn a_host_sweep_over_uneven_hosts_runs_each_count_and_each_share() {
     let sweep = &r["workloads"][0]["host_sweep"];
     assert_eq!(sweep["host_counts"], serde_json::json!([1, 2]));
     let two = &sweep["by_hosts"][1];
-    assert_eq!(two["maximum"]["workers"].as_u64(), Some(4));
+    // 5 ms a request and 1 s intervals: a scheduling stall of a loaded machine (which spread
+    // 2 intervals of 0.5 s at 2 ms by more than the noise cap, leaving the maximum undecided)
+    // is a small share of an interval.
+    assert_eq!(two["maximum"]["workers"].as_u64(), Some(4), "{two}");
     // Two hosts' links of one 32G FC each: 6'400 MB/s.
     assert_eq!(f(&two["link_ceiling_mbps"]), 6400.0, "{two}");
     // Linear scaling counts the hosts by what they ran (b is half a host): 6 workers on 2

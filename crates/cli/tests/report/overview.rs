@@ -116,8 +116,21 @@ fn a_block_size_sweep_opens_with_its_overview_and_matrices() {
     // mixed and write curves together.
     let drawn = b.eval(DRAWN);
     let kinds: Vec<&str> = drawn.as_array().unwrap().iter().map(|d| d["chart"].as_str().unwrap()).collect();
+    // The block-size chart's first curve (reads) has a point where a read's maximum is decided.
+    // Two intervals of 0.3 s on a loaded machine may spread by more than the noise cap, and
+    // then both the matrix and the chart leave that maximum out (the matrix says undecided).
+    let decided = |name: &str| {
+        let w = result["workloads"].as_array().unwrap().iter().find(|w| w["name"] == name).unwrap();
+        !w["maximum"].is_null()
+    };
+    let read_points = decided("backend-read-4k") || decided("backend-read-8k");
     for d in drawn.as_array().unwrap() {
-        assert!(d["pixels"].as_u64().unwrap() >= 20, "drawn: {d}");
+        let pixels = d["pixels"].as_u64().unwrap();
+        if d["chart"] == "blocksize" && !read_points {
+            assert_eq!(pixels, 0, "no read maximum decided, none drawn: {d}");
+        } else {
+            assert!(pixels >= 20, "drawn: {d}");
+        }
     }
     assert_eq!(kinds.iter().filter(|k| **k == "blocksize").count(), 1, "{kinds:?}");
     assert_eq!(kinds.iter().filter(|k| **k == "blocksize-latency").count(), 1, "{kinds:?}");
