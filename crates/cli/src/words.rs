@@ -5,6 +5,30 @@ use iocurve_plan::format_size;
 use iocurve_report::format;
 use iocurve_run::RunEvent;
 
+/// The agents a run started (`--launch`) and stopped.
+fn launch(event: &RunEvent) -> String {
+    match event {
+        RunEvent::AgentsLaunched { launched, hosts, method, seconds, copy, slowest, slowest_s, lifetime_s } => {
+            let hours = lifetime_s / 3600.0;
+            let valid = if hours >= 1.0 {
+                format!("{hours:.3} h").replace(".000 h", " h")
+            } else {
+                format!("{:.0} min", hours * 60.0)
+            };
+            format!(
+                "launched {launched} of {hosts} agents over {method} in {seconds:.2} s ({copy}; slowest {slowest} {slowest_s:.2} s); credentials for this run only, valid until it ends, at most {valid}"
+            )
+        }
+        RunEvent::AgentsStopped { count, relays } => {
+            let plural = |n: usize| if n == 1 { "" } else { "s" };
+            let relays = if *relays > 0 { format!(" and {relays} relay{}", plural(*relays)) } else { String::new() };
+            format!("stopped {count} agent{}{relays}", plural(*count))
+        }
+        // `words` hands this function only the two above.
+        _ => String::new(),
+    }
+}
+
 /// The lines `event` reads as, in order.
 pub fn words(event: &RunEvent) -> Vec<String> {
     use RunEvent as E;
@@ -44,18 +68,7 @@ pub fn words(event: &RunEvent) -> Vec<String> {
                 ids.join(", ")
             )]
         }
-        E::AgentsLaunched { launched, hosts, method, seconds, copy, slowest, slowest_s, lifetime_s } => {
-            let hours = lifetime_s / 3600.0;
-            let valid = if hours >= 1.0 {
-                format!("{hours:.3} h").replace(".000 h", " h")
-            } else {
-                format!("{:.0} min", hours * 60.0)
-            };
-            vec![format!(
-                "launched {launched} of {hosts} agents over {method} in {seconds:.2} s ({copy}; slowest {slowest} {slowest_s:.2} s); credentials for this run only, valid until it ends, at most {valid}"
-            )]
-        }
-        E::AgentsStopped { count } => vec![format!("stopped {count} agent{}", if *count == 1 { "" } else { "s" })],
+        E::AgentsLaunched { .. } | E::AgentsStopped { .. } => vec![launch(event)],
         E::WaitingForAgents { seconds, missing, total } => {
             vec![format!(
                 "waiting up to {seconds:.0} s for {missing} of {total} agents to come up (--wait-for-agents-s)"
@@ -230,7 +243,9 @@ mod tests {
             }),
             "  t.dat: 1m of 4m (25 %), 1.05 MB/s, ETA 0:03"
         );
-        assert_eq!(one(RunEvent::AgentsStopped { count: 1 }), "stopped 1 agent");
+        assert_eq!(one(RunEvent::AgentsStopped { count: 1, relays: 0 }), "stopped 1 agent");
+        assert_eq!(one(RunEvent::AgentsStopped { count: 4, relays: 2 }), "stopped 4 agents and 2 relays");
+        assert_eq!(one(RunEvent::AgentsStopped { count: 2, relays: 1 }), "stopped 2 agents and 1 relay");
         assert_eq!(
             one(RunEvent::StaleRunsSettled { ids: vec![3, 4] }).split(':').next(),
             Some("runs 3, 4 of this host were still marked running, but their processes are gone")

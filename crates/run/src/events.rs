@@ -46,8 +46,9 @@ pub enum RunEvent {
         /// How long the run's credentials are valid at most.
         lifetime_s: f64,
     },
-    /// The agents started for the run were stopped.
-    AgentsStopped { count: usize },
+    /// The agents started for the run were stopped: `count` the hosts' agents, `relays` the
+    /// groups' relays started beside them (`--relay-every`).
+    AgentsStopped { count: usize, relays: usize },
     /// Waiting for agents that are not up yet (`--wait-for-agents-s`).
     WaitingForAgents { seconds: f64, missing: usize, total: usize },
     /// An agent answered: its host, and its clock against the coordinator's. A relay (issue 46)

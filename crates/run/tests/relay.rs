@@ -149,16 +149,17 @@ fn buckets(h: &iocurve_stats::LatencyHistogram) -> Vec<(u64, u64)> {
 
 /// `n` simulated agents on 127.0.0.2, 127.0.0.3, …, each with its target group.
 fn children(creds: &RunCredentials, dir: &Path, n: u32) -> Vec<(Host, Vec<TargetGroup>)> {
-    (0..n)
-        .map(|k| {
-            let host = format!("127.0.0.{}", k + 2);
-            let d = dir.join(&host);
-            std::fs::create_dir(&d).unwrap();
-            let groups =
-                vec![TargetGroup { name: "t".into(), weight: 1, targets: vec![d.join("t.dat").display().to_string()] }];
-            (agent(creds, &host, &d, Some(k), false), groups)
-        })
-        .collect()
+    (0..n).map(|k| child(creds, dir, k + 2, k)).collect()
+}
+
+/// Simulated agent `k` on 127.0.0.`last`, with its target group.
+fn child(creds: &RunCredentials, dir: &Path, last: u32, k: u32) -> (Host, Vec<TargetGroup>) {
+    let host = format!("127.0.0.{last}");
+    let d = dir.join(&host);
+    std::fs::create_dir(&d).unwrap();
+    let groups =
+        vec![TargetGroup { name: "t".into(), weight: 1, targets: vec![d.join("t.dat").display().to_string()] }];
+    (agent(creds, &host, &d, Some(k), false), groups)
 }
 
 /// The relay agent on `host`, made the relay of `group` (the run's hosts from `first` on) and
@@ -375,10 +376,32 @@ fn what_a_relay_cannot_do_is_refused_by_name() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert_eq!(opened[0].as_ref().map(Vec::len), Ok(2), "{opened:?}");
+        // The next run's coordinator of the same cluster (every coordinator of `certs init`
+        // presents the same client certificate) right after, within the half second: the group
+        // is not its run's, so the relay gives it up and serves the call as an agent's (no
+        // targets of its own); the first run's calls hear that its group was let go.
+        drop(again);
+        let mut next = vec![client::connect(&_relay.addr, &coordinator(&creds), 4).await.unwrap()];
+        let mut served = None;
+        for _ in 0..20 {
+            match client::targets(&mut next, &none, 1 << 20, false, false, RUN_KEY + 1, &stop).await {
+                Ok(l) if matches!(&l[..], [Err(e)] if e.contains("in use")) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await
+                }
+                other => {
+                    served = Some(other);
+                    break;
+                }
+            }
+        }
+        let Some(Err(e)) = served else { panic!("another run's call reached the group: {served:?}") };
+        assert!(e.to_string().contains("names no target groups"), "{e}");
+        let lost = client::targets(&mut next, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
+        assert!(matches!(&lost[..], [Err(e)] if e.contains("this relay let its group go")), "{lost:?}");
+        drop(next);
         // Another coordinator (another certificate of the CA) that takes the relay once the
         // first is gone finds no group of the first's to drive: the relay let it go, and says so
         // to a call of its run (another run's it serves as an agent, with no targets of its own).
-        drop(again);
         tokio::time::sleep(Duration::from_millis(50)).await;
         let intruder = ClientConfig { identity: Some(creds.for_relay("another").unwrap()), ..coordinator(&creds) };
         let mut other = vec![client::connect(&_relay.addr, &intruder, 4).await.unwrap()];
@@ -432,5 +455,93 @@ fn a_child_lost_behind_a_relay_ends_the_run_under_abort() {
         assert!(why.contains(&lost) && why.contains("--on-host-loss abort ends the run"), "{why}");
         assert_eq!(m.losses.len(), 1, "the agent, by its address: {:?}", m.losses);
         assert_eq!(m.losses[0].address, lost);
+    });
+}
+
+/// Agents lost behind a relay before a step: one gone before `Targets` (the relay's reply names
+/// it lost, and its group is one smaller), one gone between `Targets` and the step (the step
+/// runs on the rest, and the relay's note counts its own group as its own, not as the run's).
+#[test]
+fn children_lost_before_a_step_are_said_and_the_step_runs_on_the_rest() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let creds = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut kids = children(&creds, dir.path(), 3);
+        let (_relay, remote, hosts) = relay_of(&creds, dir.path(), "127.0.0.20", &kids).await;
+        assert_eq!(hosts.len(), 3);
+        let (gone_first, gone_next) = (kids[2].0.addr.clone(), kids[1].0.addr.clone());
+        kids[2].0.kill();
+        let stop = AtomicBool::new(false);
+        let mut remotes = vec![remote];
+        let none = vec![Vec::new()];
+        let mut opened = Vec::new();
+        // (The kill reaches the relay's connection to it within moments.)
+        for _ in 0..50 {
+            opened = client::targets(&mut remotes, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
+            if !remotes[0].lost_behind.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(opened[0].as_ref().map(Vec::len), Ok(2), "{opened:?}");
+        let lost: Vec<&str> = remotes[0].lost_behind.iter().map(|l| l.address.as_str()).collect();
+        assert_eq!(lost, [gone_first.as_str()]);
+        assert_eq!(remotes[0].hosts, 2);
+
+        kids[1].0.kill();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let w = workload();
+        let mut spec = spec(&w, &none);
+        spec.planned_hosts = 3;
+        let mut obs = Merged::default();
+        let m = client::run_step(&mut remotes, &spec, &mut obs, &stop).await.expect("the step runs on the rest");
+        assert!(m.lost.is_empty(), "the relay is not lost: {:?}", m.losses);
+        assert_eq!(m.merged.hosts, 1, "{:?}", m.merged.notes);
+        assert_eq!(m.hosts_left, [1]);
+        let losses: Vec<&str> = m.losses.iter().map(|l| l.address.as_str()).collect();
+        assert_eq!(losses, [gone_next.as_str()]);
+        let note = m.merged.notes.iter().find(|(code, _)| code == "host_lost").expect("the lost child is flagged");
+        assert!(
+            note.1.contains(&gone_next)
+                && note
+                    .1
+                    .contains("lost before the step started: the step ran without it (1 of this relay's 2 agents)"),
+            "{note:?}"
+        );
+        assert_eq!(obs.intervals.len(), 3, "every interval of the one left");
+    });
+}
+
+/// Clocks compose: a relay holds its agents to the coordinator's clock (their offset from the
+/// relay plus the relay's from the coordinator), not only to its own. Here the relay is 80 ms
+/// ahead of the coordinator (as measured), its agents 6 ms behind and 30 ms ahead of it: the
+/// second is 110 ms off the coordinator's, past a bound of 100 ms, and is left out of the group.
+#[test]
+fn a_childs_clock_is_held_to_the_coordinators_through_its_relay() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let creds = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        // Simulated agent k's clock is (k - 2) × 3 ms off: -6 ms and +30 ms.
+        let kids = [child(&creds, dir.path(), 2, 0), child(&creds, dir.path(), 3, 12)];
+        let rd = dir.path().join("relay");
+        std::fs::create_dir(&rd).unwrap();
+        let _relay = agent(&creds, "127.0.0.20", &rd, None, true);
+        let mut remote = client::connect(&_relay.addr, &coordinator(&creds), 4).await.unwrap();
+        remote.offset_ns = 80_000_000;
+        let names: Vec<String> = kids.iter().map(|c| iocurve_net::auth::host_of(&c.0.addr).to_string()).collect();
+        let grant = creds.relay_grant("127.0.0.20", &names, RUN_KEY, iocurve_net::unix_s() + 600).unwrap();
+        let list: Vec<(String, Vec<TargetGroup>)> = kids.iter().map(|(h, g)| (h.addr.clone(), g.clone())).collect();
+        let hosts =
+            relay::join(&mut remote, &grant, &creds.ca_pem, &list, RUN_KEY, Duration::from_millis(100)).await.unwrap();
+        assert!(hosts[0].lost.is_empty(), "74 ms off the coordinator's: {:?}", hosts[0].lost);
+        let lost = &hosts[1].lost;
+        assert!(
+            lost.contains(&format!("agent {}'s clock is 1", kids[1].0.addr))
+                && lost.contains("ms ahead of the coordinator's (through this relay), more than --max-skew-ms 100"),
+            "{lost}"
+        );
+        assert_eq!(remote.hosts, 1);
     });
 }

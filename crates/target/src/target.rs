@@ -837,6 +837,9 @@ fn create_scratch_target(
         )));
     }
     let (file, scratch_name) = scratch::create_in(dir_fd, name).map_err(|e| {
+        if out_of_room(&e) {
+            return host_limit(&asked, e);
+        }
         let hint = if e.raw_os_error() == Some(libc::EEXIST) {
             " (a symlink or file appeared under that name; a dangling symlink is never followed)"
         } else {
@@ -1008,6 +1011,28 @@ fn free_space_fd(fd: RawFd) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    /// An agent out of descriptors or memory says so (the tool failed, exit code 1), not that
+    /// the target was bad input: the same whether it opened a target or created a scratch file.
+    #[test]
+    fn a_host_at_its_limit_is_not_bad_input() {
+        for (errno, says) in [
+            (libc::EMFILE, "raise the process's open-file limit, `ulimit -n`"),
+            (libc::ENFILE, "the whole system's open files are at their limit, fs.file-max"),
+            (libc::ENOMEM, "the host is out of memory"),
+        ] {
+            let e = std::io::Error::from_raw_os_error(errno);
+            assert!(super::out_of_room(&e));
+            let told = super::host_limit("/data/t.dat", e);
+            assert!(!told.is_input_error(), "{told}");
+            assert!(
+                told.to_string()
+                    .starts_with(&format!("cannot open target /data/t.dat: this host is at its limit ({says})")),
+                "{told}"
+            );
+        }
+        assert!(!super::out_of_room(&std::io::Error::from_raw_os_error(libc::EEXIST)));
+    }
+
     #[test]
     fn a_chosen_scratch_size_is_a_gib_or_half_the_free_space() {
         assert_eq!(super::auto_scratch_size(None, 1), 1 << 30);

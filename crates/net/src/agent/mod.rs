@@ -503,11 +503,16 @@ impl Service {
                     None => "a coordinator took this agent for its run".into(),
                 };
                 // A group made for an earlier owner is not this one's to drive (its own new
-                // connection, the same certificate, keeps it: a channel that reconnected).
+                // connection, the same certificate, keeps it: a channel that reconnected). Every
+                // coordinator of a `certs init` cluster presents the same client certificate, so
+                // a call that names another run than the group's is another owner's too.
                 let same_owner = owner.as_ref().is_some_and(|o| o.identity.is_some() && o.identity == peer.identity);
+                let same_run = |relay: &Arc<dyn relay::RelayHandler>| {
+                    run_key.is_none_or(|k| relay.group_run().is_none_or(|g| g == k))
+                };
                 if let Some(relay) = &self.relay
                     && relay.joined()
-                    && !same_owner
+                    && !(same_owner && same_run(relay))
                 {
                     relay.leave();
                     self.audit.note("the relay's group of its earlier coordinator is given up", Some(&peer));

@@ -31,6 +31,9 @@ pub trait RelayHandler: Send + Sync {
     /// Whether the group this relay let go last (and has not replaced) was for run `run_key`:
     /// that run's calls are answered "unavailable" (its hosts lost), not as an agent's.
     fn let_go(&self, run_key: u32) -> bool;
+    /// The run key of the group it relays for (None while it is no group's relay): a call of
+    /// another run, even from its coordinator's certificate, is not that group's.
+    fn group_run(&self) -> Option<u32>;
     /// `Targets` on every child, each with its own groups: their facts in the children's
     /// order, each child's after the one before (a step's intervals name them so).
     async fn targets(&self, req: pb::TargetsRequest) -> Result<pb::TargetsReply, Status>;

@@ -48,9 +48,16 @@ pub const SKEW_WARNING: Duration = Duration::from_millis(50);
 /// Judges an agent's clock offset. Only the part the measurement is sure of counts: the true
 /// offset lies within half the round trip of the estimate.
 pub fn check_clock(addr: &str, offset_ns: i64, rtt_ns: i64, max: Duration) -> ClockVerdict {
+    check_clock_against(addr, offset_ns, rtt_ns, max, "this host's")
+}
+
+/// [`check_clock`] against `whose` clock: a relay holds its agents to the coordinator's too
+/// (their offset from the relay plus the relay's from the coordinator, each measurement's
+/// half round trip uncertain).
+pub fn check_clock_against(addr: &str, offset_ns: i64, rtt_ns: i64, max: Duration, whose: &str) -> ClockVerdict {
     let sure = offset_ns.unsigned_abs().saturating_sub(rtt_ns.max(0) as u64 / 2);
     let side = if offset_ns > 0 { "ahead of" } else { "behind" };
-    let what = format!("agent {addr}'s clock is {:.1} ms {side} this host's", offset_ns.unsigned_abs() as f64 / 1e6);
+    let what = format!("agent {addr}'s clock is {:.1} ms {side} {whose}", offset_ns.unsigned_abs() as f64 / 1e6);
     if sure > max.as_nanos() as u64 {
         ClockVerdict::Refuse(format!(
             "{what}, more than --max-skew-ms {}: synchronize the clocks (chrony or NTP) or raise --max-skew-ms",

@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 use tonic::Status;
 
 use super::client::{self, CONNECT_DEADLINE, ClientConfig, Remote};
+use super::clock::{ClockVerdict, check_clock_against};
 use super::coordinate::{Relayed, StepSpec, run_step};
 
 /// The code of a note that carries a relay's warning of a step (an agent of its group set up
@@ -62,11 +63,24 @@ struct Group {
     /// The relay's [`Relay::epoch`] when it was made: a `leave` after it ends it.
     epoch: u64,
     /// What the task keeping the claims pings (it holds them weakly): the group gone, their
-    /// connections close at once and the agents are free for another coordinator.
-    pinged: Arc<Vec<client::Client>>,
+    /// connections close at once and the agents are free for another coordinator. A lost
+    /// agent leaves it with the group.
+    pinged: Arc<std::sync::Mutex<Vec<client::Client>>>,
 }
 
 impl Group {
+    /// Agents lost (by their places, ascending) sit out the rest of the run, as with the
+    /// coordinator: gone from the group and from what keeps its claims (a host that came back
+    /// is not the relay's to keep).
+    fn forget(&mut self, lost: impl DoubleEndedIterator<Item = usize>) {
+        for i in lost.rev() {
+            self.remotes.remove(i);
+            self.groups.remove(i);
+        }
+        *self.pinged.lock().unwrap_or_else(|e| e.into_inner()) =
+            self.remotes.iter().map(|r| r.client.clone()).collect();
+    }
+
     /// The group for a call of run `run_key`, while its delegations last.
     fn check(&self, run_key: u32) -> Result<(), Status> {
         if run_key != self.run_key {
@@ -107,6 +121,11 @@ impl Relay {
     }
 }
 
+/// How far off the children's clocks may be (from the relay's, and from the coordinator's).
+fn max_skew(req: &pb::RelayRequest) -> Duration {
+    Duration::from_millis(if req.max_skew_ms == 0 { 100 } else { req.max_skew_ms })
+}
+
 fn bad(why: String) -> Status {
     Status::invalid_argument(why)
 }
@@ -133,7 +152,7 @@ fn child_config(req: &pb::RelayRequest, c: &pb::RelayChild) -> Result<(ClientCon
         insecure: false,
         tls_name: None,
         per_host_tokens: false,
-        max_skew: Duration::from_millis(if req.max_skew_ms == 0 { 100 } else { req.max_skew_ms }),
+        max_skew: max_skew(req),
         delegation: Some(Arc::new(iocurve_net::delegation::Minted {
             delegation: c.delegation.clone(),
             key: c.key.clone(),
@@ -218,6 +237,22 @@ impl RelayHandler for Relay {
                 Ok(Err(_)) => Err(format!("it did not answer within {} s", CONNECT_DEADLINE.as_secs())),
                 Err(e) => Err(format!("connecting: {e}")),
             };
+            // Held to the coordinator's clock too: each within the bound of the relay's would
+            // let an agent be twice the bound off the coordinator's.
+            let reached = reached.and_then(|r| {
+                let offset = r.offset_ns.saturating_add(req.relay_offset_ns);
+                let rtt = r.rtt_ns.max(0).saturating_add(req.relay_rtt_ns.max(0));
+                match check_clock_against(
+                    &c.address,
+                    offset,
+                    rtt,
+                    max_skew(&req),
+                    "the coordinator's (through this relay)",
+                ) {
+                    ClockVerdict::Refuse(why) => Err(why),
+                    _ => Ok(r),
+                }
+            });
             match reached {
                 Ok(r) => {
                     hosts.push(pb::RelayedHost {
@@ -245,7 +280,7 @@ impl RelayHandler for Relay {
         group.epoch = epoch;
         // The relay keeps its claim on its agents between steps, as a coordinator does on its
         // own (an agent lets an owner silent for its claim expiry go), until the group goes.
-        group.pinged = Arc::new(group.remotes.iter().map(|r| r.client.clone()).collect());
+        group.pinged = Arc::new(std::sync::Mutex::new(group.remotes.iter().map(|r| r.client.clone()).collect()));
         let (epochs, until, clients) = (self.epoch.clone(), group.not_after_unix, Arc::downgrade(&group.pinged));
         let left = self.left.clone();
         tokio::spawn(async move {
@@ -263,6 +298,7 @@ impl RelayHandler for Relay {
                     break;
                 }
                 let Some(clients) = clients.upgrade() else { break };
+                let clients = clients.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 let round = async {
                     for c in clients.iter() {
                         let mut c = c.clone();
@@ -313,6 +349,11 @@ impl RelayHandler for Relay {
         !self.joined() && self.left_run.load(Ordering::Acquire) == u64::from(run_key) + 1
     }
 
+    fn group_run(&self) -> Option<u32> {
+        let run = self.run.load(Ordering::Acquire);
+        (self.joined() && run > 0).then(|| (run - 1) as u32)
+    }
+
     fn running(&self) -> bool {
         self.running.lock().unwrap_or_else(|e| e.into_inner()).is_some()
     }
@@ -347,10 +388,8 @@ impl RelayHandler for Relay {
                 why.join("; ")
             )));
         }
-        for (i, _) in &lost {
-            g.remotes.remove(*i);
-            g.groups.remove(*i);
-        }
+        // (`lost` is in descending places.)
+        g.forget(lost.iter().rev().map(|(i, _)| *i));
         let targets = targets.into_iter().rev().flatten().collect();
         Ok(pb::TargetsReply { targets, lost: lost.into_iter().rev().map(|(_, l)| l).collect() })
     }
@@ -460,10 +499,7 @@ impl RelayHandler for Relay {
                     Ok(m) => {
                         // A lost agent sits out the rest of the run, as with the coordinator (its
                         // targets keep their places: the coordinator's list of them stays).
-                        for &i in m.lost.iter().rev() {
-                            g.remotes.remove(i);
-                            g.groups.remove(i);
-                        }
+                        g.forget(m.lost.iter().copied());
                         let lost = m
                             .losses
                             .iter()
@@ -568,6 +604,8 @@ pub async fn join(
         run_key,
         children: list,
         max_skew_ms: max_skew.as_millis() as u64,
+        relay_offset_ns: relay.offset_ns,
+        relay_rtt_ns: relay.rtt_ns,
     };
     let reply = relay.client.relay(req).await.map_err(|e| client::failed(&relay.addr, "relay", e))?.into_inner();
     if reply.hosts.len() != children.len() {

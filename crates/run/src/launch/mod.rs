@@ -113,6 +113,8 @@ struct Agent {
     stdin: Option<ChildStdin>,
     /// The last lines the agent wrote to its standard error (for when it fails).
     stderr: Arc<Mutex<Vec<String>>>,
+    /// A group's relay (`--relay-every`), not one of the run's hosts.
+    relay: bool,
 }
 
 /// Agents started for a run; stopped by [`Launch::stop`], or on drop.
@@ -223,7 +225,7 @@ pub fn start(
                     Some(g) => relay_at[g] = Ok(join_host_port(&host, one.port)),
                     None => addresses.push((host.clone(), join_host_port(&host, one.port))),
                 }
-                launch.agents.push(one.agent);
+                launch.agents.push(Agent { relay: relay.is_some(), ..one.agent });
             }
             Err(why) => match relay {
                 Some(g) => relay_at[g] = Err(why),
@@ -543,7 +545,7 @@ fn start_agent(
     let until = Instant::now() + START_TIMEOUT;
     loop {
         match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(port) => return Ok((Agent { host: host.to_string(), child, stdin, stderr }, port)),
+            Ok(port) => return Ok((Agent { host: host.to_string(), child, stdin, stderr, relay: false }, port)),
             Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < until && !cancel.is_cancelled() => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 // Its output closed before the ready line: the agent ended (or never ran).
@@ -770,7 +772,8 @@ impl Launch {
         if !unclean.is_empty() {
             obs.warning(&format!("agents that did not end cleanly: {}", unclean.join("; ")));
         } else if !self.agents.is_empty() {
-            obs.event(&RunEvent::AgentsStopped { count: self.agents.len() });
+            let relays = self.agents.iter().filter(|a| a.relay).count();
+            obs.event(&RunEvent::AgentsStopped { count: self.agents.len() - relays, relays });
         }
     }
 }
