@@ -328,6 +328,16 @@ pub enum LaunchHow {
     Slurm,
 }
 
+/// How `--relay-every N` groups the hosts of a launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RelayBy {
+    /// N hosts at a time, in the order given.
+    Order,
+    /// Each leaf switch's hosts apart (Slurm's tree topology, `scontrol show topology`), N at
+    /// a time: a relay drives only agents behind its own switch. With --launch slurm.
+    Switch,
+}
+
 /// What losing an agent mid-run does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum HostLoss {
@@ -508,6 +518,13 @@ pub struct RunArgs {
     /// --write-iolog, preconditioning, --verify-final, workers_scale or host-count sweeps.
     #[arg(long = "relay-every", value_name = "N", value_parser = clap::value_parser!(u32).range(2..=256))]
     pub relay_every: Option<u32>,
+
+    /// With --relay-every N and --launch slurm: `switch` groups each leaf switch's nodes apart
+    /// (Slurm's tree topology: TopologyPlugin=topology/tree and topology.conf), N at a time, so
+    /// that a relay drives only agents behind its own switch; `order` (the default) takes N
+    /// hosts at a time in their order.
+    #[arg(long = "relay-by", value_enum, default_value_t = RelayBy::Order, value_name = "HOW", requires = "relay_every")]
+    pub relay_by: RelayBy,
 
     /// With --relay-every N and agents started by hand: the relays (HOST:PORT, comma-separated
     /// or repeated), agents started with `iocurve agent --relay`, the first driving the first N

@@ -12,7 +12,7 @@ use iocurve_run::live::LiveMetrics;
 use iocurve_run::{AgentOptions, Hosts, Outcome, RunOptions, Runner};
 
 use crate::CliError;
-use crate::cli::{HostLoss, LaunchHow, MetricsArgs, RunArgs};
+use crate::cli::{HostLoss, LaunchHow, MetricsArgs, RelayBy, RunArgs};
 use crate::invocation;
 use crate::terminal::Terminal;
 
@@ -55,6 +55,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     if args.relay_every.is_some() && args.launch.is_none() && !args.relays.iter().any(|r| !r.trim().is_empty()) {
         return Err(CliError::Usage(
             "--relay-every N drives hosts through relays: with --launch (a relay started beside the first host of each group) or with --relays HOST:PORT,... (relays started by hand with `iocurve agent --relay`)".into(),
+        ));
+    }
+    if args.relay_by == RelayBy::Switch && args.launch != Some(LaunchHow::Slurm) {
+        return Err(CliError::Usage(
+            "--relay-by switch places relays by Slurm's topology: with --launch slurm (elsewhere, list the hosts switch by switch and give --relay-every the hosts per switch)".into(),
         ));
     }
     if args.dry_run {
@@ -291,6 +296,7 @@ fn launch_options(how: LaunchHow, args: &RunArgs) -> Result<LaunchOptions, CliEr
         port: args.launch_port,
         lifetime: std::time::Duration::from_secs_f64(args.launch_valid_h * 3600.0),
         relay_every: args.relay_every.unwrap_or(0),
+        relay_by_switch: args.relay_by == RelayBy::Switch,
     })
 }
 

@@ -573,6 +573,34 @@ pub fn own_name(cert_pem: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// `run --relays` mints relays' grants from the cluster's CA (`--ca`, `--relay-ca-key`): a
+    /// leaf certificate given as the CA (with its own key), a key of another certificate and a
+    /// file with no certificate are refused with what to give instead; `certs init`'s pair mints.
+    #[test]
+    fn only_the_clusters_own_ca_and_key_mint_relays() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("certs");
+        let files = init(&d, &["lg0.lab".into()]).unwrap();
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+        let until = crate::unix_s() + 600;
+        let refused = |ca: &str, key: &str| match RunCredentials::of_cluster(ca, key, "t", until) {
+            Err(NetError::Input(m)) => m,
+            Err(e) => panic!("not bad input: {e}"),
+            Ok(_) => panic!("minted from {ca:.40}"),
+        };
+        let leaf = refused(&read(&files.agent_cert), &read(&files.agent_key));
+        assert!(
+            leaf.contains("its first certificate is no CA of its own (give the ca.pem of `iocurve certs init`)"),
+            "{leaf}"
+        );
+        let other = refused(&read(&files.ca), &read(&files.client_key));
+        assert!(other.contains("the key is not the certificate's"), "{other}");
+        let none = refused("no certificate here", &read(&files.ca_key));
+        assert_eq!(none, "the cluster's CA: no certificate in it");
+        let creds = RunCredentials::of_cluster(&read(&files.ca), &read(&files.ca_key), "t", until).unwrap();
+        assert!(creds.relay_grant("lg0.lab", &["lg1.lab".into()], 7, until).is_ok());
+    }
+
     fn openssl(args: &[&str], cert: &Path) -> String {
         let o = std::process::Command::new("openssl").args(args).arg(cert).output().unwrap();
         format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))

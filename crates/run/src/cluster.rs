@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::coordinator::Lost;
 use crate::coordinator::client::{self, ClientConfig, MultiStep, Remote, StepSpec};
+use crate::coordinator::clock::{ClockVerdict, check_clock};
 use crate::events::RunEvent;
 use iocurve_analysis::TargetInfo;
 use iocurve_engine::keeper::KeptMap;
@@ -199,6 +200,13 @@ fn said_clocks(remotes: &[Remote], children: &[Vec<(String, pb::HelloReply, i64,
                 relay_of: 0,
                 through: Some(r.addr.clone()),
             });
+            // Its relay refused it past --max-skew-ms off this host's clock; nearer, it is
+            // warned of as an agent of this host's own would be (both measurements' round trips
+            // uncertain).
+            let rtt = rtt_ns.saturating_add(r.rtt_ns);
+            if let ClockVerdict::Warn(w) = check_clock(addr, *offset_ns, rtt, Duration::from_secs(86_400)) {
+                obs.warning(&w);
+            }
         }
     }
 }

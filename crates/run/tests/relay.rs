@@ -380,8 +380,10 @@ fn what_a_relay_cannot_do_is_refused_by_name() {
         // presents the same client certificate) right after, within the half second: the group
         // is not its run's, so the relay gives it up and serves the call as an agent's (no
         // targets of its own); the first run's calls hear that its group was let go.
-        drop(again);
+        // (Connected first: a Hello and pings claim nothing, and the call comes at once, well
+        // before the relay would let the group go of itself.)
         let mut next = vec![client::connect(&_relay.addr, &coordinator(&creds), 4).await.unwrap()];
+        drop(again);
         let mut served = None;
         for _ in 0..20 {
             match client::targets(&mut next, &none, 1 << 20, false, false, RUN_KEY + 1, &stop).await {
@@ -394,7 +396,8 @@ fn what_a_relay_cannot_do_is_refused_by_name() {
                 }
             }
         }
-        let Some(Err(e)) = served else { panic!("another run's call reached the group: {served:?}") };
+        let Some(served) = served else { panic!("the first run's connection still owned the relay after 20 tries") };
+        let Err(e) = served else { panic!("another run's call reached the group: {served:?}") };
         assert!(e.to_string().contains("names no target groups"), "{e}");
         let lost = client::targets(&mut next, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
         assert!(matches!(&lost[..], [Err(e)] if e.contains("this relay let its group go")), "{lost:?}");
@@ -504,9 +507,7 @@ fn children_lost_before_a_step_are_said_and_the_step_runs_on_the_rest() {
         let note = m.merged.notes.iter().find(|(code, _)| code == "host_lost").expect("the lost child is flagged");
         assert!(
             note.1.contains(&gone_next)
-                && note
-                    .1
-                    .contains("lost before the step started: the step ran without it (1 of this relay's 2 agents)"),
+                && note.1.contains("lost before the step started: the step ran on 1 of this relay's 2 agents"),
             "{note:?}"
         );
         assert_eq!(obs.intervals.len(), 3, "every interval of the one left");
@@ -543,5 +544,44 @@ fn a_childs_clock_is_held_to_the_coordinators_through_its_relay() {
             "{lost}"
         );
         assert_eq!(remote.hosts, 1);
+    });
+}
+
+/// A child that accepts the relay's TCP connection and then says nothing (a hung host, a
+/// stopped agent: its kernel still accepts) is lost by its deadline, said by name; the relay's
+/// other agent is its group.
+#[test]
+fn a_child_that_never_answers_is_lost_at_the_join() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let creds = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let kids = children(&creds, dir.path(), 1);
+        // Accepts, keeps every connection open, reads and writes nothing.
+        let silent = std::net::TcpListener::bind("127.0.0.9:0").unwrap();
+        let silent_addr = silent.local_addr().unwrap().to_string();
+        let held = std::thread::spawn(move || silent.incoming().take(4).map(Result::unwrap).collect::<Vec<_>>());
+        let rd = dir.path().join("relay");
+        std::fs::create_dir(&rd).unwrap();
+        let _relay = agent(&creds, "127.0.0.20", &rd, None, true);
+        let mut remote = client::connect(&_relay.addr, &coordinator(&creds), 4).await.unwrap();
+        let mut list: Vec<(String, Vec<TargetGroup>)> = kids.iter().map(|(h, g)| (h.addr.clone(), g.clone())).collect();
+        list.push((silent_addr.clone(), kids[0].1.clone()));
+        let names: Vec<String> = list.iter().map(|c| iocurve_net::auth::host_of(&c.0).to_string()).collect();
+        let grant = creds.relay_grant("127.0.0.20", &names, RUN_KEY, iocurve_net::unix_s() + 600).unwrap();
+        let t0 = std::time::Instant::now();
+        let hosts =
+            relay::join(&mut remote, &grant, &creds.ca_pem, &list, RUN_KEY, Duration::from_secs(1)).await.unwrap();
+        assert!(hosts[0].lost.is_empty(), "{:?}", hosts[0].lost);
+        assert!(hosts[1].lost.contains("did not answer within 10 s"), "{:?}", hosts[1].lost);
+        assert!(t0.elapsed() < Duration::from_secs(60), "by its deadline, not never: {:?}", t0.elapsed());
+        assert_eq!(remote.hosts, 1);
+        // The group steps on the one that answered.
+        let stop = AtomicBool::new(false);
+        let mut remotes = vec![remote];
+        let none = vec![Vec::new()];
+        let opened = client::targets(&mut remotes, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
+        assert_eq!(opened[0].as_ref().map(Vec::len), Ok(1), "{opened:?}");
+        drop(held);
     });
 }

@@ -533,7 +533,7 @@ fn open_one(
             return Err(hide(TargetError::Input(format!("target {asked} does not exist"))));
         }
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return create_scratch_target(path, opts, group, sizing),
-        Err(e) if out_of_room(&e) => return Err(host_limit(&asked, e)),
+        Err(e) if out_of_room(&e) => return Err(host_limit(&format!("open target {asked}"), e)),
         Err(e) => return Err(hide(open_error(path, opts, e))),
     };
     let probe_meta = probe.metadata().map_err(|e| hide(open_error(path, opts, e)))?;
@@ -709,7 +709,7 @@ fn open_exclusive_retrying(
                 }
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
-            Err(e) if out_of_room(&e) => return Err(host_limit(&path.display().to_string(), e)),
+            Err(e) if out_of_room(&e) => return Err(host_limit(&format!("open target {}", path.display()), e)),
             Err(e) => return Err(open_error(path, opts, e)),
         }
     }
@@ -766,13 +766,14 @@ fn out_of_room(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM))
 }
 
-fn host_limit(asked: &str, e: std::io::Error) -> TargetError {
+/// `what` could not be done (`open target PATH`, `create scratch file PATH`): the host's limit.
+fn host_limit(what: &str, e: std::io::Error) -> TargetError {
     let raise = match e.raw_os_error() {
         Some(libc::EMFILE) => "raise the process's open-file limit, `ulimit -n`",
         Some(libc::ENFILE) => "the whole system's open files are at their limit, fs.file-max",
         _ => "the host is out of memory",
     };
-    TargetError::io(format!("cannot open target {asked}: this host is at its limit ({raise})"), e)
+    TargetError::io(format!("cannot {what}: this host is at its limit ({raise})"), e)
 }
 
 /// Creates, sizes and (unless preconditioning follows) fills a scratch file for `path`,
@@ -797,7 +798,7 @@ fn create_scratch_target(
     let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
     let dir_fd = scratch::open_dir(dir).map_err(|e| {
         if out_of_room(&e) {
-            return host_limit(&asked, e);
+            return host_limit(&format!("create scratch file {asked}"), e);
         }
         hide(TargetError::Input(format!(
             "target {asked} does not exist and cannot be created as a scratch file: directory {}: {e}",
@@ -838,7 +839,7 @@ fn create_scratch_target(
     }
     let (file, scratch_name) = scratch::create_in(dir_fd, name).map_err(|e| {
         if out_of_room(&e) {
-            return host_limit(&asked, e);
+            return host_limit(&format!("create scratch file {asked}"), e);
         }
         let hint = if e.raw_os_error() == Some(libc::EEXIST) {
             " (a symlink or file appeared under that name; a dangling symlink is never followed)"
@@ -1022,11 +1023,12 @@ mod tests {
         ] {
             let e = std::io::Error::from_raw_os_error(errno);
             assert!(super::out_of_room(&e));
-            let told = super::host_limit("/data/t.dat", e);
+            let told = super::host_limit("create scratch file /data/t.dat", e);
             assert!(!told.is_input_error(), "{told}");
             assert!(
-                told.to_string()
-                    .starts_with(&format!("cannot open target /data/t.dat: this host is at its limit ({says})")),
+                told.to_string().starts_with(&format!(
+                    "cannot create scratch file /data/t.dat: this host is at its limit ({says})"
+                )),
                 "{told}"
             );
         }

@@ -34,6 +34,16 @@ fn daemon(cmd: &mut Command) -> Child {
 impl SlurmLab {
     /// One node (this host, by its short name) with `cpus` CPUs declared, in partition `test`.
     pub fn new(cpus: u32) -> SlurmLab {
+        SlurmLab::start(cpus, false)
+    }
+
+    /// [`SlurmLab::new`] with a tree topology: the node behind leaf switch `leaf0`, under
+    /// `spine` (TopologyPlugin=topology/tree and a topology.conf beside slurm.conf).
+    pub fn with_topology(cpus: u32) -> SlurmLab {
+        SlurmLab::start(cpus, true)
+    }
+
+    fn start(cpus: u32, topology: bool) -> SlurmLab {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let node =
@@ -61,6 +71,16 @@ impl SlurmLab {
         }
         let conf = d.join("slurm.conf");
         let p = |s: &str| d.join(s).display().to_string();
+        let tree = if topology {
+            std::fs::write(
+                d.join("topology.conf"),
+                format!("SwitchName=leaf0 Nodes={node}\nSwitchName=spine Switches=leaf0\n"),
+            )
+            .unwrap();
+            "TopologyPlugin=topology/tree\n"
+        } else {
+            ""
+        };
         std::fs::write(
             &conf,
             format!(
@@ -73,7 +93,7 @@ impl SlurmLab {
                  SelectTypeParameters=CR_Core\nSlurmdParameters=config_overrides\nReturnToService=2\nMpiDefault=none\n\
                  SchedulerType=sched/builtin\nJobCompType=jobcomp/none\nAccountingStorageType=accounting_storage/none\n\
                  NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=1000 State=UNKNOWN\n\
-                 PartitionName=test Nodes={node} Default=YES MaxTime=INFINITE State=UP\n",
+                 PartitionName=test Nodes={node} Default=YES MaxTime=INFINITE State=UP\n{tree}",
                 socket = socket.display(),
                 state = p("state"),
                 spool = p("spool"),

@@ -112,3 +112,37 @@ fn slurm_launch_leaves_nothing_when_the_coordinator_is_killed() {
     assert!(wait_until(Duration::from_secs(10), || steps(&job) == 0), "agent steps still listed");
     let _ = lab.command("scancel").arg(&job).status();
 }
+
+/// `--relay-every N --relay-by switch` (issue 46): relays placed by Slurm's tree topology, one
+/// group per leaf switch — here the lab's one node behind switch `leaf0`: its agent and its relay
+/// started by srun, the run through the relay, both stopped after it.
+#[test]
+fn slurm_launch_places_a_relay_per_leaf_switch() {
+    iocurve_testkit::needs_root!();
+    let _one = one_at_a_time();
+    let lab = SlurmLab::with_topology(8);
+    let d = lab.path();
+    shared_read_plan(d, 2);
+    let o = lab.command("scontrol").args(["show", "topology"]).output().unwrap();
+    assert!(stdout(&o).contains("SwitchName=leaf0 Level=0"), "{}{}", stdout(&o), stderr(&o));
+    let o = lab
+        .command("salloc")
+        .args(["--quiet", "-N", "1"])
+        .args([bin(), "run", "plan.toml", "--launch", "slurm", "--relay-every", "2", "--relay-by", "switch"])
+        .args(["--json", "r.json", "--db", "r.db"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("launched 1 of 1 agents over srun"), "{out}");
+    assert!(out.contains(&format!("relay {}:", lab.node)) && out.contains(" of 1 agents ("), "{out}");
+    assert!(out.contains("stopped 1 agent and 1 relay"), "{out}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    for s in r["workloads"][0]["steps"].as_array().unwrap() {
+        assert_eq!(s["host_count"], 1, "{s}");
+        assert!(s["iops"].as_f64().unwrap() > 0.0, "{s}");
+    }
+    assert!(wait_until(Duration::from_secs(10), || launched_agents(d).is_empty()), "{:?}", launched_agents(d));
+    assert!(wait_until(Duration::from_secs(10), || lab.jobs().is_empty()), "{:?}", lab.jobs());
+}

@@ -30,6 +30,27 @@ fn launch_options_are_checked_before_anything_starts() {
             vec!["--launch", "ssh", "--hosts", "lg1", "--launch-valid-h", "0.01", "--target", abs.as_str()],
             "give --launch-valid-h",
         ),
+        // Two agents on one host are two to a coordinator, one to a relay (it knows its agents
+        // by their hosts' names), however the user is spelled.
+        (
+            vec!["--launch", "ssh", "--hosts", "root@lg1,lg1,lg2", "--relay-every", "3", "--target", abs.as_str()],
+            "host lg1 is given twice in the hosts of a run with --relay-every",
+        ),
+        (
+            vec![
+                "--launch",
+                "ssh",
+                "--hosts",
+                "lg1,lg2",
+                "--relay-every",
+                "2",
+                "--relay-by",
+                "switch",
+                "--target",
+                abs.as_str(),
+            ],
+            "--relay-by switch places relays by Slurm's topology: with --launch slurm",
+        ),
     ] {
         let mut a = vec!["run", "--db", "r.db"];
         a.extend(args.iter().copied());

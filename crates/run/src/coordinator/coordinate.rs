@@ -646,7 +646,7 @@ impl<'a> Hosts<'a> {
             let message = if self.started[i] == 0 && relay {
                 // A relay counts its own group only: the step's hosts are its coordinator's to count.
                 format!(
-                    "{named} was lost before the step started: the step ran without it ({ran} of this relay's {planned} agents)"
+                    "{named} was lost before the step started: the step ran on {ran} of this relay's {planned} agents"
                 )
             } else if self.started[i] == 0 {
                 format!("{named} was lost before the step started: the step ran on {ran} hosts, not {planned}")

@@ -69,11 +69,15 @@ struct Group {
 }
 
 impl Group {
-    /// Agents lost (by their places, ascending) sit out the rest of the run, as with the
-    /// coordinator: gone from the group and from what keeps its claims (a host that came back
-    /// is not the relay's to keep).
-    fn forget(&mut self, lost: impl DoubleEndedIterator<Item = usize>) {
-        for i in lost.rev() {
+    /// Agents lost (by their places) sit out the rest of the run, as with the coordinator: gone
+    /// from the group and from what keeps its claims (a host that came back is not the relay's
+    /// to keep).
+    fn forget(&mut self, lost: impl Iterator<Item = usize>) {
+        let n = self.remotes.len();
+        let mut lost: Vec<usize> = lost.filter(|&i| i < n).collect();
+        lost.sort_unstable();
+        lost.dedup();
+        for i in lost.into_iter().rev() {
             self.remotes.remove(i);
             self.groups.remove(i);
         }
@@ -388,8 +392,7 @@ impl RelayHandler for Relay {
                 why.join("; ")
             )));
         }
-        // (`lost` is in descending places.)
-        g.forget(lost.iter().rev().map(|(i, _)| *i));
+        g.forget(lost.iter().map(|(i, _)| *i));
         let targets = targets.into_iter().rev().flatten().collect();
         Ok(pb::TargetsReply { targets, lost: lost.into_iter().rev().map(|(_, l)| l).collect() })
     }

@@ -74,6 +74,9 @@ pub struct LaunchOptions {
     /// A relay per this many hosts (issue 46): the first host of each group runs one beside
     /// its agent; 0: none, the coordinator drives every agent.
     pub relay_every: u32,
+    /// Groups of relays apart per leaf switch of Slurm's tree topology (`--relay-by switch`),
+    /// rather than in the hosts' order alone.
+    pub relay_by_switch: bool,
 }
 
 /// The credentials the coordinator holds for a launched run: the per-run CA, its client
@@ -161,8 +164,12 @@ pub fn start(
     let slots = Arc::new(Slots::new(MAX_STARTING));
     let mut handles = Vec::new();
     // The relays: the first host of every group runs one beside its agent.
-    let groups: Vec<&[String]> =
-        if opts.relay_every > 0 { hosts.chunks(opts.relay_every as usize).collect() } else { Vec::new() };
+    let groups = if opts.relay_every == 0 {
+        Vec::new()
+    } else {
+        let switches = if opts.relay_by_switch { Some(slurm::leaf_switches().map_err(Error::Usage)?) } else { None };
+        relay_groups(hosts, opts.relay_every as usize, switches.as_deref()).map_err(Error::Usage)?
+    };
     for (g, group) in groups.iter().enumerate() {
         let host = &group[0];
         let host_creds = creds.for_host(tls_host(host))?;
@@ -237,10 +244,10 @@ pub fn start(
     let mut relays = Vec::new();
     for (group, at) in groups.iter().zip(relay_at) {
         match at {
-            Ok(addr) => relays.push((addr, group.to_vec())),
+            Ok(addr) => relays.push((addr, group.clone())),
             Err(why) => {
                 addresses.retain(|(h, _)| !group.contains(h));
-                for h in *group {
+                for h in group {
                     if !failed.iter().any(|(f, _)| f == h) {
                         failed
                             .push((h.clone(), format!("the relay of its group on {} did not start: {why}", group[0])));
@@ -279,6 +286,31 @@ pub fn start(
         run: (opts.relay_every > 0).then(|| Arc::new(creds)),
     };
     Ok(Started { launch, addresses, failed, issued, relays })
+}
+
+/// The relays' groups of `hosts`: `every` at a time in their order; or, given the leaf
+/// switches (name, nodes), each switch's hosts apart — switches in the order of their first
+/// host — `every` at a time, so that no relay drives agents behind another switch.
+pub fn relay_groups(
+    hosts: &[String],
+    every: usize,
+    switches: Option<&[(String, Vec<String>)]>,
+) -> Result<Vec<Vec<String>>, String> {
+    let every = every.max(1);
+    let Some(switches) = switches else { return Ok(hosts.chunks(every).map(<[String]>::to_vec).collect()) };
+    let mut by_switch: Vec<(&str, Vec<String>)> = Vec::new();
+    for h in hosts {
+        let Some((name, _)) = switches.iter().find(|(_, nodes)| nodes.iter().any(|n| n == tls_host(h))) else {
+            return Err(format!(
+                "--relay-by switch: host {h} is under no leaf switch of `scontrol show topology` (give topology.conf every node, or drop --relay-by switch)"
+            ));
+        };
+        match by_switch.iter_mut().find(|(s, _)| s == name) {
+            Some((_, on)) => on.push(h.clone()),
+            None => by_switch.push((name, vec![h.clone()])),
+        }
+    }
+    Ok(by_switch.into_iter().flat_map(|(_, on)| on.chunks(every).map(<[String]>::to_vec).collect::<Vec<_>>()).collect())
 }
 
 /// The name a host's certificate carries: the host without a `user@`.
@@ -823,6 +855,21 @@ fn large_copy_warning(size: u64) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    /// `--relay-every 2`: in the hosts' order; by switch, each switch's hosts apart (a
+    /// relay's agents behind its own switch), `user@` ignored, a host under no switch refused.
+    #[test]
+    fn relay_groups_follow_the_order_or_the_switches() {
+        let hosts: Vec<String> = ["n1", "n2", "n3", "root@n4", "n5"].map(String::from).to_vec();
+        let g = super::relay_groups(&hosts, 2, None).unwrap();
+        assert_eq!(g, [vec!["n1", "n2"], vec!["n3", "root@n4"], vec!["n5"]]);
+        let sw = |n: &str, nodes: &[&str]| (n.to_string(), nodes.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let switches = [sw("s1", &["n2", "n4"]), sw("s0", &["n1", "n3", "n5"])];
+        let g = super::relay_groups(&hosts, 2, Some(&switches)).unwrap();
+        assert_eq!(g, [vec!["n1", "n3"], vec!["n5"], vec!["n2", "root@n4"]]);
+        let e = super::relay_groups(&hosts, 2, Some(&switches[..1])).unwrap_err();
+        assert!(e.contains("host n1 is under no leaf switch"), "{e}");
+    }
+
     /// The launch line says how large the copies were, and a binary with debug info is named
     /// with the shipping build beside it (#34: the release binary was 127 MB).
     #[test]

@@ -79,9 +79,65 @@ pub fn tasks_per_node(s: &str) -> Result<Vec<u32>, String> {
     Ok(out)
 }
 
+/// The leaf switches of the cluster's tree topology (`scontrol show topology`: the switches of
+/// level 0) with their nodes, in Slurm's order: relays placed one per switch (`--relay-by
+/// switch`), so that each relay's agents share its switch.
+pub fn leaf_switches() -> Result<Vec<(String, Vec<String>)>, String> {
+    let o = std::process::Command::new("scontrol")
+        .args(["show", "topology"])
+        .output()
+        .map_err(|e| format!("cannot run `scontrol show topology` ({e}): is Slurm's client installed?"))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    parse_leaf_switches(&text)
+}
+
+/// [`leaf_switches`] from the text of `scontrol show topology` (a line per switch:
+/// `SwitchName=s0 Level=0 LinkSpeed=1 Nodes=tux[0-31]`).
+pub fn parse_leaf_switches(text: &str) -> Result<Vec<(String, Vec<String>)>, String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let field = |k: &str| line.split_whitespace().find_map(|f| f.strip_prefix(k)?.strip_prefix('='));
+        let (Some(name), Some("0"), Some(nodes)) = (field("SwitchName"), field("Level"), field("Nodes")) else {
+            continue;
+        };
+        let nodes = super::hostlist::expand(nodes)
+            .map_err(|e| format!("`scontrol show topology`: switch {name}'s nodes: {e}"))?;
+        out.push((name.to_string(), nodes));
+    }
+    if out.is_empty() {
+        let said = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("nothing").trim();
+        return Err(format!(
+            "--relay-by switch places a relay per leaf switch, but `scontrol show topology` names none (it said: {said}): Slurm needs TopologyPlugin=topology/tree and a topology.conf; or drop --relay-by switch to group the hosts in their order"
+        ));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn leaf_switches_come_from_the_tree_topology() {
+        let text = "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=tux[00-02]\n\
+                    SwitchName=s1 Level=0 LinkSpeed=1 Nodes=tux[03-04],gpu1\n\
+                    SwitchName=s2 Level=1 LinkSpeed=1 Nodes=tux[00-04],gpu1 Switches=s[0-1]\n";
+        let s = parse_leaf_switches(text).unwrap();
+        assert_eq!(
+            s,
+            [
+                ("s0".to_string(), vec!["tux00".to_string(), "tux01".into(), "tux02".into()]),
+                ("s1".to_string(), vec!["tux03".to_string(), "tux04".into(), "gpu1".into()]),
+            ]
+        );
+        let e = parse_leaf_switches("No topology information available\n").unwrap_err();
+        assert!(
+            e.contains("(it said: No topology information available)") && e.contains("TopologyPlugin=topology/tree"),
+            "{e}"
+        );
+        let e = parse_leaf_switches("SwitchName=s0 Level=0 Nodes=tux[3-1]").unwrap_err();
+        assert!(e.contains("switch s0's nodes"), "{e}");
+    }
 
     #[test]
     fn tasks_per_node_expand() {
