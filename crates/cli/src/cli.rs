@@ -510,12 +510,14 @@ pub struct RunArgs {
     #[arg(long = "launch-valid-h", default_value_t = 24.0, value_name = "H", requires = "launch")]
     pub launch_valid_h: f64,
 
-    /// Drive the hosts through relays, one per N hosts in the order given (issue 46; about 32
+    /// Drive the hosts through relays, one per N hosts in the order given (or per leaf switch,
+    /// N at a time, with --relay-by switch) (issue 46; about 32
     /// is the design's size). With --launch the first host of each group also runs a relay
     /// agent; with --relays the relays are agents started with `iocurve agent --relay`. Each
     /// drives its group for this run under a delegation the coordinator mints for it and merges
-    /// its intervals exactly. Closed-loop and rate steps only: no faults, replays,
-    /// --write-iolog, preconditioning, --verify-final, workers_scale or host-count sweeps.
+    /// its intervals exactly. Closed-loop and rate steps, with injected faults if any; no
+    /// replays, --write-iolog, preconditioning, --verify-final, workers_scale or host-count
+    /// sweeps.
     #[arg(long = "relay-every", value_name = "N", value_parser = clap::value_parser!(u32).range(2..=256))]
     pub relay_every: Option<u32>,
 

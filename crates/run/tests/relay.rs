@@ -585,3 +585,57 @@ fn a_child_that_never_answers_is_lost_at_the_join() {
         drop(held);
     });
 }
+
+/// Injected faults go through a relay to its agents (issue 46): real agents on files, every
+/// I/O held back 5 ms — each agent's latency and the merged count of faults say each applied
+/// them, and by Little's law the four workers on each kept four I/Os in flight.
+#[test]
+fn injected_faults_reach_the_agents_behind_a_relay() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let creds = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let kids: Vec<(Host, Vec<TargetGroup>)> = (2..4)
+            .map(|last| {
+                let host = format!("127.0.0.{last}");
+                let d = dir.path().join(&host);
+                std::fs::create_dir(&d).unwrap();
+                let t = d.join("t.dat").display().to_string();
+                (
+                    agent(&creds, &host, &d, None, false),
+                    vec![TargetGroup { name: "t".into(), weight: 1, targets: vec![t] }],
+                )
+            })
+            .collect();
+        let (_relay, remote, _) = relay_of(&creds, dir.path(), "127.0.0.20", &kids).await;
+        let stop = AtomicBool::new(false);
+        let mut remotes = vec![remote];
+        let none = vec![Vec::new()];
+        let opened = client::targets(&mut remotes, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
+        assert!(opened[0].is_ok(), "{opened:?}");
+        let mut w = workload();
+        (w.intervals, w.interval_s) = (2, 0.5);
+        let faults = [iocurve_plan::Fault {
+            kind: iocurve_plan::FaultKind::Latency,
+            share: 1.0,
+            from_s: 0.0,
+            to_s: None,
+            target: None,
+            latency_ms: 5.0,
+        }];
+        let mut spec = spec(&w, &none);
+        spec.faults = &faults;
+        spec.planned_hosts = 2;
+        let mut obs = Merged::default();
+        let m = client::run_step(&mut remotes, &spec, &mut obs, &stop).await.expect("the step runs");
+        assert_eq!(m.merged.hosts, 2);
+        assert_eq!(obs.intervals.len(), 2);
+        for (_, s, _) in &obs.intervals {
+            let (ops, mean_us) = (s.read.ops + s.write.ops, s.read.hist.mean_ns() / 1e3);
+            assert!(ops > 0 && s.faults_injected >= ops, "every I/O delayed: {} of {ops}", s.faults_injected);
+            assert!(mean_us >= 5000.0, "5 ms a request at least: {mean_us} µs");
+            // 8 workers on the two agents, 0.5 s, ≥ 5 ms each: at most 800 I/Os.
+            assert!(ops <= 800, "{ops}");
+        }
+    });
+}

@@ -115,7 +115,9 @@ fn slurm_launch_leaves_nothing_when_the_coordinator_is_killed() {
 
 /// `--relay-every N --relay-by switch` (issue 46): relays placed by Slurm's tree topology, one
 /// group per leaf switch — here the lab's one node behind switch `leaf0`: its agent and its relay
-/// started by srun, the run through the relay, both stopped after it.
+/// started by srun, the run through the relay, both stopped after it. A cluster without a
+/// topology is refused. (How hosts are grouped by switch is `relay_groups`' unit test: the lab
+/// has one node.)
 #[test]
 fn slurm_launch_places_a_relay_per_leaf_switch() {
     iocurve_testkit::needs_root!();
@@ -145,4 +147,25 @@ fn slurm_launch_places_a_relay_per_leaf_switch() {
     }
     assert!(wait_until(Duration::from_secs(10), || launched_agents(d).is_empty()), "{:?}", launched_agents(d));
     assert!(wait_until(Duration::from_secs(10), || lab.jobs().is_empty()), "{:?}", lab.jobs());
+    drop(lab);
+
+    // A cluster without a tree topology: refused before any agent starts (exit code 2).
+    let lab = SlurmLab::new(8);
+    let d = lab.path();
+    shared_read_plan(d, 2);
+    let o = lab
+        .command("salloc")
+        .args(["--quiet", "-N", "1"])
+        .args([bin(), "run", "plan.toml", "--launch", "slurm", "--relay-every", "2", "--relay-by", "switch"])
+        .args(["--db", "r.db"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(
+        err.contains("`scontrol show topology` names none with nodes") && err.contains("TopologyPlugin=topology/tree"),
+        "{err}"
+    );
+    assert!(!out.contains("launched"), "{out}");
 }

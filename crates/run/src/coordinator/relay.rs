@@ -14,7 +14,7 @@ use std::time::Duration;
 use iocurve_engine::{StepObserver, StepProgress};
 use iocurve_net::agent::relay::{RelayHandler, StepEvents};
 use iocurve_net::{NetError, pb, unix_ns, wire};
-use iocurve_plan::{TargetGroup, Workload};
+use iocurve_plan::{Fault, TargetGroup, Workload};
 use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
 use tokio::sync::mpsc;
 use tonic::Status;
@@ -167,9 +167,7 @@ fn child_config(req: &pb::RelayRequest, c: &pb::RelayChild) -> Result<(ClientCon
 
 /// What a relay does not forward yet: refused by name, before any child is asked.
 fn unsupported(r: &pb::StepRequest) -> Option<&'static str> {
-    if !r.faults_json.is_empty() {
-        Some("injected faults")
-    } else if !r.replay.is_empty() {
+    if !r.replay.is_empty() {
         Some("a replay")
     } else if r.write_iolog {
         Some("an I/O log (--write-iolog)")
@@ -410,6 +408,15 @@ impl RelayHandler for Relay {
             .map(|m| serde_json::from_str::<Workload>(&m.workload_json).map(|w| (w, m.workers)))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| bad(format!("a member's workload: {e}")))?;
+        // Injected faults go on to every child (each applies those of its targets, as from a
+        // coordinator), checked here first as an agent checks them.
+        let faults: Vec<Fault> = if req.faults_json.is_empty() {
+            Vec::new()
+        } else {
+            serde_json::from_str(&req.faults_json).map_err(|e| bad(format!("the faults do not parse: {e}")))?
+        };
+        iocurve_plan::check_workload(&w, &faults, "the step request")
+            .map_err(|e| bad(format!("the workload is not valid: {e}")))?;
         let guard = self
             .group
             .clone()
@@ -472,7 +479,7 @@ impl RelayHandler for Relay {
                     write_iolog: false,
                     threads: req.threads,
                     backend: &req.backend,
-                    faults: &[],
+                    faults: &faults,
                     lead: Duration::from_nanos(start_at.saturating_sub(unix_ns()).max(0) as u64),
                     abort_on_host_loss: false,
                     silence: CHILD_SILENCE,

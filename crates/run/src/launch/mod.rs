@@ -167,8 +167,8 @@ pub fn start(
     let groups = if opts.relay_every == 0 {
         Vec::new()
     } else {
-        let switches = if opts.relay_by_switch { Some(slurm::leaf_switches().map_err(Error::Usage)?) } else { None };
-        relay_groups(hosts, opts.relay_every as usize, switches.as_deref()).map_err(Error::Usage)?
+        let topology = if opts.relay_by_switch { Some(slurm::leaf_switches().map_err(Error::Usage)?) } else { None };
+        relay_groups(hosts, opts.relay_every as usize, topology.as_ref()).map_err(Error::Usage)?
     };
     for (g, group) in groups.iter().enumerate() {
         let host = &group[0];
@@ -289,25 +289,37 @@ pub fn start(
 }
 
 /// The relays' groups of `hosts`: `every` at a time in their order; or, given the leaf
-/// switches (name, nodes), each switch's hosts apart — switches in the order of their first
-/// host — `every` at a time, so that no relay drives agents behind another switch.
+/// switches, each switch's hosts apart — switches in the order of their first host — `every` at
+/// a time, so that no relay drives agents behind another switch. A node Slurm lists under two
+/// leaf switches goes with the first.
 pub fn relay_groups(
     hosts: &[String],
     every: usize,
-    switches: Option<&[(String, Vec<String>)]>,
+    topology: Option<&slurm::Topology>,
 ) -> Result<Vec<Vec<String>>, String> {
     let every = every.max(1);
-    let Some(switches) = switches else { return Ok(hosts.chunks(every).map(<[String]>::to_vec).collect()) };
-    let mut by_switch: Vec<(&str, Vec<String>)> = Vec::new();
+    let Some(topology) = topology else { return Ok(hosts.chunks(every).map(<[String]>::to_vec).collect()) };
+    let mut switch_of: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (k, (_, nodes)) in topology.switches.iter().enumerate() {
+        for n in nodes {
+            switch_of.entry(n.as_str()).or_insert(k);
+        }
+    }
+    let mut by_switch: Vec<(usize, Vec<String>)> = Vec::new();
     for h in hosts {
-        let Some((name, _)) = switches.iter().find(|(_, nodes)| nodes.iter().any(|n| n == tls_host(h))) else {
+        let Some(&k) = switch_of.get(tls_host(h)) else {
+            let skipped = if topology.skipped.is_empty() {
+                String::new()
+            } else {
+                format!("; switches skipped: {}", topology.skipped.join(", "))
+            };
             return Err(format!(
-                "--relay-by switch: host {h} is under no leaf switch of `scontrol show topology` (give topology.conf every node, or drop --relay-by switch)"
+                "--relay-by switch: host {h} is under no leaf switch of `scontrol show topology` (hosts are matched by Slurm's node names: give --hosts as Slurm names the nodes, or list the node in topology.conf; or drop --relay-by switch{skipped})"
             ));
         };
-        match by_switch.iter_mut().find(|(s, _)| s == name) {
+        match by_switch.iter_mut().find(|(s, _)| *s == k) {
             Some((_, on)) => on.push(h.clone()),
-            None => by_switch.push((name, vec![h.clone()])),
+            None => by_switch.push((k, vec![h.clone()])),
         }
     }
     Ok(by_switch.into_iter().flat_map(|(_, on)| on.chunks(every).map(<[String]>::to_vec).collect::<Vec<_>>()).collect())
@@ -863,11 +875,14 @@ mod tests {
         let g = super::relay_groups(&hosts, 2, None).unwrap();
         assert_eq!(g, [vec!["n1", "n2"], vec!["n3", "root@n4"], vec!["n5"]]);
         let sw = |n: &str, nodes: &[&str]| (n.to_string(), nodes.iter().map(|s| s.to_string()).collect::<Vec<_>>());
-        let switches = [sw("s1", &["n2", "n4"]), sw("s0", &["n1", "n3", "n5"])];
-        let g = super::relay_groups(&hosts, 2, Some(&switches)).unwrap();
+        let topology = |switches: Vec<(String, Vec<String>)>| super::slurm::Topology { switches, skipped: Vec::new() };
+        let t = topology(vec![sw("s1", &["n2", "n4"]), sw("s0", &["n1", "n3", "n5"]), sw("s9", &["n1"])]);
+        let g = super::relay_groups(&hosts, 2, Some(&t)).unwrap();
         assert_eq!(g, [vec!["n1", "n3"], vec!["n5"], vec!["n2", "root@n4"]]);
-        let e = super::relay_groups(&hosts, 2, Some(&switches[..1])).unwrap_err();
-        assert!(e.contains("host n1 is under no leaf switch"), "{e}");
+        let mut t = topology(vec![sw("s1", &["n2", "n4"])]);
+        t.skipped.push("s0 (a list that does not read)".into());
+        let e = super::relay_groups(&hosts, 2, Some(&t)).unwrap_err();
+        assert!(e.contains("host n1 is under no leaf switch") && e.contains("switches skipped: s0 ("), "{e}");
     }
 
     /// The launch line says how large the copies were, and a binary with debug info is named

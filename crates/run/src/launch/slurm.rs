@@ -79,38 +79,57 @@ pub fn tasks_per_node(s: &str) -> Result<Vec<u32>, String> {
     Ok(out)
 }
 
+/// The leaf switches of a cluster's tree topology: each with its nodes, in Slurm's order, and
+/// those that could not be read (with why), for a host found under none to name.
+#[derive(Debug, Default, PartialEq)]
+pub struct Topology {
+    pub switches: Vec<(String, Vec<String>)>,
+    pub skipped: Vec<String>,
+}
+
 /// The leaf switches of the cluster's tree topology (`scontrol show topology`: the switches of
-/// level 0) with their nodes, in Slurm's order: relays placed one per switch (`--relay-by
-/// switch`), so that each relay's agents share its switch.
-pub fn leaf_switches() -> Result<Vec<(String, Vec<String>)>, String> {
+/// level 0) with their nodes: relays placed one per switch (`--relay-by switch`), so that each
+/// relay's agents share its switch.
+pub fn leaf_switches() -> Result<Topology, String> {
     let o = std::process::Command::new("scontrol")
         .args(["show", "topology"])
+        // Older Slurm cuts each switch's line at 512 characters unless told otherwise: a cut
+        // list would drop nodes, or end a name early.
+        .env("SLURM_TOPO_LEN", "1048576")
         .output()
         .map_err(|e| format!("cannot run `scontrol show topology` ({e}): is Slurm's client installed?"))?;
     let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    parse_leaf_switches(&text)
+    parse_leaf_switches(&text).map_err(|e| match o.status.code() {
+        Some(0) => e,
+        _ => format!("{e} (scontrol ended with {}; is the Slurm controller reachable?)", o.status),
+    })
 }
 
 /// [`leaf_switches`] from the text of `scontrol show topology` (a line per switch:
-/// `SwitchName=s0 Level=0 LinkSpeed=1 Nodes=tux[0-31]`).
-pub fn parse_leaf_switches(text: &str) -> Result<Vec<(String, Vec<String>)>, String> {
-    let mut out = Vec::new();
+/// `SwitchName=s0 Level=0 LinkSpeed=1 Nodes=tux[0-31]`). A leaf switch without nodes is left
+/// out; one whose nodes do not read as a host list is skipped (with why), not the whole topology:
+/// only the job's hosts need a switch.
+pub fn parse_leaf_switches(text: &str) -> Result<Topology, String> {
+    let mut t = Topology::default();
     for line in text.lines() {
         let field = |k: &str| line.split_whitespace().find_map(|f| f.strip_prefix(k)?.strip_prefix('='));
-        let (Some(name), Some("0"), Some(nodes)) = (field("SwitchName"), field("Level"), field("Nodes")) else {
+        let (Some(name), Some("0")) = (field("SwitchName"), field("Level")) else {
             continue;
         };
-        let nodes = super::hostlist::expand(nodes)
-            .map_err(|e| format!("`scontrol show topology`: switch {name}'s nodes: {e}"))?;
-        out.push((name.to_string(), nodes));
+        match field("Nodes").filter(|n| !n.is_empty()).map(super::hostlist::expand) {
+            None => {}
+            Some(Ok(nodes)) => t.switches.push((name.to_string(), nodes)),
+            Some(Err(e)) => t.skipped.push(format!("{name} ({e})")),
+        }
     }
-    if out.is_empty() {
+    if t.switches.is_empty() {
         let said = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("nothing").trim();
+        let skipped = if t.skipped.is_empty() { String::new() } else { format!("; skipped: {}", t.skipped.join(", ")) };
         return Err(format!(
-            "--relay-by switch places a relay per leaf switch, but `scontrol show topology` names none (it said: {said}): Slurm needs TopologyPlugin=topology/tree and a topology.conf; or drop --relay-by switch to group the hosts in their order"
+            "--relay-by switch places a relay per leaf switch, but `scontrol show topology` names none with nodes (it said: {said}{skipped}): Slurm needs TopologyPlugin=topology/tree and a topology.conf; or drop --relay-by switch to group the hosts in their order"
         ));
     }
-    Ok(out)
+    Ok(t)
 }
 
 #[cfg(test)]
@@ -122,7 +141,7 @@ mod tests {
         let text = "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=tux[00-02]\n\
                     SwitchName=s1 Level=0 LinkSpeed=1 Nodes=tux[03-04],gpu1\n\
                     SwitchName=s2 Level=1 LinkSpeed=1 Nodes=tux[00-04],gpu1 Switches=s[0-1]\n";
-        let s = parse_leaf_switches(text).unwrap();
+        let s = parse_leaf_switches(text).unwrap().switches;
         assert_eq!(
             s,
             [
@@ -135,8 +154,16 @@ mod tests {
             e.contains("(it said: No topology information available)") && e.contains("TopologyPlugin=topology/tree"),
             "{e}"
         );
+        // One switch that does not read, or has no nodes, leaves the others usable.
+        let t = parse_leaf_switches(
+            "SwitchName=s0 Level=0 Nodes=tux[3-1]\nSwitchName=s1 Level=0 Nodes=\nSwitchName=s2 Level=0 Nodes=a1",
+        )
+        .unwrap();
+        assert_eq!(t.switches, [("s2".to_string(), vec!["a1".to_string()])]);
+        assert_eq!(t.skipped.len(), 1);
+        assert!(t.skipped[0].starts_with("s0 (") && t.skipped[0].contains("backwards"), "{:?}", t.skipped);
         let e = parse_leaf_switches("SwitchName=s0 Level=0 Nodes=tux[3-1]").unwrap_err();
-        assert!(e.contains("switch s0's nodes"), "{e}");
+        assert!(e.contains("names none with nodes") && e.contains("skipped: s0 ("), "{e}");
     }
 
     #[test]
