@@ -149,17 +149,28 @@ fn buckets(h: &iocurve_stats::LatencyHistogram) -> Vec<(u64, u64)> {
 
 /// `n` simulated agents on 127.0.0.2, 127.0.0.3, …, each with its target group.
 fn children(creds: &RunCredentials, dir: &Path, n: u32) -> Vec<(Host, Vec<TargetGroup>)> {
-    (0..n).map(|k| child(creds, dir, k + 2, k)).collect()
+    (0..n).map(|k| child(creds, dir, k + 2, Some(k))).collect()
 }
 
-/// Simulated agent `k` on 127.0.0.`last`, with its target group.
-fn child(creds: &RunCredentials, dir: &Path, last: u32, k: u32) -> (Host, Vec<TargetGroup>) {
+/// Agent on 127.0.0.`last` (simulated agent `sim`, or a real one on a file), with its target
+/// group.
+fn child(creds: &RunCredentials, dir: &Path, last: u32, sim: Option<u32>) -> (Host, Vec<TargetGroup>) {
     let host = format!("127.0.0.{last}");
     let d = dir.join(&host);
     std::fs::create_dir(&d).unwrap();
     let groups =
         vec![TargetGroup { name: "t".into(), weight: 1, targets: vec![d.join("t.dat").display().to_string()] }];
-    (agent(creds, &host, &d, Some(k), false), groups)
+    (agent(creds, &host, &d, sim, false), groups)
+}
+
+/// The relay on 127.0.0.20 of `group`, and its children's targets opened through it.
+async fn opened_through(creds: &RunCredentials, dir: &Path, group: &[(Host, Vec<TargetGroup>)]) -> (Host, Vec<Remote>) {
+    let (relay, remote, _) = relay_of(creds, dir, "127.0.0.20", group).await;
+    let mut remotes = vec![remote];
+    let stop = AtomicBool::new(false);
+    let opened = client::targets(&mut remotes, &[Vec::new()], 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
+    assert!(opened[0].is_ok(), "{opened:?}");
+    (relay, remotes)
 }
 
 /// The relay agent on `host`, made the relay of `group` (the run's hosts from `first` on) and
@@ -437,12 +448,9 @@ fn a_child_lost_behind_a_relay_ends_the_run_under_abort() {
         let creds = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let mut kids = children(&creds, dir.path(), 2);
-        let (_relay, remote, _) = relay_of(&creds, dir.path(), "127.0.0.20", &kids).await;
+        let (_relay, mut remotes) = opened_through(&creds, dir.path(), &kids).await;
         let stop = AtomicBool::new(false);
-        let mut remotes = vec![remote];
         let none = vec![Vec::new()];
-        let opened = client::targets(&mut remotes, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
-        assert!(opened[0].is_ok(), "{opened:?}");
         let mut w = workload();
         w.intervals = 4;
         let lost = kids[1].0.addr.clone();
@@ -525,7 +533,7 @@ fn a_childs_clock_is_held_to_the_coordinators_through_its_relay() {
         let creds = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
         let dir = tempfile::tempdir().unwrap();
         // Simulated agent k's clock is (k - 2) × 3 ms off: -6 ms and +30 ms.
-        let kids = [child(&creds, dir.path(), 2, 0), child(&creds, dir.path(), 3, 12)];
+        let kids = [child(&creds, dir.path(), 2, Some(0)), child(&creds, dir.path(), 3, Some(12))];
         let rd = dir.path().join("relay");
         std::fs::create_dir(&rd).unwrap();
         let _relay = agent(&creds, "127.0.0.20", &rd, None, true);
@@ -595,24 +603,10 @@ fn injected_faults_reach_the_agents_behind_a_relay() {
     rt.block_on(async {
         let creds = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let kids: Vec<(Host, Vec<TargetGroup>)> = (2..4)
-            .map(|last| {
-                let host = format!("127.0.0.{last}");
-                let d = dir.path().join(&host);
-                std::fs::create_dir(&d).unwrap();
-                let t = d.join("t.dat").display().to_string();
-                (
-                    agent(&creds, &host, &d, None, false),
-                    vec![TargetGroup { name: "t".into(), weight: 1, targets: vec![t] }],
-                )
-            })
-            .collect();
-        let (_relay, remote, _) = relay_of(&creds, dir.path(), "127.0.0.20", &kids).await;
+        let kids = [child(&creds, dir.path(), 2, None), child(&creds, dir.path(), 3, None)];
+        let (_relay, mut remotes) = opened_through(&creds, dir.path(), &kids).await;
         let stop = AtomicBool::new(false);
-        let mut remotes = vec![remote];
         let none = vec![Vec::new()];
-        let opened = client::targets(&mut remotes, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
-        assert!(opened[0].is_ok(), "{opened:?}");
         let mut w = workload();
         (w.intervals, w.interval_s) = (2, 0.5);
         let faults = [iocurve_plan::Fault {
