@@ -596,7 +596,7 @@ fn a_child_that_never_answers_is_lost_at_the_join() {
 
 /// Injected faults go through a relay to its agents (issue 46): real agents on files, every
 /// I/O held back 5 ms — each agent's latency and the merged count of faults say each applied
-/// them, and by Little's law the four workers on each kept four I/Os in flight.
+/// them. A fault on one target is refused through relays.
 #[test]
 fn injected_faults_reach_the_agents_behind_a_relay() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -631,5 +631,18 @@ fn injected_faults_reach_the_agents_behind_a_relay() {
             // 8 workers on the two agents, 0.5 s, ≥ 5 ms each: at most 800 I/Os.
             assert!(ops <= 800, "{ops}");
         }
+        // A fault on one target is the coordinator's to place: refused as bad input (exit code
+        // 2), not taken for the relay lost, and the relay is free for the next step.
+        let one = [iocurve_plan::Fault { target: Some(kids[0].1[0].targets[0].clone()), ..faults[0].clone() }];
+        spec.faults = &one;
+        let Err(e) = client::run_step(&mut remotes, &spec, &mut iocurve_engine::NoObserver, &stop).await else {
+            panic!("a fault on one target through a relay")
+        };
+        assert!(
+            matches!(&e, iocurve_net::NetError::Input(m) if m.contains("a fault on one target") && m.contains("does not go through relays yet")),
+            "{e}"
+        );
+        spec.faults = &faults;
+        assert!(client::run_step(&mut remotes, &spec, &mut iocurve_engine::NoObserver, &stop).await.is_ok());
     });
 }

@@ -347,6 +347,18 @@ fn relays_started_by_hand_are_refused_without_what_they_need() {
         assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(want), "{extra:?}: {}", stderr(&o));
     }
+    // A fault on one target: which host it goes to is not placed through relays yet.
+    let targeted = format!(
+        "[[workloads]]\nname = \"w\"\nbackend = \"null\"\nramp = [1]\n[[faults]]\nkind = \"latency\"\nlatency_ms = 1\ntarget = \"{}\"\n",
+        hosts[0].1.display()
+    );
+    hosts_plan(dir.path(), &hosts, &targeted);
+    let mut args = vec!["plan.toml", "--relay-every", "4", "--relays", "127.0.0.9:7421"];
+    args.extend(tls);
+    let o = coordinator(dir.path(), &certs, &args).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--relays: a fault on one target ([[faults]] target"), "{}", stderr(&o));
+    hosts_plan(dir.path(), &hosts, "[[workloads]]\nname = \"w\"\nbackend = \"null\"\nramp = [1]\n");
     // A relay takes its grant over TLS only.
     let o = crate::util::iocurve(
         dir.path(),

@@ -4,8 +4,8 @@
 //! merged exactly — and streams the group's merged intervals up as one agent streams its own,
 //! each saying how many hosts it merges.
 //!
-//! What does not go through a relay yet is refused by name: faults, replays, I/O logs, the
-//! precondition and verification passes.
+//! What does not go through a relay yet is refused by name: faults on one target, replays, I/O
+//! logs, the precondition and verification passes. Faults on every target go through.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -417,6 +417,14 @@ impl RelayHandler for Relay {
         };
         iocurve_plan::check_workload(&w, &faults, "the step request")
             .map_err(|e| bad(format!("the workload is not valid: {e}")))?;
+        // Which agent a fault on one target goes to is the coordinator's to say, over every
+        // relay's agents: this relay knows its own group alone, and would hand a fault on
+        // another group's target to all of its agents (which refuse a target not theirs).
+        if let Some(t) = faults.iter().find_map(|f| f.target.as_deref()) {
+            return Err(bad(format!(
+                "a fault on one target ({t}) does not go through relays yet: drop its target (faults on every target go through) or run it without relays"
+            )));
+        }
         let guard = self
             .group
             .clone()
