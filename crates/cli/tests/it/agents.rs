@@ -611,9 +611,10 @@ fn two_agents_share_one_rate_schedule() {
     // What is tested is the schedule's split, not the disk: 64 in flight keep 1500 IOPS at up
     // to 42 ms per I/O (at 16 a shared virtual disk's 5.6 ms mean in a full run left the step
     // unsustained). Sustained means 99 % of the due I/Os completed in the measurement, so a
-    // stall of 1 % of it at one end fails the step: 2 s measured bear 20 ms (1 s at 3000 IOPS
-    // failed once in CI beside the fuzz smoke).
-    let w = "[[workloads]]\nname = \"rated\"\nrate = [500, 1500]\nmax_outstanding = 64\nwarmup_s = 0.2\nintervals = 2\ninterval_s = 1.0\n";
+    // stall of 1 % of it at one end fails the step: 4 s measured bear 40 ms (1 s at 3000 IOPS
+    // failed once in CI beside the fuzz smoke, and 2 s at 500 IOPS once, the host's CPU 100 %
+    // busy and 20 I/Os late by up to 40 ms).
+    let w = "[[workloads]]\nname = \"rated\"\nrate = [500, 1500]\nmax_outstanding = 64\nwarmup_s = 0.2\nintervals = 2\ninterval_s = 2.0\n";
     hosts_plan(dir.path(), &hosts, w);
     let o = coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--json", "r.json"]).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
@@ -623,8 +624,8 @@ fn two_agents_share_one_rate_schedule() {
     for (s, target) in steps(&r, 0).iter().zip([500.0, 1500.0]) {
         let rate = &s["rate"];
         assert_eq!(f(&rate["target_iops"]), target);
-        // 2 s measured: the schedule's I/Os, all hosts together.
-        assert!((f(&rate["due"]) - 2.0 * target).abs() <= 2.0, "{rate}");
+        // 4 s measured: the schedule's I/Os, all hosts together.
+        assert!((f(&rate["due"]) - 4.0 * target).abs() <= 2.0, "{rate}");
         assert_eq!(rate["sustained"], true, "{s}");
         let per_host: Vec<f64> = s["hosts"].as_array().unwrap().iter().map(|h| f(&h["iops"])).collect();
         assert_eq!(per_host.len(), 2);
