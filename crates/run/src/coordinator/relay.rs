@@ -14,7 +14,7 @@ use std::time::Duration;
 use iocurve_engine::{StepObserver, StepProgress};
 use iocurve_net::agent::relay::{RelayHandler, StepEvents};
 use iocurve_net::{NetError, pb, unix_ns, wire};
-use iocurve_plan::{Fault, TargetGroup, Workload};
+use iocurve_plan::TargetGroup;
 use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
 use tokio::sync::mpsc;
 use tonic::Status;
@@ -401,22 +401,10 @@ impl RelayHandler for Relay {
             // Bad input for this run, not a relay gone: the coordinator ends the step with it.
             return Err(bad(format!("{what} does not go through relays yet: run it without relays")));
         }
-        let w: Workload = serde_json::from_str(&req.workload_json).map_err(|e| bad(format!("workload: {e}")))?;
-        let members = req
-            .members
-            .iter()
-            .map(|m| serde_json::from_str::<Workload>(&m.workload_json).map(|w| (w, m.workers)))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| bad(format!("a member's workload: {e}")))?;
-        // Injected faults go on to every child (each applies those of its targets, as from a
-        // coordinator), checked here first as an agent checks them.
-        let faults: Vec<Fault> = if req.faults_json.is_empty() {
-            Vec::new()
-        } else {
-            serde_json::from_str(&req.faults_json).map_err(|e| bad(format!("the faults do not parse: {e}")))?
-        };
-        iocurve_plan::check_workload(&w, &faults, "the step request")
-            .map_err(|e| bad(format!("the workload is not valid: {e}")))?;
+        // The request checked as an agent checks its own (workload, faults, members), before
+        // any child is asked; injected faults go on to every child.
+        let (w, _, faults) = iocurve_net::agent::step_request(&req)?;
+        let members = iocurve_net::agent::member_requests(&req)?;
         // Which agent a fault on one target goes to is the coordinator's to say, over every
         // relay's agents: this relay knows its own group alone, and would hand a fault on
         // another group's target to all of its agents (which refuse a target not theirs).
