@@ -5,7 +5,7 @@
 
 use crate::util::*;
 
-const SWEEP: &str = "[defaults]\nbackend = \"null\"\nramp = [1, 2]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.3\n\
+const SWEEP: &str = "[defaults]\nbackend = \"null\"\nramp = [1, 2]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 1\n\
 [[workloads]]\nname = \"r4\"\nbs = \"4k\"\nread_pct = 100\n\
 [[workloads]]\nname = \"w4\"\nbs = \"4k\"\nread_pct = 0\n\
 [[workloads]]\nname = \"r8\"\nbs = \"8k\"\nread_pct = 100\n\
@@ -24,7 +24,7 @@ fn show_opens_with_the_overview_and_the_export_has_its_figures() {
     assert!(at("Overview") < at("Key figures") && at("Key figures") < at("r4  (random"), "{text}");
     assert!(text.contains("measured run 1 on "), "{text}");
     assert!(text.contains("- r4: maximum ") && text.contains("- w8: maximum "), "{text}");
-    assert!(text.contains("  ramp      1–2 workers (2 steps), 0.1 s warm-up, 2 × 0.3 s measured per step\n"), "{text}");
+    assert!(text.contains("  ramp      1–2 workers (2 steps), 0.1 s warm-up, 2 × 1 s measured per step\n"), "{text}");
     let matrix = &text[at("Block size × read share: random, backend, qd 1, null")..];
     let maximum = |name: &str| {
         let w = r["workloads"].as_array().unwrap().iter().find(|w| w["name"] == name).unwrap();
