@@ -87,6 +87,9 @@ pub struct Cluster {
     children: Vec<Vec<(String, pb::HelloReply, i64, i64)>>,
     /// Per agent, its target paths.
     targets: Vec<Vec<TargetGroup>>,
+    /// Per agent behind a relay (by address), its target paths: a fault on one of them goes to
+    /// its relay (issue 46).
+    child_targets: std::collections::HashMap<String, Vec<TargetGroup>>,
     /// Per agent, its `workers_scale` (`[[hosts]]`; 1 for `--hosts`).
     scales: Vec<f64>,
     /// Per agent, its place in the hosts as listed: a host-count sweep's step of N runs on the
@@ -395,6 +398,7 @@ impl Cluster {
             remotes,
             children: vec![Vec::new()],
             targets: vec![Vec::new()],
+            child_targets: Default::default(),
             scales: vec![1.0],
             listed: vec![0],
             facts,
@@ -478,6 +482,7 @@ impl Cluster {
         // Per agent (a relay: per host of its group), its address and Hello.
         let mut children: Vec<Vec<(String, pb::HelloReply, i64, i64)>> = Vec::new();
         let (mut remotes, mut targets, mut scales, mut listed) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut child_targets = std::collections::HashMap::new();
         if args.relays.is_empty() {
             let addrs: Vec<String> = hosts.iter().map(|h| h.0.clone()).collect();
             let reached = reach_agents(&rt, args, &cfg, &addrs, cancel, obs)?;
@@ -495,6 +500,7 @@ impl Cluster {
             children = remotes.iter().map(|_| Vec::new()).collect();
         } else {
             let through = rt.block_on(reach_relays(args, &cfg, &hosts, run_key, stop))?;
+            child_targets = hosts.iter().map(|h| (h.0.clone(), h.1.clone())).collect();
             for (i, r) in through.into_iter().enumerate() {
                 match r {
                     Ok((remote, group, lost)) => {
@@ -580,6 +586,7 @@ impl Cluster {
             remotes,
             children,
             targets,
+            child_targets,
             scales,
             listed,
             facts,
@@ -923,6 +930,21 @@ impl Cluster {
             Some((l, speed)) => Some((0..n).map(|h| l.share(w, speed, h, n)).collect::<Result<Vec<_>, _>>()?),
             None => None,
         };
+        // A relay stands for its agents' targets (those still with the run) when a fault on one
+        // target is placed; it places the fault among them itself.
+        let fault_targets: Vec<Vec<TargetGroup>> = if self.remotes.iter().any(|r| r.relay) {
+            (0..n)
+                .map(|i| match self.remotes[i].relay {
+                    true => self.children[i]
+                        .iter()
+                        .flat_map(|c| self.child_targets.get(&c.0).into_iter().flatten().cloned())
+                        .collect(),
+                    false => self.targets[i].clone(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let spec = StepSpec {
             workload: w,
             workers,
@@ -937,6 +959,7 @@ impl Cluster {
             replay_speed: replay.map(|(_, s)| s),
             replay_intended: replay.map_or((0.1, Vec::new()), |(l, s)| l.intended_bins(s)),
             targets: &self.targets[..n],
+            fault_targets: &fault_targets,
             scratch_size: self.scratch_size,
             run_key: self.run_key,
             verify_journal: self.verify_journal,

@@ -454,9 +454,7 @@ impl<'o> Runner<'o> {
     /// for it.
     fn not_through_relays(&self) -> Option<&'static str> {
         let (plan, o) = (&self.plan, &self.options);
-        if plan.faults.iter().any(|f| f.target.is_some()) {
-            Some("a fault on one target ([[faults]] target; faults on every target go through)")
-        } else if plan.precondition {
+        if plan.precondition {
             Some("preconditioning")
         } else if o.verify_final {
             Some("--verify-final")

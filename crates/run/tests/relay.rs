@@ -120,6 +120,7 @@ fn spec<'a>(w: &'a Workload, targets: &'a [Vec<TargetGroup>]) -> StepSpec<'a> {
         replay_speed: None,
         replay_intended: (0.1, Vec::new()),
         targets,
+        fault_targets: &[],
         scratch_size: 1 << 20,
         run_key: RUN_KEY,
         verify_journal: false,
@@ -596,7 +597,7 @@ fn a_child_that_never_answers_is_lost_at_the_join() {
 
 /// Injected faults go through a relay to its agents (issue 46): real agents on files, every
 /// I/O held back 5 ms — each agent's latency and the merged count of faults say each applied
-/// them. A fault on one target is refused through relays.
+/// them. A fault on one target reaches the agent that has it, and that agent alone.
 #[test]
 fn injected_faults_reach_the_agents_behind_a_relay() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -631,17 +632,32 @@ fn injected_faults_reach_the_agents_behind_a_relay() {
             // 8 workers on the two agents, 0.5 s, ≥ 5 ms each: at most 800 I/Os.
             assert!(ops <= 800, "{ops}");
         }
-        // A fault on one target is the coordinator's to place: refused as bad input (exit code
-        // 2), not taken for the relay lost, and the relay is free for the next step.
+        // A fault on the first agent's target: the coordinator sends it to the relay that
+        // stands for that agent (here the only one), and the relay to that agent alone — its
+        // target's I/Os take 5 ms, the other's take what a file on this disk takes.
         let one = [iocurve_plan::Fault { target: Some(kids[0].1[0].targets[0].clone()), ..faults[0].clone() }];
-        spec.faults = &one;
+        let routes = vec![kids.iter().flat_map(|k| k.1.clone()).collect::<Vec<_>>()];
+        (spec.faults, spec.fault_targets) = (&one, &routes);
+        let mut obs = Merged::default();
+        client::run_step(&mut remotes, &spec, &mut obs, &stop).await.expect("a fault on one target goes through");
+        for (_, s, _) in &obs.intervals {
+            let [first, second] = &s.targets[..] else { panic!("a part per target: {:?}", s.targets) };
+            let (slow, fast) = (first.hist.mean_ns() / 1e3, second.hist.mean_ns() / 1e3);
+            assert!(first.read_ops > 0 && slow >= 5000.0, "the first agent's target held 5 ms: {slow} µs");
+            assert!(second.read_ops > 0 && fast < 5000.0, "the second agent's target untouched: {fast} µs");
+            // Every I/O on the first target delayed, none on the second (a fault counts when it
+            // is injected: up to the 4 I/Os in flight at the interval's end count in it too).
+            let delayed = first.read_ops + first.write_ops;
+            assert!((delayed..=delayed + 4).contains(&s.faults_injected), "{} of {delayed}", s.faults_injected);
+        }
+        // A fault on a target no agent has goes to every agent, which refuses it by name: bad
+        // input (exit code 2), not the relay lost, and the relay free for the next step.
+        let nowhere = [iocurve_plan::Fault { target: Some("/nowhere.dat".into()), ..faults[0].clone() }];
+        spec.faults = &nowhere;
         let Err(e) = client::run_step(&mut remotes, &spec, &mut iocurve_engine::NoObserver, &stop).await else {
-            panic!("a fault on one target through a relay")
+            panic!("a fault on a target no agent has")
         };
-        assert!(
-            matches!(&e, iocurve_net::NetError::Input(m) if m.contains("a fault on one target") && m.contains("does not go through relays yet")),
-            "{e}"
-        );
+        assert!(matches!(&e, iocurve_net::NetError::Input(m) if m.contains("/nowhere.dat")), "{e}");
         spec.faults = &faults;
         assert!(client::run_step(&mut remotes, &spec, &mut iocurve_engine::NoObserver, &stop).await.is_ok());
     });

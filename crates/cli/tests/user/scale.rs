@@ -296,6 +296,35 @@ fn real_agents_started_by_hand_run_through_a_relay_started_by_hand() {
     }
     let o = coordinator(dir.path(), &certs, &args).output().unwrap();
     assert!(o.status.success(), "a second run through the relay: {}{}", stdout(&o), stderr(&o));
+    // A fault on one host's target goes through two relays to that host alone: the coordinator
+    // sends it to the relay of that host's group, the relay to that host (the other relay's
+    // agents would refuse a target that is not theirs, and fail the run).
+    let second = ByHand::start(dir.path(), &certs, "127.0.0.4", &["--relay"]);
+    let faulted = format!(
+        "[[workloads]]\nname = \"r\"\nread_pct = 70\nramp = [1]\nwarmup_s = 0\nintervals = 2\ninterval_s = 0.5\n\
+         [[faults]]\nkind = \"latency\"\nlatency_ms = 20\ntarget = \"{}\"\n",
+        hosts[2].1.display()
+    );
+    hosts_plan(dir.path(), &hosts, &faulted);
+    let relays = format!("{},{}", relay.addr, second.addr);
+    let mut two = args;
+    (two[6], two[8]) = ("2", &relays);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let o = loop {
+        let o = coordinator(dir.path(), &certs, &two).output().unwrap();
+        if o.status.success() || !stderr(&o).contains("in use by a relay") || std::time::Instant::now() > deadline {
+            break o;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    assert!(o.status.success(), "a fault on one target through two relays: {}{}", stdout(&o), stderr(&o));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let s = &r["workloads"][0]["steps"][0];
+    let rows = s["hosts"].as_array().unwrap();
+    let mean_ms = |i: usize| rows[i]["lat_us"]["mean"].as_f64().unwrap() / 1e3;
+    assert_eq!((rows.len(), &rows[0]["hosts"], &rows[1].get("hosts")), (2, &serde_json::json!(2), &None), "{rows:?}");
+    assert!(mean_ms(1) >= 20.0, "the third host's I/Os held 20 ms: {} ms", mean_ms(1));
+    assert!(mean_ms(0) < 20.0, "the other relay's hosts untouched: {} ms", mean_ms(0));
 }
 
 /// `run --relays` says what is missing before anything runs (exit code 2): a relay per group,
@@ -347,18 +376,12 @@ fn relays_started_by_hand_are_refused_without_what_they_need() {
         assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(want), "{extra:?}: {}", stderr(&o));
     }
-    // A fault on one target: which host it goes to is not placed through relays yet.
-    let targeted = format!(
-        "[[workloads]]\nname = \"w\"\nbackend = \"null\"\nramp = [1]\n[[faults]]\nkind = \"latency\"\nlatency_ms = 1\ntarget = \"{}\"\n",
-        hosts[0].1.display()
-    );
-    hosts_plan(dir.path(), &hosts, &targeted);
-    let mut args = vec!["plan.toml", "--relay-every", "4", "--relays", "127.0.0.9:7421"];
+    // What does not go through relays yet is refused before anything starts.
+    let mut args = vec!["plan.toml", "--relay-every", "4", "--relays", "127.0.0.9:7421", "--write-iolog", "io.log"];
     args.extend(tls);
     let o = coordinator(dir.path(), &certs, &args).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("--relays: a fault on one target ([[faults]] target"), "{}", stderr(&o));
-    hosts_plan(dir.path(), &hosts, "[[workloads]]\nname = \"w\"\nbackend = \"null\"\nramp = [1]\n");
+    assert!(stderr(&o).contains("--relays: --write-iolog does not go through relays yet"), "{}", stderr(&o));
     // A relay takes its grant over TLS only.
     let o = crate::util::iocurve(
         dir.path(),

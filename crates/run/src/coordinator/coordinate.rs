@@ -104,6 +104,9 @@ pub struct StepSpec<'a> {
     pub replay_intended: (f64, Vec<u64>),
     /// Per agent, its target groups (with the plan's weights).
     pub targets: &'a [Vec<TargetGroup>],
+    /// Per agent, the targets a fault on one target is placed by: a relay's agents' (it opens
+    /// none itself: `targets` has none for it); empty: `targets` (issue 46).
+    pub fault_targets: &'a [Vec<TargetGroup>],
     pub scratch_size: u64,
     /// The run's key for the lock on file targets it writes (`iocurve_engine::safety::lock`).
     pub run_key: u32,
@@ -964,7 +967,11 @@ fn send_requests(remotes: &[Remote], spec: &StepSpec, json: &str, keys: &[i64]) 
             scratch_size: spec.scratch_size,
             threads: spec.threads,
             backend: spec.backend.into(),
-            faults_json: faults_for(spec.faults, spec.targets, h),
+            faults_json: faults_for(
+                spec.faults,
+                if spec.fault_targets.is_empty() { spec.targets } else { spec.fault_targets },
+                h,
+            ),
             rate_iops: if spec.replay.is_some() { 0.0 } else { spec.rate_iops.unwrap_or(0.0) },
             replay: spec.replay.and_then(|r| r.get(h)).cloned().unwrap_or_default(),
             host,
@@ -1178,6 +1185,7 @@ mod tests {
             replay_speed: None,
             replay_intended: (0.1, Vec::new()),
             targets: &[],
+            fault_targets: &[],
             scratch_size: 0,
             run_key: 0,
             verify_journal: false,

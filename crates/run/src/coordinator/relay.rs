@@ -4,8 +4,8 @@
 //! merged exactly — and streams the group's merged intervals up as one agent streams its own,
 //! each saying how many hosts it merges.
 //!
-//! What does not go through a relay yet is refused by name: faults on one target, replays, I/O
-//! logs, the precondition and verification passes. Faults on every target go through.
+//! What does not go through a relay yet is refused by name: replays, I/O logs, the precondition
+//! and verification passes. Injected faults go through, on every target or on one.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -402,17 +402,12 @@ impl RelayHandler for Relay {
             return Err(bad(format!("{what} does not go through relays yet: run it without relays")));
         }
         // The request checked as an agent checks its own (workload, faults, members), before
-        // any child is asked; injected faults go on to every child.
+        // any child is asked. Faults on every target go on to every child; one on one target
+        // came here because one of this group's agents has it (the coordinator places it over
+        // every relay's agents), and goes on to the agents that have it, as the coordinator
+        // places it over its own (`faults_for`).
         let (w, _, faults) = iocurve_net::agent::step_request(&req)?;
         let members = iocurve_net::agent::member_requests(&req)?;
-        // Which agent a fault on one target goes to is the coordinator's to say, over every
-        // relay's agents: this relay knows its own group alone, and would hand a fault on
-        // another group's target to all of its agents (which refuse a target not theirs).
-        if let Some(t) = faults.iter().find_map(|f| f.target.as_deref()) {
-            return Err(bad(format!(
-                "a fault on one target ({t}) does not go through relays yet: drop its target (faults on every target go through) or run it without relays"
-            )));
-        }
         let guard = self
             .group
             .clone()
@@ -469,6 +464,7 @@ impl RelayHandler for Relay {
                     replay_speed: None,
                     replay_intended: (0.1, Vec::new()),
                     targets: &g.groups,
+                    fault_targets: &[],
                     scratch_size: req.scratch_size,
                     run_key: req.run_key,
                     verify_journal: req.verify_journal,
