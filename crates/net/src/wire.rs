@@ -3,8 +3,8 @@
 //! merged histograms, never from averaged percentiles).
 
 use iocurve_stats::{
-    CpuUsage, DeviceIo, DirStats, ErrorCounts, HostFacts, IntervalStats, IoCpu, LatencyHistogram, RateStats, Sample,
-    SecondHist, SecondHists, TargetStats, VerifyCounts,
+    CpuUsage, DeviceIo, DirStats, ErrorCounts, HostClock, HostFacts, HostRecord, IntervalStats, IoCpu,
+    LatencyHistogram, RateStats, Sample, SecondHist, SecondHists, TargetStats, VerifyCounts,
 };
 
 use crate::pb;
@@ -292,6 +292,73 @@ pub fn interval_to(index: u32, s: &IntervalStats, cpu: &CpuUsage, duration_s: f6
         cpu_own: cpu.own,
         hosts: 0,
     }
+}
+
+/// A host behind a relay over a step, for the relay's coordinator (issue 46): its measured
+/// intervals merged exactly (its record's `total`), their count and length (`interval_s`
+/// each, as the merged intervals count them) and the mean CPU of those its record holds.
+pub fn host_summary_to(h: &HostRecord, interval_s: f64) -> pb::HostSummary {
+    let r = &h.record;
+    pb::HostSummary {
+        address: h.address.clone(),
+        hostname: h.hostname.clone(),
+        started_unix_ns: h.started_unix_ns,
+        threads: r.threads as u32,
+        workers: r.workers,
+        lost_at_s: h.lost_at_s,
+        offset_ns: h.clock.offset_ns,
+        rtt_ns: h.clock.rtt_ns,
+        offset_after_ns: h.clock.offset_after_ns,
+        rtt_after_ns: h.clock.rtt_after_ns,
+        total: Some(interval_to(
+            r.measured as u32,
+            &r.total_as_one(),
+            &r.held_cpu_mean(),
+            r.measured as f64 * interval_s,
+        )),
+    }
+}
+
+/// A relay's summary of one of its hosts as the coordinator reads it ([`host_summary_from`]):
+/// checked and escaped, still on the relay's clock.
+#[derive(Debug)]
+pub struct HostSummaryRead {
+    pub address: String,
+    pub hostname: String,
+    /// On the relay's clock; 0: it never started.
+    pub started_unix_ns: i64,
+    pub threads: usize,
+    /// A finite time, not before the step's start.
+    pub lost_at_s: Option<f64>,
+    /// Against the relay: before the step (offset, round trip ≥ 0), after it.
+    pub clock: HostClock,
+    /// How many intervals it merges, and they together: nothing where it measured nothing (or
+    /// says so with a length that is no length).
+    pub measured: u32,
+    pub total: Option<(IntervalStats, CpuUsage, f64)>,
+}
+
+/// Reads a relay's summary of one of its hosts (issue 46): its interval checked as an agent's
+/// is ([`interval_from`]), its names escaped, nonsense (a loss at NaN, four billion threads, a
+/// negative round trip) dropped or bounded. An error where its figures do not read.
+pub fn host_summary_from(s: &pb::HostSummary) -> Result<HostSummaryRead, String> {
+    let (measured, stats, cpu, duration_s) = interval_from(s.total.as_ref().ok_or("no figures")?)?;
+    let nonneg = |v: i64| v.max(0);
+    Ok(HostSummaryRead {
+        address: crate::printable(&s.address),
+        hostname: crate::printable(&s.hostname),
+        started_unix_ns: s.started_unix_ns.max(0),
+        threads: (s.threads as usize).min(1 << 16),
+        lost_at_s: s.lost_at_s.filter(|t| t.is_finite() && *t >= 0.0),
+        clock: HostClock {
+            offset_ns: s.offset_ns,
+            rtt_ns: nonneg(s.rtt_ns),
+            offset_after_ns: s.offset_after_ns,
+            rtt_after_ns: nonneg(s.rtt_after_ns),
+        },
+        measured,
+        total: (measured > 0 && duration_s.is_finite() && duration_s > 0.0).then_some((stats, cpu, duration_s)),
+    })
 }
 
 /// An interval as the agent measured it: (index, stats, host CPU, duration).

@@ -97,6 +97,9 @@ impl StepObserver for Observers<'_> {
     fn host_interval(&mut self, host: u32, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
         self.0.iter_mut().for_each(|o| o.host_interval(host, index, stats, cpu, duration_s));
     }
+    fn host_summary(&mut self, host: u32, row: &iocurve_stats::HostRecord) {
+        self.0.iter_mut().for_each(|o| o.host_summary(host, row));
+    }
     fn interval(&mut self, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
         self.0.iter_mut().for_each(|o| o.interval(index, stats, cpu, duration_s));
     }

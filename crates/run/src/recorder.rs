@@ -106,6 +106,28 @@ impl StepObserver for Recorder<'_, '_> {
         }
     }
 
+    /// A host's row of a step through relays: its row in `step_hosts` and its one interval, the
+    /// step summed up (none for a host that measured nothing).
+    fn host_summary(&mut self, host: u32, row: &iocurve_stats::HostRecord) {
+        let r = &row.record;
+        let threads_workers = (r.threads, r.workers);
+        if let (Some(step), None) = (self.step_id, &self.error) {
+            let stored = self
+                .store
+                .add_step_host(step, host, &row.address, &row.hostname, row.started_unix_ns, threads_workers)
+                .and_then(|()| match r.intervals.first() {
+                    Some(i) => self.store.add_interval(step, Some(host), 0, &r.total, &i.cpu, i.duration_s),
+                    None => Ok(()),
+                });
+            if let Err(e) = stored {
+                self.error = Some(e);
+            }
+        }
+        if self.stored() {
+            self.observers.host_summary(host, row);
+        }
+    }
+
     fn interval(&mut self, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
         if let (Some(step), None) = (self.step_id, &self.error)
             && let Err(e) = self.store.add_interval(step, None, index, stats, cpu, duration_s)

@@ -95,15 +95,24 @@ fn workload() -> Workload {
     w
 }
 
-/// Every merged interval, and the hosts each of its parts stood for.
+/// Every merged interval, the hosts started as the step ran, and the hosts' rows summed up at
+/// its end.
 #[derive(Default)]
 struct Merged {
     intervals: Vec<(u32, IntervalStats, CpuUsage)>,
+    hosts_started: u32,
+    summaries: Vec<(u32, String)>,
 }
 
 impl StepObserver for Merged {
     fn interval(&mut self, index: u32, stats: &IntervalStats, cpu: &CpuUsage, _: f64) {
         self.intervals.push((index, stats.clone(), *cpu));
+    }
+    fn host_started(&mut self, _: u32, _: &str, _: &str, _: i64, _: usize, _: u32) {
+        self.hosts_started += 1;
+    }
+    fn host_summary(&mut self, host: u32, row: &iocurve_stats::HostRecord) {
+        self.summaries.push((host, row.address.clone()));
     }
 }
 
@@ -255,6 +264,29 @@ fn a_step_through_a_relay_merges_what_the_flat_step_merges_bucket_for_bucket() {
         assert!(
             flat_obs.intervals.iter().all(|(_, s, _)| buckets(&s.read.hist).len() + buckets(&s.write.hist).len() > 100)
         );
+        // A row per host through the relay too, each the step of that host summed up (one
+        // interval of the step's length): the flat step's host, bucket for bucket, on the
+        // coordinator's clock (its offset through the relay within the measurements' round trips).
+        let (a, b) = (&flat.merged.per_host, &tree.merged.per_host);
+        assert_eq!(b.iter().map(|h| h.address.as_str()).collect::<Vec<_>>(), addrs, "a row per host, in order");
+        assert!(
+            tree_obs.summaries.iter().map(|(i, _)| *i).eq(0..4),
+            "handed on at the step's end: {:?}",
+            tree_obs.summaries
+        );
+        assert!(tree_obs.hosts_started == 0, "nothing per host as the step runs: the rows come summed up");
+        for (x, y) in a.iter().zip(b) {
+            assert_eq!(y.record.measured, 1, "{}: one row for the step", y.address);
+            assert_eq!(y.record.intervals[0].duration_s, w.intervals as f64 * w.interval_s);
+            for (p, q) in [(&x.record.total.read, &y.record.total.read), (&x.record.total.write, &y.record.total.write)]
+            {
+                assert_eq!((p.ops, p.bytes), (q.ops, q.bytes), "{}", y.address);
+                assert_eq!(buckets(&p.hist), buckets(&q.hist), "{}: the host's buckets", y.address);
+            }
+            let apart = (x.clock.offset_ns - y.clock.offset_ns).abs();
+            assert!(apart <= x.clock.rtt_ns + y.clock.rtt_ns + 1_000_000, "{}: {apart} ns apart", y.address);
+            assert!(y.started_unix_ns > 0 && y.lost_at_s.is_none(), "{y:?}");
+        }
     });
 }
 

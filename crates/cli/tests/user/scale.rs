@@ -132,8 +132,8 @@ fn simulated_agents_are_hosts_of_their_own_with_their_own_clocks_and_their_figur
 
 /// Issue 46, part 2 measured through relays: simulated agents with credentials of their own
 /// (each its loopback address, certificate and token, as `certs add-host` gives a host), driven
-/// through relays started by hand (`run --relays`): every host runs every step, each relay's
-/// row stands for its group, and the step is its hosts' figures together.
+/// through relays started by hand (`run --relays`): every host runs every step, each has a row
+/// of its own (its relay's summary of it), and the step is its hosts' figures together.
 #[test]
 fn simulated_agents_of_their_own_credentials_run_through_relays_started_by_hand() {
     let _one = crate::util::one_at_a_time();
@@ -160,8 +160,9 @@ fn simulated_agents_of_their_own_credentials_run_through_relays_started_by_hand(
     for s in r["workloads"][0]["steps"].as_array().unwrap() {
         assert_eq!(s["host_count"], 6, "{s}");
         let rows = s["hosts"].as_array().unwrap();
-        assert_eq!(rows.len(), 2, "a row per relay: {rows:?}");
-        assert!(rows.iter().all(|h| h["hosts"] == 3), "each stands for its group: {rows:?}");
+        let named: Vec<&str> = rows.iter().map(|h| h["host"].as_str().unwrap()).collect();
+        assert_eq!(named, sim.hosts.iter().map(|h| h.0.as_str()).collect::<Vec<_>>(), "a row per host: {rows:?}");
+        assert!(rows.iter().all(|h| h.get("hosts").is_none()), "each a host of its own: {rows:?}");
         let sum: f64 = rows.iter().map(|h| f(&h["iops"])).sum();
         assert!((sum - f(&s["iops"])).abs() / sum < 1e-6, "{sum} vs {}", s["iops"]);
         let said: Vec<&Value> = s["flags"].as_array().unwrap().iter().filter(|f| f["code"] == "simulated").collect();
@@ -263,11 +264,34 @@ fn real_agents_started_by_hand_run_through_a_relay_started_by_hand() {
     assert_eq!(r["host"]["agents"].as_array().unwrap().len(), 3);
     for s in r["workloads"][0]["steps"].as_array().unwrap() {
         assert_eq!(s["host_count"], 3, "{s}");
+        // A row per host behind the relay (not the relay's group row), each its own figures on
+        // this host's clock.
         let rows = s["hosts"].as_array().unwrap();
-        assert_eq!(rows.len(), 1, "{rows:?}");
-        assert_eq!(rows[0]["hosts"], 3, "{rows:?}");
+        let named: Vec<&str> = rows.iter().map(|h| h["host"].as_str().unwrap()).collect();
+        assert_eq!(named, hosts.iter().map(|h| h.0.as_str()).collect::<Vec<_>>(), "{rows:?}");
+        for h in rows {
+            assert!(h.get("hosts").is_none() && f(&h["iops"]) > 0.0 && f(&h["lat_us"]["p99"]) > 0.0, "{h}");
+            assert!(h["clock_offset_ms"].as_f64().unwrap().abs() < 100.0, "{h}");
+        }
         // Real I/O, both ways, on the agents' own files.
         assert!(s["read"]["ops"].as_u64().unwrap() > 0 && s["write"]["ops"].as_u64().unwrap() > 0, "{s}");
+    }
+    // The hosts' rows add up to the step's merged figures bucket for bucket (each host's
+    // intervals merged exactly at its relay, the hosts' at the coordinator), as stored.
+    let o = crate::util::iocurve(dir.path(), &["export", "1", "--format", "histograms", "-o", "h.csv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(dir.path().join("h.csv")).unwrap();
+    let mut merged = std::collections::BTreeMap::<(String, String, String), (u64, u64)>::new();
+    for line in csv.lines().skip(1) {
+        let c: Vec<&str> = line.split(',').collect();
+        let key = (c[2].to_string(), c[5].to_string(), c[6].to_string());
+        let count: u64 = c[7].parse().unwrap();
+        let e = merged.entry(key).or_default();
+        if c[4].is_empty() { e.0 += count } else { e.1 += count }
+    }
+    assert!(merged.len() > 10, "{csv}");
+    for (k, (step, hosts)) in &merged {
+        assert_eq!(step, hosts, "step {} {} bucket {}: merged {step}, the hosts' {hosts}", k.0, k.1, k.2);
     }
     // The relay lets its agents go with its coordinator (agents started by hand outlive the
     // run): a flat run takes them next (within 30 s: a bound for a hang; the relay lets go
@@ -298,7 +322,7 @@ fn real_agents_started_by_hand_run_through_a_relay_started_by_hand() {
     assert!(o.status.success(), "a second run through the relay: {}{}", stdout(&o), stderr(&o));
     // A fault on one host's target goes through two relays to that host alone: the coordinator
     // sends it to the relay of that host's group, the relay to that host (the other relay's
-    // agents would refuse a target that is not theirs, and fail the run).
+    // agents would refuse a target that is not theirs, and fail the run). Its row says so.
     let second = ByHand::start(dir.path(), &certs, "127.0.0.4", &["--relay"]);
     let faulted = format!(
         "[[workloads]]\nname = \"r\"\nread_pct = 70\nramp = [1]\nwarmup_s = 0\nintervals = 2\ninterval_s = 0.5\n\
@@ -322,9 +346,9 @@ fn real_agents_started_by_hand_run_through_a_relay_started_by_hand() {
     let s = &r["workloads"][0]["steps"][0];
     let rows = s["hosts"].as_array().unwrap();
     let mean_ms = |i: usize| rows[i]["lat_us"]["mean"].as_f64().unwrap() / 1e3;
-    assert_eq!((rows.len(), &rows[0]["hosts"], &rows[1].get("hosts")), (2, &serde_json::json!(2), &None), "{rows:?}");
-    assert!(mean_ms(1) >= 20.0, "the third host's I/Os held 20 ms: {} ms", mean_ms(1));
-    assert!(mean_ms(0) < 20.0, "the other relay's hosts untouched: {} ms", mean_ms(0));
+    assert_eq!(rows.len(), 3, "a row per host: {rows:?}");
+    assert!(mean_ms(2) >= 20.0, "the third host's I/Os held 20 ms: {} ms", mean_ms(2));
+    assert!(mean_ms(0) < 20.0 && mean_ms(1) < 20.0, "the other relay's hosts untouched: {rows:?}");
 }
 
 /// `run --relays` says what is missing before anything runs (exit code 2): a relay per group,

@@ -229,6 +229,11 @@ struct Hosts<'a> {
     started_hosts: Vec<u32>,
     /// Agents lost behind relays, as their relays said.
     behind: Vec<Lost>,
+    /// A step through relays (issue 46): every host's row is its step summed up, made at the
+    /// step's end (`super::summaries`), not handed on interval by interval.
+    relays: bool,
+    /// Each relay's agents over the step, as it summed them up in its `Done`.
+    summaries: Vec<Vec<pb::HostSummary>>,
 }
 
 impl Hosts<'_> {
@@ -289,6 +294,8 @@ impl<'a> Hosts<'a> {
     fn new(spec: &'a StepSpec<'a>, agents: Vec<Agent>, start_at: i64, per_host: bool, t0: Instant) -> Hosts<'a> {
         let n = agents.len();
         Hosts {
+            relays: agents.iter().any(|a| a.relay),
+            summaries: vec![Vec::new(); n],
             spec,
             agents,
             records: vec![None; n],
@@ -448,7 +455,7 @@ impl<'a> Hosts<'a> {
             obs.started(&rec);
             self.merged = Some(rec);
         }
-        if self.per_host {
+        if self.per_host && !self.relays {
             let a = &self.agents[h];
             obs.host_started(h as u32, &a.addr, &a.hostname, self.started[h], s.threads as usize, spec.workers_of(h));
         }
@@ -469,8 +476,10 @@ impl<'a> Hosts<'a> {
         self.interrupted[h] = d.interrupted;
         // A relay's group for the next step: never more than it had.
         self.hosts_left[h] = d.hosts.min(agent.hosts);
-        // Its agents lost, for the run's record of its hosts: no more than it stands for.
+        // Its agents lost, for the run's record of its hosts: no more than it stands for; and
+        // each summed up, for its row.
         if agent.relay {
+            self.summaries[h] = d.summaries.iter().take(agent.hosts as usize).cloned().collect();
             let first = self.behind.len();
             self.behind.extend(d.lost.iter().take(agent.hosts as usize).map(|l| Lost {
                 address: iocurve_net::printable(&l.address),
@@ -516,7 +525,7 @@ impl<'a> Hosts<'a> {
         let lost: Vec<bool> = self.lost.iter().map(Option::is_some).collect();
         for m in self.merger.ready(&lost) {
             for (k, p) in m.parts {
-                if self.per_host {
+                if self.per_host && !self.relays {
                     obs.host_interval(k as u32, m.index as u32, &p.stats, &p.cpu, p.duration_s);
                 }
                 if let Some(r) = self.records[k].as_mut() {
@@ -666,24 +675,39 @@ impl<'a> Hosts<'a> {
         let iolog = self.take_iolog();
         let hosts_left = std::mem::take(&mut self.hosts_left);
         if self.per_host {
-            merged.per_host = self.host_records(after);
+            let notes;
+            (merged.per_host, notes) = self.host_records(after);
+            merged.notes.extend(notes.into_iter().map(|n| ("relay_summary".to_string(), n)));
         }
         Ok(MultiStep { merged, lost, losses, setup_ns, iolog, hosts_left })
     }
 
-    /// Each host's own record of the step, with its clock before and after it.
-    fn host_records(self, after: &[Option<(i64, i64)>]) -> Vec<HostRecord> {
+    /// Each host's own record of the step, with its clock before and after it; through relays,
+    /// each host's row summed up over the step (`super::summaries`).
+    fn host_records(mut self, after: &[Option<(i64, i64)>]) -> (Vec<HostRecord>, Vec<String>) {
         let (spec, w) = (self.spec, self.spec.workload);
         let steady_end = w.steady_state == iocurve_plan::SteadyState::Snia;
         let intervals = w.intervals as usize;
-        self.records
+        let via: Vec<super::summaries::Via> = (0..self.agents.len())
+            .map(|i| super::summaries::Via {
+                offset_ns: self.agents[i].offset_ns,
+                rtt_ns: self.agents[i].rtt_ns,
+                after: after.get(i).copied().flatten(),
+                target_offset: self.agents[i].target_offset,
+                summaries: std::mem::take(&mut self.summaries[i]),
+                workers: spec.workers_of(i),
+            })
+            .collect();
+        let relays = self.relays;
+        let ended_steady: Vec<bool> =
+            (0..self.agents.len()).map(|i| steady_end && !self.interrupted[i] && self.lost[i].is_none()).collect();
+        let records: Vec<HostRecord> = std::mem::take(&mut self.records)
             .into_iter()
             .enumerate()
             .map(|(i, r)| {
                 let mut record =
                     r.unwrap_or_else(|| StepRecord::new(spec.workers_of(i), w.queue_depth, 0, w.interval_s, 1.0));
-                record.interrupted =
-                    record.measured < intervals && !(steady_end && !self.interrupted[i] && self.lost[i].is_none());
+                record.interrupted = record.measured < intervals && !ended_steady[i];
                 record.drain = self.drain[i];
                 record.unmeasured_errors = self.unmeasured[i].clone();
                 record.io_cpu = self.io_cpu[i];
@@ -702,12 +726,18 @@ impl<'a> Hosts<'a> {
                     record,
                 }
             })
-            .collect()
+            .collect();
+        if relays {
+            let steady = ended_steady.iter().any(|&e| e);
+            super::summaries::rows(records, via, w, steady)
+        } else {
+            (records, Vec::new())
+        }
     }
 }
 
 /// Errors of agent `h` name its targets by their place in the run's list.
-fn shift_targets(s: &mut IntervalStats, offset: u32) {
+pub(super) fn shift_targets(s: &mut IntervalStats, offset: u32) {
     for d in [&mut s.read, &mut s.write, &mut s.trim] {
         for e in &mut d.errors.0 {
             if e.0 != UNKNOWN_TARGET {
@@ -892,7 +922,15 @@ pub async fn run_step(
     for m in st.warnings.drain(..) {
         obs.warning(&m);
     }
-    st.conclude(&after, ended_after.filter(|_| !stop_sent), stop.load(Ordering::Relaxed))
+    let relays = st.relays && st.per_host;
+    let m = st.conclude(&after, ended_after.filter(|_| !stop_sent), stop.load(Ordering::Relaxed))?;
+    // Through relays every host's row is made at the step's end: handed on now, in order.
+    if relays {
+        for (i, row) in m.merged.per_host.iter().enumerate() {
+            obs.host_summary(i as u32, row);
+        }
+    }
+    Ok(m)
 }
 
 /// Every agent's clock again, right before the step: a clock stepped or drifted since the last

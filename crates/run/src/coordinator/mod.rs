@@ -12,3 +12,4 @@ pub use coordinate::{HostIoLog, Lost};
 pub mod merge;
 mod passes;
 pub mod relay;
+mod summaries;

@@ -511,7 +511,11 @@ impl RelayHandler for Relay {
                                 why: l.why.clone(),
                             })
                             .collect();
-                        let mut done = pb::Done { hosts: g.remotes.len() as u32, lost, ..wire::done_to(&m.merged) };
+                        // Each agent's step summed up: the coordinator's row of that host.
+                        let summaries =
+                            m.merged.per_host.iter().map(|h| wire::host_summary_to(h, w.interval_s)).collect();
+                        let mut done =
+                            pb::Done { hosts: g.remotes.len() as u32, lost, summaries, ..wire::done_to(&m.merged) };
                         // What the relay would have told its user, for the coordinator's.
                         done.notes.extend(
                             obs.warnings.drain(..).map(|message| pb::Note { code: RELAY_WARNING.into(), message }),
