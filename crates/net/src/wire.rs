@@ -296,8 +296,8 @@ pub fn interval_to(index: u32, s: &IntervalStats, cpu: &CpuUsage, duration_s: f6
 
 /// A host behind a relay over a step, for the relay's coordinator (issue 46): its measured
 /// intervals merged exactly (its record's `total`), their count and length (`interval_s`
-/// each, as the merged intervals count them) and the mean CPU of those its record holds.
-pub fn host_summary_to(h: &HostRecord, interval_s: f64) -> pb::HostSummary {
+/// each, as the merged intervals count them), and `cpu`: the host CPU over them.
+pub fn host_summary_to(h: &HostRecord, interval_s: f64, cpu: &CpuUsage) -> pb::HostSummary {
     let r = &h.record;
     pb::HostSummary {
         address: h.address.clone(),
@@ -310,51 +310,79 @@ pub fn host_summary_to(h: &HostRecord, interval_s: f64) -> pb::HostSummary {
         rtt_ns: h.clock.rtt_ns,
         offset_after_ns: h.clock.offset_after_ns,
         rtt_after_ns: h.clock.rtt_after_ns,
-        total: Some(interval_to(
-            r.measured as u32,
-            &r.total_as_one(),
-            &r.held_cpu_mean(),
-            r.measured as f64 * interval_s,
-        )),
+        total: Some(interval_to(r.measured as u32, &r.total_as_one(), cpu, r.measured as f64 * interval_s)),
     }
 }
 
-/// A relay's summary of one of its hosts as the coordinator reads it ([`host_summary_from`]):
-/// checked and escaped, still on the relay's clock.
+/// The relay a summary came through, as the coordinator knows it: its clock against the
+/// coordinator's (before the step, and after it where measured), and its targets' places in
+/// the run's list.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Through {
+    pub offset_ns: i64,
+    pub rtt_ns: i64,
+    pub after: Option<(i64, i64)>,
+    pub target_offset: u32,
+    pub target_count: u32,
+}
+
+/// A relay's summary of one of its hosts as the coordinator reads it ([`host_summary_from`]),
+/// on the coordinator's clock, its targets the run's.
 #[derive(Debug)]
 pub struct HostSummaryRead {
     pub address: String,
     pub hostname: String,
-    /// On the relay's clock; 0: it never started.
+    /// On the coordinator's clock; 0: it never started.
     pub started_unix_ns: i64,
     pub threads: usize,
     /// A finite time, not before the step's start.
     pub lost_at_s: Option<f64>,
-    /// Against the relay: before the step (offset, round trip ≥ 0), after it.
     pub clock: HostClock,
-    /// How many intervals it merges, and they together: nothing where it measured nothing (or
+    /// How many intervals it merges, and they together: None where it measured nothing (or
     /// says so with a length that is no length).
     pub measured: u32,
     pub total: Option<(IntervalStats, CpuUsage, f64)>,
 }
 
 /// Reads a relay's summary of one of its hosts (issue 46): its interval checked as an agent's
-/// is ([`interval_from`]), its names escaped, nonsense (a loss at NaN, four billion threads, a
-/// negative round trip) dropped or bounded. An error where its figures do not read.
-pub fn host_summary_from(s: &pb::HostSummary) -> Result<HostSummaryRead, String> {
-    let (measured, stats, cpu, duration_s) = interval_from(s.total.as_ref().ok_or("no figures")?)?;
-    let nonneg = |v: i64| v.max(0);
+/// is ([`interval_from`]), no part of a target not the relay's, no member parts (a summary has
+/// none), its names escaped, nonsense (a loss at NaN, four billion threads, a negative round
+/// trip) dropped or bounded; then put on the coordinator's clock (the host's offset from the
+/// relay plus the relay's from the coordinator, their round trips added: the uncertainty of
+/// each measurement) and its targets in the run's places. An error where it does not read.
+pub fn host_summary_from(s: &pb::HostSummary, via: &Through) -> Result<HostSummaryRead, String> {
+    let (measured, mut stats, cpu, duration_s) = interval_from(s.total.as_ref().ok_or("no figures")?)?;
+    if !stats.members.is_empty() {
+        return Err("members' parts in a host's summary".into());
+    }
+    if let Some(t) = stats.targets.iter().find(|t| t.target >= via.target_count) {
+        return Err(format!("a part of target {} of the relay's {}", t.target, via.target_count));
+    }
+    for d in [&mut stats.read, &mut stats.write, &mut stats.trim] {
+        for e in &mut d.errors.0 {
+            if e.0 != iocurve_stats::UNKNOWN_TARGET {
+                if e.0 >= via.target_count {
+                    return Err(format!("errors on target {} of the relay's {}", e.0, via.target_count));
+                }
+                e.0 += via.target_offset;
+            }
+        }
+    }
+    for t in &mut stats.targets {
+        t.target += via.target_offset;
+    }
+    let rtt = |v: i64| v.max(0);
     Ok(HostSummaryRead {
         address: crate::printable(&s.address),
         hostname: crate::printable(&s.hostname),
-        started_unix_ns: s.started_unix_ns.max(0),
+        started_unix_ns: if s.started_unix_ns > 0 { s.started_unix_ns.saturating_sub(via.offset_ns).max(0) } else { 0 },
         threads: (s.threads as usize).min(1 << 16),
         lost_at_s: s.lost_at_s.filter(|t| t.is_finite() && *t >= 0.0),
         clock: HostClock {
-            offset_ns: s.offset_ns,
-            rtt_ns: nonneg(s.rtt_ns),
-            offset_after_ns: s.offset_after_ns,
-            rtt_after_ns: nonneg(s.rtt_after_ns),
+            offset_ns: s.offset_ns.saturating_add(via.offset_ns),
+            rtt_ns: rtt(s.rtt_ns).saturating_add(rtt(via.rtt_ns)),
+            offset_after_ns: s.offset_after_ns.zip(via.after).map(|(a, (b, _))| a.saturating_add(b)),
+            rtt_after_ns: rtt(s.rtt_after_ns).saturating_add(via.after.map_or(0, |m| rtt(m.1))),
         },
         measured,
         total: (measured > 0 && duration_s.is_finite() && duration_s > 0.0).then_some((stats, cpu, duration_s)),

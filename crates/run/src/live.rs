@@ -21,6 +21,9 @@ pub struct LiveMetrics {
     members: Vec<String>,
     /// The run's targets, by their place in its list: each one's part counts under its path.
     targets: Vec<String>,
+    /// A run through relays (issue 46): its hosts' figures come summed up at each step's end
+    /// (`host_summary`), and count then under each host; its merged intervals count under none.
+    relayed: bool,
 }
 
 impl LiveMetrics {
@@ -32,6 +35,7 @@ impl LiveMetrics {
             hosts: Vec::new(),
             members: Vec::new(),
             targets: Vec::new(),
+            relayed: false,
         }
     }
 
@@ -66,6 +70,12 @@ impl StepObserver for LiveMetrics {
         self.hosts[h] = address.to_string();
     }
 
+    fn host_summary(&mut self, _host: u32, row: &iocurve_stats::HostRecord) {
+        if let Some(i) = row.record.intervals.first() {
+            self.count(&row.address, &row.record.total, &i.cpu);
+        }
+    }
+
     fn host_interval(&mut self, host: u32, _index: u32, stats: &IntervalStats, cpu: &CpuUsage, _duration_s: f64) {
         let name = self.hosts.get(host as usize).cloned().unwrap_or_else(|| format!("host {host}"));
         self.count(&name, stats, cpu);
@@ -74,7 +84,7 @@ impl StepObserver for LiveMetrics {
     fn interval(&mut self, _index: u32, stats: &IntervalStats, cpu: &CpuUsage, _duration_s: f64) {
         // A multi-host step's merged interval is the sum of the hosts' own, counted already;
         // its longest gap is the worst host's.
-        if self.hosts.is_empty() {
+        if self.hosts.is_empty() && !self.relayed {
             self.count(&self.hostname, stats, cpu);
         }
         self.exporter.targets(&self.gauges.live.workload, &self.targets, stats);
@@ -87,6 +97,7 @@ impl Observer for LiveMetrics {
         match e {
             crate::RunEvent::Header { targets, .. } => self.targets = targets.iter().map(|t| t.path.clone()).collect(),
             crate::RunEvent::Mark { mark, .. } => self.exporter.mark(mark.at_unix_ns as f64 / 1e9, &mark.text),
+            crate::RunEvent::AgentClock { relay_of, .. } if *relay_of > 0 => self.relayed = true,
             _ => {}
         }
     }
@@ -134,5 +145,65 @@ impl Observer for LiveMetrics {
 
     fn run_finished(&mut self, _result: &RunResult) {
         self.exporter.live(None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iocurve_stats::{HostClock, HostRecord, StepRecord};
+
+    fn reads(n: u64) -> IntervalStats {
+        let mut s = IntervalStats::default();
+        for i in 0..n {
+            s.read.record(100_000 + i, 4096);
+        }
+        s
+    }
+
+    /// Through relays (issue 46) the hosts' counters are their rows summed up at the step's
+    /// end, each under its own address; the merged intervals count under no host (not the
+    /// coordinator's, whose CPU they are not), which would count every I/O twice.
+    #[test]
+    fn through_relays_each_host_counts_its_step_at_its_end() {
+        let mut live = LiveMetrics::new(Exporter::new());
+        live.hostname = "coordinator-host".into();
+        live.event(&crate::RunEvent::AgentClock {
+            addr: "10.0.0.4:7421".into(),
+            hostname: "n4".into(),
+            cores: 2,
+            offset_ms: 0.0,
+            rtt_ms: 0.1,
+            relay_of: 2,
+            through: None,
+        });
+        let cpu = CpuUsage { user: 0.5, ..CpuUsage::default() };
+        live.interval(0, &reads(500), &cpu, 1.0);
+        let text = live.exporter.encode();
+        assert!(!text.contains("coordinator-host"), "{text}");
+        for (address, n) in [("10.0.0.5:7420", 300), ("10.0.0.6:7420", 200)] {
+            let mut record = StepRecord::new(1, 1, 1, 1.0, 1.0);
+            record.push_interval(reads(n), cpu, 2.0);
+            let row = HostRecord {
+                address: address.into(),
+                hostname: "n".into(),
+                started_unix_ns: 1,
+                lost_at_s: None,
+                clock: HostClock::default(),
+                record,
+            };
+            live.host_summary(0, &row);
+        }
+        let text = live.exporter.encode();
+        assert!(!text.contains("coordinator-host"), "{text}");
+        for (address, n) in [("10.0.0.5:7420", 300), ("10.0.0.6:7420", 200)] {
+            let line = text
+                .lines()
+                .find(|l| {
+                    l.contains(&format!("host=\"{address}\"")) && l.contains("direction=\"read\"") && l.contains("_ops")
+                })
+                .unwrap_or_else(|| panic!("{address}: {text}"));
+            assert!(line.ends_with(&format!(" {n}.0")), "{line}");
+        }
     }
 }

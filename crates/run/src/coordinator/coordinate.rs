@@ -232,7 +232,7 @@ struct Hosts<'a> {
     /// A step through relays (issue 46): every host's row is its step summed up, made at the
     /// step's end (`super::summaries`), not handed on interval by interval.
     relays: bool,
-    /// Each relay's agents over the step, as it summed them up in its `Done`.
+    /// Each relay's agents over the step, as it summed them up before its `Done`.
     summaries: Vec<Vec<pb::HostSummary>>,
 }
 
@@ -365,6 +365,14 @@ impl<'a> Hosts<'a> {
             }
             pb::step_event::Event::Done(d) => self.on_done(h, &d),
             pb::step_event::Event::Iolog(p) => self.on_iolog(h, &p)?,
+            // A relay's agent over the step, for its row: kept, one more than it stands for at
+            // most (so many are not taken: `summaries::rows`); an agent's, ignored.
+            pb::step_event::Event::Summary(s) => {
+                let agent = &self.agents[h];
+                if agent.relay && self.summaries[h].len() <= agent.hosts as usize {
+                    self.summaries[h].push(s);
+                }
+            }
         }
         Ok(())
     }
@@ -476,10 +484,8 @@ impl<'a> Hosts<'a> {
         self.interrupted[h] = d.interrupted;
         // A relay's group for the next step: never more than it had.
         self.hosts_left[h] = d.hosts.min(agent.hosts);
-        // Its agents lost, for the run's record of its hosts: no more than it stands for; and
-        // each summed up, for its row.
+        // Its agents lost, for the run's record of its hosts: no more than it stands for.
         if agent.relay {
-            self.summaries[h] = d.summaries.iter().take(agent.hosts as usize).cloned().collect();
             let first = self.behind.len();
             self.behind.extend(d.lost.iter().take(agent.hosts as usize).map(|l| Lost {
                 address: iocurve_net::printable(&l.address),
@@ -676,7 +682,7 @@ impl<'a> Hosts<'a> {
         let hosts_left = std::mem::take(&mut self.hosts_left);
         if self.per_host {
             let notes;
-            (merged.per_host, notes) = self.host_records(after);
+            (merged.per_host, notes) = self.host_records(after, merged.measured);
             merged.notes.extend(notes.into_iter().map(|n| ("relay_summary".to_string(), n)));
         }
         Ok(MultiStep { merged, lost, losses, setup_ns, iolog, hosts_left })
@@ -684,17 +690,21 @@ impl<'a> Hosts<'a> {
 
     /// Each host's own record of the step, with its clock before and after it; through relays,
     /// each host's row summed up over the step (`super::summaries`).
-    fn host_records(mut self, after: &[Option<(i64, i64)>]) -> (Vec<HostRecord>, Vec<String>) {
+    fn host_records(mut self, after: &[Option<(i64, i64)>], measured: usize) -> (Vec<HostRecord>, Vec<String>) {
         let (spec, w) = (self.spec, self.spec.workload);
         let steady_end = w.steady_state == iocurve_plan::SteadyState::Snia;
         let intervals = w.intervals as usize;
         let via: Vec<super::summaries::Via> = (0..self.agents.len())
             .map(|i| super::summaries::Via {
-                offset_ns: self.agents[i].offset_ns,
-                rtt_ns: self.agents[i].rtt_ns,
-                after: after.get(i).copied().flatten(),
-                target_offset: self.agents[i].target_offset,
+                through: wire::Through {
+                    offset_ns: self.agents[i].offset_ns,
+                    rtt_ns: self.agents[i].rtt_ns,
+                    after: after.get(i).copied().flatten(),
+                    target_offset: self.agents[i].target_offset,
+                    target_count: self.agents[i].target_count,
+                },
                 summaries: std::mem::take(&mut self.summaries[i]),
+                hosts: self.agents[i].hosts,
                 workers: spec.workers_of(i),
             })
             .collect();
@@ -729,7 +739,7 @@ impl<'a> Hosts<'a> {
             .collect();
         if relays {
             let steady = ended_steady.iter().any(|&e| e);
-            super::summaries::rows(records, via, w, steady)
+            super::summaries::rows(records, via, w, measured, steady)
         } else {
             (records, Vec::new())
         }
@@ -737,11 +747,12 @@ impl<'a> Hosts<'a> {
 }
 
 /// Errors of agent `h` name its targets by their place in the run's list.
-pub(super) fn shift_targets(s: &mut IntervalStats, offset: u32) {
+fn shift_targets(s: &mut IntervalStats, offset: u32) {
     for d in [&mut s.read, &mut s.write, &mut s.trim] {
         for e in &mut d.errors.0 {
+            // (An agent's own error names any target it likes: bounded, not wrapped.)
             if e.0 != UNKNOWN_TARGET {
-                e.0 += offset;
+                e.0 = e.0.saturating_add(offset);
             }
         }
     }

@@ -490,6 +490,7 @@ impl RelayHandler for Relay {
                     record: None,
                     sent_started: false,
                     parts: 0,
+                    cpu: Vec::new(),
                 };
                 let result = run_step(&mut g.remotes, &spec, &mut obs, &stop).await;
                 *running.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -511,11 +512,14 @@ impl RelayHandler for Relay {
                                 why: l.why.clone(),
                             })
                             .collect();
-                        // Each agent's step summed up: the coordinator's row of that host.
-                        let summaries =
-                            m.merged.per_host.iter().map(|h| wire::host_summary_to(h, w.interval_s)).collect();
-                        let mut done =
-                            pb::Done { hosts: g.remotes.len() as u32, lost, summaries, ..wire::done_to(&m.merged) };
+                        // Each agent's step summed up, one event each before the Done: the
+                        // coordinator's row of that host.
+                        for (k, h) in m.merged.per_host.iter().enumerate() {
+                            let cpu = obs.cpu_mean(k);
+                            let summary = wire::host_summary_to(h, w.interval_s, &cpu);
+                            let _ = up.send(Ok(pb::StepEvent { event: Some(pb::step_event::Event::Summary(summary)) }));
+                        }
+                        let mut done = pb::Done { hosts: g.remotes.len() as u32, lost, ..wire::done_to(&m.merged) };
                         // What the relay would have told its user, for the coordinator's.
                         done.notes.extend(
                             obs.warnings.drain(..).map(|message| pb::Note { code: RELAY_WARNING.into(), message }),
@@ -660,6 +664,23 @@ struct Upward {
     sent_started: bool,
     /// Children's parts of the interval being handed on.
     parts: u32,
+    /// Per child, its host CPU over the intervals handed on: their sum and count.
+    cpu: Vec<(CpuUsage, u32)>,
+}
+
+impl Upward {
+    /// Child `k`'s host CPU over the step's merged intervals, their mean.
+    fn cpu_mean(&self, k: usize) -> CpuUsage {
+        let Some(&(sum, n)) = self.cpu.get(k).filter(|c| c.1 > 0) else { return CpuUsage::default() };
+        let n = n as f64;
+        CpuUsage {
+            user: sum.user / n,
+            system: sum.system / n,
+            iowait: sum.iowait / n,
+            steal: sum.steal / n,
+            own: sum.own.map(|o| o / n),
+        }
+    }
 }
 
 impl Upward {
@@ -706,8 +727,18 @@ impl StepObserver for Upward {
         self.send(pb::step_event::Event::Progress(wire::progress_to(p)));
     }
 
-    fn host_interval(&mut self, _: u32, _: u32, _: &IntervalStats, _: &CpuUsage, _: f64) {
+    fn host_interval(&mut self, k: u32, _: u32, _: &IntervalStats, cpu: &CpuUsage, _: f64) {
         self.parts += 1;
+        let k = k as usize;
+        if self.cpu.len() <= k {
+            self.cpu.resize(k + 1, (CpuUsage { own: Some(0.0), ..CpuUsage::default() }, 0));
+        }
+        let (sum, n) = &mut self.cpu[k];
+        (sum.user, sum.system, sum.iowait, sum.steal) =
+            (sum.user + cpu.user, sum.system + cpu.system, sum.iowait + cpu.iowait, sum.steal + cpu.steal);
+        // iocurve's own share where every interval measured it.
+        sum.own = sum.own.zip(cpu.own).map(|(a, b)| a + b);
+        *n += 1;
     }
 
     fn interval(&mut self, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {

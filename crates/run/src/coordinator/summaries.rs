@@ -6,42 +6,44 @@
 //! The merged intervals of the step are kept as in every run.
 
 use iocurve_net::{pb, wire};
-use iocurve_stats::{HostClock, HostRecord, StepRecord};
+use iocurve_stats::{HostRecord, StepRecord};
 
-/// What a summary from agent `h` (a relay) is read against: its clock, measured by this host
-/// before and after the step, and where its targets start in the run's list.
+/// What the summaries from agent `h` (a relay) are read against.
 pub(super) struct Via {
-    pub offset_ns: i64,
-    pub rtt_ns: i64,
-    pub after: Option<(i64, i64)>,
-    pub target_offset: u32,
+    /// Its clock and its targets' places, as this host knows them.
+    pub through: wire::Through,
     /// Its agents' summaries (empty: none sent, or not a relay), at most one per host it stands for.
     pub summaries: Vec<pb::HostSummary>,
+    /// The hosts it stands for: its summaries are of them all, each once, or not taken.
+    pub hosts: u32,
     /// The workers each of its hosts ran.
     pub workers: u32,
 }
 
 /// The step's per-host rows, in the order of the agents, each relay's hosts in place of its own
-/// row; and what to note of relays whose summaries did not read. `rows`: each agent's own
-/// record (a relay's: its group's), `steady_end`: the step ended once steady (fewer intervals
-/// than planned, not interrupted).
+/// row; and what to note of relays whose summaries were not taken. `rows`: each agent's own
+/// record (a relay's: its group's, made of the intervals the step merged), `measured`: the
+/// intervals the step merged, `steady_end`: the step ended once steady (fewer intervals than
+/// planned, not interrupted).
 pub(super) fn rows(
     rows: Vec<HostRecord>,
     via: Vec<Via>,
     w: &iocurve_plan::Workload,
+    measured: usize,
     steady_end: bool,
 ) -> (Vec<HostRecord>, Vec<String>) {
     let (mut out, mut notes) = (Vec::with_capacity(rows.len()), Vec::new());
     for (own, v) in rows.into_iter().zip(via) {
-        let children: Result<Vec<HostRecord>, String> =
-            v.summaries.iter().map(|s| behind(s, &v, &own.record, w, steady_end)).collect();
-        match children {
-            Ok(list) if !list.is_empty() => out.extend(list),
-            // None sent (a relay lost mid-step): the relay's group row, summed up.
-            Ok(_) => out.push(summed_up(own, w.interval_s)),
+        if v.summaries.is_empty() {
+            // None sent (a relay lost mid-step, an agent of its own): its row, summed up.
+            out.push(summed_up(own, w.interval_s));
+            continue;
+        }
+        match hosts_of(&v, &own.record, w, measured, steady_end) {
+            Ok(list) => out.extend(list),
             Err(why) => {
                 notes.push(format!(
-                    "relay {}'s summaries of its hosts did not read ({why}): its row is its group's",
+                    "relay {}'s rows of its hosts were not taken ({why}): its row is its group's",
                     own.address
                 ));
                 out.push(summed_up(own, w.interval_s));
@@ -51,7 +53,35 @@ pub(super) fn rows(
     (out, notes)
 }
 
-/// A record of one interval: all of `rec`'s measured intervals merged.
+/// Relay `v`'s hosts, each from its summary: one per host it stands for, none twice, none with
+/// an interval the step did not merge (a relay an interval ahead of the others when the step
+/// stopped: its group's row holds the merged intervals only).
+fn hosts_of(
+    v: &Via,
+    group: &StepRecord,
+    w: &iocurve_plan::Workload,
+    measured: usize,
+    steady_end: bool,
+) -> Result<Vec<HostRecord>, String> {
+    if v.summaries.len() != v.hosts as usize {
+        return Err(format!("{} for its {} hosts", v.summaries.len(), v.hosts));
+    }
+    let mut list: Vec<HostRecord> = Vec::with_capacity(v.summaries.len());
+    for s in &v.summaries {
+        let read = wire::host_summary_from(s, &v.through)?;
+        if read.measured as usize > measured {
+            return Err(format!("{} measured {} intervals, the step {measured}", read.address, read.measured));
+        }
+        if list.iter().any(|h| h.address == read.address) {
+            return Err(format!("{} twice", read.address));
+        }
+        list.push(behind(read, v.workers, group, w, steady_end));
+    }
+    Ok(list)
+}
+
+/// A record of one interval: all of `rec`'s measured intervals merged (its CPU the mean of the
+/// last it holds: a live step holds a few).
 fn summed_up(mut own: HostRecord, interval_s: f64) -> HostRecord {
     let r = &own.record;
     let mut one = StepRecord::new(r.workers, r.queue_depth, r.threads, r.interval_s, r.sample_s);
@@ -67,51 +97,41 @@ fn summed_up(mut own: HostRecord, interval_s: f64) -> HostRecord {
     own
 }
 
-/// One host behind relay `v`, as its relay summed it up: what the relay says is checked and
-/// escaped as an agent's interval is (`wire::host_summary_from`), and put on this host's clock
-/// (the host's offset from the relay plus the relay's from here; their uncertainties add).
+/// One host behind a relay as its relay summed it up, read (`wire::host_summary_from`).
 fn behind(
-    s: &pb::HostSummary,
-    v: &Via,
+    read: wire::HostSummaryRead,
+    workers: u32,
     group: &StepRecord,
     w: &iocurve_plan::Workload,
     steady_end: bool,
-) -> Result<HostRecord, String> {
-    let read = wire::host_summary_from(s)?;
-    let mut record = StepRecord::new(v.workers, group.queue_depth, read.threads, w.interval_s, group.sample_s);
-    if let Some((mut stats, cpu, duration_s)) = read.total {
-        super::coordinate::shift_targets(&mut stats, v.target_offset);
+) -> HostRecord {
+    let mut record = StepRecord::new(workers, group.queue_depth, read.threads, w.interval_s, group.sample_s);
+    if let Some((stats, cpu, duration_s)) = read.total {
         record.push_interval(stats, cpu, duration_s);
     }
     record.interrupted = read.lost_at_s.is_some() || (read.measured < w.intervals && !steady_end) || group.interrupted;
     (record.rate_iops, record.replay_speed) = (group.rate_iops, group.replay_speed);
-    let c = read.clock;
-    Ok(HostRecord {
+    HostRecord {
         address: read.address,
         hostname: read.hostname,
-        started_unix_ns: if read.started_unix_ns > 0 { read.started_unix_ns.saturating_sub(v.offset_ns) } else { 0 },
+        started_unix_ns: read.started_unix_ns,
         lost_at_s: read.lost_at_s,
-        clock: HostClock {
-            offset_ns: c.offset_ns.saturating_add(v.offset_ns),
-            rtt_ns: c.rtt_ns.saturating_add(v.rtt_ns.max(0)),
-            offset_after_ns: c.offset_after_ns.zip(v.after).map(|(a, (b, _))| a.saturating_add(b)),
-            rtt_after_ns: c.rtt_after_ns.saturating_add(v.after.map_or(0, |m| m.1.max(0))),
-        },
+        clock: read.clock,
         record,
-    })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iocurve_stats::{CpuUsage, IntervalStats, TargetStats};
+    use iocurve_stats::{CpuUsage, HostClock, IntervalStats, TargetStats};
 
     fn workload() -> iocurve_plan::Workload {
         let text = "[[workloads]]\nname = \"w\"\nintervals = 3\ninterval_s = 1\nwarmup_s = 0\n";
         iocurve_plan::parse_str(text, "plan.toml", &Default::default()).unwrap().workloads.remove(0)
     }
 
-    /// A host's record of `n` intervals of 100 reads each (1 ms, 4 KiB) on its target 1.
+    /// A host's record of `n` intervals of 100 reads each (1 ms and more, 4 KiB) on its target 1.
     fn record(n: usize) -> StepRecord {
         let mut r = StepRecord::new(4, 1, 2, 1.0, 1.0);
         for k in 0..n {
@@ -125,8 +145,7 @@ mod tests {
             t.read_ops = 100;
             t.samples = vec![Default::default()];
             s.targets = vec![t];
-            let cpu = CpuUsage { user: 0.1 * (k + 1) as f64, ..CpuUsage::default() };
-            r.push_interval(s, cpu, 1.0);
+            r.push_interval(s, CpuUsage::default(), 1.0);
         }
         r
     }
@@ -143,7 +162,19 @@ mod tests {
     }
 
     fn via(summaries: Vec<pb::HostSummary>) -> Via {
-        Via { offset_ns: 2_000, rtt_ns: 300, after: Some((2_500, 400)), target_offset: 10, summaries, workers: 4 }
+        let through = wire::Through {
+            offset_ns: 2_000,
+            rtt_ns: 300,
+            after: Some((2_500, 400)),
+            target_offset: 10,
+            target_count: 2,
+        };
+        Via { through, hosts: summaries.len().max(1) as u32, summaries, workers: 4 }
+    }
+
+    fn summary(address: &str, n: usize) -> pb::HostSummary {
+        let cpu = CpuUsage { user: 0.2, ..CpuUsage::default() };
+        wire::host_summary_to(&host(address, record(n)), 1.0, &cpu)
     }
 
     /// A host behind a relay: its step exactly as its relay merged it, one interval of the
@@ -157,9 +188,8 @@ mod tests {
             clock: HostClock { offset_ns: 7_000, rtt_ns: 100, offset_after_ns: Some(7_100), rtt_after_ns: 120 },
             ..host("10.0.0.5:7420", record(3))
         };
-        let s = wire::host_summary_to(&child, w.interval_s);
-        let group = host("10.0.0.4:7421", record(3));
-        let (rows, notes) = super::rows(vec![group], vec![via(vec![s])], &w, false);
+        let s = wire::host_summary_to(&child, w.interval_s, &CpuUsage { user: 0.2, ..CpuUsage::default() });
+        let (rows, notes) = super::rows(vec![host("10.0.0.4:7421", record(3))], vec![via(vec![s])], &w, 3, false);
         assert!(notes.is_empty(), "{notes:?}");
         let [row] = &rows[..] else { panic!("{rows:?}") };
         assert_eq!(row.address, "10.0.0.5:7420");
@@ -171,36 +201,44 @@ mod tests {
         let r = &row.record;
         assert_eq!((r.measured, r.intervals[0].duration_s, r.workers), (1, 3.0, 4));
         assert_eq!(r.total.read.ops, 300);
-        assert_eq!(
-            r.total.read.hist.buckets().collect::<Vec<_>>(),
-            child.record.total.read.hist.buckets().collect::<Vec<_>>()
-        );
-        assert!((r.intervals[0].cpu.user - 0.2).abs() < 1e-9, "the intervals' mean CPU: {:?}", r.intervals[0].cpu);
+        let buckets = |h: &iocurve_stats::LatencyHistogram| h.buckets().collect::<Vec<_>>();
+        assert_eq!(buckets(&r.total.read.hist), buckets(&child.record.total.read.hist));
+        assert!((r.intervals[0].cpu.user - 0.2).abs() < 1e-9, "{:?}", r.intervals[0].cpu);
         assert_eq!(r.total.targets.iter().map(|t| (t.target, t.read_ops)).collect::<Vec<_>>(), [(11, 300)]);
         assert!(!r.interrupted);
     }
 
-    /// What a hostile or broken relay sends is checked: a summary that does not read leaves the
-    /// relay's own group row (summed up) and a note; nonsense figures are dropped, names escaped.
+    /// Summaries not to be taken leave the relay's group row (summed up) and a note: one that
+    /// does not read, too few or too many for its hosts, a host twice, a host that measured an
+    /// interval the step did not merge, a part of a target not the relay's.
     #[test]
-    fn a_summary_that_does_not_read_leaves_the_groups_row_and_says_so() {
+    fn summaries_not_to_be_taken_leave_the_groups_row_and_say_so() {
         let w = workload();
         let broken = pb::HostSummary { address: "10.0.0.5:7420".into(), total: None, ..Default::default() };
-        let (rows, notes) = super::rows(vec![host("10.0.0.4:7421", record(3))], vec![via(vec![broken])], &w, false);
-        assert_eq!(rows.len(), 1);
-        assert_eq!((rows[0].address.as_str(), rows[0].record.measured), ("10.0.0.4:7421", 1));
-        assert_eq!(rows[0].record.total.read.ops, 300);
-        assert!(
-            notes[0].contains("relay 10.0.0.4:7421's summaries of its hosts did not read (no figures)"),
-            "{notes:?}"
-        );
-
-        let mut odd = wire::host_summary_to(&host("10.0.0.5:7420", record(2)), 1.0);
+        let mut far = summary("10.0.0.5:7420", 1);
+        far.total.as_mut().unwrap().targets[0].target = 2;
+        let cases = [
+            (via(vec![broken]), 3, "(no figures)"),
+            (Via { hosts: 3, ..via(vec![summary("10.0.0.5:7420", 3)]) }, 3, "(1 for its 3 hosts)"),
+            (via(vec![summary("10.0.0.5:7420", 3), summary("10.0.0.5:7420", 3)]), 3, "(10.0.0.5:7420 twice)"),
+            (via(vec![summary("10.0.0.5:7420", 3)]), 2, "(10.0.0.5:7420 measured 3 intervals, the step 2)"),
+            (via(vec![far]), 3, "(a part of target 2 of the relay's 2)"),
+        ];
+        for (v, measured, why) in cases {
+            let (rows, notes) = super::rows(vec![host("10.0.0.4:7421", record(3))], vec![v], &w, measured, false);
+            assert_eq!(rows.len(), 1);
+            assert_eq!((rows[0].address.as_str(), rows[0].record.measured), ("10.0.0.4:7421", 1));
+            assert_eq!(rows[0].record.total.read.ops, 300);
+            assert!(notes[0].starts_with("relay 10.0.0.4:7421's rows of its hosts were not taken"), "{notes:?}");
+            assert!(notes[0].contains(why), "{why}: {notes:?}");
+        }
+        // Nonsense bounded, names escaped.
+        let mut odd = summary("10.0.0.5:7420", 2);
         (odd.address, odd.lost_at_s, odd.threads) = ("evil\u{1b}[2J:1".into(), Some(f64::NAN), u32::MAX);
-        let (rows, _) = super::rows(vec![host("10.0.0.4:7421", record(3))], vec![via(vec![odd])], &w, false);
+        let (rows, notes) = super::rows(vec![host("10.0.0.4:7421", record(3))], vec![via(vec![odd])], &w, 3, false);
+        assert!(notes.is_empty(), "{notes:?}");
         assert!(!rows[0].address.contains('\u{1b}'), "{}", rows[0].address);
-        assert_eq!(rows[0].lost_at_s, None);
-        assert_eq!(rows[0].record.threads, 1 << 16);
+        assert_eq!((rows[0].lost_at_s, rows[0].record.threads), (None, 1 << 16));
         assert!(rows[0].record.interrupted, "2 of 3 intervals");
     }
 
@@ -209,7 +247,7 @@ mod tests {
     #[test]
     fn a_row_without_summaries_is_its_own_record_summed_up() {
         let w = workload();
-        let (rows, notes) = super::rows(vec![host("10.0.0.9:7420", record(3))], vec![via(Vec::new())], &w, false);
+        let (rows, notes) = super::rows(vec![host("10.0.0.9:7420", record(3))], vec![via(Vec::new())], &w, 3, false);
         assert!(notes.is_empty());
         let r = &rows[0].record;
         assert_eq!((r.measured, r.intervals.len(), r.total.read.ops), (1, 1, 300));
