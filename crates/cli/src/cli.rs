@@ -515,9 +515,9 @@ pub struct RunArgs {
     /// is the design's size). With --launch the first host of each group also runs a relay
     /// agent; with --relays the relays are agents started with `iocurve agent --relay`. Each
     /// drives its group for this run under a delegation the coordinator mints for it and merges
-    /// its intervals exactly. Closed-loop and rate steps, with injected faults if any; no
-    /// replays, --write-iolog, preconditioning, --verify-final, workers_scale or host-count
-    /// sweeps.
+    /// its intervals exactly. Closed-loop and rate steps, with injected faults and uneven hosts
+    /// (workers_scale) if any; no replays, --write-iolog, preconditioning, --verify-final or
+    /// host-count sweeps.
     #[arg(long = "relay-every", value_name = "N", value_parser = clap::value_parser!(u32).range(2..=256))]
     pub relay_every: Option<u32>,
 

@@ -335,6 +335,8 @@ pub struct HostSummaryRead {
     /// On the coordinator's clock; 0: it never started.
     pub started_unix_ns: i64,
     pub threads: usize,
+    /// The workers it ran, as the relay says (its share of the step's, uneven hosts).
+    pub workers: u32,
     /// A finite time, not before the step's start.
     pub lost_at_s: Option<f64>,
     pub clock: HostClock,
@@ -377,6 +379,7 @@ pub fn host_summary_from(s: &pb::HostSummary, via: &Through) -> Result<HostSumma
         hostname: crate::printable(&s.hostname),
         started_unix_ns: if s.started_unix_ns > 0 { s.started_unix_ns.saturating_sub(via.offset_ns).max(0) } else { 0 },
         threads: (s.threads as usize).min(1 << 16),
+        workers: s.workers,
         lost_at_s: s.lost_at_s.filter(|t| t.is_finite() && *t >= 0.0),
         clock: HostClock {
             offset_ns: s.offset_ns.saturating_add(via.offset_ns),

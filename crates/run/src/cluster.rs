@@ -87,9 +87,9 @@ pub struct Cluster {
     children: Vec<Vec<(String, pb::HelloReply, i64, i64)>>,
     /// Per agent, its target paths.
     targets: Vec<Vec<TargetGroup>>,
-    /// Per agent behind a relay (by address), its target paths: a fault on one of them goes to
-    /// its relay (issue 46).
-    child_targets: std::collections::HashMap<String, Vec<TargetGroup>>,
+    /// Per agent behind a relay (by address), its target paths (a fault on one of them goes to
+    /// its relay) and its `workers_scale` (its relay gives it its share) (issue 46).
+    child_hosts: std::collections::HashMap<String, (Vec<TargetGroup>, f64)>,
     /// Per agent, its `workers_scale` (`[[hosts]]`; 1 for `--hosts`).
     scales: Vec<f64>,
     /// Per agent, its place in the hosts as listed: a host-count sweep's step of N runs on the
@@ -256,11 +256,14 @@ async fn reach_relays(
             .iter()
             .map(|c| (c.clone(), hosts.iter().find(|h| &h.0 == c).map(|h| h.1.clone()).unwrap_or_default()))
             .collect();
+        // Each host its `workers_scale`: its relay gives it its share of every step's workers.
+        let scales: Vec<f64> = group.iter().map(|c| hosts.iter().find(|h| &h.0 == c).map_or(1.0, |h| h.2)).collect();
         let names: Vec<String> = group.iter().map(|c| auth::host_of(c).to_string()).collect();
         let grant = run.relay_grant(auth::host_of(relay), &names, run_key, not_after)?;
         let (ca, skew) = (run.ca_pem.clone(), cfg.max_skew);
         let join = tokio::spawn(async move {
-            let answers = crate::coordinator::relay::join(&mut remote, &grant, &ca, &list, run_key, skew).await;
+            let answers =
+                crate::coordinator::relay::join_uneven(&mut remote, &grant, &ca, &list, &scales, run_key, skew).await;
             (remote, list, answers)
         });
         joins.push((relay, group, Ok(join)));
@@ -398,7 +401,7 @@ impl Cluster {
             remotes,
             children: vec![Vec::new()],
             targets: vec![Vec::new()],
-            child_targets: Default::default(),
+            child_hosts: Default::default(),
             scales: vec![1.0],
             listed: vec![0],
             facts,
@@ -482,7 +485,7 @@ impl Cluster {
         // Per agent (a relay: per host of its group), its address and Hello.
         let mut children: Vec<Vec<(String, pb::HelloReply, i64, i64)>> = Vec::new();
         let (mut remotes, mut targets, mut scales, mut listed) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let mut child_targets = std::collections::HashMap::new();
+        let mut child_hosts = std::collections::HashMap::new();
         if args.relays.is_empty() {
             let addrs: Vec<String> = hosts.iter().map(|h| h.0.clone()).collect();
             let reached = reach_agents(&rt, args, &cfg, &addrs, cancel, obs)?;
@@ -500,7 +503,7 @@ impl Cluster {
             children = remotes.iter().map(|_| Vec::new()).collect();
         } else {
             let through = rt.block_on(reach_relays(args, &cfg, &hosts, run_key, stop))?;
-            child_targets = hosts.iter().map(|h| (h.0.clone(), h.1.clone())).collect();
+            child_hosts = hosts.iter().map(|h| (h.0.clone(), (h.1.clone(), h.2))).collect();
             for (i, r) in through.into_iter().enumerate() {
                 match r {
                     Ok((remote, group, lost)) => {
@@ -586,7 +589,7 @@ impl Cluster {
             remotes,
             children,
             targets,
-            child_targets,
+            child_hosts,
             scales,
             listed,
             facts,
@@ -888,6 +891,17 @@ impl Cluster {
         self.scales[..n].to_vec()
     }
 
+    /// The `workers_scale` of every host `step` runs on, those behind relays each its own.
+    pub fn host_scales_of(&self, step: &iocurve_plan::RampStep) -> Vec<f64> {
+        let n = self.scales_of(step).len();
+        (0..n)
+            .flat_map(|i| match self.remotes[i].relay {
+                true => self.children[i].iter().map(|c| self.child_hosts.get(&c.0).map_or(1.0, |h| h.1)).collect(),
+                false => vec![self.scales[i]],
+            })
+            .collect()
+    }
+
     /// The hosts a step runs on now: those of the run less those lost so far.
     pub fn hosts(&self) -> u32 {
         self.remotes.iter().map(|r| r.hosts.max(1)).sum()
@@ -937,7 +951,7 @@ impl Cluster {
                 .map(|i| match self.remotes[i].relay {
                     true => self.children[i]
                         .iter()
-                        .flat_map(|c| self.child_targets.get(&c.0).into_iter().flatten().cloned())
+                        .flat_map(|c| self.child_hosts.get(&c.0).into_iter().flat_map(|h| h.0.clone()))
                         .collect(),
                     false => self.targets[i].clone(),
                 })

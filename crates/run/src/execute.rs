@@ -510,7 +510,7 @@ impl Session<'_, '_> {
             workload_id: at.workload_id,
             step_idx: si,
             step_id: None,
-            members: crate::together::member_steps(members, &at.member_ids, &self.cluster.scales_of(&step)),
+            members: crate::together::member_steps(members, &at.member_ids, &self.cluster.host_scales_of(&step)),
             error: None,
         };
         let earlier = self.losses.len();

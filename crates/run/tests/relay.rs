@@ -380,6 +380,13 @@ fn what_a_relay_cannot_do_is_refused_by_name() {
         assert!(e.to_string().contains("its grant names no agent 127.0.0.3"), "{e}");
 
         let grant = creds.relay_grant("127.0.0.20", &names, RUN_KEY, iocurve_net::unix_s() + 600).unwrap();
+        // A workers_scale no plan can give (at most 64).
+        for bad in [f64::NAN, -1.0, 65.0] {
+            let e = relay::join_uneven(&mut remote, &grant, &creds.ca_pem, &list, &[1.0, bad], RUN_KEY, skew)
+                .await
+                .unwrap_err();
+            assert!(e.to_string().contains("agent 127.0.0.3") && e.to_string().contains("a workers_scale of"), "{e}");
+        }
         let hosts = relay::join(&mut remote, &grant, &creds.ca_pem, &list, RUN_KEY, skew).await.unwrap();
         assert_eq!(hosts.len(), 2);
         let stop = AtomicBool::new(false);
@@ -676,7 +683,8 @@ fn injected_faults_reach_the_agents_behind_a_relay() {
             let [first, second] = &s.targets[..] else { panic!("a part per target: {:?}", s.targets) };
             let (slow, fast) = (first.hist.mean_ns() / 1e3, second.hist.mean_ns() / 1e3);
             assert!(first.read_ops > 0 && slow >= 5000.0, "the first agent's target held 5 ms: {slow} µs");
-            assert!(second.read_ops > 0 && fast < 5000.0, "the second agent's target untouched: {fast} µs");
+            // (Its latency is the disk's: on a loaded machine it may be long too, never held.)
+            assert!(second.read_ops > 0 && fast < slow, "the second agent's target untouched: {fast} µs");
             // Every I/O on the first target delayed, none on the second (a fault counts when it
             // is injected: up to the 4 I/Os in flight at the interval's end count in it too).
             let delayed = first.read_ops + first.write_ops;

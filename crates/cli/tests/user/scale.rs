@@ -322,14 +322,23 @@ fn real_agents_started_by_hand_run_through_a_relay_started_by_hand() {
     assert!(o.status.success(), "a second run through the relay: {}{}", stdout(&o), stderr(&o));
     // A fault on one host's target goes through two relays to that host alone: the coordinator
     // sends it to the relay of that host's group, the relay to that host (the other relay's
-    // agents would refuse a target that is not theirs, and fail the run). Its row says so.
+    // agents would refuse a target that is not theirs, and fail the run). Its row says so. And
+    // uneven hosts: the second runs 4 times the workers (`workers_scale`), given by its relay.
     let second = ByHand::start(dir.path(), &certs, "127.0.0.4", &["--relay"]);
     let faulted = format!(
         "[[workloads]]\nname = \"r\"\nread_pct = 70\nramp = [1]\nwarmup_s = 0\nintervals = 2\ninterval_s = 0.5\n\
-         [[faults]]\nkind = \"latency\"\nlatency_ms = 20\ntarget = \"{}\"\n",
+         [[faults]]\nkind = \"latency\"\nlatency_ms = 50\ntarget = \"{}\"\n",
         hosts[2].1.display()
     );
-    hosts_plan(dir.path(), &hosts, &faulted);
+    let mut plan = String::from("targets = [\"unused\"]\n");
+    for (k, (addr, target)) in hosts.iter().enumerate() {
+        let scale = if k == 1 { 4 } else { 1 };
+        plan += &format!(
+            "[[hosts]]\naddress = \"{addr}\"\ntargets = [\"{}\"]\nworkers_scale = {scale}\n",
+            target.display()
+        );
+    }
+    std::fs::write(dir.path().join("plan.toml"), plan + &faulted).unwrap();
     let relays = format!("{},{}", relay.addr, second.addr);
     let mut two = args;
     (two[6], two[8]) = ("2", &relays);
@@ -347,8 +356,12 @@ fn real_agents_started_by_hand_run_through_a_relay_started_by_hand() {
     let rows = s["hosts"].as_array().unwrap();
     let mean_ms = |i: usize| rows[i]["lat_us"]["mean"].as_f64().unwrap() / 1e3;
     assert_eq!(rows.len(), 3, "a row per host: {rows:?}");
-    assert!(mean_ms(2) >= 20.0, "the third host's I/Os held 20 ms: {} ms", mean_ms(2));
-    assert!(mean_ms(0) < 20.0 && mean_ms(1) < 20.0, "the other relay's hosts untouched: {rows:?}");
+    assert!(mean_ms(2) >= 50.0, "the third host's I/Os held 50 ms: {} ms", mean_ms(2));
+    // (Their latency is the disk's, however loaded the machine: never held.)
+    assert!(mean_ms(0) < 25.0 && mean_ms(1) < 25.0, "the other relay's hosts untouched: {rows:?}");
+    let workers: Vec<u64> = rows.iter().map(|h| h["workers"].as_u64().unwrap()).collect();
+    assert_eq!(workers, [1, 4, 1], "each host its share: {rows:?}");
+    assert_eq!(s["outstanding"], 6 * s["queue_depth"].as_u64().unwrap(), "{s}");
 }
 
 /// `run --relays` says what is missing before anything runs (exit code 2): a relay per group,

@@ -57,6 +57,8 @@ struct Group {
     remotes: Vec<Remote>,
     /// Each child's target groups.
     groups: Vec<Vec<TargetGroup>>,
+    /// Each child's `workers_scale` (uneven hosts): its share of the step's workers.
+    scales: Vec<f64>,
     run_key: u32,
     /// The earliest end of its delegations (Unix s): the group acts no longer.
     not_after_unix: u64,
@@ -80,6 +82,7 @@ impl Group {
         for i in lost.into_iter().rev() {
             self.remotes.remove(i);
             self.groups.remove(i);
+            self.scales.remove(i);
         }
         *self.pinged.lock().unwrap_or_else(|e| e.into_inner()) =
             self.remotes.iter().map(|r| r.client.clone()).collect();
@@ -197,6 +200,19 @@ impl RelayHandler for Relay {
                     .map_err(|e| bad(format!("agent {}: its target groups: {}", c.address, e.message())))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let scales = req
+            .children
+            .iter()
+            .map(|c| match c.workers_scale {
+                0.0 => Ok(1.0),
+                s if s > 0.0 && s <= iocurve_plan::MAX_WORKERS_SCALE => Ok(s),
+                s => Err(bad(format!(
+                    "agent {}: a workers_scale of {s} (more than 0, at most {})",
+                    c.address,
+                    iocurve_plan::MAX_WORKERS_SCALE
+                ))),
+            })
+            .collect::<Result<Vec<f64>, _>>()?;
         // The request is sound: the group this relay has (an earlier coordinator's, or this
         // one's before a new grant) goes, while no step runs — the relay is no group's until
         // the new one is made — and its connections close before the agents are dialled again,
@@ -226,13 +242,14 @@ impl RelayHandler for Relay {
         let mut group = Group {
             remotes: Vec::new(),
             groups: Vec::new(),
+            scales: Vec::new(),
             run_key: req.run_key,
             not_after_unix: ends.into_iter().min().unwrap_or(0),
             epoch,
             pinged: Arc::default(),
         };
         let mut hosts = Vec::new();
-        for ((c, call), groups) in req.children.iter().zip(calls).zip(groups) {
+        for (((c, call), groups), scale) in req.children.iter().zip(calls).zip(groups).zip(scales) {
             let reached = match call.await {
                 Ok(Ok(Ok(r))) => Ok(r),
                 Ok(Ok(Err(e))) => Err(e.to_string()),
@@ -265,6 +282,7 @@ impl RelayHandler for Relay {
                     });
                     group.remotes.push(r);
                     group.groups.push(groups);
+                    group.scales.push(scale);
                 }
                 Err(why) => {
                     tracing::warn!(agent = %c.address, why, "the relay could not reach its agent");
@@ -453,12 +471,23 @@ impl RelayHandler for Relay {
             runtime.block_on(async move {
                 let mut guard = guard;
                 let Some(g) = guard.as_mut() else { return };
+                // Each child its share of a closed-loop step's workers, as the coordinator gives
+                // its own agents theirs (`Cluster::run_step`).
+                let host_workers: Vec<u32> = g
+                    .scales
+                    .iter()
+                    .map(|&s| match (req.rate_iops > 0.0, members.is_empty()) {
+                        (true, _) => req.workers,
+                        (false, true) => iocurve_plan::scaled_workers(req.workers, s),
+                        (false, false) => members.iter().map(|(_, m)| iocurve_plan::scaled_workers(*m, s)).sum(),
+                    })
+                    .collect();
                 let spec = StepSpec {
                     workload: &w,
                     workers: req.workers,
-                    host_workers: &[],
+                    host_workers: &host_workers,
                     members: &members,
-                    scales: &[],
+                    scales: &g.scales,
                     rate_iops: (req.rate_iops > 0.0).then_some(req.rate_iops),
                     replay: None,
                     replay_speed: None,
@@ -594,8 +623,21 @@ pub async fn join(
     run_key: u32,
     max_skew: Duration,
 ) -> Result<Vec<pb::RelayedHost>, NetError> {
+    join_uneven(relay, grant, ca_pem, children, &[], run_key, max_skew).await
+}
+
+/// [`join`] with each child's `workers_scale` (uneven hosts; none given: 1 each).
+pub async fn join_uneven(
+    relay: &mut Remote,
+    grant: &iocurve_net::certs::RelayGrant,
+    ca_pem: &str,
+    children: &[(String, Vec<TargetGroup>)],
+    scales: &[f64],
+    run_key: u32,
+    max_skew: Duration,
+) -> Result<Vec<pb::RelayedHost>, NetError> {
     let mut list = Vec::with_capacity(children.len());
-    for (addr, groups) in children {
+    for (k, (addr, groups)) in children.iter().enumerate() {
         let name = iocurve_net::auth::host_of(addr);
         let Some((_, minted)) = grant.children.iter().find(|(n, _)| n == name) else {
             return Err(NetError::Input(format!("relay {}: its grant names no agent {name}", relay.addr)));
@@ -605,6 +647,7 @@ pub async fn join(
             delegation: minted.delegation.clone(),
             key: minted.key.clone(),
             groups: client::wire_groups(groups),
+            workers_scale: scales.get(k).copied().unwrap_or(1.0),
         });
     }
     let req = pb::RelayRequest {

@@ -16,7 +16,7 @@ pub(super) struct Via {
     pub summaries: Vec<pb::HostSummary>,
     /// The hosts it stands for: its summaries are of them all, each once, or not taken.
     pub hosts: u32,
-    /// The workers each of its hosts ran.
+    /// The workers it was asked for, per host at `workers_scale` 1.
     pub workers: u32,
 }
 
@@ -105,6 +105,9 @@ fn behind(
     w: &iocurve_plan::Workload,
     steady_end: bool,
 ) -> HostRecord {
+    // Its own share (uneven hosts), as its relay says: within what a `workers_scale` can give.
+    let most = iocurve_plan::scaled_workers(workers, iocurve_plan::MAX_WORKERS_SCALE);
+    let workers = if read.workers == 0 { workers } else { read.workers.min(most) };
     let mut record = StepRecord::new(workers, group.queue_depth, read.threads, w.interval_s, group.sample_s);
     if let Some((stats, cpu, duration_s)) = read.total {
         record.push_interval(stats, cpu, duration_s);
