@@ -336,8 +336,8 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
         rec.per_host
             .iter()
             .filter(|h| h.started_unix_ns > 0 || h.record.measured > 0)
-            // (A relay's group row stands for its hosts: each kept its workers in flight.)
-            .map(|h| h.record.workers as u64 * rec.queue_depth as u64 * h.record.hosts.max(1) as u64)
+            // (A relay's group row: its hosts' workers together.)
+            .map(|h| h.record.workers as u64 * rec.queue_depth as u64)
             .sum()
     };
     let mut step = StepResult {

@@ -929,14 +929,21 @@ impl Cluster {
         // Each host its share of a closed-loop step's workers (`workers_scale`); a rate step's
         // schedule is shared out evenly whatever the hosts' sizes.
         // (A concurrent step's host runs each member's share scaled: their sum.)
-        let host_workers: Vec<u32> = self
-            .scales
-            .iter()
-            .take(n)
-            .map(|&s| match (step.rate.is_some(), members.is_empty()) {
-                (true, _) => workers,
-                (false, true) => iocurve_plan::scaled_workers(workers, s),
-                (false, false) => members.iter().map(|(_, m)| iocurve_plan::scaled_workers(*m, s)).sum(),
+        let share = |s: f64| match (step.rate.is_some(), members.is_empty()) {
+            (true, _) => workers,
+            (false, true) => iocurve_plan::scaled_workers(workers, s),
+            (false, false) => members.iter().map(|(_, m)| iocurve_plan::scaled_workers(*m, s)).sum(),
+        };
+        let host_workers: Vec<u32> = self.scales.iter().take(n).map(|&s| share(s)).collect();
+        // Each relay's hosts still with the run, in its order, and the share each runs (its
+        // relay gives it): what the relay's rows of them must say.
+        let relayed_hosts: Vec<Vec<(String, u32)>> = (0..n)
+            .map(|i| match self.remotes[i].relay {
+                true => self.children[i]
+                    .iter()
+                    .map(|c| (c.0.clone(), share(self.child_hosts.get(&c.0).map_or(1.0, |h| h.1))))
+                    .collect(),
+                false => Vec::new(),
             })
             .collect();
         // A replay's share for each host, packed.
@@ -974,6 +981,7 @@ impl Cluster {
             replay_intended: replay.map_or((0.1, Vec::new()), |(l, s)| l.intended_bins(s)),
             targets: &self.targets[..n],
             fault_targets: &fault_targets,
+            relayed_hosts: &relayed_hosts,
             scratch_size: self.scratch_size,
             run_key: self.run_key,
             verify_journal: self.verify_journal,

@@ -97,6 +97,7 @@ fn an_agent_gone_between_steps_is_lost_for_the_step_and_the_others_run_it() {
             replay_intended: (0.1, Vec::new()),
             targets: &targets,
             fault_targets: &[],
+            relayed_hosts: &[],
             scratch_size: 1 << 20,
             run_key: 0,
             verify_journal: false,

@@ -130,6 +130,7 @@ fn spec<'a>(w: &'a Workload, targets: &'a [Vec<TargetGroup>]) -> StepSpec<'a> {
         replay_intended: (0.1, Vec::new()),
         targets,
         fault_targets: &[],
+        relayed_hosts: &[],
         scratch_size: 1 << 20,
         run_key: RUN_KEY,
         verify_journal: false,

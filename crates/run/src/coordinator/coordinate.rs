@@ -107,6 +107,10 @@ pub struct StepSpec<'a> {
     /// Per agent, the targets a fault on one target is placed by: a relay's agents' (it opens
     /// none itself: `targets` has none for it); empty: `targets` (issue 46).
     pub fault_targets: &'a [Vec<TargetGroup>],
+    /// Per agent that is a relay, its hosts still with the run in its order (address, the
+    /// workers its relay gives it): its rows of them must name them and say so (issue 46);
+    /// empty: not known (the rows are taken as the relay says).
+    pub relayed_hosts: &'a [Vec<(String, u32)>],
     pub scratch_size: u64,
     /// The run's key for the lock on file targets it writes (`iocurve_engine::safety::lock`).
     pub run_key: u32,
@@ -706,6 +710,7 @@ impl<'a> Hosts<'a> {
                 summaries: std::mem::take(&mut self.summaries[i]),
                 hosts: self.agents[i].hosts,
                 workers: spec.workers_of(i),
+                expected: spec.relayed_hosts.get(i).cloned().unwrap_or_default(),
             })
             .collect();
         let relays = self.relays;
@@ -1235,6 +1240,7 @@ mod tests {
             replay_intended: (0.1, Vec::new()),
             targets: &[],
             fault_targets: &[],
+            relayed_hosts: &[],
             scratch_size: 0,
             run_key: 0,
             verify_journal: false,

@@ -494,6 +494,7 @@ impl RelayHandler for Relay {
                     replay_intended: (0.1, Vec::new()),
                     targets: &g.groups,
                     fault_targets: &[],
+                    relayed_hosts: &[],
                     scratch_size: req.scratch_size,
                     run_key: req.run_key,
                     verify_journal: req.verify_journal,

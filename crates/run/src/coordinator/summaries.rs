@@ -18,6 +18,9 @@ pub(super) struct Via {
     pub hosts: u32,
     /// The workers it was asked for, per host at `workers_scale` 1.
     pub workers: u32,
+    /// Its hosts still with the run, in its order, and the workers each runs (its share): what
+    /// its summaries must say; empty: not known (taken as the relay says, bounded).
+    pub expected: Vec<(String, u32)>,
 }
 
 /// The step's per-host rows, in the order of the agents, each relay's hosts in place of its own
@@ -34,9 +37,11 @@ pub(super) fn rows(
 ) -> (Vec<HostRecord>, Vec<String>) {
     let (mut out, mut notes) = (Vec::with_capacity(rows.len()), Vec::new());
     for (own, v) in rows.into_iter().zip(via) {
+        // A group's row: its hosts' workers together (uneven hosts: each its share).
+        let group_workers = (!v.expected.is_empty()).then(|| v.expected.iter().map(|e| e.1).sum::<u32>());
         if v.summaries.is_empty() {
             // None sent (a relay lost mid-step, an agent of its own): its row, summed up.
-            out.push(summed_up(own, w.interval_s));
+            out.push(summed_up(own, w.interval_s, group_workers));
             continue;
         }
         match hosts_of(&v, &own.record, w, measured, steady_end) {
@@ -46,7 +51,7 @@ pub(super) fn rows(
                     "relay {}'s rows of its hosts were not taken ({why}): its row is its group's",
                     own.address
                 ));
-                out.push(summed_up(own, w.interval_s));
+                out.push(summed_up(own, w.interval_s, group_workers));
             }
         }
     }
@@ -63,12 +68,23 @@ fn hosts_of(
     measured: usize,
     steady_end: bool,
 ) -> Result<Vec<HostRecord>, String> {
-    if v.summaries.len() != v.hosts as usize {
-        return Err(format!("{} for its {} hosts", v.summaries.len(), v.hosts));
+    let hosts = if v.expected.is_empty() { v.hosts as usize } else { v.expected.len() };
+    if v.summaries.len() != hosts {
+        return Err(format!("{} for its {hosts} hosts", v.summaries.len()));
     }
     let mut list: Vec<HostRecord> = Vec::with_capacity(v.summaries.len());
-    for s in &v.summaries {
+    for (k, s) in v.summaries.iter().enumerate() {
         let read = wire::host_summary_from(s, &v.through)?;
+        // Its own hosts, in its order, each at its share (a relay that dropped the scales
+        // would have run every host alike).
+        if let Some((address, workers)) = v.expected.get(k) {
+            if &read.address != address {
+                return Err(format!("its host {} named {}", address, read.address));
+            }
+            if read.workers != *workers {
+                return Err(format!("{address} ran {} workers, its share is {workers}", read.workers));
+            }
+        }
         if read.measured as usize > measured {
             return Err(format!("{} measured {} intervals, the step {measured}", read.address, read.measured));
         }
@@ -81,10 +97,12 @@ fn hosts_of(
 }
 
 /// A record of one interval: all of `rec`'s measured intervals merged (its CPU the mean of the
-/// last it holds: a live step holds a few).
-fn summed_up(mut own: HostRecord, interval_s: f64) -> HostRecord {
+/// last it holds: a live step holds a few). A relay's group row runs its hosts' workers
+/// together: `group_workers`, or each host the row's.
+fn summed_up(mut own: HostRecord, interval_s: f64, group_workers: Option<u32>) -> HostRecord {
     let r = &own.record;
-    let mut one = StepRecord::new(r.workers, r.queue_depth, r.threads, r.interval_s, r.sample_s);
+    let workers = group_workers.unwrap_or_else(|| r.workers.saturating_mul(r.hosts.max(1)));
+    let mut one = StepRecord::new(workers, r.queue_depth, r.threads, r.interval_s, r.sample_s);
     if r.measured > 0 {
         one.push_interval(r.total_as_one(), r.held_cpu_mean(), r.measured as f64 * interval_s);
     }
@@ -172,7 +190,7 @@ mod tests {
             target_offset: 10,
             target_count: 2,
         };
-        Via { through, hosts: summaries.len().max(1) as u32, summaries, workers: 4 }
+        Via { through, hosts: summaries.len().max(1) as u32, summaries, workers: 4, expected: Vec::new() }
     }
 
     fn summary(address: &str, n: usize) -> pb::HostSummary {
@@ -226,6 +244,16 @@ mod tests {
             (via(vec![summary("10.0.0.5:7420", 3), summary("10.0.0.5:7420", 3)]), 3, "(10.0.0.5:7420 twice)"),
             (via(vec![summary("10.0.0.5:7420", 3)]), 2, "(10.0.0.5:7420 measured 3 intervals, the step 2)"),
             (via(vec![far]), 3, "(a part of target 2 of the relay's 2)"),
+            (
+                Via { expected: vec![("10.0.0.6:7420".into(), 4)], ..via(vec![summary("10.0.0.5:7420", 3)]) },
+                3,
+                "(its host 10.0.0.6:7420 named 10.0.0.5:7420)",
+            ),
+            (
+                Via { expected: vec![("10.0.0.5:7420".into(), 8)], ..via(vec![summary("10.0.0.5:7420", 3)]) },
+                3,
+                "(10.0.0.5:7420 ran 4 workers, its share is 8)",
+            ),
         ];
         for (v, measured, why) in cases {
             let (rows, notes) = super::rows(vec![host("10.0.0.4:7421", record(3))], vec![v], &w, measured, false);
@@ -243,6 +271,21 @@ mod tests {
         assert!(!rows[0].address.contains('\u{1b}'), "{}", rows[0].address);
         assert_eq!((rows[0].lost_at_s, rows[0].record.threads), (None, 1 << 16));
         assert!(rows[0].record.interrupted, "2 of 3 intervals");
+    }
+
+    /// A relay's group row (its summaries not taken, or none) runs its hosts' workers together:
+    /// each host's share where the coordinator knows them (uneven hosts), else the row's each.
+    #[test]
+    fn a_groups_row_counts_its_hosts_workers() {
+        let w = workload();
+        let mut group = host("10.0.0.4:7421", record(3));
+        group.record.hosts = 3;
+        let expected = vec![("a:1".into(), 4), ("b:1".into(), 16), ("c:1".into(), 4)];
+        let v = Via { expected, hosts: 3, ..via(Vec::new()) };
+        let (rows, _) = super::rows(vec![group.clone()], vec![v], &w, 3, false);
+        assert_eq!((rows[0].record.workers, rows[0].record.hosts), (24, 3));
+        let (rows, _) = super::rows(vec![group], vec![Via { hosts: 3, ..via(Vec::new()) }], &w, 3, false);
+        assert_eq!(rows[0].record.workers, 12, "4 each");
     }
 
     /// An agent of its own in a step through relays, and a relay lost mid-step (no summaries):
