@@ -703,3 +703,43 @@ fn injected_faults_reach_the_agents_behind_a_relay() {
         assert!(client::run_step(&mut remotes, &spec, &mut iocurve_engine::NoObserver, &stop).await.is_ok());
     });
 }
+
+/// A concurrent step (two workloads at once) goes through a relay (issue 46): each agent runs
+/// both members, the merged intervals keep each member's part, and each host's row is its step
+/// summed up.
+#[test]
+fn a_concurrent_step_goes_through_a_relay() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let creds = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let kids = [child(&creds, dir.path(), 2, None), child(&creds, dir.path(), 3, None)];
+        let (_relay, mut remotes) = opened_through(&creds, dir.path(), &kids).await;
+        let stop = AtomicBool::new(false);
+        let none = vec![Vec::new()];
+        let mut w = workload();
+        (w.intervals, w.interval_s) = (2, 0.5);
+        let (mut reads, mut writes) = (w.clone(), w.clone());
+        (reads.name, writes.name, writes.read_pct) = ("reads".into(), "writes".into(), 0.0);
+        let members = [(reads, 1), (writes, 1)];
+        let mut spec = spec(&w, &none);
+        (spec.workers, spec.members, spec.planned_hosts) = (2, &members, 2);
+        let mut obs = Merged::default();
+        let m = client::run_step(&mut remotes, &spec, &mut obs, &stop).await.expect("the step runs");
+        assert_eq!((m.merged.hosts, obs.intervals.len()), (2, 2));
+        for (_, s, _) in &obs.intervals {
+            let [r, wr] = &s.members[..] else { panic!("a part per member: {}", s.members.len()) };
+            assert!(r.read.ops > 0 && r.write.ops == 0, "the reading member: {:?}", (r.read.ops, r.write.ops));
+            assert!(wr.write.ops > 0 && wr.read.ops == 0, "the writing member: {:?}", (wr.read.ops, wr.write.ops));
+            assert_eq!((s.read.ops, s.write.ops), (r.read.ops, wr.write.ops), "the step is its members' sum");
+        }
+        let rows: Vec<(&str, u32, u64)> = m
+            .merged
+            .per_host
+            .iter()
+            .map(|h| (h.address.as_str(), h.record.workers, h.record.total.read.ops + h.record.total.write.ops))
+            .collect();
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert!(rows.iter().zip(&kids).all(|(r, k)| r.0 == k.0.addr && r.1 == 2 && r.2 > 0), "{rows:?}");
+    });
+}

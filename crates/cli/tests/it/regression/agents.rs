@@ -430,7 +430,11 @@ fn regression_agents_lost_at_connection_time_neither_hang_nor_end_the_run() {
         assert_eq!(step["hosts"].as_array().unwrap().len(), 1, "every step ran on agent a alone");
         assert!(f(&step["iops"]) > 0.0);
     }
-    assert!(r["workloads"][0]["maximum"].is_object(), "one host throughout: like with like");
+    // One host throughout, like with like: the steps were compared (a maximum, or one left
+    // undecided because its top step was too noisy, as two 0.3 s intervals on a loaded machine
+    // may be: a clean CI run of c36d5b2), not withheld for mixed host counts.
+    let w = &r["workloads"][0];
+    assert!(w["maximum"].is_object() || w["maximum_undecided"].is_object(), "one host throughout: {w}");
 }
 
 /// Issue 15, finding 3: 1,100 idle connections at `ulimit -n 1024` made the agent spin at
