@@ -635,6 +635,19 @@ fn a_child_that_never_answers_is_lost_at_the_join() {
     });
 }
 
+/// Two real agents on files (127.0.0.2 and .3) behind the relay on 127.0.0.20, their targets
+/// opened through it, and a workload of two intervals of 0.5 s.
+async fn two_real_through(
+    creds: &RunCredentials,
+    dir: &Path,
+) -> ([(Host, Vec<TargetGroup>); 2], Host, Vec<Remote>, Workload) {
+    let kids = [child(creds, dir, 2, None), child(creds, dir, 3, None)];
+    let (relay, remotes) = opened_through(creds, dir, &kids).await;
+    let mut w = workload();
+    (w.intervals, w.interval_s) = (2, 0.5);
+    (kids, relay, remotes, w)
+}
+
 /// Injected faults go through a relay to its agents (issue 46): real agents on files, every
 /// I/O held back 5 ms — each agent's latency and the merged count of faults say each applied
 /// them. A fault on one target reaches the agent that has it, and that agent alone.
@@ -644,12 +657,9 @@ fn injected_faults_reach_the_agents_behind_a_relay() {
     rt.block_on(async {
         let creds = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let kids = [child(&creds, dir.path(), 2, None), child(&creds, dir.path(), 3, None)];
-        let (_relay, mut remotes) = opened_through(&creds, dir.path(), &kids).await;
+        let (kids, _relay, mut remotes, w) = two_real_through(&creds, dir.path()).await;
         let stop = AtomicBool::new(false);
         let none = vec![Vec::new()];
-        let mut w = workload();
-        (w.intervals, w.interval_s) = (2, 0.5);
         let faults = [iocurve_plan::Fault {
             kind: iocurve_plan::FaultKind::Latency,
             share: 1.0,
@@ -713,12 +723,9 @@ fn a_concurrent_step_goes_through_a_relay() {
     rt.block_on(async {
         let creds = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let kids = [child(&creds, dir.path(), 2, None), child(&creds, dir.path(), 3, None)];
-        let (_relay, mut remotes) = opened_through(&creds, dir.path(), &kids).await;
+        let (kids, _relay, mut remotes, w) = two_real_through(&creds, dir.path()).await;
         let stop = AtomicBool::new(false);
         let none = vec![Vec::new()];
-        let mut w = workload();
-        (w.intervals, w.interval_s) = (2, 0.5);
         let (mut reads, mut writes) = (w.clone(), w.clone());
         (reads.name, writes.name, writes.read_pct) = ("reads".into(), "writes".into(), 0.0);
         let members = [(reads, 1), (writes, 1)];
