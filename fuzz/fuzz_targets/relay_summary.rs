@@ -53,6 +53,14 @@ fuzz_target!(init: write_seeds("relay_summary", seeds), |data: &[u8]| {
         assert!(!read.address.chars().any(char::is_control), "{:?}", read.address);
         assert!(read.lost_at_s.is_none_or(|t| t.is_finite() && t >= 0.0));
         assert!(read.clock.rtt_ns >= 0 && read.started_unix_ns >= 0);
+        // Every target part and error on one of the relay's targets, in the run's places.
+        let (from, to) = (via.target_offset, via.target_offset.saturating_add(via.target_count));
+        if let Some((stats, _, _)) = &read.total {
+            assert!(stats.targets.iter().all(|t| (from..to).contains(&t.target)));
+            for d in [&stats.read, &stats.write, &stats.trim] {
+                assert!(d.errors.0.iter().all(|e| e.0 == iocurve_stats::UNKNOWN_TARGET || (from..to).contains(&e.0)));
+            }
+        }
         let mut rec = StepRecord::new(1, 1, read.threads, 1.0, 1.0);
         if let Some((stats, cpu, duration_s)) = read.total {
             rec.push_interval(stats, cpu, duration_s);

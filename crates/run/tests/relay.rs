@@ -748,5 +748,13 @@ fn a_concurrent_step_goes_through_a_relay() {
             .collect();
         assert_eq!(rows.len(), 2, "{rows:?}");
         assert!(rows.iter().zip(&kids).all(|(r, k)| r.0 == k.0.addr && r.1 == 2 && r.2 > 0), "{rows:?}");
+        for h in &m.merged.per_host {
+            assert_eq!(
+                (h.record.measured, h.record.intervals[0].duration_s),
+                (1, 1.0),
+                "the step summed up: {}",
+                h.address
+            );
+        }
     });
 }

@@ -357,8 +357,8 @@ fn real_agents_started_by_hand_run_through_a_relay_started_by_hand() {
     let mean_ms = |i: usize| rows[i]["lat_us"]["mean"].as_f64().unwrap() / 1e3;
     assert_eq!(rows.len(), 3, "a row per host: {rows:?}");
     assert!(mean_ms(2) >= 50.0, "the third host's I/Os held 50 ms: {} ms", mean_ms(2));
-    // (Their latency is the disk's, however loaded the machine: never held.)
-    assert!(mean_ms(0) < 25.0 && mean_ms(1) < 25.0, "the other relay's hosts untouched: {rows:?}");
+    // (Their latency is the disk's, as the third's is beside its 50 ms: never held.)
+    assert!(mean_ms(0) + 25.0 < mean_ms(2) && mean_ms(1) + 25.0 < mean_ms(2), "the others untouched: {rows:?}");
     let workers: Vec<u64> = rows.iter().map(|h| h["workers"].as_u64().unwrap()).collect();
     assert_eq!(workers, [1, 4, 1], "each host its share: {rows:?}");
     assert_eq!(s["outstanding"], 6 * s["queue_depth"].as_u64().unwrap(), "{s}");

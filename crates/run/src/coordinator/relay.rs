@@ -2,7 +2,8 @@
 //! `--relay` drives a group of agents for its coordinator with the coordinator's own code —
 //! dialling under the grant the coordinator minted, clocks, one start moment, the intervals
 //! merged exactly — and streams the group's merged intervals up as one agent streams its own,
-//! each saying how many hosts it merges.
+//! each saying how many hosts it merges; before its `Done`, each agent's step summed up (a
+//! `HostSummary` event per agent: the coordinator's row of that host).
 //!
 //! What does not go through a relay yet is refused by name: replays, I/O logs, the precondition
 //! and verification passes. Injected faults go through, on every target or on one.

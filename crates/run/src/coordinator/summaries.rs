@@ -1,8 +1,9 @@
 //! The per-host rows of a step through relays (issue 46; docs/relays.md, "Per-host figures and
 //! the store"): one row per host and step, its measured intervals merged exactly, instead of
 //! one per host and interval. A host behind a relay gets its row from its relay's summary of it
-//! (`pb::HostSummary` in the relay's `Done`), on this host's clock; a relay that sent none (lost
+//! (`pb::HostSummary`), on this host's clock; a relay that sent none (lost
 //! mid-step) keeps its group's row, and an agent of its own in such a step is summed up alike.
+//! (Each summary is an event of its own, sent before the relay's `Done`.)
 //! The merged intervals of the step are kept as in every run.
 
 use iocurve_net::{pb, wire};
@@ -12,7 +13,8 @@ use iocurve_stats::{HostRecord, StepRecord};
 pub(super) struct Via {
     /// Its clock and its targets' places, as this host knows them.
     pub through: wire::Through,
-    /// Its agents' summaries (empty: none sent, or not a relay), at most one per host it stands for.
+    /// Its agents' summaries (empty: none sent, or not a relay), at most one more than the
+    /// hosts it stands for (so that one too many is seen).
     pub summaries: Vec<pb::HostSummary>,
     /// The hosts it stands for: its summaries are of them all, each once, or not taken.
     pub hosts: u32,
