@@ -310,19 +310,7 @@ pub fn analyze_step_on(rec: &StepRecord, sequential: bool, th: &Thresholds, targ
         })
         .collect();
     let tput: Vec<f64> = intervals.iter().map(|i| if sequential { i.mbps } else { i.iops }).collect();
-    let cpu = CpuUsage {
-        user: mean(&intervals.iter().map(|i| i.cpu.user).collect::<Vec<_>>()),
-        system: mean(&intervals.iter().map(|i| i.cpu.system).collect::<Vec<_>>()),
-        iowait: mean(&intervals.iter().map(|i| i.cpu.iowait).collect::<Vec<_>>()),
-        steal: mean(&intervals.iter().map(|i| i.cpu.steal).collect::<Vec<_>>()),
-        // Known only where every interval measured it.
-        own: intervals
-            .iter()
-            .map(|i| i.cpu.own)
-            .collect::<Option<Vec<f64>>>()
-            .filter(|v| !v.is_empty())
-            .map(|v| mean(&v)),
-    };
+    let cpu = CpuUsage::mean(intervals.iter().map(|i| &i.cpu));
     let errors = all.errors();
     let samples = samples_of(rec);
     // Every host its own workers (uneven hosts run their share); a step without per-host

@@ -294,6 +294,26 @@ pub fn interval_to(index: u32, s: &IntervalStats, cpu: &CpuUsage, duration_s: f6
     }
 }
 
+/// An interval of an agent (or a relay) whose targets start at `offset` in the run's list: its
+/// errors and target parts name the run's places (a concurrent step's members' too).
+pub fn shift_targets(s: &mut IntervalStats, offset: u32) {
+    for d in [&mut s.read, &mut s.write, &mut s.trim] {
+        for e in &mut d.errors.0 {
+            // (An agent's own error names any target it likes: bounded, not wrapped.)
+            if e.0 != iocurve_stats::UNKNOWN_TARGET {
+                e.0 = e.0.saturating_add(offset);
+            }
+        }
+    }
+    for t in &mut s.targets {
+        t.target += offset;
+    }
+    // A concurrent step's members' errors are on the same targets.
+    for m in &mut s.members {
+        shift_targets(m, offset);
+    }
+}
+
 /// A host behind a relay over a step, for the relay's coordinator (issue 46): its measured
 /// intervals merged exactly (its record's `total`), their count and length (`interval_s`
 /// each, as the merged intervals count them), and `cpu`: the host CPU over them.
@@ -360,19 +380,11 @@ pub fn host_summary_from(s: &pb::HostSummary, via: &Through) -> Result<HostSumma
     if let Some(t) = stats.targets.iter().find(|t| t.target >= via.target_count) {
         return Err(format!("a part of target {} of the relay's {}", t.target, via.target_count));
     }
-    for d in [&mut stats.read, &mut stats.write, &mut stats.trim] {
-        for e in &mut d.errors.0 {
-            if e.0 != iocurve_stats::UNKNOWN_TARGET {
-                if e.0 >= via.target_count {
-                    return Err(format!("errors on target {} of the relay's {}", e.0, via.target_count));
-                }
-                e.0 += via.target_offset;
-            }
-        }
+    let errors = [&stats.read, &stats.write, &stats.trim].into_iter().flat_map(|d| d.errors.0.iter());
+    if let Some(e) = errors.filter(|e| e.0 != iocurve_stats::UNKNOWN_TARGET).find(|e| e.0 >= via.target_count) {
+        return Err(format!("errors on target {} of the relay's {}", e.0, via.target_count));
     }
-    for t in &mut stats.targets {
-        t.target += via.target_offset;
-    }
+    shift_targets(&mut stats, via.target_offset);
     let rtt = |v: i64| v.max(0);
     Ok(HostSummaryRead {
         address: crate::printable(&s.address),

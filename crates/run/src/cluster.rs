@@ -929,11 +929,7 @@ impl Cluster {
         // Each host its share of a closed-loop step's workers (`workers_scale`); a rate step's
         // schedule is shared out evenly whatever the hosts' sizes.
         // (A concurrent step's host runs each member's share scaled: their sum.)
-        let share = |s: f64| match (step.rate.is_some(), members.is_empty()) {
-            (true, _) => workers,
-            (false, true) => iocurve_plan::scaled_workers(workers, s),
-            (false, false) => members.iter().map(|(_, m)| iocurve_plan::scaled_workers(*m, s)).sum(),
-        };
+        let share = |s: f64| crate::coordinator::host_share(workers, members, step.rate.is_some(), s);
         let host_workers: Vec<u32> = self.scales.iter().take(n).map(|&s| share(s)).collect();
         // Each relay's hosts still with the run, in its order, and the share each runs (its
         // relay gives it): what the relay's rows of them must say.

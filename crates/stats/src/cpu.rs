@@ -125,6 +125,54 @@ impl CpuUsage {
     pub fn busy(&self) -> f64 {
         self.user + self.system
     }
+
+    /// The mean of several (a step's intervals): see [`CpuMean`].
+    pub fn mean<'a>(all: impl IntoIterator<Item = &'a CpuUsage>) -> CpuUsage {
+        all.into_iter()
+            .fold(CpuMean::default(), |mut m, c| {
+                m.add(c);
+                m
+            })
+            .mean()
+    }
+}
+
+/// The mean host CPU of intervals added one by one, in constant memory (a relay follows each
+/// of its agents over a step of any length): each share's mean, iocurve's own only where every
+/// interval measured it; nothing (zeros) of none.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CpuMean {
+    sum: CpuUsage,
+    n: u32,
+    /// An interval without iocurve's own share was added.
+    own_unknown: bool,
+}
+
+impl CpuMean {
+    pub fn add(&mut self, c: &CpuUsage) {
+        let s = &mut self.sum;
+        (s.user, s.system, s.iowait, s.steal) =
+            (s.user + c.user, s.system + c.system, s.iowait + c.iowait, s.steal + c.steal);
+        match c.own {
+            Some(own) => s.own = Some(s.own.unwrap_or(0.0) + own),
+            None => self.own_unknown = true,
+        }
+        self.n += 1;
+    }
+
+    pub fn mean(&self) -> CpuUsage {
+        if self.n == 0 {
+            return CpuUsage::default();
+        }
+        let (s, n) = (&self.sum, f64::from(self.n));
+        CpuUsage {
+            user: s.user / n,
+            system: s.system / n,
+            iowait: s.iowait / n,
+            steal: s.steal / n,
+            own: s.own.filter(|_| !self.own_unknown).map(|own| own / n),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -159,6 +207,18 @@ mod tests {
         assert!((u.others().unwrap() - 40.0).abs() < 1e-9, "{u:?}");
         b.own = 0;
         assert_eq!(CpuUsage::between(&a, &b).own, None, "not read: unknown, not 0");
+    }
+
+    /// The mean of intervals added one by one: each share's, iocurve's own only where every
+    /// interval measured it; zeros of none.
+    #[test]
+    fn the_mean_of_intervals_knows_its_own_share_only_where_each_did() {
+        let c = |user: f64, own: Option<f64>| CpuUsage { user, system: 2.0 * user, own, ..CpuUsage::default() };
+        let m = CpuUsage::mean(&[c(10.0, Some(1.0)), c(20.0, Some(3.0))]);
+        assert_eq!((m.user, m.system, m.own), (15.0, 30.0, Some(2.0)));
+        assert_eq!(CpuUsage::mean(&[c(10.0, Some(1.0)), c(20.0, None)]).own, None);
+        assert_eq!(CpuUsage::mean(&[c(20.0, None), c(10.0, Some(1.0))]).own, None);
+        assert_eq!(CpuUsage::mean(&[]), CpuUsage::default());
     }
 
     #[test]

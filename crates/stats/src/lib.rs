@@ -17,7 +17,7 @@ pub mod steady;
 pub mod step;
 pub mod target;
 
-pub use cpu::{CpuTimes, CpuUsage, IoCpu};
+pub use cpu::{CpuMean, CpuTimes, CpuUsage, IoCpu};
 pub use histogram::LatencyHistogram;
 pub use host::HostFacts;
 pub use interval::{DirStats, ErrorCounts, FinalVerification, IntervalStats, RateStats, UNKNOWN_TARGET, VerifyCounts};

@@ -288,24 +288,6 @@ impl StepRecord {
         one
     }
 
-    /// The host CPU of the intervals it holds, averaged (a live step holds its last
-    /// [`crate::steady::WINDOW`]); iocurve's own share where every one of them measured it.
-    pub fn held_cpu_mean(&self) -> CpuUsage {
-        let n = self.intervals.len().max(1) as f64;
-        let mut cpu = CpuUsage { own: Some(0.0), ..CpuUsage::default() };
-        for i in &self.intervals {
-            cpu.user += i.cpu.user / n;
-            cpu.system += i.cpu.system / n;
-            cpu.iowait += i.cpu.iowait / n;
-            cpu.steal += i.cpu.steal / n;
-            cpu.own = cpu.own.zip(i.cpu.own).map(|(a, b)| a + b / n);
-        }
-        if self.intervals.is_empty() {
-            cpu.own = None;
-        }
-        cpu
-    }
-
     /// Adds a finished interval as [`StepRecord::push_interval`] does, but keeps the figures of
     /// only the last [`crate::steady::WINDOW`] intervals (what the steady-state check reads):
     /// for a step whose intervals are stored as they come, so that its memory does not grow

@@ -16,7 +16,7 @@ pub(crate) fn all_lost(why: &str) -> bool {
 use iocurve_engine::replay::ReplayIo;
 use iocurve_engine::{StepObserver, StepProgress};
 use iocurve_plan::{Fault, TargetGroup, Workload};
-use iocurve_stats::{Drain, ErrorCounts, HostClock, HostRecord, IntervalStats, IoCpu, StepRecord, UNKNOWN_TARGET};
+use iocurve_stats::{Drain, ErrorCounts, HostClock, HostRecord, IoCpu, StepRecord, UNKNOWN_TARGET};
 
 use super::client::{Remote, failed, measure_clocks, refusal, wire_groups};
 use super::merge::{IntervalMerger, Part};
@@ -360,7 +360,7 @@ impl<'a> Hosts<'a> {
                         agent.addr, t.target, agent.target_count
                     )));
                 }
-                shift_targets(&mut stats, agent.target_offset);
+                wire::shift_targets(&mut stats, agent.target_offset);
                 self.reported[h] += 1;
                 // A relay's merge of its group: as many hosts as reported it, never more than
                 // the group has.
@@ -751,25 +751,6 @@ impl<'a> Hosts<'a> {
     }
 }
 
-/// Errors of agent `h` name its targets by their place in the run's list.
-fn shift_targets(s: &mut IntervalStats, offset: u32) {
-    for d in [&mut s.read, &mut s.write, &mut s.trim] {
-        for e in &mut d.errors.0 {
-            // (An agent's own error names any target it likes: bounded, not wrapped.)
-            if e.0 != UNKNOWN_TARGET {
-                e.0 = e.0.saturating_add(offset);
-            }
-        }
-    }
-    for t in &mut s.targets {
-        t.target += offset;
-    }
-    // A concurrent step's members' errors are on the same targets.
-    for m in &mut s.members {
-        shift_targets(m, offset);
-    }
-}
-
 /// The faults agent `h` injects, as JSON: those on every target, and those on one of its
 /// targets — a fault on one host's target (a failing path of that host) leaves the others
 /// alone. A fault whose target no host names goes to every agent, which refuses it by name.
@@ -988,6 +969,18 @@ async fn clocks_before(remotes: &mut [Remote], stop: &AtomicBool, deadline: Dura
 type Call = tokio::task::JoinHandle<
     Result<Result<tonic::Response<tonic::Streaming<pb::StepEvent>>, tonic::Status>, tokio::time::error::Elapsed>,
 >;
+
+/// The workers a host at `workers_scale` `scale` runs in a step of `workers` per host: its share
+/// of a closed-loop step's (a concurrent step's: each member's share of its own, their sum); a
+/// rate step's schedule is shared out evenly whatever the hosts' sizes. The coordinator's for
+/// its agents, a relay's for its own.
+pub(crate) fn host_share(workers: u32, members: &[(Workload, u32)], rate: bool, scale: f64) -> u32 {
+    match (rate, members.is_empty()) {
+        (true, _) => workers,
+        (false, true) => iocurve_plan::scaled_workers(workers, scale),
+        (false, false) => members.iter().map(|(_, m)| iocurve_plan::scaled_workers(*m, scale)).sum(),
+    }
+}
 
 /// A concurrent step's members as agent `h` runs them: each workload with its workers scaled by
 /// the agent's `workers_scale`.

@@ -7,8 +7,8 @@
 pub mod client;
 pub mod clock;
 mod coordinate;
-pub(crate) use coordinate::all_lost;
 pub use coordinate::{HostIoLog, Lost};
+pub(crate) use coordinate::{all_lost, host_share};
 pub mod merge;
 mod passes;
 pub mod relay;

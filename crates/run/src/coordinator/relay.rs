@@ -16,7 +16,7 @@ use iocurve_engine::{StepObserver, StepProgress};
 use iocurve_net::agent::relay::{RelayHandler, StepEvents};
 use iocurve_net::{NetError, pb, unix_ns, wire};
 use iocurve_plan::TargetGroup;
-use iocurve_stats::{CpuUsage, IntervalStats, StepRecord};
+use iocurve_stats::{CpuMean, CpuUsage, IntervalStats, StepRecord};
 use tokio::sync::mpsc;
 use tonic::Status;
 
@@ -472,16 +472,12 @@ impl RelayHandler for Relay {
             runtime.block_on(async move {
                 let mut guard = guard;
                 let Some(g) = guard.as_mut() else { return };
-                // Each child its share of a closed-loop step's workers, as the coordinator gives
-                // its own agents theirs (`Cluster::run_step`).
+                // Each child its share of the step's workers, as the coordinator gives its own
+                // agents theirs.
                 let host_workers: Vec<u32> = g
                     .scales
                     .iter()
-                    .map(|&s| match (req.rate_iops > 0.0, members.is_empty()) {
-                        (true, _) => req.workers,
-                        (false, true) => iocurve_plan::scaled_workers(req.workers, s),
-                        (false, false) => members.iter().map(|(_, m)| iocurve_plan::scaled_workers(*m, s)).sum(),
-                    })
+                    .map(|&s| super::coordinate::host_share(req.workers, &members, req.rate_iops > 0.0, s))
                     .collect();
                 let spec = StepSpec {
                     workload: &w,
@@ -546,7 +542,7 @@ impl RelayHandler for Relay {
                         // Each agent's step summed up, one event each before the Done: the
                         // coordinator's row of that host.
                         for (k, h) in m.merged.per_host.iter().enumerate() {
-                            let cpu = obs.cpu_mean(k);
+                            let cpu = obs.cpu.get(k).map(CpuMean::mean).unwrap_or_default();
                             let summary = wire::host_summary_to(h, w.interval_s, &cpu);
                             let _ = up.send(Ok(pb::StepEvent { event: Some(pb::step_event::Event::Summary(summary)) }));
                         }
@@ -709,23 +705,8 @@ struct Upward {
     sent_started: bool,
     /// Children's parts of the interval being handed on.
     parts: u32,
-    /// Per child, its host CPU over the intervals handed on: their sum and count.
-    cpu: Vec<(CpuUsage, u32)>,
-}
-
-impl Upward {
-    /// Child `k`'s host CPU over the step's merged intervals, their mean.
-    fn cpu_mean(&self, k: usize) -> CpuUsage {
-        let Some(&(sum, n)) = self.cpu.get(k).filter(|c| c.1 > 0) else { return CpuUsage::default() };
-        let n = n as f64;
-        CpuUsage {
-            user: sum.user / n,
-            system: sum.system / n,
-            iowait: sum.iowait / n,
-            steal: sum.steal / n,
-            own: sum.own.map(|o| o / n),
-        }
-    }
+    /// Per child, its host CPU over the intervals handed on.
+    cpu: Vec<CpuMean>,
 }
 
 impl Upward {
@@ -776,14 +757,9 @@ impl StepObserver for Upward {
         self.parts += 1;
         let k = k as usize;
         if self.cpu.len() <= k {
-            self.cpu.resize(k + 1, (CpuUsage { own: Some(0.0), ..CpuUsage::default() }, 0));
+            self.cpu.resize(k + 1, CpuMean::default());
         }
-        let (sum, n) = &mut self.cpu[k];
-        (sum.user, sum.system, sum.iowait, sum.steal) =
-            (sum.user + cpu.user, sum.system + cpu.system, sum.iowait + cpu.iowait, sum.steal + cpu.steal);
-        // iocurve's own share where every interval measured it.
-        sum.own = sum.own.zip(cpu.own).map(|(a, b)| a + b);
-        *n += 1;
+        self.cpu[k].add(cpu);
     }
 
     fn interval(&mut self, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {

@@ -7,7 +7,7 @@
 //! The merged intervals of the step are kept as in every run.
 
 use iocurve_net::{pb, wire};
-use iocurve_stats::{HostRecord, StepRecord};
+use iocurve_stats::{CpuUsage, HostRecord, StepRecord};
 
 /// What the summaries from agent `h` (a relay) are read against.
 pub(super) struct Via {
@@ -99,14 +99,18 @@ fn hosts_of(
 }
 
 /// A record of one interval: all of `rec`'s measured intervals merged (its CPU the mean of the
-/// last it holds: a live step holds a few). A relay's group row runs its hosts' workers
+/// intervals it holds: a live step holds its last few, `count_interval`). A relay's group row runs its hosts' workers
 /// together: `group_workers`, or each host the row's.
 fn summed_up(mut own: HostRecord, interval_s: f64, group_workers: Option<u32>) -> HostRecord {
     let r = &own.record;
     let workers = group_workers.unwrap_or_else(|| r.workers.saturating_mul(r.hosts.max(1)));
     let mut one = StepRecord::new(workers, r.queue_depth, r.threads, r.interval_s, r.sample_s);
     if r.measured > 0 {
-        one.push_interval(r.total_as_one(), r.held_cpu_mean(), r.measured as f64 * interval_s);
+        one.push_interval(
+            r.total_as_one(),
+            CpuUsage::mean(r.intervals.iter().map(|i| &i.cpu)),
+            r.measured as f64 * interval_s,
+        );
     }
     (one.hosts, one.interrupted, one.aborted) = (r.hosts, r.interrupted, r.aborted.clone());
     (one.rate_iops, one.replay_speed, one.io_cpu) = (r.rate_iops, r.replay_speed, r.io_cpu);
