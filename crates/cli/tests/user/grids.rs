@@ -60,7 +60,14 @@ fn a_grid_runs_every_cell_at_its_depth_and_tells_each_axis() {
     assert!(o.status.success(), "{}", stderr(&o));
     let html = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
     assert!(html.contains("Workers × queue depth"), "heat maps");
-    assert!(html.contains("title=\"optimum and maximum of the grid\""), "the top cell outlined");
+    // The top cell is outlined as the maximum; the optimum is the knee, which a loaded machine
+    // may place a cell earlier (latency grows at 16 in flight): outlined where the run put it.
+    let cell = |p: &serde_json::Value| (p["workers"].as_u64(), p["queue_depth"].as_u64());
+    let top = if cell(&w["optimum"]) == cell(&w["maximum"]) { "optimum and maximum" } else { "maximum" };
+    assert!(html.contains(&format!("title=\"{top} of the grid\"")), "the top cell outlined as {top}");
+    if top == "maximum" && !w["optimum"].is_null() {
+        assert!(html.contains("title=\"optimum of the grid\""), "the optimum outlined where it is");
+    }
     assert!(html.contains("grid @ 2 workers"), "a series per row");
 }
 
