@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use iocurve_net::agent::{AgentConfig, AgentTls, serve};
+use iocurve_net::agent::{AgentConfig, AgentTls, serve_on};
 use iocurve_net::{auth, certs, launched};
 
 use crate::CliError;
@@ -29,7 +29,17 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
     if args.remove_binary {
         remove_own_copy()?;
     }
-    let launched = if args.launched { Some(launched::read(&mut std::io::stdin().lock())?) } else { None };
+    // A launched agent reads the run's credentials on its standard input (and ends when it
+    // does); an enrolled one gets them from the coordinator that takes its pod's token.
+    let (launched, listening) = match &args.enrol {
+        Some(token_file) => {
+            let (c, l) = enrolled(&args, token_file, &audit)?;
+            (Some(c), Some(l))
+        }
+        None if args.launched => (Some(launched::read(&mut std::io::stdin().lock())?), None),
+        None => (None, None),
+    };
+    let tied_to_input = args.launched;
     iocurve_net::raise_open_file_limit();
     let (token, tls) = match &launched {
         Some(c) => {
@@ -49,7 +59,7 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         crate::errln!("WARNING: no --allow: this agent refuses every target");
     }
     let mut listen = args.listen.unwrap_or_else(|| std::net::SocketAddr::from(([0, 0, 0, 0], 0)));
-    if launched.is_some() && listen.ip() == std::net::Ipv4Addr::UNSPECIFIED {
+    if args.launched && listen.ip() == std::net::Ipv4Addr::UNSPECIFIED {
         // A launched agent is dialled at whatever address its host was given, IPv6 too: all
         // addresses of both families where the host has IPv6.
         let v6 = std::net::SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, listen.port()));
@@ -118,7 +128,7 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         let shutdown = async {
             let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
             let input_closed = async {
-                if expires.is_some() { input_end().await } else { std::future::pending::<()>().await }
+                if tied_to_input { input_end().await } else { std::future::pending::<()>().await }
             };
             let expired = async {
                 match expires {
@@ -149,7 +159,7 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
             });
         };
         let bound = |a: std::net::SocketAddr| {
-            if expires.is_some() {
+            if tied_to_input {
                 crate::outln!("{}", launched::ready_line(a.port()));
             } else {
                 crate::outln!("iocurve agent listening on {a}");
@@ -158,9 +168,23 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
                 crate::outln!("live metrics on http://{}/metrics", m.addr());
             }
         };
-        serve(cfg, bound, shutdown).await
+        serve_on(cfg, listening, bound, shutdown).await
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--enrol`: the run's credentials from the coordinator that took the pod's token.
+fn enrolled(
+    args: &AgentArgs,
+    token_file: &std::path::Path,
+    audit: &iocurve_net::agent::audit::Audit,
+) -> Result<(certs::HostCredentials, std::net::TcpListener), CliError> {
+    let (Some(listen), Some(ca)) = (args.listen, &args.client_ca) else {
+        return Err(CliError::Usage("--enrol needs --listen ADDR:PORT and --client-ca FILE".into()));
+    };
+    let ca = certs::read_pem(ca, "--client-ca")?;
+    let wait = std::time::Duration::from_secs(args.enrol_wait_s);
+    Ok(iocurve_net::enrol::wait(listen, &ca, token_file, wait, audit)?)
 }
 
 /// The token and TLS material of an agent started by hand.

@@ -326,6 +326,11 @@ pub enum LaunchHow {
     /// of the allocation (per task when the job asked for tasks), or on --hosts among its nodes
     /// (`--srun` names the command).
     Slurm,
+    /// Agents already waiting in Kubernetes pods (`deploy kubernetes --indexed`, `iocurve agent
+    /// --enrol`): each pod shows its service-account token, checked against --pod-keys, and
+    /// gets this run's credentials; --hosts names the pods' DNS names, --client-cert and
+    /// --client-key the certificate their --client-ca trusts.
+    Pods,
 }
 
 /// How `--relay-every N` groups the hosts of a launch.
@@ -505,6 +510,16 @@ pub struct RunArgs {
     /// one a firewall lets through.
     #[arg(long = "launch-port", default_value_t = 0, value_name = "PORT", requires = "launch")]
     pub launch_port: u16,
+
+    /// With --launch pods: the cluster's service-account keys, as `kubectl get --raw
+    /// /openid/v1/jwks` prints them (a pod's token must be signed by one of them).
+    #[arg(long = "pod-keys", value_name = "FILE", requires = "launch")]
+    pub pod_keys: Option<PathBuf>,
+
+    /// With --launch pods: the issuer the pods' tokens must name (`kubectl get --raw
+    /// /.well-known/openid-configuration`, its `issuer`); without it any issuer of --pod-keys.
+    #[arg(long = "pod-issuer", value_name = "URL", requires = "pod_keys")]
+    pub pod_issuer: Option<String>,
 
     /// With --launch: hours the run's credentials are valid; agents end then at the latest.
     #[arg(long = "launch-valid-h", default_value_t = 24.0, value_name = "H", requires = "launch")]
@@ -989,6 +1004,17 @@ pub struct K8sArgs {
     /// default is the label prometheus-operator and the Prometheus Helm chart give them).
     #[arg(long = "scraper-labels", default_value = "app.kubernetes.io/name=prometheus", value_name = "KEY=VALUE,…")]
     pub scraper_labels: String,
+    /// The agents as one Indexed Job (up to 4096; Kubernetes 1.29 or later) with no Secret of
+    /// theirs: the coordinator enrols each pod by its service-account token (`run --launch
+    /// pods`), given the cluster's keys in the ConfigMap iocurve-cluster-keys. Without it: a
+    /// StatefulSet per agent (up to 512), each with a Secret of its own.
+    #[arg(long)]
+    pub indexed: bool,
+    /// With --indexed: the issuer the pods' tokens must name (`kubectl get --raw
+    /// /.well-known/openid-configuration`, its `issuer`); without it any token the cluster's
+    /// keys signed.
+    #[arg(long = "pod-issuer", value_name = "URL", requires = "indexed")]
+    pub pod_issuer: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -998,7 +1024,12 @@ pub struct AgentArgs {
     #[arg(long, value_name = "ADDR:PORT", required_unless_present = "launched")]
     pub listen: Option<std::net::SocketAddr>,
     /// File holding the token every coordinator call must carry.
-    #[arg(long = "token-file", env = "IOCURVE_TOKEN_FILE", value_name = "FILE", required_unless_present = "launched")]
+    #[arg(
+        long = "token-file",
+        env = "IOCURVE_TOKEN_FILE",
+        value_name = "FILE",
+        required_unless_present_any = ["launched", "enrol"]
+    )]
     pub token_file: Option<PathBuf>,
     /// Started by `run --launch` (SSH, srun) for one run: reads its certificate, key, token and
     /// the coordinator's CA as one line on standard input (nothing on disk; mutual TLS always),
@@ -1012,6 +1043,16 @@ pub struct AgentArgs {
     /// memory), so that nothing copied is left on the host even when the agent is killed.
     #[arg(long = "remove-binary", requires = "launched")]
     pub remove_binary: bool,
+    /// In a Kubernetes pod (`deploy kubernetes --indexed`): the pod's projected
+    /// service-account token (audience `iocurve`). The agent waits on --listen for a
+    /// coordinator holding a certificate of --client-ca (`run --launch pods`), shows it this
+    /// token, gets the run's certificate and token in return, serves that one run and ends
+    /// with it. Nothing secret is in the pod.
+    #[arg(long, value_name = "TOKEN_FILE", requires_all = ["client_ca", "listen"], conflicts_with_all = ["token_file", "tls_cert", "tls_key", "insecure", "launched"])]
+    pub enrol: Option<PathBuf>,
+    /// With --enrol: seconds to wait for a coordinator before ending with an error.
+    #[arg(long = "enrol-wait-s", default_value_t = 3600, value_name = "S", requires = "enrol")]
+    pub enrol_wait_s: u64,
     /// Remove the scratch files this agent creates when it ends (as a local run does without
     /// --keep); without it they stay for later runs.
     #[arg(long = "remove-scratch")]

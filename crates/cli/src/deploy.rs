@@ -26,6 +26,8 @@ use std::path::Path;
 
 use crate::CliError;
 
+mod indexed;
+
 /// The port agents listen on in the manifests (and the README's examples).
 pub const AGENT_PORT: u16 = 7420;
 /// The port of their live metrics (`--metrics`), annotated for Prometheus.
@@ -66,6 +68,10 @@ pub struct K8sOptions {
     /// The scraper allowed to the metrics port: its namespace and its pods' labels.
     pub scraper_namespace: String,
     pub scraper_labels: String,
+    /// The agents as one Indexed Job enrolled by their pods' tokens (see [`indexed`]).
+    pub indexed: bool,
+    /// With `indexed`: the issuer the pods' tokens must name.
+    pub pod_issuer: Option<String>,
 }
 
 impl From<&crate::cli::K8sArgs> for K8sOptions {
@@ -82,6 +88,8 @@ impl From<&crate::cli::K8sArgs> for K8sOptions {
             agent_memory: a.agent_memory.clone(),
             scraper_namespace: a.scraper_namespace.clone(),
             scraper_labels: a.scraper_labels.clone(),
+            indexed: a.indexed,
+            pod_issuer: a.pod_issuer.clone(),
         }
     }
 }
@@ -138,8 +146,22 @@ impl K8sOptions {
                 self.namespace
             )));
         }
-        if !(1..=512).contains(&self.agents) {
-            return Err(CliError::Usage(format!("--agents {}: give 1 to 512", self.agents)));
+        // A StatefulSet per agent is an object each; an Indexed Job is one, of any size the
+        // coordinator handles (BENCHMARKS.md, "The coordinator at thousands of hosts").
+        let most = if self.indexed { 4096 } else { 512 };
+        if !(1..=most).contains(&self.agents) {
+            return Err(CliError::Usage(format!(
+                "--agents {}: give 1 to {most}{}",
+                self.agents,
+                if self.indexed { "" } else { " (more as one Indexed Job: --indexed)" }
+            )));
+        }
+        if let Some(iss) = &self.pod_issuer
+            && (!iss.starts_with("https://") || iss.chars().any(|c| c.is_whitespace() || c == '"'))
+        {
+            return Err(CliError::Usage(format!(
+                "--pod-issuer {iss}: an https:// URL, as `kubectl get --raw /.well-known/openid-configuration` gives it"
+            )));
         }
         if self.image.is_empty() || self.image.chars().any(char::is_whitespace) {
             return Err(CliError::Usage(format!("--image `{}` is not an image reference", self.image)));
@@ -260,11 +282,17 @@ fn header(what: &str) -> String {
 /// Service): what the coordinator dials, and so the name its certificate (`certs add-host`)
 /// and its token are for.
 pub fn agent_host(o: &K8sOptions, i: u32) -> String {
+    if o.indexed {
+        return indexed::agent_host(o, i);
+    }
     format!("iocurve-agent-{i}-0.iocurve-agent.{}.svc", o.namespace)
 }
 
 /// The agent's command line in its container.
 pub fn agent_args(o: &K8sOptions) -> Vec<String> {
+    if o.indexed {
+        return indexed::agent_args(o);
+    }
     let mut a: Vec<String> = vec![
         "agent".into(),
         "--listen".into(),
@@ -297,7 +325,10 @@ fn agent_hosts(o: &K8sOptions) -> String {
 
 /// The coordinator's command line in its container.
 pub fn coordinator_args(o: &K8sOptions) -> Vec<String> {
-    vec![
+    if o.indexed {
+        return indexed::coordinator_args(o);
+    }
+    [
         "run".into(),
         format!("{PLAN_DIR}/plan.toml"),
         "--hosts".into(),
@@ -309,6 +340,17 @@ pub fn coordinator_args(o: &K8sOptions) -> Vec<String> {
         // Each agent holds only its own pod's token (`certs add-host`), derived from this one,
         // which never leaves the coordinator; each agent's certificate names its pod.
         "--token-per-host".into(),
+    ]
+    .into_iter()
+    .chain(coordinator_identity_and_results())
+    .collect()
+}
+
+/// The end of the coordinator's command line in both renderings: its certificate (the one the
+/// agents' --client-ca trusts), where the results go, and the wait for agent pods still
+/// starting.
+fn coordinator_identity_and_results() -> Vec<String> {
+    vec![
         "--client-cert".into(),
         format!("{COORDINATOR_CREDENTIALS}/client.pem"),
         "--client-key".into(),
@@ -390,14 +432,10 @@ metadata:
     )
 }
 
-/// `agents.yaml`: the headless Service, the agents' NetworkPolicy and one StatefulSet per agent.
-pub fn agents_yaml(o: &K8sOptions) -> String {
-    let ns = &o.namespace;
-    let mut y = header(
-        "iocurve agents: one single-pod StatefulSet each (each with a Secret of its own), behind a\n# headless Service, one pod per node where possible; a NetworkPolicy lets only the coordinator\n# reach them and only the scraper their metrics.",
-    );
-    let _ = write!(
-        y,
+/// The headless Service of the agents: a DNS name per pod (ready or not: a pod is dialled as
+/// soon as it runs).
+fn agent_service(o: &K8sOptions) -> String {
+    format!(
         "apiVersion: v1
 kind: Service
 metadata:
@@ -415,11 +453,23 @@ metadata:
   - name: metrics
     port: {METRICS_PORT}
     targetPort: metrics
----
-{policy}",
+",
+        ns = o.namespace,
         l4 = labels("agent", 4),
-        policy = agent_network_policy(o),
+    )
+}
+
+/// `agents.yaml`: the headless Service, the agents' NetworkPolicy and one StatefulSet per agent.
+pub fn agents_yaml(o: &K8sOptions) -> String {
+    if o.indexed {
+        return indexed::agents_yaml(o);
+    }
+    let mut y = header(
+        "iocurve agents: one single-pod StatefulSet each (each with a Secret of its own), behind a\n# headless Service, one pod per node where possible; a NetworkPolicy lets only the coordinator\n# reach them and only the scraper their metrics.",
     );
+    y.push_str(&agent_service(o));
+    y.push_str("---\n");
+    y.push_str(&agent_network_policy(o));
     let devices: Vec<String> =
         o.host_devices.iter().map(|d| format!("{}/{}", o.device_plugin_domain, device_name(d))).collect();
     for i in 0..o.agents {
@@ -696,7 +746,7 @@ metadata:
         # The results database's temporary files (the root filesystem is read-only).
         - name: tmp
           mountPath: /tmp
-      volumes:
+{keys_mount}      volumes:
       - name: plan
         configMap:
           name: iocurve-plan
@@ -714,16 +764,38 @@ metadata:
       - name: results
         persistentVolumeClaim:
           claimName: iocurve-results
-",
+{keys_volume}",
         l4 = labels("coordinator", 4),
         l8 = labels("coordinator", 8),
         uid = COORDINATOR_UID,
         image = q(&o.image),
         args = list(&coordinator_args(o), 8),
         small = resources("100m", "64Mi", &[], 8),
-        resources = resources(COORDINATOR_CPU, COORDINATOR_MEMORY, &[], 8),
+        resources = resources(coordinator_cpu(o), &coordinator_memory(o), &[], 8),
+        keys_mount = if o.indexed {
+            format!("        - name: cluster-keys\n          mountPath: {}\n          readOnly: true\n", indexed::CLUSTER_KEYS_DIR)
+        } else {
+            String::new()
+        },
+        keys_volume = if o.indexed {
+            "      # The cluster's service-account keys (public): what the pods' tokens are checked against.\n      - name: cluster-keys\n        configMap:\n          name: iocurve-cluster-keys\n"
+        } else {
+            ""
+        },
     );
     y
+}
+
+/// The coordinator's CPU: a core up to a thousand agents at 1 s intervals, two beyond
+/// (BENCHMARKS.md, "The coordinator at thousands of hosts": about 1–2 ms per agent and interval).
+fn coordinator_cpu(o: &K8sOptions) -> &'static str {
+    if o.agents > 1000 { "2" } else { COORDINATOR_CPU }
+}
+
+/// The coordinator's memory: 1Gi, or half a MiB per agent beside 256 MiB where that is more
+/// (measured 0.33–0.4 MiB per agent).
+fn coordinator_memory(o: &K8sOptions) -> String {
+    if o.agents > 1536 { format!("{}Mi", 256 + o.agents / 2) } else { COORDINATOR_MEMORY.to_string() }
 }
 
 /// `namespace.yaml`, labelled with the Pod Security level the agents need: `baseline` (root in
@@ -775,12 +847,19 @@ pub fn kubernetes(o: &K8sOptions, out: Option<&Path>) -> Result<std::process::Ex
                 let p = dir.join(name);
                 std::fs::write(&p, text).map_err(|e| CliError::Usage(format!("cannot write {}: {e}", p.display())))?;
             }
+            let then = if o.indexed {
+                "the ConfigMaps iocurve-coordinator-ca and iocurve-cluster-keys, the Secrets iocurve-coordinator and iocurve-metrics (see the README, \"Agents on Kubernetes as an Indexed Job\")".to_string()
+            } else {
+                format!(
+                    "the Secrets (iocurve-coordinator, iocurve-metrics and one per agent, iocurve-agent-0 to iocurve-agent-{}: see the README)",
+                    o.agents - 1
+                )
+            };
             crate::outln!(
-                "wrote {} into {}; then: kubectl apply -f {}/namespace.yaml, the Secrets (iocurve-coordinator, iocurve-metrics and one per agent, iocurve-agent-0 to iocurve-agent-{}: see the README), kubectl apply -f {}",
+                "wrote {} into {}; then: kubectl apply -f {}/namespace.yaml, {then}, kubectl apply -f {}",
                 files.iter().map(|f| f.0).collect::<Vec<_>>().join(", "),
                 dir.display(),
                 dir.display(),
-                o.agents - 1,
                 dir.display()
             );
         }

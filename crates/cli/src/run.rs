@@ -197,7 +197,11 @@ pub fn metrics_server(
 
 fn agents(args: &RunArgs) -> Result<AgentOptions, CliError> {
     let launch = args.launch.map(|how| launch_options(how, args)).transpose()?;
-    if launch.is_some() {
+    if args.pod_keys.is_some() && args.launch != Some(LaunchHow::Pods) {
+        return Err(CliError::Usage("--pod-keys is for --launch pods".into()));
+    }
+    // Pods are enrolled by the coordinator's own certificate (the one their --client-ca trusts).
+    if launch.is_some() && args.launch != Some(LaunchHow::Pods) {
         for (given, flag) in [
             (args.client_cert.is_some(), "--client-cert"),
             (args.client_key.is_some(), "--client-key"),
@@ -248,6 +252,47 @@ fn agents(args: &RunArgs) -> Result<AgentOptions, CliError> {
     })
 }
 
+/// `--launch pods`: the pods to enrol, the cluster's keys and the coordinator's certificate.
+fn pods_options(hosts: Vec<String>, args: &RunArgs) -> Result<LaunchOptions, CliError> {
+    let (Some(keys), Some(cert), Some(key)) = (&args.pod_keys, &args.client_cert, &args.client_key) else {
+        return Err(CliError::Usage(
+            "--launch pods needs --pod-keys FILE (`kubectl get --raw /openid/v1/jwks`) and --client-cert/--client-key (the certificate the agents' --client-ca trusts)".into(),
+        ));
+    };
+    if args.relay_every.is_some() {
+        return Err(CliError::Usage("--relay-every: pods are not driven through relays yet; drop it".into()));
+    }
+    if args.remote_binary.is_some() {
+        return Err(CliError::Usage("--remote-binary: pods run their image's iocurve; drop it".into()));
+    }
+    let jwks = std::fs::read_to_string(keys)
+        .map_err(|e| CliError::Usage(format!("--pod-keys {}: cannot read it: {e}", keys.display())))?;
+    let pod_keys = iocurve_net::podtoken::PodKeys::from_jwks(&jwks, args.pod_issuer.clone())
+        .map_err(|e| CliError::Usage(format!("--pod-keys {}: {e}", keys.display())))?;
+    let client =
+        (iocurve_net::certs::read_pem(cert, "--client-cert")?, iocurve_net::certs::read_pem(key, "--client-key")?);
+    if !(args.launch_valid_h > 0.0 && args.launch_valid_h <= 24.0 * 365.0) {
+        return Err(CliError::Usage(format!(
+            "--launch-valid-h {} must be more than 0 and at most a year",
+            args.launch_valid_h
+        )));
+    }
+    Ok(LaunchOptions {
+        method: Method::Pods(std::sync::Arc::new(iocurve_run::launch::Pods {
+            keys: pod_keys,
+            client,
+            wait: std::time::Duration::from_secs(args.wait_for_agents_s),
+        })),
+        hosts,
+        remote_binary: String::new(),
+        remote_binary_given: false,
+        port: if args.launch_port == 0 { crate::deploy::AGENT_PORT } else { args.launch_port },
+        lifetime: std::time::Duration::from_secs_f64(args.launch_valid_h * 3600.0),
+        relay_every: 0,
+        relay_by_switch: false,
+    })
+}
+
 /// `--launch` and the options that go with it.
 fn launch_options(how: LaunchHow, args: &RunArgs) -> Result<LaunchOptions, CliError> {
     let hosts = match (&args.hosts_file, args.hosts.is_empty()) {
@@ -260,6 +305,7 @@ fn launch_options(how: LaunchHow, args: &RunArgs) -> Result<LaunchOptions, CliEr
     let (flag, given) = match how {
         LaunchHow::Ssh => ("--ssh", &args.ssh),
         LaunchHow::Slurm => ("--srun", &args.srun),
+        LaunchHow::Pods => return pods_options(hosts, args),
     };
     let command: Vec<String> = given.split_whitespace().map(String::from).collect();
     if command.is_empty() {
@@ -274,7 +320,7 @@ fn launch_options(how: LaunchHow, args: &RunArgs) -> Result<LaunchOptions, CliEr
         (Some(b), _) => b.clone(),
         (None, LaunchHow::Ssh) => "iocurve".into(),
         // Clusters share their filesystems: this very binary is usually there on every node.
-        (None, LaunchHow::Slurm) => std::env::current_exe()
+        (None, _) => std::env::current_exe()
             .map_err(|e| CliError::Runtime(format!("cannot find this iocurve's binary: {e}")))?
             .display()
             .to_string(),
@@ -288,7 +334,7 @@ fn launch_options(how: LaunchHow, args: &RunArgs) -> Result<LaunchOptions, CliEr
     Ok(LaunchOptions {
         method: match how {
             LaunchHow::Ssh => Method::Ssh { command },
-            LaunchHow::Slurm => Method::Srun { command },
+            _ => Method::Srun { command },
         },
         hosts,
         remote_binary,

@@ -97,7 +97,7 @@ pub(crate) fn pem_certs(pem: &str, what: &str) -> Result<Vec<CertificateDer<'sta
     Ok(certs)
 }
 
-fn pem_key(pem: &str, what: &str) -> Result<PrivateKeyDer<'static>, NetError> {
+pub(crate) fn pem_key(pem: &str, what: &str) -> Result<PrivateKeyDer<'static>, NetError> {
     PrivateKeyDer::from_pem_slice(pem.as_bytes())
         .map_err(|e| NetError::Input(format!("{what}: no private key in it ({e})")))
 }

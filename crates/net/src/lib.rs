@@ -12,7 +12,9 @@ pub mod auth;
 pub mod binding;
 pub mod certs;
 pub mod delegation;
+pub mod enrol;
 pub mod launched;
+pub mod podtoken;
 pub mod wire;
 
 /// The protocol version: both sides refuse a peer that speaks another.

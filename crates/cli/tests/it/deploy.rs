@@ -11,6 +11,7 @@ use crate::util::{bin, input_error, iocurve, stderr, stdout};
 
 const PYTHON: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/pyvenv/bin/python");
 const COMMITTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/kubernetes");
+const COMMITTED_INDEXED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/kubernetes-indexed");
 
 fn python() -> &'static str {
     assert!(Path::new(PYTHON).exists(), "{PYTHON} is missing: scripts/test installs kubernetes-validate there");
@@ -29,9 +30,13 @@ fn documents(file: &Path) -> Vec<Value> {
 }
 
 fn validate(dir: &Path) {
+    validate_for(dir, &["1.27.0", "1.30.0"]);
+}
+
+fn validate_for(dir: &Path, versions: &[&str]) {
     let files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(files.len(), 3, "{files:?}");
-    for k8s in ["1.27.0", "1.30.0"] {
+    for k8s in versions {
         let o = Command::new(python())
             .args(["-m", "kubernetes_validate", "--strict", "--quiet", "-k", k8s])
             .args(&files)
@@ -486,4 +491,118 @@ fn each_agent_pods_secret_is_made_by_certs_add_host_for_its_name() {
             assert!(from.join(file).is_file(), "{flag}: {}", from.join(file).display());
         }
     }
+}
+
+/// `--indexed` (issue 46): one Indexed Job of agents with no Secret of theirs, enrolled by their
+/// pods' tokens; valid for Kubernetes 1.30 and 1.33 (`backoffLimitPerIndex` is 1.29's), the
+/// committed rendering is this binary's, and names, ports, paths and options agree.
+#[test]
+fn the_indexed_job_manifests_validate_and_agree_with_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("k8s");
+    let o = iocurve(dir.path(), &["deploy", "kubernetes", "--indexed", "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("the ConfigMaps iocurve-coordinator-ca and iocurve-cluster-keys"), "{}", stdout(&o));
+    for name in ["namespace.yaml", "agents.yaml", "coordinator.yaml"] {
+        let rendered = std::fs::read_to_string(out.join(name)).unwrap();
+        let committed = std::fs::read_to_string(Path::new(COMMITTED_INDEXED).join(name)).unwrap_or_default();
+        assert!(
+            rendered == committed,
+            "deploy/kubernetes-indexed/{name} differs from what this binary renders: run `iocurve deploy kubernetes --indexed -o deploy/kubernetes-indexed`"
+        );
+    }
+    validate_for(&out, &["1.30.0", "1.33.0"]);
+    let big = dir.path().join("big");
+    let o = iocurve(
+        dir.path(),
+        &[
+            "deploy",
+            "kubernetes",
+            "--indexed",
+            "--agents",
+            "1024",
+            "--namespace",
+            "lab",
+            "--pod-issuer",
+            "https://oidc.example",
+            "-o",
+            big.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    validate_for(&big, &["1.30.0"]);
+    let agents = documents(&big.join("agents.yaml"));
+    let (svc, job, sa) = (kind(&agents, "Service"), kind(&agents, "Job"), kind(&agents, "ServiceAccount"));
+    assert_eq!(all(&agents, "Job").len(), 1, "one object for every agent");
+    let spec = &job["spec"];
+    assert_eq!(
+        (spec["completionMode"].as_str(), spec["completions"].as_u64(), spec["parallelism"].as_u64()),
+        (Some("Indexed"), Some(1024), Some(1024))
+    );
+    assert_eq!(spec["backoffLimitPerIndex"], 0, "a failed pod is not started again");
+    assert_eq!(spec["maxFailedIndexes"], 1024, "and the others go on");
+    let pod = &spec["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "Never");
+    assert_eq!(pod["subdomain"], svc["metadata"]["name"], "pod I is iocurve-agent-I under the Service");
+    assert_eq!(pod["serviceAccountName"], sa["metadata"]["name"]);
+    assert_eq!(pod["automountServiceAccountToken"], false);
+    for (k, v) in svc["spec"]["selector"].as_object().unwrap() {
+        assert_eq!(&spec["template"]["metadata"]["labels"][k], v, "{k}");
+    }
+    // No Secret but the scrapers' read-only token; the pod's token for the audience iocurve.
+    let volumes = pod["volumes"].as_array().unwrap();
+    let secrets: Vec<&str> = volumes.iter().filter_map(|v| v["secret"]["secretName"].as_str()).collect();
+    assert_eq!(secrets, ["iocurve-metrics"]);
+    let token = volumes.iter().find(|v| v["name"] == "pod-token").unwrap();
+    let projected = &token["projected"]["sources"][0]["serviceAccountToken"];
+    assert_eq!(projected["audience"], "iocurve");
+    let data = volumes.iter().find(|v| v["name"] == "data").unwrap();
+    assert_eq!(data["ephemeral"]["volumeClaimTemplate"]["spec"]["volumeMode"], "Block", "a raw block volume per pod");
+    let c = &pod["containers"][0];
+    let args = strings(&c["args"]);
+    let known = help_flags("agent");
+    for a in args.iter().filter(|a| a.starts_with("--")) {
+        assert!(known.contains(a), "{a} is not an option of `iocurve agent`: {known:?}");
+    }
+    let mount = |name: &str| {
+        c["volumeMounts"].as_array().unwrap().iter().find(|m| m["name"] == name).unwrap()["mountPath"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(arg(&args, "--enrol"), format!("{}/{}", mount("pod-token"), projected["path"].as_str().unwrap()));
+    assert!(arg(&args, "--client-ca").starts_with(&format!("{}/", mount("coordinator-ca"))));
+    assert_eq!(arg(&args, "--allow"), c["volumeDevices"][0]["devicePath"].as_str().unwrap());
+    // The coordinator dials exactly the pods' names, at the agents' port, with the keys mounted.
+    let coordinator = documents(&big.join("coordinator.yaml"));
+    let cjob = named(&coordinator, "Job", "iocurve-coordinator");
+    let cc = &cjob["spec"]["template"]["spec"]["containers"][0];
+    let cargs = strings(&cc["args"]);
+    let known = help_flags("run");
+    for a in cargs.iter().filter(|a| a.starts_with("--")) {
+        assert!(known.contains(a), "{a} is not an option of `iocurve run`: {known:?}");
+    }
+    assert_eq!(arg(&cargs, "--launch"), "pods");
+    assert_eq!(arg(&cargs, "--hosts"), "iocurve-agent-[0-1023].iocurve-agent.lab.svc");
+    assert_eq!(arg(&cargs, "--launch-port"), arg(&args, "--listen").rsplit(':').next().unwrap());
+    assert_eq!(arg(&cargs, "--pod-issuer"), "https://oidc.example");
+    let keys_at =
+        cc["volumeMounts"].as_array().unwrap().iter().find(|m| m["name"] == "cluster-keys").unwrap()["mountPath"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    assert!(arg(&cargs, "--pod-keys").starts_with(&format!("{keys_at}/")));
+    assert_eq!(cc["resources"]["limits"]["cpu"], "2", "a thousand agents and more: two cores");
+    // The plan and the options are checked: too many agents, or an issuer that is no URL.
+    for (extra, says) in
+        [(&["--agents", "5000"][..], "give 1 to 4096"), (&["--pod-issuer", "kubernetes"][..], "an https:// URL")]
+    {
+        let mut a = vec!["deploy", "kubernetes", "--indexed"];
+        a.extend_from_slice(extra);
+        let o = iocurve(dir.path(), &a);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+        assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    }
+    let o = iocurve(dir.path(), &["deploy", "kubernetes", "--agents", "600"]);
+    assert!(stderr(&o).contains("more as one Indexed Job: --indexed"), "{}", stderr(&o));
 }

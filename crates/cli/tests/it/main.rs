@@ -34,6 +34,7 @@ mod launch;
 mod luns;
 mod marks;
 mod metrics;
+mod pods;
 mod precondition;
 mod regression;
 mod replay;

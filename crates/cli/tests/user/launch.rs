@@ -134,3 +134,81 @@ fn a_launched_agent_needs_its_credentials_and_removes_only_a_launch_copy() {
     let o = iocurve(d, &["agent", "--launched", "--token-file", "t", "--listen", "127.0.0.1:0"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+/// `run --launch pods` and `agent --enrol` (issue 46): what they need is asked for, and a key set
+/// that is none, or pods named otherwise than an Indexed Job's, are refused before anything
+/// waits.
+#[test]
+fn pods_options_are_checked_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert!(iocurve(d, &["certs", "init", "certs"]).status.success());
+    std::fs::write(d.join("empty.json"), r#"{"keys": []}"#).unwrap();
+    std::fs::write(d.join("one.json"), r#"{"keys": [{"kty": "RSA", "n": "AQAB", "e": "AQAB"}]}"#).unwrap();
+    let abs = format!("{}/t.dat", d.display());
+    let pods = |extra: &[&str]| {
+        let mut a = vec!["run", "--db", "r.db", "--launch", "pods", "--target", abs.as_str()];
+        a.extend_from_slice(extra);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let cert = ["--client-cert", "certs/client.pem", "--client-key", "certs/client.key"];
+    for (args, want) in [
+        (pods(&["--hosts", "a.b.c.svc"]), "--launch pods needs --pod-keys FILE"),
+        (pods(&["--hosts", "a.b.c.svc", "--pod-keys", "one.json"]), "--launch pods needs"),
+        (
+            pods(&[&["--hosts", "lg1.lab", "--pod-keys", "one.json"][..], &cert[..]].concat()),
+            "dials pods by their DNS names",
+        ),
+        (pods(&[&["--hosts", "a.b.c.svc", "--pod-keys", "nothing.json"][..], &cert[..]].concat()), "cannot read it"),
+        (
+            pods(&[&["--hosts", "a.b.c.svc", "--pod-keys", "empty.json"][..], &cert[..]].concat()),
+            "no RSA or P-256 signing key",
+        ),
+        (
+            pods(
+                &[&["--hosts", "a.b.c.svc,d.b.c.svc", "--pod-keys", "one.json", "--relay-every", "2"][..], &cert[..]]
+                    .concat(),
+            ),
+            "pods are not driven through relays yet",
+        ),
+        (
+            vec!["run", "--db", "r.db", "--pod-keys", "one.json", "--target", abs.as_str()]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            "--launch <HOW>",
+        ),
+    ] {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = iocurve(d, &a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{args:?}: {} should say {want:?}", stderr(&o));
+    }
+    // A pod's agent needs the CA it checks the coordinator by, and its port.
+    for (args, want) in [
+        (&["agent", "--enrol", "token", "--listen", "127.0.0.1:0"][..], "--client-ca"),
+        (&["agent", "--enrol", "token", "--client-ca", "certs/ca.pem"][..], "--listen"),
+        (
+            &[
+                "agent",
+                "--enrol",
+                "token",
+                "--client-ca",
+                "certs/ca.pem",
+                "--listen",
+                "127.0.0.1:0",
+                "--token-file",
+                "t",
+            ][..],
+            "cannot be used with",
+        ),
+        (
+            &["agent", "--enrol", "missing", "--client-ca", "certs/ca.pem", "--listen", "127.0.0.1:0"][..],
+            "cannot read the pod's token",
+        ),
+    ] {
+        let o = iocurve(d, args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{args:?}: {} should say {want:?}", stderr(&o));
+    }
+}

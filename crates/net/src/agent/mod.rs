@@ -1287,6 +1287,17 @@ pub async fn serve(
     bound: impl FnOnce(SocketAddr),
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), NetError> {
+    serve_on(cfg, None, bound, shutdown).await
+}
+
+/// [`serve`] on a socket already listening on `cfg.listen` (an enrolled agent's, which its
+/// coordinator dials again at once: no moment where nothing listens).
+pub async fn serve_on(
+    cfg: AgentConfig,
+    listening: Option<std::net::TcpListener>,
+    bound: impl FnOnce(SocketAddr),
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), NetError> {
     // Plain text only where nobody else is on the path: the token crosses the connection as
     // it is, and recorded bytes replayed later re-ran a step (issue 35, finding 6).
     if cfg.tls.is_none() && !cfg.listen.ip().is_loopback() {
@@ -1360,9 +1371,15 @@ pub async fn serve(
         Some(t) => Some(crate::binding::server_config(&t.cert_pem, &t.key_pem, t.client_ca_pem.as_deref())?),
         None => None,
     };
-    let listener = tokio::net::TcpListener::bind(cfg.listen)
-        .await
-        .map_err(|e| NetError::Input(format!("cannot listen on {}: {e}", cfg.listen)))?;
+    let listener = match listening {
+        Some(l) => l
+            .set_nonblocking(true)
+            .and_then(|()| tokio::net::TcpListener::from_std(l))
+            .map_err(|e| NetError::Failed(format!("listening socket: {e}")))?,
+        None => tokio::net::TcpListener::bind(cfg.listen)
+            .await
+            .map_err(|e| NetError::Input(format!("cannot listen on {}: {e}", cfg.listen)))?,
+    };
     let addr = listener.local_addr().map_err(|e| NetError::Failed(format!("listening socket: {e}")))?;
     bound(addr);
     audit.note(&format!("listening on {addr}{}", if cfg.tls.is_some() { "" } else { " without TLS" }), None);

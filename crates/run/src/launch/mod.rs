@@ -13,6 +13,9 @@
 //! when the credentials expire.
 
 pub mod hostlist;
+pub mod pods;
+
+pub use pods::Pods;
 pub mod remote;
 pub mod slurm;
 
@@ -38,6 +41,9 @@ pub enum Method {
     /// `srun --nodes=1 --ntasks=1 --nodelist=HOST --overlap COMMAND` inside the allocation the
     /// coordinator runs in: the words of the srun command (`srun`, or what `--srun` gives).
     Srun { command: Vec<String> },
+    /// `--launch pods`: agents already waiting in Kubernetes pods (`iocurve agent --enrol`),
+    /// enrolled by their pods' tokens (see [`pods`]).
+    Pods(Arc<pods::Pods>),
 }
 
 impl Method {
@@ -46,12 +52,14 @@ impl Method {
         match self {
             Method::Ssh { .. } => "ssh",
             Method::Srun { .. } => "srun",
+            Method::Pods(_) => "pods",
         }
     }
 
     fn words(&self) -> &[String] {
         match self {
             Method::Ssh { command } | Method::Srun { command } => command,
+            Method::Pods(_) => &[],
         }
     }
 }
@@ -90,6 +98,20 @@ pub struct Issued {
     /// The run's credentials themselves, CA key and all, where relays' grants are to be minted
     /// from them (`relay_every`, issue 46); else they go with the launch.
     pub run: Option<Arc<RunCredentials>>,
+}
+
+impl Issued {
+    /// What the coordinator keeps of the run's credentials; all of them where relays' grants
+    /// are to be minted (`for_relays`).
+    pub fn of(creds: RunCredentials, for_relays: bool) -> Issued {
+        Issued {
+            token: creds.token.clone(),
+            ca_pem: creds.ca_pem.clone(),
+            client_cert_pem: creds.client_cert_pem.clone(),
+            client_key_pem: creds.client_key_pem.clone(),
+            run: for_relays.then(|| Arc::new(creds)),
+        }
+    }
 }
 
 impl std::fmt::Debug for Issued {
@@ -153,6 +175,9 @@ pub fn start(
     let t0 = Instant::now();
     // Each agent holds its channel's three pipes for the whole run, and then a connection.
     iocurve_net::raise_open_file_limit();
+    if let Method::Pods(p) = &opts.method {
+        return pods::start(opts, p, hosts, cancel, obs);
+    }
     if opts.relay_every > 0 && opts.port != 0 {
         return Err(Error::Usage(
             "--relay-every: a relay listens on a free port beside its host's agent; drop --launch-port".into(),
@@ -278,13 +303,7 @@ pub fn start(
             lifetime_s: opts.lifetime.as_secs_f64(),
         });
     }
-    let issued = Issued {
-        token: creds.token.clone(),
-        ca_pem: creds.ca_pem.clone(),
-        client_cert_pem: creds.client_cert_pem.clone(),
-        client_key_pem: creds.client_key_pem.clone(),
-        run: (opts.relay_every > 0).then(|| Arc::new(creds)),
-    };
+    let issued = Issued::of(creds, opts.relay_every > 0);
     Ok(Started { launch, addresses, failed, issued, relays })
 }
 
@@ -660,6 +679,7 @@ fn channel_command(method: &Method, host: &str, script: &str) -> Command {
                 script,
             ]);
         }
+        Method::Pods(_) => {}
     }
     // Its own process group: Ctrl-C on the terminal reaches the coordinator, which stops the
     // run and then the agents in order, not every channel at once.
@@ -671,6 +691,7 @@ fn spawn_error(method: &Method, e: std::io::Error) -> String {
     let flag = match method {
         Method::Ssh { .. } => "--ssh",
         Method::Srun { .. } => "--srun",
+        Method::Pods(_) => "--launch pods",
     };
     match e.kind() {
         std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
