@@ -29,6 +29,15 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
     if args.remove_binary {
         remove_own_copy()?;
     }
+    // What it is told to use is checked before it takes a run's credentials: an enrolled pod
+    // that then could not serve would be counted in and found lost.
+    if !args.state_dir.is_dir() {
+        return Err(CliError::Usage(format!("--state-dir {}: no such directory", args.state_dir.display())));
+    }
+    // The steps' figures as this agent measures them, labelled with its host name.
+    let exporter = iocurve_metrics::Exporter::new();
+    let metrics = crate::run::metrics_server(&args.metrics, &exporter, args.token_file.as_deref())?;
+    iocurve_net::raise_open_file_limit();
     // A launched agent reads the run's credentials on its standard input (and ends when it
     // does); an enrolled one gets them from the coordinator that takes its pod's token.
     let (launched, listening) = match &args.enrol {
@@ -40,7 +49,6 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         None => (None, None),
     };
     let tied_to_input = args.launched;
-    iocurve_net::raise_open_file_limit();
     let (token, tls) = match &launched {
         Some(c) => {
             if iocurve_net::unix_ns() / 1_000_000_000 >= c.expires_unix as i64 {
@@ -77,7 +85,14 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         lease: std::time::Duration::from_secs_f64(args.lease_s),
         state_dir: args.state_dir,
         metrics: None,
-        one_run: launched.is_some(),
+        // An enrolled pod may wait for the other pods' enrolments (up to the coordinator's
+        // --wait-for-agents-s) before its coordinator dials it: it waits as long as it waited to
+        // be enrolled.
+        one_run: match (&launched, &args.enrol) {
+            (None, _) => None,
+            (Some(_), Some(_)) => Some(std::time::Duration::from_secs(args.enrol_wait_s)),
+            (Some(_), None) => Some(iocurve_net::agent::UNCLAIMED),
+        },
         remove_scratch: args.remove_scratch,
         claim_expiry: std::time::Duration::from_secs_f64(args.claim_expiry_s),
         audit,
@@ -87,12 +102,6 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
                 as std::sync::Arc<dyn iocurve_net::agent::relay::RelayHandler>
         }),
     };
-    if !cfg.state_dir.is_dir() {
-        return Err(CliError::Usage(format!("--state-dir {}: no such directory", cfg.state_dir.display())));
-    }
-    // The steps' figures as this agent measures them, labelled with its host name.
-    let exporter = iocurve_metrics::Exporter::new();
-    let metrics = crate::run::metrics_server(&args.metrics, &exporter, args.token_file.as_deref())?;
     if let Some(n) = args.simulate {
         if metrics.is_some() {
             return Err(CliError::Usage("--simulate serves no live metrics: drop --metrics".into()));

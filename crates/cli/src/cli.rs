@@ -527,8 +527,9 @@ pub struct RunArgs {
 
     /// Drive the hosts through relays, one per N hosts in the order given (or per leaf switch,
     /// N at a time, with --relay-by switch) (issue 46; about 32
-    /// is the design's size). With --launch the first host of each group also runs a relay
-    /// agent; with --relays the relays are agents started with `iocurve agent --relay`. Each
+    /// is the design's size). With --launch ssh or slurm the first host of each group also runs
+    /// a relay agent; with --relays the relays are agents started with `iocurve agent --relay`
+    /// (with --launch pods: relay pods, `agent --enrol --relay`). Each
     /// drives its group for this run under a delegation the coordinator mints for it and merges
     /// its intervals exactly. Closed-loop and rate steps, with injected faults and uneven hosts
     /// (workers_scale) if any; no replays, --write-iolog, preconditioning, --verify-final or
@@ -546,14 +547,9 @@ pub struct RunArgs {
     /// With --relay-every N and agents started by hand: the relays (HOST:PORT, comma-separated
     /// or repeated), agents started with `iocurve agent --relay`, the first driving the first N
     /// hosts, the next the next N. The hosts need per-host credentials (`certs add-host`), the
-    /// agents --client-ca, the coordinator --token-per-host and --client-cert.
-    #[arg(
-        long = "relays",
-        value_name = "HOST:PORT,...",
-        value_delimiter = ',',
-        requires = "relay_every",
-        conflicts_with = "launch"
-    )]
+    /// agents --client-ca, the coordinator --token-per-host and --client-cert. With --launch
+    /// pods: the relay pods' DNS names (ranges too), agents started with `--enrol --relay`.
+    #[arg(long = "relays", value_name = "HOST:PORT,...", value_delimiter = ',', requires = "relay_every")]
     pub relays: Vec<String>,
 
     /// With --relays: the cluster CA's key (`certs init` keeps it as ca.key), which mints each
@@ -1015,6 +1011,11 @@ pub struct K8sArgs {
     /// keys signed.
     #[arg(long = "pod-issuer", value_name = "URL", requires = "indexed")]
     pub pod_issuer: Option<String>,
+    /// With --indexed: a relay per N agents (about 32 is the design's size), as a second Indexed
+    /// Job (`iocurve-relay`, pods enrolled as the agents are) that the coordinator drives the
+    /// agents through (`run --relay-every N --relays …`).
+    #[arg(long = "relay-every", value_name = "N", value_parser = clap::value_parser!(u32).range(2..=256), requires = "indexed")]
+    pub relay_every: Option<u32>,
 }
 
 #[derive(Debug, Args)]
@@ -1047,8 +1048,8 @@ pub struct AgentArgs {
     /// service-account token (audience `iocurve`). The agent waits on --listen for a
     /// coordinator holding a certificate of --client-ca (`run --launch pods`), shows it this
     /// token, gets the run's certificate and token in return, serves that one run and ends
-    /// with it. Nothing secret is in the pod.
-    #[arg(long, value_name = "TOKEN_FILE", requires_all = ["client_ca", "listen"], conflicts_with_all = ["token_file", "tls_cert", "tls_key", "insecure", "launched"])]
+    /// with it. No key or token of the agent's is in the pod.
+    #[arg(long, value_name = "TOKEN_FILE", requires_all = ["client_ca", "listen"], conflicts_with_all = ["token_file", "tls_cert", "tls_key", "insecure", "launched", "simulate"])]
     pub enrol: Option<PathBuf>,
     /// With --enrol: seconds to wait for a coordinator before ending with an error.
     #[arg(long = "enrol-wait-s", default_value_t = 3600, value_name = "S", requires = "enrol")]

@@ -72,6 +72,8 @@ pub struct K8sOptions {
     pub indexed: bool,
     /// With `indexed`: the issuer the pods' tokens must name.
     pub pod_issuer: Option<String>,
+    /// With `indexed`: a relay pod per this many agents; 0: none.
+    pub relay_every: u32,
 }
 
 impl From<&crate::cli::K8sArgs> for K8sOptions {
@@ -90,6 +92,7 @@ impl From<&crate::cli::K8sArgs> for K8sOptions {
             scraper_labels: a.scraper_labels.clone(),
             indexed: a.indexed,
             pod_issuer: a.pod_issuer.clone(),
+            relay_every: a.relay_every.unwrap_or(0),
         }
     }
 }
@@ -154,6 +157,12 @@ impl K8sOptions {
                 "--agents {}: give 1 to {most}{}",
                 self.agents,
                 if self.indexed { "" } else { " (more as one Indexed Job: --indexed)" }
+            )));
+        }
+        if self.relay_every > 0 && self.agents < 2 * self.relay_every {
+            return Err(CliError::Usage(format!(
+                "--relay-every {}: {} agents make one group; relays pay from two groups on (give more --agents or drop --relay-every)",
+                self.relay_every, self.agents
             )));
         }
         if let Some(iss) = &self.pod_issuer
@@ -405,12 +414,12 @@ metadata:
     matchLabels:
 {l6}  policyTypes: [\"Ingress\", \"Egress\"]
   ingress:
-  # The agent port: the coordinator's pods only (the kubelet's readiness probe comes from the
-  # node, which NetworkPolicies do not restrict).
+  # The agent port: the coordinator's pods only{relays} (the kubelet's readiness probe comes
+  # from the node, which NetworkPolicies do not restrict).
   - from:
     - podSelector:
         matchLabels:
-{lc}    ports:
+{lc}{lr}    ports:
     - protocol: TCP
       port: {AGENT_PORT}
   # The metrics port: the scraper only (--scraper-namespace, --scraper-labels).
@@ -428,6 +437,8 @@ metadata:
         l4 = labels("agent", 4),
         l6 = labels("agent", 6),
         lc = labels("coordinator", 10),
+        relays = if o.relay_every > 0 { " and the relays'" } else { "" },
+        lr = relay_peer(o),
         sns = o.scraper_namespace,
     )
 }
@@ -435,11 +446,22 @@ metadata:
 /// The headless Service of the agents: a DNS name per pod (ready or not: a pod is dialled as
 /// soon as it runs).
 fn agent_service(o: &K8sOptions) -> String {
+    headless_service(o, "iocurve-agent", "agent", true)
+}
+
+/// A headless Service named `name` for the pods of `component`: their agent port, and their
+/// metrics port where they serve one.
+fn headless_service(o: &K8sOptions, name: &str, component: &str, metrics: bool) -> String {
+    let metrics = if metrics {
+        format!("  - name: metrics\n    port: {METRICS_PORT}\n    targetPort: metrics\n")
+    } else {
+        String::new()
+    };
     format!(
         "apiVersion: v1
 kind: Service
 metadata:
-  name: iocurve-agent
+  name: {name}
   namespace: {ns}
   labels:
 {l4}spec:
@@ -450,12 +472,9 @@ metadata:
   - name: agent
     port: {AGENT_PORT}
     targetPort: agent
-  - name: metrics
-    port: {METRICS_PORT}
-    targetPort: metrics
-",
+{metrics}",
         ns = o.namespace,
-        l4 = labels("agent", 4),
+        l4 = labels(component, 4),
     )
 }
 
@@ -635,7 +654,7 @@ metadata:
   - to:
     - podSelector:
         matchLabels:
-{la}    ports:
+{la}{lr}    ports:
     - protocol: TCP
       port: {AGENT_PORT}
 ",
@@ -643,7 +662,17 @@ metadata:
         l4 = labels("coordinator", 4),
         l6 = labels("coordinator", 6),
         la = labels("agent", 10),
+        lr = relay_peer(o),
     )
+}
+
+/// With relays: their pods as a peer of a NetworkPolicy rule (beside the agents' or the
+/// coordinator's), else nothing.
+fn relay_peer(o: &K8sOptions) -> String {
+    if o.relay_every == 0 {
+        return String::new();
+    }
+    format!("    - podSelector:\n        matchLabels:\n{}", labels("relay", 10))
 }
 
 /// `coordinator.yaml`: the plan, the results volume, the NetworkPolicy and the Job.

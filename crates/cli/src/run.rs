@@ -200,11 +200,18 @@ fn agents(args: &RunArgs) -> Result<AgentOptions, CliError> {
     if args.pod_keys.is_some() && args.launch != Some(LaunchHow::Pods) {
         return Err(CliError::Usage("--pod-keys is for --launch pods".into()));
     }
-    // Pods are enrolled by the coordinator's own certificate (the one their --client-ca trusts).
-    if launch.is_some() && args.launch != Some(LaunchHow::Pods) {
+    if !args.relays.is_empty() && matches!(args.launch, Some(LaunchHow::Ssh | LaunchHow::Slurm)) {
+        return Err(CliError::Usage(
+            "--relays names relays started by hand or relay pods (--launch pods); --launch ssh and slurm start their relays themselves: drop --relays".into(),
+        ));
+    }
+    if launch.is_some() {
+        // Pods are enrolled by the coordinator's own certificate (the one their --client-ca
+        // trusts); the rest of a launch's credentials are its own.
+        let pods = args.launch == Some(LaunchHow::Pods);
         for (given, flag) in [
-            (args.client_cert.is_some(), "--client-cert"),
-            (args.client_key.is_some(), "--client-key"),
+            (args.client_cert.is_some() && !pods, "--client-cert"),
+            (args.client_key.is_some() && !pods, "--client-key"),
             (args.insecure, "--insecure"),
             (args.tls_name.is_some(), "--tls-name"),
             (args.token_per_host, "--token-per-host"),
@@ -246,7 +253,12 @@ fn agents(args: &RunArgs) -> Result<AgentOptions, CliError> {
         wait_for_agents: std::time::Duration::from_secs(args.wait_for_agents_s),
         relays: Vec::new(),
         relay_credentials: None,
-        relay_addresses: args.relays.iter().map(|r| r.trim().to_string()).filter(|r| !r.is_empty()).collect(),
+        // (Relay pods are the launch's: enrolled with the agents.)
+        relay_addresses: if args.launch.is_some() {
+            Vec::new()
+        } else {
+            args.relays.iter().map(|r| r.trim().to_string()).filter(|r| !r.is_empty()).collect()
+        },
         relay_every: args.relay_every.unwrap_or(0),
         relay_ca_key: args.relay_ca_key.clone(),
     })
@@ -259,8 +271,16 @@ fn pods_options(hosts: Vec<String>, args: &RunArgs) -> Result<LaunchOptions, Cli
             "--launch pods needs --pod-keys FILE (`kubectl get --raw /openid/v1/jwks`) and --client-cert/--client-key (the certificate the agents' --client-ca trusts)".into(),
         ));
     };
-    if args.relay_every.is_some() {
-        return Err(CliError::Usage("--relay-every: pods are not driven through relays yet; drop it".into()));
+    // Relay pods: an Indexed Job of their own, enrolled as the agents are.
+    let relays = if args.relays.is_empty() {
+        Vec::new()
+    } else {
+        hostlist::expand(&args.relays.join(",")).map_err(|e| CliError::Usage(format!("--relays: {e}")))?
+    };
+    if args.relay_every.is_some() && relays.is_empty() {
+        return Err(CliError::Usage(
+            "--relay-every with --launch pods: give --relays, the relay pods' DNS names (`deploy kubernetes --indexed --relay-every N` renders them)".into(),
+        ));
     }
     if args.remote_binary.is_some() {
         return Err(CliError::Usage("--remote-binary: pods run their image's iocurve; drop it".into()));
@@ -282,13 +302,14 @@ fn pods_options(hosts: Vec<String>, args: &RunArgs) -> Result<LaunchOptions, Cli
             keys: pod_keys,
             client,
             wait: std::time::Duration::from_secs(args.wait_for_agents_s),
+            relays,
         })),
         hosts,
         remote_binary: String::new(),
         remote_binary_given: false,
         port: if args.launch_port == 0 { crate::deploy::AGENT_PORT } else { args.launch_port },
         lifetime: std::time::Duration::from_secs_f64(args.launch_valid_h * 3600.0),
-        relay_every: 0,
+        relay_every: args.relay_every.unwrap_or(0),
         relay_by_switch: false,
     })
 }

@@ -97,7 +97,7 @@ fn member(
         lease: base.lease,
         state_dir,
         metrics: None,
-        one_run: false,
+        one_run: None,
         remove_scratch: base.remove_scratch,
         claim_expiry: base.claim_expiry,
         audit: std::sync::Arc::new(base.audit.labelled(label)),

@@ -44,7 +44,7 @@ pub const TIMEOUT: Duration = Duration::from_secs(10);
 const HANDSHAKE: Duration = Duration::from_secs(2);
 
 /// Enrolments under way at once on an agent: strangers that connect and say nothing hold at
-/// most this many slots, each for [`TIMEOUT`].
+/// most this many slots, each for [`HANDSHAKE`].
 const AT_ONCE: usize = 8;
 
 /// The agent's side: waits on `listen` until a coordinator holding a certificate of
@@ -105,8 +105,9 @@ pub fn wait(
                 continue;
             }
             busy.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let (config, tx, busy) = (config.clone(), tx.clone(), busy.clone());
-            scope.spawn(move || {
+            let (config, tx, slot) = (config.clone(), tx.clone(), busy.clone());
+            // A thread that cannot be made drops the connection (the coordinator tries again).
+            let made = std::thread::Builder::new().spawn_scoped(scope, move || {
                 let who = Peer { addr: Some(peer), identity: None, delegation: None };
                 match answer(stream, config, token_file) {
                     Ok(c) => {
@@ -115,8 +116,11 @@ pub fn wait(
                     }
                     Err(why) => audit.refused("enrol", "enrol", &who, &why),
                 }
-                busy.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                slot.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
             });
+            if made.is_err() {
+                busy.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            }
         }
     })?;
     // The same socket serves the run: the coordinator dials again at once.
@@ -140,18 +144,12 @@ fn read_pod_token(path: &Path) -> Result<String, NetError> {
 /// out, the credentials in.
 fn answer(stream: TcpStream, config: Arc<rustls::ServerConfig>, token_file: &Path) -> Result<HostCredentials, String> {
     stream.set_nonblocking(false).map_err(|e| e.to_string())?;
-    // A peer that drips a byte at a time meets no read timeout: the whole exchange ends
-    // after [`TIMEOUT`] whatever it sends.
-    if let Ok(guard) = stream.try_clone() {
-        std::thread::spawn(move || {
-            std::thread::sleep(TIMEOUT);
-            let _ = guard.shutdown(std::net::Shutdown::Both);
-        });
-    }
-    stream.set_read_timeout(Some(HANDSHAKE)).map_err(|e| e.to_string())?;
-    stream.set_write_timeout(Some(TIMEOUT)).map_err(|e| e.to_string())?;
+    // A peer that drips a byte at a time meets no read timeout: the handshake ends after
+    // [`HANDSHAKE`], the whole exchange after [`TIMEOUT`], whatever it sends.
+    let t0 = Instant::now();
+    let sock = Deadline { sock: stream, until: t0 + HANDSHAKE };
     let conn = rustls::ServerConnection::new(config).map_err(|e| e.to_string())?;
-    let mut tls = rustls::StreamOwned::new(conn, stream);
+    let mut tls = rustls::StreamOwned::new(conn, sock);
     // The handshake completes here: a client without the CA's certificate gets nothing.
     while tls.conn.is_handshaking() {
         tls.conn.complete_io(&mut tls.sock).map_err(|e| match e.kind() {
@@ -161,7 +159,7 @@ fn answer(stream: TcpStream, config: Arc<rustls::ServerConfig>, token_file: &Pat
             _ => format!("TLS: {e}"),
         })?;
     }
-    tls.sock.set_read_timeout(Some(TIMEOUT)).map_err(|e| e.to_string())?;
+    tls.sock.until = t0 + TIMEOUT;
     let token = read_pod_token(token_file).map_err(|e| e.to_string())?;
     let line = format!("{}\n", serde_json::json!({ "pod_token": token }));
     tls.write_all(line.as_bytes()).and_then(|()| tls.flush()).map_err(|e| format!("sending the token: {e}"))?;
@@ -226,14 +224,7 @@ pub fn enrol(
     let stream =
         TcpStream::connect_timeout(&sock, TIMEOUT).map_err(|e| again(format!("cannot connect to {addr}: {e}")))?;
     // However the pod drips its bytes, the enrolment ends within [`TIMEOUT`].
-    if let Ok(guard) = stream.try_clone() {
-        std::thread::spawn(move || {
-            std::thread::sleep(TIMEOUT);
-            let _ = guard.shutdown(std::net::Shutdown::Both);
-        });
-    }
-    stream.set_read_timeout(Some(TIMEOUT)).map_err(|e| again(e.to_string()))?;
-    stream.set_write_timeout(Some(TIMEOUT)).map_err(|e| again(e.to_string()))?;
+    let stream = Deadline { sock: stream, until: Instant::now() + TIMEOUT };
     let name = ServerName::try_from("iocurve-enrol").map_err(|e| not(e.to_string()))?;
     let conn = rustls::ClientConnection::new(Arc::new(config), name).map_err(|e| not(e.to_string()))?;
     let mut tls = rustls::StreamOwned::new(conn, stream);
@@ -264,6 +255,41 @@ pub fn enrol(
         return Err(not(format!("pod {}: {}", claims.pod, ok.trim())));
     }
     Ok(())
+}
+
+/// A socket whose reads and writes all end by `until`: each waits at most what is left, so a
+/// peer cannot stretch the exchange by sending a byte at a time.
+struct Deadline {
+    sock: TcpStream,
+    until: Instant,
+}
+
+impl Deadline {
+    fn left(&self) -> std::io::Result<Duration> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the peer took too long"));
+        }
+        Ok(left)
+    }
+}
+
+impl std::io::Read for Deadline {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.sock.set_read_timeout(Some(self.left()?))?;
+        self.sock.read(buf)
+    }
+}
+
+impl Write for Deadline {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.sock.set_write_timeout(Some(self.left()?))?;
+        self.sock.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.sock.flush()
+    }
 }
 
 /// The enrolment's server check: any certificate, its handshake signature verified with its

@@ -24,6 +24,10 @@ pub const SERVICE_ACCOUNT: &str = "iocurve-agent";
 /// Clocks of the coordinator and the API server may differ this much.
 pub const SKEW_S: i64 = 60;
 
+/// The longest a token may still be valid: a projected token asks for hours (the manifests
+/// 3,600 s); one valid for days is not what the pods are given.
+pub const MAX_LIFE_S: i64 = 2 * 86_400;
+
 /// The longest token read (the kubelet's are about 1 KiB).
 pub const MAX_TOKEN: usize = 16 * 1024;
 
@@ -208,13 +212,21 @@ impl PodKeys {
         }
         let time = |k: &str| c.get(k).and_then(Value::as_i64);
         let exp = time("exp").ok_or("the token has no expiry (`exp`)")?;
-        if exp + SKEW_S <= now {
-            return Err(format!("the token expired {} s ago", now - exp));
+        if exp.saturating_add(SKEW_S) <= now {
+            return Err(format!("the token expired {} s ago", now.saturating_sub(exp)));
+        }
+        // A projected token lives hours at most; one good for longer is no pod's.
+        if exp.saturating_sub(now) > MAX_LIFE_S {
+            return Err(format!(
+                "the token is valid for {} s more: a pod's projected token lasts hours (serviceAccountToken.expirationSeconds), not {} days",
+                exp.saturating_sub(now),
+                MAX_LIFE_S / 86_400
+            ));
         }
         if let Some(nbf) = time("nbf").or(time("iat"))
-            && nbf - SKEW_S > now
+            && nbf.saturating_sub(SKEW_S) > now
         {
-            return Err(format!("the token is valid only in {} s (are the clocks apart?)", nbf - now));
+            return Err(format!("the token is valid only in {} s (are the clocks apart?)", nbf.saturating_sub(now)));
         }
         let k8s = c.get("kubernetes.io").ok_or("the token names no pod (no `kubernetes.io` claim)")?;
         let namespace = text(k8s, "namespace", "the token's kubernetes.io")?.to_string();
@@ -370,6 +382,16 @@ pub mod tests {
             assert!(e.contains(says), "{e} (wanted {says})");
         };
         refused(good.clone(), now + 3600 + SKEW_S + 1, "expired");
+        let mut c = good.clone();
+        c["exp"] = serde_json::json!(i64::MAX);
+        refused(c, now, "valid for");
+        let mut c = good.clone();
+        c["exp"] = serde_json::json!(i64::MIN);
+        refused(c, now, "expired");
+        let mut c = good.clone();
+        c["nbf"] = serde_json::json!(i64::MIN);
+        c["iat"] = serde_json::json!(i64::MAX);
+        assert!(keys.verify(&issuer.sign(&c), now).is_ok(), "nbf first, and far in the past");
         refused(good.clone(), now - SKEW_S - 5, "valid only in");
         let mut c = good.clone();
         c["aud"] = serde_json::json!(["https://kubernetes.default.svc"]);

@@ -29,7 +29,7 @@ async fn agent(dir: &Path) -> (String, tokio::sync::oneshot::Sender<()>, tokio::
         lease: Duration::from_secs(3),
         state_dir: dir.to_path_buf(),
         metrics: None,
-        one_run: false,
+        one_run: None,
         remove_scratch: false,
         claim_expiry: iocurve_net::agent::CLAIM_EXPIRY,
         audit: std::sync::Arc::new(iocurve_net::agent::audit::Audit::off()),

@@ -50,7 +50,7 @@ fn agent(creds: &RunCredentials, host: &str, dir: &Path, sim: Option<u32>, relay
         lease: Duration::from_secs(5),
         state_dir: dir.to_path_buf(),
         metrics: None,
-        one_run: false,
+        one_run: None,
         remove_scratch: false,
         claim_expiry: iocurve_net::agent::CLAIM_EXPIRY,
         audit: Arc::new(iocurve_net::agent::audit::Audit::off()),

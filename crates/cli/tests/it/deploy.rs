@@ -520,7 +520,9 @@ fn the_indexed_job_manifests_validate_and_agree_with_the_binary() {
             "kubernetes",
             "--indexed",
             "--agents",
-            "1024",
+            "1000",
+            "--relay-every",
+            "32",
             "--namespace",
             "lab",
             "--pod-issuer",
@@ -532,15 +534,19 @@ fn the_indexed_job_manifests_validate_and_agree_with_the_binary() {
     assert!(o.status.success(), "{}", stderr(&o));
     validate_for(&big, &["1.30.0"]);
     let agents = documents(&big.join("agents.yaml"));
-    let (svc, job, sa) = (kind(&agents, "Service"), kind(&agents, "Job"), kind(&agents, "ServiceAccount"));
-    assert_eq!(all(&agents, "Job").len(), 1, "one object for every agent");
+    let (svc, job, sa) = (
+        named(&agents, "Service", "iocurve-agent"),
+        named(&agents, "Job", "iocurve-agent"),
+        kind(&agents, "ServiceAccount"),
+    );
+    assert_eq!(all(&agents, "Job").len(), 2, "one object for every agent, one for every relay");
     let spec = &job["spec"];
     assert_eq!(
         (spec["completionMode"].as_str(), spec["completions"].as_u64(), spec["parallelism"].as_u64()),
-        (Some("Indexed"), Some(1024), Some(1024))
+        (Some("Indexed"), Some(1000), Some(1000))
     );
     assert_eq!(spec["backoffLimitPerIndex"], 0, "a failed pod is not started again");
-    assert_eq!(spec["maxFailedIndexes"], 1024, "and the others go on");
+    assert_eq!(spec["maxFailedIndexes"], 1000, "and the others go on");
     let pod = &spec["template"]["spec"];
     assert_eq!(pod["restartPolicy"], "Never");
     assert_eq!(pod["subdomain"], svc["metadata"]["name"], "pod I is iocurve-agent-I under the Service");
@@ -583,7 +589,31 @@ fn the_indexed_job_manifests_validate_and_agree_with_the_binary() {
         assert!(known.contains(a), "{a} is not an option of `iocurve run`: {known:?}");
     }
     assert_eq!(arg(&cargs, "--launch"), "pods");
-    assert_eq!(arg(&cargs, "--hosts"), "iocurve-agent-[0-1023].iocurve-agent.lab.svc");
+    assert_eq!(arg(&cargs, "--hosts"), "iocurve-agent-[0-999].iocurve-agent.lab.svc");
+    // 32 relays of up to 32 agents (the last of 8): their Job, their names, the rules that let
+    // the coordinator reach them and them the agents, and nothing else.
+    let relay = named(&agents, "Job", "iocurve-relay");
+    assert_eq!(relay["spec"]["completions"], 32);
+    let relay_pod = &relay["spec"]["template"]["spec"];
+    assert_eq!(relay_pod["subdomain"], named(&agents, "Service", "iocurve-relay")["metadata"]["name"]);
+    assert_eq!(relay_pod["securityContext"]["runAsNonRoot"], true, "a relay opens no device");
+    let rargs = strings(&relay_pod["containers"][0]["args"]);
+    assert!(rargs.contains(&"--relay".to_string()) && !rargs.contains(&"--allow".to_string()), "{rargs:?}");
+    assert_eq!(
+        (arg(&cargs, "--relay-every"), arg(&cargs, "--relays")),
+        ("32", "iocurve-relay-[0-31].iocurve-relay.lab.svc")
+    );
+    let component =
+        |peer: &Value| peer["podSelector"]["matchLabels"]["app.kubernetes.io/component"].as_str().map(String::from);
+    let peers = |v: &Value| v.as_array().unwrap().iter().map(component).collect::<Vec<_>>();
+    let agent_in = peers(&named(&agents, "NetworkPolicy", "iocurve-agent")["spec"]["ingress"][0]["from"]);
+    assert_eq!(agent_in, [Some("coordinator".into()), Some("relay".into())]);
+    let relay_policy = &named(&agents, "NetworkPolicy", "iocurve-relay")["spec"];
+    assert_eq!(peers(&relay_policy["ingress"][0]["from"]), [Some("coordinator".into())]);
+    assert_eq!(peers(&relay_policy["egress"][1]["to"]), [Some("agent".into())]);
+    let coordinator_out =
+        peers(&named(&coordinator, "NetworkPolicy", "iocurve-coordinator")["spec"]["egress"][1]["to"]);
+    assert_eq!(coordinator_out, [Some("agent".into()), Some("relay".into())]);
     assert_eq!(arg(&cargs, "--launch-port"), arg(&args, "--listen").rsplit(':').next().unwrap());
     assert_eq!(arg(&cargs, "--pod-issuer"), "https://oidc.example");
     let keys_at =
@@ -592,11 +622,13 @@ fn the_indexed_job_manifests_validate_and_agree_with_the_binary() {
             .unwrap()
             .to_string();
     assert!(arg(&cargs, "--pod-keys").starts_with(&format!("{keys_at}/")));
-    assert_eq!(cc["resources"]["limits"]["cpu"], "2", "a thousand agents and more: two cores");
+    assert_eq!(cc["resources"]["limits"]["cpu"], "1", "a thousand agents: one core (two above)");
     // The plan and the options are checked: too many agents, or an issuer that is no URL.
-    for (extra, says) in
-        [(&["--agents", "5000"][..], "give 1 to 4096"), (&["--pod-issuer", "kubernetes"][..], "an https:// URL")]
-    {
+    for (extra, says) in [
+        (&["--agents", "5000"][..], "give 1 to 4096"),
+        (&["--pod-issuer", "kubernetes"][..], "an https:// URL"),
+        (&["--relay-every", "32"][..], "4 agents make one group"),
+    ] {
         let mut a = vec!["deploy", "kubernetes", "--indexed"];
         a.extend_from_slice(extra);
         let o = iocurve(dir.path(), &a);

@@ -51,15 +51,26 @@ impl Issuer {
 
 /// An enrolling agent at `ip:port` holding pod `pod`'s token; its standard error in a file.
 fn pod(d: &Path, issuer: &Issuer, pod: &str, ip: &str, port: u16) -> Child {
+    pod_with(d, issuer, pod, ip, port, &["--allow", &format!("{}/**", d.display())])
+}
+
+fn pod_with(d: &Path, issuer: &Issuer, pod: &str, ip: &str, port: u16, extra: &[&str]) -> Child {
     let token = d.join(format!("{pod}.token"));
     std::fs::write(&token, issuer.token(pod)).unwrap();
     let log = std::fs::File::create(d.join(format!("{pod}.log"))).unwrap();
-    let child = Command::new(bin())
+    // A relay dials its agents by their names: it reads the /etc/hosts of the run's namespace.
+    let mut cmd = if extra.contains(&"--relay") {
+        let mut c = Command::new("unshare");
+        c.args(["-m", "sh", "-c", "mount --bind hosts /etc/hosts && exec \"$0\" \"$@\"", bin()]);
+        c
+    } else {
+        Command::new(bin())
+    };
+    let child = cmd
         .args(["agent", "--enrol"])
         .arg(&token)
         .args(["--client-ca", "certs/ca.pem", "--listen", &format!("{ip}:{port}"), "--enrol-wait-s", "120"])
-        .arg("--allow")
-        .arg(format!("{}/**", d.display()))
+        .args(extra)
         .args(["--state-dir", "."])
         .current_dir(d)
         .stdin(Stdio::null())
@@ -86,30 +97,11 @@ fn exited(child: &mut Child, within: Duration) -> Option<std::process::ExitStatu
     None
 }
 
-#[test]
-fn pods_shown_their_own_token_are_enrolled_and_run_and_an_impostor_is_not() {
-    iocurve_testkit::needs_root!();
-    let _one = one_at_a_time();
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    assert!(iocurve(d, &["certs", "init", "certs"]).status.success());
-    let issuer = Issuer::new();
-    std::fs::write(d.join("jwks.json"), issuer.jwks()).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut pods = [
-        pod(d, &issuer, "iocurve-agent-0-abcde", "127.0.0.1", port),
-        pod(d, &issuer, "iocurve-agent-1-fghij", "127.0.0.2", port),
-        // At pod 2's name, with pod 0's token.
-        pod(d, &issuer, "iocurve-agent-0-zzzzz", "127.0.0.3", port),
-    ];
-    std::fs::write(
-        d.join("hosts"),
-        "127.0.0.1 localhost\n127.0.0.1 iocurve-agent-0.iocurve-agent.lab.svc\n127.0.0.2 iocurve-agent-1.iocurve-agent.lab.svc\n127.0.0.3 iocurve-agent-2.iocurve-agent.lab.svc\n",
-    )
-    .unwrap();
-    // Each pod its own file (on one machine here); the plan names the pods as --hosts would.
+/// The plan of `n` pods, each on a file of its own (on one machine here), named as `--hosts`
+/// would name them.
+fn plan(d: &Path, n: usize) {
     let mut plan = String::from("targets = [\"unused\"]\n");
-    for i in 0..3 {
+    for i in 0..n {
         plan.push_str(&format!(
             "[[hosts]]\naddress = \"iocurve-agent-{i}.iocurve-agent.lab.svc\"\ntargets = [\"{}/p{i}.dat\"]\n",
             d.display()
@@ -117,11 +109,83 @@ fn pods_shown_their_own_token_are_enrolled_and_run_and_an_impostor_is_not() {
     }
     plan.push_str("[[workloads]]\nname = \"mixed\"\nread_pct = 70\nramp = [1, 2]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.3\n");
     std::fs::write(d.join("plan.toml"), plan).unwrap();
+}
+
+/// A directory with the coordinator's certificates (`certs init`) and the cluster's key set, a
+/// test issuer, and a free port for every pod.
+fn lab() -> (tempfile::TempDir, Issuer, u16) {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(iocurve(dir.path(), &["certs", "init", "certs"]).status.success());
+    let issuer = Issuer::new();
+    std::fs::write(dir.path().join("jwks.json"), issuer.jwks()).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    (dir, issuer, port)
+}
+
+/// `run plan.toml --launch pods …` in a mount namespace whose /etc/hosts names the pods.
+fn hosts(d: &Path, names: &str) {
+    std::fs::write(d.join("hosts"), format!("127.0.0.1 localhost\n{names}")).unwrap();
+}
+
+fn run_pods(d: &Path, port: u16, extra: &str) -> std::process::Output {
     let run = format!(
-        "mount --bind hosts /etc/hosts && exec {} run plan.toml --launch pods --launch-port {port} --pod-keys jwks.json --pod-issuer https://kubernetes.default.svc.cluster.local --client-cert certs/client.pem --client-key certs/client.key --size 8m --json r.json --db r.db",
+        "mount --bind hosts /etc/hosts && exec {} run plan.toml --launch pods --launch-port {port} --pod-keys jwks.json --pod-issuer https://kubernetes.default.svc.cluster.local --client-cert certs/client.pem --client-key certs/client.key --size 8m --json r.json --db r.db {extra}",
         bin()
     );
-    let o = Command::new("unshare").args(["-m", "sh", "-c", &run]).current_dir(d).output().unwrap();
+    Command::new("unshare").args(["-m", "sh", "-c", &run]).current_dir(d).output().unwrap()
+}
+
+/// Relay pods (an Indexed Job of `agent --enrol --relay`) are enrolled as the agents are, and
+/// drive their groups: the run goes through them, and every pod ends with it.
+#[test]
+fn relay_pods_are_enrolled_and_drive_their_groups() {
+    iocurve_testkit::needs_root!();
+    let _one = one_at_a_time();
+    let (dir, issuer, port) = lab();
+    let d = dir.path();
+    hosts(
+        d,
+        "127.0.0.1 iocurve-agent-0.iocurve-agent.lab.svc\n127.0.0.2 iocurve-agent-1.iocurve-agent.lab.svc\n127.0.0.4 iocurve-relay-0.iocurve-relay.lab.svc\n",
+    );
+    let mut pods = [
+        pod(d, &issuer, "iocurve-agent-0-abcde", "127.0.0.1", port),
+        pod(d, &issuer, "iocurve-agent-1-fghij", "127.0.0.2", port),
+        pod_with(d, &issuer, "iocurve-relay-0-klmno", "127.0.0.4", port, &["--relay"]),
+    ];
+    plan(d, 2);
+    let o = run_pods(d, port, "--relay-every 2 --relays iocurve-relay-[0-0].iocurve-relay.lab.svc");
+    let said = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{said}");
+    assert!(said.contains("launched 2 of 2 agents over pods"), "{said}");
+    assert!(said.contains("(through relay iocurve-relay-0.iocurve-relay.lab.svc:"), "{said}");
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    let steps = r["workloads"][0]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    assert!(steps.iter().all(|s| s["iops"].as_f64().unwrap_or(0.0) > 0.0), "{steps:?}");
+    for p in &mut pods {
+        let s = exited(p, Duration::from_secs(30));
+        assert!(s.is_some_and(|s| s.success()), "{s:?}");
+    }
+}
+
+#[test]
+fn pods_shown_their_own_token_are_enrolled_and_run_and_an_impostor_is_not() {
+    iocurve_testkit::needs_root!();
+    let _one = one_at_a_time();
+    let (dir, issuer, port) = lab();
+    let d = dir.path();
+    let mut pods = [
+        pod(d, &issuer, "iocurve-agent-0-abcde", "127.0.0.1", port),
+        pod(d, &issuer, "iocurve-agent-1-fghij", "127.0.0.2", port),
+        // At pod 2's name, with pod 0's token.
+        pod(d, &issuer, "iocurve-agent-0-zzzzz", "127.0.0.3", port),
+    ];
+    hosts(
+        d,
+        "127.0.0.1 iocurve-agent-0.iocurve-agent.lab.svc\n127.0.0.2 iocurve-agent-1.iocurve-agent.lab.svc\n127.0.0.3 iocurve-agent-2.iocurve-agent.lab.svc\n",
+    );
+    plan(d, 3);
+    let o = run_pods(d, port, "");
     let (out, err) = (stdout(&o), stderr(&o));
     // Exit code 3: the run finished, one host lost before the first step.
     assert_eq!(o.status.code(), Some(3), "{out}\n{err}");

@@ -156,6 +156,10 @@ fn pods_options_are_checked_before_anything_starts() {
         (pods(&["--hosts", "a.b.c.svc"]), "--launch pods needs --pod-keys FILE"),
         (pods(&["--hosts", "a.b.c.svc", "--pod-keys", "one.json"]), "--launch pods needs"),
         (
+            pods(&[&["--hosts", "a.b.c.svc", "--pod-keys", "one.json", "--token-per-host"][..], &cert[..]].concat()),
+            "--token-per-host is for agents started by hand",
+        ),
+        (
             pods(&[&["--hosts", "lg1.lab", "--pod-keys", "one.json"][..], &cert[..]].concat()),
             "dials pods by their DNS names",
         ),
@@ -169,7 +173,40 @@ fn pods_options_are_checked_before_anything_starts() {
                 &[&["--hosts", "a.b.c.svc,d.b.c.svc", "--pod-keys", "one.json", "--relay-every", "2"][..], &cert[..]]
                     .concat(),
             ),
-            "pods are not driven through relays yet",
+            "--relay-every with --launch pods: give --relays",
+        ),
+        (
+            pods(
+                &[
+                    &["--hosts", "a.b.c.svc,d.b.c.svc,e.b.c.svc", "--pod-keys", "one.json", "--relay-every", "2"][..],
+                    &["--relays", "r.relay.c.svc"],
+                    &cert[..],
+                ]
+                .concat(),
+            ),
+            "3 pods in groups of 2 (--relay-every) make 2 groups, and 1 relay pods were given",
+        ),
+        (
+            pods(
+                &[
+                    &["--hosts", "a.b.c.svc,d.b.c.svc", "--pod-keys", "one.json", "--relay-every", "2"][..],
+                    &["--relays", "relay1:7420"],
+                    &cert[..],
+                ]
+                .concat(),
+            ),
+            "`relay1:7420` is not a host",
+        ),
+        (
+            pods(
+                &[
+                    &["--hosts", "a.b.c.svc,d.b.c.svc", "--pod-keys", "one.json", "--relay-every", "2"][..],
+                    &["--relays", "relay1.lab"],
+                    &cert[..],
+                ]
+                .concat(),
+            ),
+            "relay1.lab: --launch pods dials pods by their DNS names",
         ),
         (
             vec!["run", "--db", "r.db", "--pod-keys", "one.json", "--target", abs.as_str()]

@@ -86,7 +86,7 @@ async fn start_agent(
         lease: Duration::from_secs(10),
         state_dir: dir.to_path_buf(),
         metrics: None,
-        one_run: false,
+        one_run: None,
         remove_scratch: false,
         claim_expiry: super::CLAIM_EXPIRY,
         audit: Arc::new(Audit::new(Some(log)).unwrap()),

@@ -66,10 +66,10 @@ pub struct AgentConfig {
     pub state_dir: PathBuf,
     /// Live metrics of the steps this agent runs (`iocurve agent --metrics`).
     pub metrics: Option<iocurve_metrics::Exporter>,
-    /// Serve one coordinator's run, then end (a launched agent): the agent stops serving when
-    /// the connection that owned it closes, or when no coordinator took it within
-    /// [`UNCLAIMED`].
-    pub one_run: bool,
+    /// Serve one coordinator's run, then end (a launched or enrolled agent): the agent stops
+    /// serving when the connection that owned it closes, or when no coordinator took it within
+    /// this long ([`UNCLAIMED`] for a launched agent). None: it serves until told to end.
+    pub one_run: Option<Duration>,
     /// Remove the scratch files this agent creates when it ends, as a local run does unless
     /// `--keep` (a launched agent of a run without `--keep`); else they stay for later runs.
     pub remove_scratch: bool,
@@ -1335,10 +1335,10 @@ pub async fn serve_on(
     let step_stop = service.stop.clone();
     let one_run = cfg.one_run;
     let shutdown = async move {
-        if one_run {
+        if let Some(unclaimed) = one_run {
             tokio::select! {
                 _ = shutdown => {}
-                why = run_over(owner) => tracing::info!("{why}: this agent served one run and ends"),
+                why = run_over(owner, unclaimed) => tracing::info!("{why}: this agent served one run and ends"),
             }
         } else {
             shutdown.await
@@ -1442,15 +1442,17 @@ pub async fn serve_on(
 }
 
 /// Completes when a one-run agent's run is over: the connection that owned it closed, or no
-/// coordinator took it within [`UNCLAIMED`]. Says which.
-async fn run_over(owner: Arc<std::sync::Mutex<Option<Owner>>>) -> &'static str {
+/// coordinator took it within `unclaimed`. Says which.
+async fn run_over(owner: Arc<std::sync::Mutex<Option<Owner>>>, unclaimed: Duration) -> String {
     let start = tokio::time::Instant::now();
     loop {
         tokio::time::sleep(Duration::from_millis(200)).await;
         let o = owner.lock().unwrap_or_else(|e| e.into_inner());
         match o.as_ref() {
-            Some(o) if o.connection.upgrade().is_none() => return "its coordinator's connection closed",
-            None if start.elapsed() >= UNCLAIMED => return "no coordinator took it within 60 s",
+            Some(o) if o.connection.upgrade().is_none() => return "its coordinator's connection closed".into(),
+            None if start.elapsed() >= unclaimed => {
+                return format!("no coordinator took it within {} s", unclaimed.as_secs());
+            }
             _ => {}
         }
     }

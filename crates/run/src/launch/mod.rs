@@ -265,22 +265,7 @@ pub fn start(
             },
         }
     }
-    // A group whose relay did not start is lost with it, as its hosts would be.
-    let mut relays = Vec::new();
-    for (group, at) in groups.iter().zip(relay_at) {
-        match at {
-            Ok(addr) => relays.push((addr, group.clone())),
-            Err(why) => {
-                addresses.retain(|(h, _)| !group.contains(h));
-                for h in group {
-                    if !failed.iter().any(|(f, _)| f == h) {
-                        failed
-                            .push((h.clone(), format!("the relay of its group on {} did not start: {why}", group[0])));
-                    }
-                }
-            }
-        }
-    }
+    let relays = settle_relays(&groups, relay_at, |g| groups[g][0].clone(), &mut addresses, &mut failed);
     if cancel.is_cancelled() {
         launch.stop(obs);
         return Err(Error::Interrupted("interrupted while starting the agents: nothing ran".into()));
@@ -305,6 +290,36 @@ pub fn start(
     }
     let issued = Issued::of(creds, opts.relay_every > 0);
     Ok(Started { launch, addresses, failed, issued, relays })
+}
+
+/// Each group with its relay's address; a group whose relay did not start (`relay_at[g]` an
+/// error) is lost with it, as its hosts would be: they leave `addresses` for `failed`, the
+/// relay of group `g` named by `relay_of(g)`.
+fn settle_relays(
+    groups: &[Vec<String>],
+    relay_at: Vec<Result<String, String>>,
+    relay_of: impl Fn(usize) -> String,
+    addresses: &mut Vec<(String, String)>,
+    failed: &mut Vec<(String, String)>,
+) -> Vec<(String, Vec<String>)> {
+    let mut relays = Vec::new();
+    for (g, (group, at)) in groups.iter().zip(relay_at).enumerate() {
+        match at {
+            Ok(addr) => relays.push((addr, group.clone())),
+            Err(why) => {
+                addresses.retain(|(h, _)| !group.contains(h));
+                for h in group {
+                    if !failed.iter().any(|(f, _)| f == h) {
+                        failed.push((
+                            h.clone(),
+                            format!("the relay of its group on {} did not start: {why}", relay_of(g)),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    relays
 }
 
 /// The relays' groups of `hosts`: `every` at a time in their order; or, given the leaf

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use iocurve_net::certs::RunCredentials;
 use iocurve_net::podtoken::PodKeys;
 
-use super::{Issued, Launch, LaunchOptions, MAX_STARTING, Slots, Started, join_host_port, tls_host};
+use super::{
+    Issued, Launch, LaunchOptions, MAX_STARTING, Slots, Started, join_host_port, relay_groups, settle_relays, tls_host,
+};
 use crate::events::RunEvent;
 use crate::{Cancel, Error, Observer};
 
@@ -22,6 +24,9 @@ pub struct Pods {
     pub client: (String, String),
     /// How long a pod not answering yet is tried again (`--wait-for-agents-s`).
     pub wait: Duration,
+    /// With `relay_every`: the relay pods' DNS names (`--relays`, an Indexed Job of
+    /// `iocurve agent --enrol --relay`), one per group of hosts in their order.
+    pub relays: Vec<String>,
 }
 
 impl std::fmt::Debug for Pods {
@@ -52,46 +57,75 @@ pub fn start(
     for host in hosts {
         iocurve_net::podtoken::pod_host(tls_host(host)).map_err(Error::Usage)?;
     }
+    let groups = if opts.relay_every == 0 {
+        Vec::new()
+    } else {
+        let groups = relay_groups(hosts, opts.relay_every as usize, None).map_err(Error::Usage)?;
+        if groups.len() != pods.relays.len() {
+            return Err(Error::Usage(format!(
+                "--relays: {} pods in groups of {} (--relay-every) make {} groups, and {} relay pods were given: give one per group",
+                hosts.len(),
+                opts.relay_every,
+                groups.len(),
+                pods.relays.len()
+            )));
+        }
+        for r in &pods.relays {
+            iocurve_net::podtoken::pod_host(tls_host(r)).map_err(Error::Usage)?;
+        }
+        groups
+    };
     let creds = RunCredentials::issue(opts.lifetime)?;
+    // Every pod is tried until one deadline: the whole enrolment takes `wait` (and a last try)
+    // however many pods there are, and the first pods enrolled wait no longer for their run.
+    let until = t0 + pods.wait;
     let slots = Arc::new(Slots::new(MAX_STARTING));
     let mut handles = Vec::new();
-    for host in hosts {
+    // Relays first (a relay of group g is `Some(g)`), then the hosts: as `--launch ssh` does.
+    let named: Vec<(Option<usize>, &String)> =
+        pods.relays.iter().enumerate().map(|(g, r)| (Some(g), r)).chain(hosts.iter().map(|h| (None, h))).collect();
+    for (relay, host) in named {
         let host_creds = creds.for_host(tls_host(host))?;
         let (pods, host, cancel, slots, port) = (pods.clone(), host.clone(), cancel.clone(), slots.clone(), opts.port);
-        handles.push(std::thread::spawn(move || {
-            let _slot = slots.take();
-            let t = Instant::now();
+        let handle = std::thread::spawn(move || {
             let addr = join_host_port(&host, port);
-            let until = Instant::now() + pods.wait;
             let r = loop {
-                match iocurve_net::enrol::enrol(
-                    &addr,
-                    tls_host(&host),
-                    (&pods.client.0, &pods.client.1),
-                    &pods.keys,
-                    &host_creds,
-                ) {
+                // A slot for each try, not for the wait between: pods still starting do not
+                // hold up those that are up.
+                let tried = {
+                    let _slot = slots.take();
+                    iocurve_net::enrol::enrol(
+                        &addr,
+                        tls_host(&host),
+                        (&pods.client.0, &pods.client.1),
+                        &pods.keys,
+                        &host_creds,
+                    )
+                };
+                match tried {
                     Ok(()) => break Ok(addr),
                     Err(f) if f.again && Instant::now() + AGAIN < until && !cancel.sleep(AGAIN) => {}
                     Err(f) => break Err(f.why),
                 }
             };
-            (host, r, t.elapsed())
-        }));
+            (host, r, t0.elapsed())
+        });
+        handles.push((relay, handle));
     }
     let (mut addresses, mut failed, mut slowest) = (Vec::new(), Vec::new(), (String::new(), Duration::ZERO));
-    for h in handles {
+    let mut relay_at: Vec<Result<String, String>> = vec![Err(String::new()); groups.len()];
+    for (relay, h) in handles {
         let (host, r, took) = h.join().map_err(|_| Error::Runtime("an enrolment thread panicked".into()))?;
-        match r {
-            Ok(addr) => {
-                if took > slowest.1 {
-                    slowest = (host.clone(), took);
-                }
-                addresses.push((host, addr));
-            }
-            Err(why) => failed.push((host, why)),
+        if r.is_ok() && took > slowest.1 {
+            slowest = (host.clone(), took);
+        }
+        match (relay, r) {
+            (Some(g), r) => relay_at[g] = r,
+            (None, Ok(addr)) => addresses.push((host, addr)),
+            (None, Err(why)) => failed.push((host, why)),
         }
     }
+    let relays = settle_relays(&groups, relay_at, |g| pods.relays[g].clone(), &mut addresses, &mut failed);
     if cancel.is_cancelled() {
         return Err(Error::Interrupted("interrupted while enrolling the pods: nothing ran".into()));
     }
@@ -111,7 +145,7 @@ pub fn start(
         launch: Launch { agents: Vec::new(), stopped: false },
         addresses,
         failed,
-        issued: Issued::of(creds, false),
-        relays: Vec::new(),
+        issued: Issued::of(creds, opts.relay_every > 0),
+        relays,
     })
 }
