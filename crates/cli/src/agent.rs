@@ -40,13 +40,13 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
     iocurve_net::raise_open_file_limit();
     // A launched agent reads the run's credentials on its standard input (and ends when it
     // does); an enrolled one gets them from the coordinator that takes its pod's token.
-    let (launched, listening) = match &args.enrol {
+    let (launched, listening, claim_within) = match &args.enrol {
         Some(token_file) => {
-            let (c, l) = enrolled(&args, token_file, &audit)?;
-            (Some(c), Some(l))
+            let (e, l) = enrolled(&args, token_file, &audit)?;
+            (Some(e.creds), Some(l), Some(e.claim_within))
         }
-        None if args.launched => (Some(launched::read(&mut std::io::stdin().lock())?), None),
-        None => (None, None),
+        None if args.launched => (Some(launched::read(&mut std::io::stdin().lock())?), None, None),
+        None => (None, None, None),
     };
     let tied_to_input = args.launched;
     let (token, tls) = match &launched {
@@ -85,14 +85,9 @@ pub fn command(args: AgentArgs) -> Result<ExitCode, CliError> {
         lease: std::time::Duration::from_secs_f64(args.lease_s),
         state_dir: args.state_dir,
         metrics: None,
-        // An enrolled pod may wait for the other pods' enrolments (up to the coordinator's
-        // --wait-for-agents-s) before its coordinator dials it: it waits as long as it waited to
-        // be enrolled.
-        one_run: match (&launched, &args.enrol) {
-            (None, _) => None,
-            (Some(_), Some(_)) => Some(std::time::Duration::from_secs(args.enrol_wait_s)),
-            (Some(_), None) => Some(iocurve_net::agent::UNCLAIMED),
-        },
+        // An enrolled pod may wait for the other pods' enrolments before its coordinator
+        // dials it: as long as the coordinator said (the rest of its enrolment, and a minute).
+        one_run: launched.as_ref().map(|_| claim_within.unwrap_or(iocurve_net::agent::UNCLAIMED)),
         remove_scratch: args.remove_scratch,
         claim_expiry: std::time::Duration::from_secs_f64(args.claim_expiry_s),
         audit,
@@ -187,7 +182,7 @@ fn enrolled(
     args: &AgentArgs,
     token_file: &std::path::Path,
     audit: &iocurve_net::agent::audit::Audit,
-) -> Result<(certs::HostCredentials, std::net::TcpListener), CliError> {
+) -> Result<(iocurve_net::enrol::Enrolled, std::net::TcpListener), CliError> {
     let (Some(listen), Some(ca)) = (args.listen, &args.client_ca) else {
         return Err(CliError::Usage("--enrol needs --listen ADDR:PORT and --client-ca FILE".into()));
     };

@@ -57,6 +57,17 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             "--relay-every N drives hosts through relays: with --launch (a relay started beside the first host of each group) or with --relays HOST:PORT,... (relays started by hand with `iocurve agent --relay`)".into(),
         ));
     }
+    if !args.relays.is_empty() && matches!(args.launch, Some(LaunchHow::Ssh | LaunchHow::Slurm)) {
+        return Err(CliError::Usage(
+            "--relays names relays started by hand or relay pods (--launch pods); --launch ssh and slurm start their relays themselves: drop --relays".into(),
+        ));
+    }
+    // Relay pods get the run's own credentials when they are enrolled: no CA key mints theirs.
+    if args.relay_ca_key.is_some() && args.launch.is_some() {
+        return Err(CliError::Usage(
+            "--relay-ca-key is for relays started by hand; with --launch the run makes its relays' credentials: drop it".into(),
+        ));
+    }
     if args.relay_by == RelayBy::Switch && args.launch != Some(LaunchHow::Slurm) {
         return Err(CliError::Usage(
             "--relay-by switch places relays by Slurm's topology: with --launch slurm (elsewhere, list the hosts switch by switch and give --relay-every the hosts per switch)".into(),
@@ -199,11 +210,6 @@ fn agents(args: &RunArgs) -> Result<AgentOptions, CliError> {
     let launch = args.launch.map(|how| launch_options(how, args)).transpose()?;
     if args.pod_keys.is_some() && args.launch != Some(LaunchHow::Pods) {
         return Err(CliError::Usage("--pod-keys is for --launch pods".into()));
-    }
-    if !args.relays.is_empty() && matches!(args.launch, Some(LaunchHow::Ssh | LaunchHow::Slurm)) {
-        return Err(CliError::Usage(
-            "--relays names relays started by hand or relay pods (--launch pods); --launch ssh and slurm start their relays themselves: drop --relays".into(),
-        ));
     }
     if launch.is_some() {
         // Pods are enrolled by the coordinator's own certificate (the one their --client-ca

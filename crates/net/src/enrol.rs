@@ -58,7 +58,7 @@ pub fn wait(
     token_file: &Path,
     wait: Duration,
     audit: &Audit,
-) -> Result<(HostCredentials, TcpListener), NetError> {
+) -> Result<(Enrolled, TcpListener), NetError> {
     // A certificate of its own, only for this exchange: the coordinator knows the pod by its
     // token, not by this.
     let own = rcgen::generate_simple_self_signed(vec!["iocurve-enrol".to_string()])
@@ -75,7 +75,7 @@ pub fn wait(
     let local = listener.local_addr().map_err(|e| NetError::Failed(format!("listening socket: {e}")))?;
     audit.note(&format!("waiting on {local} for a coordinator to enrol this pod"), None);
     let until = Instant::now() + wait;
-    let (tx, rx) = mpsc::channel::<HostCredentials>();
+    let (tx, rx) = mpsc::channel::<Enrolled>();
     let busy = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let got = std::thread::scope(|scope| {
         loop {
@@ -142,7 +142,7 @@ fn read_pod_token(path: &Path) -> Result<String, NetError> {
 
 /// One coordinator's attempt, on the agent: TLS (its client certificate checked), the token
 /// out, the credentials in.
-fn answer(stream: TcpStream, config: Arc<rustls::ServerConfig>, token_file: &Path) -> Result<HostCredentials, String> {
+fn answer(stream: TcpStream, config: Arc<rustls::ServerConfig>, token_file: &Path) -> Result<Enrolled, String> {
     stream.set_nonblocking(false).map_err(|e| e.to_string())?;
     // A peer that drips a byte at a time meets no read timeout: the handshake ends after
     // [`HANDSHAKE`], the whole exchange after [`TIMEOUT`], whatever it sends.
@@ -163,14 +163,21 @@ fn answer(stream: TcpStream, config: Arc<rustls::ServerConfig>, token_file: &Pat
     let token = read_pod_token(token_file).map_err(|e| e.to_string())?;
     let line = format!("{}\n", serde_json::json!({ "pod_token": token }));
     tls.write_all(line.as_bytes()).and_then(|()| tls.flush()).map_err(|e| format!("sending the token: {e}"))?;
-    let mut reader = BufReader::new(&mut tls);
-    let answer = reader.fill_buf().map_err(|e| format!("waiting for the credentials: {e}"))?;
-    if answer.starts_with(b"refused:") {
-        let mut why = String::new();
-        let _ = std::io::Read::take(&mut reader, 4096).read_line(&mut why);
-        return Err(format!("the coordinator says: {}", why.trim_start_matches("refused:").trim()));
+    let mut line = Vec::new();
+    BufReader::new(&mut tls)
+        .take(launched::MAX_LINE as u64 + 1)
+        .read_until(b'\n', &mut line)
+        .map_err(|e| format!("waiting for the credentials: {e}"))?;
+    if let Some(why) = line.strip_prefix(b"refused:") {
+        let why = String::from_utf8_lossy(why);
+        return Err(format!("the coordinator says: {}", why.trim()));
     }
-    let creds = launched::read(&mut reader).map_err(|e| e.to_string())?;
+    // How long the coordinator may take to dial again: it enrols every pod first.
+    let claim_within = serde_json::from_slice::<serde_json::Value>(&line)
+        .ok()
+        .and_then(|v| v.get("claim_within_s").and_then(serde_json::Value::as_u64))
+        .map_or(crate::agent::UNCLAIMED, |s| Duration::from_secs(s.clamp(1, MAX_CLAIM_WITHIN_S)));
+    let creds = launched::read(&mut line.as_slice()).map_err(|e| e.to_string())?;
     if crate::unix_ns() / 1_000_000_000 >= creds.expires_unix as i64 {
         let _ = tls.write_all(b"refused: the credentials have expired\n");
         return Err("the credentials have expired already".into());
@@ -178,8 +185,19 @@ fn answer(stream: TcpStream, config: Arc<rustls::ServerConfig>, token_file: &Pat
     tls.write_all(b"ok\n").and_then(|()| tls.flush()).map_err(|e| format!("confirming: {e}"))?;
     tls.conn.send_close_notify();
     let _ = tls.conn.complete_io(&mut tls.sock);
-    Ok(creds)
+    Ok(Enrolled { creds, claim_within })
 }
+
+/// What an agent's enrolment gives it: the run's credentials, and how long to wait for the
+/// coordinator's first call (which comes once every pod is enrolled).
+pub struct Enrolled {
+    pub creds: HostCredentials,
+    pub claim_within: Duration,
+}
+
+/// The longest an enrolled agent waits for its coordinator's first call, whatever the
+/// coordinator says: a day.
+pub const MAX_CLAIM_WITHIN_S: u64 = 86_400;
 
 /// Why an enrolment failed, and whether trying again may help (nothing answered yet: a pod
 /// still starting) or not (the pod was refused, or took the credentials and said otherwise).
@@ -204,6 +222,7 @@ pub fn enrol(
     client: (&str, &str),
     keys: &PodKeys,
     creds: &HostCredentials,
+    claim_within: Duration,
 ) -> Result<(), Failed> {
     let again = |why: String| Failed { again: true, why };
     let not = |why: String| Failed { again: false, why };
@@ -246,7 +265,7 @@ pub fn enrol(
             return Err(not(format!("not enrolled: {why}")));
         }
     };
-    tls.write_all(launched::encode(creds).as_bytes())
+    tls.write_all(launched::encode_claim(creds, Some(claim_within.as_secs().max(1))).as_bytes())
         .and_then(|()| tls.flush())
         .map_err(|e| not(format!("{addr}: sending the credentials: {e}")))?;
     let mut ok = String::new();
@@ -340,6 +359,8 @@ mod tests {
     use crate::podtoken::tests::Issuer;
 
     const HOST: &str = "iocurve-agent-2.iocurve-agent.lab.svc";
+    /// How long the tests' coordinator tells a pod to wait for its first call.
+    const CLAIM: Duration = Duration::from_secs(77);
 
     struct Pod {
         dir: tempfile::TempDir,
@@ -366,7 +387,10 @@ mod tests {
     }
 
     fn wait_for(listen: SocketAddr, ca: &str, token: &Path, w: Duration) -> Result<HostCredentials, NetError> {
-        wait(listen, ca, token, w, &Audit::new(None).unwrap()).map(|(c, _)| c)
+        wait(listen, ca, token, w, &Audit::new(None).unwrap()).map(|(e, _)| {
+            assert_eq!(e.claim_within, CLAIM, "as the coordinator said");
+            e.creds
+        })
     }
 
     #[test]
@@ -380,19 +404,19 @@ mod tests {
 
         // Pod 3 answering at pod 2's name: refused, and it goes on waiting.
         let wrong = pod(&issuer, "iocurve-agent-3-abcde", &long.ca_pem, Duration::from_secs(30));
-        let e = enrol(&wrong.addr, HOST, client, &keys, &creds).unwrap_err();
+        let e = enrol(&wrong.addr, HOST, client, &keys, &creds, CLAIM).unwrap_err();
         assert!(e.why.contains("whose hostname is not iocurve-agent-2") && !e.again, "{e}");
         // A coordinator without the CA's certificate gets no token.
         let stranger = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
-        let e =
-            enrol(&wrong.addr, HOST, (&stranger.client_cert_pem, &stranger.client_key_pem), &keys, &creds).unwrap_err();
+        let e = enrol(&wrong.addr, HOST, (&stranger.client_cert_pem, &stranger.client_key_pem), &keys, &creds, CLAIM)
+            .unwrap_err();
         assert!(e.why.contains("no pod token came"), "{e}");
         // Another cluster's keys: refused.
         let other = PodKeys::from_jwks(&Issuer::new().jwks(), None).unwrap();
         let right = pod(&issuer, "iocurve-agent-2-x7k2p", &long.ca_pem, Duration::from_secs(30));
-        assert!(enrol(&right.addr, HOST, client, &other, &creds).unwrap_err().why.contains("signature"));
+        assert!(enrol(&right.addr, HOST, client, &other, &creds, CLAIM).unwrap_err().why.contains("signature"));
         // The right pod, the right keys: it has the credentials, byte for byte.
-        enrol(&right.addr, HOST, client, &keys, &creds).unwrap();
+        enrol(&right.addr, HOST, client, &keys, &creds, CLAIM).unwrap();
         let got = right.done.join().unwrap().unwrap();
         assert_eq!(
             (got.cert_pem, got.key_pem, got.token),
@@ -432,11 +456,11 @@ mod tests {
         let idle: Vec<TcpStream> = (0..AT_ONCE + 4).map(|_| TcpStream::connect(&p.addr).unwrap()).collect();
         std::thread::sleep(Duration::from_millis(200));
         let t0 = Instant::now();
-        let mut r = enrol(&p.addr, HOST, (&long.client_cert_pem, &long.client_key_pem), &keys, &creds);
+        let mut r = enrol(&p.addr, HOST, (&long.client_cert_pem, &long.client_key_pem), &keys, &creds, CLAIM);
         // Dropped for want of a slot: a coordinator tries again (as `--launch pods` does).
         while r.as_ref().is_err_and(|f| f.again) && t0.elapsed() < TIMEOUT * 2 {
             std::thread::sleep(Duration::from_millis(200));
-            r = enrol(&p.addr, HOST, (&long.client_cert_pem, &long.client_key_pem), &keys, &creds);
+            r = enrol(&p.addr, HOST, (&long.client_cert_pem, &long.client_key_pem), &keys, &creds, CLAIM);
         }
         r.unwrap();
         assert_eq!(p.done.join().unwrap().unwrap().token, creds.token);
@@ -445,12 +469,12 @@ mod tests {
         let gone = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = gone.local_addr().unwrap().to_string();
         drop(gone);
-        let f = enrol(&addr, HOST, (&long.client_cert_pem, &long.client_key_pem), &keys, &creds).unwrap_err();
+        let f = enrol(&addr, HOST, (&long.client_cert_pem, &long.client_key_pem), &keys, &creds, CLAIM).unwrap_err();
         assert!(f.again && f.why.contains("cannot connect"), "{f}");
         let rude = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = rude.local_addr().unwrap().to_string();
         let closer = std::thread::spawn(move || drop(rude.accept()));
-        let f = enrol(&addr, HOST, (&long.client_cert_pem, &long.client_key_pem), &keys, &creds).unwrap_err();
+        let f = enrol(&addr, HOST, (&long.client_cert_pem, &long.client_key_pem), &keys, &creds, CLAIM).unwrap_err();
         assert!(f.again, "{f}");
         closer.join().unwrap();
     }

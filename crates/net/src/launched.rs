@@ -19,13 +19,22 @@ pub const READY_PREFIX: &str = "iocurve-launched port=";
 
 /// The credentials as the one line the agent reads.
 pub fn encode(c: &HostCredentials) -> String {
-    let v = serde_json::json!({
+    encode_claim(c, None)
+}
+
+/// [`encode`], with how long the agent is to wait for its coordinator's first call where that
+/// is not [`crate::agent::UNCLAIMED`] (an enrolled pod's, [`crate::enrol`]).
+pub fn encode_claim(c: &HostCredentials, claim_within_s: Option<u64>) -> String {
+    let mut v = serde_json::json!({
         "cert_pem": c.cert_pem,
         "key_pem": c.key_pem,
         "client_ca_pem": c.client_ca_pem,
         "token": c.token,
         "expires_unix": c.expires_unix,
     });
+    if let Some(s) = claim_within_s {
+        v["claim_within_s"] = s.into();
+    }
     format!("{v}\n")
 }
 

@@ -268,8 +268,8 @@ metadata:
             n,
             "A relay lost loses its group for the run; it is not started again."
         ),
-        // 0440 with fsGroup: the relay's user reads its token.
-        enrol = enrol_volumes(0o440),
+        // With runAsUser and fsGroup the kubelet makes the token the relay's user's to read.
+        enrol = enrol_volumes(0o400),
     );
 }
 

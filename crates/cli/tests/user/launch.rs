@@ -209,6 +209,39 @@ fn pods_options_are_checked_before_anything_starts() {
             "relay1.lab: --launch pods dials pods by their DNS names",
         ),
         (
+            pods(
+                &[
+                    &["--hosts", "a.b.c.svc,d.b.c.svc,e.b.c.svc", "--pod-keys", "one.json", "--relay-every", "2"][..],
+                    &["--relays", "r.relay.c.svc,r.relay.c.svc"],
+                    &cert[..],
+                ]
+                .concat(),
+            ),
+            "host r.relay.c.svc is given twice",
+        ),
+        (
+            pods(
+                &[
+                    &["--hosts", "a.b.c.svc,d.b.c.svc", "--pod-keys", "one.json", "--relay-every", "2"][..],
+                    &["--relays", "a.b.c.svc"],
+                    &cert[..],
+                ]
+                .concat(),
+            ),
+            "--relays a.b.c.svc is one of the hosts",
+        ),
+        (
+            pods(
+                &[
+                    &["--hosts", "a.b.c.svc,d.b.c.svc", "--pod-keys", "one.json", "--relay-every", "2"][..],
+                    &["--relays", "r.relay.c.svc", "--relay-ca-key", "certs/ca.key"],
+                    &cert[..],
+                ]
+                .concat(),
+            ),
+            "--relay-ca-key is for relays started by hand",
+        ),
+        (
             vec!["run", "--db", "r.db", "--pod-keys", "one.json", "--target", abs.as_str()]
                 .into_iter()
                 .map(String::from)

@@ -41,6 +41,10 @@ impl PartialEq for Pods {
     }
 }
 
+/// What an enrolled pod waits for its coordinator's first call beyond the rest of the
+/// enrolment: the coordinator's connecting to every pod.
+const CLAIM_MARGIN: Duration = Duration::from_secs(60);
+
 /// Pods not answering yet are tried again this often.
 const AGAIN: Duration = Duration::from_secs(2);
 
@@ -72,9 +76,19 @@ pub fn start(
         }
         for r in &pods.relays {
             iocurve_net::podtoken::pod_host(tls_host(r)).map_err(Error::Usage)?;
+            if hosts.contains(r) {
+                return Err(Error::Usage(format!(
+                    "--relays {r} is one of the hosts: a relay is a pod of its own (`agent --enrol --relay`)"
+                )));
+            }
         }
+        super::hostlist::check_unique(&pods.relays, "--relays (each relay pod drives a group of its own)")
+            .map_err(Error::Usage)?;
         groups
     };
+    if opts.relay_every == 0 && !pods.relays.is_empty() {
+        return Err(Error::Usage("--relays: relay pods drive groups of --relay-every N hosts: give it".into()));
+    }
     let creds = RunCredentials::issue(opts.lifetime)?;
     // Every pod is tried until one deadline: the whole enrolment takes `wait` (and a last try)
     // however many pods there are, and the first pods enrolled wait no longer for their run.
@@ -100,6 +114,9 @@ pub fn start(
                         (&pods.client.0, &pods.client.1),
                         &pods.keys,
                         &host_creds,
+                        // The coordinator dials once the last pod is enrolled (or the wait is
+                        // over), and takes a moment to: what is left of the wait, and a minute.
+                        until.saturating_duration_since(Instant::now()) + CLAIM_MARGIN,
                     )
                 };
                 match tried {
@@ -116,7 +133,9 @@ pub fn start(
     let mut relay_at: Vec<Result<String, String>> = vec![Err(String::new()); groups.len()];
     for (relay, h) in handles {
         let (host, r, took) = h.join().map_err(|_| Error::Runtime("an enrolment thread panicked".into()))?;
-        if r.is_ok() && took > slowest.1 {
+        // The slowest host to be enrolled (waits and tries included), as a launch names its
+        // slowest host; relays are not hosts.
+        if relay.is_none() && r.is_ok() && took > slowest.1 {
             slowest = (host.clone(), took);
         }
         match (relay, r) {
