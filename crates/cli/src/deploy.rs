@@ -379,6 +379,27 @@ fn list(items: &[String], indent: usize) -> String {
     items.iter().map(|i| format!("{pad}- {}\n", q(i))).collect()
 }
 
+/// An agent container's securityContext, in a StatefulSet or an Indexed Job alike.
+fn agent_security(o: &K8sOptions) -> String {
+    format!(
+        "        securityContext:
+          # Root in the container, for the device node only: the block device the pod is given
+          # ({what}) is root's (0660, root:disk), and no user or group the pod could pick is
+          # sure to own it; root without any capability opens it as its owner and can do
+          # nothing else a user could not (no CAP_DAC_OVERRIDE, CAP_SYS_ADMIN or CAP_SYS_NICE:
+          # steps then start without the real-time wake-up, slightly less together).
+          runAsUser: 0
+          runAsNonRoot: false
+          privileged: false
+          allowPrivilegeEscalation: false
+          readOnlyRootFilesystem: true
+          capabilities:
+            drop: [\"ALL\"]
+",
+        what = if o.host_devices.is_empty() { "its raw block volume" } else { "a host device, by the device plugin" },
+    )
+}
+
 /// Requests equal to limits (the Guaranteed class: a load generator that is neither evicted
 /// first nor squeezed by its neighbours), plus any device-plugin resources.
 fn resources(cpu: &str, memory: &str, devices: &[String], indent: usize) -> String {
@@ -545,20 +566,7 @@ metadata:
           tcpSocket:
             port: agent
           periodSeconds: 5
-{resources}        securityContext:
-          # Root in the container, for the device node only: the block device the pod is given
-          # ({what}) is root's (0660, root:disk), and no user or group the pod could pick is
-          # sure to own it; root without any capability opens it as its owner and can do
-          # nothing else a user could not (no CAP_DAC_OVERRIDE, CAP_SYS_ADMIN or CAP_SYS_NICE:
-          # steps then start without the real-time wake-up, slightly less together).
-          runAsUser: 0
-          runAsNonRoot: false
-          privileged: false
-          allowPrivilegeEscalation: false
-          readOnlyRootFilesystem: true
-          capabilities:
-            drop: [\"ALL\"]
-",
+{resources}{security}",
         l4 = agent_labels(i, 4),
         l6 = agent_labels(i, 6),
         l8 = agent_labels(i, 8),
@@ -566,7 +574,7 @@ metadata:
         image = q(&o.image),
         args = list(&agent_args(o), 8),
         resources = resources(&o.agent_cpu, &o.agent_memory, devices, 8),
-        what = if o.host_devices.is_empty() { "its raw block volume" } else { "a host device, by the device plugin" },
+        security = agent_security(o),
     );
     if o.host_devices.is_empty() {
         // A raw block volume: the device node is the pod's own.

@@ -239,13 +239,7 @@ metadata:
           capabilities:
             drop: [\"ALL\"]
         volumeMounts:
-        - name: pod-token
-          mountPath: {POD_TOKEN_DIR}
-          readOnly: true
-        - name: coordinator-ca
-          mountPath: {COORDINATOR_CA_DIR}
-          readOnly: true
-        - name: state
+{enrol_mounts}        - name: state
           mountPath: {STATE_DIR}
       volumes:
 {enrol}      - name: state
@@ -270,6 +264,7 @@ metadata:
         ),
         // With runAsUser and fsGroup the kubelet makes the token the relay's user's to read.
         enrol = enrol_volumes(0o400),
+        enrol_mounts = enrol_mounts(),
     );
 }
 
@@ -292,6 +287,20 @@ metadata:
 ",
         ns = o.namespace,
         l4 = labels(component, 4),
+    )
+}
+
+/// Where an enrolled pod's container finds its token and the coordinator's CA (the volumes of
+/// [`enrol_volumes`]).
+fn enrol_mounts() -> String {
+    format!(
+        "        - name: pod-token
+          mountPath: {POD_TOKEN_DIR}
+          readOnly: true
+        - name: coordinator-ca
+          mountPath: {COORDINATOR_CA_DIR}
+          readOnly: true
+"
     )
 }
 
@@ -350,17 +359,7 @@ fn job(y: &mut String, o: &K8sOptions) {
           containerPort: {AGENT_PORT}
         - name: metrics
           containerPort: {METRICS_PORT}
-{resources}        securityContext:
-          # Root in the container for the device node only, every capability dropped (as in
-          # the StatefulSet rendering: see the README).
-          runAsUser: 0
-          runAsNonRoot: false
-          privileged: false
-          allowPrivilegeEscalation: false
-          readOnlyRootFilesystem: true
-          capabilities:
-            drop: [\"ALL\"]
-",
+{resources}{security}",
         account = iocurve_net::podtoken::SERVICE_ACCOUNT,
         l8 = labels("agent", 8),
         head = job_head(
@@ -374,6 +373,7 @@ fn job(y: &mut String, o: &K8sOptions) {
         image = q(&o.image),
         args = list(&agent_args(o), 8),
         resources = resources(&o.agent_cpu, &o.agent_memory, &devices, 8),
+        security = super::agent_security(o),
     );
     if o.host_devices.is_empty() {
         let _ = write!(y, "        volumeDevices:\n        - name: data\n          devicePath: {}\n", q(DEVICE_PATH));
@@ -381,13 +381,7 @@ fn job(y: &mut String, o: &K8sOptions) {
     let _ = write!(
         y,
         "        volumeMounts:
-        - name: pod-token
-          mountPath: {POD_TOKEN_DIR}
-          readOnly: true
-        - name: coordinator-ca
-          mountPath: {COORDINATOR_CA_DIR}
-          readOnly: true
-        - name: metrics-token
+{enrol_mounts}        - name: metrics-token
           mountPath: {METRICS_CREDENTIALS}
           readOnly: true
         - name: state
@@ -402,6 +396,7 @@ fn job(y: &mut String, o: &K8sOptions) {
         emptyDir: {{}}
 ",
         enrol = enrol_volumes(0o400),
+        enrol_mounts = enrol_mounts(),
     );
     if o.host_devices.is_empty() {
         // A raw block volume of the pod's own, made with the pod and deleted with it.
