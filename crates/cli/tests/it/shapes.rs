@@ -331,15 +331,22 @@ fn bursts_issue_only_while_on_as_the_system_calls_show_them() {
     // — 5000 in a burst — strace on a machine the suite loads could not keep up: 2'768 of 3'000
     // went out in the on phases in one CI run, the rest just after them.)
     assert!((1_250..=1_650).contains(&calls.len()), "{} calls", calls.len());
-    let t0 = calls[0].t;
-    // Where in its 500 ms period each call went out (the first call may itself be a little
-    // late: a later burst's first calls then come just "before" 0).
-    let phase: Vec<f64> = calls.iter().map(|c| (c.t - t0 + 0.01).rem_euclid(0.5) - 0.01).collect();
+    // Where in its 500 ms period each call went out. The schedule's clock starts with the step,
+    // not with the first call the trace shows (measured from that call, one CI run found only
+    // 809 of 1,500 calls in the on phases): a period's on phase starts where the longest
+    // stretch with no call ends.
+    let mut phase: Vec<f64> = calls.iter().map(|c| c.t.rem_euclid(0.5)).collect();
+    phase.sort_unstable_by(f64::total_cmp);
+    let gap_after = |i: usize| (phase[(i + 1) % phase.len()] - phase[i]).rem_euclid(0.5);
+    let longest = (0..phase.len()).max_by(|&a, &b| gap_after(a).total_cmp(&gap_after(b))).unwrap();
+    let start = phase[(longest + 1) % phase.len()];
+    let phase: Vec<f64> = phase.iter().map(|p| (p - start).rem_euclid(0.5)).collect();
     let on = phase.iter().filter(|&&p| p < 0.105).count();
     assert!(on as f64 >= 0.85 * calls.len() as f64, "{on} of {} calls in the on phases", calls.len());
-    // What "only while on" means: nothing goes out in the middle of an off phase. A burst's last
+    // What "only while on" means: nothing goes out in the middle of an off phase (a call there
+    // splits the quiet stretch, and the longest left is shorter than 300 ms). A burst's last
     // I/Os may go out late when strace slows every call: they follow its on phase at once.
-    let late = phase.iter().copied().filter(|&p| p >= 0.105).fold(0.0, f64::max);
+    let late = phase.iter().copied().fold(0.0, f64::max);
     assert!(late < 0.2, "a call {late} s into a period of 100 ms on, 400 ms off");
     let s = &steps(&r, 0)[0];
     assert_eq!(s["rate"]["sustained"], true, "{s}");
