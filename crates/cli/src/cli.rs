@@ -557,6 +557,14 @@ pub struct RunArgs {
     #[arg(long = "relay-ca-key", value_name = "FILE", requires = "relays")]
     pub relay_ca_key: Option<PathBuf>,
 
+    /// With --relay-every N: the hosts whose every interval the coordinator keeps, as it keeps
+    /// every host's without relays (per-second timeline, per-interval rows in the results
+    /// database), instead of one row per step summed up. Comma-separated: a host's HOST:PORT,
+    /// its name, its hostname, or `all`. Each costs the coordinator a host's intervals, held
+    /// until the step's end: ask for the hosts you look into, not for thousands.
+    #[arg(long = "host-intervals", value_name = "HOST,...", value_delimiter = ',', requires = "relay_every")]
+    pub host_intervals: Vec<String>,
+
     /// The agents' token (with --hosts).
     #[arg(long = "token-file", env = "IOCURVE_TOKEN_FILE", value_name = "FILE")]
     pub token_file: Option<PathBuf>,

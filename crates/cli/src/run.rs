@@ -267,6 +267,7 @@ fn agents(args: &RunArgs) -> Result<AgentOptions, CliError> {
         },
         relay_every: args.relay_every.unwrap_or(0),
         relay_ca_key: args.relay_ca_key.clone(),
+        host_intervals: args.host_intervals.iter().map(|h| h.trim().to_string()).filter(|h| !h.is_empty()).collect(),
     })
 }
 

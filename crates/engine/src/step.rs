@@ -108,7 +108,8 @@ pub trait StepObserver {
     fn host_interval(&mut self, _host: u32, _index: u32, _stats: &IntervalStats, _cpu: &CpuUsage, _duration_s: f64) {}
     /// A multi-host step through relays (issue 46), at its end: host number `host` summed up
     /// over the step, its record's one interval all its measured intervals merged (instead of
-    /// `host_started` and `host_interval` as it runs).
+    /// `host_started` and `host_interval` as it runs; a host asked for in full, `run
+    /// --host-intervals`, gets those instead, at the step's end).
     fn host_summary(&mut self, _host: u32, _row: &iocurve_stats::HostRecord) {}
     /// Something the user should know at once (a host lost mid-step): the libraries print
     /// nothing themselves, the observer decides where it goes.

@@ -37,7 +37,9 @@ pub mod wire;
 /// an older agent would send none, and the run's log would lack its I/Os.
 /// 17: an agent may serve as a relay (`Relay`), and a relay's intervals merge several hosts'
 /// (`Interval.hosts`, issue 46): an older coordinator would weigh them as one host's.
-pub const PROTOCOL: u32 = 17;
+/// 18: a relay may be asked for some of its agents' intervals in full (`host_intervals`,
+/// `HostInterval` events, issue 46): an older relay would send none.
+pub const PROTOCOL: u32 = 18;
 
 /// Generated from proto/agent.proto.
 // Generated: an interval is the common message anyway; prost's decoders are as long as the

@@ -69,6 +69,9 @@ pub struct AgentOptions {
     /// The cluster CA's key, to mint the relays' certificates with (default: ca.key beside
     /// `ca`).
     pub relay_ca_key: Option<PathBuf>,
+    /// `run --host-intervals`: the hosts behind relays whose every interval is kept
+    /// ([`Cluster::host_intervals`]).
+    pub host_intervals: Vec<String>,
 }
 
 /// An agent that sends nothing — its progress events, four a second, are its heartbeat — for
@@ -108,6 +111,9 @@ pub struct Cluster {
     verify_journal: bool,
     /// `run --write-iolog` ([`Cluster::write_iolog`]).
     write_iolog: bool,
+    /// `run --host-intervals` ([`Cluster::host_intervals`]): the hosts behind relays whose
+    /// intervals the coordinator keeps in full, by address.
+    in_full: std::collections::HashSet<String>,
     abort_on_host_loss: bool,
     /// How long the agents get between the first step's request and its start; later steps
     /// size theirs from the round trips and the agents' last set-up (see `step_lead`).
@@ -411,6 +417,7 @@ impl Cluster {
             // The in-process agent has the run's own journal (in `verify`).
             verify_journal: false,
             write_iolog: false,
+            in_full: Default::default(),
             abort_on_host_loss: true,
             // Nothing to cross and no other host to start with: the step starts once it is set
             // up.
@@ -598,6 +605,7 @@ impl Cluster {
             run_key,
             verify_journal: false,
             write_iolog: false,
+            in_full: Default::default(),
             abort_on_host_loss: args.abort_on_host_loss,
             lead: Duration::from_millis(500),
             last_setup: None,
@@ -615,6 +623,36 @@ impl Cluster {
     /// (`run --write-iolog`; [`crate::coordinator::client::MultiStep::iolog`]).
     pub fn write_iolog(&mut self) {
         self.write_iolog = true;
+    }
+
+    /// `run --host-intervals`: the hosts behind relays whose every interval is kept, as a host's
+    /// is without relays, instead of its step summed up. Each of `names` is `all`, a host's
+    /// address, its host name as given (the address without its port) or its hostname as it
+    /// says; a name of no host of the run (reached or not) is bad input. Hosts not behind a
+    /// relay have theirs kept anyway.
+    pub fn host_intervals(&mut self, names: &[String]) -> Result<(), String> {
+        let all = names.iter().any(|n| n == "all");
+        let names_it = |n: &str, addr: &str, hostname: &str| n == addr || n == auth::host_of(addr) || n == hostname;
+        let own = self.remotes.iter().filter(|r| !r.relay).map(|r| (r.addr.as_str(), r.hello.hostname.as_str()));
+        let behind = self.children.iter().flatten().map(|c| (c.0.as_str(), c.1.hostname.as_str()));
+        let unreached = self.unreachable.iter().map(|u| (u.0.as_str(), ""));
+        let hosts: Vec<(&str, &str, bool)> =
+            own.chain(unreached).map(|(a, n)| (a, n, false)).chain(behind.map(|(a, n)| (a, n, true))).collect();
+        if let Some(n) = names.iter().find(|n| *n != "all" && !hosts.iter().any(|h| names_it(n, h.0, h.1))) {
+            let listed: Vec<&str> = hosts.iter().map(|h| h.0).take(8).collect();
+            let more = if hosts.len() > 8 { ", …" } else { "" };
+            return Err(format!(
+                "--host-intervals: {} is none of the run's hosts ({}{more}): name a host by its address, its name or its hostname, or say all",
+                iocurve_net::printable(n),
+                listed.join(", ")
+            ));
+        }
+        self.in_full = hosts
+            .iter()
+            .filter(|h| h.2 && (all || names.iter().any(|n| names_it(n, h.0, h.1))))
+            .map(|h| h.0.to_string())
+            .collect();
+        Ok(())
     }
 
     /// Preconditions every host's targets at once (`run --precondition`, local or on agents):
@@ -942,6 +980,16 @@ impl Cluster {
                 false => Vec::new(),
             })
             .collect();
+        // Each relay's hosts asked for in full.
+        let host_intervals: Vec<Vec<String>> = match self.in_full.is_empty() {
+            true => Vec::new(),
+            false => (0..n)
+                .map(|i| {
+                    let group = self.children.get(i).into_iter().flatten();
+                    group.filter(|c| self.in_full.contains(&c.0)).map(|c| c.0.clone()).collect()
+                })
+                .collect(),
+        };
         // A replay's share for each host, packed.
         let shares = match replay {
             Some((l, speed)) => Some((0..n).map(|h| l.share(w, speed, h, n)).collect::<Result<Vec<_>, _>>()?),
@@ -978,6 +1026,7 @@ impl Cluster {
             targets: &self.targets[..n],
             fault_targets: &fault_targets,
             relayed_hosts: &relayed_hosts,
+            host_intervals: &host_intervals,
             scratch_size: self.scratch_size,
             run_key: self.run_key,
             verify_journal: self.verify_journal,

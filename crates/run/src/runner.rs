@@ -478,6 +478,9 @@ impl<'o> Runner<'o> {
         if self.options.verify_journal {
             cluster.journal_verifying_writes();
         }
+        if !agents.host_intervals.is_empty() {
+            cluster.host_intervals(&agents.host_intervals).map_err(Error::Usage)?;
+        }
         let iolog = open_iolog(&self.options, &mut cluster, &infos)?;
         let mut store = open_store(&self.options.db)?;
         settle_abandoned(&store, obs);

@@ -98,6 +98,7 @@ fn an_agent_gone_between_steps_is_lost_for_the_step_and_the_others_run_it() {
             targets: &targets,
             fault_targets: &[],
             relayed_hosts: &[],
+            host_intervals: &[],
             scratch_size: 1 << 20,
             run_key: 0,
             verify_journal: false,

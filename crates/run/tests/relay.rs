@@ -102,6 +102,8 @@ struct Merged {
     intervals: Vec<(u32, IntervalStats, CpuUsage)>,
     hosts_started: u32,
     summaries: Vec<(u32, String)>,
+    /// Each host's intervals handed on as a host's without relays: (host, index, figures).
+    host_intervals: Vec<(u32, u32, IntervalStats)>,
 }
 
 impl StepObserver for Merged {
@@ -113,6 +115,9 @@ impl StepObserver for Merged {
     }
     fn host_summary(&mut self, host: u32, row: &iocurve_stats::HostRecord) {
         self.summaries.push((host, row.address.clone()));
+    }
+    fn host_interval(&mut self, host: u32, index: u32, stats: &IntervalStats, _: &CpuUsage, _: f64) {
+        self.host_intervals.push((host, index, stats.clone()));
     }
 }
 
@@ -131,6 +136,7 @@ fn spec<'a>(w: &'a Workload, targets: &'a [Vec<TargetGroup>]) -> StepSpec<'a> {
         targets,
         fault_targets: &[],
         relayed_hosts: &[],
+        host_intervals: &[],
         scratch_size: 1 << 20,
         run_key: RUN_KEY,
         verify_journal: false,
@@ -147,9 +153,20 @@ fn spec<'a>(w: &'a Workload, targets: &'a [Vec<TargetGroup>]) -> StepSpec<'a> {
 }
 
 async fn step(remotes: &mut [Remote], targets: &[Vec<TargetGroup>], w: &Workload) -> (MultiStep, Merged) {
+    step_in_full(remotes, targets, w, &[]).await
+}
+
+/// A step whose relays send the intervals of the hosts `in_full` names (per agent) in full.
+async fn step_in_full(
+    remotes: &mut [Remote],
+    targets: &[Vec<TargetGroup>],
+    w: &Workload,
+    in_full: &[Vec<String>],
+) -> (MultiStep, Merged) {
     let mut obs = Merged::default();
     let stop = AtomicBool::new(false);
-    let m = client::run_step(remotes, &spec(w, targets), &mut obs, &stop).await.expect("the step runs");
+    let spec = StepSpec { host_intervals: in_full, ..spec(w, targets) };
+    let m = client::run_step(remotes, &spec, &mut obs, &stop).await.expect("the step runs");
     (m, obs)
 }
 
@@ -288,6 +305,31 @@ fn a_step_through_a_relay_merges_what_the_flat_step_merges_bucket_for_bucket() {
             assert!(apart <= x.clock.rtt_ns + y.clock.rtt_ns + 1_000_000, "{}: {apart} ns apart", y.address);
             assert!(y.started_unix_ns > 0 && y.lost_at_s.is_none(), "{y:?}");
         }
+
+        // The second host asked for in full (`run --host-intervals`): its every interval comes
+        // as the flat step's host interval of that index, bucket for bucket, target parts and
+        // per-second samples (its timeline) too; the others still summed up.
+        let in_full = vec![vec![addrs[1].clone()], Vec::new()];
+        let (full, full_obs) = step_in_full(&mut tree_remotes, &relay_targets, &w, &in_full).await;
+        assert!(full.merged.notes.iter().all(|n| n.0 != "relay_summary"), "{:?}", full.merged.notes);
+        let flat_1: Vec<_> = flat_obs.host_intervals.iter().filter(|h| h.0 == 1).collect();
+        assert_eq!(flat_1.len(), w.intervals as usize);
+        assert_eq!(full_obs.hosts_started, 1, "the host in full starts as a host without relays does");
+        assert_eq!(full_obs.host_intervals.len(), w.intervals as usize, "its intervals, none of another host's");
+        for ((h, i, a), (g, j, b)) in flat_1.iter().copied().zip(&full_obs.host_intervals) {
+            assert_eq!((h, i), (g, j));
+            for (x, y) in [(&a.read, &b.read), (&a.write, &b.write), (&a.trim, &b.trim)] {
+                assert_eq!((x.ops, x.bytes), (y.ops, y.bytes), "interval {i}");
+                assert_eq!(buckets(&x.hist), buckets(&y.hist), "interval {i}: the host's buckets");
+            }
+            assert_eq!(a.targets, b.targets, "interval {i}: its target's part, in the run's place");
+            assert_eq!(a.samples, b.samples, "interval {i}: its per-second samples");
+        }
+        assert_eq!(full_obs.summaries.iter().map(|s| s.0).collect::<Vec<_>>(), [0, 2, 3], "the others summed up");
+        let row = &full.merged.per_host[1];
+        assert_eq!(row.address, addrs[1]);
+        assert_eq!(row.record.measured, w.intervals as usize, "its row holds its intervals");
+        assert_eq!(buckets(&row.record.total.read.hist), buckets(&a[1].record.total.read.hist));
     });
 }
 

@@ -318,8 +318,39 @@ fn real_agents_started_by_hand_run_through_a_relay_started_by_hand() {
         assert!(std::time::Instant::now() < deadline, "the relay still holds its agents: {}", stderr(&o));
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
-    let o = coordinator(dir.path(), &certs, &args).output().unwrap();
+    // The second time with the second host's intervals in full (`--host-intervals`): its every
+    // interval and second stored under it, as without relays; the others one row per step.
+    let in_full = [&args[..], &["--host-intervals", "127.0.0.3"]].concat();
+    let o = coordinator(dir.path(), &certs, &in_full).output().unwrap();
     assert!(o.status.success(), "a second run through the relay: {}{}", stdout(&o), stderr(&o));
+    let py = "import sqlite3\nc = sqlite3.connect('iocurve.db')\n\
+        run = c.execute('SELECT max(id) FROM runs').fetchone()[0]\n\
+        q = 'SELECT h.address, count(DISTINCT i.id), min(i.duration_s), (SELECT count(*) FROM samples x JOIN steps y ON x.step_id = y.id JOIN workloads z ON y.workload_id = z.id WHERE z.run_id = ? AND x.host IS NOT NULL AND x.host = h.host AND x.step_id = h.step_id) FROM step_hosts h JOIN steps s ON h.step_id = s.id JOIN workloads w ON s.workload_id = w.id JOIN intervals i ON i.step_id = s.id AND i.host = h.host WHERE w.run_id = ? GROUP BY h.step_id, h.address ORDER BY h.step_id, h.address'\n\
+        for r in c.execute(q, (run, run)): print(r[0], r[1], r[2], r[3] > 0)";
+    let o = std::process::Command::new("python3").args(["-c", py]).current_dir(dir.path()).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = stdout(&o);
+    let expected: String = (0..2)
+        .flat_map(|_| {
+            hosts.iter().map(|h| match h.0.starts_with("127.0.0.3:") {
+                true => format!("{} 2 0.5 True\n", h.0),
+                false => format!("{} 1 1.0 False\n", h.0),
+            })
+        })
+        .collect();
+    assert_eq!(rows, expected, "per step and host: intervals stored, the shortest, any per-second samples");
+    // A name of no host of the run: said, before any step (exit 2).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let nosuch = [&args[..], &["--host-intervals", "127.0.0.3,nosuch.example"]].concat();
+    let o = loop {
+        let o = coordinator(dir.path(), &certs, &nosuch).output().unwrap();
+        if !stderr(&o).contains("in use by a relay") || std::time::Instant::now() > deadline {
+            break o;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("--host-intervals: nosuch.example is none of the run's hosts"), "{}", stderr(&o));
     // A fault on one host's target goes through two relays to that host alone: the coordinator
     // sends it to the relay of that host's group, the relay to that host (the other relay's
     // agents would refuse a target that is not theirs, and fail the run). Its row says so. And

@@ -1,6 +1,7 @@
 //! A step on every agent at once: one start moment on every clock, the agents' events followed
 //! (heartbeats, lost agents, Ctrl-C), their intervals merged as they arrive.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,7 @@ use iocurve_stats::{Drain, ErrorCounts, HostClock, HostRecord, IoCpu, StepRecord
 
 use super::client::{Remote, failed, measure_clocks, refusal, wire_groups};
 use super::merge::{IntervalMerger, Part};
+use super::summaries::InFull;
 use iocurve_net::{NetError, pb, unix_ns, wire};
 
 /// How long an agent gets to take a step's request: it answers at once (opening targets that
@@ -51,6 +53,10 @@ pub struct MultiStep {
     pub setup_ns: i64,
     /// `run --write-iolog`: what each host that started the step issued.
     pub iolog: Vec<HostIoLog>,
+    /// Through relays, per row of `merged.per_host`: its intervals as its relay sent them, where
+    /// asked for in full (`run --host-intervals`); None (or no entry): its row is its step
+    /// summed up.
+    pub in_full: Vec<Option<Vec<InFull>>>,
     /// Per agent, the hosts a relay has left for the next step (its lost ones sit out the rest
     /// of the run); 0: not a relay, or not said.
     pub hosts_left: Vec<u32>,
@@ -111,6 +117,9 @@ pub struct StepSpec<'a> {
     /// workers its relay gives it): its rows of them must name them and say so (issue 46);
     /// empty: not known (the rows are taken as the relay says).
     pub relayed_hosts: &'a [Vec<(String, u32)>],
+    /// Per agent that is a relay, the addresses of its hosts asked for in full
+    /// (`run --host-intervals`): it sends their every interval; empty: none.
+    pub host_intervals: &'a [Vec<String>],
     pub scratch_size: u64,
     /// The run's key for the lock on file targets it writes (`iocurve_engine::safety::lock`).
     pub run_key: u32,
@@ -238,6 +247,8 @@ struct Hosts<'a> {
     relays: bool,
     /// Each relay's agents over the step, as it summed them up before its `Done`.
     summaries: Vec<Vec<pb::HostSummary>>,
+    /// Each relay's intervals of its agents asked for in full (`host_intervals`), by address.
+    in_full: Vec<HashMap<String, Vec<InFull>>>,
 }
 
 impl Hosts<'_> {
@@ -300,6 +311,7 @@ impl<'a> Hosts<'a> {
         Hosts {
             relays: agents.iter().any(|a| a.relay),
             summaries: vec![Vec::new(); n],
+            in_full: vec![HashMap::new(); n],
             spec,
             agents,
             records: vec![None; n],
@@ -377,7 +389,38 @@ impl<'a> Hosts<'a> {
                     self.summaries[h].push(s);
                 }
             }
+            pb::step_event::Event::HostInterval(i) => self.on_host_interval(h, i)?,
         }
+        Ok(())
+    }
+
+    /// An interval of one of relay `h`'s agents, asked for in full: checked as the relay's own
+    /// intervals are, its targets made the run's, kept for the step's end (`super::summaries`
+    /// takes them if they add up to the agent's summary). Of an agent not asked for, or beyond
+    /// one more than the step's intervals, it is dropped.
+    fn on_host_interval(&mut self, h: usize, i: pb::HostInterval) -> Result<(), NetError> {
+        let agent = &self.agents[h];
+        let asked = self.spec.host_intervals.get(h).is_some_and(|a| a.contains(&i.address));
+        let kept = self.in_full[h].get(&i.address).map_or(0, Vec::len);
+        if !agent.relay || !asked || kept > self.spec.workload.intervals as usize {
+            return Ok(());
+        }
+        let bad = |e: String| NetError::Failed(format!("relay {}: bad interval of {}: {e}", agent.addr, i.address));
+        let (index, mut stats, cpu, duration_s) =
+            wire::interval_from(i.interval.as_ref().ok_or_else(|| bad("no figures".into()))?).map_err(bad)?;
+        if stats.members.len() != self.spec.members.len() {
+            return Err(bad(format!(
+                "{} members' parts for a step of {}",
+                stats.members.len(),
+                self.spec.members.len()
+            )));
+        }
+        let mut parts = stats.targets.iter().chain(stats.members.iter().flat_map(|m| m.targets.iter()));
+        if let Some(t) = parts.find(|t| t.target >= agent.target_count) {
+            return Err(bad(format!("a part of target {} of the relay's {}", t.target, agent.target_count)));
+        }
+        wire::shift_targets(&mut stats, agent.target_offset);
+        self.in_full[h].entry(i.address).or_default().push(InFull { index, stats, cpu, duration_s });
         Ok(())
     }
 
@@ -598,6 +641,7 @@ impl<'a> Hosts<'a> {
                         setup_ns,
                         iolog: Vec::new(),
                         hosts_left: Vec::new(),
+                        in_full: Vec::new(),
                     })
                 }
                 None => Err(NetError::Failed("no agent started the step".into())),
@@ -684,17 +728,18 @@ impl<'a> Hosts<'a> {
         losses.append(&mut self.behind);
         let iolog = self.take_iolog();
         let hosts_left = std::mem::take(&mut self.hosts_left);
+        let mut in_full = Vec::new();
         if self.per_host {
-            let notes;
-            (merged.per_host, notes) = self.host_records(after, merged.measured);
-            merged.notes.extend(notes.into_iter().map(|n| ("relay_summary".to_string(), n)));
+            let rows = self.host_records(after, merged.measured);
+            (merged.per_host, in_full) = (rows.rows, rows.in_full);
+            merged.notes.extend(rows.notes.into_iter().map(|n| ("relay_summary".to_string(), n)));
         }
-        Ok(MultiStep { merged, lost, losses, setup_ns, iolog, hosts_left })
+        Ok(MultiStep { merged, lost, losses, setup_ns, iolog, hosts_left, in_full })
     }
 
     /// Each host's own record of the step, with its clock before and after it; through relays,
     /// each host's row summed up over the step (`super::summaries`).
-    fn host_records(mut self, after: &[Option<(i64, i64)>], measured: usize) -> (Vec<HostRecord>, Vec<String>) {
+    fn host_records(mut self, after: &[Option<(i64, i64)>], measured: usize) -> super::summaries::Rows {
         let (spec, w) = (self.spec, self.spec.workload);
         let steady_end = w.steady_state == iocurve_plan::SteadyState::Snia;
         let intervals = w.intervals as usize;
@@ -711,6 +756,7 @@ impl<'a> Hosts<'a> {
                 hosts: self.agents[i].hosts,
                 workers: spec.workers_of(i),
                 expected: spec.relayed_hosts.get(i).cloned().unwrap_or_default(),
+                in_full: std::mem::take(&mut self.in_full[i]),
             })
             .collect();
         let relays = self.relays;
@@ -746,7 +792,7 @@ impl<'a> Hosts<'a> {
             let steady = ended_steady.iter().any(|&e| e);
             super::summaries::rows(records, via, w, measured, steady)
         } else {
-            (records, Vec::new())
+            super::summaries::Rows { rows: records, in_full: Vec::new(), notes: Vec::new() }
         }
     }
 }
@@ -920,11 +966,22 @@ pub async fn run_step(
         obs.warning(&m);
     }
     let relays = st.relays && st.per_host;
-    let m = st.conclude(&after, ended_after.filter(|_| !stop_sent), stop.load(Ordering::Relaxed))?;
-    // Through relays every host's row is made at the step's end: handed on now, in order.
+    let mut m = st.conclude(&after, ended_after.filter(|_| !stop_sent), stop.load(Ordering::Relaxed))?;
+    // Through relays every host's row is made at the step's end: handed on now, in order; a
+    // host asked for in full as a host without relays is, interval by interval.
     if relays {
+        let in_full = std::mem::take(&mut m.in_full);
         for (i, row) in m.merged.per_host.iter().enumerate() {
-            obs.host_summary(i as u32, row);
+            match in_full.get(i).and_then(Option::as_ref) {
+                Some(list) => {
+                    let r = &row.record;
+                    obs.host_started(i as u32, &row.address, &row.hostname, row.started_unix_ns, r.threads, r.workers);
+                    for f in list {
+                        obs.host_interval(i as u32, f.index, &f.stats, &f.cpu, f.duration_s);
+                    }
+                }
+                None => obs.host_summary(i as u32, row),
+            }
         }
     }
     Ok(m)
@@ -1027,6 +1084,7 @@ fn send_requests(remotes: &[Remote], spec: &StepSpec, json: &str, keys: &[i64]) 
             verify_journal: spec.verify_journal,
             write_iolog: spec.write_iolog,
             members: member_requests(spec, h),
+            host_intervals: spec.host_intervals.get(h).cloned().unwrap_or_default(),
         };
         let mut client = r.client.clone();
         calls.push(tokio::spawn(async move { tokio::time::timeout(REQUEST_DEADLINE, client.run_step(req)).await }));
@@ -1234,6 +1292,7 @@ mod tests {
             targets: &[],
             fault_targets: &[],
             relayed_hosts: &[],
+            host_intervals: &[],
             scratch_size: 0,
             run_key: 0,
             verify_journal: false,

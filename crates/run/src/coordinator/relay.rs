@@ -3,7 +3,8 @@
 //! dialling under the grant the coordinator minted, clocks, one start moment, the intervals
 //! merged exactly — and streams the group's merged intervals up as one agent streams its own,
 //! each saying how many hosts it merges; before its `Done`, each agent's step summed up (a
-//! `HostSummary` event per agent: the coordinator's row of that host).
+//! `HostSummary` event per agent: the coordinator's row of that host), and the intervals of
+//! the agents the coordinator asks for in full as they come (`HostInterval` events).
 //!
 //! What does not go through a relay yet is refused by name: replays, I/O logs, the precondition
 //! and verification passes. Injected faults go through, on every target or on one.
@@ -420,6 +421,12 @@ impl RelayHandler for Relay {
             // Bad input for this run, not a relay gone: the coordinator ends the step with it.
             return Err(bad(format!("{what} does not go through relays yet: run it without relays")));
         }
+        if req.host_intervals.len() > MAX_CHILDREN {
+            return Err(bad(format!(
+                "{} agents' intervals asked for in full: a relay drives at most {MAX_CHILDREN}",
+                req.host_intervals.len()
+            )));
+        }
         // The request checked as an agent checks its own (workload, faults, members), before
         // any child is asked. Faults on every target go on to every child; one on one target
         // came here because one of this group's agents has it (the coordinator places it over
@@ -492,6 +499,7 @@ impl RelayHandler for Relay {
                     targets: &g.groups,
                     fault_targets: &[],
                     relayed_hosts: &[],
+                    host_intervals: &[],
                     scratch_size: req.scratch_size,
                     run_key: req.run_key,
                     verify_journal: req.verify_journal,
@@ -506,6 +514,13 @@ impl RelayHandler for Relay {
                     relayed: Some(&relayed),
                 };
                 let warmup_ns = (w.warmup_s * 1e9) as i64;
+                // The agents whose intervals go up in full, by their places (an address no
+                // longer of the group — lost since the coordinator asked — names none).
+                let forward = g
+                    .remotes
+                    .iter()
+                    .map(|r| req.host_intervals.iter().any(|a| a == &r.addr).then(|| r.addr.clone()))
+                    .collect();
                 let mut obs = Upward {
                     up: up.clone(),
                     waiting: waiting.clone(),
@@ -518,6 +533,7 @@ impl RelayHandler for Relay {
                     sent_started: false,
                     parts: 0,
                     cpu: Vec::new(),
+                    forward,
                 };
                 let result = run_step(&mut g.remotes, &spec, &mut obs, &stop).await;
                 *running.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -707,6 +723,8 @@ struct Upward {
     parts: u32,
     /// Per child, its host CPU over the intervals handed on.
     cpu: Vec<CpuMean>,
+    /// Per child, its address where its intervals go up in full (`host_intervals`).
+    forward: Vec<Option<String>>,
 }
 
 impl Upward {
@@ -753,9 +771,13 @@ impl StepObserver for Upward {
         self.send(pb::step_event::Event::Progress(wire::progress_to(p)));
     }
 
-    fn host_interval(&mut self, k: u32, _: u32, _: &IntervalStats, cpu: &CpuUsage, _: f64) {
+    fn host_interval(&mut self, k: u32, index: u32, stats: &IntervalStats, cpu: &CpuUsage, duration_s: f64) {
         self.parts += 1;
         let k = k as usize;
+        if let Some(Some(address)) = self.forward.get(k) {
+            let interval = Some(wire::interval_to(index, stats, cpu, duration_s));
+            self.send(pb::step_event::Event::HostInterval(pb::HostInterval { address: address.clone(), interval }));
+        }
         if self.cpu.len() <= k {
             self.cpu.resize(k + 1, CpuMean::default());
         }

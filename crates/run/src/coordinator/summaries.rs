@@ -4,10 +4,34 @@
 //! (`pb::HostSummary`), on this host's clock; a relay that sent none (lost
 //! mid-step) keeps its group's row, and an agent of its own in such a step is summed up alike.
 //! (Each summary is an event of its own, sent before the relay's `Done`.)
-//! The merged intervals of the step are kept as in every run.
+//! The merged intervals of the step are kept as in every run. A host asked for in full
+//! (`run --host-intervals`) gets its intervals as its relay sent them instead, once they are
+//! seen to add up to its summary exactly.
+
+use std::collections::HashMap;
 
 use iocurve_net::{pb, wire};
-use iocurve_stats::{CpuUsage, HostRecord, StepRecord};
+use iocurve_stats::{CpuUsage, HostRecord, IntervalStats, StepRecord};
+
+/// One interval of a host behind a relay, as its relay sent it (`run --host-intervals`): read
+/// as an agent's, its targets the run's.
+#[derive(Debug, Clone)]
+pub struct InFull {
+    pub index: u32,
+    pub stats: IntervalStats,
+    pub cpu: CpuUsage,
+    pub duration_s: f64,
+}
+
+/// The step's per-host rows (see [`rows`]).
+pub(super) struct Rows {
+    pub rows: Vec<HostRecord>,
+    /// Per row, its intervals in full where they were asked for and add up to its summary;
+    /// None: its row is its step summed up.
+    pub in_full: Vec<Option<Vec<InFull>>>,
+    /// What to note of relays whose summaries, or hosts whose intervals, were not taken.
+    pub notes: Vec<String>,
+}
 
 /// What the summaries from agent `h` (a relay) are read against.
 pub(super) struct Via {
@@ -23,6 +47,8 @@ pub(super) struct Via {
     /// Its hosts still with the run, in its order, and the workers each runs (its share): what
     /// its summaries must say; empty: not known (taken as the relay says, bounded).
     pub expected: Vec<(String, u32)>,
+    /// The intervals it sent of the hosts asked for in full, by address, as they came.
+    pub in_full: HashMap<String, Vec<InFull>>,
 }
 
 /// The step's per-host rows, in the order of the agents, each relay's hosts in place of its own
@@ -36,45 +62,97 @@ pub(super) fn rows(
     w: &iocurve_plan::Workload,
     measured: usize,
     steady_end: bool,
-) -> (Vec<HostRecord>, Vec<String>) {
-    let (mut out, mut notes) = (Vec::with_capacity(rows.len()), Vec::new());
-    for (own, v) in rows.into_iter().zip(via) {
+) -> Rows {
+    let mut out = Rows { rows: Vec::with_capacity(rows.len()), in_full: Vec::new(), notes: Vec::new() };
+    for (own, mut v) in rows.into_iter().zip(via) {
         // A group's row: its hosts' workers together (uneven hosts: each its share).
         let group_workers = (!v.expected.is_empty()).then(|| v.expected.iter().map(|e| e.1).sum::<u32>());
         if v.summaries.is_empty() {
             // None sent (a relay lost mid-step, an agent of its own): its row, summed up.
-            out.push(summed_up(own, w.interval_s, group_workers));
+            out.rows.push(summed_up(own, w.interval_s, group_workers));
+            out.in_full.push(None);
             continue;
         }
-        match hosts_of(&v, &own.record, w, measured, steady_end) {
-            Ok(list) => out.extend(list),
+        match hosts_of(&mut v, &own.record, w, measured, steady_end) {
+            Ok(list) => {
+                for (row, full) in list {
+                    let full = full.and_then(|f| {
+                        f.map_err(|why| {
+                            out.notes.push(format!(
+                                "{}'s intervals in full were not taken ({why}): its row is its step summed up",
+                                row.address
+                            ))
+                        })
+                        .ok()
+                    });
+                    out.rows.push(row);
+                    out.in_full.push(full);
+                }
+            }
             Err(why) => {
-                notes.push(format!(
+                out.notes.push(format!(
                     "relay {}'s rows of its hosts were not taken ({why}): its row is its group's",
                     own.address
                 ));
-                out.push(summed_up(own, w.interval_s, group_workers));
+                out.rows.push(summed_up(own, w.interval_s, group_workers));
+                out.in_full.push(None);
             }
         }
     }
-    (out, notes)
+    out
 }
+
+/// A host's intervals in full, taken only as its whole step: each interval it measured once, in
+/// order, and together exactly its summary (counts, bytes, errors and latency histograms of
+/// every direction); its row then holds them, as a host's without relays does.
+fn in_full(mut list: Vec<InFull>, measured: usize, row: &mut HostRecord) -> Result<Vec<InFull>, String> {
+    list.sort_by_key(|i| i.index);
+    let r = &row.record;
+    if list.len() != measured || list.iter().enumerate().any(|(k, i)| i.index as usize != k) {
+        let got: Vec<u32> = list.iter().map(|i| i.index).take(8).collect();
+        let more = if list.len() > 8 { "…" } else { "" };
+        return Err(format!("intervals {got:?}{more} for the {measured} it measured"));
+    }
+    let mut sum = StepRecord::new(r.workers, r.queue_depth, r.threads, r.interval_s, r.sample_s);
+    // Counted as a host's without relays is: the observers store each interval.
+    for i in &list {
+        sum.count_interval(i.stats.clone(), i.cpu, i.duration_s);
+    }
+    let dirs = |t: &IntervalStats| [t.read.clone(), t.write.clone(), t.trim.clone()];
+    let same = dirs(&sum.total).iter().zip(dirs(&r.total).iter()).all(|(a, b)| {
+        (a.ops, a.bytes) == (b.ops, b.bytes) && a.errors == b.errors && a.hist.buckets().eq(b.hist.buckets())
+    });
+    if !same {
+        return Err(format!(
+            "{} I/Os in them, {} in its summary",
+            sum.total.read.ops + sum.total.write.ops + sum.total.trim.ops,
+            r.total.read.ops + r.total.write.ops + r.total.trim.ops
+        ));
+    }
+    (sum.interrupted, sum.rate_iops, sum.replay_speed) = (r.interrupted, r.rate_iops, r.replay_speed);
+    sum.hosts = r.hosts;
+    row.record = sum;
+    Ok(list)
+}
+
+/// A host's intervals in full, taken, or why not.
+type Taken = Result<Vec<InFull>, String>;
 
 /// Relay `v`'s hosts, each from its summary: one per host it stands for, none twice, none with
 /// an interval the step did not merge (a relay an interval ahead of the others when the step
 /// stopped: its group's row holds the merged intervals only).
 fn hosts_of(
-    v: &Via,
+    v: &mut Via,
     group: &StepRecord,
     w: &iocurve_plan::Workload,
     measured: usize,
     steady_end: bool,
-) -> Result<Vec<HostRecord>, String> {
+) -> Result<Vec<(HostRecord, Option<Taken>)>, String> {
     let hosts = if v.expected.is_empty() { v.hosts as usize } else { v.expected.len() };
     if v.summaries.len() != hosts {
         return Err(format!("{} for its {hosts} hosts", v.summaries.len()));
     }
-    let mut list: Vec<HostRecord> = Vec::with_capacity(v.summaries.len());
+    let mut list: Vec<(HostRecord, Option<Taken>)> = Vec::with_capacity(v.summaries.len());
     for (k, s) in v.summaries.iter().enumerate() {
         let read = wire::host_summary_from(s, &v.through)?;
         // Its own hosts, in its order, each at its share (a relay that dropped the scales
@@ -90,10 +168,14 @@ fn hosts_of(
         if read.measured as usize > measured {
             return Err(format!("{} measured {} intervals, the step {measured}", read.address, read.measured));
         }
-        if list.iter().any(|h| h.address == read.address) {
+        if list.iter().any(|h| h.0.address == read.address) {
             return Err(format!("{} twice", read.address));
         }
-        list.push(behind(read, v.workers, group, w, steady_end));
+        let (full, intervals) = (v.in_full.remove(&read.address), read.measured as usize);
+        let row = behind(read, v.workers, group, w, steady_end);
+        let mut row = row;
+        let full = full.map(|f| in_full(f, intervals, &mut row));
+        list.push((row, full));
     }
     Ok(list)
 }
@@ -158,21 +240,26 @@ mod tests {
         iocurve_plan::parse_str(text, "plan.toml", &Default::default()).unwrap().workloads.remove(0)
     }
 
-    /// A host's record of `n` intervals of 100 reads each (1 ms and more, 4 KiB) on its target 1.
+    /// Interval `k` of a host: 100 reads (1 ms and more, 4 KiB) on its target `target`.
+    fn interval(k: usize, target: u32) -> IntervalStats {
+        let mut s = IntervalStats::default();
+        let mut t = TargetStats::empty();
+        t.target = target;
+        for i in 0..100 {
+            s.read.record(1_000_000 + (k * 100 + i) as u64 * 1000, 4096);
+            t.hist.record(1_000_000);
+        }
+        t.read_ops = 100;
+        t.samples = vec![Default::default()];
+        s.targets = vec![t];
+        s
+    }
+
+    /// A host's record of `n` such intervals on its target 1.
     fn record(n: usize) -> StepRecord {
         let mut r = StepRecord::new(4, 1, 2, 1.0, 1.0);
         for k in 0..n {
-            let mut s = IntervalStats::default();
-            let mut t = TargetStats::empty();
-            t.target = 1;
-            for i in 0..100 {
-                s.read.record(1_000_000 + (k * 100 + i) as u64 * 1000, 4096);
-                t.hist.record(1_000_000);
-            }
-            t.read_ops = 100;
-            t.samples = vec![Default::default()];
-            s.targets = vec![t];
-            r.push_interval(s, CpuUsage::default(), 1.0);
+            r.push_interval(interval(k, 1), CpuUsage::default(), 1.0);
         }
         r
     }
@@ -196,7 +283,14 @@ mod tests {
             target_offset: 10,
             target_count: 2,
         };
-        Via { through, hosts: summaries.len().max(1) as u32, summaries, workers: 4, expected: Vec::new() }
+        Via {
+            through,
+            hosts: summaries.len().max(1) as u32,
+            summaries,
+            workers: 4,
+            expected: Vec::new(),
+            in_full: HashMap::new(),
+        }
     }
 
     fn summary(address: &str, n: usize) -> pb::HostSummary {
@@ -216,7 +310,8 @@ mod tests {
             ..host("10.0.0.5:7420", record(3))
         };
         let s = wire::host_summary_to(&child, w.interval_s, &CpuUsage { user: 0.2, ..CpuUsage::default() });
-        let (rows, notes) = super::rows(vec![host("10.0.0.4:7421", record(3))], vec![via(vec![s])], &w, 3, false);
+        let Rows { rows, notes, .. } =
+            super::rows(vec![host("10.0.0.4:7421", record(3))], vec![via(vec![s])], &w, 3, false);
         assert!(notes.is_empty(), "{notes:?}");
         let [row] = &rows[..] else { panic!("{rows:?}") };
         assert_eq!(row.address, "10.0.0.5:7420");
@@ -262,7 +357,8 @@ mod tests {
             ),
         ];
         for (v, measured, why) in cases {
-            let (rows, notes) = super::rows(vec![host("10.0.0.4:7421", record(3))], vec![v], &w, measured, false);
+            let Rows { rows, notes, .. } =
+                super::rows(vec![host("10.0.0.4:7421", record(3))], vec![v], &w, measured, false);
             assert_eq!(rows.len(), 1);
             assert_eq!((rows[0].address.as_str(), rows[0].record.measured), ("10.0.0.4:7421", 1));
             assert_eq!(rows[0].record.total.read.ops, 300);
@@ -272,7 +368,8 @@ mod tests {
         // Nonsense bounded, names escaped.
         let mut odd = summary("10.0.0.5:7420", 2);
         (odd.address, odd.lost_at_s, odd.threads) = ("evil\u{1b}[2J:1".into(), Some(f64::NAN), u32::MAX);
-        let (rows, notes) = super::rows(vec![host("10.0.0.4:7421", record(3))], vec![via(vec![odd])], &w, 3, false);
+        let Rows { rows, notes, .. } =
+            super::rows(vec![host("10.0.0.4:7421", record(3))], vec![via(vec![odd])], &w, 3, false);
         assert!(notes.is_empty(), "{notes:?}");
         assert!(!rows[0].address.contains('\u{1b}'), "{}", rows[0].address);
         assert_eq!((rows[0].lost_at_s, rows[0].record.threads), (None, 1 << 16));
@@ -288,9 +385,9 @@ mod tests {
         group.record.hosts = 3;
         let expected = vec![("a:1".into(), 4), ("b:1".into(), 16), ("c:1".into(), 4)];
         let v = Via { expected, hosts: 3, ..via(Vec::new()) };
-        let (rows, _) = super::rows(vec![group.clone()], vec![v], &w, 3, false);
+        let Rows { rows, .. } = super::rows(vec![group.clone()], vec![v], &w, 3, false);
         assert_eq!((rows[0].record.workers, rows[0].record.hosts), (24, 3));
-        let (rows, _) = super::rows(vec![group], vec![Via { hosts: 3, ..via(Vec::new()) }], &w, 3, false);
+        let Rows { rows, .. } = super::rows(vec![group], vec![Via { hosts: 3, ..via(Vec::new()) }], &w, 3, false);
         assert_eq!(rows[0].record.workers, 12, "4 each");
     }
 
@@ -299,11 +396,63 @@ mod tests {
     #[test]
     fn a_row_without_summaries_is_its_own_record_summed_up() {
         let w = workload();
-        let (rows, notes) = super::rows(vec![host("10.0.0.9:7420", record(3))], vec![via(Vec::new())], &w, 3, false);
+        let Rows { rows, notes, .. } =
+            super::rows(vec![host("10.0.0.9:7420", record(3))], vec![via(Vec::new())], &w, 3, false);
         assert!(notes.is_empty());
         let r = &rows[0].record;
         assert_eq!((r.measured, r.intervals.len(), r.total.read.ops), (1, 1, 300));
         assert_eq!(r.intervals[0].duration_s, 3.0);
         assert!(r.total.targets.iter().all(|t| t.samples.is_empty()), "no per-second samples in a whole step");
+    }
+
+    /// `record(n)`'s intervals as the coordinator keeps them from its relay: its target in the
+    /// run's place (the relay's target 1 is the run's 11 through `via`).
+    fn sent(n: usize) -> Vec<InFull> {
+        let full =
+            |k: usize| InFull { index: k as u32, stats: interval(k, 11), cpu: CpuUsage::default(), duration_s: 1.0 };
+        (0..n).map(full).collect()
+    }
+
+    /// A host asked for in full: its row holds its intervals as its relay sent them, once they
+    /// are each of its measured intervals and add up to its summary exactly; else its row is
+    /// its summary, and a note says why.
+    #[test]
+    fn intervals_in_full_are_taken_only_as_the_hosts_whole_step() {
+        let w = workload();
+        let with = |list: Vec<InFull>| {
+            let mut v = via(vec![summary("10.0.0.5:7420", 3)]);
+            v.in_full.insert("10.0.0.5:7420".into(), list);
+            super::rows(vec![host("10.0.0.4:7421", record(3))], vec![v], &w, 3, false)
+        };
+        let mut shuffled = sent(3);
+        shuffled.swap(0, 2);
+        let out = with(shuffled);
+        assert!(out.notes.is_empty(), "{:?}", out.notes);
+        let full = out.in_full[0].as_ref().expect("taken");
+        assert_eq!(full.iter().map(|i| i.index).collect::<Vec<_>>(), [0, 1, 2], "in order");
+        let r = &out.rows[0].record;
+        assert_eq!((r.measured, r.intervals.len(), r.total.read.ops), (3, 3, 300));
+        assert!(r.intervals.iter().all(|i| i.duration_s == 1.0), "{:?}", r.intervals);
+        assert_eq!(r.total.targets.iter().map(|t| (t.target, t.read_ops)).collect::<Vec<_>>(), [(11, 300)]);
+
+        let mut twice = sent(3);
+        twice[2].index = 1;
+        let mut changed = sent(3);
+        changed[1].stats.read.record(5_000_000, 4096);
+        let cases = [
+            (sent(2), "intervals [0, 1] for the 3 it measured"),
+            (twice, "intervals [0, 1, 1] for the 3 it measured"),
+            ([sent(3), sent(1)].concat(), "intervals [0, 0, 1, 2] for the 3 it measured"),
+            (changed, "301 I/Os in them, 300 in its summary"),
+        ];
+        for (list, why) in cases {
+            let out = with(list);
+            assert!(out.in_full[0].is_none());
+            assert_eq!(out.rows[0].record.measured, 1, "its summary");
+            assert_eq!(
+                out.notes,
+                [format!("10.0.0.5:7420's intervals in full were not taken ({why}): its row is its step summed up")]
+            );
+        }
     }
 }
