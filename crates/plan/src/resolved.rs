@@ -463,6 +463,33 @@ impl Plan {
         Ok(())
     }
 
+    /// Through relays (issue 46) a relay's group runs a step whole: every count of a host-count
+    /// sweep must take whole groups, the first ones in their order (`groups`: each relay's
+    /// hosts, in the relays' order) — a count that falls inside a group is bad input, with the
+    /// counts that would do.
+    pub fn check_sweeps_in_groups(&self, groups: &[usize]) -> Result<(), String> {
+        let whole: Vec<usize> = groups
+            .iter()
+            .scan(0usize, |sum, &g| {
+                *sum += g;
+                Some(*sum)
+            })
+            .collect();
+        for w in &self.workloads {
+            if let Some(n) = w.host_ramp.iter().find(|&&n| !whole.contains(&(n as usize))) {
+                let shown: Vec<String> = whole.iter().take(12).map(usize::to_string).collect();
+                let more = if whole.len() > 12 { ", …" } else { "" };
+                return Err(format!(
+                    "workload {}: host_ramp {:?} asks for {n} hosts, but through relays a step runs every host of a relay's group or none: give counts of whole groups ({}{more}), or run the sweep without relays",
+                    w.name,
+                    w.host_ramp,
+                    shown.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// What the run runs, in order: each workload alone (no members), or a concurrent step at
     /// the place of its first member, as [`Workload::together_step`] with its members.
     pub fn units(&self) -> Vec<(Workload, Vec<Workload>)> {
@@ -510,5 +537,28 @@ mod tests {
         // 14 steps of 5 s, 13 pauses of 3 s between them.
         assert_eq!(w.planned_seconds(), 14.0 * 5.0 + 13.0 * 3.0);
         assert_eq!(p.total_seconds(), w.planned_seconds());
+    }
+
+    /// Issue 46: through relays a host-count sweep takes whole groups, the first in their order.
+    #[test]
+    fn a_sweep_through_relays_takes_whole_groups() {
+        let plan = |ramp: &str| {
+            let text = format!("[[workloads]]\nname = \"w\"\nhost_ramp = {ramp}\n[[workloads]]\nname = \"flat\"\n");
+            parse_str(&text, "p.toml", &Overrides::default()).unwrap()
+        };
+        for ok in ["[32]", "[32, 64, 80]", "[80]"] {
+            assert_eq!(plan(ok).check_sweeps_in_groups(&[32, 32, 16]), Ok(()), "{ok}");
+        }
+        let e = plan("[32, 48]").check_sweeps_in_groups(&[32, 32, 16]).unwrap_err();
+        assert_eq!(
+            e,
+            "workload w: host_ramp [32, 48] asks for 48 hosts, but through relays a step runs every host of a relay's group or none: give counts of whole groups (32, 64, 80), or run the sweep without relays"
+        );
+        assert!(
+            plan("[1]")
+                .check_sweeps_in_groups(&[2; 20])
+                .unwrap_err()
+                .contains("(2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, …)")
+        );
     }
 }

@@ -95,8 +95,10 @@ pub struct Cluster {
     child_hosts: std::collections::HashMap<String, (Vec<TargetGroup>, f64)>,
     /// Per agent, its `workers_scale` (`[[hosts]]`; 1 for `--hosts`).
     scales: Vec<f64>,
-    /// Per agent, its place in the hosts as listed: a host-count sweep's step of N runs on the
-    /// first N listed that are still with the run, never on another in a lost one's place.
+    /// Per agent, its place in the hosts as listed (a relay: its group's last place, the groups
+    /// in their relays' order): a host-count sweep's step of N runs on the first N listed that
+    /// are still with the run, never on another in a lost one's place (through relays, on the
+    /// relays whose groups lie within the first N).
     listed: Vec<usize>,
     /// Per agent, its targets as it opened them (its own paths, and which are fresh).
     facts: Vec<Vec<pb::TargetFacts>>,
@@ -121,6 +123,19 @@ pub struct Cluster {
     /// The longest set-up of the last step (ns) and its workers.
     last_setup: Option<(i64, u32)>,
     silence: Duration,
+}
+
+/// Each relay's group's last place among the hosts as listed, group after group: a relay's
+/// place for a host-count sweep (its group runs whole, once the count takes in its last host).
+fn group_lasts(relays: &[(String, Vec<String>)]) -> Vec<usize> {
+    let mut last = 0usize;
+    relays
+        .iter()
+        .map(|r| {
+            last += r.1.len();
+            last.saturating_sub(1)
+        })
+        .collect()
 }
 
 /// Every agent dialled; with `--wait-for-agents`, those not answering yet dialled again until
@@ -474,6 +489,10 @@ impl Cluster {
             args.addresses.iter().map(|a| (a.clone(), plan.groups.clone(), 1.0)).collect()
         };
         plan.check_sweeps(hosts.len()).map_err(Error::Usage)?;
+        if !args.relays.is_empty() {
+            plan.check_sweeps_in_groups(&args.relays.iter().map(|r| r.1.len()).collect::<Vec<_>>())
+                .map_err(Error::Usage)?;
+        }
         let keep_going = !args.abort_on_host_loss;
         let stop = cancel.flag();
         let mut unreachable = args.unreachable.clone();
@@ -511,6 +530,7 @@ impl Cluster {
         } else {
             let through = rt.block_on(reach_relays(args, &cfg, &hosts, run_key, stop))?;
             child_hosts = hosts.iter().map(|h| (h.0.clone(), (h.1.clone(), h.2))).collect();
+            let lasts = group_lasts(&args.relays);
             for (i, r) in through.into_iter().enumerate() {
                 match r {
                     Ok((remote, group, lost)) => {
@@ -523,7 +543,7 @@ impl Cluster {
                         remotes.push(remote);
                         targets.push(Vec::new());
                         scales.push(1.0);
-                        listed.push(i);
+                        listed.push(lasts.get(i).copied().unwrap_or(i));
                         children.push(group);
                     }
                     Err(lost) => {

@@ -462,8 +462,6 @@ impl<'o> Runner<'o> {
             Some("--write-iolog")
         } else if self.replays.any() {
             Some("a replay")
-        } else if plan.workloads.iter().any(|w| !w.host_ramp.is_empty()) {
-            Some("a host-count sweep (host_ramp)")
         } else {
             None
         }

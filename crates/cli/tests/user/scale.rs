@@ -168,6 +168,34 @@ fn simulated_agents_of_their_own_credentials_run_through_relays_started_by_hand(
         let said: Vec<&Value> = s["flags"].as_array().unwrap().iter().filter(|f| f["code"] == "simulated").collect();
         assert!(said[0]["message"].as_str().unwrap().contains("6 of 6 hosts are simulated"), "{}", said[0]);
     }
+    // A host-count sweep through relays runs whole groups: 3 hosts (the first relay's), then 6;
+    // a count inside a group is refused before any step, with the counts that would do.
+    let sweep = "[[workloads]]\nname = \"w\"\nbackend = \"null\"\nramp = [4]\nhost_ramp = [3, 6]\nwarmup_s = 0\nintervals = 2\ninterval_s = 0.5\n";
+    hosts_plan(dir.path(), &sim.hosts, sweep);
+    let o = coordinator(dir.path(), &certs, &args).output().unwrap();
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{out}{err}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let steps = r["workloads"][0]["steps"].as_array().unwrap();
+    let counts: Vec<(u64, usize)> =
+        steps.iter().map(|s| (s["host_count"].as_u64().unwrap(), s["hosts"].as_array().unwrap().len())).collect();
+    assert_eq!(counts, [(3, 3), (6, 6)], "{steps:?}");
+    let first: Vec<&str> = steps[0]["hosts"].as_array().unwrap().iter().map(|h| h["host"].as_str().unwrap()).collect();
+    assert_eq!(first, sim.hosts[..3].iter().map(|h| h.0.as_str()).collect::<Vec<_>>(), "the first relay's group");
+    for s in steps {
+        let flags: Vec<&str> = s["flags"].as_array().unwrap().iter().filter_map(|f| f["code"].as_str()).collect();
+        assert!(!flags.contains(&"fewer_hosts") && !flags.contains(&"host_lost"), "{flags:?}");
+        let sum: f64 = s["hosts"].as_array().unwrap().iter().map(|h| f(&h["iops"])).sum();
+        assert!((sum - f(&s["iops"])).abs() / sum < 1e-6, "{sum} vs {}", s["iops"]);
+    }
+    hosts_plan(dir.path(), &sim.hosts, &sweep.replace("[3, 6]", "[2, 6]"));
+    let o = coordinator(dir.path(), &certs, &args).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o).contains("host_ramp [2, 6] asks for 2 hosts, but through relays a step runs every host of a relay's group or none: give counts of whole groups (3, 6)"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// A real agent started by hand at loopback address `ip` with the credentials `certs add-host
