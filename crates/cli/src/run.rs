@@ -68,6 +68,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             "--relay-ca-key is for relays started by hand; with --launch the run makes its relays' credentials: drop it".into(),
         ));
     }
+    if !args.host_intervals.is_empty() && args.host_intervals.iter().all(|h| h.trim().is_empty()) {
+        return Err(CliError::Usage(
+            "--host-intervals names no host: give HOST:PORT, a host's name or hostname (comma-separated), or all"
+                .into(),
+        ));
+    }
     if args.relay_by == RelayBy::Switch && args.launch != Some(LaunchHow::Slurm) {
         return Err(CliError::Usage(
             "--relay-by switch places relays by Slurm's topology: with --launch slurm (elsewhere, list the hosts switch by switch and give --relay-every the hosts per switch)".into(),

@@ -648,11 +648,14 @@ impl Cluster {
     /// `run --host-intervals`: the hosts behind relays whose every interval is kept, as a host's
     /// is without relays, instead of its step summed up. Each of `names` is `all`, a host's
     /// address, its host name as given (the address without its port) or its hostname as it
-    /// says; a name of no host of the run (reached or not) is bad input. Hosts not behind a
-    /// relay have theirs kept anyway.
+    /// says (a name several hosts share names them all); a name of no host of the run (reached
+    /// or not) is bad input. Hosts not behind a relay have theirs kept anyway.
     pub fn host_intervals(&mut self, names: &[String]) -> Result<(), String> {
         let all = names.iter().any(|n| n == "all");
-        let names_it = |n: &str, addr: &str, hostname: &str| n == addr || n == auth::host_of(addr) || n == hostname;
+        // (Names as DNS has them: in any case.)
+        let names_it = |n: &str, addr: &str, hostname: &str| {
+            n == addr || n.eq_ignore_ascii_case(auth::host_of(addr)) || n.eq_ignore_ascii_case(hostname)
+        };
         let own = self.remotes.iter().filter(|r| !r.relay).map(|r| (r.addr.as_str(), r.hello.hostname.as_str()));
         let behind = self.children.iter().flatten().map(|c| (c.0.as_str(), c.1.hostname.as_str()));
         let unreached = self.unreachable.iter().map(|u| (u.0.as_str(), ""));

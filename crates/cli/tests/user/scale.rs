@@ -435,7 +435,11 @@ fn relays_started_by_hand_are_refused_without_what_they_need() {
     hosts_plan(dir.path(), &hosts, "[[workloads]]\nname = \"w\"\nbackend = \"null\"\nramp = [1]\n");
     let (client, key) = (certs.join("client.pem"), certs.join("client.key"));
     let tls = ["--token-per-host", "--client-cert", client.to_str().unwrap(), "--client-key", key.to_str().unwrap()];
-    let cases: [(Vec<&str>, &str); 8] = [
+    let cases: [(Vec<&str>, &str); 9] = [
+        (
+            vec!["--relay-every", "4", "--relays", "127.0.0.9:7421", "--host-intervals", " , "],
+            "--host-intervals names no host",
+        ),
         (
             vec!["--relay-every", "2", "--relays", "127.0.0.9:7421,127.0.0.9:7421"],
             "host 127.0.0.9:7421 is given twice in the relays of --relays",

@@ -247,8 +247,9 @@ struct Hosts<'a> {
     relays: bool,
     /// Each relay's agents over the step, as it summed them up before its `Done`.
     summaries: Vec<Vec<pb::HostSummary>>,
-    /// Each relay's intervals of its agents asked for in full (`host_intervals`), by address.
-    in_full: Vec<HashMap<String, Vec<InFull>>>,
+    /// Each relay's intervals of its agents asked for in full (`host_intervals`), by address
+    /// (every one asked for is there from the start), or why they cannot be taken.
+    in_full: Vec<HashMap<String, Result<Vec<InFull>, String>>>,
 }
 
 impl Hosts<'_> {
@@ -311,7 +312,12 @@ impl<'a> Hosts<'a> {
         Hosts {
             relays: agents.iter().any(|a| a.relay),
             summaries: vec![Vec::new(); n],
-            in_full: vec![HashMap::new(); n],
+            in_full: (0..n)
+                .map(|h| {
+                    let asked = spec.host_intervals.get(h).into_iter().flatten();
+                    asked.map(|a| (a.clone(), Ok(Vec::new()))).collect()
+                })
+                .collect(),
             spec,
             agents,
             records: vec![None; n],
@@ -389,7 +395,7 @@ impl<'a> Hosts<'a> {
                     self.summaries[h].push(s);
                 }
             }
-            pb::step_event::Event::HostInterval(i) => self.on_host_interval(h, i)?,
+            pb::step_event::Event::HostInterval(i) => self.on_host_interval(h, i),
         }
         Ok(())
     }
@@ -397,31 +403,41 @@ impl<'a> Hosts<'a> {
     /// An interval of one of relay `h`'s agents, asked for in full: checked as the relay's own
     /// intervals are, its targets made the run's, kept for the step's end (`super::summaries`
     /// takes them if they add up to the agent's summary). Of an agent not asked for, or beyond
-    /// one more than the step's intervals, it is dropped.
-    fn on_host_interval(&mut self, h: usize, i: pb::HostInterval) -> Result<(), NetError> {
+    /// one more than the step's intervals, it is dropped; one that does not read leaves that
+    /// agent's row summed up (said at the step's end), not the step failed: its intervals in
+    /// full are something to look into, not the step's figures. Its seconds' histograms are
+    /// dropped at once: a host's are not stored (the step's merged seconds are), and they are
+    /// most of an interval's size.
+    fn on_host_interval(&mut self, h: usize, i: pb::HostInterval) {
         let agent = &self.agents[h];
-        let asked = self.spec.host_intervals.get(h).is_some_and(|a| a.contains(&i.address));
-        let kept = self.in_full[h].get(&i.address).map_or(0, Vec::len);
-        if !agent.relay || !asked || kept > self.spec.workload.intervals as usize {
-            return Ok(());
+        let (intervals, members) = (self.spec.workload.intervals as usize, self.spec.members.len());
+        let Some(Ok(kept)) = self.in_full[h].get_mut(&i.address) else { return };
+        if !agent.relay || kept.len() > intervals {
+            return;
         }
-        let bad = |e: String| NetError::Failed(format!("relay {}: bad interval of {}: {e}", agent.addr, i.address));
-        let (index, mut stats, cpu, duration_s) =
-            wire::interval_from(i.interval.as_ref().ok_or_else(|| bad("no figures".into()))?).map_err(bad)?;
-        if stats.members.len() != self.spec.members.len() {
-            return Err(bad(format!(
-                "{} members' parts for a step of {}",
-                stats.members.len(),
-                self.spec.members.len()
-            )));
+        let read = |i: &pb::HostInterval| -> Result<InFull, String> {
+            let (index, mut stats, cpu, duration_s) = wire::interval_from(i.interval.as_ref().ok_or("no figures")?)?;
+            if stats.members.len() != members {
+                return Err(format!("{} members' parts for a step of {members}", stats.members.len()));
+            }
+            let mut parts = stats.targets.iter().chain(stats.members.iter().flat_map(|m| m.targets.iter()));
+            if let Some(t) = parts.find(|t| t.target >= agent.target_count) {
+                return Err(format!("a part of target {} of the relay's {}", t.target, agent.target_count));
+            }
+            wire::shift_targets(&mut stats, agent.target_offset);
+            stats.seconds = Default::default();
+            for m in &mut stats.members {
+                m.seconds = Default::default();
+            }
+            Ok(InFull { index, stats, cpu, duration_s })
+        };
+        match read(&i) {
+            Ok(one) => kept.push(one),
+            Err(why) => {
+                let why = format!("an interval that does not read: {}", iocurve_net::printable(&why));
+                self.in_full[h].insert(i.address, Err(why));
+            }
         }
-        let mut parts = stats.targets.iter().chain(stats.members.iter().flat_map(|m| m.targets.iter()));
-        if let Some(t) = parts.find(|t| t.target >= agent.target_count) {
-            return Err(bad(format!("a part of target {} of the relay's {}", t.target, agent.target_count)));
-        }
-        wire::shift_targets(&mut stats, agent.target_offset);
-        self.in_full[h].entry(i.address).or_default().push(InFull { index, stats, cpu, duration_s });
-        Ok(())
     }
 
     /// A part of agent `h`'s I/O log: checked as everything an agent sends, its targets made

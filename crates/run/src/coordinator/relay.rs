@@ -50,6 +50,10 @@ const CLAIM_KEEPING: Duration = Duration::from_secs(20);
 /// stops (a step's events are a few a second).
 const MAX_QUEUED: usize = 4096;
 
+/// And beyond that, per agent whose intervals go up in full, this many of its intervals (a
+/// coordinator that far behind is as good as gone).
+const QUEUED_IN_FULL: usize = 16;
+
 /// How long a child gets to answer the relay's EndAfter: well within the coordinator's wait
 /// for the relay's answer.
 const CHILD_END_DEADLINE: Duration = Duration::from_secs(1);
@@ -516,11 +520,12 @@ impl RelayHandler for Relay {
                 let warmup_ns = (w.warmup_s * 1e9) as i64;
                 // The agents whose intervals go up in full, by their places (an address no
                 // longer of the group — lost since the coordinator asked — names none).
-                let forward = g
+                let forward: Vec<Option<String>> = g
                     .remotes
                     .iter()
                     .map(|r| req.host_intervals.iter().any(|a| a == &r.addr).then(|| r.addr.clone()))
                     .collect();
+                let max_queued = MAX_QUEUED + QUEUED_IN_FULL * forward.iter().flatten().count();
                 let mut obs = Upward {
                     up: up.clone(),
                     waiting: waiting.clone(),
@@ -534,6 +539,7 @@ impl RelayHandler for Relay {
                     parts: 0,
                     cpu: Vec::new(),
                     forward,
+                    max_queued,
                 };
                 let result = run_step(&mut g.remotes, &spec, &mut obs, &stop).await;
                 *running.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -707,7 +713,7 @@ fn status_of(e: &NetError) -> Status {
 /// many hosts each merges, the children's progress added up.
 struct Upward {
     up: mpsc::UnboundedSender<Result<pb::StepEvent, Status>>,
-    /// Events queued and not sent yet; beyond [`MAX_QUEUED`] the step stops.
+    /// Events queued and not sent yet; beyond `max_queued` the step stops.
     waiting: Arc<std::sync::atomic::AtomicUsize>,
     stop: Arc<AtomicBool>,
     /// The step's warnings, for its `Done`'s notes.
@@ -725,11 +731,13 @@ struct Upward {
     cpu: Vec<CpuMean>,
     /// Per child, its address where its intervals go up in full (`host_intervals`).
     forward: Vec<Option<String>>,
+    /// [`MAX_QUEUED`], and room for the intervals that go up in full.
+    max_queued: usize,
 }
 
 impl Upward {
     fn send(&self, e: pb::step_event::Event) {
-        if self.waiting.fetch_add(1, Ordering::Relaxed) >= MAX_QUEUED {
+        if self.waiting.fetch_add(1, Ordering::Relaxed) >= self.max_queued {
             // A coordinator that reads nothing: the group's step ends, as if it were gone.
             self.stop.store(true, Ordering::Relaxed);
         }

@@ -47,8 +47,9 @@ pub(super) struct Via {
     /// Its hosts still with the run, in its order, and the workers each runs (its share): what
     /// its summaries must say; empty: not known (taken as the relay says, bounded).
     pub expected: Vec<(String, u32)>,
-    /// The intervals it sent of the hosts asked for in full, by address, as they came.
-    pub in_full: HashMap<String, Vec<InFull>>,
+    /// The intervals it sent of the hosts asked for in full, by address (every host asked for),
+    /// as they came, or why they cannot be taken.
+    pub in_full: HashMap<String, Result<Vec<InFull>, String>>,
 }
 
 /// The step's per-host rows, in the order of the agents, each relay's hosts in place of its own
@@ -69,6 +70,7 @@ pub(super) fn rows(
         let group_workers = (!v.expected.is_empty()).then(|| v.expected.iter().map(|e| e.1).sum::<u32>());
         if v.summaries.is_empty() {
             // None sent (a relay lost mid-step, an agent of its own): its row, summed up.
+            dropped(&v, &own.address, "sent no rows of its hosts", &mut out.notes);
             out.rows.push(summed_up(own, w.interval_s, group_workers));
             out.in_full.push(None);
             continue;
@@ -94,6 +96,7 @@ pub(super) fn rows(
                     "relay {}'s rows of its hosts were not taken ({why}): its row is its group's",
                     own.address
                 ));
+                dropped(&v, &own.address, "'s rows were not taken", &mut out.notes);
                 out.rows.push(summed_up(own, w.interval_s, group_workers));
                 out.in_full.push(None);
             }
@@ -102,12 +105,26 @@ pub(super) fn rows(
     out
 }
 
+/// The hosts of relay `relay` asked for in full whose intervals go with its rows: said.
+fn dropped(v: &Via, relay: &str, why: &str, notes: &mut Vec<String>) {
+    if v.in_full.is_empty() {
+        return;
+    }
+    let mut hosts: Vec<&str> = v.in_full.keys().map(String::as_str).collect();
+    hosts.sort_unstable();
+    let sep = if why.starts_with('\'') { "" } else { " " };
+    notes.push(format!("the intervals in full of {} were not taken: relay {relay}{sep}{why}", hosts.join(", ")));
+}
+
 /// A host's intervals in full, taken only as its whole step: each interval it measured once, in
 /// order, and together exactly its summary (counts, bytes, errors and latency histograms of
 /// every direction); its row then holds them, as a host's without relays does.
 fn in_full(mut list: Vec<InFull>, measured: usize, row: &mut HostRecord) -> Result<Vec<InFull>, String> {
     list.sort_by_key(|i| i.index);
     let r = &row.record;
+    if list.is_empty() && measured > 0 {
+        return Err(format!("none came of the {measured} it measured"));
+    }
     if list.len() != measured || list.iter().enumerate().any(|(k, i)| i.index as usize != k) {
         let got: Vec<u32> = list.iter().map(|i| i.index).take(8).collect();
         let more = if list.len() > 8 { "…" } else { "" };
@@ -123,10 +140,11 @@ fn in_full(mut list: Vec<InFull>, measured: usize, row: &mut HostRecord) -> Resu
         (a.ops, a.bytes) == (b.ops, b.bytes) && a.errors == b.errors && a.hist.buckets().eq(b.hist.buckets())
     });
     if !same {
+        let ios = |t: &IntervalStats| t.read.ops.saturating_add(t.write.ops).saturating_add(t.trim.ops);
         return Err(format!(
-            "{} I/Os in them, {} in its summary",
-            sum.total.read.ops + sum.total.write.ops + sum.total.trim.ops,
-            r.total.read.ops + r.total.write.ops + r.total.trim.ops
+            "they do not add up to its summary: {} I/Os in them, {} in it, or other latencies or errors",
+            ios(&sum.total),
+            ios(&r.total)
         ));
     }
     (sum.interrupted, sum.rate_iops, sum.replay_speed) = (r.interrupted, r.rate_iops, r.replay_speed);
@@ -172,9 +190,8 @@ fn hosts_of(
             return Err(format!("{} twice", read.address));
         }
         let (full, intervals) = (v.in_full.remove(&read.address), read.measured as usize);
-        let row = behind(read, v.workers, group, w, steady_end);
-        let mut row = row;
-        let full = full.map(|f| in_full(f, intervals, &mut row));
+        let mut row = behind(read, v.workers, group, w, steady_end);
+        let full = full.map(|f| f.and_then(|f| in_full(f, intervals, &mut row)));
         list.push((row, full));
     }
     Ok(list)
@@ -421,7 +438,7 @@ mod tests {
         let w = workload();
         let with = |list: Vec<InFull>| {
             let mut v = via(vec![summary("10.0.0.5:7420", 3)]);
-            v.in_full.insert("10.0.0.5:7420".into(), list);
+            v.in_full.insert("10.0.0.5:7420".into(), Ok(list));
             super::rows(vec![host("10.0.0.4:7421", record(3))], vec![v], &w, 3, false)
         };
         let mut shuffled = sent(3);
@@ -443,7 +460,8 @@ mod tests {
             (sent(2), "intervals [0, 1] for the 3 it measured"),
             (twice, "intervals [0, 1, 1] for the 3 it measured"),
             ([sent(3), sent(1)].concat(), "intervals [0, 0, 1, 2] for the 3 it measured"),
-            (changed, "301 I/Os in them, 300 in its summary"),
+            (changed, "they do not add up to its summary: 301 I/Os in them, 300 in it, or other latencies or errors"),
+            (Vec::new(), "none came of the 3 it measured"),
         ];
         for (list, why) in cases {
             let out = with(list);
@@ -454,5 +472,37 @@ mod tests {
                 [format!("10.0.0.5:7420's intervals in full were not taken ({why}): its row is its step summed up")]
             );
         }
+    }
+
+    /// Intervals in full not taken with their relay's rows, or one that did not read: said,
+    /// naming the hosts.
+    #[test]
+    fn intervals_in_full_dropped_with_their_relays_rows_are_said() {
+        let w = workload();
+        let asked = |mut v: Via, list: Result<Vec<InFull>, String>| {
+            v.in_full.insert("10.0.0.5:7420".into(), list);
+            super::rows(vec![host("10.0.0.4:7421", record(3))], vec![v], &w, 3, false)
+        };
+        let out =
+            asked(via(vec![summary("10.0.0.5:7420", 3)]), Err("an interval that does not read: no figures".into()));
+        assert!(out.in_full[0].is_none());
+        assert_eq!(
+            out.notes,
+            [
+                "10.0.0.5:7420's intervals in full were not taken (an interval that does not read: no figures): its row is its step summed up"
+            ]
+        );
+        let out = asked(via(Vec::new()), Ok(sent(3)));
+        assert!(out.rows.len() == 1 && out.in_full[0].is_none());
+        assert_eq!(
+            out.notes,
+            ["the intervals in full of 10.0.0.5:7420 were not taken: relay 10.0.0.4:7421 sent no rows of its hosts"]
+        );
+        let out = asked(Via { hosts: 2, ..via(vec![summary("10.0.0.5:7420", 3)]) }, Ok(sent(3)));
+        assert_eq!(out.notes.len(), 2, "{:?}", out.notes);
+        assert_eq!(
+            out.notes[1],
+            "the intervals in full of 10.0.0.5:7420 were not taken: relay 10.0.0.4:7421's rows were not taken"
+        );
     }
 }
