@@ -758,7 +758,8 @@ impl Cluster {
         }
         if !local {
             obs.event(&RunEvent::PreconditionOnAgents {
-                agents: self.remotes.len(),
+                // The hosts: a relay stands for its group's.
+                agents: self.hosts() as usize,
                 targets: infos.len(),
                 bs: cfg.bs,
                 in_flight: cfg.qd,
@@ -926,7 +927,7 @@ impl Cluster {
         if self.remotes.iter().all(|r| r.in_process) {
             crate::verification::tell_counts("verification", &counts, unlisted, "", obs);
         } else {
-            let heading = format!("verification on {} agents", passes.len());
+            let heading = format!("verification on {} agents", self.hosts());
             crate::verification::tell_counts(&heading, &counts, unlisted, " per host", obs);
         }
         let fv = FinalVerification {
@@ -934,7 +935,8 @@ impl Cluster {
                 .remotes
                 .iter()
                 .zip(&passes)
-                .map(|(r, p)| if r.in_process { p.map.clone() } else { format!("{}:{}", r.addr, p.map) })
+                // A relay's pass names each of its agents' maps itself.
+                .map(|(r, p)| if r.in_process || r.relay { p.map.clone() } else { format!("{}:{}", r.addr, p.map) })
                 .collect::<Vec<_>>()
                 .join(", "),
             bs,

@@ -453,12 +453,7 @@ impl<'o> Runner<'o> {
     /// What a run with relays (`--relay-every`) cannot do yet, if the plan or the options ask
     /// for it.
     fn not_through_relays(&self) -> Option<&'static str> {
-        let (plan, o) = (&self.plan, &self.options);
-        if plan.precondition {
-            Some("preconditioning")
-        } else if o.verify_final {
-            Some("--verify-final")
-        } else if o.write_iolog.is_some() {
+        if self.options.write_iolog.is_some() {
             Some("--write-iolog")
         } else if self.replays.any() {
             Some("a replay")

@@ -235,6 +235,35 @@ impl ByHand {
     }
 }
 
+/// The coordinator run with `args` once the relay it goes through has let go of the agents its
+/// last run took (half a second after that run: within 30 s, a bound for a hang).
+fn once_the_relay_lets_go(dir: &std::path::Path, certs: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let o = coordinator(dir, certs, args).output().unwrap();
+        if !stderr(&o).contains("in use by a relay") || std::time::Instant::now() > deadline {
+            return o;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}
+
+impl ByHand {
+    /// An agent at each of `ips` on a file of its own (`DIR/IP/t.dat`): their (address, file).
+    fn on_files(dir: &std::path::Path, certs: &std::path::Path, ips: &[&str]) -> (Vec<(String, PathBuf)>, Vec<ByHand>) {
+        let (mut hosts, mut agents) = (Vec::new(), Vec::new());
+        for ip in ips {
+            let d = dir.join(ip);
+            std::fs::create_dir(&d).unwrap();
+            let allow = format!("{}/*", d.display());
+            let a = ByHand::start(dir, certs, ip, &["--allow", &allow]);
+            hosts.push((a.addr.clone(), d.join("t.dat")));
+            agents.push(a);
+        }
+        (hosts, agents)
+    }
+}
+
 impl Drop for ByHand {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -250,16 +279,7 @@ fn real_agents_started_by_hand_run_through_a_relay_started_by_hand() {
     let _one = crate::util::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let certs = certs(dir.path());
-    let mut hosts = Vec::new();
-    let mut agents = Vec::new();
-    for ip in ["127.0.0.2", "127.0.0.3", "127.0.0.4"] {
-        let d = dir.path().join(ip);
-        std::fs::create_dir(&d).unwrap();
-        let allow = format!("{}/*", d.display());
-        let a = ByHand::start(dir.path(), &certs, ip, &["--allow", &allow]);
-        hosts.push((a.addr.clone(), d.join("t.dat")));
-        agents.push(a);
-    }
+    let (hosts, _agents) = ByHand::on_files(dir.path(), &certs, &["127.0.0.2", "127.0.0.3", "127.0.0.4"]);
     // The relay: a second agent on the first host, with that host's credentials.
     let relay = ByHand::start(dir.path(), &certs, "127.0.0.2", &["--relay"]);
     hosts_plan(
@@ -368,15 +388,8 @@ fn real_agents_started_by_hand_run_through_a_relay_started_by_hand() {
         .collect();
     assert_eq!(rows, expected, "per step and host: intervals stored, the shortest, any per-second samples");
     // A name of no host of the run: said, before any step (exit 2).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let nosuch = [&args[..], &["--host-intervals", "127.0.0.3,nosuch.example"]].concat();
-    let o = loop {
-        let o = coordinator(dir.path(), &certs, &nosuch).output().unwrap();
-        if !stderr(&o).contains("in use by a relay") || std::time::Instant::now() > deadline {
-            break o;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(500));
-    };
+    let o = once_the_relay_lets_go(dir.path(), &certs, &nosuch);
     assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
     assert!(stderr(&o).contains("--host-intervals: nosuch.example is none of the run's hosts"), "{}", stderr(&o));
     // A fault on one host's target goes through two relays to that host alone: the coordinator
@@ -401,14 +414,7 @@ fn real_agents_started_by_hand_run_through_a_relay_started_by_hand() {
     let relays = format!("{},{}", relay.addr, second.addr);
     let mut two = args;
     (two[6], two[8]) = ("2", &relays);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let o = loop {
-        let o = coordinator(dir.path(), &certs, &two).output().unwrap();
-        if o.status.success() || !stderr(&o).contains("in use by a relay") || std::time::Instant::now() > deadline {
-            break o;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(500));
-    };
+    let o = once_the_relay_lets_go(dir.path(), &certs, &two);
     assert!(o.status.success(), "a fault on one target through two relays: {}{}", stdout(&o), stderr(&o));
     let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
     let s = &r["workloads"][0]["steps"][0];
@@ -421,6 +427,78 @@ fn real_agents_started_by_hand_run_through_a_relay_started_by_hand() {
     let workers: Vec<u64> = rows.iter().map(|h| h["workers"].as_u64().unwrap()).collect();
     assert_eq!(workers, [1, 4, 1], "each host its share: {rows:?}");
     assert_eq!(s["outstanding"], 6 * s["queue_depth"].as_u64().unwrap(), "{s}");
+}
+
+/// Issue 46: preconditioning and the final verification through a relay started by hand: each
+/// agent writes its own file whole, the coordinator keeps each file's state under the agent's
+/// name, and every block the run's verifying writes left is read back on every agent, the
+/// counts added up over the group.
+#[test]
+fn passes_go_through_a_relay_started_by_hand() {
+    let _one = crate::util::one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs(dir.path());
+    let (hosts, _agents) = ByHand::on_files(dir.path(), &certs, &["127.0.0.2", "127.0.0.3"]);
+    let relay = ByHand::start(dir.path(), &certs, "127.0.0.2", &["--relay"]);
+    hosts_plan(
+        dir.path(),
+        &hosts,
+        "[[workloads]]\nname = \"v\"\nread_pct = 50\nverify = true\nramp = [2]\nwarmup_s = 0\nintervals = 2\ninterval_s = 0.5\n",
+    );
+    let (client, key) = (certs.join("client.pem"), certs.join("client.key"));
+    let args = [
+        "plan.toml",
+        "--size",
+        "4m",
+        "--json",
+        "r.json",
+        "--precondition",
+        "--verify-final",
+        "--relay-every",
+        "2",
+        "--relays",
+        &relay.addr,
+        "--token-per-host",
+        "--client-cert",
+        client.to_str().unwrap(),
+        "--client-key",
+        key.to_str().unwrap(),
+    ];
+    let o = coordinator(dir.path(), &certs, &args).output().unwrap();
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{out}{err}");
+    // Each agent's file written whole, its state kept under its agent's name.
+    let py = "import sqlite3\nfor r in sqlite3.connect('iocurve.db').execute('SELECT target, bytes_written, finished_at IS NOT NULL FROM preconditions ORDER BY target'): print(r[0], r[1], r[2])";
+    let o = std::process::Command::new("python3").args(["-c", py]).current_dir(dir.path()).output().unwrap();
+    let expected: String = hosts.iter().map(|h| format!("{}:{} 4194304 1\n", h.0, h.1.display())).collect();
+    assert_eq!(stdout(&o), expected, "{}", stderr(&o));
+    assert!(out.contains("precondition on 2 agents: every block of 2 targets once"), "{out}");
+    // Every block the verifying writes reached, on both agents (the random writes reach most of
+    // the 2 × 1,024 blocks in a second).
+    let said = "verification on 2 agents: 0 lost, 0 corrupted, 0 misplaced of ";
+    let checked: u64 =
+        out.split(said).nth(1).and_then(|t| t.split(' ').next()).and_then(|n| n.parse().ok()).unwrap_or(0);
+    assert!((1_025..=2_048).contains(&checked), "{out}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let map = r["final_verification"]["map"].as_str().unwrap();
+    assert!(hosts.iter().all(|h| map.contains(&format!("{}:", h.0))) && !map.contains(&relay.addr), "{map}");
+    // Writes dropped below the second agent (a fault on its file alone): found there, each
+    // problem naming that agent's file, none the first's (exit code 4).
+    let drop = format!("[[faults]]\nkind = \"drop-write\"\nshare = 0.05\ntarget = \"{}\"\n", hosts[1].1.display());
+    let plan = std::fs::read_to_string(dir.path().join("plan.toml")).unwrap();
+    std::fs::write(dir.path().join("plan.toml"), plan + &drop).unwrap();
+    let o = once_the_relay_lets_go(dir.path(), &certs, &args);
+    assert_eq!(o.status.code(), Some(4), "dropped writes found: {}{}", stdout(&o), stderr(&o));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let lost = r["final_verification"]["lost"].as_u64().unwrap();
+    assert!(lost > 0, "{}", r["final_verification"]);
+    let o = crate::util::iocurve(dir.path(), &["export", "2", "--format", "problems", "-o", "p.csv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(dir.path().join("p.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len() as u64, lost, "one row per problem: {csv}");
+    let second = format!("{}:{}", hosts[1].0, hosts[1].1.display());
+    assert!(rows.iter().all(|r| r.contains(&second) && r.contains("lost")), "{csv}");
 }
 
 /// `run --relays` says what is missing before anything runs (exit code 2): a relay per group,

@@ -943,8 +943,12 @@ impl Agent for Service {
         if self.simulated.is_some() {
             return Err(simulate::refused("preconditioning"));
         }
-        if self.joined_relay().is_some() {
-            return Err(relay_refuses("preconditioning"));
+        if let Some(relay) = self.joined_relay() {
+            self.claim(&req, "precondition", "relay", Some(req.get_ref().run_key))?;
+            let guard = self.take_busy()?;
+            let (tx, rx) = mpsc::channel(64);
+            relay.precondition(req.into_inner(), tx).await?;
+            return Ok(Response::new(relayed_pass(rx, guard, relay.clone())));
         }
         let call = self.claim(
             &req,
@@ -992,8 +996,12 @@ impl Agent for Service {
         if self.simulated.is_some() {
             return Err(simulate::refused("a verification pass"));
         }
-        if self.joined_relay().is_some() {
-            return Err(relay_refuses("a verification pass"));
+        if let Some(relay) = self.joined_relay() {
+            self.claim(&req, "verification pass", "relay", Some(req.get_ref().run_key))?;
+            let guard = self.take_busy()?;
+            let (tx, rx) = mpsc::channel(64);
+            relay.verify_pass(req.into_inner(), tx).await?;
+            return Ok(Response::new(relayed_pass(rx, guard, relay.clone())));
         }
         let call = self.claim(
             &req,
@@ -1262,10 +1270,26 @@ impl Agent for Service {
 }
 
 /// What a relay does not do yet, refused by name (not done on the relay's own targets).
-fn relay_refuses(what: &str) -> Status {
-    Status::unimplemented(format!(
-        "this agent is a relay: {what} does not go through relays yet; run the pass without relays"
-    ))
+/// A relay's pass over its group, as its coordinator reads it: this agent counts as busy until
+/// the group's last event is sent, and a coordinator that drops the stream stops the pass (as
+/// it stops an agent's).
+fn relayed_pass<E: Send + 'static>(
+    mut inner: mpsc::Receiver<Result<E, Status>>,
+    guard: Busy,
+    relay: Arc<dyn relay::RelayHandler>,
+) -> ReceiverStream<Result<E, Status>> {
+    let (tx, rx) = mpsc::channel(64);
+    tokio::spawn(async move {
+        let mut gone = false;
+        while let Some(e) = inner.recv().await {
+            if !gone && tx.send(e).await.is_err() {
+                gone = true;
+                relay.stop();
+            }
+        }
+        drop(guard);
+    });
+    ReceiverStream::new(rx)
 }
 
 /// Runs blocking work of a request handler (the map: loading it, or waiting for it while a

@@ -15,6 +15,9 @@ use crate::pb;
 /// Where a relay's step events go: the stream of the `RunStep` call that asked for the step.
 pub type StepEvents = mpsc::Sender<Result<pb::StepEvent, Status>>;
 
+/// Where a relay sends a pass's events (a precondition or verification pass over its group).
+pub type PassEvents<E> = mpsc::Sender<Result<E, Status>>;
+
 /// What a relay does with the calls its coordinator makes.
 #[tonic::async_trait]
 pub trait RelayHandler: Send + Sync {
@@ -44,4 +47,19 @@ pub trait RelayHandler: Send + Sync {
     fn stop(&self) -> bool;
     /// `EndAfter`, asked of every child of the step the request names.
     async fn end_after(&self, req: pb::EndAfterRequest) -> pb::EndAfterReply;
+    /// `Precondition` on every child at once, each on its own targets: their events go to
+    /// `events` as they come, each target by its place among the group's (as `targets` gave
+    /// them), the group's `Done` last. Returns once the pass is under way.
+    async fn precondition(
+        &self,
+        req: pb::PreconditionRequest,
+        events: PassEvents<pb::PreconditionEvent>,
+    ) -> Result<(), Status>;
+    /// `VerifyPass` on every child at once, likewise: the group's progress and counts added up,
+    /// each problem's target by its place among the group's.
+    async fn verify_pass(
+        &self,
+        req: pb::VerifyPassRequest,
+        events: PassEvents<pb::VerifyPassEvent>,
+    ) -> Result<(), Status>;
 }

@@ -6,8 +6,9 @@
 //! `HostSummary` event per agent: the coordinator's row of that host), and the intervals of
 //! the agents the coordinator asks for in full as they come (`HostInterval` events).
 //!
-//! What does not go through a relay yet is refused by name: replays, I/O logs, the precondition
-//! and verification passes. Injected faults go through, on every target or on one.
+//! What does not go through a relay yet is refused by name: replays and I/O logs. Injected
+//! faults go through, on every target or on one, and the precondition and verification passes
+//! (`passes`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +21,8 @@ use iocurve_plan::TargetGroup;
 use iocurve_stats::{CpuMean, CpuUsage, IntervalStats, StepRecord};
 use tokio::sync::mpsc;
 use tonic::Status;
+
+mod passes;
 
 use super::client::{self, CONNECT_DEADLINE, ClientConfig, Remote};
 use super::clock::{ClockVerdict, check_clock_against};
@@ -106,10 +109,10 @@ impl Group {
     }
 }
 
-/// The step the group runs now: its stop flag, and what `EndAfter` needs.
+/// The step or pass the group runs now: its stop flag, and what a step's `EndAfter` needs.
 struct Running {
     stop: Arc<AtomicBool>,
-    relayed: Arc<Relayed>,
+    relayed: Option<Arc<Relayed>>,
 }
 
 /// What `iocurve agent --relay` hands its service (see [`RelayHandler`]).
@@ -458,7 +461,7 @@ impl RelayHandler for Relay {
         let relayed = Arc::new(Relayed::new(start_at, req.host, req.hosts.max(1)));
         let stop = Arc::new(AtomicBool::new(false));
         *self.running.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some(Running { stop: stop.clone(), relayed: relayed.clone() });
+            Some(Running { stop: stop.clone(), relayed: Some(relayed.clone()) });
         let running = self.running.clone();
         // The observer must never wait (it is called inside the step's loop): it queues, and a
         // task sends on at the pace of the coordinator's stream. A coordinator gone stops the
@@ -603,8 +606,8 @@ impl RelayHandler for Relay {
 
     async fn end_after(&self, req: pb::EndAfterRequest) -> pb::EndAfterReply {
         let children = match &*self.running.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some(r) if r.relayed.start_at == req.start_at_unix_ns => {
-                r.relayed.keys.lock().unwrap_or_else(|e| e.into_inner()).clone()
+            Some(Running { relayed: Some(r), .. }) if r.start_at == req.start_at_unix_ns => {
+                r.keys.lock().unwrap_or_else(|e| e.into_inner()).clone()
             }
             _ => return pb::EndAfterReply::default(),
         };
@@ -628,6 +631,22 @@ impl RelayHandler for Relay {
             }
         }
         reply
+    }
+
+    async fn precondition(
+        &self,
+        req: pb::PreconditionRequest,
+        events: iocurve_net::agent::relay::PassEvents<pb::PreconditionEvent>,
+    ) -> Result<(), Status> {
+        self.precondition_pass(req, events).await
+    }
+
+    async fn verify_pass(
+        &self,
+        req: pb::VerifyPassRequest,
+        events: iocurve_net::agent::relay::PassEvents<pb::VerifyPassEvent>,
+    ) -> Result<(), Status> {
+        self.verify_group(req, events).await
     }
 }
 

@@ -1,0 +1,230 @@
+//! A relay's passes over its group (issue 46): preconditioning and the final verification run
+//! on every agent of the group at once with the coordinator's own code (`super::super::passes`),
+//! and go up as one agent's pass — each target by its place among the group's targets (as the
+//! relay's `Targets` gave them), the group's progress and counts added up, its `Done` last. What
+//! a flat coordinator does with an agent's pass (a silent agent fails it, Ctrl-C stops every
+//! agent, the last states say where to resume) the relay does with its agents'.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use iocurve_net::agent::relay::PassEvents;
+use iocurve_net::{NetError, pb, wire};
+use iocurve_stats::VerifyCounts;
+use tokio::sync::mpsc;
+use tonic::Status;
+
+use super::super::client::{self, VerifyEnd};
+use super::{CHILD_SILENCE, Relay, Running};
+
+/// How often the group's verification progress goes up (its agents say theirs four times a
+/// second each).
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// The group's agents' places among its targets: each one's first and how many.
+fn places(remotes: &[client::Remote]) -> Vec<(u32, u32)> {
+    remotes.iter().map(|r| (r.target_offset, r.target_count)).collect()
+}
+
+/// Sends the pass's events up in order without ever waiting in the pass's callbacks: they queue,
+/// and a task sends them on at the coordinator's pace (a coordinator gone stops the pass).
+fn upward<E: Send + 'static>(events: PassEvents<E>, stop: Arc<AtomicBool>) -> mpsc::UnboundedSender<Result<E, Status>> {
+    let (up, mut queued) = mpsc::unbounded_channel::<Result<E, Status>>();
+    tokio::spawn(async move {
+        let mut closed = false;
+        while let Some(e) = queued.recv().await {
+            if !closed && events.send(e).await.is_err() {
+                closed = true;
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    });
+    up
+}
+
+/// Runs a pass over the group: its callbacks are the coordinator's `dyn FnMut` (not `Send`), so
+/// it is driven from a blocking thread of its own, its connections' tasks on the runtime (as a
+/// relay's step is).
+fn spawn_pass<P, F>(pass: P)
+where
+    P: FnOnce() -> F + Send + 'static,
+    F: std::future::Future<Output = ()>,
+{
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || runtime.block_on(pass()));
+}
+
+/// A pass over the group as it starts: the group held, its stop flag, where its events go up,
+/// and the relay's `running` to clear when it ends.
+struct Pass<E> {
+    guard: tokio::sync::OwnedMutexGuard<Option<super::Group>>,
+    stop: Arc<AtomicBool>,
+    up: mpsc::UnboundedSender<Result<E, Status>>,
+    running: Arc<std::sync::Mutex<Option<Running>>>,
+}
+
+/// A pass's error as the coordinator reads an agent's (`input`: bad input, exit code 2).
+fn error_of(e: &NetError) -> (String, bool) {
+    (e.to_string(), matches!(e, NetError::Input(_)))
+}
+
+impl Relay {
+    /// The group, for a pass of run `run_key` (`what`, whose request names no targets: the
+    /// agents have theirs from the `Relay` call): held while the pass runs (no step or other
+    /// pass meanwhile), with its stop flag in `running` so that `Stop` reaches it, and where its
+    /// events go up.
+    async fn pass_group<E: Send + 'static>(
+        &self,
+        run_key: u32,
+        groups: &[pb::TargetGroup],
+        what: &str,
+        events: PassEvents<E>,
+    ) -> Result<Pass<E>, Status> {
+        if !groups.is_empty() {
+            return Err(super::bad(format!("a relay's agents {what} the groups of the Relay call: send none")));
+        }
+        let guard = self
+            .group
+            .clone()
+            .try_lock_owned()
+            .map_err(|_| Status::resource_exhausted("this relay is running a step or a pass"))?;
+        match guard.as_ref() {
+            None => return Err(Status::failed_precondition("this relay has no group")),
+            Some(g) if g.remotes.is_empty() => return Err(Status::unavailable("this relay has no agent left")),
+            Some(g) => g.check(run_key)?,
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        *self.running.lock().unwrap_or_else(|e| e.into_inner()) = Some(Running { stop: stop.clone(), relayed: None });
+        let up = upward(events, stop.clone());
+        Ok(Pass { guard, stop, up, running: self.running.clone() })
+    }
+
+    /// `Precondition` over the group (see [`iocurve_net::agent::relay::RelayHandler`]).
+    pub(super) async fn precondition_pass(
+        &self,
+        req: pb::PreconditionRequest,
+        events: PassEvents<pb::PreconditionEvent>,
+    ) -> Result<(), Status> {
+        let Pass { mut guard, stop, up, running } =
+            self.pass_group(req.run_key, &req.groups, "precondition", events).await?;
+        spawn_pass(move || async move {
+            let Some(g) = guard.as_mut() else { return };
+            let places = places(&g.remotes);
+            // Each agent its own targets, and where to resume each (by its own places).
+            let reqs: Vec<pb::PreconditionRequest> = g
+                .groups
+                .iter()
+                .zip(&places)
+                .map(|(groups, &(first, count))| pb::PreconditionRequest {
+                    groups: client::wire_groups(groups),
+                    resume: req
+                        .resume
+                        .iter()
+                        .filter(|r| (first..first.saturating_add(count)).contains(&r.target))
+                        .map(|r| pb::PreconditionResume { target: r.target - first, ..r.clone() })
+                        .collect(),
+                    ..req.clone()
+                })
+                .collect();
+            let who: Vec<String> = g.remotes.iter().map(|r| r.who()).collect();
+            let (mut notes, mut warnings) = (Vec::new(), Vec::new());
+            let progress = up.clone();
+            let mut on_progress = |k: usize, p: &pb::PreconditionProgress| {
+                let target = p.target.saturating_add(places[k].0);
+                let p = pb::PreconditionProgress { target, ..p.clone() };
+                let _ = progress
+                    .send(Ok(pb::PreconditionEvent { event: Some(pb::precondition_event::Event::Progress(p)) }));
+            };
+            let mut on_notes = |k: usize, d: &pb::PreconditionDone| {
+                notes.extend(d.notes.iter().map(|n| format!("{}{n}", who[k])));
+                warnings.extend(d.warnings.iter().map(|w| format!("{}{w}", who[k])));
+            };
+            let end =
+                client::precondition(&mut g.remotes, reqs, &stop, CHILD_SILENCE, &mut on_progress, &mut on_notes).await;
+            *running.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            let mut done = pb::PreconditionDone { notes, warnings, ..Default::default() };
+            match end {
+                Ok(end) => done.interrupted = end == client::PassEnd::Interrupted,
+                Err(e) => (done.error, done.input) = error_of(&e),
+            }
+            // Free for the next call before saying this one is done.
+            drop(guard);
+            let _ = up.send(Ok(pb::PreconditionEvent { event: Some(pb::precondition_event::Event::Done(done)) }));
+        });
+        Ok(())
+    }
+
+    /// `VerifyPass` over the group (see [`iocurve_net::agent::relay::RelayHandler`]).
+    pub(super) async fn verify_group(
+        &self,
+        req: pb::VerifyPassRequest,
+        events: PassEvents<pb::VerifyPassEvent>,
+    ) -> Result<(), Status> {
+        let Pass { mut guard, stop, up, running } = self.pass_group(req.run_key, &req.groups, "verify", events).await?;
+        spawn_pass(move || async move {
+            let Some(g) = guard.as_mut() else { return };
+            let places = places(&g.remotes);
+            let reqs: Vec<pb::VerifyPassRequest> = g
+                .groups
+                .iter()
+                .map(|groups| pb::VerifyPassRequest { groups: client::wire_groups(groups), ..req.clone() })
+                .collect();
+            let addrs: Vec<String> = g.remotes.iter().map(|r| r.addr.clone()).collect();
+            // The group's progress: every agent's last word added up, sent a few times a second.
+            let mut reached = vec![(0u64, 0u64); places.len()];
+            let mut sent = Instant::now() - PROGRESS_EVERY;
+            let progress = up.clone();
+            let mut on_progress = |k: usize, done: u64, total: u64| {
+                reached[k] = (done, total);
+                if sent.elapsed() >= PROGRESS_EVERY {
+                    sent = Instant::now();
+                    let (done_bytes, total_bytes) =
+                        reached.iter().fold((0u64, 0u64), |a, r| (a.0.saturating_add(r.0), a.1.saturating_add(r.1)));
+                    let p = pb::VerifyPassProgress { done_bytes, total_bytes };
+                    let _ = progress
+                        .send(Ok(pb::VerifyPassEvent { event: Some(pb::verify_pass_event::Event::Progress(p)) }));
+                }
+            };
+            let problems = up.clone();
+            let mut on_problem = |k: usize, p: &pb::VerifyProblem| {
+                let p = pb::VerifyProblem { target: p.target.saturating_add(places[k].0), ..p.clone() };
+                let ps = pb::VerifyProblems { problems: vec![p] };
+                let _ =
+                    problems.send(Ok(pb::VerifyPassEvent { event: Some(pb::verify_pass_event::Event::Problems(ps)) }));
+            };
+            let end =
+                client::verify_pass(&mut g.remotes, reqs, &stop, CHILD_SILENCE, &mut on_progress, &mut on_problem)
+                    .await;
+            *running.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            let done = match end {
+                Ok(VerifyEnd::Done(passes)) => {
+                    let mut counts = VerifyCounts::default();
+                    passes.iter().for_each(|p| counts.merge(&p.counts));
+                    pb::VerifyPassDone {
+                        counts: Some(wire::verify_to(&counts)),
+                        unlisted: passes.iter().fold(0u64, |a, p| a.saturating_add(p.unlisted)),
+                        // Each agent's map where it keeps it: the coordinator names none of its own.
+                        map: addrs
+                            .iter()
+                            .zip(&passes)
+                            .map(|(a, p)| format!("{a}:{}", p.map))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        ..Default::default()
+                    }
+                }
+                Ok(VerifyEnd::Interrupted(why)) => {
+                    pb::VerifyPassDone { interrupted: true, error: why.unwrap_or_default(), ..Default::default() }
+                }
+                Err(e) => {
+                    let (error, input) = error_of(&e);
+                    pb::VerifyPassDone { error, input, ..Default::default() }
+                }
+            };
+            drop(guard);
+            let _ = up.send(Ok(pb::VerifyPassEvent { event: Some(pb::verify_pass_event::Event::Done(done)) }));
+        });
+        Ok(())
+    }
+}
