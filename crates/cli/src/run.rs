@@ -94,6 +94,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         if args.launch.is_none() {
             let agents = if addresses.is_empty() { plan.hosts.len() } else { addresses.len() };
             plan.check_sweeps(agents).map_err(iocurve_run::Error::Usage)?;
+            // Through relays started by hand: whole groups of --relay-every, in the hosts' order.
+            if let Some(every) = args.relay_every.filter(|_| !args.relays.is_empty()) {
+                let places = iocurve_run::launch::RelayPlaces::in_order(agents, every as usize);
+                plan.check_sweeps_in_groups(&places.ends).map_err(iocurve_run::Error::Usage)?;
+            }
         }
         let mut plan = plan;
         iocurve_run::default_target(&mut plan);
@@ -273,6 +278,7 @@ fn agents(args: &RunArgs) -> Result<AgentOptions, CliError> {
         },
         relay_every: args.relay_every.unwrap_or(0),
         relay_ca_key: args.relay_ca_key.clone(),
+        relay_places: Default::default(),
         host_intervals: args.host_intervals.iter().map(|h| h.trim().to_string()).filter(|h| !h.is_empty()).collect(),
     })
 }

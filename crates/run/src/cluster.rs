@@ -72,6 +72,10 @@ pub struct AgentOptions {
     /// `run --host-intervals`: the hosts behind relays whose every interval is kept
     /// ([`Cluster::host_intervals`]).
     pub host_intervals: Vec<String>,
+    /// Where the relays' groups lie among the hosts, every group planned (those of relays that
+    /// did not start too): a host-count sweep counts whole groups by them; empty: each of
+    /// `relays` in turn.
+    pub relay_places: crate::launch::RelayPlaces,
 }
 
 /// An agent that sends nothing — its progress events, four a second, are its heartbeat — for
@@ -96,9 +100,10 @@ pub struct Cluster {
     /// Per agent, its `workers_scale` (`[[hosts]]`; 1 for `--hosts`).
     scales: Vec<f64>,
     /// Per agent, its place in the hosts as listed (a relay: its group's last place, the groups
-    /// in their relays' order): a host-count sweep's step of N runs on the first N listed that
-    /// are still with the run, never on another in a lost one's place (through relays, on the
-    /// relays whose groups lie within the first N).
+    /// one after another in their relays' order, those of relays that did not start counted): a
+    /// host-count sweep's step of N runs on the first N listed that are still with the run,
+    /// never on another in a lost one's place (through relays, on the relays whose groups lie
+    /// within the first N).
     listed: Vec<usize>,
     /// Per agent, its targets as it opened them (its own paths, and which are fresh).
     facts: Vec<Vec<pb::TargetFacts>>,
@@ -125,17 +130,22 @@ pub struct Cluster {
     silence: Duration,
 }
 
-/// Each relay's group's last place among the hosts as listed, group after group: a relay's
-/// place for a host-count sweep (its group runs whole, once the count takes in its last host).
-fn group_lasts(relays: &[(String, Vec<String>)]) -> Vec<usize> {
-    let mut last = 0usize;
-    relays
-        .iter()
-        .map(|r| {
-            last += r.1.len();
-            last.saturating_sub(1)
-        })
-        .collect()
+/// Where each relay's group lies among the hosts, group after group in the relays' order (with
+/// `--relay-by switch`, switch by switch): a relay's place for a host-count sweep is its
+/// group's last (its group runs whole, once the count takes in its last host). The launch's or
+/// the runner's, which count groups whose relay did not start; else each relay's in turn.
+fn relay_places(args: &AgentOptions) -> crate::launch::RelayPlaces {
+    if args.relay_places.lasts.len() == args.relays.len() && !args.relay_places.ends.is_empty() {
+        return args.relay_places.clone();
+    }
+    let mut places = crate::launch::RelayPlaces::default();
+    let mut end = 0usize;
+    for r in &args.relays {
+        end += r.1.len();
+        places.ends.push(end);
+        places.lasts.push(end.saturating_sub(1));
+    }
+    places
 }
 
 /// Every agent dialled; with `--wait-for-agents`, those not answering yet dialled again until
@@ -489,9 +499,9 @@ impl Cluster {
             args.addresses.iter().map(|a| (a.clone(), plan.groups.clone(), 1.0)).collect()
         };
         plan.check_sweeps(hosts.len()).map_err(Error::Usage)?;
+        let places = relay_places(args);
         if !args.relays.is_empty() {
-            plan.check_sweeps_in_groups(&args.relays.iter().map(|r| r.1.len()).collect::<Vec<_>>())
-                .map_err(Error::Usage)?;
+            plan.check_sweeps_in_groups(&places.ends).map_err(Error::Usage)?;
         }
         let keep_going = !args.abort_on_host_loss;
         let stop = cancel.flag();
@@ -530,7 +540,7 @@ impl Cluster {
         } else {
             let through = rt.block_on(reach_relays(args, &cfg, &hosts, run_key, stop))?;
             child_hosts = hosts.iter().map(|h| (h.0.clone(), (h.1.clone(), h.2))).collect();
-            let lasts = group_lasts(&args.relays);
+            let lasts = places.lasts.clone();
             for (i, r) in through.into_iter().enumerate() {
                 match r {
                     Ok((remote, group, lost)) => {
@@ -654,7 +664,9 @@ impl Cluster {
         let all = names.iter().any(|n| n == "all");
         // (Names as DNS has them: in any case.)
         let names_it = |n: &str, addr: &str, hostname: &str| {
-            n == addr || n.eq_ignore_ascii_case(auth::host_of(addr)) || n.eq_ignore_ascii_case(hostname)
+            n.eq_ignore_ascii_case(addr)
+                || n.eq_ignore_ascii_case(auth::host_of(addr))
+                || n.eq_ignore_ascii_case(hostname)
         };
         let own = self.remotes.iter().filter(|r| !r.relay).map(|r| (r.addr.as_str(), r.hello.hostname.as_str()));
         let behind = self.children.iter().flatten().map(|c| (c.0.as_str(), c.1.hostname.as_str()));

@@ -323,8 +323,22 @@ impl Session<'_, '_> {
             member_steps: vec![Vec::new(); at.members.len()],
             notes,
         };
-        let mut stop_run = false;
+        let (mut stop_run, mut skipped) = (false, None);
         while let Some((si, step)) = r.ramp.next_step() {
+            // A host-count sweep's count none of whose hosts is left (lost, or a relay lost with
+            // its whole group): no host takes their place, so its steps are skipped, said once.
+            if let Some(n) = step.hosts
+                && self.cluster.scales_of(&step).is_empty()
+            {
+                if skipped != Some(n) {
+                    skipped = Some(n);
+                    self.observers.warning(&format!(
+                        "workload {}: none of the first {n} hosts is with the run any more: its steps on {n} hosts are skipped",
+                        w.name
+                    ));
+                }
+                continue;
+            }
             if si > 0 && w.pause_s > 0.0 {
                 self.observers.event(&RunEvent::Rest { workload: w.name.clone(), seconds: w.pause_s });
                 self.cancel.sleep(Duration::from_secs_f64(w.pause_s));

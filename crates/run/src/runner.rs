@@ -301,6 +301,12 @@ impl<'o> Runner<'o> {
                 "--relay-every: {what} does not go through relays yet; run without --relay-every"
             )));
         }
+        // Groups in the hosts' order are known now: a sweep that does not take them whole is
+        // refused before anything starts (by switch, once the topology is read).
+        if l.relay_every > 0 && !l.relay_by_switch {
+            let places = launch::RelayPlaces::in_order(hosts.len(), l.relay_every as usize);
+            self.plan.check_sweeps_in_groups(&places.ends).map_err(Error::Usage)?;
+        }
         let started = launch::start(
             l,
             &hosts,
@@ -310,18 +316,26 @@ impl<'o> Runner<'o> {
             &self.cancel,
             &mut self.observers,
         )?;
-        let launch::Started { mut launch, addresses, failed, issued, relays } = started;
+        let launch::Started { mut launch, addresses, failed, issued, relays, places } = started;
         // Each relay's hosts as the coordinator names them: by their agents' addresses.
         let at: std::collections::HashMap<&str, &str> =
             addresses.iter().map(|(h, a)| (h.as_str(), a.as_str())).collect();
-        // (A relay none of whose agents started has nothing to drive.)
+        // (A relay none of whose agents started has nothing to drive: its group's places stay
+        // nobody's.)
+        let mut kept = launch::RelayPlaces { ends: places.ends, lasts: Vec::new() };
         agents.relays = relays
             .iter()
-            .map(|(relay, group)| {
-                (relay.clone(), group.iter().filter_map(|h| at.get(h.as_str()).map(|a| a.to_string())).collect())
+            .zip(places.lasts)
+            .filter_map(|((relay, group), last)| {
+                let group: Vec<String> =
+                    group.iter().filter_map(|h| at.get(h.as_str()).map(|a| a.to_string())).collect();
+                (!group.is_empty()).then(|| {
+                    kept.lasts.push(last);
+                    (relay.clone(), group)
+                })
             })
-            .filter(|(_, group): &(String, Vec<String>)| !group.is_empty())
             .collect();
+        agents.relay_places = kept;
         if !failed.is_empty() {
             let list: Vec<String> = failed.iter().map(|(h, why)| format!("{h}: {why}")).collect();
             if agents.abort_on_host_loss || addresses.is_empty() {
@@ -446,6 +460,7 @@ impl<'o> Runner<'o> {
         )
         .map_err(|e| Error::Usage(format!("--relays: {e}")))?;
         agents.relays = agents.relay_addresses.iter().cloned().zip(groups.iter().map(|g| g.to_vec())).collect();
+        agents.relay_places = launch::RelayPlaces::in_order(hosts.len(), every);
         agents.relay_credentials = Some(Arc::new(creds));
         Ok(())
     }

@@ -189,13 +189,17 @@ fn simulated_agents_of_their_own_credentials_run_through_relays_started_by_hand(
         assert!((sum - f(&s["iops"])).abs() / sum < 1e-6, "{sum} vs {}", s["iops"]);
     }
     hosts_plan(dir.path(), &sim.hosts, &sweep.replace("[3, 6]", "[2, 6]"));
-    let o = coordinator(dir.path(), &certs, &args).output().unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
-    assert!(
-        stderr(&o).contains("host_ramp [2, 6] asks for 2 hosts, but through relays a step runs every host of a relay's group or none: give counts of whole groups (3, 6)"),
-        "{}",
-        stderr(&o)
-    );
+    // Refused by the run before any agent is dialled, and by the dry run alike.
+    for dry in [false, true] {
+        let args = if dry { [&args[..], &["--dry-run"]].concat() } else { args.clone() };
+        let o = coordinator(dir.path(), &certs, &args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+        assert!(
+            stderr(&o).contains("host_ramp [2, 6] asks for 2 hosts, but through relays a step runs every host of a relay's group or none: give counts of whole groups (3, 6)"),
+            "{}",
+            stderr(&o)
+        );
+    }
 }
 
 /// A real agent started by hand at loopback address `ip` with the credentials `certs add-host
@@ -427,6 +431,32 @@ fn real_agents_started_by_hand_run_through_a_relay_started_by_hand() {
     let workers: Vec<u64> = rows.iter().map(|h| h["workers"].as_u64().unwrap()).collect();
     assert_eq!(workers, [1, 4, 1], "each host its share: {rows:?}");
     assert_eq!(s["outstanding"], 6 * s["queue_depth"].as_u64().unwrap(), "{s}");
+    // A sweep whose first group's relay does not answer: that group's count has no host left
+    // and is skipped, said; the next count runs on the other group alone, flagged as short of
+    // its hosts (none takes the lost ones' places).
+    let sweep =
+        "[[workloads]]\nname = \"s\"\nramp = [1]\nhost_ramp = [2, 3]\nwarmup_s = 0\nintervals = 2\ninterval_s = 0.5\n";
+    hosts_plan(dir.path(), &hosts, sweep);
+    let dead = std::net::TcpListener::bind("127.0.0.9:0").unwrap().local_addr().unwrap().to_string();
+    let relays = format!("{dead},{}", second.addr);
+    (two[6], two[8]) = ("2", &relays);
+    let o = once_the_relay_lets_go(dir.path(), &certs, &two);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(3), "hosts lost before the first step: {out}{err}");
+    assert!(
+        err.contains(
+            "workload s: none of the first 2 hosts is with the run any more: its steps on 2 hosts are skipped"
+        ),
+        "{out}{err}"
+    );
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let steps = r["workloads"][0]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert_eq!(
+        (steps[0]["host_count"].as_u64(), steps[0]["hosts"][0]["host"].as_str()),
+        (Some(1), Some(hosts[2].0.as_str()))
+    );
+    assert_eq!(steps[0]["flags"][0]["code"], "fewer_hosts", "{}", steps[0]);
 }
 
 /// Issue 46: preconditioning and the final verification through a relay started by hand: each

@@ -66,11 +66,13 @@ pub(super) fn rows(
 ) -> Rows {
     let mut out = Rows { rows: Vec::with_capacity(rows.len()), in_full: Vec::new(), notes: Vec::new() };
     for (own, mut v) in rows.into_iter().zip(via) {
+        // The hosts asked for in full, before their rows take them: all said if the rows go.
+        let asked: Vec<String> = v.in_full.keys().cloned().collect();
         // A group's row: its hosts' workers together (uneven hosts: each its share).
         let group_workers = (!v.expected.is_empty()).then(|| v.expected.iter().map(|e| e.1).sum::<u32>());
         if v.summaries.is_empty() {
             // None sent (a relay lost mid-step, an agent of its own): its row, summed up.
-            dropped(&v, &own.address, "sent no rows of its hosts", &mut out.notes);
+            dropped(asked, &own.address, "sent no rows of its hosts", &mut out.notes);
             out.rows.push(summed_up(own, w.interval_s, group_workers));
             out.in_full.push(None);
             continue;
@@ -96,7 +98,7 @@ pub(super) fn rows(
                     "relay {}'s rows of its hosts were not taken ({why}): its row is its group's",
                     own.address
                 ));
-                dropped(&v, &own.address, "'s rows were not taken", &mut out.notes);
+                dropped(asked, &own.address, "'s rows were not taken", &mut out.notes);
                 out.rows.push(summed_up(own, w.interval_s, group_workers));
                 out.in_full.push(None);
             }
@@ -106,11 +108,10 @@ pub(super) fn rows(
 }
 
 /// The hosts of relay `relay` asked for in full whose intervals go with its rows: said.
-fn dropped(v: &Via, relay: &str, why: &str, notes: &mut Vec<String>) {
-    if v.in_full.is_empty() {
+fn dropped(mut hosts: Vec<String>, relay: &str, why: &str, notes: &mut Vec<String>) {
+    if hosts.is_empty() {
         return;
     }
-    let mut hosts: Vec<&str> = v.in_full.keys().map(String::as_str).collect();
     hosts.sort_unstable();
     let sep = if why.starts_with('\'') { "" } else { " " };
     notes.push(format!("the intervals in full of {} were not taken: relay {relay}{sep}{why}", hosts.join(", ")));
@@ -500,6 +501,15 @@ mod tests {
         );
         let out = asked(Via { hosts: 2, ..via(vec![summary("10.0.0.5:7420", 3)]) }, Ok(sent(3)));
         assert_eq!(out.notes.len(), 2, "{:?}", out.notes);
+        assert_eq!(
+            out.notes[1],
+            "the intervals in full of 10.0.0.5:7420 were not taken: relay 10.0.0.4:7421's rows were not taken"
+        );
+        // The first host's taken before the second's row fails: still said.
+        let expected = vec![("10.0.0.5:7420".into(), 4), ("10.0.0.6:7420".into(), 4)];
+        let two = Via { expected, hosts: 2, ..via(vec![summary("10.0.0.5:7420", 3), summary("10.0.0.7:7420", 3)]) };
+        let out = asked(two, Ok(sent(3)));
+        assert!(out.notes[0].contains("its host 10.0.0.6:7420 named 10.0.0.7:7420"), "{:?}", out.notes);
         assert_eq!(
             out.notes[1],
             "the intervals in full of 10.0.0.5:7420 were not taken: relay 10.0.0.4:7421's rows were not taken"

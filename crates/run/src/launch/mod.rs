@@ -158,6 +158,20 @@ pub struct Started {
     /// `relay_every`: each group's relay (its address) and its hosts (those started, in
     /// `addresses`' terms: HOST); a group whose relay did not start is in `failed`.
     pub relays: Vec<(String, Vec<String>)>,
+    /// Where the groups end among the hosts, group after group (every group planned, those
+    /// whose relay did not start too), and each of `relays`' group's last place: what a
+    /// host-count sweep counts by ([`crate::AgentOptions::relay_ends`]).
+    pub places: RelayPlaces,
+}
+
+/// Where relays' groups lie among the hosts (issue 46): a host-count sweep takes whole groups,
+/// and no other group takes a lost one's place.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RelayPlaces {
+    /// Every planned group's end (its last place + 1), in order.
+    pub ends: Vec<usize>,
+    /// Per relay kept, its group's last place.
+    pub lasts: Vec<usize>,
 }
 
 /// Starts an agent on every host, all at once. `allow(host)` is the allow list that host's
@@ -265,7 +279,7 @@ pub fn start(
             },
         }
     }
-    let relays = settle_relays(&groups, relay_at, |g| groups[g][0].clone(), &mut addresses, &mut failed);
+    let (relays, places) = settle_relays(&groups, relay_at, |g| groups[g][0].clone(), &mut addresses, &mut failed);
     if cancel.is_cancelled() {
         launch.stop(obs);
         return Err(Error::Interrupted("interrupted while starting the agents: nothing ran".into()));
@@ -289,7 +303,16 @@ pub fn start(
         });
     }
     let issued = Issued::of(creds, opts.relay_every > 0);
-    Ok(Started { launch, addresses, failed, issued, relays })
+    Ok(Started { launch, addresses, failed, issued, relays, places })
+}
+
+impl RelayPlaces {
+    /// Groups of `every` of `hosts` hosts at a time, in their order, every relay kept.
+    pub fn in_order(hosts: usize, every: usize) -> RelayPlaces {
+        let every = every.max(1);
+        let ends: Vec<usize> = (1..=hosts.div_ceil(every)).map(|g| (g * every).min(hosts)).collect();
+        RelayPlaces { lasts: ends.iter().map(|e| e - 1).collect(), ends }
+    }
 }
 
 /// Each group with its relay's address; a group whose relay did not start (`relay_at[g]` an
@@ -301,11 +324,16 @@ fn settle_relays(
     relay_of: impl Fn(usize) -> String,
     addresses: &mut Vec<(String, String)>,
     failed: &mut Vec<(String, String)>,
-) -> Vec<(String, Vec<String>)> {
-    let mut relays = Vec::new();
+) -> (Vec<(String, Vec<String>)>, RelayPlaces) {
+    let (mut relays, mut places, mut end) = (Vec::new(), RelayPlaces::default(), 0usize);
     for (g, (group, at)) in groups.iter().zip(relay_at).enumerate() {
+        end += group.len();
+        places.ends.push(end);
         match at {
-            Ok(addr) => relays.push((addr, group.clone())),
+            Ok(addr) => {
+                relays.push((addr, group.clone()));
+                places.lasts.push(end.saturating_sub(1));
+            }
             Err(why) => {
                 addresses.retain(|(h, _)| !group.contains(h));
                 for h in group {
@@ -319,7 +347,7 @@ fn settle_relays(
             }
         }
     }
-    relays
+    (relays, places)
 }
 
 /// The relays' groups of `hosts`: `every` at a time in their order; or, given the leaf
@@ -905,6 +933,24 @@ fn large_copy_warning(size: u64) -> Option<String> {
 mod tests {
     /// `--relay-every 2`: in the hosts' order; by switch, each switch's hosts apart (a
     /// relay's agents behind its own switch), `user@` ignored, a host under no switch refused.
+    #[test]
+    fn relay_places_count_every_group_planned() {
+        use super::{RelayPlaces, settle_relays};
+        assert_eq!(RelayPlaces::in_order(7, 3), RelayPlaces { ends: vec![3, 6, 7], lasts: vec![2, 5, 6] });
+        assert_eq!(RelayPlaces::in_order(0, 3), RelayPlaces::default());
+        // The second group's relay did not start: its places stay, nobody's.
+        let groups: Vec<Vec<String>> =
+            [["a", "b"], ["c", "d"], ["e", "f"]].iter().map(|g| g.iter().map(|h| h.to_string()).collect()).collect();
+        let mut addresses: Vec<(String, String)> =
+            groups.iter().flatten().map(|h| (h.clone(), format!("{h}:7420"))).collect();
+        let at = vec![Ok("a:7421".to_string()), Err("refused".to_string()), Ok("e:7421".to_string())];
+        let mut failed = Vec::new();
+        let (relays, places) = settle_relays(&groups, at, |g| groups[g][0].clone(), &mut addresses, &mut failed);
+        assert_eq!(relays.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(), ["a:7421", "e:7421"]);
+        assert_eq!(places, RelayPlaces { ends: vec![2, 4, 6], lasts: vec![1, 5] });
+        assert_eq!(failed.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(), ["c", "d"]);
+    }
+
     #[test]
     fn relay_groups_follow_the_order_or_the_switches() {
         let hosts: Vec<String> = ["n1", "n2", "n3", "root@n4", "n5"].map(String::from).to_vec();

@@ -144,7 +144,7 @@ pub fn start(
             (None, Err(why)) => failed.push((host, why)),
         }
     }
-    let relays = settle_relays(&groups, relay_at, |g| pods.relays[g].clone(), &mut addresses, &mut failed);
+    let (relays, places) = settle_relays(&groups, relay_at, |g| pods.relays[g].clone(), &mut addresses, &mut failed);
     if cancel.is_cancelled() {
         return Err(Error::Interrupted("interrupted while enrolling the pods: nothing ran".into()));
     }
@@ -166,5 +166,6 @@ pub fn start(
         failed,
         issued: Issued::of(creds, opts.relay_every > 0),
         relays,
+        places,
     })
 }
