@@ -450,8 +450,12 @@ impl<'o> Runner<'o> {
         };
         let token = auth::read_token(token_file).map_err(|e| Error::Usage(format!("--relays: {e}")))?;
         // No launch bounds a hand-started run: its delegations last twice the plan and an hour,
-        // long enough for a run slower than its plan, and end with it all the same.
-        let expires = iocurve_net::unix_s() + (self.plan.total_seconds() * 2.0) as u64 + 3600;
+        // long enough for a run slower than its plan, and end with it all the same; a day more
+        // with a pass, whose length no plan says (a relay whose delegations end during one says
+        // so).
+        let passes = self.plan.precondition || self.options.verify_final;
+        let expires =
+            iocurve_net::unix_s() + (self.plan.total_seconds() * 2.0) as u64 + 3600 + if passes { 86_400 } else { 0 };
         let creds = iocurve_net::certs::RunCredentials::of_cluster(
             &read(ca, "the CA")?,
             &read(&key, "the CA key")?,

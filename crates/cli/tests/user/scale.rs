@@ -531,6 +531,89 @@ fn passes_go_through_a_relay_started_by_hand() {
     assert!(rows.iter().all(|r| r.contains(&second) && r.contains("lost")), "{csv}");
 }
 
+/// Issue 46: Ctrl-C during a precondition pass through a relay stops it on every agent, each
+/// saying where it stopped; the next run resumes each file there (the states are kept under each
+/// agent's name, the resume mapped to each agent's own targets), and finishes them.
+#[test]
+fn ctrl_c_during_a_pass_through_a_relay_and_the_next_run_resumes() {
+    let _one = crate::util::one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs(dir.path());
+    let (hosts, _agents) = ByHand::on_files(dir.path(), &certs, &["127.0.0.2", "127.0.0.3"]);
+    let relay = ByHand::start(dir.path(), &certs, "127.0.0.2", &["--relay"]);
+    hosts_plan(
+        dir.path(),
+        &hosts,
+        "[[workloads]]\nname = \"w\"\nramp = [1]\nwarmup_s = 0\nintervals = 1\ninterval_s = 0.5\n",
+    );
+    let (client, key) = (certs.join("client.pem"), certs.join("client.key"));
+    let args = [
+        "plan.toml",
+        "--size",
+        "1g",
+        "--precondition",
+        "--relay-every",
+        "2",
+        "--relays",
+        &relay.addr,
+        "--token-per-host",
+        "--client-cert",
+        client.to_str().unwrap(),
+        "--client-key",
+        key.to_str().unwrap(),
+    ];
+    let mut child =
+        coordinator(dir.path(), &certs, &args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let rx = lines_of(child.stdout.take().unwrap());
+    // Once the pass is under way (a line of progress), not after a fixed time.
+    let mut printed = Vec::new();
+    loop {
+        let line = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the pass says how far it is");
+        let progress = line.contains(" of 1g (");
+        printed.push(line);
+        if progress {
+            break;
+        }
+    }
+    // SAFETY: kill only signals the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    printed.extend(rx.iter());
+    let printed = printed.join("\n");
+    assert_eq!(o.status.code(), Some(130), "{printed}{}", stderr(&o));
+    assert!(printed.contains("interrupted while preconditioning"), "{printed}");
+    let states = || {
+        let py = "import sqlite3\nfor r in sqlite3.connect('iocurve.db').execute('SELECT target, bytes_written, finished_at IS NOT NULL FROM preconditions ORDER BY target'): print(r[0], r[1], r[2])";
+        let o = std::process::Command::new("python3").args(["-c", py]).current_dir(dir.path()).output().unwrap();
+        stdout(&o)
+    };
+    let before = states();
+    let unfinished: Vec<&str> = before
+        .lines()
+        .filter(|l| l.ends_with(" 0") && !l.contains(" 0 0"))
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    assert!(!unfinished.is_empty(), "a file stopped half-written: {before}");
+    let o = once_the_relay_lets_go(dir.path(), &certs, &args);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    for t in &unfinished {
+        assert!(out.contains(&format!("precondition {t}: resuming at ")), "{t}: {out}");
+    }
+    let expected: String = hosts.iter().map(|h| format!("{}:{} 1073741824 1\n", h.0, h.1.display())).collect();
+    let after = states();
+    // Written whole once: the bytes of the first run and the second add up to no more than the
+    // file and a write in flight per agent (a resumed pass does not start over).
+    assert_eq!(after.lines().count(), 2, "{after}");
+    for (line, want) in after.lines().zip(expected.lines()) {
+        let (name, rest) = line.split_once(' ').unwrap();
+        assert_eq!(name, want.split(' ').next().unwrap());
+        let written: u64 = rest.split(' ').next().unwrap().parse().unwrap();
+        assert!((1 << 30..(1 << 30) + (64 << 20)).contains(&written), "{line}");
+        assert!(line.ends_with(" 1"), "finished: {line}");
+    }
+}
+
 /// `run --relays` says what is missing before anything runs (exit code 2): a relay per group,
 /// each once and none a host, per-host tokens, TLS, the CA's own key, --relay-every without
 /// relays; and a relay refuses to listen without TLS.

@@ -938,6 +938,9 @@ impl Agent for Service {
         &self,
         req: Request<pb::PreconditionRequest>,
     ) -> Result<Response<Self::PreconditionStream>, Status> {
+        // A relay that let its group go: its hosts are lost to that run (before the groups,
+        // which a relay's call names none of).
+        self.check_let_go(req.get_ref().run_key)?;
         // Checked before the trail records it: a malformed request is refused without a line.
         self.check_groups(&req.get_ref().groups)?;
         if self.simulated.is_some() {
@@ -948,7 +951,8 @@ impl Agent for Service {
             let guard = self.take_busy()?;
             let (tx, rx) = mpsc::channel(64);
             relay.precondition(req.into_inner(), tx).await?;
-            return Ok(Response::new(relayed_pass(rx, guard, relay.clone())));
+            let last = |e: &pb::PreconditionEvent| matches!(e.event, Some(pb::precondition_event::Event::Done(_)));
+            return Ok(Response::new(relayed_pass(rx, guard, relay.clone(), last)));
         }
         let call = self.claim(
             &req,
@@ -991,6 +995,7 @@ impl Agent for Service {
         &self,
         req: Request<pb::VerifyPassRequest>,
     ) -> Result<Response<Self::VerifyPassStream>, Status> {
+        self.check_let_go(req.get_ref().run_key)?;
         // Checked before the trail records it: a malformed request is refused without a line.
         self.check_groups(&req.get_ref().groups)?;
         if self.simulated.is_some() {
@@ -1001,7 +1006,8 @@ impl Agent for Service {
             let guard = self.take_busy()?;
             let (tx, rx) = mpsc::channel(64);
             relay.verify_pass(req.into_inner(), tx).await?;
-            return Ok(Response::new(relayed_pass(rx, guard, relay.clone())));
+            let last = |e: &pb::VerifyPassEvent| matches!(e.event, Some(pb::verify_pass_event::Event::Done(_)));
+            return Ok(Response::new(relayed_pass(rx, guard, relay.clone(), last)));
         }
         let call = self.claim(
             &req,
@@ -1269,19 +1275,23 @@ impl Agent for Service {
     }
 }
 
-/// What a relay does not do yet, refused by name (not done on the relay's own targets).
 /// A relay's pass over its group, as its coordinator reads it: this agent counts as busy until
-/// the group's last event is sent, and a coordinator that drops the stream stops the pass (as
-/// it stops an agent's).
+/// the group's last event (`last`: its `Done`) is sent — free for the next call before it says
+/// so, as after a step —, and a coordinator that drops the stream stops the pass (as it stops
+/// an agent's).
 fn relayed_pass<E: Send + 'static>(
     mut inner: mpsc::Receiver<Result<E, Status>>,
     guard: Busy,
     relay: Arc<dyn relay::RelayHandler>,
+    last: fn(&E) -> bool,
 ) -> ReceiverStream<Result<E, Status>> {
     let (tx, rx) = mpsc::channel(64);
     tokio::spawn(async move {
-        let mut gone = false;
+        let (mut gone, mut guard) = (false, Some(guard));
         while let Some(e) = inner.recv().await {
+            if e.as_ref().map_or(true, last) {
+                guard.take();
+            }
             if !gone && tx.send(e).await.is_err() {
                 gone = true;
                 relay.stop();

@@ -580,4 +580,7 @@ pub fn wire_groups(groups: &[TargetGroup]) -> Vec<pb::TargetGroup> {
 }
 
 pub use super::coordinate::{MultiStep, Relayed, StepSpec, run_step};
-pub use super::passes::{AgentPass, PassEnd, VerifyEnd, precondition, verify_pass};
+pub use super::passes::{
+    AgentPass, PassEnd, VerifyEnd, follow_precondition, follow_verify_pass, precondition, start_precondition,
+    start_verify_pass, verify_pass,
+};

@@ -113,10 +113,32 @@ pub async fn precondition(
     on_progress: &mut dyn FnMut(usize, &pb::PreconditionProgress),
     on_notes: &mut dyn FnMut(usize, &pb::PreconditionDone),
 ) -> Result<PassEnd, NetError> {
+    let streams = start_precondition(remotes, reqs).await?;
+    follow_precondition(remotes, streams, stop, silence, on_progress, on_notes).await
+}
+
+/// Every agent's precondition pass started (`reqs[h]` for agent h), in order: their streams.
+pub async fn start_precondition(
+    remotes: &mut [Remote],
+    reqs: Vec<pb::PreconditionRequest>,
+) -> Result<Vec<tonic::Streaming<pb::PreconditionEvent>>, NetError> {
     let mut streams = Vec::new();
     for (r, req) in remotes.iter_mut().zip(reqs) {
         streams.push(r.client.precondition(req).await.map_err(|e| failed(&r.addr, "precondition", e))?.into_inner());
     }
+    Ok(streams)
+}
+
+/// The precondition passes [`start_precondition`] started, followed to their ends (see
+/// [`precondition`]).
+pub async fn follow_precondition(
+    remotes: &mut [Remote],
+    streams: Vec<tonic::Streaming<pb::PreconditionEvent>>,
+    stop: &AtomicBool,
+    silence: Duration,
+    on_progress: &mut dyn FnMut(usize, &pb::PreconditionProgress),
+    on_notes: &mut dyn FnMut(usize, &pb::PreconditionDone),
+) -> Result<PassEnd, NetError> {
     let who: Vec<String> = remotes.iter().map(|r| r.who()).collect();
     let mut interrupted = false;
     follow(remotes, streams, "precondition pass", stop, silence, &mut |h, e: pb::PreconditionEvent| match e.event {
@@ -170,10 +192,32 @@ pub async fn verify_pass(
     on_progress: &mut dyn FnMut(usize, u64, u64),
     on_problem: &mut dyn FnMut(usize, &pb::VerifyProblem),
 ) -> Result<VerifyEnd, NetError> {
+    let streams = start_verify_pass(remotes, reqs).await?;
+    follow_verify_pass(remotes, streams, stop, silence, on_progress, on_problem).await
+}
+
+/// Every agent's verification pass started (`reqs[h]` for agent h), in order: their streams.
+pub async fn start_verify_pass(
+    remotes: &mut [Remote],
+    reqs: Vec<pb::VerifyPassRequest>,
+) -> Result<Vec<tonic::Streaming<pb::VerifyPassEvent>>, NetError> {
     let mut streams = Vec::new();
     for (r, req) in remotes.iter_mut().zip(reqs) {
         streams.push(r.client.verify_pass(req).await.map_err(|e| failed(&r.addr, "verification", e))?.into_inner());
     }
+    Ok(streams)
+}
+
+/// The verification passes [`start_verify_pass`] started, followed to their ends (see
+/// [`verify_pass`]).
+pub async fn follow_verify_pass(
+    remotes: &mut [Remote],
+    streams: Vec<tonic::Streaming<pb::VerifyPassEvent>>,
+    stop: &AtomicBool,
+    silence: Duration,
+    on_progress: &mut dyn FnMut(usize, u64, u64),
+    on_problem: &mut dyn FnMut(usize, &pb::VerifyProblem),
+) -> Result<VerifyEnd, NetError> {
     let who: Vec<String> = remotes.iter().map(|r| r.who()).collect();
     let mut out = vec![AgentPass::default(); remotes.len()];
     let mut interrupted = false;
