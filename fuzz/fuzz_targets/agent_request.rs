@@ -70,6 +70,9 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
                 run_key: 7,
                 verify_journal: i % 3 == 0,
                 write_iolog: i % 5 == 0,
+                // Every third seed names an agent whose intervals a relay sends in full (an
+                // agent ignores it).
+                host_intervals: if i % 3 == 1 { vec!["10.0.0.5:7420".into()] } else { Vec::new() },
                 // Every fourth seed a concurrent step of this workload and the next.
                 members: if i % 4 == 3 {
                     plan.workloads

@@ -456,7 +456,8 @@ fn real_agents_started_by_hand_run_through_a_relay_started_by_hand() {
         (steps[0]["host_count"].as_u64(), steps[0]["hosts"][0]["host"].as_str()),
         (Some(1), Some(hosts[2].0.as_str()))
     );
-    assert_eq!(steps[0]["flags"][0]["code"], "fewer_hosts", "{}", steps[0]);
+    let flags = steps[0]["flags"].as_array().unwrap();
+    assert!(flags.iter().any(|f| f["code"] == "fewer_hosts"), "{}", steps[0]);
 }
 
 /// Issue 46: preconditioning and the final verification through a relay started by hand: each
@@ -479,7 +480,7 @@ fn passes_go_through_a_relay_started_by_hand() {
     let args = [
         "plan.toml",
         "--size",
-        "4m",
+        "1m",
         "--json",
         "r.json",
         "--precondition",
@@ -500,15 +501,15 @@ fn passes_go_through_a_relay_started_by_hand() {
     // Each agent's file written whole, its state kept under its agent's name.
     let py = "import sqlite3\nfor r in sqlite3.connect('iocurve.db').execute('SELECT target, bytes_written, finished_at IS NOT NULL FROM preconditions ORDER BY target'): print(r[0], r[1], r[2])";
     let o = std::process::Command::new("python3").args(["-c", py]).current_dir(dir.path()).output().unwrap();
-    let expected: String = hosts.iter().map(|h| format!("{}:{} 4194304 1\n", h.0, h.1.display())).collect();
+    let expected: String = hosts.iter().map(|h| format!("{}:{} 1048576 1\n", h.0, h.1.display())).collect();
     assert_eq!(stdout(&o), expected, "{}", stderr(&o));
     assert!(out.contains("precondition on 2 agents: every block of 2 targets once"), "{out}");
-    // Every block the verifying writes reached, on both agents (the random writes reach most of
-    // the 2 × 1,024 blocks in a second).
+    // Every block the verifying writes reached, on both agents: more than one agent's 256 (the
+    // random writes of a second reach most of them, on a machine ten times slower too).
     let said = "verification on 2 agents: 0 lost, 0 corrupted, 0 misplaced of ";
     let checked: u64 =
         out.split(said).nth(1).and_then(|t| t.split(' ').next()).and_then(|n| n.parse().ok()).unwrap_or(0);
-    assert!((1_025..=2_048).contains(&checked), "{out}");
+    assert!((257..=512).contains(&checked), "{out}");
     let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
     let map = r["final_verification"]["map"].as_str().unwrap();
     assert!(hosts.iter().all(|h| map.contains(&format!("{}:", h.0))) && !map.contains(&relay.addr), "{map}");
@@ -532,7 +533,8 @@ fn passes_go_through_a_relay_started_by_hand() {
 }
 
 /// Issue 46: Ctrl-C during a precondition pass through a relay stops it on every agent, each
-/// saying where it stopped; the next run resumes each file there (the states are kept under each
+/// saying where it stopped (2 GiB each: ten seconds at this disk's 200 MB/s, where the first
+/// progress line comes after one); the next run resumes each file there (the states are kept under each
 /// agent's name, the resume mapped to each agent's own targets), and finishes them.
 #[test]
 fn ctrl_c_during_a_pass_through_a_relay_and_the_next_run_resumes() {
@@ -550,7 +552,7 @@ fn ctrl_c_during_a_pass_through_a_relay_and_the_next_run_resumes() {
     let args = [
         "plan.toml",
         "--size",
-        "1g",
+        "2g",
         "--precondition",
         "--relay-every",
         "2",
@@ -569,7 +571,7 @@ fn ctrl_c_during_a_pass_through_a_relay_and_the_next_run_resumes() {
     let mut printed = Vec::new();
     loop {
         let line = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the pass says how far it is");
-        let progress = line.contains(" of 1g (");
+        let progress = line.contains(" of 2g (");
         printed.push(line);
         if progress {
             break;
@@ -600,7 +602,7 @@ fn ctrl_c_during_a_pass_through_a_relay_and_the_next_run_resumes() {
     for t in &unfinished {
         assert!(out.contains(&format!("precondition {t}: resuming at ")), "{t}: {out}");
     }
-    let expected: String = hosts.iter().map(|h| format!("{}:{} 1073741824 1\n", h.0, h.1.display())).collect();
+    let expected: String = hosts.iter().map(|h| format!("{}:{} 2147483648 1\n", h.0, h.1.display())).collect();
     let after = states();
     // Written whole once: the bytes of the first run and the second add up to no more than the
     // file and a write in flight per agent (a resumed pass does not start over).
@@ -609,7 +611,7 @@ fn ctrl_c_during_a_pass_through_a_relay_and_the_next_run_resumes() {
         let (name, rest) = line.split_once(' ').unwrap();
         assert_eq!(name, want.split(' ').next().unwrap());
         let written: u64 = rest.split(' ').next().unwrap().parse().unwrap();
-        assert!((1 << 30..(1 << 30) + (64 << 20)).contains(&written), "{line}");
+        assert!((2 << 30..(2 << 30) + (64 << 20)).contains(&written), "{line}");
         assert!(line.ends_with(" 1"), "finished: {line}");
     }
 }
