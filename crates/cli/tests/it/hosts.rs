@@ -78,10 +78,26 @@ fn a_host_sweep_over_uneven_hosts_runs_each_count_and_each_share() {
     let scaling = f(&two["scaling_pct"]);
     assert!((scaling - f(&two["maximum"]["iops"]) / linear * 100.0).abs() < 0.01, "{scaling} % of linear");
     assert_eq!(f(&one["scaling_pct"]), 100.0);
-    assert!(
-        out.contains("(4 workers per host at scale 1; ") && out.contains(&format!("{b} 2 workers (6 in all))")),
-        "the summary says what each host ran: {out}"
-    );
+    // The summary says what each host ran where the optimum or maximum is a step of both
+    // hosts; a loaded machine may put them on one host (CI of 98a9a6f: 680 IOPS on 1 host,
+    // 661 on 2), and then says so.
+    let w = &r["workloads"][0];
+    for label in ["optimum", "maximum"] {
+        let s = &w["steps"][w[label]["step"].as_u64().unwrap() as usize];
+        let workers = s["workers"].as_u64().unwrap();
+        let want = if s["host_count"] == 2 {
+            let a = &agents[0].addr;
+            format!(
+                "({workers} workers per host at scale 1; {a} {workers}, {b} {} workers ({} in all))",
+                workers / 2,
+                workers * 3 / 2
+            )
+        } else {
+            format!("({workers} workers on 1 host)")
+        };
+        let lines: Vec<&str> = out.lines().filter(|l| l.trim_start().starts_with(&format!("{label} "))).collect();
+        assert!(!lines.is_empty() && lines.iter().all(|l| l.ends_with(&want)), "the {label} as {want}: {out}");
+    }
     assert!(out.contains("(2 workers on 1 host)"), "{out}");
     drop(agents);
 

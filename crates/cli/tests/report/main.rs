@@ -60,6 +60,20 @@ fn maxima_apart(jsons: &[PathBuf]) -> bool {
     })
 }
 
+/// The workloads whose maximum or SLA maximum some run left undecided (too noisy to tell).
+fn undecided_workloads(jsons: &[PathBuf]) -> Vec<String> {
+    let mut names = Vec::new();
+    for j in jsons {
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(j).unwrap()).unwrap();
+        for w in r["workloads"].as_array().unwrap() {
+            if !w["maximum_undecided"].is_null() || !w["sla_maximum_undecided"].is_null() {
+                names.push(w["name"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    names
+}
+
 /// The optimum's mark where `optimum`, the maximum's where `maximum` (see [`assert_drawn`]).
 fn assert_marked(b: &mut Browser, expected_charts: usize, optimum: bool, maximum: bool) {
     let drawn = b.eval(DRAWN);
@@ -171,12 +185,18 @@ fn report_and_comparison_in_a_real_browser() {
     );
     let impact = impact.as_array().unwrap();
     assert_eq!(impact.len(), 3, "maximum, optimum and SLA maximum: {impact:?}");
+    let undecided = undecided_workloads(&jsons);
     for table in impact {
         let rows = table.as_array().unwrap();
         assert_eq!(rows.len(), 2, "{rows:?}");
         for r in rows {
-            // The change, "(within noise)" when the runs' spread covers it, and the noise.
             let (change, noise) = r.as_str().unwrap().split_once(" | ").unwrap();
+            // A maximum too noisy to tell on a loaded machine (issue 37) has no change: a dash
+            // (CI of 98a9a6f: "frontend-random-read-4k — | —"). Only there.
+            if change.ends_with(" —") && undecided.iter().any(|w| change.starts_with(&format!("{w} "))) {
+                continue;
+            }
+            // The change, "(within noise)" when the runs' spread covers it, and the noise.
             assert!(change.ends_with(" %") || change.ends_with(" % (within noise)"), "a percentage per workload: {r}");
             assert!(noise.starts_with('±') && noise.ends_with(" %"), "the noise beside it: {r}");
         }
