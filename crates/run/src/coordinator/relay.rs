@@ -19,10 +19,12 @@ use iocurve_net::agent::relay::{RelayHandler, StepEvents};
 use iocurve_net::{NetError, pb, unix_ns, wire};
 use iocurve_plan::TargetGroup;
 use iocurve_stats::{CpuMean, CpuUsage, IntervalStats, StepRecord};
-use tokio::sync::mpsc;
 use tonic::Status;
 
 mod passes;
+mod up;
+
+use up::Up;
 
 use super::client::{self, CONNECT_DEADLINE, ClientConfig, Remote};
 use super::clock::{ClockVerdict, check_clock_against};
@@ -134,6 +136,23 @@ pub struct Relay {
 impl Relay {
     pub fn new() -> Relay {
         Relay::default()
+    }
+
+    /// The group, held for a step or pass of run `run_key` (no other meanwhile), while it has
+    /// an agent left and its delegations last.
+    fn held_group(&self, run_key: u32) -> Result<tokio::sync::OwnedMutexGuard<Option<Group>>, Status> {
+        let guard = self
+            .group
+            .clone()
+            .try_lock_owned()
+            .map_err(|_| Status::resource_exhausted("this relay is running a step or a pass"))?;
+        match guard.as_ref() {
+            None => return Err(Status::failed_precondition("this relay has no group")),
+            // Every agent of its group lost: the coordinator loses the relay with them.
+            Some(g) if g.remotes.is_empty() => return Err(Status::unavailable("this relay has no agent left")),
+            Some(g) => g.check(run_key)?,
+        }
+        Ok(guard)
     }
 }
 
@@ -441,17 +460,12 @@ impl RelayHandler for Relay {
         // places it over its own (`faults_for`).
         let (w, _, faults) = iocurve_net::agent::step_request(&req)?;
         let members = iocurve_net::agent::member_requests(&req)?;
-        let guard = self
-            .group
-            .clone()
-            .try_lock_owned()
-            .map_err(|_| Status::resource_exhausted("this relay is running another step"))?;
-        match guard.as_ref() {
-            None => return Err(Status::failed_precondition("this relay has no group")),
-            // Every agent of its group lost: the coordinator loses the relay with them.
-            Some(g) if g.remotes.is_empty() => return Err(Status::unavailable("this relay has no agent left")),
-            Some(g) => g.check(req.run_key)?,
-        }
+        let guard = self.held_group(req.run_key)?;
+        // The agents whose intervals go up in full, by their places (an address no longer of
+        // the group — lost since the coordinator asked — names none).
+        let forward: Vec<Option<String>> = guard.as_ref().map_or_else(Vec::new, |g| {
+            g.remotes.iter().map(|r| req.host_intervals.iter().any(|a| a == &r.addr).then(|| r.addr.clone())).collect()
+        });
         let start_at = if req.start_at_unix_ns == 0 {
             received_unix_ns + AT_ONCE_LEAD.as_nanos() as i64
         } else {
@@ -463,22 +477,9 @@ impl RelayHandler for Relay {
         *self.running.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(Running { stop: stop.clone(), relayed: Some(relayed.clone()) });
         let running = self.running.clone();
-        // The observer must never wait (it is called inside the step's loop): it queues, and a
-        // task sends on at the pace of the coordinator's stream. A coordinator gone stops the
-        // group's step.
-        let (up, mut queued) = mpsc::unbounded_channel::<Result<pb::StepEvent, Status>>();
-        let (gone, waiting) = (stop.clone(), Arc::new(std::sync::atomic::AtomicUsize::new(0)));
-        let sent = waiting.clone();
-        tokio::spawn(async move {
-            let mut closed = false;
-            while let Some(e) = queued.recv().await {
-                sent.fetch_sub(1, Ordering::Relaxed);
-                if !closed && events.send(e).await.is_err() {
-                    closed = true;
-                    gone.store(true, Ordering::Relaxed);
-                }
-            }
-        });
+        // The observer must never wait (it is called inside the step's loop): `Up` queues. A
+        // coordinator gone, or one far behind, stops the group's step.
+        let up = Up::new(events, stop.clone(), MAX_QUEUED + QUEUED_IN_FULL * forward.iter().flatten().count());
         // The step's observer is the coordinator's `dyn StepObserver` (not `Send`): the step is
         // driven from a blocking thread of its own, its connections' tasks on the runtime.
         let runtime = tokio::runtime::Handle::current();
@@ -521,18 +522,8 @@ impl RelayHandler for Relay {
                     relayed: Some(&relayed),
                 };
                 let warmup_ns = (w.warmup_s * 1e9) as i64;
-                // The agents whose intervals go up in full, by their places (an address no
-                // longer of the group — lost since the coordinator asked — names none).
-                let forward: Vec<Option<String>> = g
-                    .remotes
-                    .iter()
-                    .map(|r| req.host_intervals.iter().any(|a| a == &r.addr).then(|| r.addr.clone()))
-                    .collect();
-                let max_queued = MAX_QUEUED + QUEUED_IN_FULL * forward.iter().flatten().count();
                 let mut obs = Upward {
-                    up: up.clone(),
-                    waiting: waiting.clone(),
-                    stop: stop.clone(),
+                    up,
                     warnings: Vec::new(),
                     received_unix_ns,
                     warmup_ns,
@@ -542,7 +533,6 @@ impl RelayHandler for Relay {
                     parts: 0,
                     cpu: Vec::new(),
                     forward,
-                    max_queued,
                 };
                 let result = run_step(&mut g.remotes, &spec, &mut obs, &stop).await;
                 *running.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -569,7 +559,7 @@ impl RelayHandler for Relay {
                         for (k, h) in m.merged.per_host.iter().enumerate() {
                             let cpu = obs.cpu.get(k).map(CpuMean::mean).unwrap_or_default();
                             let summary = wire::host_summary_to(h, w.interval_s, &cpu);
-                            let _ = up.send(Ok(pb::StepEvent { event: Some(pb::step_event::Event::Summary(summary)) }));
+                            obs.send(pb::step_event::Event::Summary(summary));
                         }
                         let mut done = pb::Done { hosts: g.remotes.len() as u32, lost, ..wire::done_to(&m.merged) };
                         // What the relay would have told its user, for the coordinator's.
@@ -588,7 +578,7 @@ impl RelayHandler for Relay {
                 };
                 // Free for the next step before saying this one is done.
                 drop(guard);
-                let _ = up.send(last.map(|d| pb::StepEvent { event: Some(pb::step_event::Event::Done(d)) }));
+                obs.up.end(last.map(|d| pb::StepEvent { event: Some(pb::step_event::Event::Done(d)) }));
             })
         });
         Ok(())
@@ -731,10 +721,7 @@ fn status_of(e: &NetError) -> Status {
 /// The group's step as one agent's: the first child's start, the merged intervals with how
 /// many hosts each merges, the children's progress added up.
 struct Upward {
-    up: mpsc::UnboundedSender<Result<pb::StepEvent, Status>>,
-    /// Events queued and not sent yet; beyond `max_queued` the step stops.
-    waiting: Arc<std::sync::atomic::AtomicUsize>,
-    stop: Arc<AtomicBool>,
+    up: Up<pb::StepEvent>,
     /// The step's warnings, for its `Done`'s notes.
     warnings: Vec<String>,
     received_unix_ns: i64,
@@ -750,17 +737,11 @@ struct Upward {
     cpu: Vec<CpuMean>,
     /// Per child, its address where its intervals go up in full (`host_intervals`).
     forward: Vec<Option<String>>,
-    /// [`MAX_QUEUED`], and room for the intervals that go up in full.
-    max_queued: usize,
 }
 
 impl Upward {
     fn send(&self, e: pb::step_event::Event) {
-        if self.waiting.fetch_add(1, Ordering::Relaxed) >= self.max_queued {
-            // A coordinator that reads nothing: the group's step ends, as if it were gone.
-            self.stop.store(true, Ordering::Relaxed);
-        }
-        let _ = self.up.send(Ok(pb::StepEvent { event: Some(e) }));
+        self.up.send(pb::StepEvent { event: Some(e) });
     }
 }
 
@@ -820,5 +801,26 @@ impl StepObserver for Upward {
     fn warning(&mut self, message: &str) {
         tracing::warn!(relay = true, "{message}");
         self.warnings.push(message.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One step or pass at a time on a group: a second coordinator's call while one runs is
+    /// refused as busy (not queued behind it), and a relay no coordinator gave a group refuses
+    /// every call.
+    #[tokio::test]
+    async fn a_group_serves_one_step_or_pass_at_a_time() {
+        let relay = Relay::new();
+        let refused = |r: Result<tokio::sync::OwnedMutexGuard<Option<Group>>, Status>| r.err().expect("refused");
+        assert_eq!(refused(relay.held_group(7)).code(), tonic::Code::FailedPrecondition);
+        let held = relay.group.clone().try_lock_owned().unwrap();
+        let busy = refused(relay.held_group(7));
+        assert_eq!(busy.code(), tonic::Code::ResourceExhausted);
+        assert_eq!(busy.message(), "this relay is running a step or a pass");
+        drop(held);
+        assert_eq!(refused(relay.held_group(7)).code(), tonic::Code::FailedPrecondition);
     }
 }

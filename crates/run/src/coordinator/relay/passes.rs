@@ -7,16 +7,16 @@
 
 use std::cell::RefCell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use iocurve_net::agent::relay::PassEvents;
 use iocurve_net::{NetError, pb, wire};
 use iocurve_stats::VerifyCounts;
-use tokio::sync::mpsc;
 use tonic::Status;
 
 use super::super::client::{self, VerifyEnd};
+use super::up::Up;
 use super::{MAX_QUEUED, Relay, Running};
 
 /// How often the group's verification progress goes up (its agents say theirs four times a
@@ -34,41 +34,6 @@ const PROBLEMS_PER_EVENT: usize = 1_000;
 /// The group's agents' places among its targets: each one's first and how many.
 fn places(remotes: &[client::Remote]) -> Vec<(u32, u32)> {
     remotes.iter().map(|r| (r.target_offset, r.target_count)).collect()
-}
-
-/// Where a pass's events go up: in order, never waiting in the pass's callbacks (they queue,
-/// and a task sends them on at the coordinator's pace). A coordinator gone, or one that reads
-/// nothing while [`MAX_QUEUED`] events wait, stops the pass.
-struct Up<E> {
-    tx: mpsc::UnboundedSender<Result<E, Status>>,
-    waiting: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-}
-
-impl<E: Send + 'static> Up<E> {
-    fn new(events: PassEvents<E>, stop: Arc<AtomicBool>) -> Up<E> {
-        let (tx, mut queued) = mpsc::unbounded_channel::<Result<E, Status>>();
-        let waiting = Arc::new(AtomicUsize::new(0));
-        let (sent, gone) = (waiting.clone(), stop.clone());
-        tokio::spawn(async move {
-            let mut closed = false;
-            while let Some(e) = queued.recv().await {
-                sent.fetch_sub(1, Ordering::Relaxed);
-                if !closed && events.send(e).await.is_err() {
-                    closed = true;
-                    gone.store(true, Ordering::Relaxed);
-                }
-            }
-        });
-        Up { tx, waiting, stop }
-    }
-
-    fn send(&self, e: E) {
-        if self.waiting.fetch_add(1, Ordering::Relaxed) >= MAX_QUEUED {
-            self.stop.store(true, Ordering::Relaxed);
-        }
-        let _ = self.tx.send(Ok(e));
-    }
 }
 
 /// The relay's `running` while a pass runs: cleared when the pass ends, however it ends.
@@ -132,19 +97,10 @@ impl Relay {
         if !groups.is_empty() {
             return Err(super::bad(format!("a relay's agents {what} the groups of the Relay call: send none")));
         }
-        let guard = self
-            .group
-            .clone()
-            .try_lock_owned()
-            .map_err(|_| Status::resource_exhausted("this relay is running a step or a pass"))?;
-        match guard.as_ref() {
-            None => return Err(Status::failed_precondition("this relay has no group")),
-            Some(g) if g.remotes.is_empty() => return Err(Status::unavailable("this relay has no agent left")),
-            Some(g) => g.check(run_key)?,
-        }
+        let guard = self.held_group(run_key)?;
         let stop = Arc::new(AtomicBool::new(false));
         *self.running.lock().unwrap_or_else(|e| e.into_inner()) = Some(Running { stop: stop.clone(), relayed: None });
-        let up = Up::new(events, stop.clone());
+        let up = Up::new(events, stop.clone(), MAX_QUEUED);
         Ok(Pass { guard, stop, up, ended: Ended(self.running.clone()) })
     }
 
