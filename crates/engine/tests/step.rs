@@ -217,8 +217,13 @@ fn a_rate_step_issues_its_schedule_and_measures_response_service_and_lag() {
     let r = rec.total.rate.as_deref().expect("a rate step keeps its rate figures");
     // 1 s of measurement at 20 000 IOPS, uniform: 20 000 intended times, each issued once.
     assert!((r.due as i64 - 20_000).abs() <= 1, "due {} {r:?}", r.due);
-    assert_eq!((r.dropped, r.backlog, r.overloaded), (0, 0, false));
-    assert!((rec.total.ops() as i64 - 20_000).abs() <= 8, "completed {}", rec.total.ops());
+    // Every due I/O completed, or still in one of the 8 slots or waiting for one when the step
+    // ended: a thread preempted for a millisecond at its end on a loaded machine leaves tens
+    // waiting (20 at 20 000 IOPS), which the backlog counts; none dropped.
+    assert_eq!((r.dropped, r.overloaded), (0, false));
+    assert!(r.backlog <= 40, "backlog {} {r:?}", r.backlog);
+    let accounted = rec.total.ops() as i64 + r.backlog as i64;
+    assert!(accounted <= r.due as i64 + 1 && accounted + 8 >= r.due as i64 - 1, "completed {} {r:?}", rec.total.ops());
     assert_eq!(r.lag.count(), r.due);
     assert_eq!(r.service.count(), rec.total.ops());
     // On the null back-end a response is its lag plus nothing: the same order of magnitude.

@@ -338,20 +338,23 @@ fn regression_a_step_the_store_cannot_give_back_is_not_analysed() {
 fn a_rate_ramp_keeps_its_verdicts_through_the_store() {
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let text = "[[workloads]]\nname = \"null-rate\"\nbs = \"4k\"\nbackend = \"null\"\nrate = [2000, 100000]\nmax_outstanding = 8\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.3\nthreads = 1\n\n[[faults]]\nkind = \"latency\"\nlatency_ms = 0.5\n";
+    let text = "[[workloads]]\nname = \"null-rate\"\nbs = \"4k\"\nbackend = \"null\"\nrate = [2000, 100000]\nmax_outstanding = 8\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 1\nthreads = 1\n\n[[faults]]\nkind = \"latency\"\nlatency_ms = 0.5\n";
     let p = iocurve_plan::parse_str(text, "test.toml", &Overrides::default()).unwrap();
     let outcome = Runner::new(targeted(p, &dir), Hosts::Local, options(&dir)).run().expect("the run starts");
     assert!(outcome.error.is_none(), "{:?}", outcome.error);
     let w = &outcome.result.workloads[0];
     let rates: Vec<_> = w.steps.iter().map(|s| s.rate.clone().expect("rate steps")).collect();
     assert_eq!(rates.iter().map(|r| r.target_iops).collect::<Vec<_>>(), [2000.0, 100000.0]);
-    assert!(rates[0].sustained, "{:?}", rates[0]);
-    assert!((rates[0].due as i64 - 1200).abs() <= 2, "0.6 s at 2000 IOPS: {}", rates[0].due);
+    assert!((rates[0].due as i64 - 4000).abs() <= 2, "2 s at 2000 IOPS: {}", rates[0].due);
     assert!(!rates[1].sustained && rates[1].achieved_pct < 30.0 && rates[1].backlog > 30_000, "{:?}", rates[1]);
     assert!(w.steps[1].flags.iter().any(|f| f.code == "unsustained"));
-    assert_eq!(w.maximum.map(|p| p.step), Some(0), "the unsustained step is no maximum");
-    assert_eq!(w.optimum.map(|p| p.step), Some(0));
-    assert_eq!(w.maximum.and_then(|p| p.target_iops), Some(2000.0));
+    // The unsustained step is no maximum. 2000 IOPS is sustained unless a stall of 10 ms (1 %
+    // of 2 s) comes at its very end on a loaded machine: then there is none, and that is the
+    // verdict to keep (0.6 s measured left 3 ms, too little beside the other lanes).
+    let sustained = rates[0].sustained.then_some(0);
+    assert_eq!(w.maximum.map(|p| p.step), sustained, "{:?}", rates[0]);
+    assert_eq!(w.optimum.map(|p| p.step), sustained);
+    assert_eq!(w.maximum.and_then(|p| p.target_iops), sustained.map(|_| 2000.0));
     assert!(w.notes.iter().any(|n| n.contains("100000 IOPS were not sustained")), "{:?}", w.notes);
 
     let store = iocurve_run::open_existing_store(&dir.path().join("runs.db")).unwrap();
@@ -372,7 +375,7 @@ fn a_curve_follows_the_maximum_and_stop_at_ends_a_rate_ramp() {
     let dir = tempfile::tempdir().unwrap();
     let fault = "\n[[faults]]\nkind = \"latency\"\nlatency_ms = 2\n";
     let text = format!(
-        "[[workloads]]\nname = \"w\"\nbackend = \"null\"\nramp = [1, 4]\ncurve = [25, 50]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.25\nthreads = 1\n\n[[workloads]]\nname = \"r\"\nbackend = \"null\"\nrate = [1000, 40000, 80000]\nmax_outstanding = 8\nstop_at_p99_ms = 20\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.25\nthreads = 1\n{fault}"
+        "[[workloads]]\nname = \"w\"\nbackend = \"null\"\nramp = [1, 4]\ncurve = [25, 50]\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.25\nthreads = 1\n\n[[workloads]]\nname = \"r\"\nbackend = \"null\"\nrate = [1000, 40000, 80000]\nmax_outstanding = 8\nstop_at_p99_ms = 200\nwarmup_s = 0.1\nintervals = 2\ninterval_s = 0.25\nthreads = 1\n{fault}"
     );
     let p = iocurve_plan::parse_str(&text, "test.toml", &Overrides::default()).unwrap();
     let mut events = Events::default();
@@ -391,13 +394,15 @@ fn a_curve_follows_the_maximum_and_stop_at_ends_a_rate_ramp() {
         events.lines
     );
 
-    // 8 slots of 2 ms carry 4000 IOPS: at 40 000 the backlog's response time passes 20 ms, and
-    // 80 000 is not run. (Slots of 0.5 ms and a bound of 5 ms made the same point until this
-    // machine's sleeps overran by several ms at p99 on 2026-11-27: 1000 IOPS passed 5 ms.)
+    // 8 slots of 2 ms carry 4000 IOPS: at 40 000 the backlog grows by 36 000 a second, its
+    // response time passes 200 ms in the 0.35 s after the warm-up, and 80 000 is not run.
+    // (Slots of 0.5 ms and a bound of 5 ms made the same point until this machine's sleeps
+    // overran by several ms at p99 on 2026-11-27: 1000 IOPS passed 5 ms; a bound of 20 ms
+    // leaves 1000 IOPS one 25 ms stall of a loaded machine from stopping there.)
     let r = &outcome.result.workloads[2];
     assert_eq!(r.steps.len(), 2, "{:?}", r.steps.iter().map(|s| s.rate.clone()).collect::<Vec<_>>());
     assert!(
-        r.notes.iter().any(|n| n.contains("stop_at_p99_ms = 20") && n.contains("1 higher rate(s) did not run")),
+        r.notes.iter().any(|n| n.contains("stop_at_p99_ms = 200") && n.contains("1 higher rate(s) did not run")),
         "{:?}",
         r.notes
     );
@@ -470,8 +475,10 @@ fn an_sla_search_brackets_the_highest_rate_within_the_sla() {
 fn a_steady_step_ends_early_through_the_runner_without_being_interrupted() {
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    // Each I/O held 5 ms: a throughput set by the delay, steady even on a loaded machine.
-    let text = "[[faults]]\nkind = \"latency\"\nlatency_ms = 5\n[[workloads]]\nname = \"s\"\nbackend = \"null\"\nramp = [1]\nsteady_state = \"snia\"\nwarmup_s = 0\nintervals = 25\ninterval_s = 0.2\nthreads = 1\n";
+    // Each I/O held 5 ms: a throughput set by the delay, steady even on a loaded machine, whose
+    // stalls of 50-100 ms are a small share of a 1 s interval (of 0.2 s, half of one: past
+    // SNIA's 20 % band).
+    let text = "[[faults]]\nkind = \"latency\"\nlatency_ms = 5\n[[workloads]]\nname = \"s\"\nbackend = \"null\"\nramp = [1]\nsteady_state = \"snia\"\nwarmup_s = 0\nintervals = 25\ninterval_s = 1\nthreads = 1\n";
     let p = iocurve_plan::parse_str(text, "test.toml", &Overrides::default()).unwrap();
     let outcome = Runner::new(targeted(p, &dir), Hosts::Local, options(&dir)).run().expect("the run starts");
     assert!(outcome.error.is_none(), "{:?}", outcome.error);
@@ -512,9 +519,21 @@ fn threads_are_chosen_by_the_cpu_the_step_before_used() {
 
     let (busy, stored) = run("");
     let threads: Vec<usize> = busy.iter().map(|s| s.threads).collect();
-    assert_eq!(threads, [1, cores.min(8), cores.min(32)], "{:?}", busy.iter().map(|s| s.io_cpu).collect::<Vec<_>>());
-    let first = busy[0].io_cpu.expect("measured");
-    assert!(first.busiest_pct > 50.0 && first.total_pct >= first.busiest_pct, "{first:?}");
+    let cpu: Vec<_> = busy.iter().map(|s| s.io_cpu.expect("measured")).collect();
+    assert_eq!(threads[0], 1);
+    // A thread that never waits takes what the machine leaves it: a whole core when idle, and
+    // then the next step gets every core it can use (up to its workers). Beside the other lanes
+    // of a loaded CI machine it may get less than half of one (4 runnable hogs on 2 cores), and
+    // the rule rightly adds none: so the rule is asserted where the step before was busy.
+    for (k, cap) in [(1, cores.min(8)), (2, cores.min(32))] {
+        let before = cpu[k - 1];
+        assert!(before.busiest_pct > 0.0 && before.total_pct >= before.busiest_pct, "{before:?}");
+        if before.total_pct >= 50.0 {
+            assert_eq!(threads[k], cap, "{threads:?} after {cpu:?}");
+        } else {
+            assert!((1..=cap).contains(&threads[k]), "{threads:?} after {cpu:?}");
+        }
+    }
     // Stored as measured, and the null back-end is never flagged for it.
     for (s, c) in busy.iter().zip(&stored) {
         let c = c.expect("stored");

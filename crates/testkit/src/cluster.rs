@@ -258,3 +258,28 @@ impl Watched {
         (status.code(), format!("{}\n{err}", self.seen.join("\n")))
     }
 }
+
+/// Intervals stored in the SQLite store at `db` (0 while it has none, or before it exists),
+/// read with python3's sqlite3 (on every machine here; the sqlite3 shell is not), read-only: a
+/// store not made yet is not made by it.
+pub fn stored_intervals(db: &Path) -> u32 {
+    let o = Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3,sys; print(sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True).execute('SELECT count(*) FROM intervals').fetchone()[0])",
+        ])
+        .arg(db)
+        .output();
+    o.ok().and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok()).unwrap_or(0)
+}
+
+/// Waits until the store at `db` holds more than `than` intervals: a run is in its step, with
+/// one interval done, however long its set-up took on a loaded machine (a fixed sleep once
+/// ended before a 64 MiB target was written). Panics after a minute.
+pub fn wait_for_intervals(db: &Path, than: u32) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while stored_intervals(db) <= than {
+        assert!(std::time::Instant::now() < deadline, "no interval stored in {} within a minute", db.display());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

@@ -346,9 +346,11 @@ fn a_killed_agent_is_marked_lost_and_the_others_carry_on() {
     // Carrying on after a lost host finishes the run, with exit code 3 (hosts were lost).
     for (policy, code) in [("continue", 3), ("abort", 1)] {
         let args = ["plan.toml", "--size", "64m", "--json", "r.json", "--on-host-loss", policy];
+        let db = dir.path().join("iocurve.db");
+        let before = stored_intervals(&db);
         let coord = coordinator(dir.path(), &c, &args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        // Into the first step (connection, 0.5 s lead, 0.2 s warm-up), then SIGKILL agent b.
-        std::thread::sleep(std::time::Duration::from_millis(1700));
+        // Into the first step (its first interval stored), then SIGKILL agent b.
+        wait_for_intervals(&db, before);
         let mut b = agents.pop().unwrap();
         b.child.kill().unwrap();
         b.child.wait().unwrap();
@@ -415,7 +417,7 @@ fn a_frozen_agent_misses_its_heartbeats_and_is_lost_while_the_other_carries_on()
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1700));
+    wait_for_intervals(&dir.path().join("iocurve.db"), 0);
     // Frozen, not dead: its connection stays open, only its heartbeats stop.
     let b = agents[1].child.id().to_string();
     assert!(Command::new("kill").args(["-STOP", &b]).status().unwrap().success());

@@ -30,7 +30,7 @@ fn injected_eio_is_counted_exactly_per_target_and_second() {
             r#"targets = ["a.dat", "b.dat"]
 [[faults]]
 kind = "eio"
-share = 0.05
+share = 0.25
 target = "b.dat"
 [[workloads]]
 name = "w"
@@ -42,6 +42,8 @@ interval_s = 0.5
 backend = "{backend}"
 "#
         );
+        // (A share of 0.25: at 5 %, a 1-worker step on a loaded disk sends b.dat about 40 I/Os,
+        // and 0.95^40 leaves it without an error about once in 8 steps.)
         let (code, r, out) = run(dir.path(), &plan, &["--size", "64m"]);
         // Issue 13, finding 4: errors used to end in exit 0; the run completes, and exit code 3
         // says the storage failed I/Os.
@@ -104,12 +106,14 @@ backend = "{backend}"
         let s = &steps(&r, 0)[0];
         let ops: Vec<u64> = s["samples"].as_array().unwrap().iter().map(|x| u(&x["ops"])).collect();
         assert_eq!(ops.len(), 6);
-        assert_eq!(ops.iter().filter(|&&n| n == 0).count(), 3, "{backend}: three zero seconds: {ops:?}");
+        // The fault's three seconds without I/O; a loaded disk's hiccup beside them can only
+        // lengthen the stall (a zero fourth second), never shorten it.
         assert!(ops[1] == 0 && ops[2] == 0 && ops[3] == 0 && ops[0] > 0 && ops[5] > 0, "{backend}: {ops:?}");
         let stall = s["longest_stall_s"].as_f64().unwrap();
-        assert!((stall - 3.0).abs() < 0.1, "{backend}: longest stall {stall} s");
+        assert!((2.9..3.6).contains(&stall), "{backend}: longest stall {stall} s");
         assert!(s["flags"].as_array().unwrap().iter().any(|f| f["code"] == "stall"), "{backend}: flagged");
-        assert!(out.contains("no I/O completed for 3.0 s"), "{backend}: said in the summary: {out}");
+        let said = format!("no I/O completed for {stall:.1} s");
+        assert!(out.contains(&said), "{backend}: said in the summary: {said}: {out}");
     }
 }
 

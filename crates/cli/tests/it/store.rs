@@ -62,7 +62,12 @@ fn show_prints_exactly_what_the_run_printed() {
     assert!(run["targets"].as_str().is_some_and(|t| t.contains("iocurve-scratch.dat")), "{run}");
     let first = &run["maxima"][0];
     assert_eq!(first["workload"], "frontend-random-read-4k");
-    assert!(f(&first["maximum"]["iops"]) > 0.0, "{first}");
+    // A figure, or on a loaded disk a maximum too noisy to tell, said so (issue 37).
+    if first["maximum"].is_null() {
+        assert_eq!(first["undecided"], true, "{first}");
+    } else {
+        assert!(f(&first["maximum"]["iops"]) > 0.0, "{first}");
+    }
 
     let o = iocurve(dir.path(), &["delete", "1"]);
     assert!(o.status.success());

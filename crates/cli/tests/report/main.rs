@@ -40,10 +40,16 @@ fn assert_all_drawn(b: &mut Browser, expected_charts: usize) {
     assert_drawn(b, expected_charts, true)
 }
 
-/// `marks`: whether the optimum and maximum must each show (where a loaded machine may make
-/// them one step, the optimum's mark covers the maximum's).
+/// Whether the page's own data has a maximum on another step than its optimum.
+const MAXIMUM_APART: &str = "JSON.parse(document.getElementById('iocurve-data').textContent).groups
+    .some((g) => g.series.some((s) => s.max != null && s.max !== s.opt))";
+
+/// `marks`: whether the optimum and maximum must each show: the maximum's where the page's own
+/// data has one on another step than the optimum (a loaded machine may leave it undecided, or
+/// make them one step, and the optimum's mark covers the maximum's).
 fn assert_drawn(b: &mut Browser, expected_charts: usize, marks: bool) {
-    assert_marked(b, expected_charts, marks, marks)
+    let apart = b.eval(MAXIMUM_APART);
+    assert_marked(b, expected_charts, marks, marks && apart == Value::Bool(true))
 }
 
 /// Whether some workload of the stored results in `jsons` has its maximum on another step than
@@ -405,12 +411,14 @@ fn a_rate_ramp_charts_over_the_target_rate() {
     // machine no other browser loads.
     let _one = crate::util::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
+    // The bound is drawn, not reached: 50 ms at 2000 IOPS was one stall of a loaded machine from
+    // ending the ramp before its second rate.
     let plan = r#"targets = ["r.dat"]
 [[workloads]]
 name = "rated"
 backend = "null"
 rate = [2000, 20000]
-stop_at_p99_ms = 50
+stop_at_p99_ms = 500
 warmup_s = 0.1
 intervals = 2
 interval_s = 0.3
@@ -429,7 +437,7 @@ interval_s = 0.3
     let legend =
         b.eval("Array.from(document.querySelectorAll('[data-chart=response] .legend .name')).map(e => e.textContent)");
     assert!(legend.as_array().unwrap().iter().any(|l| l == "backend p99"), "the response-time curve has p99: {legend}");
-    assert!(legend.as_array().unwrap().iter().any(|l| l == "stop at p99 > 50 ms"), "and its bound: {legend}");
+    assert!(legend.as_array().unwrap().iter().any(|l| l == "stop at p99 > 500 ms"), "and its bound: {legend}");
     let text = b.eval("document.body.textContent");
     let text = text.as_str().unwrap();
     assert!(text.contains("random read, 4k, rate ramp"), "{text}");
@@ -657,6 +665,9 @@ fn legends_exports_histogram_shares_and_the_printed_report() {
     let dashes: Vec<&Value> = specs[..4].iter().map(|s| &s[1]).collect();
     assert!(dashes.windows(2).all(|w| w[0] != w[1]), "a line style per percentile: {pct}");
     b.screenshot(&artifact("report-comparison-legends.png"));
+    // Whether the printed run's maximum has a mark of its own (see `assert_drawn`).
+    b.open(&one);
+    let apart = b.eval(MAXIMUM_APART) == Value::Bool(true);
     drop(b);
 
     // Print to PDF with Chromium itself, then look at the pages.
@@ -708,7 +719,10 @@ fn legends_exports_histogram_shares_and_the_printed_report() {
         blue += px.chunks(3).filter(|c| near(c, [0x1f, 0x77, 0xb4])).count();
         orange += px.chunks(3).filter(|c| near(c, [0xff, 0x7f, 0x0e])).count();
     }
-    assert!(blue >= 5 && orange >= 5, "the optimum and maximum marks are printed: {blue} blue, {orange} orange");
+    assert!(
+        blue >= 5 && (orange >= 5 || !apart),
+        "the optimum and maximum marks are printed: {blue} blue, {orange} orange"
+    );
 }
 
 /// A binary PPM (P6, 8 bits) as pdftoppm writes it: width, height and RGB bytes.

@@ -31,14 +31,19 @@ fn a_grid_runs_every_cell_at_its_depth_and_tells_each_axis() {
     assert_eq!(g["workers"], serde_json::json!([1, 2]));
     assert_eq!(g["queue_depths"], serde_json::json!([1, 4, 8]));
     // Along the depth at 2 workers: speed its first point (qd 1), maximum its deepest.
+    // (Twice the I/Os in flight are twice the throughput here; a loaded machine may still
+    // stretch the deepest cell's latency enough to put the maximum one cell earlier, or leave
+    // it undecided: each is checked as the JSON has it.)
+    let cell = |p: &serde_json::Value| (p["workers"].as_u64(), p["queue_depth"].as_u64());
+    let top = [(Some(2), Some(4)), (Some(2), Some(8))];
     let row = &g["by_workers"][1];
     assert_eq!((row["at"].as_u64(), row["speed"]["queue_depth"].as_u64()), (Some(2), Some(1)));
-    assert_eq!((row["maximum"]["workers"].as_u64(), row["maximum"]["queue_depth"].as_u64()), (Some(2), Some(8)));
+    assert!(top.contains(&cell(&row["maximum"])) || row["maximum_undecided"].is_object(), "{row}");
     // Along the workers at qd 4: speed at 1 worker.
     let column = &g["by_queue_depth"][1];
     assert_eq!((column["at"].as_u64(), column["speed"]["workers"].as_u64()), (Some(4), Some(1)));
     assert_eq!(w["speed"]["queue_depth"].as_u64(), Some(1));
-    assert_eq!((w["maximum"]["workers"].as_u64(), w["maximum"]["queue_depth"].as_u64()), (Some(2), Some(8)));
+    assert!(top.contains(&cell(&w["maximum"])) || w["maximum_undecided"].is_object(), "{w}");
     assert!(w["settings"]["access"].as_str().unwrap().contains("workers × queue-depth grid"), "{w}");
 
     let shown = iocurve(dir.path(), &["show", "1"]);
@@ -46,7 +51,10 @@ fn a_grid_runs_every_cell_at_its_depth_and_tells_each_axis() {
     assert!(text.contains("2 × qd 8"), "{text}");
     assert!(text.contains("along the queue depth at 2 workers: speed"), "{text}");
     assert!(text.contains("maximum  "), "{text}");
-    assert!(text.contains("(2 workers × qd 8)"), "{text}");
+    match cell(&w["maximum"]) {
+        (Some(2), Some(qd)) => assert!(text.contains(&format!("(2 workers × qd {qd})")), "{text}"),
+        _ => assert!(text.contains(" undecided: "), "{text}"),
+    }
 
     let o = iocurve(dir.path(), &["export", "1", "--format", "csv", "-o", "s.csv"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -62,8 +70,11 @@ fn a_grid_runs_every_cell_at_its_depth_and_tells_each_axis() {
     assert!(html.contains("Workers × queue depth"), "heat maps");
     // The top cell is outlined as the maximum; the optimum is the knee, which a loaded machine
     // may place a cell earlier (latency grows at 16 in flight): outlined where the run put it.
-    let cell = |p: &serde_json::Value| (p["workers"].as_u64(), p["queue_depth"].as_u64());
-    let top = if cell(&w["optimum"]) == cell(&w["maximum"]) { "optimum and maximum" } else { "maximum" };
+    let top = match w["maximum"].is_null() {
+        true => "optimum",
+        false if cell(&w["optimum"]) == cell(&w["maximum"]) => "optimum and maximum",
+        false => "maximum",
+    };
     assert!(html.contains(&format!("title=\"{top} of the grid\"")), "the top cell outlined as {top}");
     if top == "maximum" && !w["optimum"].is_null() {
         assert!(html.contains("title=\"optimum of the grid\""), "the optimum outlined where it is");
