@@ -89,6 +89,7 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
                     Vec::new()
                 },
                 replay: Vec::new(),
+                relayed_replays: Vec::new(),
             };
             out.push((format!("{}-{i}.pb", s.name), r.encode_to_vec()));
             // Every fifth a replay step instead: a share of 64 I/Os of every direction.
@@ -104,6 +105,10 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
                 let share = ReplayShare { ios, speed: 2.0, remap: iocurve_plan::Remap::Modulo, spans: vec![1 << 20] };
                 let replay = pb::StepRequest { rate_iops: 0.0, members: Vec::new(), replay: encode(&share), ..r };
                 out.push((format!("{}-{i}-replay.pb", s.name), replay.encode_to_vec()));
+                // And a relay's replay step (its agents' shares), which an agent refuses.
+                let shares = vec![replay.replay.clone(); 2];
+                let relayed = pb::StepRequest { replay: Vec::new(), relayed_replays: shares, ..replay };
+                out.push((format!("{}-{i}-relayed.pb", s.name), relayed.encode_to_vec()));
             }
         }
     }

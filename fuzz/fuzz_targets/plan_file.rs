@@ -61,6 +61,7 @@ fuzz_target!(|data: &[u8]| {
                 replay: Vec::new(),
                 write_iolog: false,
                 host_intervals: Vec::new(),
+                relayed_replays: Vec::new(),
             };
             if let Err(e) = iocurve_net::agent::step_request(&r) {
                 panic!("an agent refuses step {workers} of workload {} of a valid plan: {e}\n{workload_json}", w.name);

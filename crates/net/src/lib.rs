@@ -39,7 +39,9 @@ pub mod wire;
 /// (`Interval.hosts`, issue 46): an older coordinator would weigh them as one host's.
 /// 18: a relay may be asked for some of its agents' intervals in full (`host_intervals`,
 /// `HostInterval` events, issue 46): an older relay would send none.
-pub const PROTOCOL: u32 = 18;
+/// 19: a relay's replay step carries each of its agents' shares of the trace
+/// (`relayed_replays`, issue 46): an older relay would refuse it.
+pub const PROTOCOL: u32 = 19;
 
 /// Generated from proto/agent.proto.
 // Generated: an interval is the common message anyway; prost's decoders are as long as the

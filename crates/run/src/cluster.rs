@@ -86,6 +86,10 @@ const AGENT_SILENCE: Duration = Duration::from_secs(10);
 /// agents' default claim expiry).
 const CLAIM_KEEPING: Duration = Duration::from_secs(20);
 
+/// A relay's replay shares in one step request: what a relay reads (`MAX_REQUEST_BYTES`), less
+/// a MiB for the rest of the request.
+const MAX_RELAYED_REPLAY_BYTES: usize = iocurve_net::agent::MAX_REQUEST_BYTES - (1 << 20);
+
 pub struct Cluster {
     rt: tokio::runtime::Runtime,
     remotes: Vec<Remote>,
@@ -1027,10 +1031,37 @@ impl Cluster {
                 })
                 .collect(),
         };
-        // A replay's share for each host, packed.
-        let shares = match replay {
-            Some((l, speed)) => Some((0..n).map(|h| l.share(w, speed, h, n)).collect::<Result<Vec<_>, _>>()?),
-            None => None,
+        // A replay's share for each host, packed: the trace split over the hosts behind relays
+        // as over the coordinator's own, a relay given its agents' shares in its group's order.
+        let (shares, relayed_replays) = match replay {
+            Some((l, speed)) => {
+                let behind: Vec<usize> =
+                    (0..n).map(|i| if self.remotes[i].relay { self.children[i].len() } else { 1 }).collect();
+                let mut all = l.shares(w, speed, behind.iter().sum())?.into_iter();
+                let (mut own, mut relayed) = (Vec::with_capacity(n), Vec::with_capacity(n));
+                for (i, &k) in behind.iter().enumerate() {
+                    let parts: Vec<Vec<u8>> = all.by_ref().take(k).collect();
+                    if !self.remotes[i].relay {
+                        own.push(parts.into_iter().next().unwrap_or_default());
+                        relayed.push(Vec::new());
+                        continue;
+                    }
+                    let bytes: usize = parts.iter().map(Vec::len).sum();
+                    if bytes > MAX_RELAYED_REPLAY_BYTES {
+                        return Err(Error::Usage(format!(
+                            "workload {}: the trace's shares of relay {}'s {k} hosts come to {} MiB in one request: at most {} MiB a relay; use smaller groups (--relay-every) or replay a part of the trace",
+                            w.name,
+                            self.remotes[i].addr,
+                            bytes >> 20,
+                            MAX_RELAYED_REPLAY_BYTES >> 20
+                        )));
+                    }
+                    own.push(Vec::new());
+                    relayed.push(parts);
+                }
+                (Some(own), relayed)
+            }
+            None => (None, Vec::new()),
         };
         // A relay stands for its agents' targets (those still with the run) when a fault on one
         // target is placed; it places the fault among them itself.
@@ -1058,6 +1089,7 @@ impl Cluster {
                 None => step.rate.map(|r| w.rate_iops(r)),
             },
             replay: shares.as_deref(),
+            relayed_replays: &relayed_replays,
             replay_speed: replay.map(|(_, s)| s),
             replay_intended: replay.map_or((0.1, Vec::new()), |(l, s)| l.intended_bins(s)),
             targets: &self.targets[..n],

@@ -211,8 +211,10 @@ impl Loaded {
         Workload { warmup_s: 0.0, intervals: k as u32, interval_s: (span_s / k).max(0.1), ..w.clone() }
     }
 
-    /// Host `host`'s share of `hosts` by `split`, packed for its request.
-    pub fn share(&self, w: &Workload, speed: f64, host: usize, hosts: usize) -> Result<Vec<u8>, Error> {
+    /// Every host's share of the trace among `hosts` by `split`, packed for its request, in
+    /// one pass over the trace (a thousand hosts behind relays would make a pass per host a
+    /// pass too many).
+    pub fn shares(&self, w: &Workload, speed: f64, hosts: usize) -> Result<Vec<Vec<u8>>, Error> {
         let hosts = hosts.max(1);
         // Devices and processes dealt out in the order they first appear.
         let mut order: Vec<u32> = Vec::new();
@@ -225,35 +227,36 @@ impl Loaded {
                 }
             }
         };
-        let mut ios = Vec::new();
+        let mut each: Vec<Vec<ReplayIo>> = vec![Vec::new(); hosts];
         for (k, io) in self.trace.ios.iter().enumerate() {
             let on = match w.replay_split {
                 Split::RoundRobin => k % hosts,
                 Split::Device => place(io.device),
                 Split::Process => place(io.pid),
             };
-            if on != host {
-                continue;
-            }
             let dir = match io.dir {
                 TraceDir::Read => Dir::Read,
                 TraceDir::Write => Dir::Write,
                 TraceDir::Trim => Dir::Trim,
             };
             let target = self.targets[io.device as usize];
-            ios.push(ReplayIo { t_ns: io.t_ns, op: IoOp { target, offset: io.offset, len: io.len, dir } });
+            each[on].push(ReplayIo { t_ns: io.t_ns, op: IoOp { target, offset: io.offset, len: io.len, dir } });
         }
-        if ios.len() as u64 > MAX_SHARE_IOS {
-            return Err(Error::Usage(format!(
-                "workload {}: host {} of {hosts} would replay {} I/Os of {}: at most {MAX_SHARE_IOS} a host; replay on more hosts or a part of the trace",
-                w.name,
-                host + 1,
-                ios.len(),
-                self.path
-            )));
+        let mut packed = Vec::with_capacity(hosts);
+        for (host, ios) in each.into_iter().enumerate() {
+            if ios.len() as u64 > MAX_SHARE_IOS {
+                return Err(Error::Usage(format!(
+                    "workload {}: host {} of {hosts} would replay {} I/Os of {}: at most {MAX_SHARE_IOS} a host; replay on more hosts or a part of the trace",
+                    w.name,
+                    host + 1,
+                    ios.len(),
+                    self.path
+                )));
+            }
+            let share = ReplayShare { ios, speed, remap: w.replay_remap, spans: self.spans.clone() };
+            packed.push(iocurve_engine::replay::encode(&share));
         }
-        let share = ReplayShare { ios, speed, remap: w.replay_remap, spans: self.spans.clone() };
-        Ok(iocurve_engine::replay::encode(&share))
+        Ok(packed)
     }
 
     /// What a run of it should know: the trace's events that are not I/Os (counted, not
@@ -325,7 +328,7 @@ mod tests {
         let l = loaded((0..12).map(|k| io(k, (k % 3) as u32, (k / 6) as u32, TraceDir::Read)).collect(), 3);
         let mut w = Workload { replay: Some("t.csv".into()), ..Default::default() };
         let times = |w: &Workload, h: usize| -> Vec<u64> {
-            let s = iocurve_engine::replay::decode(&l.share(w, 1.0, h, 2).unwrap()).unwrap();
+            let s = iocurve_engine::replay::decode(&l.shares(w, 1.0, 2).unwrap()[h]).unwrap();
             s.ios.iter().map(|i| i.t_ns).collect()
         };
         assert_eq!(times(&w, 0), vec![0, 2, 4, 6, 8, 10]);

@@ -472,13 +472,7 @@ impl<'o> Runner<'o> {
     /// What a run with relays (`--relay-every`) cannot do yet, if the plan or the options ask
     /// for it.
     fn not_through_relays(&self) -> Option<&'static str> {
-        if self.options.write_iolog.is_some() {
-            Some("--write-iolog")
-        } else if self.replays.any() {
-            Some("a replay")
-        } else {
-            None
-        }
+        self.options.write_iolog.is_some().then_some("--write-iolog")
     }
 
     fn run_with_agents(&mut self, agents: &AgentOptions) -> Result<Outcome, Error> {

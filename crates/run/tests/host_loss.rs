@@ -93,6 +93,7 @@ fn an_agent_gone_between_steps_is_lost_for_the_step_and_the_others_run_it() {
             scales: &[],
             rate_iops: None,
             replay: None,
+            relayed_replays: &[],
             replay_speed: None,
             replay_intended: (0.1, Vec::new()),
             targets: &targets,

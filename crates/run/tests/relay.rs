@@ -131,6 +131,7 @@ fn spec<'a>(w: &'a Workload, targets: &'a [Vec<TargetGroup>]) -> StepSpec<'a> {
         scales: &[],
         rate_iops: None,
         replay: None,
+        relayed_replays: &[],
         replay_speed: None,
         replay_intended: (0.1, Vec::new()),
         targets,
@@ -450,8 +451,30 @@ fn what_a_relay_cannot_do_is_refused_by_name() {
         };
         // Refused as bad input (exit code 2), not taken for a relay lost.
         assert!(matches!(&e, iocurve_net::NetError::Input(m) if m.contains("an I/O log (--write-iolog) does not go through relays yet")), "{e}");
-        // And the relay is free for the next step.
         spec.write_iolog = false;
+        // A replay goes to a relay as its agents' shares, one each: one share alone (an older
+        // coordinator's), or a share too many or too few, is refused by name as bad input.
+        let share = iocurve_engine::replay::encode(&iocurve_engine::replay::ReplayShare {
+            ios: Vec::new(),
+            speed: 1.0,
+            remap: iocurve_plan::Remap::Modulo,
+            spans: vec![1 << 20],
+        });
+        let one = [share.clone()];
+        spec.replay = Some(&one);
+        let Err(e) = client::run_step(&mut remotes, &spec, &mut iocurve_engine::NoObserver, &stop).await else {
+            panic!("one share to a relay")
+        };
+        assert!(matches!(&e, iocurve_net::NetError::Input(m) if m.contains("one agent's replay share does not go through relays yet")), "{e}");
+        let three = [vec![share.clone(), share.clone(), share.clone()]];
+        let none_own: [Vec<u8>; 1] = [Vec::new()];
+        (spec.replay, spec.relayed_replays) = (Some(&none_own[..]), &three[..]);
+        let Err(e) = client::run_step(&mut remotes, &spec, &mut iocurve_engine::NoObserver, &stop).await else {
+            panic!("three shares for two agents")
+        };
+        assert!(matches!(&e, iocurve_net::NetError::Input(m) if m.contains("3 replay shares for this relay's 2 agents: one each")), "{e}");
+        (spec.replay, spec.relayed_replays) = (None, &[]);
+        // And the relay is free for the next step.
         let m = client::run_step(&mut remotes, &spec, &mut iocurve_engine::NoObserver, &stop).await.unwrap();
         assert_eq!(m.merged.hosts, 2);
 

@@ -460,6 +460,74 @@ fn real_agents_started_by_hand_run_through_a_relay_started_by_hand() {
     assert!(flags.iter().any(|f| f["code"] == "fewer_hosts"), "{}", steps[0]);
 }
 
+/// The coordinator's arguments for a run of `plan.toml` (its JSON in `r.json`) through relays
+/// started by hand (`relays`, comma-separated) in groups of `every`, with per-host tokens and
+/// the cluster's client certificate, then `extra`.
+fn through_relays(certs: &std::path::Path, every: &str, relays: &str, extra: &[&str]) -> Vec<String> {
+    let (client, key) = (certs.join("client.pem"), certs.join("client.key"));
+    let mut args: Vec<String> = ["plan.toml", "--json", "r.json", "--relay-every", every, "--relays", relays]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    args.extend(["--token-per-host".to_string(), "--client-cert".to_string(), client.display().to_string()]);
+    args.extend(["--client-key".to_string(), key.display().to_string()]);
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args
+}
+
+/// Issue 46: a trace replayed through relays started by hand is split over the hosts behind
+/// them as over hosts of the coordinator's own: three devices of a trace, split by device over
+/// three agents in two relays' groups, each agent replaying its device's I/Os (a half, a third
+/// and a sixth) from the common start, the step's due I/Os the whole trace's.
+#[test]
+fn a_trace_replays_through_relays_split_over_the_hosts_behind_them() {
+    let _one = crate::util::one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certs(dir.path());
+    let (hosts, _agents) = ByHand::on_files(dir.path(), &certs, &["127.0.0.2", "127.0.0.3", "127.0.0.4"]);
+    let first = ByHand::start(dir.path(), &certs, "127.0.0.2", &["--relay"]);
+    let second = ByHand::start(dir.path(), &certs, "127.0.0.4", &["--relay"]);
+    // 1200 I/Os over 2 s: devices d0, d1, d2 in the order they first appear, 600, 400, 200.
+    let mut csv = String::from("time,device,offset,size,op\n");
+    for k in 0..1200u64 {
+        let dev = ["d0", "d0", "d0", "d1", "d1", "d2"][k as usize % 6];
+        let op = if k % 2 == 0 { "R" } else { "W" };
+        csv.push_str(&format!("{:.6},{dev},{},4096,{op}\n", k as f64 / 600.0, (k % 500) * 8192));
+    }
+    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+    hosts_plan(
+        dir.path(),
+        &hosts,
+        "[[workloads]]\nname = \"r\"\nreplay = \"t.csv\"\nreplay_split = \"device\"\nreplay_map = \"*=1\"\ninterval_s = 1\n",
+    );
+    let relays = format!("{},{}", first.addr, second.addr);
+    let args = through_relays(&certs, "2", &relays, &["--size", "8m", "--buffered"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = coordinator(dir.path(), &certs, &args).output().unwrap();
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{out}{err}");
+    assert_eq!(out.matches(" (through relay ").count(), 3, "{out}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let s = &r["workloads"][0]["steps"][0];
+    assert_eq!(s["rate"]["due"].as_u64(), Some(1200), "{}", s["rate"]);
+    let secs = f(&s["duration_s"]);
+    let rows = s["hosts"].as_array().unwrap();
+    let named: Vec<&str> = rows.iter().map(|h| h["host"].as_str().unwrap()).collect();
+    assert_eq!(named, hosts.iter().map(|h| h.0.as_str()).collect::<Vec<_>>(), "{rows:?}");
+    // Each host its device's share, issued on its schedule: all of it but those in flight or
+    // still due at the end (a loaded machine's), never another host's.
+    let unissued = s["rate"]["backlog"].as_u64().unwrap() + s["rate"]["dropped"].as_u64().unwrap();
+    let mut done = 0.0;
+    for (h, share) in rows.iter().zip([600.0, 400.0, 200.0]) {
+        let ops = f(&h["iops"]) * secs;
+        assert!(ops <= share + 0.5 && ops >= share - 64.0 - unissued as f64, "{ops} of {share}: {h}");
+        done += ops;
+    }
+    assert!(done + unissued as f64 <= 1200.5, "{done} done, {unissued} not issued");
+    // Reads and writes as the trace has them, on the agents' own files.
+    assert!(s["read"]["ops"].as_u64().unwrap() > 0 && s["write"]["ops"].as_u64().unwrap() > 0, "{s}");
+}
+
 /// Issue 46: preconditioning and the final verification through a relay started by hand: each
 /// agent writes its own file whole, the coordinator keeps each file's state under the agent's
 /// name, and every block the run's verifying writes left is read back on every agent, the

@@ -57,6 +57,11 @@ pub fn step_request(r: &pb::StepRequest) -> Result<(Workload, Backend, Vec<Fault
 
 /// A step request's replay share (issue 45), unpacked and checked; None: not a replay.
 pub fn replay_request(r: &pb::StepRequest) -> Result<Option<iocurve_engine::replay::ReplayShare>, Status> {
+    if !r.relayed_replays.is_empty() {
+        return Err(Status::invalid_argument(
+            "a relay's replay step (its agents' shares) came to an agent that is no relay of this run",
+        ));
+    }
     if r.replay.is_empty() {
         return Ok(None);
     }
@@ -234,6 +239,16 @@ mod tests {
             assert!(share.iops.is_nan() == r.is_nan() && (r.is_nan() || share.iops == r));
             assert_eq!((share.host, share.hosts), (1, 1), "no zero host count reaches the engine");
         }
+    }
+
+    /// Issue 46: a relay's replay step (its agents' shares) is no step for an agent that is no
+    /// relay of the run: refused, not run as a closed loop.
+    #[test]
+    fn a_relays_replay_shares_are_refused_by_an_agent() {
+        let r = pb::StepRequest { relayed_replays: vec![vec![0u8; 8]], ..Default::default() };
+        let e = replay_request(&r).unwrap_err();
+        assert_eq!(e.code(), tonic::Code::InvalidArgument);
+        assert!(e.message().contains("an agent that is no relay of this run"), "{e:?}");
     }
 
     #[test]

@@ -104,6 +104,9 @@ pub struct StepSpec<'a> {
     pub rate_iops: Option<f64>,
     /// A replay step: each agent's share of the trace, packed.
     pub replay: Option<&'a [Vec<u8>]>,
+    /// A replay step through relays: each relay's agents' shares (by remote; empty for an
+    /// agent of the coordinator's own, whose share is in `replay`).
+    pub relayed_replays: &'a [Vec<Vec<u8>>],
     /// A replay step's speed.
     pub replay_speed: Option<f64>,
     /// A replay step: the bin length (s) and the I/Os its trace has due in each (all hosts).
@@ -1101,6 +1104,7 @@ fn send_requests(remotes: &[Remote], spec: &StepSpec, json: &str, keys: &[i64]) 
             write_iolog: spec.write_iolog,
             members: member_requests(spec, h),
             host_intervals: spec.host_intervals.get(h).cloned().unwrap_or_default(),
+            relayed_replays: spec.relayed_replays.get(h).cloned().unwrap_or_default(),
         };
         let mut client = r.client.clone();
         calls.push(tokio::spawn(async move { tokio::time::timeout(REQUEST_DEADLINE, client.run_step(req)).await }));
@@ -1303,6 +1307,7 @@ mod tests {
             scales: &[],
             rate_iops: None,
             replay: None,
+            relayed_replays: &[],
             replay_speed: None,
             replay_intended: (0.1, Vec::new()),
             targets: &[],

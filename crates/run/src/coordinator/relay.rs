@@ -6,9 +6,9 @@
 //! `HostSummary` event per agent: the coordinator's row of that host), and the intervals of
 //! the agents the coordinator asks for in full as they come (`HostInterval` events).
 //!
-//! What does not go through a relay yet is refused by name: replays and I/O logs. Injected
-//! faults go through, on every target or on one, and the precondition and verification passes
-//! (`passes`).
+//! What does not go through a relay yet is refused by name: I/O logs. Injected faults go
+//! through, on every target or on one, replays (each agent its share of the trace), and the
+//! precondition and verification passes (`passes`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -199,7 +199,8 @@ fn child_config(req: &pb::RelayRequest, c: &pb::RelayChild) -> Result<(ClientCon
 /// What a relay does not forward yet: refused by name, before any child is asked.
 fn unsupported(r: &pb::StepRequest) -> Option<&'static str> {
     if !r.replay.is_empty() {
-        Some("a replay")
+        // (A coordinator of protocol 19 sends a relay its agents' shares, `relayed_replays`.)
+        Some("one agent's replay share")
     } else if r.write_iolog {
         Some("an I/O log (--write-iolog)")
     } else if !r.groups.is_empty() {
@@ -461,6 +462,22 @@ impl RelayHandler for Relay {
         let (w, _, faults) = iocurve_net::agent::step_request(&req)?;
         let members = iocurve_net::agent::member_requests(&req)?;
         let guard = self.held_group(req.run_key)?;
+        // A replay: each agent its own share, as the coordinator split the trace over the hosts
+        // behind the relays (no more and no fewer than the group's agents).
+        let agents = guard.as_ref().map_or(0, |g| g.remotes.len());
+        if !req.relayed_replays.is_empty() {
+            if req.rate_iops != 0.0 || !req.members.is_empty() {
+                return Err(
+                    bad("a replay step has neither a rate nor members: its trace sets every I/O's time".into()),
+                );
+            }
+            if req.relayed_replays.len() != agents {
+                return Err(bad(format!(
+                    "{} replay shares for this relay's {agents} agents: one each, in the group's order",
+                    req.relayed_replays.len()
+                )));
+            }
+        }
         // The agents whose intervals go up in full, by their places (an address no longer of
         // the group — lost since the coordinator asked — names none).
         let forward: Vec<Option<String>> = guard.as_ref().map_or_else(Vec::new, |g| {
@@ -501,7 +518,8 @@ impl RelayHandler for Relay {
                     members: &members,
                     scales: &g.scales,
                     rate_iops: (req.rate_iops > 0.0).then_some(req.rate_iops),
-                    replay: None,
+                    replay: (!req.relayed_replays.is_empty()).then_some(&req.relayed_replays[..]),
+                    relayed_replays: &[],
                     replay_speed: None,
                     replay_intended: (0.1, Vec::new()),
                     targets: &g.groups,
