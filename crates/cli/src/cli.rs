@@ -532,8 +532,8 @@ pub struct RunArgs {
     /// (with --launch pods: relay pods, `agent --enrol --relay`). Each
     /// drives its group for this run under a delegation the coordinator mints for it and merges
     /// its intervals exactly. Closed-loop and rate steps, with injected faults and uneven hosts
-    /// (workers_scale) if any, host-count sweeps of whole groups, --precondition and
-    /// --verify-final; no replays or --write-iolog.
+    /// (workers_scale) if any, host-count sweeps of whole groups, replays, --write-iolog,
+    /// --precondition and --verify-final.
     #[arg(long = "relay-every", value_name = "N", value_parser = clap::value_parser!(u32).range(2..=256))]
     pub relay_every: Option<u32>,
 

@@ -271,6 +271,30 @@ pub fn done_to(rec: &iocurve_stats::StepRecord) -> pb::Done {
     }
 }
 
+/// I/Os in one `IoLogPart`: about a megabyte packed, well under a gRPC message's limit.
+const IOLOG_PART_IOS: usize = 100_000;
+
+/// A step's I/O log (`ios` in time order of their host's step, `left_out` not kept) as the
+/// events that carry it up: packed as a replay share is, at least one, the last saying how many
+/// were left out. An agent's, or a relay's for its group.
+pub fn iolog_parts(ios: &[iocurve_engine::replay::ReplayIo], left_out: u64) -> Vec<pb::IoLogPart> {
+    let pack = |chunk: &[iocurve_engine::replay::ReplayIo]| {
+        iocurve_engine::replay::encode(&iocurve_engine::replay::ReplayShare {
+            ios: chunk.to_vec(),
+            speed: 1.0,
+            remap: iocurve_plan::Remap::Modulo,
+            spans: Vec::new(),
+        })
+    };
+    let mut parts: Vec<pb::IoLogPart> =
+        ios.chunks(IOLOG_PART_IOS).map(|c| pb::IoLogPart { ios: pack(c), left_out: 0 }).collect();
+    match parts.last_mut() {
+        Some(last) => last.left_out = left_out,
+        None => parts.push(pb::IoLogPart { ios: pack(&[]), left_out }),
+    }
+    parts
+}
+
 pub fn interval_to(index: u32, s: &IntervalStats, cpu: &CpuUsage, duration_s: f64) -> pb::Interval {
     pb::Interval {
         index,

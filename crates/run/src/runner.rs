@@ -294,13 +294,6 @@ impl<'o> Runner<'o> {
                 "target {t}: launched agents take absolute paths (a relative one would be relative to each host's login directory); give /path/{t}"
             )));
         }
-        if l.relay_every > 0
-            && let Some(what) = self.not_through_relays()
-        {
-            return Err(Error::Usage(format!(
-                "--relay-every: {what} does not go through relays yet; run without --relay-every"
-            )));
-        }
         // Groups in the hosts' order are known now: a sweep that does not take them whole is
         // refused before anything starts (by switch, once the topology is read).
         if l.relay_every > 0 && !l.relay_by_switch {
@@ -388,9 +381,6 @@ impl<'o> Runner<'o> {
                 "--relays drives hosts in groups: give --relay-every N and the hosts (--hosts or [[hosts]])".into(),
             ));
         }
-        if let Some(what) = self.not_through_relays() {
-            return Err(Error::Usage(format!("--relays: {what} does not go through relays yet; run without relays")));
-        }
         let names: Vec<String> = hosts.iter().map(|h| auth::host_of(h).to_string()).collect();
         launch::hostlist::check_unique(
             &names,
@@ -467,12 +457,6 @@ impl<'o> Runner<'o> {
         agents.relay_places = launch::RelayPlaces::in_order(hosts.len(), every);
         agents.relay_credentials = Some(Arc::new(creds));
         Ok(())
-    }
-
-    /// What a run with relays (`--relay-every`) cannot do yet, if the plan or the options ask
-    /// for it.
-    fn not_through_relays(&self) -> Option<&'static str> {
-        self.options.write_iolog.is_some().then_some("--write-iolog")
     }
 
     fn run_with_agents(&mut self, agents: &AgentOptions) -> Result<Outcome, Error> {

@@ -442,18 +442,11 @@ fn what_a_relay_cannot_do_is_refused_by_name() {
         let none = vec![Vec::new()];
         let opened = client::targets(&mut remotes, &none, 1 << 20, false, false, RUN_KEY, &stop).await.unwrap();
         assert!(opened[0].is_ok(), "{opened:?}");
-        // An I/O log does not go through relays yet.
+        // A replay goes to a relay as its agents' shares, one each: one share alone (an older
+        // coordinator's), or a share too many or too few, is refused by name as bad input
+        // (exit code 2), not taken for a relay lost.
         let w = workload();
         let mut spec = spec(&w, &none);
-        spec.write_iolog = true;
-        let Err(e) = client::run_step(&mut remotes, &spec, &mut iocurve_engine::NoObserver, &stop).await else {
-            panic!("an I/O log through a relay")
-        };
-        // Refused as bad input (exit code 2), not taken for a relay lost.
-        assert!(matches!(&e, iocurve_net::NetError::Input(m) if m.contains("an I/O log (--write-iolog) does not go through relays yet")), "{e}");
-        spec.write_iolog = false;
-        // A replay goes to a relay as its agents' shares, one each: one share alone (an older
-        // coordinator's), or a share too many or too few, is refused by name as bad input.
         let share = iocurve_engine::replay::encode(&iocurve_engine::replay::ReplayShare {
             ios: Vec::new(),
             speed: 1.0,
@@ -776,6 +769,37 @@ fn injected_faults_reach_the_agents_behind_a_relay() {
         assert!(matches!(&e, iocurve_net::NetError::Input(m) if m.contains("/nowhere.dat")), "{e}");
         spec.faults = &faults;
         assert!(client::run_step(&mut remotes, &spec, &mut iocurve_engine::NoObserver, &stop).await.is_ok());
+    });
+}
+
+/// `--write-iolog` through a relay (issue 46): the group's log is one, each agent's I/Os on
+/// its own target (by its place among the group's), in time order from the group's start, at
+/// least every I/O the step measured and at most those in flight more.
+#[test]
+fn a_relays_io_log_holds_its_agents_ios_on_their_targets() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let creds = RunCredentials::issue(Duration::from_secs(3600)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (_kids, _relay, mut remotes, w) = two_real_through(&creds, dir.path()).await;
+        let stop = AtomicBool::new(false);
+        let none = vec![Vec::new()];
+        let mut spec = spec(&w, &none);
+        (spec.write_iolog, spec.planned_hosts) = (true, 2);
+        let m =
+            client::run_step(&mut remotes, &spec, &mut iocurve_engine::NoObserver, &stop).await.expect("the step runs");
+        let [log] = &m.iolog[..] else { panic!("one log for the relay's group: {}", m.iolog.len()) };
+        assert_eq!(log.left_out, 0);
+        assert!(log.ios.windows(2).all(|p| p[0].t_ns <= p[1].t_ns), "in time order");
+        let on = |t: u32| log.ios.iter().filter(|io| io.op.target == t).count() as u64;
+        assert!(on(0) > 0 && on(1) > 0 && on(0) + on(1) == log.ios.len() as u64, "both agents' targets, no other");
+        // Every I/O the step measured (no warm-up), and at most the 8 workers' in flight more.
+        let measured = m.merged.total.ops();
+        let logged = log.ios.len() as u64;
+        assert!((measured..=measured + 8).contains(&logged), "{logged} logged, {measured} measured");
+        // Within the step's second from the group's start (a loaded machine's late start aside).
+        let last = log.ios.last().unwrap().t_ns;
+        assert!(last < 3_000_000_000, "{last} ns");
     });
 }
 

@@ -263,3 +263,21 @@ pub fn write_csv(path: &Path, ios: &[Io], delim: char) {
     }
     f.flush().expect("write a CSV trace");
 }
+
+/// A run's I/O log (`run --write-iolog`, fio's version 3) read back: the I/O lines of each file
+/// of `names` (the run's names of its targets), and the last I/O's time (µs). Panics on a line
+/// naming another file, or an I/O out of time order.
+pub fn logged_ios(log: &str, names: &[String]) -> (Vec<u64>, u64) {
+    let (mut count, mut last) = (vec![0u64; names.len()], 0u64);
+    for l in log.lines().skip(1) {
+        let f: Vec<&str> = l.split(' ').collect();
+        let file = names.iter().position(|n| n == f[1]).unwrap_or_else(|| panic!("{l:?} of {names:?}"));
+        if f.len() == 5 {
+            count[file] += 1;
+            let t: u64 = f[0].parse().unwrap();
+            assert!(t >= last, "in time order: {l}");
+            last = t;
+        }
+    }
+    (count, last)
+}

@@ -130,18 +130,7 @@ fn a_trace_of_two_devices_replays_split_over_two_agents() {
     // file of its own named by the host, every I/O the agents issued.
     let log = std::fs::read_to_string(dir.path().join("r.log")).unwrap();
     let names: Vec<String> = hosts.iter().map(|(a, p)| format!("{a}:{}", p.display())).collect();
-    let mut count = [0u64; 2];
-    let mut last = 0u64;
-    for l in log.lines().skip(1) {
-        let f: Vec<&str> = l.split(' ').collect();
-        let host = names.iter().position(|n| n == f[1]).unwrap_or_else(|| panic!("{l:?} of {names:?}"));
-        if f.len() == 5 {
-            count[host] += 1;
-            let t: u64 = f[0].parse().unwrap();
-            assert!(t >= last, "in time order: {l}");
-            last = t;
-        }
-    }
+    let (count, last) = iocurve_testkit::traces::logged_ios(&log, &names);
     let unissued = s["rate"]["backlog"].as_u64().unwrap() + s["rate"]["dropped"].as_u64().unwrap();
     assert!(count[0] <= 3000 && count[1] <= 1000 && count[0] + count[1] + unissued == 4000, "{count:?}, {unissued}");
     // The trace lasts 2 s; its log too (both hosts started within milliseconds).

@@ -337,28 +337,11 @@ pub(super) fn run_blocking(step: &Step, tx: &mpsc::Sender<Result<pb::StepEvent, 
     done
 }
 
-/// I/Os in one `IoLogPart`: about a megabyte packed, well under a gRPC message's limit.
-const IOLOG_PART_IOS: usize = 100_000;
-
 /// The step's I/O log as the events that carry it to the coordinator (at least one, which says
 /// how many I/Os were left out).
 pub(super) fn iolog_parts(log: &iocurve_engine::iolog::IoLog) -> Vec<pb::IoLogPart> {
     let (ios, left_out) = log.take();
-    let pack = |chunk: &[iocurve_engine::replay::ReplayIo]| {
-        iocurve_engine::replay::encode(&iocurve_engine::replay::ReplayShare {
-            ios: chunk.to_vec(),
-            speed: 1.0,
-            remap: iocurve_plan::Remap::Modulo,
-            spans: Vec::new(),
-        })
-    };
-    let mut parts: Vec<pb::IoLogPart> =
-        ios.chunks(IOLOG_PART_IOS).map(|c| pb::IoLogPart { ios: pack(c), left_out: 0 }).collect();
-    match parts.last_mut() {
-        Some(last) => last.left_out = left_out,
-        None => parts.push(pb::IoLogPart { ios: pack(&[]), left_out }),
-    }
-    parts
+    crate::wire::iolog_parts(&ios, left_out)
 }
 
 /// How long the step's end waits for the map's last save (a flush of the targets) unless the

@@ -453,7 +453,9 @@ impl<'a> Hosts<'a> {
             return Err(bad(format!("an I/O on target {} of its {} targets", io.op.target, agent.target_count)));
         }
         let (ios, left_out) = &mut self.iolog[h];
-        let room = iocurve_engine::iolog::MAX_LOGGED_IOS.saturating_sub(ios.len()).min(part.ios.len());
+        // An agent's log holds what one host's may; a relay's, its group's hosts' (one log).
+        let most = iocurve_engine::iolog::MAX_LOGGED_IOS.saturating_mul(agent.hosts.max(1) as usize);
+        let room = most.saturating_sub(ios.len()).min(part.ios.len());
         *left_out += p.left_out.saturating_add((part.ios.len() - room) as u64);
         ios.extend(part.ios[..room].iter().map(|io| {
             let mut io = *io;

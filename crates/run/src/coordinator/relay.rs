@@ -6,14 +6,15 @@
 //! `HostSummary` event per agent: the coordinator's row of that host), and the intervals of
 //! the agents the coordinator asks for in full as they come (`HostInterval` events).
 //!
-//! What does not go through a relay yet is refused by name: I/O logs. Injected faults go
-//! through, on every target or on one, replays (each agent its share of the trace), and the
-//! precondition and verification passes (`passes`).
+//! Injected faults go through, on every target or on one, replays (each agent its share of the
+//! trace), I/O logs (the group's as one, before its `Done`), and the precondition and
+//! verification passes (`passes`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use iocurve_engine::replay::ReplayIo;
 use iocurve_engine::{StepObserver, StepProgress};
 use iocurve_net::agent::relay::{RelayHandler, StepEvents};
 use iocurve_net::{NetError, pb, unix_ns, wire};
@@ -201,8 +202,6 @@ fn unsupported(r: &pb::StepRequest) -> Option<&'static str> {
     if !r.replay.is_empty() {
         // (A coordinator of protocol 19 sends a relay its agents' shares, `relayed_replays`.)
         Some("one agent's replay share")
-    } else if r.write_iolog {
-        Some("an I/O log (--write-iolog)")
     } else if !r.groups.is_empty() {
         Some("target groups in the step (a relay's children have theirs from the Relay call)")
     } else {
@@ -529,7 +528,7 @@ impl RelayHandler for Relay {
                     scratch_size: req.scratch_size,
                     run_key: req.run_key,
                     verify_journal: req.verify_journal,
-                    write_iolog: false,
+                    write_iolog: req.write_iolog,
                     threads: req.threads,
                     backend: &req.backend,
                     faults: &faults,
@@ -551,6 +550,7 @@ impl RelayHandler for Relay {
                     parts: 0,
                     cpu: Vec::new(),
                     forward,
+                    origin_unix_ns: None,
                 };
                 let result = run_step(&mut g.remotes, &spec, &mut obs, &stop).await;
                 *running.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -559,7 +559,18 @@ impl RelayHandler for Relay {
                     Ok(m) if m.merged.aborted.as_deref().is_some_and(super::all_lost) => {
                         Err(Status::unavailable(m.merged.aborted.unwrap_or_default()))
                     }
-                    Ok(m) => {
+                    Ok(mut m) => {
+                        // What the group issued (`--write-iolog`), before its rows and its Done
+                        // as an agent sends its own: one log, each agent's I/Os placed on the
+                        // moment the group's start went up as, its targets by their places
+                        // among the group's.
+                        if req.write_iolog {
+                            let origin = obs.origin_unix_ns.unwrap_or(start_at);
+                            let (ios, left_out) = group_iolog(std::mem::take(&mut m.iolog), origin);
+                            for part in wire::iolog_parts(&ios, left_out) {
+                                obs.send(pb::step_event::Event::Iolog(part));
+                            }
+                        }
                         // A lost agent sits out the rest of the run, as with the coordinator (its
                         // targets keep their places: the coordinator's list of them stays).
                         g.forget(m.lost.iter().copied());
@@ -736,6 +747,24 @@ fn status_of(e: &NetError) -> Status {
     }
 }
 
+/// The group's agents' I/O logs as one, its times from `origin` (the group's start as the
+/// coordinator has it, on this relay's clock): each agent's moved by how much later it started
+/// (never before the origin), in time order; and the I/Os they left out.
+fn group_iolog(logs: Vec<super::coordinate::HostIoLog>, origin: i64) -> (Vec<ReplayIo>, u64) {
+    let mut ios = Vec::with_capacity(logs.iter().map(|l| l.ios.len()).sum());
+    let mut left_out = 0u64;
+    for l in logs {
+        let later = l.started_unix_ns.saturating_sub(origin).max(0) as u64;
+        left_out = left_out.saturating_add(l.left_out);
+        ios.extend(l.ios.into_iter().map(|mut io| {
+            io.t_ns = io.t_ns.saturating_add(later);
+            io
+        }));
+    }
+    ios.sort_by_key(|io| io.t_ns);
+    (ios, left_out)
+}
+
 /// The group's step as one agent's: the first child's start, the merged intervals with how
 /// many hosts each merges, the children's progress added up.
 struct Upward {
@@ -755,6 +784,9 @@ struct Upward {
     cpu: Vec<CpuMean>,
     /// Per child, its address where its intervals go up in full (`host_intervals`).
     forward: Vec<Option<String>>,
+    /// The group's start as it went up (its moment, or its first start): the I/O log's times
+    /// count from here.
+    origin_unix_ns: Option<i64>,
 }
 
 impl Upward {
@@ -775,6 +807,8 @@ impl StepObserver for Upward {
         }
         self.sent_started = true;
         let (threads, sample_s, moment_unix_ns, hosts) = self.record.unwrap_or((threads as u32, 1.0, 0, 1));
+        // As the coordinator takes it (an agent's moment, else its start).
+        self.origin_unix_ns = Some(if moment_unix_ns != 0 { moment_unix_ns } else { started_unix_ns });
         self.send(pb::step_event::Event::Started(pb::Started {
             started_unix_ns,
             threads,
