@@ -86,9 +86,9 @@ const AGENT_SILENCE: Duration = Duration::from_secs(10);
 /// agents' default claim expiry).
 const CLAIM_KEEPING: Duration = Duration::from_secs(20);
 
-/// A relay's replay shares in one step request: what a relay reads (`MAX_REQUEST_BYTES`), less
-/// a MiB for the rest of the request.
-const MAX_RELAYED_REPLAY_BYTES: usize = iocurve_net::agent::MAX_REQUEST_BYTES - (1 << 20);
+/// A replay's shares in one step request (an agent's, or a relay's agents'): what an agent reads
+/// (`MAX_REQUEST_BYTES`), less a MiB for the rest of the request.
+const MAX_REPLAY_BYTES: usize = iocurve_net::agent::MAX_REQUEST_BYTES - (1 << 20);
 
 pub struct Cluster {
     rt: tokio::runtime::Runtime,
@@ -1041,20 +1041,30 @@ impl Cluster {
                 let (mut own, mut relayed) = (Vec::with_capacity(n), Vec::with_capacity(n));
                 for (i, &k) in behind.iter().enumerate() {
                     let parts: Vec<Vec<u8>> = all.by_ref().take(k).collect();
+                    // What an agent (or a relay) reads in one request, its share's or its
+                    // agents': more is refused here, by name, not taken for a host lost.
+                    let bytes: usize = parts.iter().map(Vec::len).sum();
+                    if bytes > MAX_REPLAY_BYTES {
+                        let (who, mib) = (&self.remotes[i].addr, |b: usize| b as f64 / (1 << 20) as f64);
+                        return Err(Error::Usage(match self.remotes[i].relay {
+                            true => format!(
+                                "workload {}: the trace's shares of relay {who}'s {k} hosts come to {:.1} MiB in one request: at most {:.0} MiB a relay; use smaller groups (--relay-every) or replay a part of the trace",
+                                w.name,
+                                mib(bytes),
+                                mib(MAX_REPLAY_BYTES)
+                            ),
+                            false => format!(
+                                "workload {}: agent {who}'s share of the trace comes to {:.1} MiB in one request: at most {:.0} MiB a host; replay on more hosts or a part of the trace",
+                                w.name,
+                                mib(bytes),
+                                mib(MAX_REPLAY_BYTES)
+                            ),
+                        }));
+                    }
                     if !self.remotes[i].relay {
                         own.push(parts.into_iter().next().unwrap_or_default());
                         relayed.push(Vec::new());
                         continue;
-                    }
-                    let bytes: usize = parts.iter().map(Vec::len).sum();
-                    if bytes > MAX_RELAYED_REPLAY_BYTES {
-                        return Err(Error::Usage(format!(
-                            "workload {}: the trace's shares of relay {}'s {k} hosts come to {} MiB in one request: at most {} MiB a relay; use smaller groups (--relay-every) or replay a part of the trace",
-                            w.name,
-                            self.remotes[i].addr,
-                            bytes >> 20,
-                            MAX_RELAYED_REPLAY_BYTES >> 20
-                        )));
                     }
                     own.push(Vec::new());
                     relayed.push(parts);

@@ -216,47 +216,61 @@ impl Loaded {
     /// pass too many).
     pub fn shares(&self, w: &Workload, speed: f64, hosts: usize) -> Result<Vec<Vec<u8>>, Error> {
         let hosts = hosts.max(1);
-        // Devices and processes dealt out in the order they first appear.
-        let mut order: Vec<u32> = Vec::new();
-        let mut place = |key: u32| -> usize {
-            match order.iter().position(|&k| k == key) {
-                Some(i) => i % hosts,
-                None => {
-                    order.push(key);
-                    (order.len() - 1) % hosts
-                }
-            }
-        };
-        let mut each: Vec<Vec<ReplayIo>> = vec![Vec::new(); hosts];
-        for (k, io) in self.trace.ios.iter().enumerate() {
-            let on = match w.replay_split {
-                Split::RoundRobin => k % hosts,
-                Split::Device => place(io.device),
-                Split::Process => place(io.pid),
+        // Devices and processes dealt out in the order they first appear (a map: a trace of
+        // many processes is no list to search per I/O).
+        let on: Vec<u32> = {
+            let mut first: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+            let mut place = |key: u32| -> u32 {
+                let next = first.len();
+                (*first.entry(key).or_insert(next) % hosts) as u32
             };
+            self.trace
+                .ios
+                .iter()
+                .enumerate()
+                .map(|(k, io)| match w.replay_split {
+                    Split::RoundRobin => (k % hosts) as u32,
+                    Split::Device => place(io.device),
+                    Split::Process => place(io.pid),
+                })
+                .collect()
+        };
+        // Each host's count first: a share beyond what a host replays is refused before any
+        // share is built.
+        let mut counts = vec![0u64; hosts];
+        for &h in &on {
+            counts[h as usize] += 1;
+        }
+        if let Some((host, &n)) = counts.iter().enumerate().find(|&(_, &n)| n > MAX_SHARE_IOS) {
+            return Err(Error::Usage(format!(
+                "workload {}: host {} of {hosts} would replay {n} I/Os of {}: at most {MAX_SHARE_IOS} a host; replay on more hosts or a part of the trace",
+                w.name,
+                host + 1,
+                self.path
+            )));
+        }
+        let mut each: Vec<Vec<ReplayIo>> = counts.iter().map(|&n| Vec::with_capacity(n as usize)).collect();
+        for (io, &h) in self.trace.ios.iter().zip(&on) {
             let dir = match io.dir {
                 TraceDir::Read => Dir::Read,
                 TraceDir::Write => Dir::Write,
                 TraceDir::Trim => Dir::Trim,
             };
             let target = self.targets[io.device as usize];
-            each[on].push(ReplayIo { t_ns: io.t_ns, op: IoOp { target, offset: io.offset, len: io.len, dir } });
+            each[h as usize].push(ReplayIo { t_ns: io.t_ns, op: IoOp { target, offset: io.offset, len: io.len, dir } });
         }
-        let mut packed = Vec::with_capacity(hosts);
-        for (host, ios) in each.into_iter().enumerate() {
-            if ios.len() as u64 > MAX_SHARE_IOS {
-                return Err(Error::Usage(format!(
-                    "workload {}: host {} of {hosts} would replay {} I/Os of {}: at most {MAX_SHARE_IOS} a host; replay on more hosts or a part of the trace",
-                    w.name,
-                    host + 1,
-                    ios.len(),
-                    self.path
-                )));
-            }
-            let share = ReplayShare { ios, speed, remap: w.replay_remap, spans: self.spans.clone() };
-            packed.push(iocurve_engine::replay::encode(&share));
-        }
-        Ok(packed)
+        // Packed host by host, each host's I/Os let go once packed.
+        Ok(each
+            .into_iter()
+            .map(|ios| {
+                iocurve_engine::replay::encode(&ReplayShare {
+                    ios,
+                    speed,
+                    remap: w.replay_remap,
+                    spans: self.spans.clone(),
+                })
+            })
+            .collect())
     }
 
     /// What a run of it should know: the trace's events that are not I/Os (counted, not

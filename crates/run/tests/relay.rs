@@ -458,7 +458,7 @@ fn what_a_relay_cannot_do_is_refused_by_name() {
         let Err(e) = client::run_step(&mut remotes, &spec, &mut iocurve_engine::NoObserver, &stop).await else {
             panic!("one share to a relay")
         };
-        assert!(matches!(&e, iocurve_net::NetError::Input(m) if m.contains("one agent's replay share does not go through relays yet")), "{e}");
+        assert!(matches!(&e, iocurve_net::NetError::Input(m) if m.contains("one replay share for a relay: a relay takes its agents' shares (relayed_replays), one each")), "{e}");
         let three = [vec![share.clone(), share.clone(), share.clone()]];
         let none_own: [Vec<u8>; 1] = [Vec::new()];
         (spec.replay, spec.relayed_replays) = (Some(&none_own[..]), &three[..]);

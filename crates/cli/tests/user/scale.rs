@@ -484,7 +484,7 @@ fn a_trace_replays_through_relays_split_over_the_hosts_behind_them() {
     let _one = crate::util::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let certs = certs(dir.path());
-    let (hosts, _agents) = ByHand::on_files(dir.path(), &certs, &["127.0.0.2", "127.0.0.3", "127.0.0.4"]);
+    let (hosts, mut agents) = ByHand::on_files(dir.path(), &certs, &["127.0.0.2", "127.0.0.3", "127.0.0.4"]);
     let first = ByHand::start(dir.path(), &certs, "127.0.0.2", &["--relay"]);
     let second = ByHand::start(dir.path(), &certs, "127.0.0.4", &["--relay"]);
     // 1200 I/Os over 2 s: devices d0, d1, d2 in the order they first appear, 600, 400, 200.
@@ -535,6 +535,31 @@ fn a_trace_replays_through_relays_split_over_the_hosts_behind_them() {
     assert!(count[0] <= 600 && count[1] <= 400 && count[2] <= 200, "{count:?}");
     assert_eq!(count.iter().sum::<u64>() + unissued, 1200, "{count:?}, {unissued} not issued");
     assert!((1_900_000..2_100_000).contains(&last), "{last} µs");
+    // A host lost behind its relay during a replay's first speed: the next speed is split over
+    // the two hosts left (devices d0 and d2 on the first, d1 on the third), the whole trace
+    // still due (exit code 3: a host was lost).
+    let db = dir.path().join("iocurve.db");
+    let before = crate::util::cluster::stored_intervals(&db);
+    let args = through_relays(&certs, "2", &relays, &["--size", "8m", "--buffered", "--replay-speed", "1,2"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = coordinator(dir.path(), &certs, &args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    crate::util::cluster::wait_for_intervals(&db, before);
+    let _ = agents[1].child.kill();
+    let o = run.wait_with_output().unwrap();
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(3), "{out}{err}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let s = &r["workloads"][0]["steps"][1];
+    assert_eq!(s["rate"]["due"].as_u64(), Some(1200), "{}", s["rate"]);
+    let rows = s["hosts"].as_array().unwrap();
+    let named: Vec<&str> = rows.iter().map(|h| h["host"].as_str().unwrap()).collect();
+    assert_eq!(named, [hosts[0].0.as_str(), hosts[2].0.as_str()], "{rows:?}");
+    let (secs, unissued) =
+        (f(&s["duration_s"]), s["rate"]["backlog"].as_u64().unwrap() + s["rate"]["dropped"].as_u64().unwrap());
+    for (h, share) in rows.iter().zip([800.0, 400.0]) {
+        let ops = f(&h["iops"]) * secs;
+        assert!(ops <= share + 0.5 && ops >= share - 64.0 - unissued as f64, "{ops} of {share}: {h}");
+    }
 }
 
 /// Issue 46: preconditioning and the final verification through a relay started by hand: each

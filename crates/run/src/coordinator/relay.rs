@@ -200,10 +200,10 @@ fn child_config(req: &pb::RelayRequest, c: &pb::RelayChild) -> Result<(ClientCon
 /// What a relay does not forward yet: refused by name, before any child is asked.
 fn unsupported(r: &pb::StepRequest) -> Option<&'static str> {
     if !r.replay.is_empty() {
-        // (A coordinator of protocol 19 sends a relay its agents' shares, `relayed_replays`.)
-        Some("one agent's replay share")
+        // A coordinator of this protocol sends a relay its agents' shares (`relayed_replays`).
+        Some("one replay share for a relay: a relay takes its agents' shares (relayed_replays), one each")
     } else if !r.groups.is_empty() {
-        Some("target groups in the step (a relay's children have theirs from the Relay call)")
+        Some("target groups in the step: a relay's children have theirs from the Relay call")
     } else {
         None
     }
@@ -319,7 +319,8 @@ impl RelayHandler for Relay {
             }
         }
         // A step still running (its coordinator gone) holds the group until it ends.
-        let mut slot = self.group.try_lock().map_err(|_| Status::resource_exhausted("this relay is running a step"))?;
+        let mut slot =
+            self.group.try_lock().map_err(|_| Status::resource_exhausted("this relay is running a step or a pass"))?;
         // A new epoch for the new group: what kept the earlier group's claims stops.
         if self.epoch.compare_exchange(epoch, epoch + 1, Ordering::AcqRel, Ordering::Acquire).is_err() {
             return Err(Status::aborted("this relay was taken by another coordinator meanwhile"));
@@ -408,7 +409,7 @@ impl RelayHandler for Relay {
 
     async fn targets(&self, req: pb::TargetsRequest) -> Result<pb::TargetsReply, Status> {
         let mut guard =
-            self.group.try_lock().map_err(|_| Status::resource_exhausted("this relay is running a step"))?;
+            self.group.try_lock().map_err(|_| Status::resource_exhausted("this relay is running a step or a pass"))?;
         let g = guard.as_mut().ok_or_else(|| Status::failed_precondition("this relay has no group"))?;
         if !req.groups.is_empty() {
             return Err(bad("a relay's children open the groups of the Relay call: send none".into()));
@@ -445,7 +446,7 @@ impl RelayHandler for Relay {
         let received_unix_ns = unix_ns();
         if let Some(what) = unsupported(&req) {
             // Bad input for this run, not a relay gone: the coordinator ends the step with it.
-            return Err(bad(format!("{what} does not go through relays yet: run it without relays")));
+            return Err(bad(what.to_string()));
         }
         if req.host_intervals.len() > MAX_CHILDREN {
             return Err(bad(format!(
@@ -469,6 +470,9 @@ impl RelayHandler for Relay {
                 return Err(
                     bad("a replay step has neither a rate nor members: its trace sets every I/O's time".into()),
                 );
+            }
+            if req.relayed_replays.iter().any(Vec::is_empty) {
+                return Err(bad("an empty replay share for an agent of this relay: every share has its header".into()));
             }
             if req.relayed_replays.len() != agents {
                 return Err(bad(format!(
