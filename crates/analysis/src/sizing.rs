@@ -142,10 +142,15 @@ fn host_links(plan: &serde_json::Value, addr: &str) -> Option<iocurve_plan::link
 }
 
 /// What the links of the hosts that ran `step` carry together (usable MB/s per direction):
-/// a host-count sweep's ceiling at that count. None when a host's links are not known.
+/// a host-count sweep's ceiling at that count. None when a host's links are not known, or a
+/// row is a relay's group's (its hosts' rows not taken: which hosts' links it stands for is not
+/// in it, and counting it as one host understated the ceiling).
 pub fn links_ceiling(plan: &serde_json::Value, step: &crate::result::StepResult) -> Option<f64> {
     let mut sum = 0.0;
     for h in &step.host_results {
+        if h.hosts > 1 {
+            return None;
+        }
         sum += host_links(plan, &h.host)?.usable_mbps()?;
     }
     (!step.host_results.is_empty()).then_some(sum)
@@ -372,6 +377,9 @@ mod tests {
         let mut relayed = step(0.0, 8000.0, &[("a:7071", 2000.0), ("c:7071", 6000.0)]);
         relayed.host_results[1].hosts = 32;
         assert!(link_use(&plan, &relayed).is_none());
+        // Nor a ceiling of the hosts' links: the group's row is not one host's 6'400 MB/s.
+        assert_eq!(links_ceiling(&plan, &step(0.0, 8000.0, &[("a:7071", 2000.0), ("c:7071", 6000.0)])), Some(12800.0));
+        assert_eq!(links_ceiling(&plan, &relayed), None);
     }
 
     #[test]

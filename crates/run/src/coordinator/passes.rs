@@ -8,6 +8,21 @@ use super::client::{Remote, failed};
 use super::coordinate::STOP_DEADLINE;
 use iocurve_net::{NetError, pb, wire};
 
+/// An agent's error of a pass, named: `agent A: verification: …`. A relay's names its agent
+/// itself (the coordinator's own code ran there): said as it is, with the relay it came through
+/// (not `agent R: verification: agent A: verification: …`).
+fn pass_error(relay: Option<&str>, who: &str, what: &str, error: &str) -> String {
+    let error = iocurve_net::printable(error);
+    match relay.filter(|_| error.starts_with("agent ")) {
+        Some(relay) => format!("{error} (through relay {relay})"),
+        None => format!("{who}{what}{error}"),
+    }
+}
+
+/// Each agent's address where it is a relay.
+fn relays(remotes: &[Remote]) -> Vec<Option<String>> {
+    remotes.iter().map(|r| r.relay.then(|| r.addr.clone())).collect()
+}
 /// How a precondition pass on the agents ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PassEnd {
@@ -139,7 +154,7 @@ pub async fn follow_precondition(
     on_progress: &mut dyn FnMut(usize, &pb::PreconditionProgress),
     on_notes: &mut dyn FnMut(usize, &pb::PreconditionDone),
 ) -> Result<PassEnd, NetError> {
-    let who: Vec<String> = remotes.iter().map(|r| r.who()).collect();
+    let (who, relay) = (remotes.iter().map(|r| r.who()).collect::<Vec<_>>(), relays(remotes));
     let mut interrupted = false;
     follow(remotes, streams, "precondition pass", stop, silence, &mut |h, e: pb::PreconditionEvent| match e.event {
         Some(pb::precondition_event::Event::Progress(p)) => {
@@ -151,7 +166,7 @@ pub async fn follow_precondition(
             if !d.error.is_empty() {
                 // The engine's errors of a pass say what they are about.
                 let what = if d.error.starts_with("precondition") { "" } else { "precondition: " };
-                let msg = format!("{}{what}{}", who[h], iocurve_net::printable(&d.error));
+                let msg = pass_error(relay[h].as_deref(), &who[h], what, &d.error);
                 return Err(if d.input { NetError::Input(msg) } else { NetError::Failed(msg) });
             }
             interrupted |= d.interrupted;
@@ -218,7 +233,7 @@ pub async fn follow_verify_pass(
     on_progress: &mut dyn FnMut(usize, u64, u64),
     on_problem: &mut dyn FnMut(usize, &pb::VerifyProblem),
 ) -> Result<VerifyEnd, NetError> {
-    let who: Vec<String> = remotes.iter().map(|r| r.who()).collect();
+    let (who, relay) = (remotes.iter().map(|r| r.who()).collect::<Vec<_>>(), relays(remotes));
     let mut out = vec![AgentPass::default(); remotes.len()];
     let mut interrupted = false;
     let mut why = None;
@@ -243,7 +258,7 @@ pub async fn follow_verify_pass(
                 return Ok(true);
             }
             if !d.error.is_empty() {
-                let msg = format!("{}verification: {}", who[h], iocurve_net::printable(&d.error));
+                let msg = pass_error(relay[h].as_deref(), &who[h], "verification: ", &d.error);
                 return Err(if d.input { NetError::Input(msg) } else { NetError::Failed(msg) });
             }
             interrupted |= d.interrupted;
@@ -258,4 +273,26 @@ pub async fn follow_verify_pass(
     })
     .await?;
     Ok(if interrupted || stop.load(Ordering::Relaxed) { VerifyEnd::Interrupted(why) } else { VerifyEnd::Done(out) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pass_error;
+
+    /// Issue 46: a pass's error through a relay names the agent once, and the relay it came
+    /// through (it said "agent R: precondition: agent A: precondition: …").
+    #[test]
+    fn a_pass_error_names_its_agent_once_and_its_relay() {
+        let through = pass_error(
+            Some("10.0.0.9:7421"),
+            "agent 10.0.0.9:7421: ",
+            "precondition: ",
+            "agent 10.0.0.2:7420: precondition: /t.dat: EIO",
+        );
+        assert_eq!(through, "agent 10.0.0.2:7420: precondition: /t.dat: EIO (through relay 10.0.0.9:7421)");
+        // A relay's own error (no agent named) and an agent's are named as before.
+        let own = pass_error(Some("10.0.0.9:7421"), "agent 10.0.0.9:7421: ", "verification: ", "no agent left");
+        assert_eq!(own, "agent 10.0.0.9:7421: verification: no agent left");
+        assert_eq!(pass_error(None, "agent a:1: ", "verification: ", "agent b"), "agent a:1: verification: agent b");
+    }
 }
