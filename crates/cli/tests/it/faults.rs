@@ -178,7 +178,9 @@ interval_s = 1
 
 /// Sequential 8k writes with one write fault on a zeroed 1 MiB file; returns the file.
 pub(crate) fn write_with(dir: &Path, kind: &str) -> Vec<u8> {
-    std::fs::write(dir.join("w.dat"), vec![0u8; 1 << 20]).unwrap();
+    // 32 blocks of 8k, written in a second: a loaded CI disk wrote 84 a second (1 MiB, 128
+    // blocks in 0.5 s, asked for three times its pace).
+    std::fs::write(dir.join("w.dat"), vec![0u8; 256 << 10]).unwrap();
     let plan = format!(
         r#"targets = ["w.dat"]
 [[faults]]
@@ -191,14 +193,14 @@ pattern = "sequential"
 ramp = [1]
 warmup_s = 0
 intervals = 1
-interval_s = 0.5
+interval_s = 1
 "#
     );
     let (code, r, out) = run(dir, &plan, &["--allow-write", "w.dat"]);
     assert_eq!(code, Some(0), "{out}");
     let s = &steps(&r, 0)[0];
     assert_eq!(u(&s["errors"]), 0, "{kind} is acknowledged as written");
-    assert!(u(&s["faults_injected"]) > 128, "{kind}: every write of several passes");
+    assert!(u(&s["faults_injected"]) > 32, "{kind}: every write of at least one whole pass");
     std::fs::read(dir.join("w.dat")).unwrap()
 }
 

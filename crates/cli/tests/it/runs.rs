@@ -361,7 +361,9 @@ fn ctrl_c_keeps_finished_intervals_and_exits_nonzero() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(4000));
+    // Once the first step's 5 intervals and one of the second are stored (a fixed 4 s left a
+    // loaded machine's slow preparation 1.3 s of margin).
+    iocurve_testkit::cluster::wait_for_intervals(&dir.path().join("iocurve.db"), 5);
     // SAFETY: kill only signals the child this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let o = child.wait_with_output().unwrap();

@@ -34,10 +34,10 @@ fn regression_a_clock_stepped_mid_run_is_caught_and_the_next_steps_start_togethe
     let rr = "[[workloads]]\nname = \"rr\"\nramp = [1, 2]\nwarmup_s = 0\nintervals = 12\ninterval_s = 0.25\n";
     hosts_plan(dir.path(), &hosts, rr);
     let mut coord = Watched::spawn(coordinator(dir.path(), &c, &["plan.toml", "--size", "16m", "--json", "r.json"]));
-    // Connected (the first step starts 0.5 s later and lasts 3 s): into it, b's clock steps
-    // 200 ms ahead (b sees it within a second).
+    // Into the first step (3 s; its first interval stored, however long the preparation took
+    // on a loaded machine), b's clock steps 200 ms ahead (b sees it within a second).
     coord.wait_for("clock offset", std::time::Duration::from_secs(30));
-    std::thread::sleep(std::time::Duration::from_millis(1000));
+    iocurve_testkit::cluster::wait_for_intervals(&dir.path().join("iocurve.db"), 0);
     std::fs::write(&offset, "+0.2\n").unwrap();
     let (code, out) = coord.finish();
     assert_eq!(code, Some(0), "{out}");
