@@ -797,9 +797,10 @@ fn a_relays_io_log_holds_its_agents_ios_on_their_targets() {
         let measured = m.merged.total.ops();
         let logged = log.ios.len() as u64;
         assert!((measured..=measured + 8).contains(&logged), "{logged} logged, {measured} measured");
-        // Within the step's second from the group's start (a loaded machine's late start aside).
+        // Within the step's second from the group's start (a loaded machine's late start aside,
+        // and an agent's start a few ms after the group's).
         let last = log.ios.last().unwrap().t_ns;
-        assert!(last < 3_000_000_000, "{last} ns");
+        assert!(last < 3_100_000_000, "{last} ns");
     });
 }
 

@@ -259,18 +259,20 @@ impl Watched {
     }
 }
 
-/// Intervals stored in the SQLite store at `db` (0 while it has none, or before it exists),
-/// read with python3's sqlite3 (on every machine here; the sqlite3 shell is not), read-only: a
-/// store not made yet is not made by it.
+/// Intervals stored in the SQLite store at `db` (0 while it has none, or before it or its
+/// tables exist), read with python3's sqlite3 (on every machine here; the sqlite3 shell is not),
+/// read-only: a store not made yet is not made by it. Any other failure panics with what python
+/// said, rather than reading as "none yet".
 pub fn stored_intervals(db: &Path) -> u32 {
-    let o = Command::new("python3")
-        .args([
-            "-c",
-            "import sqlite3,sys; print(sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True).execute('SELECT count(*) FROM intervals').fetchone()[0])",
-        ])
-        .arg(db)
-        .output();
-    o.ok().and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok()).unwrap_or(0)
+    let script = "import sqlite3, sys\n\
+        try:\n    c = sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True)\n    print(c.execute('SELECT count(*) FROM intervals').fetchone()[0])\n\
+        except sqlite3.OperationalError as e:\n    print(0 if 'unable to open' in str(e) or 'no such table' in str(e) else sys.exit(str(e)))\n";
+    let o = Command::new("python3").args(["-c", script]).arg(db).output().expect("python3 runs");
+    let text = String::from_utf8_lossy(&o.stdout);
+    match text.trim().parse() {
+        Ok(n) if o.status.success() => n,
+        _ => panic!("the intervals of {} not read: {text}{}", db.display(), String::from_utf8_lossy(&o.stderr)),
+    }
 }
 
 /// Waits until the store at `db` holds more than `than` intervals: a run is in its step, with
@@ -280,6 +282,6 @@ pub fn wait_for_intervals(db: &Path, than: u32) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while stored_intervals(db) <= than {
         assert!(std::time::Instant::now() < deadline, "no interval stored in {} within a minute", db.display());
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }

@@ -169,9 +169,11 @@ fn dedupe_holds_at_its_unit_and_no_more_at_finer_units() {
         assert!(o.status.success(), "{}", stderr(&o));
         let m = measure(&dir.path().join(&file), bytes, 0);
         // Each unit draws fresh content with p = 1/R: over n units the ratio's relative standard
-        // deviation is √((R − 1) / n); 5 % or three of them, whichever is wider.
+        // deviation is √((R − 1) / n); 5 % or four of them, whichever is wider (three, checked at
+        // six units in three files a run, failed a clean CI run of edd5f21 at 3.6: 1.892 of 2
+        // over 4,096 units).
         let n = bytes as f64 / unit as f64;
-        let tol = (3.0 * ((r - 1.0) / n).sqrt()).max(0.05);
+        let tol = (4.0 * ((r - 1.0) / n).sqrt()).max(0.05);
         for (u, d) in &m.dedupe {
             if *u <= unit {
                 assert!(within(*d, r, tol), "dedupe {dedupe} per {unit}: {d:.3} at {u} bytes");
