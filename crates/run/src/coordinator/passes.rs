@@ -23,6 +23,7 @@ fn pass_error(relay: Option<&str>, who: &str, what: &str, error: &str) -> String
 fn relays(remotes: &[Remote]) -> Vec<Option<String>> {
     remotes.iter().map(|r| r.relay.then(|| r.addr.clone())).collect()
 }
+
 /// How a precondition pass on the agents ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PassEnd {

@@ -197,7 +197,7 @@ fn child_config(req: &pb::RelayRequest, c: &pb::RelayChild) -> Result<(ClientCon
     Ok((cfg, d.not_after_unix))
 }
 
-/// What a relay does not forward yet: refused by name, before any child is asked.
+/// What a relay does not take in a step request: refused by name, before any child is asked.
 fn unsupported(r: &pb::StepRequest) -> Option<&'static str> {
     if !r.replay.is_empty() {
         // A coordinator of this protocol sends a relay its agents' shares (`relayed_replays`).
