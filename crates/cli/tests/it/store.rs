@@ -90,12 +90,7 @@ fn a_killed_run_keeps_every_finished_interval() {
     let db = dir.path().join("k.db");
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let o = Command::new("sqlite3").arg(&db).arg("SELECT count(*) FROM intervals").output();
-        let stored = match o {
-            Ok(o) => String::from_utf8_lossy(&o.stdout).trim().parse::<u32>().unwrap_or(0),
-            Err(_) => python_count(&db),
-        };
-        if stored >= 5 {
+        if crate::util::cluster::stored_intervals(&db) >= 5 {
             break;
         }
         assert!(Instant::now() < deadline, "the run never stored its intervals");
@@ -122,15 +117,6 @@ fn a_killed_run_keeps_every_finished_interval() {
     let page = std::fs::read_to_string(dir.path().join("killed.html")).unwrap();
     assert!(page.contains("status-incomplete") && page.contains("killed or still running"), "marked incomplete");
     assert!(page.contains("\"x\":[1,2]"), "both steps are in the report's data");
-}
-
-/// Counts stored intervals without the sqlite3 shell (python3 is on every machine here).
-fn python_count(db: &std::path::Path) -> u32 {
-    let o = Command::new("python3")
-        .args(["-c", "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM intervals').fetchone()[0])"])
-        .arg(db)
-        .output();
-    o.ok().and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok()).unwrap_or(0)
 }
 
 #[test]
